@@ -1,0 +1,173 @@
+package deletion
+
+import (
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// Observation is what one check of an entry saw. The engine fills it in two
+// steps: first with GetPod's answer, then, only when Decide asks for it with
+// AskSandbox, with the SandboxExtractor's.
+type Observation struct {
+	// Pod and Err are what PodGetter.GetPod returned.
+	Pod *corev1.Pod
+	Err error
+	// NodeName is the node this engine works for; "" turns the node check off.
+	NodeName string
+	// HasExtractor reports that a SandboxExtractor is configured.
+	HasExtractor bool
+	// SandboxAsked reports that the SandboxExtractor was called; SandboxID and
+	// SandboxErr then hold its answer.
+	SandboxAsked bool
+	SandboxID    string
+	SandboxErr   error
+}
+
+// Action is what Decide tells the engine to do with an entry.
+type Action uint8
+
+const (
+	// Keep the entry and check it again later.
+	Keep Action = iota
+	// Destroy the PU, for Verdict.Reason.
+	Destroy
+	// Adopt keeps the entry and records Verdict.SandboxID as its sandbox.
+	Adopt
+	// AskSandbox: call the SandboxExtractor on Observation.Pod, record its
+	// answer in the Observation and call Decide again.
+	AskSandbox
+)
+
+var actionNames = [...]string{Keep: "Keep", Destroy: "Destroy", Adopt: "Adopt", AskSandbox: "AskSandbox"}
+
+// String returns the action's name.
+func (a Action) String() string {
+	if int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return fmt.Sprintf("Action(%d)", a)
+}
+
+// Verdict is the outcome of Decide.
+type Verdict struct {
+	Action Action
+	// Reason is set when Action is Destroy.
+	Reason ports.Reason
+	// SandboxID is the sandbox to record when Action is Adopt.
+	SandboxID string
+	// Requeue asks the engine to requeue the live pod once the entry is
+	// removed (row 10: the main controller must create the PU of the new sandbox).
+	Requeue bool
+	// Row is the row of the decision table that decided (1 to 10), or 0 for
+	// AskSandbox, which decides nothing yet.
+	Row int
+}
+
+// rowText describes each row of the decision table, for logs and String.
+var rowText = [...]string{
+	0:  "sandbox needed",
+	1:  "pod not found",
+	2:  "pod lookup failed",
+	3:  "pod bound to another node",
+	4:  "pod recreated with another UID",
+	5:  "same pod, sandbox not checked",
+	6:  "same pod, sandbox lookup failed",
+	7:  "same pod, first sandbox recorded",
+	8:  "same pod, sandbox not known yet",
+	9:  "same pod, same sandbox",
+	10: "same pod, sandbox replaced",
+}
+
+// Why describes in a few words the row that decided.
+func (v Verdict) Why() string {
+	if v.Row >= 0 && v.Row < len(rowText) {
+		return rowText[v.Row]
+	}
+	return "unknown row"
+}
+
+// String returns a short form of v, for logs and test failures.
+func (v Verdict) String() string {
+	s := fmt.Sprintf("row %d %s: %s", v.Row, v.Action, v.Why())
+	if v.Action == Destroy {
+		s += " (" + string(v.Reason) + ")"
+	}
+	return s
+}
+
+// IsNotFound reports whether err from a PodGetter means the pod does not
+// exist: it matches ports.ErrPodNotFound or a Kubernetes NotFound status error.
+func IsNotFound(err error) bool {
+	return err != nil && (errors.Is(err, ports.ErrPodNotFound) || apierrors.IsNotFound(err))
+}
+
+// Decide holds the whole destroy decision table for one check of one entry.
+// It does no I/O: the engine gathers the Observation and carries out the
+// Verdict. The rows, in the order they are tried:
+//
+//  1. GetPod says not found: Destroy, PodGone.
+//  2. GetPod fails otherwise, returns a nil pod, or returns another pod than
+//     the one asked for: Keep. Never destroy on an error.
+//  3. NodeName is set and the pod is bound to another node: Destroy,
+//     NodeChanged. (A pod not bound to any node yet cannot have moved.)
+//  4. The pod's UID is not the entry's PUID (recreated under the same name):
+//     Destroy, UIDChanged.
+//  5. Same UID, no SandboxExtractor: Keep.
+//  6. Same UID, the SandboxExtractor fails: Keep.
+//  7. Same UID, the entry has no sandbox yet: Adopt the current one.
+//  8. Same UID, the current sandbox is "" (not known yet): Keep.
+//  9. Same UID, same sandbox as recorded: Keep.
+//  10. Same UID, another sandbox than recorded: Destroy, SandboxChanged,
+//     and requeue the pod once the entry is removed.
+//
+// Until the SandboxExtractor has been asked (Observation.SandboxAsked), rows
+// 6 to 10 answer AskSandbox.
+func Decide(e Entry, o Observation) Verdict {
+	if o.Err != nil {
+		if IsNotFound(o.Err) {
+			return Verdict{Action: Destroy, Reason: ports.ReasonPodGone, Row: 1}
+		}
+		return Verdict{Action: Keep, Row: 2}
+	}
+	pod := o.Pod
+	if pod == nil || !samePod(e, pod) {
+		return Verdict{Action: Keep, Row: 2}
+	}
+	if o.NodeName != "" && pod.Spec.NodeName != "" && pod.Spec.NodeName != o.NodeName {
+		return Verdict{Action: Destroy, Reason: ports.ReasonNodeChanged, Row: 3}
+	}
+	if string(pod.UID) != e.PUID {
+		return Verdict{Action: Destroy, Reason: ports.ReasonUIDChanged, Row: 4}
+	}
+	if !o.HasExtractor {
+		return Verdict{Action: Keep, Row: 5}
+	}
+	if !o.SandboxAsked {
+		return Verdict{Action: AskSandbox}
+	}
+	switch {
+	case o.SandboxErr != nil:
+		return Verdict{Action: Keep, Row: 6}
+	case e.SandboxID == "" && o.SandboxID != "":
+		return Verdict{Action: Adopt, SandboxID: o.SandboxID, Row: 7}
+	case o.SandboxID == "":
+		return Verdict{Action: Keep, Row: 8}
+	case o.SandboxID == e.SandboxID:
+		return Verdict{Action: Keep, Row: 9}
+	default:
+		return Verdict{Action: Destroy, Reason: ports.ReasonSandboxChanged, Requeue: true, Row: 10}
+	}
+}
+
+// samePod reports whether pod can be the answer for e's pod: a getter that
+// returns a pod of another name or namespace is broken, and its answer must
+// not destroy anything. Empty fields are not held against it.
+func samePod(e Entry, pod *corev1.Pod) bool {
+	return (pod.Name == "" || pod.Name == e.Pod.Name) &&
+		(pod.Namespace == "" || pod.Namespace == e.Pod.Namespace)
+}

@@ -1,0 +1,39 @@
+package deletion
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Entry is what the engine remembers about one PU.
+type Entry struct {
+	// PUID is the UID of the pod the PU was created for. It identifies the entry.
+	PUID string
+	// Pod is where the pod lived.
+	Pod types.NamespacedName
+	// SandboxID is the sandbox the PU belongs to; "" until one is known.
+	SandboxID string
+}
+
+// entry is the engine's record of one tracked PU. busy, again, idle and
+// Entry.SandboxID are guarded by Controller.mu; attempts and goneSince
+// belong to the check that has claimed the entry (busy), which alone reads
+// and writes them.
+type entry struct {
+	Entry
+
+	// busy: a check has claimed the entry. At most one check holds it.
+	busy bool
+	// again: a scheduled check found the entry busy; check it once more
+	// when it is released.
+	again bool
+	// idle, when not nil, is closed when the entry is released, to wake
+	// Sweep calls waiting for it.
+	idle chan struct{}
+
+	// attempts counts the failed DestroyPU calls.
+	attempts int
+	// goneSince is when a check first decided the PU must be destroyed.
+	goneSince time.Time
+}

@@ -1,0 +1,68 @@
+package ports
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ErrPodNotFound is returned (possibly wrapped) by a PodGetter when the pod
+// does not exist. Match it with errors.Is.
+var ErrPodNotFound = errors.New("pod not found")
+
+// DestroyEvent tells a PolicyHandler which PU to destroy and why.
+type DestroyEvent struct {
+	PUID      string               // the pod UID the PU was created for
+	Pod       types.NamespacedName // where the pod lived
+	SandboxID string               // the sandbox recorded for this PU ("" if never known)
+	Reason    Reason
+}
+
+// String returns a short human-readable form of ev, for logs.
+func (ev DestroyEvent) String() string {
+	return fmt.Sprintf("destroy PU %s of pod %s (sandbox %q): %s", ev.PUID, ev.Pod, ev.SandboxID, ev.Reason)
+}
+
+// Reason says why a PU is destroyed.
+type Reason string
+
+const (
+	// ReasonPodGone: the API server says the pod does not exist.
+	ReasonPodGone Reason = "PodGone"
+	// ReasonUIDChanged: a pod of the same name exists, but it is a new pod
+	// (another UID); the PU belonged to the old one.
+	ReasonUIDChanged Reason = "UIDChanged"
+	// ReasonNodeChanged: the pod of that name is bound to another node.
+	ReasonNodeChanged Reason = "NodeChanged"
+	// ReasonSandboxChanged: the pod is the same, but its sandbox was
+	// replaced; the PU belonged to the old sandbox.
+	ReasonSandboxChanged Reason = "SandboxChanged"
+)
+
+// Reasons lists every Reason, in the order of the decision table.
+func Reasons() []Reason {
+	return []Reason{ReasonPodGone, ReasonNodeChanged, ReasonUIDChanged, ReasonSandboxChanged}
+}
+
+// permanentError marks an error as not worth retrying.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return "permanent: " + e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks a DestroyPU error as not worth retrying: the engine drops
+// the PU at once instead of trying again. The original error stays reachable
+// through errors.Is and errors.As. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err, or any error it wraps, was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
