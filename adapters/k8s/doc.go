@@ -1,0 +1,15 @@
+// Package k8s plugs the deletion engine into controller-runtime: it reads
+// pods through a client.Reader (usually the manager's cache), requeues pods
+// through a channel watched by a controller's source.Channel, feeds
+// Prometheus metrics from the engine's Observer hook, and wires an engine to
+// a manager so that every pod bound to the node is tracked and every pod
+// deletion triggers a check at once.
+//
+// A node agent typically scopes its manager's pod cache to its own node with
+// NodeCacheOptions, builds the engine with NewPodGetter(mgr.GetCache()) and
+// NewMetrics, and calls SetupWithManager; see the package example.
+//
+// Pods are read-only everywhere in the SDK: the engine and its ports never
+// modify a pod they are given, and the pods handed to the SandboxExtractor
+// by the wiring are the informer's own objects.
+package k8s
