@@ -1,0 +1,140 @@
+package deletion_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+const (
+	testNode = "node-a"
+	testUID  = "uid-1"
+)
+
+var testKey = types.NamespacedName{Namespace: "default", Name: "web-0"}
+
+func livePod(uid, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testKey.Namespace, Name: testKey.Name, UID: types.UID(uid)},
+		Spec:       corev1.PodSpec{NodeName: node},
+	}
+}
+
+func entryWith(sandbox string) deletion.Entry {
+	return deletion.Entry{PUID: testUID, Pod: testKey, SandboxID: sandbox}
+}
+
+// sandboxAnswer is the observation once the extractor has answered.
+func sandboxAnswer(pod *corev1.Pod, id string, err error) deletion.Observation {
+	return deletion.Observation{Pod: pod, NodeName: testNode, HasExtractor: true, SandboxAsked: true, SandboxID: id, SandboxErr: err}
+}
+
+var errBoom = errors.New("boom")
+
+// TestDecideTable has one row per line of the decision table (README and
+// Decide's doc comment), then the edges.
+func TestDecideTable(t *testing.T) {
+	statusNotFound := apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, testKey.Name)
+	keep := func(row int) deletion.Verdict { return deletion.Verdict{Action: deletion.Keep, Row: row} }
+	destroy := func(row int, r ports.Reason) deletion.Verdict {
+		return deletion.Verdict{Action: deletion.Destroy, Reason: r, Row: row, Requeue: r == ports.ReasonSandboxChanged}
+	}
+	ask := deletion.Verdict{Action: deletion.AskSandbox}
+
+	tests := []struct {
+		name  string
+		entry deletion.Entry
+		obs   deletion.Observation
+		want  deletion.Verdict
+	}{
+		// The table, row by row.
+		{"1 pod not found", entryWith("sb1"),
+			deletion.Observation{Err: ports.ErrPodNotFound, NodeName: testNode, HasExtractor: true}, destroy(1, ports.ReasonPodGone)},
+		{"2 get fails", entryWith("sb1"),
+			deletion.Observation{Err: errBoom, NodeName: testNode, HasExtractor: true}, keep(2)},
+		{"3 pod on another node", entryWith("sb1"),
+			deletion.Observation{Pod: livePod(testUID, "node-b"), NodeName: testNode, HasExtractor: true}, destroy(3, ports.ReasonNodeChanged)},
+		{"4 pod recreated with another UID", entryWith("sb1"),
+			deletion.Observation{Pod: livePod("uid-2", testNode), NodeName: testNode, HasExtractor: true}, destroy(4, ports.ReasonUIDChanged)},
+		{"5 same UID, no extractor", entryWith("sb1"),
+			deletion.Observation{Pod: livePod(testUID, testNode), NodeName: testNode}, keep(5)},
+		{"6 same UID, extractor fails", entryWith("sb1"),
+			sandboxAnswer(livePod(testUID, testNode), "", errBoom), keep(6)},
+		{"7 same UID, no sandbox recorded: adopt", entryWith(""),
+			sandboxAnswer(livePod(testUID, testNode), "sb1", nil), deletion.Verdict{Action: deletion.Adopt, SandboxID: "sb1", Row: 7}},
+		{"8 same UID, sandbox not known yet", entryWith("sb1"),
+			sandboxAnswer(livePod(testUID, testNode), "", nil), keep(8)},
+		{"9 same UID, same sandbox", entryWith("sb1"),
+			sandboxAnswer(livePod(testUID, testNode), "sb1", nil), keep(9)},
+		{"10 same UID, sandbox replaced", entryWith("sb1"),
+			sandboxAnswer(livePod(testUID, testNode), "sb2", nil), destroy(10, ports.ReasonSandboxChanged)},
+
+		// Edges.
+		{"Kubernetes NotFound status error counts as gone", entryWith(""),
+			deletion.Observation{Err: statusNotFound}, destroy(1, ports.ReasonPodGone)},
+		{"wrapped ErrPodNotFound counts as gone", entryWith(""),
+			deletion.Observation{Err: fmt.Errorf("get: %w", ports.ErrPodNotFound)}, destroy(1, ports.ReasonPodGone)},
+		{"wrapped NotFound status error counts as gone", entryWith(""),
+			deletion.Observation{Err: fmt.Errorf("get: %w", statusNotFound)}, destroy(1, ports.ReasonPodGone)},
+		{"other status errors keep", entryWith(""),
+			deletion.Observation{Err: apierrors.NewServiceUnavailable("down")}, keep(2)},
+		{"nil pod with nil error keeps", entryWith("sb1"),
+			deletion.Observation{NodeName: testNode, HasExtractor: true}, keep(2)},
+		{"a pod of another name keeps", entryWith("sb1"),
+			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other", UID: "uid-9"}}}, keep(2)},
+		{"a pod of another namespace keeps", entryWith("sb1"),
+			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: testKey.Name, UID: "uid-9"}}}, keep(2)},
+		{"a pod with its name unset is judged on its UID", entryWith(""),
+			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-9"}}}, destroy(4, ports.ReasonUIDChanged)},
+		{"node check off when NodeName is empty", entryWith(""),
+			deletion.Observation{Pod: livePod(testUID, "node-b")}, keep(5)},
+		{"node check comes before the UID check", entryWith(""),
+			deletion.Observation{Pod: livePod("uid-2", "node-b"), NodeName: testNode}, destroy(3, ports.ReasonNodeChanged)},
+		{"an unbound pod has not moved", entryWith(""),
+			deletion.Observation{Pod: livePod(testUID, ""), NodeName: testNode}, keep(5)},
+		{"an unbound recreated pod is another pod", entryWith(""),
+			deletion.Observation{Pod: livePod("uid-2", ""), NodeName: testNode}, destroy(4, ports.ReasonUIDChanged)},
+		{"nil extractor with nothing recorded keeps", entryWith(""),
+			deletion.Observation{Pod: livePod(testUID, testNode), NodeName: testNode}, keep(5)},
+		{"extractor configured, not asked yet: ask", entryWith("sb1"),
+			deletion.Observation{Pod: livePod(testUID, testNode), NodeName: testNode, HasExtractor: true}, ask},
+		{"nothing recorded and extractor fails: keep, adopt nothing", entryWith(""),
+			sandboxAnswer(livePod(testUID, testNode), "sb1", errBoom), keep(6)},
+		{"nothing recorded and nothing known: keep", entryWith(""),
+			sandboxAnswer(livePod(testUID, testNode), "", nil), keep(8)},
+		{"a GetPod error wins over a pod", entryWith("sb1"),
+			deletion.Observation{Pod: livePod("uid-2", testNode), Err: errBoom}, keep(2)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := deletion.Decide(tt.entry, tt.obs)
+			assert.Equal(t, tt.want, got, "got %v", got)
+		})
+	}
+}
+
+func TestVerdictString(t *testing.T) {
+	v := deletion.Verdict{Action: deletion.Destroy, Reason: ports.ReasonSandboxChanged, Row: 10}
+	assert.Equal(t, "row 10 Destroy: same pod, sandbox replaced (SandboxChanged)", v.String())
+	assert.Equal(t, "row 0 AskSandbox: sandbox needed", deletion.Verdict{Action: deletion.AskSandbox}.String())
+	assert.Equal(t, "Action(9)", deletion.Action(9).String())
+	assert.Equal(t, "unknown row", deletion.Verdict{Row: 42}.Why())
+}
+
+func TestIsNotFound(t *testing.T) {
+	assert.True(t, deletion.IsNotFound(ports.ErrPodNotFound))
+	assert.True(t, deletion.IsNotFound(apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "x")))
+	assert.False(t, deletion.IsNotFound(nil))
+	assert.False(t, deletion.IsNotFound(errBoom))
+	assert.False(t, deletion.IsNotFound(apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "x", errBoom)))
+}

@@ -1,0 +1,16 @@
+// Package deletion is the core of podsweeper: it decides when the processing
+// unit (PU) a node agent created for a pod must be destroyed, and destroys it
+// once the pod is really gone, without a finalizer on the pod.
+//
+// Decide holds the whole decision table as a pure function. Controller is the
+// engine that runs it: Track remembers a PU, Start re-checks every PU about
+// every SweepInterval and at once after TriggerPod or TriggerAll, with
+// bounded concurrency, per-PU exclusivity, deadlines, retries with backoff,
+// and recovery from ports that fail, hang or panic. Sweep runs one
+// synchronous pass, for tests and for callers that schedule checks themselves.
+//
+// The package depends only on the ports in package ports; the adapters for
+// controller-runtime and trireme-lib live under adapters/. Pods returned by a
+// PodGetter are treated as read-only: the engine never modifies them, and
+// hands the live pod to the Requeuer as it got it.
+package deletion

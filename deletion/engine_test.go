@@ -1,0 +1,772 @@
+package deletion_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang/mock/gomock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+func destroyEvent(sandbox string, r ports.Reason) ports.DestroyEvent {
+	return ports.DestroyEvent{PUID: testUID, Pod: testKey, SandboxID: sandbox, Reason: r}
+}
+
+// TestSweepRows runs every row of the decision table end to end through
+// Sweep, with the ports mocked.
+func TestSweepRows(t *testing.T) {
+	type row struct {
+		name        string
+		recorded    string // the entry's sandbox
+		withSandbox bool   // SandboxExtractor and Requeuer configured
+		expect      func(m *mockPorts, c **deletion.Controller)
+		tracked     bool   // the entry is still tracked after Sweep
+		sandbox     string // its sandbox then
+	}
+	live := livePod(testUID, testNode)
+	rows := []row{
+		{name: "1 pod gone: destroy PodGone", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, _ **deletion.Controller) {
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
+			m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonPodGone)).Return(nil)
+		}},
+		{name: "2 get fails: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Controller) {
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, errBoom)
+		}},
+		{name: "3 another node: destroy NodeChanged", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, _ **deletion.Controller) {
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(livePod(testUID, "node-b"), nil)
+			m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonNodeChanged)).Return(nil)
+		}},
+		{name: "4 recreated: destroy UIDChanged", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, _ **deletion.Controller) {
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(livePod("uid-2", testNode), nil)
+			m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonUIDChanged)).Return(nil)
+		}},
+		{name: "5 no extractor: keep", recorded: "", tracked: true, expect: func(m *mockPorts, _ **deletion.Controller) {
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+		}},
+		{name: "6 extractor fails: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Controller) {
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+			m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("", errBoom)
+		}},
+		{name: "7 nothing recorded: adopt", recorded: "", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Controller) {
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+			m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb1", nil)
+		}},
+		{name: "8 sandbox not known yet: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Controller) {
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+			m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("", nil)
+		}},
+		{name: "9 same sandbox: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Controller) {
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+			m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb1", nil)
+		}},
+		{name: "10 sandbox replaced: destroy SandboxChanged, then requeue", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, c **deletion.Controller) {
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+			m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
+			destroy := m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonSandboxChanged)).Return(nil)
+			m.requeuer.EXPECT().Requeue(gomock.Any(), live).After(destroy).DoAndReturn(func(ctx context.Context, pod *corev1.Pod) error {
+				assert.Zero(t, (*c).Len(), "the entry must be removed before the pod is requeued")
+				_, hasDeadline := ctx.Deadline()
+				assert.True(t, hasDeadline, "Requeue must get a deadline")
+				return nil
+			})
+		}},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			verifyNoLeaks(t)
+			m := newMockPorts(t)
+			c := m.newEngine(t, r.withSandbox, deletion.Options{NodeName: testNode})
+			r.expect(m, &c)
+			require.NoError(t, c.Track(entryWith(r.recorded)))
+
+			c.Sweep(context.Background())
+
+			if !r.tracked {
+				assert.Empty(t, c.Pending())
+				return
+			}
+			assert.Equal(t, []deletion.Entry{{PUID: testUID, Pod: testKey, SandboxID: r.sandbox}}, c.Pending())
+		})
+	}
+}
+
+// TestAdoptedSandboxIsTheOneDestroyed: a PU tracked before its sandbox was
+// known adopts the first one seen, and that one is reported when it changes.
+func TestAdoptedSandboxIsTheOneDestroyed(t *testing.T) {
+	m := newMockPorts(t)
+	c := m.newEngine(t, true, deletion.Options{})
+	live := livePod(testUID, testNode)
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil).Times(2)
+	gomock.InOrder(
+		m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb1", nil),
+		m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil),
+	)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonSandboxChanged)).Return(nil)
+	m.requeuer.EXPECT().Requeue(gomock.Any(), live).Return(nil)
+
+	require.NoError(t, c.Track(entryWith("")))
+	c.Sweep(context.Background())
+	require.Equal(t, "sb1", c.Pending()[0].SandboxID)
+	c.Sweep(context.Background())
+	assert.Zero(t, c.Len())
+}
+
+func TestTrackIsInsertOnly(t *testing.T) {
+	m := newMockPorts(t)
+	c := m.newEngine(t, false, deletion.Options{})
+	require.NoError(t, c.Track(entryWith("sb1")))
+	require.NoError(t, c.Track(deletion.Entry{PUID: testUID, Pod: types.NamespacedName{Namespace: "other", Name: "x"}, SandboxID: "sb2"}))
+	assert.Equal(t, []deletion.Entry{entryWith("sb1")}, c.Pending())
+	assert.Equal(t, 1, c.Len())
+}
+
+func TestTrackRejectsIncompleteEntries(t *testing.T) {
+	m := newMockPorts(t)
+	c := m.newEngine(t, false, deletion.Options{})
+	for _, e := range []deletion.Entry{
+		{Pod: testKey},
+		{PUID: testUID, Pod: types.NamespacedName{Namespace: "default"}},
+		{PUID: testUID, Pod: types.NamespacedName{Name: "web-0"}},
+	} {
+		err := c.Track(e)
+		assert.ErrorIs(t, err, deletion.ErrInvalidEntry, "%+v", e)
+	}
+	assert.Zero(t, c.Len())
+}
+
+func TestPendingIsSortedByPUID(t *testing.T) {
+	m := newMockPorts(t)
+	c := m.newEngine(t, false, deletion.Options{})
+	for _, id := range []string{"c", "a", "b"} {
+		require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: testKey}))
+	}
+	var ids []string
+	for _, e := range c.Pending() {
+		ids = append(ids, e.PUID)
+	}
+	assert.Equal(t, []string{"a", "b", "c"}, ids)
+}
+
+func TestNewRejectsNilPortsAndBadOptions(t *testing.T) {
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, nil })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+
+	_, err := deletion.New(nil, policy, deletion.Options{})
+	assert.ErrorIs(t, err, deletion.ErrNilPort)
+	_, err = deletion.New(getter, nil, deletion.Options{})
+	assert.ErrorIs(t, err, deletion.ErrNilPort)
+
+	for name, o := range map[string]deletion.Options{
+		"negative SweepInterval":     {SweepInterval: -time.Second},
+		"negative ItemTimeout":       {ItemTimeout: -1},
+		"negative Workers":           {Workers: -1},
+		"negative MaxDestroyAttempts": {MaxDestroyAttempts: -2},
+		"negative RetryMinDelay":     {RetryMinDelay: -1},
+		"negative ShutdownTimeout":   {ShutdownTimeout: -1},
+		"max delay below min delay":  {RetryMinDelay: time.Minute, RetryMaxDelay: time.Second},
+	} {
+		_, err := deletion.New(getter, policy, o)
+		assert.ErrorIs(t, err, deletion.ErrInvalidOptions, name)
+	}
+	c, err := deletion.New(getter, policy, deletion.Options{})
+	require.NoError(t, err)
+	assert.False(t, c.NeedLeaderElection(), "every node runs its own engine")
+}
+
+// TestDestroyRetriesUpToMaxAttempts: a failing DestroyPU is retried on each
+// check until MaxDestroyAttempts, then the entry is dropped, the loss logged
+// at error level and reported as abandoned.
+func TestDestroyRetriesUpToMaxAttempts(t *testing.T) {
+	m := newMockPorts(t)
+	logs := &logBuffer{}
+	rec := &events{}
+	c := m.newEngine(t, false, deletion.Options{MaxDestroyAttempts: 3, Logger: logs.logger(), Observer: rec})
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).Times(3)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("", ports.ReasonPodGone)).Return(errBoom).Times(3)
+	require.NoError(t, c.Track(entryWith("")))
+
+	c.Sweep(context.Background())
+	c.Sweep(context.Background())
+	require.Equal(t, 1, c.Len(), "kept after 2 of 3 failed attempts")
+	c.Sweep(context.Background())
+	assert.Zero(t, c.Len(), "dropped after the last attempt")
+	c.Sweep(context.Background()) // nothing left: no call
+
+	require.Len(t, rec.kinds(deletion.EventDestroyFailed), 3)
+	abandoned := rec.kinds(deletion.EventAbandoned)
+	require.Len(t, abandoned, 1)
+	assert.Equal(t, 3, abandoned[0].Attempt)
+	assert.ErrorIs(t, abandoned[0].Err, errBoom)
+	lost := logs.lines("for the last time")
+	require.Len(t, lost, 1)
+	assert.NotContains(t, lost[0], `"level"=`, "logged at error level, not info")
+	assert.Contains(t, lost[0], `"error"="boom"`)
+	assert.Contains(t, lost[0], `"puID"="uid-1"`)
+}
+
+// TestFireAndForget: MaxDestroyAttempts 1 drops the PU after one failed
+// attempt, as trireme-lib's DeleteController did.
+func TestFireAndForget(t *testing.T) {
+	m := newMockPorts(t)
+	c := m.newEngine(t, false, deletion.Options{MaxDestroyAttempts: 1})
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(errBoom)
+	require.NoError(t, c.Track(entryWith("")))
+	c.Sweep(context.Background())
+	assert.Zero(t, c.Len())
+}
+
+func TestPermanentErrorIsNotRetried(t *testing.T) {
+	m := newMockPorts(t)
+	rec := &events{}
+	c := m.newEngine(t, false, deletion.Options{MaxDestroyAttempts: 5, Observer: rec})
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(fmt.Errorf("engine says: %w", ports.Permanent(errBoom)))
+	require.NoError(t, c.Track(entryWith("")))
+	c.Sweep(context.Background())
+	assert.Zero(t, c.Len())
+	require.Len(t, rec.kinds(deletion.EventAbandoned), 1)
+	assert.Equal(t, 1, rec.kinds(deletion.EventAbandoned)[0].Attempt)
+}
+
+// TestRequeueAfterAbandonedSandboxChange: the Requeue of row 10 also happens
+// when the entry is dropped after its last failed attempt.
+func TestRequeueAfterAbandonedSandboxChange(t *testing.T) {
+	m := newMockPorts(t)
+	c := m.newEngine(t, true, deletion.Options{MaxDestroyAttempts: 1})
+	live := livePod(testUID, testNode)
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(errBoom)
+	m.requeuer.EXPECT().Requeue(gomock.Any(), live).DoAndReturn(func(context.Context, *corev1.Pod) error {
+		assert.Zero(t, c.Len())
+		return nil
+	})
+	require.NoError(t, c.Track(entryWith("sb1")))
+	c.Sweep(context.Background())
+}
+
+// TestTrackFromInsideRequeue: the main controller's reaction to a requeue
+// is to Track the new PU, from inside Requeue; that must not deadlock, and
+// the new entry (same pod UID, new sandbox) must be accepted.
+func TestTrackFromInsideRequeue(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockPorts(t)
+	c := m.newEngine(t, true, deletion.Options{})
+	live := livePod(testUID, testNode)
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonSandboxChanged)).Return(nil)
+	m.requeuer.EXPECT().Requeue(gomock.Any(), live).DoAndReturn(func(_ context.Context, pod *corev1.Pod) error {
+		return c.Track(deletion.Entry{PUID: string(pod.UID), Pod: testKey, SandboxID: "sb2"})
+	})
+	require.NoError(t, c.Track(entryWith("sb1")))
+
+	done := make(chan struct{})
+	go func() { c.Sweep(context.Background()); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Sweep deadlocked on a Track from inside Requeue")
+	}
+	assert.Equal(t, []deletion.Entry{entryWith("sb2")}, c.Pending())
+}
+
+// TestRetryWaitsForBackoff: under Start, a failed destroy is retried after
+// RetryMinDelay, then after twice that, following the fake clock.
+func TestRetryWaitsForBackoff(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockPorts(t)
+	clk := testingclock.NewFakeClock(time.Now())
+	c := m.newEngine(t, false, deletion.Options{
+		SweepInterval: time.Hour, RetryMinDelay: time.Second, RetryMaxDelay: time.Minute, Clock: clk,
+	})
+	var attempts atomic.Int32
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).AnyTimes()
+	m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).DoAndReturn(func(context.Context, ports.DestroyEvent) error {
+		if attempts.Add(1) < 3 {
+			return errBoom
+		}
+		return nil
+	}).Times(3)
+	require.NoError(t, c.Track(entryWith("")))
+	c.TriggerPod(testKey)
+	startEngine(t, c)
+
+	require.Eventually(t, func() bool { return attempts.Load() == 1 }, 5*time.Second, time.Millisecond)
+	waitForTimer(t, clk)
+	clk.Step(999 * time.Millisecond)
+	assertStays(t, func() bool { return attempts.Load() == 1 }, "no retry before RetryMinDelay")
+	clk.Step(time.Millisecond)
+	require.Eventually(t, func() bool { return attempts.Load() == 2 }, 5*time.Second, time.Millisecond)
+	waitForTimer(t, clk)
+	clk.Step(1999 * time.Millisecond)
+	assertStays(t, func() bool { return attempts.Load() == 2 }, "the second retry waits twice as long")
+	clk.Step(time.Millisecond)
+	require.Eventually(t, func() bool { return c.Len() == 0 }, 5*time.Second, time.Millisecond)
+}
+
+// waitForTimer waits until the engine's queue has armed a timer on clk.
+func waitForTimer(t *testing.T, clk *testingclock.FakeClock) {
+	t.Helper()
+	require.Eventually(t, func() bool { return clk.Waiters() >= 2 }, 5*time.Second, time.Millisecond,
+		"the queue's heartbeat ticker and a retry timer")
+}
+
+// assertStays checks that cond holds now and still holds a little later:
+// the negative counterpart of Eventually, for "nothing happens".
+func assertStays(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	require.True(t, cond(), msg)
+	time.Sleep(50 * time.Millisecond)
+	require.True(t, cond(), msg)
+}
+
+// TestPeriodicSweep: under Start, every entry is checked again about every
+// SweepInterval, following the fake clock, and an entry's first check comes
+// within one interval of Track.
+func TestPeriodicSweep(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockPorts(t)
+	clk := testingclock.NewFakeClock(time.Now())
+	c := m.newEngine(t, false, deletion.Options{SweepInterval: 10 * time.Second, Clock: clk})
+	var gets atomic.Int32
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).DoAndReturn(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+		gets.Add(1)
+		return livePod(testUID, testNode), nil
+	}).AnyTimes()
+	startEngine(t, c)
+	require.NoError(t, c.Track(entryWith("")))
+
+	waitForTimer(t, clk)
+	assert.Zero(t, gets.Load())
+	clk.Step(10 * time.Second)
+	require.Eventually(t, func() bool { return gets.Load() == 1 }, 5*time.Second, time.Millisecond, "first check within one interval")
+	waitForTimer(t, clk)
+	clk.Step(8 * time.Second)
+	assertStays(t, func() bool { return gets.Load() == 1 }, "next check not before 0.9 interval")
+	clk.Step(3 * time.Second)
+	require.Eventually(t, func() bool { return gets.Load() == 2 }, 5*time.Second, time.Millisecond, "next check within 1.1 interval")
+}
+
+// TestTriggerPodChecksOnlyThatPod: TriggerPod checks that pod's entries,
+// at once, and no other.
+func TestTriggerPodChecksOnlyThatPod(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockPorts(t)
+	c := m.newEngine(t, false, deletion.Options{SweepInterval: time.Hour})
+	gone := types.NamespacedName{Namespace: "default", Name: "gone"}
+	for i := range 50 {
+		require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprintf("live-%d", i), Pod: types.NamespacedName{Namespace: "default", Name: fmt.Sprintf("live-%d", i)}}))
+	}
+	require.NoError(t, c.Track(deletion.Entry{PUID: "g1", Pod: gone}))
+	require.NoError(t, c.Track(deletion.Entry{PUID: "g2", Pod: gone}))
+	destroyed := make(chan string, 2)
+	m.getter.EXPECT().GetPod(gomock.Any(), gone).Return(nil, ports.ErrPodNotFound).Times(2)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, ev ports.DestroyEvent) error {
+		destroyed <- ev.PUID
+		return nil
+	}).Times(2)
+	startEngine(t, c)
+
+	c.TriggerPod(gone)
+	got := []string{<-destroyed, <-destroyed}
+	assert.ElementsMatch(t, []string{"g1", "g2"}, got)
+	require.Eventually(t, func() bool { return c.Len() == 50 }, 5*time.Second, time.Millisecond)
+	c.TriggerPod(types.NamespacedName{Namespace: "default", Name: "never-tracked"}) // no entry: no call
+}
+
+// TestTriggersBeforeStartRunWhenItStarts.
+func TestTriggersBeforeStartRunWhenItStarts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		trigger func(c *deletion.Controller)
+	}{
+		{"TriggerPod", func(c *deletion.Controller) { c.TriggerPod(testKey) }},
+		{"TriggerAll", func(c *deletion.Controller) { c.TriggerAll() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			verifyNoLeaks(t)
+			m := newMockPorts(t)
+			c := m.newEngine(t, false, deletion.Options{SweepInterval: time.Hour})
+			require.NoError(t, c.Track(entryWith("")))
+			tc.trigger(c)
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
+			m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil)
+			startEngine(t, c)
+			require.Eventually(t, func() bool { return c.Len() == 0 }, 5*time.Second, time.Millisecond)
+		})
+	}
+}
+
+func TestTriggerAllChecksEveryEntry(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockPorts(t)
+	c := m.newEngine(t, false, deletion.Options{SweepInterval: time.Hour})
+	startEngine(t, c)
+	for i := range 20 {
+		require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+	}
+	m.getter.EXPECT().GetPod(gomock.Any(), gomock.Any()).Return(nil, ports.ErrPodNotFound).Times(20)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil).Times(20)
+	c.TriggerAll()
+	require.Eventually(t, func() bool { return c.Len() == 0 }, 5*time.Second, time.Millisecond)
+}
+
+func TestSecondStartFails(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockPorts(t)
+	c := m.newEngine(t, false, deletion.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	results := make(chan error, 2)
+	for range 2 {
+		go func() { results <- c.Start(ctx) }()
+	}
+	select {
+	case err := <-results:
+		assert.ErrorIs(t, err, deletion.ErrAlreadyStarted, "the second Start returns at once")
+	case <-time.After(5 * time.Second):
+		t.Fatal("neither Start returned")
+	}
+	cancel()
+	assert.NoError(t, <-results)
+}
+
+// concurrency records how many checks run at once, in all and per PUID.
+type concurrency struct {
+	mu      sync.Mutex
+	now     int
+	max     int
+	perPUID map[string]int
+	overlap []string
+}
+
+func (cc *concurrency) enter(puid string) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.now++
+	cc.max = max(cc.max, cc.now)
+	cc.perPUID[puid]++
+	if cc.perPUID[puid] > 1 {
+		cc.overlap = append(cc.overlap, puid)
+	}
+}
+
+func (cc *concurrency) leave(puid string) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.now--
+	cc.perPUID[puid]--
+}
+
+// TestConcurrencyIsBounded: with Start's workers, TriggerAll and Sweep calls
+// all running at once, at most Workers checks run together and never two
+// of one PUID.
+func TestConcurrencyIsBounded(t *testing.T) {
+	verifyNoLeaks(t)
+	const workers = 3
+	cc := &concurrency{perPUID: map[string]int{}}
+	var checks atomic.Int64
+	getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		cc.enter(key.Name)
+		defer cc.leave(key.Name)
+		checks.Add(1)
+		time.Sleep(time.Millisecond)
+		return livePod(key.Name, testNode), nil
+	})
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
+		t.Error("nothing is gone: no destroy expected")
+		return nil
+	})
+	c, err := deletion.New(getter, policy, deletion.Options{Workers: workers, SweepInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	for i := range 30 {
+		id := fmt.Sprint(i)
+		require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+	}
+	startEngine(t, c)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 5 {
+				c.TriggerAll()
+				c.Sweep(context.Background())
+			}
+		})
+	}
+	wg.Wait()
+	require.Greater(t, checks.Load(), int64(4*5*30), "every Sweep checked every entry")
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	assert.LessOrEqual(t, cc.max, workers)
+	assert.Equal(t, workers, cc.max, "the workers were all used")
+	assert.Empty(t, cc.overlap, "PUIDs checked twice at once")
+}
+
+// TestSweepChecksEveryEntryEvenInBackoff: Sweep ignores retry schedules.
+func TestSweepChecksEveryEntryEvenInBackoff(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockPorts(t)
+	c := m.newEngine(t, false, deletion.Options{RetryMinDelay: time.Hour, RetryMaxDelay: time.Hour})
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).Times(2)
+	gomock.InOrder(
+		m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(errBoom),
+		m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil),
+	)
+	require.NoError(t, c.Track(entryWith("")))
+	c.TriggerPod(testKey)
+	startEngine(t, c)
+	require.Eventually(t, func() bool { return c.Len() == 1 }, 5*time.Second, time.Millisecond)
+	c.Sweep(context.Background()) // may wait for the first check to finish
+	require.Eventually(t, func() bool { return c.Len() == 0 }, 5*time.Second, time.Millisecond)
+}
+
+// TestStartStopsPromptlyWithHangingPort: a GetPod that ignores its context
+// and never returns cannot keep Start from returning; a port that honours
+// its context returns at once and leaves nothing behind.
+func TestStartStopsPromptlyWithHangingPort(t *testing.T) {
+	t.Run("port ignores its context", func(t *testing.T) {
+		verifyNoLeaks(t)
+		release := make(chan struct{})
+		entered := make(chan struct{}, 1)
+		getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			entered <- struct{}{}
+			<-release
+			return nil, ports.ErrPodNotFound
+		})
+		var destroys atomic.Int32
+		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { destroys.Add(1); return nil })
+		logs := &logBuffer{}
+		c, err := deletion.New(getter, policy, deletion.Options{ShutdownTimeout: 100 * time.Millisecond, Logger: logs.logger()})
+		require.NoError(t, err)
+		require.NoError(t, c.Track(entryWith("")))
+		c.TriggerAll()
+		stop := startEngine(t, c)
+		<-entered
+		began := time.Now()
+		stop()
+		assert.Less(t, time.Since(began), 2*time.Second)
+		assert.NotEmpty(t, logs.lines("stuck in ports"), "the stuck check is logged")
+		close(release)
+		require.Eventually(t, func() bool { return c.Len() == 0 || destroys.Load() == 0 }, 5*time.Second, time.Millisecond)
+		assert.Zero(t, destroys.Load(), "a GetPod answer that came after the deadline destroys nothing")
+	})
+	t.Run("port honours its context", func(t *testing.T) {
+		verifyNoLeaks(t)
+		entered := make(chan struct{}, 1)
+		getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			entered <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+		c, err := deletion.New(getter, policy, deletion.Options{ShutdownTimeout: time.Minute})
+		require.NoError(t, err)
+		require.NoError(t, c.Track(entryWith("")))
+		c.TriggerAll()
+		stop := startEngine(t, c)
+		<-entered
+		began := time.Now()
+		stop()
+		assert.Less(t, time.Since(began), time.Second, "in-flight checks see a cancelled context")
+		assert.Equal(t, 1, c.Len())
+	})
+}
+
+// TestItemTimeoutBoundsAHungCheck: a check whose port hangs past
+// ItemTimeout frees its worker; while the port still holds the entry, no
+// second check of that PUID starts; when it returns late, nothing is
+// destroyed on its answer.
+func TestItemTimeoutBoundsAHungCheck(t *testing.T) {
+	verifyNoLeaks(t)
+	release := make(chan struct{})
+	var calls atomic.Int32
+	hung := types.NamespacedName{Namespace: "ns", Name: "hung"}
+	getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		if key == hung {
+			calls.Add(1)
+			<-release // ignores ctx
+		}
+		return nil, ports.ErrPodNotFound
+	})
+	var destroyed sync.Map
+	policy := ports.PolicyHandlerFunc(func(_ context.Context, ev ports.DestroyEvent) error {
+		destroyed.Store(ev.PUID, true)
+		return nil
+	})
+	c, err := deletion.New(getter, policy, deletion.Options{Workers: 1, ItemTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, c.Track(deletion.Entry{PUID: "hung", Pod: hung}))
+	c.Sweep(context.Background()) // returns after the deadline, the port still hung
+	require.NoError(t, c.Track(deletion.Entry{PUID: "other", Pod: testKey}))
+	c.Sweep(context.Background()) // the one worker is free again: "other" is destroyed
+	_, ok := destroyed.Load("other")
+	assert.True(t, ok, "the hung check must not hold the only worker")
+	assert.Equal(t, int32(1), calls.Load(), "no second check of a PUID whose check is stuck")
+	close(release)
+	time.Sleep(10 * time.Millisecond)
+	_, ok = destroyed.Load("hung")
+	assert.False(t, ok, "an answer after the deadline destroys nothing")
+	c.Sweep(context.Background())
+	_, ok = destroyed.Load("hung")
+	assert.True(t, ok, "checked again once the port returned")
+}
+
+// TestPanickingPortsAreRecovered: a panic in any port is recovered and
+// logged; GetPod and SandboxID panics keep the entry, a DestroyPU panic is a
+// failed attempt, Requeue and Observer panics are logged.
+func TestPanickingPortsAreRecovered(t *testing.T) {
+	live := livePod(testUID, testNode)
+	t.Run("GetPod", func(t *testing.T) {
+		m := newMockPorts(t)
+		logs := &logBuffer{}
+		c := m.newEngine(t, false, deletion.Options{Logger: logs.logger()})
+		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Do(func(context.Context, types.NamespacedName) { panic(ports.ErrPodNotFound) })
+		require.NoError(t, c.Track(entryWith("")))
+		c.Sweep(context.Background())
+		assert.Equal(t, 1, c.Len(), "a panic, even with ErrPodNotFound, is no proof the pod is gone")
+		assert.NotEmpty(t, logs.lines("port panicked: GetPod"))
+	})
+	t.Run("SandboxID", func(t *testing.T) {
+		m := newMockPorts(t)
+		c := m.newEngine(t, true, deletion.Options{})
+		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+		m.extractor.EXPECT().SandboxID(gomock.Any(), live).Do(func(context.Context, *corev1.Pod) { panic("extractor bug") })
+		require.NoError(t, c.Track(entryWith("sb1")))
+		c.Sweep(context.Background())
+		assert.Equal(t, []deletion.Entry{entryWith("sb1")}, c.Pending())
+	})
+	t.Run("DestroyPU", func(t *testing.T) {
+		m := newMockPorts(t)
+		rec := &events{}
+		c := m.newEngine(t, false, deletion.Options{MaxDestroyAttempts: 2, Observer: rec})
+		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).Times(2)
+		m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Do(func(context.Context, ports.DestroyEvent) { panic("policy bug") }).Times(2)
+		require.NoError(t, c.Track(entryWith("")))
+		c.Sweep(context.Background())
+		require.Equal(t, 1, c.Len(), "first panic: a failed attempt")
+		c.Sweep(context.Background())
+		assert.Zero(t, c.Len(), "second panic: the last attempt")
+		failed := rec.kinds(deletion.EventDestroyFailed)
+		require.Len(t, failed, 2)
+		assert.ErrorIs(t, failed[0].Err, deletion.ErrPortPanicked)
+	})
+	t.Run("Requeue and Observer", func(t *testing.T) {
+		m := newMockPorts(t)
+		logs := &logBuffer{}
+		c := m.newEngine(t, true, deletion.Options{Logger: logs.logger(),
+			Observer: deletion.ObserverFunc(func(deletion.Event) { panic("observer bug") })})
+		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+		m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
+		m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil)
+		m.requeuer.EXPECT().Requeue(gomock.Any(), live).Do(func(context.Context, *corev1.Pod) { panic("requeue bug") })
+		require.NoError(t, c.Track(entryWith("sb1")))
+		c.Sweep(context.Background())
+		assert.Zero(t, c.Len())
+		assert.NotEmpty(t, logs.lines("port panicked: Requeue"))
+		assert.NotEmpty(t, logs.lines("observer panicked"))
+	})
+}
+
+// TestBlockedRequeuerCannotWedgeTheEngine: a Requeuer that never returns
+// until its context ends is cut off by ItemTimeout.
+func TestBlockedRequeuerCannotWedgeTheEngine(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockPorts(t)
+	c := m.newEngine(t, true, deletion.Options{ItemTimeout: 50 * time.Millisecond})
+	live := livePod(testUID, testNode)
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil)
+	blocked := make(chan *corev1.Pod) // nobody reads it
+	m.requeuer.EXPECT().Requeue(gomock.Any(), live).DoAndReturn(func(ctx context.Context, pod *corev1.Pod) error {
+		select {
+		case blocked <- pod:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	require.NoError(t, c.Track(entryWith("sb1")))
+	began := time.Now()
+	c.Sweep(context.Background())
+	assert.Less(t, time.Since(began), 2*time.Second)
+	assert.Zero(t, c.Len())
+}
+
+// TestObserverEvents: the Observer hears of tracks, checks, get failures
+// and destroys, with the delay from the first check that found the PU must
+// go to the successful destroy.
+func TestObserverEvents(t *testing.T) {
+	m := newMockPorts(t)
+	rec := &events{}
+	clk := testingclock.NewFakeClock(time.Now())
+	c := m.newEngine(t, false, deletion.Options{Observer: rec, Clock: clk})
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, errBoom)
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).Times(2)
+	gomock.InOrder(
+		m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(errBoom),
+		m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil),
+	)
+	require.NoError(t, c.Track(entryWith("")))
+	c.Sweep(context.Background()) // get fails
+	c.Sweep(context.Background()) // destroy fails
+	clk.Step(3 * time.Second)
+	c.Sweep(context.Background()) // destroyed
+
+	assert.Len(t, rec.kinds(deletion.EventTracked), 1)
+	assert.Len(t, rec.kinds(deletion.EventChecked), 3)
+	require.Len(t, rec.kinds(deletion.EventGetFailed), 1)
+	assert.ErrorIs(t, rec.kinds(deletion.EventGetFailed)[0].Err, errBoom)
+	require.Len(t, rec.kinds(deletion.EventDestroyFailed), 1)
+	destroyed := rec.kinds(deletion.EventDestroyed)
+	require.Len(t, destroyed, 1)
+	assert.Equal(t, ports.ReasonPodGone, destroyed[0].Reason)
+	assert.Equal(t, 3*time.Second, destroyed[0].Duration)
+	assert.Empty(t, rec.kinds(deletion.EventAbandoned))
+	assert.Equal(t, "Destroyed", deletion.EventDestroyed.String())
+}
+
+// TestNilPodAndNilErrorKeeps: a getter answering nothing at all is an error.
+func TestNilPodAndNilErrorKeeps(t *testing.T) {
+	m := newMockPorts(t)
+	rec := &events{}
+	c := m.newEngine(t, false, deletion.Options{Observer: rec})
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, nil)
+	require.NoError(t, c.Track(entryWith("")))
+	c.Sweep(context.Background())
+	assert.Equal(t, 1, c.Len())
+	assert.Len(t, rec.kinds(deletion.EventGetFailed), 1)
+}
+
+// TestSweepStopsWithItsContext.
+func TestSweepStopsWithItsContext(t *testing.T) {
+	verifyNoLeaks(t)
+	getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	c, err := deletion.New(getter, policy, deletion.Options{Workers: 1})
+	require.NoError(t, err)
+	for i := range 100 {
+		require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	c.Sweep(ctx)
+	assert.Less(t, time.Since(began), 2*time.Second)
+	assert.Equal(t, 100, c.Len())
+}

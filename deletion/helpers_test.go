@@ -1,0 +1,133 @@
+package deletion_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/golang/mock/gomock"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/mocks"
+)
+
+// mockPorts holds gomock mocks of the four ports.
+type mockPorts struct {
+	getter    *mocks.MockPodGetter
+	policy    *mocks.MockPolicyHandler
+	extractor *mocks.MockSandboxExtractor
+	requeuer  *mocks.MockRequeuer
+}
+
+func newMockPorts(t *testing.T) *mockPorts {
+	ctrl := gomock.NewController(t)
+	return &mockPorts{
+		getter:    mocks.NewMockPodGetter(ctrl),
+		policy:    mocks.NewMockPolicyHandler(ctrl),
+		extractor: mocks.NewMockSandboxExtractor(ctrl),
+		requeuer:  mocks.NewMockRequeuer(ctrl),
+	}
+}
+
+// newEngine returns a Controller on the mocks; opts.SandboxExtractor and
+// opts.Requeuer are set to the mocks when withSandbox is true.
+func (m *mockPorts) newEngine(t *testing.T, withSandbox bool, opts deletion.Options) *deletion.Controller {
+	t.Helper()
+	if withSandbox {
+		opts.SandboxExtractor = m.extractor
+		opts.Requeuer = m.requeuer
+	}
+	c, err := deletion.New(m.getter, m.policy, opts)
+	require.NoError(t, err)
+	return c
+}
+
+// verifyNoLeaks fails the test when goroutines outlive it.
+func verifyNoLeaks(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
+}
+
+// startEngine runs c.Start in the background; the returned stop cancels it
+// and waits for Start to return, failing the test if it takes over limit.
+func startEngine(t *testing.T, c *deletion.Controller) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(5 * time.Second):
+				t.Fatal("Start did not return within 5s of its context ending")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// logBuffer is a logr sink into a buffer, safe to use from goroutines that
+// outlive a test (unlike testr).
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.buf.WriteString(prefix + args + "\n")
+	}, funcr.Options{Verbosity: 1})
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) lines(substr string) []string {
+	var out []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// events records what an Observer is told.
+type events struct {
+	mu  sync.Mutex
+	all []deletion.Event
+}
+
+func (r *events) Observe(ev deletion.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.all = append(r.all, ev)
+}
+
+func (r *events) kinds(k deletion.EventKind) []deletion.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []deletion.Event
+	for _, ev := range r.all {
+		if ev.Kind == k {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
