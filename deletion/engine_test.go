@@ -168,13 +168,13 @@ func TestNewRejectsNilPortsAndBadOptions(t *testing.T) {
 	assert.ErrorIs(t, err, deletion.ErrNilPort)
 
 	for name, o := range map[string]deletion.Options{
-		"negative SweepInterval":     {SweepInterval: -time.Second},
-		"negative ItemTimeout":       {ItemTimeout: -1},
-		"negative Workers":           {Workers: -1},
+		"negative SweepInterval":      {SweepInterval: -time.Second},
+		"negative ItemTimeout":        {ItemTimeout: -1},
+		"negative Workers":            {Workers: -1},
 		"negative MaxDestroyAttempts": {MaxDestroyAttempts: -2},
-		"negative RetryMinDelay":     {RetryMinDelay: -1},
-		"negative ShutdownTimeout":   {ShutdownTimeout: -1},
-		"max delay below min delay":  {RetryMinDelay: time.Minute, RetryMaxDelay: time.Second},
+		"negative RetryMinDelay":      {RetryMinDelay: -1},
+		"negative ShutdownTimeout":    {ShutdownTimeout: -1},
+		"max delay below min delay":   {RetryMinDelay: time.Minute, RetryMaxDelay: time.Second},
 	} {
 		_, err := deletion.New(getter, policy, o)
 		assert.ErrorIs(t, err, deletion.ErrInvalidOptions, name)
