@@ -23,8 +23,12 @@ verify-generate: generate
 	@git diff --exit-code -- mocks/ || { echo "mocks/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- mocks/)" || { echo "untracked files in mocks/: run 'make generate' and commit the result" >&2; git status --porcelain -- mocks/; exit 1; }
 
-## lint: gofmt, go vet and staticcheck.
+# The core must stay free of these: it depends only on the ports.
+CORE_FORBIDDEN := sigs.k8s.io/controller-runtime|github.com/prometheus|go.uber.org/zap|github.com/podsweeper/podsweeper/adapters
+
+## lint: gofmt, go vet, staticcheck, and the core's dependency rule.
 lint:
+	@bad=$$($(GO) list -deps ./deletion/... | grep -E '$(CORE_FORBIDDEN)' || true); test -z "$$bad" || { echo "deletion must not depend on:"; echo "$$bad"; exit 1; }
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
