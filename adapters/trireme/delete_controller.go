@@ -1,0 +1,172 @@
+package trireme
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// deleteChCapacity is the size of the delete channel's buffer, as in trireme-lib.
+const deleteChCapacity = 1000
+
+// DeleteEvent asks the DeleteController to track the PU of a pod, as
+// trireme-lib's DeleteEvent does: PodUID is the PU's ID, SandboxID the
+// sandbox it was created for ("" when not known yet) and NamespaceName where
+// the pod lives.
+type DeleteEvent struct {
+	PodUID        string
+	SandboxID     string
+	NamespaceName client.ObjectKey
+}
+
+// DeleteController is a drop-in replacement for trireme-lib's pod monitor
+// DeleteController. It keeps its channels and its decisions, and runs the
+// deletion engine underneath: checks run on a bounded pool of workers with
+// deadlines, failed destroys are retried with backoff, and a send on the
+// delete channel never waits for a check.
+//
+// Create it with NewDeleteController and add it to a controller-runtime
+// manager (it is a manager.Runnable), or call Start yourself.
+type DeleteController struct {
+	engine      *deletion.Controller
+	deleteCh    chan DeleteEvent
+	reconcileCh chan struct{}
+	log         logr.Logger
+	started     atomic.Bool
+}
+
+var (
+	_ manager.Runnable               = (*DeleteController)(nil)
+	_ manager.LeaderElectionRunnable = (*DeleteController)(nil)
+)
+
+// NewDeleteController returns a DeleteController that reads pods through c
+// and destroys PUs through policy, with the deletion engine's default
+// Options (see NewDeleteControllerWithOptions).
+//
+// nodeName is the node the agent runs on; a PU whose pod is bound to another
+// node is destroyed. "" turns the node check off. extractor reports a pod's
+// sandbox; nil turns the sandbox check off. When a PU is destroyed because
+// its pod's sandbox was replaced, the live pod is sent on eventsCh so that
+// the main pod controller creates the PU of the new sandbox; a nil eventsCh
+// sends nothing.
+//
+// It returns an error wrapping deletion.ErrNilPort when c or policy is nil.
+func NewDeleteController(c client.Reader, nodeName string, policy ports.PolicyHandler, extractor ports.SandboxExtractor, eventsCh chan event.GenericEvent) (*DeleteController, error) {
+	return NewDeleteControllerWithOptions(c, nodeName, policy, extractor, eventsCh, deletion.Options{})
+}
+
+// NewDeleteControllerWithOptions is NewDeleteController with the engine's
+// Options, for example to set an Observer for metrics, a SweepInterval or
+// MaxDestroyAttempts. The arguments take precedence: opts.NodeName,
+// opts.SandboxExtractor and opts.Requeuer are used only when nodeName is
+// empty, extractor is nil and eventsCh is nil respectively.
+//
+// Unlike the engine's, the drop-in's default Logger is controller-runtime's
+// root logger (sigs.k8s.io/controller-runtime/pkg/log.Log), named
+// "podsweeper", so that errors the seed dropped reach the manager's logs.
+// To silence it, pass a Logger with a sink that discards.
+func NewDeleteControllerWithOptions(c client.Reader, nodeName string, policy ports.PolicyHandler, extractor ports.SandboxExtractor, eventsCh chan event.GenericEvent, opts deletion.Options) (*DeleteController, error) {
+	if c == nil {
+		return nil, fmt.Errorf("trireme: %w: client.Reader is nil", deletion.ErrNilPort)
+	}
+	if nodeName != "" {
+		opts.NodeName = nodeName
+	}
+	if extractor != nil {
+		opts.SandboxExtractor = extractor
+	}
+	if eventsCh != nil {
+		opts.Requeuer = chanRequeuer{ch: eventsCh}
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = ctrllog.Log.WithName("podsweeper")
+	}
+	engine, err := deletion.New(readerGetter{r: c}, policy, opts)
+	if err != nil {
+		return nil, fmt.Errorf("trireme: %w", err)
+	}
+	return &DeleteController{
+		engine:      engine,
+		deleteCh:    make(chan DeleteEvent, deleteChCapacity),
+		reconcileCh: make(chan struct{}, 1),
+		log:         opts.Logger,
+	}, nil
+}
+
+// GetDeleteCh returns the channel on which to send a DeleteEvent for every
+// PU the agent creates. While Start runs, a send waits only for a map insert,
+// never for a check; before Start, up to 1000 events are buffered. Tracking
+// is insert-only: a second event for a PodUID already tracked is ignored.
+// An event without a PodUID, name or namespace is logged and ignored.
+func (d *DeleteController) GetDeleteCh() chan<- DeleteEvent {
+	return d.deleteCh
+}
+
+// GetReconcileCh returns the channel on which to ask for every tracked PU to
+// be checked now. Delete events sent before the request are tracked before
+// it runs. Requests merge: a send waits only while an earlier one has not
+// been picked up, which happens at once while Start runs.
+func (d *DeleteController) GetReconcileCh() chan<- struct{} {
+	return d.reconcileCh
+}
+
+// Start runs the controller until ctx is done, then returns nil once the
+// engine has stopped (within about the engine's ShutdownTimeout). Events
+// sent before Start are tracked when it begins. A second call returns an
+// error wrapping deletion.ErrAlreadyStarted.
+func (d *DeleteController) Start(ctx context.Context) error {
+	if !d.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("trireme: DeleteController: %w", deletion.ErrAlreadyStarted)
+	}
+	engineDone := make(chan error, 1)
+	go func() { engineDone <- d.engine.Start(ctx) }()
+	for {
+		select {
+		case ev := <-d.deleteCh:
+			d.track(ev)
+		case <-d.reconcileCh:
+			d.trackBuffered()
+			d.engine.TriggerAll()
+		case <-ctx.Done():
+			return <-engineDone
+		}
+	}
+}
+
+// NeedLeaderElection returns false: every node runs its own DeleteController
+// for its own pods.
+func (d *DeleteController) NeedLeaderElection() bool { return false }
+
+// Engine returns the deletion engine underneath, for Pending, Len, Sweep or
+// TriggerPod. Do not call its Start: DeleteController.Start does.
+func (d *DeleteController) Engine() *deletion.Controller { return d.engine }
+
+// trackBuffered tracks the delete events already waiting in the channel, so
+// that a reconcile request covers every event sent before it.
+func (d *DeleteController) trackBuffered() {
+	for n := len(d.deleteCh); n > 0; n-- {
+		select {
+		case ev := <-d.deleteCh:
+			d.track(ev)
+		default:
+			return
+		}
+	}
+}
+
+func (d *DeleteController) track(ev DeleteEvent) {
+	err := d.engine.Track(deletion.Entry{PUID: ev.PodUID, Pod: ev.NamespaceName, SandboxID: ev.SandboxID})
+	if err != nil {
+		d.log.Error(err, "ignoring delete event", "puID", ev.PodUID, "pod", ev.NamespaceName.String())
+	}
+}

@@ -1,0 +1,66 @@
+package trireme
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// Resolver is the part of trireme-lib's policy.Resolver that the SDK calls.
+// E is trireme's common.Event, R its policy.RuntimeReader.
+type Resolver[E ~string, R any] interface {
+	HandlePUEvent(ctx context.Context, puID string, event E, runtime R) error
+}
+
+// policyHandler sends every destroy to a trireme Resolver.
+type policyHandler[E ~string, R any] struct {
+	resolver Resolver[E, R]
+	destroy  E
+	runtime  func() R
+}
+
+var _ ports.PolicyHandler = (*policyHandler[string, any])(nil)
+
+// NewPolicyHandler sends every destroy as HandlePUEvent(ctx, ev.PUID, destroy, runtime()).
+// With trireme-lib it reads:
+//
+//	trireme.NewPolicyHandler(resolver, common.EventDestroy, func() policy.RuntimeReader {
+//		return policy.NewPURuntimeWithDefaults()
+//	})
+//
+// A nil runtime func passes the zero value of R. The resolver's error is
+// returned wrapped, so errors.Is and ports.IsPermanent still see it; the
+// engine retries it unless it is marked with ports.Permanent. A nil r gives
+// a nil PolicyHandler, which deletion.New and NewDeleteController reject
+// with deletion.ErrNilPort.
+func NewPolicyHandler[E ~string, R any](r Resolver[E, R], destroy E, runtime func() R) ports.PolicyHandler {
+	if r == nil {
+		return nil
+	}
+	return &policyHandler[E, R]{resolver: r, destroy: destroy, runtime: runtime}
+}
+
+// DestroyPU calls HandlePUEvent with the destroy event for ev.PUID.
+func (h *policyHandler[E, R]) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error {
+	var rt R
+	if h.runtime != nil {
+		rt = h.runtime()
+	}
+	if err := h.resolver.HandlePUEvent(ctx, ev.PUID, h.destroy, rt); err != nil {
+		return fmt.Errorf("trireme: HandlePUEvent(%s, %s) for pod %s: %w", ev.PUID, string(h.destroy), ev.Pod, err)
+	}
+	return nil
+}
+
+// NewSandboxExtractor turns trireme-lib's extractors.PodSandboxExtractor into
+// a ports.SandboxExtractor. A nil f gives a nil SandboxExtractor: no sandbox
+// check, as with trireme-lib's DeleteController.
+func NewSandboxExtractor(f func(context.Context, *corev1.Pod) (string, error)) ports.SandboxExtractor {
+	if f == nil {
+		return nil
+	}
+	return ports.SandboxExtractorFunc(f)
+}
