@@ -1,0 +1,522 @@
+package deletion_test
+
+// The five benchmarks of the SDK, each beside the seed's loop
+// (internal/seedref) where the seed has an equivalent. Sub-benchmarks are
+// named .../engine... and .../seed so that hack/bench can pair them and print
+// the ratios; see BENCHMARKS.md for what each one measures and why.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/seedref"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+var benchSteadyWindow = flag.Duration("bench.steady", 0,
+	"wall-clock window of BenchmarkSteadyState (default 10s, 2s under -short)")
+
+const benchNode = "node-a"
+
+var errBenchUnavailable = errors.New("API server unavailable")
+
+// benchWorld is an in-memory cluster behind the four ports, with optional
+// latencies. It hands out its stored pods without copying them: the engine
+// and the seed treat pods as read-only.
+type benchWorld struct {
+	mu   sync.RWMutex
+	pods map[types.NamespacedName]*corev1.Pod
+
+	getLatency     time.Duration
+	unavailable    bool // GetPod fails with a transient error
+	destroyLatency time.Duration
+
+	gets      atomic.Int64
+	destroyed chan string // PUIDs, in the order DestroyPU was called
+}
+
+func newBenchWorld(destroyBuffer int) *benchWorld {
+	return &benchWorld{pods: make(map[types.NamespacedName]*corev1.Pod), destroyed: make(chan string, destroyBuffer)}
+}
+
+func benchKey(i int) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns-" + fmt.Sprint(i%50), Name: fmt.Sprintf("pod-%d", i)}
+}
+
+// put creates or replaces the pod at key with that UID and sandbox.
+func (w *benchWorld) put(key types.NamespacedName, uid, sandbox string) {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: types.UID(uid),
+			Annotations: map[string]string{"sandbox": sandbox}},
+		Spec: corev1.PodSpec{NodeName: benchNode},
+	}
+	w.mu.Lock()
+	w.pods[key] = p
+	w.mu.Unlock()
+}
+
+func (w *benchWorld) remove(key types.NamespacedName) {
+	w.mu.Lock()
+	delete(w.pods, key)
+	w.mu.Unlock()
+}
+
+func (w *benchWorld) GetPod(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	w.gets.Add(1)
+	if w.getLatency > 0 {
+		time.Sleep(w.getLatency)
+	}
+	if w.unavailable {
+		return nil, errBenchUnavailable
+	}
+	w.mu.RLock()
+	p := w.pods[key]
+	w.mu.RUnlock()
+	if p == nil {
+		return nil, fmt.Errorf("get %s: %w", key, ports.ErrPodNotFound)
+	}
+	return p, nil
+}
+
+func (w *benchWorld) SandboxID(_ context.Context, pod *corev1.Pod) (string, error) {
+	return pod.Annotations["sandbox"], nil
+}
+
+func (w *benchWorld) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
+	if w.destroyLatency > 0 {
+		time.Sleep(w.destroyLatency)
+	}
+	w.destroyed <- ev.PUID
+	return nil
+}
+
+var (
+	_ ports.PodGetter        = (*benchWorld)(nil)
+	_ ports.SandboxExtractor = (*benchWorld)(nil)
+	_ ports.PolicyHandler    = (*benchWorld)(nil)
+)
+
+// benchStartEngine runs c until the benchmark ends.
+func benchStartEngine(b *testing.B, c *deletion.Controller) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	b.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Errorf("Start: %v", err)
+		}
+	})
+}
+
+// benchStartSeed runs the seed's loop until the benchmark ends.
+func benchStartSeed(b *testing.B, s *seedref.Controller) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	b.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// benchSeedLen waits for the seed's loop to be idle and returns its size.
+func benchSeedLen(b *testing.B, s *seedref.Controller) int {
+	b.Helper()
+	n, err := s.Len(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+func benchNewEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletion.Controller {
+	b.Helper()
+	opts.SandboxExtractor = w
+	opts.NodeName = benchNode
+	c, err := deletion.New(w, w, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// waitDestroyed waits for n DestroyPU calls.
+func (w *benchWorld) waitDestroyed(b *testing.B, n int) {
+	b.Helper()
+	timeout := time.After(5 * time.Minute)
+	for range n {
+		select {
+		case <-w.destroyed:
+		case <-timeout:
+			b.Fatalf("DestroyPU not called %d times within 5m", n)
+		}
+	}
+}
+
+// heapAlloc returns the live heap after a full collection.
+func heapAlloc() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// cpuTime returns the CPU time (user + system) the process has used.
+func cpuTime(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchDecideSink keeps the compiler from discarding Decide's result.
+var benchDecideSink deletion.Verdict
+
+// BenchmarkDecide (1) measures one call of the pure decision function on
+// the rows a sweep takes most: a live pod with the same sandbox, a pod gone
+// (a wrapped ErrPodNotFound), a sandbox replaced; and the two calls the
+// engine makes for a live pod (the first answers AskSandbox).
+func BenchmarkDecide(b *testing.B) {
+	key := benchKey(1)
+	e := deletion.Entry{PUID: "uid-1", Pod: key, SandboxID: "sb-1"}
+	live := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "uid-1"},
+		Spec:       corev1.PodSpec{NodeName: benchNode},
+	}
+	gone := fmt.Errorf("get: %w", ports.ErrPodNotFound)
+	same := deletion.Observation{Pod: live, NodeName: benchNode, HasExtractor: true, SandboxAsked: true, SandboxID: "sb-1"}
+	for _, bc := range []struct {
+		name string
+		o    deletion.Observation
+	}{
+		{"row=9-same-sandbox", same},
+		{"row=1-pod-gone", deletion.Observation{Err: gone, NodeName: benchNode, HasExtractor: true}},
+		{"row=10-sandbox-replaced", deletion.Observation{Pod: live, NodeName: benchNode, HasExtractor: true, SandboxAsked: true, SandboxID: "sb-2"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				benchDecideSink = deletion.Decide(e, bc.o)
+			}
+		})
+	}
+	b.Run("live-pod-both-calls", func(b *testing.B) {
+		first := same
+		first.SandboxAsked, first.SandboxID = false, ""
+		b.ReportAllocs()
+		for b.Loop() {
+			if v := deletion.Decide(e, first); v.Action == deletion.AskSandbox {
+				benchDecideSink = deletion.Decide(e, same)
+			}
+		}
+	})
+}
+
+// benchEntries returns n distinct entries, made before the timer runs.
+func benchEntries(n int) []deletion.Entry {
+	out := make([]deletion.Entry, n)
+	for i := range out {
+		out[i] = deletion.Entry{PUID: fmt.Sprintf("uid-%08d", i), Pod: benchKey(i), SandboxID: fmt.Sprintf("sb-%08d", i)}
+	}
+	return out
+}
+
+// BenchmarkTrack (2) measures one Track while Start runs, from one goroutine
+// and from GOMAXPROCS goroutines, and the heap each tracked entry keeps
+// (B/entry, after GC, the entries' own strings excluded: the caller holds
+// them anyway). make bench runs it with -benchtime=100000x: 100,000 distinct
+// entries; GetPod fails, so that a check due during the run keeps its
+// entry. serial-before-start tracks before Start: the map inserts alone,
+// without scheduling the first check. The seed's Track is a send on its 1000-slot channel; its op ends
+// when its loop has put every entry in the map.
+func BenchmarkTrack(b *testing.B) {
+	for _, mode := range []string{"serial", "parallel", "serial-before-start"} {
+		b.Run(mode+"/engine", func(b *testing.B) {
+			w := newBenchWorld(1)
+			c := benchNewEngine(b, w, deletion.Options{SweepInterval: time.Hour})
+			w.unavailable = true // a check due within the run keeps its entry
+			if mode != "serial-before-start" {
+				benchStartEngine(b, c)
+			}
+			entries := benchEntries(b.N)
+			before := heapAlloc()
+			b.ReportAllocs()
+			b.ResetTimer()
+			if mode != "parallel" {
+				for _, e := range entries {
+					if err := c.Track(e); err != nil {
+						b.Fatal(err)
+					}
+				}
+			} else {
+				var next atomic.Int64
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := c.Track(entries[next.Add(1)-1]); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			b.StopTimer()
+			if got := c.Len(); got != b.N {
+				b.Fatalf("Len = %d, want %d", got, b.N)
+			}
+			b.ReportMetric(float64(heapAlloc()-before)/float64(b.N), "B/entry")
+			runtime.KeepAlive(entries)
+		})
+		if mode == "serial-before-start" {
+			continue // the seed has no queue to skip
+		}
+		b.Run(mode+"/seed", func(b *testing.B) {
+			w := newBenchWorld(1)
+			s := seedref.New(w, w, seedref.Options{SandboxExtractor: w, TickerPeriod: time.Hour})
+			benchStartSeed(b, s)
+			entries := benchEntries(b.N)
+			events := make([]seedref.Event, len(entries))
+			for i, e := range entries {
+				events[i] = seedref.Event{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID}
+			}
+			entries = nil
+			ch := s.DeleteCh()
+			before := heapAlloc()
+			b.ReportAllocs()
+			b.ResetTimer()
+			if mode == "serial" {
+				for _, ev := range events {
+					ch <- ev
+				}
+			} else {
+				var next atomic.Int64
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						ch <- events[next.Add(1)-1]
+					}
+				})
+			}
+			for benchSeedLen(b, s) != b.N {
+				runtime.Gosched()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(heapAlloc()-before)/float64(b.N), "B/entry")
+			runtime.KeepAlive(events)
+		})
+	}
+}
+
+// BenchmarkTriggerPod (3): N live pods are tracked; one op deletes one of
+// them and asks for it to be checked (the engine's TriggerPod, the seed's
+// reconcile channel), then waits for its DestroyPU. It reports the GetPod
+// calls an op costs and the time from the trigger to DestroyPU. The seed's
+// op also waits for the end of its pass, which the next trigger would wait
+// for anyway. Replacing the deleted pod and its entry is not timed.
+func BenchmarkTriggerPod(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("N=%d/engine", n), func(b *testing.B) {
+			w := newBenchWorld(16)
+			c := benchNewEngine(b, w, deletion.Options{SweepInterval: time.Hour})
+			for i, e := range benchEntries(n) {
+				w.put(benchKey(i), e.PUID, e.SandboxID)
+				if err := c.Track(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+			benchStartEngine(b, c)
+			benchTrigger(b, w, n, func(key types.NamespacedName) { c.TriggerPod(key) },
+				func(e deletion.Entry) {
+					if err := c.Track(e); err != nil {
+						b.Fatal(err)
+					}
+				}, func() {})
+		})
+		b.Run(fmt.Sprintf("N=%d/seed", n), func(b *testing.B) {
+			w := newBenchWorld(16)
+			s := seedref.New(w, w, seedref.Options{SandboxExtractor: w, TickerPeriod: time.Hour, Requeue: make(chan *corev1.Pod, 1)})
+			benchStartSeed(b, s)
+			for i, e := range benchEntries(n) {
+				w.put(benchKey(i), e.PUID, e.SandboxID)
+				s.DeleteCh() <- seedref.Event{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID}
+			}
+			for benchSeedLen(b, s) != n {
+				runtime.Gosched()
+			}
+			benchTrigger(b, w, n, func(types.NamespacedName) { s.ReconcileCh() <- struct{}{} },
+				func(e deletion.Entry) {
+					s.DeleteCh() <- seedref.Event{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID}
+				}, func() { benchSeedLen(b, s) })
+		})
+	}
+}
+
+// benchTrigger is the loop of BenchmarkTriggerPod: trigger asks for a check
+// of the deleted pod, track replaces its entry, settle waits for the end of
+// the check's pass.
+func benchTrigger(b *testing.B, w *benchWorld, n int, trigger func(types.NamespacedName), track func(deletion.Entry), settle func()) {
+	b.Helper()
+	var toDestroy time.Duration
+	gets := int64(0)
+	gen := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		key := benchKey(i % n)
+		w.mu.RLock()
+		victim := string(w.pods[key].UID)
+		w.mu.RUnlock()
+		g0 := w.gets.Load()
+		start := time.Now()
+		w.remove(key)
+		trigger(key)
+		if got := <-w.destroyed; got != victim {
+			b.Fatalf("destroyed %s, want %s", got, victim)
+		}
+		toDestroy += time.Since(start)
+		settle()
+		gets += w.gets.Load() - g0
+
+		b.StopTimer()
+		gen++
+		e := deletion.Entry{PUID: fmt.Sprintf("uid-%d-%d", i%n, gen), Pod: key, SandboxID: fmt.Sprintf("sb-%d-%d", i%n, gen)}
+		w.put(key, e.PUID, e.SandboxID)
+		track(e)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(toDestroy.Microseconds())/float64(b.N), "us-to-destroy")
+	b.ReportMetric(float64(gets)/float64(b.N), "getpods/op")
+}
+
+// BenchmarkDrain (4): a node drain. 200 tracked pods are deleted at once,
+// GetPod takes 2 ms and DestroyPU 20 ms; one op lasts until all 200 PUs
+// are destroyed. The engine hears of each deletion with TriggerPod, the
+// seed with one send on its reconcile channel.
+func BenchmarkDrain(b *testing.B) {
+	const pods = 200
+	newWorld := func() *benchWorld {
+		w := newBenchWorld(pods)
+		w.getLatency, w.destroyLatency = 2*time.Millisecond, 20*time.Millisecond
+		return w
+	}
+	run := func(b *testing.B, w *benchWorld, track func(deletion.Entry), drain func([]types.NamespacedName)) {
+		keys := make([]types.NamespacedName, pods)
+		for i := range keys {
+			keys[i] = benchKey(i)
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			for j, key := range keys {
+				e := deletion.Entry{PUID: fmt.Sprintf("uid-%d-%d", j, i), Pod: key, SandboxID: fmt.Sprintf("sb-%d-%d", j, i)}
+				w.put(key, e.PUID, e.SandboxID)
+				track(e)
+			}
+			b.StartTimer()
+			for _, key := range keys {
+				w.remove(key)
+			}
+			drain(keys)
+			w.waitDestroyed(b, pods)
+		}
+		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms-to-destroy")
+	}
+	for _, workers := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("engine/workers=%d", workers), func(b *testing.B) {
+			w := newWorld()
+			c := benchNewEngine(b, w, deletion.Options{SweepInterval: time.Hour, Workers: workers})
+			benchStartEngine(b, c)
+			run(b, w, func(e deletion.Entry) {
+				if err := c.Track(e); err != nil {
+					b.Fatal(err)
+				}
+			}, func(keys []types.NamespacedName) {
+				for _, key := range keys {
+					c.TriggerPod(key)
+				}
+			})
+		})
+	}
+	b.Run("seed", func(b *testing.B) {
+		w := newWorld()
+		s := seedref.New(w, w, seedref.Options{SandboxExtractor: w, TickerPeriod: time.Hour})
+		benchStartSeed(b, s)
+		run(b, w, func(e deletion.Entry) {
+			s.DeleteCh() <- seedref.Event{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID}
+		}, func([]types.NamespacedName) {
+			for benchSeedLen(b, s) != pods {
+				runtime.Gosched()
+			}
+			s.ReconcileCh() <- struct{}{}
+		})
+	})
+}
+
+// BenchmarkSteadyState (5): 10,000 live entries, a 1 s SweepInterval (the
+// seed's ticker period), in-memory ports. One op is a wall-clock window
+// (-bench.steady, 10 s by default, 2 s under -short) after a warm-up of one
+// interval; it reports the process's CPU time per wall second (cpu-cores)
+// and the checks per second.
+func BenchmarkSteadyState(b *testing.B) {
+	const n = 10_000
+	window := *benchSteadyWindow
+	if window == 0 {
+		window = 10 * time.Second
+		if testing.Short() {
+			window = 2 * time.Second
+		}
+	}
+	measure := func(b *testing.B, w *benchWorld) {
+		time.Sleep(1500 * time.Millisecond) // every entry reaches its periodic cadence
+		var cpu, wall time.Duration
+		var gets int64
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			g0, c0, t0 := w.gets.Load(), cpuTime(b), time.Now()
+			time.Sleep(window)
+			gets += w.gets.Load() - g0
+			cpu += cpuTime(b) - c0
+			wall += time.Since(t0)
+		}
+		b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cpu-cores")
+		b.ReportMetric(float64(gets)/wall.Seconds(), "checks/s")
+	}
+	b.Run("engine", func(b *testing.B) {
+		w := newBenchWorld(1)
+		c := benchNewEngine(b, w, deletion.Options{SweepInterval: time.Second})
+		for i, e := range benchEntries(n) {
+			w.put(benchKey(i), e.PUID, e.SandboxID)
+			if err := c.Track(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		benchStartEngine(b, c)
+		measure(b, w)
+	})
+	b.Run("seed", func(b *testing.B) {
+		w := newBenchWorld(1)
+		s := seedref.New(w, w, seedref.Options{SandboxExtractor: w, TickerPeriod: time.Second})
+		benchStartSeed(b, s)
+		for i, e := range benchEntries(n) {
+			w.put(benchKey(i), e.PUID, e.SandboxID)
+			s.DeleteCh() <- seedref.Event{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID}
+		}
+		measure(b, w)
+	})
+}
