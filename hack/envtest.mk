@@ -1,0 +1,58 @@
+# hack/envtest.mk: builds a real kube-apiserver and etcd for
+# controller-runtime's envtest from source, through the Go module proxy only.
+#
+# Included by the root Makefile (`include hack/envtest.mk`); also usable on its
+# own: `make -f hack/envtest.mk [envtest]`.
+#
+#   ENVTEST_ASSETS  directory receiving the binaries (point KUBEBUILDER_ASSETS
+#                   or envtest.Environment.BinaryAssetsDirectory at it)
+#   envtest         builds $(ENVTEST_ASSETS)/kube-apiserver and
+#                   $(ENVTEST_ASSETS)/etcd; each is rebuilt only when missing
+#                   or older than its tools module's go.mod/go.sum/source.
+#
+# Versions are pinned in hack/tools/envtest/*/go.mod (see the README there).
+
+# Don't let `envtest` become the including Makefile's default goal (this file
+# may be included before its `all:`); standalone, `envtest` is the default.
+ENVTEST_SAVED_DEFAULT_GOAL := $(.DEFAULT_GOAL)
+
+# Directory of this fragment, resolved now (before any later include changes
+# MAKEFILE_LIST), so the recipes work whatever the including Makefile is.
+ENVTEST_MK_DIR := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+ENVTEST_TOOLS_DIR := $(ENVTEST_MK_DIR)/tools/envtest
+
+ENVTEST_ASSETS ?= $(CURDIR)/bin/envtest
+
+ENVTEST_GO ?= go
+ENVTEST_GO_BUILD_FLAGS ?= -trimpath
+ENVTEST_LDFLAGS ?= -s -w
+
+# Stamp kube-apiserver with its real version (a plain `go build` reports
+# v0.0.0-master), read from the tools module's go.mod as kubernetes' own
+# hack/lib/version.sh would set it.
+ENVTEST_KUBE_VERSION := $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "k8s.io/kubernetes") { print $$(i+1); exit } }' $(ENVTEST_TOOLS_DIR)/kube-apiserver/go.mod)
+ENVTEST_KUBE_VERSION_PARTS := $(subst ., ,$(patsubst v%,%,$(ENVTEST_KUBE_VERSION)))
+ENVTEST_KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(pkg).gitVersion=$(ENVTEST_KUBE_VERSION) \
+	-X $(pkg).gitMajor=$(word 1,$(ENVTEST_KUBE_VERSION_PARTS)) \
+	-X $(pkg).gitMinor=$(word 2,$(ENVTEST_KUBE_VERSION_PARTS)))
+
+.PHONY: envtest
+envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd
+
+$(ENVTEST_ASSETS)/kube-apiserver: $(addprefix $(ENVTEST_TOOLS_DIR)/kube-apiserver/,go.mod go.sum tools.go)
+	@mkdir -p $(@D)
+	$(ENVTEST_GO) build -C $(ENVTEST_TOOLS_DIR)/kube-apiserver $(ENVTEST_GO_BUILD_FLAGS) \
+		-ldflags='$(ENVTEST_LDFLAGS) $(strip $(ENVTEST_KUBE_LDFLAGS))' \
+		-o $(abspath $@) k8s.io/kubernetes/cmd/kube-apiserver
+
+$(ENVTEST_ASSETS)/etcd: $(addprefix $(ENVTEST_TOOLS_DIR)/etcd/,go.mod go.sum main.go)
+	@mkdir -p $(@D)
+	$(ENVTEST_GO) build -C $(ENVTEST_TOOLS_DIR)/etcd $(ENVTEST_GO_BUILD_FLAGS) \
+		-ldflags='$(ENVTEST_LDFLAGS)' -o $(abspath $@) .
+
+ifeq ($(abspath $(firstword $(MAKEFILE_LIST))),$(ENVTEST_MK_DIR)/envtest.mk)
+.DEFAULT_GOAL := envtest
+else
+.DEFAULT_GOAL := $(ENVTEST_SAVED_DEFAULT_GOAL)
+endif
