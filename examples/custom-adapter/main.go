@@ -1,0 +1,90 @@
+// Command custom-adapter shows a PolicyHandler of one's own: StateFiles
+// destroys a PU by removing the per-pod state file the agent keeps for it.
+// The program creates three PUs, deletes one pod and lets the engine clean up.
+//
+//	go run ./examples/custom-adapter
+//	go test ./examples/custom-adapter
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "custom-adapter:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "podsweeper-state-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	state := &StateFiles{Dir: dir}
+
+	// A tiny in-memory API: the live pods by name. A real agent uses
+	// adapters/k8s.NewPodGetter.
+	var mu sync.Mutex
+	live := map[types.NamespacedName]*corev1.Pod{}
+	getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p, ok := live[key]; ok {
+			return p, nil
+		}
+		return nil, fmt.Errorf("pod %s: %w", key, ports.ErrPodNotFound)
+	})
+
+	engine, err := deletion.New(getter, state, deletion.Options{})
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{"web-0", "web-1", "web-2"} {
+		key := types.NamespacedName{Namespace: "default", Name: name}
+		uid := "uid-" + name
+		live[key] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: types.UID(uid)}}
+		if err := state.Create(uid, []byte("firewall set of "+name+"\n")); err != nil {
+			return err
+		}
+		if err := engine.Track(deletion.Entry{PUID: uid, Pod: key}); err != nil {
+			return err
+		}
+	}
+	fmt.Println("state files:", list(dir))
+
+	mu.Lock()
+	delete(live, types.NamespacedName{Namespace: "default", Name: "web-1"})
+	mu.Unlock()
+	fmt.Println("pod default/web-1 deleted")
+
+	engine.Sweep(ctx) // a real agent runs engine.Start(ctx) instead
+	fmt.Println("state files:", list(dir))
+	if got, want := list(dir), []string{"uid-web-0.state", "uid-web-2.state"}; !slices.Equal(got, want) {
+		return fmt.Errorf("state files %v, want %v", got, want)
+	}
+	return nil
+}
+
+func list(dir string) []string {
+	m, _ := filepath.Glob(filepath.Join(dir, "*.state"))
+	for i := range m {
+		m[i] = filepath.Base(m[i])
+	}
+	slices.Sort(m)
+	return m
+}

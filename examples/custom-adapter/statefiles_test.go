@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func destroyEvent(puid string) ports.DestroyEvent {
+	return ports.DestroyEvent{PUID: puid, Pod: types.NamespacedName{Namespace: "ns", Name: "web"}, Reason: ports.ReasonPodGone}
+}
+
+func TestStateFilesRemovesTheFile(t *testing.T) {
+	s := &StateFiles{Dir: t.TempDir()}
+	require.NoError(t, s.Create("uid-1", []byte("x")))
+	require.NoError(t, s.Create("uid-2", []byte("y")))
+
+	require.NoError(t, s.DestroyPU(context.Background(), destroyEvent("uid-1")))
+
+	assert.NoFileExists(t, filepath.Join(s.Dir, "uid-1.state"))
+	assert.FileExists(t, filepath.Join(s.Dir, "uid-2.state"), "only the PU's own file goes")
+}
+
+func TestStateFilesAcceptsPodUIDs(t *testing.T) {
+	s := &StateFiles{Dir: t.TempDir()}
+	for _, puid := range []string{"0b1c2d3e-aaaa-4bbb-8ccc-1234567890ab", "uid_1.v2", strings.Repeat("a", 128)} {
+		require.NoError(t, s.Create(puid, nil), "PUID %q", puid)
+		require.NoError(t, s.DestroyPU(context.Background(), destroyEvent(puid)), "PUID %q", puid)
+		assert.NoFileExists(t, filepath.Join(s.Dir, puid+".state"))
+	}
+}
+
+func TestStateFilesMissingFileIsDestroyed(t *testing.T) {
+	s := &StateFiles{Dir: t.TempDir()}
+	require.NoError(t, s.DestroyPU(context.Background(), destroyEvent("uid-never-created")))
+}
+
+func TestStateFilesBadPUIDIsPermanent(t *testing.T) {
+	root := t.TempDir()
+	s := &StateFiles{Dir: filepath.Join(root, "state")}
+	require.NoError(t, os.Mkdir(s.Dir, 0o700))
+	victim := filepath.Join(root, "victim.state")
+	require.NoError(t, os.WriteFile(victim, []byte("keep me"), 0o600))
+
+	for _, puid := range []string{"", ".", "..", "../victim", "a/b", `a\b`, "/etc/passwd", "uid\x00", ".hidden", "é", strings.Repeat("a", 129)} {
+		err := s.DestroyPU(context.Background(), destroyEvent(puid))
+		require.ErrorIs(t, err, ErrBadPUID, "PUID %q", puid)
+		assert.True(t, ports.IsPermanent(err), "PUID %q", puid)
+		require.ErrorIs(t, s.Create(puid, nil), ErrBadPUID, "PUID %q", puid)
+	}
+	assert.FileExists(t, victim)
+}
+
+func TestStateFilesIOErrorIsRetryable(t *testing.T) {
+	// A state "directory" that is a file: removing under it fails with
+	// ENOTDIR, which a later attempt may not hit (an operator fixes the mount).
+	notDir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notDir, nil, 0o600))
+	s := &StateFiles{Dir: notDir}
+
+	err := s.DestroyPU(context.Background(), destroyEvent("uid-1"))
+
+	require.Error(t, err)
+	assert.False(t, ports.IsPermanent(err))
+	assert.NotErrorIs(t, err, ErrBadPUID)
+}
+
+func TestStateFilesHonoursCancelledContext(t *testing.T) {
+	s := &StateFiles{Dir: t.TempDir()}
+	require.NoError(t, s.Create("uid-1", nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	require.ErrorIs(t, s.DestroyPU(ctx, destroyEvent("uid-1")), context.Canceled)
+	assert.FileExists(t, filepath.Join(s.Dir, "uid-1.state"))
+}
+
+// With the engine: a gone pod's file is removed, a bad PUID is dropped
+// after one attempt instead of MaxDestroyAttempts.
+func TestStateFilesWithTheEngine(t *testing.T) {
+	s := &StateFiles{Dir: t.TempDir()}
+	require.NoError(t, s.Create("uid-gone", nil))
+	require.NoError(t, s.Create("uid-alive", nil))
+	alive := types.NamespacedName{Namespace: "ns", Name: "alive"}
+	getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		if key == alive {
+			p := &corev1.Pod{}
+			p.Namespace, p.Name, p.UID = key.Namespace, key.Name, "uid-alive"
+			return p, nil
+		}
+		return nil, ports.ErrPodNotFound
+	})
+	var attempts []int
+	engine, err := deletion.New(getter, s, deletion.Options{
+		RetryMinDelay: time.Millisecond,
+		Observer: deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventAbandoned {
+				attempts = append(attempts, ev.Attempt)
+			}
+		}),
+	})
+	require.NoError(t, err)
+	require.NoError(t, engine.Track(deletion.Entry{PUID: "uid-gone", Pod: types.NamespacedName{Namespace: "ns", Name: "gone"}}))
+	require.NoError(t, engine.Track(deletion.Entry{PUID: "uid-alive", Pod: alive}))
+	require.NoError(t, engine.Track(deletion.Entry{PUID: "../escape", Pod: types.NamespacedName{Namespace: "ns", Name: "evil"}}))
+
+	engine.Sweep(context.Background())
+
+	assert.NoFileExists(t, filepath.Join(s.Dir, "uid-gone.state"))
+	assert.FileExists(t, filepath.Join(s.Dir, "uid-alive.state"))
+	assert.Equal(t, []int{1}, attempts, "the bad PUID is abandoned at its first attempt")
+	require.Len(t, engine.Pending(), 1)
+	assert.Equal(t, "uid-alive", engine.Pending()[0].PUID)
+}
+
+func TestRun(t *testing.T) {
+	require.NoError(t, run(context.Background()))
+}
