@@ -41,9 +41,10 @@ test: envtest
 test-long: envtest
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test -race -count=1 -timeout=60m ./...
 
-## bench: every benchmark, BENCH_COUNT times, in benchstat's format.
+## bench: the five benchmarks, BENCH_COUNT times, then benchstat's summary and
+## the ratios against the seed's loop (see BENCHMARKS.md; about 7 minutes).
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) ./...
+	GO=$(GO) BENCH_COUNT=$(BENCH_COUNT) hack/bench/run.sh
 
 ## ci: what .ci/run runs on a clean clone.
 ci: verify-generate lint test

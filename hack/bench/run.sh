@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# hack/bench/run.sh: runs the five benchmarks of package deletion
+# BENCH_COUNT times (6 by default), keeps the raw output in BENCH_OUT
+# (bin/bench/bench.txt), and prints benchstat's summary and the ratios of the
+# engine against the seed's loop (internal/seedref). Run it from `make bench`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+GO=${GO:-go}
+COUNT=${BENCH_COUNT:-6}
+OUT=${BENCH_OUT:-bin/bench/bench.txt}
+# golang.org/x/perf has no tagged release; this is its newest pseudo-version.
+BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+
+mkdir -p "$(dirname "$OUT")"
+{
+	date -u +'# %Y-%m-%dT%H:%M:%SZ'
+	echo "# $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	$GO test -run='^$' -bench='^Benchmark(Decide|TriggerPod|Drain|SteadyState)$' -benchmem -count="$COUNT" ./deletion/
+	# Track: exactly 100,000 distinct entries per run.
+	$GO test -run='^$' -bench='^BenchmarkTrack$' -benchtime=100000x -benchmem -count="$COUNT" ./deletion/
+	echo "# load average $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$OUT"
+
+echo
+echo "== benchstat $OUT"
+$GO run "$BENCHSTAT" "$OUT"
+echo
+echo "== engine against the seed's loop (medians of $COUNT runs)"
+$GO run ./hack/bench/ratios "$OUT"
