@@ -1,0 +1,299 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// ErrInvalidSetup is returned by SetupWithManager and NodeCacheOptions for a
+// missing argument. Match it with errors.Is.
+var ErrInvalidSetup = errors.New("k8s: invalid setup")
+
+// DefaultExtractTimeout is SetupOptions.ExtractTimeout when left at zero.
+const DefaultExtractTimeout = time.Second
+
+// nodeNameField is the pod field the API server can select on.
+const nodeNameField = "spec.nodeName"
+
+// SetupOptions configure SetupWithManager.
+type SetupOptions struct {
+	// NodeName is the node whose pods are tracked. Required; give the engine
+	// the same value in deletion.Options.NodeName.
+	NodeName string
+	// SandboxExtractor reports the sandbox recorded with each newly tracked
+	// PU, and a change of its answer between two versions of a pod triggers
+	// a check at once. Give the engine the same one in
+	// deletion.Options.SandboxExtractor. nil: PUs are tracked without a
+	// sandbox, and the engine adopts one at its first check if it has an
+	// extractor of its own.
+	SandboxExtractor ports.SandboxExtractor
+	// ExtractTimeout bounds each SandboxExtractor call made from the pod
+	// event handler, so that a slow extractor cannot stall the informer; on
+	// timeout, error or panic the PU is tracked without a sandbox. 0: 1s.
+	ExtractTimeout time.Duration
+	// Logger receives the wiring's errors. The zero value discards them.
+	Logger logr.Logger
+}
+
+// SetupWithManager wires c into mgr for the node opts.NodeName. It adds c to
+// mgr as a Runnable that needs no leader election (every node runs its own
+// engine), and, while it runs, watches pods through the informer of
+// mgr.GetCache():
+//
+//   - a pod added or updated that is bound to the node is tracked, keyed by
+//     its UID, with the sandbox the extractor reports; pods not bound yet
+//     are skipped until they are, pods in the Succeeded or Failed phase are
+//     tracked like any other (their PU lives until the pod is deleted);
+//   - an update in which the pod's UID or its sandbox changed, and every
+//     delete (DeletedFinalStateUnknown tombstones included), calls
+//     TriggerPod, so that the destroy happens at once instead of at the
+//     next sweep.
+//
+// The handler never waits on the engine (Track and TriggerPod never block)
+// and waits on the extractor for at most ExtractTimeout; it is removed from
+// the informer when the manager stops. Track is insert-only: after a
+// SandboxChanged destroy, the new sandbox's PU is tracked at the pod's next
+// event, or at once by the main controller calling c.Track when it creates
+// that PU.
+//
+// Without NodeCacheOptions the wiring still works, but the manager caches
+// every pod of the cluster.
+func SetupWithManager(mgr manager.Manager, c *deletion.Controller, opts SetupOptions) error {
+	switch {
+	case mgr == nil:
+		return fmt.Errorf("%w: manager is nil", ErrInvalidSetup)
+	case c == nil:
+		return fmt.Errorf("%w: deletion controller is nil", ErrInvalidSetup)
+	case opts.NodeName == "":
+		return fmt.Errorf("%w: NodeName is empty", ErrInvalidSetup)
+	case opts.ExtractTimeout < 0:
+		return fmt.Errorf("%w: ExtractTimeout is negative (%v)", ErrInvalidSetup, opts.ExtractTimeout)
+	}
+	if opts.ExtractTimeout == 0 {
+		opts.ExtractTimeout = DefaultExtractTimeout
+	}
+	// The cache has not started yet, so this neither blocks nor lists.
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("k8s: getting the pod informer: %w", err)
+	}
+	r := &nodeRunnable{engine: c, informer: inf, opts: opts}
+	if err := mgr.Add(r); err != nil {
+		return fmt.Errorf("k8s: adding the deletion engine to the manager: %w", err)
+	}
+	return nil
+}
+
+// NodeCacheOptions returns a copy of opts whose pod cache holds only the
+// pods bound to node (field selector spec.nodeName=node). A node agent only
+// cares about its own pods: without this its manager would list and watch
+// every pod of the cluster, costing memory and API server load on every
+// node. Pass the result as manager.Options.Cache. A pod selector already in
+// opts.ByObject is kept and combined with the node selector.
+//
+// With the cache scoped, a pod recreated under the same name on another
+// node reads as gone, so its old PU is destroyed for PodGone rather than
+// NodeChanged or UIDChanged: the PU goes either way.
+func NodeCacheOptions(node string, opts cache.Options) (cache.Options, error) {
+	if node == "" {
+		return opts, fmt.Errorf("%w: node name is empty", ErrInvalidSetup)
+	}
+	sel := fields.OneTermEqualSelector(nodeNameField, node)
+	byObject := make(map[client.Object]cache.ByObject, len(opts.ByObject)+1)
+	var podKey client.Object = &corev1.Pod{}
+	for obj, cfg := range opts.ByObject {
+		if _, ok := obj.(*corev1.Pod); ok {
+			podKey = obj
+		}
+		byObject[obj] = cfg
+	}
+	cfg := byObject[podKey]
+	if cfg.Field != nil && !cfg.Field.Empty() {
+		sel = fields.AndSelectors(cfg.Field, sel)
+	}
+	cfg.Field = sel
+	byObject[podKey] = cfg
+	opts.ByObject = byObject
+	return opts, nil
+}
+
+// nodeRunnable runs the engine and, while it runs, the pod event handler.
+type nodeRunnable struct {
+	engine   *deletion.Controller
+	informer cache.Informer
+	opts     SetupOptions
+}
+
+var (
+	_ manager.Runnable               = (*nodeRunnable)(nil)
+	_ manager.LeaderElectionRunnable = (*nodeRunnable)(nil)
+)
+
+// NeedLeaderElection returns false: every node runs its own engine.
+func (r *nodeRunnable) NeedLeaderElection() bool { return false }
+
+// Start registers the pod event handler, runs the engine until ctx is done,
+// then removes the handler.
+func (r *nodeRunnable) Start(ctx context.Context) error {
+	h := &podHandler{
+		ctx:       ctx,
+		engine:    r.engine,
+		node:      r.opts.NodeName,
+		extractor: r.opts.SandboxExtractor,
+		timeout:   r.opts.ExtractTimeout,
+		log:       r.opts.Logger,
+	}
+	reg, err := r.informer.AddEventHandler(h)
+	if err != nil {
+		return fmt.Errorf("k8s: adding the pod event handler: %w", err)
+	}
+	defer func() {
+		if err := r.informer.RemoveEventHandler(reg); err != nil {
+			r.opts.Logger.Error(err, "removing the pod event handler failed")
+		}
+	}()
+	return r.engine.Start(ctx)
+}
+
+// tracker is the part of the engine the handler uses.
+type tracker interface {
+	Track(deletion.Entry) error
+	TriggerPod(types.NamespacedName)
+}
+
+// podHandler turns pod events into Track and TriggerPod calls.
+type podHandler struct {
+	ctx       context.Context // ends when the wiring stops
+	engine    tracker
+	node      string
+	extractor ports.SandboxExtractor
+	timeout   time.Duration
+	log       logr.Logger
+}
+
+var _ toolscache.ResourceEventHandler = (*podHandler)(nil)
+
+// OnAdd tracks pod if it is bound to the node.
+func (h *podHandler) OnAdd(obj any, _ bool) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		h.log.Error(nil, "pod informer sent an object that is not a pod", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	if pod.Spec.NodeName != h.node {
+		return
+	}
+	sandbox, _ := h.sandboxID(pod)
+	h.track(pod, sandbox)
+}
+
+// OnUpdate tracks the new pod if it is bound to the node, and triggers a
+// check when the pod was replaced (another UID, seen after a relist) or its
+// sandbox changed.
+func (h *podHandler) OnUpdate(oldObj, newObj any) {
+	pod, ok := newObj.(*corev1.Pod)
+	if !ok {
+		h.log.Error(nil, "pod informer sent an object that is not a pod", "type", fmt.Sprintf("%T", newObj))
+		return
+	}
+	if pod.Spec.NodeName != h.node {
+		return
+	}
+	sandbox, sandboxErr := h.sandboxID(pod)
+	h.track(pod, sandbox)
+	old, ok := oldObj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	switch {
+	case old.UID != pod.UID:
+		h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
+	case h.extractor == nil || sandboxErr != nil || old.ResourceVersion == pod.ResourceVersion || old.Spec.NodeName != h.node:
+		// Nothing to compare, or a resync that changed nothing.
+	default:
+		if oldSandbox, err := h.sandboxID(old); err == nil && oldSandbox != sandbox {
+			h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
+		}
+	}
+}
+
+// OnDelete triggers a check of the pod's PUs; the check reads the pod, finds
+// it gone and destroys them.
+func (h *podHandler) OnDelete(obj any) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		h.engine.TriggerPod(client.ObjectKeyFromObject(o))
+	case toolscache.DeletedFinalStateUnknown:
+		if pod, ok := o.Obj.(*corev1.Pod); ok {
+			h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
+			return
+		}
+		ns, name, err := toolscache.SplitMetaNamespaceKey(o.Key)
+		if err != nil || name == "" {
+			h.log.Error(err, "pod tombstone with an unusable key", "key", o.Key)
+			return
+		}
+		h.engine.TriggerPod(types.NamespacedName{Namespace: ns, Name: name})
+	default:
+		h.log.Error(nil, "pod informer sent an object that is not a pod", "type", fmt.Sprintf("%T", obj))
+	}
+}
+
+func (h *podHandler) track(pod *corev1.Pod, sandbox string) {
+	e := deletion.Entry{PUID: string(pod.UID), Pod: client.ObjectKeyFromObject(pod), SandboxID: sandbox}
+	if err := h.engine.Track(e); err != nil {
+		h.log.Error(err, "tracking pod failed", "pod", e.Pod.String(), "puID", e.PUID)
+	}
+}
+
+// sandboxID asks the extractor for pod's sandbox, for at most h.timeout. A
+// call still running at the deadline is left to finish on its own, so that
+// an extractor ignoring its context cannot stall the informer. It returns
+// "" and no error without an extractor.
+func (h *podHandler) sandboxID(pod *corev1.Pod) (string, error) {
+	if h.extractor == nil {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, h.timeout)
+	defer cancel()
+	type answer struct {
+		id  string
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if r := recover(); r != nil {
+				a = answer{err: fmt.Errorf("%w: SandboxID: %v", deletion.ErrPortPanicked, r)}
+			}
+			done <- a
+		}()
+		a.id, a.err = h.extractor.SandboxID(ctx, pod)
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-ctx.Done():
+		a.err = fmt.Errorf("SandboxID: %w", ctx.Err())
+	}
+	if a.err != nil {
+		h.log.Error(a.err, "getting the sandbox of a pod failed; tracking it without one", "pod", pod.Namespace+"/"+pod.Name)
+		return "", a.err
+	}
+	return a.id, nil
+}
