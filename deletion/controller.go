@@ -190,18 +190,41 @@ func (c *Controller) remove(e *entry) bool {
 	return true
 }
 
+// sweepSlots is how many instants per SweepInterval periodic checks fall
+// on. Checks due in one slot are released together, so the queue's timer
+// fires about sweepSlots times per interval instead of once per entry, and
+// the checks stay spread over the interval.
+const sweepSlots = 64
+
 // firstSweep is the delay of a new entry's first periodic check: a random
 // point within one interval, so that entries tracked together are not all
 // checked together.
 func (c *Controller) firstSweep() time.Duration {
-	return rand.N(c.opts.SweepInterval) + 1
+	i := c.opts.SweepInterval
+	slot := i / sweepSlots
+	return c.onSlot(rand.N(i-slot)+1, slot)
 }
 
 // nextSweep is the delay until an entry's next periodic check: the interval
 // give or take 10%, which keeps checks spread out.
 func (c *Controller) nextSweep() time.Duration {
 	i := c.opts.SweepInterval
-	return i - i/10 + rand.N(i/5+1)
+	slot := i / sweepSlots
+	return c.onSlot(i-i/10+rand.N(i/5-slot+1), slot)
+}
+
+// onSlot lengthens the delay d, by less than slot, to end on a multiple of
+// slot on the clock.
+func (c *Controller) onSlot(d, slot time.Duration) time.Duration {
+	if slot <= 0 {
+		return d
+	}
+	now := c.opts.Clock.Now()
+	due := now.Add(d)
+	if on := due.Truncate(slot); on.Before(due) {
+		due = on.Add(slot)
+	}
+	return due.Sub(now)
 }
 
 // observe tells the Observer about ev; a panic in it is logged and dropped.
