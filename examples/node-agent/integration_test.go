@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// startAPIServer starts a real kube-apiserver and etcd (from
+// KUBEBUILDER_ASSETS, which `make test` sets). Without them the test is
+// skipped, except under CI=true, where it fails.
+func startAPIServer(t *testing.T) (*rest.Config, []byte) {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`")
+		}
+		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test` to test against a real API server")
+	}
+	te := &envtest.Environment{}
+	cfg, err := te.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, te.Stop()) })
+	return cfg, te.KubeConfig
+}
+
+// applyDeploy creates every object of deploy/, in the order of its
+// kustomization.yaml, so that the API server validates them.
+func applyDeploy(t *testing.T, c client.Client) {
+	t.Helper()
+	var kust struct {
+		Resources []string `json:"resources"`
+	}
+	b, err := os.ReadFile(filepath.Join("deploy", "kustomization.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &kust))
+	require.NotEmpty(t, kust.Resources)
+	for _, f := range kust.Resources {
+		b, err := os.ReadFile(filepath.Join("deploy", f))
+		require.NoError(t, err)
+		u := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal(b, &u.Object), f)
+		require.NoError(t, c.Create(context.Background(), u), f)
+	}
+}
+
+func testPod(name, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.PodSpec{
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}},
+		},
+	}
+}
+
+const agentUser = "system:serviceaccount:podsweeper:node-agent"
+
+// The agent against a real API server, with nothing but the permissions
+// deploy/ grants its ServiceAccount.
+func TestAgentAgainstAPIServer(t *testing.T) {
+	cfg, kubeconfig := startAPIServer(t)
+	admin, err := client.New(cfg, client.Options{})
+	require.NoError(t, err)
+	applyDeploy(t, admin)
+	agentCfg := rest.CopyConfig(cfg)
+	agentCfg.Impersonate = rest.ImpersonationConfig{UserName: agentUser}
+
+	t.Run("RBAC is read-only on pods", func(t *testing.T) { testLeastRBAC(t, agentCfg) })
+	t.Run("setup tracks the node's pods and destroys", func(t *testing.T) { testSetup(t, admin, agentCfg) })
+	t.Run("the binary serves metrics and logs destroys", func(t *testing.T) { testBinary(t, admin, kubeconfig) })
+}
+
+func testLeastRBAC(t *testing.T, agentCfg *rest.Config) {
+	ctx := context.Background()
+	asAgent, err := client.New(agentCfg, client.Options{})
+	require.NoError(t, err)
+	can := func(group, resource, verb string) bool {
+		t.Helper()
+		r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: group, Resource: resource, Verb: verb},
+		}}
+		require.NoError(t, asAgent.Create(ctx, r))
+		return r.Status.Allowed
+	}
+	for _, verb := range []string{"get", "list", "watch"} {
+		assert.True(t, can("", "pods", verb), "the ServiceAccount must be able to %s pods", verb)
+	}
+	for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection"} {
+		assert.False(t, can("", "pods", verb), "the ServiceAccount must not %s pods", verb)
+	}
+	for _, r := range []struct{ group, resource, verb string }{
+		{"", "secrets", "get"}, {"", "secrets", "list"}, {"", "configmaps", "get"}, {"", "nodes", "get"},
+		{"", "events", "create"}, {"coordination.k8s.io", "leases", "create"}, {"", "pods/exec", "create"},
+	} {
+		assert.False(t, can(r.group, r.resource, r.verb), "the ServiceAccount must not %s %s", r.verb, r.resource)
+	}
+	err = asAgent.List(ctx, &corev1.SecretList{})
+	require.True(t, apierrors.IsForbidden(err), "RBAC is enforced: listing secrets must be forbidden, got %v", err)
+}
+
+// testSetup runs the agent's setup, as the ServiceAccount: it tracks the
+// node's pods and destroys a PU once its pod is deleted.
+func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	mine, other := testPod("web", "node-a"), testPod("elsewhere", "node-b")
+	require.NoError(t, admin.Create(ctx, mine))
+	require.NoError(t, admin.Create(ctx, other))
+
+	destroyed := make(chan ports.DestroyEvent, 10)
+	log := testr.New(t)
+	policy := ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
+		destroyed <- ev
+		return destroyer(log).DestroyPU(ctx, ev)
+	})
+	conf := config{node: "node-a", metricsAddr: "0", probeAddr: "0", sweepInterval: time.Hour, workers: 2}
+	mgr, engine, err := setup(agentCfg, conf, policy, prometheus.NewRegistry(), log)
+	require.NoError(t, err)
+
+	mgrCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	defer func() {
+		stop()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Error("the manager did not stop")
+		}
+	}()
+
+	tracked := func(uid types.UID) bool {
+		return slices.ContainsFunc(engine.Pending(), func(e deletion.Entry) bool { return e.PUID == string(uid) })
+	}
+	require.Eventually(t, func() bool { return tracked(mine.UID) }, 20*time.Second, 10*time.Millisecond,
+		"the pod bound to the node is tracked")
+	assert.False(t, tracked(other.UID), "a pod of another node is not tracked")
+
+	require.NoError(t, admin.Delete(ctx, mine, client.GracePeriodSeconds(0)))
+	select {
+	case ev := <-destroyed:
+		assert.Equal(t, string(mine.UID), ev.PUID)
+		assert.Equal(t, client.ObjectKeyFromObject(mine), ev.Pod)
+		assert.Equal(t, ports.ReasonPodGone, ev.Reason)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the PU of the deleted pod was not destroyed (the sweep interval is an hour: the delete event must trigger it)")
+	}
+	assert.Eventually(t, func() bool { return !tracked(mine.UID) }, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, admin.Delete(ctx, other, client.GracePeriodSeconds(0)))
+}
+
+// testBinary runs the agent's command line (run) with a kubeconfig that acts
+// as the ServiceAccount, and watches it through its metrics and its logs.
+func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	kc, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	for _, ai := range kc.AuthInfos {
+		ai.Impersonate = agentUser
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+
+	pod := testPod("api", "node-a")
+	require.NoError(t, admin.Create(ctx, pod))
+
+	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	logs := &syncBuffer{}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(runCtx, []string{"--kubeconfig=" + path, "--node=node-a", "--metrics-bind-address=" + metricsAddr,
+			"--health-probe-bind-address=" + probeAddr, "--sweep-interval=1h", "--workers=2"}, logs)
+	}()
+	defer func() {
+		stop()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Error("the agent did not stop")
+		}
+	}()
+
+	require.Eventually(t, func() bool { return get(t, "http://"+probeAddr+"/healthz") == "ok" }, 20*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return strings.Contains(get(t, "http://"+metricsAddr+"/metrics"), k8s.MetricTrackedPUs+" 1\n")
+	}, 20*time.Second, 20*time.Millisecond, "podsweeper_tracked_pus reaches 1; logs:\n%s", logs)
+
+	require.NoError(t, admin.Delete(ctx, pod, client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool {
+		return strings.Contains(get(t, "http://"+metricsAddr+"/metrics"), k8s.MetricDestroys+`{reason="PodGone"} 1`)
+	}, 20*time.Second, 20*time.Millisecond, "logs:\n%s", logs)
+	assert.Contains(t, logs.String(), "destroying PU")
+	assert.Contains(t, logs.String(), string(pod.UID))
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// get returns the body of url, or "" when it cannot be read yet.
+func get(t *testing.T, url string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(b)
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
