@@ -122,8 +122,8 @@ func (d *DeleteController) GetReconcileCh() chan<- struct{} {
 
 // Start runs the controller until ctx is done, then returns nil once the
 // engine has stopped (within about the engine's ShutdownTimeout). Events
-// sent before Start are tracked when it begins. A second call returns an
-// error wrapping deletion.ErrAlreadyStarted.
+// sent before Start are tracked when it begins. A second call, or a call
+// after Engine().Start, returns an error wrapping deletion.ErrAlreadyStarted.
 func (d *DeleteController) Start(ctx context.Context) error {
 	if !d.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("trireme: DeleteController: %w", deletion.ErrAlreadyStarted)
@@ -137,6 +137,12 @@ func (d *DeleteController) Start(ctx context.Context) error {
 		case <-d.reconcileCh:
 			d.trackBuffered()
 			d.engine.TriggerAll()
+		case err := <-engineDone:
+			// The engine stopped before ctx: it was started elsewhere already.
+			if err != nil {
+				return fmt.Errorf("trireme: DeleteController: %w", err)
+			}
+			return nil
 		case <-ctx.Done():
 			return <-engineDone
 		}

@@ -551,6 +551,30 @@ func TestDeleteControllerStartStopsAndRunsOnce(t *testing.T) {
 	assert.False(t, h.dc.NeedLeaderElection())
 }
 
+func TestDeleteControllerStartFailsWhenEngineRunsElsewhere(t *testing.T) {
+	h := newHarness(t, setup{})
+	ctx, cancel := context.WithCancel(context.Background())
+	engineDone := make(chan error, 1)
+	go func() { engineDone <- h.dc.Engine().Start(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-engineDone)
+	}()
+	// A check runs only once the engine has started.
+	require.NoError(t, h.dc.Engine().Track(deletion.Entry{PUID: "uid-1", Pod: webKey}))
+	h.dc.Engine().TriggerAll()
+	h.verdict("uid-1")
+
+	done := make(chan error, 1)
+	go func() { done <- h.dc.Start(ctx) }()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, deletion.ErrAlreadyStarted)
+	case <-time.After(waitFor):
+		t.Fatal("Start did not report that the engine runs already")
+	}
+}
+
 func TestNewDeleteController(t *testing.T) {
 	policy := trireme.NewPolicyHandler(&resolver{}, EventDestroy, nil)
 	c := fake.NewClientBuilder().Build()
