@@ -136,7 +136,7 @@ func startEnv(assets string) (stop func(), err error) {
 
 // needEnv skips t when the API server binaries are missing, and fails it
 // instead under CI=true.
-func needEnv(t *testing.T) {
+func needEnv(t testing.TB) {
 	t.Helper()
 	if suite.env != nil {
 		return
@@ -245,7 +245,7 @@ type nodeOptions struct {
 
 // node is one scenario's node agent: a manager, its cache and the engine.
 type node struct {
-	t      *testing.T
+	t      testing.TB
 	name   string
 	ns     string
 	mgr    manager.Manager
@@ -255,7 +255,7 @@ type node struct {
 
 // startNode creates a namespace and starts a node agent for it; the agent
 // is stopped when t ends.
-func startNode(t *testing.T, prefix string, o nodeOptions) *node {
+func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 	t.Helper()
 	needEnv(t)
 	ctx := t.Context()
@@ -275,7 +275,7 @@ func startNode(t *testing.T, prefix string, o nodeOptions) *node {
 	mgr, err := manager.New(suite.cfg, manager.Options{
 		Cache:   cacheOpts,
 		Metrics: metricsserver.Options{BindAddress: o.metricsAddr},
-		Logger:  testr.New(t),
+		Logger:  testr.NewWithInterface(t, testr.Options{}),
 	})
 	require.NoError(t, err)
 	n.mgr = mgr
@@ -293,13 +293,13 @@ func startNode(t *testing.T, prefix string, o nodeOptions) *node {
 		NodeName:         n.name,
 		SweepInterval:    o.sweep,
 		Observer:         suite.metrics,
-		Logger:           testr.New(t),
+		Logger:           testr.NewWithInterface(t, testr.Options{}),
 	})
 	require.NoError(t, err)
 	require.NoError(t, k8s.SetupWithManager(mgr, n.engine, k8s.SetupOptions{
 		NodeName:         n.name,
 		SandboxExtractor: o.extractor,
-		Logger:           testr.New(t),
+		Logger:           testr.NewWithInterface(t, testr.Options{}),
 	}))
 	if o.setup != nil {
 		require.NoError(t, o.setup(n))

@@ -23,11 +23,15 @@ var errNilReader = errors.New("k8s: PodGetter has a nil client.Reader")
 // apierrors.IsNotFound(err) hold; any other error is wrapped with %w.
 //
 // Every call returns a pod of its own (the cache deep-copies it), which the
-// engine treats as read-only. Reading without the deep copy
-// (client.UnsafeDisableDeepCopy) is not offered: it saves about 2 µs and
-// 5 KiB per check of a typical pod (see BenchmarkCacheGet), nothing next to
-// a check every SweepInterval per pod, and would hand the informer's own
-// object to the Requeuer and its receivers.
+// engine treats as read-only. Reading from the cache without the deep copy
+// (client.UnsafeDisableDeepCopy) is not offered: BenchmarkCacheGet measures
+// a typical pod at about 37 µs, 18 KiB and 113 allocations per read with the
+// copy against 16 µs, 8 KiB and 80 without (2 cores), so for 110 pods
+// checked every 5 s the copy costs about 0.5 ms of CPU and 220 KiB of
+// garbage a second. That is not worth handing the informer's own object to
+// every port and to the Requeuer's receivers, where one careless write would
+// corrupt the cache. A cache built with ByObject.UnsafeDisableDeepCopy skips
+// the copy for every reader, this one included.
 func NewPodGetter(r client.Reader) ports.PodGetter {
 	return &podGetter{r: r}
 }
