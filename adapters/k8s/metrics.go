@@ -13,16 +13,19 @@ import (
 
 // Names of the metrics registered by NewMetrics.
 const (
-	MetricTrackedPUs        = "podsweeper_tracked_pus"
-	MetricDestroys          = "podsweeper_destroys_total"
-	MetricDestroyFailures   = "podsweeper_destroy_failures_total"
-	MetricAbandoned         = "podsweeper_abandoned_total"
-	MetricPodGetErrors      = "podsweeper_pod_get_errors_total"
-	MetricCheckDuration     = "podsweeper_check_duration_seconds"
-	MetricDestroyDelay      = "podsweeper_destroy_delay_seconds"
+	MetricTrackedPUs      = "podsweeper_tracked_pus"
+	MetricDestroys        = "podsweeper_destroys_total"
+	MetricDestroyFailures = "podsweeper_destroy_failures_total"
+	MetricAbandoned       = "podsweeper_abandoned_total"
+	MetricPodGetErrors    = "podsweeper_pod_get_errors_total"
+	MetricCheckDuration   = "podsweeper_check_duration_seconds"
+	MetricDestroyDelay    = "podsweeper_destroy_delay_seconds"
+)
+
+const (
 	metricReasonLabel       = "reason"
-	checkBucketStartSeconds = 0.0005
-	delayBucketStartSeconds = 0.001
+	checkBucketStartSeconds = 0.0005 // first bucket of the check durations
+	delayBucketStartSeconds = 0.001  // first bucket of the destroy delays
 )
 
 // Metrics turns the engine's events into Prometheus metrics. It implements
