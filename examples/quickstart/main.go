@@ -334,10 +334,10 @@ func runStory(ctx context.Context, w io.Writer) (Result, error) {
 	fmt.Fprintln(w, ")")
 	fmt.Fprintf(w, "  during the outage: %d destroyed, %d failed reads kept their PU\n", res.DestroysInStep[res.outageStepTitle], res.GetFailures)
 	fmt.Fprintf(w, "  pods requeued:     %s\n", strings.Join(res.Requeued, ", "))
-	fmt.Fprintf(w, "  still tracked:    ")
-	for _, e := range res.StillTracked {
-		fmt.Fprintf(w, " %s (%s)", e.Pod, e.SandboxID)
+	alive := make([]string, len(res.StillTracked))
+	for i, e := range res.StillTracked {
+		alive[i] = fmt.Sprintf("%s (sandbox %s)", e.Pod, e.SandboxID)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  still tracked:     %s\n", strings.Join(alive, ", "))
 	return res, nil
 }
