@@ -1,9 +1,3 @@
-// Command custom-adapter shows a PolicyHandler of one's own: StateFiles
-// destroys a PU by removing the per-pod state file the agent keeps for it.
-// The program creates three PUs, deletes one pod and lets the engine clean up.
-//
-//	go run ./examples/custom-adapter
-//	go test ./examples/custom-adapter
 package main
 
 import (

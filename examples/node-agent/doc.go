@@ -1,0 +1,15 @@
+// Command node-agent is a node agent built on podsweeper: it runs on every
+// node (as a DaemonSet), tracks a PU for every pod bound to its node and logs
+// each destroy, where a real agent would tear down the pod's firewall rules,
+// network namespace binding or identity.
+//
+//	node-agent --node=$NODE_NAME [--kubeconfig=~/.kube/config]
+//	           [--metrics-bind-address=:8080] [--health-probe-bind-address=:8081]
+//	           [--sweep-interval=5s] [--workers=4] [--zap-devel]
+//
+// It uses controller-runtime's manager with a pod cache holding only the
+// node's pods (adapters/k8s.NodeCacheOptions), the engine wired to the pod
+// informer (adapters/k8s.SetupWithManager), and podsweeper's Prometheus
+// metrics on the manager's /metrics. deploy/ has the DaemonSet and the RBAC
+// it needs: get, list and watch on pods, nothing else.
+package main
