@@ -105,7 +105,8 @@ func NewDeleteControllerWithOptions(c client.Reader, nodeName string, policy por
 
 // GetDeleteCh returns the channel on which to send a DeleteEvent for every
 // PU the agent creates. While Start runs, a send waits only for a map insert,
-// never for a check; before Start, up to 1000 events are buffered. Tracking
+// never for a check; before Start, up to 1000 events are buffered (after
+// Start returns, nothing receives them any more, as with the seed). Tracking
 // is insert-only: a second event for a PodUID already tracked is ignored.
 // An event without a PodUID, name or namespace is logged and ignored.
 func (d *DeleteController) GetDeleteCh() chan<- DeleteEvent {
