@@ -123,7 +123,7 @@ func setup(rc *rest.Config, cfg config, policy ports.PolicyHandler, reg promethe
 	if err != nil {
 		return nil, nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	engine, err := deletion.New(k8s.NewPodGetter(mgr.GetClient()), policy, deletion.Options{
+	engine, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), policy, deletion.Options{
 		NodeName:      cfg.node,
 		SweepInterval: cfg.sweepInterval,
 		Workers:       cfg.workers,
