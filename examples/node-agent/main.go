@@ -162,6 +162,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 
 func main() {
 	if err := run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
 		fmt.Fprintln(os.Stderr, "node-agent:", err)
 		if errors.Is(err, errUsage) {
 			os.Exit(2)

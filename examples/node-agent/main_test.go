@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,13 @@ func TestParseFlagsErrors(t *testing.T) {
 			require.ErrorIs(t, err, errUsage)
 		})
 	}
+}
+
+func TestParseFlagsHelp(t *testing.T) {
+	var stderr bytes.Buffer
+	_, err := parseFlags([]string{"-h"}, env(nil), &stderr)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	assert.Contains(t, stderr.String(), "-sweep-interval")
 }
 
 func TestRunRejectsBadCommandLine(t *testing.T) {
