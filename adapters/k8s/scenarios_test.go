@@ -179,7 +179,28 @@ func TestEnvtestOtherNodesPodsAreNotTracked(t *testing.T) {
 // destroyed while it is down, no live PU ever is, and once it is back every
 // deleted pod's PU is destroyed exactly once.
 func TestEnvtestAPIServerOutage(t *testing.T) {
-	n := startNode(t, "s5-outage", nodeOptions{sweep: 200 * time.Millisecond}) // sweeps run all through the outage
+	// Two engines watch the node: the usual one reads pods from the cache,
+	// which keeps serving the last state it saw; the other reads the API
+	// server itself, and gets errors while it is down.
+	var direct *deletion.Controller
+	directPolicy := &recorder{}
+	n := startNode(t, "s5-outage", nodeOptions{
+		sweep: 200 * time.Millisecond, // sweeps run all through the outage
+		setup: func(n *node) error {
+			var err error
+			direct, err = deletion.New(countingGetter{next: k8s.NewPodGetter(n.mgr.GetAPIReader())}, directPolicy, deletion.Options{
+				NodeName: n.name, SweepInterval: 200 * time.Millisecond, Observer: suite.metrics,
+			})
+			if err != nil {
+				return err
+			}
+			t.Cleanup(func() { // runs once the manager has stopped
+				left := direct.Len()
+				suite.tally.add(func(t *tally) { t.left += left })
+			})
+			return k8s.SetupWithManager(n.mgr, direct, k8s.SetupOptions{NodeName: n.name})
+		},
+	})
 	var deleted, live []*corev1.Pod
 	for i := range 3 {
 		deleted = append(deleted, n.createPod(fmt.Sprintf("gone-%d", i), n.name, nil))
@@ -188,6 +209,7 @@ func TestEnvtestAPIServerOutage(t *testing.T) {
 	for _, p := range append(append([]*corev1.Pod(nil), deleted...), live...) {
 		n.waitTracked(p.UID)
 	}
+	require.Eventually(t, func() bool { return direct.Len() == 6 }, 10*time.Second, 5*time.Millisecond)
 
 	apiServer := suite.env.ControlPlane.GetAPIServer()
 	require.NoError(t, apiServer.Stop())
@@ -201,8 +223,16 @@ func TestEnvtestAPIServerOutage(t *testing.T) {
 	for _, p := range deleted {
 		etcdDelete(t, "/registry/pods/"+p.Namespace+"/"+p.Name)
 	}
-	assert.Never(t, func() bool { return len(n.policy.events()) > 0 }, 1500*time.Millisecond, 20*time.Millisecond,
+	destroyed := func() int { return len(n.policy.events()) + len(directPolicy.events()) }
+	getErrors := func() int {
+		suite.tally.mu.Lock()
+		defer suite.tally.mu.Unlock()
+		return suite.tally.getErrors
+	}
+	errorsBefore := getErrors()
+	assert.Never(t, func() bool { return destroyed() > 0 }, 1500*time.Millisecond, 20*time.Millisecond,
 		"a PU was destroyed while the API server was down")
+	assert.Greater(t, getErrors(), errorsBefore, "the live reads never failed: was the API server down?")
 
 	outage := time.Now()
 	require.NoError(t, apiServer.Start())
@@ -212,17 +242,21 @@ func TestEnvtestAPIServerOutage(t *testing.T) {
 		assert.Equal(t, ports.ReasonPodGone, ev.Reason)
 	}
 	t.Logf("deleted pods' PUs destroyed %v after the API server restart began", time.Since(outage))
+	require.Eventually(t, func() bool { return len(directPolicy.events()) >= len(deleted) }, 10*time.Second, 5*time.Millisecond)
 
 	// A few more sweeps: no second destroy, no live PU destroyed.
-	assert.Never(t, func() bool { return len(n.policy.events()) != len(deleted) }, time.Second, 20*time.Millisecond)
+	assert.Never(t, func() bool { return destroyed() != 2*len(deleted) }, time.Second, 20*time.Millisecond)
 	for _, p := range deleted {
 		assert.Len(t, n.policy.of(p.UID), 1, "PU of %s", p.Name)
+		assert.Len(t, directPolicy.of(p.UID), 1, "PU of %s (live reads)", p.Name)
 	}
 	for _, p := range live {
 		assert.Empty(t, n.policy.of(p.UID), "PU of live pod %s", p.Name)
+		assert.Empty(t, directPolicy.of(p.UID), "PU of live pod %s (live reads)", p.Name)
 		_, tracked := n.entry(p.UID)
 		assert.True(t, tracked, "PU of live pod %s", p.Name)
 	}
+	assert.Equal(t, len(live), direct.Len())
 }
 
 // etcdDelete deletes key through etcd's JSON gateway, behind the API server's back.
