@@ -111,8 +111,9 @@ func IsNotFound(err error) bool {
 // Verdict. The rows, in the order they are tried:
 //
 //  1. GetPod says not found: Destroy, PodGone.
-//  2. GetPod fails otherwise, returns a nil pod, or returns another pod than
-//     the one asked for: Keep. Never destroy on an error.
+//  2. GetPod fails otherwise, returns a nil pod, a pod without a UID (no
+//     API server returns one), or another pod than the one asked for: Keep.
+//     Never destroy on an error.
 //  3. NodeName is set and the pod is bound to another node: Destroy,
 //     NodeChanged. (A pod not bound to any node yet cannot have moved.)
 //  4. The pod's UID is not the entry's PUID (recreated under the same name):
@@ -165,9 +166,11 @@ func Decide(e Entry, o Observation) Verdict {
 }
 
 // samePod reports whether pod can be the answer for e's pod: a getter that
-// returns a pod of another name or namespace is broken, and its answer must
-// not destroy anything. Empty fields are not held against it.
+// returns a pod without a UID, or of another name or namespace, is broken,
+// and its answer must not destroy anything. An empty name or namespace is
+// not held against it.
 func samePod(e Entry, pod *corev1.Pod) bool {
-	return (pod.Name == "" || pod.Name == e.Pod.Name) &&
+	return pod.UID != "" &&
+		(pod.Name == "" || pod.Name == e.Pod.Name) &&
 		(pod.Namespace == "" || pod.Namespace == e.Pod.Namespace)
 }

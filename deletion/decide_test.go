@@ -94,6 +94,8 @@ func TestDecideTable(t *testing.T) {
 			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other", UID: "uid-9"}}}, keep(2)},
 		{"a pod of another namespace keeps", entryWith("sb1"),
 			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: testKey.Name, UID: "uid-9"}}}, keep(2)},
+		{"a pod without a UID keeps", entryWith(""),
+			deletion.Observation{Pod: &corev1.Pod{}, NodeName: testNode}, keep(2)},
 		{"a pod with its name unset is judged on its UID", entryWith(""),
 			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-9"}}}, destroy(4, ports.ReasonUIDChanged)},
 		{"node check off when NodeName is empty", entryWith(""),
