@@ -243,7 +243,6 @@ func TestBadInputHugeSweepInterval(t *testing.T) {
 // with a nil error has not found the pod the PU belongs to; no API server
 // returns a pod without a UID.
 func TestBadInputEmptyPod(t *testing.T) {
-	knownCoreBug(t, "Decide reads a zero Pod as the same pod recreated with UID \"\" and destroys (row 4)")
 	rec := &badRecorder{}
 	c, err := deletion.New(badGetter(&corev1.Pod{}, nil), rec, deletion.Options{})
 	require.NoError(t, err)
