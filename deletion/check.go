@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,7 +19,7 @@ var errNoPod = errors.New("GetPod returned a nil pod and a nil error")
 type followUp uint8
 
 const (
-	sweepLater followUp = iota // still tracked: check again about one interval later
+	stay       followUp = iota // still tracked: the wheel brings it back
 	retryLater                 // destroy failed: retry after backoff
 	removed                    // no longer tracked
 )
@@ -27,9 +28,12 @@ const (
 // verdict and releases e. parent is the context ctx was made from; Requeue
 // gets a deadline of its own under it.
 func (c *Controller) check(parent, ctx context.Context, e *entry) {
-	start := c.opts.Clock.Now()
+	var start time.Time
+	if c.opts.Observer != nil {
+		start = c.opts.Clock.Now()
+	}
 	v, pod := c.decide(ctx, e)
-	next := sweepLater
+	next := stay
 	switch v.Action {
 	case Adopt:
 		c.mu.Lock()
@@ -44,15 +48,14 @@ func (c *Controller) check(parent, ctx context.Context, e *entry) {
 		}
 	}
 	snapshot := e.Entry
-	q := c.currentQueue()
-	c.release(e, q)
-	c.observe(Event{Kind: EventChecked, Entry: snapshot, Verdict: v, Duration: c.opts.Clock.Since(start)})
+	q := c.release(e)
+	if c.opts.Observer != nil {
+		c.observe(Event{Kind: EventChecked, Entry: snapshot, Verdict: v, Duration: c.opts.Clock.Since(start)})
+	}
 	if q == nil {
 		return
 	}
 	switch next {
-	case sweepLater:
-		q.AddAfter(e.PUID, c.nextSweep())
 	case retryLater:
 		q.AddRateLimited(e.PUID)
 	case removed:

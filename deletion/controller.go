@@ -29,13 +29,21 @@ type Controller struct {
 
 	// slots bounds the checks that run at once to Workers.
 	slots chan struct{}
-	// inflight counts the check goroutines that have not returned yet.
+	// inflight counts the checks that have not returned yet.
 	inflight inflight
+
+	// lanes are the goroutines running checks, watched by the watchdog
+	// while there are any (watching).
+	lanesMu  sync.Mutex
+	lanes    map[*lane]struct{}
+	watching bool
 	started  atomic.Bool
 
 	mu      sync.Mutex
 	entries map[string]*entry
 	byPod   map[types.NamespacedName][]*entry
+	// wheel holds every entry in the slot of the interval it is checked in.
+	wheel [][]*entry
 	// queue is set while Start runs; nil before and after.
 	queue workqueue.TypedRateLimitingInterface[string]
 	// Triggers asked for before Start, run when it starts.
@@ -67,6 +75,8 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Con
 		slots:       make(chan struct{}, o.Workers),
 		entries:     make(map[string]*entry),
 		byPod:       make(map[types.NamespacedName][]*entry),
+		wheel:       make([][]*entry, wheelSlots(o.SweepInterval)),
+		lanes:       make(map[*lane]struct{}),
 		pendingPods: make(map[types.NamespacedName]struct{}),
 	}, nil
 }
@@ -85,15 +95,15 @@ func (c *Controller) Track(e Entry) error {
 		c.mu.Unlock()
 		return nil
 	}
-	n := &entry{Entry: e}
+	// A random slot: entries tracked together are checked at different
+	// points of the interval, the first time within one interval.
+	slot := rand.IntN(len(c.wheel))
+	n := &entry{Entry: e, slot: int32(slot), wheelIndex: int32(len(c.wheel[slot]))}
 	c.entries[e.PUID] = n
 	c.byPod[e.Pod] = append(c.byPod[e.Pod], n)
-	q := c.queue
+	c.wheel[slot] = append(c.wheel[slot], n)
 	c.mu.Unlock()
 
-	if q != nil {
-		q.AddAfter(e.PUID, c.firstSweep())
-	}
 	c.observe(Event{Kind: EventTracked, Entry: e})
 	return nil
 }
@@ -172,9 +182,10 @@ func (c *Controller) puidsLocked() []string {
 func (c *Controller) remove(e *entry) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.entries[e.PUID] != e {
+	if e.removed {
 		return false
 	}
+	e.removed = true
 	delete(c.entries, e.PUID)
 	list := c.byPod[e.Pod]
 	if i := slices.Index(list, e); i >= 0 {
@@ -187,44 +198,30 @@ func (c *Controller) remove(e *entry) bool {
 	} else {
 		c.byPod[e.Pod] = list
 	}
+	slot := c.wheel[e.slot]
+	last := slot[len(slot)-1]
+	slot[e.wheelIndex], last.wheelIndex = last, e.wheelIndex
+	slot[len(slot)-1] = nil
+	slot = slot[:len(slot)-1]
+	switch {
+	case len(slot) == 0:
+		slot = nil // give back the memory of a slot that emptied, after a node drain say
+	case len(slot) < cap(slot)/4:
+		slot = slices.Clip(slices.Clone(slot))
+	}
+	c.wheel[e.slot] = slot
 	return true
 }
 
-// sweepSlots is how many instants per SweepInterval periodic checks fall
-// on. Checks due in one slot are released together, so the queue's timer
-// fires about sweepSlots times per interval instead of once per entry, and
-// the checks stay spread over the interval.
-const sweepSlots = 64
+// maxWheelSlots is how many instants per SweepInterval periodic checks
+// fall on; see the wheel in engine.go.
+const maxWheelSlots = 64
 
-// firstSweep is the delay of a new entry's first periodic check: a random
-// point within one interval, so that entries tracked together are not all
-// checked together.
-func (c *Controller) firstSweep() time.Duration {
-	i := c.opts.SweepInterval
-	slot := i / sweepSlots
-	return c.onSlot(rand.N(i-slot)+1, slot)
-}
-
-// nextSweep is the delay until an entry's next periodic check: the interval
-// give or take 10%, which keeps checks spread out.
-func (c *Controller) nextSweep() time.Duration {
-	i := c.opts.SweepInterval
-	slot := i / sweepSlots
-	return c.onSlot(i-i/10+rand.N(i/5-slot+1), slot)
-}
-
-// onSlot lengthens the delay d, by less than slot, to end on a multiple of
-// slot on the clock.
-func (c *Controller) onSlot(d, slot time.Duration) time.Duration {
-	if slot <= 0 {
-		return d
-	}
-	now := c.opts.Clock.Now()
-	due := now.Add(d)
-	if on := due.Truncate(slot); on.Before(due) {
-		due = on.Add(slot)
-	}
-	return due.Sub(now)
+// wheelSlots returns how many slots a wheel of that interval has: 64, or
+// fewer for intervals under 64ms, so that it never ticks more often than
+// once a millisecond.
+func wheelSlots(interval time.Duration) int {
+	return int(max(1, min(maxWheelSlots, interval/time.Millisecond)))
 }
 
 // observe tells the Observer about ev; a panic in it is logged and dropped.

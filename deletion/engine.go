@@ -2,42 +2,52 @@ package deletion
 
 // How the engine runs checks.
 //
-// Scheduling. While Start runs, a client-go rate-limiting workqueue of PUIDs
-// decides when each entry is checked: Track schedules a new entry's first
-// check at a random point within one SweepInterval, every check that keeps
-// the entry schedules the next one about one interval later (AddAfter), a
-// failed destroy schedules a retry with per-entry exponential backoff
-// (AddRateLimited), and TriggerPod/TriggerAll add keys at once. The queue
-// merges duplicate keys and never hands one key to two workers at once.
+// Scheduling. Periodic checks come from a wheel: every entry sits in one
+// of up to 64 slots, chosen at random when it is tracked, and a ticker of
+// SweepInterval/64 on Options.Clock checks the entries of each slot in turn,
+// as a small Sweep. Each entry is thus checked once per interval at its own
+// phase, the first time within one interval of Track, and checks stay spread
+// over the interval. Everything else goes through a client-go rate-limiting
+// workqueue of PUIDs served by Workers goroutines: TriggerPod and TriggerAll
+// add keys at once, and a failed destroy schedules its retry with per-key
+// exponential backoff (AddRateLimited). The queue merges duplicate keys and
+// never hands one key to two workers at once. (Scheduling every periodic
+// check through the queue, with AddAfter, cost 5x the CPU of the seed's loop
+// at 10,000 entries: see BENCHMARKS.md.)
 //
-// Exclusivity. Sweep checks entries outside the queue, so the queue alone
-// cannot keep two checks of one PUID apart. Every check first claims its
+// Exclusivity. Sweep and the wheel check entries outside the queue, so the
+// queue alone cannot keep two checks of one PUID apart. Every check first claims its
 // entry (entry.busy, under Controller.mu). A queue worker that finds the
 // entry claimed marks it (entry.again) and moves on; the holder re-adds the
 // key when it releases the entry. Sweep waits for the holder instead, up to
-// ItemTimeout.
+// ItemTimeout; the wheel skips the entry, whose running check stands for
+// the periodic one.
 //
-// Concurrency. Every check, from a queue worker or from Sweep, takes one of
-// Workers slots for as long as its caller waits for it.
+// Concurrency. Every check, from a queue worker, the wheel or Sweep, holds
+// one of Workers slots and runs on the goroutine that claimed it.
 //
-// Hung ports. A check runs in a goroutine of its own under a context with
-// the ItemTimeout deadline. Its caller waits until the check returns or its
-// context ends (plus a short grace for ports that return on cancellation),
-// then gives up its slot and moves on. A check stuck in a port that ignores
-// its context keeps the entry claimed, so no second check of that PUID can
-// start, and finishes its work when the port returns; the engine counts such
-// checks and logs them. Start waits up to ShutdownTimeout for checks still
-// inside a port before it returns.
+// Hung ports. Checks run on lanes: goroutines that each run one check at a
+// time, inline. A watchdog goroutine, running while any lane exists, looks
+// at every lane a few times per abandonGrace. When a lane's check has
+// outlived its ItemTimeout deadline, or its parent context has ended, by
+// more than abandonGrace (ports that honour their context return by then),
+// the watchdog abandons the lane: it gives back its slot and starts a new
+// lane in its place, so the engine keeps its Workers. The stuck goroutine
+// keeps its entry claimed, so no second check of that PUID can start; when
+// the port finally returns, it finishes the check and exits. Start waits up
+// to ShutdownTimeout for such checks, then logs them and returns. A check
+// costs no goroutine, timer or allocation of its own beyond its context.
 
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
 )
 
-// abandonGrace is how long a caller waits, after a check's context has
+// abandonGrace is how long the watchdog waits, after a check's context has
 // ended, for a port that returns promptly on cancellation.
 const abandonGrace = 50 * time.Millisecond
 
@@ -59,34 +69,31 @@ func (c *Controller) Start(ctx context.Context) error {
 
 	c.mu.Lock()
 	c.queue = q
-	now := make([]string, 0, len(c.pendingPods))
-	later := make([]string, 0, len(c.entries))
-	for id, e := range c.entries {
-		if _, ok := c.pendingPods[e.Pod]; c.pendingAll || ok {
-			now = append(now, id)
-		} else {
-			later = append(later, id)
+	var now []string
+	if c.pendingAll {
+		now = c.puidsLocked()
+	} else {
+		for key := range c.pendingPods {
+			for _, e := range c.byPod[key] {
+				now = append(now, e.PUID)
+			}
 		}
 	}
 	c.pendingAll = false
 	clear(c.pendingPods)
+	tracked := len(c.entries)
 	c.mu.Unlock()
-
 	for _, id := range now {
 		q.Add(id)
 	}
-	for _, id := range later {
-		q.AddAfter(id, c.firstSweep())
-	}
 
 	var workers sync.WaitGroup
+	workers.Add(c.opts.Workers)
 	for range c.opts.Workers {
-		workers.Go(func() {
-			for c.processNext(ctx, q) {
-			}
-		})
+		c.startLane(ctx, func(l *lane) { c.worker(ctx, l, q, &workers) })
 	}
-	c.log.V(1).Info("deletion engine started", "workers", c.opts.Workers, "entries", len(now)+len(later))
+	workers.Go(func() { c.turnWheel(ctx) })
+	c.log.V(1).Info("deletion engine started", "workers", c.opts.Workers, "entries", tracked)
 
 	<-ctx.Done()
 	c.mu.Lock()
@@ -101,13 +108,60 @@ func (c *Controller) Start(ctx context.Context) error {
 	return nil
 }
 
-// processNext checks the next key of q; it returns false once q is shut down.
-func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
-	id, shutdown := q.Get()
-	if shutdown {
-		return false
+// turnWheel checks the entries of each wheel slot when the slot's turn
+// comes, until ctx is done. It works from the clock, not from the count of
+// ticks, so that late or coalesced ticks (a busy machine, a fake clock
+// stepped by a whole interval, a slot whose checks took longer than a tick)
+// still reach every slot once per turn, and never pile up.
+func (c *Controller) turnWheel(ctx context.Context) {
+	slots := len(c.wheel)
+	tick := c.opts.SweepInterval / time.Duration(slots)
+	ticker := c.opts.Clock.NewTicker(tick)
+	defer ticker.Stop()
+	start := c.opts.Clock.Now()
+	var last int64 // the last tick whose slot was checked
+	var due []*entry
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+		cur := int64(c.opts.Clock.Since(start) / tick)
+		from := max(last+1, cur-int64(slots)+1)
+		due = due[:0]
+		c.mu.Lock()
+		for t := from; t <= cur; t++ {
+			due = append(due, c.wheel[t%int64(slots)]...)
+		}
+		c.mu.Unlock()
+		last = max(last, cur)
+		c.checkAll(ctx, due, false)
+		clear(due) // let removed entries go
 	}
-	defer q.Done(id)
+}
+
+// worker checks the keys of q on lane l until q is shut down, then calls
+// wg.Done. When one of its checks hangs, the lane that replaces it takes
+// over its place in wg, and this goroutine exits once the port returns.
+func (c *Controller) worker(ctx context.Context, l *lane, q workqueue.TypedRateLimitingInterface[string], wg *sync.WaitGroup) {
+	for {
+		id, shutdown := q.Get()
+		if shutdown {
+			wg.Done()
+			return
+		}
+		ok := c.processKey(ctx, l, q, id)
+		q.Done(id)
+		if !ok {
+			return
+		}
+	}
+}
+
+// processKey checks the entry of id, if it is still tracked and not being
+// checked. It returns false when the check hung and the lane was replaced.
+func (c *Controller) processKey(ctx context.Context, l *lane, q workqueue.TypedRateLimitingInterface[string], id string) bool {
 	if ctx.Err() != nil {
 		return true
 	}
@@ -116,89 +170,224 @@ func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimit
 		return true
 	}
 	if !c.takeSlot(ctx) {
-		c.release(e, q)
+		c.release(e)
 		return true
 	}
-	defer c.giveSlot()
-	c.runCheck(ctx, e)
+	if !c.checkHere(ctx, l, e) {
+		return false
+	}
+	c.giveSlot()
 	return true
 }
 
 // Sweep checks every tracked entry once, entries waiting for a retry
 // included, with at most Workers checks at a time, and returns when all are
 // done or ctx is. It is safe to call while Start runs: an entry that is
-// being checked already is waited for (up to ItemTimeout), then checked.
+// being checked already is waited for (up to ItemTimeout), then checked. A
+// check stuck in a port past its deadline is left behind, not waited for.
 func (c *Controller) Sweep(ctx context.Context) {
 	c.mu.Lock()
-	ids := c.puidsLocked()
+	all := make([]*entry, 0, len(c.entries))
+	for _, e := range c.entries {
+		all = append(all, e)
+	}
 	c.mu.Unlock()
+	c.checkAll(ctx, all, true)
+}
 
-	work := make(chan string)
+// checkAll checks the entries on up to Workers lanes and returns when all
+// are checked or ctx is done. With wait, an entry being checked already is
+// waited for (Sweep); without, it is skipped, the running check standing for
+// this one (the wheel). Entries removed meanwhile are skipped. entries is
+// not used once checkAll returns.
+func (c *Controller) checkAll(ctx context.Context, entries []*entry, wait bool) {
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(c.opts.Workers, len(ids)) {
-		wg.Go(func() {
-			for id := range work {
-				c.sweepOne(ctx, id)
+	loop := func(l *lane) {
+		for ctx.Err() == nil {
+			i := next.Add(1) - 1
+			if i >= int64(len(entries)) {
+				break
 			}
-		})
-	}
-feed:
-	for _, id := range ids {
-		select {
-		case work <- id:
-		case <-ctx.Done():
-			break feed
+			if !c.checkOne(ctx, l, entries[i], wait) {
+				return // replaced; the new lane calls wg.Done
+			}
 		}
+		wg.Done()
 	}
-	close(work)
+	n := min(c.opts.Workers, len(entries))
+	wg.Add(n)
+	for range n {
+		c.startLane(ctx, loop)
+	}
 	wg.Wait()
 }
 
-func (c *Controller) sweepOne(ctx context.Context, id string) {
-	e := c.claimWait(ctx, id)
-	if e == nil {
-		return
+// checkOne claims e and checks it on lane l. It returns false when the
+// check hung and the lane was replaced.
+func (c *Controller) checkOne(ctx context.Context, l *lane, e *entry, wait bool) bool {
+	if !c.claim(ctx, e, wait) {
+		return true
 	}
 	if !c.takeSlot(ctx) {
-		c.release(e, c.currentQueue())
-		return
+		c.release(e)
+		return true
 	}
-	defer c.giveSlot()
-	c.runCheck(ctx, e)
+	if !c.checkHere(ctx, l, e) {
+		return false
+	}
+	c.giveSlot()
+	return true
 }
 
-// runCheck runs one check of the claimed entry e in a goroutine of its own
-// and waits for it until its deadline (plus abandonGrace). The check
-// releases e when it returns, however late.
-func (c *Controller) runCheck(parent context.Context, e *entry) {
-	ctx, cancel := context.WithTimeout(parent, c.opts.ItemTimeout)
-	done := make(chan struct{})
+// checkHere runs one check of the claimed entry e on lane l, whose
+// goroutine holds a slot. It returns false when the watchdog abandoned the
+// lane meanwhile: the slot was given back and a new lane started, and the
+// caller must exit without touching the slot or its WaitGroup.
+func (c *Controller) checkHere(parent context.Context, l *lane, e *entry) bool {
+	ctx, deadline := l.checkContext(c.opts.ItemTimeout)
+	l.begin(e, deadline)
 	c.inflight.add()
-	go func() {
-		defer c.inflight.done()
-		defer close(done)
-		defer cancel()
-		c.check(parent, ctx, e)
-	}()
-	select {
-	case <-done:
-		return
-	case <-ctx.Done():
-	}
-	t := time.NewTimer(abandonGrace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		c.log.Error(ctx.Err(), "check outlived its deadline in a port that ignores its context; moving on, the entry stays claimed until the port returns",
-			"puID", e.PUID, "pod", e.Pod.String())
-	}
+	c.check(parent, ctx, e)
+	c.inflight.done()
+	return l.end()
 }
 
-func (c *Controller) currentQueue() workqueue.TypedRateLimitingInterface[string] {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.queue
+// lane is a goroutine that runs checks inline, one at a time, under the
+// watchdog's eye.
+type lane struct {
+	parent context.Context // the context its checks derive from
+	loop   func(*lane)     // what it runs; a replacement runs the same
+	// ctx is parent, for the lane alone: check contexts are made under
+	// it, so that lanes do not contend on parent's lock.
+	ctx       context.Context
+	cancelCtx context.CancelFunc
+	// check is the deadline context of the lane's checks, shared by the
+	// checks that start within 1% of ItemTimeout of each other (see
+	// checkContext); checkEnd is its deadline.
+	check       context.Context
+	checkCancel context.CancelFunc
+	checkEnd    time.Time
+
+	mu        sync.Mutex
+	running   bool      // a check is running
+	abandoned bool      // the watchdog gave up on it
+	entry     *entry    // the entry being checked
+	deadline  time.Time // when the running check's context ends
+	cancelled time.Time // when the watchdog first saw parent done
+}
+
+// checkContext returns the context of a check starting now on the lane and
+// its deadline, between 99% and 100% of timeout away. Checks of one lane
+// that start close together share one context: a context with a deadline
+// costs a timer, and a lane may start thousands of checks a second. The
+// lane runs one check at a time, so no running check loses its context
+// when a new one replaces it.
+func (l *lane) checkContext(timeout time.Duration) (context.Context, time.Time) {
+	if l.check == nil || time.Until(l.checkEnd) < timeout-timeout/100 {
+		if l.checkCancel != nil {
+			l.checkCancel()
+		}
+		l.check, l.checkCancel = context.WithTimeout(l.ctx, timeout)
+		l.checkEnd, _ = l.check.Deadline()
+	}
+	return l.check, l.checkEnd
+}
+
+func (l *lane) begin(e *entry, deadline time.Time) {
+	l.mu.Lock()
+	l.running, l.entry, l.deadline = true, e, deadline
+	l.mu.Unlock()
+}
+
+// end reports whether the check finished before the watchdog gave up on it.
+func (l *lane) end() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.running, l.entry = false, nil
+	return !l.abandoned
+}
+
+// hung reports whether the lane's check has outlived its context by more
+// than abandonGrace, and if so marks the lane abandoned and returns the
+// entry it is stuck on.
+func (l *lane) hung(now time.Time) (*entry, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cancelled.IsZero() && l.parent.Err() != nil {
+		l.cancelled = now
+	}
+	if !l.running || l.abandoned {
+		return nil, false
+	}
+	end := l.deadline
+	if !l.cancelled.IsZero() && l.cancelled.Before(end) {
+		end = l.cancelled
+	}
+	if now.Sub(end) < abandonGrace {
+		return nil, false
+	}
+	l.abandoned = true
+	return l.entry, true
+}
+
+// startLane starts a goroutine running loop on a new lane under the watchdog.
+func (c *Controller) startLane(parent context.Context, loop func(*lane)) {
+	l := &lane{parent: parent, loop: loop}
+	l.ctx, l.cancelCtx = context.WithCancel(parent)
+	c.lanesMu.Lock()
+	c.lanes[l] = struct{}{}
+	if !c.watching {
+		c.watching = true
+		go c.watchdog()
+	}
+	c.lanesMu.Unlock()
+	go func() {
+		loop(l)
+		l.cancelCtx()
+		c.lanesMu.Lock()
+		delete(c.lanes, l)
+		c.lanesMu.Unlock()
+	}()
+}
+
+// watchdogTick is how often the watchdog looks at the lanes.
+const watchdogTick = abandonGrace / 2
+
+// watchdog replaces lanes stuck in a port past their deadline. It runs
+// while any lane exists.
+func (c *Controller) watchdog() {
+	t := time.NewTicker(watchdogTick)
+	defer t.Stop()
+	type stuck struct {
+		l *lane
+		e *entry
+	}
+	var found []stuck
+	for range t.C {
+		now := time.Now()
+		c.lanesMu.Lock()
+		if len(c.lanes) == 0 {
+			c.watching = false
+			c.lanesMu.Unlock()
+			return
+		}
+		for l := range c.lanes {
+			if e, ok := l.hung(now); ok {
+				delete(c.lanes, l)
+				found = append(found, stuck{l, e})
+			}
+		}
+		c.lanesMu.Unlock()
+		for _, s := range found {
+			c.log.Error(context.DeadlineExceeded, "check outlived its deadline in a port that ignores its context; moving on, the entry stays claimed until the port returns",
+				"puID", s.e.PUID, "pod", s.e.Pod.String())
+			c.giveSlot()
+			c.startLane(s.l.parent, s.l.loop)
+		}
+		clear(found)
+		found = found[:0]
+	}
 }
 
 func (c *Controller) takeSlot(ctx context.Context) bool {
@@ -230,22 +419,25 @@ func (c *Controller) tryClaim(id string) *entry {
 	return e
 }
 
-// claimWait claims the entry of id, waiting up to ItemTimeout for a check
-// that holds it. It returns nil when the entry is gone, the wait is over or
-// ctx is done.
-func (c *Controller) claimWait(ctx context.Context, id string) *entry {
+// claim claims e for a check. It fails when e is no longer tracked, or is
+// claimed already and wait is false. With wait, it waits up to ItemTimeout
+// for the check holding e, and fails when that wait is over or ctx is done.
+func (c *Controller) claim(ctx context.Context, e *entry, wait bool) bool {
 	var deadline <-chan time.Time
 	for {
 		c.mu.Lock()
-		e := c.entries[id]
-		if e == nil {
+		if e.removed {
 			c.mu.Unlock()
-			return nil
+			return false
 		}
 		if !e.busy {
 			e.busy = true
 			c.mu.Unlock()
-			return e
+			return true
+		}
+		if !wait {
+			c.mu.Unlock()
+			return false
 		}
 		if e.idle == nil {
 			e.idle = make(chan struct{})
@@ -261,19 +453,21 @@ func (c *Controller) claimWait(ctx context.Context, id string) *entry {
 		select {
 		case <-idle:
 		case <-deadline:
-			return nil
+			return false
 		case <-ctx.Done():
-			return nil
+			return false
 		}
 	}
 }
 
-// release ends the claim on e. When a scheduled check was refused while e
-// was claimed, and e is still tracked, it is checked again at once.
-func (c *Controller) release(e *entry, q workqueue.TypedRateLimitingInterface[string]) {
+// release ends the claim on e and returns the queue, nil when Start is not
+// running. When a scheduled check was refused while e was claimed, and e is
+// still tracked, it is checked again at once.
+func (c *Controller) release(e *entry) workqueue.TypedRateLimitingInterface[string] {
 	c.mu.Lock()
+	q := c.queue
 	e.busy = false
-	again := e.again && c.entries[e.PUID] == e
+	again := e.again && !e.removed
 	e.again = false
 	if e.idle != nil {
 		close(e.idle)
@@ -283,49 +477,45 @@ func (c *Controller) release(e *entry, q workqueue.TypedRateLimitingInterface[st
 	if again && q != nil {
 		q.Add(e.PUID)
 	}
+	return q
 }
 
-// inflight counts running check goroutines and lets Start wait for them
-// with a timeout.
+// inflight counts running checks and lets Start wait for them with a
+// timeout. Its channel exists only while someone waits.
 type inflight struct {
+	n    atomic.Int64
 	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0; nil while n is 0
+	idle chan struct{} // closed when n drops to 0; made by wait
 }
 
-func (f *inflight) add() {
-	f.mu.Lock()
-	if f.n == 0 {
-		f.idle = make(chan struct{})
-	}
-	f.n++
-	f.mu.Unlock()
-}
+func (f *inflight) add() { f.n.Add(1) }
 
 func (f *inflight) done() {
+	if f.n.Add(-1) != 0 {
+		return
+	}
 	f.mu.Lock()
-	f.n--
-	if f.n == 0 {
+	if f.idle != nil {
 		close(f.idle)
 		f.idle = nil
 	}
 	f.mu.Unlock()
 }
 
-func (f *inflight) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.n
-}
+func (f *inflight) count() int { return int(f.n.Load()) }
 
 // wait reports whether no check is running, waiting up to d for it.
 func (f *inflight) wait(d time.Duration) bool {
 	f.mu.Lock()
-	idle := f.idle
-	f.mu.Unlock()
-	if idle == nil {
+	if f.n.Load() == 0 {
+		f.mu.Unlock()
 		return true
 	}
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
+	idle := f.idle
+	f.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -317,11 +317,12 @@ func TestRetryWaitsForBackoff(t *testing.T) {
 	require.Eventually(t, func() bool { return c.Len() == 0 }, 5*time.Second, time.Millisecond)
 }
 
-// waitForTimer waits until the engine's queue has armed a timer on clk.
+// waitForTimer waits until the engine's queue has armed a retry timer on
+// clk, beside the wheel's ticker and the queue's heartbeat.
 func waitForTimer(t *testing.T, clk *testingclock.FakeClock) {
 	t.Helper()
-	require.Eventually(t, func() bool { return clk.Waiters() >= 2 }, 5*time.Second, time.Millisecond,
-		"the queue's heartbeat ticker and a retry timer")
+	require.Eventually(t, func() bool { return clk.Waiters() >= 3 }, 5*time.Second, time.Millisecond,
+		"the wheel's ticker, the queue's heartbeat and a retry timer")
 }
 
 // assertStays checks that cond holds now and still holds a little later:
@@ -333,31 +334,72 @@ func assertStays(t *testing.T, cond func() bool, msg string) {
 	require.True(t, cond(), msg)
 }
 
-// TestPeriodicSweep: under Start, every entry is checked again about every
-// SweepInterval, following the fake clock, and an entry's first check comes
-// within one interval of Track.
+// TestPeriodicSweep: under Start, every entry is checked once per
+// SweepInterval, following the fake clock, the first time within one
+// interval of Track, and the checks are spread over the interval.
 func TestPeriodicSweep(t *testing.T) {
 	verifyNoLeaks(t)
-	m := newMockPorts(t)
+	const n = 1000
+	interval := 6400 * time.Millisecond
 	clk := testingclock.NewFakeClock(time.Now())
-	c := m.newEngine(t, false, deletion.Options{SweepInterval: 10 * time.Second, Clock: clk})
-	var gets atomic.Int32
-	m.getter.EXPECT().GetPod(gomock.Any(), testKey).DoAndReturn(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
-		gets.Add(1)
-		return livePod(testUID, testNode), nil
-	}).AnyTimes()
+	var mu sync.Mutex
+	checks := map[string]int{}
+	getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		checks[key.Name]++
+		return livePod(key.Name, testNode), nil
+	})
+	total := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		sum := 0
+		for _, k := range checks {
+			sum += k
+		}
+		return sum
+	}
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
+		t.Error("nothing is gone: no destroy expected")
+		return nil
+	})
+	c, err := deletion.New(getter, policy, deletion.Options{SweepInterval: interval, Clock: clk})
+	require.NoError(t, err)
 	startEngine(t, c)
-	require.NoError(t, c.Track(entryWith("")))
+	for i := range n {
+		id := fmt.Sprint(i)
+		require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+	}
+	waitForTicker(t, clk)
 
-	waitForTimer(t, clk)
-	assert.Zero(t, gets.Load())
-	clk.Step(10 * time.Second)
-	require.Eventually(t, func() bool { return gets.Load() == 1 }, 5*time.Second, time.Millisecond, "first check within one interval")
-	waitForTimer(t, clk)
-	clk.Step(8 * time.Second)
-	assertStays(t, func() bool { return gets.Load() == 1 }, "next check not before 0.9 interval")
-	clk.Step(3 * time.Second)
-	require.Eventually(t, func() bool { return gets.Load() == 2 }, 5*time.Second, time.Millisecond, "next check within 1.1 interval")
+	// Half an interval: about half the entries had their turn.
+	clk.Step(interval / 2)
+	require.Eventually(t, func() bool { return total() >= n*35/100 }, 5*time.Second, time.Millisecond, "checks spread over the interval")
+	assertStays(t, func() bool { return total() <= n*65/100 }, "not all at once")
+
+	// The rest of the interval: every entry checked once.
+	clk.Step(interval / 2)
+	require.Eventually(t, func() bool { return total() == n }, 5*time.Second, time.Millisecond, "first check within one interval")
+	assertStays(t, func() bool { return total() == n }, "once")
+
+	// Two more intervals, stepped at once: each entry once per interval.
+	clk.Step(interval)
+	require.Eventually(t, func() bool { return total() == 2*n }, 5*time.Second, time.Millisecond)
+	clk.Step(interval)
+	require.Eventually(t, func() bool { return total() == 3*n }, 5*time.Second, time.Millisecond)
+	assertStays(t, func() bool { return total() == 3*n }, "once per interval")
+	mu.Lock()
+	defer mu.Unlock()
+	for id, k := range checks {
+		require.Equal(t, 3, k, "entry %s", id)
+	}
+}
+
+// waitForTicker waits until the engine's wheel and its queue's heartbeat
+// wait on clk.
+func waitForTicker(t *testing.T, clk *testingclock.FakeClock) {
+	t.Helper()
+	require.Eventually(t, func() bool { return clk.Waiters() >= 2 }, 5*time.Second, time.Millisecond)
 }
 
 // TestTriggerPodChecksOnlyThatPod: TriggerPod checks that pod's entries,

@@ -16,8 +16,8 @@ type Entry struct {
 	SandboxID string
 }
 
-// entry is the engine's record of one tracked PU. busy, again, idle and
-// Entry.SandboxID are guarded by Controller.mu; attempts and goneSince
+// entry is the engine's record of one tracked PU. busy, removed, again,
+// idle, slot, wheelIndex and Entry.SandboxID are guarded by Controller.mu; attempts and goneSince
 // belong to the check that has claimed the entry (busy), which alone reads
 // and writes them.
 type entry struct {
@@ -25,12 +25,17 @@ type entry struct {
 
 	// busy: a check has claimed the entry. At most one check holds it.
 	busy bool
+	// removed: the entry is no longer tracked.
+	removed bool
 	// again: a scheduled check found the entry busy; check it once more
 	// when it is released.
 	again bool
 	// idle, when not nil, is closed when the entry is released, to wake
 	// Sweep calls waiting for it.
 	idle chan struct{}
+
+	// slot is the entry's slot in Controller.wheel, wheelIndex its index there.
+	slot, wheelIndex int32
 
 	// attempts counts the failed DestroyPU calls.
 	attempts int
