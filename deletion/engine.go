@@ -169,15 +169,7 @@ func (c *Controller) processKey(ctx context.Context, l *lane, q workqueue.TypedR
 	if e == nil {
 		return true
 	}
-	if !c.takeSlot(ctx) {
-		c.release(e)
-		return true
-	}
-	if !c.checkHere(ctx, l, e) {
-		return false
-	}
-	c.giveSlot()
-	return true
+	return c.checkClaimed(ctx, l, e)
 }
 
 // Sweep checks every tracked entry once, entries waiting for a retry
@@ -229,6 +221,12 @@ func (c *Controller) checkOne(ctx context.Context, l *lane, e *entry, wait bool)
 	if !c.claim(ctx, e, wait) {
 		return true
 	}
+	return c.checkClaimed(ctx, l, e)
+}
+
+// checkClaimed checks the claimed entry e on lane l once a slot is free. It
+// returns false when the check hung and the lane was replaced.
+func (c *Controller) checkClaimed(ctx context.Context, l *lane, e *entry) bool {
 	if !c.takeSlot(ctx) {
 		c.release(e)
 		return true
