@@ -650,9 +650,16 @@ func TestItemTimeoutBoundsAHungCheck(t *testing.T) {
 	c, err := deletion.New(getter, policy, deletion.Options{Workers: 1, ItemTimeout: 50 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, c.Track(deletion.Entry{PUID: "hung", Pod: hung}))
-	c.Sweep(context.Background()) // returns after the deadline, the port still hung
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	sweepWithin(t, c, 5*time.Second) // returns after the deadline, the port still hung
 	require.NoError(t, c.Track(deletion.Entry{PUID: "other", Pod: testKey}))
-	c.Sweep(context.Background()) // the one worker is free again: "other" is destroyed
+	sweepWithin(t, c, 5*time.Second) // the one worker is free again: "other" is destroyed
 	_, ok := destroyed.Load("other")
 	assert.True(t, ok, "the hung check must not hold the only worker")
 	assert.Equal(t, int32(1), calls.Load(), "no second check of a PUID whose check is stuck")
@@ -663,6 +670,18 @@ func TestItemTimeoutBoundsAHungCheck(t *testing.T) {
 	c.Sweep(context.Background())
 	_, ok = destroyed.Load("hung")
 	assert.True(t, ok, "checked again once the port returned")
+}
+
+// sweepWithin runs c.Sweep and fails the test if it takes longer than d.
+func sweepWithin(t *testing.T, c *deletion.Controller, d time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { c.Sweep(context.Background()); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("Sweep did not return within %v", d)
+	}
 }
 
 // TestPanickingPortsAreRecovered: a panic in any port is recovered and
