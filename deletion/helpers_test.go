@@ -49,9 +49,11 @@ func (m *mockPorts) newEngine(t *testing.T, withSandbox bool, opts deletion.Opti
 	return c
 }
 
-// verifyNoLeaks fails the test when goroutines outlive it.
+// verifyNoLeaks fails the test when goroutines it started outlive it.
+// Call it first: it registers the cleanup that runs last.
 func verifyNoLeaks(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
 }
 
 // startEngine runs c.Start in the background; the returned stop cancels it
