@@ -171,6 +171,7 @@ func TestNewRejectsNilPortsAndBadOptions(t *testing.T) {
 		"negative SweepInterval":      {SweepInterval: -time.Second},
 		"negative ItemTimeout":        {ItemTimeout: -1},
 		"negative Workers":            {Workers: -1},
+		"absurd Workers":              {Workers: deletion.MaxWorkers + 1},
 		"negative MaxDestroyAttempts": {MaxDestroyAttempts: -2},
 		"negative RetryMinDelay":      {RetryMinDelay: -1},
 		"negative ShutdownTimeout":    {ShutdownTimeout: -1},

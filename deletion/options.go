@@ -34,6 +34,10 @@ const (
 	DefaultRetryMinDelay      = time.Second
 	DefaultRetryMaxDelay      = time.Minute
 	DefaultShutdownTimeout    = 2 * time.Second
+	// MaxWorkers bounds Options.Workers: far more checks at once than any
+	// API server or policy engine serves, and a typo away from running a
+	// node out of memory.
+	MaxWorkers = 10_000
 )
 
 // Options configure a Controller. The zero value of every field is a
@@ -54,7 +58,7 @@ type Options struct {
 	// ItemTimeout is the deadline of one check, destroy included; Requeue
 	// gets a deadline of its own of the same length. 0: 30s.
 	ItemTimeout time.Duration
-	// Workers is how many checks may run at once. 0: 4.
+	// Workers is how many checks may run at once. 0: 4. At most MaxWorkers.
 	Workers int
 	// MaxDestroyAttempts is how many times DestroyPU is tried for one PU
 	// before the PU is dropped and the loss logged. 0: 5. 1 = fire and
@@ -98,8 +102,8 @@ func (o Options) withDefaults() (Options, error) {
 			return o, fmt.Errorf("%w: %s is negative (%v)", ErrInvalidOptions, d.name, d.v)
 		}
 	}
-	if o.Workers < 0 {
-		return o, fmt.Errorf("%w: Workers is negative (%d)", ErrInvalidOptions, o.Workers)
+	if o.Workers < 0 || o.Workers > MaxWorkers {
+		return o, fmt.Errorf("%w: Workers is %d, want 0 to %d", ErrInvalidOptions, o.Workers, MaxWorkers)
 	}
 	if o.MaxDestroyAttempts < 0 {
 		return o, fmt.Errorf("%w: MaxDestroyAttempts is negative (%d)", ErrInvalidOptions, o.MaxDestroyAttempts)
