@@ -41,7 +41,9 @@ type Controller struct {
 
 	mu      sync.Mutex
 	entries map[string]*entry
-	byPod   map[types.NamespacedName][]*entry
+	// byPod holds the first entry of each pod; the others follow through
+	// entry.nextOfPod. A pod rarely has more than one.
+	byPod map[types.NamespacedName]*entry
 	// wheel holds every entry in the slot of the interval it is checked in.
 	wheel [][]*entry
 	// queue is set while Start runs; nil before and after.
@@ -74,7 +76,7 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Con
 		log:         o.Logger,
 		slots:       make(chan struct{}, o.Workers),
 		entries:     make(map[string]*entry),
-		byPod:       make(map[types.NamespacedName][]*entry),
+		byPod:       make(map[types.NamespacedName]*entry),
 		wheel:       make([][]*entry, wheelSlots(o.SweepInterval)),
 		lanes:       make(map[*lane]struct{}),
 		pendingPods: make(map[types.NamespacedName]struct{}),
@@ -100,7 +102,8 @@ func (c *Controller) Track(e Entry) error {
 	slot := rand.IntN(len(c.wheel))
 	n := &entry{Entry: e, slot: int32(slot), wheelIndex: int32(len(c.wheel[slot]))}
 	c.entries[e.PUID] = n
-	c.byPod[e.Pod] = append(c.byPod[e.Pod], n)
+	n.nextOfPod = c.byPod[e.Pod]
+	c.byPod[e.Pod] = n
 	c.wheel[slot] = append(c.wheel[slot], n)
 	c.mu.Unlock()
 
@@ -121,7 +124,7 @@ func (c *Controller) TriggerPod(key types.NamespacedName) {
 	}
 	var buf [4]string
 	puids := buf[:0]
-	for _, e := range c.byPod[key] {
+	for e := c.byPod[key]; e != nil; e = e.nextOfPod {
 		puids = append(puids, e.PUID)
 	}
 	c.mu.Unlock()
@@ -187,17 +190,21 @@ func (c *Controller) remove(e *entry) bool {
 	}
 	e.removed = true
 	delete(c.entries, e.PUID)
-	list := c.byPod[e.Pod]
-	if i := slices.Index(list, e); i >= 0 {
-		list[i] = list[len(list)-1]
-		list[len(list)-1] = nil
-		list = list[:len(list)-1]
-	}
-	if len(list) == 0 {
-		delete(c.byPod, e.Pod)
+	if head := c.byPod[e.Pod]; head == e {
+		if e.nextOfPod == nil {
+			delete(c.byPod, e.Pod)
+		} else {
+			c.byPod[e.Pod] = e.nextOfPod
+		}
 	} else {
-		c.byPod[e.Pod] = list
+		for p := head; p != nil; p = p.nextOfPod {
+			if p.nextOfPod == e {
+				p.nextOfPod = e.nextOfPod
+				break
+			}
+		}
 	}
+	e.nextOfPod = nil
 	slot := c.wheel[e.slot]
 	last := slot[len(slot)-1]
 	slot[e.wheelIndex], last.wheelIndex = last, e.wheelIndex

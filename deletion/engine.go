@@ -74,7 +74,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		now = c.puidsLocked()
 	} else {
 		for key := range c.pendingPods {
-			for _, e := range c.byPod[key] {
+			for e := c.byPod[key]; e != nil; e = e.nextOfPod {
 				now = append(now, e.PUID)
 			}
 		}

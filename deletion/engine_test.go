@@ -832,3 +832,40 @@ func TestSweepStopsWithItsContext(t *testing.T) {
 	assert.Less(t, time.Since(began), 2*time.Second)
 	assert.Equal(t, 100, c.Len())
 }
+
+// TestEntriesOfOnePod: several PUs of one pod name (recreations) are all
+// checked by TriggerPod, and removing some keeps the others reachable.
+func TestEntriesOfOnePod(t *testing.T) {
+	verifyNoLeaks(t)
+	var gets atomic.Int32
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+		gets.Add(1)
+		return livePod("b", testNode), nil
+	})
+	var destroyed sync.Map
+	policy := ports.PolicyHandlerFunc(func(_ context.Context, ev ports.DestroyEvent) error {
+		destroyed.Store(ev.PUID, ev.Reason)
+		return nil
+	})
+	c, err := deletion.New(getter, policy, deletion.Options{SweepInterval: time.Hour})
+	require.NoError(t, err)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: testKey}))
+	}
+	c.Sweep(context.Background())
+	assert.Equal(t, []deletion.Entry{{PUID: "b", Pod: testKey}}, c.Pending())
+	for _, id := range []string{"a", "c", "d"} {
+		r, ok := destroyed.Load(id)
+		assert.True(t, ok, id)
+		assert.Equal(t, ports.ReasonUIDChanged, r, id)
+	}
+
+	require.NoError(t, c.Track(deletion.Entry{PUID: "e", Pod: testKey}))
+	startEngine(t, c)
+	gets.Store(0)
+	c.TriggerPod(testKey)
+	require.Eventually(t, func() bool { return c.Len() == 1 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, "b", c.Pending()[0].PUID)
+	require.Eventually(t, func() bool { return gets.Load() >= 2 }, 5*time.Second, time.Millisecond)
+	assertStays(t, func() bool { return gets.Load() == 2 }, "b and e checked, nothing else")
+}

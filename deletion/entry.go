@@ -17,9 +17,9 @@ type Entry struct {
 }
 
 // entry is the engine's record of one tracked PU. busy, removed, again,
-// idle, slot, wheelIndex and Entry.SandboxID are guarded by Controller.mu; attempts and goneSince
-// belong to the check that has claimed the entry (busy), which alone reads
-// and writes them.
+// idle, nextOfPod, slot, wheelIndex and Entry.SandboxID are guarded by
+// Controller.mu; attempts and goneSince belong to the check that has claimed
+// the entry (busy), which alone reads and writes them.
 type entry struct {
 	Entry
 
@@ -34,6 +34,8 @@ type entry struct {
 	// Sweep calls waiting for it.
 	idle chan struct{}
 
+	// nextOfPod is the next entry of the same pod in Controller.byPod.
+	nextOfPod *entry
 	// slot is the entry's slot in Controller.wheel, wheelIndex its index there.
 	slot, wheelIndex int32
 
