@@ -220,15 +220,18 @@ func (c *Controller) remove(e *entry) bool {
 	return true
 }
 
-// maxWheelSlots is how many instants per SweepInterval periodic checks
-// fall on; see the wheel in engine.go.
-const maxWheelSlots = 64
+// The wheel (see engine.go) has a slot per minWheelTick of SweepInterval,
+// and at most maxWheelSlots: at least 64 points of the interval for checks
+// to spread over at the default 5s, and never more than 20 ticks a second,
+// each of which costs the wake-up of the engine's lanes.
+const (
+	maxWheelSlots = 64
+	minWheelTick  = 50 * time.Millisecond
+)
 
-// wheelSlots returns how many slots a wheel of that interval has: 64, or
-// fewer for intervals under 64ms, so that it never ticks more often than
-// once a millisecond.
+// wheelSlots returns how many slots a wheel of that interval has.
 func wheelSlots(interval time.Duration) int {
-	return int(max(1, min(maxWheelSlots, interval/time.Millisecond)))
+	return int(max(1, min(maxWheelSlots, interval/minWheelTick)))
 }
 
 // observe tells the Observer about ev; a panic in it is logged and dropped.

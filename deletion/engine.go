@@ -3,9 +3,9 @@ package deletion
 // How the engine runs checks.
 //
 // Scheduling. Periodic checks come from a wheel: every entry sits in one
-// of up to 64 slots, chosen at random when it is tracked, and a ticker of
-// SweepInterval/64 on Options.Clock checks the entries of each slot in turn,
-// as a small Sweep. Each entry is thus checked once per interval at its own
+// of its slots (one per 50ms of SweepInterval, at most 64), chosen at random
+// when it is tracked, and a ticker of SweepInterval/slots on Options.Clock
+// checks the entries of each slot in turn, as a small Sweep. Each entry is thus checked once per interval at its own
 // phase, the first time within one interval of Track, and checks stay spread
 // over the interval. Everything else goes through a client-go rate-limiting
 // workqueue of PUIDs served by Workers goroutines: TriggerPod and TriggerAll
