@@ -2,41 +2,43 @@ package deletion
 
 // How the engine runs checks.
 //
-// Scheduling. Periodic checks come from a wheel: every entry sits in one
-// of its slots (one per 50ms of SweepInterval, at most 64), chosen at random
+// Scheduling. Periodic checks come from a wheel: every entry sits in one of
+// its slots (one per 50ms of SweepInterval, at most 64), chosen at random
 // when it is tracked, and a ticker of SweepInterval/slots on Options.Clock
-// checks the entries of each slot in turn, as a small Sweep. Each entry is thus checked once per interval at its own
-// phase, the first time within one interval of Track, and checks stay spread
-// over the interval. Everything else goes through a client-go rate-limiting
-// workqueue of PUIDs served by Workers goroutines: TriggerPod and TriggerAll
-// add keys at once, and a failed destroy schedules its retry with per-key
-// exponential backoff (AddRateLimited). The queue merges duplicate keys and
-// never hands one key to two workers at once. (Scheduling every periodic
-// check through the queue, with AddAfter, cost 5x the CPU of the seed's loop
-// at 10,000 entries: see BENCHMARKS.md.)
+// checks the entries of each slot in turn, as a small Sweep. Each entry is
+// thus checked once per interval at its own phase, the first time within one
+// interval of Track, and checks stay spread over the interval. Everything
+// else goes through a client-go rate-limiting workqueue of PUIDs served by
+// Workers goroutines: TriggerPod and TriggerAll add keys at once, and a
+// failed destroy schedules its retry with per-key exponential backoff
+// (AddRateLimited). The queue merges duplicate keys and never hands one key
+// to two workers at once. (Scheduling every periodic check through the
+// queue, with AddAfter, cost 5x the CPU of the seed's loop at 10,000
+// entries: see BENCHMARKS.md.)
 //
 // Exclusivity. Sweep and the wheel check entries outside the queue, so the
-// queue alone cannot keep two checks of one PUID apart. Every check first claims its
-// entry (entry.busy, under Controller.mu). A queue worker that finds the
-// entry claimed marks it (entry.again) and moves on; the holder re-adds the
-// key when it releases the entry. Sweep waits for the holder instead, up to
-// ItemTimeout; the wheel skips the entry, whose running check stands for
-// the periodic one.
+// queue alone cannot keep two checks of one PUID apart. Every check first
+// claims its entry (entry.busy, under Controller.mu). A queue worker that
+// finds the entry claimed marks it (entry.again) and moves on; the holder
+// re-adds the key when it releases the entry. Sweep waits for the holder
+// instead, up to ItemTimeout; the wheel skips the entry, whose running check
+// stands for the periodic one.
 //
 // Concurrency. Every check, from a queue worker, the wheel or Sweep, holds
 // one of Workers slots and runs on the goroutine that claimed it.
 //
 // Hung ports. Checks run on lanes: goroutines that each run one check at a
 // time, inline. A watchdog goroutine, running while any lane exists, looks
-// at every lane a few times per abandonGrace. When a lane's check has
-// outlived its ItemTimeout deadline, or its parent context has ended, by
-// more than abandonGrace (ports that honour their context return by then),
-// the watchdog abandons the lane: it gives back its slot and starts a new
-// lane in its place, so the engine keeps its Workers. The stuck goroutine
-// keeps its entry claimed, so no second check of that PUID can start; when
-// the port finally returns, it finishes the check and exits. Start waits up
-// to ShutdownTimeout for such checks, then logs them and returns. A check
-// costs no goroutine, timer or allocation of its own beyond its context.
+// at every lane twice per abandonGrace. When a lane's check has outlived its
+// ItemTimeout deadline, or its parent context has ended, by more than
+// abandonGrace (ports that honour their context return by then), the
+// watchdog abandons the lane: it gives back its slot and starts a new lane
+// in its place, so the engine keeps its Workers. The stuck goroutine keeps
+// its entry claimed, so no second check of that PUID can start; when the
+// port finally returns, it finishes the check and exits. Start waits up to
+// ShutdownTimeout for such checks, then logs them and returns. A check costs
+// no goroutine, timer or allocation of its own: checks that a lane starts
+// close together share one deadline context (lane.checkContext).
 
 import (
 	"context"
