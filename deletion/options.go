@@ -55,8 +55,10 @@ type Options struct {
 	// SweepInterval is how often every entry is re-checked. Checks are spread
 	// over the interval, not run in one burst. 0: 5s.
 	SweepInterval time.Duration
-	// ItemTimeout is the deadline of one check, destroy included; Requeue
-	// gets a deadline of its own of the same length. 0: 30s.
+	// ItemTimeout is the deadline of one check, destroy included: its
+	// context ends between 99% and 100% of ItemTimeout after it starts
+	// (checks started close together share one context). Requeue gets a
+	// deadline of its own of the same length. 0: 30s.
 	ItemTimeout time.Duration
 	// Workers is how many checks may run at once. 0: 4. At most MaxWorkers.
 	Workers int
