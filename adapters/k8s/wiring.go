@@ -187,14 +187,21 @@ type podHandler struct {
 
 var _ toolscache.ResourceEventHandler = (*podHandler)(nil)
 
-// OnAdd tracks pod if it is bound to the node.
-func (h *podHandler) OnAdd(obj any, _ bool) {
+// nodePod returns obj as a pod when it is one bound to the node; an object
+// that is not a pod is logged.
+func (h *podHandler) nodePod(obj any) (*corev1.Pod, bool) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		h.log.Error(nil, "pod informer sent an object that is not a pod", "type", fmt.Sprintf("%T", obj))
-		return
+		return nil, false
 	}
-	if pod.Spec.NodeName != h.node {
+	return pod, pod.Spec.NodeName == h.node
+}
+
+// OnAdd tracks pod if it is bound to the node.
+func (h *podHandler) OnAdd(obj any, _ bool) {
+	pod, ok := h.nodePod(obj)
+	if !ok {
 		return
 	}
 	sandbox, _ := h.sandboxID(pod)
@@ -205,12 +212,8 @@ func (h *podHandler) OnAdd(obj any, _ bool) {
 // check when the pod was replaced (another UID, seen after a relist) or its
 // sandbox changed.
 func (h *podHandler) OnUpdate(oldObj, newObj any) {
-	pod, ok := newObj.(*corev1.Pod)
+	pod, ok := h.nodePod(newObj)
 	if !ok {
-		h.log.Error(nil, "pod informer sent an object that is not a pod", "type", fmt.Sprintf("%T", newObj))
-		return
-	}
-	if pod.Spec.NodeName != h.node {
 		return
 	}
 	sandbox, sandboxErr := h.sandboxID(pod)
