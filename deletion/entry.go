@@ -3,18 +3,13 @@ package deletion
 import (
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/podsweeper/podsweeper/ports"
 )
 
-// Entry is what the engine remembers about one PU.
-type Entry struct {
-	// PUID is the UID of the pod the PU was created for. It identifies the entry.
-	PUID string
-	// Pod is where the pod lived.
-	Pod types.NamespacedName
-	// SandboxID is the sandbox the PU belongs to; "" until one is known.
-	SandboxID string
-}
+// Entry is what the engine remembers about one PU: its PUID, its pod and its
+// sandbox. It is ports.PU, the value an Inventory lists, under the name the
+// engine's API has always used.
+type Entry = ports.PU
 
 // entry is the engine's record of one tracked PU. busy, removed, again,
 // idle, nextOfPod, slot, wheelIndex and Entry.SandboxID are guarded by

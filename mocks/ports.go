@@ -127,6 +127,44 @@ func (mr *MockPolicyHandlerMockRecorder) DestroyPU(ctx, ev interface{}) *gomock.
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DestroyPU", reflect.TypeOf((*MockPolicyHandler)(nil).DestroyPU), ctx, ev)
 }
 
+// MockInventory is a mock of Inventory interface.
+type MockInventory struct {
+	ctrl     *gomock.Controller
+	recorder *MockInventoryMockRecorder
+}
+
+// MockInventoryMockRecorder is the mock recorder for MockInventory.
+type MockInventoryMockRecorder struct {
+	mock *MockInventory
+}
+
+// NewMockInventory creates a new mock instance.
+func NewMockInventory(ctrl *gomock.Controller) *MockInventory {
+	mock := &MockInventory{ctrl: ctrl}
+	mock.recorder = &MockInventoryMockRecorder{mock}
+	return mock
+}
+
+// EXPECT returns an object that allows the caller to indicate expected use.
+func (m *MockInventory) EXPECT() *MockInventoryMockRecorder {
+	return m.recorder
+}
+
+// ListPUs mocks base method.
+func (m *MockInventory) ListPUs(ctx context.Context) ([]ports.PU, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ListPUs", ctx)
+	ret0, _ := ret[0].([]ports.PU)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// ListPUs indicates an expected call of ListPUs.
+func (mr *MockInventoryMockRecorder) ListPUs(ctx interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListPUs", reflect.TypeOf((*MockInventory)(nil).ListPUs), ctx)
+}
+
 // MockRequeuer is a mock of Requeuer interface.
 type MockRequeuer struct {
 	ctrl     *gomock.Controller

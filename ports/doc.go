@@ -1,14 +1,15 @@
-// Package ports holds the four interfaces through which the deletion engine
-// meets the outside world, and the values that cross them.
+// Package ports holds the interfaces through which the deletion engine meets
+// the outside world, and the values that cross them.
 //
 // The engine (package deletion) depends on nothing else: a PodGetter reads the
 // live pod, a SandboxExtractor reports the sandbox a pod runs in, a
-// PolicyHandler destroys a processing unit (PU), and a Requeuer asks the main
-// pod controller to look at a pod again. Adapters for controller-runtime and
+// PolicyHandler destroys a processing unit (PU), a Requeuer asks the main pod
+// controller to look at a pod again, and an Inventory lists the PUs that
+// survived a restart of the agent. Adapters for controller-runtime and
 // trireme-lib live under adapters/; generated mocks of every port live in mocks/.
 //
-// Each single-method port has a func adapter (PolicyHandlerFunc,
-// SandboxExtractorFunc, RequeuerFunc, PodGetterFunc), so a plain function can
+// Each port has a func adapter (PolicyHandlerFunc, SandboxExtractorFunc,
+// RequeuerFunc, PodGetterFunc, InventoryFunc), so a plain function can
 // serve as a port, as http.HandlerFunc does for http.Handler.
 //
 // Ports are called from several goroutines at once and must be safe for that.

@@ -39,7 +39,16 @@ func (f RequeuerFunc) Requeue(ctx context.Context, pod *corev1.Pod) error {
 	return f(ctx, pod)
 }
 
+// InventoryFunc lets a plain function serve as an Inventory.
+type InventoryFunc func(ctx context.Context) ([]PU, error)
+
+// ListPUs calls f(ctx).
+func (f InventoryFunc) ListPUs(ctx context.Context) ([]PU, error) {
+	return f(ctx)
+}
+
 var (
+	_ Inventory        = InventoryFunc(nil)
 	_ PodGetter        = PodGetterFunc(nil)
 	_ SandboxExtractor = SandboxExtractorFunc(nil)
 	_ PolicyHandler    = PolicyHandlerFunc(nil)

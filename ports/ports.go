@@ -25,10 +25,26 @@ type SandboxExtractor interface {
 }
 
 // PolicyHandler destroys processing units in the policy engine.
+//
+// DestroyPU must be idempotent: destroying a PU the policy engine does not
+// know (never created, or destroyed already, say before the agent
+// restarted) must succeed, or answer an error wrapped with Permanent. A
+// plain error means "try again later", and the engine retries it with
+// backoff for as long as it is tracked, forever by default.
 type PolicyHandler interface {
 	// DestroyPU destroys the PU described by ev. An error wrapped with
 	// Permanent is not retried; any other error is retried with backoff.
 	DestroyPU(ctx context.Context, ev DestroyEvent) error
+}
+
+// Inventory lists the PUs that still exist, so that an engine starting
+// after a restart of the agent tracks them again and destroys those whose
+// pods went away while it was down. The policy engine itself, or a journal
+// the engine writes (adapters/bolt), can serve it.
+type Inventory interface {
+	// ListPUs returns every PU that still exists. An error means the list
+	// could not be read; the engine asks again later.
+	ListPUs(ctx context.Context) ([]PU, error)
 }
 
 // Requeuer asks the main pod controller to reconcile a pod again.

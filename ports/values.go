@@ -11,6 +11,17 @@ import (
 // does not exist. Match it with errors.Is.
 var ErrPodNotFound = errors.New("pod not found")
 
+// PU is a processing unit as the engine knows it: the pod it was created
+// for and the sandbox it belongs to.
+type PU struct {
+	// PUID is the UID of the pod the PU was created for. It identifies the PU.
+	PUID string
+	// Pod is where the pod lived.
+	Pod types.NamespacedName
+	// SandboxID is the sandbox the PU belongs to; "" until one is known.
+	SandboxID string
+}
+
 // DestroyEvent tells a PolicyHandler which PU to destroy and why.
 type DestroyEvent struct {
 	PUID      string               // the pod UID the PU was created for
@@ -38,11 +49,15 @@ const (
 	// ReasonSandboxChanged: the pod is the same, but its sandbox was
 	// replaced; the PU belonged to the old sandbox.
 	ReasonSandboxChanged Reason = "SandboxChanged"
+	// ReasonPodTerminated: the pod is the same, but it has finished (phase
+	// Succeeded or Failed) and keeps its object only for its logs and status.
+	// Only reported when the engine's DestroyTerminated option is set.
+	ReasonPodTerminated Reason = "PodTerminated"
 )
 
 // Reasons lists every Reason, in the order of the decision table.
 func Reasons() []Reason {
-	return []Reason{ReasonPodGone, ReasonNodeChanged, ReasonUIDChanged, ReasonSandboxChanged}
+	return []Reason{ReasonPodGone, ReasonNodeChanged, ReasonUIDChanged, ReasonPodTerminated, ReasonSandboxChanged}
 }
 
 // permanentError marks an error as not worth retrying.
