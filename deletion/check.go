@@ -115,7 +115,7 @@ func (c *Controller) destroy(parent, ctx context.Context, e *entry, v Verdict, p
 	}
 	e.attempts++
 	c.observe(Event{Kind: EventDestroyFailed, Entry: e.Entry, Reason: v.Reason, Attempt: e.attempts, Err: err})
-	if ports.IsPermanent(err) || e.attempts >= c.opts.MaxDestroyAttempts {
+	if ports.IsPermanent(err) || (c.opts.MaxDestroyAttempts > 0 && e.attempts >= c.opts.MaxDestroyAttempts) {
 		c.remove(e)
 		c.log.Error(err, "destroying PU failed for the last time; dropping it, the policy engine may still hold it",
 			"puID", e.PUID, "pod", e.Pod.String(), "reason", string(v.Reason), "sandboxID", e.SandboxID,

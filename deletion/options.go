@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/ports"
@@ -13,7 +14,8 @@ import (
 
 // Errors returned by New, Track and Start. Match them with errors.Is.
 var (
-	// ErrNilPort: New was given a nil PodGetter or PolicyHandler.
+	// ErrNilPort: New was given a nil port, or a port that is a nil func or
+	// a typed nil pointer.
 	ErrNilPort = errors.New("deletion: nil port")
 	// ErrInvalidOptions: an Options field is out of range.
 	ErrInvalidOptions = errors.New("deletion: invalid options")
@@ -25,23 +27,29 @@ var (
 	ErrPortPanicked = errors.New("deletion: port panicked")
 )
 
-// Defaults of the Options fields left at their zero value.
+// Defaults of the Options fields left at their zero value, and their bounds.
 const (
-	DefaultSweepInterval      = 5 * time.Second
-	DefaultItemTimeout        = 30 * time.Second
-	DefaultWorkers            = 4
-	DefaultMaxDestroyAttempts = 5
-	DefaultRetryMinDelay      = time.Second
-	DefaultRetryMaxDelay      = time.Minute
-	DefaultShutdownTimeout    = 2 * time.Second
+	DefaultSweepInterval   = 5 * time.Second
+	DefaultItemTimeout     = 30 * time.Second
+	DefaultWorkers         = 4
+	DefaultRetryMinDelay   = time.Second
+	DefaultRetryMaxDelay   = time.Minute
+	DefaultShutdownTimeout = 2 * time.Second
 	// MaxWorkers bounds Options.Workers: far more checks at once than any
 	// API server or policy engine serves, and a typo away from running a
 	// node out of memory.
 	MaxWorkers = 10_000
+	// MinSweepInterval bounds Options.SweepInterval from below: re-reading
+	// every pod more often than this costs CPU and API load without finding
+	// a gone pod any sooner than TriggerPod does.
+	MinSweepInterval = 100 * time.Millisecond
+	// MinItemTimeout bounds Options.ItemTimeout from below: a shorter
+	// deadline fails healthy API calls.
+	MinItemTimeout = 10 * time.Millisecond
 )
 
 // Options configure a Controller. The zero value of every field is a
-// documented default; negative values are rejected by New.
+// documented default; values out of range are rejected by New.
 type Options struct {
 	// SandboxExtractor reports a pod's current sandbox. nil: sandbox restarts
 	// are not detected (rows 6 to 10 of the decision table never apply).
@@ -51,23 +59,52 @@ type Options struct {
 	Requeuer ports.Requeuer
 	// NodeName is the node this engine runs for. "": the node check is off.
 	NodeName string
+	// Confirmer, when set, confirms every destroy decided on the
+	// PodGetter's answer (rows 1, 3, 4 and 11 of the decision table): it is
+	// asked for the pod, its answer goes through the same table, and the
+	// check carries out that second verdict. The PU is thus destroyed only
+	// when the Confirmer's answer says so too, for the reason it gives; when
+	// the Confirmer disagrees or fails, the PU is kept and checked again
+	// later. A node agent reads pods from an informer cache and confirms
+	// with a direct read of the API server (adapters/k8s: NewPodGetter over
+	// mgr.GetAPIReader()), so that a cache that lags or filters never
+	// destroys the PU of a live pod. The Confirmer is read on the destroy
+	// path only. nil: the PodGetter's answer is final.
+	Confirmer ports.PodGetter
+	// DestroyTerminated, when set, treats a pod that has finished (phase
+	// Succeeded or Failed) as gone for its PU: row 11 destroys it with
+	// ports.ReasonPodTerminated. A finished Job's pod keeps its object for
+	// hours. Default false: a PU lives as long as its pod object.
+	DestroyTerminated bool
+	// Inventory, when set, is listed once by Start: every PU it returns is
+	// tracked (insert-only), so that the PUs of pods that went away while
+	// the agent was down are checked and destroyed. A failing list is retried
+	// with backoff (RetryMinDelay doubling up to RetryMaxDelay) until it
+	// answers or Start's context ends; checks go on meanwhile. nil: nothing
+	// is restored.
+	Inventory ports.Inventory
 
 	// SweepInterval is how often every entry is re-checked. Checks are spread
-	// over the interval, not run in one burst. 0: 5s.
+	// over the interval in a few batches a second, not run in one burst.
+	// 0: 5s. At least MinSweepInterval.
 	SweepInterval time.Duration
-	// ItemTimeout is the deadline of one check, destroy included: its
-	// context ends between 99% and 100% of ItemTimeout after it starts
-	// (checks started close together share one context). Requeue gets a
-	// deadline of its own of the same length. 0: 30s.
+	// ItemTimeout is the deadline of one check, destroy included. Requeue
+	// gets a deadline of its own of the same length. 0: 30s. At least
+	// MinItemTimeout.
 	ItemTimeout time.Duration
 	// Workers is how many checks may run at once. 0: 4. At most MaxWorkers.
 	Workers int
-	// MaxDestroyAttempts is how many times DestroyPU is tried for one PU
-	// before the PU is dropped and the loss logged. 0: 5. 1 = fire and
-	// forget, as trireme-lib's DeleteController does.
+	// MaxDestroyAttempts is how many failed DestroyPU calls make the engine
+	// give up on a PU (drop it and log the loss). 0: no limit: a failing
+	// policy engine is retried with capped backoff for as long as it takes,
+	// as controller-runtime retries a reconcile. 1 = fire and forget, as
+	// trireme-lib's DeleteController does. An error wrapped with
+	// ports.Permanent gives up at once whatever this says.
 	MaxDestroyAttempts int
-	// RetryMinDelay is the wait before the first retry of a failed
-	// DestroyPU; it doubles at each failure up to RetryMaxDelay. 0: 1s.
+	// RetryMinDelay is the wait after the first failed DestroyPU of a PU
+	// before it is tried again; it doubles at each failure up to
+	// RetryMaxDelay. No periodic check or trigger tries a PU earlier; Sweep
+	// does. 0: 1s.
 	RetryMinDelay time.Duration
 	// RetryMaxDelay bounds the wait between retries. 0: 1m.
 	RetryMaxDelay time.Duration
@@ -77,14 +114,18 @@ type Options struct {
 	ShutdownTimeout time.Duration
 
 	// Logger receives the engine's logs: errors at error level, destroys at
-	// info, keeps at V(1). The zero value discards everything.
+	// info, keeps and other details at V(1). The zero value logs through
+	// klog (klog.Background()), as client-go and the kubelet do, so that an
+	// abandoned PU, a panicking port or a failing API is never silent; pass
+	// logr.Discard() to silence the engine.
 	Logger logr.Logger
-	// Observer is told about every check, destroy and failure, for metrics.
-	// nil: nobody is told.
+	// Observer is told about every check, destroy and failure, for metrics
+	// and journals; Observers combines several. nil: nobody is told.
 	Observer Observer
-	// Clock drives sweeps, retries and the durations reported to the
-	// Observer; tests use a fake one. Per-check deadlines (ItemTimeout) are
-	// context deadlines and always follow real time. nil: the real clock.
+	// Clock drives the periodic checks, retries and the times reported in
+	// Status and to the Observer. Per-check deadlines (ItemTimeout) are
+	// context deadlines and follow the time package (which testing/synctest
+	// fakes). nil: the real clock.
 	Clock clock.WithTicker
 }
 
@@ -120,11 +161,14 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RetryMinDelay, DefaultRetryMinDelay)
 	def(&o.RetryMaxDelay, DefaultRetryMaxDelay)
 	def(&o.ShutdownTimeout, DefaultShutdownTimeout)
+	if o.SweepInterval < MinSweepInterval {
+		return o, fmt.Errorf("%w: SweepInterval is %v, want at least %v", ErrInvalidOptions, o.SweepInterval, MinSweepInterval)
+	}
+	if o.ItemTimeout < MinItemTimeout {
+		return o, fmt.Errorf("%w: ItemTimeout is %v, want at least %v", ErrInvalidOptions, o.ItemTimeout, MinItemTimeout)
+	}
 	if o.Workers == 0 {
 		o.Workers = DefaultWorkers
-	}
-	if o.MaxDestroyAttempts == 0 {
-		o.MaxDestroyAttempts = DefaultMaxDestroyAttempts
 	}
 	if o.RetryMaxDelay < o.RetryMinDelay {
 		return o, fmt.Errorf("%w: RetryMaxDelay (%v) is below RetryMinDelay (%v)", ErrInvalidOptions, o.RetryMaxDelay, o.RetryMinDelay)
@@ -132,12 +176,18 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = klog.Background()
+	}
 	return o, nil
 }
 
-// Observer is told what the engine does, for metrics. Observe is called
-// from the engine's workers: it must be fast and must not block. A panic in
-// it is recovered and logged.
+// Observer is told what the engine does, for metrics and journals. Observe
+// is called synchronously: for EventTracked on the goroutine that called
+// Track (Track returns after it), for the others from the engine's
+// workers. It must be fast; an Observer that makes Track durable (a
+// journal) may block Track until its write is committed. A panic in it is
+// recovered and logged.
 type Observer interface {
 	Observe(Event)
 }
@@ -148,31 +198,82 @@ type ObserverFunc func(Event)
 // Observe calls f(ev).
 func (f ObserverFunc) Observe(ev Event) { f(ev) }
 
+// Observers returns an Observer that tells each of obs, in order, about
+// every event; nil ones are skipped. A panic in one of them does not keep
+// the others from being told: the first panic is raised again once all
+// were, for the engine to recover and log.
+func Observers(obs ...Observer) Observer {
+	list := make([]Observer, 0, len(obs))
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	return multiObserver(list)
+}
+
+type multiObserver []Observer
+
+// Observe tells every Observer of m about ev.
+func (m multiObserver) Observe(ev Event) {
+	var first any
+	for _, o := range m {
+		func() {
+			defer func() {
+				if r := recover(); r != nil && first == nil {
+					first = r
+				}
+			}()
+			o.Observe(ev)
+		}()
+	}
+	if first != nil {
+		panic(first)
+	}
+}
+
 // EventKind says what an Event reports.
 type EventKind uint8
 
 const (
-	// EventTracked: a new entry is tracked.
+	// EventTracked: a new entry is tracked (by Track, or restored from the
+	// Inventory).
 	EventTracked EventKind = iota + 1
-	// EventChecked: a check finished; Verdict and Duration are set.
+	// EventChecked: a check finished; Verdict is the verdict carried out and
+	// Duration the check's length.
 	EventChecked
-	// EventGetFailed: GetPod failed with an error other than not found; Err is set.
+	// EventGetFailed: GetPod failed with an error other than not found, or
+	// answered nonsense; Err is set.
 	EventGetFailed
 	// EventDestroyed: DestroyPU succeeded and the entry is removed. Reason is
 	// set; Duration is the time from the first check that found the PU must
-	// go to this successful destroy.
+	// go to this successful destroy; Attempt counts the calls, this one included.
 	EventDestroyed
-	// EventDestroyFailed: DestroyPU failed; Reason, Attempt and Err are set.
-	// An EventAbandoned follows when this was the last attempt.
+	// EventDestroyFailed: DestroyPU failed; Reason, Attempt, Err are set, and
+	// Next is when it will be tried again (zero when it will not be). An
+	// EventAbandoned follows when this was the last attempt.
 	EventDestroyFailed
 	// EventAbandoned: the entry is removed without a successful destroy,
-	// after its last failed attempt or a permanent error; Reason and Err are set.
+	// after its last failed attempt or a permanent error; Reason, Attempt and
+	// Err are set.
 	EventAbandoned
+	// EventVetoed: the Confirmer did not confirm a destroy the PodGetter's
+	// answer decided. Reason is the reason the PodGetter's answer gave;
+	// Verdict is the Confirmer's; Err is the Confirmer's error, if any.
+	EventVetoed
+	// EventAdopted: a check recorded the entry's first sandbox; Entry holds it.
+	EventAdopted
+	// EventUntracked: Untrack forgot the entry without destroying it.
+	EventUntracked
+	// EventRestored: Start tracked the PUs the Inventory listed. Count is
+	// how many were new; Attempt is the number of ListPUs calls it took.
+	EventRestored
 )
 
 var eventKindNames = [...]string{
 	EventTracked: "Tracked", EventChecked: "Checked", EventGetFailed: "GetFailed",
 	EventDestroyed: "Destroyed", EventDestroyFailed: "DestroyFailed", EventAbandoned: "Abandoned",
+	EventVetoed: "Vetoed", EventAdopted: "Adopted", EventUntracked: "Untracked", EventRestored: "Restored",
 }
 
 // String returns the kind's name.
@@ -183,13 +284,30 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", k)
 }
 
-// Event is one thing the engine did, as reported to an Observer.
+// Event is one thing the engine did, as reported to an Observer. Which
+// fields are set depends on Kind; the others are zero.
 type Event struct {
-	Kind     EventKind
-	Entry    Entry
-	Verdict  Verdict
-	Reason   ports.Reason
+	// Kind says what happened.
+	Kind EventKind
+	// Entry is the PU concerned, as the engine holds it (zero for EventRestored).
+	Entry Entry
+	// Verdict is the verdict of the check (EventChecked, EventVetoed).
+	Verdict Verdict
+	// Reason is why the PU is, or was to be, destroyed (EventDestroyed,
+	// EventDestroyFailed, EventAbandoned, EventVetoed).
+	Reason ports.Reason
+	// Duration is the check's length (EventChecked), or the time from the
+	// first decision to destroy to the destroy (EventDestroyed).
 	Duration time.Duration
-	Attempt  int
-	Err      error
+	// Attempt is the number of DestroyPU calls so far for this PU
+	// (EventDestroyed, EventDestroyFailed, EventAbandoned), or of ListPUs
+	// calls (EventRestored).
+	Attempt int
+	// Count is the number of PUs restored (EventRestored).
+	Count int
+	// Next is when a failed destroy will be tried again (EventDestroyFailed).
+	Next time.Time
+	// Err is the error behind the event (EventGetFailed, EventDestroyFailed,
+	// EventAbandoned, EventVetoed).
+	Err error
 }
