@@ -89,13 +89,19 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Con
 // without a PUID, pod name or pod namespace is rejected with an error
 // wrapping ErrInvalidEntry.
 func (c *Controller) Track(e Entry) error {
+	_, err := c.track(e)
+	return err
+}
+
+// track is Track, and reports whether e was new.
+func (c *Controller) track(e Entry) (bool, error) {
 	if e.PUID == "" || e.Pod.Name == "" || e.Pod.Namespace == "" {
-		return fmt.Errorf("%w: PUID %q, pod %q: PUID, pod name and namespace are required", ErrInvalidEntry, e.PUID, e.Pod)
+		return false, fmt.Errorf("%w: PUID %q, pod %q: PUID, pod name and namespace are required", ErrInvalidEntry, e.PUID, e.Pod)
 	}
 	c.mu.Lock()
 	if _, ok := c.entries[e.PUID]; ok {
 		c.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	// A random slot: entries tracked together are checked at different
 	// points of the interval, the first time within one interval.
@@ -108,7 +114,7 @@ func (c *Controller) Track(e Entry) error {
 	c.mu.Unlock()
 
 	c.observe(Event{Kind: EventTracked, Entry: e})
-	return nil
+	return true, nil
 }
 
 // TriggerPod asks for the entries of that pod to be checked now. Its cost

@@ -95,6 +95,9 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.startLane(ctx, func(l *lane) { c.worker(ctx, l, q, &workers) })
 	}
 	workers.Go(func() { c.turnWheel(ctx) })
+	if c.opts.Inventory != nil {
+		workers.Go(func() { c.restore(ctx) })
+	}
 	c.log.V(1).Info("deletion engine started", "workers", c.opts.Workers, "entries", tracked)
 
 	<-ctx.Done()
