@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -86,9 +87,6 @@ func TestBadInputPortAnswers(t *testing.T) {
 			sandbox: ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return "", nil })},
 		{name: "sandbox and error together", getter: badGetter(live, nil),
 			sandbox: ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return "s2", errors.New("stale") })},
-		{name: "nil func getter", getter: ports.PodGetterFunc(nil)},
-		{name: "typed nil getter", getter: (*benchWorld)(nil)},
-		{name: "nil func extractor", getter: badGetter(live, nil), sandbox: ports.SandboxExtractorFunc(nil)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &badRecorder{}
@@ -108,20 +106,19 @@ func TestBadInputPortAnswers(t *testing.T) {
 }
 
 // TestBadInputNilPoliciesAndRequeuers: nil-valued ports that are not nil
-// interfaces get to the engine; their panics are recovered.
+// interfaces are refused by New (see TestNewRejectsNilFuncsAndTypedNils);
+// a Requeuer that panics is recovered and does not undo the destroy.
 func TestBadInputNilPoliciesAndRequeuers(t *testing.T) {
 	gone := badGetter(nil, ports.ErrPodNotFound)
-	c, err := deletion.New(gone, ports.PolicyHandlerFunc(nil), deletion.Options{MaxDestroyAttempts: 1})
-	require.NoError(t, err)
-	require.NoError(t, c.Track(deletion.Entry{PUID: "uid-1", Pod: badKey}))
-	c.Sweep(context.Background())
-	assert.Zero(t, c.Len(), "a destroy that panics on its last attempt drops the entry")
+	_, err := deletion.New(gone, ports.PolicyHandlerFunc(nil), deletion.Options{MaxDestroyAttempts: 1})
+	require.ErrorIs(t, err, deletion.ErrNilPort)
 
 	live := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: badKey.Namespace, Name: badKey.Name, UID: "uid-1"}}
 	rec := &badRecorder{}
-	c, err = deletion.New(badGetter(live, nil), rec, deletion.Options{
+	c, err := deletion.New(badGetter(live, nil), rec, deletion.Options{
 		SandboxExtractor: ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return "s2", nil }),
-		Requeuer:         ports.RequeuerFunc(nil),
+		Requeuer:         ports.RequeuerFunc(func(context.Context, *corev1.Pod) error { panic("requeuer bug") }),
+		Logger:           logr.Discard(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, c.Track(deletion.Entry{PUID: "uid-1", Pod: badKey, SandboxID: "s1"}))

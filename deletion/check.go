@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -15,76 +16,73 @@ import (
 // errNoPod stands for a GetPod answer with neither a pod nor an error.
 var errNoPod = errors.New("GetPod returned a nil pod and a nil error")
 
-// followUp is what the queue should do with an entry after its check.
-type followUp uint8
-
-const (
-	stay       followUp = iota // still tracked: the wheel brings it back
-	retryLater                 // destroy failed: retry after backoff
-	removed                    // no longer tracked
-)
-
-// check runs one check of the claimed entry e under ctx, carries out the
-// verdict and releases e. parent is the context ctx was made from; Requeue
-// gets a deadline of its own under it.
-func (c *Controller) check(parent, ctx context.Context, e *entry) {
-	var start time.Time
-	if c.opts.Observer != nil {
-		start = c.opts.Clock.Now()
+// check runs one check of the claimed entry e under ctx and carries out the
+// verdict, but the requeue of row 10, which it leaves to run.
+func (c *Controller) check(ctx context.Context, e *entry) result {
+	v, pod, err := c.decide(ctx, c.getter, "GetPod", true, e)
+	var r result
+	if v.Action == Destroy && c.confirmer != nil && v.Row != 10 {
+		cv, cpod, cerr := c.decide(ctx, c.confirmer, "Confirmer", false, e)
+		if cv.Action != Destroy {
+			r.vetoed = true
+			if log := c.log.V(1); log.Enabled() {
+				log.Info("destroy not confirmed; keeping PU", "puID", e.PUID, "pod", e.Pod.String(),
+					"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
+			}
+			c.observe(Event{Kind: EventVetoed, Entry: e.Entry, Verdict: cv, Reason: v.Reason, Err: cerr})
+		}
+		v, pod, err = cv, cpod, cerr
 	}
-	v, pod := c.decide(ctx, e)
-	next := stay
+	r.verdict, r.err = v, err
 	switch v.Action {
 	case Adopt:
 		c.mu.Lock()
 		e.SandboxID = v.SandboxID
 		c.mu.Unlock()
 		c.log.V(1).Info("sandbox recorded", "puID", e.PUID, "pod", e.Pod.String(), "sandboxID", v.SandboxID)
+		c.observe(Event{Kind: EventAdopted, Entry: e.Entry, Verdict: v})
 	case Destroy:
-		next = c.destroy(parent, ctx, e, v, pod)
+		c.destroy(ctx, e, v, pod, &r)
 	default:
-		if log := c.log.V(1); log.Enabled() {
+		if log := c.log.V(1); log.Enabled() && !r.vetoed {
 			log.Info("PU kept", "puID", e.PUID, "pod", e.Pod.String(), "sandboxID", e.SandboxID, "row", v.Row, "why", v.Why())
 		}
 	}
-	snapshot := e.Entry
-	q := c.release(e)
-	if c.opts.Observer != nil {
-		c.observe(Event{Kind: EventChecked, Entry: snapshot, Verdict: v, Duration: c.opts.Clock.Since(start)})
-	}
-	if q == nil {
-		return
-	}
-	switch next {
-	case retryLater:
-		q.AddRateLimited(e.PUID)
-	case removed:
-		q.Forget(e.PUID)
-	}
+	return r
 }
 
-// decide asks the ports what they see of e's pod and runs Decide on it.
-// A port's answer that arrives after the check's deadline counts as a failure.
-func (c *Controller) decide(ctx context.Context, e *entry) (Verdict, *corev1.Pod) {
-	o := Observation{NodeName: c.opts.NodeName, HasExtractor: c.extractor != nil}
-	o.Pod, o.Err = c.getPod(ctx, e)
+// decide asks getter and, when the table needs it, the SandboxExtractor
+// what they see of e's pod, and runs Decide on it. It returns the verdict,
+// the pod, and the error that kept the PU, if any; primary is false for the
+// Confirmer, whose failures EventVetoed reports. A port's answer that
+// arrives after the check's deadline counts as a failure.
+func (c *Controller) decide(ctx context.Context, getter ports.PodGetter, name string, primary bool, e *entry) (Verdict, *corev1.Pod, error) {
+	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: c.extractor != nil}
+	o.Pod, o.Err = getPod(ctx, getter, e.Pod)
 	switch {
 	case ctx.Err() != nil:
-		o.Pod, o.Err = nil, fmt.Errorf("GetPod: check deadline passed: %w", ctx.Err())
+		o.Pod, o.Err = nil, fmt.Errorf("%s: check deadline passed: %w", name, ctx.Err())
 	case o.Err == nil && o.Pod == nil:
-		o.Err = errNoPod
+		o.Err = fmt.Errorf("%s: %w", name, errNoPod)
 	}
+	var err error
 	if o.Err != nil && !IsNotFound(o.Err) {
-		c.log.Error(o.Err, "getting pod failed; keeping PU", "puID", e.PUID, "pod", e.Pod.String())
-		c.observe(Event{Kind: EventGetFailed, Entry: e.Entry, Err: o.Err})
+		err = o.Err
+		c.log.Error(err, "getting pod failed; keeping PU", "port", name, "puID", e.PUID, "pod", e.Pod.String())
+		if primary {
+			c.observe(Event{Kind: EventGetFailed, Entry: e.Entry, Err: err})
+		}
 	}
 	v := Decide(e.Entry, o)
 	if v.Row == 2 && o.Err == nil {
-		c.log.Error(nil, "GetPod returned another pod than asked for; keeping PU", "puID", e.PUID, "pod", e.Pod.String(),
-			"got", o.Pod.Namespace+"/"+o.Pod.Name)
+		err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", name, o.Pod.Namespace, o.Pod.Name, o.Pod.UID)
+		c.log.Error(err, "keeping PU", "puID", e.PUID, "pod", e.Pod.String())
+		if primary {
+			c.observe(Event{Kind: EventGetFailed, Entry: e.Entry, Err: err})
+		}
 	}
 	if v.Action != AskSandbox {
-		return v, o.Pod
+		return v, o.Pod, err
 	}
 	o.SandboxID, o.SandboxErr = c.sandboxID(ctx, o.Pod)
 	o.SandboxAsked = true
@@ -92,48 +90,90 @@ func (c *Controller) decide(ctx context.Context, e *entry) (Verdict, *corev1.Pod
 		o.SandboxErr = fmt.Errorf("SandboxID: check deadline passed: %w", ctx.Err())
 	}
 	if o.SandboxErr != nil {
-		c.log.Error(o.SandboxErr, "getting sandbox failed; keeping PU", "puID", e.PUID, "pod", e.Pod.String())
+		err = o.SandboxErr
+		c.log.Error(err, "getting sandbox failed; keeping PU", "puID", e.PUID, "pod", e.Pod.String())
 	}
-	return Decide(e.Entry, o), o.Pod
+	return Decide(e.Entry, o), o.Pod, err
 }
 
-// destroy calls DestroyPU for the verdict v and deals with its outcome.
-func (c *Controller) destroy(parent, ctx context.Context, e *entry, v Verdict, pod *corev1.Pod) followUp {
-	if e.goneSince.IsZero() {
-		e.goneSince = c.opts.Clock.Now()
+// destroy calls DestroyPU for the verdict v and deals with its outcome: a
+// success or the last failure removes the entry (and sets r.requeue for
+// row 10), any other failure sets r.retryAt. Nothing is called for an
+// entry Untrack removed meanwhile.
+func (c *Controller) destroy(ctx context.Context, e *entry, v Verdict, pod *corev1.Pod, r *result) {
+	c.mu.Lock()
+	if e.state == removed {
+		c.mu.Unlock()
+		return
+	}
+	if e.goneSince == 0 {
+		e.goneSince = c.now()
 	}
 	ev := ports.DestroyEvent{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID, Reason: v.Reason}
+	c.mu.Unlock()
+
 	err := c.destroyPU(ctx, ev)
+
+	c.mu.Lock()
+	now := c.now()
 	if err == nil {
-		c.remove(e)
-		c.log.Info("PU destroyed", "puID", e.PUID, "pod", e.Pod.String(), "reason", string(v.Reason), "sandboxID", e.SandboxID)
-		c.observe(Event{Kind: EventDestroyed, Entry: e.Entry, Reason: v.Reason, Duration: c.opts.Clock.Since(e.goneSince)})
-		if v.Requeue {
-			c.requeue(parent, e, pod)
+		if e.state != removed {
+			c.removeLocked(e)
 		}
-		return removed
+		calls, goneFor := int(e.attempts)+1, time.Duration(now-e.goneSince)
+		c.mu.Unlock()
+		c.log.Info("PU destroyed", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID, "row", v.Row)
+		c.observe(Event{Kind: EventDestroyed, Entry: ev.PU(), Reason: ev.Reason, Duration: goneFor, Attempt: calls})
+		if v.Requeue {
+			r.requeue = pod
+		}
+		return
 	}
+	r.err = err
 	e.attempts++
-	c.observe(Event{Kind: EventDestroyFailed, Entry: e.Entry, Reason: v.Reason, Attempt: e.attempts, Err: err})
-	if ports.IsPermanent(err) || (c.opts.MaxDestroyAttempts > 0 && e.attempts >= c.opts.MaxDestroyAttempts) {
-		c.remove(e)
-		c.log.Error(err, "destroying PU failed for the last time; dropping it, the policy engine may still hold it",
-			"puID", e.PUID, "pod", e.Pod.String(), "reason", string(v.Reason), "sandboxID", e.SandboxID,
-			"attempts", e.attempts, "permanent", ports.IsPermanent(err))
-		c.observe(Event{Kind: EventAbandoned, Entry: e.Entry, Reason: v.Reason, Attempt: e.attempts, Err: err})
-		if v.Requeue {
-			c.requeue(parent, e, pod)
-		}
-		return removed
+	attempts := int(e.attempts)
+	giveUp := ports.IsPermanent(err) || (c.opts.MaxDestroyAttempts > 0 && attempts >= c.opts.MaxDestroyAttempts)
+	untracked := e.state == removed
+	switch {
+	case giveUp && !untracked:
+		c.removeLocked(e)
+	case !giveUp && !untracked:
+		r.retryAt = now + int64(c.backoff(attempts))
 	}
-	c.log.Error(err, "destroying PU failed; will retry", "puID", e.PUID, "pod", e.Pod.String(), "reason", string(v.Reason),
-		"sandboxID", e.SandboxID, "attempt", e.attempts, "maxAttempts", c.opts.MaxDestroyAttempts)
-	return retryLater
+	c.mu.Unlock()
+
+	c.observe(Event{Kind: EventDestroyFailed, Entry: ev.PU(), Reason: ev.Reason, Attempt: attempts, Err: err, Next: c.timeOf(r.retryAt)})
+	switch {
+	case untracked:
+		c.log.Error(err, "destroying PU failed; it was untracked meanwhile, so it is not retried",
+			"puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID, "attempt", attempts)
+	case giveUp:
+		c.log.Error(err, "destroying PU failed for the last time; dropping it, the policy engine may still hold it",
+			"puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID,
+			"attempts", attempts, "permanent", ports.IsPermanent(err))
+		c.observe(Event{Kind: EventAbandoned, Entry: ev.PU(), Reason: ev.Reason, Attempt: attempts, Err: err})
+		if v.Requeue {
+			r.requeue = pod
+		}
+	default:
+		c.log.Error(err, "destroying PU failed; will retry", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason),
+			"sandboxID", ev.SandboxID, "attempt", attempts, "retryAt", c.timeOf(r.retryAt))
+	}
+}
+
+// backoff returns the wait after the attempts-th failed destroy:
+// RetryMinDelay doubling at each failure, at most RetryMaxDelay.
+func (c *Controller) backoff(attempts int) time.Duration {
+	d := c.opts.RetryMinDelay
+	for i := 1; i < attempts && d < c.opts.RetryMaxDelay; i++ {
+		d *= 2
+	}
+	return min(d, c.opts.RetryMaxDelay)
 }
 
 // requeue hands the live pod to the Requeuer under a deadline of its own.
 func (c *Controller) requeue(parent context.Context, e *entry, pod *corev1.Pod) {
-	if c.requeuer == nil {
+	if c.requeuer == nil || pod == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(parent, c.opts.ItemTimeout)
@@ -147,9 +187,9 @@ func (c *Controller) requeue(parent context.Context, e *entry, pod *corev1.Pod) 
 	}
 }
 
-func (c *Controller) getPod(ctx context.Context, e *entry) (pod *corev1.Pod, err error) {
+func getPod(ctx context.Context, getter ports.PodGetter, key types.NamespacedName) (pod *corev1.Pod, err error) {
 	defer recovered("GetPod", &err)
-	return c.getter.GetPod(ctx, e.Pod)
+	return getter.GetPod(ctx, key)
 }
 
 func (c *Controller) sandboxID(ctx context.Context, pod *corev1.Pod) (id string, err error) {

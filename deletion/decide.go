@@ -19,6 +19,8 @@ type Observation struct {
 	Err error
 	// NodeName is the node this engine works for; "" turns the node check off.
 	NodeName string
+	// DestroyTerminated turns row 11 on: a finished pod is gone for its PU.
+	DestroyTerminated bool
 	// HasExtractor reports that a SandboxExtractor is configured.
 	HasExtractor bool
 	// SandboxAsked reports that the SandboxExtractor was called; SandboxID and
@@ -63,8 +65,9 @@ type Verdict struct {
 	// Requeue asks the engine to requeue the live pod once the entry is
 	// removed (row 10: the main controller must create the PU of the new sandbox).
 	Requeue bool
-	// Row is the row of the decision table that decided (1 to 10), or 0 for
-	// AskSandbox, which decides nothing yet.
+	// Row is the row of the decision table that decided (1 to 11), or 0 for
+	// AskSandbox, which decides nothing yet. Rows keep their numbers: row
+	// 11 was added last and is tried right after row 4.
 	Row int
 }
 
@@ -81,6 +84,30 @@ var rowText = [...]string{
 	8:  "same pod, sandbox not known yet",
 	9:  "same pod, same sandbox",
 	10: "same pod, sandbox replaced",
+	11: "same pod, finished (Succeeded or Failed)",
+}
+
+// verdictOfRow returns the verdict row decides, sandbox being the entry's
+// sandbox (the one row 7 adopts). Every row but 0 decides one verdict.
+func verdictOfRow(row int, sandbox string) Verdict {
+	v := Verdict{Row: row}
+	switch row {
+	case 1:
+		v.Action, v.Reason = Destroy, ports.ReasonPodGone
+	case 3:
+		v.Action, v.Reason = Destroy, ports.ReasonNodeChanged
+	case 4:
+		v.Action, v.Reason = Destroy, ports.ReasonUIDChanged
+	case 7:
+		v.Action, v.SandboxID = Adopt, sandbox
+	case 10:
+		v.Action, v.Reason, v.Requeue = Destroy, ports.ReasonSandboxChanged, true
+	case 11:
+		v.Action, v.Reason = Destroy, ports.ReasonPodTerminated
+	case 0:
+		v.Action = AskSandbox
+	}
+	return v
 }
 
 // Why describes in a few words the row that decided.
@@ -112,12 +139,15 @@ func IsNotFound(err error) bool {
 //
 //  1. GetPod says not found: Destroy, PodGone.
 //  2. GetPod fails otherwise, returns a nil pod, a pod without a UID (no
-//     API server returns one), or another pod than the one asked for: Keep.
-//     Never destroy on an error.
+//     API server returns one), another pod than the one asked for, or a pod
+//     without a name or namespace and of another UID: Keep. Never destroy
+//     on an error or on an answer that cannot be told from one.
 //  3. NodeName is set and the pod is bound to another node: Destroy,
 //     NodeChanged. (A pod not bound to any node yet cannot have moved.)
 //  4. The pod's UID is not the entry's PUID (recreated under the same name):
 //     Destroy, UIDChanged.
+//  11. DestroyTerminated is set and the pod has finished (phase Succeeded
+//     or Failed): Destroy, PodTerminated. (Numbered last, tried here.)
 //  5. Same UID, no SandboxExtractor: Keep.
 //  6. Same UID, the SandboxExtractor fails: Keep.
 //  7. Same UID, the entry has no sandbox yet: Adopt the current one.
@@ -145,6 +175,9 @@ func Decide(e Entry, o Observation) Verdict {
 	if string(pod.UID) != e.PUID {
 		return Verdict{Action: Destroy, Reason: ports.ReasonUIDChanged, Row: 4}
 	}
+	if o.DestroyTerminated && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
+		return Verdict{Action: Destroy, Reason: ports.ReasonPodTerminated, Row: 11}
+	}
 	if !o.HasExtractor {
 		return Verdict{Action: Keep, Row: 5}
 	}
@@ -168,9 +201,12 @@ func Decide(e Entry, o Observation) Verdict {
 // samePod reports whether pod can be the answer for e's pod: a getter that
 // returns a pod without a UID, or of another name or namespace, is broken,
 // and its answer must not destroy anything. An empty name or namespace is
-// not held against it.
+// not held against a pod of the entry's own UID (some getters leave them
+// out), but it is against any other: "another pod of that name" cannot be
+// told from "a pod of no name".
 func samePod(e Entry, pod *corev1.Pod) bool {
-	return pod.UID != "" &&
-		(pod.Name == "" || pod.Name == e.Pod.Name) &&
-		(pod.Namespace == "" || pod.Namespace == e.Pod.Namespace)
+	if pod.UID == "" || (pod.Name != "" && pod.Name != e.Pod.Name) || (pod.Namespace != "" && pod.Namespace != e.Pod.Namespace) {
+		return false
+	}
+	return (pod.Name != "" && pod.Namespace != "") || string(pod.UID) == e.PUID
 }

@@ -30,6 +30,13 @@ func livePod(uid, node string) *corev1.Pod {
 	}
 }
 
+// finishedPod is the entry's pod, finished in that phase.
+func finishedPod(phase corev1.PodPhase) *corev1.Pod {
+	p := livePod(testUID, testNode)
+	p.Status.Phase = phase
+	return p
+}
+
 func entryWith(sandbox string) deletion.Entry {
 	return deletion.Entry{PUID: testUID, Pod: testKey, SandboxID: sandbox}
 }
@@ -78,6 +85,10 @@ func TestDecideTable(t *testing.T) {
 			sandboxAnswer(livePod(testUID, testNode), "sb1", nil), keep(9)},
 		{"10 same UID, sandbox replaced", entryWith("sb1"),
 			sandboxAnswer(livePod(testUID, testNode), "sb2", nil), destroy(10, ports.ReasonSandboxChanged)},
+		{"11 same UID, pod Succeeded, DestroyTerminated", entryWith("sb1"),
+			deletion.Observation{Pod: finishedPod(corev1.PodSucceeded), NodeName: testNode, HasExtractor: true, DestroyTerminated: true}, destroy(11, ports.ReasonPodTerminated)},
+		{"11 same UID, pod Failed, DestroyTerminated", entryWith("sb1"),
+			deletion.Observation{Pod: finishedPod(corev1.PodFailed), NodeName: testNode, HasExtractor: true, DestroyTerminated: true}, destroy(11, ports.ReasonPodTerminated)},
 
 		// Edges.
 		{"Kubernetes NotFound status error counts as gone", entryWith(""),
@@ -96,8 +107,22 @@ func TestDecideTable(t *testing.T) {
 			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: testKey.Name, UID: "uid-9"}}}, keep(2)},
 		{"a pod without a UID keeps", entryWith(""),
 			deletion.Observation{Pod: &corev1.Pod{}, NodeName: testNode}, keep(2)},
-		{"a pod with its name unset is judged on its UID", entryWith(""),
-			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-9"}}}, destroy(4, ports.ReasonUIDChanged)},
+		{"a pod with no name or namespace and another UID keeps", entryWith(""),
+			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-9"}}}, keep(2)},
+		{"a pod with no name and another UID keeps", entryWith(""),
+			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: testKey.Namespace, UID: "uid-9"}}}, keep(2)},
+		{"a pod with no namespace and another UID keeps", entryWith(""),
+			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: testKey.Name, UID: "uid-9"}}}, keep(2)},
+		{"a pod with no name or namespace and the PU's UID is the PU's pod", entryWith(""),
+			deletion.Observation{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: testUID}}}, keep(5)},
+		{"a finished pod is kept without DestroyTerminated", entryWith(""),
+			deletion.Observation{Pod: finishedPod(corev1.PodSucceeded), NodeName: testNode}, keep(5)},
+		{"a running pod is kept with DestroyTerminated", entryWith(""),
+			deletion.Observation{Pod: livePod(testUID, testNode), NodeName: testNode, DestroyTerminated: true}, keep(5)},
+		{"a finished pod of another UID is a recreated pod (row 4 first)", entryWith(""),
+			deletion.Observation{Pod: func() *corev1.Pod { p := finishedPod(corev1.PodFailed); p.UID = "uid-2"; return p }(), DestroyTerminated: true}, destroy(4, ports.ReasonUIDChanged)},
+		{"a finished pod on another node moved (row 3 first)", entryWith(""),
+			deletion.Observation{Pod: func() *corev1.Pod { p := finishedPod(corev1.PodFailed); p.Spec.NodeName = "node-b"; return p }(), NodeName: testNode, DestroyTerminated: true}, destroy(3, ports.ReasonNodeChanged)},
 		{"node check off when NodeName is empty", entryWith(""),
 			deletion.Observation{Pod: livePod(testUID, "node-b")}, keep(5)},
 		{"node check comes before the UID check", entryWith(""),

@@ -2,43 +2,43 @@ package deletion
 
 // How the engine runs checks.
 //
-// Scheduling. Periodic checks come from a wheel: every entry sits in one of
-// its slots (one per 50ms of SweepInterval, at most 64), chosen at random
-// when it is tracked, and a ticker of SweepInterval/slots on Options.Clock
-// checks the entries of each slot in turn, as a small Sweep. Each entry is
-// thus checked once per interval at its own phase, the first time within one
-// interval of Track, and checks stay spread over the interval. Everything
-// else goes through a client-go rate-limiting workqueue of PUIDs served by
-// Workers goroutines: TriggerPod and TriggerAll add keys at once, and a
-// failed destroy schedules its retry with per-key exponential backoff
-// (AddRateLimited). The queue merges duplicate keys and never hands one key
-// to two workers at once. (Scheduling every periodic check through the
-// queue, with AddAfter, cost 5x the CPU of the seed's loop at 10,000
-// entries: see BENCHMARKS.md.)
+// One claim. An entry is idle, queued, checking, waiting for a retry, or
+// removed (entry.state), and moves between these only under Controller.mu.
+// A check runs only on an entry it moved to checking, so no PU is ever
+// checked twice at once. A trigger that finds its entry being checked sets
+// entry.again, and the entry is queued again when the check ends. An entry
+// waiting for the retry of a failed destroy is left alone by the wheel and
+// by triggers until its retry is due; only Sweep checks it earlier.
 //
-// Exclusivity. Sweep and the wheel check entries outside the queue, so the
-// queue alone cannot keep two checks of one PUID apart. Every check first
-// claims its entry (entry.busy, under Controller.mu). A queue worker that
-// finds the entry claimed marks it (entry.again) and moves on; the holder
-// re-adds the key when it releases the entry. Sweep waits for the holder
-// instead, up to ItemTimeout; the wheel skips the entry, whose running check
-// stands for the periodic one.
+// One queue. Every check that Start runs, periodic, triggered or a retry,
+// goes through the ready queue (Controller.ready, oldest first) to one of
+// Workers goroutines, which run checks one after another, each under a
+// deadline of ItemTimeout. A trigger queues its entries and wakes as many
+// idle workers as it queued entries; TriggerPod costs the same with 10 or
+// 100,000 entries tracked.
 //
-// Concurrency. Every check, from a queue worker, the wheel or Sweep, holds
-// one of Workers slots and runs on the goroutine that claimed it.
+// One scheduler. Periodic checks and retries come from a wheel: every entry
+// sits in one of its slots (one per 500ms of SweepInterval, at most 64),
+// chosen at random when it is tracked, and one goroutine wakes once per
+// slot to queue that slot's idle entries, and the retries due by then
+// (Controller.retries, by tick: a retry's time is rounded up to the next
+// tick). Each entry is thus checked once per interval at its own phase, the
+// first time within one interval of Track, in a few batches a second. The
+// scheduler sleeps while nothing is tracked. A wake-up is what an idle
+// node agent pays for: at 250 entries and 5s, two wake-ups a second and
+// the workers they wake (BENCHMARKS.md). The client-go workqueue that
+// scheduled checks before cost a timer wake-up per check.
 //
-// Hung ports. Checks run on lanes: goroutines that each run one check at a
-// time, inline. A watchdog goroutine, running while any lane exists, looks
-// at every lane twice per abandonGrace. When a lane's check has outlived its
-// ItemTimeout deadline, or its parent context has ended, by more than
-// abandonGrace (ports that honour their context return by then), the
-// watchdog abandons the lane: it gives back its slot and starts a new lane
-// in its place, so the engine keeps its Workers. The stuck goroutine keeps
-// its entry claimed, so no second check of that PUID can start; when the
-// port finally returns, it finishes the check and exits. Start waits up to
-// ShutdownTimeout for such checks, then logs them and returns. A check costs
-// no goroutine, timer or allocation of its own: checks that a lane starts
-// close together share one deadline context (lane.checkContext).
+// Concurrency. Start's workers and Sweep's goroutines take one of Workers
+// slots (Controller.slots) for each check, so no more than Workers checks
+// run at once, whoever runs them.
+//
+// Hung ports. A port that ignores its context keeps its worker until it
+// returns; nothing watches for it, so that an idle engine wakes for
+// nothing else. The check is logged when it returns, HealthCheck fails
+// once every worker is stuck past its deadline, and Start, once its
+// context ends, waits ShutdownTimeout for such checks, then logs them and
+// returns without them.
 
 import (
 	"context"
@@ -46,142 +46,273 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/util/workqueue"
+	corev1 "k8s.io/api/core/v1"
 )
-
-// abandonGrace is how long the watchdog waits, after a check's context has
-// ended, for a port that returns promptly on cancellation.
-const abandonGrace = 50 * time.Millisecond
 
 // Start runs the engine until ctx is done, then returns nil. It checks every
 // entry about every SweepInterval and runs TriggerPod and TriggerAll requests
-// at once, with at most Workers checks at a time. Requests made before Start
-// are run when it begins. Once ctx is done, checks in flight see a cancelled
-// context and Start returns within about ShutdownTimeout even when a port
-// hangs. A second call returns ErrAlreadyStarted at once. Start makes the
-// Controller a controller-runtime manager.Runnable.
+// at once, with at most Workers checks at a time; with an Inventory, it
+// first restores the PUs it lists. Triggers made before Start are run when
+// it begins. Once ctx is done, checks in flight see a cancelled context and
+// Start returns within about ShutdownTimeout even when a port hangs. A
+// second call returns ErrAlreadyStarted at once. Start makes the Controller
+// a controller-runtime manager.Runnable.
 func (c *Controller) Start(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return ErrAlreadyStarted
 	}
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](c.opts.RetryMinDelay, c.opts.RetryMaxDelay),
-		workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.opts.Clock},
-	)
-
+	now := c.now()
 	c.mu.Lock()
-	c.queue = q
-	var now []string
-	if c.pendingAll {
-		now = c.puidsLocked()
-	} else {
-		for key := range c.pendingPods {
-			for e := c.byPod[key]; e != nil; e = e.nextOfPod {
-				now = append(now, e.PUID)
-			}
+	c.running = true
+	c.lastTurn = now
+	// Triggers before Start left their entries queued, waiting retries
+	// their time: hand both to the scheduler and the workers.
+	pending := 0
+	for _, e := range c.entries {
+		switch e.state {
+		case queued:
+			c.ready = append(c.ready, readyItem{e, now})
+			pending++
+		case waiting:
+			c.addRetryLocked(e)
 		}
 	}
-	c.pendingAll = false
-	clear(c.pendingPods)
 	tracked := len(c.entries)
 	c.mu.Unlock()
-	for _, id := range now {
-		q.Add(id)
-	}
 
-	var workers sync.WaitGroup
-	workers.Add(c.opts.Workers)
-	for range c.opts.Workers {
-		c.startLane(ctx, func(l *lane) { c.worker(ctx, l, q, &workers) })
+	var sched, inPorts sync.WaitGroup
+	for i := range c.workers {
+		inPorts.Go(func() { c.work(ctx, &c.workers[i]) })
 	}
-	workers.Go(func() { c.turnWheel(ctx) })
+	sched.Go(func() { c.schedule(ctx) })
 	if c.opts.Inventory != nil {
-		workers.Go(func() { c.restore(ctx) })
+		inPorts.Go(func() { c.restore(ctx) })
 	}
-	c.log.V(1).Info("deletion engine started", "workers", c.opts.Workers, "entries", tracked)
+	c.log.V(1).Info("deletion engine started", "workers", c.opts.Workers, "entries", tracked, "queued", pending,
+		"sweepInterval", c.opts.SweepInterval.String(), "wheelSlots", len(c.wheel))
 
 	<-ctx.Done()
 	c.mu.Lock()
-	c.queue = nil
+	c.running, c.stopped = false, true
+	c.cond.Broadcast()
 	c.mu.Unlock()
-	q.ShutDown()
-	workers.Wait()
-	if !c.inflight.wait(c.opts.ShutdownTimeout) {
-		c.log.Error(nil, "checks still stuck in ports that ignore their context; leaving them behind", "checks", c.inflight.count())
+	sched.Wait()
+	done := make(chan struct{})
+	go func() {
+		inPorts.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(c.opts.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		c.log.V(1).Info("deletion engine stopped")
+	case <-t.C:
+		c.log.Error(nil, "checks still stuck in ports that ignore their context; leaving them behind",
+			"stuck", c.stuckWorkers(), "shutdownTimeout", c.opts.ShutdownTimeout.String())
 	}
-	c.log.V(1).Info("deletion engine stopped")
 	return nil
 }
 
-// turnWheel checks the entries of each wheel slot when the slot's turn
-// comes, until ctx is done. It works from the clock, not from the count of
-// ticks, so that late or coalesced ticks (a busy machine, a fake clock
-// stepped by a whole interval, a slot whose checks took longer than a tick)
-// still reach every slot once per turn, and never pile up.
-func (c *Controller) turnWheel(ctx context.Context) {
-	slots := len(c.wheel)
-	tick := c.opts.SweepInterval / time.Duration(slots)
-	ticker := c.opts.Clock.NewTicker(tick)
-	defer ticker.Stop()
-	start := c.opts.Clock.Now()
-	var last int64 // the last tick whose slot was checked
-	var due []*entry
+// schedule turns the wheel until ctx is done: at each tick it queues the
+// idle entries of the tick's slot and the retries due. It works from the
+// clock, not from the count of ticks, so that late ticks (a busy machine,
+// a fake clock stepped by a whole interval) still reach every slot once per
+// turn, and never pile up. It sleeps while nothing is tracked.
+func (c *Controller) schedule(ctx context.Context) {
+	var timer interface {
+		C() <-chan time.Time
+		Reset(time.Duration) bool
+		Stop() bool
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	last := c.tickNow()
 	for {
+		c.mu.Lock()
+		if len(c.entries) == 0 {
+			c.sleeping = true
+			clear(c.retries) // only removed entries can be left there
+			c.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.kick:
+			}
+			last = c.tickNow()
+			c.mu.Lock()
+			c.lastTurn = c.now()
+			c.mu.Unlock()
+			continue
+		}
+		c.mu.Unlock()
+
+		wait := time.Duration(last+1)*c.tick - c.opts.Clock.Since(c.epoch)
+		if timer == nil {
+			timer = c.opts.Clock.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C():
+		case <-timer.C():
 		}
-		cur := int64(c.opts.Clock.Since(start) / tick)
-		from := max(last+1, cur-int64(slots)+1)
-		due = due[:0]
-		c.mu.Lock()
-		for t := from; t <= cur; t++ {
-			due = append(due, c.wheel[t%int64(slots)]...)
+		cur := c.tickNow()
+		if cur <= last {
+			continue
 		}
-		c.mu.Unlock()
-		last = max(last, cur)
-		c.checkAll(ctx, due, false)
-		clear(due) // let removed entries go
+		c.turn(last+1, cur)
+		last = cur
 	}
 }
 
-// worker checks the keys of q on lane l until q is shut down, then calls
-// wg.Done. When one of its checks hangs, the lane that replaces it takes
-// over its place in wg, and this goroutine exits once the port returns.
-func (c *Controller) worker(ctx context.Context, l *lane, q workqueue.TypedRateLimitingInterface[string], wg *sync.WaitGroup) {
+// tickNow returns the index of the last wheel tick that is due.
+func (c *Controller) tickNow() int64 {
+	return int64(c.opts.Clock.Since(c.epoch) / c.tick)
+}
+
+// tickOf returns the first wheel tick at or after the engine time t.
+func (c *Controller) tickOf(t int64) int64 {
+	d := time.Duration(t - 1)
+	k := int64(d / c.tick)
+	if time.Duration(k)*c.tick < d {
+		k++
+	}
+	return k
+}
+
+// turn queues the idle entries of the slots of ticks from to to (each slot
+// once at most) and the retries due by tick to, and wakes workers for them.
+func (c *Controller) turn(from, to int64) {
+	now := c.now()
+	slots := int64(len(c.wheel))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k := max(from, to-slots+1); k <= to; k++ {
+		for _, e := range c.wheel[k%slots] {
+			if e.state == idle {
+				e.state = queued
+				c.ready = append(c.ready, readyItem{e, now})
+				n++
+			}
+		}
+	}
+	due := func(k int64, list []*entry) {
+		for _, e := range list {
+			if e.state == waiting && c.tickOf(e.retryAt) == k {
+				e.state = queued
+				c.ready = append(c.ready, readyItem{e, now})
+				n++
+			}
+		}
+		delete(c.retries, k)
+	}
+	if to-from < int64(len(c.retries)) {
+		for k := from; k <= to; k++ {
+			if list, ok := c.retries[k]; ok {
+				due(k, list)
+			}
+		}
+	} else {
+		for k, list := range c.retries {
+			if k <= to {
+				due(k, list)
+			}
+		}
+	}
+	c.lastTurn = now
+	c.wakeLocked(n)
+}
+
+// addRetryLocked files the waiting entry e under the tick its retry is due at.
+func (c *Controller) addRetryLocked(e *entry) {
+	k := c.tickOf(e.retryAt)
+	c.retries[k] = append(c.retries[k], e)
+}
+
+// wakeLocked wakes up to n idle workers.
+func (c *Controller) wakeLocked(n int) {
+	for range min(n, c.idleWorkers) {
+		c.cond.Signal()
+	}
+}
+
+// workerState is what HealthCheck sees of a worker.
+type workerState struct {
+	// checkEnd is the deadline of the worker's running check (see
+	// realNow); 0 while it runs none.
+	checkEnd atomic.Int64
+}
+
+// work runs the checks of the ready queue until Start stops.
+func (c *Controller) work(ctx context.Context, w *workerState) {
 	for {
-		id, shutdown := q.Get()
-		if shutdown {
-			wg.Done()
+		e := c.next()
+		if e == nil {
 			return
 		}
-		ok := c.processKey(ctx, l, q, id)
-		q.Done(id)
-		if !ok {
-			return
-		}
+		c.run(ctx, e, w, 0)
 	}
 }
 
-// processKey checks the entry of id, if it is still tracked and not being
-// checked. It returns false when the check hung and the lane was replaced.
-func (c *Controller) processKey(ctx context.Context, l *lane, q workqueue.TypedRateLimitingInterface[string], id string) bool {
-	if ctx.Err() != nil {
-		return true
+// next claims the oldest queued entry, waiting for one; it returns nil once
+// Start stops.
+func (c *Controller) next() *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if c.stopped {
+			return nil
+		}
+		for c.readyHead < len(c.ready) {
+			it := c.ready[c.readyHead]
+			c.ready[c.readyHead] = readyItem{}
+			c.readyHead++
+			if it.e.state == queued {
+				it.e.state = checking
+				c.compactReadyLocked()
+				return it.e
+			}
+		}
+		c.compactReadyLocked()
+		c.idleWorkers++
+		c.cond.Wait()
+		c.idleWorkers--
 	}
-	e := c.tryClaim(id)
-	if e == nil {
-		return true
+}
+
+// compactReadyLocked gives back the ready queue's consumed head: at once
+// when the queue is empty, and when it is more than half of the queue.
+func (c *Controller) compactReadyLocked() {
+	switch {
+	case c.readyHead == len(c.ready):
+		if cap(c.ready) > 4096 {
+			c.ready = nil // after a TriggerAll of a large engine
+		} else {
+			c.ready = c.ready[:0]
+		}
+		c.readyHead = 0
+	case c.readyHead > 1024 && c.readyHead > len(c.ready)/2:
+		n := copy(c.ready, c.ready[c.readyHead:])
+		clear(c.ready[n:])
+		c.ready = c.ready[:n]
+		c.readyHead = 0
 	}
-	return c.checkClaimed(ctx, l, e)
 }
 
 // Sweep checks every tracked entry once, entries waiting for a retry
-// included, with at most Workers checks at a time, and returns when all are
-// done or ctx is. It is safe to call while Start runs: an entry that is
-// being checked already is waited for (up to ItemTimeout), then checked. A
-// check stuck in a port past its deadline is left behind, not waited for.
+// included, with at most Workers checks at a time (Start's included), and
+// returns when all are done or ctx is. It is safe to call while Start runs:
+// an entry that another check holds is waited for until that check's
+// deadline, then checked. A check stuck in a port past its deadline is left
+// behind: Sweep returns once every one of its goroutines that has not
+// finished is stuck so, and skips the entries no goroutine was left to
+// check, as it does when no check slot frees up within ItemTimeout.
 func (c *Controller) Sweep(ctx context.Context) {
 	c.mu.Lock()
 	all := make([]*entry, 0, len(c.entries))
@@ -189,342 +320,206 @@ func (c *Controller) Sweep(ctx context.Context) {
 		all = append(all, e)
 	}
 	c.mu.Unlock()
-	c.checkAll(ctx, all, true)
-}
-
-// checkAll checks the entries on up to Workers lanes and returns when all
-// are checked or ctx is done. With wait, an entry being checked already is
-// waited for (Sweep); without, it is skipped, the running check standing for
-// this one (the wheel). Entries removed meanwhile are skipped. entries is
-// not used once checkAll returns.
-func (c *Controller) checkAll(ctx context.Context, entries []*entry, wait bool) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	loop := func(l *lane) {
-		for ctx.Err() == nil {
-			i := next.Add(1) - 1
-			if i >= int64(len(entries)) {
-				break
+	n := min(c.opts.Workers, len(all))
+	if n == 0 {
+		return
+	}
+	var next, alive atomic.Int64
+	done := make(chan struct{}, n)
+	lanes := make([]workerState, n)
+	alive.Store(int64(n))
+	for i := range lanes {
+		go func() {
+			defer func() {
+				alive.Add(-1)
+				done <- struct{}{}
+			}()
+			for ctx.Err() == nil {
+				j := next.Add(1) - 1
+				if j >= int64(len(all)) {
+					return
+				}
+				if e := all[j]; c.claimForSweep(ctx, e) {
+					c.run(ctx, e, &lanes[i], c.opts.ItemTimeout+stuckGrace)
+				}
 			}
-			if !c.checkOne(ctx, l, entries[i], wait) {
-				return // replaced; the new lane calls wg.Done
-			}
-		}
-		wg.Done()
+		}()
 	}
-	n := min(c.opts.Workers, len(entries))
-	wg.Add(n)
-	for range n {
-		c.startLane(ctx, loop)
-	}
-	wg.Wait()
-}
-
-// checkOne claims e and checks it on lane l. It returns false when the
-// check hung and the lane was replaced.
-func (c *Controller) checkOne(ctx context.Context, l *lane, e *entry, wait bool) bool {
-	if !c.claim(ctx, e, wait) {
-		return true
-	}
-	return c.checkClaimed(ctx, l, e)
-}
-
-// checkClaimed checks the claimed entry e on lane l once a slot is free. It
-// returns false when the check hung and the lane was replaced.
-func (c *Controller) checkClaimed(ctx context.Context, l *lane, e *entry) bool {
-	if !c.takeSlot(ctx) {
-		c.release(e)
-		return true
-	}
-	if !c.checkHere(ctx, l, e) {
-		return false
-	}
-	c.giveSlot()
-	return true
-}
-
-// checkHere runs one check of the claimed entry e on lane l, whose
-// goroutine holds a slot. It returns false when the watchdog abandoned the
-// lane meanwhile: the slot was given back and a new lane started, and the
-// caller must exit without touching the slot or its WaitGroup.
-func (c *Controller) checkHere(parent context.Context, l *lane, e *entry) bool {
-	ctx, deadline := l.checkContext(c.opts.ItemTimeout)
-	l.begin(e, deadline)
-	c.inflight.add()
-	c.check(parent, ctx, e)
-	c.inflight.done()
-	return l.end()
-}
-
-// lane is a goroutine that runs checks inline, one at a time, under the
-// watchdog's eye.
-type lane struct {
-	parent context.Context // the context its checks derive from
-	loop   func(*lane)     // what it runs; a replacement runs the same
-	// ctx is parent, for the lane alone: check contexts are made under
-	// it, so that lanes do not contend on parent's lock.
-	ctx       context.Context
-	cancelCtx context.CancelFunc
-	// check is the deadline context of the lane's checks, shared by the
-	// checks that start within 1% of ItemTimeout of each other (see
-	// checkContext); checkEnd is its deadline.
-	check       context.Context
-	checkCancel context.CancelFunc
-	checkEnd    time.Time
-
-	mu        sync.Mutex
-	running   bool      // a check is running
-	abandoned bool      // the watchdog gave up on it
-	entry     *entry    // the entry being checked
-	deadline  time.Time // when the running check's context ends
-	cancelled time.Time // when the watchdog first saw parent done
-}
-
-// checkContext returns the context of a check starting now on the lane and
-// its deadline, between 99% and 100% of timeout away. Checks of one lane
-// that start close together share one context: a context with a deadline
-// costs a timer, and a lane may start thousands of checks a second. The
-// lane runs one check at a time, so no running check loses its context
-// when a new one replaces it.
-func (l *lane) checkContext(timeout time.Duration) (context.Context, time.Time) {
-	if l.check == nil || time.Until(l.checkEnd) < timeout-timeout/100 {
-		if l.checkCancel != nil {
-			l.checkCancel()
-		}
-		l.check, l.checkCancel = context.WithTimeout(l.ctx, timeout)
-		l.checkEnd, _ = l.check.Deadline()
-	}
-	return l.check, l.checkEnd
-}
-
-func (l *lane) begin(e *entry, deadline time.Time) {
-	l.mu.Lock()
-	l.running, l.entry, l.deadline = true, e, deadline
-	l.mu.Unlock()
-}
-
-// end reports whether the check finished before the watchdog gave up on it.
-func (l *lane) end() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.running, l.entry = false, nil
-	return !l.abandoned
-}
-
-// hung reports whether the lane's check has outlived its context by more
-// than abandonGrace, and if so marks the lane abandoned and returns the
-// entry it is stuck on.
-func (l *lane) hung(now time.Time) (*entry, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cancelled.IsZero() && l.parent.Err() != nil {
-		l.cancelled = now
-	}
-	if !l.running || l.abandoned {
-		return nil, false
-	}
-	end := l.deadline
-	if !l.cancelled.IsZero() && l.cancelled.Before(end) {
-		end = l.cancelled
-	}
-	if now.Sub(end) < abandonGrace {
-		return nil, false
-	}
-	l.abandoned = true
-	return l.entry, true
-}
-
-// startLane starts a goroutine running loop on a new lane under the watchdog.
-func (c *Controller) startLane(parent context.Context, loop func(*lane)) {
-	l := &lane{parent: parent, loop: loop}
-	l.ctx, l.cancelCtx = context.WithCancel(parent)
-	c.lanesMu.Lock()
-	c.lanes[l] = struct{}{}
-	if !c.watching {
-		c.watching = true
-		go c.watchdog()
-	}
-	c.lanesMu.Unlock()
-	go func() {
-		loop(l)
-		l.cancelCtx()
-		c.lanesMu.Lock()
-		delete(c.lanes, l)
-		c.lanesMu.Unlock()
-	}()
-}
-
-// watchdogTick is how often the watchdog looks at the lanes.
-const watchdogTick = abandonGrace / 2
-
-// watchdog replaces lanes stuck in a port past their deadline. It runs
-// while any lane exists.
-func (c *Controller) watchdog() {
-	t := time.NewTicker(watchdogTick)
+	// Wait for the goroutines; every ItemTimeout, see whether the ones left
+	// are all stuck in ports past their deadline, and leave them if so.
+	t := time.NewTimer(c.opts.ItemTimeout + stuckGrace)
 	defer t.Stop()
-	type stuck struct {
-		l *lane
-		e *entry
-	}
-	var found []stuck
-	for range t.C {
-		now := time.Now()
-		c.lanesMu.Lock()
-		if len(c.lanes) == 0 {
-			c.watching = false
-			c.lanesMu.Unlock()
+	for finished := 0; finished < n; {
+		select {
+		case <-done:
+			finished++
+			continue
+		case <-t.C:
+		}
+		now, stuck := c.realNow(), 0
+		for i := range lanes {
+			if end := lanes[i].checkEnd.Load(); end != 0 && now > end+int64(stuckGrace) {
+				stuck++
+			}
+		}
+		if left := alive.Load(); left > 0 && int64(stuck) == left {
+			c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck,
+				"unchecked", max(0, int64(len(all))-next.Load()))
 			return
 		}
-		for l := range c.lanes {
-			if e, ok := l.hung(now); ok {
-				delete(c.lanes, l)
-				found = append(found, stuck{l, e})
-			}
-		}
-		c.lanesMu.Unlock()
-		for _, s := range found {
-			c.log.Error(context.DeadlineExceeded, "check outlived its deadline in a port that ignores its context; moving on, the entry stays claimed until the port returns",
-				"puID", s.e.PUID, "pod", s.e.Pod.String())
-			c.giveSlot()
-			c.startLane(s.l.parent, s.l.loop)
-		}
-		clear(found)
-		found = found[:0]
+		t.Reset(c.opts.ItemTimeout + stuckGrace)
 	}
 }
 
-func (c *Controller) takeSlot(ctx context.Context) bool {
-	select {
-	case c.slots <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (c *Controller) giveSlot() { <-c.slots }
-
-// tryClaim claims the entry of id for a check. It returns nil when the entry
-// is gone, or when it is claimed already: then it is marked to be checked
-// again once released.
-func (c *Controller) tryClaim(id string) *entry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.entries[id]
-	if e == nil {
-		return nil
-	}
-	if e.busy {
-		e.again = true
-		return nil
-	}
-	e.busy = true
-	return e
-}
-
-// claim claims e for a check. It fails when e is no longer tracked, or is
-// claimed already and wait is false. With wait, it waits up to ItemTimeout
-// for the check holding e, and fails when that wait is over or ctx is done.
-func (c *Controller) claim(ctx context.Context, e *entry, wait bool) bool {
-	var deadline <-chan time.Time
+// claimForSweep claims e for a check whatever its state but removed,
+// waiting for a check that holds it until that check's deadline.
+func (c *Controller) claimForSweep(ctx context.Context, e *entry) bool {
 	for {
 		c.mu.Lock()
-		if e.removed {
+		switch e.state {
+		case removed:
 			c.mu.Unlock()
 			return false
-		}
-		if !e.busy {
-			e.busy = true
+		case idle, queued, waiting:
+			e.state = checking // a ready or retry item left for it is skipped
 			c.mu.Unlock()
 			return true
 		}
-		if !wait {
-			c.mu.Unlock()
-			return false
+		left := c.opts.ItemTimeout + stuckGrace // claimed, waiting for a slot
+		if end := e.checkEnd.Load(); end != 0 {
+			left = time.Duration(end - c.realNow())
+			if left <= 0 {
+				c.mu.Unlock()
+				return false // stuck in a port past its deadline: left behind
+			}
 		}
-		if e.idle == nil {
-			e.idle = make(chan struct{})
+		if c.released == nil {
+			c.released = make(chan struct{})
 		}
-		idle := e.idle
+		released := c.released
 		c.mu.Unlock()
-
-		if deadline == nil {
-			t := time.NewTimer(c.opts.ItemTimeout)
-			defer t.Stop()
-			deadline = t.C
-		}
+		t := time.NewTimer(left)
 		select {
-		case <-idle:
-		case <-deadline:
-			return false
+		case <-released:
+		case <-t.C:
 		case <-ctx.Done():
+			t.Stop()
 			return false
 		}
+		t.Stop()
 	}
 }
 
-// release ends the claim on e and returns the queue, nil when Start is not
-// running. When a scheduled check was refused while e was claimed, and e is
-// still tracked, it is checked again at once.
-func (c *Controller) release(e *entry) workqueue.TypedRateLimitingInterface[string] {
-	c.mu.Lock()
-	q := c.queue
-	e.busy = false
-	again := e.again && !e.removed
-	e.again = false
-	if e.idle != nil {
-		close(e.idle)
-		e.idle = nil
+// run checks the claimed entry e under a deadline of ItemTimeout once a
+// slot is free, releases it, and tells the Observer. w is the state of the
+// goroutine running it. With slotWait, it gives up waiting for a slot after
+// that long: every slot is then held by a check stuck in a port.
+func (c *Controller) run(ctx context.Context, e *entry, w *workerState, slotWait time.Duration) {
+	var timeout <-chan time.Time
+	if slotWait > 0 {
+		t := time.NewTimer(slotWait)
+		defer t.Stop()
+		timeout = t.C
 	}
-	c.mu.Unlock()
-	if again && q != nil {
-		q.Add(e.PUID)
-	}
-	return q
-}
-
-// inflight counts running checks and lets Start wait for them with a
-// timeout. Its channel exists only while someone waits.
-type inflight struct {
-	n    atomic.Int64
-	mu   sync.Mutex
-	idle chan struct{} // closed when n drops to 0; made by wait
-}
-
-func (f *inflight) add() { f.n.Add(1) }
-
-func (f *inflight) done() {
-	if f.n.Add(-1) != 0 {
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		c.release(e, result{})
+		return
+	case <-timeout:
+		c.log.Error(nil, "no check slot freed up within ItemTimeout: every slot is held by a check stuck in a port; leaving the entry unchecked",
+			"puID", e.PUID, "pod", e.Pod.String())
+		c.release(e, result{})
 		return
 	}
-	f.mu.Lock()
-	if f.idle != nil {
-		close(f.idle)
-		f.idle = nil
+	start := c.now()
+	cctx, cancel := context.WithTimeout(ctx, c.opts.ItemTimeout)
+	end := c.realNow() + int64(c.opts.ItemTimeout)
+	e.checkEnd.Store(end)
+	w.checkEnd.Store(end)
+	r := c.check(cctx, e)
+	cancel()
+	if r.requeue != nil {
+		// Requeue gets a deadline of its own: a Requeuer that waits for it
+		// is not a port ignoring the check's.
+		end = c.realNow() + int64(c.opts.ItemTimeout)
+		e.checkEnd.Store(end)
+		w.checkEnd.Store(end)
+		c.requeue(ctx, e, r.requeue)
 	}
-	f.mu.Unlock()
-}
-
-func (f *inflight) count() int { return int(f.n.Load()) }
-
-// wait reports whether no check is running, waiting up to d for it.
-func (f *inflight) wait(d time.Duration) bool {
-	f.mu.Lock()
-	if f.n.Load() == 0 {
-		f.mu.Unlock()
-		return true
+	w.checkEnd.Store(0)
+	<-c.slots
+	if late := time.Duration(c.realNow() - end); late > 0 {
+		c.log.Error(nil, "a port ignored its check's deadline; its worker was stuck meanwhile",
+			"puID", e.PUID, "pod", e.Pod.String(), "late", late.String())
 	}
-	if f.idle == nil {
-		f.idle = make(chan struct{})
-	}
-	idle := f.idle
-	f.mu.Unlock()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-idle:
-		return true
-	case <-t.C:
-		return false
+	r.end = c.now()
+	snapshot := c.release(e, r)
+	if c.opts.Observer != nil {
+		c.observe(Event{Kind: EventChecked, Entry: snapshot, Verdict: r.verdict, Duration: time.Duration(r.end - start)})
 	}
 }
+
+// result is what a check hands to run and release.
+type result struct {
+	verdict Verdict
+	vetoed  bool
+	err     error
+	retryAt int64       // set when a destroy failed and will be retried
+	requeue *corev1.Pod // the pod to requeue, its PU destroyed or dropped (row 10)
+	end     int64
+}
+
+// release ends the check of e with r and returns e as it now stands: a
+// failed destroy waits for its retry, a trigger that came meanwhile queues
+// e again, anything else leaves it idle.
+func (c *Controller) release(e *entry, r result) Entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.end != 0 {
+		e.lastChecked, e.lastRow, e.vetoed, e.lastErr = r.end, int8(r.verdict.Row), r.vetoed, r.err
+	}
+	e.checkEnd.Store(0)
+	switch {
+	case e.state == removed:
+	case r.retryAt != 0:
+		e.state, e.retryAt = waiting, r.retryAt
+		if c.running {
+			c.addRetryLocked(e)
+		}
+	case e.again && !c.stopped:
+		e.state = queued
+		if c.running {
+			c.ready = append(c.ready, readyItem{e, c.now()})
+			c.wakeLocked(1)
+		}
+	default:
+		e.state = idle
+	}
+	e.again = false
+	if c.released != nil {
+		close(c.released)
+		c.released = nil
+	}
+	return e.Entry
+}
+
+// stuckWorkers returns how many workers are in a check past its deadline.
+func (c *Controller) stuckWorkers() int {
+	now, n := c.realNow(), 0
+	for i := range c.workers {
+		if end := c.workers[i].checkEnd.Load(); end != 0 && now > end+int64(stuckGrace) {
+			n++
+		}
+	}
+	return n
+}
+
+// stuckGrace is how long past its deadline a check must run to count as
+// stuck: ports that honour their context return well within it.
+const stuckGrace = time.Second
+
+// realNow returns the time package's monotonic time, in nanoseconds since
+// the Controller was made: check deadlines are context deadlines, which
+// follow it (and testing/synctest's fake time), whatever Options.Clock says.
+func (c *Controller) realNow() int64 { return int64(time.Since(c.realEpoch)) }

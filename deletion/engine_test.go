@@ -6,8 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -284,48 +286,6 @@ func TestTrackFromInsideRequeue(t *testing.T) {
 	assert.Equal(t, []deletion.Entry{entryWith("sb2")}, c.Pending())
 }
 
-// TestRetryWaitsForBackoff: under Start, a failed destroy is retried after
-// RetryMinDelay, then after twice that, following the fake clock.
-func TestRetryWaitsForBackoff(t *testing.T) {
-	verifyNoLeaks(t)
-	m := newMockPorts(t)
-	clk := testingclock.NewFakeClock(time.Now())
-	c := m.newEngine(t, false, deletion.Options{
-		SweepInterval: time.Hour, RetryMinDelay: time.Second, RetryMaxDelay: time.Minute, Clock: clk,
-	})
-	var attempts atomic.Int32
-	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).AnyTimes()
-	m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).DoAndReturn(func(context.Context, ports.DestroyEvent) error {
-		if attempts.Add(1) < 3 {
-			return errBoom
-		}
-		return nil
-	}).Times(3)
-	require.NoError(t, c.Track(entryWith("")))
-	c.TriggerPod(testKey)
-	startEngine(t, c)
-
-	require.Eventually(t, func() bool { return attempts.Load() == 1 }, 5*time.Second, time.Millisecond)
-	waitForTimer(t, clk)
-	clk.Step(999 * time.Millisecond)
-	assertStays(t, func() bool { return attempts.Load() == 1 }, "no retry before RetryMinDelay")
-	clk.Step(time.Millisecond)
-	require.Eventually(t, func() bool { return attempts.Load() == 2 }, 5*time.Second, time.Millisecond)
-	waitForTimer(t, clk)
-	clk.Step(1999 * time.Millisecond)
-	assertStays(t, func() bool { return attempts.Load() == 2 }, "the second retry waits twice as long")
-	clk.Step(time.Millisecond)
-	require.Eventually(t, func() bool { return c.Len() == 0 }, 5*time.Second, time.Millisecond)
-}
-
-// waitForTimer waits until the engine's queue has armed a retry timer on
-// clk, beside the wheel's ticker and the queue's heartbeat.
-func waitForTimer(t *testing.T, clk *testingclock.FakeClock) {
-	t.Helper()
-	require.Eventually(t, func() bool { return clk.Waiters() >= 3 }, 5*time.Second, time.Millisecond,
-		"the wheel's ticker, the queue's heartbeat and a retry timer")
-}
-
 // assertStays checks that cond holds now and still holds a little later:
 // the negative counterpart of Eventually, for "nothing happens".
 func assertStays(t *testing.T, cond func() bool, msg string) {
@@ -336,71 +296,57 @@ func assertStays(t *testing.T, cond func() bool, msg string) {
 }
 
 // TestPeriodicSweep: under Start, every entry is checked once per
-// SweepInterval, following the fake clock, the first time within one
-// interval of Track, and the checks are spread over the interval.
+// SweepInterval, the first time within one interval of Track, and the
+// checks are spread over the interval.
 func TestPeriodicSweep(t *testing.T) {
-	verifyNoLeaks(t)
-	const n = 1000
-	interval := 6400 * time.Millisecond
-	clk := testingclock.NewFakeClock(time.Now())
-	var mu sync.Mutex
-	checks := map[string]int{}
-	getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		checks[key.Name]++
-		return livePod(key.Name, testNode), nil
-	})
-	total := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		sum := 0
-		for _, k := range checks {
-			sum += k
+	synctest.Test(t, func(t *testing.T) {
+		const n = 1000
+		interval := 6400 * time.Millisecond
+		var mu sync.Mutex
+		checks := map[string]int{}
+		getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			checks[key.Name]++
+			return podAt(key, key.Name), nil
+		})
+		total := func() int {
+			synctest.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			sum := 0
+			for _, k := range checks {
+				sum += k
+			}
+			return sum
 		}
-		return sum
-	}
-	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
-		t.Error("nothing is gone: no destroy expected")
-		return nil
+		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
+			t.Error("nothing is gone: no destroy expected")
+			return nil
+		})
+		c := newQuiet(t, getter, policy, deletion.Options{SweepInterval: interval})
+		stop := startEngine(t, c)
+		for i := range n {
+			id := fmt.Sprint(i)
+			require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+		}
+
+		time.Sleep(interval / 2)
+		half := total()
+		assert.GreaterOrEqual(t, half, n*35/100, "checks spread over the interval")
+		assert.LessOrEqual(t, half, n*65/100, "not all at once")
+
+		time.Sleep(interval / 2)
+		assert.Equal(t, n, total(), "first check within one interval")
+		time.Sleep(2 * interval)
+		assert.Equal(t, 3*n, total(), "once per interval")
+		mu.Lock()
+		for id, k := range checks {
+			require.Equal(t, 3, k, "entry %s", id)
+		}
+		mu.Unlock()
+		stop()
 	})
-	c, err := deletion.New(getter, policy, deletion.Options{SweepInterval: interval, Clock: clk})
-	require.NoError(t, err)
-	startEngine(t, c)
-	for i := range n {
-		id := fmt.Sprint(i)
-		require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
-	}
-	waitForTicker(t, clk)
-
-	// Half an interval: about half the entries had their turn.
-	clk.Step(interval / 2)
-	require.Eventually(t, func() bool { return total() >= n*35/100 }, 5*time.Second, time.Millisecond, "checks spread over the interval")
-	assertStays(t, func() bool { return total() <= n*65/100 }, "not all at once")
-
-	// The rest of the interval: every entry checked once.
-	clk.Step(interval / 2)
-	require.Eventually(t, func() bool { return total() == n }, 5*time.Second, time.Millisecond, "first check within one interval")
-	assertStays(t, func() bool { return total() == n }, "once")
-
-	// Two more intervals, stepped at once: each entry once per interval.
-	clk.Step(interval)
-	require.Eventually(t, func() bool { return total() == 2*n }, 5*time.Second, time.Millisecond)
-	clk.Step(interval)
-	require.Eventually(t, func() bool { return total() == 3*n }, 5*time.Second, time.Millisecond)
-	assertStays(t, func() bool { return total() == 3*n }, "once per interval")
-	mu.Lock()
-	defer mu.Unlock()
-	for id, k := range checks {
-		require.Equal(t, 3, k, "entry %s", id)
-	}
-}
-
-// waitForTicker waits until the engine's wheel and its queue's heartbeat
-// wait on clk.
-func waitForTicker(t *testing.T, clk *testingclock.FakeClock) {
-	t.Helper()
-	require.Eventually(t, func() bool { return clk.Waiters() >= 2 }, 5*time.Second, time.Millisecond)
 }
 
 // TestTriggerPodChecksOnlyThatPod: TriggerPod checks that pod's entries,
@@ -532,7 +478,7 @@ func TestConcurrencyIsBounded(t *testing.T) {
 		t.Error("nothing is gone: no destroy expected")
 		return nil
 	})
-	c, err := deletion.New(getter, policy, deletion.Options{Workers: workers, SweepInterval: 20 * time.Millisecond})
+	c, err := deletion.New(getter, policy, deletion.Options{Workers: workers, SweepInterval: deletion.MinSweepInterval, Logger: logr.Discard()})
 	require.NoError(t, err)
 	for i := range 30 {
 		id := fmt.Sprint(i)
@@ -559,20 +505,23 @@ func TestConcurrencyIsBounded(t *testing.T) {
 
 // TestSweepChecksEveryEntryEvenInBackoff: Sweep ignores retry schedules.
 func TestSweepChecksEveryEntryEvenInBackoff(t *testing.T) {
-	verifyNoLeaks(t)
-	m := newMockPorts(t)
-	c := m.newEngine(t, false, deletion.Options{RetryMinDelay: time.Hour, RetryMaxDelay: time.Hour})
-	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).Times(2)
-	gomock.InOrder(
-		m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(errBoom),
-		m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil),
-	)
-	require.NoError(t, c.Track(entryWith("")))
-	c.TriggerPod(testKey)
-	startEngine(t, c)
-	require.Eventually(t, func() bool { return c.Len() == 1 }, 5*time.Second, time.Millisecond)
-	c.Sweep(context.Background()) // may wait for the first check to finish
-	require.Eventually(t, func() bool { return c.Len() == 0 }, 5*time.Second, time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		m := newMockPorts(t)
+		c := m.newEngine(t, false, deletion.Options{RetryMinDelay: time.Hour, RetryMaxDelay: time.Hour})
+		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).Times(2)
+		gomock.InOrder(
+			m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(errBoom),
+			m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil),
+		)
+		require.NoError(t, c.Track(entryWith("")))
+		c.TriggerPod(testKey)
+		stop := startEngine(t, c)
+		synctest.Wait()
+		require.Equal(t, "waiting for a retry", c.Status()[0].State)
+		c.Sweep(context.Background())
+		assert.Zero(t, c.Len())
+		stop()
+	})
 }
 
 // TestStartStopsPromptlyWithHangingPort: a GetPod that ignores its context
@@ -627,50 +576,46 @@ func TestStartStopsPromptlyWithHangingPort(t *testing.T) {
 	})
 }
 
-// TestItemTimeoutBoundsAHungCheck: a check whose port hangs past
-// ItemTimeout frees its worker; while the port still holds the entry, no
-// second check of that PUID starts; when it returns late, nothing is
-// destroyed on its answer.
-func TestItemTimeoutBoundsAHungCheck(t *testing.T) {
-	verifyNoLeaks(t)
-	release := make(chan struct{})
-	var calls atomic.Int32
-	hung := types.NamespacedName{Namespace: "ns", Name: "hung"}
-	getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
-		if key == hung {
-			calls.Add(1)
-			<-release // ignores ctx
+// TestAHungCheckHoldsItsWorkerOnly: a check whose port hangs past
+// ItemTimeout, ignoring its context, keeps its worker (and its entry: no
+// second check of that PUID starts) while the other workers go on; when the
+// port returns late, nothing is destroyed on its answer, and the port's
+// lateness is logged.
+func TestAHungCheckHoldsItsWorkerOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var calls atomic.Int32
+		hung := types.NamespacedName{Namespace: "ns", Name: "hung"}
+		getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			if key == hung {
+				calls.Add(1)
+				<-release // ignores ctx
+			}
+			return nil, ports.ErrPodNotFound
+		})
+		rec := &recorder{}
+		logs := &logBuffer{}
+		c := newQuiet(t, getter, rec, deletion.Options{Workers: 2, ItemTimeout: 50 * time.Millisecond, SweepInterval: time.Second, Logger: logs.logger()})
+		require.NoError(t, c.Track(deletion.Entry{PUID: "hung", Pod: hung}))
+		stop := startEngine(t, c)
+		c.TriggerAll()
+		synctest.Wait()
+		for i := range 10 {
+			require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
 		}
-		return nil, ports.ErrPodNotFound
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Len(t, rec.destroyed(), 10, "the other worker went on")
+		assert.Equal(t, int32(1), calls.Load(), "no second check of a PUID whose check is stuck")
+		close(release)
+		synctest.Wait()
+		assert.Len(t, rec.destroyed(), 10, "an answer after the deadline destroys nothing")
+		assert.Len(t, logs.lines("a port ignored its check's deadline"), 1)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Len(t, rec.destroyed(), 11, "checked again once the port returned")
+		stop()
 	})
-	var destroyed sync.Map
-	policy := ports.PolicyHandlerFunc(func(_ context.Context, ev ports.DestroyEvent) error {
-		destroyed.Store(ev.PUID, true)
-		return nil
-	})
-	c, err := deletion.New(getter, policy, deletion.Options{Workers: 1, ItemTimeout: 50 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, c.Track(deletion.Entry{PUID: "hung", Pod: hung}))
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
-	sweepWithin(t, c, 5*time.Second) // returns after the deadline, the port still hung
-	require.NoError(t, c.Track(deletion.Entry{PUID: "other", Pod: testKey}))
-	sweepWithin(t, c, 5*time.Second) // the one worker is free again: "other" is destroyed
-	_, ok := destroyed.Load("other")
-	assert.True(t, ok, "the hung check must not hold the only worker")
-	assert.Equal(t, int32(1), calls.Load(), "no second check of a PUID whose check is stuck")
-	close(release)
-	time.Sleep(10 * time.Millisecond)
-	_, ok = destroyed.Load("hung")
-	assert.False(t, ok, "an answer after the deadline destroys nothing")
-	c.Sweep(context.Background())
-	_, ok = destroyed.Load("hung")
-	assert.True(t, ok, "checked again once the port returned")
 }
 
 // sweepWithin runs c.Sweep and fails the test if it takes longer than d.

@@ -44,6 +44,9 @@ func (m *mockPorts) newEngine(t *testing.T, withSandbox bool, opts deletion.Opti
 		opts.SandboxExtractor = m.extractor
 		opts.Requeuer = m.requeuer
 	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard() // the default, klog, would write to the test's stderr
+	}
 	c, err := deletion.New(m.getter, m.policy, opts)
 	require.NoError(t, err)
 	return c

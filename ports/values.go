@@ -30,6 +30,9 @@ type DestroyEvent struct {
 	Reason    Reason
 }
 
+// PU returns the PU ev destroys.
+func (ev DestroyEvent) PU() PU { return PU{PUID: ev.PUID, Pod: ev.Pod, SandboxID: ev.SandboxID} }
+
 // String returns a short human-readable form of ev, for logs.
 func (ev DestroyEvent) String() string {
 	return fmt.Sprintf("destroy PU %s of pod %s (sandbox %q): %s", ev.PUID, ev.Pod, ev.SandboxID, ev.Reason)

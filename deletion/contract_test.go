@@ -1,0 +1,821 @@
+package deletion_test
+
+// Tests of the engine's contract: the Confirmer, retries that hold,
+// Untrack, Status, HealthCheck, the Inventory, and the engine's seams.
+// Time-driven behaviour runs in testing/synctest bubbles: time.Sleep moves
+// the fake clock once every goroutine of the bubble is blocked.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/golang/mock/gomock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/mocks"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// recorder is a PolicyHandler that records what it destroys, failing while
+// fail is set.
+type recorder struct {
+	mu   sync.Mutex
+	evs  []ports.DestroyEvent
+	fail error
+	// calls counts every DestroyPU call, failed ones included.
+	calls atomic.Int32
+}
+
+func (r *recorder) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
+	r.calls.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail
+	}
+	r.evs = append(r.evs, ev)
+	return nil
+}
+
+func (r *recorder) setFail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail = err
+}
+
+func (r *recorder) destroyed() []ports.DestroyEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]ports.DestroyEvent(nil), r.evs...)
+}
+
+// podAt is a live pod of the node at key, with that UID.
+func podAt(key types.NamespacedName, uid string) *corev1.Pod {
+	p := livePod(uid, testNode)
+	p.Namespace, p.Name = key.Namespace, key.Name
+	return p
+}
+
+func getterOf(pod *corev1.Pod, err error) ports.PodGetter {
+	return ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return pod, err })
+}
+
+func newQuiet(t *testing.T, getter ports.PodGetter, policy ports.PolicyHandler, opts deletion.Options) *deletion.Controller {
+	t.Helper()
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	c, err := deletion.New(getter, policy, opts)
+	require.NoError(t, err)
+	return c
+}
+
+// TestConfirmerVetoesACachedNotFound: a cache that says NotFound while the
+// API server has the pod destroys nothing; the veto is told to the
+// Observer and shown in Status; the PU is checked again later.
+func TestConfirmerVetoesACachedNotFound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMockPorts(t)
+		confirmer := mocks.NewMockPodGetter(gomock.NewController(t))
+		rec := &events{}
+		c := m.newEngine(t, false, deletion.Options{Confirmer: confirmer, Observer: rec, SweepInterval: 10 * time.Second, NodeName: testNode})
+		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).Times(2)
+		confirmer.EXPECT().GetPod(gomock.Any(), testKey).Return(livePod(testUID, testNode), nil).Times(2)
+		require.NoError(t, c.Track(entryWith("")))
+		startEngine(t, c)
+
+		time.Sleep(20 * time.Second) // two periodic checks, both vetoed
+		synctest.Wait()
+
+		assert.Equal(t, 1, c.Len())
+		vetoes := rec.kinds(deletion.EventVetoed)
+		require.Len(t, vetoes, 2)
+		assert.Equal(t, ports.ReasonPodGone, vetoes[0].Reason, "the reason the PodGetter's answer gave")
+		assert.Equal(t, 5, vetoes[0].Verdict.Row, "the Confirmer's answer: same pod, no extractor")
+		st := c.Status()
+		require.Len(t, st, 1)
+		assert.True(t, st[0].Vetoed)
+		assert.Equal(t, deletion.Keep, st[0].LastVerdict.Action)
+	})
+}
+
+// TestConfirmerDecidesTheReason: when the Confirmer agrees the PU must go,
+// the destroy carries the reason of its answer; when the PodGetter keeps
+// the PU, the Confirmer is never read.
+func TestConfirmerDecidesTheReason(t *testing.T) {
+	m := newMockPorts(t)
+	confirmer := mocks.NewMockPodGetter(gomock.NewController(t))
+	c := m.newEngine(t, false, deletion.Options{Confirmer: confirmer, NodeName: testNode})
+	gomock.InOrder(
+		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(livePod(testUID, testNode), nil), // kept: no Confirmer
+		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(livePod("uid-2", testNode), nil),
+	)
+	confirmer.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("", ports.ReasonPodGone)).Return(nil)
+	require.NoError(t, c.Track(entryWith("")))
+	c.Sweep(context.Background())
+	require.Equal(t, 1, c.Len())
+	c.Sweep(context.Background())
+	assert.Zero(t, c.Len())
+}
+
+// TestConfirmerFailureKeeps: a Confirmer that fails keeps the PU, and the
+// failure reaches the Observer with the veto.
+func TestConfirmerFailureKeeps(t *testing.T) {
+	rec := &events{}
+	c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), &recorder{}, deletion.Options{
+		Confirmer: getterOf(nil, errBoom), Observer: rec,
+	})
+	require.NoError(t, c.Track(entryWith("")))
+	c.Sweep(context.Background())
+	assert.Equal(t, 1, c.Len())
+	vetoes := rec.kinds(deletion.EventVetoed)
+	require.Len(t, vetoes, 1)
+	assert.ErrorIs(t, vetoes[0].Err, errBoom)
+	assert.Equal(t, 2, vetoes[0].Verdict.Row)
+	assert.ErrorIs(t, c.Status()[0].LastErr, errBoom)
+}
+
+// TestConfirmerSeesASandboxChange: the PodGetter says gone, the Confirmer
+// sees the pod alive in a new sandbox: the PU goes for that reason, and the
+// Confirmer's pod is requeued. A sandbox change decided on the PodGetter's
+// answer (row 10) is not confirmed.
+func TestConfirmerSeesASandboxChange(t *testing.T) {
+	m := newMockPorts(t)
+	confirmer := mocks.NewMockPodGetter(gomock.NewController(t))
+	c := m.newEngine(t, true, deletion.Options{Confirmer: confirmer})
+	live := livePod(testUID, testNode)
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
+	confirmer.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonSandboxChanged)).Return(nil)
+	m.requeuer.EXPECT().Requeue(gomock.Any(), live).Return(nil)
+	require.NoError(t, c.Track(entryWith("sb1")))
+	c.Sweep(context.Background())
+	assert.Zero(t, c.Len())
+
+	// Row 10 straight from the PodGetter: the Confirmer is not asked (the
+	// strict mock fails the test if it is).
+	require.NoError(t, c.Track(entryWith("sb1")))
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb3", nil)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonSandboxChanged)).Return(nil)
+	m.requeuer.EXPECT().Requeue(gomock.Any(), live).Return(nil)
+	c.Sweep(context.Background())
+	assert.Zero(t, c.Len())
+}
+
+// TestDestroyTerminated: a finished pod's PU goes with DestroyTerminated,
+// and stays without it.
+func TestDestroyTerminated(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint(on), func(t *testing.T) {
+			rec := &recorder{}
+			c := newQuiet(t, getterOf(finishedPod(corev1.PodSucceeded), nil), rec, deletion.Options{DestroyTerminated: on})
+			require.NoError(t, c.Track(entryWith("")))
+			c.Sweep(context.Background())
+			if !on {
+				assert.Equal(t, 1, c.Len())
+				assert.Empty(t, rec.destroyed())
+				return
+			}
+			assert.Zero(t, c.Len())
+			assert.Equal(t, []ports.DestroyEvent{destroyEvent("", ports.ReasonPodTerminated)}, rec.destroyed())
+		})
+	}
+}
+
+// TestRetriesHoldTheirBackoff: a failed destroy is not tried again before
+// its backoff delay, neither by the periodic checks (every 100ms here) nor
+// by triggers; it is tried when the delay has passed.
+func TestRetriesHoldTheirBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		rec.setFail(errBoom)
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{
+			SweepInterval: 100 * time.Millisecond, RetryMinDelay: time.Hour, RetryMaxDelay: time.Hour,
+		})
+		require.NoError(t, c.Track(entryWith("")))
+		startEngine(t, c)
+		c.TriggerPod(testKey)
+		synctest.Wait()
+		require.Equal(t, int32(1), rec.calls.Load(), "the trigger's check")
+
+		for range 600 { // ten minutes of periodic checks and triggers
+			time.Sleep(time.Second)
+			c.TriggerPod(testKey)
+			c.TriggerAll()
+		}
+		synctest.Wait()
+		assert.Equal(t, int32(1), rec.calls.Load(), "no attempt before the backoff delay")
+		st := c.Status()[0]
+		assert.Equal(t, 1, st.Attempts)
+		assert.Equal(t, "waiting for a retry", st.State)
+		assert.False(t, st.NextAttempt.IsZero())
+
+		rec.setFail(nil)
+		time.Sleep(time.Until(st.NextAttempt) + time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(2), rec.calls.Load(), "tried again once the delay passed")
+		assert.Zero(t, c.Len())
+	})
+}
+
+// TestRetryDelaysDouble: under Start the retries of a failing destroy
+// follow RetryMinDelay doubling up to RetryMaxDelay (on the wheel's ticks
+// of at most a second).
+func TestRetryDelaysDouble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Duration
+		start := time.Now()
+		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Since(start))
+			return errBoom
+		})
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			SweepInterval: time.Hour, RetryMinDelay: 2 * time.Second, RetryMaxDelay: 8 * time.Second,
+		})
+		require.NoError(t, c.Track(entryWith("")))
+		startEngine(t, c)
+		c.TriggerPod(testKey)
+		time.Sleep(40 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		require.GreaterOrEqual(t, len(at), 5)
+		for i, want := range []time.Duration{2, 4, 8, 8} {
+			gap := at[i+1] - at[i]
+			assert.GreaterOrEqual(t, gap, want*time.Second, "retry %d", i+1)
+			assert.Less(t, gap, want*time.Second+time.Second, "retry %d: on the next tick", i+1)
+		}
+	})
+}
+
+// TestATransientFailureNeverGivesUp: with the default MaxDestroyAttempts, a
+// policy engine that fails for an hour loses no PU, however short the retry
+// delays.
+func TestATransientFailureNeverGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		rec.setFail(errBoom)
+		evs := &events{}
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{
+			RetryMinDelay: time.Millisecond, RetryMaxDelay: 10 * time.Millisecond, Observer: evs,
+		})
+		for i := range 50 {
+			require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+		}
+		startEngine(t, c)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.Equal(t, 50, c.Len(), "nothing given up")
+		assert.Empty(t, evs.kinds(deletion.EventAbandoned))
+		assert.Greater(t, int(rec.calls.Load()), 50*1000, "retried all along")
+
+		rec.setFail(nil)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Zero(t, c.Len())
+		assert.Len(t, rec.destroyed(), 50)
+	})
+}
+
+// TestUntrack: an untracked PU is never destroyed afterwards, whatever
+// brings a check; Untrack reports whether it was tracked; a later Track of
+// the same PUID is a new entry.
+func TestUntrack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		rec.setFail(errBoom) // first a failing destroy, waiting for its retry
+		evs := &events{}
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{SweepInterval: time.Second, Observer: evs})
+		require.NoError(t, c.Track(entryWith("sb1")))
+		startEngine(t, c)
+		c.TriggerPod(testKey)
+		synctest.Wait()
+		require.Equal(t, int32(1), rec.calls.Load())
+
+		assert.True(t, c.Untrack(testUID))
+		assert.False(t, c.Untrack(testUID), "no longer tracked")
+		assert.False(t, c.Untrack("never-tracked"))
+		rec.setFail(nil)
+		c.TriggerPod(testKey)
+		c.TriggerAll()
+		c.Sweep(context.Background())
+		time.Sleep(5 * time.Minute) // past every retry and periodic check
+		synctest.Wait()
+		assert.Equal(t, int32(1), rec.calls.Load(), "no DestroyPU after Untrack")
+		assert.Zero(t, c.Len())
+		untracked := evs.kinds(deletion.EventUntracked)
+		require.Len(t, untracked, 1)
+		assert.Equal(t, entryWith("sb1"), untracked[0].Entry)
+
+		require.NoError(t, c.Track(entryWith("sb2")))
+		st := c.Status()
+		require.Len(t, st, 1)
+		assert.Zero(t, st[0].Attempts, "a new entry")
+		c.TriggerPod(testKey)
+		synctest.Wait()
+		assert.Equal(t, []ports.DestroyEvent{destroyEvent("sb2", ports.ReasonPodGone)}, rec.destroyed())
+	})
+}
+
+// TestUntrackDuringDestroy: a DestroyPU already inside the port when
+// Untrack is called may finish; its failure is not retried.
+func TestUntrackDuringDestroy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}), make(chan struct{})
+		var calls atomic.Int32
+		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
+			calls.Add(1)
+			close(entered)
+			<-release
+			return errBoom
+		})
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{SweepInterval: time.Second, RetryMinDelay: time.Second})
+		require.NoError(t, c.Track(entryWith("")))
+		startEngine(t, c)
+		c.TriggerPod(testKey)
+		<-entered
+		assert.True(t, c.Untrack(testUID))
+		close(release)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, int32(1), calls.Load())
+		assert.Zero(t, c.Len())
+	})
+}
+
+// TestStatus: what Status says of entries never checked, kept, and waiting
+// for a retry.
+func TestStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		live := livePod("b", testNode)
+		live.Name = "b"
+		getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			if key.Name == "a" {
+				return nil, ports.ErrPodNotFound
+			}
+			return live, nil
+		})
+		rec := &recorder{}
+		rec.setFail(errBoom)
+		c := newQuiet(t, getter, rec, deletion.Options{RetryMinDelay: 10 * time.Second, RetryMaxDelay: time.Minute})
+		require.NoError(t, c.Track(deletion.Entry{PUID: "c", Pod: types.NamespacedName{Namespace: "default", Name: "c"}}))
+		time.Sleep(time.Second)
+		require.NoError(t, c.Track(deletion.Entry{PUID: "b", Pod: types.NamespacedName{Namespace: "default", Name: "b"}}))
+		require.NoError(t, c.Track(deletion.Entry{PUID: "a", Pod: types.NamespacedName{Namespace: "default", Name: "a"}}))
+		startEngine(t, c)
+		c.TriggerPod(types.NamespacedName{Namespace: "default", Name: "a"})
+		c.TriggerPod(types.NamespacedName{Namespace: "default", Name: "b"})
+		synctest.Wait()
+
+		st := c.Status()
+		require.Len(t, st, 3)
+		assert.Equal(t, []string{"a", "b", "c"}, []string{st[0].PUID, st[1].PUID, st[2].PUID}, "sorted by PUID")
+
+		a := st[0]
+		assert.Equal(t, "waiting for a retry", a.State)
+		assert.Equal(t, 1, a.Attempts)
+		assert.ErrorIs(t, a.LastErr, errBoom)
+		assert.Equal(t, 1, a.LastVerdict.Row)
+		assert.Equal(t, ports.ReasonPodGone, a.LastVerdict.Reason)
+		assert.True(t, a.NextAttempt.Sub(t0) >= 11*time.Second && a.NextAttempt.Sub(t0) <= 12*time.Second, "next attempt %v", a.NextAttempt.Sub(t0))
+		assert.Equal(t, t0.Add(time.Second), a.TrackedAt)
+
+		b := st[1]
+		assert.Equal(t, "idle", b.State)
+		assert.Equal(t, 5, b.LastVerdict.Row)
+		assert.Equal(t, "same pod, sandbox not checked", b.LastVerdict.Why())
+		assert.Equal(t, t0.Add(time.Second), b.LastChecked)
+		assert.Zero(t, b.Attempts)
+		assert.NoError(t, b.LastErr)
+		assert.True(t, b.NextAttempt.IsZero())
+
+		cc := st[2]
+		assert.Equal(t, t0, cc.TrackedAt)
+		assert.True(t, cc.LastChecked.IsZero(), "never checked")
+		assert.Zero(t, cc.LastVerdict)
+	})
+}
+
+// TestHealthCheck: it fails before Start, after Start returns, when every
+// worker is stuck in a port, and when checks fall three intervals behind.
+func TestHealthCheck(t *testing.T) {
+	t.Run("lifecycle", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newQuiet(t, getterOf(livePod(testUID, testNode), nil), &recorder{}, deletion.Options{})
+			require.NoError(t, c.Track(entryWith("")))
+			assert.ErrorIs(t, c.HealthCheck(nil), deletion.ErrNotRunning)
+			stop := startEngine(t, c)
+			synctest.Wait()
+			assert.NoError(t, c.HealthCheck(nil))
+			time.Sleep(time.Hour) // idle, checks on time
+			assert.NoError(t, c.HealthCheck(nil))
+			stop()
+			assert.ErrorIs(t, c.HealthCheck(nil), deletion.ErrNotRunning)
+		})
+	})
+	t.Run("every worker stuck", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			release := make(chan struct{})
+			getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+				<-release // ignores its context
+				return nil, errBoom
+			})
+			c := newQuiet(t, getter, &recorder{}, deletion.Options{Workers: 2, ItemTimeout: 10 * time.Second, ShutdownTimeout: time.Second})
+			for _, id := range []string{"a", "b"} {
+				require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+			}
+			stop := startEngine(t, c)
+			c.TriggerAll()
+			synctest.Wait()
+			assert.NoError(t, c.HealthCheck(nil), "within their deadline")
+			time.Sleep(12 * time.Second)
+			assert.ErrorIs(t, c.HealthCheck(nil), deletion.ErrWorkersStuck)
+			close(release)
+			synctest.Wait()
+			assert.NoError(t, c.HealthCheck(nil), "the ports returned")
+			stop()
+		})
+	})
+	t.Run("one worker stuck is not every worker", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			release := make(chan struct{})
+			getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+				if key.Name == "hung" {
+					<-release
+				}
+				return livePod(key.Name, testNode), nil
+			})
+			c := newQuiet(t, getter, &recorder{}, deletion.Options{Workers: 2, ItemTimeout: 10 * time.Second})
+			require.NoError(t, c.Track(deletion.Entry{PUID: "hung", Pod: types.NamespacedName{Namespace: "ns", Name: "hung"}}))
+			stop := startEngine(t, c)
+			c.TriggerAll()
+			time.Sleep(time.Minute)
+			assert.NoError(t, c.HealthCheck(nil))
+			close(release)
+			stop()
+		})
+	})
+	t.Run("checks fall behind", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+				time.Sleep(time.Second) // a slow API server: one worker checks one pod a second
+				return livePod(key.Name, testNode), nil
+			})
+			c := newQuiet(t, getter, &recorder{}, deletion.Options{Workers: 1, SweepInterval: 10 * time.Second})
+			for i := range 60 { // 6 checks a second to do
+				id := fmt.Sprint(i)
+				require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+			}
+			stop := startEngine(t, c)
+			time.Sleep(10 * time.Second)
+			assert.NoError(t, c.HealthCheck(nil), "a little behind")
+			time.Sleep(2 * time.Minute)
+			assert.ErrorIs(t, c.HealthCheck(nil), deletion.ErrBehind)
+			stop()
+		})
+	})
+}
+
+// TestRequeueWaitingForItsDeadlineIsNoHungPort: a Requeuer that blocks
+// until its own deadline (a channel nobody reads) is not taken for a port
+// ignoring its context: nothing is logged as such, and no more than Workers
+// port calls ever run at once.
+func TestRequeueWaitingForItsDeadlineIsNoHungPort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cc := &concurrency{perPUID: map[string]int{}}
+		getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			cc.enter("get")
+			defer cc.leave("get")
+			time.Sleep(10 * time.Millisecond)
+			return podAt(key, key.Name), nil
+		})
+		extractor := ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return "sb-new", nil })
+		requeuer := ports.RequeuerFunc(func(ctx context.Context, _ *corev1.Pod) error {
+			cc.enter("requeue")
+			defer cc.leave("requeue")
+			<-ctx.Done() // nobody reads
+			return ctx.Err()
+		})
+		logs := &logBuffer{}
+		c := newQuiet(t, getter, &recorder{}, deletion.Options{
+			Workers: 2, ItemTimeout: time.Second, SandboxExtractor: extractor, Requeuer: requeuer, Logger: logs.logger(),
+		})
+		for i := range 10 {
+			id := fmt.Sprint(i)
+			require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}, SandboxID: "sb-old"}))
+		}
+		stop := startEngine(t, c)
+		c.TriggerAll()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Zero(t, c.Len(), "every sandbox change destroyed")
+		stop()
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		assert.Equal(t, 2, cc.max, "port calls at once")
+		assert.Empty(t, logs.lines("ignored"), "a Requeuer honouring its own deadline ignores nothing")
+		assert.Empty(t, logs.lines("stuck"))
+	})
+}
+
+// TestSweepLeavesAStuckCheckAtItsDeadline: Sweep does not wait a whole
+// ItemTimeout of its own for an entry whose check is stuck in a port: it
+// waits until that check's deadline at most.
+func TestSweepLeavesAStuckCheckAtItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		entered := make(chan struct{}, 1)
+		getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			if key == testKey {
+				entered <- struct{}{}
+				<-release // ignores its context
+			}
+			return livePod(key.Name, testNode), nil
+		})
+		c := newQuiet(t, getter, &recorder{}, deletion.Options{ItemTimeout: 10 * time.Second, SweepInterval: time.Hour})
+		require.NoError(t, c.Track(entryWith("")))
+		require.NoError(t, c.Track(deletion.Entry{PUID: "other", Pod: types.NamespacedName{Namespace: "ns", Name: "other"}}))
+		stop := startEngine(t, c)
+		c.TriggerPod(testKey)
+		<-entered
+		time.Sleep(9 * time.Second)
+		began := time.Now()
+		c.Sweep(context.Background())
+		took := time.Since(began)
+		assert.LessOrEqual(t, took, time.Second, "waited for the stuck check's deadline at most")
+		assert.GreaterOrEqual(t, took, time.Second, "and for that deadline at least")
+		close(release)
+		stop()
+	})
+}
+
+// TestSweepReturnsWhenItsOwnCheckIsStuck: Sweep returns once its
+// goroutines that have not finished are all stuck in ports past their
+// deadline.
+func TestSweepReturnsWhenItsOwnCheckIsStuck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var gets atomic.Int32
+		getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			gets.Add(1)
+			if key == testKey {
+				<-release // ignores its context
+			}
+			return nil, ports.ErrPodNotFound
+		})
+		rec := &recorder{}
+		c := newQuiet(t, getter, rec, deletion.Options{ItemTimeout: 10 * time.Second, Workers: 2})
+		require.NoError(t, c.Track(entryWith("")))
+		for i := range 5 {
+			id := fmt.Sprint(i)
+			require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+		}
+		began := time.Now()
+		c.Sweep(context.Background())
+		assert.Less(t, time.Since(began), time.Minute)
+		assert.Len(t, rec.destroyed(), 5, "the other goroutine checked the rest")
+		close(release)
+		synctest.Wait()
+		assert.Equal(t, 1, c.Len(), "an answer after the deadline destroys nothing")
+		assert.Equal(t, int32(6), gets.Load())
+	})
+}
+
+// TestTriggerDuringACheckChecksAgain: a trigger that comes while its entry
+// is being checked gets a check of its own once that one ends.
+func TestTriggerDuringACheckChecksAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 2), make(chan struct{})
+		var gets atomic.Int32
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			if gets.Add(1) == 1 {
+				entered <- struct{}{}
+				<-release
+			}
+			return livePod(testUID, testNode), nil
+		})
+		c := newQuiet(t, getter, &recorder{}, deletion.Options{SweepInterval: time.Hour})
+		require.NoError(t, c.Track(entryWith("")))
+		stop := startEngine(t, c)
+		c.TriggerPod(testKey)
+		<-entered
+		c.TriggerPod(testKey) // the pod changed while it was being checked
+		synctest.Wait()
+		assert.Equal(t, int32(1), gets.Load(), "not twice at once")
+		close(release)
+		synctest.Wait()
+		assert.Equal(t, int32(2), gets.Load(), "checked again after the first check")
+		time.Sleep(10 * time.Minute)
+		assert.Equal(t, int32(2), gets.Load(), "and only once again")
+		stop()
+	})
+}
+
+// TestTriggersAfterStartReturnedDoNothing: triggers after Start has returned
+// neither check nor pile up (see also TestTriggersAfterStopKeepNothing).
+func TestTriggersAfterStartReturnedDoNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var gets atomic.Int32
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			gets.Add(1)
+			return nil, ports.ErrPodNotFound
+		})
+		c := newQuiet(t, getter, &recorder{}, deletion.Options{SweepInterval: time.Hour})
+		require.NoError(t, c.Track(entryWith("")))
+		stop := startEngine(t, c)
+		stop()
+		for range 1000 {
+			c.TriggerPod(testKey)
+			c.TriggerAll()
+		}
+		synctest.Wait()
+		assert.Zero(t, gets.Load())
+		assert.Equal(t, 1, c.Len())
+		c.Sweep(context.Background()) // Sweep still works
+		assert.Zero(t, c.Len())
+	})
+}
+
+// TestNewRejectsNilFuncsAndTypedNils: a nil XxxFunc or a typed nil pointer
+// is a nil port, as a plain nil is, for required and optional ports alike.
+func TestNewRejectsNilFuncsAndTypedNils(t *testing.T) {
+	getter := getterOf(nil, ports.ErrPodNotFound)
+	policy := &recorder{}
+	for name, tc := range map[string]struct {
+		g    ports.PodGetter
+		p    ports.PolicyHandler
+		opts deletion.Options
+	}{
+		"nil PodGetterFunc":        {g: ports.PodGetterFunc(nil), p: policy},
+		"nil PolicyHandlerFunc":    {g: getter, p: ports.PolicyHandlerFunc(nil)},
+		"typed nil PolicyHandler":  {g: getter, p: (*recorder)(nil)},
+		"nil SandboxExtractorFunc": {g: getter, p: policy, opts: deletion.Options{SandboxExtractor: ports.SandboxExtractorFunc(nil)}},
+		"nil RequeuerFunc":         {g: getter, p: policy, opts: deletion.Options{Requeuer: ports.RequeuerFunc(nil)}},
+		"nil Confirmer":            {g: getter, p: policy, opts: deletion.Options{Confirmer: ports.PodGetterFunc(nil)}},
+		"nil InventoryFunc":        {g: getter, p: policy, opts: deletion.Options{Inventory: ports.InventoryFunc(nil)}},
+		"nil ObserverFunc":         {g: getter, p: policy, opts: deletion.Options{Observer: deletion.ObserverFunc(nil)}},
+		"typed nil Observer":       {g: getter, p: policy, opts: deletion.Options{Observer: (*events)(nil)}},
+	} {
+		_, err := deletion.New(tc.g, tc.p, tc.opts)
+		assert.ErrorIs(t, err, deletion.ErrNilPort, name)
+	}
+}
+
+// TestOptionsLowerBounds: an interval or a deadline too short to be meant
+// is an error, not a node's CPU.
+func TestOptionsLowerBounds(t *testing.T) {
+	getter, policy := getterOf(nil, ports.ErrPodNotFound), &recorder{}
+	for name, o := range map[string]deletion.Options{
+		"1ns SweepInterval":      {SweepInterval: time.Nanosecond},
+		"just below the minimum": {SweepInterval: deletion.MinSweepInterval - 1},
+		"1ns ItemTimeout":        {ItemTimeout: time.Nanosecond},
+	} {
+		_, err := deletion.New(getter, policy, o)
+		assert.ErrorIs(t, err, deletion.ErrInvalidOptions, name)
+	}
+	_, err := deletion.New(getter, policy, deletion.Options{SweepInterval: deletion.MinSweepInterval, ItemTimeout: deletion.MinItemTimeout})
+	assert.NoError(t, err)
+}
+
+// TestObserversTellsEveryOne: Observers fans an event out in order, skips
+// nil ones, and a panicking one does not keep the next from being told.
+func TestObserversTellsEveryOne(t *testing.T) {
+	var got []string
+	o := deletion.Observers(
+		deletion.ObserverFunc(func(ev deletion.Event) { got = append(got, "first "+ev.Kind.String()) }),
+		nil,
+		deletion.ObserverFunc(func(deletion.Event) { panic("bug") }),
+		deletion.ObserverFunc(func(ev deletion.Event) { got = append(got, "last "+ev.Kind.String()) }),
+	)
+	assert.PanicsWithValue(t, "bug", func() { o.Observe(deletion.Event{Kind: deletion.EventTracked}) })
+	assert.Equal(t, []string{"first Tracked", "last Tracked"}, got)
+
+	// In the engine, the panic is logged and the PU kept track of.
+	c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), &recorder{}, deletion.Options{Observer: o})
+	require.NoError(t, c.Track(entryWith("")))
+	assert.Equal(t, 1, c.Len())
+}
+
+// TestAdoptedIsObserved: recording a PU's first sandbox is an event, for
+// journals.
+func TestAdoptedIsObserved(t *testing.T) {
+	m := newMockPorts(t)
+	rec := &events{}
+	c := m.newEngine(t, true, deletion.Options{Observer: rec})
+	live := livePod(testUID, testNode)
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb1", nil)
+	require.NoError(t, c.Track(entryWith("")))
+	c.Sweep(context.Background())
+	adopted := rec.kinds(deletion.EventAdopted)
+	require.Len(t, adopted, 1)
+	assert.Equal(t, entryWith("sb1"), adopted[0].Entry)
+}
+
+// inventory is an Inventory that fails its first fails lists.
+type inventory struct {
+	pus   []ports.PU
+	fails int
+	calls atomic.Int32
+}
+
+func (i *inventory) ListPUs(context.Context) ([]ports.PU, error) {
+	if int(i.calls.Add(1)) <= i.fails {
+		return nil, errBoom
+	}
+	return i.pus, nil
+}
+
+// TestInventoryRestores: Start tracks what the Inventory lists, skips what
+// cannot be tracked, keeps what is tracked already, reports the count, and
+// the usual checks then destroy the PUs of gone pods.
+func TestInventoryRestores(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			if key.Name == "live" || key.Name == "tracked" {
+				return podAt(key, key.Name), nil
+			}
+			return nil, ports.ErrPodNotFound
+		})
+		inv := &inventory{pus: []ports.PU{
+			{PUID: "live", Pod: types.NamespacedName{Namespace: "default", Name: "live"}, SandboxID: "sb-live"},
+			{PUID: "gone", Pod: types.NamespacedName{Namespace: "default", Name: "gone"}, SandboxID: "sb-gone"},
+			{PUID: "tracked", Pod: types.NamespacedName{Namespace: "default", Name: "live"}, SandboxID: "from-inventory"},
+			{PUID: "", Pod: types.NamespacedName{Namespace: "default", Name: "x"}},
+			{PUID: "no-name", Pod: types.NamespacedName{Namespace: "default"}},
+			{PUID: "no-namespace", Pod: types.NamespacedName{Name: "x"}},
+		}, fails: 2}
+		rec, evs, logs := &recorder{}, &events{}, &logBuffer{}
+		c := newQuiet(t, getter, rec, deletion.Options{
+			Inventory: inv, Observer: evs, Logger: logs.logger(), SweepInterval: 5 * time.Second,
+			RetryMinDelay: time.Second, RetryMaxDelay: time.Minute,
+		})
+		require.NoError(t, c.Track(deletion.Entry{PUID: "tracked", Pod: types.NamespacedName{Namespace: "default", Name: "tracked"}, SandboxID: "from-track"}))
+		stop := startEngine(t, c)
+		synctest.Wait()
+		assert.Equal(t, int32(1), inv.calls.Load())
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(2), inv.calls.Load(), "retried after RetryMinDelay")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(2), inv.calls.Load(), "then after twice that")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int32(3), inv.calls.Load())
+
+		restored := evs.kinds(deletion.EventRestored)
+		require.Len(t, restored, 1)
+		assert.Equal(t, 2, restored[0].Count)
+		assert.Equal(t, 3, restored[0].Attempt)
+		assert.Len(t, logs.lines("skipping a PU the Inventory listed"), 3)
+
+		time.Sleep(5 * time.Second) // one interval: every entry checked
+		synctest.Wait()
+		assert.Equal(t, []ports.DestroyEvent{{PUID: "gone", Pod: types.NamespacedName{Namespace: "default", Name: "gone"}, SandboxID: "sb-gone", Reason: ports.ReasonPodGone}},
+			rec.destroyed())
+		pending := c.Pending()
+		require.Len(t, pending, 2)
+		assert.Equal(t, "live", pending[0].PUID)
+		assert.Equal(t, "tracked", pending[1].PUID)
+		assert.Equal(t, "from-track", pending[1].SandboxID, "insert-only: the tracked entry keeps what it has")
+		stop()
+	})
+}
+
+// TestInventoryListStopsWithStart: a list that keeps failing is retried
+// until Start's context ends, and checks go on meanwhile.
+func TestInventoryListStopsWithStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inv := &inventory{fails: 1 << 30}
+		rec := &recorder{}
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{Inventory: inv})
+		require.NoError(t, c.Track(entryWith("")))
+		stop := startEngine(t, c)
+		time.Sleep(10 * time.Minute)
+		assert.Len(t, rec.destroyed(), 1, "checks go on while the list fails")
+		calls := inv.calls.Load()
+		assert.Greater(t, calls, int32(10))
+		assert.Less(t, calls, int32(30), "with backoff up to RetryMaxDelay")
+		stop()
+		synctest.Wait()
+	})
+}
+
