@@ -10,7 +10,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,8 +29,12 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-var benchSteadyWindow = flag.Duration("bench.steady", 0,
-	"wall-clock window of BenchmarkSteadyState (default 10s, 2s under -short)")
+var (
+	benchSteadyWindow = flag.Duration("bench.steady", 0,
+		"wall-clock window of BenchmarkSteadyState (default 10s, 2s under -short)")
+	benchSteadyProfile = flag.String("bench.steadyprofile", "",
+		"write a CPU profile of BenchmarkSteadyState's windows (not of their set-up) to this file")
+)
 
 const benchNode = "node-a"
 
@@ -491,17 +497,35 @@ func BenchmarkSteadyState(b *testing.B) {
 		runtime.GC()
 		time.Sleep(1500 * time.Millisecond) // past the start's burst of allocations
 		var cpu, wall time.Duration
-		var gets int64
+		var gets, allocs int64
+		var ms runtime.MemStats
+		if *benchSteadyProfile != "" {
+			f, err := os.Create(*benchSteadyProfile)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				b.Fatal(err)
+			}
+			defer pprof.StopCPUProfile()
+		}
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			g0, c0, t0 := w.gets.Load(), cpuTime(b), time.Now()
+			runtime.ReadMemStats(&ms)
+			g0, a0, c0, t0 := w.gets.Load(), ms.Mallocs, cpuTime(b), time.Now()
 			time.Sleep(window)
 			gets += w.gets.Load() - g0
 			cpu += cpuTime(b) - c0
 			wall += time.Since(t0)
+			runtime.ReadMemStats(&ms)
+			allocs += int64(ms.Mallocs - a0)
 		}
 		b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cpu-cores")
 		b.ReportMetric(float64(gets)/wall.Seconds(), "checks/s")
+		if gets > 0 {
+			b.ReportMetric(float64(allocs)/float64(gets), "allocs/check")
+		}
 	}
 	for _, sc := range []struct {
 		name     string

@@ -226,7 +226,7 @@ func (c *Controller) turn(from, to int64) {
 		}
 	}
 	c.lastTurn = now
-	c.wakeLocked(n)
+	c.wakeLocked(min(n, 1)) // more once the batch waits (see next)
 }
 
 // addRetryLocked files the waiting entry e under the tick its retry is due at.
@@ -235,6 +235,13 @@ func (c *Controller) addRetryLocked(e *entry) {
 	c.retries[k] = append(c.retries[k], e)
 }
 
+// spreadAfter is how long a queued check may wait before the worker that
+// takes it wakes another: an eighth of a tick, at least 20ms. A batch of
+// fast checks is done by one worker, which costs no wake-up of the others
+// and no contention on the lock; slow checks still spread over all
+// workers long before the next tick.
+func (c *Controller) spreadAfter() time.Duration { return max(20*time.Millisecond, c.tick/8) }
+
 // wakeLocked wakes up to n idle workers.
 func (c *Controller) wakeLocked(n int) {
 	for range min(n, c.idleWorkers) {
@@ -242,15 +249,44 @@ func (c *Controller) wakeLocked(n int) {
 	}
 }
 
-// workerState is what HealthCheck sees of a worker.
+// workerState is a goroutine that runs checks: Start's workers and Sweep's.
 type workerState struct {
-	// checkEnd is the deadline of the worker's running check (see
-	// realNow); 0 while it runs none.
+	// checkEnd is the deadline of the goroutine's running check (see
+	// realNow); 0 while it runs none. HealthCheck and Sweep read it.
 	checkEnd atomic.Int64
+
+	// ctx is the deadline context of the goroutine's checks, shared by the
+	// checks it starts within 1% of ItemTimeout of each other, and ctxEnd
+	// its deadline: a context with a deadline costs a timer and three
+	// allocations, a sixth of a check's CPU at cluster scale (BENCHMARKS.md).
+	// Only the goroutine itself touches them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	ctxEnd int64
+}
+
+// deadline returns the context of a check starting now under parent, and
+// its deadline, between 99% and 100% of timeout away.
+func (w *workerState) deadline(parent context.Context, now int64, timeout time.Duration) (context.Context, int64) {
+	if w.ctx == nil || time.Duration(w.ctxEnd-now) < timeout-timeout/100 {
+		w.done()
+		w.ctx, w.cancel = context.WithTimeout(parent, timeout)
+		w.ctxEnd = now + int64(timeout)
+	}
+	return w.ctx, w.ctxEnd
+}
+
+// done releases the goroutine's deadline context.
+func (w *workerState) done() {
+	if w.cancel != nil {
+		w.cancel()
+		w.ctx, w.cancel = nil, nil
+	}
 }
 
 // work runs the checks of the ready queue until Start stops.
 func (c *Controller) work(ctx context.Context, w *workerState) {
+	defer w.done()
 	for {
 		e := c.next()
 		if e == nil {
@@ -275,6 +311,11 @@ func (c *Controller) next() *entry {
 			c.readyHead++
 			if it.e.state == queued {
 				it.e.state = checking
+				// A periodic batch wakes one worker; when its checks are
+				// slow enough that they wait, this wakes another.
+				if c.idleWorkers > 0 && c.readyHead < len(c.ready) && time.Duration(c.now()-it.at) > c.spreadAfter() {
+					c.cond.Signal()
+				}
 				c.compactReadyLocked()
 				return it.e
 			}
@@ -331,6 +372,7 @@ func (c *Controller) Sweep(ctx context.Context) {
 	for i := range lanes {
 		go func() {
 			defer func() {
+				lanes[i].done()
 				alive.Add(-1)
 				done <- struct{}{}
 			}()
@@ -433,12 +475,10 @@ func (c *Controller) run(ctx context.Context, e *entry, w *workerState, slotWait
 		return
 	}
 	start := c.now()
-	cctx, cancel := context.WithTimeout(ctx, c.opts.ItemTimeout)
-	end := c.realNow() + int64(c.opts.ItemTimeout)
+	cctx, end := w.deadline(ctx, c.realNow(), c.opts.ItemTimeout)
 	e.checkEnd.Store(end)
 	w.checkEnd.Store(end)
 	r := c.check(cctx, e)
-	cancel()
 	if r.requeue != nil {
 		// Requeue gets a deadline of its own: a Requeuer that waits for it
 		// is not a port ignoring the check's.
