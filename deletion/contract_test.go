@@ -818,4 +818,3 @@ func TestInventoryListStopsWithStart(t *testing.T) {
 		synctest.Wait()
 	})
 }
-
