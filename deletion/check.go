@@ -117,13 +117,16 @@ func (c *Controller) destroy(ctx context.Context, e *entry, v Verdict, pod *core
 	c.mu.Lock()
 	now := c.now()
 	if err == nil {
-		if e.state != removed {
+		untracked := e.state == removed
+		if !untracked {
 			c.removeLocked(e)
 		}
 		calls, goneFor := int(e.attempts)+1, time.Duration(now-e.goneSince)
 		c.mu.Unlock()
 		c.log.Info("PU destroyed", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID, "row", v.Row)
-		c.observe(Event{Kind: EventDestroyed, Entry: ev.PU(), Reason: ev.Reason, Duration: goneFor, Attempt: calls})
+		if !untracked { // else its EventUntracked ended it for the Observer
+			c.observe(Event{Kind: EventDestroyed, Entry: ev.PU(), Reason: ev.Reason, Duration: goneFor, Attempt: calls})
+		}
 		if v.Requeue {
 			r.requeue = pod
 		}

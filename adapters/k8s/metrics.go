@@ -135,5 +135,7 @@ func (m *Metrics) Observe(ev deletion.Event) {
 	case deletion.EventAbandoned:
 		m.tracked.Dec()
 		m.abandoned.Inc()
+	case deletion.EventUntracked:
+		m.tracked.Dec()
 	}
 }

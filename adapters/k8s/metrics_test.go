@@ -32,6 +32,8 @@ func TestMetricsCountEngineEvents(t *testing.T) {
 	m.Observe(deletion.Event{Kind: deletion.EventDestroyFailed, Reason: ports.ReasonUIDChanged, Attempt: 1})
 	m.Observe(deletion.Event{Kind: deletion.EventDestroyFailed, Reason: ports.ReasonUIDChanged, Attempt: 2})
 	m.Observe(deletion.Event{Kind: deletion.EventAbandoned, Reason: ports.ReasonUIDChanged, Attempt: 2})
+	m.Observe(deletion.Event{Kind: deletion.EventTracked})
+	m.Observe(deletion.Event{Kind: deletion.EventUntracked})
 	m.Observe(deletion.Event{Kind: deletion.EventKind(99)}) // unknown kinds are ignored
 
 	got := gather(t, reg)
@@ -41,10 +43,12 @@ func TestMetricsCountEngineEvents(t *testing.T) {
 		`podsweeper_destroys_total{reason="NodeChanged"}`:            0,
 		`podsweeper_destroys_total{reason="UIDChanged"}`:             0,
 		`podsweeper_destroys_total{reason="SandboxChanged"}`:         0,
+		`podsweeper_destroys_total{reason="PodTerminated"}`:          0,
 		`podsweeper_destroy_failures_total{reason="PodGone"}`:        0,
 		`podsweeper_destroy_failures_total{reason="NodeChanged"}`:    0,
 		`podsweeper_destroy_failures_total{reason="UIDChanged"}`:     2,
 		`podsweeper_destroy_failures_total{reason="SandboxChanged"}`: 0,
+		`podsweeper_destroy_failures_total{reason="PodTerminated"}`:  0,
 		`podsweeper_abandoned_total`:                                 1,
 		`podsweeper_pod_get_errors_total`:                            1,
 		`podsweeper_check_duration_seconds_count`:                    2,

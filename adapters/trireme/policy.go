@@ -33,9 +33,13 @@ var _ ports.PolicyHandler = (*policyHandler[string, any])(nil)
 //
 // A nil runtime func passes the zero value of R. The resolver's error is
 // returned wrapped, so errors.Is and ports.IsPermanent still see it; the
-// engine retries it unless it is marked with ports.Permanent. A nil r gives
-// a nil PolicyHandler, which deletion.New and NewDeleteController reject
-// with deletion.ErrNilPort.
+// engine retries it, for as long as the PU is tracked, unless it is marked
+// with ports.Permanent. A destroy of a PU the policy engine does not know
+// (destroyed already, or never created) must therefore not fail with a
+// plain error: wrap the handler with TreatAsDestroyed and a test of the
+// resolver's answer for an unknown PU. A nil r gives a nil PolicyHandler,
+// which deletion.New and NewDeleteController reject with
+// deletion.ErrNilPort.
 func NewPolicyHandler[E ~string, R any](r Resolver[E, R], destroy E, runtime func() R) ports.PolicyHandler {
 	if r == nil {
 		return nil
@@ -63,4 +67,27 @@ func NewSandboxExtractor(f func(context.Context, *corev1.Pod) (string, error)) p
 		return nil
 	}
 	return ports.SandboxExtractorFunc(f)
+}
+
+// TreatAsDestroyed makes h idempotent, as the engine requires of a
+// PolicyHandler: an error of h for which unknown reports true, the policy
+// engine's answer for a PU it does not know, counts as a successful destroy,
+// since there is nothing left to destroy. With trireme-lib, unknown tests
+// the resolver's error for a PU missing from its cache, for example:
+//
+//	policy := trireme.TreatAsDestroyed(trireme.NewPolicyHandler(resolver, common.EventDestroy, nil),
+//		func(err error) bool { return strings.Contains(err.Error(), "unable to find context") })
+//
+// A nil h gives a nil PolicyHandler; a nil unknown returns h unchanged.
+func TreatAsDestroyed(h ports.PolicyHandler, unknown func(error) bool) ports.PolicyHandler {
+	if h == nil || unknown == nil {
+		return h
+	}
+	return ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
+		err := h.DestroyPU(ctx, ev)
+		if err != nil && unknown(err) {
+			return nil
+		}
+		return err
+	})
 }

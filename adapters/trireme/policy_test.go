@@ -175,3 +175,25 @@ func TestSandboxExtractor(t *testing.T) {
 
 	assert.Nil(t, trireme.NewSandboxExtractor(nil), "nil extractor must mean no sandbox check")
 }
+
+// TestTreatAsDestroyed: the policy engine's answer for a PU it does not know
+// counts as destroyed; any other error still fails, and stays retryable.
+func TestTreatAsDestroyed(t *testing.T) {
+	errUnknown := errors.New("unable to find context for uid-1")
+	errDown := errors.New("policy engine unavailable")
+	unknown := func(err error) bool { return errors.Is(err, errUnknown) }
+	r := &resolver{err: errUnknown}
+	h := trireme.TreatAsDestroyed(trireme.NewPolicyHandler(r, EventDestroy, func() RuntimeReader { return nil }), unknown)
+
+	require.NoError(t, h.DestroyPU(context.Background(), destroyEvent()), "nothing left to destroy")
+	require.Len(t, r.calls, 1, "the resolver is still asked")
+
+	r.err = errDown
+	err := h.DestroyPU(context.Background(), destroyEvent())
+	require.ErrorIs(t, err, errDown)
+	assert.False(t, ports.IsPermanent(err))
+
+	assert.Nil(t, trireme.TreatAsDestroyed(nil, unknown))
+	plain := trireme.NewPolicyHandler(r, EventDestroy, nil)
+	assert.Equal(t, plain, trireme.TreatAsDestroyed(plain, nil))
+}

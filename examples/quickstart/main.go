@@ -314,14 +314,13 @@ func runStory(ctx context.Context, w io.Writer) (Result, error) {
 	for _, d := range res.Destroys {
 		byReason[d.Reason]++
 	}
-	fmt.Fprintf(w, "  PUs destroyed:     %d (", len(res.Destroys))
-	for i, r := range ports.Reasons() {
-		if i > 0 {
-			fmt.Fprint(w, ", ")
+	var counts []string
+	for _, r := range ports.Reasons() {
+		if byReason[r] > 0 {
+			counts = append(counts, fmt.Sprintf("%s %d", r, byReason[r]))
 		}
-		fmt.Fprintf(w, "%s %d", r, byReason[r])
 	}
-	fmt.Fprintln(w, ")")
+	fmt.Fprintf(w, "  PUs destroyed:     %d (%s)\n", len(res.Destroys), strings.Join(counts, ", "))
 	fmt.Fprintf(w, "  during the outage: %d destroyed, %d failed reads kept their PU\n", res.DestroysInStep[res.outageStepTitle], res.GetFailures)
 	fmt.Fprintf(w, "  pods requeued:     %s\n", strings.Join(res.Requeued, ", "))
 	alive := make([]string, len(res.StillTracked))
