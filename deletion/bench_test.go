@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -156,7 +155,7 @@ func benchNewEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletio
 	b.Helper()
 	opts.SandboxExtractor = w
 	opts.NodeName = benchNode
-	opts.Logger = logr.Discard()
+	opts.Logger = quiet()
 	c, err := deletion.New(w, w, opts)
 	if err != nil {
 		b.Fatal(err)

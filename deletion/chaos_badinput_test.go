@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -118,7 +117,7 @@ func TestBadInputNilPoliciesAndRequeuers(t *testing.T) {
 	c, err := deletion.New(badGetter(live, nil), rec, deletion.Options{
 		SandboxExtractor: ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return "s2", nil }),
 		Requeuer:         ports.RequeuerFunc(func(context.Context, *corev1.Pod) error { panic("requeuer bug") }),
-		Logger:           logr.Discard(),
+		Logger:           quiet(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, c.Track(deletion.Entry{PUID: "uid-1", Pod: badKey, SandboxID: "s1"}))

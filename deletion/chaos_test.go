@@ -30,7 +30,8 @@ var chaosDuration = flag.Duration("chaos.duration", 0,
 const (
 	chaosNode      = "node-a"
 	chaosOtherNode = "node-b"
-	chaosTimeout   = 20 * time.Millisecond // ItemTimeout of the engine under test
+	chaosTimeout   = 20 * time.Millisecond  // ItemTimeout of the engine under test
+	chaosCacheLag  = 300 * time.Millisecond // how far the engine's PodGetter is behind the truth
 )
 
 // chaosPod is the truth about one pod of the simulated cluster. UIDs and
@@ -71,16 +72,76 @@ type chaosWorld struct {
 	all        []*chaosPU
 	violations []string
 
-	gets, getFaults, hangs, destroyFails, destroyPanics, lostRequeues, destroyed atomic.Int64
+	// cache is the engine's PodGetter: the truth as it was chaosCacheLag
+	// ago, as an informer's cache is; the API server (chaosWorld's own
+	// GetPod) is the engine's Confirmer.
+	cache laggingCache
+
+	gets, getFaults, hangs, destroyFails, destroyPanics, lostRequeues, destroyed, vetoes atomic.Int64
+}
+
+// laggingCache holds the pods as they were chaosCacheLag ago: every change
+// of the truth reaches it that much later.
+type laggingCache struct {
+	w       *chaosWorld
+	mu      sync.Mutex
+	pods    map[types.NamespacedName]chaosPod
+	pending []cacheUpdate // oldest first
+}
+
+type cacheUpdate struct {
+	at     time.Time
+	key    types.NamespacedName
+	pod    chaosPod
+	exists bool
+}
+
+// recordLocked schedules the current truth about key for the cache; w.mu is held.
+func (w *chaosWorld) recordLocked(key types.NamespacedName) {
+	p, ok := w.pods[key]
+	w.cache.mu.Lock()
+	w.cache.pending = append(w.cache.pending, cacheUpdate{at: time.Now().Add(chaosCacheLag), key: key, pod: p, exists: ok})
+	w.cache.mu.Unlock()
+}
+
+// GetPod answers from the lagging picture, with the same faults as the API
+// server.
+func (lc *laggingCache) GetPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	if pod, err, faulted := lc.w.fault(ctx); faulted {
+		return pod, err
+	}
+	lc.mu.Lock()
+	now := time.Now()
+	n := 0
+	for _, u := range lc.pending {
+		if u.at.After(now) {
+			break
+		}
+		if u.exists {
+			lc.pods[u.key] = u.pod
+		} else {
+			delete(lc.pods, u.key)
+		}
+		n++
+	}
+	lc.pending = lc.pending[n:]
+	p, ok := lc.pods[key]
+	lc.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("chaos: cache: %s: %w", key, ports.ErrPodNotFound)
+	}
+	return lc.w.toPod(key, p), nil
 }
 
 func newChaosWorld() *chaosWorld {
-	return &chaosWorld{
+	w := &chaosWorld{
 		release:  make(chan struct{}),
 		requeues: make(chan *corev1.Pod, 4096),
 		pods:     make(map[types.NamespacedName]chaosPod),
 		current:  make(map[string]*chaosPU),
 	}
+	w.cache = laggingCache{w: w, pods: make(map[types.NamespacedName]chaosPod)}
+	return w
 }
 
 func (w *chaosWorld) id(prefix string) string {
@@ -103,26 +164,8 @@ func (w *chaosWorld) toPod(key types.NamespacedName, p chaosPod) *corev1.Pod {
 // check's deadline (honouring its context or not), sometimes answers a nil
 // pod with a nil error.
 func (w *chaosWorld) GetPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
-	w.gets.Add(1)
-	if w.faults.Load() {
-		switch r := rand.Float64(); {
-		case r < 0.01:
-			w.hangs.Add(1)
-			<-ctx.Done()
-			return nil, ctx.Err()
-		case r < 0.02:
-			w.hangs.Add(1)
-			select { // ignores ctx
-			case <-time.After(3 * chaosTimeout):
-			case <-w.release:
-			}
-		case r < 0.31:
-			w.getFaults.Add(1)
-			return nil, errors.New("chaos: apiserver unavailable")
-		case r < 0.32:
-			w.getFaults.Add(1)
-			return nil, nil
-		}
+	if pod, err, faulted := w.fault(ctx); faulted {
+		return pod, err
 	}
 	w.mu.Lock()
 	p, ok := w.pods[key]
@@ -134,6 +177,35 @@ func (w *chaosWorld) GetPod(ctx context.Context, key types.NamespacedName) (*cor
 		return nil, fmt.Errorf("chaos: %s: %w", key, ports.ErrPodNotFound)
 	}
 	return w.toPod(key, p), nil
+}
+
+// fault counts a read and, under faults, sometimes answers it instead of
+// the truth: an error, a nil pod and a nil error, a hang past the check's
+// deadline that honours its context or ignores it (then the truth follows).
+func (w *chaosWorld) fault(ctx context.Context) (*corev1.Pod, error, bool) {
+	w.gets.Add(1)
+	if !w.faults.Load() {
+		return nil, nil, false
+	}
+	switch r := rand.Float64(); {
+	case r < 0.01:
+		w.hangs.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err(), true
+	case r < 0.02:
+		w.hangs.Add(1)
+		select { // ignores ctx
+		case <-time.After(3 * chaosTimeout):
+		case <-w.release:
+		}
+	case r < 0.31:
+		w.getFaults.Add(1)
+		return nil, errors.New("chaos: apiserver unavailable"), true
+	case r < 0.32:
+		w.getFaults.Add(1)
+		return nil, nil, true
+	}
+	return nil, nil, false
 }
 
 // SandboxID asks the runtime about the pod's sandbox now; under faults it
@@ -223,6 +295,8 @@ func (w *chaosWorld) Observe(ev deletion.Event) {
 		w.acct.Lock()
 		defer w.acct.Unlock()
 		w.violateLocked("(b) %s abandoned after %d attempts: %v", ev.Entry.PUID, ev.Attempt, ev.Err)
+	case deletion.EventVetoed:
+		w.vetoes.Add(1)
 	}
 }
 
@@ -276,6 +350,7 @@ func (w *chaosWorld) mutate(key types.NamespacedName) {
 		p.sandbox = w.id("sb")
 		w.pods[key] = p
 	}
+	w.recordLocked(key)
 	w.mu.Unlock()
 	if rand.IntN(4) != 0 {
 		_ = w.track(key, true) // the informer saw it; Track rejects nothing here
@@ -324,6 +399,7 @@ func (w *chaosWorld) converge(t *testing.T, ctx context.Context, keys []types.Na
 	t.Helper()
 	var problems []string
 	for range 20 {
+		time.Sleep(chaosCacheLag / 4) // the cache catches up with the truth
 	drain:
 		for {
 			select {
@@ -375,18 +451,19 @@ func TestChaos(t *testing.T) {
 	}
 
 	w := newChaosWorld()
-	c, err := deletion.New(w, w, deletion.Options{
-		SandboxExtractor:   w,
-		Requeuer:           w,
-		NodeName:           chaosNode,
-		SweepInterval:      300 * time.Millisecond,
-		ItemTimeout:        chaosTimeout,
-		Workers:            16,
-		MaxDestroyAttempts: 1 << 30,
-		RetryMinDelay:      time.Millisecond,
-		RetryMaxDelay:      50 * time.Millisecond,
-		ShutdownTimeout:    5 * time.Second,
-		Observer:           w,
+	c, err := deletion.New(&w.cache, w, deletion.Options{
+		SandboxExtractor: w,
+		Requeuer:         w,
+		Confirmer:        w, // the cache lags: without the Confirmer, (a) breaks at once
+		NodeName:         chaosNode,
+		SweepInterval:    300 * time.Millisecond,
+		ItemTimeout:      chaosTimeout,
+		Workers:          16,
+		RetryMinDelay:    time.Millisecond,
+		RetryMaxDelay:    50 * time.Millisecond,
+		ShutdownTimeout:  5 * time.Second,
+		Observer:         w,
+		Logger:           quiet(),
 	})
 	require.NoError(t, err)
 	w.c = c
@@ -405,10 +482,12 @@ func TestChaos(t *testing.T) {
 			node = chaosOtherNode
 		}
 		w.pods[key] = chaosPod{uid: w.id("uid"), node: node, sandbox: w.id("sb")}
+		w.recordLocked(key)
 	}
 	w.mu.Unlock()
-	for _, key := range keys {
+	for _, key := range keys { // before the cache has them: the Confirmer must veto
 		require.NoError(t, w.track(key, true))
+		c.TriggerPod(key)
 	}
 
 	// Chaos: faults on, and every caller busy at once.
@@ -464,17 +543,21 @@ func TestChaos(t *testing.T) {
 	close(w.release)
 	w.converge(t, ctx, keys)
 	w.acct.Lock()
-	require.Empty(t, w.violations, "invariants broken during the chaos")
+	require.Empty(t, w.violations[:min(10, len(w.violations))], "invariants broken during the chaos (%d, the first 10 shown)", len(w.violations))
 	tracked := len(w.all)
 	w.acct.Unlock()
-	t.Logf("%d PUs tracked, %d destroyed, %d GetPod calls (%d faults, %d hangs), %d DestroyPU failures, %d panics, %d requeues never read",
-		tracked, w.destroyed.Load(), w.gets.Load(), w.getFaults.Load(), w.hangs.Load(),
+	t.Logf("%d PUs tracked, %d destroyed, %d pod reads (%d faults, %d hangs), %d destroys vetoed by the Confirmer, %d DestroyPU failures, %d panics, %d requeues never read",
+		tracked, w.destroyed.Load(), w.gets.Load(), w.getFaults.Load(), w.hangs.Load(), w.vetoes.Load(),
 		w.destroyFails.Load(), w.destroyPanics.Load(), w.lostRequeues.Load())
 	require.Positive(t, w.destroyFails.Load()+w.destroyPanics.Load(), "the chaos threw no destroy faults")
+	require.Positive(t, w.vetoes.Load(), "the cache's lag never mattered")
 
 	// Every pod goes: every PU is destroyed exactly once (b, c).
 	w.mu.Lock()
-	clear(w.pods)
+	for key := range w.pods {
+		delete(w.pods, key)
+		w.recordLocked(key)
+	}
 	w.mu.Unlock()
 	c.TriggerAll()
 	require.Eventually(t, func() bool {
@@ -507,6 +590,9 @@ func TestChaos(t *testing.T) {
 	w.mu.Lock()
 	w.pods = make(map[types.NamespacedName]chaosPod)
 	w.mu.Unlock()
+	w.cache.mu.Lock()
+	w.cache.pods, w.cache.pending = make(map[types.NamespacedName]chaosPod), nil
+	w.cache.mu.Unlock()
 	w.acct.Lock()
 	w.all, w.current = nil, make(map[string]*chaosPU)
 	w.acct.Unlock()

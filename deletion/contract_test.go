@@ -14,7 +14,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -73,7 +72,7 @@ func getterOf(pod *corev1.Pod, err error) ports.PodGetter {
 func newQuiet(t *testing.T, getter ports.PodGetter, policy ports.PolicyHandler, opts deletion.Options) *deletion.Controller {
 	t.Helper()
 	if opts.Logger.GetSink() == nil {
-		opts.Logger = logr.Discard()
+		opts.Logger = quiet()
 	}
 	c, err := deletion.New(getter, policy, opts)
 	require.NoError(t, err)

@@ -3,7 +3,6 @@ package deletion
 import (
 	"cmp"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"slices"
 	"sync"
@@ -165,9 +164,10 @@ func (c *Controller) track(e Entry) (bool, error) {
 		c.mu.Unlock()
 		return false, nil
 	}
-	// A random slot: entries tracked together are checked at different
-	// points of the interval, the first time within one interval.
-	slot := rand.IntN(len(c.wheel))
+	// A slot from a hash of the PUID: entries tracked together are checked
+	// at different points of the interval, the first time within one
+	// interval, and a PUID has the same phase in every run.
+	slot := int(fnv32a(e.PUID) % uint32(len(c.wheel)))
 	n := &entry{Entry: e, trackedAt: now, slot: int32(slot), slotIndex: int32(len(c.wheel[slot])), lastRow: -1}
 	c.entries[e.PUID] = n
 	n.nextOfPod = c.byPod[e.Pod]
@@ -328,6 +328,16 @@ const (
 func wheelSlots(interval time.Duration) int {
 	tick := min(max(interval/64, minWheelTick), maxWheelTick)
 	return int(max(1, min(maxWheelSlots, interval/tick)))
+}
+
+// fnv32a is the 32-bit FNV-1a hash of s.
+func fnv32a(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
 }
 
 // now returns the time on Options.Clock, in nanoseconds since the epoch,

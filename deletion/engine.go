@@ -19,7 +19,7 @@ package deletion
 //
 // One scheduler. Periodic checks and retries come from a wheel: every entry
 // sits in one of its slots (one per 500ms of SweepInterval, at most 64),
-// chosen at random when it is tracked, and one goroutine wakes once per
+// chosen by a hash of its PUID, and one goroutine wakes once per
 // slot to queue that slot's idle entries, and the retries due by then
 // (Controller.retries, by tick: a retry's time is rounded up to the next
 // tick). Each entry is thus checked once per interval at its own phase, the
@@ -522,8 +522,14 @@ func (c *Controller) release(e *entry, r result) Entry {
 	e.checkEnd.Store(0)
 	switch {
 	case e.state == removed:
-	case r.retryAt != 0:
-		e.state, e.retryAt = waiting, r.retryAt
+	case r.retryAt != 0 || e.retryAt > c.now():
+		// A failed destroy, or a check of an entry that waits for a retry
+		// (Sweep's, or one that did not run) that destroyed nothing: it
+		// waits until its retry is due, whatever a trigger asked meanwhile.
+		if r.retryAt != 0 {
+			e.retryAt = r.retryAt
+		}
+		e.state = waiting
 		if c.running {
 			c.addRetryLocked(e)
 		}

@@ -9,7 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -478,7 +477,7 @@ func TestConcurrencyIsBounded(t *testing.T) {
 		t.Error("nothing is gone: no destroy expected")
 		return nil
 	})
-	c, err := deletion.New(getter, policy, deletion.Options{Workers: workers, SweepInterval: deletion.MinSweepInterval, Logger: logr.Discard()})
+	c, err := deletion.New(getter, policy, deletion.Options{Workers: workers, SweepInterval: deletion.MinSweepInterval, Logger: quiet()})
 	require.NoError(t, err)
 	for i := range 30 {
 		id := fmt.Sprint(i)

@@ -45,7 +45,7 @@ func (m *mockPorts) newEngine(t *testing.T, withSandbox bool, opts deletion.Opti
 		opts.Requeuer = m.requeuer
 	}
 	if opts.Logger.GetSink() == nil {
-		opts.Logger = logr.Discard() // the default, klog, would write to the test's stderr
+		opts.Logger = quiet() // the default, klog, would write to the test's stderr
 	}
 	c, err := deletion.New(m.getter, m.policy, opts)
 	require.NoError(t, err)
@@ -136,3 +136,16 @@ func (r *events) kinds(k deletion.EventKind) []deletion.Event {
 	}
 	return out
 }
+
+// quiet returns a Logger that drops everything. logr.Discard() cannot serve:
+// it is the zero Logger, which the engine takes for "use the default".
+func quiet() logr.Logger { return logr.New(discardSink{}) }
+
+type discardSink struct{}
+
+func (discardSink) Init(logr.RuntimeInfo)            {}
+func (discardSink) Enabled(int) bool                 { return false }
+func (discardSink) Info(int, string, ...any)         {}
+func (discardSink) Error(error, string, ...any)      {}
+func (s discardSink) WithValues(...any) logr.LogSink { return s }
+func (s discardSink) WithName(string) logr.LogSink   { return s }

@@ -114,10 +114,11 @@ type Options struct {
 	ShutdownTimeout time.Duration
 
 	// Logger receives the engine's logs: errors at error level, destroys at
-	// info, keeps and other details at V(1). The zero value logs through
-	// klog (klog.Background()), as client-go and the kubelet do, so that an
-	// abandoned PU, a panicking port or a failing API is never silent; pass
-	// logr.Discard() to silence the engine.
+	// info, keeps and other details at V(1). The zero value (logr.Discard()
+	// is the zero value too) logs through klog (klog.Background()), as
+	// client-go and the kubelet do, so that an abandoned PU, a panicking port
+	// or a failing API is never silent. To silence the engine, pass a Logger
+	// whose sink drops everything.
 	Logger logr.Logger
 	// Observer is told about every check, destroy and failure, for metrics
 	// and journals; Observers combines several. nil: nobody is told.
