@@ -6,8 +6,11 @@ package deletion_test
 // the fake clock once every goroutine of the bubble is blocked.
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/mocks"
@@ -816,4 +820,57 @@ func TestInventoryListStopsWithStart(t *testing.T) {
 		stop()
 		synctest.Wait()
 	})
+}
+
+// TestDefaultLoggerIsNeverSilent: with no Logger, an abandoned PU, a
+// panicking port and a failing API reach klog, the ecosystem's default.
+func TestDefaultLoggerIsNeverSilent(t *testing.T) {
+	var buf syncBuffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&buf)
+	t.Cleanup(func() {
+		klog.SetOutput(os.Stderr)
+		klog.LogToStderr(true)
+	})
+	getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		switch key.Name {
+		case "api-down":
+			return nil, errors.New("connection refused")
+		case "panics":
+			panic("getter bug")
+		}
+		return nil, ports.ErrPodNotFound
+	})
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
+		return ports.Permanent(errors.New("refused"))
+	})
+	c, err := deletion.New(getter, policy, deletion.Options{}) // no Logger
+	require.NoError(t, err)
+	for _, name := range []string{"api-down", "panics", "gone"} {
+		require.NoError(t, c.Track(deletion.Entry{PUID: name, Pod: types.NamespacedName{Namespace: "ns", Name: name}}))
+	}
+	c.Sweep(context.Background())
+	klog.Flush()
+	out := buf.String()
+	assert.Contains(t, out, "connection refused")
+	assert.Contains(t, out, "port panicked: GetPod")
+	assert.Contains(t, out, "destroying PU failed for the last time")
+}
+
+// syncBuffer is a bytes.Buffer safe for klog's writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

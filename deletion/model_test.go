@@ -458,6 +458,18 @@ func runModel(t *testing.T, data []byte) {
 // with go test -fuzz=FuzzModel ./deletion/.
 func FuzzModel(f *testing.F) {
 	f.Add([]byte{modelRecreate, 0, modelTrack, 0, modelSweep, 0, modelDelete, 0, modelSweep, 0})
+	// A cache that lags: the Confirmer vetoes, then the pod really goes.
+	f.Add([]byte{modelRecreate, 0, modelTrack, 0, modelFailNextGet, 12, modelTrigger, 0, modelDelete, 0, modelTrigger, 0})
+	// A failed destroy waits for its retry through triggers and time.
+	f.Add([]byte{modelRecreate, 1, modelTrack, 1, modelDelete, 1, modelFailNextDestroy, 1, modelTrigger, 1,
+		modelTrigger, 1, modelAdvance, 0, modelTrigger, 1, modelAdvance, 4})
+	// Untrack before and after a failed destroy.
+	f.Add([]byte{modelRecreate, 2, modelTrack, 2, modelUntrack, 2, modelTrack, 6, modelDelete, 2,
+		modelFailNextDestroy, 2, modelTrigger, 2, modelUntrack, 2, modelAdvance, 28})
+	// The Confirmer fails, then the periodic checks find the pod gone.
+	f.Add([]byte{modelRecreate, 3, modelTrack, 3, modelDelete, 3, modelFailNextConfirm, 3, modelTrigger, 3,
+		modelAdvance, 28, modelAdvance, 28, modelAdvance, 28, modelAdvance, 28, modelAdvance, 28, modelAdvance, 28,
+		modelAdvance, 28, modelAdvance, 28, modelAdvance, 28})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		synctest.Test(t, func(t *testing.T) { runModel(t, data) })
 	})

@@ -1,0 +1,76 @@
+package deletion
+
+// White-box tests of what the engine keeps in memory, which no port can see.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+func newInternal(t *testing.T, getter ports.PodGetterFunc) *Controller {
+	t.Helper()
+	c, err := New(getter, ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
+		Options{Logger: klog.Background().V(100)}) // V(100): nothing below it is printed
+	require.NoError(t, err)
+	return c
+}
+
+// TestRemovalGivesBackItsMemory: removing entries unlinks them from their
+// pod's list and their wheel slot, whichever place in the list they hold,
+// so that a drained node keeps nothing of its PUs.
+func TestRemovalGivesBackItsMemory(t *testing.T) {
+	gone := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+		return nil, ports.ErrPodNotFound
+	})
+	c := newInternal(t, gone)
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	for i := range 3 { // three PUs of one pod: head, middle, tail of its list
+		require.NoError(t, c.Track(Entry{PUID: fmt.Sprint(i), Pod: key}))
+	}
+	for i := range 100 {
+		require.NoError(t, c.Track(Entry{PUID: fmt.Sprintf("other-%d", i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+	}
+	assert.True(t, c.Untrack("1"), "the middle of the pod's list")
+	var left []string
+	for e := c.byPod[key]; e != nil; e = e.nextOfPod {
+		left = append(left, e.PUID)
+	}
+	assert.ElementsMatch(t, []string{"0", "2"}, left)
+
+	c.Sweep(context.Background()) // every pod is gone
+	assert.Zero(t, c.Len())
+	assert.Empty(t, c.byPod, "no pod list left behind")
+	for i, slot := range c.wheel {
+		assert.Empty(t, slot, "wheel slot %d", i)
+	}
+}
+
+// TestTriggersAfterStopKeepNothing: TriggerPod and TriggerAll after Start
+// has returned grow nothing, however often they are called.
+func TestTriggersAfterStopKeepNothing(t *testing.T) {
+	c := newInternal(t, func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	require.NoError(t, c.Track(Entry{PUID: "1", Pod: key}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, c.Start(ctx))
+	for i := range 10_000 {
+		c.TriggerPod(key)
+		c.TriggerPod(types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)})
+		c.TriggerAll()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Empty(t, c.ready[c.readyHead:])
+	assert.LessOrEqual(t, cap(c.ready), 16)
+	assert.Equal(t, idle, c.entries["1"].state)
+}
