@@ -6,7 +6,10 @@
 // deletion triggers a check at once.
 //
 // A node agent typically scopes its manager's pod cache to its own node with
-// NodeCacheOptions, builds the engine with NewPodGetter(mgr.GetCache()) and
+// NodeCacheOptions, builds the engine with NewPodGetter(mgr.GetCache()),
+// NewPodGetter(mgr.GetAPIReader()) as its Confirmer (so that a cache that
+// lags or filters pods never destroys a live pod's PU: the cache answers
+// every check, the API server only the few that would destroy) and
 // NewMetrics, and calls SetupWithManager; see the package example.
 //
 // Pods are read-only everywhere in the SDK: the engine and its ports never

@@ -22,9 +22,10 @@ import (
 )
 
 // A node agent wires the engine into its controller-runtime manager: a pod
-// cache scoped to the node, the engine reading pods from it, metrics on the
-// manager's /metrics, and the main pod controller reconciling the pods the
-// engine requeues. It needs a cluster, so it is compiled, not run; the
+// cache scoped to the node, the engine reading pods from it and confirming
+// each destroy against the API server, metrics on the manager's /metrics,
+// the engine's health on /healthz, and the main pod controller reconciling
+// the pods the engine requeues. It needs a cluster, so it is compiled, not run; the
 // envtest scenarios run the same wiring against a real API server.
 func ExampleSetupWithManager() {
 	node := os.Getenv("NODE_NAME")
@@ -55,9 +56,15 @@ func ExampleSetupWithManager() {
 		NodeName:         node,
 		SandboxExtractor: sandbox,
 		Requeuer:         k8s.NewChannelRequeuer(requeue),
-		Observer:         metrics,
+		// The cache may lag or filter: every destroy is confirmed with a
+		// direct read of the API server first.
+		Confirmer: k8s.NewPodGetter(mgr.GetAPIReader()),
+		Observer:  metrics,
 	})
 	if err != nil {
+		log.Fatal(err)
+	}
+	if err := mgr.AddHealthzCheck("podsweeper", engine.HealthCheck); err != nil {
 		log.Fatal(err)
 	}
 	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{NodeName: node, SandboxExtractor: sandbox}); err != nil {
