@@ -42,7 +42,7 @@ test-long: envtest
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test -race -count=1 -timeout=60m ./...
 
 ## bench: the five benchmarks, BENCH_COUNT times, then benchstat's summary and
-## the ratios against the seed's loop (see BENCHMARKS.md; about 9 minutes on 2 cores).
+## the ratios against the seed's loop (see BENCHMARKS.md; about 20 minutes on 2 cores).
 bench:
 	GO=$(GO) BENCH_COUNT=$(BENCH_COUNT) hack/bench/run.sh
 

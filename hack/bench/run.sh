@@ -8,6 +8,7 @@ cd "$(dirname "$0")/../.."
 
 GO=${GO:-go}
 COUNT=${BENCH_COUNT:-6}
+CLUSTER_COUNT=${CLUSTER_COUNT:-3}
 OUT=${BENCH_OUT:-bin/bench/bench.txt}
 # golang.org/x/perf has no tagged release; this is its newest pseudo-version.
 BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
@@ -16,9 +17,13 @@ mkdir -p "$(dirname "$OUT")"
 {
 	date -u +'# %Y-%m-%dT%H:%M:%SZ'
 	echo "# $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	$GO test -run='^$' -bench='^Benchmark(Decide|TriggerPod|Drain|SteadyState)$' -benchmem -count="$COUNT" ./deletion/
-	# Track: exactly 100,000 distinct entries per run.
-	$GO test -run='^$' -bench='^BenchmarkTrack$' -benchtime=100000x -benchmem -count="$COUNT" ./deletion/
+	$GO test -run='^$' -bench='^Benchmark(Decide|TriggerPod|Drain)$' -benchmem -count="$COUNT" ./deletion/
+	# Steady state: node scale in 10 s windows; cluster scale in windows of
+	# one 60 s interval, CLUSTER_COUNT times (3 by default: 3 minutes each side).
+	$GO test -run='^$' -bench='^BenchmarkSteadyState$/scale=node/' -count="$COUNT" ./deletion/
+	$GO test -run='^$' -bench='^BenchmarkSteadyState$/scale=cluster/' -count="$CLUSTER_COUNT" ./deletion/
+	# Track: exactly 150,000 distinct entries per run, the cluster scale.
+	$GO test -run='^$' -bench='^BenchmarkTrack$' -benchtime=150000x -benchmem -count="$COUNT" ./deletion/
 	echo "# load average $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT"
 
