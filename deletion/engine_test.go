@@ -285,15 +285,6 @@ func TestTrackFromInsideRequeue(t *testing.T) {
 	assert.Equal(t, []deletion.Entry{entryWith("sb2")}, c.Pending())
 }
 
-// assertStays checks that cond holds now and still holds a little later:
-// the negative counterpart of Eventually, for "nothing happens".
-func assertStays(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	require.True(t, cond(), msg)
-	time.Sleep(50 * time.Millisecond)
-	require.True(t, cond(), msg)
-}
-
 // TestPeriodicSweep: under Start, every entry is checked once per
 // SweepInterval, the first time within one interval of Track, and the
 // checks are spread over the interval.
@@ -371,8 +362,8 @@ func TestTriggerPodChecksOnlyThatPod(t *testing.T) {
 	c.TriggerPod(gone)
 	got := []string{<-destroyed, <-destroyed}
 	assert.ElementsMatch(t, []string{"g1", "g2"}, got)
-	require.Eventually(t, func() bool { return c.Len() == 50 }, 5*time.Second, time.Millisecond)
 	c.TriggerPod(types.NamespacedName{Namespace: "default", Name: "never-tracked"}) // no entry: no call
+	require.Eventually(t, func() bool { return c.Len() == 50 }, 5*time.Second, time.Millisecond)
 }
 
 // TestTriggersBeforeStartRunWhenItStarts.
@@ -385,15 +376,20 @@ func TestTriggersBeforeStartRunWhenItStarts(t *testing.T) {
 		{"TriggerAll", func(c *deletion.Controller) { c.TriggerAll() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			verifyNoLeaks(t)
-			m := newMockPorts(t)
-			c := m.newEngine(t, false, deletion.Options{SweepInterval: time.Hour})
-			require.NoError(t, c.Track(entryWith("")))
-			tc.trigger(c)
-			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
-			m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil)
-			startEngine(t, c)
-			require.Eventually(t, func() bool { return c.Len() == 0 }, 5*time.Second, time.Millisecond)
+			synctest.Test(t, func(t *testing.T) {
+				m := newMockPorts(t)
+				c := m.newEngine(t, false, deletion.Options{SweepInterval: time.Hour})
+				require.NoError(t, c.Track(entryWith("")))
+				tc.trigger(c)
+				synctest.Wait()
+				require.Equal(t, 1, c.Len(), "nothing runs before Start")
+				m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
+				m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil)
+				stop := startEngine(t, c)
+				synctest.Wait()
+				assert.Zero(t, c.Len(), "checked at once, not at the periodic check an hour away")
+				stop()
+			})
 		})
 	}
 }
@@ -538,8 +534,8 @@ func TestStartStopsPromptlyWithHangingPort(t *testing.T) {
 		})
 		var destroys atomic.Int32
 		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { destroys.Add(1); return nil })
-		logs := &logBuffer{}
-		c, err := deletion.New(getter, policy, deletion.Options{ShutdownTimeout: 100 * time.Millisecond, Logger: logs.logger()})
+		logs, rec := &logBuffer{}, &events{}
+		c, err := deletion.New(getter, policy, deletion.Options{ShutdownTimeout: 100 * time.Millisecond, Logger: logs.logger(), Observer: rec})
 		require.NoError(t, err)
 		require.NoError(t, c.Track(entryWith("")))
 		c.TriggerAll()
@@ -550,8 +546,10 @@ func TestStartStopsPromptlyWithHangingPort(t *testing.T) {
 		assert.Less(t, time.Since(began), 2*time.Second)
 		assert.NotEmpty(t, logs.lines("stuck in ports"), "the stuck check is logged")
 		close(release)
-		require.Eventually(t, func() bool { return c.Len() == 0 || destroys.Load() == 0 }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return len(rec.kinds(deletion.EventChecked)) == 1 }, 5*time.Second, time.Millisecond,
+			"the check left behind ends when its port returns")
 		assert.Zero(t, destroys.Load(), "a GetPod answer that came after the deadline destroys nothing")
+		assert.Equal(t, 1, c.Len())
 	})
 	t.Run("port honours its context", func(t *testing.T) {
 		verifyNoLeaks(t)
@@ -804,12 +802,14 @@ func TestEntriesOfOnePod(t *testing.T) {
 		assert.Equal(t, ports.ReasonUIDChanged, r, id)
 	}
 
-	require.NoError(t, c.Track(deletion.Entry{PUID: "e", Pod: testKey}))
-	startEngine(t, c)
-	gets.Store(0)
-	c.TriggerPod(testKey)
-	require.Eventually(t, func() bool { return c.Len() == 1 }, 5*time.Second, time.Millisecond)
-	assert.Equal(t, "b", c.Pending()[0].PUID)
-	require.Eventually(t, func() bool { return gets.Load() >= 2 }, 5*time.Second, time.Millisecond)
-	assertStays(t, func() bool { return gets.Load() == 2 }, "b and e checked, nothing else")
+	synctest.Test(t, func(t *testing.T) {
+		require.NoError(t, c.Track(deletion.Entry{PUID: "e", Pod: testKey}))
+		stop := startEngine(t, c)
+		gets.Store(0)
+		c.TriggerPod(testKey)
+		synctest.Wait()
+		assert.Equal(t, []deletion.Entry{{PUID: "b", Pod: testKey}}, c.Pending())
+		assert.Equal(t, int32(2), gets.Load(), "b and e checked, nothing else")
+		stop()
+	})
 }
