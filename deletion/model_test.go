@@ -96,7 +96,11 @@ func modelSlot(key types.NamespacedName) int {
 // modelPorts serves the cluster to the engine and records what it does. Its
 // GetPod is a cache (it may lag); confirmer is the API server.
 type modelPorts struct {
-	cl *modelCluster
+	// clMu guards cl: the test changes it between operations, the engine's
+	// goroutines read it (synctest's fake time is no happens-before edge
+	// for the race detector).
+	clMu sync.RWMutex
+	cl   *modelCluster
 
 	mu        sync.Mutex
 	destroyed []ports.DestroyEvent
@@ -115,6 +119,8 @@ func modelPodOf(key types.NamespacedName, p modelPod) (*corev1.Pod, error) {
 }
 
 func (m *modelPorts) GetPod(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	m.clMu.RLock()
+	defer m.clMu.RUnlock()
 	slot := modelSlot(key)
 	p := m.cl.pods[slot]
 	switch m.cl.failGet[slot] {
@@ -132,6 +138,8 @@ func (m *modelPorts) GetPod(_ context.Context, key types.NamespacedName) (*corev
 
 func (m *modelPorts) confirmer() ports.PodGetter {
 	return ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		m.clMu.RLock()
+		defer m.clMu.RUnlock()
 		slot := modelSlot(key)
 		if m.cl.failConfirm[slot] {
 			return nil, errors.New("model: API server unavailable")
@@ -141,6 +149,8 @@ func (m *modelPorts) confirmer() ports.PodGetter {
 }
 
 func (m *modelPorts) SandboxID(_ context.Context, pod *corev1.Pod) (string, error) {
+	m.clMu.RLock()
+	defer m.clMu.RUnlock()
 	slot := modelSlot(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 	if m.cl.failSandbox[slot] {
 		return "", errors.New("model: sandbox lookup failed")
@@ -149,7 +159,10 @@ func (m *modelPorts) SandboxID(_ context.Context, pod *corev1.Pod) (string, erro
 }
 
 func (m *modelPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
-	switch m.cl.failDestroy[modelSlot(ev.Pod)] {
+	m.clMu.RLock()
+	fail := m.cl.failDestroy[modelSlot(ev.Pod)]
+	m.clMu.RUnlock()
+	switch fail {
 	case 1:
 		return errors.New("model: destroy failed")
 	case 2:
@@ -358,7 +371,9 @@ func runModel(t *testing.T, data []byte) {
 		got.sort()
 		require.Equal(t, want, got, "at second %d, after: %v", m.now, trace)
 		if checked {
+			mp.clMu.Lock()
 			*cl = modelCluster{pods: cl.pods}
+			mp.clMu.Unlock()
 		}
 	}
 
@@ -368,6 +383,8 @@ func runModel(t *testing.T, data []byte) {
 		p := &cl.pods[slot]
 		trace = append(trace, fmt.Sprintf("op%d(slot %d, variant %d)", op, slot, variant))
 		checked := false
+		var call func() // the engine's side, run once the cluster is unlocked
+		mp.clMu.Lock()
 		switch op {
 		case modelTrack:
 			e := deletion.Entry{PUID: p.uid, Pod: modelKey(slot), SandboxID: p.sandbox}
@@ -380,7 +397,7 @@ func runModel(t *testing.T, data []byte) {
 			case 2:
 				e.SandboxID = id("s-old") // tracked with a sandbox since replaced
 			}
-			require.NoError(t, c.Track(e))
+			call = func() { require.NoError(t, c.Track(e)) }
 			if _, ok := m.entries[e.PUID]; !ok { // insert-only
 				m.entries[e.PUID] = &modelEntry{puid: e.PUID, slot: slot, sandbox: e.SandboxID}
 			}
@@ -412,7 +429,7 @@ func runModel(t *testing.T, data []byte) {
 			for _, e := range m.sorted() {
 				m.checkEarly(e, cl)
 			}
-			c.Sweep(context.Background())
+			call = func() { c.Sweep(context.Background()) }
 			checked = true
 		case modelTrigger:
 			for _, e := range m.sorted() {
@@ -420,14 +437,14 @@ func runModel(t *testing.T, data []byte) {
 					m.check(e, cl)
 				}
 			}
-			c.TriggerPod(modelKey(slot))
+			call = func() { c.TriggerPod(modelKey(slot)) }
 			checked = true
 		case modelAdvance:
 			n := 1 + variant%8
 			for range n {
 				m.tick(cl)
 			}
-			time.Sleep(time.Duration(n) * time.Second)
+			call = func() { time.Sleep(time.Duration(n) * time.Second) }
 			checked = true
 		case modelUntrack:
 			var mine []*modelEntry
@@ -442,7 +459,11 @@ func runModel(t *testing.T, data []byte) {
 			}
 			_, tracked := m.entries[puid]
 			delete(m.entries, puid)
-			require.Equal(t, tracked, c.Untrack(puid), "Untrack(%s)", puid)
+			call = func() { require.Equal(t, tracked, c.Untrack(puid), "Untrack(%s)", puid) }
+		}
+		mp.clMu.Unlock()
+		if call != nil {
+			call()
 		}
 		compare(checked)
 	}
