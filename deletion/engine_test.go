@@ -615,18 +615,6 @@ func TestAHungCheckHoldsItsWorkerOnly(t *testing.T) {
 	})
 }
 
-// sweepWithin runs c.Sweep and fails the test if it takes longer than d.
-func sweepWithin(t *testing.T, c *deletion.Controller, d time.Duration) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { c.Sweep(context.Background()); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("Sweep did not return within %v", d)
-	}
-}
-
 // TestPanickingPortsAreRecovered: a panic in any port is recovered and
 // logged; GetPod and SandboxID panics keep the entry, a DestroyPU panic is a
 // failed attempt, Requeue and Observer panics are logged.
