@@ -58,10 +58,11 @@ type Options struct {
 	// invalid.
 	BatchDelay time.Duration
 	// Logger receives the writes that failed (Observe cannot return an
-	// error) and the events it ignored as nonsense. The zero value logs
+	// error) and the events refused as nonsense. A Logger without a sink
+	// (the zero value, and logr.Discard(), which is the same value) logs
 	// through klog (klog.Background()), as the engine does, so that a PU
-	// missing from the journal is never silent; pass logr.Discard() to
-	// silence it.
+	// missing from the journal is never silent. To silence it, pass a
+	// logger whose sink drops everything.
 	Logger logr.Logger
 }
 

@@ -35,7 +35,7 @@ func event(kind deletion.EventKind, e ports.PU) deletion.Event {
 // open opens a journal in the test's directory, closed at the end of the test.
 func open(t *testing.T, path string) *Journal {
 	t.Helper()
-	j, err := Open(path, Options{Logger: logr.Discard()})
+	j, err := Open(path, Options{Logger: quiet()})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, j.Close()) })
 	return j
@@ -55,7 +55,7 @@ func list(t *testing.T, j *Journal) []ports.PU {
 // reopened lists the journal at path as a new process would see it.
 func reopened(t *testing.T, path string) []ports.PU {
 	t.Helper()
-	j, err := Open(path, Options{Logger: logr.Discard()})
+	j, err := Open(path, Options{Logger: quiet()})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, j.Close()) }()
 	return list(t, j)
@@ -72,7 +72,7 @@ func commits(t *testing.T, j *Journal) int {
 
 func TestRoundTrip(t *testing.T) {
 	path := newPath(t)
-	j, err := Open(path, Options{Logger: logr.Discard()})
+	j, err := Open(path, Options{Logger: quiet()})
 	require.NoError(t, err)
 	want := []ports.PU{pu("uid-a", "web-0", "sb-a"), pu("uid-b", "web-1", ""), pu("uid-c", "db-0", "sb-c")}
 	for _, i := range []int{2, 0, 1} {
@@ -177,7 +177,7 @@ func TestOtherEventsAreIgnored(t *testing.T) {
 // they share commits.
 func TestConcurrentTracksAreDurableAndShareCommits(t *testing.T) {
 	path := newPath(t)
-	j, err := Open(path, Options{Logger: logr.Discard()})
+	j, err := Open(path, Options{Logger: quiet()})
 	require.NoError(t, err)
 	const goroutines, each = 32, 16
 	before := commits(t, j)
@@ -241,7 +241,7 @@ func TestObserveBadInput(t *testing.T) {
 }
 
 func TestAfterClose(t *testing.T) {
-	j, err := Open(newPath(t), Options{Logger: logr.Discard()})
+	j, err := Open(newPath(t), Options{Logger: quiet()})
 	require.NoError(t, err)
 	require.NoError(t, j.Close())
 
@@ -259,3 +259,7 @@ func TestListPUsHonoursItsContext(t *testing.T) {
 	_, err := j.ListPUs(ctx)
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// quiet drops every log line. (logr.Discard() has no sink, which the
+// journal and the engine take for "use klog".)
+func quiet() logr.Logger { return funcr.New(func(_, _ string) {}, funcr.Options{}) }

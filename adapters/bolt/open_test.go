@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
@@ -39,7 +38,7 @@ func randomBytes(n int) []byte {
 // journalWith writes a journal of n PUs at path and returns its size.
 func journalWith(t *testing.T, path string, n int) int64 {
 	t.Helper()
-	j, err := Open(path, Options{Logger: logr.Discard()})
+	j, err := Open(path, Options{Logger: quiet()})
 	require.NoError(t, err)
 	require.NoError(t, j.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketPUs)
@@ -131,14 +130,14 @@ func TestOpenRefusesWhatIsNotAJournal(t *testing.T) {
 			tc.make(t, path)
 			before := sum(t, path)
 
-			j, err := Open(path, Options{Logger: logr.Discard()})
+			j, err := Open(path, Options{Logger: quiet()})
 
 			require.ErrorIs(t, err, tc.want)
 			assert.Nil(t, j)
 			assert.Contains(t, err.Error(), path, "the error names the file")
 			t.Log(err)
 			assert.Equal(t, before, sum(t, path), "the file is left as it was")
-			j, err = Open(path, Options{Logger: logr.Discard()})
+			j, err = Open(path, Options{Logger: quiet()})
 			require.ErrorIs(t, err, tc.want, "and stays refused: nothing was started over it")
 			assert.Nil(t, j)
 		})
@@ -157,7 +156,7 @@ func overwrite(t *testing.T, path string, off int64, b []byte) {
 func TestOpenRefusesADirectory(t *testing.T) {
 	path := newPath(t)
 	require.NoError(t, os.Mkdir(path, 0o700))
-	_, err := Open(path, Options{Logger: logr.Discard()})
+	_, err := Open(path, Options{Logger: quiet()})
 	require.ErrorIs(t, err, ErrNotJournal)
 	assert.DirExists(t, path)
 }
@@ -169,7 +168,7 @@ func TestOpenCreatesAMissingFileButNotItsDirectory(t *testing.T) {
 	assert.Empty(t, list(t, j))
 
 	missing := filepath.Join(t.TempDir(), "not-mounted", "journal.db")
-	_, err := Open(missing, Options{Logger: logr.Discard()})
+	_, err := Open(missing, Options{Logger: quiet()})
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	assert.Contains(t, err.Error(), "not created")
 	assert.NoDirExists(t, filepath.Dir(missing))
@@ -200,12 +199,12 @@ func TestOpenTakesAFileThatHoldsNothing(t *testing.T) {
 // hold) fails after Timeout, and opens once it is let go.
 func TestOpenLocked(t *testing.T) {
 	path := newPath(t)
-	first, err := Open(path, Options{Logger: logr.Discard()})
+	first, err := Open(path, Options{Logger: quiet()})
 	require.NoError(t, err)
 
 	const timeout = 300 * time.Millisecond
 	start := time.Now()
-	second, err := Open(path, Options{Timeout: timeout, Logger: logr.Discard()})
+	second, err := Open(path, Options{Timeout: timeout, Logger: quiet()})
 	took := time.Since(start)
 
 	require.ErrorIs(t, err, ErrLocked)
@@ -215,7 +214,7 @@ func TestOpenLocked(t *testing.T) {
 	assert.Less(t, took, timeout+2*time.Second, "and no longer than Timeout")
 
 	require.NoError(t, first.Close())
-	second, err = Open(path, Options{Timeout: timeout, Logger: logr.Discard()})
+	second, err = Open(path, Options{Timeout: timeout, Logger: quiet()})
 	require.NoError(t, err)
 	require.NoError(t, second.Close())
 }
