@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
@@ -144,7 +145,10 @@ func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
 		return destroyer(log).DestroyPU(ctx, ev)
 	})
 	conf := config{node: "node-a", metricsAddr: "0", probeAddr: "0", sweepInterval: time.Hour, workers: 2}
-	mgr, engine, err := setup(agentCfg, conf, policy, prometheus.NewRegistry(), log)
+	journal, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{Logger: log})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, journal.Close()) }()
+	mgr, engine, err := setup(agentCfg, conf, policy, journal, prometheus.NewRegistry(), log)
 	require.NoError(t, err)
 
 	mgrCtx, stop := context.WithCancel(ctx)
@@ -202,7 +206,8 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(runCtx, []string{"--kubeconfig=" + path, "--node=node-a", "--metrics-bind-address=" + metricsAddr,
-			"--health-probe-bind-address=" + probeAddr, "--sweep-interval=1h", "--workers=2"}, logs)
+			"--health-probe-bind-address=" + probeAddr, "--sweep-interval=1h", "--workers=2",
+			"--state-file=" + filepath.Join(t.TempDir(), "journal.db")}, logs)
 	}()
 	defer func() {
 		stop()
