@@ -226,3 +226,59 @@ func restoreOnce(b *testing.B, inv ports.Inventory, j *Journal, want int) {
 	}
 	b.StartTimer()
 }
+
+// BenchmarkDrain measures a drain of a node of 250 PUs: every pod is gone,
+// and one Sweep destroys every PU with the default 4 workers; with the
+// journal, each destroy waits for the commit that forgets its PU (commits
+// shared between the workers). ns/op is the whole drain.
+func BenchmarkDrain(b *testing.B) {
+	const pus = 250
+	for _, withJournal := range []bool{true, false} {
+		name := "journal"
+		if !withJournal {
+			name = "no-journal"
+		}
+		b.Run(name+"-250", func(b *testing.B) {
+			var j *Journal
+			if withJournal {
+				j = benchJournal(b, Options{})
+			}
+			var round int64
+			for range b.N {
+				b.StopTimer()
+				var destroyed atomic.Int64
+				opts := deletion.Options{SweepInterval: time.Hour, Logger: benchLogger()}
+				if j != nil {
+					opts.Observer = j
+				}
+				c, err := deletion.New(ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+					return nil, ports.ErrPodNotFound
+				}), ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
+					destroyed.Add(1)
+					return nil
+				}), opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				round++
+				for i := range pus {
+					if err := c.Track(benchPU(round*1_000_000 + int64(i))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				c.Sweep(context.Background())
+				b.StopTimer()
+				if destroyed.Load() != pus || c.Len() != 0 {
+					b.Fatalf("destroyed %d of %d", destroyed.Load(), pus)
+				}
+				if j != nil {
+					if n, err := j.ListPUs(context.Background()); err != nil || len(n) != 0 || j.Failures() != 0 {
+						b.Fatalf("the journal still holds %d PUs (%v), %d failures", len(n), err, j.Failures())
+					}
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
