@@ -55,9 +55,9 @@ type Options struct {
 	// (bbolt's DB.MaxBatchDelay): Tracks that arrive within it share one
 	// fsync. It is added to the cost of a lone Track. Much shorter, and
 	// batches alternate between a few writes and many: 16 Tracks at once
-	// took 0.48 commits each at 250µs, 0.07 at 1ms (BENCHMARKS.md). 0:
-	// DefaultBatchDelay (1ms; bbolt's own default is 10ms). Negative values
-	// are invalid.
+	// took 0.23 to 0.48 commits each at 250µs, 0.07 at 1ms, the same as
+	// at 10ms (BENCHMARKS.md). 0: DefaultBatchDelay (1ms; bbolt's own
+	// default is 10ms). Negative values are invalid.
 	BatchDelay time.Duration
 	// Logger receives the writes that failed (Observe cannot return an
 	// error) and the events refused as nonsense. A Logger without a sink
