@@ -318,7 +318,6 @@ func (j *Journal) ListPUs(ctx context.Context) ([]ports.PU, error) {
 		if b == nil {
 			return fmt.Errorf("%w: the bucket %q is gone", ErrNotJournal, bucketPUs)
 		}
-		out = make([]ports.PU, 0, b.Stats().KeyN)
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if len(out)%1024 == 1023 {
