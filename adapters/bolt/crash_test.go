@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,6 +131,77 @@ func TestCrashHelper(t *testing.T) {
 	t.Fatal("the agent was not killed")
 }
 
+// holdJournalEnv, when set, makes TestHoldJournalHelper open the journal
+// at that path, print "ready" and wait to be killed.
+const holdJournalEnv = "PODSWEEPER_BOLT_HOLD_JOURNAL"
+
+// TestHoldJournalHelper is the other process of TestOpenLockedByAnotherProcess.
+func TestHoldJournalHelper(t *testing.T) {
+	path := os.Getenv(holdJournalEnv)
+	if path == "" {
+		t.Skip("run by TestOpenLockedByAnotherProcess as the process holding the journal")
+	}
+	j, err := bolt.Open(path, bolt.Options{})
+	require.NoError(t, err)
+	defer j.Close()
+	fmt.Println("ready")
+	time.Sleep(time.Minute)
+	t.Fatal("not killed")
+}
+
+// A journal another process holds: Open fails with ErrLocked after
+// Timeout; once that process is killed, the kernel lets go of its lock and
+// Open succeeds.
+func TestOpenLockedByAnotherProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldJournalHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), holdJournalEnv+"="+path)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	waitReady(t, stdout, &stderr)
+
+	const timeout = 300 * time.Millisecond
+	start := time.Now()
+	_, err = bolt.Open(path, bolt.Options{Timeout: timeout, Logger: quiet()})
+	require.ErrorIs(t, err, bolt.ErrLocked)
+	assert.Less(t, time.Since(start), timeout+2*time.Second)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	j, err := bolt.Open(path, bolt.Options{Timeout: timeout, Logger: quiet()})
+	require.NoError(t, err, "the lock of a killed process is gone with it")
+	require.NoError(t, j.Close())
+}
+
+// waitReady waits for the child to print "ready", then drains its output.
+func waitReady(t *testing.T, stdout io.Reader, stderr fmt.Stringer) {
+	t.Helper()
+	ready := make(chan struct{})
+	go func() {
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			if s.Text() == "ready" {
+				close(ready)
+				break
+			}
+		}
+		for s.Scan() { // drain until the process dies
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the child never became ready; its stderr:\n%s", stderr)
+	}
+}
+
 // An agent killed with SIGKILL right after its Tracks returned loses none
 // of them, and the next agent on the same journal destroys exactly the PUs
 // whose pods went away (or whose sandbox changed) while it was down.
@@ -150,26 +222,16 @@ func TestCrashRestart(t *testing.T) {
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	ready := make(chan struct{})
-	go func() {
-		s := bufio.NewScanner(stdout)
-		for s.Scan() {
-			if s.Text() == "ready" {
-				close(ready)
-				break
-			}
-		}
-		for s.Scan() { // drain until the process dies
+	killed := false
+	defer func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 		}
 	}()
-	select {
-	case <-ready:
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("the agent never became ready; its stderr:\n%s", stderr.String())
-	}
+	waitReady(t, stdout, &stderr)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	killed = true
 	err = cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "stderr:\n%s", stderr.String())
