@@ -24,7 +24,7 @@ verify-generate: generate
 	@test -z "$$(git status --porcelain -- mocks/)" || { echo "untracked files in mocks/: run 'make generate' and commit the result" >&2; git status --porcelain -- mocks/; exit 1; }
 
 # The core must stay free of these: it depends only on the ports.
-CORE_FORBIDDEN := sigs.k8s.io/controller-runtime|github.com/prometheus|go.uber.org/zap|github.com/podsweeper/podsweeper/adapters
+CORE_FORBIDDEN := sigs.k8s.io/controller-runtime|github.com/prometheus|go.uber.org/zap|go.etcd.io/bbolt|github.com/podsweeper/podsweeper/adapters
 
 ## lint: gofmt, go vet, staticcheck, and the core's dependency rule.
 lint:

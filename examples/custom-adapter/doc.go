@@ -1,6 +1,8 @@
 // Command custom-adapter shows a PolicyHandler of one's own: StateFiles
 // destroys a PU by removing the per-pod state file the agent keeps for it.
-// The program creates three PUs, deletes one pod and lets the engine clean up.
+// The program creates three PUs, deletes one pod and lets the engine clean up;
+// then it restarts the engine, which lists the state files (StateFiles is an
+// Inventory too), and destroys the PU of a pod deleted while it was down.
 //
 //	go run ./examples/custom-adapter
 //	go test ./examples/custom-adapter

@@ -52,10 +52,11 @@ func run(ctx context.Context) error {
 		key := types.NamespacedName{Namespace: "default", Name: name}
 		uid := "uid-" + name
 		live[key] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: types.UID(uid)}}
-		if err := state.Create(uid, []byte("firewall set of "+name+"\n")); err != nil {
+		pu := deletion.Entry{PUID: uid, Pod: key}
+		if err := state.Create(pu, []byte("firewall set of "+name+"\n")); err != nil {
 			return err
 		}
-		if err := engine.Track(deletion.Entry{PUID: uid, Pod: key}); err != nil {
+		if err := engine.Track(pu); err != nil {
 			return err
 		}
 	}
@@ -70,6 +71,40 @@ func run(ctx context.Context) error {
 	fmt.Println("state files:", list(dir))
 	if got, want := list(dir), []string{"uid-web-0.state", "uid-web-2.state"}; !slices.Equal(got, want) {
 		return fmt.Errorf("state files %v, want %v", got, want)
+	}
+
+	// The agent restarts; web-2 is deleted while it is down. The new engine
+	// knows nothing, but the state files say which PUs exist: given as the
+	// Inventory, they are tracked again when it starts, and checked.
+	mu.Lock()
+	delete(live, types.NamespacedName{Namespace: "default", Name: "web-2"})
+	mu.Unlock()
+	fmt.Println("agent restarted; pod default/web-2 deleted while it was down")
+	restored := make(chan int, 1)
+	engine, err = deletion.New(getter, state, deletion.Options{
+		Inventory: state,
+		Observer: deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventRestored {
+				restored <- ev.Count
+			}
+		}),
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- engine.Start(ctx) }()
+	n := <-restored
+	fmt.Println("PUs restored from the state files:", n)
+	engine.Sweep(ctx) // the periodic check would do it within 5s
+	stop()
+	if err := <-done; err != nil {
+		return err
+	}
+	fmt.Println("state files:", list(dir))
+	if got, want := list(dir), []string{"uid-web-0.state"}; !slices.Equal(got, want) {
+		return fmt.Errorf("after the restart, state files %v, want %v", got, want)
 	}
 	return nil
 }

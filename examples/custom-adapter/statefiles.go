@@ -1,13 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -18,17 +23,34 @@ var ErrBadPUID = errors.New("bad PUID")
 
 // StateFiles is a PolicyHandler of one's own, in plain Go: the agent keeps
 // one state file per PU, Dir/<PUID>.state (say, the firewall set it
-// programmed), and destroying the PU removes it.
+// programmed, with the pod it is for), and destroying the PU removes it.
 //
 // It shows the three answers a PolicyHandler gives: nil when the PU is gone
 // (also when it was gone already, so a retried destroy is harmless), a
 // ports.Permanent error when retrying cannot help, and a plain error, which
 // the engine retries with backoff.
+//
+// The files outlive the agent, so they are an Inventory too: given as
+// deletion.Options.Inventory, ListPUs tells an engine starting after a
+// restart which PUs exist, and it destroys those whose pods went away
+// meanwhile.
 type StateFiles struct {
 	Dir string
 }
 
-var _ ports.PolicyHandler = (*StateFiles)(nil)
+var (
+	_ ports.PolicyHandler = (*StateFiles)(nil)
+	_ ports.Inventory     = (*StateFiles)(nil)
+)
+
+// stateFile is what a state file holds: the pod the PU is for, so that it
+// can be checked again after a restart, and the agent's own state.
+type stateFile struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	SandboxID string `json:"sandboxID,omitempty"`
+	State     []byte `json:"state,omitempty"`
+}
 
 // Path returns the state file of puid, or an error wrapping ErrBadPUID when
 // puid is not a plain name: PUIDs are pod UIDs, so letters, digits, '-',
@@ -46,16 +68,80 @@ func isNameRune(r rune) bool {
 	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '_' || r == '.'
 }
 
-// Create writes the state file of puid; the agent calls it when it creates the PU.
-func (s *StateFiles) Create(puid string, state []byte) error {
-	p, err := s.Path(puid)
+// Create writes the state file of pu; the agent calls it when it creates
+// the PU. The file is written to a temporary name, synced, then renamed, so
+// that a crash leaves the old file or the new one, never half of one.
+func (s *StateFiles) Create(pu ports.PU, state []byte) error {
+	p, err := s.Path(pu.PUID)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(p, state, 0o600); err != nil {
-		return fmt.Errorf("create state of PU %s: %w", puid, err)
+	if pu.Pod.Namespace == "" || pu.Pod.Name == "" {
+		return fmt.Errorf("create state of PU %s: the pod's namespace and name are required, got %q", pu.PUID, pu.Pod)
+	}
+	b, err := json.Marshal(stateFile{Namespace: pu.Pod.Namespace, Name: pu.Pod.Name, SandboxID: pu.SandboxID, State: state})
+	if err != nil {
+		return fmt.Errorf("create state of PU %s: %w", pu.PUID, err)
+	}
+	if err := writeFileAtomic(p, b); err != nil {
+		return fmt.Errorf("create state of PU %s: %w", pu.PUID, err)
 	}
 	return nil
+}
+
+func writeFileAtomic(path string, b []byte) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// ListPUs returns the PU of every state file, sorted by PUID. A file it
+// cannot read or parse fails the list, naming the file: the engine logs the
+// error and asks again later.
+func (s *StateFiles) ListPUs(ctx context.Context) ([]ports.PU, error) {
+	paths, err := filepath.Glob(filepath.Join(s.Dir, "*.state"))
+	if err != nil {
+		return nil, fmt.Errorf("list state files: %w", err)
+	}
+	pus := make([]ports.PU, 0, len(paths))
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("list state files: %w", err)
+		}
+		puid := strings.TrimSuffix(filepath.Base(p), ".state")
+		if _, err := s.Path(puid); err != nil {
+			return nil, fmt.Errorf("list state files: %s: %w", p, err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("list state files: %w", err)
+		}
+		var f stateFile
+		if err := json.Unmarshal(b, &f); err != nil {
+			return nil, fmt.Errorf("list state files: %s: %w", p, err)
+		}
+		pus = append(pus, ports.PU{PUID: puid, Pod: types.NamespacedName{Namespace: f.Namespace, Name: f.Name}, SandboxID: f.SandboxID})
+	}
+	slices.SortFunc(pus, func(a, b ports.PU) int { return cmp.Compare(a.PUID, b.PUID) })
+	return pus, nil
 }
 
 // DestroyPU removes the state file of ev.PUID.

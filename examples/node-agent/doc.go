@@ -6,10 +6,15 @@
 //	node-agent --node=$NODE_NAME [--kubeconfig=~/.kube/config]
 //	           [--metrics-bind-address=:8080] [--health-probe-bind-address=:8081]
 //	           [--sweep-interval=5s] [--workers=4] [--zap-devel]
+//	           [--state-file=/var/lib/podsweeper/journal.db]
 //
 // It uses controller-runtime's manager with a pod cache holding only the
 // node's pods (adapters/k8s.NodeCacheOptions), the engine wired to the pod
 // informer (adapters/k8s.SetupWithManager), and podsweeper's Prometheus
-// metrics on the manager's /metrics. deploy/ has the DaemonSet and the RBAC
-// it needs: get, list and watch on pods, nothing else.
+// metrics on the manager's /metrics. It keeps a journal of its PUs in
+// --state-file (adapters/bolt): at start the engine tracks again every PU
+// of the previous run and destroys those whose pods went away while the
+// agent was down. deploy/ has the DaemonSet, which mounts the journal's
+// directory from the host, and the RBAC it needs: get, list and watch on
+// pods, nothing else.
 package main

@@ -3,14 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
@@ -98,6 +104,9 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	t.Run("RBAC is read-only on pods", func(t *testing.T) { testLeastRBAC(t, agentCfg) })
 	t.Run("setup tracks the node's pods and destroys", func(t *testing.T) { testSetup(t, admin, agentCfg) })
 	t.Run("the binary serves metrics and logs destroys", func(t *testing.T) { testBinary(t, admin, kubeconfig) })
+	t.Run("a restart destroys the PUs of pods deleted while the agent was down", func(t *testing.T) {
+		testRestart(t, admin, kubeconfig)
+	})
 }
 
 func testLeastRBAC(t *testing.T, agentCfg *rest.Config) {
@@ -144,7 +153,10 @@ func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
 		return destroyer(log).DestroyPU(ctx, ev)
 	})
 	conf := config{node: "node-a", metricsAddr: "0", probeAddr: "0", sweepInterval: time.Hour, workers: 2}
-	mgr, engine, err := setup(agentCfg, conf, policy, prometheus.NewRegistry(), log)
+	journal, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{Logger: log})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, journal.Close()) }()
+	mgr, engine, err := setup(agentCfg, conf, policy, journal, prometheus.NewRegistry(), log)
 	require.NoError(t, err)
 
 	mgrCtx, stop := context.WithCancel(ctx)
@@ -185,13 +197,7 @@ func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
 func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	kc, err := clientcmd.Load(kubeconfig)
-	require.NoError(t, err)
-	for _, ai := range kc.AuthInfos {
-		ai.Impersonate = agentUser
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	path := agentKubeconfig(t, kubeconfig)
 
 	pod := testPod("api", "node-a")
 	require.NoError(t, admin.Create(ctx, pod))
@@ -202,7 +208,8 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(runCtx, []string{"--kubeconfig=" + path, "--node=node-a", "--metrics-bind-address=" + metricsAddr,
-			"--health-probe-bind-address=" + probeAddr, "--sweep-interval=1h", "--workers=2"}, logs)
+			"--health-probe-bind-address=" + probeAddr, "--sweep-interval=1h", "--workers=2",
+			"--state-file=" + filepath.Join(t.TempDir(), "journal.db")}, logs)
 	}()
 	defer func() {
 		stop()
@@ -225,6 +232,180 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	}, 20*time.Second, 20*time.Millisecond, "logs:\n%s", logs)
 	assert.Contains(t, logs.String(), "destroying PU")
 	assert.Contains(t, logs.String(), string(pod.UID))
+}
+
+// agentKubeconfig writes a kubeconfig that acts as the agent's
+// ServiceAccount and returns its path.
+func agentKubeconfig(t *testing.T, kubeconfig []byte) string {
+	t.Helper()
+	kc, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	for _, ai := range kc.AuthInfos {
+		ai.Impersonate = agentUser
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	return path
+}
+
+// agentArgsEnv, when set, makes TestAgentHelper run the agent with these
+// arguments, one a line.
+const agentArgsEnv = "PODSWEEPER_NODE_AGENT_ARGS"
+
+// TestAgentHelper is the agent testRestart runs in a process of its own:
+// with agentArgsEnv set, it runs the agent's command line until SIGTERM
+// (or until killed).
+func TestAgentHelper(t *testing.T) {
+	args := os.Getenv(agentArgsEnv)
+	if args == "" {
+		t.Skip("run by testRestart as the agent it starts and kills")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Stderr))
+}
+
+// startAgent starts the agent in a child process with args; its logs go to logs.
+func startAgent(ctx context.Context, t *testing.T, args []string, logs io.Writer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestAgentHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), agentArgsEnv+"="+strings.Join(args, "\n"))
+	cmd.Stderr = logs
+	require.NoError(t, cmd.Start())
+	return cmd
+}
+
+// testRestart runs the agent in a child process and kills it with SIGKILL
+// once it tracks the node's four pods; two of them are deleted while it is
+// down. The agent started again on the same state file destroys their PUs
+// within one interval of its restore, and keeps the two live ones.
+func testRestart(t *testing.T, admin client.Client, kubeconfig []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const node, interval = "node-r", 3 * time.Second
+	var pods []*corev1.Pod
+	for _, name := range []string{"keep-0", "keep-1", "gone-0", "gone-1"} {
+		p := testPod(name, node)
+		require.NoError(t, admin.Create(ctx, p))
+		pods = append(pods, p)
+	}
+	defer func() {
+		for _, p := range pods[:2] {
+			assert.NoError(t, client.IgnoreNotFound(admin.Delete(context.Background(), p, client.GracePeriodSeconds(0))))
+		}
+	}()
+	state := filepath.Join(t.TempDir(), "journal.db")
+	args := func(metricsAddr string) []string {
+		return []string{"--kubeconfig=" + agentKubeconfig(t, kubeconfig), "--node=" + node, "--metrics-bind-address=" + metricsAddr,
+			"--health-probe-bind-address=0", "--sweep-interval=" + interval.String(), "--workers=2", "--state-file=" + state}
+	}
+
+	// The first agent, in a process of its own: killed once it tracks the
+	// four pods (the journal is its first Observer: what the metrics count
+	// is on disk).
+	metricsAddr := freeAddr(t)
+	first := &syncBuffer{}
+	cmd := startAgent(ctx, t, args(metricsAddr), first)
+	tracked := func(addr string, n int) func() bool {
+		return func() bool {
+			return strings.Contains(get(t, "http://"+addr+"/metrics"), fmt.Sprintf("%s %d\n", k8s.MetricTrackedPUs, n))
+		}
+	}
+	if !assert.Eventually(t, tracked(metricsAddr, 4), 30*time.Second, 10*time.Millisecond, "the first agent tracks the four pods") {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("its logs:\n%s", first)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "killed by SIGKILL, not %v", err)
+	assert.NotContains(t, first.String(), "destroying PU", "the first agent destroyed nothing")
+
+	// While it is down.
+	for _, p := range pods[2:] {
+		require.NoError(t, admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
+	}
+
+	// The agent again, in a new process, on the same state file.
+	metricsAddr = freeAddr(t)
+	logs := &syncBuffer{}
+	second := startAgent(ctx, t, args(metricsAddr), logs)
+	stopped := false
+	stopAgent := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		assert.NoError(t, second.Process.Signal(syscall.SIGTERM))
+		assert.NoError(t, second.Wait(), "the agent stops cleanly on SIGTERM; logs:\n%s", logs)
+	}
+	defer stopAgent()
+
+	var restoredAt time.Time
+	require.Eventually(t, func() bool {
+		if strings.Contains(logs.String(), "PUs restored from the Inventory") {
+			restoredAt = time.Now()
+			return true
+		}
+		return false
+	}, 30*time.Second, 5*time.Millisecond, "logs:\n%s", logs)
+	require.Eventually(t, func() bool {
+		d := destroyedUIDs(logs.String())
+		return d[string(pods[2].UID)] && d[string(pods[3].UID)]
+	}, time.Until(restoredAt.Add(interval+time.Second)), 10*time.Millisecond,
+		"both PUs of the deleted pods are destroyed within one interval (%v) of the restore; logs:\n%s", interval, logs)
+	t.Logf("destroyed %v after the restore", time.Since(restoredAt))
+
+	// Two more checks of each live PU: still there.
+	checks := func() int {
+		var n int
+		for line := range strings.Lines(get(t, "http://"+metricsAddr+"/metrics")) {
+			if v, ok := strings.CutPrefix(line, k8s.MetricCheckDuration+"_count "); ok {
+				_, _ = fmt.Sscan(v, &n)
+			}
+		}
+		return n
+	}
+	after := checks()
+	require.Eventually(t, func() bool { return checks() >= after+4 }, 4*interval, 20*time.Millisecond)
+	metrics := get(t, "http://"+metricsAddr+"/metrics")
+	assert.Contains(t, metrics, k8s.MetricDestroys+`{reason="PodGone"} 2`)
+	assert.True(t, tracked(metricsAddr, 2)(), "the live pods' PUs are tracked; metrics:\n%s", metrics)
+	d := destroyedUIDs(logs.String())
+	assert.Len(t, d, 2, "only the deleted pods' PUs are destroyed")
+	assert.False(t, d[string(pods[0].UID)] || d[string(pods[1].UID)], "the live pods' PUs are kept")
+
+	stopAgent()
+	journal, err := bolt.Open(state, bolt.Options{})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, journal.Close()) }()
+	pus, err := journal.ListPUs(ctx)
+	require.NoError(t, err)
+	var inJournal []string
+	for _, pu := range pus {
+		inJournal = append(inJournal, pu.Pod.Name)
+	}
+	assert.ElementsMatch(t, []string{"keep-0", "keep-1"}, inJournal, "the journal holds the live pods' PUs only")
+}
+
+// destroyedUIDs returns the PUIDs the agent's logs say it destroyed.
+func destroyedUIDs(logs string) map[string]bool {
+	out := map[string]bool{}
+	for line := range strings.Lines(logs) {
+		if !strings.Contains(line, "destroying PU") {
+			continue
+		}
+		var entry struct {
+			PUID string `json:"puID"`
+		}
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.PUID != "" {
+			out[entry.PUID] = true
+		}
+	}
+	return out
 }
 
 // freeAddr returns a loopback address with a port free a moment ago.

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
@@ -28,6 +29,10 @@ import (
 
 // errUsage: the command line is wrong; main exits with status 2.
 var errUsage = errors.New("usage")
+
+// defaultStateFile is where the journal lives: deploy/daemonset.yaml mounts
+// its directory from the host, so that it outlives the agent's container.
+const defaultStateFile = "/var/lib/podsweeper/journal.db"
 
 // config is the agent's command line.
 type config struct {
@@ -37,6 +42,7 @@ type config struct {
 	probeAddr     string
 	sweepInterval time.Duration
 	workers       int
+	stateFile     string
 	zap           zap.Options
 }
 
@@ -52,6 +58,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" turns them off`)
 	fs.DurationVar(&cfg.sweepInterval, "sweep-interval", deletion.DefaultSweepInterval, "how often every PU is re-checked against the API")
 	fs.IntVar(&cfg.workers, "workers", deletion.DefaultWorkers, "how many checks may run at once")
+	fs.StringVar(&cfg.stateFile, "state-file", defaultStateFile,
+		"the journal of tracked PUs, read at start to destroy the PUs of pods gone while the agent was down; its directory must exist")
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
@@ -65,6 +73,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return cfg, fmt.Errorf("%w: --sweep-interval must be positive, got %v", errUsage, cfg.sweepInterval)
 	case cfg.workers <= 0:
 		return cfg, fmt.Errorf("%w: --workers must be positive, got %d", errUsage, cfg.workers)
+	case cfg.stateFile == "":
+		return cfg, fmt.Errorf("%w: --state-file is required", errUsage)
 	}
 	return cfg, nil
 }
@@ -94,10 +104,11 @@ func destroyer(log logr.Logger) ports.PolicyHandler {
 	})
 }
 
-// setup builds the manager and the engine wired into it. reg receives the
+// setup builds the manager and the engine wired into it. journal restores
+// the PUs at start and records them as they are tracked. reg receives the
 // podsweeper metrics; nil means controller-runtime's registry, which the
 // manager serves on --metrics-bind-address.
-func setup(rc *rest.Config, cfg config, policy ports.PolicyHandler, reg prometheus.Registerer, log logr.Logger) (manager.Manager, *deletion.Controller, error) {
+func setup(rc *rest.Config, cfg config, policy ports.PolicyHandler, journal *bolt.Journal, reg prometheus.Registerer, log logr.Logger) (manager.Manager, *deletion.Controller, error) {
 	cacheOpts, err := k8s.NodeCacheOptions(cfg.node, cache.Options{})
 	if err != nil {
 		return nil, nil, err
@@ -128,7 +139,11 @@ func setup(rc *rest.Config, cfg config, policy ports.PolicyHandler, reg promethe
 		SweepInterval: cfg.sweepInterval,
 		Workers:       cfg.workers,
 		Logger:        log.WithName("podsweeper"),
-		Observer:      metrics,
+		// The journal lists the PUs of the previous run at start, and
+		// records each PU before Track returns. It goes first, so that
+		// what the metrics count is on disk already.
+		Inventory: journal,
+		Observer:  deletion.Observers(journal, metrics),
 		// A real agent also sets SandboxExtractor (asking the container
 		// runtime over CRI) and a Requeuer to its main pod controller.
 	})
@@ -152,12 +167,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mgr, _, err := setup(rc, cfg, destroyer(log.WithName("policy")), nil, log)
+	journal, err := bolt.Open(cfg.stateFile, bolt.Options{Logger: log.WithName("journal")})
 	if err != nil {
-		return err
+		return fmt.Errorf("opening --state-file: %w", err)
 	}
-	log.Info("starting node agent", "node", cfg.node, "sweepInterval", cfg.sweepInterval, "workers", cfg.workers)
-	return mgr.Start(ctx)
+	mgr, _, err := setup(rc, cfg, destroyer(log.WithName("policy")), journal, nil, log)
+	if err != nil {
+		return errors.Join(err, journal.Close())
+	}
+	log.Info("starting node agent", "node", cfg.node, "sweepInterval", cfg.sweepInterval, "workers", cfg.workers, "stateFile", cfg.stateFile)
+	// The manager has stopped the engine when Start returns: nothing writes
+	// to the journal any more.
+	return errors.Join(mgr.Start(ctx), journal.Close())
 }
 
 func main() {
