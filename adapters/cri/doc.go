@@ -23,6 +23,10 @@
 // installs an OpenTelemetry handler on every call. The endpoint is parsed
 // and dialed by cri-client's util package, as the kubelet does.
 //
+// Ping serves a readiness check (is the runtime answering?), and SocketPath
+// tells an agent where the socket should be, so that it can tell a node
+// without that runtime from a runtime that is down.
+//
 // Give the same SandboxExtractor to the engine (deletion.Options.SandboxExtractor)
 // and to the informer wiring (adapters/k8s.SetupOptions.SandboxExtractor),
 // and Close it when the agent stops. examples/node-agent shows the whole path.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -77,21 +78,15 @@ var _ ports.SandboxExtractor = (*SandboxExtractor)(nil)
 // and made again after the runtime restarts, so New succeeds whether or not
 // anything listens on the socket yet. Close releases the connection.
 func New(endpoint string, opts Options) (*SandboxExtractor, error) {
-	if endpoint == "" {
-		return nil, fmt.Errorf("%w: endpoint is empty", ErrInvalidEndpoint)
+	addr, dial, err := parseEndpoint(endpoint)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("%w: Timeout is negative (%v)", ErrInvalidOptions, opts.Timeout)
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
-	}
-	addr, dial, err := util.GetAddressAndDialer(endpoint)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidEndpoint, endpoint, err)
-	}
-	if addr == "" {
-		return nil, fmt.Errorf("%w: %q has no socket path", ErrInvalidEndpoint, endpoint)
 	}
 	params := grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: minConnectTimeout}
 	params.Backoff.BaseDelay = reconnectBaseDelay
@@ -114,6 +109,48 @@ func New(endpoint string, opts Options) (*SandboxExtractor, error) {
 		conn:     conn,
 		client:   runtimeapi.NewRuntimeServiceClient(conn),
 	}, nil
+}
+
+// SocketPath returns the path of the unix socket that endpoint names, as New
+// reads it, so that an agent can tell a runtime that is not installed (no
+// socket) from one that does not answer. A malformed endpoint is an error
+// wrapping ErrInvalidEndpoint.
+func SocketPath(endpoint string) (string, error) {
+	addr, _, err := parseEndpoint(endpoint)
+	return addr, err
+}
+
+// parseEndpoint reads endpoint as the kubelet does (cri-client's util) and
+// returns the socket's address and the dialer for it.
+func parseEndpoint(endpoint string) (string, func(context.Context, string) (net.Conn, error), error) {
+	if endpoint == "" {
+		return "", nil, fmt.Errorf("%w: endpoint is empty", ErrInvalidEndpoint)
+	}
+	addr, dial, err := util.GetAddressAndDialer(endpoint)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %q: %w", ErrInvalidEndpoint, endpoint, err)
+	}
+	if addr == "" {
+		return "", nil, fmt.Errorf("%w: %q has no socket path", ErrInvalidEndpoint, endpoint)
+	}
+	return addr, dial, nil
+}
+
+// Ping asks the runtime for its version: nil when it answers within
+// min(ctx's deadline, Options.Timeout). It suits a readiness check.
+func (s *SandboxExtractor) Ping(ctx context.Context) error {
+	switch {
+	case s == nil || s.client == nil || s.closed.Load():
+		return ErrClosed
+	case ctx == nil:
+		return errors.New("cri: Ping: nil context")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if _, err := s.client.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+		return fmt.Errorf("cri: the runtime at %s does not answer: %w", s.endpoint, err)
+	}
+	return nil
 }
 
 // SandboxID returns the ID of pod's READY sandbox; when several are ready (a

@@ -401,3 +401,48 @@ func TestSandboxIDConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Ping is what a readiness check asks: nil while the runtime answers, an
+// error within the timeout once it does not.
+func TestPing(t *testing.T) {
+	rt := startFake(t)
+	const timeout = time.Second
+	x := newExtractor(t, rt.endpoint, timeout)
+	ctx := context.Background()
+	require.NoError(t, x.Ping(ctx))
+
+	rt.Stop()
+	start := time.Now()
+	err := x.Ping(ctx)
+	assert.Error(t, err)
+	assert.Less(t, time.Since(start), timeout+time.Second)
+
+	hung := newExtractor(t, silentListener(t), 200*time.Millisecond)
+	start = time.Now()
+	assert.Error(t, hung.Ping(ctx))
+	assert.Less(t, time.Since(start), 200*time.Millisecond+time.Second)
+
+	missing := newExtractor(t, socketEndpoint(t), timeout)
+	assert.Error(t, missing.Ping(ctx))
+
+	var nilCtx context.Context
+	assert.Error(t, x.Ping(nilCtx))
+	require.NoError(t, x.Close())
+	assert.ErrorIs(t, x.Ping(ctx), cri.ErrClosed)
+}
+
+func TestSocketPath(t *testing.T) {
+	for endpoint, want := range map[string]string{
+		"unix:///run/containerd/containerd.sock": "/run/containerd/containerd.sock",
+		"unix:///var/run/crio/crio.sock":         "/var/run/crio/crio.sock",
+		"/run/containerd/containerd.sock":        "/run/containerd/containerd.sock",
+	} {
+		got, err := cri.SocketPath(endpoint)
+		require.NoError(t, err, endpoint)
+		assert.Equal(t, want, got, endpoint)
+	}
+	for _, endpoint := range []string{"", "unix://", "tcp://127.0.0.1:1", "unix://relative.sock"} {
+		_, err := cri.SocketPath(endpoint)
+		assert.ErrorIs(t, err, cri.ErrInvalidEndpoint, endpoint)
+	}
+}
