@@ -4,12 +4,19 @@
 // network namespace binding or identity.
 //
 //	node-agent --node=$NODE_NAME [--kubeconfig=~/.kube/config]
+//	           [--cri-endpoint=unix:///run/containerd/containerd.sock]
 //	           [--metrics-bind-address=:8080] [--health-probe-bind-address=:8081]
 //	           [--sweep-interval=5s] [--workers=4] [--zap-devel]
 //
 // It uses controller-runtime's manager with a pod cache holding only the
 // node's pods (adapters/k8s.NodeCacheOptions), the engine wired to the pod
 // informer (adapters/k8s.SetupWithManager), and podsweeper's Prometheus
-// metrics on the manager's /metrics. deploy/ has the DaemonSet and the RBAC
-// it needs: get, list and watch on pods, nothing else.
+// metrics on the manager's /metrics. It asks the container runtime on
+// --cri-endpoint for each pod's sandbox (adapters/cri), so that a sandbox
+// restart destroys the PU of the old sandbox and requeues the pod. Without
+// the runtime's socket it runs on, says once that sandbox restarts are not
+// detected, and its /readyz check "cri" fails; with it, "cri" fails while
+// the runtime does not answer. deploy/ has the DaemonSet (which mounts the
+// runtime's socket directory read-only) and the RBAC it needs: get, list
+// and watch on pods, nothing else.
 package main
