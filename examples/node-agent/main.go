@@ -166,6 +166,7 @@ func sandboxes(endpoint string, log logr.Logger) (*cri.SandboxExtractor, healthz
 // closeOnStop closes the SandboxExtractor when the manager stops.
 type closeOnStop struct{ x *cri.SandboxExtractor }
 
+// Start waits for the manager to stop, then closes the connection to the runtime.
 func (c closeOnStop) Start(ctx context.Context) error {
 	<-ctx.Done()
 	return c.x.Close()
