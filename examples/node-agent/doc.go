@@ -4,6 +4,7 @@
 // network namespace binding or identity.
 //
 //	node-agent --node=$NODE_NAME [--kubeconfig=~/.kube/config]
+//	           [--cri-endpoint=unix:///run/containerd/containerd.sock]
 //	           [--metrics-bind-address=:8080] [--health-probe-bind-address=:8081]
 //	           [--sweep-interval=5s] [--workers=4] [--zap-devel]
 //	           [--state-file=/var/lib/podsweeper/journal.db]
@@ -11,10 +12,17 @@
 // It uses controller-runtime's manager with a pod cache holding only the
 // node's pods (adapters/k8s.NodeCacheOptions), the engine wired to the pod
 // informer (adapters/k8s.SetupWithManager), and podsweeper's Prometheus
-// metrics on the manager's /metrics. It keeps a journal of its PUs in
+// metrics on the manager's /metrics. It asks the container runtime on
+// --cri-endpoint for each pod's sandbox (adapters/cri), so that a sandbox
+// restart destroys the PU of the old sandbox and requeues the pod. Without
+// the runtime's socket it runs on, says once that sandbox restarts are not
+// detected, and its /readyz check "cri" fails; with it, "cri" fails while
+// the runtime does not answer. It keeps a journal of its PUs in
 // --state-file (adapters/bolt): at start the engine tracks again every PU
 // of the previous run and destroys those whose pods went away while the
-// agent was down. deploy/ has the DaemonSet, which mounts the journal's
-// directory from the host, and the RBAC it needs: get, list and watch on
-// pods, nothing else.
+// agent was down. Every destroy the pod cache decides is confirmed with a
+// direct read of the API server first. deploy/ has the DaemonSet (which
+// mounts the journal's directory from the host and the runtime's socket
+// directory read-only) and the RBAC it needs: get, list and watch on pods,
+// nothing else.
 package main

@@ -107,6 +107,9 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	t.Run("a restart destroys the PUs of pods deleted while the agent was down", func(t *testing.T) {
 		testRestart(t, admin, kubeconfig)
 	})
+	t.Run("ready while the runtime answers", func(t *testing.T) { testReadiness(t, agentCfg) })
+	t.Run("a sandbox restart destroys the PU and requeues the pod", func(t *testing.T) { testSandboxRestart(t, admin, agentCfg) })
+	t.Run("a stopped sandbox keeps its PU until the pod is gone", func(t *testing.T) { testSandboxStopped(t, admin, agentCfg) })
 }
 
 func testLeastRBAC(t *testing.T, agentCfg *rest.Config) {
@@ -156,7 +159,7 @@ func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
 	journal, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{Logger: log})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, journal.Close()) }()
-	mgr, engine, err := setup(agentCfg, conf, policy, journal, prometheus.NewRegistry(), log)
+	mgr, engine, err := setup(agentCfg, conf, deps{policy: policy, journal: journal, registry: prometheus.NewRegistry(), log: log})
 	require.NoError(t, err)
 
 	mgrCtx, stop := context.WithCancel(ctx)
@@ -194,32 +197,17 @@ func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
 
 // testBinary runs the agent's command line (run) with a kubeconfig that acts
 // as the ServiceAccount, and watches it through its metrics and its logs.
+// There is no container runtime: the agent runs without one, says so once
+// and is not ready.
 func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	path := agentKubeconfig(t, kubeconfig)
-
 	pod := testPod("api", "node-a")
 	require.NoError(t, admin.Create(ctx, pod))
 
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
-	logs := &syncBuffer{}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(runCtx, []string{"--kubeconfig=" + path, "--node=node-a", "--metrics-bind-address=" + metricsAddr,
-			"--health-probe-bind-address=" + probeAddr, "--sweep-interval=1h", "--workers=2",
-			"--state-file=" + filepath.Join(t.TempDir(), "journal.db")}, logs)
-	}()
-	defer func() {
-		stop()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(20 * time.Second):
-			t.Error("the agent did not stop")
-		}
-	}()
+	noRuntime := "unix://" + filepath.Join(t.TempDir(), "containerd.sock")
+	agent := startBinary(t, ctx, kubeconfig, "--node=node-a", "--cri-endpoint="+noRuntime)
+	metricsAddr, probeAddr, logs := agent.metricsAddr, agent.probeAddr, agent.logs
 
 	require.Eventually(t, func() bool { return get(t, "http://"+probeAddr+"/healthz") == "ok" }, 20*time.Second, 20*time.Millisecond)
 	require.Eventually(t, func() bool {
@@ -232,6 +220,52 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	}, 20*time.Second, 20*time.Millisecond, "logs:\n%s", logs)
 	assert.Contains(t, logs.String(), "destroying PU")
 	assert.Contains(t, logs.String(), string(pod.UID))
+
+	for range 3 {
+		code, body := probe(t, "http://"+probeAddr+"/readyz")
+		assert.Equal(t, http.StatusInternalServerError, code, "not ready without the runtime")
+		assert.Contains(t, body, "[-]cri failed")
+	}
+	assert.Equal(t, 1, strings.Count(logs.String(), "sandbox restarts are not detected"), "said once; logs:\n%s", logs)
+}
+
+// runningBinary is the agent's command line running in the test.
+type runningBinary struct {
+	metricsAddr, probeAddr string
+	logs                   *syncBuffer
+}
+
+// startBinary runs the agent's command line (run) with args, a kubeconfig
+// acting as the ServiceAccount and free metrics and probe addresses, until
+// the test ends.
+func startBinary(t *testing.T, ctx context.Context, kubeconfig []byte, args ...string) runningBinary {
+	t.Helper()
+	kc, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	for _, ai := range kc.AuthInfos {
+		ai.Impersonate = agentUser
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+
+	b := runningBinary{metricsAddr: freeAddr(t), probeAddr: freeAddr(t), logs: &syncBuffer{}}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(runCtx, append([]string{"--kubeconfig=" + path, "--metrics-bind-address=" + b.metricsAddr,
+			"--health-probe-bind-address=" + b.probeAddr, "--sweep-interval=1h", "--workers=2",
+			"--state-file=" + filepath.Join(t.TempDir(), "journal.db")}, args...), b.logs)
+	}()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Error("the agent did not stop")
+		}
+	})
+	return b
 }
 
 // agentKubeconfig writes a kubeconfig that acts as the agent's
@@ -433,6 +467,24 @@ func get(t *testing.T, url string) string {
 		return ""
 	}
 	return string(b)
+}
+
+// probe returns the status code and body of url; 0 when it cannot be read yet.
+func probe(t *testing.T, url string) (int, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, ""
+	}
+	return resp.StatusCode, string(b)
 }
 
 // syncBuffer is a bytes.Buffer safe for the logger's goroutines.

@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
+	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
@@ -29,6 +32,10 @@ import (
 
 // errUsage: the command line is wrong; main exits with status 2.
 var errUsage = errors.New("usage")
+
+// defaultCRIEndpoint is containerd's socket, as the kubelet's
+// --container-runtime-endpoint names it.
+const defaultCRIEndpoint = "unix:///run/containerd/containerd.sock"
 
 // defaultStateFile is where the journal lives: deploy/daemonset.yaml mounts
 // its directory from the host, so that it outlives the agent's container.
@@ -40,6 +47,7 @@ type config struct {
 	node          string
 	metricsAddr   string
 	probeAddr     string
+	criEndpoint   string
 	sweepInterval time.Duration
 	workers       int
 	stateFile     string
@@ -56,6 +64,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.node, "node", getenv("NODE_NAME"), "the node this agent runs on (default $NODE_NAME)")
 	fs.StringVar(&cfg.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" turns it off`)
 	fs.StringVar(&cfg.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" turns them off`)
+	fs.StringVar(&cfg.criEndpoint, "cri-endpoint", defaultCRIEndpoint, `the container runtime's CRI socket, as the kubelet's --container-runtime-endpoint; "" turns sandbox restart detection off`)
 	fs.DurationVar(&cfg.sweepInterval, "sweep-interval", deletion.DefaultSweepInterval, "how often every PU is re-checked against the API")
 	fs.IntVar(&cfg.workers, "workers", deletion.DefaultWorkers, "how many checks may run at once")
 	fs.StringVar(&cfg.stateFile, "state-file", defaultStateFile,
@@ -75,6 +84,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return cfg, fmt.Errorf("%w: --workers must be positive, got %d", errUsage, cfg.workers)
 	case cfg.stateFile == "":
 		return cfg, fmt.Errorf("%w: --state-file is required", errUsage)
+	}
+	if cfg.criEndpoint != "" {
+		if _, err := cri.SocketPath(cfg.criEndpoint); err != nil {
+			return cfg, fmt.Errorf("%w: --cri-endpoint: %w", errUsage, err)
+		}
 	}
 	return cfg, nil
 }
@@ -104,16 +118,94 @@ func destroyer(log logr.Logger) ports.PolicyHandler {
 	})
 }
 
-// setup builds the manager and the engine wired into it. journal restores
-// the PUs at start and records them as they are tracked. reg receives the
-// podsweeper metrics; nil means controller-runtime's registry, which the
-// manager serves on --metrics-bind-address.
-func setup(rc *rest.Config, cfg config, policy ports.PolicyHandler, journal *bolt.Journal, reg prometheus.Registerer, log logr.Logger) (manager.Manager, *deletion.Controller, error) {
+// requeuer is the agent's Requeuer: the engine calls it for a pod whose PU
+// it destroyed because the pod's sandbox was replaced. A real agent's main
+// pod controller creates the PU of the new sandbox here (and Tracks it);
+// this one logs it.
+func requeuer(log logr.Logger) ports.Requeuer {
+	return ports.RequeuerFunc(func(ctx context.Context, pod *corev1.Pod) error {
+		if pod == nil {
+			return errors.New("requeue: nil pod")
+		}
+		log.Info("pod requeued: its sandbox changed", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID))
+		return nil
+	})
+}
+
+// deps are the parts of the agent a real agent brings (policy, requeuer)
+// or a test replaces.
+type deps struct {
+	policy   ports.PolicyHandler
+	requeuer ports.Requeuer
+	// journal restores the PUs at start and records them as they are
+	// tracked; nil: no journal.
+	journal *bolt.Journal
+	// registry receives the podsweeper metrics; nil: controller-runtime's,
+	// which the manager serves on --metrics-bind-address.
+	registry prometheus.Registerer
+	// observer is told about the engine's events besides the metrics; nil: nobody.
+	observer deletion.Observer
+	log      logr.Logger
+}
+
+// sandboxes returns the agent's SandboxExtractor for --cri-endpoint, and the
+// readiness check that reports on it (nil when there is nothing to report).
+// Without the runtime's socket the agent runs without an extractor: it says
+// so once in its log, and readiness fails with the reason, because the
+// engine then never sees a sandbox restart. Asking a runtime that is not
+// there would only fail every check and fill the log. With the socket,
+// readiness fails while the runtime does not answer.
+func sandboxes(endpoint string, log logr.Logger) (*cri.SandboxExtractor, healthz.Checker, error) {
+	if endpoint == "" {
+		log.Info("no --cri-endpoint: sandbox restarts are not detected")
+		return nil, nil, nil
+	}
+	path, err := cri.SocketPath(endpoint)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := os.Stat(path); err != nil {
+		log.Error(err, "no container runtime socket: running without it, sandbox restarts are not detected", "criEndpoint", endpoint)
+		notDetected := fmt.Errorf("no container runtime socket at %s (%w): sandbox restarts are not detected", path, err)
+		return nil, func(*http.Request) error { return notDetected }, nil
+	}
+	x, err := cri.New(endpoint, cri.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return x, func(req *http.Request) error { return x.Ping(req.Context()) }, nil
+}
+
+// closeOnStop closes the SandboxExtractor when the manager stops.
+type closeOnStop struct{ x *cri.SandboxExtractor }
+
+// Start waits for the manager to stop, then closes the connection to the runtime.
+func (c closeOnStop) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return c.x.Close()
+}
+
+// NeedLeaderElection returns false: it runs on every node, as the engine does.
+func (c closeOnStop) NeedLeaderElection() bool { return false }
+
+// setup builds the manager and the engine wired into it, with the container
+// runtime of --cri-endpoint as their SandboxExtractor.
+func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *deletion.Controller, err error) {
+	log := d.log
 	cacheOpts, err := k8s.NodeCacheOptions(cfg.node, cache.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
-	mgr, err := ctrl.NewManager(rc, ctrl.Options{
+	extractor, criReady, err := sandboxes(cfg.criEndpoint, log.WithName("cri"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil && extractor != nil {
+			_ = extractor.Close()
+		}
+	}()
+	mgr, err = ctrl.NewManager(rc, ctrl.Options{
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: cfg.metricsAddr},
 		HealthProbeBindAddress: cfg.probeAddr,
@@ -129,28 +221,58 @@ func setup(rc *rest.Config, cfg config, policy ports.PolicyHandler, journal *bol
 		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 			return nil, nil, err
 		}
+		if criReady != nil {
+			if err := mgr.AddReadyzCheck("cri", criReady); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
-	metrics, err := k8s.NewMetrics(reg)
+	metrics, err := k8s.NewMetrics(d.registry)
 	if err != nil {
 		return nil, nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	engine, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), policy, deletion.Options{
-		NodeName:      cfg.node,
+	// A nil *cri.SandboxExtractor in the interface would not read as "no
+	// extractor": pass a nil interface instead.
+	var sandboxExtractor ports.SandboxExtractor
+	if extractor != nil {
+		sandboxExtractor = extractor
+		if err := mgr.Add(closeOnStop{extractor}); err != nil {
+			return nil, nil, err
+		}
+	}
+	opts := deletion.Options{
+		NodeName:         cfg.node,
+		SandboxExtractor: sandboxExtractor,
+		Requeuer:         d.requeuer,
+		// The pod cache may lag behind the API server or miss a pod: every
+		// destroy it decides is confirmed with a direct read first.
+		Confirmer:     k8s.NewPodGetter(mgr.GetAPIReader()),
 		SweepInterval: cfg.sweepInterval,
 		Workers:       cfg.workers,
 		Logger:        log.WithName("podsweeper"),
+		Observer:      deletion.Observers(metrics, d.observer),
+	}
+	if d.journal != nil {
 		// The journal lists the PUs of the previous run at start, and
 		// records each PU before Track returns. It goes first, so that
 		// what the metrics count is on disk already.
-		Inventory: journal,
-		Observer:  deletion.Observers(journal, metrics),
-		// A real agent also sets SandboxExtractor (asking the container
-		// runtime over CRI) and a Requeuer to its main pod controller.
-	})
+		opts.Inventory = d.journal
+		opts.Observer = deletion.Observers(d.journal, metrics, d.observer)
+	}
+	engine, err = deletion.New(k8s.NewPodGetter(mgr.GetCache()), d.policy, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the deletion engine: %w", err)
 	}
-	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{NodeName: cfg.node, Logger: log.WithName("wiring")}); err != nil {
+	if cfg.probeAddr != "0" {
+		if err := mgr.AddHealthzCheck("podsweeper", engine.HealthCheck); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{
+		NodeName:         cfg.node,
+		SandboxExtractor: sandboxExtractor,
+		Logger:           log.WithName("wiring"),
+	}); err != nil {
 		return nil, nil, err
 	}
 	return mgr, engine, nil
@@ -171,11 +293,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("opening --state-file: %w", err)
 	}
-	mgr, _, err := setup(rc, cfg, destroyer(log.WithName("policy")), journal, nil, log)
+	mgr, _, err := setup(rc, cfg, deps{
+		policy:   destroyer(log.WithName("policy")),
+		requeuer: requeuer(log.WithName("requeue")),
+		journal:  journal,
+		log:      log,
+	})
 	if err != nil {
 		return errors.Join(err, journal.Close())
 	}
-	log.Info("starting node agent", "node", cfg.node, "sweepInterval", cfg.sweepInterval, "workers", cfg.workers, "stateFile", cfg.stateFile)
+	log.Info("starting node agent", "node", cfg.node, "criEndpoint", cfg.criEndpoint, "sweepInterval", cfg.sweepInterval,
+		"workers", cfg.workers, "stateFile", cfg.stateFile)
 	// The manager has stopped the engine when Start returns: nothing writes
 	// to the journal any more.
 	return errors.Join(mgr.Start(ctx), journal.Close())

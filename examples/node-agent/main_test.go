@@ -4,16 +4,23 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	fakeremote "k8s.io/cri-client/pkg/fake"
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/deletion"
@@ -30,6 +37,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.Equal(t, "node-a", cfg.node, "--node defaults to $NODE_NAME")
 	assert.Equal(t, ":8080", cfg.metricsAddr)
 	assert.Equal(t, ":8081", cfg.probeAddr)
+	assert.Equal(t, "unix:///run/containerd/containerd.sock", cfg.criEndpoint, "--cri-endpoint defaults to containerd's socket")
 	assert.Equal(t, deletion.DefaultSweepInterval, cfg.sweepInterval)
 	assert.Equal(t, deletion.DefaultWorkers, cfg.workers)
 	assert.Equal(t, "/var/lib/podsweeper/journal.db", cfg.stateFile)
@@ -39,11 +47,11 @@ func TestParseFlagsDefaults(t *testing.T) {
 func TestParseFlagsOverrides(t *testing.T) {
 	cfg, err := parseFlags([]string{
 		"--kubeconfig=/k", "--node=node-b", "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
-		"--sweep-interval=30s", "--workers=16", "--zap-devel", "--state-file=/s/j.db",
+		"--sweep-interval=30s", "--workers=16", "--zap-devel", "--cri-endpoint=unix:///var/run/crio/crio.sock", "--state-file=/s/j.db",
 	}, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
-		kubeconfig: "/k", node: "node-b", metricsAddr: "0", probeAddr: ":9000",
+		kubeconfig: "/k", node: "node-b", metricsAddr: "0", probeAddr: ":9000", criEndpoint: "unix:///var/run/crio/crio.sock",
 		sweepInterval: 30 * time.Second, workers: 16, stateFile: "/s/j.db", zap: cfg.zap,
 	}, cfg)
 	assert.True(t, cfg.zap.Development)
@@ -51,15 +59,17 @@ func TestParseFlagsOverrides(t *testing.T) {
 
 func TestParseFlagsErrors(t *testing.T) {
 	for name, args := range map[string][]string{
-		"no node":        nil,
-		"empty node":     {"--node="},
-		"zero interval":  {"--node=n", "--sweep-interval=0s"},
-		"negative":       {"--node=n", "--workers=-1"},
-		"zero workers":   {"--node=n", "--workers=0"},
-		"unknown flag":   {"--node=n", "--nope"},
-		"bad duration":   {"--node=n", "--sweep-interval=soon"},
-		"extra argument": {"--node=n", "extra"},
-		"no state file":  {"--node=n", "--state-file="},
+		"no node":         nil,
+		"empty node":      {"--node="},
+		"zero interval":   {"--node=n", "--sweep-interval=0s"},
+		"negative":        {"--node=n", "--workers=-1"},
+		"zero workers":    {"--node=n", "--workers=0"},
+		"unknown flag":    {"--node=n", "--nope"},
+		"bad duration":    {"--node=n", "--sweep-interval=soon"},
+		"extra argument":  {"--node=n", "extra"},
+		"tcp runtime":     {"--node=n", "--cri-endpoint=tcp://127.0.0.1:1234"},
+		"relative socket": {"--node=n", "--cri-endpoint=unix://containerd.sock"},
+		"no state file":   {"--node=n", "--state-file="},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parseFlags(args, env(nil), &bytes.Buffer{})
@@ -123,4 +133,100 @@ current-context: c
 	b, err := os.ReadFile(state)
 	require.NoError(t, err)
 	assert.Equal(t, "not a journal", string(b))
+}
+
+func TestParseFlagsCRIOff(t *testing.T) {
+	cfg, err := parseFlags([]string{"--node=n", "--cri-endpoint="}, env(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Empty(t, cfg.criEndpoint)
+}
+
+func TestRequeuerLogsThePod(t *testing.T) {
+	var out strings.Builder
+	log := funcr.New(func(prefix, args string) { out.WriteString(prefix + " " + args + "\n") }, funcr.Options{})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1"}}
+
+	require.NoError(t, requeuer(log).Requeue(context.Background(), pod))
+
+	assert.Contains(t, out.String(), `"pod"="ns/web"`)
+	assert.Contains(t, out.String(), `"uid"="uid-1"`)
+}
+
+// lines records a logger's lines.
+type lines struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (l *lines) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.all = append(l.all, prefix+" "+args)
+	}, funcr.Options{})
+}
+
+func (l *lines) count(substr string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.all {
+		if strings.Contains(line, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// Without the runtime's socket the agent runs without an extractor, says
+// so once, and its readiness check keeps saying so.
+func TestSandboxesWithoutSocket(t *testing.T) {
+	var logs lines
+	endpoint := "unix://" + filepath.Join(t.TempDir(), "containerd.sock")
+
+	x, ready, err := sandboxes(endpoint, logs.logger())
+
+	require.NoError(t, err)
+	assert.Nil(t, x)
+	require.NotNil(t, ready)
+	for range 3 {
+		err := ready(httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "sandbox restarts are not detected")
+	}
+	assert.Equal(t, 1, logs.count("sandbox restarts are not detected"), "logged once, not at every probe")
+}
+
+// With the socket, the extractor asks the runtime, and readiness follows
+// whether the runtime answers.
+func TestSandboxesWithRuntime(t *testing.T) {
+	var logs lines
+	endpoint := "unix://" + filepath.Join(t.TempDir(), "cri.sock")
+	rt := fakeremote.NewFakeRemoteRuntime()
+	require.NoError(t, rt.Start(endpoint))
+	t.Cleanup(rt.Stop)
+
+	x, ready, err := sandboxes(endpoint, logs.logger())
+	require.NoError(t, err)
+	require.NotNil(t, x)
+	t.Cleanup(func() { assert.NoError(t, x.Close()) })
+	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+	assert.NoError(t, ready(req))
+	assert.Equal(t, 0, logs.count("not detected"))
+
+	rt.Stop()
+	assert.Error(t, ready(req), "readiness fails while the runtime does not answer")
+}
+
+func TestSandboxesOff(t *testing.T) {
+	var logs lines
+	x, ready, err := sandboxes("", logs.logger())
+	require.NoError(t, err)
+	assert.Nil(t, x)
+	assert.Nil(t, ready)
+	assert.Equal(t, 1, logs.count("sandbox restarts are not detected"))
+}
+
+func TestRequeuerRejectsNilPod(t *testing.T) {
+	assert.Error(t, requeuer(logr.Discard()).Requeue(context.Background(), nil))
 }
