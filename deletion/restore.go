@@ -2,11 +2,13 @@ package deletion
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // restore lists the Inventory until it answers or ctx ends, and tracks
-// every PU it lists that is not tracked already. A failing list is tried
+// every PU it lists that is not tracked already, several at once. A failing list is tried
 // again after RetryMinDelay, doubling up to RetryMaxDelay. Entries without
 // a PUID, pod name or namespace are logged and skipped.
 func (c *Controller) restore(ctx context.Context) {
@@ -14,17 +16,7 @@ func (c *Controller) restore(ctx context.Context) {
 	for attempt := 1; ; attempt++ {
 		pus, err := c.listPUs(ctx)
 		if err == nil {
-			restored, skipped := 0, 0
-			for _, pu := range pus {
-				isNew, err := c.track(pu)
-				switch {
-				case err != nil:
-					skipped++
-					c.log.Error(err, "skipping a PU the Inventory listed", "puID", pu.PUID, "pod", pu.Pod.String())
-				case isNew:
-					restored++
-				}
-			}
+			restored, skipped := c.trackAll(pus)
 			c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
 			c.observe(Event{Kind: EventRestored, Count: restored, Attempt: attempt})
 			return
@@ -41,6 +33,31 @@ func (c *Controller) restore(ctx context.Context) {
 		}
 		delay = min(2*delay, c.opts.RetryMaxDelay)
 	}
+}
+
+// trackAll tracks pus from Workers goroutines, so that an Observer that
+// makes each Track durable (a journal) shares its commits among them, and
+// returns how many were new and how many could not be tracked.
+func (c *Controller) trackAll(pus []Entry) (restored, skipped int) {
+	var next, nRestored, nSkipped atomic.Int64
+	var wg sync.WaitGroup
+	for range min(c.opts.Workers, len(pus)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(pus)); i = next.Add(1) - 1 {
+				pu := pus[i]
+				isNew, err := c.track(pu)
+				switch {
+				case err != nil:
+					nSkipped.Add(1)
+					c.log.Error(err, "skipping a PU the Inventory listed", "puID", pu.PUID, "pod", pu.Pod.String())
+				case isNew:
+					nRestored.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return int(nRestored.Load()), int(nSkipped.Load())
 }
 
 // listPUs calls the Inventory under a deadline of ItemTimeout.
