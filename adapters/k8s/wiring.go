@@ -63,8 +63,9 @@ type SetupOptions struct {
 //     TriggerPod, so that the destroy happens at once instead of at the
 //     next sweep.
 //
-// The handler never waits on the engine (Track and TriggerPod never block)
-// and waits on the extractor for at most ExtractTimeout; it is removed from
+// The handler never waits for a check (TriggerPod never blocks; Track waits
+// only for the engine's Observer, a journal's commit say) and waits on the
+// extractor for at most ExtractTimeout; it is removed from
 // the informer when the manager stops. Track is insert-only: after a
 // SandboxChanged destroy, the new sandbox's PU is tracked at the pod's next
 // event, or at once by the main controller calling c.Track when it creates
