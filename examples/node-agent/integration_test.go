@@ -240,14 +240,7 @@ type runningBinary struct {
 // the test ends.
 func startBinary(t *testing.T, ctx context.Context, kubeconfig []byte, args ...string) runningBinary {
 	t.Helper()
-	kc, err := clientcmd.Load(kubeconfig)
-	require.NoError(t, err)
-	for _, ai := range kc.AuthInfos {
-		ai.Impersonate = agentUser
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
-
+	path := agentKubeconfig(t, kubeconfig)
 	b := runningBinary{metricsAddr: freeAddr(t), probeAddr: freeAddr(t), logs: &syncBuffer{}}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
