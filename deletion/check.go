@@ -65,10 +65,14 @@ func (c *Controller) decide(ctx context.Context, getter ports.PodGetter, name st
 	case o.Err == nil && o.Pod == nil:
 		o.Err = fmt.Errorf("%s: %w", name, errNoPod)
 	}
+	port := portGetPod
+	if !primary {
+		port = portConfirmer
+	}
 	var err error
 	if o.Err != nil && !IsNotFound(o.Err) {
 		err = o.Err
-		c.log.Error(err, "getting pod failed; keeping PU", "port", name, "puID", e.PUID, "pod", e.Pod.String())
+		c.portFailed(port, e, err, "getting pod failed; keeping PU")
 		if primary {
 			c.observe(Event{Kind: EventGetFailed, Entry: e.Entry, Err: err})
 		}
@@ -76,7 +80,7 @@ func (c *Controller) decide(ctx context.Context, getter ports.PodGetter, name st
 	v := Decide(e.Entry, o)
 	if v.Row == 2 && o.Err == nil {
 		err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", name, o.Pod.Namespace, o.Pod.Name, o.Pod.UID)
-		c.log.Error(err, "keeping PU", "puID", e.PUID, "pod", e.Pod.String())
+		c.portFailed(port, e, err, "keeping PU")
 		if primary {
 			c.observe(Event{Kind: EventGetFailed, Entry: e.Entry, Err: err})
 		}
@@ -91,7 +95,7 @@ func (c *Controller) decide(ctx context.Context, getter ports.PodGetter, name st
 	}
 	if o.SandboxErr != nil {
 		err = o.SandboxErr
-		c.log.Error(err, "getting sandbox failed; keeping PU", "puID", e.PUID, "pod", e.Pod.String())
+		c.portFailed(portSandboxID, e, err, "getting sandbox failed; keeping PU")
 	}
 	return Decide(e.Entry, o), o.Pod, err
 }
@@ -148,8 +152,7 @@ func (c *Controller) destroy(ctx context.Context, e *entry, v Verdict, pod *core
 	c.observe(Event{Kind: EventDestroyFailed, Entry: ev.PU(), Reason: ev.Reason, Attempt: attempts, Err: err, Next: c.timeOf(r.retryAt)})
 	switch {
 	case untracked:
-		c.log.Error(err, "destroying PU failed; it was untracked meanwhile, so it is not retried",
-			"puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID, "attempt", attempts)
+		c.portFailed(portDestroyPU, e, err, "destroying PU failed; it was untracked meanwhile, so it is not retried")
 	case giveUp:
 		c.log.Error(err, "destroying PU failed for the last time; dropping it, the policy engine may still hold it",
 			"puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID,
@@ -159,8 +162,7 @@ func (c *Controller) destroy(ctx context.Context, e *entry, v Verdict, pod *core
 			r.requeue = pod
 		}
 	default:
-		c.log.Error(err, "destroying PU failed; will retry", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason),
-			"sandboxID", ev.SandboxID, "attempt", attempts, "retryAt", c.timeOf(r.retryAt))
+		c.portFailed(portDestroyPU, e, err, "destroying PU failed; will retry")
 	}
 }
 
@@ -186,7 +188,7 @@ func (c *Controller) requeue(parent context.Context, e *entry, pod *corev1.Pod) 
 		return c.requeuer.Requeue(ctx, pod)
 	}()
 	if err != nil {
-		c.log.Error(err, "requeueing pod failed; the main controller will see it at its next resync", "puID", e.PUID, "pod", e.Pod.String())
+		c.portFailed(portRequeue, e, err, "requeueing pod failed; the main controller will see it at its next resync")
 	}
 }
 

@@ -844,17 +844,46 @@ func TestDefaultLoggerIsNeverSilent(t *testing.T) {
 	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
 		return ports.Permanent(errors.New("refused"))
 	})
-	c, err := deletion.New(getter, policy, deletion.Options{}) // no Logger
-	require.NoError(t, err)
-	for _, name := range []string{"api-down", "panics", "gone"} {
+	for _, name := range []string{"api-down", "panics", "gone"} { // an engine each: one summary line each
+		c, err := deletion.New(getter, policy, deletion.Options{}) // no Logger
+		require.NoError(t, err)
 		require.NoError(t, c.Track(deletion.Entry{PUID: name, Pod: types.NamespacedName{Namespace: "ns", Name: name}}))
+		c.Sweep(context.Background())
 	}
-	c.Sweep(context.Background())
 	klog.Flush()
 	out := buf.String()
 	assert.Contains(t, out, "connection refused")
 	assert.Contains(t, out, "port panicked: GetPod")
 	assert.Contains(t, out, "destroying PU failed for the last time")
+}
+
+// TestLogsScaleInAnOutage: while the API server is down, the engine logs
+// one error line per port per interval, whatever the number of PUs, and
+// each PU's first failure at V(1); the Observer still hears of every one.
+func TestLogsScaleInAnOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs, evs := &logBuffer{}, &events{}
+		c := newQuiet(t, getterOf(nil, errors.New("connection refused")), &recorder{}, deletion.Options{
+			SweepInterval: 5 * time.Second, Logger: logs.logger(), Observer: evs,
+		})
+		const n = 250
+		for i := range n {
+			require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+		}
+		stop := startEngine(t, c)
+		time.Sleep(10*5*time.Second + time.Second) // ten intervals: 2,500 failed reads
+		synctest.Wait()
+		stop()
+
+		failed := len(evs.kinds(deletion.EventGetFailed))
+		assert.GreaterOrEqual(t, failed, 10*n, "every failure reaches the Observer")
+		summaries := logs.lines("port failing")
+		assert.GreaterOrEqual(t, len(summaries), 9)
+		assert.LessOrEqual(t, len(summaries), 12, "one line per interval, not one per PU")
+		assert.Contains(t, summaries[0], `"port"="GetPod"`)
+		assert.Contains(t, summaries[0], "connection refused")
+		assert.Len(t, logs.lines(`"msg"="getting pod failed; keeping PU"`), n, "each PU's first failure, at V(1), once")
+	})
 }
 
 // syncBuffer is a bytes.Buffer safe for klog's writers.

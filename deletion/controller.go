@@ -68,6 +68,9 @@ type Controller struct {
 	// released, when not nil, is closed at the end of every check, to wake
 	// Sweep calls waiting for an entry another check holds.
 	released chan struct{}
+
+	// fails sums up the ports' failures for the logs (see failures.go).
+	fails failures
 }
 
 // readyItem is an entry in the ready queue and when it was queued.

@@ -131,6 +131,9 @@ func (c *Controller) schedule(ctx context.Context) {
 		}
 	}()
 	last := c.tickNow()
+	lastFlush := last
+	perInterval := int64(len(c.wheel))
+	defer c.flushFailures()
 	for {
 		c.mu.Lock()
 		if len(c.entries) == 0 {
@@ -167,6 +170,10 @@ func (c *Controller) schedule(ctx context.Context) {
 		}
 		c.turn(last+1, cur)
 		last = cur
+		if cur-lastFlush >= perInterval {
+			c.flushFailures() // once per interval at most
+			lastFlush = cur
+		}
 	}
 }
 
@@ -387,6 +394,7 @@ func (c *Controller) Sweep(ctx context.Context) {
 			}
 		}()
 	}
+	defer c.flushFailures()
 	// Wait for the goroutines; every ItemTimeout, see whether the ones left
 	// are all stuck in ports past their deadline, and leave them if so.
 	t := time.NewTimer(c.opts.ItemTimeout + stuckGrace)

@@ -1,0 +1,68 @@
+package deletion
+
+import (
+	"sync"
+	"time"
+)
+
+// The ports whose failures the engine sums up, and their names in the logs.
+const (
+	portGetPod = iota
+	portConfirmer
+	portSandboxID
+	portDestroyPU
+	portRequeue
+	numPorts
+)
+
+var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "DestroyPU", "Requeue"}
+
+// failures sums up the failures of each port between two summaries, so
+// that an outage of the API server or of the policy engine costs one error
+// line per port per SweepInterval, not one per PU per check: thousands of
+// lines an interval on a large node. Observer events still come one per
+// failure, so the metrics stay exact.
+type failures struct {
+	mu       sync.Mutex
+	count    [numPorts]int
+	last     [numPorts]error
+	lastPUID [numPorts]string
+	since    time.Time // the first failure since the last summary
+}
+
+// portFailed counts a failure of port for e. The first failure of a PU
+// since its last good check is logged at V(1), with its PU; the summary of
+// every failure comes at the next flushFailures.
+func (c *Controller) portFailed(port int, e *entry, err error, msg string) {
+	if e.lastErr == nil {
+		if log := c.log.V(1); log.Enabled() {
+			log.Info(msg, "port", portNames[port], "puID", e.PUID, "pod", e.Pod.String(), "error", err.Error())
+		}
+	}
+	f := &c.fails
+	f.mu.Lock()
+	if f.since.IsZero() {
+		f.since = c.opts.Clock.Now()
+	}
+	f.count[port]++
+	f.last[port], f.lastPUID[port] = err, e.PUID
+	f.mu.Unlock()
+}
+
+// flushFailures logs one error line for each port that failed since the
+// last summary: how often, the last error and the last PU concerned.
+func (c *Controller) flushFailures() {
+	f := &c.fails
+	f.mu.Lock()
+	count, last, lastPUID, since := f.count, f.last, f.lastPUID, f.since
+	f.count, f.last, f.lastPUID, f.since = [numPorts]int{}, [numPorts]error{}, [numPorts]string{}, time.Time{}
+	f.mu.Unlock()
+	for port, n := range count {
+		if n == 0 {
+			continue
+		}
+		c.log.Error(last[port], "port failing; the PUs concerned are kept and checked again",
+			"port", portNames[port], "failures", n, "lastPUID", lastPUID[port],
+			"for", c.opts.Clock.Since(since).Round(time.Millisecond).String())
+	}
+}
