@@ -3,4 +3,10 @@
 // github.com/golang/mock v1.6.0's mockgen from ports/ports.go.
 //
 // Regenerate them with `make generate`; never edit ports.go here by hand.
+//
+// The engine calls ports from its own goroutines. Give gomock.NewController
+// a TestReporter whose Fatalf calls t.Errorf and returns, not the
+// *testing.T itself: testing's Fatalf calls runtime.Goexit, which from an
+// engine goroutine ends that goroutine, not the test. examples/mockgen
+// shows the pattern.
 package mocks

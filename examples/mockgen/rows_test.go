@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,8 +49,33 @@ type mockPorts struct {
 	requeuer  *mocks.MockRequeuer
 }
 
+// errorReporter is the gomock.TestReporter to give a Controller whose mocks
+// the engine calls from its own goroutines. gomock reports an unexpected
+// call with Fatalf, and testing's Fatalf calls runtime.Goexit, which may
+// only end the test's own goroutine: from one of the engine's workers it
+// ends the worker instead, in the middle of a check, and the test hangs or
+// fails later with a confusing message. Errorf marks the test failed at
+// once and returns; gomock then panics on the missing expectation, and the
+// engine recovers that panic like any port's.
+type errorReporter struct {
+	t interface {
+		Errorf(format string, args ...any)
+		Helper()
+	}
+}
+
+// Errorf reports a failure.
+func (r errorReporter) Errorf(format string, args ...any) { r.t.Helper(); r.t.Errorf(format, args...) }
+
+// Fatalf reports a failure and returns, unlike testing.T's.
+func (r errorReporter) Fatalf(format string, args ...any) { r.t.Helper(); r.t.Errorf(format, args...) }
+
+// Helper marks the caller as a helper.
+func (r errorReporter) Helper() { r.t.Helper() }
+
 func newMocks(t *testing.T) mockPorts {
-	ctrl := gomock.NewController(t) // fails the test on a missing or unexpected call
+	// Fails the test on a missing or unexpected call, from any goroutine.
+	ctrl := gomock.NewController(errorReporter{t})
 	return mockPorts{
 		getter:    mocks.NewMockPodGetter(ctrl),
 		policy:    mocks.NewMockPolicyHandler(ctrl),
@@ -244,4 +271,46 @@ func TestPermanentErrorIsNotRetried(t *testing.T) {
 	sweep(c)
 
 	assert.Zero(t, c.Len())
+}
+
+// TestAnUnexpectedCallFromAWorkerIsReported: an unexpected call inside one
+// of the engine's goroutines is reported at once (to a recorder standing
+// for the test, so that this test can pass), and the engine goes on: its
+// goroutine is not ended.
+func TestAnUnexpectedCallFromAWorkerIsReported(t *testing.T) {
+	rec := &reported{}
+	ctrl := gomock.NewController(errorReporter{rec})
+	getter, policy := mocks.NewMockPodGetter(ctrl), mocks.NewMockPolicyHandler(ctrl)
+	getter.EXPECT().GetPod(gomock.Any(), key).Return(nil, ports.ErrPodNotFound).Times(2)
+	// No DestroyPU is expected: the first one is unexpected.
+	c, err := deletion.New(getter, policy, deletion.Options{NodeName: node, MaxDestroyAttempts: 2})
+	require.NoError(t, err)
+	require.NoError(t, c.Track(tracked))
+
+	c.Sweep(context.Background()) // the unexpected DestroyPU: reported, and recovered as a panic
+	require.Len(t, rec.messages(), 1, "reported at once")
+	assert.Contains(t, rec.messages()[0], "Unexpected call")
+	c.Sweep(context.Background()) // the engine still runs its checks
+	assert.Zero(t, c.Len(), "two failed attempts: given up on")
+	assert.Len(t, rec.messages(), 2)
+}
+
+// reported records what errorReporter reports.
+type reported struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *reported) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
+}
+
+func (r *reported) Helper() {}
+
+func (r *reported) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.msgs...)
 }
