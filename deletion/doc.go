@@ -5,12 +5,17 @@
 // Decide holds the whole decision table as a pure function. Controller is the
 // engine that runs it: Track remembers a PU, Start re-checks every PU about
 // every SweepInterval and at once after TriggerPod or TriggerAll, with
-// bounded concurrency, per-PU exclusivity, deadlines, retries with backoff,
-// and recovery from ports that fail, hang or panic. Sweep runs one
-// synchronous pass, for tests and for callers that schedule checks themselves.
+// bounded concurrency, per-PU exclusivity, deadlines, retries with backoff
+// that hold whatever brings a PU up, and recovery from ports that fail, hang
+// or panic; a Confirmer reads the live API before any destroy a cache
+// decided, and an Inventory restores the PUs of a previous run. Untrack
+// forgets a PU, Status says why each one is kept, HealthCheck serves a
+// manager's /healthz. Sweep runs one synchronous pass, for tests and for
+// callers that schedule checks themselves.
 //
 // The package depends only on the ports in package ports; the adapters for
-// controller-runtime and trireme-lib live under adapters/. Pods returned by a
-// PodGetter are treated as read-only: the engine never modifies them, and
-// hands the live pod to the Requeuer as it got it.
+// controller-runtime, the container runtime, bbolt and trireme-lib live under
+// adapters/. Pods returned by a PodGetter are treated as read-only: the
+// engine never modifies them, and hands the live pod to the Requeuer as it
+// got it.
 package deletion
