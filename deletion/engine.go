@@ -18,20 +18,23 @@ package deletion
 // 100,000 entries tracked.
 //
 // One scheduler. Periodic checks and retries come from a wheel: every entry
-// sits in one of its slots (one per 500ms of SweepInterval, at most 64),
-// chosen by a hash of its PUID, and one goroutine wakes once per
-// slot to queue that slot's idle entries, and the retries due by then
+// sits in one of its slots, chosen by a hash of its PUID, and one goroutine
+// wakes once per tick (SweepInterval/64, but 0.5 to 1 s) to queue the idle
+// entries of that tick's slot and the retries due by then
 // (Controller.retries, by tick: a retry's time is rounded up to the next
 // tick). Each entry is thus checked once per interval at its own phase, the
-// first time within one interval of Track, in a few batches a second. The
-// scheduler sleeps while nothing is tracked. A wake-up is what an idle
-// node agent pays for: at 250 entries and 5s, two wake-ups a second and
-// the workers they wake (BENCHMARKS.md). The client-go workqueue that
-// scheduled checks before cost a timer wake-up per check.
+// first time within one interval of Track, in one or two batches a second.
+// The scheduler sleeps while nothing is tracked. A wake-up is what an idle
+// node agent pays for: at 250 entries and 5s, two wake-ups a second and the
+// worker each wakes (BENCHMARKS.md). The client-go workqueue that scheduled
+// checks before cost a timer wake-up per check. Once per interval the
+// scheduler also logs one summary line per failing port (failures.go).
 //
 // Concurrency. Start's workers and Sweep's goroutines take one of Workers
 // slots (Controller.slots) for each check, so no more than Workers checks
-// run at once, whoever runs them.
+// run at once, whoever runs them. Checks that one goroutine starts within
+// 1% of ItemTimeout of each other share one deadline context: a context
+// with a deadline per check was a sixth of the CPU at cluster scale.
 //
 // Hung ports. A port that ignores its context keeps its worker until it
 // returns; nothing watches for it, so that an idle engine wakes for
