@@ -20,6 +20,8 @@ const (
 	MetricPodGetErrors    = "podsweeper_pod_get_errors_total"
 	MetricCheckDuration   = "podsweeper_check_duration_seconds"
 	MetricDestroyDelay    = "podsweeper_destroy_delay_seconds"
+	MetricVetoes          = "podsweeper_destroys_vetoed_total"
+	MetricRestored        = "podsweeper_restored_pus_total"
 )
 
 const (
@@ -39,6 +41,8 @@ type Metrics struct {
 	getErrors prometheus.Counter
 	checks    prometheus.Histogram
 	delays    prometheus.Histogram
+	vetoes    *prometheus.CounterVec
+	restored  prometheus.Counter
 }
 
 var _ deletion.Observer = (*Metrics)(nil)
@@ -56,7 +60,11 @@ var _ deletion.Observer = (*Metrics)(nil)
 // destroy), podsweeper_pod_get_errors_total (GetPod failures other than not
 // found), podsweeper_check_duration_seconds (histogram of check durations)
 // and podsweeper_destroy_delay_seconds (histogram of the time from the
-// first check that found a PU must go to its successful destroy).
+// first check that found a PU must go to its successful destroy),
+// podsweeper_destroys_vetoed_total (destroys the Confirmer did not confirm,
+// by the reason the cache's answer gave: a cache lagging behind the API
+// server shows here) and podsweeper_restored_pus_total (PUs tracked again
+// from the Inventory at start).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		reg = metrics.Registry
@@ -92,13 +100,22 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time from the first check that found a processing unit must go to its successful destroy.",
 			Buckets: prometheus.ExponentialBuckets(delayBucketStartSeconds, 4, 10), // 1ms to 4.4min
 		}),
+		vetoes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricVetoes,
+			Help: "Destroys decided on the pod cache's answer that the Confirmer's read of the API server did not confirm, by the cache's reason.",
+		}, []string{metricReasonLabel}),
+		restored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricRestored,
+			Help: "Processing units tracked again from the Inventory when the engine started.",
+		}),
 	}
 	// Every reason shows up at 0 from the start, so rates work from the first scrape.
 	for _, r := range ports.Reasons() {
 		m.destroys.WithLabelValues(string(r))
 		m.failures.WithLabelValues(string(r))
+		m.vetoes.WithLabelValues(string(r))
 	}
-	collectors := []prometheus.Collector{m.tracked, m.destroys, m.failures, m.abandoned, m.getErrors, m.checks, m.delays}
+	collectors := []prometheus.Collector{m.tracked, m.destroys, m.failures, m.abandoned, m.getErrors, m.checks, m.delays, m.vetoes, m.restored}
 	for i, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			for _, done := range collectors[:i] {
@@ -137,5 +154,9 @@ func (m *Metrics) Observe(ev deletion.Event) {
 		m.abandoned.Inc()
 	case deletion.EventUntracked:
 		m.tracked.Dec()
+	case deletion.EventVetoed:
+		m.vetoes.WithLabelValues(string(ev.Reason)).Inc()
+	case deletion.EventRestored:
+		m.restored.Add(float64(ev.Count))
 	}
 }
