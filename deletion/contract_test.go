@@ -903,3 +903,26 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestAccessorsReturnTheOptions: NodeName and SandboxExtractor give the
+// adapters what the engine was built with, so that nobody repeats them.
+func TestAccessorsReturnTheOptions(t *testing.T) {
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	var asked atomic.Int32
+	ex := ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { asked.Add(1); return "sb", nil })
+
+	c, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", SandboxExtractor: ex})
+	require.NoError(t, err)
+	assert.Equal(t, "node-a", c.NodeName())
+	require.NotNil(t, c.SandboxExtractor())
+	id, err := c.SandboxExtractor().SandboxID(t.Context(), &corev1.Pod{})
+	require.NoError(t, err)
+	assert.Equal(t, "sb", id)
+	assert.EqualValues(t, 1, asked.Load(), "the accessor returns the engine's own extractor")
+
+	bare, err := deletion.New(getter, policy, deletion.Options{})
+	require.NoError(t, err)
+	assert.Empty(t, bare.NodeName())
+	assert.Nil(t, bare.SandboxExtractor(), "no extractor is a nil interface, not a typed nil")
+}

@@ -277,6 +277,16 @@ func (c *Controller) Len() int {
 	return len(c.entries)
 }
 
+// NodeName returns Options.NodeName, the node this engine runs for ("":
+// the node check is off). Adapters that feed the engine read it here, so
+// that the node is given in one place only.
+func (c *Controller) NodeName() string { return c.opts.NodeName }
+
+// SandboxExtractor returns Options.SandboxExtractor, nil when the engine
+// has none. Adapters that feed the engine read it here, so that the
+// extractor is given in one place only.
+func (c *Controller) SandboxExtractor() ports.SandboxExtractor { return c.extractor }
+
 // NeedLeaderElection returns false: every node runs its own engine for its
 // own pods, so a controller-runtime manager must start it on every replica.
 func (c *Controller) NeedLeaderElection() bool { return false }
