@@ -27,7 +27,7 @@
 // tells an agent where the socket should be, so that it can tell a node
 // without that runtime from a runtime that is down.
 //
-// Give the same SandboxExtractor to the engine (deletion.Options.SandboxExtractor)
-// and to the informer wiring (adapters/k8s.SetupOptions.SandboxExtractor),
+// Give the SandboxExtractor to the engine (deletion.Options.SandboxExtractor;
+// the informer wiring, adapters/k8s.SetupWithManager, reads it from there),
 // and Close it when the agent stops. examples/node-agent shows the whole path.
 package cri

@@ -297,9 +297,7 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 	})
 	require.NoError(t, err)
 	require.NoError(t, k8s.SetupWithManager(mgr, n.engine, k8s.SetupOptions{
-		NodeName:         n.name,
-		SandboxExtractor: o.extractor,
-		Logger:           testr.NewWithInterface(t, testr.Options{}),
+		Logger: testr.NewWithInterface(t, testr.Options{}),
 	}))
 	if o.setup != nil {
 		require.NoError(t, o.setup(n))

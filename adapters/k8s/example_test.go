@@ -52,6 +52,8 @@ func ExampleSetupWithManager() {
 	})
 	requeue := make(chan event.GenericEvent)
 
+	// The engine's Options are the one place the node and the extractor
+	// are given: SetupWithManager reads them from the engine.
 	engine, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), policy, deletion.Options{
 		NodeName:         node,
 		SandboxExtractor: sandbox,
@@ -67,7 +69,7 @@ func ExampleSetupWithManager() {
 	if err := mgr.AddHealthzCheck("podsweeper", engine.HealthCheck); err != nil {
 		log.Fatal(err)
 	}
-	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{NodeName: node, SandboxExtractor: sandbox}); err != nil {
+	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{}); err != nil {
 		log.Fatal(err)
 	}
 

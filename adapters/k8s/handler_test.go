@@ -218,10 +218,10 @@ func (f *fakeInformer) counts() (int, int) {
 func TestRunnableRemovesItsHandlerWhenItStops(t *testing.T) {
 	c, err := deletion.New(ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
 		return nil, errors.New("unused")
-	}), ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }), deletion.Options{})
+	}), ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }), deletion.Options{NodeName: "node-a"})
 	require.NoError(t, err)
 	inf := &fakeInformer{}
-	r := &nodeRunnable{engine: c, informer: inf, opts: SetupOptions{NodeName: "node-a", ExtractTimeout: time.Second}}
+	r := &nodeRunnable{engine: c, informer: inf, opts: SetupOptions{ExtractTimeout: time.Second}}
 	assert.False(t, r.NeedLeaderElection())
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -230,6 +230,14 @@ func TestRunnableRemovesItsHandlerWhenItStops(t *testing.T) {
 	require.Eventually(t, func() bool { a, _ := inf.counts(); return a == 1 }, 5*time.Second, time.Millisecond)
 	_, removed := inf.counts()
 	assert.Zero(t, removed)
+	// The handler tracks the pods of the engine's node, the only place the
+	// node is given.
+	inf.mu.Lock()
+	h := inf.added[0]
+	inf.mu.Unlock()
+	h.OnAdd(pod("mine", "u-mine", "node-a", "", "1"), false)
+	h.OnAdd(pod("other", "u-other", "node-b", "", "1"), false)
+	assert.Equal(t, []deletion.Entry{{PUID: "u-mine", Pod: key("mine")}}, c.Pending())
 
 	cancel()
 	select {

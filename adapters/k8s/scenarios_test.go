@@ -198,7 +198,7 @@ func TestEnvtestAPIServerOutage(t *testing.T) {
 				left := direct.Len()
 				suite.tally.add(func(t *tally) { t.left += left })
 			})
-			return k8s.SetupWithManager(n.mgr, direct, k8s.SetupOptions{NodeName: n.name})
+			return k8s.SetupWithManager(n.mgr, direct, k8s.SetupOptions{})
 		},
 	})
 	var deleted, live []*corev1.Pod

@@ -30,17 +30,15 @@ const DefaultExtractTimeout = time.Second
 const nodeNameField = "spec.nodeName"
 
 // SetupOptions configure SetupWithManager.
+//
+// The node and the SandboxExtractor are not among them: SetupWithManager
+// reads both from the engine (deletion.Options.NodeName and
+// deletion.Options.SandboxExtractor), so that they are given in one place
+// and the wiring and the engine cannot disagree. Had they disagreed on the
+// node, the engine would destroy every PU the wiring tracks for
+// NodeChanged, the wiring would track it again at the pod's next event,
+// and so on.
 type SetupOptions struct {
-	// NodeName is the node whose pods are tracked. Required; give the engine
-	// the same value in deletion.Options.NodeName.
-	NodeName string
-	// SandboxExtractor reports the sandbox recorded with each newly tracked
-	// PU, and a change of its answer between two versions of a pod triggers
-	// a check at once. Give the engine the same one in
-	// deletion.Options.SandboxExtractor. nil: PUs are tracked without a
-	// sandbox, and the engine adopts one at its first check if it has an
-	// extractor of its own.
-	SandboxExtractor ports.SandboxExtractor
 	// ExtractTimeout bounds each SandboxExtractor call made from the pod
 	// event handler, so that a slow extractor cannot stall the informer; on
 	// timeout, error or panic the PU is tracked without a sandbox. 0: 1s.
@@ -49,13 +47,14 @@ type SetupOptions struct {
 	Logger logr.Logger
 }
 
-// SetupWithManager wires c into mgr for the node opts.NodeName. It adds c to
+// SetupWithManager wires c into mgr for the node c runs for
+// (deletion.Options.NodeName, which must be set). It adds c to
 // mgr as a Runnable that needs no leader election (every node runs its own
 // engine), and, while it runs, watches pods through the informer of
 // mgr.GetCache():
 //
 //   - a pod added or updated that is bound to the node is tracked, keyed by
-//     its UID, with the sandbox the extractor reports; pods not bound yet
+//     its UID, with the sandbox c's SandboxExtractor reports; pods not bound yet
 //     are skipped until they are, pods in the Succeeded or Failed phase are
 //     tracked like any other (their PU lives until the pod is deleted);
 //   - an update in which the pod's UID or its sandbox changed, and every
@@ -72,15 +71,21 @@ type SetupOptions struct {
 // that PU.
 //
 // Without NodeCacheOptions the wiring still works, but the manager caches
-// every pod of the cluster.
+// every pod of the cluster. Give NodeCacheOptions the engine's node
+// (c.NodeName()): SetupWithManager cannot check the cache's selector, for a
+// manager does not expose its cache's options. A cache scoped to another
+// node holds none of this node's pods, so the wiring tracks nothing and a
+// PU tracked by the agent itself reads as gone: with NewPodGetter over
+// mgr.GetAPIReader() as the engine's Confirmer, that destroy is vetoed and
+// the PU kept; without one, it is destroyed.
 func SetupWithManager(mgr manager.Manager, c *deletion.Controller, opts SetupOptions) error {
 	switch {
 	case mgr == nil:
 		return fmt.Errorf("%w: manager is nil", ErrInvalidSetup)
 	case c == nil:
 		return fmt.Errorf("%w: deletion controller is nil", ErrInvalidSetup)
-	case opts.NodeName == "":
-		return fmt.Errorf("%w: NodeName is empty", ErrInvalidSetup)
+	case c.NodeName() == "":
+		return fmt.Errorf("%w: the deletion controller has no node: set deletion.Options.NodeName", ErrInvalidSetup)
 	case opts.ExtractTimeout < 0:
 		return fmt.Errorf("%w: ExtractTimeout is negative (%v)", ErrInvalidSetup, opts.ExtractTimeout)
 	}
@@ -153,8 +158,8 @@ func (r *nodeRunnable) Start(ctx context.Context) error {
 	h := &podHandler{
 		ctx:       ctx,
 		engine:    r.engine,
-		node:      r.opts.NodeName,
-		extractor: r.opts.SandboxExtractor,
+		node:      r.engine.NodeName(),
+		extractor: r.engine.SandboxExtractor(),
 		timeout:   r.opts.ExtractTimeout,
 		log:       r.opts.Logger,
 	}

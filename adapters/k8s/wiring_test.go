@@ -76,17 +76,27 @@ func TestSetupWithManagerRefusesBadInput(t *testing.T) {
 	// The manager is never started, so its API server need not exist.
 	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1"}, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
 	require.NoError(t, err)
-	c, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }), deletion.Options{})
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	c, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), policy, deletion.Options{NodeName: "n"})
+	require.NoError(t, err)
+	// The node is read from the engine: an engine without one cannot be
+	// wired, for the wiring would not know which pods to track.
+	noNode, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), policy, deletion.Options{})
 	require.NoError(t, err)
 
-	for name, call := range map[string]func() error{
-		"nil manager":      func() error { return k8s.SetupWithManager(nil, c, k8s.SetupOptions{NodeName: "n"}) },
-		"nil controller":   func() error { return k8s.SetupWithManager(mgr, nil, k8s.SetupOptions{NodeName: "n"}) },
-		"no node":          func() error { return k8s.SetupWithManager(mgr, c, k8s.SetupOptions{}) },
-		"negative timeout": func() error { return k8s.SetupWithManager(mgr, c, k8s.SetupOptions{NodeName: "n", ExtractTimeout: -1}) },
+	for name, tc := range map[string]struct {
+		call func() error
+		want string
+	}{
+		"nil manager":      {func() error { return k8s.SetupWithManager(nil, c, k8s.SetupOptions{}) }, "manager is nil"},
+		"nil controller":   {func() error { return k8s.SetupWithManager(mgr, nil, k8s.SetupOptions{}) }, "deletion controller is nil"},
+		"engine no node":   {func() error { return k8s.SetupWithManager(mgr, noNode, k8s.SetupOptions{}) }, "deletion.Options.NodeName"},
+		"negative timeout": {func() error { return k8s.SetupWithManager(mgr, c, k8s.SetupOptions{ExtractTimeout: -1}) }, "ExtractTimeout"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			require.ErrorIs(t, call(), k8s.ErrInvalidSetup)
+			err := tc.call()
+			require.ErrorIs(t, err, k8s.ErrInvalidSetup)
+			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
 }

@@ -192,6 +192,8 @@ func (c closeOnStop) NeedLeaderElection() bool { return false }
 // runtime of --cri-endpoint as their SandboxExtractor.
 func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *deletion.Controller, err error) {
 	log := d.log
+	// The cache and the engine (deletion.Options.NodeName below, which
+	// SetupWithManager reads) are given the same node, --node.
 	cacheOpts, err := k8s.NodeCacheOptions(cfg.node, cache.Options{})
 	if err != nil {
 		return nil, nil, err
@@ -268,10 +270,9 @@ func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *de
 			return nil, nil, err
 		}
 	}
+	// The node and the extractor come from the engine's options.
 	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{
-		NodeName:         cfg.node,
-		SandboxExtractor: sandboxExtractor,
-		Logger:           log.WithName("wiring"),
+		Logger: log.WithName("wiring"),
 	}); err != nil {
 		return nil, nil, err
 	}
