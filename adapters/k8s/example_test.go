@@ -69,7 +69,10 @@ func ExampleSetupWithManager() {
 	if err := mgr.AddHealthzCheck("podsweeper", engine.HealthCheck); err != nil {
 		log.Fatal(err)
 	}
-	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{}); err != nil {
+	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{
+		// The policy engine creates no PU for host-network and mirror pods.
+		Filter: k8s.PodsWithOwnNetwork,
+	}); err != nil {
 		log.Fatal(err)
 	}
 

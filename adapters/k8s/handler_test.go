@@ -250,3 +250,69 @@ func TestRunnableRemovesItsHandlerWhenItStops(t *testing.T) {
 	assert.Equal(t, 1, added)
 	assert.Equal(t, 1, removed)
 }
+
+func TestHandlerTracksOnlyThePodsTheFilterAccepts(t *testing.T) {
+	h, f := newHandler(t, nil)
+	h.filter = PodsWithOwnNetwork
+	hostNet := pod("cilium", "u-host", "node-a", "", "1")
+	hostNet.Spec.HostNetwork = true
+	mirror := pod("etcd-node-a", "u-mirror", "node-a", "", "1")
+	mirror.Annotations[corev1.MirrorPodAnnotationKey] = "0123abcd"
+
+	h.OnAdd(hostNet, true)
+	h.OnAdd(mirror, true)
+	h.OnAdd(pod("web", "u-web", "node-a", "", "1"), true)
+	h.OnUpdate(hostNet, func() *corev1.Pod { p := hostNet.DeepCopy(); p.ResourceVersion = "2"; return p }())
+	h.OnUpdate(mirror, func() *corev1.Pod { p := mirror.DeepCopy(); p.ResourceVersion = "2"; return p }())
+
+	tracked, triggers := f.calls()
+	assert.Equal(t, []deletion.Entry{{PUID: "u-web", Pod: key("web")}}, tracked)
+	assert.Empty(t, triggers, "updates of rejected pods trigger nothing")
+
+	// Deletes trigger whatever the filter says: a PU the agent tracked
+	// itself goes with its pod.
+	h.OnDelete(hostNet)
+	_, triggers = f.calls()
+	assert.Equal(t, []types.NamespacedName{key("cilium")}, triggers)
+}
+
+func TestHandlerTriggersWhenAPodIsReplacedByARejectedOne(t *testing.T) {
+	h, f := newHandler(t, nil)
+	h.filter = PodsWithOwnNetwork
+	replaced := pod("web", "u-new", "node-a", "", "5")
+	replaced.Spec.HostNetwork = true
+	h.OnUpdate(pod("web", "u-old", "node-a", "", "1"), replaced)
+	tracked, triggers := f.calls()
+	assert.Empty(t, tracked)
+	assert.Equal(t, []types.NamespacedName{key("web")}, triggers, "the old pod's PU is checked at once")
+}
+
+func TestHandlerSkipsAPodWhoseFilterPanics(t *testing.T) {
+	h, f := newHandler(t, nil)
+	h.filter = func(p *corev1.Pod) bool {
+		if p.Name == "bad" {
+			panic("filter bug")
+		}
+		return true
+	}
+	h.OnAdd(pod("bad", "u-bad", "node-a", "", "1"), false)
+	h.OnAdd(pod("good", "u-good", "node-a", "", "1"), false)
+	tracked, _ := f.calls()
+	assert.Equal(t, []deletion.Entry{{PUID: "u-good", Pod: key("good")}}, tracked)
+}
+
+func TestPodsWithOwnNetwork(t *testing.T) {
+	plain := pod("web", "u", "node-a", "", "1")
+	hostNet := plain.DeepCopy()
+	hostNet.Spec.HostNetwork = true
+	mirror := plain.DeepCopy()
+	mirror.Annotations[corev1.MirrorPodAnnotationKey] = ""
+	noAnnotations := plain.DeepCopy()
+	noAnnotations.Annotations = nil
+
+	assert.True(t, PodsWithOwnNetwork(plain))
+	assert.True(t, PodsWithOwnNetwork(noAnnotations))
+	assert.False(t, PodsWithOwnNetwork(hostNet), "host network")
+	assert.False(t, PodsWithOwnNetwork(mirror), "mirror pod, even with an empty annotation")
+	assert.False(t, PodsWithOwnNetwork(nil))
+}

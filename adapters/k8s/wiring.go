@@ -39,6 +39,15 @@ const nodeNameField = "spec.nodeName"
 // NodeChanged, the wiring would track it again at the pod's next event,
 // and so on.
 type SetupOptions struct {
+	// Filter says which of the pods bound to the node have a PU: the wiring
+	// tracks only the pods it accepts (PodsWithOwnNetwork is the one a
+	// network-policy agent wants). A rejected pod's updates trigger no
+	// check; its delete still does, which is harmless when nothing is
+	// tracked for it. Filter is called on the informer's goroutine with the
+	// informer's own object: it must be fast and must not modify the pod. A
+	// panic in it is logged and the pod skipped. nil: every pod bound to the
+	// node is tracked.
+	Filter func(*corev1.Pod) bool
 	// ExtractTimeout bounds each SandboxExtractor call made from the pod
 	// event handler, so that a slow extractor cannot stall the informer; on
 	// timeout, error or panic the PU is tracked without a sandbox. 0: 1s.
@@ -53,7 +62,8 @@ type SetupOptions struct {
 // engine), and, while it runs, watches pods through the informer of
 // mgr.GetCache():
 //
-//   - a pod added or updated that is bound to the node is tracked, keyed by
+//   - a pod added or updated that is bound to the node and that
+//     opts.Filter accepts is tracked, keyed by
 //     its UID, with the sandbox c's SandboxExtractor reports; pods not bound yet
 //     are skipped until they are, pods in the Succeeded or Failed phase are
 //     tracked like any other (their PU lives until the pod is deleted);
@@ -102,6 +112,27 @@ func SetupWithManager(mgr manager.Manager, c *deletion.Controller, opts SetupOpt
 		return fmt.Errorf("k8s: adding the deletion engine to the manager: %w", err)
 	}
 	return nil
+}
+
+// PodsWithOwnNetwork is a SetupOptions.Filter for a network-policy agent.
+// It accepts the pods that run in a network namespace of their own, and
+// rejects:
+//
+//   - host-network pods (spec.hostNetwork): they share the node's network,
+//     so the agent creates no PU for them;
+//   - mirror pods (annotation kubernetes.io/config.mirror): the API's copy
+//     of a static pod the kubelet runs from a file; the runtime knows that
+//     pod by the kubelet's UID, not by the mirror's, so no PU is ever
+//     created under the mirror's UID.
+//
+// Tracking either would ask the policy engine to destroy a PU it never
+// created, and retry that for as long as it failed. A nil pod is rejected.
+func PodsWithOwnNetwork(pod *corev1.Pod) bool {
+	if pod == nil || pod.Spec.HostNetwork {
+		return false
+	}
+	_, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]
+	return !mirror
 }
 
 // NodeCacheOptions returns a copy of opts whose pod cache holds only the
@@ -161,6 +192,7 @@ func (r *nodeRunnable) Start(ctx context.Context) error {
 		node:      r.engine.NodeName(),
 		extractor: r.engine.SandboxExtractor(),
 		timeout:   r.opts.ExtractTimeout,
+		filter:    r.opts.Filter,
 		log:       r.opts.Logger,
 	}
 	reg, err := r.informer.AddEventHandler(h)
@@ -188,6 +220,7 @@ type podHandler struct {
 	node      string
 	extractor ports.SandboxExtractor
 	timeout   time.Duration
+	filter    func(*corev1.Pod) bool // nil: every pod
 	log       logr.Logger
 }
 
@@ -204,22 +237,45 @@ func (h *podHandler) nodePod(obj any) (*corev1.Pod, bool) {
 	return pod, pod.Spec.NodeName == h.node
 }
 
-// OnAdd tracks pod if it is bound to the node.
+// accepts reports whether the filter accepts pod; a filter that panics
+// rejects it, and the panic is logged.
+func (h *podHandler) accepts(pod *corev1.Pod) (ok bool) {
+	if h.filter == nil {
+		return true
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.Error(fmt.Errorf("%w: Filter: %v", deletion.ErrPortPanicked, r), "the pod filter panicked; the pod is not tracked",
+				"pod", pod.Namespace+"/"+pod.Name)
+			ok = false
+		}
+	}()
+	return h.filter(pod)
+}
+
+// OnAdd tracks pod if it is bound to the node and the filter accepts it.
 func (h *podHandler) OnAdd(obj any, _ bool) {
 	pod, ok := h.nodePod(obj)
-	if !ok {
+	if !ok || !h.accepts(pod) {
 		return
 	}
 	sandbox, _ := h.sandboxID(pod)
 	h.track(pod, sandbox)
 }
 
-// OnUpdate tracks the new pod if it is bound to the node, and triggers a
-// check when the pod was replaced (another UID, seen after a relist) or its
-// sandbox changed.
+// OnUpdate tracks the new pod if it is bound to the node and the filter
+// accepts it, and triggers a check when the pod was replaced (another UID,
+// seen after a relist) or its sandbox changed.
 func (h *podHandler) OnUpdate(oldObj, newObj any) {
 	pod, ok := h.nodePod(newObj)
 	if !ok {
+		return
+	}
+	if !h.accepts(pod) {
+		// The old pod of that name may have had a PU.
+		if old, ok := oldObj.(*corev1.Pod); ok && old.UID != pod.UID {
+			h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
+		}
 		return
 	}
 	sandbox, sandboxErr := h.sandboxID(pod)

@@ -7,11 +7,14 @@
 //	           [--cri-endpoint=unix:///run/containerd/containerd.sock]
 //	           [--metrics-bind-address=:8080] [--health-probe-bind-address=:8081]
 //	           [--sweep-interval=5s] [--workers=4] [--zap-devel]
-//	           [--state-file=/var/lib/podsweeper/journal.db]
+//	           [--state-file=/var/lib/podsweeper/journal.db] [--all-pods]
 //
 // It uses controller-runtime's manager with a pod cache holding only the
 // node's pods (adapters/k8s.NodeCacheOptions), the engine wired to the pod
-// informer (adapters/k8s.SetupWithManager), and podsweeper's Prometheus
+// informer (adapters/k8s.SetupWithManager). It skips host-network pods and
+// mirror (static) pods (adapters/k8s.PodsWithOwnNetwork; --all-pods tracks
+// them too): a network-policy agent creates no PU for them, so destroying
+// one would fail for as long as it was retried. It serves podsweeper's Prometheus
 // metrics on the manager's /metrics. It asks the container runtime on
 // --cri-endpoint for each pod's sandbox (adapters/cri), so that a sandbox
 // restart destroys the PU of the old sandbox and requeues the pod. Without

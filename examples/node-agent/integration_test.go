@@ -146,8 +146,13 @@ func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	mine, other := testPod("web", "node-a"), testPod("elsewhere", "node-b")
-	require.NoError(t, admin.Create(ctx, mine))
-	require.NoError(t, admin.Create(ctx, other))
+	hostNet := testPod("host-net", "node-a")
+	hostNet.Spec.HostNetwork = true
+	mirror := testPod("static-mirror", "node-a")
+	mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "0123abcd"}
+	for _, p := range []*corev1.Pod{mine, other, hostNet, mirror} {
+		require.NoError(t, admin.Create(ctx, p))
+	}
 
 	destroyed := make(chan ports.DestroyEvent, 10)
 	log := testr.New(t)
@@ -181,6 +186,13 @@ func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
 	require.Eventually(t, func() bool { return tracked(mine.UID) }, 20*time.Second, 10*time.Millisecond,
 		"the pod bound to the node is tracked")
 	assert.False(t, tracked(other.UID), "a pod of another node is not tracked")
+	// One informer delivers in order: once a pod created now is tracked,
+	// the events of the pods created before were handled.
+	marker := testPod("marker", "node-a")
+	require.NoError(t, admin.Create(ctx, marker))
+	require.Eventually(t, func() bool { return tracked(marker.UID) }, 20*time.Second, 10*time.Millisecond)
+	assert.False(t, tracked(hostNet.UID), "a host-network pod is not tracked")
+	assert.False(t, tracked(mirror.UID), "a mirror pod is not tracked")
 
 	require.NoError(t, admin.Delete(ctx, mine, client.GracePeriodSeconds(0)))
 	select {
@@ -192,7 +204,9 @@ func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
 		t.Fatal("the PU of the deleted pod was not destroyed (the sweep interval is an hour: the delete event must trigger it)")
 	}
 	assert.Eventually(t, func() bool { return !tracked(mine.UID) }, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, admin.Delete(ctx, other, client.GracePeriodSeconds(0)))
+	for _, p := range []*corev1.Pod{other, hostNet, mirror, marker} {
+		require.NoError(t, admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
+	}
 }
 
 // testBinary runs the agent's command line (run) with a kubeconfig that acts

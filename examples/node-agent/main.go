@@ -51,6 +51,7 @@ type config struct {
 	sweepInterval time.Duration
 	workers       int
 	stateFile     string
+	allPods       bool
 	zap           zap.Options
 }
 
@@ -69,6 +70,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.IntVar(&cfg.workers, "workers", deletion.DefaultWorkers, "how many checks may run at once")
 	fs.StringVar(&cfg.stateFile, "state-file", defaultStateFile,
 		"the journal of tracked PUs, read at start to destroy the PUs of pods gone while the agent was down; its directory must exist")
+	fs.BoolVar(&cfg.allPods, "all-pods", false,
+		"track host-network and mirror (static) pods too; by default they are skipped, for a network-policy agent creates no PU for them")
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
@@ -271,9 +274,14 @@ func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *de
 		}
 	}
 	// The node and the extractor come from the engine's options.
-	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{
-		Logger: log.WithName("wiring"),
-	}); err != nil {
+	wiring := k8s.SetupOptions{Logger: log.WithName("wiring")}
+	if !cfg.allPods {
+		// Host-network and mirror pods get no PU from a network-policy
+		// agent: destroying one would be asked of a policy engine that
+		// never created it, and retried for as long as it failed.
+		wiring.Filter = k8s.PodsWithOwnNetwork
+	}
+	if err := k8s.SetupWithManager(mgr, engine, wiring); err != nil {
 		return nil, nil, err
 	}
 	return mgr, engine, nil

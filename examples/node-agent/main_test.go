@@ -41,6 +41,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.Equal(t, deletion.DefaultSweepInterval, cfg.sweepInterval)
 	assert.Equal(t, deletion.DefaultWorkers, cfg.workers)
 	assert.Equal(t, "/var/lib/podsweeper/journal.db", cfg.stateFile)
+	assert.False(t, cfg.allPods, "host-network and mirror pods are skipped by default")
 	assert.Empty(t, cfg.kubeconfig)
 }
 
@@ -48,11 +49,12 @@ func TestParseFlagsOverrides(t *testing.T) {
 	cfg, err := parseFlags([]string{
 		"--kubeconfig=/k", "--node=node-b", "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
 		"--sweep-interval=30s", "--workers=16", "--zap-devel", "--cri-endpoint=unix:///var/run/crio/crio.sock", "--state-file=/s/j.db",
+		"--all-pods",
 	}, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
 		kubeconfig: "/k", node: "node-b", metricsAddr: "0", probeAddr: ":9000", criEndpoint: "unix:///var/run/crio/crio.sock",
-		sweepInterval: 30 * time.Second, workers: 16, stateFile: "/s/j.db", zap: cfg.zap,
+		sweepInterval: 30 * time.Second, workers: 16, stateFile: "/s/j.db", allPods: true, zap: cfg.zap,
 	}, cfg)
 	assert.True(t, cfg.zap.Development)
 }
