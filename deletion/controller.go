@@ -283,8 +283,8 @@ func (c *Controller) Len() int {
 func (c *Controller) NodeName() string { return c.opts.NodeName }
 
 // SandboxExtractor returns Options.SandboxExtractor, nil when the engine
-// has none. Adapters that feed the engine read it here, so that the
-// extractor is given in one place only.
+// has none. Adapters that need the extractor read it here, so that it is
+// given in one place only.
 func (c *Controller) SandboxExtractor() ports.SandboxExtractor { return c.extractor }
 
 // NeedLeaderElection returns false: every node runs its own engine for its

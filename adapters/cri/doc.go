@@ -27,7 +27,8 @@
 // tells an agent where the socket should be, so that it can tell a node
 // without that runtime from a runtime that is down.
 //
-// Give the SandboxExtractor to the engine (deletion.Options.SandboxExtractor;
-// the informer wiring, adapters/k8s.SetupWithManager, reads it from there),
-// and Close it when the agent stops. examples/node-agent shows the whole path.
+// Give the SandboxExtractor to the engine (deletion.Options.SandboxExtractor),
+// the only place it is given: the informer wiring, adapters/k8s.SetupWithManager,
+// never calls it, and leaves it to the engine's checks, which are bounded
+// in goroutines and time. Close it when the agent stops. examples/node-agent shows the whole path.
 package cri

@@ -12,8 +12,8 @@ import (
 )
 
 // A node agent builds one extractor on the kubelet's
-// --container-runtime-endpoint and gives it to the engine (which
-// adapters/k8s.SetupWithManager reads it from), so that the engine destroys
+// --container-runtime-endpoint and gives it to the engine (the only place
+// it is given, adapters/k8s.SetupWithManager included), so that the engine destroys
 // the PU of a pod whose sandbox was replaced (SandboxChanged) and requeues
 // the pod. It needs a runtime, so it is compiled, not run; the tests make
 // the same calls against cri-client's fake runtime, and examples/node-agent

@@ -13,6 +13,6 @@
 // NewMetrics, and calls SetupWithManager; see the package example.
 //
 // Pods are read-only everywhere in the SDK: the engine and its ports never
-// modify a pod they are given, and the pods handed to the SandboxExtractor
+// modify a pod they are given, and the pods handed to SetupOptions.Filter
 // by the wiring are the informer's own objects.
 package k8s

@@ -3,7 +3,11 @@ package k8s
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,10 +55,10 @@ var annotationExtractor = ports.SandboxExtractorFunc(func(_ context.Context, pod
 	return pod.Annotations[sandboxAnnotation], nil
 })
 
-func newHandler(t *testing.T, ex ports.SandboxExtractor) (*podHandler, *fakeEngine) {
+func newHandler(t *testing.T) (*podHandler, *fakeEngine) {
 	t.Helper()
 	f := &fakeEngine{}
-	return &podHandler{ctx: t.Context(), engine: f, node: "node-a", extractor: ex, timeout: time.Second}, f
+	return &podHandler{engine: f, node: "node-a"}, f
 }
 
 func pod(name, uid, node, sandbox, rv string) *corev1.Pod {
@@ -70,7 +74,7 @@ func pod(name, uid, node, sandbox, rv string) *corev1.Pod {
 func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
 
 func TestHandlerTracksPodsBoundToTheNode(t *testing.T) {
-	h, f := newHandler(t, annotationExtractor)
+	h, f := newHandler(t)
 	done := pod("done", "u-done", "node-a", "sb-done", "1")
 	done.Status.Phase = corev1.PodSucceeded
 
@@ -81,39 +85,40 @@ func TestHandlerTracksPodsBoundToTheNode(t *testing.T) {
 	h.OnAdd(&corev1.Node{}, false) // not a pod: ignored, no panic
 
 	tracked, triggers := f.calls()
+	// Without a sandbox: the engine records it at the check each add triggers.
 	assert.Equal(t, []deletion.Entry{
-		{PUID: "u-web", Pod: key("web"), SandboxID: "sb-1"},
-		{PUID: "u-done", Pod: key("done"), SandboxID: "sb-done"},
+		{PUID: "u-web", Pod: key("web")},
+		{PUID: "u-done", Pod: key("done")},
 	}, tracked)
-	assert.Empty(t, triggers)
+	assert.Equal(t, []types.NamespacedName{key("web"), key("done")}, triggers)
 }
 
 func TestHandlerTracksAPodOnceItIsBound(t *testing.T) {
-	h, f := newHandler(t, nil)
+	h, f := newHandler(t)
 	h.OnUpdate(pod("web", "u-web", "", "", "1"), pod("web", "u-web", "node-a", "", "2"))
 	tracked, triggers := f.calls()
 	assert.Equal(t, []deletion.Entry{{PUID: "u-web", Pod: key("web")}}, tracked)
-	assert.Empty(t, triggers)
+	assert.Equal(t, []types.NamespacedName{key("web")}, triggers)
 }
 
-func TestHandlerTriggersOnSandboxChangeOnly(t *testing.T) {
-	h, f := newHandler(t, annotationExtractor)
-	h.OnUpdate(pod("web", "u-web", "node-a", "sb-1", "1"), pod("web", "u-web", "node-a", "sb-1", "2")) // status change
+func TestHandlerTriggersOnChangesNotOnResyncs(t *testing.T) {
+	h, f := newHandler(t)
 	h.OnUpdate(pod("web", "u-web", "node-a", "sb-1", "2"), pod("web", "u-web", "node-a", "sb-1", "2")) // resync
 	_, triggers := f.calls()
 	assert.Empty(t, triggers)
 
+	// A change, a sandbox replaced say: the engine's check asks the
+	// extractor and compares.
 	h.OnUpdate(pod("web", "u-web", "node-a", "sb-1", "2"), pod("web", "u-web", "node-a", "sb-2", "3"))
 	tracked, triggers := f.calls()
 	assert.Equal(t, []types.NamespacedName{key("web")}, triggers)
-	// Track is insert-only in the engine: the handler reports what it sees.
-	assert.Equal(t, "sb-2", tracked[len(tracked)-1].SandboxID)
+	assert.Equal(t, []deletion.Entry{{PUID: "u-web", Pod: key("web")}, {PUID: "u-web", Pod: key("web")}}, tracked)
 }
 
 func TestHandlerTriggersWhenThePodWasReplaced(t *testing.T) {
 	// After a relist the informer reports a pod recreated under the same
 	// name as an update from the old pod to the new one.
-	h, f := newHandler(t, nil)
+	h, f := newHandler(t)
 	h.OnUpdate(pod("web", "u-old", "node-a", "", "1"), pod("web", "u-new", "node-a", "", "5"))
 	tracked, triggers := f.calls()
 	assert.Equal(t, []deletion.Entry{{PUID: "u-new", Pod: key("web")}}, tracked)
@@ -121,7 +126,7 @@ func TestHandlerTriggersWhenThePodWasReplaced(t *testing.T) {
 }
 
 func TestHandlerTriggersOnDeleteAndTombstones(t *testing.T) {
-	h, f := newHandler(t, nil)
+	h, f := newHandler(t)
 	h.OnDelete(pod("a", "u-a", "node-a", "", "1"))
 	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/b", Obj: pod("b", "u-b", "node-a", "", "1")})
 	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/c", Obj: nil}) // last state unknown: the key is enough
@@ -134,52 +139,162 @@ func TestHandlerTriggersOnDeleteAndTombstones(t *testing.T) {
 	assert.Equal(t, []types.NamespacedName{key("a"), key("b"), key("c")}, triggers)
 }
 
-func TestHandlerTracksWithoutSandboxWhenTheExtractorFails(t *testing.T) {
-	for name, ex := range map[string]ports.SandboxExtractorFunc{
-		"error": func(context.Context, *corev1.Pod) (string, error) { return "sb-x", errors.New("runtime down") },
-		"panic": func(context.Context, *corev1.Pod) (string, error) { panic("extractor bug") },
-	} {
-		t.Run(name, func(t *testing.T) {
-			h, f := newHandler(t, ex)
-			h.OnAdd(pod("web", "u-web", "node-a", "", "1"), false)
-			tracked, _ := f.calls()
-			assert.Equal(t, []deletion.Entry{{PUID: "u-web", Pod: key("web")}}, tracked)
-		})
-	}
+// newEngine returns a started engine for node-a that reads pods from pods
+// and asks ex for sandboxes; it stops when the test ends.
+func newEngine(t *testing.T, pods *podStore, ex ports.SandboxExtractor, opts deletion.Options) *deletion.Controller {
+	t.Helper()
+	opts.NodeName, opts.SandboxExtractor = "node-a", ex
+	c, err := deletion.New(ports.PodGetterFunc(pods.get), ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }), opts)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Error("the engine did not stop")
+		}
+	})
+	return c
 }
 
-func TestHandlerDoesNotWaitForAHungExtractor(t *testing.T) {
+// podStore is the API the engine reads pods from.
+type podStore struct {
+	mu   sync.Mutex
+	pods map[types.NamespacedName]*corev1.Pod
+}
+
+func (s *podStore) put(p *corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pods == nil {
+		s.pods = map[types.NamespacedName]*corev1.Pod{}
+	}
+	s.pods[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
+}
+
+func (s *podStore) get(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.pods[key]; ok {
+		return p, nil
+	}
+	return nil, ports.ErrPodNotFound
+}
+
+// The handler feeds a real engine: the PU is tracked at once without a
+// sandbox, the check the add triggers records the sandbox (row 7), and the
+// check a sandbox change triggers destroys the old sandbox's PU.
+func TestHandlerFeedsARealEngine(t *testing.T) {
+	pods := &podStore{}
+	c := newEngine(t, pods, annotationExtractor, deletion.Options{SweepInterval: time.Hour})
+	h := &podHandler{engine: c, node: "node-a"}
+
+	web := pod("web", "u-web", "node-a", "sb-1", "1")
+	pods.put(web)
+	h.OnAdd(web, false)
+	h.OnAdd(pod("bad", "", "node-a", "", "1"), false) // no UID: the engine refuses it, the handler logs and goes on
+	require.Eventually(t, func() bool {
+		return slices.Equal(c.Pending(), []deletion.Entry{{PUID: "u-web", Pod: key("web"), SandboxID: "sb-1"}})
+	}, 10*time.Second, time.Millisecond, "the first check (an hour before the sweep) records the sandbox")
+
+	replaced := pod("web", "u-web", "node-a", "sb-2", "2")
+	pods.put(replaced)
+	h.OnUpdate(web, replaced)
+	require.Eventually(t, func() bool { return c.Len() == 0 }, 10*time.Second, time.Millisecond,
+		"the check the update triggers destroys the PU of the replaced sandbox")
+}
+
+// A container runtime that hangs while 200 pod events arrive: the handler
+// never waits for it (it never calls it), each event is handled within the
+// bound, and the runtime is asked by the engine's workers only, never by
+// more goroutines at once than Workers.
+func TestHandlerDoesNotWaitForAHungRuntime(t *testing.T) {
+	const events, workers, bound = 200, 4, 250 * time.Millisecond
 	release := make(chan struct{})
-	returned := make(chan struct{})
+	var inside, most, asked atomic.Int32
 	hung := ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) {
-		defer close(returned)
-		<-release // ignores its context
+		n := inside.Add(1)
+		defer inside.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		asked.Add(1)
+		<-release // ignores its context, as a wedged runtime client can
 		return "sb-late", nil
 	})
-	h, f := newHandler(t, hung)
-	h.timeout = 50 * time.Millisecond
-
-	start := time.Now()
-	h.OnAdd(pod("web", "u-web", "node-a", "", "1"), false)
-	assert.Less(t, time.Since(start), time.Second)
-	tracked, _ := f.calls()
-	assert.Equal(t, []deletion.Entry{{PUID: "u-web", Pod: key("web")}}, tracked)
-
-	close(release)
-	<-returned
+	before := runtime.NumGoroutine()
+	pods := &podStore{}
+	c := newEngine(t, pods, hung, deletion.Options{Workers: workers, SweepInterval: time.Hour, ItemTimeout: 50 * time.Millisecond})
+	h := &podHandler{engine: c, node: "node-a"}
+	t.Cleanup(func() { close(release) }) // runs before the engine stops
+	slowest := make(chan time.Duration, 1)
+	go func() {
+		var worst time.Duration
+		for i := range events {
+			p := pod(fmt.Sprintf("p-%03d", i/2), fmt.Sprintf("u-%03d", i/2), "node-a", "", "1")
+			pods.put(p)
+			start := time.Now()
+			if i%2 == 0 {
+				h.OnAdd(p, false)
+			} else {
+				changed := p.DeepCopy()
+				changed.ResourceVersion = "2"
+				h.OnUpdate(p, changed)
+			}
+			worst = max(worst, time.Since(start))
+		}
+		slowest <- worst
+	}()
+	select {
+	case worst := <-slowest:
+		assert.Less(t, worst, bound, "the slowest of %d events", events)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pod events are stuck behind the hung runtime")
+	}
+	assert.Equal(t, events/2, c.Len(), "every pod is tracked, without a sandbox")
+	require.Eventually(t, func() bool { return inside.Load() == workers }, 10*time.Second, time.Millisecond,
+		"the engine's workers ask the runtime")
+	// Past the checks' deadline the workers stay stuck in the runtime, and
+	// nothing else piles up, over ten of the checks' deadlines: the engine's
+	// own goroutines (Start, its scheduler, its workers) and, at most, the
+	// event sender on its way out; no goroutine per event, no second call
+	// per worker.
+	const engineGoroutines = 2 + workers
+	for end := time.Now().Add(10 * 50 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if extra := runtime.NumGoroutine() - before; extra > engineGoroutines+1 || asked.Load() > workers {
+			t.Fatalf("piled up while the runtime hung: %d more goroutines (the engine has %d), %d calls to the runtime (%d workers)",
+				extra, engineGoroutines, asked.Load(), workers)
+		}
+	}
+	assert.LessOrEqual(t, most.Load(), int32(workers), "calls to the runtime at once")
 }
 
-func TestHandlerFeedsARealEngine(t *testing.T) {
-	c, err := deletion.New(ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
-		return nil, ports.ErrPodNotFound
-	}), ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }), deletion.Options{})
-	require.NoError(t, err)
-	h := &podHandler{ctx: t.Context(), engine: c, node: "node-a", extractor: annotationExtractor, timeout: time.Second}
+func TestHandlerTracksOnlyThePodsTheFilterAccepts(t *testing.T) {
+	h, f := newHandler(t)
+	h.filter = PodsWithOwnNetwork
+	hostNet := pod("cilium", "u-host", "node-a", "", "1")
+	hostNet.Spec.HostNetwork = true
+	mirror := pod("etcd-node-a", "u-mirror", "node-a", "", "1")
+	mirror.Annotations[corev1.MirrorPodAnnotationKey] = "0123abcd"
 
-	h.OnAdd(pod("web", "u-web", "node-a", "sb-1", "1"), false)
-	h.OnUpdate(pod("web", "u-web", "node-a", "sb-1", "1"), pod("web", "u-web", "node-a", "sb-1", "2"))
-	h.OnAdd(pod("bad", "", "node-a", "", "1"), false) // no UID: the engine refuses it, the handler logs and goes on
-	assert.Equal(t, []deletion.Entry{{PUID: "u-web", Pod: key("web"), SandboxID: "sb-1"}}, c.Pending())
+	h.OnAdd(hostNet, true)
+	h.OnAdd(mirror, true)
+	h.OnAdd(pod("web", "u-web", "node-a", "", "1"), true)
+	h.OnUpdate(hostNet, func() *corev1.Pod { p := hostNet.DeepCopy(); p.ResourceVersion = "2"; return p }())
+	h.OnUpdate(mirror, func() *corev1.Pod { p := mirror.DeepCopy(); p.ResourceVersion = "2"; return p }())
+
+	tracked, triggers := f.calls()
+	assert.Equal(t, []deletion.Entry{{PUID: "u-web", Pod: key("web")}}, tracked)
+	assert.Equal(t, []types.NamespacedName{key("web")}, triggers, "rejected pods' adds and updates trigger nothing")
+
+	// Deletes trigger whatever the filter says: a PU the agent tracked
+	// itself goes with its pod.
+	h.OnDelete(hostNet)
+	_, triggers = f.calls()
+	assert.Equal(t, []types.NamespacedName{key("web"), key("cilium")}, triggers)
 }
 
 // fakeInformer records the handlers added and removed.
@@ -221,7 +336,7 @@ func TestRunnableRemovesItsHandlerWhenItStops(t *testing.T) {
 	}), ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }), deletion.Options{NodeName: "node-a"})
 	require.NoError(t, err)
 	inf := &fakeInformer{}
-	r := &nodeRunnable{engine: c, informer: inf, opts: SetupOptions{ExtractTimeout: time.Second}}
+	r := &nodeRunnable{engine: c, informer: inf}
 	assert.False(t, r.NeedLeaderElection())
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -251,33 +366,8 @@ func TestRunnableRemovesItsHandlerWhenItStops(t *testing.T) {
 	assert.Equal(t, 1, removed)
 }
 
-func TestHandlerTracksOnlyThePodsTheFilterAccepts(t *testing.T) {
-	h, f := newHandler(t, nil)
-	h.filter = PodsWithOwnNetwork
-	hostNet := pod("cilium", "u-host", "node-a", "", "1")
-	hostNet.Spec.HostNetwork = true
-	mirror := pod("etcd-node-a", "u-mirror", "node-a", "", "1")
-	mirror.Annotations[corev1.MirrorPodAnnotationKey] = "0123abcd"
-
-	h.OnAdd(hostNet, true)
-	h.OnAdd(mirror, true)
-	h.OnAdd(pod("web", "u-web", "node-a", "", "1"), true)
-	h.OnUpdate(hostNet, func() *corev1.Pod { p := hostNet.DeepCopy(); p.ResourceVersion = "2"; return p }())
-	h.OnUpdate(mirror, func() *corev1.Pod { p := mirror.DeepCopy(); p.ResourceVersion = "2"; return p }())
-
-	tracked, triggers := f.calls()
-	assert.Equal(t, []deletion.Entry{{PUID: "u-web", Pod: key("web")}}, tracked)
-	assert.Empty(t, triggers, "updates of rejected pods trigger nothing")
-
-	// Deletes trigger whatever the filter says: a PU the agent tracked
-	// itself goes with its pod.
-	h.OnDelete(hostNet)
-	_, triggers = f.calls()
-	assert.Equal(t, []types.NamespacedName{key("cilium")}, triggers)
-}
-
 func TestHandlerTriggersWhenAPodIsReplacedByARejectedOne(t *testing.T) {
-	h, f := newHandler(t, nil)
+	h, f := newHandler(t)
 	h.filter = PodsWithOwnNetwork
 	replaced := pod("web", "u-new", "node-a", "", "5")
 	replaced.Spec.HostNetwork = true
@@ -288,7 +378,7 @@ func TestHandlerTriggersWhenAPodIsReplacedByARejectedOne(t *testing.T) {
 }
 
 func TestHandlerSkipsAPodWhoseFilterPanics(t *testing.T) {
-	h, f := newHandler(t, nil)
+	h, f := newHandler(t)
 	h.filter = func(p *corev1.Pod) bool {
 		if p.Name == "bad" {
 			panic("filter bug")

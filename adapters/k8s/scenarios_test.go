@@ -126,7 +126,13 @@ func TestEnvtestSandboxChangeRequeuesThePod(t *testing.T) {
 		},
 	})
 	p := n.createPod("web", n.name, map[string]string{sandboxAnnotation: "sb-1"})
-	assert.Equal(t, "sb-1", n.waitTracked(p.UID).SandboxID)
+	// Tracked without a sandbox, then the check the add triggers records
+	// it (row 7): the sweep is an hour away.
+	n.waitTracked(p.UID)
+	require.Eventually(t, func() bool {
+		e, ok := n.entry(p.UID)
+		return ok && e.SandboxID == "sb-1"
+	}, 10*time.Second, 5*time.Millisecond, "the first sandbox is never recorded")
 
 	patch := client.MergeFrom(p.DeepCopy())
 	p.Annotations[sandboxAnnotation] = "sb-2"

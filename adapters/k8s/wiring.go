@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -16,15 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/ports"
 )
 
 // ErrInvalidSetup is returned by SetupWithManager and NodeCacheOptions for a
 // missing argument. Match it with errors.Is.
 var ErrInvalidSetup = errors.New("k8s: invalid setup")
-
-// DefaultExtractTimeout is SetupOptions.ExtractTimeout when left at zero.
-const DefaultExtractTimeout = time.Second
 
 // nodeNameField is the pod field the API server can select on.
 const nodeNameField = "spec.nodeName"
@@ -48,37 +43,39 @@ type SetupOptions struct {
 	// panic in it is logged and the pod skipped. nil: every pod bound to the
 	// node is tracked.
 	Filter func(*corev1.Pod) bool
-	// ExtractTimeout bounds each SandboxExtractor call made from the pod
-	// event handler, so that a slow extractor cannot stall the informer; on
-	// timeout, error or panic the PU is tracked without a sandbox. 0: 1s.
-	ExtractTimeout time.Duration
 	// Logger receives the wiring's errors. The zero value discards them.
 	Logger logr.Logger
 }
 
 // SetupWithManager wires c into mgr for the node c runs for
-// (deletion.Options.NodeName, which must be set). It adds c to
-// mgr as a Runnable that needs no leader election (every node runs its own
-// engine), and, while it runs, watches pods through the informer of
-// mgr.GetCache():
+// (deletion.Options.NodeName, which must be set). It adds c to mgr as a
+// Runnable that needs no leader election (every node runs its own engine),
+// and, while it runs, watches pods through the informer of mgr.GetCache():
 //
 //   - a pod added or updated that is bound to the node and that
-//     opts.Filter accepts is tracked, keyed by
-//     its UID, with the sandbox c's SandboxExtractor reports; pods not bound yet
-//     are skipped until they are, pods in the Succeeded or Failed phase are
-//     tracked like any other (their PU lives until the pod is deleted);
-//   - an update in which the pod's UID or its sandbox changed, and every
-//     delete (DeletedFinalStateUnknown tombstones included), calls
-//     TriggerPod, so that the destroy happens at once instead of at the
-//     next sweep.
+//     opts.Filter accepts is tracked, keyed by its UID, without a sandbox;
+//     pods not bound yet are skipped until they are, pods in the Succeeded
+//     or Failed phase are tracked like any other (their PU lives until the
+//     pod is deleted, unless the engine's DestroyTerminated says otherwise);
+//   - every add and every change of such a pod (a resync, which changes
+//     nothing, excepted), an update in which the pod was replaced (another
+//     UID), and every delete (DeletedFinalStateUnknown tombstones included)
+//     calls TriggerPod, so that the engine checks the pod at once instead of
+//     at the next sweep: its first check records the sandbox c's
+//     SandboxExtractor reports (row 7 of the decision table), a later one
+//     sees a sandbox replaced, a deleted pod's destroys its PU.
 //
-// The handler never waits for a check (TriggerPod never blocks; Track waits
-// only for the engine's Observer, a journal's commit say) and waits on the
-// extractor for at most ExtractTimeout; it is removed from
-// the informer when the manager stops. Track is insert-only: after a
-// SandboxChanged destroy, the new sandbox's PU is tracked at the pod's next
-// event, or at once by the main controller calling c.Track when it creates
-// that PU.
+// The handler never calls the SandboxExtractor: the engine does, in its
+// checks, on at most Workers goroutines and under ItemTimeout. A slow or
+// hung container runtime thus delays checks, never the informer, which
+// delivers the events of every pod of the node on one goroutine; and it
+// costs no goroutine beyond the engine's workers. The handler never waits
+// for a check either (TriggerPod never blocks); Track waits only for the
+// engine's Observer, a journal's commit say. The handler is removed from
+// the informer when the manager stops. Track is insert-only: a PU the main
+// controller tracked with its sandbox keeps it, and after a SandboxChanged
+// destroy the new sandbox's PU is tracked at the pod's next event, or at
+// once by the main controller calling c.Track when it creates that PU.
 //
 // Without NodeCacheOptions the wiring still works, but the manager caches
 // every pod of the cluster. Give NodeCacheOptions the engine's node
@@ -96,11 +93,6 @@ func SetupWithManager(mgr manager.Manager, c *deletion.Controller, opts SetupOpt
 		return fmt.Errorf("%w: deletion controller is nil", ErrInvalidSetup)
 	case c.NodeName() == "":
 		return fmt.Errorf("%w: the deletion controller has no node: set deletion.Options.NodeName", ErrInvalidSetup)
-	case opts.ExtractTimeout < 0:
-		return fmt.Errorf("%w: ExtractTimeout is negative (%v)", ErrInvalidSetup, opts.ExtractTimeout)
-	}
-	if opts.ExtractTimeout == 0 {
-		opts.ExtractTimeout = DefaultExtractTimeout
 	}
 	// The cache has not started yet, so this neither blocks nor lists.
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{}, cache.BlockUntilSynced(false))
@@ -187,13 +179,10 @@ func (r *nodeRunnable) NeedLeaderElection() bool { return false }
 // then removes the handler.
 func (r *nodeRunnable) Start(ctx context.Context) error {
 	h := &podHandler{
-		ctx:       ctx,
-		engine:    r.engine,
-		node:      r.engine.NodeName(),
-		extractor: r.engine.SandboxExtractor(),
-		timeout:   r.opts.ExtractTimeout,
-		filter:    r.opts.Filter,
-		log:       r.opts.Logger,
+		engine: r.engine,
+		node:   r.engine.NodeName(),
+		filter: r.opts.Filter,
+		log:    r.opts.Logger,
 	}
 	reg, err := r.informer.AddEventHandler(h)
 	if err != nil {
@@ -213,15 +202,14 @@ type tracker interface {
 	TriggerPod(types.NamespacedName)
 }
 
-// podHandler turns pod events into Track and TriggerPod calls.
+// podHandler turns pod events into Track and TriggerPod calls. It does no
+// I/O of its own: the informer's delivery goroutine is never held longer
+// than Track and TriggerPod take.
 type podHandler struct {
-	ctx       context.Context // ends when the wiring stops
-	engine    tracker
-	node      string
-	extractor ports.SandboxExtractor
-	timeout   time.Duration
-	filter    func(*corev1.Pod) bool // nil: every pod
-	log       logr.Logger
+	engine tracker
+	node   string
+	filter func(*corev1.Pod) bool // nil: every pod
+	log    logr.Logger
 }
 
 var _ toolscache.ResourceEventHandler = (*podHandler)(nil)
@@ -253,46 +241,37 @@ func (h *podHandler) accepts(pod *corev1.Pod) (ok bool) {
 	return h.filter(pod)
 }
 
-// OnAdd tracks pod if it is bound to the node and the filter accepts it.
+// OnAdd tracks pod if it is bound to the node and the filter accepts it,
+// and triggers its first check, which records its sandbox.
 func (h *podHandler) OnAdd(obj any, _ bool) {
 	pod, ok := h.nodePod(obj)
 	if !ok || !h.accepts(pod) {
 		return
 	}
-	sandbox, _ := h.sandboxID(pod)
-	h.track(pod, sandbox)
+	h.track(pod)
+	h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
 }
 
 // OnUpdate tracks the new pod if it is bound to the node and the filter
-// accepts it, and triggers a check when the pod was replaced (another UID,
-// seen after a relist) or its sandbox changed.
+// accepts it, and triggers a check when the pod changed (its sandbox may
+// have been replaced) or was replaced (another UID, seen after a relist).
+// A resync, which changes nothing, triggers nothing.
 func (h *podHandler) OnUpdate(oldObj, newObj any) {
 	pod, ok := h.nodePod(newObj)
 	if !ok {
 		return
 	}
+	old, _ := oldObj.(*corev1.Pod)
+	replaced := old != nil && old.UID != pod.UID
 	if !h.accepts(pod) {
-		// The old pod of that name may have had a PU.
-		if old, ok := oldObj.(*corev1.Pod); ok && old.UID != pod.UID {
+		if replaced { // the old pod of that name may have had a PU
 			h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
 		}
 		return
 	}
-	sandbox, sandboxErr := h.sandboxID(pod)
-	h.track(pod, sandbox)
-	old, ok := oldObj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	switch {
-	case old.UID != pod.UID:
+	h.track(pod)
+	if replaced || old == nil || old.ResourceVersion != pod.ResourceVersion {
 		h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
-	case h.extractor == nil || sandboxErr != nil || old.ResourceVersion == pod.ResourceVersion || old.Spec.NodeName != h.node:
-		// Nothing to compare, or a resync that changed nothing.
-	default:
-		if oldSandbox, err := h.sandboxID(old); err == nil && oldSandbox != sandbox {
-			h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
-		}
 	}
 }
 
@@ -318,47 +297,11 @@ func (h *podHandler) OnDelete(obj any) {
 	}
 }
 
-func (h *podHandler) track(pod *corev1.Pod, sandbox string) {
-	e := deletion.Entry{PUID: string(pod.UID), Pod: client.ObjectKeyFromObject(pod), SandboxID: sandbox}
+// track tracks pod's PU without a sandbox: the engine records the sandbox
+// at its first check.
+func (h *podHandler) track(pod *corev1.Pod) {
+	e := deletion.Entry{PUID: string(pod.UID), Pod: client.ObjectKeyFromObject(pod)}
 	if err := h.engine.Track(e); err != nil {
 		h.log.Error(err, "tracking pod failed", "pod", e.Pod.String(), "puID", e.PUID)
 	}
-}
-
-// sandboxID asks the extractor for pod's sandbox, for at most h.timeout. A
-// call still running at the deadline is left to finish on its own, so that
-// an extractor ignoring its context cannot stall the informer. It returns
-// "" and no error without an extractor.
-func (h *podHandler) sandboxID(pod *corev1.Pod) (string, error) {
-	if h.extractor == nil {
-		return "", nil
-	}
-	ctx, cancel := context.WithTimeout(h.ctx, h.timeout)
-	defer cancel()
-	type answer struct {
-		id  string
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		var a answer
-		defer func() {
-			if r := recover(); r != nil {
-				a = answer{err: fmt.Errorf("%w: SandboxID: %v", deletion.ErrPortPanicked, r)}
-			}
-			done <- a
-		}()
-		a.id, a.err = h.extractor.SandboxID(ctx, pod)
-	}()
-	var a answer
-	select {
-	case a = <-done:
-	case <-ctx.Done():
-		a.err = fmt.Errorf("SandboxID: %w", ctx.Err())
-	}
-	if a.err != nil {
-		h.log.Error(a.err, "getting the sandbox of a pod failed; tracking it without one", "pod", pod.Namespace+"/"+pod.Name)
-		return "", a.err
-	}
-	return a.id, nil
 }

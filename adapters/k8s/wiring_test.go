@@ -88,10 +88,9 @@ func TestSetupWithManagerRefusesBadInput(t *testing.T) {
 		call func() error
 		want string
 	}{
-		"nil manager":      {func() error { return k8s.SetupWithManager(nil, c, k8s.SetupOptions{}) }, "manager is nil"},
-		"nil controller":   {func() error { return k8s.SetupWithManager(mgr, nil, k8s.SetupOptions{}) }, "deletion controller is nil"},
-		"engine no node":   {func() error { return k8s.SetupWithManager(mgr, noNode, k8s.SetupOptions{}) }, "deletion.Options.NodeName"},
-		"negative timeout": {func() error { return k8s.SetupWithManager(mgr, c, k8s.SetupOptions{ExtractTimeout: -1}) }, "ExtractTimeout"},
+		"nil manager":    {func() error { return k8s.SetupWithManager(nil, c, k8s.SetupOptions{}) }, "manager is nil"},
+		"nil controller": {func() error { return k8s.SetupWithManager(mgr, nil, k8s.SetupOptions{}) }, "deletion controller is nil"},
+		"engine no node": {func() error { return k8s.SetupWithManager(mgr, noNode, k8s.SetupOptions{}) }, "deletion.Options.NodeName"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := tc.call()

@@ -273,7 +273,8 @@ func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *de
 			return nil, nil, err
 		}
 	}
-	// The node and the extractor come from the engine's options.
+	// The node comes from the engine's options; the extractor is the
+	// engine's alone (the wiring leaves it to the checks).
 	wiring := k8s.SetupOptions{Logger: log.WithName("wiring")}
 	if !cfg.allPods {
 		// Host-network and mirror pods get no PU from a network-policy
