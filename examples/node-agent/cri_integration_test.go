@@ -267,6 +267,10 @@ func testReadiness(t *testing.T, agentCfg *rest.Config) {
 		code, body := probe(t, readyz)
 		return code == http.StatusOK && strings.Contains(body, "[+]cri ok")
 	}, 20*time.Second, 20*time.Millisecond, "ready with the runtime answering")
+	// Ready means the pod cache has synced and the engine runs.
+	_, body := probe(t, readyz)
+	assert.Contains(t, body, "[+]pod-cache ok")
+	assert.Contains(t, body, "[+]podsweeper ok")
 
 	rt.fake.Stop()
 	require.Eventually(t, func() bool {

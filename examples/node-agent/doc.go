@@ -20,7 +20,9 @@
 // restart destroys the PU of the old sandbox and requeues the pod. Without
 // the runtime's socket it runs on, says once that sandbox restarts are not
 // detected, and its /readyz check "cri" fails; with it, "cri" fails while
-// the runtime does not answer. It keeps a journal of its PUs in
+// the runtime does not answer. /readyz also waits for the pod cache to
+// sync ("pod-cache") and for the engine to run and keep up ("podsweeper",
+// its HealthCheck, which /healthz serves too). It keeps a journal of its PUs in
 // --state-file (adapters/bolt): at start the engine tracks again every PU
 // of the previous run and destroys those whose pods went away while the
 // agent was down. Every destroy the pod cache decides is confirmed with a

@@ -239,6 +239,8 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 		code, body := probe(t, "http://"+probeAddr+"/readyz")
 		assert.Equal(t, http.StatusInternalServerError, code, "not ready without the runtime")
 		assert.Contains(t, body, "[-]cri failed")
+		assert.Contains(t, body, "[+]pod-cache ok", "the cache has synced: the pod was tracked")
+		assert.Contains(t, body, "[+]podsweeper ok")
 	}
 	assert.Equal(t, 1, strings.Count(logs.String(), "sandbox restarts are not detected"), "said once; logs:\n%s", logs)
 }

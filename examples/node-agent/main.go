@@ -179,6 +179,29 @@ func sandboxes(endpoint string, log logr.Logger) (*cri.SandboxExtractor, healthz
 	return x, func(req *http.Request) error { return x.Ping(req.Context()) }, nil
 }
 
+// syncer is the part of the manager's cache cacheSynced needs.
+type syncer interface {
+	WaitForCacheSync(ctx context.Context) bool
+}
+
+// cacheSyncWait bounds how long a readiness probe waits for the cache to
+// sync, below the kubelet's default probe timeout of 1s.
+const cacheSyncWait = 500 * time.Millisecond
+
+// cacheSynced is a readiness check that passes once c has synced (the pod
+// informer included). It waits for the sync no longer than the probe's
+// request, and at most cacheSyncWait, so that a probe never hangs.
+func cacheSynced(c syncer) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), cacheSyncWait)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("the pod cache has not synced yet")
+		}
+		return nil
+	}
+}
+
 // closeOnStop closes the SandboxExtractor when the manager stops.
 type closeOnStop struct{ x *cri.SandboxExtractor }
 
@@ -223,7 +246,9 @@ func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *de
 		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 			return nil, nil, err
 		}
-		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		// Ready once the pod cache has synced: before, the wiring has not
+		// seen the node's pods and the engine reads an empty cache.
+		if err := mgr.AddReadyzCheck("pod-cache", cacheSynced(mgr.GetCache())); err != nil {
 			return nil, nil, err
 		}
 		if criReady != nil {
@@ -269,7 +294,11 @@ func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *de
 		return nil, nil, fmt.Errorf("creating the deletion engine: %w", err)
 	}
 	if cfg.probeAddr != "0" {
+		// Live, and ready, while the engine runs and its workers keep up.
 		if err := mgr.AddHealthzCheck("podsweeper", engine.HealthCheck); err != nil {
+			return nil, nil, err
+		}
+		if err := mgr.AddReadyzCheck("podsweeper", engine.HealthCheck); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -232,3 +232,36 @@ func TestSandboxesOff(t *testing.T) {
 func TestRequeuerRejectsNilPod(t *testing.T) {
 	assert.Error(t, requeuer(logr.Discard()).Requeue(context.Background(), nil))
 }
+
+// fakeCache syncs when synced is closed.
+type fakeCache struct{ synced chan struct{} }
+
+func (f fakeCache) WaitForCacheSync(ctx context.Context) bool {
+	select {
+	case <-f.synced:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// The "pod-cache" readiness check fails, without hanging the probe, until
+// the cache has synced, and passes from then on.
+func TestCacheSyncedReadiness(t *testing.T) {
+	c := fakeCache{synced: make(chan struct{})}
+	ready := cacheSynced(c)
+
+	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+	start := time.Now()
+	err := ready(req)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not synced")
+	assert.Less(t, time.Since(start), 5*cacheSyncWait, "the probe waits at most cacheSyncWait")
+
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.Error(t, ready(req.WithContext(gone)), "a probe whose request ended does not wait")
+
+	close(c.synced)
+	assert.NoError(t, ready(req))
+}
