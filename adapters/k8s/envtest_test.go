@@ -239,6 +239,8 @@ type nodeOptions struct {
 	wrapGetter  func(ports.PodGetter) ports.PodGetter
 	fail        func(ports.DestroyEvent) error
 	unscoped    bool   // cache every pod of the namespace instead of the node's only
+	cacheNode   string // "": scope the cache to the node's own name; else to this one
+	confirm     bool   // confirm destroys with a direct read of the API server
 	metricsAddr string // "": no metrics server
 	setup       func(*node) error
 }
@@ -266,7 +268,11 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 	cacheOpts := cache.Options{DefaultNamespaces: map[string]cache.Config{n.ns: {}}}
 	if !o.unscoped {
 		var err error
-		cacheOpts, err = k8s.NodeCacheOptions(n.name, cacheOpts)
+		cacheNode := n.name
+		if o.cacheNode != "" {
+			cacheNode = o.cacheNode
+		}
+		cacheOpts, err = k8s.NodeCacheOptions(cacheNode, cacheOpts)
 		require.NoError(t, err)
 	}
 	if o.metricsAddr == "" {
@@ -287,7 +293,12 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 	if o.sweep == 0 {
 		o.sweep = time.Hour
 	}
+	var confirmer ports.PodGetter
+	if o.confirm {
+		confirmer = k8s.NewPodGetter(mgr.GetAPIReader())
+	}
 	n.engine, err = deletion.New(countingGetter{next: getter}, n.policy, deletion.Options{
+		Confirmer:        confirmer,
 		SandboxExtractor: o.extractor,
 		Requeuer:         o.requeuer,
 		NodeName:         n.name,

@@ -331,6 +331,31 @@ func TestEnvtestNodeDrain(t *testing.T) {
 	assert.Zero(t, n.engine.Len())
 }
 
+// Scenario 6b: the pod cache scoped to another node than the engine's, a
+// mismatch SetupWithManager cannot see (a manager does not expose its
+// cache's selector). The wiring tracks nothing, and a PU the agent tracks
+// itself reads as gone from the cache: the Confirmer, reading the API
+// server, vetoes that destroy. Once the pod is really gone, its PU goes.
+func TestEnvtestCacheScopedToAnotherNode(t *testing.T) {
+	n := startNode(t, "s6b-wrongcache", nodeOptions{cacheNode: "node-somewhere-else", confirm: true})
+	p := n.createPod("web", n.name, nil)
+	// The agent's main controller tracks the PU it created.
+	require.NoError(t, n.engine.Track(deletion.Entry{PUID: string(p.UID), Pod: client.ObjectKeyFromObject(p)}))
+
+	n.engine.Sweep(t.Context())
+	assert.Empty(t, n.policy.events(), "a live pod's PU is not destroyed")
+	st := n.engine.Status()
+	require.Len(t, st, 1)
+	assert.True(t, st[0].Vetoed, "the cache's NotFound was vetoed by the API server")
+
+	n.deletePod(p)
+	require.Eventually(t, func() bool {
+		n.engine.Sweep(t.Context())
+		return len(n.policy.of(p.UID)) == 1
+	}, 10*time.Second, 50*time.Millisecond, "the PU of the deleted pod is destroyed")
+	assert.Equal(t, ports.ReasonPodGone, n.policy.of(p.UID)[0].Reason)
+}
+
 // Scenario 7: the manager's /metrics shows what every scenario so far did.
 // It is the last test of the file, so it sees the others' counts as well as its own.
 func TestEnvtestMetricsEndpoint(t *testing.T) {
