@@ -27,12 +27,12 @@ const nodeNameField = "spec.nodeName"
 // SetupOptions configure SetupWithManager.
 //
 // The node and the SandboxExtractor are not among them: SetupWithManager
-// reads both from the engine (deletion.Options.NodeName and
-// deletion.Options.SandboxExtractor), so that they are given in one place
-// and the wiring and the engine cannot disagree. Had they disagreed on the
-// node, the engine would destroy every PU the wiring tracks for
-// NodeChanged, the wiring would track it again at the pod's next event,
-// and so on.
+// reads the node from the engine (deletion.Options.NodeName), and the
+// extractor is the engine's alone (deletion.Options.SandboxExtractor),
+// called in its checks; each is given in one place, so the wiring and the
+// engine cannot disagree. Had they disagreed on the node, the engine would
+// destroy every PU the wiring tracks for NodeChanged, the wiring would
+// track it again at the pod's next event, and so on.
 type SetupOptions struct {
 	// Filter says which of the pods bound to the node have a PU: the wiring
 	// tracks only the pods it accepts (PodsWithOwnNetwork is the one a
@@ -69,7 +69,10 @@ type SetupOptions struct {
 // checks, on at most Workers goroutines and under ItemTimeout. A slow or
 // hung container runtime thus delays checks, never the informer, which
 // delivers the events of every pod of the node on one goroutine; and it
-// costs no goroutine beyond the engine's workers. The handler never waits
+// costs no goroutine beyond the engine's workers. Each check an event
+// triggers costs a read of the cache and, with an extractor, one call to
+// it; the engine runs one check of a PU at a time, so a burst of events
+// of one pod costs a check or two. The handler never waits
 // for a check either (TriggerPod never blocks); Track waits only for the
 // engine's Observer, a journal's commit say. The handler is removed from
 // the informer when the manager stops. Track is insert-only: a PU the main
