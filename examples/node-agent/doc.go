@@ -1,5 +1,6 @@
 // Command node-agent is a node agent built on podsweeper: it runs on every
-// node (as a DaemonSet), tracks a PU for every pod bound to its node and logs
+// node (as a DaemonSet), tracks a PU for every pod bound to its node that
+// has a network of its own (not host-network, not a mirror pod) and logs
 // each destroy, where a real agent would tear down the pod's firewall rules,
 // network namespace binding or identity.
 //
