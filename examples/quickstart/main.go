@@ -286,10 +286,10 @@ func (s *story) failedReads() error {
 	if err := s.step(nil, key, "updated", puid, 2); err != nil {
 		return err
 	}
-	// Meanwhile api-0 is deleted, and the informer, resyncing, misses the
-	// delete event: no TriggerPod. The periodic check (every SweepInterval)
-	// finds the pod gone.
-	s.tl.say("cluster     %-13s deleted while the cache failed; the delete event is lost", key.Name)
+	// Meanwhile api-0 is deleted and the agent never sees its delete
+	// event: no TriggerPod. Once the cache answers again, the periodic
+	// check (once per SweepInterval) finds the pod gone.
+	s.tl.say("cluster     %-13s deleted while the cache failed, its delete event lost; the cache recovers", key.Name)
 	return s.step(func() {
 		s.cluster.cacheErr = nil
 		s.cluster.remove(key)

@@ -180,7 +180,7 @@ func checked(puid string, row int) func(deletion.Event) bool {
 // included) on w; else a sink that drops them, for the timeline says it
 // all. The zero Logger (logr.Discard() is one) would mean klog's default.
 func engineLogger(verbose bool, w io.Writer) logr.Logger {
-	return logr.New(&lineSink{w: w, on: verbose})
+	return logr.New(&lineSink{w: w, on: verbose, mu: &sync.Mutex{}})
 }
 
 // lineSink is a minimal logr.LogSink: one line per log call on w, or nothing.
@@ -192,11 +192,7 @@ type lineSink struct {
 	mu   *sync.Mutex
 }
 
-func (s *lineSink) Init(logr.RuntimeInfo) {
-	if s.mu == nil {
-		s.mu = &sync.Mutex{}
-	}
-}
+func (s *lineSink) Init(logr.RuntimeInfo)  {}
 func (s *lineSink) Enabled(level int) bool { return s.on && level <= 1 }
 func (s *lineSink) Info(level int, msg string, kv ...any) {
 	s.print(fmt.Sprintf("V(%d) %s", level, msg), kv)
@@ -213,11 +209,15 @@ func (s *lineSink) WithValues(kv ...any) logr.LogSink {
 }
 func (s *lineSink) WithName(name string) logr.LogSink {
 	c := *s
-	c.name = name
+	c.name += "/" + name
 	return &c
 }
 func (s *lineSink) print(msg string, kv []any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fmt.Fprintf(s.w, "engine: %s %v %v\n", msg, s.kv, kv)
+	all := append(append([]any(nil), s.kv...), kv...)
+	for i := 0; i+1 < len(all); i += 2 {
+		msg += fmt.Sprintf(" %v=%v", all[i], all[i+1])
+	}
+	fmt.Fprintf(s.w, "engine%s: %s\n", s.name, msg)
 }
