@@ -9,8 +9,9 @@
 // the lagging copy an informer cache keeps of them (the engine's
 // PodGetter), a direct read of the API server (the engine's Confirmer), and
 // the container runtime's sandboxes (the SandboxExtractor). It imports only
-// deletion, ports, logr and the Kubernetes API types, so that it builds in
-// seconds from a cold cache.
+// deletion, ports, logr and the Kubernetes API types (and the standard
+// library): a cold build compiles the core's packages and nothing more,
+// about 275 of them, where controller-runtime's fake client took 805.
 //
 // An Observer (timeline.go) prints every event, and each check with its
 // Verdict.Row and Verdict.Why, keeps included; the story waits for these
