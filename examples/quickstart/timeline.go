@@ -26,10 +26,12 @@ type timeline struct {
 	events  []deletion.Event
 	changed chan struct{}       // closed and replaced at every event
 	held    map[string][]string // lines of a check still running, by PUID
+	// heldSince is when the first of them happened: the check began before.
+	heldSince map[string]time.Duration
 }
 
 func newTimeline(w io.Writer) *timeline {
-	return &timeline{w: w, start: time.Now(), changed: make(chan struct{}), held: map[string][]string{}}
+	return &timeline{w: w, start: time.Now(), changed: make(chan struct{}), held: map[string][]string{}, heldSince: map[string]time.Duration{}}
 }
 
 // now is the time since the story began.
@@ -52,32 +54,37 @@ func (t *timeline) Observe(ev deletion.Event) {
 	now, e := t.now(), ev.Entry
 	switch ev.Kind {
 	case deletion.EventChecked:
-		fmt.Fprintf(t.w, "  %s  check       %-13s %s\n", stamp(now-ev.Duration), e.PUID, verdict(ev.Verdict))
+		began := now - ev.Duration
+		if since, ok := t.heldSince[e.PUID]; ok {
+			began = min(began, since)
+		}
+		fmt.Fprintf(t.w, "  %s  check       %-13s %s\n", stamp(began), e.PUID, verdict(ev.Verdict))
 		for _, l := range t.held[e.PUID] {
 			fmt.Fprint(t.w, l)
 		}
 		delete(t.held, e.PUID)
+		delete(t.heldSince, e.PUID)
 	case deletion.EventTracked:
 		t.lineLocked(e.PUID, now, "Track       %-13s pod %s, sandbox %q", e.PUID, e.Pod, e.SandboxID)
 	case deletion.EventUntracked:
 		t.lineLocked(e.PUID, now, "Untrack     %-13s forgotten, not destroyed", e.PUID)
 	case deletion.EventGetFailed:
-		t.held[e.PUID] = append(t.held[e.PUID], sub(now, "read failed: %v", ev.Err))
+		t.holdLocked(e.PUID, now, sub(now, "read failed: %v", ev.Err))
 	case deletion.EventAdopted:
-		t.held[e.PUID] = append(t.held[e.PUID], sub(now, "sandbox %q recorded as the PU's", ev.Verdict.SandboxID))
+		t.holdLocked(e.PUID, now, sub(now, "sandbox %q recorded as the PU's", ev.Verdict.SandboxID))
 	case deletion.EventVetoed:
-		t.held[e.PUID] = append(t.held[e.PUID], sub(now, "VETOED: the cache's answer meant %s; the Confirmer's (the API server's) is row %d: kept",
+		t.holdLocked(e.PUID, now, sub(now, "VETOED: the cache's answer meant %s; the Confirmer's (the API server's) is row %d: kept",
 			ev.Reason, ev.Verdict.Row))
 	case deletion.EventDestroyed:
-		t.held[e.PUID] = append(t.held[e.PUID], sub(now, "DESTROYED   pod %s, sandbox %q: %s (attempt %d)", e.Pod, e.SandboxID, ev.Reason, ev.Attempt))
+		t.holdLocked(e.PUID, now, sub(now, "DESTROYED   pod %s, sandbox %q: %s (attempt %d)", e.Pod, e.SandboxID, ev.Reason, ev.Attempt))
 	case deletion.EventDestroyFailed:
 		next := "no retry"
 		if !ev.Next.IsZero() {
 			next = "retry due at " + at(ev.Next.Sub(t.start)) + ", run at the next tick of the wheel"
 		}
-		t.held[e.PUID] = append(t.held[e.PUID], sub(now, "destroy failed (attempt %d): %v; %s", ev.Attempt, ev.Err, next))
+		t.holdLocked(e.PUID, now, sub(now, "destroy failed (attempt %d): %v; %s", ev.Attempt, ev.Err, next))
 	case deletion.EventAbandoned:
-		t.held[e.PUID] = append(t.held[e.PUID], sub(now, "ABANDONED   after %d attempt(s): the error is permanent", ev.Attempt))
+		t.holdLocked(e.PUID, now, sub(now, "ABANDONED   after %d attempt(s): the error is permanent", ev.Attempt))
 	default:
 		t.lineLocked(e.PUID, now, "%s %s", ev.Kind, e.PUID)
 	}
@@ -96,12 +103,20 @@ func sub(when time.Duration, format string, args ...any) string {
 	return fmt.Sprintf("  %s    └ %s\n", stamp(when), fmt.Sprintf(format, args...))
 }
 
+// holdLocked holds line back until the check of puid ends.
+func (t *timeline) holdLocked(puid string, when time.Duration, line string) {
+	if _, ok := t.heldSince[puid]; !ok {
+		t.heldSince[puid] = when
+	}
+	t.held[puid] = append(t.held[puid], line)
+}
+
 // lineLocked prints a line now, or holds it back under the check of puid
 // that is still running (a Track by the Requeuer, say).
 func (t *timeline) lineLocked(puid string, when time.Duration, format string, args ...any) {
 	l := fmt.Sprintf("  %s  %s\n", stamp(when), fmt.Sprintf(format, args...))
 	if _, running := t.held[puid]; running {
-		t.held[puid] = append(t.held[puid], l)
+		t.holdLocked(puid, when, l)
 		return
 	}
 	fmt.Fprint(t.w, l)
