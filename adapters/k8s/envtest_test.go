@@ -241,6 +241,7 @@ type nodeOptions struct {
 	unscoped    bool   // cache every pod of the namespace instead of the node's only
 	cacheNode   string // "": scope the cache to the node's own name; else to this one
 	confirm     bool   // confirm destroys with a direct read of the API server
+	terminated  bool   // deletion.Options.DestroyTerminated
 	metricsAddr string // "": no metrics server
 	setup       func(*node) error
 }
@@ -298,13 +299,14 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 		confirmer = k8s.NewPodGetter(mgr.GetAPIReader())
 	}
 	n.engine, err = deletion.New(countingGetter{next: getter}, n.policy, deletion.Options{
-		Confirmer:        confirmer,
-		SandboxExtractor: o.extractor,
-		Requeuer:         o.requeuer,
-		NodeName:         n.name,
-		SweepInterval:    o.sweep,
-		Observer:         suite.metrics,
-		Logger:           testr.NewWithInterface(t, testr.Options{}),
+		Confirmer:         confirmer,
+		DestroyTerminated: o.terminated,
+		SandboxExtractor:  o.extractor,
+		Requeuer:          o.requeuer,
+		NodeName:          n.name,
+		SweepInterval:     o.sweep,
+		Observer:          suite.metrics,
+		Logger:            testr.NewWithInterface(t, testr.Options{}),
 	})
 	require.NoError(t, err)
 	require.NoError(t, k8s.SetupWithManager(mgr, n.engine, k8s.SetupOptions{
