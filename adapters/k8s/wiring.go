@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -43,7 +44,8 @@ type SetupOptions struct {
 	// panic in it is logged and the pod skipped. nil: every pod bound to the
 	// node is tracked.
 	Filter func(*corev1.Pod) bool
-	// Logger receives the wiring's errors. The zero value discards them.
+	// Logger receives the wiring's errors. The zero value logs through klog
+	// (klog.Background()), the default of every Logger in podsweeper.
 	Logger logr.Logger
 }
 
@@ -101,6 +103,9 @@ func SetupWithManager(mgr manager.Manager, c *deletion.Controller, opts SetupOpt
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{}, cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("k8s: getting the pod informer: %w", err)
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = klog.Background().WithName("podsweeper-wiring")
 	}
 	r := &nodeRunnable{engine: c, informer: inf, opts: opts}
 	if err := mgr.Add(r); err != nil {

@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/podsweeper/podsweeper/deletion"
@@ -71,10 +71,12 @@ func NewDeleteController(c client.Reader, nodeName string, policy ports.PolicyHa
 // opts.SandboxExtractor and opts.Requeuer are used only when nodeName is
 // empty, extractor is nil and eventsCh is nil respectively.
 //
-// Unlike the engine's, the drop-in's default Logger is controller-runtime's
-// root logger (sigs.k8s.io/controller-runtime/pkg/log.Log), named
-// "podsweeper", so that errors the seed dropped reach the manager's logs.
-// To silence it, pass a Logger with a sink that discards.
+// The drop-in's default Logger is the engine's, as everywhere in
+// podsweeper: klog (klog.Background()), so that errors the seed dropped are
+// never silent. A controller-runtime agent passes its own, for example
+// ctrl.Log.WithName("podsweeper"), or sends klog to it with
+// klog.SetLogger(ctrl.Log). To silence it, pass a Logger with a sink that
+// discards.
 func NewDeleteControllerWithOptions(c client.Reader, nodeName string, policy ports.PolicyHandler, extractor ports.SandboxExtractor, eventsCh chan event.GenericEvent, opts deletion.Options) (*DeleteController, error) {
 	if c == nil {
 		return nil, fmt.Errorf("trireme: %w: client.Reader is nil", deletion.ErrNilPort)
@@ -89,7 +91,7 @@ func NewDeleteControllerWithOptions(c client.Reader, nodeName string, policy por
 		opts.Requeuer = chanRequeuer{ch: eventsCh}
 	}
 	if opts.Logger.GetSink() == nil {
-		opts.Logger = ctrllog.Log.WithName("podsweeper")
+		opts.Logger = klog.Background().WithName("podsweeper")
 	}
 	engine, err := deletion.New(readerGetter{r: c}, policy, opts)
 	if err != nil {
