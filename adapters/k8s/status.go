@@ -1,0 +1,82 @@
+package k8s
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/podsweeper/podsweeper/deletion"
+)
+
+// StatusPath is where the node agent serves the engine's status, beside
+// /metrics and behind the same authentication and authorization.
+const StatusPath = "/debug/podsweeper"
+
+// PUStatus is one PU on the status page: deletion.EntryStatus in JSON.
+type PUStatus struct {
+	PUID        string     `json:"puID"`
+	Pod         string     `json:"pod"`
+	SandboxID   string     `json:"sandboxID,omitempty"`
+	State       string     `json:"state"`
+	Age         string     `json:"age"`
+	LastChecked *time.Time `json:"lastChecked,omitempty"`
+	// LastRow and Why say which row of the decision table the last check
+	// took, and why the PU is kept; Vetoed, that the Confirmer overrode a
+	// destroy the cache's answer decided.
+	LastRow     int        `json:"lastRow,omitempty"`
+	Why         string     `json:"why,omitempty"`
+	Vetoed      bool       `json:"vetoed,omitempty"`
+	Attempts    int        `json:"attempts,omitempty"`
+	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
+	LastError   string     `json:"lastError,omitempty"`
+}
+
+// NewStatusHandler returns an http.Handler that serves the engine's Status
+// as a JSON array, sorted by PUID: for each PU, its pod, sandbox, state and
+// age, the row of its last check and why, its failed destroy attempts, when
+// the next is due and the last error. It answers GET and HEAD only. It
+// reads the engine's state at each request, a copy of every entry: serve
+// it behind authentication (the node agent puts it behind the metrics
+// server's filter), not to every scraper every second.
+func NewStatusHandler(engine *deletion.Controller) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if engine == nil {
+			http.Error(w, "no deletion engine", http.StatusServiceUnavailable)
+			return
+		}
+		now := time.Now()
+		sts := engine.Status()
+		out := make([]PUStatus, len(sts))
+		for i, s := range sts {
+			p := PUStatus{
+				PUID: s.PUID, Pod: s.Pod.String(), SandboxID: s.SandboxID, State: s.State,
+				Age: now.Sub(s.TrackedAt).Round(time.Second).String(), Vetoed: s.Vetoed, Attempts: s.Attempts,
+			}
+			if !s.LastChecked.IsZero() {
+				t := s.LastChecked
+				p.LastChecked, p.LastRow, p.Why = &t, s.LastVerdict.Row, s.LastVerdict.Why()
+			}
+			if !s.NextAttempt.IsZero() {
+				t := s.NextAttempt
+				p.NextAttempt = &t
+			}
+			if s.LastErr != nil {
+				p.LastError = s.LastErr.Error()
+			}
+			out[i] = p
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if r.Method == http.MethodHead {
+			return
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out) // a client gone mid-answer is no error of ours
+	})
+}

@@ -1,0 +1,98 @@
+package k8s_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// TestStatusHandlerServesWhyEachPUIsKept: the status page lists every PU
+// with the row of its last check, its failed attempts, the next one and the
+// last error, in JSON sorted by PUID.
+func TestStatusHandlerServesWhyEachPUIsKept(t *testing.T) {
+	live := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live", UID: "b"}, Spec: corev1.PodSpec{NodeName: "n"}}
+	getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		if key.Name == "live" {
+			return live, nil
+		}
+		return nil, ports.ErrPodNotFound
+	})
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return errors.New("policy engine busy") })
+	engine, err := deletion.New(getter, policy, deletion.Options{NodeName: "n"})
+	require.NoError(t, err)
+	require.NoError(t, engine.Track(deletion.Entry{PUID: "b", Pod: types.NamespacedName{Namespace: "ns", Name: "live"}, SandboxID: "sb-b"}))
+	require.NoError(t, engine.Track(deletion.Entry{PUID: "a", Pod: types.NamespacedName{Namespace: "ns", Name: "gone"}}))
+	require.NoError(t, engine.Track(deletion.Entry{PUID: "c", Pod: types.NamespacedName{Namespace: "ns", Name: "new"}}))
+	// Check a and b only: c stays unchecked.
+	sweepOnly(t, engine, "a", "b")
+
+	rec := httptest.NewRecorder()
+	k8s.NewStatusHandler(engine).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, k8s.StatusPath, nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	var got []k8s.PUStatus
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got), rec.Body.String())
+	require.Len(t, got, 3)
+	assert.Equal(t, []string{"a", "b", "c"}, []string{got[0].PUID, got[1].PUID, got[2].PUID})
+
+	a := got[0]
+	assert.Equal(t, "ns/gone", a.Pod)
+	assert.Equal(t, 1, a.LastRow)
+	assert.Equal(t, "pod not found", a.Why)
+	assert.Equal(t, 1, a.Attempts)
+	assert.NotNil(t, a.NextAttempt, "waiting for its retry")
+	assert.Equal(t, "policy engine busy", a.LastError)
+	assert.Equal(t, "waiting for a retry", a.State)
+
+	b := got[1]
+	assert.Equal(t, 5, b.LastRow)
+	assert.Equal(t, "same pod, sandbox not checked", b.Why)
+	assert.Zero(t, b.Attempts)
+	assert.Nil(t, b.NextAttempt)
+	assert.Equal(t, "sb-b", b.SandboxID)
+
+	c := got[2]
+	assert.Nil(t, c.LastChecked, "never checked")
+	assert.Zero(t, c.LastRow)
+
+	rec = httptest.NewRecorder()
+	k8s.NewStatusHandler(engine).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, k8s.StatusPath, nil))
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	rec = httptest.NewRecorder()
+	k8s.NewStatusHandler(nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, k8s.StatusPath, nil))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+}
+
+// sweepOnly checks the PUs of puids once, by untracking the others during a
+// Sweep and tracking them again after.
+func sweepOnly(t *testing.T, engine *deletion.Controller, puids ...string) {
+	t.Helper()
+	keep := map[string]bool{}
+	for _, id := range puids {
+		keep[id] = true
+	}
+	var others []deletion.Entry
+	for _, e := range engine.Pending() {
+		if !keep[e.PUID] {
+			others = append(others, e)
+			require.True(t, engine.Untrack(e.PUID))
+		}
+	}
+	engine.Sweep(context.Background())
+	for _, e := range others {
+		require.NoError(t, engine.Track(e))
+	}
+}
