@@ -6,7 +6,7 @@
 //
 //	node-agent --node=$NODE_NAME [--kubeconfig=~/.kube/config]
 //	           [--cri-endpoint=unix:///run/containerd/containerd.sock]
-//	           [--metrics-bind-address=:8080] [--health-probe-bind-address=:8081]
+//	           [--metrics-bind-address=:8443] [--metrics-secure=true] [--health-probe-bind-address=:8081]
 //	           [--sweep-interval=5s] [--workers=4] [--zap-devel]
 //	           [--state-file=/var/lib/podsweeper/journal.db] [--all-pods]
 //
@@ -15,8 +15,13 @@
 // informer (adapters/k8s.SetupWithManager). It skips host-network pods and
 // mirror (static) pods (adapters/k8s.PodsWithOwnNetwork; --all-pods tracks
 // them too): a network-policy agent creates no PU for them, so destroying
-// one would fail for as long as it was retried. It serves podsweeper's Prometheus
-// metrics on the manager's /metrics. It asks the container runtime on
+// one would fail for as long as it was retried. It serves podsweeper's
+// Prometheus metrics on the manager's /metrics and the engine's Status as
+// JSON on /debug/podsweeper (adapters/k8s.NewStatusHandler): over HTTPS, to
+// clients whose token the API server authenticates and authorizes
+// (controller-runtime's filter; deploy/metrics-reader.yaml is the role to
+// bind), or with --metrics-secure=false over plain HTTP on a loopback
+// address only. It asks the container runtime on
 // --cri-endpoint for each pod's sandbox (adapters/cri), so that a sandbox
 // restart destroys the PU of the old sandbox and requeues the pod. Without
 // the runtime's socket it runs on, says once that sandbox restarts are not
@@ -30,5 +35,5 @@
 // direct read of the API server first. deploy/ has the DaemonSet (which
 // mounts the journal's directory from the host and the runtime's socket
 // directory read-only) and the RBAC it needs: get, list and watch on pods,
-// nothing else.
+// and the token and access reviews of its metrics filter; nothing else.
 package main

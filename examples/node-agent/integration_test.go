@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,12 +24,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,6 +112,9 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 		testRestart(t, admin, kubeconfig)
 	})
 	t.Run("ready while the runtime answers", func(t *testing.T) { testReadiness(t, agentCfg) })
+	t.Run("metrics and the status page only for authorized clients", func(t *testing.T) {
+		testSecureMetrics(t, cfg, admin, kubeconfig)
+	})
 	t.Run("a sandbox restart destroys the PU and requeues the pod", func(t *testing.T) { testSandboxRestart(t, admin, agentCfg) })
 	t.Run("a stopped sandbox keeps its PU until the pod is gone", func(t *testing.T) { testSandboxStopped(t, admin, agentCfg) })
 }
@@ -261,7 +268,7 @@ func startBinary(t *testing.T, ctx context.Context, kubeconfig []byte, args ...s
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(runCtx, append([]string{"--kubeconfig=" + path, "--metrics-bind-address=" + b.metricsAddr,
+		done <- run(runCtx, append([]string{"--kubeconfig=" + path, "--metrics-bind-address=" + b.metricsAddr, "--metrics-secure=false",
 			"--health-probe-bind-address=" + b.probeAddr, "--sweep-interval=1h", "--workers=2",
 			"--state-file=" + filepath.Join(t.TempDir(), "journal.db")}, args...), b.logs)
 	}()
@@ -340,7 +347,7 @@ func testRestart(t *testing.T, admin client.Client, kubeconfig []byte) {
 	state := filepath.Join(t.TempDir(), "journal.db")
 	args := func(metricsAddr string) []string {
 		return []string{"--kubeconfig=" + agentKubeconfig(t, kubeconfig), "--node=" + node, "--metrics-bind-address=" + metricsAddr,
-			"--health-probe-bind-address=0", "--sweep-interval=" + interval.String(), "--workers=2", "--state-file=" + state}
+			"--metrics-secure=false", "--health-probe-bind-address=0", "--sweep-interval=" + interval.String(), "--workers=2", "--state-file=" + state}
 	}
 
 	// The first agent, in a process of its own: killed once it tracks the
@@ -512,4 +519,86 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// testSecureMetrics runs the agent with its default, secure metrics server:
+// /metrics and the status page refuse a client without a token (401) and a
+// ServiceAccount not bound to podsweeper-metrics-reader (403), and serve one
+// that is (200). The agent reviews the tokens with the RBAC deploy/ gives it.
+func testSecureMetrics(t *testing.T, cfg *rest.Config, admin client.Client, kubeconfig []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pod := testPod("scraped", "node-a")
+	require.NoError(t, admin.Create(ctx, pod))
+	defer func() {
+		assert.NoError(t, client.IgnoreNotFound(admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0))))
+	}()
+
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	token := func(name string) string {
+		t.Helper()
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "podsweeper", Name: name}}
+		require.NoError(t, admin.Create(ctx, sa))
+		tr, err := cs.CoreV1().ServiceAccounts("podsweeper").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return tr.Status.Token
+	}
+	allowed, denied := token("prometheus"), token("nosy")
+	require.NoError(t, admin.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-podsweeper"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "podsweeper-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "podsweeper", Name: "prometheus"}},
+	}))
+
+	// A process of its own: run registers its metrics on controller-runtime's
+	// global registry, which the in-process agents of the other tests hold.
+	metricsAddr, logs := freeAddr(t), &syncBuffer{}
+	cmd := startAgent(ctx, t, []string{"--kubeconfig=" + agentKubeconfig(t, kubeconfig), "--node=node-a", "--cri-endpoint=",
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--sweep-interval=1h", "--workers=2",
+		"--state-file=" + filepath.Join(t.TempDir(), "journal.db")}, logs) // --metrics-secure is on by default
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	https := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the agent's self-signed certificate
+	}}
+	fetch := func(path, token string) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+metricsAddr+path, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := https.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	require.Eventually(t, func() bool {
+		code, body := fetch("/metrics", allowed)
+		return code == http.StatusOK && strings.Contains(body, k8s.MetricTrackedPUs+" 1\n")
+	}, 30*time.Second, 50*time.Millisecond, "an authorized ServiceAccount reads /metrics; logs:\n%s", logs)
+
+	code, _ := fetch("/metrics", "")
+	assert.Equal(t, http.StatusUnauthorized, code, "no token")
+	code, _ = fetch("/metrics", "not-a-token")
+	// controller-runtime's filter answers 500 when the API server's review of
+	// a malformed token fails, 401 when it says the token is not valid.
+	assert.Contains(t, []int{http.StatusUnauthorized, http.StatusInternalServerError}, code, "a token the API server does not know is refused")
+	code, _ = fetch("/metrics", denied)
+	assert.Equal(t, http.StatusForbidden, code, "a ServiceAccount without the metrics-reader role")
+	code, _ = fetch(k8s.StatusPath, denied)
+	assert.Equal(t, http.StatusForbidden, code, "the status page is behind the same filter")
+
+	code, body := fetch(k8s.StatusPath, allowed)
+	require.Equal(t, http.StatusOK, code, body)
+	var status []k8s.PUStatus
+	require.NoError(t, json.Unmarshal([]byte(body), &status), body)
+	require.Len(t, status, 1)
+	assert.Equal(t, string(pod.UID), status[0].PUID)
+	assert.Equal(t, "default/scraped", status[0].Pod)
 }

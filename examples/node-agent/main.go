@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
@@ -46,6 +48,7 @@ type config struct {
 	kubeconfig    string
 	node          string
 	metricsAddr   string
+	metricsSecure bool
 	probeAddr     string
 	criEndpoint   string
 	sweepInterval time.Duration
@@ -63,7 +66,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, the in-cluster config, then ~/.kube/config")
 	fs.StringVar(&cfg.node, "node", getenv("NODE_NAME"), "the node this agent runs on (default $NODE_NAME)")
-	fs.StringVar(&cfg.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" turns it off`)
+	fs.StringVar(&cfg.metricsAddr, "metrics-bind-address", ":8443",
+		`address of the Prometheus /metrics endpoint and of the status page `+k8s.StatusPath+`; "0" turns them off`)
+	fs.BoolVar(&cfg.metricsSecure, "metrics-secure", true,
+		"serve /metrics and the status page over HTTPS, only to clients whose token the API server authenticates and "+
+			"authorizes (a get on the URL); false serves plain HTTP, and then only on a loopback --metrics-bind-address")
 	fs.StringVar(&cfg.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" turns them off`)
 	fs.StringVar(&cfg.criEndpoint, "cri-endpoint", defaultCRIEndpoint, `the container runtime's CRI socket, as the kubelet's --container-runtime-endpoint; "" turns sandbox restart detection off`)
 	fs.DurationVar(&cfg.sweepInterval, "sweep-interval", deletion.DefaultSweepInterval, "how often every PU is re-checked against the API")
@@ -87,6 +94,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return cfg, fmt.Errorf("%w: --workers must be positive, got %d", errUsage, cfg.workers)
 	case cfg.stateFile == "":
 		return cfg, fmt.Errorf("%w: --state-file is required", errUsage)
+	case !cfg.metricsSecure && cfg.metricsAddr != "0" && !loopback(cfg.metricsAddr):
+		return cfg, fmt.Errorf("%w: --metrics-secure=false serves anyone who reaches --metrics-bind-address: bind it to 127.0.0.1, not %q",
+			errUsage, cfg.metricsAddr)
 	}
 	if cfg.criEndpoint != "" {
 		if _, err := cri.SocketPath(cfg.criEndpoint); err != nil {
@@ -94,6 +104,34 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		}
 	}
 	return cfg, nil
+}
+
+// metricsOptions serves /metrics, and the status page added beside it, over
+// HTTPS behind controller-runtime's authentication and authorization filter
+// (a TokenReview and a SubjectAccessReview per new client, cached): only a
+// client allowed to get the URL reads them. The certificate is
+// controller-runtime's self-signed one unless one is mounted. With
+// --metrics-secure=false, plain HTTP on a loopback address.
+func metricsOptions(cfg config) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: cfg.metricsAddr}
+	if cfg.metricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
+}
+
+// loopback reports whether addr (host:port) listens on a loopback address only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // restConfig loads the cluster's address and credentials.
@@ -235,7 +273,7 @@ func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *de
 	}()
 	mgr, err = ctrl.NewManager(rc, ctrl.Options{
 		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: cfg.metricsAddr},
+		Metrics:                metricsOptions(cfg),
 		HealthProbeBindAddress: cfg.probeAddr,
 		Logger:                 log,
 	})
@@ -292,6 +330,12 @@ func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *de
 	engine, err = deletion.New(k8s.NewPodGetter(mgr.GetCache()), d.policy, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the deletion engine: %w", err)
+	}
+	if cfg.metricsAddr != "0" {
+		// Why each PU is kept, beside /metrics and behind the same filter.
+		if err := mgr.AddMetricsServerExtraHandler(k8s.StatusPath, k8s.NewStatusHandler(engine)); err != nil {
+			return nil, nil, err
+		}
 	}
 	if cfg.probeAddr != "0" {
 		// Live, and ready, while the engine runs and its workers keep up.

@@ -35,7 +35,8 @@ func TestParseFlagsDefaults(t *testing.T) {
 	cfg, err := parseFlags(nil, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, "node-a", cfg.node, "--node defaults to $NODE_NAME")
-	assert.Equal(t, ":8080", cfg.metricsAddr)
+	assert.Equal(t, ":8443", cfg.metricsAddr)
+	assert.True(t, cfg.metricsSecure, "metrics are served over HTTPS to authorized clients by default")
 	assert.Equal(t, ":8081", cfg.probeAddr)
 	assert.Equal(t, "unix:///run/containerd/containerd.sock", cfg.criEndpoint, "--cri-endpoint defaults to containerd's socket")
 	assert.Equal(t, deletion.DefaultSweepInterval, cfg.sweepInterval)
@@ -53,7 +54,7 @@ func TestParseFlagsOverrides(t *testing.T) {
 	}, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
-		kubeconfig: "/k", node: "node-b", metricsAddr: "0", probeAddr: ":9000", criEndpoint: "unix:///var/run/crio/crio.sock",
+		kubeconfig: "/k", node: "node-b", metricsAddr: "0", metricsSecure: true, probeAddr: ":9000", criEndpoint: "unix:///var/run/crio/crio.sock",
 		sweepInterval: 30 * time.Second, workers: 16, stateFile: "/s/j.db", allPods: true, zap: cfg.zap,
 	}, cfg)
 	assert.True(t, cfg.zap.Development)
@@ -61,22 +62,31 @@ func TestParseFlagsOverrides(t *testing.T) {
 
 func TestParseFlagsErrors(t *testing.T) {
 	for name, args := range map[string][]string{
-		"no node":         nil,
-		"empty node":      {"--node="},
-		"zero interval":   {"--node=n", "--sweep-interval=0s"},
-		"negative":        {"--node=n", "--workers=-1"},
-		"zero workers":    {"--node=n", "--workers=0"},
-		"unknown flag":    {"--node=n", "--nope"},
-		"bad duration":    {"--node=n", "--sweep-interval=soon"},
-		"extra argument":  {"--node=n", "extra"},
-		"tcp runtime":     {"--node=n", "--cri-endpoint=tcp://127.0.0.1:1234"},
-		"relative socket": {"--node=n", "--cri-endpoint=unix://containerd.sock"},
-		"no state file":   {"--node=n", "--state-file="},
+		"no node":                          nil,
+		"empty node":                       {"--node="},
+		"zero interval":                    {"--node=n", "--sweep-interval=0s"},
+		"negative":                         {"--node=n", "--workers=-1"},
+		"zero workers":                     {"--node=n", "--workers=0"},
+		"unknown flag":                     {"--node=n", "--nope"},
+		"bad duration":                     {"--node=n", "--sweep-interval=soon"},
+		"extra argument":                   {"--node=n", "extra"},
+		"tcp runtime":                      {"--node=n", "--cri-endpoint=tcp://127.0.0.1:1234"},
+		"relative socket":                  {"--node=n", "--cri-endpoint=unix://containerd.sock"},
+		"no state file":                    {"--node=n", "--state-file="},
+		"plain metrics on every interface": {"--node=n", "--metrics-secure=false", "--metrics-bind-address=:8080"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parseFlags(args, env(nil), &bytes.Buffer{})
 			require.ErrorIs(t, err, errUsage)
 		})
+	}
+}
+
+func TestParseFlagsPlainMetricsOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:8080", "localhost:8080", "[::1]:8080", "0"} {
+		cfg, err := parseFlags([]string{"--node=n", "--metrics-secure=false", "--metrics-bind-address=" + addr}, env(nil), &bytes.Buffer{})
+		require.NoError(t, err, addr)
+		assert.False(t, cfg.metricsSecure)
 	}
 }
 
