@@ -926,3 +926,30 @@ func TestAccessorsReturnTheOptions(t *testing.T) {
 	assert.Empty(t, bare.NodeName())
 	assert.Nil(t, bare.SandboxExtractor(), "no extractor is a nil interface, not a typed nil")
 }
+
+// TestBacklog: the PUs waiting for a retry, and since when the oldest PU
+// found gone waits for its destroy.
+func TestBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		rec.setFail(errBoom)
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{RetryMinDelay: time.Minute, RetryMaxDelay: time.Minute})
+		n, since := c.Backlog()
+		assert.Zero(t, n)
+		assert.True(t, since.IsZero())
+		t0 := time.Now()
+		require.NoError(t, c.Track(entryWith("")))
+		c.Sweep(context.Background())
+		time.Sleep(10 * time.Second)
+		require.NoError(t, c.Track(deletion.Entry{PUID: "b", Pod: types.NamespacedName{Namespace: "ns", Name: "b"}}))
+		c.Sweep(context.Background())
+		n, since = c.Backlog()
+		assert.Equal(t, 2, n)
+		assert.Equal(t, t0, since, "the first PU found gone")
+		rec.setFail(nil)
+		c.Sweep(context.Background())
+		n, since = c.Backlog()
+		assert.Zero(t, n)
+		assert.True(t, since.IsZero())
+	})
+}

@@ -112,3 +112,22 @@ func (c *Controller) HealthCheck(_ *http.Request) error {
 	}
 	return nil
 }
+
+// Backlog says how far behind the destroys are: how many PUs wait for the
+// retry of a failed destroy, and since when the oldest PU that a check found
+// must go has been waiting for its destroy (zero when none). It reads every
+// entry under the engine's lock: call it at a scrape, not per check.
+func (c *Controller) Backlog() (retrying int, oldestSince time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var oldest int64
+	for _, e := range c.entries {
+		if e.state == waiting {
+			retrying++
+		}
+		if e.goneSince != 0 && (oldest == 0 || e.goneSince < oldest) {
+			oldest = e.goneSince
+		}
+	}
+	return retrying, c.timeOf(oldest)
+}

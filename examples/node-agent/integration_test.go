@@ -583,6 +583,9 @@ func testSecureMetrics(t *testing.T, cfg *rest.Config, admin client.Client, kube
 		return code == http.StatusOK && strings.Contains(body, k8s.MetricTrackedPUs+" 1\n")
 	}, 30*time.Second, 50*time.Millisecond, "an authorized ServiceAccount reads /metrics; logs:\n%s", logs)
 
+	_, body := fetch("/metrics", allowed)
+	assert.Contains(t, body, k8s.MetricRetrying+" 0\n", "the backlog is served too")
+	assert.Contains(t, body, k8s.MetricOldestPendingSecond+" 0\n")
 	code, _ := fetch("/metrics", "")
 	assert.Equal(t, http.StatusUnauthorized, code, "no token")
 	code, _ = fetch("/metrics", "not-a-token")
@@ -594,7 +597,7 @@ func testSecureMetrics(t *testing.T, cfg *rest.Config, admin client.Client, kube
 	code, _ = fetch(k8s.StatusPath, denied)
 	assert.Equal(t, http.StatusForbidden, code, "the status page is behind the same filter")
 
-	code, body := fetch(k8s.StatusPath, allowed)
+	code, body = fetch(k8s.StatusPath, allowed)
 	require.Equal(t, http.StatusOK, code, body)
 	var status []k8s.PUStatus
 	require.NoError(t, json.Unmarshal([]byte(body), &status), body)

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -330,6 +331,13 @@ func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *de
 	engine, err = deletion.New(k8s.NewPodGetter(mgr.GetCache()), d.policy, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the deletion engine: %w", err)
+	}
+	reg := d.registry
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	if err := reg.Register(k8s.NewBacklogCollector(engine)); err != nil {
+		return nil, nil, fmt.Errorf("registering the backlog metrics: %w", err)
 	}
 	if cfg.metricsAddr != "0" {
 		// Why each PU is kept, beside /metrics and behind the same filter.

@@ -1,0 +1,62 @@
+package k8s
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podsweeper/podsweeper/deletion"
+)
+
+// Names of the metrics of the backlog collector.
+const (
+	MetricRetrying            = "podsweeper_pus_waiting_for_retry"
+	MetricOldestPendingSecond = "podsweeper_oldest_pending_destroy_seconds"
+)
+
+// BacklogCollector reports how far behind an engine's destroys are, read
+// from the engine at each scrape (deletion.Controller.Backlog): the PUs
+// waiting for the retry of a failed destroy, and the age of the oldest PU
+// found gone and not destroyed yet. A policy engine that is down shows as
+// both growing.
+type BacklogCollector struct {
+	engine   *deletion.Controller
+	retrying *prometheus.Desc
+	oldest   *prometheus.Desc
+	now      func() time.Time
+}
+
+var _ prometheus.Collector = (*BacklogCollector)(nil)
+
+// NewBacklogCollector returns the collector of engine's backlog; register
+// it beside NewMetrics' metrics (reg.MustRegister or reg.Register).
+func NewBacklogCollector(engine *deletion.Controller) *BacklogCollector {
+	return &BacklogCollector{
+		engine: engine,
+		retrying: prometheus.NewDesc(MetricRetrying,
+			"Processing units whose destroy failed, waiting for its retry.", nil, nil),
+		oldest: prometheus.NewDesc(MetricOldestPendingSecond,
+			"Age of the oldest processing unit found gone and not destroyed yet; 0 when none is.", nil, nil),
+		now: time.Now,
+	}
+}
+
+// Describe sends the collector's two descriptions.
+func (b *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- b.retrying
+	ch <- b.oldest
+}
+
+// Collect reads the engine's backlog; a nil engine reports nothing.
+func (b *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
+	if b.engine == nil {
+		return
+	}
+	n, since := b.engine.Backlog()
+	age := 0.0
+	if !since.IsZero() {
+		age = b.now().Sub(since).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(b.retrying, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(b.oldest, prometheus.GaugeValue, age)
+}
