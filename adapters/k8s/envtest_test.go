@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -282,7 +283,9 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 	mgr, err := manager.New(suite.cfg, manager.Options{
 		Cache:   cacheOpts,
 		Metrics: metricsserver.Options{BindAddress: o.metricsAddr},
-		Logger:  testr.NewWithInterface(t, testr.Options{}),
+		// Not the test's logger: the manager's stop procedure may still log
+		// from a goroutine of its own after the test has ended.
+		Logger: afterTestLogger(),
 	})
 	require.NoError(t, err)
 	n.mgr = mgr
@@ -310,7 +313,7 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 	})
 	require.NoError(t, err)
 	require.NoError(t, k8s.SetupWithManager(mgr, n.engine, k8s.SetupOptions{
-		Logger: testr.NewWithInterface(t, testr.Options{}),
+		Logger: afterTestLogger(),
 	}))
 	if o.setup != nil {
 		require.NoError(t, o.setup(n))
@@ -381,4 +384,10 @@ func (n *node) waitDestroyed(puid types.UID, within time.Duration) ports.Destroy
 	require.Eventually(n.t, func() bool { return len(n.policy.of(puid)) > 0 }, within, 5*time.Millisecond,
 		"PU %s not destroyed within %v", puid, within)
 	return n.policy.of(puid)[0]
+}
+
+// afterTestLogger is a Logger for goroutines that may outlive their test:
+// testr's would race with the test's end. It drops what it is given.
+func afterTestLogger() logr.Logger {
+	return funcr.New(func(string, string) {}, funcr.Options{})
 }

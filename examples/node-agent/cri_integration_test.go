@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,7 +98,9 @@ type criAgent struct {
 func startCRIAgent(t *testing.T, agentCfg *rest.Config, endpoint, probeAddr string) *criAgent {
 	t.Helper()
 	a := &criAgent{destroyed: make(chan ports.DestroyEvent, 10), checks: map[string]int{}, verdicts: map[string]deletion.Verdict{}}
-	log := testr.New(t)
+	// Not testr: the manager's stop procedure may log from a goroutine of
+	// its own after the test has ended, which testr's logger races with.
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
 	conf := config{node: criNode, metricsAddr: "0", probeAddr: probeAddr, criEndpoint: endpoint, sweepInterval: criSweep, workers: 2}
 	mgr, engine, err := setup(agentCfg, conf, deps{
 		policy: ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,7 +162,9 @@ func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
 	}
 
 	destroyed := make(chan ports.DestroyEvent, 10)
-	log := testr.New(t)
+	// Not testr: the manager's stop procedure may log from a goroutine of
+	// its own after the test has ended, which testr's logger races with.
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
 	policy := ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
 		destroyed <- ev
 		return destroyer(log).DestroyPU(ctx, ev)
