@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// pinned is an image reference fixed by the digest of its content.
+var pinned = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
+
+// TestDockerfileBaseImagesPinned keeps every base image of the agent's image
+// pinned by digest, so a tag moved upstream never changes what ships.
+func TestDockerfileBaseImagesPinned(t *testing.T) {
+	data, err := os.ReadFile("Dockerfile")
+	require.NoError(t, err)
+	froms := 0
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || !strings.EqualFold(f[0], "FROM") {
+			continue
+		}
+		froms++
+		assert.Regexp(t, pinned, f[1], "base image not pinned by digest")
+	}
+	assert.Equal(t, 2, froms, "the build stage and the runtime stage")
+}
+
+func readManifest(t *testing.T, name string, into any) {
+	t.Helper()
+	data, err := os.ReadFile("deploy/" + name)
+	require.NoError(t, err)
+	require.NoError(t, yaml.UnmarshalStrict(data, into), name)
+}
+
+// TestDaemonSetCarriesTheAgent checks that the DaemonSet runs the agent as
+// the README and the flags describe it: critical priority, every image other
+// than the agent's own pinned by digest, probes on the agent's endpoints, the
+// journal on the host, and nothing privileged in the agent's container.
+func TestDaemonSetCarriesTheAgent(t *testing.T) {
+	var ds appsv1.DaemonSet
+	readManifest(t, "daemonset.yaml", &ds)
+	spec := ds.Spec.Template.Spec
+	assert.Equal(t, "system-node-critical", spec.PriorityClassName)
+	assert.False(t, spec.HostNetwork, "the agent needs no host network")
+	assert.False(t, spec.HostPID)
+
+	for _, c := range spec.InitContainers {
+		assert.Regexp(t, pinned, c.Image, "init container %s", c.Name)
+	}
+	require.Len(t, spec.Containers, 1)
+	c := spec.Containers[0]
+
+	// The flags the manifest passes are the agent's own, and they turn on
+	// the journal, the CRI and the secure metrics.
+	cfg, err := parseFlags(c.Args, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
+	require.NoError(t, err, "the DaemonSet's args parse")
+	assert.True(t, cfg.metricsSecure, "metrics behind authentication and authorization")
+	assert.NotEmpty(t, cfg.stateFile, "the journal survives the agent")
+	assert.NotEmpty(t, cfg.criEndpoint, "sandbox restarts are seen")
+
+	env := map[string]bool{}
+	for _, e := range c.Env {
+		env[e.Name] = e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	}
+	assert.True(t, env["NODE_NAME"], "--node comes from the pod's node")
+
+	probe := func(p *corev1.Probe, path string) {
+		t.Helper()
+		require.NotNil(t, p)
+		require.NotNil(t, p.HTTPGet)
+		assert.Equal(t, path, p.HTTPGet.Path)
+		assert.Equal(t, "probes", p.HTTPGet.Port.StrVal)
+	}
+	probe(c.StartupProbe, "/healthz")
+	probe(c.LivenessProbe, "/healthz")
+	probe(c.ReadinessProbe, "/readyz")
+	var probePort int32
+	for _, p := range c.Ports {
+		if p.Name == "probes" {
+			probePort = p.ContainerPort
+		}
+	}
+	assert.Equal(t, cfg.probeAddr, ":"+strconv.Itoa(int(probePort)), "the probe port is the one the agent listens on")
+
+	sc := c.SecurityContext
+	require.NotNil(t, sc)
+	assert.False(t, *sc.AllowPrivilegeEscalation)
+	assert.True(t, *sc.ReadOnlyRootFilesystem)
+	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	assert.Empty(t, sc.Capabilities.Add)
+	assert.Nil(t, sc.Privileged)
+	require.NotNil(t, spec.SecurityContext.RunAsNonRoot)
+	assert.True(t, *spec.SecurityContext.RunAsNonRoot)
+
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m
+	}
+	assert.True(t, mounts["cri-socket"].ReadOnly, "the runtime's socket directory is mounted read-only")
+	assert.True(t, strings.HasPrefix(cfg.stateFile, mounts["state"].MountPath+"/"), "the journal is on the state volume")
+	for _, v := range spec.Volumes {
+		if v.Name == "state" {
+			require.NotNil(t, v.HostPath, "the journal outlives the pod")
+		}
+	}
+}
+
+// TestClusterRoleIsLeastPrivilege pins the agent's RBAC to what it uses:
+// reading pods, and reviewing the tokens of its metrics clients.
+func TestClusterRoleIsLeastPrivilege(t *testing.T) {
+	var role rbacv1.ClusterRole
+	readManifest(t, "clusterrole.yaml", &role)
+	got := map[string][]string{}
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				got[g+"/"+res] = append(got[g+"/"+res], r.Verbs...)
+			}
+		}
+		assert.Empty(t, r.ResourceNames)
+		assert.Empty(t, r.NonResourceURLs)
+	}
+	assert.Equal(t, map[string][]string{
+		"/pods":                              {"get", "list", "watch"},
+		"authentication.k8s.io/tokenreviews": {"create"},
+		"authorization.k8s.io/subjectaccessreviews": {"create"},
+	}, got)
+}
