@@ -8,14 +8,18 @@
 //	           [--cri-endpoint=unix:///run/containerd/containerd.sock]
 //	           [--metrics-bind-address=:8443] [--metrics-secure=true] [--health-probe-bind-address=:8081]
 //	           [--sweep-interval=5s] [--workers=4] [--zap-devel]
-//	           [--state-file=/var/lib/podsweeper/journal.db] [--all-pods]
+//	           [--state-file=/var/lib/podsweeper/journal.db] [--all-pods] [--destroy-terminated]
 //
 // It uses controller-runtime's manager with a pod cache holding only the
 // node's pods (adapters/k8s.NodeCacheOptions), the engine wired to the pod
 // informer (adapters/k8s.SetupWithManager). It skips host-network pods and
 // mirror (static) pods (adapters/k8s.PodsWithOwnNetwork; --all-pods tracks
 // them too): a network-policy agent creates no PU for them, so destroying
-// one would fail for as long as it was retried. It serves podsweeper's
+// one would fail for as long as it was retried. With --destroy-terminated
+// the PU of a pod that has finished (phase Succeeded or Failed, as a Job's
+// pod does) is destroyed with reason PodTerminated
+// (deletion.Options.DestroyTerminated); by default it is kept as long as the
+// pod object exists. It serves podsweeper's
 // Prometheus metrics on the manager's /metrics and the engine's Status as
 // JSON on /debug/podsweeper (adapters/k8s.NewStatusHandler): over HTTPS, to
 // clients whose token the API server authenticates and authorizes

@@ -56,7 +56,9 @@ type config struct {
 	workers       int
 	stateFile     string
 	allPods       bool
-	zap           zap.Options
+	// destroyTerminated is deletion.Options.DestroyTerminated.
+	destroyTerminated bool
+	zap               zap.Options
 }
 
 // parseFlags reads the command line; getenv supplies the --node default
@@ -80,6 +82,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		"the journal of tracked PUs, read at start to destroy the PUs of pods gone while the agent was down; its directory must exist")
 	fs.BoolVar(&cfg.allPods, "all-pods", false,
 		"track host-network and mirror (static) pods too; by default they are skipped, for a network-policy agent creates no PU for them")
+	fs.BoolVar(&cfg.destroyTerminated, "destroy-terminated", false,
+		"destroy the PU of a pod that has finished (phase Succeeded or Failed) with reason PodTerminated, "+
+			"instead of keeping it as long as the pod object exists")
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
@@ -315,11 +320,12 @@ func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *de
 		Requeuer:         d.requeuer,
 		// The pod cache may lag behind the API server or miss a pod: every
 		// destroy it decides is confirmed with a direct read first.
-		Confirmer:     k8s.NewPodGetter(mgr.GetAPIReader()),
-		SweepInterval: cfg.sweepInterval,
-		Workers:       cfg.workers,
-		Logger:        log.WithName("podsweeper"),
-		Observer:      deletion.Observers(metrics, d.observer),
+		Confirmer:         k8s.NewPodGetter(mgr.GetAPIReader()),
+		DestroyTerminated: cfg.destroyTerminated,
+		SweepInterval:     cfg.sweepInterval,
+		Workers:           cfg.workers,
+		Logger:            log.WithName("podsweeper"),
+		Observer:          deletion.Observers(metrics, d.observer),
 	}
 	if d.journal != nil {
 		// The journal lists the PUs of the previous run at start, and

@@ -43,6 +43,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.Equal(t, deletion.DefaultWorkers, cfg.workers)
 	assert.Equal(t, "/var/lib/podsweeper/journal.db", cfg.stateFile)
 	assert.False(t, cfg.allPods, "host-network and mirror pods are skipped by default")
+	assert.False(t, cfg.destroyTerminated, "a finished pod's PU is kept as long as its pod object by default")
 	assert.Empty(t, cfg.kubeconfig)
 }
 
@@ -50,12 +51,13 @@ func TestParseFlagsOverrides(t *testing.T) {
 	cfg, err := parseFlags([]string{
 		"--kubeconfig=/k", "--node=node-b", "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
 		"--sweep-interval=30s", "--workers=16", "--zap-devel", "--cri-endpoint=unix:///var/run/crio/crio.sock", "--state-file=/s/j.db",
-		"--all-pods",
+		"--all-pods", "--destroy-terminated",
 	}, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
 		kubeconfig: "/k", node: "node-b", metricsAddr: "0", metricsSecure: true, probeAddr: ":9000", criEndpoint: "unix:///var/run/crio/crio.sock",
-		sweepInterval: 30 * time.Second, workers: 16, stateFile: "/s/j.db", allPods: true, zap: cfg.zap,
+		sweepInterval: 30 * time.Second, workers: 16, stateFile: "/s/j.db", allPods: true,
+		destroyTerminated: true, zap: cfg.zap,
 	}, cfg)
 	assert.True(t, cfg.zap.Development)
 }
