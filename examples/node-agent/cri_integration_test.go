@@ -111,7 +111,7 @@ func startCRIAgent(t *testing.T, agentCfg *rest.Config, endpoint, probeAddr stri
 			a.mu.Lock()
 			a.requeued = append(a.requeued, pod.UID)
 			a.mu.Unlock()
-			return requeuer(log).Requeue(ctx, pod)
+			return requeuer(log, nil).Requeue(ctx, pod)
 		}),
 		observer: deletion.ObserverFunc(func(ev deletion.Event) {
 			if ev.Kind != deletion.EventChecked {

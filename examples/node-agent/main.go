@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -167,15 +168,21 @@ func destroyer(log logr.Logger) ports.PolicyHandler {
 
 // requeuer is the agent's Requeuer: the engine calls it for a pod whose PU
 // it destroyed because the pod's sandbox was replaced. A real agent's main
-// pod controller creates the PU of the new sandbox here (and Tracks it);
-// this one logs it.
-func requeuer(log logr.Logger) ports.Requeuer {
+// pod controller creates the PU of the new sandbox here and Tracks it; this
+// one logs it and tracks the pod's PU again with track, whose first check
+// records the new sandbox (no pod event may come to do it: the kubelet may
+// have reported the new sandbox before the engine saw it). track nil: it
+// only logs.
+func requeuer(log logr.Logger, track func(deletion.Entry) error) ports.Requeuer {
 	return ports.RequeuerFunc(func(ctx context.Context, pod *corev1.Pod) error {
 		if pod == nil {
 			return errors.New("requeue: nil pod")
 		}
 		log.Info("pod requeued: its sandbox changed", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID))
-		return nil
+		if track == nil {
+			return nil
+		}
+		return track(deletion.Entry{PUID: string(pod.UID), Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}})
 	})
 }
 
@@ -390,9 +397,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("opening --state-file: %w", err)
 	}
-	mgr, _, err := setup(rc, cfg, deps{
+	// engine is set before the manager starts it, and so before any requeue.
+	var engine *deletion.Controller
+	mgr, engine, err := setup(rc, cfg, deps{
 		policy:   destroyer(log.WithName("policy")),
-		requeuer: requeuer(log.WithName("requeue")),
+		requeuer: requeuer(log.WithName("requeue"), func(e deletion.Entry) error { return engine.Track(e) }),
 		journal:  journal,
 		log:      log,
 	})

@@ -155,15 +155,20 @@ func TestParseFlagsCRIOff(t *testing.T) {
 	assert.Empty(t, cfg.criEndpoint)
 }
 
-func TestRequeuerLogsThePod(t *testing.T) {
+func TestRequeuerLogsAndTracksThePod(t *testing.T) {
 	var out strings.Builder
 	log := funcr.New(func(prefix, args string) { out.WriteString(prefix + " " + args + "\n") }, funcr.Options{})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1"}}
+	var tracked []deletion.Entry
+	track := func(e deletion.Entry) error { tracked = append(tracked, e); return nil }
 
-	require.NoError(t, requeuer(log).Requeue(context.Background(), pod))
+	require.NoError(t, requeuer(log, track).Requeue(context.Background(), pod))
 
 	assert.Contains(t, out.String(), `"pod"="ns/web"`)
 	assert.Contains(t, out.String(), `"uid"="uid-1"`)
+	assert.Equal(t, []deletion.Entry{{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "web"}}}, tracked,
+		"the pod's PU is tracked again, without a sandbox: its first check records the new one")
+	require.NoError(t, requeuer(log, nil).Requeue(context.Background(), pod), "without track it only logs")
 }
 
 // lines records a logger's lines.
@@ -242,7 +247,7 @@ func TestSandboxesOff(t *testing.T) {
 }
 
 func TestRequeuerRejectsNilPod(t *testing.T) {
-	assert.Error(t, requeuer(logr.Discard()).Requeue(context.Background(), nil))
+	assert.Error(t, requeuer(logr.Discard(), nil).Requeue(context.Background(), nil))
 }
 
 // fakeCache syncs when synced is closed.
