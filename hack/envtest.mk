@@ -6,9 +6,10 @@
 #
 #   ENVTEST_ASSETS  directory receiving the binaries (point KUBEBUILDER_ASSETS
 #                   or envtest.Environment.BinaryAssetsDirectory at it)
-#   envtest         builds $(ENVTEST_ASSETS)/kube-apiserver and
-#                   $(ENVTEST_ASSETS)/etcd; each is rebuilt only when missing
-#                   or older than its tools module's go.mod/go.sum/source.
+#   envtest         builds $(ENVTEST_ASSETS)/kube-apiserver, $(ENVTEST_ASSETS)/etcd
+#                   and $(ENVTEST_ASSETS)/kubelet (the node of the node agent's
+#                   tests, see internal/testnode); each is rebuilt only when
+#                   missing or older than its tools module's go.mod/go.sum/source.
 #
 # Versions are pinned in hack/tools/envtest/*/go.mod (see the README there).
 
@@ -27,7 +28,7 @@ ENVTEST_GO ?= go
 ENVTEST_GO_BUILD_FLAGS ?= -trimpath
 ENVTEST_LDFLAGS ?= -s -w
 
-# Stamp kube-apiserver with its real version (a plain `go build` reports
+# Stamp kube-apiserver and the kubelet with their real version (a plain `go build` reports
 # v0.0.0-master), read from the tools module's go.mod as kubernetes' own
 # hack/lib/version.sh would set it.
 ENVTEST_KUBE_VERSION := $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "k8s.io/kubernetes") { print $$(i+1); exit } }' $(ENVTEST_TOOLS_DIR)/kube-apiserver/go.mod)
@@ -38,13 +39,24 @@ ENVTEST_KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/clien
 	-X $(pkg).gitMinor=$(word 2,$(ENVTEST_KUBE_VERSION_PARTS)))
 
 .PHONY: envtest
-envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd
+envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(ENVTEST_ASSETS)/kubelet
 
 $(ENVTEST_ASSETS)/kube-apiserver: $(addprefix $(ENVTEST_TOOLS_DIR)/kube-apiserver/,go.mod go.sum tools.go)
 	@mkdir -p $(@D)
 	$(ENVTEST_GO) build -C $(ENVTEST_TOOLS_DIR)/kube-apiserver $(ENVTEST_GO_BUILD_FLAGS) \
 		-ldflags='$(ENVTEST_LDFLAGS) $(strip $(ENVTEST_KUBE_LDFLAGS))' \
 		-o $(abspath $@) k8s.io/kubernetes/cmd/kube-apiserver
+	@touch $@
+
+# The kubelet comes from the same module (and the same k8s.io/kubernetes) as
+# kube-apiserver. (go build leaves a binary that is up to date untouched:
+# touch it, or make would run go build again every time.)
+$(ENVTEST_ASSETS)/kubelet: $(addprefix $(ENVTEST_TOOLS_DIR)/kube-apiserver/,go.mod go.sum tools.go)
+	@mkdir -p $(@D)
+	$(ENVTEST_GO) build -C $(ENVTEST_TOOLS_DIR)/kube-apiserver $(ENVTEST_GO_BUILD_FLAGS) \
+		-ldflags='$(ENVTEST_LDFLAGS) $(strip $(ENVTEST_KUBE_LDFLAGS))' \
+		-o $(abspath $@) k8s.io/kubernetes/cmd/kubelet
+	@touch $@
 
 $(ENVTEST_ASSETS)/etcd: $(addprefix $(ENVTEST_TOOLS_DIR)/etcd/,go.mod go.sum main.go)
 	@mkdir -p $(@D)
