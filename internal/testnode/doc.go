@@ -1,0 +1,30 @@
+// Package testnode starts real Kubernetes nodes for tests: a kubelet built
+// from source (bin/envtest/kubelet, which `make envtest` builds) joins
+// envtest's API server, with cri-client's gRPC fake runtime
+// (k8s.io/cri-client/pkg/fake) as its container runtime. The kubelet runs
+// pods bound to its node by spec.nodeName as on a real node: it creates
+// their sandboxes and containers through the CRI, terminates them
+// gracefully, removes the pod objects and restarts a sandbox that stopped.
+// No scheduler or controller-manager runs.
+//
+// StartCluster starts the API server and etcd; Cluster.StartNode starts a
+// node on it (several nodes may share one cluster). Each node has its own
+// fake runtime on a unix socket, its own kubelet (a child process in its own
+// process group, with its own root dir, cert dir, ports and node name) and is
+// stopped when the test ends. Node.RestartSandbox, Node.ExitContainer and
+// Node.StopRuntime/StartRuntime are what a node does to a pod that the
+// tests need to cause.
+//
+// The kubelet left to itself rewrites kernel settings of the machine
+// (vm.overcommit_memory, kernel.panic, kernel.panic_on_oops) and creates
+// directories under /var/lib and /usr/libexec. It is therefore only ever
+// started inside a private mount namespace (unshare -m --propagation
+// private) where regular files holding the values it wants are bind-mounted
+// over those /proc/sys files and directories of the test over /var/lib and
+// /var/log; everything it mounts stays in that namespace and is gone when it
+// exits. A test run by a user who cannot unshare (not root) is skipped,
+// except under CI=true, where it fails. WatchHost checks after a test that
+// the host's settings and mounts are unchanged.
+//
+// It is for tests only: it calls t.Fatal, t.Skip and t.Cleanup.
+package testnode

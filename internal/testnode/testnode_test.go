@@ -1,0 +1,62 @@
+package testnode
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// A node runs a pod, restarts its sandbox, survives its runtime's socket
+// going away, and deletes the pod gracefully; once it has stopped, the
+// host's kernel settings, directories and mounts are as they were.
+func TestNodeLeavesTheHostUntouched(t *testing.T) {
+	before := ReadHost(t)
+	ran := t.Run("node", func(t *testing.T) {
+		c := StartCluster(t)
+		n := c.StartNode(t, "node-a")
+		c.CreateNamespace(t, "tn")
+		ctx := context.Background()
+		pod := n.NewPod("tn", "web")
+		require.NoError(t, c.Client.Create(ctx, pod))
+		running := func() bool {
+			p := &corev1.Pod{}
+			return c.Client.Get(ctx, client.ObjectKeyFromObject(pod), p) == nil && p.Status.Phase == corev1.PodRunning
+		}
+		require.Eventually(t, running, 60*time.Second, 50*time.Millisecond, "the kubelet runs the pod")
+		first, err := n.ReadySandbox(ctx, string(pod.UID))
+		require.NoError(t, err)
+		require.NotEmpty(t, first)
+
+		old, current := n.RestartSandbox(t, pod)
+		assert.Equal(t, first, old)
+		assert.True(t, strings.HasSuffix(current, "_1"), "the next attempt: %s", current)
+
+		n.StopRuntime(t)
+		_, err = os.Stat(strings.TrimPrefix(n.CRIEndpoint, "unix://"))
+		assert.ErrorIs(t, err, os.ErrNotExist, "the socket is gone")
+		n.StartRuntime(t)
+		again, err := n.ReadySandbox(ctx, string(pod.UID))
+		require.NoError(t, err)
+		assert.Equal(t, current, again, "the runtime kept its state")
+
+		require.NoError(t, c.Client.Delete(ctx, pod))
+		require.Eventually(t, func() bool {
+			return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+		}, 60*time.Second, 50*time.Millisecond, "the kubelet completes the graceful delete")
+	})
+	if !ran {
+		return
+	}
+	assert.Empty(t, ReadHost(t).Diff(before), "the host is as it was before the node ran")
+	for path, v := range before.Settings {
+		t.Logf("host %s = %s", path, v)
+	}
+}
