@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -115,12 +117,14 @@ type Node struct {
 	LogPath string
 
 	cluster *Cluster
-	// services is the fake runtime's state, kept across StopRuntime and
-	// StartRuntime.
+	// services is the fake runtime: its state is kept across StopRuntime
+	// and StartRuntime, which start and stop the gRPC server serving it.
 	services *fakeremote.RemoteRuntime
+	// graceful makes StopContainer take the grace period it is given.
+	graceful atomic.Bool
 
 	mu     sync.Mutex
-	server *fakeremote.RemoteRuntime // the gRPC server; nil while stopped
+	server *grpc.Server // nil while stopped
 }
 
 // StartNode starts a node named name: the fake runtime on a unix socket and
@@ -178,12 +182,17 @@ func (c *Cluster) StartNode(t *testing.T, name string) *Node {
 }
 
 // fakeRuntime returns cri-client's fake runtime set up as the kubelet needs
-// it: the cgroupfs driver, an image filesystem, and images of a known size
-// (without one every ImageStatus fails and no pod starts).
+// it: ready, the cgroupfs driver, an image filesystem, and images of a known
+// size (without one every ImageStatus fails and no pod starts).
 func fakeRuntime(dir string) *fakeremote.RemoteRuntime {
 	f := fakeremote.NewFakeRemoteRuntime()
 	f.RuntimeService.Lock()
 	f.RuntimeService.FakeLinuxConfiguration = &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS}
+	// What the fake's own Start sets; StartRuntime serves it with a server of its own.
+	f.RuntimeService.FakeStatus = &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true},
+		{Type: runtimeapi.NetworkReady, Status: true},
+	}}
 	f.RuntimeService.Unlock()
 	f.ImageService.SetFakeFilesystemUsage([]*runtimeapi.FilesystemUsage{{
 		Timestamp:  time.Now().UnixNano(),
@@ -492,8 +501,43 @@ func (n *Node) StartRuntime(t *testing.T) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	require.Nil(t, n.server, "the runtime is serving already")
-	s := fakeremote.NewFakeRemoteRuntime()
-	s.RuntimeService, s.ImageService = n.services.RuntimeService, n.services.ImageService
-	require.NoError(t, s.Start(n.CRIEndpoint))
+	path := strings.TrimPrefix(n.CRIEndpoint, "unix://")
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("removing a stale socket: %v", err)
+	}
+	l, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	s := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(s, runtimeServer{n.services, &n.graceful})
+	runtimeapi.RegisterImageServiceServer(s, n.services)
+	go func() { _ = s.Serve(l) }()
 	n.server = s
+}
+
+// StopTakesGracePeriod makes the runtime stop a container only at the end of
+// the grace period the kubelet gives it, as a process that ignores SIGTERM
+// is killed then (on), or at once, as the fake does (off, the default).
+// With it on, a pod deleted with a grace period of a few seconds is seen
+// terminating for that long.
+func (n *Node) StopTakesGracePeriod(on bool) { n.graceful.Store(on) }
+
+// runtimeServer is the fake runtime whose StopContainer may take the grace
+// period.
+type runtimeServer struct {
+	*fakeremote.RemoteRuntime
+	graceful *atomic.Bool
+}
+
+// StopContainer waits for the request's timeout (the grace period, in
+// seconds) when graceful is set, then stops the container.
+func (s runtimeServer) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	if s.graceful.Load() && req.Timeout > 0 {
+		t := time.NewTimer(time.Duration(req.Timeout) * time.Second)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	return s.RemoteRuntime.StopContainer(ctx, req)
 }

@@ -47,10 +47,16 @@ func TestNodeLeavesTheHostUntouched(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, current, again, "the runtime kept its state")
 
-		require.NoError(t, c.Client.Delete(ctx, pod))
+		// The container takes the grace period to stop: the pod is seen
+		// terminating that long.
+		n.StopTakesGracePeriod(true)
+		deleted := time.Now()
+		require.NoError(t, c.Client.Delete(ctx, pod, client.GracePeriodSeconds(3)))
 		require.Eventually(t, func() bool {
 			return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
 		}, 60*time.Second, 50*time.Millisecond, "the kubelet completes the graceful delete")
+		assert.Greater(t, time.Since(deleted), 3*time.Second, "the container took its grace period to stop")
+		t.Logf("deleted in %v", time.Since(deleted))
 	})
 	if !ran {
 		return
