@@ -133,14 +133,16 @@ type Node struct {
 // if the test failed.
 func (c *Cluster) StartNode(t *testing.T, name string) *Node {
 	t.Helper()
-	dir := t.TempDir()
-	// Unix socket paths are limited to 108 bytes, and t.TempDir's can be long.
-	sockDir, err := os.MkdirTemp("", "tn")
+	// Not t.TempDir(), whose path holds the test's name: the runtime's socket
+	// and the kubelet's (under its root dir) need short paths, for a unix
+	// socket's path is at most 108 bytes. Removed once the kubelet and the
+	// runtime have stopped.
+	dir, err := os.MkdirTemp("", "tn")
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	n := &Node{
 		Name:        name,
-		CRIEndpoint: "unix://" + filepath.Join(sockDir, "cri.sock"),
+		CRIEndpoint: "unix://" + filepath.Join(dir, "cri.sock"),
 		LogPath:     filepath.Join(dir, "kubelet.log"),
 		cluster:     c,
 		services:    fakeRuntime(dir),
@@ -291,12 +293,13 @@ evictionHard:
 // quote quotes s for sh.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// startInGroup starts cmd in a process group of its own, killed if the test
-// process dies, and returns the function that stops it: SIGTERM to the
-// group, SIGKILL after 10 s.
+// startInGroup starts cmd in a process group of its own and returns the
+// function that stops it: SIGTERM to the group, SIGKILL after 10 s. (No
+// Pdeathsig: it fires when the OS thread that started the process exits,
+// which the Go runtime may do while the test runs.)
 func startInGroup(t *testing.T, cmd *exec.Cmd) (stop func()) {
 	t.Helper()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})
 	go func() {
