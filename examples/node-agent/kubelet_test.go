@@ -1,0 +1,650 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/internal/testnode"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// kubeletSweep is the agent's --sweep-interval on the real nodes: short, so
+// that the scenarios take seconds.
+const kubeletSweep = 500 * time.Millisecond
+
+// waitLong bounds every wait on the kubelet or the agent: these are real
+// processes on a loaded 2-core machine, not fake time.
+const waitLong = 90 * time.Second
+
+// The node agent on real nodes: a kubelet built from source runs the pods,
+// with the CRI fake as its runtime, and the agent runs as in its DaemonSet
+// (its command line in a process of its own, the CRI extractor on the node's
+// socket, the journal on a state file, confirmed destroys, metrics, health).
+// Each scenario has a node, a namespace and an agent of its own; they share
+// the API server. Each asserts what the agent asked the policy engine (its
+// "destroying PU" log lines) and when.
+func TestAgentOnKubelet(t *testing.T) {
+	c := testnode.StartCluster(t)
+	applyDeploy(t, c.Client)
+	for _, s := range []struct {
+		name string
+		run  func(*testing.T, *testnode.Cluster)
+	}{
+		{"1 a graceful delete keeps the PU until the kubelet removed the pod", testGracefulDelete},
+		{"2 a sandbox restart destroys the old sandbox's PU and tracks the new one", testKubeletSandboxRestart},
+		{"3 a pod recreated under its name destroys the old PU and keeps the new", testRecreate},
+		{"4 a drain of 50 pods destroys every PU once", testDrain},
+		{"5 a finished pod's PU is destroyed with DestroyTerminated only", testTerminated},
+		{"6 an agent killed and started again destroys what went away meanwhile", testKilledAgent},
+		{"7 the runtime's socket goes away and comes back", testRuntimeOutage},
+	} {
+		t.Run(s.name, func(t *testing.T) {
+			start := time.Now()
+			s.run(t, c)
+			t.Logf("scenario ran in %v", time.Since(start).Round(100*time.Millisecond))
+		})
+	}
+}
+
+// logLine is a line of the agent's JSON log.
+type logLine struct {
+	At        time.Time
+	Msg       string
+	PUID      string
+	Pod       string
+	SandboxID string
+	Reason    ports.Reason
+	UID       string // of the requeued pod
+}
+
+// agentLog collects the agent's log as it comes, parsing each JSON line.
+type agentLog struct {
+	mu      sync.Mutex
+	raw     bytes.Buffer
+	partial []byte
+	lines   []logLine
+}
+
+func (l *agentLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.raw.Write(p)
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		var e struct {
+			TS        string `json:"ts"`
+			Msg       string `json:"msg"`
+			PUID      string `json:"puID"`
+			Pod       string `json:"pod"`
+			SandboxID string `json:"sandboxID"`
+			Reason    string `json:"reason"`
+			UID       string `json:"uid"`
+		}
+		if json.Unmarshal(l.partial[:i], &e) == nil && e.Msg != "" {
+			at, _ := time.Parse(time.RFC3339Nano, e.TS)
+			l.lines = append(l.lines, logLine{
+				At: at, Msg: e.Msg, PUID: e.PUID, Pod: e.Pod,
+				SandboxID: e.SandboxID, Reason: ports.Reason(e.Reason), UID: e.UID,
+			})
+		}
+		l.partial = l.partial[i+1:]
+	}
+	return len(p), nil
+}
+
+func (l *agentLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.raw.String()
+}
+
+// find returns the lines with that message, for the PU (or requeued pod)
+// of uid; every one when uid is "".
+func (l *agentLog) find(msg string, uid types.UID) []logLine {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []logLine
+	for _, e := range l.lines {
+		if e.Msg == msg && (uid == "" || e.PUID == string(uid) || e.UID == string(uid)) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// destroys returns what the agent asked the policy engine to destroy for
+// the PU of uid (every PU when uid is "").
+func (l *agentLog) destroys(uid types.UID) []logLine { return l.find("destroying PU", uid) }
+
+// nodeAgent is the agent's command line running in a process of its own
+// for one node.
+type nodeAgent struct {
+	cmd                    *exec.Cmd
+	metricsAddr, probeAddr string
+	log                    *agentLog
+	exited                 bool
+}
+
+// startNodeAgent runs the agent for the node n, with its journal in state
+// and the extra flags, and waits for it to be ready. It is stopped (SIGTERM)
+// when the test ends; its log is printed if the test failed.
+func startNodeAgent(t *testing.T, c *testnode.Cluster, n *testnode.Node, state string, extra ...string) *nodeAgent {
+	t.Helper()
+	a := &nodeAgent{metricsAddr: freeAddr(t), probeAddr: freeAddr(t), log: &agentLog{}}
+	args := append([]string{"--kubeconfig=" + agentKubeconfig(t, c.KubeConfig), "--node=" + n.Name,
+		"--cri-endpoint=" + n.CRIEndpoint, "--state-file=" + state,
+		"--metrics-bind-address=" + a.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=" + a.probeAddr,
+		"--sweep-interval=" + kubeletSweep.String(), "--workers=4",
+		"--zap-time-encoding=rfc3339nano"}, extra...) // JSON lines, as deployed, with timestamps precise enough to order events
+	a.cmd = startAgent(context.Background(), t, args, a.log)
+	t.Cleanup(func() {
+		a.stop(t)
+		if t.Failed() {
+			t.Logf("the agent's log:\n%s", a.log)
+		}
+	})
+	require.Eventually(t, func() bool {
+		code, _ := probe(t, "http://"+a.probeAddr+"/readyz")
+		return code == http.StatusOK
+	}, waitLong, 20*time.Millisecond, "the agent is ready; its log:\n%s", a.log)
+	return a
+}
+
+// stop stops the agent with SIGTERM and checks that it exits cleanly.
+func (a *nodeAgent) stop(t *testing.T) {
+	if a.exited {
+		return
+	}
+	a.exited = true
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- a.cmd.Wait() }()
+	select {
+	case err := <-done:
+		assert.NoError(t, err, "the agent stops cleanly on SIGTERM")
+	case <-time.After(30 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-done
+		t.Error("the agent did not stop within 30s of SIGTERM")
+	}
+}
+
+// kill kills the agent with SIGKILL.
+func (a *nodeAgent) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	err := a.cmd.Wait()
+	a.exited = true
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "killed by SIGKILL, not %v", err)
+}
+
+// status returns the agent's status page by PUID: the PUs it tracks, with
+// their sandbox and last check; nil when it cannot be read.
+func (a *nodeAgent) status(t *testing.T) map[string]k8s.PUStatus {
+	body := get(t, "http://"+a.metricsAddr+k8s.StatusPath)
+	if body == "" {
+		return nil
+	}
+	var list []k8s.PUStatus
+	if json.Unmarshal([]byte(body), &list) != nil {
+		return nil
+	}
+	out := make(map[string]k8s.PUStatus, len(list))
+	for _, s := range list {
+		out[s.PUID] = s
+	}
+	return out
+}
+
+// trackedWith reports whether the agent tracks the pod's PU with that sandbox.
+func (a *nodeAgent) trackedWith(t *testing.T, uid types.UID, sandbox string) bool {
+	s, ok := a.status(t)[string(uid)]
+	return ok && s.SandboxID == sandbox
+}
+
+// metric returns the value of the metric line that starts with name (a
+// name and its labels), or -1.
+func (a *nodeAgent) metric(t *testing.T, name string) float64 {
+	for line := range strings.Lines(get(t, "http://"+a.metricsAddr+"/metrics")) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// checkedAfter waits for the agent to check the PU of uid twice after
+// since (two checks that began after it), and returns the PU's status then.
+func (a *nodeAgent) checkedAfter(t *testing.T, uid types.UID, since time.Time) k8s.PUStatus {
+	t.Helper()
+	var first time.Time
+	var st k8s.PUStatus
+	require.Eventually(t, func() bool {
+		s, ok := a.status(t)[string(uid)]
+		if !ok || s.LastChecked == nil || !s.LastChecked.After(since) {
+			return false
+		}
+		if first.IsZero() {
+			first = *s.LastChecked
+			return false
+		}
+		st = s
+		return s.LastChecked.After(first)
+	}, waitLong, 20*time.Millisecond, "the agent checks the PU of %s again (every %v)", uid, kubeletSweep)
+	return st
+}
+
+// running creates the pods and waits for the kubelet to run them.
+func running(t *testing.T, c *testnode.Cluster, pods ...*corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	for _, p := range pods {
+		require.NoError(t, c.Client.Create(ctx, p))
+	}
+	for _, p := range pods {
+		require.Eventually(t, func() bool {
+			got := &corev1.Pod{}
+			return c.Client.Get(ctx, client.ObjectKeyFromObject(p), got) == nil && got.Status.Phase == corev1.PodRunning
+		}, waitLong, 50*time.Millisecond, "the kubelet runs pod %s", p.Name)
+	}
+}
+
+// sandboxOf returns the pod's ready sandbox, as the runtime reports it.
+func sandboxOf(t *testing.T, n *testnode.Node, pod *corev1.Pod) string {
+	t.Helper()
+	id, err := n.ReadySandbox(context.Background(), string(pod.UID))
+	require.NoError(t, err)
+	require.NotEmpty(t, id, "pod %s has a ready sandbox", pod.Name)
+	return id
+}
+
+// tracked waits for the agent to track each pod's PU with its current
+// sandbox and returns the sandboxes by pod UID.
+func tracked(t *testing.T, a *nodeAgent, n *testnode.Node, pods ...*corev1.Pod) map[types.UID]string {
+	t.Helper()
+	out := map[types.UID]string{}
+	for _, p := range pods {
+		sb := sandboxOf(t, n, p)
+		require.Eventually(t, func() bool { return a.trackedWith(t, p.UID, sb) }, waitLong, 20*time.Millisecond,
+			"the agent tracks the PU of %s with sandbox %s", p.Name, sb)
+		out[p.UID] = sb
+	}
+	return out
+}
+
+// gone waits for the pod to be removed from the API.
+func gone(t *testing.T, c *testnode.Cluster, pod *corev1.Pod) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(c.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+	}, waitLong, 20*time.Millisecond, "the kubelet removes pod %s", pod.Name)
+}
+
+// destroyed waits for the agent to ask for want destroys of the PU of uid
+// and returns them.
+func destroyed(t *testing.T, a *nodeAgent, uid types.UID, want int) []logLine {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(a.log.destroys(uid)) >= want }, waitLong, 10*time.Millisecond,
+		"the agent destroys the PU of %s", uid)
+	return a.log.destroys(uid)
+}
+
+// 1. A pod deleted with its own grace period: while the kubelet terminates
+// it, the pod is still in the API with its deletionTimestamp, and the agent
+// keeps its PU (it checks it and asks for nothing); once the kubelet has
+// removed the pod, the agent destroys the PU (PodGone) with its sandbox.
+// The fake stops a container at once, so that the grace period is never
+// waited on; StopTakesGracePeriod makes the container take it, as a process
+// ignoring SIGTERM does, which keeps the pod terminating for 4 s.
+func testGracefulDelete(t *testing.T, c *testnode.Cluster) {
+	ctx := context.Background()
+	n := c.StartNode(t, "node-1")
+	n.StopTakesGracePeriod(true)
+	c.CreateNamespace(t, "s1")
+	a := startNodeAgent(t, c, n, filepath.Join(t.TempDir(), "journal.db"))
+	pod := n.NewPod("s1", "web")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](4)
+	running(t, c, pod)
+	sandbox := tracked(t, a, n, pod)[pod.UID]
+
+	require.NoError(t, c.Client.Delete(ctx, pod)) // the pod's own grace period
+	deleted := time.Now()
+	var lastSeen time.Time // the start of the last read that found the pod
+	terminating, checked := false, false
+	for {
+		require.Less(t, time.Since(deleted), waitLong, "the kubelet removes the pod")
+		readAt := time.Now()
+		asked := a.log.destroys(pod.UID)
+		st, tracking := a.status(t)[string(pod.UID)]
+		got := &corev1.Pod{}
+		err := c.Client.Get(ctx, client.ObjectKeyFromObject(pod), got)
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		require.NoError(t, err)
+		lastSeen = readAt
+		require.Empty(t, asked, "nothing is destroyed while the pod is still there")
+		if got.DeletionTimestamp != nil {
+			terminating = true
+		}
+		if tracking && st.LastChecked != nil && st.LastChecked.After(deleted) {
+			checked = true // a check after the delete, the pod still there: kept
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.True(t, terminating, "the pod was seen terminating (deletionTimestamp set, still present)")
+	assert.True(t, checked, "the agent checked the PU while the pod terminated, and kept it")
+
+	ds := destroyed(t, a, pod.UID, 1)
+	require.Len(t, ds, 1, "one destroy")
+	assert.Equal(t, ports.ReasonPodGone, ds[0].Reason)
+	assert.Equal(t, sandbox, ds[0].SandboxID, "the destroy names the pod's sandbox")
+	assert.Equal(t, "s1/web", ds[0].Pod)
+	assert.True(t, ds[0].At.After(lastSeen), "destroyed (%v) after the pod was last seen (%v)", ds[0].At, lastSeen)
+	require.Eventually(t, func() bool {
+		_, ok := a.status(t)[string(pod.UID)]
+		return !ok
+	}, waitLong, 20*time.Millisecond, "the PU is no longer tracked")
+	assert.Len(t, a.log.destroys(pod.UID), 1, "destroyed once")
+	t.Logf("terminating for %v (deleted → gone); destroyed %v after the pod was last seen",
+		lastSeen.Sub(deleted).Round(time.Millisecond), ds[0].At.Sub(lastSeen).Round(time.Millisecond))
+}
+
+// 2. The kubelet restarts a pod's sandbox (its sandbox stopped through the
+// CRI, as when it dies): the agent destroys the PU of the old sandbox with
+// SandboxChanged and the old sandbox's ID, requeues the pod and tracks the
+// PU of the new sandbox. Between the stop and the new sandbox nothing is
+// destroyed: the only destroy of the pod comes after the new sandbox was
+// created, and is the only one until the new sandbox's PU is tracked.
+func testKubeletSandboxRestart(t *testing.T, c *testnode.Cluster) {
+	n := c.StartNode(t, "node-2")
+	c.CreateNamespace(t, "s2")
+	a := startNodeAgent(t, c, n, filepath.Join(t.TempDir(), "journal.db"))
+	pod := n.NewPod("s2", "web")
+	running(t, c, pod)
+	old := tracked(t, a, n, pod)[pod.UID]
+
+	stopped := time.Now()
+	require.Equal(t, old, n.StopSandbox(t, pod))
+	current := n.WaitNewSandbox(t, pod, old)
+	created := n.SandboxCreatedAt(t, current)
+
+	require.Eventually(t, func() bool { return a.trackedWith(t, pod.UID, current) }, waitLong, 10*time.Millisecond,
+		"the PU of the new sandbox %s is tracked", current)
+	ds := a.log.destroys(pod.UID)
+	require.Len(t, ds, 1, "one destroy from the stop until the new sandbox's PU is tracked")
+	assert.Equal(t, ports.ReasonSandboxChanged, ds[0].Reason)
+	assert.Equal(t, old, ds[0].SandboxID, "the destroy names the old sandbox")
+	assert.False(t, ds[0].At.Before(created), "destroyed (%v) once the new sandbox existed (%v), not in between", ds[0].At, created)
+	rq := a.log.find("pod requeued: its sandbox changed", pod.UID)
+	require.Len(t, rq, 1, "the pod is requeued")
+	assert.False(t, rq[0].At.Before(ds[0].At), "requeued after the destroy")
+
+	a.checkedAfter(t, pod.UID, time.Now())
+	assert.Len(t, a.log.destroys(pod.UID), 1, "the new sandbox's PU is kept")
+	assert.True(t, a.trackedWith(t, pod.UID, current))
+	t.Logf("new sandbox %v after the stop; destroyed %v after it was created",
+		created.Sub(stopped).Round(time.Millisecond), ds[0].At.Sub(created).Round(time.Millisecond))
+}
+
+// 3. A StatefulSet-style recreate: the pod deleted and created again under
+// the same name on the same node. The old PU is destroyed once, UIDChanged
+// (the new pod seen under the name) or PodGone (the name seen empty); the
+// new pod's PU is tracked with its sandbox and kept.
+func testRecreate(t *testing.T, c *testnode.Cluster) {
+	ctx := context.Background()
+	n := c.StartNode(t, "node-3")
+	c.CreateNamespace(t, "s3")
+	a := startNodeAgent(t, c, n, filepath.Join(t.TempDir(), "journal.db"))
+	first := n.NewPod("s3", "web-0")
+	running(t, c, first)
+	oldSandbox := tracked(t, a, n, first)[first.UID]
+
+	require.NoError(t, c.Client.Delete(ctx, first))
+	gone(t, c, first)
+	second := n.NewPod("s3", "web-0") // as the StatefulSet controller recreates it
+	running(t, c, second)
+	require.NotEqual(t, first.UID, second.UID)
+	newSandbox := tracked(t, a, n, second)[second.UID]
+
+	ds := destroyed(t, a, first.UID, 1)
+	require.Len(t, ds, 1)
+	assert.Contains(t, []ports.Reason{ports.ReasonUIDChanged, ports.ReasonPodGone}, ds[0].Reason)
+	assert.Equal(t, oldSandbox, ds[0].SandboxID)
+	a.checkedAfter(t, second.UID, time.Now())
+	assert.Empty(t, a.log.destroys(second.UID), "the new pod's PU is kept")
+	assert.True(t, a.trackedWith(t, second.UID, newSandbox))
+	assert.Len(t, a.log.destroys(first.UID), 1, "the old PU is destroyed once")
+	t.Logf("the old PU destroyed with %s", ds[0].Reason)
+}
+
+// 4. A drain: 50 pods evicted through the Eviction API at once. Every PU is
+// destroyed exactly once (PodGone), and the time from the first eviction to
+// the last destroy is logged.
+func testDrain(t *testing.T, c *testnode.Cluster) {
+	const count = 50
+	ctx := context.Background()
+	n := c.StartNode(t, "node-4")
+	c.CreateNamespace(t, "s4")
+	a := startNodeAgent(t, c, n, filepath.Join(t.TempDir(), "journal.db"))
+	var pods []*corev1.Pod
+	for i := range count {
+		pods = append(pods, n.NewPod("s4", fmt.Sprintf("drain-%02d", i)))
+	}
+	start := time.Now()
+	running(t, c, pods...)
+	sandboxes := tracked(t, a, n, pods...)
+	t.Logf("%d pods running and tracked in %v", count, time.Since(start).Round(time.Millisecond))
+
+	evictionStart := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, count)
+	for _, p := range pods {
+		wg.Go(func() {
+			errs <- c.Clientset.CoreV1().Pods(p.Namespace).EvictV1(ctx, &policyv1.Eviction{
+				ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err, "eviction")
+	}
+	require.Eventually(t, func() bool { return len(a.log.destroys("")) >= count }, waitLong, 20*time.Millisecond,
+		"the %d PUs are destroyed", count)
+	for _, p := range pods {
+		gone(t, c, p)
+	}
+	require.Eventually(t, func() bool { return a.metric(t, k8s.MetricTrackedPUs) == 0 }, waitLong, 20*time.Millisecond,
+		"no PU is tracked any more")
+	var last time.Time
+	for _, p := range pods {
+		ds := a.log.destroys(p.UID)
+		require.Len(t, ds, 1, "the PU of %s is destroyed exactly once", p.Name)
+		assert.Equal(t, ports.ReasonPodGone, ds[0].Reason, p.Name)
+		assert.Equal(t, sandboxes[p.UID], ds[0].SandboxID, p.Name)
+		if ds[0].At.After(last) {
+			last = ds[0].At
+		}
+	}
+	assert.Len(t, a.log.destroys(""), count, "nothing else is destroyed")
+	assert.Equal(t, float64(count), a.metric(t, k8s.MetricDestroys+`{reason="PodGone"}`))
+	t.Logf("drain of %d pods: %v from the first eviction to the last destroy", count, last.Sub(evictionStart).Round(time.Millisecond))
+}
+
+// 5. A pod with restartPolicy Never whose container exits (the fake reports
+// it exited, code 0): the kubelet marks it Succeeded. With
+// --destroy-terminated its PU is destroyed with PodTerminated while the pod
+// object stays; without it, the PU is kept, check after check.
+func testTerminated(t *testing.T, c *testnode.Cluster) {
+	c.CreateNamespace(t, "s5")
+	finish := func(t *testing.T, node string, flags ...string) (*nodeAgent, *corev1.Pod, string, time.Time) {
+		n := c.StartNode(t, node)
+		a := startNodeAgent(t, c, n, filepath.Join(t.TempDir(), "journal.db"), flags...)
+		pod := n.NewPod("s5", "job-"+node)
+		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+		running(t, c, pod)
+		sandbox := tracked(t, a, n, pod)[pod.UID]
+		n.ExitContainer(t, pod, "app", 0)
+		require.Eventually(t, func() bool {
+			got := &corev1.Pod{}
+			return c.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), got) == nil && got.Status.Phase == corev1.PodSucceeded
+		}, waitLong, 20*time.Millisecond, "the kubelet marks the pod Succeeded")
+		return a, pod, sandbox, time.Now()
+	}
+	t.Run("with --destroy-terminated", func(t *testing.T) {
+		a, pod, sandbox, succeeded := finish(t, "node-5a", "--destroy-terminated")
+		ds := destroyed(t, a, pod.UID, 1)
+		require.Len(t, ds, 1)
+		assert.Equal(t, ports.ReasonPodTerminated, ds[0].Reason)
+		assert.Equal(t, sandbox, ds[0].SandboxID)
+		require.NoError(t, c.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{}),
+			"the pod object is still there")
+		t.Logf("destroyed %v after the pod was seen Succeeded", ds[0].At.Sub(succeeded).Round(time.Millisecond))
+	})
+	t.Run("without", func(t *testing.T) {
+		a, pod, _, succeeded := finish(t, "node-5b")
+		st := a.checkedAfter(t, pod.UID, succeeded)
+		assert.Empty(t, a.log.destroys(pod.UID), "the finished pod's PU is kept")
+		t.Logf("kept: row %d, %s", st.LastRow, st.Why)
+	})
+}
+
+// 6. The agent killed (SIGKILL) while two pods are deleted and a sandbox
+// restarts, then started again on the same state file: the PUs of the
+// deleted pods are destroyed (PodGone), the old sandbox's PU too
+// (SandboxChanged, old sandbox), and none of the live ones.
+func testKilledAgent(t *testing.T, c *testnode.Cluster) {
+	ctx := context.Background()
+	n := c.StartNode(t, "node-6")
+	c.CreateNamespace(t, "s6")
+	state := filepath.Join(t.TempDir(), "journal.db")
+	first := startNodeAgent(t, c, n, state)
+	byName := map[string]*corev1.Pod{}
+	var pods []*corev1.Pod
+	for _, name := range []string{"keep-0", "keep-1", "gone-0", "gone-1", "restarts"} {
+		p := n.NewPod("s6", name)
+		byName[name] = p
+		pods = append(pods, p)
+	}
+	running(t, c, pods...)
+	sandboxes := tracked(t, first, n, pods...)
+
+	first.kill(t)
+	assert.Empty(t, first.log.destroys(""), "the first agent destroyed nothing")
+	for _, name := range []string{"gone-0", "gone-1"} {
+		require.NoError(t, c.Client.Delete(ctx, byName[name]))
+	}
+	old, current := n.RestartSandbox(t, byName["restarts"])
+	require.Equal(t, sandboxes[byName["restarts"].UID], old)
+	for _, name := range []string{"gone-0", "gone-1"} {
+		gone(t, c, byName[name])
+	}
+
+	restarted := time.Now()
+	second := startNodeAgent(t, c, n, state)
+	for _, name := range []string{"gone-0", "gone-1"} {
+		p := byName[name]
+		ds := destroyed(t, second, p.UID, 1)
+		require.Len(t, ds, 1, name)
+		assert.Equal(t, ports.ReasonPodGone, ds[0].Reason, name)
+		assert.Equal(t, sandboxes[p.UID], ds[0].SandboxID, name)
+	}
+	r := byName["restarts"]
+	ds := destroyed(t, second, r.UID, 1)
+	require.Len(t, ds, 1)
+	assert.Equal(t, ports.ReasonSandboxChanged, ds[0].Reason)
+	assert.Equal(t, old, ds[0].SandboxID, "the destroy names the sandbox of before the restart")
+	require.Eventually(t, func() bool { return second.trackedWith(t, r.UID, current) }, waitLong, 10*time.Millisecond,
+		"the PU of the new sandbox is tracked")
+
+	for _, name := range []string{"keep-0", "keep-1"} {
+		p := byName[name]
+		second.checkedAfter(t, p.UID, time.Now())
+		assert.Empty(t, second.log.destroys(p.UID), "%s is live: its PU is kept", name)
+		assert.True(t, second.trackedWith(t, p.UID, sandboxes[p.UID]), name)
+	}
+	assert.Len(t, second.log.destroys(""), 3, "only the three PUs that went away are destroyed")
+	var last time.Time
+	for _, d := range second.log.destroys("") {
+		if d.At.After(last) {
+			last = d.At
+		}
+	}
+	t.Logf("the three PUs destroyed within %v of the restart", last.Sub(restarted).Round(time.Millisecond))
+}
+
+// 7. The runtime's socket goes away and comes back. While it is gone the
+// agent is not ready (its /readyz check "cri" fails) and destroys nothing:
+// it checks the PU and keeps it (the sandbox lookup fails: row 6). Once it
+// is back, the agent is ready again and its checks find the same sandbox
+// (row 9).
+func testRuntimeOutage(t *testing.T, c *testnode.Cluster) {
+	n := c.StartNode(t, "node-7")
+	c.CreateNamespace(t, "s7")
+	a := startNodeAgent(t, c, n, filepath.Join(t.TempDir(), "journal.db"))
+	pod := n.NewPod("s7", "web")
+	running(t, c, pod)
+	sandbox := tracked(t, a, n, pod)[pod.UID]
+	readyz := "http://" + a.probeAddr + "/readyz?verbose"
+	code, body := probe(t, readyz)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "[+]cri ok")
+
+	n.StopRuntime(t)
+	require.Eventually(t, func() bool {
+		code, body := probe(t, readyz)
+		return code == http.StatusInternalServerError && strings.Contains(body, "[-]cri failed")
+	}, waitLong, 20*time.Millisecond, "not ready while the runtime is gone")
+	require.Eventually(t, func() bool {
+		st, ok := a.status(t)[string(pod.UID)]
+		return ok && st.LastRow == 6
+	}, waitLong, 20*time.Millisecond, "the checks go on, and fail to ask for the sandbox (row 6)")
+	st := a.checkedAfter(t, pod.UID, time.Now())
+	assert.Equal(t, 6, st.LastRow, "kept: %s", st.Why)
+	assert.Empty(t, a.log.destroys(pod.UID), "nothing is destroyed while the runtime is gone")
+
+	n.StartRuntime(t)
+	require.Eventually(t, func() bool {
+		code, body := probe(t, readyz)
+		return code == http.StatusOK && strings.Contains(body, "[+]cri ok")
+	}, waitLong, 20*time.Millisecond, "ready again once the runtime is back")
+	require.Eventually(t, func() bool {
+		st, ok := a.status(t)[string(pod.UID)]
+		return ok && st.LastRow == 9
+	}, waitLong, 20*time.Millisecond, "the sandbox checks resume: same sandbox (row 9)")
+	assert.True(t, a.trackedWith(t, pod.UID, sandbox))
+	assert.Empty(t, a.log.destroys(pod.UID), "nothing is destroyed")
+}
