@@ -11,9 +11,12 @@
 // node on it (several nodes may share one cluster). Each node has its own
 // fake runtime on a unix socket, its own kubelet (a child process in its own
 // process group, with its own root dir, cert dir, ports and node name) and is
-// stopped when the test ends. Node.RestartSandbox, Node.ExitContainer and
-// Node.StopRuntime/StartRuntime are what a node does to a pod that the
-// tests need to cause.
+// stopped when the test ends. Node.RestartSandbox (a sandbox dies and the
+// kubelet creates the next), Node.ExitContainer (a container's process
+// ends), Node.StopRuntime/StartRuntime (the runtime's socket goes away and
+// comes back) and Node.StopTakesGracePeriod (containers that take their
+// grace period to stop, where the fake stops them at once) are what a node
+// does to pods that the tests need to cause.
 //
 // The kubelet left to itself rewrites kernel settings of the machine
 // (vm.overcommit_memory, kernel.panic, kernel.panic_on_oops) and creates

@@ -116,7 +116,6 @@ type Node struct {
 	// LogPath is the kubelet's log file, printed when the test fails.
 	LogPath string
 
-	cluster *Cluster
 	// services is the fake runtime: its state is kept across StopRuntime
 	// and StartRuntime, which start and stop the gRPC server serving it.
 	services *fakeremote.RemoteRuntime
@@ -144,7 +143,6 @@ func (c *Cluster) StartNode(t *testing.T, name string) *Node {
 		Name:        name,
 		CRIEndpoint: "unix://" + filepath.Join(dir, "cri.sock"),
 		LogPath:     filepath.Join(dir, "kubelet.log"),
-		cluster:     c,
 		services:    fakeRuntime(dir),
 	}
 	n.StartRuntime(t)
