@@ -244,8 +244,9 @@ func (a *nodeAgent) metric(t *testing.T, name string) float64 {
 	return -1
 }
 
-// checkedAfter waits for the agent to check the PU of uid twice after
-// since (two checks that began after it), and returns the PU's status then.
+// checkedAfter waits for two checks of the PU of uid that ended after since
+// (the second began after it: checks of one PU never overlap), and returns
+// the PU's status then.
 func (a *nodeAgent) checkedAfter(t *testing.T, uid types.UID, since time.Time) k8s.PUStatus {
 	t.Helper()
 	var first time.Time
