@@ -331,6 +331,9 @@ type fakeRegistration struct {
 	toolscache.ResourceEventHandlerRegistration
 }
 
+// HasSynced reports the initial list delivered: the fake has none.
+func (fakeRegistration) HasSynced() bool { return true }
+
 func (f *fakeInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

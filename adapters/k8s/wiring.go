@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -207,7 +208,33 @@ func (r *engineRunnable) Start(ctx context.Context) error {
 			r.opts.Logger.Error(err, "removing the pod event handler failed")
 		}
 	}()
+	// The engine starts once the handler has been handed every pod of the
+	// cache (the manager starts Runnables once its cache has synced, so
+	// this is the time the handler takes): the live pods' PUs are tracked
+	// before the engine lists its Inventory and runs its first check. Were
+	// it otherwise, the PU of a pod deleted meanwhile could be restored
+	// from the Inventory and destroyed, and then tracked again from the
+	// pod's late add, and destroyed a second time.
+	if !handlerSynced(ctx, reg) {
+		return nil
+	}
 	return r.engine.Start(ctx)
+}
+
+// handlerSynced waits until every pod of the informer's initial list has
+// been delivered to the handler of reg, and reports whether it was before
+// ctx ended.
+func handlerSynced(ctx context.Context, reg toolscache.ResourceEventHandlerRegistration) bool {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for !reg.HasSynced() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 // tracker is the part of the engine the handler uses.
