@@ -8,8 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,6 +112,7 @@ func TestControllerAgainstAPIServer(t *testing.T) {
 	t.Run("RBAC reads pods and holds the Lease", func(t *testing.T) { testLeastRBAC(t, asController) })
 	t.Run("two replicas: the leader destroys, the other takes over", func(t *testing.T) { testReplicas(t, admin, asController) })
 	t.Run("the binary registers and destroys PUs", func(t *testing.T) { testBinary(t, admin, kubeconfig) })
+	t.Run("a killed leader's Lease expires and the other takes over", func(t *testing.T) { testKilledLeader(t, admin, kubeconfig) })
 }
 
 func testLeastRBAC(t *testing.T, asController *rest.Config) {
@@ -281,40 +286,145 @@ func testReplicas(t *testing.T, admin client.Client, asController *rest.Config) 
 	}
 }
 
-// testBinary runs the controller's command line (run) with a kubeconfig that
-// acts as the ServiceAccount.
+// controllerArgsEnv, when set, makes TestControllerHelper run the
+// controller with these arguments, one a line.
+const controllerArgsEnv = "PODSWEEPER_CLUSTER_CONTROLLER_ARGS"
+
+// TestControllerHelper is the controller the binary tests run in a process
+// of its own (run registers the metrics on controller-runtime's global
+// registry, once a process): with controllerArgsEnv set, it runs the
+// controller's command line until SIGTERM, or until killed.
+func TestControllerHelper(t *testing.T) {
+	args := os.Getenv(controllerArgsEnv)
+	if args == "" {
+		t.Skip("run by the binary tests as the controller they start and stop")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Stderr))
+}
+
+// child is the controller's command line running in a process of its own.
+type child struct {
+	cmd       *exec.Cmd
+	probeAddr string
+	logs      *syncBuffer
+	done      chan error
+}
+
+// startChild runs the controller in a child process with a kubeconfig that
+// acts as the ServiceAccount, dir as its --pu-dir and short lease times; it
+// is killed when the test ends, if it still runs.
+func startChild(t *testing.T, kubeconfig []byte, dir string) *child {
+	t.Helper()
+	c := &child{probeAddr: freeAddr(t), logs: &syncBuffer{}, done: make(chan error, 1)}
+	args := []string{"--kubeconfig=" + controllerKubeconfig(t, kubeconfig), "--pu-dir=" + dir,
+		"--leader-election-namespace=" + leaseNS, "--health-probe-bind-address=" + c.probeAddr,
+		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=200ms",
+		"--sweep-interval=1s"}
+	c.cmd = exec.Command(os.Args[0], "-test.run=^TestControllerHelper$", "-test.count=1")
+	c.cmd.Env = append(os.Environ(), controllerArgsEnv+"="+strings.Join(args, "\n"))
+	c.cmd.Stderr = c.logs
+	require.NoError(t, c.cmd.Start())
+	go func() { c.done <- c.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	})
+	return c
+}
+
+// leads reports whether the child has taken the Lease.
+func (c *child) leads() bool { return strings.Contains(c.logs.String(), "Successfully acquired lease") }
+
+// terminate stops the child with SIGTERM and checks that it exits cleanly.
+func (c *child) terminate(t *testing.T) {
+	t.Helper()
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-c.done:
+		assert.NoError(t, err, "logs:\n%s", c.logs)
+	case <-time.After(30 * time.Second):
+		t.Errorf("the controller did not stop on SIGTERM; logs:\n%s", c.logs)
+	}
+	c.done <- nil // for the cleanup
+}
+
+// kill stops the child with SIGKILL: no Lease released, no destroy ended.
+func (c *child) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
+	err := <-c.done
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	c.done <- err
+}
+
+// testBinary runs the controller's command line as the ServiceAccount: it
+// takes the Lease, registers a PU for a pod and destroys it once the pod is
+// deleted, then stops cleanly on SIGTERM.
 func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	dir, probeAddr, logs := t.TempDir(), freeAddr(t), &syncBuffer{}
+	ctx := context.Background()
+	dir := t.TempDir()
 	pod := testPod("api", "node-a")
 	require.NoError(t, admin.Create(ctx, pod))
-
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(runCtx, []string{"--kubeconfig=" + controllerKubeconfig(t, kubeconfig), "--pu-dir=" + dir,
-			"--leader-election-namespace=" + leaseNS, "--health-probe-bind-address=" + probeAddr,
-			"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=200ms",
-		}, logs)
-	}()
-	defer func() {
-		stop()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(20 * time.Second):
-			t.Error("the controller did not stop")
-		}
-	}()
-	require.Eventually(t, func() bool { return get(t, "http://"+probeAddr+"/readyz") == "ok" }, 20*time.Second, 20*time.Millisecond)
-	require.Eventually(t, func() bool { return registered(dir, string(pod.UID)) }, 20*time.Second, 20*time.Millisecond,
-		"a PU registered for the pod; logs:\n%s", logs)
+	c := startChild(t, kubeconfig, dir)
+	require.Eventually(t, func() bool { return get(t, "http://"+c.probeAddr+"/readyz") == "ok" }, 30*time.Second, 20*time.Millisecond,
+		"logs:\n%s", c.logs)
+	require.Eventually(t, func() bool { return registered(dir, string(pod.UID)) }, 30*time.Second, 20*time.Millisecond,
+		"a PU registered for the pod; logs:\n%s", c.logs)
 	require.NoError(t, admin.Delete(ctx, pod, client.GracePeriodSeconds(0)))
-	require.Eventually(t, func() bool { return !registered(dir, string(pod.UID)) }, 20*time.Second, 20*time.Millisecond,
-		"the PU of the deleted pod destroyed; logs:\n%s", logs)
-	assert.Contains(t, logs.String(), "destroying PU")
-	assert.Contains(t, logs.String(), "Successfully acquired lease")
+	require.Eventually(t, func() bool { return !registered(dir, string(pod.UID)) }, 30*time.Second, 20*time.Millisecond,
+		"the PU of the deleted pod destroyed; logs:\n%s", c.logs)
+	assert.Contains(t, c.logs.String(), "destroying PU")
+	assert.True(t, c.leads(), "it took the Lease")
+	c.terminate(t)
+}
+
+// testKilledLeader runs two controllers in processes of their own and kills
+// the leader with SIGKILL: it releases nothing. Once its Lease expires the
+// other takes it, lists the directory and destroys the PUs of the pods
+// deleted meanwhile; the live pods keep theirs.
+func testKilledLeader(t *testing.T, admin client.Client, kubeconfig []byte) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var pods []*corev1.Pod
+	for i := range 6 {
+		p := testPod(fmt.Sprintf("kill-%d", i), "node-a")
+		require.NoError(t, admin.Create(ctx, p))
+		pods = append(pods, p)
+	}
+	a, b := startChild(t, kubeconfig, dir), startChild(t, kubeconfig, dir)
+	var leader, standby *child
+	require.Eventually(t, func() bool {
+		switch {
+		case a.leads():
+			leader, standby = a, b
+		case b.leads():
+			leader, standby = b, a
+		default:
+			return false
+		}
+		return true
+	}, 30*time.Second, 20*time.Millisecond, "one takes the Lease")
+	for _, p := range pods {
+		require.Eventually(t, func() bool { return registered(dir, string(p.UID)) }, 30*time.Second, 20*time.Millisecond)
+	}
+	leader.kill(t)
+	for _, p := range pods[:3] {
+		require.NoError(t, admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
+	}
+	require.Eventually(t, standby.leads, 30*time.Second, 20*time.Millisecond, "the other takes the expired Lease; logs:\n%s", standby.logs)
+	for _, p := range pods[:3] {
+		require.Eventually(t, func() bool { return !registered(dir, string(p.UID)) }, 30*time.Second, 20*time.Millisecond,
+			"the PU of a pod deleted while nobody led is destroyed; logs:\n%s", standby.logs)
+	}
+	for _, p := range pods[3:] {
+		assert.True(t, registered(dir, string(p.UID)), "a live pod keeps its PU")
+		require.NoError(t, admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
+	}
+	assert.NotContains(t, leader.logs.String(), "destroying PU", "the killed leader destroyed nothing")
+	standby.terminate(t)
 }
 
 // controllerKubeconfig writes a kubeconfig that acts as the controller's
