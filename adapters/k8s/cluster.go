@@ -83,8 +83,11 @@ func SetupClusterWithManager(mgr manager.Manager, c *deletion.Controller, opts S
 
 // LeaderHealthCheck returns a health check for a leader-elected engine: it
 // passes while mgr has not been elected (a standby replica is healthy
-// without running c), and is c.HealthCheck once it has. Add it with
-// mgr.AddHealthzCheck and mgr.AddReadyzCheck. With a nil mgr or c, the
+// without running c), and is c.HealthCheck once it has. On a new leader it
+// fails for the short while between taking the Lease and c's start, while
+// the pod handler is handed the cache's pods (well under the default
+// liveness probe's 3 failures 10 s apart). Add it with mgr.AddHealthzCheck
+// and mgr.AddReadyzCheck. With a nil mgr or c, the
 // check always fails with an error wrapping ErrInvalidSetup.
 func LeaderHealthCheck(mgr manager.Manager, c *deletion.Controller) healthz.Checker {
 	if mgr == nil || c == nil {
