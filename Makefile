@@ -41,8 +41,9 @@ test: envtest
 test-long: envtest
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test -race -count=1 -timeout=60m ./...
 
-## bench: the five benchmarks, BENCH_COUNT times, then benchstat's summary and
-## the ratios against the seed's loop (see BENCHMARKS.md; about 20 minutes on 2 cores).
+## bench: the benchmarks, BENCH_COUNT times (CLUSTER_COUNT at cluster scale), then
+## benchstat's summary and the ratios against the seed's loop (see BENCHMARKS.md;
+## about 30 minutes on 2 cores, 40 with SLOW_SEED=1).
 bench:
 	GO=$(GO) BENCH_COUNT=$(BENCH_COUNT) hack/bench/run.sh
 

@@ -33,6 +33,8 @@ var (
 		"wall-clock window of BenchmarkSteadyState (default 10s, 2s under -short)")
 	benchSteadyProfile = flag.String("bench.steadyprofile", "",
 		"write a CPU profile of BenchmarkSteadyState's windows (not of their set-up) to this file")
+	benchSlowSeed = flag.Bool("bench.slowseed", false,
+		"run BenchmarkClusterDrain's seed too: one pass of the seed's loop over 150,000 pods lasts about 500 s")
 )
 
 const benchNode = "node-a"
@@ -163,15 +165,28 @@ func benchNewEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletio
 	return c
 }
 
-// waitDestroyed waits for n DestroyPU calls.
+// benchNewClusterEngine returns an engine as a cluster-wide controller
+// runs it: no node, no SandboxExtractor.
+func benchNewClusterEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletion.Controller {
+	b.Helper()
+	opts.Logger = quiet()
+	c, err := deletion.New(w, w, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// waitDestroyed waits for n DestroyPU calls, for up to 15 minutes (the
+// seed's drain at cluster scale takes about 9).
 func (w *benchWorld) waitDestroyed(b *testing.B, n int) {
 	b.Helper()
-	timeout := time.After(5 * time.Minute)
+	timeout := time.After(15 * time.Minute)
 	for range n {
 		select {
 		case <-w.destroyed:
 		case <-timeout:
-			b.Fatalf("DestroyPU not called %d times within 5m", n)
+			b.Fatalf("DestroyPU not called %d times within 15m", n)
 		}
 	}
 }
@@ -481,7 +496,9 @@ func BenchmarkDrain(b *testing.B) {
 // BenchmarkSteadyState (5): what the engine costs a node, or a whole
 // cluster, when nothing happens. scale=node: 250 live entries and a 5 s
 // SweepInterval (a busy node at the default); scale=cluster: 150,000 live
-// entries (the Kubernetes limit of pods per cluster) and a 60 s interval.
+// entries (the Kubernetes limit of pods per cluster) and a 60 s interval;
+// scale=cluster-wide: the same as a cluster-wide controller runs it (no
+// node, no SandboxExtractor, 16 workers).
 // In-memory ports. One op is a wall-clock window (-bench.steady, 10 s by
 // default, 2 s under -short, and at least one interval but under -short)
 // after a warm-up; it reports the process's CPU time per wall second
@@ -532,10 +549,16 @@ func BenchmarkSteadyState(b *testing.B) {
 	for _, sc := range []steadyScale{
 		{name: "node", n: 250, interval: 5 * time.Second, whole: true},
 		{name: "cluster", n: 150_000, interval: time.Minute, whole: !testing.Short()},
+		{name: "cluster-wide", n: clusterPUs, interval: time.Minute, whole: !testing.Short(), clusterWide: true},
 	} {
 		b.Run("scale="+sc.name+"/engine", func(b *testing.B) {
 			w := newBenchWorld(1)
-			c := benchNewEngine(b, w, deletion.Options{SweepInterval: sc.interval})
+			var c *deletion.Controller
+			if sc.clusterWide {
+				c = benchNewClusterEngine(b, w, deletion.Options{SweepInterval: sc.interval, Workers: clusterWorkers})
+			} else {
+				c = benchNewEngine(b, w, deletion.Options{SweepInterval: sc.interval})
+			}
 			for i, e := range benchEntries(sc.n) {
 				w.put(benchKey(i), e.PUID, e.SandboxID)
 				if err := c.Track(e); err != nil {
@@ -547,7 +570,11 @@ func BenchmarkSteadyState(b *testing.B) {
 		})
 		b.Run("scale="+sc.name+"/seed", func(b *testing.B) {
 			w := newBenchWorld(1)
-			s := seedref.New(w, w, seedref.Options{SandboxExtractor: w, TickerPeriod: sc.interval})
+			o := seedref.Options{SandboxExtractor: w, TickerPeriod: sc.interval}
+			if sc.clusterWide {
+				o.SandboxExtractor = nil
+			}
+			s := seedref.New(w, w, o)
 			benchStartSeed(b, s)
 			for i, e := range benchEntries(sc.n) {
 				w.put(benchKey(i), e.PUID, e.SandboxID)
@@ -566,6 +593,10 @@ type steadyScale struct {
 	// whole: the window is at least one interval, for a loop that checks
 	// everything in one burst per interval (the seed) to be measured fairly.
 	whole bool
+	// clusterWide: the engine has no node, no SandboxExtractor and
+	// clusterWorkers workers, as a cluster-wide controller runs it; the
+	// seed has no SandboxExtractor.
+	clusterWide bool
 }
 
 func (sc steadyScale) window(w time.Duration) time.Duration {
@@ -573,4 +604,182 @@ func (sc steadyScale) window(w time.Duration) time.Duration {
 		return max(w, sc.interval)
 	}
 	return w
+}
+
+// clusterPUs is the number of PUs of the cluster-scale benchmarks: the
+// Kubernetes limit of pods per cluster.
+const clusterPUs = 150_000
+
+// clusterWorkers is the Workers of the cluster-scale benchmarks, as
+// examples/cluster-controller runs.
+const clusterWorkers = 16
+
+// benchClusterWorld returns a world of clusterPUs live pods and their
+// entries, with room for destroyBuffer destroys.
+func benchClusterWorld(destroyBuffer int) (*benchWorld, []deletion.Entry) {
+	w := newBenchWorld(destroyBuffer)
+	entries := benchEntries(clusterPUs)
+	for i, e := range entries {
+		w.put(benchKey(i), e.PUID, e.SandboxID)
+	}
+	return w, entries
+}
+
+// BenchmarkTriggerAll (6): 150,000 live pods tracked by a cluster-wide
+// engine (no node, no SandboxExtractor, 16 workers); one op is a TriggerAll
+// and lasts until 150,000 more GetPod calls have been made (in-memory
+// ports, no latency). SweepInterval is an hour, so that the periodic checks
+// (42 a second) end an op early by under 1%. It reports the time to check
+// all (ms-to-check-all), the process's CPU time per op (cpu-s/op), the
+// allocations per check and the heap per tracked PU (B/PU). The seed's op
+// is one send on its reconcile channel and lasts until its pass ends.
+func BenchmarkTriggerAll(b *testing.B) {
+	b.Run("engine", func(b *testing.B) {
+		w, entries := benchClusterWorld(1)
+		before := heapAlloc()
+		c := benchNewClusterEngine(b, w, deletion.Options{SweepInterval: time.Hour, Workers: clusterWorkers})
+		for _, e := range entries {
+			if err := c.Track(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perPU := (float64(heapAlloc()) - float64(before)) / clusterPUs
+		benchStartEngine(b, c)
+		benchTriggerAll(b, w, c.TriggerAll, func() {})
+		b.ReportMetric(perPU, "B/PU")
+	})
+	b.Run("seed", func(b *testing.B) {
+		w, entries := benchClusterWorld(1)
+		before := heapAlloc()
+		s := seedref.New(w, w, seedref.Options{TickerPeriod: time.Hour})
+		benchStartSeed(b, s)
+		for _, e := range entries {
+			s.DeleteCh() <- seedref.Event{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID}
+		}
+		for benchSeedLen(b, s) != clusterPUs {
+			runtime.Gosched()
+		}
+		perPU := (float64(heapAlloc()) - float64(before)) / clusterPUs
+		benchTriggerAll(b, w, func() { s.ReconcileCh() <- struct{}{} }, func() { benchSeedLen(b, s) })
+		b.ReportMetric(perPU, "B/PU")
+	})
+}
+
+// benchTriggerAll is the loop of BenchmarkTriggerAll: trigger asks for a
+// check of every entry; an op ends once clusterPUs more GetPod calls were
+// made, and settle has returned.
+func benchTriggerAll(b *testing.B, w *benchWorld, trigger func(), settle func()) {
+	b.Helper()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	a0, c0 := ms.Mallocs, cpuTime(b)
+	var gets int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		g0 := w.gets.Load()
+		trigger()
+		for w.gets.Load()-g0 < clusterPUs {
+			time.Sleep(time.Millisecond)
+		}
+		settle()
+		gets += w.gets.Load() - g0
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms-to-check-all")
+	b.ReportMetric((cpuTime(b)-c0).Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric(float64(ms.Mallocs-a0)/float64(gets), "allocs/check")
+}
+
+// BenchmarkClusterDrain (7): 150,000 pods tracked by a cluster-wide engine
+// (no node, no SandboxExtractor, 16 workers, SweepInterval 60 s); every
+// GetPod takes 2 ms and every DestroyPU 20 ms, the drain's latencies,
+// periodic checks included. One op deletes 10,000 pods at once, triggers
+// each and lasts until their 10,000 PUs are destroyed (s-to-last-destroy);
+// it also reports the process's CPU time per op (cpu-s/op) and the heap per
+// tracked PU (B/PU). The seed hears of the deletions through one send on
+// its reconcile channel; its ticker is set to an hour, so that no periodic
+// pass (300 s at 2 ms a pod) runs beside it. Its one pass lasts about 500 s:
+// it runs only with -bench.slowseed.
+func BenchmarkClusterDrain(b *testing.B) {
+	const deleted = 10_000
+	run := func(b *testing.B, w *benchWorld, entries []deletion.Entry, track func(deletion.Entry), drain func([]types.NamespacedName)) {
+		keys := make([]types.NamespacedName, deleted)
+		for i := range keys {
+			keys[i] = entries[i*(clusterPUs/deleted)].Pod // spread over the cluster
+		}
+		c0 := cpuTime(b)
+		var setup time.Duration
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if i > 0 { // the first op deletes the pods tracked already
+				b.StopTimer()
+				s0 := cpuTime(b)
+				for j, key := range keys {
+					e := deletion.Entry{PUID: fmt.Sprintf("uid-%d-%d", j, i), Pod: key}
+					w.put(key, e.PUID, "")
+					track(e)
+				}
+				setup += cpuTime(b) - s0
+				b.StartTimer()
+			}
+			for _, key := range keys {
+				w.remove(key)
+			}
+			drain(keys)
+			w.waitDestroyed(b, deleted)
+		}
+		b.StopTimer()
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s-to-last-destroy")
+		b.ReportMetric((cpuTime(b)-c0-setup).Seconds()/float64(b.N), "cpu-s/op")
+	}
+	newWorld := func() (*benchWorld, []deletion.Entry) {
+		w, entries := benchClusterWorld(deleted)
+		w.getLatency, w.destroyLatency = 2*time.Millisecond, 20*time.Millisecond
+		return w, entries
+	}
+	b.Run("engine/workers=16", func(b *testing.B) {
+		w, entries := newWorld()
+		before := heapAlloc()
+		c := benchNewClusterEngine(b, w, deletion.Options{SweepInterval: time.Minute, Workers: clusterWorkers})
+		for _, e := range entries {
+			if err := c.Track(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perPU := (float64(heapAlloc()) - float64(before)) / clusterPUs
+		benchStartEngine(b, c)
+		run(b, w, entries, func(e deletion.Entry) {
+			if err := c.Track(e); err != nil {
+				b.Fatal(err)
+			}
+		}, func(keys []types.NamespacedName) {
+			for _, key := range keys {
+				c.TriggerPod(key)
+			}
+		})
+		b.ReportMetric(perPU, "B/PU") // after run: ResetTimer drops the metrics reported before it
+	})
+	b.Run("seed", func(b *testing.B) {
+		if !*benchSlowSeed {
+			b.Skip("one pass of the seed over 150,000 pods at 2 ms a GetPod lasts about 500 s: run with -bench.slowseed")
+		}
+		w, entries := newWorld()
+		before := heapAlloc()
+		s := seedref.New(w, w, seedref.Options{TickerPeriod: time.Hour})
+		benchStartSeed(b, s)
+		for _, e := range entries {
+			s.DeleteCh() <- seedref.Event{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID}
+		}
+		for benchSeedLen(b, s) != clusterPUs {
+			runtime.Gosched()
+		}
+		perPU := (float64(heapAlloc()) - float64(before)) / clusterPUs
+		run(b, w, entries, func(e deletion.Entry) {
+			s.DeleteCh() <- seedref.Event{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID}
+		}, func([]types.NamespacedName) {
+			s.ReconcileCh() <- struct{}{}
+		})
+		b.ReportMetric(perPU, "B/PU")
+	})
 }

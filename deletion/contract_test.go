@@ -822,6 +822,69 @@ func TestInventoryListStopsWithStart(t *testing.T) {
 	})
 }
 
+// TestInventoryListedBeforeTheFirstCheck: Start lists the Inventory before
+// it runs any check, so that a PU a check destroys cannot come back from a
+// list that answers after the destroy and be destroyed a second time (a new
+// leader that tracks the live pods and lists the PUs of the gone ones).
+func TestInventoryListedBeforeTheFirstCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gone := entryWith("sb1")
+		release := make(chan struct{})
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return []ports.PU{gone}, nil
+		})
+		rec := &recorder{}
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{Inventory: inv, SweepInterval: time.Second})
+		require.NoError(t, c.Track(gone))
+		c.TriggerPod(gone.Pod)
+		stop := startEngine(t, c)
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		assert.Empty(t, rec.destroyed(), "no check before the Inventory answers")
+		close(release)
+		time.Sleep(3 * time.Second) // three intervals
+		synctest.Wait()
+		assert.Equal(t, int32(1), rec.calls.Load(), "destroyed once")
+		assert.Zero(t, c.Len())
+		stop()
+	})
+}
+
+// TestNoDestroyOnceStartIsDone: once Start's context is done, no DestroyPU
+// starts, not even for a check already running whose pod read says gone
+// (the lease of a leader-elected engine was lost meanwhile); the PU is kept
+// for whoever runs next.
+func TestNoDestroyOnceStartIsDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		for _, confirmer := range []bool{false, true} {
+			ctx, cancel := context.WithCancel(ctx)
+			var getter ports.PodGetter = ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+				cancel() // the context ends while the pod is read
+				return nil, ports.ErrPodNotFound
+			})
+			opts := deletion.Options{}
+			if confirmer {
+				getter, opts.Confirmer = getterOf(nil, ports.ErrPodNotFound), getter
+			}
+			rec := &recorder{}
+			c := newQuiet(t, getter, rec, opts)
+			require.NoError(t, c.Track(entryWith("sb1")))
+			c.TriggerPod(testKey)
+			require.NoError(t, c.Start(ctx))
+			synctest.Wait()
+			assert.Zero(t, rec.calls.Load(), "confirmer %v: no DestroyPU after the context ended", confirmer)
+			assert.Equal(t, 1, c.Len())
+		}
+		cancel()
+	})
+}
+
 // TestDefaultLoggerIsNeverSilent: with no Logger, an abandoned PU, a
 // panicking port and a failing API reach klog, the ecosystem's default.
 func TestDefaultLoggerIsNeverSilent(t *testing.T) {

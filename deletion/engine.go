@@ -55,9 +55,12 @@ import (
 // Start runs the engine until ctx is done, then returns nil. It checks every
 // entry about every SweepInterval and runs TriggerPod and TriggerAll requests
 // at once, with at most Workers checks at a time; with an Inventory, it
-// first restores the PUs it lists. Triggers made before Start are run when
-// it begins. Once ctx is done, checks in flight see a cancelled context and
-// Start returns within about ShutdownTimeout even when a port hangs. A
+// first restores the PUs it lists, before any check (see
+// Options.Inventory). Triggers made before Start are run when it begins.
+// Once ctx is done, no check and no DestroyPU starts; checks in flight see
+// a cancelled context (a port call already under way may still finish, and
+// its outcome is recorded), and Start returns within about ShutdownTimeout
+// even when a port hangs. A
 // second call returns ErrAlreadyStarted at once. Start makes the Controller
 // a controller-runtime manager.Runnable.
 func (c *Controller) Start(ctx context.Context) error {
@@ -84,11 +87,16 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.mu.Unlock()
 
 	var sched, inPorts sync.WaitGroup
+	// The Inventory is listed before the first check: a PU that a check
+	// destroyed before the list came back would be tracked again from the
+	// list, and destroyed a second time. Only when this first list fails
+	// do checks begin, and the list is retried meanwhile.
+	restored := c.opts.Inventory == nil || c.restoreAttempt(ctx, 1)
 	for i := range c.workers {
 		inPorts.Go(func() { c.work(ctx, &c.workers[i]) })
 	}
 	sched.Go(func() { c.schedule(ctx) })
-	if c.opts.Inventory != nil {
+	if !restored {
 		inPorts.Go(func() { c.restore(ctx) })
 	}
 	c.log.V(1).Info("deletion engine started", "workers", c.opts.Workers, "entries", tracked, "queued", pending,

@@ -76,12 +76,16 @@ type Options struct {
 	// ports.ReasonPodTerminated. A finished Job's pod keeps its object for
 	// hours. Default false: a PU lives as long as its pod object.
 	DestroyTerminated bool
-	// Inventory, when set, is listed once by Start: every PU it returns is
-	// tracked (insert-only), so that the PUs of pods that went away while
-	// the agent was down are checked and destroyed. A failing list is retried
-	// with backoff (RetryMinDelay doubling up to RetryMaxDelay) until it
-	// answers or Start's context ends; checks go on meanwhile. nil: nothing
-	// is restored.
+	// Inventory, when set, is listed once by Start, before its first check:
+	// every PU it returns is tracked (insert-only), so that the PUs of pods
+	// that went away while the agent was down, or while another replica
+	// held the lease, are checked and destroyed. Listing first means that a
+	// PU destroyed by a check cannot come back from a list that answered
+	// after it; the first list thus delays the first check by as long as
+	// it takes (at most ItemTimeout, and at least a second). A failing list
+	// is retried with backoff (RetryMinDelay doubling up to RetryMaxDelay)
+	// until it answers or Start's context ends; checks go on meanwhile.
+	// nil: nothing is restored.
 	Inventory ports.Inventory
 
 	// SweepInterval is how often every entry is re-checked. Checks are spread

@@ -7,32 +7,41 @@ import (
 	"time"
 )
 
-// restore lists the Inventory until it answers or ctx ends, and tracks
-// every PU it lists that is not tracked already, several at once. A failing list is tried
-// again after RetryMinDelay, doubling up to RetryMaxDelay. Entries without
-// a PUID, pod name or namespace are logged and skipped.
+// restore lists the Inventory until it answers or ctx ends, from the
+// second attempt on (Start made the first), and tracks every PU it lists
+// that is not tracked already. A failing list is tried again after
+// RetryMinDelay, doubling up to RetryMaxDelay.
 func (c *Controller) restore(ctx context.Context) {
 	delay := c.opts.RetryMinDelay
-	for attempt := 1; ; attempt++ {
-		pus, err := c.listPUs(ctx)
-		if err == nil {
-			restored, skipped := c.trackAll(pus)
-			c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
-			c.observe(Event{Kind: EventRestored, Count: restored, Attempt: attempt})
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		c.log.Error(err, "listing the Inventory failed; PUs of pods gone while the agent was down are not restored yet, will retry",
-			"attempt", attempt, "retryIn", delay.String())
+	for attempt := 2; ; attempt++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.opts.Clock.After(delay):
 		}
+		if c.restoreAttempt(ctx, attempt) || ctx.Err() != nil {
+			return
+		}
 		delay = min(2*delay, c.opts.RetryMaxDelay)
 	}
+}
+
+// restoreAttempt lists the Inventory once and tracks every PU it lists that
+// is not tracked already, several at once; entries without a PUID, pod name
+// or namespace are logged and skipped. It reports whether the list answered.
+func (c *Controller) restoreAttempt(ctx context.Context, attempt int) bool {
+	pus, err := c.listPUs(ctx)
+	if err == nil {
+		restored, skipped := c.trackAll(pus)
+		c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
+		c.observe(Event{Kind: EventRestored, Count: restored, Attempt: attempt})
+		return true
+	}
+	if ctx.Err() == nil {
+		c.log.Error(err, "listing the Inventory failed; PUs of pods gone while the agent was down are not restored yet, will retry",
+			"attempt", attempt, "retryIn", c.backoff(attempt).String())
+	}
+	return false
 }
 
 // trackAll tracks pus from Workers goroutines, so that an Observer that

@@ -12,6 +12,12 @@
 // every check, the API server only the few that would destroy) and
 // NewMetrics, and calls SetupWithManager; see the package example.
 //
+// A central controller that holds a PU per pod of the whole cluster runs as
+// a Deployment of several replicas instead: its manager has leader election
+// on, its engine has no node and an Inventory, and SetupClusterWithManager
+// runs the engine on the replica that holds the lease only
+// (examples/cluster-controller).
+//
 // Pods are read-only everywhere in the SDK: the engine and its ports never
 // modify a pod they are given, and the pods handed to SetupOptions.Filter
 // by the wiring are the informer's own objects.

@@ -93,6 +93,24 @@ func TestHandlerTracksPodsBoundToTheNode(t *testing.T) {
 	assert.Equal(t, []types.NamespacedName{key("web"), key("done")}, triggers)
 }
 
+// TestClusterHandlerTracksEveryPod: without a node (SetupClusterWithManager)
+// the handler tracks every pod the filter accepts, bound to a node or not.
+func TestClusterHandlerTracksEveryPod(t *testing.T) {
+	f := &fakeEngine{}
+	h := &podHandler{engine: f, filter: func(p *corev1.Pod) bool { return p.Name != "skipped" }}
+	h.OnAdd(pod("web", "u-web", "node-a", "", "1"), true)
+	h.OnAdd(pod("unbound", "u-unbound", "", "", "1"), false)
+	h.OnAdd(pod("elsewhere", "u-elsewhere", "node-b", "", "1"), false)
+	h.OnAdd(pod("skipped", "u-skipped", "node-b", "", "1"), false)
+	tracked, triggers := f.calls()
+	assert.Equal(t, []deletion.Entry{
+		{PUID: "u-web", Pod: key("web")},
+		{PUID: "u-unbound", Pod: key("unbound")},
+		{PUID: "u-elsewhere", Pod: key("elsewhere")},
+	}, tracked)
+	assert.Equal(t, []types.NamespacedName{key("web"), key("unbound"), key("elsewhere")}, triggers)
+}
+
 func TestHandlerTracksAPodOnceItIsBound(t *testing.T) {
 	h, f := newHandler(t)
 	h.OnUpdate(pod("web", "u-web", "", "", "1"), pod("web", "u-web", "node-a", "", "2"))
@@ -313,6 +331,9 @@ type fakeRegistration struct {
 	toolscache.ResourceEventHandlerRegistration
 }
 
+// HasSynced reports the initial list delivered: the fake has none.
+func (fakeRegistration) HasSynced() bool { return true }
+
 func (f *fakeInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -339,8 +360,9 @@ func TestRunnableRemovesItsHandlerWhenItStops(t *testing.T) {
 	}), ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }), deletion.Options{NodeName: "node-a"})
 	require.NoError(t, err)
 	inf := &fakeInformer{}
-	r := &nodeRunnable{engine: c, informer: inf}
+	r := &engineRunnable{engine: c, informer: inf}
 	assert.False(t, r.NeedLeaderElection())
+	assert.True(t, (&engineRunnable{leaderElected: true}).NeedLeaderElection(), "a cluster-wide engine runs on the leader only")
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

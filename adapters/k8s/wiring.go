@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +19,9 @@ import (
 	"github.com/podsweeper/podsweeper/deletion"
 )
 
-// ErrInvalidSetup is returned by SetupWithManager and NodeCacheOptions for a
-// missing argument. Match it with errors.Is.
+// ErrInvalidSetup is returned by SetupWithManager, SetupClusterWithManager
+// and NodeCacheOptions for a missing or contradictory argument. Match it
+// with errors.Is.
 var ErrInvalidSetup = errors.New("k8s: invalid setup")
 
 // nodeNameField is the pod field the API server can select on.
@@ -35,14 +37,15 @@ const nodeNameField = "spec.nodeName"
 // destroy every PU the wiring tracks for NodeChanged, the wiring would
 // track it again at the pod's next event, and so on.
 type SetupOptions struct {
-	// Filter says which of the pods bound to the node have a PU: the wiring
-	// tracks only the pods it accepts (PodsWithOwnNetwork is the one a
+	// Filter says which of the pods bound to the node (of every pod, for
+	// SetupClusterWithManager) have a PU: the wiring tracks only the pods
+	// it accepts (PodsWithOwnNetwork is the one a
 	// network-policy agent wants). A rejected pod's updates trigger no
 	// check; its delete still does, which is harmless when nothing is
 	// tracked for it. Filter is called on the informer's goroutine with the
 	// informer's own object: it must be fast and must not modify the pod. A
 	// panic in it is logged and the pod skipped. nil: every pod bound to the
-	// node is tracked.
+	// node (every pod) is tracked.
 	Filter func(*corev1.Pod) bool
 	// Logger receives the wiring's errors. The zero value logs through klog
 	// (klog.Background()), the default of every Logger in podsweeper.
@@ -107,7 +110,7 @@ func SetupWithManager(mgr manager.Manager, c *deletion.Controller, opts SetupOpt
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = klog.Background().WithName("podsweeper-wiring")
 	}
-	r := &nodeRunnable{engine: c, informer: inf, opts: opts}
+	r := &engineRunnable{engine: c, informer: inf, opts: opts}
 	if err := mgr.Add(r); err != nil {
 		return fmt.Errorf("k8s: adding the deletion engine to the manager: %w", err)
 	}
@@ -168,24 +171,28 @@ func NodeCacheOptions(node string, opts cache.Options) (cache.Options, error) {
 	return opts, nil
 }
 
-// nodeRunnable runs the engine and, while it runs, the pod event handler.
-type nodeRunnable struct {
+// engineRunnable runs the engine and, while it runs, the pod event handler.
+// A node agent's needs no leader election, a cluster-wide one's does.
+type engineRunnable struct {
 	engine   *deletion.Controller
 	informer cache.Informer
 	opts     SetupOptions
+	// leaderElected: only the replica holding the manager's lease runs it.
+	leaderElected bool
 }
 
 var (
-	_ manager.Runnable               = (*nodeRunnable)(nil)
-	_ manager.LeaderElectionRunnable = (*nodeRunnable)(nil)
+	_ manager.Runnable               = (*engineRunnable)(nil)
+	_ manager.LeaderElectionRunnable = (*engineRunnable)(nil)
 )
 
-// NeedLeaderElection returns false: every node runs its own engine.
-func (r *nodeRunnable) NeedLeaderElection() bool { return false }
+// NeedLeaderElection returns false for a node agent's engine (every node
+// runs its own) and true for a cluster-wide one (one replica destroys).
+func (r *engineRunnable) NeedLeaderElection() bool { return r.leaderElected }
 
 // Start registers the pod event handler, runs the engine until ctx is done,
 // then removes the handler.
-func (r *nodeRunnable) Start(ctx context.Context) error {
+func (r *engineRunnable) Start(ctx context.Context) error {
 	h := &podHandler{
 		engine: r.engine,
 		node:   r.engine.NodeName(),
@@ -201,7 +208,33 @@ func (r *nodeRunnable) Start(ctx context.Context) error {
 			r.opts.Logger.Error(err, "removing the pod event handler failed")
 		}
 	}()
+	// The engine starts once the handler has been handed every pod of the
+	// cache (the manager starts Runnables once its cache has synced, so
+	// this is the time the handler takes): the live pods' PUs are tracked
+	// before the engine lists its Inventory and runs its first check. Were
+	// it otherwise, the PU of a pod deleted meanwhile could be restored
+	// from the Inventory and destroyed, and then tracked again from the
+	// pod's late add, and destroyed a second time.
+	if !handlerSynced(ctx, reg) {
+		return nil
+	}
 	return r.engine.Start(ctx)
+}
+
+// handlerSynced waits until every pod of the informer's initial list has
+// been delivered to the handler of reg, and reports whether it was before
+// ctx ended.
+func handlerSynced(ctx context.Context, reg toolscache.ResourceEventHandlerRegistration) bool {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for !reg.HasSynced() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 // tracker is the part of the engine the handler uses.
@@ -215,6 +248,8 @@ type tracker interface {
 // than Track and TriggerPod take.
 type podHandler struct {
 	engine tracker
+	// node is the node whose pods are tracked; "": every pod of the
+	// cluster, bound to a node or not (SetupClusterWithManager).
 	node   string
 	filter func(*corev1.Pod) bool // nil: every pod
 	log    logr.Logger
@@ -222,15 +257,15 @@ type podHandler struct {
 
 var _ toolscache.ResourceEventHandler = (*podHandler)(nil)
 
-// nodePod returns obj as a pod when it is one bound to the node; an object
-// that is not a pod is logged.
+// nodePod returns obj as a pod when it is one bound to the node, or any
+// pod for a cluster-wide handler; an object that is not a pod is logged.
 func (h *podHandler) nodePod(obj any) (*corev1.Pod, bool) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		h.log.Error(nil, "pod informer sent an object that is not a pod", "type", fmt.Sprintf("%T", obj))
 		return nil, false
 	}
-	return pod, pod.Spec.NodeName == h.node
+	return pod, h.node == "" || pod.Spec.NodeName == h.node
 }
 
 // accepts reports whether the filter accepts pod; a filter that panics

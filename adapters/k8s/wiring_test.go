@@ -99,3 +99,32 @@ func TestSetupWithManagerRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestSetupClusterWithManagerRefusesBadInput(t *testing.T) {
+	// The manager is never started, so its API server need not exist.
+	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1"}, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+	require.NoError(t, err)
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	c, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), policy, deletion.Options{})
+	require.NoError(t, err)
+	// A cluster-wide engine with a node would destroy, for NodeChanged,
+	// the PU of every pod bound to another node.
+	withNode, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), policy, deletion.Options{NodeName: "n"})
+	require.NoError(t, err)
+
+	for name, tc := range map[string]struct {
+		call func() error
+		want string
+	}{
+		"nil manager":      {func() error { return k8s.SetupClusterWithManager(nil, c, k8s.SetupOptions{}) }, "manager is nil"},
+		"nil controller":   {func() error { return k8s.SetupClusterWithManager(mgr, nil, k8s.SetupOptions{}) }, "deletion controller is nil"},
+		"engine of a node": {func() error { return k8s.SetupClusterWithManager(mgr, withNode, k8s.SetupOptions{}) }, `has the node "n"`},
+		"nil health check": {func() error { return k8s.LeaderHealthCheck(nil, c)(nil) }, "needs a manager"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := tc.call()
+			require.ErrorIs(t, err, k8s.ErrInvalidSetup)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# hack/bench/run.sh: runs the five benchmarks of package deletion
-# BENCH_COUNT times (6 by default), keeps the raw output in BENCH_OUT
+# hack/bench/run.sh: runs the benchmarks of package deletion
+# BENCH_COUNT times (6 by default; those at cluster scale CLUSTER_COUNT
+# times, 3 by default), keeps the raw output in BENCH_OUT
 # (bin/bench/bench.txt), and prints benchstat's summary and the ratios of the
 # engine against the seed's loop (internal/seedref). Run it from `make bench`.
 set -euo pipefail
@@ -24,6 +25,16 @@ mkdir -p "$(dirname "$OUT")"
 	$GO test -run='^$' -bench='^BenchmarkSteadyState$/scale=cluster/' -count="$CLUSTER_COUNT" ./deletion/
 	# Track: exactly 150,000 distinct entries per run, the cluster scale.
 	$GO test -run='^$' -bench='^BenchmarkTrack$' -benchtime=150000x -benchmem -count="$COUNT" ./deletion/
+	# The cluster-wide engine at 150,000 PUs: TriggerAll, a drain of 10,000
+	# pods with the drain's latencies, and the steady state at 60 s, each
+	# CLUSTER_COUNT times. The seed's drain at this scale lasts about 500 s
+	# a run: SLOW_SEED=1 runs it once (-bench.slowseed).
+	$GO test -run='^$' -bench='^BenchmarkTriggerAll$' -benchtime=3x -count="$CLUSTER_COUNT" ./deletion/
+	$GO test -run='^$' -bench='^BenchmarkClusterDrain$/engine' -benchtime=1x -count="$CLUSTER_COUNT" ./deletion/
+	$GO test -run='^$' -bench='^BenchmarkSteadyState$/scale=cluster-wide/' -count="$CLUSTER_COUNT" ./deletion/
+	if [ "${SLOW_SEED:-0}" = 1 ]; then
+		$GO test -run='^$' -bench='^BenchmarkClusterDrain$/seed' -benchtime=1x -count=1 -timeout=30m ./deletion/ -bench.slowseed
+	fi
 	echo "# load average $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT"
 

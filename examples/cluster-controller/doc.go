@@ -1,0 +1,41 @@
+// Command cluster-controller is a central controller built on podsweeper:
+// it holds a PU for every pod of the cluster, outside the nodes, and runs
+// as a Deployment of two replicas of which one, the holder of a Lease,
+// destroys the PUs of the pods that are gone.
+//
+//	cluster-controller --pu-dir=/var/lib/podsweeper/pus [--kubeconfig=~/.kube/config]
+//	                   [--leader-elect=true] [--leader-election-namespace=$POD_NAMESPACE]
+//	                   [--leader-election-id=podsweeper-cluster-controller]
+//	                   [--leader-election-lease-duration=15s] [--leader-election-renew-deadline=10s]
+//	                   [--leader-election-retry-period=2s] [--health-probe-bind-address=:8081]
+//	                   [--metrics-bind-address=0] [--sweep-interval=1m] [--workers=16] [--zap-devel]
+//
+// The external system is a stand-in: a directory with one file per PU,
+// named by the pod's UID (pudir.go). The controller registers a PU for
+// every pod it tracks (it writes the file, as a controller that creates a
+// registration entry per pod does), lists them when it takes the Lease
+// (the engine's Inventory) and destroys a PU by removing its file. Both
+// replicas must see the same directory: deploy/ mounts a ReadWriteMany
+// volume. A real controller calls its system's API in these three places.
+//
+// It uses controller-runtime's manager with leader election on a Lease
+// (--leader-elect, on by default) and adapters/k8s.SetupClusterWithManager,
+// which runs the engine, without a node, on the leader only; the standby
+// keeps its pod cache warm and does nothing else. On taking the Lease the
+// engine tracks every pod of the cache and lists the directory before its
+// first check, so that the PUs of the pods deleted during a failover are
+// destroyed too. On losing it, the manager stops the engine at once (no
+// destroy starts after that; one under way may finish) and run returns an
+// error: the process exits, as controller-runtime requires. On SIGTERM the
+// engine ends its destroys under way (up to 2 s), then the manager releases
+// the Lease, so that the other replica takes over at once.
+//
+// /healthz and /readyz pass on a standby and follow the engine on the
+// leader (adapters/k8s.LeaderHealthCheck). Metrics are off by default;
+// --metrics-bind-address serves them over plain HTTP on a loopback address
+// only (examples/node-agent serves them behind authentication).
+//
+// deploy/ holds the Deployment, its ServiceAccount and RBAC (pods get, list
+// and watch; Leases and Events in its own namespace, for the election) and
+// the volume of the directory.
+package main

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// errUsage: the command line is wrong; main exits with status 2.
+var errUsage = errors.New("usage")
+
+// Defaults of the command line.
+const (
+	defaultLeaderElectionID = "podsweeper-cluster-controller"
+	defaultSweepInterval    = time.Minute
+	defaultWorkers          = 16
+)
+
+// config is the controller's command line.
+type config struct {
+	kubeconfig    string
+	puDir         string
+	leaderElect   bool
+	leaseNS       string
+	leaseID       string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	metricsAddr   string
+	probeAddr     string
+	sweepInterval time.Duration
+	workers       int
+	zap           zap.Options
+}
+
+// parseFlags reads the command line; getenv supplies the default of
+// --leader-election-namespace ($POD_NAMESPACE, set from the downward API in
+// deploy/deployment.yaml).
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("cluster-controller", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, the in-cluster config, then ~/.kube/config")
+	fs.StringVar(&cfg.puDir, "pu-dir", "", "the directory that stands for the external system: one file per PU, shared by every replica (required)")
+	fs.BoolVar(&cfg.leaderElect, "leader-elect", true,
+		"run the engine on the replica that holds the Lease only; false runs it at once, for a single replica outside the cluster")
+	fs.StringVar(&cfg.leaseNS, "leader-election-namespace", getenv("POD_NAMESPACE"),
+		"namespace of the Lease (default $POD_NAMESPACE; in the cluster, the pod's own namespace if empty)")
+	fs.StringVar(&cfg.leaseID, "leader-election-id", defaultLeaderElectionID, "name of the Lease")
+	fs.DurationVar(&cfg.leaseDuration, "leader-election-lease-duration", 15*time.Second,
+		"how long a standby waits after the leader's last renewal before it takes the Lease")
+	fs.DurationVar(&cfg.renewDeadline, "leader-election-renew-deadline", 10*time.Second,
+		"how long the leader tries to renew before it gives up the lead and exits")
+	fs.DurationVar(&cfg.retryPeriod, "leader-election-retry-period", 2*time.Second, "how often candidates try to take or renew the Lease")
+	fs.StringVar(&cfg.metricsAddr, "metrics-bind-address", "0",
+		`address of the Prometheus /metrics endpoint, plain HTTP on a loopback address only; "0" turns it off (examples/node-agent shows metrics behind authentication)`)
+	fs.StringVar(&cfg.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" turns them off`)
+	fs.DurationVar(&cfg.sweepInterval, "sweep-interval", defaultSweepInterval, "how often every PU is re-checked against the API")
+	fs.IntVar(&cfg.workers, "workers", defaultWorkers, "how many checks may run at once")
+	cfg.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return cfg, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return cfg, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	case cfg.puDir == "":
+		return cfg, fmt.Errorf("%w: --pu-dir is required", errUsage)
+	case cfg.leaseID == "":
+		return cfg, fmt.Errorf("%w: --leader-election-id must not be empty", errUsage)
+	case cfg.leaseDuration <= cfg.renewDeadline || cfg.renewDeadline <= cfg.retryPeriod || cfg.retryPeriod <= 0:
+		return cfg, fmt.Errorf("%w: want --leader-election-lease-duration (%v) > --leader-election-renew-deadline (%v) > --leader-election-retry-period (%v) > 0",
+			errUsage, cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod)
+	case cfg.sweepInterval <= 0:
+		return cfg, fmt.Errorf("%w: --sweep-interval must be positive, got %v", errUsage, cfg.sweepInterval)
+	case cfg.workers <= 0:
+		return cfg, fmt.Errorf("%w: --workers must be positive, got %d", errUsage, cfg.workers)
+	case cfg.metricsAddr != "0" && !loopback(cfg.metricsAddr):
+		return cfg, fmt.Errorf("%w: --metrics-bind-address serves plain HTTP to anyone who reaches it: bind it to 127.0.0.1, not %q",
+			errUsage, cfg.metricsAddr)
+	}
+	return cfg, nil
+}
+
+// loopback reports whether addr (host:port) listens on a loopback address only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// restConfig loads the cluster's address and credentials.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+		}
+		return c, nil
+	}
+	c, err := ctrlconfig.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("finding the cluster (no --kubeconfig given): %w", err)
+	}
+	return c, nil
+}
+
+// deps are the parts of the controller a test replaces.
+type deps struct {
+	// wrapPolicy, when set, wraps the PolicyHandler (the PU directory).
+	wrapPolicy func(ports.PolicyHandler) ports.PolicyHandler
+	// registry receives the podsweeper metrics; nil: controller-runtime's,
+	// which the manager serves on --metrics-bind-address.
+	registry prometheus.Registerer
+	log      logr.Logger
+}
+
+// setup builds the manager, with leader election on its own Lease, and the
+// engine wired into it for every pod of the cluster.
+func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Controller, error) {
+	log := d.log
+	dir, err := newPUDir(cfg.puDir, log.WithName("pus"))
+	if err != nil {
+		return nil, nil, err
+	}
+	leaseDuration, renewDeadline, retryPeriod := cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod
+	mgr, err := ctrl.NewManager(rc, ctrl.Options{
+		Metrics:                 metricsserver.Options{BindAddress: cfg.metricsAddr},
+		HealthProbeBindAddress:  cfg.probeAddr,
+		LeaderElection:          cfg.leaderElect,
+		LeaderElectionID:        cfg.leaseID,
+		LeaderElectionNamespace: cfg.leaseNS,
+		// The manager releases the Lease once the engine has returned
+		// (every destroy of this replica has ended), so that a rollout
+		// hands over at once instead of after --leader-election-lease-duration;
+		// run returns right after, as controller-runtime requires.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
+		Logger:                        log,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	metrics, err := k8s.NewMetrics(d.registry)
+	if err != nil {
+		return nil, nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	var policy ports.PolicyHandler = dir
+	if d.wrapPolicy != nil {
+		policy = d.wrapPolicy(policy)
+	}
+	engine, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), policy, deletion.Options{
+		// No NodeName: every pod of the cluster, on any node.
+		// The cache may lag behind the API server: every destroy it
+		// decides is confirmed with a direct read first.
+		Confirmer: k8s.NewPodGetter(mgr.GetAPIReader()),
+		// A new leader lists the PUs first: those of the pods deleted
+		// while no replica led are in no cache.
+		Inventory:     dir,
+		SweepInterval: cfg.sweepInterval,
+		Workers:       cfg.workers,
+		Logger:        log.WithName("podsweeper"),
+		// The directory registers each PU first, then the metrics count it.
+		Observer: deletion.Observers(dir, metrics),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the deletion engine: %w", err)
+	}
+	if cfg.probeAddr != "0" {
+		// A standby is healthy without running the engine; the leader is
+		// while its engine runs and keeps up.
+		check := k8s.LeaderHealthCheck(mgr, engine)
+		if err := mgr.AddHealthzCheck("podsweeper", check); err != nil {
+			return nil, nil, err
+		}
+		if err := mgr.AddReadyzCheck("podsweeper", check); err != nil {
+			return nil, nil, err
+		}
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := k8s.SetupClusterWithManager(mgr, engine, k8s.SetupOptions{Logger: log.WithName("wiring")}); err != nil {
+		return nil, nil, err
+	}
+	return mgr, engine, nil
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg, err := parseFlags(args, os.Getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := zap.New(zap.UseFlagOptions(&cfg.zap), zap.WriteTo(stderr))
+	ctrl.SetLogger(log)
+	rc, err := restConfig(cfg.kubeconfig)
+	if err != nil {
+		return err
+	}
+	mgr, _, err := setup(rc, cfg, deps{log: log})
+	if err != nil {
+		return err
+	}
+	log.Info("starting cluster controller", "puDir", cfg.puDir, "leaderElect", cfg.leaderElect, "lease", cfg.leaseNS+"/"+cfg.leaseID,
+		"sweepInterval", cfg.sweepInterval, "workers", cfg.workers)
+	// On a lost Lease, Start returns "leader election lost" at once: the
+	// process must exit, which main does.
+	return mgr.Start(ctx)
+}
+
+func main() {
+	if err := run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "cluster-controller:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}

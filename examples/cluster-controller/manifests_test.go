@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// pinned is an image reference fixed by the digest of its content.
+var pinned = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
+
+func TestDockerfileBaseImagesPinned(t *testing.T) {
+	data, err := os.ReadFile("Dockerfile")
+	require.NoError(t, err)
+	froms := 0
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || !strings.EqualFold(f[0], "FROM") {
+			continue
+		}
+		froms++
+		assert.Regexp(t, pinned, f[1], "base image not pinned by digest")
+	}
+	assert.Equal(t, 2, froms, "the build stage and the runtime stage")
+}
+
+func readManifest(t *testing.T, name string, into any) {
+	t.Helper()
+	data, err := os.ReadFile("deploy/" + name)
+	require.NoError(t, err)
+	require.NoError(t, yaml.UnmarshalStrict(data, into), name)
+}
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// TestDeploymentCarriesTheController checks that the Deployment runs the
+// controller as its doc describes it: two replicas with leader election on
+// a Lease of their own namespace, probes on its endpoints, the PU directory
+// on a volume both replicas share, nothing privileged.
+func TestDeploymentCarriesTheController(t *testing.T) {
+	var d appsv1.Deployment
+	readManifest(t, "deployment.yaml", &d)
+	require.NotNil(t, d.Spec.Replicas)
+	assert.Equal(t, int32(2), *d.Spec.Replicas)
+	spec := d.Spec.Template.Spec
+	assert.Equal(t, "cluster-controller", spec.ServiceAccountName)
+	require.Len(t, spec.Containers, 1)
+	c := spec.Containers[0]
+
+	cfg, err := parseFlags(c.Args, env(map[string]string{"POD_NAMESPACE": "podsweeper-cluster"}), &bytes.Buffer{})
+	require.NoError(t, err, "the Deployment's args parse")
+	assert.True(t, cfg.leaderElect, "one replica destroys")
+	assert.Equal(t, "podsweeper-cluster", cfg.leaseNS)
+	assert.Equal(t, 16, cfg.workers)
+	envs := map[string]bool{}
+	for _, e := range c.Env {
+		envs[e.Name] = e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
+	}
+	assert.True(t, envs["POD_NAMESPACE"], "the Lease's namespace is the pod's")
+
+	probe := func(p *corev1.Probe, path string) {
+		t.Helper()
+		require.NotNil(t, p)
+		require.NotNil(t, p.HTTPGet)
+		assert.Equal(t, path, p.HTTPGet.Path)
+		assert.Equal(t, "probes", p.HTTPGet.Port.StrVal)
+	}
+	probe(c.StartupProbe, "/healthz")
+	probe(c.LivenessProbe, "/healthz")
+	probe(c.ReadinessProbe, "/readyz")
+	var probePort int32
+	for _, p := range c.Ports {
+		if p.Name == "probes" {
+			probePort = p.ContainerPort
+		}
+	}
+	assert.Equal(t, cfg.probeAddr, ":"+strconv.Itoa(int(probePort)))
+
+	sc := c.SecurityContext
+	require.NotNil(t, sc)
+	assert.False(t, *sc.AllowPrivilegeEscalation)
+	assert.True(t, *sc.ReadOnlyRootFilesystem)
+	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	require.NotNil(t, spec.SecurityContext.RunAsNonRoot)
+	assert.True(t, *spec.SecurityContext.RunAsNonRoot)
+
+	require.Len(t, c.VolumeMounts, 1)
+	assert.Equal(t, cfg.puDir, c.VolumeMounts[0].MountPath, "--pu-dir is the shared volume")
+	require.Len(t, spec.Volumes, 1)
+	require.NotNil(t, spec.Volumes[0].PersistentVolumeClaim)
+	var pvc corev1.PersistentVolumeClaim
+	readManifest(t, "pvc.yaml", &pvc)
+	assert.Equal(t, pvc.Name, spec.Volumes[0].PersistentVolumeClaim.ClaimName)
+	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, pvc.Spec.AccessModes, "both replicas mount it")
+}
+
+func rules(rs []rbacv1.PolicyRule, t *testing.T) map[string][]string {
+	got := map[string][]string{}
+	for _, r := range rs {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				got[g+"/"+res] = append(got[g+"/"+res], r.Verbs...)
+			}
+		}
+		assert.Empty(t, r.ResourceNames)
+		assert.Empty(t, r.NonResourceURLs)
+	}
+	return got
+}
+
+// TestRBACIsLeastPrivilege pins the controller's RBAC to what it uses:
+// reading pods everywhere; the Lease and the Events of the election in its
+// own namespace.
+func TestRBACIsLeastPrivilege(t *testing.T) {
+	var cr rbacv1.ClusterRole
+	readManifest(t, "clusterrole.yaml", &cr)
+	assert.Equal(t, map[string][]string{"/pods": {"get", "list", "watch"}}, rules(cr.Rules, t))
+	var role rbacv1.Role
+	readManifest(t, "role.yaml", &role)
+	assert.Equal(t, "podsweeper-cluster", role.Namespace)
+	assert.Equal(t, map[string][]string{
+		"coordination.k8s.io/leases": {"get", "create", "update"},
+		"/events":                    {"create", "patch"},
+	}, rules(role.Rules, t))
+}
