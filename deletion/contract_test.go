@@ -803,6 +803,69 @@ func TestInventoryRestores(t *testing.T) {
 	})
 }
 
+// TestInventoryGivesItsSandboxToAnUncheckedEntry: a PU tracked without a
+// sandbox before Start (a pod informer's add after an agent restart) takes
+// the sandbox the Inventory recorded, so that a sandbox replaced while the
+// agent was down is destroyed as changed, with the old sandbox, and the pod
+// requeued. An entry with a sandbox, of another pod, or listed without a
+// sandbox keeps what it has.
+func TestInventoryGivesItsSandboxToAnUncheckedEntry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "default", Name: name} }
+		getter := ports.PodGetterFunc(func(_ context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			return podAt(k, k.Name), nil
+		})
+		extractor := ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return "sb-new", nil })
+		var requeued []string
+		var mu sync.Mutex
+		requeuer := ports.RequeuerFunc(func(_ context.Context, pod *corev1.Pod) error {
+			mu.Lock()
+			defer mu.Unlock()
+			requeued = append(requeued, pod.Name)
+			return nil
+		})
+		inv := &inventory{pus: []ports.PU{
+			{PUID: "restarted", Pod: key("restarted"), SandboxID: "sb-old"},
+			{PUID: "has-one", Pod: key("has-one"), SandboxID: "sb-old"},
+			{PUID: "moved", Pod: key("elsewhere"), SandboxID: "sb-old"},
+			{PUID: "none", Pod: key("none")},
+		}}
+		rec, evs := &recorder{}, &events{}
+		c := newQuiet(t, getter, rec, deletion.Options{
+			Inventory: inv, Observer: evs, SweepInterval: 5 * time.Second,
+			SandboxExtractor: extractor, Requeuer: requeuer,
+		})
+		for _, e := range []deletion.Entry{
+			{PUID: "restarted", Pod: key("restarted")},
+			{PUID: "has-one", Pod: key("has-one"), SandboxID: "sb-new"},
+			{PUID: "moved", Pod: key("moved")},
+			{PUID: "none", Pod: key("none")},
+		} {
+			require.NoError(t, c.Track(e))
+		}
+		stop := startEngine(t, c)
+		synctest.Wait()
+		restored := evs.kinds(deletion.EventRestored)
+		require.Len(t, restored, 1)
+		assert.Equal(t, 1, restored[0].Count, "one entry took its sandbox from the Inventory")
+
+		time.Sleep(5 * time.Second) // one interval: every entry checked
+		synctest.Wait()
+		assert.Equal(t, []ports.DestroyEvent{{PUID: "restarted", Pod: key("restarted"), SandboxID: "sb-old", Reason: ports.ReasonSandboxChanged}},
+			rec.destroyed(), "the sandbox replaced while the agent was down")
+		mu.Lock()
+		assert.Equal(t, []string{"restarted"}, requeued, "its pod is requeued for the new sandbox's PU")
+		mu.Unlock()
+		got := map[string]string{}
+		for _, e := range c.Pending() {
+			got[e.PUID] = e.SandboxID
+		}
+		assert.Equal(t, map[string]string{"has-one": "sb-new", "moved": "sb-new", "none": "sb-new"}, got,
+			"the others kept what they had, then recorded the current sandbox")
+		stop()
+	})
+}
+
 // TestInventoryListStopsWithStart: a list that keeps failing is retried
 // until Start's context ends, and checks go on meanwhile.
 func TestInventoryListStopsWithStart(t *testing.T) {

@@ -79,7 +79,12 @@ type Options struct {
 	// Inventory, when set, is listed once by Start, before its first check:
 	// every PU it returns is tracked (insert-only), so that the PUs of pods
 	// that went away while the agent was down, or while another replica
-	// held the lease, are checked and destroyed. Listing first means that a
+	// held the lease, are checked and destroyed. An entry tracked already
+	// keeps what it has, but for one thing: an entry tracked without a
+	// sandbox and not yet checked (a pod informer's add) takes the sandbox
+	// the Inventory lists for it, so that a sandbox replaced while the
+	// agent was down is destroyed as changed (row 8) instead of the new
+	// one being recorded (row 7). Listing first means that a
 	// PU destroyed by a check cannot come back from a list that answered
 	// after it; the first list thus delays the first check by as long as
 	// it takes (at most ItemTimeout, and at least a second). A failing list
@@ -266,12 +271,13 @@ const (
 	// answer decided. Reason is the reason the PodGetter's answer gave;
 	// Verdict is the Confirmer's; Err is the Confirmer's error, if any.
 	EventVetoed
-	// EventAdopted: a check recorded the entry's first sandbox; Entry holds it.
+	// EventAdopted: a check recorded the entry's first sandbox, or Start
+	// gave it the sandbox the Inventory listed; Entry holds it.
 	EventAdopted
 	// EventUntracked: Untrack forgot the entry without destroying it.
 	EventUntracked
 	// EventRestored: Start tracked the PUs the Inventory listed. Count is
-	// how many were new; Attempt is the number of ListPUs calls it took.
+	// how many were new or took their sandbox from it (see Inventory); Attempt is the number of ListPUs calls it took.
 	EventRestored
 )
 

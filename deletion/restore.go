@@ -59,7 +59,7 @@ func (c *Controller) trackAll(pus []Entry) (restored, skipped int) {
 				case err != nil:
 					nSkipped.Add(1)
 					c.log.Error(err, "skipping a PU the Inventory listed", "puID", pu.PUID, "pod", pu.Pod.String())
-				case isNew:
+				case isNew, c.adoptListed(pu):
 					nRestored.Add(1)
 				}
 			}
@@ -67,6 +67,32 @@ func (c *Controller) trackAll(pus []Entry) (restored, skipped int) {
 	}
 	wg.Wait()
 	return int(nRestored.Load()), int(nSkipped.Load())
+}
+
+// adoptListed gives the sandbox the Inventory lists for pu to the entry of
+// the same PUID and pod when that entry has no sandbox and has never been
+// checked: one tracked without a sandbox (a pod informer's add) before
+// Start listed the Inventory. Without it, the first check would record the
+// pod's current sandbox (row 7), and a sandbox replaced while the agent was
+// down would never be seen as changed (row 8). It reports whether it did.
+func (c *Controller) adoptListed(pu Entry) bool {
+	if pu.SandboxID == "" {
+		return false
+	}
+	c.mu.Lock()
+	e := c.entries[pu.PUID]
+	ok := e != nil && e.SandboxID == "" && e.Pod == pu.Pod && e.lastRow < 0 && (e.state == idle || e.state == queued)
+	var snapshot Entry
+	if ok {
+		e.SandboxID = pu.SandboxID
+		snapshot = e.Entry
+	}
+	c.mu.Unlock()
+	if ok {
+		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
+		c.observe(Event{Kind: EventAdopted, Entry: snapshot})
+	}
+	return ok
 }
 
 // listPUs calls the Inventory under a deadline of ItemTimeout.
