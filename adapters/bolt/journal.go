@@ -346,7 +346,11 @@ func (j *Journal) ListPUs(ctx context.Context) ([]ports.PU, error) {
 //
 //   - EventTracked writes the PU, and returns once the write is committed
 //     to disk, so that a PU is durable when Track returns; a record that is
-//     the same already costs a read, no write (a restore re-tracks every PU);
+//     the same already costs a read, no write (a restore re-tracks every PU),
+//     and so does a PU tracked without a sandbox whose record has one for
+//     the same pod (a pod informer's add after a restart: the record keeps
+//     the sandbox the engine's restore needs to see a sandbox replaced
+//     while the agent was down);
 //   - EventAdopted writes the sandbox the engine recorded for a PU the
 //     journal holds; it never brings back a PU the journal forgot;
 //   - EventDestroyed, EventAbandoned and EventUntracked forget the PU,
@@ -396,19 +400,32 @@ func (j *Journal) put(pu ports.PU, insert bool) error {
 		return err
 	}
 	key, val := []byte(pu.PUID), encodeRecord(pu)
-	var skip bool
-	if err := j.view(func(b *bbolt.Bucket) {
+	same := func(b *bbolt.Bucket) bool {
 		old := b.Get(key)
-		skip = bytes.Equal(old, val) || (old == nil && !insert)
-	}); err != nil {
+		switch {
+		case bytes.Equal(old, val):
+			return true
+		case old == nil:
+			return !insert
+		case pu.SandboxID == "":
+			// A Track without a sandbox (a pod informer's add after a
+			// restart) keeps the sandbox recorded for the same pod: the
+			// restore gives it to the engine's entry, and it is how a
+			// sandbox replaced while the agent was down is seen.
+			rec, err := decodeRecord(key, old)
+			return err == nil && rec.Pod == pu.Pod && rec.SandboxID != ""
+		}
+		return false
+	}
+	var skip bool
+	if err := j.view(func(b *bbolt.Bucket) { skip = same(b) }); err != nil {
 		return err
 	}
 	if skip {
 		return nil
 	}
 	return j.batch(func(b *bbolt.Bucket) error {
-		old := b.Get(key)
-		if bytes.Equal(old, val) || (old == nil && !insert) {
+		if same(b) {
 			return nil
 		}
 		return b.Put(key, val)

@@ -106,6 +106,25 @@ func TestTrackingTheSameRecordCostsNoWrite(t *testing.T) {
 	assert.Equal(t, []ports.PU{pu("uid-a", "web-0", "sb-b")}, list(t, j), "EventTracked replaces the record: the engine tracks it anew")
 }
 
+// After a restart, a pod informer tracks the PU again without a sandbox
+// before the engine's restore lists the journal: the record keeps the
+// sandbox of before, or a sandbox replaced meanwhile could not be seen. A
+// Track for another pod under the PUID still replaces the record.
+func TestTrackWithoutSandboxKeepsTheRecordedOne(t *testing.T) {
+	path := newPath(t)
+	j := open(t, path)
+	j.Observe(event(deletion.EventTracked, pu("uid-a", "web-0", "sb-old")))
+	j.Observe(event(deletion.EventTracked, pu("uid-b", "web-1", "sb-1")))
+	before := commits(t, j)
+
+	j.Observe(event(deletion.EventTracked, pu("uid-a", "web-0", "")))
+	assert.Equal(t, before, commits(t, j), "nothing to write")
+	j.Observe(event(deletion.EventTracked, pu("uid-b", "other", "")))
+	assert.Equal(t, []ports.PU{pu("uid-a", "web-0", "sb-old"), pu("uid-b", "other", "")}, list(t, j))
+	require.NoError(t, j.Close())
+	assert.Equal(t, []ports.PU{pu("uid-a", "web-0", "sb-old"), pu("uid-b", "other", "")}, reopened(t, path))
+}
+
 func TestAdoptRecordsTheSandbox(t *testing.T) {
 	path := newPath(t)
 	j := open(t, path)
