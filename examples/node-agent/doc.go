@@ -33,8 +33,8 @@
 // the runtime does not answer. /readyz also waits for the pod cache to
 // sync ("pod-cache") and for the engine to run and keep up ("podsweeper",
 // its HealthCheck, which /healthz serves too). It keeps a journal of its PUs in
-// --state-file (adapters/bolt): at start, before its pod informer, it
-// tracks again every PU of the previous run, with its sandbox, and destroys
+// --state-file (adapters/bolt): at start, before its first check, the
+// engine tracks again every PU of the previous run, with its sandbox, and destroys
 // those whose pods went away or whose sandbox was replaced while the agent
 // was down. Every destroy the pod cache decides is confirmed with a
 // direct read of the API server first. deploy/ has the DaemonSet (which

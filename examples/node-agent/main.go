@@ -408,34 +408,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return errors.Join(err, journal.Close())
 	}
-	// The journal's PUs are tracked before the manager starts the pod
-	// informer: the engine's restore is insert-only, and a pod the informer
-	// tracked first (without a sandbox) would hide a sandbox replaced while
-	// the agent was down. Start's restore then finds them tracked.
-	if err := trackJournal(ctx, journal, engine, log.WithName("journal")); err != nil {
-		return errors.Join(err, journal.Close())
-	}
 	log.Info("starting node agent", "node", cfg.node, "criEndpoint", cfg.criEndpoint, "sweepInterval", cfg.sweepInterval,
 		"workers", cfg.workers, "stateFile", cfg.stateFile)
 	// The manager has stopped the engine when Start returns: nothing writes
 	// to the journal any more.
 	return errors.Join(mgr.Start(ctx), journal.Close())
-}
-
-// trackJournal tracks every PU the journal lists, with its sandbox; one
-// that cannot be tracked is logged and skipped, as the engine's restore does.
-func trackJournal(ctx context.Context, journal ports.Inventory, engine interface{ Track(deletion.Entry) error }, log logr.Logger) error {
-	pus, err := journal.ListPUs(ctx)
-	if err != nil {
-		return fmt.Errorf("listing the PUs of --state-file: %w", err)
-	}
-	for _, pu := range pus {
-		if err := engine.Track(pu); err != nil {
-			log.Error(err, "skipping a PU of the journal", "puID", pu.PUID, "pod", pu.Pod.String())
-		}
-	}
-	log.Info("PUs of the journal tracked before the pod informer starts", "count", len(pus))
-	return nil
 }
 
 func main() {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"net/http"
 	"net/http/httptest"
@@ -283,32 +282,3 @@ func TestCacheSyncedReadiness(t *testing.T) {
 	close(c.synced)
 	assert.NoError(t, ready(req))
 }
-
-// trackJournal tracks every PU of the journal with its sandbox, and skips
-// one the engine refuses.
-func TestTrackJournal(t *testing.T) {
-	pus := []ports.PU{
-		{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "a"}, SandboxID: "sb-1"},
-		{PUID: "", Pod: types.NamespacedName{Namespace: "ns", Name: "broken"}},
-		{PUID: "uid-2", Pod: types.NamespacedName{Namespace: "ns", Name: "b"}},
-	}
-	inventory := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return pus, nil })
-	var tracked []deletion.Entry
-	engine := trackerFunc(func(e deletion.Entry) error {
-		if e.PUID == "" {
-			return deletion.ErrInvalidEntry
-		}
-		tracked = append(tracked, e)
-		return nil
-	})
-	require.NoError(t, trackJournal(context.Background(), inventory, engine, logr.Discard()))
-	assert.Equal(t, []deletion.Entry{pus[0], pus[2]}, tracked, "tracked with their sandbox; the broken one skipped")
-
-	failing := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return nil, errors.New("disk") })
-	assert.ErrorContains(t, trackJournal(context.Background(), failing, engine, logr.Discard()), "disk")
-}
-
-// trackerFunc is a Track function as trackJournal's engine.
-type trackerFunc func(deletion.Entry) error
-
-func (f trackerFunc) Track(e deletion.Entry) error { return f(e) }
