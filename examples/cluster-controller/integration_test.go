@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -24,55 +20,14 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/yaml"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-// startAPIServer starts a real kube-apiserver and etcd (from
-// KUBEBUILDER_ASSETS, which `make test` sets). Without them the test is
-// skipped, except under CI=true, where it fails.
-func startAPIServer(t *testing.T) (*rest.Config, []byte) {
-	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`")
-		}
-		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test` to test against a real API server")
-	}
-	te := &envtest.Environment{}
-	cfg, err := te.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, te.Stop()) })
-	return cfg, te.KubeConfig
-}
-
-// applyDeploy creates every object of deploy/, in the order of its
-// kustomization.yaml, so that the API server validates them.
-func applyDeploy(t *testing.T, c client.Client) {
-	t.Helper()
-	var kust struct {
-		Resources []string `json:"resources"`
-	}
-	b, err := os.ReadFile(filepath.Join("deploy", "kustomization.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(b, &kust))
-	require.NotEmpty(t, kust.Resources)
-	for _, f := range kust.Resources {
-		b, err := os.ReadFile(filepath.Join("deploy", f))
-		require.NoError(t, err)
-		u := &unstructured.Unstructured{}
-		require.NoError(t, yaml.Unmarshal(b, &u.Object), f)
-		require.NoError(t, c.Create(context.Background(), u), f)
-	}
-}
 
 const (
 	controllerUser = "system:serviceaccount:podsweeper-cluster:cluster-controller"
@@ -102,10 +57,10 @@ func testConfig(dir string) config {
 // The controller against a real API server, with nothing but the
 // permissions deploy/ grants its ServiceAccount.
 func TestControllerAgainstAPIServer(t *testing.T) {
-	cfg, kubeconfig := startAPIServer(t)
+	cfg, kubeconfig := testkube.StartAPIServer(t)
 	admin, err := client.New(cfg, client.Options{})
 	require.NoError(t, err)
-	applyDeploy(t, admin)
+	testkube.ApplyKustomization(t, admin, "deploy")
 	asController := rest.CopyConfig(cfg)
 	asController.Impersonate = rest.ImpersonationConfig{UserName: controllerUser}
 
@@ -308,7 +263,7 @@ func TestControllerHelper(t *testing.T) {
 type child struct {
 	cmd       *exec.Cmd
 	probeAddr string
-	logs      *syncBuffer
+	logs      *testkube.SyncBuffer
 	done      chan error
 }
 
@@ -317,7 +272,7 @@ type child struct {
 // is killed when the test ends, if it still runs.
 func startChild(t *testing.T, kubeconfig []byte, dir string) *child {
 	t.Helper()
-	c := &child{probeAddr: freeAddr(t), logs: &syncBuffer{}, done: make(chan error, 1)}
+	c := &child{probeAddr: testkube.FreeAddr(t), logs: &testkube.SyncBuffer{}, done: make(chan error, 1)}
 	args := []string{"--kubeconfig=" + controllerKubeconfig(t, kubeconfig), "--pu-dir=" + dir,
 		"--leader-election-namespace=" + leaseNS, "--health-probe-bind-address=" + c.probeAddr,
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=200ms",
@@ -369,7 +324,7 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	pod := testPod("api", "node-a")
 	require.NoError(t, admin.Create(ctx, pod))
 	c := startChild(t, kubeconfig, dir)
-	require.Eventually(t, func() bool { return get(t, "http://"+c.probeAddr+"/readyz") == "ok" }, 30*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return testkube.Get(t, "http://"+c.probeAddr+"/readyz") == "ok" }, 30*time.Second, 20*time.Millisecond,
 		"logs:\n%s", c.logs)
 	require.Eventually(t, func() bool { return registered(dir, string(pod.UID)) }, 30*time.Second, 20*time.Millisecond,
 		"a PU registered for the pod; logs:\n%s", c.logs)
@@ -430,57 +385,5 @@ func testKilledLeader(t *testing.T, admin client.Client, kubeconfig []byte) {
 // controllerKubeconfig writes a kubeconfig that acts as the controller's
 // ServiceAccount and returns its path.
 func controllerKubeconfig(t *testing.T, kubeconfig []byte) string {
-	t.Helper()
-	kc, err := clientcmd.Load(kubeconfig)
-	require.NoError(t, err)
-	for _, ai := range kc.AuthInfos {
-		ai.Impersonate = controllerUser
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
-	return path
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// get returns the body of url, or "" when it cannot be read yet.
-func get(t *testing.T, url string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return ""
-	}
-	return string(b)
-}
-
-// syncBuffer is a bytes.Buffer safe for the logs of a running controller.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return testkube.ImpersonatingKubeconfig(t, kubeconfig, controllerUser)
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -263,7 +264,7 @@ func testSandboxStopped(t *testing.T, admin client.Client, agentCfg *rest.Config
 // testBinary, which covers the agent without a runtime.)
 func testReadiness(t *testing.T, agentCfg *rest.Config) {
 	rt := startCRI(t)
-	probeAddr := freeAddr(t)
+	probeAddr := testkube.FreeAddr(t)
 	startCRIAgent(t, agentCfg, rt.endpoint, probeAddr)
 	readyz := "http://" + probeAddr + "/readyz?verbose"
 

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,58 +27,17 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-// startAPIServer starts a real kube-apiserver and etcd (from
-// KUBEBUILDER_ASSETS, which `make test` sets). Without them the test is
-// skipped, except under CI=true, where it fails.
-func startAPIServer(t *testing.T) (*rest.Config, []byte) {
-	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`")
-		}
-		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test` to test against a real API server")
-	}
-	te := &envtest.Environment{}
-	cfg, err := te.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, te.Stop()) })
-	return cfg, te.KubeConfig
-}
-
-// applyDeploy creates every object of deploy/, in the order of its
-// kustomization.yaml, so that the API server validates them.
-func applyDeploy(t *testing.T, c client.Client) {
-	t.Helper()
-	var kust struct {
-		Resources []string `json:"resources"`
-	}
-	b, err := os.ReadFile(filepath.Join("deploy", "kustomization.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(b, &kust))
-	require.NotEmpty(t, kust.Resources)
-	for _, f := range kust.Resources {
-		b, err := os.ReadFile(filepath.Join("deploy", f))
-		require.NoError(t, err)
-		u := &unstructured.Unstructured{}
-		require.NoError(t, yaml.Unmarshal(b, &u.Object), f)
-		require.NoError(t, c.Create(context.Background(), u), f)
-	}
-}
 
 func testPod(name, node string) *corev1.Pod {
 	return &corev1.Pod{
@@ -98,10 +54,10 @@ const agentUser = "system:serviceaccount:podsweeper:node-agent"
 // The agent against a real API server, with nothing but the permissions
 // deploy/ grants its ServiceAccount.
 func TestAgentAgainstAPIServer(t *testing.T) {
-	cfg, kubeconfig := startAPIServer(t)
+	cfg, kubeconfig := testkube.StartAPIServer(t)
 	admin, err := client.New(cfg, client.Options{})
 	require.NoError(t, err)
-	applyDeploy(t, admin)
+	testkube.ApplyKustomization(t, admin, "deploy")
 	agentCfg := rest.CopyConfig(cfg)
 	agentCfg.Impersonate = rest.ImpersonationConfig{UserName: agentUser}
 
@@ -232,14 +188,14 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	agent := startBinary(t, ctx, kubeconfig, "--node=node-a", "--cri-endpoint="+noRuntime)
 	metricsAddr, probeAddr, logs := agent.metricsAddr, agent.probeAddr, agent.logs
 
-	require.Eventually(t, func() bool { return get(t, "http://"+probeAddr+"/healthz") == "ok" }, 20*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return testkube.Get(t, "http://"+probeAddr+"/healthz") == "ok" }, 20*time.Second, 20*time.Millisecond)
 	require.Eventually(t, func() bool {
-		return strings.Contains(get(t, "http://"+metricsAddr+"/metrics"), k8s.MetricTrackedPUs+" 1\n")
+		return strings.Contains(testkube.Get(t, "http://"+metricsAddr+"/metrics"), k8s.MetricTrackedPUs+" 1\n")
 	}, 20*time.Second, 20*time.Millisecond, "podsweeper_tracked_pus reaches 1; logs:\n%s", logs)
 
 	require.NoError(t, admin.Delete(ctx, pod, client.GracePeriodSeconds(0)))
 	require.Eventually(t, func() bool {
-		return strings.Contains(get(t, "http://"+metricsAddr+"/metrics"), k8s.MetricDestroys+`{reason="PodGone"} 1`)
+		return strings.Contains(testkube.Get(t, "http://"+metricsAddr+"/metrics"), k8s.MetricDestroys+`{reason="PodGone"} 1`)
 	}, 20*time.Second, 20*time.Millisecond, "logs:\n%s", logs)
 	assert.Contains(t, logs.String(), "destroying PU")
 	assert.Contains(t, logs.String(), string(pod.UID))
@@ -257,7 +213,7 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 // runningBinary is the agent's command line running in the test.
 type runningBinary struct {
 	metricsAddr, probeAddr string
-	logs                   *syncBuffer
+	logs                   *testkube.SyncBuffer
 }
 
 // startBinary runs the agent's command line (run) with args, a kubeconfig
@@ -266,7 +222,7 @@ type runningBinary struct {
 func startBinary(t *testing.T, ctx context.Context, kubeconfig []byte, args ...string) runningBinary {
 	t.Helper()
 	path := agentKubeconfig(t, kubeconfig)
-	b := runningBinary{metricsAddr: freeAddr(t), probeAddr: freeAddr(t), logs: &syncBuffer{}}
+	b := runningBinary{metricsAddr: testkube.FreeAddr(t), probeAddr: testkube.FreeAddr(t), logs: &testkube.SyncBuffer{}}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -289,15 +245,7 @@ func startBinary(t *testing.T, ctx context.Context, kubeconfig []byte, args ...s
 // agentKubeconfig writes a kubeconfig that acts as the agent's
 // ServiceAccount and returns its path.
 func agentKubeconfig(t *testing.T, kubeconfig []byte) string {
-	t.Helper()
-	kc, err := clientcmd.Load(kubeconfig)
-	require.NoError(t, err)
-	for _, ai := range kc.AuthInfos {
-		ai.Impersonate = agentUser
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
-	return path
+	return testkube.ImpersonatingKubeconfig(t, kubeconfig, agentUser)
 }
 
 // agentArgsEnv, when set, makes TestAgentHelper run the agent with these
@@ -355,12 +303,12 @@ func testRestart(t *testing.T, admin client.Client, kubeconfig []byte) {
 	// The first agent, in a process of its own: killed once it tracks the
 	// four pods (the journal is its first Observer: what the metrics count
 	// is on disk).
-	metricsAddr := freeAddr(t)
-	first := &syncBuffer{}
+	metricsAddr := testkube.FreeAddr(t)
+	first := &testkube.SyncBuffer{}
 	cmd := startAgent(ctx, t, args(metricsAddr), first)
 	tracked := func(addr string, n int) func() bool {
 		return func() bool {
-			return strings.Contains(get(t, "http://"+addr+"/metrics"), fmt.Sprintf("%s %d\n", k8s.MetricTrackedPUs, n))
+			return strings.Contains(testkube.Get(t, "http://"+addr+"/metrics"), fmt.Sprintf("%s %d\n", k8s.MetricTrackedPUs, n))
 		}
 	}
 	if !assert.Eventually(t, tracked(metricsAddr, 4), 30*time.Second, 10*time.Millisecond, "the first agent tracks the four pods") {
@@ -382,8 +330,8 @@ func testRestart(t *testing.T, admin client.Client, kubeconfig []byte) {
 	}
 
 	// The agent again, in a new process, on the same state file.
-	metricsAddr = freeAddr(t)
-	logs := &syncBuffer{}
+	metricsAddr = testkube.FreeAddr(t)
+	logs := &testkube.SyncBuffer{}
 	second := startAgent(ctx, t, args(metricsAddr), logs)
 	stopped := false
 	stopAgent := func() {
@@ -414,7 +362,7 @@ func testRestart(t *testing.T, admin client.Client, kubeconfig []byte) {
 	// Two more checks of each live PU: still there.
 	checks := func() int {
 		var n int
-		for line := range strings.Lines(get(t, "http://"+metricsAddr+"/metrics")) {
+		for line := range strings.Lines(testkube.Get(t, "http://"+metricsAddr+"/metrics")) {
 			if v, ok := strings.CutPrefix(line, k8s.MetricCheckDuration+"_count "); ok {
 				_, _ = fmt.Sscan(v, &n)
 			}
@@ -423,7 +371,7 @@ func testRestart(t *testing.T, admin client.Client, kubeconfig []byte) {
 	}
 	after := checks()
 	require.Eventually(t, func() bool { return checks() >= after+4 }, 4*interval, 20*time.Millisecond)
-	metrics := get(t, "http://"+metricsAddr+"/metrics")
+	metrics := testkube.Get(t, "http://"+metricsAddr+"/metrics")
 	assert.Contains(t, metrics, k8s.MetricDestroys+`{reason="PodGone"} 2`)
 	assert.True(t, tracked(metricsAddr, 2)(), "the live pods' PUs are tracked; metrics:\n%s", metrics)
 	d := destroyedUIDs(logs.String())
@@ -460,33 +408,6 @@ func destroyedUIDs(logs string) map[string]bool {
 	return out
 }
 
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// get returns the body of url, or "" when it cannot be read yet.
-func get(t *testing.T, url string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return ""
-	}
-	return string(b)
-}
-
 // probe returns the status code and body of url; 0 when it cannot be read yet.
 func probe(t *testing.T, url string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -503,24 +424,6 @@ func probe(t *testing.T, url string) (int, string) {
 		return 0, ""
 	}
 	return resp.StatusCode, string(b)
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // testSecureMetrics runs the agent with its default, secure metrics server:
@@ -555,7 +458,7 @@ func testSecureMetrics(t *testing.T, cfg *rest.Config, admin client.Client, kube
 
 	// A process of its own: run registers its metrics on controller-runtime's
 	// global registry, which the in-process agents of the other tests hold.
-	metricsAddr, logs := freeAddr(t), &syncBuffer{}
+	metricsAddr, logs := testkube.FreeAddr(t), &testkube.SyncBuffer{}
 	cmd := startAgent(ctx, t, []string{"--kubeconfig=" + agentKubeconfig(t, kubeconfig), "--node=node-a", "--cri-endpoint=",
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--sweep-interval=1h", "--workers=2",
 		"--state-file=" + filepath.Join(t.TempDir(), "journal.db")}, logs) // --metrics-secure is on by default

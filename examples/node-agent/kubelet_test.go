@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/internal/testnode"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -46,7 +47,7 @@ const waitLong = 90 * time.Second
 // "destroying PU" log lines) and when.
 func TestAgentOnKubelet(t *testing.T) {
 	c := testnode.StartCluster(t)
-	applyDeploy(t, c.Client)
+	testkube.ApplyKustomization(t, c.Client, "deploy")
 	for _, s := range []struct {
 		name string
 		run  func(*testing.T, *testnode.Cluster)
@@ -155,7 +156,7 @@ type nodeAgent struct {
 // when the test ends; its log is printed if the test failed.
 func startNodeAgent(t *testing.T, c *testnode.Cluster, n *testnode.Node, state string, extra ...string) *nodeAgent {
 	t.Helper()
-	a := &nodeAgent{metricsAddr: freeAddr(t), probeAddr: freeAddr(t), log: &agentLog{}}
+	a := &nodeAgent{metricsAddr: testkube.FreeAddr(t), probeAddr: testkube.FreeAddr(t), log: &agentLog{}}
 	args := append([]string{"--kubeconfig=" + agentKubeconfig(t, c.KubeConfig), "--node=" + n.Name,
 		"--cri-endpoint=" + n.CRIEndpoint, "--state-file=" + state,
 		"--metrics-bind-address=" + a.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=" + a.probeAddr,
@@ -209,7 +210,7 @@ func (a *nodeAgent) kill(t *testing.T) {
 // status returns the agent's status page by PUID: the PUs it tracks, with
 // their sandbox and last check; nil when it cannot be read.
 func (a *nodeAgent) status(t *testing.T) map[string]k8s.PUStatus {
-	body := get(t, "http://"+a.metricsAddr+k8s.StatusPath)
+	body := testkube.Get(t, "http://"+a.metricsAddr+k8s.StatusPath)
 	if body == "" {
 		return nil
 	}
@@ -233,7 +234,7 @@ func (a *nodeAgent) trackedWith(t *testing.T, uid types.UID, sandbox string) boo
 // metric returns the value of the metric line that starts with name (a
 // name and its labels), or -1.
 func (a *nodeAgent) metric(t *testing.T, name string) float64 {
-	for line := range strings.Lines(get(t, "http://"+a.metricsAddr+"/metrics")) {
+	for line := range strings.Lines(testkube.Get(t, "http://"+a.metricsAddr+"/metrics")) {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			var f float64
 			if _, err := fmt.Sscan(v, &f); err == nil {

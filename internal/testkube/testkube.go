@@ -1,0 +1,127 @@
+package testkube
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+)
+
+// StartAPIServer starts a real kube-apiserver and etcd (from
+// KUBEBUILDER_ASSETS, which `make test` sets), stopped when the test ends,
+// and returns an admin's config and kubeconfig. Without them the test is
+// skipped, except under CI=true, where it fails.
+func StartAPIServer(t *testing.T) (*rest.Config, []byte) {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`")
+		}
+		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test` to test against a real API server")
+	}
+	te := &envtest.Environment{}
+	cfg, err := te.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, te.Stop()) })
+	return cfg, te.KubeConfig
+}
+
+// ApplyKustomization creates every object of dir, in the order of its
+// kustomization.yaml's resources, so that the API server validates them.
+func ApplyKustomization(t *testing.T, c client.Client, dir string) {
+	t.Helper()
+	var kust struct {
+		Resources []string `json:"resources"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &kust))
+	require.NotEmpty(t, kust.Resources)
+	for _, f := range kust.Resources {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		require.NoError(t, err)
+		u := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal(b, &u.Object), f)
+		require.NoError(t, c.Create(context.Background(), u), f)
+	}
+}
+
+// ImpersonatingKubeconfig writes kubeconfig, with every user impersonating
+// user (a ServiceAccount's "system:serviceaccount:<ns>:<name>"), to a file
+// of the test's and returns its path: a process run with it has exactly
+// the RBAC of that ServiceAccount.
+func ImpersonatingKubeconfig(t *testing.T, kubeconfig []byte, user string) string {
+	t.Helper()
+	kc, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	for _, ai := range kc.AuthInfos {
+		ai.Impersonate = user
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	return path
+}
+
+// FreeAddr returns a loopback address with a port free a moment ago.
+func FreeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Get returns the body of url when it answers 200 OK within 2 s, and ""
+// otherwise (not serving yet, or failing).
+func Get(t *testing.T, url string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(b)
+}
+
+// SyncBuffer is a bytes.Buffer that a running process's logs (or a
+// logger's goroutines) may write while the test reads it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
