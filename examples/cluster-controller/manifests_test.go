@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"os"
-	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,33 +10,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
-// pinned is an image reference fixed by the digest of its content.
-var pinned = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
-
 func TestDockerfileBaseImagesPinned(t *testing.T) {
-	data, err := os.ReadFile("Dockerfile")
-	require.NoError(t, err)
-	froms := 0
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 || !strings.EqualFold(f[0], "FROM") {
-			continue
-		}
-		froms++
-		assert.Regexp(t, pinned, f[1], "base image not pinned by digest")
-	}
-	assert.Equal(t, 2, froms, "the build stage and the runtime stage")
-}
-
-func readManifest(t *testing.T, name string, into any) {
-	t.Helper()
-	data, err := os.ReadFile("deploy/" + name)
-	require.NoError(t, err)
-	require.NoError(t, yaml.UnmarshalStrict(data, into), name)
+	testkube.AssertBaseImagesPinned(t, "Dockerfile", 2) // the build stage and the runtime stage
 }
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -51,7 +26,7 @@ func env(m map[string]string) func(string) string { return func(k string) string
 // on a volume both replicas share, nothing privileged.
 func TestDeploymentCarriesTheController(t *testing.T) {
 	var d appsv1.Deployment
-	readManifest(t, "deployment.yaml", &d)
+	testkube.ReadManifest(t, "deploy", "deployment.yaml", &d)
 	require.NotNil(t, d.Spec.Replicas)
 	assert.Equal(t, int32(2), *d.Spec.Replicas)
 	spec := d.Spec.Template.Spec
@@ -101,7 +76,7 @@ func TestDeploymentCarriesTheController(t *testing.T) {
 	require.Len(t, spec.Volumes, 1)
 	require.NotNil(t, spec.Volumes[0].PersistentVolumeClaim)
 	var pvc corev1.PersistentVolumeClaim
-	readManifest(t, "pvc.yaml", &pvc)
+	testkube.ReadManifest(t, "deploy", "pvc.yaml", &pvc)
 	assert.Equal(t, pvc.Name, spec.Volumes[0].PersistentVolumeClaim.ClaimName)
 	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, pvc.Spec.AccessModes, "both replicas mount it")
 }
@@ -125,10 +100,10 @@ func rules(rs []rbacv1.PolicyRule, t *testing.T) map[string][]string {
 // own namespace.
 func TestRBACIsLeastPrivilege(t *testing.T) {
 	var cr rbacv1.ClusterRole
-	readManifest(t, "clusterrole.yaml", &cr)
+	testkube.ReadManifest(t, "deploy", "clusterrole.yaml", &cr)
 	assert.Equal(t, map[string][]string{"/pods": {"get", "list", "watch"}}, rules(cr.Rules, t))
 	var role rbacv1.Role
-	readManifest(t, "role.yaml", &role)
+	testkube.ReadManifest(t, "deploy", "role.yaml", &role)
 	assert.Equal(t, "podsweeper-cluster", role.Namespace)
 	assert.Equal(t, map[string][]string{
 		"coordination.k8s.io/leases": {"get", "create", "update"},

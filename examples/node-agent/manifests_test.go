@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,51 +11,30 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/yaml"
-)
 
-// pinned is an image reference fixed by the digest of its content.
-var pinned = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
+	"github.com/podsweeper/podsweeper/internal/testkube"
+)
 
 // TestDockerfileBaseImagesPinned keeps every base image of the agent's image
 // pinned by digest, so a tag moved upstream never changes what ships.
 func TestDockerfileBaseImagesPinned(t *testing.T) {
-	data, err := os.ReadFile("Dockerfile")
-	require.NoError(t, err)
-	froms := 0
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 || !strings.EqualFold(f[0], "FROM") {
-			continue
-		}
-		froms++
-		assert.Regexp(t, pinned, f[1], "base image not pinned by digest")
-	}
-	assert.Equal(t, 2, froms, "the build stage and the runtime stage")
-}
-
-func readManifest(t *testing.T, name string, into any) {
-	t.Helper()
-	data, err := os.ReadFile("deploy/" + name)
-	require.NoError(t, err)
-	require.NoError(t, yaml.UnmarshalStrict(data, into), name)
+	testkube.AssertBaseImagesPinned(t, "Dockerfile", 2) // the build stage and the runtime stage
 }
 
 // TestDaemonSetCarriesTheAgent checks that the DaemonSet runs the agent as
 // the README and the flags describe it: critical priority, every image other
-// than the agent's own pinned by digest, probes on the agent's endpoints, the
+// than the agent's own testkube.Pinned by digest, probes on the agent's endpoints, the
 // journal on the host, and nothing privileged in the agent's container.
 func TestDaemonSetCarriesTheAgent(t *testing.T) {
 	var ds appsv1.DaemonSet
-	readManifest(t, "daemonset.yaml", &ds)
+	testkube.ReadManifest(t, "deploy", "daemonset.yaml", &ds)
 	spec := ds.Spec.Template.Spec
 	assert.Equal(t, "system-node-critical", spec.PriorityClassName)
 	assert.False(t, spec.HostNetwork, "the agent needs no host network")
 	assert.False(t, spec.HostPID)
 
 	for _, c := range spec.InitContainers {
-		assert.Regexp(t, pinned, c.Image, "init container %s", c.Name)
+		assert.Regexp(t, testkube.Pinned, c.Image, "init container %s", c.Name)
 	}
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
@@ -122,7 +98,7 @@ func TestDaemonSetCarriesTheAgent(t *testing.T) {
 // reading pods, and reviewing the tokens of its metrics clients.
 func TestClusterRoleIsLeastPrivilege(t *testing.T) {
 	var role rbacv1.ClusterRole
-	readManifest(t, "clusterrole.yaml", &role)
+	testkube.ReadManifest(t, "deploy", "clusterrole.yaml", &role)
 	got := map[string][]string{}
 	for _, r := range role.Rules {
 		for _, g := range r.APIGroups {
