@@ -23,7 +23,7 @@ func TestDockerfileBaseImagesPinned(t *testing.T) {
 
 // TestDaemonSetCarriesTheAgent checks that the DaemonSet runs the agent as
 // the README and the flags describe it: critical priority, every image other
-// than the agent's own testkube.Pinned by digest, probes on the agent's endpoints, the
+// than the agent's own pinned by digest, probes on the agent's endpoints, the
 // journal on the host, and nothing privileged in the agent's container.
 func TestDaemonSetCarriesTheAgent(t *testing.T) {
 	var ds appsv1.DaemonSet
