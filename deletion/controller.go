@@ -282,6 +282,11 @@ func (c *Controller) Len() int {
 // that the node is given in one place only.
 func (c *Controller) NodeName() string { return c.opts.NodeName }
 
+// DestroyTerminated returns Options.DestroyTerminated: whether the engine
+// destroys the PU of a finished pod whose object remains (row 11). Adapters
+// read it so as not to track such a pod again once its PU is destroyed.
+func (c *Controller) DestroyTerminated() bool { return c.opts.DestroyTerminated }
+
 // SandboxExtractor returns Options.SandboxExtractor, nil when the engine
 // has none. Adapters that need the extractor read it here, so that it is
 // given in one place only.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -430,4 +431,51 @@ func TestPodsWithOwnNetwork(t *testing.T) {
 	assert.False(t, PodsWithOwnNetwork(hostNet), "host network")
 	assert.False(t, PodsWithOwnNetwork(mirror), "mirror pod, even with an empty annotation")
 	assert.False(t, PodsWithOwnNetwork(nil))
+}
+
+// With DestroyTerminated, a finished pod's PU is destroyed once: the updates
+// that follow (its deletion among them) do not track it again, which would
+// destroy it once more each time. Without it, the PU stays tracked.
+func TestHandlerDoesNotTrackAFinishedPodAgain(t *testing.T) {
+	for _, destroyTerminated := range []bool{true, false} {
+		t.Run(fmt.Sprintf("DestroyTerminated=%v", destroyTerminated), func(t *testing.T) {
+			pods := &podStore{}
+			var destroys atomic.Int32
+			c, err := deletion.New(ports.PodGetterFunc(pods.get), ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
+				destroys.Add(1)
+				return nil
+			}), deletion.Options{NodeName: "node-a", SweepInterval: time.Hour, DestroyTerminated: destroyTerminated, Logger: testr.New(t)})
+			require.NoError(t, err)
+			h := &podHandler{engine: c, node: "node-a", finishedGone: c.DestroyTerminated()}
+
+			done := pod("job", "u-job", "node-a", "", "1")
+			done.Status.Phase = corev1.PodSucceeded
+			pods.put(done)
+			h.OnAdd(done, false)
+			c.Sweep(context.Background())
+			if !destroyTerminated {
+				assert.Equal(t, 1, c.Len(), "kept while its object remains")
+				assert.Zero(t, destroys.Load())
+				return
+			}
+			require.Equal(t, int32(1), destroys.Load(), "row 11")
+			require.Zero(t, c.Len())
+
+			deleting := done.DeepCopy()
+			deleting.ResourceVersion = "2"
+			deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			pods.put(deleting)
+			h.OnUpdate(done, deleting)
+			h.OnUpdate(deleting, deleting) // a resync
+			assert.Zero(t, c.Len(), "not tracked again")
+			c.Sweep(context.Background())
+			assert.Equal(t, int32(1), destroys.Load(), "destroyed once")
+
+			replaced := pod("job", "u-job-2", "node-a", "", "3")
+			replaced.Status.Phase = corev1.PodSucceeded
+			pods.put(replaced)
+			h.OnUpdate(deleting, replaced)
+			assert.Equal(t, 1, c.Len(), "a finished pod seen for the first time (another UID) is tracked")
+		})
+	}
 }

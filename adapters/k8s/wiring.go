@@ -194,10 +194,11 @@ func (r *engineRunnable) NeedLeaderElection() bool { return r.leaderElected }
 // then removes the handler.
 func (r *engineRunnable) Start(ctx context.Context) error {
 	h := &podHandler{
-		engine: r.engine,
-		node:   r.engine.NodeName(),
-		filter: r.opts.Filter,
-		log:    r.opts.Logger,
+		engine:       r.engine,
+		node:         r.engine.NodeName(),
+		filter:       r.opts.Filter,
+		finishedGone: r.engine.DestroyTerminated(),
+		log:          r.opts.Logger,
 	}
 	reg, err := r.informer.AddEventHandler(h)
 	if err != nil {
@@ -252,7 +253,13 @@ type podHandler struct {
 	// cluster, bound to a node or not (SetupClusterWithManager).
 	node   string
 	filter func(*corev1.Pod) bool // nil: every pod
-	log    logr.Logger
+	// finishedGone: the engine destroys a finished pod's PU
+	// (deletion.Options.DestroyTerminated), so an update of a finished pod
+	// does not track it again: its PU is destroyed, or will be at the
+	// check its add triggered, and tracking it anew would destroy it once
+	// more at each later update (its deletion included).
+	finishedGone bool
+	log          logr.Logger
 }
 
 var _ toolscache.ResourceEventHandler = (*podHandler)(nil)
@@ -298,7 +305,8 @@ func (h *podHandler) OnAdd(obj any, _ bool) {
 // OnUpdate tracks the new pod if it is bound to the node and the filter
 // accepts it, and triggers a check when the pod changed (its sandbox may
 // have been replaced) or was replaced (another UID, seen after a relist).
-// A resync, which changes nothing, triggers nothing.
+// A resync, which changes nothing, triggers nothing. With the engine's
+// DestroyTerminated, a finished pod seen before is not tracked again.
 func (h *podHandler) OnUpdate(oldObj, newObj any) {
 	pod, ok := h.nodePod(newObj)
 	if !ok {
@@ -312,10 +320,18 @@ func (h *podHandler) OnUpdate(oldObj, newObj any) {
 		}
 		return
 	}
-	h.track(pod)
+	if replaced || !h.finishedGone || !finished(pod) {
+		h.track(pod)
+	}
 	if replaced || old == nil || old.ResourceVersion != pod.ResourceVersion {
 		h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
 	}
+}
+
+// finished reports whether pod's containers have all ended for good
+// (phase Succeeded or Failed), as row 11 of the decision table reads it.
+func finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // OnDelete triggers a check of the pod's PUs; the check reads the pod, finds
