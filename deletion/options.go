@@ -83,7 +83,7 @@ type Options struct {
 	// keeps what it has, but for one thing: an entry tracked without a
 	// sandbox and not yet checked (a pod informer's add) takes the sandbox
 	// the Inventory lists for it, so that a sandbox replaced while the
-	// agent was down is destroyed as changed (row 8) instead of the new
+	// agent was down is destroyed as changed (row 10) instead of the new
 	// one being recorded (row 7). Listing first means that a
 	// PU destroyed by a check cannot come back from a list that answered
 	// after it; the first list thus delays the first check by as long as

@@ -74,7 +74,7 @@ func (c *Controller) trackAll(pus []Entry) (restored, skipped int) {
 // checked: one tracked without a sandbox (a pod informer's add) before
 // Start listed the Inventory. Without it, the first check would record the
 // pod's current sandbox (row 7), and a sandbox replaced while the agent was
-// down would never be seen as changed (row 8). It reports whether it did.
+// down would never be seen as changed (row 10). It reports whether it did.
 func (c *Controller) adoptListed(pu Entry) bool {
 	if pu.SandboxID == "" {
 		return false
