@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,31 +44,8 @@ func TestDeploymentCarriesTheController(t *testing.T) {
 	}
 	assert.True(t, envs["POD_NAMESPACE"], "the Lease's namespace is the pod's")
 
-	probe := func(p *corev1.Probe, path string) {
-		t.Helper()
-		require.NotNil(t, p)
-		require.NotNil(t, p.HTTPGet)
-		assert.Equal(t, path, p.HTTPGet.Path)
-		assert.Equal(t, "probes", p.HTTPGet.Port.StrVal)
-	}
-	probe(c.StartupProbe, "/healthz")
-	probe(c.LivenessProbe, "/healthz")
-	probe(c.ReadinessProbe, "/readyz")
-	var probePort int32
-	for _, p := range c.Ports {
-		if p.Name == "probes" {
-			probePort = p.ContainerPort
-		}
-	}
-	assert.Equal(t, cfg.probeAddr, ":"+strconv.Itoa(int(probePort)))
-
-	sc := c.SecurityContext
-	require.NotNil(t, sc)
-	assert.False(t, *sc.AllowPrivilegeEscalation)
-	assert.True(t, *sc.ReadOnlyRootFilesystem)
-	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
-	require.NotNil(t, spec.SecurityContext.RunAsNonRoot)
-	assert.True(t, *spec.SecurityContext.RunAsNonRoot)
+	testkube.AssertProbes(t, c, cfg.probeAddr)
+	testkube.AssertUnprivileged(t, spec, c)
 
 	require.Len(t, c.VolumeMounts, 1)
 	assert.Equal(t, cfg.puDir, c.VolumeMounts[0].MountPath, "--pu-dir is the shared volume")

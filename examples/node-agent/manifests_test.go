@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -53,33 +52,8 @@ func TestDaemonSetCarriesTheAgent(t *testing.T) {
 	}
 	assert.True(t, env["NODE_NAME"], "--node comes from the pod's node")
 
-	probe := func(p *corev1.Probe, path string) {
-		t.Helper()
-		require.NotNil(t, p)
-		require.NotNil(t, p.HTTPGet)
-		assert.Equal(t, path, p.HTTPGet.Path)
-		assert.Equal(t, "probes", p.HTTPGet.Port.StrVal)
-	}
-	probe(c.StartupProbe, "/healthz")
-	probe(c.LivenessProbe, "/healthz")
-	probe(c.ReadinessProbe, "/readyz")
-	var probePort int32
-	for _, p := range c.Ports {
-		if p.Name == "probes" {
-			probePort = p.ContainerPort
-		}
-	}
-	assert.Equal(t, cfg.probeAddr, ":"+strconv.Itoa(int(probePort)), "the probe port is the one the agent listens on")
-
-	sc := c.SecurityContext
-	require.NotNil(t, sc)
-	assert.False(t, *sc.AllowPrivilegeEscalation)
-	assert.True(t, *sc.ReadOnlyRootFilesystem)
-	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
-	assert.Empty(t, sc.Capabilities.Add)
-	assert.Nil(t, sc.Privileged)
-	require.NotNil(t, spec.SecurityContext.RunAsNonRoot)
-	assert.True(t, *spec.SecurityContext.RunAsNonRoot)
+	testkube.AssertProbes(t, c, cfg.probeAddr)
+	testkube.AssertUnprivileged(t, spec, c)
 
 	mounts := map[string]corev1.VolumeMount{}
 	for _, m := range c.VolumeMounts {
