@@ -121,6 +121,9 @@ type Node struct {
 	services *fakeremote.RemoteRuntime
 	// graceful makes StopContainer take the grace period it is given.
 	graceful atomic.Bool
+	// stopWait is the grace period, in seconds, of the last StopContainer
+	// that waited for it.
+	stopWait atomic.Int64
 
 	mu     sync.Mutex
 	server *grpc.Server // nil while stopped
@@ -509,7 +512,7 @@ func (n *Node) StartRuntime(t *testing.T) {
 	l, err := net.Listen("unix", path)
 	require.NoError(t, err)
 	s := grpc.NewServer()
-	runtimeapi.RegisterRuntimeServiceServer(s, runtimeServer{n.services, &n.graceful})
+	runtimeapi.RegisterRuntimeServiceServer(s, runtimeServer{n.services, &n.graceful, &n.stopWait})
 	runtimeapi.RegisterImageServiceServer(s, n.services)
 	go func() { _ = s.Serve(l) }()
 	n.server = s
@@ -522,11 +525,18 @@ func (n *Node) StartRuntime(t *testing.T) {
 // terminating for that long.
 func (n *Node) StopTakesGracePeriod(on bool) { n.graceful.Store(on) }
 
+// LastGracePeriod returns the grace period the last container stopped with
+// StopTakesGracePeriod on was given by the kubelet, and waited for; 0 if
+// none. The kubelet gives the pod's deletion grace period, or its minimum of
+// 2 s when it computes less.
+func (n *Node) LastGracePeriod() time.Duration { return time.Duration(n.stopWait.Load()) * time.Second }
+
 // runtimeServer is the fake runtime whose StopContainer may take the grace
 // period.
 type runtimeServer struct {
 	*fakeremote.RemoteRuntime
 	graceful *atomic.Bool
+	stopWait *atomic.Int64
 }
 
 // StopContainer waits for the request's timeout (the grace period, in
@@ -536,6 +546,7 @@ func (s runtimeServer) StopContainer(ctx context.Context, req *runtimeapi.StopCo
 		t := time.NewTimer(time.Duration(req.Timeout) * time.Second)
 		select {
 		case <-t.C:
+			s.stopWait.Store(req.Timeout)
 		case <-ctx.Done():
 			t.Stop()
 		}
