@@ -118,7 +118,7 @@ var (
 )
 
 // benchStartEngine runs c until the benchmark ends.
-func benchStartEngine(b *testing.B, c *deletion.Controller) {
+func benchStartEngine(b *testing.B, c *deletion.Engine) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -153,7 +153,7 @@ func benchSeedLen(b *testing.B, s *seedref.Controller) int {
 	return n
 }
 
-func benchNewEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletion.Controller {
+func benchNewEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletion.Engine {
 	b.Helper()
 	opts.SandboxExtractor = w
 	opts.NodeName = benchNode
@@ -167,7 +167,7 @@ func benchNewEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletio
 
 // benchNewClusterEngine returns an engine as a cluster-wide controller
 // runs it: no node, no SandboxExtractor.
-func benchNewClusterEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletion.Controller {
+func benchNewClusterEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletion.Engine {
 	b.Helper()
 	opts.Logger = quiet()
 	c, err := deletion.New(w, w, opts)
@@ -219,7 +219,7 @@ var benchDecideSink deletion.Verdict
 // engine makes for a live pod (the first answers AskSandbox).
 func BenchmarkDecide(b *testing.B) {
 	key := benchKey(1)
-	e := deletion.Entry{PUID: "uid-1", Pod: key, SandboxID: "sb-1"}
+	e := ports.PU{PUID: "uid-1", Pod: key, SandboxID: "sb-1"}
 	live := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "uid-1"},
 		Spec:       corev1.PodSpec{NodeName: benchNode},
@@ -254,10 +254,10 @@ func BenchmarkDecide(b *testing.B) {
 }
 
 // benchEntries returns n distinct entries, made before the timer runs.
-func benchEntries(n int) []deletion.Entry {
-	out := make([]deletion.Entry, n)
+func benchEntries(n int) []ports.PU {
+	out := make([]ports.PU, n)
 	for i := range out {
-		out[i] = deletion.Entry{PUID: fmt.Sprintf("uid-%08d", i), Pod: benchKey(i), SandboxID: fmt.Sprintf("sb-%08d", i)}
+		out[i] = ports.PU{PUID: fmt.Sprintf("uid-%08d", i), Pod: benchKey(i), SandboxID: fmt.Sprintf("sb-%08d", i)}
 	}
 	return out
 }
@@ -368,7 +368,7 @@ func BenchmarkTriggerPod(b *testing.B) {
 			}
 			benchStartEngine(b, c)
 			benchTrigger(b, w, n, func(key types.NamespacedName) { c.TriggerPod(key) },
-				func(e deletion.Entry) {
+				func(e ports.PU) {
 					if err := c.Track(e); err != nil {
 						b.Fatal(err)
 					}
@@ -386,7 +386,7 @@ func BenchmarkTriggerPod(b *testing.B) {
 				runtime.Gosched()
 			}
 			benchTrigger(b, w, n, func(types.NamespacedName) { s.ReconcileCh() <- struct{}{} },
-				func(e deletion.Entry) {
+				func(e ports.PU) {
 					s.DeleteCh() <- seedref.Event{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID}
 				}, func() { benchSeedLen(b, s) })
 		})
@@ -396,7 +396,7 @@ func BenchmarkTriggerPod(b *testing.B) {
 // benchTrigger is the loop of BenchmarkTriggerPod: trigger asks for a check
 // of the deleted pod, track replaces its entry, settle waits for the end of
 // the check's pass.
-func benchTrigger(b *testing.B, w *benchWorld, n int, trigger func(types.NamespacedName), track func(deletion.Entry), settle func()) {
+func benchTrigger(b *testing.B, w *benchWorld, n int, trigger func(types.NamespacedName), track func(ports.PU), settle func()) {
 	b.Helper()
 	var toDestroy time.Duration
 	gets := int64(0)
@@ -420,7 +420,7 @@ func benchTrigger(b *testing.B, w *benchWorld, n int, trigger func(types.Namespa
 
 		b.StopTimer()
 		gen++
-		e := deletion.Entry{PUID: fmt.Sprintf("uid-%d-%d", i%n, gen), Pod: key, SandboxID: fmt.Sprintf("sb-%d-%d", i%n, gen)}
+		e := ports.PU{PUID: fmt.Sprintf("uid-%d-%d", i%n, gen), Pod: key, SandboxID: fmt.Sprintf("sb-%d-%d", i%n, gen)}
 		w.put(key, e.PUID, e.SandboxID)
 		track(e)
 		b.StartTimer()
@@ -440,7 +440,7 @@ func BenchmarkDrain(b *testing.B) {
 		w.getLatency, w.destroyLatency = 2*time.Millisecond, 20*time.Millisecond
 		return w
 	}
-	run := func(b *testing.B, w *benchWorld, track func(deletion.Entry), drain func([]types.NamespacedName)) {
+	run := func(b *testing.B, w *benchWorld, track func(ports.PU), drain func([]types.NamespacedName)) {
 		keys := make([]types.NamespacedName, pods)
 		for i := range keys {
 			keys[i] = benchKey(i)
@@ -449,7 +449,7 @@ func BenchmarkDrain(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			for j, key := range keys {
-				e := deletion.Entry{PUID: fmt.Sprintf("uid-%d-%d", j, i), Pod: key, SandboxID: fmt.Sprintf("sb-%d-%d", j, i)}
+				e := ports.PU{PUID: fmt.Sprintf("uid-%d-%d", j, i), Pod: key, SandboxID: fmt.Sprintf("sb-%d-%d", j, i)}
 				w.put(key, e.PUID, e.SandboxID)
 				track(e)
 			}
@@ -467,7 +467,7 @@ func BenchmarkDrain(b *testing.B) {
 			w := newWorld()
 			c := benchNewEngine(b, w, deletion.Options{SweepInterval: time.Hour, Workers: workers})
 			benchStartEngine(b, c)
-			run(b, w, func(e deletion.Entry) {
+			run(b, w, func(e ports.PU) {
 				if err := c.Track(e); err != nil {
 					b.Fatal(err)
 				}
@@ -482,7 +482,7 @@ func BenchmarkDrain(b *testing.B) {
 		w := newWorld()
 		s := seedref.New(w, w, seedref.Options{SandboxExtractor: w, TickerPeriod: time.Hour})
 		benchStartSeed(b, s)
-		run(b, w, func(e deletion.Entry) {
+		run(b, w, func(e ports.PU) {
 			s.DeleteCh() <- seedref.Event{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID}
 		}, func([]types.NamespacedName) {
 			for benchSeedLen(b, s) != pods {
@@ -553,7 +553,7 @@ func BenchmarkSteadyState(b *testing.B) {
 	} {
 		b.Run("scale="+sc.name+"/engine", func(b *testing.B) {
 			w := newBenchWorld(1)
-			var c *deletion.Controller
+			var c *deletion.Engine
 			if sc.clusterWide {
 				c = benchNewClusterEngine(b, w, deletion.Options{SweepInterval: sc.interval, Workers: clusterWorkers})
 			} else {
@@ -616,7 +616,7 @@ const clusterWorkers = 16
 
 // benchClusterWorld returns a world of clusterPUs live pods and their
 // entries, with room for destroyBuffer destroys.
-func benchClusterWorld(destroyBuffer int) (*benchWorld, []deletion.Entry) {
+func benchClusterWorld(destroyBuffer int) (*benchWorld, []ports.PU) {
 	w := newBenchWorld(destroyBuffer)
 	entries := benchEntries(clusterPUs)
 	for i, e := range entries {
@@ -703,7 +703,7 @@ func benchTriggerAll(b *testing.B, w *benchWorld, trigger func(), settle func())
 // it runs only with -bench.slowseed.
 func BenchmarkClusterDrain(b *testing.B) {
 	const deleted = 10_000
-	run := func(b *testing.B, w *benchWorld, entries []deletion.Entry, track func(deletion.Entry), drain func([]types.NamespacedName)) {
+	run := func(b *testing.B, w *benchWorld, entries []ports.PU, track func(ports.PU), drain func([]types.NamespacedName)) {
 		keys := make([]types.NamespacedName, deleted)
 		for i := range keys {
 			keys[i] = entries[i*(clusterPUs/deleted)].Pod // spread over the cluster
@@ -716,7 +716,7 @@ func BenchmarkClusterDrain(b *testing.B) {
 				b.StopTimer()
 				s0 := cpuTime(b)
 				for j, key := range keys {
-					e := deletion.Entry{PUID: fmt.Sprintf("uid-%d-%d", j, i), Pod: key}
+					e := ports.PU{PUID: fmt.Sprintf("uid-%d-%d", j, i), Pod: key}
 					w.put(key, e.PUID, "")
 					track(e)
 				}
@@ -733,7 +733,7 @@ func BenchmarkClusterDrain(b *testing.B) {
 		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s-to-last-destroy")
 		b.ReportMetric((cpuTime(b)-c0-setup).Seconds()/float64(b.N), "cpu-s/op")
 	}
-	newWorld := func() (*benchWorld, []deletion.Entry) {
+	newWorld := func() (*benchWorld, []ports.PU) {
 		w, entries := benchClusterWorld(deleted)
 		w.getLatency, w.destroyLatency = 2*time.Millisecond, 20*time.Millisecond
 		return w, entries
@@ -749,7 +749,7 @@ func BenchmarkClusterDrain(b *testing.B) {
 		}
 		perPU := (float64(heapAlloc()) - float64(before)) / clusterPUs
 		benchStartEngine(b, c)
-		run(b, w, entries, func(e deletion.Entry) {
+		run(b, w, entries, func(e ports.PU) {
 			if err := c.Track(e); err != nil {
 				b.Fatal(err)
 			}
@@ -775,7 +775,7 @@ func BenchmarkClusterDrain(b *testing.B) {
 			runtime.Gosched()
 		}
 		perPU := (float64(heapAlloc()) - float64(before)) / clusterPUs
-		run(b, w, entries, func(e deletion.Entry) {
+		run(b, w, entries, func(e ports.PU) {
 			s.DeleteCh() <- seedref.Event{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID}
 		}, func([]types.NamespacedName) {
 			s.ReconcileCh() <- struct{}{}

@@ -51,7 +51,7 @@ func badGetter(pod *corev1.Pod, err error) ports.PodGetter {
 func TestBadInputTrackWithEmptyFields(t *testing.T) {
 	c, err := deletion.New(badGetter(nil, ports.ErrPodNotFound), &badRecorder{}, deletion.Options{})
 	require.NoError(t, err)
-	for name, e := range map[string]deletion.Entry{
+	for name, e := range map[string]ports.PU{
 		"zero entry":      {},
 		"no PUID":         {Pod: badKey, SandboxID: "s1"},
 		"no pod name":     {PUID: "uid-1", Pod: types.NamespacedName{Namespace: "default"}},
@@ -62,7 +62,7 @@ func TestBadInputTrackWithEmptyFields(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := c.Track(e)
-			require.ErrorIs(t, err, deletion.ErrInvalidEntry)
+			require.ErrorIs(t, err, deletion.ErrInvalidPU)
 			assert.Contains(t, err.Error(), "required")
 		})
 	}
@@ -92,7 +92,7 @@ func TestBadInputPortAnswers(t *testing.T) {
 			rec := &badRecorder{}
 			c, err := deletion.New(tc.getter, rec, deletion.Options{SandboxExtractor: tc.sandbox})
 			require.NoError(t, err)
-			require.NoError(t, c.Track(deletion.Entry{PUID: "uid-1", Pod: badKey, SandboxID: "s1"}))
+			require.NoError(t, c.Track(ports.PU{PUID: "uid-1", Pod: badKey, SandboxID: "s1"}))
 			c.Sweep(context.Background())
 			if tc.want == "" {
 				assert.Empty(t, rec.got())
@@ -121,7 +121,7 @@ func TestBadInputNilPoliciesAndRequeuers(t *testing.T) {
 		Logger:           quiet(),
 	})
 	require.NoError(t, err)
-	require.NoError(t, c.Track(deletion.Entry{PUID: "uid-1", Pod: badKey, SandboxID: "s1"}))
+	require.NoError(t, c.Track(ports.PU{PUID: "uid-1", Pod: badKey, SandboxID: "s1"}))
 	c.Sweep(context.Background())
 	assert.Len(t, rec.got(), 1, "a panicking Requeuer does not undo the destroy")
 	assert.Zero(t, c.Len())
@@ -131,7 +131,7 @@ func TestBadInputAbsurdOptions(t *testing.T) {
 	getter, policy := badGetter(nil, ports.ErrPodNotFound), &badRecorder{}
 	for name, o := range map[string]deletion.Options{
 		"SweepInterval":                       {SweepInterval: -time.Second},
-		"ItemTimeout":                         {ItemTimeout: -1},
+		"CheckTimeout":                        {CheckTimeout: -1},
 		"RetryMinDelay":                       {RetryMinDelay: -time.Millisecond},
 		"RetryMaxDelay":                       {RetryMaxDelay: math.MinInt64},
 		"ShutdownTimeout":                     {ShutdownTimeout: -time.Hour},
@@ -185,7 +185,7 @@ func TestBadInputZeroWorkersMeansFour(t *testing.T) {
 	c, err := deletion.New(getter, &badRecorder{}, deletion.Options{Workers: 0})
 	require.NoError(t, err)
 	for i := range 10 {
-		require.NoError(t, c.Track(deletion.Entry{PUID: string(rune('a' + i)), Pod: badKey}))
+		require.NoError(t, c.Track(ports.PU{PUID: string(rune('a' + i)), Pod: badKey}))
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); c.Sweep(context.Background()) }()
@@ -207,7 +207,7 @@ func TestBadInputHugeSweepInterval(t *testing.T) {
 		})
 		c, err := deletion.New(getter, &badRecorder{}, deletion.Options{SweepInterval: math.MaxInt64, Logger: quiet()})
 		require.NoError(t, err)
-		require.NoError(t, c.Track(deletion.Entry{PUID: "uid-1", Pod: badKey}))
+		require.NoError(t, c.Track(ports.PU{PUID: "uid-1", Pod: badKey}))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- c.Start(ctx) }()
@@ -229,7 +229,7 @@ func TestBadInputEmptyPod(t *testing.T) {
 	rec := &badRecorder{}
 	c, err := deletion.New(badGetter(&corev1.Pod{}, nil), rec, deletion.Options{})
 	require.NoError(t, err)
-	require.NoError(t, c.Track(deletion.Entry{PUID: "uid-1", Pod: badKey, SandboxID: "s1"}))
+	require.NoError(t, c.Track(ports.PU{PUID: "uid-1", Pod: badKey, SandboxID: "s1"}))
 	c.Sweep(context.Background())
 	assert.Empty(t, rec.got())
 	assert.Equal(t, 1, c.Len())
@@ -241,7 +241,7 @@ func TestBadInputStartAndSweepWithDoneContexts(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	c, err := deletion.New(badGetter(nil, ports.ErrPodNotFound), &badRecorder{}, deletion.Options{})
 	require.NoError(t, err)
-	require.NoError(t, c.Track(deletion.Entry{PUID: "uid-1", Pod: badKey}))
+	require.NoError(t, c.Track(ports.PU{PUID: "uid-1", Pod: badKey}))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	c.Sweep(ctx)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -30,7 +31,7 @@ var chaosDuration = flag.Duration("chaos.duration", 0,
 const (
 	chaosNode      = "node-a"
 	chaosOtherNode = "node-b"
-	chaosTimeout   = 20 * time.Millisecond  // ItemTimeout of the engine under test
+	chaosTimeout   = 20 * time.Millisecond  // CheckTimeout of the engine under test
 	chaosCacheLag  = 300 * time.Millisecond // how far the engine's PodGetter is behind the truth
 )
 
@@ -53,7 +54,7 @@ type chaosPU struct {
 // agent that tracks a PU for every pod on its node. It checks invariants
 // (a) and (c) at every DestroyPU.
 type chaosWorld struct {
-	c      *deletion.Controller
+	c      *deletion.Engine
 	faults atomic.Bool
 	// release ends the hangs of GetPod calls that ignore their context.
 	release chan struct{}
@@ -285,16 +286,16 @@ func (w *chaosWorld) Observe(ev deletion.Event) {
 	case deletion.EventTracked:
 		w.acct.Lock()
 		defer w.acct.Unlock()
-		if old := w.current[ev.Entry.PUID]; old != nil && old.successes == 0 {
-			w.violateLocked("%s tracked again while its entry was never destroyed", ev.Entry.PUID)
+		if old := w.current[ev.PU.PUID]; old != nil && old.successes == 0 {
+			w.violateLocked("%s tracked again while its entry was never destroyed", ev.PU.PUID)
 		}
-		pu := &chaosPU{puid: ev.Entry.PUID, pod: ev.Entry.Pod, tracked: ev.Entry.SandboxID}
+		pu := &chaosPU{puid: ev.PU.PUID, pod: ev.PU.Pod, tracked: ev.PU.SandboxID}
 		w.current[pu.puid] = pu
 		w.all = append(w.all, pu)
 	case deletion.EventAbandoned:
 		w.acct.Lock()
 		defer w.acct.Unlock()
-		w.violateLocked("(b) %s abandoned after %d attempts: %v", ev.Entry.PUID, ev.Attempt, ev.Err)
+		w.violateLocked("(b) %s abandoned after %d attempts: %v", ev.PU.PUID, ev.DestroyCalls, ev.Err)
 	case deletion.EventVetoed:
 		w.vetoes.Add(1)
 	}
@@ -321,7 +322,7 @@ func (w *chaosWorld) track(key types.NamespacedName, maybeUnknown bool) error {
 	if maybeUnknown && rand.IntN(5) == 0 {
 		sb = ""
 	}
-	return w.c.Track(deletion.Entry{PUID: p.uid, Pod: key, SandboxID: sb})
+	return w.c.Track(ports.PU{PUID: p.uid, Pod: key, SandboxID: sb})
 }
 
 // mutate changes the pod at key at random; the agent hears of it most of
@@ -363,8 +364,8 @@ func (w *chaosWorld) mutate(key types.NamespacedName) {
 // settled returns what keeps the engine's state from matching the cluster
 // once the faults have stopped: invariant (b).
 func (w *chaosWorld) settled() []string {
-	pending := map[string]deletion.Entry{}
-	for _, e := range w.c.Pending() {
+	pending := map[string]ports.PU{}
+	for _, e := range inspect.PUs(w.c) {
 		pending[e.PUID] = e
 	}
 	w.mu.Lock()
@@ -457,7 +458,7 @@ func TestChaos(t *testing.T) {
 		Confirmer:        w, // the cache lags: without the Confirmer, (a) breaks at once
 		NodeName:         chaosNode,
 		SweepInterval:    300 * time.Millisecond,
-		ItemTimeout:      chaosTimeout,
+		CheckTimeout:     chaosTimeout,
 		Workers:          16,
 		RetryMinDelay:    time.Millisecond,
 		RetryMaxDelay:    50 * time.Millisecond,

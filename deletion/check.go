@@ -16,9 +16,9 @@ import (
 // errNoPod stands for a GetPod answer with neither a pod nor an error.
 var errNoPod = errors.New("GetPod returned a nil pod and a nil error")
 
-// check runs one check of the claimed entry e under ctx and carries out the
+// check runs one check of the claimed record e under ctx and carries out the
 // verdict, but the requeue of row 10, which it leaves to run.
-func (c *Controller) check(ctx context.Context, e *entry) result {
+func (c *Engine) check(ctx context.Context, e *record) result {
 	v, pod, err := c.decide(ctx, c.getter, "GetPod", true, e)
 	var r result
 	if v.Action == Destroy && c.confirmer != nil && v.Row != 10 {
@@ -29,7 +29,7 @@ func (c *Controller) check(ctx context.Context, e *entry) result {
 				log.Info("destroy not confirmed; keeping PU", "puID", e.PUID, "pod", e.Pod.String(),
 					"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
 			}
-			c.observe(Event{Kind: EventVetoed, Entry: e.Entry, Verdict: cv, Reason: v.Reason, Err: cerr})
+			c.observe(Event{Kind: EventVetoed, PU: e.PU, Verdict: cv, Reason: v.Reason, Err: cerr})
 		}
 		v, pod, err = cv, cpod, cerr
 	}
@@ -40,7 +40,7 @@ func (c *Controller) check(ctx context.Context, e *entry) result {
 		e.SandboxID = v.SandboxID
 		c.mu.Unlock()
 		c.log.V(1).Info("sandbox recorded", "puID", e.PUID, "pod", e.Pod.String(), "sandboxID", v.SandboxID)
-		c.observe(Event{Kind: EventAdopted, Entry: e.Entry, Verdict: v})
+		c.observe(Event{Kind: EventAdopted, PU: e.PU, Verdict: v})
 	case Destroy:
 		c.destroy(ctx, e, v, pod, &r)
 	default:
@@ -56,7 +56,7 @@ func (c *Controller) check(ctx context.Context, e *entry) result {
 // the pod, and the error that kept the PU, if any; primary is false for the
 // Confirmer, whose failures EventVetoed reports. A port's answer that
 // arrives after the check's deadline counts as a failure.
-func (c *Controller) decide(ctx context.Context, getter ports.PodGetter, name string, primary bool, e *entry) (Verdict, *corev1.Pod, error) {
+func (c *Engine) decide(ctx context.Context, getter ports.PodGetter, name string, primary bool, e *record) (Verdict, *corev1.Pod, error) {
 	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: c.extractor != nil}
 	o.Pod, o.Err = getPod(ctx, getter, e.Pod)
 	switch {
@@ -74,15 +74,15 @@ func (c *Controller) decide(ctx context.Context, getter ports.PodGetter, name st
 		err = o.Err
 		c.portFailed(port, e, err, "getting pod failed; keeping PU")
 		if primary {
-			c.observe(Event{Kind: EventGetFailed, Entry: e.Entry, Err: err})
+			c.observe(Event{Kind: EventGetFailed, PU: e.PU, Err: err})
 		}
 	}
-	v := Decide(e.Entry, o)
+	v := Decide(e.PU, o)
 	if v.Row == 2 && o.Err == nil {
 		err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", name, o.Pod.Namespace, o.Pod.Name, o.Pod.UID)
 		c.portFailed(port, e, err, "keeping PU")
 		if primary {
-			c.observe(Event{Kind: EventGetFailed, Entry: e.Entry, Err: err})
+			c.observe(Event{Kind: EventGetFailed, PU: e.PU, Err: err})
 		}
 	}
 	if v.Action != AskSandbox {
@@ -97,14 +97,14 @@ func (c *Controller) decide(ctx context.Context, getter ports.PodGetter, name st
 		err = o.SandboxErr
 		c.portFailed(portSandboxID, e, err, "getting sandbox failed; keeping PU")
 	}
-	return Decide(e.Entry, o), o.Pod, err
+	return Decide(e.PU, o), o.Pod, err
 }
 
 // destroy calls DestroyPU for the verdict v and deals with its outcome: a
-// success or the last failure removes the entry (and sets r.requeue for
+// success or the last failure removes the record (and sets r.requeue for
 // row 10), any other failure sets r.retryAt. Nothing is called for an
-// entry Untrack removed meanwhile.
-func (c *Controller) destroy(ctx context.Context, e *entry, v Verdict, pod *corev1.Pod, r *result) {
+// record Untrack removed meanwhile.
+func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.Pod, r *result) {
 	c.mu.Lock()
 	if e.state == removed {
 		c.mu.Unlock()
@@ -129,7 +129,7 @@ func (c *Controller) destroy(ctx context.Context, e *entry, v Verdict, pod *core
 		c.mu.Unlock()
 		c.log.Info("PU destroyed", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID, "row", v.Row)
 		if !untracked { // else its EventUntracked ended it for the Observer
-			c.observe(Event{Kind: EventDestroyed, Entry: ev.PU(), Reason: ev.Reason, Duration: goneFor, Attempt: calls})
+			c.observe(Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason, DestroyDelay: goneFor, DestroyCalls: calls})
 		}
 		if v.Requeue {
 			r.requeue = pod
@@ -149,7 +149,7 @@ func (c *Controller) destroy(ctx context.Context, e *entry, v Verdict, pod *core
 	}
 	c.mu.Unlock()
 
-	c.observe(Event{Kind: EventDestroyFailed, Entry: ev.PU(), Reason: ev.Reason, Attempt: attempts, Err: err, Next: c.timeOf(r.retryAt)})
+	c.observe(Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err, Next: c.timeOf(r.retryAt)})
 	switch {
 	case untracked:
 		c.portFailed(portDestroyPU, e, err, "destroying PU failed; it was untracked meanwhile, so it is not retried")
@@ -157,7 +157,7 @@ func (c *Controller) destroy(ctx context.Context, e *entry, v Verdict, pod *core
 		c.log.Error(err, "destroying PU failed for the last time; dropping it, the policy engine may still hold it",
 			"puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID,
 			"attempts", attempts, "permanent", ports.IsPermanent(err))
-		c.observe(Event{Kind: EventAbandoned, Entry: ev.PU(), Reason: ev.Reason, Attempt: attempts, Err: err})
+		c.observe(Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err})
 		if v.Requeue {
 			r.requeue = pod
 		}
@@ -168,7 +168,7 @@ func (c *Controller) destroy(ctx context.Context, e *entry, v Verdict, pod *core
 
 // backoff returns the wait after the attempts-th failed destroy:
 // RetryMinDelay doubling at each failure, at most RetryMaxDelay.
-func (c *Controller) backoff(attempts int) time.Duration {
+func (c *Engine) backoff(attempts int) time.Duration {
 	d := c.opts.RetryMinDelay
 	for i := 1; i < attempts && d < c.opts.RetryMaxDelay; i++ {
 		d *= 2
@@ -177,11 +177,11 @@ func (c *Controller) backoff(attempts int) time.Duration {
 }
 
 // requeue hands the live pod to the Requeuer under a deadline of its own.
-func (c *Controller) requeue(parent context.Context, e *entry, pod *corev1.Pod) {
+func (c *Engine) requeue(parent context.Context, e *record, pod *corev1.Pod) {
 	if c.requeuer == nil || pod == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(parent, c.opts.ItemTimeout)
+	ctx, cancel := context.WithTimeout(parent, c.opts.CheckTimeout)
 	defer cancel()
 	err := func() (err error) {
 		defer recovered("Requeue", &err)
@@ -197,12 +197,12 @@ func getPod(ctx context.Context, getter ports.PodGetter, key types.NamespacedNam
 	return getter.GetPod(ctx, key)
 }
 
-func (c *Controller) sandboxID(ctx context.Context, pod *corev1.Pod) (id string, err error) {
+func (c *Engine) sandboxID(ctx context.Context, pod *corev1.Pod) (id string, err error) {
 	defer recovered("SandboxID", &err)
 	return c.extractor.SandboxID(ctx, pod)
 }
 
-func (c *Controller) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error) {
+func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error) {
 	defer recovered("DestroyPU", &err)
 	return c.policy.DestroyPU(ctx, ev)
 }

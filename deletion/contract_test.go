@@ -21,10 +21,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/mocks"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -73,7 +75,7 @@ func getterOf(pod *corev1.Pod, err error) ports.PodGetter {
 	return ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return pod, err })
 }
 
-func newQuiet(t *testing.T, getter ports.PodGetter, policy ports.PolicyHandler, opts deletion.Options) *deletion.Controller {
+func newQuiet(t *testing.T, getter ports.PodGetter, policy ports.PolicyHandler, opts deletion.Options) *deletion.Engine {
 	t.Helper()
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = quiet()
@@ -279,7 +281,7 @@ func TestATransientFailureNeverGivesUp(t *testing.T) {
 			RetryMinDelay: time.Millisecond, RetryMaxDelay: 10 * time.Millisecond, Observer: evs,
 		})
 		for i := range 50 {
-			require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+			require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
 		}
 		startEngine(t, c)
 		time.Sleep(time.Hour)
@@ -324,7 +326,7 @@ func TestUntrack(t *testing.T) {
 		assert.Zero(t, c.Len())
 		untracked := evs.kinds(deletion.EventUntracked)
 		require.Len(t, untracked, 1)
-		assert.Equal(t, entryWith("sb1"), untracked[0].Entry)
+		assert.Equal(t, entryWith("sb1"), untracked[0].PU)
 
 		require.NoError(t, c.Track(entryWith("sb2")))
 		st := c.Status()
@@ -378,10 +380,10 @@ func TestStatus(t *testing.T) {
 		rec := &recorder{}
 		rec.setFail(errBoom)
 		c := newQuiet(t, getter, rec, deletion.Options{RetryMinDelay: 10 * time.Second, RetryMaxDelay: time.Minute})
-		require.NoError(t, c.Track(deletion.Entry{PUID: "c", Pod: types.NamespacedName{Namespace: "default", Name: "c"}}))
+		require.NoError(t, c.Track(ports.PU{PUID: "c", Pod: types.NamespacedName{Namespace: "default", Name: "c"}}))
 		time.Sleep(time.Second)
-		require.NoError(t, c.Track(deletion.Entry{PUID: "b", Pod: types.NamespacedName{Namespace: "default", Name: "b"}}))
-		require.NoError(t, c.Track(deletion.Entry{PUID: "a", Pod: types.NamespacedName{Namespace: "default", Name: "a"}}))
+		require.NoError(t, c.Track(ports.PU{PUID: "b", Pod: types.NamespacedName{Namespace: "default", Name: "b"}}))
+		require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: types.NamespacedName{Namespace: "default", Name: "a"}}))
 		startEngine(t, c)
 		c.TriggerPod(types.NamespacedName{Namespace: "default", Name: "a"})
 		c.TriggerPod(types.NamespacedName{Namespace: "default", Name: "b"})
@@ -440,9 +442,9 @@ func TestHealthCheck(t *testing.T) {
 				<-release // ignores its context
 				return nil, errBoom
 			})
-			c := newQuiet(t, getter, &recorder{}, deletion.Options{Workers: 2, ItemTimeout: 10 * time.Second, ShutdownTimeout: time.Second})
+			c := newQuiet(t, getter, &recorder{}, deletion.Options{Workers: 2, CheckTimeout: 10 * time.Second, ShutdownTimeout: time.Second})
 			for _, id := range []string{"a", "b"} {
-				require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+				require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 			}
 			stop := startEngine(t, c)
 			c.TriggerAll()
@@ -465,8 +467,8 @@ func TestHealthCheck(t *testing.T) {
 				}
 				return livePod(key.Name, testNode), nil
 			})
-			c := newQuiet(t, getter, &recorder{}, deletion.Options{Workers: 2, ItemTimeout: 10 * time.Second})
-			require.NoError(t, c.Track(deletion.Entry{PUID: "hung", Pod: types.NamespacedName{Namespace: "ns", Name: "hung"}}))
+			c := newQuiet(t, getter, &recorder{}, deletion.Options{Workers: 2, CheckTimeout: 10 * time.Second})
+			require.NoError(t, c.Track(ports.PU{PUID: "hung", Pod: types.NamespacedName{Namespace: "ns", Name: "hung"}}))
 			stop := startEngine(t, c)
 			c.TriggerAll()
 			time.Sleep(time.Minute)
@@ -484,7 +486,7 @@ func TestHealthCheck(t *testing.T) {
 			c := newQuiet(t, getter, &recorder{}, deletion.Options{Workers: 1, SweepInterval: 10 * time.Second})
 			for i := range 60 { // 6 checks a second to do
 				id := fmt.Sprint(i)
-				require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+				require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 			}
 			stop := startEngine(t, c)
 			time.Sleep(10 * time.Second)
@@ -518,11 +520,11 @@ func TestRequeueWaitingForItsDeadlineIsNoHungPort(t *testing.T) {
 		})
 		logs := &logBuffer{}
 		c := newQuiet(t, getter, &recorder{}, deletion.Options{
-			Workers: 2, ItemTimeout: time.Second, SandboxExtractor: extractor, Requeuer: requeuer, Logger: logs.logger(),
+			Workers: 2, CheckTimeout: time.Second, SandboxExtractor: extractor, Requeuer: requeuer, Logger: logs.logger(),
 		})
 		for i := range 10 {
 			id := fmt.Sprint(i)
-			require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}, SandboxID: "sb-old"}))
+			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}, SandboxID: "sb-old"}))
 		}
 		stop := startEngine(t, c)
 		c.TriggerAll()
@@ -538,10 +540,11 @@ func TestRequeueWaitingForItsDeadlineIsNoHungPort(t *testing.T) {
 	})
 }
 
-// TestSweepLeavesAStuckCheckAtItsDeadline: Sweep does not wait a whole
-// ItemTimeout of its own for an entry whose check is stuck in a port: it
-// waits until that check's deadline at most.
-func TestSweepLeavesAStuckCheckAtItsDeadline(t *testing.T) {
+// TestSweepLeavesAStuckCheckPastItsDeadline: Sweep does not wait a whole
+// CheckTimeout of its own for a PU whose check is stuck in a port: it
+// stops waiting once that check is past its deadline by the grace every
+// stuck check is given, and not before.
+func TestSweepLeavesAStuckCheckPastItsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		entered := make(chan struct{}, 1)
@@ -552,9 +555,9 @@ func TestSweepLeavesAStuckCheckAtItsDeadline(t *testing.T) {
 			}
 			return livePod(key.Name, testNode), nil
 		})
-		c := newQuiet(t, getter, &recorder{}, deletion.Options{ItemTimeout: 10 * time.Second, SweepInterval: time.Hour})
+		c := newQuiet(t, getter, &recorder{}, deletion.Options{CheckTimeout: 10 * time.Second, SweepInterval: time.Hour})
 		require.NoError(t, c.Track(entryWith("")))
-		require.NoError(t, c.Track(deletion.Entry{PUID: "other", Pod: types.NamespacedName{Namespace: "ns", Name: "other"}}))
+		require.NoError(t, c.Track(ports.PU{PUID: "other", Pod: types.NamespacedName{Namespace: "ns", Name: "other"}}))
 		stop := startEngine(t, c)
 		c.TriggerPod(testKey)
 		<-entered
@@ -562,8 +565,10 @@ func TestSweepLeavesAStuckCheckAtItsDeadline(t *testing.T) {
 		began := time.Now()
 		c.Sweep(context.Background())
 		took := time.Since(began)
-		assert.LessOrEqual(t, took, time.Second, "waited for the stuck check's deadline at most")
-		assert.GreaterOrEqual(t, took, time.Second, "and for that deadline at least")
+		// The check's deadline is 1s away; it counts as stuck 1s later, and
+		// Sweep looks once a second.
+		assert.LessOrEqual(t, took, 3*time.Second, "waited for the stuck check's deadline and grace at most")
+		assert.GreaterOrEqual(t, took, 2*time.Second, "and for them at least")
 		close(release)
 		stop()
 	})
@@ -584,11 +589,11 @@ func TestSweepReturnsWhenItsOwnCheckIsStuck(t *testing.T) {
 			return nil, ports.ErrPodNotFound
 		})
 		rec := &recorder{}
-		c := newQuiet(t, getter, rec, deletion.Options{ItemTimeout: 10 * time.Second, Workers: 2})
+		c := newQuiet(t, getter, rec, deletion.Options{CheckTimeout: 10 * time.Second, Workers: 2})
 		require.NoError(t, c.Track(entryWith("")))
 		for i := range 5 {
 			id := fmt.Sprint(i)
-			require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 		}
 		began := time.Now()
 		c.Sweep(context.Background())
@@ -688,12 +693,12 @@ func TestOptionsLowerBounds(t *testing.T) {
 	for name, o := range map[string]deletion.Options{
 		"1ns SweepInterval":      {SweepInterval: time.Nanosecond},
 		"just below the minimum": {SweepInterval: deletion.MinSweepInterval - 1},
-		"1ns ItemTimeout":        {ItemTimeout: time.Nanosecond},
+		"1ns CheckTimeout":       {CheckTimeout: time.Nanosecond},
 	} {
 		_, err := deletion.New(getter, policy, o)
 		assert.ErrorIs(t, err, deletion.ErrInvalidOptions, name)
 	}
-	_, err := deletion.New(getter, policy, deletion.Options{SweepInterval: deletion.MinSweepInterval, ItemTimeout: deletion.MinItemTimeout})
+	_, err := deletion.New(getter, policy, deletion.Options{SweepInterval: deletion.MinSweepInterval, CheckTimeout: deletion.MinCheckTimeout})
 	assert.NoError(t, err)
 }
 
@@ -729,7 +734,7 @@ func TestAdoptedIsObserved(t *testing.T) {
 	c.Sweep(context.Background())
 	adopted := rec.kinds(deletion.EventAdopted)
 	require.Len(t, adopted, 1)
-	assert.Equal(t, entryWith("sb1"), adopted[0].Entry)
+	assert.Equal(t, entryWith("sb1"), adopted[0].PU)
 }
 
 // inventory is an Inventory that fails its first fails lists.
@@ -770,7 +775,7 @@ func TestInventoryRestores(t *testing.T) {
 			Inventory: inv, Observer: evs, Logger: logs.logger(), SweepInterval: 5 * time.Second,
 			RetryMinDelay: time.Second, RetryMaxDelay: time.Minute,
 		})
-		require.NoError(t, c.Track(deletion.Entry{PUID: "tracked", Pod: types.NamespacedName{Namespace: "default", Name: "tracked"}, SandboxID: "from-track"}))
+		require.NoError(t, c.Track(ports.PU{PUID: "tracked", Pod: types.NamespacedName{Namespace: "default", Name: "tracked"}, SandboxID: "from-track"}))
 		stop := startEngine(t, c)
 		synctest.Wait()
 		assert.Equal(t, int32(1), inv.calls.Load())
@@ -787,14 +792,14 @@ func TestInventoryRestores(t *testing.T) {
 		restored := evs.kinds(deletion.EventRestored)
 		require.Len(t, restored, 1)
 		assert.Equal(t, 2, restored[0].Count)
-		assert.Equal(t, 3, restored[0].Attempt)
+		assert.Equal(t, 3, restored[0].ListCalls)
 		assert.Len(t, logs.lines("skipping a PU the Inventory listed"), 3)
 
 		time.Sleep(5 * time.Second) // one interval: every entry checked
 		synctest.Wait()
 		assert.Equal(t, []ports.DestroyEvent{{PUID: "gone", Pod: types.NamespacedName{Namespace: "default", Name: "gone"}, SandboxID: "sb-gone", Reason: ports.ReasonPodGone}},
 			rec.destroyed())
-		pending := c.Pending()
+		pending := inspect.PUs(c)
 		require.Len(t, pending, 2)
 		assert.Equal(t, "live", pending[0].PUID)
 		assert.Equal(t, "tracked", pending[1].PUID)
@@ -835,7 +840,7 @@ func TestInventoryGivesItsSandboxToAnUncheckedEntry(t *testing.T) {
 			Inventory: inv, Observer: evs, SweepInterval: 5 * time.Second,
 			SandboxExtractor: extractor, Requeuer: requeuer,
 		})
-		for _, e := range []deletion.Entry{
+		for _, e := range []ports.PU{
 			{PUID: "restarted", Pod: key("restarted")},
 			{PUID: "has-one", Pod: key("has-one"), SandboxID: "sb-new"},
 			{PUID: "moved", Pod: key("moved")},
@@ -857,7 +862,7 @@ func TestInventoryGivesItsSandboxToAnUncheckedEntry(t *testing.T) {
 		assert.Equal(t, []string{"restarted"}, requeued, "its pod is requeued for the new sandbox's PU")
 		mu.Unlock()
 		got := map[string]string{}
-		for _, e := range c.Pending() {
+		for _, e := range inspect.PUs(c) {
 			got[e.PUID] = e.SandboxID
 		}
 		assert.Equal(t, map[string]string{"has-one": "sb-new", "moved": "sb-new", "none": "sb-new"}, got,
@@ -973,7 +978,7 @@ func TestDefaultLoggerIsNeverSilent(t *testing.T) {
 	for _, name := range []string{"api-down", "panics", "gone"} { // an engine each: one summary line each
 		c, err := deletion.New(getter, policy, deletion.Options{}) // no Logger
 		require.NoError(t, err)
-		require.NoError(t, c.Track(deletion.Entry{PUID: name, Pod: types.NamespacedName{Namespace: "ns", Name: name}}))
+		require.NoError(t, c.Track(ports.PU{PUID: name, Pod: types.NamespacedName{Namespace: "ns", Name: name}}))
 		c.Sweep(context.Background())
 	}
 	klog.Flush()
@@ -994,7 +999,7 @@ func TestLogsScaleInAnOutage(t *testing.T) {
 		})
 		const n = 250
 		for i := range n {
-			require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+			require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
 		}
 		stop := startEngine(t, c)
 		time.Sleep(10*5*time.Second + time.Second) // ten intervals: 2,500 failed reads
@@ -1030,27 +1035,36 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestAccessorsReturnTheOptions: NodeName and SandboxExtractor give the
-// adapters what the engine was built with, so that nobody repeats them.
-func TestAccessorsReturnTheOptions(t *testing.T) {
+// TestClassifyIsTheTable: Classify, which adapters ask which pods to
+// track, answers as Decide does for a PU of the same pod: PodElsewhere
+// exactly when row 3 destroys it or, for an engine with a node, the pod is
+// bound to none; PodFinished exactly when row 11 destroys it.
+func TestClassifyIsTheTable(t *testing.T) {
 	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
 	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
-	var asked atomic.Int32
-	ex := ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { asked.Add(1); return "sb", nil })
-
-	c, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", SandboxExtractor: ex})
-	require.NoError(t, err)
-	assert.Equal(t, "node-a", c.NodeName())
-	require.NotNil(t, c.SandboxExtractor())
-	id, err := c.SandboxExtractor().SandboxID(t.Context(), &corev1.Pod{})
-	require.NoError(t, err)
-	assert.Equal(t, "sb", id)
-	assert.EqualValues(t, 1, asked.Load(), "the accessor returns the engine's own extractor")
-
-	bare, err := deletion.New(getter, policy, deletion.Options{})
-	require.NoError(t, err)
-	assert.Empty(t, bare.NodeName())
-	assert.Nil(t, bare.SandboxExtractor(), "no extractor is a nil interface, not a typed nil")
+	for _, node := range []string{"", "node-a"} {
+		for _, terminated := range []bool{false, true} {
+			c, err := deletion.New(getter, policy, deletion.Options{NodeName: node, DestroyTerminated: terminated})
+			require.NoError(t, err)
+			for _, bound := range []string{"", "node-a", "node-b"} {
+				for _, phase := range []corev1.PodPhase{"", corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown} {
+					pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1"},
+						Spec: corev1.PodSpec{NodeName: bound}, Status: corev1.PodStatus{Phase: phase}}
+					v := deletion.Decide(ports.PU{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "web"}},
+						deletion.Observation{Pod: pod, NodeName: node, DestroyTerminated: terminated})
+					want := deletion.PodLive
+					switch {
+					case v.Row == 3 || node != "" && bound == "":
+						want = deletion.PodElsewhere
+					case v.Row == 11:
+						want = deletion.PodFinished
+					}
+					assert.Equal(t, want, c.Classify(pod), "engine node %q, DestroyTerminated %v, pod on %q in phase %q (%v)", node, terminated, bound, phase, v)
+				}
+			}
+			assert.Equal(t, deletion.PodElsewhere, c.Classify(nil))
+		}
+	}
 }
 
 // TestBacklog: the PUs waiting for a retry, and since when the oldest PU
@@ -1067,7 +1081,7 @@ func TestBacklog(t *testing.T) {
 		require.NoError(t, c.Track(entryWith("")))
 		c.Sweep(context.Background())
 		time.Sleep(10 * time.Second)
-		require.NoError(t, c.Track(deletion.Entry{PUID: "b", Pod: types.NamespacedName{Namespace: "ns", Name: "b"}}))
+		require.NoError(t, c.Track(ports.PU{PUID: "b", Pod: types.NamespacedName{Namespace: "ns", Name: "b"}}))
 		c.Sweep(context.Background())
 		n, since = c.Backlog()
 		assert.Equal(t, 2, n)

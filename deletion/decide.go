@@ -158,7 +158,7 @@ func IsNotFound(err error) bool {
 //
 // Until the SandboxExtractor has been asked (Observation.SandboxAsked), rows
 // 6 to 10 answer AskSandbox.
-func Decide(e Entry, o Observation) Verdict {
+func Decide(e ports.PU, o Observation) Verdict {
 	if o.Err != nil {
 		if IsNotFound(o.Err) {
 			return Verdict{Action: Destroy, Reason: ports.ReasonPodGone, Row: 1}
@@ -169,13 +169,13 @@ func Decide(e Entry, o Observation) Verdict {
 	if pod == nil || !samePod(e, pod) {
 		return Verdict{Action: Keep, Row: 2}
 	}
-	if o.NodeName != "" && pod.Spec.NodeName != "" && pod.Spec.NodeName != o.NodeName {
+	if boundElsewhere(pod, o.NodeName) {
 		return Verdict{Action: Destroy, Reason: ports.ReasonNodeChanged, Row: 3}
 	}
 	if string(pod.UID) != e.PUID {
 		return Verdict{Action: Destroy, Reason: ports.ReasonUIDChanged, Row: 4}
 	}
-	if o.DestroyTerminated && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
+	if o.DestroyTerminated && finished(pod) {
 		return Verdict{Action: Destroy, Reason: ports.ReasonPodTerminated, Row: 11}
 	}
 	if !o.HasExtractor {
@@ -204,9 +204,46 @@ func Decide(e Entry, o Observation) Verdict {
 // not held against a pod of the entry's own UID (some getters leave them
 // out), but it is against any other: "another pod of that name" cannot be
 // told from "a pod of no name".
-func samePod(e Entry, pod *corev1.Pod) bool {
+func samePod(e ports.PU, pod *corev1.Pod) bool {
 	if pod.UID == "" || (pod.Name != "" && pod.Name != e.Pod.Name) || (pod.Namespace != "" && pod.Namespace != e.Pod.Namespace) {
 		return false
 	}
 	return (pod.Name != "" && pod.Namespace != "") || string(pod.UID) == e.PUID
+}
+
+// boundElsewhere is row 3's test: node is set and pod is bound to another
+// node. A pod bound to no node yet cannot have moved.
+func boundElsewhere(pod *corev1.Pod, node string) bool {
+	return node != "" && pod.Spec.NodeName != "" && pod.Spec.NodeName != node
+}
+
+// finished is row 11's test: pod's containers have all ended for good
+// (phase Succeeded or Failed).
+func finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// PodClass is how the decision table reads a pod on its own (see
+// Engine.Classify).
+type PodClass uint8
+
+const (
+	// PodLive: a PU of the pod is kept while its UID and sandbox hold.
+	PodLive PodClass = iota
+	// PodElsewhere: the pod is not bound to the engine's node; no PU of it
+	// belongs to this engine.
+	PodElsewhere
+	// PodFinished: the pod has finished and the engine destroys the PUs of
+	// finished pods (row 11).
+	PodFinished
+)
+
+var podClassNames = [...]string{PodLive: "Live", PodElsewhere: "Elsewhere", PodFinished: "Finished"}
+
+// String returns the class's name.
+func (k PodClass) String() string {
+	if int(k) < len(podClassNames) {
+		return podClassNames[k]
+	}
+	return fmt.Sprintf("PodClass(%d)", k)
 }

@@ -37,8 +37,8 @@ func finishedPod(phase corev1.PodPhase) *corev1.Pod {
 	return p
 }
 
-func entryWith(sandbox string) deletion.Entry {
-	return deletion.Entry{PUID: testUID, Pod: testKey, SandboxID: sandbox}
+func entryWith(sandbox string) ports.PU {
+	return ports.PU{PUID: testUID, Pod: testKey, SandboxID: sandbox}
 }
 
 // sandboxAnswer is the observation once the extractor has answered.
@@ -60,7 +60,7 @@ func TestDecideTable(t *testing.T) {
 
 	tests := []struct {
 		name  string
-		entry deletion.Entry
+		entry ports.PU
 		obs   deletion.Observation
 		want  deletion.Verdict
 	}{

@@ -1,590 +1,317 @@
 package deletion
 
-// How the engine runs checks.
-//
-// One claim. An entry is idle, queued, checking, waiting for a retry, or
-// removed (entry.state), and moves between these only under Controller.mu.
-// A check runs only on an entry it moved to checking, so no PU is ever
-// checked twice at once. A trigger that finds its entry being checked sets
-// entry.again, and the entry is queued again when the check ends. An entry
-// waiting for the retry of a failed destroy is left alone by the wheel and
-// by triggers until its retry is due; only Sweep checks it earlier.
-//
-// One queue. Every check that Start runs, periodic, triggered or a retry,
-// goes through the ready queue (Controller.ready, oldest first) to one of
-// Workers goroutines, which run checks one after another, each under a
-// deadline of ItemTimeout. A trigger queues its entries and wakes as many
-// idle workers as it queued entries; TriggerPod costs the same with 10 or
-// 100,000 entries tracked.
-//
-// One scheduler. Periodic checks and retries come from a wheel: every entry
-// sits in one of its slots, chosen by a hash of its PUID, and one goroutine
-// wakes once per tick (SweepInterval/64, but 0.5 to 1 s) to queue the idle
-// entries of that tick's slot and the retries due by then
-// (Controller.retries, by tick: a retry's time is rounded up to the next
-// tick). Each entry is thus checked once per interval at its own phase, the
-// first time within one interval of Track, in one or two batches a second.
-// The scheduler sleeps while nothing is tracked. A wake-up is what an idle
-// node agent pays for: at 250 entries and 5s, two wake-ups a second and the
-// worker each wakes (BENCHMARKS.md). The client-go workqueue that scheduled
-// checks before cost a timer wake-up per check. Once per interval the
-// scheduler also logs one summary line per failing port (failures.go).
-//
-// Concurrency. Start's workers and Sweep's goroutines take one of Workers
-// slots (Controller.slots) for each check, so no more than Workers checks
-// run at once, whoever runs them. Checks that one goroutine starts within
-// 1% of ItemTimeout of each other share one deadline context: a context
-// with a deadline per check was a sixth of the CPU at cluster scale.
-//
-// Hung ports. A port that ignores its context keeps its worker until it
-// returns; nothing watches for it, so that an idle engine wakes for
-// nothing else. The check is logged when it returns, HealthCheck fails
-// once every worker is stuck past its deadline, and Start, once its
-// context ends, waits ShutdownTimeout for such checks, then logs them and
-// returns without them.
-
 import (
-	"context"
+	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/ports"
 )
 
-// Start runs the engine until ctx is done, then returns nil. It checks every
-// entry about every SweepInterval and runs TriggerPod and TriggerAll requests
-// at once, with at most Workers checks at a time; with an Inventory, it
-// first restores the PUs it lists, before any check (see
-// Options.Inventory). Triggers made before Start are run when it begins.
-// Once ctx is done, no check and no DestroyPU starts; checks in flight see
-// a cancelled context (a port call already under way may still finish, and
-// its outcome is recorded), and Start returns within about ShutdownTimeout
-// even when a port hangs. A
-// second call returns ErrAlreadyStarted at once. Start makes the Controller
-// a controller-runtime manager.Runnable.
-func (c *Controller) Start(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return ErrAlreadyStarted
+// Engine remembers every PU it is told about, re-checks each one against
+// the live API and destroys it through the PolicyHandler once its pod is
+// really gone. Create it with New; all its methods are safe from any goroutine.
+//
+// Where each mechanism lives: the decision table in decide.go, one check in
+// check.go, the workers and the one queue in workers.go, the wheel that
+// schedules periodic checks and retries in wheel.go, the restore from the
+// Inventory in restore.go, the Observer in observer.go.
+type Engine struct {
+	getter    ports.PodGetter
+	confirmer ports.PodGetter
+	policy    ports.PolicyHandler
+	extractor ports.SandboxExtractor
+	requeuer  ports.Requeuer
+	opts      Options
+	log       logr.Logger
+
+	// epoch is the origin of the engine's int64 times on Options.Clock (see
+	// record), realEpoch that of check deadlines (see realNow).
+	epoch, realEpoch time.Time
+	// tick is the wheel's period: SweepInterval / len(wheel).
+	tick time.Duration
+	// kick wakes the scheduler when the first PU is tracked.
+	kick chan struct{}
+
+	started atomic.Bool
+	// workers are the states of Start's workers, for HealthCheck.
+	workers []workerState
+	// sweepMu lets one Sweep run at a time.
+	sweepMu sync.Mutex
+
+	mu      sync.Mutex
+	records map[string]*record
+	// byPod holds the first record of each pod; the others follow through
+	// record.nextOfPod. A pod rarely has more than one.
+	byPod map[types.NamespacedName]*record
+	// wheel holds every record in the slot of the interval it is checked in.
+	wheel [][]*record
+	// retries holds the records waiting for a retry, by the wheel tick their
+	// retry is due at. It may hold records that no longer wait; the
+	// scheduler skips them.
+	retries map[int64][]*record
+	// ready is the one queue of checks, oldest first, from readyHead on.
+	// It may hold records no longer queued; workers skip them.
+	ready     []readyItem
+	readyHead int
+	// idleWorkers is how many workers wait on cond for the ready queue.
+	idleWorkers int
+	// inFlight is how many checks run; boundWaiting is how many workers
+	// wait on cond for one of them to end, Workers being under way.
+	inFlight, boundWaiting int
+	cond                   sync.Cond
+	// running: Start runs. stopped: Start has returned.
+	running, stopped bool
+	// sleeping: the scheduler waits for kick, having nothing to check.
+	sleeping bool
+	// lastTurn is when the scheduler last handed out a slot.
+	lastTurn int64
+	// sweepLeft is how many records the running Sweep still waits for,
+	// sweepDone is closed when it waits for none (nil while no Sweep runs),
+	// and sweepGen numbers the Sweeps, for their own workers.
+	sweepLeft int
+	sweepDone chan struct{}
+	sweepGen  uint64
+
+	// fails sums up the ports' failures for the logs (see failures.go).
+	fails failures
+}
+
+// New returns an Engine that reads pods through getter and destroys PUs
+// through policy. It returns an error wrapping ErrNilPort when a port is
+// nil (a nil XxxFunc or a typed nil pointer included, for the optional
+// ports of opts too), and one wrapping ErrInvalidOptions when opts is out
+// of range.
+func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Engine, error) {
+	for _, p := range []struct {
+		name     string
+		v        any
+		optional bool
+	}{
+		{"PodGetter", getter, false},
+		{"PolicyHandler", policy, false},
+		{"Options.SandboxExtractor", opts.SandboxExtractor, true},
+		{"Options.Requeuer", opts.Requeuer, true},
+		{"Options.Confirmer", opts.Confirmer, true},
+		{"Options.Inventory", opts.Inventory, true},
+		{"Options.Observer", opts.Observer, true},
+	} {
+		if p.v == nil && p.optional {
+			continue
+		}
+		if isNil(p.v) {
+			return nil, fmt.Errorf("%w: %s is nil (%T)", ErrNilPort, p.name, p.v)
+		}
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	slots := wheelSlots(o.SweepInterval)
+	c := &Engine{
+		getter:    getter,
+		confirmer: o.Confirmer,
+		policy:    policy,
+		extractor: o.SandboxExtractor,
+		requeuer:  o.Requeuer,
+		opts:      o,
+		log:       o.Logger,
+		epoch:     o.Clock.Now(),
+		realEpoch: time.Now(),
+		workers:   make([]workerState, o.Workers),
+		tick:      o.SweepInterval / time.Duration(slots),
+		kick:      make(chan struct{}, 1),
+		records:   make(map[string]*record),
+		byPod:     make(map[types.NamespacedName]*record),
+		wheel:     make([][]*record, slots),
+		retries:   make(map[int64][]*record),
+	}
+	c.cond.L = &c.mu
+	return c, nil
+}
+
+// isNil reports whether v is nil or holds a nil func, pointer, map, chan or slice.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// Track starts tracking pu. It is insert-only: when pu.PUID is tracked
+// already, the PU is left as it is (the first sandbox seen is the PU's) and
+// Track returns nil. A PU without a PUID, pod name or pod namespace is
+// rejected with an error wrapping ErrInvalidPU. Track returns once the
+// Observer has been told (EventTracked); it blocks only as long as the
+// Observer does.
+func (c *Engine) Track(pu ports.PU) error {
+	_, err := c.track(pu)
+	return err
+}
+
+// track is Track, and reports whether pu was new.
+func (c *Engine) track(pu ports.PU) (bool, error) {
+	if pu.PUID == "" || pu.Pod.Name == "" || pu.Pod.Namespace == "" {
+		return false, fmt.Errorf("%w: PUID %q, pod %q: PUID, pod name and namespace are required", ErrInvalidPU, pu.PUID, pu.Pod)
 	}
 	now := c.now()
 	c.mu.Lock()
-	c.running = true
-	c.lastTurn = now
-	// Triggers before Start left their entries queued, waiting retries
-	// their time: hand both to the scheduler and the workers.
-	pending := 0
-	for _, e := range c.entries {
-		switch e.state {
-		case queued:
-			c.ready = append(c.ready, readyItem{e, now})
-			pending++
-		case waiting:
-			c.addRetryLocked(e)
-		}
-	}
-	tracked := len(c.entries)
-	c.mu.Unlock()
-
-	var sched, inPorts sync.WaitGroup
-	// The Inventory is listed before the first check: a PU that a check
-	// destroyed before the list came back would be tracked again from the
-	// list, and destroyed a second time. Only when this first list fails
-	// do checks begin, and the list is retried meanwhile.
-	restored := c.opts.Inventory == nil || c.restoreAttempt(ctx, 1)
-	for i := range c.workers {
-		inPorts.Go(func() { c.work(ctx, &c.workers[i]) })
-	}
-	sched.Go(func() { c.schedule(ctx) })
-	if !restored {
-		inPorts.Go(func() { c.restore(ctx) })
-	}
-	c.log.V(1).Info("deletion engine started", "workers", c.opts.Workers, "entries", tracked, "queued", pending,
-		"sweepInterval", c.opts.SweepInterval.String(), "wheelSlots", len(c.wheel))
-
-	<-ctx.Done()
-	c.mu.Lock()
-	c.running, c.stopped = false, true
-	c.cond.Broadcast()
-	c.mu.Unlock()
-	sched.Wait()
-	done := make(chan struct{})
-	go func() {
-		inPorts.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(c.opts.ShutdownTimeout)
-	defer t.Stop()
-	select {
-	case <-done:
-		c.log.V(1).Info("deletion engine stopped")
-	case <-t.C:
-		c.log.Error(nil, "checks still stuck in ports that ignore their context; leaving them behind",
-			"stuck", c.stuckWorkers(), "shutdownTimeout", c.opts.ShutdownTimeout.String())
-	}
-	return nil
-}
-
-// schedule turns the wheel until ctx is done: at each tick it queues the
-// idle entries of the tick's slot and the retries due. It works from the
-// clock, not from the count of ticks, so that late ticks (a busy machine,
-// a fake clock stepped by a whole interval) still reach every slot once per
-// turn, and never pile up. It sleeps while nothing is tracked.
-func (c *Controller) schedule(ctx context.Context) {
-	var timer interface {
-		C() <-chan time.Time
-		Reset(time.Duration) bool
-		Stop() bool
-	}
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	last := c.tickNow()
-	lastFlush := last
-	perInterval := int64(len(c.wheel))
-	defer c.flushFailures()
-	for {
-		c.mu.Lock()
-		if len(c.entries) == 0 {
-			c.sleeping = true
-			clear(c.retries) // only removed entries can be left there
-			c.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-c.kick:
-			}
-			last = c.tickNow()
-			c.mu.Lock()
-			c.lastTurn = c.now()
-			c.mu.Unlock()
-			continue
-		}
+	if _, ok := c.records[pu.PUID]; ok {
 		c.mu.Unlock()
-
-		wait := time.Duration(last+1)*c.tick - c.opts.Clock.Since(c.epoch)
-		if timer == nil {
-			timer = c.opts.Clock.NewTimer(wait)
-		} else {
-			timer.Reset(wait)
-		}
+		return false, nil
+	}
+	r := &record{PU: pu, trackedAt: now, lastRow: -1}
+	c.records[pu.PUID] = r
+	r.nextOfPod = c.byPod[pu.Pod]
+	c.byPod[pu.Pod] = r
+	c.addToWheelLocked(r)
+	wake := c.sleeping
+	c.sleeping = false
+	c.mu.Unlock()
+	if wake {
 		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C():
-		}
-		cur := c.tickNow()
-		if cur <= last {
-			continue
-		}
-		c.turn(last+1, cur)
-		last = cur
-		if cur-lastFlush >= perInterval {
-			c.flushFailures() // once per interval at most
-			lastFlush = cur
+		case c.kick <- struct{}{}:
+		default:
 		}
 	}
+	c.observe(Event{Kind: EventTracked, PU: pu})
+	return true, nil
 }
 
-// tickNow returns the index of the last wheel tick that is due.
-func (c *Controller) tickNow() int64 {
-	return int64(c.opts.Clock.Since(c.epoch) / c.tick)
-}
-
-// tickOf returns the first wheel tick at or after the engine time t.
-func (c *Controller) tickOf(t int64) int64 {
-	d := time.Duration(t - 1)
-	k := int64(d / c.tick)
-	if time.Duration(k)*c.tick < d {
-		k++
+// Untrack forgets the PU of puid without destroying it, for a PU the agent
+// tore down itself. It reports whether the PU was tracked. Once it returns,
+// no DestroyPU of that PU starts; one the engine had already started may
+// finish. A later Track of the same PUID is a new PU.
+func (c *Engine) Untrack(puid string) bool {
+	c.mu.Lock()
+	r := c.records[puid]
+	if r == nil {
+		c.mu.Unlock()
+		return false
 	}
-	return k
+	c.removeLocked(r)
+	snapshot := r.PU
+	c.mu.Unlock()
+	c.observe(Event{Kind: EventUntracked, PU: snapshot})
+	return true
 }
 
-// turn queues the idle entries of the slots of ticks from to to (each slot
-// once at most) and the retries due by tick to, and wakes workers for them.
-func (c *Controller) turn(from, to int64) {
-	now := c.now()
-	slots := int64(len(c.wheel))
+// TriggerPod asks for the PUs of that pod to be checked now; a PU waiting
+// for the retry of a failed destroy keeps waiting. Its cost grows with the
+// number of that pod's PUs, not with all PUs. Before Start, the checks are
+// queued and run when Start begins; after Start has returned, TriggerPod
+// does nothing.
+func (c *Engine) TriggerPod(key types.NamespacedName) {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return
+	}
+	now, n := c.now(), 0
+	for r := c.byPod[key]; r != nil; r = r.nextOfPod {
+		n += c.queueLocked(r, now)
+	}
+	c.wakeLocked(n)
+	c.mu.Unlock()
+}
+
+// TriggerAll asks for every PU to be checked now, but those waiting for
+// the retry of a failed destroy. Before Start, the checks are queued and
+// run when Start begins; after Start has returned, it does nothing.
+func (c *Engine) TriggerAll() {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return
+	}
+	now, n := c.now(), 0
+	for _, r := range c.records {
+		n += c.queueLocked(r, now)
+	}
+	c.wakeLocked(n)
+	c.mu.Unlock()
+}
+
+// Len returns the number of tracked PUs.
+func (c *Engine) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for k := max(from, to-slots+1); k <= to; k++ {
-		for _, e := range c.wheel[k%slots] {
-			if e.state == idle {
-				e.state = queued
-				c.ready = append(c.ready, readyItem{e, now})
-				n++
-			}
-		}
+	return len(c.records)
+}
+
+// Classify says how the decision table reads pod on its own, before any
+// check of a PU of it: whether a PU of pod belongs to this engine, and
+// whether it is one the table destroys whatever the sandbox. Adapters that
+// feed the engine from pod events ask it which pods to track, so that the
+// table's rows stay here:
+//
+//   - PodElsewhere: the engine has a node (Options.NodeName) and pod is not
+//     bound to it: bound to another node (row 3 destroys its PU) or to none
+//     yet (no PU of it can be on this node). An engine without a node sees
+//     no pod elsewhere.
+//   - PodFinished: Options.DestroyTerminated is set and pod has finished
+//     (row 11 destroys its PU).
+//   - PodLive: any other pod; a PU of it is kept while its UID and sandbox
+//     hold.
+//
+// A nil pod is PodElsewhere.
+func (c *Engine) Classify(pod *corev1.Pod) PodClass {
+	switch {
+	case pod == nil:
+		return PodElsewhere
+	case c.opts.NodeName != "" && (pod.Spec.NodeName == "" || boundElsewhere(pod, c.opts.NodeName)):
+		return PodElsewhere
+	case c.opts.DestroyTerminated && finished(pod):
+		return PodFinished
 	}
-	due := func(k int64, list []*entry) {
-		for _, e := range list {
-			if e.state == waiting && c.tickOf(e.retryAt) == k {
-				e.state = queued
-				c.ready = append(c.ready, readyItem{e, now})
-				n++
-			}
-		}
-		delete(c.retries, k)
+	return PodLive
+}
+
+// removeLocked forgets r: it leaves the maps, its pod's list and its wheel
+// slot at once. The ready queue and the retries may still point to it until
+// they reach it; they skip a removed record.
+func (c *Engine) removeLocked(r *record) {
+	if r.state != checking { // a check ends its own part of a Sweep (release)
+		c.sweptLocked(r)
 	}
-	if to-from < int64(len(c.retries)) {
-		for k := from; k <= to; k++ {
-			if list, ok := c.retries[k]; ok {
-				due(k, list)
-			}
+	r.state = removed
+	delete(c.records, r.PUID)
+	if head := c.byPod[r.Pod]; head == r {
+		if r.nextOfPod == nil {
+			delete(c.byPod, r.Pod)
+		} else {
+			c.byPod[r.Pod] = r.nextOfPod
 		}
 	} else {
-		for k, list := range c.retries {
-			if k <= to {
-				due(k, list)
+		for p := head; p != nil; p = p.nextOfPod {
+			if p.nextOfPod == r {
+				p.nextOfPod = r.nextOfPod
+				break
 			}
 		}
 	}
-	c.lastTurn = now
-	c.wakeLocked(min(n, 1)) // more once the batch waits (see next)
+	r.nextOfPod = nil
+	c.removeFromWheelLocked(r)
 }
 
-// addRetryLocked files the waiting entry e under the tick its retry is due at.
-func (c *Controller) addRetryLocked(e *entry) {
-	k := c.tickOf(e.retryAt)
-	c.retries[k] = append(c.retries[k], e)
+// now returns the time on Options.Clock, in nanoseconds since the epoch,
+// plus one: 0 stands for "never".
+func (c *Engine) now() int64 { return int64(c.opts.Clock.Since(c.epoch)) + 1 }
+
+// timeOf turns an engine time back into a time.Time; 0 is the zero time.
+func (c *Engine) timeOf(t int64) time.Time {
+	if t == 0 {
+		return time.Time{}
+	}
+	return c.epoch.Add(time.Duration(t - 1))
 }
-
-// spreadAfter is how long a queued check may wait before the worker that
-// takes it wakes another: an eighth of a tick, at least 20ms. A batch of
-// fast checks is done by one worker, which costs no wake-up of the others
-// and no contention on the lock; slow checks still spread over all
-// workers long before the next tick.
-func (c *Controller) spreadAfter() time.Duration { return max(20*time.Millisecond, c.tick/8) }
-
-// wakeLocked wakes up to n idle workers.
-func (c *Controller) wakeLocked(n int) {
-	for range min(n, c.idleWorkers) {
-		c.cond.Signal()
-	}
-}
-
-// workerState is a goroutine that runs checks: Start's workers and Sweep's.
-type workerState struct {
-	// checkEnd is the deadline of the goroutine's running check (see
-	// realNow); 0 while it runs none. HealthCheck and Sweep read it.
-	checkEnd atomic.Int64
-
-	// ctx is the deadline context of the goroutine's checks, shared by the
-	// checks it starts within 1% of ItemTimeout of each other, and ctxEnd
-	// its deadline: a context with a deadline costs a timer and three
-	// allocations, a sixth of a check's CPU at cluster scale (BENCHMARKS.md).
-	// Only the goroutine itself touches them.
-	ctx    context.Context
-	cancel context.CancelFunc
-	ctxEnd int64
-}
-
-// deadline returns the context of a check starting now under parent, and
-// its deadline, between 99% and 100% of timeout away.
-func (w *workerState) deadline(parent context.Context, now int64, timeout time.Duration) (context.Context, int64) {
-	if w.ctx == nil || time.Duration(w.ctxEnd-now) < timeout-timeout/100 {
-		w.done()
-		w.ctx, w.cancel = context.WithTimeout(parent, timeout)
-		w.ctxEnd = now + int64(timeout)
-	}
-	return w.ctx, w.ctxEnd
-}
-
-// done releases the goroutine's deadline context.
-func (w *workerState) done() {
-	if w.cancel != nil {
-		w.cancel()
-		w.ctx, w.cancel = nil, nil
-	}
-}
-
-// work runs the checks of the ready queue until Start stops.
-func (c *Controller) work(ctx context.Context, w *workerState) {
-	defer w.done()
-	for {
-		e := c.next()
-		if e == nil {
-			return
-		}
-		c.run(ctx, e, w, 0)
-	}
-}
-
-// next claims the oldest queued entry, waiting for one; it returns nil once
-// Start stops.
-func (c *Controller) next() *entry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for {
-		if c.stopped {
-			return nil
-		}
-		for c.readyHead < len(c.ready) {
-			it := c.ready[c.readyHead]
-			c.ready[c.readyHead] = readyItem{}
-			c.readyHead++
-			if it.e.state == queued {
-				it.e.state = checking
-				// A periodic batch wakes one worker; when its checks are
-				// slow enough that they wait, this wakes another.
-				if c.idleWorkers > 0 && c.readyHead < len(c.ready) && time.Duration(c.now()-it.at) > c.spreadAfter() {
-					c.cond.Signal()
-				}
-				c.compactReadyLocked()
-				return it.e
-			}
-		}
-		c.compactReadyLocked()
-		c.idleWorkers++
-		c.cond.Wait()
-		c.idleWorkers--
-	}
-}
-
-// compactReadyLocked gives back the ready queue's consumed head: at once
-// when the queue is empty, and when it is more than half of the queue.
-func (c *Controller) compactReadyLocked() {
-	switch {
-	case c.readyHead == len(c.ready):
-		if cap(c.ready) > 4096 {
-			c.ready = nil // after a TriggerAll of a large engine
-		} else {
-			c.ready = c.ready[:0]
-		}
-		c.readyHead = 0
-	case c.readyHead > 1024 && c.readyHead > len(c.ready)/2:
-		n := copy(c.ready, c.ready[c.readyHead:])
-		clear(c.ready[n:])
-		c.ready = c.ready[:n]
-		c.readyHead = 0
-	}
-}
-
-// Sweep checks every tracked entry once, entries waiting for a retry
-// included, with at most Workers checks at a time (Start's included), and
-// returns when all are done or ctx is. It is safe to call while Start runs:
-// an entry that another check holds is waited for until that check's
-// deadline, then checked. A check stuck in a port past its deadline is left
-// behind: Sweep returns once every one of its goroutines that has not
-// finished is stuck so, and skips the entries no goroutine was left to
-// check, as it does when no check slot frees up within ItemTimeout.
-func (c *Controller) Sweep(ctx context.Context) {
-	c.mu.Lock()
-	all := make([]*entry, 0, len(c.entries))
-	for _, e := range c.entries {
-		all = append(all, e)
-	}
-	c.mu.Unlock()
-	n := min(c.opts.Workers, len(all))
-	if n == 0 {
-		return
-	}
-	var next, alive atomic.Int64
-	done := make(chan struct{}, n)
-	lanes := make([]workerState, n)
-	alive.Store(int64(n))
-	for i := range lanes {
-		go func() {
-			defer func() {
-				lanes[i].done()
-				alive.Add(-1)
-				done <- struct{}{}
-			}()
-			for ctx.Err() == nil {
-				j := next.Add(1) - 1
-				if j >= int64(len(all)) {
-					return
-				}
-				if e := all[j]; c.claimForSweep(ctx, e) {
-					c.run(ctx, e, &lanes[i], c.opts.ItemTimeout+stuckGrace)
-				}
-			}
-		}()
-	}
-	defer c.flushFailures()
-	// Wait for the goroutines; every ItemTimeout, see whether the ones left
-	// are all stuck in ports past their deadline, and leave them if so.
-	t := time.NewTimer(c.opts.ItemTimeout + stuckGrace)
-	defer t.Stop()
-	for finished := 0; finished < n; {
-		select {
-		case <-done:
-			finished++
-			continue
-		case <-t.C:
-		}
-		now, stuck := c.realNow(), 0
-		for i := range lanes {
-			if end := lanes[i].checkEnd.Load(); end != 0 && now > end+int64(stuckGrace) {
-				stuck++
-			}
-		}
-		if left := alive.Load(); left > 0 && int64(stuck) == left {
-			c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck,
-				"unchecked", max(0, int64(len(all))-next.Load()))
-			return
-		}
-		t.Reset(c.opts.ItemTimeout + stuckGrace)
-	}
-}
-
-// claimForSweep claims e for a check whatever its state but removed,
-// waiting for a check that holds it until that check's deadline.
-func (c *Controller) claimForSweep(ctx context.Context, e *entry) bool {
-	for {
-		c.mu.Lock()
-		switch e.state {
-		case removed:
-			c.mu.Unlock()
-			return false
-		case idle, queued, waiting:
-			e.state = checking // a ready or retry item left for it is skipped
-			c.mu.Unlock()
-			return true
-		}
-		left := c.opts.ItemTimeout + stuckGrace // claimed, waiting for a slot
-		if end := e.checkEnd.Load(); end != 0 {
-			left = time.Duration(end - c.realNow())
-			if left <= 0 {
-				c.mu.Unlock()
-				return false // stuck in a port past its deadline: left behind
-			}
-		}
-		if c.released == nil {
-			c.released = make(chan struct{})
-		}
-		released := c.released
-		c.mu.Unlock()
-		t := time.NewTimer(left)
-		select {
-		case <-released:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		}
-		t.Stop()
-	}
-}
-
-// run checks the claimed entry e under a deadline of ItemTimeout once a
-// slot is free, releases it, and tells the Observer. w is the state of the
-// goroutine running it. With slotWait, it gives up waiting for a slot after
-// that long: every slot is then held by a check stuck in a port.
-func (c *Controller) run(ctx context.Context, e *entry, w *workerState, slotWait time.Duration) {
-	var timeout <-chan time.Time
-	if slotWait > 0 {
-		t := time.NewTimer(slotWait)
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case c.slots <- struct{}{}:
-	case <-ctx.Done():
-		c.release(e, result{})
-		return
-	case <-timeout:
-		c.log.Error(nil, "no check slot freed up within ItemTimeout: every slot is held by a check stuck in a port; leaving the entry unchecked",
-			"puID", e.PUID, "pod", e.Pod.String())
-		c.release(e, result{})
-		return
-	}
-	start := c.now()
-	cctx, end := w.deadline(ctx, c.realNow(), c.opts.ItemTimeout)
-	e.checkEnd.Store(end)
-	w.checkEnd.Store(end)
-	r := c.check(cctx, e)
-	if r.requeue != nil {
-		// Requeue gets a deadline of its own: a Requeuer that waits for it
-		// is not a port ignoring the check's.
-		end = c.realNow() + int64(c.opts.ItemTimeout)
-		e.checkEnd.Store(end)
-		w.checkEnd.Store(end)
-		c.requeue(ctx, e, r.requeue)
-	}
-	w.checkEnd.Store(0)
-	<-c.slots
-	if late := time.Duration(c.realNow() - end); late > 0 {
-		c.log.Error(nil, "a port ignored its check's deadline; its worker was stuck meanwhile",
-			"puID", e.PUID, "pod", e.Pod.String(), "late", late.String())
-	}
-	r.end = c.now()
-	snapshot := c.release(e, r)
-	if c.opts.Observer != nil {
-		c.observe(Event{Kind: EventChecked, Entry: snapshot, Verdict: r.verdict, Duration: time.Duration(r.end - start)})
-	}
-}
-
-// result is what a check hands to run and release.
-type result struct {
-	verdict Verdict
-	vetoed  bool
-	err     error
-	retryAt int64       // set when a destroy failed and will be retried
-	requeue *corev1.Pod // the pod to requeue, its PU destroyed or dropped (row 10)
-	end     int64
-}
-
-// release ends the check of e with r and returns e as it now stands: a
-// failed destroy waits for its retry, a trigger that came meanwhile queues
-// e again, anything else leaves it idle.
-func (c *Controller) release(e *entry, r result) Entry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r.end != 0 {
-		e.lastChecked, e.lastRow, e.vetoed, e.lastErr = r.end, int8(r.verdict.Row), r.vetoed, r.err
-	}
-	e.checkEnd.Store(0)
-	switch {
-	case e.state == removed:
-	case r.retryAt != 0 || e.retryAt > c.now():
-		// A failed destroy, or a check of an entry that waits for a retry
-		// (Sweep's, or one that did not run) that destroyed nothing: it
-		// waits until its retry is due, whatever a trigger asked meanwhile.
-		if r.retryAt != 0 {
-			e.retryAt = r.retryAt
-		}
-		e.state = waiting
-		if c.running {
-			c.addRetryLocked(e)
-		}
-	case e.again && !c.stopped:
-		e.state = queued
-		if c.running {
-			c.ready = append(c.ready, readyItem{e, c.now()})
-			c.wakeLocked(1)
-		}
-	default:
-		e.state = idle
-	}
-	e.again = false
-	if c.released != nil {
-		close(c.released)
-		c.released = nil
-	}
-	return e.Entry
-}
-
-// stuckWorkers returns how many workers are in a check past its deadline.
-func (c *Controller) stuckWorkers() int {
-	now, n := c.realNow(), 0
-	for i := range c.workers {
-		if end := c.workers[i].checkEnd.Load(); end != 0 && now > end+int64(stuckGrace) {
-			n++
-		}
-	}
-	return n
-}
-
-// stuckGrace is how long past its deadline a check must run to count as
-// stuck: ports that honour their context return well within it.
-const stuckGrace = time.Second
-
-// realNow returns the time package's monotonic time, in nanoseconds since
-// the Controller was made: check deadlines are context deadlines, which
-// follow it (and testing/synctest's fake time), whatever Options.Clock says.
-func (c *Controller) realNow() int64 { return int64(time.Since(c.realEpoch)) }

@@ -17,6 +17,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -31,47 +32,47 @@ func TestSweepRows(t *testing.T) {
 		name        string
 		recorded    string // the entry's sandbox
 		withSandbox bool   // SandboxExtractor and Requeuer configured
-		expect      func(m *mockPorts, c **deletion.Controller)
+		expect      func(m *mockPorts, c **deletion.Engine)
 		tracked     bool   // the entry is still tracked after Sweep
 		sandbox     string // its sandbox then
 	}
 	live := livePod(testUID, testNode)
 	rows := []row{
-		{name: "1 pod gone: destroy PodGone", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, _ **deletion.Controller) {
+		{name: "1 pod gone: destroy PodGone", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, _ **deletion.Engine) {
 			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
 			m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonPodGone)).Return(nil)
 		}},
-		{name: "2 get fails: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Controller) {
+		{name: "2 get fails: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Engine) {
 			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, errBoom)
 		}},
-		{name: "3 another node: destroy NodeChanged", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, _ **deletion.Controller) {
+		{name: "3 another node: destroy NodeChanged", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, _ **deletion.Engine) {
 			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(livePod(testUID, "node-b"), nil)
 			m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonNodeChanged)).Return(nil)
 		}},
-		{name: "4 recreated: destroy UIDChanged", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, _ **deletion.Controller) {
+		{name: "4 recreated: destroy UIDChanged", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, _ **deletion.Engine) {
 			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(livePod("uid-2", testNode), nil)
 			m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonUIDChanged)).Return(nil)
 		}},
-		{name: "5 no extractor: keep", recorded: "", tracked: true, expect: func(m *mockPorts, _ **deletion.Controller) {
+		{name: "5 no extractor: keep", recorded: "", tracked: true, expect: func(m *mockPorts, _ **deletion.Engine) {
 			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
 		}},
-		{name: "6 extractor fails: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Controller) {
+		{name: "6 extractor fails: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Engine) {
 			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
 			m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("", errBoom)
 		}},
-		{name: "7 nothing recorded: adopt", recorded: "", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Controller) {
+		{name: "7 nothing recorded: adopt", recorded: "", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Engine) {
 			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
 			m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb1", nil)
 		}},
-		{name: "8 sandbox not known yet: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Controller) {
+		{name: "8 sandbox not known yet: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Engine) {
 			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
 			m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("", nil)
 		}},
-		{name: "9 same sandbox: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Controller) {
+		{name: "9 same sandbox: keep", recorded: "sb1", withSandbox: true, tracked: true, sandbox: "sb1", expect: func(m *mockPorts, _ **deletion.Engine) {
 			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
 			m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb1", nil)
 		}},
-		{name: "10 sandbox replaced: destroy SandboxChanged, then requeue", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, c **deletion.Controller) {
+		{name: "10 sandbox replaced: destroy SandboxChanged, then requeue", recorded: "sb1", withSandbox: true, expect: func(m *mockPorts, c **deletion.Engine) {
 			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
 			m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
 			destroy := m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonSandboxChanged)).Return(nil)
@@ -94,10 +95,10 @@ func TestSweepRows(t *testing.T) {
 			c.Sweep(context.Background())
 
 			if !r.tracked {
-				assert.Empty(t, c.Pending())
+				assert.Empty(t, inspect.PUs(c))
 				return
 			}
-			assert.Equal(t, []deletion.Entry{{PUID: testUID, Pod: testKey, SandboxID: r.sandbox}}, c.Pending())
+			assert.Equal(t, []ports.PU{{PUID: testUID, Pod: testKey, SandboxID: r.sandbox}}, inspect.PUs(c))
 		})
 	}
 }
@@ -118,7 +119,7 @@ func TestAdoptedSandboxIsTheOneDestroyed(t *testing.T) {
 
 	require.NoError(t, c.Track(entryWith("")))
 	c.Sweep(context.Background())
-	require.Equal(t, "sb1", c.Pending()[0].SandboxID)
+	require.Equal(t, "sb1", inspect.PUs(c)[0].SandboxID)
 	c.Sweep(context.Background())
 	assert.Zero(t, c.Len())
 }
@@ -127,21 +128,21 @@ func TestTrackIsInsertOnly(t *testing.T) {
 	m := newMockPorts(t)
 	c := m.newEngine(t, false, deletion.Options{})
 	require.NoError(t, c.Track(entryWith("sb1")))
-	require.NoError(t, c.Track(deletion.Entry{PUID: testUID, Pod: types.NamespacedName{Namespace: "other", Name: "x"}, SandboxID: "sb2"}))
-	assert.Equal(t, []deletion.Entry{entryWith("sb1")}, c.Pending())
+	require.NoError(t, c.Track(ports.PU{PUID: testUID, Pod: types.NamespacedName{Namespace: "other", Name: "x"}, SandboxID: "sb2"}))
+	assert.Equal(t, []ports.PU{entryWith("sb1")}, inspect.PUs(c))
 	assert.Equal(t, 1, c.Len())
 }
 
 func TestTrackRejectsIncompleteEntries(t *testing.T) {
 	m := newMockPorts(t)
 	c := m.newEngine(t, false, deletion.Options{})
-	for _, e := range []deletion.Entry{
+	for _, e := range []ports.PU{
 		{Pod: testKey},
 		{PUID: testUID, Pod: types.NamespacedName{Namespace: "default"}},
 		{PUID: testUID, Pod: types.NamespacedName{Name: "web-0"}},
 	} {
 		err := c.Track(e)
-		assert.ErrorIs(t, err, deletion.ErrInvalidEntry, "%+v", e)
+		assert.ErrorIs(t, err, deletion.ErrInvalidPU, "%+v", e)
 	}
 	assert.Zero(t, c.Len())
 }
@@ -150,10 +151,10 @@ func TestPendingIsSortedByPUID(t *testing.T) {
 	m := newMockPorts(t)
 	c := m.newEngine(t, false, deletion.Options{})
 	for _, id := range []string{"c", "a", "b"} {
-		require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: testKey}))
+		require.NoError(t, c.Track(ports.PU{PUID: id, Pod: testKey}))
 	}
 	var ids []string
-	for _, e := range c.Pending() {
+	for _, e := range inspect.PUs(c) {
 		ids = append(ids, e.PUID)
 	}
 	assert.Equal(t, []string{"a", "b", "c"}, ids)
@@ -170,7 +171,7 @@ func TestNewRejectsNilPortsAndBadOptions(t *testing.T) {
 
 	for name, o := range map[string]deletion.Options{
 		"negative SweepInterval":      {SweepInterval: -time.Second},
-		"negative ItemTimeout":        {ItemTimeout: -1},
+		"negative CheckTimeout":       {CheckTimeout: -1},
 		"negative Workers":            {Workers: -1},
 		"absurd Workers":              {Workers: deletion.MaxWorkers + 1},
 		"negative MaxDestroyAttempts": {MaxDestroyAttempts: -2},
@@ -181,9 +182,8 @@ func TestNewRejectsNilPortsAndBadOptions(t *testing.T) {
 		_, err := deletion.New(getter, policy, o)
 		assert.ErrorIs(t, err, deletion.ErrInvalidOptions, name)
 	}
-	c, err := deletion.New(getter, policy, deletion.Options{})
+	_, err = deletion.New(getter, policy, deletion.Options{})
 	require.NoError(t, err)
-	assert.False(t, c.NeedLeaderElection(), "every node runs its own engine")
 }
 
 // TestDestroyRetriesUpToMaxAttempts: a failing DestroyPU is retried on each
@@ -208,7 +208,7 @@ func TestDestroyRetriesUpToMaxAttempts(t *testing.T) {
 	require.Len(t, rec.kinds(deletion.EventDestroyFailed), 3)
 	abandoned := rec.kinds(deletion.EventAbandoned)
 	require.Len(t, abandoned, 1)
-	assert.Equal(t, 3, abandoned[0].Attempt)
+	assert.Equal(t, 3, abandoned[0].DestroyCalls)
 	assert.ErrorIs(t, abandoned[0].Err, errBoom)
 	lost := logs.lines("for the last time")
 	require.Len(t, lost, 1)
@@ -239,7 +239,7 @@ func TestPermanentErrorIsNotRetried(t *testing.T) {
 	c.Sweep(context.Background())
 	assert.Zero(t, c.Len())
 	require.Len(t, rec.kinds(deletion.EventAbandoned), 1)
-	assert.Equal(t, 1, rec.kinds(deletion.EventAbandoned)[0].Attempt)
+	assert.Equal(t, 1, rec.kinds(deletion.EventAbandoned)[0].DestroyCalls)
 }
 
 // TestRequeueAfterAbandonedSandboxChange: the Requeue of row 10 also happens
@@ -271,7 +271,7 @@ func TestTrackFromInsideRequeue(t *testing.T) {
 	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
 	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonSandboxChanged)).Return(nil)
 	m.requeuer.EXPECT().Requeue(gomock.Any(), live).DoAndReturn(func(_ context.Context, pod *corev1.Pod) error {
-		return c.Track(deletion.Entry{PUID: string(pod.UID), Pod: testKey, SandboxID: "sb2"})
+		return c.Track(ports.PU{PUID: string(pod.UID), Pod: testKey, SandboxID: "sb2"})
 	})
 	require.NoError(t, c.Track(entryWith("sb1")))
 
@@ -282,7 +282,7 @@ func TestTrackFromInsideRequeue(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Sweep deadlocked on a Track from inside Requeue")
 	}
-	assert.Equal(t, []deletion.Entry{entryWith("sb2")}, c.Pending())
+	assert.Equal(t, []ports.PU{entryWith("sb2")}, inspect.PUs(c))
 }
 
 // TestPeriodicSweep: under Start, every entry is checked once per
@@ -318,7 +318,7 @@ func TestPeriodicSweep(t *testing.T) {
 		stop := startEngine(t, c)
 		for i := range n {
 			id := fmt.Sprint(i)
-			require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 		}
 
 		time.Sleep(interval / 2)
@@ -347,10 +347,10 @@ func TestTriggerPodChecksOnlyThatPod(t *testing.T) {
 	c := m.newEngine(t, false, deletion.Options{SweepInterval: time.Hour})
 	gone := types.NamespacedName{Namespace: "default", Name: "gone"}
 	for i := range 50 {
-		require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprintf("live-%d", i), Pod: types.NamespacedName{Namespace: "default", Name: fmt.Sprintf("live-%d", i)}}))
+		require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprintf("live-%d", i), Pod: types.NamespacedName{Namespace: "default", Name: fmt.Sprintf("live-%d", i)}}))
 	}
-	require.NoError(t, c.Track(deletion.Entry{PUID: "g1", Pod: gone}))
-	require.NoError(t, c.Track(deletion.Entry{PUID: "g2", Pod: gone}))
+	require.NoError(t, c.Track(ports.PU{PUID: "g1", Pod: gone}))
+	require.NoError(t, c.Track(ports.PU{PUID: "g2", Pod: gone}))
 	destroyed := make(chan string, 2)
 	m.getter.EXPECT().GetPod(gomock.Any(), gone).Return(nil, ports.ErrPodNotFound).Times(2)
 	m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, ev ports.DestroyEvent) error {
@@ -370,10 +370,10 @@ func TestTriggerPodChecksOnlyThatPod(t *testing.T) {
 func TestTriggersBeforeStartRunWhenItStarts(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		trigger func(c *deletion.Controller)
+		trigger func(c *deletion.Engine)
 	}{
-		{"TriggerPod", func(c *deletion.Controller) { c.TriggerPod(testKey) }},
-		{"TriggerAll", func(c *deletion.Controller) { c.TriggerAll() }},
+		{"TriggerPod", func(c *deletion.Engine) { c.TriggerPod(testKey) }},
+		{"TriggerAll", func(c *deletion.Engine) { c.TriggerAll() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -400,7 +400,7 @@ func TestTriggerAllChecksEveryEntry(t *testing.T) {
 	c := m.newEngine(t, false, deletion.Options{SweepInterval: time.Hour})
 	startEngine(t, c)
 	for i := range 20 {
-		require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+		require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
 	}
 	m.getter.EXPECT().GetPod(gomock.Any(), gomock.Any()).Return(nil, ports.ErrPodNotFound).Times(20)
 	m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil).Times(20)
@@ -477,7 +477,7 @@ func TestConcurrencyIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	for i := range 30 {
 		id := fmt.Sprint(i)
-		require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+		require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 	}
 	startEngine(t, c)
 	var wg sync.WaitGroup
@@ -574,7 +574,7 @@ func TestStartStopsPromptlyWithHangingPort(t *testing.T) {
 }
 
 // TestAHungCheckHoldsItsWorkerOnly: a check whose port hangs past
-// ItemTimeout, ignoring its context, keeps its worker (and its entry: no
+// CheckTimeout, ignoring its context, keeps its worker (and its entry: no
 // second check of that PUID starts) while the other workers go on; when the
 // port returns late, nothing is destroyed on its answer, and the port's
 // lateness is logged.
@@ -592,13 +592,13 @@ func TestAHungCheckHoldsItsWorkerOnly(t *testing.T) {
 		})
 		rec := &recorder{}
 		logs := &logBuffer{}
-		c := newQuiet(t, getter, rec, deletion.Options{Workers: 2, ItemTimeout: 50 * time.Millisecond, SweepInterval: time.Second, Logger: logs.logger()})
-		require.NoError(t, c.Track(deletion.Entry{PUID: "hung", Pod: hung}))
+		c := newQuiet(t, getter, rec, deletion.Options{Workers: 2, CheckTimeout: 50 * time.Millisecond, SweepInterval: time.Second, Logger: logs.logger()})
+		require.NoError(t, c.Track(ports.PU{PUID: "hung", Pod: hung}))
 		stop := startEngine(t, c)
 		c.TriggerAll()
 		synctest.Wait()
 		for i := range 10 {
-			require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+			require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -637,7 +637,7 @@ func TestPanickingPortsAreRecovered(t *testing.T) {
 		m.extractor.EXPECT().SandboxID(gomock.Any(), live).Do(func(context.Context, *corev1.Pod) { panic("extractor bug") })
 		require.NoError(t, c.Track(entryWith("sb1")))
 		c.Sweep(context.Background())
-		assert.Equal(t, []deletion.Entry{entryWith("sb1")}, c.Pending())
+		assert.Equal(t, []ports.PU{entryWith("sb1")}, inspect.PUs(c))
 	})
 	t.Run("DestroyPU", func(t *testing.T) {
 		m := newMockPorts(t)
@@ -672,11 +672,11 @@ func TestPanickingPortsAreRecovered(t *testing.T) {
 }
 
 // TestBlockedRequeuerCannotWedgeTheEngine: a Requeuer that never returns
-// until its context ends is cut off by ItemTimeout.
+// until its context ends is cut off by CheckTimeout.
 func TestBlockedRequeuerCannotWedgeTheEngine(t *testing.T) {
 	verifyNoLeaks(t)
 	m := newMockPorts(t)
-	c := m.newEngine(t, true, deletion.Options{ItemTimeout: 50 * time.Millisecond})
+	c := m.newEngine(t, true, deletion.Options{CheckTimeout: 50 * time.Millisecond})
 	live := livePod(testUID, testNode)
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
 	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
@@ -725,7 +725,7 @@ func TestObserverEvents(t *testing.T) {
 	destroyed := rec.kinds(deletion.EventDestroyed)
 	require.Len(t, destroyed, 1)
 	assert.Equal(t, ports.ReasonPodGone, destroyed[0].Reason)
-	assert.Equal(t, 3*time.Second, destroyed[0].Duration)
+	assert.Equal(t, 3*time.Second, destroyed[0].DestroyDelay)
 	assert.Empty(t, rec.kinds(deletion.EventAbandoned))
 	assert.Equal(t, "Destroyed", deletion.EventDestroyed.String())
 }
@@ -753,7 +753,7 @@ func TestSweepStopsWithItsContext(t *testing.T) {
 	c, err := deletion.New(getter, policy, deletion.Options{Workers: 1})
 	require.NoError(t, err)
 	for i := range 100 {
-		require.NoError(t, c.Track(deletion.Entry{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+		require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -780,10 +780,10 @@ func TestEntriesOfOnePod(t *testing.T) {
 	c, err := deletion.New(getter, policy, deletion.Options{SweepInterval: time.Hour})
 	require.NoError(t, err)
 	for _, id := range []string{"a", "b", "c", "d"} {
-		require.NoError(t, c.Track(deletion.Entry{PUID: id, Pod: testKey}))
+		require.NoError(t, c.Track(ports.PU{PUID: id, Pod: testKey}))
 	}
 	c.Sweep(context.Background())
-	assert.Equal(t, []deletion.Entry{{PUID: "b", Pod: testKey}}, c.Pending())
+	assert.Equal(t, []ports.PU{{PUID: "b", Pod: testKey}}, inspect.PUs(c))
 	for _, id := range []string{"a", "c", "d"} {
 		r, ok := destroyed.Load(id)
 		assert.True(t, ok, id)
@@ -791,12 +791,12 @@ func TestEntriesOfOnePod(t *testing.T) {
 	}
 
 	synctest.Test(t, func(t *testing.T) {
-		require.NoError(t, c.Track(deletion.Entry{PUID: "e", Pod: testKey}))
+		require.NoError(t, c.Track(ports.PU{PUID: "e", Pod: testKey}))
 		stop := startEngine(t, c)
 		gets.Store(0)
 		c.TriggerPod(testKey)
 		synctest.Wait()
-		assert.Equal(t, []deletion.Entry{{PUID: "b", Pod: testKey}}, c.Pending())
+		assert.Equal(t, []ports.PU{{PUID: "b", Pod: testKey}}, inspect.PUs(c))
 		assert.Equal(t, int32(2), gets.Load(), "b and e checked, nothing else")
 		stop()
 	})

@@ -41,7 +41,7 @@ func Example() {
 		ObjectMeta: metav1.ObjectMeta{Namespace: web.Namespace, Name: web.Name, UID: "7f3a"},
 		Spec:       corev1.PodSpec{NodeName: "node-a"},
 	}
-	_ = engine.Track(deletion.Entry{PUID: "7f3a", Pod: web})
+	_ = engine.Track(ports.PU{PUID: "7f3a", Pod: web})
 
 	engine.Sweep(context.Background())
 	fmt.Println("tracked while the pod lives:", engine.Len())
@@ -60,7 +60,7 @@ func Example() {
 
 // Decide is a pure function: the whole decision table, with no I/O.
 func ExampleDecide() {
-	e := deletion.Entry{PUID: "7f3a", Pod: types.NamespacedName{Namespace: "shop", Name: "web-0"}, SandboxID: "sb-1"}
+	e := ports.PU{PUID: "7f3a", Pod: types.NamespacedName{Namespace: "shop", Name: "web-0"}, SandboxID: "sb-1"}
 	recreated := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "91c2"}}
 
 	fmt.Println(deletion.Decide(e, deletion.Observation{Err: ports.ErrPodNotFound}))

@@ -33,7 +33,7 @@ type failures struct {
 // portFailed counts a failure of port for e. The first failure of a PU
 // since its last good check is logged at V(1), with its PU; the summary of
 // every failure comes at the next flushFailures.
-func (c *Controller) portFailed(port int, e *entry, err error, msg string) {
+func (c *Engine) portFailed(port int, e *record, err error, msg string) {
 	if e.lastErr == nil {
 		if log := c.log.V(1); log.Enabled() {
 			log.Info(msg, "port", portNames[port], "puID", e.PUID, "pod", e.Pod.String(), "error", err.Error())
@@ -51,7 +51,7 @@ func (c *Controller) portFailed(port int, e *entry, err error, msg string) {
 
 // flushFailures logs one error line for each port that failed since the
 // last summary: how often, the last error and the last PU concerned.
-func (c *Controller) flushFailures() {
+func (c *Engine) flushFailures() {
 	f := &c.fails
 	f.mu.Lock()
 	count, last, lastPUID, since := f.count, f.last, f.lastPUID, f.since

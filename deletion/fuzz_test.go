@@ -26,7 +26,7 @@ func FuzzDecide(f *testing.F) {
 	f.Add("uid-1", "sb1", uint8(0), "uid-1", "node-a", "", true, false, "sb2", true, false)
 	f.Fuzz(func(t *testing.T, puid, recorded string, errKind uint8, podUID, podNode, node string,
 		hasExtractor, asked bool, current string, sandboxFails, nilPod bool) {
-		e := deletion.Entry{PUID: puid, Pod: types.NamespacedName{Namespace: "ns", Name: "p"}, SandboxID: recorded}
+		e := ports.PU{PUID: puid, Pod: types.NamespacedName{Namespace: "ns", Name: "p"}, SandboxID: recorded}
 		o := deletion.Observation{NodeName: node, HasExtractor: hasExtractor, SandboxAsked: asked, SandboxID: current}
 		switch errKind % 3 {
 		case 1:

@@ -36,9 +36,9 @@ func newMockPorts(t *testing.T) *mockPorts {
 	}
 }
 
-// newEngine returns a Controller on the mocks; opts.SandboxExtractor and
+// newEngine returns a Engine on the mocks; opts.SandboxExtractor and
 // opts.Requeuer are set to the mocks when withSandbox is true.
-func (m *mockPorts) newEngine(t *testing.T, withSandbox bool, opts deletion.Options) *deletion.Controller {
+func (m *mockPorts) newEngine(t *testing.T, withSandbox bool, opts deletion.Options) *deletion.Engine {
 	t.Helper()
 	if withSandbox {
 		opts.SandboxExtractor = m.extractor
@@ -61,7 +61,7 @@ func verifyNoLeaks(t *testing.T) {
 
 // startEngine runs c.Start in the background; the returned stop cancels it
 // and waits for Start to return, failing the test if it takes over limit.
-func startEngine(t *testing.T, c *deletion.Controller) (stop func()) {
+func startEngine(t *testing.T, c *deletion.Engine) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -16,7 +16,7 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-func newInternal(t *testing.T, getter ports.PodGetterFunc) *Controller {
+func newInternal(t *testing.T, getter ports.PodGetterFunc) *Engine {
 	t.Helper()
 	c, err := New(getter, ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
 		Options{Logger: klog.Background().V(100)}) // V(100): nothing below it is printed
@@ -34,10 +34,10 @@ func TestRemovalGivesBackItsMemory(t *testing.T) {
 	c := newInternal(t, gone)
 	key := types.NamespacedName{Namespace: "ns", Name: "web"}
 	for i := range 3 { // three PUs of one pod: head, middle, tail of its list
-		require.NoError(t, c.Track(Entry{PUID: fmt.Sprint(i), Pod: key}))
+		require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: key}))
 	}
 	for i := range 100 {
-		require.NoError(t, c.Track(Entry{PUID: fmt.Sprintf("other-%d", i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+		require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprintf("other-%d", i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
 	}
 	assert.True(t, c.Untrack("1"), "the middle of the pod's list")
 	var left []string
@@ -59,7 +59,7 @@ func TestRemovalGivesBackItsMemory(t *testing.T) {
 func TestTriggersAfterStopKeepNothing(t *testing.T) {
 	c := newInternal(t, func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
 	key := types.NamespacedName{Namespace: "ns", Name: "web"}
-	require.NoError(t, c.Track(Entry{PUID: "1", Pod: key}))
+	require.NoError(t, c.Track(ports.PU{PUID: "1", Pod: key}))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	require.NoError(t, c.Start(ctx))
@@ -72,5 +72,5 @@ func TestTriggersAfterStopKeepNothing(t *testing.T) {
 	defer c.mu.Unlock()
 	assert.Empty(t, c.ready[c.readyHead:])
 	assert.LessOrEqual(t, cap(c.ready), 16)
-	assert.Equal(t, idle, c.entries["1"].state)
+	assert.Equal(t, idle, c.records["1"].state)
 }

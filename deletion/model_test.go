@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -185,7 +186,7 @@ func (m *modelPorts) Observe(ev deletion.Event) {
 	if ev.Kind == deletion.EventAbandoned {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		m.abandoned = append(m.abandoned, ev.Entry.PUID)
+		m.abandoned = append(m.abandoned, ev.PU.PUID)
 	}
 }
 
@@ -195,7 +196,7 @@ type modelOutcome struct {
 	Destroyed []ports.DestroyEvent
 	Abandoned []string
 	Requeued  []string
-	Pending   []deletion.Entry
+	Pending   []ports.PU
 }
 
 func (o *modelOutcome) sort() {
@@ -205,7 +206,7 @@ func (o *modelOutcome) sort() {
 	slices.SortFunc(o.Destroyed, func(a, b ports.DestroyEvent) int { return cmp.Compare(a.PUID, b.PUID) })
 	slices.Sort(o.Abandoned)
 	slices.Sort(o.Requeued)
-	slices.SortFunc(o.Pending, func(a, b deletion.Entry) int { return cmp.Compare(a.PUID, b.PUID) })
+	slices.SortFunc(o.Pending, func(a, b ports.PU) int { return cmp.Compare(a.PUID, b.PUID) })
 }
 
 // model is the obvious implementation of the decision table, the
@@ -310,7 +311,7 @@ func (m *model) take() modelOutcome {
 	out := m.out
 	m.out = modelOutcome{}
 	for _, e := range m.entries {
-		out.Pending = append(out.Pending, deletion.Entry{PUID: e.puid, Pod: modelKey(e.slot), SandboxID: e.sandbox})
+		out.Pending = append(out.Pending, ports.PU{PUID: e.puid, Pod: modelKey(e.slot), SandboxID: e.sandbox})
 	}
 	out.sort()
 	return out
@@ -365,7 +366,7 @@ func runModel(t *testing.T, data []byte) {
 		synctest.Wait()
 		want := m.take()
 		mp.mu.Lock()
-		got := modelOutcome{Destroyed: mp.destroyed, Abandoned: mp.abandoned, Requeued: mp.requeued, Pending: c.Pending()}
+		got := modelOutcome{Destroyed: mp.destroyed, Abandoned: mp.abandoned, Requeued: mp.requeued, Pending: inspect.PUs(c)}
 		mp.destroyed, mp.abandoned, mp.requeued = nil, nil, nil
 		mp.mu.Unlock()
 		got.sort()
@@ -387,7 +388,7 @@ func runModel(t *testing.T, data []byte) {
 		mp.clMu.Lock()
 		switch op {
 		case modelTrack:
-			e := deletion.Entry{PUID: p.uid, Pod: modelKey(slot), SandboxID: p.sandbox}
+			e := ports.PU{PUID: p.uid, Pod: modelKey(slot), SandboxID: p.sandbox}
 			if !p.exists || variant%4 == 3 {
 				e.PUID = id("u-stale") // a PU of a pod that is already gone
 			}

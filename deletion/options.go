@@ -19,8 +19,8 @@ var (
 	ErrNilPort = errors.New("deletion: nil port")
 	// ErrInvalidOptions: an Options field is out of range.
 	ErrInvalidOptions = errors.New("deletion: invalid options")
-	// ErrInvalidEntry: Track was given an entry without a PUID, pod name or namespace.
-	ErrInvalidEntry = errors.New("deletion: invalid entry")
+	// ErrInvalidPU: Track was given an entry without a PUID, pod name or namespace.
+	ErrInvalidPU = errors.New("deletion: invalid entry")
 	// ErrAlreadyStarted: Start was called a second time.
 	ErrAlreadyStarted = errors.New("deletion: controller already started")
 	// ErrPortPanicked wraps the value a port panicked with.
@@ -30,7 +30,7 @@ var (
 // Defaults of the Options fields left at their zero value, and their bounds.
 const (
 	DefaultSweepInterval   = 5 * time.Second
-	DefaultItemTimeout     = 30 * time.Second
+	DefaultCheckTimeout    = 30 * time.Second
 	DefaultWorkers         = 4
 	DefaultRetryMinDelay   = time.Second
 	DefaultRetryMaxDelay   = time.Minute
@@ -43,12 +43,12 @@ const (
 	// every pod more often than this costs CPU and API load without finding
 	// a gone pod any sooner than TriggerPod does.
 	MinSweepInterval = 100 * time.Millisecond
-	// MinItemTimeout bounds Options.ItemTimeout from below: a shorter
+	// MinCheckTimeout bounds Options.CheckTimeout from below: a shorter
 	// deadline fails healthy API calls.
-	MinItemTimeout = 10 * time.Millisecond
+	MinCheckTimeout = 10 * time.Millisecond
 )
 
-// Options configure a Controller. The zero value of every field is a
+// Options configure a Engine. The zero value of every field is a
 // documented default; values out of range are rejected by New.
 type Options struct {
 	// SandboxExtractor reports a pod's current sandbox. nil: sandbox restarts
@@ -87,7 +87,7 @@ type Options struct {
 	// one being recorded (row 7). Listing first means that a
 	// PU destroyed by a check cannot come back from a list that answered
 	// after it; the first list thus delays the first check by as long as
-	// it takes (at most ItemTimeout, and at least a second). A failing list
+	// it takes (at most CheckTimeout, and at least a second). A failing list
 	// is retried with backoff (RetryMinDelay doubling up to RetryMaxDelay)
 	// until it answers or Start's context ends; checks go on meanwhile.
 	// nil: nothing is restored.
@@ -97,10 +97,10 @@ type Options struct {
 	// over the interval in a few batches a second, not run in one burst.
 	// 0: 5s. At least MinSweepInterval.
 	SweepInterval time.Duration
-	// ItemTimeout is the deadline of one check, destroy included. Requeue
+	// CheckTimeout is the deadline of one check, destroy included. Requeue
 	// gets a deadline of its own of the same length. 0: 30s. At least
-	// MinItemTimeout.
-	ItemTimeout time.Duration
+	// MinCheckTimeout.
+	CheckTimeout time.Duration
 	// Workers is how many checks may run at once. 0: 4. At most MaxWorkers.
 	Workers int
 	// MaxDestroyAttempts is how many failed DestroyPU calls make the engine
@@ -133,7 +133,7 @@ type Options struct {
 	// and journals; Observers combines several. nil: nobody is told.
 	Observer Observer
 	// Clock drives the periodic checks, retries and the times reported in
-	// Status and to the Observer. Per-check deadlines (ItemTimeout) are
+	// Status and to the Observer. Per-check deadlines (CheckTimeout) are
 	// context deadlines and follow the time package (which testing/synctest
 	// fakes). nil: the real clock.
 	Clock clock.WithTicker
@@ -146,7 +146,7 @@ func (o Options) withDefaults() (Options, error) {
 		v    time.Duration
 	}{
 		{"SweepInterval", o.SweepInterval},
-		{"ItemTimeout", o.ItemTimeout},
+		{"CheckTimeout", o.CheckTimeout},
 		{"RetryMinDelay", o.RetryMinDelay},
 		{"RetryMaxDelay", o.RetryMaxDelay},
 		{"ShutdownTimeout", o.ShutdownTimeout},
@@ -167,15 +167,15 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	def(&o.SweepInterval, DefaultSweepInterval)
-	def(&o.ItemTimeout, DefaultItemTimeout)
+	def(&o.CheckTimeout, DefaultCheckTimeout)
 	def(&o.RetryMinDelay, DefaultRetryMinDelay)
 	def(&o.RetryMaxDelay, DefaultRetryMaxDelay)
 	def(&o.ShutdownTimeout, DefaultShutdownTimeout)
 	if o.SweepInterval < MinSweepInterval {
 		return o, fmt.Errorf("%w: SweepInterval is %v, want at least %v", ErrInvalidOptions, o.SweepInterval, MinSweepInterval)
 	}
-	if o.ItemTimeout < MinItemTimeout {
-		return o, fmt.Errorf("%w: ItemTimeout is %v, want at least %v", ErrInvalidOptions, o.ItemTimeout, MinItemTimeout)
+	if o.CheckTimeout < MinCheckTimeout {
+		return o, fmt.Errorf("%w: CheckTimeout is %v, want at least %v", ErrInvalidOptions, o.CheckTimeout, MinCheckTimeout)
 	}
 	if o.Workers == 0 {
 		o.Workers = DefaultWorkers
@@ -190,135 +190,4 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = klog.Background()
 	}
 	return o, nil
-}
-
-// Observer is told what the engine does, for metrics and journals. Observe
-// is called synchronously: for EventTracked on the goroutine that called
-// Track (Track returns after it), for the others from the engine's
-// workers. It must be fast; an Observer that makes Track durable (a
-// journal) may block Track until its write is committed. A panic in it is
-// recovered and logged.
-type Observer interface {
-	Observe(Event)
-}
-
-// ObserverFunc lets a plain function serve as an Observer.
-type ObserverFunc func(Event)
-
-// Observe calls f(ev).
-func (f ObserverFunc) Observe(ev Event) { f(ev) }
-
-// Observers returns an Observer that tells each of obs, in order, about
-// every event; nil ones are skipped. A panic in one of them does not keep
-// the others from being told: the first panic is raised again once all
-// were, for the engine to recover and log.
-func Observers(obs ...Observer) Observer {
-	list := make([]Observer, 0, len(obs))
-	for _, o := range obs {
-		if o != nil {
-			list = append(list, o)
-		}
-	}
-	return multiObserver(list)
-}
-
-type multiObserver []Observer
-
-// Observe tells every Observer of m about ev.
-func (m multiObserver) Observe(ev Event) {
-	var first any
-	for _, o := range m {
-		func() {
-			defer func() {
-				if r := recover(); r != nil && first == nil {
-					first = r
-				}
-			}()
-			o.Observe(ev)
-		}()
-	}
-	if first != nil {
-		panic(first)
-	}
-}
-
-// EventKind says what an Event reports.
-type EventKind uint8
-
-const (
-	// EventTracked: a new entry is tracked (by Track, or restored from the
-	// Inventory).
-	EventTracked EventKind = iota + 1
-	// EventChecked: a check finished; Verdict is the verdict carried out and
-	// Duration the check's length.
-	EventChecked
-	// EventGetFailed: GetPod failed with an error other than not found, or
-	// answered nonsense; Err is set.
-	EventGetFailed
-	// EventDestroyed: DestroyPU succeeded and the entry is removed. Reason is
-	// set; Duration is the time from the first check that found the PU must
-	// go to this successful destroy; Attempt counts the calls, this one included.
-	EventDestroyed
-	// EventDestroyFailed: DestroyPU failed; Reason, Attempt, Err are set, and
-	// Next is when it will be tried again (zero when it will not be). An
-	// EventAbandoned follows when this was the last attempt.
-	EventDestroyFailed
-	// EventAbandoned: the entry is removed without a successful destroy,
-	// after its last failed attempt or a permanent error; Reason, Attempt and
-	// Err are set.
-	EventAbandoned
-	// EventVetoed: the Confirmer did not confirm a destroy the PodGetter's
-	// answer decided. Reason is the reason the PodGetter's answer gave;
-	// Verdict is the Confirmer's; Err is the Confirmer's error, if any.
-	EventVetoed
-	// EventAdopted: a check recorded the entry's first sandbox, or Start
-	// gave it the sandbox the Inventory listed; Entry holds it.
-	EventAdopted
-	// EventUntracked: Untrack forgot the entry without destroying it.
-	EventUntracked
-	// EventRestored: Start tracked the PUs the Inventory listed. Count is
-	// how many were new or took their sandbox from it (see Inventory); Attempt is the number of ListPUs calls it took.
-	EventRestored
-)
-
-var eventKindNames = [...]string{
-	EventTracked: "Tracked", EventChecked: "Checked", EventGetFailed: "GetFailed",
-	EventDestroyed: "Destroyed", EventDestroyFailed: "DestroyFailed", EventAbandoned: "Abandoned",
-	EventVetoed: "Vetoed", EventAdopted: "Adopted", EventUntracked: "Untracked", EventRestored: "Restored",
-}
-
-// String returns the kind's name.
-func (k EventKind) String() string {
-	if int(k) < len(eventKindNames) && eventKindNames[k] != "" {
-		return eventKindNames[k]
-	}
-	return fmt.Sprintf("EventKind(%d)", k)
-}
-
-// Event is one thing the engine did, as reported to an Observer. Which
-// fields are set depends on Kind; the others are zero.
-type Event struct {
-	// Kind says what happened.
-	Kind EventKind
-	// Entry is the PU concerned, as the engine holds it (zero for EventRestored).
-	Entry Entry
-	// Verdict is the verdict of the check (EventChecked, EventVetoed).
-	Verdict Verdict
-	// Reason is why the PU is, or was to be, destroyed (EventDestroyed,
-	// EventDestroyFailed, EventAbandoned, EventVetoed).
-	Reason ports.Reason
-	// Duration is the check's length (EventChecked), or the time from the
-	// first decision to destroy to the destroy (EventDestroyed).
-	Duration time.Duration
-	// Attempt is the number of DestroyPU calls so far for this PU
-	// (EventDestroyed, EventDestroyFailed, EventAbandoned), or of ListPUs
-	// calls (EventRestored).
-	Attempt int
-	// Count is the number of PUs restored (EventRestored).
-	Count int
-	// Next is when a failed destroy will be tried again (EventDestroyFailed).
-	Next time.Time
-	// Err is the error behind the event (EventGetFailed, EventDestroyFailed,
-	// EventAbandoned, EventVetoed).
-	Err error
 }

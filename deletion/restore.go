@@ -5,13 +5,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // restore lists the Inventory until it answers or ctx ends, from the
 // second attempt on (Start made the first), and tracks every PU it lists
 // that is not tracked already. A failing list is tried again after
 // RetryMinDelay, doubling up to RetryMaxDelay.
-func (c *Controller) restore(ctx context.Context) {
+func (c *Engine) restore(ctx context.Context) {
 	delay := c.opts.RetryMinDelay
 	for attempt := 2; ; attempt++ {
 		select {
@@ -29,12 +31,12 @@ func (c *Controller) restore(ctx context.Context) {
 // restoreAttempt lists the Inventory once and tracks every PU it lists that
 // is not tracked already, several at once; entries without a PUID, pod name
 // or namespace are logged and skipped. It reports whether the list answered.
-func (c *Controller) restoreAttempt(ctx context.Context, attempt int) bool {
+func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 	pus, err := c.listPUs(ctx)
 	if err == nil {
 		restored, skipped := c.trackAll(pus)
 		c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
-		c.observe(Event{Kind: EventRestored, Count: restored, Attempt: attempt})
+		c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt})
 		return true
 	}
 	if ctx.Err() == nil {
@@ -47,7 +49,7 @@ func (c *Controller) restoreAttempt(ctx context.Context, attempt int) bool {
 // trackAll tracks pus from Workers goroutines, so that an Observer that
 // makes each Track durable (a journal) shares its commits among them, and
 // returns how many were new and how many could not be tracked.
-func (c *Controller) trackAll(pus []Entry) (restored, skipped int) {
+func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 	var next, nRestored, nSkipped atomic.Int64
 	var wg sync.WaitGroup
 	for range min(c.opts.Workers, len(pus)) {
@@ -69,35 +71,35 @@ func (c *Controller) trackAll(pus []Entry) (restored, skipped int) {
 	return int(nRestored.Load()), int(nSkipped.Load())
 }
 
-// adoptListed gives the sandbox the Inventory lists for pu to the entry of
-// the same PUID and pod when that entry has no sandbox and has never been
+// adoptListed gives the sandbox the Inventory lists for pu to the record
+// of the same PU when that record has no sandbox and has never been
 // checked: one tracked without a sandbox (a pod informer's add) before
 // Start listed the Inventory. Without it, the first check would record the
 // pod's current sandbox (row 7), and a sandbox replaced while the agent was
-// down would never be seen as changed (row 10). It reports whether it did.
-func (c *Controller) adoptListed(pu Entry) bool {
-	if pu.SandboxID == "" {
-		return false
-	}
+// down would never be seen as changed (row 10). The rule is
+// ports.PU.WithRecordedSandbox, which a journal applies too. It reports
+// whether it gave a sandbox.
+func (c *Engine) adoptListed(pu ports.PU) bool {
 	c.mu.Lock()
-	e := c.entries[pu.PUID]
-	ok := e != nil && e.SandboxID == "" && e.Pod == pu.Pod && e.lastRow < 0 && (e.state == idle || e.state == queued)
-	var snapshot Entry
+	e := c.records[pu.PUID]
+	ok := e != nil && e.lastRow < 0 && (e.state == idle || e.state == queued)
+	var snapshot ports.PU
 	if ok {
-		e.SandboxID = pu.SandboxID
-		snapshot = e.Entry
+		snapshot = e.PU.WithRecordedSandbox(pu)
+		ok = snapshot != e.PU
+		e.PU = snapshot
 	}
 	c.mu.Unlock()
 	if ok {
 		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
-		c.observe(Event{Kind: EventAdopted, Entry: snapshot})
+		c.observe(Event{Kind: EventAdopted, PU: snapshot})
 	}
 	return ok
 }
 
-// listPUs calls the Inventory under a deadline of ItemTimeout.
-func (c *Controller) listPUs(ctx context.Context) (pus []Entry, err error) {
-	ctx, cancel := context.WithTimeout(ctx, max(c.opts.ItemTimeout, time.Second))
+// listPUs calls the Inventory under a deadline of CheckTimeout.
+func (c *Engine) listPUs(ctx context.Context) (pus []ports.PU, err error) {
+	ctx, cancel := context.WithTimeout(ctx, max(c.opts.CheckTimeout, time.Second))
 	defer cancel()
 	defer recovered("ListPUs", &err)
 	return c.opts.Inventory.ListPUs(ctx)

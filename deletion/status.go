@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/podsweeper/podsweeper/ports"
 )
 
-// EntryStatus is what the engine knows of one tracked PU, for status pages
+// PUStatus is what the engine knows of one tracked PU, for status pages
 // and debugging: why it is kept, and how its destroy is going.
-type EntryStatus struct {
-	Entry
+type PUStatus struct {
+	ports.PU
 	// State is "idle", "queued", "checking" or "waiting for a retry".
 	State string
 	// TrackedAt is when Track took the entry.
@@ -36,12 +38,12 @@ type EntryStatus struct {
 }
 
 // Status returns what the engine knows of every tracked PU, sorted by PUID.
-func (c *Controller) Status() []EntryStatus {
+func (c *Engine) Status() []PUStatus {
 	c.mu.Lock()
-	out := make([]EntryStatus, 0, len(c.entries))
-	for _, e := range c.entries {
-		s := EntryStatus{
-			Entry:       e.Entry,
+	out := make([]PUStatus, 0, len(c.records))
+	for _, e := range c.records {
+		s := PUStatus{
+			PU:          e.PU,
 			State:       e.state.String(),
 			TrackedAt:   c.timeOf(e.trackedAt),
 			LastChecked: c.timeOf(e.lastChecked),
@@ -58,7 +60,7 @@ func (c *Controller) Status() []EntryStatus {
 		out = append(out, s)
 	}
 	c.mu.Unlock()
-	slices.SortFunc(out, func(a, b EntryStatus) int { return cmp.Compare(a.PUID, b.PUID) })
+	slices.SortFunc(out, func(a, b PUStatus) int { return cmp.Compare(a.PUID, b.PUID) })
 	return out
 }
 
@@ -80,16 +82,16 @@ var (
 // healthz.Checker: mgr.AddHealthzCheck("podsweeper", engine.HealthCheck).
 // It reads a few fields under the engine's lock, whatever the number of
 // entries.
-func (c *Controller) HealthCheck(_ *http.Request) error {
+func (c *Engine) HealthCheck(_ *http.Request) error {
 	if !c.started.Load() {
 		return fmt.Errorf("%w: not started", ErrNotRunning)
 	}
 	now := c.now()
 	c.mu.Lock()
-	stopped, lastTurn, tracked := c.stopped, c.lastTurn, len(c.entries) > 0
+	stopped, lastTurn, tracked := c.stopped, c.lastTurn, len(c.records) > 0
 	var oldest int64
 	for _, it := range c.ready[c.readyHead:] {
-		if it.e.state == queued {
+		if it.r.state == queued {
 			oldest = it.at
 			break
 		}
@@ -107,8 +109,8 @@ func (c *Controller) HealthCheck(_ *http.Request) error {
 		return fmt.Errorf("%w: no periodic check queued for %v, over 3 intervals of %v",
 			ErrBehind, time.Duration(now-lastTurn).Round(time.Millisecond), c.opts.SweepInterval)
 	}
-	if n := c.stuckWorkers(); n == len(c.workers) {
-		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, n, c.opts.ItemTimeout)
+	if n := stuckIn(c.workers, c.realNow()); n == len(c.workers) {
+		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, n, c.opts.CheckTimeout)
 	}
 	return nil
 }
@@ -117,11 +119,11 @@ func (c *Controller) HealthCheck(_ *http.Request) error {
 // retry of a failed destroy, and since when the oldest PU that a check found
 // must go has been waiting for its destroy (zero when none). It reads every
 // entry under the engine's lock: call it at a scrape, not per check.
-func (c *Controller) Backlog() (retrying int, oldestSince time.Time) {
+func (c *Engine) Backlog() (retrying int, oldestSince time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var oldest int64
-	for _, e := range c.entries {
+	for _, e := range c.records {
 		if e.state == waiting {
 			retrying++
 		}

@@ -22,6 +22,20 @@ type PU struct {
 	SandboxID string
 }
 
+// WithRecordedSandbox returns pu as it stands once what was recorded of
+// the same PU is taken into account: when pu has no sandbox and recorded is
+// the same PU (same PUID and pod) with one, pu with recorded's sandbox;
+// otherwise pu as it is. It is the one rule by which a PU seen without a
+// sandbox (a pod informer's add after a restart) keeps the sandbox a
+// journal or an Inventory recorded for it, so that a sandbox replaced while
+// the agent was down is still seen as replaced.
+func (pu PU) WithRecordedSandbox(recorded PU) PU {
+	if pu.SandboxID == "" && recorded.SandboxID != "" && recorded.PUID == pu.PUID && recorded.Pod == pu.Pod {
+		pu.SandboxID = recorded.SandboxID
+	}
+	return pu
+}
+
 // DestroyEvent tells a PolicyHandler which PU to destroy and why.
 type DestroyEvent struct {
 	PUID      string               // the pod UID the PU was created for

@@ -22,7 +22,7 @@ import (
 // benchEngine starts an engine with in-memory ports (every pod lives), an
 // interval of an hour (no check runs during the benchmark) and opts. It is
 // stopped at the end of the benchmark.
-func benchEngine(b *testing.B, opts deletion.Options) *deletion.Controller {
+func benchEngine(b *testing.B, opts deletion.Options) *deletion.Engine {
 	b.Helper()
 	getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
 		p := &corev1.Pod{}
@@ -59,8 +59,8 @@ func benchJournal(b *testing.B, opts Options) *Journal {
 	return j
 }
 
-func benchPU(i int64) deletion.Entry {
-	return deletion.Entry{
+func benchPU(i int64) ports.PU {
+	return ports.PU{
 		PUID:      fmt.Sprintf("0b1c2d3e-aaaa-4bbb-8ccc-%012d", i),
 		Pod:       types.NamespacedName{Namespace: "default", Name: fmt.Sprintf("web-7d4b9c8f5-%06d", i)},
 		SandboxID: fmt.Sprintf("%064d", i),

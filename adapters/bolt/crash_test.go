@@ -26,6 +26,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -119,7 +120,7 @@ func TestCrashHelper(t *testing.T) {
 		wg.Go(func() {
 			for i := g; i < len(pods); i += goroutines {
 				p := pods[i]
-				if err := engine.Track(deletion.Entry{PUID: p.UID, Pod: p.key(), SandboxID: p.Sandbox}); err != nil {
+				if err := engine.Track(ports.PU{PUID: p.UID, Pod: p.key(), SandboxID: p.Sandbox}); err != nil {
 					panic(err)
 				}
 			}
@@ -286,7 +287,7 @@ func TestCrashRestart(t *testing.T) {
 			switch ev.Kind {
 			case deletion.EventChecked:
 				mu.Lock()
-				checks[ev.Entry.PUID]++
+				checks[ev.PU.PUID]++
 				mu.Unlock()
 			case deletion.EventRestored:
 				restored <- ev.Count
@@ -345,7 +346,7 @@ func TestCrashRestart(t *testing.T) {
 	mu.Unlock()
 
 	liveWant := want[12:]
-	assert.Equal(t, liveWant, engine.Pending())
+	assert.Equal(t, liveWant, inspect.PUs(engine))
 	pus, err := j.ListPUs(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, liveWant, pus, "the journal forgot the destroyed PUs and holds the live ones")

@@ -45,7 +45,7 @@ func ExampleOpen() {
 	if err != nil {
 		panic(err)
 	}
-	if err := engine.Track(deletion.Entry{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "default", Name: "web"}, SandboxID: "sb-1"}); err != nil {
+	if err := engine.Track(ports.PU{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "default", Name: "web"}, SandboxID: "sb-1"}); err != nil {
 		panic(err)
 	}
 	// uid-1 is on disk now.

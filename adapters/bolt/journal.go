@@ -366,11 +366,11 @@ func (j *Journal) ListPUs(ctx context.Context) ([]ports.PU, error) {
 func (j *Journal) Observe(ev deletion.Event) {
 	switch ev.Kind {
 	case deletion.EventTracked:
-		j.record(ev, j.put(ev.Entry, true))
+		j.record(ev, j.put(ev.PU, true))
 	case deletion.EventAdopted:
-		j.record(ev, j.put(ev.Entry, false))
+		j.record(ev, j.put(ev.PU, false))
 	case deletion.EventDestroyed, deletion.EventAbandoned, deletion.EventUntracked:
-		j.record(ev, j.forget(ev.Entry))
+		j.record(ev, j.forget(ev.PU))
 	}
 }
 
@@ -381,7 +381,7 @@ func (j *Journal) record(ev deletion.Event, err error) {
 	}
 	j.failures.Add(1)
 	j.log.Error(err, "the journal could not record an event; the PU is tracked, but a restart would not know of it as it is now",
-		"event", ev.Kind.String(), "puID", ev.Entry.PUID, "pod", ev.Entry.Pod.String(), "sandboxID", ev.Entry.SandboxID)
+		"event", ev.Kind.String(), "puID", ev.PU.PUID, "pod", ev.PU.Pod.String(), "sandboxID", ev.PU.SandboxID)
 }
 
 var errInvalidPU = errors.New("bolt: a PU without a PUID, pod name or namespace")
@@ -407,15 +407,13 @@ func (j *Journal) put(pu ports.PU, insert bool) error {
 			return true
 		case old == nil:
 			return !insert
-		case pu.SandboxID == "":
-			// A Track without a sandbox (a pod informer's add after a
-			// restart) keeps the sandbox recorded for the same pod: the
-			// restore gives it to the engine's entry, and it is how a
-			// sandbox replaced while the agent was down is seen.
-			rec, err := decodeRecord(key, old)
-			return err == nil && rec.Pod == pu.Pod && rec.SandboxID != ""
 		}
-		return false
+		// A Track without a sandbox keeps the sandbox recorded for the same
+		// PU (ports.PU.WithRecordedSandbox): the restore gives it to the
+		// engine's record, and it is how a sandbox replaced while the agent
+		// was down is seen.
+		rec, err := decodeRecord(key, old)
+		return err == nil && pu.WithRecordedSandbox(rec) == rec
 	}
 	var skip bool
 	if err := j.view(func(b *bbolt.Bucket) { skip = same(b) }); err != nil {

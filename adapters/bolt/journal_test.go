@@ -29,7 +29,7 @@ func pu(puid, name, sandbox string) ports.PU {
 }
 
 func event(kind deletion.EventKind, e ports.PU) deletion.Event {
-	return deletion.Event{Kind: kind, Entry: e}
+	return deletion.Event{Kind: kind, PU: e}
 }
 
 // open opens a journal in the test's directory, closed at the end of the test.
@@ -147,8 +147,8 @@ func TestForget(t *testing.T) {
 			j.Observe(event(deletion.EventTracked, keep))
 			j.Observe(event(deletion.EventTracked, gone))
 
-			j.Observe(deletion.Event{Kind: kind, Entry: gone, Reason: ports.ReasonPodGone})
-			j.Observe(deletion.Event{Kind: kind, Entry: pu("uid-never", "web-2", "")})
+			j.Observe(deletion.Event{Kind: kind, PU: gone, Reason: ports.ReasonPodGone})
+			j.Observe(deletion.Event{Kind: kind, PU: pu("uid-never", "web-2", "")})
 
 			assert.Equal(t, []ports.PU{keep}, list(t, j))
 			assert.Zero(t, j.Failures())

@@ -15,12 +15,12 @@ const (
 )
 
 // BacklogCollector reports how far behind an engine's destroys are, read
-// from the engine at each scrape (deletion.Controller.Backlog): the PUs
+// from the engine at each scrape (deletion.Engine.Backlog): the PUs
 // waiting for the retry of a failed destroy, and the age of the oldest PU
 // found gone and not destroyed yet. A policy engine that is down shows as
 // both growing.
 type BacklogCollector struct {
-	engine   *deletion.Controller
+	engine   *deletion.Engine
 	retrying *prometheus.Desc
 	oldest   *prometheus.Desc
 	now      func() time.Time
@@ -30,7 +30,7 @@ var _ prometheus.Collector = (*BacklogCollector)(nil)
 
 // NewBacklogCollector returns the collector of engine's backlog; register
 // it beside NewMetrics' metrics (reg.MustRegister or reg.Register).
-func NewBacklogCollector(engine *deletion.Controller) *BacklogCollector {
+func NewBacklogCollector(engine *deletion.Engine) *BacklogCollector {
 	return &BacklogCollector{
 		engine: engine,
 		retrying: prometheus.NewDesc(MetricRetrying,

@@ -33,7 +33,7 @@ func TestBacklogCollector(t *testing.T) {
 	engine, err := deletion.New(getter, policy, deletion.Options{})
 	require.NoError(t, err)
 	for _, id := range []string{"a", "b", "c"} {
-		require.NoError(t, engine.Track(deletion.Entry{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+		require.NoError(t, engine.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 	}
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(k8s.NewBacklogCollector(engine)))

@@ -1,13 +1,9 @@
 package k8s
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -56,29 +52,8 @@ import (
 // but neither the handler nor c: it tracks nothing and costs no checks
 // until it leads. Serve c's health with LeaderHealthCheck rather than
 // c.HealthCheck, which fails while c has not started.
-func SetupClusterWithManager(mgr manager.Manager, c *deletion.Controller, opts SetupOptions) error {
-	switch {
-	case mgr == nil:
-		return fmt.Errorf("%w: manager is nil", ErrInvalidSetup)
-	case c == nil:
-		return fmt.Errorf("%w: deletion controller is nil", ErrInvalidSetup)
-	case c.NodeName() != "":
-		return fmt.Errorf("%w: the deletion controller has the node %q: a cluster-wide engine must have none (deletion.Options.NodeName), or it destroys the PU of every pod of another node",
-			ErrInvalidSetup, c.NodeName())
-	}
-	// The cache has not started yet, so this neither blocks nor lists.
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{}, cache.BlockUntilSynced(false))
-	if err != nil {
-		return fmt.Errorf("k8s: getting the pod informer: %w", err)
-	}
-	if opts.Logger.GetSink() == nil {
-		opts.Logger = klog.Background().WithName("podsweeper-wiring")
-	}
-	r := &engineRunnable{engine: c, informer: inf, opts: opts, leaderElected: true}
-	if err := mgr.Add(r); err != nil {
-		return fmt.Errorf("k8s: adding the deletion engine to the manager: %w", err)
-	}
-	return nil
+func SetupClusterWithManager(mgr manager.Manager, c *deletion.Engine, opts SetupOptions) error {
+	return setup(mgr, c, opts, true)
 }
 
 // LeaderHealthCheck returns a health check for a leader-elected engine: it
@@ -89,7 +64,7 @@ func SetupClusterWithManager(mgr manager.Manager, c *deletion.Controller, opts S
 // liveness probe's 3 failures 10 s apart). Add it with mgr.AddHealthzCheck
 // and mgr.AddReadyzCheck. With a nil mgr or c, the
 // check always fails with an error wrapping ErrInvalidSetup.
-func LeaderHealthCheck(mgr manager.Manager, c *deletion.Controller) healthz.Checker {
+func LeaderHealthCheck(mgr manager.Manager, c *deletion.Engine) healthz.Checker {
 	if mgr == nil || c == nil {
 		err := fmt.Errorf("%w: LeaderHealthCheck needs a manager and a deletion controller", ErrInvalidSetup)
 		return func(*http.Request) error { return err }

@@ -117,7 +117,7 @@ func (s *externalSystem) destroyedOnce(t *testing.T, uids []types.UID) map[strin
 type replica struct {
 	name   string
 	mgr    manager.Manager
-	engine *deletion.Controller
+	engine *deletion.Engine
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once

@@ -28,6 +28,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -253,7 +254,7 @@ type node struct {
 	name   string
 	ns     string
 	mgr    manager.Manager
-	engine *deletion.Controller
+	engine *deletion.Engine
 	policy *recorder
 }
 
@@ -362,16 +363,16 @@ func (n *node) deletePod(p *corev1.Pod) {
 }
 
 // entry returns the engine's entry of the PU puid, if tracked.
-func (n *node) entry(puid types.UID) (deletion.Entry, bool) {
-	for _, e := range n.engine.Pending() {
+func (n *node) entry(puid types.UID) (ports.PU, bool) {
+	for _, e := range inspect.PUs(n.engine) {
 		if e.PUID == string(puid) {
 			return e, true
 		}
 	}
-	return deletion.Entry{}, false
+	return ports.PU{}, false
 }
 
-func (n *node) waitTracked(puid types.UID) deletion.Entry {
+func (n *node) waitTracked(puid types.UID) ports.PU {
 	n.t.Helper()
 	require.Eventually(n.t, func() bool { _, ok := n.entry(puid); return ok }, 10*time.Second, 5*time.Millisecond,
 		"PU %s never tracked", puid)

@@ -21,19 +21,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
 const sandboxAnnotation = "test.podsweeper.io/sandbox"
 
-// fakeEngine records what the handler asks of the engine.
+// fakeEngine records what the handler asks of the engine. It classifies
+// pods as a real engine for its node does ("": a cluster-wide engine).
 type fakeEngine struct {
-	mu       sync.Mutex
-	tracked  []deletion.Entry
-	triggers []types.NamespacedName
+	classifier *deletion.Engine
+	mu         sync.Mutex
+	tracked    []ports.PU
+	triggers   []types.NamespacedName
 }
 
-func (f *fakeEngine) Track(e deletion.Entry) error {
+func (f *fakeEngine) Track(e ports.PU) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tracked = append(f.tracked, e)
@@ -46,10 +49,21 @@ func (f *fakeEngine) TriggerPod(key types.NamespacedName) {
 	f.triggers = append(f.triggers, key)
 }
 
-func (f *fakeEngine) calls() ([]deletion.Entry, []types.NamespacedName) {
+func (f *fakeEngine) Classify(pod *corev1.Pod) deletion.PodClass { return f.classifier.Classify(pod) }
+
+// newFakeEngine returns a fakeEngine for node ("": every pod).
+func newFakeEngine(t *testing.T, node string) *fakeEngine {
+	t.Helper()
+	c, err := deletion.New(ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound }),
+		ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }), deletion.Options{NodeName: node})
+	require.NoError(t, err)
+	return &fakeEngine{classifier: c}
+}
+
+func (f *fakeEngine) calls() ([]ports.PU, []types.NamespacedName) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]deletion.Entry(nil), f.tracked...), append([]types.NamespacedName(nil), f.triggers...)
+	return append([]ports.PU(nil), f.tracked...), append([]types.NamespacedName(nil), f.triggers...)
 }
 
 var annotationExtractor = ports.SandboxExtractorFunc(func(_ context.Context, pod *corev1.Pod) (string, error) {
@@ -58,8 +72,8 @@ var annotationExtractor = ports.SandboxExtractorFunc(func(_ context.Context, pod
 
 func newHandler(t *testing.T) (*podHandler, *fakeEngine) {
 	t.Helper()
-	f := &fakeEngine{}
-	return &podHandler{engine: f, node: "node-a"}, f
+	f := newFakeEngine(t, "node-a")
+	return &podHandler{engine: f}, f
 }
 
 func pod(name, uid, node, sandbox, rv string) *corev1.Pod {
@@ -87,7 +101,7 @@ func TestHandlerTracksPodsBoundToTheNode(t *testing.T) {
 
 	tracked, triggers := f.calls()
 	// Without a sandbox: the engine records it at the check each add triggers.
-	assert.Equal(t, []deletion.Entry{
+	assert.Equal(t, []ports.PU{
 		{PUID: "u-web", Pod: key("web")},
 		{PUID: "u-done", Pod: key("done")},
 	}, tracked)
@@ -97,14 +111,14 @@ func TestHandlerTracksPodsBoundToTheNode(t *testing.T) {
 // TestClusterHandlerTracksEveryPod: without a node (SetupClusterWithManager)
 // the handler tracks every pod the filter accepts, bound to a node or not.
 func TestClusterHandlerTracksEveryPod(t *testing.T) {
-	f := &fakeEngine{}
+	f := newFakeEngine(t, "")
 	h := &podHandler{engine: f, filter: func(p *corev1.Pod) bool { return p.Name != "skipped" }}
 	h.OnAdd(pod("web", "u-web", "node-a", "", "1"), true)
 	h.OnAdd(pod("unbound", "u-unbound", "", "", "1"), false)
 	h.OnAdd(pod("elsewhere", "u-elsewhere", "node-b", "", "1"), false)
 	h.OnAdd(pod("skipped", "u-skipped", "node-b", "", "1"), false)
 	tracked, triggers := f.calls()
-	assert.Equal(t, []deletion.Entry{
+	assert.Equal(t, []ports.PU{
 		{PUID: "u-web", Pod: key("web")},
 		{PUID: "u-unbound", Pod: key("unbound")},
 		{PUID: "u-elsewhere", Pod: key("elsewhere")},
@@ -116,7 +130,7 @@ func TestHandlerTracksAPodOnceItIsBound(t *testing.T) {
 	h, f := newHandler(t)
 	h.OnUpdate(pod("web", "u-web", "", "", "1"), pod("web", "u-web", "node-a", "", "2"))
 	tracked, triggers := f.calls()
-	assert.Equal(t, []deletion.Entry{{PUID: "u-web", Pod: key("web")}}, tracked)
+	assert.Equal(t, []ports.PU{{PUID: "u-web", Pod: key("web")}}, tracked)
 	assert.Equal(t, []types.NamespacedName{key("web")}, triggers)
 }
 
@@ -131,7 +145,7 @@ func TestHandlerTriggersOnChangesNotOnResyncs(t *testing.T) {
 	h.OnUpdate(pod("web", "u-web", "node-a", "sb-1", "2"), pod("web", "u-web", "node-a", "sb-2", "3"))
 	tracked, triggers := f.calls()
 	assert.Equal(t, []types.NamespacedName{key("web")}, triggers)
-	assert.Equal(t, []deletion.Entry{{PUID: "u-web", Pod: key("web")}, {PUID: "u-web", Pod: key("web")}}, tracked)
+	assert.Equal(t, []ports.PU{{PUID: "u-web", Pod: key("web")}, {PUID: "u-web", Pod: key("web")}}, tracked)
 }
 
 func TestHandlerTriggersWhenThePodWasReplaced(t *testing.T) {
@@ -140,7 +154,7 @@ func TestHandlerTriggersWhenThePodWasReplaced(t *testing.T) {
 	h, f := newHandler(t)
 	h.OnUpdate(pod("web", "u-old", "node-a", "", "1"), pod("web", "u-new", "node-a", "", "5"))
 	tracked, triggers := f.calls()
-	assert.Equal(t, []deletion.Entry{{PUID: "u-new", Pod: key("web")}}, tracked)
+	assert.Equal(t, []ports.PU{{PUID: "u-new", Pod: key("web")}}, tracked)
 	assert.Equal(t, []types.NamespacedName{key("web")}, triggers)
 }
 
@@ -160,7 +174,7 @@ func TestHandlerTriggersOnDeleteAndTombstones(t *testing.T) {
 
 // newEngine returns a started engine for node-a that reads pods from pods
 // and asks ex for sandboxes; it stops when the test ends.
-func newEngine(t *testing.T, pods *podStore, ex ports.SandboxExtractor, opts deletion.Options) *deletion.Controller {
+func newEngine(t *testing.T, pods *podStore, ex ports.SandboxExtractor, opts deletion.Options) *deletion.Engine {
 	t.Helper()
 	opts.NodeName, opts.SandboxExtractor = "node-a", ex
 	c, err := deletion.New(ports.PodGetterFunc(pods.get), ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }), opts)
@@ -210,14 +224,14 @@ func (s *podStore) get(_ context.Context, key types.NamespacedName) (*corev1.Pod
 func TestHandlerFeedsARealEngine(t *testing.T) {
 	pods := &podStore{}
 	c := newEngine(t, pods, annotationExtractor, deletion.Options{SweepInterval: time.Hour})
-	h := &podHandler{engine: c, node: "node-a"}
+	h := &podHandler{engine: c}
 
 	web := pod("web", "u-web", "node-a", "sb-1", "1")
 	pods.put(web)
 	h.OnAdd(web, false)
 	h.OnAdd(pod("bad", "", "node-a", "", "1"), false) // no UID: the engine refuses it, the handler logs and goes on
 	require.Eventually(t, func() bool {
-		return slices.Equal(c.Pending(), []deletion.Entry{{PUID: "u-web", Pod: key("web"), SandboxID: "sb-1"}})
+		return slices.Equal(inspect.PUs(c), []ports.PU{{PUID: "u-web", Pod: key("web"), SandboxID: "sb-1"}})
 	}, 10*time.Second, time.Millisecond, "the first check (an hour before the sweep) records the sandbox")
 
 	replaced := pod("web", "u-web", "node-a", "sb-2", "2")
@@ -246,8 +260,8 @@ func TestHandlerDoesNotWaitForAHungRuntime(t *testing.T) {
 	})
 	before := runtime.NumGoroutine()
 	pods := &podStore{}
-	c := newEngine(t, pods, hung, deletion.Options{Workers: workers, SweepInterval: time.Hour, ItemTimeout: 50 * time.Millisecond})
-	h := &podHandler{engine: c, node: "node-a"}
+	c := newEngine(t, pods, hung, deletion.Options{Workers: workers, SweepInterval: time.Hour, CheckTimeout: 50 * time.Millisecond})
+	h := &podHandler{engine: c}
 	t.Cleanup(func() { close(release) }) // runs before the engine stops
 	slowest := make(chan time.Duration, 1)
 	go func() {
@@ -309,7 +323,7 @@ func TestHandlerTracksOnlyThePodsTheFilterAccepts(t *testing.T) {
 	h.OnUpdate(mirror, func() *corev1.Pod { p := mirror.DeepCopy(); p.ResourceVersion = "2"; return p }())
 
 	tracked, triggers := f.calls()
-	assert.Equal(t, []deletion.Entry{{PUID: "u-web", Pod: key("web")}}, tracked)
+	assert.Equal(t, []ports.PU{{PUID: "u-web", Pod: key("web")}}, tracked)
 	assert.Equal(t, []types.NamespacedName{key("web")}, triggers, "rejected pods' adds and updates trigger nothing")
 
 	// Deletes trigger whatever the filter says: a PU the agent tracked
@@ -378,7 +392,7 @@ func TestRunnableRemovesItsHandlerWhenItStops(t *testing.T) {
 	inf.mu.Unlock()
 	h.OnAdd(pod("mine", "u-mine", "node-a", "", "1"), false)
 	h.OnAdd(pod("other", "u-other", "node-b", "", "1"), false)
-	assert.Equal(t, []deletion.Entry{{PUID: "u-mine", Pod: key("mine")}}, c.Pending())
+	assert.Equal(t, []ports.PU{{PUID: "u-mine", Pod: key("mine")}}, inspect.PUs(c))
 
 	cancel()
 	select {
@@ -414,7 +428,7 @@ func TestHandlerSkipsAPodWhoseFilterPanics(t *testing.T) {
 	h.OnAdd(pod("bad", "u-bad", "node-a", "", "1"), false)
 	h.OnAdd(pod("good", "u-good", "node-a", "", "1"), false)
 	tracked, _ := f.calls()
-	assert.Equal(t, []deletion.Entry{{PUID: "u-good", Pod: key("good")}}, tracked)
+	assert.Equal(t, []ports.PU{{PUID: "u-good", Pod: key("good")}}, tracked)
 }
 
 func TestPodsWithOwnNetwork(t *testing.T) {
@@ -446,7 +460,7 @@ func TestHandlerDoesNotTrackAFinishedPodAgain(t *testing.T) {
 				return nil
 			}), deletion.Options{NodeName: "node-a", SweepInterval: time.Hour, DestroyTerminated: destroyTerminated, Logger: testr.New(t)})
 			require.NoError(t, err)
-			h := &podHandler{engine: c, node: "node-a", finishedGone: c.DestroyTerminated()}
+			h := &podHandler{engine: c}
 
 			done := pod("job", "u-job", "node-a", "", "1")
 			done.Status.Phase = corev1.PodSucceeded

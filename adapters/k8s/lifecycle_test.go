@@ -20,9 +20,9 @@ import (
 
 // checkedSince waits until the PU puid has been checked after t, and
 // returns its status then.
-func (n *node) checkedSince(puid k8stypes.UID, t time.Time) deletion.EntryStatus {
+func (n *node) checkedSince(puid k8stypes.UID, t time.Time) deletion.PUStatus {
 	n.t.Helper()
-	var st deletion.EntryStatus
+	var st deletion.PUStatus
 	require.Eventually(n.t, func() bool {
 		for _, s := range n.engine.Status() {
 			if s.PUID == string(puid) && s.LastChecked.After(t) {

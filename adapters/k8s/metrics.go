@@ -140,13 +140,13 @@ func (m *Metrics) Observe(ev deletion.Event) {
 	case deletion.EventTracked:
 		m.tracked.Inc()
 	case deletion.EventChecked:
-		m.checks.Observe(ev.Duration.Seconds())
+		m.checks.Observe(ev.CheckDuration.Seconds())
 	case deletion.EventGetFailed:
 		m.getErrors.Inc()
 	case deletion.EventDestroyed:
 		m.tracked.Dec()
 		m.destroys.WithLabelValues(string(ev.Reason)).Inc()
-		m.delays.Observe(ev.Duration.Seconds())
+		m.delays.Observe(ev.DestroyDelay.Seconds())
 	case deletion.EventDestroyFailed:
 		m.failures.WithLabelValues(string(ev.Reason)).Inc()
 	case deletion.EventAbandoned:

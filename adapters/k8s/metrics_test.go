@@ -25,13 +25,13 @@ func TestMetricsCountEngineEvents(t *testing.T) {
 	for range 3 {
 		m.Observe(deletion.Event{Kind: deletion.EventTracked})
 	}
-	m.Observe(deletion.Event{Kind: deletion.EventChecked, Duration: 3 * time.Millisecond})
-	m.Observe(deletion.Event{Kind: deletion.EventChecked, Duration: time.Second})
+	m.Observe(deletion.Event{Kind: deletion.EventChecked, CheckDuration: 3 * time.Millisecond})
+	m.Observe(deletion.Event{Kind: deletion.EventChecked, CheckDuration: time.Second})
 	m.Observe(deletion.Event{Kind: deletion.EventGetFailed, Err: errors.New("timeout")})
-	m.Observe(deletion.Event{Kind: deletion.EventDestroyed, Reason: ports.ReasonPodGone, Duration: 2 * time.Millisecond})
-	m.Observe(deletion.Event{Kind: deletion.EventDestroyFailed, Reason: ports.ReasonUIDChanged, Attempt: 1})
-	m.Observe(deletion.Event{Kind: deletion.EventDestroyFailed, Reason: ports.ReasonUIDChanged, Attempt: 2})
-	m.Observe(deletion.Event{Kind: deletion.EventAbandoned, Reason: ports.ReasonUIDChanged, Attempt: 2})
+	m.Observe(deletion.Event{Kind: deletion.EventDestroyed, Reason: ports.ReasonPodGone, DestroyDelay: 2 * time.Millisecond})
+	m.Observe(deletion.Event{Kind: deletion.EventDestroyFailed, Reason: ports.ReasonUIDChanged, DestroyCalls: 1})
+	m.Observe(deletion.Event{Kind: deletion.EventDestroyFailed, Reason: ports.ReasonUIDChanged, DestroyCalls: 2})
+	m.Observe(deletion.Event{Kind: deletion.EventAbandoned, Reason: ports.ReasonUIDChanged, DestroyCalls: 2})
 	m.Observe(deletion.Event{Kind: deletion.EventTracked})
 	m.Observe(deletion.Event{Kind: deletion.EventUntracked})
 	m.Observe(deletion.Event{Kind: deletion.EventVetoed, Reason: ports.ReasonPodGone})
@@ -108,8 +108,8 @@ func TestMetricsAsTheEngineObserver(t *testing.T) {
 		ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
 		deletion.Options{Observer: m, NodeName: "node-a"})
 	require.NoError(t, err)
-	require.NoError(t, c.Track(deletion.Entry{PUID: "u-live", Pod: types.NamespacedName{Namespace: "ns", Name: "live"}}))
-	require.NoError(t, c.Track(deletion.Entry{PUID: "u-gone", Pod: types.NamespacedName{Namespace: "ns", Name: "gone"}}))
+	require.NoError(t, c.Track(ports.PU{PUID: "u-live", Pod: types.NamespacedName{Namespace: "ns", Name: "live"}}))
+	require.NoError(t, c.Track(ports.PU{PUID: "u-gone", Pod: types.NamespacedName{Namespace: "ns", Name: "gone"}}))
 	c.Sweep(t.Context())
 
 	got := gather(t, reg)

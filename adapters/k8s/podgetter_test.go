@@ -58,7 +58,7 @@ func TestPodGetterNotFoundMatchesBothConventions(t *testing.T) {
 	assert.True(t, deletion.IsNotFound(err))
 	assert.Contains(t, err.Error(), "ns/gone")
 	// The engine reads it as row 1 of the decision table.
-	v := deletion.Decide(deletion.Entry{PUID: "u", Pod: types.NamespacedName{Namespace: "ns", Name: "gone"}}, deletion.Observation{Err: err})
+	v := deletion.Decide(ports.PU{PUID: "u", Pod: types.NamespacedName{Namespace: "ns", Name: "gone"}}, deletion.Observation{Err: err})
 	assert.Equal(t, ports.ReasonPodGone, v.Reason)
 }
 

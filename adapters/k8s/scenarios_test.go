@@ -115,7 +115,7 @@ func TestEnvtestSandboxChangeRequeuesThePod(t *testing.T) {
 				if err := n.mgr.GetClient().Get(ctx, req.NamespacedName, pod); err != nil {
 					return reconcile.Result{}, client.IgnoreNotFound(err)
 				}
-				err := n.engine.Track(deletion.Entry{PUID: string(pod.UID), Pod: req.NamespacedName, SandboxID: pod.Annotations[sandboxAnnotation]})
+				err := n.engine.Track(ports.PU{PUID: string(pod.UID), Pod: req.NamespacedName, SandboxID: pod.Annotations[sandboxAnnotation]})
 				reconciled <- req
 				return reconcile.Result{}, err
 			})
@@ -188,7 +188,7 @@ func TestEnvtestAPIServerOutage(t *testing.T) {
 	// Two engines watch the node: the usual one reads pods from the cache,
 	// which keeps serving the last state it saw; the other reads the API
 	// server itself, and gets errors while it is down.
-	var direct *deletion.Controller
+	var direct *deletion.Engine
 	directPolicy := &recorder{}
 	n := startNode(t, "s5-outage", nodeOptions{
 		sweep: 200 * time.Millisecond, // sweeps run all through the outage
@@ -340,7 +340,7 @@ func TestEnvtestCacheScopedToAnotherNode(t *testing.T) {
 	n := startNode(t, "s6b-wrongcache", nodeOptions{cacheNode: "node-somewhere-else", confirm: true})
 	p := n.createPod("web", n.name, nil)
 	// The agent's main controller tracks the PU it created.
-	require.NoError(t, n.engine.Track(deletion.Entry{PUID: string(p.UID), Pod: client.ObjectKeyFromObject(p)}))
+	require.NoError(t, n.engine.Track(ports.PU{PUID: string(p.UID), Pod: client.ObjectKeyFromObject(p)}))
 
 	n.engine.Sweep(t.Context())
 	assert.Empty(t, n.policy.events(), "a live pod's PU is not destroyed")

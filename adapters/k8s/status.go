@@ -12,7 +12,7 @@ import (
 // /metrics and behind the same authentication and authorization.
 const StatusPath = "/debug/podsweeper"
 
-// PUStatus is one PU on the status page: deletion.EntryStatus in JSON.
+// PUStatus is one PU on the status page: deletion.PUStatus in JSON.
 type PUStatus struct {
 	PUID        string     `json:"puID"`
 	Pod         string     `json:"pod"`
@@ -38,7 +38,7 @@ type PUStatus struct {
 // reads the engine's state at each request, a copy of every entry: serve
 // it behind authentication (the node agent puts it behind the metrics
 // server's filter), not to every scraper every second.
-func NewStatusHandler(engine *deletion.Controller) http.Handler {
+func NewStatusHandler(engine *deletion.Engine) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -33,9 +34,9 @@ func TestStatusHandlerServesWhyEachPUIsKept(t *testing.T) {
 	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return errors.New("policy engine busy") })
 	engine, err := deletion.New(getter, policy, deletion.Options{NodeName: "n"})
 	require.NoError(t, err)
-	require.NoError(t, engine.Track(deletion.Entry{PUID: "b", Pod: types.NamespacedName{Namespace: "ns", Name: "live"}, SandboxID: "sb-b"}))
-	require.NoError(t, engine.Track(deletion.Entry{PUID: "a", Pod: types.NamespacedName{Namespace: "ns", Name: "gone"}}))
-	require.NoError(t, engine.Track(deletion.Entry{PUID: "c", Pod: types.NamespacedName{Namespace: "ns", Name: "new"}}))
+	require.NoError(t, engine.Track(ports.PU{PUID: "b", Pod: types.NamespacedName{Namespace: "ns", Name: "live"}, SandboxID: "sb-b"}))
+	require.NoError(t, engine.Track(ports.PU{PUID: "a", Pod: types.NamespacedName{Namespace: "ns", Name: "gone"}}))
+	require.NoError(t, engine.Track(ports.PU{PUID: "c", Pod: types.NamespacedName{Namespace: "ns", Name: "new"}}))
 	// Check a and b only: c stays unchecked.
 	sweepOnly(t, engine, "a", "b")
 
@@ -78,14 +79,14 @@ func TestStatusHandlerServesWhyEachPUIsKept(t *testing.T) {
 
 // sweepOnly checks the PUs of puids once, by untracking the others during a
 // Sweep and tracking them again after.
-func sweepOnly(t *testing.T, engine *deletion.Controller, puids ...string) {
+func sweepOnly(t *testing.T, engine *deletion.Engine, puids ...string) {
 	t.Helper()
 	keep := map[string]bool{}
 	for _, id := range puids {
 		keep[id] = true
 	}
-	var others []deletion.Entry
-	for _, e := range engine.Pending() {
+	var others []ports.PU
+	for _, e := range inspect.PUs(engine) {
 		if !keep[e.PUID] {
 			others = append(others, e)
 			require.True(t, engine.Untrack(e.PUID))

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // ErrInvalidSetup is returned by SetupWithManager, SetupClusterWithManager
@@ -71,7 +72,7 @@ type SetupOptions struct {
 //     sees a sandbox replaced, a deleted pod's destroys its PU.
 //
 // The handler never calls the SandboxExtractor: the engine does, in its
-// checks, on at most Workers goroutines and under ItemTimeout. A slow or
+// checks, on at most Workers goroutines and under CheckTimeout. A slow or
 // hung container runtime thus delays checks, never the informer, which
 // delivers the events of every pod of the node on one goroutine; and it
 // costs no goroutine beyond the engine's workers. Each check an event
@@ -87,20 +88,31 @@ type SetupOptions struct {
 //
 // Without NodeCacheOptions the wiring still works, but the manager caches
 // every pod of the cluster. Give NodeCacheOptions the engine's node
-// (c.NodeName()): SetupWithManager cannot check the cache's selector, for a
+// (the deletion.Options.NodeName): SetupWithManager cannot check the cache's selector, for a
 // manager does not expose its cache's options. A cache scoped to another
 // node holds none of this node's pods, so the wiring tracks nothing and a
 // PU tracked by the agent itself reads as gone: with NewPodGetter over
 // mgr.GetAPIReader() as the engine's Confirmer, that destroy is vetoed and
 // the PU kept; without one, it is destroyed.
-func SetupWithManager(mgr manager.Manager, c *deletion.Controller, opts SetupOptions) error {
+func SetupWithManager(mgr manager.Manager, c *deletion.Engine, opts SetupOptions) error {
+	return setup(mgr, c, opts, false)
+}
+
+// setup is SetupWithManager (leaderElected false) and
+// SetupClusterWithManager (true): the one way the engine is wired, with a
+// pod event handler and a Runnable, whose only difference is whether the
+// Runnable needs the manager's lease.
+func setup(mgr manager.Manager, c *deletion.Engine, opts SetupOptions, leaderElected bool) error {
 	switch {
 	case mgr == nil:
 		return fmt.Errorf("%w: manager is nil", ErrInvalidSetup)
 	case c == nil:
-		return fmt.Errorf("%w: deletion controller is nil", ErrInvalidSetup)
-	case c.NodeName() == "":
-		return fmt.Errorf("%w: the deletion controller has no node: set deletion.Options.NodeName", ErrInvalidSetup)
+		return fmt.Errorf("%w: deletion engine is nil", ErrInvalidSetup)
+	case !leaderElected && !hasNode(c):
+		return fmt.Errorf("%w: the deletion engine has no node: set deletion.Options.NodeName", ErrInvalidSetup)
+	case leaderElected && hasNode(c):
+		return fmt.Errorf("%w: the deletion engine has a node: a cluster-wide engine must have none (deletion.Options.NodeName), or it destroys the PU of every pod of another node",
+			ErrInvalidSetup)
 	}
 	// The cache has not started yet, so this neither blocks nor lists.
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{}, cache.BlockUntilSynced(false))
@@ -110,11 +122,17 @@ func SetupWithManager(mgr manager.Manager, c *deletion.Controller, opts SetupOpt
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = klog.Background().WithName("podsweeper-wiring")
 	}
-	r := &engineRunnable{engine: c, informer: inf, opts: opts}
+	r := &engineRunnable{engine: c, informer: inf, opts: opts, leaderElected: leaderElected}
 	if err := mgr.Add(r); err != nil {
 		return fmt.Errorf("k8s: adding the deletion engine to the manager: %w", err)
 	}
 	return nil
+}
+
+// hasNode reports whether c runs for a node: such an engine sees a pod
+// bound to no node as elsewhere (deletion.Engine.Classify).
+func hasNode(c *deletion.Engine) bool {
+	return c.Classify(&corev1.Pod{}) == deletion.PodElsewhere
 }
 
 // PodsWithOwnNetwork is a SetupOptions.Filter for a network-policy agent.
@@ -174,7 +192,7 @@ func NodeCacheOptions(node string, opts cache.Options) (cache.Options, error) {
 // engineRunnable runs the engine and, while it runs, the pod event handler.
 // A node agent's needs no leader election, a cluster-wide one's does.
 type engineRunnable struct {
-	engine   *deletion.Controller
+	engine   *deletion.Engine
 	informer cache.Informer
 	opts     SetupOptions
 	// leaderElected: only the replica holding the manager's lease runs it.
@@ -193,13 +211,7 @@ func (r *engineRunnable) NeedLeaderElection() bool { return r.leaderElected }
 // Start registers the pod event handler, runs the engine until ctx is done,
 // then removes the handler.
 func (r *engineRunnable) Start(ctx context.Context) error {
-	h := &podHandler{
-		engine:       r.engine,
-		node:         r.engine.NodeName(),
-		filter:       r.opts.Filter,
-		finishedGone: r.engine.DestroyTerminated(),
-		log:          r.opts.Logger,
-	}
+	h := &podHandler{engine: r.engine, filter: r.opts.Filter, log: r.opts.Logger}
 	reg, err := r.informer.AddEventHandler(h)
 	if err != nil {
 		return fmt.Errorf("k8s: adding the pod event handler: %w", err)
@@ -240,39 +252,32 @@ func handlerSynced(ctx context.Context, reg toolscache.ResourceEventHandlerRegis
 
 // tracker is the part of the engine the handler uses.
 type tracker interface {
-	Track(deletion.Entry) error
+	Track(ports.PU) error
 	TriggerPod(types.NamespacedName)
+	Classify(*corev1.Pod) deletion.PodClass
 }
 
-// podHandler turns pod events into Track and TriggerPod calls. It does no
-// I/O of its own: the informer's delivery goroutine is never held longer
-// than Track and TriggerPod take.
+// podHandler turns pod events into Track and TriggerPod calls. Which pods
+// it tracks the engine says (Classify): those bound to its node, or every
+// pod for an engine without one. It does no I/O of its own: the informer's
+// delivery goroutine is never held longer than Track and TriggerPod take.
 type podHandler struct {
 	engine tracker
-	// node is the node whose pods are tracked; "": every pod of the
-	// cluster, bound to a node or not (SetupClusterWithManager).
-	node   string
 	filter func(*corev1.Pod) bool // nil: every pod
-	// finishedGone: the engine destroys a finished pod's PU
-	// (deletion.Options.DestroyTerminated), so an update of a finished pod
-	// does not track it again: its PU is destroyed, or will be at the
-	// check its add triggered, and tracking it anew would destroy it once
-	// more at each later update (its deletion included).
-	finishedGone bool
-	log          logr.Logger
+	log    logr.Logger
 }
 
 var _ toolscache.ResourceEventHandler = (*podHandler)(nil)
 
-// nodePod returns obj as a pod when it is one bound to the node, or any
-// pod for a cluster-wide handler; an object that is not a pod is logged.
-func (h *podHandler) nodePod(obj any) (*corev1.Pod, bool) {
+// pod returns obj as a pod and how the engine classifies it; an object
+// that is not a pod is logged.
+func (h *podHandler) pod(obj any) (*corev1.Pod, deletion.PodClass, bool) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		h.log.Error(nil, "pod informer sent an object that is not a pod", "type", fmt.Sprintf("%T", obj))
-		return nil, false
+		return nil, deletion.PodElsewhere, false
 	}
-	return pod, h.node == "" || pod.Spec.NodeName == h.node
+	return pod, h.engine.Classify(pod), true
 }
 
 // accepts reports whether the filter accepts pod; a filter that panics
@@ -291,25 +296,30 @@ func (h *podHandler) accepts(pod *corev1.Pod) (ok bool) {
 	return h.filter(pod)
 }
 
-// OnAdd tracks pod if it is bound to the node and the filter accepts it,
-// and triggers its first check, which records its sandbox.
+// OnAdd tracks pod if it is bound to the engine's node and the filter
+// accepts it, and triggers its first check, which records its sandbox. A
+// finished pod is tracked too: a PU the agent made for it before it
+// finished is destroyed by that check when the engine destroys the PUs of
+// finished pods (row 11).
 func (h *podHandler) OnAdd(obj any, _ bool) {
-	pod, ok := h.nodePod(obj)
-	if !ok || !h.accepts(pod) {
+	pod, class, ok := h.pod(obj)
+	if !ok || class == deletion.PodElsewhere || !h.accepts(pod) {
 		return
 	}
 	h.track(pod)
 	h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
 }
 
-// OnUpdate tracks the new pod if it is bound to the node and the filter
-// accepts it, and triggers a check when the pod changed (its sandbox may
-// have been replaced) or was replaced (another UID, seen after a relist).
-// A resync, which changes nothing, triggers nothing. With the engine's
-// DestroyTerminated, a finished pod seen before is not tracked again.
+// OnUpdate tracks the new pod if it is bound to the engine's node and the
+// filter accepts it, and triggers a check when the pod changed (its sandbox
+// may have been replaced) or was replaced (another UID, seen after a
+// relist). A resync, which changes nothing, triggers nothing. A pod the
+// engine classifies as finished is not tracked again: its PU is destroyed,
+// or will be at the check its add triggered, and tracking it anew would
+// destroy it once more at each later update (its deletion included).
 func (h *podHandler) OnUpdate(oldObj, newObj any) {
-	pod, ok := h.nodePod(newObj)
-	if !ok {
+	pod, class, ok := h.pod(newObj)
+	if !ok || class == deletion.PodElsewhere {
 		return
 	}
 	old, _ := oldObj.(*corev1.Pod)
@@ -320,18 +330,12 @@ func (h *podHandler) OnUpdate(oldObj, newObj any) {
 		}
 		return
 	}
-	if replaced || !h.finishedGone || !finished(pod) {
+	if replaced || class != deletion.PodFinished {
 		h.track(pod)
 	}
 	if replaced || old == nil || old.ResourceVersion != pod.ResourceVersion {
 		h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
 	}
-}
-
-// finished reports whether pod's containers have all ended for good
-// (phase Succeeded or Failed), as row 11 of the decision table reads it.
-func finished(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // OnDelete triggers a check of the pod's PUs; the check reads the pod, finds
@@ -359,8 +363,8 @@ func (h *podHandler) OnDelete(obj any) {
 // track tracks pod's PU without a sandbox: the engine records the sandbox
 // at its first check.
 func (h *podHandler) track(pod *corev1.Pod) {
-	e := deletion.Entry{PUID: string(pod.UID), Pod: client.ObjectKeyFromObject(pod)}
-	if err := h.engine.Track(e); err != nil {
-		h.log.Error(err, "tracking pod failed", "pod", e.Pod.String(), "puID", e.PUID)
+	pu := ports.PU{PUID: string(pod.UID), Pod: client.ObjectKeyFromObject(pod)}
+	if err := h.engine.Track(pu); err != nil {
+		h.log.Error(err, "tracking pod failed", "pod", pu.Pod.String(), "puID", pu.PUID)
 	}
 }

@@ -89,7 +89,7 @@ func TestSetupWithManagerRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		"nil manager":    {func() error { return k8s.SetupWithManager(nil, c, k8s.SetupOptions{}) }, "manager is nil"},
-		"nil controller": {func() error { return k8s.SetupWithManager(mgr, nil, k8s.SetupOptions{}) }, "deletion controller is nil"},
+		"nil engine":     {func() error { return k8s.SetupWithManager(mgr, nil, k8s.SetupOptions{}) }, "deletion engine is nil"},
 		"engine no node": {func() error { return k8s.SetupWithManager(mgr, noNode, k8s.SetupOptions{}) }, "deletion.Options.NodeName"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -117,8 +117,8 @@ func TestSetupClusterWithManagerRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		"nil manager":      {func() error { return k8s.SetupClusterWithManager(nil, c, k8s.SetupOptions{}) }, "manager is nil"},
-		"nil controller":   {func() error { return k8s.SetupClusterWithManager(mgr, nil, k8s.SetupOptions{}) }, "deletion controller is nil"},
-		"engine of a node": {func() error { return k8s.SetupClusterWithManager(mgr, withNode, k8s.SetupOptions{}) }, `has the node "n"`},
+		"nil engine":       {func() error { return k8s.SetupClusterWithManager(mgr, nil, k8s.SetupOptions{}) }, "deletion engine is nil"},
+		"engine of a node": {func() error { return k8s.SetupClusterWithManager(mgr, withNode, k8s.SetupOptions{}) }, "has a node"},
 		"nil health check": {func() error { return k8s.LeaderHealthCheck(nil, c)(nil) }, "needs a manager"},
 	} {
 		t.Run(name, func(t *testing.T) {

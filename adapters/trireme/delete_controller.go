@@ -37,7 +37,7 @@ type DeleteEvent struct {
 // Create it with NewDeleteController and add it to a controller-runtime
 // manager (it is a manager.Runnable), or call Start yourself.
 type DeleteController struct {
-	engine      *deletion.Controller
+	engine      *deletion.Engine
 	deleteCh    chan DeleteEvent
 	reconcileCh chan struct{}
 	log         logr.Logger
@@ -158,7 +158,7 @@ func (d *DeleteController) NeedLeaderElection() bool { return false }
 
 // Engine returns the deletion engine underneath, for Pending, Len, Sweep or
 // TriggerPod. Do not call its Start: DeleteController.Start does.
-func (d *DeleteController) Engine() *deletion.Controller { return d.engine }
+func (d *DeleteController) Engine() *deletion.Engine { return d.engine }
 
 // trackBuffered tracks the delete events already waiting in the channel, so
 // that a reconcile request covers every event sent before it.
@@ -174,7 +174,7 @@ func (d *DeleteController) trackBuffered() {
 }
 
 func (d *DeleteController) track(ev DeleteEvent) {
-	err := d.engine.Track(deletion.Entry{PUID: ev.PodUID, Pod: ev.NamespaceName, SandboxID: ev.SandboxID})
+	err := d.engine.Track(ports.PU{PUID: ev.PodUID, Pod: ev.NamespaceName, SandboxID: ev.SandboxID})
 	if err != nil {
 		d.log.Error(err, "ignoring delete event", "puID", ev.PodUID, "pod", ev.NamespaceName.String())
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/trireme"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -176,7 +177,7 @@ func (h *harness) verdict(puid string) deletion.Verdict {
 	for {
 		select {
 		case ev := <-h.checked:
-			if ev.Entry.PUID == puid {
+			if ev.PU.PUID == puid {
 				return ev.Verdict
 			}
 		case <-deadline:
@@ -303,7 +304,7 @@ func TestDeleteControllerEmptySandboxAdoptsThenDetectsChange(t *testing.T) {
 	v := h.verdict("uid-1")
 	assert.Equal(t, deletion.Adopt, v.Action)
 	h.noDestroy()
-	require.Equal(t, []deletion.Entry{{PUID: "uid-1", Pod: webKey, SandboxID: "sb-1"}}, h.dc.Engine().Pending())
+	require.Equal(t, []ports.PU{{PUID: "uid-1", Pod: webKey, SandboxID: "sb-1"}}, inspect.PUs(h.dc.Engine()))
 
 	p.Annotations[sandboxAnnotation] = "sb-2"
 	require.NoError(t, h.client.Update(context.Background(), p))
@@ -454,7 +455,7 @@ func TestDeleteControllerRequeueDoesNotBlock(t *testing.T) {
 		objects:   []client.Object{pod(webKey, "uid-1", thisNode, "sb-2")},
 		extractor: trireme.NewSandboxExtractor(annotationSandbox),
 		events:    make(chan event.GenericEvent), // nobody ever receives
-		opts:      deletion.Options{ItemTimeout: 50 * time.Millisecond},
+		opts:      deletion.Options{CheckTimeout: 50 * time.Millisecond},
 	})
 	h.start()
 	h.track("uid-1", "sb-1", webKey)
@@ -561,7 +562,7 @@ func TestDeleteControllerStartFailsWhenEngineRunsElsewhere(t *testing.T) {
 		require.NoError(t, <-engineDone)
 	}()
 	// A check runs only once the engine has started.
-	require.NoError(t, h.dc.Engine().Track(deletion.Entry{PUID: "uid-1", Pod: webKey}))
+	require.NoError(t, h.dc.Engine().Track(ports.PU{PUID: "uid-1", Pod: webKey}))
 	h.dc.Engine().TriggerAll()
 	h.verdict("uid-1")
 

@@ -102,7 +102,7 @@ func testLeastRBAC(t *testing.T, asController *rest.Config) {
 type replica struct {
 	name   string
 	mgr    manager.Manager
-	engine *deletion.Controller
+	engine *deletion.Engine
 	stop   func()
 }
 

@@ -143,7 +143,7 @@ type deps struct {
 
 // setup builds the manager, with leader election on its own Lease, and the
 // engine wired into it for every pod of the cluster.
-func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Controller, error) {
+func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Engine, error) {
 	log := d.log
 	dir, err := newPUDir(cfg.puDir, log.WithName("pus"))
 	if err != nil {

@@ -110,7 +110,7 @@ func (d *puDir) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 // register writes the file of the PU of e unless it exists: the file is
 // written under a dot name and renamed, so that ListPUs never reads half
 // of one.
-func (d *puDir) register(e deletion.Entry) error {
+func (d *puDir) register(e ports.PU) error {
 	p, err := d.path(e.PUID)
 	if err != nil {
 		return err
@@ -133,7 +133,7 @@ func (d *puDir) Observe(ev deletion.Event) {
 	if ev.Kind != deletion.EventTracked {
 		return
 	}
-	if err := d.register(ev.Entry); err != nil {
-		d.log.Error(err, "registering PU failed", "puID", ev.Entry.PUID, "pod", ev.Entry.Pod.String())
+	if err := d.register(ev.PU); err != nil {
+		d.log.Error(err, "registering PU failed", "puID", ev.PU.PUID, "pod", ev.PU.Pod.String())
 	}
 }

@@ -20,12 +20,12 @@ func TestPUDirRegistersListsAndDestroys(t *testing.T) {
 	dir := t.TempDir()
 	d, err := newPUDir(dir, logr.Discard())
 	require.NoError(t, err)
-	web := deletion.Entry{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "shop", Name: "web"}}
-	db := deletion.Entry{PUID: "uid-db", Pod: types.NamespacedName{Namespace: "shop", Name: "db"}}
-	d.Observe(deletion.Event{Kind: deletion.EventTracked, Entry: web})
-	d.Observe(deletion.Event{Kind: deletion.EventTracked, Entry: db})
-	d.Observe(deletion.Event{Kind: deletion.EventTracked, Entry: web}) // registered already: kept as it is
-	d.Observe(deletion.Event{Kind: deletion.EventDestroyed, Entry: deletion.Entry{PUID: "uid-other", Pod: web.Pod}})
+	web := ports.PU{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "shop", Name: "web"}}
+	db := ports.PU{PUID: "uid-db", Pod: types.NamespacedName{Namespace: "shop", Name: "db"}}
+	d.Observe(deletion.Event{Kind: deletion.EventTracked, PU: web})
+	d.Observe(deletion.Event{Kind: deletion.EventTracked, PU: db})
+	d.Observe(deletion.Event{Kind: deletion.EventTracked, PU: web}) // registered already: kept as it is
+	d.Observe(deletion.Event{Kind: deletion.EventDestroyed, PU: ports.PU{PUID: "uid-other", Pod: web.Pod}})
 	// Skipped by ListPUs: a registration being written, a file that holds
 	// no pod, a directory.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".uid-half"), []byte("shop/half\n"), 0o644))
@@ -58,6 +58,6 @@ func TestPUDirRefusesBadInput(t *testing.T) {
 		err := d.DestroyPU(context.Background(), ports.DestroyEvent{PUID: puid})
 		require.ErrorIs(t, err, errBadPUID, "PUID %q", puid)
 		assert.True(t, ports.IsPermanent(err), "a PUID that names no file is never retried")
-		assert.ErrorIs(t, d.register(deletion.Entry{PUID: puid}), errBadPUID)
+		assert.ErrorIs(t, d.register(ports.PU{PUID: puid}), errBadPUID)
 	}
 }

@@ -52,7 +52,7 @@ func run(ctx context.Context) error {
 		key := types.NamespacedName{Namespace: "default", Name: name}
 		uid := "uid-" + name
 		live[key] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: types.UID(uid)}}
-		pu := deletion.Entry{PUID: uid, Pod: key}
+		pu := ports.PU{PUID: uid, Pod: key}
 		if err := state.Create(pu, []byte("firewall set of "+name+"\n")); err != nil {
 			return err
 		}

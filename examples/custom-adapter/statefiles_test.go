@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -116,22 +117,22 @@ func TestStateFilesWithTheEngine(t *testing.T) {
 		RetryMinDelay: time.Millisecond,
 		Observer: deletion.ObserverFunc(func(ev deletion.Event) {
 			if ev.Kind == deletion.EventAbandoned {
-				attempts = append(attempts, ev.Attempt)
+				attempts = append(attempts, ev.DestroyCalls)
 			}
 		}),
 	})
 	require.NoError(t, err)
-	require.NoError(t, engine.Track(deletion.Entry{PUID: "uid-gone", Pod: types.NamespacedName{Namespace: "ns", Name: "gone"}}))
-	require.NoError(t, engine.Track(deletion.Entry{PUID: "uid-alive", Pod: alive}))
-	require.NoError(t, engine.Track(deletion.Entry{PUID: "../escape", Pod: types.NamespacedName{Namespace: "ns", Name: "evil"}}))
+	require.NoError(t, engine.Track(ports.PU{PUID: "uid-gone", Pod: types.NamespacedName{Namespace: "ns", Name: "gone"}}))
+	require.NoError(t, engine.Track(ports.PU{PUID: "uid-alive", Pod: alive}))
+	require.NoError(t, engine.Track(ports.PU{PUID: "../escape", Pod: types.NamespacedName{Namespace: "ns", Name: "evil"}}))
 
 	engine.Sweep(context.Background())
 
 	assert.NoFileExists(t, filepath.Join(s.Dir, "uid-gone.state"))
 	assert.FileExists(t, filepath.Join(s.Dir, "uid-alive.state"))
 	assert.Equal(t, []int{1}, attempts, "the bad PUID is abandoned at its first attempt")
-	require.Len(t, engine.Pending(), 1)
-	assert.Equal(t, "uid-alive", engine.Pending()[0].PUID)
+	require.Len(t, inspect.PUs(engine), 1)
+	assert.Equal(t, "uid-alive", inspect.PUs(engine)[0].PUID)
 }
 
 func TestRun(t *testing.T) {
@@ -238,5 +239,5 @@ func TestStateFilesRestoreAfterRestart(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pus, 2)
 	assert.Equal(t, "sb-web-0", pus[0].SandboxID, "the sandbox is restored too")
-	assert.Equal(t, []deletion.Entry{pus[0], pus[1]}, engine.Pending())
+	assert.Equal(t, []ports.PU{pus[0], pus[1]}, inspect.PUs(engine))
 }

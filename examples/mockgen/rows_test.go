@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/mocks"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -32,7 +33,7 @@ const node = "node-a"
 var key = types.NamespacedName{Namespace: "shop", Name: "cart-0"}
 
 // The PU under test: created for pod shop/cart-0 with UID uid-1, in sandbox sb-1.
-var tracked = deletion.Entry{PUID: "uid-1", Pod: key, SandboxID: "sb-1"}
+var tracked = ports.PU{PUID: "uid-1", Pod: key, SandboxID: "sb-1"}
 
 func livePod(uid, nodeName string) *corev1.Pod {
 	return &corev1.Pod{
@@ -49,7 +50,7 @@ type mockPorts struct {
 	requeuer  *mocks.MockRequeuer
 }
 
-// errorReporter is the gomock.TestReporter to give a Controller whose mocks
+// errorReporter is the gomock.TestReporter to give an Engine whose mocks
 // the engine calls from its own goroutines. gomock reports an unexpected
 // call with Fatalf, and testing's Fatalf calls runtime.Goexit, which may
 // only end the test's own goroutine: from one of the engine's workers it
@@ -86,7 +87,7 @@ func newMocks(t *testing.T) mockPorts {
 
 // engine builds an engine on the mocks, tracks e and returns it. Without
 // withExtractor the engine has no SandboxExtractor.
-func (m mockPorts) engine(t *testing.T, withExtractor bool, e deletion.Entry) *deletion.Controller {
+func (m mockPorts) engine(t *testing.T, withExtractor bool, e ports.PU) *deletion.Engine {
 	t.Helper()
 	opts := deletion.Options{NodeName: node, Requeuer: m.requeuer}
 	if withExtractor {
@@ -98,11 +99,11 @@ func (m mockPorts) engine(t *testing.T, withExtractor bool, e deletion.Entry) *d
 	return c
 }
 
-func destroyOf(e deletion.Entry, r ports.Reason) ports.DestroyEvent {
+func destroyOf(e ports.PU, r ports.Reason) ports.DestroyEvent {
 	return ports.DestroyEvent{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID, Reason: r}
 }
 
-func sweep(c *deletion.Controller) {
+func sweep(c *deletion.Engine) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c.Sweep(ctx)
@@ -129,7 +130,7 @@ func TestRow2LookupFailsKeeps(t *testing.T) {
 
 	sweep(c)
 
-	assert.Equal(t, []deletion.Entry{tracked}, c.Pending())
+	assert.Equal(t, []ports.PU{tracked}, inspect.PUs(c))
 }
 
 // Row 3: the pod is bound to another node: destroy, NodeChanged.
@@ -165,7 +166,7 @@ func TestRow5NoExtractorKeeps(t *testing.T) {
 
 	sweep(c)
 
-	assert.Equal(t, []deletion.Entry{tracked}, c.Pending())
+	assert.Equal(t, []ports.PU{tracked}, inspect.PUs(c))
 }
 
 // Row 6: same pod, the extractor fails: keep.
@@ -178,7 +179,7 @@ func TestRow6ExtractorFailsKeeps(t *testing.T) {
 
 	sweep(c)
 
-	assert.Equal(t, []deletion.Entry{tracked}, c.Pending())
+	assert.Equal(t, []ports.PU{tracked}, inspect.PUs(c))
 }
 
 // Row 7: same pod, no sandbox recorded yet: adopt the current one.
@@ -187,12 +188,12 @@ func TestRow7FirstSandboxIsRecorded(t *testing.T) {
 	pod := livePod("uid-1", node)
 	m.getter.EXPECT().GetPod(gomock.Any(), key).Return(pod, nil)
 	m.extractor.EXPECT().SandboxID(gomock.Any(), pod).Return("sb-7", nil)
-	unknown := deletion.Entry{PUID: "uid-1", Pod: key}
+	unknown := ports.PU{PUID: "uid-1", Pod: key}
 	c := m.engine(t, true, unknown)
 
 	sweep(c)
 
-	assert.Equal(t, []deletion.Entry{{PUID: "uid-1", Pod: key, SandboxID: "sb-7"}}, c.Pending())
+	assert.Equal(t, []ports.PU{{PUID: "uid-1", Pod: key, SandboxID: "sb-7"}}, inspect.PUs(c))
 }
 
 // Row 8: same pod, the runtime does not know the sandbox yet (""): keep,
@@ -206,7 +207,7 @@ func TestRow8SandboxNotKnownYetKeeps(t *testing.T) {
 
 	sweep(c)
 
-	assert.Equal(t, []deletion.Entry{tracked}, c.Pending())
+	assert.Equal(t, []ports.PU{tracked}, inspect.PUs(c))
 }
 
 // Row 9: same pod, same sandbox: keep.
@@ -219,7 +220,7 @@ func TestRow9SameSandboxKeeps(t *testing.T) {
 
 	sweep(c)
 
-	assert.Equal(t, []deletion.Entry{tracked}, c.Pending())
+	assert.Equal(t, []ports.PU{tracked}, inspect.PUs(c))
 }
 
 // Row 10: same pod, another sandbox: destroy the PU of the recorded sandbox,

@@ -27,6 +27,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -85,7 +86,7 @@ func (r *criRuntime) stopSandbox(t *testing.T, id string) {
 // criAgent is the agent's setup running against the API server and the
 // fake runtime, with its policy, requeuer and observer recording.
 type criAgent struct {
-	engine    *deletion.Controller
+	engine    *deletion.Engine
 	destroyed chan ports.DestroyEvent
 
 	mu       sync.Mutex
@@ -120,8 +121,8 @@ func startCRIAgent(t *testing.T, agentCfg *rest.Config, endpoint, probeAddr stri
 			}
 			a.mu.Lock()
 			defer a.mu.Unlock()
-			a.checks[ev.Entry.PUID]++
-			a.verdicts[ev.Entry.PUID] = ev.Verdict
+			a.checks[ev.PU.PUID]++
+			a.verdicts[ev.PU.PUID] = ev.Verdict
 		}),
 		registry: prometheus.NewRegistry(),
 		log:      log,
@@ -145,11 +146,11 @@ func startCRIAgent(t *testing.T, agentCfg *rest.Config, endpoint, probeAddr stri
 }
 
 // entry returns the engine's entry for the pod's PU, if it tracks one.
-func (a *criAgent) entry(uid types.UID) (deletion.Entry, bool) {
-	pending := a.engine.Pending()
-	i := slices.IndexFunc(pending, func(e deletion.Entry) bool { return e.PUID == string(uid) })
+func (a *criAgent) entry(uid types.UID) (ports.PU, bool) {
+	pending := inspect.PUs(a.engine)
+	i := slices.IndexFunc(pending, func(e ports.PU) bool { return e.PUID == string(uid) })
 	if i < 0 {
-		return deletion.Entry{}, false
+		return ports.PU{}, false
 	}
 	return pending[i], true
 }

@@ -34,7 +34,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
-	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -146,7 +146,7 @@ func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
 	}()
 
 	tracked := func(uid types.UID) bool {
-		return slices.ContainsFunc(engine.Pending(), func(e deletion.Entry) bool { return e.PUID == string(uid) })
+		return slices.ContainsFunc(inspect.PUs(engine), func(e ports.PU) bool { return e.PUID == string(uid) })
 	}
 	require.Eventually(t, func() bool { return tracked(mine.UID) }, 20*time.Second, 10*time.Millisecond,
 		"the pod bound to the node is tracked")

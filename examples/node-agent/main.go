@@ -173,7 +173,7 @@ func destroyer(log logr.Logger) ports.PolicyHandler {
 // records the new sandbox (no pod event may come to do it: the kubelet may
 // have reported the new sandbox before the engine saw it). track nil: it
 // only logs.
-func requeuer(log logr.Logger, track func(deletion.Entry) error) ports.Requeuer {
+func requeuer(log logr.Logger, track func(ports.PU) error) ports.Requeuer {
 	return ports.RequeuerFunc(func(ctx context.Context, pod *corev1.Pod) error {
 		if pod == nil {
 			return errors.New("requeue: nil pod")
@@ -182,7 +182,7 @@ func requeuer(log logr.Logger, track func(deletion.Entry) error) ports.Requeuer 
 		if track == nil {
 			return nil
 		}
-		return track(deletion.Entry{PUID: string(pod.UID), Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}})
+		return track(ports.PU{PUID: string(pod.UID), Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}})
 	})
 }
 
@@ -267,7 +267,7 @@ func (c closeOnStop) NeedLeaderElection() bool { return false }
 
 // setup builds the manager and the engine wired into it, with the container
 // runtime of --cri-endpoint as their SandboxExtractor.
-func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *deletion.Controller, err error) {
+func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *deletion.Engine, err error) {
 	log := d.log
 	// The cache and the engine (deletion.Options.NodeName below, which
 	// SetupWithManager reads) are given the same node, --node.
@@ -398,10 +398,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("opening --state-file: %w", err)
 	}
 	// engine is set before the manager starts it, and so before any requeue.
-	var engine *deletion.Controller
+	var engine *deletion.Engine
 	mgr, engine, err := setup(rc, cfg, deps{
 		policy:   destroyer(log.WithName("policy")),
-		requeuer: requeuer(log.WithName("requeue"), func(e deletion.Entry) error { return engine.Track(e) }),
+		requeuer: requeuer(log.WithName("requeue"), func(e ports.PU) error { return engine.Track(e) }),
 		journal:  journal,
 		log:      log,
 	})

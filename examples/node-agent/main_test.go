@@ -159,14 +159,14 @@ func TestRequeuerLogsAndTracksThePod(t *testing.T) {
 	var out strings.Builder
 	log := funcr.New(func(prefix, args string) { out.WriteString(prefix + " " + args + "\n") }, funcr.Options{})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1"}}
-	var tracked []deletion.Entry
-	track := func(e deletion.Entry) error { tracked = append(tracked, e); return nil }
+	var tracked []ports.PU
+	track := func(e ports.PU) error { tracked = append(tracked, e); return nil }
 
 	require.NoError(t, requeuer(log, track).Requeue(context.Background(), pod))
 
 	assert.Contains(t, out.String(), `"pod"="ns/web"`)
 	assert.Contains(t, out.String(), `"uid"="uid-1"`)
-	assert.Equal(t, []deletion.Entry{{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "web"}}}, tracked,
+	assert.Equal(t, []ports.PU{{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "web"}}}, tracked,
 		"the pod's PU is tracked again, without a sandbox: its first check records the new one")
 	require.NoError(t, requeuer(log, nil).Requeue(context.Background(), pod), "without track it only logs")
 }

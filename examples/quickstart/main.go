@@ -60,7 +60,7 @@ type story struct {
 	ctx     context.Context
 	cluster *cluster
 	policy  *policyEngine
-	engine  *deletion.Controller
+	engine  *deletion.Engine
 	tl      *timeline
 
 	mu       sync.Mutex
@@ -143,7 +143,7 @@ func runStory(ctx context.Context, w io.Writer, log logr.Logger) (Result, error)
 // does, and tells the engine to track it.
 func (s *story) createPU(pod *corev1.Pod) error {
 	sandbox, _ := s.cluster.runtime().SandboxID(s.ctx, pod)
-	return s.engine.Track(deletion.Entry{PUID: string(pod.UID), Pod: keyOf(pod), SandboxID: sandbox})
+	return s.engine.Track(ports.PU{PUID: string(pod.UID), Pod: keyOf(pod), SandboxID: sandbox})
 }
 
 // requeue is the Requeuer: the engine hands back a pod whose PU it
@@ -374,7 +374,7 @@ type Result struct {
 	RetryWait time.Duration    // from the failed DestroyPU of report-0 to its retry
 	Abandoned []Destroy
 	Vetoes    []Veto
-	Untracked []deletion.Entry
+	Untracked []ports.PU
 	Requeued  []string // PUIDs tracked again by the Requeuer
 	Elapsed   time.Duration
 }
@@ -383,7 +383,7 @@ type Result struct {
 func (s *story) result() Result {
 	res := Result{Rows: map[string][]int{}, Elapsed: s.tl.now()}
 	for _, ev := range s.tl.snapshot() {
-		e := ev.Entry
+		e := ev.PU
 		switch ev.Kind {
 		case deletion.EventChecked:
 			res.Rows[e.PUID] = append(res.Rows[e.PUID], ev.Verdict.Row)
@@ -453,7 +453,7 @@ var (
 	}
 	wantFailed    = []Destroy{{"uid-report-0", ports.ReasonPodGone}, {"uid-legacy-0", ports.ReasonPodGone}}
 	wantAbandoned = []Destroy{{"uid-legacy-0", ports.ReasonPodGone}}
-	wantUntracked = []deletion.Entry{{PUID: "uid-cart-0", Pod: types.NamespacedName{Namespace: namespace, Name: "cart-0"}, SandboxID: "sb-cart-2"}}
+	wantUntracked = []ports.PU{{PUID: "uid-cart-0", Pod: types.NamespacedName{Namespace: namespace, Name: "cart-0"}, SandboxID: "sb-cart-2"}}
 	wantRequeued  = []string{"uid-cart-0"}
 	// wantRows are the rows of the checks the story asks for, by PUID.
 	wantRows = map[string][]int{

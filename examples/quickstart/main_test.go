@@ -79,7 +79,7 @@ func TestStory(t *testing.T) {
 		assert.Equal(t, Veto{"uid-new-0", ports.ReasonPodGone, 9}, v)
 	}
 
-	assert.Equal(t, []deletion.Entry{{PUID: "uid-cart-0", Pod: types.NamespacedName{Namespace: namespace, Name: "cart-0"}, SandboxID: "sb-cart-2"}},
+	assert.Equal(t, []ports.PU{{PUID: "uid-cart-0", Pod: types.NamespacedName{Namespace: namespace, Name: "cart-0"}, SandboxID: "sb-cart-2"}},
 		res.Untracked)
 	assert.Equal(t, []string{"uid-cart-0"}, res.Requeued)
 

@@ -51,10 +51,10 @@ func (t *timeline) Observe(ev deletion.Event) {
 	close(t.changed)
 	t.changed = make(chan struct{})
 
-	now, e := t.now(), ev.Entry
+	now, e := t.now(), ev.PU
 	switch ev.Kind {
 	case deletion.EventChecked:
-		began := now - ev.Duration
+		began := now - ev.CheckDuration
 		if since, ok := t.heldSince[e.PUID]; ok {
 			began = min(began, since)
 		}
@@ -76,15 +76,15 @@ func (t *timeline) Observe(ev deletion.Event) {
 		t.holdLocked(e.PUID, now, sub(now, "VETOED: the cache's answer meant %s; the Confirmer's (the API server's) is row %d: kept",
 			ev.Reason, ev.Verdict.Row))
 	case deletion.EventDestroyed:
-		t.holdLocked(e.PUID, now, sub(now, "DESTROYED   pod %s, sandbox %q: %s (attempt %d)", e.Pod, e.SandboxID, ev.Reason, ev.Attempt))
+		t.holdLocked(e.PUID, now, sub(now, "DESTROYED   pod %s, sandbox %q: %s (attempt %d)", e.Pod, e.SandboxID, ev.Reason, ev.DestroyCalls))
 	case deletion.EventDestroyFailed:
 		next := "no retry"
 		if !ev.Next.IsZero() {
 			next = "retry due at " + at(ev.Next.Sub(t.start)) + ", run at the next tick of the wheel"
 		}
-		t.holdLocked(e.PUID, now, sub(now, "destroy failed (attempt %d): %v; %s", ev.Attempt, ev.Err, next))
+		t.holdLocked(e.PUID, now, sub(now, "destroy failed (attempt %d): %v; %s", ev.DestroyCalls, ev.Err, next))
 	case deletion.EventAbandoned:
-		t.holdLocked(e.PUID, now, sub(now, "ABANDONED   after %d attempt(s): the error is permanent", ev.Attempt))
+		t.holdLocked(e.PUID, now, sub(now, "ABANDONED   after %d attempt(s): the error is permanent", ev.DestroyCalls))
 	default:
 		t.lineLocked(e.PUID, now, "%s %s", ev.Kind, e.PUID)
 	}
@@ -187,7 +187,7 @@ func (t *timeline) snapshot() []deletion.Event {
 // checked matches the end of a check of puid decided by row.
 func checked(puid string, row int) func(deletion.Event) bool {
 	return func(ev deletion.Event) bool {
-		return ev.Kind == deletion.EventChecked && ev.Entry.PUID == puid && ev.Verdict.Row == row
+		return ev.Kind == deletion.EventChecked && ev.PU.PUID == puid && ev.Verdict.Row == row
 	}
 }
 

@@ -1,0 +1,157 @@
+package deletion
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// Observer is told what the engine does, for metrics and journals. Observe
+// is called synchronously: for EventTracked on the goroutine that called
+// Track (Track returns after it), for the others from the engine's
+// workers. It must be fast; an Observer that makes Track durable (a
+// journal) may block Track until its write is committed. A panic in it is
+// recovered and logged.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc lets a plain function serve as an Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f(ev).
+func (f ObserverFunc) Observe(ev Event) { f(ev) }
+
+// Observers returns an Observer that tells each of obs, in order, about
+// every event; nil ones are skipped. A panic in one of them does not keep
+// the others from being told: the first panic is raised again once all
+// were, for the engine to recover and log.
+func Observers(obs ...Observer) Observer {
+	list := make([]Observer, 0, len(obs))
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	return multiObserver(list)
+}
+
+type multiObserver []Observer
+
+// Observe tells every Observer of m about ev.
+func (m multiObserver) Observe(ev Event) {
+	var first any
+	for _, o := range m {
+		func() {
+			defer func() {
+				if r := recover(); r != nil && first == nil {
+					first = r
+				}
+			}()
+			o.Observe(ev)
+		}()
+	}
+	if first != nil {
+		panic(first)
+	}
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// EventTracked: a new entry is tracked (by Track, or restored from the
+	// Inventory).
+	EventTracked EventKind = iota + 1
+	// EventChecked: a check finished; Verdict is the verdict carried out and
+	// CheckDuration the check's length.
+	EventChecked
+	// EventGetFailed: GetPod failed with an error other than not found, or
+	// answered nonsense; Err is set.
+	EventGetFailed
+	// EventDestroyed: DestroyPU succeeded and the PU is no longer tracked.
+	// Reason is set; DestroyDelay is the time from the first check that
+	// found the PU must go to this successful destroy; DestroyCalls counts
+	// the calls, this one included.
+	EventDestroyed
+	// EventDestroyFailed: DestroyPU failed; Reason, DestroyCalls, Err are set, and
+	// Next is when it will be tried again (zero when it will not be). An
+	// EventAbandoned follows when this was the last attempt.
+	EventDestroyFailed
+	// EventAbandoned: the PU is no longer tracked, without a successful
+	// destroy, after its last failed attempt or a permanent error; Reason,
+	// DestroyCalls and Err are set.
+	EventAbandoned
+	// EventVetoed: the Confirmer did not confirm a destroy the PodGetter's
+	// answer decided. Reason is the reason the PodGetter's answer gave;
+	// Verdict is the Confirmer's; Err is the Confirmer's error, if any.
+	EventVetoed
+	// EventAdopted: a check recorded the PU's first sandbox, or Start gave
+	// it the sandbox the Inventory listed; PU holds it.
+	EventAdopted
+	// EventUntracked: Untrack forgot the PU without destroying it.
+	EventUntracked
+	// EventRestored: Start tracked the PUs the Inventory listed. Count is
+	// how many were new or took their sandbox from it (see Inventory);
+	// ListCalls is the number of ListPUs calls it took.
+	EventRestored
+)
+
+var eventKindNames = [...]string{
+	EventTracked: "Tracked", EventChecked: "Checked", EventGetFailed: "GetFailed",
+	EventDestroyed: "Destroyed", EventDestroyFailed: "DestroyFailed", EventAbandoned: "Abandoned",
+	EventVetoed: "Vetoed", EventAdopted: "Adopted", EventUntracked: "Untracked", EventRestored: "Restored",
+}
+
+// String returns the kind's name.
+func (k EventKind) String() string {
+	if int(k) < len(eventKindNames) && eventKindNames[k] != "" {
+		return eventKindNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", k)
+}
+
+// Event is one thing the engine did, as reported to an Observer. Which
+// fields are set depends on Kind; the others are zero.
+type Event struct {
+	// Kind says what happened.
+	Kind EventKind
+	// PU is the PU concerned, as the engine holds it (zero for EventRestored).
+	PU ports.PU
+	// Verdict is the verdict of the check (EventChecked, EventVetoed).
+	Verdict Verdict
+	// Reason is why the PU is, or was to be, destroyed (EventDestroyed,
+	// EventDestroyFailed, EventAbandoned, EventVetoed).
+	Reason ports.Reason
+	// CheckDuration is how long the check took (EventChecked).
+	CheckDuration time.Duration
+	// DestroyDelay is the time from the first check that found the PU must
+	// go to its successful destroy (EventDestroyed).
+	DestroyDelay time.Duration
+	// DestroyCalls is the number of DestroyPU calls so far for this PU
+	// (EventDestroyed, EventDestroyFailed, EventAbandoned).
+	DestroyCalls int
+	// ListCalls is the number of ListPUs calls the restore took (EventRestored).
+	ListCalls int
+	// Count is the number of PUs restored (EventRestored).
+	Count int
+	// Next is when a failed destroy will be tried again (EventDestroyFailed).
+	Next time.Time
+	// Err is the error behind the event (EventGetFailed, EventDestroyFailed,
+	// EventAbandoned, EventVetoed).
+	Err error
+}
+
+// observe tells the Observer about ev; a panic in it is logged and dropped.
+func (c *Engine) observe(ev Event) {
+	if c.opts.Observer == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error(fmt.Errorf("%w: Observer: %v", ErrPortPanicked, r), "observer panicked", "event", ev.Kind.String())
+		}
+	}()
+	c.opts.Observer.Observe(ev)
+}
