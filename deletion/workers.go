@@ -218,10 +218,12 @@ func (c *Engine) endSweepLocked() {
 	if c.sweepDone == nil {
 		return
 	}
-	for _, r := range c.records {
-		r.swept = notSwept
+	if c.sweepLeft > 0 {
+		for _, r := range c.records {
+			r.swept = notSwept
+		}
+		c.sweepLeft = 0
 	}
-	c.sweepLeft = 0
 	close(c.sweepDone)
 	c.sweepDone = nil
 	c.cond.Broadcast() // its own goroutines stop
@@ -440,9 +442,14 @@ func (c *Engine) run(ctx context.Context, r *record, w *workerState) {
 			"puID", r.PUID, "pod", r.Pod.String(), "late", late.String())
 	}
 	res.end = c.now()
-	snapshot := c.release(w, r, res)
+	snapshot, swept := c.release(w, r, res)
 	if c.opts.Observer != nil {
 		c.observe(Event{Kind: EventChecked, PU: snapshot, Verdict: res.verdict, CheckDuration: time.Duration(res.end - start)})
+	}
+	if swept { // once the Observer knows, so that a Sweep returns after it
+		c.mu.Lock()
+		c.sweptLocked(r)
+		c.mu.Unlock()
 	}
 }
 
@@ -457,9 +464,10 @@ type result struct {
 }
 
 // release ends w's check of r with res and returns r's PU as it now
-// stands: a failed destroy waits for its retry, a trigger or a Sweep that
-// came meanwhile queues r again, anything else leaves it idle.
-func (c *Engine) release(w *workerState, r *record, res result) (pu ports.PU) {
+// stands, and whether the running Sweep waited for this check: a failed
+// destroy waits for its retry, a trigger or a Sweep that came meanwhile
+// queues r again, anything else leaves it idle.
+func (c *Engine) release(w *workerState, r *record, res result) (pu ports.PU, swept bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w.held = nil
@@ -488,10 +496,7 @@ func (c *Engine) release(w *workerState, r *record, res result) (pu ports.PU) {
 		r.state = idle
 	}
 	r.again = false
-	if r.state != queued {
-		c.sweptLocked(r)
-	}
-	return r.PU
+	return r.PU, r.swept != notSwept && r.state != queued
 }
 
 // realNow returns the time package's monotonic time, in nanoseconds since
