@@ -115,21 +115,32 @@ func (c *Engine) HealthCheck(_ *http.Request) error {
 	return nil
 }
 
-// Backlog says how far behind the destroys are: how many PUs wait for the
-// retry of a failed destroy, and since when the oldest PU that a check found
-// must go has been waiting for its destroy (zero when none). It reads every
-// entry under the engine's lock: call it at a scrape, not per check.
-func (c *Engine) Backlog() (retrying int, oldestSince time.Time) {
+// Backlog says how far behind an engine's destroys are (Engine.Backlog).
+// It is a struct so that what it reports can grow without breaking its
+// users.
+type Backlog struct {
+	// Retrying is how many PUs wait for the retry of a failed destroy.
+	Retrying int
+	// OldestGoneSince is since when the oldest PU that a check found must
+	// go has been waiting for its destroy; zero when none waits.
+	OldestGoneSince time.Time
+}
+
+// Backlog says how far behind the destroys are. It reads every PU under
+// the engine's lock: call it at a scrape, not per check.
+func (c *Engine) Backlog() Backlog {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var b Backlog
 	var oldest int64
-	for _, e := range c.records {
-		if e.state == waiting {
-			retrying++
+	for _, r := range c.records {
+		if r.state == waiting {
+			b.Retrying++
 		}
-		if e.goneSince != 0 && (oldest == 0 || e.goneSince < oldest) {
-			oldest = e.goneSince
+		if r.goneSince != 0 && (oldest == 0 || r.goneSince < oldest) {
+			oldest = r.goneSince
 		}
 	}
-	return retrying, c.timeOf(oldest)
+	b.OldestGoneSince = c.timeOf(oldest)
+	return b
 }

@@ -52,11 +52,11 @@ func (b *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	if b.engine == nil {
 		return
 	}
-	n, since := b.engine.Backlog()
+	backlog := b.engine.Backlog()
 	age := 0.0
-	if !since.IsZero() {
-		age = b.now().Sub(since).Seconds()
+	if !backlog.OldestGoneSince.IsZero() {
+		age = b.now().Sub(backlog.OldestGoneSince).Seconds()
 	}
-	ch <- prometheus.MustNewConstMetric(b.retrying, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(b.retrying, prometheus.GaugeValue, float64(backlog.Retrying))
 	ch <- prometheus.MustNewConstMetric(b.oldest, prometheus.GaugeValue, age)
 }
