@@ -40,7 +40,7 @@ func ExampleOpen() {
 	}
 	engine, err := deletion.New(getter, policy, deletion.Options{
 		Inventory: journal,
-		Observer:  deletion.Observers(journal /*, metrics */),
+		Observer:  journal, // beside metrics: deletion.Observers(journal, metrics)
 	})
 	if err != nil {
 		panic(err)
