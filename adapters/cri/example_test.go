@@ -2,40 +2,131 @@ package cri_test
 
 import (
 	"context"
-	"log"
+	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	fakeremote "k8s.io/cri-client/pkg/fake"
 
 	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // A node agent builds one extractor on the kubelet's
-// --container-runtime-endpoint and gives it to the engine (the only place
-// it is given, adapters/k8s.SetupWithManager included), so that the engine destroys
-// the PU of a pod whose sandbox was replaced (SandboxChanged) and requeues
-// the pod. It needs a runtime, so it is compiled, not run; the tests make
-// the same calls against cri-client's fake runtime, and examples/node-agent
-// runs the whole agent.
+// --container-runtime-endpoint and gives it to the engine, the only place
+// it is given (adapters/k8s.SetupWithManager included): the engine records
+// each PU's sandbox at its first check, and destroys the PU of a pod whose
+// sandbox was replaced (SandboxChanged). Here cri-client's fake runtime,
+// on a socket of its own, stands for containerd, and the example does to
+// it what the kubelet does.
 func ExampleNew() {
-	sandboxes, err := cri.New("unix:///run/containerd/containerd.sock", cri.Options{Timeout: 2 * time.Second})
+	dir, err := os.MkdirTemp("", "cri-")
 	if err != nil {
-		log.Fatal(err) // a malformed endpoint: New does not connect
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	endpoint := "unix://" + filepath.Join(dir, "cri.sock") // on a node: unix:///run/containerd/containerd.sock
+	runtime := fakeremote.NewFakeRemoteRuntime()
+	if err := runtime.Start(endpoint); err != nil {
+		panic(err)
+	}
+	defer runtime.Stop()
+
+	sandboxes, err := cri.New(endpoint, cri.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		panic(err) // a malformed endpoint: New does not connect
 	}
 	defer sandboxes.Close()
-	opts := deletion.Options{NodeName: "node-a", SandboxExtractor: sandboxes}
-	_ = opts // deletion.New(podGetter, policy, opts)
 
-	// What the engine asks at each check of a live pod:
-	var pod *corev1.Pod // a pod of the node, from the informer
-	id, err := sandboxes.SandboxID(context.Background(), pod)
-	switch {
-	case err != nil:
-		log.Print(err) // the runtime did not answer: the engine keeps the PU and asks again
-	case id == "":
-		log.Print("no ready sandbox yet") // the engine keeps the PU
-	default:
-		log.Print("sandbox ", id)
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "7f3a"}}
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+		return web, nil // the pod lives on
+	})
+	policy := ports.PolicyHandlerFunc(func(_ context.Context, ev ports.DestroyEvent) error {
+		fmt.Printf("destroy PU %s of sandbox %s: %s\n", ev.PUID, ev.SandboxID, ev.Reason)
+		return nil
+	})
+	engine, err := deletion.New(getter, policy, deletion.Options{SandboxExtractor: sandboxes})
+	if err != nil {
+		panic(err)
 	}
+	if err := engine.Track(ports.PU{PUID: "7f3a", Pod: types.NamespacedName{Namespace: "shop", Name: "web-0"}}); err != nil {
+		panic(err)
+	}
+
+	ctx := context.Background()
+	first := kubeletRuns(runtime, web, 0)
+	engine.Sweep(ctx) // the first check records the sandbox
+	fmt.Println("recorded sandbox:", engine.Status()[0].SandboxID)
+
+	// The sandbox dies, and the kubelet replaces it.
+	if err := runtime.RuntimeService.StopPodSandbox(ctx, first); err != nil {
+		panic(err)
+	}
+	kubeletRuns(runtime, web, 1)
+	engine.Sweep(ctx)
+	// Output:
+	// recorded sandbox: web-0_shop_7f3a_0
+	// destroy PU 7f3a of sandbox web-0_shop_7f3a_0: SandboxChanged
+}
+
+// SandboxID answers the pod's ready sandbox (of the highest attempt while
+// a restart is in progress), and "" with no error while there is none, for
+// which the engine keeps the PU. A runtime that does not answer is an
+// error, never "".
+func ExampleSandboxExtractor_SandboxID() {
+	dir, err := os.MkdirTemp("", "cri-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	endpoint := "unix://" + filepath.Join(dir, "cri.sock")
+	runtime := fakeremote.NewFakeRemoteRuntime()
+	if err := runtime.Start(endpoint); err != nil {
+		panic(err)
+	}
+	defer runtime.Stop()
+	sandboxes, err := cri.New(endpoint, cri.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer sandboxes.Close()
+
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "7f3a"}}
+	ask := func() {
+		id, err := sandboxes.SandboxID(context.Background(), web)
+		fmt.Printf("%q %v\n", id, err)
+	}
+	ask()
+	kubeletRuns(runtime, web, 0)
+	ask()
+	kubeletRuns(runtime, web, 1) // a restart in progress: two are ready
+	ask()
+	runtime.Stop()
+	_, err = sandboxes.SandboxID(context.Background(), web)
+	fmt.Println("runtime down:", err != nil)
+	// Output:
+	// "" <nil>
+	// "web-0_shop_7f3a_0" <nil>
+	// "web-0_shop_7f3a_1" <nil>
+	// runtime down: true
+}
+
+// kubeletRuns runs a sandbox of pod on the fake runtime as the kubelet
+// does, labelled with the pod's UID, and returns its ID.
+func kubeletRuns(runtime *fakeremote.RemoteRuntime, pod *corev1.Pod, attempt uint32) string {
+	id, err := runtime.RuntimeService.RunPodSandbox(context.Background(), &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
+		Labels:   map[string]string{cri.PodUIDLabel: string(pod.UID)},
+	}, "")
+	if err != nil {
+		panic(err)
+	}
+	return id
 }
