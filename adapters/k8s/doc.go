@@ -10,13 +10,13 @@
 // NewPodGetter(mgr.GetAPIReader()) as its Confirmer (so that a cache that
 // lags or filters pods never destroys a live pod's PU: the cache answers
 // every check, the API server only the few that would destroy) and
-// NewMetrics, and calls SetupWithManager; see the package example.
+// NewMetrics, and calls SetupWithManager; see its example.
 //
 // A central controller that holds a PU per pod of the whole cluster runs as
 // a Deployment of several replicas instead: its manager has leader election
 // on, its engine has no node and an Inventory, and SetupClusterWithManager
 // runs the engine on the replica that holds the lease only
-// (examples/cluster-controller).
+// (see its example, and examples/cluster-controller).
 //
 // Pods are read-only everywhere in the SDK: the engine and its ports never
 // modify a pod they are given, and the pods handed to SetupOptions.Filter
