@@ -149,7 +149,7 @@ func ExampleEngine_Track() {
 	// Output:
 	// <nil>
 	// <nil>
-	// deletion: invalid entry: PUID "91c2", pod "/": PUID, pod name and namespace are required
+	// deletion: invalid PU: PUID "91c2", pod "/": PUID, pod name and namespace are required
 	// 7f3a shop/web-0 sb-1
 }
 

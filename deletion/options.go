@@ -19,10 +19,10 @@ var (
 	ErrNilPort = errors.New("deletion: nil port")
 	// ErrInvalidOptions: an Options field is out of range.
 	ErrInvalidOptions = errors.New("deletion: invalid options")
-	// ErrInvalidPU: Track was given an entry without a PUID, pod name or namespace.
-	ErrInvalidPU = errors.New("deletion: invalid entry")
+	// ErrInvalidPU: Track was given a PU without a PUID, pod name or namespace.
+	ErrInvalidPU = errors.New("deletion: invalid PU")
 	// ErrAlreadyStarted: Start was called a second time.
-	ErrAlreadyStarted = errors.New("deletion: controller already started")
+	ErrAlreadyStarted = errors.New("deletion: engine already started")
 	// ErrPortPanicked wraps the value a port panicked with.
 	ErrPortPanicked = errors.New("deletion: port panicked")
 )

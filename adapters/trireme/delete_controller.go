@@ -156,7 +156,7 @@ func (d *DeleteController) Start(ctx context.Context) error {
 // for its own pods.
 func (d *DeleteController) NeedLeaderElection() bool { return false }
 
-// Engine returns the deletion engine underneath, for Pending, Len, Sweep or
+// Engine returns the deletion engine underneath, for Status, Len, Sweep or
 // TriggerPod. Do not call its Start: DeleteController.Start does.
 func (d *DeleteController) Engine() *deletion.Engine { return d.engine }
 
