@@ -4,13 +4,17 @@
 SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
+APIDIFF_VERSION ?= v0.0.0-20261113113407-e3970619a1a4
+APIDIFF ?= $(GO) run golang.org/x/exp/cmd/apidiff@$(APIDIFF_VERSION)
+# The last release: its API, in api/$(VERSION)/, is the base of verify-apidiff.
+VERSION ?= $(shell cat api/RELEASE 2>/dev/null)
 BENCH_COUNT ?= 6
 # Short mode keeps the chaos and model tests to a few seconds; `make test-long` runs them longer.
 TEST_FLAGS ?= -race -short -count=1 -timeout=20m
 
 -include hack/envtest.mk
 
-.PHONY: all generate verify-generate lint test test-long bench ci
+.PHONY: all generate verify-generate lint verify-apidiff apidiff-base test test-long bench ci
 
 all: lint test
 
@@ -32,6 +36,17 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+## verify-apidiff: compare the API of every public package with the last release's
+## (api/RELEASE) and fail on an incompatible change that CHANGELOG.md's Unreleased
+## section does not name under "### Breaking" (the rule is in hack/apidiff.sh).
+verify-apidiff:
+	@GO='$(GO)' APIDIFF='$(APIDIFF)' hack/apidiff.sh verify
+
+## apidiff-base: write the API of every public package to api/$(VERSION)/ and
+## VERSION to api/RELEASE; after a release: make apidiff-base VERSION=vX.Y.Z.
+apidiff-base:
+	@GO='$(GO)' APIDIFF='$(APIDIFF)' hack/apidiff.sh write '$(VERSION)'
 
 ## test: every test, under the race detector, against a real kube-apiserver and etcd.
 test: envtest
