@@ -63,4 +63,4 @@ bench:
 	GO=$(GO) BENCH_COUNT=$(BENCH_COUNT) hack/bench/run.sh
 
 ## ci: what .ci/run runs on a clean clone.
-ci: verify-generate lint test
+ci: verify-generate lint verify-apidiff test
