@@ -69,6 +69,7 @@ normalize() {
 # section of CHANGELOG.md's Unreleased section.
 breaking_names() {
 	[[ -f $changelog ]] || return 0
+	# shellcheck disable=SC2016 # the backticks are Markdown's
 	awk '
 		/^## / { unreleased = ($0 ~ /^## \[Unreleased\]/); breaking = 0; next }
 		unreleased && /^### / { breaking = ($0 ~ /^### Breaking/); next }
@@ -126,14 +127,36 @@ verify() {
 
 	# unlisted: the incompatible changes CHANGELOG.md does not list; hint:
 	# for each, the name to write in backticks.
-	local -a files unlisted=() hint=() report=()
-	local f path name dir line out section change n base_paths=""
+	local -a files pids=() unlisted=() hint=() report=()
+	local f i path name dir line section change n base_paths="" tmp
 	shopt -s nullglob
 	files=("$base"/*.api)
 	shopt -u nullglob
 	((${#files[@]} > 0)) || die "verify-apidiff: $base/ holds no API: run make apidiff-base VERSION=$release on the commit of $release"
 
-	for f in "${files[@]}"; do
+	# The packages are compared at once, each by an apidiff of its own:
+	# most of each one's time is spent starting the go command.
+	tmp=$(mktemp -d)
+	# shellcheck disable=SC2064 # tmp is local: expand it now
+	trap "rm -rf '$tmp'" EXIT
+	for i in "${!files[@]}"; do
+		f=${files[$i]}
+		path=$(head -n 1 "$f")
+		pids[i]=""
+		if awk -v p="$path" '$1 == p { found = 1 } END { exit !found }' <<<"$packages"; then
+			"${apidiff[@]}" "$f" "$path" >"$tmp/$i.out" 2>"$tmp/$i.err" </dev/null &
+			pids[i]=$!
+		fi
+	done
+	for i in "${!files[@]}"; do
+		[[ -z ${pids[i]} ]] || wait "${pids[i]}" || {
+			cat "$tmp/$i.err" >&2
+			die "verify-apidiff: apidiff failed on ${files[$i]}"
+		}
+	done
+
+	for i in "${!files[@]}"; do
+		f=${files[$i]}
 		path=$(head -n 1 "$f")
 		base_paths+="$path"$'\n'
 		line=$(awk -v p="$path" '$1 == p' <<<"$packages")
@@ -148,7 +171,6 @@ verify() {
 			continue
 		fi
 		read -r path name dir <<<"$line"
-		out=$("${apidiff[@]}" "$f" "$path" </dev/null)
 		section=""
 		while IFS= read -r line; do
 			case $line in
@@ -169,7 +191,7 @@ verify() {
 				fi
 				;;
 			esac
-		done <<<"$out"
+		done <"$tmp/$i.out"
 	done
 
 	while read -r path name dir; do
@@ -201,6 +223,7 @@ its package's name, as here:
     ### Breaking
 
 EOF
+		# shellcheck disable=SC2016 # the backticks are Markdown's
 		printf '    - `%s`: <what changed, and what to use instead>.\n' "${hint[@]}"
 		cat <<EOF
 
