@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -242,39 +241,6 @@ func startBinary(t *testing.T, ctx context.Context, kubeconfig []byte, args ...s
 	return b
 }
 
-// agentKubeconfig writes a kubeconfig that acts as the agent's
-// ServiceAccount and returns its path.
-func agentKubeconfig(t *testing.T, kubeconfig []byte) string {
-	return testkube.ImpersonatingKubeconfig(t, kubeconfig, agentUser)
-}
-
-// agentArgsEnv, when set, makes TestAgentHelper run the agent with these
-// arguments, one a line.
-const agentArgsEnv = "PODSWEEPER_NODE_AGENT_ARGS"
-
-// TestAgentHelper is the agent testRestart runs in a process of its own:
-// with agentArgsEnv set, it runs the agent's command line until SIGTERM
-// (or until killed).
-func TestAgentHelper(t *testing.T) {
-	args := os.Getenv(agentArgsEnv)
-	if args == "" {
-		t.Skip("run by testRestart as the agent it starts and kills")
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Stderr))
-}
-
-// startAgent starts the agent in a child process with args; its logs go to logs.
-func startAgent(ctx context.Context, t *testing.T, args []string, logs io.Writer) *exec.Cmd {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestAgentHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), agentArgsEnv+"="+strings.Join(args, "\n"))
-	cmd.Stderr = logs
-	require.NoError(t, cmd.Start())
-	return cmd
-}
-
 // testRestart runs the agent in a child process and kills it with SIGKILL
 // once it tracks the node's four pods; two of them are deleted while it is
 // down. The agent started again on the same state file destroys their PUs
@@ -406,24 +372,6 @@ func destroyedUIDs(logs string) map[string]bool {
 		}
 	}
 	return out
-}
-
-// probe returns the status code and body of url; 0 when it cannot be read yet.
-func probe(t *testing.T, url string) (int, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, ""
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, ""
-	}
-	return resp.StatusCode, string(b)
 }
 
 // testSecureMetrics runs the agent with its default, secure metrics server:

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/internal/testkube"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// The agent's command line in a process of its own, as the tests drive it:
+// its arguments, its log, its status page, its metrics and its probes.
+
+// waitLong bounds every wait on the kubelet or the agent: these are real
+// processes on a loaded 2-core machine, not fake time.
+const waitLong = 90 * time.Second
+
+// agentKubeconfig writes a kubeconfig that acts as the agent's
+// ServiceAccount and returns its path.
+func agentKubeconfig(t *testing.T, kubeconfig []byte) string {
+	return testkube.ImpersonatingKubeconfig(t, kubeconfig, agentUser)
+}
+
+// agentArgsEnv, when set, makes TestAgentHelper run the agent with these
+// arguments, one a line.
+const agentArgsEnv = "PODSWEEPER_NODE_AGENT_ARGS"
+
+// TestAgentHelper is the agent the tests run in a process of its own: with
+// agentArgsEnv set, it runs the agent's command line until SIGTERM (or
+// until killed).
+func TestAgentHelper(t *testing.T) {
+	args := os.Getenv(agentArgsEnv)
+	if args == "" {
+		t.Skip("run by the tests as the agent they start in a process of its own")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Stderr))
+}
+
+// startAgent starts the agent in a child process with args; its logs go to logs.
+func startAgent(ctx context.Context, t *testing.T, args []string, logs io.Writer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestAgentHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), agentArgsEnv+"="+strings.Join(args, "\n"))
+	cmd.Stderr = logs
+	require.NoError(t, cmd.Start())
+	return cmd
+}
+
+// nodeAgent is the agent's command line running in a process of its own
+// for one node.
+type nodeAgent struct {
+	cmd                    *exec.Cmd
+	metricsAddr, probeAddr string
+	log                    *agentLog
+	exited                 bool
+}
+
+// runAgent runs the agent's command line in a process of its own, with a
+// kubeconfig that acts as its ServiceAccount, free metrics (plain HTTP, on
+// loopback) and probe addresses, and args. It is stopped (SIGTERM) when the
+// test ends; its log is printed if the test failed.
+func runAgent(t *testing.T, kubeconfig []byte, args ...string) *nodeAgent {
+	t.Helper()
+	a := &nodeAgent{metricsAddr: testkube.FreeAddr(t), probeAddr: testkube.FreeAddr(t), log: &agentLog{}}
+	args = append([]string{"--kubeconfig=" + agentKubeconfig(t, kubeconfig),
+		"--metrics-bind-address=" + a.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=" + a.probeAddr,
+		"--zap-time-encoding=rfc3339nano"}, args...) // JSON lines, as deployed, with timestamps precise enough to order events
+	a.cmd = startAgent(context.Background(), t, args, a.log)
+	t.Cleanup(func() {
+		a.stop(t)
+		if t.Failed() {
+			t.Logf("the agent's log:\n%s", a.log)
+		}
+	})
+	return a
+}
+
+// logLine is a line of the agent's JSON log.
+type logLine struct {
+	At        time.Time
+	Msg       string
+	PUID      string
+	Pod       string
+	SandboxID string
+	Reason    ports.Reason
+	UID       string // of the requeued pod
+}
+
+// agentLog collects the agent's log as it comes, parsing each JSON line.
+type agentLog struct {
+	mu      sync.Mutex
+	raw     bytes.Buffer
+	partial []byte
+	lines   []logLine
+}
+
+func (l *agentLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.raw.Write(p)
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		var e struct {
+			TS        string `json:"ts"`
+			Msg       string `json:"msg"`
+			PUID      string `json:"puID"`
+			Pod       string `json:"pod"`
+			SandboxID string `json:"sandboxID"`
+			Reason    string `json:"reason"`
+			UID       string `json:"uid"`
+		}
+		if json.Unmarshal(l.partial[:i], &e) == nil && e.Msg != "" {
+			at, _ := time.Parse(time.RFC3339Nano, e.TS)
+			l.lines = append(l.lines, logLine{
+				At: at, Msg: e.Msg, PUID: e.PUID, Pod: e.Pod,
+				SandboxID: e.SandboxID, Reason: ports.Reason(e.Reason), UID: e.UID,
+			})
+		}
+		l.partial = l.partial[i+1:]
+	}
+	return len(p), nil
+}
+
+func (l *agentLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.raw.String()
+}
+
+// find returns the lines with that message, for the PU (or requeued pod)
+// of uid; every one when uid is "".
+func (l *agentLog) find(msg string, uid types.UID) []logLine {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []logLine
+	for _, e := range l.lines {
+		if e.Msg == msg && (uid == "" || e.PUID == string(uid) || e.UID == string(uid)) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// destroys returns what the agent asked the policy engine to destroy for
+// the PU of uid (every PU when uid is "").
+func (l *agentLog) destroys(uid types.UID) []logLine { return l.find("destroying PU", uid) }
+
+// stop stops the agent with SIGTERM and checks that it exits cleanly.
+func (a *nodeAgent) stop(t *testing.T) {
+	if a.exited {
+		return
+	}
+	a.exited = true
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- a.cmd.Wait() }()
+	select {
+	case err := <-done:
+		assert.NoError(t, err, "the agent stops cleanly on SIGTERM")
+	case <-time.After(30 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-done
+		t.Error("the agent did not stop within 30s of SIGTERM")
+	}
+}
+
+// kill kills the agent with SIGKILL.
+func (a *nodeAgent) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	err := a.cmd.Wait()
+	a.exited = true
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "killed by SIGKILL, not %v", err)
+}
+
+// status returns the agent's status page by PUID: the PUs it tracks, with
+// their sandbox and last check; nil when it cannot be read.
+func (a *nodeAgent) status(t *testing.T) map[string]k8s.PUStatus {
+	body := testkube.Get(t, "http://"+a.metricsAddr+k8s.StatusPath)
+	if body == "" {
+		return nil
+	}
+	var list []k8s.PUStatus
+	if json.Unmarshal([]byte(body), &list) != nil {
+		return nil
+	}
+	out := make(map[string]k8s.PUStatus, len(list))
+	for _, s := range list {
+		out[s.PUID] = s
+	}
+	return out
+}
+
+// trackedWith reports whether the agent tracks the pod's PU with that sandbox.
+func (a *nodeAgent) trackedWith(t *testing.T, uid types.UID, sandbox string) bool {
+	s, ok := a.status(t)[string(uid)]
+	return ok && s.SandboxID == sandbox
+}
+
+// metric returns the value of the metric line that starts with name (a
+// name and its labels), or -1.
+func (a *nodeAgent) metric(t *testing.T, name string) float64 {
+	for line := range strings.Lines(testkube.Get(t, "http://"+a.metricsAddr+"/metrics")) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// checkedAfter waits for two checks of the PU of uid that ended after since
+// (the second began after it: checks of one PU never overlap), and returns
+// the PU's status then.
+func (a *nodeAgent) checkedAfter(t *testing.T, uid types.UID, since time.Time) k8s.PUStatus {
+	t.Helper()
+	var first time.Time
+	var st k8s.PUStatus
+	require.Eventually(t, func() bool {
+		s, ok := a.status(t)[string(uid)]
+		if !ok || s.LastChecked == nil || !s.LastChecked.After(since) {
+			return false
+		}
+		if first.IsZero() {
+			first = *s.LastChecked
+			return false
+		}
+		st = s
+		return s.LastChecked.After(first)
+	}, waitLong, 20*time.Millisecond, "the agent checks the PU of %s again", uid)
+	return st
+}
+
+// destroyed waits for the agent to ask for want destroys of the PU of uid
+// and returns them.
+func destroyed(t *testing.T, a *nodeAgent, uid types.UID, want int) []logLine {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(a.log.destroys(uid)) >= want }, waitLong, 10*time.Millisecond,
+		"the agent destroys the PU of %s", uid)
+	return a.log.destroys(uid)
+}
+
+// probe returns the status code and body of url; 0 when it cannot be read yet.
+func probe(t *testing.T, url string) (int, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, ""
+	}
+	return resp.StatusCode, string(b)
+}
