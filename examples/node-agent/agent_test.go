@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -87,6 +88,8 @@ func runAgent(t *testing.T, kubeconfig []byte, args ...string) *nodeAgent {
 	a.cmd = startAgent(context.Background(), t, args, a.log)
 	t.Cleanup(func() {
 		a.stop(t)
+		a.log.ended()
+		a.log.unparsed(t)
 		if t.Failed() {
 			t.Logf("the agent's log:\n%s", a.log)
 		}
@@ -105,12 +108,43 @@ type logLine struct {
 	UID       string // of the requeued pod
 }
 
-// agentLog collects the agent's log as it comes, parsing each JSON line.
+// parseLogLine parses a line of the agent's log: a JSON object with a
+// message and an RFC 3339 timestamp (--zap-time-encoding=rfc3339nano).
+func parseLogLine(b []byte) (logLine, error) {
+	var e struct {
+		TS        string `json:"ts"`
+		Msg       string `json:"msg"`
+		PUID      string `json:"puID"`
+		Pod       string `json:"pod"`
+		SandboxID string `json:"sandboxID"`
+		Reason    string `json:"reason"`
+		UID       string `json:"uid"`
+	}
+	if err := json.Unmarshal(b, &e); err != nil {
+		return logLine{}, err
+	}
+	if e.Msg == "" {
+		return logLine{}, errors.New("no msg")
+	}
+	at, err := time.Parse(time.RFC3339Nano, e.TS)
+	if err != nil {
+		return logLine{}, fmt.Errorf("ts: %w", err)
+	}
+	return logLine{At: at, Msg: e.Msg, PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID, Reason: ports.Reason(e.Reason), UID: e.UID}, nil
+}
+
+// agentLog collects the agent's log as it comes and parses each line. The
+// agent logs JSON lines only: a line that does not parse (a klog line, a
+// race report, a panic) could be the very line a test looks for, so it
+// is kept, and fails the test at its next look at the log from the test's
+// goroutine (nodeAgent.logged) or once the agent has stopped.
 type agentLog struct {
-	mu      sync.Mutex
-	raw     bytes.Buffer
-	partial []byte
-	lines   []logLine
+	mu       sync.Mutex
+	raw      bytes.Buffer
+	partial  []byte
+	lines    []logLine
+	bad      []string // the lines that did not parse, and why
+	reported int      // how many of bad have failed the test
 }
 
 func (l *agentLog) Write(p []byte) (int, error) {
@@ -123,25 +157,45 @@ func (l *agentLog) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		var e struct {
-			TS        string `json:"ts"`
-			Msg       string `json:"msg"`
-			PUID      string `json:"puID"`
-			Pod       string `json:"pod"`
-			SandboxID string `json:"sandboxID"`
-			Reason    string `json:"reason"`
-			UID       string `json:"uid"`
-		}
-		if json.Unmarshal(l.partial[:i], &e) == nil && e.Msg != "" {
-			at, _ := time.Parse(time.RFC3339Nano, e.TS)
-			l.lines = append(l.lines, logLine{
-				At: at, Msg: e.Msg, PUID: e.PUID, Pod: e.Pod,
-				SandboxID: e.SandboxID, Reason: ports.Reason(e.Reason), UID: e.UID,
-			})
-		}
+		l.parseLocked(l.partial[:i])
 		l.partial = l.partial[i+1:]
 	}
 	return len(p), nil
+}
+
+func (l *agentLog) parseLocked(line []byte) {
+	e, err := parseLogLine(line)
+	if err != nil {
+		l.bad = append(l.bad, fmt.Sprintf("%q (%v)", line, err))
+		return
+	}
+	l.lines = append(l.lines, e)
+}
+
+// ended parses the last line, left without its newline when the agent
+// exited.
+func (l *agentLog) ended() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.partial) > 0 {
+		l.parseLocked(l.partial)
+		l.partial = nil
+	}
+}
+
+// unparsed fails the test with the lines that did not parse and have not
+// failed it yet, and reports whether there were any.
+func (l *agentLog) unparsed(t *testing.T) bool {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	bad := l.bad[l.reported:]
+	l.reported = len(l.bad)
+	if len(bad) == 0 {
+		return false
+	}
+	t.Errorf("the agent logged %d line(s) that are not JSON lines of its logger:\n%s", len(bad), strings.Join(bad, "\n"))
+	return true
 }
 
 func (l *agentLog) String() string {
@@ -167,6 +221,23 @@ func (l *agentLog) find(msg string, uid types.UID) []logLine {
 // destroys returns what the agent asked the policy engine to destroy for
 // the PU of uid (every PU when uid is "").
 func (l *agentLog) destroys(uid types.UID) []logLine { return l.find("destroying PU", uid) }
+
+// logged is find for an assertion, on the test's goroutine: it first fails
+// the test if a line of the log did not parse.
+func (a *nodeAgent) logged(t *testing.T, msg string, uid types.UID) []logLine {
+	t.Helper()
+	if a.log.unparsed(t) {
+		t.FailNow()
+	}
+	return a.log.find(msg, uid)
+}
+
+// destroys is destroys for an assertion, on the test's goroutine: it first
+// fails the test if a line of the log did not parse.
+func (a *nodeAgent) destroys(t *testing.T, uid types.UID) []logLine {
+	t.Helper()
+	return a.logged(t, "destroying PU", uid)
+}
 
 // stop stops the agent with SIGTERM and checks that it exits cleanly.
 func (a *nodeAgent) stop(t *testing.T) {
@@ -265,7 +336,7 @@ func destroyed(t *testing.T, a *nodeAgent, uid types.UID, want int) []logLine {
 	t.Helper()
 	require.Eventually(t, func() bool { return len(a.log.destroys(uid)) >= want }, waitLong, 10*time.Millisecond,
 		"the agent destroys the PU of %s", uid)
-	return a.log.destroys(uid)
+	return a.destroys(t, uid)
 }
 
 // probe returns the status code and body of url; 0 when it cannot be read yet.
@@ -284,4 +355,25 @@ func probe(t *testing.T, url string) (int, string) {
 		return 0, ""
 	}
 	return resp.StatusCode, string(b)
+}
+
+// What the agent logs is a JSON line of its logger, or nothing a test can
+// read: a klog line, a JSON line without a message or a timestamp does not
+// parse.
+func TestParseLogLine(t *testing.T) {
+	e, err := parseLogLine([]byte(`{"level":"info","ts":"2025-01-02T03:04:05.123456789Z","logger":"policy","msg":"destroying PU",` +
+		`"puID":"uid-1","pod":"ns/web","sandboxID":"sb","reason":"PodGone"}`))
+	require.NoError(t, err)
+	assert.Equal(t, logLine{At: time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.UTC), Msg: "destroying PU",
+		PUID: "uid-1", Pod: "ns/web", SandboxID: "sb", Reason: ports.ReasonPodGone}, e)
+	for name, line := range map[string]string{
+		"klog":         `W0102 03:04:05.123456   42 reflector.go:561] watch of *v1.Pod ended with: too old resource version`,
+		"race report":  `WARNING: DATA RACE`,
+		"no message":   `{"level":"info","ts":"2025-01-02T03:04:05Z"}`,
+		"epoch ts":     `{"level":"info","ts":1735787045.123,"msg":"destroying PU"}`,
+		"no timestamp": `{"level":"info","msg":"destroying PU"}`,
+	} {
+		_, err := parseLogLine([]byte(line))
+		assert.Error(t, err, name)
+	}
 }

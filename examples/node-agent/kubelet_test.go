@@ -144,7 +144,7 @@ func testGracefulDelete(t *testing.T, c *testnode.Cluster) {
 	for {
 		require.Less(t, time.Since(deleted), waitLong, "the kubelet removes the pod")
 		readAt := time.Now()
-		asked := a.log.destroys(pod.UID)
+		asked := a.destroys(t, pod.UID)
 		st, tracking := a.status(t)[string(pod.UID)]
 		got := &corev1.Pod{}
 		err := c.Client.Get(ctx, client.ObjectKeyFromObject(pod), got)
@@ -175,7 +175,7 @@ func testGracefulDelete(t *testing.T, c *testnode.Cluster) {
 		_, ok := a.status(t)[string(pod.UID)]
 		return !ok
 	}, waitLong, 20*time.Millisecond, "the PU is no longer tracked")
-	assert.Len(t, a.log.destroys(pod.UID), 1, "destroyed once")
+	assert.Len(t, a.destroys(t, pod.UID), 1, "destroyed once")
 	t.Logf("terminating for %v (deleted → gone); destroyed %v after the pod was last seen",
 		lastSeen.Sub(deleted).Round(time.Millisecond), ds[0].At.Sub(lastSeen).Round(time.Millisecond))
 }
@@ -201,17 +201,17 @@ func testKubeletSandboxRestart(t *testing.T, c *testnode.Cluster) {
 
 	require.Eventually(t, func() bool { return a.trackedWith(t, pod.UID, current) }, waitLong, 10*time.Millisecond,
 		"the PU of the new sandbox %s is tracked", current)
-	ds := a.log.destroys(pod.UID)
+	ds := a.destroys(t, pod.UID)
 	require.Len(t, ds, 1, "one destroy from the stop until the new sandbox's PU is tracked")
 	assert.Equal(t, ports.ReasonSandboxChanged, ds[0].Reason)
 	assert.Equal(t, old, ds[0].SandboxID, "the destroy names the old sandbox")
 	assert.False(t, ds[0].At.Before(created), "destroyed (%v) once the new sandbox existed (%v), not in between", ds[0].At, created)
-	rq := a.log.find("pod requeued: its sandbox changed", pod.UID)
+	rq := a.logged(t, "pod requeued: its sandbox changed", pod.UID)
 	require.Len(t, rq, 1, "the pod is requeued")
 	assert.False(t, rq[0].At.Before(ds[0].At), "requeued after the destroy")
 
 	a.checkedAfter(t, pod.UID, time.Now())
-	assert.Len(t, a.log.destroys(pod.UID), 1, "the new sandbox's PU is kept")
+	assert.Len(t, a.destroys(t, pod.UID), 1, "the new sandbox's PU is kept")
 	assert.True(t, a.trackedWith(t, pod.UID, current))
 	t.Logf("new sandbox %v after the stop; destroyed %v after it was created",
 		created.Sub(stopped).Round(time.Millisecond), ds[0].At.Sub(created).Round(time.Millisecond))
@@ -242,9 +242,9 @@ func testRecreate(t *testing.T, c *testnode.Cluster) {
 	assert.Contains(t, []ports.Reason{ports.ReasonUIDChanged, ports.ReasonPodGone}, ds[0].Reason)
 	assert.Equal(t, oldSandbox, ds[0].SandboxID)
 	a.checkedAfter(t, second.UID, time.Now())
-	assert.Empty(t, a.log.destroys(second.UID), "the new pod's PU is kept")
+	assert.Empty(t, a.destroys(t, second.UID), "the new pod's PU is kept")
 	assert.True(t, a.trackedWith(t, second.UID, newSandbox))
-	assert.Len(t, a.log.destroys(first.UID), 1, "the old PU is destroyed once")
+	assert.Len(t, a.destroys(t, first.UID), 1, "the old PU is destroyed once")
 	t.Logf("the old PU destroyed with %s", ds[0].Reason)
 }
 
@@ -290,7 +290,7 @@ func testDrain(t *testing.T, c *testnode.Cluster) {
 		"no PU is tracked any more")
 	var last time.Time
 	for _, p := range pods {
-		ds := a.log.destroys(p.UID)
+		ds := a.destroys(t, p.UID)
 		require.Len(t, ds, 1, "the PU of %s is destroyed exactly once", p.Name)
 		assert.Equal(t, ports.ReasonPodGone, ds[0].Reason, p.Name)
 		assert.Equal(t, sandboxes[p.UID], ds[0].SandboxID, p.Name)
@@ -298,7 +298,7 @@ func testDrain(t *testing.T, c *testnode.Cluster) {
 			last = ds[0].At
 		}
 	}
-	assert.Len(t, a.log.destroys(""), count, "nothing else is destroyed")
+	assert.Len(t, a.destroys(t, ""), count, "nothing else is destroyed")
 	assert.Equal(t, float64(count), a.metric(t, k8s.MetricDestroys+`{reason="PodGone"}`))
 	t.Logf("drain of %d pods: %v from the first eviction to the last destroy", count, last.Sub(evictionStart).Round(time.Millisecond))
 }
@@ -336,7 +336,7 @@ func testTerminated(t *testing.T, c *testnode.Cluster) {
 	t.Run("without", func(t *testing.T) {
 		a, pod, _, succeeded := finish(t, "node-5b")
 		st := a.checkedAfter(t, pod.UID, succeeded)
-		assert.Empty(t, a.log.destroys(pod.UID), "the finished pod's PU is kept")
+		assert.Empty(t, a.destroys(t, pod.UID), "the finished pod's PU is kept")
 		t.Logf("kept: row %d, %s", st.LastRow, st.Why)
 	})
 }
@@ -362,7 +362,7 @@ func testKilledAgent(t *testing.T, c *testnode.Cluster) {
 	sandboxes := tracked(t, first, n, pods...)
 
 	first.kill(t)
-	assert.Empty(t, first.log.destroys(""), "the first agent destroyed nothing")
+	assert.Empty(t, first.destroys(t, ""), "the first agent destroyed nothing")
 	for _, name := range []string{"gone-0", "gone-1"} {
 		require.NoError(t, c.Client.Delete(ctx, byName[name]))
 	}
@@ -392,12 +392,12 @@ func testKilledAgent(t *testing.T, c *testnode.Cluster) {
 	for _, name := range []string{"keep-0", "keep-1"} {
 		p := byName[name]
 		second.checkedAfter(t, p.UID, time.Now())
-		assert.Empty(t, second.log.destroys(p.UID), "%s is live: its PU is kept", name)
+		assert.Empty(t, second.destroys(t, p.UID), "%s is live: its PU is kept", name)
 		assert.True(t, second.trackedWith(t, p.UID, sandboxes[p.UID]), name)
 	}
-	assert.Len(t, second.log.destroys(""), 3, "only the three PUs that went away are destroyed")
+	assert.Len(t, second.destroys(t, ""), 3, "only the three PUs that went away are destroyed")
 	var last time.Time
-	for _, d := range second.log.destroys("") {
+	for _, d := range second.destroys(t, "") {
 		if d.At.After(last) {
 			last = d.At
 		}
@@ -433,7 +433,7 @@ func testRuntimeOutage(t *testing.T, c *testnode.Cluster) {
 	}, waitLong, 20*time.Millisecond, "the checks go on, and fail to ask for the sandbox (row 6)")
 	st := a.checkedAfter(t, pod.UID, time.Now())
 	assert.Equal(t, 6, st.LastRow, "kept: %s", st.Why)
-	assert.Empty(t, a.log.destroys(pod.UID), "nothing is destroyed while the runtime is gone")
+	assert.Empty(t, a.destroys(t, pod.UID), "nothing is destroyed while the runtime is gone")
 
 	n.StartRuntime(t)
 	require.Eventually(t, func() bool {
@@ -445,5 +445,5 @@ func testRuntimeOutage(t *testing.T, c *testnode.Cluster) {
 		return ok && st.LastRow == 9
 	}, waitLong, 20*time.Millisecond, "the sandbox checks resume: same sandbox (row 9)")
 	assert.True(t, a.trackedWith(t, pod.UID, sandbox))
-	assert.Empty(t, a.log.destroys(pod.UID), "nothing is destroyed")
+	assert.Empty(t, a.destroys(t, pod.UID), "nothing is destroyed")
 }
