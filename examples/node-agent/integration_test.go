@@ -4,20 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -33,7 +27,6 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
-	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -61,17 +54,17 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	agentCfg.Impersonate = rest.ImpersonationConfig{UserName: agentUser}
 
 	t.Run("RBAC is read-only on pods", func(t *testing.T) { testLeastRBAC(t, agentCfg) })
-	t.Run("setup tracks the node's pods and destroys", func(t *testing.T) { testSetup(t, admin, agentCfg) })
+	t.Run("the agent tracks the node's pods and destroys", func(t *testing.T) { testTracking(t, admin, kubeconfig) })
 	t.Run("the binary serves metrics and logs destroys", func(t *testing.T) { testBinary(t, admin, kubeconfig) })
 	t.Run("a restart destroys the PUs of pods deleted while the agent was down", func(t *testing.T) {
 		testRestart(t, admin, kubeconfig)
 	})
-	t.Run("ready while the runtime answers", func(t *testing.T) { testReadiness(t, agentCfg) })
+	t.Run("ready while the runtime answers", func(t *testing.T) { testReadiness(t, kubeconfig) })
 	t.Run("metrics and the status page only for authorized clients", func(t *testing.T) {
 		testSecureMetrics(t, cfg, admin, kubeconfig)
 	})
-	t.Run("a sandbox restart destroys the PU and requeues the pod", func(t *testing.T) { testSandboxRestart(t, admin, agentCfg) })
-	t.Run("a stopped sandbox keeps its PU until the pod is gone", func(t *testing.T) { testSandboxStopped(t, admin, agentCfg) })
+	t.Run("a sandbox restart destroys the PU and requeues the pod", func(t *testing.T) { testSandboxRestart(t, admin, kubeconfig) })
+	t.Run("a stopped sandbox keeps its PU until the pod is gone", func(t *testing.T) { testSandboxStopped(t, admin, kubeconfig) })
 }
 
 func testLeastRBAC(t *testing.T, agentCfg *rest.Config) {
@@ -102,10 +95,11 @@ func testLeastRBAC(t *testing.T, agentCfg *rest.Config) {
 	require.True(t, apierrors.IsForbidden(err), "RBAC is enforced: listing secrets must be forbidden, got %v", err)
 }
 
-// testSetup runs the agent's setup, as the ServiceAccount: it tracks the
-// node's pods and destroys a PU once its pod is deleted.
-func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+// testTracking runs the agent, as the ServiceAccount and without a
+// runtime: it tracks the PUs of the node's pods that have a network of
+// their own, and destroys one once its pod is deleted.
+func testTracking(t *testing.T, admin client.Client, kubeconfig []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	mine, other := testPod("web", "node-a"), testPod("elsewhere", "node-b")
 	hostNet := testPod("host-net", "node-a")
@@ -115,59 +109,32 @@ func testSetup(t *testing.T, admin client.Client, agentCfg *rest.Config) {
 	for _, p := range []*corev1.Pod{mine, other, hostNet, mirror} {
 		require.NoError(t, admin.Create(ctx, p))
 	}
-
-	destroyed := make(chan ports.DestroyEvent, 10)
-	// Not testr: the manager's stop procedure may log from a goroutine of
-	// its own after the test has ended, which testr's logger races with.
-	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
-	policy := ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
-		destroyed <- ev
-		return destroyer(log).DestroyPU(ctx, ev)
-	})
-	conf := config{node: "node-a", metricsAddr: "0", probeAddr: "0", sweepInterval: time.Hour, workers: 2}
-	journal, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{Logger: log})
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, journal.Close()) }()
-	mgr, engine, err := setup(agentCfg, conf, deps{policy: policy, journal: journal, registry: prometheus.NewRegistry(), log: log})
-	require.NoError(t, err)
-
-	mgrCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mgrCtx) }()
-	defer func() {
-		stop()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(20 * time.Second):
-			t.Error("the manager did not stop")
-		}
-	}()
+	a := runAgent(t, kubeconfig, "--node=node-a", "--cri-endpoint=", "--sweep-interval=1h", "--workers=2",
+		"--state-file="+filepath.Join(t.TempDir(), "journal.db"))
 
 	tracked := func(uid types.UID) bool {
-		return slices.ContainsFunc(inspect.PUs(engine), func(e ports.PU) bool { return e.PUID == string(uid) })
+		_, ok := a.status(t)[string(uid)]
+		return ok
 	}
-	require.Eventually(t, func() bool { return tracked(mine.UID) }, 20*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return tracked(mine.UID) }, waitLong, 10*time.Millisecond,
 		"the pod bound to the node is tracked")
 	assert.False(t, tracked(other.UID), "a pod of another node is not tracked")
 	// One informer delivers in order: once a pod created now is tracked,
 	// the events of the pods created before were handled.
 	marker := testPod("marker", "node-a")
 	require.NoError(t, admin.Create(ctx, marker))
-	require.Eventually(t, func() bool { return tracked(marker.UID) }, 20*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return tracked(marker.UID) }, waitLong, 10*time.Millisecond)
 	assert.False(t, tracked(hostNet.UID), "a host-network pod is not tracked")
 	assert.False(t, tracked(mirror.UID), "a mirror pod is not tracked")
 
 	require.NoError(t, admin.Delete(ctx, mine, client.GracePeriodSeconds(0)))
-	select {
-	case ev := <-destroyed:
-		assert.Equal(t, string(mine.UID), ev.PUID)
-		assert.Equal(t, client.ObjectKeyFromObject(mine), ev.Pod)
-		assert.Equal(t, ports.ReasonPodGone, ev.Reason)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the PU of the deleted pod was not destroyed (the sweep interval is an hour: the delete event must trigger it)")
-	}
-	assert.Eventually(t, func() bool { return !tracked(mine.UID) }, 5*time.Second, 10*time.Millisecond)
+	// The sweep interval is an hour: the delete event must trigger the check.
+	ds := destroyed(t, a, mine.UID, 1)
+	require.Len(t, ds, 1)
+	assert.Equal(t, ports.ReasonPodGone, ds[0].Reason)
+	assert.Equal(t, "default/web", ds[0].Pod)
+	assert.Eventually(t, func() bool { return !tracked(mine.UID) }, waitLong, 10*time.Millisecond)
+	assert.Len(t, a.destroys(t, ""), 1, "only the deleted pod's PU is destroyed")
 	for _, p := range []*corev1.Pod{other, hostNet, mirror, marker} {
 		require.NoError(t, admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
 	}
@@ -215,9 +182,11 @@ type runningBinary struct {
 	logs                   *testkube.SyncBuffer
 }
 
-// startBinary runs the agent's command line (run) with args, a kubeconfig
-// acting as the ServiceAccount and free metrics and probe addresses, until
-// the test ends.
+// startBinary runs the agent's command line (run) in the test's process,
+// with args, a kubeconfig acting as the ServiceAccount and free metrics and
+// probe addresses, until the test ends. Only one agent may run so in a
+// process (run registers its metrics on controller-runtime's global
+// registry): the other tests run theirs in a process of its own (runAgent).
 func startBinary(t *testing.T, ctx context.Context, kubeconfig []byte, args ...string) runningBinary {
 	t.Helper()
 	path := agentKubeconfig(t, kubeconfig)
@@ -261,34 +230,20 @@ func testRestart(t *testing.T, admin client.Client, kubeconfig []byte) {
 		}
 	}()
 	state := filepath.Join(t.TempDir(), "journal.db")
-	args := func(metricsAddr string) []string {
-		return []string{"--kubeconfig=" + agentKubeconfig(t, kubeconfig), "--node=" + node, "--metrics-bind-address=" + metricsAddr,
-			"--metrics-secure=false", "--health-probe-bind-address=0", "--sweep-interval=" + interval.String(), "--workers=2", "--state-file=" + state}
+	start := func() *nodeAgent {
+		return runAgent(t, kubeconfig, "--node="+node, "--cri-endpoint=", "--sweep-interval="+interval.String(), "--workers=2",
+			"--state-file="+state)
+	}
+	tracked := func(a *nodeAgent, n int) func() bool {
+		return func() bool { return a.metric(t, k8s.MetricTrackedPUs) == float64(n) }
 	}
 
-	// The first agent, in a process of its own: killed once it tracks the
-	// four pods (the journal is its first Observer: what the metrics count
-	// is on disk).
-	metricsAddr := testkube.FreeAddr(t)
-	first := &testkube.SyncBuffer{}
-	cmd := startAgent(ctx, t, args(metricsAddr), first)
-	tracked := func(addr string, n int) func() bool {
-		return func() bool {
-			return strings.Contains(testkube.Get(t, "http://"+addr+"/metrics"), fmt.Sprintf("%s %d\n", k8s.MetricTrackedPUs, n))
-		}
-	}
-	if !assert.Eventually(t, tracked(metricsAddr, 4), 30*time.Second, 10*time.Millisecond, "the first agent tracks the four pods") {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("its logs:\n%s", first)
-	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit)
-	ws, ok := exit.Sys().(syscall.WaitStatus)
-	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "killed by SIGKILL, not %v", err)
-	assert.NotContains(t, first.String(), "destroying PU", "the first agent destroyed nothing")
+	// The first agent: killed once it tracks the four pods (the journal is
+	// its first Observer: what the metrics count is on disk).
+	first := start()
+	require.Eventually(t, tracked(first, 4), 30*time.Second, 10*time.Millisecond, "the first agent tracks the four pods")
+	first.kill(t)
+	assert.Empty(t, first.destroys(t, ""), "the first agent destroyed nothing")
 
 	// While it is down.
 	for _, p := range pods[2:] {
@@ -296,55 +251,36 @@ func testRestart(t *testing.T, admin client.Client, kubeconfig []byte) {
 	}
 
 	// The agent again, in a new process, on the same state file.
-	metricsAddr = testkube.FreeAddr(t)
-	logs := &testkube.SyncBuffer{}
-	second := startAgent(ctx, t, args(metricsAddr), logs)
-	stopped := false
-	stopAgent := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		assert.NoError(t, second.Process.Signal(syscall.SIGTERM))
-		assert.NoError(t, second.Wait(), "the agent stops cleanly on SIGTERM; logs:\n%s", logs)
-	}
-	defer stopAgent()
-
+	second := start()
 	var restoredAt time.Time
 	require.Eventually(t, func() bool {
-		if strings.Contains(logs.String(), "PUs restored from the Inventory") {
+		if len(second.log.find("PUs restored from the Inventory", "")) > 0 {
 			restoredAt = time.Now()
 			return true
 		}
 		return false
-	}, 30*time.Second, 5*time.Millisecond, "logs:\n%s", logs)
+	}, 30*time.Second, 5*time.Millisecond, "the second agent restores the journal's PUs")
 	require.Eventually(t, func() bool {
-		d := destroyedUIDs(logs.String())
-		return d[string(pods[2].UID)] && d[string(pods[3].UID)]
+		return len(second.log.destroys(pods[2].UID)) > 0 && len(second.log.destroys(pods[3].UID)) > 0
 	}, time.Until(restoredAt.Add(interval+time.Second)), 10*time.Millisecond,
-		"both PUs of the deleted pods are destroyed within one interval (%v) of the restore; logs:\n%s", interval, logs)
+		"both PUs of the deleted pods are destroyed within one interval (%v) of the restore", interval)
 	t.Logf("destroyed %v after the restore", time.Since(restoredAt))
 
 	// Two more checks of each live PU: still there.
-	checks := func() int {
-		var n int
-		for line := range strings.Lines(testkube.Get(t, "http://"+metricsAddr+"/metrics")) {
-			if v, ok := strings.CutPrefix(line, k8s.MetricCheckDuration+"_count "); ok {
-				_, _ = fmt.Sscan(v, &n)
-			}
-		}
-		return n
-	}
+	checks := func() float64 { return second.metric(t, k8s.MetricCheckDuration+"_count") }
 	after := checks()
 	require.Eventually(t, func() bool { return checks() >= after+4 }, 4*interval, 20*time.Millisecond)
-	metrics := testkube.Get(t, "http://"+metricsAddr+"/metrics")
-	assert.Contains(t, metrics, k8s.MetricDestroys+`{reason="PodGone"} 2`)
-	assert.True(t, tracked(metricsAddr, 2)(), "the live pods' PUs are tracked; metrics:\n%s", metrics)
-	d := destroyedUIDs(logs.String())
-	assert.Len(t, d, 2, "only the deleted pods' PUs are destroyed")
-	assert.False(t, d[string(pods[0].UID)] || d[string(pods[1].UID)], "the live pods' PUs are kept")
+	assert.Equal(t, float64(2), second.metric(t, k8s.MetricDestroys+`{reason="PodGone"}`))
+	assert.True(t, tracked(second, 2)(), "the live pods' PUs are tracked")
+	for _, p := range pods {
+		want := 0
+		if strings.HasPrefix(p.Name, "gone-") {
+			want = 1
+		}
+		assert.Len(t, second.destroys(t, p.UID), want, "the PU of %s", p.Name)
+	}
 
-	stopAgent()
+	second.stop(t)
 	journal, err := bolt.Open(state, bolt.Options{})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, journal.Close()) }()
@@ -355,23 +291,6 @@ func testRestart(t *testing.T, admin client.Client, kubeconfig []byte) {
 		inJournal = append(inJournal, pu.Pod.Name)
 	}
 	assert.ElementsMatch(t, []string{"keep-0", "keep-1"}, inJournal, "the journal holds the live pods' PUs only")
-}
-
-// destroyedUIDs returns the PUIDs the agent's logs say it destroyed.
-func destroyedUIDs(logs string) map[string]bool {
-	out := map[string]bool{}
-	for line := range strings.Lines(logs) {
-		if !strings.Contains(line, "destroying PU") {
-			continue
-		}
-		var entry struct {
-			PUID string `json:"puID"`
-		}
-		if json.Unmarshal([]byte(line), &entry) == nil && entry.PUID != "" {
-			out[entry.PUID] = true
-		}
-	}
-	return out
 }
 
 // testSecureMetrics runs the agent with its default, secure metrics server:
@@ -404,8 +323,8 @@ func testSecureMetrics(t *testing.T, cfg *rest.Config, admin client.Client, kube
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "podsweeper", Name: "prometheus"}},
 	}))
 
-	// A process of its own: run registers its metrics on controller-runtime's
-	// global registry, which the in-process agents of the other tests hold.
+	// A process of its own, as every agent but testBinary's: run registers
+	// its metrics on controller-runtime's global registry, once a process.
 	metricsAddr, logs := testkube.FreeAddr(t), &testkube.SyncBuffer{}
 	cmd := startAgent(ctx, t, []string{"--kubeconfig=" + agentKubeconfig(t, kubeconfig), "--node=node-a", "--cri-endpoint=",
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--sweep-interval=1h", "--workers=2",
