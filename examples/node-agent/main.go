@@ -12,14 +12,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -44,6 +43,72 @@ const defaultCRIEndpoint = "unix:///run/containerd/containerd.sock"
 // defaultStateFile is where the journal lives: deploy/daemonset.yaml mounts
 // its directory from the host, so that it outlives the agent's container.
 const defaultStateFile = "/var/lib/podsweeper/journal.db"
+
+func main() {
+	if err := run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "node-agent:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// run is the agent, one step after the other: the command line, the
+// logger, the cluster, the journal, the container runtime, the manager, the
+// engine, its wiring and its endpoints. What run opens it closes when it
+// returns, in the reverse order: by then the manager has stopped the engine,
+// and nothing writes to the journal or asks the runtime any more.
+func run(ctx context.Context, args []string, stderr io.Writer) (err error) {
+	cfg, err := parseFlags(args, os.Getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	rc, err := restConfig(cfg.kubeconfig)
+	if err != nil {
+		return err
+	}
+	journal, err := bolt.Open(cfg.stateFile, bolt.Options{Logger: log.WithName("journal")})
+	if err != nil {
+		return fmt.Errorf("opening --state-file: %w", err)
+	}
+	defer closeOnReturn(&err, journal)
+	extractor, criReady, err := sandboxes(cfg.criEndpoint, log.WithName("cri"))
+	if err != nil {
+		return err
+	}
+	if extractor != nil {
+		defer closeOnReturn(&err, extractor)
+	}
+	mgr, err := newManager(rc, cfg, log)
+	if err != nil {
+		return err
+	}
+	// The engine hands the pods it requeues to the wiring on this channel.
+	requeued := make(chan event.GenericEvent)
+	engine, err := newEngine(mgr, cfg, journal, extractor, requeued, log)
+	if err != nil {
+		return err
+	}
+	if err := wire(mgr, engine, requeued, cfg, log); err != nil {
+		return err
+	}
+	if err := serve(mgr, engine, criReady, cfg); err != nil {
+		return err
+	}
+	log.Info("starting node agent", "node", cfg.node, "criEndpoint", cfg.criEndpoint, "sweepInterval", cfg.sweepInterval,
+		"workers", cfg.workers, "stateFile", cfg.stateFile)
+	return mgr.Start(ctx)
+}
+
+// closeOnReturn closes c, and adds its error to *err: deferred by run.
+func closeOnReturn(err *error, c io.Closer) {
+	*err = errors.Join(*err, c.Close())
+}
 
 // config is the agent's command line.
 type config struct {
@@ -90,42 +155,33 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
 	}
+	return cfg, check(cfg, fs.Args())
+}
+
+// check rejects a command line the agent cannot run with, and arguments
+// besides the flags.
+func check(cfg config, args []string) error {
 	switch {
-	case fs.NArg() > 0:
-		return cfg, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	case len(args) > 0:
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, args)
 	case cfg.node == "":
-		return cfg, fmt.Errorf("%w: --node is required (or set NODE_NAME)", errUsage)
+		return fmt.Errorf("%w: --node is required (or set NODE_NAME)", errUsage)
 	case cfg.sweepInterval <= 0:
-		return cfg, fmt.Errorf("%w: --sweep-interval must be positive, got %v", errUsage, cfg.sweepInterval)
+		return fmt.Errorf("%w: --sweep-interval must be positive, got %v", errUsage, cfg.sweepInterval)
 	case cfg.workers <= 0:
-		return cfg, fmt.Errorf("%w: --workers must be positive, got %d", errUsage, cfg.workers)
+		return fmt.Errorf("%w: --workers must be positive, got %d", errUsage, cfg.workers)
 	case cfg.stateFile == "":
-		return cfg, fmt.Errorf("%w: --state-file is required", errUsage)
+		return fmt.Errorf("%w: --state-file is required", errUsage)
 	case !cfg.metricsSecure && cfg.metricsAddr != "0" && !loopback(cfg.metricsAddr):
-		return cfg, fmt.Errorf("%w: --metrics-secure=false serves anyone who reaches --metrics-bind-address: bind it to 127.0.0.1, not %q",
+		return fmt.Errorf("%w: --metrics-secure=false serves anyone who reaches --metrics-bind-address: bind it to 127.0.0.1, not %q",
 			errUsage, cfg.metricsAddr)
 	}
 	if cfg.criEndpoint != "" {
 		if _, err := cri.SocketPath(cfg.criEndpoint); err != nil {
-			return cfg, fmt.Errorf("%w: --cri-endpoint: %w", errUsage, err)
+			return fmt.Errorf("%w: --cri-endpoint: %w", errUsage, err)
 		}
 	}
-	return cfg, nil
-}
-
-// metricsOptions serves /metrics, and the status page added beside it, over
-// HTTPS behind controller-runtime's authentication and authorization filter
-// (a TokenReview and a SubjectAccessReview per new client, cached): only a
-// client allowed to get the URL reads them. The certificate is
-// controller-runtime's self-signed one unless one is mounted. With
-// --metrics-secure=false, plain HTTP on a loopback address.
-func metricsOptions(cfg config) metricsserver.Options {
-	o := metricsserver.Options{BindAddress: cfg.metricsAddr}
-	if cfg.metricsSecure {
-		o.SecureServing = true
-		o.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
-	return o
+	return nil
 }
 
 // loopback reports whether addr (host:port) listens on a loopback address only.
@@ -139,6 +195,14 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// newLogger is the agent's logger, for controller-runtime and podsweeper:
+// JSON lines on stderr, as the --zap-* flags say.
+func newLogger(cfg config, stderr io.Writer) logr.Logger {
+	log := zap.New(zap.UseFlagOptions(&cfg.zap), zap.WriteTo(stderr))
+	ctrl.SetLogger(log)
+	return log
 }
 
 // restConfig loads the cluster's address and credentials.
@@ -155,51 +219,6 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("finding the cluster (no --kubeconfig given): %w", err)
 	}
 	return c, nil
-}
-
-// destroyer is the agent's PolicyHandler. A real agent tears down the PU
-// here; this one logs it.
-func destroyer(log logr.Logger) ports.PolicyHandler {
-	return ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
-		log.Info("destroying PU", "puID", ev.PUID, "pod", ev.Pod.String(), "sandboxID", ev.SandboxID, "reason", string(ev.Reason))
-		return nil
-	})
-}
-
-// requeuer is the agent's Requeuer: the engine calls it for a pod whose PU
-// it destroyed because the pod's sandbox was replaced. A real agent's main
-// pod controller creates the PU of the new sandbox here and Tracks it; this
-// one logs it and tracks the pod's PU again with track, whose first check
-// records the new sandbox (no pod event may come to do it: the kubelet may
-// have reported the new sandbox before the engine saw it). track nil: it
-// only logs.
-func requeuer(log logr.Logger, track func(ports.PU) error) ports.Requeuer {
-	return ports.RequeuerFunc(func(ctx context.Context, pod *corev1.Pod) error {
-		if pod == nil {
-			return errors.New("requeue: nil pod")
-		}
-		log.Info("pod requeued: its sandbox changed", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID))
-		if track == nil {
-			return nil
-		}
-		return track(ports.PU{PUID: string(pod.UID), Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}})
-	})
-}
-
-// deps are the parts of the agent a real agent brings (policy, requeuer)
-// or a test replaces.
-type deps struct {
-	policy   ports.PolicyHandler
-	requeuer ports.Requeuer
-	// journal restores the PUs at start and records them as they are
-	// tracked; nil: no journal.
-	journal *bolt.Journal
-	// registry receives the podsweeper metrics; nil: controller-runtime's,
-	// which the manager serves on --metrics-bind-address.
-	registry prometheus.Registerer
-	// observer is told about the engine's events besides the metrics; nil: nobody.
-	observer deletion.Observer
-	log      logr.Logger
 }
 
 // sandboxes returns the agent's SandboxExtractor for --cri-endpoint, and the
@@ -230,6 +249,171 @@ func sandboxes(endpoint string, log logr.Logger) (*cri.SandboxExtractor, healthz
 	return x, func(req *http.Request) error { return x.Ping(req.Context()) }, nil
 }
 
+// newManager builds the manager, whose pod cache holds the pods bound to
+// --node only (newEngine gives the engine the same node).
+func newManager(rc *rest.Config, cfg config, log logr.Logger) (manager.Manager, error) {
+	cacheOpts, err := k8s.NodeCacheOptions(cfg.node, cache.Options{})
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(rc, ctrl.Options{
+		Cache:                  cacheOpts,
+		Metrics:                metricsOptions(cfg),
+		HealthProbeBindAddress: cfg.probeAddr,
+		Logger:                 log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	return mgr, nil
+}
+
+// metricsOptions serves /metrics, and the status page added beside it, over
+// HTTPS behind controller-runtime's authentication and authorization filter
+// (a TokenReview and a SubjectAccessReview per new client, cached): only a
+// client allowed to get the URL reads them. The certificate is
+// controller-runtime's self-signed one unless one is mounted. With
+// --metrics-secure=false, plain HTTP on a loopback address.
+func metricsOptions(cfg config) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: cfg.metricsAddr}
+	if cfg.metricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
+}
+
+// newEngine builds the engine for --node. Its checks read the manager's
+// pod cache, and every destroy the cache decides is confirmed with a direct
+// read of the API server first (the cache may lag behind it or miss a
+// pod). It asks extractor (nil: no runtime) for the pods' sandboxes,
+// requeues on requeued the pods whose sandbox was replaced, and tells the
+// journal, then the metrics, about what it tracks and destroys.
+func newEngine(mgr manager.Manager, cfg config, journal *bolt.Journal, extractor *cri.SandboxExtractor,
+	requeued chan<- event.GenericEvent, log logr.Logger) (*deletion.Engine, error) {
+	metrics, err := k8s.NewMetrics(nil) // podsweeper_* on the manager's /metrics
+	if err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	opts := deletion.Options{
+		NodeName:  cfg.node,
+		Requeuer:  k8s.NewChannelRequeuer(requeued),
+		Confirmer: k8s.NewPodGetter(mgr.GetAPIReader()),
+		// The journal lists the PUs of the previous run at start, and
+		// records each PU before Track returns. It is told first, so that
+		// what the metrics count is on disk already.
+		Inventory:         journal,
+		Observer:          deletion.Observers(journal, metrics),
+		DestroyTerminated: cfg.destroyTerminated,
+		SweepInterval:     cfg.sweepInterval,
+		Workers:           cfg.workers,
+		Logger:            log.WithName("podsweeper"),
+	}
+	if extractor != nil {
+		// Only then: a nil *cri.SandboxExtractor in the interface would not
+		// read as "no extractor".
+		opts.SandboxExtractor = extractor
+	}
+	engine, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), destroyer(log.WithName("policy")), opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the deletion engine: %w", err)
+	}
+	return engine, nil
+}
+
+// destroyer is the agent's PolicyHandler. A real agent tears down the PU
+// here; this one logs it.
+func destroyer(log logr.Logger) ports.PolicyHandler {
+	return ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
+		log.Info("destroying PU", "puID", ev.PUID, "pod", ev.Pod.String(), "sandboxID", ev.SandboxID, "reason", string(ev.Reason))
+		return nil
+	})
+}
+
+// wire runs the engine in the manager, tracks the node's pods (all of them
+// with --all-pods) and tracks again the pods the engine requeues.
+func wire(mgr manager.Manager, engine *deletion.Engine, requeued <-chan event.GenericEvent, cfg config, log logr.Logger) error {
+	// The node comes from the engine's options; the extractor is the
+	// engine's alone (the wiring leaves it to the checks).
+	opts := k8s.SetupOptions{Logger: log.WithName("wiring")}
+	if !cfg.allPods {
+		// Host-network and mirror pods get no PU from a network-policy
+		// agent: destroying one would be asked of a policy engine that
+		// never created it, and retried for as long as it failed.
+		opts.Filter = k8s.PodsWithOwnNetwork
+	}
+	if err := k8s.SetupWithManager(mgr, engine, opts); err != nil {
+		return err
+	}
+	return mgr.Add(retracker{engine: engine, requeued: requeued, log: log.WithName("requeue")})
+}
+
+// retracker stands for the part of a real agent's main pod controller the
+// engine requeues pods to: for a pod whose PU it destroyed because the
+// pod's sandbox was replaced, that controller creates the PU of the new
+// sandbox and Tracks it. This one logs the pod and tracks its PU again,
+// without a sandbox: its first check records the new one (no pod event may
+// come to do it: the kubelet may have reported the new sandbox before the
+// engine saw it).
+type retracker struct {
+	engine   *deletion.Engine
+	requeued <-chan event.GenericEvent
+	log      logr.Logger
+}
+
+// Start tracks the requeued pods again until the manager stops.
+func (r retracker) Start(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-r.requeued:
+			r.track(ev.Object)
+		}
+	}
+}
+
+// NeedLeaderElection returns false: it runs on every node, as the engine does.
+func (retracker) NeedLeaderElection() bool { return false }
+
+func (r retracker) track(pod client.Object) {
+	r.log.Info("pod requeued: its sandbox changed", "pod", pod.GetNamespace()+"/"+pod.GetName(), "uid", string(pod.GetUID()))
+	pu := ports.PU{PUID: string(pod.GetUID()), Pod: client.ObjectKeyFromObject(pod)}
+	if err := r.engine.Track(pu); err != nil {
+		r.log.Error(err, "tracking the requeued pod's PU failed", "pod", pu.Pod.String())
+	}
+}
+
+// serve adds the agent's endpoints to the manager: the backlog beside the
+// metrics, the status page (why each PU is kept) beside /metrics and behind
+// the same filter, and the probes: live while the engine runs and its
+// workers keep up, ready once the pod cache has synced (before, the wiring
+// has not seen the node's pods and the engine reads an empty cache) and
+// while the runtime answers.
+func serve(mgr manager.Manager, engine *deletion.Engine, criReady healthz.Checker, cfg config) error {
+	if err := ctrlmetrics.Registry.Register(k8s.NewBacklogCollector(engine)); err != nil {
+		return fmt.Errorf("registering the backlog metrics: %w", err)
+	}
+	if cfg.metricsAddr != "0" {
+		if err := mgr.AddMetricsServerExtraHandler(k8s.StatusPath, k8s.NewStatusHandler(engine)); err != nil {
+			return err
+		}
+	}
+	if cfg.probeAddr == "0" {
+		return nil
+	}
+	err := errors.Join(
+		mgr.AddHealthzCheck("ping", healthz.Ping),
+		mgr.AddHealthzCheck("podsweeper", engine.HealthCheck),
+		mgr.AddReadyzCheck("podsweeper", engine.HealthCheck),
+		mgr.AddReadyzCheck("pod-cache", cacheSynced(mgr.GetCache())),
+	)
+	if criReady != nil {
+		err = errors.Join(err, mgr.AddReadyzCheck("cri", criReady))
+	}
+	return err
+}
+
 // syncer is the part of the manager's cache cacheSynced needs.
 type syncer interface {
 	WaitForCacheSync(ctx context.Context) bool
@@ -250,180 +434,5 @@ func cacheSynced(c syncer) healthz.Checker {
 			return errors.New("the pod cache has not synced yet")
 		}
 		return nil
-	}
-}
-
-// closeOnStop closes the SandboxExtractor when the manager stops.
-type closeOnStop struct{ x *cri.SandboxExtractor }
-
-// Start waits for the manager to stop, then closes the connection to the runtime.
-func (c closeOnStop) Start(ctx context.Context) error {
-	<-ctx.Done()
-	return c.x.Close()
-}
-
-// NeedLeaderElection returns false: it runs on every node, as the engine does.
-func (c closeOnStop) NeedLeaderElection() bool { return false }
-
-// setup builds the manager and the engine wired into it, with the container
-// runtime of --cri-endpoint as their SandboxExtractor.
-func setup(rc *rest.Config, cfg config, d deps) (mgr manager.Manager, engine *deletion.Engine, err error) {
-	log := d.log
-	// The cache and the engine (deletion.Options.NodeName below, which
-	// SetupWithManager reads) are given the same node, --node.
-	cacheOpts, err := k8s.NodeCacheOptions(cfg.node, cache.Options{})
-	if err != nil {
-		return nil, nil, err
-	}
-	extractor, criReady, err := sandboxes(cfg.criEndpoint, log.WithName("cri"))
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() {
-		if err != nil && extractor != nil {
-			_ = extractor.Close()
-		}
-	}()
-	mgr, err = ctrl.NewManager(rc, ctrl.Options{
-		Cache:                  cacheOpts,
-		Metrics:                metricsOptions(cfg),
-		HealthProbeBindAddress: cfg.probeAddr,
-		Logger:                 log,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating the manager: %w", err)
-	}
-	if cfg.probeAddr != "0" {
-		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-			return nil, nil, err
-		}
-		// Ready once the pod cache has synced: before, the wiring has not
-		// seen the node's pods and the engine reads an empty cache.
-		if err := mgr.AddReadyzCheck("pod-cache", cacheSynced(mgr.GetCache())); err != nil {
-			return nil, nil, err
-		}
-		if criReady != nil {
-			if err := mgr.AddReadyzCheck("cri", criReady); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	metrics, err := k8s.NewMetrics(d.registry)
-	if err != nil {
-		return nil, nil, fmt.Errorf("registering metrics: %w", err)
-	}
-	// A nil *cri.SandboxExtractor in the interface would not read as "no
-	// extractor": pass a nil interface instead.
-	var sandboxExtractor ports.SandboxExtractor
-	if extractor != nil {
-		sandboxExtractor = extractor
-		if err := mgr.Add(closeOnStop{extractor}); err != nil {
-			return nil, nil, err
-		}
-	}
-	opts := deletion.Options{
-		NodeName:         cfg.node,
-		SandboxExtractor: sandboxExtractor,
-		Requeuer:         d.requeuer,
-		// The pod cache may lag behind the API server or miss a pod: every
-		// destroy it decides is confirmed with a direct read first.
-		Confirmer:         k8s.NewPodGetter(mgr.GetAPIReader()),
-		DestroyTerminated: cfg.destroyTerminated,
-		SweepInterval:     cfg.sweepInterval,
-		Workers:           cfg.workers,
-		Logger:            log.WithName("podsweeper"),
-		Observer:          deletion.Observers(metrics, d.observer),
-	}
-	if d.journal != nil {
-		// The journal lists the PUs of the previous run at start, and
-		// records each PU before Track returns. It goes first, so that
-		// what the metrics count is on disk already.
-		opts.Inventory = d.journal
-		opts.Observer = deletion.Observers(d.journal, metrics, d.observer)
-	}
-	engine, err = deletion.New(k8s.NewPodGetter(mgr.GetCache()), d.policy, opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating the deletion engine: %w", err)
-	}
-	reg := d.registry
-	if reg == nil {
-		reg = ctrlmetrics.Registry
-	}
-	if err := reg.Register(k8s.NewBacklogCollector(engine)); err != nil {
-		return nil, nil, fmt.Errorf("registering the backlog metrics: %w", err)
-	}
-	if cfg.metricsAddr != "0" {
-		// Why each PU is kept, beside /metrics and behind the same filter.
-		if err := mgr.AddMetricsServerExtraHandler(k8s.StatusPath, k8s.NewStatusHandler(engine)); err != nil {
-			return nil, nil, err
-		}
-	}
-	if cfg.probeAddr != "0" {
-		// Live, and ready, while the engine runs and its workers keep up.
-		if err := mgr.AddHealthzCheck("podsweeper", engine.HealthCheck); err != nil {
-			return nil, nil, err
-		}
-		if err := mgr.AddReadyzCheck("podsweeper", engine.HealthCheck); err != nil {
-			return nil, nil, err
-		}
-	}
-	// The node comes from the engine's options; the extractor is the
-	// engine's alone (the wiring leaves it to the checks).
-	wiring := k8s.SetupOptions{Logger: log.WithName("wiring")}
-	if !cfg.allPods {
-		// Host-network and mirror pods get no PU from a network-policy
-		// agent: destroying one would be asked of a policy engine that
-		// never created it, and retried for as long as it failed.
-		wiring.Filter = k8s.PodsWithOwnNetwork
-	}
-	if err := k8s.SetupWithManager(mgr, engine, wiring); err != nil {
-		return nil, nil, err
-	}
-	return mgr, engine, nil
-}
-
-func run(ctx context.Context, args []string, stderr io.Writer) error {
-	cfg, err := parseFlags(args, os.Getenv, stderr)
-	if err != nil {
-		return err
-	}
-	log := zap.New(zap.UseFlagOptions(&cfg.zap), zap.WriteTo(stderr))
-	ctrl.SetLogger(log)
-	rc, err := restConfig(cfg.kubeconfig)
-	if err != nil {
-		return err
-	}
-	journal, err := bolt.Open(cfg.stateFile, bolt.Options{Logger: log.WithName("journal")})
-	if err != nil {
-		return fmt.Errorf("opening --state-file: %w", err)
-	}
-	// engine is set before the manager starts it, and so before any requeue.
-	var engine *deletion.Engine
-	mgr, engine, err := setup(rc, cfg, deps{
-		policy:   destroyer(log.WithName("policy")),
-		requeuer: requeuer(log.WithName("requeue"), func(e ports.PU) error { return engine.Track(e) }),
-		journal:  journal,
-		log:      log,
-	})
-	if err != nil {
-		return errors.Join(err, journal.Close())
-	}
-	log.Info("starting node agent", "node", cfg.node, "criEndpoint", cfg.criEndpoint, "sweepInterval", cfg.sweepInterval,
-		"workers", cfg.workers, "stateFile", cfg.stateFile)
-	// The manager has stopped the engine when Start returns: nothing writes
-	// to the journal any more.
-	return errors.Join(mgr.Start(ctx), journal.Close())
-}
-
-func main() {
-	if err := run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "node-agent:", err)
-		if errors.Is(err, errUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
 	}
 }

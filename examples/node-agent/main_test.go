@@ -21,9 +21,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fakeremote "k8s.io/cri-client/pkg/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -155,20 +158,29 @@ func TestParseFlagsCRIOff(t *testing.T) {
 	assert.Empty(t, cfg.criEndpoint)
 }
 
-func TestRequeuerLogsAndTracksThePod(t *testing.T) {
-	var out strings.Builder
-	log := funcr.New(func(prefix, args string) { out.WriteString(prefix + " " + args + "\n") }, funcr.Options{})
+// A pod the engine requeues is tracked again, without a sandbox: its first
+// check records the new one.
+func TestRetrackerTracksTheRequeuedPod(t *testing.T) {
+	var logs lines
+	engine, err := deletion.New(
+		ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound }),
+		ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
+		deletion.Options{NodeName: "node-a", Logger: logr.Discard()})
+	require.NoError(t, err)
+	requeued := make(chan event.GenericEvent)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- retracker{engine: engine, requeued: requeued, log: logs.logger()}.Start(ctx) }()
+
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1"}}
-	var tracked []ports.PU
-	track := func(e ports.PU) error { tracked = append(tracked, e); return nil }
+	require.NoError(t, k8s.NewChannelRequeuer(requeued).Requeue(ctx, pod))
+	require.Eventually(t, func() bool { return len(inspect.PUs(engine)) > 0 }, 5*time.Second, time.Millisecond)
 
-	require.NoError(t, requeuer(log, track).Requeue(context.Background(), pod))
-
-	assert.Contains(t, out.String(), `"pod"="ns/web"`)
-	assert.Contains(t, out.String(), `"uid"="uid-1"`)
-	assert.Equal(t, []ports.PU{{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "web"}}}, tracked,
-		"the pod's PU is tracked again, without a sandbox: its first check records the new one")
-	require.NoError(t, requeuer(log, nil).Requeue(context.Background(), pod), "without track it only logs")
+	assert.Equal(t, []ports.PU{{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "web"}}}, inspect.PUs(engine),
+		"the pod's PU is tracked again, without a sandbox")
+	assert.Equal(t, 1, logs.count(`"msg"="pod requeued: its sandbox changed" "pod"="ns/web" "uid"="uid-1"`))
+	cancel()
+	require.NoError(t, <-done, "it stops with the manager")
 }
 
 // lines records a logger's lines.
@@ -244,10 +256,6 @@ func TestSandboxesOff(t *testing.T) {
 	assert.Nil(t, x)
 	assert.Nil(t, ready)
 	assert.Equal(t, 1, logs.count("sandbox restarts are not detected"))
-}
-
-func TestRequeuerRejectsNilPod(t *testing.T) {
-	assert.Error(t, requeuer(logr.Discard(), nil).Requeue(context.Background(), nil))
 }
 
 // fakeCache syncs when synced is closed.
