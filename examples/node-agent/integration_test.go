@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
@@ -174,12 +175,16 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 		assert.Contains(t, body, "[+]podsweeper ok")
 	}
 	assert.Equal(t, 1, strings.Count(logs.String(), "sandbox restarts are not detected"), "said once; logs:\n%s", logs)
+
+	// client-go logs through klog: its lines are the agent's JSON lines too.
+	klog.Warning("a line of client-go's")
+	assert.Len(t, logs.find("a line of client-go's", ""), 1)
 }
 
 // runningBinary is the agent's command line running in the test.
 type runningBinary struct {
 	metricsAddr, probeAddr string
-	logs                   *testkube.SyncBuffer
+	logs                   *agentLog
 }
 
 // startBinary runs the agent's command line (run) in the test's process,
@@ -190,12 +195,12 @@ type runningBinary struct {
 func startBinary(t *testing.T, ctx context.Context, kubeconfig []byte, args ...string) runningBinary {
 	t.Helper()
 	path := agentKubeconfig(t, kubeconfig)
-	b := runningBinary{metricsAddr: testkube.FreeAddr(t), probeAddr: testkube.FreeAddr(t), logs: &testkube.SyncBuffer{}}
+	b := runningBinary{metricsAddr: testkube.FreeAddr(t), probeAddr: testkube.FreeAddr(t), logs: &agentLog{}}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
 		done <- run(runCtx, append([]string{"--kubeconfig=" + path, "--metrics-bind-address=" + b.metricsAddr, "--metrics-secure=false",
-			"--health-probe-bind-address=" + b.probeAddr, "--sweep-interval=1h", "--workers=2",
+			"--health-probe-bind-address=" + b.probeAddr, "--sweep-interval=1h", "--workers=2", "--zap-time-encoding=rfc3339nano",
 			"--state-file=" + filepath.Join(t.TempDir(), "journal.db")}, args...), b.logs)
 	}()
 	t.Cleanup(func() {
@@ -206,6 +211,8 @@ func startBinary(t *testing.T, ctx context.Context, kubeconfig []byte, args ...s
 		case <-time.After(20 * time.Second):
 			t.Error("the agent did not stop")
 		}
+		b.logs.ended()
+		b.logs.unparsed(t)
 	})
 	return b
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -197,11 +198,14 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// newLogger is the agent's logger, for controller-runtime and podsweeper:
-// JSON lines on stderr, as the --zap-* flags say.
+// newLogger is the agent's logger: JSON lines on stderr, as the --zap-*
+// flags say. controller-runtime logs through it, and so does klog, which
+// client-go logs through (a watch that failed, say): every line of the
+// agent's log is a JSON line.
 func newLogger(cfg config, stderr io.Writer) logr.Logger {
 	log := zap.New(zap.UseFlagOptions(&cfg.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(log)
+	klog.SetLogger(log)
 	return log
 }
 
