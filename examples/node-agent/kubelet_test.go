@@ -304,12 +304,21 @@ func testDrain(t *testing.T, c *testnode.Cluster) {
 }
 
 // 5. A pod with restartPolicy Never whose container exits (the fake reports
-// it exited, code 0): the kubelet marks it Succeeded. With
-// --destroy-terminated its PU is destroyed with PodTerminated while the pod
-// object stays; without it, the PU is kept, check after check.
+// it exited, code 0): the kubelet marks it Succeeded and stops its
+// sandbox. With --destroy-terminated its PU is destroyed with PodTerminated
+// while the pod object stays; without it, the PU is kept, check after
+// check: the checks after the pod finished keep it at row 8 (no ready
+// sandbox), row 11 being off.
 func testTerminated(t *testing.T, c *testnode.Cluster) {
 	c.CreateNamespace(t, "s5")
-	finish := func(t *testing.T, node string, flags ...string) (*nodeAgent, *corev1.Pod, string, time.Time) {
+	type finished struct {
+		a       *nodeAgent
+		n       *testnode.Node
+		pod     *corev1.Pod
+		sandbox string
+		at      time.Time // when the pod was seen Succeeded
+	}
+	finish := func(t *testing.T, node string, flags ...string) finished {
 		n := c.StartNode(t, node)
 		a := startNodeAgent(t, c, n, filepath.Join(t.TempDir(), "journal.db"), flags...)
 		pod := n.NewPod("s5", "job-"+node)
@@ -321,23 +330,37 @@ func testTerminated(t *testing.T, c *testnode.Cluster) {
 			got := &corev1.Pod{}
 			return c.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), got) == nil && got.Status.Phase == corev1.PodSucceeded
 		}, waitLong, 20*time.Millisecond, "the kubelet marks the pod Succeeded")
-		return a, pod, sandbox, time.Now()
+		return finished{a: a, n: n, pod: pod, sandbox: sandbox, at: time.Now()}
 	}
 	t.Run("with --destroy-terminated", func(t *testing.T) {
-		a, pod, sandbox, succeeded := finish(t, "node-5a", "--destroy-terminated")
-		ds := destroyed(t, a, pod.UID, 1)
+		f := finish(t, "node-5a", "--destroy-terminated")
+		ds := destroyed(t, f.a, f.pod.UID, 1)
 		require.Len(t, ds, 1)
 		assert.Equal(t, ports.ReasonPodTerminated, ds[0].Reason)
-		assert.Equal(t, sandbox, ds[0].SandboxID)
-		require.NoError(t, c.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{}),
+		assert.Equal(t, f.sandbox, ds[0].SandboxID)
+		require.NoError(t, c.Client.Get(context.Background(), client.ObjectKeyFromObject(f.pod), &corev1.Pod{}),
 			"the pod object is still there")
-		t.Logf("destroyed %v after the pod was seen Succeeded", ds[0].At.Sub(succeeded).Round(time.Millisecond))
+		t.Logf("destroyed %v after the pod was seen Succeeded", ds[0].At.Sub(f.at).Round(time.Millisecond))
 	})
 	t.Run("without", func(t *testing.T) {
-		a, pod, _, succeeded := finish(t, "node-5b")
-		st := a.checkedAfter(t, pod.UID, succeeded)
-		assert.Empty(t, a.destroys(t, pod.UID), "the finished pod's PU is kept")
-		t.Logf("kept: row %d, %s", st.LastRow, st.Why)
+		f := finish(t, "node-5b")
+		require.Eventually(t, func() bool {
+			id, err := f.n.ReadySandbox(context.Background(), string(f.pod.UID))
+			return err == nil && id == ""
+		}, waitLong, 20*time.Millisecond, "the kubelet stops the finished pod's sandbox")
+		stopped := time.Now()
+
+		st := f.a.checkedAfter(t, f.pod.UID, stopped)
+		require.NotNil(t, st.LastChecked)
+		assert.True(t, st.LastChecked.After(f.at), "checked (%v) after the pod was seen Succeeded (%v)", *st.LastChecked, f.at)
+		assert.Equal(t, 8, st.LastRow, "kept by row 8 (no ready sandbox), not destroyed by row 11: %s", st.Why)
+		assert.Equal(t, f.sandbox, st.SandboxID, "kept with its sandbox")
+		assert.Empty(t, f.a.destroys(t, f.pod.UID), "the finished pod's PU is kept")
+		got := &corev1.Pod{}
+		require.NoError(t, c.Client.Get(context.Background(), client.ObjectKeyFromObject(f.pod), got))
+		assert.Equal(t, corev1.PodSucceeded, got.Status.Phase, "the pod is still there, finished")
+		t.Logf("kept: checked %v after the pod was seen Succeeded, row %d, %s",
+			st.LastChecked.Sub(f.at).Round(time.Millisecond), st.LastRow, st.Why)
 	})
 }
 
@@ -423,6 +446,7 @@ func testRuntimeOutage(t *testing.T, c *testnode.Cluster) {
 	require.Contains(t, body, "[+]cri ok")
 
 	n.StopRuntime(t)
+	down := time.Now()
 	require.Eventually(t, func() bool {
 		code, body := probe(t, readyz)
 		return code == http.StatusInternalServerError && strings.Contains(body, "[-]cri failed")
@@ -431,9 +455,14 @@ func testRuntimeOutage(t *testing.T, c *testnode.Cluster) {
 		st, ok := a.status(t)[string(pod.UID)]
 		return ok && st.LastRow == 6
 	}, waitLong, 20*time.Millisecond, "the checks go on, and fail to ask for the sandbox (row 6)")
-	st := a.checkedAfter(t, pod.UID, time.Now())
-	assert.Equal(t, 6, st.LastRow, "kept: %s", st.Why)
+	st := a.checkedAfter(t, pod.UID, down)
+	require.NotNil(t, st.LastChecked)
+	assert.True(t, st.LastChecked.After(down), "checked (%v) after the socket went away (%v)", *st.LastChecked, down)
+	assert.Equal(t, 6, st.LastRow, "kept by row 6 (the sandbox lookup failed): %s", st.Why)
+	assert.Equal(t, sandbox, st.SandboxID, "kept with its sandbox")
 	assert.Empty(t, a.destroys(t, pod.UID), "nothing is destroyed while the runtime is gone")
+	t.Logf("kept while the runtime was gone: checked %v after it went away, row %d, %s",
+		st.LastChecked.Sub(down).Round(time.Millisecond), st.LastRow, st.Why)
 
 	n.StartRuntime(t)
 	require.Eventually(t, func() bool {
