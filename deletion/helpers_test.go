@@ -36,7 +36,7 @@ func newMockPorts(t *testing.T) *mockPorts {
 	}
 }
 
-// newEngine returns a Engine on the mocks; opts.SandboxExtractor and
+// newEngine returns an Engine on the mocks; opts.SandboxExtractor and
 // opts.Requeuer are set to the mocks when withSandbox is true.
 func (m *mockPorts) newEngine(t *testing.T, withSandbox bool, opts deletion.Options) *deletion.Engine {
 	t.Helper()

@@ -48,7 +48,7 @@ const (
 	MinCheckTimeout = 10 * time.Millisecond
 )
 
-// Options configure a Engine. The zero value of every field is a
+// Options configure an Engine. The zero value of every field is a
 // documented default; values out of range are rejected by New.
 type Options struct {
 	// SandboxExtractor reports a pod's current sandbox. nil: sandbox restarts
