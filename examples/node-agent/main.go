@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	rc, err := restConfig(cfg.kubeconfig)
+	rc, err := restConfig(cfg.kubeconfig, cfg.kubeAPIQPS, cfg.kubeAPIBurst)
 	if err != nil {
 		return err
 	}
@@ -114,6 +114,8 @@ func closeOnReturn(err *error, c io.Closer) {
 // config is the agent's command line.
 type config struct {
 	kubeconfig    string
+	kubeAPIQPS    float64
+	kubeAPIBurst  int
 	node          string
 	metricsAddr   string
 	metricsSecure bool
@@ -135,6 +137,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs := flag.NewFlagSet("node-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, the in-cluster config, then ~/.kube/config")
+	fs.Float64Var(&cfg.kubeAPIQPS, "kube-api-qps", 50,
+		"requests a second to the API server, however the config is given, as the kubelet's flag of that name (and its default); negative: no client-side limit. Each destroy is confirmed with one read")
+	fs.IntVar(&cfg.kubeAPIBurst, "kube-api-burst", 100, "requests allowed at once above --kube-api-qps, as the kubelet's (and its default); a node's drain of 100 pods is confirmed at once")
 	fs.StringVar(&cfg.node, "node", getenv("NODE_NAME"), "the node this agent runs on (default $NODE_NAME)")
 	fs.StringVar(&cfg.metricsAddr, "metrics-bind-address", ":8443",
 		`address of the Prometheus /metrics endpoint and of the status page `+k8s.StatusPath+`; "0" turns them off`)
@@ -167,6 +172,10 @@ func check(cfg config, args []string) error {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, args)
 	case cfg.node == "":
 		return fmt.Errorf("%w: --node is required (or set NODE_NAME)", errUsage)
+	case cfg.kubeAPIQPS == 0:
+		return fmt.Errorf("%w: --kube-api-qps 0 would mean client-go's 5 a second: give a rate, or a negative value for no client-side limit", errUsage)
+	case cfg.kubeAPIQPS > 0 && cfg.kubeAPIBurst <= 0:
+		return fmt.Errorf("%w: --kube-api-burst must be positive with a positive --kube-api-qps, got %d", errUsage, cfg.kubeAPIBurst)
 	case cfg.sweepInterval <= 0:
 		return fmt.Errorf("%w: --sweep-interval must be positive, got %v", errUsage, cfg.sweepInterval)
 	case cfg.workers <= 0:
@@ -209,19 +218,21 @@ func newLogger(cfg config, stderr io.Writer) logr.Logger {
 	return log
 }
 
-// restConfig loads the cluster's address and credentials.
-func restConfig(kubeconfig string) (*rest.Config, error) {
+// restConfig loads the cluster's address and credentials, from kubeconfig
+// or as controller-runtime finds them, and sets the client's rate limit to
+// qps and burst either way (clientcmd leaves QPS at 0, which client-go
+// reads as 5 a second; controller-runtime's GetConfig turns the limit off).
+func restConfig(kubeconfig string, qps float64, burst int) (*rest.Config, error) {
+	var c *rest.Config
+	var err error
 	if kubeconfig != "" {
-		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
+		if c, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
 		}
-		return c, nil
-	}
-	c, err := ctrlconfig.GetConfig()
-	if err != nil {
+	} else if c, err = ctrlconfig.GetConfig(); err != nil {
 		return nil, fmt.Errorf("finding the cluster (no --kubeconfig given): %w", err)
 	}
+	c.QPS, c.Burst = float32(qps), burst
 	return c, nil
 }
 
