@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -215,63 +216,117 @@ type model struct {
 	entries map[string]*modelEntry
 	now     int // seconds since the engine was made
 	out     modelOutcome
+	// checks are the checks made since the last operation, for modelDone.
+	checks []modelCheck
+	// read are the planned faults the checks met, by slot, for modelDone.
+	read [modelSlots]modelFaults
 }
 
-// view is what a getter sees of the pod of slot: ok false for an answer
-// that keeps the PU whatever it is.
-func (m *model) decide(e *modelEntry, p modelPod, ok bool, cl *modelCluster) (reason ports.Reason, adopt bool) {
+// modelFaults says which of a slot's planned faults a check met.
+type modelFaults struct{ get, sandbox, destroy, confirm bool }
+
+// modelCheck is one check the model made: why, of which PU, the row of the
+// verdict carried out (and the PodGetter's, when the Confirmer vetoed it),
+// and what came of it.
+type modelCheck struct {
+	why       string // "sweep", "trigger", "periodic" or "retry"
+	puid      string
+	row       int
+	vetoedRow int // the PodGetter's row the Confirmer overrode; 0: none
+	outcome   string
+}
+
+func (k modelCheck) String() string {
+	s := fmt.Sprintf("%s check of %s: row %d", k.why, k.puid, k.row)
+	if k.vetoedRow != 0 {
+		s = fmt.Sprintf("%s check of %s: row %d vetoed, row %d", k.why, k.puid, k.vetoedRow, k.row)
+	}
+	return s + ", " + k.outcome
+}
+
+// decide is the decision table on p, what a getter answered for e's pod
+// (ok false for an answer that keeps the PU whatever it is): the row, and
+// the reason to destroy or whether to adopt p's sandbox.
+func (m *model) decide(e *modelEntry, p modelPod, ok bool, cl *modelCluster) (row int, reason ports.Reason, adopt bool) {
 	switch {
 	case !ok: // never destroy on a failed or nonsensical read
+		return 2, "", false
 	case !p.exists:
-		return ports.ReasonPodGone, false
+		return 1, ports.ReasonPodGone, false
 	case p.node != "" && p.node != modelNode:
-		return ports.ReasonNodeChanged, false
+		return 3, ports.ReasonNodeChanged, false
 	case p.uid != e.puid:
-		return ports.ReasonUIDChanged, false
+		return 4, ports.ReasonUIDChanged, false
 	case cl.failSandbox[e.slot]:
-	case e.sandbox == "":
-		return "", p.sandbox != ""
+		m.read[e.slot].sandbox = true
+		return 6, "", false
+	case e.sandbox == "" && p.sandbox != "":
+		return 7, "", true
 	case p.sandbox == "": // not known yet: the seed would destroy here
+		return 8, "", false
 	case p.sandbox != e.sandbox:
-		return ports.ReasonSandboxChanged, false
+		return 10, ports.ReasonSandboxChanged, false
 	}
-	return "", false
+	return 9, "", false
 }
 
-// check runs one check of e, as the engine does.
-func (m *model) check(e *modelEntry, cl *modelCluster) {
+// check runs one check of e, as the engine does; why says what brought it.
+func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 	truth := cl.pods[e.slot]
 	cached := truth
 	switch cl.failGet[e.slot] {
 	case 4:
 		cached = modelPod{}
 	}
-	reason, adopt := m.decide(e, cached, cl.failGet[e.slot] == 0 || cl.failGet[e.slot] == 4, cl)
-	if reason != "" && reason != ports.ReasonSandboxChanged {
-		reason, adopt = m.decide(e, truth, !cl.failConfirm[e.slot], cl) // the Confirmer's verdict is carried out
+	if cl.failGet[e.slot] != 0 {
+		m.read[e.slot].get = true
 	}
+	row, reason, adopt := m.decide(e, cached, cl.failGet[e.slot] == 0 || cl.failGet[e.slot] == 4, cl)
+	k := modelCheck{why: why, puid: e.puid, row: row}
+	if reason != "" && reason != ports.ReasonSandboxChanged {
+		if cl.failConfirm[e.slot] {
+			m.read[e.slot].confirm = true
+		}
+		row, reason, adopt = m.decide(e, truth, !cl.failConfirm[e.slot], cl) // the Confirmer's verdict is carried out
+		if reason == "" {
+			k.vetoedRow = k.row
+		}
+		k.row = row
+	}
+	defer func() { m.checks = append(m.checks, k) }()
 	e.retryAt = 0
 	if adopt {
 		e.sandbox = truth.sandbox
+		k.outcome = "adopted " + e.sandbox
+		return
 	}
 	if reason == "" {
+		k.outcome = "kept"
 		return
+	}
+	if cl.failDestroy[e.slot] != 0 {
+		m.read[e.slot].destroy = true
 	}
 	switch cl.failDestroy[e.slot] {
 	case 0:
 		m.out.Destroyed = append(m.out.Destroyed, ports.DestroyEvent{PUID: e.puid, Pod: modelKey(e.slot), SandboxID: e.sandbox, Reason: reason})
+		k.outcome = "destroyed (" + string(reason) + ")"
 	case 1:
 		if e.attempts++; e.attempts < modelMaxAttempts {
 			e.retryAt = m.now + min(1<<(e.attempts-1), 4)
+			k.outcome = fmt.Sprintf("destroy failed, retry at second %d", e.retryAt)
 			return
 		}
 		m.out.Abandoned = append(m.out.Abandoned, e.puid)
+		k.outcome = "destroy failed for the last time: abandoned"
 	case 2:
 		e.attempts++
 		m.out.Abandoned = append(m.out.Abandoned, e.puid)
+		k.outcome = "destroy refused: abandoned"
 	}
 	if reason == ports.ReasonSandboxChanged {
 		m.out.Requeued = append(m.out.Requeued, truth.uid)
+		k.outcome += ", requeued"
 	}
 	delete(m.entries, e.puid)
 }
@@ -280,7 +335,7 @@ func (m *model) check(e *modelEntry, cl *modelCluster) {
 // check that destroys nothing leaves it waiting for that retry.
 func (m *model) checkEarly(e *modelEntry, cl *modelCluster) {
 	pending := e.retryAt
-	m.check(e, cl)
+	m.check(e, cl, "sweep")
 	if _, ok := m.entries[e.puid]; ok && e.retryAt == 0 && pending > m.now {
 		e.retryAt = pending
 	}
@@ -291,9 +346,11 @@ func (m *model) checkEarly(e *modelEntry, cl *modelCluster) {
 func (m *model) tick(cl *modelCluster) {
 	m.now++
 	for _, e := range m.sorted() {
-		periodic := e.retryAt == 0 && int(fnvSlot(e.puid)) == m.now%int(modelInterval/time.Second)
-		if periodic || (e.retryAt != 0 && e.retryAt <= m.now) {
-			m.check(e, cl)
+		switch {
+		case e.retryAt == 0 && int(fnvSlot(e.puid)) == m.now%int(modelInterval/time.Second):
+			m.check(e, cl, "periodic")
+		case e.retryAt != 0 && e.retryAt <= m.now:
+			m.check(e, cl, "retry")
 		}
 	}
 }
@@ -328,7 +385,265 @@ func fnvSlot(puid string) uint32 {
 	return h % uint32(modelInterval/time.Second)
 }
 
-// runModel decodes data into operations and runs them on both sides.
+// modelOp is one operation: its kind (modelTrack...), the pod slot it
+// works on, and the variant, which the kind reads (see its methods).
+type modelOp struct {
+	kind, slot, variant int
+}
+
+// decodeModelOps turns the fuzzer's bytes into operations, one per pair of
+// bytes (op, arg), at most modelMaxOps: arg&3 is the slot, the other bits
+// of arg the variant.
+func decodeModelOps(data []byte) []modelOp {
+	var ops []modelOp
+	for i := 0; i+1 < len(data) && len(ops) < modelMaxOps; i += 2 {
+		arg := int(data[i+1])
+		ops = append(ops, modelOp{kind: int(data[i]) % modelOps, slot: arg % modelSlots, variant: arg / modelSlots})
+	}
+	return ops
+}
+
+var modelOpNames = [...]string{
+	modelTrack: "Track", modelDelete: "Delete", modelRecreate: "Recreate", modelChangeSandbox: "ChangeSandbox",
+	modelFailNextGet: "FailNextGet", modelFailNextSandbox: "FailNextSandbox", modelSweep: "Sweep", modelMove: "Move",
+	modelFailNextDestroy: "FailNextDestroy", modelTrigger: "Trigger", modelAdvance: "Advance", modelUntrack: "Untrack",
+	modelFailNextConfirm: "FailNextConfirm",
+}
+
+// The variants, read the same way by apply and String.
+
+// staleTrack: Track takes a PUID of a pod already gone (it does too when the pod does not exist).
+func (o modelOp) staleTrack() bool { return o.variant%4 == 3 }
+
+// trackSandbox: Track records the pod's sandbox (0), none (1), or one since replaced (2).
+func (o modelOp) trackSandbox() int { return o.variant / 4 % 3 }
+
+// noSandbox: Recreate, Move and ChangeSandbox leave the pod's sandbox not known yet ("").
+func (o modelOp) noSandbox() bool { return o.variant%3 == 2 }
+
+// moveTo is the node Move binds the new pod to: another one, or none yet.
+func (o modelOp) moveTo() string { return []string{"node-b", ""}[o.variant%2] }
+
+// getFault is modelCluster.failGet's value FailNextGet plans.
+func (o modelOp) getFault() int { return 1 + o.variant%4 }
+
+// destroyFault is modelCluster.failDestroy's value FailNextDestroy plans.
+func (o modelOp) destroyFault() int { return 1 + o.variant%2 }
+
+// seconds is how long Advance moves time on.
+func (o modelOp) seconds() int { return 1 + o.variant%8 }
+
+func (o modelOp) String() string {
+	name, pod := modelOpNames[o.kind], modelKey(o.slot).Name
+	var details []string
+	switch o.kind {
+	case modelSweep:
+		return name
+	case modelAdvance:
+		return fmt.Sprintf("%s(%ds)", name, o.seconds())
+	case modelTrack:
+		if o.staleTrack() {
+			details = append(details, "stale PUID")
+		}
+		details = append(details, []string{"its sandbox", "no sandbox", "an old sandbox"}[o.trackSandbox()])
+	case modelRecreate, modelMove, modelChangeSandbox:
+		if o.kind == modelMove {
+			details = append(details, map[string]string{"node-b": "to node-b", "": "unbound"}[o.moveTo()])
+		}
+		if o.noSandbox() {
+			details = append(details, "sandbox not known yet")
+		}
+	case modelFailNextGet:
+		details = append(details, []string{"", "error", "nil pod and nil error", "another pod", "cache lags: not found"}[o.getFault()])
+	case modelFailNextDestroy:
+		details = append(details, []string{"", "transient", "permanent"}[o.destroyFault()])
+	case modelUntrack:
+		details = append(details, fmt.Sprintf("PU #%d of the pod", o.variant))
+	}
+	return fmt.Sprintf("%s(%s)", name, strings.Join(append([]string{pod}, details...), ", "))
+}
+
+// modelDone is what one operation did on the model's side: the checks it
+// made, and what else it changed or showed. An operation with neither is
+// a no-op.
+type modelDone struct {
+	checks []modelCheck
+	note   string
+}
+
+func (d modelDone) noop() bool { return len(d.checks) == 0 && d.note == "" }
+
+func (d modelDone) String() string {
+	var parts []string
+	if d.note != "" {
+		parts = append(parts, d.note)
+	}
+	for _, k := range d.checks {
+		parts = append(parts, k.String())
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// modelRun is the model's side of a run: the cluster, the model, and what
+// each operation did.
+type modelRun struct {
+	cl   *modelCluster
+	m    *model
+	ids  int
+	done []modelDone
+	// faults are the operations that planned the faults not spent yet.
+	faults []int
+}
+
+func newModelRun(cl *modelCluster) *modelRun {
+	return &modelRun{cl: cl, m: &model{entries: map[string]*modelEntry{}}}
+}
+
+func (w *modelRun) id(prefix string) string { w.ids++; return fmt.Sprintf("%s%d", prefix, w.ids) }
+
+// apply carries out op on the cluster and the model, records what it did
+// there, and returns the engine's side of it (nil for none) and whether it
+// checks PUs, which spends the planned faults (see spend).
+func (w *modelRun) apply(op modelOp) (call func(t *testing.T, c *deletion.Engine), checked bool) {
+	cl, m, slot := w.cl, w.m, op.slot
+	p := &cl.pods[slot]
+	var note string
+	switch op.kind {
+	case modelTrack:
+		e := ports.PU{PUID: p.uid, Pod: modelKey(slot), SandboxID: p.sandbox}
+		if !p.exists || op.staleTrack() {
+			e.PUID = w.id("u-stale") // a PU of a pod that is already gone
+		}
+		switch op.trackSandbox() {
+		case 1:
+			e.SandboxID = "" // tracked before the sandbox was known
+		case 2:
+			e.SandboxID = w.id("s-old") // tracked with a sandbox since replaced
+		}
+		call = func(t *testing.T, c *deletion.Engine) { require.NoError(t, c.Track(e)) }
+		if _, ok := m.entries[e.PUID]; !ok { // insert-only
+			m.entries[e.PUID] = &modelEntry{puid: e.PUID, slot: slot, sandbox: e.SandboxID}
+			note = fmt.Sprintf("tracked %s with sandbox %q", e.PUID, e.SandboxID)
+		} else {
+			note = fmt.Sprintf("%s already tracked: kept as it is", e.PUID)
+		}
+	case modelDelete:
+		if p.exists {
+			note = fmt.Sprintf("deleted %s (%s)", modelKey(slot).Name, p.uid)
+		}
+		*p = modelPod{}
+	case modelRecreate, modelMove:
+		node := modelNode
+		if op.kind == modelMove {
+			node = op.moveTo()
+		}
+		sb := w.id("s")
+		if op.noSandbox() {
+			sb = ""
+		}
+		*p = modelPod{exists: true, uid: w.id("u"), node: node, sandbox: sb}
+		note = fmt.Sprintf("%s is %s on node %q in sandbox %q", modelKey(slot).Name, p.uid, p.node, p.sandbox)
+	case modelChangeSandbox:
+		if p.sandbox = w.id("s"); op.noSandbox() {
+			p.sandbox = ""
+		}
+		note = fmt.Sprintf("%s's sandbox is %q", modelKey(slot).Name, p.sandbox)
+	case modelFailNextGet:
+		cl.failGet[slot] = op.getFault()
+	case modelFailNextSandbox:
+		cl.failSandbox[slot] = true
+	case modelFailNextDestroy:
+		cl.failDestroy[slot] = op.destroyFault()
+	case modelFailNextConfirm:
+		cl.failConfirm[slot] = true
+	case modelSweep:
+		for _, e := range m.sorted() {
+			m.checkEarly(e, cl)
+		}
+		call = func(_ *testing.T, c *deletion.Engine) { c.Sweep(context.Background()) }
+		checked = true
+	case modelTrigger:
+		var waiting []string
+		for _, e := range m.sorted() {
+			switch {
+			case e.slot != slot:
+			case e.retryAt == 0:
+				m.check(e, cl, "trigger")
+			default:
+				waiting = append(waiting, e.puid)
+			}
+		}
+		if len(waiting) > 0 {
+			note = fmt.Sprintf("%s wait for their retry: not checked", strings.Join(waiting, ", "))
+		}
+		call = func(_ *testing.T, c *deletion.Engine) { c.TriggerPod(modelKey(slot)) }
+		checked = true
+	case modelAdvance:
+		n := op.seconds()
+		for range n {
+			m.tick(cl)
+		}
+		if len(m.checks) == 0 {
+			for _, e := range m.sorted() {
+				if e.retryAt != 0 {
+					note = fmt.Sprintf("%s's retry not due yet", e.puid)
+					break
+				}
+			}
+		}
+		call = func(*testing.T, *deletion.Engine) { time.Sleep(time.Duration(n) * time.Second) }
+		checked = true
+	case modelUntrack:
+		var mine []*modelEntry
+		for _, e := range m.sorted() {
+			if e.slot == slot {
+				mine = append(mine, e)
+			}
+		}
+		puid := "never-tracked"
+		if len(mine) > 0 {
+			e := mine[op.variant%len(mine)]
+			puid, note = e.puid, "untracked "+e.puid
+			if e.retryAt != 0 {
+				note += ", which was waiting for a retry"
+			}
+		}
+		_, tracked := m.entries[puid]
+		delete(m.entries, puid)
+		call = func(t *testing.T, c *deletion.Engine) {
+			require.Equal(t, tracked, c.Untrack(puid), "Untrack(%s)", puid)
+		}
+	}
+	switch op.kind {
+	case modelFailNextGet, modelFailNextSandbox, modelFailNextDestroy, modelFailNextConfirm:
+		w.faults = append(w.faults, len(w.done))
+	}
+	w.done = append(w.done, modelDone{checks: m.checks, note: note})
+	m.checks = nil
+	return call, checked
+}
+
+// spend ends the faults planned so far, once an operation checked: each
+// operation that planned one is told whether a check met it.
+func (w *modelRun) spend(ops []modelOp) {
+	for _, i := range w.faults {
+		op := ops[i]
+		read := w.m.read[op.slot]
+		if met := map[int]bool{modelFailNextGet: read.get, modelFailNextSandbox: read.sandbox,
+			modelFailNextDestroy: read.destroy, modelFailNextConfirm: read.confirm}[op.kind]; met {
+			w.done[i].note = "met by a check"
+		}
+	}
+	w.faults = nil
+	w.m.read = [modelSlots]modelFaults{}
+	*w.cl = modelCluster{pods: w.cl.pods}
+}
+
+// runModel decodes data into operations and runs them on both sides, then
+// a last Sweep.
 func runModel(t *testing.T, data []byte) {
 	cl := &modelCluster{}
 	mp := &modelPorts{cl: cl}
@@ -355,124 +670,34 @@ func runModel(t *testing.T, data []byte) {
 	}()
 	synctest.Wait()
 
-	m := &model{entries: map[string]*modelEntry{}}
-	ids := 0
-	id := func(prefix string) string { ids++; return fmt.Sprintf("%s%d", prefix, ids) }
+	w := newModelRun(cl)
+	ops := append(decodeModelOps(data), modelOp{kind: modelSweep})
 	var trace []string
+	for i, op := range ops {
+		trace = append(trace, op.String())
+		mp.clMu.Lock()
+		call, checked := w.apply(op)
+		mp.clMu.Unlock()
+		if call != nil { // the engine's side, once the cluster is unlocked
+			call(t, c)
+		}
 
-	// compare checks both sides; after an operation that checked, the
-	// planned faults are spent.
-	compare := func(checked bool) {
+		// Both sides must agree; after an operation that checked, the
+		// planned faults are spent.
 		synctest.Wait()
-		want := m.take()
+		want := w.m.take()
 		mp.mu.Lock()
 		got := modelOutcome{Destroyed: mp.destroyed, Abandoned: mp.abandoned, Requeued: mp.requeued, Pending: inspect.PUs(c)}
 		mp.destroyed, mp.abandoned, mp.requeued = nil, nil, nil
 		mp.mu.Unlock()
 		got.sort()
-		require.Equal(t, want, got, "at second %d, after: %v", m.now, trace)
+		require.Equal(t, want, got, "at second %d, after: %v", w.m.now, trace)
 		if checked {
 			mp.clMu.Lock()
-			*cl = modelCluster{pods: cl.pods}
+			w.spend(ops[:i+1])
 			mp.clMu.Unlock()
 		}
 	}
-
-	for i := 0; i+1 < len(data) && i/2 < modelMaxOps; i += 2 {
-		op, arg := int(data[i])%modelOps, int(data[i+1])
-		slot, variant := arg%modelSlots, arg/modelSlots
-		p := &cl.pods[slot]
-		trace = append(trace, fmt.Sprintf("op%d(slot %d, variant %d)", op, slot, variant))
-		checked := false
-		var call func() // the engine's side, run once the cluster is unlocked
-		mp.clMu.Lock()
-		switch op {
-		case modelTrack:
-			e := ports.PU{PUID: p.uid, Pod: modelKey(slot), SandboxID: p.sandbox}
-			if !p.exists || variant%4 == 3 {
-				e.PUID = id("u-stale") // a PU of a pod that is already gone
-			}
-			switch variant / 4 % 3 {
-			case 1:
-				e.SandboxID = "" // tracked before the sandbox was known
-			case 2:
-				e.SandboxID = id("s-old") // tracked with a sandbox since replaced
-			}
-			call = func() { require.NoError(t, c.Track(e)) }
-			if _, ok := m.entries[e.PUID]; !ok { // insert-only
-				m.entries[e.PUID] = &modelEntry{puid: e.PUID, slot: slot, sandbox: e.SandboxID}
-			}
-		case modelDelete:
-			*p = modelPod{}
-		case modelRecreate, modelMove:
-			node := modelNode
-			if op == modelMove {
-				node = []string{"node-b", ""}[variant%2]
-			}
-			sb := id("s")
-			if variant%3 == 2 {
-				sb = ""
-			}
-			*p = modelPod{exists: true, uid: id("u"), node: node, sandbox: sb}
-		case modelChangeSandbox:
-			if p.sandbox = id("s"); variant%3 == 2 {
-				p.sandbox = ""
-			}
-		case modelFailNextGet:
-			cl.failGet[slot] = 1 + variant%4
-		case modelFailNextSandbox:
-			cl.failSandbox[slot] = true
-		case modelFailNextDestroy:
-			cl.failDestroy[slot] = 1 + variant%2
-		case modelFailNextConfirm:
-			cl.failConfirm[slot] = true
-		case modelSweep:
-			for _, e := range m.sorted() {
-				m.checkEarly(e, cl)
-			}
-			call = func() { c.Sweep(context.Background()) }
-			checked = true
-		case modelTrigger:
-			for _, e := range m.sorted() {
-				if e.slot == slot && e.retryAt == 0 {
-					m.check(e, cl)
-				}
-			}
-			call = func() { c.TriggerPod(modelKey(slot)) }
-			checked = true
-		case modelAdvance:
-			n := 1 + variant%8
-			for range n {
-				m.tick(cl)
-			}
-			call = func() { time.Sleep(time.Duration(n) * time.Second) }
-			checked = true
-		case modelUntrack:
-			var mine []*modelEntry
-			for _, e := range m.sorted() {
-				if e.slot == slot {
-					mine = append(mine, e)
-				}
-			}
-			puid := "never-tracked"
-			if len(mine) > 0 {
-				puid = mine[variant%len(mine)].puid
-			}
-			_, tracked := m.entries[puid]
-			delete(m.entries, puid)
-			call = func() { require.Equal(t, tracked, c.Untrack(puid), "Untrack(%s)", puid) }
-		}
-		mp.clMu.Unlock()
-		if call != nil {
-			call()
-		}
-		compare(checked)
-	}
-	for _, e := range m.sorted() {
-		m.checkEarly(e, cl)
-	}
-	c.Sweep(context.Background())
-	compare(true)
 }
 
 // FuzzModel checks the engine against the model on sequences of operations.
