@@ -226,20 +226,26 @@ type model struct {
 type modelFaults struct{ get, sandbox, destroy, confirm bool }
 
 // modelCheck is one check the model made: why, of which PU, the row of the
-// verdict carried out (and the PodGetter's, when the Confirmer vetoed it),
+// verdict carried out (and the PodGetter's, when the Confirmer was asked),
 // and what came of it.
 type modelCheck struct {
-	why       string // "sweep", "trigger", "periodic" or "retry"
-	puid      string
-	row       int
-	vetoedRow int // the PodGetter's row the Confirmer overrode; 0: none
-	outcome   string
+	why      string // "sweep", "trigger", "periodic" or "retry"
+	puid     string
+	row      int
+	askedRow int  // the PodGetter's row the Confirmer was asked about; 0: not asked
+	vetoed   bool // the Confirmer kept the PU the PodGetter's row destroys
+	outcome  string
 }
 
 func (k modelCheck) String() string {
 	s := fmt.Sprintf("%s check of %s: row %d", k.why, k.puid, k.row)
-	if k.vetoedRow != 0 {
-		s = fmt.Sprintf("%s check of %s: row %d vetoed, row %d", k.why, k.puid, k.vetoedRow, k.row)
+	switch {
+	case k.vetoed:
+		s = fmt.Sprintf("%s check of %s: row %d vetoed by the Confirmer's row %d", k.why, k.puid, k.askedRow, k.row)
+	case k.askedRow == k.row:
+		s += " (confirmed)"
+	case k.askedRow != 0:
+		s = fmt.Sprintf("%s check of %s: row %d, confirmed as row %d", k.why, k.puid, k.askedRow, k.row)
 	}
 	return s + ", " + k.outcome
 }
@@ -288,10 +294,7 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 			m.read[e.slot].confirm = true
 		}
 		row, reason, adopt = m.decide(e, truth, !cl.failConfirm[e.slot], cl) // the Confirmer's verdict is carried out
-		if reason == "" {
-			k.vetoedRow = k.row
-		}
-		k.row = row
+		k.askedRow, k.row, k.vetoed = k.row, row, reason == ""
 	}
 	defer func() { m.checks = append(m.checks, k) }()
 	e.retryAt = 0
@@ -433,9 +436,25 @@ func (o modelOp) destroyFault() int { return 1 + o.variant%2 }
 // seconds is how long Advance moves time on.
 func (o modelOp) seconds() int { return 1 + o.variant%8 }
 
+// fault names the fault a FailNextGet or FailNextDestroy plans, and move
+// where a Move binds the new pod.
+func (o modelOp) fault() string {
+	switch o.kind {
+	case modelFailNextGet:
+		return []string{1: "error", 2: "nil pod and nil error", 3: "another pod", 4: "cache lags: not found"}[o.getFault()]
+	case modelFailNextDestroy:
+		return []string{1: "transient", 2: "permanent"}[o.destroyFault()]
+	}
+	return ""
+}
+
+func (o modelOp) move() string {
+	return map[string]string{"node-b": "to node-b", "": "unbound"}[o.moveTo()]
+}
+
 func (o modelOp) String() string {
 	name, pod := modelOpNames[o.kind], modelKey(o.slot).Name
-	var details []string
+	details := []string{pod}
 	switch o.kind {
 	case modelSweep:
 		return name
@@ -448,19 +467,17 @@ func (o modelOp) String() string {
 		details = append(details, []string{"its sandbox", "no sandbox", "an old sandbox"}[o.trackSandbox()])
 	case modelRecreate, modelMove, modelChangeSandbox:
 		if o.kind == modelMove {
-			details = append(details, map[string]string{"node-b": "to node-b", "": "unbound"}[o.moveTo()])
+			details = append(details, o.move())
 		}
 		if o.noSandbox() {
 			details = append(details, "sandbox not known yet")
 		}
-	case modelFailNextGet:
-		details = append(details, []string{"", "error", "nil pod and nil error", "another pod", "cache lags: not found"}[o.getFault()])
-	case modelFailNextDestroy:
-		details = append(details, []string{"", "transient", "permanent"}[o.destroyFault()])
+	case modelFailNextGet, modelFailNextDestroy:
+		details = append(details, o.fault())
 	case modelUntrack:
-		details = append(details, fmt.Sprintf("PU #%d of the pod", o.variant))
+		details = append(details, fmt.Sprintf("its PU #%d, modulo their number", o.variant))
 	}
-	return fmt.Sprintf("%s(%s)", name, strings.Join(append([]string{pod}, details...), ", "))
+	return fmt.Sprintf("%s(%s)", name, strings.Join(details, ", "))
 }
 
 // modelDone is what one operation did on the model's side: the checks it
@@ -577,7 +594,7 @@ func (w *modelRun) apply(op modelOp) (call func(t *testing.T, c *deletion.Engine
 			}
 		}
 		if len(waiting) > 0 {
-			note = fmt.Sprintf("%s wait for their retry: not checked", strings.Join(waiting, ", "))
+			note = "waiting for a retry, not checked: " + strings.Join(waiting, ", ")
 		}
 		call = func(_ *testing.T, c *deletion.Engine) { c.TriggerPod(modelKey(slot)) }
 		checked = true
@@ -586,13 +603,16 @@ func (w *modelRun) apply(op modelOp) (call func(t *testing.T, c *deletion.Engine
 		for range n {
 			m.tick(cl)
 		}
-		if len(m.checks) == 0 {
+		if len(m.checks) == 0 && len(m.entries) > 0 {
+			var due []string // what the engine must not have done yet
 			for _, e := range m.sorted() {
 				if e.retryAt != 0 {
-					note = fmt.Sprintf("%s's retry not due yet", e.puid)
-					break
+					due = append(due, fmt.Sprintf("%s's retry at second %d", e.puid, e.retryAt))
+				} else {
+					due = append(due, fmt.Sprintf("%s's periodic check (second %d of each interval)", e.puid, fnvSlot(e.puid)))
 				}
 			}
+			note = "not due yet: " + strings.Join(due, ", ")
 		}
 		call = func(*testing.T, *deletion.Engine) { time.Sleep(time.Duration(n) * time.Second) }
 		checked = true
