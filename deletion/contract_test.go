@@ -143,7 +143,7 @@ func TestConfirmerFailureKeeps(t *testing.T) {
 	})
 	require.NoError(t, c.Track(entryWith("")))
 	c.Sweep(context.Background())
-	assert.Equal(t, 1, c.Len())
+	require.Equal(t, 1, c.Len(), "a Confirmer that fails keeps the PU")
 	vetoes := rec.kinds(deletion.EventVetoed)
 	require.Len(t, vetoes, 1)
 	assert.ErrorIs(t, vetoes[0].Err, errBoom)
@@ -223,6 +223,7 @@ func TestRetriesHoldTheirBackoff(t *testing.T) {
 		}
 		synctest.Wait()
 		assert.Equal(t, int32(1), rec.calls.Load(), "no attempt before the backoff delay")
+		require.Len(t, c.Status(), 1)
 		st := c.Status()[0]
 		assert.Equal(t, 1, st.Attempts)
 		assert.Equal(t, "waiting for a retry", st.State)

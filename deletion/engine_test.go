@@ -119,6 +119,7 @@ func TestAdoptedSandboxIsTheOneDestroyed(t *testing.T) {
 
 	require.NoError(t, c.Track(entryWith("")))
 	c.Sweep(context.Background())
+	require.Len(t, inspect.PUs(c), 1)
 	require.Equal(t, "sb1", inspect.PUs(c)[0].SandboxID)
 	c.Sweep(context.Background())
 	assert.Zero(t, c.Len())
@@ -512,6 +513,7 @@ func TestSweepChecksEveryEntryEvenInBackoff(t *testing.T) {
 		c.TriggerPod(testKey)
 		stop := startEngine(t, c)
 		synctest.Wait()
+		require.Len(t, c.Status(), 1)
 		require.Equal(t, "waiting for a retry", c.Status()[0].State)
 		c.Sweep(context.Background())
 		assert.Zero(t, c.Len())
