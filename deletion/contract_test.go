@@ -299,16 +299,20 @@ func TestATransientFailureNeverGivesUp(t *testing.T) {
 	})
 }
 
-// TestUntrack: an untracked PU is never destroyed afterwards, whatever
-// brings a check; Untrack reports whether it was tracked; a later Track of
-// the same PUID is a new entry.
+// TestUntrack: an untracked PU is never checked nor destroyed afterwards,
+// whatever brings a check, while the PU that shares its wheel slot is still
+// checked once per interval; Untrack reports whether it was tracked; a
+// later Track of the same PUID is a new entry.
 func TestUntrack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		other := ports.PU{PUID: wheelNeighbour(testUID), Pod: types.NamespacedName{Namespace: "default", Name: "web-1"}}
+		gets := newPodGets(map[types.NamespacedName]string{other.Pod: other.PUID})
 		rec := &recorder{}
 		rec.setFail(errBoom) // first a failing destroy, waiting for its retry
 		evs := &events{}
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{SweepInterval: time.Second, Observer: evs})
+		c := newQuiet(t, gets, rec, deletion.Options{SweepInterval: time.Second, Observer: evs})
 		require.NoError(t, c.Track(entryWith("sb1")))
+		require.NoError(t, c.Track(other)) // after it in their wheel slot
 		startEngine(t, c)
 		c.TriggerPod(testKey)
 		synctest.Wait()
@@ -317,32 +321,42 @@ func TestUntrack(t *testing.T) {
 		assert.True(t, c.Untrack(testUID))
 		assert.False(t, c.Untrack(testUID), "no longer tracked")
 		assert.False(t, c.Untrack("never-tracked"))
+		checked := gets.of(testKey)
 		rec.setFail(nil)
 		c.TriggerPod(testKey)
 		c.TriggerAll()
 		c.Sweep(context.Background())
+		synctest.Wait()
+		before := gets.of(other.Pod)
 		time.Sleep(5 * time.Minute) // past every retry and periodic check
 		synctest.Wait()
 		assert.Equal(t, int32(1), rec.calls.Load(), "no DestroyPU after Untrack")
-		assert.Zero(t, c.Len())
+		assert.Equal(t, checked, gets.of(testKey), "no check of the untracked PU")
+		assert.InDelta(t, before+300, gets.of(other.Pod), 1, "the other PU of the wheel slot is still checked once a second")
+		assert.Equal(t, []ports.PU{other}, inspect.PUs(c))
 		untracked := evs.kinds(deletion.EventUntracked)
 		require.Len(t, untracked, 1)
 		assert.Equal(t, entryWith("sb1"), untracked[0].PU)
 
 		require.NoError(t, c.Track(entryWith("sb2")))
 		st := c.Status()
-		require.Len(t, st, 1)
-		assert.Zero(t, st[0].Attempts, "a new entry")
+		require.Len(t, st, 2)
+		require.Equal(t, testUID, st[1].PUID)
+		assert.Zero(t, st[1].Attempts, "a new entry")
 		c.TriggerPod(testKey)
 		synctest.Wait()
 		assert.Equal(t, []ports.DestroyEvent{destroyEvent("sb2", ports.ReasonPodGone)}, rec.destroyed())
+		assert.Equal(t, []ports.PU{other}, inspect.PUs(c))
 	})
 }
 
 // TestUntrackDuringDestroy: a DestroyPU already inside the port when
-// Untrack is called may finish; its failure is not retried.
+// Untrack is called may finish; its failure is not retried, and the PU is
+// never checked again, while the PU that shares its wheel slot still is.
 func TestUntrackDuringDestroy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		other := ports.PU{PUID: wheelNeighbour(testUID), Pod: types.NamespacedName{Namespace: "default", Name: "web-1"}}
+		gets := newPodGets(map[types.NamespacedName]string{other.Pod: other.PUID})
 		entered, release := make(chan struct{}), make(chan struct{})
 		var calls atomic.Int32
 		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
@@ -351,17 +365,23 @@ func TestUntrackDuringDestroy(t *testing.T) {
 			<-release
 			return errBoom
 		})
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{SweepInterval: time.Second, RetryMinDelay: time.Second})
+		c := newQuiet(t, gets, policy, deletion.Options{SweepInterval: time.Second, RetryMinDelay: time.Second})
 		require.NoError(t, c.Track(entryWith("")))
+		require.NoError(t, c.Track(other)) // after it in their wheel slot
 		startEngine(t, c)
 		c.TriggerPod(testKey)
 		<-entered
 		assert.True(t, c.Untrack(testUID))
+		require.Equal(t, []ports.PU{other}, inspect.PUs(c))
 		close(release)
+		synctest.Wait()
+		before := gets.of(other.Pod)
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		assert.Equal(t, int32(1), calls.Load())
-		assert.Zero(t, c.Len())
+		assert.Equal(t, int32(1), calls.Load(), "the failed destroy is not retried")
+		assert.Equal(t, 1, gets.of(testKey), "no check of the untracked PU")
+		assert.InDelta(t, before+60, gets.of(other.Pod), 1, "the other PU of the wheel slot is still checked once a second")
+		assert.Equal(t, []ports.PU{other}, inspect.PUs(c))
 	})
 }
 

@@ -3,6 +3,7 @@ package deletion_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,9 +14,12 @@ import (
 	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/mocks"
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // mockPorts holds gomock mocks of the four ports.
@@ -149,3 +153,43 @@ func (discardSink) Info(int, string, ...any)         {}
 func (discardSink) Error(error, string, ...any)      {}
 func (s discardSink) WithValues(...any) logr.LogSink { return s }
 func (s discardSink) WithName(string) logr.LogSink   { return s }
+
+// podGets is a PodGetter that counts its calls by pod: the pods in live are
+// alive on testNode with the UID given there, every other one is gone.
+type podGets struct {
+	live map[types.NamespacedName]string
+	mu   sync.Mutex
+	n    map[types.NamespacedName]int
+}
+
+func newPodGets(live map[types.NamespacedName]string) *podGets {
+	return &podGets{live: live, n: map[types.NamespacedName]int{}}
+}
+
+func (g *podGets) GetPod(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n[key]++
+	if uid, ok := g.live[key]; ok {
+		return podAt(key, uid), nil
+	}
+	return nil, ports.ErrPodNotFound
+}
+
+// of returns how many times key's pod was asked for.
+func (g *podGets) of(key types.NamespacedName) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n[key]
+}
+
+// wheelNeighbour returns a PUID that has the wheel slot of puid in every
+// wheel of up to 64 slots, a power of two (SweepInterval 1s: 2 slots, 32s
+// and more: 64): the same FNV-1a hash modulo 64.
+func wheelNeighbour(puid string) string {
+	for i := 0; ; i++ {
+		if n := fmt.Sprintf("neighbour-%d", i); n != puid && fnvSlot(n) == fnvSlot(puid) {
+			return n
+		}
+	}
+}
