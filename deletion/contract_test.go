@@ -11,11 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
+	"weak"
 
 	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/assert"
@@ -346,6 +350,42 @@ func TestUntrack(t *testing.T) {
 		c.TriggerPod(testKey)
 		synctest.Wait()
 		assert.Equal(t, []ports.DestroyEvent{destroyEvent("sb2", ports.ReasonPodGone)}, rec.destroyed())
+		assert.Equal(t, []ports.PU{other}, inspect.PUs(c))
+	})
+}
+
+// TestUntrackKeepsNothingOfThePU: once Untrack has returned, the engine
+// holds nothing of the PU (a node agent that tears its PUs down itself must
+// not grow with them), while the PU that shares its wheel slot is still
+// tracked and checked.
+func TestUntrackKeepsNothingOfThePU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const puid = "untracked-0000000000000000000000000000000000000000000000000000000000000000"
+		other := ports.PU{PUID: wheelNeighbour(puid), Pod: types.NamespacedName{Namespace: "default", Name: "web-1"}}
+		gets := newPodGets(map[types.NamespacedName]string{testKey: puid, other.Pod: other.PUID})
+		c := newQuiet(t, gets, &recorder{}, deletion.Options{SweepInterval: time.Second})
+		startEngine(t, c)
+
+		// The untracked PU's PUID is a string of its own, which only the
+		// engine can hold once Untrack has returned.
+		untracked := func() weak.Pointer[byte] {
+			id := strings.Clone(puid)
+			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: testKey}))
+			require.NoError(t, c.Track(other)) // after it in their wheel slot
+			time.Sleep(2 * time.Second)        // both checked, twice
+			synctest.Wait()
+			require.GreaterOrEqual(t, gets.of(testKey), 2, "checked before it is untracked")
+			require.True(t, c.Untrack(id))
+			return weak.Make(unsafe.StringData(id))
+		}()
+		checked := gets.of(testKey)
+		before := gets.of(other.Pod)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		runtime.GC()
+		assert.Nil(t, untracked.Value(), "the engine still holds the untracked PU")
+		assert.Equal(t, checked, gets.of(testKey), "no check of the untracked PU")
+		assert.InDelta(t, before+10, gets.of(other.Pod), 1, "the other PU of the wheel slot is still checked once a second")
 		assert.Equal(t, []ports.PU{other}, inspect.PUs(c))
 	})
 }
