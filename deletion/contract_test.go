@@ -697,6 +697,57 @@ func TestTriggerDuringACheckChecksAgain(t *testing.T) {
 	})
 }
 
+// TestADeleteDuringACheckIsNotMissed: the pod goes while its PU is being
+// checked, after that check read it alive, and the delete's trigger
+// (TriggerPod from the pod's informer, or a TriggerAll) comes before the
+// check ends: the PU is destroyed as soon as the check ends, not at its
+// periodic check an hour later.
+func TestADeleteDuringACheckIsNotMissed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		trigger func(c *deletion.Engine)
+	}{
+		{"TriggerPod", func(c *deletion.Engine) { c.TriggerPod(testKey) }},
+		{"TriggerAll", func(c *deletion.Engine) { c.TriggerAll() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				entered, release := make(chan struct{}, 1), make(chan struct{})
+				var gets atomic.Int32
+				var gone atomic.Bool
+				getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+					if gets.Add(1) == 1 { // it reads the pod before it goes, then takes its time
+						entered <- struct{}{}
+						<-release
+						return livePod(testUID, testNode), nil
+					}
+					if gone.Load() {
+						return nil, ports.ErrPodNotFound
+					}
+					return livePod(testUID, testNode), nil
+				})
+				rec := &recorder{}
+				c := newQuiet(t, getter, rec, deletion.Options{SweepInterval: time.Hour})
+				require.NoError(t, c.Track(entryWith("")))
+				stop := startEngine(t, c)
+				c.TriggerPod(testKey) // the pod's last update
+				<-entered
+				gone.Store(true)
+				tc.trigger(c) // its delete
+				synctest.Wait()
+				assert.Empty(t, rec.destroyed(), "nothing destroyed while the check that read the pod alive runs")
+				close(release)
+				synctest.Wait()
+				assert.Equal(t, []ports.DestroyEvent{destroyEvent("", ports.ReasonPodGone)}, rec.destroyed(),
+					"destroyed once that check ended, not at the periodic check an hour away")
+				assert.Zero(t, c.Len())
+				assert.Equal(t, int32(2), gets.Load())
+				stop()
+			})
+		})
+	}
+}
+
 // TestTriggersAfterStartReturnedDoNothing: triggers after Start has returned
 // neither check nor pile up (see also TestTriggersAfterStopKeepNothing).
 func TestTriggersAfterStartReturnedDoNothing(t *testing.T) {
