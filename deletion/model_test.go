@@ -722,7 +722,10 @@ func runModel(t *testing.T, data []byte) {
 
 // FuzzModel checks the engine against the model on sequences of operations.
 // CI runs the committed corpus (testdata/fuzz/FuzzModel); run the fuzzer
-// with go test -fuzz=FuzzModel ./deletion/.
+// with go test -fuzz=FuzzModel ./deletion/. A file added to the corpus is
+// named after what it covers; TestFuzzModelCorpusCoversEveryOperation
+// checks that the corpus reaches every operation, and go test -v -run
+// TestFuzzModelCorpus ./deletion/ prints what each file does.
 func FuzzModel(f *testing.F) {
 	f.Add([]byte{modelRecreate, 0, modelTrack, 0, modelSweep, 0, modelDelete, 0, modelSweep, 0})
 	// A cache that lags: the Confirmer vetoes, then the pod really goes.
