@@ -58,7 +58,7 @@ func readmeUse(ctx context.Context, cfg *rest.Config, node string, destroyPU fun
 		return err
 	}
 	// Track every pod bound to the node, trigger a check at once on every delete.
-	// The node and the extractor are read from the engine: they are given once.
+	// The wiring asks the engine which pods are its node's: the node is given once.
 	// Host-network and mirror pods get no PU from a network-policy agent: skip them.
 	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{Filter: k8s.PodsWithOwnNetwork, Logger: log}); err != nil {
 		return err
