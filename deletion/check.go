@@ -116,6 +116,13 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 	ev := ports.DestroyEvent{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID, Reason: v.Reason}
 	c.mu.Unlock()
 
+	if c.opts.DryRun {
+		c.wouldDestroy(e, v, ev)
+		return
+	}
+	if !c.destroyBudget(ctx, e, r) {
+		return
+	}
 	err := c.destroyPU(ctx, ev)
 
 	c.mu.Lock()

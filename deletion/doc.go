@@ -10,7 +10,7 @@
 // that hold whatever brings a PU up, and recovery from ports that fail, hang
 // or panic; a Confirmer reads the live API before any destroy a cache
 // decided, and an Inventory restores the PUs of a previous run. Untrack
-// forgets a PU, Status says why each one is kept, HealthCheck serves a
+// forgets a PU, Status says why each one is kept, LivenessCheck and ReadinessCheck serve a
 // manager's /healthz. Sweep runs one pass over every PU through the same
 // queue and waits for it, for tests and for callers that schedule checks
 // themselves.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -28,19 +29,22 @@ type Engine struct {
 	policy    ports.PolicyHandler
 	extractor ports.SandboxExtractor
 	requeuer  ports.Requeuer
-	opts      Options
-	log       logr.Logger
+	// limiter is Options.DestroyRate's; nil: no limit.
+	limiter *rate.Limiter
+	opts    Options
+	log     logr.Logger
 
 	// epoch is the origin of the engine's int64 times on Options.Clock (see
 	// record), realEpoch that of check deadlines (see realNow).
 	epoch, realEpoch time.Time
 	// tick is the wheel's period: SweepInterval / len(wheel).
 	tick time.Duration
-	// kick wakes the scheduler when the first PU is tracked.
-	kick chan struct{}
+	// kick wakes the scheduler when the first PU is tracked, turnKick when
+	// a destroy waits for its turn under the destroy rate.
+	kick, turnKick chan struct{}
 
 	started atomic.Bool
-	// workers are the states of Start's workers, for HealthCheck.
+	// workers are the states of Start's workers, for the health checks.
 	workers []workerState
 	// sweepMu lets one Sweep run at a time.
 	sweepMu sync.Mutex
@@ -72,6 +76,9 @@ type Engine struct {
 	sleeping bool
 	// lastTurn is when the scheduler last handed out a slot.
 	lastTurn int64
+	// turns holds the records whose destroy waits for its turn under the
+	// destroy rate, in the order of their turns (record.paidAt).
+	turns []*record
 	// sweepLeft is how many records the running Sweep still waits for,
 	// sweepDone is closed when it waits for none (nil while no Sweep runs),
 	// and sweepGen numbers the Sweeps, for their own workers.
@@ -127,10 +134,14 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		workers:   make([]workerState, o.Workers),
 		tick:      o.SweepInterval / time.Duration(slots),
 		kick:      make(chan struct{}, 1),
+		turnKick:  make(chan struct{}, 1),
 		records:   make(map[string]*record),
 		byPod:     make(map[types.NamespacedName]*record),
 		wheel:     make([][]*record, slots),
 		retries:   make(map[int64][]*record),
+	}
+	if o.DestroyRate > 0 && o.DestroyRate != rate.Inf {
+		c.limiter = rate.NewLimiter(o.DestroyRate, o.DestroyBurst)
 	}
 	c.cond.L = &c.mu
 	return c, nil

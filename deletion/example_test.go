@@ -227,10 +227,12 @@ func ExampleEngine_Status() {
 	//   failed destroys: 1, last error: policy engine unavailable
 }
 
-// HealthCheck serves a manager's /healthz
-// (mgr.AddHealthzCheck("podsweeper", engine.HealthCheck)): it fails
-// before Start and once Start has returned. It reads no request: nil does.
-func ExampleEngine_HealthCheck() {
+// LivenessCheck serves a manager's /healthz and ReadinessCheck its
+// /readyz (mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck),
+// mgr.AddReadyzCheck("podsweeper", engine.ReadinessCheck)). Before Start
+// the engine is alive but not ready; once Start has returned it is
+// neither. They read no request: nil does.
+func ExampleEngine_ReadinessCheck() {
 	web := types.NamespacedName{Namespace: "shop", Name: "web-0"}
 	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: web.Namespace, Name: web.Name, UID: "7f3a"}}, nil
@@ -248,7 +250,7 @@ func ExampleEngine_HealthCheck() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(engine.HealthCheck(nil))
+	fmt.Println(engine.LivenessCheck(nil), "|", engine.ReadinessCheck(nil))
 
 	if err := engine.Track(ports.PU{PUID: "7f3a", Pod: web}); err != nil {
 		panic(err)
@@ -258,15 +260,15 @@ func ExampleEngine_HealthCheck() {
 	stopped := make(chan error, 1)
 	go func() { stopped <- engine.Start(ctx) }()
 	<-checked
-	fmt.Println(engine.HealthCheck(nil))
+	fmt.Println(engine.LivenessCheck(nil), "|", engine.ReadinessCheck(nil))
 
 	stop()
 	<-stopped
-	fmt.Println(engine.HealthCheck(nil))
+	fmt.Println(engine.LivenessCheck(nil), "|", engine.ReadinessCheck(nil))
 	// Output:
-	// deletion: engine not running: not started
-	// <nil>
-	// deletion: engine not running: Start has returned
+	// <nil> | deletion: engine not running: not started
+	// <nil> | <nil>
+	// deletion: engine not running: Start has returned | deletion: engine not running: Start has returned
 }
 
 // Classify says how the decision table reads a pod on its own, for an

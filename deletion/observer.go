@@ -96,12 +96,18 @@ const (
 	// how many were new or took their sandbox from it (see Inventory);
 	// ListCalls is the number of ListPUs calls it took.
 	EventRestored
+	// EventWouldDestroy: in a dry run (Options.DryRun), a check decided to
+	// destroy the PU and did not call DestroyPU; Reason and Verdict are set,
+	// and Dropped when the engine no longer holds the PU (its pod is gone
+	// for good). Reported once per PU and reason.
+	EventWouldDestroy
 )
 
 var eventKindNames = [...]string{
 	EventTracked: "Tracked", EventChecked: "Checked", EventGetFailed: "GetFailed",
 	EventDestroyed: "Destroyed", EventDestroyFailed: "DestroyFailed", EventAbandoned: "Abandoned",
 	EventVetoed: "Vetoed", EventAdopted: "Adopted", EventUntracked: "Untracked", EventRestored: "Restored",
+	EventWouldDestroy: "WouldDestroy",
 }
 
 // String returns the kind's name.
@@ -138,6 +144,8 @@ type Event struct {
 	Count int
 	// Next is when a failed destroy will be tried again (EventDestroyFailed).
 	Next time.Time
+	// Dropped: the engine no longer holds the PU in memory (EventWouldDestroy).
+	Dropped bool
 	// Err is the error behind the event (EventGetFailed, EventDestroyFailed,
 	// EventAbandoned, EventVetoed).
 	Err error

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -93,6 +94,28 @@ type Options struct {
 	// nil: nothing is restored.
 	Inventory ports.Inventory
 
+	// DryRun, when set, runs every check as usual, the Confirmer included,
+	// but never calls DestroyPU: where a destroy would happen, the PU is
+	// reported once (EventWouldDestroy, a log line at info level, and in
+	// Status as PUStatus.WouldDestroy) and kept; it is reported again only
+	// if the reason changes. A PU whose pod is gone for good (PodGone,
+	// UIDChanged, NodeChanged) is dropped from memory once reported, so that
+	// a long dry run on a busy node does not grow; an Inventory or journal
+	// still lists it, and a restart reports it once more. Default false.
+	DryRun bool
+	// DestroyRate bounds how many DestroyPU calls start per second, with
+	// DestroyBurst at once (golang.org/x/time/rate, the limiter client-go's
+	// workqueue uses). A check that decides a destroy beyond the budget
+	// waits for its turn when it comes within half of the check's time
+	// left, and otherwise keeps its turn and is checked again when it
+	// comes, as a retry is but without counting as a failed attempt:
+	// nothing is lost, only delayed, and Backlog().RateLimited counts the
+	// PUs waiting. 0: no limit. Negative: rejected.
+	DestroyRate rate.Limit
+	// DestroyBurst is how many DestroyPU calls may start at once under
+	// DestroyRate. 0: 1.
+	DestroyBurst int
+
 	// SweepInterval is how often every entry is re-checked. Checks are spread
 	// over the interval in a few batches a second, not run in one burst.
 	// 0: 5s. At least MinSweepInterval.
@@ -157,6 +180,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Workers < 0 || o.Workers > MaxWorkers {
 		return o, fmt.Errorf("%w: Workers is %d, want 0 to %d", ErrInvalidOptions, o.Workers, MaxWorkers)
+	}
+	if o.DestroyRate < 0 || o.DestroyBurst < 0 {
+		return o, fmt.Errorf("%w: DestroyRate (%v) and DestroyBurst (%d) must not be negative", ErrInvalidOptions, o.DestroyRate, o.DestroyBurst)
+	}
+	if o.DestroyBurst == 0 {
+		o.DestroyBurst = 1
 	}
 	if o.MaxDestroyAttempts < 0 {
 		return o, fmt.Errorf("%w: MaxDestroyAttempts is negative (%d)", ErrInvalidOptions, o.MaxDestroyAttempts)

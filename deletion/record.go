@@ -54,6 +54,9 @@ type record struct {
 	lastChecked int64 // when the last check ended; 0: never
 	retryAt     int64 // while waiting: when the retry is due
 	goneSince   int64 // when a check first decided to destroy; 0: never
+	// paidAt is when the destroy rate lets the record's destroy go, a turn
+	// it holds (see destroyBudget); 0: none.
+	paidAt int64
 
 	attempts int32 // failed DestroyPU calls
 	// slot is the record's slot in Engine.wheel, slotIndex its index there.
@@ -69,4 +72,6 @@ type record struct {
 	lastRow int8
 	vetoed  bool
 	swept   sweepMark
+	// reportedRow is the row of the last destroy a dry run reported; 0: none.
+	reportedRow int8
 }

@@ -32,6 +32,9 @@ type PUStatus struct {
 	// NextAttempt is when the failed destroy is tried again; zero unless
 	// the entry is waiting for that retry.
 	NextAttempt time.Time
+	// WouldDestroy is the reason a dry run (Options.DryRun) reported for
+	// destroying the PU; "" when none did.
+	WouldDestroy ports.Reason
 	// LastErr is the error of the last check or destroy that failed, if the
 	// last check failed.
 	LastErr error
@@ -51,6 +54,9 @@ func (c *Engine) Status() []PUStatus {
 			Attempts:    int(e.attempts),
 			LastErr:     e.lastErr,
 		}
+		if e.reportedRow > 0 {
+			s.WouldDestroy = verdictOfRow(int(e.reportedRow), "").Reason
+		}
 		if e.lastRow >= 0 {
 			s.LastVerdict = verdictOfRow(int(e.lastRow), e.SandboxID)
 		}
@@ -64,28 +70,89 @@ func (c *Engine) Status() []PUStatus {
 	return out
 }
 
-// Errors HealthCheck returns, wrapped with details. Match them with errors.Is.
+// Errors LivenessCheck and ReadinessCheck return, wrapped with details. Match them with errors.Is.
 var (
 	// ErrNotRunning: Start has not been called, or has returned.
 	ErrNotRunning = errors.New("deletion: engine not running")
 	// ErrBehind: the periodic checks have fallen more than three
-	// SweepIntervals behind.
+	// SweepIntervals behind (ReadinessCheck), or the wheel has not turned
+	// for as long (ReadinessCheck and LivenessCheck).
 	ErrBehind = errors.New("deletion: checks fall behind")
 	// ErrWorkersStuck: every worker is stuck in a port past its deadline.
 	ErrWorkersStuck = errors.New("deletion: every worker is stuck in a port")
 )
 
-// HealthCheck reports whether the engine does its job. It fails before
-// Start and after Start has returned, when the periodic checks have fallen
-// more than three SweepIntervals behind, and when every worker is stuck in a
-// port past its deadline. It has the shape of controller-runtime's
-// healthz.Checker: mgr.AddHealthzCheck("podsweeper", engine.HealthCheck).
-// It reads a few fields under the engine's lock, whatever the number of
-// entries.
-func (c *Engine) HealthCheck(_ *http.Request) error {
+// HealthCheck is ReadinessCheck.
+//
+// Deprecated: serve LivenessCheck on /healthz and ReadinessCheck on /readyz.
+// HealthCheck fails while the engine is behind, which on a liveness probe
+// restarts a busy agent in the middle of its work.
+func (c *Engine) HealthCheck(req *http.Request) error { return c.ReadinessCheck(req) }
+
+// LivenessCheck reports whether restarting the process could help the
+// engine: it fails once Start has returned, when the wheel has not turned
+// for three SweepIntervals while PUs are tracked (the scheduler is wedged),
+// and when every worker is stuck in a port past its deadline. Being behind
+// (a drain while the API server or the policy engine is slow) does not fail
+// it: a restart would only add a relist to the load and start the work
+// over; that is ReadinessCheck's, the backlog metrics' and an alert's. It
+// passes before Start: a process still starting is the startup probe's. It
+// has the shape of controller-runtime's healthz.Checker:
+// mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck). It reads a few
+// fields under the engine's lock, whatever the number of PUs.
+func (c *Engine) LivenessCheck(_ *http.Request) error {
+	if !c.started.Load() {
+		return nil
+	}
+	h := c.health()
+	switch {
+	case h.stopped:
+		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
+	case h.wedged:
+		return fmt.Errorf("%w: no periodic check queued for %v, over 3 intervals of %v",
+			ErrBehind, h.sinceTurn.Round(time.Millisecond), c.opts.SweepInterval)
+	case h.stuck == len(c.workers):
+		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, h.stuck, c.opts.CheckTimeout)
+	}
+	return nil
+}
+
+// ReadinessCheck reports whether the engine keeps up with its work: it
+// fails before Start and after Start has returned, when the oldest queued
+// check has waited more than three SweepIntervals or the wheel has not
+// turned for as long (ErrBehind), and when every worker is stuck in a port
+// past its deadline. Serve it on /readyz: mgr.AddReadyzCheck("podsweeper",
+// engine.ReadinessCheck). It reads a few fields under the engine's lock,
+// whatever the number of PUs.
+func (c *Engine) ReadinessCheck(_ *http.Request) error {
 	if !c.started.Load() {
 		return fmt.Errorf("%w: not started", ErrNotRunning)
 	}
+	h := c.health()
+	switch {
+	case h.stopped:
+		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
+	case h.behind:
+		return fmt.Errorf("%w: the oldest queued check has waited %v, over 3 intervals of %v: the workers cannot keep up",
+			ErrBehind, h.oldestWait.Round(time.Millisecond), c.opts.SweepInterval)
+	case h.wedged:
+		return fmt.Errorf("%w: no periodic check queued for %v, over 3 intervals of %v",
+			ErrBehind, h.sinceTurn.Round(time.Millisecond), c.opts.SweepInterval)
+	case h.stuck == len(c.workers):
+		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, h.stuck, c.opts.CheckTimeout)
+	}
+	return nil
+}
+
+// healthState is what the checks read of the engine.
+type healthState struct {
+	stopped, behind, wedged bool
+	oldestWait, sinceTurn   time.Duration
+	stuck                   int
+}
+
+// health reads the engine's state for LivenessCheck and ReadinessCheck.
+func (c *Engine) health() healthState {
 	now := c.now()
 	c.mu.Lock()
 	stopped, lastTurn, tracked := c.stopped, c.lastTurn, len(c.records) > 0
@@ -97,22 +164,14 @@ func (c *Engine) HealthCheck(_ *http.Request) error {
 		}
 	}
 	c.mu.Unlock()
-	if stopped {
-		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
-	}
 	limit := 3 * c.opts.SweepInterval
-	if oldest != 0 && time.Duration(now-oldest) > limit {
-		return fmt.Errorf("%w: the oldest queued check has waited %v, over 3 intervals of %v: the workers cannot keep up",
-			ErrBehind, time.Duration(now-oldest).Round(time.Millisecond), c.opts.SweepInterval)
+	h := healthState{stopped: stopped, sinceTurn: time.Duration(now - lastTurn), stuck: stuckIn(c.workers, c.realNow())}
+	if oldest != 0 {
+		h.oldestWait = time.Duration(now - oldest)
 	}
-	if tracked && time.Duration(now-lastTurn) > limit {
-		return fmt.Errorf("%w: no periodic check queued for %v, over 3 intervals of %v",
-			ErrBehind, time.Duration(now-lastTurn).Round(time.Millisecond), c.opts.SweepInterval)
-	}
-	if n := stuckIn(c.workers, c.realNow()); n == len(c.workers) {
-		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, n, c.opts.CheckTimeout)
-	}
-	return nil
+	h.behind = h.oldestWait > limit
+	h.wedged = tracked && h.sinceTurn > limit
+	return h
 }
 
 // Backlog says how far behind an engine's destroys are (Engine.Backlog).
@@ -121,6 +180,9 @@ func (c *Engine) HealthCheck(_ *http.Request) error {
 type Backlog struct {
 	// Retrying is how many PUs wait for the retry of a failed destroy.
 	Retrying int
+	// RateLimited is how many PUs wait for their turn under the destroy
+	// rate (Options.DestroyRate).
+	RateLimited int
 	// OldestGoneSince is since when the oldest PU that a check found must
 	// go has been waiting for its destroy; zero when none waits.
 	OldestGoneSince time.Time
@@ -134,7 +196,10 @@ func (c *Engine) Backlog() Backlog {
 	var b Backlog
 	var oldest int64
 	for _, r := range c.records {
-		if r.state == waiting {
+		switch {
+		case r.paidAt != 0:
+			b.RateLimited++
+		case r.state == waiting:
 			b.Retrying++
 		}
 		if r.goneSince != 0 && (oldest == 0 || r.goneSince < oldest) {

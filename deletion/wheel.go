@@ -9,7 +9,8 @@ package deletion
 // up to the next tick). Each record is thus checked once per interval at
 // its own phase, the first time within one interval of Track, in one or
 // two batches a second, and a PUID has the same phase in every run. The
-// scheduler sleeps while nothing is tracked. A wake-up is what an idle node
+// scheduler sleeps while nothing is tracked. While destroys wait for their
+// turn under the destroy rate (rollout.go), it also wakes at each turn. A wake-up is what an idle node
 // agent pays for: at 250 PUs and 5s, two wake-ups a second and the worker
 // each wakes (BENCHMARKS.md). The client-go workqueue that scheduled checks
 // before cost a timer wake-up per check. Once per interval the scheduler
@@ -112,6 +113,9 @@ func (c *Engine) schedule(ctx context.Context) {
 		c.mu.Unlock()
 
 		wait := time.Duration(last+1)*c.tick - c.opts.Clock.Since(c.epoch)
+		if next := c.nextTurn(); next != 0 {
+			wait = min(wait, time.Duration(next-c.now()))
+		}
 		if timer == nil {
 			timer = c.opts.Clock.NewTimer(wait)
 		} else {
@@ -121,7 +125,10 @@ func (c *Engine) schedule(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-timer.C():
+		case <-c.turnKick:
+			timer.Stop()
 		}
+		c.queueTurns()
 		cur := c.tickNow()
 		if cur <= last {
 			continue

@@ -27,7 +27,7 @@ package deletion
 //
 // Hung ports. A port that ignores its context keeps its worker until it
 // returns; nothing watches for it, so that an idle engine wakes for
-// nothing else. The check is logged when it returns, HealthCheck fails
+// nothing else. The check is logged when it returns, LivenessCheck fails
 // once every worker is stuck past its deadline, a Sweep stops waiting for
 // checks held by such workers, and Start, once its context ends, waits
 // ShutdownTimeout for such checks, then logs them and returns without them.
@@ -68,7 +68,7 @@ func (c *Engine) Start(ctx context.Context) error {
 	}
 	pending := len(c.ready) - c.readyHead
 	for _, r := range c.records {
-		if r.state == waiting {
+		if r.state == waiting && r.paidAt == 0 { // those with a turn wait in c.turns
 			c.addRetryLocked(r)
 		}
 	}
@@ -285,7 +285,7 @@ func (c *Engine) wakeLocked(n int) {
 // of a Sweep's own.
 type workerState struct {
 	// checkEnd is the deadline of the goroutine's running check (see
-	// realNow); 0 while it runs none. HealthCheck and Sweep read it.
+	// realNow); 0 while it runs none. the health checks and Sweep read it.
 	checkEnd atomic.Int64
 	// held is the record the goroutine checks; nil between checks.
 	// Guarded by Engine.mu.
@@ -458,9 +458,11 @@ type result struct {
 	verdict Verdict
 	vetoed  bool
 	err     error
-	retryAt int64       // set when a destroy failed and will be retried
-	requeue *corev1.Pod // the pod to requeue, its PU destroyed or dropped (row 10)
-	end     int64
+	retryAt int64 // set when a destroy failed and will be retried
+	// deferred: the destroy waits for its turn under the destroy rate.
+	deferred bool
+	requeue  *corev1.Pod // the pod to requeue, its PU destroyed or dropped (row 10)
+	end      int64
 }
 
 // release ends w's check of r with res and returns r's PU as it now
@@ -481,7 +483,7 @@ func (c *Engine) release(w *workerState, r *record, res result) (pu ports.PU, sw
 	// A failed destroy, or a check of a record that waits for a retry (a
 	// Sweep's) that destroyed nothing: the record waits until its retry is
 	// due, whatever a trigger asked meanwhile. Only a Sweep checks it earlier.
-	retry := res.retryAt != 0 || r.retryAt > c.now()
+	retry := res.retryAt != 0 || r.retryAt > c.now() || res.deferred
 	switch {
 	case r.state == removed:
 	case r.swept == sweepNext || r.again && !retry && !c.stopped:
@@ -489,7 +491,7 @@ func (c *Engine) release(w *workerState, r *record, res result) (pu ports.PU, sw
 		c.wakeLocked(1)
 	case retry:
 		r.state = waiting
-		if c.running {
+		if c.running && !res.deferred { // a deferred destroy waits in Engine.turns
 			c.addRetryLocked(r)
 		}
 	default:
