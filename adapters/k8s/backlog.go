@@ -12,17 +12,20 @@ import (
 const (
 	MetricRetrying            = "podsweeper_pus_waiting_for_retry"
 	MetricOldestPendingSecond = "podsweeper_oldest_pending_destroy_seconds"
+	MetricWaitingForRate      = "podsweeper_pus_waiting_for_destroy_rate"
 )
 
 // BacklogCollector reports how far behind an engine's destroys are, read
 // from the engine at each scrape (deletion.Engine.Backlog): the PUs
-// waiting for the retry of a failed destroy, and the age of the oldest PU
-// found gone and not destroyed yet. A policy engine that is down shows as
+// waiting for the retry of a failed destroy, the age of the oldest PU
+// found gone and not destroyed yet, and the PUs whose destroy waits for
+// its turn under the destroy rate (deletion.Options.DestroyRate). A policy engine that is down shows as
 // both growing.
 type BacklogCollector struct {
 	engine   *deletion.Engine
 	retrying *prometheus.Desc
 	oldest   *prometheus.Desc
+	rate     *prometheus.Desc
 	now      func() time.Time
 }
 
@@ -37,14 +40,17 @@ func NewBacklogCollector(engine *deletion.Engine) *BacklogCollector {
 			"Processing units whose destroy failed, waiting for its retry.", nil, nil),
 		oldest: prometheus.NewDesc(MetricOldestPendingSecond,
 			"Age of the oldest processing unit found gone and not destroyed yet; 0 when none is.", nil, nil),
+		rate: prometheus.NewDesc(MetricWaitingForRate,
+			"Processing units whose destroy waits for its turn under the engine's destroy rate.", nil, nil),
 		now: time.Now,
 	}
 }
 
-// Describe sends the collector's two descriptions.
+// Describe sends the collector's descriptions.
 func (b *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- b.retrying
 	ch <- b.oldest
+	ch <- b.rate
 }
 
 // Collect reads the engine's backlog; a nil engine reports nothing.
@@ -59,4 +65,5 @@ func (b *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(b.retrying, prometheus.GaugeValue, float64(backlog.Retrying))
 	ch <- prometheus.MustNewConstMetric(b.oldest, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(b.rate, prometheus.GaugeValue, float64(backlog.RateLimited))
 }

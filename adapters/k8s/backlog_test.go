@@ -63,8 +63,35 @@ podsweeper_pus_waiting_for_retry 3
 # HELP podsweeper_oldest_pending_destroy_seconds Age of the oldest processing unit found gone and not destroyed yet; 0 when none is.
 # TYPE podsweeper_oldest_pending_destroy_seconds gauge
 podsweeper_oldest_pending_destroy_seconds 0
+# HELP podsweeper_pus_waiting_for_destroy_rate Processing units whose destroy waits for its turn under the engine's destroy rate.
+# TYPE podsweeper_pus_waiting_for_destroy_rate gauge
+podsweeper_pus_waiting_for_destroy_rate 0
 # HELP podsweeper_pus_waiting_for_retry Processing units whose destroy failed, waiting for its retry.
 # TYPE podsweeper_pus_waiting_for_retry gauge
 podsweeper_pus_waiting_for_retry 0
 `)))
+}
+
+// TestBacklogCollectorShowsTheDestroyRate: PUs whose destroy waits for its
+// turn under the destroy rate show in their own gauge, not as retries.
+func TestBacklogCollectorShowsTheDestroyRate(t *testing.T) {
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	engine, err := deletion.New(getter, policy, deletion.Options{DestroyRate: 0.001}) // one destroy, then one every 1000 s
+	require.NoError(t, err)
+	for _, id := range []string{"a", "b", "c"} {
+		require.NoError(t, engine.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+	}
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(k8s.NewBacklogCollector(engine)))
+	engine.Sweep(context.Background())
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP podsweeper_pus_waiting_for_destroy_rate Processing units whose destroy waits for its turn under the engine's destroy rate.
+# TYPE podsweeper_pus_waiting_for_destroy_rate gauge
+podsweeper_pus_waiting_for_destroy_rate 2
+# HELP podsweeper_pus_waiting_for_retry Processing units whose destroy failed, waiting for its retry.
+# TYPE podsweeper_pus_waiting_for_retry gauge
+podsweeper_pus_waiting_for_retry 0
+`), k8s.MetricWaitingForRate, k8s.MetricRetrying))
+	assert.Equal(t, 2, engine.Len(), "one destroyed, two waiting for their turn")
 }

@@ -50,30 +50,52 @@ import (
 //
 // A standby replica runs the manager's cache (every pod of the cluster)
 // but neither the handler nor c: it tracks nothing and costs no checks
-// until it leads. Serve c's health with LeaderHealthCheck rather than
-// c.HealthCheck, which fails while c has not started.
+// until it leads. Serve c's health with LeaderLivenessCheck and
+// LeaderReadinessCheck rather than c's own checks: c.ReadinessCheck fails
+// while c has not started.
 func SetupClusterWithManager(mgr manager.Manager, c *deletion.Engine, opts SetupOptions) error {
 	return setup(mgr, c, opts, true)
 }
 
-// LeaderHealthCheck returns a health check for a leader-elected engine: it
-// passes while mgr has not been elected (a standby replica is healthy
-// without running c), and is c.HealthCheck once it has. On a new leader it
-// fails for the short while between taking the Lease and c's start, while
-// the pod handler is handed the cache's pods (well under the default
-// liveness probe's 3 failures 10 s apart). Add it with mgr.AddHealthzCheck
-// and mgr.AddReadyzCheck. With a nil mgr or c, the
-// check always fails with an error wrapping ErrInvalidSetup.
+// LeaderHealthCheck is LeaderReadinessCheck.
+//
+// Deprecated: serve LeaderLivenessCheck on /healthz and
+// LeaderReadinessCheck on /readyz.
 func LeaderHealthCheck(mgr manager.Manager, c *deletion.Engine) healthz.Checker {
+	return LeaderReadinessCheck(mgr, c)
+}
+
+// LeaderReadinessCheck returns the readiness check of a leader-elected
+// engine: it passes while mgr has not been elected (a standby replica is
+// ready without running c), and is c.ReadinessCheck once it has. On a new
+// leader it fails for the short while between taking the Lease and c's
+// start, while the pod handler is handed the cache's pods. Add it with
+// mgr.AddReadyzCheck. With a nil mgr or c, the check always fails with an
+// error wrapping ErrInvalidSetup.
+func LeaderReadinessCheck(mgr manager.Manager, c *deletion.Engine) healthz.Checker {
+	return leaderCheck(mgr, c, func(e *deletion.Engine) healthz.Checker { return e.ReadinessCheck })
+}
+
+// LeaderLivenessCheck returns the liveness check of a leader-elected
+// engine: it passes while mgr has not been elected, and is c.LivenessCheck
+// once it has, which a backlog does not fail. Add it with
+// mgr.AddHealthzCheck. With a nil mgr or c, the check always fails with an
+// error wrapping ErrInvalidSetup.
+func LeaderLivenessCheck(mgr manager.Manager, c *deletion.Engine) healthz.Checker {
+	return leaderCheck(mgr, c, func(e *deletion.Engine) healthz.Checker { return e.LivenessCheck })
+}
+
+// leaderCheck is check of c once mgr has been elected, and passes before.
+func leaderCheck(mgr manager.Manager, c *deletion.Engine, check func(*deletion.Engine) healthz.Checker) healthz.Checker {
 	if mgr == nil || c == nil {
-		err := fmt.Errorf("%w: LeaderHealthCheck needs a manager and a deletion controller", ErrInvalidSetup)
+		err := fmt.Errorf("%w: a leader's health check needs a manager and a deletion engine", ErrInvalidSetup)
 		return func(*http.Request) error { return err }
 	}
-	elected := mgr.Elected()
+	elected, checker := mgr.Elected(), check(c)
 	return func(req *http.Request) error {
 		select {
 		case <-elected:
-			return c.HealthCheck(req)
+			return checker(req)
 		default:
 			return nil
 		}

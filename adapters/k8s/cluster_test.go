@@ -298,8 +298,10 @@ func TestEnvtestClusterLeaderDestroysAlone(t *testing.T) {
 	assert.Equal(t, 40, sys.left())
 	assert.False(t, standby.elected())
 	assert.Zero(t, standby.engine.Len(), "a standby tracks nothing")
-	assert.NoError(t, k8s.LeaderHealthCheck(standby.mgr, standby.engine)(&http.Request{}), "a standby is healthy")
-	assert.NoError(t, k8s.LeaderHealthCheck(leader.mgr, leader.engine)(&http.Request{}))
+	assert.NoError(t, k8s.LeaderReadinessCheck(standby.mgr, standby.engine)(&http.Request{}), "a standby is ready")
+	assert.NoError(t, k8s.LeaderLivenessCheck(standby.mgr, standby.engine)(&http.Request{}), "a standby is alive")
+	assert.NoError(t, k8s.LeaderReadinessCheck(leader.mgr, leader.engine)(&http.Request{}))
+	assert.NoError(t, k8s.LeaderLivenessCheck(leader.mgr, leader.engine)(&http.Request{}))
 }
 
 // TestEnvtestClusterFailover: the leader's context is cancelled while pods

@@ -89,10 +89,10 @@ func ExampleSetupWithManager() {
 	if err := mgr.AddMetricsServerExtraHandler(k8s.StatusPath, k8s.NewStatusHandler(engine)); err != nil {
 		log.Fatal(err)
 	}
-	if err := mgr.AddHealthzCheck("podsweeper", engine.HealthCheck); err != nil {
+	if err := mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck); err != nil {
 		log.Fatal(err)
 	}
-	if err := mgr.AddReadyzCheck("podsweeper", engine.HealthCheck); err != nil {
+	if err := mgr.AddReadyzCheck("podsweeper", engine.ReadinessCheck); err != nil {
 		log.Fatal(err)
 	}
 	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{
@@ -169,11 +169,10 @@ func ExampleSetupClusterWithManager() {
 		log.Fatal(err)
 	}
 	// A standby is healthy without running the engine.
-	check := k8s.LeaderHealthCheck(mgr, engine)
-	if err := mgr.AddHealthzCheck("podsweeper", check); err != nil {
+	if err := mgr.AddHealthzCheck("podsweeper", k8s.LeaderLivenessCheck(mgr, engine)); err != nil {
 		log.Fatal(err)
 	}
-	if err := mgr.AddReadyzCheck("podsweeper", check); err != nil {
+	if err := mgr.AddReadyzCheck("podsweeper", k8s.LeaderReadinessCheck(mgr, engine)); err != nil {
 		log.Fatal(err)
 	}
 	if err := k8s.SetupClusterWithManager(mgr, engine, k8s.SetupOptions{Logger: logger}); err != nil {

@@ -22,6 +22,7 @@ const (
 	MetricDestroyDelay    = "podsweeper_destroy_delay_seconds"
 	MetricVetoes          = "podsweeper_destroys_vetoed_total"
 	MetricRestored        = "podsweeper_restored_pus_total"
+	MetricWouldDestroy    = "podsweeper_would_destroy_total"
 )
 
 const (
@@ -43,6 +44,7 @@ type Metrics struct {
 	delays    prometheus.Histogram
 	vetoes    *prometheus.CounterVec
 	restored  prometheus.Counter
+	would     *prometheus.CounterVec
 }
 
 var _ deletion.Observer = (*Metrics)(nil)
@@ -64,7 +66,9 @@ var _ deletion.Observer = (*Metrics)(nil)
 // podsweeper_destroys_vetoed_total (destroys the Confirmer did not confirm,
 // by the reason the cache's answer gave: a cache lagging behind the API
 // server shows here) and podsweeper_restored_pus_total (PUs tracked again
-// from the Inventory at start).
+// from the Inventory at start), and podsweeper_would_destroy_total (PUs a
+// dry run found must go and did not destroy, by reason: the report an
+// operator reads before turning destroys on).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		reg = metrics.Registry
@@ -108,14 +112,19 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: MetricRestored,
 			Help: "Processing units tracked again from the Inventory when the engine started.",
 		}),
+		would: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricWouldDestroy,
+			Help: "Processing units a dry run found must go and did not destroy, by reason; each counted once per reason.",
+		}, []string{metricReasonLabel}),
 	}
 	// Every reason shows up at 0 from the start, so rates work from the first scrape.
 	for _, r := range ports.Reasons() {
 		m.destroys.WithLabelValues(string(r))
 		m.failures.WithLabelValues(string(r))
 		m.vetoes.WithLabelValues(string(r))
+		m.would.WithLabelValues(string(r))
 	}
-	collectors := []prometheus.Collector{m.tracked, m.destroys, m.failures, m.abandoned, m.getErrors, m.checks, m.delays, m.vetoes, m.restored}
+	collectors := []prometheus.Collector{m.tracked, m.destroys, m.failures, m.abandoned, m.getErrors, m.checks, m.delays, m.vetoes, m.restored, m.would}
 	for i, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			for _, done := range collectors[:i] {
@@ -158,5 +167,10 @@ func (m *Metrics) Observe(ev deletion.Event) {
 		m.vetoes.WithLabelValues(string(ev.Reason)).Inc()
 	case deletion.EventRestored:
 		m.restored.Add(float64(ev.Count))
+	case deletion.EventWouldDestroy:
+		m.would.WithLabelValues(string(ev.Reason)).Inc()
+		if ev.Dropped {
+			m.tracked.Dec()
+		}
 	}
 }

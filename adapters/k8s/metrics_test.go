@@ -37,6 +37,9 @@ func TestMetricsCountEngineEvents(t *testing.T) {
 	m.Observe(deletion.Event{Kind: deletion.EventVetoed, Reason: ports.ReasonPodGone})
 	m.Observe(deletion.Event{Kind: deletion.EventVetoed, Reason: ports.ReasonPodGone})
 	m.Observe(deletion.Event{Kind: deletion.EventRestored, Count: 7})
+	m.Observe(deletion.Event{Kind: deletion.EventTracked})
+	m.Observe(deletion.Event{Kind: deletion.EventWouldDestroy, Reason: ports.ReasonSandboxChanged}) // kept
+	m.Observe(deletion.Event{Kind: deletion.EventWouldDestroy, Reason: ports.ReasonPodGone, Dropped: true})
 	m.Observe(deletion.Event{Kind: deletion.EventKind(99)}) // unknown kinds are ignored
 
 	got := gather(t, reg)
@@ -59,6 +62,11 @@ func TestMetricsCountEngineEvents(t *testing.T) {
 		`podsweeper_destroys_vetoed_total{reason="SandboxChanged"}`:  0,
 		`podsweeper_destroys_vetoed_total{reason="PodTerminated"}`:   0,
 		`podsweeper_restored_pus_total`:                              7,
+		`podsweeper_would_destroy_total{reason="PodGone"}`:           1,
+		`podsweeper_would_destroy_total{reason="NodeChanged"}`:       0,
+		`podsweeper_would_destroy_total{reason="UIDChanged"}`:        0,
+		`podsweeper_would_destroy_total{reason="SandboxChanged"}`:    1,
+		`podsweeper_would_destroy_total{reason="PodTerminated"}`:     0,
 		`podsweeper_pod_get_errors_total`:                            1,
 		`podsweeper_check_duration_seconds_count`:                    2,
 		`podsweeper_check_duration_seconds_sum`:                      1.003,

@@ -29,6 +29,8 @@ type PUStatus struct {
 	Attempts    int        `json:"attempts,omitempty"`
 	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
 	LastError   string     `json:"lastError,omitempty"`
+	// WouldDestroy is the reason a dry run reported for destroying the PU.
+	WouldDestroy string `json:"wouldDestroy,omitempty"`
 }
 
 // NewStatusHandler returns an http.Handler that serves the engine's Status
@@ -56,6 +58,7 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			p := PUStatus{
 				PUID: s.PUID, Pod: s.Pod.String(), SandboxID: s.SandboxID, State: s.State,
 				Age: now.Sub(s.TrackedAt).Round(time.Second).String(), Vetoed: s.Vetoed, Attempts: s.Attempts,
+				WouldDestroy: string(s.WouldDestroy),
 			}
 			if !s.LastChecked.IsZero() {
 				t := s.LastChecked

@@ -119,7 +119,7 @@ func TestSetupClusterWithManagerRefusesBadInput(t *testing.T) {
 		"nil manager":      {func() error { return k8s.SetupClusterWithManager(nil, c, k8s.SetupOptions{}) }, "manager is nil"},
 		"nil engine":       {func() error { return k8s.SetupClusterWithManager(mgr, nil, k8s.SetupOptions{}) }, "deletion engine is nil"},
 		"engine of a node": {func() error { return k8s.SetupClusterWithManager(mgr, withNode, k8s.SetupOptions{}) }, "has a node"},
-		"nil health check": {func() error { return k8s.LeaderHealthCheck(nil, c)(nil) }, "needs a manager"},
+		"nil health check": {func() error { return k8s.LeaderReadinessCheck(nil, c)(nil) }, "needs a manager"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := tc.call()

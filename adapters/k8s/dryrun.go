@@ -1,0 +1,113 @@
+package k8s
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/podsweeper/podsweeper/deletion"
+)
+
+// DryRunPath is where the node agent serves its DryRunReport, beside
+// StatusPath and behind the same authentication and authorization.
+const DryRunPath = StatusPath + "/dry-run"
+
+// DefaultDryRunReportSize is how many reports a DryRunReport keeps when
+// NewDryRunReport is given 0.
+const DefaultDryRunReportSize = 1000
+
+// WouldDestroy is one destroy a dry run reported, on the DryRunReport page.
+type WouldDestroy struct {
+	At        time.Time `json:"at"`
+	PUID      string    `json:"puID"`
+	Pod       string    `json:"pod"`
+	SandboxID string    `json:"sandboxID,omitempty"`
+	Reason    string    `json:"reason"`
+	Row       int       `json:"row"`
+	Why       string    `json:"why"`
+	// Dropped: the engine no longer holds the PU (its pod is gone for good).
+	Dropped bool `json:"dropped,omitempty"`
+}
+
+// DryRunReport keeps what a dry run (deletion.Options.DryRun) would have
+// destroyed and why: the report an operator reads before turning destroys
+// on. It is a deletion.Observer (pass it in deletion.Observers) that keeps
+// the latest reports, at most its size, and an http.Handler that serves
+// them as JSON, newest last, with how many were reported in all. The
+// engine reports each PU once per reason and drops from memory the PUs of
+// pods gone for good, which thus show here only; the status page
+// (NewStatusHandler) shows the PUs still tracked, a reported reason
+// included.
+type DryRunReport struct {
+	mu    sync.Mutex
+	ring  []WouldDestroy
+	next  int
+	total int
+	now   func() time.Time
+}
+
+var (
+	_ deletion.Observer = (*DryRunReport)(nil)
+	_ http.Handler      = (*DryRunReport)(nil)
+)
+
+// NewDryRunReport returns a DryRunReport keeping the latest size reports
+// (0: DefaultDryRunReportSize; negative: also the default).
+func NewDryRunReport(size int) *DryRunReport {
+	if size <= 0 {
+		size = DefaultDryRunReportSize
+	}
+	return &DryRunReport{ring: make([]WouldDestroy, 0, size), now: time.Now}
+}
+
+// Observe keeps ev when it is a deletion.EventWouldDestroy. It never
+// blocks for long: a copy under a lock.
+func (d *DryRunReport) Observe(ev deletion.Event) {
+	if d == nil || ev.Kind != deletion.EventWouldDestroy {
+		return
+	}
+	w := WouldDestroy{At: d.now(), PUID: ev.PU.PUID, Pod: ev.PU.Pod.String(), SandboxID: ev.PU.SandboxID,
+		Reason: string(ev.Reason), Row: ev.Verdict.Row, Why: ev.Verdict.Why(), Dropped: ev.Dropped}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.total++
+	if len(d.ring) < cap(d.ring) {
+		d.ring = append(d.ring, w)
+		return
+	}
+	d.ring[d.next] = w
+	d.next = (d.next + 1) % len(d.ring)
+}
+
+// Reports returns the reports kept, oldest first, and how many were
+// reported in all.
+func (d *DryRunReport) Reports() (kept []WouldDestroy, total int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	kept = make([]WouldDestroy, 0, len(d.ring))
+	kept = append(kept, d.ring[d.next:]...)
+	kept = append(kept, d.ring[:d.next]...)
+	return kept, d.total
+}
+
+// ServeHTTP answers GET and HEAD with {"total": N, "reports": [...]}.
+func (d *DryRunReport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	kept, total := d.Reports()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if r.Method == http.MethodHead {
+		return
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(struct {
+		Total   int            `json:"total"`
+		Reports []WouldDestroy `json:"reports"`
+	}{total, kept}) // a client gone mid-answer is no error of ours
+}
