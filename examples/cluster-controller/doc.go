@@ -31,7 +31,7 @@
 // the Lease, so that the other replica takes over at once.
 //
 // /healthz and /readyz pass on a standby and follow the engine on the
-// leader (adapters/k8s.LeaderHealthCheck). Metrics are off by default;
+// leader (adapters/k8s.LeaderLivenessCheck and LeaderReadinessCheck). Metrics are off by default;
 // --metrics-bind-address serves them over plain HTTP on a loopback address
 // only (examples/node-agent serves them behind authentication).
 //

@@ -50,6 +50,7 @@ type config struct {
 	retryPeriod   time.Duration
 	metricsAddr   string
 	probeAddr     string
+	pprofAddr     string
 	sweepInterval time.Duration
 	workers       int
 	zap           zap.Options
@@ -80,6 +81,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.metricsAddr, "metrics-bind-address", "0",
 		`address of the Prometheus /metrics endpoint, plain HTTP on a loopback address only; "0" turns it off (examples/node-agent shows metrics behind authentication)`)
 	fs.StringVar(&cfg.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" turns them off`)
+	fs.StringVar(&cfg.pprofAddr, "pprof-bind-address", "127.0.0.1:8082", `address of Go's /debug/pprof endpoints, loopback by default; "0" turns them off`)
 	fs.DurationVar(&cfg.sweepInterval, "sweep-interval", defaultSweepInterval, "how often every PU is re-checked against the API")
 	fs.IntVar(&cfg.workers, "workers", defaultWorkers, "how many checks may run at once")
 	cfg.zap.BindFlags(fs)
@@ -164,6 +166,7 @@ func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Engi
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: cfg.metricsAddr},
 		HealthProbeBindAddress:  cfg.probeAddr,
+		PprofBindAddress:        cfg.pprofAddr,
 		LeaderElection:          cfg.leaderElect,
 		LeaderElectionID:        cfg.leaseID,
 		LeaderElectionNamespace: cfg.leaseNS,
@@ -206,13 +209,13 @@ func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Engi
 		return nil, nil, fmt.Errorf("creating the deletion engine: %w", err)
 	}
 	if cfg.probeAddr != "0" {
-		// A standby is healthy without running the engine; the leader is
-		// while its engine runs and keeps up.
-		check := k8s.LeaderHealthCheck(mgr, engine)
-		if err := mgr.AddHealthzCheck("podsweeper", check); err != nil {
+		// A standby is alive and ready without running the engine; the
+		// leader is alive while its engine runs, and ready while it keeps
+		// up: a backlog is no reason to restart it.
+		if err := mgr.AddHealthzCheck("podsweeper", k8s.LeaderLivenessCheck(mgr, engine)); err != nil {
 			return nil, nil, err
 		}
-		if err := mgr.AddReadyzCheck("podsweeper", check); err != nil {
+		if err := mgr.AddReadyzCheck("podsweeper", k8s.LeaderReadinessCheck(mgr, engine)); err != nil {
 			return nil, nil, err
 		}
 		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -32,7 +32,8 @@
 // detected, and its /readyz check "cri" fails; with it, "cri" fails while
 // the runtime does not answer. /readyz also waits for the pod cache to
 // sync ("pod-cache") and for the engine to run and keep up ("podsweeper",
-// its HealthCheck, which /healthz serves too). It keeps a journal of its PUs in
+// its ReadinessCheck; /healthz serves its LivenessCheck, which a backlog
+// does not fail). It keeps a journal of its PUs in
 // --state-file (adapters/bolt): at start, before its first check, the
 // engine tracks again every PU of the previous run, with its sandbox, and destroys
 // those whose pods went away or whose sandbox was replaced while the agent

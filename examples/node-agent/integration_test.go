@@ -56,6 +56,7 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 
 	t.Run("RBAC is read-only on pods", func(t *testing.T) { testLeastRBAC(t, agentCfg) })
 	t.Run("the agent tracks the node's pods and destroys", func(t *testing.T) { testTracking(t, admin, kubeconfig) })
+	t.Run("a dry run destroys nothing and reports what it would", func(t *testing.T) { testDryRun(t, admin, kubeconfig) })
 	t.Run("the binary serves metrics and logs destroys", func(t *testing.T) { testBinary(t, admin, kubeconfig) })
 	t.Run("a restart destroys the PUs of pods deleted while the agent was down", func(t *testing.T) {
 		testRestart(t, admin, kubeconfig)
@@ -139,6 +140,50 @@ func testTracking(t *testing.T, admin client.Client, kubeconfig []byte) {
 	for _, p := range []*corev1.Pod{other, hostNet, mirror, marker} {
 		require.NoError(t, admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
 	}
+}
+
+// testDryRun runs the agent with --dry-run: a deleted pod's PU is found
+// gone and confirmed as usual, reported once (log, metric, report page)
+// and never destroyed, while a live pod's PU stays tracked.
+func testDryRun(t *testing.T, admin client.Client, kubeconfig []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	gone, live := testPod("dry-gone", "node-a"), testPod("dry-live", "node-a")
+	for _, p := range []*corev1.Pod{gone, live} {
+		require.NoError(t, admin.Create(ctx, p))
+	}
+	a := runAgent(t, kubeconfig, "--node=node-a", "--cri-endpoint=", "--sweep-interval=1s", "--dry-run",
+		"--state-file="+filepath.Join(t.TempDir(), "journal.db"))
+	require.Eventually(t, func() bool {
+		st := a.status(t)
+		_, g := st[string(gone.UID)]
+		_, l := st[string(live.UID)]
+		return g && l
+	}, waitLong, 10*time.Millisecond, "both pods' PUs are tracked")
+
+	require.NoError(t, admin.Delete(ctx, gone, client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool { return len(a.logged(t, "dry run: PU would be destroyed", gone.UID)) == 1 },
+		waitLong, 10*time.Millisecond, "the deleted pod's PU is reported")
+	// Several checks later (1 s interval): reported once, destroyed never.
+	a.checkedAfter(t, live.UID, time.Now())
+	a.checkedAfter(t, live.UID, time.Now())
+	assert.Len(t, a.logged(t, "dry run: PU would be destroyed", gone.UID), 1, "reported once")
+	assert.Empty(t, a.destroys(t, ""), "a dry run destroys nothing")
+	assert.Equal(t, 1.0, a.metric(t, k8s.MetricWouldDestroy+`{reason="PodGone"}`))
+	st := a.status(t)
+	assert.NotContains(t, st, string(gone.UID), "a PU whose pod is gone for good is dropped once reported")
+	assert.Contains(t, st, string(live.UID), "a live pod's PU stays tracked")
+
+	var page struct {
+		Total   int                `json:"total"`
+		Reports []k8s.WouldDestroy `json:"reports"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(testkube.Get(t, "http://"+a.metricsAddr+k8s.DryRunPath)), &page))
+	assert.Equal(t, 1, page.Total)
+	require.Len(t, page.Reports, 1)
+	assert.Equal(t, string(gone.UID), page.Reports[0].PUID)
+	assert.Equal(t, string(ports.ReasonPodGone), page.Reports[0].Reason)
+	require.NoError(t, admin.Delete(ctx, live, client.GracePeriodSeconds(0)))
 }
 
 // testBinary runs the agent's command line (run) with a kubeconfig that acts

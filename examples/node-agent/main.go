@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -91,14 +92,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	}
 	// The engine hands the pods it requeues to the wiring on this channel.
 	requeued := make(chan event.GenericEvent)
-	engine, err := newEngine(mgr, cfg, journal, extractor, requeued, log)
+	// In a dry run, what would have been destroyed and why, for the
+	// operator to read before turning destroys on.
+	var report *k8s.DryRunReport
+	if cfg.dryRun {
+		report = k8s.NewDryRunReport(0)
+	}
+	engine, err := newEngine(mgr, cfg, journal, extractor, report, requeued, log)
 	if err != nil {
 		return err
 	}
 	if err := wire(mgr, engine, requeued, cfg, log); err != nil {
 		return err
 	}
-	if err := serve(mgr, engine, criReady, cfg); err != nil {
+	if err := serve(mgr, engine, report, criReady, cfg); err != nil {
 		return err
 	}
 	log.Info("starting node agent", "node", cfg.node, "criEndpoint", cfg.criEndpoint, "sweepInterval", cfg.sweepInterval,
@@ -127,7 +134,13 @@ type config struct {
 	allPods       bool
 	// destroyTerminated is deletion.Options.DestroyTerminated.
 	destroyTerminated bool
-	zap               zap.Options
+	// dryRun, maxDestroysPerSecond and destroyBurst are deletion.Options'
+	// DryRun, DestroyRate and DestroyBurst.
+	dryRun               bool
+	maxDestroysPerSecond float64
+	destroyBurst         int
+	pprofAddr            string
+	zap                  zap.Options
 }
 
 // parseFlags reads the command line; getenv supplies the --node default
@@ -157,6 +170,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.BoolVar(&cfg.destroyTerminated, "destroy-terminated", false,
 		"destroy the PU of a pod that has finished (phase Succeeded or Failed) with reason PodTerminated, "+
 			"instead of keeping it as long as the pod object exists")
+	fs.BoolVar(&cfg.dryRun, "dry-run", false,
+		"decide every destroy as usual, the confirming read included, but destroy nothing: report each PU that would go, and why, "+
+			"in the log, in podsweeper_would_destroy_total and on "+k8s.DryRunPath+"; the first step of a rollout")
+	fs.Float64Var(&cfg.maxDestroysPerSecond, "max-destroys-per-second", 0,
+		"at most this many PU destroys start a second, whatever goes wrong upstream; the rest wait for their turn, none is lost; 0: no limit")
+	fs.IntVar(&cfg.destroyBurst, "destroy-burst", 1, "destroys that may start at once under --max-destroys-per-second")
+	fs.StringVar(&cfg.pprofAddr, "pprof-bind-address", "127.0.0.1:8082", `address of Go's /debug/pprof endpoints, loopback by default; "0" turns them off`)
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
@@ -178,6 +198,9 @@ func check(cfg config, args []string) error {
 		return fmt.Errorf("%w: --kube-api-burst must be positive with a positive --kube-api-qps, got %d", errUsage, cfg.kubeAPIBurst)
 	case cfg.sweepInterval <= 0:
 		return fmt.Errorf("%w: --sweep-interval must be positive, got %v", errUsage, cfg.sweepInterval)
+	case cfg.maxDestroysPerSecond < 0 || cfg.destroyBurst < 1:
+		return fmt.Errorf("%w: --max-destroys-per-second must not be negative (got %v) and --destroy-burst must be at least 1 (got %d)",
+			errUsage, cfg.maxDestroysPerSecond, cfg.destroyBurst)
 	case cfg.workers <= 0:
 		return fmt.Errorf("%w: --workers must be positive, got %d", errUsage, cfg.workers)
 	case cfg.stateFile == "":
@@ -236,6 +259,15 @@ func restConfig(kubeconfig string, qps float64, burst int) (*rest.Config, error)
 	return c, nil
 }
 
+// dryRunObserver is report as an Observer, nil when there is none (a nil
+// *DryRunReport in the interface would not read as "no Observer").
+func dryRunObserver(report *k8s.DryRunReport) deletion.Observer {
+	if report == nil {
+		return nil
+	}
+	return report
+}
+
 // sandboxes returns the agent's SandboxExtractor for --cri-endpoint, and the
 // readiness check that reports on it (nil when there is nothing to report).
 // Without the runtime's socket the agent runs without an extractor: it says
@@ -275,6 +307,7 @@ func newManager(rc *rest.Config, cfg config, log logr.Logger) (manager.Manager, 
 		Cache:                  cacheOpts,
 		Metrics:                metricsOptions(cfg),
 		HealthProbeBindAddress: cfg.probeAddr,
+		PprofBindAddress:       cfg.pprofAddr,
 		Logger:                 log,
 	})
 	if err != nil {
@@ -305,7 +338,7 @@ func metricsOptions(cfg config) metricsserver.Options {
 // requeues on requeued the pods whose sandbox was replaced, and tells the
 // journal, then the metrics, about what it tracks and destroys.
 func newEngine(mgr manager.Manager, cfg config, journal *bolt.Journal, extractor *cri.SandboxExtractor,
-	requeued chan<- event.GenericEvent, log logr.Logger) (*deletion.Engine, error) {
+	report *k8s.DryRunReport, requeued chan<- event.GenericEvent, log logr.Logger) (*deletion.Engine, error) {
 	metrics, err := k8s.NewMetrics(nil) // podsweeper_* on the manager's /metrics
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
@@ -318,8 +351,11 @@ func newEngine(mgr manager.Manager, cfg config, journal *bolt.Journal, extractor
 		// records each PU before Track returns. It is told first, so that
 		// what the metrics count is on disk already.
 		Inventory:         journal,
-		Observer:          deletion.Observers(journal, metrics),
+		Observer:          deletion.Observers(journal, metrics, dryRunObserver(report)),
 		DestroyTerminated: cfg.destroyTerminated,
+		DryRun:            cfg.dryRun,
+		DestroyRate:       rate.Limit(cfg.maxDestroysPerSecond),
+		DestroyBurst:      cfg.destroyBurst,
 		SweepInterval:     cfg.sweepInterval,
 		Workers:           cfg.workers,
 		Logger:            log.WithName("podsweeper"),
@@ -405,7 +441,7 @@ func (r retracker) track(pod client.Object) {
 // workers keep up, ready once the pod cache has synced (before, the wiring
 // has not seen the node's pods and the engine reads an empty cache) and
 // while the runtime answers.
-func serve(mgr manager.Manager, engine *deletion.Engine, criReady healthz.Checker, cfg config) error {
+func serve(mgr manager.Manager, engine *deletion.Engine, report *k8s.DryRunReport, criReady healthz.Checker, cfg config) error {
 	if err := ctrlmetrics.Registry.Register(k8s.NewBacklogCollector(engine)); err != nil {
 		return fmt.Errorf("registering the backlog metrics: %w", err)
 	}
@@ -413,14 +449,21 @@ func serve(mgr manager.Manager, engine *deletion.Engine, criReady healthz.Checke
 		if err := mgr.AddMetricsServerExtraHandler(k8s.StatusPath, k8s.NewStatusHandler(engine)); err != nil {
 			return err
 		}
+		if report != nil {
+			if err := mgr.AddMetricsServerExtraHandler(k8s.DryRunPath, report); err != nil {
+				return err
+			}
+		}
 	}
 	if cfg.probeAddr == "0" {
 		return nil
 	}
 	err := errors.Join(
 		mgr.AddHealthzCheck("ping", healthz.Ping),
-		mgr.AddHealthzCheck("podsweeper", engine.HealthCheck),
-		mgr.AddReadyzCheck("podsweeper", engine.HealthCheck),
+		// A backlog fails readiness only: restarting a busy agent would
+		// start its work over and add a relist to the load.
+		mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck),
+		mgr.AddReadyzCheck("podsweeper", engine.ReadinessCheck),
 		mgr.AddReadyzCheck("pod-cache", cacheSynced(mgr.GetCache())),
 	)
 	if criReady != nil {

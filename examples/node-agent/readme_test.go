@@ -63,7 +63,11 @@ func readmeUse(ctx context.Context, cfg *rest.Config, node string, destroyPU fun
 	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{Filter: k8s.PodsWithOwnNetwork, Logger: log}); err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("podsweeper", engine.HealthCheck); err != nil {
+	// A backlog fails readiness only: restarting a busy agent starts its work over.
+	if err := mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("podsweeper", engine.ReadinessCheck); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -129,7 +129,7 @@ func runStory(ctx context.Context, w io.Writer, log logr.Logger) (Result, error)
 	}
 
 	health := "ok"
-	if err := engine.HealthCheck(nil); err != nil {
+	if err := engine.ReadinessCheck(nil); err != nil {
 		health = err.Error()
 	}
 	res := s.result()
