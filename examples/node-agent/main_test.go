@@ -48,17 +48,22 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.False(t, cfg.allPods, "host-network and mirror pods are skipped by default")
 	assert.False(t, cfg.destroyTerminated, "a finished pod's PU is kept as long as its pod object by default")
 	assert.Empty(t, cfg.kubeconfig)
+	assert.False(t, cfg.dryRun, "destroys are on by default")
+	assert.Zero(t, cfg.maxDestroysPerSecond, "no destroy rate by default")
+	assert.Equal(t, "127.0.0.1:8082", cfg.pprofAddr, "pprof on loopback by default")
 }
 
 func TestParseFlagsOverrides(t *testing.T) {
 	cfg, err := parseFlags([]string{
 		"--kubeconfig=/k", "--node=node-b", "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
 		"--sweep-interval=30s", "--workers=16", "--zap-devel", "--cri-endpoint=unix:///var/run/crio/crio.sock", "--state-file=/s/j.db",
-		"--all-pods", "--destroy-terminated",
+		"--all-pods", "--destroy-terminated", "--kube-api-qps=20", "--kube-api-burst=40", "--dry-run",
+		"--max-destroys-per-second=2.5", "--destroy-burst=3", "--pprof-bind-address=0",
 	}, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
-		kubeconfig: "/k", node: "node-b", metricsAddr: "0", metricsSecure: true, probeAddr: ":9000", criEndpoint: "unix:///var/run/crio/crio.sock",
+		kubeconfig: "/k", kubeAPIQPS: 20, kubeAPIBurst: 40, dryRun: true, maxDestroysPerSecond: 2.5, destroyBurst: 3, pprofAddr: "0",
+		node: "node-b", metricsAddr: "0", metricsSecure: true, probeAddr: ":9000", criEndpoint: "unix:///var/run/crio/crio.sock",
 		sweepInterval: 30 * time.Second, workers: 16, stateFile: "/s/j.db", allPods: true,
 		destroyTerminated: true, zap: cfg.zap,
 	}, cfg)
