@@ -186,6 +186,11 @@ type Backlog struct {
 	// OldestGoneSince is since when the oldest PU that a check found must
 	// go has been waiting for its destroy; zero when none waits.
 	OldestGoneSince time.Time
+	// OldestQueuedSince is since when the oldest check in the queue has
+	// waited for a worker; zero when none waits. A drain while the API
+	// server or the policy engine is slow shows here before any PU is
+	// found gone: the checks that would find them wait.
+	OldestQueuedSince time.Time
 }
 
 // Backlog says how far behind the destroys are. It reads every PU under
@@ -207,5 +212,11 @@ func (c *Engine) Backlog() Backlog {
 		}
 	}
 	b.OldestGoneSince = c.timeOf(oldest)
+	for _, it := range c.ready[c.readyHead:] {
+		if it.r.state == queued {
+			b.OldestQueuedSince = c.timeOf(it.at)
+			break
+		}
+	}
 	return b
 }

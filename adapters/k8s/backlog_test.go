@@ -63,6 +63,9 @@ podsweeper_pus_waiting_for_retry 3
 # HELP podsweeper_oldest_pending_destroy_seconds Age of the oldest processing unit found gone and not destroyed yet; 0 when none is.
 # TYPE podsweeper_oldest_pending_destroy_seconds gauge
 podsweeper_oldest_pending_destroy_seconds 0
+# HELP podsweeper_oldest_queued_check_seconds How long the oldest check in the engine's queue has waited for a worker; 0 when none waits.
+# TYPE podsweeper_oldest_queued_check_seconds gauge
+podsweeper_oldest_queued_check_seconds 0
 # HELP podsweeper_pus_waiting_for_destroy_rate Processing units whose destroy waits for its turn under the engine's destroy rate.
 # TYPE podsweeper_pus_waiting_for_destroy_rate gauge
 podsweeper_pus_waiting_for_destroy_rate 0

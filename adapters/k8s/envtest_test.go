@@ -245,6 +245,8 @@ type nodeOptions struct {
 	confirm     bool   // confirm destroys with a direct read of the API server
 	terminated  bool   // deletion.Options.DestroyTerminated
 	metricsAddr string // "": no metrics server
+	probeAddr   string // "": no health probe server
+	workers     int    // 0: the engine's default
 	setup       func(*node) error
 }
 
@@ -282,8 +284,9 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 		o.metricsAddr = "0"
 	}
 	mgr, err := manager.New(suite.cfg, manager.Options{
-		Cache:   cacheOpts,
-		Metrics: metricsserver.Options{BindAddress: o.metricsAddr},
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.probeAddr,
 		// Not the test's logger: the manager's stop procedure may still log
 		// from a goroutine of its own after the test has ended.
 		Logger: afterTestLogger(),
@@ -309,6 +312,7 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 		Requeuer:          o.requeuer,
 		NodeName:          n.name,
 		SweepInterval:     o.sweep,
+		Workers:           o.workers,
 		Observer:          suite.metrics,
 		Logger:            testr.NewWithInterface(t, testr.Options{}),
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -450,6 +452,78 @@ func scrape(url string) (map[string]float64, error) {
 		list = append(list, f)
 	}
 	return samples(list), nil
+}
+
+// TestEnvtestABacklogKeepsTheAgentAlive: a policy engine that takes 1 s
+// per destroy while 100 pods are deleted puts the engine behind: /readyz
+// fails and podsweeper_oldest_queued_check_seconds grows, while
+// /healthz stays at 200 throughout, so that the kubelet does not restart a
+// busy agent in the middle of its work; once the backlog has drained,
+// every PU is destroyed once and /readyz passes again. The checks that find
+// the pods gone wait in the queue, so the backlog shows as the oldest
+// queued check's wait; a PU found gone waits only for its own destroy.
+func TestEnvtestABacklogKeepsTheAgentAlive(t *testing.T) {
+	const pods = 100
+	probeAddr := freeAddr(t)
+	reg := prometheus.NewRegistry()
+	n := startNode(t, "s9-backlog", nodeOptions{
+		sweep: time.Second, workers: 4, probeAddr: probeAddr, confirm: true,
+		fail: func(ports.DestroyEvent) error { time.Sleep(time.Second); return nil },
+		setup: func(n *node) error {
+			return errors.Join(
+				n.mgr.AddHealthzCheck("podsweeper", n.engine.LivenessCheck),
+				n.mgr.AddReadyzCheck("podsweeper", n.engine.ReadinessCheck),
+				reg.Register(k8s.NewBacklogCollector(n.engine)),
+			)
+		},
+	})
+	for i := range pods {
+		n.createPod(fmt.Sprintf("pod-%03d", i), n.name, nil)
+	}
+	require.Eventually(t, func() bool { return n.engine.Len() == pods }, 30*time.Second, 10*time.Millisecond)
+	get := func(path string) int {
+		resp, err := http.Get("http://" + probeAddr + path)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Eventually(t, func() bool { return get("/readyz") == http.StatusOK }, 30*time.Second, 20*time.Millisecond)
+
+	require.NoError(t, suite.client.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(n.ns), client.GracePeriodSeconds(0)))
+	unready, oldest, queued := false, 0.0, 0.0
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(n.policy.events()) < pods && time.Now().Before(deadline) {
+		assert.Equal(t, http.StatusOK, get("/healthz"), "a backlog does not fail liveness")
+		if get("/readyz") != http.StatusOK {
+			unready = true
+		}
+		oldest = max(oldest, gauge(t, reg, k8s.MetricOldestPendingSecond))
+		queued = max(queued, gauge(t, reg, k8s.MetricOldestQueuedSecond))
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Len(t, n.policy.events(), pods, "every PU destroyed once the backlog drained")
+	assert.True(t, unready, "/readyz showed the backlog")
+	assert.Greater(t, queued, 3.0, "podsweeper_oldest_queued_check_seconds showed the backlog (seconds)")
+	assert.GreaterOrEqual(t, oldest, 0.9, "podsweeper_oldest_pending_destroy_seconds showed each destroy's second")
+	assert.Equal(t, http.StatusOK, get("/healthz"))
+	assert.Eventually(t, func() bool { return get("/readyz") == http.StatusOK }, 30*time.Second, 50*time.Millisecond,
+		"ready again once the backlog has drained")
+	t.Logf("backlog: the oldest queued check waited up to %.1f s, the oldest pending destroy %.1f s; /healthz stayed at 200", queued, oldest)
+}
+
+// gauge returns the value of the gauge name gathered from reg, or -1.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
 }
 
 // freeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
