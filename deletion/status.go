@@ -104,17 +104,7 @@ func (c *Engine) LivenessCheck(_ *http.Request) error {
 	if !c.started.Load() {
 		return nil
 	}
-	h := c.health()
-	switch {
-	case h.stopped:
-		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
-	case h.wedged:
-		return fmt.Errorf("%w: no periodic check queued for %v, over 3 intervals of %v",
-			ErrBehind, h.sinceTurn.Round(time.Millisecond), c.opts.SweepInterval)
-	case h.stuck == len(c.workers):
-		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, h.stuck, c.opts.CheckTimeout)
-	}
-	return nil
+	return c.healthErr(false)
 }
 
 // ReadinessCheck reports whether the engine keeps up with its work: it
@@ -128,11 +118,17 @@ func (c *Engine) ReadinessCheck(_ *http.Request) error {
 	if !c.started.Load() {
 		return fmt.Errorf("%w: not started", ErrNotRunning)
 	}
+	return c.healthErr(true)
+}
+
+// healthErr is the error of a started engine's health check; a backlog
+// fails it only when behindFails.
+func (c *Engine) healthErr(behindFails bool) error {
 	h := c.health()
 	switch {
 	case h.stopped:
 		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
-	case h.behind:
+	case behindFails && h.behind:
 		return fmt.Errorf("%w: the oldest queued check has waited %v, over 3 intervals of %v: the workers cannot keep up",
 			ErrBehind, h.oldestWait.Round(time.Millisecond), c.opts.SweepInterval)
 	case h.wedged:

@@ -1,7 +1,6 @@
 package k8s
 
 import (
-	"encoding/json"
 	"net/http"
 	"sync"
 	"time"
@@ -93,21 +92,12 @@ func (d *DryRunReport) Reports() (kept []WouldDestroy, total int) {
 
 // ServeHTTP answers GET and HEAD with {"total": N, "reports": [...]}.
 func (d *DryRunReport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !readOnly(w, r) {
 		return
 	}
 	kept, total := d.Reports()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	if r.Method == http.MethodHead {
-		return
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(struct {
+	writeJSON(w, r, struct {
 		Total   int            `json:"total"`
 		Reports []WouldDestroy `json:"reports"`
-	}{total, kept}) // a client gone mid-answer is no error of ours
+	}{total, kept})
 }

@@ -42,9 +42,7 @@ type PUStatus struct {
 // server's filter), not to every scraper every second.
 func NewStatusHandler(engine *deletion.Engine) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		if !readOnly(w, r) {
 			return
 		}
 		if engine == nil {
@@ -73,13 +71,30 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			}
 			out[i] = p
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		if r.Method == http.MethodHead {
-			return
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(out) // a client gone mid-answer is no error of ours
+		writeJSON(w, r, out)
 	})
+}
+
+// readOnly answers a request that is not a GET or a HEAD with 405, and
+// reports whether r may go on.
+func readOnly(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
+// writeJSON answers r with v as indented JSON, not to be cached; a HEAD
+// gets the headers only.
+func writeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if r.Method == http.MethodHead {
+		return
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // a client gone mid-answer is no error of ours
 }

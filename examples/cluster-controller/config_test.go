@@ -2,40 +2,19 @@ package main
 
 import (
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
-const testKubeconfig = `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-    server: https://127.0.0.1:6443
-contexts:
-- name: c
-  context:
-    cluster: c
-    user: u
-current-context: c
-users:
-- name: u
-  user:
-    token: t
-`
-
 // TestClientRateLimitIsTheSameHoweverTheConfigIsGiven: --kubeconfig and
-// $KUBECONFIG give the client the same rate limit, the flags' (no
-// client-side limit by default): clientcmd alone would leave QPS at 0,
-// which client-go reads as 5 requests a second, and every destroy costs a
-// confirming read.
+// $KUBECONFIG give the client the same rate limit, the flags' (no client-side limit by default):
+// clientcmd alone would leave QPS at 0, which client-go reads as 5 requests
+// a second, and every destroy costs a confirming read.
 func TestClientRateLimitIsTheSameHoweverTheConfigIsGiven(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(path, []byte(testKubeconfig), 0o600))
 	for name, args := range map[string][]string{
 		"defaults":   {"--pu-dir", "/x"},
 		"with flags": {"--pu-dir", "/x", "--kube-api-qps", "30", "--kube-api-burst", "60"},
@@ -43,18 +22,7 @@ func TestClientRateLimitIsTheSameHoweverTheConfigIsGiven(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg, err := parseFlags(args, func(string) string { return "" }, io.Discard)
 			require.NoError(t, err)
-
-			byFlag, err := restConfig(path, cfg.kubeAPIQPS, cfg.kubeAPIBurst)
-			require.NoError(t, err)
-			t.Setenv("KUBECONFIG", path)
-			byEnv, err := restConfig("", cfg.kubeAPIQPS, cfg.kubeAPIBurst)
-			require.NoError(t, err)
-
-			assert.Equal(t, float32(cfg.kubeAPIQPS), byFlag.QPS)
-			assert.Equal(t, cfg.kubeAPIBurst, byFlag.Burst)
-			assert.Equal(t, byFlag.QPS, byEnv.QPS, "the same limit through $KUBECONFIG")
-			assert.Equal(t, byFlag.Burst, byEnv.Burst)
-			assert.NotZero(t, byFlag.QPS, "QPS 0 is client-go's default of 5 a second")
+			testkube.SameRateLimitHoweverGiven(t, restConfig, cfg.kubeAPIQPS, cfg.kubeAPIBurst)
 		})
 	}
 	defaults, err := parseFlags([]string{"--pu-dir", "/x"}, func(string) string { return "" }, io.Discard)

@@ -125,3 +125,44 @@ func (b *SyncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// dummyKubeconfig points at an API server nobody needs to reach: loading a
+// config reads the file only.
+const dummyKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: https://127.0.0.1:6443
+contexts:
+- name: c
+  context:
+    cluster: c
+    user: u
+current-context: c
+users:
+- name: u
+  user:
+    token: t
+`
+
+// SameRateLimitHoweverGiven checks that a program's restConfig gives the
+// client the rate limit qps and burst both when the config comes from
+// --kubeconfig (clientcmd, which leaves QPS at 0: client-go's 5 a second)
+// and when it comes from $KUBECONFIG (controller-runtime's GetConfig,
+// which turns the limit off).
+func SameRateLimitHoweverGiven(t *testing.T, restConfig func(kubeconfig string, qps float64, burst int) (*rest.Config, error), qps float64, burst int) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(path, []byte(dummyKubeconfig), 0o600))
+	byFlag, err := restConfig(path, qps, burst)
+	require.NoError(t, err)
+	t.Setenv("KUBECONFIG", path)
+	byEnv, err := restConfig("", qps, burst)
+	require.NoError(t, err)
+	for how, c := range map[string]*rest.Config{"--kubeconfig": byFlag, "$KUBECONFIG": byEnv} {
+		assert.Equal(t, float32(qps), c.QPS, "QPS through %s", how)
+		assert.Equal(t, burst, c.Burst, "burst through %s", how)
+		assert.NotZero(t, c.QPS, "QPS 0 is client-go's default of 5 a second (%s)", how)
+	}
+}
