@@ -39,8 +39,9 @@ type Engine struct {
 	epoch, realEpoch time.Time
 	// tick is the wheel's period: SweepInterval / len(wheel).
 	tick time.Duration
-	// kick wakes the scheduler when the first PU is tracked, turnKick when
-	// a destroy waits for its turn under the destroy rate.
+	// kick wakes the scheduler when the first PU is tracked, turnKick
+	// (made by Start, guarded by mu) when a destroy waits for its turn
+	// under the destroy rate.
 	kick, turnKick chan struct{}
 
 	started atomic.Bool
@@ -134,7 +135,6 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		workers:   make([]workerState, o.Workers),
 		tick:      o.SweepInterval / time.Duration(slots),
 		kick:      make(chan struct{}, 1),
-		turnKick:  make(chan struct{}, 1),
 		records:   make(map[string]*record),
 		byPod:     make(map[types.NamespacedName]*record),
 		wheel:     make([][]*record, slots),

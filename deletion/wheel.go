@@ -78,7 +78,7 @@ func (c *Engine) removeFromWheelLocked(r *record) {
 // clock, not from the count of ticks, so that late ticks (a busy machine,
 // a fake clock stepped by a whole interval) still reach every slot once per
 // turn, and never pile up. It sleeps while nothing is tracked.
-func (c *Engine) schedule(ctx context.Context) {
+func (c *Engine) schedule(ctx context.Context, turnKick <-chan struct{}) {
 	var timer interface {
 		C() <-chan time.Time
 		Reset(time.Duration) bool
@@ -125,7 +125,7 @@ func (c *Engine) schedule(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-timer.C():
-		case <-c.turnKick:
+		case <-turnKick:
 			timer.Stop()
 		}
 		c.queueTurns()

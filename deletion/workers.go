@@ -61,6 +61,11 @@ func (c *Engine) Start(ctx context.Context) error {
 	c.mu.Lock()
 	c.running = true
 	c.lastTurn = now
+	// Made here, not in New, so that it belongs to the goroutines that
+	// run the engine (a testing/synctest bubble sees the scheduler's wait
+	// on it as durable).
+	c.turnKick = make(chan struct{}, 1)
+	turnKick := c.turnKick
 	// Triggers before Start queued their records: they wait from now on.
 	// Records waiting for a retry go to the wheel.
 	for i := range c.ready[c.readyHead:] {
@@ -85,7 +90,7 @@ func (c *Engine) Start(ctx context.Context) error {
 	for i := range c.workers {
 		inPorts.Go(func() { c.work(ctx, &c.workers[i], 0) })
 	}
-	sched.Go(func() { c.schedule(ctx) })
+	sched.Go(func() { c.schedule(ctx, turnKick) })
 	if !restored {
 		inPorts.Go(func() { c.restore(ctx) })
 	}
