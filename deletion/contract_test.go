@@ -1150,7 +1150,8 @@ func (b *syncBuffer) String() string {
 // TestClassifyIsTheTable: Classify, which adapters ask which pods to
 // track, answers as Decide does for a PU of the same pod: PodElsewhere
 // exactly when row 3 destroys it or, for an engine with a node, the pod is
-// bound to none; PodFinished exactly when row 11 destroys it.
+// bound to none; PodFinished exactly when row 11 destroys it. It answers
+// the same on the pod's SlimPod.
 func TestClassifyIsTheTable(t *testing.T) {
 	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
 	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
@@ -1172,6 +1173,7 @@ func TestClassifyIsTheTable(t *testing.T) {
 						want = deletion.PodFinished
 					}
 					assert.Equal(t, want, c.Classify(pod), "engine node %q, DestroyTerminated %v, pod on %q in phase %q (%v)", node, terminated, bound, phase, v)
+					assert.Equal(t, want, c.Classify(deletion.SlimPod(pod)), "slim pod: engine node %q, DestroyTerminated %v, pod on %q in phase %q", node, terminated, bound, phase)
 				}
 			}
 			assert.Equal(t, deletion.PodElsewhere, c.Classify(nil))

@@ -223,6 +223,31 @@ func finished(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
+// SlimPod returns a new pod holding only what the decision table reads of
+// pod: Decide, Engine.Classify and the SandboxExtractor of adapters/cri,
+// which knows a pod by its UID. Those are its type, name, namespace and UID
+// (samePod, row 4, the extractor), spec.nodeName (row 3 and Classify) and
+// status.phase (row 11 and Classify). On the pod it returns, the table
+// decides what it decides on pod, whatever the observation; a row that
+// starts reading another field of the pod must keep it here (TestDecideTable
+// decides every row on the slim pod too, and adapters/k8s's
+// FuzzSlimPodDecidesAlike compares both on random pods).
+//
+// pod is not modified and the result shares nothing with it that can
+// change (strings only), so pod may be the informer's own object. A nil pod
+// gives nil. adapters/k8s.SlimPod, the pod cache's transform, keeps these
+// fields and those its pod handler and filter read.
+func SlimPod(pod *corev1.Pod) *corev1.Pod {
+	if pod == nil {
+		return nil
+	}
+	slim := &corev1.Pod{TypeMeta: pod.TypeMeta}
+	slim.Name, slim.Namespace, slim.UID = pod.Name, pod.Namespace, pod.UID
+	slim.Spec.NodeName = pod.Spec.NodeName
+	slim.Status.Phase = pod.Status.Phase
+	return slim
+}
+
 // PodClass is how the decision table reads a pod on its own (see
 // Engine.Classify).
 type PodClass uint8

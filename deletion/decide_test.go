@@ -146,6 +146,10 @@ func TestDecideTable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := deletion.Decide(tt.entry, tt.obs)
 			assert.Equal(t, tt.want, got, "got %v", got)
+			// The slim pod, all a slim pod cache holds, decides alike.
+			slim := tt.obs
+			slim.Pod = deletion.SlimPod(tt.obs.Pod)
+			assert.Equal(t, tt.want, deletion.Decide(tt.entry, slim), "on the slim pod")
 		})
 	}
 }
