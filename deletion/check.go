@@ -183,11 +183,16 @@ func (c *Engine) backoff(attempts int) time.Duration {
 	return min(d, c.opts.RetryMaxDelay)
 }
 
-// requeue hands the live pod to the Requeuer under a deadline of its own.
+// requeue hands a copy of the live pod to the Requeuer under a deadline of
+// its own. The PodGetter's pod may be its cache's own object (a cache
+// without deep copies): the Requeuer's receivers, which may keep or modify
+// what they are sent, get a pod of their own. It is one copy per sandbox
+// change, where a read without a copy saves one per check.
 func (c *Engine) requeue(parent context.Context, e *record, pod *corev1.Pod) {
 	if c.requeuer == nil || pod == nil {
 		return
 	}
+	pod = pod.DeepCopy()
 	ctx, cancel := context.WithTimeout(parent, c.opts.CheckTimeout)
 	defer cancel()
 	err := func() (err error) {

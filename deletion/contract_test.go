@@ -1207,3 +1207,29 @@ func TestBacklog(t *testing.T) {
 		assert.True(t, b.OldestGoneSince.IsZero())
 	})
 }
+
+// TestRequeuerGetsAPodOfItsOwn: a PodGetter may return its cache's own
+// object (a cache read without a deep copy); the pod the Requeuer gets for
+// row 10 is a copy, which it may modify without changing the getter's.
+func TestRequeuerGetsAPodOfItsOwn(t *testing.T) {
+	shared := livePod(testUID, testNode)
+	var got *corev1.Pod
+	requeuer := ports.RequeuerFunc(func(_ context.Context, pod *corev1.Pod) error {
+		got = pod
+		pod.Labels = map[string]string{"changed": "by the receiver"}
+		pod.Spec.NodeName = "changed"
+		return nil
+	})
+	extractor := ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return "sb2", nil })
+	c := newQuiet(t, getterOf(shared, nil), &recorder{}, deletion.Options{
+		NodeName: testNode, SandboxExtractor: extractor, Requeuer: requeuer,
+	})
+	require.NoError(t, c.Track(entryWith("sb1")))
+	c.Sweep(context.Background())
+
+	require.NotNil(t, got, "the pod of the replaced sandbox is requeued")
+	assert.NotSame(t, shared, got)
+	assert.Equal(t, testUID, string(got.UID))
+	assert.Nil(t, shared.Labels, "the getter's pod is unchanged")
+	assert.Equal(t, testNode, shared.Spec.NodeName)
+}

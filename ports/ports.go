@@ -13,6 +13,10 @@ import (
 type PodGetter interface {
 	// GetPod returns the live pod. When it does not exist, the error satisfies
 	// errors.Is(err, ErrPodNotFound); the core also accepts a Kubernetes NotFound status error.
+	//
+	// The pod may be shared, a cache's own object read without a deep
+	// copy: the engine never modifies it, hands it to the SandboxExtractor
+	// as read-only, and gives the Requeuer a deep copy.
 	GetPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error)
 }
 
@@ -20,6 +24,10 @@ type PodGetter interface {
 // network namespace) a pod currently runs in. An empty ID with a nil error
 // means the sandbox is not known yet, for example because the runtime has not
 // reported it.
+//
+// The pod is the PodGetter's: SandboxID must not modify it. Read from a
+// slim pod cache (adapters/k8s.SlimPod), it holds only the fields that
+// cache keeps: its UID, which adapters/cri's extractor reads, among them.
 type SandboxExtractor interface {
 	SandboxID(ctx context.Context, pod *corev1.Pod) (string, error)
 }
@@ -49,6 +57,9 @@ type Inventory interface {
 
 // Requeuer asks the main pod controller to reconcile a pod again.
 type Requeuer interface {
-	// Requeue asks the main pod controller to reconcile this pod again.
+	// Requeue asks the main pod controller to reconcile this pod again. The
+	// engine hands it a deep copy of the pod its PodGetter returned: the
+	// Requeuer and whoever it sends the pod to may keep or modify it. With a
+	// slim pod cache, it holds only the fields that cache keeps.
 	Requeue(ctx context.Context, pod *corev1.Pod) error
 }

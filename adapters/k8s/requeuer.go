@@ -24,8 +24,9 @@ var (
 // source.Channel(ch, &handler.EnqueueRequestForObject{}) and so reconciles
 // the pod again. Requeue waits for ch to accept the event as long as its
 // context allows, and returns an error wrapping ctx.Err() once it ends: it
-// never blocks past the context's deadline. The pod is sent as Requeue got it; receivers must
-// treat it as read-only.
+// never blocks past the context's deadline. The pod is sent as Requeue got
+// it: the engine's calls hand it a copy of its own (ports.Requeuer), which
+// the receivers may keep.
 func NewChannelRequeuer(ch chan<- event.GenericEvent) ports.Requeuer {
 	return &channelRequeuer{ch: ch}
 }
