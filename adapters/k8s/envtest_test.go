@@ -248,6 +248,9 @@ type nodeOptions struct {
 	probeAddr   string // "": no health probe server
 	workers     int    // 0: the engine's default
 	setup       func(*node) error
+	filter      func(*corev1.Pod) bool // SetupOptions.Filter
+	slim        bool                   // the manager's pod cache holds slim pods (SlimPodCacheOptions)
+	ownCache    bool                   // podsweeper reads a slim pod cache of its own; the manager's stays full
 }
 
 // node is one scenario's node agent: a manager, its cache and the engine.
@@ -258,6 +261,8 @@ type node struct {
 	mgr    manager.Manager
 	engine *deletion.Engine
 	policy *recorder
+	// podCache is the cache podsweeper reads: the manager's, or its own.
+	podCache cache.Cache
 }
 
 // startNode creates a namespace and starts a node agent for it; the agent
@@ -280,6 +285,9 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 		cacheOpts, err = k8s.NodeCacheOptions(cacheNode, cacheOpts)
 		require.NoError(t, err)
 	}
+	if o.slim {
+		cacheOpts = k8s.SlimPodCacheOptions(cacheOpts)
+	}
 	if o.metricsAddr == "" {
 		o.metricsAddr = "0"
 	}
@@ -293,8 +301,18 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 	})
 	require.NoError(t, err)
 	n.mgr = mgr
+	n.podCache = mgr.GetCache()
+	var ownCache cache.Cache
+	if o.ownCache {
+		own := k8s.SlimPodCacheOptions(cacheOpts)
+		own.Scheme, own.Mapper, own.HTTPClient = mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()
+		ownCache, err = cache.New(mgr.GetConfig(), own)
+		require.NoError(t, err)
+		require.NoError(t, mgr.Add(ownCache))
+		n.podCache = ownCache
+	}
 
-	var getter ports.PodGetter = k8s.NewPodGetter(mgr.GetCache())
+	var getter ports.PodGetter = k8s.NewPodGetter(n.podCache)
 	if o.wrapGetter != nil {
 		getter = o.wrapGetter(getter)
 	}
@@ -318,7 +336,9 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 	})
 	require.NoError(t, err)
 	require.NoError(t, k8s.SetupWithManager(mgr, n.engine, k8s.SetupOptions{
+		Filter: o.filter,
 		Logger: afterTestLogger(),
+		Cache:  ownCache,
 	}))
 	if o.setup != nil {
 		require.NoError(t, o.setup(n))
@@ -343,6 +363,7 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer syncCancel()
 	require.True(t, mgr.GetCache().WaitForCacheSync(syncCtx), "cache did not sync")
+	require.True(t, n.podCache.WaitForCacheSync(syncCtx), "podsweeper's cache did not sync")
 	return n
 }
 

@@ -29,7 +29,9 @@ import (
 // and /readyz, and the main pod controller reconciling the pods the engine
 // requeues. It needs a cluster, so it is compiled, not run; the envtest
 // scenarios run the same wiring against a real API server, and
-// examples/node-agent is the whole agent.
+// examples/node-agent is the whole agent. Its cache keeps full pods: its
+// main controller and its extractor read the same cache, and more of each
+// pod than SlimPod keeps.
 func ExampleSetupWithManager() {
 	node := os.Getenv("NODE_NAME") // from the downward API
 	ctrl.SetLogger(zap.New())

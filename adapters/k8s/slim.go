@@ -1,8 +1,13 @@
 package k8s
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podsweeper/podsweeper/deletion"
 )
@@ -47,4 +52,96 @@ func SlimPod(obj any) (any, error) {
 		slim.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: v}
 	}
 	return slim, nil
+}
+
+// SlimPodCacheOptions returns a copy of opts whose pod cache holds the slim
+// pods of SlimPod and hands them out without deep copies
+// (ByObject.UnsafeDisableDeepCopy): a pod then costs about 1 KB of heap
+// instead of about 18 KB, and a read of it, each check's, about 0.1 µs
+// instead of about 30 µs (BenchmarkPodRead). It is opt-in, for both
+// NodeCacheOptions (apply both, in either order) and a cluster-wide cache:
+// pass the result as manager.Options.Cache, or to cache.New for a cache of
+// podsweeper's own.
+//
+// EVERY READER OF THAT CACHE SEES SLIM PODS, not podsweeper's only: a
+// network-policy agent that selects pods by label through the same manager
+// finds none, a controller that reads containers or conditions reads them
+// empty, and every Get or List of pods returns the cache's own objects,
+// which must not be modified (DeepCopy one first). Use it where podsweeper
+// is the only reader of pods in its manager's cache. An agent that needs
+// more of its pods elsewhere either
+//
+//   - gives podsweeper a cache of its own, built with these options, and
+//     leaves the manager's cache full (SetupOptions.Cache shows how): it
+//     then holds a slim copy of each pod beside the full one; or
+//   - keeps the fields its other readers need with a transform of its own
+//     that calls SlimPod and copies them onto its result, set as
+//     ByObject[&corev1.Pod{}].Transform with UnsafeDisableDeepCopy (see the
+//     SlimPod example, which keeps the labels).
+//
+// A pod Transform already in opts (ByObject's, or opts.DefaultTransform
+// when ByObject has none, and any namespace's of ByObject.Namespaces or
+// DefaultNamespaces) is kept: it runs first, on the full pod it was written
+// for, and SlimPod on its result, so TransformStripManagedFields or a
+// transform that fixes a field up still apply, but nothing a transform adds
+// outside SlimPod's fields survives. An error of that transform is wrapped
+// with %w. The caller's maps are not changed.
+func SlimPodCacheOptions(opts cache.Options) cache.Options {
+	byObject, podKey := podByObject(opts)
+	cfg := byObject[podKey]
+	transform := cfg.Transform
+	if transform == nil {
+		transform = opts.DefaultTransform
+	}
+	cfg.Transform = slimAfter(transform)
+	cfg.UnsafeDisableDeepCopy = ptr.To(true)
+	// A namespace's own transform would win over the type's, and the
+	// type's over DefaultNamespaces': each gets SlimPod after it.
+	namespaces := cfg.Namespaces
+	if namespaces == nil {
+		namespaces = opts.DefaultNamespaces
+	}
+	if len(namespaces) > 0 {
+		cfg.Namespaces = make(map[string]cache.Config, len(namespaces))
+		for ns, nsCfg := range namespaces {
+			if nsCfg.Transform != nil {
+				nsCfg.Transform = slimAfter(nsCfg.Transform)
+			}
+			if nsCfg.UnsafeDisableDeepCopy != nil {
+				nsCfg.UnsafeDisableDeepCopy = ptr.To(true)
+			}
+			cfg.Namespaces[ns] = nsCfg
+		}
+	}
+	byObject[podKey] = cfg
+	opts.ByObject = byObject
+	return opts
+}
+
+// slimAfter returns a transform that runs before, then SlimPod.
+func slimAfter(before toolscache.TransformFunc) toolscache.TransformFunc {
+	if before == nil {
+		return SlimPod
+	}
+	return func(obj any) (any, error) {
+		obj, err := before(obj)
+		if err != nil {
+			return nil, fmt.Errorf("k8s: the pod transform before SlimPod: %w", err)
+		}
+		return SlimPod(obj)
+	}
+}
+
+// podByObject returns a copy of opts.ByObject and the key of its pod
+// entry: the caller's own pod key if it has one, else a new one.
+func podByObject(opts cache.Options) (map[client.Object]cache.ByObject, client.Object) {
+	byObject := make(map[client.Object]cache.ByObject, len(opts.ByObject)+1)
+	var podKey client.Object = &corev1.Pod{}
+	for obj, cfg := range opts.ByObject {
+		if _, ok := obj.(*corev1.Pod); ok {
+			podKey = obj
+		}
+		byObject[obj] = cfg
+	}
+	return byObject, podKey
 }

@@ -51,12 +51,28 @@ type SetupOptions struct {
 	// Logger receives the wiring's errors. The zero value logs through klog
 	// (klog.Background()), the default of every Logger in podsweeper.
 	Logger logr.Logger
+	// Cache is the cache whose pod informer the wiring watches. nil:
+	// mgr.GetCache(). Give podsweeper a cache of its own when the
+	// manager's must keep full pods for other readers and podsweeper's
+	// should be slim (SlimPodCacheOptions): build it with cache.New from
+	// the manager's config, scheme, mapper and HTTP client, add it to the
+	// manager (mgr.Add, which starts and stops it with the manager), and
+	// give the same cache to the engine's PodGetter (NewPodGetter), so that
+	// the handler and the checks see the same pods. The manager runs such a
+	// cache with its Runnables that need leader election (a cache from
+	// cache.New does not say otherwise): at once for a node agent without
+	// leader election, on taking the lease for a cluster-wide replica,
+	// whose standby then holds none of its pods. The manager does not wait
+	// for it to sync, but the engine starts only once the handler has been
+	// given its pods. See the SetupOptions example.
+	Cache cache.Cache
 }
 
 // SetupWithManager wires c into mgr for the node c runs for
 // (deletion.Options.NodeName, which must be set). It adds c to mgr as a
 // Runnable that needs no leader election (every node runs its own engine),
-// and, while it runs, watches pods through the informer of mgr.GetCache():
+// and, while it runs, watches pods through the informer of opts.Cache
+// (mgr.GetCache() by default):
 //
 //   - a pod added or updated that is bound to the node and that
 //     opts.Filter accepts is tracked, keyed by its UID, without a sandbox;
@@ -86,6 +102,10 @@ type SetupOptions struct {
 // destroy the new sandbox's PU is tracked at the pod's next event, or at
 // once by the main controller calling c.Track when it creates that PU.
 //
+// With SlimPodCacheOptions the cache holds only what the wiring, the
+// engine and PodsWithOwnNetwork read of each pod, and every reader of that
+// cache sees the same slim pods (see there).
+//
 // Without NodeCacheOptions the wiring still works, but the manager caches
 // every pod of the cluster. Give NodeCacheOptions the engine's node
 // (the deletion.Options.NodeName): SetupWithManager cannot check the cache's selector, for a
@@ -114,8 +134,12 @@ func setup(mgr manager.Manager, c *deletion.Engine, opts SetupOptions, leaderEle
 		return fmt.Errorf("%w: the deletion engine has a node: a cluster-wide engine must have none (deletion.Options.NodeName), or it destroys the PU of every pod of another node",
 			ErrInvalidSetup)
 	}
+	podCache := opts.Cache
+	if podCache == nil {
+		podCache = mgr.GetCache()
+	}
 	// The cache has not started yet, so this neither blocks nor lists.
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{}, cache.BlockUntilSynced(false))
+	inf, err := podCache.GetInformer(context.Background(), &corev1.Pod{}, cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("k8s: getting the pod informer: %w", err)
 	}
@@ -160,8 +184,10 @@ func PodsWithOwnNetwork(pod *corev1.Pod) bool {
 // pods bound to node (field selector spec.nodeName=node). A node agent only
 // cares about its own pods: without this its manager would list and watch
 // every pod of the cluster, costing memory and API server load on every
-// node. Pass the result as manager.Options.Cache. A pod selector already in
-// opts.ByObject is kept and combined with the node selector.
+// node. Pass the result as manager.Options.Cache, through
+// SlimPodCacheOptions first to keep only what podsweeper reads of each
+// pod. A pod selector already in opts.ByObject is kept and combined with
+// the node selector.
 //
 // With the cache scoped, a pod recreated under the same name on another
 // node reads as gone, so its old PU is destroyed for PodGone rather than
@@ -171,14 +197,7 @@ func NodeCacheOptions(node string, opts cache.Options) (cache.Options, error) {
 		return opts, fmt.Errorf("%w: node name is empty", ErrInvalidSetup)
 	}
 	sel := fields.OneTermEqualSelector(nodeNameField, node)
-	byObject := make(map[client.Object]cache.ByObject, len(opts.ByObject)+1)
-	var podKey client.Object = &corev1.Pod{}
-	for obj, cfg := range opts.ByObject {
-		if _, ok := obj.(*corev1.Pod); ok {
-			podKey = obj
-		}
-		byObject[obj] = cfg
-	}
+	byObject, podKey := podByObject(opts)
 	cfg := byObject[podKey]
 	if cfg.Field != nil && !cfg.Field.Empty() {
 		sel = fields.AndSelectors(cfg.Field, sel)
