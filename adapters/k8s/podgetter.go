@@ -31,12 +31,12 @@ var errNilReader = errors.New("k8s: PodGetter has a nil client.Reader")
 // read-only, and the engine hands the Requeuer a deep copy
 // (ports.Requeuer). A SandboxExtractor, or anything wrapping this getter,
 // must not modify it either. BenchmarkPodRead reads a realistic pod
-// (testdata/realistic-pod.json) in about 53 µs, 23.4 KB and 123
-// allocations from a full cache, with the copy, and in about 2.4 µs, 1.35
-// KB and 3 allocations from a slim one, without it (the 1.3 KB being the
-// pod struct this getter allocates; 2 shared cores): for 110 pods checked
-// every 5 s, 1.2 ms of CPU and 500 KB of garbage a second against 0.05 ms
-// and 30 KB.
+// (testdata/realistic-pod.json) in about 31 µs, 23.4 KB and 123
+// allocations from a full cache, with the copy, and in about 2 µs, 1.35 KB
+// and 3 allocations from a slim one, without it (the 1.3 KB being the pod
+// struct this getter allocates; 2 cores at a load of about 1): for 110
+// pods checked every 5 s, 0.7 ms of CPU and 500 KB of garbage a second
+// against 0.04 ms and 30 KB.
 //
 // The getter does not skip the copy of a full cache itself
 // (client.UnsafeDisableDeepCopy on each read): a full pod's labels,

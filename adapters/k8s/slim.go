@@ -59,7 +59,7 @@ func SlimPod(obj any) (any, error) {
 // pods of SlimPod and hands them out without deep copies
 // (ByObject.UnsafeDisableDeepCopy): a realistic pod then holds about 1.5 KB
 // of heap instead of about 31 KB (BenchmarkPodStore), and a read of it, one
-// per check, takes about 2.4 µs and 1.35 KB instead of about 53 µs and 23.4
+// per check, takes about 2 µs and 1.35 KB instead of about 31 µs and 23.4
 // KB (BenchmarkPodRead). It is opt-in, for a node agent (with
 // NodeCacheOptions, applied in either order) and for a cluster-wide cache
 // alike: pass the result as manager.Options.Cache, or to cache.New for a
