@@ -1,0 +1,165 @@
+package k8s
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// The reasons and the action of the Kubernetes Events that Events records,
+// for field selectors (kubectl get events --field-selector
+// reason=PUAbandoned) and alerts.
+const (
+	// EventReasonDestroyed: a PU was destroyed (an Event of type Normal).
+	EventReasonDestroyed = "PUDestroyed"
+	// EventReasonAbandoned: the engine gave up destroying a PU (type
+	// Warning); the policy engine may still hold it.
+	EventReasonAbandoned = "PUAbandoned"
+	// EventActionDestroy is the action of every Event Events records.
+	EventActionDestroy = "Destroy"
+)
+
+// noteLimit is the longest note the API server accepts on an Event
+// (events.k8s.io/v1 validation, 1 kB).
+const noteLimit = 1024
+
+// EventsOptions configure NewEvents.
+type EventsOptions struct {
+	// NodeName is the node the engine runs for: the engine's
+	// deletion.Options.NodeName. The Events of PUs whose pod is gone regard
+	// this Node. "" (a cluster-wide engine, which has no node): they regard
+	// the pod that is gone instead.
+	NodeName string
+}
+
+// Events records a Kubernetes Event for each destroy and each abandoned
+// PU, where users of the cluster look (kubectl describe, kubectl get
+// events). It implements deletion.Observer: pass it to
+// deletion.Observers with the others as deletion.Options.Observer.
+//
+// What each Event regards (its regarding object, the involvedObject of
+// kubectl get events) follows the PU's reason:
+//
+//   - SandboxChanged, PodTerminated: the pod the PU was created for, which
+//     still exists (its name and UID, the PU's PUID), so that kubectl
+//     describe pod shows it;
+//   - UIDChanged, NodeChanged: the pod the PU was created for, by its name
+//     and its old UID (the PUID), not the new pod that has that name now:
+//     the Event is about the pod that went, and reading the new one's UID
+//     would cost a request in the engine's worker. kubectl describe of the
+//     new pod does not show it (it selects Events by UID); kubectl get
+//     events --field-selector involvedObject.name=NAME does;
+//   - PodGone: the Node (EventsOptions.NodeName), named as the kubelet
+//     names it in its own Events (UID: the node's name), so that kubectl
+//     describe node shows it, with the gone pod (name and PUID) as the
+//     Event's related object. With no NodeName, the gone pod itself.
+//
+// Each Event's type is Normal for a destroy (reason EventReasonDestroyed)
+// and Warning for an abandoned PU (EventReasonAbandoned); its action is
+// EventActionDestroy; its note gives the engine's reason (PodGone, ...),
+// the PUID, the pod and the sandbox, and for an abandoned PU the number of
+// DestroyPU calls and the last error.
+//
+// Observe never blocks the engine: client-go's events.k8s.io recorder
+// (the one mgr.GetEventRecorder returns) hands each Event to its
+// broadcaster and returns, and writes it to the API server on a goroutine
+// of its own, retrying one that fails for about two minutes before it
+// drops it. An Event whose regarding object, related object, reason, type
+// and action repeat within six minutes is not written again: the
+// broadcaster makes a series of it (a PATCH of its count). The Events
+// recorded here hardly ever repeat (each PU is destroyed or abandoned once,
+// and its pod is the Event's regarding or related object), so a drain
+// costs one Event, one POST, per destroy; what paces those writes is the
+// recorder's client: the rate limit of the manager's rest.Config (QPS and
+// Burst; controller-runtime's GetConfig turns it off, the node agent sets
+// the kubelet's 50 and 100), and the API server's priority and fairness.
+// BENCHMARKS.md has a drain's numbers.
+//
+// The recorder's identity needs, in the API group events.k8s.io, create on
+// events (and patch, for the series), in the pods' namespaces and in
+// "default" (where the Events of a Node go): a ClusterRole, as
+// examples/node-agent/deploy/clusterrole.yaml grants it.
+type Events struct {
+	recorder events.EventRecorder
+	node     string
+}
+
+var _ deletion.Observer = (*Events)(nil)
+
+// NewEvents returns an Events that records with rec, usually
+// mgr.GetEventRecorder("podsweeper"): controller-runtime's recorder of
+// events.k8s.io/v1 Events, which its manager starts and stops, and which
+// reports "podsweeper" as the Events' reportingController. A nil rec is an
+// error wrapping ErrInvalidSetup.
+func NewEvents(rec events.EventRecorder, opts EventsOptions) (*Events, error) {
+	if rec == nil {
+		return nil, fmt.Errorf("%w: the event recorder is nil", ErrInvalidSetup)
+	}
+	return &Events{recorder: rec, node: opts.NodeName}, nil
+}
+
+// Observe records a Kubernetes Event for an EventDestroyed or an
+// EventAbandoned, and ignores every other kind. It never blocks. A nil
+// *Events records nothing.
+func (e *Events) Observe(ev deletion.Event) {
+	if e == nil {
+		return
+	}
+	var typ, reason, note string
+	switch ev.Kind {
+	case deletion.EventDestroyed:
+		typ, reason = corev1.EventTypeNormal, EventReasonDestroyed
+		note = fmt.Sprintf("%s: destroyed PU %s of pod %s (%s)", ev.Reason, ev.PU.PUID, ev.PU.Pod, sandbox(ev.PU))
+		if ev.DestroyCalls > 1 {
+			note += fmt.Sprintf(" at call %d", ev.DestroyCalls)
+		}
+	case deletion.EventAbandoned:
+		typ, reason = corev1.EventTypeWarning, EventReasonAbandoned
+		note = fmt.Sprintf("%s: gave up destroying PU %s of pod %s (%s) after %d calls; the policy engine may still hold it: %v",
+			ev.Reason, ev.PU.PUID, ev.PU.Pod, sandbox(ev.PU), ev.DestroyCalls, ev.Err)
+	default:
+		return
+	}
+	if len(note) > noteLimit {
+		note = note[:noteLimit-3] + "..."
+	}
+	regarding, related := e.objects(ev)
+	// The note goes as an argument: an error's text may hold a '%'.
+	if related == nil {
+		e.recorder.Eventf(regarding, nil, typ, reason, EventActionDestroy, "%s", note)
+		return
+	}
+	e.recorder.Eventf(regarding, related, typ, reason, EventActionDestroy, "%s", note)
+}
+
+// objects returns what the Event of ev regards, and its related object
+// (nil when there is none): the Node for a pod that is gone, when there is
+// a node, with that pod related; the pod the PU was created for otherwise.
+func (e *Events) objects(ev deletion.Event) (regarding, related *corev1.ObjectReference) {
+	pod := &corev1.ObjectReference{
+		APIVersion: "v1",
+		Kind:       "Pod",
+		Namespace:  ev.PU.Pod.Namespace,
+		Name:       ev.PU.Pod.Name,
+		UID:        types.UID(ev.PU.PUID),
+	}
+	if ev.Reason != ports.ReasonPodGone || e.node == "" {
+		return pod, nil
+	}
+	// The kubelet's own Events name the Node by its name as its UID, and
+	// kubectl describe node finds Events by either UID.
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: e.node, UID: types.UID(e.node)}, pod
+}
+
+// sandbox describes pu's sandbox for a note.
+func sandbox(pu ports.PU) string {
+	if pu.SandboxID == "" {
+		return "no sandbox recorded"
+	}
+	return "sandbox " + pu.SandboxID
+}

@@ -1,0 +1,204 @@
+package k8s_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// recorded is one Eventf call, as fakeRecorder saw it.
+type recorded struct {
+	regarding, related *corev1.ObjectReference
+	typ, reason        string
+	action, note       string
+}
+
+// fakeRecorder records every Eventf call.
+type fakeRecorder struct {
+	mu  sync.Mutex
+	got []recorded
+}
+
+func (r *fakeRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	rec := recorded{typ: eventtype, reason: reason, action: action, note: fmt.Sprintf(note, args...)}
+	rec.regarding, _ = regarding.(*corev1.ObjectReference)
+	if related != nil {
+		rec.related = related.(*corev1.ObjectReference)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, rec)
+}
+
+func (r *fakeRecorder) calls() []recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]recorded(nil), r.got...)
+}
+
+func podRef(ns, name, uid string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name, UID: types.UID(uid)}
+}
+
+func nodeRef(name string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: types.UID(name)}
+}
+
+// TestEventsRegardThePodOrTheNodeByReason protects which object each
+// Event is about: the pod the PU was created for (by its PUID) while a pod
+// of that name exists, the Node with the pod related when it is gone, and
+// the gone pod itself for an engine without a node.
+func TestEventsRegardThePodOrTheNodeByReason(t *testing.T) {
+	pu := ports.PU{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "shop", Name: "web-0"}, SandboxID: "sb-1"}
+	pod := podRef("shop", "web-0", "uid-1")
+	for _, tc := range []struct {
+		node               string
+		reason             ports.Reason
+		regarding, related *corev1.ObjectReference
+	}{
+		{"node-a", ports.ReasonSandboxChanged, pod, nil},
+		{"node-a", ports.ReasonPodTerminated, pod, nil},
+		{"node-a", ports.ReasonUIDChanged, pod, nil},
+		{"node-a", ports.ReasonNodeChanged, pod, nil},
+		{"node-a", ports.ReasonPodGone, nodeRef("node-a"), pod},
+		{"", ports.ReasonPodGone, pod, nil}, // a cluster-wide engine
+	} {
+		t.Run(fmt.Sprintf("%s/node=%q", tc.reason, tc.node), func(t *testing.T) {
+			rec := &fakeRecorder{}
+			ev, err := k8s.NewEvents(rec, k8s.EventsOptions{NodeName: tc.node})
+			require.NoError(t, err)
+			ev.Observe(deletion.Event{Kind: deletion.EventDestroyed, PU: pu, Reason: tc.reason, DestroyCalls: 1})
+			assert.Equal(t, []recorded{{
+				regarding: tc.regarding, related: tc.related,
+				typ: corev1.EventTypeNormal, reason: k8s.EventReasonDestroyed, action: k8s.EventActionDestroy,
+				note: string(tc.reason) + ": destroyed PU uid-1 of pod shop/web-0 (sandbox sb-1)",
+			}}, rec.calls())
+		})
+	}
+}
+
+// TestEventsWarnOfAnAbandonedPU protects the Warning of a PU the engine
+// gave up on, with its calls and error (a '%' in it is not a verb), and
+// the note's length within what the API server accepts.
+func TestEventsWarnOfAnAbandonedPU(t *testing.T) {
+	rec := &fakeRecorder{}
+	ev, err := k8s.NewEvents(rec, k8s.EventsOptions{NodeName: "node-a"})
+	require.NoError(t, err)
+	pu := ports.PU{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "shop", Name: "web-0"}}
+	ev.Observe(deletion.Event{Kind: deletion.EventAbandoned, PU: pu, Reason: ports.ReasonUIDChanged, DestroyCalls: 3,
+		Err: ports.Permanent(errors.New("policy engine 100% busy"))})
+	ev.Observe(deletion.Event{Kind: deletion.EventAbandoned, PU: pu, Reason: ports.ReasonPodGone, DestroyCalls: 1,
+		Err: errors.New(strings.Repeat("x", 2000))})
+	got := rec.calls()
+	require.Len(t, got, 2)
+	assert.Equal(t, recorded{
+		regarding: podRef("shop", "web-0", "uid-1"),
+		typ:       corev1.EventTypeWarning, reason: k8s.EventReasonAbandoned, action: k8s.EventActionDestroy,
+		note: "UIDChanged: gave up destroying PU uid-1 of pod shop/web-0 (no sandbox recorded) after 3 calls; " +
+			"the policy engine may still hold it: permanent: policy engine 100% busy",
+	}, got[0])
+	assert.Equal(t, nodeRef("node-a"), got[1].regarding)
+	assert.Len(t, got[1].note, 1024, "cut to the API server's limit")
+	assert.True(t, strings.HasSuffix(got[1].note, "..."))
+}
+
+// TestEventsIgnoreWhatIsNotADestroy keeps the Events to destroys and
+// abandoned PUs: a check, a track or a failed attempt records nothing.
+func TestEventsIgnoreWhatIsNotADestroy(t *testing.T) {
+	rec := &fakeRecorder{}
+	ev, err := k8s.NewEvents(rec, k8s.EventsOptions{NodeName: "node-a"})
+	require.NoError(t, err)
+	for _, kind := range []deletion.EventKind{deletion.EventTracked, deletion.EventChecked, deletion.EventGetFailed,
+		deletion.EventDestroyFailed, deletion.EventVetoed, deletion.EventAdopted, deletion.EventUntracked, deletion.EventRestored} {
+		ev.Observe(deletion.Event{Kind: kind, Reason: ports.ReasonPodGone})
+	}
+	assert.Empty(t, rec.calls())
+	var none *k8s.Events
+	none.Observe(deletion.Event{Kind: deletion.EventDestroyed}) // a nil *Events records nothing
+
+	_, err = k8s.NewEvents(nil, k8s.EventsOptions{})
+	assert.ErrorIs(t, err, k8s.ErrInvalidSetup)
+}
+
+// TestEventsDoNotBlockOnAnUnreachableAPIServer protects the engine's
+// workers from the API server: with the manager's recorder writing to a
+// server that accepts requests and never answers, thousands of Observe
+// calls return at once, while the recorder's write hangs.
+func TestEventsDoNotBlockOnAnUnreachableAPIServer(t *testing.T) {
+	var requests atomic.Int64
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer hung.Close()
+	defer close(release) // before Close, which waits for the handlers
+
+	mgr, err := manager.New(&rest.Config{Host: hung.URL}, manager.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Logger:  afterTestLogger(),
+	})
+	require.NoError(t, err)
+	ev, err := k8s.NewEvents(mgr.GetEventRecorder("podsweeper"), k8s.EventsOptions{NodeName: "node-a"})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- mgr.Start(runCtx) }()
+	defer func() {
+		cancel()
+		select {
+		case <-stopped:
+		case <-time.After(30 * time.Second):
+			t.Error("manager did not stop within 30s")
+		}
+	}()
+
+	destroyed := func(i int) deletion.Event {
+		return deletion.Event{Kind: deletion.EventDestroyed, Reason: ports.ReasonPodGone, DestroyCalls: 1, PU: ports.PU{
+			PUID: fmt.Sprintf("uid-%d", i), Pod: types.NamespacedName{Namespace: "shop", Name: fmt.Sprintf("web-%d", i)}}}
+	}
+	ev.Observe(destroyed(0))
+	require.Eventually(t, func() bool { return requests.Load() > 0 }, 10*time.Second, 5*time.Millisecond,
+		"the recorder never tried to write the Event")
+
+	// More Events than the broadcaster's queue holds (1000), each on a pod
+	// of its own so that none joins another's series.
+	const n = 3000
+	done := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		for i := 1; i <= n; i++ {
+			ev.Observe(destroyed(i))
+		}
+		done <- time.Since(start)
+	}()
+	select {
+	case took := <-done:
+		t.Logf("%d Observe calls took %v with the API server hung (%d requests hanging)", n, took, requests.Load())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("Observe blocked: %d calls did not return within 20s", n)
+	}
+}
