@@ -251,6 +251,8 @@ type nodeOptions struct {
 	filter      func(*corev1.Pod) bool // SetupOptions.Filter
 	slim        bool                   // the manager's pod cache holds slim pods (SlimPodCacheOptions)
 	ownCache    bool                   // podsweeper reads a slim pod cache of its own; the manager's stays full
+	events      bool                   // record Kubernetes Events (k8s.Events) from the manager's recorder
+	restConfig  func(*rest.Config)     // changes the manager's copy of the suite's config
 }
 
 // node is one scenario's node agent: a manager, its cache and the engine.
@@ -291,7 +293,11 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 	if o.metricsAddr == "" {
 		o.metricsAddr = "0"
 	}
-	mgr, err := manager.New(suite.cfg, manager.Options{
+	cfg := rest.CopyConfig(suite.cfg)
+	if o.restConfig != nil {
+		o.restConfig(cfg)
+	}
+	mgr, err := manager.New(cfg, manager.Options{
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress: o.probeAddr,
@@ -323,6 +329,12 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 	if o.confirm {
 		confirmer = k8s.NewPodGetter(mgr.GetAPIReader())
 	}
+	var observer deletion.Observer = suite.metrics
+	if o.events {
+		events, err := k8s.NewEvents(mgr.GetEventRecorder("podsweeper"), k8s.EventsOptions{NodeName: n.name})
+		require.NoError(t, err)
+		observer = deletion.Observers(suite.metrics, events)
+	}
 	n.engine, err = deletion.New(countingGetter{next: getter}, n.policy, deletion.Options{
 		Confirmer:         confirmer,
 		DestroyTerminated: o.terminated,
@@ -331,7 +343,7 @@ func startNode(t testing.TB, prefix string, o nodeOptions) *node {
 		NodeName:          n.name,
 		SweepInterval:     o.sweep,
 		Workers:           o.workers,
-		Observer:          suite.metrics,
+		Observer:          observer,
 		Logger:            testr.NewWithInterface(t, testr.Options{}),
 	})
 	require.NoError(t, err)

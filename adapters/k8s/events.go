@@ -120,8 +120,8 @@ func (e *Events) Observe(ev deletion.Event) {
 		}
 	case deletion.EventAbandoned:
 		typ, reason = corev1.EventTypeWarning, EventReasonAbandoned
-		note = fmt.Sprintf("%s: gave up destroying PU %s of pod %s (%s) after %d calls; the policy engine may still hold it: %v",
-			ev.Reason, ev.PU.PUID, ev.PU.Pod, sandbox(ev.PU), ev.DestroyCalls, ev.Err)
+		note = fmt.Sprintf("%s: gave up destroying PU %s of pod %s (%s) after %s; the policy engine may still hold it: %v",
+			ev.Reason, ev.PU.PUID, ev.PU.Pod, sandbox(ev.PU), calls(ev.DestroyCalls), ev.Err)
 	default:
 		return
 	}
@@ -162,4 +162,12 @@ func sandbox(pu ports.PU) string {
 		return "no sandbox recorded"
 	}
 	return "sandbox " + pu.SandboxID
+}
+
+// calls says how many DestroyPU calls were made, for a note.
+func calls(n int) string {
+	if n == 1 {
+		return "1 call"
+	}
+	return fmt.Sprintf("%d calls", n)
 }

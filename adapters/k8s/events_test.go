@@ -15,9 +15,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -202,3 +206,143 @@ func TestEventsDoNotBlockOnAnUnreachableAPIServer(t *testing.T) {
 		t.Fatalf("Observe blocked: %d calls did not return within 20s", n)
 	}
 }
+
+// TestEventsOnTheAPIServer runs a node agent whose engine records Events,
+// under an identity that may only read pods and create and patch
+// events.k8s.io Events (the node agent's RBAC), and reads them back from
+// the API server: one for each reason, regarding the right object (kind,
+// name, namespace, UID), with its type, reason, action and note.
+func TestEventsOnTheAPIServer(t *testing.T) {
+	needEnv(t)
+	ctx := t.Context()
+	user := "podsweeper-events-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	grant(t, user, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	})
+	var sandboxes sync.Map // pod name → sandbox
+	n := startNode(t, "events", nodeOptions{
+		events:     true,
+		restConfig: func(c *rest.Config) { c.Impersonate = rest.ImpersonationConfig{UserName: user} },
+		unscoped:   true, // the cache sees the pod on another node: NodeChanged
+		terminated: true, // PodTerminated
+		extractor: ports.SandboxExtractorFunc(func(_ context.Context, pod *corev1.Pod) (string, error) {
+			if sb, ok := sandboxes.Load(pod.Name); ok {
+				return sb.(string), nil
+			}
+			return "sb-" + pod.Name, nil
+		}),
+		fail: func(ev ports.DestroyEvent) error {
+			if ev.Pod.Name == "stuck" {
+				return ports.Permanent(errors.New("policy engine 100% busy"))
+			}
+			return nil
+		},
+	})
+	adopted := func(p *corev1.Pod) {
+		t.Helper()
+		require.Eventually(t, func() bool { e, ok := n.entry(p.UID); return ok && e.SandboxID != "" }, 10*time.Second,
+			5*time.Millisecond, "pod %s's sandbox never recorded", p.Name)
+	}
+	key := func(p *corev1.Pod) types.NamespacedName { return types.NamespacedName{Namespace: n.ns, Name: p.Name} }
+
+	gone, stuck := n.createPod("gone", n.name, nil), n.createPod("stuck", n.name, nil)
+	sandboxed, finished := n.createPod("sandboxed", n.name, nil), n.createPod("finished", n.name, nil)
+	moved := n.createPod("moved", "node-elsewhere", nil)
+	replaced := n.createPod("replaced", n.name, nil)
+	for _, p := range []*corev1.Pod{gone, stuck, sandboxed, finished, replaced} {
+		adopted(p)
+	}
+	// PodGone, and PodGone abandoned.
+	n.deletePod(gone)
+	n.deletePod(stuck)
+	// SandboxChanged: the runtime reports a new sandbox, the pod's next event triggers the check.
+	sandboxes.Store("sandboxed", "sb-sandboxed-2")
+	sandboxed.Annotations = map[string]string{"touched": "yes"}
+	require.NoError(t, suite.client.Update(ctx, sandboxed))
+	// PodTerminated.
+	finished.Status.Phase = corev1.PodSucceeded
+	require.NoError(t, suite.client.Status().Update(ctx, finished))
+	// NodeChanged: a PU tracked for the pod of that name, which is bound elsewhere.
+	require.NoError(t, n.engine.Track(ports.PU{PUID: string(moved.UID), Pod: key(moved)}))
+	n.engine.TriggerPod(key(moved))
+	// UIDChanged: a PU of an earlier pod of that name.
+	const oldUID = "0ld00000-0000-4000-8000-000000000000"
+	require.NoError(t, n.engine.Track(ports.PU{PUID: oldUID, Pod: key(replaced), SandboxID: "sb-old"}))
+	n.engine.TriggerPod(key(replaced))
+
+	pod := func(p *corev1.Pod, uid types.UID) corev1.ObjectReference {
+		return corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: n.ns, Name: p.Name, UID: uid}
+	}
+	node := corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.name, UID: types.UID(n.name)}
+	want := []eventSeen{
+		{Regarding: node, Related: ptr(pod(gone, gone.UID)), Type: "Normal", Reason: k8s.EventReasonDestroyed,
+			Note: fmt.Sprintf("PodGone: destroyed PU %s of pod %s/gone (sandbox sb-gone)", gone.UID, n.ns)},
+		{Regarding: node, Related: ptr(pod(stuck, stuck.UID)), Type: "Warning", Reason: k8s.EventReasonAbandoned,
+			Note: fmt.Sprintf("PodGone: gave up destroying PU %s of pod %s/stuck (sandbox sb-stuck) after 1 call; "+
+				"the policy engine may still hold it: permanent: policy engine 100%% busy", stuck.UID, n.ns)},
+		{Regarding: pod(sandboxed, sandboxed.UID), Type: "Normal", Reason: k8s.EventReasonDestroyed,
+			Note: fmt.Sprintf("SandboxChanged: destroyed PU %s of pod %s/sandboxed (sandbox sb-sandboxed)", sandboxed.UID, n.ns)},
+		{Regarding: pod(finished, finished.UID), Type: "Normal", Reason: k8s.EventReasonDestroyed,
+			Note: fmt.Sprintf("PodTerminated: destroyed PU %s of pod %s/finished (sandbox sb-finished)", finished.UID, n.ns)},
+		{Regarding: pod(moved, moved.UID), Type: "Normal", Reason: k8s.EventReasonDestroyed,
+			Note: fmt.Sprintf("NodeChanged: destroyed PU %s of pod %s/moved (no sandbox recorded)", moved.UID, n.ns)},
+		{Regarding: pod(replaced, oldUID), Type: "Normal", Reason: k8s.EventReasonDestroyed,
+			Note: fmt.Sprintf("UIDChanged: destroyed PU %s of pod %s/replaced (sandbox sb-old)", oldUID, n.ns)},
+	}
+	var got []eventSeen
+	require.Eventually(t, func() bool {
+		got = n.eventsSeen()
+		return len(got) >= len(want)
+	}, 30*time.Second, 50*time.Millisecond, "Events never written: %v", got)
+	assert.ElementsMatch(t, want, got)
+}
+
+// eventSeen is what a test checks of an events.k8s.io Event podsweeper wrote.
+type eventSeen struct {
+	Regarding corev1.ObjectReference
+	Related   *corev1.ObjectReference
+	Type      string
+	Reason    string
+	Note      string
+}
+
+// eventsSeen lists the Events podsweeper wrote about n's pods (in its
+// namespace) and its Node (in "default"), and checks what every one of
+// them has in common.
+func (n *node) eventsSeen() []eventSeen {
+	n.t.Helper()
+	var out []eventSeen
+	for _, ns := range []string{n.ns, metav1.NamespaceDefault} {
+		var list eventsv1.EventList
+		require.NoError(n.t, suite.client.List(n.t.Context(), &list, client.InNamespace(ns)))
+		for _, e := range list.Items {
+			if e.ReportingController != "podsweeper" || (ns == metav1.NamespaceDefault && e.Regarding.Name != n.name) {
+				continue
+			}
+			assert.Equal(n.t, k8s.EventActionDestroy, e.Action)
+			assert.Nil(n.t, e.Series, "Event %s is a series", e.Name)
+			out = append(out, eventSeen{Regarding: e.Regarding, Related: e.Related, Type: e.Type, Reason: e.Reason, Note: e.Note})
+		}
+	}
+	return out
+}
+
+// grant lets user do what rules say, cluster-wide, until t ends.
+func grant(t *testing.T, user string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	require.NoError(t, suite.client.Create(t.Context(), role))
+	require.NoError(t, suite.client.Create(t.Context(), binding))
+	t.Cleanup(func() {
+		assert.NoError(t, suite.client.Delete(context.Background(), binding))
+		assert.NoError(t, suite.client.Delete(context.Background(), role))
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
