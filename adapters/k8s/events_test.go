@@ -346,3 +346,123 @@ func grant(t *testing.T, user string, rules []rbacv1.PolicyRule) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestEventsOfADrainCostOnePOSTPerDestroy deletes 200 pods of a node at
+// once and counts what the Events of their destroys cost the API server:
+// one Event, written by one POST, per destroy, and no PATCH (no Event
+// repeats another, so none becomes a series). It runs the manager's client
+// with the node agent's rate limit (--kube-api-qps 50, --kube-api-burst
+// 100) and with controller-runtime's default (none), and logs the numbers
+// BENCHMARKS.md gives.
+func TestEventsOfADrainCostOnePOSTPerDestroy(t *testing.T) {
+	const pods = 200
+	for _, tc := range []struct {
+		name      string
+		qps       float32
+		burst     int
+		limitedTo string
+	}{
+		{"node-agent-limit", 50, 100, "50/s, burst 100"},
+		{"no-client-limit", -1, 0, "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			needEnv(t)
+			count := &requestCounter{}
+			n := startNode(t, "drain", nodeOptions{
+				events:  true,
+				confirm: true, // as the node agent: each destroy is confirmed by a read of the API server
+				restConfig: func(c *rest.Config) {
+					c.QPS, c.Burst = tc.qps, tc.burst
+					c.Wrap(count.wrap)
+				},
+			})
+			for i := range pods {
+				n.createPod(fmt.Sprintf("p-%03d", i), n.name, nil)
+			}
+			require.Eventually(t, func() bool { return n.engine.Len() == pods }, 30*time.Second, 10*time.Millisecond,
+				"the pods were never all tracked")
+
+			before := count.snapshot()
+			start := time.Now()
+			require.NoError(t, suite.client.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(n.ns),
+				client.GracePeriodSeconds(0)))
+			require.Eventually(t, func() bool { return len(n.policy.events()) == pods }, 60*time.Second, 10*time.Millisecond,
+				"the PUs were never all destroyed")
+			destroyed := time.Since(start)
+			var seen []eventSeen
+			require.Eventually(t, func() bool { seen = n.eventsSeen(); return len(seen) >= pods }, 60*time.Second,
+				50*time.Millisecond, "the Events were never all written")
+			written := time.Since(start)
+			got := count.snapshot().minus(before)
+
+			assert.Len(t, seen, pods, "one Event per destroy")
+			assert.Equal(t, pods, got.eventPOSTs, "one POST per Event")
+			assert.Zero(t, got.eventOthers, "no PATCH or other write of an Event")
+			t.Logf("client limit %s: %d destroys in %v, their %d Events written within %v: %.2f Events and %.2f events.k8s.io "+
+				"requests per destroy (%d POST, %d other), at most %d in flight at once; the manager's other requests meanwhile: %d",
+				tc.limitedTo, pods, destroyed.Round(time.Millisecond), len(seen), written.Round(time.Millisecond),
+				float64(len(seen))/pods, float64(got.eventPOSTs+got.eventOthers)/pods, got.eventPOSTs, got.eventOthers,
+				got.maxInFlight, got.others)
+		})
+	}
+}
+
+// requestCounter counts the requests of a rest.Config's client: those to
+// events.k8s.io by method, and the others.
+type requestCounter struct {
+	mu       sync.Mutex
+	counts   requestCounts
+	inFlight int
+}
+
+type requestCounts struct {
+	eventPOSTs, eventOthers, others int
+	maxInFlight                     int // events.k8s.io requests at once, since the counter started
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		isEvent := strings.HasPrefix(req.URL.Path, "/apis/events.k8s.io/")
+		c.mu.Lock()
+		switch {
+		case isEvent && req.Method == http.MethodPost:
+			c.counts.eventPOSTs++
+		case isEvent:
+			c.counts.eventOthers++
+		default:
+			c.counts.others++
+		}
+		if isEvent {
+			c.inFlight++
+			c.counts.maxInFlight = max(c.counts.maxInFlight, c.inFlight)
+		}
+		c.mu.Unlock()
+		resp, err := rt.RoundTrip(req)
+		if isEvent {
+			c.mu.Lock()
+			c.inFlight--
+			c.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+func (c *requestCounter) snapshot() requestCounts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts
+}
+
+// minus returns the requests made since before was taken.
+func (r requestCounts) minus(before requestCounts) requestCounts {
+	return requestCounts{
+		eventPOSTs:  r.eventPOSTs - before.eventPOSTs,
+		eventOthers: r.eventOthers - before.eventOthers,
+		others:      r.others - before.others,
+		maxInFlight: r.maxInFlight,
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
