@@ -69,7 +69,9 @@ func TestDaemonSetCarriesTheAgent(t *testing.T) {
 }
 
 // TestClusterRoleIsLeastPrivilege pins the agent's RBAC to what it uses:
-// reading pods, and reviewing the tokens of its metrics clients.
+// reading pods, writing Events (create, and patch for a series; never
+// reading, updating or deleting one), and reviewing the tokens of its
+// metrics clients.
 func TestClusterRoleIsLeastPrivilege(t *testing.T) {
 	var role rbacv1.ClusterRole
 	testkube.ReadManifest(t, "deploy", "clusterrole.yaml", &role)
@@ -84,8 +86,9 @@ func TestClusterRoleIsLeastPrivilege(t *testing.T) {
 		assert.Empty(t, r.NonResourceURLs)
 	}
 	assert.Equal(t, map[string][]string{
-		"/pods":                              {"get", "list", "watch"},
-		"authentication.k8s.io/tokenreviews": {"create"},
+		"/pods":                                     {"get", "list", "watch"},
+		"events.k8s.io/events":                      {"create", "patch"},
+		"authentication.k8s.io/tokenreviews":        {"create"},
 		"authorization.k8s.io/subjectaccessreviews": {"create"},
 	}, got)
 }
