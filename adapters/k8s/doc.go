@@ -10,7 +10,9 @@
 // NewPodGetter(mgr.GetAPIReader()) as its Confirmer (so that a cache that
 // lags or filters pods never destroys a live pod's PU: the cache answers
 // every check, the API server only the few that would destroy) and
-// NewMetrics, and calls SetupWithManager; see its example.
+// NewMetrics, and calls SetupWithManager; see its example. NewEvents adds
+// a Kubernetes Event for each destroy, on the pod or its Node, for kubectl
+// describe and kubectl get events.
 //
 // Where podsweeper is the only reader of pods in its manager's cache, that
 // cache can keep slim pods (SlimPodCacheOptions, with NodeCacheOptions or

@@ -20,9 +20,9 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// ErrInvalidSetup is returned by SetupWithManager, SetupClusterWithManager
-// and NodeCacheOptions for a missing or contradictory argument. Match it
-// with errors.Is.
+// ErrInvalidSetup is returned by SetupWithManager, SetupClusterWithManager,
+// NodeCacheOptions and NewEvents for a missing or contradictory argument.
+// Match it with errors.Is.
 var ErrInvalidSetup = errors.New("k8s: invalid setup")
 
 // nodeNameField is the pod field the API server can select on.
