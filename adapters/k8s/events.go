@@ -67,18 +67,26 @@ type EventsOptions struct {
 //
 // Observe never blocks the engine: client-go's events.k8s.io recorder
 // (the one mgr.GetEventRecorder returns) hands each Event to its
-// broadcaster and returns, and writes it to the API server on a goroutine
-// of its own, retrying one that fails for about two minutes before it
-// drops it. An Event whose regarding object, related object, reason, type
-// and action repeat within six minutes is not written again: the
-// broadcaster makes a series of it (a PATCH of its count). The Events
-// recorded here hardly ever repeat (each PU is destroyed or abandoned once,
-// and its pod is the Event's regarding or related object), so a drain
-// costs one Event, one POST, per destroy; what paces those writes is the
-// recorder's client: the rate limit of the manager's rest.Config (QPS and
-// Burst; controller-runtime's GetConfig turns it off, the node agent sets
-// the kubelet's 50 and 100), and the API server's priority and fairness.
-// BENCHMARKS.md has a drain's numbers.
+// broadcaster and returns, and the broadcaster writes it to the API server
+// on a goroutine of its own, trying a write that does not reach the server
+// up to 12 times, 10 s apart, before it drops the Event (one the server
+// rejects is dropped at once).
+//
+// Bursts: the broadcaster keeps each Event it wrote for six minutes, and a
+// second one that repeats it (the same regarding and related objects,
+// reason, type and action) within them is written as a PATCH that makes a
+// series of the first; later ones only add to the series' count, written
+// six to twelve minutes after the last of them. That is the aggregation of
+// the events.k8s.io API, in place of the spam filter and the correlator of
+// client-go's core/v1 recorder. The Events recorded here hardly ever repeat (each PU is
+// destroyed or abandoned once, and its pod is the Event's regarding or
+// related object, so that no Event's note hides another's), so a drain
+// costs one Event, one POST, per destroy. What paces those POSTs is the
+// engine: an Event is recorded when a destroy returns, and at most Workers
+// destroys run at once; beyond that, the rate limit of the manager's
+// rest.Config (QPS and Burst: the node agent's are the kubelet's 50 and
+// 100; controller-runtime's GetConfig sets none) and the API server's
+// priority and fairness. BENCHMARKS.md has a drain's numbers.
 //
 // The recorder's identity needs, in the API group events.k8s.io, create on
 // events (and patch, for the series), in the pods' namespaces and in
