@@ -78,10 +78,13 @@ type EventsOptions struct {
 // series of the first; later ones only add to the series' count, written
 // six to twelve minutes after the last of them. That is the aggregation of
 // the events.k8s.io API, in place of the spam filter and the correlator of
-// client-go's core/v1 recorder. The Events recorded here hardly ever repeat (each PU is
-// destroyed or abandoned once, and its pod is the Event's regarding or
-// related object, so that no Event's note hides another's), so a drain
-// costs one Event, one POST, per destroy. What paces those POSTs is the
+// client-go's core/v1 recorder. The Events recorded here seldom repeat:
+// each names its PU's pod as its regarding or related object, so that no
+// Event's note hides another's, and a PU is destroyed once. The exception
+// is a pod whose sandbox is replaced again and again: its next sandbox's
+// PU has the same PUID, so its SandboxChanged Events within six minutes
+// make one series, with the first one's note. A drain thus costs one
+// Event, one POST, per destroy. What paces those POSTs is the
 // engine: an Event is recorded when a destroy returns, and at most Workers
 // destroys run at once; beyond that, the rate limit of the manager's
 // rest.Config (QPS and Burst: the node agent's are the kubelet's 50 and
