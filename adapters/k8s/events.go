@@ -70,7 +70,8 @@ type EventsOptions struct {
 // broadcaster and returns, and the broadcaster writes it to the API server
 // on a goroutine of its own, trying a write that does not reach the server
 // up to 12 times, 10 s apart, before it drops the Event (one the server
-// rejects is dropped at once).
+// rejects is dropped at once). While the API server does not answer, each
+// Event waits on a goroutine of its own: as many as the destroys meanwhile.
 //
 // Bursts: the broadcaster keeps each Event it wrote for six minutes, and a
 // second one that repeats it (the same regarding and related objects,
