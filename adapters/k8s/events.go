@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -137,9 +138,7 @@ func (e *Events) Observe(ev deletion.Event) {
 	default:
 		return
 	}
-	if len(note) > noteLimit {
-		note = note[:noteLimit-3] + "..."
-	}
+	note = shorten(note, noteLimit)
 	regarding, related := e.objects(ev)
 	// The note goes as an argument: an error's text may hold a '%'.
 	if related == nil {
@@ -174,6 +173,20 @@ func sandbox(pu ports.PU) string {
 		return "no sandbox recorded"
 	}
 	return "sandbox " + pu.SandboxID
+}
+
+// shorten cuts s to at most limit bytes, ending in "...", at the start of
+// a character: a character cut in two would be sent as the 3 bytes of
+// U+FFFD, and the API server rejects a note over its limit.
+func shorten(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // calls says how many DestroyPU calls were made, for a note.

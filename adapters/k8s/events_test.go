@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,7 +104,8 @@ func TestEventsRegardThePodOrTheNodeByReason(t *testing.T) {
 
 // TestEventsWarnOfAnAbandonedPU protects the Warning of a PU the engine
 // gave up on, with its calls and error (a '%' in it is not a verb), and
-// the note's length within what the API server accepts.
+// the note's length within what the API server accepts, cut between
+// characters.
 func TestEventsWarnOfAnAbandonedPU(t *testing.T) {
 	rec := &fakeRecorder{}
 	ev, err := k8s.NewEvents(rec, k8s.EventsOptions{NodeName: "node-a"})
@@ -113,8 +115,10 @@ func TestEventsWarnOfAnAbandonedPU(t *testing.T) {
 		Err: ports.Permanent(errors.New("policy engine 100% busy"))})
 	ev.Observe(deletion.Event{Kind: deletion.EventAbandoned, PU: pu, Reason: ports.ReasonPodGone, DestroyCalls: 1,
 		Err: errors.New(strings.Repeat("x", 2000))})
+	ev.Observe(deletion.Event{Kind: deletion.EventAbandoned, PU: pu, Reason: ports.ReasonPodGone, DestroyCalls: 1,
+		Err: errors.New(strings.Repeat("é", 1000))})
 	got := rec.calls()
-	require.Len(t, got, 2)
+	require.Len(t, got, 3)
 	assert.Equal(t, recorded{
 		regarding: podRef("shop", "web-0", "uid-1"),
 		typ:       corev1.EventTypeWarning, reason: k8s.EventReasonAbandoned, action: k8s.EventActionDestroy,
@@ -124,6 +128,8 @@ func TestEventsWarnOfAnAbandonedPU(t *testing.T) {
 	assert.Equal(t, nodeRef("node-a"), got[1].regarding)
 	assert.Len(t, got[1].note, 1024, "cut to the API server's limit")
 	assert.True(t, strings.HasSuffix(got[1].note, "..."))
+	assert.LessOrEqual(t, len(got[2].note), 1024)
+	assert.True(t, utf8.ValidString(got[2].note), "no character cut in two")
 }
 
 // TestEventsIgnoreWhatIsNotADestroy keeps the Events to destroys and
