@@ -133,13 +133,14 @@ func TestEventsWarnOfAnAbandonedPU(t *testing.T) {
 }
 
 // TestEventsIgnoreWhatIsNotADestroy keeps the Events to destroys and
-// abandoned PUs: a check, a track or a failed attempt records nothing.
+// abandoned PUs: a check, a track, a failed attempt or a dry run's "would
+// destroy" records nothing.
 func TestEventsIgnoreWhatIsNotADestroy(t *testing.T) {
 	rec := &fakeRecorder{}
 	ev, err := k8s.NewEvents(rec, k8s.EventsOptions{NodeName: "node-a"})
 	require.NoError(t, err)
 	for _, kind := range []deletion.EventKind{deletion.EventTracked, deletion.EventChecked, deletion.EventGetFailed,
-		deletion.EventDestroyFailed, deletion.EventVetoed, deletion.EventAdopted, deletion.EventUntracked, deletion.EventRestored} {
+		deletion.EventDestroyFailed, deletion.EventVetoed, deletion.EventAdopted, deletion.EventUntracked, deletion.EventRestored, deletion.EventWouldDestroy} {
 		ev.Observe(deletion.Event{Kind: kind, Reason: ports.ReasonPodGone})
 	}
 	assert.Empty(t, rec.calls())
