@@ -117,8 +117,9 @@ func NewEvents(rec events.EventRecorder, opts EventsOptions) (*Events, error) {
 }
 
 // Observe records a Kubernetes Event for an EventDestroyed or an
-// EventAbandoned, and ignores every other kind. It never blocks. A nil
-// *Events records nothing.
+// EventAbandoned, and ignores every other kind: a dry run
+// (deletion.Options.DryRun), which destroys nothing, records none. It never
+// blocks. A nil *Events records nothing.
 func (e *Events) Observe(ev deletion.Event) {
 	if e == nil {
 		return
