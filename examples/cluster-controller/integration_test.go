@@ -275,6 +275,8 @@ func startChild(t *testing.T, kubeconfig []byte, dir string) *child {
 	c := &child{probeAddr: testkube.FreeAddr(t), logs: &testkube.SyncBuffer{}, done: make(chan error, 1)}
 	args := []string{"--kubeconfig=" + controllerKubeconfig(t, kubeconfig), "--pu-dir=" + dir,
 		"--leader-election-namespace=" + leaseNS, "--health-probe-bind-address=" + c.probeAddr,
+		// Off: two children cannot both listen on the default 127.0.0.1:8082.
+		"--pprof-bind-address=0",
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=200ms",
 		"--sweep-interval=1s"}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^TestControllerHelper$", "-test.count=1")
