@@ -256,7 +256,7 @@ func TestControllerHelper(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Stderr))
+	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Stderr, deps{}))
 }
 
 // child is the controller's command line running in a process of its own.

@@ -228,7 +228,10 @@ func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Engi
 	return mgr, engine, nil
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+// run runs the controller's command line until ctx is done or the Lease is
+// lost. d.log is replaced by the logger the command line asks for; main
+// gives no other deps, a test may wrap the PolicyHandler.
+func run(ctx context.Context, args []string, stderr io.Writer, d deps) error {
 	cfg, err := parseFlags(args, os.Getenv, stderr)
 	if err != nil {
 		return err
@@ -239,7 +242,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mgr, _, err := setup(rc, cfg, deps{log: log})
+	d.log = log
+	mgr, _, err := setup(rc, cfg, d)
 	if err != nil {
 		return err
 	}
@@ -251,7 +255,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 func main() {
-	if err := run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr, deps{}); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
