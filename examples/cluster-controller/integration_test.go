@@ -272,6 +272,13 @@ type child struct {
 // is killed when the test ends, if it still runs.
 func startChild(t *testing.T, kubeconfig []byte, dir string) *child {
 	t.Helper()
+	return startChildWith(t, kubeconfig, dir, nil)
+}
+
+// startChildWith is startChild with env added to the child's environment
+// and extra appended to its command line (a flag given again there wins).
+func startChildWith(t *testing.T, kubeconfig []byte, dir string, env []string, extra ...string) *child {
+	t.Helper()
 	c := &child{probeAddr: testkube.FreeAddr(t), logs: &testkube.SyncBuffer{}, done: make(chan error, 1)}
 	args := []string{"--kubeconfig=" + controllerKubeconfig(t, kubeconfig), "--pu-dir=" + dir,
 		"--leader-election-namespace=" + leaseNS, "--health-probe-bind-address=" + c.probeAddr,
@@ -279,9 +286,11 @@ func startChild(t *testing.T, kubeconfig []byte, dir string) *child {
 		"--pprof-bind-address=0",
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=200ms",
 		"--sweep-interval=1s"}
+	args = append(args, extra...)
 	c.cmd = exec.Command(os.Args[0], "-test.run=^TestControllerHelper$", "-test.count=1")
-	c.cmd.Env = append(os.Environ(), controllerArgsEnv+"="+strings.Join(args, "\n"))
-	c.cmd.Stderr = c.logs
+	c.cmd.Env = append(append(os.Environ(), env...), controllerArgsEnv+"="+strings.Join(args, "\n"))
+	// Its logs, and on stdout the test's verdict: run's error.
+	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 	require.NoError(t, c.cmd.Start())
 	go func() { c.done <- c.cmd.Wait() }()
 	t.Cleanup(func() {
