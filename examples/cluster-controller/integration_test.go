@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,9 +24,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -68,6 +76,9 @@ func TestControllerAgainstAPIServer(t *testing.T) {
 	t.Run("two replicas: the leader destroys, the other takes over", func(t *testing.T) { testReplicas(t, admin, asController) })
 	t.Run("the binary registers and destroys PUs", func(t *testing.T) { testBinary(t, admin, kubeconfig) })
 	t.Run("a killed leader's Lease expires and the other takes over", func(t *testing.T) { testKilledLeader(t, admin, kubeconfig) })
+	t.Run("a leader cut off from the API server stops destroying before its Lease can be taken", func(t *testing.T) {
+		testCutOffLeader(t, admin, cfg, kubeconfig)
+	})
 }
 
 func testLeastRBAC(t *testing.T, asController *rest.Config) {
@@ -245,6 +256,17 @@ func testReplicas(t *testing.T, admin client.Client, asController *rest.Config) 
 // controller with these arguments, one a line.
 const controllerArgsEnv = "PODSWEEPER_CLUSTER_CONTROLLER_ARGS"
 
+// The environment of TestControllerHelper for a test that counts the
+// destroys: with journalEnv set, every DestroyPU call of the child is
+// appended to that file, which every replica shares, under the name in
+// replicaEnv, and takes latencyEnv (a duration) before it removes the PU's
+// file, as a call to a real external system takes time.
+const (
+	journalEnv = "PODSWEEPER_CLUSTER_CONTROLLER_DESTROY_JOURNAL"
+	replicaEnv = "PODSWEEPER_CLUSTER_CONTROLLER_REPLICA"
+	latencyEnv = "PODSWEEPER_CLUSTER_CONTROLLER_DESTROY_LATENCY"
+)
+
 // TestControllerHelper is the controller the binary tests run in a process
 // of its own (run registers the metrics on controller-runtime's global
 // registry, once a process): with controllerArgsEnv set, it runs the
@@ -254,9 +276,48 @@ func TestControllerHelper(t *testing.T) {
 	if args == "" {
 		t.Skip("run by the binary tests as the controller they start and stop")
 	}
+	var d deps
+	if path := os.Getenv(journalEnv); path != "" {
+		latency, err := time.ParseDuration(os.Getenv(latencyEnv))
+		require.NoError(t, err, latencyEnv)
+		d.wrapPolicy = journaled(t, path, os.Getenv(replicaEnv), latency)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Stderr, deps{}))
+	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Stderr, d))
+}
+
+// journaled wraps a replica's PolicyHandler: each DestroyPU call appends a
+// "start <replica> <PUID> <unix ns>" line to the journal at path, takes
+// latency, calls next, then appends "end <replica> <PUID> <unix ns> <ok|failed>".
+// The journal is opened for appending only and each line is one write, so
+// that replicas in processes of their own can share it.
+func journaled(t *testing.T, path, replica string, latency time.Duration) func(ports.PolicyHandler) ports.PolicyHandler {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	var mu sync.Mutex
+	write := func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := f.WriteString(line)
+		assert.NoError(t, err)
+	}
+	return func(next ports.PolicyHandler) ports.PolicyHandler {
+		return ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
+			write(fmt.Sprintf("start %s %s %d\n", replica, ev.PUID, time.Now().UnixNano()))
+			// Not cut short by ctx: a call under way when the Lease is
+			// lost may still complete (no fence), the case to test.
+			time.Sleep(latency)
+			err := next.DestroyPU(ctx, ev)
+			result := "ok"
+			if err != nil {
+				result = "failed"
+			}
+			write(fmt.Sprintf("end %s %s %d %s\n", replica, ev.PUID, time.Now().UnixNano(), result))
+			return err
+		})
+	}
 }
 
 // child is the controller's command line running in a process of its own.
@@ -397,4 +458,495 @@ func testKilledLeader(t *testing.T, admin client.Client, kubeconfig []byte) {
 // ServiceAccount and returns its path.
 func controllerKubeconfig(t *testing.T, kubeconfig []byte) string {
 	return testkube.ImpersonatingKubeconfig(t, kubeconfig, controllerUser)
+}
+
+// Lease times of testCutOffLeader: whole seconds for the duration, which
+// the Lease records in seconds.
+const (
+	cutLeaseDuration = 5 * time.Second
+	cutRenewDeadline = 2 * time.Second
+	cutRetryPeriod   = 250 * time.Millisecond
+	// cutDestroyLatency is how long each DestroyPU takes: those the leader
+	// has begun when it is cut off are still under way.
+	cutDestroyLatency = time.Second
+)
+
+// testCutOffLeader runs two controllers in processes of their own, the
+// leader reaching the API server through a proxy, the standby directly,
+// and cuts the leader off (the proxy drops its connections and refuses new
+// ones) while pods are deleted. The leader, which can no longer renew its
+// Lease, stops leading once --leader-election-renew-deadline has passed
+// since its last renewal and exits; the standby takes the Lease once
+// --leader-election-lease-duration has passed and destroys the PUs the
+// leader left. The journal the replicas share counts every DestroyPU call:
+// the leader's calls under way at the cut end before its renew deadline,
+// and each PU of a deleted pod is destroyed once, by one replica.
+//
+// The leader's destroys are confirmed by a read of the API server, which
+// fails once it is cut off: it cannot begin a destroy after the cut. What
+// the Lease must guarantee is the rest, which the timeline checks: the
+// destroys begun before the cut end before the standby may take over, the
+// leader exits before it does, and the standby does not destroy them again.
+//
+// A run (go test -race -short, 2 busy cores; 5 s lease, 2 s renew
+// deadline, 250 ms retry period, DestroyPU 1 s), times from the cut:
+//
+//	-0.145 s  the leader's last renewal of its Lease
+//	+0.000 s  the leader cut off, 2 of its DestroyPU calls under way
+//	+0.999 s  the last of the leader's 2 destroys ends
+//	+2.105 s  its renew deadline passes, at the earliest (last renewal + retry period + renew deadline)
+//	+2.114 s  the leader gives up the Lease (its log: Failed to renew lease)
+//	+2.162 s  the leader has exited
+//	+4.855 s  its Lease expires (last renewal + lease duration)
+//	+5.107 s  the standby takes the Lease
+//	+5.701 s  the standby begins destroying (the Inventory listed, each pod's absence confirmed)
+//	+9.793 s  the last of the standby's 7 destroys ends (two at a time)
+func testCutOffLeader(t *testing.T, admin client.Client, cfg *rest.Config, kubeconfig []byte) {
+	ctx := context.Background()
+	const leaseID = "podsweeper-cut-off"
+	dir := t.TempDir()
+	journal := filepath.Join(t.TempDir(), "destroys")
+	var pods []*corev1.Pod
+	for i := range 12 {
+		p := testPod(fmt.Sprintf("cut-%02d", i), "node-a")
+		require.NoError(t, admin.Create(ctx, p))
+		pods = append(pods, p)
+	}
+	// Deleted before the cut (the leader is destroying their PUs when it is
+	// cut off), deleted after it (only the standby sees them), left alive.
+	before, after, alive := pods[:6], pods[6:9], pods[9:]
+
+	lease := watchLease(t, cfg, leaseNS, leaseID)
+	proxied, proxy := proxiedKubeconfig(t, kubeconfig)
+	args := []string{"--leader-election-id=" + leaseID,
+		"--leader-election-lease-duration=" + cutLeaseDuration.String(),
+		"--leader-election-renew-deadline=" + cutRenewDeadline.String(),
+		"--leader-election-retry-period=" + cutRetryPeriod.String(),
+		// Two checks at a time: of the pods deleted before the cut, the
+		// leader is destroying two PUs when it is cut off (the test cuts
+		// it off then); the others wait for a worker, then fail to confirm.
+		"--workers=2",
+		// Log times to the nanosecond, for the timeline.
+		"--zap-time-encoding=rfc3339nano"}
+	env := func(replica string) []string {
+		return []string{journalEnv + "=" + journal, replicaEnv + "=" + replica, latencyEnv + "=" + cutDestroyLatency.String()}
+	}
+	leader := startChildWith(t, proxied, dir, env("leader"), args...)
+	require.Eventually(t, leader.leads, 30*time.Second, 20*time.Millisecond, "the proxied replica takes the Lease; logs:\n%s", leader.logs)
+	standby := startChildWith(t, kubeconfig, dir, env("standby"), args...)
+	require.Eventually(t, func() bool { return strings.Contains(standby.logs.String(), "Attempting to acquire leader lease") }, 30*time.Second,
+		20*time.Millisecond, "the standby follows the Lease; logs:\n%s", standby.logs)
+	for _, p := range pods {
+		require.Eventually(t, func() bool { return registered(dir, string(p.UID)) }, 30*time.Second, 20*time.Millisecond)
+	}
+	leaderID := lease.holder()
+	require.NotEmpty(t, leaderID)
+
+	// Cut the leader off as soon as it has begun destroying.
+	deleted := make(chan error, 1)
+	go func() {
+		for _, p := range before {
+			if err := admin.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+				deleted <- err
+				return
+			}
+		}
+		deleted <- nil
+	}()
+	require.Eventually(t, func() bool { return len(callsOf(readJournal(t, journal), "leader")) >= 2 }, 30*time.Second, 5*time.Millisecond,
+		"the leader begins destroying, on both workers; logs:\n%s", leader.logs)
+	proxy.Close()
+	cut := time.Now()
+	require.NoError(t, <-deleted)
+	for _, p := range after {
+		require.NoError(t, admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
+	}
+
+	// The leader exits on its own.
+	var exited time.Time
+	select {
+	case err := <-leader.done:
+		exited = time.Now()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "logs:\n%s", leader.logs)
+		leader.done <- err // for the cleanup
+	case <-time.After(cutLeaseDuration + 20*time.Second):
+		require.Fail(t, "the cut-off leader did not exit", "logs:\n%s", leader.logs)
+	}
+	assert.Contains(t, leader.logs.String(), "Failed to renew lease")
+	assert.Contains(t, leader.logs.String(), "leader election lost", "run returned on the lost Lease")
+	require.Eventually(t, func() bool { _, ok := lease.takenFrom(leaderID); return ok }, 30*time.Second, 20*time.Millisecond,
+		"the standby takes the Lease; logs:\n%s", standby.logs)
+	gone := append(append([]*corev1.Pod(nil), before...), after...)
+	require.Eventually(t, func() bool {
+		calls := readJournal(t, journal)
+		for _, p := range gone {
+			if registered(dir, string(p.UID)) || !ended(calls, string(p.UID)) {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 20*time.Millisecond, "the standby destroys the PUs the leader left; logs:\n%s", standby.logs)
+
+	gaveUp := logTime(t, leader.logs.String(), "Failed to renew lease")
+	renewed := lease.lastRenewal(leaderID)
+	taken, _ := lease.takenFrom(leaderID)
+	// The leader's renew deadline passes a retry period and a renew
+	// deadline after the end of its last renewal, which began at renewed:
+	// this is the earliest it can pass.
+	renewDeadline := renewed.Add(cutRetryPeriod + cutRenewDeadline)
+	calls := readJournal(t, journal)
+	leaderCalls, standbyCalls := callsOf(calls, "leader"), callsOf(calls, "standby")
+	require.NotEmpty(t, leaderCalls)
+	require.NotEmpty(t, standbyCalls, "the standby destroys the rest")
+	var inFlight int
+	var leaderLast time.Time
+	for _, c := range leaderCalls {
+		require.True(t, c.ok, "the leader's DestroyPU of %s ended, without an error", c.puid)
+		assert.True(t, c.start.Before(renewDeadline) && c.end.Before(renewDeadline),
+			"the leader's DestroyPU of %s (%v to %v from the cut) ran before its renew deadline passed (%v)",
+			c.puid, c.start.Sub(cut), c.end.Sub(cut), renewDeadline.Sub(cut))
+		if c.start.Before(cut) && c.end.After(cut) {
+			inFlight++
+		}
+		if c.end.After(leaderLast) {
+			leaderLast = c.end
+		}
+	}
+	assert.Positive(t, inFlight, "some of the leader's destroys were under way when it was cut off")
+	assert.True(t, gaveUp.Before(taken), "the leader gave up the Lease (%v) before the standby took it (%v)", gaveUp.Sub(cut), taken.Sub(cut))
+	assert.True(t, exited.Before(taken), "the leader exited (%v) before the standby took the Lease (%v)", exited.Sub(cut), taken.Sub(cut))
+	assert.False(t, taken.Before(renewed.Add(cutLeaseDuration)), "the standby waited out the Lease: renewed %v, taken %v",
+		renewed.Sub(cut), taken.Sub(cut))
+	standbyFirst := standbyCalls[0].start
+	for _, c := range standbyCalls {
+		assert.True(t, c.start.After(taken), "the standby destroys once it leads")
+		if c.start.Before(standbyFirst) {
+			standbyFirst = c.start
+		}
+	}
+	destroys := map[string]int{}
+	for _, c := range calls {
+		destroys[c.puid]++
+	}
+	for _, p := range gone {
+		assert.Equal(t, 1, destroys[string(p.UID)], "the PU of %s destroyed once, by one replica", p.Name)
+	}
+	for _, p := range alive {
+		assert.Zero(t, destroys[string(p.UID)], "a live pod's PU is not destroyed")
+		assert.True(t, registered(dir, string(p.UID)), "a live pod keeps its PU")
+	}
+	var last time.Time
+	for _, c := range calls {
+		if c.end.After(last) {
+			last = c.end
+		}
+	}
+	ms := func(at time.Time) string { return fmt.Sprintf("%+8.3f s", at.Sub(cut).Seconds()) }
+	t.Logf("timeline, from the cut:\n"+
+		"%s  the leader's last renewal of its Lease\n"+
+		"%s  the leader cut off, %d of its DestroyPU calls under way\n"+
+		"%s  the last of the leader's %d destroys ends\n"+
+		"%s  its renew deadline passes, at the earliest (last renewal + retry period + renew deadline)\n"+
+		"%s  the leader gives up the Lease (its log: Failed to renew lease)\n"+
+		"%s  the leader has exited\n"+
+		"%s  its Lease expires (last renewal + lease duration)\n"+
+		"%s  the standby takes the Lease\n"+
+		"%s  the standby begins destroying\n"+
+		"%s  the last of the standby's %d destroys ends",
+		ms(renewed), ms(cut), inFlight, ms(leaderLast), len(leaderCalls), ms(renewDeadline), ms(gaveUp), ms(exited),
+		ms(renewed.Add(cutLeaseDuration)), ms(taken), ms(standbyFirst), ms(last), len(standbyCalls))
+	standby.terminate(t)
+	for _, p := range alive {
+		require.NoError(t, admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
+	}
+}
+
+// logTime returns the time of the first line of the JSON logs whose message
+// is msg (logged with --zap-time-encoding=rfc3339nano).
+func logTime(t *testing.T, logs, msg string) time.Time {
+	t.Helper()
+	for _, line := range strings.Split(logs, "\n") {
+		var l struct {
+			TS  time.Time `json:"ts"`
+			Msg string    `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == msg {
+			return l.TS
+		}
+	}
+	require.Failf(t, "no such log line", "%q in:\n%s", msg, logs)
+	return time.Time{}
+}
+
+// tcpProxy forwards the connections it accepts on a loopback port to
+// target, both ways, until Close: a client that reaches the API server
+// through it is then cut off.
+type tcpProxy struct {
+	ln     net.Listener
+	target string
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[net.Conn]struct{}
+}
+
+func startProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &tcpProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			p.wg.Add(1)
+			go p.forward(c)
+		}
+	}()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// track adds c to the connections Close drops, or closes c if Close came
+// first.
+func (p *tcpProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_ = c.Close()
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *tcpProxy) forward(in net.Conn) {
+	defer p.wg.Done()
+	if !p.track(in) {
+		return
+	}
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, in)
+		p.mu.Unlock()
+		_ = in.Close()
+	}()
+	out, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil || !p.track(out) {
+		return
+	}
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, out)
+		p.mu.Unlock()
+		_ = out.Close()
+	}()
+	done := make(chan struct{}, 2)
+	copyTo := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		done <- struct{}{}
+	}
+	go copyTo(out, in)
+	go copyTo(in, out)
+	<-done // one way ended: end both
+	_ = in.Close()
+	_ = out.Close()
+	<-done
+}
+
+// Close stops listening, so that new connections are refused, drops every
+// connection and waits for the proxy's goroutines.
+func (p *tcpProxy) Close() {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		_ = p.ln.Close()
+		for c := range p.conns {
+			_ = c.Close()
+		}
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// proxiedKubeconfig returns kubeconfig with its API server reached through
+// a tcpProxy in front of it, and the proxy.
+func proxiedKubeconfig(t *testing.T, kubeconfig []byte) ([]byte, *tcpProxy) {
+	t.Helper()
+	kc, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	require.Len(t, kc.Clusters, 1)
+	var proxy *tcpProxy
+	for _, c := range kc.Clusters {
+		u, err := url.Parse(c.Server)
+		require.NoError(t, err)
+		proxy = startProxy(t, u.Host)
+		u.Host = proxy.ln.Addr().String() // 127.0.0.1, as in the API server's certificate
+		c.Server = u.String()
+	}
+	b, err := clientcmd.Write(*kc)
+	require.NoError(t, err)
+	return b, proxy
+}
+
+// destroyCall is one DestroyPU call of the journal journaled writes.
+type destroyCall struct {
+	replica, puid string
+	start, end    time.Time // end zero: under way, or cut short
+	ok            bool      // it ended without an error
+}
+
+// readJournal returns the calls of the journal at path, in the order they
+// began; a line being written is left for the next read. It reports a bad
+// journal with t.Errorf, so that it may run in a polled condition.
+func readJournal(t *testing.T, path string) []destroyCall {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if !assert.NoError(t, err) {
+		return nil
+	}
+	lines := strings.Split(string(b), "\n")
+	var calls []destroyCall
+	under := map[[2]string]int{} // the call under way, by replica and PUID
+	for _, line := range lines[:len(lines)-1] {
+		f := strings.Fields(line)
+		var ns int64
+		if len(f) >= 4 {
+			ns, err = strconv.ParseInt(f[3], 10, 64)
+		}
+		if len(f) < 4 || err != nil {
+			assert.Failf(t, "bad journal line", "%q", line)
+			continue
+		}
+		key := [2]string{f[1], f[2]}
+		i, open := under[key]
+		switch {
+		case f[0] == "start" && !open:
+			under[key] = len(calls)
+			calls = append(calls, destroyCall{replica: f[1], puid: f[2], start: time.Unix(0, ns)})
+		case f[0] == "end" && open:
+			calls[i].end, calls[i].ok = time.Unix(0, ns), len(f) == 5 && f[4] == "ok"
+			delete(under, key)
+		default:
+			assert.Failf(t, "journal line out of order", "%q", line)
+		}
+	}
+	return calls
+}
+
+func callsOf(calls []destroyCall, replica string) []destroyCall {
+	var out []destroyCall
+	for _, c := range calls {
+		if c.replica == replica {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ended reports whether a DestroyPU call of puid has ended without an error.
+func ended(calls []destroyCall, puid string) bool {
+	for _, c := range calls {
+		if c.puid == puid && c.ok {
+			return true
+		}
+	}
+	return false
+}
+
+// leaseRecord is the Lease as one watch event gave it.
+type leaseRecord struct {
+	holder         string
+	acquire, renew time.Time
+}
+
+// leaseWatch keeps every version of a Lease that a watch sees.
+type leaseWatch struct {
+	mu      sync.Mutex
+	records []leaseRecord
+}
+
+func watchLease(t *testing.T, cfg *rest.Config, ns, name string) *leaseWatch {
+	t.Helper()
+	c, err := client.NewWithWatch(cfg, client.Options{})
+	require.NoError(t, err)
+	w, err := c.Watch(context.Background(), &coordinationv1.LeaseList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	require.NoError(t, err)
+	lw := &leaseWatch{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			l, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok {
+				continue
+			}
+			var r leaseRecord
+			if l.Spec.HolderIdentity != nil {
+				r.holder = *l.Spec.HolderIdentity
+			}
+			if l.Spec.AcquireTime != nil {
+				r.acquire = l.Spec.AcquireTime.Time
+			}
+			if l.Spec.RenewTime != nil {
+				r.renew = l.Spec.RenewTime.Time
+			}
+			lw.mu.Lock()
+			lw.records = append(lw.records, r)
+			lw.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		w.Stop()
+		<-done
+	})
+	return lw
+}
+
+// holder returns the holder of the last version seen.
+func (lw *leaseWatch) holder() string {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if len(lw.records) == 0 {
+		return ""
+	}
+	return lw.records[len(lw.records)-1].holder
+}
+
+// lastRenewal returns the last renewal by holder.
+func (lw *leaseWatch) lastRenewal(holder string) time.Time {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	var last time.Time
+	for _, r := range lw.records {
+		if r.holder == holder && r.renew.After(last) {
+			last = r.renew
+		}
+	}
+	return last
+}
+
+// takenFrom returns when another replica than holder acquired the Lease
+// after holder had held it.
+func (lw *leaseWatch) takenFrom(holder string) (time.Time, bool) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	held := false
+	for _, r := range lw.records {
+		switch {
+		case r.holder == holder:
+			held = true
+		case held && r.holder != "":
+			return r.acquire, true
+		}
+	}
+	return time.Time{}, false
 }
