@@ -488,6 +488,14 @@ const (
 // destroys begun before the cut end before the standby may take over, the
 // leader exits before it does, and the standby does not destroy them again.
 //
+// The proxy refuses the leader's connections, as a dead peer's host or a
+// closed port would. A partition that drops packets instead stops the
+// leader later: having given up the Lease, client-go first tries to release
+// it (LeaderElectionReleaseOnCancel), which waits for the lease client's
+// timeout (half the renew deadline, at least 1 s) before the manager
+// cancels the engine. With this test's times that is still 1.75 s before
+// the Lease expires; with the defaults (15 s, 10 s, 2 s) it is 2 s after.
+//
 // A run (go test -race -short, 2 busy cores; 5 s lease, 2 s renew
 // deadline, 250 ms retry period, DestroyPU 1 s), times from the cut:
 //
