@@ -477,8 +477,8 @@ const (
 // ones) while pods are deleted. The leader, which can no longer renew its
 // Lease, stops leading once --leader-election-renew-deadline has passed
 // since its last renewal and exits; the standby takes the Lease once
-// --leader-election-lease-duration has passed and destroys the PUs the
-// leader left. The journal the replicas share counts every DestroyPU call:
+// --leader-election-lease-duration has passed since that renewal, dated to
+// the second, and destroys the PUs the leader left. The journal the replicas share counts every DestroyPU call:
 // the leader's calls under way at the cut end before its renew deadline,
 // and each PU of a deleted pod is destroyed once, by one replica.
 //
@@ -493,22 +493,24 @@ const (
 // leader later: having given up the Lease, client-go first tries to release
 // it (LeaderElectionReleaseOnCancel), which waits for the lease client's
 // timeout (half the renew deadline, at least 1 s) before the manager
-// cancels the engine. With this test's times that is still 1.75 s before
-// the Lease expires; with the defaults (15 s, 10 s, 2 s) it is 2 s after.
+// cancels the engine: with this test's times, 3.25 s after the leader's
+// last renewal, while the Lease can be taken from 4 to 5 s after it (see
+// expires below); with the defaults (15 s, 10 s, 2 s), 17 s after it, while
+// the Lease can be taken from 14 to 15 s after it.
 //
 // A run (go test -race -short, 2 busy cores; 5 s lease, 2 s renew
 // deadline, 250 ms retry period, DestroyPU 1 s), times from the cut:
 //
-//	-0.145 s  the leader's last renewal of its Lease
+//	-0.053 s  the leader's last renewal of its Lease
 //	+0.000 s  the leader cut off, 2 of its DestroyPU calls under way
-//	+0.999 s  the last of the leader's 2 destroys ends
-//	+2.105 s  its renew deadline passes, at the earliest (last renewal + retry period + renew deadline)
-//	+2.114 s  the leader gives up the Lease (its log: Failed to renew lease)
-//	+2.162 s  the leader has exited
-//	+4.855 s  its Lease expires (last renewal + lease duration)
-//	+5.107 s  the standby takes the Lease
-//	+5.701 s  the standby begins destroying (the Inventory listed, each pod's absence confirmed)
-//	+9.793 s  the last of the standby's 7 destroys ends (two at a time)
+//	+0.992 s  the last of the leader's 2 destroys ends
+//	+2.197 s  its renew deadline passes, at the earliest (last renewal + retry period + renew deadline)
+//	+2.204 s  the leader gives up the Lease (its log: Failed to renew lease)
+//	+2.210 s  the leader has exited
+//	+3.982 s  its Lease can be taken (last renewal, to the second, + lease duration)
+//	+5.078 s  the standby takes the Lease
+//	+5.331 s  the standby begins destroying (the Inventory listed, each pod's absence confirmed)
+//	+9.346 s  the last of the standby's 7 destroys ends (two at a time)
 func testCutOffLeader(t *testing.T, admin client.Client, cfg *rest.Config, kubeconfig []byte) {
 	ctx := context.Background()
 	const leaseID = "podsweeper-cut-off"
@@ -603,6 +605,11 @@ func testCutOffLeader(t *testing.T, admin client.Client, cfg *rest.Config, kubec
 	// deadline after the end of its last renewal, which began at renewed:
 	// this is the earliest it can pass.
 	renewDeadline := renewed.Add(cutRetryPeriod + cutRenewDeadline)
+	// A standby compares the Lease it reads with the one it last saw in
+	// client-go's LeaderElectionRecord, whose times are whole seconds: it
+	// dates the leader's last renewal from the first one it saw in that
+	// second, up to a second early. The Lease can be taken from then.
+	expires := renewed.Truncate(time.Second).Add(cutLeaseDuration)
 	calls := readJournal(t, journal)
 	leaderCalls, standbyCalls := callsOf(calls, "leader"), callsOf(calls, "standby")
 	require.NotEmpty(t, leaderCalls)
@@ -622,10 +629,12 @@ func testCutOffLeader(t *testing.T, admin client.Client, cfg *rest.Config, kubec
 		}
 	}
 	assert.Positive(t, inFlight, "some of the leader's destroys were under way when it was cut off")
+	assert.True(t, leaderLast.Before(expires), "the leader's destroys ended (%v) before its Lease could be taken (%v)",
+		leaderLast.Sub(cut), expires.Sub(cut))
 	assert.True(t, gaveUp.Before(taken), "the leader gave up the Lease (%v) before the standby took it (%v)", gaveUp.Sub(cut), taken.Sub(cut))
 	assert.True(t, exited.Before(taken), "the leader exited (%v) before the standby took the Lease (%v)", exited.Sub(cut), taken.Sub(cut))
-	assert.False(t, taken.Before(renewed.Add(cutLeaseDuration)), "the standby waited out the Lease: renewed %v, taken %v",
-		renewed.Sub(cut), taken.Sub(cut))
+	assert.False(t, taken.Before(expires), "the standby waited out the Lease: renewed %v, could be taken %v, taken %v",
+		renewed.Sub(cut), expires.Sub(cut), taken.Sub(cut))
 	standbyFirst := standbyCalls[0].start
 	for _, c := range standbyCalls {
 		assert.True(t, c.start.After(taken), "the standby destroys once it leads")
@@ -658,12 +667,12 @@ func testCutOffLeader(t *testing.T, admin client.Client, cfg *rest.Config, kubec
 		"%s  its renew deadline passes, at the earliest (last renewal + retry period + renew deadline)\n"+
 		"%s  the leader gives up the Lease (its log: Failed to renew lease)\n"+
 		"%s  the leader has exited\n"+
-		"%s  its Lease expires (last renewal + lease duration)\n"+
+		"%s  its Lease can be taken (last renewal, to the second, + lease duration)\n"+
 		"%s  the standby takes the Lease\n"+
 		"%s  the standby begins destroying\n"+
 		"%s  the last of the standby's %d destroys ends",
 		ms(renewed), ms(cut), inFlight, ms(leaderLast), len(leaderCalls), ms(renewDeadline), ms(gaveUp), ms(exited),
-		ms(renewed.Add(cutLeaseDuration)), ms(taken), ms(standbyFirst), ms(last), len(standbyCalls))
+		ms(expires), ms(taken), ms(standbyFirst), ms(last), len(standbyCalls))
 	standby.terminate(t)
 	for _, p := range alive {
 		require.NoError(t, admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
