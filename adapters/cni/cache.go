@@ -1,0 +1,229 @@
+package cni
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+)
+
+// The CNI_ARGS keys a runtime (containerd, CRI-O) passes for a pod's sandbox.
+const (
+	argPodUID       = "K8S_POD_UID"
+	argPodNamespace = "K8S_POD_NAMESPACE"
+	argPodName      = "K8S_POD_NAME"
+)
+
+// cacheKind is the kind libcni writes in every cache entry it reads back
+// (libcni.CNICacheV1).
+const cacheKind = "cniCacheV1"
+
+// cacheEntry is the JSON libcni writes for an attachment
+// (<cacheDir>/results/<network>-<containerID>-<ifName>), read with the
+// same field names as libcni's own (unexported) cachedInfo.
+type cacheEntry struct {
+	Kind           string         `json:"kind"`
+	ContainerID    string         `json:"containerId"`
+	Config         []byte         `json:"config"`
+	IfName         string         `json:"ifName"`
+	NetworkName    string         `json:"networkName"`
+	NetNS          string         `json:"netns,omitempty"`
+	CniArgs        [][2]string    `json:"cniArgs,omitempty"`
+	CapabilityArgs map[string]any `json:"capabilityArgs,omitempty"`
+}
+
+// attachment is one cache entry of a pod: a network attached to an
+// interface of a sandbox, identified by (Network, ContainerID, IfName).
+type attachment struct {
+	// File is the entry's file name in the results directory.
+	File string
+	// Written is the entry's modification time: libcni writes it once,
+	// right after every plugin's ADD succeeded.
+	Written time.Time
+	cacheEntry
+	PodUID, PodNamespace, PodName string
+	// List is the cached config, parsed as libcni does (List.DisableGC
+	// included). A single plugin's config has no Plugins.
+	List *libcni.NetworkConfigList
+}
+
+// skipped is a cache entry that is not a pod's attachment the collector
+// may act on, and why.
+type skipped struct {
+	File string
+	// ContainerID and PodUID are the entry's, when its JSON could be read.
+	ContainerID, PodUID string
+	// Written keys the log line: an entry rewritten is logged again.
+	Written time.Time
+	Why     string
+	// Unreadable: the file cannot be read or parsed as libcni's (as
+	// opposed to an attachment of no pod).
+	Unreadable bool
+}
+
+// readCache reads every entry of dir's results directory. An entry that
+// vanished meanwhile (the runtime's own DEL removed it) is not reported. A
+// results directory that does not exist holds nothing.
+func readCache(dir string) ([]attachment, []skipped, error) {
+	results := filepath.Join(dir, "results")
+	entries, err := os.ReadDir(results)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("cni: reading libcni's cache %s: %w", results, err)
+	}
+	var atts []attachment
+	var skips []skipped
+	for _, de := range entries {
+		if !de.Type().IsRegular() {
+			continue
+		}
+		a, skip, gone := readEntry(results, de.Name())
+		switch {
+		case gone:
+		case skip != nil:
+			skips = append(skips, *skip)
+		default:
+			atts = append(atts, a)
+		}
+	}
+	return atts, skips, nil
+}
+
+// readEntry reads one cache file. gone: the file no longer exists.
+func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
+	path := filepath.Join(dir, name)
+	info, err := os.Stat(path)
+	if err == nil {
+		var b []byte
+		if b, err = os.ReadFile(path); err == nil {
+			a, err = parseEntry(b)
+		}
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return a, nil, true
+	case err != nil:
+		var written time.Time
+		if info != nil {
+			written = info.ModTime()
+		}
+		return a, &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: written, Why: err.Error(), Unreadable: true}, false
+	}
+	a.File, a.Written = name, info.ModTime()
+	if a.PodUID == "" || a.PodNamespace == "" || a.PodName == "" {
+		return a, &skipped{File: name, Written: a.Written,
+			Why: "no K8S_POD_UID, K8S_POD_NAMESPACE or K8S_POD_NAME in its CNI_ARGS: not a pod's attachment, or of another runtime"}, false
+	}
+	return a, nil, false
+}
+
+// errEntry marks a cache entry that cannot be read as libcni's.
+var errEntry = errors.New("not a libcni cache entry")
+
+// parseEntry parses the JSON of a cache entry.
+func parseEntry(b []byte) (attachment, error) {
+	var a attachment
+	if err := json.Unmarshal(b, &a.cacheEntry); err != nil {
+		return a, fmt.Errorf("%w: %w", errEntry, err)
+	}
+	switch {
+	case a.Kind != cacheKind:
+		return a, fmt.Errorf("%w: kind %q, want %q", errEntry, a.Kind, cacheKind)
+	case a.ContainerID == "" || a.NetworkName == "" || a.IfName == "":
+		return a, fmt.Errorf("%w: containerId %q, networkName %q, ifName %q: all three are required", errEntry, a.ContainerID, a.NetworkName, a.IfName)
+	case len(bytes.TrimSpace(a.Config)) == 0:
+		return a, fmt.Errorf("%w: no config", errEntry)
+	}
+	for _, kv := range a.CniArgs {
+		switch kv[0] {
+		case argPodUID:
+			a.PodUID = kv[1]
+		case argPodNamespace:
+			a.PodNamespace = kv[1]
+		case argPodName:
+			a.PodName = kv[1]
+		}
+	}
+	// libcni's own parser: "disableGC" may be a bool or a string, and a
+	// single plugin's config (no "plugins") parses as a list of none.
+	list, err := libcni.NetworkConfFromBytes(a.Config)
+	if err != nil {
+		return a, fmt.Errorf("%w: its config: %w", errEntry, err)
+	}
+	a.List = list
+	// What a DEL of it would run: a conflist's plugins, or a single
+	// plugin's config as the runtime's AddNetwork cached it. Anything else
+	// would run no plugin at all, and libcni would then remove the entry
+	// as if its DEL had freed something.
+	if list.Name != a.NetworkName {
+		return a, fmt.Errorf("%w: its config is of network %q, the entry of %q", errEntry, list.Name, a.NetworkName)
+	}
+	if len(list.Plugins) == 0 {
+		if _, err := singlePlugin(a.Config); err != nil {
+			return a, fmt.Errorf("%w: its config runs no plugin: %w", errEntry, err)
+		}
+	}
+	return a, nil
+}
+
+// singlePlugin parses b as a single plugin's config (a "type" and no
+// "plugins"), as libcni's AddNetwork caches it.
+func singlePlugin(b []byte) (*libcni.PluginConfig, error) {
+	conf, err := libcni.NetworkPluginConfFromBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	if conf.Network == nil || conf.Network.Type == "" {
+		return nil, errors.New("no plugins and no type")
+	}
+	return conf, nil
+}
+
+// sandbox is the attachments of one sandbox of a pod.
+type sandbox struct {
+	ID string
+	// Written is when its first attachment was written: the sandbox's age.
+	Written time.Time
+	Atts    []attachment
+}
+
+// sandboxesOf returns the sandboxes of the pod uid among atts, oldest
+// first (by their first attachment's write, then by ID, so that the order
+// does not depend on the directory's).
+func sandboxesOf(atts []attachment, uid string) []sandbox {
+	var sbs []sandbox
+	for _, a := range atts {
+		if a.PodUID != uid {
+			continue
+		}
+		i := slices.IndexFunc(sbs, func(s sandbox) bool { return s.ID == a.ContainerID })
+		if i < 0 {
+			sbs = append(sbs, sandbox{ID: a.ContainerID, Written: a.Written})
+			i = len(sbs) - 1
+		}
+		if a.Written.Before(sbs[i].Written) {
+			sbs[i].Written = a.Written
+		}
+		sbs[i].Atts = append(sbs[i].Atts, a)
+	}
+	slices.SortFunc(sbs, func(x, y sandbox) int {
+		return cmp.Or(x.Written.Compare(y.Written), strings.Compare(x.ID, y.ID))
+	})
+	for _, s := range sbs {
+		slices.SortFunc(s.Atts, func(x, y attachment) int {
+			return cmp.Or(strings.Compare(x.NetworkName, y.NetworkName), strings.Compare(x.IfName, y.IfName))
+		})
+	}
+	return sbs
+}

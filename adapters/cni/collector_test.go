@@ -1,0 +1,317 @@
+package cni_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// These tests read and DEL cache entries written by the test, with a
+// plugin that only logs its calls; the scenarios on the real plugins are
+// in scenarios_test.go.
+
+// cacheDir is a libcni cache directory written by hand, with a plugin
+// directory whose "logger" plugin records each call and succeeds.
+type cacheDir struct {
+	t                         *testing.T
+	dir, plugins, conf, calls string
+	logs                      *logLines
+}
+
+func newCacheDir(t *testing.T) *cacheDir {
+	root := t.TempDir()
+	c := &cacheDir{t: t, dir: filepath.Join(root, "cache"), plugins: filepath.Join(root, "bin"), conf: filepath.Join(root, "net.d"),
+		calls: filepath.Join(root, "calls"), logs: &logLines{}}
+	for _, d := range []string{filepath.Join(c.dir, "results"), c.plugins, c.conf} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	script := fmt.Sprintf("#!/bin/sh\necho \"$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME\" >> %s\n", c.calls)
+	require.NoError(t, os.WriteFile(filepath.Join(c.plugins, "logger"), []byte(script), 0o755))
+	return c
+}
+
+// collector returns a Collector of c.
+func (c *cacheDir) collector() *cni.Collector {
+	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+		ResyncInterval: time.Minute, Logger: funcr.New(c.logs.add, funcr.Options{})})
+	require.NoError(c.t, err)
+	return coll
+}
+
+// entry is a cache entry to write; config "" is a conflist of the logger plugin.
+type entry struct {
+	network, sandbox, ifName string
+	uid, namespace, name     string
+	config                   string
+	// age sets the entry's modification time that far in the past.
+	age time.Duration
+}
+
+// write writes e as libcni would, and returns its file name.
+func (c *cacheDir) write(e entry) string {
+	if e.ifName == "" {
+		e.ifName = "eth0"
+	}
+	if e.config == "" {
+		e.config = fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"plugins":[{"type":"logger"}]}`, e.network)
+	}
+	args := [][2]string{{"IgnoreUnknown", "1"}}
+	for _, kv := range [][2]string{{"K8S_POD_NAMESPACE", e.namespace}, {"K8S_POD_NAME", e.name}, {"K8S_POD_UID", e.uid}} {
+		if kv[1] != "" {
+			args = append(args, kv)
+		}
+	}
+	b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": e.sandbox, "ifName": e.ifName, "networkName": e.network,
+		"config": []byte(e.config), "cniArgs": args, "result": map[string]any{"cniVersion": "1.1.0"}})
+	require.NoError(c.t, err)
+	return c.writeRaw(fmt.Sprintf("%s-%s-%s", e.network, e.sandbox, e.ifName), b, e.age)
+}
+
+func (c *cacheDir) writeRaw(name string, b []byte, age time.Duration) string {
+	path := filepath.Join(c.dir, "results", name)
+	require.NoError(c.t, os.WriteFile(path, b, 0o600))
+	when := time.Now().Add(-age)
+	require.NoError(c.t, os.Chtimes(path, when, when))
+	return name
+}
+
+func (c *cacheDir) exists(name string) bool {
+	_, err := os.Stat(filepath.Join(c.dir, "results", name))
+	return err == nil
+}
+
+// delCalls returns the DELs the logger plugin ran.
+func (c *cacheDir) delCalls() []string {
+	b, err := os.ReadFile(c.calls)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(c.t, err)
+	return strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(b)), "DEL ", "DEL:"))
+}
+
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) add(prefix, args string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, args)
+}
+
+func (l *logLines) count(substr string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.lines {
+		if strings.Contains(s, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+func pu(uid, sandbox string) ports.PU {
+	return ports.PU{PUID: uid, Pod: types.NamespacedName{Namespace: "ns", Name: "pod-" + uid}, SandboxID: sandbox}
+}
+
+func TestNewFailsWhenADirectoryIsMissing(t *testing.T) {
+	c := newCacheDir(t)
+	_, err := cni.New(cni.Options{CacheDir: filepath.Join(c.dir, "missing"), PluginDirs: []string{c.plugins}})
+	require.ErrorIs(t, err, cni.ErrInvalidOptions)
+	_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{filepath.Join(c.plugins, "missing")}})
+	require.ErrorIs(t, err, cni.ErrInvalidOptions)
+	_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ResyncInterval: -time.Second})
+	require.ErrorIs(t, err, cni.ErrInvalidOptions)
+}
+
+func TestListPUsSkipsWhatItCannotUseAndLogsItOnce(t *testing.T) {
+	c := newCacheDir(t)
+	c.write(entry{network: "podnet", sandbox: "good", uid: "u1", namespace: "ns", name: "pod-u1"})
+	skipped := map[string]string{
+		c.write(entry{network: "podnet", sandbox: "nouid", namespace: "ns", name: "p"}):                                                                                                          "no K8S_POD_UID",
+		c.write(entry{network: "podnet", sandbox: "noname", uid: "u2", namespace: "ns"}):                                                                                                         "no K8S_POD_UID",
+		c.writeRaw("podnet-garbage-eth0", []byte("{not json"), 0):                                                                                                                                "not a libcni cache entry",
+		c.writeRaw("podnet-kind-eth0", []byte(`{"kind":"other","containerId":"kind","ifName":"eth0","networkName":"podnet"}`), 0):                                                                "kind",
+		c.write(entry{network: "podnet", sandbox: "none", uid: "u3", namespace: "ns", name: "p", config: `{"cniVersion":"1.1.0","name":"podnet","plugins":[]}`}):                                 "no plugins",
+		c.write(entry{network: "podnet", sandbox: "notype", uid: "u4", namespace: "ns", name: "p", config: `{"cniVersion":"1.1.0","name":"podnet"}`}):                                            "runs no plugin",
+		c.write(entry{network: "podnet", sandbox: "other", uid: "u5", namespace: "ns", name: "p", config: `{"cniVersion":"1.1.0","name":"elsewhere","plugins":[{"type":"logger"}]}`}):            "of network",
+		c.write(entry{network: "keep", sandbox: "keep", uid: "u6", namespace: "ns", name: "p", config: `{"cniVersion":"1.1.0","name":"keep","disableGC":"true","plugins":[{"type":"logger"}]}`}): "disableGC",
+	}
+	coll := c.collector()
+	pus, err := coll.ListPUs(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []ports.PU{pu("u1", "good")}, pus)
+	for file, why := range skipped {
+		require.Equal(t, 1, c.logs.count(file), "one log line for %s", file)
+		require.True(t, c.exists(file))
+		require.Positive(t, c.logs.count(why), why)
+	}
+	_, err = coll.ListPUs(context.Background())
+	require.NoError(t, err)
+	for file := range skipped {
+		require.Equal(t, 1, c.logs.count(file), "still one log line for %s after a second list", file)
+	}
+}
+
+func TestListPUsGivesAPodItsOldestSandbox(t *testing.T) {
+	c := newCacheDir(t)
+	for _, net := range []string{"cni-loopback", "podnet", "second-net"} {
+		c.write(entry{network: net, sandbox: "current", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+		c.write(entry{network: net, sandbox: "newer", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Second})
+	}
+	c.write(entry{network: "second-net", sandbox: "leaked", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+	pus, err := c.collector().ListPUs(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []ports.PU{pu("u1", "leaked")}, pus)
+}
+
+func TestDestroyPUOfAChangedSandboxFreesOnlyItAndNeverTheNewest(t *testing.T) {
+	c := newCacheDir(t)
+	old := c.write(entry{network: "podnet", sandbox: "old", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+	oldLo := c.write(entry{network: "cni-loopback", sandbox: "old", ifName: "lo", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+	now := c.write(entry{network: "podnet", sandbox: "now", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+	other := c.write(entry{network: "podnet", sandbox: "other", uid: "u2", namespace: "ns", name: "pod-u2", age: time.Hour})
+	coll := c.collector()
+	ctx := context.Background()
+
+	ev := ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "now", Reason: ports.ReasonSandboxChanged}
+	err := coll.DestroyPU(ctx, ev)
+	require.ErrorIs(t, err, cni.ErrNewestSandbox)
+	require.False(t, ports.IsPermanent(err), "a plain error: the engine checks the pod again")
+	require.Empty(t, c.delCalls())
+
+	ev.SandboxID = "old"
+	require.NoError(t, coll.DestroyPU(ctx, ev))
+	require.ElementsMatch(t, []string{"DEL:old", "eth0", "DEL:old", "lo"}, c.delCalls())
+	require.False(t, c.exists(old))
+	require.False(t, c.exists(oldLo))
+	require.True(t, c.exists(now))
+	require.True(t, c.exists(other))
+
+	// Again: nothing left to free is a success, and runs no plugin.
+	require.NoError(t, coll.DestroyPU(ctx, ev))
+	require.Len(t, c.delCalls(), 4)
+}
+
+func TestDestroyPUOfAGonePodFreesEverySandboxOfItsUID(t *testing.T) {
+	c := newCacheDir(t)
+	a := c.write(entry{network: "podnet", sandbox: "a", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+	b := c.write(entry{network: "podnet", sandbox: "b", uid: "u1", namespace: "ns", name: "pod-u1"})
+	other := c.write(entry{network: "podnet", sandbox: "c", uid: "u2", namespace: "ns", name: "pod-u1"})
+	coll := c.collector()
+	require.NoError(t, coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, Reason: ports.ReasonPodGone}))
+	require.False(t, c.exists(a))
+	require.False(t, c.exists(b))
+	require.True(t, c.exists(other), "another UID under the same name is another pod")
+}
+
+func TestDestroyPUOfAnEntryThatRunsNoPluginIsPermanentAndKeepsIt(t *testing.T) {
+	c := newCacheDir(t)
+	good := c.write(entry{network: "podnet", sandbox: "s", uid: "u1", namespace: "ns", name: "pod-u1"})
+	none := c.write(entry{network: "empty", sandbox: "s", uid: "u1", namespace: "ns", name: "pod-u1", config: `{"cniVersion":"1.1.0","name":"empty","plugins":[]}`})
+	garbage := c.writeRaw("garbled-s-net1", []byte("{"), 0)
+	err := c.collector().DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "s", Reason: ports.ReasonPodGone})
+	require.ErrorIs(t, err, cni.ErrUnusableEntry)
+	require.True(t, ports.IsPermanent(err))
+	require.Contains(t, err.Error(), none)
+	require.Contains(t, err.Error(), garbage)
+	require.False(t, c.exists(good), "the usable attachment is freed")
+	require.True(t, c.exists(none), "never removed as if freed")
+	require.True(t, c.exists(garbage))
+}
+
+func TestDestroyPUOfASinglePluginConfigRunsThatPlugin(t *testing.T) {
+	c := newCacheDir(t)
+	f := c.write(entry{network: "single", sandbox: "s", uid: "u1", namespace: "ns", name: "pod-u1", config: `{"cniVersion":"1.1.0","name":"single","type":"logger"}`})
+	require.NoError(t, c.collector().DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, Reason: ports.ReasonPodGone}))
+	require.Equal(t, []string{"DEL:s", "eth0"}, c.delCalls())
+	require.False(t, c.exists(f))
+}
+
+// tracker records what Resync hands an engine.
+type tracker struct {
+	mu        sync.Mutex
+	tracked   []ports.PU
+	triggered []types.NamespacedName
+}
+
+func (r *tracker) Track(pu ports.PU) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tracked = append(r.tracked, pu)
+	return nil
+}
+
+func (r *tracker) TriggerPod(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.triggered = append(r.triggered, key)
+}
+
+func (r *tracker) counts() (int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.tracked), len(r.triggered)
+}
+
+func TestResyncTracksWhatAppearsAndTriggersOnlyWhatChanged(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		coll := c.collector() // ResyncInterval: a minute; its channels are the bubble's
+		ctx, cancel := context.WithCancel(t.Context())
+		var r tracker
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &r) }()
+
+		c.write(entry{network: "podnet", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		synctest.Wait()
+		tracked, triggered := r.counts()
+		require.Zero(t, tracked, "the engine's Inventory lists the cache at start; Resync waits an interval")
+		require.Zero(t, triggered)
+		require.ErrorIs(t, coll.Resync(ctx, &r), cni.ErrResyncRunning)
+
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		tracked, triggered = r.counts()
+		require.Equal(t, 1, tracked)
+		require.Equal(t, 1, triggered, "new: checked at once")
+
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		tracked, triggered = r.counts()
+		require.Equal(t, 2, tracked, "tracked again (insert-only)")
+		require.Equal(t, 1, triggered, "unchanged: not triggered")
+
+		// The engine freed s1 for a sandbox change and requeues the pod:
+		// the list runs at once and the next sandbox is tracked.
+		require.NoError(t, os.Remove(filepath.Join(c.dir, "results", "podnet-s1-eth0")))
+		c.write(entry{network: "podnet", sandbox: "s2", uid: "u1", namespace: "ns", name: "pod-u1"})
+		require.NoError(t, coll.Requeue(ctx, &corev1.Pod{}))
+		synctest.Wait()
+		tracked, triggered = r.counts()
+		require.Equal(t, 3, tracked)
+		require.Equal(t, 2, triggered)
+		require.Equal(t, pu("u1", "s2"), r.tracked[2])
+
+		cancel()
+		require.NoError(t, <-done)
+	})
+}

@@ -1,0 +1,35 @@
+package cni
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/containernetworking/cni/libcni"
+)
+
+// confExtensions are the file names libcni's runtimes read as network
+// configs (containerd and CRI-O: .conf, .conflist and .json).
+var confExtensions = []string{".conf", ".conflist", ".json"}
+
+// disableGCNetworks returns the names of the networks whose config in dir
+// says "disableGC": true. A directory that does not exist holds none; a
+// file that does not parse is not a network the runtime uses, and is
+// passed over. A directory that cannot be read is an error: the collector
+// cannot know which networks to leave alone.
+func disableGCNetworks(dir string) (map[string]bool, error) {
+	files, err := libcni.ConfFiles(dir, confExtensions)
+	if err != nil {
+		return nil, fmt.Errorf("cni: reading the network configs in %s: %w", dir, err)
+	}
+	keep := map[string]bool{}
+	for _, f := range files {
+		list, err := libcni.NetworkConfFromFile(filepath.Clean(f))
+		if err != nil {
+			continue
+		}
+		if list.DisableGC {
+			keep[list.Name] = true
+		}
+	}
+	return keep, nil
+}
