@@ -1,0 +1,29 @@
+// Command cni-gc frees the pod network that CNI plugins leaked on a node:
+// the addresses, veths and bridge ports of sandboxes whose pod is gone, or
+// that a live pod replaced, and that the runtime never called DEL for. It
+// runs on every node (a DaemonSet, deploy/), reads libcni's cache
+// (/var/lib/cni/results, written by containerd and CRI-O after each ADD)
+// and calls each plugin's own DEL with the cached config, as the runtime
+// would have (adapters/cni).
+//
+//	cni-gc --node=$NODE_NAME [--kubeconfig=~/.kube/config]
+//	       [--cri-endpoint=unix:///run/containerd/containerd.sock]
+//	       [--cni-cache-dir=/var/lib/cni] [--cni-bin-dir=/opt/cni/bin] [--cni-conf-dir=/etc/cni/net.d]
+//	       [--metrics-bind-address=127.0.0.1:9812] [--health-probe-bind-address=:9811]
+//	       [--sweep-interval=5s] [--resync-interval=30s] [--workers=4] [--zap-devel]
+//
+// It is the node agent's wiring (examples/node-agent) with the Collector as
+// its ports: the engine's Inventory (the cache, listed at start), its
+// PolicyHandler (the DEL) and its Requeuer; Resync lists the cache every
+// --resync-interval for attachments that appeared since. An attachment is
+// freed only when the API server, read directly, says its pod is gone (or
+// recreated under its name), or when the runtime, over the CRI, says the
+// pod runs in a newer sandbox. The pod informer tracks no pod (its Filter
+// rejects all): the PUs come from the cache, and pod deletions trigger a
+// check at once. It serves Prometheus metrics and the engine's status page
+// (/debug/podsweeper) on --metrics-bind-address, plain HTTP on loopback
+// (the DaemonSet runs in the host's network namespace, which the plugins
+// need), and /healthz and /readyz (the engine keeps up, the runtime
+// answers) on --health-probe-bind-address. See README.md for what it frees
+// and what it never touches.
+package main

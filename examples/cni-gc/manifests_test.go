@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podsweeper/podsweeper/internal/testkube"
+)
+
+// TestDaemonSetMountsWhatThePluginsNeed checks that the DaemonSet runs the
+// collector where the plugins would run: the host's network namespace,
+// the host's CNI directories at the same paths (the cache read-write, the
+// configs and plugins read-only), the pods' network namespaces propagated
+// from the host, and flags that are the collector's own.
+func TestDaemonSetMountsWhatThePluginsNeed(t *testing.T) {
+	var ds appsv1.DaemonSet
+	testkube.ReadManifest(t, "deploy", "daemonset.yaml", &ds)
+	spec := ds.Spec.Template.Spec
+	assert.True(t, spec.HostNetwork, "DEL runs in the host's network namespace")
+	assert.Equal(t, "system-node-critical", spec.PriorityClassName)
+	require.Len(t, spec.Containers, 1)
+	c := spec.Containers[0]
+
+	cfg, err := parseFlags(c.Args, func(string) string { return "node-a" }, &bytes.Buffer{})
+	require.NoError(t, err, "the DaemonSet's args parse")
+	testkube.AssertProbes(t, c, cfg.probeAddr)
+
+	hostPaths := map[string]string{}
+	for _, v := range spec.Volumes {
+		require.NotNil(t, v.HostPath, v.Name)
+		hostPaths[v.Name] = v.HostPath.Path
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = m
+		assert.Equal(t, hostPaths[m.Name], m.MountPath, "%s is mounted at the host's path", m.Name)
+	}
+	for path, readOnly := range map[string]bool{cfg.cacheDir: false, cfg.confDir: true, cfg.pluginDirs: true, "/run/netns": true} {
+		m, ok := mounts[path]
+		require.True(t, ok, "%s is mounted", path)
+		assert.Equal(t, readOnly, m.ReadOnly, path)
+	}
+	require.NotNil(t, mounts["/run/netns"].MountPropagation)
+	assert.Equal(t, corev1.MountPropagationHostToContainer, *mounts["/run/netns"].MountPropagation)
+
+	sc := c.SecurityContext
+	require.NotNil(t, sc)
+	assert.False(t, sc.Privileged != nil && *sc.Privileged, "not privileged: two capabilities")
+	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	assert.ElementsMatch(t, []corev1.Capability{"NET_ADMIN", "SYS_ADMIN"}, sc.Capabilities.Add)
+}
+
+// TestClusterRoleReadsPodsOnly pins the collector's RBAC to get, list and
+// watch on pods.
+func TestClusterRoleReadsPodsOnly(t *testing.T) {
+	var role rbacv1.ClusterRole
+	testkube.ReadManifest(t, "deploy", "clusterrole.yaml", &role)
+	require.Len(t, role.Rules, 1)
+	assert.Equal(t, []string{""}, role.Rules[0].APIGroups)
+	assert.Equal(t, []string{"pods"}, role.Rules[0].Resources)
+	assert.ElementsMatch(t, []string{"get", "list", "watch"}, role.Rules[0].Verbs)
+}
+
+// TestManifestsApply creates every object of deploy/ on a real API server,
+// which validates them.
+func TestManifestsApply(t *testing.T) {
+	cfg, _ := testkube.StartAPIServer(t)
+	c, err := client.New(cfg, client.Options{})
+	require.NoError(t, err)
+	testkube.ApplyKustomization(t, c, "deploy")
+}
+
+// TestFlagsRequireTheRuntimeAndTheNode keeps the command line
+// from starting a collector that cannot tell a current sandbox.
+func TestFlagsRequireTheRuntimeAndTheNode(t *testing.T) {
+	env := func(string) string { return "node-a" }
+	_, err := parseFlags([]string{"--cri-endpoint="}, env, &bytes.Buffer{})
+	require.ErrorIs(t, err, errUsage)
+	_, err = parseFlags(nil, func(string) string { return "" }, &bytes.Buffer{})
+	require.ErrorIs(t, err, errUsage, "--node is required")
+	cfg, err := parseFlags(nil, env, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:9812", cfg.metricsAddr, "plain HTTP metrics stay on loopback by default")
+}
