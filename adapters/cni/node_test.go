@@ -2,6 +2,7 @@ package cni_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -177,11 +179,13 @@ func runtimeConf(sb *sandbox, net network) *libcni.RuntimeConf {
 }
 
 // removeNetNS removes the sandbox's network namespace, as the runtime
-// does when it removes the sandbox: the kernel then destroys its veths.
+// does when it removes the sandbox, and waits for the kernel to destroy
+// its veths (it cleans up a namespace asynchronously).
 func (n *node) removeNetNS(sb *sandbox) {
 	n.t.Helper()
 	require.NoError(n.t, unix.Unmount(sb.NetNS, unix.MNT_DETACH))
 	require.NoError(n.t, os.Remove(sb.NetNS))
+	eventually(n.t, 10*time.Second, func() bool { return len(n.veths(sb)) == 0 }, "the veths of %s gone with its namespace", sb.ID)
 }
 
 // cached returns sb's entries in libcni's cache.
@@ -414,14 +418,22 @@ type agentOptions struct {
 	sandboxes *currentSandboxes
 	// events records the engine's events. nil: a new record.
 	events *events
+	// sweepInterval is the engine's. 0: 100ms.
+	sweepInterval time.Duration
+	// quiet drops the logs (benchmarks).
+	quiet bool
 }
 
 // startAgent starts an agent for n, stopped when the test ends.
 func (n *node) startAgent(o agentOptions) *agent {
 	n.t.Helper()
+	log := testr.NewWithInterface(n.t, testr.Options{})
+	if o.quiet {
+		log = funcr.New(func(string, string) {}, funcr.Options{})
+	}
 	coll, err := cni.New(cni.Options{
 		CacheDir: n.cacheDir, PluginDirs: []string{n.pluginDir}, ConfDir: n.confDir,
-		ResyncInterval: 200 * time.Millisecond, Logger: testr.New(n.t.(*testing.T)),
+		ResyncInterval: 200 * time.Millisecond, Logger: log,
 	})
 	require.NoError(n.t, err)
 	api := k8s.NewPodGetter(suite.client)
@@ -437,11 +449,11 @@ func (n *node) startAgent(o agentOptions) *agent {
 		Inventory:     coll,
 		Requeuer:      coll,
 		Confirmer:     api,
-		SweepInterval: 100 * time.Millisecond,
 		RetryMinDelay: 20 * time.Millisecond,
 		RetryMaxDelay: 320 * time.Millisecond,
 		Observer:      o.events,
-		Logger:        testr.New(n.t.(*testing.T)),
+		Logger:        log,
+		SweepInterval: cmp.Or(o.sweepInterval, 100*time.Millisecond),
 	}
 	if o.sandboxes != nil {
 		opts.SandboxExtractor = o.sandboxes
