@@ -55,6 +55,12 @@
 // tracks no pod, so that pod deletions still trigger checks at once
 // (examples/cni-gc).
 //
+// The cache knows a static pod by the UID the kubelet runs it under, not
+// by its mirror pod's in the API: the engine's PodGetter and Confirmer
+// must read a mirror pod as the static pod (adapters/k8s.StaticPodUIDs),
+// or row 4 would read every live static pod as recreated under its name
+// and free its network.
+//
 // # What it never does
 //
 //   - It never DELs an attachment of a pod's current sandbox: a sandbox is

@@ -327,6 +327,11 @@ func randomID() string {
 // createPod creates a pod bound to nodeName on the API server, in the
 // node's own namespace, and returns it with its UID.
 func (n *node) createPod(name string) pod {
+	n.t.Helper()
+	return n.createPodWith(name, nil)
+}
+
+func (n *node) createPodWith(name string, annotations map[string]string) pod {
 	tb := n.t
 	tb.Helper()
 	namespace := fmt.Sprintf("node-%d", n.id)
@@ -337,7 +342,7 @@ func (n *node) createPod(name string) pod {
 	}
 	no := false
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			NodeName:                     nodeName,
 			AutomountServiceAccountToken: &no,
@@ -346,6 +351,17 @@ func (n *node) createPod(name string) pod {
 	}
 	require.NoError(tb, suite.client.Create(ctx, p))
 	return pod{Namespace: namespace, Name: name, UID: string(p.UID)}
+}
+
+// createMirrorPod creates the mirror pod of a static pod that the kubelet
+// runs under uid, as the kubelet does, and returns the static pod.
+func (n *node) createMirrorPod(name, uid string) pod {
+	tb := n.t
+	tb.Helper()
+	p := n.createPodWith(name, map[string]string{corev1.MirrorPodAnnotationKey: uid})
+	require.NotEqual(tb, uid, p.UID, "the mirror pod has a UID of its own")
+	p.UID = uid
+	return p
 }
 
 // deletePod deletes p at once (grace period 0), without any DEL: what a
@@ -436,7 +452,8 @@ func (n *node) startAgent(o agentOptions) *agent {
 		ResyncInterval: 200 * time.Millisecond, Logger: log,
 	})
 	require.NoError(n.t, err)
-	api := k8s.NewPodGetter(suite.client)
+	// As examples/cni-gc: a mirror pod reads as the static pod it stands for.
+	api := k8s.StaticPodUIDs(k8s.NewPodGetter(suite.client))
 	getter := o.getter
 	if getter == nil {
 		getter = api

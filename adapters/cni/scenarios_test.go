@@ -96,6 +96,23 @@ func TestLivePodIsNeverFreed(t *testing.T) {
 	require.Zero(t, a.events.count(deletion.EventDestroyed, p))
 }
 
+// A static pod's attachments carry the UID the kubelet runs it under, not
+// its mirror pod's: read through k8s.StaticPodUIDs, as examples/cni-gc
+// reads pods, the mirror is that pod, and its attachment is kept.
+func TestStaticPodIsKeptThroughItsMirrorPod(t *testing.T) {
+	needAPI(t)
+	n := newNode(t)
+	p := n.createMirrorPod("etcd-"+nodeName, "6f1d4e1c52ad6a7c0d4b3fd1a7b1cc9e")
+	sb := n.add(p)
+	current := &currentSandboxes{}
+	current.set(p, sb)
+	a := n.startAgent(agentOptions{sandboxes: current})
+	eventually(t, freeTimeout, func() bool { return a.events.count(deletion.EventChecked, p) >= 20 }, "20 checks")
+	a.settle(t)
+	n.requireIntact(sb)
+	require.Zero(t, a.events.count(deletion.EventDestroyed, p))
+}
+
 func TestLeakedSandboxBesideTheCurrentOneIsFreed(t *testing.T) {
 	needAPI(t)
 	n := newNode(t, network{name: "second"})

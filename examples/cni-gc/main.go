@@ -131,18 +131,19 @@ func newManager(rc *rest.Config, cfg config, log logr.Logger) (manager.Manager, 
 // cache, listed at start), its PolicyHandler (DEL) and its Requeuer (the
 // next sandbox of a pod whose older one was freed). Every destroy is
 // confirmed by a direct read of the API server, and the CRI says which
-// sandbox is each pod's current one.
+// sandbox is each pod's current one. Both getters read a mirror pod as the
+// static pod it stands for, whose UID is the one in the cache.
 func newEngine(mgr manager.Manager, cfg config, collector *cni.Collector, sandboxes *cri.SandboxExtractor, log logr.Logger) (*deletion.Engine, error) {
 	metrics, err := k8s.NewMetrics(nil)
 	if err != nil {
 		return nil, err
 	}
-	engine, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), collector, deletion.Options{
+	engine, err := deletion.New(k8s.StaticPodUIDs(k8s.NewPodGetter(mgr.GetCache())), collector, deletion.Options{
 		NodeName:         cfg.node,
 		SandboxExtractor: sandboxes,
 		Requeuer:         collector,
 		Inventory:        collector,
-		Confirmer:        k8s.NewPodGetter(mgr.GetAPIReader()),
+		Confirmer:        k8s.StaticPodUIDs(k8s.NewPodGetter(mgr.GetAPIReader())),
 		SweepInterval:    cfg.sweepInterval,
 		Workers:          cfg.workers,
 		Observer:         metrics,
