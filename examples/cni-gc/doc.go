@@ -18,7 +18,9 @@
 // --resync-interval for attachments that appeared since. An attachment is
 // freed only when the API server, read directly, says its pod is gone (or
 // recreated under its name), or when the runtime, over the CRI, says the
-// pod runs in a newer sandbox. The pod informer tracks no pod (its Filter
+// pod runs in a newer sandbox; a mirror pod is read as the static pod it
+// stands for (k8s.StaticPodUIDs), whose UID the cache holds. The pod
+// informer tracks no pod (its Filter
 // rejects all): the PUs come from the cache, and pod deletions trigger a
 // check at once. It serves Prometheus metrics and the engine's status page
 // (/debug/podsweeper) on --metrics-bind-address, plain HTTP on loopback

@@ -50,6 +50,9 @@ func TestDaemonSetMountsWhatThePluginsNeed(t *testing.T) {
 	require.NotNil(t, mounts["/run/netns"].MountPropagation)
 	assert.Equal(t, corev1.MountPropagationHostToContainer, *mounts["/run/netns"].MountPropagation)
 
+	require.NotNil(t, spec.SecurityContext)
+	require.NotNil(t, spec.SecurityContext.SeccompProfile)
+	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, spec.SecurityContext.SeccompProfile.Type)
 	sc := c.SecurityContext
 	require.NotNil(t, sc)
 	assert.False(t, sc.Privileged != nil && *sc.Privileged, "not privileged: two capabilities")
