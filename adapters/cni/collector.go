@@ -258,8 +258,9 @@ func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
 // would, the attachments that ev frees, read from the cache now:
 //
 //   - ports.ReasonSandboxChanged (the pod lives on in another sandbox):
-//     the attachments of ev.SandboxID only, and only when a newer sandbox
-//     of the pod is in the cache; otherwise it is kept and the error wraps
+//     the attachments of ev.SandboxID only, and only when a sandbox of the
+//     pod written strictly later is in the cache; otherwise it is kept and
+//     the error wraps
 //     ErrNewestSandbox (a plain error: the engine checks the pod again);
 //   - any other reason (the pod is gone, or finished): every attachment
 //     of the pod UID, whatever its sandbox.
@@ -283,10 +284,13 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	changed := ev.Reason == ports.ReasonSandboxChanged
 	if changed {
 		i := slices.IndexFunc(sbs, func(s sandbox) bool { return s.ID == ev.SandboxID })
+		// Only a sandbox of which a strictly newer one is cached is freed:
+		// two written at the same instant cannot be told apart.
+		newer := i >= 0 && slices.ContainsFunc(sbs, func(s sandbox) bool { return s.Written.After(sbs[i].Written) })
 		switch {
 		case i < 0:
 			sbs = nil
-		case i == len(sbs)-1 && slices.ContainsFunc(sbs[i].Atts, v.collectable):
+		case !newer && slices.ContainsFunc(sbs[i].Atts, v.collectable):
 			return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept, the runtime may still be creating it",
 				ErrNewestSandbox, ev.Pod, ev.PUID, ev.SandboxID)
 		default:

@@ -206,6 +206,18 @@ func TestDestroyPUOfAChangedSandboxFreesOnlyItAndNeverTheNewest(t *testing.T) {
 	require.True(t, c.exists(now))
 	require.True(t, c.exists(other))
 
+	// Two sandboxes written at the same instant cannot be told apart:
+	// neither is freed for a sandbox change.
+	twin := c.write(entry{network: "podnet", sandbox: "twin", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+	info, err := os.Stat(filepath.Join(c.dir, "results", now))
+	require.NoError(t, err)
+	require.NoError(t, os.Chtimes(filepath.Join(c.dir, "results", twin), info.ModTime(), info.ModTime()))
+	for _, id := range []string{"now", "twin"} {
+		ev.SandboxID = id
+		require.ErrorIs(t, coll.DestroyPU(ctx, ev), cni.ErrNewestSandbox, id)
+	}
+	ev.SandboxID = "old"
+
 	// Again: nothing left to free is a success, and runs no plugin.
 	require.NoError(t, coll.DestroyPU(ctx, ev))
 	require.Len(t, c.delCalls(), 4)
