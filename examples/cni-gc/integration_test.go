@@ -25,7 +25,7 @@ import (
 )
 
 // TestCollectorFreesWhatIsGoneAndKeepsTheCurrentSandbox runs the
-// collector's whole wiring (run, with its flags) against a real API
+// collector's whole wiring (run, with its flags, in a child process) against a real API
 // server and cri-client's fake runtime, on a libcni cache written by the
 // test whose plugin only logs its DELs (adapters/cni's tests run the real
 // plugins): the attachment of a pod that is gone and the leaked sandbox of
@@ -80,20 +80,15 @@ func TestCollectorFreesWhatIsGoneAndKeepsTheCurrentSandbox(t *testing.T) {
 		"--cni-cache-dir=" + cache, "--cni-bin-dir=" + bin, "--cni-conf-dir=" + conf,
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr,
 		"--sweep-interval=200ms", "--resync-interval=300ms"}
-	runCtx, cancel := context.WithCancel(ctx)
-	var logs testkube.SyncBuffer
-	done := make(chan error, 1)
-	go func() { done <- run(runCtx, args, &logs) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	agent := startCollector(t, args) // in a process of its own: run registers its metrics once a process
+	defer agent.terminate(t)
+	logs := agent.logs
 
 	dels := func() []string {
 		b, _ := os.ReadFile(calls)
 		return strings.Split(strings.TrimSpace(string(b)), "\n")
 	}
-	require.Eventually(t, func() bool { return len(dels()) == 2 }, 30*time.Second, 20*time.Millisecond, "two DELs; logs:\n%s", &logs)
+	require.Eventually(t, func() bool { return len(dels()) == 2 }, 30*time.Second, 20*time.Millisecond, "two DELs; logs:\n%s", logs)
 	assert.ElementsMatch(t, []string{"DEL leaked", "DEL gone-sandbox"}, dels())
 
 	// The live pod's PU now holds its current sandbox, kept by row 9.
@@ -104,7 +99,7 @@ func TestCollectorFreesWhatIsGoneAndKeepsTheCurrentSandbox(t *testing.T) {
 		}
 		return len(status) == 1 && status[0].PUID == string(live.UID) && status[0].SandboxID == current && status[0].LastRow == 9
 	}
-	require.Eventually(t, kept, 30*time.Second, 20*time.Millisecond, "the current sandbox's PU kept; logs:\n%s", &logs)
+	require.Eventually(t, kept, 30*time.Second, 20*time.Millisecond, "the current sandbox's PU kept; logs:\n%s", logs)
 	require.Eventually(t, func() bool { return testkube.Get(t, "http://"+probeAddr+"/readyz") != "" }, 30*time.Second, 20*time.Millisecond)
 	_, err = os.Stat(filepath.Join(cache, "results", currentFile))
 	require.NoError(t, err, "the current sandbox's attachment is there")

@@ -29,14 +29,14 @@ import (
 // with these arguments, one a line.
 const collectorArgsEnv = "PODSWEEPER_CNI_GC_ARGS"
 
-// TestCollectorHelper is the collector the kill test runs in a process of
+// TestCollectorHelper is the collector the binary tests run in a process of
 // its own (run registers its metrics on controller-runtime's global
 // registry, once a process): with collectorArgsEnv set, it runs the
 // collector's command line until SIGTERM, or until killed.
 func TestCollectorHelper(t *testing.T) {
 	args := os.Getenv(collectorArgsEnv)
 	if args == "" {
-		t.Skip("run by TestCollectorKilledAndRestartedDELsNothingItFreedBefore as the collector it kills")
+		t.Skip("run by the tests of the binary as the collector they start, stop and kill")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
