@@ -31,8 +31,9 @@ var (
 	// the entry is left as it is, for an operator to look at.
 	ErrUnusableEntry = errors.New("cni: unusable cache entry")
 	// ErrNewestSandbox: DestroyPU was asked to free a sandbox of a live
-	// pod (ports.ReasonSandboxChanged) that is the newest of the pod in the
-	// cache. It may be one the runtime is still creating, whose sandbox it
+	// pod (ports.ReasonSandboxChanged) of which the cache holds no sandbox
+	// of the pod written strictly later. It may be one the runtime is
+	// still creating, whose sandbox it
 	// does not report yet: it is kept, and the error is a plain one, so
 	// that the engine checks the pod again before trying again.
 	ErrNewestSandbox = errors.New("cni: the sandbox is the newest of its pod in the cache")
@@ -262,8 +263,9 @@ func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
 //     pod written strictly later is in the cache; otherwise it is kept and
 //     the error wraps
 //     ErrNewestSandbox (a plain error: the engine checks the pod again);
-//   - any other reason (the pod is gone, or finished): every attachment
-//     of the pod UID, whatever its sandbox.
+//   - any other reason (the pod is gone, recreated under its name, bound
+//     to another node, or finished): every attachment of the pod UID,
+//     whatever its sandbox.
 //
 // Attachments of disableGC networks are never DELed. An attachment gone
 // already (the runtime's DEL came first, or a previous call) is nothing to
@@ -392,8 +394,8 @@ func liveNetNS(path string) string {
 // Requeue is told by the engine that it destroyed the PU of an old
 // sandbox of pod (a sandbox change): it asks a running Resync to list the
 // cache at once, so that the pod's next sandbox in the cache is tracked
-// and checked without waiting for ResyncInterval. It never blocks and
-// returns nil.
+// and checked without waiting for ResyncInterval. It never blocks; it
+// fails only for a nil pod.
 func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 	if pod == nil {
 		return errors.New("cni: Requeue: nil pod")
