@@ -10,7 +10,7 @@
 //	       [--cri-endpoint=unix:///run/containerd/containerd.sock]
 //	       [--cni-cache-dir=/var/lib/cni] [--cni-bin-dir=/opt/cni/bin] [--cni-conf-dir=/etc/cni/net.d]
 //	       [--metrics-bind-address=127.0.0.1:9812] [--health-probe-bind-address=:9811]
-//	       [--sweep-interval=5s] [--resync-interval=30s] [--workers=4] [--zap-devel]
+//	       [--sweep-interval=5s] [--resync-interval=30s] [--workers=4] [--dry-run] [--zap-devel]
 //
 // It is the node agent's wiring (examples/node-agent) with the Collector as
 // its ports: the engine's Inventory (the cache, listed at start), its
@@ -20,12 +20,12 @@
 // recreated under its name), or when the runtime, over the CRI, says the
 // pod runs in a newer sandbox; a mirror pod is read as the static pod it
 // stands for (k8s.StaticPodUIDs), whose UID the cache holds. The pod
-// informer tracks no pod (its Filter
-// rejects all): the PUs come from the cache, and pod deletions trigger a
-// check at once. It serves Prometheus metrics and the engine's status page
+// informer tracks no pod (its Filter rejects all): the PUs come from the
+// cache, and pod deletions trigger a check at once. It serves Prometheus metrics and the engine's status page
 // (/debug/podsweeper) on --metrics-bind-address, plain HTTP on loopback
 // (the DaemonSet runs in the host's network namespace, which the plugins
 // need), and /healthz and /readyz (the engine keeps up, the runtime
-// answers) on --health-probe-bind-address. See README.md for what it frees
-// and what it never touches.
+// answers) on --health-probe-bind-address. With --dry-run it runs no DEL
+// and reports what it would free on /debug/podsweeper/dry-run. See
+// README.md for what it frees and what it never touches.
 package main

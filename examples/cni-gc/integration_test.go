@@ -124,3 +124,40 @@ func writeEntry(t *testing.T, cache, sandbox, namespace, name, uid string, age t
 	require.NoError(t, os.Chtimes(path, when, when))
 	return file
 }
+
+// TestDryRunDELsNothingAndReportsWhatWouldGo runs the collector with
+// --dry-run on the attachment of a pod the API server no longer has: it is
+// reported on the dry run's page, and no DEL runs.
+func TestDryRunDELsNothingAndReportsWhatWouldGo(t *testing.T) {
+	_, kubeconfig := testkube.StartAPIServer(t)
+	dir := t.TempDir()
+	kubeconfigPath := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfigPath, kubeconfig, 0o600))
+	endpoint := "unix://" + filepath.Join(dir, "cri.sock")
+	fake := fakeremote.NewFakeRemoteRuntime()
+	require.NoError(t, fake.Start(endpoint))
+	t.Cleanup(fake.Stop)
+
+	cache, bin, conf := filepath.Join(dir, "cni"), filepath.Join(dir, "bin"), filepath.Join(dir, "net.d")
+	for _, d := range []string{filepath.Join(cache, "results"), bin, conf} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	calls := filepath.Join(dir, "calls")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "logger"),
+		fmt.Appendf(nil, "#!/bin/sh\necho \"$CNI_COMMAND $CNI_CONTAINERID\" >> %s\n", calls), 0o755))
+	const uid = "0b5e7a55-0000-4000-8000-000000000002"
+	file := writeEntry(t, cache, "gone-sandbox", "default", "deleted", uid, time.Hour)
+
+	metricsAddr := testkube.FreeAddr(t)
+	agent := startCollector(t, []string{"--kubeconfig=" + kubeconfigPath, "--node=node-a", "--cri-endpoint=" + endpoint,
+		"--cni-cache-dir=" + cache, "--cni-bin-dir=" + bin, "--cni-conf-dir=" + conf, "--dry-run",
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--sweep-interval=200ms", "--resync-interval=300ms"})
+	defer agent.terminate(t)
+	require.Eventually(t, func() bool {
+		return strings.Contains(testkube.Get(t, "http://"+metricsAddr+k8s.DryRunPath), uid)
+	}, 30*time.Second, 20*time.Millisecond, "the gone pod reported; logs:\n%s", agent.logs)
+	_, err := os.Stat(filepath.Join(cache, "results", file))
+	require.NoError(t, err, "the attachment is still there")
+	_, err = os.Stat(calls)
+	require.ErrorIs(t, err, os.ErrNotExist, "no plugin ran")
+}

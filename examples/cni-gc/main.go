@@ -45,6 +45,7 @@ type config struct {
 	sweepInterval  time.Duration
 	resyncInterval time.Duration
 	workers        int
+	dryRun         bool
 	zap            zap.Options
 }
 
@@ -67,6 +68,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.DurationVar(&cfg.sweepInterval, "sweep-interval", deletion.DefaultSweepInterval, "how often every pod holding attachments is checked against the API")
 	fs.DurationVar(&cfg.resyncInterval, "resync-interval", cni.DefaultResyncInterval, "how often the cache is listed again for attachments that appeared")
 	fs.IntVar(&cfg.workers, "workers", deletion.DefaultWorkers, "how many checks (and DELs) may run at once")
+	fs.BoolVar(&cfg.dryRun, "dry-run", false,
+		"decide every free as usual, the confirming read included, but run no DEL: report each pod whose attachments would go, and why, "+
+			"in the log, in podsweeper_would_destroy_total and on "+k8s.DryRunPath+"; the first step of a rollout")
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
@@ -132,11 +136,17 @@ func newManager(rc *rest.Config, cfg config, log logr.Logger) (manager.Manager, 
 // next sandbox of a pod whose older one was freed). Every destroy is
 // confirmed by a direct read of the API server, and the CRI says which
 // sandbox is each pod's current one. Both getters read a mirror pod as the
-// static pod it stands for, whose UID is the one in the cache.
-func newEngine(mgr manager.Manager, cfg config, collector *cni.Collector, sandboxes *cri.SandboxExtractor, log logr.Logger) (*deletion.Engine, error) {
+// static pod it stands for, whose UID is the one in the cache. In a dry
+// run, report is told what would have been freed.
+func newEngine(mgr manager.Manager, cfg config, collector *cni.Collector, sandboxes *cri.SandboxExtractor,
+	report *k8s.DryRunReport, log logr.Logger) (*deletion.Engine, error) {
 	metrics, err := k8s.NewMetrics(nil)
 	if err != nil {
 		return nil, err
+	}
+	observer := deletion.Observers(metrics)
+	if report != nil {
+		observer = deletion.Observers(metrics, report)
 	}
 	engine, err := deletion.New(k8s.StaticPodUIDs(k8s.NewPodGetter(mgr.GetCache())), collector, deletion.Options{
 		NodeName:         cfg.node,
@@ -146,7 +156,8 @@ func newEngine(mgr manager.Manager, cfg config, collector *cni.Collector, sandbo
 		Confirmer:        k8s.StaticPodUIDs(k8s.NewPodGetter(mgr.GetAPIReader())),
 		SweepInterval:    cfg.sweepInterval,
 		Workers:          cfg.workers,
-		Observer:         metrics,
+		DryRun:           cfg.dryRun,
+		Observer:         observer,
 		Logger:           log,
 	})
 	if err != nil {
@@ -163,8 +174,9 @@ func newEngine(mgr manager.Manager, cfg config, collector *cni.Collector, sandbo
 func trackNoPod(*corev1.Pod) bool { return false }
 
 // wire runs the engine on the manager, fed by pod events and by Resync,
-// and serves the probes and the status page.
-func wire(mgr manager.Manager, cfg config, engine *deletion.Engine, collector *cni.Collector, sandboxes *cri.SandboxExtractor, log logr.Logger) error {
+// and serves the probes, the status page and the dry run's report.
+func wire(mgr manager.Manager, cfg config, engine *deletion.Engine, collector *cni.Collector, sandboxes *cri.SandboxExtractor,
+	report *k8s.DryRunReport, log logr.Logger) error {
 	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{Filter: trackNoPod, Logger: log.WithName("wiring")}); err != nil {
 		return err
 	}
@@ -176,13 +188,20 @@ func wire(mgr manager.Manager, cfg config, engine *deletion.Engine, collector *c
 		if err := mgr.AddMetricsServerExtraHandler(k8s.StatusPath, k8s.NewStatusHandler(engine)); err != nil {
 			return err
 		}
+		if report != nil {
+			if err := mgr.AddMetricsServerExtraHandler(k8s.DryRunPath, report); err != nil {
+				return err
+			}
+		}
 	}
 	if cfg.probeAddr == "0" {
 		return nil
 	}
+	// A backlog fails readiness only: restarting a busy collector would
+	// start its work over.
 	return errors.Join(
-		mgr.AddHealthzCheck("podsweeper", engine.HealthCheck),
-		mgr.AddReadyzCheck("podsweeper", engine.HealthCheck),
+		mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck),
+		mgr.AddReadyzCheck("podsweeper", engine.ReadinessCheck),
 		mgr.AddReadyzCheck("cri", func(req *http.Request) error { return sandboxes.Ping(req.Context()) }),
 	)
 }
@@ -212,15 +231,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	engine, err := newEngine(mgr, cfg, collector, sandboxes, log.WithName("podsweeper"))
+	// In a dry run, what would have been freed and why, for the operator
+	// to read before turning DELs on.
+	var report *k8s.DryRunReport
+	if cfg.dryRun {
+		report = k8s.NewDryRunReport(0)
+	}
+	engine, err := newEngine(mgr, cfg, collector, sandboxes, report, log.WithName("podsweeper"))
 	if err != nil {
 		return fmt.Errorf("creating the deletion engine: %w", err)
 	}
-	if err := wire(mgr, cfg, engine, collector, sandboxes, log); err != nil {
+	if err := wire(mgr, cfg, engine, collector, sandboxes, report, log); err != nil {
 		return err
 	}
 	log.Info("starting the CNI collector", "node", cfg.node, "criEndpoint", cfg.criEndpoint, "cacheDir", cfg.cacheDir,
-		"pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir)
+		"pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir, "dryRun", cfg.dryRun)
 	return mgr.Start(ctx)
 }
 
