@@ -104,9 +104,11 @@ fi
 exec %s "$@"
 `, n.callLog, n.failFile, filepath.Join(suite.plugins, "bridge"))
 	require.NoError(tb, os.WriteFile(filepath.Join(n.pluginDir, "bridge"), []byte(wrapper), 0o755))
-	for _, p := range []string{"host-local", "loopback"} {
-		require.NoError(tb, os.Symlink(filepath.Join(suite.plugins, p), filepath.Join(n.pluginDir, p)))
-	}
+	// The loopback plugin's calls are logged too, so that every DEL is counted.
+	loopback := fmt.Sprintf("#!/bin/sh\necho \"$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME netns=$CNI_NETNS\" >> %s\nexec %s \"$@\"\n",
+		n.callLog, filepath.Join(suite.plugins, "loopback"))
+	require.NoError(tb, os.WriteFile(filepath.Join(n.pluginDir, "loopback"), []byte(loopback), 0o755))
+	require.NoError(tb, os.Symlink(filepath.Join(suite.plugins, "host-local"), filepath.Join(n.pluginDir, "host-local")))
 	n.cni = libcni.NewCNIConfigWithCacheDir([]string{n.pluginDir}, n.cacheDir, nil)
 	return n
 }
@@ -237,8 +239,13 @@ func (n *node) veths(sb *sandbox) []string {
 	return out
 }
 
-// dels counts the DELs the bridge plugin was called with for sb.
-func (n *node) dels(sb *sandbox) int {
+// dels counts the DELs the plugins were called with for sb, on every
+// interface.
+func (n *node) dels(sb *sandbox) int { return n.delsOn(sb, "") }
+
+// delsOn counts the DELs the plugins were called with for sb's interface
+// ifName ("": every interface).
+func (n *node) delsOn(sb *sandbox, ifName string) int {
 	f, err := os.Open(n.callLog)
 	if os.IsNotExist(err) {
 		return 0
@@ -248,7 +255,8 @@ func (n *node) dels(sb *sandbox) int {
 	count := 0
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if strings.HasPrefix(s.Text(), "DEL "+sb.ID+" ") {
+		f := strings.Fields(s.Text())
+		if len(f) >= 3 && f[0] == "DEL" && f[1] == sb.ID && (ifName == "" || f[2] == ifName) {
 			count++
 		}
 	}
@@ -261,14 +269,16 @@ func (n *node) freed(sb *sandbox) bool {
 	return len(n.cached(sb)) == 0 && len(n.addresses(sb)) == 0 && len(n.veths(sb)) == 0
 }
 
-// requireFreed fails unless nothing of sb is left, and the bridge plugin
-// ran DEL for it wantDELs times per bridge network.
-func (n *node) requireFreed(sb *sandbox, wantDELs int) {
+// requireFreed fails unless nothing of sb is left, and each of its
+// attachments was DELed once.
+func (n *node) requireFreed(sb *sandbox) {
 	n.t.Helper()
 	require.Empty(n.t, n.cached(sb), "cache entries of %s", sb.ID)
 	require.Empty(n.t, n.addresses(sb), "addresses of %s", sb.ID)
 	require.Empty(n.t, n.veths(sb), "veths of %s", sb.ID)
-	require.Equal(n.t, wantDELs*(len(n.nets)-1), n.dels(sb), "DELs of %s", sb.ID)
+	for _, net := range n.nets {
+		require.Equal(n.t, 1, n.delsOn(sb, net.ifName), "DELs of %s on %s", sb.ID, net.ifName)
+	}
 }
 
 // requireIntact fails unless every attachment of sb is there and no DEL
