@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -283,9 +284,9 @@ func TestEventsOnTheAPIServer(t *testing.T) {
 	}
 	node := corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.name, UID: types.UID(n.name)}
 	want := []eventSeen{
-		{Regarding: node, Related: ptr(pod(gone, gone.UID)), Type: "Normal", Reason: k8s.EventReasonDestroyed,
+		{Regarding: node, Related: ptr.To(pod(gone, gone.UID)), Type: "Normal", Reason: k8s.EventReasonDestroyed,
 			Note: fmt.Sprintf("PodGone: destroyed PU %s of pod %s/gone (sandbox sb-gone)", gone.UID, n.ns)},
-		{Regarding: node, Related: ptr(pod(stuck, stuck.UID)), Type: "Warning", Reason: k8s.EventReasonAbandoned,
+		{Regarding: node, Related: ptr.To(pod(stuck, stuck.UID)), Type: "Warning", Reason: k8s.EventReasonAbandoned,
 			Note: fmt.Sprintf("PodGone: gave up destroying PU %s of pod %s/stuck (sandbox sb-stuck) after 1 call; "+
 				"the policy engine may still hold it: permanent: policy engine 100%% busy", stuck.UID, n.ns)},
 		{Regarding: pod(sandboxed, sandboxed.UID), Type: "Normal", Reason: k8s.EventReasonDestroyed,
@@ -351,8 +352,6 @@ func grant(t *testing.T, user string, rules []rbacv1.PolicyRule) {
 		assert.NoError(t, suite.client.Delete(context.Background(), role))
 	})
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // TestEventsOfADrainCostOnePOSTPerDestroy deletes 200 pods of a node at
 // once and counts what the Events of their destroys cost the API server:
