@@ -297,14 +297,17 @@ func sandboxes(endpoint string, log logr.Logger) (*cri.SandboxExtractor, healthz
 }
 
 // newManager builds the manager, whose pod cache holds the pods bound to
-// --node only (newEngine gives the engine the same node).
+// --node only (newEngine gives the engine the same node), slim: only what
+// podsweeper reads of them, read without deep copies. An agent whose own
+// code reads labels or specs from this manager's cache would see slim pods:
+// give podsweeper a cache of its own instead (k8s.SetupOptions.Cache).
 func newManager(rc *rest.Config, cfg config, log logr.Logger) (manager.Manager, error) {
 	cacheOpts, err := k8s.NodeCacheOptions(cfg.node, cache.Options{})
 	if err != nil {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
-		Cache:                  cacheOpts,
+		Cache:                  k8s.SlimPodCacheOptions(cacheOpts),
 		Metrics:                metricsOptions(cfg),
 		HealthProbeBindAddress: cfg.probeAddr,
 		PprofBindAddress:       cfg.pprofAddr,
@@ -343,6 +346,11 @@ func newEngine(mgr manager.Manager, cfg config, journal *bolt.Journal, extractor
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	// A Kubernetes Event for each destroy: on the pod, or on this node once the pod is gone.
+	events, err := k8s.NewEvents(mgr.GetEventRecorder("podsweeper"), k8s.EventsOptions{NodeName: cfg.node})
+	if err != nil {
+		return nil, fmt.Errorf("recording Events: %w", err)
+	}
 	opts := deletion.Options{
 		NodeName:  cfg.node,
 		Requeuer:  k8s.NewChannelRequeuer(requeued),
@@ -351,7 +359,7 @@ func newEngine(mgr manager.Manager, cfg config, journal *bolt.Journal, extractor
 		// records each PU before Track returns. It is told first, so that
 		// what the metrics count is on disk already.
 		Inventory:         journal,
-		Observer:          deletion.Observers(journal, metrics, dryRunObserver(report)),
+		Observer:          deletion.Observers(journal, metrics, dryRunObserver(report), events),
 		DestroyTerminated: cfg.destroyTerminated,
 		DryRun:            cfg.dryRun,
 		DestroyRate:       rate.Limit(cfg.maxDestroysPerSecond),
