@@ -134,7 +134,7 @@ func runStory(ctx context.Context, w io.Writer, log logr.Logger) (Result, error)
 	}
 	res := s.result()
 	fmt.Fprintf(w, "\n%s", res.Summary())
-	fmt.Fprintf(w, "  HealthCheck:   %s; PUs still tracked: %d\n", health, engine.Len())
+	fmt.Fprintf(w, "  readiness:     %s; PUs still tracked: %d\n", health, engine.Len())
 	return res, nil
 }
 

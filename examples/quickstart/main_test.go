@@ -94,7 +94,7 @@ func TestStory(t *testing.T) {
 		assert.Contains(t, out.String(), fmt.Sprintf("row %-2d", row)+" ", "row %d", row)
 		assert.Contains(t, out.String(), v.Why(), "row %d", row)
 	}
-	assert.Contains(t, out.String(), "HealthCheck:   ok; PUs still tracked: 0")
+	assert.Contains(t, out.String(), "readiness:     ok; PUs still tracked: 0")
 
 	// The engine logged through the Logger given, not through klog.
 	assert.Contains(t, logs.String(), "PU destroyed")
