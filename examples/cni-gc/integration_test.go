@@ -39,38 +39,11 @@ func TestCollectorFreesWhatIsGoneAndKeepsTheCurrentSandbox(t *testing.T) {
 	require.NoError(t, os.WriteFile(kubeconfigPath, kubeconfig, 0o600))
 
 	// The runtime: the live pod's current sandbox is ready in it.
-	endpoint := "unix://" + filepath.Join(dir, "cri.sock")
-	fake := fakeremote.NewFakeRemoteRuntime()
-	require.NoError(t, fake.Start(endpoint))
-	t.Cleanup(fake.Stop)
-	ctx := context.Background()
-	kubelet, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(endpoint).
-		WithConnectionTimeout(10 * time.Second).WithTracerProvider(nil).Build(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, kubelet.Close(context.Background())) })
-
-	no := false
-	live := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-		Spec: corev1.PodSpec{NodeName: "node-a", AutomountServiceAccountToken: &no,
-			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
-	}
-	require.NoError(t, c.Create(ctx, live))
-	current, err := kubelet.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: live.Name, Namespace: live.Namespace, Uid: string(live.UID), Attempt: 1},
-		Labels:   map[string]string{cri.PodUIDLabel: string(live.UID)},
-	}, "")
-	require.NoError(t, err)
+	endpoint, live, current := liveSandbox(t, c, dir, "web")
 
 	// libcni's cache: the live pod's leaked first sandbox and its current
 	// one, and a pod the API server no longer has.
-	cache, bin, conf := filepath.Join(dir, "cni"), filepath.Join(dir, "bin"), filepath.Join(dir, "net.d")
-	for _, d := range []string{filepath.Join(cache, "results"), bin, conf} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-	}
-	calls := filepath.Join(dir, "calls")
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "logger"),
-		fmt.Appendf(nil, "#!/bin/sh\necho \"$CNI_COMMAND $CNI_CONTAINERID\" >> %s\n", calls), 0o755))
+	cache, bin, conf, calls := cniDirs(t, dir, "")
 	writeEntry(t, cache, "leaked", live.Namespace, live.Name, string(live.UID), time.Hour)
 	currentFile := writeEntry(t, cache, current, live.Namespace, live.Name, string(live.UID), time.Minute)
 	writeEntry(t, cache, "gone-sandbox", "default", "deleted", "0b5e7a55-0000-4000-8000-000000000001", time.Hour)
@@ -160,4 +133,49 @@ func TestDryRunDELsNothingAndReportsWhatWouldGo(t *testing.T) {
 	require.NoError(t, err, "the attachment is still there")
 	_, err = os.Stat(calls)
 	require.ErrorIs(t, err, os.ErrNotExist, "no plugin ran")
+}
+
+// liveSandbox starts the CRI fake on a socket in dir, creates a pod of
+// that name bound to node-a on the API server of c, and runs its sandbox
+// (attempt 1) in the fake, as the kubelet would. It returns the runtime's
+// endpoint, the pod and the sandbox's ID.
+func liveSandbox(t *testing.T, c client.Client, dir, name string) (string, *corev1.Pod, string) {
+	t.Helper()
+	ctx := context.Background()
+	endpoint := "unix://" + filepath.Join(dir, "cri.sock")
+	fake := fakeremote.NewFakeRemoteRuntime()
+	require.NoError(t, fake.Start(endpoint))
+	t.Cleanup(fake.Stop)
+	kubelet, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(endpoint).
+		WithConnectionTimeout(10 * time.Second).WithTracerProvider(nil).Build(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, kubelet.Close(context.Background())) })
+	no := false
+	live := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.PodSpec{NodeName: "node-a", AutomountServiceAccountToken: &no,
+			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	require.NoError(t, c.Create(ctx, live))
+	current, err := kubelet.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: live.Name, Namespace: live.Namespace, Uid: string(live.UID), Attempt: 1},
+		Labels:   map[string]string{cri.PodUIDLabel: string(live.UID)},
+	}, "")
+	require.NoError(t, err)
+	return endpoint, live, current
+}
+
+// cniDirs makes libcni's cache, a plugin directory and a config directory
+// under dir, with a plugin "logger" that appends "COMMAND CONTAINERID" to
+// the returned calls file for each call, then runs then (shell, may be "").
+func cniDirs(t *testing.T, dir, then string) (cache, bin, conf, calls string) {
+	t.Helper()
+	cache, bin, conf = filepath.Join(dir, "cni"), filepath.Join(dir, "bin"), filepath.Join(dir, "net.d")
+	for _, d := range []string{filepath.Join(cache, "results"), bin, conf} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	calls = filepath.Join(dir, "calls")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "logger"),
+		fmt.Appendf(nil, "#!/bin/sh\necho \"$CNI_COMMAND $CNI_CONTAINERID\" >> %s\n%s", calls, then), 0o755))
+	return cache, bin, conf, calls
 }

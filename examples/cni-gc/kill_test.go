@@ -14,14 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	remote "k8s.io/cri-client/pkg"
-	fakeremote "k8s.io/cri-client/pkg/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
@@ -57,37 +51,11 @@ func TestCollectorKilledAndRestartedDELsNothingItFreedBefore(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfigPath := filepath.Join(dir, "kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfigPath, kubeconfig, 0o600))
-	ctx := context.Background()
 
-	endpoint := "unix://" + filepath.Join(dir, "cri.sock")
-	fake := fakeremote.NewFakeRemoteRuntime()
-	require.NoError(t, fake.Start(endpoint))
-	t.Cleanup(fake.Stop)
-	kubelet, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(endpoint).
-		WithConnectionTimeout(10 * time.Second).WithTracerProvider(nil).Build(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, kubelet.Close(context.Background())) })
-	no := false
-	live := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "live"},
-		Spec: corev1.PodSpec{NodeName: "node-a", AutomountServiceAccountToken: &no,
-			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
-	}
-	require.NoError(t, c.Create(ctx, live))
-	current, err := kubelet.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: live.Name, Namespace: live.Namespace, Uid: string(live.UID), Attempt: 1},
-		Labels:   map[string]string{cri.PodUIDLabel: string(live.UID)},
-	}, "")
-	require.NoError(t, err)
+	endpoint, live, current := liveSandbox(t, c, dir, "live")
 
 	// A plugin whose DEL takes 200ms, logged when it starts.
-	cache, bin, conf := filepath.Join(dir, "cni"), filepath.Join(dir, "bin"), filepath.Join(dir, "net.d")
-	for _, d := range []string{filepath.Join(cache, "results"), bin, conf} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-	}
-	calls := filepath.Join(dir, "calls")
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "logger"),
-		fmt.Appendf(nil, "#!/bin/sh\necho \"$CNI_COMMAND $CNI_CONTAINERID\" >> %s\nsleep 0.2\n", calls), 0o755))
+	cache, bin, conf, calls := cniDirs(t, dir, "sleep 0.2\n")
 	liveFile := writeEntry(t, cache, current, live.Namespace, live.Name, string(live.UID), time.Minute)
 	var gone []string
 	for i := range 12 {
