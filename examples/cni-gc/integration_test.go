@@ -31,12 +31,7 @@ import (
 // plugins): the attachment of a pod that is gone and the leaked sandbox of
 // a live pod are freed, the live pod's current sandbox is kept.
 func TestCollectorFreesWhatIsGoneAndKeepsTheCurrentSandbox(t *testing.T) {
-	cfg, kubeconfig := testkube.StartAPIServer(t)
-	c, err := client.New(cfg, client.Options{})
-	require.NoError(t, err)
-	dir := t.TempDir()
-	kubeconfigPath := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfigPath, kubeconfig, 0o600))
+	c, dir, kubeconfigPath := apiServer(t)
 
 	// The runtime: the live pod's current sandbox is ready in it.
 	endpoint, live, current := liveSandbox(t, c, dir, "web")
@@ -74,7 +69,7 @@ func TestCollectorFreesWhatIsGoneAndKeepsTheCurrentSandbox(t *testing.T) {
 	}
 	require.Eventually(t, kept, 30*time.Second, 20*time.Millisecond, "the current sandbox's PU kept; logs:\n%s", logs)
 	require.Eventually(t, func() bool { return testkube.Get(t, "http://"+probeAddr+"/readyz") != "" }, 30*time.Second, 20*time.Millisecond)
-	_, err = os.Stat(filepath.Join(cache, "results", currentFile))
+	_, err := os.Stat(filepath.Join(cache, "results", currentFile))
 	require.NoError(t, err, "the current sandbox's attachment is there")
 	assert.Len(t, dels(), 2, "nothing else was DELed")
 }
@@ -178,4 +173,17 @@ func cniDirs(t *testing.T, dir, then string) (cache, bin, conf, calls string) {
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "logger"),
 		fmt.Appendf(nil, "#!/bin/sh\necho \"$CNI_COMMAND $CNI_CONTAINERID\" >> %s\n%s", calls, then), 0o755))
 	return cache, bin, conf, calls
+}
+
+// apiServer starts a real API server for the test and returns an admin's
+// client, the test's directory and the path of the admin's kubeconfig in it.
+func apiServer(t *testing.T) (c client.Client, dir, kubeconfigPath string) {
+	t.Helper()
+	cfg, kubeconfig := testkube.StartAPIServer(t)
+	c, err := client.New(cfg, client.Options{})
+	require.NoError(t, err)
+	dir = t.TempDir()
+	kubeconfigPath = filepath.Join(dir, "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfigPath, kubeconfig, 0o600))
+	return c, dir, kubeconfigPath
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
@@ -45,12 +44,7 @@ func TestCollectorHelper(t *testing.T) {
 // One whose DEL the kill interrupted may be DELed a second time, which
 // the CNI spec requires plugins to accept.
 func TestCollectorKilledAndRestartedDELsNothingItFreedBefore(t *testing.T) {
-	cfg, kubeconfig := testkube.StartAPIServer(t)
-	c, err := client.New(cfg, client.Options{})
-	require.NoError(t, err)
-	dir := t.TempDir()
-	kubeconfigPath := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfigPath, kubeconfig, 0o600))
+	c, dir, kubeconfigPath := apiServer(t)
 
 	endpoint, live, current := liveSandbox(t, c, dir, "live")
 
