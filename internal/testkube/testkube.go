@@ -26,7 +26,7 @@ import (
 // KUBEBUILDER_ASSETS, which `make test` sets), stopped when the test ends,
 // and returns an admin's config and kubeconfig. Without them the test is
 // skipped, except under CI=true, where it fails.
-func StartAPIServer(t *testing.T) (*rest.Config, []byte) {
+func StartAPIServer(t testing.TB) (*rest.Config, []byte) {
 	t.Helper()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		if os.Getenv("CI") == "true" {
@@ -43,7 +43,7 @@ func StartAPIServer(t *testing.T) (*rest.Config, []byte) {
 
 // ApplyKustomization creates every object of dir, in the order of its
 // kustomization.yaml's resources, so that the API server validates them.
-func ApplyKustomization(t *testing.T, c client.Client, dir string) {
+func ApplyKustomization(t testing.TB, c client.Client, dir string) {
 	t.Helper()
 	var kust struct {
 		Resources []string `json:"resources"`
@@ -65,7 +65,7 @@ func ApplyKustomization(t *testing.T, c client.Client, dir string) {
 // user (a ServiceAccount's "system:serviceaccount:<ns>:<name>"), to a file
 // of the test's and returns its path: a process run with it has exactly
 // the RBAC of that ServiceAccount.
-func ImpersonatingKubeconfig(t *testing.T, kubeconfig []byte, user string) string {
+func ImpersonatingKubeconfig(t testing.TB, kubeconfig []byte, user string) string {
 	t.Helper()
 	kc, err := clientcmd.Load(kubeconfig)
 	require.NoError(t, err)
@@ -78,7 +78,7 @@ func ImpersonatingKubeconfig(t *testing.T, kubeconfig []byte, user string) strin
 }
 
 // FreeAddr returns a loopback address with a port free a moment ago.
-func FreeAddr(t *testing.T) string {
+func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -88,7 +88,7 @@ func FreeAddr(t *testing.T) string {
 
 // Get returns the body of url when it answers 200 OK within 2 s, and ""
 // otherwise (not serving yet, or failing).
-func Get(t *testing.T, url string) string {
+func Get(t testing.TB, url string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -151,7 +151,7 @@ users:
 // --kubeconfig (clientcmd, which leaves QPS at 0: client-go's 5 a second)
 // and when it comes from $KUBECONFIG (controller-runtime's GetConfig,
 // which turns the limit off).
-func SameRateLimitHoweverGiven(t *testing.T, restConfig func(kubeconfig string, qps float64, burst int) (*rest.Config, error), qps float64, burst int) {
+func SameRateLimitHoweverGiven(t testing.TB, restConfig func(kubeconfig string, qps float64, burst int) (*rest.Config, error), qps float64, burst int) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, os.WriteFile(path, []byte(dummyKubeconfig), 0o600))

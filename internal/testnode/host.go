@@ -24,7 +24,7 @@ type HostState struct {
 var hostDirs = []string{"/var/lib/kubelet", "/usr/libexec/kubernetes"}
 
 // ReadHost returns the host's state now.
-func ReadHost(t *testing.T) HostState {
+func ReadHost(t testing.TB) HostState {
 	t.Helper()
 	h := HostState{Settings: map[string]string{}, Dirs: map[string]bool{}}
 	for _, s := range hostSettings {
@@ -84,7 +84,7 @@ func (h HostState) Diff(before HostState) string {
 
 // WatchHost reads the host's state now and, when the test ends (after the
 // nodes it starts later have stopped), fails it if the state changed.
-func WatchHost(t *testing.T) {
+func WatchHost(t testing.TB) {
 	t.Helper()
 	before := ReadHost(t)
 	t.Cleanup(func() {

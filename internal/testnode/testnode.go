@@ -62,7 +62,7 @@ type Cluster struct {
 // test ends. It skips the test when nodes cannot be started (no assets, or a
 // user who may not unshare a mount namespace), except under CI=true, where it
 // fails. It watches the host too (WatchHost).
-func StartCluster(t *testing.T) *Cluster {
+func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
 	requireNodes(t)
 	WatchHost(t)
@@ -78,7 +78,7 @@ func StartCluster(t *testing.T) *Cluster {
 }
 
 // unavailable skips the test, or fails it under CI=true.
-func unavailable(t *testing.T, format string, args ...any) {
+func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("CI=true: "+format, args...)
@@ -89,7 +89,7 @@ func unavailable(t *testing.T, format string, args ...any) {
 // requireNodes skips (or fails, under CI=true) a test that cannot start a
 // node: the assets must hold a kubelet, and the user must be able to run
 // it in a private mount namespace.
-func requireNodes(t *testing.T) {
+func requireNodes(t testing.TB) {
 	t.Helper()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -133,7 +133,7 @@ type Node struct {
 // a kubelet in a private mount namespace, and waits for the node to be
 // Ready. Both are stopped when the test ends; the kubelet's log is printed
 // if the test failed.
-func (c *Cluster) StartNode(t *testing.T, name string) *Node {
+func (c *Cluster) StartNode(t testing.TB, name string) *Node {
 	t.Helper()
 	// Not t.TempDir(), whose path holds the test's name: the runtime's socket
 	// and the kubelet's (under its root dir) need short paths, for a unix
@@ -224,7 +224,7 @@ var hostSettings = []struct{ path, value string }{
 // directory of its own: the fake runtime reports containers with an empty
 // log path, and the kubelet's log rotation then removes the files of its
 // working directory (run in the package's directory, it empties it).
-func (n *Node) kubelet(t *testing.T, dir string, kubeconfig []byte) *exec.Cmd {
+func (n *Node) kubelet(t testing.TB, dir string, kubeconfig []byte) *exec.Cmd {
 	t.Helper()
 	mkdir := func(name string) string {
 		p := filepath.Join(dir, name)
@@ -298,7 +298,7 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + 
 // function that stops it: SIGTERM to the group, SIGKILL after 10 s. (No
 // Pdeathsig: it fires when the OS thread that started the process exits,
 // which the Go runtime may do while the test runs.)
-func startInGroup(t *testing.T, cmd *exec.Cmd) (stop func()) {
+func startInGroup(t testing.TB, cmd *exec.Cmd) (stop func()) {
 	t.Helper()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
@@ -323,7 +323,7 @@ func startInGroup(t *testing.T, cmd *exec.Cmd) (stop func()) {
 }
 
 // freePort returns a loopback port free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -365,7 +365,7 @@ func (n *Node) NewPod(namespace, name string) *corev1.Pod {
 }
 
 // CreateNamespace creates a namespace for the test.
-func (c *Cluster) CreateNamespace(t *testing.T, name string) {
+func (c *Cluster) CreateNamespace(t testing.TB, name string) {
 	t.Helper()
 	require.NoError(t, c.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 }
@@ -402,7 +402,7 @@ func (n *Node) ReadySandbox(ctx context.Context, uid string) (string, error) {
 }
 
 // SandboxCreatedAt returns when the runtime created the sandbox id.
-func (n *Node) SandboxCreatedAt(t *testing.T, id string) time.Time {
+func (n *Node) SandboxCreatedAt(t testing.TB, id string) time.Time {
 	t.Helper()
 	rs := n.services.RuntimeService
 	rs.Lock()
@@ -415,7 +415,7 @@ func (n *Node) SandboxCreatedAt(t *testing.T, id string) time.Time {
 // StopSandbox stops the pod's ready sandbox through the CRI, as a runtime
 // does when the sandbox dies, and returns its ID. The kubelet then creates a
 // new one (next attempt), which ReadySandbox reports once it is ready.
-func (n *Node) StopSandbox(t *testing.T, pod *corev1.Pod) string {
+func (n *Node) StopSandbox(t testing.TB, pod *corev1.Pod) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -431,7 +431,7 @@ func (n *Node) StopSandbox(t *testing.T, pod *corev1.Pod) string {
 
 // RestartSandbox stops the pod's sandbox (StopSandbox) and waits for the
 // kubelet to create its next one. It returns both IDs.
-func (n *Node) RestartSandbox(t *testing.T, pod *corev1.Pod) (old, current string) {
+func (n *Node) RestartSandbox(t testing.TB, pod *corev1.Pod) (old, current string) {
 	t.Helper()
 	old = n.StopSandbox(t, pod)
 	return old, n.WaitNewSandbox(t, pod, old)
@@ -439,7 +439,7 @@ func (n *Node) RestartSandbox(t *testing.T, pod *corev1.Pod) (old, current strin
 
 // WaitNewSandbox waits for the kubelet to create a sandbox of pod other
 // than old, and returns its ID.
-func (n *Node) WaitNewSandbox(t *testing.T, pod *corev1.Pod, old string) (current string) {
+func (n *Node) WaitNewSandbox(t testing.TB, pod *corev1.Pod, old string) (current string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -455,7 +455,7 @@ func (n *Node) WaitNewSandbox(t *testing.T, pod *corev1.Pod, old string) (curren
 // its process had ended: the fake runtime reports it exited, and the kubelet
 // sees it at its next relist (every second). ExitContainer fails the test
 // if no such container runs.
-func (n *Node) ExitContainer(t *testing.T, pod *corev1.Pod, container string, code int32) {
+func (n *Node) ExitContainer(t testing.TB, pod *corev1.Pod, container string, code int32) {
 	t.Helper()
 	rs := n.services.RuntimeService
 	rs.Lock()
@@ -480,7 +480,7 @@ func (n *Node) ExitContainer(t *testing.T, pod *corev1.Pod, container string, co
 // StopRuntime takes the runtime's socket away: its gRPC server stops and
 // the socket file is removed. Its state (sandboxes, containers, images) is
 // kept for StartRuntime.
-func (n *Node) StopRuntime(t *testing.T) {
+func (n *Node) StopRuntime(t testing.TB) {
 	t.Helper()
 	n.stopRuntime()
 	path := strings.TrimPrefix(n.CRIEndpoint, "unix://")
@@ -500,7 +500,7 @@ func (n *Node) stopRuntime() {
 
 // StartRuntime serves the runtime on its socket again (a new gRPC server,
 // the same state). StartNode starts it.
-func (n *Node) StartRuntime(t *testing.T) {
+func (n *Node) StartRuntime(t testing.TB) {
 	t.Helper()
 	n.mu.Lock()
 	defer n.mu.Unlock()
