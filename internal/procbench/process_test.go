@@ -1,0 +1,55 @@
+package procbench
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// CPU reads this process's own time, which grows while it spins.
+func TestCPUGrowsWithWork(t *testing.T) {
+	before, err := CPU(os.Getpid())
+	require.NoError(t, err)
+	end := time.Now().Add(200 * time.Millisecond)
+	for n := 0; time.Now().Before(end); n++ {
+		_ = strings.Repeat("x", n%64)
+	}
+	after, err := CPU(os.Getpid())
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, after-before, 100*time.Millisecond, "200 ms spinning uses at least 100 ms of CPU")
+}
+
+func TestRSSOfThisProcess(t *testing.T) {
+	rss, err := RSS(os.Getpid())
+	require.NoError(t, err)
+	assert.Greater(t, rss, int64(1<<20), "a Go test binary holds more than 1 MiB")
+}
+
+func TestCPUOfNoProcess(t *testing.T) {
+	_, err := CPU(-1)
+	assert.Error(t, err)
+}
+
+func TestHeapAllocFromTheProfile(t *testing.T) {
+	n, err := heapAlloc(strings.NewReader("heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 10\n# HeapAlloc = 123456\n# Sys = 9\n"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(123456), n)
+	_, err = heapAlloc(strings.NewReader("# Alloc = 10\n"))
+	assert.Error(t, err)
+}
+
+func TestPercentileNearestRank(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i))
+	}
+	assert.Equal(t, time.Duration(50), Percentile(d, 50))
+	assert.Equal(t, time.Duration(99), Percentile(d, 99))
+	assert.Equal(t, time.Duration(100), Percentile(d, 100))
+	assert.Equal(t, time.Duration(7), Percentile([]time.Duration{7}, 99))
+	assert.Equal(t, time.Duration(0), Percentile(nil, 50))
+}
