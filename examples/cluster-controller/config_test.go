@@ -41,3 +41,14 @@ func TestClientRateLimitFlagsRefuseNonsense(t *testing.T) {
 		assert.ErrorIs(t, err, errUsage, name)
 	}
 }
+
+// TestSlimPodCacheByDefault: the pod cache is slim unless
+// --slim-pod-cache=false asks for whole pods.
+func TestSlimPodCacheByDefault(t *testing.T) {
+	cfg, err := parseFlags([]string{"--pu-dir", "/x"}, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, cfg.slimPodCache)
+	cfg, err = parseFlags([]string{"--pu-dir", "/x", "--slim-pod-cache=false"}, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	assert.False(t, cfg.slimPodCache)
+}

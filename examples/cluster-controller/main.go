@@ -54,6 +54,7 @@ type config struct {
 	pprofAddr     string
 	sweepInterval time.Duration
 	workers       int
+	slimPodCache  bool
 	zap           zap.Options
 }
 
@@ -85,6 +86,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.pprofAddr, "pprof-bind-address", "127.0.0.1:8082", `address of Go's /debug/pprof endpoints, loopback by default; "0" turns them off`)
 	fs.DurationVar(&cfg.sweepInterval, "sweep-interval", defaultSweepInterval, "how often every PU is re-checked against the API")
 	fs.IntVar(&cfg.workers, "workers", defaultWorkers, "how many checks may run at once")
+	fs.BoolVar(&cfg.slimPodCache, "slim-pod-cache", true,
+		"keep only what podsweeper reads of each pod in the cache, read without deep copies (k8s.SlimPodCacheOptions); false keeps whole pods (about 20 times the heap)")
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
@@ -164,11 +167,15 @@ func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Engi
 		return nil, nil, err
 	}
 	leaseDuration, renewDeadline, retryPeriod := cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod
+	// Every pod of the cluster, slim: only what podsweeper reads, read
+	// without deep copies (BENCHMARKS.md has the process's heap either way).
+	// Nothing else here reads pods; code that did would see slim pods.
+	cacheOpts := cache.Options{}
+	if cfg.slimPodCache {
+		cacheOpts = k8s.SlimPodCacheOptions(cacheOpts)
+	}
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
-		// Every pod of the cluster, slim: only what podsweeper reads, read
-		// without deep copies (about 1.5 KB a pod instead of 31, BENCHMARKS.md).
-		// Nothing else here reads pods; code that did would see slim pods.
-		Cache:                   k8s.SlimPodCacheOptions(cache.Options{}),
+		Cache:                   cacheOpts,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.metricsAddr},
 		HealthProbeBindAddress:  cfg.probeAddr,
 		PprofBindAddress:        cfg.pprofAddr,

@@ -140,6 +140,7 @@ type config struct {
 	maxDestroysPerSecond float64
 	destroyBurst         int
 	pprofAddr            string
+	slimPodCache         bool
 	zap                  zap.Options
 }
 
@@ -177,6 +178,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		"at most this many PU destroys start a second, whatever goes wrong upstream; the rest wait for their turn, none is lost; 0: no limit")
 	fs.IntVar(&cfg.destroyBurst, "destroy-burst", 1, "destroys that may start at once under --max-destroys-per-second")
 	fs.StringVar(&cfg.pprofAddr, "pprof-bind-address", "127.0.0.1:8082", `address of Go's /debug/pprof endpoints, loopback by default; "0" turns them off`)
+	fs.BoolVar(&cfg.slimPodCache, "slim-pod-cache", true,
+		"keep only what podsweeper reads of each pod in the cache, read without deep copies (k8s.SlimPodCacheOptions); false keeps whole pods, for code of your own that reads them from this cache")
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
@@ -297,17 +300,21 @@ func sandboxes(endpoint string, log logr.Logger) (*cri.SandboxExtractor, healthz
 }
 
 // newManager builds the manager, whose pod cache holds the pods bound to
-// --node only (newEngine gives the engine the same node), slim: only what
-// podsweeper reads of them, read without deep copies. An agent whose own
-// code reads labels or specs from this manager's cache would see slim pods:
-// give podsweeper a cache of its own instead (k8s.SetupOptions.Cache).
+// --node only (newEngine gives the engine the same node), slim unless
+// --slim-pod-cache=false: only what podsweeper reads of them, read without
+// deep copies. An agent whose own code reads labels or specs from this
+// manager's cache would see slim pods: give podsweeper a cache of its own
+// instead (k8s.SetupOptions.Cache).
 func newManager(rc *rest.Config, cfg config, log logr.Logger) (manager.Manager, error) {
 	cacheOpts, err := k8s.NodeCacheOptions(cfg.node, cache.Options{})
 	if err != nil {
 		return nil, err
 	}
+	if cfg.slimPodCache {
+		cacheOpts = k8s.SlimPodCacheOptions(cacheOpts)
+	}
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
-		Cache:                  k8s.SlimPodCacheOptions(cacheOpts),
+		Cache:                  cacheOpts,
 		Metrics:                metricsOptions(cfg),
 		HealthProbeBindAddress: cfg.probeAddr,
 		PprofBindAddress:       cfg.pprofAddr,

@@ -51,6 +51,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.False(t, cfg.dryRun, "destroys are on by default")
 	assert.Zero(t, cfg.maxDestroysPerSecond, "no destroy rate by default")
 	assert.Equal(t, "127.0.0.1:8082", cfg.pprofAddr, "pprof on loopback by default")
+	assert.True(t, cfg.slimPodCache, "the pod cache is slim by default")
 }
 
 func TestParseFlagsOverrides(t *testing.T) {
@@ -58,7 +59,7 @@ func TestParseFlagsOverrides(t *testing.T) {
 		"--kubeconfig=/k", "--node=node-b", "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
 		"--sweep-interval=30s", "--workers=16", "--zap-devel", "--cri-endpoint=unix:///var/run/crio/crio.sock", "--state-file=/s/j.db",
 		"--all-pods", "--destroy-terminated", "--kube-api-qps=20", "--kube-api-burst=40", "--dry-run",
-		"--max-destroys-per-second=2.5", "--destroy-burst=3", "--pprof-bind-address=0",
+		"--max-destroys-per-second=2.5", "--destroy-burst=3", "--pprof-bind-address=0", "--slim-pod-cache=false",
 	}, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
