@@ -35,7 +35,7 @@ const waitLong = 90 * time.Second
 
 // agentKubeconfig writes a kubeconfig that acts as the agent's
 // ServiceAccount and returns its path.
-func agentKubeconfig(t *testing.T, kubeconfig []byte) string {
+func agentKubeconfig(t testing.TB, kubeconfig []byte) string {
 	return testkube.ImpersonatingKubeconfig(t, kubeconfig, agentUser)
 }
 
@@ -297,15 +297,7 @@ func (a *nodeAgent) trackedWith(t *testing.T, uid types.UID, sandbox string) boo
 // metric returns the value of the metric line that starts with name (a
 // name and its labels), or -1.
 func (a *nodeAgent) metric(t *testing.T, name string) float64 {
-	for line := range strings.Lines(testkube.Get(t, "http://"+a.metricsAddr+"/metrics")) {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			var f float64
-			if _, err := fmt.Sscan(v, &f); err == nil {
-				return f
-			}
-		}
-	}
-	return -1
+	return metricValue(testkube.Get(t, "http://"+a.metricsAddr+"/metrics"), name)
 }
 
 // checkedAfter waits for two checks of the PU of uid that ended after since

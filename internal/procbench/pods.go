@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -40,7 +41,9 @@ func Fixture(tb testing.TB) *corev1.Pod {
 // and spec under a new name and namespace, bound to node. kubelet: the pod
 // is run by a real kubelet on the CRI fake, so the parts that need more
 // than a runtime (probes against the pod's address, volumes from
-// ConfigMaps and a ServiceAccount token) are left out.
+// ConfigMaps and a ServiceAccount token) are left out, and each
+// container requests 5m of CPU and 16 MiB (so that 110 pods fit on a node
+// of 2 cores) within the fixture's limits.
 func PodSpec(fixture *corev1.Pod, ns, name, node string, kubelet bool) *corev1.Pod {
 	p := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -56,6 +59,10 @@ func PodSpec(fixture *corev1.Pod, ns, name, node string, kubelet bool) *corev1.P
 		for i := range p.Spec.Containers {
 			c := &p.Spec.Containers[i]
 			c.VolumeMounts, c.LivenessProbe, c.ReadinessProbe, c.StartupProbe = nil, nil, nil, nil
+			c.Resources.Requests = corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("5m"),
+				corev1.ResourceMemory: resource.MustParse("16Mi"),
+			}
 		}
 	}
 	return p

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/internal/procbench"
+	"github.com/podsweeper/podsweeper/internal/testkube"
+	"github.com/podsweeper/podsweeper/internal/testnode"
+)
+
+const (
+	// processPods is the kubelet's default --max-pods: a full node.
+	processPods = 110
+	// processIdle is the window whose CPU is measured, after every process
+	// tracks every pod and one more sweep has passed.
+	processIdle = 60 * time.Second
+	// profileEnv, when set to a directory, makes BenchmarkProcess write a
+	// CPU profile of each process there, taken after the measured window
+	// (a profile's own cost stays out of the figures).
+	profileEnv = "PODSWEEPER_PROFILE_DIR"
+)
+
+// BenchmarkProcess measures the node agent as it runs on a node, whole:
+// its binary (built without the race detector) on a real kubelet with the
+// CRI fake, 110 running pods made from the realistic fixture by server-side
+// apply (a Deployment's pod: two containers with env and resources; the
+// kubelet writes their status), the default 5 s interval. Three processes
+// run side by side on the same node over the same window: the agent with
+// its slim pod cache (the default), the agent with --slim-pod-cache=false,
+// and the seed's loop (internal/seedref/seedagent: whole pods, a deep copy
+// and a ListPodSandbox call per PU every 5 s). Once each tracks the 110 PUs
+// and one more interval has passed, it reports, for each, the CPU of the
+// whole process over 60 s idle (user and system, every thread: the engine,
+// the cache's reads, the CRI calls, the informer, the runtime), its RSS and
+// its live heap after a GC. The work is done once, whatever b.N:
+//
+//	make bench-process
+//	KUBEBUILDER_ASSETS=$PWD/bin/envtest go test -run '^$' -bench '^BenchmarkProcess$' -benchtime=1x ./examples/node-agent/
+//
+// With PODSWEEPER_PROFILE_DIR set, it then takes a 30 s CPU profile of each.
+func BenchmarkProcess(b *testing.B) {
+	c := testnode.StartCluster(b)
+	testkube.ApplyKustomization(b, c.Client, "deploy")
+	n := c.StartNode(b, "bench-node")
+	c.CreateNamespace(b, "bench")
+	start := time.Now()
+	procbench.ApplyPods(b, c.Clientset, "bench", "web", 0, processPods, func(int) string { return n.Name }, true)
+	phases := map[corev1.PodPhase]int{}
+	require.Eventually(b, func() bool {
+		pods, err := c.Clientset.CoreV1().Pods("bench").List(b.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		clear(phases)
+		for _, p := range pods.Items {
+			phases[p.Status.Phase]++
+		}
+		return phases[corev1.PodRunning] == processPods
+	}, 5*time.Minute, time.Second, "the kubelet runs the %d pods; pods by phase: %v", processPods, phases)
+	b.Logf("%d pods running in %v", processPods, time.Since(start).Round(time.Second))
+
+	bin := b.TempDir()
+	build(b, filepath.Join(bin, "node-agent"), ".")
+	build(b, filepath.Join(bin, "seedagent"), "../../internal/seedref/seedagent")
+	kubeconfig := agentKubeconfig(b, c.KubeConfig)
+
+	procs := []*benchProcess{
+		startBenchAgent(b, filepath.Join(bin, "node-agent"), "slim", kubeconfig, n, true),
+		startBenchAgent(b, filepath.Join(bin, "node-agent"), "full", kubeconfig, n, false),
+		startSeedAgent(b, filepath.Join(bin, "seedagent"), kubeconfig, n),
+	}
+	for _, p := range procs {
+		require.Eventually(b, func() bool { return p.tracked(b) == processPods }, 2*time.Minute, 100*time.Millisecond,
+			"%s tracks the %d PUs; its log:\n%s", p.name, processPods, p.log)
+	}
+	// One more interval: the first checks after the start, and the
+	// garbage of the initial list, stay out of the window.
+	time.Sleep(deletionInterval + time.Second)
+
+	load := loadavg()
+	before := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		before[i] = p.cpu(b)
+	}
+	windowStart := time.Now()
+	time.Sleep(processIdle) // the measured window: real time, real processes
+	window := time.Since(windowStart)
+	b.Logf("load average %s at the start of the window, %s at its end", load, loadavg())
+	for i, p := range procs {
+		used := p.cpu(b) - before[i]
+		cores := used.Seconds() / window.Seconds()
+		rss, err := procbench.RSS(p.cmd.Process.Pid)
+		require.NoError(b, err)
+		heap, err := procbench.Heap(b.Context(), p.pprofAddr)
+		require.NoError(b, err)
+		require.Equal(b, processPods, p.tracked(b), "%s still tracks every PU", p.name)
+		require.NotContains(b, p.log.String(), "destroying PU", "%s destroyed nothing while idle", p.name)
+		b.ReportMetric(cores, "cores-"+p.name)
+		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB-"+p.name)
+		b.ReportMetric(float64(heap)/(1<<20), "heap-MiB-"+p.name)
+		b.Logf("%s: %v of CPU in %v (%.5f of a core), RSS %.1f MiB, live heap %.1f MiB",
+			p.name, used, window.Round(time.Millisecond), cores, float64(rss)/(1<<20), float64(heap)/(1<<20))
+	}
+	if dir := os.Getenv(profileEnv); dir != "" {
+		for _, p := range procs {
+			p.profile(b, dir)
+		}
+	}
+}
+
+// deletionInterval is the agent's default --sweep-interval, the seed's ticker.
+const deletionInterval = 5 * time.Second
+
+// build builds the package pkg (relative to this one) into out, without
+// the race detector the tests may run under.
+func build(b *testing.B, out, pkg string) {
+	b.Helper()
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	outb, err := cmd.CombinedOutput()
+	require.NoError(b, err, "go build %s: %s", pkg, outb)
+}
+
+// benchProcess is one process of BenchmarkProcess.
+type benchProcess struct {
+	name      string
+	cmd       *exec.Cmd
+	pprofAddr string
+	log       *testkube.SyncBuffer
+	tracked   func(testing.TB) int
+}
+
+// startProcess starts bin with args; it is stopped (SIGTERM) when the
+// benchmark ends.
+func startProcess(b *testing.B, name, bin string, args ...string) *benchProcess {
+	b.Helper()
+	p := &benchProcess{name: name, log: &testkube.SyncBuffer{}}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	require.NoError(b, p.cmd.Start())
+	done := make(chan struct{})
+	go func() {
+		_ = p.cmd.Wait()
+		close(done)
+	}()
+	b.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-done
+		}
+	})
+	return p
+}
+
+// startBenchAgent runs the node agent's binary for node n with its
+// defaults but for the addresses (loopback, plain HTTP), its journal and
+// --slim-pod-cache.
+func startBenchAgent(b *testing.B, bin, name, kubeconfig string, n *testnode.Node, slim bool) *benchProcess {
+	b.Helper()
+	metricsAddr, pprofAddr := testkube.FreeAddr(b), testkube.FreeAddr(b)
+	p := startProcess(b, "agent-"+name, bin, "--kubeconfig="+kubeconfig, "--node="+n.Name, "--cri-endpoint="+n.CRIEndpoint,
+		"--state-file="+filepath.Join(b.TempDir(), "journal.db"), "--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
+		"--health-probe-bind-address="+testkube.FreeAddr(b), "--pprof-bind-address="+pprofAddr,
+		"--slim-pod-cache="+strconv.FormatBool(slim))
+	p.pprofAddr = pprofAddr
+	p.tracked = func(tb testing.TB) int {
+		return int(metricValue(testkube.Get(tb, "http://"+metricsAddr+"/metrics"), k8s.MetricTrackedPUs))
+	}
+	return p
+}
+
+// startSeedAgent runs the seed's loop as a node agent for node n.
+func startSeedAgent(b *testing.B, bin, kubeconfig string, n *testnode.Node) *benchProcess {
+	b.Helper()
+	statusAddr, pprofAddr := testkube.FreeAddr(b), testkube.FreeAddr(b)
+	p := startProcess(b, "seed", bin, "--kubeconfig="+kubeconfig, "--node="+n.Name, "--cri-endpoint="+n.CRIEndpoint,
+		"--status-bind-address="+statusAddr, "--pprof-bind-address="+pprofAddr)
+	p.pprofAddr = pprofAddr
+	p.tracked = func(tb testing.TB) int {
+		v, err := strconv.Atoi(testkube.Get(tb, "http://"+statusAddr+"/tracked"))
+		if err != nil {
+			return -1
+		}
+		return v
+	}
+	return p
+}
+
+// cpu returns the process's CPU time so far.
+func (p *benchProcess) cpu(b *testing.B) time.Duration {
+	b.Helper()
+	d, err := procbench.CPU(p.cmd.Process.Pid)
+	require.NoError(b, err, p.name)
+	return d
+}
+
+// profile writes a 30 s CPU profile of the process to dir/<name>.pprof.
+func (p *benchProcess) profile(b *testing.B, dir string) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.pprofAddr+"/debug/pprof/profile?seconds=30", nil)
+	require.NoError(b, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(b, err)
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(dir, p.name+".pprof"))
+	require.NoError(b, err)
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	require.NoError(b, err)
+	b.Logf("CPU profile of %s: %s", p.name, f.Name())
+}
+
+// metricValue returns the value of the sample named name (with its labels,
+// if any) in a Prometheus text exposition, or -1.
+func metricValue(text, name string) float64 {
+	for line := range strings.Lines(text) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// loadavg is the machine's load average over 1, 5 and 15 minutes.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return fmt.Sprintf("unknown (%v)", err)
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
