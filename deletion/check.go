@@ -33,6 +33,18 @@ func (c *Engine) check(ctx context.Context, e *record) result {
 		}
 		v, pod, err = cv, cpod, cerr
 	}
+	if c.sandboxConfirmer != nil && (v.Row == 7 || v.Row == 10) {
+		cv, cerr := c.confirmSandbox(ctx, e, pod)
+		if v.Action == Destroy && cv.Action != Destroy {
+			r.vetoed = true
+			if log := c.log.V(1); log.Enabled() {
+				log.Info("sandbox change not confirmed; keeping PU", "puID", e.PUID, "pod", e.Pod.String(),
+					"sandboxID", e.SandboxID, "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
+			}
+			c.observe(Event{Kind: EventVetoed, PU: e.PU, Verdict: cv, Reason: v.Reason, Err: cerr})
+		}
+		v, err = cv, cerr
+	}
 	r.verdict, r.err = v, err
 	switch v.Action {
 	case Adopt:
@@ -98,6 +110,24 @@ func (c *Engine) decide(ctx context.Context, getter ports.PodGetter, name string
 		c.portFailed(portSandboxID, e, err, "getting sandbox failed; keeping PU")
 	}
 	return Decide(e.PU, o), o.Pod, err
+}
+
+// confirmSandbox asks the SandboxConfirmer for the sandbox of pod, the
+// pod the check saw alive, and runs Decide on its answer: the verdict that
+// the check carries out in place of the SandboxExtractor's row 7 or 10.
+// It returns the error that kept the PU, if any.
+func (c *Engine) confirmSandbox(ctx context.Context, e *record, pod *corev1.Pod) (Verdict, error) {
+	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: true, Pod: pod, SandboxAsked: true}
+	o.SandboxID, o.SandboxErr = c.confirmedSandboxID(ctx, pod)
+	if ctx.Err() != nil {
+		o.SandboxErr = fmt.Errorf("SandboxConfirmer: check deadline passed: %w", ctx.Err())
+	}
+	var err error
+	if o.SandboxErr != nil {
+		err = o.SandboxErr
+		c.portFailed(portSandboxConfirmer, e, err, "confirming sandbox failed; keeping PU")
+	}
+	return Decide(e.PU, o), err
 }
 
 // destroy calls DestroyPU for the verdict v and deals with its outcome: a
@@ -212,6 +242,11 @@ func getPod(ctx context.Context, getter ports.PodGetter, key types.NamespacedNam
 func (c *Engine) sandboxID(ctx context.Context, pod *corev1.Pod) (id string, err error) {
 	defer recovered("SandboxID", &err)
 	return c.extractor.SandboxID(ctx, pod)
+}
+
+func (c *Engine) confirmedSandboxID(ctx context.Context, pod *corev1.Pod) (id string, err error) {
+	defer recovered("SandboxConfirmer", &err)
+	return c.sandboxConfirmer.SandboxID(ctx, pod)
 }
 
 func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error) {

@@ -28,7 +28,10 @@ type Engine struct {
 	confirmer ports.PodGetter
 	policy    ports.PolicyHandler
 	extractor ports.SandboxExtractor
-	requeuer  ports.Requeuer
+	// sandboxConfirmer confirms the extractor's answers that would record
+	// or destroy (Options.SandboxConfirmer); nil: none.
+	sandboxConfirmer ports.SandboxExtractor
+	requeuer         ports.Requeuer
 	// limiter is Options.DestroyRate's; nil: no limit.
 	limiter *rate.Limiter
 	opts    Options
@@ -107,6 +110,7 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		{"Options.SandboxExtractor", opts.SandboxExtractor, true},
 		{"Options.Requeuer", opts.Requeuer, true},
 		{"Options.Confirmer", opts.Confirmer, true},
+		{"Options.SandboxConfirmer", opts.SandboxConfirmer, true},
 		{"Options.Inventory", opts.Inventory, true},
 		{"Options.Observer", opts.Observer, true},
 	} {
@@ -123,22 +127,23 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 	}
 	slots := wheelSlots(o.SweepInterval)
 	c := &Engine{
-		getter:    getter,
-		confirmer: o.Confirmer,
-		policy:    policy,
-		extractor: o.SandboxExtractor,
-		requeuer:  o.Requeuer,
-		opts:      o,
-		log:       o.Logger,
-		epoch:     o.Clock.Now(),
-		realEpoch: time.Now(),
-		workers:   make([]workerState, o.Workers),
-		tick:      o.SweepInterval / time.Duration(slots),
-		kick:      make(chan struct{}, 1),
-		records:   make(map[string]*record),
-		byPod:     make(map[types.NamespacedName]*record),
-		wheel:     make([][]*record, slots),
-		retries:   make(map[int64][]*record),
+		getter:           getter,
+		confirmer:        o.Confirmer,
+		policy:           policy,
+		extractor:        o.SandboxExtractor,
+		sandboxConfirmer: o.SandboxConfirmer,
+		requeuer:         o.Requeuer,
+		opts:             o,
+		log:              o.Logger,
+		epoch:            o.Clock.Now(),
+		realEpoch:        time.Now(),
+		workers:          make([]workerState, o.Workers),
+		tick:             o.SweepInterval / time.Duration(slots),
+		kick:             make(chan struct{}, 1),
+		records:          make(map[string]*record),
+		byPod:            make(map[types.NamespacedName]*record),
+		wheel:            make([][]*record, slots),
+		retries:          make(map[int64][]*record),
 	}
 	if o.DestroyRate > 0 && o.DestroyRate != rate.Inf {
 		c.limiter = rate.NewLimiter(o.DestroyRate, o.DestroyBurst)

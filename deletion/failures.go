@@ -10,12 +10,13 @@ const (
 	portGetPod = iota
 	portConfirmer
 	portSandboxID
+	portSandboxConfirmer
 	portDestroyPU
 	portRequeue
 	numPorts
 )
 
-var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "DestroyPU", "Requeue"}
+var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxConfirmer", "DestroyPU", "Requeue"}
 
 // failures sums up the failures of each port between two summaries, so
 // that an outage of the API server or of the policy engine costs one error

@@ -72,6 +72,20 @@ type Options struct {
 	// destroys the PU of a live pod. The Confirmer is read on the destroy
 	// path only. nil: the PodGetter's answer is final.
 	Confirmer ports.PodGetter
+	// SandboxConfirmer, when set, confirms every answer of the
+	// SandboxExtractor that would change something: before the engine
+	// records a sandbox for a PU (row 7 of the decision table) or destroys
+	// a PU because its pod runs in another sandbox (row 10), it asks the
+	// SandboxConfirmer for the pod's sandbox and carries out the verdict
+	// of that answer instead. An answer equal to the recorded sandbox, or
+	// no sandbox at all, keeps the PU and is not confirmed. So the
+	// SandboxExtractor may answer from a list that is a moment old, which
+	// costs the runtime one call per list instead of one per check
+	// (adapters/cri: a SandboxCache, confirmed by the SandboxExtractor it
+	// lists with), and a stale answer never records the wrong sandbox nor
+	// destroys the PU of a pod that runs. Requires a SandboxExtractor.
+	// nil: the SandboxExtractor's answer is final.
+	SandboxConfirmer ports.SandboxExtractor
 	// DestroyTerminated, when set, treats a pod that has finished (phase
 	// Succeeded or Failed) as gone for its PU: row 11 destroys it with
 	// ports.ReasonPodTerminated. A finished Job's pod keeps its object for
@@ -177,6 +191,9 @@ func (o Options) withDefaults() (Options, error) {
 		if d.v < 0 {
 			return o, fmt.Errorf("%w: %s is negative (%v)", ErrInvalidOptions, d.name, d.v)
 		}
+	}
+	if o.SandboxConfirmer != nil && o.SandboxExtractor == nil {
+		return o, fmt.Errorf("%w: SandboxConfirmer is set without a SandboxExtractor: it would confirm nothing", ErrInvalidOptions)
 	}
 	if o.Workers < 0 || o.Workers > MaxWorkers {
 		return o, fmt.Errorf("%w: Workers is %d, want 0 to %d", ErrInvalidOptions, o.Workers, MaxWorkers)
