@@ -19,10 +19,21 @@ var errNoPod = errors.New("GetPod returned a nil pod and a nil error")
 // check runs one check of the claimed record e under ctx and carries out the
 // verdict, but the requeue of row 10, which it leaves to run.
 func (c *Engine) check(ctx context.Context, e *record) result {
-	v, pod, err := c.decide(ctx, c.getter, "GetPod", true, e)
+	// A check that TriggerPod asked for (the pod changed) asks the runtime
+	// itself, when a SandboxConfirmer says how; the others may read the
+	// SandboxExtractor's list.
+	c.mu.Lock()
+	fresh := e.fresh
+	e.fresh = false
+	c.mu.Unlock()
+	sb := sandboxSource{x: c.extractor, port: portSandboxID, name: "SandboxID"}
+	if fresh && c.sandboxConfirmer != nil {
+		sb = sandboxSource{x: c.sandboxConfirmer, port: portSandboxConfirmer, name: "SandboxConfirmer", confirms: true}
+	}
+	v, pod, err := c.decide(ctx, c.getter, "GetPod", true, e, sb)
 	var r result
 	if v.Action == Destroy && c.confirmer != nil && v.Row != 10 {
-		cv, cpod, cerr := c.decide(ctx, c.confirmer, "Confirmer", false, e)
+		cv, cpod, cerr := c.decide(ctx, c.confirmer, "Confirmer", false, e, sb)
 		if cv.Action != Destroy {
 			r.vetoed = true
 			if log := c.log.V(1); log.Enabled() {
@@ -33,7 +44,7 @@ func (c *Engine) check(ctx context.Context, e *record) result {
 		}
 		v, pod, err = cv, cpod, cerr
 	}
-	if c.sandboxConfirmer != nil && (v.Row == 7 || v.Row == 10) {
+	if c.sandboxConfirmer != nil && !sb.confirms && (v.Row == 7 || v.Row == 10) {
 		cv, cerr := c.confirmSandbox(ctx, e, pod)
 		if v.Action == Destroy && cv.Action != Destroy {
 			r.vetoed = true
@@ -63,12 +74,22 @@ func (c *Engine) check(ctx context.Context, e *record) result {
 	return r
 }
 
-// decide asks getter and, when the table needs it, the SandboxExtractor
-// what they see of e's pod, and runs Decide on it. It returns the verdict,
-// the pod, and the error that kept the PU, if any; primary is false for the
-// Confirmer, whose failures EventVetoed reports. A port's answer that
-// arrives after the check's deadline counts as a failure.
-func (c *Engine) decide(ctx context.Context, getter ports.PodGetter, name string, primary bool, e *record) (Verdict, *corev1.Pod, error) {
+// sandboxSource is the port a check asks for the pod's sandbox: the
+// SandboxExtractor, or the SandboxConfirmer (confirms) for a check that
+// TriggerPod asked for.
+type sandboxSource struct {
+	x        ports.SandboxExtractor
+	port     int
+	name     string
+	confirms bool
+}
+
+// decide asks getter and, when the table needs it, sb what they see of e's
+// pod, and runs Decide on it. It returns the verdict, the pod, and the
+// error that kept the PU, if any; primary is false for the Confirmer,
+// whose failures EventVetoed reports. A port's answer that arrives after
+// the check's deadline counts as a failure.
+func (c *Engine) decide(ctx context.Context, getter ports.PodGetter, name string, primary bool, e *record, sb sandboxSource) (Verdict, *corev1.Pod, error) {
 	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: c.extractor != nil}
 	o.Pod, o.Err = getPod(ctx, getter, e.Pod)
 	switch {
@@ -100,14 +121,14 @@ func (c *Engine) decide(ctx context.Context, getter ports.PodGetter, name string
 	if v.Action != AskSandbox {
 		return v, o.Pod, err
 	}
-	o.SandboxID, o.SandboxErr = c.sandboxID(ctx, o.Pod)
+	o.SandboxID, o.SandboxErr = sandboxID(ctx, sb, o.Pod)
 	o.SandboxAsked = true
 	if ctx.Err() != nil {
-		o.SandboxErr = fmt.Errorf("SandboxID: check deadline passed: %w", ctx.Err())
+		o.SandboxErr = fmt.Errorf("%s: check deadline passed: %w", sb.name, ctx.Err())
 	}
 	if o.SandboxErr != nil {
 		err = o.SandboxErr
-		c.portFailed(portSandboxID, e, err, "getting sandbox failed; keeping PU")
+		c.portFailed(sb.port, e, err, "getting sandbox failed; keeping PU")
 	}
 	return Decide(e.PU, o), o.Pod, err
 }
@@ -118,7 +139,7 @@ func (c *Engine) decide(ctx context.Context, getter ports.PodGetter, name string
 // It returns the error that kept the PU, if any.
 func (c *Engine) confirmSandbox(ctx context.Context, e *record, pod *corev1.Pod) (Verdict, error) {
 	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: true, Pod: pod, SandboxAsked: true}
-	o.SandboxID, o.SandboxErr = c.confirmedSandboxID(ctx, pod)
+	o.SandboxID, o.SandboxErr = sandboxID(ctx, sandboxSource{x: c.sandboxConfirmer, name: "SandboxConfirmer"}, pod)
 	if ctx.Err() != nil {
 		o.SandboxErr = fmt.Errorf("SandboxConfirmer: check deadline passed: %w", ctx.Err())
 	}
@@ -239,14 +260,9 @@ func getPod(ctx context.Context, getter ports.PodGetter, key types.NamespacedNam
 	return getter.GetPod(ctx, key)
 }
 
-func (c *Engine) sandboxID(ctx context.Context, pod *corev1.Pod) (id string, err error) {
-	defer recovered("SandboxID", &err)
-	return c.extractor.SandboxID(ctx, pod)
-}
-
-func (c *Engine) confirmedSandboxID(ctx context.Context, pod *corev1.Pod) (id string, err error) {
-	defer recovered("SandboxConfirmer", &err)
-	return c.sandboxConfirmer.SandboxID(ctx, pod)
+func sandboxID(ctx context.Context, sb sandboxSource, pod *corev1.Pod) (id string, err error) {
+	defer recovered(sb.name, &err)
+	return sb.x.SandboxID(ctx, pod)
 }
 
 func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error) {

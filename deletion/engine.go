@@ -235,6 +235,7 @@ func (c *Engine) TriggerPod(key types.NamespacedName) {
 	}
 	now, n := c.now(), 0
 	for r := c.byPod[key]; r != nil; r = r.nextOfPod {
+		r.fresh = true
 		n += c.queueLocked(r, now)
 	}
 	c.wakeLocked(n)

@@ -83,8 +83,11 @@ type Options struct {
 	// costs the runtime one call per list instead of one per check
 	// (adapters/cri: a SandboxCache, confirmed by the SandboxExtractor it
 	// lists with), and a stale answer never records the wrong sandbox nor
-	// destroys the PU of a pod that runs. Requires a SandboxExtractor.
-	// nil: the SandboxExtractor's answer is final.
+	// destroys the PU of a pod that runs. A check that TriggerPod asked for
+	// (the pod changed: a sandbox restart shows there first) asks the
+	// SandboxConfirmer alone, so such a change is seen at once, as without
+	// a list. Requires a SandboxExtractor. nil: the SandboxExtractor's
+	// answer is final.
 	SandboxConfirmer ports.SandboxExtractor
 	// DestroyTerminated, when set, treats a pod that has finished (phase
 	// Succeeded or Failed) as gone for its PU: row 11 destroys it with

@@ -66,6 +66,9 @@ type record struct {
 	// again: a trigger came while the record was being checked; check it
 	// once more when the check ends.
 	again bool
+	// fresh: TriggerPod asked for the next check, which then asks the
+	// SandboxConfirmer, if any, in place of the SandboxExtractor.
+	fresh bool
 	// lastRow is the row of the last verdict carried out (see verdictOfRow);
 	// -1 before the first check. vetoed: that verdict was the Confirmer's,
 	// overriding a destroy.

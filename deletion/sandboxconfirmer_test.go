@@ -127,3 +127,44 @@ func TestSandboxConfirmerNeedsAnExtractor(t *testing.T) {
 	_, err = deletion.New(m.getter, m.policy, deletion.Options{SandboxExtractor: m.extractor, SandboxConfirmer: nilFunc})
 	assert.ErrorIs(t, err, deletion.ErrNilPort)
 }
+
+// TestTriggeredCheckAsksTheSandboxConfirmer: a check that TriggerPod asked
+// for (the pod changed, as it does when its sandbox is replaced) asks the
+// SandboxConfirmer alone, so the change is seen at once whatever the
+// extractor's list shows; the next periodic check reads the extractor
+// again.
+func TestTriggeredCheckAsksTheSandboxConfirmer(t *testing.T) {
+	m := newMockPorts(t)
+	c, confirmer := sandboxConfirmed(t, m, &events{})
+	live := livePod(testUID, testNode)
+	require.NoError(t, c.Track(entryWith("sb1")))
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil).Times(2)
+
+	// Triggered: the strict extractor mock fails the test if it is asked.
+	confirmer.EXPECT().SandboxID(gomock.Any(), live).Return("sb1", nil)
+	c.TriggerPod(testKey)
+	c.Sweep(context.Background())
+	assert.Equal(t, 1, c.Len())
+
+	// Periodic: the extractor answers, and agreeing, is not confirmed.
+	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb1", nil)
+	c.Sweep(context.Background())
+	assert.Equal(t, 1, c.Len())
+}
+
+// TestTriggeredSandboxChangeIsDestroyedAtOnce: the extractor's list still
+// shows the old sandbox, but the triggered check asks the runtime, which
+// runs the pod in a new one: the PU of the old sandbox goes in that check.
+func TestTriggeredSandboxChangeIsDestroyedAtOnce(t *testing.T) {
+	m := newMockPorts(t)
+	c, confirmer := sandboxConfirmed(t, m, &events{})
+	live := livePod(testUID, testNode)
+	require.NoError(t, c.Track(entryWith("sb1")))
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+	confirmer.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonSandboxChanged)).Return(nil)
+	m.requeuer.EXPECT().Requeue(gomock.Any(), live).Return(nil)
+	c.TriggerPod(testKey)
+	c.Sweep(context.Background())
+	assert.Zero(t, c.Len())
+}

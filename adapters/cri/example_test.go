@@ -130,3 +130,61 @@ func kubeletRuns(runtime *fakeremote.RemoteRuntime, pod *corev1.Pod, attempt uin
 	}
 	return id
 }
+
+// A node agent with many pods asks the runtime once a second instead of
+// once per check: the engine's SandboxExtractor is a SandboxCache, and the
+// extractor it lists with confirms, at the moment it matters, every answer
+// that would record a sandbox or destroy a PU. Here the cache's list is
+// kept an hour, so it still shows the sandbox that the kubelet replaced
+// and the PU tracked for the new one: the confirmer keeps that PU.
+func ExampleNewSandboxCache() {
+	dir, err := os.MkdirTemp("", "cri-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	endpoint := "unix://" + filepath.Join(dir, "cri.sock")
+	runtime := fakeremote.NewFakeRemoteRuntime()
+	if err := runtime.Start(endpoint); err != nil {
+		panic(err)
+	}
+	defer runtime.Stop()
+	sandboxes, err := cri.New(endpoint, cri.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer sandboxes.Close()
+	listed, err := cri.NewSandboxCache(sandboxes, cri.CacheOptions{MaxAge: time.Hour}) // on a node: CacheOptions{}, 1 s
+	if err != nil {
+		panic(err)
+	}
+
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "7f3a"}}
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return web, nil })
+	policy := ports.PolicyHandlerFunc(func(_ context.Context, ev ports.DestroyEvent) error {
+		fmt.Printf("destroy PU %s of sandbox %s: %s\n", ev.PUID, ev.SandboxID, ev.Reason)
+		return nil
+	})
+	engine, err := deletion.New(getter, policy, deletion.Options{SandboxExtractor: listed, SandboxConfirmer: sandboxes})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	first := kubeletRuns(runtime, web, 0)
+	if _, err := listed.SandboxID(ctx, web); err != nil { // the list is made: it shows the first sandbox
+		panic(err)
+	}
+	// The kubelet replaces the sandbox, and the agent tracks the PU of the new one.
+	if err := runtime.RuntimeService.StopPodSandbox(ctx, first); err != nil {
+		panic(err)
+	}
+	second := kubeletRuns(runtime, web, 1)
+	if err := engine.Track(ports.PU{PUID: "7f3a", Pod: types.NamespacedName{Namespace: "shop", Name: "web-0"}, SandboxID: second}); err != nil {
+		panic(err)
+	}
+	engine.Sweep(ctx)
+	st := engine.Status()[0]
+	fmt.Println("kept:", st.PUID, st.SandboxID, "vetoed:", st.Vetoed)
+	// Output:
+	// kept: 7f3a web-0_shop_7f3a_1 vetoed: true
+}

@@ -141,6 +141,7 @@ type config struct {
 	destroyBurst         int
 	pprofAddr            string
 	slimPodCache         bool
+	criCacheMaxAge       time.Duration
 	zap                  zap.Options
 }
 
@@ -178,6 +179,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		"at most this many PU destroys start a second, whatever goes wrong upstream; the rest wait for their turn, none is lost; 0: no limit")
 	fs.IntVar(&cfg.destroyBurst, "destroy-burst", 1, "destroys that may start at once under --max-destroys-per-second")
 	fs.StringVar(&cfg.pprofAddr, "pprof-bind-address", "127.0.0.1:8082", `address of Go's /debug/pprof endpoints, loopback by default; "0" turns them off`)
+	fs.DurationVar(&cfg.criCacheMaxAge, "cri-cache-max-age", cri.DefaultCacheMaxAge,
+		"how old the list of the runtime's ready sandboxes that the checks read may be (the kubelet relists every second); "+
+			"an answer that would record a sandbox or destroy a PU is asked of the runtime again first. 0: ask the runtime at every check")
 	fs.BoolVar(&cfg.slimPodCache, "slim-pod-cache", true,
 		"keep only what podsweeper reads of each pod in the cache, read without deep copies (k8s.SlimPodCacheOptions); false keeps whole pods, for code of your own that reads them from this cache")
 	cfg.zap.BindFlags(fs)
@@ -206,6 +210,8 @@ func check(cfg config, args []string) error {
 			errUsage, cfg.maxDestroysPerSecond, cfg.destroyBurst)
 	case cfg.workers <= 0:
 		return fmt.Errorf("%w: --workers must be positive, got %d", errUsage, cfg.workers)
+	case cfg.criCacheMaxAge < 0:
+		return fmt.Errorf("%w: --cri-cache-max-age must not be negative, got %v", errUsage, cfg.criCacheMaxAge)
 	case cfg.stateFile == "":
 		return fmt.Errorf("%w: --state-file is required", errUsage)
 	case !cfg.metricsSecure && cfg.metricsAddr != "0" && !loopback(cfg.metricsAddr):
@@ -379,6 +385,17 @@ func newEngine(mgr manager.Manager, cfg config, journal *bolt.Journal, extractor
 		// Only then: a nil *cri.SandboxExtractor in the interface would not
 		// read as "no extractor".
 		opts.SandboxExtractor = extractor
+		if cfg.criCacheMaxAge > 0 {
+			// The checks read one list of the runtime's sandboxes, made at
+			// most --cri-cache-max-age before: one call a second instead of
+			// one per check. The runtime itself confirms any answer of that
+			// list that would record a sandbox or destroy a PU.
+			listed, err := cri.NewSandboxCache(extractor, cri.CacheOptions{MaxAge: cfg.criCacheMaxAge})
+			if err != nil {
+				return nil, err
+			}
+			opts.SandboxExtractor, opts.SandboxConfirmer = listed, extractor
+		}
 	}
 	engine, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), destroyer(log.WithName("policy")), opts)
 	if err != nil {

@@ -52,6 +52,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.Zero(t, cfg.maxDestroysPerSecond, "no destroy rate by default")
 	assert.Equal(t, "127.0.0.1:8082", cfg.pprofAddr, "pprof on loopback by default")
 	assert.True(t, cfg.slimPodCache, "the pod cache is slim by default")
+	assert.Equal(t, time.Second, cfg.criCacheMaxAge, "the checks read a list of sandboxes at most a second old")
 }
 
 func TestParseFlagsOverrides(t *testing.T) {
@@ -59,7 +60,7 @@ func TestParseFlagsOverrides(t *testing.T) {
 		"--kubeconfig=/k", "--node=node-b", "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
 		"--sweep-interval=30s", "--workers=16", "--zap-devel", "--cri-endpoint=unix:///var/run/crio/crio.sock", "--state-file=/s/j.db",
 		"--all-pods", "--destroy-terminated", "--kube-api-qps=20", "--kube-api-burst=40", "--dry-run",
-		"--max-destroys-per-second=2.5", "--destroy-burst=3", "--pprof-bind-address=0", "--slim-pod-cache=false",
+		"--max-destroys-per-second=2.5", "--destroy-burst=3", "--pprof-bind-address=0", "--slim-pod-cache=false", "--cri-cache-max-age=0",
 	}, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
@@ -78,6 +79,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		"zero interval":                    {"--node=n", "--sweep-interval=0s"},
 		"negative":                         {"--node=n", "--workers=-1"},
 		"zero workers":                     {"--node=n", "--workers=0"},
+		"negative cri cache age":           {"--node=n", "--cri-cache-max-age=-1s"},
 		"unknown flag":                     {"--node=n", "--nope"},
 		"bad duration":                     {"--node=n", "--sweep-interval=soon"},
 		"extra argument":                   {"--node=n", "extra"},
