@@ -13,15 +13,18 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// DefaultCacheMaxAge is CacheOptions.MaxAge when left at zero: the period
-// of the kubelet's own relist of the runtime's sandboxes (its PLEG).
-const DefaultCacheMaxAge = time.Second
+// DefaultCacheMaxAge is CacheOptions.MaxAge when left at zero: the
+// engine's default SweepInterval, so that the periodic checks cost the
+// runtime about one list an interval, however many pods the node runs. A
+// check that a pod's change triggered asks the runtime itself (see
+// SandboxCache).
+const DefaultCacheMaxAge = 5 * time.Second
 
 // CacheOptions configure NewSandboxCache.
 type CacheOptions struct {
 	// MaxAge is how old the list that SandboxID answers from may be: a
 	// call finds it at most MaxAge old, or lists again. 0:
-	// DefaultCacheMaxAge (1s).
+	// DefaultCacheMaxAge (5s).
 	MaxAge time.Duration
 }
 
@@ -29,8 +32,8 @@ type CacheOptions struct {
 // the runtime's ready sandboxes, shared by every call: the runtime is
 // asked once per CacheOptions.MaxAge however many pods are checked,
 // instead of once per check (on a node of 110 pods checked every 5 s, one
-// call a second instead of 22; BENCHMARKS.md has the process's CPU either
-// way). Each answer is the one SandboxExtractor.SandboxID gives for the
+// call every 5 s instead of 22 a second; BENCHMARKS.md has the process's
+// CPU either way). Each answer is the one SandboxExtractor.SandboxID gives for the
 // list: the pod's ready sandbox of the highest attempt, then the newest.
 //
 // Its answers may be MaxAge old, so it must not decide alone: give it to
@@ -38,8 +41,11 @@ type CacheOptions struct {
 // SandboxExtractor it lists with as deletion.Options.SandboxConfirmer. The
 // engine then asks the runtime itself before it records a sandbox or
 // destroys a PU for a changed one, and a list that still shows the
-// sandbox a pod ran in before never destroys the PU of its new one. A
-// sandbox change is seen at the first check after a list shows it.
+// sandbox a pod ran in before never destroys the PU of its new one. The
+// checks that TriggerPod asks for (a pod event: the kubelet reports a
+// sandbox restart in the pod's status) ask the SandboxConfirmer alone and
+// see a change at once; a change no event told of is seen at the first
+// periodic check after a list shows it, within SweepInterval + MaxAge.
 //
 // Calls that find the list too old while another call lists wait for
 // that list (or their context) and share its answer or its failure. A

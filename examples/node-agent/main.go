@@ -180,8 +180,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.IntVar(&cfg.destroyBurst, "destroy-burst", 1, "destroys that may start at once under --max-destroys-per-second")
 	fs.StringVar(&cfg.pprofAddr, "pprof-bind-address", "127.0.0.1:8082", `address of Go's /debug/pprof endpoints, loopback by default; "0" turns them off`)
 	fs.DurationVar(&cfg.criCacheMaxAge, "cri-cache-max-age", cri.DefaultCacheMaxAge,
-		"how old the list of the runtime's ready sandboxes that the checks read may be (the kubelet relists every second); "+
-			"an answer that would record a sandbox or destroy a PU is asked of the runtime again first. 0: ask the runtime at every check")
+		"how old the list of the runtime's ready sandboxes that the periodic checks read may be; a check a pod event triggered, "+
+			"and any answer that would record a sandbox or destroy a PU, asks the runtime itself. 0: ask the runtime at every check")
 	fs.BoolVar(&cfg.slimPodCache, "slim-pod-cache", true,
 		"keep only what podsweeper reads of each pod in the cache, read without deep copies (k8s.SlimPodCacheOptions); false keeps whole pods, for code of your own that reads them from this cache")
 	cfg.zap.BindFlags(fs)
@@ -386,10 +386,11 @@ func newEngine(mgr manager.Manager, cfg config, journal *bolt.Journal, extractor
 		// read as "no extractor".
 		opts.SandboxExtractor = extractor
 		if cfg.criCacheMaxAge > 0 {
-			// The checks read one list of the runtime's sandboxes, made at
-			// most --cri-cache-max-age before: one call a second instead of
-			// one per check. The runtime itself confirms any answer of that
-			// list that would record a sandbox or destroy a PU.
+			// The periodic checks read one list of the runtime's sandboxes,
+			// made at most --cri-cache-max-age before: one call an interval
+			// instead of one per check. Checks a pod event triggered ask the
+			// runtime itself, and so does any answer of that list that would
+			// record a sandbox or destroy a PU.
 			listed, err := cri.NewSandboxCache(extractor, cri.CacheOptions{MaxAge: cfg.criCacheMaxAge})
 			if err != nil {
 				return nil, err

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
+	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/internal/inspect"
@@ -52,7 +53,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.Zero(t, cfg.maxDestroysPerSecond, "no destroy rate by default")
 	assert.Equal(t, "127.0.0.1:8082", cfg.pprofAddr, "pprof on loopback by default")
 	assert.True(t, cfg.slimPodCache, "the pod cache is slim by default")
-	assert.Equal(t, time.Second, cfg.criCacheMaxAge, "the checks read a list of sandboxes at most a second old")
+	assert.Equal(t, cri.DefaultCacheMaxAge, cfg.criCacheMaxAge, "the periodic checks read a list of sandboxes at most an interval old")
 }
 
 func TestParseFlagsOverrides(t *testing.T) {

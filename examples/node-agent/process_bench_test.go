@@ -42,9 +42,11 @@ const (
 // apply (a Deployment's pod: two containers with env and resources; the
 // kubelet writes their status), the default 5 s interval. Three processes
 // run side by side on the same node over the same window: the agent with
-// its slim pod cache (the default), the agent with --slim-pod-cache=false,
-// and the seed's loop (internal/seedref/seedagent: whole pods, a deep copy
-// and a ListPodSandbox call per PU every 5 s). Once each tracks the 110 PUs
+// its defaults (a slim pod cache, and a list of the runtime's sandboxes at
+// most 1 s old), the agent with --slim-pod-cache=false, the agent with
+// --cri-cache-max-age=0 (a ListPodSandbox call per check, as before), and
+// the seed's loop (internal/seedref/seedagent: whole pods, a deep copy and
+// a ListPodSandbox call per PU every 5 s). Once each tracks the 110 PUs
 // and one more interval has passed, it reports, for each, the CPU of the
 // whole process over 60 s idle (user and system, every thread: the engine,
 // the cache's reads, the CRI calls, the informer, the runtime), its RSS and
@@ -81,8 +83,9 @@ func BenchmarkProcess(b *testing.B) {
 	kubeconfig := agentKubeconfig(b, c.KubeConfig)
 
 	procs := []*benchProcess{
-		startBenchAgent(b, filepath.Join(bin, "node-agent"), "slim", kubeconfig, n, true),
-		startBenchAgent(b, filepath.Join(bin, "node-agent"), "full", kubeconfig, n, false),
+		startBenchAgent(b, filepath.Join(bin, "node-agent"), "slim", kubeconfig, n),
+		startBenchAgent(b, filepath.Join(bin, "node-agent"), "full", kubeconfig, n, "--slim-pod-cache=false"),
+		startBenchAgent(b, filepath.Join(bin, "node-agent"), "slim-cri-per-check", kubeconfig, n, "--cri-cache-max-age=0"),
 		startSeedAgent(b, filepath.Join(bin, "seedagent"), kubeconfig, n),
 	}
 	for _, p := range procs {
@@ -173,14 +176,13 @@ func startProcess(b *testing.B, name, bin string, args ...string) *benchProcess 
 
 // startBenchAgent runs the node agent's binary for node n with its
 // defaults but for the addresses (loopback, plain HTTP), its journal and
-// --slim-pod-cache.
-func startBenchAgent(b *testing.B, bin, name, kubeconfig string, n *testnode.Node, slim bool) *benchProcess {
+// the extra flags.
+func startBenchAgent(b *testing.B, bin, name, kubeconfig string, n *testnode.Node, extra ...string) *benchProcess {
 	b.Helper()
 	metricsAddr, pprofAddr := testkube.FreeAddr(b), testkube.FreeAddr(b)
-	p := startProcess(b, "agent-"+name, bin, "--kubeconfig="+kubeconfig, "--node="+n.Name, "--cri-endpoint="+n.CRIEndpoint,
-		"--state-file="+filepath.Join(b.TempDir(), "journal.db"), "--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
-		"--health-probe-bind-address="+testkube.FreeAddr(b), "--pprof-bind-address="+pprofAddr,
-		"--slim-pod-cache="+strconv.FormatBool(slim))
+	p := startProcess(b, "agent-"+name, bin, append([]string{"--kubeconfig=" + kubeconfig, "--node=" + n.Name, "--cri-endpoint=" + n.CRIEndpoint,
+		"--state-file=" + filepath.Join(b.TempDir(), "journal.db"), "--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
+		"--health-probe-bind-address=" + testkube.FreeAddr(b), "--pprof-bind-address=" + pprofAddr}, extra...)...)
 	p.pprofAddr = pprofAddr
 	p.tracked = func(tb testing.TB) int {
 		return int(metricValue(testkube.Get(tb, "http://"+metricsAddr+"/metrics"), k8s.MetricTrackedPUs))
