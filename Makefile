@@ -26,7 +26,7 @@ CNI_PLUGIN_PKGS := github.com/containernetworking/plugins/plugins/main/bridge \
 	github.com/containernetworking/plugins/plugins/ipam/host-local \
 	github.com/containernetworking/plugins/plugins/main/loopback
 
-.PHONY: all generate verify-generate lint verify-apidiff apidiff-base test test-long bench ci cni-plugins
+.PHONY: all generate verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process ci cni-plugins
 
 all: lint test
 
@@ -85,6 +85,16 @@ test-long: envtest cni-plugins
 ## about 30 minutes on 2 cores, 40 with SLOW_SEED=1).
 bench:
 	GO=$(GO) BENCH_COUNT=$(BENCH_COUNT) hack/bench/run.sh
+
+## bench-process: the examples' whole processes on a real API server (and, for the
+## node agent, a real kubelet) with realistic pods, full and slim cache side by side
+## (BenchmarkProcess; about 15 minutes on 2 cores). Raw output in bin/bench/process.txt.
+bench-process: envtest
+	@mkdir -p bin/bench
+	{ date -u +'# %Y-%m-%dT%H:%M:%SZ'; echo "# $$(nproc) CPUs, load average $$(cut -d' ' -f1-3 /proc/loadavg)"; \
+	  KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) \
+	  $(GO) test -run='^$$' -bench='^BenchmarkProcess$$' -benchtime=1x -count=1 -timeout=60m ./examples/node-agent/ ./examples/cluster-controller/ 2>&1 \
+	  | grep -vE '^\s+[EIW][0-9]{4} '; } | tee bin/bench/process.txt
 
 ## ci: what .ci/run runs on a clean clone.
 ci: verify-generate lint verify-apidiff test

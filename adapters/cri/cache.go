@@ -2,7 +2,6 @@ package cri
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -98,15 +97,11 @@ func NewSandboxCache(x *SandboxExtractor, opts CacheOptions) (*SandboxCache, err
 // fails, as SandboxExtractor.SandboxID does, or ctx ends while it waits
 // for a list. A nil pod or a pod without a UID is an ErrInvalidPod error.
 func (c *SandboxCache) SandboxID(ctx context.Context, pod *corev1.Pod) (string, error) {
-	switch {
-	case c == nil || c.x == nil:
+	if c == nil || c.x == nil {
 		return "", ErrClosed
-	case ctx == nil:
-		return "", errors.New("cri: SandboxID: nil context")
-	case pod == nil:
-		return "", fmt.Errorf("%w: pod is nil", ErrInvalidPod)
-	case pod.UID == "":
-		return "", fmt.Errorf("%w: pod %s/%s has no UID", ErrInvalidPod, pod.Namespace, pod.Name)
+	}
+	if err := checkArgs(ctx, pod); err != nil {
+		return "", err
 	}
 	uid := string(pod.UID)
 	c.mu.Lock()

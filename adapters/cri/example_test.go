@@ -81,22 +81,8 @@ func ExampleNew() {
 // which the engine keeps the PU. A runtime that does not answer is an
 // error, never "".
 func ExampleSandboxExtractor_SandboxID() {
-	dir, err := os.MkdirTemp("", "cri-")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	endpoint := "unix://" + filepath.Join(dir, "cri.sock")
-	runtime := fakeremote.NewFakeRemoteRuntime()
-	if err := runtime.Start(endpoint); err != nil {
-		panic(err)
-	}
-	defer runtime.Stop()
-	sandboxes, err := cri.New(endpoint, cri.Options{})
-	if err != nil {
-		panic(err)
-	}
-	defer sandboxes.Close()
+	runtime, sandboxes, stop := exampleRuntime()
+	defer stop()
 
 	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "7f3a"}}
 	ask := func() {
@@ -109,13 +95,35 @@ func ExampleSandboxExtractor_SandboxID() {
 	kubeletRuns(runtime, web, 1) // a restart in progress: two are ready
 	ask()
 	runtime.Stop()
-	_, err = sandboxes.SandboxID(context.Background(), web)
+	_, err := sandboxes.SandboxID(context.Background(), web)
 	fmt.Println("runtime down:", err != nil)
 	// Output:
 	// "" <nil>
 	// "web-0_shop_7f3a_0" <nil>
 	// "web-0_shop_7f3a_1" <nil>
 	// runtime down: true
+}
+
+// exampleRuntime starts cri-client's fake runtime on a socket of its own
+// and an extractor on it; stop stops both and removes the socket.
+func exampleRuntime() (runtime *fakeremote.RemoteRuntime, sandboxes *cri.SandboxExtractor, stop func()) {
+	dir, err := os.MkdirTemp("", "cri-")
+	if err != nil {
+		panic(err)
+	}
+	endpoint := "unix://" + filepath.Join(dir, "cri.sock")
+	runtime = fakeremote.NewFakeRemoteRuntime()
+	if err := runtime.Start(endpoint); err != nil {
+		panic(err)
+	}
+	if sandboxes, err = cri.New(endpoint, cri.Options{}); err != nil {
+		panic(err)
+	}
+	return runtime, sandboxes, func() {
+		_ = sandboxes.Close()
+		runtime.Stop()
+		_ = os.RemoveAll(dir)
+	}
 }
 
 // kubeletRuns runs a sandbox of pod on the fake runtime as the kubelet
@@ -138,22 +146,8 @@ func kubeletRuns(runtime *fakeremote.RemoteRuntime, pod *corev1.Pod, attempt uin
 // kept an hour, so it still shows the sandbox that the kubelet replaced
 // and the PU tracked for the new one: the confirmer keeps that PU.
 func ExampleNewSandboxCache() {
-	dir, err := os.MkdirTemp("", "cri-")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	endpoint := "unix://" + filepath.Join(dir, "cri.sock")
-	runtime := fakeremote.NewFakeRemoteRuntime()
-	if err := runtime.Start(endpoint); err != nil {
-		panic(err)
-	}
-	defer runtime.Stop()
-	sandboxes, err := cri.New(endpoint, cri.Options{})
-	if err != nil {
-		panic(err)
-	}
-	defer sandboxes.Close()
+	runtime, sandboxes, stop := exampleRuntime()
+	defer stop()
 	listed, err := cri.NewSandboxCache(sandboxes, cri.CacheOptions{MaxAge: time.Hour}) // on a node: CacheOptions{}, 1 s
 	if err != nil {
 		panic(err)

@@ -160,15 +160,11 @@ func (s *SandboxExtractor) Ping(ctx context.Context) error {
 // longer than min(ctx's deadline, Options.Timeout). A nil pod or a pod
 // without a UID is an ErrInvalidPod error. The pod is only read.
 func (s *SandboxExtractor) SandboxID(ctx context.Context, pod *corev1.Pod) (string, error) {
-	switch {
-	case s == nil || s.client == nil || s.closed.Load():
+	if s == nil || s.client == nil || s.closed.Load() {
 		return "", ErrClosed
-	case ctx == nil:
-		return "", errors.New("cri: SandboxID: nil context")
-	case pod == nil:
-		return "", fmt.Errorf("%w: pod is nil", ErrInvalidPod)
-	case pod.UID == "":
-		return "", fmt.Errorf("%w: pod %s/%s has no UID", ErrInvalidPod, pod.Namespace, pod.Name)
+	}
+	if err := checkArgs(ctx, pod); err != nil {
+		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -181,6 +177,20 @@ func (s *SandboxExtractor) SandboxID(ctx context.Context, pod *corev1.Pod) (stri
 		return "", fmt.Errorf("cri: listing the sandboxes of pod %s/%s (uid %s) at %s: %w", pod.Namespace, pod.Name, uid, s.endpoint, err)
 	}
 	return pick(resp.GetItems(), uid), nil
+}
+
+// checkArgs rejects what SandboxID cannot answer for: a nil context, a
+// nil pod, a pod without a UID.
+func checkArgs(ctx context.Context, pod *corev1.Pod) error {
+	switch {
+	case ctx == nil:
+		return errors.New("cri: SandboxID: nil context")
+	case pod == nil:
+		return fmt.Errorf("%w: pod is nil", ErrInvalidPod)
+	case pod.UID == "":
+		return fmt.Errorf("%w: pod %s/%s has no UID", ErrInvalidPod, pod.Namespace, pod.Name)
+	}
+	return nil
 }
 
 // pick returns the ID of the ready sandbox of the pod uid that the pod runs
