@@ -67,7 +67,7 @@ func TestAgentOnKubelet(t *testing.T) {
 func startNodeAgent(t *testing.T, c *testnode.Cluster, n *testnode.Node, state string, extra ...string) *nodeAgent {
 	t.Helper()
 	a := runAgent(t, c.KubeConfig, append([]string{"--node=" + n.Name, "--cri-endpoint=" + n.CRIEndpoint, "--state-file=" + state,
-		"--sweep-interval=" + kubeletSweep.String(), "--workers=4"}, extra...)...)
+		"--sweep-interval=" + kubeletSweep.String(), "--cri-cache-max-age=" + kubeletSweep.String(), "--workers=4"}, extra...)...)
 	require.Eventually(t, func() bool {
 		code, _ := probe(t, "http://"+a.probeAddr+"/readyz")
 		return code == http.StatusOK
@@ -384,7 +384,10 @@ func testTerminated(t *testing.T, c *testnode.Cluster) {
 			id, err := f.n.ReadySandbox(context.Background(), string(f.pod.UID))
 			return err == nil && id == ""
 		}, waitLong, 20*time.Millisecond, "the kubelet stops the finished pod's sandbox")
-		stopped := time.Now()
+		// The periodic checks read a list of the runtime's sandboxes at most
+		// --cri-cache-max-age old: a check that starts that long after the
+		// stop reads a list made after it.
+		stopped := time.Now().Add(kubeletSweep)
 
 		st := f.a.checkedAfter(t, f.pod.UID, stopped)
 		require.NotNil(t, st.LastChecked)
