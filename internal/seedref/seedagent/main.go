@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	if cfg.kubeconfig == "" || cfg.node == "" || cfg.criEndpoint == "" || fs.NArg() > 0 {
-		return errors.New("usage: seedagent --kubeconfig=... --node=... --cri-endpoint=unix:///...")
+		return errors.New("usage: seedagent --kubeconfig PATH --node NAME --cri-endpoint unix:///PATH")
 	}
 	log := zap.New(zap.WriteTo(stderr))
 	ctrl.SetLogger(log)
