@@ -22,12 +22,8 @@ func (c *Engine) check(ctx context.Context, e *record) result {
 	// A check that TriggerPod asked for (the pod changed) asks the runtime
 	// itself, when a SandboxConfirmer says how; the others may read the
 	// SandboxExtractor's list.
-	c.mu.Lock()
-	fresh := e.fresh
-	e.fresh = false
-	c.mu.Unlock()
 	sb := sandboxSource{x: c.extractor, port: portSandboxID, name: "SandboxID"}
-	if fresh && c.sandboxConfirmer != nil {
+	if e.checkFresh && c.sandboxConfirmer != nil {
 		sb = sandboxSource{x: c.sandboxConfirmer, port: portSandboxConfirmer, name: "SandboxConfirmer", confirms: true}
 	}
 	v, pod, err := c.decide(ctx, c.getter, "GetPod", true, e, sb)

@@ -387,6 +387,7 @@ func (c *Engine) next(w *workerState, sweep uint64) *record {
 				continue
 			}
 			it.r.state = checking
+			it.r.checkFresh, it.r.fresh = it.r.fresh, false
 			c.inFlight++
 			if it.r.swept == sweepNext {
 				it.r.swept = sweepThis
