@@ -88,7 +88,7 @@ bench:
 
 ## bench-process: the examples' whole processes on a real API server (and, for the
 ## node agent, a real kubelet) with realistic pods, full and slim cache side by side
-## (BenchmarkProcess; about 15 minutes on 2 cores). Raw output in bin/bench/process.txt.
+## (BenchmarkProcess; about 6 minutes on 2 cores). Raw output in bin/bench/process.txt.
 bench-process: envtest
 	@mkdir -p bin/bench
 	{ date -u +'# %Y-%m-%dT%H:%M:%SZ'; echo "# $$(nproc) CPUs, load average $$(cut -d' ' -f1-3 /proc/loadavg)"; \
