@@ -27,7 +27,11 @@
 // bind), or with --metrics-secure=false over plain HTTP on a loopback
 // address only. It asks the container runtime on
 // --cri-endpoint for each pod's sandbox (adapters/cri), so that a sandbox
-// restart destroys the PU of the old sandbox and requeues the pod. Without
+// restart destroys the PU of the old sandbox and requeues the pod: its
+// periodic checks read one list of the runtime's sandboxes at most
+// --cri-cache-max-age old (cri.SandboxCache), a check a pod event triggered
+// asks the runtime itself, and so does any answer of the list that would
+// record a sandbox or destroy a PU (deletion.Options.SandboxConfirmer). Without
 // the runtime's socket it runs on, says once that sandbox restarts are not
 // detected, and its /readyz check "cri" fails; with it, "cri" fails while
 // the runtime does not answer. /readyz also waits for the pod cache to
