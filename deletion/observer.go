@@ -84,8 +84,12 @@ const (
 	// DestroyCalls and Err are set.
 	EventAbandoned
 	// EventVetoed: the Confirmer did not confirm a destroy the PodGetter's
-	// answer decided. Reason is the reason the PodGetter's answer gave;
-	// Verdict is the Confirmer's; Err is the Confirmer's error, if any.
+	// answer decided, or the SandboxConfirmer did not confirm a sandbox
+	// change (row 10) the SandboxExtractor's answer decided. Reason is the
+	// reason the overridden answer gave (SandboxChanged for the latter);
+	// Verdict is the confirmer's; Err is the confirmer's error, if any.
+	// With a listing SandboxExtractor (adapters/cri.SandboxCache), the
+	// latter is routine: a PU tracked with a sandbox newer than the list.
 	EventVetoed
 	// EventAdopted: a check recorded the PU's first sandbox, or Start gave
 	// it the sandbox the Inventory listed; PU holds it.

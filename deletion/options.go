@@ -49,11 +49,21 @@ const (
 	MinCheckTimeout = 10 * time.Millisecond
 )
 
+// listed reports whether x says it answers from a list that may be old:
+// it has a method MaxAge() time.Duration, as adapters/cri's SandboxCache.
+func listed(x ports.SandboxExtractor) bool {
+	_, ok := x.(interface{ MaxAge() time.Duration })
+	return ok
+}
+
 // Options configure an Engine. The zero value of every field is a
 // documented default; values out of range are rejected by New.
 type Options struct {
 	// SandboxExtractor reports a pod's current sandbox. nil: sandbox restarts
 	// are not detected (rows 6 to 10 of the decision table never apply).
+	// One that answers from a list that may be old says so with a method
+	// MaxAge() time.Duration (adapters/cri's SandboxCache): New then requires
+	// a SandboxConfirmer.
 	SandboxExtractor ports.SandboxExtractor
 	// Requeuer is told about a pod whose PU was destroyed for a sandbox
 	// change. nil: nothing is requeued.
@@ -83,11 +93,17 @@ type Options struct {
 	// costs the runtime one call per list instead of one per check
 	// (adapters/cri: a SandboxCache, confirmed by the SandboxExtractor it
 	// lists with), and a stale answer never records the wrong sandbox nor
-	// destroys the PU of a pod that runs. A check that TriggerPod asked for
-	// (the pod changed: a sandbox restart shows there first) asks the
-	// SandboxConfirmer alone, so such a change is seen at once, as without
-	// a list. Requires a SandboxExtractor. nil: the SandboxExtractor's
-	// answer is final.
+	// destroys the PU of a pod that runs. A PU's first check, and a check
+	// that TriggerPod asked for (the pod changed, as its status does when
+	// the kubelet replaces its sandbox), ask the SandboxConfirmer alone, so
+	// a change the pod's events tell of is seen at once, as without a list;
+	// one they do not tell of (or that a triggered check came too early to
+	// see) waits for a periodic check that reads a list made after it, at
+	// most SweepInterval plus the list's age later. A disagreement on row
+	// 10 is a veto (EventVetoed). Requires a SandboxExtractor, and must not
+	// itself answer from a list (have a MaxAge method). nil: the
+	// SandboxExtractor's answer is final, and it must not answer from a
+	// list.
 	SandboxConfirmer ports.SandboxExtractor
 	// DestroyTerminated, when set, treats a pod that has finished (phase
 	// Succeeded or Failed) as gone for its PU: row 11 destroys it with
@@ -197,6 +213,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SandboxConfirmer != nil && o.SandboxExtractor == nil {
 		return o, fmt.Errorf("%w: SandboxConfirmer is set without a SandboxExtractor: it would confirm nothing", ErrInvalidOptions)
+	}
+	if listed(o.SandboxExtractor) && o.SandboxConfirmer == nil {
+		return o, fmt.Errorf("%w: SandboxExtractor (%T) answers from a list that may be old: give the extractor it lists with as SandboxConfirmer", ErrInvalidOptions, o.SandboxExtractor)
+	}
+	if listed(o.SandboxConfirmer) {
+		return o, fmt.Errorf("%w: SandboxConfirmer (%T) answers from a list that may be old: it must ask the runtime itself", ErrInvalidOptions, o.SandboxConfirmer)
 	}
 	if o.Workers < 0 || o.Workers > MaxWorkers {
 		return o, fmt.Errorf("%w: Workers is %d, want 0 to %d", ErrInvalidOptions, o.Workers, MaxWorkers)

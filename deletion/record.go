@@ -68,8 +68,8 @@ type record struct {
 	again bool
 	// fresh: TriggerPod asked for the next check, which then asks the
 	// SandboxConfirmer, if any, in place of the SandboxExtractor.
-	// checkFresh is fresh as the check that holds the record claimed it,
-	// read by that check alone.
+	// checkFresh is fresh, or true for the record's first check, as the
+	// check that holds the record claimed it, read by that check alone.
 	fresh, checkFresh bool
 	// lastRow is the row of the last verdict carried out (see verdictOfRow);
 	// -1 before the first check. vetoed: that verdict was the Confirmer's,

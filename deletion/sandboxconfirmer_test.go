@@ -3,6 +3,7 @@ package deletion_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/assert"
@@ -23,6 +24,19 @@ func sandboxConfirmed(t *testing.T, m *mockPorts, rec *events) (*deletion.Engine
 	return m.newEngine(t, true, deletion.Options{SandboxConfirmer: confirmer, Observer: rec}), confirmer
 }
 
+// trackedAndChecked tracks the PU of live with sandbox and runs its first
+// check, which asks the confirmer alone (the strict extractor mock fails
+// the test if it is asked) and keeps the PU.
+func trackedAndChecked(t *testing.T, c *deletion.Engine, m *mockPorts, confirmer *mocks.MockSandboxExtractor, live *corev1.Pod, sandbox string) {
+	t.Helper()
+	require.NoError(t, c.Track(entryWith(sandbox)))
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+	confirmer.EXPECT().SandboxID(gomock.Any(), live).Return(sandbox, nil)
+	c.Sweep(context.Background())
+	require.Equal(t, 1, c.Len())
+	require.Equal(t, sandbox, c.Status()[0].SandboxID)
+}
+
 // TestSandboxConfirmerVetoesAStaleSandboxChange: the extractor's list
 // still shows the sandbox the pod ran in before, while the runtime runs it
 // in the one the PU has recorded (the main controller tracked the PU of
@@ -33,10 +47,10 @@ func TestSandboxConfirmerVetoesAStaleSandboxChange(t *testing.T) {
 	rec := &events{}
 	c, confirmer := sandboxConfirmed(t, m, rec)
 	live := livePod(testUID, testNode)
+	trackedAndChecked(t, c, m, confirmer, live, "sb-new")
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
 	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb-old", nil)
 	confirmer.EXPECT().SandboxID(gomock.Any(), live).Return("sb-new", nil)
-	require.NoError(t, c.Track(entryWith("sb-new")))
 	c.Sweep(context.Background())
 
 	assert.Equal(t, 1, c.Len(), "the PU of the pod's running sandbox is kept")
@@ -54,35 +68,36 @@ func TestSandboxConfirmerDecidesASandboxChange(t *testing.T) {
 	m := newMockPorts(t)
 	c, confirmer := sandboxConfirmed(t, m, &events{})
 	live := livePod(testUID, testNode)
+	trackedAndChecked(t, c, m, confirmer, live, "sb1")
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
 	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
 	confirmer.EXPECT().SandboxID(gomock.Any(), live).Return("sb3", nil)
 	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonSandboxChanged)).Return(nil)
 	m.requeuer.EXPECT().Requeue(gomock.Any(), live).Return(nil)
-	require.NoError(t, c.Track(entryWith("sb1")))
 	c.Sweep(context.Background())
 	assert.Zero(t, c.Len())
 }
 
 // TestSandboxConfirmerRecordsTheRuntimesSandbox: a PU tracked without a
-// sandbox records the one the runtime confirms, not the list's (which may
-// still show the sandbox the pod ran in before); when the runtime shows no
-// ready sandbox, nothing is recorded.
+// sandbox records the one the runtime shows, never the list's: its first
+// check asks the runtime alone; when the runtime shows no ready sandbox
+// yet, a later periodic check whose list shows one (maybe the sandbox the
+// pod ran in before) asks the runtime again before it records.
 func TestSandboxConfirmerRecordsTheRuntimesSandbox(t *testing.T) {
 	m := newMockPorts(t)
 	c, confirmer := sandboxConfirmed(t, m, &events{})
 	live := livePod(testUID, testNode)
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil).Times(3)
-	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb-old", nil).Times(2)
 	gomock.InOrder(
-		confirmer.EXPECT().SandboxID(gomock.Any(), live).Return("", nil),
-		confirmer.EXPECT().SandboxID(gomock.Any(), live).Return("sb-new", nil),
+		confirmer.EXPECT().SandboxID(gomock.Any(), live).Return("", nil),       // the first check
+		confirmer.EXPECT().SandboxID(gomock.Any(), live).Return("sb-new", nil), // confirming the list's answer
 	)
+	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb-old", nil)
 	require.NoError(t, c.Track(entryWith("")))
 	c.Sweep(context.Background())
-	assert.Empty(t, c.Status()[0].SandboxID, "no ready sandbox confirmed: nothing recorded")
+	assert.Empty(t, c.Status()[0].SandboxID, "no ready sandbox: nothing recorded")
 	c.Sweep(context.Background())
-	assert.Equal(t, "sb-new", c.Status()[0].SandboxID)
+	assert.Equal(t, "sb-new", c.Status()[0].SandboxID, "the runtime's, not the list's")
 
 	// Agreement with the record is not confirmed: the strict mock fails the
 	// test if the confirmer is asked again.
@@ -100,11 +115,18 @@ func TestSandboxConfirmerFailureKeeps(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := newMockPorts(t)
-			c := m.newEngine(t, true, deletion.Options{SandboxConfirmer: ports.SandboxExtractorFunc(answer)})
+			calls := 0
+			c := m.newEngine(t, true, deletion.Options{SandboxConfirmer: ports.SandboxExtractorFunc(func(ctx context.Context, p *corev1.Pod) (string, error) {
+				if calls++; calls == 1 {
+					return "sb1", nil // the first check: the recorded sandbox
+				}
+				return answer(ctx, p)
+			})})
 			live := livePod(testUID, testNode)
-			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+			m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil).Times(2)
 			m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
 			require.NoError(t, c.Track(entryWith("sb1")))
+			c.Sweep(context.Background())
 			c.Sweep(context.Background())
 			require.Equal(t, 1, c.Len(), "a confirmer that fails keeps the PU")
 			st := c.Status()[0]
@@ -117,11 +139,25 @@ func TestSandboxConfirmerFailureKeeps(t *testing.T) {
 	}
 }
 
+// listingExtractor says it answers from a list up to a second old.
+type listingExtractor struct{ ports.SandboxExtractor }
+
+func (listingExtractor) MaxAge() time.Duration { return time.Second }
+
 // TestSandboxConfirmerNeedsAnExtractor: a confirmer with nothing to
-// confirm, or a typed nil one, is refused.
+// confirm, or a typed nil one, is refused; so is an extractor that answers
+// from a list (it has MaxAge) without a confirmer, or as the confirmer.
 func TestSandboxConfirmerNeedsAnExtractor(t *testing.T) {
 	m := newMockPorts(t)
-	_, err := deletion.New(m.getter, m.policy, deletion.Options{SandboxConfirmer: m.extractor})
+	list := listingExtractor{m.extractor}
+	_, err := deletion.New(m.getter, m.policy, deletion.Options{SandboxExtractor: list})
+	assert.ErrorIs(t, err, deletion.ErrInvalidOptions, "a list without a confirmer")
+	_, err = deletion.New(m.getter, m.policy, deletion.Options{SandboxExtractor: m.extractor, SandboxConfirmer: list})
+	assert.ErrorIs(t, err, deletion.ErrInvalidOptions, "a list as the confirmer")
+	_, err = deletion.New(m.getter, m.policy, deletion.Options{SandboxExtractor: list, SandboxConfirmer: m.extractor})
+	assert.NoError(t, err, "a list confirmed by the runtime")
+
+	_, err = deletion.New(m.getter, m.policy, deletion.Options{SandboxConfirmer: m.extractor})
 	assert.ErrorIs(t, err, deletion.ErrInvalidOptions)
 	var nilFunc ports.SandboxExtractorFunc
 	_, err = deletion.New(m.getter, m.policy, deletion.Options{SandboxExtractor: m.extractor, SandboxConfirmer: nilFunc})
@@ -137,7 +173,7 @@ func TestTriggeredCheckAsksTheSandboxConfirmer(t *testing.T) {
 	m := newMockPorts(t)
 	c, confirmer := sandboxConfirmed(t, m, &events{})
 	live := livePod(testUID, testNode)
-	require.NoError(t, c.Track(entryWith("sb1")))
+	trackedAndChecked(t, c, m, confirmer, live, "sb1")
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil).Times(2)
 
 	// Triggered: the strict extractor mock fails the test if it is asked.
@@ -159,7 +195,7 @@ func TestTriggeredSandboxChangeIsDestroyedAtOnce(t *testing.T) {
 	m := newMockPorts(t)
 	c, confirmer := sandboxConfirmed(t, m, &events{})
 	live := livePod(testUID, testNode)
-	require.NoError(t, c.Track(entryWith("sb1")))
+	trackedAndChecked(t, c, m, confirmer, live, "sb1")
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
 	confirmer.EXPECT().SandboxID(gomock.Any(), live).Return("sb2", nil)
 	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("sb1", ports.ReasonSandboxChanged)).Return(nil)
@@ -167,4 +203,27 @@ func TestTriggeredSandboxChangeIsDestroyedAtOnce(t *testing.T) {
 	c.TriggerPod(testKey)
 	c.Sweep(context.Background())
 	assert.Zero(t, c.Len())
+}
+
+// TestBothConfirmers: the PodGetter says the pod is gone, the Confirmer
+// sees it alive, and the list shows another sandbox than recorded: the
+// SandboxConfirmer is asked too, and since the runtime runs the pod in the
+// recorded sandbox, the PU is kept.
+func TestBothConfirmers(t *testing.T) {
+	m := newMockPorts(t)
+	podConfirmer := mocks.NewMockPodGetter(gomock.NewController(t))
+	sandboxConfirmer := mocks.NewMockSandboxExtractor(gomock.NewController(t))
+	rec := &events{}
+	c := m.newEngine(t, true, deletion.Options{Confirmer: podConfirmer, SandboxConfirmer: sandboxConfirmer, Observer: rec})
+	live := livePod(testUID, testNode)
+	trackedAndChecked(t, c, m, sandboxConfirmer, live, "sb1")
+
+	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
+	podConfirmer.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
+	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb-old", nil)
+	sandboxConfirmer.EXPECT().SandboxID(gomock.Any(), live).Return("sb1", nil)
+	c.Sweep(context.Background())
+	assert.Equal(t, 1, c.Len(), "the PU of the pod's running sandbox is kept")
+	assert.Equal(t, 9, c.Status()[0].LastVerdict.Row)
+	assert.NotEmpty(t, rec.kinds(deletion.EventVetoed))
 }

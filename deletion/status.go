@@ -25,7 +25,8 @@ type PUStatus struct {
 	// why the PU is kept. Zero before the first check.
 	LastVerdict Verdict
 	// Vetoed reports that LastVerdict is the Confirmer's, which overrode a
-	// destroy the PodGetter's answer decided.
+	// destroy the PodGetter's answer decided, or the SandboxConfirmer's,
+	// which overrode a sandbox change the SandboxExtractor's decided.
 	Vetoed bool
 	// Attempts is the number of failed DestroyPU calls.
 	Attempts int

@@ -387,7 +387,8 @@ func (c *Engine) next(w *workerState, sweep uint64) *record {
 				continue
 			}
 			it.r.state = checking
-			it.r.checkFresh, it.r.fresh = it.r.fresh, false
+			// A first check records the sandbox: it asks the runtime too.
+			it.r.checkFresh, it.r.fresh = it.r.fresh || it.r.lastRow < 0, false
 			c.inFlight++
 			if it.r.swept == sweepNext {
 				it.r.swept = sweepThis

@@ -21,7 +21,9 @@ type PodGetter interface {
 }
 
 // SandboxExtractor reports the ID of the sandbox (the pause container and its
-// network namespace) a pod currently runs in. An empty ID with a nil error
+// network namespace) a pod currently runs in, or, for one with a method
+// MaxAge() time.Duration (adapters/cri's SandboxCache), ran in at most that
+// long ago: the engine then confirms its answers (deletion.Options). An empty ID with a nil error
 // means the sandbox is not known yet, for example because the runtime has not
 // reported it.
 //

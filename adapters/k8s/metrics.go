@@ -65,7 +65,8 @@ var _ deletion.Observer = (*Metrics)(nil)
 // first check that found a PU must go to its successful destroy),
 // podsweeper_destroys_vetoed_total (destroys the Confirmer did not confirm,
 // by the reason the cache's answer gave: a cache lagging behind the API
-// server shows here) and podsweeper_restored_pus_total (PUs tracked again
+// server shows here; reason SandboxChanged counts the sandbox changes of a
+// listing SandboxExtractor that the SandboxConfirmer did not confirm) and podsweeper_restored_pus_total (PUs tracked again
 // from the Inventory at start), and podsweeper_would_destroy_total (PUs a
 // dry run found must go and did not destroy, by reason: the report an
 // operator reads before turning destroys on).

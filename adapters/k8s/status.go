@@ -22,7 +22,8 @@ type PUStatus struct {
 	LastChecked *time.Time `json:"lastChecked,omitempty"`
 	// LastRow and Why say which row of the decision table the last check
 	// took, and why the PU is kept; Vetoed, that the Confirmer overrode a
-	// destroy the cache's answer decided.
+	// destroy the cache's answer decided (or the SandboxConfirmer a sandbox
+	// change the SandboxExtractor's list decided).
 	LastRow     int        `json:"lastRow,omitempty"`
 	Why         string     `json:"why,omitempty"`
 	Vetoed      bool       `json:"vetoed,omitempty"`
