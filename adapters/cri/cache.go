@@ -14,9 +14,9 @@ import (
 
 // DefaultCacheMaxAge is CacheOptions.MaxAge when left at zero: the
 // engine's default SweepInterval, so that the periodic checks cost the
-// runtime about one list an interval, however many pods the node runs. A
-// check that a pod's change triggered asks the runtime itself (see
-// SandboxCache).
+// runtime about one list an interval, however many pods the node runs.
+// The engine's first and triggered checks ask its SandboxConfirmer instead
+// (see SandboxCache).
 const DefaultCacheMaxAge = 5 * time.Second
 
 // CacheOptions configure NewSandboxCache.
@@ -49,7 +49,10 @@ type CacheOptions struct {
 // Calls that find the list too old while another call lists wait for
 // that list (or their context) and share its answer or its failure. A
 // failed list is not kept: the next call lists again. It is safe for use
-// by several goroutines at once.
+// by several goroutines at once. Once its extractor is closed, it answers
+// from its last list until that is MaxAge old, then fails with ErrClosed.
+// It says it answers from a list with MaxAge, which deletion.New reads:
+// the engine refuses it without a SandboxConfirmer, and as one.
 type SandboxCache struct {
 	x      *SandboxExtractor
 	maxAge time.Duration
@@ -90,6 +93,9 @@ func NewSandboxCache(x *SandboxExtractor, opts CacheOptions) (*SandboxCache, err
 	c.list = c.listReady
 	return c, nil
 }
+
+// MaxAge returns how old the list that SandboxID answers from may be.
+func (c *SandboxCache) MaxAge() time.Duration { return c.maxAge }
 
 // SandboxID returns the ID of pod's ready sandbox in a list of the
 // runtime's ready sandboxes at most MaxAge old, "" and a nil error when

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -53,23 +54,35 @@ func sandbox(id, uid string, attempt uint32, created int64) *runtimeapi.PodSandb
 		Metadata: &runtimeapi.PodSandboxMetadata{Uid: uid, Attempt: attempt}, Labels: map[string]string{PodUIDLabel: uid}}
 }
 
+// clock is a time the test moves.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
 // testCache is a SandboxCache on f with a clock the test moves.
-func testCache(t *testing.T, f *fakeList, maxAge time.Duration) (*SandboxCache, *time.Time) {
+func testCache(t *testing.T, f *fakeList, maxAge time.Duration) (*SandboxCache, *clock) {
 	t.Helper()
 	x, err := New("unix:///nonexistent/cri.sock", Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = x.Close() })
 	c, err := NewSandboxCache(x, CacheOptions{MaxAge: maxAge})
 	require.NoError(t, err)
-	now := time.Unix(1000, 0)
-	var mu sync.Mutex
-	c.list = f.list
-	c.now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}
-	return c, &now
+	clk := &clock{now: time.Unix(1000, 0)}
+	c.list, c.now = f.list, clk.Now
+	return c, clk
 }
 
 func podUID(uid string) *corev1.Pod {
@@ -99,10 +112,10 @@ func TestSandboxCacheListsOncePerMaxAge(t *testing.T) {
 
 	// At MaxAge the list still serves; past it, the runtime is asked again.
 	f.set([]*runtimeapi.PodSandbox{sandbox("sb-a2", "a", 1, 4)}, nil)
-	*now = now.Add(time.Second)
+	now.advance(time.Second)
 	id, _ = c.SandboxID(t.Context(), podUID("a"))
 	assert.Equal(t, "sb-a", id)
-	*now = now.Add(time.Nanosecond)
+	now.advance(time.Nanosecond)
 	id, err = c.SandboxID(t.Context(), podUID("a"))
 	require.NoError(t, err)
 	assert.Equal(t, "sb-a2", id, "the new list's answer")
@@ -111,38 +124,42 @@ func TestSandboxCacheListsOncePerMaxAge(t *testing.T) {
 
 // Calls that find the list old while it is listed again share that one
 // list; a caller that gives up gets its context's error, and the list it
-// waited for still serves the others.
+// waited for still serves the others. In a synctest bubble: every caller
+// is waiting (synctest.Wait) before the list is let through.
 func TestSandboxCacheSharesAListUnderWay(t *testing.T) {
-	f := &fakeList{gate: make(chan struct{})}
-	f.set([]*runtimeapi.PodSandbox{sandbox("sb-a", "a", 0, 1)}, nil)
-	c, _ := testCache(t, f, time.Second)
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeList{gate: make(chan struct{})}
+		f.set([]*runtimeapi.PodSandbox{sandbox("sb-a", "a", 0, 1)}, nil)
+		c, _ := testCache(t, f, time.Second)
 
-	gaveUp, cancel := context.WithCancel(t.Context())
-	impatient := make(chan error, 1)
-	go func() {
-		_, err := c.SandboxID(gaveUp, podUID("a"))
-		impatient <- err
-	}()
-	require.Eventually(t, func() bool { return f.calls.Load() == 1 }, 10*time.Second, time.Millisecond, "the first call lists")
-	cancel()
-	assert.ErrorIs(t, <-impatient, context.Canceled)
+		gaveUp, cancel := context.WithCancel(t.Context())
+		impatient := make(chan error, 1)
+		go func() {
+			_, err := c.SandboxID(gaveUp, podUID("a"))
+			impatient <- err
+		}()
+		synctest.Wait()
+		require.Equal(t, int32(1), f.calls.Load(), "the first call lists")
+		cancel()
+		assert.ErrorIs(t, <-impatient, context.Canceled)
 
-	var wg sync.WaitGroup
-	answers := make(chan string, 10)
-	for range 10 {
-		wg.Go(func() {
-			id, err := c.SandboxID(t.Context(), podUID("a"))
-			assert.NoError(t, err)
-			answers <- id
-		})
-	}
-	close(f.gate)
-	wg.Wait()
-	close(answers)
-	for id := range answers {
-		assert.Equal(t, "sb-a", id)
-	}
-	assert.Equal(t, int32(1), f.calls.Load(), "eleven calls, one list")
+		answers := make(chan string, 10)
+		for range 10 {
+			go func() {
+				id, err := c.SandboxID(t.Context(), podUID("a"))
+				assert.NoError(t, err)
+				answers <- id
+			}()
+		}
+		synctest.Wait() // all ten wait for the list under way
+		assert.Empty(t, answers, "no answer before the list ends")
+		assert.Equal(t, int32(1), f.calls.Load(), "they wait for that list, and start none")
+		close(f.gate)
+		for range 10 {
+			assert.Equal(t, "sb-a", <-answers)
+		}
+		assert.Equal(t, int32(1), f.calls.Load(), "eleven calls, one list")
+	})
 }
 
 // A failed list fails the calls that waited for it and is not kept: the
@@ -156,7 +173,7 @@ func TestSandboxCacheFailureIsNotKept(t *testing.T) {
 
 	boom := errors.New("runtime down")
 	f.set(nil, boom)
-	*now = now.Add(2 * time.Second)
+	now.advance(2 * time.Second)
 	id, err := c.SandboxID(t.Context(), podUID("a"))
 	assert.ErrorIs(t, err, boom)
 	assert.Empty(t, id, "an error is never an answer")

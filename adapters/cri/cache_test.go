@@ -55,5 +55,5 @@ func TestSandboxCacheOnTheRuntime(t *testing.T) {
 	require.Eventually(t, func() bool {
 		id, err := c.SandboxID(context.Background(), podOf("pod-a"))
 		return err == nil && id == restarted
-	}, 10*time.Second, maxAge/4, "the restart is seen within MaxAge")
+	}, 10*time.Second, maxAge/4, "the restart is seen once a list made after it answers")
 }

@@ -139,7 +139,7 @@ func kubeletRuns(runtime *fakeremote.RemoteRuntime, pod *corev1.Pod, attempt uin
 	return id
 }
 
-// A node agent with many pods asks the runtime once a second instead of
+// A node agent with many pods asks the runtime once an interval instead of
 // once per check: the engine's SandboxExtractor is a SandboxCache, and the
 // extractor it lists with confirms, at the moment it matters, every answer
 // that would record a sandbox or destroy a PU. Here the cache's list is
@@ -148,7 +148,7 @@ func kubeletRuns(runtime *fakeremote.RemoteRuntime, pod *corev1.Pod, attempt uin
 func ExampleNewSandboxCache() {
 	runtime, sandboxes, stop := exampleRuntime()
 	defer stop()
-	listed, err := cri.NewSandboxCache(sandboxes, cri.CacheOptions{MaxAge: time.Hour}) // on a node: CacheOptions{}, 1 s
+	listed, err := cri.NewSandboxCache(sandboxes, cri.CacheOptions{MaxAge: time.Hour}) // on a node: CacheOptions{}, 5 s
 	if err != nil {
 		panic(err)
 	}
@@ -176,7 +176,8 @@ func ExampleNewSandboxCache() {
 	if err := engine.Track(ports.PU{PUID: "7f3a", Pod: types.NamespacedName{Namespace: "shop", Name: "web-0"}, SandboxID: second}); err != nil {
 		panic(err)
 	}
-	engine.Sweep(ctx)
+	engine.Sweep(ctx) // its first check asks the runtime: the new sandbox, kept
+	engine.Sweep(ctx) // a periodic check reads the list: the old one, which the runtime does not confirm
 	st := engine.Status()[0]
 	fmt.Println("kept:", st.PUID, st.SandboxID, "vetoed:", st.Vetoed)
 	// Output:
