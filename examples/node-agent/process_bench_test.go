@@ -40,10 +40,10 @@ const (
 // its binary (built without the race detector) on a real kubelet with the
 // CRI fake, 110 running pods made from the realistic fixture by server-side
 // apply (a Deployment's pod: two containers with env and resources; the
-// kubelet writes their status), the default 5 s interval. Three processes
+// kubelet writes their status), the default 5 s interval. Four processes
 // run side by side on the same node over the same window: the agent with
 // its defaults (a slim pod cache, and a list of the runtime's sandboxes at
-// most 1 s old), the agent with --slim-pod-cache=false, the agent with
+// most 5 s old), the agent with --slim-pod-cache=false, the agent with
 // --cri-cache-max-age=0 (a ListPodSandbox call per check, as before), and
 // the seed's loop (internal/seedref/seedagent: whole pods, a deep copy and
 // a ListPodSandbox call per PU every 5 s). Once each tracks the 110 PUs
