@@ -255,6 +255,10 @@ func TestABacklogFailsReadinessNotLiveness(t *testing.T) {
 		stop := startEngine(t, c)
 		c.TriggerAll()
 		sawBehind := false
+		// Half a second off the destroys' whole seconds: a probe at the
+		// instant four destroys end and four checks begin would see no PU
+		// found gone yet, the queue's wait alone.
+		time.Sleep(500 * time.Millisecond)
 		for range 25 { // 25 s: 100 destroys of 1 s on 4 workers
 			time.Sleep(time.Second)
 			assert.NoError(t, c.LivenessCheck(nil), "a backlog is no reason to restart")
