@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -175,15 +174,11 @@ type benchEnv struct {
 }
 
 // buildController builds the controller's binary once, from this package,
-// without -race: the process measured is the one that ships, not the test
-// binary (which holds testify, the tests and, under -race, the detector).
+// without -race (procbench.Build).
 func buildController(b *testing.B) string {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "cluster-controller")
-	start := time.Now()
-	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
-	require.NoError(b, err, "go build:\n%s", out)
-	b.Logf("built %s in %v", path, time.Since(start).Round(time.Millisecond))
+	procbench.Build(b, path, ".")
 	return path
 }
 
@@ -200,12 +195,12 @@ func (e *benchEnv) apply(b *testing.B, first, n int) {
 // grow applies the pods that the set lacks to hold n.
 func (e *benchEnv) grow(b *testing.B, n int) {
 	b.Helper()
-	before := loadavg(b)
+	before := procbench.LoadAvg()
 	start := time.Now()
 	e.apply(b, e.pods, n-e.pods)
 	took := time.Since(start)
 	e.grew = fmt.Sprintf("pods %d to %d applied in %v (%.0f pods/s, spec and status), load average %s before, %s after",
-		e.pods, n-1, took.Round(time.Millisecond), float64(n-e.pods)/took.Seconds(), before, loadavg(b))
+		e.pods, n-1, took.Round(time.Millisecond), float64(n-e.pods)/took.Seconds(), before, procbench.LoadAvg())
 	e.pods = n
 }
 
@@ -237,7 +232,7 @@ func (e *benchEnv) measure(b *testing.B, cache string) {
 		b.Logf("the pod set: %s", e.grew)
 		e.grew = ""
 	}
-	b.Logf("load average at start: %s", loadavg(b))
+	b.Logf("load average at start: %s", procbench.LoadAvg())
 	// A Lease of its own: the process leads at once, whatever became of
 	// the previous one's.
 	run := fmt.Sprintf("pods-%d-%s", n, cache)
@@ -286,7 +281,7 @@ func (e *benchEnv) measure(b *testing.B, cache string) {
 		benchDeletes, d.calls.Round(time.Millisecond), benchDeletes, toTrackedAgain.Round(time.Millisecond), cpu)
 	e.heaps[cache][n] = heap
 	e.logSlope(b, cache, n)
-	b.Logf("load average at end: %s", loadavg(b))
+	b.Logf("load average at end: %s", procbench.LoadAvg())
 }
 
 // deleteTimes is what deleteAndWait measured.
@@ -518,14 +513,7 @@ func (p *controllerProc) exited() bool {
 // gauge, a counter, or a histogram's name_count), or -1 while its metrics
 // endpoint serves none.
 func (p *controllerProc) metric(b *testing.B, name string) int {
-	for _, line := range strings.Split(testkube.Get(b, "http://"+p.metricsAddr+"/metrics"), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				return int(f)
-			}
-		}
-	}
-	return -1
+	return int(procbench.Metric(testkube.Get(b, "http://"+p.metricsAddr+"/metrics"), name))
 }
 
 func (p *controllerProc) tracked(b *testing.B) int { return p.metric(b, k8s.MetricTrackedPUs) }
@@ -666,15 +654,6 @@ func (l *childLog) tail() string {
 		return "...\n" + s[len(s)-tailBytes:]
 	}
 	return s
-}
-
-// loadavg returns the 1, 5 and 15 minute load averages of the machine.
-func loadavg(b *testing.B) string {
-	data, err := os.ReadFile("/proc/loadavg")
-	require.NoError(b, err)
-	f := strings.Fields(string(data))
-	require.GreaterOrEqual(b, len(f), 3, "/proc/loadavg: %q", data)
-	return strings.Join(f[:3], " ")
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }

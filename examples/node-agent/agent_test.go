@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/internal/procbench"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -297,7 +298,7 @@ func (a *nodeAgent) trackedWith(t *testing.T, uid types.UID, sandbox string) boo
 // metric returns the value of the metric line that starts with name (a
 // name and its labels), or -1.
 func (a *nodeAgent) metric(t *testing.T, name string) float64 {
-	return metricValue(testkube.Get(t, "http://"+a.metricsAddr+"/metrics"), name)
+	return procbench.Metric(testkube.Get(t, "http://"+a.metricsAddr+"/metrics"), name)
 }
 
 // checkedAfter waits for two checks of the PU of uid that ended after since

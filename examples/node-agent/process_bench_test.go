@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -78,8 +76,8 @@ func BenchmarkProcess(b *testing.B) {
 	b.Logf("%d pods running in %v", processPods, time.Since(start).Round(time.Second))
 
 	bin := b.TempDir()
-	build(b, filepath.Join(bin, "node-agent"), ".")
-	build(b, filepath.Join(bin, "seedagent"), "../../internal/seedref/seedagent")
+	procbench.Build(b, filepath.Join(bin, "node-agent"), ".")
+	procbench.Build(b, filepath.Join(bin, "seedagent"), "../../internal/seedref/seedagent")
 	kubeconfig := agentKubeconfig(b, c.KubeConfig)
 
 	procs := []*benchProcess{
@@ -96,7 +94,7 @@ func BenchmarkProcess(b *testing.B) {
 	// garbage of the initial list, stay out of the window.
 	time.Sleep(deletionInterval + time.Second)
 
-	load := loadavg()
+	load := procbench.LoadAvg()
 	before := make([]time.Duration, len(procs))
 	for i, p := range procs {
 		before[i] = p.cpu(b)
@@ -104,7 +102,7 @@ func BenchmarkProcess(b *testing.B) {
 	windowStart := time.Now()
 	time.Sleep(processIdle) // the measured window: real time, real processes
 	window := time.Since(windowStart)
-	b.Logf("load average %s at the start of the window, %s at its end", load, loadavg())
+	b.Logf("load average %s at the start of the window, %s at its end", load, procbench.LoadAvg())
 	for i, p := range procs {
 		used := p.cpu(b) - before[i]
 		cores := used.Seconds() / window.Seconds()
@@ -129,16 +127,6 @@ func BenchmarkProcess(b *testing.B) {
 
 // deletionInterval is the agent's default --sweep-interval, the seed's ticker.
 const deletionInterval = 5 * time.Second
-
-// build builds the package pkg (relative to this one) into out, without
-// the race detector the tests may run under.
-func build(b *testing.B, out, pkg string) {
-	b.Helper()
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	outb, err := cmd.CombinedOutput()
-	require.NoError(b, err, "go build %s: %s", pkg, outb)
-}
 
 // benchProcess is one process of BenchmarkProcess.
 type benchProcess struct {
@@ -185,7 +173,7 @@ func startBenchAgent(b *testing.B, bin, name, kubeconfig string, n *testnode.Nod
 		"--health-probe-bind-address=" + testkube.FreeAddr(b), "--pprof-bind-address=" + pprofAddr}, extra...)...)
 	p.pprofAddr = pprofAddr
 	p.tracked = func(tb testing.TB) int {
-		return int(metricValue(testkube.Get(tb, "http://"+metricsAddr+"/metrics"), k8s.MetricTrackedPUs))
+		return int(procbench.Metric(testkube.Get(tb, "http://"+metricsAddr+"/metrics"), k8s.MetricTrackedPUs))
 	}
 	return p
 }
@@ -231,27 +219,4 @@ func (p *benchProcess) profile(b *testing.B, dir string) {
 	_, err = io.Copy(f, resp.Body)
 	require.NoError(b, err)
 	b.Logf("CPU profile of %s: %s", p.name, f.Name())
-}
-
-// metricValue returns the value of the sample named name (with its labels,
-// if any) in a Prometheus text exposition, or -1.
-func metricValue(text, name string) float64 {
-	for line := range strings.Lines(text) {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err == nil {
-				return f
-			}
-		}
-	}
-	return -1
-}
-
-// loadavg is the machine's load average over 1, 5 and 15 minutes.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return fmt.Sprintf("unknown (%v)", err)
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
 }

@@ -7,9 +7,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // clockTick is the unit of /proc/<pid>/stat's times: USER_HZ, 100 on
@@ -114,4 +118,45 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	}
 	rank := int(float64(len(sorted))*p/100+0.999999) - 1
 	return sorted[max(0, min(rank, len(sorted)-1))]
+}
+
+// Build builds the package pkg (a path as go build takes it, relative to
+// the caller's package directory) into out, without the race detector the
+// tests may run under: the process measured is the one that ships, not a
+// test binary.
+func Build(tb testing.TB, out, pkg string) {
+	tb.Helper()
+	start := time.Now()
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	b, err := cmd.CombinedOutput()
+	require.NoError(tb, err, "go build %s:\n%s", pkg, b)
+	tb.Logf("built %s in %v", out, time.Since(start).Round(time.Millisecond))
+}
+
+// Metric returns the value of the sample name (with its labels, if any:
+// `name{label="v"}`) in a Prometheus text exposition, or -1 when text
+// holds none.
+func Metric(text, name string) float64 {
+	for line := range strings.Lines(text) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// LoadAvg returns the machine's load averages over 1, 5 and 15 minutes.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return fmt.Sprintf("unknown (%v)", err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return fmt.Sprintf("unknown (/proc/loadavg: %q)", b)
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -53,3 +53,15 @@ func TestPercentileNearestRank(t *testing.T) {
 	assert.Equal(t, time.Duration(7), Percentile([]time.Duration{7}, 99))
 	assert.Equal(t, time.Duration(0), Percentile(nil, 50))
 }
+
+func TestMetricReadsASample(t *testing.T) {
+	text := "# HELP x y\npodsweeper_tracked_pus 110\npodsweeper_destroys_total{reason=\"PodGone\"} 3\nother 1\n"
+	assert.Equal(t, 110.0, Metric(text, "podsweeper_tracked_pus"))
+	assert.Equal(t, 3.0, Metric(text, `podsweeper_destroys_total{reason="PodGone"}`))
+	assert.Equal(t, -1.0, Metric(text, "podsweeper_tracked"), "a prefix is not the sample")
+	assert.Equal(t, -1.0, Metric("", "other"))
+}
+
+func TestLoadAvgHasThreeFigures(t *testing.T) {
+	assert.Len(t, strings.Fields(LoadAvg()), 3)
+}
