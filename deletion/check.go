@@ -19,12 +19,12 @@ var errNoPod = errors.New("GetPod returned a nil pod and a nil error")
 // check runs one check of the claimed record e under ctx and carries out the
 // verdict, but the requeue of row 10, which it leaves to run.
 func (c *Engine) check(ctx context.Context, e *record) result {
-	// A check that TriggerPod asked for (the pod changed) asks the runtime
-	// itself, when a SandboxConfirmer says how; the others may read the
-	// SandboxExtractor's list.
+	// A PU's first check and one that TriggerPod asked for (the pod
+	// changed) ask the SandboxConfirmer, if any, the runtime itself; the
+	// others may read the SandboxExtractor's list.
 	sb := sandboxSource{x: c.extractor, port: portSandboxID, name: "SandboxID"}
 	if e.checkFresh && c.sandboxConfirmer != nil {
-		sb = sandboxSource{x: c.sandboxConfirmer, port: portSandboxConfirmer, name: "SandboxConfirmer", confirms: true}
+		sb = c.confirmerSource()
 	}
 	v, pod, err := c.decide(ctx, c.getter, "GetPod", true, e, sb)
 	var r result
@@ -71,8 +71,8 @@ func (c *Engine) check(ctx context.Context, e *record) result {
 }
 
 // sandboxSource is the port a check asks for the pod's sandbox: the
-// SandboxExtractor, or the SandboxConfirmer (confirms) for a check that
-// TriggerPod asked for.
+// SandboxExtractor, or the SandboxConfirmer (confirms) for a PU's first
+// check and one that TriggerPod asked for.
 type sandboxSource struct {
 	x        ports.SandboxExtractor
 	port     int
@@ -117,16 +117,29 @@ func (c *Engine) decide(ctx context.Context, getter ports.PodGetter, name string
 	if v.Action != AskSandbox {
 		return v, o.Pod, err
 	}
+	// Rows 1 to 5 have passed: no error so far keeps the PU.
+	v, err = c.askSandbox(ctx, e, o, sb)
+	return v, o.Pod, err
+}
+
+// askSandbox asks sb for the sandbox of o.Pod and runs Decide on o with
+// its answer. It returns the verdict and the error that kept the PU, if
+// any.
+func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb sandboxSource) (Verdict, error) {
 	o.SandboxID, o.SandboxErr = sandboxID(ctx, sb, o.Pod)
 	o.SandboxAsked = true
 	if ctx.Err() != nil {
 		o.SandboxErr = fmt.Errorf("%s: check deadline passed: %w", sb.name, ctx.Err())
 	}
 	if o.SandboxErr != nil {
-		err = o.SandboxErr
-		c.portFailed(sb.port, e, err, "getting sandbox failed; keeping PU")
+		c.portFailed(sb.port, e, o.SandboxErr, "getting sandbox failed; keeping PU")
 	}
-	return Decide(e.PU, o), o.Pod, err
+	return Decide(e.PU, o), o.SandboxErr
+}
+
+// confirmerSource is the SandboxConfirmer as a check's sandboxSource.
+func (c *Engine) confirmerSource() sandboxSource {
+	return sandboxSource{x: c.sandboxConfirmer, port: portSandboxConfirmer, name: "SandboxConfirmer", confirms: true}
 }
 
 // confirmSandbox asks the SandboxConfirmer for the sandbox of pod, the
@@ -134,17 +147,8 @@ func (c *Engine) decide(ctx context.Context, getter ports.PodGetter, name string
 // the check carries out in place of the SandboxExtractor's row 7 or 10.
 // It returns the error that kept the PU, if any.
 func (c *Engine) confirmSandbox(ctx context.Context, e *record, pod *corev1.Pod) (Verdict, error) {
-	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: true, Pod: pod, SandboxAsked: true}
-	o.SandboxID, o.SandboxErr = sandboxID(ctx, sandboxSource{x: c.sandboxConfirmer, name: "SandboxConfirmer"}, pod)
-	if ctx.Err() != nil {
-		o.SandboxErr = fmt.Errorf("SandboxConfirmer: check deadline passed: %w", ctx.Err())
-	}
-	var err error
-	if o.SandboxErr != nil {
-		err = o.SandboxErr
-		c.portFailed(portSandboxConfirmer, e, err, "confirming sandbox failed; keeping PU")
-	}
-	return Decide(e.PU, o), err
+	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: true, Pod: pod}
+	return c.askSandbox(ctx, e, o, c.confirmerSource())
 }
 
 // destroy calls DestroyPU for the verdict v and deals with its outcome: a
