@@ -16,9 +16,23 @@ import (
 // errNoPod stands for a GetPod answer with neither a pod nor an error.
 var errNoPod = errors.New("GetPod returned a nil pod and a nil error")
 
+// outcome is what a check hands to run and releaseLocked: the verdict it
+// carried out and what the record waits for next.
+type outcome struct {
+	verdict Verdict
+	vetoed  bool
+	err     error
+	// retryAt: a destroy failed and is retried then (on a wheel tick).
+	// turnAt: the destroy waits for its turn under the destroy rate until
+	// then. At most one is set.
+	retryAt, turnAt int64
+	requeue         *corev1.Pod // the pod to requeue, its PU destroyed or dropped (row 10)
+	end             int64
+}
+
 // check runs one check of the claimed record e under ctx and carries out the
 // verdict, but the requeue of row 10, which it leaves to run.
-func (c *Engine) check(ctx context.Context, e *record) result {
+func (c *Engine) check(ctx context.Context, e *record) outcome {
 	// A PU's first check and one that TriggerPod asked for (the pod
 	// changed) ask the SandboxConfirmer, if any, the runtime itself; the
 	// others may read the SandboxExtractor's list.
@@ -27,7 +41,7 @@ func (c *Engine) check(ctx context.Context, e *record) result {
 		sb = c.confirmerSource()
 	}
 	v, pod, err := c.decide(ctx, c.getter, "GetPod", true, e, sb)
-	var r result
+	var r outcome
 	if v.Action == Destroy && c.confirmer != nil && v.Row != 10 {
 		cv, cpod, cerr := c.decide(ctx, c.confirmer, "Confirmer", false, e, sb)
 		if cv.Action != Destroy {
@@ -151,35 +165,36 @@ func (c *Engine) confirmSandbox(ctx context.Context, e *record, pod *corev1.Pod)
 	return c.askSandbox(ctx, e, o, c.confirmerSource())
 }
 
-// destroy calls DestroyPU for the verdict v and deals with its outcome: a
-// success or the last failure removes the record (and sets r.requeue for
-// row 10), any other failure sets r.retryAt. Nothing is called for an
-// record Untrack removed meanwhile.
-func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.Pod, r *result) {
+// destroy calls DestroyPU for the verdict v once its turn under the destroy
+// rate has come, and deals with its outcome: a success or the last failure
+// removes the record (and sets r.requeue for row 10), any other failure
+// sets r.retryAt, a turn not come yet r.turnAt. Nothing is called for a
+// record Untrack removed meanwhile, whatever the check waited for.
+func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.Pod, r *outcome) {
 	c.mu.Lock()
 	if e.state == removed {
 		c.mu.Unlock()
 		return
 	}
-	if e.goneSince == 0 {
-		e.goneSince = c.now()
-	}
 	ev := ports.DestroyEvent{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID, Reason: v.Reason}
-	c.mu.Unlock()
-
 	if c.opts.DryRun {
+		c.mu.Unlock()
 		c.wouldDestroy(e, v, ev)
 		return
 	}
-	if !c.destroyBudget(ctx, e, r) {
+	if e.goneSince == 0 {
+		e.goneSince = c.now()
+	}
+	c.mu.Unlock()
+	if !c.takeTurn(ctx, e, r) {
 		return
 	}
 	err := c.destroyPU(ctx, ev)
 
 	c.mu.Lock()
 	now := c.now()
+	untracked := e.state == removed
 	if err == nil {
-		untracked := e.state == removed
 		if !untracked {
 			c.removeLocked(e)
 		}
@@ -198,12 +213,11 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 	e.attempts++
 	attempts := int(e.attempts)
 	giveUp := ports.IsPermanent(err) || (c.opts.MaxDestroyAttempts > 0 && attempts >= c.opts.MaxDestroyAttempts)
-	untracked := e.state == removed
 	switch {
 	case giveUp && !untracked:
 		c.removeLocked(e)
 	case !giveUp && !untracked:
-		r.retryAt = now + int64(c.backoff(attempts))
+		r.retryAt = c.onTick(now + int64(c.backoff(attempts)))
 	}
 	c.mu.Unlock()
 

@@ -2,6 +2,7 @@ package deletion
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -19,10 +20,19 @@ import (
 // the live API and destroys it through the PolicyHandler once its pod is
 // really gone. Create it with New; all its methods are safe from any goroutine.
 //
-// Where each mechanism lives: the decision table in decide.go, one check in
-// check.go, the workers and the one queue in workers.go, the wheel that
-// schedules periodic checks and retries in wheel.go, the restore from the
-// Inventory in restore.go, the Observer in observer.go.
+// Where each mechanism lives:
+//   - record.go: a record's states (idle, queued, checking, waiting for a
+//     retry, waiting for its turn, removed) and every move between them.
+//   - decide.go: the decision table, a pure function.
+//   - check.go: one check of one record, and its destroy.
+//   - workers.go: Start, Sweep, the one ready queue, and the Workers slots
+//     every check runs in, whoever runs it.
+//   - wheel.go: the one scheduler, whose wheel queues the periodic checks
+//     and whose list of due times queues the retries and the turns.
+//   - rollout.go: the dry run and the destroy rate's turns.
+//   - restore.go: Start's lists of the Inventory.
+//   - status.go: Status, Backlog and the health checks; observer.go and
+//     failures.go: what the engine tells.
 type Engine struct {
 	getter    ports.PodGetter
 	confirmer ports.PodGetter
@@ -32,24 +42,20 @@ type Engine struct {
 	// or destroy (Options.SandboxConfirmer); nil: none.
 	sandboxConfirmer ports.SandboxExtractor
 	requeuer         ports.Requeuer
-	// limiter is Options.DestroyRate's; nil: no limit.
-	limiter *rate.Limiter
-	opts    Options
-	log     logr.Logger
+	// limiter is Options.DestroyRate's, turnEvery the time between two of
+	// its turns; nil: no limit.
+	limiter   *rate.Limiter
+	turnEvery int64
+	opts      Options
+	log       logr.Logger
 
 	// epoch is the origin of the engine's int64 times on Options.Clock (see
 	// record), realEpoch that of check deadlines (see realNow).
 	epoch, realEpoch time.Time
 	// tick is the wheel's period: SweepInterval / len(wheel).
 	tick time.Duration
-	// kick wakes the scheduler when the first PU is tracked, turnKick
-	// (made by Start, guarded by mu) when a destroy waits for its turn
-	// under the destroy rate.
-	kick, turnKick chan struct{}
 
 	started atomic.Bool
-	// workers are the states of Start's workers, for the health checks.
-	workers []workerState
 	// sweepMu lets one Sweep run at a time.
 	sweepMu sync.Mutex
 
@@ -60,35 +66,41 @@ type Engine struct {
 	byPod map[types.NamespacedName]*record
 	// wheel holds every record in the slot of the interval it is checked in.
 	wheel [][]*record
-	// retries holds the records waiting for a retry, by the wheel tick their
-	// retry is due at. It may hold records that no longer wait; the
-	// scheduler skips them.
-	retries map[int64][]*record
+	// due holds the records waiting for a retry or a turn, by due time;
+	// turnsWaiting is how many of them wait for a turn.
+	due          dueList
+	turnsWaiting int
+	// kick (made by Start) wakes the scheduler when the first PU is tracked
+	// and when a due time comes before the others.
+	kick chan struct{}
 	// ready is the one queue of checks, oldest first, from readyHead on.
 	// It may hold records no longer queued; workers skip them.
 	ready     []readyItem
 	readyHead int
-	// idleWorkers is how many workers wait on cond for the ready queue.
-	idleWorkers int
-	// inFlight is how many checks run; boundWaiting is how many workers
-	// wait on cond for one of them to end, Workers being under way.
-	inFlight, boundWaiting int
-	cond                   sync.Cond
-	// running: Start runs. stopped: Start has returned.
-	running, stopped bool
+	// slots are the Workers slots checks run in, free those not in use.
+	slots []slot
+	free  []int32
+	// idleWorkers is how many goroutines wait on cond for the ready queue,
+	// boundWaiting how many wait for a free slot or for Start's first list.
+	idleWorkers, boundWaiting int
+	cond                      sync.Cond
+	// running: Start runs. stopped: Start has returned. begun: Start's
+	// checks may begin (its first list of the Inventory is done).
+	running, stopped, begun bool
 	// sleeping: the scheduler waits for kick, having nothing to check.
 	sleeping bool
 	// lastTurn is when the scheduler last handed out a slot.
 	lastTurn int64
-	// turns holds the records whose destroy waits for its turn under the
-	// destroy rate, in the order of their turns (record.paidAt).
-	turns []*record
-	// sweepLeft is how many records the running Sweep still waits for,
+	// listing: a list of the Inventory is under way; gone holds the PUIDs
+	// removed meanwhile, which its answer does not bring back.
+	listing bool
+	gone    map[string]struct{}
+	// sweepLeft is how many checks the running Sweep still waits for,
 	// sweepDone is closed when it waits for none (nil while no Sweep runs),
-	// and sweepGen numbers the Sweeps, for their own workers.
+	// and sweepGen numbers the Sweeps (see record.sweepGen).
 	sweepLeft int
 	sweepDone chan struct{}
-	sweepGen  uint64
+	sweepGen  uint32
 
 	// fails sums up the ports' failures for the logs (see failures.go).
 	fails failures
@@ -137,16 +149,20 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		log:              o.Logger,
 		epoch:            o.Clock.Now(),
 		realEpoch:        time.Now(),
-		workers:          make([]workerState, o.Workers),
+		slots:            make([]slot, o.Workers),
+		free:             make([]int32, o.Workers),
 		tick:             o.SweepInterval / time.Duration(slots),
-		kick:             make(chan struct{}, 1),
 		records:          make(map[string]*record),
 		byPod:            make(map[types.NamespacedName]*record),
 		wheel:            make([][]*record, slots),
-		retries:          make(map[int64][]*record),
+		gone:             make(map[string]struct{}),
+	}
+	for i := range c.slots {
+		c.slots[i].index, c.free[i] = int32(i), int32(i)
 	}
 	if o.DestroyRate > 0 && o.DestroyRate != rate.Inf {
 		c.limiter = rate.NewLimiter(o.DestroyRate, o.DestroyBurst)
+		c.turnEvery = int64(min(float64(time.Second)/float64(o.DestroyRate), float64(math.MaxInt64/4)))
 	}
 	c.cond.L = &c.mu
 	return c, nil
@@ -171,35 +187,33 @@ func isNil(v any) bool {
 // Observer has been told (EventTracked); it blocks only as long as the
 // Observer does.
 func (c *Engine) Track(pu ports.PU) error {
-	_, err := c.track(pu)
+	_, err := c.track(pu, false)
 	return err
 }
 
-// track is Track, and reports whether pu was new.
-func (c *Engine) track(pu ports.PU) (bool, error) {
+// track is Track, and reports whether pu was new. A PU the Inventory listed
+// (listed) is not tracked when it was removed while the list was under way.
+func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	if pu.PUID == "" || pu.Pod.Name == "" || pu.Pod.Namespace == "" {
 		return false, fmt.Errorf("%w: PUID %q, pod %q: PUID, pod name and namespace are required", ErrInvalidPU, pu.PUID, pu.Pod)
 	}
 	now := c.now()
 	c.mu.Lock()
-	if _, ok := c.records[pu.PUID]; ok {
+	_, tracked := c.records[pu.PUID]
+	_, gone := c.gone[pu.PUID]
+	if tracked || listed && gone {
 		c.mu.Unlock()
 		return false, nil
 	}
-	r := &record{PU: pu, trackedAt: now, lastRow: -1}
-	c.records[pu.PUID] = r
-	r.nextOfPod = c.byPod[pu.Pod]
-	c.byPod[pu.Pod] = r
-	c.addToWheelLocked(r)
-	wake := c.sleeping
-	c.sleeping = false
-	c.mu.Unlock()
-	if wake {
+	c.newRecordLocked(pu, now)
+	if c.sleeping {
+		c.sleeping = false
 		select {
 		case c.kick <- struct{}{}:
 		default:
 		}
 	}
+	c.mu.Unlock()
 	c.observe(Event{Kind: EventTracked, PU: pu})
 	return true, nil
 }
@@ -236,7 +250,9 @@ func (c *Engine) TriggerPod(key types.NamespacedName) {
 	now, n := c.now(), 0
 	for r := c.byPod[key]; r != nil; r = r.nextOfPod {
 		r.fresh = true
-		n += c.queueLocked(r, now)
+		if c.queueLocked(r, byTrigger, now) {
+			n++
+		}
 	}
 	c.wakeLocked(n)
 	c.mu.Unlock()
@@ -253,7 +269,9 @@ func (c *Engine) TriggerAll() {
 	}
 	now, n := c.now(), 0
 	for _, r := range c.records {
-		n += c.queueLocked(r, now)
+		if c.queueLocked(r, byTrigger, now) {
+			n++
+		}
 	}
 	c.wakeLocked(n)
 	c.mu.Unlock()
@@ -292,33 +310,6 @@ func (c *Engine) Classify(pod *corev1.Pod) PodClass {
 		return PodFinished
 	}
 	return PodLive
-}
-
-// removeLocked forgets r: it leaves the maps, its pod's list and its wheel
-// slot at once. The ready queue and the retries may still point to it until
-// they reach it; they skip a removed record.
-func (c *Engine) removeLocked(r *record) {
-	if r.state != checking { // a check ends its own part of a Sweep (release)
-		c.sweptLocked(r)
-	}
-	r.state = removed
-	delete(c.records, r.PUID)
-	if head := c.byPod[r.Pod]; head == r {
-		if r.nextOfPod == nil {
-			delete(c.byPod, r.Pod)
-		} else {
-			c.byPod[r.Pod] = r.nextOfPod
-		}
-	} else {
-		for p := head; p != nil; p = p.nextOfPod {
-			if p.nextOfPod == r {
-				p.nextOfPod = r.nextOfPod
-				break
-			}
-		}
-	}
-	r.nextOfPod = nil
-	c.removeFromWheelLocked(r)
 }
 
 // now returns the time on Options.Clock, in nanoseconds since the epoch,

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,56 +21,81 @@ import (
 // without -fuzz.
 const modelCorpus = "testdata/fuzz/FuzzModel"
 
-// readFuzzBytes reads a corpus file of a fuzz test of one []byte argument,
-// in the "go test fuzz v1" format.
-func readFuzzBytes(path string) ([]byte, error) {
+// readFuzzModel reads a corpus file of FuzzModel, in the "go test fuzz
+// v1" format: a byte (the mode) and a []byte (the operations).
+func readFuzzModel(path string) (mode int, data []byte, err error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	header, body, _ := strings.Cut(string(raw), "\n")
 	if header != "go test fuzz v1" {
-		return nil, fmt.Errorf("first line %q, want %q", header, "go test fuzz v1")
+		return 0, nil, fmt.Errorf("first line %q, want %q", header, "go test fuzz v1")
 	}
-	if lines := strings.Split(strings.TrimSpace(body), "\n"); len(lines) != 1 {
-		return nil, fmt.Errorf("%d values, want one []byte", len(lines))
+	lines := strings.Split(strings.TrimSpace(body), "\n")
+	if len(lines) != 2 {
+		return 0, nil, fmt.Errorf("%d values, want a byte and a []byte", len(lines))
 	}
-	expr, err := parser.ParseExpr(strings.TrimSpace(body))
+	m, err := fuzzLiteral(lines[0], "byte")
+	if err != nil || len(m) != 1 {
+		return 0, nil, fmt.Errorf("%s is not a byte value (%v)", lines[0], err)
+	}
+	data, err = fuzzLiteral(lines[1], "[]byte")
+	return int(m[0]), data, err
+}
+
+// fuzzLiteral reads a value of a corpus file, typ(literal): a byte of a rune
+// literal or a []byte of a string literal.
+func fuzzLiteral(line, typ string) ([]byte, error) {
+	expr, err := parser.ParseExpr(strings.TrimSpace(line))
 	if err != nil {
 		return nil, err
 	}
 	call, ok := expr.(*ast.CallExpr)
-	if !ok || len(call.Args) != 1 {
-		return nil, fmt.Errorf("%s is not a []byte(...) value", body)
-	}
-	if typ, ok := call.Fun.(*ast.ArrayType); !ok || typ.Len != nil || fmt.Sprint(typ.Elt) != "byte" {
-		return nil, fmt.Errorf("%s is not a []byte value", body)
+	if !ok || len(call.Args) != 1 || types.ExprString(call.Fun) != typ {
+		return nil, fmt.Errorf("%s is not a %s value", line, typ)
 	}
 	lit, ok := call.Args[0].(*ast.BasicLit)
-	if !ok || lit.Kind != token.STRING {
-		return nil, fmt.Errorf("%s is not a []byte of a string literal", body)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a %s of a literal", line, typ)
 	}
-	s, err := strconv.Unquote(lit.Value)
-	return []byte(s), err
+	switch {
+	case typ == "byte" && lit.Kind == token.CHAR:
+		r, _, _, err := strconv.UnquoteChar(lit.Value[1:len(lit.Value)-1], '\'')
+		return []byte{byte(r)}, err
+	case typ == "[]byte" && lit.Kind == token.STRING:
+		s, err := strconv.Unquote(lit.Value)
+		return []byte(s), err
+	}
+	return nil, fmt.Errorf("%s is not a %s of a literal", line, typ)
 }
 
 // modelCorpusRun is what one corpus file does on the model's side.
 type modelCorpusRun struct {
 	ops  []modelOp
 	done []modelDone
+	errs []string
 }
 
-// runModelAlone runs the operations data decodes to on the model alone,
-// as runModel does but the engine and the last Sweep.
-func runModelAlone(data []byte) modelCorpusRun {
-	w := newModelRun(&modelCluster{})
+// runModelAlone runs the operations data decodes to on the model alone, in
+// mode, as runModel does but the engine and the last Sweep.
+func runModelAlone(mode int, data []byte) modelCorpusRun {
+	w := newModelRun(&modelCluster{}, mode)
 	ops := decodeModelOps(data)
 	for i, op := range ops {
-		if _, checked := w.apply(op); checked {
+		steps, checked, finish := w.apply(op)
+		for _, step := range steps {
+			step.model()
+			if mode&modeRate != 0 {
+				w.m.endInstant()
+			}
+		}
+		finish()
+		if checked {
 			w.spend(ops[:i+1])
 		}
 	}
-	return modelCorpusRun{ops: ops, done: w.done}
+	return modelCorpusRun{ops: ops, done: w.done, errs: w.m.errs}
 }
 
 // TestFuzzModelCorpusCoversEveryOperation: the committed corpus of
@@ -89,11 +115,14 @@ func TestFuzzModelCorpusCoversEveryOperation(t *testing.T) {
 	rowName := regexp.MustCompile(`^row(\d+)-`)
 	for _, path := range files {
 		name := filepath.Base(path)
-		data, err := readFuzzBytes(path)
+		mode, data, err := readFuzzModel(path)
 		if !assert.NoError(t, err, name) {
 			continue
 		}
-		run := runModelAlone(data)
+		mode &= modelModes
+		run := runModelAlone(mode, data)
+		assert.Empty(t, run.errs, name)
+		reached("mode "+modeString(mode), name)
 		var log []string
 		checks, effective := 0, 0
 		rows := map[int]bool{}
@@ -113,6 +142,17 @@ func TestFuzzModelCorpusCoversEveryOperation(t *testing.T) {
 				if k.vetoed {
 					reached("a veto of the Confirmer", name)
 				}
+				if k.listRow != 0 && k.listRow != k.row {
+					reached("a veto of the SandboxConfirmer", name)
+				}
+				for _, what := range []string{"reported", "dropped", "waits for its turn", "keeps its retry", "leaves the line"} {
+					if strings.Contains(k.outcome, what) {
+						reached(what, name)
+					}
+				}
+				if k.why == "turn" && strings.HasPrefix(k.outcome, "destroyed") {
+					reached("a destroy on its turn", name)
+				}
 			}
 			switch op.kind {
 			case modelFailNextGet, modelFailNextDestroy:
@@ -123,13 +163,16 @@ func TestFuzzModelCorpusCoversEveryOperation(t *testing.T) {
 				if strings.Contains(d.note, "waiting for a retry") {
 					reached("Untrack of a PU waiting for a retry", name)
 				}
+				if strings.Contains(d.note, "waiting for its turn") {
+					reached("Untrack of a PU waiting for its turn", name)
+				}
 			case modelTrigger:
 				if strings.HasPrefix(d.note, "waiting for a retry") {
 					reached("Trigger of a PU waiting for a retry", name)
 				}
 			}
 		}
-		t.Logf("%s: %d operations, %d doing nothing:\n%s", name, len(run.ops), len(run.ops)-effective, strings.Join(log, "\n"))
+		t.Logf("%s (%s): %d operations, %d doing nothing:\n%s", name, modeString(mode), len(run.ops), len(run.ops)-effective, strings.Join(log, "\n"))
 		assert.NotZero(t, effective, "%s: every operation does nothing", name)
 		assert.NotZero(t, checks, "%s: checks no PU", name)
 		if m := rowName.FindStringSubmatch(name); m != nil {
@@ -145,8 +188,12 @@ func TestFuzzModelCorpusCoversEveryOperation(t *testing.T) {
 	for _, row := range []int{1, 2, 3, 4, 6, 7, 8, 9, 10} { // the model has no row 5 nor 11
 		want = append(want, fmt.Sprintf("row %d", row))
 	}
-	want = append(want, "sweep check", "trigger check", "periodic check", "retry check", "a veto of the Confirmer",
-		"Untrack of a PU waiting for a retry", "Trigger of a PU waiting for a retry", "Move to node-b", "Move unbound")
+	want = append(want, "sweep check", "trigger check", "periodic check", "retry check", "turn check", "a veto of the Confirmer",
+		"Untrack of a PU waiting for a retry", "Trigger of a PU waiting for a retry", "Move to node-b", "Move unbound",
+		// The modes, and what each does.
+		"mode defaults", "mode DryRun", "mode SandboxConfirmer over a list", "mode DestroyRate 1/s", "mode DestroyBurst 2, DestroyRate 1/s",
+		"reported", "dropped", "a veto of the SandboxConfirmer",
+		"waits for its turn", "a destroy on its turn", "keeps its retry", "leaves the line", "Untrack of a PU waiting for its turn")
 	for _, kind := range []int{modelFailNextGet, modelFailNextDestroy} {
 		for v := range 4 {
 			want = append(want, modelOpNames[kind]+" "+modelOp{kind: kind, variant: v}.fault())

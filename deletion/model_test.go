@@ -18,19 +18,26 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
 // The model-based test: the fuzzer's bytes become operations on a tiny
 // cluster of modelSlots pod names; the engine, running under Start in a
 // testing/synctest bubble, and an obvious model of the decision table, its
-// Confirmer, its wheel and its retries run side by side, and after every
-// operation their destroys, abandons, requeues and remaining entries must
-// match. Time moves only when an operation says so, a second at a time: the
-// engine's wheel ticks once a second (SweepInterval modelInterval), a
-// PUID's periodic check comes at the second its hash picks, and a failed
-// destroy waits 1, 2, then 4 seconds.
+// Confirmer, its wheel, its retries and, by mode, the dry run, the
+// SandboxConfirmer and the destroy rate run side by side, and after every
+// operation their destroys, reports, abandons, requeues and remaining
+// entries, with what each waits for, must match. Time moves only when an
+// operation says so, a second at a time: the engine's wheel ticks once a
+// second (SweepInterval modelInterval), a PUID's periodic check comes at the
+// second its hash picks, a failed destroy waits 1, 2, then 4 seconds, and
+// under the destroy rate a turn comes once a second. Where the engine may
+// choose (which of the destroys due at one instant gets the one turn there
+// is, and where in line the others wait), the model takes the engine's
+// choice, from what it did (modelOracle), once it has checked that the
+// choice is one the rate allows. The ports check three invariants
+// besides, at every DestroyPU: none after Untrack returned, none beyond
+// the rate, and no retry before its backoff but for a Sweep's.
 
 const (
 	modelSlots       = 4
@@ -39,6 +46,39 @@ const (
 	modelMaxOps      = 256
 	modelInterval    = 64 * time.Second // 64 one-second ticks
 )
+
+// Modes, the fuzzer's first argument: the options the engine runs with.
+const (
+	// modeDryRun: Options.DryRun.
+	modeDryRun = 1 << iota
+	// modeSandboxList: the SandboxExtractor answers from a list of the
+	// sandboxes refreshed at the end of each Advance, and the
+	// SandboxConfirmer from the runtime (the truth).
+	modeSandboxList
+	// modeRate: Options.DestroyRate 1 a second, DestroyBurst 1.
+	modeRate
+	// modeBurst2: DestroyBurst 2, with modeRate.
+	modeBurst2
+	modelModes = 1<<iota - 1
+)
+
+// modeString names the options of mode.
+func modeString(mode int) string {
+	var parts []string
+	for bit, name := range map[int]string{modeDryRun: "DryRun", modeSandboxList: "SandboxConfirmer over a list", modeRate: "DestroyRate 1/s"} {
+		if mode&bit != 0 {
+			parts = append(parts, name)
+		}
+	}
+	if mode&modeRate != 0 && mode&modeBurst2 != 0 {
+		parts = append(parts, "DestroyBurst 2")
+	}
+	slices.Sort(parts)
+	if len(parts) == 0 {
+		return "defaults"
+	}
+	return strings.Join(parts, ", ")
+}
 
 // Operations, one per pair of bytes (op, arg): arg&3 is the pod slot, the
 // other bits of arg pick a variant. Their numbers are those of the committed
@@ -71,6 +111,22 @@ type modelEntry struct {
 	sandbox  string
 	attempts int
 	retryAt  int // the second a failed destroy is retried; 0: not waiting
+	turnAt   int // under the rate: the second its turn comes; 0: not waiting
+	// checked: a check ran; fresh: a trigger asked for the next check. A
+	// first check and a triggered one ask the SandboxConfirmer.
+	checked, fresh bool
+	reported       int // in a dry run, the row last reported; 0: none
+}
+
+// waits says what e waits for, as the engine's Status says it.
+func (e *modelEntry) waits() string {
+	switch {
+	case e.retryAt != 0:
+		return fmt.Sprintf("%s: retry at second %d", e.puid, e.retryAt)
+	case e.turnAt != 0:
+		return fmt.Sprintf("%s: turn at second %d", e.puid, e.turnAt)
+	}
+	return ""
 }
 
 // modelCluster is the truth both sides read, and the faults planned for the
@@ -81,6 +137,9 @@ type modelCluster struct {
 	failSandbox [modelSlots]bool
 	failDestroy [modelSlots]int // 0 none, 1 transient, 2 permanent
 	failConfirm [modelSlots]bool
+	// listed is what the list of sandboxes says (modeSandboxList): the
+	// truth as of the end of the last Advance.
+	listed [modelSlots]string
 }
 
 func modelKey(slot int) types.NamespacedName {
@@ -108,6 +167,30 @@ type modelPorts struct {
 	destroyed []ports.DestroyEvent
 	abandoned []string
 	requeued  []string
+	reported  []string // EventWouldDestroy: "PUID: reason"
+
+	// The invariants' record: every DestroyPU call since the engine was
+	// made (epoch), the PUIDs Untrack forgot (untracked), whether a Sweep
+	// runs (sweeping), and what breaks an invariant (violations).
+	epoch time.Time
+	rate  float64
+	burst int
+	calls []modelCall
+	seen  int // calls the oracle has read
+	// since is, by PUID, the first call of the PU tracked last under it:
+	// a PUID tracked again is a new PU.
+	since      map[string]int
+	untracked  map[string]bool
+	sweeping   bool
+	violations []string
+}
+
+// modelCall is one DestroyPU call.
+type modelCall struct {
+	puid   string
+	at     time.Duration // since the epoch
+	failed bool
+	sweep  bool // during a Sweep
 }
 
 func modelPodOf(key types.NamespacedName, p modelPod) (*corev1.Pod, error) {
@@ -150,30 +233,77 @@ func (m *modelPorts) confirmer() ports.PodGetter {
 	})
 }
 
+// SandboxID is the runtime: the truth.
 func (m *modelPorts) SandboxID(_ context.Context, pod *corev1.Pod) (string, error) {
+	return m.sandbox(pod, func(slot int) string { return m.cl.pods[slot].sandbox })
+}
+
+// list is the SandboxExtractor of modeSandboxList: the list of sandboxes.
+func (m *modelPorts) list() ports.SandboxExtractor {
+	return ports.SandboxExtractorFunc(func(_ context.Context, pod *corev1.Pod) (string, error) {
+		return m.sandbox(pod, func(slot int) string { return m.cl.listed[slot] })
+	})
+}
+
+func (m *modelPorts) sandbox(pod *corev1.Pod, of func(slot int) string) (string, error) {
 	m.clMu.RLock()
 	defer m.clMu.RUnlock()
 	slot := modelSlot(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 	if m.cl.failSandbox[slot] {
 		return "", errors.New("model: sandbox lookup failed")
 	}
-	return m.cl.pods[slot].sandbox, nil
+	return of(slot), nil
 }
 
 func (m *modelPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 	m.clMu.RLock()
 	fail := m.cl.failDestroy[modelSlot(ev.Pod)]
 	m.clMu.RUnlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.called(ev.PUID, fail != 0)
 	switch fail {
 	case 1:
 		return errors.New("model: destroy failed")
 	case 2:
 		return ports.Permanent(errors.New("model: destroy refused"))
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.destroyed = append(m.destroyed, ev)
 	return nil
+}
+
+// called records a DestroyPU call of puid and checks the invariants: no
+// DestroyPU after Untrack returned, at most rate*w + burst calls in any
+// window w, and a retry no earlier than its backoff (1, 2, then 4 seconds)
+// after the failure, but for a Sweep's.
+func (m *modelPorts) called(puid string, failed bool) {
+	call := modelCall{puid: puid, at: time.Since(m.epoch), failed: failed, sweep: m.sweeping}
+	if m.untracked[puid] {
+		m.violations = append(m.violations, fmt.Sprintf("DestroyPU of %s at %v, after Untrack returned", puid, call.at))
+	}
+	failures := 0
+	for _, p := range m.calls[m.since[puid]:] {
+		if p.puid != puid || !p.failed {
+			continue
+		}
+		failures++
+		if backoff := time.Duration(min(1<<(failures-1), 4)) * time.Second; !call.sweep && call.at-p.at < backoff {
+			m.violations = append(m.violations, fmt.Sprintf("DestroyPU of %s at %v, %v after its failure %d: before its backoff of %v",
+				puid, call.at, call.at-p.at, failures, backoff))
+		}
+	}
+	m.calls = append(m.calls, call)
+	if m.rate == 0 {
+		return
+	}
+	for i := len(m.calls) - 1; i >= 0; i-- {
+		n, w := len(m.calls)-i, call.at-m.calls[i].at
+		if float64(n) > m.rate*w.Seconds()+float64(m.burst)+1e-9 {
+			m.violations = append(m.violations, fmt.Sprintf("%d DestroyPU calls from %v to %v: more than %v a second with a burst of %d",
+				n, m.calls[i].at, call.at, m.rate, m.burst))
+			break
+		}
+	}
 }
 
 func (m *modelPorts) Requeue(_ context.Context, pod *corev1.Pod) error {
@@ -184,20 +314,53 @@ func (m *modelPorts) Requeue(_ context.Context, pod *corev1.Pod) error {
 }
 
 func (m *modelPorts) Observe(ev deletion.Event) {
-	if ev.Kind == deletion.EventAbandoned {
-		m.mu.Lock()
-		defer m.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch ev.Kind {
+	case deletion.EventAbandoned:
 		m.abandoned = append(m.abandoned, ev.PU.PUID)
+	case deletion.EventWouldDestroy:
+		m.reported = append(m.reported, ev.PU.PUID+": "+string(ev.Reason))
 	}
+}
+
+// modelOracle is what the engine did at one instant, where the model
+// allows it a choice (see the top of this file).
+type modelOracle struct {
+	// called holds the PUIDs whose DestroyPU started.
+	called map[string]bool
+	// turnAt is the second each PU waiting for its turn waits for, from
+	// Status.
+	turnAt map[string]int
+}
+
+// oracle reads what the engine did since the last call.
+func (m *modelPorts) oracle(c *deletion.Engine) *modelOracle {
+	o := &modelOracle{called: map[string]bool{}, turnAt: map[string]int{}}
+	m.mu.Lock()
+	for _, call := range m.calls[m.seen:] {
+		o.called[call.puid] = true
+	}
+	m.seen = len(m.calls)
+	m.mu.Unlock()
+	for _, s := range c.Status() {
+		if s.State == "waiting for its turn" {
+			o.turnAt[s.PUID] = int(s.NextAttempt.Sub(m.epoch) / time.Second)
+		}
+	}
+	return o
 }
 
 // modelOutcome is what the operations since the last comparison did, on
 // either side.
 type modelOutcome struct {
 	Destroyed []ports.DestroyEvent
+	Reported  []string
 	Abandoned []string
 	Requeued  []string
 	Pending   []ports.PU
+	// Waiting says what each PU waiting for a retry or a turn waits for.
+	Waiting []string
 }
 
 func (o *modelOutcome) sort() {
@@ -205,14 +368,39 @@ func (o *modelOutcome) sort() {
 		o.Pending = nil
 	}
 	slices.SortFunc(o.Destroyed, func(a, b ports.DestroyEvent) int { return cmp.Compare(a.PUID, b.PUID) })
+	slices.Sort(o.Reported)
 	slices.Sort(o.Abandoned)
 	slices.Sort(o.Requeued)
 	slices.SortFunc(o.Pending, func(a, b ports.PU) int { return cmp.Compare(a.PUID, b.PUID) })
+	slices.Sort(o.Waiting)
+}
+
+// engineOutcome is the engine's side of a modelOutcome: what the ports saw
+// since the last call, and what Status says now.
+func engineOutcome(mp *modelPorts, c *deletion.Engine) modelOutcome {
+	mp.mu.Lock()
+	got := modelOutcome{Destroyed: mp.destroyed, Reported: mp.reported, Abandoned: mp.abandoned, Requeued: mp.requeued}
+	mp.destroyed, mp.reported, mp.abandoned, mp.requeued = nil, nil, nil, nil
+	mp.mu.Unlock()
+	for _, s := range c.Status() {
+		got.Pending = append(got.Pending, s.PU)
+		at := int(s.NextAttempt.Sub(mp.epoch) / time.Second)
+		switch s.State {
+		case "waiting for a retry":
+			got.Waiting = append(got.Waiting, fmt.Sprintf("%s: retry at second %d", s.PUID, at))
+		case "waiting for its turn":
+			got.Waiting = append(got.Waiting, fmt.Sprintf("%s: turn at second %d", s.PUID, at))
+		}
+	}
+	got.sort()
+	return got
 }
 
 // model is the obvious implementation of the decision table, the
-// Confirmer, the wheel and the retries.
+// Confirmer, the wheel, the retries, and by mode the dry run, the
+// SandboxConfirmer and the destroy rate.
 type model struct {
+	mode    int
 	entries map[string]*modelEntry
 	now     int // seconds since the engine was made
 	out     modelOutcome
@@ -220,6 +408,24 @@ type model struct {
 	checks []modelCheck
 	// read are the planned faults the checks met, by slot, for modelDone.
 	read [modelSlots]modelFaults
+
+	// Under the destroy rate: the turns at hand at second tokensAt, and
+	// what the checks of the current instant did with them (instant).
+	tokens, tokensAt, burst int
+	instant                 modelInstant
+	// oracle is what the engine did at this instant, where the rate lets
+	// it choose; nil: the model chooses (the first in PUID order takes a
+	// turn at hand, and a newcomer waits right behind those waiting).
+	oracle *modelOracle
+	// errs are the engine's choices the rate does not allow.
+	errs []string
+}
+
+// modelInstant is what the checks of one instant did under the rate.
+type modelInstant struct {
+	checked   map[string]bool // the PUs checked
+	refused   int             // destroys that found no turn at hand
+	newcomers []*modelEntry   // PUs that joined the line, with the place the engine gave them
 }
 
 // modelFaults says which of a slot's planned faults a check met.
@@ -229,12 +435,15 @@ type modelFaults struct{ get, sandbox, destroy, confirm bool }
 // verdict carried out (and the PodGetter's, when the Confirmer was asked),
 // and what came of it.
 type modelCheck struct {
-	why      string // "sweep", "trigger", "periodic" or "retry"
+	why      string // "sweep", "trigger", "periodic", "retry" or "turn"
 	puid     string
 	row      int
 	askedRow int  // the PodGetter's row the Confirmer was asked about; 0: not asked
 	vetoed   bool // the Confirmer kept the PU the PodGetter's row destroys
-	outcome  string
+	// listRow is the row of the list's answer the SandboxConfirmer was
+	// asked about (modeSandboxList); 0: not asked.
+	listRow int
+	outcome string
 }
 
 func (k modelCheck) String() string {
@@ -247,13 +456,17 @@ func (k modelCheck) String() string {
 	case k.askedRow != 0:
 		s = fmt.Sprintf("%s check of %s: row %d, confirmed as row %d", k.why, k.puid, k.askedRow, k.row)
 	}
+	if k.listRow != 0 {
+		s += fmt.Sprintf(" (the list's row %d, asked of the SandboxConfirmer)", k.listRow)
+	}
 	return s + ", " + k.outcome
 }
 
 // decide is the decision table on p, what a getter answered for e's pod
-// (ok false for an answer that keeps the PU whatever it is): the row, and
-// the reason to destroy or whether to adopt p's sandbox.
-func (m *model) decide(e *modelEntry, p modelPod, ok bool, cl *modelCluster) (row int, reason ports.Reason, adopt bool) {
+// (ok false for an answer that keeps the PU whatever it is), with sandbox
+// the sandbox the check reads for it: the row, and the reason to destroy
+// or whether to adopt that sandbox.
+func (m *model) decide(e *modelEntry, p modelPod, ok bool, cl *modelCluster, sandbox string) (row int, reason ports.Reason, adopt bool) {
 	switch {
 	case !ok: // never destroy on a failed or nonsensical read
 		return 2, "", false
@@ -263,20 +476,29 @@ func (m *model) decide(e *modelEntry, p modelPod, ok bool, cl *modelCluster) (ro
 		return 3, ports.ReasonNodeChanged, false
 	case p.uid != e.puid:
 		return 4, ports.ReasonUIDChanged, false
+	}
+	return m.decideSandbox(e, cl, sandbox)
+}
+
+// decideSandbox is rows 6 to 10, on the sandbox a check reads.
+func (m *model) decideSandbox(e *modelEntry, cl *modelCluster, sandbox string) (row int, reason ports.Reason, adopt bool) {
+	switch {
 	case cl.failSandbox[e.slot]:
 		m.read[e.slot].sandbox = true
 		return 6, "", false
-	case e.sandbox == "" && p.sandbox != "":
+	case e.sandbox == "" && sandbox != "":
 		return 7, "", true
-	case p.sandbox == "": // not known yet: the seed would destroy here
+	case sandbox == "": // not known yet: the seed would destroy here
 		return 8, "", false
-	case p.sandbox != e.sandbox:
+	case sandbox != e.sandbox:
 		return 10, ports.ReasonSandboxChanged, false
 	}
 	return 9, "", false
 }
 
 // check runs one check of e, as the engine does; why says what brought it.
+// A Sweep's check of a PU waiting for a retry that destroys nothing leaves
+// the retry where it was.
 func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 	truth := cl.pods[e.slot]
 	cached := truth
@@ -287,16 +509,37 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 	if cl.failGet[e.slot] != 0 {
 		m.read[e.slot].get = true
 	}
-	row, reason, adopt := m.decide(e, cached, cl.failGet[e.slot] == 0 || cl.failGet[e.slot] == 4, cl)
+	// The sandbox the check reads: the list's, but a first or a triggered
+	// check asks the SandboxConfirmer (the truth).
+	sandbox, listed := truth.sandbox, m.mode&modeSandboxList != 0 && e.checked && !e.fresh
+	if listed {
+		sandbox = cl.listed[e.slot]
+	}
+	e.checked, e.fresh = true, false
+	row, reason, adopt := m.decide(e, cached, cl.failGet[e.slot] == 0 || cl.failGet[e.slot] == 4, cl, sandbox)
 	k := modelCheck{why: why, puid: e.puid, row: row}
 	if reason != "" && reason != ports.ReasonSandboxChanged {
 		if cl.failConfirm[e.slot] {
 			m.read[e.slot].confirm = true
 		}
-		row, reason, adopt = m.decide(e, truth, !cl.failConfirm[e.slot], cl) // the Confirmer's verdict is carried out
+		row, reason, adopt = m.decide(e, truth, !cl.failConfirm[e.slot], cl, sandbox) // the Confirmer's verdict is carried out
 		k.askedRow, k.row, k.vetoed = k.row, row, reason == ""
 	}
-	defer func() { m.checks = append(m.checks, k) }()
+	if listed && (row == 7 || row == 10) { // the SandboxConfirmer's verdict is carried out
+		k.listRow = row
+		row, reason, adopt = m.decideSandbox(e, cl, truth.sandbox)
+		k.row = row
+	}
+	if m.instant.checked != nil {
+		m.instant.checked[e.puid] = true
+	}
+	pending := e.retryAt
+	defer func() {
+		if _, ok := m.entries[e.puid]; ok && e.retryAt == 0 && e.turnAt == 0 && pending > m.now {
+			e.retryAt = pending
+		}
+		m.checks = append(m.checks, k)
+	}()
 	e.retryAt = 0
 	if adopt {
 		e.sandbox = truth.sandbox
@@ -304,7 +547,25 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 		return
 	}
 	if reason == "" {
-		k.outcome = "kept"
+		if e.turnAt != 0 {
+			k.outcome = "kept: leaves the line"
+		} else {
+			k.outcome = "kept"
+		}
+		e.turnAt = 0
+		return
+	}
+	if m.mode&modeDryRun != 0 {
+		k.outcome = m.wouldDestroy(e, row, reason)
+		return
+	}
+	if m.mode&modeRate != 0 && !m.turn(e, pending) {
+		switch {
+		case e.turnAt != 0:
+			k.outcome = fmt.Sprintf("no turn at hand: waits for its turn at second %d", e.turnAt)
+		default:
+			k.outcome = "no turn at hand: keeps its retry"
+		}
 		return
 	}
 	if cl.failDestroy[e.slot] != 0 {
@@ -334,26 +595,114 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 	delete(m.entries, e.puid)
 }
 
-// checkEarly is Sweep's check of e, which may come before its retry: a
-// check that destroys nothing leaves it waiting for that retry.
-func (m *model) checkEarly(e *modelEntry, cl *modelCluster) {
-	pending := e.retryAt
-	m.check(e, cl, "sweep")
-	if _, ok := m.entries[e.puid]; ok && e.retryAt == 0 && pending > m.now {
-		e.retryAt = pending
+// wouldDestroy is a destroy in a dry run: reported once per row, and the PU
+// dropped when its pod is gone for good.
+func (m *model) wouldDestroy(e *modelEntry, row int, reason ports.Reason) string {
+	out := "would destroy, reported already"
+	if e.reported != row {
+		e.reported = row
+		m.out.Reported = append(m.out.Reported, e.puid+": "+string(reason))
+		out = "would destroy (" + string(reason) + "): reported"
 	}
+	if reason != ports.ReasonSandboxChanged {
+		delete(m.entries, e.puid)
+		out += ", dropped"
+	}
+	return out
+}
+
+// turn is the destroy rate for e's destroy, which a check decided (pending
+// is the retry e waited for before it): it reports whether a turn is at
+// hand for it. If not, e waits: a Sweep's early check of a retry keeps the
+// retry; one whose turn has not come keeps its place; one whose turn came
+// takes the next; any other joins the line, behind those waiting.
+func (m *model) turn(e *modelEntry, pending int) bool {
+	goes := m.tokens > 0
+	if m.oracle != nil {
+		goes = m.oracle.called[e.puid]
+	}
+	if goes {
+		if m.tokens <= 0 {
+			m.errs = append(m.errs, fmt.Sprintf("DestroyPU of %s at second %d: no turn was at hand", e.puid, m.now))
+		}
+		m.tokens--
+		e.turnAt = 0
+		return true
+	}
+	m.instant.refused++
+	switch {
+	case pending > m.now:
+	case e.turnAt > m.now:
+	case e.turnAt != 0:
+		e.turnAt = m.now + 1
+	default:
+		e.turnAt = m.now + 1 + m.waitingForTurns()
+		if m.oracle != nil {
+			e.turnAt = m.oracle.turnAt[e.puid]
+			m.instant.newcomers = append(m.instant.newcomers, e)
+		}
+	}
+	return false
+}
+
+// waitingForTurns returns how many PUs wait for their turn.
+func (m *model) waitingForTurns() int {
+	n := 0
+	for _, e := range m.entries {
+		if e.turnAt != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// beginInstant starts an instant of the rate: the turns that came since
+// the last one are at hand, up to the burst.
+func (m *model) beginInstant() {
+	m.tokens = min(m.burst, m.tokens+m.now-m.tokensAt)
+	m.tokensAt = m.now
+	m.instant = modelInstant{checked: map[string]bool{}}
+}
+
+// endInstant checks the engine's choices of the instant: no destroy waited
+// while a turn was at hand, and each PU that joined the line waits behind
+// those that waited before the instant, and at most behind all others.
+func (m *model) endInstant() {
+	if m.instant.refused > 0 && m.tokens > 0 {
+		m.errs = append(m.errs, fmt.Sprintf("at second %d, %d destroys wait with %d turns at hand", m.now, m.instant.refused, m.tokens))
+	}
+	before, now := 0, 0
+	for _, e := range m.entries {
+		switch {
+		case e.turnAt == 0:
+		case m.instant.checked[e.puid]:
+			now++
+		default:
+			before++
+		}
+	}
+	for _, e := range m.instant.newcomers {
+		if lo, hi := m.now+1+before, m.now+before+now; e.turnAt < lo || e.turnAt > hi {
+			m.errs = append(m.errs, fmt.Sprintf("at second %d, %s waits for second %d; behind the line, it waits for second %d to %d",
+				m.now, e.puid, e.turnAt, lo, hi))
+		}
+	}
+	m.instant = modelInstant{}
 }
 
 // tick is one second of the wheel: the entries of this second's slot that
-// are not waiting, and the retries due.
+// are not waiting for a retry, and the retries and turns due.
 func (m *model) tick(cl *modelCluster) {
 	m.now++
+	m.beginInstant()
 	for _, e := range m.sorted() {
 		switch {
 		case e.retryAt == 0 && int(fnvSlot(e.puid)) == m.now%int(modelInterval/time.Second):
 			m.check(e, cl, "periodic")
 		case e.retryAt != 0 && e.retryAt <= m.now:
 			m.check(e, cl, "retry")
+		case e.turnAt != 0 && e.turnAt <= m.now:
+			m.check(e, cl, "turn")
 		}
 	}
 }
@@ -372,6 +721,9 @@ func (m *model) take() modelOutcome {
 	m.out = modelOutcome{}
 	for _, e := range m.entries {
 		out.Pending = append(out.Pending, ports.PU{PUID: e.puid, Pod: modelKey(e.slot), SandboxID: e.sandbox})
+		if w := e.waits(); w != "" {
+			out.Waiting = append(out.Waiting, w)
+		}
 	}
 	out.sort()
 	return out
@@ -515,19 +867,44 @@ type modelRun struct {
 	faults []int
 }
 
-func newModelRun(cl *modelCluster) *modelRun {
-	return &modelRun{cl: cl, m: &model{entries: map[string]*modelEntry{}}}
+func newModelRun(cl *modelCluster, mode int) *modelRun {
+	m := &model{mode: mode, entries: map[string]*modelEntry{}, burst: 1}
+	if mode&modeBurst2 != 0 {
+		m.burst = 2
+	}
+	m.tokens = m.burst
+	return &modelRun{cl: cl, m: m}
 }
 
 func (w *modelRun) id(prefix string) string { w.ids++; return fmt.Sprintf("%s%d", prefix, w.ids) }
 
-// apply carries out op on the cluster and the model, records what it did
-// there, and returns the engine's side of it (nil for none) and whether it
-// checks PUs, which spends the planned faults (see spend).
-func (w *modelRun) apply(op modelOp) (call func(t *testing.T, c *deletion.Engine), checked bool) {
+// modelStep is one instant of an operation: the engine's side (nil for
+// none), then the model's, which may read what the engine did (the oracle).
+type modelStep struct {
+	engine func(t *testing.T, c *deletion.Engine)
+	model  func()
+	// tracks is the PUID the engine's side tracks anew, untracks the one it
+	// untracks: DestroyPU of the latter breaks an invariant once Untrack
+	// has returned, until the former tracks it again.
+	tracks, untracks string
+}
+
+// apply carries out op on the cluster, and returns its instants and whether
+// it checks PUs, which spends the planned faults (see spend). Once its
+// steps have run, done records what it did on the model's side.
+func (w *modelRun) apply(op modelOp) (steps []modelStep, checked bool, done func()) {
 	cl, m, slot := w.cl, w.m, op.slot
 	p := &cl.pods[slot]
 	var note string
+	now := func(engine func(*testing.T, *deletion.Engine), model func()) *modelStep {
+		steps = append(steps, modelStep{engine: engine, model: func() {
+			m.beginInstant()
+			if model != nil {
+				model()
+			}
+		}})
+		return &steps[len(steps)-1]
+	}
 	switch op.kind {
 	case modelTrack:
 		e := ports.PU{PUID: p.uid, Pod: modelKey(slot), SandboxID: p.sandbox}
@@ -540,8 +917,9 @@ func (w *modelRun) apply(op modelOp) (call func(t *testing.T, c *deletion.Engine
 		case 2:
 			e.SandboxID = w.id("s-old") // tracked with a sandbox since replaced
 		}
-		call = func(t *testing.T, c *deletion.Engine) { require.NoError(t, c.Track(e)) }
+		step := now(func(t *testing.T, c *deletion.Engine) { require.NoError(t, c.Track(e)) }, nil)
 		if _, ok := m.entries[e.PUID]; !ok { // insert-only
+			step.tracks = e.PUID
 			m.entries[e.PUID] = &modelEntry{puid: e.PUID, slot: slot, sandbox: e.SandboxID}
 			note = fmt.Sprintf("tracked %s with sandbox %q", e.PUID, e.SandboxID)
 		} else {
@@ -577,44 +955,55 @@ func (w *modelRun) apply(op modelOp) (call func(t *testing.T, c *deletion.Engine
 	case modelFailNextConfirm:
 		cl.failConfirm[slot] = true
 	case modelSweep:
-		for _, e := range m.sorted() {
-			m.checkEarly(e, cl)
-		}
-		call = func(_ *testing.T, c *deletion.Engine) { c.Sweep(context.Background()) }
+		now(func(_ *testing.T, c *deletion.Engine) { c.Sweep(context.Background()) }, func() {
+			for _, e := range m.sorted() {
+				m.check(e, cl, "sweep")
+			}
+		})
 		checked = true
 	case modelTrigger:
-		var waiting []string
-		for _, e := range m.sorted() {
-			switch {
-			case e.slot != slot:
-			case e.retryAt == 0:
-				m.check(e, cl, "trigger")
-			default:
-				waiting = append(waiting, e.puid)
+		now(func(_ *testing.T, c *deletion.Engine) { c.TriggerPod(modelKey(slot)) }, func() {
+			var waiting []string
+			for _, e := range m.sorted() {
+				switch {
+				case e.slot != slot:
+				case e.retryAt == 0:
+					e.fresh = true
+					m.check(e, cl, "trigger")
+				default:
+					e.fresh = true // its next check asks the SandboxConfirmer
+					waiting = append(waiting, e.puid)
+				}
 			}
-		}
-		if len(waiting) > 0 {
-			note = "waiting for a retry, not checked: " + strings.Join(waiting, ", ")
-		}
-		call = func(_ *testing.T, c *deletion.Engine) { c.TriggerPod(modelKey(slot)) }
+			if len(waiting) > 0 {
+				note = "waiting for a retry, not checked: " + strings.Join(waiting, ", ")
+			}
+		})
 		checked = true
 	case modelAdvance:
 		n := op.seconds()
 		for range n {
-			m.tick(cl)
+			steps = append(steps, modelStep{
+				engine: func(*testing.T, *deletion.Engine) { time.Sleep(time.Second) },
+				model:  func() { m.tick(cl) },
+			})
 		}
-		if len(m.checks) == 0 && len(m.entries) > 0 {
-			var due []string // what the engine must not have done yet
-			for _, e := range m.sorted() {
-				if e.retryAt != 0 {
-					due = append(due, fmt.Sprintf("%s's retry at second %d", e.puid, e.retryAt))
-				} else {
-					due = append(due, fmt.Sprintf("%s's periodic check (second %d of each interval)", e.puid, fnvSlot(e.puid)))
+		steps = append(steps, modelStep{model: func() {
+			if len(m.checks) == 0 && len(m.entries) > 0 {
+				var due []string // what the engine must not have done yet
+				for _, e := range m.sorted() {
+					if w := e.waits(); w != "" {
+						due = append(due, w)
+					} else {
+						due = append(due, fmt.Sprintf("%s's periodic check (second %d of each interval)", e.puid, fnvSlot(e.puid)))
+					}
 				}
+				note = "not due yet: " + strings.Join(due, ", ")
 			}
-			note = "not due yet: " + strings.Join(due, ", ")
-		}
-		call = func(*testing.T, *deletion.Engine) { time.Sleep(time.Duration(n) * time.Second) }
+			for slot := range cl.listed { // the list is made anew
+				cl.listed[slot] = cl.pods[slot].sandbox
+			}
+		}})
 		checked = true
 	case modelUntrack:
 		var mine []*modelEntry
@@ -627,23 +1016,27 @@ func (w *modelRun) apply(op modelOp) (call func(t *testing.T, c *deletion.Engine
 		if len(mine) > 0 {
 			e := mine[op.variant%len(mine)]
 			puid, note = e.puid, "untracked "+e.puid
-			if e.retryAt != 0 {
+			switch {
+			case e.retryAt != 0:
 				note += ", which was waiting for a retry"
+			case e.turnAt != 0:
+				note += ", which was waiting for its turn"
 			}
 		}
 		_, tracked := m.entries[puid]
 		delete(m.entries, puid)
-		call = func(t *testing.T, c *deletion.Engine) {
+		now(func(t *testing.T, c *deletion.Engine) {
 			require.Equal(t, tracked, c.Untrack(puid), "Untrack(%s)", puid)
-		}
+		}, nil).untracks = puid
 	}
 	switch op.kind {
 	case modelFailNextGet, modelFailNextSandbox, modelFailNextDestroy, modelFailNextConfirm:
 		w.faults = append(w.faults, len(w.done))
 	}
-	w.done = append(w.done, modelDone{checks: m.checks, note: note})
-	m.checks = nil
-	return call, checked
+	return steps, checked, func() {
+		w.done = append(w.done, modelDone{checks: m.checks, note: note})
+		m.checks = nil
+	}
 }
 
 // spend ends the faults planned so far, once an operation checked: each
@@ -659,15 +1052,15 @@ func (w *modelRun) spend(ops []modelOp) {
 	}
 	w.faults = nil
 	w.m.read = [modelSlots]modelFaults{}
-	*w.cl = modelCluster{pods: w.cl.pods}
+	*w.cl = modelCluster{pods: w.cl.pods, listed: w.cl.listed}
 }
 
 // runModel decodes data into operations and runs them on both sides, then
-// a last Sweep.
-func runModel(t *testing.T, data []byte) {
+// a last Sweep, with the engine's options that mode picks.
+func runModel(t *testing.T, mode int, data []byte) {
 	cl := &modelCluster{}
-	mp := &modelPorts{cl: cl}
-	c, err := deletion.New(mp, mp, deletion.Options{
+	mp := &modelPorts{cl: cl, untracked: map[string]bool{}, since: map[string]int{}}
+	opts := deletion.Options{
 		SandboxExtractor:   mp,
 		Requeuer:           mp,
 		Confirmer:          mp.confirmer(),
@@ -677,10 +1070,21 @@ func runModel(t *testing.T, data []byte) {
 		RetryMinDelay:      time.Second,
 		RetryMaxDelay:      4 * time.Second,
 		SweepInterval:      modelInterval,
+		DryRun:             mode&modeDryRun != 0,
 		Observer:           mp,
 		Logger:             quiet(),
-	})
+	}
+	if mode&modeSandboxList != 0 {
+		opts.SandboxExtractor, opts.SandboxConfirmer = mp.list(), mp
+	}
+	w := newModelRun(cl, mode)
+	if mode&modeRate != 0 {
+		opts.DestroyRate, opts.DestroyBurst = 1, w.m.burst
+		mp.rate, mp.burst = 1, w.m.burst
+	}
+	c, err := deletion.New(mp, mp, opts)
 	require.NoError(t, err)
+	mp.epoch = time.Now() // the engine's epoch: no time passes in a bubble meanwhile
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Start(ctx) }()
@@ -690,27 +1094,50 @@ func runModel(t *testing.T, data []byte) {
 	}()
 	synctest.Wait()
 
-	w := newModelRun(cl)
 	ops := append(decodeModelOps(data), modelOp{kind: modelSweep})
-	var trace []string
+	trace := []string{"mode: " + modeString(mode)}
 	for i, op := range ops {
 		trace = append(trace, op.String())
 		mp.clMu.Lock()
-		call, checked := w.apply(op)
+		steps, checked, finish := w.apply(op)
 		mp.clMu.Unlock()
-		if call != nil { // the engine's side, once the cluster is unlocked
-			call(t, c)
+		for _, step := range steps {
+			if step.engine != nil { // the engine's side, once the cluster is unlocked
+				mp.mu.Lock()
+				mp.sweeping = op.kind == modelSweep
+				if step.tracks != "" {
+					delete(mp.untracked, step.tracks)
+					mp.since[step.tracks] = len(mp.calls)
+				}
+				mp.mu.Unlock()
+				step.engine(t, c)
+				if step.untracks != "" {
+					mp.mu.Lock()
+					mp.untracked[step.untracks] = true
+					mp.mu.Unlock()
+				}
+			}
+			synctest.Wait()
+			oracle := mp.oracle(c)
+			mp.clMu.Lock()
+			w.m.oracle = oracle
+			step.model()
+			w.m.oracle = nil
+			if mode&modeRate != 0 {
+				w.m.endInstant()
+			}
+			mp.clMu.Unlock()
+			require.Empty(t, w.m.errs, "at second %d, after: %v", w.m.now, trace)
+			mp.mu.Lock()
+			violations := mp.violations
+			mp.mu.Unlock()
+			require.Empty(t, violations, "at second %d, after: %v", w.m.now, trace)
 		}
+		finish()
 
 		// Both sides must agree; after an operation that checked, the
 		// planned faults are spent.
-		synctest.Wait()
-		want := w.m.take()
-		mp.mu.Lock()
-		got := modelOutcome{Destroyed: mp.destroyed, Abandoned: mp.abandoned, Requeued: mp.requeued, Pending: inspect.PUs(c)}
-		mp.destroyed, mp.abandoned, mp.requeued = nil, nil, nil
-		mp.mu.Unlock()
-		got.sort()
+		want, got := w.m.take(), engineOutcome(mp, c)
 		require.Equal(t, want, got, "at second %d, after: %v", w.m.now, trace)
 		if checked {
 			mp.clMu.Lock()
@@ -720,27 +1147,32 @@ func runModel(t *testing.T, data []byte) {
 	}
 }
 
-// FuzzModel checks the engine against the model on sequences of operations.
-// CI runs the committed corpus (testdata/fuzz/FuzzModel); run the fuzzer
-// with go test -fuzz=FuzzModel ./deletion/. A file added to the corpus is
-// named after what it covers; TestFuzzModelCorpusCoversEveryOperation
-// checks that the corpus reaches every operation, and go test -v -run
-// TestFuzzModelCorpus ./deletion/ prints what each file does.
+// FuzzModel checks the engine against the model on sequences of operations,
+// with the options mode picks (modeDryRun...). CI runs the committed corpus
+// (testdata/fuzz/FuzzModel); run the fuzzer with go test -fuzz=FuzzModel
+// ./deletion/. A file added to the corpus is named after what it covers;
+// TestFuzzModelCorpusCoversEveryOperation checks that the corpus reaches
+// every operation and mode, and go test -v -run TestFuzzModelCorpus
+// ./deletion/ prints what each file does.
 func FuzzModel(f *testing.F) {
-	f.Add([]byte{modelRecreate, 0, modelTrack, 0, modelSweep, 0, modelDelete, 0, modelSweep, 0})
+	f.Add(byte(0), []byte{modelRecreate, 0, modelTrack, 0, modelSweep, 0, modelDelete, 0, modelSweep, 0})
 	// A cache that lags: the Confirmer vetoes, then the pod really goes.
-	f.Add([]byte{modelRecreate, 0, modelTrack, 0, modelFailNextGet, 12, modelTrigger, 0, modelDelete, 0, modelTrigger, 0})
+	f.Add(byte(0), []byte{modelRecreate, 0, modelTrack, 0, modelFailNextGet, 12, modelTrigger, 0, modelDelete, 0, modelTrigger, 0})
 	// A failed destroy waits for its retry through triggers and time.
-	f.Add([]byte{modelRecreate, 1, modelTrack, 1, modelDelete, 1, modelFailNextDestroy, 1, modelTrigger, 1,
+	f.Add(byte(0), []byte{modelRecreate, 1, modelTrack, 1, modelDelete, 1, modelFailNextDestroy, 1, modelTrigger, 1,
 		modelTrigger, 1, modelAdvance, 0, modelTrigger, 1, modelAdvance, 4})
 	// Untrack before and after a failed destroy.
-	f.Add([]byte{modelRecreate, 2, modelTrack, 2, modelUntrack, 2, modelTrack, 6, modelDelete, 2,
+	f.Add(byte(0), []byte{modelRecreate, 2, modelTrack, 2, modelUntrack, 2, modelTrack, 6, modelDelete, 2,
 		modelFailNextDestroy, 2, modelTrigger, 2, modelUntrack, 2, modelAdvance, 28})
 	// The Confirmer fails, then the periodic checks find the pod gone.
-	f.Add([]byte{modelRecreate, 3, modelTrack, 3, modelDelete, 3, modelFailNextConfirm, 3, modelTrigger, 3,
+	f.Add(byte(0), []byte{modelRecreate, 3, modelTrack, 3, modelDelete, 3, modelFailNextConfirm, 3, modelTrigger, 3,
 		modelAdvance, 28, modelAdvance, 28, modelAdvance, 28, modelAdvance, 28, modelAdvance, 28, modelAdvance, 28,
 		modelAdvance, 28, modelAdvance, 28, modelAdvance, 28})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		synctest.Test(t, func(t *testing.T) { runModel(t, data) })
+	// Four pods deleted at once under the rate: one destroy a second.
+	f.Add(byte(modeRate), []byte{modelRecreate, 0, modelRecreate, 1, modelRecreate, 2, modelRecreate, 3,
+		modelTrack, 0, modelTrack, 1, modelTrack, 2, modelTrack, 3, modelDelete, 0, modelDelete, 1, modelDelete, 2, modelDelete, 3,
+		modelSweep, 0, modelAdvance, 4, modelAdvance, 4})
+	f.Fuzz(func(t *testing.T, mode byte, data []byte) {
+		synctest.Test(t, func(t *testing.T) { runModel(t, int(mode)&modelModes, data) })
 	})
 }

@@ -1,10 +1,27 @@
 package deletion
 
+// A record's life: its states, and every move between them. Each move is
+// one method below, made under Engine.mu; no other file sets
+// record.state.
+//
+//	         queue                 claim                  release
+//	idle ──────────────▶ queued ──────────▶ checking ──────────────▶ idle, queued,
+//	  ▲  (wheel, trigger,                      │              retrying or turnWaiting
+//	  │   Sweep)                               │ (the check's outcome; again or a
+//	  │                                        │  Sweep's mark queue it at once)
+//	retrying ──────────── queue (its due, Sweep) ──────▶ queued
+//	turnWaiting ───────── queue (its due, wheel, trigger, Sweep) ──▶ queued
+//	any ───── remove (Untrack, a destroy done or given up, a dry run's drop) ─────▶ removed
+//
+// A record that waits, for a retry or for its turn under the destroy rate,
+// holds a due time (record.due) on the wheel's one list of due times
+// (wheel.go); it keeps it through a check that leaves it waiting, so that a
+// Sweep's early check of a retry leaves the retry where it was, and a check
+// of a destroy that waits for its turn keeps its place in line.
+
 import "github.com/podsweeper/podsweeper/ports"
 
-// state is where a record is in its life. Every move between states happens
-// under Engine.mu, and a check runs only on a record it moved to checking:
-// that is the one claim.
+// state is where a record is in its life (see the top of this file).
 type state uint8
 
 const (
@@ -13,27 +30,45 @@ const (
 	idle state = iota
 	// queued: in the ready queue, waiting for a worker.
 	queued
-	// checking: a check holds it. Triggers meanwhile set record.again.
+	// checking: a check holds it; no other check can claim it. Triggers
+	// meanwhile set record.again.
 	checking
-	// waiting: a destroy failed; only Sweep checks it before retryAt.
-	waiting
+	// retrying: a destroy failed; its retry is due at record.due. Only a
+	// Sweep checks it before.
+	retrying
+	// turnWaiting: a check decided to destroy it and the destroy rate has
+	// no turn for it before record.due. Its periodic check, a trigger or a
+	// Sweep check it meanwhile, so that a pod seen alive again leaves the
+	// line; waiting is no failed attempt.
+	turnWaiting
 	// removed: no longer tracked.
 	removed
 )
 
-var stateNames = [...]string{idle: "idle", queued: "queued", checking: "checking", waiting: "waiting for a retry", removed: "removed"}
+var stateNames = [...]string{idle: "idle", queued: "queued", checking: "checking",
+	retrying: "waiting for a retry", turnWaiting: "waiting for its turn", removed: "removed"}
 
 func (s state) String() string { return stateNames[s] }
 
-// sweepMark is where a record is in the running Sweep (see Engine.Sweep).
+// cause is what asks for a check of a record (see queueLocked).
+type cause uint8
+
+const (
+	byWheel   cause = iota // its periodic check
+	byTrigger              // TriggerPod, TriggerAll
+	byDue                  // its retry or turn has come
+	bySweep                // a Sweep
+)
+
+// sweepMark is where a record is in the Sweep of record.sweepGen.
 type sweepMark uint8
 
 const (
-	// notSwept: the running Sweep, if any, waits for no check of it.
+	// notSwept: that Sweep waits for no check of it.
 	notSwept sweepMark = iota
-	// sweepNext: the Sweep waits for its next check to begin and end.
+	// sweepNext: it waits for the record's next check to begin and end.
 	sweepNext
-	// sweepThis: the Sweep waits for the check that holds it now.
+	// sweepThis: it waits for the check that holds the record now.
 	sweepThis
 )
 
@@ -52,19 +87,25 @@ type record struct {
 
 	trackedAt   int64
 	lastChecked int64 // when the last check ended; 0: never
-	retryAt     int64 // while waiting: when the retry is due
-	goneSince   int64 // when a check first decided to destroy; 0: never
-	// paidAt is when the destroy rate lets the record's destroy go, a turn
-	// it holds (see destroyBudget); 0: none.
-	paidAt int64
+	// due is when the retry or the turn the record waits for comes (dueFor
+	// says which); 0: it waits for none.
+	due int64
+	// goneSince is when a check first decided to destroy the PU since it was
+	// last seen alive; 0: it is not waiting for a destroy.
+	goneSince int64
 
 	attempts int32 // failed DestroyPU calls
-	// slot is the record's slot in Engine.wheel, slotIndex its index there.
-	slot, slotIndex int32
+	// slot is the record's slot in Engine.wheel, slotIndex its index there,
+	// dueIndex its index in Engine.due (-1: not there).
+	slot, slotIndex, dueIndex int32
+	// sweepGen is the Sweep that sweep refers to.
+	sweepGen uint32
 
-	state state
-	// again: a trigger came while the record was being checked; check it
-	// once more when the check ends.
+	state  state
+	dueFor state // retrying or turnWaiting, while due is set
+	sweep  sweepMark
+	// again: a trigger or a Sweep came while the record was being checked;
+	// check it once more when the check ends.
 	again bool
 	// fresh: TriggerPod asked for the next check, which then asks the
 	// SandboxConfirmer, if any, in place of the SandboxExtractor.
@@ -76,7 +117,134 @@ type record struct {
 	// overriding a destroy.
 	lastRow int8
 	vetoed  bool
-	swept   sweepMark
 	// reportedRow is the row of the last destroy a dry run reported; 0: none.
 	reportedRow int8
+}
+
+// newRecordLocked tracks pu in a new, idle record.
+func (c *Engine) newRecordLocked(pu ports.PU, now int64) *record {
+	r := &record{PU: pu, trackedAt: now, lastRow: -1, dueIndex: -1}
+	c.records[pu.PUID] = r
+	r.nextOfPod = c.byPod[pu.Pod]
+	c.byPod[pu.Pod] = r
+	c.addToWheelLocked(r)
+	return r
+}
+
+// queueLocked asks for a check of r for why. An idle record joins the
+// ready queue, as does a waiting one when why may check it early (a
+// retry: only its due and a Sweep); one being checked is checked again
+// when that check ends. It reports whether r joined the queue.
+func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
+	switch {
+	case r.state == idle, r.state == turnWaiting, r.state == retrying && (why == byDue || why == bySweep):
+		c.removeDueLocked(r)
+		r.state = queued
+		c.ready = append(c.ready, readyItem{r, now})
+		return true
+	case r.state == checking && why != byWheel && why != byDue:
+		r.again = true
+	}
+	return false
+}
+
+// markLocked makes r one that the Sweep of gen waits for: its next check,
+// which it asks for.
+func (c *Engine) markLocked(r *record, gen uint32, now int64) {
+	r.sweepGen, r.sweep = gen, sweepNext
+	c.queueLocked(r, bySweep, now)
+}
+
+// claimLocked gives the queued record r to a check that will run in s.
+func (c *Engine) claimLocked(r *record, s *slot) {
+	r.state = checking
+	// A first check records the sandbox: it asks the runtime too.
+	r.checkFresh, r.fresh = r.fresh || r.lastRow < 0, false
+	if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) {
+		r.sweep = sweepThis
+	}
+	s.held = r
+}
+
+// releaseLocked ends the check of r held in s with o. It reports the
+// Sweep this check was for, if one still waits for it (0: none): the
+// caller ends that Sweep's wait once the Observer knows.
+func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
+	s.held = nil
+	c.free = append(c.free, s.index)
+	if c.boundWaiting > 0 {
+		c.cond.Broadcast()
+	}
+	if r.sweep == sweepThis && c.sweepingLocked(r.sweepGen) {
+		sweep = r.sweepGen
+	}
+	if r.sweep == sweepThis {
+		r.sweep = notSwept
+	}
+	if r.state == removed {
+		if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) { // marked by a Sweep during its check
+			c.sweptLocked()
+		}
+		return sweep
+	}
+	r.lastChecked, r.lastRow, r.vetoed, r.lastErr = o.end, int8(o.verdict.Row), o.vetoed, o.err
+	if o.verdict.Action != Destroy && o.err == nil {
+		r.goneSince = 0 // seen alive: it no longer waits for a destroy
+	}
+	switch {
+	case o.retryAt != 0:
+		r.due, r.dueFor = o.retryAt, retrying
+	case o.turnAt != 0:
+		r.due, r.dueFor = o.turnAt, turnWaiting
+	case r.dueFor == retrying && r.due > o.end:
+		// A Sweep's check before the retry that destroyed nothing: the
+		// retry stays where it was, whatever a trigger asked meanwhile.
+	default:
+		r.due, r.dueFor = 0, idle
+	}
+	again := r.again && !c.stopped && r.dueFor != retrying
+	r.again = false
+	r.state = idle
+	if r.dueFor != idle {
+		r.state = r.dueFor
+	}
+	switch {
+	case r.sweep == sweepNext && c.sweepingLocked(r.sweepGen), again:
+		c.queueLocked(r, bySweep, o.end)
+		c.wakeLocked(1)
+	case r.state != idle:
+		c.addDueLocked(r)
+	}
+	return sweep
+}
+
+// removeLocked forgets r: it leaves the maps, its pod's list, its wheel
+// slot and the due list at once. The ready queue may still point to it
+// until a worker reaches it and skips it.
+func (c *Engine) removeLocked(r *record) {
+	if r.state != checking && r.sweep != notSwept && c.sweepingLocked(r.sweepGen) {
+		c.sweptLocked() // a check ends its own part of a Sweep (releaseLocked)
+	}
+	c.removeDueLocked(r)
+	r.state = removed
+	delete(c.records, r.PUID)
+	if head := c.byPod[r.Pod]; head == r {
+		if r.nextOfPod == nil {
+			delete(c.byPod, r.Pod)
+		} else {
+			c.byPod[r.Pod] = r.nextOfPod
+		}
+	} else {
+		for p := head; p != nil; p = p.nextOfPod {
+			if p.nextOfPod == r {
+				p.nextOfPod = r.nextOfPod
+				break
+			}
+		}
+	}
+	r.nextOfPod = nil
+	c.removeFromWheelLocked(r)
+	if c.listing {
+		c.gone[r.PUID] = struct{}{} // a list under way may hold it (restore.go)
+	}
 }

@@ -9,20 +9,25 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// restore lists the Inventory until it answers or ctx ends, from the
-// second attempt on (Start made the first), and tracks every PU it lists
-// that is not tracked already. A failing list is tried again after
-// RetryMinDelay, doubling up to RetryMaxDelay.
-func (c *Engine) restore(ctx context.Context) {
+// restore lists the Inventory until it answers or ctx ends, and tracks
+// every PU it lists that is not tracked already; listed is closed once the
+// first list has ended, answered or not, for the checks wait for it (see
+// Options.Inventory). A failing list is tried again after RetryMinDelay,
+// doubling up to RetryMaxDelay.
+func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	delay := c.opts.RetryMinDelay
-	for attempt := 2; ; attempt++ {
+	for attempt := 1; ; attempt++ {
+		ok := c.restoreAttempt(ctx, attempt)
+		if attempt == 1 {
+			close(listed)
+		}
+		if ok || ctx.Err() != nil {
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.opts.Clock.After(delay):
-		}
-		if c.restoreAttempt(ctx, attempt) || ctx.Err() != nil {
-			return
 		}
 		delay = min(2*delay, c.opts.RetryMaxDelay)
 	}
@@ -30,8 +35,19 @@ func (c *Engine) restore(ctx context.Context) {
 
 // restoreAttempt lists the Inventory once and tracks every PU it lists that
 // is not tracked already, several at once; entries without a PUID, pod name
-// or namespace are logged and skipped. It reports whether the list answered.
+// or namespace are logged and skipped, and so are the PUs removed while the
+// list was under way (Engine.gone): the list may have been made before a
+// check destroyed one. It reports whether the list answered.
 func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
+	c.mu.Lock()
+	c.listing = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.listing = false
+		clear(c.gone)
+		c.mu.Unlock()
+	}()
 	pus, err := c.listPUs(ctx)
 	if err == nil {
 		restored, skipped := c.trackAll(pus)
@@ -56,7 +72,7 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(pus)); i = next.Add(1) - 1 {
 				pu := pus[i]
-				isNew, err := c.track(pu)
+				isNew, err := c.track(pu, true)
 				switch {
 				case err != nil:
 					nSkipped.Add(1)
@@ -97,9 +113,13 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 	return ok
 }
 
-// listPUs calls the Inventory under a deadline of CheckTimeout.
+// listTimeout is the deadline of a list of the Inventory: CheckTimeout, at
+// least a second.
+func (c *Engine) listTimeout() time.Duration { return max(c.opts.CheckTimeout, time.Second) }
+
+// listPUs calls the Inventory under its deadline.
 func (c *Engine) listPUs(ctx context.Context) (pus []ports.PU, err error) {
-	ctx, cancel := context.WithTimeout(ctx, max(c.opts.CheckTimeout, time.Second))
+	ctx, cancel := context.WithTimeout(ctx, c.listTimeout())
 	defer cancel()
 	defer recovered("ListPUs", &err)
 	return c.opts.Inventory.ListPUs(ctx)

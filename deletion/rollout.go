@@ -8,7 +8,6 @@ package deletion
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/podsweeper/podsweeper/ports"
@@ -42,99 +41,66 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 	c.observe(Event{Kind: EventWouldDestroy, PU: ev.PU(), Verdict: v, Reason: ev.Reason, Dropped: gone})
 }
 
-// destroyBudget reports whether e's destroy may go on now under the
-// destroy rate (Options.DestroyRate). Its turn is reserved with the
-// limiter once; a turn a moment away (within spreadAfter, and half of the
-// check's time left) is waited for, a later one is not: the record keeps
-// its turn (record.paidAt), joins Engine.turns, and waits for it outside any
-// worker, as a retry does but without counting as a failed attempt. The
-// scheduler queues it again when its turn comes (queueTurns).
-func (c *Engine) destroyBudget(ctx context.Context, e *record, r *result) bool {
+// takeTurn reports whether e's destroy may start now under the destroy rate
+// (Options.DestroyRate). A turn is a reservation with the limiter, taken
+// only when it comes within a moment (spreadAfter, and half of the check's
+// time left): the check waits for it, then starts the destroy, unless
+// Untrack removed e meanwhile, which gives the turn back. A turn further
+// away is not held: a reservation that others were reserved after can no
+// longer give its tokens back, and one held for long would be spent at once
+// by a late check. The reservation is cancelled at once and e waits on the
+// wheel (r.turnAt) for about when its turn would come: behind the destroys
+// that wait already, or, for one whose turn came and was taken, the next
+// turn. When that time comes, or a periodic check, a trigger or a Sweep
+// checks e earlier, the check decides again: a PU kept leaves the line, one
+// still to destroy asks for a turn again and, before its time, keeps it. A
+// Sweep's early check of a retry destroys only on a turn at hand. Waiting
+// for a turn is no failed attempt.
+func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	if c.limiter == nil {
 		return true
 	}
-	c.mu.Lock()
-	due := e.paidAt
-	c.mu.Unlock()
-	now := c.now()
-	if due == 0 {
-		at := c.opts.Clock.Now()
-		due = now + int64(c.limiter.ReserveN(at, 1).DelayFrom(at)) // burst >= 1: always OK
-	}
-	if wait := time.Duration(due - now); wait > 0 {
-		left := c.opts.CheckTimeout
-		if d, ok := ctx.Deadline(); ok {
-			left = time.Until(d)
-		}
-		if wait > min(c.spreadAfter(), left/2) || !c.sleep(ctx, wait) {
-			c.deferTurn(e, due)
-			r.deferred = true
-			if log := c.log.V(1); log.Enabled() {
-				log.Info("destroy waits for its turn under the destroy rate", "puID", e.PUID, "pod", e.Pod.String(), "in", wait.String())
-			}
-			return false
-		}
+	at, now := c.opts.Clock.Now(), c.now()
+	short := c.spreadAfter()
+	if d, ok := ctx.Deadline(); ok {
+		short = min(short, time.Until(d)/2)
 	}
 	c.mu.Lock()
-	e.paidAt = 0
-	c.mu.Unlock()
-	return true
-}
-
-// deferTurn files e under its turn due, in Engine.turns, which is kept in
-// the order of the turns: the limiter hands them out in that order, so an
-// insertion is at or near the end. The scheduler is woken when e is first.
-func (c *Engine) deferTurn(e *record, due int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e.paidAt != 0 { // filed already (a Sweep's check of it)
-		return
-	}
-	e.paidAt = due
-	i := len(c.turns)
-	for i > 0 && c.turns[i-1].paidAt > due {
-		i--
-	}
-	c.turns = slices.Insert(c.turns, i, e)
-	if i == 0 {
-		select {
-		case c.turnKick <- struct{}{}:
+	ahead, due, waitsFor := c.turnsWaiting, e.due, e.dueFor
+	turn := c.limiter.ReserveN(at, 1) // burst >= 1: always OK
+	wait := turn.DelayFrom(at)
+	if wait > short {
+		turn.CancelAt(at) // nothing was reserved after it: its tokens come back whole
+		c.mu.Unlock()
+		switch {
+		case waitsFor == retrying && due > now:
+			return false // it keeps waiting for its retry
+		case waitsFor != turnWaiting:
+			r.turnAt = now + int64(wait) + int64(ahead)*c.turnEvery
+		case due > now:
+			r.turnAt = due // it keeps its place
 		default:
+			r.turnAt = now + int64(wait)
 		}
-	}
-}
-
-// nextTurn returns when the first destroy waiting for its turn is due; 0
-// when none waits.
-func (c *Engine) nextTurn() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.turns) == 0 {
-		return 0
-	}
-	return c.turns[0].paidAt
-}
-
-// queueTurns queues the records whose turn has come, and wakes workers for
-// them. A record removed meanwhile, or being checked, leaves the list.
-func (c *Engine) queueTurns() {
-	now := c.now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for len(c.turns) > 0 && c.turns[0].paidAt <= now {
-		r := c.turns[0]
-		c.turns[0] = nil
-		c.turns = c.turns[1:]
-		if r.state == waiting {
-			c.enqueueLocked(r, now)
-			n++
+		if log := c.log.V(1); log.Enabled() {
+			log.Info("destroy waits for its turn under the destroy rate", "puID", e.PUID, "pod", e.Pod.String(),
+				"in", time.Duration(r.turnAt-now).String(), "ahead", ahead)
 		}
+		return false
 	}
-	if len(c.turns) == 0 {
-		c.turns = nil
+	c.mu.Unlock()
+	if wait > 0 && !c.sleep(ctx, wait) {
+		turn.CancelAt(c.opts.Clock.Now())
+		r.turnAt = c.now()
+		return false
 	}
-	c.wakeLocked(n)
+	c.mu.Lock()
+	untracked := e.state == removed
+	c.mu.Unlock()
+	if untracked {
+		turn.CancelAt(c.opts.Clock.Now())
+	}
+	return !untracked
 }
 
 // sleep waits d on Options.Clock, and reports whether ctx was not done first.

@@ -15,7 +15,8 @@ import (
 // and debugging: why it is kept, and how its destroy is going.
 type PUStatus struct {
 	ports.PU
-	// State is "idle", "queued", "checking" or "waiting for a retry".
+	// State is "idle", "queued", "checking", "waiting for a retry" or
+	// "waiting for its turn" (under Options.DestroyRate).
 	State string
 	// TrackedAt is when Track took the entry.
 	TrackedAt time.Time
@@ -30,8 +31,9 @@ type PUStatus struct {
 	Vetoed bool
 	// Attempts is the number of failed DestroyPU calls.
 	Attempts int
-	// NextAttempt is when the failed destroy is tried again; zero unless
-	// the entry is waiting for that retry.
+	// NextAttempt is when the destroy is tried again: the retry of a failed
+	// destroy, or about when its turn under the destroy rate comes; zero
+	// unless the PU waits for either.
 	NextAttempt time.Time
 	// WouldDestroy is the reason a dry run (Options.DryRun) reported for
 	// destroying the PU; "" when none did.
@@ -61,8 +63,8 @@ func (c *Engine) Status() []PUStatus {
 		if e.lastRow >= 0 {
 			s.LastVerdict = verdictOfRow(int(e.lastRow), e.SandboxID)
 		}
-		if e.state == waiting {
-			s.NextAttempt = c.timeOf(e.retryAt)
+		if e.dueFor != idle {
+			s.NextAttempt = c.timeOf(e.due)
 		}
 		out = append(out, s)
 	}
@@ -79,7 +81,8 @@ var (
 	// SweepIntervals behind (ReadinessCheck), or the wheel has not turned
 	// for as long (ReadinessCheck and LivenessCheck).
 	ErrBehind = errors.New("deletion: checks fall behind")
-	// ErrWorkersStuck: every worker is stuck in a port past its deadline.
+	// ErrWorkersStuck: every one of the Workers slots is held by a check
+	// stuck in a port past its deadline, whoever ran it.
 	ErrWorkersStuck = errors.New("deletion: every worker is stuck in a port")
 )
 
@@ -92,8 +95,10 @@ func (c *Engine) HealthCheck(req *http.Request) error { return c.ReadinessCheck(
 
 // LivenessCheck reports whether restarting the process could help the
 // engine: it fails once Start has returned, when the wheel has not turned
-// for three SweepIntervals while PUs are tracked (the scheduler is wedged),
-// and when every worker is stuck in a port past its deadline. Being behind
+// for three SweepIntervals while PUs are tracked (the scheduler is wedged;
+// Start's first list of the Inventory is allowed its deadline besides), and
+// when every one of the Workers slots is held by a check stuck in a port
+// past its deadline, whoever ran it (Start, or a Sweep before or after it). Being behind
 // (a drain while the API server or the policy engine is slow) does not fail
 // it: a restart would only add a relist to the load and start the work
 // over; that is ReadinessCheck's, the backlog metrics' and an alert's. It
@@ -111,8 +116,8 @@ func (c *Engine) LivenessCheck(_ *http.Request) error {
 // ReadinessCheck reports whether the engine keeps up with its work: it
 // fails before Start and after Start has returned, when the oldest queued
 // check has waited more than three SweepIntervals or the wheel has not
-// turned for as long (ErrBehind), and when every worker is stuck in a port
-// past its deadline. Serve it on /readyz: mgr.AddReadyzCheck("podsweeper",
+// turned for as long (ErrBehind), and when every one of the Workers slots
+// is held by a check stuck in a port past its deadline. Serve it on /readyz: mgr.AddReadyzCheck("podsweeper",
 // engine.ReadinessCheck). It reads a few fields under the engine's lock,
 // whatever the number of PUs.
 func (c *Engine) ReadinessCheck(_ *http.Request) error {
@@ -135,7 +140,7 @@ func (c *Engine) healthErr(behindFails bool) error {
 	case h.wedged:
 		return fmt.Errorf("%w: no periodic check queued for %v, over 3 intervals of %v",
 			ErrBehind, h.sinceTurn.Round(time.Millisecond), c.opts.SweepInterval)
-	case h.stuck == len(c.workers):
+	case h.stuck == len(c.slots):
 		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, h.stuck, c.opts.CheckTimeout)
 	}
 	return nil
@@ -152,7 +157,7 @@ type healthState struct {
 func (c *Engine) health() healthState {
 	now := c.now()
 	c.mu.Lock()
-	stopped, lastTurn, tracked := c.stopped, c.lastTurn, len(c.records) > 0
+	stopped, lastTurn, tracked, begun := c.stopped, c.lastTurn, len(c.records) > 0, c.begun
 	var oldest int64
 	for _, it := range c.ready[c.readyHead:] {
 		if it.r.state == queued {
@@ -162,11 +167,14 @@ func (c *Engine) health() healthState {
 	}
 	c.mu.Unlock()
 	limit := 3 * c.opts.SweepInterval
-	h := healthState{stopped: stopped, sinceTurn: time.Duration(now - lastTurn), stuck: stuckIn(c.workers, c.realNow())}
+	h := healthState{stopped: stopped, sinceTurn: time.Duration(now - lastTurn), stuck: c.stuck(c.realNow())}
 	if oldest != 0 {
 		h.oldestWait = time.Duration(now - oldest)
 	}
 	h.behind = h.oldestWait > limit
+	if !begun { // Start's first list is under way, within its deadline
+		limit += c.listTimeout() + stuckGrace
+	}
 	h.wedged = tracked && h.sinceTurn > limit
 	return h
 }
@@ -195,15 +203,9 @@ type Backlog struct {
 func (c *Engine) Backlog() Backlog {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var b Backlog
+	b := Backlog{Retrying: len(c.due) - c.turnsWaiting, RateLimited: c.turnsWaiting}
 	var oldest int64
 	for _, r := range c.records {
-		switch {
-		case r.paidAt != 0:
-			b.RateLimited++
-		case r.state == waiting:
-			b.Retrying++
-		}
 		if r.goneSince != 0 && (oldest == 0 || r.goneSince < oldest) {
 			oldest = r.goneSince
 		}

@@ -1,22 +1,26 @@
 package deletion
 
-// The wheel: where periodic checks and retries come from.
+// The wheel: where periodic checks, retries and turns come from.
 //
 // Every record sits in one of the wheel's slots, chosen by a hash of its
 // PUID, and one goroutine (schedule) wakes once per tick (SweepInterval/64,
-// but 0.5 to 1 s) to queue the idle records of that tick's slot and the
-// retries due by then (Engine.retries, by tick: a retry's time is rounded
-// up to the next tick). Each record is thus checked once per interval at
-// its own phase, the first time within one interval of Track, in one or
-// two batches a second, and a PUID has the same phase in every run. The
-// scheduler sleeps while nothing is tracked. While destroys wait for their
-// turn under the destroy rate (rollout.go), it also wakes at each turn. A wake-up is what an idle node
+// but 0.5 to 1 s) to queue the records of that tick's slot. Each record is
+// thus checked once per interval at its own phase, the first time within
+// one interval of Track, in one or two batches a second, and a PUID has the
+// same phase in every run. A record that waits, for the retry of a failed
+// destroy or for its turn under the destroy rate (rollout.go), is also on
+// the one list of due times (Engine.due, a heap by record.due), and the
+// scheduler wakes at the first of them too: a retry is due on a tick (its
+// time is rounded up to one), so retries come in the ticks' batches; a turn
+// is due at its own time, so that destroys start at the rate's pace. The
+// scheduler sleeps while nothing is tracked. A wake-up is what an idle node
 // agent pays for: at 250 PUs and 5s, two wake-ups a second and the worker
 // each wakes (BENCHMARKS.md). The client-go workqueue that scheduled checks
 // before cost a timer wake-up per check. Once per interval the scheduler
 // also logs one summary line per failing port (failures.go).
 
 import (
+	"container/heap"
 	"context"
 	"slices"
 	"time"
@@ -73,12 +77,68 @@ func (c *Engine) removeFromWheelLocked(r *record) {
 	c.wheel[r.slot] = slot
 }
 
+// dueList is the heap of the waiting records by record.due (container/heap).
+type dueList []*record
+
+func (h dueList) Len() int           { return len(h) }
+func (h dueList) Less(i, j int) bool { return h[i].due < h[j].due }
+func (h dueList) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].dueIndex, h[j].dueIndex = int32(i), int32(j)
+}
+func (h *dueList) Push(x any) {
+	r := x.(*record)
+	r.dueIndex = int32(len(*h))
+	*h = append(*h, r)
+}
+func (h *dueList) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	r.dueIndex = -1
+	return r
+}
+
+// addDueLocked files the waiting record r under its due time, and wakes the
+// scheduler when it comes first.
+func (c *Engine) addDueLocked(r *record) {
+	heap.Push(&c.due, r)
+	if r.dueFor == turnWaiting {
+		c.turnsWaiting++
+	}
+	if r.dueIndex == 0 {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// removeDueLocked takes r off the due list, if it is there.
+func (c *Engine) removeDueLocked(r *record) {
+	if r.dueIndex < 0 {
+		return
+	}
+	heap.Remove(&c.due, int(r.dueIndex))
+	if r.dueFor == turnWaiting {
+		c.turnsWaiting--
+	}
+	if len(c.due) == 0 && cap(c.due) > 4096 {
+		c.due = nil // after a wave of retries
+	}
+}
+
 // schedule turns the wheel until ctx is done: at each tick it queues the
-// idle records of the tick's slot and the retries due. It works from the
-// clock, not from the count of ticks, so that late ticks (a busy machine,
-// a fake clock stepped by a whole interval) still reach every slot once per
-// turn, and never pile up. It sleeps while nothing is tracked.
-func (c *Engine) schedule(ctx context.Context, turnKick <-chan struct{}) {
+// records of the tick's slot, and at each due time those due. It works from
+// the clock, not from the count of ticks, so that late ticks (a busy
+// machine, a fake clock stepped by a whole interval) still reach every slot
+// once per turn, and never pile up. It sleeps while nothing is tracked.
+// With an Inventory, it begins once Start's first list is done (listed).
+func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan struct{}) {
+	if c.opts.Inventory != nil && !c.awaitFirstList(ctx, listed) {
+		return
+	}
 	var timer interface {
 		C() <-chan time.Time
 		Reset(time.Duration) bool
@@ -97,12 +157,11 @@ func (c *Engine) schedule(ctx context.Context, turnKick <-chan struct{}) {
 		c.mu.Lock()
 		if len(c.records) == 0 {
 			c.sleeping = true
-			clear(c.retries) // only removed records can be left there
 			c.mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return
-			case <-c.kick:
+			case <-kick:
 			}
 			last = c.tickNow()
 			c.mu.Lock()
@@ -110,12 +169,11 @@ func (c *Engine) schedule(ctx context.Context, turnKick <-chan struct{}) {
 			c.mu.Unlock()
 			continue
 		}
-		c.mu.Unlock()
-
 		wait := time.Duration(last+1)*c.tick - c.opts.Clock.Since(c.epoch)
-		if next := c.nextTurn(); next != 0 {
-			wait = min(wait, time.Duration(next-c.now()))
+		if len(c.due) > 0 {
+			wait = min(wait, time.Duration(c.due[0].due-c.now()))
 		}
+		c.mu.Unlock()
 		if timer == nil {
 			timer = c.opts.Clock.NewTimer(wait)
 		} else {
@@ -125,15 +183,14 @@ func (c *Engine) schedule(ctx context.Context, turnKick <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-timer.C():
-		case <-turnKick:
+		case <-kick:
 			timer.Stop()
 		}
-		c.queueTurns()
 		cur := c.tickNow()
+		c.turn(last+1, cur)
 		if cur <= last {
 			continue
 		}
-		c.turn(last+1, cur)
 		last = cur
 		if cur-lastFlush >= perInterval {
 			c.flushFailures() // once per interval at most
@@ -142,23 +199,46 @@ func (c *Engine) schedule(ctx context.Context, turnKick <-chan struct{}) {
 	}
 }
 
+// awaitFirstList waits for Start's first list of the Inventory to end, or
+// for its deadline to pass (an Inventory that ignores its context; its
+// answer is taken when it comes), then lets the checks begin. It reports
+// whether ctx is not done.
+func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) bool {
+	t := time.NewTimer(c.listTimeout() + stuckGrace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-listed:
+	case <-t.C:
+		c.log.Error(nil, "the Inventory ignores its deadline; checks begin without its list",
+			"deadline", c.listTimeout().String())
+	}
+	c.mu.Lock()
+	c.begun, c.lastTurn = true, c.now()
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	return true
+}
+
 // tickNow returns the index of the last wheel tick that is due.
 func (c *Engine) tickNow() int64 {
 	return int64(c.opts.Clock.Since(c.epoch) / c.tick)
 }
 
-// tickOf returns the first wheel tick at or after the engine time t.
-func (c *Engine) tickOf(t int64) int64 {
+// onTick returns the engine time of the first wheel tick at or after the
+// engine time t.
+func (c *Engine) onTick(t int64) int64 {
 	d := time.Duration(t - 1)
-	k := int64(d / c.tick)
-	if time.Duration(k)*c.tick < d {
+	k := d / c.tick
+	if k*c.tick < d {
 		k++
 	}
-	return k
+	return int64(k*c.tick) + 1
 }
 
-// turn queues the idle records of the slots of ticks from to to (each slot
-// once at most) and the retries due by tick to, and wakes a worker for them.
+// turn queues the records of the slots of ticks from to to (each slot once
+// at most) and the waiting records due by now, and wakes a worker for them.
 func (c *Engine) turn(from, to int64) {
 	now := c.now()
 	slots := int64(len(c.wheel))
@@ -167,40 +247,18 @@ func (c *Engine) turn(from, to int64) {
 	n := 0
 	for k := max(from, to-slots+1); k <= to; k++ {
 		for _, r := range c.wheel[k%slots] {
-			if r.state == idle {
-				c.enqueueLocked(r, now)
+			if c.queueLocked(r, byWheel, now) {
 				n++
 			}
 		}
+		c.lastTurn = now
 	}
-	due := func(k int64, list []*record) {
-		for _, r := range list {
-			if r.state == waiting && c.tickOf(r.retryAt) == k {
-				c.enqueueLocked(r, now)
-				n++
-			}
-		}
-		delete(c.retries, k)
-	}
-	if to-from < int64(len(c.retries)) {
-		for k := from; k <= to; k++ {
-			if list, ok := c.retries[k]; ok {
-				due(k, list)
-			}
-		}
-	} else {
-		for k, list := range c.retries {
-			if k <= to {
-				due(k, list)
-			}
+	for len(c.due) > 0 && c.due[0].due <= now {
+		if r := c.due[0]; !c.queueLocked(r, byDue, now) {
+			c.removeDueLocked(r) // never: only waiting records are due
+		} else {
+			n++
 		}
 	}
-	c.lastTurn = now
 	c.wakeLocked(min(n, 1)) // more once the batch waits (see next)
-}
-
-// addRetryLocked files the waiting record r under the tick its retry is due at.
-func (c *Engine) addRetryLocked(r *record) {
-	k := c.tickOf(r.retryAt)
-	c.retries[k] = append(c.retries[k], r)
 }

@@ -2,45 +2,36 @@ package deletion
 
 // How the engine runs checks.
 //
-// One claim. A record is idle, queued, checking, waiting for a retry, or
-// removed (record.state), and moves between these only under Engine.mu.
-// A check runs only on a record it moved to checking, so no PU is ever
-// checked twice at once. A trigger that finds its record being checked sets
-// record.again, and the record is queued again when the check ends. A
-// record waiting for the retry of a failed destroy is left alone by the
-// wheel and by triggers until its retry is due; only Sweep checks it earlier.
+// One queue. Every check, periodic, triggered, a retry, a turn under the
+// destroy rate or a Sweep's, goes through the ready queue (Engine.ready,
+// oldest first) to a goroutine that claims the record (record.go: a check
+// runs only on a record it moved to checking, so no PU is ever checked twice
+// at once) and runs the check under a deadline of CheckTimeout. A trigger
+// queues its records and wakes as many idle goroutines as it queued records;
+// TriggerPod costs the same with 10 or 100,000 PUs tracked.
 //
-// One queue. Every check, periodic (wheel.go), triggered, a retry or a
-// Sweep's, goes through the ready queue (Engine.ready, oldest first) to a
-// worker, which runs checks one after another, each under a deadline of
-// CheckTimeout. A trigger queues its records and wakes as many idle
-// workers as it queued records; TriggerPod costs the same with 10 or
-// 100,000 PUs tracked.
+// Workers slots. A check runs in one of Workers slots (Engine.slots), whoever
+// runs it: while Start runs, its Workers goroutines; otherwise a Sweep's own,
+// at most Workers, which stop once the Sweep is done or Start begins. A
+// check stuck in a port keeps its slot until the port returns, whether the
+// Start or the Sweep that ran it is over or not, so that the bound holds and
+// every stuck check is seen: LivenessCheck fails once every slot is held by a
+// check past its deadline, a Sweep stops waiting for checks held so, and
+// Start, once its context ends, waits ShutdownTimeout for them, then logs
+// them and returns without them. Nothing else watches for them, so that an
+// idle engine wakes for nothing else. Checks that one goroutine starts within
+// 1% of CheckTimeout of each other share one deadline context: a context with
+// a deadline per check was a sixth of the CPU at cluster scale.
 //
-// The workers. While Start runs, Workers goroutines take checks from the
-// queue. Sweep queues every record and waits for their checks: Start's
-// workers run them, or, while Start is not running, goroutines of the
-// Sweep's own (at most Workers), which stop once the Sweep is done or Start
-// begins. Checks that one goroutine starts within 1% of CheckTimeout of each
-// other share one deadline context: a context with a deadline per check
-// was a sixth of the CPU at cluster scale.
-//
-// Hung ports. A port that ignores its context keeps its worker until it
-// returns; nothing watches for it, so that an idle engine wakes for
-// nothing else. The check is logged when it returns, LivenessCheck fails
-// once every worker is stuck past its deadline, a Sweep stops waiting for
-// checks held by such workers, and Start, once its context ends, waits
-// ShutdownTimeout for such checks, then logs them and returns without them.
+// Sweep marks every record with its generation (record.sweepGen) and waits
+// for a check of each that begins after it; a check of an older Sweep, or a
+// record removed meanwhile, cannot count for a newer one.
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/podsweeper/podsweeper/ports"
 )
 
 // Start runs the engine until ctx is done, then returns nil. It checks every
@@ -51,8 +42,9 @@ import (
 // Once ctx is done, no check and no DestroyPU starts; checks in flight see
 // a cancelled context (a port call already under way may still finish, and
 // its outcome is recorded), and Start returns within about ShutdownTimeout
-// even when a port hangs. A second call returns ErrAlreadyStarted at once.
-// Start makes the Engine a controller-runtime manager.Runnable.
+// even when a port hangs, the Inventory included. A second call returns
+// ErrAlreadyStarted at once. Start makes the Engine a controller-runtime
+// manager.Runnable.
 func (c *Engine) Start(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return ErrAlreadyStarted
@@ -60,40 +52,30 @@ func (c *Engine) Start(ctx context.Context) error {
 	now := c.now()
 	c.mu.Lock()
 	c.running = true
+	c.begun = c.opts.Inventory == nil
 	c.lastTurn = now
-	// Made here, not in New, so that it belongs to the goroutines that
-	// run the engine (a testing/synctest bubble sees the scheduler's wait
-	// on it as durable).
-	c.turnKick = make(chan struct{}, 1)
-	turnKick := c.turnKick
 	// Triggers before Start queued their records: they wait from now on.
-	// Records waiting for a retry go to the wheel.
 	for i := range c.ready[c.readyHead:] {
 		c.ready[c.readyHead+i].at = now
 	}
-	pending := len(c.ready) - c.readyHead
-	for _, r := range c.records {
-		if r.state == waiting && r.paidAt == 0 { // those with a turn wait in c.turns
-			c.addRetryLocked(r)
-		}
-	}
-	tracked := len(c.records)
+	pending, tracked := len(c.ready)-c.readyHead, len(c.records)
 	c.cond.Broadcast() // a Sweep's own goroutines leave the queue to Start's workers
 	c.mu.Unlock()
 
 	var sched, inPorts sync.WaitGroup
-	// The Inventory is listed before the first check: a PU that a check
-	// destroyed before the list came back would be tracked again from the
-	// list, and destroyed a second time. Only when this first list fails
-	// do checks begin, and the list is retried meanwhile.
-	restored := c.opts.Inventory == nil || c.restoreAttempt(ctx, 1)
-	for i := range c.workers {
-		inPorts.Go(func() { c.work(ctx, &c.workers[i], 0) })
+	for range c.opts.Workers {
+		inPorts.Go(func() { c.work(ctx, 0) })
 	}
-	sched.Go(func() { c.schedule(ctx, turnKick) })
-	if !restored {
-		inPorts.Go(func() { c.restore(ctx) })
+	// Made here, not in New, so that they belong to the goroutines that run
+	// the engine (a testing/synctest bubble sees waits on them as durable).
+	kick, listed := make(chan struct{}, 1), make(chan struct{})
+	c.mu.Lock()
+	c.kick = kick
+	c.mu.Unlock()
+	if c.opts.Inventory != nil {
+		inPorts.Go(func() { c.restore(ctx, listed) })
 	}
+	sched.Go(func() { c.schedule(ctx, kick, listed) })
 	c.log.V(1).Info("deletion engine started", "workers", c.opts.Workers, "tracked", tracked, "queued", pending,
 		"sweepInterval", c.opts.SweepInterval.String(), "wheelSlots", len(c.wheel))
 
@@ -115,56 +97,48 @@ func (c *Engine) Start(ctx context.Context) error {
 	case <-done:
 		c.log.V(1).Info("deletion engine stopped")
 	case <-t.C:
-		c.log.Error(nil, "checks still stuck in ports that ignore their context; leaving them behind",
-			"stuck", stuckIn(c.workers, c.realNow()), "shutdownTimeout", c.opts.ShutdownTimeout.String())
+		c.log.Error(nil, "checks or the Inventory still stuck in ports that ignore their context; leaving them behind",
+			"stuckChecks", c.stuck(c.realNow()), "shutdownTimeout", c.opts.ShutdownTimeout.String())
 	}
 	return nil
 }
 
-// Sweep checks every tracked PU once, those waiting for a retry included,
-// and returns when all are done or ctx is. Its checks go through the same
-// queue as every other: while Start runs, its workers run them; otherwise
-// Sweep runs them on goroutines of its own, at most Workers at a time. A PU
-// being checked when Sweep is called is checked once more after that check.
-// A check stuck in a port past its deadline is left behind: Sweep returns
-// once every check it still waits for is held by a worker so stuck, or
-// every worker is. One Sweep runs at a time. While Start is not running
-// (before it, or after it has returned), Sweep alone checks PUs.
+// Sweep checks every tracked PU once, those waiting for a retry or for their
+// turn included, and returns when all are done or ctx is. Its checks go
+// through the same queue as every other: while Start runs, its workers run
+// them; otherwise Sweep runs them on goroutines of its own, at most Workers
+// at a time. A PU being checked when Sweep is called is checked once more
+// after that check. A check stuck in a port past its deadline is left
+// behind: Sweep returns once every check it still waits for is held by a
+// check so stuck, or every Workers slot is, whoever ran the stuck checks. One
+// Sweep runs at a time. While Start is not running (before it, or after it
+// has returned), Sweep alone checks PUs.
 func (c *Engine) Sweep(ctx context.Context) {
 	c.sweepMu.Lock()
 	defer c.sweepMu.Unlock()
 	now := c.now()
 	c.mu.Lock()
-	n := 0
-	for _, r := range c.records {
-		switch r.state {
-		case idle, waiting: // a waiting record's retry item is skipped once it is queued
-			c.enqueueLocked(r, now)
-		case checking:
-			r.again = true
-		}
-		r.swept = sweepNext
-		n++
-	}
-	if n == 0 {
+	if len(c.records) == 0 {
 		c.mu.Unlock()
 		return
 	}
-	c.sweepLeft = n
-	done := make(chan struct{})
-	c.sweepDone = done
 	c.sweepGen++
 	gen := c.sweepGen
-	var lanes []workerState
+	done := make(chan struct{})
+	c.sweepDone, c.sweepLeft = done, len(c.records)
+	for _, r := range c.records {
+		c.markLocked(r, gen, now)
+	}
+	lanes := 0
 	if c.running {
-		c.wakeLocked(n)
+		c.wakeLocked(c.sweepLeft)
 	} else {
-		lanes = make([]workerState, min(c.opts.Workers, n))
+		lanes = min(c.opts.Workers, c.sweepLeft)
 	}
 	c.mu.Unlock()
 	defer c.flushFailures()
-	for i := range lanes {
-		go c.work(ctx, &lanes[i], gen)
+	for range lanes {
+		go c.work(ctx, gen)
 	}
 
 	t := time.NewTicker(stuckGrace)
@@ -175,12 +149,12 @@ func (c *Engine) Sweep(ctx context.Context) {
 			return
 		case <-ctx.Done():
 		case <-t.C:
-			if !c.sweepStuck(lanes) {
+			if !c.sweepStuck(gen) {
 				continue
 			}
 		}
 		c.mu.Lock()
-		if c.sweepGen == gen {
+		if c.sweepingLocked(gen) {
 			c.endSweepLocked()
 		}
 		c.mu.Unlock()
@@ -188,82 +162,51 @@ func (c *Engine) Sweep(ctx context.Context) {
 	}
 }
 
-// sweepStuck reports whether the running Sweep is to stop waiting: every
-// check it waits for is held by a worker stuck in a port past its deadline,
-// or every worker that could run them is. The workers are Start's while it
-// runs, lanes otherwise.
-func (c *Engine) sweepStuck(lanes []workerState) bool {
+// sweepStuck reports whether the Sweep of gen is to stop waiting: every
+// check it waits for is held by a slot stuck in a port past its deadline
+// (the record's check, or the check before it), or every slot is.
+func (c *Engine) sweepStuck(gen uint32) bool {
 	now := c.realNow()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ws := lanes
-	if c.running {
-		ws = c.workers
-	}
 	held, stuck := 0, 0
-	for i := range ws {
-		if !ws[i].stuck(now) {
+	for i := range c.slots {
+		s := &c.slots[i]
+		if !s.stuck(now) {
 			continue
 		}
 		stuck++
-		if r := ws[i].held; r != nil && r.swept != notSwept {
+		if r := s.held; r != nil && r.sweep != notSwept && r.sweepGen == gen {
 			held++
 		}
 	}
-	if held < c.sweepLeft && stuck < len(ws) {
+	if held < c.sweepLeft && stuck < len(c.slots) {
 		return false
 	}
 	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", c.sweepLeft-held)
 	return true
 }
 
-// endSweepLocked ends the running Sweep, if any, with what it has: the
-// records it still waits for are no longer waited for.
+// sweepingLocked reports whether the Sweep of gen runs and waits for checks.
+func (c *Engine) sweepingLocked(gen uint32) bool { return c.sweepDone != nil && gen == c.sweepGen }
+
+// endSweepLocked ends the running Sweep, if any, with what it has. Its marks
+// stay on the records, but no longer count: they carry its generation.
 func (c *Engine) endSweepLocked() {
 	if c.sweepDone == nil {
 		return
 	}
-	if c.sweepLeft > 0 {
-		for _, r := range c.records {
-			r.swept = notSwept
-		}
-		c.sweepLeft = 0
-	}
 	close(c.sweepDone)
-	c.sweepDone = nil
+	c.sweepDone, c.sweepLeft = nil, 0
 	c.cond.Broadcast() // its own goroutines stop
 }
 
-// sweptLocked records that the running Sweep has what it waited for of r:
-// the end of a check that began after the Sweep, or r's removal.
-func (c *Engine) sweptLocked(r *record) {
-	if r.swept == notSwept {
-		return
-	}
-	r.swept = notSwept
+// sweptLocked records that the running Sweep has one of the checks it
+// waited for (or no longer waits for it: its record was removed).
+func (c *Engine) sweptLocked() {
 	if c.sweepLeft--; c.sweepLeft == 0 {
 		c.endSweepLocked()
 	}
-}
-
-// queueLocked asks for a check of r now: an idle record joins the ready
-// queue, one being checked is checked again when that check ends. It
-// returns 1 when r joined the queue.
-func (c *Engine) queueLocked(r *record, now int64) int {
-	switch r.state {
-	case idle:
-		c.enqueueLocked(r, now)
-		return 1
-	case checking:
-		r.again = true
-	}
-	return 0
-}
-
-// enqueueLocked puts r at the end of the ready queue.
-func (c *Engine) enqueueLocked(r *record, now int64) {
-	r.state = queued
-	c.ready = append(c.ready, readyItem{r, now})
 }
 
 // readyItem is a record in the ready queue and when it was queued.
@@ -286,56 +229,28 @@ func (c *Engine) wakeLocked(n int) {
 	}
 }
 
-// workerState is a goroutine that runs checks: one of Start's workers or
-// of a Sweep's own.
-type workerState struct {
-	// checkEnd is the deadline of the goroutine's running check (see
-	// realNow); 0 while it runs none. the health checks and Sweep read it.
+// slot is one of the Workers slots a check runs in.
+type slot struct {
+	// checkEnd is the deadline of the check in the slot (see realNow); 0
+	// while none is in a port. The health checks and Sweep read it.
 	checkEnd atomic.Int64
-	// held is the record the goroutine checks; nil between checks.
-	// Guarded by Engine.mu.
-	held *record
-
-	// ctx is the deadline context of the goroutine's checks, shared by the
-	// checks it starts within 1% of CheckTimeout of each other, and ctxEnd
-	// its deadline: a context with a deadline costs a timer and three
-	// allocations, a sixth of a check's CPU at cluster scale (BENCHMARKS.md).
-	// Only the goroutine itself touches them.
-	ctx    context.Context
-	cancel context.CancelFunc
-	ctxEnd int64
+	// held is the record the slot's check holds; nil while the slot is
+	// free (in Engine.free). Guarded by Engine.mu.
+	held  *record
+	index int32
 }
 
-// deadline returns the context of a check starting now under parent, and
-// its deadline, between 99% and 100% of timeout away.
-func (w *workerState) deadline(parent context.Context, now int64, timeout time.Duration) (context.Context, int64) {
-	if w.ctx == nil || time.Duration(w.ctxEnd-now) < timeout-timeout/100 {
-		w.done()
-		w.ctx, w.cancel = context.WithTimeout(parent, timeout)
-		w.ctxEnd = now + int64(timeout)
-	}
-	return w.ctx, w.ctxEnd
-}
-
-// done releases the goroutine's deadline context.
-func (w *workerState) done() {
-	if w.cancel != nil {
-		w.cancel()
-		w.ctx, w.cancel = nil, nil
-	}
-}
-
-// stuck reports whether the goroutine is in a check past its deadline.
-func (w *workerState) stuck(now int64) bool {
-	end := w.checkEnd.Load()
+// stuck reports whether the slot's check is in a port past its deadline.
+func (s *slot) stuck(now int64) bool {
+	end := s.checkEnd.Load()
 	return end != 0 && now > end+int64(stuckGrace)
 }
 
-// stuckIn returns how many of ws are in a check past its deadline.
-func stuckIn(ws []workerState, now int64) int {
+// stuck returns how many slots hold a check in a port past its deadline.
+func (c *Engine) stuck(now int64) int {
 	n := 0
-	for i := range ws {
-		if ws[i].stuck(now) {
+	for i := range c.slots {
+		if c.slots[i].stuck(now) {
 			n++
 		}
 	}
@@ -346,34 +261,64 @@ func stuckIn(ws []workerState, now int64) int {
 // stuck: ports that honour their context return well within it.
 const stuckGrace = time.Second
 
-// work runs the checks of the ready queue: for Start (sweep 0) until it
-// stops, for the Sweep of that number until it is done or Start begins.
-func (c *Engine) work(ctx context.Context, w *workerState, sweep uint64) {
-	defer w.done()
-	for ctx.Err() == nil {
-		r := c.next(w, sweep)
-		if r == nil {
-			return
-		}
-		c.run(ctx, r, w)
+// lane is what a goroutine that runs checks keeps between them: the
+// deadline context of its checks, shared by the checks it starts within 1%
+// of CheckTimeout of each other (a context with a deadline costs a timer and
+// three allocations, a sixth of a check's CPU at cluster scale), and its
+// deadline ctxEnd. Only the goroutine itself touches it.
+type lane struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	ctxEnd int64
+}
+
+// deadline returns the context of a check starting now under parent, and
+// its deadline, between 99% and 100% of timeout away.
+func (l *lane) deadline(parent context.Context, now int64, timeout time.Duration) (context.Context, int64) {
+	if l.ctx == nil || time.Duration(l.ctxEnd-now) < timeout-timeout/100 {
+		l.done()
+		l.ctx, l.cancel = context.WithTimeout(parent, timeout)
+		l.ctxEnd = now + int64(timeout)
+	}
+	return l.ctx, l.ctxEnd
+}
+
+// done releases the lane's deadline context.
+func (l *lane) done() {
+	if l.cancel != nil {
+		l.cancel()
+		l.ctx, l.cancel = nil, nil
 	}
 }
 
-// next claims the oldest queued record for w, waiting for one; it returns
-// nil once w is to stop (see work).
-func (c *Engine) next(w *workerState, sweep uint64) *record {
+// work runs the checks of the ready queue: for Start (gen 0) until it
+// stops, for the Sweep of gen until it is done or Start begins.
+func (c *Engine) work(ctx context.Context, gen uint32) {
+	var l lane
+	defer l.done()
+	for ctx.Err() == nil {
+		r, s := c.next(gen)
+		if r == nil {
+			return
+		}
+		c.run(ctx, &l, r, s)
+	}
+}
+
+// next claims the oldest queued record and a free slot for it, waiting for
+// both; it returns nil once its goroutine is to stop (see work).
+func (c *Engine) next(gen uint32) (*record, *slot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
 		switch {
-		case sweep == 0 && c.stopped, sweep != 0 && (c.sweepGen != sweep || c.sweepDone == nil):
-			return nil
-		case sweep != 0 && c.running:
+		case gen == 0 && c.stopped, gen != 0 && !c.sweepingLocked(gen):
+			return nil, nil
+		case gen != 0 && c.running:
 			c.cond.Broadcast() // pass on a wake-up that may have been meant for Start's workers
-			return nil
-		case c.inFlight >= c.opts.Workers && c.readyHead < len(c.ready):
-			// A Sweep's own goroutines and Start's workers together: no
-			// more than Workers checks at once, whoever runs them.
+			return nil, nil
+		case gen == 0 && !c.begun, len(c.free) == 0 && c.readyHead < len(c.ready):
+			// Start's first list is under way, or every slot is taken.
 			c.boundWaiting++
 			c.cond.Wait()
 			c.boundWaiting--
@@ -386,21 +331,16 @@ func (c *Engine) next(w *workerState, sweep uint64) *record {
 			if it.r.state != queued {
 				continue
 			}
-			it.r.state = checking
-			// A first check records the sandbox: it asks the runtime too.
-			it.r.checkFresh, it.r.fresh = it.r.fresh || it.r.lastRow < 0, false
-			c.inFlight++
-			if it.r.swept == sweepNext {
-				it.r.swept = sweepThis
-			}
-			w.held = it.r
+			s := &c.slots[c.free[len(c.free)-1]]
+			c.free = c.free[:len(c.free)-1]
+			c.claimLocked(it.r, s)
 			// A periodic batch wakes one worker; when its checks are slow
 			// enough that they wait, this wakes another.
 			if c.idleWorkers > 0 && c.readyHead < len(c.ready) && time.Duration(c.now()-it.at) > c.spreadAfter() {
 				c.cond.Signal()
 			}
 			c.compactReadyLocked()
-			return it.r
+			return it.r, s
 		}
 		c.compactReadyLocked()
 		c.idleWorkers++
@@ -428,84 +368,40 @@ func (c *Engine) compactReadyLocked() {
 	}
 }
 
-// run checks the claimed record r under a deadline of CheckTimeout,
-// releases it, and tells the Observer. w is the state of the goroutine
-// running it.
-func (c *Engine) run(ctx context.Context, r *record, w *workerState) {
+// run checks the claimed record r in slot s under a deadline of
+// CheckTimeout, releases both, and tells the Observer.
+func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	start := c.now()
-	cctx, end := w.deadline(ctx, c.realNow(), c.opts.CheckTimeout)
-	w.checkEnd.Store(end)
-	res := c.check(cctx, r)
-	if res.requeue != nil {
+	cctx, end := l.deadline(ctx, c.realNow(), c.opts.CheckTimeout)
+	s.checkEnd.Store(end)
+	o := c.check(cctx, r)
+	if o.requeue != nil {
 		// Requeue gets a deadline of its own: a Requeuer that waits for it
 		// is not a port ignoring the check's.
 		end = c.realNow() + int64(c.opts.CheckTimeout)
-		w.checkEnd.Store(end)
-		c.requeue(ctx, r, res.requeue)
+		s.checkEnd.Store(end)
+		c.requeue(ctx, r, o.requeue)
 	}
-	w.checkEnd.Store(0)
+	s.checkEnd.Store(0)
 	if late := time.Duration(c.realNow() - end); late > 0 {
-		c.log.Error(nil, "a port ignored its check's deadline; its worker was stuck meanwhile",
+		c.log.Error(nil, "a port ignored its check's deadline; its slot was stuck meanwhile",
 			"puID", r.PUID, "pod", r.Pod.String(), "late", late.String())
 	}
-	res.end = c.now()
-	snapshot, swept := c.release(w, r, res)
+	o.end = c.now()
+	c.mu.Lock()
+	snapshot := r.PU
+	sweep := c.releaseLocked(r, s, &o)
+	c.mu.Unlock()
 	if c.opts.Observer != nil {
-		c.observe(Event{Kind: EventChecked, PU: snapshot, Verdict: res.verdict, CheckDuration: time.Duration(res.end - start)})
+		c.observe(Event{Kind: EventChecked, PU: snapshot, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start)})
 	}
-	if swept { // once the Observer knows, so that a Sweep returns after it
+	if sweep != 0 { // once the Observer knows, so that a Sweep returns after it
 		c.mu.Lock()
-		c.sweptLocked(r)
+		if c.sweepingLocked(sweep) {
+			c.sweptLocked()
+		}
 		c.mu.Unlock()
 	}
-}
-
-// result is what a check hands to run and release.
-type result struct {
-	verdict Verdict
-	vetoed  bool
-	err     error
-	retryAt int64 // set when a destroy failed and will be retried
-	// deferred: the destroy waits for its turn under the destroy rate.
-	deferred bool
-	requeue  *corev1.Pod // the pod to requeue, its PU destroyed or dropped (row 10)
-	end      int64
-}
-
-// release ends w's check of r with res and returns r's PU as it now
-// stands, and whether the running Sweep waited for this check: a failed
-// destroy waits for its retry, a trigger or a Sweep that came meanwhile
-// queues r again, anything else leaves it idle.
-func (c *Engine) release(w *workerState, r *record, res result) (pu ports.PU, swept bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w.held = nil
-	if c.inFlight--; c.boundWaiting > 0 {
-		c.cond.Broadcast()
-	}
-	r.lastChecked, r.lastRow, r.vetoed, r.lastErr = res.end, int8(res.verdict.Row), res.vetoed, res.err
-	if res.retryAt != 0 {
-		r.retryAt = res.retryAt
-	}
-	// A failed destroy, or a check of a record that waits for a retry (a
-	// Sweep's) that destroyed nothing: the record waits until its retry is
-	// due, whatever a trigger asked meanwhile. Only a Sweep checks it earlier.
-	retry := res.retryAt != 0 || r.retryAt > c.now() || res.deferred
-	switch {
-	case r.state == removed:
-	case r.swept == sweepNext || r.again && !retry && !c.stopped:
-		c.enqueueLocked(r, c.now())
-		c.wakeLocked(1)
-	case retry:
-		r.state = waiting
-		if c.running && !res.deferred { // a deferred destroy waits in Engine.turns
-			c.addRetryLocked(r)
-		}
-	default:
-		r.state = idle
-	}
-	r.again = false
-	return r.PU, r.swept != notSwept && r.state != queued
 }
 
 // realNow returns the time package's monotonic time, in nanoseconds since
