@@ -36,34 +36,23 @@ func (c *Engine) check(ctx context.Context, e *record) outcome {
 	// A PU's first check and one that TriggerPod asked for (the pod
 	// changed) ask the SandboxConfirmer, if any, the runtime itself; the
 	// others may read the SandboxExtractor's list.
-	sb := sandboxSource{x: c.extractor, port: portSandboxID, name: "SandboxID"}
+	sb := portSandboxID
 	if e.checkFresh && c.sandboxConfirmer != nil {
-		sb = c.confirmerSource()
+		sb = portSandboxConfirmer
 	}
-	v, pod, err := c.decide(ctx, c.getter, "GetPod", true, e, sb)
+	v, pod, err := c.decide(ctx, portGetPod, e, sb)
 	var r outcome
 	if v.Action == Destroy && c.confirmer != nil && v.Row != 10 {
-		cv, cpod, cerr := c.decide(ctx, c.confirmer, "Confirmer", false, e, sb)
-		if cv.Action != Destroy {
-			r.vetoed = true
-			if log := c.log.V(1); log.Enabled() {
-				log.Info("destroy not confirmed; keeping PU", "puID", e.PUID, "pod", e.Pod.String(),
-					"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
-			}
-			c.observe(Event{Kind: EventVetoed, PU: e.PU, Verdict: cv, Reason: v.Reason, Err: cerr})
-		}
+		cv, cpod, cerr := c.decide(ctx, portConfirmer, e, sb)
+		r.vetoed = c.vetoed(e, v, cv, cerr, "destroy not confirmed; keeping PU")
 		v, pod, err = cv, cpod, cerr
 	}
-	if c.sandboxConfirmer != nil && !sb.confirms && (v.Row == 7 || v.Row == 10) {
-		cv, cerr := c.confirmSandbox(ctx, e, pod)
-		if v.Action == Destroy && cv.Action != Destroy {
-			r.vetoed = true
-			if log := c.log.V(1); log.Enabled() {
-				log.Info("sandbox change not confirmed; keeping PU", "puID", e.PUID, "pod", e.Pod.String(),
-					"sandboxID", e.SandboxID, "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
-			}
-			c.observe(Event{Kind: EventVetoed, PU: e.PU, Verdict: cv, Reason: v.Reason, Err: cerr})
-		}
+	if c.sandboxConfirmer != nil && sb != portSandboxConfirmer && (v.Row == 7 || v.Row == 10) {
+		// The pod the check saw alive: the verdict of the runtime's answer
+		// is carried out in place of the list's row 7 or 10.
+		o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: true, Pod: pod}
+		cv, cerr := c.askSandbox(ctx, e, o, portSandboxConfirmer)
+		r.vetoed = c.vetoed(e, v, cv, cerr, "sandbox change not confirmed; keeping PU") || r.vetoed
 		v, err = cv, cerr
 	}
 	r.verdict, r.err = v, err
@@ -84,22 +73,30 @@ func (c *Engine) check(ctx context.Context, e *record) outcome {
 	return r
 }
 
-// sandboxSource is the port a check asks for the pod's sandbox: the
-// SandboxExtractor, or the SandboxConfirmer (confirms) for a PU's first
-// check and one that TriggerPod asked for.
-type sandboxSource struct {
-	x        ports.SandboxExtractor
-	port     int
-	name     string
-	confirms bool
+// vetoed reports whether a confirmer's verdict cv overrides the destroy of
+// v, and tells so (EventVetoed).
+func (c *Engine) vetoed(e *record, v, cv Verdict, err error, msg string) bool {
+	if v.Action != Destroy || cv.Action == Destroy {
+		return false
+	}
+	if log := c.log.V(1); log.Enabled() {
+		log.Info(msg, "puID", e.PUID, "pod", e.Pod.String(), "sandboxID", e.SandboxID,
+			"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
+	}
+	c.observe(Event{Kind: EventVetoed, PU: e.PU, Verdict: cv, Reason: v.Reason, Err: err})
+	return true
 }
 
-// decide asks getter and, when the table needs it, sb what they see of e's
-// pod, and runs Decide on it. It returns the verdict, the pod, and the
-// error that kept the PU, if any; primary is false for the Confirmer,
-// whose failures EventVetoed reports. A port's answer that arrives after
-// the check's deadline counts as a failure.
-func (c *Engine) decide(ctx context.Context, getter ports.PodGetter, name string, primary bool, e *record, sb sandboxSource) (Verdict, *corev1.Pod, error) {
+// decide asks the pod port (portGetPod or portConfirmer) and, when the
+// table needs it, the sandbox port sb what they see of e's pod, and runs
+// Decide on it. It returns the verdict, the pod, and the error that kept
+// the PU, if any; the Confirmer's failures EventVetoed reports. A port's
+// answer that arrives after the check's deadline counts as a failure.
+func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdict, *corev1.Pod, error) {
+	getter, name := c.getter, portNames[port]
+	if port == portConfirmer {
+		getter = c.confirmer
+	}
 	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: c.extractor != nil}
 	o.Pod, o.Err = getPod(ctx, getter, e.Pod)
 	switch {
@@ -108,23 +105,17 @@ func (c *Engine) decide(ctx context.Context, getter ports.PodGetter, name string
 	case o.Err == nil && o.Pod == nil:
 		o.Err = fmt.Errorf("%s: %w", name, errNoPod)
 	}
-	port := portGetPod
-	if !primary {
-		port = portConfirmer
-	}
 	var err error
 	if o.Err != nil && !IsNotFound(o.Err) {
 		err = o.Err
-		c.portFailed(port, e, err, "getting pod failed; keeping PU")
-		if primary {
-			c.observe(Event{Kind: EventGetFailed, PU: e.PU, Err: err})
-		}
 	}
 	v := Decide(e.PU, o)
 	if v.Row == 2 && o.Err == nil {
 		err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", name, o.Pod.Namespace, o.Pod.Name, o.Pod.UID)
-		c.portFailed(port, e, err, "keeping PU")
-		if primary {
+	}
+	if err != nil {
+		c.portFailed(port, e, err, "getting pod failed; keeping PU")
+		if port == portGetPod {
 			c.observe(Event{Kind: EventGetFailed, PU: e.PU, Err: err})
 		}
 	}
@@ -136,33 +127,24 @@ func (c *Engine) decide(ctx context.Context, getter ports.PodGetter, name string
 	return v, o.Pod, err
 }
 
-// askSandbox asks sb for the sandbox of o.Pod and runs Decide on o with
+// askSandbox asks the sandbox port sb (portSandboxID or
+// portSandboxConfirmer) for the sandbox of o.Pod and runs Decide on o with
 // its answer. It returns the verdict and the error that kept the PU, if
 // any.
-func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb sandboxSource) (Verdict, error) {
-	o.SandboxID, o.SandboxErr = sandboxID(ctx, sb, o.Pod)
+func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb int) (Verdict, error) {
+	x := c.extractor
+	if sb == portSandboxConfirmer {
+		x = c.sandboxConfirmer
+	}
+	o.SandboxID, o.SandboxErr = sandboxID(ctx, x, portNames[sb], o.Pod)
 	o.SandboxAsked = true
 	if ctx.Err() != nil {
-		o.SandboxErr = fmt.Errorf("%s: check deadline passed: %w", sb.name, ctx.Err())
+		o.SandboxErr = fmt.Errorf("%s: check deadline passed: %w", portNames[sb], ctx.Err())
 	}
 	if o.SandboxErr != nil {
-		c.portFailed(sb.port, e, o.SandboxErr, "getting sandbox failed; keeping PU")
+		c.portFailed(sb, e, o.SandboxErr, "getting sandbox failed; keeping PU")
 	}
 	return Decide(e.PU, o), o.SandboxErr
-}
-
-// confirmerSource is the SandboxConfirmer as a check's sandboxSource.
-func (c *Engine) confirmerSource() sandboxSource {
-	return sandboxSource{x: c.sandboxConfirmer, port: portSandboxConfirmer, name: "SandboxConfirmer", confirms: true}
-}
-
-// confirmSandbox asks the SandboxConfirmer for the sandbox of pod, the
-// pod the check saw alive, and runs Decide on its answer: the verdict that
-// the check carries out in place of the SandboxExtractor's row 7 or 10.
-// It returns the error that kept the PU, if any.
-func (c *Engine) confirmSandbox(ctx context.Context, e *record, pod *corev1.Pod) (Verdict, error) {
-	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: true, Pod: pod}
-	return c.askSandbox(ctx, e, o, c.confirmerSource())
 }
 
 // destroy calls DestroyPU for the verdict v once its turn under the destroy
@@ -274,9 +256,9 @@ func getPod(ctx context.Context, getter ports.PodGetter, key types.NamespacedNam
 	return getter.GetPod(ctx, key)
 }
 
-func sandboxID(ctx context.Context, sb sandboxSource, pod *corev1.Pod) (id string, err error) {
-	defer recovered(sb.name, &err)
-	return sb.x.SandboxID(ctx, pod)
+func sandboxID(ctx context.Context, x ports.SandboxExtractor, name string, pod *corev1.Pod) (id string, err error) {
+	defer recovered(name, &err)
+	return x.SandboxID(ctx, pod)
 }
 
 func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error) {

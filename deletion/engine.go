@@ -27,8 +27,8 @@ import (
 //   - check.go: one check of one record, and its destroy.
 //   - workers.go: Start, Sweep, the one ready queue, and the Workers slots
 //     every check runs in, whoever runs it.
-//   - wheel.go: the one scheduler, whose wheel queues the periodic checks
-//     and whose list of due times queues the retries and the turns.
+//   - schedule.go: the one scheduler, and its one heap of times: the
+//     periodic checks, the retries and the turns.
 //   - rollout.go: the dry run and the destroy rate's turns.
 //   - restore.go: Start's lists of the Inventory.
 //   - status.go: Status, Backlog and the health checks; observer.go and
@@ -52,8 +52,9 @@ type Engine struct {
 	// epoch is the origin of the engine's int64 times on Options.Clock (see
 	// record), realEpoch that of check deadlines (see realNow).
 	epoch, realEpoch time.Time
-	// tick is the wheel's period: SweepInterval / len(wheel).
-	tick time.Duration
+	// tick is the scheduler's period: SweepInterval / phases.
+	tick   time.Duration
+	phases int32
 
 	started atomic.Bool
 	// sweepMu lets one Sweep run at a time.
@@ -64,15 +65,14 @@ type Engine struct {
 	// byPod holds the first record of each pod; the others follow through
 	// record.nextOfPod. A pod rarely has more than one.
 	byPod map[types.NamespacedName]*record
-	// wheel holds every record in the slot of the interval it is checked in.
-	wheel [][]*record
-	// due holds the records waiting for a retry or a turn, by due time;
-	// turnsWaiting is how many of them wait for a turn.
-	due          dueList
-	turnsWaiting int
-	// kick (made by Start) wakes the scheduler when the first PU is tracked
-	// and when a due time comes before the others.
-	kick chan struct{}
+	// heap holds the records by the time the scheduler queues them next;
+	// wakeAt is the time the scheduler sleeps until (0: until kicked), and
+	// kick (made by Start) wakes it when a record's time comes before.
+	heap   timeHeap
+	wakeAt int64
+	kick   chan struct{}
+	// retrying and turnsWaiting count the records in those states.
+	retrying, turnsWaiting int
 	// ready is the one queue of checks, oldest first, from readyHead on.
 	// It may hold records no longer queued; workers skip them.
 	ready     []readyItem
@@ -87,10 +87,6 @@ type Engine struct {
 	// running: Start runs. stopped: Start has returned. begun: Start's
 	// checks may begin (its first list of the Inventory is done).
 	running, stopped, begun bool
-	// sleeping: the scheduler waits for kick, having nothing to check.
-	sleeping bool
-	// lastTurn is when the scheduler last handed out a slot.
-	lastTurn int64
 	// listing: a list of the Inventory is under way; gone holds the PUIDs
 	// removed meanwhile, which its answer does not bring back.
 	listing bool
@@ -137,7 +133,7 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 	if err != nil {
 		return nil, err
 	}
-	slots := wheelSlots(o.SweepInterval)
+	phases := phasesOf(o.SweepInterval)
 	c := &Engine{
 		getter:           getter,
 		confirmer:        o.Confirmer,
@@ -151,10 +147,10 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		realEpoch:        time.Now(),
 		slots:            make([]slot, o.Workers),
 		free:             make([]int32, o.Workers),
-		tick:             o.SweepInterval / time.Duration(slots),
+		tick:             o.SweepInterval / time.Duration(phases),
+		phases:           int32(phases),
 		records:          make(map[string]*record),
 		byPod:            make(map[types.NamespacedName]*record),
-		wheel:            make([][]*record, slots),
 		gone:             make(map[string]struct{}),
 	}
 	for i := range c.slots {
@@ -206,13 +202,6 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 		return false, nil
 	}
 	c.newRecordLocked(pu, now)
-	if c.sleeping {
-		c.sleeping = false
-		select {
-		case c.kick <- struct{}{}:
-		default:
-		}
-	}
 	c.mu.Unlock()
 	c.observe(Event{Kind: EventTracked, PU: pu})
 	return true, nil
@@ -237,44 +226,36 @@ func (c *Engine) Untrack(puid string) bool {
 }
 
 // TriggerPod asks for the PUs of that pod to be checked now; a PU waiting
-// for the retry of a failed destroy keeps waiting. Its cost grows with the
-// number of that pod's PUs, not with all PUs. Before Start, the checks are
-// queued and run when Start begins; after Start has returned, TriggerPod
-// does nothing.
+// for the retry of a failed destroy keeps waiting (one waiting for its
+// turn under the destroy rate is checked, and keeps its place if it is
+// still to destroy). Its cost grows with the number of that pod's PUs, not
+// with all PUs. Before Start, the checks are queued and run when Start
+// begins; after Start has returned, TriggerPod does nothing.
 func (c *Engine) TriggerPod(key types.NamespacedName) {
 	c.mu.Lock()
-	if c.stopped {
-		c.mu.Unlock()
-		return
-	}
+	defer c.mu.Unlock()
 	now, n := c.now(), 0
-	for r := c.byPod[key]; r != nil; r = r.nextOfPod {
+	for r := c.byPod[key]; r != nil && !c.stopped; r = r.nextOfPod {
 		r.fresh = true
 		if c.queueLocked(r, byTrigger, now) {
 			n++
 		}
 	}
 	c.wakeLocked(n)
-	c.mu.Unlock()
 }
 
-// TriggerAll asks for every PU to be checked now, but those waiting for
-// the retry of a failed destroy. Before Start, the checks are queued and
-// run when Start begins; after Start has returned, it does nothing.
+// TriggerAll asks for every PU to be checked now, as TriggerPod does for
+// the PUs of one pod.
 func (c *Engine) TriggerAll() {
 	c.mu.Lock()
-	if c.stopped {
-		c.mu.Unlock()
-		return
-	}
+	defer c.mu.Unlock()
 	now, n := c.now(), 0
 	for _, r := range c.records {
-		if c.queueLocked(r, byTrigger, now) {
+		if !c.stopped && c.queueLocked(r, byTrigger, now) {
 			n++
 		}
 	}
 	c.wakeLocked(n)
-	c.mu.Unlock()
 }
 
 // Len returns the number of tracked PUs.

@@ -25,8 +25,8 @@ func newInternal(t *testing.T, getter ports.PodGetterFunc) *Engine {
 }
 
 // TestRemovalGivesBackItsMemory: removing entries unlinks them from their
-// pod's list and their wheel slot, whichever place in the list they hold,
-// so that a drained node keeps nothing of its PUs.
+// pod's list and the scheduler's heap, whichever place in the list they
+// hold, so that a drained node keeps nothing of its PUs.
 func TestRemovalGivesBackItsMemory(t *testing.T) {
 	gone := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
 		return nil, ports.ErrPodNotFound
@@ -49,9 +49,8 @@ func TestRemovalGivesBackItsMemory(t *testing.T) {
 	c.Sweep(context.Background()) // every pod is gone
 	assert.Zero(t, c.Len())
 	assert.Empty(t, c.byPod, "no pod list left behind")
-	for i, slot := range c.wheel {
-		assert.Empty(t, slot, "wheel slot %d", i)
-	}
+	assert.Empty(t, c.heap, "no record left on the heap")
+	assert.Zero(t, c.retrying+c.turnsWaiting, "none counted as waiting")
 }
 
 // TestTriggersAfterStopKeepNothing: TriggerPod and TriggerAll after Start

@@ -138,12 +138,18 @@ type Options struct {
 	DryRun bool
 	// DestroyRate bounds how many DestroyPU calls start per second, with
 	// DestroyBurst at once (golang.org/x/time/rate, the limiter client-go's
-	// workqueue uses). A check that decides a destroy beyond the budget
-	// waits for its turn when it comes within half of the check's time
-	// left, and otherwise keeps its turn and is checked again when it
-	// comes, as a retry is but without counting as a failed attempt:
-	// nothing is lost, only delayed, and Backlog().RateLimited counts the
-	// PUs waiting. 0: no limit. Negative: rejected.
+	// workqueue uses): in any window of w seconds, at most DestroyRate*w +
+	// DestroyBurst start. A check that decides a destroy beyond the budget
+	// waits for its turn when it comes within a moment (an eighth of a
+	// tick of the interval, and half of the check's time left); otherwise the
+	// PU waits, as a retry does but without counting as a failed attempt,
+	// for about when its turn would come, behind the PUs that wait already,
+	// and is checked again then: nothing is lost, only delayed. Its periodic
+	// check, a trigger or a Sweep check it meanwhile, so that a PU whose pod
+	// is seen alive again leaves the line and holds back no other. Untrack
+	// stops a destroy that waits for its turn. Backlog().RateLimited counts
+	// the PUs waiting; Status says "waiting for its turn". 0: no limit.
+	// Negative: rejected.
 	DestroyRate rate.Limit
 	// DestroyBurst is how many DestroyPU calls may start at once under
 	// DestroyRate. 0: 1.

@@ -1,23 +1,24 @@
 package deletion
 
 // A record's life: its states, and every move between them. Each move is
-// one method below, made under Engine.mu; no other file sets
-// record.state.
+// one method below, made under Engine.mu; no other file sets record.state.
 //
-//	         queue                 claim                  release
-//	idle ──────────────▶ queued ──────────▶ checking ──────────────▶ idle, queued,
-//	  ▲  (wheel, trigger,                      │              retrying or turnWaiting
-//	  │   Sweep)                               │ (the check's outcome; again or a
-//	  │                                        │  Sweep's mark queue it at once)
-//	retrying ──────────── queue (its due, Sweep) ──────▶ queued
-//	turnWaiting ───────── queue (its due, wheel, trigger, Sweep) ──▶ queued
-//	any ───── remove (Untrack, a destroy done or given up, a dry run's drop) ─────▶ removed
+//	           queue                 claim                 release
+//	idle ───────────────▶ queued ─────────▶ checking ─────────────────▶ idle,
+//	retrying ─(its time)─▶                               retrying or turnWaiting, by
+//	turnWaiting ────────▶                                the check's outcome (queued
+//	                                                     again at once for a trigger or
+//	any ───── remove (Untrack, a destroy done or given up,   a Sweep that came meanwhile)
+//	                  a dry run's drop) ─────▶ removed
 //
-// A record that waits, for a retry or for its turn under the destroy rate,
-// holds a due time (record.due) on the wheel's one list of due times
-// (wheel.go); it keeps it through a check that leaves it waiting, so that a
-// Sweep's early check of a retry leaves the retry where it was, and a check
-// of a destroy that waits for its turn keeps its place in line.
+// What queues a record: the scheduler when its time comes (record.next, on
+// the one heap of times, wheel.go): its periodic check, or the retry or the
+// turn it waits for; a trigger; a Sweep. A record waiting for a retry is
+// queued by its time and a Sweep only; one waiting for its turn under the
+// destroy rate by all of them, so that a pod seen alive again leaves the
+// line. A waiting record keeps what it waits for (record.waitUntil) through
+// a check that leaves it waiting: a Sweep's early check of a retry leaves the
+// retry where it was, and a destroy that waits for its turn keeps its place.
 
 import "github.com/podsweeper/podsweeper/ports"
 
@@ -25,21 +26,18 @@ import "github.com/podsweeper/podsweeper/ports"
 type state uint8
 
 const (
-	// idle: tracked; its next check comes from its wheel slot, a trigger or
-	// a Sweep.
+	// idle: tracked; checked at its periodic time, or sooner.
 	idle state = iota
 	// queued: in the ready queue, waiting for a worker.
 	queued
 	// checking: a check holds it; no other check can claim it. Triggers
 	// meanwhile set record.again.
 	checking
-	// retrying: a destroy failed; its retry is due at record.due. Only a
-	// Sweep checks it before.
+	// retrying: a destroy failed; its retry is due at record.waitUntil.
 	retrying
 	// turnWaiting: a check decided to destroy it and the destroy rate has
-	// no turn for it before record.due. Its periodic check, a trigger or a
-	// Sweep check it meanwhile, so that a pod seen alive again leaves the
-	// line; waiting is no failed attempt.
+	// no turn for it before about record.waitUntil; waiting is no failed
+	// attempt.
 	turnWaiting
 	// removed: no longer tracked.
 	removed
@@ -54,9 +52,8 @@ func (s state) String() string { return stateNames[s] }
 type cause uint8
 
 const (
-	byWheel   cause = iota // its periodic check
+	byTime    cause = iota // the scheduler: record.next has come
 	byTrigger              // TriggerPod, TriggerAll
-	byDue                  // its retry or turn has come
 	bySweep                // a Sweep
 )
 
@@ -87,23 +84,29 @@ type record struct {
 
 	trackedAt   int64
 	lastChecked int64 // when the last check ended; 0: never
-	// due is when the retry or the turn the record waits for comes (dueFor
-	// says which); 0: it waits for none.
-	due int64
+	// next is when the scheduler queues the record: its periodic check, or
+	// what it waits for (waitUntil); heapIndex is its index in Engine.heap
+	// (-1: not there; it may be there, with a time gone by, while queued or
+	// checked).
+	next      int64
+	heapIndex int32
+	// phase is the tick of each interval the record's periodic check comes
+	// at, a hash of its PUID.
+	phase int32
+	// waitUntil is when the retry or the turn waitFor says comes; 0 (and
+	// waitFor idle): the record waits for neither.
+	waitUntil int64
 	// goneSince is when a check first decided to destroy the PU since it was
 	// last seen alive; 0: it is not waiting for a destroy.
 	goneSince int64
 
 	attempts int32 // failed DestroyPU calls
-	// slot is the record's slot in Engine.wheel, slotIndex its index there,
-	// dueIndex its index in Engine.due (-1: not there).
-	slot, slotIndex, dueIndex int32
 	// sweepGen is the Sweep that sweep refers to.
 	sweepGen uint32
 
-	state  state
-	dueFor state // retrying or turnWaiting, while due is set
-	sweep  sweepMark
+	state   state
+	waitFor state // retrying or turnWaiting, while waitUntil is set; else idle
+	sweep   sweepMark
 	// again: a trigger or a Sweep came while the record was being checked;
 	// check it once more when the check ends.
 	again bool
@@ -122,27 +125,44 @@ type record struct {
 }
 
 // newRecordLocked tracks pu in a new, idle record.
-func (c *Engine) newRecordLocked(pu ports.PU, now int64) *record {
-	r := &record{PU: pu, trackedAt: now, lastRow: -1, dueIndex: -1}
+func (c *Engine) newRecordLocked(pu ports.PU, now int64) {
+	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1,
+		phase: int32(fnv32a(pu.PUID) % uint32(c.phases))}
 	c.records[pu.PUID] = r
 	r.nextOfPod = c.byPod[pu.Pod]
 	c.byPod[pu.Pod] = r
-	c.addToWheelLocked(r)
-	return r
+	c.scheduleLocked(r, now)
+}
+
+// setStateLocked moves r to s, and counts the records waiting.
+func (c *Engine) setStateLocked(r *record, s state) {
+	switch r.state {
+	case retrying:
+		c.retrying--
+	case turnWaiting:
+		c.turnsWaiting--
+	}
+	switch s {
+	case retrying:
+		c.retrying++
+	case turnWaiting:
+		c.turnsWaiting++
+	}
+	r.state = s
 }
 
 // queueLocked asks for a check of r for why. An idle record joins the
-// ready queue, as does a waiting one when why may check it early (a
-// retry: only its due and a Sweep); one being checked is checked again
-// when that check ends. It reports whether r joined the queue.
+// ready queue, as does a waiting one when why may check it early (a retry:
+// only its time and a Sweep); one being checked is checked again when that
+// check ends. It reports whether r joined the queue. r stays on the heap
+// meanwhile; the scheduler skips it there.
 func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
 	switch {
-	case r.state == idle, r.state == turnWaiting, r.state == retrying && (why == byDue || why == bySweep):
-		c.removeDueLocked(r)
-		r.state = queued
+	case r.state == idle, r.state == turnWaiting, r.state == retrying && why != byTrigger:
+		c.setStateLocked(r, queued)
 		c.ready = append(c.ready, readyItem{r, now})
 		return true
-	case r.state == checking && why != byWheel && why != byDue:
+	case r.state == checking && why != byTime:
 		r.again = true
 	}
 	return false
@@ -157,7 +177,7 @@ func (c *Engine) markLocked(r *record, gen uint32, now int64) {
 
 // claimLocked gives the queued record r to a check that will run in s.
 func (c *Engine) claimLocked(r *record, s *slot) {
-	r.state = checking
+	c.setStateLocked(r, checking)
 	// A first check records the sandbox: it asks the runtime too.
 	r.checkFresh, r.fresh = r.fresh || r.lastRow < 0, false
 	if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) {
@@ -193,40 +213,36 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	}
 	switch {
 	case o.retryAt != 0:
-		r.due, r.dueFor = o.retryAt, retrying
+		r.waitUntil, r.waitFor = o.retryAt, retrying
 	case o.turnAt != 0:
-		r.due, r.dueFor = o.turnAt, turnWaiting
-	case r.dueFor == retrying && r.due > o.end:
+		r.waitUntil, r.waitFor = o.turnAt, turnWaiting
+	case r.waitFor == retrying && r.waitUntil > o.end:
 		// A Sweep's check before the retry that destroyed nothing: the
 		// retry stays where it was, whatever a trigger asked meanwhile.
 	default:
-		r.due, r.dueFor = 0, idle
+		r.waitUntil, r.waitFor = 0, idle
 	}
-	again := r.again && !c.stopped && r.dueFor != retrying
+	again := r.again && !c.stopped && r.waitFor != retrying
 	r.again = false
-	r.state = idle
-	if r.dueFor != idle {
-		r.state = r.dueFor
-	}
-	switch {
-	case r.sweep == sweepNext && c.sweepingLocked(r.sweepGen), again:
+	c.setStateLocked(r, r.waitFor)
+	if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) || again {
 		c.queueLocked(r, bySweep, o.end)
 		c.wakeLocked(1)
-	case r.state != idle:
-		c.addDueLocked(r)
+	} else {
+		c.scheduleLocked(r, o.end)
 	}
 	return sweep
 }
 
-// removeLocked forgets r: it leaves the maps, its pod's list, its wheel
-// slot and the due list at once. The ready queue may still point to it
-// until a worker reaches it and skips it.
+// removeLocked forgets r: it leaves the maps, its pod's list and the heap
+// at once. The ready queue may still point to it until a worker reaches it
+// and skips it.
 func (c *Engine) removeLocked(r *record) {
 	if r.state != checking && r.sweep != notSwept && c.sweepingLocked(r.sweepGen) {
 		c.sweptLocked() // a check ends its own part of a Sweep (releaseLocked)
 	}
-	c.removeDueLocked(r)
-	r.state = removed
+	c.setStateLocked(r, removed)
+	c.unscheduleLocked(r)
 	delete(c.records, r.PUID)
 	if head := c.byPod[r.Pod]; head == r {
 		if r.nextOfPod == nil {
@@ -243,7 +259,6 @@ func (c *Engine) removeLocked(r *record) {
 		}
 	}
 	r.nextOfPod = nil
-	c.removeFromWheelLocked(r)
 	if c.listing {
 		c.gone[r.PUID] = struct{}{} // a list under way may hold it (restore.go)
 	}

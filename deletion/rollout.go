@@ -66,7 +66,7 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 		short = min(short, time.Until(d)/2)
 	}
 	c.mu.Lock()
-	ahead, due, waitsFor := c.turnsWaiting, e.due, e.dueFor
+	ahead, due, waitsFor := c.turnsWaiting, e.waitUntil, e.waitFor
 	turn := c.limiter.ReserveN(at, 1) // burst >= 1: always OK
 	wait := turn.DelayFrom(at)
 	if wait > short {

@@ -66,7 +66,8 @@ func (w *podWorld) SandboxID(_ context.Context, pod *corev1.Pod) (string, error)
 
 // TestDryRunReportsEachDestroyOnceAndDestroysNothing: in a dry run every
 // destroying row of the table (1, 3, 4, 10, 11) is decided, confirmed and
-// reported once per PU and reason, DestroyPU is never called, a PU the
+// reported once per PU and reason, DestroyPU is never called (nor does any
+// PU wait for a destroy, in the Backlog), a PU the
 // Confirmer does not confirm is not reported, and a PU whose pod is gone
 // for good is dropped from memory once reported while a live pod's stays,
 // to be reported again when its reason changes.
@@ -110,6 +111,7 @@ func TestDryRunReportsEachDestroyOnceAndDestroysNothing(t *testing.T) {
 	}
 
 	assert.Zero(t, policy.calls.Load(), "a dry run calls no DestroyPU")
+	assert.True(t, c.Backlog().OldestGoneSince.IsZero(), "nothing waits for a destroy in a dry run")
 	reported := map[string]ports.Reason{}
 	for _, ev := range rec.kinds(deletion.EventWouldDestroy) {
 		_, twice := reported[ev.PU.PUID]

@@ -63,8 +63,8 @@ func (c *Engine) Status() []PUStatus {
 		if e.lastRow >= 0 {
 			s.LastVerdict = verdictOfRow(int(e.lastRow), e.SandboxID)
 		}
-		if e.dueFor != idle {
-			s.NextAttempt = c.timeOf(e.due)
+		if e.waitFor != idle {
+			s.NextAttempt = c.timeOf(e.waitUntil)
 		}
 		out = append(out, s)
 	}
@@ -138,8 +138,8 @@ func (c *Engine) healthErr(behindFails bool) error {
 		return fmt.Errorf("%w: the oldest queued check has waited %v, over 3 intervals of %v: the workers cannot keep up",
 			ErrBehind, h.oldestWait.Round(time.Millisecond), c.opts.SweepInterval)
 	case h.wedged:
-		return fmt.Errorf("%w: no periodic check queued for %v, over 3 intervals of %v",
-			ErrBehind, h.sinceTurn.Round(time.Millisecond), c.opts.SweepInterval)
+		return fmt.Errorf("%w: a check due %v ago is not queued yet, over 3 intervals of %v: the scheduler is wedged",
+			ErrBehind, h.overdue.Round(time.Millisecond), c.opts.SweepInterval)
 	case h.stuck == len(c.slots):
 		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, h.stuck, c.opts.CheckTimeout)
 	}
@@ -149,7 +149,7 @@ func (c *Engine) healthErr(behindFails bool) error {
 // healthState is what the checks read of the engine.
 type healthState struct {
 	stopped, behind, wedged bool
-	oldestWait, sinceTurn   time.Duration
+	oldestWait, overdue     time.Duration
 	stuck                   int
 }
 
@@ -157,8 +157,11 @@ type healthState struct {
 func (c *Engine) health() healthState {
 	now := c.now()
 	c.mu.Lock()
-	stopped, lastTurn, tracked, begun := c.stopped, c.lastTurn, len(c.records) > 0, c.begun
-	var oldest int64
+	stopped, begun := c.stopped, c.begun
+	var due, oldest int64
+	if len(c.heap) > 0 {
+		due = c.heap[0].next
+	}
 	for _, it := range c.ready[c.readyHead:] {
 		if it.r.state == queued {
 			oldest = it.at
@@ -167,7 +170,7 @@ func (c *Engine) health() healthState {
 	}
 	c.mu.Unlock()
 	limit := 3 * c.opts.SweepInterval
-	h := healthState{stopped: stopped, sinceTurn: time.Duration(now - lastTurn), stuck: c.stuck(c.realNow())}
+	h := healthState{stopped: stopped, stuck: c.stuck(c.realNow())}
 	if oldest != 0 {
 		h.oldestWait = time.Duration(now - oldest)
 	}
@@ -175,7 +178,10 @@ func (c *Engine) health() healthState {
 	if !begun { // Start's first list is under way, within its deadline
 		limit += c.listTimeout() + stuckGrace
 	}
-	h.wedged = tracked && h.sinceTurn > limit
+	if due != 0 {
+		h.overdue = time.Duration(now - due)
+	}
+	h.wedged = h.overdue > limit
 	return h
 }
 
@@ -203,7 +209,7 @@ type Backlog struct {
 func (c *Engine) Backlog() Backlog {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b := Backlog{Retrying: len(c.due) - c.turnsWaiting, RateLimited: c.turnsWaiting}
+	b := Backlog{Retrying: c.retrying, RateLimited: c.turnsWaiting}
 	var oldest int64
 	for _, r := range c.records {
 		if r.goneSince != 0 && (oldest == 0 || r.goneSince < oldest) {

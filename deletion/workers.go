@@ -50,10 +50,11 @@ func (c *Engine) Start(ctx context.Context) error {
 		return ErrAlreadyStarted
 	}
 	now := c.now()
+	// Made here, not in New, so that they belong to the goroutines that run
+	// the engine (a testing/synctest bubble sees waits on them as durable).
+	kick, listed := make(chan struct{}, 1), make(chan struct{})
 	c.mu.Lock()
-	c.running = true
-	c.begun = c.opts.Inventory == nil
-	c.lastTurn = now
+	c.running, c.begun, c.kick = true, c.opts.Inventory == nil, kick
 	// Triggers before Start queued their records: they wait from now on.
 	for i := range c.ready[c.readyHead:] {
 		c.ready[c.readyHead+i].at = now
@@ -66,18 +67,12 @@ func (c *Engine) Start(ctx context.Context) error {
 	for range c.opts.Workers {
 		inPorts.Go(func() { c.work(ctx, 0) })
 	}
-	// Made here, not in New, so that they belong to the goroutines that run
-	// the engine (a testing/synctest bubble sees waits on them as durable).
-	kick, listed := make(chan struct{}, 1), make(chan struct{})
-	c.mu.Lock()
-	c.kick = kick
-	c.mu.Unlock()
 	if c.opts.Inventory != nil {
 		inPorts.Go(func() { c.restore(ctx, listed) })
 	}
 	sched.Go(func() { c.schedule(ctx, kick, listed) })
 	c.log.V(1).Info("deletion engine started", "workers", c.opts.Workers, "tracked", tracked, "queued", pending,
-		"sweepInterval", c.opts.SweepInterval.String(), "wheelSlots", len(c.wheel))
+		"sweepInterval", c.opts.SweepInterval.String(), "phases", c.phases)
 
 	<-ctx.Done()
 	c.mu.Lock()

@@ -1,0 +1,205 @@
+package deletion
+
+// The scheduler: where periodic checks, retries and turns come from.
+//
+// Every record is on one heap of times (Engine.heap, by record.next): its
+// periodic check, or the retry or the turn it waits for (rollout.go), the
+// sooner for a turn. One goroutine (schedule) sleeps until the first of
+// them, queues every record whose time has come, and sleeps again. A
+// periodic check comes at a tick of the interval (SweepInterval/64, but 0.5
+// to 1 s) that a hash of the PUID picks: each record is thus checked once
+// per interval at its own phase, the first time within one interval of
+// Track, in one or two batches a second, and a PUID has the same phase in
+// every run. A retry is due on a tick too (its time is rounded up to one),
+// so that retries come in the ticks' batches; a turn is due at its own time,
+// so that destroys start at the rate's pace. The scheduler sleeps while
+// nothing is due. A wake-up is what an idle node agent pays for: at 250 PUs
+// and 5s, two wake-ups a second and the worker each wakes (BENCHMARKS.md).
+// The client-go workqueue that scheduled checks before cost a timer wake-up
+// per check. Once per interval at most the scheduler also logs one summary
+// line per failing port (failures.go).
+
+import (
+	"container/heap"
+	"context"
+	"time"
+)
+
+// The ticks of the interval: SweepInterval/64, but at least minTick, for
+// the scheduler wakes once per tick and a wake-up is what an idle node agent
+// pays for (BENCHMARKS.md); and at most maxTick, for retries are due on
+// ticks. maxPhases bounds the phases of an interval of hours.
+const (
+	minTick   = 500 * time.Millisecond
+	maxTick   = time.Second
+	maxPhases = 3600
+)
+
+// phasesOf returns how many ticks an interval has.
+func phasesOf(interval time.Duration) int {
+	tick := min(max(interval/64, minTick), maxTick)
+	return int(max(1, min(maxPhases, interval/tick)))
+}
+
+// fnv32a is the 32-bit FNV-1a hash of s.
+func fnv32a(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// timeHeap is the heap of records by record.next (container/heap).
+type timeHeap []*record
+
+func (h timeHeap) Len() int           { return len(h) }
+func (h timeHeap) Less(i, j int) bool { return h[i].next < h[j].next }
+func (h timeHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIndex, h[j].heapIndex = int32(i), int32(j)
+}
+func (h *timeHeap) Push(x any) {
+	r := x.(*record)
+	r.heapIndex = int32(len(*h))
+	*h = append(*h, r)
+}
+func (h *timeHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	r.heapIndex = -1
+	return r
+}
+
+// scheduleLocked puts r on the heap at its next time after now: its
+// periodic check, or what it waits for (a retry alone; a turn, or the
+// periodic check if that comes first). It wakes the scheduler when that
+// comes before the time it sleeps until.
+func (c *Engine) scheduleLocked(r *record, now int64) {
+	k := int64((now-1)/int64(c.tick)) + 1 // the first tick after now
+	k += (int64(r.phase) - k%int64(c.phases) + int64(c.phases)) % int64(c.phases)
+	r.next = k*int64(c.tick) + 1
+	switch r.waitFor {
+	case retrying:
+		r.next = r.waitUntil
+	case turnWaiting:
+		r.next = min(r.next, r.waitUntil)
+	}
+	if r.heapIndex >= 0 {
+		heap.Fix(&c.heap, int(r.heapIndex))
+	} else {
+		heap.Push(&c.heap, r)
+	}
+	if r.heapIndex == 0 && (c.wakeAt == 0 || r.next < c.wakeAt) {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// unscheduleLocked takes r off the heap, if it is there.
+func (c *Engine) unscheduleLocked(r *record) {
+	if r.heapIndex >= 0 {
+		heap.Remove(&c.heap, int(r.heapIndex))
+	}
+	if len(c.heap) == 0 && cap(c.heap) > 4096 {
+		c.heap = nil // after a node drain
+	}
+}
+
+// onTick returns the engine time of the first tick at or after the engine
+// time t.
+func (c *Engine) onTick(t int64) int64 {
+	k := (t - 1 + int64(c.tick) - 1) / int64(c.tick)
+	return k*int64(c.tick) + 1
+}
+
+// schedule queues the records whose time has come until ctx is done. It
+// works from the clock, so that late wake-ups (a busy machine, a fake clock
+// stepped by a whole interval) queue every record that is due once, and
+// never pile up. With an Inventory, it begins once Start's first list is
+// done (listed).
+func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan struct{}) {
+	if c.opts.Inventory != nil && !c.awaitFirstList(ctx, listed) {
+		return
+	}
+	var timer interface {
+		C() <-chan time.Time
+		Reset(time.Duration) bool
+		Stop() bool
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	lastFlush := c.now()
+	defer c.flushFailures()
+	for {
+		now := c.now()
+		c.mu.Lock()
+		n := 0
+		for len(c.heap) > 0 && c.heap[0].next <= now {
+			if c.queueLocked(heap.Pop(&c.heap).(*record), byTime, now) {
+				n++
+			}
+		}
+		c.wakeLocked(min(n, 1)) // more once the batch waits (see next)
+		c.wakeAt = 0
+		if len(c.heap) > 0 {
+			c.wakeAt = c.heap[0].next
+		}
+		wakeAt := c.wakeAt
+		c.mu.Unlock()
+		if time.Duration(now-lastFlush) >= c.opts.SweepInterval {
+			c.flushFailures() // once per interval at most
+			lastFlush = now
+		}
+		if wakeAt == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+			}
+			continue
+		}
+		if timer == nil {
+			timer = c.opts.Clock.NewTimer(time.Duration(wakeAt - now))
+		} else {
+			timer.Reset(time.Duration(wakeAt - now))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C():
+		case <-kick:
+			timer.Stop()
+		}
+	}
+}
+
+// awaitFirstList waits for Start's first list of the Inventory to end, or
+// for its deadline to pass (an Inventory that ignores its context; its
+// answer is taken when it comes), then lets the checks begin. It reports
+// whether ctx is not done.
+func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) bool {
+	t := time.NewTimer(c.listTimeout() + stuckGrace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-listed:
+	case <-t.C:
+		c.log.Error(nil, "the Inventory ignores its deadline; checks begin without its list",
+			"deadline", c.listTimeout().String())
+	}
+	c.mu.Lock()
+	c.begun = true
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	return true
+}
