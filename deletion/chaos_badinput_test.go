@@ -195,7 +195,8 @@ func TestBadInputZeroWorkersMeansFour(t *testing.T) {
 	assert.Equal(t, int32(deletion.DefaultWorkers), peak.Load())
 }
 
-// TestBadInputHugeSweepInterval: an interval near the largest Duration
+// TestBadInputHugeSweepInterval: an interval near the largest Duration is
+// refused with a clear error, and the largest one New takes (MaxDuration)
 // must not wrap around into immediate re-checks.
 func TestBadInputHugeSweepInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -205,7 +206,9 @@ func TestBadInputHugeSweepInterval(t *testing.T) {
 			gets.Add(1)
 			return live, nil
 		})
-		c, err := deletion.New(getter, &badRecorder{}, deletion.Options{SweepInterval: math.MaxInt64, Logger: quiet()})
+		_, err := deletion.New(getter, &badRecorder{}, deletion.Options{SweepInterval: math.MaxInt64, Logger: quiet()})
+		require.ErrorIs(t, err, deletion.ErrInvalidOptions)
+		c, err := deletion.New(getter, &badRecorder{}, deletion.Options{SweepInterval: deletion.MaxDuration, Logger: quiet()})
 		require.NoError(t, err)
 		require.NoError(t, c.Track(ports.PU{PUID: "uid-1", Pod: badKey}))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -216,7 +219,7 @@ func TestBadInputHugeSweepInterval(t *testing.T) {
 			synctest.Wait()
 		}
 		time.Sleep(1000 * time.Hour)
-		assert.Equal(t, int64(10), gets.Load(), "ten triggers, ten checks: the periodic one is ~260 years away")
+		assert.Equal(t, int64(10), gets.Load(), "ten triggers, ten checks: the periodic one is up to a year away")
 		cancel()
 		require.NoError(t, <-done)
 	})

@@ -22,7 +22,8 @@ type outcome struct {
 	verdict Verdict
 	vetoed  bool
 	err     error
-	// retryAt: a destroy failed and is retried then (on a wheel tick).
+	// retryAt: a destroy failed and is retried then (on a tick of at most
+	// a second).
 	// turnAt: the destroy waits for its turn under the destroy rate until
 	// then. At most one is set.
 	retryAt, turnAt int64
@@ -185,6 +186,7 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 		c.log.Info("PU destroyed", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID, "row", v.Row)
 		if !untracked { // else its EventUntracked ended it for the Observer
 			c.observe(Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason, DestroyDelay: goneFor, DestroyCalls: calls})
+			c.told(ev.PUID)
 		}
 		if v.Requeue {
 			r.requeue = pod
@@ -212,6 +214,7 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 			"puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID,
 			"attempts", attempts, "permanent", ports.IsPermanent(err))
 		c.observe(Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err})
+		c.told(ev.PUID)
 		if v.Requeue {
 			r.requeue = pod
 		}

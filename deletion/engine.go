@@ -2,7 +2,6 @@ package deletion
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -43,9 +42,11 @@ type Engine struct {
 	sandboxConfirmer ports.SandboxExtractor
 	requeuer         ports.Requeuer
 	// limiter is Options.DestroyRate's, turnEvery the time between two of
-	// its turns; nil: no limit.
+	// its turns; nil: no limit. rateAt is the latest time it was given
+	// (guarded by mu): it must never be given an earlier one.
 	limiter   *rate.Limiter
 	turnEvery int64
+	rateAt    time.Time
 	opts      Options
 	log       logr.Logger
 
@@ -57,8 +58,8 @@ type Engine struct {
 	phases int32
 
 	started atomic.Bool
-	// sweepMu lets one Sweep run at a time.
-	sweepMu sync.Mutex
+	// sweeping lets one Sweep run at a time.
+	sweeping chan struct{}
 
 	mu      sync.Mutex
 	records map[string]*record
@@ -71,8 +72,8 @@ type Engine struct {
 	heap   timeHeap
 	wakeAt int64
 	kick   chan struct{}
-	// retrying and turnsWaiting count the records in those states.
-	retrying, turnsWaiting int
+	// waits counts the records by what they wait for (record.waitFor).
+	waits [removed + 1]int
 	// ready is the one queue of checks, oldest first, from readyHead on.
 	// It may hold records no longer queued; workers skip them.
 	ready     []readyItem
@@ -87,10 +88,16 @@ type Engine struct {
 	// running: Start runs. stopped: Start has returned. begun: Start's
 	// checks may begin (its first list of the Inventory is done).
 	running, stopped, begun bool
-	// listing: a list of the Inventory is under way; gone holds the PUIDs
-	// removed meanwhile, which its answer does not bring back.
-	listing bool
-	gone    map[string]struct{}
+	// The lists of the Inventory (restore.go): gone holds the PUIDs that the
+	// list under way, until listEnd, does not bring back (nil while none
+	// is); removing those removed whose Observer is still being told, and
+	// dropped those a dry run dropped while a list is still to come
+	// (restored is false).
+	gone     map[string]struct{}
+	listEnd  int64
+	removing map[string]int
+	dropped  map[string]struct{}
+	restored bool
 	// sweepLeft is how many checks the running Sweep still waits for,
 	// sweepDone is closed when it waits for none (nil while no Sweep runs),
 	// and sweepGen numbers the Sweeps (see record.sweepGen).
@@ -151,14 +158,16 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		phases:           int32(phases),
 		records:          make(map[string]*record),
 		byPod:            make(map[types.NamespacedName]*record),
-		gone:             make(map[string]struct{}),
+		removing:         make(map[string]int),
+		dropped:          make(map[string]struct{}),
+		sweeping:         make(chan struct{}, 1),
 	}
 	for i := range c.slots {
 		c.slots[i].index, c.free[i] = int32(i), int32(i)
 	}
 	if o.DestroyRate > 0 && o.DestroyRate != rate.Inf {
 		c.limiter = rate.NewLimiter(o.DestroyRate, o.DestroyBurst)
-		c.turnEvery = int64(min(float64(time.Second)/float64(o.DestroyRate), float64(math.MaxInt64/4)))
+		c.turnEvery = max(1, int64(float64(time.Second)/float64(o.DestroyRate))) // at most MaxDuration (Options)
 	}
 	c.cond.L = &c.mu
 	return c, nil
@@ -197,20 +206,26 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	c.mu.Lock()
 	_, tracked := c.records[pu.PUID]
 	_, gone := c.gone[pu.PUID]
-	if tracked || listed && gone {
-		c.mu.Unlock()
+	skip := tracked || listed && gone
+	if !skip {
+		c.newRecordLocked(pu, now)
+	}
+	c.mu.Unlock()
+	if skip {
+		if !tracked {
+			c.log.V(1).Info("a PU the Inventory listed was removed meanwhile; not tracked again", "puID", pu.PUID, "pod", pu.Pod.String())
+		}
 		return false, nil
 	}
-	c.newRecordLocked(pu, now)
-	c.mu.Unlock()
 	c.observe(Event{Kind: EventTracked, PU: pu})
 	return true, nil
 }
 
 // Untrack forgets the PU of puid without destroying it, for a PU the agent
-// tore down itself. It reports whether the PU was tracked. Once it returns,
-// no DestroyPU of that PU starts; one the engine had already started may
-// finish. A later Track of the same PUID is a new PU.
+// tore down itself. It reports whether the PU was tracked, once the
+// Observer has been told (EventUntracked). Once it returns, no DestroyPU of
+// that PU starts; one the engine had already started may finish. A later
+// Track of the same PUID is a new PU.
 func (c *Engine) Untrack(puid string) bool {
 	c.mu.Lock()
 	r := c.records[puid]
@@ -222,6 +237,7 @@ func (c *Engine) Untrack(puid string) bool {
 	snapshot := r.PU
 	c.mu.Unlock()
 	c.observe(Event{Kind: EventUntracked, PU: snapshot})
+	c.told(puid)
 	return true
 }
 

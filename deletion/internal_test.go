@@ -50,7 +50,7 @@ func TestRemovalGivesBackItsMemory(t *testing.T) {
 	assert.Zero(t, c.Len())
 	assert.Empty(t, c.byPod, "no pod list left behind")
 	assert.Empty(t, c.heap, "no record left on the heap")
-	assert.Zero(t, c.retrying+c.turnsWaiting, "none counted as waiting")
+	assert.Zero(t, c.waits[retrying]+c.waits[turnWaiting], "none counted as waiting")
 }
 
 // TestTriggersAfterStopKeepNothing: TriggerPod and TriggerAll after Start

@@ -47,6 +47,10 @@ const (
 	// MinCheckTimeout bounds Options.CheckTimeout from below: a shorter
 	// deadline fails healthy API calls.
 	MinCheckTimeout = 10 * time.Millisecond
+	// MaxDuration bounds every duration of Options, and 1/DestroyRate: a
+	// year is far past any deadline or interval an engine needs, and the
+	// engine's times stay far from overflowing.
+	MaxDuration = 365 * 24 * time.Hour
 )
 
 // listed reports whether x says it answers from a list that may be old:
@@ -73,58 +77,51 @@ type Options struct {
 	// Confirmer, when set, confirms every destroy decided on the
 	// PodGetter's answer (rows 1, 3, 4 and 11 of the decision table): it is
 	// asked for the pod, its answer goes through the same table, and the
-	// check carries out that second verdict. The PU is thus destroyed only
-	// when the Confirmer's answer says so too, for the reason it gives; when
-	// the Confirmer disagrees or fails, the PU is kept and checked again
-	// later. A node agent reads pods from an informer cache and confirms
-	// with a direct read of the API server (adapters/k8s: NewPodGetter over
-	// mgr.GetAPIReader()), so that a cache that lags or filters never
-	// destroys the PU of a live pod. The Confirmer is read on the destroy
-	// path only. nil: the PodGetter's answer is final.
+	// check carries out that second verdict, so a PU is destroyed only when
+	// the Confirmer's answer says so too; when it disagrees or fails, the PU
+	// is kept and checked again later. A node agent reads pods from an
+	// informer cache and confirms with a direct read of the API server
+	// (adapters/k8s: NewPodGetter over mgr.GetAPIReader()), so that a cache
+	// that lags or filters never destroys the PU of a live pod. nil: the
+	// PodGetter's answer is final.
 	Confirmer ports.PodGetter
-	// SandboxConfirmer, when set, confirms every answer of the
-	// SandboxExtractor that would change something: before the engine
-	// records a sandbox for a PU (row 7 of the decision table) or destroys
-	// a PU because its pod runs in another sandbox (row 10), it asks the
-	// SandboxConfirmer for the pod's sandbox and carries out the verdict
-	// of that answer instead. An answer equal to the recorded sandbox, or
-	// no sandbox at all, keeps the PU and is not confirmed. So the
-	// SandboxExtractor may answer from a list that is a moment old, which
-	// costs the runtime one call per list instead of one per check
-	// (adapters/cri: a SandboxCache, confirmed by the SandboxExtractor it
-	// lists with), and a stale answer never records the wrong sandbox nor
-	// destroys the PU of a pod that runs. A PU's first check, and a check
-	// that TriggerPod asked for (the pod changed, as its status does when
-	// the kubelet replaces its sandbox), ask the SandboxConfirmer alone, so
-	// a change the pod's events tell of is seen at once, as without a list;
-	// one they do not tell of (or that a triggered check came too early to
-	// see) waits for a periodic check that reads a list made after it, at
-	// most SweepInterval plus the list's age later. A disagreement on row
-	// 10 is a veto (EventVetoed). Requires a SandboxExtractor, and must not
-	// itself answer from a list (have a MaxAge method). nil: the
-	// SandboxExtractor's answer is final, and it must not answer from a
-	// list.
+	// SandboxConfirmer, when set, confirms the SandboxExtractor's answers
+	// that would change something: before the engine records a sandbox
+	// (row 7) or destroys a PU whose pod runs in another sandbox (row 10),
+	// it asks the SandboxConfirmer and carries out the verdict of its answer
+	// instead; a disagreement on row 10 is a veto (EventVetoed). So the
+	// SandboxExtractor may answer from a list a moment old, one runtime call
+	// per list instead of one per check (adapters/cri: a SandboxCache,
+	// confirmed by the SandboxExtractor it lists with), and a stale answer
+	// never records the wrong sandbox nor destroys the PU of a pod that
+	// runs. A PU's first check, and one that TriggerPod asked for (the
+	// kubelet's status of a replaced sandbox), ask the SandboxConfirmer
+	// alone; a change no pod event tells of is seen by a periodic check that
+	// reads a list made after it, at most SweepInterval plus the list's age
+	// later. Requires a SandboxExtractor, and must not answer from a list
+	// itself (have a MaxAge method). nil: the SandboxExtractor's answer is
+	// final, and it must not answer from a list.
 	SandboxConfirmer ports.SandboxExtractor
 	// DestroyTerminated, when set, treats a pod that has finished (phase
 	// Succeeded or Failed) as gone for its PU: row 11 destroys it with
 	// ports.ReasonPodTerminated. A finished Job's pod keeps its object for
 	// hours. Default false: a PU lives as long as its pod object.
 	DestroyTerminated bool
-	// Inventory, when set, is listed once by Start, before its first check:
-	// every PU it returns is tracked (insert-only), so that the PUs of pods
-	// that went away while the agent was down, or while another replica
-	// held the lease, are checked and destroyed. An entry tracked already
-	// keeps what it has, but for one thing: an entry tracked without a
-	// sandbox and not yet checked (a pod informer's add) takes the sandbox
-	// the Inventory lists for it, so that a sandbox replaced while the
-	// agent was down is destroyed as changed (row 10) instead of the new
-	// one being recorded (row 7). Listing first means that a
-	// PU destroyed by a check cannot come back from a list that answered
-	// after it; the first list thus delays the first check by as long as
-	// it takes (at most CheckTimeout, and at least a second). A failing list
-	// is retried with backoff (RetryMinDelay doubling up to RetryMaxDelay)
-	// until it answers or Start's context ends; checks go on meanwhile.
-	// nil: nothing is restored.
+	// Inventory, when set, is listed by Start before its first check: every
+	// PU it returns is tracked (insert-only), so that the PUs of pods that
+	// went away while the agent was down, or while another replica held the
+	// lease, are checked and destroyed. A PU tracked already keeps what it
+	// has, but a PU tracked without a sandbox and not yet checked (a pod
+	// informer's add) takes the sandbox the Inventory lists for it, so that
+	// a sandbox replaced while the agent was down is destroyed as changed
+	// (row 10) instead of the new one being recorded (row 7). The first list
+	// thus delays the first check by as long as it takes, at most its
+	// deadline (CheckTimeout, at least a second) and a second more; its
+	// answer is taken whenever it comes. A failing list is retried with
+	// backoff (RetryMinDelay doubling up to RetryMaxDelay) until it answers
+	// or Start's context ends; checks go on meanwhile. A list never brings
+	// back a PU removed (destroyed, given up, untracked) while it was under
+	// way. nil: nothing is restored.
 	Inventory ports.Inventory
 
 	// DryRun, when set, runs every check as usual, the Confirmer included,
@@ -134,14 +131,16 @@ type Options struct {
 	// if the reason changes. A PU whose pod is gone for good (PodGone,
 	// UIDChanged, NodeChanged) is dropped from memory once reported, so that
 	// a long dry run on a busy node does not grow; an Inventory or journal
-	// still lists it, and a restart reports it once more. Default false.
+	// still lists it, so a restart reports it once more (Start's lists of
+	// the run skip it). Default false.
 	DryRun bool
 	// DestroyRate bounds how many DestroyPU calls start per second, with
 	// DestroyBurst at once (golang.org/x/time/rate, the limiter client-go's
 	// workqueue uses): in any window of w seconds, at most DestroyRate*w +
-	// DestroyBurst start. A check that decides a destroy beyond the budget
-	// waits for its turn when it comes within a moment (an eighth of a
-	// tick of the interval, and half of the check's time left); otherwise the
+	// DestroyBurst start, give or take the scheduling of a goroutine. A
+	// check that decides a destroy beyond the budget
+	// waits for its turn when it comes within a moment (20 to 125 ms by
+	// SweepInterval, and half of the check's time left); otherwise the
 	// PU waits, as a retry does but without counting as a failed attempt,
 	// for about when its turn would come, behind the PUs that wait already,
 	// and is checked again then: nothing is lost, only delayed. Its periodic
@@ -149,15 +148,16 @@ type Options struct {
 	// is seen alive again leaves the line and holds back no other. Untrack
 	// stops a destroy that waits for its turn. Backlog().RateLimited counts
 	// the PUs waiting; Status says "waiting for its turn". 0: no limit.
-	// Negative: rejected.
+	// Negative, or less than one a year: rejected.
 	DestroyRate rate.Limit
 	// DestroyBurst is how many DestroyPU calls may start at once under
 	// DestroyRate. 0: 1.
 	DestroyBurst int
 
 	// SweepInterval is how often every entry is re-checked. Checks are spread
-	// over the interval in a few batches a second, not run in one burst.
-	// 0: 5s. At least MinSweepInterval.
+	// over the interval in a few batches a second (one every 64th of it
+	// beyond an hour), not run in one burst. 0: 5s. At least
+	// MinSweepInterval, at most MaxDuration, as every duration here.
 	SweepInterval time.Duration
 	// CheckTimeout is the deadline of one check, destroy included. Requeue
 	// gets a deadline of its own of the same length. 0: 30s. At least
@@ -194,9 +194,10 @@ type Options struct {
 	// Observer is told about every check, destroy and failure, for metrics
 	// and journals; Observers combines several. nil: nobody is told.
 	Observer Observer
-	// Clock drives the periodic checks, retries and the times reported in
-	// Status and to the Observer. Per-check deadlines (CheckTimeout) are
-	// context deadlines and follow the time package (which testing/synctest
+	// Clock drives the periodic checks, the retries, the destroy rate's
+	// turns, the Inventory's retries and the times reported in Status and
+	// to the Observer. Deadlines (CheckTimeout, ShutdownTimeout) are context
+	// deadlines and timers of the time package (which testing/synctest
 	// fakes). nil: the real clock.
 	Clock clock.WithTicker
 }
@@ -213,8 +214,8 @@ func (o Options) withDefaults() (Options, error) {
 		{"RetryMaxDelay", o.RetryMaxDelay},
 		{"ShutdownTimeout", o.ShutdownTimeout},
 	} {
-		if d.v < 0 {
-			return o, fmt.Errorf("%w: %s is negative (%v)", ErrInvalidOptions, d.name, d.v)
+		if d.v < 0 || d.v > MaxDuration {
+			return o, fmt.Errorf("%w: %s is %v, want 0 to %v", ErrInvalidOptions, d.name, d.v, MaxDuration)
 		}
 	}
 	if o.SandboxConfirmer != nil && o.SandboxExtractor == nil {
@@ -229,8 +230,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Workers < 0 || o.Workers > MaxWorkers {
 		return o, fmt.Errorf("%w: Workers is %d, want 0 to %d", ErrInvalidOptions, o.Workers, MaxWorkers)
 	}
-	if o.DestroyRate < 0 || o.DestroyBurst < 0 {
-		return o, fmt.Errorf("%w: DestroyRate (%v) and DestroyBurst (%d) must not be negative", ErrInvalidOptions, o.DestroyRate, o.DestroyBurst)
+	if !(o.DestroyRate == 0 || o.DestroyRate*rate.Limit(MaxDuration.Seconds()) >= 1) || o.DestroyBurst < 0 {
+		return o, fmt.Errorf("%w: DestroyRate is %v and DestroyBurst %d: want a rate of 0 (no limit) or at least one a year, and a burst of 0 or more",
+			ErrInvalidOptions, o.DestroyRate, o.DestroyBurst)
 	}
 	if o.DestroyBurst == 0 {
 		o.DestroyBurst = 1

@@ -275,3 +275,31 @@ func TestAPUDestroyedWhileARetriedListIsUnderWayIsNotRestored(t *testing.T) {
 		assert.Len(t, rec.kinds(deletion.EventTracked), 1, "tracked once, by the informer's add")
 	})
 }
+
+// TestReadinessFailsWhenChecksASweepLeftBehindHoldEverySlot: ReadinessCheck
+// fails "when every one of the Workers slots is held by a check stuck in a
+// port past its deadline", whoever began it. With two workers, a Sweep
+// before Start leaves two checks stuck in a port that ignores its context;
+// once Start runs, no check can, and ReadinessCheck (as LivenessCheck) says
+// so with ErrWorkersStuck, until the port returns.
+func TestReadinessFailsWhenChecksASweepLeftBehindHoldEverySlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			<-release // ignores its context, on purpose
+			return podAt(key, key.Name), nil
+		})
+		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{Workers: 2, CheckTimeout: 10 * time.Second, SweepInterval: time.Hour})
+		require.NoError(t, c.Track(pu("a")))
+		require.NoError(t, c.Track(pu("b")))
+		require.LessOrEqual(t, sweepFor(c, time.Hour), 15*time.Second, "the Sweep leaves the stuck checks behind")
+		stop := startEngine(t, c)
+		synctest.Wait()
+		assert.ErrorIs(t, c.ReadinessCheck(nil), deletion.ErrWorkersStuck)
+		assert.ErrorIs(t, c.LivenessCheck(nil), deletion.ErrWorkersStuck)
+		close(release)
+		synctest.Wait()
+		assert.NoError(t, c.ReadinessCheck(nil), "the port returned: the slots are free again")
+		stop()
+	})
+}

@@ -259,14 +259,16 @@ func TestStartReturnsWhenTheInventoryHangs(t *testing.T) {
 // TestLivenessAllowsTheFirstListItsCheckTimeout: Start's first list "delays
 // the first check by as long as it takes (at most CheckTimeout)", and
 // LivenessCheck fails only when restarting could help. A PU is tracked
-// before Start (a pod informer's add), and the Inventory takes 16s to
-// answer, within its CheckTimeout of 30s, at SweepInterval 5s: LivenessCheck
-// passes throughout, and the PU is checked once the list has answered.
+// before Start (a pod informer's add), and the Inventory takes 25s to
+// answer, within its CheckTimeout of 30s, at SweepInterval 5s (the PU's
+// first check is due 20s before the list answers, over three intervals):
+// LivenessCheck passes throughout, and the PU is checked once the list has
+// answered.
 func TestLivenessAllowsTheFirstListItsCheckTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
 			select {
-			case <-time.After(16 * time.Second):
+			case <-time.After(25 * time.Second):
 				return nil, nil
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -279,7 +281,7 @@ func TestLivenessAllowsTheFirstListItsCheckTimeout(t *testing.T) {
 		startEngine(t, c)
 		var failed error
 		var at time.Duration
-		for range 50 { // 25s
+		for range 60 { // 30s
 			time.Sleep(500 * time.Millisecond)
 			if err := c.LivenessCheck(nil); err != nil && failed == nil {
 				failed, at = err, time.Since(began)
@@ -287,7 +289,7 @@ func TestLivenessAllowsTheFirstListItsCheckTimeout(t *testing.T) {
 		}
 		if failed != nil {
 			assert.Fail(t, "LivenessCheck failed while the first list was within its CheckTimeout",
-				"at %v, the list taking 16s: %v", at, failed)
+				"at %v, the list taking 25s: %v", at, failed)
 		}
 		assert.NotEmpty(t, rec.kinds(deletion.EventChecked), "the PU is checked once the list has answered")
 	})

@@ -12,7 +12,7 @@ package deletion
 //	                  a dry run's drop) ─────▶ removed
 //
 // What queues a record: the scheduler when its time comes (record.next, on
-// the one heap of times, wheel.go): its periodic check, or the retry or the
+// the one heap of times, schedule.go): its periodic check, or the retry or the
 // turn it waits for; a trigger; a Sweep. A record waiting for a retry is
 // queued by its time and a Sweep only; one waiting for its turn under the
 // destroy rate by all of them, so that a pod seen alive again leaves the
@@ -134,21 +134,13 @@ func (c *Engine) newRecordLocked(pu ports.PU, now int64) {
 	c.scheduleLocked(r, now)
 }
 
-// setStateLocked moves r to s, and counts the records waiting.
-func (c *Engine) setStateLocked(r *record, s state) {
-	switch r.state {
-	case retrying:
-		c.retrying--
-	case turnWaiting:
-		c.turnsWaiting--
-	}
-	switch s {
-	case retrying:
-		c.retrying++
-	case turnWaiting:
-		c.turnsWaiting++
-	}
-	r.state = s
+// setWaitLocked makes r wait for f (retrying or turnWaiting) until until,
+// or for nothing (idle), and counts the records waiting for each, whatever
+// their state: one waiting for its turn is still in line while checked.
+func (c *Engine) setWaitLocked(r *record, f state, until int64) {
+	c.waits[r.waitFor]--
+	c.waits[f]++
+	r.waitFor, r.waitUntil = f, until
 }
 
 // queueLocked asks for a check of r for why. An idle record joins the
@@ -159,7 +151,7 @@ func (c *Engine) setStateLocked(r *record, s state) {
 func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
 	switch {
 	case r.state == idle, r.state == turnWaiting, r.state == retrying && why != byTrigger:
-		c.setStateLocked(r, queued)
+		r.state = queued
 		c.ready = append(c.ready, readyItem{r, now})
 		return true
 	case r.state == checking && why != byTime:
@@ -177,7 +169,7 @@ func (c *Engine) markLocked(r *record, gen uint32, now int64) {
 
 // claimLocked gives the queued record r to a check that will run in s.
 func (c *Engine) claimLocked(r *record, s *slot) {
-	c.setStateLocked(r, checking)
+	r.state = checking
 	// A first check records the sandbox: it asks the runtime too.
 	r.checkFresh, r.fresh = r.fresh || r.lastRow < 0, false
 	if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) {
@@ -213,18 +205,18 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	}
 	switch {
 	case o.retryAt != 0:
-		r.waitUntil, r.waitFor = o.retryAt, retrying
+		c.setWaitLocked(r, retrying, o.retryAt)
 	case o.turnAt != 0:
-		r.waitUntil, r.waitFor = o.turnAt, turnWaiting
+		c.setWaitLocked(r, turnWaiting, o.turnAt)
 	case r.waitFor == retrying && r.waitUntil > o.end:
 		// A Sweep's check before the retry that destroyed nothing: the
 		// retry stays where it was, whatever a trigger asked meanwhile.
 	default:
-		r.waitUntil, r.waitFor = 0, idle
+		c.setWaitLocked(r, idle, 0)
 	}
 	again := r.again && !c.stopped && r.waitFor != retrying
 	r.again = false
-	c.setStateLocked(r, r.waitFor)
+	r.state = r.waitFor
 	if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) || again {
 		c.queueLocked(r, bySweep, o.end)
 		c.wakeLocked(1)
@@ -236,13 +228,17 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 
 // removeLocked forgets r: it leaves the maps, its pod's list and the heap
 // at once. The ready queue may still point to it until a worker reaches it
-// and skips it.
+// and skips it. Until the caller has told the Observer (toldLocked), a list
+// of the Inventory that begins does not bring it back (restore.go): a
+// journal may not have forgotten it yet.
 func (c *Engine) removeLocked(r *record) {
 	if r.state != checking && r.sweep != notSwept && c.sweepingLocked(r.sweepGen) {
 		c.sweptLocked() // a check ends its own part of a Sweep (releaseLocked)
 	}
-	c.setStateLocked(r, removed)
+	r.state = removed
+	c.setWaitLocked(r, idle, 0)
 	c.unscheduleLocked(r)
+	c.removing[r.PUID]++
 	delete(c.records, r.PUID)
 	if head := c.byPod[r.Pod]; head == r {
 		if r.nextOfPod == nil {
@@ -259,7 +255,17 @@ func (c *Engine) removeLocked(r *record) {
 		}
 	}
 	r.nextOfPod = nil
-	if c.listing {
-		c.gone[r.PUID] = struct{}{} // a list under way may hold it (restore.go)
+	if c.gone != nil && c.realNow() <= c.listEnd {
+		c.gone[r.PUID] = struct{}{} // the list under way may hold it (restore.go)
+	}
+}
+
+// told records that the Observer has been told of the removal of the PU
+// of puid (see removeLocked).
+func (c *Engine) told(puid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.removing[puid]--; c.removing[puid] <= 0 {
+		delete(c.removing, puid)
 	}
 }

@@ -2,6 +2,7 @@ package deletion
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,21 +37,36 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 // restoreAttempt lists the Inventory once and tracks every PU it lists that
 // is not tracked already, several at once; entries without a PUID, pod name
 // or namespace are logged and skipped, and so are the PUs removed while the
-// list was under way (Engine.gone): the list may have been made before a
-// check destroyed one. It reports whether the list answered.
+// list was under way or whose removal the Observer was still being told of
+// when it began (Engine.gone): the list may have been read before a check
+// destroyed one, or before a journal forgot it. An answer after the list's
+// deadline counts as a failure, so that a hung Inventory keeps no record
+// of removals for long. It reports whether the list answered.
 func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 	c.mu.Lock()
-	c.listing = true
+	c.gone = make(map[string]struct{}, len(c.removing)+len(c.dropped))
+	for puid := range c.removing {
+		c.gone[puid] = struct{}{}
+	}
+	for puid := range c.dropped {
+		c.gone[puid] = struct{}{}
+	}
+	c.listEnd = c.realNow() + int64(c.listTimeout()+stuckGrace)
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		c.listing = false
-		clear(c.gone)
+		c.gone = nil
 		c.mu.Unlock()
 	}()
 	pus, err := c.listPUs(ctx)
+	if err == nil && c.realNow() > c.listEnd {
+		err = fmt.Errorf("ListPUs answered after its deadline of %v", c.listTimeout())
+	}
 	if err == nil {
 		restored, skipped := c.trackAll(pus)
+		c.mu.Lock()
+		c.restored, c.dropped = true, nil // no list is to come
+		c.mu.Unlock()
 		c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
 		c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt})
 		return true
@@ -98,7 +114,8 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 func (c *Engine) adoptListed(pu ports.PU) bool {
 	c.mu.Lock()
 	e := c.records[pu.PUID]
-	ok := e != nil && e.lastRow < 0 && (e.state == idle || e.state == queued)
+	_, gone := c.gone[pu.PUID] // tracked again since: a new PU
+	ok := e != nil && !gone && e.lastRow < 0 && (e.state == idle || e.state == queued)
 	var snapshot ports.PU
 	if ok {
 		snapshot = e.PU.WithRecordedSandbox(pu)

@@ -10,6 +10,8 @@ import (
 	"context"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -31,14 +33,19 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 	gone := v.Reason == ports.ReasonPodGone || v.Reason == ports.ReasonUIDChanged || v.Reason == ports.ReasonNodeChanged
 	if gone {
 		c.removeLocked(e)
+		if c.opts.Inventory != nil && !c.restored {
+			c.dropped[e.PUID] = struct{}{} // the list to come still has it
+		}
 	}
 	c.mu.Unlock()
-	if !report {
-		return
+	if report {
+		c.log.Info("dry run: PU would be destroyed", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason),
+			"sandboxID", ev.SandboxID, "row", v.Row, "dropped", gone)
+		c.observe(Event{Kind: EventWouldDestroy, PU: ev.PU(), Verdict: v, Reason: ev.Reason, Dropped: gone})
 	}
-	c.log.Info("dry run: PU would be destroyed", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason),
-		"sandboxID", ev.SandboxID, "row", v.Row, "dropped", gone)
-	c.observe(Event{Kind: EventWouldDestroy, PU: ev.PU(), Verdict: v, Reason: ev.Reason, Dropped: gone})
+	if gone {
+		c.told(e.PUID)
+	}
 }
 
 // takeTurn reports whether e's destroy may start now under the destroy rate
@@ -60,13 +67,14 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	if c.limiter == nil {
 		return true
 	}
-	at, now := c.opts.Clock.Now(), c.now()
 	short := c.spreadAfter()
 	if d, ok := ctx.Deadline(); ok {
 		short = min(short, time.Until(d)/2)
 	}
+	at := c.opts.Clock.Now()
 	c.mu.Lock()
-	ahead, due, waitsFor := c.turnsWaiting, e.waitUntil, e.waitFor
+	at, now := c.rateTimeLocked(at), c.now()
+	ahead, due, waitsFor := c.waits[turnWaiting], e.waitUntil, e.waitFor
 	turn := c.limiter.ReserveN(at, 1) // burst >= 1: always OK
 	wait := turn.DelayFrom(at)
 	if wait > short {
@@ -76,11 +84,11 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 		case waitsFor == retrying && due > now:
 			return false // it keeps waiting for its retry
 		case waitsFor != turnWaiting:
-			r.turnAt = now + int64(wait) + int64(ahead)*c.turnEvery
+			r.turnAt = now + min(int64(wait), int64(MaxDuration)) + min(int64(ahead), int64(MaxDuration)/c.turnEvery)*c.turnEvery
 		case due > now:
 			r.turnAt = due // it keeps its place
 		default:
-			r.turnAt = now + int64(wait)
+			r.turnAt = now + min(int64(wait), int64(MaxDuration))
 		}
 		if log := c.log.V(1); log.Enabled() {
 			log.Info("destroy waits for its turn under the destroy rate", "puID", e.PUID, "pod", e.Pod.String(),
@@ -90,7 +98,7 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	}
 	c.mu.Unlock()
 	if wait > 0 && !c.sleep(ctx, wait) {
-		turn.CancelAt(c.opts.Clock.Now())
+		c.cancelTurn(turn)
 		r.turnAt = c.now()
 		return false
 	}
@@ -98,9 +106,28 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	untracked := e.state == removed
 	c.mu.Unlock()
 	if untracked {
-		turn.CancelAt(c.opts.Clock.Now())
+		c.cancelTurn(turn)
 	}
 	return !untracked
+}
+
+// rateTimeLocked returns the time to give the limiter for at, a time read
+// on Options.Clock: at, or the latest time it was given if that is later (a
+// goroutine held up since it read the clock), for a limiter given an
+// earlier time credits the time between twice.
+func (c *Engine) rateTimeLocked(at time.Time) time.Time {
+	if at.After(c.rateAt) {
+		c.rateAt = at
+	}
+	return c.rateAt
+}
+
+// cancelTurn gives a turn no destroy used back to the limiter.
+func (c *Engine) cancelTurn(turn *rate.Reservation) {
+	at := c.opts.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	turn.CancelAt(c.rateTimeLocked(at))
 }
 
 // sleep waits d on Options.Clock, and reports whether ctx was not done first.

@@ -6,18 +6,20 @@ package deletion
 // periodic check, or the retry or the turn it waits for (rollout.go), the
 // sooner for a turn. One goroutine (schedule) sleeps until the first of
 // them, queues every record whose time has come, and sleeps again. A
-// periodic check comes at a tick of the interval (SweepInterval/64, but 0.5
-// to 1 s) that a hash of the PUID picks: each record is thus checked once
-// per interval at its own phase, the first time within one interval of
-// Track, in one or two batches a second, and a PUID has the same phase in
-// every run. A retry is due on a tick too (its time is rounded up to one),
-// so that retries come in the ticks' batches; a turn is due at its own time,
-// so that destroys start at the rate's pace. The scheduler sleeps while
-// nothing is due. A wake-up is what an idle node agent pays for: at 250 PUs
-// and 5s, two wake-ups a second and the worker each wakes (BENCHMARKS.md).
-// The client-go workqueue that scheduled checks before cost a timer wake-up
-// per check. Once per interval at most the scheduler also logs one summary
-// line per failing port (failures.go).
+// periodic check comes at the tick of the interval that a hash of the PUID
+// picks (a tick is SweepInterval/64, but 0.5 to 1 s; beyond an hour,
+// SweepInterval/3600): each record is thus checked once per interval at its
+// own phase, the first time within one interval of Track, in one or two
+// batches a second, and a PUID has the same phase in every run. A retry is
+// due on a tick too (its time is rounded up to one, of at most a second),
+// so that retries come in batches; a turn is due at its own time, so that
+// destroys start at the rate's pace. A batch wakes one worker; when its
+// first checks are slow, the next to claim wakes another, and the scheduler
+// looks again after spreadAfter. The scheduler sleeps while nothing is due.
+// A wake-up is what an idle node agent pays for: at 250 PUs and 5s, two
+// wake-ups a second and the worker each wakes (BENCHMARKS.md). Once per
+// interval at most the scheduler also logs one summary line per failing
+// port (failures.go).
 
 import (
 	"container/heap"
@@ -111,11 +113,12 @@ func (c *Engine) unscheduleLocked(r *record) {
 	}
 }
 
-// onTick returns the engine time of the first tick at or after the engine
-// time t.
+// onTick returns the engine time of the first tick (of at most maxTick) at
+// or after the engine time t.
 func (c *Engine) onTick(t int64) int64 {
-	k := (t - 1 + int64(c.tick) - 1) / int64(c.tick)
-	return k*int64(c.tick) + 1
+	tick := int64(min(c.tick, maxTick))
+	k := (t - 1 + tick - 1) / tick
+	return k*tick + 1
 }
 
 // schedule queues the records whose time has come until ctx is done. It
@@ -152,6 +155,15 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 		c.wakeAt = 0
 		if len(c.heap) > 0 {
 			c.wakeAt = c.heap[0].next
+		}
+		if c.readyHead < len(c.ready) && c.idleWorkers > 0 {
+			// A check of the batch may be slow: wake another worker for the
+			// rest if it still waits then.
+			if at := c.ready[c.readyHead].at + int64(c.spreadAfter()); at <= now {
+				c.cond.Signal()
+			} else if c.wakeAt == 0 || at < c.wakeAt {
+				c.wakeAt = at
+			}
 		}
 		wakeAt := c.wakeAt
 		c.mu.Unlock()
@@ -194,7 +206,7 @@ func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) boo
 		return false
 	case <-listed:
 	case <-t.C:
-		c.log.Error(nil, "the Inventory ignores its deadline; checks begin without its list",
+		c.log.Error(nil, "Start's first list of the Inventory is past its deadline; checks begin without it, and it is retried",
 			"deadline", c.listTimeout().String())
 	}
 	c.mu.Lock()

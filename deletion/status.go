@@ -78,8 +78,9 @@ var (
 	// ErrNotRunning: Start has not been called, or has returned.
 	ErrNotRunning = errors.New("deletion: engine not running")
 	// ErrBehind: the periodic checks have fallen more than three
-	// SweepIntervals behind (ReadinessCheck), or the wheel has not turned
-	// for as long (ReadinessCheck and LivenessCheck).
+	// SweepIntervals behind (ReadinessCheck), or a check due as long ago
+	// is not queued yet: the scheduler is wedged (ReadinessCheck and
+	// LivenessCheck).
 	ErrBehind = errors.New("deletion: checks fall behind")
 	// ErrWorkersStuck: every one of the Workers slots is held by a check
 	// stuck in a port past its deadline, whoever ran it.
@@ -115,8 +116,8 @@ func (c *Engine) LivenessCheck(_ *http.Request) error {
 
 // ReadinessCheck reports whether the engine keeps up with its work: it
 // fails before Start and after Start has returned, when the oldest queued
-// check has waited more than three SweepIntervals or the wheel has not
-// turned for as long (ErrBehind), and when every one of the Workers slots
+// check has waited more than three SweepIntervals or a check due as long
+// ago is not queued yet (ErrBehind), and when every one of the Workers slots
 // is held by a check stuck in a port past its deadline. Serve it on /readyz: mgr.AddReadyzCheck("podsweeper",
 // engine.ReadinessCheck). It reads a few fields under the engine's lock,
 // whatever the number of PUs.
@@ -209,7 +210,7 @@ type Backlog struct {
 func (c *Engine) Backlog() Backlog {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b := Backlog{Retrying: c.retrying, RateLimited: c.turnsWaiting}
+	b := Backlog{Retrying: c.waits[retrying], RateLimited: c.waits[turnWaiting]}
 	var oldest int64
 	for _, r := range c.records {
 		if r.goneSince != 0 && (oldest == 0 || r.goneSince < oldest) {

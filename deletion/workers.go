@@ -2,30 +2,22 @@ package deletion
 
 // How the engine runs checks.
 //
-// One queue. Every check, periodic, triggered, a retry, a turn under the
-// destroy rate or a Sweep's, goes through the ready queue (Engine.ready,
-// oldest first) to a goroutine that claims the record (record.go: a check
-// runs only on a record it moved to checking, so no PU is ever checked twice
-// at once) and runs the check under a deadline of CheckTimeout. A trigger
-// queues its records and wakes as many idle goroutines as it queued records;
-// TriggerPod costs the same with 10 or 100,000 PUs tracked.
+// One queue. Every check, whatever brings it, goes through the ready queue
+// (Engine.ready, oldest first) to a goroutine that claims the record
+// (record.go) and runs the check under a deadline of CheckTimeout. A trigger
+// wakes as many idle goroutines as it queued records: TriggerPod costs the
+// same with 10 or 100,000 PUs tracked.
 //
-// Workers slots. A check runs in one of Workers slots (Engine.slots), whoever
-// runs it: while Start runs, its Workers goroutines; otherwise a Sweep's own,
-// at most Workers, which stop once the Sweep is done or Start begins. A
-// check stuck in a port keeps its slot until the port returns, whether the
-// Start or the Sweep that ran it is over or not, so that the bound holds and
-// every stuck check is seen: LivenessCheck fails once every slot is held by a
-// check past its deadline, a Sweep stops waiting for checks held so, and
-// Start, once its context ends, waits ShutdownTimeout for them, then logs
-// them and returns without them. Nothing else watches for them, so that an
-// idle engine wakes for nothing else. Checks that one goroutine starts within
-// 1% of CheckTimeout of each other share one deadline context: a context with
-// a deadline per check was a sixth of the CPU at cluster scale.
-//
-// Sweep marks every record with its generation (record.sweepGen) and waits
-// for a check of each that begins after it; a check of an older Sweep, or a
-// record removed meanwhile, cannot count for a newer one.
+// Workers slots. A check runs in one of Workers slots, whoever runs it:
+// Start's Workers goroutines, or, while Start does not run, a Sweep's own
+// (at most Workers). A check stuck in a port keeps its slot until the port
+// returns, after the Start or Sweep that ran it too, so that the bound holds
+// and every stuck check is seen: by LivenessCheck, by Sweep, and by Start,
+// which waits ShutdownTimeout for them when it stops. Checks that one
+// goroutine starts within 1% of CheckTimeout of each other share one
+// deadline context (lane): one per check was a sixth of the CPU at cluster
+// scale. Sweep marks each record with its generation (record.sweepGen), so
+// that a check of an older Sweep counts for no newer one.
 
 import (
 	"context"
@@ -98,26 +90,31 @@ func (c *Engine) Start(ctx context.Context) error {
 	return nil
 }
 
-// Sweep checks every tracked PU once, those waiting for a retry or for their
+// Sweep checks every tracked PU once, those waiting for a retry or their
 // turn included, and returns when all are done or ctx is. Its checks go
 // through the same queue as every other: while Start runs, its workers run
 // them; otherwise Sweep runs them on goroutines of its own, at most Workers
 // at a time. A PU being checked when Sweep is called is checked once more
-// after that check. A check stuck in a port past its deadline is left
-// behind: Sweep returns once every check it still waits for is held by a
-// check so stuck, or every Workers slot is, whoever ran the stuck checks. One
-// Sweep runs at a time. While Start is not running (before it, or after it
-// has returned), Sweep alone checks PUs.
+// after that check. Sweep leaves checks stuck in ports behind: it returns
+// once every check it still waits for is held by one stuck past its
+// deadline, or every Workers slot is, whoever began them. One Sweep runs at
+// a time.
 func (c *Engine) Sweep(ctx context.Context) {
-	c.sweepMu.Lock()
-	defer c.sweepMu.Unlock()
+	select {
+	case c.sweeping <- struct{}{}:
+		defer func() { <-c.sweeping }()
+	case <-ctx.Done():
+		return
+	}
 	now := c.now()
 	c.mu.Lock()
 	if len(c.records) == 0 {
 		c.mu.Unlock()
 		return
 	}
-	c.sweepGen++
+	if c.sweepGen++; c.sweepGen == 0 { // 0 stands for Start's workers (see work)
+		c.sweepGen = 1
+	}
 	gen := c.sweepGen
 	done := make(chan struct{})
 	c.sweepDone, c.sweepLeft = done, len(c.records)
@@ -163,8 +160,7 @@ func (c *Engine) Sweep(ctx context.Context) {
 func (c *Engine) sweepStuck(gen uint32) bool {
 	now := c.realNow()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	held, stuck := 0, 0
+	held, stuck, left := 0, 0, c.sweepLeft
 	for i := range c.slots {
 		s := &c.slots[i]
 		if !s.stuck(now) {
@@ -175,10 +171,11 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 			held++
 		}
 	}
-	if held < c.sweepLeft && stuck < len(c.slots) {
+	c.mu.Unlock()
+	if held < left && stuck < len(c.slots) {
 		return false
 	}
-	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", c.sweepLeft-held)
+	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", left-held)
 	return true
 }
 
@@ -210,12 +207,14 @@ type readyItem struct {
 	at int64
 }
 
-// spreadAfter is how long a queued check may wait before the worker that
-// takes it wakes another: an eighth of a tick, at least 20ms. A batch of
-// fast checks is done by one worker, which costs no wake-up of the others
-// and no contention on the lock; slow checks still spread over all
-// workers long before the next tick.
-func (c *Engine) spreadAfter() time.Duration { return max(20*time.Millisecond, c.tick/8) }
+// spreadAfter is how long a queued check may wait before another worker is
+// woken for it: an eighth of a tick, 20 to 125ms. A batch of fast checks is
+// done by one worker, which costs no wake-up of the others and no
+// contention on the lock; slow checks still spread over all workers long
+// before the next tick.
+func (c *Engine) spreadAfter() time.Duration {
+	return min(max(20*time.Millisecond, c.tick/8), 125*time.Millisecond)
+}
 
 // wakeLocked wakes up to n idle workers.
 func (c *Engine) wakeLocked(n int) {
@@ -235,11 +234,14 @@ type slot struct {
 	index int32
 }
 
-// stuck reports whether the slot's check is in a port past its deadline.
+// stuck reports whether the slot's check is in a port past its deadline by
+// stuckGrace: ports that honour their context return well within it.
 func (s *slot) stuck(now int64) bool {
 	end := s.checkEnd.Load()
 	return end != 0 && now > end+int64(stuckGrace)
 }
+
+const stuckGrace = time.Second
 
 // stuck returns how many slots hold a check in a port past its deadline.
 func (c *Engine) stuck(now int64) int {
@@ -252,15 +254,8 @@ func (c *Engine) stuck(now int64) int {
 	return n
 }
 
-// stuckGrace is how long past its deadline a check must run to count as
-// stuck: ports that honour their context return well within it.
-const stuckGrace = time.Second
-
-// lane is what a goroutine that runs checks keeps between them: the
-// deadline context of its checks, shared by the checks it starts within 1%
-// of CheckTimeout of each other (a context with a deadline costs a timer and
-// three allocations, a sixth of a check's CPU at cluster scale), and its
-// deadline ctxEnd. Only the goroutine itself touches it.
+// lane is the deadline context of a goroutine's checks (see the top of
+// this file), and its deadline; only the goroutine touches it.
 type lane struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -326,6 +321,11 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 			if it.r.state != queued {
 				continue
 			}
+			if r := it.r; r.waitFor == retrying && r.waitUntil > c.now() && !(r.sweep == sweepNext && c.sweepingLocked(r.sweepGen)) {
+				r.state = retrying // queued by a Sweep that is over: its retry is not due
+				c.scheduleLocked(r, c.now())
+				continue
+			}
 			s := &c.slots[c.free[len(c.free)-1]]
 			c.free = c.free[:len(c.free)-1]
 			c.claimLocked(it.r, s)
@@ -377,26 +377,23 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 		s.checkEnd.Store(end)
 		c.requeue(ctx, r, o.requeue)
 	}
-	s.checkEnd.Store(0)
-	if late := time.Duration(c.realNow() - end); late > 0 {
-		c.log.Error(nil, "a port ignored its check's deadline; its slot was stuck meanwhile",
-			"puID", r.PUID, "pod", r.Pod.String(), "late", late.String())
-	}
 	o.end = c.now()
-	c.mu.Lock()
-	snapshot := r.PU
-	sweep := c.releaseLocked(r, s, &o)
-	c.mu.Unlock()
-	if c.opts.Observer != nil {
+	if c.opts.Observer != nil { // in the slot: an Observer that hangs is seen as stuck
+		c.mu.Lock()
+		snapshot := r.PU
+		c.mu.Unlock()
 		c.observe(Event{Kind: EventChecked, PU: snapshot, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start)})
 	}
-	if sweep != 0 { // once the Observer knows, so that a Sweep returns after it
-		c.mu.Lock()
-		if c.sweepingLocked(sweep) {
-			c.sweptLocked()
-		}
-		c.mu.Unlock()
+	s.checkEnd.Store(0)
+	if late := time.Duration(c.realNow() - end); late > 0 {
+		c.log.Error(nil, "a port or the Observer ignored its check's deadline; its slot was stuck meanwhile",
+			"puID", r.PUID, "pod", r.Pod.String(), "late", late.String())
 	}
+	c.mu.Lock()
+	if sweep := c.releaseLocked(r, s, &o); sweep != 0 { // once the Observer knows, so that a Sweep returns after it
+		c.sweptLocked()
+	}
+	c.mu.Unlock()
 }
 
 // realNow returns the time package's monotonic time, in nanoseconds since

@@ -19,6 +19,8 @@ mkdir -p "$(dirname "$OUT")"
 	date -u +'# %Y-%m-%dT%H:%M:%SZ'
 	echo "# $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	$GO test -run='^$' -bench='^Benchmark(Decide|TriggerPod|Drain)$' -benchmem -count="$COUNT" ./deletion/
+	# The destroy rate, in fake time (testing/synctest): 100 destroys at 10 a second.
+	$GO test -run='^TestDestroyRateSpreadsDestroysAndLosesNone$' -count=1 -v ./deletion/ | grep -E '^\s+rollout_test.go:[0-9]+: destroy rate:' | sed 's/^\s*/# /'
 	# Steady state: node scale in 10 s windows; cluster scale in windows of
 	# one 60 s interval, CLUSTER_COUNT times (3 by default: 3 minutes each side).
 	$GO test -run='^$' -bench='^BenchmarkSteadyState$/scale=node/' -count="$COUNT" ./deletion/
