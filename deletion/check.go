@@ -22,10 +22,8 @@ type outcome struct {
 	verdict Verdict
 	vetoed  bool
 	err     error
-	// retryAt: a destroy failed and is retried then (on a tick of at most
-	// a second).
-	// turnAt: the destroy waits for its turn under the destroy rate until
-	// then. At most one is set.
+	// retryAt: a destroy failed and is retried then; turnAt: it waits for
+	// its turn under the destroy rate until then. At most one is set.
 	retryAt, turnAt int64
 	requeue         *corev1.Pod // the pod to requeue, its PU destroyed or dropped (row 10)
 	end             int64
@@ -38,17 +36,17 @@ func (c *Engine) check(ctx context.Context, e *record) outcome {
 	// changed) ask the SandboxConfirmer, if any, the runtime itself; the
 	// others may read the SandboxExtractor's list.
 	sb := portSandboxID
-	if e.checkFresh && c.sandboxConfirmer != nil {
+	if e.checkFresh && c.opts.SandboxConfirmer != nil {
 		sb = portSandboxConfirmer
 	}
 	v, pod, err := c.decide(ctx, portGetPod, e, sb)
 	var r outcome
-	if v.Action == Destroy && c.confirmer != nil && v.Row != 10 {
+	if v.Action == Destroy && c.opts.Confirmer != nil && v.Row != 10 {
 		cv, cpod, cerr := c.decide(ctx, portConfirmer, e, sb)
 		r.vetoed = c.vetoed(e, v, cv, cerr, "destroy not confirmed; keeping PU")
 		v, pod, err = cv, cpod, cerr
 	}
-	if c.sandboxConfirmer != nil && sb != portSandboxConfirmer && (v.Row == 7 || v.Row == 10) {
+	if c.opts.SandboxConfirmer != nil && sb != portSandboxConfirmer && (v.Row == 7 || v.Row == 10) {
 		// The pod the check saw alive: the verdict of the runtime's answer
 		// is carried out in place of the list's row 7 or 10.
 		o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: true, Pod: pod}
@@ -96,9 +94,9 @@ func (c *Engine) vetoed(e *record, v, cv Verdict, err error, msg string) bool {
 func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdict, *corev1.Pod, error) {
 	getter, name := c.getter, portNames[port]
 	if port == portConfirmer {
-		getter = c.confirmer
+		getter = c.opts.Confirmer
 	}
-	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: c.extractor != nil}
+	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: c.opts.SandboxExtractor != nil}
 	o.Pod, o.Err = getPod(ctx, getter, e.Pod)
 	switch {
 	case ctx.Err() != nil:
@@ -133,9 +131,9 @@ func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdi
 // its answer. It returns the verdict and the error that kept the PU, if
 // any.
 func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb int) (Verdict, error) {
-	x := c.extractor
+	x := c.opts.SandboxExtractor
 	if sb == portSandboxConfirmer {
-		x = c.sandboxConfirmer
+		x = c.opts.SandboxConfirmer
 	}
 	o.SandboxID, o.SandboxErr = sandboxID(ctx, x, portNames[sb], o.Pod)
 	o.SandboxAsked = true
@@ -175,49 +173,42 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 	err := c.destroyPU(ctx, ev)
 
 	c.mu.Lock()
-	now := c.now()
 	untracked := e.state == removed
+	if err != nil {
+		e.attempts++
+	}
+	attempts := int(e.attempts)
+	done := err == nil || ports.IsPermanent(err) || c.opts.MaxDestroyAttempts > 0 && attempts >= c.opts.MaxDestroyAttempts
+	switch {
+	case done && !untracked:
+		c.removeLocked(e)
+	case !done && !untracked:
+		r.retryAt = c.onTick(c.now() + int64(c.backoff(attempts)))
+	}
+	goneFor := time.Duration(c.now() - e.goneSince)
+	c.mu.Unlock()
+	if done && v.Requeue {
+		r.requeue = pod
+	}
 	if err == nil {
-		if !untracked {
-			c.removeLocked(e)
-		}
-		calls, goneFor := int(e.attempts)+1, time.Duration(now-e.goneSince)
-		c.mu.Unlock()
 		c.log.Info("PU destroyed", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID, "row", v.Row)
 		if !untracked { // else its EventUntracked ended it for the Observer
-			c.observe(Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason, DestroyDelay: goneFor, DestroyCalls: calls})
+			c.observe(Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason, DestroyDelay: goneFor, DestroyCalls: attempts + 1})
 			c.told(ev.PUID)
-		}
-		if v.Requeue {
-			r.requeue = pod
 		}
 		return
 	}
 	r.err = err
-	e.attempts++
-	attempts := int(e.attempts)
-	giveUp := ports.IsPermanent(err) || (c.opts.MaxDestroyAttempts > 0 && attempts >= c.opts.MaxDestroyAttempts)
-	switch {
-	case giveUp && !untracked:
-		c.removeLocked(e)
-	case !giveUp && !untracked:
-		r.retryAt = c.onTick(now + int64(c.backoff(attempts)))
-	}
-	c.mu.Unlock()
-
 	c.observe(Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err, Next: c.timeOf(r.retryAt)})
 	switch {
 	case untracked:
 		c.portFailed(portDestroyPU, e, err, "destroying PU failed; it was untracked meanwhile, so it is not retried")
-	case giveUp:
+	case done:
 		c.log.Error(err, "destroying PU failed for the last time; dropping it, the policy engine may still hold it",
 			"puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID,
 			"attempts", attempts, "permanent", ports.IsPermanent(err))
 		c.observe(Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err})
 		c.told(ev.PUID)
-		if v.Requeue {
-			r.requeue = pod
-		}
 	default:
 		c.portFailed(portDestroyPU, e, err, "destroying PU failed; will retry")
 	}
@@ -239,7 +230,7 @@ func (c *Engine) backoff(attempts int) time.Duration {
 // what they are sent, get a pod of their own. It is one copy per sandbox
 // change, where a read without a copy saves one per check.
 func (c *Engine) requeue(parent context.Context, e *record, pod *corev1.Pod) {
-	if c.requeuer == nil || pod == nil {
+	if c.opts.Requeuer == nil || pod == nil {
 		return
 	}
 	pod = pod.DeepCopy()
@@ -247,7 +238,7 @@ func (c *Engine) requeue(parent context.Context, e *record, pod *corev1.Pod) {
 	defer cancel()
 	err := func() (err error) {
 		defer recovered("Requeue", &err)
-		return c.requeuer.Requeue(ctx, pod)
+		return c.opts.Requeuer.Requeue(ctx, pod)
 	}()
 	if err != nil {
 		c.portFailed(portRequeue, e, err, "requeueing pod failed; the main controller will see it at its next resync")

@@ -224,19 +224,14 @@ func finished(pod *corev1.Pod) bool {
 }
 
 // SlimPod returns a new pod holding only what the decision table reads of
-// pod: Decide, Engine.Classify and the SandboxExtractor of adapters/cri,
-// which knows a pod by its UID. Those are its type, name, namespace and UID
-// (samePod, row 4, the extractor), spec.nodeName (row 3 and Classify) and
-// status.phase (row 11 and Classify). On the pod it returns, the table
-// decides what it decides on pod, whatever the observation; a row that
-// starts reading another field of the pod must keep it here (TestDecideTable
-// decides every row on the slim pod too, and adapters/k8s's
-// FuzzSlimPodDecidesAlike compares both on random pods).
-//
-// pod is not modified and the result shares nothing with it that can
-// change (strings only), so pod may be the informer's own object. A nil pod
-// gives nil. adapters/k8s.SlimPod, the pod cache's transform, keeps these
-// fields and those its pod handler and filter read.
+// pod (Decide, Engine.Classify, and adapters/cri's extractor, which knows a
+// pod by its UID): its type, name, namespace and UID, spec.nodeName and
+// status.phase. On it, the table decides what it decides on pod, whatever
+// the observation; a row that reads another field must keep it here
+// (TestDecideTable decides every row on the slim pod too, and adapters/k8s's
+// FuzzSlimPodDecidesAlike compares both on random pods). pod is not
+// modified and shares nothing with the result that can change, so it may
+// be the informer's own object. A nil pod gives nil.
 func SlimPod(pod *corev1.Pod) *corev1.Pod {
 	if pod == nil {
 		return nil

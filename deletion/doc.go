@@ -6,18 +6,13 @@
 // asks it how a pod reads on its own, for adapters choosing what to track.
 // Engine runs the table: Track remembers a PU, Start re-checks every PU about
 // every SweepInterval and at once after TriggerPod or TriggerAll, with
-// bounded concurrency, per-PU exclusivity, deadlines, retries with backoff
-// that hold whatever brings a PU up, and recovery from ports that fail, hang
-// or panic; a Confirmer reads the live API before any destroy a cache
-// decided, and an Inventory restores the PUs of a previous run. Untrack
-// forgets a PU, Status says why each one is kept, LivenessCheck and ReadinessCheck serve a
-// manager's /healthz. Sweep runs one pass over every PU through the same
-// queue and waits for it, for tests and for callers that schedule checks
-// themselves.
+// bounded concurrency, per-PU exclusivity, deadlines, retries with backoff,
+// a destroy rate, and recovery from ports that fail, hang or panic; a
+// Confirmer reads the live API before any destroy a cache decided, and an
+// Inventory restores the PUs of a previous run. Untrack forgets a PU, Status
+// says why each one is kept, LivenessCheck and ReadinessCheck serve a
+// manager's probes, and Sweep runs and waits for one pass over every PU.
 //
-// The package depends only on the ports in package ports; the adapters for
-// controller-runtime, the container runtime, bbolt and trireme-lib live under
-// adapters/. Pods returned by a PodGetter are treated as read-only: the
-// engine never modifies them, and hands the live pod to the Requeuer as it
-// got it.
+// The package depends only on the ports in package ports; the adapters live
+// under adapters/. The engine never modifies the pods a PodGetter returns.
 package deletion

@@ -33,29 +33,22 @@ import (
 //   - status.go: Status, Backlog and the health checks; observer.go and
 //     failures.go: what the engine tells.
 type Engine struct {
-	getter    ports.PodGetter
-	confirmer ports.PodGetter
-	policy    ports.PolicyHandler
-	extractor ports.SandboxExtractor
-	// sandboxConfirmer confirms the extractor's answers that would record
-	// or destroy (Options.SandboxConfirmer); nil: none.
-	sandboxConfirmer ports.SandboxExtractor
-	requeuer         ports.Requeuer
-	// limiter is Options.DestroyRate's, turnEvery the time between two of
-	// its turns; nil: no limit. rateAt is the latest time it was given
-	// (guarded by mu): it must never be given an earlier one.
+	getter ports.PodGetter
+	policy ports.PolicyHandler
+	// limiter is Options.DestroyRate's (nil: no limit), turnEvery the time
+	// between two turns, rateAt the latest time it was given (guarded by mu).
 	limiter   *rate.Limiter
 	turnEvery int64
 	rateAt    time.Time
 	opts      Options
 	log       logr.Logger
 
-	// epoch is the origin of the engine's int64 times on Options.Clock (see
-	// record), realEpoch that of check deadlines (see realNow).
+	// epoch is the origin of the engine's times on Options.Clock (see
+	// record), realEpoch that of deadlines (realNow); tick is SweepInterval
+	// over its phases (schedule.go).
 	epoch, realEpoch time.Time
-	// tick is the scheduler's period: SweepInterval / phases.
-	tick   time.Duration
-	phases int32
+	tick             time.Duration
+	phases           int32
 
 	started atomic.Bool
 	// sweeping lets one Sweep run at a time.
@@ -63,8 +56,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	records map[string]*record
-	// byPod holds the first record of each pod; the others follow through
-	// record.nextOfPod. A pod rarely has more than one.
+	// byPod holds the first record of each pod; the others follow it.
 	byPod map[types.NamespacedName]*record
 	// heap holds the records by the time the scheduler queues them next;
 	// wakeAt is the time the scheduler sleeps until (0: until kicked), and
@@ -74,8 +66,8 @@ type Engine struct {
 	kick   chan struct{}
 	// waits counts the records by what they wait for (record.waitFor).
 	waits [removed + 1]int
-	// ready is the one queue of checks, oldest first, from readyHead on.
-	// It may hold records no longer queued; workers skip them.
+	// ready is the one queue of checks, oldest first, from readyHead on;
+	// workers skip the records in it no longer queued.
 	ready     []readyItem
 	readyHead int
 	// slots are the Workers slots checks run in, free those not in use.
@@ -98,15 +90,13 @@ type Engine struct {
 	removing map[string]int
 	dropped  map[string]struct{}
 	restored bool
-	// sweepLeft is how many checks the running Sweep still waits for,
-	// sweepDone is closed when it waits for none (nil while no Sweep runs),
-	// and sweepGen numbers the Sweeps (see record.sweepGen).
+	// sweepLeft is how many checks the running Sweep waits for, sweepDone
+	// is closed at its end (nil while none runs), sweepGen numbers them.
 	sweepLeft int
 	sweepDone chan struct{}
 	sweepGen  uint32
 
-	// fails sums up the ports' failures for the logs (see failures.go).
-	fails failures
+	fails failures // the ports' failures, for the logs (failures.go)
 }
 
 // New returns an Engine that reads pods through getter and destroys PUs
@@ -142,25 +132,21 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 	}
 	phases := phasesOf(o.SweepInterval)
 	c := &Engine{
-		getter:           getter,
-		confirmer:        o.Confirmer,
-		policy:           policy,
-		extractor:        o.SandboxExtractor,
-		sandboxConfirmer: o.SandboxConfirmer,
-		requeuer:         o.Requeuer,
-		opts:             o,
-		log:              o.Logger,
-		epoch:            o.Clock.Now(),
-		realEpoch:        time.Now(),
-		slots:            make([]slot, o.Workers),
-		free:             make([]int32, o.Workers),
-		tick:             o.SweepInterval / time.Duration(phases),
-		phases:           int32(phases),
-		records:          make(map[string]*record),
-		byPod:            make(map[types.NamespacedName]*record),
-		removing:         make(map[string]int),
-		dropped:          make(map[string]struct{}),
-		sweeping:         make(chan struct{}, 1),
+		getter:    getter,
+		policy:    policy,
+		opts:      o,
+		log:       o.Logger,
+		epoch:     o.Clock.Now(),
+		realEpoch: time.Now(),
+		slots:     make([]slot, o.Workers),
+		free:      make([]int32, o.Workers),
+		tick:      o.SweepInterval / time.Duration(phases),
+		phases:    int32(phases),
+		records:   make(map[string]*record),
+		byPod:     make(map[types.NamespacedName]*record),
+		removing:  make(map[string]int),
+		dropped:   make(map[string]struct{}),
+		sweeping:  make(chan struct{}, 1),
 	}
 	for i := range c.slots {
 		c.slots[i].index, c.free[i] = int32(i), int32(i)
@@ -281,11 +267,10 @@ func (c *Engine) Len() int {
 	return len(c.records)
 }
 
-// Classify says how the decision table reads pod on its own, before any
-// check of a PU of it: whether a PU of pod belongs to this engine, and
-// whether it is one the table destroys whatever the sandbox. Adapters that
-// feed the engine from pod events ask it which pods to track, so that the
-// table's rows stay here:
+// Classify says how the decision table reads pod on its own: whether a PU
+// of pod belongs to this engine, and whether the table destroys it whatever
+// the sandbox. Adapters that feed the engine from pod events ask it which
+// pods to track, so that the table's rows stay here:
 //
 //   - PodElsewhere: the engine has a node (Options.NodeName) and pod is not
 //     bound to it: bound to another node (row 3 destroys its PU) or to none

@@ -424,6 +424,7 @@ type model struct {
 // modelInstant is what the checks of one instant did under the rate.
 type modelInstant struct {
 	checked   map[string]bool // the PUs checked
+	waited    map[string]bool // the PUs waiting for their turn when it began
 	refused   int             // destroys that found no turn at hand
 	newcomers []*modelEntry   // PUs that joined the line, with the place the engine gave them
 }
@@ -661,28 +662,31 @@ func (m *model) waitingForTurns() int {
 func (m *model) beginInstant() {
 	m.tokens = min(m.burst, m.tokens+m.now-m.tokensAt)
 	m.tokensAt = m.now
-	m.instant = modelInstant{checked: map[string]bool{}}
+	m.instant = modelInstant{checked: map[string]bool{}, waited: map[string]bool{}}
+	for _, e := range m.entries {
+		if e.turnAt != 0 {
+			m.instant.waited[e.puid] = true
+		}
+	}
 }
 
 // endInstant checks the engine's choices of the instant: no destroy waited
 // while a turn was at hand, and each PU that joined the line waits behind
-// those that waited before the instant, and at most behind all others.
+// those in line all through the instant, and at most behind every other PU
+// in line at some moment of it (the engine counts a PU in line while it is
+// checked, until its check ends).
 func (m *model) endInstant() {
 	if m.instant.refused > 0 && m.tokens > 0 {
 		m.errs = append(m.errs, fmt.Sprintf("at second %d, %d destroys wait with %d turns at hand", m.now, m.instant.refused, m.tokens))
 	}
-	before, now := 0, 0
-	for _, e := range m.entries {
-		switch {
-		case e.turnAt == 0:
-		case m.instant.checked[e.puid]:
-			now++
-		default:
-			before++
+	stayed := 0
+	for puid := range m.instant.waited {
+		if e, ok := m.entries[puid]; ok && e.turnAt != 0 {
+			stayed++
 		}
 	}
 	for _, e := range m.instant.newcomers {
-		if lo, hi := m.now+1+before, m.now+before+now; e.turnAt < lo || e.turnAt > hi {
+		if lo, hi := m.now+1+stayed, m.now+len(m.instant.waited)+len(m.instant.newcomers); e.turnAt < lo || e.turnAt > hi {
 			m.errs = append(m.errs, fmt.Sprintf("at second %d, %s waits for second %d; behind the line, it waits for second %d to %d",
 				m.now, e.puid, e.turnAt, lo, hi))
 		}

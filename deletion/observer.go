@@ -8,11 +8,12 @@ import (
 )
 
 // Observer is told what the engine does, for metrics and journals. Observe
-// is called synchronously: for EventTracked on the goroutine that called
-// Track (Track returns after it), for the others from the engine's
-// workers. It must be fast; an Observer that makes Track durable (a
-// journal) may block Track until its write is committed. A panic in it is
-// recovered and logged.
+// is called synchronously: EventTracked and EventUntracked on the goroutine
+// of the Track or Untrack call (which returns after it), EventRestored and
+// the Inventory's EventTracked on Start's, the others in the check they
+// report, whose deadline it shares. It must be fast; an Observer that makes Track durable
+// (a journal) may block Track until its write is committed. A panic in it
+// is recovered and logged.
 type Observer interface {
 	Observe(Event)
 }

@@ -37,8 +37,7 @@ const (
 	DefaultRetryMaxDelay   = time.Minute
 	DefaultShutdownTimeout = 2 * time.Second
 	// MaxWorkers bounds Options.Workers: far more checks at once than any
-	// API server or policy engine serves, and a typo away from running a
-	// node out of memory.
+	// API server or policy engine serves.
 	MaxWorkers = 10_000
 	// MinSweepInterval bounds Options.SweepInterval from below: re-reading
 	// every pod more often than this costs CPU and API load without finding
@@ -47,9 +46,8 @@ const (
 	// MinCheckTimeout bounds Options.CheckTimeout from below: a shorter
 	// deadline fails healthy API calls.
 	MinCheckTimeout = 10 * time.Millisecond
-	// MaxDuration bounds every duration of Options, and 1/DestroyRate: a
-	// year is far past any deadline or interval an engine needs, and the
-	// engine's times stay far from overflowing.
+	// MaxDuration bounds every duration of Options, and 1/DestroyRate: far
+	// past any an engine needs, and far from overflowing its times.
 	MaxDuration = 365 * 24 * time.Hour
 )
 
@@ -75,32 +73,27 @@ type Options struct {
 	// NodeName is the node this engine runs for. "": the node check is off.
 	NodeName string
 	// Confirmer, when set, confirms every destroy decided on the
-	// PodGetter's answer (rows 1, 3, 4 and 11 of the decision table): it is
-	// asked for the pod, its answer goes through the same table, and the
-	// check carries out that second verdict, so a PU is destroyed only when
-	// the Confirmer's answer says so too; when it disagrees or fails, the PU
-	// is kept and checked again later. A node agent reads pods from an
-	// informer cache and confirms with a direct read of the API server
+	// PodGetter's answer (rows 1, 3, 4 and 11): its answer goes through the
+	// same table, and the check carries out that second verdict; when it
+	// disagrees or fails, the PU is kept. A node agent reads pods from an
+	// informer cache and confirms with a read of the API server
 	// (adapters/k8s: NewPodGetter over mgr.GetAPIReader()), so that a cache
-	// that lags or filters never destroys the PU of a live pod. nil: the
-	// PodGetter's answer is final.
+	// that lags never destroys the PU of a live pod. nil: the PodGetter's
+	// answer is final.
 	Confirmer ports.PodGetter
 	// SandboxConfirmer, when set, confirms the SandboxExtractor's answers
 	// that would change something: before the engine records a sandbox
 	// (row 7) or destroys a PU whose pod runs in another sandbox (row 10),
-	// it asks the SandboxConfirmer and carries out the verdict of its answer
-	// instead; a disagreement on row 10 is a veto (EventVetoed). So the
-	// SandboxExtractor may answer from a list a moment old, one runtime call
-	// per list instead of one per check (adapters/cri: a SandboxCache,
-	// confirmed by the SandboxExtractor it lists with), and a stale answer
-	// never records the wrong sandbox nor destroys the PU of a pod that
-	// runs. A PU's first check, and one that TriggerPod asked for (the
-	// kubelet's status of a replaced sandbox), ask the SandboxConfirmer
-	// alone; a change no pod event tells of is seen by a periodic check that
-	// reads a list made after it, at most SweepInterval plus the list's age
-	// later. Requires a SandboxExtractor, and must not answer from a list
-	// itself (have a MaxAge method). nil: the SandboxExtractor's answer is
-	// final, and it must not answer from a list.
+	// it carries out the verdict of the SandboxConfirmer's answer instead;
+	// a disagreement on row 10 is a veto (EventVetoed). So the extractor may
+	// answer from a list a moment old (adapters/cri: a SandboxCache,
+	// confirmed by the SandboxExtractor it lists with) and never record the
+	// wrong sandbox nor destroy the PU of a pod that runs. A PU's first
+	// check, and one that TriggerPod asked for, ask the SandboxConfirmer
+	// alone; a change no pod event tells of is seen within SweepInterval
+	// plus the list's age. Requires a SandboxExtractor, and must not answer
+	// from a list itself (have a MaxAge method). nil: the SandboxExtractor's
+	// answer is final, and it must not answer from a list.
 	SandboxConfirmer ports.SandboxExtractor
 	// DestroyTerminated, when set, treats a pod that has finished (phase
 	// Succeeded or Failed) as gone for its PU: row 11 destroys it with
@@ -109,54 +102,43 @@ type Options struct {
 	DestroyTerminated bool
 	// Inventory, when set, is listed by Start before its first check: every
 	// PU it returns is tracked (insert-only), so that the PUs of pods that
-	// went away while the agent was down, or while another replica held the
-	// lease, are checked and destroyed. A PU tracked already keeps what it
-	// has, but a PU tracked without a sandbox and not yet checked (a pod
-	// informer's add) takes the sandbox the Inventory lists for it, so that
-	// a sandbox replaced while the agent was down is destroyed as changed
-	// (row 10) instead of the new one being recorded (row 7). The first list
-	// thus delays the first check by as long as it takes, at most its
-	// deadline (CheckTimeout, at least a second) and a second more; its
-	// answer is taken whenever it comes. A failing list is retried with
-	// backoff (RetryMinDelay doubling up to RetryMaxDelay) until it answers
-	// or Start's context ends; checks go on meanwhile. A list never brings
-	// back a PU removed (destroyed, given up, untracked) while it was under
-	// way. nil: nothing is restored.
+	// went away while the agent was down, or another replica led, are
+	// destroyed. A PU tracked without a sandbox and not yet checked (a pod
+	// informer's add) takes the sandbox listed for it, so that a sandbox
+	// replaced meanwhile is destroyed as changed (row 10), not recorded
+	// (row 7). The first list thus delays the first check, by at most its
+	// deadline (CheckTimeout, at least a second) and a second. A failing or
+	// late list is retried with backoff (RetryMinDelay doubling up to
+	// RetryMaxDelay) until it answers; checks go on meanwhile. A list never
+	// brings back a PU removed (destroyed, given up, untracked) while it was
+	// under way. nil: nothing is restored.
 	Inventory ports.Inventory
 
-	// DryRun, when set, runs every check as usual, the Confirmer included,
-	// but never calls DestroyPU: where a destroy would happen, the PU is
-	// reported once (EventWouldDestroy, a log line at info level, and in
-	// Status as PUStatus.WouldDestroy) and kept; it is reported again only
-	// if the reason changes. A PU whose pod is gone for good (PodGone,
-	// UIDChanged, NodeChanged) is dropped from memory once reported, so that
-	// a long dry run on a busy node does not grow; an Inventory or journal
-	// still lists it, so a restart reports it once more (Start's lists of
-	// the run skip it). Default false.
+	// DryRun, when set, runs every check as usual but never calls
+	// DestroyPU: a PU that would go is reported once per reason
+	// (EventWouldDestroy, an info log line, PUStatus.WouldDestroy) and kept,
+	// or, when its pod is gone for good (PodGone, UIDChanged, NodeChanged),
+	// dropped from memory, so that a long dry run does not grow; a restart
+	// reports it again, as the Inventory lists it. Default false.
 	DryRun bool
 	// DestroyRate bounds how many DestroyPU calls start per second, with
-	// DestroyBurst at once (golang.org/x/time/rate, the limiter client-go's
-	// workqueue uses): in any window of w seconds, at most DestroyRate*w +
-	// DestroyBurst start, give or take the scheduling of a goroutine. A
-	// check that decides a destroy beyond the budget
-	// waits for its turn when it comes within a moment (20 to 125 ms by
-	// SweepInterval, and half of the check's time left); otherwise the
-	// PU waits, as a retry does but without counting as a failed attempt,
-	// for about when its turn would come, behind the PUs that wait already,
-	// and is checked again then: nothing is lost, only delayed. Its periodic
-	// check, a trigger or a Sweep check it meanwhile, so that a PU whose pod
-	// is seen alive again leaves the line and holds back no other. Untrack
-	// stops a destroy that waits for its turn. Backlog().RateLimited counts
-	// the PUs waiting; Status says "waiting for its turn". 0: no limit.
-	// Negative, or less than one a year: rejected.
+	// DestroyBurst at once (golang.org/x/time/rate): in any window of w
+	// seconds, at most DestroyRate*w + DestroyBurst start. A destroy beyond
+	// the budget waits for its turn in its check when it comes within a
+	// moment (20 to 125 ms, and half of the check's time left); otherwise
+	// the PU waits, as a retry does but with no failed attempt, for about
+	// when its turn comes, behind the PUs waiting already, and is checked
+	// again then. Its periodic check, a trigger or a Sweep check it
+	// meanwhile: a PU seen alive again leaves the line. Backlog().RateLimited
+	// counts the PUs waiting. 0: no limit. Negative, or under one a year:
+	// rejected.
 	DestroyRate rate.Limit
 	// DestroyBurst is how many DestroyPU calls may start at once under
 	// DestroyRate. 0: 1.
 	DestroyBurst int
 
-	// SweepInterval is how often every entry is re-checked. Checks are spread
-	// over the interval in a few batches a second (one every 64th of it
-	// beyond an hour), not run in one burst. 0: 5s. At least
+	// SweepInterval is how often every entry is re-checked, in a few
+	// batches a second (every 3600th of it beyond an hour). 0: 5s. At least
 	// MinSweepInterval, at most MaxDuration, as every duration here.
 	SweepInterval time.Duration
 	// CheckTimeout is the deadline of one check, destroy included. Requeue
@@ -166,11 +148,10 @@ type Options struct {
 	// Workers is how many checks may run at once. 0: 4. At most MaxWorkers.
 	Workers int
 	// MaxDestroyAttempts is how many failed DestroyPU calls make the engine
-	// give up on a PU (drop it and log the loss). 0: no limit: a failing
-	// policy engine is retried with capped backoff for as long as it takes,
-	// as controller-runtime retries a reconcile. 1 = fire and forget, as
+	// give up on a PU (drop it and log the loss). 0: no limit, as
+	// controller-runtime retries a reconcile. 1 = fire and forget, as
 	// trireme-lib's DeleteController does. An error wrapped with
-	// ports.Permanent gives up at once whatever this says.
+	// ports.Permanent gives up at once.
 	MaxDestroyAttempts int
 	// RetryMinDelay is the wait after the first failed DestroyPU of a PU
 	// before it is tried again; it doubles at each failure up to
@@ -186,19 +167,16 @@ type Options struct {
 
 	// Logger receives the engine's logs: errors at error level, destroys at
 	// info, keeps and other details at V(1). The zero value (logr.Discard()
-	// is the zero value too) logs through klog (klog.Background()), as
-	// client-go and the kubelet do, so that an abandoned PU, a panicking port
-	// or a failing API is never silent. To silence the engine, pass a Logger
+	// too) logs through klog, as client-go does, so that an abandoned PU or
+	// a failing port is never silent; to silence the engine, pass a Logger
 	// whose sink drops everything.
 	Logger logr.Logger
 	// Observer is told about every check, destroy and failure, for metrics
 	// and journals; Observers combines several. nil: nobody is told.
 	Observer Observer
-	// Clock drives the periodic checks, the retries, the destroy rate's
-	// turns, the Inventory's retries and the times reported in Status and
-	// to the Observer. Deadlines (CheckTimeout, ShutdownTimeout) are context
-	// deadlines and timers of the time package (which testing/synctest
-	// fakes). nil: the real clock.
+	// Clock drives the periodic checks, the retries, the rate's turns and
+	// the times reported; deadlines (CheckTimeout, ShutdownTimeout) follow
+	// the time package (which testing/synctest fakes). nil: the real clock.
 	Clock clock.WithTicker
 }
 

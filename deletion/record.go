@@ -1,24 +1,21 @@
 package deletion
 
-// A record's life: its states, and every move between them. Each move is
-// one method below, made under Engine.mu; no other file sets record.state.
+// A record's life: its states, and every move between them, each one
+// method below, under Engine.mu; no other file sets record.state.
 //
-//	           queue                 claim                 release
-//	idle ───────────────▶ queued ─────────▶ checking ─────────────────▶ idle,
-//	retrying ─(its time)─▶                               retrying or turnWaiting, by
-//	turnWaiting ────────▶                                the check's outcome (queued
-//	                                                     again at once for a trigger or
-//	any ───── remove (Untrack, a destroy done or given up,   a Sweep that came meanwhile)
-//	                  a dry run's drop) ─────▶ removed
+//	idle, retrying, turnWaiting ──queue──▶ queued ──claim──▶ checking
+//	checking ──release──▶ idle, retrying or turnWaiting, by the check's
+//	                      outcome (queued again for a trigger or a Sweep
+//	                      that came meanwhile)
+//	any ──remove (Untrack, a destroy done or given up, a dry run's drop)──▶ removed
 //
-// What queues a record: the scheduler when its time comes (record.next, on
-// the one heap of times, schedule.go): its periodic check, or the retry or the
-// turn it waits for; a trigger; a Sweep. A record waiting for a retry is
-// queued by its time and a Sweep only; one waiting for its turn under the
-// destroy rate by all of them, so that a pod seen alive again leaves the
-// line. A waiting record keeps what it waits for (record.waitUntil) through
-// a check that leaves it waiting: a Sweep's early check of a retry leaves the
-// retry where it was, and a destroy that waits for its turn keeps its place.
+// The scheduler queues a record when its time comes (record.next, on the
+// heap of schedule.go): its periodic check, or its retry or its turn. A
+// trigger or a Sweep queue it too, but a trigger not one waiting for a
+// retry. A waiting record keeps what it waits for (waitFor, waitUntil)
+// through a check that leaves it waiting: a Sweep's early check of a retry
+// leaves the retry where it was, and a destroy waiting for its turn keeps
+// its place.
 
 import "github.com/podsweeper/podsweeper/ports"
 
@@ -30,14 +27,12 @@ const (
 	idle state = iota
 	// queued: in the ready queue, waiting for a worker.
 	queued
-	// checking: a check holds it; no other check can claim it. Triggers
-	// meanwhile set record.again.
+	// checking: a check holds it, and no other can claim it.
 	checking
 	// retrying: a destroy failed; its retry is due at record.waitUntil.
 	retrying
-	// turnWaiting: a check decided to destroy it and the destroy rate has
-	// no turn for it before about record.waitUntil; waiting is no failed
-	// attempt.
+	// turnWaiting: a check decided to destroy it, and the destroy rate has
+	// no turn for it before about record.waitUntil.
 	turnWaiting
 	// removed: no longer tracked.
 	removed
@@ -69,59 +64,46 @@ const (
 	sweepThis
 )
 
-// record is the engine's record of one tracked PU. Its fields are guarded
-// by Engine.mu. Times are nanoseconds on Options.Clock since the Engine's
-// epoch: an int64 is a third of a time.Time, and the record is kept for
-// every PU.
+// record is the engine's record of one tracked PU, guarded by Engine.mu.
+// Times are nanoseconds on Options.Clock since the Engine's epoch: an int64
+// is a third of a time.Time, and there is a record per PU.
 type record struct {
 	ports.PU
 
-	// nextOfPod is the next record of the same pod in Engine.byPod.
-	nextOfPod *record
-	// lastErr is the error of the last failed check or destroy; nil after
-	// a check that failed nothing.
-	lastErr error
+	nextOfPod *record // the next record of the same pod (Engine.byPod)
+	lastErr   error   // of the last check, if it failed
 
 	trackedAt   int64
 	lastChecked int64 // when the last check ended; 0: never
-	// next is when the scheduler queues the record: its periodic check, or
-	// what it waits for (waitUntil); heapIndex is its index in Engine.heap
-	// (-1: not there; it may be there, with a time gone by, while queued or
-	// checked).
-	next      int64
-	heapIndex int32
-	// phase is the tick of each interval the record's periodic check comes
-	// at, a hash of its PUID.
-	phase int32
-	// waitUntil is when the retry or the turn waitFor says comes; 0 (and
-	// waitFor idle): the record waits for neither.
+	// next is when the scheduler queues the record: its periodic check, at
+	// the phase (a tick of the interval) its PUID's hash picks, or what it
+	// waits for; heapIndex is its index in Engine.heap (-1: not there; it
+	// may stay there, its time gone by, while queued or checked).
+	next             int64
+	heapIndex, phase int32
+	// waitUntil is when the retry or the turn of waitFor comes; 0: none.
 	waitUntil int64
 	// goneSince is when a check first decided to destroy the PU since it was
 	// last seen alive; 0: it is not waiting for a destroy.
 	goneSince int64
 
-	attempts int32 // failed DestroyPU calls
-	// sweepGen is the Sweep that sweep refers to.
-	sweepGen uint32
+	attempts int32  // failed DestroyPU calls
+	sweepGen uint32 // the Sweep that sweep refers to
 
 	state   state
 	waitFor state // retrying or turnWaiting, while waitUntil is set; else idle
 	sweep   sweepMark
-	// again: a trigger or a Sweep came while the record was being checked;
-	// check it once more when the check ends.
-	again bool
+	again   bool // a trigger or a Sweep came during its check: check it again
 	// fresh: TriggerPod asked for the next check, which then asks the
-	// SandboxConfirmer, if any, in place of the SandboxExtractor.
-	// checkFresh is fresh, or true for the record's first check, as the
-	// check that holds the record claimed it, read by that check alone.
+	// SandboxConfirmer in place of the SandboxExtractor. checkFresh is
+	// fresh, or true for a first check, as the check claimed the record.
 	fresh, checkFresh bool
 	// lastRow is the row of the last verdict carried out (see verdictOfRow);
 	// -1 before the first check. vetoed: that verdict was the Confirmer's,
 	// overriding a destroy.
-	lastRow int8
-	vetoed  bool
-	// reportedRow is the row of the last destroy a dry run reported; 0: none.
-	reportedRow int8
+	lastRow     int8
+	vetoed      bool
+	reportedRow int8 // of the last destroy a dry run reported; 0: none
 }
 
 // newRecordLocked tracks pu in a new, idle record.
@@ -143,11 +125,10 @@ func (c *Engine) setWaitLocked(r *record, f state, until int64) {
 	r.waitFor, r.waitUntil = f, until
 }
 
-// queueLocked asks for a check of r for why. An idle record joins the
-// ready queue, as does a waiting one when why may check it early (a retry:
-// only its time and a Sweep); one being checked is checked again when that
-// check ends. It reports whether r joined the queue. r stays on the heap
-// meanwhile; the scheduler skips it there.
+// queueLocked asks for a check of r for why, and reports whether r joined
+// the ready queue: a waiting one does when why may check it (a retry: only
+// its time and a Sweep); one being checked is checked again after, for a
+// trigger or a Sweep. It may stay on the heap; the scheduler skips it.
 func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
 	switch {
 	case r.state == idle, r.state == turnWaiting, r.state == retrying && why != byTrigger:
@@ -160,8 +141,7 @@ func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
 	return false
 }
 
-// markLocked makes r one that the Sweep of gen waits for: its next check,
-// which it asks for.
+// markLocked asks for the check of r that the Sweep of gen waits for.
 func (c *Engine) markLocked(r *record, gen uint32, now int64) {
 	r.sweepGen, r.sweep = gen, sweepNext
 	c.queueLocked(r, bySweep, now)

@@ -35,13 +35,12 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 }
 
 // restoreAttempt lists the Inventory once and tracks every PU it lists that
-// is not tracked already, several at once; entries without a PUID, pod name
-// or namespace are logged and skipped, and so are the PUs removed while the
-// list was under way or whose removal the Observer was still being told of
-// when it began (Engine.gone): the list may have been read before a check
-// destroyed one, or before a journal forgot it. An answer after the list's
-// deadline counts as a failure, so that a hung Inventory keeps no record
-// of removals for long. It reports whether the list answered.
+// is not tracked already, several at once; an entry without a PUID, pod name
+// or namespace is logged and skipped, as is a PU removed while the list was
+// under way, or whose removal a journal might not have recorded when it
+// began (Engine.gone). An answer after the list's deadline counts as a
+// failure, so that a hung Inventory keeps no record of removals for long.
+// It reports whether the list answered.
 func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 	c.mu.Lock()
 	c.gone = make(map[string]struct{}, len(c.removing)+len(c.dropped))
@@ -103,12 +102,10 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 	return int(nRestored.Load()), int(nSkipped.Load())
 }
 
-// adoptListed gives the sandbox the Inventory lists for pu to the record
-// of the same PU when that record has no sandbox and has never been
-// checked: one tracked without a sandbox (a pod informer's add) before
-// Start listed the Inventory. Without it, the first check would record the
-// pod's current sandbox (row 7), and a sandbox replaced while the agent was
-// down would never be seen as changed (row 10). The rule is
+// adoptListed gives the sandbox the Inventory lists for pu to the record of
+// the same PU if it has none and was never checked (a pod informer's add
+// before the list), so that a sandbox replaced while the agent was down is
+// seen as changed (row 10), not recorded (row 7). The rule is
 // ports.PU.WithRecordedSandbox, which a journal applies too. It reports
 // whether it gave a sandbox.
 func (c *Engine) adoptListed(pu ports.PU) bool {

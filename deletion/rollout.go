@@ -51,18 +51,14 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 // takeTurn reports whether e's destroy may start now under the destroy rate
 // (Options.DestroyRate). A turn is a reservation with the limiter, taken
 // only when it comes within a moment (spreadAfter, and half of the check's
-// time left): the check waits for it, then starts the destroy, unless
-// Untrack removed e meanwhile, which gives the turn back. A turn further
-// away is not held: a reservation that others were reserved after can no
-// longer give its tokens back, and one held for long would be spent at once
-// by a late check. The reservation is cancelled at once and e waits on the
-// wheel (r.turnAt) for about when its turn would come: behind the destroys
-// that wait already, or, for one whose turn came and was taken, the next
-// turn. When that time comes, or a periodic check, a trigger or a Sweep
-// checks e earlier, the check decides again: a PU kept leaves the line, one
-// still to destroy asks for a turn again and, before its time, keeps it. A
-// Sweep's early check of a retry destroys only on a turn at hand. Waiting
-// for a turn is no failed attempt.
+// time left): the check waits for it, then destroys, unless Untrack removed
+// e meanwhile, which gives the turn back. A turn further away is not held
+// (a reservation that others were reserved after cannot give its tokens
+// back, and one held long would be spent at once by a late check): e waits
+// on the heap (r.turnAt) for about when its turn would come, behind those
+// waiting, or, if its turn came and was taken, for the next, and is checked
+// again then or earlier; before its time, it keeps its place. A Sweep's
+// early check of a retry destroys only on a turn at hand.
 func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	if c.limiter == nil {
 		return true
@@ -122,7 +118,7 @@ func (c *Engine) rateTimeLocked(at time.Time) time.Time {
 	return c.rateAt
 }
 
-// cancelTurn gives a turn no destroy used back to the limiter.
+// cancelTurn gives back a turn no destroy used.
 func (c *Engine) cancelTurn(turn *rate.Reservation) {
 	at := c.opts.Clock.Now()
 	c.mu.Lock()
@@ -130,7 +126,7 @@ func (c *Engine) cancelTurn(turn *rate.Reservation) {
 	turn.CancelAt(c.rateTimeLocked(at))
 }
 
-// sleep waits d on Options.Clock, and reports whether ctx was not done first.
+// sleep waits d on Options.Clock; false: ctx was done first.
 func (c *Engine) sleep(ctx context.Context, d time.Duration) bool {
 	t := c.opts.Clock.NewTimer(d)
 	defer t.Stop()

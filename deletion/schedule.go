@@ -5,32 +5,30 @@ package deletion
 // Every record is on one heap of times (Engine.heap, by record.next): its
 // periodic check, or the retry or the turn it waits for (rollout.go), the
 // sooner for a turn. One goroutine (schedule) sleeps until the first of
-// them, queues every record whose time has come, and sleeps again. A
-// periodic check comes at the tick of the interval that a hash of the PUID
-// picks (a tick is SweepInterval/64, but 0.5 to 1 s; beyond an hour,
-// SweepInterval/3600): each record is thus checked once per interval at its
-// own phase, the first time within one interval of Track, in one or two
-// batches a second, and a PUID has the same phase in every run. A retry is
-// due on a tick too (its time is rounded up to one, of at most a second),
-// so that retries come in batches; a turn is due at its own time, so that
-// destroys start at the rate's pace. A batch wakes one worker; when its
-// first checks are slow, the next to claim wakes another, and the scheduler
-// looks again after spreadAfter. The scheduler sleeps while nothing is due.
-// A wake-up is what an idle node agent pays for: at 250 PUs and 5s, two
-// wake-ups a second and the worker each wakes (BENCHMARKS.md). Once per
-// interval at most the scheduler also logs one summary line per failing
-// port (failures.go).
+// them and queues every record whose time has come. A periodic check comes
+// at the tick of the interval (SweepInterval/64, but 0.5 to 1 s, or /3600
+// beyond an hour) that a hash of the PUID picks: once per interval at the
+// PUID's own phase, in every run, the first within one interval of Track, in
+// one or two batches a second. A retry is rounded up to a tick (of at most
+// a second), so that retries come in batches; a turn is due at its own time,
+// so that destroys start at the rate's pace. A batch wakes one worker; when
+// its first checks are slow, the next to claim wakes another, and the
+// scheduler looks again after spreadAfter. A wake-up is what an idle node
+// agent pays for: at 250 PUs and 5s, two wake-ups a second and the worker
+// each wakes (BENCHMARKS.md). The scheduler also logs, once per interval at
+// most, a summary line per failing port (failures.go).
 
 import (
 	"container/heap"
 	"context"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
-// The ticks of the interval: SweepInterval/64, but at least minTick, for
-// the scheduler wakes once per tick and a wake-up is what an idle node agent
-// pays for (BENCHMARKS.md); and at most maxTick, for retries are due on
-// ticks. maxPhases bounds the phases of an interval of hours.
+// The ticks of the interval: SweepInterval/64, but at least minTick (a
+// wake-up is what an idle node agent pays for) and at most maxTick, but for
+// intervals of more than maxPhases ticks.
 const (
 	minTick   = 500 * time.Millisecond
 	maxTick   = time.Second
@@ -121,20 +119,15 @@ func (c *Engine) onTick(t int64) int64 {
 	return k*tick + 1
 }
 
-// schedule queues the records whose time has come until ctx is done. It
-// works from the clock, so that late wake-ups (a busy machine, a fake clock
-// stepped by a whole interval) queue every record that is due once, and
-// never pile up. With an Inventory, it begins once Start's first list is
-// done (listed).
+// schedule queues the records whose time has come until ctx is done, from
+// the clock, so that late wake-ups (a busy machine, a fake clock stepped by
+// an interval) queue every record due once. With an Inventory, it begins
+// once Start's first list is done (listed).
 func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan struct{}) {
 	if c.opts.Inventory != nil && !c.awaitFirstList(ctx, listed) {
 		return
 	}
-	var timer interface {
-		C() <-chan time.Time
-		Reset(time.Duration) bool
-		Stop() bool
-	}
+	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()

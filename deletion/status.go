@@ -95,18 +95,17 @@ var (
 func (c *Engine) HealthCheck(req *http.Request) error { return c.ReadinessCheck(req) }
 
 // LivenessCheck reports whether restarting the process could help the
-// engine: it fails once Start has returned, when the wheel has not turned
-// for three SweepIntervals while PUs are tracked (the scheduler is wedged;
-// Start's first list of the Inventory is allowed its deadline besides), and
-// when every one of the Workers slots is held by a check stuck in a port
-// past its deadline, whoever ran it (Start, or a Sweep before or after it). Being behind
-// (a drain while the API server or the policy engine is slow) does not fail
-// it: a restart would only add a relist to the load and start the work
-// over; that is ReadinessCheck's, the backlog metrics' and an alert's. It
-// passes before Start: a process still starting is the startup probe's. It
-// has the shape of controller-runtime's healthz.Checker:
-// mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck). It reads a few
-// fields under the engine's lock, whatever the number of PUs.
+// engine: it fails once Start has returned, when a check due three
+// SweepIntervals ago is not queued yet (the scheduler is wedged; Start's
+// first list of the Inventory is allowed its deadline besides), and when
+// every one of the Workers slots is held by a check stuck in a port past
+// its deadline, whoever began it (Start, or a Sweep before or after it).
+// Being behind (a drain while the API server or the policy engine is slow)
+// does not fail it: a restart would only add a relist to the load; that is
+// ReadinessCheck's, the backlog metrics' and an alert's. It passes before
+// Start: a process still starting is the startup probe's. It has the shape
+// of controller-runtime's healthz.Checker: mgr.AddHealthzCheck("podsweeper",
+// engine.LivenessCheck). It reads a few fields, whatever the number of PUs.
 func (c *Engine) LivenessCheck(_ *http.Request) error {
 	if !c.started.Load() {
 		return nil
@@ -115,12 +114,10 @@ func (c *Engine) LivenessCheck(_ *http.Request) error {
 }
 
 // ReadinessCheck reports whether the engine keeps up with its work: it
-// fails before Start and after Start has returned, when the oldest queued
-// check has waited more than three SweepIntervals or a check due as long
-// ago is not queued yet (ErrBehind), and when every one of the Workers slots
-// is held by a check stuck in a port past its deadline. Serve it on /readyz: mgr.AddReadyzCheck("podsweeper",
-// engine.ReadinessCheck). It reads a few fields under the engine's lock,
-// whatever the number of PUs.
+// fails before Start, and where LivenessCheck does, and when the oldest
+// queued check has waited more than three SweepIntervals (ErrBehind).
+// Serve it on /readyz: mgr.AddReadyzCheck("podsweeper",
+// engine.ReadinessCheck). It reads a few fields, whatever the number of PUs.
 func (c *Engine) ReadinessCheck(_ *http.Request) error {
 	if !c.started.Load() {
 		return fmt.Errorf("%w: not started", ErrNotRunning)
@@ -131,64 +128,39 @@ func (c *Engine) ReadinessCheck(_ *http.Request) error {
 // healthErr is the error of a started engine's health check; a backlog
 // fails it only when behindFails.
 func (c *Engine) healthErr(behindFails bool) error {
-	h := c.health()
-	switch {
-	case h.stopped:
-		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
-	case behindFails && h.behind:
-		return fmt.Errorf("%w: the oldest queued check has waited %v, over 3 intervals of %v: the workers cannot keep up",
-			ErrBehind, h.oldestWait.Round(time.Millisecond), c.opts.SweepInterval)
-	case h.wedged:
-		return fmt.Errorf("%w: a check due %v ago is not queued yet, over 3 intervals of %v: the scheduler is wedged",
-			ErrBehind, h.overdue.Round(time.Millisecond), c.opts.SweepInterval)
-	case h.stuck == len(c.slots):
-		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, h.stuck, c.opts.CheckTimeout)
-	}
-	return nil
-}
-
-// healthState is what the checks read of the engine.
-type healthState struct {
-	stopped, behind, wedged bool
-	oldestWait, overdue     time.Duration
-	stuck                   int
-}
-
-// health reads the engine's state for LivenessCheck and ReadinessCheck.
-func (c *Engine) health() healthState {
-	now := c.now()
+	now, limit := c.now(), 3*c.opts.SweepInterval
 	c.mu.Lock()
-	stopped, begun := c.stopped, c.begun
-	var due, oldest int64
+	stopped, waited, overdue, wedged := c.stopped, time.Duration(0), time.Duration(0), limit
 	if len(c.heap) > 0 {
-		due = c.heap[0].next
+		overdue = time.Duration(now - c.heap[0].next)
+	}
+	if !c.begun { // Start's first list is under way, within its deadline
+		wedged += c.listTimeout() + stuckGrace
 	}
 	for _, it := range c.ready[c.readyHead:] {
 		if it.r.state == queued {
-			oldest = it.at
+			waited = time.Duration(now - it.at)
 			break
 		}
 	}
 	c.mu.Unlock()
-	limit := 3 * c.opts.SweepInterval
-	h := healthState{stopped: stopped, stuck: c.stuck(c.realNow())}
-	if oldest != 0 {
-		h.oldestWait = time.Duration(now - oldest)
+	switch stuck := c.stuck(c.realNow()); {
+	case stopped:
+		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
+	case behindFails && waited > limit:
+		return fmt.Errorf("%w: the oldest queued check has waited %v, over 3 intervals of %v: the workers cannot keep up",
+			ErrBehind, waited.Round(time.Millisecond), c.opts.SweepInterval)
+	case overdue > wedged:
+		return fmt.Errorf("%w: a check due %v ago is not queued yet, over 3 intervals of %v: the scheduler is wedged",
+			ErrBehind, overdue.Round(time.Millisecond), c.opts.SweepInterval)
+	case stuck == len(c.slots):
+		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, stuck, c.opts.CheckTimeout)
 	}
-	h.behind = h.oldestWait > limit
-	if !begun { // Start's first list is under way, within its deadline
-		limit += c.listTimeout() + stuckGrace
-	}
-	if due != 0 {
-		h.overdue = time.Duration(now - due)
-	}
-	h.wedged = h.overdue > limit
-	return h
+	return nil
 }
 
-// Backlog says how far behind an engine's destroys are (Engine.Backlog).
-// It is a struct so that what it reports can grow without breaking its
-// users.
+// Backlog says how far behind an engine's destroys are (Engine.Backlog), in
+// a struct that can grow without breaking its users.
 type Backlog struct {
 	// Retrying is how many PUs wait for the retry of a failed destroy.
 	Retrying int

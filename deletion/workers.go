@@ -27,16 +27,13 @@ import (
 )
 
 // Start runs the engine until ctx is done, then returns nil. It checks every
-// PU about every SweepInterval and runs TriggerPod and TriggerAll requests
-// at once, with at most Workers checks at a time; with an Inventory, it
-// first restores the PUs it lists, before any check (see
-// Options.Inventory). Triggers made before Start are run when it begins.
-// Once ctx is done, no check and no DestroyPU starts; checks in flight see
-// a cancelled context (a port call already under way may still finish, and
-// its outcome is recorded), and Start returns within about ShutdownTimeout
-// even when a port hangs, the Inventory included. A second call returns
-// ErrAlreadyStarted at once. Start makes the Engine a controller-runtime
-// manager.Runnable.
+// PU about every SweepInterval and runs triggers at once, those made before
+// Start included, with at most Workers checks at a time; with an Inventory,
+// it first restores the PUs it lists (see Options.Inventory). Once ctx is
+// done, no check and no DestroyPU starts; checks in flight see a cancelled
+// context, and Start returns within about ShutdownTimeout even when a port
+// hangs, the Inventory included. A second call returns ErrAlreadyStarted.
+// Start makes the Engine a controller-runtime manager.Runnable.
 func (c *Engine) Start(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return ErrAlreadyStarted
@@ -112,9 +109,7 @@ func (c *Engine) Sweep(ctx context.Context) {
 		c.mu.Unlock()
 		return
 	}
-	if c.sweepGen++; c.sweepGen == 0 { // 0 stands for Start's workers (see work)
-		c.sweepGen = 1
-	}
+	c.sweepGen = max(c.sweepGen+1, 1) // 0 stands for Start's workers (see work)
 	gen := c.sweepGen
 	done := make(chan struct{})
 	c.sweepDone, c.sweepLeft = done, len(c.records)
@@ -209,9 +204,7 @@ type readyItem struct {
 
 // spreadAfter is how long a queued check may wait before another worker is
 // woken for it: an eighth of a tick, 20 to 125ms. A batch of fast checks is
-// done by one worker, which costs no wake-up of the others and no
-// contention on the lock; slow checks still spread over all workers long
-// before the next tick.
+// done by one worker, with no wake-up of the others; slow checks spread.
 func (c *Engine) spreadAfter() time.Duration {
 	return min(max(20*time.Millisecond, c.tick/8), 125*time.Millisecond)
 }
@@ -228,10 +221,8 @@ type slot struct {
 	// checkEnd is the deadline of the check in the slot (see realNow); 0
 	// while none is in a port. The health checks and Sweep read it.
 	checkEnd atomic.Int64
-	// held is the record the slot's check holds; nil while the slot is
-	// free (in Engine.free). Guarded by Engine.mu.
-	held  *record
-	index int32
+	held     *record // the record of its check; nil while free (Engine.mu)
+	index    int32
 }
 
 // stuck reports whether the slot's check is in a port past its deadline by
@@ -255,7 +246,7 @@ func (c *Engine) stuck(now int64) int {
 }
 
 // lane is the deadline context of a goroutine's checks (see the top of
-// this file), and its deadline; only the goroutine touches it.
+// this file); only the goroutine touches it.
 type lane struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -296,7 +287,7 @@ func (c *Engine) work(ctx context.Context, gen uint32) {
 }
 
 // next claims the oldest queued record and a free slot for it, waiting for
-// both; it returns nil once its goroutine is to stop (see work).
+// both; nil: its goroutine is to stop (see work).
 func (c *Engine) next(gen uint32) (*record, *slot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -344,8 +335,8 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 	}
 }
 
-// compactReadyLocked gives back the ready queue's consumed head: at once
-// when the queue is empty, and when it is more than half of the queue.
+// compactReadyLocked gives back the ready queue's consumed head, once it is
+// all of it or more than half.
 func (c *Engine) compactReadyLocked() {
 	switch {
 	case c.readyHead == len(c.ready):
@@ -396,7 +387,6 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	c.mu.Unlock()
 }
 
-// realNow returns the time package's monotonic time, in nanoseconds since
-// the Engine was made: check deadlines are context deadlines, which
-// follow it (and testing/synctest's fake time), whatever Options.Clock says.
+// realNow returns the time package's time since the Engine was made, in
+// nanoseconds: deadlines follow it, whatever Options.Clock says.
 func (c *Engine) realNow() int64 { return int64(time.Since(c.realEpoch)) }
