@@ -16,6 +16,9 @@ TEST_FLAGS ?= -race -short -count=1 -timeout=20m
 ENVTEST_START_TIMEOUT ?= 60s
 
 -include hack/envtest.mk
+# containerd, runc and the pause image of the tests' container node
+# (internal/testcontainerd), into CONTAINERD_BIN_DIR (bin/containerd).
+-include hack/containerd.mk
 
 # The CNI reference plugins that adapters/cni's tests run for real, built from
 # their own tools module (hack/tools/cni-plugins) so that the SDK's go.mod
@@ -72,13 +75,14 @@ $(CNI_PLUGINS_DIR)/bridge: $(addprefix $(CNI_TOOLS_DIR)/,go.mod go.sum tools.go)
 	@touch $(CNI_PLUGINS_DIR)/bridge $(CNI_PLUGINS_DIR)/host-local $(CNI_PLUGINS_DIR)/loopback
 
 ## test: every test, under the race detector, against a real kube-apiserver and etcd,
-## and real CNI plugins in a private network namespace (as root).
-test: envtest cni-plugins
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) $(GO) test $(TEST_FLAGS) ./...
+## real CNI plugins in a private network namespace and a real containerd node in
+## private namespaces (as root).
+test: envtest cni-plugins containerd
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) CONTAINERD_BIN_DIR=$(CONTAINERD_BIN_DIR) $(GO) test $(TEST_FLAGS) ./...
 
 ## test-long: the same with the long chaos and model runs.
-test-long: envtest cni-plugins
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) $(GO) test -race -count=1 -timeout=60m ./...
+test-long: envtest cni-plugins containerd
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) CONTAINERD_BIN_DIR=$(CONTAINERD_BIN_DIR) $(GO) test -race -count=1 -timeout=60m ./...
 
 ## bench: the benchmarks, BENCH_COUNT times (CLUSTER_COUNT at cluster scale), then
 ## benchstat's summary and the ratios against the seed's loop (see BENCHMARKS.md;
