@@ -77,8 +77,21 @@ func StartCluster(t testing.TB) *Cluster {
 	return &Cluster{Config: cfg, Client: c, Clientset: cs, KubeConfig: env.KubeConfig, env: env}
 }
 
-// unavailable skips the test, or fails it under CI=true.
-func unavailable(t testing.TB, format string, args ...any) {
+// AdminKubeConfig adds a user named name to the cluster's administrators
+// (system:masters) and returns a kubeconfig that acts as that user: what
+// a node's kubelet, or an agent on it, runs with.
+func (c *Cluster) AdminKubeConfig(t testing.TB, name string) []byte {
+	t.Helper()
+	user, err := c.env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	require.NoError(t, err)
+	kubeconfig, err := user.KubeConfig()
+	require.NoError(t, err)
+	return kubeconfig
+}
+
+// Unavailable skips the test, or fails it under CI=true: what a test does
+// when what it needs (root, binaries) is not there.
+func Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("CI=true: "+format, args...)
@@ -93,14 +106,14 @@ func requireNodes(t testing.TB) {
 	t.Helper()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
-		unavailable(t, "KUBEBUILDER_ASSETS is not set: run `make test` to test on a real kubelet")
+		Unavailable(t, "KUBEBUILDER_ASSETS is not set: run `make test` to test on a real kubelet")
 	}
 	if _, err := os.Stat(filepath.Join(assets, "kubelet")); err != nil {
-		unavailable(t, "no kubelet in KUBEBUILDER_ASSETS (%v): run `make envtest`", err)
+		Unavailable(t, "no kubelet in KUBEBUILDER_ASSETS (%v): run `make envtest`", err)
 	}
 	out, err := exec.Command("unshare", "-m", "--propagation", "private", "true").CombinedOutput()
 	if err != nil {
-		unavailable(t, "cannot unshare a mount namespace (%v: %s): the kubelet only runs in a private one, "+
+		Unavailable(t, "cannot unshare a mount namespace (%v: %s): the kubelet only runs in a private one, "+
 			"where it cannot change the host's kernel settings; run the tests as root", err, strings.TrimSpace(string(out)))
 	}
 }
@@ -151,11 +164,7 @@ func (c *Cluster) StartNode(t testing.TB, name string) *Node {
 	n.StartRuntime(t)
 	t.Cleanup(n.stopRuntime)
 
-	user, err := c.env.AddUser(envtest.User{Name: "kubelet-" + name, Groups: []string{"system:masters"}}, nil)
-	require.NoError(t, err)
-	kubeconfig, err := user.KubeConfig()
-	require.NoError(t, err)
-	cmd := n.kubelet(t, dir, kubeconfig)
+	cmd := n.kubelet(t, dir, c.AdminKubeConfig(t, "kubelet-"+name))
 	stop := startInGroup(t, cmd)
 	t.Cleanup(func() {
 		stop()
@@ -220,7 +229,9 @@ var hostSettings = []struct{ path, value string }{
 
 // kubelet returns the command that runs the kubelet in a private mount
 // namespace: unshare, then a shell that bind-mounts the settings' files and
-// the test's /var/lib and /var/log, then execs the kubelet. It runs in a
+// the test's /var/lib and /var/log, then execs the kubelet. Every mount has
+// -n: without it mount(8) records it in libmount's utab, creating
+// /run/mount on the host's /run, which the namespace shares. It runs in a
 // directory of its own: the fake runtime reports containers with an empty
 // log path, and the kubelet's log rotation then removes the files of its
 // working directory (run in the package's directory, it empties it).
@@ -239,11 +250,11 @@ func (n *Node) kubelet(t testing.TB, dir string, kubeconfig []byte) *exec.Cmd {
 	script := []string{"set -e"}
 	for i, s := range hostSettings {
 		f := write(filepath.Join(settings, fmt.Sprintf("%d-%s", i, filepath.Base(s.path))), s.value+"\n")
-		script = append(script, "mount --bind "+quote(f)+" "+s.path)
+		script = append(script, "mount -n --bind "+quote(f)+" "+s.path)
 	}
 	script = append(script,
-		"mount --bind "+quote(mkdir("var-lib"))+" /var/lib",
-		"mount --bind "+quote(mkdir("var-log"))+" /var/log",
+		"mount -n --bind "+quote(mkdir("var-lib"))+" /var/lib",
+		"mount -n --bind "+quote(mkdir("var-log"))+" /var/log",
 		`exec "$0" "$@"`)
 
 	config := write(filepath.Join(dir, "kubelet.yaml"), fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
@@ -552,4 +563,15 @@ func (s runtimeServer) StopContainer(ctx context.Context, req *runtimeapi.StopCo
 		}
 	}
 	return s.RemoteRuntime.StopContainer(ctx, req)
+}
+
+// KubeletSettings returns the kernel settings the kubelet sets, each as
+// its /proc/sys path and the value it wants: a node that runs a kubelet
+// covers each with a file of that value inside its mount namespace.
+func KubeletSettings() [][2]string {
+	out := make([][2]string, 0, len(hostSettings))
+	for _, s := range hostSettings {
+		out = append(out, [2]string{s.path, s.value})
+	}
+	return out
 }
