@@ -1,0 +1,151 @@
+package testcontainerd
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// proxy makes the API server, which listens on the host's loopback, reachable
+// at the same address inside the node's network namespace: a listener
+// opened there, each connection relayed to the host's address from the
+// test process (whose other threads stay in the host's namespace). The
+// kubeconfigs need no change, and the server's certificate, made for that
+// address, still matches.
+type proxy struct {
+	l    net.Listener
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	open map[net.Conn]bool
+}
+
+// startProxy listens in the network namespace at netns on the address of
+// the API server whose URL is host, and relays to it.
+func startProxy(t testing.TB, netns, host string) *proxy {
+	t.Helper()
+	u, err := url.Parse(host)
+	require.NoError(t, err)
+	addr := u.Host
+	l, err := listenIn(netns, addr)
+	require.NoError(t, err, "listening on %s in the node's network namespace", addr)
+	p := &proxy{l: l, open: map[net.Conn]bool{}}
+	p.wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Go(func() { p.relay(c, addr) })
+		}
+	})
+	return p
+}
+
+// listenIn opens a TCP listener on addr in the network namespace at path:
+// one OS thread moves there, listens, and moves back. A socket stays in the
+// namespace it was made in. A thread that cannot move back is left locked,
+// so that the Go runtime ends it.
+func listenIn(path, addr string) (net.Listener, error) {
+	type result struct {
+		l   net.Listener
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		back, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: err}
+			return
+		}
+		defer unix.Close(back)
+		target, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: err}
+			return
+		}
+		defer unix.Close(target)
+		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: fmt.Errorf("setns: %w", err)}
+			return
+		}
+		l, lerr := net.Listen("tcp", addr)
+		if err := unix.Setns(back, unix.CLONE_NEWNET); err != nil {
+			if l != nil {
+				_ = l.Close()
+			}
+			done <- result{err: fmt.Errorf("setns back: %w", err)} // the thread stays locked: it dies with the goroutine
+			return
+		}
+		runtime.UnlockOSThread()
+		done <- result{l: l, err: lerr}
+	}()
+	r := <-done
+	return r.l, r.err
+}
+
+// relay copies between c and a new connection to addr until either ends.
+func (p *proxy) relay(c net.Conn, addr string) {
+	defer c.Close()
+	up, err := net.Dial("tcp", addr)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	p.track(c, up)
+	defer p.untrack(c, up)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, _ = io.Copy(up, c)
+		closeWrite(up)
+	})
+	_, _ = io.Copy(c, up)
+	closeWrite(c)
+	wg.Wait()
+}
+
+// closeWrite half-closes c, so that the other side sees the end of what
+// was relayed.
+func closeWrite(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+}
+
+func (p *proxy) track(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		p.open[c] = true
+	}
+}
+
+func (p *proxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		delete(p.open, c)
+	}
+}
+
+// close stops listening, closes every relayed connection and waits for
+// the relays to end.
+func (p *proxy) close() {
+	_ = p.l.Close()
+	p.mu.Lock()
+	for c := range p.open {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
