@@ -68,19 +68,22 @@ func (n *Node) startKubelet(t testing.TB) {
 	n.mu.Lock()
 	n.kubelet = p
 	n.mu.Unlock()
-	n.WaitReady(t)
+	n.WaitReady(t, start)
 	t.Logf("node %s Ready %v after the kubelet started", n.Name, time.Since(start).Round(time.Millisecond))
 }
 
-// WaitReady waits for the node's Ready condition to be true.
-func (n *Node) WaitReady(t testing.TB) {
+// WaitReady waits for the node's Ready condition to be true, reported by
+// a kubelet's heartbeat at since or later (a kubelet started again must
+// report it anew: the node object keeps what the last one said).
+func (n *Node) WaitReady(t testing.TB, since time.Time) {
 	t.Helper()
 	deadline := time.Now().Add(readyTimeout)
 	for {
 		node, err := n.cluster.Clientset.CoreV1().Nodes().Get(context.Background(), n.Name, metav1.GetOptions{})
 		if err == nil {
 			for _, c := range node.Status.Conditions {
-				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue &&
+					!c.LastHeartbeatTime.Time.Before(since.Truncate(time.Second)) {
 					return
 				}
 			}

@@ -19,11 +19,19 @@ import (
 // a disk.
 const rebootScript = `set -e
 kill -KILL -1 2>/dev/null || true
-for i in $(seq 200); do
-	others=$(ls /proc | grep -E '^[0-9]+$' | grep -vxE "1|$$" || true)
+i=0
+while [ $i -lt 400 ]; do
+	# Shell builtins only: a command run here would be a process too.
+	others=
+	for d in /proc/[0-9]*; do
+		p=${d#/proc/}
+		[ "$p" = 1 ] || [ "$p" = $$ ] || others="$others $p"
+	done
 	[ -z "$others" ] && break
+	i=$((i + 1))
 	sleep 0.05
 done
+[ -z "$others" ] || { echo "still running:$others"; exit 1; }
 awk '$5 ~ "^/run/" || $5 ~ "^/var/lib/kubelet/" || $5 ~ "^/var/lib/containerd/" { print $5 }' /proc/self/mountinfo |
 	sort -r | while read -r m; do umount -n -l "$m"; done
 rm -rf /run/* /var/lib/containerd
