@@ -179,6 +179,27 @@ func (s *SandboxExtractor) SandboxID(ctx context.Context, pod *corev1.Pod) (stri
 	return pick(resp.GetItems(), uid), nil
 }
 
+// ListPodSandbox lists the runtime's sandboxes that filter selects (nil:
+// every sandbox, ready or not), as the CRI's ListPodSandbox answers,
+// within min(ctx's deadline, Options.Timeout). It is what
+// adapters/cni.Options.Runtime asks: the sandboxes' states and creation
+// times.
+func (s *SandboxExtractor) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	switch {
+	case s == nil || s.client == nil || s.closed.Load():
+		return nil, ErrClosed
+	case ctx == nil:
+		return nil, errors.New("cri: ListPodSandbox: nil context")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	resp, err := s.client.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
+	if err != nil {
+		return nil, fmt.Errorf("cri: listing the sandboxes at %s: %w", s.endpoint, err)
+	}
+	return resp.GetItems(), nil
+}
+
 // checkArgs rejects what SandboxID cannot answer for: a nil context, a
 // nil pod, a pod without a UID.
 func checkArgs(ctx context.Context, pod *corev1.Pod) error {

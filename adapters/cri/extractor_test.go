@@ -446,3 +446,33 @@ func TestSocketPath(t *testing.T) {
 		assert.ErrorIs(t, err, cri.ErrInvalidEndpoint, endpoint)
 	}
 }
+
+// ListPodSandbox answers what the runtime lists: every sandbox of the
+// pod, ready or stopped, with its state and creation time; and fails on
+// a closed extractor.
+func TestListPodSandboxListsEveryStateWithItsCreationTime(t *testing.T) {
+	rt := startFake(t)
+	x := newExtractor(t, rt.endpoint, 0)
+	const uid = "uid-web"
+	stopped := runSandbox(t, rt.cri, uid, "web", 0)
+	stopSandbox(t, rt.cri, stopped)
+	ready := runSandbox(t, rt.cri, uid, "web", 1)
+	runSandbox(t, rt.cri, "uid-other", "db", 0)
+
+	got, err := x.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{cri.PodUIDLabel: uid}})
+	require.NoError(t, err)
+	states := map[string]runtimeapi.PodSandboxState{}
+	for _, sb := range got {
+		states[sb.GetId()] = sb.GetState()
+		assert.Equal(t, createdAt(t, rt, sb.GetId()), sb.GetCreatedAt(), "the runtime's CreatedAt")
+	}
+	assert.Equal(t, map[string]runtimeapi.PodSandboxState{
+		stopped: runtimeapi.PodSandboxState_SANDBOX_NOTREADY, ready: runtimeapi.PodSandboxState_SANDBOX_READY}, states)
+	all, err := x.ListPodSandbox(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Len(t, all, 3, "a nil filter lists every pod's")
+
+	require.NoError(t, x.Close())
+	_, err = x.ListPodSandbox(context.Background(), nil)
+	assert.ErrorIs(t, err, cri.ErrClosed)
+}
