@@ -193,15 +193,16 @@ func singlePlugin(b []byte) (*libcni.PluginConfig, error) {
 // sandbox is the attachments of one sandbox of a pod.
 type sandbox struct {
 	ID string
-	// Written is when its first attachment was written: the sandbox's age.
-	Written time.Time
+	// Created is when it was created: the runtime's CreatedAt where the
+	// runtime lists it, otherwise when its first attachment was written.
+	Created time.Time
 	Atts    []attachment
 }
 
 // sandboxesOf returns the sandboxes of the pod uid among atts, oldest
-// first (by their first attachment's write, then by ID, so that the order
-// does not depend on the directory's).
-func sandboxesOf(atts []attachment, uid string) []sandbox {
+// first (by Created, then by ID, so that the order does not depend on the
+// directory's), rv telling when those it lists were created.
+func sandboxesOf(atts []attachment, uid string, rv runtimeView) []sandbox {
 	var sbs []sandbox
 	for _, a := range atts {
 		if a.PodUID != uid {
@@ -209,16 +210,19 @@ func sandboxesOf(atts []attachment, uid string) []sandbox {
 		}
 		i := slices.IndexFunc(sbs, func(s sandbox) bool { return s.ID == a.ContainerID })
 		if i < 0 {
-			sbs = append(sbs, sandbox{ID: a.ContainerID, Written: a.Written})
+			sbs = append(sbs, sandbox{ID: a.ContainerID, Created: a.Written})
 			i = len(sbs) - 1
 		}
-		if a.Written.Before(sbs[i].Written) {
-			sbs[i].Written = a.Written
+		if a.Written.Before(sbs[i].Created) {
+			sbs[i].Created = a.Written
 		}
 		sbs[i].Atts = append(sbs[i].Atts, a)
 	}
+	for i := range sbs {
+		sbs[i].Created = rv.created(sbs[i].ID, sbs[i].Created)
+	}
 	slices.SortFunc(sbs, func(x, y sandbox) int {
-		return cmp.Or(x.Written.Compare(y.Written), strings.Compare(x.ID, y.ID))
+		return cmp.Or(x.Created.Compare(y.Created), strings.Compare(x.ID, y.ID))
 	})
 	for _, s := range sbs {
 		slices.SortFunc(s.Atts, func(x, y attachment) int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -13,9 +14,9 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/go-logr/logr"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/podsweeper/podsweeper/ports"
@@ -49,6 +50,11 @@ const (
 	DefaultPluginDir      = "/opt/cni/bin"
 	DefaultConfDir        = "/etc/cni/net.d"
 	DefaultResyncInterval = 30 * time.Second
+	// DefaultNewestSandboxTimeout is Options.NewestSandboxTimeout when
+	// left at zero: more than twice the kubelet's default deadline of a
+	// RunPodSandbox (2 minutes), after which no sandbox is still being
+	// created.
+	DefaultNewestSandboxTimeout = 5 * time.Minute
 )
 
 // Options configure New. The zero value of every field is a documented default.
@@ -72,6 +78,21 @@ type Options struct {
 	// the attachments that appeared since. 0: DefaultResyncInterval (30s).
 	// Negative values are invalid.
 	ResyncInterval time.Duration
+	// Runtime, when set, is the container runtime (adapters/cri's
+	// SandboxExtractor): the sandboxes it lists order a pod's sandboxes by
+	// their CreatedAt, and tell a sandbox that is stopped, or dead (not
+	// listed, its network namespace gone), from one being created; and a
+	// pod of which it lists a ready sandbox is never freed, whatever the
+	// API says (ErrSandboxRunning). nil: the sandboxes are ordered by when
+	// their cache entries were written, which a restored or copied cache
+	// does not keep, and the API's answer alone decides.
+	Runtime Runtime
+	// NewestSandboxTimeout is how long DestroyPU refuses to free a sandbox
+	// of a live pod whose place among the pod's sandboxes it cannot tell
+	// (ErrNewestSandbox: it may be one the runtime is creating) before it
+	// gives up on it (ErrOrderUnknown). 0: DefaultNewestSandboxTimeout
+	// (5m). Negative values are invalid.
+	NewestSandboxTimeout time.Duration
 	// Logger receives the cache entries skipped (once each) and the DELs
 	// run. A Logger without a sink (the zero value) logs through klog
 	// (klog.Background()), as the engine does.
@@ -88,6 +109,8 @@ type Collector struct {
 	pluginDirs        []string
 	resyncInterval    time.Duration
 	cni               *libcni.CNIConfig
+	runtime           Runtime
+	newestTimeout     time.Duration
 	log               logr.Logger
 	// kick asks a running Resync to list at once.
 	kick      chan struct{}
@@ -99,6 +122,11 @@ type Collector struct {
 	reported map[string]time.Time
 	// requeued are the pods Requeue was told about since the last resync.
 	requeued map[types.NamespacedName]bool
+	// refused holds when DestroyPU first refused to free each sandbox
+	// whose order it cannot tell; gaveUp the sandboxes it gave up on.
+	// Both forget a sandbox once the cache no longer holds it.
+	refused map[string]time.Time
+	gaveUp  map[string]bool
 }
 
 var (
@@ -114,6 +142,12 @@ var (
 func New(opts Options) (*Collector, error) {
 	if opts.ResyncInterval < 0 {
 		return nil, fmt.Errorf("%w: ResyncInterval is negative (%v)", ErrInvalidOptions, opts.ResyncInterval)
+	}
+	if opts.NewestSandboxTimeout < 0 {
+		return nil, fmt.Errorf("%w: NewestSandboxTimeout is negative (%v)", ErrInvalidOptions, opts.NewestSandboxTimeout)
+	}
+	if opts.NewestSandboxTimeout == 0 {
+		opts.NewestSandboxTimeout = DefaultNewestSandboxTimeout
 	}
 	if opts.CacheDir == "" {
 		opts.CacheDir = DefaultCacheDir
@@ -149,11 +183,15 @@ func New(opts Options) (*Collector, error) {
 		resyncInterval: opts.ResyncInterval,
 		// The cache directory goes to the CNIConfig: libcni ignores
 		// RuntimeConf.CacheDir in some of its paths.
-		cni:      libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, nil),
-		log:      opts.Logger,
-		kick:     make(chan struct{}, 1),
-		reported: make(map[string]time.Time),
-		requeued: make(map[types.NamespacedName]bool),
+		cni:           libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, nil),
+		runtime:       opts.Runtime,
+		newestTimeout: opts.NewestSandboxTimeout,
+		log:           opts.Logger,
+		kick:          make(chan struct{}, 1),
+		reported:      make(map[string]time.Time),
+		requeued:      make(map[types.NamespacedName]bool),
+		refused:       make(map[string]time.Time),
+		gaveUp:        make(map[string]bool),
 	}, nil
 }
 
@@ -189,11 +227,29 @@ func (c *Collector) read() (view, error) {
 			v.unusable = append(v.unusable, s)
 		}
 	}
+	held := make(map[string]bool, len(atts))
+	c.mu.Lock()
 	for _, a := range atts {
-		if !v.collectable(a) {
+		held[a.ContainerID] = true
+		switch {
+		case !v.collectable(a):
 			skips = append(skips, skipped{File: a.File, Written: a.Written, Why: "network " + a.NetworkName + " has disableGC: never touched"})
+		case c.gaveUp[a.ContainerID]:
+			skips = append(skips, skipped{File: a.File, Written: a.Written,
+				Why: "its sandbox's place among the pod's sandboxes cannot be told (" + ErrOrderUnknown.Error() + "): kept until the collector restarts or the pod is gone"})
 		}
 	}
+	for id := range c.refused {
+		if !held[id] {
+			delete(c.refused, id)
+		}
+	}
+	for id := range c.gaveUp {
+		if !held[id] {
+			delete(c.gaveUp, id)
+		}
+	}
+	c.mu.Unlock()
 	c.report(skips)
 	return v, nil
 }
@@ -223,12 +279,20 @@ func (c *Collector) report(skips []skipped) {
 
 // ListPUs lists the pods that hold collectable attachments in the cache,
 // one PU per pod UID: its namespace and name from the attachments'
-// CNI_ARGS, and its oldest sandbox in the cache (by the time its first
-// attachment was written). The engine then destroys that sandbox's
-// attachments when it is not the pod's current one (a sandbox changed),
-// and every attachment of the pod once the pod is gone; see the package
-// doc for why the oldest. Entries without the pod's arguments, unreadable,
-// unusable for a DEL or of a disableGC network are skipped, logged once.
+// CNI_ARGS, and its oldest sandbox in the cache: by the runtime's
+// CreatedAt where Options.Runtime lists the sandbox, otherwise by the time
+// its first attachment was written; a sandbox the Runtime lists ready (the
+// pod's current one) comes after every other, whatever the times say (a
+// restored cache's times say nothing). The engine then destroys that
+// sandbox's attachments when it is not the pod's current one (a sandbox
+// changed), and every attachment of the pod once the pod is gone; see the
+// package doc for why the oldest. A sandbox DestroyPU gave up on
+// (ErrOrderUnknown) is passed over; a pod left with no other sandbox is
+// listed without one, so that the engine records its current sandbox
+// (row 7) and frees everything once the pod is gone. Entries without the
+// pod's arguments, unreadable, unusable for a DEL or of a disableGC
+// network are skipped, logged once. A Runtime that cannot be asked makes
+// the order the cache's, logged.
 func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -237,36 +301,86 @@ func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
 	if err != nil {
 		return nil, err
 	}
-	oldest := map[string]attachment{}
+	rv, err := c.listRuntime(ctx, "")
+	if err != nil {
+		c.log.Error(err, "ordering the sandboxes by the cache's times")
+	}
+	c.mu.Lock()
+	gaveUp := maps.Clone(c.gaveUp)
+	c.mu.Unlock()
+	oldest := map[string]choice{}
 	for _, a := range v.atts {
 		if !v.collectable(a) {
 			continue
 		}
 		o, ok := oldest[a.PodUID]
-		if !ok || a.Written.Before(o.Written) || (a.Written.Equal(o.Written) && a.ContainerID < o.ContainerID) {
-			oldest[a.PodUID] = a
+		if gaveUp[a.ContainerID] {
+			if !ok {
+				oldest[a.PodUID] = choice{a: a, none: true}
+			}
+			continue
+		}
+		x := choice{a: a, created: rv.created(a.ContainerID, a.Written), ready: rv.isReady(a.ContainerID)}
+		if !ok || o.none || x.before(o) {
+			oldest[a.PodUID] = x
 		}
 	}
 	pus := make([]ports.PU, 0, len(oldest))
-	for uid, a := range oldest {
-		pus = append(pus, ports.PU{PUID: uid, Pod: types.NamespacedName{Namespace: a.PodNamespace, Name: a.PodName}, SandboxID: a.ContainerID})
+	for uid, o := range oldest {
+		pu := ports.PU{PUID: uid, Pod: types.NamespacedName{Namespace: o.a.PodNamespace, Name: o.a.PodName}, SandboxID: o.a.ContainerID}
+		if o.none {
+			pu.SandboxID = ""
+		}
+		pus = append(pus, pu)
 	}
 	slices.SortFunc(pus, func(x, y ports.PU) int { return strings.Compare(x.PUID, y.PUID) })
 	return pus, nil
+}
+
+// choice is a sandbox ListPUs may give a pod's PU.
+type choice struct {
+	a       attachment
+	created time.Time
+	ready   bool // the Runtime lists it ready
+	none    bool // the pod has only sandboxes given up on
+}
+
+// before reports whether x comes before y in ListPUs' order.
+func (x choice) before(y choice) bool {
+	if x.ready != y.ready {
+		return !x.ready
+	}
+	if !x.created.Equal(y.created) {
+		return x.created.Before(y.created)
+	}
+	return x.a.ContainerID < y.a.ContainerID
 }
 
 // DestroyPU DELs, with the cached config and arguments as the runtime
 // would, the attachments that ev frees, read from the cache now:
 //
 //   - ports.ReasonSandboxChanged (the pod lives on in another sandbox):
-//     the attachments of ev.SandboxID only, and only when a sandbox of the
-//     pod written strictly later is in the cache; otherwise it is kept and
-//     the error wraps
-//     ErrNewestSandbox (a plain error: the engine checks the pod again);
+//     the attachments of ev.SandboxID only, and only once it is known not
+//     to be a sandbox the runtime is still creating (which containerd
+//     lists only after ADD, create and start): Options.Runtime lists it
+//     stopped (not ready); or a sandbox of the pod, cached or listed, was
+//     created strictly later (the runtime's CreatedAt where it lists one,
+//     the cache's write time otherwise); or the Runtime does not list it
+//     and the network namespace it was added with is gone (containerd and
+//     CRI-O create it before ADD). Otherwise it is kept and the error
+//     wraps ErrNewestSandbox (a plain error: the engine checks the pod
+//     again); once DestroyPU has refused it for NewestSandboxTimeout, the
+//     error wraps ErrOrderUnknown, marked ports.Permanent, and the
+//     sandbox is left alone from then on (ListPUs passes it over). A
+//     sandbox the Runtime lists ready is kept (ErrNewestSandbox);
 //   - any other reason (the pod is gone, recreated under its name, bound
 //     to another node, or finished): every attachment of the pod UID,
-//     whatever its sandbox.
+//     whatever its sandbox; but nothing while the Runtime lists a ready
+//     sandbox of that UID (ErrSandboxRunning, a plain error: the runtime
+//     runs the pod, as the kubelet runs a static pod whose mirror pod is
+//     missing, whatever the API says).
 //
+// A Runtime that cannot be asked keeps everything (a plain error).
 // Attachments of disableGC networks are never DELed. An attachment gone
 // already (the runtime's DEL came first, or a previous call) is nothing to
 // do, so DestroyPU is idempotent. A DEL that fails keeps its entry and
@@ -282,19 +396,28 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	if err != nil {
 		return err
 	}
-	sbs := sandboxesOf(v.atts, ev.PUID)
+	rv, err := c.listRuntime(ctx, ev.PUID)
+	if err != nil {
+		return fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
+	}
+	sbs := sandboxesOf(v.atts, ev.PUID, rv)
 	changed := ev.Reason == ports.ReasonSandboxChanged
+	if !changed {
+		if ready := rv.ready(ev.PUID); len(ready) > 0 {
+			slices.Sort(ready)
+			return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept (%s)", ErrSandboxRunning, ev.Pod, ev.PUID, strings.Join(ready, ", "), ev.Reason)
+		}
+	}
 	if changed {
 		i := slices.IndexFunc(sbs, func(s sandbox) bool { return s.ID == ev.SandboxID })
-		// Only a sandbox of which a strictly newer one is cached is freed:
-		// two written at the same instant cannot be told apart.
-		newer := i >= 0 && slices.ContainsFunc(sbs, func(s sandbox) bool { return s.Written.After(sbs[i].Written) })
 		switch {
 		case i < 0:
 			sbs = nil
-		case !newer && slices.ContainsFunc(sbs[i].Atts, v.collectable):
-			return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept, the runtime may still be creating it",
-				ErrNewestSandbox, ev.Pod, ev.PUID, ev.SandboxID)
+		case slices.ContainsFunc(sbs[i].Atts, v.collectable):
+			if err := c.mayFreeChanged(rv, sbs, i, ev); err != nil {
+				return err
+			}
+			sbs = sbs[i : i+1]
 		default:
 			sbs = sbs[i : i+1]
 		}
@@ -327,6 +450,54 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	if freed == 0 {
 		c.log.V(1).Info("nothing cached to free", "puID", ev.PUID, "pod", ev.Pod.String(), "sandboxID", ev.SandboxID, "reason", string(ev.Reason))
 	}
+	return nil
+}
+
+// mayFreeChanged decides whether the sandbox sbs[i] of a live pod may be
+// freed for a sandbox change (see DestroyPU): nil when it may, an error
+// wrapping ErrNewestSandbox while it may be one the runtime is creating,
+// and ErrOrderUnknown (permanent) once that has lasted
+// NewestSandboxTimeout.
+func (c *Collector) mayFreeChanged(rv runtimeView, sbs []sandbox, i int, ev ports.DestroyEvent) error {
+	sb := sbs[i]
+	if listed, ok := rv.byID[sb.ID]; ok {
+		if listed.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept, the runtime reports it ready", ErrNewestSandbox, ev.Pod, ev.PUID, sb.ID)
+		}
+		return c.settled(sb.ID) // stopped: not being created
+	}
+	newer := rv.newestCreated(ev.PUID).After(sb.Created) ||
+		slices.ContainsFunc(sbs, func(s sandbox) bool { return s.Created.After(sb.Created) })
+	dead := rv.asked && slices.ContainsFunc(sb.Atts, func(a attachment) bool { return netnsGone(a.NetNS) })
+	if newer || dead {
+		return c.settled(sb.ID)
+	}
+	c.mu.Lock()
+	first, ok := c.refused[sb.ID]
+	now := time.Now()
+	if !ok {
+		c.refused[sb.ID], first = now, now
+	}
+	giveUp := now.Sub(first) >= c.newestTimeout
+	if giveUp {
+		c.gaveUp[sb.ID] = true
+		delete(c.refused, sb.ID)
+	}
+	c.mu.Unlock()
+	if giveUp {
+		return ports.Permanent(fmt.Errorf("%w: pod %s (uid %s), sandbox %s: refused as the newest for %v; kept, and left alone from now on",
+			ErrOrderUnknown, ev.Pod, ev.PUID, sb.ID, now.Sub(first).Round(time.Second)))
+	}
+	return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept, the runtime may still be creating it",
+		ErrNewestSandbox, ev.Pod, ev.PUID, sb.ID)
+}
+
+// settled forgets that DestroyPU refused the sandbox id: its order is
+// known now. It returns nil.
+func (c *Collector) settled(id string) error {
+	c.mu.Lock()
+	delete(c.refused, id)
+	c.mu.Unlock()
 	return nil
 }
 
@@ -376,19 +547,6 @@ func (c *Collector) del(ctx context.Context, a attachment, ev ports.DestroyEvent
 	}
 	c.log.Info("attachment freed", kv...)
 	return nil
-}
-
-// liveNetNS returns path when it is a network namespace (a mounted nsfs
-// file, or a /proc/<pid>/ns/net of a live process), "" otherwise.
-func liveNetNS(path string) string {
-	if path == "" {
-		return ""
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil || st.Type != unix.NSFS_MAGIC {
-		return ""
-	}
-	return path
 }
 
 // Requeue is told by the engine that it destroyed the PU of an old

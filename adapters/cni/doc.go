@@ -65,10 +65,29 @@
 //
 //   - It never DELs an attachment of a pod's current sandbox: a sandbox is
 //     freed for SandboxChanged only when the engine saw the pod run in
-//     another one; and DestroyPU refuses to free the pod's newest sandbox in
-//     the cache even then (ErrNewestSandbox), because an attachment newer
-//     than the current sandbox may be one the runtime is still creating
-//     (containerd lists a sandbox only after ADD, create and start).
+//     another one; and DestroyPU refuses to free it even then
+//     (ErrNewestSandbox) until it is known not to be one the runtime is
+//     still creating (containerd lists a sandbox only after ADD, create and
+//     start): the runtime (Options.Runtime) lists it stopped, or a sandbox
+//     of the pod was created strictly later, or the runtime does not list it
+//     and its network namespace is gone (containerd and CRI-O create it
+//     before ADD). Times are the runtime's CreatedAt where it lists the
+//     sandbox, the cache entries' write times otherwise, which a restored or
+//     copied cache does not keep. A sandbox refused for
+//     Options.NewestSandboxTimeout is given up (ErrOrderUnknown, permanent):
+//     left as it is until the collector restarts or its pod is gone, not
+//     retried forever.
+//   - It never frees a pod of which the runtime lists a ready sandbox,
+//     whatever the API says (ErrSandboxRunning): the kubelet runs a static
+//     pod whose mirror pod is missing (admission refused it, or it was
+//     deleted and not yet made again), and its network is in use. Gone
+//     needs two sources: the API server's live read, and the runtime's.
+//   - It never runs a DEL in a network namespace it cannot trust: the
+//     cached path is passed only when it is a bind-mounted nsfs outside
+//     /proc (as containerd and CRI-O pin one under /run/netns). A
+//     /proc/<pid>/ns/net path names whatever namespace the process of that
+//     PID is in now, an unrelated live one once the PID is reused; the DEL
+//     then runs without one, and the plugins release what they hold.
 //   - It never touches a network whose cached config, or whose config in
 //     Options.ConfDir, says "disableGC": true.
 //   - It never calls the plugins' GC verb: the spec forbids GC concurrent

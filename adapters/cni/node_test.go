@@ -27,6 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
@@ -146,8 +147,14 @@ type sandbox struct {
 // ADDs it to every network of n through libcni, as containerd does.
 func (n *node) add(p pod) *sandbox {
 	n.t.Helper()
-	sb := &sandbox{ID: randomID(), Pod: p}
-	sb.NetNS = newNetNS(n.t, "/run/netns/cni-"+sb.ID[:16])
+	id := randomID()
+	return n.addIn(p, id, newNetNS(n.t, "/run/netns/cni-"+id[:16]))
+}
+
+// addIn is add with the sandbox's ID and network namespace given.
+func (n *node) addIn(p pod, id, netns string) *sandbox {
+	n.t.Helper()
+	sb := &sandbox{ID: id, Pod: p, NetNS: netns}
 	before := links(n.t)
 	for _, net := range n.nets {
 		list, err := libcni.NetworkConfFromBytes(n.conflist(net))
@@ -182,12 +189,13 @@ func runtimeConf(sb *sandbox, net network) *libcni.RuntimeConf {
 
 // removeNetNS removes the sandbox's network namespace, as the runtime
 // does when it removes the sandbox, and waits for the kernel to destroy
-// its veths (it cleans up a namespace asynchronously).
+// its veths (it cleans up a namespace asynchronously: on a loaded 2-core
+// machine that has taken more than 10 s).
 func (n *node) removeNetNS(sb *sandbox) {
 	n.t.Helper()
 	require.NoError(n.t, unix.Unmount(sb.NetNS, unix.MNT_DETACH))
 	require.NoError(n.t, os.Remove(sb.NetNS))
-	eventually(n.t, 10*time.Second, func() bool { return len(n.veths(sb)) == 0 }, "the veths of %s gone with its namespace", sb.ID)
+	eventually(n.t, 60*time.Second, func() bool { return len(n.veths(sb)) == 0 }, "the veths of %s gone with its namespace", sb.ID)
 }
 
 // cached returns sb's entries in libcni's cache.
@@ -402,21 +410,63 @@ func eventually(tb testing.TB, timeout time.Duration, cond func() bool, msg stri
 // currentSandboxes is a SandboxExtractor that reports what the test says
 // is each pod's current (ready) sandbox, as the CRI one (adapters/cri)
 // reports the runtime's; "" for a pod without one yet.
+//
+// It is the collector's cni.Runtime too: it lists each pod's current
+// sandbox ready, created when set was told of it, and the sandboxes
+// stopped says were stopped, not ready.
 type currentSandboxes struct {
-	mu  sync.Mutex
-	ids map[string]string
+	mu      sync.Mutex
+	ids     map[string]string
+	created map[string]time.Time
+	stopped map[string]string // sandbox ID → pod UID
 }
 
 func (c *currentSandboxes) set(p pod, sb *sandbox) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ids == nil {
-		c.ids = map[string]string{}
+		c.ids, c.created = map[string]string{}, map[string]time.Time{}
 	}
 	c.ids[p.UID] = ""
 	if sb != nil {
 		c.ids[p.UID] = sb.ID
+		c.created[sb.ID] = time.Now()
 	}
+}
+
+// stop makes the runtime list sb stopped, and p without a current sandbox.
+func (c *currentSandboxes) stop(p pod, sb *sandbox) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped == nil {
+		c.stopped = map[string]string{}
+	}
+	c.stopped[sb.ID] = p.UID
+	if c.ids[p.UID] == sb.ID {
+		c.ids[p.UID] = ""
+	}
+}
+
+func (c *currentSandboxes) ListPodSandbox(_ context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	want := f.GetLabelSelector()["io.kubernetes.pod.uid"]
+	var out []*runtimeapi.PodSandbox
+	add := func(id, uid string, state runtimeapi.PodSandboxState) {
+		if want == "" || want == uid {
+			out = append(out, &runtimeapi.PodSandbox{Id: id, State: state, CreatedAt: c.created[id].UnixNano(),
+				Labels: map[string]string{"io.kubernetes.pod.uid": uid}})
+		}
+	}
+	for uid, id := range c.ids {
+		if id != "" {
+			add(id, uid, runtimeapi.PodSandboxState_SANDBOX_READY)
+		}
+	}
+	for id, uid := range c.stopped {
+		add(id, uid, runtimeapi.PodSandboxState_SANDBOX_NOTREADY)
+	}
+	return out, nil
 }
 
 func (c *currentSandboxes) SandboxID(_ context.Context, p *corev1.Pod) (string, error) {
@@ -448,6 +498,10 @@ type agentOptions struct {
 	sweepInterval time.Duration
 	// quiet drops the logs (benchmarks).
 	quiet bool
+	// runtime is the collector's Runtime. nil: none.
+	runtime cni.Runtime
+	// newestTimeout is the collector's NewestSandboxTimeout. 0: its default.
+	newestTimeout time.Duration
 }
 
 // startAgent starts an agent for n, stopped when the test ends.
@@ -459,7 +513,7 @@ func (n *node) startAgent(o agentOptions) *agent {
 	}
 	coll, err := cni.New(cni.Options{
 		CacheDir: n.cacheDir, PluginDirs: []string{n.pluginDir}, ConfDir: n.confDir,
-		ResyncInterval: 200 * time.Millisecond, Logger: log,
+		ResyncInterval: 200 * time.Millisecond, Logger: log, Runtime: o.runtime, NewestSandboxTimeout: o.newestTimeout,
 	})
 	require.NoError(n.t, err)
 	// As examples/cni-gc: a mirror pod reads as the static pod it stands for.

@@ -18,7 +18,10 @@
 // --resync-interval for attachments that appeared since. An attachment is
 // freed only when the API server, read directly, says its pod is gone (or
 // recreated under its name), or when the runtime, over the CRI, says the
-// pod runs in a newer sandbox; a mirror pod is read as the static pod it
+// pod runs in a newer sandbox; and never while the runtime still runs a
+// ready sandbox of the pod, whatever the API says (a static pod whose
+// mirror pod is missing). The runtime's sandboxes also order each pod's
+// (cni.Options.Runtime). A mirror pod is read as the static pod it
 // stands for (k8s.StaticPodUIDs), whose UID the cache holds. The pod
 // informer tracks no pod (its Filter rejects all): the PUs come from the
 // cache, and pod deletions trigger a check at once. It serves Prometheus metrics and the engine's status page

@@ -106,13 +106,16 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return c, nil
 }
 
-// newCollector reads libcni's cache and runs the plugins' DEL.
-func newCollector(cfg config, log logr.Logger) (*cni.Collector, error) {
+// newCollector reads libcni's cache and runs the plugins' DEL; the
+// runtime's sandboxes order each pod's, and keep the network of a pod it
+// still runs, whatever the API says.
+func newCollector(cfg config, runtime *cri.SandboxExtractor, log logr.Logger) (*cni.Collector, error) {
 	return cni.New(cni.Options{
 		CacheDir:       cfg.cacheDir,
 		PluginDirs:     strings.Split(cfg.pluginDirs, ","),
 		ConfDir:        cfg.confDir,
 		ResyncInterval: cfg.resyncInterval,
+		Runtime:        runtime,
 		Logger:         log,
 	})
 }
@@ -217,16 +220,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	collector, err := newCollector(cfg, log.WithName("cni"))
-	if err != nil {
-		return err
-	}
 	sandboxes, err := cri.New(cfg.criEndpoint, cri.Options{})
 	if err != nil {
 		return err
 	}
 	// The only thing to close; the manager stops everything else.
 	defer sandboxes.Close()
+	collector, err := newCollector(cfg, sandboxes, log.WithName("cni"))
+	if err != nil {
+		return err
+	}
 	mgr, err := newManager(rc, cfg, log)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

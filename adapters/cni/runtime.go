@@ -1,0 +1,180 @@
+package cni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// podUIDLabel is the label the kubelet puts on every sandbox it creates:
+// the pod's UID.
+const podUIDLabel = "io.kubernetes.pod.uid"
+
+// Runtime is what the Collector asks the container runtime: its pod
+// sandboxes, ready or not, as the CRI lists them. adapters/cri's
+// SandboxExtractor has this method, and so has cri-client's
+// RuntimeService.
+type Runtime interface {
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+}
+
+// runtimeView is one answer of the Runtime: the sandboxes it lists, by ID.
+// The zero value is "no Runtime": it lists nothing and knows nothing.
+type runtimeView struct {
+	asked bool
+	byID  map[string]*runtimeapi.PodSandbox
+}
+
+// listRuntime asks the Runtime for the sandboxes of the pod uid ("": of
+// every pod). Without a Runtime it returns the zero view. A nil answer,
+// or a sandbox without an ID, lists nothing of it.
+func (c *Collector) listRuntime(ctx context.Context, uid string) (runtimeView, error) {
+	if c.runtime == nil {
+		return runtimeView{}, nil
+	}
+	filter := &runtimeapi.PodSandboxFilter{}
+	if uid != "" {
+		filter.LabelSelector = map[string]string{podUIDLabel: uid}
+	}
+	sbs, err := c.runtime.ListPodSandbox(ctx, filter)
+	if err != nil {
+		return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: %w", err)
+	}
+	v := runtimeView{asked: true, byID: make(map[string]*runtimeapi.PodSandbox, len(sbs))}
+	for _, sb := range sbs {
+		if sb.GetId() == "" || (uid != "" && sb.GetLabels()[podUIDLabel] != uid) {
+			continue
+		}
+		v.byID[sb.GetId()] = sb
+	}
+	return v, nil
+}
+
+// created returns when the sandbox id was created: the runtime's
+// CreatedAt where it lists the sandbox, otherwise written, the time its
+// first cache entry was written (which a restored or copied cache does not
+// keep).
+func (v runtimeView) created(id string, written time.Time) time.Time {
+	if sb, ok := v.byID[id]; ok && sb.GetCreatedAt() > 0 {
+		return time.Unix(0, sb.GetCreatedAt())
+	}
+	return written
+}
+
+// isReady reports whether the runtime lists the sandbox id ready.
+func (v runtimeView) isReady(id string) bool {
+	// A nil sandbox's state reads as SANDBOX_READY, which is 0.
+	sb, ok := v.byID[id]
+	return ok && sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
+}
+
+// ready returns the sandboxes of uid that the runtime lists ready.
+func (v runtimeView) ready(uid string) []string {
+	var out []string
+	for id, sb := range v.byID {
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY && sb.GetLabels()[podUIDLabel] == uid {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// newestCreated returns the latest creation time the runtime lists among
+// the sandboxes of uid; zero when it lists none.
+func (v runtimeView) newestCreated(uid string) time.Time {
+	var newest time.Time
+	for _, sb := range v.byID {
+		if sb.GetLabels()[podUIDLabel] != uid || sb.GetCreatedAt() <= 0 {
+			continue
+		}
+		if t := time.Unix(0, sb.GetCreatedAt()); t.After(newest) {
+			newest = t
+		}
+	}
+	return newest
+}
+
+// Errors of DestroyPU that keep the attachments of a sandbox the runtime
+// still runs, or whose place among its pod's sandboxes cannot be told.
+var (
+	// ErrSandboxRunning: DestroyPU was asked to free a pod (gone from the
+	// API, recreated, bound elsewhere, finished) of which the Runtime
+	// still lists a ready sandbox: a static pod whose mirror pod is
+	// missing runs whatever the API says. Nothing is freed; the error is a
+	// plain one, so that the engine checks the pod again with backoff, and
+	// frees it once the runtime no longer runs it.
+	ErrSandboxRunning = errors.New("cni: the runtime still runs a ready sandbox of the pod")
+	// ErrOrderUnknown: DestroyPU refused to free a sandbox of a live pod
+	// (ErrNewestSandbox) for longer than Options.NewestSandboxTimeout. It
+	// is wrapped with ports.Permanent: the engine drops the PU, and this
+	// Collector never lists or frees that sandbox again (ListPUs skips it,
+	// logged once) until the Collector is made anew; its attachments are
+	// kept for an operator to look at.
+	ErrOrderUnknown = errors.New("cni: the sandbox's place among its pod's sandboxes cannot be told")
+)
+
+// liveNetNS returns path when it names a sandbox's network namespace
+// reliably: a bind-mounted nsfs file (statfs NSFS_MAGIC) outside /proc, as
+// containerd and CRI-O pin one under /run/netns. A /proc/<pid>/ns/net path
+// names whatever namespace the process of that PID is in now: once the
+// PID is reused, an unrelated live one, whose interfaces a DEL would
+// delete. Any other path, or one that is gone, gives "": the spec has the
+// plugins release what they hold without a namespace.
+func liveNetNS(path string) string {
+	if path == "" || !filepath.IsAbs(path) {
+		return ""
+	}
+	resolved, err := resolveDir(path)
+	if err != nil || underProc(resolved) {
+		return ""
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(resolved, &st); err != nil || st.Type != unix.NSFS_MAGIC {
+		return ""
+	}
+	return path
+}
+
+// resolveDir returns path with the symbolic links of its directory
+// resolved (/var/run/netns/x is /run/netns/x), and its last element as it
+// is: /proc/<pid>/ns/net is a link that resolves to no path.
+func resolveDir(path string) (string, error) {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(filepath.Clean(path)))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.Base(path)), nil
+}
+
+// underProc reports whether the absolute, resolved path is in /proc.
+func underProc(path string) bool { return path == "/proc" || strings.HasPrefix(path, "/proc/") }
+
+// netnsGone reports whether the network namespace an attachment was added
+// with is gone for sure: its path no longer exists, or is a file outside
+// /proc that is no longer a namespace (unmounted, not removed). A path
+// under /proc that exists names some process's namespace, and "" names
+// none: neither says the sandbox's is gone.
+func netnsGone(path string) bool {
+	if path == "" || !filepath.IsAbs(path) {
+		return false
+	}
+	resolved, err := resolveDir(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil || underProc(resolved) {
+		return false
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(resolved, &st); err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return st.Type != unix.NSFS_MAGIC
+}

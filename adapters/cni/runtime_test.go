@@ -1,0 +1,201 @@
+package cni_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/require"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// listedRuntime is a cni.Runtime that lists what the test says, as a
+// runtime's CRI would, filtering by the pod UID label.
+type listedRuntime struct {
+	mu  sync.Mutex
+	sbs []*runtimeapi.PodSandbox
+	err error
+}
+
+func (r *listedRuntime) set(err error, sbs ...*runtimeapi.PodSandbox) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sbs, r.err = sbs, err
+}
+
+func (r *listedRuntime) ListPodSandbox(_ context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return nil, r.err
+	}
+	var out []*runtimeapi.PodSandbox
+	for _, sb := range r.sbs {
+		if uid := f.GetLabelSelector()["io.kubernetes.pod.uid"]; uid == "" || sb.GetLabels()["io.kubernetes.pod.uid"] == uid {
+			out = append(out, sb)
+		}
+	}
+	return out, nil
+}
+
+// listed is a sandbox of the pod uid as the runtime lists it.
+func listed(id, uid string, ready bool, created time.Time) *runtimeapi.PodSandbox {
+	state := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	if ready {
+		state = runtimeapi.PodSandboxState_SANDBOX_READY
+	}
+	return &runtimeapi.PodSandbox{Id: id, State: state, CreatedAt: created.UnixNano(), Labels: map[string]string{"io.kubernetes.pod.uid": uid}}
+}
+
+func (c *cacheDir) collectorWith(rt cni.Runtime, timeout time.Duration) *cni.Collector {
+	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+		ResyncInterval: time.Minute, Runtime: rt, NewestSandboxTimeout: timeout, Logger: funcr.New(c.logs.add, funcr.Options{})})
+	require.NoError(c.t, err)
+	return coll
+}
+
+// withNetNS rewrites the cache entry file so that it names netns as the
+// namespace it was added with.
+func (c *cacheDir) withNetNS(file, netns string) {
+	path := filepath.Join(c.dir, "results", file)
+	info, err := os.Stat(path)
+	require.NoError(c.t, err)
+	b, err := os.ReadFile(path)
+	require.NoError(c.t, err)
+	b = append(b[:len(b)-1], []byte(`,"netns":"`+netns+`"}`)...)
+	require.NoError(c.t, os.WriteFile(path, b, 0o600))
+	require.NoError(c.t, os.Chtimes(path, info.ModTime(), info.ModTime()))
+}
+
+// A restored cache reorders the write times: the leaked sandbox's entry
+// looks newer than the current one's. The runtime's CreatedAt orders them
+// where it lists them: the leaked sandbox is the pod's oldest, and it is
+// freed, the current one never.
+func TestSandboxesAreOrderedByTheRuntimesCreatedAt(t *testing.T) {
+	c := newCacheDir(t)
+	leaked := c.write(entry{network: "podnet", sandbox: "leaked", uid: "u1", namespace: "ns", name: "pod-u1", age: 0})
+	current := c.write(entry{network: "podnet", sandbox: "current", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+	rt := &listedRuntime{}
+	now := time.Now()
+	rt.set(nil, listed("leaked", "u1", false, now.Add(-2*time.Hour)), listed("current", "u1", true, now.Add(-time.Minute)))
+	coll := c.collectorWith(rt, 0)
+	ctx := context.Background()
+
+	pus, err := coll.ListPUs(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []ports.PU{pu("u1", "leaked")}, pus, "by CreatedAt, not by the files' times")
+	pus, err = c.collector().ListPUs(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []ports.PU{pu("u1", "current")}, pus, "without a runtime, the files' times decide")
+
+	ev := ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "current", Reason: ports.ReasonSandboxChanged}
+	require.ErrorIs(t, coll.DestroyPU(ctx, ev), cni.ErrNewestSandbox, "the runtime reports it ready")
+	ev.SandboxID = "leaked"
+	require.NoError(t, coll.DestroyPU(ctx, ev))
+	require.Equal(t, []string{"DEL:leaked", "eth0"}, c.delCalls())
+	require.False(t, c.exists(leaked))
+	require.True(t, c.exists(current))
+
+	// Not listed at all (a reboot wiped the runtime), written before the
+	// pod's current sandbox was created: it cannot be one in creation.
+	old := c.write(entry{network: "podnet", sandbox: "old", uid: "u1", namespace: "ns", name: "pod-u1", age: 10 * time.Minute})
+	ev.SandboxID = "old"
+	require.NoError(t, coll.DestroyPU(ctx, ev))
+	require.False(t, c.exists(old))
+	// Written after it, its namespace still there: it may be.
+	creating := c.write(entry{network: "podnet", sandbox: "creating", uid: "u1", namespace: "ns", name: "pod-u1"})
+	c.withNetNS(creating, "/proc/self/ns/net")
+	ev.SandboxID = "creating"
+	require.ErrorIs(t, coll.DestroyPU(ctx, ev), cni.ErrNewestSandbox)
+	require.True(t, c.exists(creating))
+}
+
+// Written at the same instant and not listed by the runtime, two sandboxes
+// cannot be told apart by time. One whose network namespace is gone is
+// dead (a sandbox being created has its namespace); one whose namespace
+// may live is refused as the newest for NewestSandboxTimeout, then given
+// up for good: a permanent error, and ListPUs no longer lists it, instead
+// of an error retried forever.
+func TestAnOrderThatCannotBeKnownIsGivenUpOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCacheDir(t)
+		a := c.write(entry{network: "podnet", sandbox: "a", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+		b := c.write(entry{network: "podnet", sandbox: "b", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+		gone := c.write(entry{network: "podnet", sandbox: "gone", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+		c.withNetNS(a, "/proc/self/ns/net")
+		c.withNetNS(b, "/proc/self/ns/net")
+		c.withNetNS(gone, "/run/netns/cni-that-is-no-more")
+		rt := &listedRuntime{}
+		rt.set(nil, listed("current", "u1", true, time.Now().Add(-time.Hour))) // older than every entry
+		coll := c.collectorWith(rt, 5*time.Minute)
+		ctx := context.Background()
+		ev := ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, Reason: ports.ReasonSandboxChanged}
+
+		ev.SandboxID = "gone"
+		require.NoError(t, coll.DestroyPU(ctx, ev), "not listed, its namespace gone: dead")
+		require.False(t, c.exists(gone))
+
+		ev.SandboxID = "a"
+		for range 4 {
+			err := coll.DestroyPU(ctx, ev)
+			require.ErrorIs(t, err, cni.ErrNewestSandbox)
+			require.False(t, ports.IsPermanent(err), "within the timeout: checked again")
+			time.Sleep(time.Minute)
+		}
+		time.Sleep(time.Minute)
+		err := coll.DestroyPU(ctx, ev)
+		require.ErrorIs(t, err, cni.ErrOrderUnknown)
+		require.True(t, ports.IsPermanent(err), "given up: the engine drops it")
+		require.True(t, c.exists(a), "kept")
+		require.Equal(t, []string{"DEL:gone", "eth0"}, c.delCalls())
+
+		pus, err := coll.ListPUs(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []ports.PU{pu("u1", "b")}, pus, "the sandbox given up is passed over")
+		require.Equal(t, 1, c.logs.count(a), "and logged once")
+
+		// The pod gone, everything of its UID goes, the sandbox given up too.
+		rt.set(nil)
+		require.NoError(t, coll.DestroyPU(ctx, ports.DestroyEvent{PUID: "u1", Pod: ev.Pod, Reason: ports.ReasonPodGone}))
+		require.False(t, c.exists(a))
+		require.False(t, c.exists(b))
+	})
+}
+
+// The API says the pod is gone, but the runtime still runs a ready sandbox
+// of its UID (a static pod whose mirror pod is missing): nothing is freed,
+// and the error is a plain one, checked again; once the runtime stops the
+// sandbox, everything of the UID is freed. A runtime that cannot be asked
+// keeps everything too.
+func TestAPodTheRuntimeStillRunsIsNeverFreed(t *testing.T) {
+	c := newCacheDir(t)
+	f := c.write(entry{network: "podnet", sandbox: "static", uid: "u1", namespace: "kube-system", name: "etcd-node-a"})
+	rt := &listedRuntime{}
+	rt.set(nil, listed("static", "u1", true, time.Now().Add(-time.Minute)))
+	coll := c.collectorWith(rt, 0)
+	ctx := context.Background()
+	for _, reason := range []ports.Reason{ports.ReasonPodGone, ports.ReasonUIDChanged, ports.ReasonNodeChanged, ports.ReasonPodTerminated} {
+		err := coll.DestroyPU(ctx, ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "static", Reason: reason})
+		require.ErrorIs(t, err, cni.ErrSandboxRunning, reason)
+		require.False(t, ports.IsPermanent(err), reason)
+	}
+	rt.set(errors.New("runtime down"))
+	err := coll.DestroyPU(ctx, ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, Reason: ports.ReasonPodGone})
+	require.ErrorContains(t, err, "runtime down")
+	require.False(t, ports.IsPermanent(err))
+	require.Empty(t, c.delCalls())
+	require.True(t, c.exists(f))
+
+	rt.set(nil, listed("static", "u1", false, time.Now().Add(-time.Minute)))
+	require.NoError(t, coll.DestroyPU(ctx, ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, Reason: ports.ReasonPodGone}))
+	require.False(t, c.exists(f))
+}
