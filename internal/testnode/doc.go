@@ -27,7 +27,10 @@
 // /var/log; everything it mounts stays in that namespace and is gone when it
 // exits. A test run by a user who cannot unshare (not root) is skipped,
 // except under CI=true, where it fails. WatchHost checks after a test that
-// the host's settings and mounts are unchanged.
+// the host is unchanged: the kernel settings a node could write, the
+// directories it could create (/var/lib/kubelet, /usr/libexec/kubernetes,
+// /run/mount, /opt, /var/lib/cni, /run/netns, containerd's), the links and
+// the mounts; internal/testcontainerd's nodes are checked the same way.
 //
 // It is for tests only: it calls t.Fatal, t.Skip and t.Cleanup.
 package testnode
