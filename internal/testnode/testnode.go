@@ -229,9 +229,10 @@ var hostSettings = []struct{ path, value string }{
 
 // kubelet returns the command that runs the kubelet in a private mount
 // namespace: unshare, then a shell that bind-mounts the settings' files and
-// the test's /var/lib and /var/log, then execs the kubelet. Every mount has
-// -n: without it mount(8) records it in libmount's utab, creating
-// /run/mount on the host's /run, which the namespace shares. It runs in a
+// the test's /run, /var/lib and /var/log, then execs the kubelet. Every
+// mount has -n: without it mount(8) records it in libmount's utab, creating
+// /run/mount on the host's /run, which the namespace shares until the
+// test's is bound over it. It runs in a
 // directory of its own: the fake runtime reports containers with an empty
 // log path, and the kubelet's log rotation then removes the files of its
 // working directory (run in the package's directory, it empties it).
@@ -247,7 +248,10 @@ func (n *Node) kubelet(t testing.TB, dir string, kubeconfig []byte) *exec.Cmd {
 		return path
 	}
 	settings := mkdir("sysctl")
-	script := []string{"set -e"}
+	// /run first: the kubelet's own mounts (its root dir made rshared, its
+	// volumes) run mount(8) without -n, which writes libmount's utab under
+	// /run/mount; a directory of the test over /run keeps it off the host.
+	script := []string{"set -e", "mount -n --bind " + quote(mkdir("run")) + " /run"}
 	for i, s := range hostSettings {
 		f := write(filepath.Join(settings, fmt.Sprintf("%d-%s", i, filepath.Base(s.path))), s.value+"\n")
 		script = append(script, "mount -n --bind "+quote(f)+" "+s.path)
