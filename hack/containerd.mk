@@ -47,7 +47,7 @@ containerd: $(CONTAINERD_BIN_DIR)/containerd $(CONTAINERD_BIN_DIR)/runc $(CONTAI
 # One go build makes the three; containerd stands for them (go build leaves
 # an up-to-date binary untouched: touch them, or make would build again).
 $(CONTAINERD_BIN_DIR)/containerd: $(addprefix $(CONTAINERD_TOOLS_DIR)/,go.mod go.sum tools.go)
-	@echo "building containerd $(CONTAINERD_VERSION) (containerd, ctr, containerd-shim-runc-v2) for the tests' container node into $(CONTAINERD_BIN_DIR) (about 11 min on 2 cores the first time)"
+	@echo "building containerd $(CONTAINERD_VERSION) (containerd, ctr, containerd-shim-runc-v2) for the tests' container node into $(CONTAINERD_BIN_DIR) (about 6 min on 2 cores the first time)"
 	@mkdir -p $(CONTAINERD_BIN_DIR)
 	@CGO_ENABLED=0 $(CONTAINERD_GO) build -C $(CONTAINERD_TOOLS_DIR) -trimpath \
 		-ldflags='-s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)' \
@@ -85,7 +85,7 @@ $(CONTAINERD_BIN_DIR)/runc: $(addprefix $(CONTAINERD_TOOLS_DIR)/runc/,go.mod go.
 # The pause image: a static Go binary that reaps children and sleeps until
 # SIGTERM, alone in an image written by pause/main.go (go-containerregistry).
 $(CONTAINERD_BIN_DIR)/pause.tar: $(addprefix $(CONTAINERD_TOOLS_DIR)/pause/,go.mod go.sum main.go cmd/pause/main.go) $(CONTAINERD_MK_DIR)/containerd.mk
-	@echo "writing the pause image $(CONTAINERD_PAUSE_IMAGE) into $(CONTAINERD_BIN_DIR)"
+	@echo "writing the pause image $(CONTAINERD_PAUSE_IMAGE) into $(CONTAINERD_BIN_DIR) (about 2 min on 2 cores the first time)"
 	@mkdir -p $(CONTAINERD_BIN_DIR)
 	@CGO_ENABLED=0 $(CONTAINERD_GO) build -C $(CONTAINERD_TOOLS_DIR)/pause -trimpath -ldflags='-s -w' -o $(abspath $(CONTAINERD_BIN_DIR))/pause ./cmd/pause
 	@$(CONTAINERD_GO) run -C $(CONTAINERD_TOOLS_DIR)/pause . -binary $(abspath $(CONTAINERD_BIN_DIR))/pause \
