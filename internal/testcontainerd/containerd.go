@@ -238,6 +238,3 @@ func (n *Node) SandboxPID(t testing.TB, id string) int {
 
 // PodUIDLabel is the label the kubelet puts on a pod's sandboxes: its UID.
 const PodUIDLabel = "io.kubernetes.pod.uid"
-
-// jsonUnmarshal is json.Unmarshal.
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

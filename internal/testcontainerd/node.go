@@ -3,6 +3,7 @@ package testcontainerd
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -200,7 +201,7 @@ func confName(t testing.TB, conf []byte) string {
 	var c struct {
 		Name string `json:"name"`
 	}
-	require.NoError(t, jsonUnmarshal(conf, &c), "the node's network config")
+	require.NoError(t, json.Unmarshal(conf, &c), "the node's network config")
 	require.NotEmpty(t, c.Name, "the node's network config has no name")
 	return c.Name
 }
