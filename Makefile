@@ -27,9 +27,26 @@ CNI_PLUGINS_DIR ?= $(CURDIR)/bin/cni
 CNI_TOOLS_DIR := $(CURDIR)/hack/tools/cni-plugins
 CNI_PLUGIN_PKGS := github.com/containernetworking/plugins/plugins/main/bridge \
 	github.com/containernetworking/plugins/plugins/ipam/host-local \
-	github.com/containernetworking/plugins/plugins/main/loopback
+	github.com/containernetworking/plugins/plugins/main/loopback \
+	github.com/containernetworking/plugins/plugins/meta/portmap
 
-.PHONY: all generate verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process ci cni-plugins
+# The images of the deployable programs (make images), and the tools that
+# build them and render their manifests, each from a tools module of its own
+# under hack/tools/ (the SDK's go.mod never requires them), into TOOLS_DIR.
+TOOLS_DIR ?= $(CURDIR)/bin/tools
+IMAGES_DIR ?= $(CURDIR)/bin/images
+IMAGE_REGISTRY ?=
+IMAGE_TAG ?= dev
+DEBS_DIR ?= $(CURDIR)/bin/debs
+DEBS_LOCK := hack/tools/images/debian.lock
+IMAGES_TOOL := $(TOOLS_DIR)/images
+SBOM_TOOL := $(TOOLS_DIR)/cyclonedx-gomod
+HELM := $(TOOLS_DIR)/helm
+KUSTOMIZE_RENDER := $(TOOLS_DIR)/kustomize-render
+tools_build = @mkdir -p $(TOOLS_DIR) && $(GO) build -C $(<D) -trimpath $(2) -o $(abspath $@) $(1) && touch $(abspath $@)
+HELM_VERSION = $(shell awk '$$1 == "require" && $$2 == "helm.sh/helm/v4" { print $$3 }' hack/tools/helm/go.mod)
+
+.PHONY: all generate verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process ci cni-plugins images debs tools release
 
 all: lint test
 
@@ -63,26 +80,71 @@ verify-apidiff:
 apidiff-base:
 	@GO='$(GO)' APIDIFF='$(APIDIFF)' hack/apidiff.sh write '$(VERSION)'
 
-## cni-plugins: the CNI reference plugins (bridge, host-local, loopback) into $(CNI_PLUGINS_DIR).
+## cni-plugins: the CNI reference plugins (bridge, host-local, loopback, portmap) into $(CNI_PLUGINS_DIR).
 cni-plugins: $(CNI_PLUGINS_DIR)/bridge
 
 # One go build makes the three; bridge stands for them (go build leaves an
 # up-to-date binary untouched: touch it, or make would build again each time).
 $(CNI_PLUGINS_DIR)/bridge: $(addprefix $(CNI_TOOLS_DIR)/,go.mod go.sum tools.go)
-	@echo "building the CNI plugins v1.10.0 (bridge, host-local, loopback) for adapters/cni's tests into $(CNI_PLUGINS_DIR)"
+	@echo "building the CNI plugins v1.10.0 (bridge, host-local, loopback, portmap) for adapters/cni's tests into $(CNI_PLUGINS_DIR)"
 	@mkdir -p $(CNI_PLUGINS_DIR)
 	@$(GO) build -C $(CNI_TOOLS_DIR) -trimpath -ldflags='-s -w' -o $(abspath $(CNI_PLUGINS_DIR))/ $(CNI_PLUGIN_PKGS)
-	@touch $(CNI_PLUGINS_DIR)/bridge $(CNI_PLUGINS_DIR)/host-local $(CNI_PLUGINS_DIR)/loopback
+	@touch $(CNI_PLUGINS_DIR)/bridge $(CNI_PLUGINS_DIR)/host-local $(CNI_PLUGINS_DIR)/loopback $(CNI_PLUGINS_DIR)/portmap
+
+## debs: the Debian packages the cni-gc image carries (iptables, its libraries
+## and their libc), pinned with their SHA-256 in hack/tools/images/debian.lock,
+## into $(DEBS_DIR) (apt-get download; see hack/tools/images/debs.sh).
+debs: $(DEBS_DIR)/.stamp
+
+$(DEBS_DIR)/.stamp: $(DEBS_LOCK) hack/tools/images/debs.sh
+	@echo "debs: the Debian packages of $(DEBS_LOCK) into $(DEBS_DIR)"
+	@hack/tools/images/debs.sh $(DEBS_LOCK) $(DEBS_DIR)
+	@touch $@
+
+$(IMAGES_TOOL): hack/tools/images/go.mod $(wildcard hack/tools/images/*.go hack/tools/images/go.sum)
+	@echo "tools: building the image builder (go-containerregistry v0.22.1) into $@"
+	$(call tools_build,.)
+
+$(SBOM_TOOL): hack/tools/sbom/go.mod $(wildcard hack/tools/sbom/*.go hack/tools/sbom/go.sum)
+	@echo "tools: building cyclonedx-gomod v1.10.0 into $@"
+	$(call tools_build,github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod)
+
+$(HELM): hack/tools/helm/go.mod $(wildcard hack/tools/helm/*.go hack/tools/helm/go.sum)
+	@echo "tools: building helm v4.3.1 into $@ (about 3 minutes on 2 cores the first time)"
+	$(call tools_build,helm.sh/helm/v4/cmd/helm,-ldflags='-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)')
+
+$(KUSTOMIZE_RENDER): hack/tools/kustomize/go.mod $(wildcard hack/tools/kustomize/*.go hack/tools/kustomize/go.sum)
+	@echo "tools: building the kustomize renderer (sigs.k8s.io/kustomize/api v0.21.2) into $@"
+	$(call tools_build,.)
+
+## tools: the pinned tools of images, release and the manifests' tests, into $(TOOLS_DIR).
+tools: $(IMAGES_TOOL) $(SBOM_TOOL) $(HELM) $(KUSTOMIZE_RENDER)
+
+## images: the OCI image of node-agent, cluster-controller and cni-gc, built in Go
+## (no Docker) from their static binaries, with an SBOM each, into $(IMAGES_DIR):
+## <name>/ (OCI layout), <name>.tar (docker archive), <name>.cdx.json (SBOM),
+## and their digests (hack/images.sh says how and why).
+images: $(IMAGES_TOOL) $(SBOM_TOOL) debs
+	@GO='$(GO)' IMAGES_DIR='$(IMAGES_DIR)' IMAGE_REGISTRY='$(IMAGE_REGISTRY)' IMAGE_TAG='$(IMAGE_TAG)' \
+		IMAGES_TOOL='$(IMAGES_TOOL)' SBOM_TOOL='$(SBOM_TOOL)' DEBS_DIR='$(DEBS_DIR)' hack/images.sh
+
+# What the tests need, built by the targets test depends on: the API server's
+# binaries, the CNI plugins, the cni-gc image (whose iptables adapters/cni's
+# tests run), the renderers of the charts and kustomize bases, and what
+# hack/release's tests build the images with.
+TEST_ENV = KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) \
+	CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) CNI_GC_IMAGE=$(IMAGES_DIR)/cni-gc HELM=$(HELM) KUSTOMIZE_RENDER=$(KUSTOMIZE_RENDER) \
+	IMAGES_TOOL=$(IMAGES_TOOL) SBOM_TOOL=$(SBOM_TOOL) DEBS_DIR=$(DEBS_DIR) CONTAINERD_BIN_DIR=$(CONTAINERD_BIN_DIR)
 
 ## test: every test, under the race detector, against a real kube-apiserver and etcd,
 ## real CNI plugins in a private network namespace and a real containerd node in
 ## private namespaces (as root).
-test: envtest cni-plugins containerd
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) CONTAINERD_BIN_DIR=$(CONTAINERD_BIN_DIR) $(GO) test $(TEST_FLAGS) ./...
+test: envtest cni-plugins containerd images tools
+	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
 
 ## test-long: the same with the long chaos and model runs.
-test-long: envtest cni-plugins containerd
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) CONTAINERD_BIN_DIR=$(CONTAINERD_BIN_DIR) $(GO) test -race -count=1 -timeout=60m ./...
+test-long: envtest cni-plugins containerd images tools
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout=60m ./...
 
 ## bench: the benchmarks, BENCH_COUNT times (CLUSTER_COUNT at cluster scale), then
 ## benchstat's summary and the ratios against the seed's loop (see BENCHMARKS.md;

@@ -13,31 +13,36 @@ import (
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
-func TestDockerfileBaseImagesPinned(t *testing.T) {
-	testkube.AssertBaseImagesPinned(t, "Dockerfile", 2) // the build stage and the runtime stage
-}
-
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 // TestDeploymentCarriesTheController checks that the Deployment runs the
-// controller as its doc describes it: two replicas with leader election on
-// a Lease of their own namespace, probes on its endpoints, the PU directory
-// on a volume both replicas share, nothing privileged.
+// controller as its doc describes it: two replicas, and checkControllerPod.
 func TestDeploymentCarriesTheController(t *testing.T) {
 	var d appsv1.Deployment
 	testkube.ReadManifest(t, "deploy", "deployment.yaml", &d)
 	require.NotNil(t, d.Spec.Replicas)
 	assert.Equal(t, int32(2), *d.Spec.Replicas)
-	spec := d.Spec.Template.Spec
-	assert.Equal(t, "cluster-controller", spec.ServiceAccountName)
+	cfg := checkControllerPod(t, d.Spec.Template.Spec, "podsweeper-cluster")
+	assert.Equal(t, 16, cfg.workers)
+	var pvc corev1.PersistentVolumeClaim
+	testkube.ReadManifest(t, "deploy", "pvc.yaml", &pvc)
+	assert.Equal(t, pvc.Name, d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
+	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, pvc.Spec.AccessModes, "both replicas mount it")
+}
+
+// checkControllerPod checks a pod of the controller, in namespace: leader
+// election on a Lease of its own namespace, flags that are the
+// controller's own, probes on its endpoints, the PU directory on a volume
+// both replicas share, nothing privileged. It returns the controller's
+// parsed command line.
+func checkControllerPod(t *testing.T, spec corev1.PodSpec, namespace string) config {
+	t.Helper()
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
-
-	cfg, err := parseFlags(c.Args, env(map[string]string{"POD_NAMESPACE": "podsweeper-cluster"}), &bytes.Buffer{})
-	require.NoError(t, err, "the Deployment's args parse")
+	cfg, err := parseFlags(c.Args, env(map[string]string{"POD_NAMESPACE": namespace}), &bytes.Buffer{})
+	require.NoError(t, err, "the controller's args parse")
 	assert.True(t, cfg.leaderElect, "one replica destroys")
-	assert.Equal(t, "podsweeper-cluster", cfg.leaseNS)
-	assert.Equal(t, 16, cfg.workers)
+	assert.Equal(t, namespace, cfg.leaseNS)
 	envs := map[string]bool{}
 	for _, e := range c.Env {
 		envs[e.Name] = e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
@@ -51,10 +56,7 @@ func TestDeploymentCarriesTheController(t *testing.T) {
 	assert.Equal(t, cfg.puDir, c.VolumeMounts[0].MountPath, "--pu-dir is the shared volume")
 	require.Len(t, spec.Volumes, 1)
 	require.NotNil(t, spec.Volumes[0].PersistentVolumeClaim)
-	var pvc corev1.PersistentVolumeClaim
-	testkube.ReadManifest(t, "deploy", "pvc.yaml", &pvc)
-	assert.Equal(t, pvc.Name, spec.Volumes[0].PersistentVolumeClaim.ClaimName)
-	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, pvc.Spec.AccessModes, "both replicas mount it")
+	return cfg
 }
 
 func rules(rs []rbacv1.PolicyRule, t *testing.T) map[string][]string {

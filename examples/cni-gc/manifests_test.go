@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,25 +13,32 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
-// TestDaemonSetMountsWhatThePluginsNeed checks that the DaemonSet runs the
-// collector where the plugins would run: the host's network namespace,
-// the host's CNI directories at the same paths (the cache read-write, the
-// configs and plugins read-only), the pods' network namespaces propagated
-// from the host, and flags that are the collector's own.
+// TestDaemonSetMountsWhatThePluginsNeed checks deploy/'s DaemonSet with
+// checkCollectorPod.
 func TestDaemonSetMountsWhatThePluginsNeed(t *testing.T) {
 	var ds appsv1.DaemonSet
 	testkube.ReadManifest(t, "deploy", "daemonset.yaml", &ds)
-	spec := ds.Spec.Template.Spec
+	checkCollectorPod(t, ds.Spec.Template.Spec)
+}
+
+// checkCollectorPod checks that a pod runs the collector where the plugins
+// would run: the host's network namespace, the host's CNI directories at
+// the same paths (the cache read-write, the configs and plugins
+// read-only), the pods' network namespaces propagated from the host, and
+// flags that are the collector's own. It returns the parsed command line.
+func checkCollectorPod(t *testing.T, spec corev1.PodSpec) config {
+	t.Helper()
 	assert.True(t, spec.HostNetwork, "DEL runs in the host's network namespace")
 	assert.Equal(t, "system-node-critical", spec.PriorityClassName)
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
 
 	cfg, err := parseFlags(c.Args, func(string) string { return "node-a" }, &bytes.Buffer{})
-	require.NoError(t, err, "the DaemonSet's args parse")
+	require.NoError(t, err, "the collector's args parse")
 	testkube.AssertProbes(t, c, cfg.probeAddr)
 
 	hostPaths := map[string]string{}
@@ -42,10 +51,18 @@ func TestDaemonSetMountsWhatThePluginsNeed(t *testing.T) {
 		mounts[m.MountPath] = m
 		assert.Equal(t, hostPaths[m.Name], m.MountPath, "%s is mounted at the host's path", m.Name)
 	}
-	for path, readOnly := range map[string]bool{cfg.cacheDir: false, cfg.confDir: true, cfg.pluginDirs: true, "/run/netns": true} {
+	want := map[string]bool{cfg.cacheDir: false, cfg.confDir: true, "/run/netns": true}
+	for _, d := range strings.Split(cfg.pluginDirs, ",") {
+		want[d] = true
+	}
+	socket, err := cri.SocketPath(cfg.criEndpoint)
+	require.NoError(t, err)
+	want[filepath.Dir(socket)] = true
+	for path, readOnly := range want {
 		m, ok := mounts[path]
-		require.True(t, ok, "%s is mounted", path)
-		assert.Equal(t, readOnly, m.ReadOnly, path)
+		if assert.True(t, ok, "%s is mounted", path) {
+			assert.Equal(t, readOnly, m.ReadOnly, path)
+		}
 	}
 	require.NotNil(t, mounts["/run/netns"].MountPropagation)
 	assert.Equal(t, corev1.MountPropagationHostToContainer, *mounts["/run/netns"].MountPropagation)
@@ -58,6 +75,7 @@ func TestDaemonSetMountsWhatThePluginsNeed(t *testing.T) {
 	assert.False(t, sc.Privileged != nil && *sc.Privileged, "not privileged: two capabilities")
 	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
 	assert.ElementsMatch(t, []corev1.Capability{"NET_ADMIN", "SYS_ADMIN"}, sc.Capabilities.Add)
+	return cfg
 }
 
 // TestClusterRoleReadsPodsOnly pins the collector's RBAC to get, list and

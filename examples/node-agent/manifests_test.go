@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,23 +12,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
-// TestDockerfileBaseImagesPinned keeps every base image of the agent's image
-// pinned by digest, so a tag moved upstream never changes what ships.
-func TestDockerfileBaseImagesPinned(t *testing.T) {
-	testkube.AssertBaseImagesPinned(t, "Dockerfile", 2) // the build stage and the runtime stage
-}
-
 // TestDaemonSetCarriesTheAgent checks that the DaemonSet runs the agent as
-// the README and the flags describe it: critical priority, every image other
-// than the agent's own pinned by digest, probes on the agent's endpoints, the
-// journal on the host, and nothing privileged in the agent's container.
+// the README and the flags describe it (checkAgentPod).
 func TestDaemonSetCarriesTheAgent(t *testing.T) {
 	var ds appsv1.DaemonSet
 	testkube.ReadManifest(t, "deploy", "daemonset.yaml", &ds)
-	spec := ds.Spec.Template.Spec
+	cfg := checkAgentPod(t, ds.Spec.Template.Spec)
+	assert.Equal(t, "/var/lib/podsweeper/journal.db", cfg.stateFile)
+}
+
+// checkAgentPod checks a pod of the agent: critical priority, every image
+// other than the agent's own pinned by digest, flags that are the agent's
+// own and turn on the journal, the CRI and the secure metrics, probes on
+// the agent's endpoints, the journal on the host, and nothing privileged in
+// the agent's container. It returns the agent's parsed command line.
+func checkAgentPod(t *testing.T, spec corev1.PodSpec) config {
+	t.Helper()
 	assert.Equal(t, "system-node-critical", spec.PriorityClassName)
 	assert.False(t, spec.HostNetwork, "the agent needs no host network")
 	assert.False(t, spec.HostPID)
@@ -38,10 +42,8 @@ func TestDaemonSetCarriesTheAgent(t *testing.T) {
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
 
-	// The flags the manifest passes are the agent's own, and they turn on
-	// the journal, the CRI and the secure metrics.
 	cfg, err := parseFlags(c.Args, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
-	require.NoError(t, err, "the DaemonSet's args parse")
+	require.NoError(t, err, "the agent's args parse")
 	assert.True(t, cfg.metricsSecure, "metrics behind authentication and authorization")
 	assert.NotEmpty(t, cfg.stateFile, "the journal survives the agent")
 	assert.NotEmpty(t, cfg.criEndpoint, "sandbox restarts are seen")
@@ -60,12 +62,16 @@ func TestDaemonSetCarriesTheAgent(t *testing.T) {
 		mounts[m.Name] = m
 	}
 	assert.True(t, mounts["cri-socket"].ReadOnly, "the runtime's socket directory is mounted read-only")
+	socket, err := cri.SocketPath(cfg.criEndpoint)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Dir(socket), mounts["cri-socket"].MountPath, "the socket's directory is mounted")
 	assert.True(t, strings.HasPrefix(cfg.stateFile, mounts["state"].MountPath+"/"), "the journal is on the state volume")
 	for _, v := range spec.Volumes {
 		if v.Name == "state" {
 			require.NotNil(t, v.HostPath, "the journal outlives the pod")
 		}
 	}
+	return cfg
 }
 
 // TestClusterRoleIsLeastPrivilege pins the agent's RBAC to what it uses:

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# hack/images.sh: `make images`, the OCI image of each deployable program.
+#
+# For each program of examples/ named in IMAGES ("node-agent
+# cluster-controller cni-gc"), in IMAGES_DIR (bin/images):
+#
+#   <name>.bin       the static binary, built as below
+#   <name>.cdx.json  its SBOM: CycloneDX from the Go module graph
+#                    (cyclonedx-gomod app, with the build's GOOS, GOARCH and
+#                    CGO_ENABLED), plus the Debian packages of the image
+#   <name>/          the OCI image layout, tagged IMAGE_TAG
+#   <name>.tar       the same image as a docker archive, named
+#                    IMAGE_REGISTRY/podsweeper-<name>:IMAGE_TAG (docker
+#                    load, ctr images import)
+#
+# and prints "<name> <ref> <manifest digest>" a line, also written to
+# IMAGES_DIR/digests.txt.
+#
+# The binary: CGO_ENABLED=0 (static), -trimpath (no path of this machine in
+# it), -ldflags='-s -w', and -buildvcs=true whatever GOFLAGS says: the go
+# command records the commit (vcs.revision, vcs.time, vcs.modified) and the
+# main module's version (the tag of the commit, or a pseudo-version, with
+# "+dirty" for a tree with changes) in the binary, and the image's labels,
+# its creation time (unless SOURCE_DATE_EPOCH is set) and the SBOM's main
+# component are read from there. Two clean clones of one commit therefore
+# build identical images. Building outside a git work tree needs
+# IMAGE_BUILDVCS=false and SOURCE_DATE_EPOCH.
+#
+# The user: node-agent and cluster-controller run as 65532 (nonroot).
+# cni-gc runs as root: the plugins it runs for a DEL enter pods' network
+# namespaces (CAP_SYS_ADMIN), delete links and iptables rules
+# (CAP_NET_ADMIN) and write host-local's files under /var/lib/cni, which
+# the runtime's root owns. Its image carries iptables from the Debian
+# packages pinned in hack/tools/images/debian.lock (DEBS_DIR, `make debs`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+IMAGES=${IMAGES:-node-agent cluster-controller cni-gc}
+IMAGES_DIR=${IMAGES_DIR:-bin/images}
+IMAGE_REGISTRY=${IMAGE_REGISTRY:-}
+IMAGE_TAG=${IMAGE_TAG:-dev}
+IMAGE_BUILDVCS=${IMAGE_BUILDVCS:-true}
+: "${IMAGES_TOOL:?IMAGES_TOOL must be the images command (make images builds it)}"
+: "${SBOM_TOOL:?SBOM_TOOL must be the cyclonedx-gomod command (make images builds it)}"
+: "${DEBS_DIR:?DEBS_DIR must hold the Debian packages of debian.lock (make debs)}"
+
+# The target of every image; the Debian packages are amd64 too.
+export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
+
+mkdir -p "$IMAGES_DIR"
+digests=()
+for name in $IMAGES; do
+	[[ -f examples/$name/main.go ]] || { echo "images: no program examples/$name" >&2; exit 1; }
+	user=65532 debs=()
+	if [[ $name == cni-gc ]]; then
+		user=0 debs=(-debs "$DEBS_DIR")
+	fi
+	ref="${IMAGE_REGISTRY:+${IMAGE_REGISTRY%/}/}podsweeper-$name:$IMAGE_TAG"
+	echo "images: $name: building the binary" >&2
+	"$GO" build -trimpath -buildvcs="$IMAGE_BUILDVCS" -ldflags='-s -w' -o "$IMAGES_DIR/$name.bin" "./examples/$name"
+	echo "images: $name: SBOM" >&2
+	# Its log (a warning per module without a license file) goes to a file.
+	if ! "$SBOM_TOOL" app -json -noserial -licenses -std -main "examples/$name" -output "$IMAGES_DIR/$name.cdx.json" . \
+		2>"$IMAGES_DIR/$name.cdx.log"; then
+		cat "$IMAGES_DIR/$name.cdx.log" >&2
+		exit 1
+	fi
+	echo "images: $name: image $ref" >&2
+	digest=$("$IMAGES_TOOL" -binary "$IMAGES_DIR/$name.bin" -ref "$ref" -user "$user" "${debs[@]}" \
+		-sbom "$IMAGES_DIR/$name.cdx.json" -out "$IMAGES_DIR")
+	digests+=("$name $ref $digest")
+done
+printf '%s\n' "${digests[@]}" | tee "$IMAGES_DIR/digests.txt"
