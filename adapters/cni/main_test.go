@@ -109,7 +109,7 @@ func inside(m *testing.M) int {
 	if suite.plugins == "" {
 		suite.plugins, _ = filepath.Abs("../../bin/cni")
 	}
-	for _, p := range []string{"bridge", "host-local", "loopback"} {
+	for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
 		if _, err := os.Stat(filepath.Join(suite.plugins, p)); err != nil {
 			suite.noNetNS = fmt.Sprintf("no %s plugin in %s: run `make cni-plugins` (or `make test`)", p, suite.plugins)
 		}

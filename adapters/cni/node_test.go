@@ -39,6 +39,9 @@ import (
 // nodeName is the node every test pod is bound to, and the engines' node.
 const nodeName = "node-1"
 
+// hostPorts numbers the sandboxes' host ports, from 20001.
+var hostPorts atomic.Int32
+
 // nodes numbers the test nodes, so that bridges, subnets and directories
 // of two tests never meet.
 var nodes atomic.Int32
@@ -49,6 +52,10 @@ type network struct {
 	// bridge and subnet are the bridge plugin's; "" for loopback.
 	bridge, subnet string
 	disableGC      bool
+	// ipMasq turns the bridge plugin's ipMasq on, and portMap chains the
+	// portmap plugin after it with a port of the sandbox's: both call
+	// iptables on ADD and DEL (ipmasq_test.go).
+	ipMasq, portMap bool
 }
 
 // node is one test's node inside the private namespace: a plugin
@@ -110,6 +117,7 @@ exec %s "$@"
 		n.callLog, filepath.Join(suite.plugins, "loopback"))
 	require.NoError(tb, os.WriteFile(filepath.Join(n.pluginDir, "loopback"), []byte(loopback), 0o755))
 	require.NoError(tb, os.Symlink(filepath.Join(suite.plugins, "host-local"), filepath.Join(n.pluginDir, "host-local")))
+	require.NoError(tb, os.Symlink(filepath.Join(suite.plugins, "portmap"), filepath.Join(n.pluginDir, "portmap")))
 	n.cni = libcni.NewCNIConfigWithCacheDir([]string{n.pluginDir}, n.cacheDir, nil)
 	return n
 }
@@ -119,8 +127,11 @@ exec %s "$@"
 func (n *node) conflist(net network) []byte {
 	plugin := `{"type":"loopback"}`
 	if net.bridge != "" {
-		plugin = fmt.Sprintf(`{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":false,"ipam":{"type":"host-local","ranges":[[{"subnet":%q}]],"dataDir":%q}}`,
-			net.bridge, net.subnet, n.data)
+		plugin = fmt.Sprintf(`{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":%t,"ipam":{"type":"host-local","ranges":[[{"subnet":%q}]],"dataDir":%q}}`,
+			net.bridge, net.ipMasq, net.subnet, n.data)
+		if net.portMap {
+			plugin += `,{"type":"portmap","capabilities":{"portMappings":true}}`
+		}
 	}
 	return fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":%q,"disableGC":%t,"plugins":[%s]}`, net.name, net.disableGC, plugin)
 }
@@ -141,6 +152,9 @@ type sandbox struct {
 	NetNS string
 	// Veths are the host-side veths its ADDs created, one per bridge network.
 	Veths []string
+	// HostPort is the node's port that portmap forwards to the sandbox's
+	// port 80, on a network with portMap.
+	HostPort int
 }
 
 // add creates a sandbox of p, with a network namespace of its own, and
@@ -154,7 +168,7 @@ func (n *node) add(p pod) *sandbox {
 // addIn is add with the sandbox's ID and network namespace given.
 func (n *node) addIn(p pod, id, netns string) *sandbox {
 	n.t.Helper()
-	sb := &sandbox{ID: id, Pod: p, NetNS: netns}
+	sb := &sandbox{ID: id, Pod: p, NetNS: netns, HostPort: 20000 + int(hostPorts.Add(1))}
 	before := links(n.t)
 	for _, net := range n.nets {
 		list, err := libcni.NetworkConfFromBytes(n.conflist(net))
@@ -173,7 +187,12 @@ func (n *node) addIn(p pod, id, netns string) *sandbox {
 
 // runtimeConf is what containerd passes for sb on net.
 func runtimeConf(sb *sandbox, net network) *libcni.RuntimeConf {
+	var capabilities map[string]any
+	if net.portMap {
+		capabilities = map[string]any{"portMappings": []map[string]any{{"hostPort": sb.HostPort, "containerPort": 80, "protocol": "tcp"}}}
+	}
 	return &libcni.RuntimeConf{
+		CapabilityArgs: capabilities,
 		ContainerID: sb.ID,
 		NetNS:       sb.NetNS,
 		IfName:      net.ifName,
