@@ -1,0 +1,85 @@
+package main
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podsweeper/podsweeper/internal/testkube"
+)
+
+// TestChartAndKustomizeRenders renders deploy/ (kustomize) and chart/
+// (helm, with its defaults and with testdata/chart-values.yaml), sends
+// every object of each render to a real API server with server-side
+// dry-run, and checks that the three grant the same RBAC, run pods that
+// checkControllerPod accepts, and pass flags the controller's own parser
+// takes: the chart's defaults are the kustomize base's controller and the
+// flags' defaults, and each non-default value reaches the flag it names.
+func TestChartAndKustomizeRenders(t *testing.T) {
+	kust := testkube.RenderKustomize(t, "deploy")
+	def := testkube.RenderHelm(t, "chart", "podsweeper", "podsweeper-cluster")
+	non := testkube.RenderHelm(t, "chart", "pus", "pu-controllers", "testdata/chart-values.yaml")
+
+	rc, _ := testkube.StartAPIServer(t)
+	c, err := client.New(rc, client.Options{})
+	require.NoError(t, err)
+	testkube.DryRunApply(t, c, "podsweeper-cluster", kust)
+	testkube.DryRunApply(t, c, "podsweeper-cluster", def)
+	testkube.DryRunApply(t, c, "pu-controllers", non)
+
+	kustSpec, kustC := testkube.PodTemplate(t, kust, "Deployment")
+	defSpec, defC := testkube.PodTemplate(t, def, "Deployment")
+	assert.Equal(t, kustC.Image, defC.Image, "both run the image of the same tag")
+	nonSpec, nonC := testkube.PodTemplate(t, non, "Deployment")
+	want := testkube.RBAC(t, kust, "podsweeper-cluster", kustSpec.ServiceAccountName)
+	require.NotEmpty(t, want.ClusterWide)
+	require.NotEmpty(t, want.InNamespace)
+	assert.Equal(t, want, testkube.RBAC(t, def, "podsweeper-cluster", defSpec.ServiceAccountName), "the chart's defaults grant what deploy/ grants")
+	assert.Equal(t, want, testkube.RBAC(t, non, "pu-controllers", nonSpec.ServiceAccountName), "the chart's values change no grant")
+
+	kustCfg := checkControllerPod(t, kustSpec, "podsweeper-cluster")
+	defCfg := checkControllerPod(t, defSpec, "podsweeper-cluster")
+	nonCfg := checkControllerPod(t, nonSpec, "pu-controllers")
+	flagDefaults, err := parseFlags([]string{"--pu-dir", "/var/lib/podsweeper/pus"}, env(map[string]string{"POD_NAMESPACE": "podsweeper-cluster"}), io.Discard)
+	require.NoError(t, err)
+	for _, cfg := range []*config{&kustCfg, &defCfg, &nonCfg} {
+		cfg.zap = flagDefaults.zap // a parsed --zap-log-level holds a level no two parses share
+	}
+	assert.Equal(t, kustCfg, defCfg, "the chart's defaults run the controller of deploy/")
+	assert.Equal(t, flagDefaults, defCfg, "the chart's defaults are the flags'")
+	assert.Equal(t, config{
+		kubeAPIQPS: 30, kubeAPIBurst: 60, puDir: "/data/pus", leaderElect: true, leaseNS: "pu-controllers",
+		leaseID: "pus-lease", leaseDuration: 30 * time.Second, renewDeadline: 20 * time.Second, retryPeriod: 5 * time.Second,
+		metricsAddr: "127.0.0.1:9090", probeAddr: ":9081", pprofAddr: "0", sweepInterval: 2 * time.Minute, workers: 32,
+		slimPodCache: false, zap: flagDefaults.zap,
+	}, nonCfg, "every value reaches its flag")
+	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
+	assert.Equal(t, "registry.example/podsweeper-cluster-controller:v9.9.9", nonC.Image)
+	assert.Equal(t, corev1.PullAlways, nonC.ImagePullPolicy)
+	assert.Equal(t, "shared-pus", nonSpec.Volumes[0].PersistentVolumeClaim.ClaimName)
+	for _, u := range non {
+		assert.NotEqual(t, "PersistentVolumeClaim", u.GetKind(), "an existing claim: the chart makes none")
+	}
+	require.NotNil(t, nonSpec.TerminationGracePeriodSeconds)
+	assert.Equal(t, int64(60), *nonSpec.TerminationGracePeriodSeconds)
+	require.NotNil(t, nonSpec.Affinity.NodeAffinity)
+	assert.Nil(t, nonSpec.Affinity.PodAntiAffinity, "the affinity given replaces the default")
+	assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, nonSpec.NodeSelector)
+	assert.Equal(t, "dedicated", nonSpec.Tolerations[0].Key)
+	assert.True(t, nonC.Resources.Limits.Memory().Equal(resource.MustParse("4Gi")))
+	for _, u := range non {
+		if u.GetKind() == "Deployment" {
+			var d appsv1.Deployment
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d))
+			assert.Equal(t, int32(3), *d.Spec.Replicas)
+		}
+	}
+}

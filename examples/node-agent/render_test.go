@@ -1,0 +1,81 @@
+package main
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podsweeper/podsweeper/internal/testkube"
+)
+
+// TestChartAndKustomizeRenders renders deploy/ (kustomize) and chart/
+// (helm, with its defaults and with testdata/chart-values.yaml), sends
+// every object of each render to a real API server with server-side
+// dry-run, and checks that the three grant the same RBAC, run a pod that
+// checkAgentPod accepts, and pass flags the agent's own parser takes: the
+// chart's defaults are the kustomize base's agent and the flags' defaults,
+// and each non-default value reaches the flag it names.
+func TestChartAndKustomizeRenders(t *testing.T) {
+	kust := testkube.RenderKustomize(t, "deploy")
+	def := testkube.RenderHelm(t, "chart", "podsweeper", "podsweeper")
+	non := testkube.RenderHelm(t, "chart", "agent", "net-agents", "testdata/chart-values.yaml")
+
+	rc, _ := testkube.StartAPIServer(t)
+	c, err := client.New(rc, client.Options{})
+	require.NoError(t, err)
+	testkube.DryRunApply(t, c, "podsweeper", kust)
+	testkube.DryRunApply(t, c, "podsweeper", def)
+	testkube.DryRunApply(t, c, "net-agents", non)
+
+	kustSpec, kustC := testkube.PodTemplate(t, kust, "DaemonSet")
+	want := testkube.RBAC(t, kust, "podsweeper", kustSpec.ServiceAccountName)
+	require.NotEmpty(t, want.ClusterWide)
+	defSpec, defC := testkube.PodTemplate(t, def, "DaemonSet")
+	assert.Equal(t, kustC.Image, defC.Image, "both run the image of the same tag")
+	nonSpec, nonC := testkube.PodTemplate(t, non, "DaemonSet")
+	assert.Equal(t, want, testkube.RBAC(t, def, "podsweeper", defSpec.ServiceAccountName), "the chart's defaults grant what deploy/ grants")
+	assert.Equal(t, want, testkube.RBAC(t, non, "net-agents", nonSpec.ServiceAccountName), "the chart's values change no grant")
+
+	kustCfg := checkAgentPod(t, kustSpec)
+	defCfg := checkAgentPod(t, defSpec)
+	nonCfg := checkAgentPod(t, nonSpec)
+	flagDefaults, err := parseFlags(nil, env(map[string]string{"NODE_NAME": "node-a"}), io.Discard)
+	require.NoError(t, err)
+	for _, cfg := range []*config{&kustCfg, &defCfg, &nonCfg, &flagDefaults} {
+		cfg.zap = flagDefaults.zap // a parsed --zap-log-level holds a level no two parses share
+	}
+	assert.Equal(t, kustCfg, defCfg, "the chart's defaults run the agent of deploy/")
+	assert.Equal(t, flagDefaults, defCfg, "the chart's defaults are the flags'")
+
+	assert.Equal(t, config{
+		kubeAPIQPS: 20, kubeAPIBurst: 40, node: "node-a",
+		metricsAddr: ":9443", metricsSecure: true, probeAddr: ":9081",
+		criEndpoint: "unix:///var/run/crio/crio.sock", sweepInterval: 10 * time.Second, workers: 8,
+		stateFile: "/var/lib/podsweeper/journal.db", allPods: true, destroyTerminated: true,
+		dryRun: true, maxDestroysPerSecond: 2.5, destroyBurst: 5, pprofAddr: "0",
+		slimPodCache: false, criCacheMaxAge: 2 * time.Second, zap: flagDefaults.zap,
+	}, nonCfg, "every value reaches its flag")
+	assert.Equal(t, "registry.example/podsweeper-node-agent@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", nonC.Image)
+	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
+	var stateDir string
+	for _, v := range nonSpec.Volumes {
+		if v.Name == "state" {
+			stateDir = v.HostPath.Path
+		}
+	}
+	assert.Equal(t, "/srv/podsweeper", stateDir)
+	assert.Equal(t, []int64{998}, nonSpec.SecurityContext.SupplementalGroups)
+	assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, nonSpec.NodeSelector)
+	assert.Equal(t, "dedicated", nonSpec.Tolerations[0].Key)
+	assert.True(t, nonC.Resources.Limits.Memory().Equal(resource.MustParse("256Mi")))
+	ports := map[string]int32{}
+	for _, p := range nonC.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	assert.Equal(t, map[string]int32{"metrics": 9443, "probes": 9081}, ports)
+}
