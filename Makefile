@@ -8,6 +8,8 @@ APIDIFF_VERSION ?= v0.0.0-20261113113407-e3970619a1a4
 APIDIFF ?= $(GO) run golang.org/x/exp/cmd/apidiff@$(APIDIFF_VERSION)
 # The last release: its API, in api/$(VERSION)/, is the base of verify-apidiff.
 VERSION ?= $(shell cat api/RELEASE 2>/dev/null)
+# make release: a dry run unless DRY_RUN=0.
+DRY_RUN ?= 1
 BENCH_COUNT ?= 6
 # Short mode keeps the chaos and model tests to a few seconds; `make test-long` runs them longer.
 TEST_FLAGS ?= -race -short -count=1 -timeout=20m
@@ -135,6 +137,13 @@ images: $(IMAGES_TOOL) $(SBOM_TOOL) debs
 TEST_ENV = KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) \
 	CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) CNI_GC_IMAGE=$(IMAGES_DIR)/cni-gc HELM=$(HELM) KUSTOMIZE_RENDER=$(KUSTOMIZE_RENDER) \
 	IMAGES_TOOL=$(IMAGES_TOOL) SBOM_TOOL=$(SBOM_TOOL) DEBS_DIR=$(DEBS_DIR) CONTAINERD_BIN_DIR=$(CONTAINERD_BIN_DIR)
+
+## release: make release VERSION=vX.Y.Z: the CHANGELOG's Unreleased section
+## moved under VERSION, its API base (apidiff-base), the charts' and kustomize
+## bases' versions, a commit tagged VERSION, then its images and digests.
+## A dry run unless DRY_RUN=0 (hack/release.sh says what it refuses).
+release:
+	@MAKE='$(MAKE)' DRY_RUN='$(DRY_RUN)' hack/release.sh '$(VERSION)'
 
 ## test: every test, under the race detector, against a real kube-apiserver and etcd,
 ## real CNI plugins in a private network namespace and a real containerd node in

@@ -69,3 +69,38 @@ release: dry run of $version on $head ($date); DRY_RUN=0 does it.
   4. git commit -m "Release $version" and git tag $version
   5. $MAKE images IMAGE_TAG=$version: the images of the release commit, their SBOMs and digests
 Nothing is pushed.
+EOF
+	exit 0
+fi
+
+echo "release: $version on $head ($date)"
+tmp=$(mktemp)
+awk -v v="$version" -v d="$date" -v url="$repo_url" '
+	/^## \[Unreleased\]/ { print; print ""; print "Nothing yet."; print ""; print "## [" v "] - " d; next }
+	/^\[Unreleased\]: / { print "[Unreleased]: " url "/compare/" v "...HEAD"; print "[" v "]: " url "/releases/tag/" v; next }
+	{ print }
+' "$changelog" >"$tmp"
+mv "$tmp" "$changelog"
+echo "release: $changelog: the Unreleased section is now $version's"
+
+"$MAKE" --no-print-directory apidiff-base VERSION="$version"
+
+for f in "${charts[@]}"; do
+	sed -i -E "s/^version: .*/version: ${version#v}/; s/^appVersion: .*/appVersion: $version/" "$f"
+done
+for f in "${kustomizations[@]}"; do
+	sed -i -E "s/^( *newTag:) .*/\1 $version/" "$f"
+done
+echo "release: the charts and the kustomize bases run $version"
+
+git add -A "$changelog" api "${charts[@]}" "${kustomizations[@]}"
+git commit -q -m "Release $version"
+git tag "$version"
+echo "release: committed and tagged $version ($(git rev-parse --short HEAD))"
+
+"$MAKE" --no-print-directory images IMAGE_TAG="$version"
+cat <<EOF
+release: $version is made. To publish it:
+  git push origin HEAD "$version"
+  and push each image of bin/images (an OCI layout, e.g. crane push bin/images/node-agent <registry>/podsweeper-node-agent:$version)
+EOF
