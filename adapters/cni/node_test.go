@@ -193,9 +193,9 @@ func runtimeConf(sb *sandbox, net network) *libcni.RuntimeConf {
 	}
 	return &libcni.RuntimeConf{
 		CapabilityArgs: capabilities,
-		ContainerID: sb.ID,
-		NetNS:       sb.NetNS,
-		IfName:      net.ifName,
+		ContainerID:    sb.ID,
+		NetNS:          sb.NetNS,
+		IfName:         net.ifName,
 		Args: [][2]string{
 			{"IgnoreUnknown", "1"},
 			{"K8S_POD_NAMESPACE", sb.Pod.Namespace},
