@@ -9,6 +9,7 @@
 #                    (cyclonedx-gomod app, with the build's GOOS, GOARCH and
 #                    CGO_ENABLED), plus the Debian packages of the image
 #   <name>/          the OCI image layout, tagged IMAGE_TAG
+#   <name>.oci.tar   that layout as a tar (ctr images import keeps its digest)
 #   <name>.tar       the same image as a docker archive, named
 #                    IMAGE_REGISTRY/podsweeper-<name>:IMAGE_TAG (docker
 #                    load, ctr images import)

@@ -162,8 +162,8 @@ func goEnv(t *testing.T, key string) string {
 
 // ociImage is what checkImage reads of an OCI layout.
 type ociImage struct {
-	digest string
-	config struct {
+	digest, configDigest string
+	config               struct {
 		Architecture string    `json:"architecture"`
 		OS           string    `json:"os"`
 		Created      time.Time `json:"created"`
@@ -178,6 +178,24 @@ type ociImage struct {
 	files map[string][]byte
 	// links are the symbolic links, by path.
 	links map[string]string
+}
+
+// tarFile returns the content of the file name in the tar at path.
+func tarFile(t *testing.T, path, name string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		hdr, err := tr.Next()
+		require.NoError(t, err, "%s in %s", name, path)
+		if hdr.Name == name {
+			b, err := io.ReadAll(tr)
+			require.NoError(t, err)
+			return string(b)
+		}
+	}
 }
 
 // readLayout reads the one image of the OCI layout at dir.
@@ -208,6 +226,7 @@ func readLayout(t *testing.T, dir string) ociImage {
 		} `json:"layers"`
 	}
 	require.NoError(t, json.Unmarshal(blob(img.digest), &manifest))
+	img.configDigest = manifest.Config.Digest
 	require.NoError(t, json.Unmarshal(blob(manifest.Config.Digest), &img.config))
 	for _, l := range manifest.Layers {
 		zr, err := gzip.NewReader(bytes.NewReader(blob(l.Digest)))
@@ -253,6 +272,17 @@ func checkImage(t *testing.T, dir, name, user, commit, commitTime, digests strin
 	bin, err := os.ReadFile(filepath.Join(dir, name+".bin"))
 	require.NoError(t, err)
 	assert.Equal(t, bin, img.files[name], "the image holds the binary built")
+	index, err := os.ReadFile(filepath.Join(dir, name, "index.json"))
+	require.NoError(t, err)
+	assert.Equal(t, string(index), tarFile(t, filepath.Join(dir, name+".oci.tar"), "index.json"), "the OCI archive is the layout")
+	var archive []struct {
+		Config   string
+		RepoTags []string
+	}
+	require.NoError(t, json.Unmarshal([]byte(tarFile(t, filepath.Join(dir, name+".tar"), "manifest.json")), &archive))
+	require.Len(t, archive, 1)
+	assert.Equal(t, []string{"podsweeper-" + name + ":dev"}, archive[0].RepoTags, "the docker archive names the image")
+	assert.Equal(t, img.configDigest, archive[0].Config, "the docker archive holds the same config")
 	assert.Contains(t, string(img.files["etc/passwd"]), "nonroot:x:65532:65532:")
 	assert.Contains(t, string(img.files["etc/ssl/certs/ca-certificates.crt"]), "-----BEGIN CERTIFICATE-----")
 

@@ -6,9 +6,9 @@
 //		-user 65532 -out bin/images [-debs bin/debs -sbom bin/images/cni-gc.cdx.json]
 //
 // It writes <out>/<name>/, an OCI image layout holding the image (tagged
-// with -ref's tag), and <out>/<name>.tar, the same image as a docker-archive
-// tarball (`docker load`, `ctr images import`), and prints the image's
-// manifest digest. <name> is the binary's file name without ".bin".
+// with -ref's tag), <out>/<name>.oci.tar, that layout as a tar, and
+// <out>/<name>.tar, the same image as a docker-archive tarball (`docker
+// load`, `ctr images import`), and prints the image's manifest digest. <name> is the binary's file name without ".bin".
 //
 // The image is reproducible: the same binary (and packages) gives the same
 // digest. The binary must be static (CGO_ENABLED=0) and built with
@@ -151,6 +151,9 @@ func build(o options, sourceDateEpoch string) (string, error) {
 		return "", err
 	}
 	if err := writeLayout(filepath.Join(o.out, prog), img, tag); err != nil {
+		return "", err
+	}
+	if err := writeLayoutTar(filepath.Join(o.out, prog+".oci.tar"), filepath.Join(o.out, prog), created); err != nil {
 		return "", err
 	}
 	if err := writeTarball(filepath.Join(o.out, prog+".tar"), img, tag); err != nil {
@@ -435,6 +438,41 @@ func containerdName(tag name.Tag) string {
 		reg = "docker.io"
 	}
 	return reg + "/" + tag.RepositoryStr() + ":" + tag.TagStr()
+}
+
+// writeLayoutTar writes the OCI layout at dir as a tar (what `ctr images
+// import` takes as an OCI archive: it keeps the manifest's digest, which a
+// docker archive's import does not, and names the image by the layout's
+// io.containerd.image.name), its entries sorted and dated at created.
+func writeLayoutTar(path, dir string, created time.Time) error {
+	t := tree{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			t.dir(filepath.ToSlash(rel), 0o755, 0, created)
+			return nil
+		}
+		b, err := readFile(p)
+		if err != nil {
+			return err
+		}
+		t.file(filepath.ToSlash(rel), 0o644, b, created)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b, err := t.bytes()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // writeTarball writes img as a docker archive (manifest.json, the config
