@@ -57,6 +57,11 @@ const (
 	DefaultNewestSandboxTimeout = 5 * time.Minute
 )
 
+// LogMessageFreed is the message of the line the Collector logs (at info)
+// for each attachment a DestroyPU freed: keep it out of a logger's
+// sampling (k8s.NewLogger) to find every one in the log.
+const LogMessageFreed = "attachment freed"
+
 // Options configure New. The zero value of every field is a documented default.
 type Options struct {
 	// CacheDir is libcni's cache directory, the runtime's: attachments are
@@ -545,7 +550,7 @@ func (c *Collector) del(ctx context.Context, a attachment, ev ports.DestroyEvent
 	if err != nil {
 		return fmt.Errorf("cni: DEL of network %s, sandbox %s, interface %s: %w", a.NetworkName, a.ContainerID, a.IfName, err)
 	}
-	c.log.Info("attachment freed", kv...)
+	c.log.Info(LogMessageFreed, kv...)
 	return nil
 }
 

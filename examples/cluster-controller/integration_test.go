@@ -27,11 +27,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
@@ -73,6 +75,7 @@ func TestControllerAgainstAPIServer(t *testing.T) {
 	asController.Impersonate = rest.ImpersonationConfig{UserName: controllerUser}
 
 	t.Run("RBAC reads pods and holds the Lease", func(t *testing.T) { testLeastRBAC(t, asController) })
+	t.Run("a drain of 1000 pods: every destroy in the default log", func(t *testing.T) { testDrainLog(t, admin, kubeconfig) })
 	t.Run("two replicas: the leader destroys, the other takes over", func(t *testing.T) { testReplicas(t, admin, asController) })
 	t.Run("the binary registers and destroys PUs", func(t *testing.T) { testBinary(t, admin, kubeconfig) })
 	t.Run("a killed leader's Lease expires and the other takes over", func(t *testing.T) { testKilledLeader(t, admin, kubeconfig) })
@@ -107,6 +110,92 @@ func testLeastRBAC(t *testing.T, asController *rest.Config) {
 	assert.True(t, can(leaseNS, "", "events", "create"), "events of the election")
 	assert.False(t, can("default", "", "events", "create"))
 	assert.False(t, can("", "", "secrets", "get"))
+}
+
+// drainPods is how many pods testDrainLog deletes at once: ten times the
+// first 100 lines a second that the sampler keeps of a message.
+const drainPods = 1000
+
+// testDrainLog runs the controller's command line with its default logger
+// (no --zap-* flag), deletes 1,000 pods at once and counts the lines that
+// record their destroys: every one is there, the engine's ("PU destroyed")
+// and the PU directory's ("destroying PU"), where the sampling of zap's
+// production logger keeps about half.
+func testDrainLog(t *testing.T, admin client.Client, kubeconfig []byte) {
+	ctx := context.Background()
+	const ns = "drain"
+	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	dir := t.TempDir()
+	uids := createPods(t, admin, ns, drainPods)
+	logs := &testkube.SyncBuffer{}
+	c := startChildLogs(t, kubeconfig, dir, logs)
+	require.Eventually(t, func() bool {
+		des, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		return len(des) == drainPods
+	}, 60*time.Second, 50*time.Millisecond, "a PU registered for every pod")
+	require.NoError(t, admin.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool {
+		des, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		return len(des) == 0
+	}, 90*time.Second, 50*time.Millisecond, "every PU destroyed")
+	c.terminate(t)
+
+	lines := map[string]map[string]int{logDestroying: {}, k8s.LogMessageDestroyed: {}}
+	for line := range strings.Lines(logs.String()) {
+		var l struct {
+			Msg  string `json:"msg"`
+			PUID string `json:"puID"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && lines[l.Msg] != nil {
+			lines[l.Msg][l.PUID]++
+		}
+	}
+	for msg, byPU := range lines {
+		var missing, twice []string
+		for uid := range uids {
+			switch byPU[string(uid)] {
+			case 1:
+			case 0:
+				missing = append(missing, string(uid))
+			default:
+				twice = append(twice, string(uid))
+			}
+		}
+		assert.Equal(t, drainPods, len(byPU), "PUs with a %q line", msg)
+		assert.Zero(t, len(missing), "PUs without a %q line, such as %v", msg, missing[:min(3, len(missing))])
+		assert.Zero(t, len(twice), "PUs with more than one %q line, such as %v", msg, twice[:min(3, len(twice))])
+	}
+}
+
+// createPods creates n pods in ns, 32 at a time, and returns their UIDs.
+func createPods(t *testing.T, admin client.Client, ns string, n int) map[types.UID]bool {
+	t.Helper()
+	var mu sync.Mutex
+	uids := map[types.UID]bool{}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := range next {
+				p := testPod(fmt.Sprintf("pod-%04d", i), fmt.Sprintf("node-%d", i%10))
+				p.Namespace = ns
+				if assert.NoError(t, admin.Create(context.Background(), p)) {
+					mu.Lock()
+					uids[p.UID] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	require.Len(t, uids, n)
+	return uids
 }
 
 // replica is one replica of the controller, started from setup.
@@ -351,6 +440,26 @@ func startChildWith(t *testing.T, kubeconfig []byte, dir string, env []string, e
 	c.cmd = exec.Command(os.Args[0], "-test.run=^TestControllerHelper$", "-test.count=1")
 	c.cmd.Env = append(append(os.Environ(), env...), controllerArgsEnv+"="+strings.Join(args, "\n"))
 	// Its logs, and on stdout the test's verdict: run's error.
+	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
+	require.NoError(t, c.cmd.Start())
+	go func() { c.done <- c.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	})
+	return c
+}
+
+// startChildLogs runs the controller as startChild does, but with the
+// default logger, as deployed (no --zap-* flag), its logs going to logs.
+func startChildLogs(t *testing.T, kubeconfig []byte, dir string, logs *testkube.SyncBuffer) *child {
+	t.Helper()
+	c := &child{probeAddr: testkube.FreeAddr(t), logs: logs, done: make(chan error, 1)}
+	args := []string{"--kubeconfig=" + controllerKubeconfig(t, kubeconfig), "--pu-dir=" + dir,
+		"--leader-election-namespace=" + leaseNS, "--leader-election-id=podsweeper-drain", "--health-probe-bind-address=" + c.probeAddr,
+		"--pprof-bind-address=0"}
+	c.cmd = exec.Command(os.Args[0], "-test.run=^TestControllerHelper$", "-test.count=1")
+	c.cmd.Env = append(os.Environ(), controllerArgsEnv+"="+strings.Join(args, "\n"))
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 	require.NoError(t, c.cmd.Start())
 	go func() { c.done <- c.cmd.Wait() }()

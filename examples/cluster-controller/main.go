@@ -248,7 +248,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) error {
 	if err != nil {
 		return err
 	}
-	log := zap.New(zap.UseFlagOptions(&cfg.zap), zap.WriteTo(stderr))
+	// JSON lines on stderr, as the --zap-* flags say; their sampling (of the
+	// lines of one message, 100 a second, then one in 100) never drops a
+	// line that records what became of a PU, the engine's or the PU
+	// directory's: an operator who greps the log for a PU finds it.
+	log := k8s.NewLogger(append(k8s.EngineRecordMessages(), logDestroying), zap.UseFlagOptions(&cfg.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(log)
 	rc, err := restConfig(cfg.kubeconfig, cfg.kubeAPIQPS, cfg.kubeAPIBurst)
 	if err != nil {

@@ -100,12 +100,15 @@ func (d *puDir) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 	if err != nil {
 		return ports.Permanent(err)
 	}
-	d.log.Info("destroying PU", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason))
+	d.log.Info(logDestroying, "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason))
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("destroying PU %s: %w", ev.PUID, err)
 	}
 	return nil
 }
+
+// logDestroying is the message of the line DestroyPU logs for each PU.
+const logDestroying = "destroying PU"
 
 // register writes the file of the PU of e unless it exists: the file is
 // written under a dot name and renamed, so that ListPUs never reads half

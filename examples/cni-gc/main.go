@@ -214,7 +214,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := zap.New(zap.UseFlagOptions(&cfg.zap), zap.WriteTo(stderr))
+	// JSON lines on stderr, as the --zap-* flags say; their sampling (of the
+	// lines of one message, 100 a second, then one in 100) never drops a
+	// line that records what became of a PU or an attachment.
+	log := k8s.NewLogger(append(k8s.EngineRecordMessages(), cni.LogMessageFreed), zap.UseFlagOptions(&cfg.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(log)
 	rc, err := restConfig(cfg.kubeconfig)
 	if err != nil {

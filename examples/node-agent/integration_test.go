@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,6 +60,7 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	t.Run("the agent tracks the node's pods and destroys", func(t *testing.T) { testTracking(t, admin, kubeconfig) })
 	t.Run("a dry run destroys nothing and reports what it would", func(t *testing.T) { testDryRun(t, admin, kubeconfig) })
 	t.Run("the binary serves metrics and logs destroys", func(t *testing.T) { testBinary(t, admin, kubeconfig) })
+	t.Run("a drain of 1000 pods: every destroy in the default log", func(t *testing.T) { testDrainLog(t, admin, kubeconfig) })
 	t.Run("a restart destroys the PUs of pods deleted while the agent was down", func(t *testing.T) {
 		testRestart(t, admin, kubeconfig)
 	})
@@ -224,6 +227,74 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	// client-go logs through klog: its lines are the agent's JSON lines too.
 	klog.Warning("a line of client-go's")
 	assert.Len(t, logs.find("a line of client-go's", ""), 1)
+}
+
+// drainPods is how many pods testDrainLog deletes at once: ten times the
+// first 100 lines a second that the sampler keeps of a message.
+const drainPods = 1000
+
+// testDrainLog runs the agent's command line with its default logger (no
+// --zap-* flag but the time's encoding), deletes 1,000 pods of its node at
+// once and counts the lines that record their destroys: every one is
+// there, the engine's ("PU destroyed") and the agent's ("destroying PU"),
+// where the sampling of zap's production logger keeps about half.
+func testDrainLog(t *testing.T, admin client.Client, kubeconfig []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const ns, node = "drain", "node-drain"
+	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	uids := make(chan types.UID, drainPods)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := range next {
+				p := testPod(fmt.Sprintf("pod-%04d", i), node)
+				p.Namespace = ns
+				if assert.NoError(t, admin.Create(ctx, p)) {
+					uids <- p.UID
+				}
+			}
+		})
+	}
+	for i := range drainPods {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(uids)
+	require.Len(t, uids, drainPods)
+	// No client-side rate limit: each destroy costs a confirming read and
+	// an Event, and 50 a second would make the test last 40 s.
+	a := runAgent(t, kubeconfig, "--node="+node, "--cri-endpoint=", "--kube-api-qps=-1",
+		"--state-file="+filepath.Join(t.TempDir(), "journal.db"))
+	require.Eventually(t, func() bool { return a.metric(t, k8s.MetricTrackedPUs) == drainPods }, waitLong, 50*time.Millisecond,
+		"every pod tracked")
+	require.NoError(t, admin.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool { return a.metric(t, k8s.MetricDestroys+`{reason="PodGone"}`) == drainPods }, waitLong,
+		50*time.Millisecond, "every PU destroyed")
+	a.stop(t)
+	a.log.ended()
+
+	for _, msg := range []string{"destroying PU", k8s.LogMessageDestroyed} {
+		byPU := map[string]int{}
+		for _, l := range a.logged(t, msg, "") {
+			byPU[l.PUID]++
+		}
+		var missing, twice []types.UID
+		for uid := range uids {
+			switch byPU[string(uid)] {
+			case 1:
+			case 0:
+				missing = append(missing, uid)
+			default:
+				twice = append(twice, uid)
+			}
+		}
+		assert.Equal(t, drainPods, len(byPU), "PUs with a %q line", msg)
+		assert.Zero(t, len(missing), "PUs without a %q line, such as %v", msg, missing[:min(3, len(missing))])
+		assert.Zero(t, len(twice), "PUs with more than one %q line, such as %v", msg, twice[:min(3, len(twice))])
+	}
 }
 
 // runningBinary is the agent's command line running in the test.

@@ -242,9 +242,12 @@ func loopback(addr string) bool {
 // newLogger is the agent's logger: JSON lines on stderr, as the --zap-*
 // flags say. controller-runtime logs through it, and so does klog, which
 // client-go logs through (a watch that failed, say): every line of the
-// agent's log is a JSON line.
+// agent's log is a JSON line. Its sampling (of the lines of one message,
+// 100 a second, then one in 100) never drops a line that records what
+// became of a PU, the engine's or the agent's own: an operator who greps
+// the log for a PU finds it.
 func newLogger(cfg config, stderr io.Writer) logr.Logger {
-	log := zap.New(zap.UseFlagOptions(&cfg.zap), zap.WriteTo(stderr))
+	log := k8s.NewLogger(append(k8s.EngineRecordMessages(), logDestroying), zap.UseFlagOptions(&cfg.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
 	return log
@@ -405,11 +408,14 @@ func newEngine(mgr manager.Manager, cfg config, journal *bolt.Journal, extractor
 	return engine, nil
 }
 
+// logDestroying is the message of the line destroyer logs for each PU.
+const logDestroying = "destroying PU"
+
 // destroyer is the agent's PolicyHandler. A real agent tears down the PU
 // here; this one logs it.
 func destroyer(log logr.Logger) ports.PolicyHandler {
 	return ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
-		log.Info("destroying PU", "puID", ev.PUID, "pod", ev.Pod.String(), "sandboxID", ev.SandboxID, "reason", string(ev.Reason))
+		log.Info(logDestroying, "puID", ev.PUID, "pod", ev.Pod.String(), "sandboxID", ev.SandboxID, "reason", string(ev.Reason))
 		return nil
 	})
 }
