@@ -8,7 +8,7 @@
 //	                   [--leader-election-id=podsweeper-cluster-controller]
 //	                   [--leader-election-lease-duration=15s] [--leader-election-renew-deadline=10s]
 //	                   [--leader-election-retry-period=2s] [--health-probe-bind-address=:8081]
-//	                   [--metrics-bind-address=0] [--sweep-interval=1m] [--workers=16] [--zap-devel]
+//	                   [--metrics-bind-address=0] [--sweep-interval=1m] [--workers=16] [--events=true] [--zap-devel]
 //
 // The external system is a stand-in: a directory with one file per PU,
 // named by the pod's UID (pudir.go). The controller registers a PU for
@@ -35,7 +35,15 @@
 // --metrics-bind-address serves them over plain HTTP on a loopback address
 // only (examples/node-agent serves them behind authentication).
 //
+// Each destroy, and each PU the engine gives up on, is recorded as a
+// Kubernetes Event (adapters/k8s.Events) in the namespace of the PU's pod,
+// regarding that pod: kubectl get events -n NS --field-selector
+// reason=PUDestroyed shows them, beside the pod's own Events. --events=false
+// records none. The lines of the log that record a destroy, a PU given up
+// on and a veto are never sampled (adapters/k8s.NewLogger).
+//
 // deploy/ holds the Deployment, its ServiceAccount and RBAC (pods get, list
-// and watch; Leases and Events in its own namespace, for the election) and
-// the volume of the directory.
+// and watch, and events.k8s.io Events create and patch, in every namespace;
+// Leases and the election's Events in its own namespace) and the volume of
+// the directory.
 package main

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -26,6 +27,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -74,7 +76,8 @@ func TestControllerAgainstAPIServer(t *testing.T) {
 	asController := rest.CopyConfig(cfg)
 	asController.Impersonate = rest.ImpersonationConfig{UserName: controllerUser}
 
-	t.Run("RBAC reads pods and holds the Lease", func(t *testing.T) { testLeastRBAC(t, asController) })
+	t.Run("RBAC reads pods, writes Events and holds the Lease", func(t *testing.T) { testLeastRBAC(t, cfg, asController) })
+	t.Run("an Event per destroy, in the namespace of each pod", func(t *testing.T) { testEvents(t, admin, kubeconfig) })
 	t.Run("a drain of 1000 pods: every destroy in the default log", func(t *testing.T) { testDrainLog(t, admin, kubeconfig) })
 	t.Run("two replicas: the leader destroys, the other takes over", func(t *testing.T) { testReplicas(t, admin, asController) })
 	t.Run("the binary registers and destroys PUs", func(t *testing.T) { testBinary(t, admin, kubeconfig) })
@@ -84,7 +87,7 @@ func TestControllerAgainstAPIServer(t *testing.T) {
 	})
 }
 
-func testLeastRBAC(t *testing.T, asController *rest.Config) {
+func testLeastRBAC(t *testing.T, admin, asController *rest.Config) {
 	ctx := context.Background()
 	c, err := client.New(asController, client.Options{})
 	require.NoError(t, err)
@@ -107,9 +110,131 @@ func testLeastRBAC(t *testing.T, asController *rest.Config) {
 		assert.False(t, can("default", "coordination.k8s.io", "leases", verb), "leases: not %s in another namespace", verb)
 	}
 	assert.False(t, can(leaseNS, "coordination.k8s.io", "leases", "delete"))
+	for _, ns := range []string{"default", "team-a", leaseNS} {
+		for _, verb := range []string{"create", "patch"} {
+			assert.True(t, can(ns, "events.k8s.io", "events", verb), "events.k8s.io events: %s in %s, the namespace of a pod", verb, ns)
+		}
+		for _, verb := range []string{"get", "list", "watch", "update", "delete"} {
+			assert.False(t, can(ns, "events.k8s.io", "events", verb), "events.k8s.io events: not %s in %s", verb, ns)
+		}
+	}
 	assert.True(t, can(leaseNS, "", "events", "create"), "events of the election")
 	assert.False(t, can("default", "", "events", "create"))
 	assert.False(t, can("", "", "secrets", "get"))
+
+	// Nothing else: what the ServiceAccount may do in each namespace, less
+	// what every ServiceAccount may (a ServiceAccount without bindings),
+	// is what deploy/ means to grant, exactly.
+	base := map[string]bool{"/pods:get": true, "/pods:list": true, "/pods:watch": true,
+		"events.k8s.io/events:create": true, "events.k8s.io/events:patch": true}
+	for _, ns := range []string{"default", "team-a", leaseNS} {
+		want := maps.Clone(base)
+		if ns == leaseNS {
+			for _, r := range []string{"coordination.k8s.io/leases:get", "coordination.k8s.io/leases:create",
+				"coordination.k8s.io/leases:update", "/events:create", "/events:patch"} {
+				want[r] = true
+			}
+		}
+		granted, everyone := grantedRules(t, admin, controllerUser, ns), grantedRules(t, admin, nobodyUser, ns)
+		for r := range everyone {
+			delete(granted, r)
+		}
+		assert.Equal(t, want, granted, "what deploy/ grants in %s, and nothing more", ns)
+	}
+}
+
+// nobodyUser is a ServiceAccount that nothing binds: it may do what every
+// ServiceAccount may.
+const nobodyUser = "system:serviceaccount:podsweeper-cluster:nobody"
+
+// grantedRules returns what user may do in ns, as the API server's
+// SelfSubjectRulesReview lists it: "group/resource:verb" (with
+// "[names]" for a rule limited to some names) and "url:verb" for
+// non-resource URLs, cluster-wide rules included.
+func grantedRules(t *testing.T, admin *rest.Config, user, ns string) map[string]bool {
+	t.Helper()
+	as := rest.CopyConfig(admin)
+	as.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(as, client.Options{})
+	require.NoError(t, err)
+	r := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: ns}}
+	require.NoError(t, c.Create(context.Background(), r))
+	require.False(t, r.Status.Incomplete, "the rules of %s in %s are complete: %s", user, ns, r.Status.EvaluationError)
+	out := map[string]bool{}
+	for _, rule := range r.Status.ResourceRules {
+		names := ""
+		if len(rule.ResourceNames) > 0 {
+			names = fmt.Sprintf("%v", rule.ResourceNames)
+		}
+		for _, g := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				for _, v := range rule.Verbs {
+					out[g+"/"+res+names+":"+v] = true
+				}
+			}
+		}
+	}
+	for _, rule := range r.Status.NonResourceRules {
+		for _, u := range rule.NonResourceURLs {
+			for _, v := range rule.Verbs {
+				out[u+":"+v] = true
+			}
+		}
+	}
+	return out
+}
+
+// testEvents runs the controller's command line as the ServiceAccount and
+// deletes pods of three namespaces: each destroy is recorded as an
+// events.k8s.io Event in the namespace of its pod, regarding that pod.
+func testEvents(t *testing.T, admin client.Client, kubeconfig []byte) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var pods []*corev1.Pod
+	for _, ns := range []string{"team-a", "team-b", "default"} {
+		if ns != "default" {
+			require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		}
+		for i := range 2 {
+			p := testPod(fmt.Sprintf("ev-%d", i), "node-a")
+			p.Namespace = ns
+			require.NoError(t, admin.Create(ctx, p))
+			pods = append(pods, p)
+		}
+	}
+	c := startChild(t, kubeconfig, dir)
+	for _, p := range pods {
+		require.Eventually(t, func() bool { return registered(dir, string(p.UID)) }, 30*time.Second, 20*time.Millisecond, "logs:\n%s", c.logs)
+	}
+	for _, p := range pods {
+		require.NoError(t, admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
+	}
+	for _, p := range pods {
+		var evs []eventsv1.Event
+		require.Eventually(t, func() bool {
+			var list eventsv1.EventList
+			require.NoError(t, admin.List(ctx, &list, client.InNamespace(p.Namespace)))
+			evs = nil
+			for _, e := range list.Items {
+				if e.Regarding.UID == p.UID {
+					evs = append(evs, e)
+				}
+			}
+			return len(evs) > 0
+		}, 30*time.Second, 20*time.Millisecond, "an Event for the destroy of %s/%s; logs:\n%s", p.Namespace, p.Name, c.logs)
+		require.Len(t, evs, 1, "one Event per destroy")
+		e := evs[0]
+		assert.Equal(t, k8s.EventReasonDestroyed, e.Reason)
+		assert.Equal(t, corev1.EventTypeNormal, e.Type)
+		assert.Equal(t, k8s.EventActionDestroy, e.Action)
+		assert.Equal(t, "podsweeper", e.ReportingController)
+		assert.Equal(t, corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}, e.Regarding)
+		assert.Nil(t, e.Related)
+		assert.Contains(t, e.Note, string(p.UID))
+		assert.Nil(t, e.Series, "a destroy's Event repeats no other")
+	}
+	assert.NotContains(t, c.logs.String(), "forbidden", "no request of the controller was refused")
+	c.terminate(t)
 }
 
 // drainPods is how many pods testDrainLog deletes at once: ten times the

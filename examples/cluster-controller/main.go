@@ -55,6 +55,7 @@ type config struct {
 	sweepInterval time.Duration
 	workers       int
 	slimPodCache  bool
+	events        bool
 	zap           zap.Options
 }
 
@@ -88,6 +89,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.IntVar(&cfg.workers, "workers", defaultWorkers, "how many checks may run at once")
 	fs.BoolVar(&cfg.slimPodCache, "slim-pod-cache", true,
 		"keep only what podsweeper reads of each pod in the cache, read without deep copies (k8s.SlimPodCacheOptions); false keeps whole pods (about 20 times the heap)")
+	fs.BoolVar(&cfg.events, "events", true,
+		"record a Kubernetes Event (events.k8s.io) for each destroy and each abandoned PU, in the namespace of the PU's pod, regarding the pod (k8s.Events): one POST per destroy; false records none")
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
@@ -203,6 +206,17 @@ func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Engi
 	if d.wrapPolicy != nil {
 		policy = d.wrapPolicy(policy)
 	}
+	// The directory registers each PU first, then the metrics count it,
+	// then (--events) a Kubernetes Event records each destroy, on the gone
+	// pod, in its namespace: the engine has no node for it to regard.
+	observers := []deletion.Observer{dir, metrics}
+	if cfg.events {
+		events, err := k8s.NewEvents(mgr.GetEventRecorder("podsweeper"), k8s.EventsOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("recording Events: %w", err)
+		}
+		observers = append(observers, events)
+	}
 	engine, err := deletion.New(k8s.NewPodGetter(mgr.GetCache()), policy, deletion.Options{
 		// No NodeName: every pod of the cluster, on any node.
 		// The cache may lag behind the API server: every destroy it
@@ -214,8 +228,7 @@ func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Engi
 		SweepInterval: cfg.sweepInterval,
 		Workers:       cfg.workers,
 		Logger:        log.WithName("podsweeper"),
-		// The directory registers each PU first, then the metrics count it.
-		Observer: deletion.Observers(dir, metrics),
+		Observer:      deletion.Observers(observers...),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the deletion engine: %w", err)
@@ -264,7 +277,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) error {
 		return err
 	}
 	log.Info("starting cluster controller", "puDir", cfg.puDir, "leaderElect", cfg.leaderElect, "lease", cfg.leaseNS+"/"+cfg.leaseID,
-		"sweepInterval", cfg.sweepInterval, "workers", cfg.workers)
+		"sweepInterval", cfg.sweepInterval, "workers", cfg.workers, "events", cfg.events)
 	// On a lost Lease, Start returns "leader election lost" at once: the
 	// process must exit, which main does.
 	return mgr.Start(ctx)

@@ -74,12 +74,16 @@ func rules(rs []rbacv1.PolicyRule, t *testing.T) map[string][]string {
 }
 
 // TestRBACIsLeastPrivilege pins the controller's RBAC to what it uses:
-// reading pods everywhere; the Lease and the Events of the election in its
+// reading pods and writing the Events of its destroys (create, and patch
+// for a series) everywhere; the Lease and the Events of the election in its
 // own namespace.
 func TestRBACIsLeastPrivilege(t *testing.T) {
 	var cr rbacv1.ClusterRole
 	testkube.ReadManifest(t, "deploy", "clusterrole.yaml", &cr)
-	assert.Equal(t, map[string][]string{"/pods": {"get", "list", "watch"}}, rules(cr.Rules, t))
+	assert.Equal(t, map[string][]string{
+		"/pods":                {"get", "list", "watch"},
+		"events.k8s.io/events": {"create", "patch"},
+	}, rules(cr.Rules, t))
 	var role rbacv1.Role
 	testkube.ReadManifest(t, "deploy", "role.yaml", &role)
 	assert.Equal(t, "podsweeper-cluster", role.Namespace)
