@@ -66,6 +66,13 @@ type SetupOptions struct {
 	// for it to sync, but the engine starts only once the handler has been
 	// given its pods. See the SetupOptions example.
 	Cache cache.Cache
+	// LeaseFence, for SetupClusterWithManager only, is the lock of the
+	// manager's leader election (manager.Options.LeaderElectionResourceLockInterface):
+	// the engine then runs only while the Lease was renewed within the
+	// renew deadline, and stops before another replica can take it (see
+	// LeaseFence). nil: the engine stops when the manager gives up the
+	// Lease, which may come after another replica took it.
+	LeaseFence *LeaseFence
 }
 
 // SetupWithManager wires c into mgr for the node c runs for
@@ -133,6 +140,8 @@ func setup(mgr manager.Manager, c *deletion.Engine, opts SetupOptions, leaderEle
 	case leaderElected && hasNode(c):
 		return fmt.Errorf("%w: the deletion engine has a node: a cluster-wide engine must have none (deletion.Options.NodeName), or it destroys the PU of every pod of another node",
 			ErrInvalidSetup)
+	case !leaderElected && opts.LeaseFence != nil:
+		return fmt.Errorf("%w: a LeaseFence is for SetupClusterWithManager: a node agent's engine holds no Lease", ErrInvalidSetup)
 	}
 	podCache := opts.Cache
 	if podCache == nil {
@@ -227,9 +236,15 @@ var (
 // runs its own) and true for a cluster-wide one (one replica destroys).
 func (r *engineRunnable) NeedLeaderElection() bool { return r.leaderElected }
 
-// Start registers the pod event handler, runs the engine until ctx is done,
-// then removes the handler.
+// Start registers the pod event handler, runs the engine until ctx is done
+// (or, with a LeaseFence, until the Lease is not renewed in time: it then
+// returns the fence's error), then removes the handler.
 func (r *engineRunnable) Start(ctx context.Context) error {
+	if r.opts.LeaseFence != nil {
+		var stop func()
+		ctx, stop = r.opts.LeaseFence.fence(ctx)
+		defer stop()
+	}
 	h := &podHandler{engine: r.engine, filter: r.opts.Filter, log: r.opts.Logger}
 	reg, err := r.informer.AddEventHandler(h)
 	if err != nil {
@@ -248,9 +263,20 @@ func (r *engineRunnable) Start(ctx context.Context) error {
 	// from the Inventory and destroyed, and then tracked again from the
 	// pod's late add, and destroyed a second time.
 	if !handlerSynced(ctx, reg) {
-		return nil
+		return fenced(ctx)
 	}
-	return r.engine.Start(ctx)
+	if err := r.engine.Start(ctx); err != nil {
+		return err
+	}
+	return fenced(ctx)
+}
+
+// fenced returns the cause of ctx's end when a LeaseFence ended it.
+func fenced(ctx context.Context) error {
+	if err := context.Cause(ctx); errors.Is(err, ErrLeaseNotRenewed) {
+		return err
+	}
+	return nil
 }
 
 // handlerSynced waits until every pod of the informer's initial list has

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
@@ -51,4 +52,27 @@ func TestSlimPodCacheByDefault(t *testing.T) {
 	cfg, err = parseFlags([]string{"--pu-dir", "/x", "--slim-pod-cache=false"}, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
 	assert.False(t, cfg.slimPodCache)
+}
+
+// TestLeaseDurationsThatLetTwoLeadersDestroyAreRefused: the command line
+// refuses lease times under which the leader might still destroy when the
+// other replica can take its Lease (k8s.CheckLeaseDurations), with a usage
+// error that names the flags; the defaults and the Deployment's pass.
+func TestLeaseDurationsThatLetTwoLeadersDestroyAreRefused(t *testing.T) {
+	_, err := parseFlags([]string{"--pu-dir", "/x"}, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err, "the defaults, 15s/10s/2s")
+	for name, args := range map[string][]string{
+		"no margin":               {"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=12500ms"},
+		"renew deadline too long": {"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=15s"},
+		"retry period too long":   {"--leader-election-renew-deadline=2s", "--leader-election-retry-period=2s"},
+		"no retry period":         {"--leader-election-retry-period=0"},
+	} {
+		_, err := parseFlags(append([]string{"--pu-dir", "/x"}, args...), func(string) string { return "" }, io.Discard)
+		require.ErrorIs(t, err, errUsage, name)
+		assert.ErrorIs(t, err, k8s.ErrInvalidSetup, name)
+		assert.Contains(t, err.Error(), "--leader-election-lease-duration", name)
+	}
+	_, err = parseFlags([]string{"--pu-dir", "/x", "--leader-elect=false", "--leader-election-renew-deadline=15s"},
+		func(string) string { return "" }, io.Discard)
+	assert.NoError(t, err, "without leader election the lease times are not used")
 }

@@ -24,9 +24,15 @@
 // keeps its pod cache warm and does nothing else. On taking the Lease the
 // engine tracks every pod of the cache and lists the directory before its
 // first check, so that the PUs of the pods deleted during a failover are
-// destroyed too. On losing it, the manager stops the engine at once (no
-// destroy starts after that; one under way may finish) and run returns an
-// error: the process exits, as controller-runtime requires. On SIGTERM the
+// destroyed too. The Lease's lock is an adapters/k8s.LeaseFence: the
+// engine stops a renew deadline and a retry period after the start of the
+// last renewal that succeeded, whatever the leader election's client is
+// still waiting for, so that it has stopped (no destroy starts after that;
+// one under way may finish) before the other replica can take the Lease;
+// the command line refuses durations that would not leave it time
+// (--leader-election-lease-duration at least the renew deadline, the retry
+// period and a second). On losing the Lease, or on that fence, run returns
+// an error: the process exits, as controller-runtime requires. On SIGTERM the
 // engine ends its destroys under way (up to 2 s), then the manager releases
 // the Lease, so that the other replica takes over at once.
 //
@@ -44,6 +50,5 @@
 //
 // deploy/ holds the Deployment, its ServiceAccount and RBAC (pods get, list
 // and watch, and events.k8s.io Events create and patch, in every namespace;
-// Leases and the election's Events in its own namespace) and the volume of
-// the directory.
+// the Lease in its own namespace) and the volume of the directory.
 package main

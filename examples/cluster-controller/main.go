@@ -79,7 +79,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.DurationVar(&cfg.leaseDuration, "leader-election-lease-duration", 15*time.Second,
 		"how long a standby waits after the leader's last renewal before it takes the Lease")
 	fs.DurationVar(&cfg.renewDeadline, "leader-election-renew-deadline", 10*time.Second,
-		"how long the leader tries to renew before it gives up the lead and exits")
+		"how long the leader tries to renew before it gives up the lead and exits: its engine stops at the latest this and a retry period after the start of its last renewal; "+
+			"the lease duration must exceed both by a second or more")
 	fs.DurationVar(&cfg.retryPeriod, "leader-election-retry-period", 2*time.Second, "how often candidates try to take or renew the Lease")
 	fs.StringVar(&cfg.metricsAddr, "metrics-bind-address", "0",
 		`address of the Prometheus /metrics endpoint, plain HTTP on a loopback address only; "0" turns it off (examples/node-agent shows metrics behind authentication)`)
@@ -102,9 +103,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return cfg, fmt.Errorf("%w: --pu-dir is required", errUsage)
 	case cfg.leaseID == "":
 		return cfg, fmt.Errorf("%w: --leader-election-id must not be empty", errUsage)
-	case cfg.leaseDuration <= cfg.renewDeadline || cfg.renewDeadline <= cfg.retryPeriod || cfg.retryPeriod <= 0:
-		return cfg, fmt.Errorf("%w: want --leader-election-lease-duration (%v) > --leader-election-renew-deadline (%v) > --leader-election-retry-period (%v) > 0",
-			errUsage, cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod)
+	case cfg.leaderElect && k8s.CheckLeaseDurations(cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod) != nil:
+		return cfg, fmt.Errorf("%w: want --leader-election-lease-duration (%v) >= --leader-election-renew-deadline (%v) + --leader-election-retry-period (%v) + %v, "+
+			"and the renew deadline longer than the retry period: the leader stops destroying a renew deadline and a retry period after its last renewal, "+
+			"and the other replica may take the Lease a lease duration after it, dated to the second: %w",
+			errUsage, cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod, k8s.LeaseMargin,
+			k8s.CheckLeaseDurations(cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod))
 	case cfg.kubeAPIQPS == 0:
 		return cfg, fmt.Errorf("%w: --kube-api-qps 0 would mean client-go's 5 a second: give a rate, or a negative value for no client-side limit", errUsage)
 	case cfg.kubeAPIQPS > 0 && cfg.kubeAPIBurst <= 0:
@@ -159,6 +163,9 @@ type deps struct {
 	// which the manager serves on --metrics-bind-address.
 	registry prometheus.Registerer
 	log      logr.Logger
+	// leaseConfig, when set, is the config of the leader election's client
+	// (the Lease's); nil: the manager's.
+	leaseConfig *rest.Config
 }
 
 // setup builds the manager, with leader election on its own Lease, and the
@@ -177,7 +184,7 @@ func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Engi
 	if cfg.slimPodCache {
 		cacheOpts = k8s.SlimPodCacheOptions(cacheOpts)
 	}
-	mgr, err := ctrl.NewManager(rc, ctrl.Options{
+	opts := ctrl.Options{
 		Cache:                   cacheOpts,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.metricsAddr},
 		HealthProbeBindAddress:  cfg.probeAddr,
@@ -194,7 +201,24 @@ func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Engi
 		RenewDeadline:                 &renewDeadline,
 		RetryPeriod:                   &retryPeriod,
 		Logger:                        log,
-	})
+	}
+	// The Lease's lock, fenced: the engine stops a renew deadline and a
+	// retry period after the last renewal, before the other replica can
+	// take the Lease, whatever the leader election's client is waiting for.
+	var fence *k8s.LeaseFence
+	if cfg.leaderElect {
+		leaseConfig := rc
+		if d.leaseConfig != nil {
+			leaseConfig = d.leaseConfig
+		}
+		fence, err = k8s.NewLeaseFence(leaseConfig, k8s.LeaseFenceOptions{Namespace: cfg.leaseNS, Name: cfg.leaseID,
+			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod, Logger: log.WithName("lease")})
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.LeaderElectionResourceLockInterface = fence
+	}
+	mgr, err := ctrl.NewManager(rc, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the manager: %w", err)
 	}
@@ -247,7 +271,7 @@ func setup(rc *rest.Config, cfg config, d deps) (manager.Manager, *deletion.Engi
 			return nil, nil, err
 		}
 	}
-	if err := k8s.SetupClusterWithManager(mgr, engine, k8s.SetupOptions{Logger: log.WithName("wiring")}); err != nil {
+	if err := k8s.SetupClusterWithManager(mgr, engine, k8s.SetupOptions{Logger: log.WithName("wiring"), LeaseFence: fence}); err != nil {
 		return nil, nil, err
 	}
 	return mgr, engine, nil
@@ -278,8 +302,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) error {
 	}
 	log.Info("starting cluster controller", "puDir", cfg.puDir, "leaderElect", cfg.leaderElect, "lease", cfg.leaseNS+"/"+cfg.leaseID,
 		"sweepInterval", cfg.sweepInterval, "workers", cfg.workers, "events", cfg.events)
-	// On a lost Lease, Start returns "leader election lost" at once: the
-	// process must exit, which main does.
+	// On a lost Lease, or one not renewed in time (k8s.ErrLeaseNotRenewed),
+	// Start returns an error at once: the process must exit, which main does.
 	return mgr.Start(ctx)
 }
 

@@ -75,8 +75,7 @@ func rules(rs []rbacv1.PolicyRule, t *testing.T) map[string][]string {
 
 // TestRBACIsLeastPrivilege pins the controller's RBAC to what it uses:
 // reading pods and writing the Events of its destroys (create, and patch
-// for a series) everywhere; the Lease and the Events of the election in its
-// own namespace.
+// for a series) everywhere; the Lease in its own namespace.
 func TestRBACIsLeastPrivilege(t *testing.T) {
 	var cr rbacv1.ClusterRole
 	testkube.ReadManifest(t, "deploy", "clusterrole.yaml", &cr)
@@ -89,6 +88,5 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	assert.Equal(t, "podsweeper-cluster", role.Namespace)
 	assert.Equal(t, map[string][]string{
 		"coordination.k8s.io/leases": {"get", "create", "update"},
-		"/events":                    {"create", "patch"},
 	}, rules(role.Rules, t))
 }

@@ -1,0 +1,191 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+func TestCheckLeaseDurations(t *testing.T) {
+	for _, c := range []struct {
+		lease, renew, retry time.Duration
+		ok                  bool
+	}{
+		{15 * time.Second, 10 * time.Second, 2 * time.Second, true}, // controller-runtime's defaults
+		{4 * time.Second, 2500 * time.Millisecond, 500 * time.Millisecond, true},
+		{13 * time.Second, 10 * time.Second, 2 * time.Second, true}, // exactly the margin
+		{15 * time.Second, 12500 * time.Millisecond, 2 * time.Second, false},
+		{12 * time.Second, 10 * time.Second, 2 * time.Second, false},
+		{15 * time.Second, 2 * time.Second, 2 * time.Second, false}, // renew deadline not above the retry period
+		{15 * time.Second, 10 * time.Second, 0, false},
+		{0, 10 * time.Second, 2 * time.Second, false},
+	} {
+		err := CheckLeaseDurations(c.lease, c.renew, c.retry)
+		if c.ok {
+			assert.NoError(t, err, "%v/%v/%v", c.lease, c.renew, c.retry)
+		} else {
+			assert.ErrorIs(t, err, ErrInvalidSetup, "%v/%v/%v", c.lease, c.renew, c.retry)
+		}
+	}
+}
+
+// fakeLock is a resourcelock.Interface whose writes take latency and fail
+// while fail is set.
+type fakeLock struct {
+	mu      sync.Mutex
+	fail    bool
+	latency time.Duration
+	record  resourcelock.LeaderElectionRecord
+}
+
+func (l *fakeLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.record
+	return &r, nil, nil
+}
+
+func (l *fakeLock) write(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	select {
+	case <-time.After(l.latency):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fail {
+		return errors.New("connection refused")
+	}
+	l.record = ler
+	return nil
+}
+
+func (l *fakeLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.write(ctx, ler)
+}
+
+func (l *fakeLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.write(ctx, ler)
+}
+func (l *fakeLock) RecordEvent(string) {}
+func (l *fakeLock) Identity() string   { return "me" }
+func (l *fakeLock) Describe() string   { return "ns/lease" }
+func (l *fakeLock) setFail(fail bool)  { l.mu.Lock(); l.fail = fail; l.mu.Unlock() }
+
+// renew writes a renewal by "me", timed now, as client-go's elector does.
+func renew(t *testing.T, f *LeaseFence) error {
+	t.Helper()
+	now := metav1.NewTime(time.Now())
+	return f.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me", LeaseDurationSeconds: 15,
+		RenewTime: now, AcquireTime: now})
+}
+
+func done(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+var defaultDurations = LeaseFenceOptions{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+	Logger: funcr.New(func(string, string) {}, funcr.Options{})}
+
+// The fenced context ends a renew deadline and a retry period after the
+// time of the last renewal written, dated from the record (taken before a
+// slow request was sent), not from when the write returned; a failed write
+// does not move it.
+func TestLeaseFenceEndsARenewDeadlineAndARetryPeriodAfterTheLastRenewal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := &fakeLock{latency: 3 * time.Second}
+		f := newLeaseFence(lock, defaultDurations)
+		start := time.Now()
+		require.NoError(t, renew(t, f)) // recorded at start, written at start+3s
+		ctx, stop := f.fence(context.Background())
+		defer stop()
+
+		time.Sleep(2 * time.Second) // start+5s
+		require.NoError(t, renew(t, f), "a renewal recorded at start+5s, written at start+8s")
+		lock.setFail(true)
+		time.Sleep(2 * time.Second)
+		assert.Error(t, renew(t, f), "a renewal that fails")
+
+		time.Sleep(time.Until(start.Add(5*time.Second+12*time.Second)) - time.Millisecond)
+		synctest.Wait()
+		assert.False(t, done(ctx), "held until the last renewal's time + 12s")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.True(t, done(ctx), "ended at the last renewal's time + 12s")
+		assert.ErrorIs(t, context.Cause(ctx), ErrLeaseNotRenewed)
+		assert.Equal(t, start.Add(17*time.Second), time.Now())
+	})
+}
+
+// A fence whose last renewal is already too old ends the context at once;
+// a release (a record with no holder) ends it at once too.
+func TestLeaseFenceEndsAtOnceWhenPastOrReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newLeaseFence(&fakeLock{}, defaultDurations)
+		ctx, stop := f.fence(context.Background())
+		defer stop()
+		require.True(t, done(ctx), "no renewal yet: nothing to lead by")
+
+		require.NoError(t, renew(t, f))
+		time.Sleep(13 * time.Second)
+		ctx, stop2 := f.fence(context.Background())
+		defer stop2()
+		require.True(t, done(ctx), "renewed 13 s ago")
+
+		require.NoError(t, renew(t, f))
+		ctx, stop3 := f.fence(context.Background())
+		defer stop3()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.False(t, done(ctx))
+		require.NoError(t, f.Update(context.Background(), resourcelock.LeaderElectionRecord{LeaseDurationSeconds: 1,
+			RenewTime: metav1.NewTime(time.Now()), AcquireTime: metav1.NewTime(time.Now())}))
+		require.True(t, done(ctx), "released")
+		assert.ErrorIs(t, context.Cause(ctx), ErrLeaseNotRenewed)
+	})
+}
+
+// Renewals on time keep the context alive for as long as they come, and
+// the parent's end ends it without the fence's cause.
+func TestLeaseFenceHoldsWhileRenewed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newLeaseFence(&fakeLock{latency: 50 * time.Millisecond}, defaultDurations)
+		require.NoError(t, renew(t, f))
+		parent, cancel := context.WithCancel(context.Background())
+		ctx, stop := f.fence(parent)
+		defer stop()
+		for range 100 { // 200 s
+			time.Sleep(2 * time.Second)
+			require.NoError(t, renew(t, f))
+			require.False(t, done(ctx))
+		}
+		cancel()
+		require.True(t, done(ctx))
+		assert.NotErrorIs(t, context.Cause(ctx), ErrLeaseNotRenewed)
+	})
+}
+
+func TestNewLeaseFenceRefusesBadOptions(t *testing.T) {
+	_, err := NewLeaseFence(nil, LeaseFenceOptions{Name: "x", LeaseDuration: 15 * time.Second, RenewDeadline: 14 * time.Second, RetryPeriod: time.Second})
+	assert.ErrorIs(t, err, ErrInvalidSetup, "durations that break the rule")
+	_, err = NewLeaseFence(nil, defaultDurations)
+	assert.ErrorIs(t, err, ErrInvalidSetup, "no name")
+	opts := defaultDurations
+	opts.Name = "x"
+	_, err = NewLeaseFence(nil, opts)
+	assert.ErrorIs(t, err, ErrInvalidSetup, "no config")
+}
