@@ -92,7 +92,7 @@ var heapProfileDir = flag.String("heap-profile-dir", "", "BenchmarkProcess: writ
 //     (32 goroutines, grace period 0 as there is no kubelet to end them);
 //     for each, from when a watch of the benchmark, started before the
 //     deletes, saw it deleted to the time of the controller's "destroying
-//     PU" log line (logged unsampled, see startController); s-last-destroy:
+//     PU" log line (never sampled, see startController); s-last-destroy:
 //     from the first delete call to the last of those lines. Each of the
 //     1,000 PUs must be destroyed exactly once and no other, over the
 //     process's whole life. The 1,000 pods are then applied again (new
@@ -115,6 +115,23 @@ var heapProfileDir = flag.String("heap-profile-dir", "", "BenchmarkProcess: writ
 //	KUBEBUILDER_ASSETS=bin/envtest KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=60s \
 //	  go test -run '^$' -bench '^BenchmarkProcess$' -benchtime=1x -count=1 -timeout=60m ./examples/cluster-controller/
 func BenchmarkProcess(b *testing.B) {
+	env := newBenchEnv(b)
+	for _, n := range benchSizes {
+		ok := b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			env.grow(b, n)
+			for _, cache := range []string{"full", "slim"} {
+				b.Run("cache="+cache, func(b *testing.B) { env.measure(b, cache) })
+			}
+		})
+		if !ok {
+			return // the next size would start from a pod set of unknown size
+		}
+	}
+}
+
+// newBenchEnv starts the API server, creates the objects of deploy/ and
+// the benchmark's namespace, and builds the controller's binary.
+func newBenchEnv(b *testing.B) *benchEnv {
 	cfg, kubeconfig := testkube.StartAPIServer(b)
 	env := &benchEnv{bin: buildController(b), uids: map[string]types.UID{}, heaps: map[string]map[int]int64{"full": {}, "slim": {}},
 		kubeconfig: testkube.ImpersonatingKubeconfig(b, kubeconfig, controllerUser)}
@@ -127,18 +144,154 @@ func BenchmarkProcess(b *testing.B) {
 	require.NoError(b, err)
 	_, err = env.cs.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}, metav1.CreateOptions{})
 	require.NoError(b, err)
+	return env
+}
 
-	for _, n := range benchSizes {
-		ok := b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
-			env.grow(b, n)
-			for _, cache := range []string{"full", "slim"} {
-				b.Run("cache="+cache, func(b *testing.B) { env.measure(b, cache) })
-			}
-		})
-		if !ok {
-			return // the next size would start from a pod set of unknown size
+// drainRuns is how many times BenchmarkDrainEvents measures each side.
+var drainRuns = flag.Int("drain-runs", 3, "BenchmarkDrainEvents: runs of each side, events on and off, one after the other")
+
+// BenchmarkDrainEvents measures what the Events of the destroys cost a
+// drain: BenchmarkProcess's pod set of 10,000 realistic pods, of which
+// 1,000 are deleted at once, with the cluster controller's binary run as
+// its ServiceAccount, slim cache, once with --events=true (the default)
+// and once with --events=false, -drain-runs times each (3 by default),
+// alternately. Each run is a fresh process with a Lease of its own; it
+// reports, over the window from the first delete call until the last
+// destroy and, with Events, until every Event of the drain is listed:
+//
+//   - requests/destroy: the controller's own requests to the API server
+//     (client-go's rest_client_requests_total on its /metrics, every
+//     client of the process: the checks' confirming reads, the Events,
+//     the Lease's renewals), and get/destroy, post/destroy, patch/destroy,
+//     put/destroy by method;
+//   - event-writes/destroy: the API server's count of events.k8s.io
+//     writes (apiserver_request_total, POST and PATCH), which only the
+//     controller makes;
+//   - events/destroy: the events.k8s.io Events listed that regard the
+//     deleted pods, and series/destroy those among them that the recorder
+//     aggregated into a series (their count is logged);
+//   - ms-p50- and ms-p99-delete-to-destroy, s-last-destroy as in
+//     BenchmarkProcess, and s-last-event: from the first delete call until
+//     every Event is listed (polled every 50 ms).
+//
+// The controller logs with its default logger (BenchmarkProcess's
+// timestamps to the nanosecond excepted): every "destroying PU" line is
+// there. Run it with -benchtime=1x:
+//
+//	KUBEBUILDER_ASSETS=bin/envtest KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=60s \
+//	  go test -run '^$' -bench '^BenchmarkDrainEvents$' -benchtime=1x -count=1 -timeout=60m ./examples/cluster-controller/
+func BenchmarkDrainEvents(b *testing.B) {
+	env := newBenchEnv(b)
+	env.grow(b, benchSizes[len(benchSizes)-1])
+	for run := 1; run <= *drainRuns; run++ {
+		for _, events := range []bool{true, false} {
+			name := fmt.Sprintf("run=%d/events=%s", run, map[bool]string{true: "on", false: "off"}[events])
+			b.Run(name, func(b *testing.B) { env.drain(b, run, events) })
 		}
 	}
+}
+
+// requestCounts are the requests counted at one moment: the controller's,
+// by method, and the API server's events.k8s.io writes.
+type requestCounts struct {
+	byMethod    map[string]float64
+	eventWrites float64
+}
+
+// counts reads the controller's client metrics and the API server's.
+func (e *benchEnv) counts(b *testing.B, p *controllerProc) requestCounts {
+	b.Helper()
+	c := requestCounts{byMethod: map[string]float64{}}
+	text := testkube.Get(b, "http://"+p.metricsAddr+"/metrics")
+	require.NotEmpty(b, text)
+	for _, m := range []string{"GET", "POST", "PATCH", "PUT", "DELETE"} {
+		c.byMethod[m] = procbench.Sum(text, "rest_client_requests_total", map[string]string{"method": m})
+	}
+	raw, err := e.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(b.Context())
+	require.NoError(b, err)
+	for _, verb := range []string{"POST", "PATCH"} {
+		c.eventWrites += procbench.Sum(string(raw), "apiserver_request_total",
+			map[string]string{"group": "events.k8s.io", "resource": "events", "verb": verb})
+	}
+	return c
+}
+
+// drain runs one side of BenchmarkDrainEvents.
+func (e *benchEnv) drain(b *testing.B, run int, events bool) {
+	b.Logf("load average at start: %s", procbench.LoadAvg())
+	p := startController(b, e.bin, e.kubeconfig, fmt.Sprintf("podsweeper-drain-%d-%t", run, events), true, "--events="+strconv.FormatBool(events))
+	p.waitTracked(b, e.pods, 5*time.Minute)
+	p.waitChecked(b, e.pods, 2*time.Minute)
+	deleted := map[types.UID]bool{}
+	for i := range benchDeletes {
+		deleted[e.uids[fmt.Sprintf("%s-%05d", benchPrefix, i)]] = true
+	}
+	before := e.counts(b, p)
+	start := time.Now()
+	d := e.deleteAndWait(b, p)
+	var evs, series, seriesCount int
+	var lastEvent time.Duration
+	if events {
+		if !assert.Eventually(b, func() bool {
+			evs, series, seriesCount = e.drainEvents(b, deleted)
+			lastEvent = time.Since(start)
+			return evs+seriesCount-series >= benchDeletes
+		}, 2*time.Minute, 50*time.Millisecond) {
+			require.FailNowf(b, "not every Event written", "%d Events, %d series; logs:\n%s", evs, series, p.log.tail())
+		}
+	}
+	after := e.counts(b, p)
+	window := time.Since(start)
+	if !events {
+		evs, series, seriesCount = e.drainEvents(b, deleted)
+		require.Zero(b, evs, "--events=false records none")
+	}
+	var total float64
+	per := func(m string) float64 { return (after.byMethod[m] - before.byMethod[m]) / benchDeletes }
+	for m := range after.byMethod {
+		total += after.byMethod[m] - before.byMethod[m]
+	}
+	b.ReportMetric(total/benchDeletes, "requests/destroy")
+	b.ReportMetric(per("GET"), "get/destroy")
+	b.ReportMetric(per("POST"), "post/destroy")
+	b.ReportMetric(per("PATCH"), "patch/destroy")
+	b.ReportMetric(per("PUT"), "put/destroy")
+	b.ReportMetric((after.eventWrites-before.eventWrites)/benchDeletes, "event-writes/destroy")
+	b.ReportMetric(float64(evs)/benchDeletes, "events/destroy")
+	b.ReportMetric(float64(series)/benchDeletes, "series/destroy")
+	b.ReportMetric(ms(d.p50), "ms-p50-delete-to-destroy")
+	b.ReportMetric(ms(d.p99), "ms-p99-delete-to-destroy")
+	b.ReportMetric(d.last.Seconds(), "s-last-destroy")
+	b.ReportMetric(lastEvent.Seconds(), "s-last-event")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("the %d delete calls took %v; window %v: %.0f requests (%v before, %v after); %d Events, %d of them series counting %d",
+		benchDeletes, d.calls.Round(time.Millisecond), window.Round(time.Millisecond), total, before.byMethod, after.byMethod, evs, series, seriesCount)
+
+	e.apply(b, 0, benchDeletes)
+	p.waitTracked(b, e.pods, 2*time.Minute)
+	p.terminate(b)
+	require.Len(b, p.log.destroys(), benchDeletes, "destroys over the process's life; logs:\n%s", p.log.tail())
+	b.Logf("load average at end: %s", procbench.LoadAvg())
+}
+
+// drainEvents lists the events.k8s.io Events of benchNS that regard one
+// of the pods of uids, and returns how many there are, how many of them
+// are series, and the count those series hold.
+func (e *benchEnv) drainEvents(b *testing.B, uids map[types.UID]bool) (events, series, seriesCount int) {
+	b.Helper()
+	list, err := e.cs.EventsV1().Events(benchNS).List(b.Context(), metav1.ListOptions{})
+	require.NoError(b, err)
+	for _, ev := range list.Items {
+		if !uids[ev.Regarding.UID] || ev.Reason != k8s.EventReasonDestroyed {
+			continue
+		}
+		events++
+		if ev.Series != nil {
+			series++
+			seriesCount += int(ev.Series.Count)
+		}
+	}
+	return events, series, seriesCount
 }
 
 // extrapolateHeap returns the heap that each pod adds between a process
@@ -469,23 +622,20 @@ type controllerProc struct {
 // lease of its own, an empty --pu-dir, its metrics and pprof on free
 // loopback ports and its logs timed to the nanosecond; it is killed when
 // the sub-benchmark ends, if it still runs.
-func startController(b *testing.B, bin, kubeconfig, lease string, slim bool) *controllerProc {
+func startController(b *testing.B, bin, kubeconfig, lease string, slim bool, extra ...string) *controllerProc {
 	b.Helper()
 	p := &controllerProc{puDir: b.TempDir(), metricsAddr: testkube.FreeAddr(b), pprofAddr: testkube.FreeAddr(b),
 		log: &childLog{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "--kubeconfig="+kubeconfig, "--pu-dir="+p.puDir,
-		"--leader-election-namespace="+leaseNS, "--leader-election-id="+lease,
-		"--metrics-bind-address="+p.metricsAddr, "--pprof-bind-address="+p.pprofAddr,
+	args := append([]string{"--kubeconfig=" + kubeconfig, "--pu-dir=" + p.puDir,
+		"--leader-election-namespace=" + leaseNS, "--leader-election-id=" + lease,
+		"--metrics-bind-address=" + p.metricsAddr, "--pprof-bind-address=" + p.pprofAddr,
 		// Off: nothing probes it, and the default :8081 may be taken.
 		"--health-probe-bind-address=0",
-		"--slim-pod-cache="+strconv.FormatBool(slim),
-		// Every "destroying PU" line, timed to the nanosecond. The
-		// production logger samples: past the first 100 lines with a
-		// message in a second, it keeps one in 100: of a burst of 1,000
-		// destroys, three runs logged 483 to 725. --zap-devel turns sampling
-		// off; the other flags give back the production logger's JSON,
-		// level and stack traces.
-		"--zap-time-encoding=rfc3339nano", "--zap-devel", "--zap-encoder=json", "--zap-log-level=info", "--zap-stacktrace-level=error")
+		"--slim-pod-cache=" + strconv.FormatBool(slim),
+		// The default logger, which keeps every "destroying PU" line
+		// (k8s.NewLogger), with its times to the nanosecond.
+		"--zap-time-encoding=rfc3339nano"}, extra...)
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.started = time.Now()
 	require.NoError(b, p.cmd.Start())

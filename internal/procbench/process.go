@@ -148,6 +148,80 @@ func Metric(text, name string) float64 {
 	return -1
 }
 
+// Sum returns the sum of the samples of the metric name in a Prometheus
+// text exposition whose labels include every one of labels (all of the
+// metric's samples for none), and 0 when there is none.
+func Sum(text, name string, labels map[string]string) float64 {
+	var sum float64
+	for line := range strings.Lines(text) {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		var have map[string]string
+		if rest[0] == '{' {
+			end := strings.LastIndexByte(rest, '}')
+			if end < 0 {
+				continue
+			}
+			have = parseLabels(rest[1:end])
+			rest = rest[end+1:]
+		}
+		match := true
+		for k, v := range labels {
+			if have[k] != v {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// parseLabels reads `a="x",b="y"`, with the exposition's escapes in the
+// values.
+func parseLabels(s string) map[string]string {
+	out := map[string]string{}
+	for s != "" {
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 || eq+1 >= len(s) || s[eq+1] != '"' {
+			return out
+		}
+		key := strings.TrimSpace(strings.TrimPrefix(s[:eq], ","))
+		var val strings.Builder
+		i := eq + 2
+		for ; i < len(s) && s[i] != '"'; i++ {
+			if s[i] == '\\' && i+1 < len(s) {
+				i++
+				switch s[i] {
+				case 'n':
+					val.WriteByte('\n')
+				default:
+					val.WriteByte(s[i])
+				}
+				continue
+			}
+			val.WriteByte(s[i])
+		}
+		out[key] = val.String()
+		if i >= len(s) {
+			return out
+		}
+		s = s[i+1:]
+	}
+	return out
+}
+
 // LoadAvg returns the machine's load averages over 1, 5 and 15 minutes.
 func LoadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")

@@ -65,3 +65,23 @@ func TestMetricReadsASample(t *testing.T) {
 func TestLoadAvgHasThreeFigures(t *testing.T) {
 	assert.Len(t, strings.Fields(LoadAvg()), 3)
 }
+
+// Sum adds the samples of one metric whose labels include the ones asked
+// for, and no other metric's (one whose name the asked one prefixes).
+func TestSum(t *testing.T) {
+	text := `# HELP rest_client_requests_total Number of HTTP requests.
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 12
+rest_client_requests_total{code="404",host="127.0.0.1:6443",method="GET"} 3
+rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 5
+rest_client_requests_total_other{method="GET"} 100
+apiserver_request_total{group="events.k8s.io",resource="events",verb="POST",note="a \"quoted\", value"} 7
+apiserver_request_total{group="",resource="events",verb="POST"} 9
+plain 2.5
+`
+	assert.Equal(t, 15.0, Sum(text, "rest_client_requests_total", map[string]string{"method": "GET"}))
+	assert.Equal(t, 20.0, Sum(text, "rest_client_requests_total", nil))
+	assert.Equal(t, 7.0, Sum(text, "apiserver_request_total", map[string]string{"group": "events.k8s.io", "verb": "POST"}))
+	assert.Equal(t, 7.0, Sum(text, "apiserver_request_total", map[string]string{"note": `a "quoted", value`}))
+	assert.Equal(t, 2.5, Sum(text, "plain", nil))
+	assert.Zero(t, Sum(text, "missing", nil))
+}
