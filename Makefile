@@ -158,11 +158,15 @@ test-long: envtest cni-plugins containerd images tools
 	$(GO) test -C hack/tools/images -race -count=1 ./...
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout=60m ./...
 
-## bench: the benchmarks, BENCH_COUNT times (CLUSTER_COUNT at cluster scale), then
-## benchstat's summary and the ratios against the seed's loop (see BENCHMARKS.md;
-## about 30 minutes on 2 cores, 40 with SLOW_SEED=1).
-bench:
-	GO=$(GO) BENCH_COUNT=$(BENCH_COUNT) hack/bench/run.sh
+## bench: the benchmarks, BENCH_COUNT times (CLUSTER_COUNT at cluster scale,
+## ADAPTER_COUNT for the adapters'), then benchstat's summary and the ratios
+## against the seed's loop (see BENCHMARKS.md; about 35 minutes on 2 cores, 45 with
+## SLOW_SEED=1). adapters/k8s's need the envtest binaries, adapters/cni's the CNI
+## plugins too and root (built first, as root only). The run says which it
+## skipped and why. BENCH_ONLY=deletion or BENCH_ONLY=adapters runs those alone.
+bench: envtest $(if $(filter 0,$(shell id -u)),cni-plugins)
+	GO=$(GO) BENCH_COUNT=$(BENCH_COUNT) BENCH_ONLY=$(BENCH_ONLY) KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) \
+	  CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) hack/bench/run.sh
 
 ## bench-process: the examples' whole processes on a real API server (and, for the
 ## node agent, a real kubelet) with realistic pods, full and slim cache side by side
