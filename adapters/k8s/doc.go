@@ -26,7 +26,14 @@
 // a Deployment of several replicas instead: its manager has leader election
 // on, its engine has no node and an Inventory, and SetupClusterWithManager
 // runs the engine on the replica that holds the lease only
-// (see its example, and examples/cluster-controller).
+// (see its example, and examples/cluster-controller). With a LeaseFence as
+// the manager's lock (SetupOptions.LeaseFence), the leader's engine stops
+// before another replica can take the Lease, whatever the leader
+// election's client is waiting for.
+//
+// NewLogger is controller-runtime's zap logger whose sampling never drops
+// the lines that record what became of a PU (EngineRecordMessages): in a
+// drain, the production logger would write about half of them.
 //
 // Pods are read-only everywhere in the SDK: the engine and its ports never
 // modify a pod they are given, and the pods handed to SetupOptions.Filter
