@@ -205,9 +205,20 @@ func partitionRun(t *testing.T, admin client.Client, cfg, asController *rest.Con
 	leaderID := lease.holder()
 	require.NotEmpty(t, leaderID)
 
-	// Delete a pod every 100 ms, from now until told to stop.
+	// Delete a pod every 100 ms, from now until endDeletes (or the end of
+	// the test, if it fails first).
 	stopDeleting := make(chan struct{})
 	deleted := make(chan int, 1)
+	var endOnce sync.Once
+	var deletedCount int
+	endDeletes := func() int {
+		endOnce.Do(func() {
+			close(stopDeleting)
+			deletedCount = <-deleted
+		})
+		return deletedCount
+	}
+	t.Cleanup(func() { endDeletes() })
 	go func() {
 		n := 0
 		defer func() { deleted <- n }()
@@ -242,11 +253,14 @@ func partitionRun(t *testing.T, admin client.Client, cfg, asController *rest.Con
 	}
 	require.Error(t, leaderErr, "the leader's manager stops with an error")
 	require.Eventually(t, standby.elected, 30*time.Second, 10*time.Millisecond, "the other replica takes the Lease")
-	taken, ok := lease.takenFrom(leaderID)
-	require.True(t, ok)
+	var taken time.Time
+	require.Eventually(t, func() bool {
+		var ok bool
+		taken, ok = lease.takenFrom(leaderID)
+		return ok
+	}, 10*time.Second, 10*time.Millisecond, "the watch sees the Lease taken")
 	time.Sleep(time.Second) // the new leader destroys a few more
-	close(stopDeleting)
-	n := <-deleted
+	n := endDeletes()
 	require.Greater(t, n, 20, "pods deleted")
 	gone, alive := pods[:n], pods[n:]
 	require.Eventually(t, func() bool {
