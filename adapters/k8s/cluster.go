@@ -36,7 +36,11 @@ import (
 // On losing the lease, controller-runtime's manager cancels the context of
 // its Runnables at once (its graceful shutdown timeout set to zero) and its
 // Start returns an error: the program must then exit, as controller-runtime
-// expects. From the moment that context is done c starts no check and no
+// expects. The manager loses the lease only after client-go has tried to
+// release it, which can come after another replica may take it: give the
+// manager a LeaseFence as its lock and as opts.LeaseFence, and c stops a
+// renew deadline and a retry period after its last renewal instead, before
+// any other replica can lead. From the moment that context is done c starts no check and no
 // DestroyPU; a port call already under way (a read, or a DestroyPU) sees a
 // cancelled context and may still complete, since a lease lost on a renew
 // deadline is no fence, and the next leader may call DestroyPU for the same

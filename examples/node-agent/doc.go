@@ -2,7 +2,9 @@
 // node (as a DaemonSet), tracks a PU for every pod bound to its node that
 // has a network of its own (not host-network, not a mirror pod) and logs
 // each destroy, where a real agent would tear down the pod's firewall rules,
-// network namespace binding or identity.
+// network namespace binding or identity. Every one of those lines is in the
+// log, and the engine's that record a destroy, a PU given up on or a veto:
+// the logger's sampling never drops them (adapters/k8s.NewLogger).
 //
 //	node-agent --node=$NODE_NAME [--kubeconfig=~/.kube/config]
 //	           [--cri-endpoint=unix:///run/containerd/containerd.sock]
