@@ -103,12 +103,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return cfg, fmt.Errorf("%w: --pu-dir is required", errUsage)
 	case cfg.leaseID == "":
 		return cfg, fmt.Errorf("%w: --leader-election-id must not be empty", errUsage)
-	case cfg.leaderElect && k8s.CheckLeaseDurations(cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod) != nil:
-		return cfg, fmt.Errorf("%w: want --leader-election-lease-duration (%v) >= --leader-election-renew-deadline (%v) + --leader-election-retry-period (%v) + %v, "+
-			"and the renew deadline longer than the retry period: the leader stops destroying a renew deadline and a retry period after its last renewal, "+
-			"and the other replica may take the Lease a lease duration after it, dated to the second: %w",
-			errUsage, cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod, k8s.LeaseMargin,
-			k8s.CheckLeaseDurations(cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod))
+	case cfg.leaderElect && leaseDurationsErr(cfg) != nil:
+		// The leader stops destroying a renew deadline and a retry period
+		// after its last renewal (k8s.LeaseFence); the other replica may
+		// take the Lease a lease duration after it, dated to the second.
+		return cfg, fmt.Errorf("%w: --leader-election-lease-duration, --leader-election-renew-deadline, --leader-election-retry-period: %w",
+			errUsage, leaseDurationsErr(cfg))
 	case cfg.kubeAPIQPS == 0:
 		return cfg, fmt.Errorf("%w: --kube-api-qps 0 would mean client-go's 5 a second: give a rate, or a negative value for no client-side limit", errUsage)
 	case cfg.kubeAPIQPS > 0 && cfg.kubeAPIBurst <= 0:
@@ -122,6 +122,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 			errUsage, cfg.metricsAddr)
 	}
 	return cfg, nil
+}
+
+// leaseDurationsErr is k8s.CheckLeaseDurations of the command line's lease times.
+func leaseDurationsErr(cfg config) error {
+	return k8s.CheckLeaseDurations(cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod)
 }
 
 // loopback reports whether addr (host:port) listens on a loopback address only.
