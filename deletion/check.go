@@ -41,7 +41,7 @@ func (c *Engine) check(ctx context.Context, e *record) outcome {
 	}
 	v, pod, err := c.decide(ctx, portGetPod, e, sb)
 	var r outcome
-	if v.Action == Destroy && c.opts.Confirmer != nil && v.Row != 10 {
+	if v.Action == Destroy && c.opts.Confirmer != nil && v.Row != 10 && v.Row != 12 { // the pod's rows
 		cv, cpod, cerr := c.decide(ctx, portConfirmer, e, sb)
 		r.vetoed = c.vetoed(e, v, cv, cerr, "destroy not confirmed; keeping PU")
 		v, pod, err = cv, cpod, cerr
@@ -49,7 +49,8 @@ func (c *Engine) check(ctx context.Context, e *record) outcome {
 	if c.opts.SandboxConfirmer != nil && sb != portSandboxConfirmer && (v.Row == 7 || v.Row == 10) {
 		// The pod the check saw alive: the verdict of the runtime's answer
 		// is carried out in place of the list's row 7 or 10.
-		o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: true, Pod: pod}
+		o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: true,
+			HasProber: c.opts.SandboxProber != nil, Pod: pod}
 		cv, cerr := c.askSandbox(ctx, e, o, portSandboxConfirmer)
 		r.vetoed = c.vetoed(e, v, cv, cerr, "sandbox change not confirmed; keeping PU") || r.vetoed
 		v, err = cv, cerr
@@ -96,7 +97,8 @@ func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdi
 	if port == portConfirmer {
 		getter = c.opts.Confirmer
 	}
-	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: c.opts.SandboxExtractor != nil}
+	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
+		HasExtractor: c.opts.SandboxExtractor != nil, HasProber: c.opts.SandboxProber != nil}
 	o.Pod, o.Err = getPod(ctx, getter, e.Pod)
 	switch {
 	case ctx.Err() != nil:
@@ -128,8 +130,8 @@ func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdi
 
 // askSandbox asks the sandbox port sb (portSandboxID or
 // portSandboxConfirmer) for the sandbox of o.Pod and runs Decide on o with
-// its answer. It returns the verdict and the error that kept the PU, if
-// any.
+// its answer, and again with the SandboxProber's if Decide asks for it. It
+// returns the verdict and the error that kept the PU, if any.
 func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb int) (Verdict, error) {
 	x := c.opts.SandboxExtractor
 	if sb == portSandboxConfirmer {
@@ -143,7 +145,18 @@ func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb in
 	if o.SandboxErr != nil {
 		c.portFailed(sb, e, o.SandboxErr, "getting sandbox failed; keeping PU")
 	}
-	return Decide(e.PU, o), o.SandboxErr
+	if v := Decide(e.PU, o); v.Action != AskProber {
+		return v, o.SandboxErr
+	}
+	o.SandboxDead, o.ProberErr = sandboxDead(ctx, c.opts.SandboxProber, o.Pod, e.SandboxID)
+	o.ProberAsked = true
+	if ctx.Err() != nil {
+		o.ProberErr = fmt.Errorf("SandboxDead: check deadline passed: %w", ctx.Err())
+	}
+	if o.ProberErr != nil {
+		c.portFailed(portSandboxProber, e, o.ProberErr, "probing sandbox failed; keeping PU")
+	}
+	return Decide(e.PU, o), o.ProberErr
 }
 
 // destroy calls DestroyPU for the verdict v once its turn under the destroy
@@ -253,6 +266,11 @@ func getPod(ctx context.Context, getter ports.PodGetter, key types.NamespacedNam
 func sandboxID(ctx context.Context, x ports.SandboxExtractor, name string, pod *corev1.Pod) (id string, err error) {
 	defer recovered(name, &err)
 	return x.SandboxID(ctx, pod)
+}
+
+func sandboxDead(ctx context.Context, p ports.SandboxProber, pod *corev1.Pod, id string) (dead bool, err error) {
+	defer recovered("SandboxDead", &err)
+	return p.SandboxDead(ctx, pod, id)
 }
 
 func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error) {

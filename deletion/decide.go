@@ -10,9 +10,10 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// Observation is what one check of an entry saw. The engine fills it in two
+// Observation is what one check of an entry saw. The engine fills it in
 // steps: first with GetPod's answer, then, only when Decide asks for it with
-// AskSandbox, with the SandboxExtractor's.
+// AskSandbox, with the SandboxExtractor's, then, when it asks with AskProber,
+// with the SandboxProber's.
 type Observation struct {
 	// Pod and Err are what PodGetter.GetPod returned.
 	Pod *corev1.Pod
@@ -28,6 +29,12 @@ type Observation struct {
 	SandboxAsked bool
 	SandboxID    string
 	SandboxErr   error
+	// HasProber reports that a SandboxProber is configured. ProberAsked
+	// reports that it was asked about the entry's sandbox; SandboxDead and
+	// ProberErr then hold its answer.
+	HasProber, ProberAsked bool
+	SandboxDead            bool
+	ProberErr              error
 }
 
 // Action is what Decide tells the engine to do with an entry.
@@ -43,9 +50,12 @@ const (
 	// AskSandbox: call the SandboxExtractor on Observation.Pod, record its
 	// answer in the Observation and call Decide again.
 	AskSandbox
+	// AskProber: call the SandboxProber on Observation.Pod and the entry's
+	// sandbox, record its answer in the Observation and call Decide again.
+	AskProber
 )
 
-var actionNames = [...]string{Keep: "Keep", Destroy: "Destroy", Adopt: "Adopt", AskSandbox: "AskSandbox"}
+var actionNames = [...]string{Keep: "Keep", Destroy: "Destroy", Adopt: "Adopt", AskSandbox: "AskSandbox", AskProber: "AskProber"}
 
 // String returns the action's name.
 func (a Action) String() string {
@@ -65,9 +75,10 @@ type Verdict struct {
 	// Requeue asks the engine to requeue the live pod once the entry is
 	// removed (row 10: the main controller must create the PU of the new sandbox).
 	Requeue bool
-	// Row is the row of the decision table that decided (1 to 11), or 0 for
-	// AskSandbox, which decides nothing yet. Rows keep their numbers: row
-	// 11 was added last and is tried right after row 4.
+	// Row is the row of the decision table that decided (1 to 12), or 0 for
+	// AskSandbox and AskProber, which decide nothing yet. Rows keep their
+	// numbers: rows 11 and 12 were added last, and are tried in their place
+	// (see Decide).
 	Row int
 }
 
@@ -85,6 +96,7 @@ var rowText = [...]string{
 	9:  "same pod, same sandbox",
 	10: "same pod, sandbox replaced",
 	11: "same pod, finished (Succeeded or Failed)",
+	12: "same pod, its sandbox dead, no other yet",
 }
 
 // verdictOfRow returns the verdict row decides, sandbox being the entry's
@@ -104,6 +116,8 @@ func verdictOfRow(row int, sandbox string) Verdict {
 		v.Action, v.Reason, v.Requeue = Destroy, ports.ReasonSandboxChanged, true
 	case 11:
 		v.Action, v.Reason = Destroy, ports.ReasonPodTerminated
+	case 12:
+		v.Action, v.Reason, v.Requeue = Destroy, ports.ReasonSandboxDead, true
 	case 0:
 		v.Action = AskSandbox
 	}
@@ -151,13 +165,18 @@ func IsNotFound(err error) bool {
 //  5. Same UID, no SandboxExtractor: Keep.
 //  6. Same UID, the SandboxExtractor fails: Keep.
 //  7. Same UID, the entry has no sandbox yet: Adopt the current one.
-//  8. Same UID, the current sandbox is "" (not known yet): Keep.
+//  12. Same UID, the current sandbox is "" (the pod waits for one), and the
+//     SandboxProber says the entry's sandbox is dead: Destroy, SandboxDead,
+//     and requeue the pod once the entry is removed. (Tried here.)
+//  8. Same UID, the current sandbox is "" (not known yet): Keep, as when
+//     the SandboxProber fails or there is none.
 //  9. Same UID, same sandbox as recorded: Keep.
 //  10. Same UID, another sandbox than recorded: Destroy, SandboxChanged,
 //     and requeue the pod once the entry is removed.
 //
 // Until the SandboxExtractor has been asked (Observation.SandboxAsked), rows
-// 6 to 10 answer AskSandbox.
+// 6 to 10 and 12 answer AskSandbox; then, until the SandboxProber has been
+// asked (Observation.ProberAsked), rows 8 and 12 answer AskProber.
 func Decide(e ports.PU, o Observation) Verdict {
 	if o.Err != nil {
 		if IsNotFound(o.Err) {
@@ -189,6 +208,10 @@ func Decide(e ports.PU, o Observation) Verdict {
 		return Verdict{Action: Keep, Row: 6}
 	case e.SandboxID == "" && o.SandboxID != "":
 		return Verdict{Action: Adopt, SandboxID: o.SandboxID, Row: 7}
+	case o.SandboxID == "" && o.HasProber && e.SandboxID != "" && !o.ProberAsked:
+		return Verdict{Action: AskProber}
+	case o.SandboxID == "" && e.SandboxID != "" && o.ProberAsked && o.ProberErr == nil && o.SandboxDead:
+		return Verdict{Action: Destroy, Reason: ports.ReasonSandboxDead, Requeue: true, Row: 12}
 	case o.SandboxID == "":
 		return Verdict{Action: Keep, Row: 8}
 	case o.SandboxID == e.SandboxID:

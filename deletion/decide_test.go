@@ -54,7 +54,7 @@ func TestDecideTable(t *testing.T) {
 	statusNotFound := apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, testKey.Name)
 	keep := func(row int) deletion.Verdict { return deletion.Verdict{Action: deletion.Keep, Row: row} }
 	destroy := func(row int, r ports.Reason) deletion.Verdict {
-		return deletion.Verdict{Action: deletion.Destroy, Reason: r, Row: row, Requeue: r == ports.ReasonSandboxChanged}
+		return deletion.Verdict{Action: deletion.Destroy, Reason: r, Row: row, Requeue: r == ports.ReasonSandboxChanged || r == ports.ReasonSandboxDead}
 	}
 	ask := deletion.Verdict{Action: deletion.AskSandbox}
 
@@ -85,6 +85,8 @@ func TestDecideTable(t *testing.T) {
 			sandboxAnswer(livePod(testUID, testNode), "sb1", nil), keep(9)},
 		{"10 same UID, sandbox replaced", entryWith("sb1"),
 			sandboxAnswer(livePod(testUID, testNode), "sb2", nil), destroy(10, ports.ReasonSandboxChanged)},
+		{"12 same UID, no sandbox yet, the PU's dead", entryWith("sb1"),
+			probed(sandboxAnswer(livePod(testUID, testNode), "", nil), true, nil), destroy(12, ports.ReasonSandboxDead)},
 		{"11 same UID, pod Succeeded, DestroyTerminated", entryWith("sb1"),
 			deletion.Observation{Pod: finishedPod(corev1.PodSucceeded), NodeName: testNode, HasExtractor: true, DestroyTerminated: true}, destroy(11, ports.ReasonPodTerminated)},
 		{"11 same UID, pod Failed, DestroyTerminated", entryWith("sb1"),
@@ -139,6 +141,26 @@ func TestDecideTable(t *testing.T) {
 			sandboxAnswer(livePod(testUID, testNode), "sb1", errBoom), keep(6)},
 		{"nothing recorded and nothing known: keep", entryWith(""),
 			sandboxAnswer(livePod(testUID, testNode), "", nil), keep(8)},
+		{"no sandbox yet, a prober configured, not asked yet: ask it", entryWith("sb1"),
+			func() deletion.Observation {
+				o := sandboxAnswer(livePod(testUID, testNode), "", nil)
+				o.HasProber = true
+				return o
+			}(), deletion.Verdict{Action: deletion.AskProber}},
+		{"no sandbox yet, the PU's alive or being created: keep", entryWith("sb1"),
+			probed(sandboxAnswer(livePod(testUID, testNode), "", nil), false, nil), keep(8)},
+		{"no sandbox yet, the prober fails: keep", entryWith("sb1"),
+			probed(sandboxAnswer(livePod(testUID, testNode), "", nil), true, errBoom), keep(8)},
+		{"nothing recorded, a prober: nothing to ask, keep", entryWith(""),
+			func() deletion.Observation {
+				o := sandboxAnswer(livePod(testUID, testNode), "", nil)
+				o.HasProber = true
+				return o
+			}(), keep(8)},
+		{"another sandbox runs: changed, whatever the prober says", entryWith("sb1"),
+			probed(sandboxAnswer(livePod(testUID, testNode), "sb2", nil), true, nil), destroy(10, ports.ReasonSandboxChanged)},
+		{"the extractor fails: keep, whatever the prober says", entryWith("sb1"),
+			probed(sandboxAnswer(livePod(testUID, testNode), "", errBoom), true, nil), keep(6)},
 		{"a GetPod error wins over a pod", entryWith("sb1"),
 			deletion.Observation{Pod: livePod("uid-2", testNode), Err: errBoom}, keep(2)},
 	}
@@ -152,6 +174,12 @@ func TestDecideTable(t *testing.T) {
 			assert.Equal(t, tt.want, deletion.Decide(tt.entry, slim), "on the slim pod")
 		})
 	}
+}
+
+// probed is o with the SandboxProber's answer about the PU's sandbox.
+func probed(o deletion.Observation, dead bool, err error) deletion.Observation {
+	o.HasProber, o.ProberAsked, o.SandboxDead, o.ProberErr = true, true, dead, err
+	return o
 }
 
 func TestVerdictString(t *testing.T) {

@@ -116,6 +116,7 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		{"Options.Requeuer", opts.Requeuer, true},
 		{"Options.Confirmer", opts.Confirmer, true},
 		{"Options.SandboxConfirmer", opts.SandboxConfirmer, true},
+		{"Options.SandboxProber", opts.SandboxProber, true},
 		{"Options.Inventory", opts.Inventory, true},
 		{"Options.Observer", opts.Observer, true},
 	} {

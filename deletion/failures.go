@@ -11,12 +11,13 @@ const (
 	portConfirmer
 	portSandboxID
 	portSandboxConfirmer
+	portSandboxProber
 	portDestroyPU
 	portRequeue
 	numPorts
 )
 
-var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxConfirmer", "DestroyPU", "Requeue"}
+var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxConfirmer", "SandboxProber", "DestroyPU", "Requeue"}
 
 // failures sums up the failures of each port between two summaries, so
 // that an outage of the API server or of the policy engine costs one error

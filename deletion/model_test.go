@@ -82,7 +82,8 @@ func modeString(mode int) string {
 
 // Operations, one per pair of bytes (op, arg): arg&3 is the pod slot, the
 // other bits of arg pick a variant. Their numbers are those of the committed
-// corpus: new ones go at the end.
+// corpus: new ones go at the end, and the corpus's op bytes of modelOps or
+// more (read modulo modelOps) are written anew modulo the old modelOps.
 const (
 	modelTrack = iota
 	modelDelete
@@ -97,6 +98,7 @@ const (
 	modelAdvance
 	modelUntrack
 	modelFailNextConfirm
+	modelKillSandbox
 	modelOps
 )
 
@@ -140,6 +142,9 @@ type modelCluster struct {
 	// listed is what the list of sandboxes says (modeSandboxList): the
 	// truth as of the end of the last Advance.
 	listed [modelSlots]string
+	// dead holds the sandboxes that died (KillSandbox): the SandboxProber
+	// says so.
+	dead map[string]bool
 }
 
 func modelKey(slot int) types.NamespacedName {
@@ -243,6 +248,17 @@ func (m *modelPorts) list() ports.SandboxExtractor {
 	return ports.SandboxExtractorFunc(func(_ context.Context, pod *corev1.Pod) (string, error) {
 		return m.sandbox(pod, func(slot int) string { return m.cl.listed[slot] })
 	})
+}
+
+// SandboxDead is the SandboxProber: whether the sandbox died.
+func (m *modelPorts) SandboxDead(_ context.Context, pod *corev1.Pod, id string) (bool, error) {
+	dead, err := m.sandbox(pod, func(int) string {
+		if m.cl.dead[id] {
+			return "dead"
+		}
+		return ""
+	})
+	return dead != "", err
 }
 
 func (m *modelPorts) sandbox(pod *corev1.Pod, of func(slot int) string) (string, error) {
@@ -481,7 +497,7 @@ func (m *model) decide(e *modelEntry, p modelPod, ok bool, cl *modelCluster, san
 	return m.decideSandbox(e, cl, sandbox)
 }
 
-// decideSandbox is rows 6 to 10, on the sandbox a check reads.
+// decideSandbox is rows 6 to 10 and 12, on the sandbox a check reads.
 func (m *model) decideSandbox(e *modelEntry, cl *modelCluster, sandbox string) (row int, reason ports.Reason, adopt bool) {
 	switch {
 	case cl.failSandbox[e.slot]:
@@ -489,6 +505,8 @@ func (m *model) decideSandbox(e *modelEntry, cl *modelCluster, sandbox string) (
 		return 6, "", false
 	case e.sandbox == "" && sandbox != "":
 		return 7, "", true
+	case sandbox == "" && e.sandbox != "" && cl.dead[e.sandbox]: // the SandboxProber's row
+		return 12, ports.ReasonSandboxDead, false
 	case sandbox == "": // not known yet: the seed would destroy here
 		return 8, "", false
 	case sandbox != e.sandbox:
@@ -519,7 +537,7 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 	e.checked, e.fresh = true, false
 	row, reason, adopt := m.decide(e, cached, cl.failGet[e.slot] == 0 || cl.failGet[e.slot] == 4, cl, sandbox)
 	k := modelCheck{why: why, puid: e.puid, row: row}
-	if reason != "" && reason != ports.ReasonSandboxChanged {
+	if reason != "" && reason != ports.ReasonSandboxChanged && reason != ports.ReasonSandboxDead {
 		if cl.failConfirm[e.slot] {
 			m.read[e.slot].confirm = true
 		}
@@ -589,7 +607,7 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 		m.out.Abandoned = append(m.out.Abandoned, e.puid)
 		k.outcome = "destroy refused: abandoned"
 	}
-	if reason == ports.ReasonSandboxChanged {
+	if reason == ports.ReasonSandboxChanged || reason == ports.ReasonSandboxDead {
 		m.out.Requeued = append(m.out.Requeued, truth.uid)
 		k.outcome += ", requeued"
 	}
@@ -605,7 +623,7 @@ func (m *model) wouldDestroy(e *modelEntry, row int, reason ports.Reason) string
 		m.out.Reported = append(m.out.Reported, e.puid+": "+string(reason))
 		out = "would destroy (" + string(reason) + "): reported"
 	}
-	if reason != ports.ReasonSandboxChanged {
+	if reason != ports.ReasonSandboxChanged && reason != ports.ReasonSandboxDead {
 		delete(m.entries, e.puid)
 		out += ", dropped"
 	}
@@ -766,7 +784,7 @@ var modelOpNames = [...]string{
 	modelTrack: "Track", modelDelete: "Delete", modelRecreate: "Recreate", modelChangeSandbox: "ChangeSandbox",
 	modelFailNextGet: "FailNextGet", modelFailNextSandbox: "FailNextSandbox", modelSweep: "Sweep", modelMove: "Move",
 	modelFailNextDestroy: "FailNextDestroy", modelTrigger: "Trigger", modelAdvance: "Advance", modelUntrack: "Untrack",
-	modelFailNextConfirm: "FailNextConfirm",
+	modelFailNextConfirm: "FailNextConfirm", modelKillSandbox: "KillSandbox",
 }
 
 // The variants, read the same way by apply and String.
@@ -950,6 +968,12 @@ func (w *modelRun) apply(op modelOp) (steps []modelStep, checked bool, done func
 			p.sandbox = ""
 		}
 		note = fmt.Sprintf("%s's sandbox is %q", modelKey(slot).Name, p.sandbox)
+	case modelKillSandbox:
+		if p.exists && p.sandbox != "" {
+			cl.dead[p.sandbox] = true
+			note = fmt.Sprintf("%s's sandbox %s died: it waits for a new one", modelKey(slot).Name, p.sandbox)
+			p.sandbox = ""
+		}
 	case modelFailNextGet:
 		cl.failGet[slot] = op.getFault()
 	case modelFailNextSandbox:
@@ -1056,16 +1080,17 @@ func (w *modelRun) spend(ops []modelOp) {
 	}
 	w.faults = nil
 	w.m.read = [modelSlots]modelFaults{}
-	*w.cl = modelCluster{pods: w.cl.pods, listed: w.cl.listed}
+	*w.cl = modelCluster{pods: w.cl.pods, listed: w.cl.listed, dead: w.cl.dead}
 }
 
 // runModel decodes data into operations and runs them on both sides, then
 // a last Sweep, with the engine's options that mode picks.
 func runModel(t *testing.T, mode int, data []byte) {
-	cl := &modelCluster{}
+	cl := &modelCluster{dead: map[string]bool{}}
 	mp := &modelPorts{cl: cl, untracked: map[string]bool{}, since: map[string]int{}}
 	opts := deletion.Options{
 		SandboxExtractor:   mp,
+		SandboxProber:      mp,
 		Requeuer:           mp,
 		Confirmer:          mp.confirmer(),
 		NodeName:           modelNode,

@@ -95,6 +95,13 @@ type Options struct {
 	// from a list itself (have a MaxAge method). nil: the SandboxExtractor's
 	// answer is final, and it must not answer from a list.
 	SandboxConfirmer ports.SandboxExtractor
+	// SandboxProber, when set, is asked whether a PU's sandbox is dead when
+	// its pod runs in no sandbox yet (the SandboxExtractor answers ""): a
+	// dead one's PU is destroyed (row 12, ports.ReasonSandboxDead), though
+	// its pod lives on and waits for a new sandbox, as after a node lost its
+	// runtime's state, or a sandbox stopped. Requires a SandboxExtractor.
+	// nil: such a PU is kept until its pod gets a new sandbox or goes.
+	SandboxProber ports.SandboxProber
 	// DestroyTerminated, when set, treats a pod that has finished (phase
 	// Succeeded or Failed) as gone for its PU: row 11 destroys it with
 	// ports.ReasonPodTerminated. A finished Job's pod keeps its object for
@@ -196,8 +203,8 @@ func (o Options) withDefaults() (Options, error) {
 			return o, fmt.Errorf("%w: %s is %v, want 0 to %v", ErrInvalidOptions, d.name, d.v, MaxDuration)
 		}
 	}
-	if o.SandboxConfirmer != nil && o.SandboxExtractor == nil {
-		return o, fmt.Errorf("%w: SandboxConfirmer is set without a SandboxExtractor: it would confirm nothing", ErrInvalidOptions)
+	if (o.SandboxConfirmer != nil || o.SandboxProber != nil) && o.SandboxExtractor == nil {
+		return o, fmt.Errorf("%w: SandboxConfirmer or SandboxProber is set without a SandboxExtractor: it would be asked nothing", ErrInvalidOptions)
 	}
 	if listed(o.SandboxExtractor) && o.SandboxConfirmer == nil {
 		return o, fmt.Errorf("%w: SandboxExtractor (%T) answers from a list that may be old: give the extractor it lists with as SandboxConfirmer", ErrInvalidOptions, o.SandboxExtractor)

@@ -20,8 +20,8 @@ import (
 // pod is gone for good (PodGone, UIDChanged, NodeChanged: that pod can
 // never come back) the record is dropped from memory once reported, so that
 // a dry run on a busy node holds no more records than it would without the
-// dry run; a PU of a live pod (SandboxChanged, PodTerminated) stays
-// tracked, and is reported again only if its reason changes.
+// dry run; a PU of a live pod (SandboxChanged, SandboxDead, PodTerminated)
+// stays tracked, and is reported again only if its reason changes.
 func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 	c.mu.Lock()
 	if e.state == removed {

@@ -90,6 +90,44 @@ func (mr *MockSandboxExtractorMockRecorder) SandboxID(ctx, pod interface{}) *gom
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "SandboxID", reflect.TypeOf((*MockSandboxExtractor)(nil).SandboxID), ctx, pod)
 }
 
+// MockSandboxProber is a mock of SandboxProber interface.
+type MockSandboxProber struct {
+	ctrl     *gomock.Controller
+	recorder *MockSandboxProberMockRecorder
+}
+
+// MockSandboxProberMockRecorder is the mock recorder for MockSandboxProber.
+type MockSandboxProberMockRecorder struct {
+	mock *MockSandboxProber
+}
+
+// NewMockSandboxProber creates a new mock instance.
+func NewMockSandboxProber(ctrl *gomock.Controller) *MockSandboxProber {
+	mock := &MockSandboxProber{ctrl: ctrl}
+	mock.recorder = &MockSandboxProberMockRecorder{mock}
+	return mock
+}
+
+// EXPECT returns an object that allows the caller to indicate expected use.
+func (m *MockSandboxProber) EXPECT() *MockSandboxProberMockRecorder {
+	return m.recorder
+}
+
+// SandboxDead mocks base method.
+func (m *MockSandboxProber) SandboxDead(ctx context.Context, pod *v1.Pod, sandboxID string) (bool, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "SandboxDead", ctx, pod, sandboxID)
+	ret0, _ := ret[0].(bool)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// SandboxDead indicates an expected call of SandboxDead.
+func (mr *MockSandboxProberMockRecorder) SandboxDead(ctx, pod, sandboxID interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "SandboxDead", reflect.TypeOf((*MockSandboxProber)(nil).SandboxDead), ctx, pod, sandboxID)
+}
+
 // MockPolicyHandler is a mock of PolicyHandler interface.
 type MockPolicyHandler struct {
 	ctrl     *gomock.Controller

@@ -23,6 +23,14 @@ func (f SandboxExtractorFunc) SandboxID(ctx context.Context, pod *corev1.Pod) (s
 	return f(ctx, pod)
 }
 
+// SandboxProberFunc lets a plain function serve as a SandboxProber.
+type SandboxProberFunc func(ctx context.Context, pod *corev1.Pod, sandboxID string) (bool, error)
+
+// SandboxDead calls f(ctx, pod, sandboxID).
+func (f SandboxProberFunc) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID string) (bool, error) {
+	return f(ctx, pod, sandboxID)
+}
+
 // PolicyHandlerFunc lets a plain function serve as a PolicyHandler.
 type PolicyHandlerFunc func(ctx context.Context, ev DestroyEvent) error
 
@@ -51,6 +59,7 @@ var (
 	_ Inventory        = InventoryFunc(nil)
 	_ PodGetter        = PodGetterFunc(nil)
 	_ SandboxExtractor = SandboxExtractorFunc(nil)
+	_ SandboxProber    = SandboxProberFunc(nil)
 	_ PolicyHandler    = PolicyHandlerFunc(nil)
 	_ Requeuer         = RequeuerFunc(nil)
 )

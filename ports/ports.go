@@ -34,6 +34,20 @@ type SandboxExtractor interface {
 	SandboxID(ctx context.Context, pod *corev1.Pod) (string, error)
 }
 
+// SandboxProber tells whether a sandbox a pod ran in is dead, so that the
+// PU of a dead sandbox is destroyed while its pod waits for a new one (a
+// node that lost its runtime's state, a sandbox that stopped).
+type SandboxProber interface {
+	// SandboxDead reports whether the sandbox of that ID, one of pod's, is
+	// dead: the runtime lists it stopped (not ready), or does not list it
+	// and its network namespace is gone. A sandbox being created (not
+	// listed yet, its namespace there) is not dead, nor is one of which
+	// the prober cannot tell. An error means the answer is not known: the
+	// engine keeps the PU. The pod is the PodGetter's, as for
+	// SandboxExtractor: SandboxDead must not modify it.
+	SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID string) (bool, error)
+}
+
 // PolicyHandler destroys processing units in the policy engine.
 //
 // DestroyPU must be idempotent: destroying a PU the policy engine does not

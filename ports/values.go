@@ -70,11 +70,15 @@ const (
 	// Succeeded or Failed) and keeps its object only for its logs and status.
 	// Only reported when the engine's DestroyTerminated option is set.
 	ReasonPodTerminated Reason = "PodTerminated"
+	// ReasonSandboxDead: the pod is the same and runs in no sandbox yet, but
+	// the sandbox the PU belongs to is dead (a SandboxProber says so): the
+	// pod waits for a new one. Only reported with a SandboxProber.
+	ReasonSandboxDead Reason = "SandboxDead"
 )
 
 // Reasons lists every Reason, in the order of the decision table.
 func Reasons() []Reason {
-	return []Reason{ReasonPodGone, ReasonNodeChanged, ReasonUIDChanged, ReasonPodTerminated, ReasonSandboxChanged}
+	return []Reason{ReasonPodGone, ReasonNodeChanged, ReasonUIDChanged, ReasonPodTerminated, ReasonSandboxChanged, ReasonSandboxDead}
 }
 
 // permanentError marks an error as not worth retrying.
