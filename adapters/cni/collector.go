@@ -138,6 +138,7 @@ var (
 	_ ports.Inventory     = (*Collector)(nil)
 	_ ports.PolicyHandler = (*Collector)(nil)
 	_ ports.Requeuer      = (*Collector)(nil)
+	_ ports.SandboxProber = (*Collector)(nil)
 )
 
 // New returns a Collector of the attachments in opts.CacheDir. It fails
@@ -361,10 +362,44 @@ func (x choice) before(y choice) bool {
 	return x.a.ContainerID < y.a.ContainerID
 }
 
+// SandboxDead reports whether the sandbox of that ID, one of pod's, is dead:
+// Options.Runtime lists it stopped (not ready), or does not list it and the
+// network namespace an attachment of it was added with is gone (containerd
+// and CRI-O create it before ADD: a sandbox being created has one). Without
+// a Runtime, no sandbox is known to be dead. It is the engine's
+// ports.SandboxProber, so that the attachments of a dead sandbox are freed
+// while its pod waits for a new one: after the node lost its runtime's
+// state, the new sandbox's ADD may be failing for want of the very
+// addresses the dead one holds. An error means the runtime or the cache
+// could not be read.
+func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID string) (bool, error) {
+	switch {
+	case pod == nil || pod.UID == "" || sandboxID == "":
+		return false, fmt.Errorf("cni: SandboxDead needs a pod with a UID and a sandbox ID (pod %v, sandbox %q)", pod != nil, sandboxID)
+	case c.runtime == nil:
+		return false, nil
+	}
+	rv, err := c.listRuntime(ctx, string(pod.UID))
+	if err != nil {
+		return false, err
+	}
+	if sb, ok := rv.byID[sandboxID]; ok {
+		return sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY, nil
+	}
+	v, err := c.read()
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(v.atts, func(a attachment) bool {
+		return a.ContainerID == sandboxID && a.PodUID == string(pod.UID) && netnsGone(a.NetNS)
+	}), nil
+}
+
 // DestroyPU DELs, with the cached config and arguments as the runtime
 // would, the attachments that ev frees, read from the cache now:
 //
-//   - ports.ReasonSandboxChanged (the pod lives on in another sandbox):
+//   - ports.ReasonSandboxChanged (the pod lives on in another sandbox) and
+//     ports.ReasonSandboxDead (its sandbox is dead, a new one to come):
 //     the attachments of ev.SandboxID only, and only once it is known not
 //     to be a sandbox the runtime is still creating (which containerd
 //     lists only after ADD, create and start): Options.Runtime lists it
@@ -406,7 +441,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 		return fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
 	}
 	sbs := sandboxesOf(v.atts, ev.PUID, rv)
-	changed := ev.Reason == ports.ReasonSandboxChanged
+	changed := ev.Reason == ports.ReasonSandboxChanged || ev.Reason == ports.ReasonSandboxDead
 	if !changed {
 		if ready := rv.ready(ev.PUID); len(ready) > 0 {
 			slices.Sort(ready)

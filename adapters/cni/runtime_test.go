@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
@@ -198,4 +200,52 @@ func TestAPodTheRuntimeStillRunsIsNeverFreed(t *testing.T) {
 	rt.set(nil, listed("static", "u1", false, time.Now().Add(-time.Minute)))
 	require.NoError(t, coll.DestroyPU(ctx, ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, Reason: ports.ReasonPodGone}))
 	require.False(t, c.exists(f))
+}
+
+// SandboxDead, the engine's SandboxProber: a sandbox the runtime lists
+// stopped is dead, a ready one is not; one it does not list is dead only
+// once the network namespace it was added with is gone (a sandbox being
+// created has its namespace). Without a Runtime, none is known to be dead;
+// a Runtime that cannot be asked is an error, which keeps the PU.
+func TestSandboxDeadAsksTheRuntimeThenTheNamespace(t *testing.T) {
+	c := newCacheDir(t)
+	c.write(entry{network: "podnet", sandbox: "stopped", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+	c.write(entry{network: "podnet", sandbox: "ready", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+	gone := c.write(entry{network: "podnet", sandbox: "gone", uid: "u1", namespace: "ns", name: "pod-u1", age: 2 * time.Hour})
+	c.withNetNS(gone, filepath.Join(t.TempDir(), "no-such-netns"))
+	creating := c.write(entry{network: "podnet", sandbox: "creating", uid: "u1", namespace: "ns", name: "pod-u1"})
+	c.withNetNS(creating, "/proc/self/ns/net")
+	rt := &listedRuntime{}
+	rt.set(nil, listed("stopped", "u1", false, time.Now().Add(-time.Hour)), listed("ready", "u1", true, time.Now().Add(-time.Minute)))
+	coll := c.collectorWith(rt, 0)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}
+	dead := func(coll *cni.Collector, id string) bool {
+		t.Helper()
+		ok, err := coll.SandboxDead(context.Background(), pod, id)
+		require.NoError(t, err)
+		return ok
+	}
+
+	require.True(t, dead(coll, "stopped"), "listed stopped")
+	require.False(t, dead(coll, "ready"), "listed ready")
+	require.True(t, dead(coll, "gone"), "not listed, its namespace gone")
+	require.False(t, dead(coll, "creating"), "not listed, a namespace there: perhaps being created")
+	require.False(t, dead(coll, "unknown"), "neither listed nor cached")
+	require.False(t, dead(c.collectorWith(nil, 0), "stopped"), "no Runtime: nothing known dead")
+
+	rt.set(errors.New("runtime down"))
+	_, err := coll.SandboxDead(context.Background(), pod, "stopped")
+	require.Error(t, err)
+	_, err = coll.SandboxDead(context.Background(), pod, "")
+	require.Error(t, err, "no sandbox ID")
+
+	// The engine then destroys the PU for SandboxDead: only that sandbox's
+	// attachments go.
+	rt.set(nil, listed("ready", "u1", true, time.Now().Add(-time.Minute)))
+	ev := ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "gone", Reason: ports.ReasonSandboxDead}
+	require.NoError(t, coll.DestroyPU(context.Background(), ev))
+	require.False(t, c.exists(gone))
+	require.True(t, c.exists(creating), "the others are kept")
+	ev.SandboxID = "creating"
+	require.ErrorIs(t, coll.DestroyPU(context.Background(), ev), cni.ErrNewestSandbox, "a sandbox that may be being created is kept")
 }

@@ -69,7 +69,10 @@ type SandboxExtractor struct {
 	closed   atomic.Bool
 }
 
-var _ ports.SandboxExtractor = (*SandboxExtractor)(nil)
+var (
+	_ ports.SandboxExtractor = (*SandboxExtractor)(nil)
+	_ ports.SandboxProber    = (*SandboxExtractor)(nil)
+)
 
 // New returns a SandboxExtractor for the runtime serving the CRI on endpoint,
 // written as the kubelet's --container-runtime-endpoint is
@@ -177,6 +180,32 @@ func (s *SandboxExtractor) SandboxID(ctx context.Context, pod *corev1.Pod) (stri
 		return "", fmt.Errorf("cri: listing the sandboxes of pod %s/%s (uid %s) at %s: %w", pod.Namespace, pod.Name, uid, s.endpoint, err)
 	}
 	return pick(resp.GetItems(), uid), nil
+}
+
+// SandboxDead reports whether the sandbox of that ID, one of pod's, is
+// dead: the runtime lists it, of pod's UID, and not ready. A sandbox the
+// runtime does not list is not known to be dead (it may be one being
+// created: this extractor knows no sandbox's network namespace), nor is
+// one of another pod. An error comes, as for SandboxID, when the runtime
+// cannot be asked. It is the engine's ports.SandboxProber: it asks the
+// runtime itself, never a list.
+func (s *SandboxExtractor) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID string) (bool, error) {
+	if err := checkArgs(ctx, pod); err != nil {
+		return false, err
+	}
+	if sandboxID == "" {
+		return false, fmt.Errorf("%w: no sandbox ID", ErrInvalidPod)
+	}
+	items, err := s.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{Id: sandboxID})
+	if err != nil {
+		return false, err
+	}
+	for _, sb := range items {
+		if sb.GetId() == sandboxID && sb.GetLabels()[PodUIDLabel] == string(pod.UID) {
+			return sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY, nil
+		}
+	}
+	return false, nil
 }
 
 // ListPodSandbox lists the runtime's sandboxes that filter selects (nil:

@@ -476,3 +476,36 @@ func TestListPodSandboxListsEveryStateWithItsCreationTime(t *testing.T) {
 	_, err = x.ListPodSandbox(context.Background(), nil)
 	assert.ErrorIs(t, err, cri.ErrClosed)
 }
+
+// SandboxDead, the engine's SandboxProber, against the fake runtime: a
+// sandbox it lists stopped is dead, a ready one is not, and one it does not
+// list, or lists for another pod, is not known to be dead.
+func TestSandboxDeadAnswers(t *testing.T) {
+	rt := startFake(t)
+	x := newExtractor(t, rt.endpoint, 0)
+	pod := podOf("uid-web")
+	dead := func(id string) bool {
+		t.Helper()
+		ok, err := x.SandboxDead(context.Background(), pod, id)
+		require.NoError(t, err)
+		return ok
+	}
+	ready := runSandbox(t, rt.cri, pod.UID, "web", 0)
+	stopped := runSandbox(t, rt.cri, pod.UID, "web", 1)
+	stopSandbox(t, rt.cri, stopped)
+	others := runSandbox(t, rt.cri, "uid-other", "web", 0)
+	stopSandbox(t, rt.cri, others)
+
+	assert.False(t, dead(ready), "ready")
+	assert.True(t, dead(stopped), "listed stopped")
+	assert.False(t, dead("never-listed"), "not listed: perhaps being created")
+	assert.False(t, dead(others), "another pod's stopped sandbox is not this pod's")
+
+	_, err := x.SandboxDead(context.Background(), pod, "")
+	assert.ErrorIs(t, err, cri.ErrInvalidPod)
+	_, err = x.SandboxDead(context.Background(), &corev1.Pod{}, ready)
+	assert.ErrorIs(t, err, cri.ErrInvalidPod)
+	require.NoError(t, x.Close())
+	_, err = x.SandboxDead(context.Background(), pod, ready)
+	assert.ErrorIs(t, err, cri.ErrClosed)
+}

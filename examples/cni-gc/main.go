@@ -154,6 +154,7 @@ func newEngine(mgr manager.Manager, cfg config, collector *cni.Collector, sandbo
 	engine, err := deletion.New(k8s.StaticPodUIDs(k8s.NewPodGetter(mgr.GetCache())), collector, deletion.Options{
 		NodeName:         cfg.node,
 		SandboxExtractor: sandboxes,
+		SandboxProber:    collector, // a dead sandbox's attachments go while its pod waits for a new one
 		Requeuer:         collector,
 		Inventory:        collector,
 		Confirmer:        k8s.StaticPodUIDs(k8s.NewPodGetter(mgr.GetAPIReader())),

@@ -386,8 +386,10 @@ func newEngine(mgr manager.Manager, cfg config, journal *bolt.Journal, extractor
 	}
 	if extractor != nil {
 		// Only then: a nil *cri.SandboxExtractor in the interface would not
-		// read as "no extractor".
-		opts.SandboxExtractor = extractor
+		// read as "no extractor". The runtime itself says whether a
+		// sandbox is dead, so that its PU goes while the pod waits for a
+		// new one.
+		opts.SandboxExtractor, opts.SandboxProber = extractor, extractor
 		if cfg.criCacheMaxAge > 0 {
 			// The periodic checks read one list of the runtime's sandboxes,
 			// made at most --cri-cache-max-age before: one call an interval
