@@ -59,7 +59,7 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 		kubeAPIQPS: 30, kubeAPIBurst: 60, puDir: "/data/pus", leaderElect: true, leaseNS: "pu-controllers",
 		leaseID: "pus-lease", leaseDuration: 30 * time.Second, renewDeadline: 20 * time.Second, retryPeriod: 5 * time.Second,
 		metricsAddr: "127.0.0.1:9090", probeAddr: ":9081", pprofAddr: "0", sweepInterval: 2 * time.Minute, workers: 32,
-		slimPodCache: false, zap: flagDefaults.zap,
+		slimPodCache: false, events: false, zap: flagDefaults.zap,
 	}, nonCfg, "every value reaches its flag")
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
 	assert.Equal(t, "registry.example/podsweeper-cluster-controller:v9.9.9", nonC.Image)
