@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
@@ -24,26 +23,10 @@ import (
 // takes: the chart's defaults are the kustomize base's controller and the
 // flags' defaults, and each non-default value reaches the flag it names.
 func TestChartAndKustomizeRenders(t *testing.T) {
-	kust := testkube.RenderKustomize(t, "deploy")
-	def := testkube.RenderHelm(t, "chart", "podsweeper", "podsweeper-cluster")
-	non := testkube.RenderHelm(t, "chart", "pus", "pu-controllers", "testdata/chart-values.yaml")
-
-	rc, _ := testkube.StartAPIServer(t)
-	c, err := client.New(rc, client.Options{})
-	require.NoError(t, err)
-	testkube.DryRunApply(t, c, "podsweeper-cluster", kust)
-	testkube.DryRunApply(t, c, "podsweeper-cluster", def)
-	testkube.DryRunApply(t, c, "pu-controllers", non)
-
-	kustSpec, kustC := testkube.PodTemplate(t, kust, "Deployment")
-	defSpec, defC := testkube.PodTemplate(t, def, "Deployment")
-	assert.Equal(t, kustC.Image, defC.Image, "both run the image of the same tag")
-	nonSpec, nonC := testkube.PodTemplate(t, non, "Deployment")
-	want := testkube.RBAC(t, kust, "podsweeper-cluster", kustSpec.ServiceAccountName)
-	require.NotEmpty(t, want.ClusterWide)
-	require.NotEmpty(t, want.InNamespace)
-	assert.Equal(t, want, testkube.RBAC(t, def, "podsweeper-cluster", defSpec.ServiceAccountName), "the chart's defaults grant what deploy/ grants")
-	assert.Equal(t, want, testkube.RBAC(t, non, "pu-controllers", nonSpec.ServiceAccountName), "the chart's values change no grant")
+	r := testkube.RenderBoth(t, "Deployment", "podsweeper-cluster", "pus", "pu-controllers")
+	kustSpec, defSpec, nonSpec, nonC := r.KustomizeSpec, r.DefaultsSpec, r.ValuesSpec, r.ValuesC
+	non := r.Values
+	require.NotEmpty(t, testkube.RBAC(t, r.Kustomize, "podsweeper-cluster", r.KustomizeSpec.ServiceAccountName).InNamespace)
 
 	kustCfg := checkControllerPod(t, kustSpec, "podsweeper-cluster")
 	defCfg := checkControllerPod(t, defSpec, "podsweeper-cluster")

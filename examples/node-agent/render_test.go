@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
@@ -21,25 +20,8 @@ import (
 // chart's defaults are the kustomize base's agent and the flags' defaults,
 // and each non-default value reaches the flag it names.
 func TestChartAndKustomizeRenders(t *testing.T) {
-	kust := testkube.RenderKustomize(t, "deploy")
-	def := testkube.RenderHelm(t, "chart", "podsweeper", "podsweeper")
-	non := testkube.RenderHelm(t, "chart", "agent", "net-agents", "testdata/chart-values.yaml")
-
-	rc, _ := testkube.StartAPIServer(t)
-	c, err := client.New(rc, client.Options{})
-	require.NoError(t, err)
-	testkube.DryRunApply(t, c, "podsweeper", kust)
-	testkube.DryRunApply(t, c, "podsweeper", def)
-	testkube.DryRunApply(t, c, "net-agents", non)
-
-	kustSpec, kustC := testkube.PodTemplate(t, kust, "DaemonSet")
-	want := testkube.RBAC(t, kust, "podsweeper", kustSpec.ServiceAccountName)
-	require.NotEmpty(t, want.ClusterWide)
-	defSpec, defC := testkube.PodTemplate(t, def, "DaemonSet")
-	assert.Equal(t, kustC.Image, defC.Image, "both run the image of the same tag")
-	nonSpec, nonC := testkube.PodTemplate(t, non, "DaemonSet")
-	assert.Equal(t, want, testkube.RBAC(t, def, "podsweeper", defSpec.ServiceAccountName), "the chart's defaults grant what deploy/ grants")
-	assert.Equal(t, want, testkube.RBAC(t, non, "net-agents", nonSpec.ServiceAccountName), "the chart's values change no grant")
+	r := testkube.RenderBoth(t, "DaemonSet", "podsweeper", "agent", "net-agents")
+	kustSpec, defSpec, nonSpec, nonC := r.KustomizeSpec, r.DefaultsSpec, r.ValuesSpec, r.ValuesC
 
 	kustCfg := checkAgentPod(t, kustSpec)
 	defCfg := checkAgentPod(t, defSpec)

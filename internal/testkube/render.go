@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -246,4 +247,45 @@ func PodTemplate(t testing.TB, objs []*unstructured.Unstructured, kind string) (
 	spec := w.Spec.Template.Spec
 	require.Len(t, spec.Containers, 1)
 	return spec, spec.Containers[0]
+}
+
+// Rendered is a program's manifests rendered three ways, each checked
+// against a real API server: its kustomize base, its chart with the
+// defaults, and its chart with testdata/chart-values.yaml. Each has the
+// pod template of its workload and that pod's first container.
+type Rendered struct {
+	Kustomize, Defaults, Values             []*unstructured.Unstructured
+	KustomizeSpec, DefaultsSpec, ValuesSpec corev1.PodSpec
+	KustomizeC, DefaultsC, ValuesC          corev1.Container
+}
+
+// RenderBoth renders deploy/ (kustomize, into namespace) and chart/ (helm:
+// release "podsweeper" into namespace with the chart's defaults; release
+// valuesRelease into valuesNamespace with testdata/chart-values.yaml),
+// sends every object to a real API server with server-side dry-run, and
+// checks that the three run the same image for the defaults and grant the
+// workload's (kind's) ServiceAccount the same RBAC, cluster-wide rules
+// among them.
+func RenderBoth(t testing.TB, kind, namespace, valuesRelease, valuesNamespace string) Rendered {
+	t.Helper()
+	r := Rendered{
+		Kustomize: RenderKustomize(t, "deploy"),
+		Defaults:  RenderHelm(t, "chart", "podsweeper", namespace),
+		Values:    RenderHelm(t, "chart", valuesRelease, valuesNamespace, "testdata/chart-values.yaml"),
+	}
+	rc, _ := StartAPIServer(t)
+	c, err := client.New(rc, client.Options{})
+	require.NoError(t, err)
+	DryRunApply(t, c, namespace, r.Kustomize)
+	DryRunApply(t, c, namespace, r.Defaults)
+	DryRunApply(t, c, valuesNamespace, r.Values)
+	r.KustomizeSpec, r.KustomizeC = PodTemplate(t, r.Kustomize, kind)
+	r.DefaultsSpec, r.DefaultsC = PodTemplate(t, r.Defaults, kind)
+	r.ValuesSpec, r.ValuesC = PodTemplate(t, r.Values, kind)
+	assert.Equal(t, r.KustomizeC.Image, r.DefaultsC.Image, "both run the image of the same tag")
+	want := RBAC(t, r.Kustomize, namespace, r.KustomizeSpec.ServiceAccountName)
+	require.NotEmpty(t, want.ClusterWide)
+	assert.Equal(t, want, RBAC(t, r.Defaults, namespace, r.DefaultsSpec.ServiceAccountName), "the chart's defaults grant what deploy/ grants")
+	assert.Equal(t, want, RBAC(t, r.Values, valuesNamespace, r.ValuesSpec.ServiceAccountName), "the chart's values change no grant")
+	return r
 }
