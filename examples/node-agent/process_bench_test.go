@@ -81,14 +81,36 @@ func BenchmarkProcess(b *testing.B) {
 	kubeconfig := agentKubeconfig(b, c.KubeConfig)
 
 	procs := []*benchProcess{
-		startBenchAgent(b, filepath.Join(bin, "node-agent"), "slim", kubeconfig, n),
-		startBenchAgent(b, filepath.Join(bin, "node-agent"), "full", kubeconfig, n, "--slim-pod-cache=false"),
-		startBenchAgent(b, filepath.Join(bin, "node-agent"), "slim-cri-per-check", kubeconfig, n, "--cri-cache-max-age=0"),
-		startSeedAgent(b, filepath.Join(bin, "seedagent"), kubeconfig, n),
+		startBenchAgent(b, filepath.Join(bin, "node-agent"), "slim", kubeconfig, n.Name, n.CRIEndpoint),
+		startBenchAgent(b, filepath.Join(bin, "node-agent"), "full", kubeconfig, n.Name, n.CRIEndpoint, "--slim-pod-cache=false"),
+		startBenchAgent(b, filepath.Join(bin, "node-agent"), "slim-cri-per-check", kubeconfig, n.Name, n.CRIEndpoint, "--cri-cache-max-age=0"),
+		startSeedAgent(b, filepath.Join(bin, "seedagent"), kubeconfig, n.Name, n.CRIEndpoint),
 	}
+	measureIdle(b, procs, processPods)
+	profileAll(b, procs)
+}
+
+// profileAll writes a CPU profile of each process of procs when
+// PODSWEEPER_PROFILE_DIR names a directory, after the measured window.
+func profileAll(b *testing.B, procs []*benchProcess) {
+	b.Helper()
+	if dir := os.Getenv(profileEnv); dir != "" {
+		for _, p := range procs {
+			p.profile(b, dir)
+		}
+	}
+}
+
+// measureIdle waits for every process of procs to track pods PUs and
+// reports, for each, the CPU of the whole process over processIdle, its
+// RSS and its live heap after a GC, with the load average around the
+// window. Every process must still
+// track every PU at the end, and have destroyed nothing.
+func measureIdle(b *testing.B, procs []*benchProcess, pods int) {
+	b.Helper()
 	for _, p := range procs {
-		require.Eventually(b, func() bool { return p.tracked(b) == processPods }, 2*time.Minute, 100*time.Millisecond,
-			"%s tracks the %d PUs; its log:\n%s", p.name, processPods, p.log)
+		require.Eventually(b, func() bool { return p.tracked(b) == pods }, 2*time.Minute, 100*time.Millisecond,
+			"%s tracks the %d PUs; its log:\n%s", p.name, pods, p.log)
 	}
 	// One more interval: the first checks after the start, and the
 	// garbage of the initial list, stay out of the window.
@@ -110,18 +132,13 @@ func BenchmarkProcess(b *testing.B) {
 		require.NoError(b, err)
 		heap, err := procbench.Heap(b.Context(), p.pprofAddr)
 		require.NoError(b, err)
-		require.Equal(b, processPods, p.tracked(b), "%s still tracks every PU", p.name)
+		require.Equal(b, pods, p.tracked(b), "%s still tracks every PU", p.name)
 		require.NotContains(b, p.log.String(), "destroying PU", "%s destroyed nothing while idle", p.name)
 		b.ReportMetric(cores, "cores-"+p.name)
 		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB-"+p.name)
 		b.ReportMetric(float64(heap)/(1<<20), "heap-MiB-"+p.name)
 		b.Logf("%s: %v of CPU in %v (%.5f of a core), RSS %.1f MiB, live heap %.1f MiB",
 			p.name, used, window.Round(time.Millisecond), cores, float64(rss)/(1<<20), float64(heap)/(1<<20))
-	}
-	if dir := os.Getenv(profileEnv); dir != "" {
-		for _, p := range procs {
-			p.profile(b, dir)
-		}
 	}
 }
 
@@ -162,13 +179,13 @@ func startProcess(b *testing.B, name, bin string, args ...string) *benchProcess 
 	return p
 }
 
-// startBenchAgent runs the node agent's binary for node n with its
-// defaults but for the addresses (loopback, plain HTTP), its journal and
-// the extra flags.
-func startBenchAgent(b *testing.B, bin, name, kubeconfig string, n *testnode.Node, extra ...string) *benchProcess {
+// startBenchAgent runs the node agent's binary for the node named node,
+// whose runtime's CRI socket is criEndpoint, with its defaults but for the
+// addresses (loopback, plain HTTP), its journal and the extra flags.
+func startBenchAgent(b *testing.B, bin, name, kubeconfig, node, criEndpoint string, extra ...string) *benchProcess {
 	b.Helper()
 	metricsAddr, pprofAddr := testkube.FreeAddr(b), testkube.FreeAddr(b)
-	p := startProcess(b, "agent-"+name, bin, append([]string{"--kubeconfig=" + kubeconfig, "--node=" + n.Name, "--cri-endpoint=" + n.CRIEndpoint,
+	p := startProcess(b, "agent-"+name, bin, append([]string{"--kubeconfig=" + kubeconfig, "--node=" + node, "--cri-endpoint=" + criEndpoint,
 		"--state-file=" + filepath.Join(b.TempDir(), "journal.db"), "--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
 		"--health-probe-bind-address=" + testkube.FreeAddr(b), "--pprof-bind-address=" + pprofAddr}, extra...)...)
 	p.pprofAddr = pprofAddr
@@ -178,11 +195,12 @@ func startBenchAgent(b *testing.B, bin, name, kubeconfig string, n *testnode.Nod
 	return p
 }
 
-// startSeedAgent runs the seed's loop as a node agent for node n.
-func startSeedAgent(b *testing.B, bin, kubeconfig string, n *testnode.Node) *benchProcess {
+// startSeedAgent runs the seed's loop as a node agent for the node named
+// node, whose runtime's CRI socket is criEndpoint.
+func startSeedAgent(b *testing.B, bin, kubeconfig, node, criEndpoint string) *benchProcess {
 	b.Helper()
 	statusAddr, pprofAddr := testkube.FreeAddr(b), testkube.FreeAddr(b)
-	p := startProcess(b, "seed", bin, "--kubeconfig="+kubeconfig, "--node="+n.Name, "--cri-endpoint="+n.CRIEndpoint,
+	p := startProcess(b, "seed", bin, "--kubeconfig="+kubeconfig, "--node="+node, "--cri-endpoint="+criEndpoint,
 		"--status-bind-address="+statusAddr, "--pprof-bind-address="+pprofAddr)
 	p.pprofAddr = pprofAddr
 	p.tracked = func(tb testing.TB) int {
