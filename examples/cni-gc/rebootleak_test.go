@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,9 +37,9 @@ import (
 // state and keeps /var/lib/cni, and every pod is stuck with "no IP
 // addresses available in range set" (internal/testcontainerd's
 // ReproduceRebootLeak). Then the collector's binary, built with go build,
-// starts inside the node with deploy/daemonset.yaml's flags and
-// environment (its paths the node's where they differ) and the RBAC of
-// its ServiceAccount: it frees the five dead sandboxes' attachments (row
+// starts inside the node with deploy/daemonset.yaml's flags, environment
+// (its paths the node's where they differ) and capabilities, and the RBAC
+// of its ServiceAccount: it frees the five dead sandboxes' attachments (row
 // 12: the pods live on, their sandboxes are dead and no new one is ready),
 // and the kubelet has every pod Running again. Throughout, every pod seen
 // Running keeps its sandbox, its address in host-local and the eth0 of its
@@ -54,6 +55,7 @@ func TestCollectorAsDeployedCuresTheRebootLeak(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "cni-gc")
 	procbench.Build(t, bin, ".")
 	args, env, cfg := deployedCommandLine(t, n)
+	privileges := deployedPrivileges(t)
 
 	stuck := n.ReproduceRebootLeak(t, "leak", pods)
 	dead := n.Addresses(t) // address → the dead sandbox holding it
@@ -70,7 +72,7 @@ func TestCollectorAsDeployedCuresTheRebootLeak(t *testing.T) {
 
 	clock := startCureClock(c.Client, n, stuck, dead)
 	logs := &testkube.SyncBuffer{}
-	cmd := n.Command(context.Background(), bin, args...)
+	cmd := n.Command(context.Background(), "setpriv", append(append(privileges, bin), args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	started := time.Now()
@@ -156,7 +158,7 @@ func TestCollectorAsDeployedCuresTheRebootLeak(t *testing.T) {
 
 	require.Len(t, fig.freed, pods, "every dead sandbox's address file went")
 	require.Len(t, fig.ready, pods, "every pod Ready")
-	t.Logf("deployed flags: %s", strings.Join(args, " "))
+	t.Logf("deployed command line: setpriv %s %s %s", strings.Join(privileges, " "), filepath.Base(bin), strings.Join(args, " "))
 	t.Logf("collector start → range freed: first address %v, all %d %v; → first pod Ready %v, last pod Ready %v",
 		fig.firstFreed().Round(time.Millisecond), pods, fig.lastFreed().Round(time.Millisecond),
 		fig.firstReady().Round(time.Millisecond), fig.lastReady().Round(time.Millisecond))
@@ -211,6 +213,36 @@ func deployedCommandLine(t *testing.T, n *testcontainerd.Node) (args, env []stri
 	cfg, err = parseFlags(args, func(string) string { return n.Name }, &bytes.Buffer{})
 	require.NoError(t, err)
 	return args, env, cfg
+}
+
+// deployedPrivileges returns the setpriv(1) arguments that leave a
+// process of root only what the DaemonSet's container has: its
+// securityContext runs it as root, drops every capability and adds a few
+// (the plugins' DEL enters network namespaces and deletes links), and
+// allows no privilege escalation. Its seccomp profile and read-only root
+// filesystem are not reproduced.
+func deployedPrivileges(t *testing.T) []string {
+	t.Helper()
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		testnode.Unavailable(t, "setpriv is not installed (util-linux)")
+	}
+	var ds appsv1.DaemonSet
+	testkube.ReadManifest(t, "deploy", "daemonset.yaml", &ds)
+	sc := ds.Spec.Template.Spec.Containers[0].SecurityContext
+	require.NotNil(t, sc)
+	require.NotNil(t, sc.RunAsUser)
+	require.Zero(t, *sc.RunAsUser, "the collector runs as root")
+	require.NotNil(t, sc.Capabilities)
+	require.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	bounding := "-all"
+	for _, c := range sc.Capabilities.Add {
+		bounding += ",+" + strings.ToLower(string(c))
+	}
+	out := []string{"--bounding-set=" + bounding}
+	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+		out = append(out, "--no-new-privs")
+	}
+	return append(out, "--")
 }
 
 // runningSandbox is a pod's sandbox seen Running, and its network.
