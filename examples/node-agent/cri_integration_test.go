@@ -74,10 +74,10 @@ func (r *criRuntime) stopSandbox(t *testing.T, id string) {
 
 // startCRIAgent runs the agent for criNode on the runtime at endpoint, in
 // a process of its own, until the test ends.
-func startCRIAgent(t *testing.T, kubeconfig []byte, endpoint string) *nodeAgent {
+func startCRIAgent(t *testing.T, kubeconfig []byte, endpoint string, extra ...string) *nodeAgent {
 	t.Helper()
-	return runAgent(t, kubeconfig, "--node="+criNode, "--cri-endpoint="+endpoint, "--sweep-interval="+criSweep.String(),
-		"--workers=2", "--state-file="+filepath.Join(t.TempDir(), "journal.db"))
+	return runAgent(t, kubeconfig, append([]string{"--node=" + criNode, "--cri-endpoint=" + endpoint, "--sweep-interval=" + criSweep.String(),
+		"--workers=2", "--state-file=" + filepath.Join(t.TempDir(), "journal.db")}, extra...)...)
 }
 
 // A running pod's sandbox restarts, as the kubelet restarts it: attempt 0
@@ -160,4 +160,33 @@ func testReadiness(t *testing.T, kubeconfig []byte) {
 		code, body := probe(t, readyz)
 		return code == http.StatusInternalServerError && strings.Contains(body, "[-]cri failed")
 	}, waitLong, 20*time.Millisecond, "not ready once the runtime stops")
+}
+
+// With --destroy-dead-sandboxes, a pod whose sandbox stops and is not
+// replaced loses the PU of that sandbox at once (row 12, SandboxDead), as
+// the runtime reports it dead; the pod is requeued and its PU tracked
+// again without a sandbox, and that PU goes when the pod does.
+func testSandboxDead(t *testing.T, admin client.Client, kubeconfig []byte) {
+	ctx := context.Background()
+	rt := startCRI(t)
+	pod := testPod("dies", criNode)
+	require.NoError(t, admin.Create(ctx, pod))
+	sandbox := rt.runSandbox(t, pod, 0)
+	a := startCRIAgent(t, kubeconfig, rt.endpoint, "--destroy-dead-sandboxes")
+	require.Eventually(t, func() bool { return a.trackedWith(t, pod.UID, sandbox) }, waitLong, 10*time.Millisecond)
+	assert.Empty(t, a.destroys(t, pod.UID), "a ready sandbox's PU is kept")
+
+	rt.stopSandbox(t, sandbox)
+	ds := destroyed(t, a, pod.UID, 1)
+	require.Len(t, ds, 1, "the dead sandbox's PU goes, once")
+	assert.Equal(t, ports.ReasonSandboxDead, ds[0].Reason)
+	assert.Equal(t, sandbox, ds[0].SandboxID, "the destroy names the dead sandbox")
+	require.Eventually(t, func() bool { return a.trackedWith(t, pod.UID, "") }, waitLong, 10*time.Millisecond,
+		"the pod is requeued, and its PU tracked again without a sandbox")
+
+	require.NoError(t, admin.Delete(ctx, pod, client.GracePeriodSeconds(0)))
+	ds = destroyed(t, a, pod.UID, 2)
+	require.Len(t, ds, 2, "the pod is gone: the PU tracked again goes, once")
+	assert.Equal(t, ports.ReasonPodGone, ds[1].Reason)
+	assert.Empty(t, ds[1].SandboxID)
 }

@@ -33,7 +33,10 @@
 // periodic checks read one list of the runtime's sandboxes at most
 // --cri-cache-max-age old (cri.SandboxCache), a check a pod event triggered
 // asks the runtime itself, and so does any answer of the list that would
-// record a sandbox or destroy a PU (deletion.Options.SandboxConfirmer). Without
+// record a sandbox or destroy a PU (deletion.Options.SandboxConfirmer).
+// With --destroy-dead-sandboxes it also asks the runtime whether a PU's
+// sandbox is dead (deletion.Options.SandboxProber, row 12), and destroys
+// the PU at once, for SandboxDead, while its pod waits for a new one. Without
 // the runtime's socket it runs on, says once that sandbox restarts are not
 // detected, and its /readyz check "cri" fails; with it, "cri" fails while
 // the runtime does not answer. /readyz also waits for the pod cache to

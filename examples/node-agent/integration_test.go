@@ -70,6 +70,7 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	})
 	t.Run("a sandbox restart destroys the PU and requeues the pod", func(t *testing.T) { testSandboxRestart(t, admin, kubeconfig) })
 	t.Run("a stopped sandbox keeps its PU until the pod is gone", func(t *testing.T) { testSandboxStopped(t, admin, kubeconfig) })
+	t.Run("with --destroy-dead-sandboxes a stopped sandbox's PU goes at once", func(t *testing.T) { testSandboxDead(t, admin, kubeconfig) })
 }
 
 func testLeastRBAC(t *testing.T, agentCfg *rest.Config) {

@@ -142,6 +142,9 @@ type config struct {
 	pprofAddr            string
 	slimPodCache         bool
 	criCacheMaxAge       time.Duration
+	// destroyDeadSandboxes wires the CRI extractor as
+	// deletion.Options.SandboxProber (row 12).
+	destroyDeadSandboxes bool
 	zap                  zap.Options
 }
 
@@ -182,6 +185,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.DurationVar(&cfg.criCacheMaxAge, "cri-cache-max-age", cri.DefaultCacheMaxAge,
 		"how old the list of the runtime's ready sandboxes that the periodic checks read may be; a check a pod event triggered, "+
 			"and any answer that would record a sandbox or destroy a PU, asks the runtime itself. 0: ask the runtime at every check")
+	fs.BoolVar(&cfg.destroyDeadSandboxes, "destroy-dead-sandboxes", false,
+		"destroy a PU as soon as the runtime reports its sandbox dead (listed not ready, or gone with its network namespace), "+
+			"with reason SandboxDead, even while the pod waits for a new sandbox: for a policy engine whose PU is one sandbox's. "+
+			"The pod is requeued and its PU tracked again, as after a sandbox restart. false keeps the PU until the pod is gone or "+
+			"its new sandbox is ready; needs --cri-endpoint")
 	fs.BoolVar(&cfg.slimPodCache, "slim-pod-cache", true,
 		"keep only what podsweeper reads of each pod in the cache, read without deep copies (k8s.SlimPodCacheOptions); false keeps whole pods, for code of your own that reads them from this cache")
 	cfg.zap.BindFlags(fs)
@@ -214,6 +222,8 @@ func check(cfg config, args []string) error {
 		return fmt.Errorf("%w: --cri-cache-max-age must not be negative, got %v", errUsage, cfg.criCacheMaxAge)
 	case cfg.stateFile == "":
 		return fmt.Errorf("%w: --state-file is required", errUsage)
+	case cfg.destroyDeadSandboxes && cfg.criEndpoint == "":
+		return fmt.Errorf("%w: --destroy-dead-sandboxes needs the runtime: give --cri-endpoint", errUsage)
 	case !cfg.metricsSecure && cfg.metricsAddr != "0" && !loopback(cfg.metricsAddr):
 		return fmt.Errorf("%w: --metrics-secure=false serves anyone who reaches --metrics-bind-address: bind it to 127.0.0.1, not %q",
 			errUsage, cfg.metricsAddr)
@@ -386,10 +396,13 @@ func newEngine(mgr manager.Manager, cfg config, journal *bolt.Journal, extractor
 	}
 	if extractor != nil {
 		// Only then: a nil *cri.SandboxExtractor in the interface would not
-		// read as "no extractor". The runtime itself says whether a
-		// sandbox is dead, so that its PU goes while the pod waits for a
-		// new one.
-		opts.SandboxExtractor, opts.SandboxProber = extractor, extractor
+		// read as "no extractor".
+		opts.SandboxExtractor = extractor
+		if cfg.destroyDeadSandboxes {
+			// The runtime itself says whether a sandbox is dead, so that
+			// its PU goes while the pod waits for a new one.
+			opts.SandboxProber = extractor
+		}
 		if cfg.criCacheMaxAge > 0 {
 			// The periodic checks read one list of the runtime's sandboxes,
 			// made at most --cri-cache-max-age before: one call an interval

@@ -54,6 +54,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:8082", cfg.pprofAddr, "pprof on loopback by default")
 	assert.True(t, cfg.slimPodCache, "the pod cache is slim by default")
 	assert.Equal(t, cri.DefaultCacheMaxAge, cfg.criCacheMaxAge, "the periodic checks read a list of sandboxes at most an interval old")
+	assert.False(t, cfg.destroyDeadSandboxes, "a dead sandbox's PU is kept until its pod is gone or has a new sandbox by default")
 }
 
 func TestParseFlagsOverrides(t *testing.T) {
@@ -62,13 +63,14 @@ func TestParseFlagsOverrides(t *testing.T) {
 		"--sweep-interval=30s", "--workers=16", "--zap-devel", "--cri-endpoint=unix:///var/run/crio/crio.sock", "--state-file=/s/j.db",
 		"--all-pods", "--destroy-terminated", "--kube-api-qps=20", "--kube-api-burst=40", "--dry-run",
 		"--max-destroys-per-second=2.5", "--destroy-burst=3", "--pprof-bind-address=0", "--slim-pod-cache=false", "--cri-cache-max-age=0",
+		"--destroy-dead-sandboxes",
 	}, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
 		kubeconfig: "/k", kubeAPIQPS: 20, kubeAPIBurst: 40, dryRun: true, maxDestroysPerSecond: 2.5, destroyBurst: 3, pprofAddr: "0",
 		node: "node-b", metricsAddr: "0", metricsSecure: true, probeAddr: ":9000", criEndpoint: "unix:///var/run/crio/crio.sock",
 		sweepInterval: 30 * time.Second, workers: 16, stateFile: "/s/j.db", allPods: true,
-		destroyTerminated: true, zap: cfg.zap,
+		destroyTerminated: true, destroyDeadSandboxes: true, zap: cfg.zap,
 	}, cfg)
 	assert.True(t, cfg.zap.Development)
 }
@@ -87,6 +89,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		"tcp runtime":                      {"--node=n", "--cri-endpoint=tcp://127.0.0.1:1234"},
 		"relative socket":                  {"--node=n", "--cri-endpoint=unix://containerd.sock"},
 		"no state file":                    {"--node=n", "--state-file="},
+		"dead sandboxes without a runtime": {"--node=n", "--cri-endpoint=", "--destroy-dead-sandboxes"},
 		"plain metrics on every interface": {"--node=n", "--metrics-secure=false", "--metrics-bind-address=:8080"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -40,7 +40,7 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 		criEndpoint: "unix:///var/run/crio/crio.sock", sweepInterval: 10 * time.Second, workers: 8,
 		stateFile: "/var/lib/podsweeper/journal.db", allPods: true, destroyTerminated: true,
 		dryRun: true, maxDestroysPerSecond: 2.5, destroyBurst: 5, pprofAddr: "0",
-		slimPodCache: false, criCacheMaxAge: 2 * time.Second, zap: flagDefaults.zap,
+		slimPodCache: false, criCacheMaxAge: 2 * time.Second, destroyDeadSandboxes: true, zap: flagDefaults.zap,
 	}, nonCfg, "every value reaches its flag")
 	assert.Equal(t, "registry.example/podsweeper-node-agent@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", nonC.Image)
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
