@@ -64,8 +64,9 @@ func git(t *testing.T, dir string, args ...string) string {
 func cleanClone(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "podsweeper")
+	head := git(t, repoRoot(t), "rev-parse", "HEAD") // before the clone, which then holds it
 	git(t, repoRoot(t), "clone", "-q", "--no-hardlinks", repoRoot(t), dir)
-	git(t, dir, "checkout", "-q", git(t, repoRoot(t), "rev-parse", "HEAD"))
+	git(t, dir, "checkout", "-q", head)
 	return dir
 }
 
