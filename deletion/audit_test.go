@@ -279,14 +279,7 @@ func TestACheckTimeoutOfAYearIsNoStuckWorker(t *testing.T) {
 // no check begins before the list has answered.
 func TestACheckTimeoutOfAYearListsTheInventoryFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
-			select {
-			case <-time.After(10 * time.Second):
-				return nil, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		})
+		inv := slowInventory(10 * time.Second)
 		rec := &events{}
 		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{
 			Inventory: inv, Observer: rec, CheckTimeout: deletion.MaxDuration, SweepInterval: time.Second})

@@ -1233,3 +1233,16 @@ func TestRequeuerGetsAPodOfItsOwn(t *testing.T) {
 	assert.Nil(t, shared.Labels, "the getter's pod is unchanged")
 	assert.Equal(t, testNode, shared.Spec.NodeName)
 }
+
+// slowInventory lists no PU after d, or returns its context's error if that
+// ends first.
+func slowInventory(d time.Duration) ports.Inventory {
+	return ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+		select {
+		case <-time.After(d):
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+}

@@ -190,14 +190,7 @@ func TestChecksBeginWhenTheInventoryIgnoresItsDeadline(t *testing.T) {
 // list within an interval.
 func TestLivenessPassesThroughASlowFirstListAtAShortInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
-			select {
-			case <-time.After(2 * time.Second):
-				return nil, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		})
+		inv := slowInventory(2 * time.Second)
 		rec := &events{}
 		c := newQuiet(t, getterOf(livePod(testUID, testNode), nil), newDestroyLog(), deletion.Options{
 			Inventory: inv, Observer: rec, SweepInterval: deletion.MinSweepInterval, CheckTimeout: 3 * time.Second})

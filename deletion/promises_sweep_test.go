@@ -266,14 +266,7 @@ func TestStartReturnsWhenTheInventoryHangs(t *testing.T) {
 // answered.
 func TestLivenessAllowsTheFirstListItsCheckTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
-			select {
-			case <-time.After(25 * time.Second):
-				return nil, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		})
+		inv := slowInventory(25 * time.Second)
 		rec := &events{}
 		c := newQuiet(t, getterOf(livePod(testUID, testNode), nil), newDestroyLog(), deletion.Options{Inventory: inv, Observer: rec})
 		require.NoError(t, c.Track(entryWith("")))
