@@ -7,8 +7,13 @@
 // gracefully, removes the pod objects and restarts a sandbox that stopped.
 // No scheduler or controller-manager runs.
 //
-// StartCluster starts the API server and etcd; Cluster.StartNode starts a
-// node on it (several nodes may share one cluster). Each node has its own
+// StartCluster starts the API server and etcd; StartClusterWith does with
+// ClusterOptions: a serving certificate that names the addresses pods
+// reach it at, and ServiceAccount tokens for the pods (the admission
+// plugin envtest turns off; CreateNamespace then adds what the controller
+// manager would: the default ServiceAccount, the kube-root-ca.crt
+// ConfigMap). Cluster.StartNode starts a node on it (several nodes may
+// share one cluster). Each node has its own
 // fake runtime on a unix socket, its own kubelet (a child process in its own
 // process group, with its own root dir, cert dir, ports and node name) and is
 // stopped when the test ends. Node.RestartSandbox (a sandbox dies and the

@@ -55,6 +55,8 @@ type Cluster struct {
 	KubeConfig []byte
 
 	env *envtest.Environment
+	// serviceAccounts: ClusterOptions.ServiceAccounts.
+	serviceAccounts bool
 }
 
 // StartCluster starts a kube-apiserver and etcd from KUBEBUILDER_ASSETS
@@ -64,17 +66,7 @@ type Cluster struct {
 // fails. It watches the host too (WatchHost).
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	requireNodes(t)
-	WatchHost(t)
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, env.Stop()) })
-	c, err := client.New(cfg, client.Options{})
-	require.NoError(t, err)
-	cs, err := kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	return &Cluster{Config: cfg, Client: c, Clientset: cs, KubeConfig: env.KubeConfig, env: env}
+	return StartClusterWith(t, ClusterOptions{})
 }
 
 // AdminKubeConfig adds a user named name to the cluster's administrators
@@ -379,10 +371,13 @@ func (n *Node) NewPod(namespace, name string) *corev1.Pod {
 	}
 }
 
-// CreateNamespace creates a namespace for the test.
+// CreateNamespace creates a namespace for the test; on a cluster started
+// with ClusterOptions.ServiceAccounts, with its default ServiceAccount and
+// the cluster's CA in it, as kube-controller-manager would add them.
 func (c *Cluster) CreateNamespace(t testing.TB, name string) {
 	t.Helper()
 	require.NoError(t, c.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	c.namespaceDefaults(t, name)
 }
 
 // runtime returns a CRI client of the node's runtime, as the kubelet uses it.
