@@ -9,13 +9,14 @@
 # `make -f hack/containerd.mk containerd`.
 #
 #   CONTAINERD_BIN_DIR  directory receiving containerd, ctr,
-#                       containerd-shim-runc-v2, runc and pause.tar (the
-#                       image, tagged $(CONTAINERD_PAUSE_IMAGE)); each is
-#                       rebuilt only when missing or older than its tools
-#                       module's files.
+#                       containerd-shim-runc-v2, runc, pause.tar (the
+#                       image, tagged $(CONTAINERD_PAUSE_IMAGE)) and
+#                       busybox.tar (the shell image, tagged
+#                       $(CONTAINERD_SHELL_IMAGE)); each is rebuilt only
+#                       when missing or older than its tools module's files.
 #
 # Versions are pinned in hack/tools/containerd/{,runc/,pause/}go.mod and, for
-# libseccomp, below. Each build prints one line first, for it prints nothing
+# libseccomp and busybox, below. Each build prints one line first, for it prints nothing
 # else for minutes. Measured on 2 cores (see hack/tools/containerd/README.md).
 
 CONTAINERD_SAVED_DEFAULT_GOAL := $(.DEFAULT_GOAL)
@@ -27,6 +28,9 @@ CONTAINERD_GO ?= go
 # The image the node's containerd pins as its sandbox image
 # (internal/testcontainerd.PauseImage says the same).
 CONTAINERD_PAUSE_IMAGE := podsweeper.test/pause:1
+# The image of the shell that manifests' init containers run on the node
+# (internal/testcontainerd.ShellImage says the same).
+CONTAINERD_SHELL_IMAGE := podsweeper.test/busybox:1
 
 CONTAINERD_VERSION := $(shell awk '$$1 == "require" && $$2 == "github.com/containerd/containerd/v2" { print $$3; exit }' $(CONTAINERD_TOOLS_DIR)/go.mod)
 RUNC_VERSION := $(shell awk '$$1 == "require" && $$2 == "github.com/opencontainers/runc" { print $$3; exit }' $(CONTAINERD_TOOLS_DIR)/runc/go.mod)
@@ -41,8 +45,15 @@ LIBSECCOMP_DEB := libseccomp-dev_$(LIBSECCOMP_DEB_VERSION)_amd64.deb
 # The version is in the directory's name: a new pin unpacks afresh.
 LIBSECCOMP_ROOT := $(CONTAINERD_BIN_DIR)/libseccomp-$(LIBSECCOMP_DEB_VERSION)
 
+# busybox-static of Debian 12 (bookworm), amd64: the one binary of the
+# shell image. The checksum is the one Debian's archive lists for this
+# version (apt-cache show busybox-static); a package that differs is refused.
+BUSYBOX_DEB_VERSION := 1:1.35.0-4+deb12u1+b1
+BUSYBOX_DEB_SHA256 := 3d3fdbe91d4660c873e14b092c213fe81c1da6362daa236eb25d0171eb108744
+BUSYBOX_DEB := busybox-static_$(subst :,%3a,$(BUSYBOX_DEB_VERSION))_amd64.deb
+
 .PHONY: containerd
-containerd: $(CONTAINERD_BIN_DIR)/containerd $(CONTAINERD_BIN_DIR)/runc $(CONTAINERD_BIN_DIR)/pause.tar
+containerd: $(CONTAINERD_BIN_DIR)/containerd $(CONTAINERD_BIN_DIR)/runc $(CONTAINERD_BIN_DIR)/pause.tar $(CONTAINERD_BIN_DIR)/busybox.tar
 
 # One go build makes the three; containerd stands for them (go build leaves
 # an up-to-date binary untouched: touch them, or make would build again).
@@ -90,6 +101,21 @@ $(CONTAINERD_BIN_DIR)/pause.tar: $(addprefix $(CONTAINERD_TOOLS_DIR)/pause/,go.m
 	@CGO_ENABLED=0 $(CONTAINERD_GO) build -C $(CONTAINERD_TOOLS_DIR)/pause -trimpath -ldflags='-s -w' -o $(abspath $(CONTAINERD_BIN_DIR))/pause ./cmd/pause
 	@$(CONTAINERD_GO) run -C $(CONTAINERD_TOOLS_DIR)/pause . -binary $(abspath $(CONTAINERD_BIN_DIR))/pause \
 		-tag $(CONTAINERD_PAUSE_IMAGE) -o $(abspath $@)
+
+# The shell image: the package downloaded as libseccomp-dev is (apt-get
+# download, checked, never installed), its /bin/busybox alone taken out, and
+# written into an image by pause/main.go (-shell). Nothing else is kept.
+$(CONTAINERD_BIN_DIR)/busybox.tar: $(addprefix $(CONTAINERD_TOOLS_DIR)/pause/,go.mod go.sum main.go) $(CONTAINERD_MK_DIR)/containerd.mk
+	@echo "writing the shell image $(CONTAINERD_SHELL_IMAGE) (Debian's busybox-static $(BUSYBOX_DEB_VERSION)) into $(CONTAINERD_BIN_DIR)"
+	@test "$$(dpkg --print-architecture 2>/dev/null)" = amd64 || { echo "busybox-static is pinned for amd64; this machine is $$(dpkg --print-architecture 2>/dev/null || echo 'not Debian')" >&2; exit 1; }
+	@rm -rf $(CONTAINERD_BIN_DIR)/busybox-deb && mkdir -p $(CONTAINERD_BIN_DIR)/busybox-deb
+	@cd $(CONTAINERD_BIN_DIR)/busybox-deb && { apt-get -qq -o APT::Sandbox::User=root download busybox-static=$(BUSYBOX_DEB_VERSION) 2>/dev/null || \
+		{ apt-get -qq update && apt-get -qq -o APT::Sandbox::User=root download busybox-static=$(BUSYBOX_DEB_VERSION); }; }
+	@echo "$(BUSYBOX_DEB_SHA256)  $(CONTAINERD_BIN_DIR)/busybox-deb/$(BUSYBOX_DEB)" | sha256sum --check --quiet
+	@dpkg-deb -x $(CONTAINERD_BIN_DIR)/busybox-deb/$(BUSYBOX_DEB) $(CONTAINERD_BIN_DIR)/busybox-deb/root
+	@$(CONTAINERD_GO) run -C $(CONTAINERD_TOOLS_DIR)/pause . -shell -binary $(abspath $(CONTAINERD_BIN_DIR))/busybox-deb/root/bin/busybox \
+		-tag $(CONTAINERD_SHELL_IMAGE) -o $(abspath $@)
+	@rm -rf $(CONTAINERD_BIN_DIR)/busybox-deb
 
 ifeq ($(abspath $(firstword $(MAKEFILE_LIST))),$(CONTAINERD_MK_DIR)/containerd.mk)
 .DEFAULT_GOAL := containerd

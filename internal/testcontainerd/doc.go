@@ -28,13 +28,23 @@
 //   - the kubelet reaches the API server, which listens on the host's
 //     loopback, through a listener the test opens on the same address in
 //     the node's network namespace (setns on one locked thread), proxied to
-//     the host's.
+//     the host's; pods reach it on the node's address (Node.APIServerAddr),
+//     relayed the same way;
+//   - with Options.SharedMounts, /run and /var/lib are shared mounts inside
+//     the node, as on a real one, for containers' HostToContainer mounts.
 //
 // Tear-down SIGKILLs the init (the PID namespace dies with it, and with it
 // every mount and network namespace of the node) and removes the node's
 // cgroups depth-first. Node.Reboot loses containerd's state and keeps
 // /var/lib (libcni's cache and host-local's addresses), as a reboot with a
 // wiped runtime does.
+//
+// Node.ImportImage loads an image archive into the node's containerd (ctr,
+// inside the node), Node.DialContext connects from the node's network (to
+// a pod's address), Node.ContainerLog reads a container's log as the
+// kubelet keeps it; ShellImage is a busybox image for the init containers
+// of manifests. internal/testdeploy runs the programs of examples/ on such
+// a node from their images and charts.
 //
 // A test that cannot run a node (not root, no binaries) is skipped, except
 // under CI=true, where it fails. Start watches the host as

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +59,12 @@ type Options struct {
 	// PluginDirs come before CNI_PLUGINS_DIR in containerd's CNI bin_dirs:
 	// where a test puts plugins that wrap the real ones.
 	PluginDirs []string
+	// SharedMounts makes the node's /run and /var/lib shared mounts, as
+	// systemd makes every mount of a real node (in the node's mount
+	// namespace only: it is private from the host's). containerd refuses
+	// a container's HostToContainer or Bidirectional mount whose source is
+	// on a private mount: a DaemonSet that mounts /run/netns needs it.
+	SharedMounts bool
 }
 
 // Node is a containerd node: its init, containerd and the kubelet in
@@ -86,6 +94,13 @@ type Node struct {
 	KubeConfig string
 	// Network is the name of the node's network, as its config names it.
 	Network string
+	// APIServerAddr is where a pod on the node reaches the API server,
+	// host:port: the node's address (NodeIP), on which the node relays to
+	// the API server as it does on the loopback, with the API server's
+	// port. A hostNetwork pod reaches it there too. Its certificate names
+	// that address only on a cluster started with
+	// testnode.ClusterOptions.ServingIPs holding NodeIP.
+	APIServerAddr string
 
 	cluster *testnode.Cluster
 	bins    binaries
@@ -141,12 +156,22 @@ func Start(t testing.TB, c *testnode.Cluster, name string, opts Options) *Node {
 	require.NoError(t, os.WriteFile(n.KubeConfig, c.AdminKubeConfig(t, "admin-"+name), 0o600))
 
 	n.cgroups = newCgroups(t, "podsweeper-"+filepath.Base(dir))
-	n.startInit(t)
+	n.startInit(t, opts.SharedMounts)
 	t.Cleanup(func() { n.teardown(t) })
-	n.proxy = startProxy(t, n.netnsPath(), c.Config.Host)
+	n.APIServerAddr = net.JoinHostPort(NodeIP, apiServerPort(t, c.Config.Host))
+	n.proxy = startProxy(t, n.netnsPath(), c.Config.Host, n.APIServerAddr)
 	n.StartContainerd(t)
 	n.startKubelet(t)
 	return n
+}
+
+// apiServerPort returns the port of the API server whose URL is host.
+func apiServerPort(t testing.TB, host string) string {
+	t.Helper()
+	u, err := url.Parse(host)
+	require.NoError(t, err)
+	require.NotEmpty(t, u.Port(), "the API server's URL %s has a port", host)
+	return u.Port()
 }
 
 // DefaultConfList returns the default network config: the bridge plugin
@@ -212,7 +237,7 @@ func confName(t testing.TB, conf []byte) string {
 // thread only), prepares the node's mounts and network, and execs the pause
 // binary, which reaps the node's orphans (containerd's shims among them)
 // until it is killed.
-func (n *Node) startInit(t testing.TB) {
+func (n *Node) startInit(t testing.TB, shared bool) {
 	t.Helper()
 	q := quote
 	var s1 []string
@@ -237,6 +262,9 @@ func (n *Node) startInit(t testing.TB) {
 		"mount -n --bind "+q(filepath.Join(n.Dir, "run"))+" /run",
 		"mount -n --bind "+q(filepath.Join(n.Dir, "var-log"))+" /var/log",
 	)
+	if shared {
+		s2 = append(s2, "mount -n --make-rshared /run", "mount -n --make-rshared /var/lib")
+	}
 	for i, s := range testnode.KubeletSettings() {
 		f := filepath.Join(n.Dir, "sysctl", fmt.Sprintf("%d-%s", i, filepath.Base(s[0])))
 		require.NoError(t, os.WriteFile(f, []byte(s[1]+"\n"), 0o644))

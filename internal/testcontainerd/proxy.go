@@ -18,33 +18,42 @@ import (
 // opened there, each connection relayed to the host's address from the
 // test process (whose other threads stay in the host's namespace). The
 // kubeconfigs need no change, and the server's certificate, made for that
-// address, still matches.
+// address, still matches. It listens on the node's address too (same
+// port), which pods in networks of their own reach through their gateway
+// (Node.APIServerAddr).
 type proxy struct {
-	l    net.Listener
+	ls   []net.Listener
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	open map[net.Conn]bool
 }
 
 // startProxy listens in the network namespace at netns on the address of
-// the API server whose URL is host, and relays to it.
-func startProxy(t testing.TB, netns, host string) *proxy {
+// the API server whose URL is host, and on each of also (addresses with
+// their port), and relays every connection to the API server.
+func startProxy(t testing.TB, netns, host string, also ...string) *proxy {
 	t.Helper()
 	u, err := url.Parse(host)
 	require.NoError(t, err)
 	addr := u.Host
-	l, err := listenIn(netns, addr)
-	require.NoError(t, err, "listening on %s in the node's network namespace", addr)
-	p := &proxy{l: l, open: map[net.Conn]bool{}}
-	p.wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Go(func() { p.relay(c, addr) })
+	p := &proxy{open: map[net.Conn]bool{}}
+	for _, a := range append([]string{addr}, also...) {
+		l, err := listenIn(netns, a)
+		if err != nil {
+			p.close()
 		}
-	})
+		require.NoError(t, err, "listening on %s in the node's network namespace", a)
+		p.ls = append(p.ls, l)
+		p.wg.Go(func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				p.wg.Go(func() { p.relay(c, addr) })
+			}
+		})
+	}
 	return p
 }
 
@@ -141,7 +150,9 @@ func (p *proxy) untrack(cs ...net.Conn) {
 // close stops listening, closes every relayed connection and waits for
 // the relays to end.
 func (p *proxy) close() {
-	_ = p.l.Close()
+	for _, l := range p.ls {
+		_ = l.Close()
+	}
 	p.mu.Lock()
 	for c := range p.open {
 		_ = c.Close()

@@ -5,6 +5,13 @@
 // its sandbox image, so nothing is ever pulled.
 //
 //	pause-image -binary bin/containerd/pause -tag podsweeper.test/pause:1 -o bin/containerd/pause.tar
+//
+// With -shell it writes the node's shell image the same way: the static
+// binary (Debian's busybox-static) at /bin/busybox and /bin/sh a link to
+// it, PATH=/bin, no entrypoint, sh as the command; busybox's sh runs its
+// own applets (chmod, chown, ...) without links.
+//
+//	pause-image -shell -binary busybox -tag podsweeper.test/busybox:1 -o bin/containerd/busybox.tar
 package main
 
 import (
@@ -28,14 +35,15 @@ func main() {
 	binary := flag.String("binary", "", "the static binary to put at /pause")
 	tag := flag.String("tag", "", "the image's name, as the node's sandbox image names it")
 	out := flag.String("o", "", "the tarball to write")
+	shell := flag.Bool("shell", false, "write the shell image: the binary (busybox) at /bin/busybox, /bin/sh linked to it")
 	flag.Parse()
-	if err := write(*binary, *tag, *out); err != nil {
+	if err := write(*binary, *tag, *out, *shell); err != nil {
 		fmt.Fprintln(os.Stderr, "pause-image:", err)
 		os.Exit(1)
 	}
 }
 
-func write(binary, tag, out string) error {
+func write(binary, tag, out string, shell bool) error {
 	if binary == "" || tag == "" || out == "" {
 		return errors.New("-binary, -tag and -o are required")
 	}
@@ -47,7 +55,11 @@ func write(binary, tag, out string) error {
 	if err != nil {
 		return err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return layerTar(b) })
+	files := layerTar
+	if shell {
+		files = shellTar
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return files(b) })
 	if err != nil {
 		return fmt.Errorf("the layer: %w", err)
 	}
@@ -64,6 +76,11 @@ func write(binary, tag, out string) error {
 	// image to no platform and run nothing.
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	cf.Config.Entrypoint = []string{"/pause"}
+	if shell {
+		cf.Config.Entrypoint = nil
+		cf.Config.Cmd = []string{"sh"}
+		cf.Config.Env = []string{"PATH=/bin"}
+	}
 	cf.Config.WorkingDir = "/"
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
@@ -86,6 +103,32 @@ func layerTar(b []byte) (io.ReadCloser, error) {
 	}
 	if _, err := w.Write(b); err != nil {
 		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return io.NopCloser(&buf), nil
+}
+
+// shellTar returns a tar of /bin (a directory), /bin/busybox holding b and
+// /bin/sh linked to it, at fixed times.
+func shellTar(b []byte) (io.ReadCloser, error) {
+	var buf bytes.Buffer
+	w := tar.NewWriter(&buf)
+	epoch := time.Unix(0, 0)
+	for _, h := range []*tar.Header{
+		{Name: "bin/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: epoch},
+		{Name: "bin/busybox", Mode: 0o755, Size: int64(len(b)), Typeflag: tar.TypeReg, ModTime: epoch},
+		{Name: "bin/sh", Linkname: "busybox", Mode: 0o777, Typeflag: tar.TypeSymlink, ModTime: epoch},
+	} {
+		if err := w.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := w.Write(b); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
