@@ -45,6 +45,9 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 		slimPodCache: false, events: false, zap: flagDefaults.zap,
 	}, nonCfg, "every value reaches its flag")
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
+	assert.Empty(t, testkube.Env(r.DefaultsC), "the chart's defaults leave the kubernetes Service's address to the kubelet")
+	assert.Equal(t, map[string]string{"KUBERNETES_SERVICE_HOST": "api.cluster.example", "KUBERNETES_SERVICE_PORT": "6443"},
+		testkube.Env(nonC), "kubeAPI.host and kubeAPI.port reach the in-cluster config")
 	assert.Equal(t, "registry.example/podsweeper-cluster-controller:v9.9.9", nonC.Image)
 	assert.Equal(t, corev1.PullAlways, nonC.ImagePullPolicy)
 	assert.Equal(t, "shared-pus", nonSpec.Volumes[0].PersistentVolumeClaim.ClaimName)

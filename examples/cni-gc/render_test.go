@@ -39,6 +39,9 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 		sweepInterval: 10 * time.Second, resyncInterval: time.Minute, workers: 2, dryRun: true, zap: flagDefaults.zap,
 	}, nonCfg, "every value reaches its flag")
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
+	assert.Empty(t, testkube.Env(r.DefaultsC), "the chart's defaults leave the kubernetes Service's address to the kubelet")
+	assert.Equal(t, map[string]string{"KUBERNETES_SERVICE_HOST": "api.cluster.example", "KUBERNETES_SERVICE_PORT": "6443"},
+		testkube.Env(nonC), "kubeAPI.host and kubeAPI.port reach the in-cluster config")
 	assert.Equal(t, "registry.example/podsweeper-cni-gc:v9.9.9", nonC.Image)
 	assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, nonSpec.NodeSelector)
 	assert.True(t, nonC.Resources.Limits.Memory().Equal(resource.MustParse("256Mi")))

@@ -44,6 +44,9 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	}, nonCfg, "every value reaches its flag")
 	assert.Equal(t, "registry.example/podsweeper-node-agent@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", nonC.Image)
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
+	assert.Empty(t, testkube.Env(r.DefaultsC), "the chart's defaults leave the kubernetes Service's address to the kubelet")
+	assert.Equal(t, map[string]string{"KUBERNETES_SERVICE_HOST": "api.cluster.example", "KUBERNETES_SERVICE_PORT": "6443"},
+		testkube.Env(nonC), "kubeAPI.host and kubeAPI.port reach the in-cluster config")
 	var stateDir string
 	for _, v := range nonSpec.Volumes {
 		if v.Name == "state" {

@@ -69,3 +69,15 @@ func AssertUnprivileged(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
 	require.NotNil(t, pod.SecurityContext.RunAsNonRoot)
 	assert.True(t, *pod.SecurityContext.RunAsNonRoot)
 }
+
+// Env returns the environment variables of c that have a value of their
+// own (not one from a field or a resource), by name.
+func Env(c corev1.Container) map[string]string {
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+		}
+	}
+	return env
+}

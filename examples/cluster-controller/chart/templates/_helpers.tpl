@@ -32,3 +32,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "cluster-controller.port" -}}
 {{- splitList ":" . | last -}}
 {{- end -}}
+
+{{/* KUBERNETES_SERVICE_HOST and _PORT from kubeAPI.host and .port, both or neither. */}}
+{{- define "cluster-controller.kubeAPIEnv" -}}
+{{- if or .Values.kubeAPI.host .Values.kubeAPI.port -}}
+{{- if not (and .Values.kubeAPI.host .Values.kubeAPI.port) -}}
+{{- fail "kubeAPI.host and kubeAPI.port go together: set both, or neither for the kubernetes Service" -}}
+{{- end -}}
+- name: KUBERNETES_SERVICE_HOST
+  value: {{ .Values.kubeAPI.host | quote }}
+- name: KUBERNETES_SERVICE_PORT
+  value: {{ .Values.kubeAPI.port | quote }}
+{{- end -}}
+{{- end -}}
