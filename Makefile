@@ -131,11 +131,12 @@ images: $(IMAGES_TOOL) $(SBOM_TOOL) debs
 		IMAGES_TOOL='$(IMAGES_TOOL)' SBOM_TOOL='$(SBOM_TOOL)' DEBS_DIR='$(DEBS_DIR)' hack/images.sh
 
 # What the tests need, built by the targets test depends on: the API server's
-# binaries, the CNI plugins, the cni-gc image (whose iptables adapters/cni's
-# tests run), the renderers of the charts and kustomize bases, and what
+# binaries, the CNI plugins, the images (the cni-gc image's iptables
+# adapters/cni's tests run; the three run as pods on the tests' container
+# node), the renderers of the charts and kustomize bases, and what
 # hack/release's tests build the images with.
 TEST_ENV = KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) \
-	CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) CNI_GC_IMAGE=$(IMAGES_DIR)/cni-gc HELM=$(HELM) KUSTOMIZE_RENDER=$(KUSTOMIZE_RENDER) \
+	CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) CNI_GC_IMAGE=$(IMAGES_DIR)/cni-gc IMAGES_DIR=$(IMAGES_DIR) HELM=$(HELM) KUSTOMIZE_RENDER=$(KUSTOMIZE_RENDER) \
 	IMAGES_TOOL=$(IMAGES_TOOL) SBOM_TOOL=$(SBOM_TOOL) DEBS_DIR=$(DEBS_DIR) CONTAINERD_BIN_DIR=$(CONTAINERD_BIN_DIR)
 
 ## release: make release VERSION=vX.Y.Z: the CHANGELOG's Unreleased section
