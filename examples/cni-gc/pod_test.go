@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -188,13 +191,14 @@ func (w *attachmentWatch) check(ctx context.Context) {
 	for _, sb := range ready {
 		id, pod := sb.GetId(), w.uids[sb.GetLabels()[testcontainerd.PodUIDLabel]]
 		w.everReady[id] = true
-		ip, netns := ips[id], w.n.NetNS(w.t, id)
-		switch {
-		case ip == "":
+		ip := ips[id]
+		if ip == "" {
 			w.violations[pod+": ready sandbox "+id+" holds no address"] = true
 			continue
-		case netns == "":
-			w.violations[pod+": ready sandbox "+id+" has no cache entry"] = true
+		}
+		netns, err := cachedNetNS(w.n, id)
+		if err != nil {
+			w.violations[pod+": ready sandbox "+id+": "+err.Error()] = true
 			continue
 		}
 		if time.Since(w.checked[id]) < time.Second {
@@ -210,6 +214,25 @@ func (w *attachmentWatch) check(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// cachedNetNS returns the network namespace libcni cached for the eth0 of
+// the sandbox id. It reads that one file: libcni writes a cache file in
+// place, so a sandbox being created has one that does not parse yet, but
+// a ready sandbox's is whole.
+func cachedNetNS(n *testcontainerd.Node, id string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(n.CNICacheDir, "results", n.Network+"-"+id+"-eth0"))
+	if err != nil {
+		return "", fmt.Errorf("its cache entry: %w", err)
+	}
+	var e testcontainerd.CacheEntry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return "", fmt.Errorf("its cache entry: %w", err)
+	}
+	if e.ContainerID != id || e.NetNS == "" {
+		return "", fmt.Errorf("its cache entry names sandbox %q, netns %q", e.ContainerID, e.NetNS)
+	}
+	return e.NetNS, nil
 }
 
 // holdsAny reports whether addresses (address → sandbox) hold one for a
