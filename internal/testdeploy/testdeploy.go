@@ -3,6 +3,7 @@ package testdeploy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -57,20 +59,27 @@ func Start(t *testing.T, node string, opts testcontainerd.Options) *Env {
 func (e *Env) untaintReady(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	node := &corev1.Node{}
-	require.NoError(t, e.Cluster.Client.Get(ctx, client.ObjectKey{Name: e.Node.Name}, node))
-	require.True(t, nodeReady(node), "node %s is Ready", node.Name)
-	var kept []corev1.Taint
-	for _, taint := range node.Spec.Taints {
-		if taint.Key != corev1.TaintNodeNotReady {
-			kept = append(kept, taint)
+	// The kubelet's heartbeats change the node too: read it again on a conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node := &corev1.Node{}
+		if err := e.Cluster.Client.Get(ctx, client.ObjectKey{Name: e.Node.Name}, node); err != nil {
+			return err
 		}
-	}
-	if len(kept) == len(node.Spec.Taints) {
-		return
-	}
-	node.Spec.Taints = kept
-	require.NoError(t, e.Cluster.Client.Update(ctx, node))
+		if !nodeReady(node) {
+			return fmt.Errorf("node %s is not Ready", node.Name)
+		}
+		var kept []corev1.Taint
+		for _, taint := range node.Spec.Taints {
+			if taint.Key != corev1.TaintNodeNotReady {
+				kept = append(kept, taint)
+			}
+		}
+		if len(kept) == len(node.Spec.Taints) {
+			return nil
+		}
+		node.Spec.Taints = kept
+		return e.Cluster.Client.Update(ctx, node)
+	}), "taking the not-ready taint off node %s", e.Node.Name)
 }
 
 // nodeReady reports whether the node's Ready condition is true.
