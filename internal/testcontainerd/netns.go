@@ -3,6 +3,7 @@ package testcontainerd
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -25,49 +26,58 @@ func (n *Node) HTTPClient() *http.Client {
 	}}
 }
 
-// dialIn connects to addr from the network namespace at path: one OS
-// thread moves there, dials, and moves back; a socket stays in the
-// namespace it was made in. A thread that cannot move back is left locked,
-// so that the Go runtime ends it.
+// dialIn connects to addr from the network namespace at path; a socket
+// stays in the namespace it was made in.
 func dialIn(ctx context.Context, path, network, addr string) (net.Conn, error) {
+	return inNetns(path, func() (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	})
+}
+
+// inNetns runs open on one OS thread moved into the network namespace at
+// path, and moves the thread back: whatever socket open makes stays in
+// that namespace. A thread that cannot move back is left locked, so that
+// the Go runtime ends it with its goroutine, and what open made is closed.
+func inNetns[T io.Closer](path string, open func() (T, error)) (T, error) {
 	type result struct {
-		c   net.Conn
+		v   T
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		back, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
+		fail := func(err error) {
 			runtime.UnlockOSThread()
 			done <- result{err: err}
+		}
+		back, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fail(err)
 			return
 		}
 		defer unix.Close(back)
 		target, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: err}
+			fail(err)
 			return
 		}
 		defer unix.Close(target)
 		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: fmt.Errorf("setns: %w", err)}
+			fail(fmt.Errorf("setns: %w", err))
 			return
 		}
-		var d net.Dialer
-		c, derr := d.DialContext(ctx, network, addr)
+		v, oerr := open()
 		if err := unix.Setns(back, unix.CLONE_NEWNET); err != nil {
-			if c != nil {
-				_ = c.Close()
+			if oerr == nil {
+				_ = v.Close()
 			}
 			done <- result{err: fmt.Errorf("setns back: %w", err)} // the thread stays locked: it dies with the goroutine
 			return
 		}
 		runtime.UnlockOSThread()
-		done <- result{c: c, err: derr}
+		done <- result{v: v, err: oerr}
 	}()
 	r := <-done
-	return r.c, r.err
+	return r.v, r.err
 }

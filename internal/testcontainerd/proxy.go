@@ -1,16 +1,13 @@
 package testcontainerd
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"net/url"
-	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // proxy makes the API server, which listens on the host's loopback, reachable
@@ -57,50 +54,9 @@ func startProxy(t testing.TB, netns, host string, also ...string) *proxy {
 	return p
 }
 
-// listenIn opens a TCP listener on addr in the network namespace at path:
-// one OS thread moves there, listens, and moves back. A socket stays in the
-// namespace it was made in. A thread that cannot move back is left locked,
-// so that the Go runtime ends it.
+// listenIn opens a TCP listener on addr in the network namespace at path.
 func listenIn(path, addr string) (net.Listener, error) {
-	type result struct {
-		l   net.Listener
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		back, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: err}
-			return
-		}
-		defer unix.Close(back)
-		target, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: err}
-			return
-		}
-		defer unix.Close(target)
-		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: fmt.Errorf("setns: %w", err)}
-			return
-		}
-		l, lerr := net.Listen("tcp", addr)
-		if err := unix.Setns(back, unix.CLONE_NEWNET); err != nil {
-			if l != nil {
-				_ = l.Close()
-			}
-			done <- result{err: fmt.Errorf("setns back: %w", err)} // the thread stays locked: it dies with the goroutine
-			return
-		}
-		runtime.UnlockOSThread()
-		done <- result{l: l, err: lerr}
-	}()
-	r := <-done
-	return r.l, r.err
+	return inNetns(path, func() (net.Listener, error) { return net.Listen("tcp", addr) })
 }
 
 // relay copies between c and a new connection to addr until either ends.
