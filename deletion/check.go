@@ -13,17 +13,16 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// errNoPod stands for a GetPod answer with neither a pod nor an error.
+// errNoPod: GetPod answered neither a pod nor an error.
 var errNoPod = errors.New("GetPod returned a nil pod and a nil error")
 
 // outcome is what a check hands to run and releaseLocked: the verdict it
-// carried out and what the record waits for next.
+// carried out and what the record waits for next (the retry of a failed
+// destroy at retryAt, or its turn until turnAt; at most one is set).
 type outcome struct {
-	verdict Verdict
-	vetoed  bool
-	err     error
-	// retryAt: a destroy failed and is retried then; turnAt: it waits for
-	// its turn under the destroy rate until then. At most one is set.
+	verdict         Verdict
+	vetoed          bool
+	err             error
 	retryAt, turnAt int64
 	requeue         *corev1.Pod // the pod to requeue, its PU destroyed or dropped (row 10)
 	end             int64
@@ -32,9 +31,7 @@ type outcome struct {
 // check runs one check of the claimed record e under ctx and carries out the
 // verdict, but the requeue of row 10, which it leaves to run.
 func (c *Engine) check(ctx context.Context, e *record) outcome {
-	// A PU's first check and one that TriggerPod asked for (the pod
-	// changed) ask the SandboxConfirmer, if any, the runtime itself; the
-	// others may read the SandboxExtractor's list.
+	// A first check and a triggered one ask the SandboxConfirmer, if any.
 	sb := portSandboxID
 	if e.checkFresh && c.opts.SandboxConfirmer != nil {
 		sb = portSandboxConfirmer
@@ -47,8 +44,7 @@ func (c *Engine) check(ctx context.Context, e *record) outcome {
 		v, pod, err = cv, cpod, cerr
 	}
 	if c.opts.SandboxConfirmer != nil && sb != portSandboxConfirmer && (v.Row == 7 || v.Row == 10) {
-		// The pod the check saw alive: the verdict of the runtime's answer
-		// is carried out in place of the list's row 7 or 10.
+		// The runtime's own answer decides in place of the list's.
 		o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: true,
 			HasProber: c.opts.SandboxProber != nil, Pod: pod}
 		cv, cerr := c.askSandbox(ctx, e, o, portSandboxConfirmer)
@@ -73,8 +69,7 @@ func (c *Engine) check(ctx context.Context, e *record) outcome {
 	return r
 }
 
-// vetoed reports whether a confirmer's verdict cv overrides the destroy of
-// v, and tells so (EventVetoed).
+// vetoed reports whether a confirmer's verdict cv overrides v's destroy.
 func (c *Engine) vetoed(e *record, v, cv Verdict, err error, msg string) bool {
 	if v.Action != Destroy || cv.Action == Destroy {
 		return false
@@ -87,11 +82,10 @@ func (c *Engine) vetoed(e *record, v, cv Verdict, err error, msg string) bool {
 	return true
 }
 
-// decide asks the pod port (portGetPod or portConfirmer) and, when the
-// table needs it, the sandbox port sb what they see of e's pod, and runs
-// Decide on it. It returns the verdict, the pod, and the error that kept
-// the PU, if any; the Confirmer's failures EventVetoed reports. A port's
-// answer that arrives after the check's deadline counts as a failure.
+// decide asks the pod port (portGetPod or portConfirmer) and, if the table
+// needs it, the sandbox port sb about e's pod, and runs Decide. It returns
+// the verdict, the pod, and the error that kept the PU, if any. An answer
+// after the check's deadline counts as a failure.
 func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdict, *corev1.Pod, error) {
 	getter, name := c.getter, portNames[port]
 	if port == portConfirmer {
@@ -128,10 +122,9 @@ func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdi
 	return v, o.Pod, err
 }
 
-// askSandbox asks the sandbox port sb (portSandboxID or
-// portSandboxConfirmer) for the sandbox of o.Pod and runs Decide on o with
-// its answer, and again with the SandboxProber's if Decide asks for it. It
-// returns the verdict and the error that kept the PU, if any.
+// askSandbox runs Decide on o with the sandbox port sb's answer for o.Pod,
+// and the SandboxProber's if Decide asks for it. It returns the verdict and
+// the error that kept the PU, if any.
 func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb int) (Verdict, error) {
 	x := c.opts.SandboxExtractor
 	if sb == portSandboxConfirmer {
@@ -159,11 +152,10 @@ func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb in
 	return Decide(e.PU, o), o.ProberErr
 }
 
-// destroy calls DestroyPU for the verdict v once its turn under the destroy
-// rate has come, and deals with its outcome: a success or the last failure
-// removes the record (and sets r.requeue for row 10), any other failure
-// sets r.retryAt, a turn not come yet r.turnAt. Nothing is called for a
-// record Untrack removed meanwhile, whatever the check waited for.
+// destroy calls DestroyPU for v once its turn has come: a success or the
+// last failure removes the record (and sets r.requeue for rows 10 and 12),
+// another failure sets r.retryAt, a turn not come yet r.turnAt. Nothing is
+// called for a record Untrack removed, whatever the check waited for.
 func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.Pod, r *outcome) {
 	c.mu.Lock()
 	if e.state == removed {
@@ -227,8 +219,7 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 	}
 }
 
-// backoff returns the wait after the attempts-th failed destroy:
-// RetryMinDelay doubling at each failure, at most RetryMaxDelay.
+// backoff returns the wait after the attempts-th failure.
 func (c *Engine) backoff(attempts int) time.Duration {
 	d := c.opts.RetryMinDelay
 	for i := 1; i < attempts && d < c.opts.RetryMaxDelay; i++ {
@@ -238,10 +229,8 @@ func (c *Engine) backoff(attempts int) time.Duration {
 }
 
 // requeue hands a copy of the live pod to the Requeuer under a deadline of
-// its own. The PodGetter's pod may be its cache's own object (a cache
-// without deep copies): the Requeuer's receivers, which may keep or modify
-// what they are sent, get a pod of their own. It is one copy per sandbox
-// change, where a read without a copy saves one per check.
+// its own: the PodGetter's pod may be its cache's own object, and the
+// Requeuer's receivers may keep or modify it.
 func (c *Engine) requeue(parent context.Context, e *record, pod *corev1.Pod) {
 	if c.opts.Requeuer == nil || pod == nil {
 		return
@@ -278,9 +267,9 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 	return c.policy.DestroyPU(ctx, ev)
 }
 
-// recovered turns a panic in a port into an error wrapping ErrPortPanicked.
-// The panic value is formatted, never wrapped, so that a port panicking with
-// ports.ErrPodNotFound cannot make a pod look gone.
+// recovered turns a panic in a port into an error wrapping ErrPortPanicked,
+// formatting its value, never wrapping it: a panic with ports.ErrPodNotFound
+// cannot make a pod look gone.
 func recovered(port string, err *error) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("%w: %s: %v\n%s", ErrPortPanicked, port, r, debug.Stack())

@@ -10,10 +10,9 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// Observation is what one check of an entry saw. The engine fills it in
-// steps: first with GetPod's answer, then, only when Decide asks for it with
-// AskSandbox, with the SandboxExtractor's, then, when it asks with AskProber,
-// with the SandboxProber's.
+// Observation is what one check of an entry saw: GetPod's answer, then the
+// SandboxExtractor's when Decide asks for it (AskSandbox), then the
+// SandboxProber's when it asks (AskProber).
 type Observation struct {
 	// Pod and Err are what PodGetter.GetPod returned.
 	Pod *corev1.Pod
@@ -22,16 +21,14 @@ type Observation struct {
 	NodeName string
 	// DestroyTerminated turns row 11 on: a finished pod is gone for its PU.
 	DestroyTerminated bool
-	// HasExtractor reports that a SandboxExtractor is configured.
+	// HasExtractor: a SandboxExtractor is configured. SandboxAsked: it was
+	// called, and SandboxID and SandboxErr hold its answer.
 	HasExtractor bool
-	// SandboxAsked reports that the SandboxExtractor was called; SandboxID and
-	// SandboxErr then hold its answer.
 	SandboxAsked bool
 	SandboxID    string
 	SandboxErr   error
-	// HasProber reports that a SandboxProber is configured. ProberAsked
-	// reports that it was asked about the entry's sandbox; SandboxDead and
-	// ProberErr then hold its answer.
+	// HasProber: a SandboxProber is configured. ProberAsked: it was asked
+	// about the entry's sandbox, and SandboxDead and ProberErr hold its answer.
 	HasProber, ProberAsked bool
 	SandboxDead            bool
 	ProberErr              error
@@ -75,14 +72,13 @@ type Verdict struct {
 	// Requeue asks the engine to requeue the live pod once the entry is
 	// removed (row 10: the main controller must create the PU of the new sandbox).
 	Requeue bool
-	// Row is the row of the decision table that decided (1 to 12), or 0 for
-	// AskSandbox and AskProber, which decide nothing yet. Rows keep their
-	// numbers: rows 11 and 12 were added last, and are tried in their place
-	// (see Decide).
+	// Row is the row of the decision table that decided (1 to 12; rows 11
+	// and 12, added last, are tried in their place), or 0 for AskSandbox
+	// and AskProber, which decide nothing yet.
 	Row int
 }
 
-// rowText describes each row of the decision table, for logs and String.
+// rowText describes each row, for logs and String.
 var rowText = [...]string{
 	0:  "sandbox needed",
 	1:  "pod not found",
@@ -99,8 +95,8 @@ var rowText = [...]string{
 	12: "same pod, its sandbox dead, no other yet",
 }
 
-// verdictOfRow returns the verdict row decides, sandbox being the entry's
-// sandbox (the one row 7 adopts). Every row but 0 decides one verdict.
+// verdictOfRow returns the verdict row decides, sandbox being the one row 7
+// adopts.
 func verdictOfRow(row int, sandbox string) Verdict {
 	v := Verdict{Row: row}
 	switch row {
@@ -152,27 +148,22 @@ func IsNotFound(err error) bool {
 // Verdict. The rows, in the order they are tried:
 //
 //  1. GetPod says not found: Destroy, PodGone.
-//  2. GetPod fails otherwise, returns a nil pod, a pod without a UID (no
-//     API server returns one), another pod than the one asked for, or a pod
-//     without a name or namespace and of another UID: Keep. Never destroy
-//     on an error or on an answer that cannot be told from one.
+//  2. GetPod fails otherwise, or answers what cannot be told from a failure
+//     (a nil pod, no UID, another pod than asked for, no name or namespace
+//     and another UID): Keep. Never destroy on an error.
 //  3. NodeName is set and the pod is bound to another node: Destroy,
-//     NodeChanged. (A pod not bound to any node yet cannot have moved.)
-//  4. The pod's UID is not the entry's PUID (recreated under the same name):
-//     Destroy, UIDChanged.
+//     NodeChanged. (A pod bound to no node yet cannot have moved.)
+//  4. The pod's UID is not the PUID (recreated): Destroy, UIDChanged.
 //  11. DestroyTerminated is set and the pod has finished (phase Succeeded
-//     or Failed): Destroy, PodTerminated. (Numbered last, tried here.)
+//     or Failed): Destroy, PodTerminated.
 //  5. Same UID, no SandboxExtractor: Keep.
 //  6. Same UID, the SandboxExtractor fails: Keep.
 //  7. Same UID, the entry has no sandbox yet: Adopt the current one.
-//  12. Same UID, the current sandbox is "" (the pod waits for one), and the
-//     SandboxProber says the entry's sandbox is dead: Destroy, SandboxDead,
-//     and requeue the pod once the entry is removed. (Tried here.)
-//  8. Same UID, the current sandbox is "" (not known yet): Keep, as when
-//     the SandboxProber fails or there is none.
+//  12. Same UID, no current sandbox, and the SandboxProber says the entry's
+//     is dead: Destroy, SandboxDead, and requeue the pod.
+//  8. Same UID, no current sandbox: Keep (so when the prober fails or is none).
 //  9. Same UID, same sandbox as recorded: Keep.
-//  10. Same UID, another sandbox than recorded: Destroy, SandboxChanged,
-//     and requeue the pod once the entry is removed.
+//  10. Same UID, another sandbox: Destroy, SandboxChanged, and requeue the pod.
 //
 // Until the SandboxExtractor has been asked (Observation.SandboxAsked), rows
 // 6 to 10 and 12 answer AskSandbox; then, until the SandboxProber has been
@@ -221,12 +212,10 @@ func Decide(e ports.PU, o Observation) Verdict {
 	}
 }
 
-// samePod reports whether pod can be the answer for e's pod: a getter that
-// returns a pod without a UID, or of another name or namespace, is broken,
-// and its answer must not destroy anything. An empty name or namespace is
-// not held against a pod of the entry's own UID (some getters leave them
-// out), but it is against any other: "another pod of that name" cannot be
-// told from "a pod of no name".
+// samePod reports whether pod can be the answer for e's pod: not one
+// without a UID or of another name or namespace. An empty name or namespace
+// is not held against a pod of the entry's own UID (some getters leave them
+// out), but is against any other: it cannot be told from a broken answer.
 func samePod(e ports.PU, pod *corev1.Pod) bool {
 	if pod.UID == "" || (pod.Name != "" && pod.Name != e.Pod.Name) || (pod.Namespace != "" && pod.Namespace != e.Pod.Namespace) {
 		return false
@@ -234,27 +223,23 @@ func samePod(e ports.PU, pod *corev1.Pod) bool {
 	return (pod.Name != "" && pod.Namespace != "") || string(pod.UID) == e.PUID
 }
 
-// boundElsewhere is row 3's test: node is set and pod is bound to another
-// node. A pod bound to no node yet cannot have moved.
+// boundElsewhere is row 3's test: pod is bound to another node than node.
 func boundElsewhere(pod *corev1.Pod, node string) bool {
 	return node != "" && pod.Spec.NodeName != "" && pod.Spec.NodeName != node
 }
 
-// finished is row 11's test: pod's containers have all ended for good
-// (phase Succeeded or Failed).
+// finished is row 11's test: pod's phase is Succeeded or Failed.
 func finished(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // SlimPod returns a new pod holding only what the decision table reads of
-// pod (Decide, Engine.Classify, and adapters/cri's extractor, which knows a
-// pod by its UID): its type, name, namespace and UID, spec.nodeName and
-// status.phase. On it, the table decides what it decides on pod, whatever
-// the observation; a row that reads another field must keep it here
-// (TestDecideTable decides every row on the slim pod too, and adapters/k8s's
-// FuzzSlimPodDecidesAlike compares both on random pods). pod is not
-// modified and shares nothing with the result that can change, so it may
-// be the informer's own object. A nil pod gives nil.
+// pod (Decide, Engine.Classify, and adapters/cri's extractor): its type,
+// name, namespace, UID, spec.nodeName and status.phase, on which the table
+// decides what it decides on pod (a row that reads another field must keep
+// it here; the tests compare both). pod, which may be an informer's own
+// object, is not modified and shares nothing mutable with the result. A nil
+// pod gives nil.
 func SlimPod(pod *corev1.Pod) *corev1.Pod {
 	if pod == nil {
 		return nil

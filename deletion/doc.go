@@ -2,16 +2,13 @@
 // unit (PU) a node agent created for a pod must be destroyed, and destroys it
 // once the pod is really gone, without a finalizer on the pod.
 //
-// Decide holds the whole decision table as a pure function, and Classify
-// asks it how a pod reads on its own, for adapters choosing what to track.
-// Engine runs the table: Track remembers a PU, Start re-checks every PU about
-// every SweepInterval and at once after TriggerPod or TriggerAll, with
-// bounded concurrency, per-PU exclusivity, deadlines, retries with backoff,
-// a destroy rate, and recovery from ports that fail, hang or panic; a
-// Confirmer reads the live API before any destroy a cache decided, and an
-// Inventory restores the PUs of a previous run. Untrack forgets a PU, Status
-// says why each one is kept, LivenessCheck and ReadinessCheck serve a
-// manager's probes, and Sweep runs and waits for one pass over every PU.
+// Decide holds the whole decision table as a pure function. Engine runs it:
+// Track remembers a PU, Start re-checks every PU about every SweepInterval
+// and at once after TriggerPod, with bounded concurrency, deadlines, retries
+// with backoff, a destroy rate, and recovery from ports that fail, hang or
+// panic; a Confirmer reads the live API before any destroy a cache decided,
+// and an Inventory restores the PUs of a previous run. Status says why each
+// PU is kept; LivenessCheck and ReadinessCheck serve a manager's probes.
 //
 // The package depends only on the ports in package ports; the adapters live
 // under adapters/. The engine never modifies the pods a PodGetter returns.

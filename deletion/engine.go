@@ -19,33 +19,26 @@ import (
 // the live API and destroys it through the PolicyHandler once its pod is
 // really gone. Create it with New; all its methods are safe from any goroutine.
 //
-// Where each mechanism lives:
-//   - record.go: a record's states (idle, queued, checking, waiting for a
-//     retry, waiting for its turn, removed) and every move between them.
-//   - decide.go: the decision table, a pure function.
-//   - check.go: one check of one record, and its destroy.
-//   - workers.go: Start, Sweep, the one ready queue, and the Workers slots
-//     every check runs in, whoever runs it.
-//   - schedule.go: the one scheduler, and its one heap of times: the
-//     periodic checks, the retries and the turns.
-//   - rollout.go: the dry run and the destroy rate's turns.
-//   - restore.go: Start's lists of the Inventory.
-//   - status.go: Status, Backlog and the health checks; observer.go and
-//     failures.go: what the engine tells.
+// Where each mechanism lives: record.go, a record's states and every move
+// between them; decide.go, the decision table; check.go, one check and its
+// destroy; workers.go, Start, Sweep, the one ready queue and the Workers
+// slots every check runs in; schedule.go, the one scheduler and its heap of
+// times (periodic checks, retries, turns); rollout.go, the dry run and the
+// destroy rate; restore.go, the Inventory's lists; status.go, observer.go
+// and failures.go, what the engine tells.
 type Engine struct {
 	getter ports.PodGetter
 	policy ports.PolicyHandler
-	// limiter is Options.DestroyRate's (nil: no limit), turnEvery the time
-	// between two turns, rateAt the latest time it was given (guarded by mu).
+	// limiter is DestroyRate's (nil: none), turnEvery the time between two
+	// turns, rateAt the latest time it was given (mu).
 	limiter   *rate.Limiter
 	turnEvery int64
 	rateAt    time.Time
 	opts      Options
 	log       logr.Logger
 
-	// epoch is the origin of the engine's times on Options.Clock (see
-	// record), realEpoch that of deadlines (realNow); tick is SweepInterval
-	// over its phases (schedule.go).
+	// epoch is the origin of times on Options.Clock (record), realEpoch
+	// that of deadlines (realNow); tick is SweepInterval over its phases.
 	epoch, realEpoch time.Time
 	tick             time.Duration
 	phases           int32
@@ -58,40 +51,38 @@ type Engine struct {
 	records map[string]*record
 	// byPod holds the first record of each pod; the others follow it.
 	byPod map[types.NamespacedName]*record
-	// heap holds the records by the time the scheduler queues them next;
-	// wakeAt is the time the scheduler sleeps until (0: until kicked), and
-	// kick (made by Start) wakes it when a record's time comes before.
+	// heap holds the records by the time they are queued next; the
+	// scheduler sleeps until wakeAt (0: until kick, made by Start).
 	heap   timeHeap
 	wakeAt int64
 	kick   chan struct{}
 	// waits counts the records by what they wait for (record.waitFor).
 	waits [removed + 1]int
-	// ready is the one queue of checks, oldest first, from readyHead on;
-	// workers skip the records in it no longer queued.
+	// ready is the one queue of checks, from readyHead on; workers skip the
+	// records in it no longer queued.
 	ready     []readyItem
 	readyHead int
 	// slots are the Workers slots checks run in, free those not in use.
 	slots []slot
 	free  []int32
-	// idleWorkers is how many goroutines wait on cond for the ready queue,
-	// boundWaiting how many wait for a free slot or for Start's first list.
+	// idleWorkers wait on cond for the ready queue, boundWaiting for a free
+	// slot or Start's first list.
 	idleWorkers, boundWaiting int
 	cond                      sync.Cond
-	// running: Start runs. stopped: Start has returned. begun: Start's
-	// checks may begin (its first list of the Inventory is done).
+	// running: Start runs; stopped: it has returned; begun: its first list
+	// of the Inventory is done.
 	running, stopped, begun bool
-	// The lists of the Inventory (restore.go): gone holds the PUIDs that the
-	// list under way, until listEnd, does not bring back (nil while none
-	// is); removing those removed whose Observer is still being told, and
-	// dropped those a dry run dropped while a list is still to come
-	// (restored is false).
+	// The Inventory's lists (restore.go): gone holds the PUIDs the list
+	// under way until listEnd does not bring back; removing those whose
+	// removal the Observer is being told; dropped those a dry run dropped
+	// while a list is to come (!restored).
 	gone     map[string]struct{}
 	listEnd  int64
 	removing map[string]int
 	dropped  map[string]struct{}
 	restored bool
-	// sweepLeft is how many checks the running Sweep waits for, sweepDone
-	// is closed at its end (nil while none runs), sweepGen numbers them.
+	// The running Sweep (sweepGen) waits for sweepLeft checks and closes
+	// sweepDone (nil: none runs) at its end.
 	sweepLeft int
 	sweepDone chan struct{}
 	sweepGen  uint32
@@ -100,10 +91,9 @@ type Engine struct {
 }
 
 // New returns an Engine that reads pods through getter and destroys PUs
-// through policy. It returns an error wrapping ErrNilPort when a port is
-// nil (a nil XxxFunc or a typed nil pointer included, for the optional
-// ports of opts too), and one wrapping ErrInvalidOptions when opts is out
-// of range.
+// through policy. It returns an error wrapping ErrNilPort when a port, or
+// an optional port of opts, is nil (a nil XxxFunc or a typed nil pointer
+// too), and one wrapping ErrInvalidOptions when opts is out of range.
 func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Engine, error) {
 	for _, p := range []struct {
 		name     string
@@ -173,18 +163,17 @@ func isNil(v any) bool {
 }
 
 // Track starts tracking pu. It is insert-only: when pu.PUID is tracked
-// already, the PU is left as it is (the first sandbox seen is the PU's) and
+// already, the PU is left as it is (its first sandbox is the PU's) and
 // Track returns nil. A PU without a PUID, pod name or pod namespace is
 // rejected with an error wrapping ErrInvalidPU. Track returns once the
-// Observer has been told (EventTracked); it blocks only as long as the
-// Observer does.
+// Observer has been told (EventTracked).
 func (c *Engine) Track(pu ports.PU) error {
 	_, err := c.track(pu, false)
 	return err
 }
 
 // track is Track, and reports whether pu was new. A PU the Inventory listed
-// (listed) is not tracked when it was removed while the list was under way.
+// is not tracked when it was removed while the list was under way.
 func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	if pu.PUID == "" || pu.Pod.Name == "" || pu.Pod.Namespace == "" {
 		return false, fmt.Errorf("%w: PUID %q, pod %q: PUID, pod name and namespace are required", ErrInvalidPU, pu.PUID, pu.Pod)
@@ -228,12 +217,11 @@ func (c *Engine) Untrack(puid string) bool {
 	return true
 }
 
-// TriggerPod asks for the PUs of that pod to be checked now; a PU waiting
-// for the retry of a failed destroy keeps waiting (one waiting for its
-// turn under the destroy rate is checked, and keeps its place if it is
-// still to destroy). Its cost grows with the number of that pod's PUs, not
-// with all PUs. Before Start, the checks are queued and run when Start
-// begins; after Start has returned, TriggerPod does nothing.
+// TriggerPod asks for the PUs of that pod to be checked now; one waiting
+// for the retry of a failed destroy keeps waiting (one waiting for its turn
+// is checked, and keeps its place). Its cost grows with that pod's PUs, not
+// with all PUs. Checks asked before Start run when it begins; after Start
+// has returned, TriggerPod does nothing.
 func (c *Engine) TriggerPod(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -268,21 +256,13 @@ func (c *Engine) Len() int {
 	return len(c.records)
 }
 
-// Classify says how the decision table reads pod on its own: whether a PU
-// of pod belongs to this engine, and whether the table destroys it whatever
-// the sandbox. Adapters that feed the engine from pod events ask it which
-// pods to track, so that the table's rows stay here:
-//
-//   - PodElsewhere: the engine has a node (Options.NodeName) and pod is not
-//     bound to it: bound to another node (row 3 destroys its PU) or to none
-//     yet (no PU of it can be on this node). An engine without a node sees
-//     no pod elsewhere.
-//   - PodFinished: Options.DestroyTerminated is set and pod has finished
-//     (row 11 destroys its PU).
-//   - PodLive: any other pod; a PU of it is kept while its UID and sandbox
-//     hold.
-//
-// A nil pod is PodElsewhere.
+// Classify says how the decision table reads pod on its own, for adapters
+// that choose from pod events which pods to track, so that the table's rows
+// stay here: PodElsewhere when the engine has a node (Options.NodeName) and
+// pod is bound to another (row 3) or to none yet (no PU of it can be here),
+// or pod is nil; PodFinished when Options.DestroyTerminated is set and pod
+// has finished (row 11); PodLive otherwise (a PU of it is kept while its
+// UID and sandbox hold).
 func (c *Engine) Classify(pod *corev1.Pod) PodClass {
 	switch {
 	case pod == nil:
@@ -295,8 +275,7 @@ func (c *Engine) Classify(pod *corev1.Pod) PodClass {
 	return PodLive
 }
 
-// now returns the time on Options.Clock, in nanoseconds since the epoch,
-// plus one: 0 stands for "never".
+// now returns the time on Options.Clock since the epoch, plus one: 0 is never.
 func (c *Engine) now() int64 { return int64(c.opts.Clock.Since(c.epoch)) + 1 }
 
 // timeOf turns an engine time back into a time.Time; 0 is the zero time.

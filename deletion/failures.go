@@ -19,11 +19,9 @@ const (
 
 var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxConfirmer", "SandboxProber", "DestroyPU", "Requeue"}
 
-// failures sums up the failures of each port between two summaries, so
-// that an outage of the API server or of the policy engine costs one error
-// line per port per SweepInterval, not one per PU per check: thousands of
-// lines an interval on a large node. Observer events still come one per
-// failure, so the metrics stay exact.
+// failures sums up each port's failures between two summaries, so that an
+// outage costs one error line per port per SweepInterval, not one per PU
+// per check; Observer events still come one per failure.
 type failures struct {
 	mu       sync.Mutex
 	count    [numPorts]int
@@ -32,9 +30,8 @@ type failures struct {
 	since    time.Time // the first failure since the last summary
 }
 
-// portFailed counts a failure of port for e. The first failure of a PU
-// since its last good check is logged at V(1), with its PU; the summary of
-// every failure comes at the next flushFailures.
+// portFailed counts a failure of port for e; a PU's first since its last
+// good check is logged at V(1).
 func (c *Engine) portFailed(port int, e *record, err error, msg string) {
 	if e.lastErr == nil {
 		if log := c.log.V(1); log.Enabled() {
@@ -51,8 +48,7 @@ func (c *Engine) portFailed(port int, e *record, err error, msg string) {
 	f.mu.Unlock()
 }
 
-// flushFailures logs one error line for each port that failed since the
-// last summary: how often, the last error and the last PU concerned.
+// flushFailures logs one error line per port that failed since the last.
 func (c *Engine) flushFailures() {
 	f := &c.fails
 	f.mu.Lock()

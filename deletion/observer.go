@@ -8,12 +8,11 @@ import (
 )
 
 // Observer is told what the engine does, for metrics and journals. Observe
-// is called synchronously: EventTracked and EventUntracked on the goroutine
-// of the Track or Untrack call (which returns after it), EventRestored and
-// the Inventory's EventTracked on Start's, the others in the check they
-// report, whose deadline it shares. It must be fast; an Observer that makes Track durable
-// (a journal) may block Track until its write is committed. A panic in it
-// is recovered and logged.
+// is called synchronously: EventTracked and EventUntracked in the Track or
+// Untrack call, EventRestored and the Inventory's EventTracked in Start, the
+// others in the check they report, whose deadline it shares. It must be
+// fast; a journal may block Track until its write is committed. A panic in
+// it is recovered and logged.
 type Observer interface {
 	Observe(Event)
 }
@@ -24,10 +23,9 @@ type ObserverFunc func(Event)
 // Observe calls f(ev).
 func (f ObserverFunc) Observe(ev Event) { f(ev) }
 
-// Observers returns an Observer that tells each of obs, in order, about
-// every event; nil ones are skipped. A panic in one of them does not keep
-// the others from being told: the first panic is raised again once all
-// were, for the engine to recover and log.
+// Observers returns an Observer that tells each of obs but the nil ones, in
+// order, about every event. A panic in one does not keep the others from
+// being told: the first is raised again once all were.
 func Observers(obs ...Observer) Observer {
 	list := make([]Observer, 0, len(obs))
 	for _, o := range obs {
@@ -71,40 +69,31 @@ const (
 	// EventGetFailed: GetPod failed with an error other than not found, or
 	// answered nonsense; Err is set.
 	EventGetFailed
-	// EventDestroyed: DestroyPU succeeded and the PU is no longer tracked.
-	// Reason is set; DestroyDelay is the time from the first check that
-	// found the PU must go to this successful destroy; DestroyCalls counts
-	// the calls, this one included.
+	// EventDestroyed: DestroyPU succeeded and the PU is no longer tracked;
+	// Reason, DestroyDelay and DestroyCalls are set.
 	EventDestroyed
-	// EventDestroyFailed: DestroyPU failed; Reason, DestroyCalls, Err are set, and
-	// Next is when it will be tried again (zero when it will not be). An
-	// EventAbandoned follows when this was the last attempt.
+	// EventDestroyFailed: DestroyPU failed; Reason, DestroyCalls, Err and
+	// Next are set. An EventAbandoned follows after the last attempt.
 	EventDestroyFailed
 	// EventAbandoned: the PU is no longer tracked, without a successful
 	// destroy, after its last failed attempt or a permanent error; Reason,
 	// DestroyCalls and Err are set.
 	EventAbandoned
-	// EventVetoed: the Confirmer did not confirm a destroy the PodGetter's
-	// answer decided, or the SandboxConfirmer did not confirm a sandbox
-	// change (row 10) the SandboxExtractor's answer decided. Reason is the
-	// reason the overridden answer gave (SandboxChanged for the latter);
-	// Verdict is the confirmer's; Err is the confirmer's error, if any.
-	// With a listing SandboxExtractor (adapters/cri.SandboxCache), the
-	// latter is routine: a PU tracked with a sandbox newer than the list.
+	// EventVetoed: the Confirmer did not confirm a destroy, or the
+	// SandboxConfirmer a sandbox change (row 10, routine with a listing
+	// SandboxExtractor). Reason is the overridden answer's, Verdict and Err
+	// the confirmer's.
 	EventVetoed
 	// EventAdopted: a check recorded the PU's first sandbox, or Start gave
 	// it the sandbox the Inventory listed; PU holds it.
 	EventAdopted
 	// EventUntracked: Untrack forgot the PU without destroying it.
 	EventUntracked
-	// EventRestored: Start tracked the PUs the Inventory listed. Count is
-	// how many were new or took their sandbox from it (see Inventory);
-	// ListCalls is the number of ListPUs calls it took.
+	// EventRestored: Start tracked the PUs the Inventory listed; Count and
+	// ListCalls are set.
 	EventRestored
-	// EventWouldDestroy: in a dry run (Options.DryRun), a check decided to
-	// destroy the PU and did not call DestroyPU; Reason and Verdict are set,
-	// and Dropped when the engine no longer holds the PU (its pod is gone
-	// for good). Reported once per PU and reason.
+	// EventWouldDestroy: in a dry run, a check decided to destroy the PU
+	// (once per PU and reason); Reason, Verdict and Dropped are set.
 	EventWouldDestroy
 )
 
@@ -145,7 +134,8 @@ type Event struct {
 	DestroyCalls int
 	// ListCalls is the number of ListPUs calls the restore took (EventRestored).
 	ListCalls int
-	// Count is the number of PUs restored (EventRestored).
+	// Count is the number of PUs restored: new, or given their sandbox
+	// (EventRestored).
 	Count int
 	// Next is when a failed destroy will be tried again (EventDestroyFailed).
 	Next time.Time

@@ -36,23 +36,21 @@ const (
 	DefaultRetryMinDelay   = time.Second
 	DefaultRetryMaxDelay   = time.Minute
 	DefaultShutdownTimeout = 2 * time.Second
-	// MaxWorkers bounds Options.Workers: far more checks at once than any
-	// API server or policy engine serves.
+	// MaxWorkers bounds Options.Workers: more checks at once than any API
+	// server or policy engine serves.
 	MaxWorkers = 10_000
-	// MinSweepInterval bounds Options.SweepInterval from below: re-reading
-	// every pod more often than this costs CPU and API load without finding
-	// a gone pod any sooner than TriggerPod does.
+	// MinSweepInterval bounds Options.SweepInterval: checking more often
+	// costs CPU and API load and finds no gone pod sooner than TriggerPod.
 	MinSweepInterval = 100 * time.Millisecond
-	// MinCheckTimeout bounds Options.CheckTimeout from below: a shorter
-	// deadline fails healthy API calls.
+	// MinCheckTimeout bounds Options.CheckTimeout: a shorter deadline fails
+	// healthy API calls.
 	MinCheckTimeout = 10 * time.Millisecond
 	// MaxDuration bounds every duration of Options, and 1/DestroyRate: far
-	// past any an engine needs, and far from overflowing its times.
+	// from overflowing the engine's times.
 	MaxDuration = 365 * 24 * time.Hour
 )
 
-// listed reports whether x says it answers from a list that may be old:
-// it has a method MaxAge() time.Duration, as adapters/cri's SandboxCache.
+// listed reports whether x answers from a list that may be old (MaxAge).
 func listed(x ports.SandboxExtractor) bool {
 	_, ok := x.(interface{ MaxAge() time.Duration })
 	return ok
@@ -62,10 +60,9 @@ func listed(x ports.SandboxExtractor) bool {
 // documented default; values out of range are rejected by New.
 type Options struct {
 	// SandboxExtractor reports a pod's current sandbox. nil: sandbox restarts
-	// are not detected (rows 6 to 10 of the decision table never apply).
-	// One that answers from a list that may be old says so with a method
-	// MaxAge() time.Duration (adapters/cri's SandboxCache): New then requires
-	// a SandboxConfirmer.
+	// are not detected (rows 6 to 10 and 12 never apply). One that answers
+	// from a list that may be old has a method MaxAge() time.Duration
+	// (adapters/cri's SandboxCache), and requires a SandboxConfirmer.
 	SandboxExtractor ports.SandboxExtractor
 	// Requeuer is told about a pod whose PU was destroyed for a sandbox
 	// change. nil: nothing is requeued.
@@ -73,113 +70,99 @@ type Options struct {
 	// NodeName is the node this engine runs for. "": the node check is off.
 	NodeName string
 	// Confirmer, when set, confirms every destroy decided on the
-	// PodGetter's answer (rows 1, 3, 4 and 11): its answer goes through the
-	// same table, and the check carries out that second verdict; when it
-	// disagrees or fails, the PU is kept. A node agent reads pods from an
-	// informer cache and confirms with a read of the API server
-	// (adapters/k8s: NewPodGetter over mgr.GetAPIReader()), so that a cache
-	// that lags never destroys the PU of a live pod. nil: the PodGetter's
-	// answer is final.
+	// PodGetter's answer (rows 1, 3, 4 and 11): the check carries out the
+	// verdict of its answer, and keeps the PU when it disagrees or fails. A
+	// node agent reads pods from an informer cache and confirms with a read
+	// of the API server (adapters/k8s: NewPodGetter over mgr.GetAPIReader()),
+	// so that a lagging cache never destroys the PU of a live pod. nil: the
+	// PodGetter's answer is final.
 	Confirmer ports.PodGetter
 	// SandboxConfirmer, when set, confirms the SandboxExtractor's answers
-	// that would change something: before the engine records a sandbox
-	// (row 7) or destroys a PU whose pod runs in another sandbox (row 10),
-	// it carries out the verdict of the SandboxConfirmer's answer instead;
-	// a disagreement on row 10 is a veto (EventVetoed). So the extractor may
-	// answer from a list a moment old (adapters/cri: a SandboxCache,
-	// confirmed by the SandboxExtractor it lists with) and never record the
-	// wrong sandbox nor destroy the PU of a pod that runs. A PU's first
-	// check, and one that TriggerPod asked for, ask the SandboxConfirmer
-	// alone; a change no pod event tells of is seen within SweepInterval
-	// plus the list's age. Requires a SandboxExtractor, and must not answer
-	// from a list itself (have a MaxAge method). nil: the SandboxExtractor's
-	// answer is final, and it must not answer from a list.
+	// that would change something: before recording a sandbox (row 7) or
+	// destroying a PU whose pod runs in another sandbox (row 10), the check
+	// carries out the verdict of its answer instead (a disagreement on row
+	// 10 is an EventVetoed). So the extractor may answer from a list a
+	// moment old (adapters/cri's SandboxCache, confirmed by the extractor
+	// it lists with) and never record the wrong sandbox nor destroy the PU
+	// of a pod that runs. A PU's first check, and one TriggerPod asked for,
+	// ask it alone. Requires a SandboxExtractor, and must not have a MaxAge
+	// method itself. nil: the SandboxExtractor's answer is final.
 	SandboxConfirmer ports.SandboxExtractor
 	// SandboxProber, when set, is asked whether a PU's sandbox is dead when
 	// its pod runs in no sandbox yet (the SandboxExtractor answers ""): a
-	// dead one's PU is destroyed (row 12, ports.ReasonSandboxDead), though
-	// its pod lives on and waits for a new sandbox, as after a node lost its
-	// runtime's state, or a sandbox stopped. Requires a SandboxExtractor.
-	// nil: such a PU is kept until its pod gets a new sandbox or goes.
+	// dead one's PU is destroyed (row 12, ports.ReasonSandboxDead) while its
+	// pod waits for a new sandbox, as after a node lost its runtime's state.
+	// Requires a SandboxExtractor. nil: such a PU is kept until its pod gets
+	// a new sandbox or goes.
 	SandboxProber ports.SandboxProber
-	// DestroyTerminated, when set, treats a pod that has finished (phase
-	// Succeeded or Failed) as gone for its PU: row 11 destroys it with
-	// ports.ReasonPodTerminated. A finished Job's pod keeps its object for
-	// hours. Default false: a PU lives as long as its pod object.
+	// DestroyTerminated, when set, treats a finished pod (phase Succeeded or
+	// Failed, as a Job's, whose object stays for hours) as gone for its PU:
+	// row 11, ports.ReasonPodTerminated. Default false: a PU lives as long
+	// as its pod object.
 	DestroyTerminated bool
 	// Inventory, when set, is listed by Start before its first check: every
 	// PU it returns is tracked (insert-only), so that the PUs of pods that
 	// went away while the agent was down, or another replica led, are
-	// destroyed. A PU tracked without a sandbox and not yet checked (a pod
-	// informer's add) takes the sandbox listed for it, so that a sandbox
-	// replaced meanwhile is destroyed as changed (row 10), not recorded
-	// (row 7). The first list thus delays the first check, by at most its
-	// deadline (CheckTimeout, at least a second) and a second. A failing or
-	// late list is retried with backoff (RetryMinDelay doubling up to
-	// RetryMaxDelay) until it answers; checks go on meanwhile. A list never
-	// brings back a PU removed (destroyed, given up, untracked) while it was
-	// under way. nil: nothing is restored.
+	// destroyed. A PU tracked without a sandbox and not yet checked takes
+	// the sandbox listed for it, so that a sandbox replaced meanwhile is
+	// destroyed as changed (row 10), not recorded (row 7). The first list
+	// delays the first check by at most its deadline (CheckTimeout, at least
+	// a second) and a second; a failing or late list is retried with
+	// backoff until it answers, while checks go on. A list never brings back
+	// a PU removed while it was under way. nil: nothing is restored.
 	Inventory ports.Inventory
 
-	// DryRun, when set, runs every check as usual but never calls
-	// DestroyPU: a PU that would go is reported once per reason
-	// (EventWouldDestroy, an info log line, PUStatus.WouldDestroy) and kept,
-	// or, when its pod is gone for good (PodGone, UIDChanged, NodeChanged),
-	// dropped from memory, so that a long dry run does not grow; a restart
-	// reports it again, as the Inventory lists it. Default false.
+	// DryRun, when set, runs every check but never calls DestroyPU: a PU
+	// that would go is reported once per reason (EventWouldDestroy, an info
+	// log line, PUStatus.WouldDestroy) and kept, or, when its pod is gone for
+	// good (PodGone, UIDChanged, NodeChanged), dropped from memory, so that
+	// a long dry run does not grow. Default false.
 	DryRun bool
 	// DestroyRate bounds how many DestroyPU calls start per second, with
 	// DestroyBurst at once (golang.org/x/time/rate): in any window of w
-	// seconds, at most DestroyRate*w + DestroyBurst start. A destroy beyond
-	// the budget waits for its turn in its check when it comes within a
-	// moment (20 to 125 ms, and half of the check's time left); otherwise
-	// the PU waits, as a retry does but with no failed attempt, for about
-	// when its turn comes, behind the PUs waiting already, and is checked
-	// again then. Its periodic check, a trigger or a Sweep check it
-	// meanwhile: a PU seen alive again leaves the line. Backlog().RateLimited
-	// counts the PUs waiting. 0: no limit. Negative, or under one a year:
-	// rejected.
+	// seconds, at most DestroyRate*w + DestroyBurst start. A destroy whose
+	// turn comes within a moment (20 to 125 ms, and half of the check's time
+	// left) waits for it in its check; otherwise the PU waits, as a retry
+	// does but with no failed attempt, until about its turn, behind those
+	// waiting, and is checked again then (or sooner: a PU seen alive leaves
+	// the line). Backlog().RateLimited counts them. 0: no limit. Negative,
+	// or under one a year: rejected.
 	DestroyRate rate.Limit
 	// DestroyBurst is how many DestroyPU calls may start at once under
 	// DestroyRate. 0: 1.
 	DestroyBurst int
 
 	// SweepInterval is how often every entry is re-checked, in a few
-	// batches a second (every 3600th of it beyond an hour). 0: 5s. At least
-	// MinSweepInterval, at most MaxDuration, as every duration here.
+	// batches a second. 0: 5s. At least MinSweepInterval, at most
+	// MaxDuration, as every duration here.
 	SweepInterval time.Duration
-	// CheckTimeout is the deadline of one check, destroy included. Requeue
-	// gets a deadline of its own of the same length. 0: 30s. At least
-	// MinCheckTimeout.
+	// CheckTimeout is the deadline of one check, destroy included, and of a
+	// Requeue. 0: 30s. At least MinCheckTimeout.
 	CheckTimeout time.Duration
 	// Workers is how many checks may run at once. 0: 4. At most MaxWorkers.
 	Workers int
 	// MaxDestroyAttempts is how many failed DestroyPU calls make the engine
-	// give up on a PU (drop it and log the loss). 0: no limit, as
-	// controller-runtime retries a reconcile. 1 = fire and forget, as
-	// trireme-lib's DeleteController does. An error wrapped with
-	// ports.Permanent gives up at once.
+	// give up on a PU (drop it and log the loss); an error wrapped with
+	// ports.Permanent gives up at once. 0: no limit, as controller-runtime
+	// retries a reconcile; 1: fire and forget, as trireme-lib's.
 	MaxDestroyAttempts int
-	// RetryMinDelay is the wait after the first failed DestroyPU of a PU
-	// before it is tried again; it doubles at each failure up to
-	// RetryMaxDelay. No periodic check or trigger tries a PU earlier; Sweep
-	// does. 0: 1s.
+	// RetryMinDelay is the wait after a PU's first failed DestroyPU; it
+	// doubles at each failure up to RetryMaxDelay. No periodic check or
+	// trigger tries a PU earlier; Sweep does. 0: 1s.
 	RetryMinDelay time.Duration
 	// RetryMaxDelay bounds the wait between retries. 0: 1m.
 	RetryMaxDelay time.Duration
 	// ShutdownTimeout is how long Start waits, once its context is done, for
-	// checks that are still inside a port; a check stuck in a port that
-	// ignores its context is logged and left behind. 0: 2s.
+	// checks still in a port; those left behind are logged. 0: 2s.
 	ShutdownTimeout time.Duration
 
 	// Logger receives the engine's logs: errors at error level, destroys at
 	// info, keeps and other details at V(1). The zero value (logr.Discard()
-	// too) logs through klog, as client-go does, so that an abandoned PU or
-	// a failing port is never silent; to silence the engine, pass a Logger
-	// whose sink drops everything.
+	// too) logs through klog, as client-go does, so that a lost PU is never
+	// silent; to silence it, pass a Logger whose sink drops everything.
 	Logger logr.Logger
-	// Observer is told about every check, destroy and failure, for metrics
-	// and journals; Observers combines several. nil: nobody is told.
+	// Observer is told about every check, destroy and failure (Observers
+	// combines several). nil: nobody is told.
 	Observer Observer
 	// Clock drives the periodic checks, the retries, the rate's turns and
 	// the times reported; deadlines (CheckTimeout, ShutdownTimeout) follow

@@ -1,21 +1,18 @@
 package deletion
 
-// A record's life: its states, and every move between them, each one
-// method below, under Engine.mu; no other file sets record.state.
+// A record's life: its states and every move between them, each one method
+// below, under Engine.mu; no other file sets record.state.
 //
 //	idle, retrying, turnWaiting ──queue──▶ queued ──claim──▶ checking
-//	checking ──release──▶ idle, retrying or turnWaiting, by the check's
-//	                      outcome (queued again for a trigger or a Sweep
-//	                      that came meanwhile)
+//	checking ──release──▶ idle, retrying or turnWaiting (or queued again
+//	                      for a trigger or a Sweep that came meanwhile)
 //	any ──remove (Untrack, a destroy done or given up, a dry run's drop)──▶ removed
 //
-// The scheduler queues a record when its time comes (record.next, on the
-// heap of schedule.go): its periodic check, or its retry or its turn. A
-// trigger or a Sweep queue it too, but a trigger not one waiting for a
-// retry. A waiting record keeps what it waits for (waitFor, waitUntil)
-// through a check that leaves it waiting: a Sweep's early check of a retry
-// leaves the retry where it was, and a destroy waiting for its turn keeps
-// its place.
+// The scheduler queues a record at record.next (schedule.go); a trigger or
+// a Sweep queue it too, but a trigger not one waiting for a retry. A
+// waiting record keeps waitFor and waitUntil through a check that leaves it
+// waiting: a Sweep's early check leaves a retry where it was, and a destroy
+// waiting for its turn keeps its place.
 
 import "github.com/podsweeper/podsweeper/ports"
 
@@ -23,19 +20,12 @@ import "github.com/podsweeper/podsweeper/ports"
 type state uint8
 
 const (
-	// idle: tracked; checked at its periodic time, or sooner.
-	idle state = iota
-	// queued: in the ready queue, waiting for a worker.
-	queued
-	// checking: a check holds it, and no other can claim it.
-	checking
-	// retrying: a destroy failed; its retry is due at record.waitUntil.
-	retrying
-	// turnWaiting: a check decided to destroy it, and the destroy rate has
-	// no turn for it before about record.waitUntil.
-	turnWaiting
-	// removed: no longer tracked.
-	removed
+	idle        state = iota // tracked; checked at its periodic time, or sooner
+	queued                   // in the ready queue
+	checking                 // held by a check; no other can claim it
+	retrying                 // a destroy failed; retried at record.waitUntil
+	turnWaiting              // its destroy waits for a turn until about record.waitUntil
+	removed                  // no longer tracked
 )
 
 var stateNames = [...]string{idle: "idle", queued: "queued", checking: "checking",
@@ -43,30 +33,30 @@ var stateNames = [...]string{idle: "idle", queued: "queued", checking: "checking
 
 func (s state) String() string { return stateNames[s] }
 
-// cause is what asks for a check of a record (see queueLocked).
+// cause is what asks for a check of a record: the scheduler (record.next
+// has come), TriggerPod or TriggerAll, or a Sweep.
 type cause uint8
 
 const (
-	byTime    cause = iota // the scheduler: record.next has come
-	byTrigger              // TriggerPod, TriggerAll
-	bySweep                // a Sweep
+	byTime cause = iota
+	byTrigger
+	bySweep
 )
 
 // sweepMark is where a record is in the Sweep of record.sweepGen.
 type sweepMark uint8
 
+// That Sweep waits for no check of it (notSwept), for its next check to
+// begin and end (sweepNext), or for the check that holds it now (sweepThis).
 const (
-	// notSwept: that Sweep waits for no check of it.
 	notSwept sweepMark = iota
-	// sweepNext: it waits for the record's next check to begin and end.
 	sweepNext
-	// sweepThis: it waits for the check that holds the record now.
 	sweepThis
 )
 
 // record is the engine's record of one tracked PU, guarded by Engine.mu.
-// Times are nanoseconds on Options.Clock since the Engine's epoch: an int64
-// is a third of a time.Time, and there is a record per PU.
+// Times are nanoseconds on Options.Clock since the epoch: an int64 is a
+// third of a time.Time.
 type record struct {
 	ports.PU
 
@@ -75,16 +65,14 @@ type record struct {
 
 	trackedAt   int64
 	lastChecked int64 // when the last check ended; 0: never
-	// next is when the scheduler queues the record: its periodic check, at
-	// the phase (a tick of the interval) its PUID's hash picks, or what it
-	// waits for; heapIndex is its index in Engine.heap (-1: not there; it
-	// may stay there, its time gone by, while queued or checked).
+	// next is when the scheduler queues it (at its phase, or what it waits
+	// for); heapIndex is its index in Engine.heap (-1: not there).
 	next             int64
 	heapIndex, phase int32
 	// waitUntil is when the retry or the turn of waitFor comes; 0: none.
 	waitUntil int64
-	// goneSince is when a check first decided to destroy the PU since it was
-	// last seen alive; 0: it is not waiting for a destroy.
+	// goneSince: when a check first decided to destroy it since it was last
+	// seen alive; 0: it waits for no destroy.
 	goneSince int64
 
 	attempts int32  // failed DestroyPU calls
@@ -94,13 +82,11 @@ type record struct {
 	waitFor state // retrying or turnWaiting, while waitUntil is set; else idle
 	sweep   sweepMark
 	again   bool // a trigger or a Sweep came during its check: check it again
-	// fresh: TriggerPod asked for the next check, which then asks the
-	// SandboxConfirmer in place of the SandboxExtractor. checkFresh is
-	// fresh, or true for a first check, as the check claimed the record.
+	// fresh: TriggerPod asked for the next check, which asks the
+	// SandboxConfirmer; checkFresh: the claiming check is one, or a first.
 	fresh, checkFresh bool
-	// lastRow is the row of the last verdict carried out (see verdictOfRow);
-	// -1 before the first check. vetoed: that verdict was the Confirmer's,
-	// overriding a destroy.
+	// lastRow is the row of the last verdict carried out (-1: none); vetoed:
+	// it was a confirmer's, overriding a destroy.
 	lastRow     int8
 	vetoed      bool
 	reportedRow int8 // of the last destroy a dry run reported; 0: none
@@ -117,8 +103,7 @@ func (c *Engine) newRecordLocked(pu ports.PU, now int64) {
 }
 
 // setWaitLocked makes r wait for f (retrying or turnWaiting) until until,
-// or for nothing (idle), and counts the records waiting for each, whatever
-// their state: one waiting for its turn is still in line while checked.
+// or for nothing (idle), and counts the records waiting for each.
 func (c *Engine) setWaitLocked(r *record, f state, until int64) {
 	c.waits[r.waitFor]--
 	c.waits[f]++
@@ -126,9 +111,8 @@ func (c *Engine) setWaitLocked(r *record, f state, until int64) {
 }
 
 // queueLocked asks for a check of r for why, and reports whether r joined
-// the ready queue: a waiting one does when why may check it (a retry: only
-// its time and a Sweep); one being checked is checked again after, for a
-// trigger or a Sweep. It may stay on the heap; the scheduler skips it.
+// the ready queue (a retry only for its time or a Sweep); one being checked
+// is checked again after, for a trigger or a Sweep.
 func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
 	switch {
 	case r.state == idle, r.state == turnWaiting, r.state == retrying && why != byTrigger:
@@ -158,9 +142,8 @@ func (c *Engine) claimLocked(r *record, s *slot) {
 	s.held = r
 }
 
-// releaseLocked ends the check of r held in s with o. It reports the
-// Sweep this check was for, if one still waits for it (0: none): the
-// caller ends that Sweep's wait once the Observer knows.
+// releaseLocked ends the check of r held in s with o. It reports the Sweep
+// still waiting for this check (0: none), for the caller to count.
 func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	s.held = nil
 	c.free = append(c.free, s.index)
@@ -189,8 +172,7 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	case o.turnAt != 0:
 		c.setWaitLocked(r, turnWaiting, o.turnAt)
 	case r.waitFor == retrying && r.waitUntil > o.end:
-		// A Sweep's check before the retry that destroyed nothing: the
-		// retry stays where it was, whatever a trigger asked meanwhile.
+		// A Sweep's early check that destroyed nothing: the retry stays.
 	default:
 		c.setWaitLocked(r, idle, 0)
 	}
@@ -206,11 +188,9 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	return sweep
 }
 
-// removeLocked forgets r: it leaves the maps, its pod's list and the heap
-// at once. The ready queue may still point to it until a worker reaches it
-// and skips it. Until the caller has told the Observer (toldLocked), a list
-// of the Inventory that begins does not bring it back (restore.go): a
-// journal may not have forgotten it yet.
+// removeLocked forgets r (the ready queue may still point to it: workers
+// skip it). Until the caller has told the Observer (told), a list of the
+// Inventory that begins does not bring it back: a journal may still hold it.
 func (c *Engine) removeLocked(r *record) {
 	if r.state != checking && r.sweep != notSwept && c.sweepingLocked(r.sweepGen) {
 		c.sweptLocked() // a check ends its own part of a Sweep (releaseLocked)

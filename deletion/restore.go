@@ -3,6 +3,7 @@ package deletion
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,11 +11,8 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// restore lists the Inventory until it answers or ctx ends, and tracks
-// every PU it lists that is not tracked already; listed is closed once the
-// first list has ended, answered or not, for the checks wait for it (see
-// Options.Inventory). A failing list is tried again after RetryMinDelay,
-// doubling up to RetryMaxDelay.
+// restore lists the Inventory until it answers or ctx ends, with backoff;
+// listed is closed once the first list has ended, answered or not.
 func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	delay := c.opts.RetryMinDelay
 	for attempt := 1; ; attempt++ {
@@ -34,20 +32,17 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	}
 }
 
-// restoreAttempt lists the Inventory once and tracks every PU it lists that
-// is not tracked already, several at once; an entry without a PUID, pod name
-// or namespace is logged and skipped, as is a PU removed while the list was
-// under way, or whose removal a journal might not have recorded when it
-// began (Engine.gone). An answer after the list's deadline counts as a
-// failure, so that a hung Inventory keeps no record of removals for long.
-// It reports whether the list answered.
+// restoreAttempt lists the Inventory once and tracks every PU it lists,
+// but invalid ones, those removed while the list was under way, and those
+// whose removal a journal might not have recorded when it began
+// (Engine.gone). An answer after its deadline counts as a failure, so that
+// a hung Inventory keeps no record of removals for long. It reports
+// whether the list answered.
 func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 	c.mu.Lock()
 	c.gone = make(map[string]struct{}, len(c.removing)+len(c.dropped))
+	maps.Copy(c.gone, c.dropped)
 	for puid := range c.removing {
-		c.gone[puid] = struct{}{}
-	}
-	for puid := range c.dropped {
 		c.gone[puid] = struct{}{}
 	}
 	c.listEnd = c.realNow() + int64(c.listTimeout()+stuckGrace)
@@ -77,9 +72,8 @@ func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 	return false
 }
 
-// trackAll tracks pus from Workers goroutines, so that an Observer that
-// makes each Track durable (a journal) shares its commits among them, and
-// returns how many were new and how many could not be tracked.
+// trackAll tracks pus from Workers goroutines, so that a journal's commits
+// are shared, and returns how many were new and how many were invalid.
 func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 	var next, nRestored, nSkipped atomic.Int64
 	var wg sync.WaitGroup
@@ -102,12 +96,9 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 	return int(nRestored.Load()), int(nSkipped.Load())
 }
 
-// adoptListed gives the sandbox the Inventory lists for pu to the record of
-// the same PU if it has none and was never checked (a pod informer's add
-// before the list), so that a sandbox replaced while the agent was down is
-// seen as changed (row 10), not recorded (row 7). The rule is
-// ports.PU.WithRecordedSandbox, which a journal applies too. It reports
-// whether it gave a sandbox.
+// adoptListed gives the sandbox listed for pu to the record of the same PU
+// if it has none and was never checked (see Options.Inventory), by the rule
+// of ports.PU.WithRecordedSandbox. It reports whether it gave a sandbox.
 func (c *Engine) adoptListed(pu ports.PU) bool {
 	c.mu.Lock()
 	e := c.records[pu.PUID]
@@ -127,8 +118,7 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 	return ok
 }
 
-// listTimeout is the deadline of a list of the Inventory: CheckTimeout, at
-// least a second.
+// listTimeout is the deadline of a list: CheckTimeout, at least a second.
 func (c *Engine) listTimeout() time.Duration { return max(c.opts.CheckTimeout, time.Second) }
 
 // listPUs calls the Inventory under its deadline.

@@ -1,10 +1,7 @@
 package deletion
 
-// What an operator sets before rolling the engine out: a dry run, which
-// decides and reports every destroy without calling DestroyPU, and a
-// destroy rate, which bounds how fast DestroyPU is called if something
-// upstream goes wrong (a cache emptied, an API server answering NotFound
-// for everything past the Confirmer).
+// What an operator sets to roll the engine out: a dry run, and a destroy
+// rate for when something upstream goes wrong (a cache emptied).
 
 import (
 	"context"
@@ -15,13 +12,9 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// wouldDestroy is a destroy in a dry run: the PU is reported once per
-// reason (EventWouldDestroy, a log line at info level), and kept. When its
-// pod is gone for good (PodGone, UIDChanged, NodeChanged: that pod can
-// never come back) the record is dropped from memory once reported, so that
-// a dry run on a busy node holds no more records than it would without the
-// dry run; a PU of a live pod (SandboxChanged, SandboxDead, PodTerminated)
-// stays tracked, and is reported again only if its reason changes.
+// wouldDestroy is a destroy in a dry run (Options.DryRun): reported once per
+// reason and kept, or dropped when its pod can never come back; a PU of a
+// live pod (SandboxChanged, SandboxDead, PodTerminated) stays tracked.
 func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 	c.mu.Lock()
 	if e.state == removed {
@@ -48,17 +41,15 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 	}
 }
 
-// takeTurn reports whether e's destroy may start now under the destroy rate
-// (Options.DestroyRate). A turn is a reservation with the limiter, taken
-// only when it comes within a moment (spreadAfter, and half of the check's
-// time left): the check waits for it, then destroys, unless Untrack removed
-// e meanwhile, which gives the turn back. A turn further away is not held
-// (a reservation that others were reserved after cannot give its tokens
-// back, and one held long would be spent at once by a late check): e waits
-// on the heap (r.turnAt) for about when its turn would come, behind those
-// waiting, or, if its turn came and was taken, for the next, and is checked
-// again then or earlier; before its time, it keeps its place. A Sweep's
-// early check of a retry destroys only on a turn at hand.
+// takeTurn reports whether e's destroy may start now under the destroy rate.
+// A turn is a reservation, taken only when it comes within a moment
+// (spreadAfter, and half of the check's time left): the check waits for it
+// and destroys, unless Untrack removed e meanwhile, which gives it back. A
+// turn further away is not held (it could not give its tokens back once
+// others are reserved after it, and would be spent at once by a late
+// check): e waits on the heap (r.turnAt) until about its turn, behind those
+// waiting, keeping its place. A Sweep's early check of a retry destroys
+// only on a turn at hand.
 func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	if c.limiter == nil {
 		return true
@@ -107,10 +98,9 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	return !untracked
 }
 
-// rateTimeLocked returns the time to give the limiter for at, a time read
-// on Options.Clock: at, or the latest time it was given if that is later (a
-// goroutine held up since it read the clock), for a limiter given an
-// earlier time credits the time between twice.
+// rateTimeLocked returns the time to give the limiter for at, read on
+// Options.Clock: at, or the latest time it was given if later, for a limiter
+// given an earlier time credits the time between twice.
 func (c *Engine) rateTimeLocked(at time.Time) time.Time {
 	if at.After(c.rateAt) {
 		c.rateAt = at

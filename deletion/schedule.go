@@ -1,22 +1,17 @@
 package deletion
 
-// The scheduler: where periodic checks, retries and turns come from.
-//
-// Every record is on one heap of times (Engine.heap, by record.next): its
-// periodic check, or the retry or the turn it waits for (rollout.go), the
-// sooner for a turn. One goroutine (schedule) sleeps until the first of
-// them and queues every record whose time has come. A periodic check comes
-// at the tick of the interval (SweepInterval/64, but 0.5 to 1 s, or /3600
-// beyond an hour) that a hash of the PUID picks: once per interval at the
-// PUID's own phase, in every run, the first within one interval of Track, in
-// one or two batches a second. A retry is rounded up to a tick (of at most
-// a second), so that retries come in batches; a turn is due at its own time,
-// so that destroys start at the rate's pace. A batch wakes one worker; when
-// its first checks are slow, the next to claim wakes another, and the
-// scheduler looks again after spreadAfter. A wake-up is what an idle node
-// agent pays for: at 250 PUs and 5s, two wake-ups a second and the worker
-// each wakes (BENCHMARKS.md). The scheduler also logs, once per interval at
-// most, a summary line per failing port (failures.go).
+// The scheduler. Every record is on one heap of times (Engine.heap, by
+// record.next): its periodic check, or the retry or the turn it waits for,
+// the sooner for a turn. One goroutine (schedule) sleeps until the first and
+// queues every record whose time has come. A periodic check comes at the
+// tick of the interval that a hash of the PUID picks, in every run (the
+// first within one interval of Track), in one or two batches a second; a
+// retry is rounded up to a tick, so that retries come in batches; a turn is
+// due at its own time, so that destroys start at the rate's pace. A batch
+// wakes one worker, and another after spreadAfter if it still waits: a
+// wake-up is what an idle node agent pays for (BENCHMARKS.md). The
+// scheduler also logs, once per interval at most, a summary line per
+// failing port (failures.go).
 
 import (
 	"container/heap"
@@ -26,9 +21,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// The ticks of the interval: SweepInterval/64, but at least minTick (a
-// wake-up is what an idle node agent pays for) and at most maxTick, but for
-// intervals of more than maxPhases ticks.
+// The ticks of the interval: SweepInterval/64 within minTick and maxTick,
+// but for intervals of more than maxPhases ticks.
 const (
 	minTick   = 500 * time.Millisecond
 	maxTick   = time.Second
@@ -75,9 +69,8 @@ func (h *timeHeap) Pop() any {
 }
 
 // scheduleLocked puts r on the heap at its next time after now: its
-// periodic check, or what it waits for (a retry alone; a turn, or the
-// periodic check if that comes first). It wakes the scheduler when that
-// comes before the time it sleeps until.
+// periodic check, its retry, or the sooner of its turn and its periodic
+// check; it wakes the scheduler when that comes before wakeAt.
 func (c *Engine) scheduleLocked(r *record, now int64) {
 	k := int64((now-1)/int64(c.tick)) + 1 // the first tick after now
 	k += (int64(r.phase) - k%int64(c.phases) + int64(c.phases)) % int64(c.phases)
@@ -119,10 +112,9 @@ func (c *Engine) onTick(t int64) int64 {
 	return k*tick + 1
 }
 
-// schedule queues the records whose time has come until ctx is done, from
-// the clock, so that late wake-ups (a busy machine, a fake clock stepped by
-// an interval) queue every record due once. With an Inventory, it begins
-// once Start's first list is done (listed).
+// schedule queues the records whose time has come until ctx is done, by
+// the clock, so that a late wake-up queues every record due once. With an
+// Inventory, it begins once Start's first list is done (listed).
 func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan struct{}) {
 	if c.opts.Inventory != nil && !c.awaitFirstList(ctx, listed) {
 		return
@@ -150,8 +142,7 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 			c.wakeAt = c.heap[0].next
 		}
 		if c.readyHead < len(c.ready) && c.idleWorkers > 0 {
-			// A check of the batch may be slow: wake another worker for the
-			// rest if it still waits then.
+			// The batch's checks may be slow: wake another worker then.
 			if at := c.ready[c.readyHead].at + int64(c.spreadAfter()); at <= now {
 				c.cond.Signal()
 			} else if c.wakeAt == 0 || at < c.wakeAt {
@@ -187,10 +178,9 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 	}
 }
 
-// awaitFirstList waits for Start's first list of the Inventory to end, or
-// for its deadline to pass (an Inventory that ignores its context; its
-// answer is taken when it comes), then lets the checks begin. It reports
-// whether ctx is not done.
+// awaitFirstList lets the checks begin once Start's first list of the
+// Inventory has ended or is past its deadline (its answer is taken when it
+// comes). It reports whether ctx is not done.
 func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) bool {
 	t := time.NewTimer(c.listTimeout() + stuckGrace)
 	defer t.Stop()

@@ -16,7 +16,7 @@ import (
 type PUStatus struct {
 	ports.PU
 	// State is "idle", "queued", "checking", "waiting for a retry" or
-	// "waiting for its turn" (under Options.DestroyRate).
+	// "waiting for its turn".
 	State string
 	// TrackedAt is when Track took the entry.
 	TrackedAt time.Time
@@ -25,21 +25,17 @@ type PUStatus struct {
 	// LastVerdict is the verdict that check carried out; its Row and Why say
 	// why the PU is kept. Zero before the first check.
 	LastVerdict Verdict
-	// Vetoed reports that LastVerdict is the Confirmer's, which overrode a
-	// destroy the PodGetter's answer decided, or the SandboxConfirmer's,
-	// which overrode a sandbox change the SandboxExtractor's decided.
+	// Vetoed reports that LastVerdict is a Confirmer's or SandboxConfirmer's
+	// that overrode a destroy or a sandbox change.
 	Vetoed bool
 	// Attempts is the number of failed DestroyPU calls.
 	Attempts int
-	// NextAttempt is when the destroy is tried again: the retry of a failed
-	// destroy, or about when its turn under the destroy rate comes; zero
-	// unless the PU waits for either.
+	// NextAttempt is when the destroy is tried again (its retry, or about
+	// its turn under the destroy rate); zero unless the PU waits for either.
 	NextAttempt time.Time
-	// WouldDestroy is the reason a dry run (Options.DryRun) reported for
-	// destroying the PU; "" when none did.
+	// WouldDestroy is the reason a dry run reported; "" when none did.
 	WouldDestroy ports.Reason
-	// LastErr is the error of the last check or destroy that failed, if the
-	// last check failed.
+	// LastErr is the error of the last check, if it failed.
 	LastErr error
 }
 
@@ -77,10 +73,8 @@ func (c *Engine) Status() []PUStatus {
 var (
 	// ErrNotRunning: Start has not been called, or has returned.
 	ErrNotRunning = errors.New("deletion: engine not running")
-	// ErrBehind: the periodic checks have fallen more than three
-	// SweepIntervals behind (ReadinessCheck), or a check due as long ago
-	// is not queued yet: the scheduler is wedged (ReadinessCheck and
-	// LivenessCheck).
+	// ErrBehind: a queued check has waited more than three SweepIntervals
+	// (ReadinessCheck), or a check due as long ago is not queued yet (both).
 	ErrBehind = errors.New("deletion: checks fall behind")
 	// ErrWorkersStuck: every one of the Workers slots is held by a check
 	// stuck in a port past its deadline, whoever ran it.
@@ -96,15 +90,12 @@ func (c *Engine) HealthCheck(req *http.Request) error { return c.ReadinessCheck(
 
 // LivenessCheck reports whether restarting the process could help the
 // engine: it fails once Start has returned, when a check due three
-// SweepIntervals ago is not queued yet (the scheduler is wedged; Start's
-// first list of the Inventory is allowed its deadline besides), and when
-// every one of the Workers slots is held by a check stuck in a port past
-// its deadline, whoever began it (Start, or a Sweep before or after it).
-// Being behind (a drain while the API server or the policy engine is slow)
-// does not fail it: a restart would only add a relist to the load; that is
-// ReadinessCheck's, the backlog metrics' and an alert's. It passes before
-// Start: a process still starting is the startup probe's. It has the shape
-// of controller-runtime's healthz.Checker: mgr.AddHealthzCheck("podsweeper",
+// SweepIntervals ago is not queued yet (Start's first list is allowed its
+// deadline besides), and when every Workers slot is held by a check stuck
+// in a port past its deadline, whoever began it. Being behind does not fail
+// it (a restart would only add a relist to the load: that is
+// ReadinessCheck's and the backlog metrics'), nor being still before Start.
+// Serve it on /healthz: mgr.AddHealthzCheck("podsweeper",
 // engine.LivenessCheck). It reads a few fields, whatever the number of PUs.
 func (c *Engine) LivenessCheck(_ *http.Request) error {
 	if !c.started.Load() {
@@ -113,11 +104,10 @@ func (c *Engine) LivenessCheck(_ *http.Request) error {
 	return c.healthErr(false)
 }
 
-// ReadinessCheck reports whether the engine keeps up with its work: it
-// fails before Start, and where LivenessCheck does, and when the oldest
-// queued check has waited more than three SweepIntervals (ErrBehind).
-// Serve it on /readyz: mgr.AddReadyzCheck("podsweeper",
-// engine.ReadinessCheck). It reads a few fields, whatever the number of PUs.
+// ReadinessCheck reports whether the engine keeps up: it fails before
+// Start, where LivenessCheck does, and when the oldest queued check has
+// waited more than three SweepIntervals (ErrBehind). Serve it on /readyz:
+// mgr.AddReadyzCheck("podsweeper", engine.ReadinessCheck).
 func (c *Engine) ReadinessCheck(_ *http.Request) error {
 	if !c.started.Load() {
 		return fmt.Errorf("%w: not started", ErrNotRunning)
@@ -137,11 +127,8 @@ func (c *Engine) healthErr(behindFails bool) error {
 	if !c.begun { // Start's first list is under way, within its deadline
 		wedged += c.listTimeout() + stuckGrace
 	}
-	for _, it := range c.ready[c.readyHead:] {
-		if it.r.state == queued {
-			waited = time.Duration(now - it.at)
-			break
-		}
+	if at := c.oldestQueuedLocked(); at != 0 {
+		waited = time.Duration(now - at)
 	}
 	c.mu.Unlock()
 	switch stuck := c.stuck(c.realNow()); {
@@ -159,21 +146,17 @@ func (c *Engine) healthErr(behindFails bool) error {
 	return nil
 }
 
-// Backlog says how far behind an engine's destroys are (Engine.Backlog), in
-// a struct that can grow without breaking its users.
+// Backlog says how far behind an engine's destroys are (Engine.Backlog).
 type Backlog struct {
 	// Retrying is how many PUs wait for the retry of a failed destroy.
 	Retrying int
-	// RateLimited is how many PUs wait for their turn under the destroy
-	// rate (Options.DestroyRate).
+	// RateLimited is how many PUs wait for their turn under DestroyRate.
 	RateLimited int
-	// OldestGoneSince is since when the oldest PU that a check found must
-	// go has been waiting for its destroy; zero when none waits.
+	// OldestGoneSince is since when the oldest PU found to go has waited for
+	// its destroy; zero when none waits.
 	OldestGoneSince time.Time
-	// OldestQueuedSince is since when the oldest check in the queue has
-	// waited for a worker; zero when none waits. A drain while the API
-	// server or the policy engine is slow shows here before any PU is
-	// found gone: the checks that would find them wait.
+	// OldestQueuedSince is since when the oldest queued check has waited for
+	// a worker; zero when none waits. A slow drain shows here first.
 	OldestQueuedSince time.Time
 }
 
@@ -189,12 +172,16 @@ func (c *Engine) Backlog() Backlog {
 			oldest = r.goneSince
 		}
 	}
-	b.OldestGoneSince = c.timeOf(oldest)
+	b.OldestGoneSince, b.OldestQueuedSince = c.timeOf(oldest), c.timeOf(c.oldestQueuedLocked())
+	return b
+}
+
+// oldestQueuedLocked returns when the oldest queued check was queued; 0: none.
+func (c *Engine) oldestQueuedLocked() int64 {
 	for _, it := range c.ready[c.readyHead:] {
 		if it.r.state == queued {
-			b.OldestQueuedSince = c.timeOf(it.at)
-			break
+			return it.at
 		}
 	}
-	return b
+	return 0
 }

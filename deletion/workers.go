@@ -1,23 +1,17 @@
 package deletion
 
-// How the engine runs checks.
-//
-// One queue. Every check, whatever brings it, goes through the ready queue
-// (Engine.ready, oldest first) to a goroutine that claims the record
-// (record.go) and runs the check under a deadline of CheckTimeout. A trigger
-// wakes as many idle goroutines as it queued records: TriggerPod costs the
-// same with 10 or 100,000 PUs tracked.
-//
-// Workers slots. A check runs in one of Workers slots, whoever runs it:
-// Start's Workers goroutines, or, while Start does not run, a Sweep's own
-// (at most Workers). A check stuck in a port keeps its slot until the port
-// returns, after the Start or Sweep that ran it too, so that the bound holds
-// and every stuck check is seen: by LivenessCheck, by Sweep, and by Start,
-// which waits ShutdownTimeout for them when it stops. Checks that one
-// goroutine starts within 1% of CheckTimeout of each other share one
-// deadline context (lane): one per check was a sixth of the CPU at cluster
-// scale. Sweep marks each record with its generation (record.sweepGen), so
-// that a check of an older Sweep counts for no newer one.
+// How the engine runs checks. Every check, whatever brings it, goes through
+// the one ready queue (Engine.ready, oldest first) to a goroutine that
+// claims the record and runs the check under a deadline of CheckTimeout; a
+// trigger wakes as many idle goroutines as it queued records. A check runs
+// in one of Workers slots, whoever runs it (Start's goroutines, or a Sweep's
+// own while Start does not run), and a check stuck in a port keeps its slot
+// until the port returns, after the Start or Sweep that ran it too: the
+// bound holds, and LivenessCheck, Sweep and Start's stop see every stuck
+// check. Checks one goroutine starts within 1% of CheckTimeout of each other
+// share one deadline context (lane): one per check was a sixth of the CPU at
+// cluster scale. Sweep marks each record with its generation, so that a
+// check of an older Sweep counts for no newer one.
 
 import (
 	"context"
@@ -39,8 +33,8 @@ func (c *Engine) Start(ctx context.Context) error {
 		return ErrAlreadyStarted
 	}
 	now := c.now()
-	// Made here, not in New, so that they belong to the goroutines that run
-	// the engine (a testing/synctest bubble sees waits on them as durable).
+	// Made here, not in New, so that a testing/synctest bubble running Start
+	// sees waits on them as durable.
 	kick, listed := make(chan struct{}, 1), make(chan struct{})
 	c.mu.Lock()
 	c.running, c.begun, c.kick = true, c.opts.Inventory == nil, kick
@@ -89,13 +83,11 @@ func (c *Engine) Start(ctx context.Context) error {
 
 // Sweep checks every tracked PU once, those waiting for a retry or their
 // turn included, and returns when all are done or ctx is. Its checks go
-// through the same queue as every other: while Start runs, its workers run
-// them; otherwise Sweep runs them on goroutines of its own, at most Workers
-// at a time. A PU being checked when Sweep is called is checked once more
-// after that check. Sweep leaves checks stuck in ports behind: it returns
-// once every check it still waits for is held by one stuck past its
-// deadline, or every Workers slot is, whoever began them. One Sweep runs at
-// a time.
+// through the one queue: Start's workers run them, or, while Start does not
+// run, Sweep's own goroutines, at most Workers at a time. A PU being checked
+// when Sweep is called is checked once more after. Sweep returns once every
+// check it waits for, or every Workers slot, is held by one stuck in a port
+// past its deadline, whoever began them. One Sweep runs at a time.
 func (c *Engine) Sweep(ctx context.Context) {
 	select {
 	case c.sweeping <- struct{}{}:
@@ -150,8 +142,7 @@ func (c *Engine) Sweep(ctx context.Context) {
 }
 
 // sweepStuck reports whether the Sweep of gen is to stop waiting: every
-// check it waits for is held by a slot stuck in a port past its deadline
-// (the record's check, or the check before it), or every slot is.
+// check it waits for, or every slot, is held by one stuck in a port.
 func (c *Engine) sweepStuck(gen uint32) bool {
 	now := c.realNow()
 	c.mu.Lock()
@@ -174,11 +165,11 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 	return true
 }
 
-// sweepingLocked reports whether the Sweep of gen runs and waits for checks.
+// sweepingLocked reports whether the Sweep of gen waits for checks.
 func (c *Engine) sweepingLocked(gen uint32) bool { return c.sweepDone != nil && gen == c.sweepGen }
 
-// endSweepLocked ends the running Sweep, if any, with what it has. Its marks
-// stay on the records, but no longer count: they carry its generation.
+// endSweepLocked ends the running Sweep, if any; its marks, which carry its
+// generation, no longer count.
 func (c *Engine) endSweepLocked() {
 	if c.sweepDone == nil {
 		return
@@ -188,8 +179,8 @@ func (c *Engine) endSweepLocked() {
 	c.cond.Broadcast() // its own goroutines stop
 }
 
-// sweptLocked records that the running Sweep has one of the checks it
-// waited for (or no longer waits for it: its record was removed).
+// sweptLocked records that the running Sweep has, or no longer waits for,
+// one of its checks.
 func (c *Engine) sweptLocked() {
 	if c.sweepLeft--; c.sweepLeft == 0 {
 		c.endSweepLocked()
@@ -203,8 +194,8 @@ type readyItem struct {
 }
 
 // spreadAfter is how long a queued check may wait before another worker is
-// woken for it: an eighth of a tick, 20 to 125ms. A batch of fast checks is
-// done by one worker, with no wake-up of the others; slow checks spread.
+// woken for it: an eighth of a tick, 20 to 125ms, so that one worker does a
+// batch of fast checks and slow checks spread.
 func (c *Engine) spreadAfter() time.Duration {
 	return min(max(20*time.Millisecond, c.tick/8), 125*time.Millisecond)
 }
@@ -218,15 +209,13 @@ func (c *Engine) wakeLocked(n int) {
 
 // slot is one of the Workers slots a check runs in.
 type slot struct {
-	// checkEnd is the deadline of the check in the slot (see realNow); 0
-	// while none is in a port. The health checks and Sweep read it.
-	checkEnd atomic.Int64
-	held     *record // the record of its check; nil while free (Engine.mu)
+	checkEnd atomic.Int64 // its check's deadline (realNow); 0: none in a port
+	held     *record      // the record of its check; nil while free (Engine.mu)
 	index    int32
 }
 
 // stuck reports whether the slot's check is in a port past its deadline by
-// stuckGrace: ports that honour their context return well within it.
+// stuckGrace, well past what a port that honours its context takes.
 func (s *slot) stuck(now int64) bool {
 	end := s.checkEnd.Load()
 	return end != 0 && now > end+int64(stuckGrace)
@@ -245,8 +234,7 @@ func (c *Engine) stuck(now int64) int {
 	return n
 }
 
-// lane is the deadline context of a goroutine's checks (see the top of
-// this file); only the goroutine touches it.
+// lane is the deadline context of one goroutine's checks.
 type lane struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -287,7 +275,7 @@ func (c *Engine) work(ctx context.Context, gen uint32) {
 }
 
 // next claims the oldest queued record and a free slot for it, waiting for
-// both; nil: its goroutine is to stop (see work).
+// both; nil: its goroutine is to stop.
 func (c *Engine) next(gen uint32) (*record, *slot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -320,8 +308,7 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 			s := &c.slots[c.free[len(c.free)-1]]
 			c.free = c.free[:len(c.free)-1]
 			c.claimLocked(it.r, s)
-			// A periodic batch wakes one worker; when its checks are slow
-			// enough that they wait, this wakes another.
+			// A batch wakes one worker; this wakes another if it waits.
 			if c.idleWorkers > 0 && c.readyHead < len(c.ready) && time.Duration(c.now()-it.at) > c.spreadAfter() {
 				c.cond.Signal()
 			}
@@ -335,8 +322,7 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 	}
 }
 
-// compactReadyLocked gives back the ready queue's consumed head, once it is
-// all of it or more than half.
+// compactReadyLocked gives back the ready queue's consumed head.
 func (c *Engine) compactReadyLocked() {
 	switch {
 	case c.readyHead == len(c.ready):
@@ -362,8 +348,7 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	s.checkEnd.Store(end)
 	o := c.check(cctx, r)
 	if o.requeue != nil {
-		// Requeue gets a deadline of its own: a Requeuer that waits for it
-		// is not a port ignoring the check's.
+		// Requeue has a deadline of its own.
 		end = c.realNow() + int64(c.opts.CheckTimeout)
 		s.checkEnd.Store(end)
 		c.requeue(ctx, r, o.requeue)
@@ -387,6 +372,5 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	c.mu.Unlock()
 }
 
-// realNow returns the time package's time since the Engine was made, in
-// nanoseconds: deadlines follow it, whatever Options.Clock says.
+// realNow returns the time package's time since New: deadlines follow it.
 func (c *Engine) realNow() int64 { return int64(time.Since(c.realEpoch)) }
