@@ -87,8 +87,8 @@ type Options struct {
 	// SandboxExtractor): the sandboxes it lists order a pod's sandboxes by
 	// their CreatedAt, and tell a sandbox that is stopped, or dead (not
 	// listed, its network namespace gone), from one being created; and a
-	// pod of which it lists a ready sandbox is never freed, whatever the
-	// API says (ErrSandboxRunning). nil: the sandboxes are ordered by when
+	// pod of which it lists a ready sandbox, or may be creating one, is
+	// never freed, whatever the API says (ErrSandboxRunning). nil: the sandboxes are ordered by when
 	// their cache entries were written, which a restored or copied cache
 	// does not keep, and the API's answer alone decides.
 	Runtime Runtime
@@ -127,12 +127,18 @@ type Collector struct {
 	reported map[string]time.Time
 	// requeued are the pods Requeue was told about since the last resync.
 	requeued map[types.NamespacedName]bool
-	// refused holds when DestroyPU first refused to free each sandbox
-	// whose order it cannot tell; gaveUp the sandboxes it gave up on.
-	// Both forget a sandbox once the cache no longer holds it.
-	refused map[string]time.Time
+	// refused holds when DestroyPU began and last went on refusing to free
+	// each sandbox whose order it cannot tell; gaveUp the sandboxes it gave
+	// up on. Both forget a sandbox once the cache no longer holds it.
+	refused map[string]refusal
 	gaveUp  map[string]bool
+	// listed is ListPUs' last answer (the engine's Inventory), from which
+	// Resync begins.
+	listed map[string]string
 }
+
+// refusal is when DestroyPU began refusing a sandbox, and last refused it.
+type refusal struct{ first, last time.Time }
 
 var (
 	_ ports.Inventory     = (*Collector)(nil)
@@ -196,7 +202,7 @@ func New(opts Options) (*Collector, error) {
 		kick:          make(chan struct{}, 1),
 		reported:      make(map[string]time.Time),
 		requeued:      make(map[types.NamespacedName]bool),
-		refused:       make(map[string]time.Time),
+		refused:       make(map[string]refusal),
 		gaveUp:        make(map[string]bool),
 	}, nil
 }
@@ -287,9 +293,12 @@ func (c *Collector) report(skips []skipped) {
 // one PU per pod UID: its namespace and name from the attachments'
 // CNI_ARGS, and its oldest sandbox in the cache: by the runtime's
 // CreatedAt where Options.Runtime lists the sandbox, otherwise by the time
-// its first attachment was written; a sandbox the Runtime lists ready (the
-// pod's current one) comes after every other, whatever the times say (a
-// restored cache's times say nothing). The engine then destroys that
+// its first attachment was written; but a dead sandbox (the Runtime lists
+// it stopped, or does not list it and its network namespace is gone) comes
+// before every other, one it may be creating (not listed, its namespace
+// there) after those it tells nothing of, and one it lists ready (the
+// pod's current one) last, whatever the times say (a restored cache's
+// times say nothing). The engine then destroys that
 // sandbox's attachments when it is not the pod's current one (a sandbox
 // changed), and every attachment of the pod once the pod is gone; see the
 // package doc for why the oldest. A sandbox DestroyPU gave up on
@@ -300,12 +309,33 @@ func (c *Collector) report(skips []skipped) {
 // network are skipped, logged once. A Runtime that cannot be asked makes
 // the order the cache's, logged.
 func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
+	pus, _, err := c.list(ctx)
+	if err == nil {
+		c.mu.Lock()
+		c.listed = sandboxesByPUID(pus)
+		c.mu.Unlock()
+	}
+	return pus, err
+}
+
+// sandboxesByPUID maps each of pus's PUIDs to its sandbox.
+func sandboxesByPUID(pus []ports.PU) map[string]string {
+	m := make(map[string]string, len(pus))
+	for _, pu := range pus {
+		m[pu.PUID] = pu.SandboxID
+	}
+	return m
+}
+
+// list is ListPUs, and returns the sandboxes it could have listed too (the
+// IDs of the collectable attachments, but those given up on).
+func (c *Collector) list(ctx context.Context) ([]ports.PU, map[string]bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	v, err := c.read()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rv, err := c.listRuntime(ctx, "")
 	if err != nil {
@@ -314,7 +344,7 @@ func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
 	c.mu.Lock()
 	gaveUp := maps.Clone(c.gaveUp)
 	c.mu.Unlock()
-	oldest := map[string]choice{}
+	oldest, held := map[string]choice{}, map[string]bool{}
 	for _, a := range v.atts {
 		if !v.collectable(a) {
 			continue
@@ -326,7 +356,8 @@ func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
 			}
 			continue
 		}
-		x := choice{a: a, created: rv.created(a.ContainerID, a.Written), ready: rv.isReady(a.ContainerID)}
+		held[a.ContainerID] = true
+		x := choice{a: a, created: rv.created(a.ContainerID, a.Written), rank: rv.rank(a)}
 		if !ok || o.none || x.before(o) {
 			oldest[a.PodUID] = x
 		}
@@ -340,21 +371,21 @@ func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
 		pus = append(pus, pu)
 	}
 	slices.SortFunc(pus, func(x, y ports.PU) int { return strings.Compare(x.PUID, y.PUID) })
-	return pus, nil
+	return pus, held, nil
 }
 
 // choice is a sandbox ListPUs may give a pod's PU.
 type choice struct {
 	a       attachment
 	created time.Time
-	ready   bool // the Runtime lists it ready
+	rank    int  // what the Runtime tells of it (runtimeView.rank)
 	none    bool // the pod has only sandboxes given up on
 }
 
 // before reports whether x comes before y in ListPUs' order.
 func (x choice) before(y choice) bool {
-	if x.ready != y.ready {
-		return !x.ready
+	if x.rank != y.rank {
+		return x.rank < y.rank
 	}
 	if !x.created.Equal(y.created) {
 		return x.created.Before(y.created)
@@ -416,9 +447,10 @@ func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID 
 //   - any other reason (the pod is gone, recreated under its name, bound
 //     to another node, or finished): every attachment of the pod UID,
 //     whatever its sandbox; but nothing while the Runtime lists a ready
-//     sandbox of that UID (ErrSandboxRunning, a plain error: the runtime
-//     runs the pod, as the kubelet runs a static pod whose mirror pod is
-//     missing, whatever the API says).
+//     sandbox of that UID, or does not list a cached one whose network
+//     namespace is there, which it may be creating (ErrSandboxRunning, a
+//     plain error: the runtime runs the pod, as the kubelet runs a static
+//     pod whose mirror pod is missing, whatever the API says).
 //
 // A Runtime that cannot be asked keeps everything (a plain error).
 // Attachments of disableGC networks are never DELed. An attachment gone
@@ -443,9 +475,15 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	sbs := sandboxesOf(v.atts, ev.PUID, rv)
 	changed := ev.Reason == ports.ReasonSandboxChanged || ev.Reason == ports.ReasonSandboxDead
 	if !changed {
-		if ready := rv.ready(ev.PUID); len(ready) > 0 {
-			slices.Sort(ready)
-			return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept (%s)", ErrSandboxRunning, ev.Pod, ev.PUID, strings.Join(ready, ", "), ev.Reason)
+		running := rv.ready(ev.PUID)
+		for _, sb := range sbs {
+			if rv.creating(sb) {
+				running = append(running, sb.ID+" (being created)")
+			}
+		}
+		if len(running) > 0 {
+			slices.Sort(running)
+			return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept (%s)", ErrSandboxRunning, ev.Pod, ev.PUID, strings.Join(running, ", "), ev.Reason)
 		}
 	}
 	if changed {
@@ -502,6 +540,7 @@ func (c *Collector) mayFreeChanged(rv runtimeView, sbs []sandbox, i int, ev port
 	sb := sbs[i]
 	if listed, ok := rv.byID[sb.ID]; ok {
 		if listed.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			_ = c.settled(sb.ID) // its place is known: it is current
 			return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept, the runtime reports it ready", ErrNewestSandbox, ev.Pod, ev.PUID, sb.ID)
 		}
 		return c.settled(sb.ID) // stopped: not being created
@@ -513,11 +552,14 @@ func (c *Collector) mayFreeChanged(rv runtimeView, sbs []sandbox, i int, ev port
 		return c.settled(sb.ID)
 	}
 	c.mu.Lock()
-	first, ok := c.refused[sb.ID]
 	now := time.Now()
-	if !ok {
-		c.refused[sb.ID], first = now, now
+	r, ok := c.refused[sb.ID]
+	if !ok || now.Sub(r.last) >= c.newestTimeout {
+		r.first = now // refused anew: not refused for so long, its order may have been known meanwhile
 	}
+	r.last = now
+	c.refused[sb.ID] = r
+	first := r.first
 	giveUp := now.Sub(first) >= c.newestTimeout
 	if giveUp {
 		c.gaveUp[sb.ID] = true
@@ -611,6 +653,7 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // Tracker is what Resync needs of a deletion engine; *deletion.Engine has it.
 type Tracker interface {
 	Track(ports.PU) error
+	Untrack(puid string) bool
 	TriggerPod(types.NamespacedName)
 }
 
@@ -618,11 +661,17 @@ type Tracker interface {
 // ResyncInterval, and at once after Requeue, it lists the PUs (ListPUs)
 // and tracks each of them (Track is insert-only: a PU the engine holds
 // keeps what it has), and triggers a check of those it did not list the
-// time before or listed with another sandbox, and of the pods requeued. The engine's Inventory lists
-// the cache when the engine starts; Resync finds what appears later: the
-// attachment of a pod created since, and the next sandbox of a pod whose
-// older one was freed. It returns when ctx ends (nil), or at once with
-// ErrResyncRunning when another Resync runs.
+// time before or listed with another sandbox, and of the pods requeued.
+// The engine's Inventory lists the cache when the engine starts; Resync
+// finds what appears later: the attachment of a pod created since, and the
+// next sandbox of a pod whose older one was freed. A pod listed with
+// another sandbox than the time before (or by the Inventory's list, at
+// first), while the cache still holds that one, has had its sandboxes' order told meanwhile (the Runtime lists one
+// now; a restored cache's times said the opposite): its PU is untracked
+// (never destroyed) and tracked with the sandbox listed now, for a PU left
+// on the pod's current sandbox would never reach the older one. It
+// returns when ctx ends (nil), or at once with ErrResyncRunning when
+// another Resync runs.
 func (c *Collector) Resync(ctx context.Context, t Tracker) error {
 	if t == nil {
 		return errors.New("cni: Resync: nil Tracker")
@@ -633,7 +682,9 @@ func (c *Collector) Resync(ctx context.Context, t Tracker) error {
 	defer c.resyncing.Store(false)
 	tick := time.NewTicker(c.resyncInterval)
 	defer tick.Stop()
-	last := map[string]string{}
+	c.mu.Lock()
+	last := maps.Clone(c.listed) // what the engine's Inventory was told
+	c.mu.Unlock()
 	for {
 		select {
 		case <-ctx.Done():
@@ -648,7 +699,7 @@ func (c *Collector) Resync(ctx context.Context, t Tracker) error {
 // resyncOnce lists the cache and tracks what it lists; last is the
 // previous list (PUID to sandbox), and the new one is returned.
 func (c *Collector) resyncOnce(ctx context.Context, t Tracker, last map[string]string) map[string]string {
-	pus, err := c.ListPUs(ctx)
+	pus, held, err := c.list(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.log.Error(err, "listing the cache failed; will list again", "in", c.resyncInterval.String())
@@ -659,9 +710,11 @@ func (c *Collector) resyncOnce(ctx context.Context, t Tracker, last map[string]s
 	requeued := c.requeued
 	c.requeued = make(map[types.NamespacedName]bool)
 	c.mu.Unlock()
-	now := make(map[string]string, len(pus))
 	for _, pu := range pus {
-		now[pu.PUID] = pu.SandboxID
+		if was, ok := last[pu.PUID]; ok && was != "" && was != pu.SandboxID && held[was] && t.Untrack(pu.PUID) {
+			c.log.Info("the order of a pod's sandboxes is told now; its PU is tracked again with the older one",
+				"puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "before", was)
+		}
 		if err := t.Track(pu); err != nil {
 			c.log.Error(err, "tracking a PU of the cache failed", "puID", pu.PUID, "pod", pu.Pod.String())
 			continue
@@ -670,5 +723,5 @@ func (c *Collector) resyncOnce(ctx context.Context, t Tracker, last map[string]s
 			t.TriggerPod(pu.Pod)
 		}
 	}
-	return now
+	return sandboxesByPUID(pus)
 }

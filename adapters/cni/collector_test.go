@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -262,7 +263,15 @@ func TestDestroyPUOfASinglePluginConfigRunsThatPlugin(t *testing.T) {
 type tracker struct {
 	mu        sync.Mutex
 	tracked   []ports.PU
+	untracked []string
 	triggered []types.NamespacedName
+}
+
+func (r *tracker) Untrack(puid string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.untracked = append(r.untracked, puid)
+	return slices.ContainsFunc(r.tracked, func(pu ports.PU) bool { return pu.PUID == puid })
 }
 
 func (r *tracker) Track(pu ports.PU) error {

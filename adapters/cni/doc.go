@@ -41,7 +41,14 @@
 // Requeue, Resync lists the cache at once, and the PU of the pod's next
 // sandbox in the cache is tracked, and so on until the current one. A pod
 // with three leaked sandboxes thus frees them oldest first, one check
-// each, and keeps the current one. Once the pod is gone (row 1), recreated
+// each, and keeps the current one. "Oldest" is what the runtime tells
+// first: a dead sandbox (listed stopped, or not listed with its network
+// namespace gone) before any other, one it may be creating (not listed,
+// its namespace there) after those it tells nothing of, one it lists
+// ready last, whatever the times say. When Resync lists a pod with another
+// sandbox than the time before while the cache still holds that one (the
+// runtime told their order meanwhile), it untracks the pod's PU and tracks
+// it with the sandbox listed now. Once the pod is gone (row 1), recreated
 // under its name (row 4) or bound elsewhere (row 3), every attachment of
 // its UID is freed, whatever the sandbox.
 //
@@ -77,17 +84,22 @@
 //     Options.NewestSandboxTimeout is given up (ErrOrderUnknown, permanent):
 //     left as it is until the collector restarts or its pod is gone, not
 //     retried forever.
-//   - It never frees a pod of which the runtime lists a ready sandbox,
+//   - It never frees a pod of which the runtime lists a ready sandbox, or
+//     may be creating one (not listed, its network namespace there),
 //     whatever the API says (ErrSandboxRunning): the kubelet runs a static
 //     pod whose mirror pod is missing (admission refused it, or it was
 //     deleted and not yet made again), and its network is in use. Gone
-//     needs two sources: the API server's live read, and the runtime's.
+//     needs two sources: the API server's live read, and the runtime's. A
+//     sandbox listed both ready and stopped is ready.
 //   - It never runs a DEL in a network namespace it cannot trust: the
 //     cached path is passed only when it is a bind-mounted nsfs outside
-//     /proc (as containerd and CRI-O pin one under /run/netns). A
-//     /proc/<pid>/ns/net path names whatever namespace the process of that
-//     PID is in now, an unrelated live one once the PID is reused; the DEL
-//     then runs without one, and the plugins release what they hold.
+//     /proc, not a link (as containerd and CRI-O pin one under
+//     /run/netns). A /proc/<pid>/ns/net path, or a link to one, names
+//     whatever namespace the process of that PID is in now, an unrelated
+//     live one once the PID is reused; the DEL then runs without one, and
+//     the plugins release what they hold. A namespace is gone only when
+//     its path is: a file there that is no namespace may be one whose bind
+//     mount the collector's container does not see.
 //   - It never touches a network whose cached config, or whose config in
 //     Options.ConfDir, says "disableGC": true.
 //   - It never calls the plugins' GC verb: the spec forbids GC concurrent

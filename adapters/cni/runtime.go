@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,7 +35,8 @@ type runtimeView struct {
 
 // listRuntime asks the Runtime for the sandboxes of the pod uid ("": of
 // every pod). Without a Runtime it returns the zero view. A nil answer,
-// or a sandbox without an ID, lists nothing of it.
+// or a sandbox without an ID, lists nothing of it; a sandbox listed twice
+// is ready if either says so.
 func (c *Collector) listRuntime(ctx context.Context, uid string) (runtimeView, error) {
 	if c.runtime == nil {
 		return runtimeView{}, nil
@@ -49,7 +51,7 @@ func (c *Collector) listRuntime(ctx context.Context, uid string) (runtimeView, e
 	}
 	v := runtimeView{asked: true, byID: make(map[string]*runtimeapi.PodSandbox, len(sbs))}
 	for _, sb := range sbs {
-		if sb.GetId() == "" || (uid != "" && sb.GetLabels()[podUIDLabel] != uid) {
+		if sb.GetId() == "" || (uid != "" && sb.GetLabels()[podUIDLabel] != uid) || v.isReady(sb.GetId()) {
 			continue
 		}
 		v.byID[sb.GetId()] = sb
@@ -86,6 +88,32 @@ func (v runtimeView) ready(uid string) []string {
 	return out
 }
 
+// rank orders the sandbox of attachment a among its pod's for ListPUs: 0
+// dead (listed stopped, or not listed with its network namespace gone), 1
+// nothing told, 2 maybe being created (see creating), 3 listed ready.
+func (v runtimeView) rank(a attachment) int {
+	sb, listed := v.byID[a.ContainerID]
+	switch {
+	case listed && sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY:
+		return 3
+	case listed || v.asked && netnsGone(a.NetNS):
+		return 0
+	case v.asked && netnsPresent(a.NetNS):
+		return 2
+	}
+	return 1
+}
+
+// creating reports whether sb may be a sandbox the runtime is creating: the
+// Runtime was asked and does not list it, and the network namespace it
+// was added with is still there (containerd and CRI-O create it before
+// ADD, and list the sandbox only after ADD, create and start).
+func (v runtimeView) creating(sb sandbox) bool {
+	_, listed := v.byID[sb.ID]
+	return v.asked && !listed && !slices.ContainsFunc(sb.Atts, func(a attachment) bool { return netnsGone(a.NetNS) }) &&
+		slices.ContainsFunc(sb.Atts, func(a attachment) bool { return netnsPresent(a.NetNS) })
+}
+
 // newestCreated returns the latest creation time the runtime lists among
 // the sandboxes of uid; zero when it lists none.
 func (v runtimeView) newestCreated(uid string) time.Time {
@@ -106,10 +134,11 @@ func (v runtimeView) newestCreated(uid string) time.Time {
 var (
 	// ErrSandboxRunning: DestroyPU was asked to free a pod (gone from the
 	// API, recreated, bound elsewhere, finished) of which the Runtime
-	// still lists a ready sandbox: a static pod whose mirror pod is
-	// missing runs whatever the API says. Nothing is freed; the error is a
-	// plain one, so that the engine checks the pod again with backoff, and
-	// frees it once the runtime no longer runs it.
+	// still lists a ready sandbox, or may be creating one (it does not list
+	// it, and its network namespace is there): a static pod whose mirror
+	// pod is missing runs whatever the API says. Nothing is freed; the
+	// error is a plain one, so that the engine checks the pod again with
+	// backoff, and frees it once the runtime no longer runs it.
 	ErrSandboxRunning = errors.New("cni: the runtime still runs a ready sandbox of the pod")
 	// ErrOrderUnknown: DestroyPU refused to free a sandbox of a live pod
 	// (ErrNewestSandbox) for longer than Options.NewestSandboxTimeout. It
@@ -122,7 +151,8 @@ var (
 
 // liveNetNS returns path when it names a sandbox's network namespace
 // reliably: a bind-mounted nsfs file (statfs NSFS_MAGIC) outside /proc, as
-// containerd and CRI-O pin one under /run/netns. A /proc/<pid>/ns/net path
+// containerd and CRI-O pin one under /run/netns, and not a symbolic link.
+// A /proc/<pid>/ns/net path, or a link to one (ip netns users make them),
 // names whatever namespace the process of that PID is in now: once the
 // PID is reused, an unrelated live one, whose interfaces a DEL would
 // delete. Any other path, or one that is gone, gives "": the spec has the
@@ -133,6 +163,10 @@ func liveNetNS(path string) string {
 	}
 	resolved, err := resolveDir(path)
 	if err != nil || underProc(resolved) {
+		return ""
+	}
+	var fi unix.Stat_t
+	if err := unix.Lstat(resolved, &fi); err != nil || fi.Mode&unix.S_IFMT == unix.S_IFLNK {
 		return ""
 	}
 	var st unix.Statfs_t
@@ -157,24 +191,42 @@ func resolveDir(path string) (string, error) {
 func underProc(path string) bool { return path == "/proc" || strings.HasPrefix(path, "/proc/") }
 
 // netnsGone reports whether the network namespace an attachment was added
-// with is gone for sure: its path no longer exists, or is a file outside
-// /proc that is no longer a namespace (unmounted, not removed). A path
-// under /proc that exists names some process's namespace, and "" names
-// none: neither says the sandbox's is gone.
+// with is gone for sure: its path no longer exists (the runtime removes it
+// with the sandbox; a reboot empties /run). A file that is there but no
+// namespace is not gone: it may be one whose bind mount this process does
+// not see (a container without the host's mount propagation), and "" names
+// none.
 func netnsGone(path string) bool {
+	var fi unix.Stat_t
+	_, err := lstatNetNS(path, &fi)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// netnsPresent reports whether the network namespace path an attachment
+// was added with is still there, as a runtime that pins namespaces leaves
+// it while it creates the sandbox: a file outside /proc, not a link,
+// namespace or not (its bind mount may be one this process does not see).
+// A /proc/<pid>/ns/net path, or a link, says nothing of the sandbox's once
+// the PID is reused.
+func netnsPresent(path string) bool {
+	var fi unix.Stat_t
+	resolved, err := lstatNetNS(path, &fi)
+	return err == nil && !underProc(resolved) && fi.Mode&unix.S_IFMT != unix.S_IFLNK
+}
+
+// errNoPath: a cached netns that is "" or relative names no file.
+var errNoPath = errors.New("cni: no absolute netns path")
+
+// lstatNetNS lstats the absolute path, the links of its directory
+// resolved, into fi, and returns it resolved; "" and relative paths name
+// no file.
+func lstatNetNS(path string, fi *unix.Stat_t) (string, error) {
 	if path == "" || !filepath.IsAbs(path) {
-		return false
+		return "", errNoPath
 	}
 	resolved, err := resolveDir(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return true
+	if err != nil {
+		return "", err
 	}
-	if err != nil || underProc(resolved) {
-		return false
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(resolved, &st); err != nil {
-		return errors.Is(err, fs.ErrNotExist)
-	}
-	return st.Type != unix.NSFS_MAGIC
+	return resolved, unix.Lstat(resolved, fi)
 }

@@ -1,6 +1,7 @@
 package cni
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,29 +9,44 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// Only a bind-mounted nsfs outside /proc is passed to a DEL; only a path
-// that is gone, or no longer a namespace outside /proc, says the
-// namespace is gone. (The bind-mounted case runs on the real plugins, in
-// node_test.go's namespaces.)
+// Only a bind-mounted nsfs outside /proc, not a link, is passed to a DEL;
+// only a path that is gone says the namespace is gone, and only a file
+// outside /proc, not a link, namespace or not, that it may be a sandbox's
+// being created. (The
+// bind-mounted case runs on the real plugins, in node_test.go's
+// namespaces.)
 func TestWhichCachedNetNSIsTrusted(t *testing.T) {
-	plain := filepath.Join(t.TempDir(), "cni-unmounted")
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "cni-unmounted")
 	if err := os.WriteFile(plain, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	link := filepath.Join(dir, "cni-link") // ip netns users link /proc/<pid>/ns/net
+	if err := os.Symlink(fmt.Sprintf("/proc/%d/ns/net", os.Getpid()), link); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, "cni-dangling")
+	if err := os.Symlink("/proc/0/ns/net", dangling); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		path string
-		gone bool
+		path          string
+		gone, present bool
 	}{
 		{path: ""},
 		{path: "relative/netns"},
 		{path: "/proc/self/ns/net"},               // live, but of whatever process has the PID
 		{path: "/proc/1/ns/net"},                  // the same
 		{path: "/proc/../proc/self/ns/net"},       // cleaned first
+		{path: "/proc/0/ns/net", gone: true},      // no such process
 		{path: "/run/netns/cni-gone", gone: true}, // removed with its sandbox
-		{path: plain, gone: true},                 // unmounted, not removed
+		{path: plain, present: true},              // unmounted, or its mount not seen here
+		{path: link},                              // a link into /proc: nsfs at its end, but of a PID
+		{path: dangling},                          // the link is there: it is not known gone
 		{path: filepath.Join(t.TempDir(), "no", "such", "dir", "x"), gone: true},
 	} {
 		assert.Empty(t, liveNetNS(tc.path), tc.path)
 		assert.Equal(t, tc.gone, netnsGone(tc.path), "gone: %s", tc.path)
+		assert.Equal(t, tc.present, netnsPresent(tc.path), "present: %s", tc.path)
 	}
 }

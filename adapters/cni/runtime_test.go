@@ -173,6 +173,34 @@ func TestAnOrderThatCannotBeKnownIsGivenUpOnce(t *testing.T) {
 	})
 }
 
+// NewestSandboxTimeout times refusals that follow one another: a sandbox
+// refused once, then not for longer than the timeout (its pod's PU kept
+// meanwhile), is not given up at its next refusal, but timed anew.
+func TestARefusalLongAgoDoesNotGiveUpTheNextAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCacheDir(t)
+		a := c.write(entry{network: "podnet", sandbox: "a", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+		c.withNetNS(a, "/proc/self/ns/net")
+		rt := &listedRuntime{}
+		rt.set(nil, listed("current", "u1", true, time.Now().Add(-time.Hour)))
+		coll := c.collectorWith(rt, 5*time.Minute)
+		ev := ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "a", Reason: ports.ReasonSandboxChanged}
+		require.ErrorIs(t, coll.DestroyPU(context.Background(), ev), cni.ErrNewestSandbox)
+		time.Sleep(time.Hour)
+		err := coll.DestroyPU(context.Background(), ev)
+		require.ErrorIs(t, err, cni.ErrNewestSandbox, "refused once an hour ago: timed anew")
+		require.False(t, ports.IsPermanent(err))
+		for range 4 { // refused every minute, as the engine retries it
+			time.Sleep(time.Minute)
+			require.ErrorIs(t, coll.DestroyPU(context.Background(), ev), cni.ErrNewestSandbox)
+		}
+		time.Sleep(time.Minute)
+		err = coll.DestroyPU(context.Background(), ev)
+		require.ErrorIs(t, err, cni.ErrOrderUnknown, "refused for the timeout since")
+		require.True(t, c.exists(a))
+	})
+}
+
 // The API says the pod is gone, but the runtime still runs a ready sandbox
 // of its UID (a static pod whose mirror pod is missing): nothing is freed,
 // and the error is a plain one, checked again; once the runtime stops the

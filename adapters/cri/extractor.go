@@ -183,7 +183,8 @@ func (s *SandboxExtractor) SandboxID(ctx context.Context, pod *corev1.Pod) (stri
 }
 
 // SandboxDead reports whether the sandbox of that ID, one of pod's, is
-// dead: the runtime lists it, of pod's UID, and not ready. A sandbox the
+// dead: the runtime lists it, of pod's UID, and not ready (nor ready too,
+// as a list merged from two answers may say). A sandbox the
 // runtime does not list is not known to be dead (it may be one being
 // created: this extractor knows no sandbox's network namespace), nor is
 // one of another pod. An error comes, as for SandboxID, when the runtime
@@ -200,12 +201,16 @@ func (s *SandboxExtractor) SandboxDead(ctx context.Context, pod *corev1.Pod, san
 	if err != nil {
 		return false, err
 	}
+	stopped := false
 	for _, sb := range items {
 		if sb.GetId() == sandboxID && sb.GetLabels()[PodUIDLabel] == string(pod.UID) {
-			return sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY, nil
+			if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+				return false, nil // listed ready, whatever else the list says
+			}
+			stopped = true
 		}
 	}
-	return false, nil
+	return stopped, nil
 }
 
 // ListPodSandbox lists the runtime's sandboxes that filter selects (nil:

@@ -477,6 +477,23 @@ func TestListPodSandboxListsEveryStateWithItsCreationTime(t *testing.T) {
 	assert.ErrorIs(t, err, cri.ErrClosed)
 }
 
+// A sandbox the runtime lists ready is not dead, whatever else its answer
+// lists of it: an answer that cannot be told from nonsense kills nothing.
+func TestSandboxDeadIsNeverASandboxListedReady(t *testing.T) {
+	base := fakeremote.NewFakeRemoteRuntime()
+	endpoint := serve(t, stoppedTwinRuntime{base})
+	svc := dialCRI(t, endpoint)
+	pod := podOf("uid-web")
+	ready := runSandbox(t, svc, pod.UID, "web", 0)
+	all, err := svc.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{Id: ready})
+	require.NoError(t, err)
+	require.Len(t, all, 2, "this runtime must list the sandbox twice for the test to mean anything")
+	x := newExtractor(t, endpoint, 0)
+	dead, err := x.SandboxDead(context.Background(), pod, ready)
+	require.NoError(t, err)
+	assert.False(t, dead, "listed ready, and stopped too")
+}
+
 // SandboxDead, the engine's SandboxProber, against the fake runtime: a
 // sandbox it lists stopped is dead, a ready one is not, and one it does not
 // list, or lists for another pod, is not known to be dead.

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -168,6 +169,31 @@ type filterIgnoringRuntime struct {
 
 func (f filterIgnoringRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
 	return f.RemoteRuntime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+}
+
+// stoppedTwinRuntime is the fake runtime, except that ListPodSandbox lists
+// every ready sandbox twice, stopped first: an answer merged from two (a
+// CRI proxy, a list read while the runtime rewrites its store).
+type stoppedTwinRuntime struct {
+	*fakeremote.RemoteRuntime
+}
+
+func (f stoppedTwinRuntime) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	resp, err := f.RemoteRuntime.ListPodSandbox(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var items []*runtimeapi.PodSandbox
+	for _, sb := range resp.GetItems() {
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			twin := proto.Clone(sb).(*runtimeapi.PodSandbox)
+			twin.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+			items = append(items, twin)
+		}
+		items = append(items, sb)
+	}
+	resp.Items = items
+	return resp, nil
 }
 
 // silentListener accepts connections on a unix socket and never answers: a
