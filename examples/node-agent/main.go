@@ -186,7 +186,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		"how old the list of the runtime's ready sandboxes that the periodic checks read may be; a check a pod event triggered, "+
 			"and any answer that would record a sandbox or destroy a PU, asks the runtime itself. 0: ask the runtime at every check")
 	fs.BoolVar(&cfg.destroyDeadSandboxes, "destroy-dead-sandboxes", false,
-		"destroy a PU as soon as the runtime reports its sandbox dead (listed not ready, or gone with its network namespace), "+
+		"destroy a PU as soon as the runtime lists its sandbox not ready (stopped), "+
 			"with reason SandboxDead, even while the pod waits for a new sandbox: for a policy engine whose PU is one sandbox's. "+
 			"The pod is requeued and its PU tracked again, as after a sandbox restart. false keeps the PU until the pod is gone or "+
 			"its new sandbox is ready; needs --cri-endpoint")
