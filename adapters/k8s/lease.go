@@ -91,9 +91,11 @@ type LeaseFenceOptions struct {
 // that hangs. With CheckLeaseDurations' rule that is at least LeaseMargin
 // before a standby can take the Lease. From then the engine starts no check
 // and no DestroyPU (one under way may finish: it is no fence against the
-// API); its Runnable returns an error wrapping ErrLeaseNotRenewed, the
-// manager stops and its Start returns that error: the program exits, as
-// after a lost Lease. A release (a record with no holder) ends the context
+// API). The manager then stops as its elector gives up the lead (which it
+// has by then, or does within its client's timeout): its Start returns
+// "leader election lost" and the program exits; should the manager still
+// run a renew deadline and a retry period later, the Runnable returns an
+// error wrapping ErrLeaseNotRenewed, which stops it. A release (a record with no holder) ends the context
 // at once. The fence relies on the leader's clock running at the same rate
 // as the standby's, as leader election does.
 type LeaseFence struct {

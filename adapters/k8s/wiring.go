@@ -237,9 +237,10 @@ var (
 func (r *engineRunnable) NeedLeaderElection() bool { return r.leaderElected }
 
 // Start registers the pod event handler, runs the engine until ctx is done
-// (or, with a LeaseFence, until the Lease is not renewed in time: it then
-// returns the fence's error), then removes the handler.
+// (or, with a LeaseFence, until the Lease is not renewed in time: see
+// fenced), then removes the handler.
 func (r *engineRunnable) Start(ctx context.Context) error {
+	manager := ctx
 	if r.opts.LeaseFence != nil {
 		var stop func()
 		ctx, stop = r.opts.LeaseFence.fence(ctx)
@@ -263,20 +264,33 @@ func (r *engineRunnable) Start(ctx context.Context) error {
 	// from the Inventory and destroyed, and then tracked again from the
 	// pod's late add, and destroyed a second time.
 	if !handlerSynced(ctx, reg) {
-		return fenced(ctx)
+		return r.fenced(manager, ctx)
 	}
 	if err := r.engine.Start(ctx); err != nil {
 		return err
 	}
-	return fenced(ctx)
+	return r.fenced(manager, ctx)
 }
 
-// fenced returns the cause of ctx's end when a LeaseFence ended it.
-func fenced(ctx context.Context) error {
-	if err := context.Cause(ctx); errors.Is(err, ErrLeaseNotRenewed) {
+// fenced returns the cause of ctx's end when a LeaseFence ended it, once
+// the manager stops (its elector gives up the lead by then, or within its
+// client's timeout) or a renew deadline and a retry period later: an error
+// of a Runnable that stops the manager while its elector gives up the lead
+// races with it (controller-runtime v0.25.2's OnStoppedLeading writes the
+// manager's gracefulShutdownTimeout as its stop procedure reads it).
+func (r *engineRunnable) fenced(manager, ctx context.Context) error {
+	err := context.Cause(ctx)
+	if !errors.Is(err, ErrLeaseNotRenewed) {
+		return nil
+	}
+	t := time.NewTimer(r.opts.LeaseFence.hold)
+	defer t.Stop()
+	select {
+	case <-manager.Done():
+		return nil // the manager stops: leader election lost
+	case <-t.C:
 		return err
 	}
-	return nil
 }
 
 // handlerSynced waits until every pod of the informer's initial list has

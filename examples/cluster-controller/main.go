@@ -307,8 +307,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) error {
 	}
 	log.Info("starting cluster controller", "puDir", cfg.puDir, "leaderElect", cfg.leaderElect, "lease", cfg.leaseNS+"/"+cfg.leaseID,
 		"sweepInterval", cfg.sweepInterval, "workers", cfg.workers, "events", cfg.events)
-	// On a lost Lease, or one not renewed in time (k8s.ErrLeaseNotRenewed),
-	// Start returns an error at once: the process must exit, which main does.
+	// On a lost Lease, or one not renewed in time (k8s.LeaseFence), Start
+	// returns an error: the process must exit, which main does.
 	return mgr.Start(ctx)
 }
 
