@@ -17,8 +17,8 @@
 // creation time (the commit's time, vcs.time). The layers are, in order:
 //
 //  1. base: /etc/passwd and /etc/group (root and nonroot, 65532), the CA
-//     certificates of golang.org/x/crypto/x509roots/fallback, /tmp and
-//     /home/nonroot; dated at the Unix epoch, so that it is the same layer
+//     certificates of golang.org/x/crypto/x509roots/fallback, /tmp,
+//     /home/nonroot, /run and the link /var/run to it; dated at the Unix epoch, so that it is the same layer
 //     in every image and every build;
 //  2. with -debs: the Debian packages of <debs>/*.tar (their data, as
 //     `dpkg-deb --fsys-tarfile` writes it, with the packages' own times),
@@ -274,9 +274,13 @@ var epoch = time.Unix(0, 0).UTC()
 // baseLayer holds the users, the CA certificates and the usual directories.
 func baseLayer() (mutate.Addendum, error) {
 	t := tree{}
-	for _, d := range []string{"etc", "etc/ssl", "etc/ssl/certs", "home"} {
+	for _, d := range []string{"etc", "etc/ssl", "etc/ssl/certs", "home", "run", "var"} {
 		t.dir(d, 0o755, 0, epoch)
 	}
+	// As on the host (the FHS): paths under /var/run, which runtimes cache
+	// (containerd's network namespaces, /var/run/netns/cni-...), name what
+	// a pod mounts under /run.
+	t.symlink("var/run", "/run", epoch)
 	t.dir("tmp", 0o1777, 0, epoch)
 	t.dir("home/nonroot", 0o700, nonroot, epoch)
 	t.file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/sbin/nologin\n"+
@@ -287,7 +291,7 @@ func baseLayer() (mutate.Addendum, error) {
 		return mutate.Addendum{}, err
 	}
 	t.file("etc/ssl/certs/ca-certificates.crt", 0o644, certs, epoch)
-	return layerOf(t, "base: /etc/passwd, /etc/group, CA certificates, /tmp", epoch)
+	return layerOf(t, "base: /etc/passwd, /etc/group, CA certificates, /tmp, /run, /var/run", epoch)
 }
 
 // caCertificates is the PEM bundle of the NSS roots that carry no
