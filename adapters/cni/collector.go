@@ -95,7 +95,10 @@ type Options struct {
 	// NewestSandboxTimeout is how long DestroyPU refuses to free a sandbox
 	// of a live pod whose place among the pod's sandboxes it cannot tell
 	// (ErrNewestSandbox: it may be one the runtime is creating) before it
-	// gives up on it (ErrOrderUnknown). 0: DefaultNewestSandboxTimeout
+	// gives up on it (ErrOrderUnknown), and how long it keeps a gone pod
+	// for a sandbox the runtime may be creating (ErrSandboxRunning) before
+	// it frees it with the pod; timed from the first refusal since the
+	// runtime last listed the sandbox ready. 0: DefaultNewestSandboxTimeout
 	// (5m). Negative values are invalid.
 	NewestSandboxTimeout time.Duration
 	// Logger receives the cache entries skipped (once each) and the DELs
@@ -127,18 +130,21 @@ type Collector struct {
 	reported map[string]time.Time
 	// requeued are the pods Requeue was told about since the last resync.
 	requeued map[types.NamespacedName]bool
-	// refused holds when DestroyPU began and last went on refusing to free
-	// each sandbox whose order it cannot tell; gaveUp the sandboxes it gave
+	// refused holds when DestroyPU first refused to free each sandbox
+	// whose order it cannot tell, or that the runtime may be creating,
+	// since the runtime last listed it ready; gaveUp the sandboxes it gave
 	// up on. Both forget a sandbox once the cache no longer holds it.
-	refused map[string]refusal
+	refused map[string]time.Time
 	gaveUp  map[string]bool
 	// listed is ListPUs' last answer (the engine's Inventory), from which
 	// Resync begins.
 	listed map[string]string
+	// destroys numbers the DestroyPU calls that ended; destroyed holds,
+	// for each PUID, the number of the last, since the list under way of
+	// Resync began (see resyncOnce).
+	destroys  uint64
+	destroyed map[string]uint64
 }
-
-// refusal is when DestroyPU began refusing a sandbox, and last refused it.
-type refusal struct{ first, last time.Time }
 
 var (
 	_ ports.Inventory     = (*Collector)(nil)
@@ -202,7 +208,8 @@ func New(opts Options) (*Collector, error) {
 		kick:          make(chan struct{}, 1),
 		reported:      make(map[string]time.Time),
 		requeued:      make(map[types.NamespacedName]bool),
-		refused:       make(map[string]refusal),
+		refused:       make(map[string]time.Time),
+		destroyed:     make(map[string]uint64),
 		gaveUp:        make(map[string]bool),
 	}, nil
 }
@@ -309,13 +316,21 @@ func (c *Collector) report(skips []skipped) {
 // network are skipped, logged once. A Runtime that cannot be asked makes
 // the order the cache's, logged.
 func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
-	pus, _, err := c.list(ctx)
+	pus, _, _, err := c.list(ctx)
 	if err == nil {
 		c.mu.Lock()
 		c.listed = sandboxesByPUID(pus)
 		c.mu.Unlock()
 	}
 	return pus, err
+}
+
+// destroyedSince reports whether a DestroyPU of puid ended after the
+// destroys-th.
+func (c *Collector) destroyedSince(puid string, destroys uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.destroyed[puid] > destroys
 }
 
 // sandboxesByPUID maps each of pus's PUIDs to its sandbox.
@@ -328,19 +343,21 @@ func sandboxesByPUID(pus []ports.PU) map[string]string {
 }
 
 // list is ListPUs, and returns the sandboxes it could have listed too (the
-// IDs of the collectable attachments, but those given up on).
-func (c *Collector) list(ctx context.Context) ([]ports.PU, map[string]bool, error) {
+// IDs of the collectable attachments, but those given up on), and whether
+// the order is the Runtime's (or there is no Runtime).
+func (c *Collector) list(ctx context.Context) ([]ports.PU, map[string]bool, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	v, err := c.read()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	rv, err := c.listRuntime(ctx, "")
 	if err != nil {
 		c.log.Error(err, "ordering the sandboxes by the cache's times")
 	}
+	told := err == nil
 	c.mu.Lock()
 	gaveUp := maps.Clone(c.gaveUp)
 	c.mu.Unlock()
@@ -358,6 +375,9 @@ func (c *Collector) list(ctx context.Context) ([]ports.PU, map[string]bool, erro
 		}
 		held[a.ContainerID] = true
 		x := choice{a: a, created: rv.created(a.ContainerID, a.Written), rank: rv.rank(a)}
+		if x.rank == rankReady {
+			_ = c.settled(a.ContainerID) // its place is known: the pod's current one
+		}
 		if !ok || o.none || x.before(o) {
 			oldest[a.PodUID] = x
 		}
@@ -371,7 +391,7 @@ func (c *Collector) list(ctx context.Context) ([]ports.PU, map[string]bool, erro
 		pus = append(pus, pu)
 	}
 	slices.SortFunc(pus, func(x, y ports.PU) int { return strings.Compare(x.PUID, y.PUID) })
-	return pus, held, nil
+	return pus, held, told, nil
 }
 
 // choice is a sandbox ListPUs may give a pod's PU.
@@ -464,6 +484,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	if ev.PUID == "" {
 		return ports.Permanent(errors.New("cni: DestroyPU of a PU without a PUID"))
 	}
+	defer c.ended(ev.PUID)
 	v, err := c.read()
 	if err != nil {
 		return err
@@ -477,9 +498,15 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	if !changed {
 		running := rv.ready(ev.PUID)
 		for _, sb := range sbs {
-			if rv.creating(sb) {
-				running = append(running, sb.ID+" (being created)")
+			if !rv.creating(sb) {
+				continue
 			}
+			if d, long := c.refuse(sb.ID); long {
+				c.log.Info("a sandbox the runtime has not listed for NewestSandboxTimeout is not one it is creating; freed with its pod",
+					"puID", ev.PUID, "pod", ev.Pod.String(), "sandboxID", sb.ID, "for", d.Round(time.Second).String())
+				continue
+			}
+			running = append(running, sb.ID+" (being created)")
 		}
 		if len(running) > 0 {
 			slices.Sort(running)
@@ -551,27 +578,44 @@ func (c *Collector) mayFreeChanged(rv runtimeView, sbs []sandbox, i int, ev port
 	if newer || dead {
 		return c.settled(sb.ID)
 	}
-	c.mu.Lock()
-	now := time.Now()
-	r, ok := c.refused[sb.ID]
-	if !ok || now.Sub(r.last) >= c.newestTimeout {
-		r.first = now // refused anew: not refused for so long, its order may have been known meanwhile
-	}
-	r.last = now
-	c.refused[sb.ID] = r
-	first := r.first
-	giveUp := now.Sub(first) >= c.newestTimeout
+	refusedFor, giveUp := c.refuse(sb.ID)
 	if giveUp {
+		c.mu.Lock()
 		c.gaveUp[sb.ID] = true
-		delete(c.refused, sb.ID)
-	}
-	c.mu.Unlock()
-	if giveUp {
+		c.mu.Unlock()
 		return ports.Permanent(fmt.Errorf("%w: pod %s (uid %s), sandbox %s: refused as the newest for %v; kept, and left alone from now on",
-			ErrOrderUnknown, ev.Pod, ev.PUID, sb.ID, now.Sub(first).Round(time.Second)))
+			ErrOrderUnknown, ev.Pod, ev.PUID, sb.ID, refusedFor.Round(time.Second)))
 	}
 	return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept, the runtime may still be creating it",
 		ErrNewestSandbox, ev.Pod, ev.PUID, sb.ID)
+}
+
+// ended records that a DestroyPU of puid ended: a list of Resync that began
+// before does not track that PU again (resyncOnce).
+func (c *Collector) ended(puid string) {
+	c.mu.Lock()
+	c.destroys++
+	c.destroyed[puid] = c.destroys
+	c.mu.Unlock()
+}
+
+// refuse records that DestroyPU refuses to free the sandbox id now, and
+// returns for how long it has refused it (since the first refusal after
+// the Runtime last listed it ready, see settled) and whether that is
+// NewestSandboxTimeout or more, in which case it forgets the refusals.
+func (c *Collector) refuse(id string) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	first, ok := c.refused[id]
+	if !ok {
+		first, c.refused[id] = now, now
+	}
+	d := now.Sub(first)
+	if d >= c.newestTimeout {
+		delete(c.refused, id)
+	}
+	return d, d >= c.newestTimeout
 }
 
 // settled forgets that DestroyPU refused the sandbox id: its order is
@@ -665,13 +709,14 @@ type Tracker interface {
 // The engine's Inventory lists the cache when the engine starts; Resync
 // finds what appears later: the attachment of a pod created since, and the
 // next sandbox of a pod whose older one was freed. A pod listed with
-// another sandbox than the time before (or by the Inventory's list, at
-// first), while the cache still holds that one, has had its sandboxes' order told meanwhile (the Runtime lists one
-// now; a restored cache's times said the opposite): its PU is untracked
-// (never destroyed) and tracked with the sandbox listed now, for a PU left
-// on the pod's current sandbox would never reach the older one. It
-// returns when ctx ends (nil), or at once with ErrResyncRunning when
-// another Resync runs.
+// another sandbox than the time before (or than the Inventory's list, for
+// a pod Resync has not listed yet), while the cache still holds that one,
+// has had its sandboxes' order told meanwhile (the Runtime lists one now;
+// a restored cache's times said the opposite): its PU is untracked (never
+// destroyed) and tracked with the sandbox listed now, for a PU left on the
+// pod's current sandbox would never reach the older one. A list the
+// Runtime could not order (it failed) moves no PU. It returns when ctx
+// ends (nil), or at once with ErrResyncRunning when another Resync runs.
 func (c *Collector) Resync(ctx context.Context, t Tracker) error {
 	if t == nil {
 		return errors.New("cni: Resync: nil Tracker")
@@ -682,9 +727,7 @@ func (c *Collector) Resync(ctx context.Context, t Tracker) error {
 	defer c.resyncing.Store(false)
 	tick := time.NewTicker(c.resyncInterval)
 	defer tick.Stop()
-	c.mu.Lock()
-	last := maps.Clone(c.listed) // what the engine's Inventory was told
-	c.mu.Unlock()
+	var last map[string]string
 	for {
 		select {
 		case <-ctx.Done():
@@ -699,7 +742,11 @@ func (c *Collector) Resync(ctx context.Context, t Tracker) error {
 // resyncOnce lists the cache and tracks what it lists; last is the
 // previous list (PUID to sandbox), and the new one is returned.
 func (c *Collector) resyncOnce(ctx context.Context, t Tracker, last map[string]string) map[string]string {
-	pus, held, err := c.list(ctx)
+	c.mu.Lock()
+	began := c.destroys
+	clear(c.destroyed) // a DestroyPU that ended before this list began is in it
+	c.mu.Unlock()
+	pus, held, told, err := c.list(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.log.Error(err, "listing the cache failed; will list again", "in", c.resyncInterval.String())
@@ -707,11 +754,26 @@ func (c *Collector) resyncOnce(ctx context.Context, t Tracker, last map[string]s
 		return last
 	}
 	c.mu.Lock()
-	requeued := c.requeued
+	requeued, inventory := c.requeued, c.listed
 	c.requeued = make(map[types.NamespacedName]bool)
 	c.mu.Unlock()
+	now := sandboxesByPUID(pus)
 	for _, pu := range pus {
-		if was, ok := last[pu.PUID]; ok && was != "" && was != pu.SandboxID && held[was] && t.Untrack(pu.PUID) {
+		if c.destroyedSince(pu.PUID, began) {
+			// The engine destroyed it, or tried, while the cache was read: the
+			// list may hold what that DestroyPU freed, and the engine no PU to
+			// insert it into. The next list has it if it is still there.
+			delete(now, pu.PUID)
+			continue
+		}
+		was, ok := last[pu.PUID]
+		if !ok {
+			was, ok = inventory[pu.PUID] // tracked from the Inventory's list, if at all
+		}
+		switch {
+		case !told && ok:
+			now[pu.PUID] = was // an order of the cache's times: compare the next with the runtime's
+		case ok && was != "" && was != pu.SandboxID && held[was] && t.Untrack(pu.PUID):
 			c.log.Info("the order of a pod's sandboxes is told now; its PU is tracked again with the older one",
 				"puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "before", was)
 		}
@@ -719,9 +781,9 @@ func (c *Collector) resyncOnce(ctx context.Context, t Tracker, last map[string]s
 			c.log.Error(err, "tracking a PU of the cache failed", "puID", pu.PUID, "pod", pu.Pod.String())
 			continue
 		}
-		if sb, ok := last[pu.PUID]; !ok || sb != pu.SandboxID || requeued[pu.Pod] {
+		if sb, ok := last[pu.PUID]; !ok || sb != now[pu.PUID] || requeued[pu.Pod] {
 			t.TriggerPod(pu.Pod)
 		}
 	}
-	return sandboxesByPUID(pus)
+	return now
 }

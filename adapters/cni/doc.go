@@ -85,7 +85,8 @@
 //     left as it is until the collector restarts or its pod is gone, not
 //     retried forever.
 //   - It never frees a pod of which the runtime lists a ready sandbox, or
-//     may be creating one (not listed, its network namespace there),
+//     may be creating one (not listed, its network namespace there, for
+//     Options.NewestSandboxTimeout at most),
 //     whatever the API says (ErrSandboxRunning): the kubelet runs a static
 //     pod whose mirror pod is missing (admission refused it, or it was
 //     deleted and not yet made again), and its network is in use. Gone
@@ -98,8 +99,9 @@
 //     whatever namespace the process of that PID is in now, an unrelated
 //     live one once the PID is reused; the DEL then runs without one, and
 //     the plugins release what they hold. A namespace is gone only when
-//     its path is: a file there that is no namespace may be one whose bind
-//     mount the collector's container does not see.
+//     its path is, from a directory that is there: a file there that is no
+//     namespace may be one whose bind mount the collector's container does
+//     not see, and a directory it does not see says nothing.
 //   - It never touches a network whose cached config, or whose config in
 //     Options.ConfDir, says "disableGC": true.
 //   - It never calls the plugins' GC verb: the spec forbids GC concurrent

@@ -88,20 +88,26 @@ func (v runtimeView) ready(uid string) []string {
 	return out
 }
 
-// rank orders the sandbox of attachment a among its pod's for ListPUs: 0
-// dead (listed stopped, or not listed with its network namespace gone), 1
-// nothing told, 2 maybe being created (see creating), 3 listed ready.
+// The ranks of a pod's sandboxes in ListPUs' order (runtimeView.rank).
+const (
+	rankDead     = iota // listed stopped, or not listed with its network namespace gone
+	rankUnknown         // nothing told
+	rankCreating        // perhaps being created (see creating)
+	rankReady           // listed ready: the pod's current one
+)
+
+// rank returns the rank of the sandbox of attachment a.
 func (v runtimeView) rank(a attachment) int {
 	sb, listed := v.byID[a.ContainerID]
 	switch {
 	case listed && sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY:
-		return 3
+		return rankReady
 	case listed || v.asked && netnsGone(a.NetNS):
-		return 0
+		return rankDead
 	case v.asked && netnsPresent(a.NetNS):
-		return 2
+		return rankCreating
 	}
-	return 1
+	return rankUnknown
 }
 
 // creating reports whether sb may be a sandbox the runtime is creating: the
@@ -135,8 +141,9 @@ var (
 	// ErrSandboxRunning: DestroyPU was asked to free a pod (gone from the
 	// API, recreated, bound elsewhere, finished) of which the Runtime
 	// still lists a ready sandbox, or may be creating one (it does not list
-	// it, and its network namespace is there): a static pod whose mirror
-	// pod is missing runs whatever the API says. Nothing is freed; the
+	// it, and its network namespace is there, for NewestSandboxTimeout at
+	// most): a static pod whose mirror pod is missing runs whatever the API
+	// says. Nothing is freed; the
 	// error is a plain one, so that the engine checks the pod again with
 	// backoff, and frees it once the runtime no longer runs it.
 	ErrSandboxRunning = errors.New("cni: the runtime still runs a ready sandbox of the pod")
@@ -191,42 +198,37 @@ func resolveDir(path string) (string, error) {
 func underProc(path string) bool { return path == "/proc" || strings.HasPrefix(path, "/proc/") }
 
 // netnsGone reports whether the network namespace an attachment was added
-// with is gone for sure: its path no longer exists (the runtime removes it
-// with the sandbox; a reboot empties /run). A file that is there but no
-// namespace is not gone: it may be one whose bind mount this process does
-// not see (a container without the host's mount propagation), and "" names
-// none.
+// with is gone for sure: its directory is there and the path is not (the
+// runtime removes it with the sandbox; a reboot empties /run), or it is a
+// /proc/<pid> path and that process is gone. A directory this process
+// does not see (not mounted into its container) says nothing, nor does a
+// file that is there but no namespace (its bind mount may be one this
+// process does not see), nor "".
 func netnsGone(path string) bool {
+	if path == "" || !filepath.IsAbs(path) {
+		return false
+	}
+	path = filepath.Clean(path)
+	resolved, err := resolveDir(path)
+	if err != nil {
+		return underProc(path) && errors.Is(err, fs.ErrNotExist)
+	}
 	var fi unix.Stat_t
-	_, err := lstatNetNS(path, &fi)
-	return errors.Is(err, fs.ErrNotExist)
+	return errors.Is(unix.Lstat(resolved, &fi), fs.ErrNotExist)
 }
 
 // netnsPresent reports whether the network namespace path an attachment
-// was added with is still there, as a runtime that pins namespaces leaves
-// it while it creates the sandbox: a file outside /proc, not a link,
-// namespace or not (its bind mount may be one this process does not see).
-// A /proc/<pid>/ns/net path, or a link, says nothing of the sandbox's once
-// the PID is reused.
+// was added with is still there, namespace or not, link or not: a sandbox
+// being created has it (a runtime that pins namespaces makes it before
+// ADD; one that caches /proc/<pid>/ns/net has the process).
 func netnsPresent(path string) bool {
-	var fi unix.Stat_t
-	resolved, err := lstatNetNS(path, &fi)
-	return err == nil && !underProc(resolved) && fi.Mode&unix.S_IFMT != unix.S_IFLNK
-}
-
-// errNoPath: a cached netns that is "" or relative names no file.
-var errNoPath = errors.New("cni: no absolute netns path")
-
-// lstatNetNS lstats the absolute path, the links of its directory
-// resolved, into fi, and returns it resolved; "" and relative paths name
-// no file.
-func lstatNetNS(path string, fi *unix.Stat_t) (string, error) {
 	if path == "" || !filepath.IsAbs(path) {
-		return "", errNoPath
+		return false
 	}
 	resolved, err := resolveDir(path)
 	if err != nil {
-		return "", err
+		return false
 	}
-	return resolved, unix.Lstat(resolved, fi)
+	var fi unix.Stat_t
+	return unix.Lstat(resolved, &fi) == nil
 }

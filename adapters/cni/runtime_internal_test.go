@@ -10,9 +10,9 @@ import (
 )
 
 // Only a bind-mounted nsfs outside /proc, not a link, is passed to a DEL;
-// only a path that is gone says the namespace is gone, and only a file
-// outside /proc, not a link, namespace or not, that it may be a sandbox's
-// being created. (The
+// only a path that is gone from a directory that is there, or a process
+// that is gone, says the namespace is gone; a path that is there, whatever
+// it is, that it may be a sandbox's being created. (The
 // bind-mounted case runs on the real plugins, in node_test.go's
 // namespaces.)
 func TestWhichCachedNetNSIsTrusted(t *testing.T) {
@@ -35,15 +35,15 @@ func TestWhichCachedNetNSIsTrusted(t *testing.T) {
 	}{
 		{path: ""},
 		{path: "relative/netns"},
-		{path: "/proc/self/ns/net"},               // live, but of whatever process has the PID
-		{path: "/proc/1/ns/net"},                  // the same
-		{path: "/proc/../proc/self/ns/net"},       // cleaned first
-		{path: "/proc/0/ns/net", gone: true},      // no such process
-		{path: "/run/netns/cni-gone", gone: true}, // removed with its sandbox
-		{path: plain, present: true},              // unmounted, or its mount not seen here
-		{path: link},                              // a link into /proc: nsfs at its end, but of a PID
-		{path: dangling},                          // the link is there: it is not known gone
-		{path: filepath.Join(t.TempDir(), "no", "such", "dir", "x"), gone: true},
+		{path: "/proc/self/ns/net", present: true},                   // live, but of whatever process has the PID
+		{path: "/proc/1/ns/net", present: true},                      // the same
+		{path: "/proc/../proc/self/ns/net", present: true},           // cleaned first
+		{path: "/proc/0/ns/net", gone: true},                         // no such process
+		{path: filepath.Join(dir, "cni-gone"), gone: true},           // removed with its sandbox
+		{path: plain, present: true},                                 // unmounted, or its mount not seen here
+		{path: link, present: true},                                  // a link into /proc: nsfs at its end, but of a PID
+		{path: dangling, present: true},                              // the link is there: it is not known gone
+		{path: filepath.Join(t.TempDir(), "no", "such", "dir", "x")}, // a directory not seen here says nothing
 	} {
 		assert.Empty(t, liveNetNS(tc.path), tc.path)
 		assert.Equal(t, tc.gone, netnsGone(tc.path), "gone: %s", tc.path)

@@ -152,7 +152,7 @@ func TestALeakedSandboxIsFreedWhenARestoredCacheMadeTheCurrentOneLookOlder(t *te
 					// after the leaked one's entry was written.
 					rt.set(nil, listed("current", "u1", true, time.Now()))
 					sandbox.Store("current")
-					pus, err := coll.ListPUs(ctx)
+					pus, err := c.collectorWith(rt, 0).ListPUs(ctx) // another collector: what this one would list
 					require.NoError(t, err)
 					require.Equal(t, []ports.PU{pu("u1", "leaked")}, pus, "the collector lists the leaked sandbox first now")
 				}

@@ -52,7 +52,9 @@ func TestACachedProcNetNSIsNeverEntered(t *testing.T) {
 	sb := n.addIn(p, randomID(), live)
 	require.True(t, eth0In(t, live), "the ADD made eth0 in the live namespace")
 	deletePod(t, p)
-	a := n.startAgent(agentOptions{runtime: &currentSandboxes{}})
+	// Not listed, its path there: the runtime may be creating it, until
+	// NewestSandboxTimeout.
+	a := n.startAgent(agentOptions{runtime: &currentSandboxes{}, newestTimeout: 2 * time.Second})
 	eventually(t, freeTimeout, func() bool { return len(n.cached(sb)) == 0 && len(n.addresses(sb)) == 0 }, "the attachment freed")
 	require.Equal(t, 1, a.events.count(deletion.EventDestroyed, p))
 	require.True(t, eth0In(t, live), "the live namespace's eth0 survives the DEL")

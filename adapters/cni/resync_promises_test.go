@@ -1,0 +1,260 @@
+package cni_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// Resync compares with "the Inventory's list" a pod it has not listed yet
+// (a pod listed with another sandbox than the time before, or than the
+// Inventory's list, is untracked and tracked with the sandbox listed now). In
+// examples/cni-gc, Resync is a manager.RunnableFunc (the manager's
+// leader-election group, started at once) and the engine is adapters/k8s's
+// runnable, which first waits for the pod handler to sync (polling every
+// 10 ms) and only then starts the engine, which lists the Inventory: Resync
+// reads the Inventory's list before there is one. The copied-cache case of
+// TestALeakedSandboxIsFreedWhenARestoredCacheMadeTheCurrentOneLookOlder,
+// wired in that order: the leaked sandbox must still be freed while the pod
+// runs ("A pod with three leaked sandboxes thus frees them oldest first ...
+// and keeps the current one").
+func TestResyncStartedBeforeTheInventorysListStillMovesThePUOntoTheLeakedSandbox(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCacheDir(t)
+		current := c.write(entry{network: "podnet", sandbox: "current", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+		c.withNetNS(current, presentNetNS(t))
+		leaked := c.write(entry{network: "podnet", sandbox: "leaked", uid: "u1", namespace: "ns", name: "pod-u1"})
+		c.withNetNS(leaked, presentNetNS(t))
+		rt := &listedRuntime{}
+		coll := c.collectorWith(rt, 0)
+
+		var sandbox atomic.Value
+		sandbox.Store("")
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "node-a"}}
+		engine, err := deletion.New(
+			ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return pod.DeepCopy(), nil }),
+			coll, deletion.Options{
+				NodeName:  "node-a",
+				Inventory: coll, Requeuer: coll, SandboxProber: coll,
+				SandboxExtractor: ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) {
+					return sandbox.Load().(string), nil
+				}),
+				Logger: quiet(),
+			})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		// As examples/cni-gc's manager starts them: Resync at once, the
+		// engine once the pod handler has synced.
+		wg.Go(func() { _ = coll.Resync(ctx, engine) })
+		wg.Go(func() {
+			time.Sleep(10 * time.Millisecond)
+			_ = engine.Start(ctx)
+		})
+		defer func() { cancel(); wg.Wait() }()
+
+		time.Sleep(20 * time.Second) // the pod waits for its sandbox
+		require.True(t, c.exists(leaked), "a sandbox the runtime may be creating is kept")
+		rt.set(nil, listed("current", "u1", true, time.Now()))
+		sandbox.Store("current")
+
+		time.Sleep(10 * time.Minute) // ten resyncs
+		require.True(t, c.exists(current), "the current sandbox is kept")
+		require.False(t, c.exists(leaked), "the leaked sandbox of a running pod is still held, its PU left on the current one (engine's PU: %+v)", engine.Status())
+	})
+}
+
+// "It never frees a pod of which the runtime lists a ready sandbox, or may
+// be creating one (not listed, its network namespace there), whatever the
+// API says (ErrSandboxRunning)". The collector itself takes a sandbox it
+// does not list, whose cached namespace is a /proc/<pid>/ns/net path that
+// exists or a link to a pinned namespace, as one that may be being
+// created: SandboxDead says it is not dead, and DestroyPU(SandboxChanged)
+// refuses it as the newest ("kept, the runtime may still be creating it").
+// The same sandbox of a static pod whose mirror pod is missing (PodGone)
+// must then be kept too; it is DELed.
+func TestASandboxTheCollectorSaysMayBeBeingCreatedKeepsAGonePodsNetwork(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		netns func(t *testing.T) string
+	}{
+		{name: "a /proc path", netns: func(*testing.T) string { return "/proc/self/ns/net" }},
+		{name: "a link to the pinned namespace", netns: func(t *testing.T) string {
+			link := filepath.Join(t.TempDir(), "cni-link")
+			require.NoError(t, os.Symlink(presentNetNS(t), link))
+			return link
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCacheDir(t)
+			old := c.write(entry{network: "podnet", sandbox: "old", uid: "u1", namespace: "kube-system", name: "static-node-a", age: 10 * time.Minute})
+			c.withNetNS(old, filepath.Join(t.TempDir(), "cni-old-gone"))
+			creating := c.write(entry{network: "podnet", sandbox: "creating", uid: "u1", namespace: "kube-system", name: "static-node-a"})
+			c.withNetNS(creating, tc.netns(t))
+			rt := &listedRuntime{}
+			rt.set(nil, listed("old", "u1", false, time.Now().Add(-10*time.Minute)))
+			coll := c.collectorWith(rt, 0)
+			ctx := context.Background()
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "static-node-a", UID: "u1"}}
+
+			dead, err := coll.SandboxDead(ctx, pod, "creating")
+			require.NoError(t, err)
+			require.False(t, dead, "the collector's prober: not dead, perhaps being created")
+			ev := ports.DestroyEvent{PUID: "u1", Pod: types.NamespacedName{Namespace: "kube-system", Name: "static-node-a"}, SandboxID: "creating", Reason: ports.ReasonSandboxChanged}
+			require.ErrorIs(t, coll.DestroyPU(ctx, ev), cni.ErrNewestSandbox, "the collector: the runtime may still be creating it")
+
+			ev.SandboxID, ev.Reason = "old", ports.ReasonPodGone
+			err = coll.DestroyPU(ctx, ev)
+			require.True(t, c.exists(creating), "the attachment of a sandbox the collector says may be being created was freed for a gone pod (DestroyPU: %v; DELs %v)", err, c.delCalls())
+		})
+	}
+}
+
+// flakyRuntime fails every other list (a runtime busy on a full node, a
+// CRI call timing out), and answers as rt otherwise.
+type flakyRuntime struct {
+	rt *listedRuntime
+	n  atomic.Int64
+}
+
+func (f *flakyRuntime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	if f.n.Add(1)%2 == 0 {
+		return nil, errors.New("rpc error: code = DeadlineExceeded")
+	}
+	return f.rt.ListPodSandbox(ctx, filter)
+}
+
+// "When Resync lists a pod with another sandbox than the time before while
+// the cache still holds that one (the runtime told their order meanwhile),
+// it untracks the pod's PU and tracks it with the sandbox listed now."
+// A runtime that fails a list tells no order: ListPUs then orders by the
+// cache's times, which a restored cache reverses. Resync must not untrack
+// and track the pod's PU again at every list the runtime fails or answers
+// (each Untrack drops the engine's record: its backoff, its attempts
+// towards MaxDestroyAttempts, its turn, and makes a check at once).
+func TestAFlakyRuntimeDoesNotUntrackAndTrackAPodAtEveryResync(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "current", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		c.write(entry{network: "podnet", sandbox: "leaked", uid: "u1", namespace: "ns", name: "pod-u1"}) // restored: looks newer
+		rt := &listedRuntime{}
+		rt.set(nil, listed("leaked", "u1", false, time.Now().Add(-2*time.Hour)), listed("current", "u1", true, time.Now().Add(-time.Minute)))
+		coll := c.collectorWith(&flakyRuntime{rt: rt}, 0)
+		ctx, cancel := context.WithCancel(t.Context())
+		pus, err := coll.ListPUs(ctx) // the Inventory, the runtime answering
+		require.NoError(t, err)
+		require.Equal(t, []ports.PU{pu("u1", "leaked")}, pus)
+		var r tracker
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &r) }()
+		time.Sleep(10*time.Minute + time.Second) // ten resyncs
+		synctest.Wait()
+		r.mu.Lock()
+		untracked, triggered := len(r.untracked), len(r.triggered)
+		r.mu.Unlock()
+		cancel()
+		require.NoError(t, <-done)
+		require.LessOrEqual(t, untracked, 1, "untracked %d times and triggered %d times in ten resyncs, by a runtime that failed every other list", untracked, triggered)
+	})
+}
+
+// gatedRuntime is a listedRuntime whose list of every pod's sandboxes (a
+// list of the cache's, not one of DestroyPU's) waits at its gate while the
+// gate is set.
+type gatedRuntime struct {
+	listedRuntime
+	mu      sync.Mutex
+	gate    chan struct{}
+	waiting chan struct{} // closed once a list waits at the gate
+}
+
+func (r *gatedRuntime) close() {
+	r.mu.Lock()
+	r.gate, r.waiting = make(chan struct{}), make(chan struct{})
+	r.mu.Unlock()
+}
+
+func (r *gatedRuntime) open() {
+	r.mu.Lock()
+	close(r.gate)
+	r.gate = nil
+	r.mu.Unlock()
+}
+
+func (r *gatedRuntime) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	r.mu.Lock()
+	gate, waiting := r.gate, r.waiting
+	r.mu.Unlock()
+	if gate != nil && f.GetLabelSelector()["io.kubernetes.pod.uid"] == "" {
+		close(waiting)
+		<-gate
+	}
+	return r.listedRuntime.ListPodSandbox(ctx, f)
+}
+
+// A list of Resync read before a destroy must not bring the PU back: the
+// engine destroys a gone pod's PU while Resync's list, which read the
+// cache before, is under way; that list must not track the PU again, or it
+// is destroyed twice (a DestroyPU that frees nothing, an EventDestroyed
+// too many).
+func TestAListReadBeforeADestroyDoesNotTrackThePUAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCacheDir(t)
+		c.write(entry{network: "podnet", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1"})
+		rt := &gatedRuntime{}
+		coll := c.collectorWith(rt, 0)
+		var gone atomic.Bool
+		var destroyed atomic.Int32
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "node-a"}}
+		engine, err := deletion.New(
+			ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+				if gone.Load() {
+					return nil, ports.ErrPodNotFound
+				}
+				return pod.DeepCopy(), nil
+			}),
+			coll, deletion.Options{NodeName: "node-a", Inventory: coll, Requeuer: coll, Logger: quiet(),
+				Observer: deletion.ObserverFunc(func(ev deletion.Event) {
+					if ev.Kind == deletion.EventDestroyed {
+						destroyed.Add(1)
+					}
+				})})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = engine.Start(ctx) })
+		defer func() { cancel(); wg.Wait() }()
+		synctest.Wait()
+		require.Equal(t, 1, engine.Len(), "restored from the cache")
+
+		rt.close()
+		wg.Go(func() { _ = coll.Resync(ctx, engine) })
+		time.Sleep(time.Minute) // Resync lists: it has read the cache, and waits for the runtime
+		<-rt.waiting
+		gone.Store(true)
+		engine.TriggerPod(types.NamespacedName{Namespace: "ns", Name: "pod-u1"})
+		synctest.Wait()
+		require.Equal(t, int32(1), destroyed.Load(), "the gone pod's PU destroyed")
+		rt.open()
+		synctest.Wait()
+		time.Sleep(5 * time.Minute)
+		require.Equal(t, int32(1), destroyed.Load(), "destroyed once, not tracked again from a list read before")
+		require.Zero(t, engine.Len())
+	})
+}
