@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -338,14 +339,30 @@ func newNetNS(tb testing.TB, path string) string {
 	require.NoError(tb, f.Close())
 	errc := make(chan error, 1)
 	go func() {
-		// The thread moves to the new namespace and is never unlocked, so
-		// that the Go runtime ends it with the goroutine.
+		// The thread moves to the new namespace, pins it with the bind
+		// mount, and moves back: left there, it would hold the namespace
+		// until it ends, which the Go runtime never does for the main
+		// thread (it parks it), so that a namespace unmounted and removed
+		// was not destroyed, nor its veths. A thread that cannot move back
+		// stays locked, and ends with the goroutine.
 		runtime.LockOSThread()
+		back, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer unix.Close(back)
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			errc <- err
 			return
 		}
-		errc <- unix.Mount(fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid()), path, "", unix.MS_BIND, "")
+		err = unix.Mount(fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid()), path, "", unix.MS_BIND, "")
+		if serr := unix.Setns(back, unix.CLONE_NEWNET); serr != nil {
+			errc <- errors.Join(err, fmt.Errorf("setns back: %w", serr))
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- err
 	}()
 	require.NoError(tb, <-errc)
 	tb.Cleanup(func() {
