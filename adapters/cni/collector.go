@@ -497,16 +497,23 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	changed := ev.Reason == ports.ReasonSandboxChanged || ev.Reason == ports.ReasonSandboxDead
 	if !changed {
 		running := rv.ready(ev.PUID)
+		for _, id := range running {
+			_ = c.settled(id) // listed ready: a refusal to come is timed from now
+		}
+		var expired []string
 		for _, sb := range sbs {
 			if !rv.creating(sb) {
 				continue
 			}
 			if d, long := c.refuse(sb.ID); long {
-				c.log.Info("a sandbox the runtime has not listed for NewestSandboxTimeout is not one it is creating; freed with its pod",
-					"puID", ev.PUID, "pod", ev.Pod.String(), "sandboxID", sb.ID, "for", d.Round(time.Second).String())
+				expired = append(expired, fmt.Sprintf("%s (%v)", sb.ID, d.Round(time.Second)))
 				continue
 			}
 			running = append(running, sb.ID+" (being created)")
+		}
+		if len(running) == 0 && len(expired) > 0 {
+			c.log.Info("sandboxes the runtime has not listed for NewestSandboxTimeout are not ones it is creating; freed with their pod",
+				"puID", ev.PUID, "pod", ev.Pod.String(), "sandboxes", strings.Join(expired, ", "))
 		}
 		if len(running) > 0 {
 			slices.Sort(running)
@@ -582,6 +589,7 @@ func (c *Collector) mayFreeChanged(rv runtimeView, sbs []sandbox, i int, ev port
 	if giveUp {
 		c.mu.Lock()
 		c.gaveUp[sb.ID] = true
+		delete(c.refused, sb.ID)
 		c.mu.Unlock()
 		return ports.Permanent(fmt.Errorf("%w: pod %s (uid %s), sandbox %s: refused as the newest for %v; kept, and left alone from now on",
 			ErrOrderUnknown, ev.Pod, ev.PUID, sb.ID, refusedFor.Round(time.Second)))
@@ -602,7 +610,8 @@ func (c *Collector) ended(puid string) {
 // refuse records that DestroyPU refuses to free the sandbox id now, and
 // returns for how long it has refused it (since the first refusal after
 // the Runtime last listed it ready, see settled) and whether that is
-// NewestSandboxTimeout or more, in which case it forgets the refusals.
+// NewestSandboxTimeout or more. The time is kept until the sandbox is
+// settled, given up on or gone from the cache.
 func (c *Collector) refuse(id string) (time.Duration, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -612,9 +621,6 @@ func (c *Collector) refuse(id string) (time.Duration, bool) {
 		first, c.refused[id] = now, now
 	}
 	d := now.Sub(first)
-	if d >= c.newestTimeout {
-		delete(c.refused, id)
-	}
 	return d, d >= c.newestTimeout
 }
 
@@ -715,7 +721,8 @@ type Tracker interface {
 // a restored cache's times said the opposite): its PU is untracked (never
 // destroyed) and tracked with the sandbox listed now, for a PU left on the
 // pod's current sandbox would never reach the older one. A list the
-// Runtime could not order (it failed) moves no PU. It returns when ctx
+// Runtime could not order (it failed) neither moves nor tracks a PU listed
+// with another sandbox than before. It returns when ctx
 // ends (nil), or at once with ErrResyncRunning when another Resync runs.
 func (c *Collector) Resync(ctx context.Context, t Tracker) error {
 	if t == nil {
@@ -770,10 +777,13 @@ func (c *Collector) resyncOnce(ctx context.Context, t Tracker, last map[string]s
 		if !ok {
 			was, ok = inventory[pu.PUID] // tracked from the Inventory's list, if at all
 		}
-		switch {
-		case !told && ok:
-			now[pu.PUID] = was // an order of the cache's times: compare the next with the runtime's
-		case ok && was != "" && was != pu.SandboxID && held[was] && t.Untrack(pu.PUID):
+		if !told && ok && was != pu.SandboxID {
+			// An order of the cache's times: neither tracked nor compared; the
+			// next list the runtime orders is compared with what was.
+			now[pu.PUID] = was
+			continue
+		}
+		if ok && was != "" && was != pu.SandboxID && held[was] && t.Untrack(pu.PUID) {
 			c.log.Info("the order of a pod's sandboxes is told now; its PU is tracked again with the older one",
 				"puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "before", was)
 		}
