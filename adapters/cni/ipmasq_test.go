@@ -2,9 +2,6 @@ package cni_test
 
 import (
 	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/podsweeper/podsweeper/internal/testimage"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
@@ -67,52 +66,26 @@ func imageIptables(t *testing.T) {
 // layout at dir into root.
 func unpackImage(t *testing.T, dir, root string) {
 	t.Helper()
-	blob := func(digest string) []byte {
-		b, err := os.ReadFile(filepath.Join(dir, "blobs", strings.Replace(digest, ":", "/", 1)))
-		require.NoError(t, err)
-		return b
-	}
-	var index struct {
-		Manifests []struct{ Digest string } `json:"manifests"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &index))
-	require.Len(t, index.Manifests, 1)
-	var manifest struct {
-		Layers []struct{ Digest string } `json:"layers"`
-	}
-	require.NoError(t, json.Unmarshal(blob(index.Manifests[0].Digest), &manifest))
-	for _, l := range manifest.Layers {
-		zr, err := gzip.NewReader(bytes.NewReader(blob(l.Digest)))
-		require.NoError(t, err)
-		tr := tar.NewReader(zr)
-		for {
-			hdr, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
+	testimage.Read(t, dir).Walk(t, func(_ string, hdr *tar.Header, content io.Reader) {
+		name := filepath.Clean(hdr.Name)
+		require.False(t, strings.HasPrefix(name, "..") || filepath.IsAbs(name) || strings.Contains(name, ".wh."), "entry %q", hdr.Name)
+		path := filepath.Join(root, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			require.NoError(t, os.MkdirAll(path, os.FileMode(hdr.Mode).Perm()))
+		case tar.TypeReg:
+			data, err := io.ReadAll(content)
 			require.NoError(t, err)
-			name := filepath.Clean(hdr.Name)
-			require.False(t, strings.HasPrefix(name, "..") || filepath.IsAbs(name) || strings.Contains(name, ".wh."), "entry %q", hdr.Name)
-			path := filepath.Join(root, name)
-			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-			switch hdr.Typeflag {
-			case tar.TypeDir:
-				require.NoError(t, os.MkdirAll(path, os.FileMode(hdr.Mode).Perm()))
-			case tar.TypeReg:
-				data, err := io.ReadAll(tr)
-				require.NoError(t, err)
-				require.NoError(t, os.WriteFile(path, data, os.FileMode(hdr.Mode).Perm()))
-			case tar.TypeSymlink:
-				require.NoError(t, os.Symlink(hdr.Linkname, path))
-			case tar.TypeLink:
-				require.NoError(t, os.Link(filepath.Join(root, filepath.Clean(hdr.Linkname)), path))
-			default:
-				t.Fatalf("entry %q of type %q", hdr.Name, hdr.Typeflag)
-			}
+			require.NoError(t, os.WriteFile(path, data, os.FileMode(hdr.Mode).Perm()))
+		case tar.TypeSymlink:
+			require.NoError(t, os.Symlink(hdr.Linkname, path))
+		case tar.TypeLink:
+			require.NoError(t, os.Link(filepath.Join(root, filepath.Clean(hdr.Linkname)), path))
+		default:
+			t.Fatalf("entry %q of type %q", hdr.Name, hdr.Typeflag)
 		}
-	}
+	})
 }
 
 // natRules returns the lines of the nat table that name sb (the rules and

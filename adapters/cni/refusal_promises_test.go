@@ -10,13 +10,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -125,14 +122,7 @@ func TestAListTheRuntimeCouldNotOrderDoesNotLeaveANewPUOnTheCurrentSandbox(t *te
 		rt.set(nil, listed("s1", "u1", false, now.Add(-3*time.Hour)), listed("s3", "u1", false, now.Add(-2*time.Hour)),
 			listed("s2", "u1", true, now.Add(-time.Hour)))
 		coll := c.collectorWith(rt, 0)
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "node-a"}}
-		engine, err := deletion.New(
-			ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return pod.DeepCopy(), nil }),
-			coll, deletion.Options{
-				NodeName: "node-a", Inventory: coll, Requeuer: coll, SandboxProber: coll, Logger: quiet(),
-				SandboxExtractor: ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return "s2", nil }),
-			})
-		require.NoError(t, err)
+		engine := gcEngine(t, coll, gcWiring{sandbox: func() string { return "s2" }})
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		wg.Go(func() { _ = engine.Start(ctx) })

@@ -46,18 +46,7 @@ func TestResyncStartedBeforeTheInventorysListStillMovesThePUOntoTheLeakedSandbox
 
 		var sandbox atomic.Value
 		sandbox.Store("")
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "node-a"}}
-		engine, err := deletion.New(
-			ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return pod.DeepCopy(), nil }),
-			coll, deletion.Options{
-				NodeName:  "node-a",
-				Inventory: coll, Requeuer: coll, SandboxProber: coll,
-				SandboxExtractor: ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) {
-					return sandbox.Load().(string), nil
-				}),
-				Logger: quiet(),
-			})
-		require.NoError(t, err)
+		engine := gcEngine(t, coll, gcWiring{sandbox: func() string { return sandbox.Load().(string) }})
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		// As examples/cni-gc's manager starts them: Resync at once, the
@@ -221,21 +210,11 @@ func TestAListReadBeforeADestroyDoesNotTrackThePUAgain(t *testing.T) {
 		coll := c.collectorWith(rt, 0)
 		var gone atomic.Bool
 		var destroyed atomic.Int32
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "node-a"}}
-		engine, err := deletion.New(
-			ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
-				if gone.Load() {
-					return nil, ports.ErrPodNotFound
-				}
-				return pod.DeepCopy(), nil
-			}),
-			coll, deletion.Options{NodeName: "node-a", Inventory: coll, Requeuer: coll, Logger: quiet(),
-				Observer: deletion.ObserverFunc(func(ev deletion.Event) {
-					if ev.Kind == deletion.EventDestroyed {
-						destroyed.Add(1)
-					}
-				})})
-		require.NoError(t, err)
+		engine := gcEngine(t, coll, gcWiring{gone: gone.Load, observer: deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventDestroyed {
+				destroyed.Add(1)
+			}
+		})})
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		wg.Go(func() { _ = engine.Start(ctx) })

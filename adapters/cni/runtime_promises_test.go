@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -125,18 +126,7 @@ func TestALeakedSandboxIsFreedWhenARestoredCacheMadeTheCurrentOneLookOlder(t *te
 
 				var sandbox atomic.Value
 				sandbox.Store("")
-				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "node-a"}}
-				engine, err := deletion.New(
-					ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return pod.DeepCopy(), nil }),
-					coll, deletion.Options{
-						NodeName:  "node-a",
-						Inventory: coll, Requeuer: coll, SandboxProber: coll,
-						SandboxExtractor: ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) {
-							return sandbox.Load().(string), nil
-						}),
-						Logger: quiet(),
-					})
-				require.NoError(t, err)
+				engine := gcEngine(t, coll, gcWiring{sandbox: func() string { return sandbox.Load().(string) }})
 				ctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				wg.Go(func() { _ = engine.Start(ctx) })
@@ -174,6 +164,38 @@ func presentNetNS(t *testing.T) string {
 	path := filepath.Join(t.TempDir(), "cni-present")
 	require.NoError(t, os.WriteFile(path, nil, 0o600))
 	return path
+}
+
+// gcWiring is how gcEngine wires the engine's ports.
+type gcWiring struct {
+	// sandbox is the SandboxExtractor's answer, and the Collector the
+	// SandboxProber; nil: neither.
+	sandbox func() string
+	// gone makes the pod read as not found while it reports true; nil: never.
+	gone func() bool
+	// observer is the engine's; nil: none.
+	observer deletion.Observer
+}
+
+// gcEngine returns an engine over coll as examples/cni-gc wires one (the
+// Collector its Inventory, PolicyHandler and Requeuer), for the pod
+// ns/pod-u1 of UID u1 on node-a.
+func gcEngine(t *testing.T, coll *cni.Collector, w gcWiring) *deletion.Engine {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "node-a"}}
+	opts := deletion.Options{NodeName: "node-a", Inventory: coll, Requeuer: coll, Observer: w.observer, Logger: quiet()}
+	if w.sandbox != nil {
+		opts.SandboxProber = coll
+		opts.SandboxExtractor = ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return w.sandbox(), nil })
+	}
+	engine, err := deletion.New(ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+		if w.gone != nil && w.gone() {
+			return nil, ports.ErrPodNotFound
+		}
+		return pod.DeepCopy(), nil
+	}), coll, opts)
+	require.NoError(t, err)
+	return engine
 }
 
 // quiet is a Logger that drops everything (the zero Logger means klog).

@@ -2,16 +2,14 @@ package main
 
 import (
 	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/podsweeper/podsweeper/internal/testimage"
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/podsweeper/podsweeper/internal/testkube"
@@ -46,38 +44,12 @@ func TestThePodSeesContainerdsCachedNetNSPathsAtTheirPath(t *testing.T) {
 	if layout == "" {
 		t.Skip("CNI_GC_IMAGE is not set: run `make images`")
 	}
-	blob := func(digest string) []byte {
-		b, err := os.ReadFile(filepath.Join(layout, "blobs", strings.Replace(digest, ":", "/", 1)))
-		require.NoError(t, err)
-		return b
-	}
-	var index struct {
-		Manifests []struct{ Digest string } `json:"manifests"`
-	}
-	b, err := os.ReadFile(filepath.Join(layout, "index.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &index))
-	require.Len(t, index.Manifests, 1)
-	var manifest struct {
-		Layers []struct{ Digest string } `json:"layers"`
-	}
-	require.NoError(t, json.Unmarshal(blob(index.Manifests[0].Digest), &manifest))
 	var varRun string
-	for _, l := range manifest.Layers {
-		zr, err := gzip.NewReader(bytes.NewReader(blob(l.Digest)))
-		require.NoError(t, err)
-		tr := tar.NewReader(zr)
-		for {
-			hdr, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			require.NoError(t, err)
-			if filepath.Clean(hdr.Name) == "var/run" {
-				varRun = string(hdr.Typeflag) + " -> " + hdr.Linkname
-			}
+	testimage.Read(t, layout).Walk(t, func(_ string, hdr *tar.Header, _ io.Reader) {
+		if filepath.Clean(hdr.Name) == "var/run" {
+			varRun = string(hdr.Typeflag) + " -> " + hdr.Linkname
 		}
-	}
+	})
 	require.True(t, varRun == string(tar.TypeSymlink)+" -> /run" || varRun == string(tar.TypeSymlink)+" -> ../run",
 		"containerd's cached netns paths (/var/run/netns/cni-...) do not exist in the collector's pod: the DaemonSet mounts /run/netns only, and the image's /var/run is %q (none: a plain directory runc makes for the token mount); every sandbox the runtime does not list reads as dead", varRun)
 }

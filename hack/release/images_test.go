@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/podsweeper/podsweeper/internal/testimage"
 )
 
 // programs are the deployable programs, with the user their image runs
@@ -202,54 +203,23 @@ func tarFile(t *testing.T, path, name string) string {
 // readLayout reads the one image of the OCI layout at dir.
 func readLayout(t *testing.T, dir string) ociImage {
 	t.Helper()
-	blob := func(digest string) []byte {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join(dir, "blobs", strings.Replace(digest, ":", "/", 1)))
-		require.NoError(t, err)
-		return b
-	}
-	var index struct {
-		Manifests []struct {
-			Digest string `json:"digest"`
-		} `json:"manifests"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &index))
-	require.Len(t, index.Manifests, 1)
-	img := ociImage{digest: index.Manifests[0].Digest, files: map[string][]byte{}, links: map[string]string{}}
-	var manifest struct {
-		Config struct {
-			Digest string `json:"digest"`
-		} `json:"config"`
-		Layers []struct {
-			Digest string `json:"digest"`
-		} `json:"layers"`
-	}
-	require.NoError(t, json.Unmarshal(blob(img.digest), &manifest))
-	img.configDigest = manifest.Config.Digest
-	require.NoError(t, json.Unmarshal(blob(manifest.Config.Digest), &img.config))
-	for _, l := range manifest.Layers {
-		zr, err := gzip.NewReader(bytes.NewReader(blob(l.Digest)))
-		require.NoError(t, err)
-		tr := tar.NewReader(zr)
-		var names []string
-		for {
-			hdr, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
+	l := testimage.Read(t, dir)
+	img := ociImage{digest: l.Digest, configDigest: l.ConfigDigest, files: map[string][]byte{}, links: map[string]string{}}
+	require.NoError(t, json.Unmarshal(l.Config, &img.config))
+	names := map[string][]string{}
+	l.Walk(t, func(layer string, hdr *tar.Header, content io.Reader) {
+		names[layer] = append(names[layer], hdr.Name)
+		switch hdr.Typeflag {
+		case tar.TypeReg:
+			b, err := io.ReadAll(content)
 			require.NoError(t, err)
-			names = append(names, hdr.Name)
-			switch hdr.Typeflag {
-			case tar.TypeReg:
-				img.files[hdr.Name], err = io.ReadAll(tr)
-				require.NoError(t, err)
-			case tar.TypeSymlink:
-				img.links[hdr.Name] = hdr.Linkname
-			}
+			img.files[hdr.Name] = b
+		case tar.TypeSymlink:
+			img.links[hdr.Name] = hdr.Linkname
 		}
-		assert.True(t, slices.IsSorted(names), "the layer %s is sorted by path", l.Digest)
+	})
+	for _, layer := range l.Layers {
+		assert.True(t, slices.IsSorted(names[layer]), "the layer %s is sorted by path", layer)
 	}
 	return img
 }
