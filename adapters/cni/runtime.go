@@ -143,9 +143,9 @@ var (
 	// still lists a ready sandbox, or may be creating one (it does not list
 	// it, and its network namespace is there, for NewestSandboxTimeout at
 	// most): a static pod whose mirror pod is missing runs whatever the API
-	// says. Nothing is freed; the
-	// error is a plain one, so that the engine checks the pod again with
-	// backoff, and frees it once the runtime no longer runs it.
+	// says. Nothing is freed; the error is a plain one, so that the engine
+	// checks the pod again with backoff, and frees it once the runtime no
+	// longer runs it.
 	ErrSandboxRunning = errors.New("cni: the runtime still runs a ready sandbox of the pod")
 	// ErrOrderUnknown: DestroyPU refused to free a sandbox of a live pod
 	// (ErrNewestSandbox) for longer than Options.NewestSandboxTimeout. It
