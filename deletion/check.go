@@ -93,7 +93,7 @@ func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdi
 	}
 	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
 		HasExtractor: c.opts.SandboxExtractor != nil, HasProber: c.opts.SandboxProber != nil}
-	o.Pod, o.Err = getPod(ctx, getter, e.Pod)
+	o.Pod, o.Err = getPod(ctx, getter, name, e.Pod)
 	switch {
 	case ctx.Err() != nil:
 		o.Pod, o.Err = nil, fmt.Errorf("%s: check deadline passed: %w", name, ctx.Err())
@@ -239,7 +239,7 @@ func (c *Engine) requeue(parent context.Context, e *record, pod *corev1.Pod) {
 	ctx, cancel := context.WithTimeout(parent, c.opts.CheckTimeout)
 	defer cancel()
 	err := func() (err error) {
-		defer recovered("Requeue", &err)
+		defer guard("Requeue", &err)
 		return c.opts.Requeuer.Requeue(ctx, pod)
 	}()
 	if err != nil {
@@ -247,31 +247,47 @@ func (c *Engine) requeue(parent context.Context, e *record, pod *corev1.Pod) {
 	}
 }
 
-func getPod(ctx context.Context, getter ports.PodGetter, key types.NamespacedName) (pod *corev1.Pod, err error) {
-	defer recovered("GetPod", &err)
+func getPod(ctx context.Context, getter ports.PodGetter, name string, key types.NamespacedName) (pod *corev1.Pod, err error) {
+	defer guard(name, &err)
 	return getter.GetPod(ctx, key)
 }
 
 func sandboxID(ctx context.Context, x ports.SandboxExtractor, name string, pod *corev1.Pod) (id string, err error) {
-	defer recovered(name, &err)
+	defer guard(name, &err)
 	return x.SandboxID(ctx, pod)
 }
 
 func sandboxDead(ctx context.Context, p ports.SandboxProber, pod *corev1.Pod, id string) (dead bool, err error) {
-	defer recovered("SandboxDead", &err)
+	defer guard("SandboxDead", &err)
 	return p.SandboxDead(ctx, pod, id)
 }
 
 func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error) {
-	defer recovered("DestroyPU", &err)
+	defer guard("DestroyPU", &err)
 	return c.policy.DestroyPU(ctx, ev)
 }
 
-// recovered turns a panic in a port into an error wrapping ErrPortPanicked,
-// formatting its value, never wrapping it: a panic with ports.ErrPodNotFound
-// cannot make a pod look gone.
-func recovered(port string, err *error) {
+// guard, deferred by a port's call, turns a panic in the port into an error
+// wrapping ErrPortPanicked, formatting its value, never wrapping it (a
+// panic with ports.ErrPodNotFound cannot make a pod look gone), and an
+// error that cannot be read (a typed nil, one whose Error, Is or As
+// panics) into a plain failure of the port.
+func guard(port string, err *error) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("%w: %s: %v\n%s", ErrPortPanicked, port, r, debug.Stack())
+	} else if *err != nil && !readable(*err) {
+		*err = fmt.Errorf("%s returned an error that cannot be read: a %T", port, *err)
 	}
+}
+
+// readable reports whether err's Error, and the errors.Is and errors.As the
+// engine asks of it, answer without a panic.
+func readable(err error) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	_, _, _ = err.Error(), IsNotFound(err), ports.IsPermanent(err)
+	return true
 }

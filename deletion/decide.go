@@ -139,7 +139,13 @@ func (v Verdict) String() string {
 
 // IsNotFound reports whether err from a PodGetter means the pod does not
 // exist: it matches ports.ErrPodNotFound or a Kubernetes NotFound status error.
-func IsNotFound(err error) bool {
+// An error that cannot be read (a typed nil) is not.
+func IsNotFound(err error) (found bool) {
+	defer func() {
+		if recover() != nil {
+			found = false
+		}
+	}()
 	return err != nil && (errors.Is(err, ports.ErrPodNotFound) || apierrors.IsNotFound(err))
 }
 

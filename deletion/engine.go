@@ -29,13 +29,8 @@ import (
 type Engine struct {
 	getter ports.PodGetter
 	policy ports.PolicyHandler
-	// limiter is DestroyRate's (nil: none), turnEvery the time between two
-	// turns, rateAt the latest time it was given (mu).
-	limiter   *rate.Limiter
-	turnEvery int64
-	rateAt    time.Time
-	opts      Options
-	log       logr.Logger
+	opts   Options
+	log    logr.Logger
 
 	// epoch is the origin of times on Options.Clock (record), realEpoch
 	// that of deadlines (realNow); tick is SweepInterval over its phases.
@@ -69,25 +64,16 @@ type Engine struct {
 	// slot or Start's first list.
 	idleWorkers, boundWaiting int
 	cond                      sync.Cond
-	// running: Start runs; stopped: it has returned; begun: its first list
-	// of the Inventory is done.
+	// running: Start runs (since startAt); stopped: it has returned; begun:
+	// its first list of the Inventory is done.
 	running, stopped, begun bool
-	// The Inventory's lists (restore.go): gone holds the PUIDs the list
-	// under way until listEnd does not bring back; removing those whose
-	// removal the Observer is being told; dropped those a dry run dropped
-	// while a list is to come (!restored).
-	gone     map[string]struct{}
-	listEnd  int64
-	removing map[string]int
-	dropped  map[string]struct{}
-	restored bool
-	// The running Sweep (sweepGen) waits for sweepLeft checks and closes
-	// sweepDone (nil: none runs) at its end.
-	sweepLeft int
-	sweepDone chan struct{}
-	sweepGen  uint32
+	startAt                 int64
 
-	fails failures // the ports' failures, for the logs (failures.go)
+	list    listWindow   // the Inventory's lists (restore.go)
+	dropped dryRunMemory // a dry run's drops a list is to bring (rollout.go)
+	rate    rateLine     // the destroy rate (rollout.go)
+	sweep   sweepRun     // the running Sweep (workers.go)
+	fails   failures     // the ports' failures, for the logs (failures.go)
 }
 
 // New returns an Engine that reads pods through getter and destroys PUs
@@ -135,16 +121,15 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		phases:    int32(phases),
 		records:   make(map[string]*record),
 		byPod:     make(map[types.NamespacedName]*record),
-		removing:  make(map[string]int),
-		dropped:   make(map[string]struct{}),
+		list:      listWindow{removing: make(map[string]int)},
 		sweeping:  make(chan struct{}, 1),
 	}
 	for i := range c.slots {
 		c.slots[i].index, c.free[i] = int32(i), int32(i)
 	}
 	if o.DestroyRate > 0 && o.DestroyRate != rate.Inf {
-		c.limiter = rate.NewLimiter(o.DestroyRate, o.DestroyBurst)
-		c.turnEvery = max(1, int64(float64(time.Second)/float64(o.DestroyRate))) // at most MaxDuration (Options)
+		c.rate.limiter = rate.NewLimiter(o.DestroyRate, o.DestroyBurst)
+		c.rate.turnEvery = max(1, int64(float64(time.Second)/float64(o.DestroyRate))) // at most MaxDuration (Options)
 	}
 	c.cond.L = &c.mu
 	return c, nil
@@ -181,7 +166,7 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	now := c.now()
 	c.mu.Lock()
 	_, tracked := c.records[pu.PUID]
-	_, gone := c.gone[pu.PUID]
+	_, gone := c.list.gone[pu.PUID]
 	skip := tracked || listed && gone
 	if !skip {
 		c.newRecordLocked(pu, now)

@@ -73,3 +73,31 @@ func TestTriggersAfterStopKeepNothing(t *testing.T) {
 	assert.LessOrEqual(t, cap(c.ready), 16)
 	assert.Equal(t, idle, c.records["1"].state)
 }
+
+// TestTheReadyQueueGivesBackItsMemory: after a TriggerAll of 10,000 PUs is
+// drained, the ready queue keeps no more than 4,096 slots; while checks
+// keep coming, a consumed head of over 1,024 that is over half the queue
+// is given back. The workers' claims are played here as next plays them.
+func TestTheReadyQueueGivesBackItsMemory(t *testing.T) {
+	c := newInternal(t, func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+	for i := range 10_000 {
+		require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+	}
+	c.TriggerAll()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.Len(t, c.ready, 10_000)
+	claim := func() {
+		c.ready[c.readyHead] = readyItem{}
+		c.readyHead++
+		c.compactReadyLocked()
+	}
+	for range 6_000 {
+		claim()
+	}
+	assert.LessOrEqual(t, len(c.ready), 10_000-5_000, "a consumed head over half the queue is given back")
+	for c.readyHead < len(c.ready) {
+		claim()
+	}
+	assert.LessOrEqual(t, cap(c.ready), 4096, "a drained queue keeps at most 4,096 slots")
+}

@@ -887,6 +887,8 @@ type modelRun struct {
 	done []modelDone
 	// faults are the operations that planned the faults not spent yet.
 	faults []int
+	// endSweep ends the Sweep that still waits for turns, if any.
+	endSweep func()
 }
 
 func newModelRun(cl *modelCluster, mode int) *modelRun {
@@ -895,10 +897,33 @@ func newModelRun(cl *modelCluster, mode int) *modelRun {
 		m.burst = 2
 	}
 	m.tokens = m.burst
-	return &modelRun{cl: cl, m: m}
+	return &modelRun{cl: cl, m: m, endSweep: func() {}}
 }
 
 func (w *modelRun) id(prefix string) string { w.ids++; return fmt.Sprintf("%s%d", prefix, w.ids) }
+
+// sweep runs a Sweep on c. Under the destroy rate, a Sweep waits for the
+// turns of the destroys its checks decide, as Start's scheduler brings them
+// (the model's ticks): it runs on, and the next Sweep, or the end of the
+// run, ends it with its context first (which changes nothing else).
+func (w *modelRun) sweep(c *deletion.Engine) {
+	w.endSweep()
+	if w.m.mode&modeRate == 0 {
+		c.Sweep(context.Background())
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Sweep(ctx)
+	}()
+	w.endSweep = func() {
+		cancel()
+		<-done
+		w.endSweep = func() {}
+	}
+}
 
 // modelStep is one instant of an operation: the engine's side (nil for
 // none), then the model's, which may read what the engine did (the oracle).
@@ -983,7 +1008,7 @@ func (w *modelRun) apply(op modelOp) (steps []modelStep, checked bool, done func
 	case modelFailNextConfirm:
 		cl.failConfirm[slot] = true
 	case modelSweep:
-		now(func(_ *testing.T, c *deletion.Engine) { c.Sweep(context.Background()) }, func() {
+		now(func(_ *testing.T, c *deletion.Engine) { w.sweep(c) }, func() {
 			for _, e := range m.sorted() {
 				m.check(e, cl, "sweep")
 			}
@@ -1118,6 +1143,7 @@ func runModel(t *testing.T, mode int, data []byte) {
 	done := make(chan error, 1)
 	go func() { done <- c.Start(ctx) }()
 	defer func() {
+		w.endSweep()
 		cancel()
 		require.NoError(t, <-done)
 	}()

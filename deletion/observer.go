@@ -11,8 +11,11 @@ import (
 // is called synchronously: EventTracked and EventUntracked in the Track or
 // Untrack call, EventRestored and the Inventory's EventTracked in Start, the
 // others in the check they report, whose deadline it shares. It must be
-// fast; a journal may block Track until its write is committed. A panic in
-// it is recovered and logged.
+// fast; a journal may block Track until its write is committed, and one
+// that blocks for good blocks Track for good. An Observer blocked in a
+// check holds its Workers slot and is seen as stuck past the check's
+// deadline, as a port is: LivenessCheck fails once every slot is. A panic
+// in it is recovered and logged.
 type Observer interface {
 	Observe(Event)
 }
@@ -23,13 +26,13 @@ type ObserverFunc func(Event)
 // Observe calls f(ev).
 func (f ObserverFunc) Observe(ev Event) { f(ev) }
 
-// Observers returns an Observer that tells each of obs but the nil ones, in
-// order, about every event. A panic in one does not keep the others from
+// Observers returns an Observer that tells each of obs but the nil ones (a
+// nil ObserverFunc or pointer too), in order, about every event. A panic in one does not keep the others from
 // being told: the first is raised again once all were.
 func Observers(obs ...Observer) Observer {
 	list := make([]Observer, 0, len(obs))
 	for _, o := range obs {
-		if o != nil {
+		if !isNil(o) {
 			list = append(list, o)
 		}
 	}

@@ -26,6 +26,8 @@ var (
 	ErrAlreadyStarted = errors.New("deletion: engine already started")
 	// ErrPortPanicked wraps the value a port panicked with.
 	ErrPortPanicked = errors.New("deletion: port panicked")
+	// ErrNilContext: Start was given a nil context.
+	ErrNilContext = errors.New("deletion: nil context")
 )
 
 // Defaults of the Options fields left at their zero value, and their bounds.
@@ -232,6 +234,8 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	} else if isNil(o.Clock) {
+		return o, fmt.Errorf("%w: Clock is a nil %T", ErrInvalidOptions, o.Clock)
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = klog.Background()

@@ -327,8 +327,9 @@ func TestTurnsThatNoDestroyUsedAreGivenBack(t *testing.T) {
 // DestroyPU calls start per second, and Sweep checks every PU through the
 // same rules. Without Start, DestroyRate 10 (a turn every 100ms) and
 // CheckTimeout 100ms (no check waits for a turn over 50ms away): a Sweep
-// finds 50 PUs gone, destroys what the burst allows and leaves the rest
-// waiting for their turns; a minute later, Sweeps come again until every PU is destroyed.
+// whose context ends after 1s finds 50 PUs gone, destroys about ten and
+// leaves the rest waiting for their turns; a minute later, Sweeps come
+// again until every PU is destroyed.
 // The turns of the first Sweep are long past by then: the later Sweeps'
 // destroys must still start at most rate*w + burst in any window w, not 49
 // in one instant.
@@ -340,7 +341,9 @@ func TestOldTurnsAreNotSpentAtOnceByTheNextSweep(t *testing.T) {
 			id := fmt.Sprint(i)
 			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 		}
-		c.Sweep(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c.Sweep(ctx)
+		cancel()
 		require.Less(t, len(policy.starts()), 50, "the first Sweep leaves destroys waiting for their turns")
 		time.Sleep(time.Minute)
 		for c.Len() > 0 && policy.since() < 3*time.Minute {
@@ -355,9 +358,10 @@ func TestOldTurnsAreNotSpentAtOnceByTheNextSweep(t *testing.T) {
 // TestRetryHoldsItsBackoffAfterARateWait: RetryMinDelay "is the wait after
 // the first failed DestroyPU of a PU before it is tried again"; no periodic
 // check or trigger tries a PU earlier. DestroyRate 10, RetryMinDelay 1m: a
-// Sweep (before Start) destroys one PU and leaves the other waiting for its
-// turn, 100ms away; a second Sweep 50ms later checks it, its destroy waits
-// out the rest of its turn in the check and fails. Start then runs, with no
+// Sweep (before Start) whose context ends after 50ms destroys one PU and
+// leaves the other waiting for its turn, 100ms away; a second Sweep then
+// checks it, its destroy waits out the rest of its turn in the check and
+// fails. Start then runs, with no
 // Sweep: the failed destroy is tried again no earlier than a minute after
 // it failed, and is tried again once that minute is over.
 func TestRetryHoldsItsBackoffAfterARateWait(t *testing.T) {
@@ -376,11 +380,12 @@ func TestRetryHoldsItsBackoffAfterARateWait(t *testing.T) {
 		for _, id := range []string{"a", "b"} {
 			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 		}
-		c.Sweep(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		c.Sweep(ctx)
+		cancel()
 		require.Len(t, policy.starts(), 1, "one destroy at once, the other waits for its turn")
 		require.Equal(t, 1, c.Len())
 		failing := c.Status()[0].PUID
-		time.Sleep(50 * time.Millisecond)
 		c.Sweep(context.Background())
 		startEngine(t, c)
 		time.Sleep(70 * time.Second)

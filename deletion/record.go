@@ -4,6 +4,7 @@ package deletion
 // below, under Engine.mu; no other file sets record.state.
 //
 //	idle, retrying, turnWaiting ──queue──▶ queued ──claim──▶ checking
+//	queued ──due: a retry not due, queued by a Sweep that is over──▶ retrying
 //	checking ──release──▶ idle, retrying or turnWaiting (or queued again
 //	                      for a trigger or a Sweep that came meanwhile)
 //	any ──remove (Untrack, a destroy done or given up, a dry run's drop)──▶ removed
@@ -12,7 +13,8 @@ package deletion
 // a Sweep queue it too, but a trigger not one waiting for a retry. A
 // waiting record keeps waitFor and waitUntil through a check that leaves it
 // waiting: a Sweep's early check leaves a retry where it was, and a destroy
-// waiting for its turn keeps its place.
+// waiting for its turn keeps its place through a check that learns nothing
+// (a port failed). A Sweep waits for the turns of its checks' destroys.
 
 import "github.com/podsweeper/podsweeper/ports"
 
@@ -47,11 +49,13 @@ const (
 type sweepMark uint8
 
 // That Sweep waits for no check of it (notSwept), for its next check to
-// begin and end (sweepNext), or for the check that holds it now (sweepThis).
+// begin and end (sweepNext), for the check that holds it now (sweepThis),
+// or for the check at its destroy's turn (sweepTurn).
 const (
 	notSwept sweepMark = iota
 	sweepNext
 	sweepThis
+	sweepTurn
 )
 
 // record is the engine's record of one tracked PU, guarded by Engine.mu.
@@ -87,9 +91,12 @@ type record struct {
 	fresh, checkFresh bool
 	// lastRow is the row of the last verdict carried out (-1: none); vetoed:
 	// it was a confirmer's, overriding a destroy.
-	lastRow     int8
-	vetoed      bool
-	reportedRow int8 // of the last destroy a dry run reported; 0: none
+	lastRow int8
+	vetoed  bool
+	// reportedRow is the row of the last destroy a dry run reported (0:
+	// none), reported the rows it reported (bit 1<<row).
+	reportedRow int8
+	reported    uint16
 }
 
 // newRecordLocked tracks pu in a new, idle record.
@@ -136,10 +143,21 @@ func (c *Engine) claimLocked(r *record, s *slot) {
 	r.state = checking
 	// A first check records the sandbox: it asks the runtime too.
 	r.checkFresh, r.fresh = r.fresh || r.lastRow < 0, false
-	if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) {
+	if (r.sweep == sweepNext || r.sweep == sweepTurn) && c.sweepingLocked(r.sweepGen) {
 		r.sweep = sweepThis
 	}
 	s.held = r
+}
+
+// dueLocked reports whether the queued r is to be checked now; a retry
+// that a Sweep now over queued goes back to waiting for its time.
+func (c *Engine) dueLocked(r *record, now int64) bool {
+	if r.waitFor != retrying || r.waitUntil <= now || r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) {
+		return true
+	}
+	r.state = retrying
+	c.scheduleLocked(r, now)
+	return false
 }
 
 // releaseLocked ends the check of r held in s with o. It reports the Sweep
@@ -150,14 +168,20 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	if c.boundWaiting > 0 {
 		c.cond.Broadcast()
 	}
-	if r.sweep == sweepThis && c.sweepingLocked(r.sweepGen) {
-		sweep = r.sweepGen
-	}
-	if r.sweep == sweepThis {
+	sweeping := c.sweepingLocked(r.sweepGen)
+	switch {
+	case r.sweep == sweepThis && sweeping && o.turnAt != 0 && r.state != removed:
+		r.sweep = sweepTurn // the Sweep waits for its turn (Sweep)
+		c.sweep.owed = append(c.sweep.owed, r)
+		c.nudgeSweepLocked()
+	case r.sweep == sweepThis:
+		if sweeping {
+			sweep = r.sweepGen
+		}
 		r.sweep = notSwept
 	}
 	if r.state == removed {
-		if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) { // marked by a Sweep during its check
+		if r.sweep == sweepNext && sweeping { // marked by a Sweep during its check
 			c.sweptLocked()
 		}
 		return sweep
@@ -173,13 +197,17 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		c.setWaitLocked(r, turnWaiting, o.turnAt)
 	case r.waitFor == retrying && r.waitUntil > o.end:
 		// A Sweep's early check that destroyed nothing: the retry stays.
+	case r.waitFor == turnWaiting && o.err != nil:
+		// A check that learned nothing: it keeps its place, or its turn
+		// come, the next tick.
+		c.setWaitLocked(r, turnWaiting, max(r.waitUntil, c.onTick(o.end+1)))
 	default:
 		c.setWaitLocked(r, idle, 0)
 	}
 	again := r.again && !c.stopped && r.waitFor != retrying
 	r.again = false
 	r.state = r.waitFor
-	if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) || again {
+	if r.sweep == sweepNext && sweeping || again {
 		c.queueLocked(r, bySweep, o.end)
 		c.wakeLocked(1)
 	} else {
@@ -198,7 +226,6 @@ func (c *Engine) removeLocked(r *record) {
 	r.state = removed
 	c.setWaitLocked(r, idle, 0)
 	c.unscheduleLocked(r)
-	c.removing[r.PUID]++
 	delete(c.records, r.PUID)
 	if head := c.byPod[r.Pod]; head == r {
 		if r.nextOfPod == nil {
@@ -215,9 +242,7 @@ func (c *Engine) removeLocked(r *record) {
 		}
 	}
 	r.nextOfPod = nil
-	if c.gone != nil && c.realNow() <= c.listEnd {
-		c.gone[r.PUID] = struct{}{} // the list under way may hold it (restore.go)
-	}
+	c.list.removed(r.PUID, c.realNow())
 }
 
 // told records that the Observer has been told of the removal of the PU
@@ -225,7 +250,5 @@ func (c *Engine) removeLocked(r *record) {
 func (c *Engine) told(puid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.removing[puid]--; c.removing[puid] <= 0 {
-		delete(c.removing, puid)
-	}
+	c.list.told(puid)
 }

@@ -3,7 +3,6 @@ package deletion
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,34 +31,66 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	}
 }
 
+// listWindow is what the Inventory's lists keep of removals, under
+// Engine.mu: a list under way may hold a PU removed meanwhile, or whose
+// removal the Observer (a journal) was still being told when it began, and
+// must not bring it back.
+type listWindow struct {
+	// gone holds the PUIDs removed since the list under way began (nil: none
+	// is), until its answer is tracked, or until end (realNow) if it has
+	// not answered by then: a hung list keeps no record for long.
+	gone     map[string]struct{}
+	end      int64          // 0: the list answered in time; its answer is being tracked
+	removing map[string]int // PUIDs whose removal the Observer is being told
+	restored bool           // a list answered: none is to come
+}
+
+// removed records the removal of puid at now.
+func (w *listWindow) removed(puid string, now int64) {
+	w.removing[puid]++
+	if w.gone != nil && (w.end == 0 || now <= w.end) {
+		w.gone[puid] = struct{}{}
+	}
+}
+
+// told records that the Observer has been told of puid's removal.
+func (w *listWindow) told(puid string) {
+	if w.removing[puid]--; w.removing[puid] <= 0 {
+		delete(w.removing, puid)
+	}
+}
+
 // restoreAttempt lists the Inventory once and tracks every PU it lists,
-// but invalid ones, those removed while the list was under way, and those
-// whose removal a journal might not have recorded when it began
-// (Engine.gone). An answer after its deadline counts as a failure, so that
-// a hung Inventory keeps no record of removals for long. It reports
-// whether the list answered.
+// but invalid ones, and those removed since the list began or being
+// removed then, or dropped by a dry run (listWindow). An answer after its
+// deadline counts as a failure. It reports whether the list answered.
 func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 	c.mu.Lock()
-	c.gone = make(map[string]struct{}, len(c.removing)+len(c.dropped))
-	maps.Copy(c.gone, c.dropped)
-	for puid := range c.removing {
-		c.gone[puid] = struct{}{}
+	w := &c.list
+	w.gone = c.dropped.copy(len(w.removing))
+	for puid := range w.removing {
+		w.gone[puid] = struct{}{}
 	}
-	c.listEnd = c.realNow() + int64(c.listTimeout()+stuckGrace)
+	w.end = c.realNow() + int64(c.listTimeout()+stuckGrace)
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		c.gone = nil
+		w.gone = nil
 		c.mu.Unlock()
 	}()
 	pus, err := c.listPUs(ctx)
-	if err == nil && c.realNow() > c.listEnd {
+	c.mu.Lock()
+	if err == nil && c.realNow() > w.end {
 		err = fmt.Errorf("ListPUs answered after its deadline of %v", c.listTimeout())
+	} else if err == nil {
+		w.end = 0 // removals count until its answer is tracked
 	}
+	c.mu.Unlock()
 	if err == nil {
 		restored, skipped := c.trackAll(pus)
 		c.mu.Lock()
-		c.restored, c.dropped = true, nil // no list is to come
+		w.restored = true
+		c.dropped = dryRunMemory{} // no list is to come
 		c.mu.Unlock()
 		c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
 		c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt})
@@ -102,7 +133,7 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 func (c *Engine) adoptListed(pu ports.PU) bool {
 	c.mu.Lock()
 	e := c.records[pu.PUID]
-	_, gone := c.gone[pu.PUID] // tracked again since: a new PU
+	_, gone := c.list.gone[pu.PUID] // tracked again since: a new PU
 	ok := e != nil && !gone && e.lastRow < 0 && (e.state == idle || e.state == queued)
 	var snapshot ports.PU
 	if ok {
@@ -125,6 +156,6 @@ func (c *Engine) listTimeout() time.Duration { return max(c.opts.CheckTimeout, t
 func (c *Engine) listPUs(ctx context.Context) (pus []ports.PU, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.listTimeout())
 	defer cancel()
-	defer recovered("ListPUs", &err)
+	defer guard("ListPUs", &err)
 	return c.opts.Inventory.ListPUs(ctx)
 }

@@ -5,6 +5,7 @@ package deletion
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -21,13 +22,14 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 		c.mu.Unlock()
 		return
 	}
-	report := e.reportedRow != int8(v.Row)
+	report := e.reported&(1<<v.Row) == 0
+	e.reported |= 1 << v.Row
 	e.reportedRow = int8(v.Row)
 	gone := v.Reason == ports.ReasonPodGone || v.Reason == ports.ReasonUIDChanged || v.Reason == ports.ReasonNodeChanged
 	if gone {
 		c.removeLocked(e)
-		if c.opts.Inventory != nil && !c.restored {
-			c.dropped[e.PUID] = struct{}{} // the list to come still has it
+		if c.opts.Inventory != nil && !c.list.restored {
+			c.dropped.add(e.PUID, len(c.records)) // the list to come still has it
 		}
 	}
 	c.mu.Unlock()
@@ -41,6 +43,52 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 	}
 }
 
+// dryRunMemory is what a dry run remembers of the PUs it dropped while the
+// Inventory's first list is to come, so that the list does not bring them
+// back to be reported again, under Engine.mu: in two generations of at
+// most as many as the engine tracks, and minDryRunMemory; past that the
+// older generation is forgotten, so that a dry run stays bounded while the
+// Inventory fails (a list may then report one of those once more).
+type dryRunMemory struct{ cur, old map[string]struct{} }
+
+const minDryRunMemory = 1024
+
+// add remembers puid, with tracked PUs tracked.
+func (m *dryRunMemory) add(puid string, tracked int) {
+	if m.cur == nil {
+		m.cur = make(map[string]struct{})
+	}
+	if m.cur[puid] = struct{}{}; len(m.cur) >= max(minDryRunMemory, tracked) {
+		m.old, m.cur = m.cur, nil
+	}
+}
+
+// copy returns what m remembers, in a new set with room for extra more.
+func (m *dryRunMemory) copy(extra int) map[string]struct{} {
+	out := make(map[string]struct{}, len(m.cur)+len(m.old)+extra)
+	maps.Copy(out, m.old)
+	maps.Copy(out, m.cur)
+	return out
+}
+
+// rateLine is the destroy rate's state (Options.DestroyRate), under
+// Engine.mu: its limiter (nil: no limit), the time between two turns, and
+// the latest time the limiter was given, for a limiter given an earlier
+// time credits the time between twice.
+type rateLine struct {
+	limiter   *rate.Limiter
+	turnEvery int64
+	at        time.Time
+}
+
+// timeOf returns the time to give the limiter for at, read on Options.Clock.
+func (l *rateLine) timeOf(at time.Time) time.Time {
+	if at.After(l.at) {
+		l.at = at
+	}
+	return l.at
+}
+
 // takeTurn reports whether e's destroy may start now under the destroy rate.
 // A turn is a reservation, taken only when it comes within a moment
 // (spreadAfter, and half of the check's time left): the check waits for it
@@ -51,7 +99,7 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 // waiting, keeping its place. A Sweep's early check of a retry destroys
 // only on a turn at hand.
 func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
-	if c.limiter == nil {
+	if c.rate.limiter == nil {
 		return true
 	}
 	short := c.spreadAfter()
@@ -60,9 +108,9 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	}
 	at := c.opts.Clock.Now()
 	c.mu.Lock()
-	at, now := c.rateTimeLocked(at), c.now()
+	at, now := c.rate.timeOf(at), c.now()
 	ahead, due, waitsFor := c.waits[turnWaiting], e.waitUntil, e.waitFor
-	turn := c.limiter.ReserveN(at, 1) // burst >= 1: always OK
+	turn := c.rate.limiter.ReserveN(at, 1) // burst >= 1: always OK
 	wait := turn.DelayFrom(at)
 	if wait > short {
 		turn.CancelAt(at) // nothing was reserved after it: its tokens come back whole
@@ -71,7 +119,7 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 		case waitsFor == retrying && due > now:
 			return false // it keeps waiting for its retry
 		case waitsFor != turnWaiting:
-			r.turnAt = now + min(int64(wait), int64(MaxDuration)) + min(int64(ahead), int64(MaxDuration)/c.turnEvery)*c.turnEvery
+			r.turnAt = now + min(int64(wait), int64(MaxDuration)) + min(int64(ahead), int64(MaxDuration)/c.rate.turnEvery)*c.rate.turnEvery
 		case due > now:
 			r.turnAt = due // it keeps its place
 		default:
@@ -98,22 +146,12 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	return !untracked
 }
 
-// rateTimeLocked returns the time to give the limiter for at, read on
-// Options.Clock: at, or the latest time it was given if later, for a limiter
-// given an earlier time credits the time between twice.
-func (c *Engine) rateTimeLocked(at time.Time) time.Time {
-	if at.After(c.rateAt) {
-		c.rateAt = at
-	}
-	return c.rateAt
-}
-
 // cancelTurn gives back a turn no destroy used.
 func (c *Engine) cancelTurn(turn *rate.Reservation) {
 	at := c.opts.Clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	turn.CancelAt(c.rateTimeLocked(at))
+	turn.CancelAt(c.rate.timeOf(at))
 }
 
 // sleep waits d on Options.Clock; false: ctx was done first.

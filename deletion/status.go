@@ -121,8 +121,8 @@ func (c *Engine) healthErr(behindFails bool) error {
 	now, limit := c.now(), 3*c.opts.SweepInterval
 	c.mu.Lock()
 	stopped, waited, overdue, wedged := c.stopped, time.Duration(0), time.Duration(0), limit
-	if len(c.heap) > 0 {
-		overdue = time.Duration(now - c.heap[0].next)
+	if len(c.heap) > 0 { // due since Start began at the earliest
+		overdue = time.Duration(now - max(c.heap[0].next, c.startAt))
 	}
 	if !c.begun { // Start's first list is under way, within its deadline
 		wedged += c.listTimeout() + stuckGrace

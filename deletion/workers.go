@@ -15,6 +15,7 @@ package deletion
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,9 @@ import (
 // hangs, the Inventory included. A second call returns ErrAlreadyStarted.
 // Start makes the Engine a controller-runtime manager.Runnable.
 func (c *Engine) Start(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: Start needs a context", ErrNilContext)
+	}
 	if !c.started.CompareAndSwap(false, true) {
 		return ErrAlreadyStarted
 	}
@@ -37,7 +41,7 @@ func (c *Engine) Start(ctx context.Context) error {
 	// sees waits on them as durable.
 	kick, listed := make(chan struct{}, 1), make(chan struct{})
 	c.mu.Lock()
-	c.running, c.begun, c.kick = true, c.opts.Inventory == nil, kick
+	c.running, c.begun, c.kick, c.startAt = true, c.opts.Inventory == nil, kick, now
 	// Triggers before Start queued their records: they wait from now on.
 	for i := range c.ready[c.readyHead:] {
 		c.ready[c.readyHead+i].at = now
@@ -85,10 +89,15 @@ func (c *Engine) Start(ctx context.Context) error {
 // turn included, and returns when all are done or ctx is. Its checks go
 // through the one queue: Start's workers run them, or, while Start does not
 // run, Sweep's own goroutines, at most Workers at a time. A PU being checked
-// when Sweep is called is checked once more after. Sweep returns once every
-// check it waits for, or every Workers slot, is held by one stuck in a port
-// past its deadline, whoever began them. One Sweep runs at a time.
+// when Sweep is called is checked once more after. Under DestroyRate, a
+// destroy a check decides is one of Sweep's checks: Sweep waits for its
+// turn. Sweep returns once every check it waits for, or every Workers slot,
+// is held by one stuck in a port past its deadline, whoever began them. One
+// Sweep runs at a time. A nil ctx panics.
 func (c *Engine) Sweep(ctx context.Context) {
+	if ctx == nil {
+		panic("deletion: Sweep called with a nil context")
+	}
 	select {
 	case c.sweeping <- struct{}{}:
 		defer func() { <-c.sweeping }()
@@ -101,18 +110,18 @@ func (c *Engine) Sweep(ctx context.Context) {
 		c.mu.Unlock()
 		return
 	}
-	c.sweepGen = max(c.sweepGen+1, 1) // 0 stands for Start's workers (see work)
-	gen := c.sweepGen
-	done := make(chan struct{})
-	c.sweepDone, c.sweepLeft = done, len(c.records)
+	w := &c.sweep
+	w.gen = max(w.gen+1, 1) // 0 stands for Start's workers (see work)
+	gen, done, nudge := w.gen, make(chan struct{}), make(chan struct{}, 1)
+	w.done, w.nudge, w.left, w.owed = done, nudge, len(c.records), nil
 	for _, r := range c.records {
 		c.markLocked(r, gen, now)
 	}
 	lanes := 0
 	if c.running {
-		c.wakeLocked(c.sweepLeft)
+		c.wakeLocked(w.left)
 	} else {
-		lanes = min(c.opts.Workers, c.sweepLeft)
+		lanes = min(c.opts.Workers, w.left)
 	}
 	c.mu.Unlock()
 	defer c.flushFailures()
@@ -122,23 +131,72 @@ func (c *Engine) Sweep(ctx context.Context) {
 
 	t := time.NewTicker(stuckGrace)
 	defer t.Stop()
-	for {
+	turn := c.opts.Clock.NewTimer(MaxDuration)
+	defer turn.Stop()
+	for stuck := c.sweepStuck(gen); !stuck; {
 		select {
 		case <-done:
 			return
 		case <-ctx.Done():
+			stuck = true
+			continue
 		case <-t.C:
-			if !c.sweepStuck(gen) {
-				continue
-			}
+		case <-nudge:
+		case <-turn.C():
 		}
-		c.mu.Lock()
-		if c.sweepingLocked(gen) {
-			c.endSweepLocked()
+		if next := c.sweepTurns(gen); next > 0 {
+			turn.Reset(next)
 		}
-		c.mu.Unlock()
-		return
+		stuck = c.sweepStuck(gen)
 	}
+	c.mu.Lock()
+	if c.sweepingLocked(gen) {
+		c.endSweepLocked()
+	}
+	c.mu.Unlock()
+}
+
+// sweepRun is the running Sweep's state, under Engine.mu: its generation,
+// which the marks of its records carry (record.sweepGen), the checks it
+// waits for (left), the records whose turns it waits for (owed), done,
+// closed at its end (nil: none runs), and nudge, for the end of one of its
+// last checks.
+type sweepRun struct {
+	gen   uint32
+	left  int
+	owed  []*record
+	done  chan struct{}
+	nudge chan struct{}
+}
+
+// sweepTurns queues the records of the Sweep of gen whose turns have come,
+// while Start does not run (its scheduler does it otherwise), and returns
+// how long until the next one (0: none).
+func (c *Engine) sweepTurns(gen uint32) time.Duration {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next int64
+	owed := c.sweep.owed[:0]
+	for _, r := range c.sweep.owed {
+		switch {
+		case r.sweep != sweepTurn || r.sweepGen != gen || r.state == removed:
+			continue // checked, or gone, meanwhile
+		case c.running:
+		case r.waitUntil <= now:
+			c.queueLocked(r, bySweep, now)
+			c.wakeLocked(1)
+		case next == 0 || r.waitUntil < next:
+			next = r.waitUntil
+		}
+		owed = append(owed, r)
+	}
+	clear(c.sweep.owed[len(owed):])
+	c.sweep.owed = owed
+	if next == 0 {
+		return 0
+	}
+	return time.Duration(next - now)
 }
 
 // sweepStuck reports whether the Sweep of gen is to stop waiting: every
@@ -146,7 +204,7 @@ func (c *Engine) Sweep(ctx context.Context) {
 func (c *Engine) sweepStuck(gen uint32) bool {
 	now := c.realNow()
 	c.mu.Lock()
-	held, stuck, left := 0, 0, c.sweepLeft
+	held, stuck, left := 0, 0, c.sweep.left
 	for i := range c.slots {
 		s := &c.slots[i]
 		if !s.stuck(now) {
@@ -158,7 +216,7 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 		}
 	}
 	c.mu.Unlock()
-	if held < left && stuck < len(c.slots) {
+	if left == 0 || held < left && stuck < len(c.slots) {
 		return false
 	}
 	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", left-held)
@@ -166,24 +224,37 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 }
 
 // sweepingLocked reports whether the Sweep of gen waits for checks.
-func (c *Engine) sweepingLocked(gen uint32) bool { return c.sweepDone != nil && gen == c.sweepGen }
+func (c *Engine) sweepingLocked(gen uint32) bool { return c.sweep.done != nil && gen == c.sweep.gen }
 
 // endSweepLocked ends the running Sweep, if any; its marks, which carry its
 // generation, no longer count.
 func (c *Engine) endSweepLocked() {
-	if c.sweepDone == nil {
-		return
+	if w := &c.sweep; w.done != nil {
+		close(w.done)
+		w.done, w.nudge, w.left, w.owed = nil, nil, 0, nil
+		c.cond.Broadcast() // its own goroutines stop
 	}
-	close(c.sweepDone)
-	c.sweepDone, c.sweepLeft = nil, 0
-	c.cond.Broadcast() // its own goroutines stop
 }
 
 // sweptLocked records that the running Sweep has, or no longer waits for,
 // one of its checks.
 func (c *Engine) sweptLocked() {
-	if c.sweepLeft--; c.sweepLeft == 0 {
+	switch w := &c.sweep; {
+	case w.left == 1:
 		c.endSweepLocked()
+	case w.left <= len(c.slots): // it may wait for stuck checks only
+		w.left--
+		c.nudgeSweepLocked()
+	default:
+		w.left--
+	}
+}
+
+// nudgeSweepLocked has the running Sweep look at its turns and stuck checks.
+func (c *Engine) nudgeSweepLocked() {
+	select {
+	case c.sweep.nudge <- struct{}{}:
+	default:
 	}
 }
 
@@ -300,9 +371,7 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 			if it.r.state != queued {
 				continue
 			}
-			if r := it.r; r.waitFor == retrying && r.waitUntil > c.now() && !(r.sweep == sweepNext && c.sweepingLocked(r.sweepGen)) {
-				r.state = retrying // queued by a Sweep that is over: its retry is not due
-				c.scheduleLocked(r, c.now())
+			if !c.dueLocked(it.r, c.now()) {
 				continue
 			}
 			s := &c.slots[c.free[len(c.free)-1]]

@@ -97,8 +97,14 @@ func Permanent(err error) error {
 	return &permanentError{err: err}
 }
 
-// IsPermanent reports whether err, or any error it wraps, was marked with Permanent.
-func IsPermanent(err error) bool {
+// IsPermanent reports whether err, or any error it wraps, was marked with
+// Permanent. An error that cannot be read (a typed nil) is not.
+func IsPermanent(err error) (permanent bool) {
+	defer func() {
+		if recover() != nil {
+			permanent = false
+		}
+	}()
 	var p *permanentError
 	return errors.As(err, &p)
 }

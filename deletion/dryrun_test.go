@@ -1,0 +1,93 @@
+package deletion_test
+
+// The dry run's promises: each PU is reported once per reason, however its
+// sandbox flaps, and a long dry run holds bounded memory, even while the
+// Inventory fails.
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// TestADryRunReportsAFlappingSandboxOncePerReason: with a SandboxProber
+// that says the PU's sandbox is dead, the extractor answers s2, "", s3, ""
+// in four Sweeps: rows 10, 12, 10, 12. SandboxChanged and SandboxDead are
+// each reported once.
+func TestADryRunReportsAFlappingSandboxOncePerReason(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		key := types.NamespacedName{Namespace: "ns", Name: "web"}
+		answers := []string{"s2", "", "s3", ""}
+		var mu sync.Mutex
+		extractor := ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return answers[0], nil
+		})
+		prober := ports.SandboxProberFunc(func(context.Context, *corev1.Pod, string) (bool, error) { return true, nil })
+		rec := &events{}
+		c := newQuiet(t, getterOf(podAt(key, "web"), nil), newDestroyLog(), deletion.Options{DryRun: true,
+			SandboxExtractor: extractor, SandboxProber: prober, Observer: rec, NodeName: testNode})
+		require.NoError(t, c.Track(ports.PU{PUID: "web", Pod: key, SandboxID: "s1"}))
+		for range 4 {
+			c.Sweep(context.Background())
+			mu.Lock()
+			answers = answers[1:]
+			mu.Unlock()
+		}
+		var reasons []ports.Reason
+		for _, ev := range rec.kinds(deletion.EventWouldDestroy) {
+			reasons = append(reasons, ev.Reason)
+		}
+		assert.Equal(t, []ports.Reason{ports.ReasonSandboxChanged, ports.ReasonSandboxDead}, reasons)
+		require.Len(t, c.Status(), 1, "the PU of a live pod stays tracked")
+		assert.Equal(t, ports.ReasonSandboxDead, c.Status()[0].WouldDestroy, "the reason reported last")
+	})
+}
+
+// TestALongDryRunIsBoundedWhileTheInventoryFails: a dry run drops the PUs
+// of pods gone for good "so that a long dry run does not grow", and
+// remembers them so that the Inventory's list to come does not report
+// them again; while that list keeps failing, what it remembers is bounded
+// by what it tracks (at least a thousand or so), not by how many it has
+// dropped. 20,000 PUs with PUIDs of 1,000 bytes are tracked, a thousand at
+// a time, reported and dropped: the heap grows by far less than they take.
+func TestALongDryRunIsBoundedWhileTheInventoryFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return nil, errors.New("journal unavailable") })
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{DryRun: true,
+			Inventory: inv, CheckTimeout: time.Second, SweepInterval: time.Hour, Workers: 8})
+		stop := startEngine(t, c)
+		time.Sleep(3 * time.Second) // the checks begin without the list
+		synctest.Wait()
+		before := auditHeap()
+		const n, size = 20_000, 1000
+		for i := range n {
+			id := strings.Repeat("x", size-8) + auditNum(i)
+			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: "p"}}))
+			if i%1000 == 999 {
+				c.TriggerAll()
+				synctest.Wait()
+			}
+		}
+		require.Zero(t, c.Len(), "every PU was reported and dropped")
+		grew := int64(auditHeap()) - int64(before)
+		assert.Less(t, grew, int64(n*size/4),
+			"the dry run holds %d KB more after %d PUs of %d-byte PUIDs were reported and dropped", grew/1024, n, size)
+		runtime.KeepAlive(c)
+		stop()
+	})
+}

@@ -1,0 +1,146 @@
+package deletion_test
+
+// The destroy rate's line: a PU waiting for its turn keeps its place
+// through a check that learns nothing, a Sweep is one full pass under a
+// rate, and a destroy never waits for its turn past half of its check's
+// time left.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// goneKeys returns the keys of n pods named prefix0, prefix1..., which do
+// not exist.
+func goneKeys(prefix string, n int) []ports.PU {
+	out := make([]ports.PU, n)
+	for i := range out {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		out[i] = ports.PU{PUID: name, Pod: types.NamespacedName{Namespace: "ns", Name: name}}
+	}
+	return out
+}
+
+// TestAFailedCheckKeepsAPUsPlaceInTheRateLine: DestroyRate 0.1 (a turn
+// every 10s), burst 1, one worker; four PUs are found gone; one is
+// destroyed and three wait for turns at about 10, 20 and 30s. A trigger at
+// 5s of the first in line, b, meets one GetPod error: a check that learns
+// nothing does not take b out of the line, so b is still destroyed at
+// about its turn, and Backlog still counts three waiting until then.
+func TestAFailedCheckKeepsAPUsPlaceInTheRateLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var failing atomic.Value
+		failing.Store("")
+		getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			if key.Name == failing.Load() && failing.CompareAndSwap(key.Name, "") {
+				return nil, errors.New("API server unavailable")
+			}
+			return nil, ports.ErrPodNotFound
+		})
+		policy := newDestroyLog()
+		c := newQuiet(t, getter, policy, deletion.Options{DestroyRate: 0.1, Workers: 1, SweepInterval: time.Hour})
+		for _, pu := range goneKeys("pu", 4) {
+			require.NoError(t, c.Track(pu))
+		}
+		startEngine(t, c)
+		c.TriggerAll()
+		synctest.Wait()
+		require.Len(t, policy.starts(), 1, "one destroy at once; three wait for their turns")
+		require.Equal(t, 3, c.Backlog().RateLimited)
+		var b deletion.PUStatus
+		for _, s := range c.Status() {
+			if b.PUID == "" || s.NextAttempt.Before(b.NextAttempt) {
+				b = s
+			}
+		}
+		require.Equal(t, "waiting for its turn", b.State)
+
+		time.Sleep(5 * time.Second)
+		failing.Store(b.Pod.Name)
+		c.TriggerPod(b.Pod)
+		synctest.Wait()
+		require.Empty(t, failing.Load(), "the trigger's check met the error")
+		assert.Equal(t, 3, c.Backlog().RateLimited, "b still waits for its turn")
+
+		time.Sleep(time.Until(b.NextAttempt) + 2*time.Second)
+		synctest.Wait()
+		assert.Len(t, policy.of(b.PUID), 1, "b is destroyed at about its turn, %v", b.NextAttempt.Sub(policy.t0))
+		time.Sleep(40 * time.Second)
+		synctest.Wait()
+		assert.Len(t, policy.starts(), 4, "all four are destroyed within 45s")
+		assertRateBound(t, policy.starts(), 0.1, 1)
+	})
+}
+
+// TestASweepUnderARateIsOneFullPass: without Start, DestroyRate 10 and 50
+// PUs whose pods are gone: a Sweep is one full pass, which under a rate
+// takes longer; it does not stop short. It returns once all 50 are
+// destroyed, in about 5s, at the rate's pace.
+func TestASweepUnderARateIsOneFullPass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		policy := newDestroyLog()
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			return nil, ports.ErrPodNotFound
+		})
+		c := newQuiet(t, getter, policy, deletion.Options{DestroyRate: 10})
+		for _, pu := range goneKeys("pu", 50) {
+			require.NoError(t, c.Track(pu))
+		}
+		c.Sweep(context.Background())
+		took := policy.since()
+		assert.Len(t, policy.starts(), 50, "the Sweep destroyed every PU")
+		assert.Zero(t, c.Len())
+		assert.InDelta(t, 4.9, took.Seconds(), 0.5, "50 destroys at 10 a second, the first at once")
+		assertRateBound(t, policy.starts(), 10, 1)
+	})
+}
+
+// TestATurnIsNotHeldPastHalfTheCheckTimeLeft: the destroy rate promises
+// that a destroy waits in its check only for a turn within a moment and
+// half of the check's time left, so that DestroyPU keeps at least half of
+// its deadline. CheckTimeout 100ms and DestroyRate 16 (a turn every
+// 62.5ms, under the 62.5ms a tick of 500ms spreads, over the 50ms half of
+// the check's time): the second PU's DestroyPU still has at least half of
+// its deadline when it starts.
+func TestATurnIsNotHeldPastHalfTheCheckTimeLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var least atomic.Int64
+		least.Store(int64(time.Hour))
+		policy := ports.PolicyHandlerFunc(func(ctx context.Context, _ ports.DestroyEvent) error {
+			d, ok := ctx.Deadline()
+			require.True(t, ok)
+			if left := time.Until(d); int64(left) < least.Load() {
+				least.Store(int64(left))
+			}
+			return nil
+		})
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			return nil, ports.ErrPodNotFound
+		})
+		c := newQuiet(t, getter, policy, deletion.Options{DestroyRate: 16, Workers: 1, CheckTimeout: 100 * time.Millisecond,
+			SweepInterval: 32 * time.Second})
+		for _, pu := range goneKeys("pu", 2) {
+			require.NoError(t, c.Track(pu))
+		}
+		startEngine(t, c)
+		c.TriggerAll()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		require.Zero(t, c.Len(), "both are destroyed")
+		assert.GreaterOrEqual(t, time.Duration(least.Load()), 50*time.Millisecond-time.Millisecond,
+			"DestroyPU started with less than half of its check's deadline left")
+	})
+}
