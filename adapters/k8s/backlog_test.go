@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -87,7 +88,9 @@ func TestBacklogCollectorShowsTheDestroyRate(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(k8s.NewBacklogCollector(engine)))
-	engine.Sweep(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	engine.Sweep(ctx) // a Sweep waits for the turns: its context ends it
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP podsweeper_pus_waiting_for_destroy_rate Processing units whose destroy waits for its turn under the engine's destroy rate.
 # TYPE podsweeper_pus_waiting_for_destroy_rate gauge
