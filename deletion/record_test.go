@@ -1,0 +1,137 @@
+package deletion
+
+// The record's transition table (record.go), move by move: every state a
+// move starts from, and the state it leads to.
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+func TestTheRecordsTransitionTable(t *testing.T) {
+	c := newInternal(t, func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+	n := 0
+	// in returns a new record in state s (waiting for s when s is a wait).
+	in := func(s state) *record {
+		n++
+		pu := ports.PU{PUID: string(rune('a' + n)), Pod: types.NamespacedName{Namespace: "ns", Name: "p"}}
+		now := c.now()
+		c.newRecordLocked(pu, now) // Track's move, under the lock held here
+		r := c.records[pu.PUID]
+		switch s {
+		case retrying, turnWaiting:
+			c.setWaitLocked(r, s, now+1e12) // due in 1000s
+			r.state = s
+		case queued:
+			c.queueLocked(r, byTime, now)
+		case checking:
+			c.queueLocked(r, byTime, now)
+			c.claimLocked(r, &c.slots[c.free[len(c.free)-1]])
+			c.free = c.free[:len(c.free)-1]
+		}
+		require.Equal(t, s, r.state)
+		return r
+	}
+	release := func(r *record, o outcome) {
+		o.end = c.now()
+		c.releaseLocked(r, r2slot(c, r), &o)
+	}
+	failed := outcome{err: errors.New("GetPod failed"), verdict: Verdict{Row: 2}}
+	for _, tc := range []struct {
+		name     string
+		from     state
+		move     func(r *record)
+		to       state
+		waitsFor state
+	}{
+		{"the scheduler queues an idle record", idle, func(r *record) { c.queueLocked(r, byTime, c.now()) }, queued, idle},
+		{"a trigger queues an idle record", idle, func(r *record) { c.queueLocked(r, byTrigger, c.now()) }, queued, idle},
+		{"a trigger leaves a retry waiting", retrying, func(r *record) { c.queueLocked(r, byTrigger, c.now()) }, retrying, retrying},
+		{"a Sweep queues a retry early", retrying, func(r *record) { c.queueLocked(r, bySweep, c.now()) }, queued, retrying},
+		{"a trigger queues a record waiting for its turn", turnWaiting, func(r *record) { c.queueLocked(r, byTrigger, c.now()) }, queued, turnWaiting},
+		{"a queued record is queued once", queued, func(r *record) { c.queueLocked(r, byTrigger, c.now()) }, queued, idle},
+		{"a trigger during a check checks again after", checking, func(r *record) {
+			c.queueLocked(r, byTrigger, c.now())
+			release(r, outcome{verdict: Verdict{Row: 9}})
+		}, queued, idle},
+		{"the scheduler does not queue a record being checked", checking, func(r *record) {
+			c.queueLocked(r, byTime, c.now())
+			release(r, outcome{verdict: Verdict{Row: 9}})
+		}, idle, idle},
+		{"a claim takes a queued record", queued, func(r *record) {
+			c.claimLocked(r, &c.slots[c.free[len(c.free)-1]])
+			c.free = c.free[:len(c.free)-1]
+		}, checking, idle},
+		{"a retry a Sweep now over queued goes back to waiting", retrying, func(r *record) {
+			c.queueLocked(r, bySweep, c.now())
+			assert.False(t, c.dueLocked(r, c.now()))
+		}, retrying, retrying},
+		{"a check that keeps the PU leaves it idle", checking, func(r *record) { release(r, outcome{verdict: Verdict{Row: 9}}) }, idle, idle},
+		{"a failed destroy waits for its retry", checking, func(r *record) {
+			release(r, outcome{verdict: Verdict{Action: Destroy, Row: 1}, retryAt: c.now() + 1e9})
+		}, retrying, retrying},
+		{"a destroy without a turn at hand waits for it", checking, func(r *record) {
+			release(r, outcome{verdict: Verdict{Action: Destroy, Row: 1}, turnAt: c.now() + 1e9})
+		}, turnWaiting, turnWaiting},
+		{"a check that learns nothing keeps a turn's place", turnWaiting, func(r *record) {
+			c.queueLocked(r, byTrigger, c.now())
+			c.claimLocked(r, &c.slots[c.free[len(c.free)-1]])
+			c.free = c.free[:len(c.free)-1]
+			release(r, failed)
+		}, turnWaiting, turnWaiting},
+		{"a record seen alive leaves the line", turnWaiting, func(r *record) {
+			c.queueLocked(r, byTrigger, c.now())
+			c.claimLocked(r, &c.slots[c.free[len(c.free)-1]])
+			c.free = c.free[:len(c.free)-1]
+			release(r, outcome{verdict: Verdict{Row: 9}})
+		}, idle, idle},
+		{"Untrack removes an idle record", idle, func(r *record) { c.removeLocked(r) }, removed, idle},
+		{"Untrack removes a retry", retrying, func(r *record) { c.removeLocked(r) }, removed, idle},
+		{"Untrack removes a queued record", queued, func(r *record) { c.removeLocked(r) }, removed, idle},
+		{"Untrack removes a record being checked", checking, func(r *record) { c.removeLocked(r) }, removed, idle},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			r := in(tc.from)
+			tc.move(r)
+			assert.Equal(t, tc.to, r.state, "state")
+			assert.Equal(t, tc.waitsFor, r.waitFor, "what it waits for")
+			if tc.to == removed {
+				assert.Nil(t, c.records[r.PUID])
+				assert.Equal(t, int32(-1), r.heapIndex, "off the heap")
+			} else if tc.to != queued && tc.to != checking {
+				assert.GreaterOrEqual(t, r.heapIndex, int32(0), "on the heap")
+			}
+		})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range []state{retrying, turnWaiting} {
+		n := 0
+		for _, r := range c.records {
+			if r.waitFor == s {
+				n++
+			}
+		}
+		assert.Equal(t, n, c.waits[s], "records counted waiting for %v", s)
+	}
+}
+
+// r2slot returns the slot that holds r's check.
+func r2slot(c *Engine, r *record) *slot {
+	for i := range c.slots {
+		if c.slots[i].held == r {
+			return &c.slots[i]
+		}
+	}
+	panic("no slot holds " + r.PUID)
+}
