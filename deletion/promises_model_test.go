@@ -1,0 +1,1561 @@
+package deletion_test
+
+// FuzzPromises is an invariant-based model of the engine, beside FuzzModel's
+// lock-step one: the fuzzer's bytes become operations on a tiny cluster of
+// pmSlots pod names, a policy engine (the set of PUs that exist) and one
+// engine at a time, run in a testing/synctest bubble; no model predicts what
+// the engine does, but the invariants below are checked as it goes: at every
+// port call and Observer event, and at every step of time (at most a second
+// apart). A violation fails with the operations so far, with their times.
+// Only the public API of deletion and ports is used, and DryRunMemory
+// (export_test.go) for invariant 7.
+//
+// The input: mode (uint16: the options, pmDecodeMode) and the operations,
+// three bytes each (kind, a, b), at most pmMaxOps: Track (the pod's sandbox,
+// none, an old one; a stale PUID; in a goroutine), Untrack (in a goroutine
+// too), TriggerPod, TriggerAll, Sweep (in a goroutine too; with or without
+// Start), Start, Stop (cancel Start's ctx and wait), Restart (a new engine
+// over the same policy engine, Start or not), Delete, Recreate, Move,
+// ChangeSandbox, KillSandbox, Advance (10ms to 60s), Fault (per port and pod
+// slot, the next 1 to 8 calls: fail, hang ignoring ctx, panic, a typed-nil
+// *url.Error, nil pod, another pod, a lagging cache's NotFound, Permanent),
+// ListFault (fail, hang, delay honouring ctx, panic, typed nil; up to
+// always), SlowObserver (100ms per event), Seed (4 to 40 PUs of gone pods in
+// the policy engine, as left by an earlier run), TrackMany (4 or 16 stale
+// PUs), Join (wait for the goroutines). A "process" that restarted is dead:
+// the old engine's ports answer errors and its DestroyPU has no effect.
+//
+// Invariants and bounds, per engine (a restart makes a new one):
+//  1. No DestroyPU of a PUID starts after Untrack(PUID) returned true,
+//     until the user Tracks it again (the call begins).
+//  2. A successful DestroyPU of a PUID not in the policy engine's set when
+//     it began is "destroyed twice" (but for one the agent removed while
+//     the engine did not track it: Untrack returned false).
+//  3. At each DestroyPU and EventWouldDestroy, per the truth then: the pod
+//     is gone, has another UID or is on another node, or (extractor) runs in
+//     another sandbox than ev.SandboxID, or (prober) in none and
+//     ev.SandboxID is dead. A dry run calls no DestroyPU.
+//  4. DestroyRate r, burst b: in any window w, at most r*w + b calls start.
+//  5. A retry starts no earlier than RetryMinDelay (1s) doubling up to
+//     RetryMaxDelay (4s) after the failed call returned, unless a Sweep ran
+//     since that failure.
+//  6. With no fault pending or in force (planned faults, hangs, a slow
+//     Observer): (a) while Start runs, a PU whose pod is gone for good is
+//     destroyed (dry run: reported and dropped) by base + SweepInterval +
+//     RetryMaxDelay + 3s + (DestroyPU calls since base + gone PUs tracked +
+//     burst + 1)/rate, base being the latest of: the pod went, the PU was
+//     tracked, the last fault activity, Start (+ its first list's deadline
+//     and a second, with an Inventory); (b) a Sweep that began after all
+//     that returns with every gone PU it found tracked destroyed, reported,
+//     untracked or abandoned (under a rate, a PU with a failed DestroyPU is
+//     exempt: a Sweep's early check of a retry needs a turn at hand).
+//  7. A dry run reports a (PU, reason) at most once per tracking of the PU,
+//     and DryRunMemory(c) <= 32 + the removals during the latest list's
+//     deadline window (what that list must not bring back).
+//  8. LivenessCheck(nil) is nil while Start runs, no hang or slow Observer
+//     is in force, and CheckTimeout + 2s have passed since the last ended.
+//  9. No panic, no hang: Start returns nil within ShutdownTimeout + 1s of
+//     its ctx's cancel, hangs or not; a Sweep returns within 2s + for each
+//     hang it overlaps min(hang, CheckTimeout + 2s) (+ the first list's
+//     deadline + 2s with an Inventory under Start, + (PUs + calls + burst +
+//     2)/rate) of its start or the previous Sweep's end, or 2s after its
+//     ctx is cancelled; every goroutine returns in the end.
+//  10. Documented promises checked besides: a list never brings back a PU
+//     removed while it was under way (Options.Inventory; an EventTracked not
+//     from Track after a removal since the list began); a waiting PU keeps
+//     its place in the rate's line (TriggerPod, Options.DestroyRate): one
+//     of a pod gone for good, seen waiting for its turn at T, is never idle
+//     before T while Start runs; Untrack returns true only once
+//     EventUntracked was told; EventDestroyed only after a successful
+//     DestroyPU; EventWouldDestroy's Dropped iff PodGone, UIDChanged or
+//     NodeChanged; a second Start returns ErrAlreadyStarted; Len() equals
+//     len(Status()); no DestroyPU starts after Start's ctx is done (but
+//     for a Sweep's).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	xrate "golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+const (
+	pmSlots       = 4
+	pmNode        = "node-a"
+	pmMaxOps      = 128
+	pmRetryMin    = time.Second
+	pmRetryMax    = 4 * time.Second
+	pmMaxAttempts = 3
+	pmShutdown    = 2 * time.Second
+	pmObsDelay    = 100 * time.Millisecond
+	pmMemSlack    = 32
+)
+
+// Mode bits.
+const (
+	pmModeDryRun    = 1 << iota
+	pmModeRate      // bits 2-3 pick it: 1/s burst 1, 1/s burst 2, 0.1/s burst 1, 10/s burst 1
+	pmModeRateA     //
+	pmModeRateB     //
+	pmModeSandbox   // SandboxExtractor + SandboxProber
+	pmModeConfirmer //
+	pmModeInventory //
+	pmModeWorkers2  // else 1
+	pmModeLongCheck // CheckTimeout 10s, else 1s
+	pmModeIntervalA // bits 9-10: SweepInterval 1s, 5s, 20s, 60s
+	pmModeIntervalB //
+	pmModeAutoStart // Start before the first operation
+)
+
+type pmOptions struct {
+	dryRun, sandbox, confirmer, inventory, autoStart bool
+	rate                                             float64
+	burst, workers                                   int
+	checkTimeout, interval                           time.Duration
+}
+
+func pmDecodeMode(m uint16) pmOptions {
+	o := pmOptions{
+		dryRun: m&pmModeDryRun != 0, sandbox: m&pmModeSandbox != 0, confirmer: m&pmModeConfirmer != 0,
+		inventory: m&pmModeInventory != 0, autoStart: m&pmModeAutoStart != 0, burst: 1, workers: 1,
+		checkTimeout: time.Second,
+		interval:     []time.Duration{time.Second, 5 * time.Second, 20 * time.Second, time.Minute}[m>>9&3],
+	}
+	if m&pmModeRate != 0 {
+		o.rate, o.burst = []float64{1, 1, 0.1, 10}[m>>2&3], []int{1, 2, 1, 1}[m>>2&3]
+	}
+	if m&pmModeWorkers2 != 0 {
+		o.workers = 2
+	}
+	if m&pmModeLongCheck != 0 {
+		o.checkTimeout = 10 * time.Second
+	}
+	return o
+}
+
+func (o pmOptions) String() string {
+	s := fmt.Sprintf("Workers %d, CheckTimeout %v, SweepInterval %v", o.workers, o.checkTimeout, o.interval)
+	if o.rate > 0 {
+		s += fmt.Sprintf(", DestroyRate %v/s burst %d", o.rate, o.burst)
+	}
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{o.dryRun, "DryRun"}, {o.sandbox, "SandboxExtractor+SandboxProber"}, {o.confirmer, "Confirmer"},
+		{o.inventory, "Inventory"}, {o.autoStart, "Start first"}} {
+		if f.on {
+			s += ", " + f.name
+		}
+	}
+	return s
+}
+
+func (o pmOptions) listTimeout() time.Duration { return max(o.checkTimeout, time.Second) }
+
+// Operations.
+const (
+	pmTrack = iota
+	pmUntrack
+	pmTrigger
+	pmTriggerAll
+	pmSweep
+	pmStart
+	pmStop
+	pmRestart
+	pmDelete
+	pmRecreate
+	pmMove
+	pmChangeSandbox
+	pmKillSandbox
+	pmAdvance
+	pmFaultOp
+	pmListFault
+	pmSlowObserver
+	pmSeed
+	pmTrackMany
+	pmJoin
+	pmOps
+)
+
+var pmOpNames = [...]string{"Track", "Untrack", "TriggerPod", "TriggerAll", "Sweep", "Start", "Stop", "Restart",
+	"Delete", "Recreate", "Move", "ChangeSandbox", "KillSandbox", "Advance", "Fault", "ListFault", "SlowObserver",
+	"Seed", "TrackMany", "Join"}
+
+var pmAdvances = []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond, time.Second,
+	2 * time.Second, 3 * time.Second, 5 * time.Second, 8 * time.Second, 15 * time.Second, 30 * time.Second,
+	45 * time.Second, time.Minute}
+
+// Pod ports, and the faults planned on them.
+const (
+	pmPortGet = iota
+	pmPortConfirm
+	pmPortSandbox
+	pmPortProber
+	pmPortDestroy
+	pmPodPorts
+)
+
+var pmPortNames = [...]string{"GetPod", "Confirmer", "SandboxID", "SandboxDead", "DestroyPU"}
+
+const (
+	pmFail = iota
+	pmHang
+	pmPanic
+	pmTypedNil
+	pmNilPod
+	pmOtherPod
+	pmLagNotFound
+	pmPermanent
+	pmDelay // ListPUs only: answers after dur, or when ctx is done
+)
+
+var pmKindNames = [...]string{"fail", "hang", "panic", "typed-nil error", "nil pod", "another pod",
+	"cache lags: NotFound", "permanent", "delay"}
+
+var pmHangs = []time.Duration{2 * time.Second, 5 * time.Second, 20 * time.Second, 500 * time.Millisecond}
+
+type pmOp struct{ kind, a, b int }
+
+func pmDecode(data []byte) []pmOp {
+	var ops []pmOp
+	for i := 0; i+2 < len(data) && len(ops) < pmMaxOps; i += 3 {
+		ops = append(ops, pmOp{int(data[i]) % pmOps, int(data[i+1]), int(data[i+2])})
+	}
+	return ops
+}
+
+func (op pmOp) slot() int   { return op.a % pmSlots }
+func (op pmOp) async() bool { return op.b%2 == 1 }
+
+// fault is what a Fault op plans: port, kind, count and hang.
+func (op pmOp) fault() (port, kind, count int, dur time.Duration) {
+	return op.a / 4 % pmPodPorts, op.b % 8, []int{1, 1, 2, 8}[op.b/8%4], pmHangs[op.b/32%4]
+}
+
+// listFault is what a ListFault op plans (kind 5: none any more).
+func (op pmOp) listFault() (kind, count int, dur time.Duration) {
+	kind = []int{pmFail, pmHang, pmDelay, pmPanic, pmTypedNil, -1}[op.a%6]
+	return kind, []int{1, 2, 4, 255}[op.b%4], []time.Duration{500 * time.Millisecond, 2 * time.Second, 5 * time.Second, 20 * time.Second}[op.b/4%4]
+}
+
+func (op pmOp) String() string {
+	name, pod := pmOpNames[op.kind], pmKey(op.slot()).Name
+	as := ""
+	if op.async() {
+		as = ", in a goroutine"
+	}
+	switch op.kind {
+	case pmTrack:
+		stale := ""
+		if op.b/2%4 == 3 {
+			stale = ", stale PUID"
+		}
+		return fmt.Sprintf("Track(%s, %s%s%s)", pod, []string{"its sandbox", "no sandbox", "an old sandbox"}[op.a/4%3], stale, as)
+	case pmUntrack:
+		return fmt.Sprintf("Untrack(%s, PU #%d%s)", pod, op.a/4, as)
+	case pmTrigger, pmDelete, pmKillSandbox:
+		return fmt.Sprintf("%s(%s)", name, pod)
+	case pmSweep:
+		return "Sweep" + strings.TrimPrefix(as, ",")
+	case pmRestart:
+		return fmt.Sprintf("Restart(Start: %v)", op.a%2 == 0)
+	case pmRecreate, pmChangeSandbox:
+		return fmt.Sprintf("%s(%s, no sandbox yet: %v)", name, pod, op.a/4%3 == 2)
+	case pmMove:
+		return fmt.Sprintf("Move(%s to %q, no sandbox yet: %v)", pod, []string{"node-b", ""}[op.a/4%2], op.a/8%3 == 2)
+	case pmAdvance:
+		return fmt.Sprintf("Advance(%v)", pmAdvances[op.a%len(pmAdvances)])
+	case pmFaultOp:
+		port, kind, count, dur := op.fault()
+		s := fmt.Sprintf("Fault(%s of %s: %s, next %d calls", pmPortNames[port], pod, pmKindNames[kind], count)
+		if kind == pmHang {
+			s += fmt.Sprintf(", %v", dur)
+		}
+		return s + ")"
+	case pmListFault:
+		kind, count, dur := op.listFault()
+		if kind < 0 {
+			return "ListFault(none)"
+		}
+		return fmt.Sprintf("ListFault(%s, next %d calls, %v)", pmKindNames[kind], count, dur)
+	case pmSlowObserver:
+		return fmt.Sprintf("SlowObserver(%v)", op.a%2 == 1)
+	case pmSeed:
+		return fmt.Sprintf("Seed(%d PUs of gone pods of %s)", []int{4, 16, 40}[op.a%3], pmKey(op.b%pmSlots).Name)
+	case pmTrackMany:
+		return fmt.Sprintf("TrackMany(%s, %d stale PUs)", pod, []int{4, 16}[op.b%2])
+	}
+	return name
+}
+
+func pmKey(slot int) types.NamespacedName {
+	return types.NamespacedName{Namespace: "default", Name: fmt.Sprintf("pod-%d", slot)}
+}
+
+func pmSlotOf(name string) int {
+	var slot int
+	if _, err := fmt.Sscanf(name, "pod-%d", &slot); err != nil || slot < 0 || slot >= pmSlots || name != fmt.Sprintf("pod-%d", slot) {
+		return -1
+	}
+	return slot
+}
+
+type pmPod struct {
+	exists             bool
+	uid, node, sandbox string
+}
+
+type pmFault struct {
+	kind, left int
+	dur        time.Duration
+}
+
+type pmPU struct {
+	pu         ports.PU
+	gen, order int
+}
+
+type pmHangRec struct {
+	start, end, dur time.Duration // end -1: in flight
+	pod             bool          // a pod port's (holds a Workers slot)
+}
+
+type pmSweepRec struct {
+	start, end time.Duration
+	startSeq   int64
+	done       bool
+	clean      bool
+	slowAt     int
+	snapN      int
+	required   []string
+	flagged    bool
+}
+
+type pmPlace struct {
+	tracked time.Time
+	at      time.Time
+	since   time.Duration
+}
+
+type pmAsync struct {
+	name string
+	done chan struct{}
+}
+
+// pmWorld is the cluster, the policy engine, the faults, and what the
+// invariants need; mu guards it all.
+type pmWorld struct {
+	mu  sync.Mutex
+	o   pmOptions
+	t0  time.Time
+	seq int64
+	ids int
+
+	pods      [pmSlots]pmPod
+	uidGoneAt map[string]time.Duration
+	dead      map[string]bool
+	set       map[string]pmPU
+	order     int
+	gens      int
+	agentGone map[string]bool
+
+	faults      [pmPodPorts][pmSlots]pmFault
+	listFault   pmFault
+	slowObs     bool
+	obsSleeping int
+	obsCount    int
+	lastFault   time.Duration
+	lastSlowEnd time.Duration
+
+	engines    []*pmEngine
+	cur        *pmEngine
+	async      []*pmAsync
+	violations []string
+	trace      []string
+}
+
+// pmEngine is one engine (one run of the agent) and what the invariants
+// record of it.
+type pmEngine struct {
+	id        int
+	c         *deletion.Engine
+	ctx       context.Context
+	ctxCancel context.CancelFunc
+	dead      bool
+	deadAt    time.Duration
+
+	startCalled, running, startReturned bool
+	startedAt, stopAt, lifecycle        time.Duration
+	cancel                              context.CancelFunc
+
+	calls         []time.Duration
+	untracked     map[string]bool
+	untrackEv     map[string]int
+	userTracking  map[string]int
+	fails         map[string][]time.Duration
+	lastOK        map[string]bool
+	sweepsActive  int
+	lastSweepEnd  time.Duration
+	sweeps        []*pmSweepRec
+	hangs         []*pmHangRec
+	hangsInFlight int
+	lastHangEnd   time.Duration
+	listStartSeq  int64
+	listStart     time.Duration
+	lists         int
+	listsInFlight int
+	listEnd       time.Duration
+	listOK        bool
+	listN         int
+	removedSeq    map[string]int64
+	removals      []time.Duration
+	resolved      map[string]int64
+	reports       map[string]map[ports.Reason]int
+	places        map[string]pmPlace
+}
+
+func (w *pmWorld) now() time.Duration { return time.Since(w.t0) }
+
+// pmSkip (PM_SKIP, comma-separated) lets a fuzzing session go on past the
+// defects it found: violations containing one of its words are ignored, and
+// "typednil" plans plain failures in place of typed-nil errors.
+var pmSkip = strings.FieldsFunc(os.Getenv("PM_SKIP"), func(r rune) bool { return r == ',' })
+
+func pmSkipped(s string) bool {
+	for _, k := range pmSkip {
+		if strings.Contains(s, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *pmWorld) violateLocked(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if pmSkipped(msg) {
+		return
+	}
+	w.violations = append(w.violations, fmt.Sprintf("at %v: ", w.now())+msg)
+}
+
+func (w *pmWorld) violate(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.violateLocked(format, args...)
+}
+
+func (w *pmWorld) failed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.violations) > 0
+}
+
+func (w *pmWorld) id(prefix string) string { w.ids++; return fmt.Sprintf("%s%d", prefix, w.ids) }
+
+// aliveLocked reports whether the pod of UID puid runs on this node: once
+// not, never again (UIDs are never reused).
+func (w *pmWorld) aliveLocked(puid string) bool {
+	for _, p := range w.pods {
+		if p.exists && p.uid == puid && (p.node == pmNode || p.node == "") { // unbound: not elsewhere (Decide's row 3)
+			return true
+		}
+	}
+	return false
+}
+
+// allowedLocked is invariant 3: the truth orders a destroy of pu.
+func (w *pmWorld) allowedLocked(pu ports.PU) bool {
+	slot := pmSlotOf(pu.Pod.Name)
+	if slot < 0 || pu.Pod.Namespace != "default" {
+		return false
+	}
+	p := w.pods[slot]
+	if !p.exists || p.uid != pu.PUID || (p.node != "" && p.node != pmNode) {
+		return true
+	}
+	if w.o.sandbox && pu.SandboxID != "" {
+		if p.sandbox != "" && p.sandbox != pu.SandboxID {
+			return true
+		}
+		if p.sandbox == "" && w.dead[pu.SandboxID] {
+			return true
+		}
+	}
+	return false
+}
+
+// quietLocked: no fault planned and not spent, none in force.
+func (w *pmWorld) quietLocked() bool {
+	if w.slowObs || w.obsSleeping > 0 || w.listFault.left > 0 {
+		return false
+	}
+	for port := range w.faults {
+		for slot := range w.faults[port] {
+			if w.faults[port][slot].left > 0 {
+				return false
+			}
+		}
+	}
+	for _, e := range w.engines {
+		if e.hangsInFlight > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *pmWorld) takeLocked(port, slot int) pmFault {
+	f := &w.faults[port][slot]
+	if f.left == 0 {
+		return pmFault{kind: -1}
+	}
+	f.left--
+	w.lastFault = w.now()
+	return *f
+}
+
+func (w *pmWorld) addToSetLocked(pu ports.PU) {
+	if _, ok := w.set[pu.PUID]; ok {
+		return
+	}
+	w.gens++
+	w.order++
+	w.set[pu.PUID] = pmPU{pu: pu, gen: w.gens, order: w.order}
+	delete(w.agentGone, pu.PUID)
+}
+
+func pmPodOf(key types.NamespacedName, p pmPod) (*corev1.Pod, error) {
+	if !p.exists {
+		return nil, fmt.Errorf("pm: %s: %w", key, ports.ErrPodNotFound)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: types.UID(p.uid)},
+		Spec:       corev1.PodSpec{NodeName: p.node},
+	}, nil
+}
+
+var errPMDead = errors.New("pm: the agent restarted: this process is gone")
+
+// pmPorts serves one engine every port but the Confirmer (pmConfirmer).
+type pmPorts struct {
+	w *pmWorld
+	e *pmEngine
+}
+
+type pmConfirmer struct{ p *pmPorts }
+
+func (c pmConfirmer) GetPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	return c.p.get(key, pmPortConfirm)
+}
+
+func (p *pmPorts) GetPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	return p.get(key, pmPortGet)
+}
+
+func (p *pmPorts) hang(d time.Duration, pod bool) {
+	w := p.w
+	w.mu.Lock()
+	h := &pmHangRec{start: w.now(), end: -1, dur: d, pod: pod}
+	p.e.hangs = append(p.e.hangs, h)
+	p.e.hangsInFlight++
+	w.mu.Unlock()
+	time.Sleep(d) // ignoring ctx
+	w.mu.Lock()
+	h.end = w.now()
+	p.e.hangsInFlight--
+	p.e.lastHangEnd, w.lastFault = h.end, h.end
+	w.mu.Unlock()
+}
+
+func (p *pmPorts) get(key types.NamespacedName, port int) (*corev1.Pod, error) {
+	w := p.w
+	slot := pmSlotOf(key.Name)
+	if slot < 0 {
+		w.violate("%s asked for an unknown pod %s", pmPortNames[port], key)
+		return nil, errors.New("pm: unknown pod")
+	}
+	w.mu.Lock()
+	if p.e.dead {
+		w.mu.Unlock()
+		return nil, errPMDead
+	}
+	f := w.takeLocked(port, slot)
+	uid := w.pods[slot].uid
+	w.mu.Unlock()
+	switch f.kind {
+	case pmHang:
+		p.hang(f.dur, true)
+	case pmFail:
+		return nil, errors.New("pm: " + pmPortNames[port] + " failed")
+	case pmPanic:
+		panic("pm: " + pmPortNames[port] + " panics")
+	case pmTypedNil:
+		var e *url.Error
+		return nil, e
+	case pmNilPod:
+		return nil, nil
+	case pmOtherPod:
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name + "-other", UID: types.UID(uid)}}, nil
+	case pmLagNotFound:
+		return nil, fmt.Errorf("pm: cache lags: %s: %w", key, ports.ErrPodNotFound)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p.e.dead {
+		return nil, errPMDead
+	}
+	return pmPodOf(key, w.pods[slot])
+}
+
+// sandboxFault serves a fault of SandboxID or SandboxDead; done: answered.
+func (p *pmPorts) sandboxFault(port int, pod *corev1.Pod) (slot int, err error, done bool) {
+	w := p.w
+	if pod == nil || pmSlotOf(pod.Name) < 0 {
+		w.violate("%s asked about a pod the PodGetter did not answer: %v", pmPortNames[port], pod)
+		return -1, errors.New("pm: unknown pod"), true
+	}
+	slot = pmSlotOf(pod.Name)
+	w.mu.Lock()
+	if p.e.dead {
+		w.mu.Unlock()
+		return slot, errPMDead, true
+	}
+	f := w.takeLocked(port, slot)
+	w.mu.Unlock()
+	switch f.kind {
+	case pmHang:
+		p.hang(f.dur, true)
+	case pmPanic:
+		panic("pm: " + pmPortNames[port] + " panics")
+	case pmTypedNil:
+		var e *url.Error
+		return slot, e, true
+	case -1:
+	default:
+		return slot, errors.New("pm: " + pmPortNames[port] + " failed"), true
+	}
+	return slot, nil, false
+}
+
+func (p *pmPorts) SandboxID(_ context.Context, pod *corev1.Pod) (string, error) {
+	slot, err, done := p.sandboxFault(pmPortSandbox, pod)
+	if done {
+		return "", err
+	}
+	p.w.mu.Lock()
+	defer p.w.mu.Unlock()
+	return p.w.pods[slot].sandbox, nil
+}
+
+func (p *pmPorts) SandboxDead(_ context.Context, pod *corev1.Pod, id string) (bool, error) {
+	_, err, done := p.sandboxFault(pmPortProber, pod)
+	if done {
+		return false, err
+	}
+	p.w.mu.Lock()
+	defer p.w.mu.Unlock()
+	return p.w.dead[id], nil
+}
+
+func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
+	w, e := p.w, p.e
+	w.mu.Lock()
+	if e.dead {
+		w.mu.Unlock()
+		return errPMDead
+	}
+	now, puid := w.now(), ev.PUID
+	if w.o.dryRun {
+		w.violateLocked("DestroyPU(%s) in a dry run", ev)
+	}
+	if e.untracked[puid] {
+		w.violateLocked("1: DestroyPU(%s) starts after Untrack(%s) returned true", ev, puid)
+	}
+	if !w.allowedLocked(ev.PU()) {
+		w.violateLocked("3: DestroyPU(%s) that the table does not order: the pod is %+v", ev, w.pods[max(0, pmSlotOf(ev.Pod.Name))])
+	}
+	if !e.running && e.stopAt > 0 && e.sweepsActive == 0 && e.lastSweepEnd < e.stopAt {
+		w.violateLocked("10: DestroyPU(%s) starts after Start's ctx was done, no Sweep since", ev)
+	}
+	if fs := e.fails[puid]; len(fs) > 0 {
+		last, k := fs[len(fs)-1], len(fs)
+		backoff := min(pmRetryMin<<(k-1), pmRetryMax)
+		if now-last < backoff && e.sweepsActive == 0 && e.lastSweepEnd < last {
+			w.violateLocked("5: DestroyPU(%s) retried %v after its failure %d: before its backoff of %v, no Sweep since", ev, now-last, k, backoff)
+		}
+	}
+	e.calls = append(e.calls, now)
+	if w.o.rate > 0 {
+		for i := len(e.calls) - 1; i >= 0; i-- {
+			n, win := len(e.calls)-i, now-e.calls[i]
+			if float64(n) > w.o.rate*win.Seconds()+float64(w.o.burst)+1e-9 {
+				w.violateLocked("4: %d DestroyPU calls start from %v to %v: over %v/s with a burst of %d", n, e.calls[i], now, w.o.rate, w.o.burst)
+				break
+			}
+		}
+	}
+	in, inSet := w.set[puid]
+	slot := max(0, pmSlotOf(ev.Pod.Name))
+	f := w.takeLocked(pmPortDestroy, slot)
+	w.mu.Unlock()
+	var err error
+	switch f.kind {
+	case pmHang:
+		p.hang(f.dur, true)
+	case pmPanic:
+		w.mu.Lock()
+		e.fails[puid] = append(e.fails[puid], w.now())
+		e.lastOK[puid] = false
+		w.mu.Unlock()
+		panic("pm: DestroyPU panics")
+	case pmTypedNil:
+		var u *url.Error
+		err = u
+	case pmPermanent:
+		err = ports.Permanent(errors.New("pm: DestroyPU refused"))
+	case -1:
+	default:
+		err = errors.New("pm: DestroyPU failed")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e.dead {
+		return errPMDead
+	}
+	if err != nil {
+		e.fails[puid] = append(e.fails[puid], w.now())
+		e.lastOK[puid] = false
+		return err
+	}
+	e.lastOK[puid] = true
+	switch {
+	case !inSet && !w.agentGone[puid]:
+		w.violateLocked("2: DestroyPU(%s) succeeded, but the policy engine did not hold it when the call began: destroyed twice", ev)
+	case inSet && w.set[puid].gen == in.gen:
+		delete(w.set, puid)
+		w.seq++
+		e.removedSeq[puid] = w.seq
+	}
+	return nil
+}
+
+func (p *pmPorts) ListPUs(ctx context.Context) (pus []ports.PU, err error) {
+	w, e := p.w, p.e
+	w.mu.Lock()
+	e.listsInFlight++
+	w.mu.Unlock()
+	pus, err = p.list(ctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e.listsInFlight--
+	e.listEnd, e.listOK, e.listN = w.now(), err == nil, len(pus)
+	return pus, err
+}
+
+func (p *pmPorts) list(ctx context.Context) ([]ports.PU, error) {
+	w, e := p.w, p.e
+	w.mu.Lock()
+	if e.dead {
+		w.mu.Unlock()
+		return nil, errPMDead
+	}
+	f := pmFault{kind: -1}
+	if w.listFault.left > 0 {
+		w.listFault.left--
+		w.lastFault = w.now()
+		f = w.listFault
+	}
+	all := make([]pmPU, 0, len(w.set))
+	for _, pu := range w.set {
+		all = append(all, pu)
+	}
+	slices.SortFunc(all, func(a, b pmPU) int { return b.order - a.order }) // newest first
+	snap := make([]ports.PU, len(all))
+	for i, pu := range all {
+		snap[i] = pu.pu
+	}
+	w.seq++
+	e.listStartSeq, e.listStart = w.seq, w.now()
+	e.lists++
+	w.mu.Unlock()
+	switch f.kind {
+	case pmFail:
+		return nil, errors.New("pm: ListPUs failed")
+	case pmHang:
+		p.hang(f.dur, false)
+	case pmDelay:
+		select {
+		case <-time.After(f.dur):
+		case <-ctx.Done():
+			w.mu.Lock()
+			w.lastFault = w.now()
+			w.mu.Unlock()
+			return nil, ctx.Err()
+		}
+		w.mu.Lock()
+		w.lastFault = w.now()
+		w.mu.Unlock()
+	case pmPanic:
+		panic("pm: ListPUs panics")
+	case pmTypedNil:
+		var u *url.Error
+		return nil, u
+	}
+	if e.isDead(w) {
+		return nil, errPMDead
+	}
+	return snap, nil
+}
+
+func (e *pmEngine) isDead(w *pmWorld) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return e.dead
+}
+
+var pmGoneReasons = map[ports.Reason]bool{ports.ReasonPodGone: true, ports.ReasonUIDChanged: true, ports.ReasonNodeChanged: true}
+
+// resolvedLocked: the engine no longer holds puid.
+func (e *pmEngine) resolvedLocked(w *pmWorld, puid string) {
+	e.resolved[puid] = w.seq
+	e.removals = append(e.removals, w.now())
+	delete(e.fails, puid)
+	delete(e.places, puid)
+}
+
+func (p *pmPorts) Observe(ev deletion.Event) {
+	w, e := p.w, p.e
+	w.mu.Lock()
+	if e.dead {
+		w.mu.Unlock()
+		return
+	}
+	w.seq++
+	puid := ev.PU.PUID
+	switch ev.Kind {
+	case deletion.EventTracked:
+		if e.userTracking[puid] == 0 { // a list's
+			if r, ok := e.removedSeq[puid]; ok && e.lists > 0 && r > e.listStartSeq {
+				w.violateLocked("10: the Inventory's list begun at %v brings back %s, removed while it was under way", e.listStart, puid)
+			}
+		}
+		delete(e.fails, puid)
+		delete(e.reports, puid)
+		delete(e.places, puid)
+		delete(e.lastOK, puid)
+	case deletion.EventUntracked:
+		e.untrackEv[puid]++
+		e.resolvedLocked(w, puid)
+	case deletion.EventDestroyed:
+		if !e.lastOK[puid] {
+			w.violateLocked("10: EventDestroyed of %s without a successful DestroyPU", puid)
+		}
+		e.resolvedLocked(w, puid)
+	case deletion.EventAbandoned:
+		e.removedSeq[puid] = w.seq
+		e.resolvedLocked(w, puid)
+	case deletion.EventWouldDestroy:
+		if !w.o.dryRun {
+			w.violateLocked("10: EventWouldDestroy of %s outside a dry run", puid)
+		}
+		if ev.Dropped != pmGoneReasons[ev.Reason] {
+			w.violateLocked("10: EventWouldDestroy of %s for %s with Dropped %v", puid, ev.Reason, ev.Dropped)
+		}
+		if !w.allowedLocked(ev.PU) {
+			w.violateLocked("3: a dry run would destroy %s (%s), which the table does not order: the pod is %+v", ev.PU, ev.Reason, w.pods[max(0, pmSlotOf(ev.PU.Pod.Name))])
+		}
+		m := e.reports[puid]
+		if m == nil {
+			m = map[ports.Reason]int{}
+			e.reports[puid] = m
+		}
+		if m[ev.Reason]++; m[ev.Reason] > 1 {
+			w.violateLocked("7: a dry run reports %s for %s a %s time", puid, ev.Reason, []string{"", "", "second", "third"}[min(m[ev.Reason], 3)])
+		}
+		if ev.Dropped {
+			e.removedSeq[puid] = w.seq
+			e.resolvedLocked(w, puid)
+		}
+	}
+	slow := w.slowObs
+	if slow {
+		w.obsSleeping++
+		w.obsCount++
+	}
+	w.mu.Unlock()
+	if slow {
+		time.Sleep(pmObsDelay)
+		w.mu.Lock()
+		w.obsSleeping--
+		w.lastFault, w.lastSlowEnd = w.now(), w.now()
+		w.mu.Unlock()
+	}
+}
+
+func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
+	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, untracked: map[string]bool{}, untrackEv: map[string]int{},
+		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
+		removedSeq: map[string]int64{}, resolved: map[string]int64{}, reports: map[string]map[ports.Reason]int{},
+		places: map[string]pmPlace{}}
+	e.ctx, e.ctxCancel = context.WithCancel(context.Background())
+	p := &pmPorts{w: w, e: e}
+	o := w.o
+	opts := deletion.Options{NodeName: pmNode, Workers: o.workers, CheckTimeout: o.checkTimeout, SweepInterval: o.interval,
+		RetryMinDelay: pmRetryMin, RetryMaxDelay: pmRetryMax, MaxDestroyAttempts: pmMaxAttempts, ShutdownTimeout: pmShutdown,
+		DryRun: o.dryRun, Observer: p, Logger: quiet()}
+	if o.sandbox {
+		opts.SandboxExtractor, opts.SandboxProber = p, p
+	}
+	if o.confirmer {
+		opts.Confirmer = pmConfirmer{p}
+	}
+	if o.inventory {
+		opts.Inventory = p
+	}
+	if o.rate > 0 {
+		opts.DestroyRate, opts.DestroyBurst = xrate.Limit(o.rate), o.burst
+	}
+	c, err := deletion.New(p, p, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	e.c = c
+	w.mu.Lock()
+	w.engines = append(w.engines, e)
+	w.mu.Unlock()
+	return e
+}
+
+func (w *pmWorld) goAsync(name string, f func()) {
+	a := &pmAsync{name: fmt.Sprintf("%s (at %v)", name, w.now()), done: make(chan struct{})}
+	w.async = append(w.async, a)
+	go func() {
+		defer close(a.done)
+		f()
+	}()
+	synctest.Wait()
+}
+
+func (w *pmWorld) asyncLeft() []string {
+	var left []string
+	for _, a := range w.async {
+		select {
+		case <-a.done:
+		default:
+			left = append(left, a.name)
+		}
+	}
+	return left
+}
+
+func (w *pmWorld) start(e *pmEngine) {
+	w.mu.Lock()
+	if e.startCalled || e.dead {
+		w.mu.Unlock()
+		if err := e.c.Start(context.Background()); !errors.Is(err, deletion.ErrAlreadyStarted) {
+			w.violate("10: a second Start returned %v, not ErrAlreadyStarted", err)
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel, e.startCalled, e.running = cancel, true, true
+	e.startedAt, e.lifecycle = w.now(), w.now()
+	w.mu.Unlock()
+	go func() {
+		err := e.c.Start(ctx)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		e.startReturned = true
+		if err != nil {
+			w.violateLocked("9: Start returned %v", err)
+		}
+	}()
+	synctest.Wait()
+}
+
+func (w *pmWorld) stop(e *pmEngine) {
+	w.mu.Lock()
+	if !e.running {
+		w.mu.Unlock()
+		return
+	}
+	e.running, e.stopAt, e.lifecycle = false, w.now(), w.now()
+	w.mu.Unlock()
+	e.cancel()
+	synctest.Wait()
+	for i := 0; i < 31; i++ {
+		w.mu.Lock()
+		done := e.startReturned
+		w.mu.Unlock()
+		if done {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		w.checkTimed()
+	}
+}
+
+func (w *pmWorld) userTrack(e *pmEngine, pu ports.PU) {
+	w.mu.Lock()
+	w.addToSetLocked(pu)
+	delete(e.untracked, pu.PUID)
+	e.userTracking[pu.PUID]++
+	w.mu.Unlock()
+	err := e.c.Track(pu)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e.userTracking[pu.PUID]--
+	if err != nil {
+		w.violateLocked("Track(%v): %v", pu, err)
+	}
+}
+
+func (w *pmWorld) userUntrack(e *pmEngine, puid string) {
+	w.mu.Lock()
+	w.seq++
+	at := w.seq
+	_, inSet := w.set[puid]
+	delete(w.set, puid) // the agent tore it down itself
+	before := e.untrackEv[puid]
+	w.mu.Unlock()
+	ok := e.c.Untrack(puid)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case ok:
+		e.untracked[puid] = true
+		e.removedSeq[puid] = at
+		if e.untrackEv[puid] == before {
+			w.violateLocked("10: Untrack(%s) returned true before EventUntracked was told", puid)
+		}
+	case inSet:
+		w.agentGone[puid] = true
+	}
+}
+
+func (w *pmWorld) sweep(e *pmEngine) {
+	w.mu.Lock()
+	s := &pmSweepRec{start: w.now(), startSeq: w.seq, slowAt: w.obsCount}
+	s.clean = w.quietLocked() && w.lastFault < s.start
+	e.sweeps = append(e.sweeps, s)
+	e.sweepsActive++
+	w.mu.Unlock()
+	snap := e.c.Status()
+	w.mu.Lock()
+	s.snapN = len(snap)
+	for _, st := range snap {
+		if !w.aliveLocked(st.PUID) && !(w.o.rate > 0 && !w.o.dryRun && len(e.fails[st.PUID]) > 0) {
+			s.required = append(s.required, st.PUID)
+		}
+	}
+	w.mu.Unlock()
+	e.c.Sweep(e.ctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s.done, s.end = true, w.now()
+	e.sweepsActive--
+	e.lastSweepEnd = s.end
+	if !s.clean || w.lastFault >= s.start || e.lifecycle >= s.start || e.dead || w.obsCount != s.slowAt {
+		return
+	}
+	for _, puid := range s.required {
+		if e.resolved[puid] <= s.startSeq {
+			w.violateLocked("6: a Sweep begun at %v (no fault since before it) returned, but PU %s of a pod gone before it is still tracked", s.start, puid)
+		}
+	}
+}
+
+// sweepBoundLocked is invariant 9's bound on a running Sweep s of e; ok
+// false: none (it waits for another Sweep, or a slow Observer ran).
+func (w *pmWorld) sweepBoundLocked(e *pmEngine, s *pmSweepRec) (time.Duration, bool) {
+	if e.dead {
+		return e.deadAt + 2*time.Second, true
+	}
+	if w.slowObs || w.obsCount != s.slowAt {
+		return 0, false
+	}
+	eff := s.start
+	for _, o := range e.sweeps {
+		if o == s {
+			break
+		}
+		if !o.done {
+			return 0, false
+		}
+		eff = max(eff, o.end)
+	}
+	for _, o := range e.sweeps {
+		if o.done && o != s {
+			eff = max(eff, o.end)
+		}
+	}
+	bound := eff + 2*time.Second
+	for _, h := range e.hangs {
+		if h.pod && (h.end < 0 || h.end >= eff) {
+			bound += min(h.dur, w.o.checkTimeout+2*time.Second)
+		}
+	}
+	if w.o.inventory && e.startCalled {
+		bound += w.o.listTimeout() + 2*time.Second
+	}
+	if w.o.rate > 0 && !w.o.dryRun {
+		n := s.snapN + w.o.burst + 2
+		for _, c := range e.calls {
+			if c >= eff {
+				n++
+			}
+		}
+		bound += time.Duration(float64(n) / w.o.rate * float64(time.Second))
+	}
+	return bound, true
+}
+
+// checkTimed checks the invariants that time can break (6a, 7, 8, 9, 10).
+func (w *pmWorld) checkTimed() {
+	w.mu.Lock()
+	now := w.now()
+	for _, e := range w.engines {
+		if e.stopAt > 0 && !e.startReturned && now > e.stopAt+pmShutdown+time.Second {
+			w.violateLocked("9: Start has not returned %v after its ctx was cancelled (ShutdownTimeout %v)", now-e.stopAt, pmShutdown)
+			e.startReturned = true // once
+		}
+		for _, s := range e.sweeps {
+			if s.done || s.flagged {
+				continue
+			}
+			if bound, ok := w.sweepBoundLocked(e, s); ok && now > bound {
+				s.flagged = true
+				w.violateLocked("9: a Sweep begun at %v has not returned by %v", s.start, bound)
+			}
+		}
+	}
+	e := w.cur
+	checkLive := e.running && !e.dead && e.hangsInFlight == 0 && !w.slowObs && w.obsSleeping == 0 &&
+		now >= max(e.lastHangEnd, w.lastSlowEnd)+w.o.checkTimeout+2*time.Second
+	w.mu.Unlock()
+
+	sts := e.c.Status()
+	n := e.c.Len()
+	var live error
+	if checkLive {
+		live = e.c.LivenessCheck(nil)
+	}
+	mem := deletion.DryRunMemory(e.c)
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n != len(sts) {
+		w.violateLocked("10: Len() is %d, Status() lists %d", n, len(sts))
+	}
+	if live != nil {
+		w.violateLocked("8: LivenessCheck fails with nothing wedged: %v", live)
+	}
+	if w.o.dryRun {
+		bound := pmMemSlack
+		if e.listsInFlight > 0 || e.listOK && now <= e.listEnd+time.Duration(e.listN)*pmObsDelay+time.Second {
+			for _, r := range e.removals {
+				if r >= e.listStart && r <= e.listStart+w.o.listTimeout()+time.Second {
+					bound++
+				}
+			}
+		}
+		if mem > bound {
+			w.violateLocked("7: a dry run remembers %d PUIDs besides its %d records, over %d", mem, n, bound)
+		}
+	}
+	// 10: a PU of a gone pod keeps its place in the rate's line.
+	seen := map[string]bool{}
+	for _, st := range sts {
+		seen[st.PUID] = true
+		if w.o.rate == 0 || w.o.dryRun || !e.running {
+			continue
+		}
+		gone := !w.aliveLocked(st.PUID)
+		p, ok := w.cur.places[st.PUID]
+		switch st.State {
+		case "waiting for its turn":
+			if ok && p.tracked.Equal(st.TrackedAt) && now < p.at.Sub(w.t0) && st.NextAttempt.After(p.at.Add(time.Millisecond)) && e.lifecycle < p.since {
+				w.violateLocked("10: %s, waiting for its turn at %v, now waits for %v: it lost its place", st.PUID, p.at.Sub(w.t0), st.NextAttempt.Sub(w.t0))
+			}
+			if gone && (!ok || !p.tracked.Equal(st.TrackedAt) || !st.NextAttempt.After(p.at)) {
+				e.places[st.PUID] = pmPlace{tracked: st.TrackedAt, at: st.NextAttempt, since: now}
+			}
+		case "idle":
+			if ok && gone && p.tracked.Equal(st.TrackedAt) && now < p.at.Sub(w.t0) && e.lifecycle < p.since {
+				w.violateLocked("10: %s of a gone pod was waiting for its turn at %v, and is idle before it: it lost its place in the line", st.PUID, p.at.Sub(w.t0))
+			}
+			delete(e.places, st.PUID)
+		}
+	}
+	for puid := range e.places {
+		if !seen[puid] {
+			delete(e.places, puid)
+		}
+	}
+	// 6a: while Start runs and nothing is faulty, a PU of a gone pod goes.
+	if !e.running || e.dead || !w.quietLocked() {
+		return
+	}
+	var gone []deletion.PUStatus
+	for _, st := range sts {
+		if !w.aliveLocked(st.PUID) {
+			gone = append(gone, st)
+		}
+	}
+	for _, st := range gone {
+		base := max(w.uidGoneAt[st.PUID], st.TrackedAt.Sub(w.t0), w.lastFault, e.lifecycle)
+		if w.o.inventory {
+			base = max(base, e.startedAt+w.o.listTimeout()+time.Second)
+		}
+		bound := base + w.o.interval + pmRetryMax + 3*time.Second
+		if w.o.rate > 0 && !w.o.dryRun {
+			k := len(gone) + w.o.burst + 1
+			for _, c := range e.calls {
+				if c >= base {
+					k++
+				}
+			}
+			bound += time.Duration(float64(k) / w.o.rate * float64(time.Second))
+		}
+		if now > bound {
+			w.violateLocked("6: PU %s of a pod gone (since %v) is still tracked (%s, last verdict %v, error %v) past its bound %v",
+				st.PUID, w.uidGoneAt[st.PUID], st.State, st.LastVerdict, st.LastErr, bound)
+			return
+		}
+	}
+}
+
+// advance moves time on by d, a second at most at a time, checking.
+func (w *pmWorld) advance(d time.Duration) {
+	for d > 0 && !w.failed() {
+		s := min(d, time.Second)
+		time.Sleep(s)
+		synctest.Wait()
+		w.checkTimed()
+		d -= s
+	}
+}
+
+// apply carries out op.
+func (w *pmWorld) apply(t *testing.T, op pmOp) string {
+	e := w.cur
+	slot := op.slot()
+	key := pmKey(slot)
+	w.mu.Lock()
+	p := &w.pods[slot]
+	now := w.now()
+	gonePod := func() {
+		if p.exists {
+			w.uidGoneAt[p.uid] = now
+			if p.sandbox != "" {
+				w.dead[p.sandbox] = true
+			}
+		}
+	}
+	var note string
+	switch op.kind {
+	case pmTrack:
+		pu := ports.PU{PUID: p.uid, Pod: key, SandboxID: p.sandbox}
+		if !p.exists || op.b/2%4 == 3 {
+			pu.PUID = w.id("u-stale")
+		}
+		switch op.a / 4 % 3 {
+		case 1:
+			pu.SandboxID = ""
+		case 2:
+			pu.SandboxID = w.id("s-old")
+			w.dead[pu.SandboxID] = true
+		}
+		w.mu.Unlock()
+		note = fmt.Sprintf("%s, sandbox %q", pu.PUID, pu.SandboxID)
+		if op.async() {
+			w.goAsync("Track("+pu.PUID+")", func() { w.userTrack(e, pu) })
+		} else {
+			w.userTrack(e, pu)
+		}
+		return note
+	case pmUntrack:
+		w.mu.Unlock()
+		var mine []string
+		for _, st := range e.c.Status() {
+			if st.Pod == key {
+				mine = append(mine, st.PUID)
+			}
+		}
+		w.mu.Lock()
+		puid := w.id("never-tracked-")
+		if len(mine) > 0 {
+			puid = mine[op.a/4%len(mine)]
+		}
+		w.mu.Unlock()
+		if op.async() {
+			w.goAsync("Untrack("+puid+")", func() { w.userUntrack(e, puid) })
+		} else {
+			w.userUntrack(e, puid)
+		}
+		return puid
+	case pmTrigger:
+		w.mu.Unlock()
+		e.c.TriggerPod(key)
+		return ""
+	case pmTriggerAll:
+		w.mu.Unlock()
+		e.c.TriggerAll()
+		return ""
+	case pmSweep:
+		w.mu.Unlock()
+		if op.async() {
+			w.goAsync("Sweep", func() { w.sweep(e) })
+		} else {
+			w.sweep(e)
+		}
+		return ""
+	case pmStart:
+		w.mu.Unlock()
+		w.start(e)
+		return ""
+	case pmStop:
+		w.mu.Unlock()
+		w.stop(e)
+		return ""
+	case pmRestart:
+		e.dead, e.deadAt, e.lifecycle = true, now, now
+		if e.running {
+			e.running, e.stopAt = false, now
+		}
+		w.mu.Unlock()
+		if e.cancel != nil {
+			e.cancel()
+		}
+		e.ctxCancel()
+		w.cur = w.newEngine(t)
+		if op.a%2 == 0 {
+			w.start(w.cur)
+		}
+		return fmt.Sprintf("engine #%d", w.cur.id)
+	case pmDelete:
+		gonePod()
+		*p = pmPod{}
+	case pmRecreate, pmMove:
+		gonePod()
+		node, noSandbox := pmNode, op.a/4%3 == 2
+		if op.kind == pmMove {
+			node, noSandbox = []string{"node-b", ""}[op.a/4%2], op.a/8%3 == 2
+		}
+		*p = pmPod{exists: true, uid: w.id("u"), node: node}
+		if !noSandbox {
+			p.sandbox = w.id("s")
+		}
+		note = fmt.Sprintf("%s on %q in %q", p.uid, p.node, p.sandbox)
+	case pmChangeSandbox:
+		if p.exists {
+			if p.sandbox != "" {
+				w.dead[p.sandbox] = true
+			}
+			p.sandbox = ""
+			if op.a/4%3 != 2 {
+				p.sandbox = w.id("s")
+			}
+			note = fmt.Sprintf("%s in %q", p.uid, p.sandbox)
+		}
+	case pmKillSandbox:
+		if p.exists && p.sandbox != "" {
+			w.dead[p.sandbox] = true
+			note = p.sandbox + " dead"
+			p.sandbox = ""
+		}
+	case pmAdvance:
+		w.mu.Unlock()
+		w.advance(pmAdvances[op.a%len(pmAdvances)])
+		return ""
+	case pmFaultOp:
+		port, kind, count, dur := op.fault()
+		switch {
+		case kind == pmLagNotFound && (port != pmPortGet || !w.o.confirmer),
+			kind == pmPermanent && port != pmPortDestroy,
+			kind == pmTypedNil && pmSkipped("typednil"),
+			(kind == pmNilPod || kind == pmOtherPod) && port != pmPortGet && port != pmPortConfirm:
+			kind = pmFail
+		}
+		w.faults[port][slot] = pmFault{kind: kind, left: count, dur: dur}
+		w.lastFault = now
+		note = pmKindNames[kind]
+	case pmListFault:
+		kind, count, dur := op.listFault()
+		if kind == pmTypedNil && pmSkipped("typednil") {
+			kind = pmFail
+		}
+		if kind < 0 {
+			w.listFault = pmFault{}
+		} else {
+			w.listFault = pmFault{kind: kind, left: count, dur: dur}
+		}
+		w.lastFault = now
+	case pmSlowObserver:
+		w.slowObs = op.a%2 == 1
+		w.lastFault = now
+		if !w.slowObs {
+			w.lastSlowEnd = now
+		}
+	case pmSeed:
+		n, s := []int{4, 16, 40}[op.a%3], op.b%pmSlots
+		for range n {
+			sb := w.id("s-seed")
+			w.dead[sb] = true
+			w.addToSetLocked(ports.PU{PUID: w.id("u-seed"), Pod: pmKey(s), SandboxID: sb})
+		}
+	case pmTrackMany:
+		n := []int{4, 16}[op.b%2]
+		var pus []ports.PU
+		for range n {
+			pus = append(pus, ports.PU{PUID: w.id("u-stale"), Pod: key})
+		}
+		w.mu.Unlock()
+		for _, pu := range pus {
+			w.userTrack(e, pu)
+		}
+		return ""
+	case pmJoin:
+		w.mu.Unlock()
+		for i := 0; i < 60 && len(w.asyncLeft()) > 0 && !w.failed(); i++ {
+			w.advance(time.Second)
+		}
+		return ""
+	}
+	w.mu.Unlock()
+	return note
+}
+
+// abort ends every goroutine of the bubble, then fails with the trace.
+func (w *pmWorld) abort(t *testing.T, why string) {
+	w.mu.Lock()
+	for _, e := range w.engines {
+		e.dead = true
+	}
+	w.slowObs = false
+	w.faults = [pmPodPorts][pmSlots]pmFault{}
+	w.listFault = pmFault{}
+	msg := fmt.Sprintf("%s\nmode: %s\n%s\noperations:\n  %s", why, w.o, strings.Join(w.violations, "\n"), strings.Join(w.trace, "\n  "))
+	w.mu.Unlock()
+	for _, e := range w.engines {
+		if e.cancel != nil {
+			e.cancel()
+		}
+		e.ctxCancel()
+	}
+	for range 300 {
+		time.Sleep(time.Second)
+		synctest.Wait()
+	}
+	t.Fatal(msg)
+}
+
+func runPromises(t *testing.T, mode uint16, data []byte) {
+	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), uidGoneAt: map[string]time.Duration{}, dead: map[string]bool{},
+		set: map[string]pmPU{}, agentGone: map[string]bool{}, lastFault: -1, lastSlowEnd: -1}
+	for slot := range w.pods { // every pod runs at first, none tracked
+		w.pods[slot] = pmPod{exists: true, uid: w.id("u"), node: pmNode, sandbox: w.id("s")}
+	}
+	w.cur = w.newEngine(t)
+	if w.o.autoStart {
+		w.start(w.cur)
+	}
+	for _, op := range pmDecode(data) {
+		at := w.now()
+		note := w.apply(t, op)
+		synctest.Wait()
+		w.checkTimed()
+		line := fmt.Sprintf("%v: %s", at, op)
+		if note != "" {
+			line += ": " + note
+		}
+		w.trace = append(w.trace, line)
+		if w.failed() {
+			w.abort(t, "a promise is broken")
+			return
+		}
+	}
+	// The end: no fault any more; every goroutine returns, the PUs of
+	// gone pods go (6a runs meanwhile), and Start stops in time.
+	w.mu.Lock()
+	w.faults = [pmPodPorts][pmSlots]pmFault{}
+	w.listFault, w.slowObs, w.lastFault = pmFault{}, false, w.now()
+	w.trace = append(w.trace, fmt.Sprintf("%v: end: faults cleared", w.now()))
+	w.mu.Unlock()
+	for i := 0; i < 900 && len(w.asyncLeft()) > 0 && !w.failed(); i++ {
+		w.advance(time.Second)
+	}
+	if left := w.asyncLeft(); len(left) > 0 && !w.failed() {
+		w.violate("9: never returned: %s", strings.Join(left, ", "))
+	}
+	w.advance(w.o.interval + pmRetryMax + 5*time.Second)
+	w.stop(w.cur)
+	w.advance(3 * time.Second)
+	if w.failed() {
+		w.abort(t, "a promise is broken")
+		return
+	}
+	for _, e := range w.engines {
+		if e.cancel != nil {
+			e.cancel()
+		}
+		e.ctxCancel()
+	}
+	w.mu.Lock()
+	for _, e := range w.engines {
+		e.dead = true
+	}
+	w.mu.Unlock()
+	time.Sleep(time.Minute) // the hangs left behind end
+}
+
+// FuzzPromises checks the promises above on sequences of operations (see
+// the top of this file); go test -fuzz '^FuzzPromises$' ./deletion/.
+func FuzzPromises(f *testing.F) {
+	op := func(kind, a, b int) []byte { return []byte{byte(kind), byte(a), byte(b)} }
+	cat := func(ops ...[]byte) []byte { return slices.Concat(ops...) }
+	// A pod goes while Start runs.
+	f.Add(uint16(pmModeAutoStart|1<<9), cat(op(pmTrack, 0, 0), op(pmDelete, 0, 0), op(pmAdvance, 7, 0), op(pmSweep, 0, 0)))
+	// Two pods go; Sweeps without Start, with a failed destroy and a hang.
+	f.Add(uint16(pmModeWorkers2), cat(op(pmTrack, 0, 0), op(pmTrack, 1, 0), op(pmDelete, 0, 0), op(pmRecreate, 1, 0),
+		op(pmFaultOp, 4*pmPortDestroy, 8), op(pmSweep, 0, 0), op(pmAdvance, 4, 0), op(pmFaultOp, 1, 1+32), op(pmSweep, 0, 1),
+		op(pmAdvance, 6, 0), op(pmJoin, 0, 0), op(pmSweep, 0, 0)))
+	// Sandboxes change under a dry run, Start running.
+	f.Add(uint16(pmModeDryRun|pmModeSandbox|pmModeAutoStart|1<<9), cat(op(pmTrack, 0, 0), op(pmTrack, 1, 0),
+		op(pmChangeSandbox, 0, 0), op(pmAdvance, 6, 0), op(pmKillSandbox, 1, 0), op(pmAdvance, 7, 0), op(pmDelete, 0, 0),
+		op(pmTrigger, 0, 0), op(pmAdvance, 7, 0)))
+	// A restart with an Inventory and a Confirmer; a lagging cache.
+	f.Add(uint16(pmModeInventory|pmModeConfirmer|pmModeAutoStart|2<<9), cat(op(pmTrack, 0, 0), op(pmTrack, 2, 0),
+		op(pmFaultOp, 2, 6), op(pmTrigger, 2, 0), op(pmDelete, 2, 0), op(pmRestart, 0, 0), op(pmAdvance, 9, 0),
+		op(pmUntrack, 0, 0), op(pmAdvance, 8, 0)))
+	// A destroy rate, four pods gone, Start stopped and a Sweep.
+	f.Add(uint16(pmModeRate|pmModeAutoStart|pmModeWorkers2|1<<9), cat(op(pmTrack, 0, 0), op(pmTrack, 1, 0), op(pmTrack, 2, 0),
+		op(pmTrack, 3, 0), op(pmDelete, 0, 0), op(pmDelete, 1, 0), op(pmMove, 2, 0), op(pmRecreate, 3, 0),
+		op(pmAdvance, 8, 0), op(pmStop, 0, 0), op(pmTrack, 1, 0), op(pmSweep, 0, 0)))
+	// Port faults and a slow Observer while Start runs.
+	f.Add(uint16(pmModeSandbox|pmModeAutoStart|pmModeLongCheck|1<<9), cat(op(pmTrack, 0, 4), op(pmSlowObserver, 1, 0),
+		op(pmFaultOp, 4*pmPortSandbox, 0), op(pmFaultOp, 1, 2), op(pmTriggerAll, 0, 0), op(pmAdvance, 5, 0),
+		op(pmSlowObserver, 0, 0), op(pmTrackMany, 3, 0), op(pmAdvance, 8, 0)))
+	// An Inventory that fails, then answers; PUs of an earlier run.
+	f.Add(uint16(pmModeInventory|pmModeWorkers2), cat(op(pmSeed, 0, 1), op(pmListFault, 0, 1), op(pmStart, 0, 0),
+		op(pmAdvance, 6, 0), op(pmTrack, 1, 1), op(pmAdvance, 8, 0)))
+	f.Fuzz(func(t *testing.T, mode uint16, data []byte) {
+		synctest.Test(t, func(t *testing.T) { runPromises(t, mode, data) })
+	})
+}
