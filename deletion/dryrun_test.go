@@ -62,7 +62,7 @@ func TestADryRunReportsAFlappingSandboxOncePerReason(t *testing.T) {
 // of pods gone for good "so that a long dry run does not grow", and
 // remembers them so that the Inventory's list to come does not report
 // them again; while that list keeps failing, what it remembers is bounded
-// by what it tracks (at least a thousand or so), not by how many it has
+// by what it tracks (and a few more), not by how many it has
 // dropped. 20,000 PUs with PUIDs of 1,000 bytes are tracked, a thousand at
 // a time, reported and dropped: the heap grows by far less than they take.
 func TestALongDryRunIsBoundedWhileTheInventoryFails(t *testing.T) {

@@ -8,5 +8,9 @@ package deletion
 func DryRunMemory(c *Engine) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.dropped) + len(c.gone) + len(c.removing)
+	return len(c.dropped.cur) + len(c.dropped.old) + len(c.list.gone) + len(c.list.removing)
 }
+
+// MinDryRunMemory is how many dropped PUs a dry run may remember however
+// few it tracks (dryRunMemory).
+const MinDryRunMemory = minDryRunMemory

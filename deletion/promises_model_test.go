@@ -50,8 +50,10 @@ package deletion_test
 //     untracked or abandoned (under a rate, a PU with a failed DestroyPU is
 //     exempt: a Sweep's early check of a retry needs a turn at hand).
 //  7. A dry run reports a (PU, reason) at most once per tracking of the PU,
-//     and DryRunMemory(c) <= 32 + the removals during the latest list's
-//     deadline window (what that list must not bring back).
+//     and DryRunMemory(c) <= 32 + 4*max(MinDryRunMemory, the most PUs
+//     tracked at once) + the removals during the latest list's deadline
+//     window (what that list must not bring back): what it remembers of
+//     its drops is bounded by what it tracks, not by how many it dropped.
 //  8. LivenessCheck(nil) is nil while Start runs, no hang or slow Observer
 //     is in force, and CheckTimeout + 2s have passed since the last ended.
 //  9. No panic, no hang: Start returns nil within ShutdownTimeout + 1s of
@@ -427,6 +429,7 @@ type pmEngine struct {
 	resolved      map[string]int64
 	reports       map[string]map[ports.Reason]int
 	places        map[string]pmPlace
+	peak          int // the most PUs tracked at once
 }
 
 func (w *pmWorld) now() time.Duration { return time.Since(w.t0) }
@@ -1166,8 +1169,11 @@ func (w *pmWorld) checkTimed() {
 	if live != nil {
 		w.violateLocked("8: LivenessCheck fails with nothing wedged: %v", live)
 	}
+	e.peak = max(e.peak, n)
 	if w.o.dryRun {
-		bound := pmMemSlack
+		// What it remembers of its drops: two generations of at most
+		// max(MinDryRunMemory, tracked), and a list's copy of them.
+		bound := pmMemSlack + 4*max(deletion.MinDryRunMemory, e.peak)
 		if e.listsInFlight > 0 || e.listOK && now <= e.listEnd+time.Duration(e.listN)*pmObsDelay+time.Second {
 			for _, r := range e.removals {
 				if r >= e.listStart && r <= e.listStart+w.o.listTimeout()+time.Second {

@@ -51,7 +51,7 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 // Inventory fails (a list may then report one of those once more).
 type dryRunMemory struct{ cur, old map[string]struct{} }
 
-const minDryRunMemory = 1024
+const minDryRunMemory = 16
 
 // add remembers puid, with tracked PUs tracked.
 func (m *dryRunMemory) add(puid string, tracked int) {
