@@ -19,13 +19,12 @@ import (
 // the live API and destroys it through the PolicyHandler once its pod is
 // really gone. Create it with New; all its methods are safe from any goroutine.
 //
-// Where each mechanism lives: record.go, a record's states and every move
-// between them; decide.go, the decision table; check.go, one check and its
-// destroy; workers.go, Start, Sweep, the one ready queue and the Workers
-// slots every check runs in; schedule.go, the one scheduler and its heap of
-// times (periodic checks, retries, turns); rollout.go, the dry run and the
-// destroy rate; restore.go, the Inventory's lists; status.go, observer.go
-// and failures.go, what the engine tells.
+// Where each mechanism lives: record.go, a record's states and moves;
+// decide.go, the decision table; check.go, one check and its destroy;
+// workers.go, Start, Sweep, the ready queue and the Workers slots;
+// schedule.go, the scheduler's heap of times; rollout.go, the dry run and
+// the destroy rate; restore.go, the Inventory's lists; status.go,
+// observer.go and failures.go, what the engine tells.
 type Engine struct {
 	getter ports.PodGetter
 	policy ports.PolicyHandler
@@ -81,26 +80,12 @@ type Engine struct {
 // an optional port of opts, is nil (a nil XxxFunc or a typed nil pointer
 // too), and one wrapping ErrInvalidOptions when opts is out of range.
 func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Engine, error) {
-	for _, p := range []struct {
-		name     string
-		v        any
-		optional bool
-	}{
-		{"PodGetter", getter, false},
-		{"PolicyHandler", policy, false},
-		{"Options.SandboxExtractor", opts.SandboxExtractor, true},
-		{"Options.Requeuer", opts.Requeuer, true},
-		{"Options.Confirmer", opts.Confirmer, true},
-		{"Options.SandboxConfirmer", opts.SandboxConfirmer, true},
-		{"Options.SandboxProber", opts.SandboxProber, true},
-		{"Options.Inventory", opts.Inventory, true},
-		{"Options.Observer", opts.Observer, true},
-	} {
-		if p.v == nil && p.optional {
-			continue
-		}
-		if isNil(p.v) {
-			return nil, fmt.Errorf("%w: %s is nil (%T)", ErrNilPort, p.name, p.v)
+	names := [...]string{"PodGetter", "PolicyHandler", "Options.SandboxExtractor", "Options.Requeuer", "Options.Confirmer",
+		"Options.SandboxConfirmer", "Options.SandboxProber", "Options.Inventory", "Options.Observer"}
+	for i, p := range [...]any{getter, policy, opts.SandboxExtractor, opts.Requeuer, opts.Confirmer,
+		opts.SandboxConfirmer, opts.SandboxProber, opts.Inventory, opts.Observer} {
+		if (p != nil || i < 2) && isNil(p) { // the two ports are required, the others optional
+			return nil, fmt.Errorf("%w: %s is nil (%T)", ErrNilPort, names[i], p)
 		}
 	}
 	o, err := opts.withDefaults()
@@ -185,12 +170,15 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 // Untrack forgets the PU of puid without destroying it, for a PU the agent
 // tore down itself. It reports whether the PU was tracked, once the
 // Observer has been told (EventUntracked). Once it returns, no DestroyPU of
-// that PU starts; one the engine had already started may finish. A later
-// Track of the same PUID is a new PU.
+// that PU starts, though the Inventory's list under way holds it; one the
+// engine had already started may finish. A later Track of the same PUID is
+// a new PU.
 func (c *Engine) Untrack(puid string) bool {
 	c.mu.Lock()
 	r := c.records[puid]
 	if r == nil {
+		c.list.removed(puid, c.realNow())
+		c.list.told(puid)
 		c.mu.Unlock()
 		return false
 	}

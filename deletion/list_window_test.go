@@ -107,3 +107,26 @@ func TestAPUTriggeredBeforeStartTakesItsListedSandbox(t *testing.T) {
 		assert.Equal(t, "s1", got[0].SandboxID)
 	})
 }
+
+// TestAListNeverBringsBackAPUUntrackedBeforeItIsTracked: the agent tears
+// down a PU and Untracks it while Start's first list, which holds it, is
+// under way: Untrack returns false (it is not tracked yet), and the list
+// does not bring it back, so no DestroyPU of it starts.
+func TestAListNeverBringsBackAPUUntrackedBeforeItIsTracked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		x := ports.PU{PUID: "x", Pod: types.NamespacedName{Namespace: "ns", Name: "x"}} // its pod is gone
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			time.Sleep(500 * time.Millisecond)
+			return []ports.PU{x}, nil
+		})
+		policy := newDestroyLog()
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{Inventory: inv, SweepInterval: time.Second})
+		startEngine(t, c)
+		time.Sleep(100 * time.Millisecond)
+		require.False(t, c.Untrack(x.PUID), "not tracked yet")
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		assert.Empty(t, policy.of(x.PUID), "no DestroyPU of x starts after Untrack returned")
+		assert.Zero(t, c.Len())
+	})
+}

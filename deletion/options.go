@@ -111,14 +111,17 @@ type Options struct {
 	// delays the first check by at most its deadline (CheckTimeout, at least
 	// a second) and a second; a failing or late list is retried with
 	// backoff until it answers, while checks go on. A list never brings back
-	// a PU removed while it was under way. nil: nothing is restored.
+	// a PU removed from when it began until its answer is tracked. nil:
+	// nothing is restored.
 	Inventory ports.Inventory
 
 	// DryRun, when set, runs every check but never calls DestroyPU: a PU
 	// that would go is reported once per reason (EventWouldDestroy, an info
 	// log line, PUStatus.WouldDestroy) and kept, or, when its pod is gone for
 	// good (PodGone, UIDChanged, NodeChanged), dropped from memory, so that
-	// a long dry run does not grow. Default false.
+	// a long dry run does not grow. Until the Inventory's first list is in,
+	// it remembers up to about twice as many dropped PUs as it tracks (and
+	// 32), so that the list does not report them again. Default false.
 	DryRun bool
 	// DestroyRate bounds how many DestroyPU calls start per second, with
 	// DestroyBurst at once (golang.org/x/time/rate): in any window of w
@@ -126,9 +129,10 @@ type Options struct {
 	// turn comes within a moment (20 to 125 ms, and half of the check's time
 	// left) waits for it in its check; otherwise the PU waits, as a retry
 	// does but with no failed attempt, until about its turn, behind those
-	// waiting, and is checked again then (or sooner: a PU seen alive leaves
-	// the line). Backlog().RateLimited counts them. 0: no limit. Negative,
-	// or under one a year: rejected.
+	// waiting, and is checked again then. A check before it that sees the
+	// pod alive takes it out of the line; one whose ports fail keeps its
+	// place. Backlog().RateLimited counts them; a Sweep waits for them. 0: no
+	// limit. Negative, or under one a year: rejected.
 	DestroyRate rate.Limit
 	// DestroyBurst is how many DestroyPU calls may start at once under
 	// DestroyRate. 0: 1.

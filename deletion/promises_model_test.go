@@ -26,11 +26,10 @@ package deletion_test
 // the old engine's ports answer errors and its DestroyPU has no effect.
 //
 // Invariants and bounds, per engine (a restart makes a new one):
-//  1. No DestroyPU of a PUID starts after Untrack(PUID) returned true,
-//     until the user Tracks it again (the call begins).
+//  1. No DestroyPU of a PUID starts after Untrack(PUID) returned, true or
+//     false (a list under way may hold it), until the user Tracks it again.
 //  2. A successful DestroyPU of a PUID not in the policy engine's set when
-//     it began is "destroyed twice" (but for one the agent removed while
-//     the engine did not track it: Untrack returned false).
+//     it began is "destroyed twice".
 //  3. At each DestroyPU and EventWouldDestroy, per the truth then: the pod
 //     is gone, has another UID or is on another node, or (extractor) runs in
 //     another sandbox than ev.SandboxID, or (prober) in none and
@@ -374,7 +373,6 @@ type pmWorld struct {
 	set       map[string]pmPU
 	order     int
 	gens      int
-	agentGone map[string]bool
 
 	faults      [pmPodPorts][pmSlots]pmFault
 	listFault   pmFault
@@ -539,7 +537,6 @@ func (w *pmWorld) addToSetLocked(pu ports.PU) {
 	w.gens++
 	w.order++
 	w.set[pu.PUID] = pmPU{pu: pu, gen: w.gens, order: w.order}
-	delete(w.agentGone, pu.PUID)
 }
 
 func pmPodOf(key types.NamespacedName, p pmPod) (*corev1.Pod, error) {
@@ -687,7 +684,7 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 		w.violateLocked("DestroyPU(%s) in a dry run", ev)
 	}
 	if e.untracked[puid] {
-		w.violateLocked("1: DestroyPU(%s) starts after Untrack(%s) returned true", ev, puid)
+		w.violateLocked("1: DestroyPU(%s) starts after Untrack(%s) returned", ev, puid)
 	}
 	if !w.allowedLocked(ev.PU()) {
 		w.violateLocked("3: DestroyPU(%s) that the table does not order: the pod is %+v", ev, w.pods[max(0, pmSlotOf(ev.Pod.Name))])
@@ -747,7 +744,7 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 	}
 	e.lastOK[puid] = true
 	switch {
-	case !inSet && !w.agentGone[puid]:
+	case !inSet:
 		w.violateLocked("2: DestroyPU(%s) succeeded, but the policy engine did not hold it when the call began: destroyed twice", ev)
 	case inSet && w.set[puid].gen == in.gen:
 		delete(w.set, puid)
@@ -1033,7 +1030,7 @@ func (w *pmWorld) userUntrack(e *pmEngine, puid string) {
 	w.mu.Lock()
 	w.seq++
 	at := w.seq
-	_, inSet := w.set[puid]
+
 	delete(w.set, puid) // the agent tore it down itself
 	before := e.untrackEv[puid]
 	w.mu.Unlock()
@@ -1047,8 +1044,8 @@ func (w *pmWorld) userUntrack(e *pmEngine, puid string) {
 		if e.untrackEv[puid] == before {
 			w.violateLocked("10: Untrack(%s) returned true before EventUntracked was told", puid)
 		}
-	case inSet:
-		w.agentGone[puid] = true
+	default: // not tracked: a list under way must not bring it back either
+		e.untracked[puid] = true
 	}
 }
 
@@ -1474,7 +1471,7 @@ func (w *pmWorld) abort(t *testing.T, why string) {
 
 func runPromises(t *testing.T, mode uint16, data []byte) {
 	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), uidGoneAt: map[string]time.Duration{}, dead: map[string]bool{},
-		set: map[string]pmPU{}, agentGone: map[string]bool{}, lastFault: -1, lastSlowEnd: -1}
+		set: map[string]pmPU{}, lastFault: -1, lastSlowEnd: -1}
 	for slot := range w.pods { // every pod runs at first, none tracked
 		w.pods[slot] = pmPod{exists: true, uid: w.id("u"), node: pmNode, sandbox: w.id("s")}
 	}

@@ -1,24 +1,19 @@
 package deletion
 
 // The scheduler. Every record is on one heap of times (Engine.heap, by
-// record.next): its periodic check, or the retry or the turn it waits for,
-// the sooner for a turn. One goroutine (schedule) sleeps until the first and
-// queues every record whose time has come. A periodic check comes at the
-// tick of the interval that a hash of the PUID picks, in every run (the
-// first within one interval of Track), in one or two batches a second; a
-// retry is rounded up to a tick, so that retries come in batches; a turn is
-// due at its own time, so that destroys start at the rate's pace. A batch
-// wakes one worker, and another after spreadAfter if it still waits: a
-// wake-up is what an idle node agent pays for (BENCHMARKS.md). The
-// scheduler also logs, once per interval at most, a summary line per
-// failing port (failures.go).
+// record.next): its periodic check, or its retry, or the sooner of its turn
+// and its periodic check. One goroutine (schedule) sleeps until the first
+// and queues every record due. A periodic check comes at the tick a hash of
+// the PUID picks, in one or two batches a second; a retry is rounded up to
+// a tick; a turn comes at its own time, at the rate's pace. A batch wakes
+// one worker, and another after spreadAfter if it still waits: a wake-up is
+// what an idle node agent pays for (BENCHMARKS.md). It also logs the
+// failing ports' summaries (failures.go).
 
 import (
 	"container/heap"
 	"context"
 	"time"
-
-	"k8s.io/utils/clock"
 )
 
 // The ticks of the interval: SweepInterval/64 within minTick and maxTick,
@@ -104,27 +99,22 @@ func (c *Engine) unscheduleLocked(r *record) {
 	}
 }
 
-// onTick returns the engine time of the first tick (of at most maxTick) at
-// or after the engine time t.
+// onTick returns the first tick (of at most maxTick) at or after t.
 func (c *Engine) onTick(t int64) int64 {
 	tick := int64(min(c.tick, maxTick))
 	k := (t - 1 + tick - 1) / tick
 	return k*tick + 1
 }
 
-// schedule queues the records whose time has come until ctx is done, by
-// the clock, so that a late wake-up queues every record due once. With an
-// Inventory, it begins once Start's first list is done (listed).
+// schedule queues the records whose time has come until ctx is done; a
+// late wake-up queues each once. With an Inventory, it begins once Start's
+// first list is done (listed).
 func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan struct{}) {
 	if c.opts.Inventory != nil && !c.awaitFirstList(ctx, listed) {
 		return
 	}
-	var timer clock.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	timer := c.opts.Clock.NewTimer(MaxDuration)
+	defer timer.Stop()
 	lastFlush := c.now()
 	defer c.flushFailures()
 	for {
@@ -155,23 +145,15 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 			c.flushFailures() // once per interval at most
 			lastFlush = now
 		}
-		if wakeAt == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-kick:
-			}
-			continue
-		}
-		if timer == nil {
-			timer = c.opts.Clock.NewTimer(time.Duration(wakeAt - now))
-		} else {
+		var fire <-chan time.Time // nil: until a kick
+		if wakeAt != 0 {
 			timer.Reset(time.Duration(wakeAt - now))
+			fire = timer.C()
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C():
+		case <-fire:
 		case <-kick:
 			timer.Stop()
 		}

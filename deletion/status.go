@@ -15,8 +15,7 @@ import (
 // and debugging: why it is kept, and how its destroy is going.
 type PUStatus struct {
 	ports.PU
-	// State is "idle", "queued", "checking", "waiting for a retry" or
-	// "waiting for its turn".
+	// State: "idle", "queued", "checking", "waiting for a retry" or "waiting for its turn".
 	State string
 	// TrackedAt is when Track took the entry.
 	TrackedAt time.Time
@@ -33,7 +32,7 @@ type PUStatus struct {
 	// NextAttempt is when the destroy is tried again (its retry, or about
 	// its turn under the destroy rate); zero unless the PU waits for either.
 	NextAttempt time.Time
-	// WouldDestroy is the reason a dry run reported; "" when none did.
+	// WouldDestroy is the reason a dry run reported last; "" when none did.
 	WouldDestroy ports.Reason
 	// LastErr is the error of the last check, if it failed.
 	LastErr error
@@ -83,19 +82,17 @@ var (
 
 // HealthCheck is ReadinessCheck.
 //
-// Deprecated: serve LivenessCheck on /healthz and ReadinessCheck on /readyz.
-// HealthCheck fails while the engine is behind, which on a liveness probe
-// restarts a busy agent in the middle of its work.
+// Deprecated: serve LivenessCheck on /healthz and ReadinessCheck on /readyz:
+// HealthCheck fails while the engine is behind.
 func (c *Engine) HealthCheck(req *http.Request) error { return c.ReadinessCheck(req) }
 
 // LivenessCheck reports whether restarting the process could help the
 // engine: it fails once Start has returned, when a check due three
-// SweepIntervals ago is not queued yet (Start's first list is allowed its
-// deadline besides), and when every Workers slot is held by a check stuck
-// in a port past its deadline, whoever began it. Being behind does not fail
-// it (a restart would only add a relist to the load: that is
-// ReadinessCheck's and the backlog metrics'), nor being still before Start.
-// Serve it on /healthz: mgr.AddHealthzCheck("podsweeper",
+// SweepIntervals ago (and since Start began, and its first list's deadline)
+// is not queued yet, and when every Workers slot is held by a check stuck
+// in a port past its deadline. Being behind does not fail it (a restart
+// would only add a relist to the load: see ReadinessCheck), nor being
+// before Start. Serve it on /healthz: mgr.AddHealthzCheck("podsweeper",
 // engine.LivenessCheck). It reads a few fields, whatever the number of PUs.
 func (c *Engine) LivenessCheck(_ *http.Request) error {
 	if !c.started.Load() {

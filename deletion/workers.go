@@ -1,17 +1,13 @@
 package deletion
 
-// How the engine runs checks. Every check, whatever brings it, goes through
-// the one ready queue (Engine.ready, oldest first) to a goroutine that
-// claims the record and runs the check under a deadline of CheckTimeout; a
-// trigger wakes as many idle goroutines as it queued records. A check runs
-// in one of Workers slots, whoever runs it (Start's goroutines, or a Sweep's
-// own while Start does not run), and a check stuck in a port keeps its slot
-// until the port returns, after the Start or Sweep that ran it too: the
-// bound holds, and LivenessCheck, Sweep and Start's stop see every stuck
-// check. Checks one goroutine starts within 1% of CheckTimeout of each other
-// share one deadline context (lane): one per check was a sixth of the CPU at
-// cluster scale. Sweep marks each record with its generation, so that a
-// check of an older Sweep counts for no newer one.
+// How the engine runs checks. Every check goes through the one ready queue
+// (Engine.ready, oldest first) to a goroutine that claims the record and
+// runs it under CheckTimeout, in one of Workers slots, whoever runs it
+// (Start's goroutines, or a Sweep's own while Start does not run). A check
+// stuck in a port keeps its slot until the port returns: LivenessCheck,
+// Sweep and Start's stop see it. A goroutine's checks share one deadline
+// context per 1% of CheckTimeout (lane): one each was a sixth of the CPU at
+// cluster scale.
 
 import (
 	"context"
@@ -37,8 +33,7 @@ func (c *Engine) Start(ctx context.Context) error {
 		return ErrAlreadyStarted
 	}
 	now := c.now()
-	// Made here, not in New, so that a testing/synctest bubble running Start
-	// sees waits on them as durable.
+	// Made here, not in New, for a testing/synctest bubble running Start.
 	kick, listed := make(chan struct{}, 1), make(chan struct{})
 	c.mu.Lock()
 	c.running, c.begun, c.kick, c.startAt = true, c.opts.Inventory == nil, kick, now
@@ -69,10 +64,7 @@ func (c *Engine) Start(ctx context.Context) error {
 	c.mu.Unlock()
 	sched.Wait()
 	done := make(chan struct{})
-	go func() {
-		inPorts.Wait()
-		close(done)
-	}()
+	go func() { inPorts.Wait(); close(done) }()
 	t := time.NewTimer(c.opts.ShutdownTimeout)
 	defer t.Stop()
 	select {
@@ -144,7 +136,7 @@ func (c *Engine) Sweep(ctx context.Context) {
 		case <-nudge:
 		case <-turn.C():
 		}
-		if next := c.sweepTurns(gen); next > 0 {
+		if next := c.sweepTurns(gen); next > 0 { // 0: none, or one due now
 			turn.Reset(next)
 		}
 		stuck = c.sweepStuck(gen)
@@ -157,10 +149,9 @@ func (c *Engine) Sweep(ctx context.Context) {
 }
 
 // sweepRun is the running Sweep's state, under Engine.mu: its generation,
-// which the marks of its records carry (record.sweepGen), the checks it
-// waits for (left), the records whose turns it waits for (owed), done,
-// closed at its end (nil: none runs), and nudge, for the end of one of its
-// last checks.
+// which its marks carry (record.sweepGen), the checks it waits for, the
+// records whose turns it waits for, done, closed at its end (nil: none
+// runs), and nudge, to look at its turns and stuck checks.
 type sweepRun struct {
 	gen   uint32
 	left  int
@@ -169,34 +160,30 @@ type sweepRun struct {
 	nudge chan struct{}
 }
 
-// sweepTurns queues the records of the Sweep of gen whose turns have come,
-// while Start does not run (its scheduler does it otherwise), and returns
-// how long until the next one (0: none).
+// sweepTurns queues the records of the Sweep of gen whose turns have come
+// while Start does not run (its scheduler does it), and returns how long
+// until the next (0: none).
 func (c *Engine) sweepTurns(gen uint32) time.Duration {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var next int64
-	owed := c.sweep.owed[:0]
+	next, owed := int64(0), c.sweep.owed[:0]
 	for _, r := range c.sweep.owed {
 		switch {
-		case r.sweep != sweepTurn || r.sweepGen != gen || r.state == removed:
-			continue // checked, or gone, meanwhile
-		case c.running:
-		case r.waitUntil <= now:
+		case r.sweep != sweepTurn || r.sweepGen != gen || r.state != turnWaiting:
+			continue // handed on, or gone: a check that waits again owes it again
+		case !c.running && r.waitUntil <= now:
 			c.queueLocked(r, bySweep, now)
 			c.wakeLocked(1)
-		case next == 0 || r.waitUntil < next:
+			continue
+		case !c.running && (next == 0 || r.waitUntil < next):
 			next = r.waitUntil
 		}
 		owed = append(owed, r)
 	}
 	clear(c.sweep.owed[len(owed):])
 	c.sweep.owed = owed
-	if next == 0 {
-		return 0
-	}
-	return time.Duration(next - now)
+	return time.Duration(max(next-now, 0))
 }
 
 // sweepStuck reports whether the Sweep of gen is to stop waiting: every
@@ -285,8 +272,8 @@ type slot struct {
 	index    int32
 }
 
-// stuck reports whether the slot's check is in a port past its deadline by
-// stuckGrace, well past what a port that honours its context takes.
+// stuck reports whether the slot's check is in a port stuckGrace past its
+// deadline, well past what a port that honours its context takes.
 func (s *slot) stuck(now int64) bool {
 	end := s.checkEnd.Load()
 	return end != 0 && now > end+int64(stuckGrace)
@@ -368,10 +355,7 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 			it := c.ready[c.readyHead]
 			c.ready[c.readyHead] = readyItem{}
 			c.readyHead++
-			if it.r.state != queued {
-				continue
-			}
-			if !c.dueLocked(it.r, c.now()) {
+			if it.r.state != queued || !c.dueLocked(it.r, c.now()) {
 				continue
 			}
 			s := &c.slots[c.free[len(c.free)-1]]
@@ -416,8 +400,7 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	cctx, end := l.deadline(ctx, c.realNow(), c.opts.CheckTimeout)
 	s.checkEnd.Store(end)
 	o := c.check(cctx, r)
-	if o.requeue != nil {
-		// Requeue has a deadline of its own.
+	if o.requeue != nil { // with a deadline of its own
 		end = c.realNow() + int64(c.opts.CheckTimeout)
 		s.checkEnd.Store(end)
 		c.requeue(ctx, r, o.requeue)
