@@ -16,9 +16,8 @@ import (
 // errNoPod: GetPod answered neither a pod nor an error.
 var errNoPod = errors.New("GetPod returned a nil pod and a nil error")
 
-// outcome is what a check hands to run and releaseLocked: the verdict it
-// carried out and what the record waits for next (the retry of a failed
-// destroy at retryAt, or its turn until turnAt; at most one is set).
+// outcome is what a check hands to run and releaseLocked: the verdict it carried out and what the record waits for
+// next (the retry of a failed destroy at retryAt, or its turn until turnAt; at most one is set).
 type outcome struct {
 	verdict         Verdict
 	vetoed          bool
@@ -28,10 +27,9 @@ type outcome struct {
 	end             int64
 }
 
-// check runs one check of the claimed record e under ctx and carries out the
-// verdict, but the requeue of row 10, which it leaves to run.
+// check runs one check of the claimed record e under ctx and carries out the verdict, but the requeue of row 10, which
+// it leaves to run. A first check and a triggered one ask the SandboxConfirmer, if any.
 func (c *Engine) check(ctx context.Context, e *record) outcome {
-	// A first check and a triggered one ask the SandboxConfirmer, if any.
 	sb := portSandboxID
 	if e.checkFresh && c.opts.SandboxConfirmer != nil {
 		sb = portSandboxConfirmer
@@ -82,10 +80,9 @@ func (c *Engine) vetoed(e *record, v, cv Verdict, err error, msg string) bool {
 	return true
 }
 
-// decide asks the pod port (portGetPod or portConfirmer) and, if the table
-// needs it, the sandbox port sb about e's pod, and runs Decide. It returns
-// the verdict, the pod, and the error that kept the PU, if any. An answer
-// after the check's deadline counts as a failure.
+// decide asks the pod port (portGetPod or portConfirmer) and, if the table needs it, the sandbox port sb about e's
+// pod, and runs Decide. It returns the verdict, the pod, and the error that kept the PU, if any. An answer after the
+// check's deadline counts as a failure.
 func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdict, *corev1.Pod, error) {
 	getter, name := c.getter, portNames[port]
 	if port == portConfirmer {
@@ -122,9 +119,8 @@ func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdi
 	return v, o.Pod, err
 }
 
-// askSandbox runs Decide on o with the sandbox port sb's answer for o.Pod,
-// and the SandboxProber's if Decide asks for it. It returns the verdict and
-// the error that kept the PU, if any.
+// askSandbox runs Decide on o with the sandbox port sb's answer for o.Pod, and the SandboxProber's if Decide asks for
+// it. It returns the verdict and the error that kept the PU, if any.
 func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb int) (Verdict, error) {
 	x := c.opts.SandboxExtractor
 	if sb == portSandboxConfirmer {
@@ -152,10 +148,9 @@ func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb in
 	return Decide(e.PU, o), o.ProberErr
 }
 
-// destroy calls DestroyPU for v once its turn has come: a success or the
-// last failure removes the record (and sets r.requeue for rows 10 and 12),
-// another failure sets r.retryAt, a turn not come yet r.turnAt. Nothing is
-// called for a record Untrack removed, whatever the check waited for.
+// destroy calls DestroyPU for v once its turn has come: a success or the last failure removes the record (and sets
+// r.requeue for rows 10 and 12), another failure sets r.retryAt, a turn not come yet r.turnAt. Nothing is called for
+// a record Untrack removed, whatever the check waited for.
 func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.Pod, r *outcome) {
 	c.mu.Lock()
 	if e.state == removed {
@@ -228,9 +223,8 @@ func (c *Engine) backoff(attempts int) time.Duration {
 	return min(d, c.opts.RetryMaxDelay)
 }
 
-// requeue hands a copy of the live pod to the Requeuer under a deadline of
-// its own: the PodGetter's pod may be its cache's own object, and the
-// Requeuer's receivers may keep or modify it.
+// requeue hands a copy of the live pod to the Requeuer under a deadline of its own: the PodGetter's pod may be its
+// cache's own object, and the Requeuer's receivers may keep or modify it.
 func (c *Engine) requeue(parent context.Context, e *record, pod *corev1.Pod) {
 	if c.opts.Requeuer == nil || pod == nil {
 		return
@@ -267,11 +261,9 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 	return c.policy.DestroyPU(ctx, ev)
 }
 
-// guard, deferred by a port's call, turns a panic in the port into an error
-// wrapping ErrPortPanicked, formatting its value, never wrapping it (a
-// panic with ports.ErrPodNotFound cannot make a pod look gone), and an
-// error that cannot be read (a typed nil, one whose Error, Is or As
-// panics) into a plain failure of the port.
+// guard, deferred by a port's call, turns a panic in the port into an error wrapping ErrPortPanicked, formatting its
+// value, never wrapping it (a panic with ports.ErrPodNotFound cannot make a pod look gone), and an error that cannot
+// be read (a typed nil, one whose Error, Is or As panics) into a plain failure of the port.
 func guard(port string, err *error) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("%w: %s: %v\n%s", ErrPortPanicked, port, r, debug.Stack())
@@ -280,14 +272,9 @@ func guard(port string, err *error) {
 	}
 }
 
-// readable reports whether err's Error, and the errors.Is and errors.As the
-// engine asks of it, answer without a panic.
+// readable reports whether err's Error, and the errors.Is and errors.As the engine asks of it, answer without a panic.
 func readable(err error) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
+	defer func() { recover() }() // a panic leaves ok false
 	_, _, _ = err.Error(), IsNotFound(err), ports.IsPermanent(err)
 	return true
 }

@@ -10,9 +10,8 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// Observation is what one check of an entry saw: GetPod's answer, then the
-// SandboxExtractor's when Decide asks for it (AskSandbox), then the
-// SandboxProber's when it asks (AskProber).
+// Observation is what one check of an entry saw: GetPod's answer, then the SandboxExtractor's when Decide asks for it
+// (AskSandbox), then the SandboxProber's when it asks (AskProber).
 type Observation struct {
 	// Pod and Err are what PodGetter.GetPod returned.
 	Pod *corev1.Pod
@@ -21,14 +20,14 @@ type Observation struct {
 	NodeName string
 	// DestroyTerminated turns row 11 on: a finished pod is gone for its PU.
 	DestroyTerminated bool
-	// HasExtractor: a SandboxExtractor is configured. SandboxAsked: it was
-	// called, and SandboxID and SandboxErr hold its answer.
+	// HasExtractor: a SandboxExtractor is configured. SandboxAsked: it was called, and SandboxID and SandboxErr hold
+	// its answer.
 	HasExtractor bool
 	SandboxAsked bool
 	SandboxID    string
 	SandboxErr   error
-	// HasProber: a SandboxProber is configured. ProberAsked: it was asked
-	// about the entry's sandbox, and SandboxDead and ProberErr hold its answer.
+	// HasProber: a SandboxProber is configured. ProberAsked: it was asked about the entry's sandbox, and SandboxDead
+	// and ProberErr hold its answer.
 	HasProber, ProberAsked bool
 	SandboxDead            bool
 	ProberErr              error
@@ -44,11 +43,11 @@ const (
 	Destroy
 	// Adopt keeps the entry and records Verdict.SandboxID as its sandbox.
 	Adopt
-	// AskSandbox: call the SandboxExtractor on Observation.Pod, record its
-	// answer in the Observation and call Decide again.
+	// AskSandbox: call the SandboxExtractor on Observation.Pod, record its answer in the Observation and call Decide
+	// again.
 	AskSandbox
-	// AskProber: call the SandboxProber on Observation.Pod and the entry's
-	// sandbox, record its answer in the Observation and call Decide again.
+	// AskProber: call the SandboxProber on Observation.Pod and the entry's sandbox, record its answer in the
+	// Observation and call Decide again.
 	AskProber
 )
 
@@ -69,12 +68,11 @@ type Verdict struct {
 	Reason ports.Reason
 	// SandboxID is the sandbox to record when Action is Adopt.
 	SandboxID string
-	// Requeue asks the engine to requeue the live pod once the entry is
-	// removed (row 10: the main controller must create the PU of the new sandbox).
+	// Requeue asks the engine to requeue the live pod once the entry is removed (row 10: the main controller must
+	// create the PU of the new sandbox).
 	Requeue bool
-	// Row is the row of the decision table that decided (1 to 12; rows 11
-	// and 12, added last, are tried in their place), or 0 for AskSandbox
-	// and AskProber, which decide nothing yet.
+	// Row is the row of the decision table that decided (1 to 12; rows 11 and 12, added last, are tried in their
+	// place), or 0 for AskSandbox and AskProber, which decide nothing yet.
 	Row int
 }
 
@@ -95,8 +93,7 @@ var rowText = [...]string{
 	12: "same pod, its sandbox dead, no other yet",
 }
 
-// verdictOfRow returns the verdict row decides, sandbox being the one row 7
-// adopts.
+// verdictOfRow returns the verdict row decides, sandbox being the one row 7 adopts.
 func verdictOfRow(row int, sandbox string) Verdict {
 	v := Verdict{Row: row}
 	switch row {
@@ -137,43 +134,34 @@ func (v Verdict) String() string {
 	return s
 }
 
-// IsNotFound reports whether err from a PodGetter means the pod does not
-// exist: it matches ports.ErrPodNotFound or a Kubernetes NotFound status error.
-// An error that cannot be read (a typed nil) is not.
+// IsNotFound reports whether err from a PodGetter means the pod does not exist: it matches ports.ErrPodNotFound or a
+// Kubernetes NotFound status error. An error that cannot be read (a typed nil) is not.
 func IsNotFound(err error) (found bool) {
-	defer func() {
-		if recover() != nil {
-			found = false
-		}
-	}()
+	defer func() { recover() }() // a panic leaves found false
 	return err != nil && (errors.Is(err, ports.ErrPodNotFound) || apierrors.IsNotFound(err))
 }
 
-// Decide holds the whole destroy decision table for one check of one entry.
-// It does no I/O: the engine gathers the Observation and carries out the
-// Verdict. The rows, in the order they are tried:
+// Decide holds the whole destroy decision table for one check of one entry. It does no I/O: the engine gathers the
+// Observation and carries out the Verdict. The rows, in the order they are tried:
 //
 //  1. GetPod says not found: Destroy, PodGone.
-//  2. GetPod fails otherwise, or answers what cannot be told from a failure
-//     (a nil pod, no UID, another pod than asked for, no name or namespace
-//     and another UID): Keep. Never destroy on an error.
-//  3. NodeName is set and the pod is bound to another node: Destroy,
-//     NodeChanged. (A pod bound to no node yet cannot have moved.)
+//  2. GetPod fails otherwise, or answers what cannot be told from a failure (a nil pod, no UID, another pod than
+//     asked for, no name or namespace and another UID): Keep. Never destroy on an error.
+//  3. NodeName is set and the pod is bound to another node: Destroy, NodeChanged. (A pod bound to no node yet cannot
+//     have moved.)
 //  4. The pod's UID is not the PUID (recreated): Destroy, UIDChanged.
-//  11. DestroyTerminated is set and the pod has finished (phase Succeeded
-//     or Failed): Destroy, PodTerminated.
+//  11. DestroyTerminated is set and the pod has finished (phase Succeeded or Failed): Destroy, PodTerminated.
 //  5. Same UID, no SandboxExtractor: Keep.
 //  6. Same UID, the SandboxExtractor fails: Keep.
 //  7. Same UID, the entry has no sandbox yet: Adopt the current one.
-//  12. Same UID, no current sandbox, and the SandboxProber says the entry's
-//     is dead: Destroy, SandboxDead, and requeue the pod.
+//  12. Same UID, no current sandbox, and the SandboxProber says the entry's is dead: Destroy, SandboxDead, and
+//     requeue the pod.
 //  8. Same UID, no current sandbox: Keep (so when the prober fails or is none).
 //  9. Same UID, same sandbox as recorded: Keep.
 //  10. Same UID, another sandbox: Destroy, SandboxChanged, and requeue the pod.
 //
-// Until the SandboxExtractor has been asked (Observation.SandboxAsked), rows
-// 6 to 10 and 12 answer AskSandbox; then, until the SandboxProber has been
-// asked (Observation.ProberAsked), rows 8 and 12 answer AskProber.
+// Until the SandboxExtractor has been asked (Observation.SandboxAsked), rows 6 to 10 and 12 answer AskSandbox; then,
+// until the SandboxProber has been asked (Observation.ProberAsked), rows 8 and 12 answer AskProber.
 func Decide(e ports.PU, o Observation) Verdict {
 	if o.Err != nil {
 		if IsNotFound(o.Err) {
@@ -218,10 +206,9 @@ func Decide(e ports.PU, o Observation) Verdict {
 	}
 }
 
-// samePod reports whether pod can be the answer for e's pod: not one
-// without a UID or of another name or namespace. An empty name or namespace
-// is not held against a pod of the entry's own UID (some getters leave them
-// out), but is against any other: it cannot be told from a broken answer.
+// samePod reports whether pod can be the answer for e's pod: not one without a UID or of another name or namespace.
+// An empty name or namespace is not held against a pod of the entry's own UID (some getters leave them out), but is
+// against any other: it cannot be told from a broken answer.
 func samePod(e ports.PU, pod *corev1.Pod) bool {
 	if pod.UID == "" || (pod.Name != "" && pod.Name != e.Pod.Name) || (pod.Namespace != "" && pod.Namespace != e.Pod.Namespace) {
 		return false
@@ -239,13 +226,10 @@ func finished(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
-// SlimPod returns a new pod holding only what the decision table reads of
-// pod (Decide, Engine.Classify, and adapters/cri's extractor): its type,
-// name, namespace, UID, spec.nodeName and status.phase, on which the table
-// decides what it decides on pod (a row that reads another field must keep
-// it here; the tests compare both). pod, which may be an informer's own
-// object, is not modified and shares nothing mutable with the result. A nil
-// pod gives nil.
+// SlimPod returns a new pod holding only what the decision table reads of pod (Decide, Engine.Classify, and
+// adapters/cri's extractor): its type, name, namespace, UID, spec.nodeName and status.phase, on which the table decides
+// what it decides on pod (a row that reads another field must keep it here; the tests compare both). pod, which may be
+// an informer's own object, is not modified and shares nothing mutable with the result. A nil pod gives nil.
 func SlimPod(pod *corev1.Pod) *corev1.Pod {
 	if pod == nil {
 		return nil
@@ -257,18 +241,15 @@ func SlimPod(pod *corev1.Pod) *corev1.Pod {
 	return slim
 }
 
-// PodClass is how the decision table reads a pod on its own (see
-// Engine.Classify).
+// PodClass is how the decision table reads a pod on its own (see Engine.Classify).
 type PodClass uint8
 
 const (
 	// PodLive: a PU of the pod is kept while its UID and sandbox hold.
 	PodLive PodClass = iota
-	// PodElsewhere: the pod is not bound to the engine's node; no PU of it
-	// belongs to this engine.
+	// PodElsewhere: the pod is not bound to the engine's node; no PU of it belongs to this engine.
 	PodElsewhere
-	// PodFinished: the pod has finished and the engine destroys the PUs of
-	// finished pods (row 11).
+	// PodFinished: the pod has finished and the engine destroys the PUs of finished pods (row 11).
 	PodFinished
 )
 

@@ -15,15 +15,12 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// Engine remembers every PU it is told about, re-checks each one against
-// the live API and destroys it through the PolicyHandler once its pod is
-// really gone. Create it with New; all its methods are safe from any goroutine.
+// Engine remembers every PU it is told about, re-checks each one against the live API and destroys it through the
+// PolicyHandler once its pod is really gone. Create it with New; all its methods are safe from any goroutine.
 //
-// Where each mechanism lives: record.go, a record's states and moves;
-// decide.go, the decision table; check.go, one check and its destroy;
-// workers.go, Start, Sweep, the ready queue and the Workers slots;
-// schedule.go, the scheduler's heap of times; rollout.go, the dry run and
-// the destroy rate; restore.go, the Inventory's lists; status.go,
+// Where each mechanism lives: record.go, a record's states and moves; decide.go, the decision table; check.go, one
+// check and its destroy; workers.go, Start, Sweep, the ready queue and the Workers slots; schedule.go, the scheduler's
+// heap of times; rollout.go, the dry run and the destroy rate; restore.go, the Inventory's lists; status.go,
 // observer.go and failures.go, what the engine tells.
 type Engine struct {
 	getter ports.PodGetter
@@ -31,40 +28,31 @@ type Engine struct {
 	opts   Options
 	log    logr.Logger
 
-	// epoch is the origin of times on Options.Clock (record), realEpoch
-	// that of deadlines (realNow); tick is SweepInterval over its phases.
+	// epoch is the origin of times on Options.Clock (record), realEpoch that of deadlines (realNow).
 	epoch, realEpoch time.Time
 	tick             time.Duration
 	phases           int32
 
-	started atomic.Bool
-	// sweeping lets one Sweep run at a time.
-	sweeping chan struct{}
+	started  atomic.Bool
+	sweeping chan struct{} // lets one Sweep run at a time
 
 	mu      sync.Mutex
 	records map[string]*record
-	// byPod holds the first record of each pod; the others follow it.
-	byPod map[types.NamespacedName]*record
-	// heap holds the records by the time they are queued next; the
-	// scheduler sleeps until wakeAt (0: until kick, made by Start).
+	byPod   map[types.NamespacedName]*record // the first record of each pod; the others follow it
+	// heap holds the records by the time they are queued next; the scheduler sleeps until wakeAt (0: until kick).
 	heap   timeHeap
 	wakeAt int64
 	kick   chan struct{}
-	// waits counts the records by what they wait for (record.waitFor).
-	waits [removed + 1]int
-	// ready is the one queue of checks, from readyHead on; workers skip the
-	// records in it no longer queued.
+	waits  [removed + 1]int // the records by what they wait for (record.waitFor)
+	// ready is the one queue of checks, from readyHead on; workers skip the records in it no longer queued.
 	ready     []readyItem
 	readyHead int
-	// slots are the Workers slots checks run in, free those not in use.
-	slots []slot
-	free  []int32
-	// idleWorkers wait on cond for the ready queue, boundWaiting for a free
-	// slot or Start's first list.
+	slots     []slot  // the Workers slots checks run in
+	free      []int32 // the slots not in use
+	// idleWorkers wait on cond for the ready queue, boundWaiting for a free slot or Start's first list.
 	idleWorkers, boundWaiting int
 	cond                      sync.Cond
-	// running: Start runs (since startAt); stopped: it has returned; begun:
-	// its first list of the Inventory is done.
+	// running: Start runs (since startAt); stopped: it has returned; begun: its first list of the Inventory is done.
 	running, stopped, begun bool
 	startAt                 int64
 
@@ -75,10 +63,9 @@ type Engine struct {
 	fails   failures     // the ports' failures, for the logs (failures.go)
 }
 
-// New returns an Engine that reads pods through getter and destroys PUs
-// through policy. It returns an error wrapping ErrNilPort when a port, or
-// an optional port of opts, is nil (a nil XxxFunc or a typed nil pointer
-// too), and one wrapping ErrInvalidOptions when opts is out of range.
+// New returns an Engine that reads pods through getter and destroys PUs through policy. It returns an error wrapping
+// ErrNilPort when a port, or an optional port of opts, is nil (a nil XxxFunc or a typed nil pointer too), and one
+// wrapping ErrInvalidOptions when opts is out of range.
 func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Engine, error) {
 	names := [...]string{"PodGetter", "PolicyHandler", "Options.SandboxExtractor", "Options.Requeuer", "Options.Confirmer",
 		"Options.SandboxConfirmer", "Options.SandboxProber", "Options.Inventory", "Options.Observer"}
@@ -132,18 +119,15 @@ func isNil(v any) bool {
 	return false
 }
 
-// Track starts tracking pu. It is insert-only: when pu.PUID is tracked
-// already, the PU is left as it is (its first sandbox is the PU's) and
-// Track returns nil. A PU without a PUID, pod name or pod namespace is
-// rejected with an error wrapping ErrInvalidPU. Track returns once the
-// Observer has been told (EventTracked).
+// Track starts tracking pu. It is insert-only: when pu.PUID is tracked already, the PU is left as it is (its first
+// sandbox is the PU's) and Track returns nil. A PU without a PUID, pod name or pod namespace is rejected with an error
+// wrapping ErrInvalidPU. Track returns once the Observer has been told (EventTracked).
 func (c *Engine) Track(pu ports.PU) error {
 	_, err := c.track(pu, false)
 	return err
 }
 
-// track is Track, and reports whether pu was new. A PU the Inventory listed
-// is not tracked when it was removed while the list was under way.
+// track is Track, and reports whether pu was new; a PU the Inventory listed and removed meanwhile is not tracked.
 func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	if pu.PUID == "" || pu.Pod.Name == "" || pu.Pod.Namespace == "" {
 		return false, fmt.Errorf("%w: PUID %q, pod %q: PUID, pod name and namespace are required", ErrInvalidPU, pu.PUID, pu.Pod)
@@ -167,12 +151,10 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	return true, nil
 }
 
-// Untrack forgets the PU of puid without destroying it, for a PU the agent
-// tore down itself. It reports whether the PU was tracked, once the
-// Observer has been told (EventUntracked). Once it returns, no DestroyPU of
-// that PU starts, though the Inventory's list under way holds it; one the
-// engine had already started may finish. A later Track of the same PUID is
-// a new PU.
+// Untrack forgets the PU of puid without destroying it, for a PU the agent tore down itself. It reports whether the
+// PU was tracked, once the Observer has been told (EventUntracked). Once it returns, no DestroyPU of that PU starts,
+// though the Inventory's list under way holds it; one the engine had already started may finish. A later Track of the
+// same PUID is a new PU.
 func (c *Engine) Untrack(puid string) bool {
 	c.mu.Lock()
 	r := c.records[puid]
@@ -190,11 +172,9 @@ func (c *Engine) Untrack(puid string) bool {
 	return true
 }
 
-// TriggerPod asks for the PUs of that pod to be checked now; one waiting
-// for the retry of a failed destroy keeps waiting (one waiting for its turn
-// is checked, and keeps its place). Its cost grows with that pod's PUs, not
-// with all PUs. Checks asked before Start run when it begins; after Start
-// has returned, TriggerPod does nothing.
+// TriggerPod asks for the PUs of that pod to be checked now; one waiting for the retry of a failed destroy keeps
+// waiting (one waiting for its turn is checked, and keeps its place). Its cost grows with that pod's PUs, not with all
+// PUs. Checks asked before Start run when it begins; after Start has returned, TriggerPod does nothing.
 func (c *Engine) TriggerPod(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -208,8 +188,7 @@ func (c *Engine) TriggerPod(key types.NamespacedName) {
 	c.wakeLocked(n)
 }
 
-// TriggerAll asks for every PU to be checked now, as TriggerPod does for
-// the PUs of one pod.
+// TriggerAll asks for every PU to be checked now, as TriggerPod does for the PUs of one pod.
 func (c *Engine) TriggerAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -229,13 +208,11 @@ func (c *Engine) Len() int {
 	return len(c.records)
 }
 
-// Classify says how the decision table reads pod on its own, for adapters
-// that choose from pod events which pods to track, so that the table's rows
-// stay here: PodElsewhere when the engine has a node (Options.NodeName) and
-// pod is bound to another (row 3) or to none yet (no PU of it can be here),
-// or pod is nil; PodFinished when Options.DestroyTerminated is set and pod
-// has finished (row 11); PodLive otherwise (a PU of it is kept while its
-// UID and sandbox hold).
+// Classify says how the decision table reads pod on its own, for adapters that choose from pod events which pods to
+// track, so that the table's rows stay here: PodElsewhere when the engine has a node (Options.NodeName) and pod is
+// bound to another (row 3) or to none yet (no PU of it can be here), or pod is nil; PodFinished when
+// Options.DestroyTerminated is set and pod has finished (row 11); PodLive otherwise (a PU of it is kept while its UID
+// and sandbox hold).
 func (c *Engine) Classify(pod *corev1.Pod) PodClass {
 	switch {
 	case pod == nil:

@@ -19,9 +19,8 @@ const (
 
 var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxConfirmer", "SandboxProber", "DestroyPU", "Requeue"}
 
-// failures sums up each port's failures between two summaries, so that an
-// outage costs one error line per port per SweepInterval, not one per PU
-// per check; Observer events still come one per failure.
+// failures sums up each port's failures between two summaries, so that an outage costs one error line per port per
+// SweepInterval, not one per PU per check; Observer events still come one per failure.
 type failures struct {
 	mu       sync.Mutex
 	count    [numPorts]int
@@ -30,8 +29,7 @@ type failures struct {
 	since    time.Time // the first failure since the last summary
 }
 
-// portFailed counts a failure of port for e; a PU's first since its last
-// good check is logged at V(1).
+// portFailed counts a failure of port for e; a PU's first since its last good check is logged at V(1).
 func (c *Engine) portFailed(port int, e *record, err error, msg string) {
 	if e.lastErr == nil {
 		if log := c.log.V(1); log.Enabled() {

@@ -124,11 +124,11 @@ func TestANilContextIsRefusedBeforeAnyGoroutineStarts(t *testing.T) {
 	verifyNoLeaks(t)
 	c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{})
 	require.NoError(t, c.Track(pu("x")))
-	//nolint:staticcheck // a nil context, on purpose
+	//lint:ignore SA1012 a nil context, on purpose
 	err := c.Start(nil)
 	require.ErrorIs(t, err, deletion.ErrNilContext)
 	assert.PanicsWithValue(t, "deletion: Sweep called with a nil context", func() {
-		//nolint:staticcheck // a nil context, on purpose
+		//lint:ignore SA1012 a nil context, on purpose
 		c.Sweep(nil)
 	})
 	assert.Equal(t, 1, c.Len())

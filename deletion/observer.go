@@ -7,15 +7,12 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// Observer is told what the engine does, for metrics and journals. Observe
-// is called synchronously: EventTracked and EventUntracked in the Track or
-// Untrack call, EventRestored and the Inventory's EventTracked in Start, the
-// others in the check they report, whose deadline it shares. It must be
-// fast; a journal may block Track until its write is committed, and one
-// that blocks for good blocks Track for good. An Observer blocked in a
-// check holds its Workers slot and is seen as stuck past the check's
-// deadline, as a port is: LivenessCheck fails once every slot is. A panic
-// in it is recovered and logged.
+// Observer is told what the engine does, for metrics and journals. Observe is called synchronously: EventTracked and
+// EventUntracked in the Track or Untrack call, EventRestored and the Inventory's EventTracked in Start, the others in
+// the check they report, whose deadline it shares. It must be fast; a journal may block Track until its write is
+// committed, and one that blocks for good blocks Track for good. An Observer blocked in a check holds its Workers slot
+// and is seen as stuck past the check's deadline, as a port is: LivenessCheck fails once every slot is. A panic in it
+// is recovered and logged.
 type Observer interface {
 	Observe(Event)
 }
@@ -26,9 +23,9 @@ type ObserverFunc func(Event)
 // Observe calls f(ev).
 func (f ObserverFunc) Observe(ev Event) { f(ev) }
 
-// Observers returns an Observer that tells each of obs but the nil ones (a
-// nil ObserverFunc or pointer too), in order, about every event. A panic in one does not keep the others from
-// being told: the first is raised again once all were.
+// Observers returns an Observer that tells each of obs but the nil ones (a nil ObserverFunc or pointer too), in
+// order, about every event. A panic in one does not keep the others from being told: the first is raised again once
+// all were.
 func Observers(obs ...Observer) Observer {
 	list := make([]Observer, 0, len(obs))
 	for _, o := range obs {
@@ -63,40 +60,32 @@ func (m multiObserver) Observe(ev Event) {
 type EventKind uint8
 
 const (
-	// EventTracked: a new entry is tracked (by Track, or restored from the
-	// Inventory).
+	// EventTracked: a new entry is tracked (by Track, or restored from the Inventory).
 	EventTracked EventKind = iota + 1
-	// EventChecked: a check finished; Verdict is the verdict carried out and
-	// CheckDuration the check's length.
+	// EventChecked: a check finished; Verdict is the verdict carried out and CheckDuration the check's length.
 	EventChecked
-	// EventGetFailed: GetPod failed with an error other than not found, or
-	// answered nonsense; Err is set.
+	// EventGetFailed: GetPod failed with an error other than not found, or answered nonsense; Err is set.
 	EventGetFailed
-	// EventDestroyed: DestroyPU succeeded and the PU is no longer tracked;
-	// Reason, DestroyDelay and DestroyCalls are set.
+	// EventDestroyed: DestroyPU succeeded and the PU is no longer tracked; Reason, DestroyDelay and DestroyCalls are set.
 	EventDestroyed
-	// EventDestroyFailed: DestroyPU failed; Reason, DestroyCalls, Err and
-	// Next are set. An EventAbandoned follows after the last attempt.
+	// EventDestroyFailed: DestroyPU failed; Reason, DestroyCalls, Err and Next are set. An EventAbandoned follows after
+	// the last attempt.
 	EventDestroyFailed
-	// EventAbandoned: the PU is no longer tracked, without a successful
-	// destroy, after its last failed attempt or a permanent error; Reason,
-	// DestroyCalls and Err are set.
+	// EventAbandoned: the PU is no longer tracked, without a successful destroy, after its last failed attempt or a
+	// permanent error; Reason, DestroyCalls and Err are set.
 	EventAbandoned
-	// EventVetoed: the Confirmer did not confirm a destroy, or the
-	// SandboxConfirmer a sandbox change (row 10, routine with a listing
-	// SandboxExtractor). Reason is the overridden answer's, Verdict and Err
-	// the confirmer's.
+	// EventVetoed: the Confirmer did not confirm a destroy, or the SandboxConfirmer a sandbox change (row 10, routine
+	// with a listing SandboxExtractor). Reason is the overridden answer's, Verdict and Err the confirmer's.
 	EventVetoed
-	// EventAdopted: a check recorded the PU's first sandbox, or Start gave
-	// it the sandbox the Inventory listed; PU holds it.
+	// EventAdopted: a check recorded the PU's first sandbox, or Start gave it the sandbox the Inventory listed; PU
+	// holds it.
 	EventAdopted
 	// EventUntracked: Untrack forgot the PU without destroying it.
 	EventUntracked
-	// EventRestored: Start tracked the PUs the Inventory listed; Count and
-	// ListCalls are set.
+	// EventRestored: Start tracked the PUs the Inventory listed; Count and ListCalls are set.
 	EventRestored
-	// EventWouldDestroy: in a dry run, a check decided to destroy the PU
-	// (once per PU and reason); Reason, Verdict and Dropped are set.
+	// EventWouldDestroy: in a dry run, a check decided to destroy the PU (once per PU and reason); Reason, Verdict and
+	// Dropped are set.
 	EventWouldDestroy
 )
 
@@ -115,8 +104,8 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", k)
 }
 
-// Event is one thing the engine did, as reported to an Observer. Which
-// fields are set depends on Kind; the others are zero.
+// Event is one thing the engine did, as reported to an Observer. Which fields are set depends on Kind; the others are
+// zero.
 type Event struct {
 	// Kind says what happened.
 	Kind EventKind
@@ -124,28 +113,24 @@ type Event struct {
 	PU ports.PU
 	// Verdict is the verdict of the check (EventChecked, EventVetoed).
 	Verdict Verdict
-	// Reason is why the PU is, or was to be, destroyed (EventDestroyed,
-	// EventDestroyFailed, EventAbandoned, EventVetoed).
+	// Reason is why the PU is, or was to be, destroyed (EventDestroyed, EventDestroyFailed, EventAbandoned, EventVetoed).
 	Reason ports.Reason
 	// CheckDuration is how long the check took (EventChecked).
 	CheckDuration time.Duration
-	// DestroyDelay is the time from the first check that found the PU must
-	// go to its successful destroy (EventDestroyed).
+	// DestroyDelay is the time from the first check that found the PU must go to its successful destroy (EventDestroyed).
 	DestroyDelay time.Duration
-	// DestroyCalls is the number of DestroyPU calls so far for this PU
-	// (EventDestroyed, EventDestroyFailed, EventAbandoned).
+	// DestroyCalls is the number of DestroyPU calls so far for this PU (EventDestroyed, EventDestroyFailed,
+	// EventAbandoned).
 	DestroyCalls int
 	// ListCalls is the number of ListPUs calls the restore took (EventRestored).
 	ListCalls int
-	// Count is the number of PUs restored: new, or given their sandbox
-	// (EventRestored).
+	// Count is the number of PUs restored: new, or given their sandbox (EventRestored).
 	Count int
 	// Next is when a failed destroy will be tried again (EventDestroyFailed).
 	Next time.Time
 	// Dropped: the engine no longer holds the PU in memory (EventWouldDestroy).
 	Dropped bool
-	// Err is the error behind the event (EventGetFailed, EventDestroyFailed,
-	// EventAbandoned, EventVetoed).
+	// Err is the error behind the event (EventGetFailed, EventDestroyFailed, EventAbandoned, EventVetoed).
 	Err error
 }
 

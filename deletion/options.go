@@ -15,8 +15,7 @@ import (
 
 // Errors returned by New, Track and Start. Match them with errors.Is.
 var (
-	// ErrNilPort: New was given a nil port, or a port that is a nil func or
-	// a typed nil pointer.
+	// ErrNilPort: New was given a nil port, or a port that is a nil func or a typed nil pointer.
 	ErrNilPort = errors.New("deletion: nil port")
 	// ErrInvalidOptions: an Options field is out of range.
 	ErrInvalidOptions = errors.New("deletion: invalid options")
@@ -38,17 +37,14 @@ const (
 	DefaultRetryMinDelay   = time.Second
 	DefaultRetryMaxDelay   = time.Minute
 	DefaultShutdownTimeout = 2 * time.Second
-	// MaxWorkers bounds Options.Workers: more checks at once than any API
-	// server or policy engine serves.
+	// MaxWorkers bounds Options.Workers: more checks at once than any API server or policy engine serves.
 	MaxWorkers = 10_000
-	// MinSweepInterval bounds Options.SweepInterval: checking more often
-	// costs CPU and API load and finds no gone pod sooner than TriggerPod.
+	// MinSweepInterval bounds Options.SweepInterval: checking more often costs CPU and API load and finds no gone pod
+	// sooner than TriggerPod.
 	MinSweepInterval = 100 * time.Millisecond
-	// MinCheckTimeout bounds Options.CheckTimeout: a shorter deadline fails
-	// healthy API calls.
+	// MinCheckTimeout bounds Options.CheckTimeout: a shorter deadline fails healthy API calls.
 	MinCheckTimeout = 10 * time.Millisecond
-	// MaxDuration bounds every duration of Options, and 1/DestroyRate: far
-	// from overflowing the engine's times.
+	// MaxDuration bounds every duration of Options, and 1/DestroyRate: far from overflowing the engine's times.
 	MaxDuration = 365 * 24 * time.Hour
 )
 
@@ -58,121 +54,94 @@ func listed(x ports.SandboxExtractor) bool {
 	return ok
 }
 
-// Options configure an Engine. The zero value of every field is a
-// documented default; values out of range are rejected by New.
+// Options configure an Engine. The zero value of every field is a documented default; values out of range are
+// rejected by New.
 type Options struct {
-	// SandboxExtractor reports a pod's current sandbox. nil: sandbox restarts
-	// are not detected (rows 6 to 10 and 12 never apply). One that answers
-	// from a list that may be old has a method MaxAge() time.Duration
-	// (adapters/cri's SandboxCache), and requires a SandboxConfirmer.
+	// SandboxExtractor reports a pod's current sandbox. nil: sandbox restarts are not detected (rows 6 to 10 and 12
+	// never apply). One that answers from a list that may be old has a method MaxAge() time.Duration (adapters/cri's
+	// SandboxCache), and requires a SandboxConfirmer.
 	SandboxExtractor ports.SandboxExtractor
-	// Requeuer is told about a pod whose PU was destroyed for a sandbox
-	// change. nil: nothing is requeued.
+	// Requeuer is told about a pod whose PU was destroyed for a sandbox change. nil: nothing is requeued.
 	Requeuer ports.Requeuer
 	// NodeName is the node this engine runs for. "": the node check is off.
 	NodeName string
-	// Confirmer, when set, confirms every destroy decided on the
-	// PodGetter's answer (rows 1, 3, 4 and 11): the check carries out the
-	// verdict of its answer, and keeps the PU when it disagrees or fails. A
-	// node agent reads pods from an informer cache and confirms with a read
-	// of the API server (adapters/k8s: NewPodGetter over mgr.GetAPIReader()),
-	// so that a lagging cache never destroys the PU of a live pod. nil: the
-	// PodGetter's answer is final.
+	// Confirmer, when set, confirms every destroy decided on the PodGetter's answer (rows 1, 3, 4 and 11): the check
+	// carries out the verdict of its answer, and keeps the PU when it disagrees or fails. A node agent reads pods from
+	// an informer cache and confirms with a read of the API server (adapters/k8s: NewPodGetter over
+	// mgr.GetAPIReader()), so that a lagging cache never destroys the PU of a live pod. nil: the PodGetter's answer is
+	// final.
 	Confirmer ports.PodGetter
-	// SandboxConfirmer, when set, confirms the SandboxExtractor's answers
-	// that would change something: before recording a sandbox (row 7) or
-	// destroying a PU whose pod runs in another sandbox (row 10), the check
-	// carries out the verdict of its answer instead (a disagreement on row
-	// 10 is an EventVetoed). So the extractor may answer from a list a
-	// moment old (adapters/cri's SandboxCache, confirmed by the extractor
-	// it lists with) and never record the wrong sandbox nor destroy the PU
-	// of a pod that runs. A PU's first check, and one TriggerPod asked for,
-	// ask it alone. Requires a SandboxExtractor, and must not have a MaxAge
-	// method itself. nil: the SandboxExtractor's answer is final.
+	// SandboxConfirmer, when set, confirms the SandboxExtractor's answers that would change something: before
+	// recording a sandbox (row 7) or destroying a PU whose pod runs in another sandbox (row 10), the check carries out
+	// the verdict of its answer instead (a disagreement on row 10 is an EventVetoed). So the extractor may answer from
+	// a list a moment old (adapters/cri's SandboxCache, confirmed by the extractor it lists with) and never record the
+	// wrong sandbox nor destroy the PU of a pod that runs. A PU's first check, and one TriggerPod asked for, ask it
+	// alone. Requires a SandboxExtractor, and must not have a MaxAge method itself. nil: the SandboxExtractor's answer
+	// is final.
 	SandboxConfirmer ports.SandboxExtractor
-	// SandboxProber, when set, is asked whether a PU's sandbox is dead when
-	// its pod runs in no sandbox yet (the SandboxExtractor answers ""): a
-	// dead one's PU is destroyed (row 12, ports.ReasonSandboxDead) while its
-	// pod waits for a new sandbox, as after a node lost its runtime's state.
-	// Requires a SandboxExtractor. nil: such a PU is kept until its pod gets
-	// a new sandbox or goes.
+	// SandboxProber, when set, is asked whether a PU's sandbox is dead when its pod runs in no sandbox yet (the
+	// SandboxExtractor answers ""): a dead one's PU is destroyed (row 12, ports.ReasonSandboxDead) while its pod waits
+	// for a new sandbox, as after a node lost its runtime's state. Requires a SandboxExtractor. nil: such a PU is kept
+	// until its pod gets a new sandbox or goes.
 	SandboxProber ports.SandboxProber
-	// DestroyTerminated, when set, treats a finished pod (phase Succeeded or
-	// Failed, as a Job's, whose object stays for hours) as gone for its PU:
-	// row 11, ports.ReasonPodTerminated. Default false: a PU lives as long
-	// as its pod object.
+	// DestroyTerminated, when set, treats a finished pod (phase Succeeded or Failed, as a Job's, whose object stays
+	// for hours) as gone for its PU: row 11, ports.ReasonPodTerminated. Default false: a PU lives as long as its pod
+	// object.
 	DestroyTerminated bool
-	// Inventory, when set, is listed by Start before its first check: every
-	// PU it returns is tracked (insert-only), so that the PUs of pods that
-	// went away while the agent was down, or another replica led, are
-	// destroyed. A PU tracked without a sandbox and not yet checked takes
-	// the sandbox listed for it, so that a sandbox replaced meanwhile is
-	// destroyed as changed (row 10), not recorded (row 7). The first list
-	// delays the first check by at most its deadline (CheckTimeout, at least
-	// a second) and a second; a failing or late list is retried with
-	// backoff until it answers, while checks go on. A list never brings back
-	// a PU removed from when it began until its answer is tracked. nil:
-	// nothing is restored.
+	// Inventory, when set, is listed by Start before its first check: every PU it returns is tracked (insert-only), so
+	// that the PUs of pods that went away while the agent was down, or another replica led, are destroyed. A PU
+	// tracked without a sandbox and not yet checked takes the sandbox listed for it, so that a sandbox replaced
+	// meanwhile is destroyed as changed (row 10), not recorded (row 7). The first list delays the first check by at
+	// most its deadline (CheckTimeout, at least a second) and a second; a failing or late list is retried with backoff
+	// until it answers, while checks go on. A list never brings back a PU removed from when it began until its answer
+	// is tracked. nil: nothing is restored.
 	Inventory ports.Inventory
 
-	// DryRun, when set, runs every check but never calls DestroyPU: a PU
-	// that would go is reported once per reason (EventWouldDestroy, an info
-	// log line, PUStatus.WouldDestroy) and kept, or, when its pod is gone for
-	// good (PodGone, UIDChanged, NodeChanged), dropped from memory, so that
-	// a long dry run does not grow. Until the Inventory's first list is in,
-	// it remembers up to about twice as many dropped PUs as it tracks (and
-	// 32), so that the list does not report them again. Default false.
+	// DryRun, when set, runs every check but never calls DestroyPU: a PU that would go is reported once per reason
+	// (EventWouldDestroy, an info log line, PUStatus.WouldDestroy) and kept, or, when its pod is gone for good
+	// (PodGone, UIDChanged, NodeChanged), dropped from memory, so that a long dry run does not grow. Until the
+	// Inventory's first list is in, it remembers up to about twice as many dropped PUs as it tracks (and 32), so that
+	// the list does not report them again. Default false.
 	DryRun bool
-	// DestroyRate bounds how many DestroyPU calls start per second, with
-	// DestroyBurst at once (golang.org/x/time/rate): in any window of w
-	// seconds, at most DestroyRate*w + DestroyBurst start. A destroy whose
-	// turn comes within a moment (20 to 125 ms, and half of the check's time
-	// left) waits for it in its check; otherwise the PU waits, as a retry
-	// does but with no failed attempt, until about its turn, behind those
-	// waiting, and is checked again then. A check before it that sees the
-	// pod alive takes it out of the line; one whose ports fail keeps its
-	// place. Backlog().RateLimited counts them; a Sweep waits for them. 0: no
-	// limit. Negative, or under one a year: rejected.
+	// DestroyRate bounds how many DestroyPU calls start per second, with DestroyBurst at once
+	// (golang.org/x/time/rate): in any window of w seconds, at most DestroyRate*w + DestroyBurst start. A destroy
+	// whose turn comes within a moment (20 to 125 ms, and half of the check's time left) waits for it in its check;
+	// otherwise the PU waits, as a retry does but with no failed attempt, until about its turn, behind those waiting,
+	// and is checked again then. A check before it that sees the pod alive takes it out of the line; one whose ports
+	// fail keeps its place. Backlog().RateLimited counts them; a Sweep waits for them. 0: no limit. Negative, or under
+	// one a year: rejected.
 	DestroyRate rate.Limit
-	// DestroyBurst is how many DestroyPU calls may start at once under
-	// DestroyRate. 0: 1.
+	// DestroyBurst is how many DestroyPU calls may start at once under DestroyRate. 0: 1.
 	DestroyBurst int
 
-	// SweepInterval is how often every entry is re-checked, in a few
-	// batches a second. 0: 5s. At least MinSweepInterval, at most
-	// MaxDuration, as every duration here.
+	// SweepInterval is how often every entry is re-checked, in a few batches a second. 0: 5s. At least
+	// MinSweepInterval, at most MaxDuration, as every duration here.
 	SweepInterval time.Duration
-	// CheckTimeout is the deadline of one check, destroy included, and of a
-	// Requeue. 0: 30s. At least MinCheckTimeout.
+	// CheckTimeout is the deadline of one check, destroy included, and of a Requeue. 0: 30s. At least MinCheckTimeout.
 	CheckTimeout time.Duration
 	// Workers is how many checks may run at once. 0: 4. At most MaxWorkers.
 	Workers int
-	// MaxDestroyAttempts is how many failed DestroyPU calls make the engine
-	// give up on a PU (drop it and log the loss); an error wrapped with
-	// ports.Permanent gives up at once. 0: no limit, as controller-runtime
-	// retries a reconcile; 1: fire and forget, as trireme-lib's.
+	// MaxDestroyAttempts is how many failed DestroyPU calls make the engine give up on a PU (drop it and log the
+	// loss); an error wrapped with ports.Permanent gives up at once. 0: no limit, as controller-runtime retries a
+	// reconcile; 1: fire and forget, as trireme-lib's.
 	MaxDestroyAttempts int
-	// RetryMinDelay is the wait after a PU's first failed DestroyPU; it
-	// doubles at each failure up to RetryMaxDelay. No periodic check or
-	// trigger tries a PU earlier; Sweep does. 0: 1s.
+	// RetryMinDelay is the wait after a PU's first failed DestroyPU; it doubles at each failure up to RetryMaxDelay.
+	// No periodic check or trigger tries a PU earlier; Sweep does. 0: 1s.
 	RetryMinDelay time.Duration
 	// RetryMaxDelay bounds the wait between retries. 0: 1m.
 	RetryMaxDelay time.Duration
-	// ShutdownTimeout is how long Start waits, once its context is done, for
-	// checks still in a port; those left behind are logged. 0: 2s.
+	// ShutdownTimeout is how long Start waits, once its context is done, for checks still in a port; those left
+	// behind are logged. 0: 2s.
 	ShutdownTimeout time.Duration
 
-	// Logger receives the engine's logs: errors at error level, destroys at
-	// info, keeps and other details at V(1). The zero value (logr.Discard()
-	// too) logs through klog, as client-go does, so that a lost PU is never
-	// silent; to silence it, pass a Logger whose sink drops everything.
+	// Logger receives the engine's logs: errors at error level, destroys at info, keeps and other details at V(1).
+	// The zero value (logr.Discard() too) logs through klog, as client-go does, so that a lost PU is never silent; to
+	// silence it, pass a Logger whose sink drops everything.
 	Logger logr.Logger
-	// Observer is told about every check, destroy and failure (Observers
-	// combines several). nil: nobody is told.
+	// Observer is told about every check, destroy and failure (Observers combines several). nil: nobody is told.
 	Observer Observer
-	// Clock drives the periodic checks, the retries, the rate's turns and
-	// the times reported; deadlines (CheckTimeout, ShutdownTimeout) follow
-	// the time package (which testing/synctest fakes). nil: the real clock.
+	// Clock drives the periodic checks, the retries, the rate's turns and the times reported; deadlines
+	// (CheckTimeout, ShutdownTimeout) follow the time package (which testing/synctest fakes). nil: the real clock.
 	Clock clock.WithTicker
 }
 

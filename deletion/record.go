@@ -1,20 +1,17 @@
 package deletion
 
-// A record's life: its states and every move between them, each one method
-// below, under Engine.mu; no other file sets record.state.
+// A record's life: its states and every move between them, each one method below, under Engine.mu; no other file sets
+// record.state.
 //
 //	idle, retrying, turnWaiting ──queue──▶ queued ──claim──▶ checking
 //	queued ──due: a retry not due, queued by a Sweep that is over──▶ retrying
-//	checking ──release──▶ idle, retrying or turnWaiting (or queued again
-//	                      for a trigger or a Sweep that came meanwhile)
+//	checking ──release──▶ idle, retrying or turnWaiting (or queued again for a trigger or a Sweep that came meanwhile)
 //	any ──remove (Untrack, a destroy done or given up, a dry run's drop)──▶ removed
 //
-// The scheduler queues a record at record.next (schedule.go); a trigger or
-// a Sweep queue it too, but a trigger not one waiting for a retry. A
-// waiting record keeps waitFor and waitUntil through a check that leaves it
-// waiting: a Sweep's early check leaves a retry where it was, and a destroy
-// waiting for its turn keeps its place through a check that learns nothing
-// (a port failed). A Sweep waits for the turns of its checks' destroys.
+// The scheduler queues a record at record.next (schedule.go); a trigger or a Sweep queue it too, but a trigger not one
+// waiting for a retry. A waiting record keeps waitFor and waitUntil through a check that leaves it waiting: a Sweep's
+// early check leaves a retry where it was, and a destroy waiting for its turn keeps its place through a check that
+// learns nothing (a port failed). A Sweep waits for the turns of its checks' destroys.
 
 import "github.com/podsweeper/podsweeper/ports"
 
@@ -35,8 +32,7 @@ var stateNames = [...]string{idle: "idle", queued: "queued", checking: "checking
 
 func (s state) String() string { return stateNames[s] }
 
-// cause is what asks for a check of a record: the scheduler (record.next
-// has come), TriggerPod or TriggerAll, or a Sweep.
+// cause is what asks for a check of a record: the scheduler (record.next has come), TriggerPod or TriggerAll, or a Sweep.
 type cause uint8
 
 const (
@@ -45,12 +41,11 @@ const (
 	bySweep
 )
 
-// sweepMark is where a record is in the Sweep of record.sweepGen.
+// sweepMark is where a record is in the Sweep of record.sweepGen: that Sweep waits for no check of it (notSwept), for
+// its next check to begin and end (sweepNext), for the check that holds it now (sweepThis), or for the check at its
+// destroy's turn (sweepTurn).
 type sweepMark uint8
 
-// That Sweep waits for no check of it (notSwept), for its next check to
-// begin and end (sweepNext), for the check that holds it now (sweepThis),
-// or for the check at its destroy's turn (sweepTurn).
 const (
 	notSwept sweepMark = iota
 	sweepNext
@@ -58,9 +53,8 @@ const (
 	sweepTurn
 )
 
-// record is the engine's record of one tracked PU, guarded by Engine.mu.
-// Times are nanoseconds on Options.Clock since the epoch: an int64 is a
-// third of a time.Time.
+// record is the engine's record of one tracked PU, guarded by Engine.mu. Times are nanoseconds on Options.Clock since
+// the epoch: an int64 is a third of a time.Time.
 type record struct {
 	ports.PU
 
@@ -69,14 +63,12 @@ type record struct {
 
 	trackedAt   int64
 	lastChecked int64 // when the last check ended; 0: never
-	// next is when the scheduler queues it (at its phase, or what it waits
-	// for); heapIndex is its index in Engine.heap (-1: not there).
+	// next is when the scheduler queues it (at its phase, or what it waits for); heapIndex is its index in Engine.heap
+	// (-1: not there).
 	next             int64
 	heapIndex, phase int32
-	// waitUntil is when the retry or the turn of waitFor comes; 0: none.
-	waitUntil int64
-	// goneSince: when a check first decided to destroy it since it was last
-	// seen alive; 0: it waits for no destroy.
+	waitUntil        int64 // when the retry or the turn of waitFor comes; 0: none
+	// goneSince: when a check first decided to destroy it since it was last seen alive; 0: it waits for no destroy.
 	goneSince int64
 
 	attempts int32  // failed DestroyPU calls
@@ -86,15 +78,14 @@ type record struct {
 	waitFor state // retrying or turnWaiting, while waitUntil is set; else idle
 	sweep   sweepMark
 	again   bool // a trigger or a Sweep came during its check: check it again
-	// fresh: TriggerPod asked for the next check, which asks the
-	// SandboxConfirmer; checkFresh: the claiming check is one, or a first.
+	// fresh: TriggerPod asked for the next check, which asks the SandboxConfirmer; checkFresh: the claiming check is
+	// one, or a first.
 	fresh, checkFresh bool
-	// lastRow is the row of the last verdict carried out (-1: none); vetoed:
-	// it was a confirmer's, overriding a destroy.
+	// lastRow is the row of the last verdict carried out (-1: none); vetoed: it was a confirmer's, overriding a destroy.
 	lastRow int8
 	vetoed  bool
-	// reportedRow is the row of the last destroy a dry run reported (0:
-	// none), reported the rows it reported (bit 1<<row).
+	// reportedRow is the row of the last destroy a dry run reported (0: none), reported the rows it reported (bit
+	// 1<<row).
 	reportedRow int8
 	reported    uint16
 }
@@ -109,17 +100,16 @@ func (c *Engine) newRecordLocked(pu ports.PU, now int64) {
 	c.scheduleLocked(r, now)
 }
 
-// setWaitLocked makes r wait for f (retrying or turnWaiting) until until,
-// or for nothing (idle), and counts the records waiting for each.
+// setWaitLocked makes r wait for f (retrying or turnWaiting) until until, or for nothing (idle), and counts the
+// records waiting for each.
 func (c *Engine) setWaitLocked(r *record, f state, until int64) {
 	c.waits[r.waitFor]--
 	c.waits[f]++
 	r.waitFor, r.waitUntil = f, until
 }
 
-// queueLocked asks for a check of r for why, and reports whether r joined
-// the ready queue (a retry only for its time or a Sweep); one being checked
-// is checked again after, for a trigger or a Sweep.
+// queueLocked asks for a check of r for why, and reports whether r joined the ready queue (a retry only for its time
+// or a Sweep); one being checked is checked again after, for a trigger or a Sweep.
 func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
 	switch {
 	case r.state == idle, r.state == turnWaiting, r.state == retrying && why != byTrigger:
@@ -141,16 +131,15 @@ func (c *Engine) markLocked(r *record, gen uint32, now int64) {
 // claimLocked gives the queued record r to a check that will run in s.
 func (c *Engine) claimLocked(r *record, s *slot) {
 	r.state = checking
-	// A first check records the sandbox: it asks the runtime too.
-	r.checkFresh, r.fresh = r.fresh || r.lastRow < 0, false
+	r.checkFresh, r.fresh = r.fresh || r.lastRow < 0, false // a first check records the sandbox: it asks the runtime too
 	if (r.sweep == sweepNext || r.sweep == sweepTurn) && c.sweepingLocked(r.sweepGen) {
 		r.sweep = sweepThis
 	}
 	s.held = r
 }
 
-// dueLocked reports whether the queued r is to be checked now; a retry
-// that a Sweep now over queued goes back to waiting for its time.
+// dueLocked reports whether the queued r is to be checked now; a retry that a Sweep now over queued goes back to
+// waiting for its time.
 func (c *Engine) dueLocked(r *record, now int64) bool {
 	if r.waitFor != retrying || r.waitUntil <= now || r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) {
 		return true
@@ -160,8 +149,8 @@ func (c *Engine) dueLocked(r *record, now int64) bool {
 	return false
 }
 
-// releaseLocked ends the check of r held in s with o. It reports the Sweep
-// still waiting for this check (0: none), for the caller to count.
+// releaseLocked ends the check of r held in s with o. It reports the Sweep still waiting for this check (0: none), for
+// the caller to count.
 func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	s.held = nil
 	c.free = append(c.free, s.index)
@@ -198,8 +187,7 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	case r.waitFor == retrying && r.waitUntil > o.end:
 		// A Sweep's early check that destroyed nothing: the retry stays.
 	case r.waitFor == turnWaiting && o.err != nil:
-		// A check that learned nothing: it keeps its place, or its turn
-		// come, the next tick.
+		// A check that learned nothing: it keeps its place, or its turn come, the next tick.
 		c.setWaitLocked(r, turnWaiting, max(r.waitUntil, c.onTick(o.end+1)))
 	default:
 		c.setWaitLocked(r, idle, 0)
@@ -216,9 +204,8 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	return sweep
 }
 
-// removeLocked forgets r (the ready queue may still point to it: workers
-// skip it). Until the caller has told the Observer (told), a list of the
-// Inventory that begins does not bring it back: a journal may still hold it.
+// removeLocked forgets r (the ready queue may still point to it: workers skip it). Until the caller has told the
+// Observer (told), a list of the Inventory that begins does not bring it back: a journal may still hold it.
 func (c *Engine) removeLocked(r *record) {
 	if r.state != checking && r.sweep != notSwept && c.sweepingLocked(r.sweepGen) {
 		c.sweptLocked() // a check ends its own part of a Sweep (releaseLocked)
@@ -245,8 +232,7 @@ func (c *Engine) removeLocked(r *record) {
 	c.list.removed(r.PUID, c.realNow())
 }
 
-// told records that the Observer has been told of the removal of the PU
-// of puid (see removeLocked).
+// told records that the Observer has been told of the removal of the PU of puid (see removeLocked).
 func (c *Engine) told(puid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -10,8 +10,8 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// restore lists the Inventory until it answers or ctx ends, with backoff;
-// listed is closed once the first list has ended, answered or not.
+// restore lists the Inventory until it answers or ctx ends, with backoff; listed is closed once the first list has
+// ended, answered or not.
 func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	delay := c.opts.RetryMinDelay
 	for attempt := 1; ; attempt++ {
@@ -31,21 +31,17 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	}
 }
 
-// listWindow is what the Inventory's lists keep of removals, under
-// Engine.mu: a list under way may hold a PU removed meanwhile, or whose
-// removal the Observer (a journal) was still being told when it began, and
-// must not bring it back.
+// listWindow is what the Inventory's lists keep of removals, under Engine.mu: a list under way may hold a PU removed
+// meanwhile, or whose removal the Observer (a journal) was still being told when it began, and must not bring it back.
 type listWindow struct {
-	// gone holds the PUIDs removed since the list under way began (nil: none
-	// is), until its answer is tracked, or until end (realNow) if it has
-	// not answered by then: a hung list keeps no record for long.
+	// gone holds the PUIDs removed since the list under way began (nil: none is), until its answer is tracked, or until
+	// end (realNow) if it has not answered by then: a hung list keeps no record for long.
 	gone     map[string]struct{}
 	end      int64          // 0: the list answered in time; its answer is being tracked
 	removing map[string]int // PUIDs whose removal the Observer is being told
 	restored bool           // a list answered: none is to come
 }
 
-// removed records the removal of puid at now.
 func (w *listWindow) removed(puid string, now int64) {
 	w.removing[puid]++
 	if w.gone != nil && (w.end == 0 || now <= w.end) {
@@ -53,17 +49,15 @@ func (w *listWindow) removed(puid string, now int64) {
 	}
 }
 
-// told records that the Observer has been told of puid's removal.
 func (w *listWindow) told(puid string) {
 	if w.removing[puid]--; w.removing[puid] <= 0 {
 		delete(w.removing, puid)
 	}
 }
 
-// restoreAttempt lists the Inventory once and tracks every PU it lists,
-// but invalid ones, and those removed since the list began or being
-// removed then, or dropped by a dry run (listWindow). An answer after its
-// deadline counts as a failure. It reports whether the list answered.
+// restoreAttempt lists the Inventory once and tracks every PU it lists, but invalid ones, and those removed since the
+// list began or being removed then, or dropped by a dry run (listWindow). An answer after its deadline counts as a
+// failure. It reports whether the list answered.
 func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 	c.mu.Lock()
 	w := &c.list
@@ -103,8 +97,8 @@ func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 	return false
 }
 
-// trackAll tracks pus from Workers goroutines, so that a journal's commits
-// are shared, and returns how many were new and how many were invalid.
+// trackAll tracks pus from Workers goroutines, so that a journal's commits are shared, and returns how many were new
+// and how many were invalid.
 func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 	var next, nRestored, nSkipped atomic.Int64
 	var wg sync.WaitGroup
@@ -127,9 +121,8 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 	return int(nRestored.Load()), int(nSkipped.Load())
 }
 
-// adoptListed gives the sandbox listed for pu to the record of the same PU
-// if it has none and was never checked (see Options.Inventory), by the rule
-// of ports.PU.WithRecordedSandbox. It reports whether it gave a sandbox.
+// adoptListed gives the sandbox listed for pu to the record of the same PU if it has none and was never checked (see
+// Options.Inventory), by the rule of ports.PU.WithRecordedSandbox. It reports whether it gave a sandbox.
 func (c *Engine) adoptListed(pu ports.PU) bool {
 	c.mu.Lock()
 	e := c.records[pu.PUID]

@@ -1,7 +1,6 @@
 package deletion
 
-// What an operator sets to roll the engine out: a dry run, and a destroy
-// rate for when something upstream goes wrong (a cache emptied).
+// What an operator sets to roll the engine out: a dry run, and a destroy rate for when upstream goes wrong (a cache emptied).
 
 import (
 	"context"
@@ -13,9 +12,8 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// wouldDestroy is a destroy in a dry run (Options.DryRun): reported once per
-// reason and kept, or dropped when its pod can never come back; a PU of a
-// live pod (SandboxChanged, SandboxDead, PodTerminated) stays tracked.
+// wouldDestroy is a destroy in a dry run (Options.DryRun): reported once per reason and kept, or dropped when its pod
+// can never come back; a PU of a live pod (SandboxChanged, SandboxDead, PodTerminated) stays tracked.
 func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 	c.mu.Lock()
 	if e.state == removed {
@@ -43,12 +41,10 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 	}
 }
 
-// dryRunMemory is what a dry run remembers of the PUs it dropped while the
-// Inventory's first list is to come, so that the list does not bring them
-// back to be reported again, under Engine.mu: in two generations of at
-// most as many as the engine tracks, and minDryRunMemory; past that the
-// older generation is forgotten, so that a dry run stays bounded while the
-// Inventory fails (a list may then report one of those once more).
+// dryRunMemory is what a dry run remembers of the PUs it dropped while the Inventory's first list is to come, so that
+// the list does not bring them back to be reported again, under Engine.mu: in two generations of at most as many as
+// the engine tracks, and minDryRunMemory; past that the older generation is forgotten, so that a dry run stays bounded
+// while the Inventory fails (a list may then report one of those once more).
 type dryRunMemory struct{ cur, old map[string]struct{} }
 
 const minDryRunMemory = 16
@@ -71,10 +67,9 @@ func (m *dryRunMemory) copy(extra int) map[string]struct{} {
 	return out
 }
 
-// rateLine is the destroy rate's state (Options.DestroyRate), under
-// Engine.mu: its limiter (nil: no limit), the time between two turns, and
-// the latest time the limiter was given, for a limiter given an earlier
-// time credits the time between twice.
+// rateLine is the destroy rate's state (Options.DestroyRate), under Engine.mu: its limiter (nil: no limit), the time
+// between two turns, and the latest time the limiter was given, for a limiter given an earlier time credits the time
+// between twice.
 type rateLine struct {
 	limiter   *rate.Limiter
 	turnEvery int64
@@ -89,14 +84,11 @@ func (l *rateLine) timeOf(at time.Time) time.Time {
 	return l.at
 }
 
-// takeTurn reports whether e's destroy may start now under the destroy rate.
-// A turn is a reservation, taken only when it comes within a moment
-// (spreadAfter, and half of the check's time left): the check waits for it
-// and destroys, unless Untrack removed e meanwhile, which gives it back. A
-// turn further away is not held (it could not give its tokens back once
-// others are reserved after it, and would be spent at once by a late
-// check): e waits on the heap (r.turnAt) until about its turn, behind those
-// waiting, keeping its place. A Sweep's early check of a retry destroys
+// takeTurn reports whether e's destroy may start now under the destroy rate. A turn is a reservation, taken only when
+// it comes within a moment (spreadAfter, and half of the check's time left): the check waits for it and destroys,
+// unless Untrack removed e meanwhile, which gives it back. A turn further away is not held (it could not give its
+// tokens back once others are reserved after it, and would be spent at once by a late check): e waits on the heap
+// (r.turnAt) until about its turn, behind those waiting, keeping its place. A Sweep's early check of a retry destroys
 // only on a turn at hand.
 func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	if c.rate.limiter == nil {

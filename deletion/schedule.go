@@ -1,13 +1,10 @@
 package deletion
 
-// The scheduler. Every record is on one heap of times (Engine.heap, by
-// record.next): its periodic check, or its retry, or the sooner of its turn
-// and its periodic check. One goroutine (schedule) sleeps until the first
-// and queues every record due. A periodic check comes at the tick a hash of
-// the PUID picks, in one or two batches a second; a retry is rounded up to
-// a tick; a turn comes at its own time, at the rate's pace. A batch wakes
-// one worker, and another after spreadAfter if it still waits: a wake-up is
-// what an idle node agent pays for (BENCHMARKS.md). It also logs the
+// The scheduler. Every record is on one heap of times (Engine.heap, by record.next): its periodic check, or its retry,
+// or the sooner of its turn and its periodic check. One goroutine (schedule) sleeps until the first and queues every
+// record due. A periodic check comes at the tick a hash of the PUID picks, in one or two batches a second; a retry is
+// rounded up to a tick; a turn comes at its own time, at the rate's pace. A batch wakes one worker, and another after
+// spreadAfter if it still waits: a wake-up is what an idle node agent pays for (BENCHMARKS.md). It also logs the
 // failing ports' summaries (failures.go).
 
 import (
@@ -16,8 +13,7 @@ import (
 	"time"
 )
 
-// The ticks of the interval: SweepInterval/64 within minTick and maxTick,
-// but for intervals of more than maxPhases ticks.
+// The ticks of the interval: SweepInterval/64 within minTick and maxTick, but for intervals of more than maxPhases ticks.
 const (
 	minTick   = 500 * time.Millisecond
 	maxTick   = time.Second
@@ -30,7 +26,6 @@ func phasesOf(interval time.Duration) int {
 	return int(max(1, min(maxPhases, interval/tick)))
 }
 
-// fnv32a is the 32-bit FNV-1a hash of s.
 func fnv32a(s string) uint32 {
 	h := uint32(2166136261)
 	for i := 0; i < len(s); i++ {
@@ -63,9 +58,8 @@ func (h *timeHeap) Pop() any {
 	return r
 }
 
-// scheduleLocked puts r on the heap at its next time after now: its
-// periodic check, its retry, or the sooner of its turn and its periodic
-// check; it wakes the scheduler when that comes before wakeAt.
+// scheduleLocked puts r on the heap at its next time after now: its periodic check, its retry, or the sooner of its
+// turn and its periodic check; it wakes the scheduler when that comes before wakeAt.
 func (c *Engine) scheduleLocked(r *record, now int64) {
 	k := int64((now-1)/int64(c.tick)) + 1 // the first tick after now
 	k += (int64(r.phase) - k%int64(c.phases) + int64(c.phases)) % int64(c.phases)
@@ -89,7 +83,6 @@ func (c *Engine) scheduleLocked(r *record, now int64) {
 	}
 }
 
-// unscheduleLocked takes r off the heap, if it is there.
 func (c *Engine) unscheduleLocked(r *record) {
 	if r.heapIndex >= 0 {
 		heap.Remove(&c.heap, int(r.heapIndex))
@@ -106,9 +99,8 @@ func (c *Engine) onTick(t int64) int64 {
 	return k*tick + 1
 }
 
-// schedule queues the records whose time has come until ctx is done; a
-// late wake-up queues each once. With an Inventory, it begins once Start's
-// first list is done (listed).
+// schedule queues the records whose time has come until ctx is done; a late wake-up queues each once. With an
+// Inventory, it begins once Start's first list is done (listed).
 func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan struct{}) {
 	if c.opts.Inventory != nil && !c.awaitFirstList(ctx, listed) {
 		return
@@ -131,8 +123,7 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 		if len(c.heap) > 0 {
 			c.wakeAt = c.heap[0].next
 		}
-		if c.readyHead < len(c.ready) && c.idleWorkers > 0 {
-			// The batch's checks may be slow: wake another worker then.
+		if c.readyHead < len(c.ready) && c.idleWorkers > 0 { // the batch's checks may be slow: wake another worker then
 			if at := c.ready[c.readyHead].at + int64(c.spreadAfter()); at <= now {
 				c.cond.Signal()
 			} else if c.wakeAt == 0 || at < c.wakeAt {
@@ -160,9 +151,8 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 	}
 }
 
-// awaitFirstList lets the checks begin once Start's first list of the
-// Inventory has ended or is past its deadline (its answer is taken when it
-// comes). It reports whether ctx is not done.
+// awaitFirstList lets the checks begin once Start's first list of the Inventory has ended or is past its deadline (its
+// answer is taken when it comes). It reports whether ctx is not done.
 func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) bool {
 	t := time.NewTimer(c.listTimeout() + stuckGrace)
 	defer t.Stop()

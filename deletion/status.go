@@ -11,8 +11,8 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// PUStatus is what the engine knows of one tracked PU, for status pages
-// and debugging: why it is kept, and how its destroy is going.
+// PUStatus is what the engine knows of one tracked PU, for status pages and debugging: why it is kept, and how its
+// destroy is going.
 type PUStatus struct {
 	ports.PU
 	// State: "idle", "queued", "checking", "waiting for a retry" or "waiting for its turn".
@@ -21,16 +21,15 @@ type PUStatus struct {
 	TrackedAt time.Time
 	// LastChecked is when its last check ended; zero before the first.
 	LastChecked time.Time
-	// LastVerdict is the verdict that check carried out; its Row and Why say
-	// why the PU is kept. Zero before the first check.
+	// LastVerdict is the verdict that check carried out; its Row and Why say why the PU is kept. Zero before the first
+	// check.
 	LastVerdict Verdict
-	// Vetoed reports that LastVerdict is a Confirmer's or SandboxConfirmer's
-	// that overrode a destroy or a sandbox change.
+	// Vetoed reports that LastVerdict is a Confirmer's or SandboxConfirmer's that overrode a destroy or a sandbox change.
 	Vetoed bool
 	// Attempts is the number of failed DestroyPU calls.
 	Attempts int
-	// NextAttempt is when the destroy is tried again (its retry, or about
-	// its turn under the destroy rate); zero unless the PU waits for either.
+	// NextAttempt is when the destroy is tried again (its retry, or about its turn under the destroy rate); zero unless
+	// the PU waits for either.
 	NextAttempt time.Time
 	// WouldDestroy is the reason a dry run reported last; "" when none did.
 	WouldDestroy ports.Reason
@@ -72,28 +71,25 @@ func (c *Engine) Status() []PUStatus {
 var (
 	// ErrNotRunning: Start has not been called, or has returned.
 	ErrNotRunning = errors.New("deletion: engine not running")
-	// ErrBehind: a queued check has waited more than three SweepIntervals
-	// (ReadinessCheck), or a check due as long ago is not queued yet (both).
+	// ErrBehind: a queued check has waited more than three SweepIntervals (ReadinessCheck), or a check due as long ago
+	// is not queued yet (both).
 	ErrBehind = errors.New("deletion: checks fall behind")
-	// ErrWorkersStuck: every one of the Workers slots is held by a check
-	// stuck in a port past its deadline, whoever ran it.
+	// ErrWorkersStuck: every one of the Workers slots is held by a check stuck in a port past its deadline, whoever ran
+	// it.
 	ErrWorkersStuck = errors.New("deletion: every worker is stuck in a port")
 )
 
 // HealthCheck is ReadinessCheck.
 //
-// Deprecated: serve LivenessCheck on /healthz and ReadinessCheck on /readyz:
-// HealthCheck fails while the engine is behind.
+// Deprecated: serve LivenessCheck on /healthz and ReadinessCheck on /readyz: HealthCheck fails while the engine is
+// behind.
 func (c *Engine) HealthCheck(req *http.Request) error { return c.ReadinessCheck(req) }
 
-// LivenessCheck reports whether restarting the process could help the
-// engine: it fails once Start has returned, when a check due three
-// SweepIntervals ago (and since Start began, and its first list's deadline)
-// is not queued yet, and when every Workers slot is held by a check stuck
-// in a port past its deadline. Being behind does not fail it (a restart
-// would only add a relist to the load: see ReadinessCheck), nor being
-// before Start. Serve it on /healthz: mgr.AddHealthzCheck("podsweeper",
-// engine.LivenessCheck). It reads a few fields, whatever the number of PUs.
+// LivenessCheck reports whether restarting the process could help the engine: it fails once Start has returned, when
+// a check due three SweepIntervals ago (and since Start began, and its first list's deadline) is not queued yet, and
+// when every Workers slot is held by a check stuck in a port past its deadline. Being behind does not fail it (a
+// restart would only add a relist to the load: see ReadinessCheck), nor being before Start. Serve it on /healthz:
+// mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck). It reads a few fields, whatever the number of PUs.
 func (c *Engine) LivenessCheck(_ *http.Request) error {
 	if !c.started.Load() {
 		return nil
@@ -101,9 +97,8 @@ func (c *Engine) LivenessCheck(_ *http.Request) error {
 	return c.healthErr(false)
 }
 
-// ReadinessCheck reports whether the engine keeps up: it fails before
-// Start, where LivenessCheck does, and when the oldest queued check has
-// waited more than three SweepIntervals (ErrBehind). Serve it on /readyz:
+// ReadinessCheck reports whether the engine keeps up: it fails before Start, where LivenessCheck does, and when the
+// oldest queued check has waited more than three SweepIntervals (ErrBehind). Serve it on /readyz:
 // mgr.AddReadyzCheck("podsweeper", engine.ReadinessCheck).
 func (c *Engine) ReadinessCheck(_ *http.Request) error {
 	if !c.started.Load() {
@@ -112,8 +107,7 @@ func (c *Engine) ReadinessCheck(_ *http.Request) error {
 	return c.healthErr(true)
 }
 
-// healthErr is the error of a started engine's health check; a backlog
-// fails it only when behindFails.
+// healthErr is the error of a started engine's health check; a backlog fails it only when behindFails.
 func (c *Engine) healthErr(behindFails bool) error {
 	now, limit := c.now(), 3*c.opts.SweepInterval
 	c.mu.Lock()
@@ -149,16 +143,15 @@ type Backlog struct {
 	Retrying int
 	// RateLimited is how many PUs wait for their turn under DestroyRate.
 	RateLimited int
-	// OldestGoneSince is since when the oldest PU found to go has waited for
-	// its destroy; zero when none waits.
+	// OldestGoneSince is since when the oldest PU found to go has waited for its destroy; zero when none waits.
 	OldestGoneSince time.Time
-	// OldestQueuedSince is since when the oldest queued check has waited for
-	// a worker; zero when none waits. A slow drain shows here first.
+	// OldestQueuedSince is since when the oldest queued check has waited for a worker; zero when none waits. A slow
+	// drain shows here first.
 	OldestQueuedSince time.Time
 }
 
-// Backlog says how far behind the destroys are. It reads every PU under
-// the engine's lock: call it at a scrape, not per check.
+// Backlog says how far behind the destroys are. It reads every PU under the engine's lock: call it at a scrape, not
+// per check.
 func (c *Engine) Backlog() Backlog {
 	c.mu.Lock()
 	defer c.mu.Unlock()

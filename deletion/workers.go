@@ -1,13 +1,10 @@
 package deletion
 
-// How the engine runs checks. Every check goes through the one ready queue
-// (Engine.ready, oldest first) to a goroutine that claims the record and
-// runs it under CheckTimeout, in one of Workers slots, whoever runs it
-// (Start's goroutines, or a Sweep's own while Start does not run). A check
-// stuck in a port keeps its slot until the port returns: LivenessCheck,
-// Sweep and Start's stop see it. A goroutine's checks share one deadline
-// context per 1% of CheckTimeout (lane): one each was a sixth of the CPU at
-// cluster scale.
+// How the engine runs checks. Every check goes through the one ready queue (Engine.ready, oldest first) to a goroutine
+// that claims the record and runs it under CheckTimeout, in one of Workers slots, whoever runs it (Start's goroutines,
+// or a Sweep's own while Start does not run). A check stuck in a port keeps its slot until the port returns:
+// LivenessCheck, Sweep and Start's stop see it. A goroutine's checks share one deadline context per 1% of CheckTimeout
+// (lane): one each was a sixth of the CPU at cluster scale.
 
 import (
 	"context"
@@ -17,14 +14,12 @@ import (
 	"time"
 )
 
-// Start runs the engine until ctx is done, then returns nil. It checks every
-// PU about every SweepInterval and runs triggers at once, those made before
-// Start included, with at most Workers checks at a time; with an Inventory,
-// it first restores the PUs it lists (see Options.Inventory). Once ctx is
-// done, no check and no DestroyPU starts; checks in flight see a cancelled
-// context, and Start returns within about ShutdownTimeout even when a port
-// hangs, the Inventory included. A second call returns ErrAlreadyStarted.
-// Start makes the Engine a controller-runtime manager.Runnable.
+// Start runs the engine until ctx is done, then returns nil. It checks every PU about every SweepInterval and runs
+// triggers at once, those made before Start included, with at most Workers checks at a time; with an Inventory, it
+// first restores the PUs it lists (see Options.Inventory). Once ctx is done, no check and no DestroyPU starts; checks
+// in flight see a cancelled context, and Start returns within about ShutdownTimeout even when a port hangs, the
+// Inventory included. A second call returns ErrAlreadyStarted. Start makes the Engine a controller-runtime
+// manager.Runnable.
 func (c *Engine) Start(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: Start needs a context", ErrNilContext)
@@ -33,8 +28,7 @@ func (c *Engine) Start(ctx context.Context) error {
 		return ErrAlreadyStarted
 	}
 	now := c.now()
-	// Made here, not in New, for a testing/synctest bubble running Start.
-	kick, listed := make(chan struct{}, 1), make(chan struct{})
+	kick, listed := make(chan struct{}, 1), make(chan struct{}) // here, not in New, for a testing/synctest bubble running Start
 	c.mu.Lock()
 	c.running, c.begun, c.kick, c.startAt = true, c.opts.Inventory == nil, kick, now
 	// Triggers before Start queued their records: they wait from now on.
@@ -77,14 +71,11 @@ func (c *Engine) Start(ctx context.Context) error {
 	return nil
 }
 
-// Sweep checks every tracked PU once, those waiting for a retry or their
-// turn included, and returns when all are done or ctx is. Its checks go
-// through the one queue: Start's workers run them, or, while Start does not
-// run, Sweep's own goroutines, at most Workers at a time. A PU being checked
-// when Sweep is called is checked once more after. Under DestroyRate, a
-// destroy a check decides is one of Sweep's checks: Sweep waits for its
-// turn. Sweep returns once every check it waits for, or every Workers slot,
-// is held by one stuck in a port past its deadline, whoever began them. One
+// Sweep checks every tracked PU once, those waiting for a retry or their turn included, and returns when all are done
+// or ctx is. Its checks go through the one queue: Start's workers run them, or, while Start does not run, Sweep's own
+// goroutines, at most Workers at a time. A PU being checked when Sweep is called is checked once more after. Under
+// DestroyRate, a destroy a check decides is one of Sweep's checks: Sweep waits for its turn. Sweep returns once every
+// check it waits for, or every Workers slot, is held by one stuck in a port past its deadline, whoever began them. One
 // Sweep runs at a time. A nil ctx panics.
 func (c *Engine) Sweep(ctx context.Context) {
 	if ctx == nil {
@@ -148,10 +139,9 @@ func (c *Engine) Sweep(ctx context.Context) {
 	c.mu.Unlock()
 }
 
-// sweepRun is the running Sweep's state, under Engine.mu: its generation,
-// which its marks carry (record.sweepGen), the checks it waits for, the
-// records whose turns it waits for, done, closed at its end (nil: none
-// runs), and nudge, to look at its turns and stuck checks.
+// sweepRun is the running Sweep's state, under Engine.mu: its generation, which its marks carry (record.sweepGen), the
+// checks it waits for, the records whose turns it waits for, done, closed at its end (nil: none runs), and nudge, to
+// look at its turns and stuck checks.
 type sweepRun struct {
 	gen   uint32
 	left  int
@@ -160,9 +150,8 @@ type sweepRun struct {
 	nudge chan struct{}
 }
 
-// sweepTurns queues the records of the Sweep of gen whose turns have come
-// while Start does not run (its scheduler does it), and returns how long
-// until the next (0: none).
+// sweepTurns queues the records of the Sweep of gen whose turns have come while Start does not run (its scheduler does
+// it), and returns how long until the next (0: none).
 func (c *Engine) sweepTurns(gen uint32) time.Duration {
 	now := c.now()
 	c.mu.Lock()
@@ -186,8 +175,8 @@ func (c *Engine) sweepTurns(gen uint32) time.Duration {
 	return time.Duration(max(next-now, 0))
 }
 
-// sweepStuck reports whether the Sweep of gen is to stop waiting: every
-// check it waits for, or every slot, is held by one stuck in a port.
+// sweepStuck reports whether the Sweep of gen is to stop waiting: every check it waits for, or every slot, is held by
+// one stuck in a port.
 func (c *Engine) sweepStuck(gen uint32) bool {
 	now := c.realNow()
 	c.mu.Lock()
@@ -213,8 +202,7 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 // sweepingLocked reports whether the Sweep of gen waits for checks.
 func (c *Engine) sweepingLocked(gen uint32) bool { return c.sweep.done != nil && gen == c.sweep.gen }
 
-// endSweepLocked ends the running Sweep, if any; its marks, which carry its
-// generation, no longer count.
+// endSweepLocked ends the running Sweep, if any; its marks, which carry its generation, no longer count.
 func (c *Engine) endSweepLocked() {
 	if w := &c.sweep; w.done != nil {
 		close(w.done)
@@ -223,8 +211,7 @@ func (c *Engine) endSweepLocked() {
 	}
 }
 
-// sweptLocked records that the running Sweep has, or no longer waits for,
-// one of its checks.
+// sweptLocked records that the running Sweep has, or no longer waits for, one of its checks.
 func (c *Engine) sweptLocked() {
 	switch w := &c.sweep; {
 	case w.left == 1:
@@ -251,14 +238,12 @@ type readyItem struct {
 	at int64
 }
 
-// spreadAfter is how long a queued check may wait before another worker is
-// woken for it: an eighth of a tick, 20 to 125ms, so that one worker does a
-// batch of fast checks and slow checks spread.
+// spreadAfter is how long a queued check may wait before another worker is woken for it: an eighth of a tick, 20 to
+// 125ms, so that one worker does a batch of fast checks and slow checks spread.
 func (c *Engine) spreadAfter() time.Duration {
 	return min(max(20*time.Millisecond, c.tick/8), 125*time.Millisecond)
 }
 
-// wakeLocked wakes up to n idle workers.
 func (c *Engine) wakeLocked(n int) {
 	for range min(n, c.idleWorkers) {
 		c.cond.Signal()
@@ -272,8 +257,8 @@ type slot struct {
 	index    int32
 }
 
-// stuck reports whether the slot's check is in a port stuckGrace past its
-// deadline, well past what a port that honours its context takes.
+// stuck reports whether the slot's check is in a port stuckGrace past its deadline, well past what a port that
+// honours its context takes.
 func (s *slot) stuck(now int64) bool {
 	end := s.checkEnd.Load()
 	return end != 0 && now > end+int64(stuckGrace)
@@ -299,8 +284,8 @@ type lane struct {
 	ctxEnd int64
 }
 
-// deadline returns the context of a check starting now under parent, and
-// its deadline, between 99% and 100% of timeout away.
+// deadline returns the context of a check starting now under parent, and its deadline, between 99% and 100% of
+// timeout away.
 func (l *lane) deadline(parent context.Context, now int64, timeout time.Duration) (context.Context, int64) {
 	if l.ctx == nil || time.Duration(l.ctxEnd-now) < timeout-timeout/100 {
 		l.done()
@@ -310,7 +295,6 @@ func (l *lane) deadline(parent context.Context, now int64, timeout time.Duration
 	return l.ctx, l.ctxEnd
 }
 
-// done releases the lane's deadline context.
 func (l *lane) done() {
 	if l.cancel != nil {
 		l.cancel()
@@ -318,8 +302,8 @@ func (l *lane) done() {
 	}
 }
 
-// work runs the checks of the ready queue: for Start (gen 0) until it
-// stops, for the Sweep of gen until it is done or Start begins.
+// work runs the checks of the ready queue: for Start (gen 0) until it stops, for the Sweep of gen until it is done or
+// Start begins.
 func (c *Engine) work(ctx context.Context, gen uint32) {
 	var l lane
 	defer l.done()
@@ -332,8 +316,7 @@ func (c *Engine) work(ctx context.Context, gen uint32) {
 	}
 }
 
-// next claims the oldest queued record and a free slot for it, waiting for
-// both; nil: its goroutine is to stop.
+// next claims the oldest queued record and a free slot for it, waiting for both; nil: its goroutine is to stop.
 func (c *Engine) next(gen uint32) (*record, *slot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -393,8 +376,7 @@ func (c *Engine) compactReadyLocked() {
 	}
 }
 
-// run checks the claimed record r in slot s under a deadline of
-// CheckTimeout, releases both, and tells the Observer.
+// run checks the claimed record r in slot s under a deadline of CheckTimeout, releases both, and tells the Observer.
 func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	start := c.now()
 	cctx, end := l.deadline(ctx, c.realNow(), c.opts.CheckTimeout)
