@@ -27,7 +27,7 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 	if gone {
 		c.removeLocked(e)
 		if c.opts.Inventory != nil && !c.list.restored {
-			c.dropped.add(e.PUID, len(c.records)) // the list to come still has it
+			c.dropped.add(e.PUID, len(c.records)+1) // the list to come still has it
 		}
 	}
 	c.mu.Unlock()
@@ -43,20 +43,24 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 
 // dryRunMemory is what a dry run remembers of the PUs it dropped while the Inventory's first list is to come, so that
 // the list does not bring them back to be reported again, under Engine.mu: in two generations of at most as many as
-// the engine tracks, and minDryRunMemory; past that the older generation is forgotten, so that a dry run stays bounded
-// while the Inventory fails (a list may then report one of those once more).
-type dryRunMemory struct{ cur, old map[string]struct{} }
+// the engine tracked at a drop (limit), and minDryRunMemory; past that the older generation is forgotten, so that a dry
+// run stays bounded while the Inventory fails (a list may then report those once more).
+type dryRunMemory struct {
+	cur, old map[string]struct{}
+	limit    int
+}
 
 const minDryRunMemory = 16
 
-// add remembers puid, with tracked PUs tracked.
+// add remembers puid, dropped with tracked PUs tracked.
 func (m *dryRunMemory) add(puid string, tracked int) {
+	if m.limit = max(m.limit, tracked, minDryRunMemory); len(m.cur) >= m.limit {
+		m.old, m.cur = m.cur, nil
+	}
 	if m.cur == nil {
 		m.cur = make(map[string]struct{})
 	}
-	if m.cur[puid] = struct{}{}; len(m.cur) >= max(minDryRunMemory, tracked) {
-		m.old, m.cur = m.cur, nil
-	}
+	m.cur[puid] = struct{}{}
 }
 
 // copy returns what m remembers, in a new set with room for extra more.
