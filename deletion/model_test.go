@@ -35,7 +35,11 @@ import (
 // choose (which of the destroys due at one instant gets the one turn there
 // is, and where in line the others wait), the model takes the engine's
 // choice, from what it did (modelOracle), once it has checked that the
-// choice is one the rate allows. The ports check three invariants
+// choice is one the rate allows. Under the rate a Sweep waits for the turns
+// of its destroys, which the model's ticks bring: it runs on until the next
+// Sweep ends it with its context. FuzzPromises (promises_model_test.go)
+// models what this one leaves out: the Inventory, Sweep without Start,
+// restarts, hangs and nonsense from every port, by invariants. The ports check three invariants
 // besides, at every DestroyPU: none after Untrack returned, none beyond
 // the rate, and no retry before its backoff but for a Sweep's.
 
