@@ -154,7 +154,8 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 // Untrack forgets the PU of puid without destroying it, for a PU the agent tore down itself. It reports whether the
 // PU was tracked, once the Observer has been told (EventUntracked). Once it returns, no DestroyPU of that PU starts,
 // though the Inventory's list under way holds it; one the engine had already started may finish. A later Track of the
-// same PUID is a new PU.
+// same PUID is a new PU, and so is one a later list brings: the Inventory must no longer list it (a journal that
+// observes EventUntracked does not).
 func (c *Engine) Untrack(puid string) bool {
 	c.mu.Lock()
 	r := c.records[puid]

@@ -145,10 +145,13 @@ func TestFuzzModelCorpusCoversEveryOperation(t *testing.T) {
 				if k.listRow != 0 && k.listRow != k.row {
 					reached("a veto of the SandboxConfirmer", name)
 				}
-				for _, what := range []string{"reported", "dropped", "waits for its turn", "keeps its retry", "leaves the line"} {
+				for _, what := range []string{"reported", "dropped", "waits for its turn", "leaves the line"} {
 					if strings.Contains(k.outcome, what) {
 						reached(what, name)
 					}
+				}
+				if k.why == "sweep" && strings.Contains(k.outcome, "waits for its turn") {
+					reached("a Sweep that waits for a turn", name)
 				}
 				if k.why == "turn" && strings.HasPrefix(k.outcome, "destroyed") {
 					reached("a destroy on its turn", name)
@@ -193,7 +196,7 @@ func TestFuzzModelCorpusCoversEveryOperation(t *testing.T) {
 		// The modes, and what each does.
 		"mode defaults", "mode DryRun", "mode SandboxConfirmer over a list", "mode DestroyRate 1/s", "mode DestroyBurst 2, DestroyRate 1/s",
 		"reported", "dropped", "a veto of the SandboxConfirmer",
-		"waits for its turn", "a destroy on its turn", "keeps its retry", "leaves the line", "Untrack of a PU waiting for its turn")
+		"waits for its turn", "a destroy on its turn", "a Sweep that waits for a turn", "leaves the line", "Untrack of a PU waiting for its turn")
 	for _, kind := range []int{modelFailNextGet, modelFailNextDestroy} {
 		for v := range 4 {
 			want = append(want, modelOpNames[kind]+" "+modelOp{kind: kind, variant: v}.fault())

@@ -583,12 +583,7 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 		return
 	}
 	if m.mode&modeRate != 0 && !m.turn(e, pending) {
-		switch {
-		case e.turnAt != 0:
-			k.outcome = fmt.Sprintf("no turn at hand: waits for its turn at second %d", e.turnAt)
-		default:
-			k.outcome = "no turn at hand: keeps its retry"
-		}
+		k.outcome = fmt.Sprintf("no turn at hand: waits for its turn at second %d", e.turnAt)
 		return
 	}
 	if cl.failDestroy[e.slot] != 0 {
@@ -636,9 +631,9 @@ func (m *model) wouldDestroy(e *modelEntry, row int, reason ports.Reason) string
 
 // turn is the destroy rate for e's destroy, which a check decided (pending
 // is the retry e waited for before it): it reports whether a turn is at
-// hand for it. If not, e waits: a Sweep's early check of a retry keeps the
-// retry; one whose turn has not come keeps its place; one whose turn came
-// takes the next; any other joins the line, behind those waiting.
+// hand for it. If not, e waits: one whose turn has not come keeps its
+// place; one whose turn came takes the next; any other (a Sweep's early
+// check of a retry too) joins the line, behind those waiting.
 func (m *model) turn(e *modelEntry, pending int) bool {
 	goes := m.tokens > 0
 	if m.oracle != nil {
@@ -654,7 +649,6 @@ func (m *model) turn(e *modelEntry, pending int) bool {
 	}
 	m.instant.refused++
 	switch {
-	case pending > m.now:
 	case e.turnAt > m.now:
 	case e.turnAt != 0:
 		e.turnAt = m.now + 1

@@ -25,7 +25,8 @@ var (
 	ErrAlreadyStarted = errors.New("deletion: engine already started")
 	// ErrPortPanicked wraps the value a port panicked with.
 	ErrPortPanicked = errors.New("deletion: port panicked")
-	// ErrNilContext: Start was given a nil context.
+	// ErrNilContext: Start was given a nil context. It returns this before anything starts, and may be called again
+	// with a context. (Sweep, which returns nothing, panics on a nil context.)
 	ErrNilContext = errors.New("deletion: nil context")
 )
 

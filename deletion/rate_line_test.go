@@ -144,3 +144,30 @@ func TestATurnIsNotHeldPastHalfTheCheckTimeLeft(t *testing.T) {
 			"DestroyPU started with less than half of its check's deadline left")
 	})
 }
+
+// TestASweepUnderARateRetriesAFailedDestroyOnItsTurn: Sweep checks every
+// PU, "those waiting for a retry or their turn included", and under
+// DestroyRate waits for the turns of the destroys it decides. DestroyRate
+// 2: a Sweep's destroy fails; the next Sweep, at once, checks the retry
+// early, waits for a turn and destroys it.
+func TestASweepUnderARateRetriesAFailedDestroyOnItsTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		policy := newDestroyLog()
+		policy.fail = func(ports.DestroyEvent) error {
+			if calls.Add(1) == 1 {
+				return errors.New("policy engine busy")
+			}
+			return nil
+		}
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 2, RetryMinDelay: time.Minute})
+		require.NoError(t, c.Track(pu("x")))
+		c.Sweep(context.Background())
+		require.Len(t, policy.starts(), 1, "the first destroy fails")
+		c.Sweep(context.Background())
+		assert.Len(t, policy.starts(), 2, "the second Sweep tries it again, on its turn")
+		assert.Zero(t, c.Len())
+		assert.Less(t, policy.since(), time.Second, "within a turn of 500ms, not the retry's minute")
+		assertRateBound(t, policy.starts(), 2, 1)
+	})
+}

@@ -92,8 +92,8 @@ func (l *rateLine) timeOf(at time.Time) time.Time {
 // it comes within a moment (spreadAfter, and half of the check's time left): the check waits for it and destroys,
 // unless Untrack removed e meanwhile, which gives it back. A turn further away is not held (it could not give its
 // tokens back once others are reserved after it, and would be spent at once by a late check): e waits on the heap
-// (r.turnAt) until about its turn, behind those waiting, keeping its place. A Sweep's early check of a retry destroys
-// only on a turn at hand.
+// (r.turnAt) until about its turn, behind those waiting, keeping its place. A Sweep's early check of a retry joins the
+// line as a PU found gone does, and the Sweep waits for its turn.
 func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	if c.rate.limiter == nil {
 		return true
@@ -105,16 +105,14 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	at := c.opts.Clock.Now()
 	c.mu.Lock()
 	at, now := c.rate.timeOf(at), c.now()
-	ahead, due, waitsFor := c.waits[turnWaiting], e.waitUntil, e.waitFor
+	ahead, due, inLine := c.waits[turnWaiting], e.waitUntil, e.waitFor == turnWaiting
 	turn := c.rate.limiter.ReserveN(at, 1) // burst >= 1: always OK
 	wait := turn.DelayFrom(at)
 	if wait > short {
 		turn.CancelAt(at) // nothing was reserved after it: its tokens come back whole
 		c.mu.Unlock()
 		switch {
-		case waitsFor == retrying && due > now:
-			return false // it keeps waiting for its retry
-		case waitsFor != turnWaiting:
+		case !inLine:
 			r.turnAt = now + min(int64(wait), int64(MaxDuration)) + min(int64(ahead), int64(MaxDuration)/c.rate.turnEvery)*c.rate.turnEvery
 		case due > now:
 			r.turnAt = due // it keeps its place

@@ -76,7 +76,8 @@ func (c *Engine) Start(ctx context.Context) error {
 // goroutines, at most Workers at a time. A PU being checked when Sweep is called is checked once more after. Under
 // DestroyRate, a destroy a check decides is one of Sweep's checks: Sweep waits for its turn. Sweep returns once every
 // check it waits for, or every Workers slot, is held by one stuck in a port past its deadline, whoever began them. One
-// Sweep runs at a time. A nil ctx panics.
+// Sweep runs at a time. It does not list the Inventory (Start does), and while Start does not run nothing happens
+// between two Sweeps. A nil ctx panics.
 func (c *Engine) Sweep(ctx context.Context) {
 	if ctx == nil {
 		panic("deletion: Sweep called with a nil context")

@@ -13,6 +13,7 @@ import (
 type PodGetter interface {
 	// GetPod returns the live pod. When it does not exist, the error satisfies
 	// errors.Is(err, ErrPodNotFound); the core also accepts a Kubernetes NotFound status error.
+	// An error that cannot be read (a typed nil, such as a nil *url.Error) is a failure: the PU is kept.
 	//
 	// The pod may be shared, a cache's own object read without a deep
 	// copy: the engine never modifies it, hands it to the SandboxExtractor
@@ -57,7 +58,8 @@ type SandboxProber interface {
 // backoff for as long as it is tracked, forever by default.
 type PolicyHandler interface {
 	// DestroyPU destroys the PU described by ev. An error wrapped with
-	// Permanent is not retried; any other error is retried with backoff.
+	// Permanent is not retried; any other error, one that cannot be read (a
+	// typed nil) too, is retried with backoff.
 	DestroyPU(ctx context.Context, ev DestroyEvent) error
 }
 
