@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -89,5 +90,55 @@ func TestALongDryRunIsBoundedWhileTheInventoryFails(t *testing.T) {
 			"the dry run holds %d KB more after %d PUs of %d-byte PUIDs were reported and dropped", grew/1024, n, size)
 		runtime.KeepAlive(c)
 		stop()
+	})
+}
+
+// TestWouldDestroyIsTheReasonReportedLast protects, from PUStatus:
+// "WouldDestroy is the reason a dry run reported last" (and CHANGELOG:
+// "PUStatus.WouldDestroy is the reason reported last").
+//
+// In a dry run, a PU's sandbox flaps: replaced (SandboxChanged, reported),
+// then none and dead (SandboxDead, reported), then replaced again (not
+// reported: once per reason). The reason reported last is SandboxDead;
+// Status says SandboxChanged.
+func TestWouldDestroyIsTheReasonReportedLast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		key := types.NamespacedName{Namespace: "ns", Name: "a"}
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			return podAt(key, "a"), nil
+		})
+		var sandbox atomic.Value
+		sandbox.Store("s2")
+		extractor := ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) {
+			return sandbox.Load().(string), nil
+		})
+		prober := ports.SandboxProberFunc(func(context.Context, *corev1.Pod, string) (bool, error) { return true, nil })
+		var mu sync.Mutex
+		var reported []ports.Reason
+		obs := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventWouldDestroy {
+				mu.Lock()
+				reported = append(reported, ev.Reason)
+				mu.Unlock()
+			}
+		})
+		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{DryRun: true, SandboxExtractor: extractor,
+			SandboxProber: prober, Observer: obs})
+		require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: key, SandboxID: "s1"}))
+		ctx := context.Background()
+		c.Sweep(ctx) // s2: SandboxChanged
+		sandbox.Store("")
+		c.Sweep(ctx) // none, s1 dead: SandboxDead
+		sandbox.Store("s2")
+		c.Sweep(ctx) // SandboxChanged again, not reported
+
+		mu.Lock()
+		got := append([]ports.Reason(nil), reported...)
+		mu.Unlock()
+		require.Equal(t, []ports.Reason{ports.ReasonSandboxChanged, ports.ReasonSandboxDead}, got)
+		st := c.Status()
+		require.Len(t, st, 1)
+		assert.Equal(t, got[len(got)-1], st[0].WouldDestroy,
+			"WouldDestroy is not the reason the dry run reported last")
 	})
 }

@@ -77,8 +77,8 @@ const (
 	// EventVetoed: the Confirmer did not confirm a destroy, or the SandboxConfirmer a sandbox change (row 10, routine
 	// with a listing SandboxExtractor). Reason is the overridden answer's, Verdict and Err the confirmer's.
 	EventVetoed
-	// EventAdopted: a check recorded the PU's first sandbox, or Start gave it the sandbox the Inventory listed; PU
-	// holds it.
+	// EventAdopted: a check recorded the PU's first sandbox (Verdict is its row 7), or Start gave it the sandbox the
+	// Inventory listed (Verdict is zero); PU holds it.
 	EventAdopted
 	// EventUntracked: Untrack forgot the PU without destroying it.
 	EventUntracked
@@ -111,7 +111,7 @@ type Event struct {
 	Kind EventKind
 	// PU is the PU concerned, as the engine holds it (zero for EventRestored).
 	PU ports.PU
-	// Verdict is the verdict of the check (EventChecked, EventVetoed).
+	// Verdict is the verdict of the check (EventChecked, EventVetoed, a check's EventAdopted).
 	Verdict Verdict
 	// Reason is why the PU is, or was to be, destroyed (EventDestroyed, EventDestroyFailed, EventAbandoned, EventVetoed).
 	Reason ports.Reason

@@ -46,8 +46,7 @@ package deletion_test
 //     tracked, the last fault activity, Start (+ its first list's deadline
 //     and a second, with an Inventory); (b) a Sweep that began after all
 //     that returns with every gone PU it found tracked destroyed, reported,
-//     untracked or abandoned (under a rate, a PU with a failed DestroyPU is
-//     exempt: a Sweep's early check of a retry needs a turn at hand).
+//     untracked or abandoned, though Start began or stopped meanwhile.
 //  7. A dry run reports a (PU, reason) at most once per tracking of the PU,
 //     and DryRunMemory(c) <= 32 + 4*max(MinDryRunMemory, the most PUs
 //     tracked at once) + the removals during the latest list's deadline
@@ -426,6 +425,7 @@ type pmEngine struct {
 	removals      []time.Duration
 	resolved      map[string]int64
 	reports       map[string]map[ports.Reason]int
+	lastReport    map[string]ports.Reason // the reason reported last, by PUID
 	places        map[string]pmPlace
 	peak          int // the most PUs tracked at once
 }
@@ -856,6 +856,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		}
 		delete(e.fails, puid)
 		delete(e.reports, puid)
+		delete(e.lastReport, puid)
 		delete(e.places, puid)
 		delete(e.lastOK, puid)
 	case deletion.EventUntracked:
@@ -884,6 +885,9 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 			m = map[ports.Reason]int{}
 			e.reports[puid] = m
 		}
+		if m[ev.Reason] == 0 {
+			e.lastReport[puid] = ev.Reason
+		}
 		if m[ev.Reason]++; m[ev.Reason] > 1 {
 			w.violateLocked("7: a dry run reports %s for %s a %s time", puid, ev.Reason, []string{"", "", "second", "third"}[min(m[ev.Reason], 3)])
 		}
@@ -911,7 +915,7 @@ func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
 	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, untracked: map[string]bool{}, untrackEv: map[string]int{},
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
 		removedSeq: map[string]int64{}, resolved: map[string]int64{}, reports: map[string]map[ports.Reason]int{},
-		places: map[string]pmPlace{}}
+		places: map[string]pmPlace{}, lastReport: map[string]ports.Reason{}}
 	e.ctx, e.ctxCancel = context.WithCancel(context.Background())
 	p := &pmPorts{w: w, e: e}
 	o := w.o
@@ -1060,7 +1064,7 @@ func (w *pmWorld) sweep(e *pmEngine) {
 	w.mu.Lock()
 	s.snapN = len(snap)
 	for _, st := range snap {
-		if !w.aliveLocked(st.PUID) && !(w.o.rate > 0 && !w.o.dryRun && len(e.fails[st.PUID]) > 0) {
+		if !w.aliveLocked(st.PUID) {
 			s.required = append(s.required, st.PUID)
 		}
 	}
@@ -1071,7 +1075,7 @@ func (w *pmWorld) sweep(e *pmEngine) {
 	s.done, s.end = true, w.now()
 	e.sweepsActive--
 	e.lastSweepEnd = s.end
-	if !s.clean || w.lastFault >= s.start || e.lifecycle >= s.start || e.dead || w.obsCount != s.slowAt {
+	if !s.clean || w.lastFault >= s.start || e.dead || w.obsCount != s.slowAt { // Start's start or stop changes nothing
 		return
 	}
 	for _, puid := range s.required {
@@ -1182,9 +1186,13 @@ func (w *pmWorld) checkTimed() {
 			w.violateLocked("7: a dry run remembers %d PUIDs besides its %d records, over %d", mem, n, bound)
 		}
 	}
-	// 10: a PU of a gone pod keeps its place in the rate's line.
+	// 10: a PU of a gone pod keeps its place in the rate's line; Status's
+	// WouldDestroy is the reason a dry run reported last.
 	seen := map[string]bool{}
 	for _, st := range sts {
+		if w.o.dryRun && st.WouldDestroy != e.lastReport[st.PUID] {
+			w.violateLocked("10: Status says %s would go for %q; the reason reported last is %q", st.PUID, st.WouldDestroy, e.lastReport[st.PUID])
+		}
 		seen[st.PUID] = true
 		if w.o.rate == 0 || w.o.dryRun || !e.running {
 			continue

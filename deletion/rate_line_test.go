@@ -171,3 +171,36 @@ func TestASweepUnderARateRetriesAFailedDestroyOnItsTurn(t *testing.T) {
 		assertRateBound(t, policy.starts(), 2, 1)
 	})
 }
+
+// TestATriggeredPUKeepsItsPlaceInTheRateLine protects, from TriggerPod:
+// "one waiting for its turn is checked, and keeps its place", and from
+// DestroyRate: "the PU waits [...] until about its turn, behind those
+// waiting".
+//
+// Under 1 destroy/s: a is destroyed, then b and c enter the line in that
+// order (b's turn at about 1s, c's at about 2s). c is triggered just
+// before b's turn: its check takes b's turn, and b goes behind it.
+func TestATriggeredPUKeepsItsPlaceInTheRateLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		policy := newDestroyLog()
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 1, DestroyBurst: 1, SweepInterval: time.Hour})
+		for _, n := range []string{"a", "b", "c"} {
+			require.NoError(t, c.Track(pu(n)))
+		}
+		startEngine(t, c)
+		synctest.Wait()
+		for _, n := range []string{"a", "b", "c"} {
+			c.TriggerPod(pu(n).Pod)
+			synctest.Wait()
+		}
+		require.Equal(t, []string{"a"}, policy.puids())
+		require.Equal(t, 2, c.Backlog().RateLimited, "b and c wait for their turns, b first")
+
+		time.Sleep(970 * time.Millisecond) // just before b's turn
+		c.TriggerPod(pu("c").Pod)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []string{"a", "b", "c"}, policy.puids(),
+			"a trigger of c, which waited behind b, made c take b's turn")
+	})
+}

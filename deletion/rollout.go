@@ -21,8 +21,10 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 		return
 	}
 	report := e.reported&(1<<v.Row) == 0
-	e.reported |= 1 << v.Row
-	e.reportedRow = int8(v.Row)
+	if report {
+		e.reported |= 1 << v.Row
+		e.reportedRow = int8(v.Row)
+	}
 	gone := v.Reason == ports.ReasonPodGone || v.Reason == ports.ReasonUIDChanged || v.Reason == ports.ReasonNodeChanged
 	if gone {
 		c.removeLocked(e)
@@ -106,6 +108,11 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	c.mu.Lock()
 	at, now := c.rate.timeOf(at), c.now()
 	ahead, due, inLine := c.waits[turnWaiting], e.waitUntil, e.waitFor == turnWaiting
+	if inLine && due-now > int64(short) { // its turn is not at hand: it keeps its place, and takes no other's
+		c.mu.Unlock()
+		r.turnAt = due
+		return false
+	}
 	turn := c.rate.limiter.ReserveN(at, 1) // burst >= 1: always OK
 	wait := turn.DelayFrom(at)
 	if wait > short {

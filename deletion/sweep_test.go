@@ -6,6 +6,7 @@ package deletion_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -50,4 +51,95 @@ func TestASecondSweepDoesNotWaitForACheckKnownStuck(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestASweepIsAFullPassThoughStartStops protects, from Sweep: "Sweep checks
+// every tracked PU once [...] and returns when all are done or ctx is. Its
+// checks go through the one queue: Start's workers run them, or, while
+// Start does not run, Sweep's own goroutines".
+//
+// A Sweep runs while Start does (one worker); its first check is in a
+// slow GetPod (it honours its context) when Start's context ends. The
+// Sweep's context is not done and the second PU was never checked, yet
+// the Sweep returns at once.
+func TestASweepIsAFullPassThoughStartStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var entered atomic.Int32
+		getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			entered.Add(1)
+			select { // slow, but it honours its context
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(5 * time.Second):
+			}
+			return nil, ports.ErrPodNotFound
+		})
+		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{Workers: 1, SweepInterval: time.Hour})
+		require.NoError(t, c.Track(pu("a")))
+		require.NoError(t, c.Track(pu("b")))
+		stop := startEngine(t, c)
+		synctest.Wait()
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		returned := make(chan time.Duration, 1)
+		go func() {
+			began := time.Now()
+			c.Sweep(ctx)
+			returned <- time.Since(began)
+		}()
+		time.Sleep(time.Second) // the Sweep's first check is in GetPod
+		require.Equal(t, int32(1), entered.Load())
+		stop()
+		var took time.Duration
+		select {
+		case took = <-returned:
+		case <-time.After(time.Minute):
+			t.Fatal("Sweep did not return a minute after Start stopped")
+		}
+		require.NoError(t, ctx.Err(), "the Sweep's context is not done")
+		assert.Equal(t, int32(2), entered.Load(),
+			"Sweep returned after %v, its context not done, having checked 1 of its 2 PUs", took)
+	})
+}
+
+// TestASweepBeforeStartWaitsForItsTurnsThoughStartStops protects, from
+// Sweep: "returns when all are done or ctx is [...] while Start does not
+// run, Sweep's own goroutines [run its checks] [...] Under DestroyRate, a
+// destroy a check decides is one of Sweep's checks: Sweep waits for its
+// turn" (README: "under a destroy rate it waits for the turns of the
+// destroys it decides (end it sooner with its context)").
+//
+// A Sweep begins before Start under 0.5 destroy/s: one PU is destroyed,
+// the other waits for its turn (at 2s). Start begins at 0.5s and stops at 1s. The Sweep,
+// its context not done, returns at once, b never destroyed.
+func TestASweepBeforeStartWaitsForItsTurnsThoughStartStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		policy := newDestroyLog()
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 0.5, DestroyBurst: 1, SweepInterval: time.Hour})
+		require.NoError(t, c.Track(pu("a")))
+		require.NoError(t, c.Track(pu("b")))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		returned := make(chan time.Duration, 1)
+		go func() {
+			began := time.Now()
+			c.Sweep(ctx)
+			returned <- time.Since(began)
+		}()
+		time.Sleep(500 * time.Millisecond)
+		stop := startEngine(t, c)
+		time.Sleep(500 * time.Millisecond)
+		stop()
+		var took time.Duration
+		select {
+		case took = <-returned:
+		case <-time.After(time.Minute):
+			t.Fatal("Sweep did not return a minute after Start stopped")
+		}
+		require.NoError(t, ctx.Err())
+		assert.Len(t, policy.puids(), 2,
+			"Sweep returned after %v, its context not done, without the second destroy at its turn", took)
+		assert.Equal(t, 0, c.Len())
+	})
 }

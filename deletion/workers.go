@@ -16,9 +16,10 @@ import (
 
 // Start runs the engine until ctx is done, then returns nil. It checks every PU about every SweepInterval and runs
 // triggers at once, those made before Start included, with at most Workers checks at a time; with an Inventory, it
-// first restores the PUs it lists (see Options.Inventory). Once ctx is done, no check and no DestroyPU starts; checks
-// in flight see a cancelled context, and Start returns within about ShutdownTimeout even when a port hangs, the
-// Inventory included. A second call returns ErrAlreadyStarted. Start makes the Engine a controller-runtime
+// first restores the PUs it lists (see Options.Inventory). Once ctx is done, no check of its own and no DestroyPU of
+// them starts; checks in flight see a cancelled context, and Start returns within about ShutdownTimeout even when a
+// port hangs, the Inventory included. A Sweep under way goes on, with goroutines of its own, until its own context
+// is done: a leader-elected engine sweeps under the lease's context too. A second call returns ErrAlreadyStarted. Start makes the Engine a controller-runtime
 // manager.Runnable.
 func (c *Engine) Start(ctx context.Context) error {
 	if ctx == nil {
@@ -53,7 +54,7 @@ func (c *Engine) Start(ctx context.Context) error {
 	<-ctx.Done()
 	c.mu.Lock()
 	c.running, c.stopped = false, true
-	c.endSweepLocked() // the checks it waits for will not run
+	c.nudgeSweepLocked() // a Sweep under way goes on with goroutines of its own
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	sched.Wait()
@@ -97,41 +98,35 @@ func (c *Engine) Sweep(ctx context.Context) {
 	w := &c.sweep
 	w.gen = max(w.gen+1, 1) // 0 stands for Start's workers (see work)
 	gen, done, nudge := w.gen, make(chan struct{}), make(chan struct{}, 1)
-	w.done, w.nudge, w.left, w.owed = done, nudge, len(c.records), nil
+	w.done, w.nudge, w.left, w.lanes, w.owed = done, nudge, len(c.records), 0, nil
 	for _, r := range c.records {
 		c.markLocked(r, gen, now)
 	}
-	lanes := 0
-	if c.running {
-		c.wakeLocked(w.left)
-	} else {
-		lanes = min(c.opts.Workers, w.left)
-	}
+	c.wakeLocked(w.left) // Start's workers, if it runs
 	c.mu.Unlock()
 	defer c.flushFailures()
-	for range lanes {
-		go c.work(ctx, gen)
-	}
 
 	t := time.NewTicker(stuckGrace)
 	defer t.Stop()
 	turn := c.opts.Clock.NewTimer(MaxDuration)
 	defer turn.Stop()
-	for stuck := c.sweepStuck(gen); !stuck; {
+	for !c.sweepStuck(gen) {
+		c.sweepLanes(ctx, gen)
+		if next := c.sweepTurns(gen); next > 0 { // 0: none, or one due now
+			turn.Reset(next)
+		}
 		select {
 		case <-done:
 			return
 		case <-ctx.Done():
-			stuck = true
-			continue
 		case <-t.C:
+			continue
 		case <-nudge:
+			continue
 		case <-turn.C():
+			continue
 		}
-		if next := c.sweepTurns(gen); next > 0 { // 0: none, or one due now
-			turn.Reset(next)
-		}
-		stuck = c.sweepStuck(gen)
+		break
 	}
 	c.mu.Lock()
 	if c.sweepingLocked(gen) {
@@ -144,11 +139,32 @@ func (c *Engine) Sweep(ctx context.Context) {
 // checks it waits for, the records whose turns it waits for, done, closed at its end (nil: none runs), and nudge, to
 // look at its turns and stuck checks.
 type sweepRun struct {
-	gen   uint32
-	left  int
-	owed  []*record
-	done  chan struct{}
-	nudge chan struct{}
+	gen         uint32
+	left, lanes int // lanes: its own goroutines
+	owed        []*record
+	done        chan struct{}
+	nudge       chan struct{}
+}
+
+// sweepLanes starts the Sweep's own goroutines, at most Workers, while Start does not run and none of them does.
+func (c *Engine) sweepLanes(ctx context.Context, gen uint32) {
+	c.mu.Lock()
+	n := 0
+	if w := &c.sweep; !c.running && w.lanes == 0 && c.sweepingLocked(gen) {
+		n = min(c.opts.Workers, w.left)
+		w.lanes = n
+	}
+	c.mu.Unlock()
+	for range n {
+		go func() {
+			c.work(ctx, gen) // until the Sweep ends or Start begins
+			c.mu.Lock()
+			if c.sweepingLocked(gen) { // else its end counted them out
+				c.sweep.lanes--
+			}
+			c.mu.Unlock()
+		}()
+	}
 }
 
 // sweepTurns queues the records of the Sweep of gen whose turns have come while Start does not run (its scheduler does
@@ -207,7 +223,7 @@ func (c *Engine) sweepingLocked(gen uint32) bool { return c.sweep.done != nil &&
 func (c *Engine) endSweepLocked() {
 	if w := &c.sweep; w.done != nil {
 		close(w.done)
-		w.done, w.nudge, w.left, w.owed = nil, nil, 0, nil
+		w.done, w.nudge, w.left, w.lanes, w.owed = nil, nil, 0, 0, nil
 		c.cond.Broadcast() // its own goroutines stop
 	}
 }

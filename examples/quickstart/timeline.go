@@ -71,7 +71,7 @@ func (t *timeline) Observe(ev deletion.Event) {
 	case deletion.EventGetFailed:
 		t.holdLocked(e.PUID, now, sub(now, "read failed: %v", ev.Err))
 	case deletion.EventAdopted:
-		t.holdLocked(e.PUID, now, sub(now, "sandbox %q recorded as the PU's", ev.Verdict.SandboxID))
+		t.holdLocked(e.PUID, now, sub(now, "sandbox %q recorded as the PU's", e.SandboxID))
 	case deletion.EventVetoed:
 		t.holdLocked(e.PUID, now, sub(now, "VETOED: the cache's answer meant %s; the Confirmer's (the API server's) is row %d: kept",
 			ev.Reason, ev.Verdict.Row))
