@@ -60,8 +60,7 @@ func TestASecondSweepDoesNotWaitForACheckKnownStuck(t *testing.T) {
 //
 // A Sweep runs while Start does (one worker); its first check is in a
 // slow GetPod (it honours its context) when Start's context ends. The
-// Sweep's context is not done and the second PU was never checked, yet
-// the Sweep returns at once.
+// Sweep's context is not done: its own goroutines check the second PU.
 func TestASweepIsAFullPassThoughStartStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var entered atomic.Int32
@@ -82,21 +81,11 @@ func TestASweepIsAFullPassThoughStartStops(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
-		returned := make(chan time.Duration, 1)
-		go func() {
-			began := time.Now()
-			c.Sweep(ctx)
-			returned <- time.Since(began)
-		}()
+		returned := sweepInBackground(ctx, t, c)
 		time.Sleep(time.Second) // the Sweep's first check is in GetPod
 		require.Equal(t, int32(1), entered.Load())
 		stop()
-		var took time.Duration
-		select {
-		case took = <-returned:
-		case <-time.After(time.Minute):
-			t.Fatal("Sweep did not return a minute after Start stopped")
-		}
+		took := returned()
 		require.NoError(t, ctx.Err(), "the Sweep's context is not done")
 		assert.Equal(t, int32(2), entered.Load(),
 			"Sweep returned after %v, its context not done, having checked 1 of its 2 PUs", took)
@@ -111,8 +100,8 @@ func TestASweepIsAFullPassThoughStartStops(t *testing.T) {
 // destroys it decides (end it sooner with its context)").
 //
 // A Sweep begins before Start under 0.5 destroy/s: one PU is destroyed,
-// the other waits for its turn (at 2s). Start begins at 0.5s and stops at 1s. The Sweep,
-// its context not done, returns at once, b never destroyed.
+// the other waits for its turn (at 2s). Start begins at 0.5s and stops at
+// 1s: the Sweep, its context not done, goes on and destroys b on its turn.
 func TestASweepBeforeStartWaitsForItsTurnsThoughStartStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		policy := newDestroyLog()
@@ -121,25 +110,37 @@ func TestASweepBeforeStartWaitsForItsTurnsThoughStartStops(t *testing.T) {
 		require.NoError(t, c.Track(pu("b")))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
-		returned := make(chan time.Duration, 1)
-		go func() {
-			began := time.Now()
-			c.Sweep(ctx)
-			returned <- time.Since(began)
-		}()
+		returned := sweepInBackground(ctx, t, c)
 		time.Sleep(500 * time.Millisecond)
 		stop := startEngine(t, c)
 		time.Sleep(500 * time.Millisecond)
 		stop()
-		var took time.Duration
-		select {
-		case took = <-returned:
-		case <-time.After(time.Minute):
-			t.Fatal("Sweep did not return a minute after Start stopped")
-		}
+		took := returned()
 		require.NoError(t, ctx.Err())
 		assert.Len(t, policy.puids(), 2,
 			"Sweep returned after %v, its context not done, without the second destroy at its turn", took)
 		assert.Equal(t, 0, c.Len())
 	})
+}
+
+// sweepInBackground runs c.Sweep(ctx) on a goroutine of its own; the
+// returned func waits, a minute at most, for it to return, and says how
+// long it took.
+func sweepInBackground(ctx context.Context, t *testing.T, c *deletion.Engine) func() time.Duration {
+	t.Helper()
+	returned := make(chan time.Duration, 1)
+	go func() {
+		began := time.Now()
+		c.Sweep(ctx)
+		returned <- time.Since(began)
+	}()
+	return func() time.Duration {
+		select {
+		case took := <-returned:
+			return took
+		case <-time.After(time.Minute):
+			t.Fatal("Sweep did not return within a minute")
+			return 0
+		}
+	}
 }
