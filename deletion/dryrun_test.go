@@ -142,3 +142,59 @@ func TestWouldDestroyIsTheReasonReportedLast(t *testing.T) {
 			"WouldDestroy is not the reason the dry run reported last")
 	})
 }
+
+// TestADryRunReportsAPUOnceThoughAListRestoresIt: DryRun: "the PU is
+// reported once (EventWouldDestroy ...) and kept; it is reported again
+// only if the reason changes. A PU whose pod is gone for good ... is
+// dropped from memory once reported ...; an Inventory or journal still
+// lists it, and a restart reports it once more." Without a restart: the
+// first list of the Inventory fails, so checks begin, and a PU whose pod
+// is gone is reported and dropped; the list's retry, a second later,
+// lists it (nothing was destroyed, so the policy engine, or the journal,
+// still holds it). Within that one run it is reported once.
+func TestADryRunReportsAPUOnceThoughAListRestoresIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		x := pu("x")
+		inv := &inventory{pus: []ports.PU{x}, fails: 1}
+		rec := &events{}
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{
+			DryRun: true, Inventory: inv, Observer: rec, SweepInterval: time.Second, RetryMinDelay: time.Second})
+		require.NoError(t, c.Track(x))
+		startEngine(t, c)
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		require.Len(t, rec.kinds(deletion.EventWouldDestroy), 1, "reported and dropped before the list's retry")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+
+		assert.Len(t, rec.kinds(deletion.EventWouldDestroy), 1, "x is reported %d times in one run", len(rec.kinds(deletion.EventWouldDestroy)))
+	})
+}
+
+// TestADryRunLeavesNoDestroyPending: in a dry run no DestroyPU is ever
+// called, so no PU waits for its destroy; Backlog().OldestGoneSince is
+// "zero when none waits" (it is podsweeper_oldest_pending_destroy_seconds).
+// A dry run with DestroyTerminated reports the PU of a finished pod (row
+// 11) once and keeps it tracked; ten minutes later nothing is pending.
+func TestADryRunLeavesNoDestroyPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newPodWorld()
+		key := w.put("done", "done", testNode, "", corev1.PodSucceeded)
+		policy := newDestroyLog()
+		rec := &events{}
+		c := newQuiet(t, w, policy, deletion.Options{DryRun: true, DestroyTerminated: true, NodeName: testNode, Observer: rec})
+		require.NoError(t, c.Track(ports.PU{PUID: "done", Pod: key}))
+		startEngine(t, c)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+
+		reported := rec.kinds(deletion.EventWouldDestroy)
+		require.Len(t, reported, 1, "reported once")
+		assert.Equal(t, ports.ReasonPodTerminated, reported[0].Reason)
+		require.Len(t, c.Status(), 1, "a finished pod's PU stays tracked in a dry run")
+		assert.Empty(t, policy.starts())
+		b := c.Backlog()
+		assert.True(t, b.OldestGoneSince.IsZero(), "no destroy waits in a dry run, yet OldestGoneSince is %v old",
+			time.Since(b.OldestGoneSince))
+	})
+}

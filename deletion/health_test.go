@@ -1,15 +1,21 @@
 package deletion_test
 
-// LivenessCheck's promise: it fails only when restarting could help, never
-// while nothing is wedged.
+// The health checks' promises: LivenessCheck fails only when restarting
+// could help, never while nothing is wedged (a slow first list, intervals
+// and deadlines of a year); ReadinessCheck fails while the engine is behind.
 
 import (
+	"context"
+	"errors"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
@@ -33,5 +39,173 @@ func TestLivenessPassesDuringAFirstListLongAfterTrack(t *testing.T) {
 			assert.NoError(t, c.LivenessCheck(nil), "during or after the first list")
 		}
 		assert.Zero(t, c.Len(), "a is destroyed once the list is in")
+	})
+}
+
+// TestACheckTimeoutOfAYearIsNoStuckWorker: Options.CheckTimeout takes up to
+// MaxDuration (more is refused), and LivenessCheck fails when every Workers
+// slot "is held by a check stuck in a port past its deadline". With
+// CheckTimeout a year, one worker, and a GetPod that takes a minute, the
+// slot is busy, not past any deadline: LivenessCheck passes, and a Sweep
+// waits for its check.
+func TestACheckTimeoutOfAYearIsNoStuckWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			select {
+			case <-time.After(time.Minute):
+				return podAt(key, key.Name), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+		_, err := deletion.New(getter, newDestroyLog(), deletion.Options{CheckTimeout: math.MaxInt64})
+		require.ErrorIs(t, err, deletion.ErrInvalidOptions)
+		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{CheckTimeout: deletion.MaxDuration, Workers: 1, SweepInterval: time.Hour})
+		require.NoError(t, c.Track(pu("a")))
+		startEngine(t, c)
+		c.TriggerAll()
+		time.Sleep(10 * time.Second)
+		assert.NoError(t, c.LivenessCheck(nil), "a check 10s into a deadline of centuries")
+		took := sweepFor(c, time.Hour)
+		assert.GreaterOrEqual(t, took, 50*time.Second, "Sweep left a check that was not stuck behind after %v", took)
+	})
+}
+
+// TestAnIntervalOfAYearIsLiveAndReady: Options.SweepInterval takes up to
+// MaxDuration (150 years is refused), and LivenessCheck and ReadinessCheck
+// fail only when the engine is wedged, stuck or behind. An idle engine with
+// SweepInterval a year, started and with nothing to do, is neither.
+func TestAnIntervalOfAYearIsLiveAndReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, err := deletion.New(getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{SweepInterval: math.MaxInt64 / 2})
+		require.ErrorIs(t, err, deletion.ErrInvalidOptions)
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{SweepInterval: deletion.MaxDuration})
+		startEngine(t, c)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.NoError(t, c.LivenessCheck(nil))
+		assert.NoError(t, c.ReadinessCheck(nil))
+	})
+}
+
+// TestLivenessPassesThroughASlowFirstListAtAShortInterval: LivenessCheck
+// allows Start's first list its deadline, whatever the interval: at
+// SweepInterval 100ms (three intervals: 300ms), a first list of 2s within
+// a CheckTimeout of 3s does not fail it, and the first check follows the
+// list within an interval.
+func TestLivenessPassesThroughASlowFirstListAtAShortInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inv := slowInventory(2 * time.Second)
+		rec := &events{}
+		c := newQuiet(t, getterOf(livePod(testUID, testNode), nil), newDestroyLog(), deletion.Options{
+			Inventory: inv, Observer: rec, SweepInterval: deletion.MinSweepInterval, CheckTimeout: 3 * time.Second})
+		require.NoError(t, c.Track(entryWith("")))
+		startEngine(t, c)
+		for range 19 { // 1.9s
+			time.Sleep(100 * time.Millisecond)
+			require.NoError(t, c.LivenessCheck(nil), "during the first list")
+		}
+		assert.Empty(t, rec.kinds(deletion.EventChecked), "no check before the list answers")
+		time.Sleep(100*time.Millisecond + deletion.MinSweepInterval + 500*time.Millisecond)
+		synctest.Wait()
+		assert.NotEmpty(t, rec.kinds(deletion.EventChecked), "the PU is checked after the list")
+		assert.NoError(t, c.LivenessCheck(nil))
+	})
+}
+
+// TestReadinessFailsWhenChecksASweepLeftBehindHoldEverySlot: ReadinessCheck
+// fails "when every one of the Workers slots is held by a check stuck in a
+// port past its deadline", whoever began it. With two workers, a Sweep
+// before Start leaves two checks stuck in a port that ignores its context;
+// once Start runs, no check can, and ReadinessCheck (as LivenessCheck) says
+// so with ErrWorkersStuck, until the port returns.
+func TestReadinessFailsWhenChecksASweepLeftBehindHoldEverySlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			<-release // ignores its context, on purpose
+			return podAt(key, key.Name), nil
+		})
+		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{Workers: 2, CheckTimeout: 10 * time.Second, SweepInterval: time.Hour})
+		require.NoError(t, c.Track(pu("a")))
+		require.NoError(t, c.Track(pu("b")))
+		require.LessOrEqual(t, sweepFor(c, time.Hour), 15*time.Second, "the Sweep leaves the stuck checks behind")
+		stop := startEngine(t, c)
+		synctest.Wait()
+		assert.ErrorIs(t, c.ReadinessCheck(nil), deletion.ErrWorkersStuck)
+		assert.ErrorIs(t, c.LivenessCheck(nil), deletion.ErrWorkersStuck)
+		close(release)
+		synctest.Wait()
+		assert.NoError(t, c.ReadinessCheck(nil), "the port returned: the slots are free again")
+		stop()
+	})
+}
+
+// TestLivenessFailsWhenStuckChecksHoldEveryWorker: LivenessCheck fails
+// "when every worker is stuck in a port past its deadline", and Workers is
+// how many checks may run at once, whoever runs them. A Sweep before Start
+// (one worker, CheckTimeout 10s) leaves behind a check stuck in a port that
+// ignores its context; Start then runs for 30 intervals, and a PU whose pod
+// is gone is tracked. Either Start's worker checks (and destroys) it, or no
+// check can run and LivenessCheck says so with ErrWorkersStuck: an engine
+// that runs no check for 30 intervals must not pass liveness.
+func TestLivenessFailsWhenStuckChecksHoldEveryWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		port := newStuckPort("stuck")
+		getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+			if key.Name == "gone" {
+				return nil, ports.ErrPodNotFound
+			}
+			return port.GetPod(ctx, key)
+		})
+		policy := newDestroyLog()
+		c := newQuiet(t, getter, policy, deletion.Options{Workers: 1, CheckTimeout: 10 * time.Second, SweepInterval: time.Second})
+		require.NoError(t, c.Track(pu("stuck")))
+		require.LessOrEqual(t, sweepFor(c, time.Hour), 15*time.Second, "the Sweep leaves the stuck check behind")
+		stop := startEngine(t, c)
+		require.NoError(t, c.Track(pu("gone")))
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+
+		err := c.LivenessCheck(nil)
+		if len(policy.of("gone")) == 0 && !errors.Is(err, deletion.ErrWorkersStuck) {
+			assert.Fail(t, "no check ran for 30 intervals, and liveness did not say so",
+				"the PU of a gone pod was not checked while a check stuck past its deadline held the only worker; LivenessCheck: %v", err)
+		}
+		close(port.release)
+		synctest.Wait()
+		stop()
+	})
+}
+
+// TestLivenessAllowsTheFirstListItsCheckTimeout: Start's first list "delays
+// the first check by as long as it takes (at most CheckTimeout)", and
+// LivenessCheck fails only when restarting could help. A PU is tracked
+// before Start (a pod informer's add), and the Inventory takes 25s to
+// answer, within its CheckTimeout of 30s, at SweepInterval 5s (the PU's
+// first check is due 20s before the list answers, over three intervals):
+// LivenessCheck passes throughout, and the PU is checked once the list has
+// answered.
+func TestLivenessAllowsTheFirstListItsCheckTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inv := slowInventory(25 * time.Second)
+		rec := &events{}
+		c := newQuiet(t, getterOf(livePod(testUID, testNode), nil), newDestroyLog(), deletion.Options{Inventory: inv, Observer: rec})
+		require.NoError(t, c.Track(entryWith("")))
+		began := time.Now()
+		startEngine(t, c)
+		var failed error
+		var at time.Duration
+		for range 60 { // 30s
+			time.Sleep(500 * time.Millisecond)
+			if err := c.LivenessCheck(nil); err != nil && failed == nil {
+				failed, at = err, time.Since(began)
+			}
+		}
+		if failed != nil {
+			assert.Fail(t, "LivenessCheck failed while the first list was within its CheckTimeout",
+				"at %v, the list taking 25s: %v", at, failed)
+		}
+		assert.NotEmpty(t, rec.kinds(deletion.EventChecked), "the PU is checked once the list has answered")
 	})
 }

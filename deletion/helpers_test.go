@@ -3,19 +3,26 @@ package deletion_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/golang/mock/gomock"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/mocks"
@@ -192,4 +199,297 @@ func wheelNeighbour(puid string) string {
 			return n
 		}
 	}
+}
+
+// auditJournal is an Inventory and an Observer over one set of PUs, as
+// adapters/bolt's journal is: Track's event records a PU, a destroy, an
+// abandon or an Untrack forgets it, and ListPUs reads what is recorded. A
+// forget of a PUID in hold waits, as a journal's commit does, until that
+// channel is closed. The first failFirst lists fail.
+type auditJournal struct {
+	mu        sync.Mutex
+	pus       map[string]ports.PU
+	hold      map[string]chan struct{}
+	failFirst int
+	lists     int
+	// read is closed once a list that answers has read the journal.
+	read chan struct{}
+}
+
+func newAuditJournal(failFirst int) *auditJournal {
+	return &auditJournal{pus: map[string]ports.PU{}, hold: map[string]chan struct{}{}, failFirst: failFirst, read: make(chan struct{})}
+}
+
+func (j *auditJournal) ListPUs(context.Context) ([]ports.PU, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.lists++
+	if j.lists <= j.failFirst {
+		return nil, errors.New("journal unavailable")
+	}
+	out := make([]ports.PU, 0, len(j.pus))
+	for _, pu := range j.pus {
+		out = append(out, pu)
+	}
+	select {
+	case <-j.read:
+	default:
+		close(j.read)
+	}
+	return out, nil
+}
+
+func (j *auditJournal) Observe(ev deletion.Event) {
+	switch ev.Kind {
+	case deletion.EventTracked:
+		j.mu.Lock()
+		j.pus[ev.PU.PUID] = ev.PU
+		j.mu.Unlock()
+	case deletion.EventDestroyed, deletion.EventAbandoned, deletion.EventUntracked:
+		j.mu.Lock()
+		hold := j.hold[ev.PU.PUID]
+		j.mu.Unlock()
+		if hold != nil {
+			<-hold // the commit of the forget is under way
+		}
+		j.mu.Lock()
+		delete(j.pus, ev.PU.PUID)
+		j.mu.Unlock()
+	}
+}
+
+// auditHeap returns the live heap after a collection.
+func auditHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// auditNum is i in 8 decimal digits.
+func auditNum(i int) string {
+	b := []byte("00000000")
+	for k := 7; k >= 0 && i > 0; k-- {
+		b[k] = byte('0' + i%10)
+		i /= 10
+	}
+	return string(b)
+}
+
+// lateClock is the real clock (fake in a synctest bubble), but its Now
+// call number lateCall returns late by late: the time it read, once late
+// has passed. It stands for a goroutine that reads the clock and is then
+// held up (a lock the engine's Status, Backlog or TriggerAll holds over
+// every PU, a preemption) before using what it read.
+type lateClock struct {
+	clock.RealClock
+	calls    atomic.Int32
+	lateCall int32
+	late     time.Duration
+}
+
+func (c *lateClock) Now() time.Time {
+	now := time.Now()
+	if c.calls.Add(1) == c.lateCall {
+		time.Sleep(c.late)
+	}
+	return now
+}
+
+// stuckPort is a PodGetter that answers a live pod of the node for every
+// pod but one, stuck: its GetPod ignores its context and returns only once
+// release is closed (then an error, which keeps the PU).
+type stuckPort struct {
+	stuck   types.NamespacedName
+	release chan struct{}
+	entered atomic.Int32
+}
+
+func newStuckPort(name string) *stuckPort {
+	return &stuckPort{stuck: types.NamespacedName{Namespace: "ns", Name: name}, release: make(chan struct{})}
+}
+
+func (p *stuckPort) GetPod(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	if key == p.stuck {
+		p.entered.Add(1)
+		<-p.release // ignores its context, on purpose
+		return nil, errBoom
+	}
+	return podAt(key, key.Name), nil
+}
+
+// pu is the PU of the pod of that name in namespace ns, its PUID the name.
+func pu(name string) ports.PU {
+	return ports.PU{PUID: name, Pod: types.NamespacedName{Namespace: "ns", Name: name}}
+}
+
+// sweepFor runs c.Sweep under a context that ends after limit, and returns
+// how long it took.
+func sweepFor(c *deletion.Engine, limit time.Duration) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	began := time.Now()
+	c.Sweep(ctx)
+	return time.Since(began)
+}
+
+// destroyLog is a PolicyHandler that records when each DestroyPU call
+// starts, on the time package's clock (fake in a synctest bubble), and
+// answers fail's error, if fail is set (nil: success).
+type destroyLog struct {
+	t0    time.Time
+	fail  func(ports.DestroyEvent) error
+	mu    sync.Mutex
+	calls []destroyCall
+}
+
+type destroyCall struct {
+	puid string
+	at   time.Duration // since t0
+}
+
+func newDestroyLog() *destroyLog { return &destroyLog{t0: time.Now()} }
+
+func (d *destroyLog) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
+	d.mu.Lock()
+	d.calls = append(d.calls, destroyCall{ev.PUID, time.Since(d.t0)})
+	d.mu.Unlock()
+	if d.fail != nil {
+		return d.fail(ev)
+	}
+	return nil
+}
+
+// since returns how long after the log was made now is.
+func (d *destroyLog) since() time.Duration { return time.Since(d.t0) }
+
+// starts returns when every DestroyPU call started, in order.
+func (d *destroyLog) starts() []time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]time.Duration, 0, len(d.calls))
+	for _, c := range d.calls {
+		out = append(out, c.at)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// of returns when the DestroyPU calls of puid started, in order.
+func (d *destroyLog) of(puid string) []time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []time.Duration
+	for _, c := range d.calls {
+		if c.puid == puid {
+			out = append(out, c.at)
+		}
+	}
+	return out
+}
+
+// puids returns the PUIDs of the calls, in the order they started.
+func (d *destroyLog) puids() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, c := range d.calls {
+		out = append(out, c.puid)
+	}
+	return out
+}
+
+// assertRateBound checks the destroy rate's promise on starts: in any
+// window of length w, at most rate*w + burst DestroyPU calls start. It
+// reports the window that exceeds it the most.
+func assertRateBound(t *testing.T, starts []time.Duration, rate float64, burst int) bool {
+	t.Helper()
+	s := slices.Sorted(slices.Values(starts))
+	worst, wi, wj := 0.0, 0, 0
+	for i := range s {
+		for j := i + burst; j < len(s); j++ {
+			allowed := rate*(s[j]-s[i]).Seconds() + float64(burst)
+			if excess := float64(j-i+1) - allowed; excess > worst+1e-6 {
+				worst, wi, wj = excess, i, j
+			}
+		}
+	}
+	if worst == 0 {
+		return true
+	}
+	return assert.Fail(t, "more DestroyPU calls than the destroy rate allows",
+		"%d calls started from %v to %v: at %v a second with a burst of %d, at most %.2f may",
+		wj-wi+1, s[wi], s[wj], rate, burst, rate*(s[wj]-s[wi]).Seconds()+float64(burst))
+}
+
+// trackLive tracks n PUs named prefix0, prefix1..., each with a live pod of
+// the same name and UID in w, and returns them.
+func trackLive(t *testing.T, c *deletion.Engine, w *podWorld, prefix string, n int) []ports.PU {
+	t.Helper()
+	pus := make([]ports.PU, n)
+	for i := range pus {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		pus[i] = ports.PU{PUID: name, Pod: w.put(name, name, testNode, "", corev1.PodRunning)}
+		require.NoError(t, c.Track(pus[i]))
+	}
+	return pus
+}
+
+// blipGetter reads pods from w, but answers NotFound for every pod while
+// blip is set: an API server or a cache that for a moment reads every pod
+// as gone, the wave the destroy rate exists for.
+func blipGetter(w *podWorld, blip *atomic.Bool) ports.PodGetter {
+	return ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		if blip.Load() {
+			return nil, ports.ErrPodNotFound
+		}
+		return w.GetPod(ctx, key)
+	})
+}
+
+// puList returns the PUs c tracks, by PUID.
+func puList(c *deletion.Engine) []ports.PU {
+	var out []ports.PU
+	for _, s := range c.Status() {
+		out = append(out, s.PU)
+	}
+	return out
+}
+
+// afterABlip runs the destroy rate's blip: DestroyRate 1 (burst 1), 10 PUs
+// of live pods tracked and Start running; a blip reads every pod as gone
+// for the checks TriggerAll asks for, so that one PU is destroyed and nine
+// wait for their turns (1 to 9 s away: with CheckTimeout 1s, beyond half
+// of a check's time left, so that no check waits for its turn and destroys
+// on its own read); then the blip ends, and 30s pass, three SweepIntervals,
+// in which the nine are checked again and kept.
+func afterABlip(t *testing.T) (*deletion.Engine, *podWorld, *destroyLog, []ports.PU) {
+	t.Helper()
+	w := newPodWorld()
+	var blip atomic.Bool
+	policy := newDestroyLog()
+	c := newQuiet(t, blipGetter(w, &blip), policy, deletion.Options{DestroyRate: 1, CheckTimeout: time.Second, SweepInterval: 10 * time.Second})
+	pus := trackLive(t, c, w, "pu", 10)
+	startEngine(t, c)
+	synctest.Wait()
+	blip.Store(true)
+	c.TriggerAll()
+	synctest.Wait()
+	blip.Store(false)
+	require.Len(t, policy.starts(), 1, "one destroy within the burst; nine wait for their turns")
+	b := c.Backlog()
+	require.Equal(t, 9, b.RateLimited, "nine wait for their turns")
+	require.False(t, b.OldestGoneSince.IsZero())
+	time.Sleep(30 * time.Second)
+	synctest.Wait()
+	require.Len(t, policy.starts(), 1, "their pods live: the checks at or before their turns keep them")
+	require.Equal(t, 9, c.Len())
+	var kept []ports.PU
+	for _, pu := range pus {
+		if len(policy.of(pu.PUID)) == 0 {
+			kept = append(kept, pu)
+		}
+	}
+	return c, w, policy, kept
 }

@@ -1,13 +1,20 @@
 package deletion_test
 
-// The Inventory's list meets removals: "a list never brings back a PU
-// removed while it was under way", however long tracking its answer takes,
-// and a PU a trigger queued before Start still takes the sandbox the list
-// gives it.
+// The Inventory's lists: "a list never brings back a PU removed while it
+// was under way", however long tracking its answer takes, whether a journal
+// or the engine removed it, and whether the list is the first or a retry; a
+// list that hangs or misses its deadline keeps neither Start nor the checks
+// waiting, nor a record of removals for long; and a PU a trigger queued
+// before Start still takes the sandbox the list gives it.
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -128,5 +135,381 @@ func TestAListNeverBringsBackAPUUntrackedBeforeItIsTracked(t *testing.T) {
 		synctest.Wait()
 		assert.Empty(t, policy.of(x.PUID), "no DestroyPU of x starts after Untrack returned")
 		assert.Zero(t, c.Len())
+	})
+}
+
+// TestAnUntrackedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt:
+// Untrack promises that "once it returns, no DestroyPU of that PU starts",
+// and Options.Inventory that a list is taken insert-only with the PUs
+// removed while it was under way skipped. With a journal as both Inventory
+// and Observer (README, Restarts), Untrack returns once the journal has
+// forgotten the PU, and a list may read the journal while that forget is
+// being committed. Start's first list fails, so checks begin and the list
+// is retried a second later; Untrack of a PU whose pod is gone is called
+// half a second before the retry and its forget commits while the retry
+// reads the journal. Once Untrack has returned the PU must stay untracked,
+// and no DestroyPU of it may start.
+func TestAnUntrackedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := newAuditJournal(1)
+		j.hold["x"] = j.read // the forget commits once the retried list has read the journal
+		policy := newDestroyLog()
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			Inventory: j, Observer: j, SweepInterval: time.Hour, RetryMinDelay: time.Second, CheckTimeout: 10 * time.Second})
+		require.NoError(t, c.Track(pu("x")))
+		startEngine(t, c)
+		time.Sleep(500 * time.Millisecond) // the first list failed; the retry comes at 1s
+		var untracked time.Duration
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			require.True(t, c.Untrack("x"))
+			untracked = policy.since()
+		}()
+		<-done
+		time.Sleep(2 * time.Hour) // every PU tracked is checked
+		synctest.Wait()
+
+		for _, at := range policy.of("x") {
+			assert.Fail(t, "a DestroyPU of an untracked PU started after Untrack returned",
+				"DestroyPU of x at %v; Untrack returned at %v", at, untracked)
+		}
+		assert.Zero(t, c.Len(), "the untracked PU is tracked again from a list read before the journal forgot it")
+	})
+}
+
+// TestADestroyedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt:
+// Options.Inventory: "a PU destroyed by a check cannot come back from a
+// list that answered after it". With a journal as both Inventory and
+// Observer, the journal forgets a destroyed PU when the Observer is told
+// (EventDestroyed), a commit after DestroyPU returned. Start's first list
+// fails, checks begin, and the list is retried a second later; a trigger
+// half a second before the retry destroys a PU whose pod is gone, and the
+// journal's forget commits while the retry reads the journal. The retry
+// answers after the destroy: the PU must be destroyed once, and not tracked
+// again.
+func TestADestroyedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := newAuditJournal(1)
+		j.hold["x"] = j.read
+		policy := newDestroyLog()
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			Inventory: j, Observer: j, SweepInterval: time.Hour, RetryMinDelay: time.Second, CheckTimeout: 10 * time.Second})
+		require.NoError(t, c.Track(pu("x")))
+		startEngine(t, c)
+		time.Sleep(500 * time.Millisecond) // the first list failed; the retry comes at 1s
+		c.TriggerPod(pu("x").Pod)
+		synctest.Wait()
+		require.Len(t, policy.of("x"), 1, "the trigger's check destroys x")
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+
+		assert.Len(t, policy.of("x"), 1, "x is destroyed once; DestroyPU started at %v", policy.of("x"))
+		assert.Zero(t, c.Len(), "x is tracked again from a list that answered after its destroy")
+	})
+}
+
+// TestAPUTrackedAgainWhileAListIsUnderWayIsANewPU: "A later Track of the
+// same PUID is a new PU" (Untrack), and a list of the Inventory skips "the
+// PUs removed while the list was under way". Start's first list is under
+// way (a journal that recorded PU x with sandbox s1); meanwhile the agent
+// tracks x without a sandbox (a pod informer's add), tears it down
+// (Untrack) and tracks a new PU under the same PUID for the pod's current
+// sandbox s2, without a sandbox as the informer does. When the list
+// answers, the new PU must not take the old PU's sandbox: its pod is live
+// in s2, so its first check records s2 (row 7), and no DestroyPU of x
+// starts, neither of the untracked PU's sandbox s1 nor of the live pod's.
+func TestAPUTrackedAgainWhileAListIsUnderWayIsANewPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newPodWorld()
+		key := w.put("x", "x", testNode, "s2", corev1.PodRunning)
+		answer := make(chan struct{})
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			select {
+			case <-answer:
+				return []ports.PU{{PUID: "x", Pod: key, SandboxID: "s1"}}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+		policy := newDestroyLog()
+		c := newQuiet(t, w, policy, deletion.Options{
+			Inventory: inv, SandboxExtractor: w, NodeName: testNode, SweepInterval: time.Second, CheckTimeout: 10 * time.Second})
+		startEngine(t, c)
+		synctest.Wait() // the list is under way
+		require.NoError(t, c.Track(ports.PU{PUID: "x", Pod: key}))
+		require.True(t, c.Untrack("x"))
+		untracked := policy.since()
+		require.NoError(t, c.Track(ports.PU{PUID: "x", Pod: key})) // a new PU
+		close(answer)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+
+		for _, call := range policy.of("x") {
+			assert.Fail(t, "DestroyPU of x after it was untracked and tracked again as a new PU of a live pod",
+				"at %v (Untrack returned at %v)", call, untracked)
+		}
+		if st := c.Status(); assert.Len(t, st, 1) {
+			assert.Equal(t, "s2", st[0].SandboxID, "the new PU records its pod's current sandbox")
+		}
+	})
+}
+
+// TestACheckTimeoutOfAYearListsTheInventoryFirst: Options.Inventory "is
+// listed by Start before its first check", the first list delaying the
+// first check "by as long as it takes, at most its deadline (CheckTimeout
+// ...)". With CheckTimeout a year (MaxDuration) and a list that takes 10s,
+// no check begins before the list has answered.
+func TestACheckTimeoutOfAYearListsTheInventoryFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inv := slowInventory(10 * time.Second)
+		rec := &events{}
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{
+			Inventory: inv, Observer: rec, CheckTimeout: deletion.MaxDuration, SweepInterval: time.Second})
+		require.NoError(t, c.Track(pu("a")))
+		startEngine(t, c)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		assert.Empty(t, rec.kinds(deletion.EventChecked), "a check ran while the first list was under way")
+		assert.NoError(t, c.LivenessCheck(nil), "during the first list")
+	})
+}
+
+// TestTheTombstonesOfAHungListAreBounded: Start "returns within about
+// ShutdownTimeout even when a port hangs, the Inventory included", and the
+// checks begin without a list that ignores its deadline; the engine's
+// memory follows the PUs it tracks. With Start's first list hung for good,
+// 20,000 PUs (long PUIDs, 20 MB of them) are tracked and destroyed one
+// after the other; once they are gone, the engine holds nothing of them.
+func TestTheTombstonesOfAHungListAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) {
+			<-release // ignores its context, on purpose
+			return nil, nil
+		})
+		var destroyed atomic.Int64
+		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
+			destroyed.Add(1)
+			return nil
+		})
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			Inventory: inv, CheckTimeout: time.Second, SweepInterval: time.Hour, Workers: 8})
+		stop := startEngine(t, c)
+		time.Sleep(3 * time.Second) // the checks begin without the list
+		synctest.Wait()
+		before := auditHeap()
+		const n, size = 20_000, 1000
+		for i := range n {
+			id := strings.Repeat("x", size-8) + strings.Repeat("0", 8)
+			id = id[:size-8] + auditNum(i)
+			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: "p"}}))
+			if i%1000 == 999 {
+				c.TriggerAll()
+				synctest.Wait()
+			}
+		}
+		c.TriggerAll()
+		synctest.Wait()
+		require.Equal(t, int64(n), destroyed.Load())
+		require.Zero(t, c.Len())
+		grew := int64(auditHeap()) - int64(before)
+		assert.Less(t, grew, int64(n*size/4),
+			"the engine holds %d KB more after %d PUs of %d-byte PUIDs were tracked and destroyed", grew/1024, n, size)
+		runtime.KeepAlive(c)
+		close(release)
+		stop()
+	})
+}
+
+// TestChecksBeginWhenTheInventoryIgnoresItsDeadline: Start lists the
+// Inventory before its first check, under a deadline of CheckTimeout. An
+// Inventory that ignores its context hangs; once its deadline has passed
+// (and a second more), the checks begin without it, and a PU whose pod is
+// gone is destroyed.
+func TestChecksBeginWhenTheInventoryIgnoresItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) {
+			<-release // ignores its context, on purpose
+			return nil, nil
+		})
+		policy := newDestroyLog()
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			Inventory: inv, CheckTimeout: 5 * time.Second, SweepInterval: time.Second})
+		require.NoError(t, c.Track(entryWith("")))
+		stop := startEngine(t, c)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		assert.Empty(t, policy.starts(), "no check within the list's deadline")
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		assert.Len(t, policy.starts(), 1, "the checks began once the list's deadline had passed")
+		close(release)
+		stop()
+	})
+}
+
+// TestAPUDestroyedWhileARetriedListIsUnderWayIsNotRestored: a PU destroyed
+// by a check cannot come back from a list that answered after it, for every
+// list, not only Start's first. The first list fails, so checks begin and
+// the list is retried; while the retry is under way, a check destroys a PU
+// the retry's answer (read before that destroy) still lists. It is
+// destroyed once and not tracked again.
+func TestAPUDestroyedWhileARetriedListIsUnderWayIsNotRestored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gone := pu("gone")
+		var mu sync.Mutex
+		lists, destroyed := 0, false
+		answer := make(chan struct{})
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			mu.Lock()
+			lists++
+			first, list := lists == 1, []ports.PU{}
+			if !destroyed {
+				list = append(list, gone)
+			}
+			mu.Unlock()
+			if first {
+				return nil, errors.New("inventory unavailable")
+			}
+			select {
+			case <-answer:
+				return list, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+		policy := newDestroyLog()
+		policy.fail = func(ports.DestroyEvent) error {
+			mu.Lock()
+			destroyed = true
+			mu.Unlock()
+			return nil
+		}
+		rec := &events{}
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			Inventory: inv, SweepInterval: time.Hour, RetryMinDelay: time.Second, CheckTimeout: time.Minute, Observer: rec})
+		startEngine(t, c)
+		time.Sleep(1500 * time.Millisecond) // the first list failed; the retry waits for its answer
+		synctest.Wait()
+		mu.Lock()
+		require.Equal(t, 2, lists, "the list is retried")
+		mu.Unlock()
+		require.NoError(t, c.Track(gone)) // a pod informer's add
+		c.TriggerPod(gone.Pod)
+		synctest.Wait()
+		require.Len(t, policy.of("gone"), 1, "a check destroyed it while the retry was under way")
+		close(answer)
+		synctest.Wait()
+		c.TriggerAll()
+		synctest.Wait()
+
+		assert.Len(t, policy.of("gone"), 1, "destroyed once")
+		assert.Zero(t, c.Len(), "not tracked again from a list made before its destroy")
+		assert.Len(t, rec.kinds(deletion.EventTracked), 1, "tracked once, by the informer's add")
+	})
+}
+
+// TestStartReturnsWhenTheInventoryHangs: once ctx is done, "Start returns
+// within about ShutdownTimeout even when a port hangs", the Inventory
+// included. Start's first list of an Inventory that ignores its context
+// hangs; Start's context ends a second later: Start must return within
+// about ShutdownTimeout (2s) of it.
+func TestStartReturnsWhenTheInventoryHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) {
+			<-release // ignores its context, on purpose
+			return nil, nil
+		})
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{Inventory: inv})
+		require.NoError(t, c.Track(entryWith("")))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.Start(ctx) }()
+		time.Sleep(time.Second)
+		cancel()
+		cancelled := time.Now()
+		returned := false
+		select {
+		case err := <-done:
+			returned = true
+			assert.NoError(t, err)
+		case <-time.After(time.Minute):
+		}
+		took := time.Since(cancelled)
+		close(release)
+		if !returned {
+			<-done
+		}
+		if !returned {
+			assert.Fail(t, "Start did not return while its Inventory hung", "%v after its context ended", took)
+			return
+		}
+		assert.LessOrEqual(t, took, deletion.DefaultShutdownTimeout+2*time.Second, "Start returned %v after its context ended", took)
+	})
+}
+
+// TestAPUDestroyedDuringTheFirstListIsNotRestored: listing the Inventory
+// first "means that a PU destroyed by a check cannot come back from a list
+// that answered after it". A Sweep without Start finds a PU gone and calls
+// DestroyPU; Start begins meanwhile and lists the Inventory, which, read
+// while that destroy is under way, lists the PU. The destroy ends before
+// the list answers. The PU is destroyed exactly once and not tracked again.
+func TestAPUDestroyedDuringTheFirstListIsNotRestored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gone := pu("gone")
+		var mu sync.Mutex
+		destroyed := false // the policy engine no longer holds the PU
+		finish := make(chan struct{})
+		policy := newDestroyLog()
+		policy.fail = func(ev ports.DestroyEvent) error {
+			if len(policy.of(ev.PUID)) == 1 {
+				<-finish
+			}
+			mu.Lock()
+			destroyed = true
+			mu.Unlock()
+			return nil
+		}
+		answer := make(chan struct{})
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			mu.Lock()
+			var list []ports.PU // what still exists when the list is read
+			if !destroyed {
+				list = []ports.PU{gone}
+			}
+			mu.Unlock()
+			select {
+			case <-answer:
+				return list, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+		rec := &events{}
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{Inventory: inv, SweepInterval: time.Second, Observer: rec})
+		require.NoError(t, c.Track(gone))
+		swept := make(chan struct{})
+		go func() {
+			defer close(swept)
+			c.Sweep(context.Background())
+		}()
+		synctest.Wait()
+		require.Len(t, policy.of(gone.PUID), 1, "the Sweep's destroy is under way")
+		stop := startEngine(t, c)
+		synctest.Wait() // Start lists the Inventory
+		close(finish)   // the destroy ends
+		<-swept
+		synctest.Wait()
+		close(answer) // the list answers
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		stop()
+
+		assert.Len(t, policy.of(gone.PUID), 1, "the PU is destroyed once; DestroyPU started at %v", policy.of(gone.PUID))
+		assert.Zero(t, c.Len(), "the PU is not tracked again")
+		assert.Equal(t, 1, len(rec.kinds(deletion.EventTracked)), "tracked once, by Track")
 	})
 }

@@ -1,14 +1,18 @@
 package deletion_test
 
-// The destroy rate's line: a PU waiting for its turn keeps its place
-// through a check that learns nothing, a Sweep is one full pass under a
-// rate, and a destroy never waits for its turn past half of its check's
+// The destroy rate's line: at most rate*w + burst destroys start in any
+// window, however turns are reserved, given back or left unused; a PU
+// waiting for its turn keeps its place through a check that learns nothing
+// or a trigger, leaves the line once seen alive, and is counted by Backlog;
+// Untrack during a wait gives the turn back; a Sweep is one full pass under
+// a rate; and a destroy never waits for its turn past half of its check's
 // time left.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -16,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -202,5 +207,413 @@ func TestATriggeredPUKeepsItsPlaceInTheRateLine(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, []string{"a", "b", "c"}, policy.puids(),
 			"a trigger of c, which waited behind b, made c take b's turn")
+	})
+}
+
+// TestATinyDestroyRateDelaysWithoutSpinning: Options.DestroyRate takes any
+// rate of at least one a year (a smaller one is refused); a destroy beyond
+// the budget waits "for about when its turn would come ... and is checked
+// again then: nothing is lost, only delayed". At one destroy a year, two
+// PUs are found gone: one is destroyed, the other waits for its turn. Over
+// the next hour (SweepInterval 1h) it is checked about once, not in a loop
+// that re-checks it without end, and Status says its next attempt is
+// ahead, not in the past.
+func TestATinyDestroyRateDelaysWithoutSpinning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var gets atomic.Int64
+		getter := ports.PodGetterFunc(func(ctx context.Context, _ types.NamespacedName) (*corev1.Pod, error) {
+			if gets.Add(1) > 1000 { // a loop: let time pass, so that the test ends
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return nil, ports.ErrPodNotFound
+		})
+		policy := newDestroyLog()
+		_, err := deletion.New(getter, policy, deletion.Options{DestroyRate: 1e-10})
+		require.ErrorIs(t, err, deletion.ErrInvalidOptions, "a turn every 317 years")
+		yearly := rate.Limit(1 / deletion.MaxDuration.Seconds())
+		c := newQuiet(t, getter, policy, deletion.Options{DestroyRate: yearly, SweepInterval: time.Hour, CheckTimeout: time.Second, Workers: 1})
+		require.NoError(t, c.Track(pu("a")))
+		require.NoError(t, c.Track(pu("b")))
+		startEngine(t, c)
+		c.TriggerAll()
+		synctest.Wait()
+		checked := policy.since()
+		require.Len(t, policy.starts(), 1, "one destroy within the burst")
+		time.Sleep(time.Hour)
+		synctest.Wait()
+
+		assert.LessOrEqual(t, gets.Load(), int64(4), "GetPod called %d times in the hour after two PUs were checked", gets.Load())
+		if st := c.Status(); assert.Len(t, st, 1, "the other PU waits for its turn") {
+			assert.Equal(t, "waiting for its turn", st[0].State)
+			assert.Greater(t, time.Until(st[0].NextAttempt), time.Hour,
+				"its next attempt is %v (%v from now), %v after the check", st[0].NextAttempt, time.Until(st[0].NextAttempt), checked)
+		}
+	})
+}
+
+// TestANaNDestroyRateIsRejected: "values out of range are rejected by New"
+// (Options), and DestroyRate "bounds how many DestroyPU calls start per
+// second"; 0 is the only "no limit" besides rate.Inf. A NaN rate (what
+// strconv.ParseFloat makes of a flag set to "NaN") is no rate: New must
+// reject it with ErrInvalidOptions, not run without a limit.
+func TestANaNDestroyRateIsRejected(t *testing.T) {
+	_, err := deletion.New(getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{DestroyRate: rate.Limit(math.NaN()), Logger: quiet()})
+	assert.ErrorIs(t, err, deletion.ErrInvalidOptions)
+}
+
+// TestRateLimitedCountsEveryPUWaitingForItsTurn: Backlog().RateLimited "is
+// how many PUs wait for their turn under the destroy rate" (the metric
+// podsweeper_pus_waiting_for_destroy_rate, which README's rollout reads as
+// "the queue"). DestroyRate 0.01 (a turn every 100s): ten PUs are found
+// gone, one is destroyed and nine wait for turns 100 to 900 s away, checked
+// meanwhile by their periodic checks (SweepInterval 5s), each taking 400ms
+// of a GetPod, within the one worker's means. For the minute that follows
+// no turn comes, so nine PUs wait for theirs at every instant, whether one
+// of them is being checked or queued for its periodic check or not.
+func TestRateLimitedCountsEveryPUWaitingForItsTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		getter := ports.PodGetterFunc(func(ctx context.Context, _ types.NamespacedName) (*corev1.Pod, error) {
+			select {
+			case <-time.After(400 * time.Millisecond):
+				return nil, ports.ErrPodNotFound
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+		policy := newDestroyLog()
+		c := newQuiet(t, getter, policy, deletion.Options{DestroyRate: 0.01, Workers: 1, CheckTimeout: time.Second, SweepInterval: 5 * time.Second})
+		for i := range 10 {
+			require.NoError(t, c.Track(pu(auditNum(i))))
+		}
+		startEngine(t, c)
+		c.TriggerAll()
+		time.Sleep(5 * time.Second) // ten checks of 400ms
+		require.Len(t, policy.starts(), 1, "one destroy within the burst")
+		minimum, off, samples := 9, 0, 0
+		for range 240 { // a minute
+			time.Sleep(250 * time.Millisecond)
+			n := c.Backlog().RateLimited
+			samples++
+			if n != 9 {
+				off++
+				minimum = min(minimum, n)
+			}
+		}
+		require.Len(t, policy.starts(), 1, "no turn came in that minute")
+		assert.Zero(t, off, "Backlog().RateLimited was not 9 in %d of %d samples (as low as %d) while nine PUs waited for their turns",
+			off, samples, minimum)
+	})
+}
+
+// TestTheDestroyRateHoldsWhenAReservationIsLate: DestroyRate: "in any
+// window of w seconds, at most DestroyRate*w + DestroyBurst start".
+// DestroyRate 1, burst 1, two workers, PUs found gone by triggers at 0s,
+// 0.5s, 1s and 1.5s. The check of the second reads the clock at 0.5s for
+// its turn and is held up until 1.2s (see lateClock); meanwhile the third's
+// check takes the turn of 1s. A turn asked for with an old time must not
+// hand out the time between twice: the fourth PU's destroy may not start
+// before 2s.
+func TestTheDestroyRateHoldsWhenAReservationIsLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Now's calls: New's epoch, then one per turn asked for.
+		clk := &lateClock{lateCall: 3, late: 700 * time.Millisecond}
+		policy := newDestroyLog()
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			Clock: clk, DestroyRate: 1, Workers: 2, SweepInterval: time.Hour, CheckTimeout: 10 * time.Second})
+		for _, name := range []string{"a", "b", "c", "d"} {
+			require.NoError(t, c.Track(pu(name)))
+		}
+		startEngine(t, c)
+		for _, name := range []string{"a", "b", "c", "d"} {
+			c.TriggerPod(pu(name).Pod)
+			time.Sleep(500 * time.Millisecond)
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		require.Zero(t, c.Len(), "every PU is destroyed")
+		require.Len(t, policy.of("c"), 1)
+		if d := policy.of("d"); assert.Len(t, d, 1) {
+			assert.GreaterOrEqual(t, d[0], 2*time.Second, "d's destroy started at %v, c's at %v", d[0], policy.of("c")[0])
+		}
+		assertRateBound(t, policy.starts(), 1, 1)
+	})
+}
+
+// TestUntrackDuringARateWaitGivesTheTurnBack: a destroy that waits for its
+// turn inside its check (DestroyRate 10, the turn 100ms away) and whose PU
+// is untracked meanwhile calls no DestroyPU, and its turn goes back to the
+// limiter: a destroy decided right after starts at once, not a turn later.
+func TestUntrackDuringARateWaitGivesTheTurnBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		policy := newDestroyLog()
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			DestroyRate: 10, Workers: 2, SweepInterval: time.Hour, CheckTimeout: 10 * time.Second})
+		for _, name := range []string{"a", "b", "c"} {
+			require.NoError(t, c.Track(pu(name)))
+		}
+		startEngine(t, c)
+		c.TriggerPod(pu("a").Pod)
+		synctest.Wait() // a's destroy took the turn at hand
+		c.TriggerPod(pu("b").Pod)
+		synctest.Wait() // b waits 100ms for its turn, inside its check
+		time.Sleep(50 * time.Millisecond)
+		require.True(t, c.Untrack("b"))
+		time.Sleep(100 * time.Millisecond) // b's turn has come and gone
+		synctest.Wait()
+		c.TriggerPod(pu("c").Pod)
+		asked := policy.since()
+		synctest.Wait()
+
+		assert.Empty(t, policy.of("b"), "no DestroyPU of an untracked PU")
+		if at := policy.of("c"); assert.Len(t, at, 1, "c is destroyed") {
+			assert.Equal(t, asked, at[0], "c's destroy starts at once, on the turn b gave back")
+		}
+	})
+}
+
+// TestBacklogForgetsAPUSeenAliveAgain: OldestGoneSince is "since when the
+// oldest PU that a check found must go has been waiting for its destroy".
+// Without the destroy rate: a cache reads a pod as gone, the policy engine
+// fails the destroy, and the retry's check sees the pod alive again. It no
+// longer waits for a destroy: OldestGoneSince and Retrying are zero.
+func TestBacklogForgetsAPUSeenAliveAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newPodWorld()
+		var blip atomic.Bool
+		blip.Store(true)
+		live := ports.PU{PUID: "p0", Pod: w.put("p0", "p0", testNode, "", corev1.PodRunning)}
+		policy := newDestroyLog()
+		policy.fail = func(ports.DestroyEvent) error { return errBoom }
+		c := newQuiet(t, blipGetter(w, &blip), policy, deletion.Options{SweepInterval: time.Hour, RetryMinDelay: time.Second})
+		require.NoError(t, c.Track(live))
+		startEngine(t, c)
+		c.TriggerAll()
+		synctest.Wait()
+		b := c.Backlog()
+		require.Equal(t, 1, b.Retrying, "the failed destroy waits for its retry")
+		require.False(t, b.OldestGoneSince.IsZero())
+
+		blip.Store(false)
+		time.Sleep(2 * time.Second) // the retry's check
+		synctest.Wait()
+		b = c.Backlog()
+		assert.Zero(t, b.Retrying)
+		assert.True(t, b.OldestGoneSince.IsZero(), "a PU seen alive waits for no destroy; OldestGoneSince is %v", b.OldestGoneSince)
+		assert.Len(t, policy.of("p0"), 1, "the retry destroyed nothing")
+	})
+}
+
+// TestNoDestroyStartsAfterUntrackReturnsDuringARateWait: Untrack promises
+// that once it returns, no DestroyPU of that PU starts. Under DestroyRate 10
+// (a turn every 100ms) with one worker, two PUs are found gone at once: the
+// first is destroyed, and the second's check waits the 100ms for its turn,
+// a wait short enough to be spent inside the check. Untrack of that PU
+// returns during the wait, and the agent tracks a new PU under the same
+// PUID, for a live pod. No DestroyPU of that PUID may start after Untrack
+// returned, whether Start's worker or a Sweep (without Start) runs the
+// check, and the new PU stays tracked.
+func TestNoDestroyStartsAfterUntrackReturnsDuringARateWait(t *testing.T) {
+	for _, runner := range []string{"Start", "Sweep"} {
+		t.Run(runner, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newPodWorld()
+				policy := newDestroyLog()
+				c := newQuiet(t, w, policy, deletion.Options{DestroyRate: 10, Workers: 1, SweepInterval: time.Hour})
+				pus := map[string]ports.PU{}
+				for _, id := range []string{"a", "b"} {
+					pus[id] = ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}} // no pod: gone
+					require.NoError(t, c.Track(pus[id]))
+				}
+				swept := make(chan struct{})
+				if runner == "Start" {
+					close(swept)
+					startEngine(t, c)
+					c.TriggerAll()
+				} else {
+					go func() {
+						defer close(swept)
+						c.Sweep(context.Background())
+					}()
+				}
+				synctest.Wait()
+				first := policy.puids()
+				require.Len(t, first, 1, "one destroy at once, the other waits 100ms for its turn")
+				waiting := pus["a"]
+				if first[0] == "a" {
+					waiting = pus["b"]
+				}
+
+				require.True(t, c.Untrack(waiting.PUID))
+				untracked := policy.since()
+				w.put(waiting.Pod.Name, waiting.PUID, testNode, "", corev1.PodRunning)
+				require.NoError(t, c.Track(waiting)) // a new PU under the same PUID
+				time.Sleep(time.Second)
+				synctest.Wait()
+				<-swept
+
+				for _, at := range policy.of(waiting.PUID) {
+					assert.Fail(t, "a DestroyPU started after Untrack returned",
+						"DestroyPU of %s started at %v; Untrack returned at %v, during its rate wait", waiting.PUID, at, untracked)
+				}
+				assert.Equal(t, []ports.PU{waiting}, puList(c), "the new PU of that PUID stays tracked")
+			})
+		})
+	}
+}
+
+// TestAPUKeptAfterARateWaitLeavesTheBacklog: Backlog().RateLimited "is how
+// many PUs wait for their turn under the destroy rate", and OldestGoneSince
+// is since when the oldest PU found to go has waited for its destroy, "zero
+// when none waits". After a blip (see afterABlip), the nine PUs that waited
+// for their turns are checked again and kept: none waits any more, so
+// RateLimited is 0 and OldestGoneSince is zero.
+func TestAPUKeptAfterARateWaitLeavesTheBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _, _, _ := afterABlip(t)
+		b := c.Backlog()
+		assert.Zero(t, b.RateLimited, "the PUs kept no longer wait for a turn")
+		assert.True(t, b.OldestGoneSince.IsZero(), "no PU waits for its destroy, yet OldestGoneSince is %v old",
+			time.Since(b.OldestGoneSince))
+		assert.Zero(t, b.Retrying)
+	})
+}
+
+// TestTheDestroyRateHoldsForPodsDeletedAfterABlip: DestroyRate "bounds how
+// many DestroyPU calls start per second, with DestroyBurst at once". After
+// a blip (see afterABlip), in which nine PUs waited for turns they never
+// used, their pods are really deleted: the nine destroys must still be
+// spread at one a second (at most rate*w + burst in any window w), not all
+// start at once on turns left over from the blip.
+func TestTheDestroyRateHoldsForPodsDeletedAfterABlip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, w, policy, kept := afterABlip(t)
+		for _, pu := range kept {
+			w.remove(pu.Pod)
+		}
+		c.TriggerAll()
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		assert.Zero(t, c.Len(), "every PU destroyed once its pod was deleted")
+		assertRateBound(t, policy.starts(), 1, 1)
+	})
+}
+
+// TestTurnsThatNoDestroyUsedAreGivenBack: a turn reserved for a destroy
+// that a later check does not carry out (the PU is kept) is given back, so
+// that it does not delay the destroys that follow. DestroyRate 1 (burst 1),
+// SweepInterval 5s, which re-checks every entry, CheckTimeout 1s (see
+// afterABlip): 30 PUs are read gone in a blip (one destroyed, 29 waiting for
+// turns up to 29 s away); the blip ends,
+// and two intervals later, when every one of the 29 has been checked again
+// and kept, one pod is really deleted. Its destroy is the only one the
+// engine has to make, and the last started 12 s earlier: it must start
+// within a couple of seconds, not wait behind the 29 turns nobody used.
+func TestTurnsThatNoDestroyUsedAreGivenBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newPodWorld()
+		var blip atomic.Bool
+		policy := newDestroyLog()
+		c := newQuiet(t, blipGetter(w, &blip), policy, deletion.Options{DestroyRate: 1, CheckTimeout: time.Second, SweepInterval: 5 * time.Second})
+		trackLive(t, c, w, "blip", 30)
+		startEngine(t, c)
+		synctest.Wait()
+		blip.Store(true)
+		c.TriggerAll()
+		synctest.Wait()
+		blip.Store(false)
+		require.Len(t, policy.starts(), 1)
+		late := trackLive(t, c, w, "late", 1)[0]
+
+		time.Sleep(12 * time.Second)
+		synctest.Wait()
+		require.Len(t, policy.starts(), 1, "the blip's PUs are kept")
+		w.remove(late.Pod)
+		deleted := policy.since()
+		c.TriggerPod(late.Pod)
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+
+		got := policy.of(late.PUID)
+		require.Len(t, got, 1, "the PU of the deleted pod is destroyed")
+		assert.LessOrEqual(t, got[0]-deleted, 2*time.Second,
+			"its destroy started %v after its pod was deleted, behind turns that no destroy used", got[0]-deleted)
+		assertRateBound(t, policy.starts(), 1, 1)
+	})
+}
+
+// TestOldTurnsAreNotSpentAtOnceByTheNextSweep: DestroyRate bounds how many
+// DestroyPU calls start per second, and Sweep checks every PU through the
+// same rules. Without Start, DestroyRate 10 (a turn every 100ms) and
+// CheckTimeout 100ms (no check waits for a turn over 50ms away): a Sweep
+// whose context ends after 1s finds 50 PUs gone, destroys about ten and
+// leaves the rest waiting for their turns; a minute later, Sweeps come
+// again until every PU is destroyed.
+// The turns of the first Sweep are long past by then: the later Sweeps'
+// destroys must still start at most rate*w + burst in any window w, not 49
+// in one instant.
+func TestOldTurnsAreNotSpentAtOnceByTheNextSweep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		policy := newDestroyLog()
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 10, CheckTimeout: 100 * time.Millisecond})
+		for i := range 50 {
+			id := fmt.Sprint(i)
+			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c.Sweep(ctx)
+		cancel()
+		require.Less(t, len(policy.starts()), 50, "the first Sweep leaves destroys waiting for their turns")
+		time.Sleep(time.Minute)
+		for c.Len() > 0 && policy.since() < 3*time.Minute {
+			c.Sweep(context.Background())
+			time.Sleep(100 * time.Millisecond)
+		}
+		assert.Zero(t, c.Len(), "Sweeps destroy every PU in the end")
+		assertRateBound(t, policy.starts(), 10, 1)
+	})
+}
+
+// TestRetryHoldsItsBackoffAfterARateWait: RetryMinDelay "is the wait after
+// the first failed DestroyPU of a PU before it is tried again"; no periodic
+// check or trigger tries a PU earlier. DestroyRate 10, RetryMinDelay 1m: a
+// Sweep (before Start) whose context ends after 50ms destroys one PU and
+// leaves the other waiting for its turn, 100ms away; a second Sweep then
+// checks it, its destroy waits out the rest of its turn in the check and
+// fails. Start then runs, with no
+// Sweep: the failed destroy is tried again no earlier than a minute after
+// it failed, and is tried again once that minute is over.
+func TestRetryHoldsItsBackoffAfterARateWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		policy := newDestroyLog()
+		policy.fail = func(ports.DestroyEvent) error {
+			if calls.Add(1) == 1 {
+				return nil
+			}
+			return errBoom
+		}
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			DestroyRate: 10, Workers: 1, RetryMinDelay: time.Minute, RetryMaxDelay: time.Hour,
+		})
+		for _, id := range []string{"a", "b"} {
+			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		c.Sweep(ctx)
+		cancel()
+		require.Len(t, policy.starts(), 1, "one destroy at once, the other waits for its turn")
+		require.Equal(t, 1, c.Len())
+		failing := c.Status()[0].PUID
+		c.Sweep(context.Background())
+		startEngine(t, c)
+		time.Sleep(70 * time.Second)
+		synctest.Wait()
+
+		got := policy.of(failing)
+		require.GreaterOrEqual(t, len(got), 2, "the failed destroy of %s is tried again within 70s (calls at %v)", failing, got)
+		assert.GreaterOrEqual(t, got[1]-got[0], time.Minute,
+			"the retry came %v after the failed destroy, before its backoff of 1m", got[1]-got[0])
+		assert.LessOrEqual(t, got[1]-got[0], time.Minute+5*time.Second, "and soon after it")
 	})
 }

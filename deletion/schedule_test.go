@@ -1,16 +1,20 @@
 package deletion_test
 
-// The scheduler's promise at scale: every PU is checked about every
-// SweepInterval, whatever was removed meanwhile.
+// The scheduler's promises: every PU is checked about every SweepInterval,
+// whatever was removed meanwhile; a retry comes after its backoff, at any
+// interval; and a slow check holds back no other of its batch.
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
@@ -49,4 +53,81 @@ func TestARemovalFromALargeHeapKeepsEveryOtherCheck(t *testing.T) {
 		assert.Zero(t, unchecked, "PUs never checked within an interval after one was untracked")
 		assert.Equal(t, len(pus)-1, c.Len())
 	})
+}
+
+// TestARetryAtAnIntervalOfHoursComesAfterItsBackoff: RetryMinDelay "is the
+// wait after the first failed DestroyPU of a PU before it is tried again"
+// (README: "A failed destroy is tried again after RetryMinDelay (1 s)");
+// the scheduler rounds a retry up to its next tick, of at most a second
+// (schedule.go). At SweepInterval 24h, a destroy that fails once is tried
+// again a second later, give or take a tick, not at the next of 3,600 ticks
+// of the day.
+func TestARetryAtAnIntervalOfHoursComesAfterItsBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		policy := newDestroyLog()
+		policy.fail = func(ports.DestroyEvent) error {
+			if calls.Add(1) == 1 {
+				return errBoom
+			}
+			return nil
+		}
+		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			SweepInterval: 24 * time.Hour, RetryMinDelay: time.Second, RetryMaxDelay: time.Second})
+		require.NoError(t, c.Track(pu("a")))
+		startEngine(t, c)
+		c.TriggerAll()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+
+		got := policy.of("a")
+		require.Len(t, got, 2, "the failed destroy is retried within a minute")
+		assert.LessOrEqual(t, got[1]-got[0], 2*time.Second, "the retry came %v after the failure, its backoff 1s", got[1]-got[0])
+	})
+}
+
+// TestASlowCheckDoesNotHoldBackTheRestOfItsBatch: Workers is "how many
+// checks may run at once", and a port that ignores its context "keeps one
+// worker until it returns" (README, The engine): the other workers go on.
+// Four workers, two PUs whose periodic checks come at the same tick
+// (SweepInterval 1s), and nothing else tracked. The first GetPod of the
+// batch is slow (20s, within a CheckTimeout of 30s), or hangs past its
+// deadline, ignoring its context; the other PU's pod is gone. Its check
+// must not wait behind the slow one while three workers are idle: its
+// destroy starts within a couple of seconds.
+func TestASlowCheckDoesNotHoldBackTheRestOfItsBatch(t *testing.T) {
+	for _, hang := range []bool{false, true} {
+		t.Run(map[bool]string{false: "slow", true: "hung"}[hang], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				defer close(release)
+				var calls atomic.Int32
+				getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+					if calls.Add(1) == 1 { // the batch's first check
+						if hang {
+							<-release // ignores its context
+						} else {
+							select {
+							case <-time.After(20 * time.Second):
+							case <-ctx.Done():
+							}
+						}
+						return podAt(key, key.Name), nil
+					}
+					return nil, ports.ErrPodNotFound
+				})
+				policy := newDestroyLog()
+				c := newQuiet(t, getter, policy, deletion.Options{Workers: 4, SweepInterval: time.Second, CheckTimeout: 30 * time.Second})
+				a, b := pu("a"), pu(wheelNeighbour("a")) // the same phase
+				require.NoError(t, c.Track(a))
+				require.NoError(t, c.Track(b))
+				startEngine(t, c)
+				time.Sleep(3 * time.Second) // the batch of both comes within the first second
+				synctest.Wait()
+				assert.Len(t, policy.starts(), 1,
+					"the other PU of the batch waited %v in the queue behind a slow check, with three workers idle", time.Since(c.Backlog().OldestQueuedSince))
+				assert.NoError(t, c.LivenessCheck(nil))
+			})
+		})
+	}
 }
