@@ -570,12 +570,16 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 		return
 	}
 	if reason == "" {
-		if e.turnAt != 0 {
+		switch {
+		case e.turnAt != 0 && (row == 2 || row == 6): // a read failed: it learned nothing
+			e.turnAt = max(e.turnAt, m.now+1)
+			k.outcome = fmt.Sprintf("kept, a read failed: keeps its place, its turn at second %d", e.turnAt)
+		case e.turnAt != 0:
 			k.outcome = "kept: leaves the line"
-		} else {
+			e.turnAt = 0
+		default:
 			k.outcome = "kept"
 		}
-		e.turnAt = 0
 		return
 	}
 	if m.mode&modeDryRun != 0 {
