@@ -108,7 +108,8 @@ func (c *Engine) takeTurn(ctx context.Context, e *record, r *outcome) bool {
 	c.mu.Lock()
 	at, now := c.rate.timeOf(at), c.now()
 	ahead, due, inLine := c.waits[turnWaiting], e.waitUntil, e.waitFor == turnWaiting
-	if inLine && due-now > int64(short) { // its turn is not at hand: it keeps its place, and takes no other's
+	if inLine && due-now > int64(short) && c.rate.limiter.TokensAt(at) < 1 {
+		// Its turn is far and no turn is at hand: the next is another's, ahead of it; it keeps its place.
 		c.mu.Unlock()
 		r.turnAt = due
 		return false
