@@ -889,8 +889,10 @@ type modelRun struct {
 	done []modelDone
 	// faults are the operations that planned the faults not spent yet.
 	faults []int
-	// endSweep ends the Sweep that still waits for turns, if any.
-	endSweep func()
+	// endSweep ends the Sweep that still waits for turns, if any;
+	// sweepRuns: one does, and its destroys are a Sweep's.
+	endSweep  func()
+	sweepRuns bool
 }
 
 func newModelRun(cl *modelCluster, mode int) *modelRun {
@@ -920,10 +922,11 @@ func (w *modelRun) sweep(c *deletion.Engine) {
 		defer close(done)
 		c.Sweep(ctx)
 	}()
+	w.sweepRuns = true
 	w.endSweep = func() {
 		cancel()
 		<-done
-		w.endSweep = func() {}
+		w.endSweep, w.sweepRuns = func() {}, false
 	}
 }
 
@@ -1161,7 +1164,7 @@ func runModel(t *testing.T, mode int, data []byte) {
 		for _, step := range steps {
 			if step.engine != nil { // the engine's side, once the cluster is unlocked
 				mp.mu.Lock()
-				mp.sweeping = op.kind == modelSweep
+				mp.sweeping = op.kind == modelSweep || w.sweepRuns // a Sweep under the rate runs on (sweep)
 				if step.tracks != "" {
 					delete(mp.untracked, step.tracks)
 					mp.since[step.tracks] = len(mp.calls)

@@ -703,7 +703,8 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 	if w.o.rate > 0 {
 		for i := len(e.calls) - 1; i >= 0; i-- {
 			n, win := len(e.calls)-i, now-e.calls[i]
-			if float64(n) > w.o.rate*win.Seconds()+float64(w.o.burst)+1e-9 {
+			// A microsecond's slack: golang.org/x/time/rate rounds its durations to the nanosecond.
+			if float64(n) > w.o.rate*(win+time.Microsecond).Seconds()+float64(w.o.burst)+1e-9 {
 				w.violateLocked("4: %d DestroyPU calls start from %v to %v: over %v/s with a burst of %d", n, e.calls[i], now, w.o.rate, w.o.burst)
 				break
 			}
