@@ -700,6 +700,7 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 		}
 	}
 	e.calls = append(e.calls, now)
+	delete(e.places, puid) // it took a turn: if it fails, its next is a new place
 	if w.o.rate > 0 {
 		for i := len(e.calls) - 1; i >= 0; i-- {
 			n, win := len(e.calls)-i, now-e.calls[i]
