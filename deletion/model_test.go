@@ -121,7 +121,7 @@ type modelEntry struct {
 	// checked: a check ran; fresh: a trigger asked for the next check. A
 	// first check and a triggered one ask the SandboxConfirmer.
 	checked, fresh bool
-	reported       int // in a dry run, the row last reported; 0: none
+	reported       int // in a dry run, the rows reported (bit 1<<row)
 }
 
 // waits says what e waits for, as the engine's Status says it.
@@ -621,8 +621,8 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 // dropped when its pod is gone for good.
 func (m *model) wouldDestroy(e *modelEntry, row int, reason ports.Reason) string {
 	out := "would destroy, reported already"
-	if e.reported != row {
-		e.reported = row
+	if e.reported&(1<<row) == 0 { // once per PU and reason
+		e.reported |= 1 << row
 		m.out.Reported = append(m.out.Reported, e.puid+": "+string(reason))
 		out = "would destroy (" + string(reason) + "): reported"
 	}
