@@ -361,6 +361,18 @@ func (d *destroyLog) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 	return nil
 }
 
+// failFirst makes the first DestroyPU call answer first and every later one
+// later (nil: success), on any PU.
+func (d *destroyLog) failFirst(first, later error) {
+	var calls atomic.Int32
+	d.fail = func(ports.DestroyEvent) error {
+		if calls.Add(1) == 1 {
+			return first
+		}
+		return later
+	}
+}
+
 // since returns how long after the log was made now is.
 func (d *destroyLog) since() time.Duration { return time.Since(d.t0) }
 

@@ -157,14 +157,8 @@ func TestATurnIsNotHeldPastHalfTheCheckTimeLeft(t *testing.T) {
 // early, waits for a turn and destroys it.
 func TestASweepUnderARateRetriesAFailedDestroyOnItsTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var calls atomic.Int32
 		policy := newDestroyLog()
-		policy.fail = func(ports.DestroyEvent) error {
-			if calls.Add(1) == 1 {
-				return errors.New("policy engine busy")
-			}
-			return nil
-		}
+		policy.failFirst(errors.New("policy engine busy"), nil)
 		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 2, RetryMinDelay: time.Minute})
 		require.NoError(t, c.Track(pu("x")))
 		c.Sweep(context.Background())
@@ -580,19 +574,12 @@ func TestOldTurnsAreNotSpentAtOnceByTheNextSweep(t *testing.T) {
 // Sweep (before Start) whose context ends after 50ms destroys one PU and
 // leaves the other waiting for its turn, 100ms away; a second Sweep then
 // checks it, its destroy waits out the rest of its turn in the check and
-// fails. Start then runs, with no
-// Sweep: the failed destroy is tried again no earlier than a minute after
-// it failed, and is tried again once that minute is over.
+// fails. Start then runs, with no Sweep: the failed destroy is tried again
+// no earlier than a minute after it failed, and once that minute is over.
 func TestRetryHoldsItsBackoffAfterARateWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var calls atomic.Int32
 		policy := newDestroyLog()
-		policy.fail = func(ports.DestroyEvent) error {
-			if calls.Add(1) == 1 {
-				return nil
-			}
-			return errBoom
-		}
+		policy.failFirst(nil, errBoom)
 		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			DestroyRate: 10, Workers: 1, RetryMinDelay: time.Minute, RetryMaxDelay: time.Hour,
 		})

@@ -64,14 +64,8 @@ func TestARemovalFromALargeHeapKeepsEveryOtherCheck(t *testing.T) {
 // of the day.
 func TestARetryAtAnIntervalOfHoursComesAfterItsBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var calls atomic.Int32
 		policy := newDestroyLog()
-		policy.fail = func(ports.DestroyEvent) error {
-			if calls.Add(1) == 1 {
-				return errBoom
-			}
-			return nil
-		}
+		policy.failFirst(errBoom, nil)
 		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			SweepInterval: 24 * time.Hour, RetryMinDelay: time.Second, RetryMaxDelay: time.Second})
 		require.NoError(t, c.Track(pu("a")))
