@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/internal/inspect"
@@ -492,4 +493,78 @@ func TestHandlerDoesNotTrackAFinishedPodAgain(t *testing.T) {
 			assert.Equal(t, 1, c.Len(), "a finished pod seen for the first time (another UID) is tracked")
 		})
 	}
+}
+
+// The informer updates its store before it hands the handler an event, so
+// the engine's checks, reading that store, may find a pod gone and destroy
+// its PU while the handler still holds the pod's last update (its deletion
+// timestamp set, say). That late update must not track the PU again, or
+// the next check destroys it a second time; nor must a late add or update
+// of a pod the store holds under another UID now. The handler asks the
+// informer's store, or the cache when its informer has none to give (a
+// cache of several namespaces).
+func TestHandlerDoesNotTrackAgainAPodTheCacheNoLongerHolds(t *testing.T) {
+	for _, source := range []string{"store", "cache"} {
+		t.Run(source, func(t *testing.T) { testHandlerDoesNotTrackAgain(t, source) })
+	}
+}
+
+func testHandlerDoesNotTrackAgain(t *testing.T, source string) {
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	reader := fake.NewClientBuilder().Build()
+	add := func(p *corev1.Pod) {
+		require.NoError(t, store.Add(p))
+		require.NoError(t, reader.Create(t.Context(), p.DeepCopy()))
+	}
+	del := func(p *corev1.Pod) {
+		require.NoError(t, store.Delete(p))
+		require.NoError(t, reader.Delete(t.Context(), p.DeepCopy()))
+	}
+	get := ports.PodGetterFunc(func(_ context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+		obj, ok, err := store.GetByKey(k.Namespace + "/" + k.Name)
+		if err != nil || !ok {
+			return nil, errors.Join(err, ports.ErrPodNotFound)
+		}
+		return obj.(*corev1.Pod), nil
+	})
+	var mu sync.Mutex
+	destroyed := map[string]int{}
+	c, err := deletion.New(get, ports.PolicyHandlerFunc(func(_ context.Context, ev ports.DestroyEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		destroyed[ev.PUID]++
+		return nil
+	}), deletion.Options{NodeName: "node-a", SweepInterval: time.Hour})
+	require.NoError(t, err)
+	h := &podHandler{engine: c, store: store}
+	if source == "cache" {
+		h = &podHandler{engine: c, reader: reader}
+	}
+
+	web := pod("web", "u-web", "node-a", "", "")
+	add(web)
+	h.OnAdd(web, false)
+	require.Equal(t, 1, c.Len())
+
+	// The pod is deleted: the store has moved on, the handler has not.
+	deleting := web.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	del(web)
+	c.Sweep(t.Context())
+	require.Equal(t, 0, c.Len(), "the sweep destroys the PU of the pod gone from the store")
+
+	h.OnUpdate(web, deleting) // late
+	h.OnDelete(deleting)
+	// Recreated under the same name: the late add of the old pod is stale.
+	recreated := pod("web", "u-web-2", "node-a", "", "")
+	add(recreated)
+	h.OnAdd(web, false)
+	c.Sweep(t.Context())
+	mu.Lock()
+	assert.Equal(t, map[string]int{"u-web": 1}, destroyed, "each PU destroyed once")
+	mu.Unlock()
+	assert.Equal(t, 0, c.Len(), "no PU tracked from a late event")
+
+	h.OnAdd(recreated, false)
+	assert.Equal(t, []ports.PU{{PUID: "u-web-2", Pod: key("web")}}, inspect.PUs(c), "the pod the store holds is tracked")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -82,7 +83,10 @@ type SetupOptions struct {
 // (mgr.GetCache() by default):
 //
 //   - a pod added or updated that is bound to the node and that
-//     opts.Filter accepts is tracked, keyed by its UID, without a sandbox;
+//     opts.Filter accepts is tracked, keyed by its UID, without a sandbox,
+//     unless the cache no longer holds it under that UID (the event came
+//     after the pod was deleted or replaced, and a check may have destroyed
+//     its PU already);
 //     pods not bound yet are skipped until they are, pods in the Succeeded
 //     or Failed phase are tracked like any other (their PU lives until the
 //     pod is deleted, unless the engine's DestroyTerminated says otherwise);
@@ -155,7 +159,7 @@ func setup(mgr manager.Manager, c *deletion.Engine, opts SetupOptions, leaderEle
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = klog.Background().WithName("podsweeper-wiring")
 	}
-	r := &engineRunnable{engine: c, informer: inf, opts: opts, leaderElected: leaderElected}
+	r := &engineRunnable{engine: c, informer: inf, reader: podCache, opts: opts, leaderElected: leaderElected}
 	if err := mgr.Add(r); err != nil {
 		return fmt.Errorf("k8s: adding the deletion engine to the manager: %w", err)
 	}
@@ -222,6 +226,7 @@ func NodeCacheOptions(node string, opts cache.Options) (cache.Options, error) {
 type engineRunnable struct {
 	engine   *deletion.Engine
 	informer cache.Informer
+	reader   client.Reader // the informer's cache
 	opts     SetupOptions
 	// leaderElected: only the replica holding the manager's lease runs it.
 	leaderElected bool
@@ -246,7 +251,10 @@ func (r *engineRunnable) Start(ctx context.Context) error {
 		ctx, stop = r.opts.LeaseFence.fence(ctx)
 		defer stop()
 	}
-	h := &podHandler{engine: r.engine, filter: r.opts.Filter, log: r.opts.Logger}
+	h := &podHandler{engine: r.engine, filter: r.opts.Filter, log: r.opts.Logger, reader: r.reader}
+	if s, ok := r.informer.(interface{ GetStore() toolscache.Store }); ok {
+		h.store = s.GetStore() // a client-go informer's, as a cache of one namespace or all hands out
+	}
 	reg, err := r.informer.AddEventHandler(h)
 	if err != nil {
 		return fmt.Errorf("k8s: adding the pod event handler: %w", err)
@@ -324,6 +332,11 @@ type podHandler struct {
 	engine tracker
 	filter func(*corev1.Pod) bool // nil: every pod
 	log    logr.Logger
+	// store is the informer's store, which the informer updates before it
+	// hands the handler the event (see stale); nil: reader, the cache, is
+	// asked instead (a cache of several namespaces has one informer each).
+	store  toolscache.Store
+	reader client.Reader // nil with a nil store: neither is asked
 }
 
 var _ toolscache.ResourceEventHandler = (*podHandler)(nil)
@@ -354,6 +367,36 @@ func (h *podHandler) accepts(pod *corev1.Pod) (ok bool) {
 	}()
 	return h.filter(pod)
 }
+
+// stale reports whether the informer's store no longer holds pod, deleted
+// or replaced by a pod of another UID since the event the handler is
+// handling. The store runs ahead of the handler, whose events wait in a
+// buffer of their own: the engine's checks, reading the same store, may
+// have found the pod gone and destroyed its PU already, and tracking it
+// again from the late event would destroy it a second time.
+func (h *podHandler) stale(pod *corev1.Pod) bool {
+	switch {
+	case h.store != nil:
+		obj, ok, err := h.store.GetByKey(pod.Namespace + "/" + pod.Name)
+		if err != nil || !ok {
+			return err == nil
+		}
+		cur, isPod := obj.(*corev1.Pod)
+		return isPod && cur.UID != pod.UID
+	case h.reader != nil:
+		// The cache has synced (the engine starts after it), so this reads
+		// memory; the deadline only bounds a cache that stopped meanwhile.
+		ctx, cancel := context.WithTimeout(context.Background(), cacheReadWait)
+		defer cancel()
+		var cur corev1.Pod
+		err := h.reader.Get(ctx, client.ObjectKeyFromObject(pod), &cur)
+		return apierrors.IsNotFound(err) || err == nil && cur.UID != pod.UID
+	}
+	return false
+}
+
+// cacheReadWait bounds the handler's read of a cache of several namespaces.
+const cacheReadWait = time.Second
 
 // OnAdd tracks pod if it is bound to the engine's node and the filter
 // accepts it, and triggers its first check, which records its sandbox. A
@@ -420,9 +463,14 @@ func (h *podHandler) OnDelete(obj any) {
 }
 
 // track tracks pod's PU without a sandbox: the engine records the sandbox
-// at its first check.
+// at its first check. A pod the informer's store no longer holds is not
+// tracked (stale).
 func (h *podHandler) track(pod *corev1.Pod) {
 	pu := ports.PU{PUID: string(pod.UID), Pod: client.ObjectKeyFromObject(pod)}
+	if h.stale(pod) {
+		h.log.V(1).Info("pod event older than the cache: the pod is gone or replaced; not tracked", "pod", pu.Pod.String(), "puID", pu.PUID)
+		return
+	}
 	if err := h.engine.Track(pu); err != nil {
 		h.log.Error(err, "tracking pod failed", "pod", pu.Pod.String(), "puID", pu.PUID)
 	}
