@@ -1,0 +1,169 @@
+package program
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/rest"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/testkube"
+)
+
+func parse(t *testing.T, args ...string) (Flags, error) {
+	t.Helper()
+	f := Defaults()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return f, f.Parse(fs, args)
+}
+
+// TestParseRefusesWhatNoProgramRunsWith: every shared flag a program cannot
+// run with is a usage error naming the flag.
+func TestParseRefusesWhatNoProgramRunsWith(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []string
+		flag string
+	}{
+		"qps 0 (client-go's 5 a second)": {[]string{"--kube-api-qps=0"}, "--kube-api-qps"},
+		"no burst with a qps":            {[]string{"--kube-api-qps=20", "--kube-api-burst=0"}, "--kube-api-burst"},
+		"zero interval":                  {[]string{"--sweep-interval=0s"}, "--sweep-interval"},
+		"negative workers":               {[]string{"--workers=-1"}, "--workers"},
+		"negative destroy rate":          {[]string{"--max-destroys-per-second=-1"}, "--max-destroys-per-second"},
+		"no destroy burst":               {[]string{"--destroy-burst=0"}, "--destroy-burst"},
+		"plain metrics for everyone":     {[]string{"--metrics-secure=false", "--metrics-bind-address=:8080"}, "--metrics-bind-address"},
+		"unknown flag":                   {[]string{"--nope"}, "-nope"},
+		"an argument":                    {[]string{"extra"}, "unexpected arguments"},
+	} {
+		_, err := parse(t, c.args...)
+		require.ErrorIs(t, err, ErrUsage, name)
+		assert.Contains(t, err.Error(), c.flag, name)
+	}
+	_, err := parse(t, "--kube-api-qps=-1", "--kube-api-burst=0")
+	assert.NoError(t, err, "no client-side limit needs no burst")
+	_, err = parse(t, "-h")
+	assert.ErrorIs(t, err, flag.ErrHelp)
+}
+
+// TestPlainMetricsOnLoopbackOnly: --metrics-secure=false is taken on a
+// loopback address, or with the metrics off.
+func TestPlainMetricsOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:8080", "localhost:8080", "[::1]:8080", Off} {
+		f, err := parse(t, "--metrics-secure=false", "--metrics-bind-address="+addr)
+		require.NoError(t, err, addr)
+		assert.False(t, f.MetricsSecure)
+	}
+	for _, addr := range []string{":8080", "0.0.0.0:8080", "10.0.0.1:8080", "nonsense"} {
+		_, err := parse(t, "--metrics-secure=false", "--metrics-bind-address="+addr)
+		assert.ErrorIs(t, err, ErrUsage, addr)
+	}
+}
+
+// TestClientRateLimitIsTheSameHoweverTheConfigIsGiven: --kubeconfig and
+// $KUBECONFIG give the client the same rate limit, the flags': clientcmd
+// alone would leave QPS at 0, which client-go reads as 5 requests a
+// second, and every destroy costs a confirming read.
+func TestClientRateLimitIsTheSameHoweverTheConfigIsGiven(t *testing.T) {
+	for name, args := range map[string][]string{
+		"defaults":        nil,
+		"with flags":      {"--kube-api-qps=30", "--kube-api-burst=60"},
+		"no client limit": {"--kube-api-qps=-1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, err := parse(t, args...)
+			require.NoError(t, err)
+			testkube.SameRateLimitHoweverGiven(t, func(kubeconfig string, qps float64, burst int) (*rest.Config, error) {
+				g := f
+				g.Kubeconfig, g.KubeAPIQPS, g.KubeAPIBurst = kubeconfig, qps, burst
+				return g.RESTConfig()
+			}, f.KubeAPIQPS, f.KubeAPIBurst)
+		})
+	}
+}
+
+// TestRESTConfigNamesTheMissingKubeconfig: a --kubeconfig that cannot be
+// read is an error that names the flag, not a usage error.
+func TestRESTConfigNamesTheMissingKubeconfig(t *testing.T) {
+	f := Defaults()
+	f.Kubeconfig = t.TempDir() + "/missing"
+	_, err := f.RESTConfig()
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrUsage)
+	assert.Contains(t, err.Error(), "--kubeconfig")
+}
+
+// TestEngineOptionsCarryTheRails: the dry run, the destroy rate and its
+// burst, the sweep interval and the workers reach the engine's options,
+// and the program's own options are kept.
+func TestEngineOptionsCarryTheRails(t *testing.T) {
+	f, err := parse(t, "--dry-run", "--max-destroys-per-second=100", "--destroy-burst=10", "--sweep-interval=30s", "--workers=3")
+	require.NoError(t, err)
+	o := f.EngineOptions(deletion.Options{NodeName: "n", DestroyTerminated: true})
+	assert.Equal(t, deletion.Options{NodeName: "n", DestroyTerminated: true, DryRun: true, DestroyRate: rate.Limit(100), DestroyBurst: 10,
+		SweepInterval: 30 * time.Second, Workers: 3}, o)
+	assert.NotNil(t, f.DryRunReport(), "a dry run has a report")
+	f, err = parse(t)
+	require.NoError(t, err)
+	assert.Nil(t, f.DryRunReport(), "no dry run, no report")
+	assert.Zero(t, f.EngineOptions(deletion.Options{}).DestroyRate, "no destroy rate by default")
+}
+
+// TestExitStatus: 0 for success and -h, 2 for a usage error, 1 for any
+// other, printed after the program's name.
+func TestExitStatus(t *testing.T) {
+	var w bytes.Buffer
+	assert.Equal(t, 0, exitCode("p", nil, &w))
+	assert.Equal(t, 0, exitCode("p", flagErr(flag.ErrHelp), &w))
+	assert.Empty(t, w.String())
+	_, err := parse(t, "--workers=0")
+	assert.Equal(t, 2, exitCode("p", err, &w))
+	assert.Contains(t, w.String(), "p: usage: --workers")
+	w.Reset()
+	assert.Equal(t, 1, exitCode("p", errors.New("boom"), &w))
+	assert.Equal(t, "p: boom\n", w.String())
+}
+
+func flagErr(err error) error { return errors.Join(ErrUsage, err) }
+
+// fakeCache syncs when synced is closed.
+type fakeCache struct{ synced chan struct{} }
+
+func (f fakeCache) WaitForCacheSync(ctx context.Context) bool {
+	select {
+	case <-f.synced:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// TestCacheSyncedReadiness: the check fails, without hanging the probe,
+// until the cache has synced, and passes from then on.
+func TestCacheSyncedReadiness(t *testing.T) {
+	c := fakeCache{synced: make(chan struct{})}
+	ready := CacheSynced(c)
+
+	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+	start := time.Now()
+	err := ready(req)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not synced")
+	assert.Less(t, time.Since(start), 5*cacheSyncWait, "the probe waits at most cacheSyncWait")
+
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.Error(t, ready(req.WithContext(gone)), "a probe whose request ended does not wait")
+
+	close(c.synced)
+	assert.NoError(t, ready(req))
+}
