@@ -6,39 +6,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
-// TestClientRateLimitIsTheSameHoweverTheConfigIsGiven: --kubeconfig and
-// $KUBECONFIG give the client the same rate limit, the flags' (the kubelet's 50 a second, burst 100, by default):
-// clientcmd alone would leave QPS at 0, which client-go reads as 5 requests
-// a second, and every destroy costs a confirming read.
-func TestClientRateLimitIsTheSameHoweverTheConfigIsGiven(t *testing.T) {
-	for name, args := range map[string][]string{
-		"defaults":   {"--node", "n", "--state-file", "/x"},
-		"with flags": {"--node", "n", "--state-file", "/x", "--kube-api-qps", "-1"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			cfg, err := parseFlags(args, func(string) string { return "" }, io.Discard)
-			require.NoError(t, err)
-			testkube.SameRateLimitHoweverGiven(t, restConfig, cfg.kubeAPIQPS, cfg.kubeAPIBurst)
-		})
-	}
+// TestClientRateLimitIsTheKubeletsByDefault: a node agent's client is
+// limited as the kubelet's is, 50 requests a second with a burst of 100,
+// however its config is given (program.Flags.RESTConfig).
+func TestClientRateLimitIsTheKubeletsByDefault(t *testing.T) {
 	defaults, err := parseFlags([]string{"--node", "n", "--state-file", "/x"}, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, 50.0, defaults.kubeAPIQPS, "the kubelet's default")
-	assert.Equal(t, 100, defaults.kubeAPIBurst, "the kubelet's default")
-}
-
-// TestClientRateLimitFlagsRefuseNonsense: a QPS of 0 (client-go's 5 a
-// second in disguise) and a positive QPS without a burst are usage errors.
-func TestClientRateLimitFlagsRefuseNonsense(t *testing.T) {
-	for name, args := range map[string][]string{
-		"qps 0":             {"--node", "n", "--state-file", "/x", "--kube-api-qps", "0"},
-		"no burst with qps": {"--node", "n", "--state-file", "/x", "--kube-api-qps", "20", "--kube-api-burst", "0"},
-	} {
-		_, err := parseFlags(args, func(string) string { return "" }, io.Discard)
-		assert.ErrorIs(t, err, errUsage, name)
-	}
+	assert.Equal(t, 50.0, defaults.KubeAPIQPS, "the kubelet's default")
+	assert.Equal(t, 100, defaults.KubeAPIBurst, "the kubelet's default")
 }

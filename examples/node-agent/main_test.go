@@ -26,6 +26,7 @@ import (
 	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/adapters/k8s/program"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/internal/inspect"
 	"github.com/podsweeper/podsweeper/ports"
@@ -39,19 +40,19 @@ func TestParseFlagsDefaults(t *testing.T) {
 	cfg, err := parseFlags(nil, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, "node-a", cfg.node, "--node defaults to $NODE_NAME")
-	assert.Equal(t, ":8443", cfg.metricsAddr)
-	assert.True(t, cfg.metricsSecure, "metrics are served over HTTPS to authorized clients by default")
-	assert.Equal(t, ":8081", cfg.probeAddr)
+	assert.Equal(t, ":8443", cfg.MetricsBindAddress)
+	assert.True(t, cfg.MetricsSecure, "metrics are served over HTTPS to authorized clients by default")
+	assert.Equal(t, ":8081", cfg.HealthProbeBindAddress)
 	assert.Equal(t, "unix:///run/containerd/containerd.sock", cfg.criEndpoint, "--cri-endpoint defaults to containerd's socket")
-	assert.Equal(t, deletion.DefaultSweepInterval, cfg.sweepInterval)
-	assert.Equal(t, deletion.DefaultWorkers, cfg.workers)
+	assert.Equal(t, deletion.DefaultSweepInterval, cfg.SweepInterval)
+	assert.Equal(t, deletion.DefaultWorkers, cfg.Workers)
 	assert.Equal(t, "/var/lib/podsweeper/journal.db", cfg.stateFile)
 	assert.False(t, cfg.allPods, "host-network and mirror pods are skipped by default")
 	assert.False(t, cfg.destroyTerminated, "a finished pod's PU is kept as long as its pod object by default")
-	assert.Empty(t, cfg.kubeconfig)
-	assert.False(t, cfg.dryRun, "destroys are on by default")
-	assert.Zero(t, cfg.maxDestroysPerSecond, "no destroy rate by default")
-	assert.Equal(t, "127.0.0.1:8082", cfg.pprofAddr, "pprof on loopback by default")
+	assert.Empty(t, cfg.Kubeconfig)
+	assert.False(t, cfg.DryRun, "destroys are on by default")
+	assert.Zero(t, cfg.MaxDestroysPerSecond, "no destroy rate by default")
+	assert.Equal(t, "127.0.0.1:8082", cfg.PprofBindAddress, "pprof on loopback by default")
 	assert.True(t, cfg.slimPodCache, "the pod cache is slim by default")
 	assert.Equal(t, cri.DefaultCacheMaxAge, cfg.criCacheMaxAge, "the periodic checks read a list of sandboxes at most an interval old")
 	assert.False(t, cfg.destroyDeadSandboxes, "a dead sandbox's PU is kept until its pod is gone or has a new sandbox by default")
@@ -67,12 +68,13 @@ func TestParseFlagsOverrides(t *testing.T) {
 	}, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
-		kubeconfig: "/k", kubeAPIQPS: 20, kubeAPIBurst: 40, dryRun: true, maxDestroysPerSecond: 2.5, destroyBurst: 3, pprofAddr: "0",
-		node: "node-b", metricsAddr: "0", metricsSecure: true, probeAddr: ":9000", criEndpoint: "unix:///var/run/crio/crio.sock",
-		sweepInterval: 30 * time.Second, workers: 16, stateFile: "/s/j.db", allPods: true,
-		destroyTerminated: true, destroyDeadSandboxes: true, zap: cfg.zap,
+		Flags: program.Flags{Kubeconfig: "/k", KubeAPIQPS: 20, KubeAPIBurst: 40, DryRun: true, MaxDestroysPerSecond: 2.5, DestroyBurst: 3,
+			PprofBindAddress: "0", MetricsBindAddress: "0", MetricsSecure: true, HealthProbeBindAddress: ":9000",
+			SweepInterval: 30 * time.Second, Workers: 16, Zap: cfg.Zap},
+		node: "node-b", criEndpoint: "unix:///var/run/crio/crio.sock", stateFile: "/s/j.db", allPods: true,
+		destroyTerminated: true, destroyDeadSandboxes: true,
 	}, cfg)
-	assert.True(t, cfg.zap.Development)
+	assert.True(t, cfg.Zap.Development)
 }
 
 func TestParseFlagsErrors(t *testing.T) {
@@ -94,7 +96,7 @@ func TestParseFlagsErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parseFlags(args, env(nil), &bytes.Buffer{})
-			require.ErrorIs(t, err, errUsage)
+			require.ErrorIs(t, err, program.ErrUsage)
 		})
 	}
 }
@@ -103,7 +105,7 @@ func TestParseFlagsPlainMetricsOnLoopbackOnly(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:8080", "localhost:8080", "[::1]:8080", "0"} {
 		cfg, err := parseFlags([]string{"--node=n", "--metrics-secure=false", "--metrics-bind-address=" + addr}, env(nil), &bytes.Buffer{})
 		require.NoError(t, err, addr)
-		assert.False(t, cfg.metricsSecure)
+		assert.False(t, cfg.MetricsSecure)
 	}
 }
 
@@ -117,14 +119,14 @@ func TestParseFlagsHelp(t *testing.T) {
 func TestRunRejectsBadCommandLine(t *testing.T) {
 	var stderr bytes.Buffer
 	err := run(context.Background(), []string{"--workers=0", "--node=n"}, &stderr)
-	require.ErrorIs(t, err, errUsage)
+	require.ErrorIs(t, err, program.ErrUsage)
 }
 
 func TestRunFailsOnMissingKubeconfig(t *testing.T) {
 	var stderr bytes.Buffer
 	err := run(context.Background(), []string{"--node=n", "--kubeconfig=" + t.TempDir() + "/missing", "--state-file=" + t.TempDir() + "/j.db"}, &stderr)
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, errUsage)
+	assert.NotErrorIs(t, err, program.ErrUsage)
 	assert.Contains(t, err.Error(), "--kubeconfig")
 }
 
@@ -268,37 +270,4 @@ func TestSandboxesOff(t *testing.T) {
 	assert.Nil(t, x)
 	assert.Nil(t, ready)
 	assert.Equal(t, 1, logs.count("sandbox restarts are not detected"))
-}
-
-// fakeCache syncs when synced is closed.
-type fakeCache struct{ synced chan struct{} }
-
-func (f fakeCache) WaitForCacheSync(ctx context.Context) bool {
-	select {
-	case <-f.synced:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// The "pod-cache" readiness check fails, without hanging the probe, until
-// the cache has synced, and passes from then on.
-func TestCacheSyncedReadiness(t *testing.T) {
-	c := fakeCache{synced: make(chan struct{})}
-	ready := cacheSynced(c)
-
-	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
-	start := time.Now()
-	err := ready(req)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "not synced")
-	assert.Less(t, time.Since(start), 5*cacheSyncWait, "the probe waits at most cacheSyncWait")
-
-	gone, cancel := context.WithCancel(context.Background())
-	cancel()
-	require.Error(t, ready(req.WithContext(gone)), "a probe whose request ended does not wait")
-
-	close(c.synced)
-	assert.NoError(t, ready(req))
 }

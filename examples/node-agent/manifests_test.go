@@ -44,7 +44,7 @@ func checkAgentPod(t *testing.T, spec corev1.PodSpec) config {
 
 	cfg, err := parseFlags(c.Args, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err, "the agent's args parse")
-	assert.True(t, cfg.metricsSecure, "metrics behind authentication and authorization")
+	assert.True(t, cfg.MetricsSecure, "metrics behind authentication and authorization")
 	assert.NotEmpty(t, cfg.stateFile, "the journal survives the agent")
 	assert.NotEmpty(t, cfg.criEndpoint, "sandbox restarts are seen")
 
@@ -54,7 +54,7 @@ func checkAgentPod(t *testing.T, spec corev1.PodSpec) config {
 	}
 	assert.True(t, env["NODE_NAME"], "--node comes from the pod's node")
 
-	testkube.AssertProbes(t, c, cfg.probeAddr)
+	testkube.AssertProbes(t, c, cfg.HealthProbeBindAddress)
 	testkube.AssertUnprivileged(t, spec, c)
 
 	mounts := map[string]corev1.VolumeMount{}

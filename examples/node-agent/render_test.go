@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podsweeper/podsweeper/adapters/k8s/program"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
@@ -29,18 +30,18 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	flagDefaults, err := parseFlags(nil, env(map[string]string{"NODE_NAME": "node-a"}), io.Discard)
 	require.NoError(t, err)
 	for _, cfg := range []*config{&kustCfg, &defCfg, &nonCfg, &flagDefaults} {
-		cfg.zap = flagDefaults.zap // a parsed --zap-log-level holds a level no two parses share
+		cfg.Zap = flagDefaults.Zap // a parsed --zap-log-level holds a level no two parses share
 	}
 	assert.Equal(t, kustCfg, defCfg, "the chart's defaults run the agent of deploy/")
 	assert.Equal(t, flagDefaults, defCfg, "the chart's defaults are the flags'")
 
 	assert.Equal(t, config{
-		kubeAPIQPS: 20, kubeAPIBurst: 40, node: "node-a",
-		metricsAddr: ":9443", metricsSecure: true, probeAddr: ":9081",
-		criEndpoint: "unix:///var/run/crio/crio.sock", sweepInterval: 10 * time.Second, workers: 8,
+		Flags: program.Flags{KubeAPIQPS: 20, KubeAPIBurst: 40, MetricsBindAddress: ":9443", MetricsSecure: true, HealthProbeBindAddress: ":9081",
+			SweepInterval: 10 * time.Second, Workers: 8, DryRun: true, MaxDestroysPerSecond: 2.5, DestroyBurst: 5, PprofBindAddress: "0",
+			Zap: flagDefaults.Zap},
+		node: "node-a", criEndpoint: "unix:///var/run/crio/crio.sock",
 		stateFile: "/var/lib/podsweeper/journal.db", allPods: true, destroyTerminated: true,
-		dryRun: true, maxDestroysPerSecond: 2.5, destroyBurst: 5, pprofAddr: "0",
-		slimPodCache: false, criCacheMaxAge: 2 * time.Second, destroyDeadSandboxes: true, zap: flagDefaults.zap,
+		slimPodCache: false, criCacheMaxAge: 2 * time.Second, destroyDeadSandboxes: true,
 	}, nonCfg, "every value reaches its flag")
 	assert.Equal(t, "registry.example/podsweeper-node-agent@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", nonC.Image)
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
