@@ -8,39 +8,36 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
-	"github.com/podsweeper/podsweeper/internal/testkube"
+	"github.com/podsweeper/podsweeper/adapters/k8s/program"
 )
 
-// TestClientRateLimitIsTheSameHoweverTheConfigIsGiven: --kubeconfig and
-// $KUBECONFIG give the client the same rate limit, the flags' (no client-side limit by default):
-// clientcmd alone would leave QPS at 0, which client-go reads as 5 requests
-// a second, and every destroy costs a confirming read.
-func TestClientRateLimitIsTheSameHoweverTheConfigIsGiven(t *testing.T) {
-	for name, args := range map[string][]string{
-		"defaults":   {"--pu-dir", "/x"},
-		"with flags": {"--pu-dir", "/x", "--kube-api-qps", "30", "--kube-api-burst", "60"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			cfg, err := parseFlags(args, func(string) string { return "" }, io.Discard)
-			require.NoError(t, err)
-			testkube.SameRateLimitHoweverGiven(t, restConfig, cfg.kubeAPIQPS, cfg.kubeAPIBurst)
-		})
-	}
+// TestNoClientRateLimitByDefault: the controller's client has no
+// client-side limit by default (the API server's priority and fairness
+// decide), however its config is given (program.Flags.RESTConfig): a limit
+// of 5 a second would make a deletion of 1,000 pods take 200 s.
+func TestNoClientRateLimitByDefault(t *testing.T) {
 	defaults, err := parseFlags([]string{"--pu-dir", "/x"}, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
-	assert.Negative(t, defaults.kubeAPIQPS, "no client-side limit by default")
+	assert.Negative(t, defaults.KubeAPIQPS, "no client-side limit by default")
 }
 
-// TestClientRateLimitFlagsRefuseNonsense: a QPS of 0 (client-go's 5 a
-// second in disguise) and a positive QPS without a burst are usage errors.
-func TestClientRateLimitFlagsRefuseNonsense(t *testing.T) {
-	for name, args := range map[string][]string{
-		"qps 0":             {"--pu-dir", "/x", "--kube-api-qps", "0"},
-		"no burst with qps": {"--pu-dir", "/x", "--kube-api-qps", "20", "--kube-api-burst", "0"},
-	} {
-		_, err := parseFlags(args, func(string) string { return "" }, io.Discard)
-		assert.ErrorIs(t, err, errUsage, name)
-	}
+// TestTheRailsAreOffByDefault: destroys are on and unlimited unless
+// --dry-run or --max-destroys-per-second say otherwise; the metrics, the
+// status page and the dry run's report are served over HTTPS behind
+// authentication by default.
+func TestTheRailsAreOffByDefault(t *testing.T) {
+	cfg, err := parseFlags([]string{"--pu-dir", "/x"}, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	assert.False(t, cfg.DryRun)
+	assert.Zero(t, cfg.MaxDestroysPerSecond)
+	assert.Equal(t, ":8443", cfg.MetricsBindAddress)
+	assert.True(t, cfg.MetricsSecure)
+	cfg, err = parseFlags([]string{"--pu-dir", "/x", "--dry-run", "--max-destroys-per-second=100", "--destroy-burst=10"},
+		func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, cfg.DryRun)
+	assert.Equal(t, 100.0, cfg.MaxDestroysPerSecond)
+	assert.Equal(t, 10, cfg.DestroyBurst)
 }
 
 // TestSlimPodCacheByDefault: the pod cache is slim unless
@@ -68,7 +65,7 @@ func TestLeaseDurationsThatLetTwoLeadersDestroyAreRefused(t *testing.T) {
 		"no retry period":         {"--leader-election-retry-period=0"},
 	} {
 		_, err := parseFlags(append([]string{"--pu-dir", "/x"}, args...), func(string) string { return "" }, io.Discard)
-		require.ErrorIs(t, err, errUsage, name)
+		require.ErrorIs(t, err, program.ErrUsage, name)
 		assert.ErrorIs(t, err, k8s.ErrInvalidSetup, name)
 		assert.Contains(t, err.Error(), "--leader-election-lease-duration", name)
 	}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/adapters/k8s/program"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
@@ -63,7 +65,8 @@ func testConfig(dir string) config {
 	return config{
 		puDir: dir, leaderElect: true, leaseNS: leaseNS, leaseID: defaultLeaderElectionID,
 		leaseDuration: 4 * time.Second, renewDeadline: 2500 * time.Millisecond, retryPeriod: 200 * time.Millisecond,
-		metricsAddr: "0", probeAddr: "0", sweepInterval: time.Second, workers: 4,
+		Flags: program.Flags{MetricsBindAddress: program.Off, HealthProbeBindAddress: program.Off, PprofBindAddress: program.Off,
+			KubeAPIQPS: -1, SweepInterval: time.Second, Workers: 4, DestroyBurst: 1},
 	}
 }
 
@@ -80,6 +83,8 @@ func TestControllerAgainstAPIServer(t *testing.T) {
 	t.Run("RBAC reads pods, writes Events and holds the Lease", func(t *testing.T) { testLeastRBAC(t, cfg, asController) })
 	t.Run("an Event per destroy, in the namespace of each pod", func(t *testing.T) { testEvents(t, admin, kubeconfig) })
 	t.Run("a drain of 1000 pods: every destroy in the default log", func(t *testing.T) { testDrainLog(t, admin, kubeconfig) })
+	t.Run("a dry run reports a deleted pod's PU once and destroys nothing", func(t *testing.T) { testDryRun(t, admin, kubeconfig) })
+	t.Run("a drain of 1000 pods under a destroy rate", func(t *testing.T) { testDestroyRate(t, admin, kubeconfig) })
 	t.Run("two replicas: the leader destroys, the other takes over", func(t *testing.T) { testReplicas(t, admin, asController) })
 	t.Run("the binary registers and destroys PUs", func(t *testing.T) { testBinary(t, admin, kubeconfig) })
 	t.Run("a killed leader's Lease expires and the other takes over", func(t *testing.T) { testKilledLeader(t, admin, kubeconfig) })
@@ -128,7 +133,8 @@ func testLeastRBAC(t *testing.T, admin, asController *rest.Config) {
 	// what every ServiceAccount may (a ServiceAccount without bindings),
 	// is what deploy/ means to grant, exactly.
 	base := map[string]bool{"/pods:get": true, "/pods:list": true, "/pods:watch": true,
-		"events.k8s.io/events:create": true, "events.k8s.io/events:patch": true}
+		"events.k8s.io/events:create": true, "events.k8s.io/events:patch": true,
+		"authentication.k8s.io/tokenreviews:create": true, "authorization.k8s.io/subjectaccessreviews:create": true}
 	for _, ns := range []string{"default", "team-a", leaseNS} {
 		want := maps.Clone(base)
 		if ns == leaseNS {
@@ -294,6 +300,111 @@ func testDrainLog(t *testing.T, admin client.Client, kubeconfig []byte) {
 		assert.Zero(t, len(missing), "PUs without a %q line, such as %v", msg, missing[:min(3, len(missing))])
 		assert.Zero(t, len(twice), "PUs with more than one %q line, such as %v", msg, twice[:min(3, len(twice))])
 	}
+}
+
+// testDryRun runs the controller's command line with --dry-run and deletes
+// one of two pods: the deleted pod's PU is reported once (log, report page,
+// podsweeper_would_destroy_total) over several sweeps, and no PU is
+// destroyed.
+func testDryRun(t *testing.T, admin client.Client, kubeconfig []byte) {
+	ctx := context.Background()
+	const ns = "dry-run"
+	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	dir, metricsAddr := t.TempDir(), testkube.FreeAddr(t)
+	uids := createPods(t, admin, ns, 2)
+	c := startChildWith(t, kubeconfig, dir, nil, "--leader-election-id=podsweeper-dry-run", "--dry-run",
+		"--metrics-bind-address="+metricsAddr, "--metrics-secure=false")
+	require.Eventually(t, func() bool {
+		des, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		return len(des) == len(uids)
+	}, 30*time.Second, 20*time.Millisecond, "a PU registered for every pod; logs:\n%s", c.logs)
+	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pod-0000"}}
+	require.NoError(t, admin.Get(ctx, client.ObjectKeyFromObject(gone), gone))
+	require.NoError(t, admin.Delete(ctx, gone, client.GracePeriodSeconds(0)))
+
+	var report struct {
+		Total   int                `json:"total"`
+		Reports []k8s.WouldDestroy `json:"reports"`
+	}
+	require.Eventually(t, func() bool {
+		require.NoError(t, json.Unmarshal([]byte(testkube.Get(t, "http://"+metricsAddr+k8s.DryRunPath)), &report))
+		return report.Total > 0
+	}, 30*time.Second, 20*time.Millisecond, "the dry run reports the deleted pod's PU; logs:\n%s", c.logs)
+	time.Sleep(3 * time.Second) // three sweeps of a second: nothing reported again
+	require.NoError(t, json.Unmarshal([]byte(testkube.Get(t, "http://"+metricsAddr+k8s.DryRunPath)), &report))
+	require.Len(t, report.Reports, 1, "reported once")
+	assert.Equal(t, 1, report.Total)
+	assert.Equal(t, string(gone.UID), report.Reports[0].PUID)
+	assert.Equal(t, string(ports.ReasonPodGone), report.Reports[0].Reason)
+	metrics := testkube.Get(t, "http://"+metricsAddr+"/metrics")
+	assert.Contains(t, metrics, k8s.MetricWouldDestroy+`{reason="PodGone"} 1`+"\n")
+	assert.Contains(t, metrics, k8s.MetricDestroys+`{reason="PodGone"} 0`+"\n")
+	assert.Equal(t, 1, strings.Count(c.logs.String(), `"dry run: PU would be destroyed"`), "one log line; logs:\n%s", c.logs)
+	for uid := range uids {
+		assert.True(t, registered(dir, string(uid)), "PU %s kept: a dry run destroys nothing", uid)
+	}
+	c.terminate(t)
+	// The other tests' controllers see every pod of the cluster.
+	require.NoError(t, admin.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)))
+}
+
+// testDestroyRate runs the controller's command line with
+// --max-destroys-per-second=100 --destroy-burst=10 and deletes 1,000 pods
+// at once: the destroys take about 10 s, and no second holds more than
+// rate + burst of their starts; every PU is destroyed once.
+func testDestroyRate(t *testing.T, admin client.Client, kubeconfig []byte) {
+	const perSecond, burst = 100, 10
+	ctx := context.Background()
+	const ns = "rate"
+	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	dir, journal := t.TempDir(), filepath.Join(t.TempDir(), "journal")
+	uids := createPods(t, admin, ns, drainPods)
+	c := startChildWith(t, kubeconfig, dir, []string{journalEnv + "=" + journal, replicaEnv + "=a", latencyEnv + "=0s"},
+		"--leader-election-id=podsweeper-rate", fmt.Sprintf("--max-destroys-per-second=%d", perSecond), fmt.Sprintf("--destroy-burst=%d", burst),
+		"--workers=16")
+	require.Eventually(t, func() bool {
+		des, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		return len(des) == drainPods
+	}, 60*time.Second, 50*time.Millisecond, "a PU registered for every pod; logs:\n%s", c.logs)
+	deleted := time.Now()
+	require.NoError(t, admin.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool {
+		des, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		return len(des) == 0
+	}, 60*time.Second, 50*time.Millisecond, "every PU destroyed; logs:\n%s", c.logs)
+	took := time.Since(deleted)
+	c.terminate(t)
+
+	calls := readJournal(t, journal)
+	require.Len(t, calls, drainPods, "one DestroyPU per PU")
+	once := map[string]int{}
+	starts := make([]time.Time, 0, len(calls))
+	for _, call := range calls {
+		once[call.puid]++
+		starts = append(starts, call.start)
+	}
+	for uid := range uids {
+		assert.Equal(t, 1, once[string(uid)], "PU %s destroyed once", uid)
+	}
+	slices.SortFunc(starts, time.Time.Compare)
+	most := 0
+	for i, j := 0, 0; i < len(starts); i++ {
+		for starts[i].Sub(starts[j]) >= time.Second {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	spread := starts[len(starts)-1].Sub(starts[0])
+	t.Logf("%d destroys under %d/s, burst %d: %v from the first to the last start, %v from the delete call to the last destroy; at most %d starts in a second",
+		drainPods, perSecond, burst, spread.Round(time.Millisecond), took.Round(time.Millisecond), most)
+	assert.LessOrEqual(t, most, perSecond+burst, "starts in any second")
+	// (1000 - burst) / rate: 9.9 s at the least; the deletes' watch events
+	// come within a second or two.
+	assert.GreaterOrEqual(t, spread, time.Duration(float64(drainPods-burst)/perSecond*float64(time.Second))-100*time.Millisecond)
+	assert.Less(t, took, 20*time.Second, "about 10 s")
 }
 
 // createPods creates n pods in ns, 32 at a time, and returns their UIDs.
@@ -559,8 +670,9 @@ func startChildWith(t *testing.T, kubeconfig []byte, dir string, env []string, e
 	c := &child{probeAddr: testkube.FreeAddr(t), logs: &testkube.SyncBuffer{}, done: make(chan error, 1)}
 	args := []string{"--kubeconfig=" + controllerKubeconfig(t, kubeconfig), "--pu-dir=" + dir,
 		"--leader-election-namespace=" + leaseNS, "--health-probe-bind-address=" + c.probeAddr,
-		// Off: two children cannot both listen on the default 127.0.0.1:8082.
-		"--pprof-bind-address=0",
+		// Off: two children cannot both listen on the default 127.0.0.1:8082
+		// and :8443.
+		"--pprof-bind-address=0", "--metrics-bind-address=0",
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=2500ms", "--leader-election-retry-period=200ms",
 		"--sweep-interval=1s"}
 	args = append(args, extra...)
@@ -584,7 +696,7 @@ func startChildLogs(t *testing.T, kubeconfig []byte, dir string, logs *testkube.
 	c := &child{probeAddr: testkube.FreeAddr(t), logs: logs, done: make(chan error, 1)}
 	args := []string{"--kubeconfig=" + controllerKubeconfig(t, kubeconfig), "--pu-dir=" + dir,
 		"--leader-election-namespace=" + leaseNS, "--leader-election-id=podsweeper-drain", "--health-probe-bind-address=" + c.probeAddr,
-		"--pprof-bind-address=0"}
+		"--pprof-bind-address=0", "--metrics-bind-address=0"}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^TestControllerHelper$", "-test.count=1")
 	c.cmd.Env = append(os.Environ(), controllerArgsEnv+"="+strings.Join(args, "\n"))
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs

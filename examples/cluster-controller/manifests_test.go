@@ -23,7 +23,7 @@ func TestDeploymentCarriesTheController(t *testing.T) {
 	require.NotNil(t, d.Spec.Replicas)
 	assert.Equal(t, int32(2), *d.Spec.Replicas)
 	cfg := checkControllerPod(t, d.Spec.Template.Spec, "podsweeper-cluster")
-	assert.Equal(t, 16, cfg.workers)
+	assert.Equal(t, 16, cfg.Workers)
 	var pvc corev1.PersistentVolumeClaim
 	testkube.ReadManifest(t, "deploy", "pvc.yaml", &pvc)
 	assert.Equal(t, pvc.Name, d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
@@ -49,7 +49,7 @@ func checkControllerPod(t *testing.T, spec corev1.PodSpec, namespace string) con
 	}
 	assert.True(t, envs["POD_NAMESPACE"], "the Lease's namespace is the pod's")
 
-	testkube.AssertProbes(t, c, cfg.probeAddr)
+	testkube.AssertProbes(t, c, cfg.HealthProbeBindAddress)
 	testkube.AssertUnprivileged(t, spec, c)
 
 	require.Len(t, c.VolumeMounts, 1)
@@ -75,13 +75,16 @@ func rules(rs []rbacv1.PolicyRule, t *testing.T) map[string][]string {
 
 // TestRBACIsLeastPrivilege pins the controller's RBAC to what it uses:
 // reading pods and writing the Events of its destroys (create, and patch
-// for a series) everywhere; the Lease in its own namespace.
+// for a series) everywhere, reviewing the tokens of its metrics' clients;
+// the Lease in its own namespace.
 func TestRBACIsLeastPrivilege(t *testing.T) {
 	var cr rbacv1.ClusterRole
 	testkube.ReadManifest(t, "deploy", "clusterrole.yaml", &cr)
 	assert.Equal(t, map[string][]string{
-		"/pods":                {"get", "list", "watch"},
-		"events.k8s.io/events": {"create", "patch"},
+		"/pods":                                     {"get", "list", "watch"},
+		"events.k8s.io/events":                      {"create", "patch"},
+		"authentication.k8s.io/tokenreviews":        {"create"},
+		"authorization.k8s.io/subjectaccessreviews": {"create"},
 	}, rules(cr.Rules, t))
 	var role rbacv1.Role
 	testkube.ReadManifest(t, "deploy", "role.yaml", &role)

@@ -146,7 +146,7 @@ func startPartReplica(t *testing.T, rc, leaseConfig *rest.Config, dir, leaseID, 
 	t.Helper()
 	c := testConfig(dir)
 	c.leaseID, c.leaseDuration, c.renewDeadline, c.retryPeriod = leaseID, partLeaseDuration, partRenewDeadline, partRetryPeriod
-	c.workers = 4
+	c.Workers = 4
 	log := funcr.New(func(string, string) {}, funcr.Options{})
 	mgr, engine, err := setup(rc, c, deps{wrapPolicy: j.wrap(name), registry: prometheus.NewRegistry(), log: log, leaseConfig: leaseConfig})
 	require.NoError(t, err)

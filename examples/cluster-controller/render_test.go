@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/podsweeper/podsweeper/adapters/k8s/program"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
@@ -34,15 +35,17 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	flagDefaults, err := parseFlags([]string{"--pu-dir", "/var/lib/podsweeper/pus"}, env(map[string]string{"POD_NAMESPACE": "podsweeper-cluster"}), io.Discard)
 	require.NoError(t, err)
 	for _, cfg := range []*config{&kustCfg, &defCfg, &nonCfg} {
-		cfg.zap = flagDefaults.zap // a parsed --zap-log-level holds a level no two parses share
+		cfg.Zap = flagDefaults.Zap // a parsed --zap-log-level holds a level no two parses share
 	}
 	assert.Equal(t, kustCfg, defCfg, "the chart's defaults run the controller of deploy/")
 	assert.Equal(t, flagDefaults, defCfg, "the chart's defaults are the flags'")
 	assert.Equal(t, config{
-		kubeAPIQPS: 30, kubeAPIBurst: 60, puDir: "/data/pus", leaderElect: true, leaseNS: "pu-controllers",
+		Flags: program.Flags{KubeAPIQPS: 30, KubeAPIBurst: 60, MetricsBindAddress: "127.0.0.1:9090", MetricsSecure: false,
+			HealthProbeBindAddress: ":9081", PprofBindAddress: "0", SweepInterval: 2 * time.Minute, Workers: 32,
+			DryRun: true, MaxDestroysPerSecond: 100, DestroyBurst: 10, Zap: flagDefaults.Zap},
+		puDir: "/data/pus", leaderElect: true, leaseNS: "pu-controllers",
 		leaseID: "pus-lease", leaseDuration: 30 * time.Second, renewDeadline: 20 * time.Second, retryPeriod: 5 * time.Second,
-		metricsAddr: "127.0.0.1:9090", probeAddr: ":9081", pprofAddr: "0", sweepInterval: 2 * time.Minute, workers: 32,
-		slimPodCache: false, events: false, zap: flagDefaults.zap,
+		slimPodCache: false, events: false,
 	}, nonCfg, "every value reaches its flag")
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
 	assert.Empty(t, testkube.Env(r.DefaultsC), "the chart's defaults leave the kubernetes Service's address to the kubelet")
