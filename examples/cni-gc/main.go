@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,96 +13,60 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/adapters/k8s/program"
 	"github.com/podsweeper/podsweeper/deletion"
 )
 
-// errUsage: the command line is wrong; main exits with status 2.
-var errUsage = errors.New("usage")
-
-// config is the collector's command line.
+// config is the collector's command line: the flags every program has,
+// and its own.
 type config struct {
-	kubeconfig     string
+	program.Flags
 	node           string
-	metricsAddr    string
-	probeAddr      string
 	criEndpoint    string
 	cacheDir       string
 	pluginDirs     string
 	confDir        string
-	sweepInterval  time.Duration
 	resyncInterval time.Duration
-	workers        int
-	dryRun         bool
-	zap            zap.Options
 }
 
 // parseFlags reads the command line; getenv supplies the --node default
 // ($NODE_NAME, from the downward API in deploy/daemonset.yaml).
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	var cfg config
+	// The shared flags' defaults, but for the metrics: plain HTTP on the
+	// node's loopback (the collector runs in the host's network namespace),
+	// and the probes' port, beside the node agent's.
+	cfg := config{Flags: program.Defaults()}
+	cfg.MetricsBindAddress, cfg.MetricsSecure, cfg.HealthProbeBindAddress = "127.0.0.1:9812", false, ":9811"
+	cfg.PprofBindAddress = program.Off
 	fs := flag.NewFlagSet("cni-gc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, the in-cluster config, then ~/.kube/config")
 	fs.StringVar(&cfg.node, "node", getenv("NODE_NAME"), "the node this collector runs on (default $NODE_NAME)")
-	fs.StringVar(&cfg.metricsAddr, "metrics-bind-address", "127.0.0.1:9812",
-		`address of the Prometheus /metrics endpoint and of the status page `+k8s.StatusPath+`, plain HTTP: keep it on loopback; "0" turns them off`)
-	fs.StringVar(&cfg.probeAddr, "health-probe-bind-address", ":9811", `address of the /healthz and /readyz endpoints; "0" turns them off`)
 	fs.StringVar(&cfg.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock",
 		"the container runtime's CRI socket, as the kubelet's --container-runtime-endpoint: it says which sandbox is each pod's current one")
 	fs.StringVar(&cfg.cacheDir, "cni-cache-dir", cni.DefaultCacheDir, "libcni's cache directory, the runtime's")
 	fs.StringVar(&cfg.pluginDirs, "cni-bin-dir", cni.DefaultPluginDir, "the CNI plugins' directories, comma-separated, as the runtime's")
 	fs.StringVar(&cfg.confDir, "cni-conf-dir", cni.DefaultConfDir, "the runtime's network configs: a network whose config says disableGC is never touched")
-	fs.DurationVar(&cfg.sweepInterval, "sweep-interval", deletion.DefaultSweepInterval, "how often every pod holding attachments is checked against the API")
 	fs.DurationVar(&cfg.resyncInterval, "resync-interval", cni.DefaultResyncInterval, "how often the cache is listed again for attachments that appeared")
-	fs.IntVar(&cfg.workers, "workers", deletion.DefaultWorkers, "how many checks (and DELs) may run at once")
-	fs.BoolVar(&cfg.dryRun, "dry-run", false,
-		"decide every free as usual, the confirming read included, but run no DEL: report each pod whose attachments would go, and why, "+
-			"in the log, in podsweeper_would_destroy_total and on "+k8s.DryRunPath+"; the first step of a rollout")
-	cfg.zap.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return cfg, fmt.Errorf("%w: %w", errUsage, err)
+	if err := cfg.Parse(fs, args); err != nil {
+		return cfg, err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return cfg, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	case cfg.node == "":
-		return cfg, fmt.Errorf("%w: --node is required (or set NODE_NAME)", errUsage)
+		return cfg, fmt.Errorf("%w: --node is required (or set NODE_NAME)", program.ErrUsage)
 	case cfg.criEndpoint == "":
-		return cfg, fmt.Errorf("%w: --cri-endpoint is required: without the runtime, no leaked sandbox of a live pod is seen", errUsage)
-	case cfg.sweepInterval <= 0 || cfg.resyncInterval <= 0:
-		return cfg, fmt.Errorf("%w: --sweep-interval and --resync-interval must be positive", errUsage)
-	case cfg.workers <= 0:
-		return cfg, fmt.Errorf("%w: --workers must be positive, got %d", errUsage, cfg.workers)
+		return cfg, fmt.Errorf("%w: --cri-endpoint is required: without the runtime, no leaked sandbox of a live pod is seen", program.ErrUsage)
+	case cfg.resyncInterval <= 0:
+		return cfg, fmt.Errorf("%w: --resync-interval must be positive, got %v", program.ErrUsage, cfg.resyncInterval)
 	}
 	return cfg, nil
-}
-
-// restConfig loads the cluster's address and credentials.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
-		}
-		return c, nil
-	}
-	c, err := ctrlconfig.GetConfig()
-	if err != nil {
-		return nil, fmt.Errorf("finding the cluster (no --kubeconfig given): %w", err)
-	}
-	return c, nil
 }
 
 // newCollector reads libcni's cache and runs the plugins' DEL; the
@@ -126,12 +89,7 @@ func newManager(rc *rest.Config, cfg config, log logr.Logger) (manager.Manager, 
 	if err != nil {
 		return nil, err
 	}
-	return ctrl.NewManager(rc, ctrl.Options{
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: cfg.metricsAddr},
-		HealthProbeBindAddress: cfg.probeAddr,
-		Logger:                 log,
-	})
+	return ctrl.NewManager(rc, cfg.ManagerOptions(log, cacheOpts))
 }
 
 // newEngine builds the engine around the collector: its Inventory (the
@@ -147,27 +105,20 @@ func newEngine(mgr manager.Manager, cfg config, collector *cni.Collector, sandbo
 	if err != nil {
 		return nil, err
 	}
-	observer := deletion.Observers(metrics)
-	if report != nil {
-		observer = deletion.Observers(metrics, report)
-	}
-	engine, err := deletion.New(k8s.StaticPodUIDs(k8s.NewPodGetter(mgr.GetCache())), collector, deletion.Options{
+	engine, err := deletion.New(k8s.StaticPodUIDs(k8s.NewPodGetter(mgr.GetCache())), collector, cfg.EngineOptions(deletion.Options{
 		NodeName:         cfg.node,
 		SandboxExtractor: sandboxes,
 		SandboxProber:    collector, // a dead sandbox's attachments go while its pod waits for a new one
 		Requeuer:         collector,
 		Inventory:        collector,
 		Confirmer:        k8s.StaticPodUIDs(k8s.NewPodGetter(mgr.GetAPIReader())),
-		SweepInterval:    cfg.sweepInterval,
-		Workers:          cfg.workers,
-		DryRun:           cfg.dryRun,
-		Observer:         observer,
+		Observer:         deletion.Observers(metrics, report),
 		Logger:           log,
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
-	return engine, ctrlmetrics.Registry.Register(k8s.NewBacklogCollector(engine))
+	return engine, nil
 }
 
 // trackNoPod is the wiring's Filter: the PUs come from libcni's cache (the
@@ -178,7 +129,7 @@ func newEngine(mgr manager.Manager, cfg config, collector *cni.Collector, sandbo
 func trackNoPod(*corev1.Pod) bool { return false }
 
 // wire runs the engine on the manager, fed by pod events and by Resync,
-// and serves the probes, the status page and the dry run's report.
+// and adds the shared endpoints: ready while the runtime answers.
 func wire(mgr manager.Manager, cfg config, engine *deletion.Engine, collector *cni.Collector, sandboxes *cri.SandboxExtractor,
 	report *k8s.DryRunReport, log logr.Logger) error {
 	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{Filter: trackNoPod, Logger: log.WithName("wiring")}); err != nil {
@@ -188,39 +139,23 @@ func wire(mgr manager.Manager, cfg config, engine *deletion.Engine, collector *c
 	if err := mgr.Add(resync); err != nil {
 		return err
 	}
-	if cfg.metricsAddr != "0" {
-		if err := mgr.AddMetricsServerExtraHandler(k8s.StatusPath, k8s.NewStatusHandler(engine)); err != nil {
-			return err
-		}
-		if report != nil {
-			if err := mgr.AddMetricsServerExtraHandler(k8s.DryRunPath, report); err != nil {
-				return err
-			}
-		}
-	}
-	if cfg.probeAddr == "0" {
-		return nil
-	}
-	// A backlog fails readiness only: restarting a busy collector would
-	// start its work over.
-	return errors.Join(
-		mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck),
-		mgr.AddReadyzCheck("podsweeper", engine.ReadinessCheck),
-		mgr.AddReadyzCheck("cri", func(req *http.Request) error { return sandboxes.Ping(req.Context()) }),
-	)
+	return program.Serve(mgr, engine, cfg.Flags, program.ServeOptions{Report: report, Ready: map[string]healthz.Checker{
+		"cri": func(req *http.Request) error { return sandboxes.Ping(req.Context()) },
+	}})
 }
 
+// run is the collector, one step after the other: the command line, the
+// logger, the cluster, the runtime, the CNI cache, the manager, the engine,
+// its wiring and its endpoints.
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg, err := parseFlags(args, os.Getenv, stderr)
 	if err != nil {
 		return err
 	}
-	// JSON lines on stderr, as the --zap-* flags say; their sampling (of the
-	// lines of one message, 100 a second, then one in 100) never drops a
-	// line that records what became of a PU or an attachment.
-	log := k8s.NewLogger(append(k8s.EngineRecordMessages(), cni.LogMessageFreed), zap.UseFlagOptions(&cfg.zap), zap.WriteTo(stderr))
-	ctrl.SetLogger(log)
-	rc, err := restConfig(cfg.kubeconfig)
+	// JSON lines on stderr; a line that records what became of a PU or an
+	// attachment is never sampled out.
+	log := cfg.NewLogger(stderr, cni.LogMessageFreed)
+	rc, err := cfg.RESTConfig()
 	if err != nil {
 		return err
 	}
@@ -240,10 +175,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	// In a dry run, what would have been freed and why, for the operator
 	// to read before turning DELs on.
-	var report *k8s.DryRunReport
-	if cfg.dryRun {
-		report = k8s.NewDryRunReport(0)
-	}
+	report := cfg.DryRunReport()
 	engine, err := newEngine(mgr, cfg, collector, sandboxes, report, log.WithName("podsweeper"))
 	if err != nil {
 		return fmt.Errorf("creating the deletion engine: %w", err)
@@ -252,19 +184,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log.Info("starting the CNI collector", "node", cfg.node, "criEndpoint", cfg.criEndpoint, "cacheDir", cfg.cacheDir,
-		"pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir, "dryRun", cfg.dryRun)
+		"pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir, "dryRun", cfg.DryRun, "maxDestroysPerSecond", cfg.MaxDestroysPerSecond)
 	return mgr.Start(ctx)
 }
 
 func main() {
-	if err := run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "cni-gc:", err)
-		if errors.Is(err, errUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
+	program.Exit("cni-gc", run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr))
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podsweeper/podsweeper/adapters/cri"
+	"github.com/podsweeper/podsweeper/adapters/k8s/program"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
@@ -39,7 +40,7 @@ func checkCollectorPod(t *testing.T, spec corev1.PodSpec) config {
 
 	cfg, err := parseFlags(c.Args, func(string) string { return "node-a" }, &bytes.Buffer{})
 	require.NoError(t, err, "the collector's args parse")
-	testkube.AssertProbes(t, c, cfg.probeAddr)
+	testkube.AssertProbes(t, c, cfg.HealthProbeBindAddress)
 
 	hostPaths := map[string]string{}
 	for _, v := range spec.Volumes {
@@ -103,10 +104,10 @@ func TestManifestsApply(t *testing.T) {
 func TestFlagsRequireTheRuntimeAndTheNode(t *testing.T) {
 	env := func(string) string { return "node-a" }
 	_, err := parseFlags([]string{"--cri-endpoint="}, env, &bytes.Buffer{})
-	require.ErrorIs(t, err, errUsage)
+	require.ErrorIs(t, err, program.ErrUsage)
 	_, err = parseFlags(nil, func(string) string { return "" }, &bytes.Buffer{})
-	require.ErrorIs(t, err, errUsage, "--node is required")
+	require.ErrorIs(t, err, program.ErrUsage, "--node is required")
 	cfg, err := parseFlags(nil, env, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, "127.0.0.1:9812", cfg.metricsAddr, "plain HTTP metrics stay on loopback by default")
+	assert.Equal(t, "127.0.0.1:9812", cfg.MetricsBindAddress, "plain HTTP metrics stay on loopback by default")
 }

@@ -127,11 +127,11 @@ func TestCollectorAsDeployedCuresTheRebootLeak(t *testing.T) {
 		for _, name := range slices.Sorted(maps.Keys(live)) {
 			live[name].intact(t, n, name)
 		}
-		if len(live) == pods && keptSince.IsZero() && collectorKeeps(status, cfg.metricsAddr, live) {
+		if len(live) == pods && keptSince.IsZero() && collectorKeeps(status, cfg.MetricsBindAddress, live) {
 			keptSince = time.Now()
 		}
 		// Two more sweeps once it keeps them all, every one checked again.
-		if !keptSince.IsZero() && time.Since(keptSince) > 2*cfg.sweepInterval {
+		if !keptSince.IsZero() && time.Since(keptSince) > 2*cfg.SweepInterval {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "within %v of the collector's start: %d of %d pods Running again, kept by the collector: %v",

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podsweeper/podsweeper/adapters/k8s/program"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
@@ -29,14 +30,16 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	flagDefaults, err := parseFlags(nil, func(string) string { return "node-a" }, io.Discard)
 	require.NoError(t, err)
 	for _, cfg := range []*config{&kustCfg, &defCfg, &nonCfg} {
-		cfg.zap = flagDefaults.zap // a parsed --zap-log-level holds a level no two parses share
+		cfg.Zap = flagDefaults.Zap // a parsed --zap-log-level holds a level no two parses share
 	}
 	assert.Equal(t, kustCfg, defCfg, "the chart's defaults run the collector of deploy/")
 	assert.Equal(t, flagDefaults, defCfg, "the chart's defaults are the flags'")
 	assert.Equal(t, config{
-		node: "node-a", metricsAddr: "0", probeAddr: ":9911", criEndpoint: "unix:///var/run/crio/crio.sock",
+		Flags: program.Flags{KubeAPIQPS: 10, KubeAPIBurst: 20, MetricsBindAddress: "0", HealthProbeBindAddress: ":9911", PprofBindAddress: "0",
+			SweepInterval: 10 * time.Second, Workers: 2, DryRun: true, MaxDestroysPerSecond: 20, DestroyBurst: 4, Zap: flagDefaults.Zap},
+		node: "node-a", criEndpoint: "unix:///var/run/crio/crio.sock",
 		cacheDir: "/var/lib/cni-cache", pluginDirs: "/opt/cni/bin,/usr/libexec/cni", confDir: "/etc/cni/multus.d",
-		sweepInterval: 10 * time.Second, resyncInterval: time.Minute, workers: 2, dryRun: true, zap: flagDefaults.zap,
+		resyncInterval: time.Minute,
 	}, nonCfg, "every value reaches its flag")
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
 	assert.Empty(t, testkube.Env(r.DefaultsC), "the chart's defaults leave the kubernetes Service's address to the kubelet")
