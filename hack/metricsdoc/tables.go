@@ -1,0 +1,64 @@
+package main
+
+import (
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// guides says, for each metric the programs export, when to look at it:
+// the question it answers or the alert to build on it. generate fails when a
+// metric exported has no line here, or a line names a metric no longer
+// exported.
+var guides = map[string]string{
+	k8s.MetricTrackedPUs: "How many PUs the engine holds. It follows the pods that have a PU; " +
+		"one that grows while they do not points at PUs not destroyed (see the failures and the backlog).",
+	k8s.MetricDestroys: "How fast the PUs of gone pods are destroyed, and why: `rate()` by `reason`. " +
+		"A jump of one reason names the churn behind it (pods deleted, recreated under the same name, moved, sandboxes replaced).",
+	k8s.MetricDestroyFailures: "Alert on a rate above 0 that lasts: the policy engine fails or refuses destroys, " +
+		"and `podsweeper_pus_waiting_for_retry` grows with it.",
+	k8s.MetricAbandoned: "Alert on any increase: a PU was given up on after its last failed destroy " +
+		"(deletion.Options.MaxDestroyAttempts) and the policy engine may still hold it; clean it up there.",
+	k8s.MetricPodGetErrors: "Is the API server, or the pod cache, failing? Pod reads that failed other than not found (or answered another pod); " +
+		"a check that hits one keeps its PU until a later check can decide.",
+	k8s.MetricCheckDuration: "Are the checks slow? High quantiles near deletion.Options.CheckTimeout (30 s) mean a slow API server " +
+		"or policy engine; the queue then backs up (`podsweeper_oldest_queued_check_seconds`).",
+	k8s.MetricDestroyDelay: "How long the PU of a gone pod outlives it: the destroys' latency objective. " +
+		"Failed attempts and a destroy rate lengthen it.",
+	k8s.MetricVetoes: "Is the pod cache behind the API server? Destroys the Confirmer did not confirm, by the cache's reason; " +
+		"a steady rate means a stale cache (`SandboxChanged`: a stale sandbox listing).",
+	k8s.MetricRestored: "After a restart: how many PUs came back from the Inventory. " +
+		"It stays 0 without an Inventory; 0 after a restart that had PUs to restore means the Inventory lost them.",
+	k8s.MetricWouldDestroy: "During a dry run (deletion.Options.DryRun): what turning destroys on would destroy, by reason. " +
+		"Read it before turning destroys on; it stays 0 otherwise.",
+	k8s.MetricRetrying: "Alert when it stays above 0: destroys fail again and again, most often a policy engine that is down.",
+	k8s.MetricOldestPendingSecond: "Alert when it exceeds a few sweep intervals (deletion.Options.SweepInterval, 5 s): " +
+		"the oldest PU found gone is still not destroyed; it grows, with the retries, while the policy engine is down.",
+	k8s.MetricWaitingForRate: "With a destroy rate set (deletion.Options.DestroyRate): the PUs waiting for their turn. " +
+		"High for long, it says the rate is too low for the churn; 0 without a rate.",
+	k8s.MetricOldestQueuedSecond: "Can the workers keep up? Past 3 sweep intervals the engine's ReadinessCheck fails; " +
+		"a slow drain shows here first.",
+}
+
+// labelSet is what values a label takes.
+type labelSet struct {
+	from   string   // the code that lists them
+	values []string // in that code's order
+}
+
+// labels gives, for each label a metric carries, the fixed set of values it
+// takes. generate fails when a metric carries a label missing here, or a
+// value outside its set.
+var labels = map[string]labelSet{
+	"reason": {from: "ports.Reasons()", values: reasons()},
+}
+
+func reasons() []string {
+	var vs []string
+	for _, r := range ports.Reasons() {
+		vs = append(vs, string(r))
+	}
+	return vs
+}
+
+// programs are the deployable programs, as examples/<program> names them.
+var programs = []string{"node-agent", "cluster-controller", "cni-gc"}
