@@ -91,3 +91,17 @@ func TestALabelWithoutItsValuesFails(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), k8s.MetricDestroys+` has a series with reason="NodeChanged", which is not one of a shorter list`)
 }
+
+// The charts and the README link the reference.
+func TestReferenceIsLinked(t *testing.T) {
+	for _, p := range programs {
+		for _, f := range []string{"Chart.yaml", "values.yaml"} {
+			b, err := os.ReadFile(filepath.Join("..", "..", "examples", p, "chart", f))
+			require.NoError(t, err)
+			assert.True(t, strings.Contains(string(b), "docs/metrics.md"), "examples/%s/chart/%s links docs/metrics.md", p, f)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(b), "](docs/metrics.md)"), "README.md links docs/metrics.md")
+}
