@@ -48,12 +48,13 @@ KUSTOMIZE_RENDER := $(TOOLS_DIR)/kustomize-render
 tools_build = @mkdir -p $(TOOLS_DIR) && $(GO) build -C $(<D) -trimpath $(2) -o $(abspath $@) $(1) && touch $(abspath $@)
 HELM_VERSION = $(shell awk '$$1 == "require" && $$2 == "helm.sh/helm/v4" { print $$3 }' hack/tools/helm/go.mod)
 
-.PHONY: all generate metrics-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process ci cni-plugins images debs tools release
+.PHONY: all generate metrics-doc values-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process ci cni-plugins images debs tools release
 
 all: lint test
 
-## generate: regenerate the mocks of the ports with the pinned mockgen, and docs/metrics.md.
-generate: metrics-doc
+## generate: regenerate the mocks of the ports with the pinned mockgen, docs/metrics.md and
+## the charts' values references.
+generate: metrics-doc values-doc
 	$(GO) generate ./...
 
 ## metrics-doc: write docs/metrics.md, the reference of every metric the programs
@@ -62,9 +63,14 @@ metrics-doc:
 	@mkdir -p docs
 	$(GO) run ./hack/metricsdoc -o docs/metrics.md
 
-## verify-generate: fail when the committed mocks or docs/metrics.md differ from freshly generated ones.
+## values-doc: write docs/operating/values/<program>.md, the reference of each chart's values,
+## from its values.yaml (hack/valuesdoc; its test fails when a reference is stale).
+values-doc:
+	$(GO) run ./hack/valuesdoc
+
+## verify-generate: fail when the committed mocks or generated docs differ from freshly generated ones.
 verify-generate: generate
-	@git diff --exit-code -- mocks/ docs/metrics.md || { echo "mocks/ or docs/metrics.md is stale: run 'make generate' and commit the result" >&2; exit 1; }
+	@git diff --exit-code -- mocks/ docs/metrics.md docs/operating/values/ || { echo "mocks/ or a generated doc is stale: run 'make generate' and commit the result" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- mocks/)" || { echo "untracked files in mocks/: run 'make generate' and commit the result" >&2; git status --porcelain -- mocks/; exit 1; }
 
 # The core must stay free of these: it depends only on the ports.
