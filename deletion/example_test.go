@@ -18,6 +18,7 @@ import (
 // the API server; a real agent uses adapters/k8s.NewPodGetter and Start
 // (see New).
 func Example() {
+	// docs:begin plain-go
 	var mu sync.Mutex
 	pods := map[types.NamespacedName]*corev1.Pod{}
 	getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
@@ -55,6 +56,7 @@ func Example() {
 	mu.Unlock()
 	engine.Sweep(context.Background())
 	fmt.Println("tracked once it is gone:", engine.Len())
+	// docs:end plain-go
 
 	// Output:
 	// tracked while the pod lives: 1

@@ -2,25 +2,20 @@ package main
 
 import (
 	"context"
-	"os"
-	"strings"
-	"testing"
 
-	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// readmeUse is README.md's "Use" snippet, compiled with the SDK's current
-// API: TestREADMEUseIsCompiled keeps the two the same, line for line.
+// readmeUse is README.md's controller-runtime snippet, compiled with the
+// SDK's current API; hack/docscheck keeps the two the same, line for line.
 func readmeUse(ctx context.Context, cfg *rest.Config, node string, destroyPU func(context.Context, string) error) error {
-	// README:begin
+	// docs:begin controller-runtime
 	// A node agent on controller-runtime: the pod cache holds this node's pods only.
 	log := ctrl.Log.WithName("podsweeper")
 	cacheOpts, err := k8s.NodeCacheOptions(node, cache.Options{})
@@ -31,27 +26,15 @@ func readmeUse(ctx context.Context, cfg *rest.Config, node string, destroyPU fun
 	if err != nil {
 		return err
 	}
-	// The pod's sandbox, from the container runtime over the CRI.
-	extractor, err := cri.New("unix:///run/containerd/containerd.sock", cri.Options{})
-	if err != nil {
-		return err
-	}
-	defer extractor.Close()
-	metrics, err := k8s.NewMetrics(nil) // podsweeper_* on the manager's /metrics
-	if err != nil {
-		return err
-	}
 	engine, err := deletion.New(
 		k8s.NewPodGetter(mgr.GetCache()), // checks read the node's pod cache
 		ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
 			return destroyPU(ctx, ev.PUID) // your code: tear down the PU; an unknown PU is no error
 		}),
 		deletion.Options{
-			NodeName:         node,
-			SandboxExtractor: extractor,
-			Confirmer:        k8s.NewPodGetter(mgr.GetAPIReader()), // a destroy is confirmed against the API server
-			Observer:         metrics,
-			Logger:           log,
+			NodeName:  node,
+			Confirmer: k8s.NewPodGetter(mgr.GetAPIReader()), // a destroy is confirmed against the API server
+			Logger:    log,
 		},
 	)
 	if err != nil {
@@ -71,30 +54,7 @@ func readmeUse(ctx context.Context, cfg *rest.Config, node string, destroyPU fun
 		return err
 	}
 	return mgr.Start(ctx)
-	// README:end
+	// docs:end controller-runtime
 }
 
 var _ = readmeUse // compiled, not run: it needs a cluster and a runtime
-
-// TestREADMEUseIsCompiled: the snippet README.md shows under "Use" is the
-// body of readmeUse, which compiles against the SDK's current API.
-func TestREADMEUseIsCompiled(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	_, after, ok := strings.Cut(string(readme), "## Use\n\n```go\n")
-	require.True(t, ok, "README.md has a Use section with a Go block")
-	shown, _, ok := strings.Cut(after, "```\n")
-	require.True(t, ok)
-
-	self, err := os.ReadFile("readme_test.go")
-	require.NoError(t, err)
-	_, after, ok = strings.Cut(string(self), "\t// README:begin\n")
-	require.True(t, ok)
-	compiled, _, ok := strings.Cut(after, "\t// README:end\n")
-	require.True(t, ok)
-	var lines []string
-	for line := range strings.Lines(compiled) {
-		lines = append(lines, strings.TrimPrefix(line, "\t"))
-	}
-	require.Equal(t, shown, strings.Join(lines, ""), "README.md's Use snippet differs from readmeUse in examples/node-agent/readme_test.go")
-}
