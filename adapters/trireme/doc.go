@@ -8,5 +8,5 @@
 // ports.SandboxExtractor. DeleteController keeps the seed's constructor
 // arguments, channels and Start, and runs the deletion engine underneath, so
 // code written against trireme-lib's DeleteController moves over with a few
-// changed lines (see MIGRATION.md at the root of the repository).
+// changed lines (see docs/sdk/migrating-from-trireme.md).
 package trireme

@@ -24,7 +24,7 @@ func (r printResolver) HandlePUEvent(ctx context.Context, puID string, ev Event,
 	return nil
 }
 
-// The seed's wiring, on the SDK (MIGRATION.md): with trireme-lib, Event is
+// The seed's wiring, on the SDK (docs/sdk/migrating-from-trireme.md): with trireme-lib, Event is
 // common.Event, EventDestroy common.EventDestroy and RuntimeReader
 // policy.RuntimeReader. The pod monitor sends a DeleteEvent for every PU it
 // creates, as before; here the pod is gone already, so the first check
