@@ -144,8 +144,10 @@ func TestBadInputAbsurdOptions(t *testing.T) {
 			require.ErrorIs(t, err, deletion.ErrInvalidOptions)
 			assert.Nil(t, c)
 			assert.Contains(t, err.Error(), firstWord(name))
+			assert.Equal(t, err, o.Validate(), "Validate refuses what New refuses, with the same error")
 		})
 	}
+	assert.NoError(t, deletion.Options{}.Validate(), "the zero Options are the defaults")
 	t.Run("nil ports", func(t *testing.T) {
 		_, err := deletion.New(nil, policy, deletion.Options{})
 		require.ErrorIs(t, err, deletion.ErrNilPort)

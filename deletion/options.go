@@ -146,6 +146,13 @@ type Options struct {
 	Clock clock.WithTicker
 }
 
+// Validate reports whether New would take o, with an error wrapping ErrInvalidOptions that names the first field it
+// refuses: for a program that checks its command line before it connects to anything.
+func (o Options) Validate() error {
+	_, err := o.withDefaults()
+	return err
+}
+
 // withDefaults validates o and fills in the defaults.
 func (o Options) withDefaults() (Options, error) {
 	for _, d := range []struct {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"time"
@@ -108,23 +109,43 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 }
 
 // Validate rejects shared flags the program cannot run with, with an error
-// that wraps ErrUsage and names the flag.
+// that wraps ErrUsage and names the flag: those the engine would refuse
+// (deletion.Options.Validate) among them, so that a program refuses them
+// before it connects to anything.
 func (f *Flags) Validate() error {
 	var err error
 	switch {
-	case f.KubeAPIQPS == 0:
-		err = errors.New("--kube-api-qps 0 would mean client-go's 5 a second: give a rate, or a negative value for no client-side limit")
+	case math.IsNaN(f.KubeAPIQPS) || math.IsInf(f.KubeAPIQPS, 0):
+		err = fmt.Errorf("--kube-api-qps must be a number of requests a second, or negative for no client-side limit, got %v", f.KubeAPIQPS)
+	case float32(f.KubeAPIQPS) == 0:
+		err = fmt.Errorf("--kube-api-qps %v would mean client-go's 5 a second: give a rate, or a negative value for no client-side limit", f.KubeAPIQPS)
 	case f.KubeAPIQPS > 0 && f.KubeAPIBurst <= 0:
 		err = fmt.Errorf("--kube-api-burst must be positive with a positive --kube-api-qps, got %d", f.KubeAPIBurst)
 	case f.SweepInterval <= 0:
 		err = fmt.Errorf("--sweep-interval must be positive, got %v", f.SweepInterval)
 	case f.Workers <= 0:
 		err = fmt.Errorf("--workers must be positive, got %d", f.Workers)
-	case f.MaxDestroysPerSecond < 0 || f.DestroyBurst < 1:
-		err = fmt.Errorf("--max-destroys-per-second must not be negative (got %v) and --destroy-burst must be at least 1 (got %d)",
-			f.MaxDestroysPerSecond, f.DestroyBurst)
+	case f.MaxDestroysPerSecond < 0:
+		err = fmt.Errorf("--max-destroys-per-second must not be negative, got %v", f.MaxDestroysPerSecond)
+	case f.DestroyBurst < 1:
+		err = fmt.Errorf("--destroy-burst must be at least 1, got %d", f.DestroyBurst)
 	case !f.MetricsSecure && f.MetricsBindAddress != Off && !loopback(f.MetricsBindAddress):
 		err = fmt.Errorf("--metrics-secure=false serves anyone who reaches --metrics-bind-address: bind it to 127.0.0.1, not %q", f.MetricsBindAddress)
+	default:
+		// What the engine refuses, by the flag that sets it.
+		for _, c := range []struct {
+			flag string
+			o    deletion.Options
+		}{
+			{fmt.Sprintf("--sweep-interval=%v", f.SweepInterval), deletion.Options{SweepInterval: f.SweepInterval}},
+			{fmt.Sprintf("--workers=%d", f.Workers), deletion.Options{Workers: f.Workers}},
+			{fmt.Sprintf("--max-destroys-per-second=%v", f.MaxDestroysPerSecond), deletion.Options{DestroyRate: rate.Limit(f.MaxDestroysPerSecond)}},
+		} {
+			if verr := c.o.Validate(); verr != nil {
+				err = fmt.Errorf("%s: %w", c.flag, verr)
+				break
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)

@@ -36,11 +36,20 @@ func TestParseRefusesWhatNoProgramRunsWith(t *testing.T) {
 		flag string
 	}{
 		"qps 0 (client-go's 5 a second)": {[]string{"--kube-api-qps=0"}, "--kube-api-qps"},
+		"qps 0 once a float32":           {[]string{"--kube-api-qps=1e-50"}, "--kube-api-qps"},
+		"qps NaN (no limiter at all)":    {[]string{"--kube-api-qps=NaN"}, "--kube-api-qps"},
+		"qps infinite":                   {[]string{"--kube-api-qps=+Inf"}, "--kube-api-qps"},
+		"a sweep the engine refuses":     {[]string{"--sweep-interval=1ms"}, "--sweep-interval=1ms"},
+		"a sweep past MaxDuration":       {[]string{"--sweep-interval=10000h"}, "--sweep-interval=10000h"},
+		"more workers than the engine's": {[]string{"--workers=20000"}, "--workers=20000"},
+		"a rate below one a year":        {[]string{"--max-destroys-per-second=1e-9"}, "--max-destroys-per-second=1e-09"},
+		"a rate of NaN":                  {[]string{"--max-destroys-per-second=NaN"}, "--max-destroys-per-second=NaN"},
 		"no burst with a qps":            {[]string{"--kube-api-qps=20", "--kube-api-burst=0"}, "--kube-api-burst"},
 		"zero interval":                  {[]string{"--sweep-interval=0s"}, "--sweep-interval"},
 		"negative workers":               {[]string{"--workers=-1"}, "--workers"},
 		"negative destroy rate":          {[]string{"--max-destroys-per-second=-1"}, "--max-destroys-per-second"},
 		"no destroy burst":               {[]string{"--destroy-burst=0"}, "--destroy-burst"},
+		"no destroy burst with a rate":   {[]string{"--max-destroys-per-second=5", "--destroy-burst=0"}, "usage: --destroy-burst must"},
 		"plain metrics for everyone":     {[]string{"--metrics-secure=false", "--metrics-bind-address=:8080"}, "--metrics-bind-address"},
 		"unknown flag":                   {[]string{"--nope"}, "-nope"},
 		"an argument":                    {[]string{"extra"}, "unexpected arguments"},
@@ -53,6 +62,22 @@ func TestParseRefusesWhatNoProgramRunsWith(t *testing.T) {
 	assert.NoError(t, err, "no client-side limit needs no burst")
 	_, err = parse(t, "-h")
 	assert.ErrorIs(t, err, flag.ErrHelp)
+}
+
+// TestWhatParseTakesTheEngineTakes: the engine takes the options
+// EngineOptions makes of any command line Parse takes, so that a program
+// refuses a bad one (status 2) before it connects to the cluster, not
+// after (status 1).
+func TestWhatParseTakesTheEngineTakes(t *testing.T) {
+	for _, args := range [][]string{
+		nil,
+		{"--sweep-interval=100ms", "--workers=10000", "--max-destroys-per-second=1e-7"},
+		{"--sweep-interval=8760h", "--workers=1", "--max-destroys-per-second=1e9", "--destroy-burst=1000000"},
+	} {
+		f, err := parse(t, args...)
+		require.NoError(t, err, "%v", args)
+		assert.NoError(t, f.EngineOptions(deletion.Options{}).Validate(), "%v", args)
+	}
 }
 
 // TestPlainMetricsOnLoopbackOnly: --metrics-secure=false is taken on a
