@@ -2,6 +2,9 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,4 +51,61 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	assert.Equal(t, "registry.example/podsweeper-cni-gc:v9.9.9", nonC.Image)
 	assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, nonSpec.NodeSelector)
 	assert.True(t, nonC.Resources.Limits.Memory().Equal(resource.MustParse("256Mi")))
+}
+
+// TestSecureMetricsGrantTheReviewsAndAReaderRole: the promise of the
+// chart's values.yaml: "--metrics-secure: HTTPS for clients the API server
+// authenticates and authorizes", and of program.Flags.MetricsSecure: "HTTPS,
+// only to clients whose token the API server authenticates and authorizes (a
+// get on the URL)". The collector can ask the API server only if its
+// ServiceAccount may create TokenReviews and SubjectAccessReviews (as the
+// node agent's and the cluster controller's charts grant), and a client can be
+// authorized only by a role that grants the URLs (their metrics-reader).
+func TestSecureMetricsGrantTheReviewsAndAReaderRole(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "secure.yaml")
+	if err := os.WriteFile(values, []byte("metrics:\n  secure: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs := testkube.RenderHelm(t, "chart", "gc", "cni", values)
+	spec, c := testkube.PodTemplate(t, objs, "DaemonSet")
+	var secure bool
+	for _, a := range c.Args {
+		secure = secure || a == "--metrics-secure=true"
+	}
+	if !secure {
+		t.Fatalf("metrics.secure=true did not reach --metrics-secure: %v", c.Args)
+	}
+	g := testkube.RBAC(t, objs, "cni", spec.ServiceAccountName)
+	all := strings.Join(g.ClusterWide, "\n")
+	for _, want := range []string{"tokenreviews", "subjectaccessreviews"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("with metrics.secure=true the collector runs --metrics-secure=true, but its ServiceAccount may not create %s: "+
+				"the API server refuses its review and no client can read /metrics; cluster-wide grants:\n%s", want, all)
+		}
+	}
+	if !strings.Contains(strings.Join(g.Unbound, "\n"), "/metrics") {
+		t.Errorf("with metrics.secure=true no role of the chart grants a get on /metrics for a reader to be bound to; unbound roles: %v", g.Unbound)
+	}
+}
+
+// TestLargeIntegerValuesReachTheirFlags: the charts' promise
+// (values.yaml: "Every value below is one of the collector's flags (named
+// beside it)"; "each non-default value reaches the flag it names"): an
+// integer value of a million or more, given in a values file, is rendered in
+// Go's float notation ("--kube-api-burst=1e+06"), which the int flag refuses,
+// so the program exits 2 and the pod crash-loops. Shown on the three charts.
+func TestLargeIntegerValuesReachTheirFlags(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(values, []byte("kubeAPI:\n  qps: 1000\n  burst: 1000000\ndestroyRate:\n  perSecond: 1000\n  burst: 1000000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, kind string }{{"chart", "DaemonSet"}, {"../node-agent/chart", "DaemonSet"}, {"../cluster-controller/chart", "Deployment"}} {
+		_, ctr := testkube.PodTemplate(t, testkube.RenderHelm(t, c.dir, "r", "ns", values), c.kind)
+		args := strings.Join(ctr.Args, " ")
+		for _, want := range []string{"--kube-api-burst=1000000", "--destroy-burst=1000000"} {
+			if !strings.Contains(args, want) {
+				t.Errorf("%s: a value of 1000000 does not reach its flag as %s: %s", c.dir, want, args)
+			}
+		}
+	}
 }
