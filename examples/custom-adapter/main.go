@@ -44,7 +44,10 @@ func run(ctx context.Context) error {
 		return nil, fmt.Errorf("pod %s: %w", key, ports.ErrPodNotFound)
 	})
 
-	engine, err := deletion.New(getter, state, deletion.Options{})
+	// The state files keep the sandbox the engine records for a PU tracked
+	// without one (a real agent gives a SandboxExtractor, adapters/cri's):
+	// they are the Observer too.
+	engine, err := deletion.New(getter, state, deletion.Options{Observer: state})
 	if err != nil {
 		return err
 	}
@@ -83,11 +86,11 @@ func run(ctx context.Context) error {
 	restored := make(chan int, 1)
 	engine, err = deletion.New(getter, state, deletion.Options{
 		Inventory: state,
-		Observer: deletion.ObserverFunc(func(ev deletion.Event) {
+		Observer: deletion.Observers(state, deletion.ObserverFunc(func(ev deletion.Event) {
 			if ev.Kind == deletion.EventRestored {
 				restored <- ev.Count
 			}
-		}),
+		})),
 	})
 	if err != nil {
 		return err

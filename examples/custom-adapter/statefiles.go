@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -34,13 +36,26 @@ var ErrBadPUID = errors.New("bad PUID")
 // deletion.Options.Inventory, ListPUs tells an engine starting after a
 // restart which PUs exist, and it destroys those whose pods went away
 // meanwhile.
+//
+// An Inventory must also keep what the engine learns of a PU: given as
+// deletion.Options.Observer, StateFiles writes the sandbox the engine
+// records for a PU tracked without one (EventAdopted) into its file, so that
+// after a restart a sandbox replaced while the agent was down is destroyed
+// as changed (ports.ReasonSandboxChanged) instead of taken as the PU's first.
 type StateFiles struct {
+	// Dir is the directory of the state files.
 	Dir string
+
+	// mu serializes Create, Observe's rewrite and DestroyPU's remove, so
+	// that a sandbox recorded while the PU's file is removed never brings
+	// the file back.
+	mu sync.Mutex
 }
 
 var (
 	_ ports.PolicyHandler = (*StateFiles)(nil)
 	_ ports.Inventory     = (*StateFiles)(nil)
+	_ deletion.Observer   = (*StateFiles)(nil)
 )
 
 // stateFile is what a state file holds: the pod the PU is for, so that it
@@ -83,10 +98,67 @@ func (s *StateFiles) Create(pu ports.PU, state []byte) error {
 	if err != nil {
 		return fmt.Errorf("create state of PU %s: %w", pu.PUID, err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := writeFileAtomic(p, b); err != nil {
 		return fmt.Errorf("create state of PU %s: %w", pu.PUID, err)
 	}
 	return nil
+}
+
+// Observe writes into the PU's state file the sandbox the engine recorded
+// for it (EventAdopted: its first check found the pod's sandbox, the PU
+// having been tracked without one), so that ListPUs lists the PU with it
+// after a restart. Only an existing file without that sandbox is
+// rewritten: a PU whose file is gone is not brought back.
+//
+// The other events need nothing: the agent creates the file before it
+// tracks the PU (EventTracked), DestroyPU removes it before EventDestroyed,
+// and the file of an abandoned PU (EventAbandoned) stays, so that the
+// engine started after a restart tries it again. An agent that tears a PU
+// down itself removes its file with its own state, then calls Untrack
+// (EventUntracked).
+//
+// Observe cannot return an error: one it meets is printed to standard
+// error, and the PU goes on being tracked with its sandbox in memory.
+func (s *StateFiles) Observe(ev deletion.Event) {
+	if ev.Kind != deletion.EventAdopted || ev.PU.SandboxID == "" {
+		return
+	}
+	if err := s.recordSandbox(ev.PU); err != nil {
+		fmt.Fprintf(os.Stderr, "state files: recording sandbox %s of PU %s: %v\n", ev.PU.SandboxID, ev.PU.PUID, err)
+	}
+}
+
+// recordSandbox rewrites the state file of pu with pu's sandbox, if the
+// file exists, is of the same pod and has no other sandbox.
+func (s *StateFiles) recordSandbox(pu ports.PU) error {
+	p, err := s.Path(pu.PUID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // destroyed meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	var f stateFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	recorded := ports.PU{PUID: pu.PUID, Pod: types.NamespacedName{Namespace: f.Namespace, Name: f.Name}, SandboxID: f.SandboxID}
+	if recorded.WithRecordedSandbox(pu) == recorded {
+		return nil // written already, or the file is of another pod or sandbox
+	}
+	f.SandboxID = pu.SandboxID
+	if b, err = json.Marshal(f); err != nil {
+		return err
+	}
+	return writeFileAtomic(p, b)
 }
 
 func writeFileAtomic(path string, b []byte) (err error) {
@@ -154,6 +226,8 @@ func (s *StateFiles) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error
 		// Retrying will not make the PUID any better.
 		return ports.Permanent(fmt.Errorf("destroy PU of pod %s: %w", ev.Pod, err))
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("destroy PU %s: %w", ev.PUID, err)
 	}
