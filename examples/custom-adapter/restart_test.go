@@ -24,6 +24,7 @@ type sandboxedPod struct {
 	sandbox string
 }
 
+// GetPod returns the live pod ns/web; any other is not found.
 func (p *sandboxedPod) GetPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
 	if key != (types.NamespacedName{Namespace: "ns", Name: "web"}) {
 		return nil, ports.ErrPodNotFound
@@ -33,12 +34,14 @@ func (p *sandboxedPod) GetPod(ctx context.Context, key types.NamespacedName) (*c
 	return pod, nil
 }
 
+// SandboxID returns the pod's sandbox as it is now.
 func (p *sandboxedPod) SandboxID(ctx context.Context, pod *corev1.Pod) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.sandbox, nil
 }
 
+// replace gives the pod another sandbox, as a runtime that restarted it.
 func (p *sandboxedPod) replace(sandbox string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
