@@ -7,7 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// docs:begin testing-mocks-1
 //go:generate go run github.com/golang/mock/mockgen@v1.6.0 -source=ports.go -destination=../mocks/ports.go -package=mocks
+// docs:end testing-mocks-1
 
 // PodGetter reads the live state of a pod.
 type PodGetter interface {

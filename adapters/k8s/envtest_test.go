@@ -103,6 +103,7 @@ func missingAssets(dir string) string {
 	return ""
 }
 
+// docs:begin testing-wiring-1
 func startEnv(assets string) (stop func(), err error) {
 	certs, err := os.MkdirTemp("", "podsweeper-envtest-")
 	if err != nil {
@@ -116,6 +117,7 @@ func startEnv(assets string) (stop func(), err error) {
 	// manager's informers) and a restart takes over 20s instead of about 1s.
 	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "1s")
 	cfg, err := env.Start()
+	// docs:end testing-wiring-1
 	if err != nil {
 		_ = env.Stop()
 		_ = os.RemoveAll(certs)

@@ -37,6 +37,7 @@ import (
 // listens on port 1.
 func noAPIServer() *rest.Config { return &rest.Config{Host: "https://127.0.0.1:1"} }
 
+// docs:begin testing-wiring-3
 // staticMapper is a manager.Options.MapperProvider that needs no API
 // server: a RESTMapper that knows the one kind the wiring watches, Pod.
 func staticMapper(*rest.Config, *http.Client) (meta.RESTMapper, error) {
@@ -44,6 +45,8 @@ func staticMapper(*rest.Config, *http.Client) (meta.RESTMapper, error) {
 	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
 	return m, nil
 }
+
+// docs:end testing-wiring-3
 
 // TestNewManagerWithNodeCacheOptionsNeedsAStaticRESTMapper: against no
 // API server, a manager whose cache has NodeCacheOptions' pod selector is
@@ -106,6 +109,7 @@ func TestSetupWithManagerNeedsAStaticRESTMapper(t *testing.T) {
 	}
 }
 
+// docs:begin testing-wiring-4
 // fakeCache is a cache.Cache without an API server: controller-runtime's
 // fake informers, whose events the test sends (FakeInformerFor), and the
 // objects of a fake client, which Get and List read. The fake informers'
@@ -139,6 +143,8 @@ func fakeManager(t *testing.T) (manager.Manager, fakeCache) {
 	require.NoError(t, err)
 	return mgr, pods
 }
+
+// docs:end testing-wiring-4
 
 // startManager starts mgr until the test ends, and waits until engine
 // runs: the wiring then watches the pod informer.
@@ -178,6 +184,7 @@ func (d *destroyed) list() []ports.DestroyEvent {
 	return append([]ports.DestroyEvent(nil), d.events...)
 }
 
+// docs:begin testing-wiring-5
 // TestSetupWithManagerWithoutAnAPIServer: with a static RESTMapper and a
 // fake cache, SetupWithManager wires the engine into a manager that has no
 // API server; a pod of the node added by the fake informer is tracked, and
@@ -206,6 +213,8 @@ func TestSetupWithManagerWithoutAnAPIServer(t *testing.T) {
 	assert.Equal(t, ports.DestroyEvent{PUID: "uid-1", Pod: client.ObjectKeyFromObject(pod), Reason: ports.ReasonPodGone}, policy.list()[0])
 	assert.Zero(t, engine.Len())
 }
+
+// docs:end testing-wiring-5
 
 // TestSetupClusterWithManagerWithoutAnAPIServer: the same for a
 // cluster-wide engine (no node), which tracks the pods of every node; a

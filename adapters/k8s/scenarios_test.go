@@ -44,6 +44,7 @@ var annotationExtractor = ports.SandboxExtractorFunc(func(_ context.Context, pod
 	return pod.Annotations[sandboxAnnotation], nil
 })
 
+// docs:begin testing-wiring-2
 // Scenario 1: a deleted pod's PU is destroyed at once, without a sweep.
 func TestEnvtestDeletedPodIsDestroyedAtOnce(t *testing.T) {
 	n := startNode(t, "s1-delete", nodeOptions{}) // sweeps an hour apart: only the delete can cause the check
@@ -59,6 +60,8 @@ func TestEnvtestDeletedPodIsDestroyedAtOnce(t *testing.T) {
 	assert.Len(t, n.policy.events(), 1)
 	assert.Zero(t, n.engine.Len())
 }
+
+// docs:end testing-wiring-2
 
 // Scenario 2: a pod deleted and recreated under the same name. The old PU
 // goes for UIDChanged, the new pod is tracked.

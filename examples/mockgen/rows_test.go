@@ -109,6 +109,7 @@ func sweep(c *deletion.Engine) {
 	c.Sweep(ctx)
 }
 
+// docs:begin testing-mocks-2
 // Row 1: the pod is not found: destroy, PodGone.
 func TestRow1PodNotFoundDestroys(t *testing.T) {
 	m := newMocks(t)
@@ -121,6 +122,8 @@ func TestRow1PodNotFoundDestroys(t *testing.T) {
 
 	assert.Zero(t, c.Len())
 }
+
+// docs:end testing-mocks-2
 
 // Row 2: the pod cannot be read: keep. No DestroyPU expected, so any call fails the test.
 func TestRow2LookupFailsKeeps(t *testing.T) {

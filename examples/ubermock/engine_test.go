@@ -14,6 +14,7 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
+// docs:begin testing-mocks-3
 // errorReporter is the gomock.TestReporter of mocks the engine calls from
 // its own goroutines: testing's Fatalf, gomock's report of an unexpected
 // call, calls runtime.Goexit, which from an engine goroutine ends that
@@ -35,6 +36,9 @@ func (r errorReporter) Helper() { r.t.Helper() }
 // Cleanup registers f to run when the test ends.
 func (r errorReporter) Cleanup(f func()) { r.t.Cleanup(f) }
 
+// docs:end testing-mocks-3
+
+// docs:begin testing-mocks-4
 // TestAGonePodsPUIsDestroyedOnce: the engine, driven by go.uber.org/mock
 // mocks, destroys the PU of a pod the API server no longer has, once, and
 // forgets it: a second sweep neither reads the pod nor destroys it again.
@@ -56,6 +60,8 @@ func TestAGonePodsPUIsDestroyedOnce(t *testing.T) {
 
 	assert.Zero(t, engine.Len(), "the destroyed PU is no longer tracked")
 }
+
+// docs:end testing-mocks-4
 
 // TestALivePodsPUIsKept: a PU whose pod lives in the sandbox it was
 // created in is kept, and no DestroyPU is called (gomock fails the test on
