@@ -51,8 +51,13 @@ IMAGES_TOOL := $(TOOLS_DIR)/images
 SBOM_TOOL := $(TOOLS_DIR)/cyclonedx-gomod
 HELM := $(TOOLS_DIR)/helm
 KUSTOMIZE_RENDER := $(TOOLS_DIR)/kustomize-render
+PROMTOOL := $(TOOLS_DIR)/promtool
+PROMQL_METRICS := $(TOOLS_DIR)/promql-metrics
 tools_build = @mkdir -p $(TOOLS_DIR) && $(GO) build -C $(<D) -trimpath $(2) -o $(abspath $@) $(1) && touch $(abspath $@)
 HELM_VERSION = $(shell awk '$$1 == "require" && $$2 == "helm.sh/helm/v4" { print $$3 }' hack/tools/helm/go.mod)
+PROMETHEUS_VERSION = $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "github.com/prometheus/prometheus") { print $$(i+1); exit } }' hack/tools/promtool/go.mod)
+# Prometheus X.Y.Z's Go module is v0.X0Y.Z (v0.316.0: 3.16.0), the version promtool --version prints.
+PROMTOOL_VERSION = $(shell echo '$(PROMETHEUS_VERSION)' | awk -F. '{ print int($$2 / 100) "." $$2 % 100 "." $$3 }')
 
 .PHONY: all generate metrics-doc values-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process ci cni-plugins images debs tools release
 
@@ -140,8 +145,16 @@ $(KUSTOMIZE_RENDER): hack/tools/kustomize/go.mod $(wildcard hack/tools/kustomize
 	@echo "tools: building the kustomize renderer (sigs.k8s.io/kustomize/api v0.21.2) into $@"
 	$(call tools_build,.)
 
+$(PROMTOOL): hack/tools/promtool/go.mod $(wildcard hack/tools/promtool/*.go hack/tools/promtool/go.sum)
+	@echo "tools: building promtool v$(PROMTOOL_VERSION) (github.com/prometheus/prometheus $(PROMETHEUS_VERSION)) into $@ (about 11 minutes on 2 cores the first time)"
+	$(call tools_build,github.com/prometheus/prometheus/cmd/promtool,-ldflags='-X github.com/prometheus/common/version.Version=$(PROMTOOL_VERSION)')
+
+$(PROMQL_METRICS): hack/tools/promtool/go.mod $(wildcard hack/tools/promtool/promql-metrics/*.go hack/tools/promtool/go.sum)
+	@echo "tools: building promql-metrics (the PromQL parser of github.com/prometheus/prometheus $(PROMETHEUS_VERSION)) into $@"
+	$(call tools_build,./promql-metrics)
+
 ## tools: the pinned tools of images, release and the manifests' tests, into $(TOOLS_DIR).
-tools: $(IMAGES_TOOL) $(SBOM_TOOL) $(HELM) $(KUSTOMIZE_RENDER)
+tools: $(IMAGES_TOOL) $(SBOM_TOOL) $(HELM) $(KUSTOMIZE_RENDER) $(PROMTOOL) $(PROMQL_METRICS)
 
 ## images: the OCI image of node-agent, cluster-controller and cni-gc, built in Go
 ## (no Docker) from their static binaries, with an SBOM each, into $(IMAGES_DIR):
@@ -154,10 +167,12 @@ images: $(IMAGES_TOOL) $(SBOM_TOOL) debs
 # What the tests need, built by the targets test depends on: the API server's
 # binaries, the CNI plugins, the images (the cni-gc image's iptables
 # adapters/cni's tests run; the three run as pods on the tests' container
-# node), the renderers of the charts and kustomize bases, and what
-# hack/release's tests build the images with.
+# node), the renderers of the charts and kustomize bases, promtool and the
+# PromQL parser that check the charts' alerting rules and dashboards, and
+# what hack/release's tests build the images with.
 TEST_ENV = KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) \
 	CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) CNI_GC_IMAGE=$(IMAGES_DIR)/cni-gc IMAGES_DIR=$(IMAGES_DIR) HELM=$(HELM) KUSTOMIZE_RENDER=$(KUSTOMIZE_RENDER) \
+	PROMTOOL=$(PROMTOOL) PROMQL_METRICS=$(PROMQL_METRICS) \
 	IMAGES_TOOL=$(IMAGES_TOOL) SBOM_TOOL=$(SBOM_TOOL) DEBS_DIR=$(DEBS_DIR) CONTAINERD_BIN_DIR=$(CONTAINERD_BIN_DIR)
 
 ## release: make release VERSION=vX.Y.Z: the CHANGELOG's Unreleased section
@@ -173,6 +188,7 @@ release:
 test: envtest cni-plugins containerd images tools
 	$(GO) test -C hack/tools/images $(TEST_FLAGS) ./...
 	$(GO) test -C $(UBERMOCK_DIR) $(TEST_FLAGS) ./...
+	$(GO) test -C hack/tools/promtool $(TEST_FLAGS) ./...
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
 
 ## test-long: the same with the long chaos and model runs, and the cluster
@@ -180,6 +196,7 @@ test: envtest cni-plugins containerd images tools
 test-long: envtest cni-plugins containerd images tools
 	$(GO) test -C hack/tools/images -race -count=1 ./...
 	$(GO) test -C $(UBERMOCK_DIR) -race -count=1 ./...
+	$(GO) test -C hack/tools/promtool -race -count=1 ./...
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout=60m ./...
 
 ## bench: the benchmarks, BENCH_COUNT times (CLUSTER_COUNT at cluster scale,
