@@ -25,8 +25,9 @@ import (
 )
 
 // tool returns the path of the renderer that `make test` names in the
-// environment variable env (HELM, KUSTOMIZE_RENDER: binaries built from
-// hack/tools/), and skips the test without it, or fails it under CI=true.
+// environment variable env (HELM, KUSTOMIZE_RENDER, PROMTOOL,
+// PROMQL_METRICS: binaries built from hack/tools/), and skips the test
+// without it, or fails it under CI=true.
 func tool(t testing.TB, env string) string {
 	t.Helper()
 	path := os.Getenv(env)
@@ -34,7 +35,7 @@ func tool(t testing.TB, env string) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is not set: run the tests with `make test`", env)
 		}
-		t.Skipf("%s is not set: run `make test` to render the manifests", env)
+		t.Skipf("%s is not set: run `make test`, which builds it from hack/tools/", env)
 	}
 	return path
 }
