@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 // dry-run, and checks that the three grant the same RBAC, run a pod that
 // checkAgentPod accepts, and pass flags the agent's own parser takes: the
 // chart's defaults are the kustomize base's agent and the flags' defaults,
-// and each non-default value reaches the flag it names.
+// and each non-default value reaches the flag it names. The defaults render
+// no PrometheusRule and no dashboard; the values turn both on, with their
+// labels, selector, runbook base and a threshold of theirs.
 func TestChartAndKustomizeRenders(t *testing.T) {
 	r := testkube.RenderBoth(t, "DaemonSet", "podsweeper", "agent", "net-agents")
 	kustSpec, defSpec, nonSpec, nonC := r.KustomizeSpec, r.DefaultsSpec, r.ValuesSpec, r.ValuesC
@@ -64,4 +67,13 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 		ports[p.Name] = p.ContainerPort
 	}
 	assert.Equal(t, map[string]int32{"metrics": 9443, "probes": 9081}, ports)
+
+	rules := testkube.AssertMonitoring(t, r, `job="net-agents/agent",cluster="eu-1"`,
+		map[string]string{"release": "monitoring"}, map[string]string{"grafana_dashboard": "podsweeper"}, "net-agents")
+	for _, rl := range rules {
+		assert.True(t, strings.HasPrefix(rl.Annotations["runbook_url"], "https://runbooks.example/podsweeper.md#"), "%s: runbookBaseURL reaches its runbook_url", rl.Alert)
+		if rl.Alert == "PodsweeperDestroyBacklog" {
+			assert.Contains(t, rl.Expr, "> 1800", "prometheusRule.alerts.destroyBacklog.oldestPendingSeconds reaches its rule")
+		}
+	}
 }
