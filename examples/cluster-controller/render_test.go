@@ -23,6 +23,9 @@ import (
 // checkControllerPod accepts, and pass flags the controller's own parser
 // takes: the chart's defaults are the kustomize base's controller and the
 // flags' defaults, and each non-default value reaches the flag it names.
+// The defaults render no PrometheusRule and no dashboard; the values turn
+// both on, with their labels, selector and a threshold of theirs, and the
+// dashboard's uid is the release's fullname.
 func TestChartAndKustomizeRenders(t *testing.T) {
 	r := testkube.RenderBoth(t, "Deployment", "podsweeper-cluster", "pus", "pu-controllers")
 	kustSpec, defSpec, nonSpec, nonC := r.KustomizeSpec, r.DefaultsSpec, r.ValuesSpec, r.ValuesC
@@ -69,6 +72,13 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 			var d appsv1.Deployment
 			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d))
 			assert.Equal(t, int32(3), *d.Spec.Replicas)
+		}
+	}
+
+	for _, rl := range testkube.AssertMonitoring(t, r, `job="pu-controllers/pus"`,
+		map[string]string{"prometheus": "central"}, map[string]string{"grafana_dashboard": "true"}, "pus-podsweeper-cluster-controller") {
+		if rl.Alert == "PodsweeperChecksBehind" {
+			assert.Contains(t, rl.Expr, "> 600", "prometheusRule.alerts.checksBehind.oldestQueuedSeconds reaches its rule")
 		}
 	}
 }

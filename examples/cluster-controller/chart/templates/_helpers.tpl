@@ -45,3 +45,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
   value: {{ .Values.kubeAPI.port | quote }}
 {{- end -}}
 {{- end -}}
+
+{{/* The PromQL label matchers of this release's series (monitoring.selector). */}}
+{{- define "cluster-controller.selector" -}}
+{{- .Values.monitoring.selector | default (printf "job=%q,namespace=%q" (include "cluster-controller.fullname" .) .Release.Namespace) -}}
+{{- end -}}
