@@ -23,6 +23,8 @@ import (
 // checkCollectorPod accepts, and pass flags the collector's own parser
 // takes: the chart's defaults are the kustomize base's collector and the
 // flags' defaults, and each non-default value reaches the flag it names.
+// The defaults render no PrometheusRule and no dashboard; the values turn
+// both on, with their labels, selector, uid and a threshold of theirs.
 func TestChartAndKustomizeRenders(t *testing.T) {
 	r := testkube.RenderBoth(t, "DaemonSet", "podsweeper-cni-gc", "gc", "cni")
 	kustSpec, defSpec, nonSpec, nonC := r.KustomizeSpec, r.DefaultsSpec, r.ValuesSpec, r.ValuesC
@@ -51,6 +53,13 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	assert.Equal(t, "registry.example/podsweeper-cni-gc:v9.9.9", nonC.Image)
 	assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, nonSpec.NodeSelector)
 	assert.True(t, nonC.Resources.Limits.Memory().Equal(resource.MustParse("256Mi")))
+
+	for _, rl := range testkube.AssertMonitoring(t, r, `job="cni/gc",cluster="eu-1"`,
+		map[string]string{"release": "monitoring"}, map[string]string{"grafana_dashboard": "1"}, "cni-gc") {
+		if rl.Alert == "PodsweeperCNIAttachmentsFreedBurst" {
+			assert.Contains(t, rl.Expr, "> 500", "prometheusRule.alerts.attachmentsFreedBurst.count reaches its rule")
+		}
+	}
 }
 
 // TestSecureMetricsGrantTheReviewsAndAReaderRole: the promise of the

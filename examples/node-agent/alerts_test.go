@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/podsweeper/podsweeper/internal/testkube"
@@ -29,4 +32,17 @@ func TestAlertsFireAsTheirTestsSay(t *testing.T) {
 	objs := renderAlerts(t)
 	testkube.AssertRunbooks(t, objs, runbooks, "../../docs/operating/runbooks.md")
 	testkube.PromtoolTestRules(t, objs, "testdata/alerts")
+}
+
+// TestDashboardIsTheSameInTheThreeCharts checks that the three example
+// programs' charts ship the same dashboard file, which each renders for
+// its own series.
+func TestDashboardIsTheSameInTheThreeCharts(t *testing.T) {
+	want, err := os.ReadFile("chart/dashboards/podsweeper.json")
+	require.NoError(t, err)
+	for _, dir := range []string{"../cluster-controller", "../cni-gc"} {
+		got, err := os.ReadFile(dir + "/chart/dashboards/podsweeper.json")
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), "%s/chart/dashboards/podsweeper.json is examples/node-agent's", dir)
+	}
 }

@@ -45,3 +45,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
   value: {{ .Values.kubeAPI.port | quote }}
 {{- end -}}
 {{- end -}}
+
+{{/* The PromQL label matchers of this release's series (monitoring.selector). */}}
+{{- define "cni-gc.selector" -}}
+{{- .Values.monitoring.selector | default (printf "job=%q,namespace=%q" (include "cni-gc.fullname" .) .Release.Namespace) -}}
+{{- end -}}
