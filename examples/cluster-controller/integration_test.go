@@ -737,13 +737,15 @@ func (c *child) kill(t *testing.T) {
 
 // testBinary runs the controller's command line as the ServiceAccount: it
 // takes the Lease, registers a PU for a pod and destroys it once the pod is
-// deleted, then stops cleanly on SIGTERM.
+// deleted, then stops cleanly on SIGTERM. Every metric that the chart's
+// alerts and dashboard use is on its /metrics.
 func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	pod := testPod("api", "node-a")
 	require.NoError(t, admin.Create(ctx, pod))
-	c := startChild(t, kubeconfig, dir)
+	metricsAddr := testkube.FreeAddr(t)
+	c := startChildWith(t, kubeconfig, dir, nil, "--metrics-bind-address="+metricsAddr, "--metrics-secure=false")
 	require.Eventually(t, func() bool { return testkube.Get(t, "http://"+c.probeAddr+"/readyz") == "ok" }, 30*time.Second, 20*time.Millisecond,
 		"logs:\n%s", c.logs)
 	require.Eventually(t, func() bool { return registered(dir, string(pod.UID)) }, 30*time.Second, 20*time.Millisecond,
@@ -753,6 +755,9 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 		"the PU of the deleted pod destroyed; logs:\n%s", c.logs)
 	assert.Contains(t, c.logs.String(), "destroying PU")
 	assert.True(t, c.leads(), "it took the Lease")
+	t.Run("the chart's alerts and dashboard use metrics the controller exports", func(t *testing.T) {
+		testkube.AssertExported(t, renderAlerts(t), testkube.Get(t, "http://"+metricsAddr+"/metrics"))
+	})
 	c.terminate(t)
 }
 

@@ -29,7 +29,8 @@ import (
 // server and cri-client's fake runtime, on a libcni cache written by the
 // test whose plugin only logs its DELs (adapters/cni's tests run the real
 // plugins): the attachment of a pod that is gone and the leaked sandbox of
-// a live pod are freed, the live pod's current sandbox is kept.
+// a live pod are freed, the live pod's current sandbox is kept. Every
+// metric that the chart's alerts and dashboard use is on its /metrics.
 func TestCollectorFreesWhatIsGoneAndKeepsTheCurrentSandbox(t *testing.T) {
 	c, dir, kubeconfigPath := apiServer(t)
 
@@ -72,6 +73,9 @@ func TestCollectorFreesWhatIsGoneAndKeepsTheCurrentSandbox(t *testing.T) {
 	_, err := os.Stat(filepath.Join(cache, "results", currentFile))
 	require.NoError(t, err, "the current sandbox's attachment is there")
 	assert.Len(t, dels(), 2, "nothing else was DELed")
+	t.Run("the chart's alerts and dashboard use metrics the collector exports", func(t *testing.T) {
+		testkube.AssertExported(t, renderAlerts(t), testkube.Get(t, "http://"+metricsAddr+"/metrics"))
+	})
 }
 
 // writeEntry writes a libcni cache entry of the logger plugin's network

@@ -193,7 +193,8 @@ func testDryRun(t *testing.T, admin client.Client, kubeconfig []byte) {
 // testBinary runs the agent's command line (run) with a kubeconfig that acts
 // as the ServiceAccount, and watches it through its metrics and its logs.
 // There is no container runtime: the agent runs without one, says so once
-// and is not ready.
+// and is not ready. Every metric that the chart's alerts and dashboard use
+// is on its /metrics.
 func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -215,6 +216,9 @@ func testBinary(t *testing.T, admin client.Client, kubeconfig []byte) {
 	}, 20*time.Second, 20*time.Millisecond, "logs:\n%s", logs)
 	assert.Contains(t, logs.String(), "destroying PU")
 	assert.Contains(t, logs.String(), string(pod.UID))
+	t.Run("the chart's alerts and dashboard use metrics the agent exports", func(t *testing.T) {
+		testkube.AssertExported(t, renderAlerts(t), testkube.Get(t, "http://"+metricsAddr+"/metrics"))
+	})
 
 	for range 3 {
 		code, body := probe(t, "http://"+probeAddr+"/readyz")
