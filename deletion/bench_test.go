@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/internal/seedref"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -157,7 +158,7 @@ func benchNewEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletio
 	b.Helper()
 	opts.SandboxExtractor = w
 	opts.NodeName = benchNode
-	opts.Logger = quiet()
+	opts.Logger = deletiontest.Discard()
 	c, err := deletion.New(w, w, opts)
 	if err != nil {
 		b.Fatal(err)
@@ -169,7 +170,7 @@ func benchNewEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletio
 // runs it: no node, no SandboxExtractor.
 func benchNewClusterEngine(b *testing.B, w *benchWorld, opts deletion.Options) *deletion.Engine {
 	b.Helper()
-	opts.Logger = quiet()
+	opts.Logger = deletiontest.Discard()
 	c, err := deletion.New(w, w, opts)
 	if err != nil {
 		b.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -25,31 +25,12 @@ import (
 
 var badKey = types.NamespacedName{Namespace: "default", Name: "web-0"}
 
-// badRecorder is a PolicyHandler that records what it is asked to destroy.
-type badRecorder struct {
-	mu  sync.Mutex
-	evs []ports.DestroyEvent
-}
-
-func (r *badRecorder) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev)
-	return nil
-}
-
-func (r *badRecorder) got() []ports.DestroyEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]ports.DestroyEvent(nil), r.evs...)
-}
-
 func badGetter(pod *corev1.Pod, err error) ports.PodGetter {
 	return ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return pod, err })
 }
 
 func TestBadInputTrackWithEmptyFields(t *testing.T) {
-	c, err := deletion.New(badGetter(nil, ports.ErrPodNotFound), &badRecorder{}, deletion.Options{})
+	c, err := deletion.New(badGetter(nil, ports.ErrPodNotFound), &deletiontest.Policy{}, deletion.Options{})
 	require.NoError(t, err)
 	for name, e := range map[string]ports.PU{
 		"zero entry":      {},
@@ -89,17 +70,17 @@ func TestBadInputPortAnswers(t *testing.T) {
 			sandbox: ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return "s2", errors.New("stale") })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &badRecorder{}
+			rec := &deletiontest.Policy{}
 			c, err := deletion.New(tc.getter, rec, deletion.Options{SandboxExtractor: tc.sandbox})
 			require.NoError(t, err)
 			require.NoError(t, c.Track(ports.PU{PUID: "uid-1", Pod: badKey, SandboxID: "s1"}))
 			c.Sweep(context.Background())
 			if tc.want == "" {
-				assert.Empty(t, rec.got())
+				assert.Empty(t, rec.Destroyed())
 				assert.Equal(t, 1, c.Len())
 				return
 			}
-			assert.Equal(t, []ports.DestroyEvent{{PUID: "uid-1", Pod: badKey, SandboxID: "s1", Reason: tc.want}}, rec.got())
+			assert.Equal(t, []ports.DestroyEvent{{PUID: "uid-1", Pod: badKey, SandboxID: "s1", Reason: tc.want}}, rec.Destroyed())
 			assert.Zero(t, c.Len())
 		})
 	}
@@ -114,21 +95,21 @@ func TestBadInputNilPoliciesAndRequeuers(t *testing.T) {
 	require.ErrorIs(t, err, deletion.ErrNilPort)
 
 	live := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: badKey.Namespace, Name: badKey.Name, UID: "uid-1"}}
-	rec := &badRecorder{}
+	rec := &deletiontest.Policy{}
 	c, err := deletion.New(badGetter(live, nil), rec, deletion.Options{
 		SandboxExtractor: ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return "s2", nil }),
 		Requeuer:         ports.RequeuerFunc(func(context.Context, *corev1.Pod) error { panic("requeuer bug") }),
-		Logger:           quiet(),
+		Logger:           deletiontest.Discard(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, c.Track(ports.PU{PUID: "uid-1", Pod: badKey, SandboxID: "s1"}))
 	c.Sweep(context.Background())
-	assert.Len(t, rec.got(), 1, "a panicking Requeuer does not undo the destroy")
+	assert.Len(t, rec.Destroyed(), 1, "a panicking Requeuer does not undo the destroy")
 	assert.Zero(t, c.Len())
 }
 
 func TestBadInputAbsurdOptions(t *testing.T) {
-	getter, policy := badGetter(nil, ports.ErrPodNotFound), &badRecorder{}
+	getter, policy := badGetter(nil, ports.ErrPodNotFound), &deletiontest.Policy{}
 	for name, o := range map[string]deletion.Options{
 		"SweepInterval":                       {SweepInterval: -time.Second},
 		"CheckTimeout":                        {CheckTimeout: -1},
@@ -184,7 +165,7 @@ func TestBadInputZeroWorkersMeansFour(t *testing.T) {
 		}
 		return nil, errors.New("unavailable")
 	})
-	c, err := deletion.New(getter, &badRecorder{}, deletion.Options{Workers: 0})
+	c, err := deletion.New(getter, &deletiontest.Policy{}, deletion.Options{Workers: 0})
 	require.NoError(t, err)
 	for i := range 10 {
 		require.NoError(t, c.Track(ports.PU{PUID: string(rune('a' + i)), Pod: badKey}))
@@ -208,9 +189,9 @@ func TestBadInputHugeSweepInterval(t *testing.T) {
 			gets.Add(1)
 			return live, nil
 		})
-		_, err := deletion.New(getter, &badRecorder{}, deletion.Options{SweepInterval: math.MaxInt64, Logger: quiet()})
+		_, err := deletion.New(getter, &deletiontest.Policy{}, deletion.Options{SweepInterval: math.MaxInt64, Logger: deletiontest.Discard()})
 		require.ErrorIs(t, err, deletion.ErrInvalidOptions)
-		c, err := deletion.New(getter, &badRecorder{}, deletion.Options{SweepInterval: deletion.MaxDuration, Logger: quiet()})
+		c, err := deletion.New(getter, &deletiontest.Policy{}, deletion.Options{SweepInterval: deletion.MaxDuration, Logger: deletiontest.Discard()})
 		require.NoError(t, err)
 		require.NoError(t, c.Track(ports.PU{PUID: "uid-1", Pod: badKey}))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -231,12 +212,12 @@ func TestBadInputHugeSweepInterval(t *testing.T) {
 // with a nil error has not found the pod the PU belongs to; no API server
 // returns a pod without a UID.
 func TestBadInputEmptyPod(t *testing.T) {
-	rec := &badRecorder{}
+	rec := &deletiontest.Policy{}
 	c, err := deletion.New(badGetter(&corev1.Pod{}, nil), rec, deletion.Options{})
 	require.NoError(t, err)
 	require.NoError(t, c.Track(ports.PU{PUID: "uid-1", Pod: badKey, SandboxID: "s1"}))
 	c.Sweep(context.Background())
-	assert.Empty(t, rec.got())
+	assert.Empty(t, rec.Destroyed())
 	assert.Equal(t, 1, c.Len())
 }
 
@@ -244,7 +225,7 @@ func TestBadInputEmptyPod(t *testing.T) {
 // the call return at once.
 func TestBadInputStartAndSweepWithDoneContexts(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	c, err := deletion.New(badGetter(nil, ports.ErrPodNotFound), &badRecorder{}, deletion.Options{})
+	c, err := deletion.New(badGetter(nil, ports.ErrPodNotFound), &deletiontest.Policy{}, deletion.Options{})
 	require.NoError(t, err)
 	require.NoError(t, c.Track(ports.PU{PUID: "uid-1", Pod: badKey}))
 	ctx, cancel := context.WithCancel(context.Background())

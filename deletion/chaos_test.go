@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -365,7 +365,7 @@ func (w *chaosWorld) mutate(key types.NamespacedName) {
 // once the faults have stopped: invariant (b).
 func (w *chaosWorld) settled() []string {
 	pending := map[string]ports.PU{}
-	for _, e := range inspect.PUs(w.c) {
+	for _, e := range deletiontest.PUs(w.c) {
 		pending[e.PUID] = e
 	}
 	w.mu.Lock()
@@ -464,7 +464,7 @@ func TestChaos(t *testing.T) {
 		RetryMaxDelay:    50 * time.Millisecond,
 		ShutdownTimeout:  5 * time.Second,
 		Observer:         w,
-		Logger:           quiet(),
+		Logger:           deletiontest.Discard(),
 	})
 	require.NoError(t, err)
 	w.c = c

@@ -30,43 +30,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/mocks"
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-// recorder is a PolicyHandler that records what it destroys, failing while
-// fail is set.
-type recorder struct {
-	mu   sync.Mutex
-	evs  []ports.DestroyEvent
-	fail error
-	// calls counts every DestroyPU call, failed ones included.
-	calls atomic.Int32
-}
-
-func (r *recorder) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
-	r.calls.Add(1)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fail != nil {
-		return r.fail
-	}
-	r.evs = append(r.evs, ev)
-	return nil
-}
-
-func (r *recorder) setFail(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.fail = err
-}
-
-func (r *recorder) destroyed() []ports.DestroyEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]ports.DestroyEvent(nil), r.evs...)
-}
 
 // podAt is a live pod of the node at key, with that UID.
 func podAt(key types.NamespacedName, uid string) *corev1.Pod {
@@ -79,16 +46,6 @@ func getterOf(pod *corev1.Pod, err error) ports.PodGetter {
 	return ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return pod, err })
 }
 
-func newQuiet(t *testing.T, getter ports.PodGetter, policy ports.PolicyHandler, opts deletion.Options) *deletion.Engine {
-	t.Helper()
-	if opts.Logger.GetSink() == nil {
-		opts.Logger = quiet()
-	}
-	c, err := deletion.New(getter, policy, opts)
-	require.NoError(t, err)
-	return c
-}
-
 // TestConfirmerVetoesACachedNotFound: a cache that says NotFound while the
 // API server has the pod destroys nothing; the veto is told to the
 // Observer and shown in Status; the PU is checked again later.
@@ -96,18 +53,18 @@ func TestConfirmerVetoesACachedNotFound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMockPorts(t)
 		confirmer := mocks.NewMockPodGetter(gomock.NewController(t))
-		rec := &events{}
+		rec := &deletiontest.Events{}
 		c := m.newEngine(t, false, deletion.Options{Confirmer: confirmer, Observer: rec, SweepInterval: 10 * time.Second, NodeName: testNode})
 		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).Times(2)
 		confirmer.EXPECT().GetPod(gomock.Any(), testKey).Return(livePod(testUID, testNode), nil).Times(2)
 		require.NoError(t, c.Track(entryWith("")))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 
 		time.Sleep(20 * time.Second) // two periodic checks, both vetoed
 		synctest.Wait()
 
 		assert.Equal(t, 1, c.Len())
-		vetoes := rec.kinds(deletion.EventVetoed)
+		vetoes := rec.Of(deletion.EventVetoed)
 		require.Len(t, vetoes, 2)
 		assert.Equal(t, ports.ReasonPodGone, vetoes[0].Reason, "the reason the PodGetter's answer gave")
 		assert.Equal(t, 5, vetoes[0].Verdict.Row, "the Confirmer's answer: same pod, no extractor")
@@ -141,14 +98,14 @@ func TestConfirmerDecidesTheReason(t *testing.T) {
 // TestConfirmerFailureKeeps: a Confirmer that fails keeps the PU, and the
 // failure reaches the Observer with the veto.
 func TestConfirmerFailureKeeps(t *testing.T) {
-	rec := &events{}
-	c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), &recorder{}, deletion.Options{
+	rec := &deletiontest.Events{}
+	c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), &deletiontest.Policy{}, deletion.Options{
 		Confirmer: getterOf(nil, errBoom), Observer: rec,
 	})
 	require.NoError(t, c.Track(entryWith("")))
 	c.Sweep(context.Background())
 	require.Equal(t, 1, c.Len(), "a Confirmer that fails keeps the PU")
-	vetoes := rec.kinds(deletion.EventVetoed)
+	vetoes := rec.Of(deletion.EventVetoed)
 	require.Len(t, vetoes, 1)
 	assert.ErrorIs(t, vetoes[0].Err, errBoom)
 	assert.Equal(t, 2, vetoes[0].Verdict.Row)
@@ -189,17 +146,17 @@ func TestConfirmerSeesASandboxChange(t *testing.T) {
 func TestDestroyTerminated(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		t.Run(fmt.Sprint(on), func(t *testing.T) {
-			rec := &recorder{}
-			c := newQuiet(t, getterOf(finishedPod(corev1.PodSucceeded), nil), rec, deletion.Options{DestroyTerminated: on})
+			rec := &deletiontest.Policy{}
+			c := deletiontest.NewEngine(t, getterOf(finishedPod(corev1.PodSucceeded), nil), rec, deletion.Options{DestroyTerminated: on})
 			require.NoError(t, c.Track(entryWith("")))
 			c.Sweep(context.Background())
 			if !on {
 				assert.Equal(t, 1, c.Len())
-				assert.Empty(t, rec.destroyed())
+				assert.Empty(t, rec.Destroyed())
 				return
 			}
 			assert.Zero(t, c.Len())
-			assert.Equal(t, []ports.DestroyEvent{destroyEvent("", ports.ReasonPodTerminated)}, rec.destroyed())
+			assert.Equal(t, []ports.DestroyEvent{destroyEvent("", ports.ReasonPodTerminated)}, rec.Destroyed())
 		})
 	}
 }
@@ -209,16 +166,16 @@ func TestDestroyTerminated(t *testing.T) {
 // by triggers; it is tried when the delay has passed.
 func TestRetriesHoldTheirBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{}
-		rec.setFail(errBoom)
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{
+		rec := &deletiontest.Policy{}
+		rec.Fail(errBoom)
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{
 			SweepInterval: 100 * time.Millisecond, RetryMinDelay: time.Hour, RetryMaxDelay: time.Hour,
 		})
 		require.NoError(t, c.Track(entryWith("")))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerPod(testKey)
 		synctest.Wait()
-		require.Equal(t, int32(1), rec.calls.Load(), "the trigger's check")
+		require.Equal(t, 1, rec.CallCount(), "the trigger's check")
 
 		for range 600 { // ten minutes of periodic checks and triggers
 			time.Sleep(time.Second)
@@ -226,17 +183,17 @@ func TestRetriesHoldTheirBackoff(t *testing.T) {
 			c.TriggerAll()
 		}
 		synctest.Wait()
-		assert.Equal(t, int32(1), rec.calls.Load(), "no attempt before the backoff delay")
+		assert.Equal(t, 1, rec.CallCount(), "no attempt before the backoff delay")
 		require.Len(t, c.Status(), 1)
 		st := c.Status()[0]
 		assert.Equal(t, 1, st.Attempts)
 		assert.Equal(t, "waiting for a retry", st.State)
 		assert.False(t, st.NextAttempt.IsZero())
 
-		rec.setFail(nil)
+		rec.Fail(nil)
 		time.Sleep(time.Until(st.NextAttempt) + time.Second)
 		synctest.Wait()
-		assert.Equal(t, int32(2), rec.calls.Load(), "tried again once the delay passed")
+		assert.Equal(t, 2, rec.CallCount(), "tried again once the delay passed")
 		assert.Zero(t, c.Len())
 	})
 }
@@ -255,11 +212,11 @@ func TestRetryDelaysDouble(t *testing.T) {
 			at = append(at, time.Since(start))
 			return errBoom
 		})
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			SweepInterval: time.Hour, RetryMinDelay: 2 * time.Second, RetryMaxDelay: 8 * time.Second,
 		})
 		require.NoError(t, c.Track(entryWith("")))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerPod(testKey)
 		time.Sleep(40 * time.Second)
 		synctest.Wait()
@@ -279,27 +236,27 @@ func TestRetryDelaysDouble(t *testing.T) {
 // delays.
 func TestATransientFailureNeverGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{}
-		rec.setFail(errBoom)
-		evs := &events{}
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{
+		rec := &deletiontest.Policy{}
+		rec.Fail(errBoom)
+		evs := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{
 			RetryMinDelay: time.Millisecond, RetryMaxDelay: 10 * time.Millisecond, Observer: evs,
 		})
 		for i := range 50 {
 			require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
 		}
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		time.Sleep(time.Hour)
 		synctest.Wait()
 		assert.Equal(t, 50, c.Len(), "nothing given up")
-		assert.Empty(t, evs.kinds(deletion.EventAbandoned))
-		assert.Greater(t, int(rec.calls.Load()), 50*1000, "retried all along")
+		assert.Empty(t, evs.Of(deletion.EventAbandoned))
+		assert.Greater(t, rec.CallCount(), 50*1000, "retried all along")
 
-		rec.setFail(nil)
+		rec.Fail(nil)
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		assert.Zero(t, c.Len())
-		assert.Len(t, rec.destroyed(), 50)
+		assert.Len(t, rec.Destroyed(), 50)
 	})
 }
 
@@ -310,35 +267,35 @@ func TestATransientFailureNeverGivesUp(t *testing.T) {
 func TestUntrack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		other := ports.PU{PUID: wheelNeighbour(testUID), Pod: types.NamespacedName{Namespace: "default", Name: "web-1"}}
-		gets := newPodGets(map[types.NamespacedName]string{other.Pod: other.PUID})
-		rec := &recorder{}
-		rec.setFail(errBoom) // first a failing destroy, waiting for its retry
-		evs := &events{}
-		c := newQuiet(t, gets, rec, deletion.Options{SweepInterval: time.Second, Observer: evs})
+		gets := clusterOf(map[types.NamespacedName]string{other.Pod: other.PUID})
+		rec := &deletiontest.Policy{}
+		rec.Fail(errBoom) // first a failing destroy, waiting for its retry
+		evs := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, gets, rec, deletion.Options{SweepInterval: time.Second, Observer: evs})
 		require.NoError(t, c.Track(entryWith("sb1")))
 		require.NoError(t, c.Track(other)) // after it in their wheel slot
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerPod(testKey)
 		synctest.Wait()
-		require.Equal(t, int32(1), rec.calls.Load())
+		require.Equal(t, 1, rec.CallCount())
 
 		assert.True(t, c.Untrack(testUID))
 		assert.False(t, c.Untrack(testUID), "no longer tracked")
 		assert.False(t, c.Untrack("never-tracked"))
-		checked := gets.of(testKey)
-		rec.setFail(nil)
+		checked := gets.Reads(testKey)
+		rec.Fail(nil)
 		c.TriggerPod(testKey)
 		c.TriggerAll()
 		c.Sweep(context.Background())
 		synctest.Wait()
-		before := gets.of(other.Pod)
+		before := gets.Reads(other.Pod)
 		time.Sleep(5 * time.Minute) // past every retry and periodic check
 		synctest.Wait()
-		assert.Equal(t, int32(1), rec.calls.Load(), "no DestroyPU after Untrack")
-		assert.Equal(t, checked, gets.of(testKey), "no check of the untracked PU")
-		assert.InDelta(t, before+300, gets.of(other.Pod), 1, "the other PU of the wheel slot is still checked once a second")
-		assert.Equal(t, []ports.PU{other}, inspect.PUs(c))
-		untracked := evs.kinds(deletion.EventUntracked)
+		assert.Equal(t, 1, rec.CallCount(), "no DestroyPU after Untrack")
+		assert.Equal(t, checked, gets.Reads(testKey), "no check of the untracked PU")
+		assert.InDelta(t, before+300, gets.Reads(other.Pod), 1, "the other PU of the wheel slot is still checked once a second")
+		assert.Equal(t, []ports.PU{other}, deletiontest.PUs(c))
+		untracked := evs.Of(deletion.EventUntracked)
 		require.Len(t, untracked, 1)
 		assert.Equal(t, entryWith("sb1"), untracked[0].PU)
 
@@ -349,8 +306,8 @@ func TestUntrack(t *testing.T) {
 		assert.Zero(t, st[1].Attempts, "a new entry")
 		c.TriggerPod(testKey)
 		synctest.Wait()
-		assert.Equal(t, []ports.DestroyEvent{destroyEvent("sb2", ports.ReasonPodGone)}, rec.destroyed())
-		assert.Equal(t, []ports.PU{other}, inspect.PUs(c))
+		assert.Equal(t, []ports.DestroyEvent{destroyEvent("sb2", ports.ReasonPodGone)}, rec.Destroyed())
+		assert.Equal(t, []ports.PU{other}, deletiontest.PUs(c))
 	})
 }
 
@@ -362,9 +319,9 @@ func TestUntrackKeepsNothingOfThePU(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const puid = "untracked-0000000000000000000000000000000000000000000000000000000000000000"
 		other := ports.PU{PUID: wheelNeighbour(puid), Pod: types.NamespacedName{Namespace: "default", Name: "web-1"}}
-		gets := newPodGets(map[types.NamespacedName]string{testKey: puid, other.Pod: other.PUID})
-		c := newQuiet(t, gets, &recorder{}, deletion.Options{SweepInterval: time.Second})
-		startEngine(t, c)
+		gets := clusterOf(map[types.NamespacedName]string{testKey: puid, other.Pod: other.PUID})
+		c := deletiontest.NewEngine(t, gets, &deletiontest.Policy{}, deletion.Options{SweepInterval: time.Second})
+		deletiontest.Start(t, c)
 
 		// The untracked PU's PUID is a string of its own, which only the
 		// engine can hold once Untrack has returned.
@@ -374,19 +331,19 @@ func TestUntrackKeepsNothingOfThePU(t *testing.T) {
 			require.NoError(t, c.Track(other)) // after it in their wheel slot
 			time.Sleep(2 * time.Second)        // both checked, twice
 			synctest.Wait()
-			require.GreaterOrEqual(t, gets.of(testKey), 2, "checked before it is untracked")
+			require.GreaterOrEqual(t, gets.Reads(testKey), 2, "checked before it is untracked")
 			require.True(t, c.Untrack(id))
 			return weak.Make(unsafe.StringData(id))
 		}()
-		checked := gets.of(testKey)
-		before := gets.of(other.Pod)
+		checked := gets.Reads(testKey)
+		before := gets.Reads(other.Pod)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		runtime.GC()
 		assert.Nil(t, untracked.Value(), "the engine still holds the untracked PU")
-		assert.Equal(t, checked, gets.of(testKey), "no check of the untracked PU")
-		assert.InDelta(t, before+10, gets.of(other.Pod), 1, "the other PU of the wheel slot is still checked once a second")
-		assert.Equal(t, []ports.PU{other}, inspect.PUs(c))
+		assert.Equal(t, checked, gets.Reads(testKey), "no check of the untracked PU")
+		assert.InDelta(t, before+10, gets.Reads(other.Pod), 1, "the other PU of the wheel slot is still checked once a second")
+		assert.Equal(t, []ports.PU{other}, deletiontest.PUs(c))
 	})
 }
 
@@ -396,7 +353,7 @@ func TestUntrackKeepsNothingOfThePU(t *testing.T) {
 func TestUntrackDuringDestroy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		other := ports.PU{PUID: wheelNeighbour(testUID), Pod: types.NamespacedName{Namespace: "default", Name: "web-1"}}
-		gets := newPodGets(map[types.NamespacedName]string{other.Pod: other.PUID})
+		gets := clusterOf(map[types.NamespacedName]string{other.Pod: other.PUID})
 		entered, release := make(chan struct{}), make(chan struct{})
 		var calls atomic.Int32
 		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
@@ -405,23 +362,23 @@ func TestUntrackDuringDestroy(t *testing.T) {
 			<-release
 			return errBoom
 		})
-		c := newQuiet(t, gets, policy, deletion.Options{SweepInterval: time.Second, RetryMinDelay: time.Second})
+		c := deletiontest.NewEngine(t, gets, policy, deletion.Options{SweepInterval: time.Second, RetryMinDelay: time.Second})
 		require.NoError(t, c.Track(entryWith("")))
 		require.NoError(t, c.Track(other)) // after it in their wheel slot
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerPod(testKey)
 		<-entered
 		assert.True(t, c.Untrack(testUID))
-		require.Equal(t, []ports.PU{other}, inspect.PUs(c))
+		require.Equal(t, []ports.PU{other}, deletiontest.PUs(c))
 		close(release)
 		synctest.Wait()
-		before := gets.of(other.Pod)
+		before := gets.Reads(other.Pod)
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		assert.Equal(t, int32(1), calls.Load(), "the failed destroy is not retried")
-		assert.Equal(t, 1, gets.of(testKey), "no check of the untracked PU")
-		assert.InDelta(t, before+60, gets.of(other.Pod), 1, "the other PU of the wheel slot is still checked once a second")
-		assert.Equal(t, []ports.PU{other}, inspect.PUs(c))
+		assert.Equal(t, 1, gets.Reads(testKey), "no check of the untracked PU")
+		assert.InDelta(t, before+60, gets.Reads(other.Pod), 1, "the other PU of the wheel slot is still checked once a second")
+		assert.Equal(t, []ports.PU{other}, deletiontest.PUs(c))
 	})
 }
 
@@ -438,14 +395,14 @@ func TestStatus(t *testing.T) {
 			}
 			return live, nil
 		})
-		rec := &recorder{}
-		rec.setFail(errBoom)
-		c := newQuiet(t, getter, rec, deletion.Options{RetryMinDelay: 10 * time.Second, RetryMaxDelay: time.Minute})
+		rec := &deletiontest.Policy{}
+		rec.Fail(errBoom)
+		c := deletiontest.NewEngine(t, getter, rec, deletion.Options{RetryMinDelay: 10 * time.Second, RetryMaxDelay: time.Minute})
 		require.NoError(t, c.Track(ports.PU{PUID: "c", Pod: types.NamespacedName{Namespace: "default", Name: "c"}}))
 		time.Sleep(time.Second)
 		require.NoError(t, c.Track(ports.PU{PUID: "b", Pod: types.NamespacedName{Namespace: "default", Name: "b"}}))
 		require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: types.NamespacedName{Namespace: "default", Name: "a"}}))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerPod(types.NamespacedName{Namespace: "default", Name: "a"})
 		c.TriggerPod(types.NamespacedName{Namespace: "default", Name: "b"})
 		synctest.Wait()
@@ -484,10 +441,10 @@ func TestStatus(t *testing.T) {
 func TestHealthCheck(t *testing.T) {
 	t.Run("lifecycle", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			c := newQuiet(t, getterOf(livePod(testUID, testNode), nil), &recorder{}, deletion.Options{})
+			c := deletiontest.NewEngine(t, getterOf(livePod(testUID, testNode), nil), &deletiontest.Policy{}, deletion.Options{})
 			require.NoError(t, c.Track(entryWith("")))
 			assert.ErrorIs(t, c.ReadinessCheck(nil), deletion.ErrNotRunning)
-			stop := startEngine(t, c)
+			stop := deletiontest.Start(t, c)
 			synctest.Wait()
 			assert.NoError(t, c.ReadinessCheck(nil))
 			time.Sleep(time.Hour) // idle, checks on time
@@ -503,11 +460,11 @@ func TestHealthCheck(t *testing.T) {
 				<-release // ignores its context
 				return nil, errBoom
 			})
-			c := newQuiet(t, getter, &recorder{}, deletion.Options{Workers: 2, CheckTimeout: 10 * time.Second, ShutdownTimeout: time.Second})
+			c := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{Workers: 2, CheckTimeout: 10 * time.Second, ShutdownTimeout: time.Second})
 			for _, id := range []string{"a", "b"} {
 				require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 			}
-			stop := startEngine(t, c)
+			stop := deletiontest.Start(t, c)
 			c.TriggerAll()
 			synctest.Wait()
 			assert.NoError(t, c.ReadinessCheck(nil), "within their deadline")
@@ -528,9 +485,9 @@ func TestHealthCheck(t *testing.T) {
 				}
 				return livePod(key.Name, testNode), nil
 			})
-			c := newQuiet(t, getter, &recorder{}, deletion.Options{Workers: 2, CheckTimeout: 10 * time.Second})
+			c := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{Workers: 2, CheckTimeout: 10 * time.Second})
 			require.NoError(t, c.Track(ports.PU{PUID: "hung", Pod: types.NamespacedName{Namespace: "ns", Name: "hung"}}))
-			stop := startEngine(t, c)
+			stop := deletiontest.Start(t, c)
 			c.TriggerAll()
 			time.Sleep(time.Minute)
 			assert.NoError(t, c.ReadinessCheck(nil))
@@ -544,12 +501,12 @@ func TestHealthCheck(t *testing.T) {
 				time.Sleep(time.Second) // a slow API server: one worker checks one pod a second
 				return livePod(key.Name, testNode), nil
 			})
-			c := newQuiet(t, getter, &recorder{}, deletion.Options{Workers: 1, SweepInterval: 10 * time.Second})
+			c := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{Workers: 1, SweepInterval: 10 * time.Second})
 			for i := range 60 { // 6 checks a second to do
 				id := fmt.Sprint(i)
 				require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 			}
-			stop := startEngine(t, c)
+			stop := deletiontest.Start(t, c)
 			time.Sleep(10 * time.Second)
 			assert.NoError(t, c.ReadinessCheck(nil), "a little behind")
 			time.Sleep(2 * time.Minute)
@@ -580,14 +537,14 @@ func TestRequeueWaitingForItsDeadlineIsNoHungPort(t *testing.T) {
 			return ctx.Err()
 		})
 		logs := &logBuffer{}
-		c := newQuiet(t, getter, &recorder{}, deletion.Options{
+		c := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{
 			Workers: 2, CheckTimeout: time.Second, SandboxExtractor: extractor, Requeuer: requeuer, Logger: logs.logger(),
 		})
 		for i := range 10 {
 			id := fmt.Sprint(i)
 			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}, SandboxID: "sb-old"}))
 		}
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		c.TriggerAll()
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -616,10 +573,10 @@ func TestSweepLeavesAStuckCheckPastItsDeadline(t *testing.T) {
 			}
 			return livePod(key.Name, testNode), nil
 		})
-		c := newQuiet(t, getter, &recorder{}, deletion.Options{CheckTimeout: 10 * time.Second, SweepInterval: time.Hour})
+		c := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{CheckTimeout: 10 * time.Second, SweepInterval: time.Hour})
 		require.NoError(t, c.Track(entryWith("")))
 		require.NoError(t, c.Track(ports.PU{PUID: "other", Pod: types.NamespacedName{Namespace: "ns", Name: "other"}}))
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		c.TriggerPod(testKey)
 		<-entered
 		time.Sleep(9 * time.Second)
@@ -649,8 +606,8 @@ func TestSweepReturnsWhenItsOwnCheckIsStuck(t *testing.T) {
 			}
 			return nil, ports.ErrPodNotFound
 		})
-		rec := &recorder{}
-		c := newQuiet(t, getter, rec, deletion.Options{CheckTimeout: 10 * time.Second, Workers: 2})
+		rec := &deletiontest.Policy{}
+		c := deletiontest.NewEngine(t, getter, rec, deletion.Options{CheckTimeout: 10 * time.Second, Workers: 2})
 		require.NoError(t, c.Track(entryWith("")))
 		for i := range 5 {
 			id := fmt.Sprint(i)
@@ -659,7 +616,7 @@ func TestSweepReturnsWhenItsOwnCheckIsStuck(t *testing.T) {
 		began := time.Now()
 		c.Sweep(context.Background())
 		assert.Less(t, time.Since(began), time.Minute)
-		assert.Len(t, rec.destroyed(), 5, "the other goroutine checked the rest")
+		assert.Len(t, rec.Destroyed(), 5, "the other goroutine checked the rest")
 		close(release)
 		synctest.Wait()
 		assert.Equal(t, 1, c.Len(), "an answer after the deadline destroys nothing")
@@ -680,9 +637,9 @@ func TestTriggerDuringACheckChecksAgain(t *testing.T) {
 			}
 			return livePod(testUID, testNode), nil
 		})
-		c := newQuiet(t, getter, &recorder{}, deletion.Options{SweepInterval: time.Hour})
+		c := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{SweepInterval: time.Hour})
 		require.NoError(t, c.Track(entryWith("")))
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		c.TriggerPod(testKey)
 		<-entered
 		c.TriggerPod(testKey) // the pod changed while it was being checked
@@ -726,19 +683,19 @@ func TestADeleteDuringACheckIsNotMissed(t *testing.T) {
 					}
 					return livePod(testUID, testNode), nil
 				})
-				rec := &recorder{}
-				c := newQuiet(t, getter, rec, deletion.Options{SweepInterval: time.Hour})
+				rec := &deletiontest.Policy{}
+				c := deletiontest.NewEngine(t, getter, rec, deletion.Options{SweepInterval: time.Hour})
 				require.NoError(t, c.Track(entryWith("")))
-				stop := startEngine(t, c)
+				stop := deletiontest.Start(t, c)
 				c.TriggerPod(testKey) // the pod's last update
 				<-entered
 				gone.Store(true)
 				tc.trigger(c) // its delete
 				synctest.Wait()
-				assert.Empty(t, rec.destroyed(), "nothing destroyed while the check that read the pod alive runs")
+				assert.Empty(t, rec.Destroyed(), "nothing destroyed while the check that read the pod alive runs")
 				close(release)
 				synctest.Wait()
-				assert.Equal(t, []ports.DestroyEvent{destroyEvent("", ports.ReasonPodGone)}, rec.destroyed(),
+				assert.Equal(t, []ports.DestroyEvent{destroyEvent("", ports.ReasonPodGone)}, rec.Destroyed(),
 					"destroyed once that check ended, not at the periodic check an hour away")
 				assert.Zero(t, c.Len())
 				assert.Equal(t, int32(2), gets.Load())
@@ -757,9 +714,9 @@ func TestTriggersAfterStartReturnedDoNothing(t *testing.T) {
 			gets.Add(1)
 			return nil, ports.ErrPodNotFound
 		})
-		c := newQuiet(t, getter, &recorder{}, deletion.Options{SweepInterval: time.Hour})
+		c := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{SweepInterval: time.Hour})
 		require.NoError(t, c.Track(entryWith("")))
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		stop()
 		for range 1000 {
 			c.TriggerPod(testKey)
@@ -777,7 +734,7 @@ func TestTriggersAfterStartReturnedDoNothing(t *testing.T) {
 // is a nil port, as a plain nil is, for required and optional ports alike.
 func TestNewRejectsNilFuncsAndTypedNils(t *testing.T) {
 	getter := getterOf(nil, ports.ErrPodNotFound)
-	policy := &recorder{}
+	policy := &deletiontest.Policy{}
 	for name, tc := range map[string]struct {
 		g    ports.PodGetter
 		p    ports.PolicyHandler
@@ -785,13 +742,13 @@ func TestNewRejectsNilFuncsAndTypedNils(t *testing.T) {
 	}{
 		"nil PodGetterFunc":        {g: ports.PodGetterFunc(nil), p: policy},
 		"nil PolicyHandlerFunc":    {g: getter, p: ports.PolicyHandlerFunc(nil)},
-		"typed nil PolicyHandler":  {g: getter, p: (*recorder)(nil)},
+		"typed nil PolicyHandler":  {g: getter, p: (*deletiontest.Policy)(nil)},
 		"nil SandboxExtractorFunc": {g: getter, p: policy, opts: deletion.Options{SandboxExtractor: ports.SandboxExtractorFunc(nil)}},
 		"nil RequeuerFunc":         {g: getter, p: policy, opts: deletion.Options{Requeuer: ports.RequeuerFunc(nil)}},
 		"nil Confirmer":            {g: getter, p: policy, opts: deletion.Options{Confirmer: ports.PodGetterFunc(nil)}},
 		"nil InventoryFunc":        {g: getter, p: policy, opts: deletion.Options{Inventory: ports.InventoryFunc(nil)}},
 		"nil ObserverFunc":         {g: getter, p: policy, opts: deletion.Options{Observer: deletion.ObserverFunc(nil)}},
-		"typed nil Observer":       {g: getter, p: policy, opts: deletion.Options{Observer: (*events)(nil)}},
+		"typed nil Observer":       {g: getter, p: policy, opts: deletion.Options{Observer: (*deletiontest.Events)(nil)}},
 	} {
 		_, err := deletion.New(tc.g, tc.p, tc.opts)
 		assert.ErrorIs(t, err, deletion.ErrNilPort, name)
@@ -801,7 +758,7 @@ func TestNewRejectsNilFuncsAndTypedNils(t *testing.T) {
 // TestOptionsLowerBounds: an interval or a deadline too short to be meant
 // is an error, not a node's CPU.
 func TestOptionsLowerBounds(t *testing.T) {
-	getter, policy := getterOf(nil, ports.ErrPodNotFound), &recorder{}
+	getter, policy := getterOf(nil, ports.ErrPodNotFound), &deletiontest.Policy{}
 	for name, o := range map[string]deletion.Options{
 		"1ns SweepInterval":      {SweepInterval: time.Nanosecond},
 		"just below the minimum": {SweepInterval: deletion.MinSweepInterval - 1},
@@ -828,7 +785,7 @@ func TestObserversTellsEveryOne(t *testing.T) {
 	assert.Equal(t, []string{"first Tracked", "last Tracked"}, got)
 
 	// In the engine, the panic is logged and the PU kept track of.
-	c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), &recorder{}, deletion.Options{Observer: o})
+	c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), &deletiontest.Policy{}, deletion.Options{Observer: o})
 	require.NoError(t, c.Track(entryWith("")))
 	assert.Equal(t, 1, c.Len())
 }
@@ -837,30 +794,16 @@ func TestObserversTellsEveryOne(t *testing.T) {
 // journals.
 func TestAdoptedIsObserved(t *testing.T) {
 	m := newMockPorts(t)
-	rec := &events{}
+	rec := &deletiontest.Events{}
 	c := m.newEngine(t, true, deletion.Options{Observer: rec})
 	live := livePod(testUID, testNode)
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
 	m.extractor.EXPECT().SandboxID(gomock.Any(), live).Return("sb1", nil)
 	require.NoError(t, c.Track(entryWith("")))
 	c.Sweep(context.Background())
-	adopted := rec.kinds(deletion.EventAdopted)
+	adopted := rec.Of(deletion.EventAdopted)
 	require.Len(t, adopted, 1)
 	assert.Equal(t, entryWith("sb1"), adopted[0].PU)
-}
-
-// inventory is an Inventory that fails its first fails lists.
-type inventory struct {
-	pus   []ports.PU
-	fails int
-	calls atomic.Int32
-}
-
-func (i *inventory) ListPUs(context.Context) ([]ports.PU, error) {
-	if int(i.calls.Add(1)) <= i.fails {
-		return nil, errBoom
-	}
-	return i.pus, nil
 }
 
 // TestInventoryRestores: Start tracks what the Inventory lists, skips what
@@ -874,34 +817,35 @@ func TestInventoryRestores(t *testing.T) {
 			}
 			return nil, ports.ErrPodNotFound
 		})
-		inv := &inventory{pus: []ports.PU{
-			{PUID: "live", Pod: types.NamespacedName{Namespace: "default", Name: "live"}, SandboxID: "sb-live"},
-			{PUID: "gone", Pod: types.NamespacedName{Namespace: "default", Name: "gone"}, SandboxID: "sb-gone"},
-			{PUID: "tracked", Pod: types.NamespacedName{Namespace: "default", Name: "live"}, SandboxID: "from-inventory"},
-			{PUID: "", Pod: types.NamespacedName{Namespace: "default", Name: "x"}},
-			{PUID: "no-name", Pod: types.NamespacedName{Namespace: "default"}},
-			{PUID: "no-namespace", Pod: types.NamespacedName{Name: "x"}},
-		}, fails: 2}
-		rec, evs, logs := &recorder{}, &events{}, &logBuffer{}
-		c := newQuiet(t, getter, rec, deletion.Options{
+		inv := deletiontest.NewInventory(
+			ports.PU{PUID: "live", Pod: types.NamespacedName{Namespace: "default", Name: "live"}, SandboxID: "sb-live"},
+			ports.PU{PUID: "gone", Pod: types.NamespacedName{Namespace: "default", Name: "gone"}, SandboxID: "sb-gone"},
+			ports.PU{PUID: "tracked", Pod: types.NamespacedName{Namespace: "default", Name: "live"}, SandboxID: "from-inventory"},
+			ports.PU{PUID: "", Pod: types.NamespacedName{Namespace: "default", Name: "x"}},
+			ports.PU{PUID: "no-name", Pod: types.NamespacedName{Namespace: "default"}},
+			ports.PU{PUID: "no-namespace", Pod: types.NamespacedName{Name: "x"}},
+		)
+		inv.FailNextLists(2, errBoom)
+		rec, evs, logs := &deletiontest.Policy{}, &deletiontest.Events{}, &logBuffer{}
+		c := deletiontest.NewEngine(t, getter, rec, deletion.Options{
 			Inventory: inv, Observer: evs, Logger: logs.logger(), SweepInterval: 5 * time.Second,
 			RetryMinDelay: time.Second, RetryMaxDelay: time.Minute,
 		})
 		require.NoError(t, c.Track(ports.PU{PUID: "tracked", Pod: types.NamespacedName{Namespace: "default", Name: "tracked"}, SandboxID: "from-track"}))
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		synctest.Wait()
-		assert.Equal(t, int32(1), inv.calls.Load())
+		assert.Equal(t, 1, inv.Lists())
 		time.Sleep(time.Second)
 		synctest.Wait()
-		assert.Equal(t, int32(2), inv.calls.Load(), "retried after RetryMinDelay")
+		assert.Equal(t, 2, inv.Lists(), "retried after RetryMinDelay")
 		time.Sleep(time.Second)
 		synctest.Wait()
-		assert.Equal(t, int32(2), inv.calls.Load(), "then after twice that")
+		assert.Equal(t, 2, inv.Lists(), "then after twice that")
 		time.Sleep(time.Second)
 		synctest.Wait()
-		require.Equal(t, int32(3), inv.calls.Load())
+		require.Equal(t, 3, inv.Lists())
 
-		restored := evs.kinds(deletion.EventRestored)
+		restored := evs.Of(deletion.EventRestored)
 		require.Len(t, restored, 1)
 		assert.Equal(t, 2, restored[0].Count)
 		assert.Equal(t, 3, restored[0].ListCalls)
@@ -910,8 +854,8 @@ func TestInventoryRestores(t *testing.T) {
 		time.Sleep(5 * time.Second) // one interval: every entry checked
 		synctest.Wait()
 		assert.Equal(t, []ports.DestroyEvent{{PUID: "gone", Pod: types.NamespacedName{Namespace: "default", Name: "gone"}, SandboxID: "sb-gone", Reason: ports.ReasonPodGone}},
-			rec.destroyed())
-		pending := inspect.PUs(c)
+			rec.Destroyed())
+		pending := deletiontest.PUs(c)
 		require.Len(t, pending, 2)
 		assert.Equal(t, "live", pending[0].PUID)
 		assert.Equal(t, "tracked", pending[1].PUID)
@@ -941,14 +885,14 @@ func TestInventoryGivesItsSandboxToAnUncheckedEntry(t *testing.T) {
 			requeued = append(requeued, pod.Name)
 			return nil
 		})
-		inv := &inventory{pus: []ports.PU{
-			{PUID: "restarted", Pod: key("restarted"), SandboxID: "sb-old"},
-			{PUID: "has-one", Pod: key("has-one"), SandboxID: "sb-old"},
-			{PUID: "moved", Pod: key("elsewhere"), SandboxID: "sb-old"},
-			{PUID: "none", Pod: key("none")},
-		}}
-		rec, evs := &recorder{}, &events{}
-		c := newQuiet(t, getter, rec, deletion.Options{
+		inv := deletiontest.NewInventory(
+			ports.PU{PUID: "restarted", Pod: key("restarted"), SandboxID: "sb-old"},
+			ports.PU{PUID: "has-one", Pod: key("has-one"), SandboxID: "sb-old"},
+			ports.PU{PUID: "moved", Pod: key("elsewhere"), SandboxID: "sb-old"},
+			ports.PU{PUID: "none", Pod: key("none")},
+		)
+		rec, evs := &deletiontest.Policy{}, &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getter, rec, deletion.Options{
 			Inventory: inv, Observer: evs, SweepInterval: 5 * time.Second,
 			SandboxExtractor: extractor, Requeuer: requeuer,
 		})
@@ -960,21 +904,21 @@ func TestInventoryGivesItsSandboxToAnUncheckedEntry(t *testing.T) {
 		} {
 			require.NoError(t, c.Track(e))
 		}
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		synctest.Wait()
-		restored := evs.kinds(deletion.EventRestored)
+		restored := evs.Of(deletion.EventRestored)
 		require.Len(t, restored, 1)
 		assert.Equal(t, 1, restored[0].Count, "one entry took its sandbox from the Inventory")
 
 		time.Sleep(5 * time.Second) // one interval: every entry checked
 		synctest.Wait()
 		assert.Equal(t, []ports.DestroyEvent{{PUID: "restarted", Pod: key("restarted"), SandboxID: "sb-old", Reason: ports.ReasonSandboxChanged}},
-			rec.destroyed(), "the sandbox replaced while the agent was down")
+			rec.Destroyed(), "the sandbox replaced while the agent was down")
 		mu.Lock()
 		assert.Equal(t, []string{"restarted"}, requeued, "its pod is requeued for the new sandbox's PU")
 		mu.Unlock()
 		got := map[string]string{}
-		for _, e := range inspect.PUs(c) {
+		for _, e := range deletiontest.PUs(c) {
 			got[e.PUID] = e.SandboxID
 		}
 		assert.Equal(t, map[string]string{"has-one": "sb-new", "moved": "sb-new", "none": "sb-new"}, got,
@@ -987,16 +931,17 @@ func TestInventoryGivesItsSandboxToAnUncheckedEntry(t *testing.T) {
 // until Start's context ends, and checks go on meanwhile.
 func TestInventoryListStopsWithStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		inv := &inventory{fails: 1 << 30}
-		rec := &recorder{}
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{Inventory: inv})
+		inv := deletiontest.NewInventory()
+		inv.FailLists(errBoom)
+		rec := &deletiontest.Policy{}
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{Inventory: inv})
 		require.NoError(t, c.Track(entryWith("")))
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		time.Sleep(10 * time.Minute)
-		assert.Len(t, rec.destroyed(), 1, "checks go on while the list fails")
-		calls := inv.calls.Load()
-		assert.Greater(t, calls, int32(10))
-		assert.Less(t, calls, int32(30), "with backoff up to RetryMaxDelay")
+		assert.Len(t, rec.Destroyed(), 1, "checks go on while the list fails")
+		calls := inv.Lists()
+		assert.Greater(t, calls, 10)
+		assert.Less(t, calls, 30, "with backoff up to RetryMaxDelay")
 		stop()
 		synctest.Wait()
 	})
@@ -1018,18 +963,18 @@ func TestInventoryListedBeforeTheFirstCheck(t *testing.T) {
 			}
 			return []ports.PU{gone}, nil
 		})
-		rec := &recorder{}
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{Inventory: inv, SweepInterval: time.Second})
+		rec := &deletiontest.Policy{}
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{Inventory: inv, SweepInterval: time.Second})
 		require.NoError(t, c.Track(gone))
 		c.TriggerPod(gone.Pod)
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		time.Sleep(500 * time.Millisecond)
 		synctest.Wait()
-		assert.Empty(t, rec.destroyed(), "no check before the Inventory answers")
+		assert.Empty(t, rec.Destroyed(), "no check before the Inventory answers")
 		close(release)
 		time.Sleep(3 * time.Second) // three intervals
 		synctest.Wait()
-		assert.Equal(t, int32(1), rec.calls.Load(), "destroyed once")
+		assert.Equal(t, 1, rec.CallCount(), "destroyed once")
 		assert.Zero(t, c.Len())
 		stop()
 	})
@@ -1052,13 +997,13 @@ func TestNoDestroyOnceStartIsDone(t *testing.T) {
 			if confirmer {
 				getter, opts.Confirmer = getterOf(nil, ports.ErrPodNotFound), getter
 			}
-			rec := &recorder{}
-			c := newQuiet(t, getter, rec, opts)
+			rec := &deletiontest.Policy{}
+			c := deletiontest.NewEngine(t, getter, rec, opts)
 			require.NoError(t, c.Track(entryWith("sb1")))
 			c.TriggerPod(testKey)
 			require.NoError(t, c.Start(ctx))
 			synctest.Wait()
-			assert.Zero(t, rec.calls.Load(), "confirmer %v: no DestroyPU after the context ended", confirmer)
+			assert.Zero(t, rec.CallCount(), "confirmer %v: no DestroyPU after the context ended", confirmer)
 			assert.Equal(t, 1, c.Len())
 		}
 		cancel()
@@ -1105,20 +1050,20 @@ func TestDefaultLoggerIsNeverSilent(t *testing.T) {
 // each PU's first failure at V(1); the Observer still hears of every one.
 func TestLogsScaleInAnOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		logs, evs := &logBuffer{}, &events{}
-		c := newQuiet(t, getterOf(nil, errors.New("connection refused")), &recorder{}, deletion.Options{
+		logs, evs := &logBuffer{}, &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getterOf(nil, errors.New("connection refused")), &deletiontest.Policy{}, deletion.Options{
 			SweepInterval: 5 * time.Second, Logger: logs.logger(), Observer: evs,
 		})
 		const n = 250
 		for i := range n {
 			require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
 		}
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		time.Sleep(10*5*time.Second + time.Second) // ten intervals: 2,500 failed reads
 		synctest.Wait()
 		stop()
 
-		failed := len(evs.kinds(deletion.EventGetFailed))
+		failed := len(evs.Of(deletion.EventGetFailed))
 		assert.GreaterOrEqual(t, failed, 10*n, "every failure reaches the Observer")
 		summaries := logs.lines("port failing")
 		assert.GreaterOrEqual(t, len(summaries), 9)
@@ -1185,9 +1130,9 @@ func TestClassifyIsTheTable(t *testing.T) {
 // found gone waits for its destroy.
 func TestBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{}
-		rec.setFail(errBoom)
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{RetryMinDelay: time.Minute, RetryMaxDelay: time.Minute})
+		rec := &deletiontest.Policy{}
+		rec.Fail(errBoom)
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), rec, deletion.Options{RetryMinDelay: time.Minute, RetryMaxDelay: time.Minute})
 		b := c.Backlog()
 		assert.Zero(t, b.Retrying)
 		assert.True(t, b.OldestGoneSince.IsZero())
@@ -1200,7 +1145,7 @@ func TestBacklog(t *testing.T) {
 		b = c.Backlog()
 		assert.Equal(t, 2, b.Retrying)
 		assert.Equal(t, t0, b.OldestGoneSince, "the first PU found gone")
-		rec.setFail(nil)
+		rec.Fail(nil)
 		c.Sweep(context.Background())
 		b = c.Backlog()
 		assert.Zero(t, b.Retrying)
@@ -1221,7 +1166,7 @@ func TestRequeuerGetsAPodOfItsOwn(t *testing.T) {
 		return nil
 	})
 	extractor := ports.SandboxExtractorFunc(func(context.Context, *corev1.Pod) (string, error) { return "sb2", nil })
-	c := newQuiet(t, getterOf(shared, nil), &recorder{}, deletion.Options{
+	c := deletiontest.NewEngine(t, getterOf(shared, nil), &deletiontest.Policy{}, deletion.Options{
 		NodeName: testNode, SandboxExtractor: extractor, Requeuer: requeuer,
 	})
 	require.NoError(t, c.Track(entryWith("sb1")))

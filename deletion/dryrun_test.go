@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -39,8 +40,8 @@ func TestADryRunReportsAFlappingSandboxOncePerReason(t *testing.T) {
 			return answers[0], nil
 		})
 		prober := ports.SandboxProberFunc(func(context.Context, *corev1.Pod, string) (bool, error) { return true, nil })
-		rec := &events{}
-		c := newQuiet(t, getterOf(podAt(key, "web"), nil), newDestroyLog(), deletion.Options{DryRun: true,
+		rec := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getterOf(podAt(key, "web"), nil), newDestroyLog(), deletion.Options{DryRun: true,
 			SandboxExtractor: extractor, SandboxProber: prober, Observer: rec, NodeName: testNode})
 		require.NoError(t, c.Track(ports.PU{PUID: "web", Pod: key, SandboxID: "s1"}))
 		for range 4 {
@@ -50,7 +51,7 @@ func TestADryRunReportsAFlappingSandboxOncePerReason(t *testing.T) {
 			mu.Unlock()
 		}
 		var reasons []ports.Reason
-		for _, ev := range rec.kinds(deletion.EventWouldDestroy) {
+		for _, ev := range rec.Of(deletion.EventWouldDestroy) {
 			reasons = append(reasons, ev.Reason)
 		}
 		assert.Equal(t, []ports.Reason{ports.ReasonSandboxChanged, ports.ReasonSandboxDead}, reasons)
@@ -69,9 +70,9 @@ func TestADryRunReportsAFlappingSandboxOncePerReason(t *testing.T) {
 func TestALongDryRunIsBoundedWhileTheInventoryFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return nil, errors.New("journal unavailable") })
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{DryRun: true,
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{DryRun: true,
 			Inventory: inv, CheckTimeout: time.Second, SweepInterval: time.Hour, Workers: 8})
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		time.Sleep(3 * time.Second) // the checks begin without the list
 		synctest.Wait()
 		before := auditHeap()
@@ -122,7 +123,7 @@ func TestWouldDestroyIsTheReasonReportedLast(t *testing.T) {
 				mu.Unlock()
 			}
 		})
-		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{DryRun: true, SandboxExtractor: extractor,
+		c := deletiontest.NewEngine(t, getter, newDestroyLog(), deletion.Options{DryRun: true, SandboxExtractor: extractor,
 			SandboxProber: prober, Observer: obs})
 		require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: key, SandboxID: "s1"}))
 		ctx := context.Background()
@@ -155,19 +156,20 @@ func TestWouldDestroyIsTheReasonReportedLast(t *testing.T) {
 func TestADryRunReportsAPUOnceThoughAListRestoresIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		x := pu("x")
-		inv := &inventory{pus: []ports.PU{x}, fails: 1}
-		rec := &events{}
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{
+		inv := deletiontest.NewInventory(x)
+		inv.FailNextLists(1, errBoom)
+		rec := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{
 			DryRun: true, Inventory: inv, Observer: rec, SweepInterval: time.Second, RetryMinDelay: time.Second})
 		require.NoError(t, c.Track(x))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		time.Sleep(500 * time.Millisecond)
 		synctest.Wait()
-		require.Len(t, rec.kinds(deletion.EventWouldDestroy), 1, "reported and dropped before the list's retry")
+		require.Len(t, rec.Of(deletion.EventWouldDestroy), 1, "reported and dropped before the list's retry")
 		time.Sleep(time.Minute)
 		synctest.Wait()
 
-		assert.Len(t, rec.kinds(deletion.EventWouldDestroy), 1, "x is reported %d times in one run", len(rec.kinds(deletion.EventWouldDestroy)))
+		assert.Len(t, rec.Of(deletion.EventWouldDestroy), 1, "x is reported %d times in one run", len(rec.Of(deletion.EventWouldDestroy)))
 	})
 }
 
@@ -178,17 +180,17 @@ func TestADryRunReportsAPUOnceThoughAListRestoresIt(t *testing.T) {
 // 11) once and keeps it tracked; ten minutes later nothing is pending.
 func TestADryRunLeavesNoDestroyPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newPodWorld()
-		key := w.put("done", "done", testNode, "", corev1.PodSucceeded)
+		w := deletiontest.NewCluster()
+		key := addPod(w, "done", "done", testNode, "", corev1.PodSucceeded)
 		policy := newDestroyLog()
-		rec := &events{}
-		c := newQuiet(t, w, policy, deletion.Options{DryRun: true, DestroyTerminated: true, NodeName: testNode, Observer: rec})
+		rec := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, w, policy, deletion.Options{DryRun: true, DestroyTerminated: true, NodeName: testNode, Observer: rec})
 		require.NoError(t, c.Track(ports.PU{PUID: "done", Pod: key}))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 
-		reported := rec.kinds(deletion.EventWouldDestroy)
+		reported := rec.Of(deletion.EventWouldDestroy)
 		require.Len(t, reported, 1, "reported once")
 		assert.Equal(t, ports.ReasonPodTerminated, reported[0].Reason)
 		require.Len(t, c.Status(), 1, "a finished pod's PU stays tracked in a dry run")

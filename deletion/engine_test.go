@@ -17,7 +17,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -95,10 +95,10 @@ func TestSweepRows(t *testing.T) {
 			c.Sweep(context.Background())
 
 			if !r.tracked {
-				assert.Empty(t, inspect.PUs(c))
+				assert.Empty(t, deletiontest.PUs(c))
 				return
 			}
-			assert.Equal(t, []ports.PU{{PUID: testUID, Pod: testKey, SandboxID: r.sandbox}}, inspect.PUs(c))
+			assert.Equal(t, []ports.PU{{PUID: testUID, Pod: testKey, SandboxID: r.sandbox}}, deletiontest.PUs(c))
 		})
 	}
 }
@@ -119,8 +119,8 @@ func TestAdoptedSandboxIsTheOneDestroyed(t *testing.T) {
 
 	require.NoError(t, c.Track(entryWith("")))
 	c.Sweep(context.Background())
-	require.Len(t, inspect.PUs(c), 1)
-	require.Equal(t, "sb1", inspect.PUs(c)[0].SandboxID)
+	require.Len(t, deletiontest.PUs(c), 1)
+	require.Equal(t, "sb1", deletiontest.PUs(c)[0].SandboxID)
 	c.Sweep(context.Background())
 	assert.Zero(t, c.Len())
 }
@@ -130,7 +130,7 @@ func TestTrackIsInsertOnly(t *testing.T) {
 	c := m.newEngine(t, false, deletion.Options{})
 	require.NoError(t, c.Track(entryWith("sb1")))
 	require.NoError(t, c.Track(ports.PU{PUID: testUID, Pod: types.NamespacedName{Namespace: "other", Name: "x"}, SandboxID: "sb2"}))
-	assert.Equal(t, []ports.PU{entryWith("sb1")}, inspect.PUs(c))
+	assert.Equal(t, []ports.PU{entryWith("sb1")}, deletiontest.PUs(c))
 	assert.Equal(t, 1, c.Len())
 }
 
@@ -155,7 +155,7 @@ func TestPendingIsSortedByPUID(t *testing.T) {
 		require.NoError(t, c.Track(ports.PU{PUID: id, Pod: testKey}))
 	}
 	var ids []string
-	for _, e := range inspect.PUs(c) {
+	for _, e := range deletiontest.PUs(c) {
 		ids = append(ids, e.PUID)
 	}
 	assert.Equal(t, []string{"a", "b", "c"}, ids)
@@ -193,7 +193,7 @@ func TestNewRejectsNilPortsAndBadOptions(t *testing.T) {
 func TestDestroyRetriesUpToMaxAttempts(t *testing.T) {
 	m := newMockPorts(t)
 	logs := &logBuffer{}
-	rec := &events{}
+	rec := &deletiontest.Events{}
 	c := m.newEngine(t, false, deletion.Options{MaxDestroyAttempts: 3, Logger: logs.logger(), Observer: rec})
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).Times(3)
 	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("", ports.ReasonPodGone)).Return(errBoom).Times(3)
@@ -206,8 +206,8 @@ func TestDestroyRetriesUpToMaxAttempts(t *testing.T) {
 	assert.Zero(t, c.Len(), "dropped after the last attempt")
 	c.Sweep(context.Background()) // nothing left: no call
 
-	require.Len(t, rec.kinds(deletion.EventDestroyFailed), 3)
-	abandoned := rec.kinds(deletion.EventAbandoned)
+	require.Len(t, rec.Of(deletion.EventDestroyFailed), 3)
+	abandoned := rec.Of(deletion.EventAbandoned)
 	require.Len(t, abandoned, 1)
 	assert.Equal(t, 3, abandoned[0].DestroyCalls)
 	assert.ErrorIs(t, abandoned[0].Err, errBoom)
@@ -232,15 +232,15 @@ func TestFireAndForget(t *testing.T) {
 
 func TestPermanentErrorIsNotRetried(t *testing.T) {
 	m := newMockPorts(t)
-	rec := &events{}
+	rec := &deletiontest.Events{}
 	c := m.newEngine(t, false, deletion.Options{MaxDestroyAttempts: 5, Observer: rec})
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
 	m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(fmt.Errorf("engine says: %w", ports.Permanent(errBoom)))
 	require.NoError(t, c.Track(entryWith("")))
 	c.Sweep(context.Background())
 	assert.Zero(t, c.Len())
-	require.Len(t, rec.kinds(deletion.EventAbandoned), 1)
-	assert.Equal(t, 1, rec.kinds(deletion.EventAbandoned)[0].DestroyCalls)
+	require.Len(t, rec.Of(deletion.EventAbandoned), 1)
+	assert.Equal(t, 1, rec.Of(deletion.EventAbandoned)[0].DestroyCalls)
 }
 
 // TestRequeueAfterAbandonedSandboxChange: the Requeue of row 10 also happens
@@ -283,7 +283,7 @@ func TestTrackFromInsideRequeue(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Sweep deadlocked on a Track from inside Requeue")
 	}
-	assert.Equal(t, []ports.PU{entryWith("sb2")}, inspect.PUs(c))
+	assert.Equal(t, []ports.PU{entryWith("sb2")}, deletiontest.PUs(c))
 }
 
 // TestPeriodicSweep: under Start, every entry is checked once per
@@ -315,8 +315,8 @@ func TestPeriodicSweep(t *testing.T) {
 			t.Error("nothing is gone: no destroy expected")
 			return nil
 		})
-		c := newQuiet(t, getter, policy, deletion.Options{SweepInterval: interval})
-		stop := startEngine(t, c)
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{SweepInterval: interval})
+		stop := deletiontest.Start(t, c)
 		for i := range n {
 			id := fmt.Sprint(i)
 			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
@@ -358,7 +358,7 @@ func TestTriggerPodChecksOnlyThatPod(t *testing.T) {
 		destroyed <- ev.PUID
 		return nil
 	}).Times(2)
-	startEngine(t, c)
+	deletiontest.Start(t, c)
 
 	c.TriggerPod(gone)
 	got := []string{<-destroyed, <-destroyed}
@@ -386,7 +386,7 @@ func TestTriggersBeforeStartRunWhenItStarts(t *testing.T) {
 				require.Equal(t, 1, c.Len(), "nothing runs before Start")
 				m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound)
 				m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Return(nil)
-				stop := startEngine(t, c)
+				stop := deletiontest.Start(t, c)
 				synctest.Wait()
 				assert.Zero(t, c.Len(), "checked at once, not at the periodic check an hour away")
 				stop()
@@ -399,7 +399,7 @@ func TestTriggerAllChecksEveryEntry(t *testing.T) {
 	verifyNoLeaks(t)
 	m := newMockPorts(t)
 	c := m.newEngine(t, false, deletion.Options{SweepInterval: time.Hour})
-	startEngine(t, c)
+	deletiontest.Start(t, c)
 	for i := range 20 {
 		require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
 	}
@@ -474,13 +474,13 @@ func TestConcurrencyIsBounded(t *testing.T) {
 		t.Error("nothing is gone: no destroy expected")
 		return nil
 	})
-	c, err := deletion.New(getter, policy, deletion.Options{Workers: workers, SweepInterval: deletion.MinSweepInterval, Logger: quiet()})
+	c, err := deletion.New(getter, policy, deletion.Options{Workers: workers, SweepInterval: deletion.MinSweepInterval, Logger: deletiontest.Discard()})
 	require.NoError(t, err)
 	for i := range 30 {
 		id := fmt.Sprint(i)
 		require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 	}
-	startEngine(t, c)
+	deletiontest.Start(t, c)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -511,7 +511,7 @@ func TestSweepChecksEveryEntryEvenInBackoff(t *testing.T) {
 		)
 		require.NoError(t, c.Track(entryWith("")))
 		c.TriggerPod(testKey)
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		synctest.Wait()
 		require.Len(t, c.Status(), 1)
 		require.Equal(t, "waiting for a retry", c.Status()[0].State)
@@ -536,19 +536,19 @@ func TestStartStopsPromptlyWithHangingPort(t *testing.T) {
 		})
 		var destroys atomic.Int32
 		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { destroys.Add(1); return nil })
-		logs, rec := &logBuffer{}, &events{}
+		logs, rec := &logBuffer{}, &deletiontest.Events{}
 		c, err := deletion.New(getter, policy, deletion.Options{ShutdownTimeout: 100 * time.Millisecond, Logger: logs.logger(), Observer: rec})
 		require.NoError(t, err)
 		require.NoError(t, c.Track(entryWith("")))
 		c.TriggerAll()
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		<-entered
 		began := time.Now()
 		stop()
 		assert.Less(t, time.Since(began), 2*time.Second)
 		assert.NotEmpty(t, logs.lines("stuck in ports"), "the stuck check is logged")
 		close(release)
-		require.Eventually(t, func() bool { return len(rec.kinds(deletion.EventChecked)) == 1 }, 5*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return len(rec.Of(deletion.EventChecked)) == 1 }, 5*time.Second, time.Millisecond,
 			"the check left behind ends when its port returns")
 		assert.Zero(t, destroys.Load(), "a GetPod answer that came after the deadline destroys nothing")
 		assert.Equal(t, 1, c.Len())
@@ -566,7 +566,7 @@ func TestStartStopsPromptlyWithHangingPort(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, c.Track(entryWith("")))
 		c.TriggerAll()
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		<-entered
 		began := time.Now()
 		stop()
@@ -592,11 +592,11 @@ func TestAHungCheckHoldsItsWorkerOnly(t *testing.T) {
 			}
 			return nil, ports.ErrPodNotFound
 		})
-		rec := &recorder{}
+		rec := &deletiontest.Policy{}
 		logs := &logBuffer{}
-		c := newQuiet(t, getter, rec, deletion.Options{Workers: 2, CheckTimeout: 50 * time.Millisecond, SweepInterval: time.Second, Logger: logs.logger()})
+		c := deletiontest.NewEngine(t, getter, rec, deletion.Options{Workers: 2, CheckTimeout: 50 * time.Millisecond, SweepInterval: time.Second, Logger: logs.logger()})
 		require.NoError(t, c.Track(ports.PU{PUID: "hung", Pod: hung}))
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		c.TriggerAll()
 		synctest.Wait()
 		for i := range 10 {
@@ -604,15 +604,15 @@ func TestAHungCheckHoldsItsWorkerOnly(t *testing.T) {
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		assert.Len(t, rec.destroyed(), 10, "the other worker went on")
+		assert.Len(t, rec.Destroyed(), 10, "the other worker went on")
 		assert.Equal(t, int32(1), calls.Load(), "no second check of a PUID whose check is stuck")
 		close(release)
 		synctest.Wait()
-		assert.Len(t, rec.destroyed(), 10, "an answer after the deadline destroys nothing")
+		assert.Len(t, rec.Destroyed(), 10, "an answer after the deadline destroys nothing")
 		assert.Len(t, logs.lines("ignored its check's deadline"), 1)
 		time.Sleep(time.Second)
 		synctest.Wait()
-		assert.Len(t, rec.destroyed(), 11, "checked again once the port returned")
+		assert.Len(t, rec.Destroyed(), 11, "checked again once the port returned")
 		stop()
 	})
 }
@@ -639,11 +639,11 @@ func TestPanickingPortsAreRecovered(t *testing.T) {
 		m.extractor.EXPECT().SandboxID(gomock.Any(), live).Do(func(context.Context, *corev1.Pod) { panic("extractor bug") })
 		require.NoError(t, c.Track(entryWith("sb1")))
 		c.Sweep(context.Background())
-		assert.Equal(t, []ports.PU{entryWith("sb1")}, inspect.PUs(c))
+		assert.Equal(t, []ports.PU{entryWith("sb1")}, deletiontest.PUs(c))
 	})
 	t.Run("DestroyPU", func(t *testing.T) {
 		m := newMockPorts(t)
-		rec := &events{}
+		rec := &deletiontest.Events{}
 		c := m.newEngine(t, false, deletion.Options{MaxDestroyAttempts: 2, Observer: rec})
 		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound).Times(2)
 		m.policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()).Do(func(context.Context, ports.DestroyEvent) { panic("policy bug") }).Times(2)
@@ -652,7 +652,7 @@ func TestPanickingPortsAreRecovered(t *testing.T) {
 		require.Equal(t, 1, c.Len(), "first panic: a failed attempt")
 		c.Sweep(context.Background())
 		assert.Zero(t, c.Len(), "second panic: the last attempt")
-		failed := rec.kinds(deletion.EventDestroyFailed)
+		failed := rec.Of(deletion.EventDestroyFailed)
 		require.Len(t, failed, 2)
 		assert.ErrorIs(t, failed[0].Err, deletion.ErrPortPanicked)
 	})
@@ -704,7 +704,7 @@ func TestBlockedRequeuerCannotWedgeTheEngine(t *testing.T) {
 // go to the successful destroy.
 func TestObserverEvents(t *testing.T) {
 	m := newMockPorts(t)
-	rec := &events{}
+	rec := &deletiontest.Events{}
 	clk := testingclock.NewFakeClock(time.Now())
 	c := m.newEngine(t, false, deletion.Options{Observer: rec, Clock: clk})
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, errBoom)
@@ -719,29 +719,29 @@ func TestObserverEvents(t *testing.T) {
 	clk.Step(3 * time.Second)
 	c.Sweep(context.Background()) // destroyed
 
-	assert.Len(t, rec.kinds(deletion.EventTracked), 1)
-	assert.Len(t, rec.kinds(deletion.EventChecked), 3)
-	require.Len(t, rec.kinds(deletion.EventGetFailed), 1)
-	assert.ErrorIs(t, rec.kinds(deletion.EventGetFailed)[0].Err, errBoom)
-	require.Len(t, rec.kinds(deletion.EventDestroyFailed), 1)
-	destroyed := rec.kinds(deletion.EventDestroyed)
+	assert.Len(t, rec.Of(deletion.EventTracked), 1)
+	assert.Len(t, rec.Of(deletion.EventChecked), 3)
+	require.Len(t, rec.Of(deletion.EventGetFailed), 1)
+	assert.ErrorIs(t, rec.Of(deletion.EventGetFailed)[0].Err, errBoom)
+	require.Len(t, rec.Of(deletion.EventDestroyFailed), 1)
+	destroyed := rec.Of(deletion.EventDestroyed)
 	require.Len(t, destroyed, 1)
 	assert.Equal(t, ports.ReasonPodGone, destroyed[0].Reason)
 	assert.Equal(t, 3*time.Second, destroyed[0].DestroyDelay)
-	assert.Empty(t, rec.kinds(deletion.EventAbandoned))
+	assert.Empty(t, rec.Of(deletion.EventAbandoned))
 	assert.Equal(t, "Destroyed", deletion.EventDestroyed.String())
 }
 
 // TestNilPodAndNilErrorKeeps: a getter answering nothing at all is an error.
 func TestNilPodAndNilErrorKeeps(t *testing.T) {
 	m := newMockPorts(t)
-	rec := &events{}
+	rec := &deletiontest.Events{}
 	c := m.newEngine(t, false, deletion.Options{Observer: rec})
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, nil)
 	require.NoError(t, c.Track(entryWith("")))
 	c.Sweep(context.Background())
 	assert.Equal(t, 1, c.Len())
-	assert.Len(t, rec.kinds(deletion.EventGetFailed), 1)
+	assert.Len(t, rec.Of(deletion.EventGetFailed), 1)
 }
 
 // TestSweepStopsWithItsContext.
@@ -785,7 +785,7 @@ func TestEntriesOfOnePod(t *testing.T) {
 		require.NoError(t, c.Track(ports.PU{PUID: id, Pod: testKey}))
 	}
 	c.Sweep(context.Background())
-	assert.Equal(t, []ports.PU{{PUID: "b", Pod: testKey}}, inspect.PUs(c))
+	assert.Equal(t, []ports.PU{{PUID: "b", Pod: testKey}}, deletiontest.PUs(c))
 	for _, id := range []string{"a", "c", "d"} {
 		r, ok := destroyed.Load(id)
 		assert.True(t, ok, id)
@@ -794,11 +794,11 @@ func TestEntriesOfOnePod(t *testing.T) {
 
 	synctest.Test(t, func(t *testing.T) {
 		require.NoError(t, c.Track(ports.PU{PUID: "e", Pod: testKey}))
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		gets.Store(0)
 		c.TriggerPod(testKey)
 		synctest.Wait()
-		assert.Equal(t, []ports.PU{{PUID: "b", Pod: testKey}}, inspect.PUs(c))
+		assert.Equal(t, []ports.PU{{PUID: "b", Pod: testKey}}, deletiontest.PUs(c))
 		assert.Equal(t, int32(2), gets.Load(), "b and e checked, nothing else")
 		stop()
 	})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -40,7 +41,7 @@ func TestAnAdoptedEventCarriesOnlyItsFields(t *testing.T) {
 				mu.Unlock()
 			}
 		})
-		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{SandboxExtractor: extractor, Observer: obs})
+		c := deletiontest.NewEngine(t, getter, newDestroyLog(), deletion.Options{SandboxExtractor: extractor, Observer: obs})
 		require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: key}))
 		c.Sweep(context.Background())
 		mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -28,11 +29,11 @@ import (
 // list and after it.
 func TestLivenessPassesDuringAFirstListLongAfterTrack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{
 			SweepInterval: time.Second, CheckTimeout: 10 * time.Second, Inventory: slowInventory(2 * time.Second)})
 		require.NoError(t, c.Track(pu("a")))
 		time.Sleep(30 * time.Second)
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		for range 8 {
 			time.Sleep(500 * time.Millisecond)
 			synctest.Wait()
@@ -60,9 +61,9 @@ func TestACheckTimeoutOfAYearIsNoStuckWorker(t *testing.T) {
 		})
 		_, err := deletion.New(getter, newDestroyLog(), deletion.Options{CheckTimeout: math.MaxInt64})
 		require.ErrorIs(t, err, deletion.ErrInvalidOptions)
-		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{CheckTimeout: deletion.MaxDuration, Workers: 1, SweepInterval: time.Hour})
+		c := deletiontest.NewEngine(t, getter, newDestroyLog(), deletion.Options{CheckTimeout: deletion.MaxDuration, Workers: 1, SweepInterval: time.Hour})
 		require.NoError(t, c.Track(pu("a")))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerAll()
 		time.Sleep(10 * time.Second)
 		assert.NoError(t, c.LivenessCheck(nil), "a check 10s into a deadline of centuries")
@@ -79,8 +80,8 @@ func TestAnIntervalOfAYearIsLiveAndReady(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, err := deletion.New(getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{SweepInterval: math.MaxInt64 / 2})
 		require.ErrorIs(t, err, deletion.ErrInvalidOptions)
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{SweepInterval: deletion.MaxDuration})
-		startEngine(t, c)
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{SweepInterval: deletion.MaxDuration})
+		deletiontest.Start(t, c)
 		time.Sleep(time.Second)
 		synctest.Wait()
 		assert.NoError(t, c.LivenessCheck(nil))
@@ -96,19 +97,19 @@ func TestAnIntervalOfAYearIsLiveAndReady(t *testing.T) {
 func TestLivenessPassesThroughASlowFirstListAtAShortInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inv := slowInventory(2 * time.Second)
-		rec := &events{}
-		c := newQuiet(t, getterOf(livePod(testUID, testNode), nil), newDestroyLog(), deletion.Options{
+		rec := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getterOf(livePod(testUID, testNode), nil), newDestroyLog(), deletion.Options{
 			Inventory: inv, Observer: rec, SweepInterval: deletion.MinSweepInterval, CheckTimeout: 3 * time.Second})
 		require.NoError(t, c.Track(entryWith("")))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		for range 19 { // 1.9s
 			time.Sleep(100 * time.Millisecond)
 			require.NoError(t, c.LivenessCheck(nil), "during the first list")
 		}
-		assert.Empty(t, rec.kinds(deletion.EventChecked), "no check before the list answers")
+		assert.Empty(t, rec.Of(deletion.EventChecked), "no check before the list answers")
 		time.Sleep(100*time.Millisecond + deletion.MinSweepInterval + 500*time.Millisecond)
 		synctest.Wait()
-		assert.NotEmpty(t, rec.kinds(deletion.EventChecked), "the PU is checked after the list")
+		assert.NotEmpty(t, rec.Of(deletion.EventChecked), "the PU is checked after the list")
 		assert.NoError(t, c.LivenessCheck(nil))
 	})
 }
@@ -126,11 +127,11 @@ func TestReadinessFailsWhenChecksASweepLeftBehindHoldEverySlot(t *testing.T) {
 			<-release // ignores its context, on purpose
 			return podAt(key, key.Name), nil
 		})
-		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{Workers: 2, CheckTimeout: 10 * time.Second, SweepInterval: time.Hour})
+		c := deletiontest.NewEngine(t, getter, newDestroyLog(), deletion.Options{Workers: 2, CheckTimeout: 10 * time.Second, SweepInterval: time.Hour})
 		require.NoError(t, c.Track(pu("a")))
 		require.NoError(t, c.Track(pu("b")))
 		require.LessOrEqual(t, sweepFor(c, time.Hour), 15*time.Second, "the Sweep leaves the stuck checks behind")
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		synctest.Wait()
 		assert.ErrorIs(t, c.ReadinessCheck(nil), deletion.ErrWorkersStuck)
 		assert.ErrorIs(t, c.LivenessCheck(nil), deletion.ErrWorkersStuck)
@@ -159,10 +160,10 @@ func TestLivenessFailsWhenStuckChecksHoldEveryWorker(t *testing.T) {
 			return port.GetPod(ctx, key)
 		})
 		policy := newDestroyLog()
-		c := newQuiet(t, getter, policy, deletion.Options{Workers: 1, CheckTimeout: 10 * time.Second, SweepInterval: time.Second})
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{Workers: 1, CheckTimeout: 10 * time.Second, SweepInterval: time.Second})
 		require.NoError(t, c.Track(pu("stuck")))
 		require.LessOrEqual(t, sweepFor(c, time.Hour), 15*time.Second, "the Sweep leaves the stuck check behind")
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		require.NoError(t, c.Track(pu("gone")))
 		time.Sleep(30 * time.Second)
 		synctest.Wait()
@@ -189,11 +190,11 @@ func TestLivenessFailsWhenStuckChecksHoldEveryWorker(t *testing.T) {
 func TestLivenessAllowsTheFirstListItsCheckTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inv := slowInventory(25 * time.Second)
-		rec := &events{}
-		c := newQuiet(t, getterOf(livePod(testUID, testNode), nil), newDestroyLog(), deletion.Options{Inventory: inv, Observer: rec})
+		rec := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getterOf(livePod(testUID, testNode), nil), newDestroyLog(), deletion.Options{Inventory: inv, Observer: rec})
 		require.NoError(t, c.Track(entryWith("")))
 		began := time.Now()
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		var failed error
 		var at time.Duration
 		for range 60 { // 30s
@@ -206,6 +207,6 @@ func TestLivenessAllowsTheFirstListItsCheckTimeout(t *testing.T) {
 			assert.Fail(t, "LivenessCheck failed while the first list was within its CheckTimeout",
 				"at %v, the list taking 25s: %v", at, failed)
 		}
-		assert.NotEmpty(t, rec.kinds(deletion.EventChecked), "the PU is checked once the list has answered")
+		assert.NotEmpty(t, rec.Of(deletion.EventChecked), "the PU is checked once the list has answered")
 	})
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/mocks"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -56,7 +57,7 @@ func (m *mockPorts) newEngine(t *testing.T, withSandbox bool, opts deletion.Opti
 		opts.Requeuer = m.requeuer
 	}
 	if opts.Logger.GetSink() == nil {
-		opts.Logger = quiet() // the default, klog, would write to the test's stderr
+		opts.Logger = deletiontest.Discard() // the default, klog, would write to the test's stderr
 	}
 	c, err := deletion.New(m.getter, m.policy, opts)
 	require.NoError(t, err)
@@ -68,29 +69,6 @@ func (m *mockPorts) newEngine(t *testing.T, withSandbox bool, opts deletion.Opti
 func verifyNoLeaks(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, before) })
-}
-
-// startEngine runs c.Start in the background; the returned stop cancels it
-// and waits for Start to return, failing the test if it takes over limit.
-func startEngine(t *testing.T, c *deletion.Engine) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-			case <-time.After(5 * time.Second):
-				t.Fatal("Start did not return within 5s of its context ending")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
 }
 
 // logBuffer is a logr sink into a buffer, safe to use from goroutines that
@@ -124,70 +102,25 @@ func (b *logBuffer) lines(substr string) []string {
 	return out
 }
 
-// events records what an Observer is told.
-type events struct {
-	mu  sync.Mutex
-	all []deletion.Event
-}
-
-func (r *events) Observe(ev deletion.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.all = append(r.all, ev)
-}
-
-func (r *events) kinds(k deletion.EventKind) []deletion.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []deletion.Event
-	for _, ev := range r.all {
-		if ev.Kind == k {
-			out = append(out, ev)
-		}
+// clusterOf returns a Cluster with, for each pod in live, a live pod of
+// testNode with the UID given there; every other pod is gone.
+func clusterOf(live map[types.NamespacedName]string) *deletiontest.Cluster {
+	c := deletiontest.NewCluster()
+	for key, uid := range live {
+		c.AddPod(podAt(key, uid), "")
 	}
-	return out
+	return c
 }
 
-// quiet returns a Logger that drops everything. logr.Discard() cannot serve:
-// it is the zero Logger, which the engine takes for "use the default".
-func quiet() logr.Logger { return logr.New(discardSink{}) }
-
-type discardSink struct{}
-
-func (discardSink) Init(logr.RuntimeInfo)            {}
-func (discardSink) Enabled(int) bool                 { return false }
-func (discardSink) Info(int, string, ...any)         {}
-func (discardSink) Error(error, string, ...any)      {}
-func (s discardSink) WithValues(...any) logr.LogSink { return s }
-func (s discardSink) WithName(string) logr.LogSink   { return s }
-
-// podGets is a PodGetter that counts its calls by pod: the pods in live are
-// alive on testNode with the UID given there, every other one is gone.
-type podGets struct {
-	live map[types.NamespacedName]string
-	mu   sync.Mutex
-	n    map[types.NamespacedName]int
-}
-
-func newPodGets(live map[types.NamespacedName]string) *podGets {
-	return &podGets{live: live, n: map[types.NamespacedName]int{}}
-}
-
-func (g *podGets) GetPod(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.n[key]++
-	if uid, ok := g.live[key]; ok {
-		return podAt(key, uid), nil
-	}
-	return nil, ports.ErrPodNotFound
-}
-
-// of returns how many times key's pod was asked for.
-func (g *podGets) of(key types.NamespacedName) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.n[key]
+// addPod adds to c the pod of that name in namespace ns, with that UID,
+// bound to node, in that phase and running in that sandbox, and returns
+// its key.
+func addPod(c *deletiontest.Cluster, name, uid, node, sandbox string, phase corev1.PodPhase) types.NamespacedName {
+	key := types.NamespacedName{Namespace: "ns", Name: name}
+	p := podAt(key, uid)
+	p.Spec.NodeName, p.Status.Phase = node, phase
+	c.AddPod(p, sandbox)
+	return key
 }
 
 // wheelNeighbour returns a PUID that has the wheel slot of puid in every
@@ -334,80 +267,51 @@ func sweepFor(c *deletion.Engine, limit time.Duration) time.Duration {
 	return time.Since(began)
 }
 
-// destroyLog is a PolicyHandler that records when each DestroyPU call
-// starts, on the time package's clock (fake in a synctest bubble), and
-// answers fail's error, if fail is set (nil: success).
+// destroyLog is a deletiontest.Policy that tells when each DestroyPU call
+// started, on the time package's clock (fake in a synctest bubble), since
+// the log was made.
 type destroyLog struct {
-	t0    time.Time
-	fail  func(ports.DestroyEvent) error
-	mu    sync.Mutex
-	calls []destroyCall
+	*deletiontest.Policy
+	t0 time.Time
 }
 
-type destroyCall struct {
-	puid string
-	at   time.Duration // since t0
-}
-
-func newDestroyLog() *destroyLog { return &destroyLog{t0: time.Now()} }
-
-func (d *destroyLog) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
-	d.mu.Lock()
-	d.calls = append(d.calls, destroyCall{ev.PUID, time.Since(d.t0)})
-	d.mu.Unlock()
-	if d.fail != nil {
-		return d.fail(ev)
-	}
-	return nil
-}
+func newDestroyLog() *destroyLog { return &destroyLog{Policy: &deletiontest.Policy{}, t0: time.Now()} }
 
 // failFirst makes the first DestroyPU call answer first and every later one
 // later (nil: success), on any PU.
 func (d *destroyLog) failFirst(first, later error) {
-	var calls atomic.Int32
-	d.fail = func(ports.DestroyEvent) error {
-		if calls.Add(1) == 1 {
-			return first
-		}
-		return later
-	}
+	d.FailNext(1, first)
+	d.Fail(later)
 }
 
 // since returns how long after the log was made now is.
 func (d *destroyLog) since() time.Duration { return time.Since(d.t0) }
 
-// starts returns when every DestroyPU call started, in order.
-func (d *destroyLog) starts() []time.Duration {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]time.Duration, 0, len(d.calls))
-	for _, c := range d.calls {
-		out = append(out, c.at)
+// startsOf returns when calls started, in order.
+func (d *destroyLog) startsOf(calls []deletiontest.Call) []time.Duration {
+	out := make([]time.Duration, 0, len(calls))
+	for _, c := range calls {
+		out = append(out, c.At.Sub(d.t0))
 	}
-	slices.Sort(out)
 	return out
 }
 
+// starts returns when every DestroyPU call started, in order.
+func (d *destroyLog) starts() []time.Duration { return d.startsOf(d.Calls()) }
+
 // of returns when the DestroyPU calls of puid started, in order.
 func (d *destroyLog) of(puid string) []time.Duration {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var out []time.Duration
-	for _, c := range d.calls {
-		if c.puid == puid {
-			out = append(out, c.at)
-		}
+	if calls := d.CallsOf(puid); len(calls) > 0 {
+		return d.startsOf(calls)
 	}
-	return out
+	return nil
 }
 
 // puids returns the PUIDs of the calls, in the order they started.
 func (d *destroyLog) puids() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	var out []string
-	for _, c := range d.calls {
-		out = append(out, c.puid)
+	for _, c := range d.Calls() {
+		out = append(out, c.Event.PUID)
 	}
 	return out
 }
@@ -437,12 +341,12 @@ func assertRateBound(t *testing.T, starts []time.Duration, rate float64, burst i
 
 // trackLive tracks n PUs named prefix0, prefix1..., each with a live pod of
 // the same name and UID in w, and returns them.
-func trackLive(t *testing.T, c *deletion.Engine, w *podWorld, prefix string, n int) []ports.PU {
+func trackLive(t *testing.T, c *deletion.Engine, w *deletiontest.Cluster, prefix string, n int) []ports.PU {
 	t.Helper()
 	pus := make([]ports.PU, n)
 	for i := range pus {
 		name := fmt.Sprintf("%s%d", prefix, i)
-		pus[i] = ports.PU{PUID: name, Pod: w.put(name, name, testNode, "", corev1.PodRunning)}
+		pus[i] = ports.PU{PUID: name, Pod: addPod(w, name, name, testNode, "", corev1.PodRunning)}
 		require.NoError(t, c.Track(pus[i]))
 	}
 	return pus
@@ -451,22 +355,13 @@ func trackLive(t *testing.T, c *deletion.Engine, w *podWorld, prefix string, n i
 // blipGetter reads pods from w, but answers NotFound for every pod while
 // blip is set: an API server or a cache that for a moment reads every pod
 // as gone, the wave the destroy rate exists for.
-func blipGetter(w *podWorld, blip *atomic.Bool) ports.PodGetter {
+func blipGetter(w *deletiontest.Cluster, blip *atomic.Bool) ports.PodGetter {
 	return ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
 		if blip.Load() {
 			return nil, ports.ErrPodNotFound
 		}
 		return w.GetPod(ctx, key)
 	})
-}
-
-// puList returns the PUs c tracks, by PUID.
-func puList(c *deletion.Engine) []ports.PU {
-	var out []ports.PU
-	for _, s := range c.Status() {
-		out = append(out, s.PU)
-	}
-	return out
 }
 
 // afterABlip runs the destroy rate's blip: DestroyRate 1 (burst 1), 10 PUs
@@ -476,14 +371,14 @@ func puList(c *deletion.Engine) []ports.PU {
 // of a check's time left, so that no check waits for its turn and destroys
 // on its own read); then the blip ends, and 30s pass, three SweepIntervals,
 // in which the nine are checked again and kept.
-func afterABlip(t *testing.T) (*deletion.Engine, *podWorld, *destroyLog, []ports.PU) {
+func afterABlip(t *testing.T) (*deletion.Engine, *deletiontest.Cluster, *destroyLog, []ports.PU) {
 	t.Helper()
-	w := newPodWorld()
+	w := deletiontest.NewCluster()
 	var blip atomic.Bool
 	policy := newDestroyLog()
-	c := newQuiet(t, blipGetter(w, &blip), policy, deletion.Options{DestroyRate: 1, CheckTimeout: time.Second, SweepInterval: 10 * time.Second})
+	c := deletiontest.NewEngine(t, blipGetter(w, &blip), policy, deletion.Options{DestroyRate: 1, CheckTimeout: time.Second, SweepInterval: 10 * time.Second})
 	pus := trackLive(t, c, w, "pu", 10)
-	startEngine(t, c)
+	deletiontest.Start(t, c)
 	synctest.Wait()
 	blip.Store(true)
 	c.TriggerAll()

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -38,20 +39,20 @@ import (
 // (SweepInterval 1m).
 func slowTrackingList(t *testing.T, remove func(c *deletion.Engine, x ports.PU)) (*destroyLog, *deletion.Engine, ports.PU) {
 	t.Helper()
-	w := newPodWorld()
+	w := deletiontest.NewCluster()
 	x := ports.PU{PUID: "x", Pod: types.NamespacedName{Namespace: "ns", Name: "x"}} // its pod is gone
 	listed := make([]ports.PU, 0, 41)
 	for i := range 40 {
 		name := fmt.Sprintf("live-%d", i)
-		listed = append(listed, ports.PU{PUID: name, Pod: w.put(name, name, testNode, "", corev1.PodRunning)})
+		listed = append(listed, ports.PU{PUID: name, Pod: addPod(w, name, name, testNode, "", corev1.PodRunning)})
 	}
 	listed = append(listed, x)
 	policy := newDestroyLog()
 	slow := deletion.ObserverFunc(func(deletion.Event) { time.Sleep(100 * time.Millisecond) })
 	inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return listed, nil })
-	c := newQuiet(t, w, policy, deletion.Options{Workers: 1, CheckTimeout: time.Second, SweepInterval: time.Minute, Inventory: inv, Observer: slow})
+	c := deletiontest.NewEngine(t, w, policy, deletion.Options{Workers: 1, CheckTimeout: time.Second, SweepInterval: time.Minute, Inventory: inv, Observer: slow})
 	require.NoError(t, c.Track(x))
-	startEngine(t, c)
+	deletiontest.Start(t, c)
 	time.Sleep(3*time.Second - 100*time.Millisecond) // Track's event took 100ms
 	remove(c, x)
 	time.Sleep(3 * time.Minute)
@@ -92,8 +93,8 @@ func TestAListNeverBringsBackAPUUntrackedWhileItsAnswerIsTracked(t *testing.T) {
 // for a PU a trigger queued before Start too.
 func TestAPUTriggeredBeforeStartTakesItsListedSandbox(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newPodWorld()
-		key := w.put("web", "web", testNode, "s2", corev1.PodRunning) // replaced s1 while the agent was down
+		w := deletiontest.NewCluster()
+		key := addPod(w, "web", "web", testNode, "s2", corev1.PodRunning) // replaced s1 while the agent was down
 		policy := newDestroyLog()
 		var got []ports.DestroyEvent
 		rec := ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
@@ -103,10 +104,10 @@ func TestAPUTriggeredBeforeStartTakesItsListedSandbox(t *testing.T) {
 		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) {
 			return []ports.PU{{PUID: "web", Pod: key, SandboxID: "s1"}}, nil
 		})
-		c := newQuiet(t, w, rec, deletion.Options{SandboxExtractor: w, Inventory: inv, NodeName: testNode})
+		c := deletiontest.NewEngine(t, w, rec, deletion.Options{SandboxExtractor: w, Inventory: inv, NodeName: testNode})
 		require.NoError(t, c.Track(ports.PU{PUID: "web", Pod: key})) // an informer's add, without a sandbox
 		c.TriggerPod(key)
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		require.Len(t, got, 1, "the PU of the replaced sandbox is destroyed")
@@ -127,8 +128,8 @@ func TestAListNeverBringsBackAPUUntrackedBeforeItIsTracked(t *testing.T) {
 			return []ports.PU{x}, nil
 		})
 		policy := newDestroyLog()
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{Inventory: inv, SweepInterval: time.Second})
-		startEngine(t, c)
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{Inventory: inv, SweepInterval: time.Second})
+		deletiontest.Start(t, c)
 		time.Sleep(100 * time.Millisecond)
 		require.False(t, c.Untrack(x.PUID), "not tracked yet")
 		time.Sleep(10 * time.Second)
@@ -154,10 +155,10 @@ func TestAnUntrackedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt(t *test
 		j := newAuditJournal(1)
 		j.hold["x"] = j.read // the forget commits once the retried list has read the journal
 		policy := newDestroyLog()
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			Inventory: j, Observer: j, SweepInterval: time.Hour, RetryMinDelay: time.Second, CheckTimeout: 10 * time.Second})
 		require.NoError(t, c.Track(pu("x")))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		time.Sleep(500 * time.Millisecond) // the first list failed; the retry comes at 1s
 		var untracked time.Duration
 		done := make(chan struct{})
@@ -193,10 +194,10 @@ func TestADestroyedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt(t *testi
 		j := newAuditJournal(1)
 		j.hold["x"] = j.read
 		policy := newDestroyLog()
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			Inventory: j, Observer: j, SweepInterval: time.Hour, RetryMinDelay: time.Second, CheckTimeout: 10 * time.Second})
 		require.NoError(t, c.Track(pu("x")))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		time.Sleep(500 * time.Millisecond) // the first list failed; the retry comes at 1s
 		c.TriggerPod(pu("x").Pod)
 		synctest.Wait()
@@ -221,8 +222,8 @@ func TestADestroyedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt(t *testi
 // starts, neither of the untracked PU's sandbox s1 nor of the live pod's.
 func TestAPUTrackedAgainWhileAListIsUnderWayIsANewPU(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newPodWorld()
-		key := w.put("x", "x", testNode, "s2", corev1.PodRunning)
+		w := deletiontest.NewCluster()
+		key := addPod(w, "x", "x", testNode, "s2", corev1.PodRunning)
 		answer := make(chan struct{})
 		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
 			select {
@@ -233,9 +234,9 @@ func TestAPUTrackedAgainWhileAListIsUnderWayIsANewPU(t *testing.T) {
 			}
 		})
 		policy := newDestroyLog()
-		c := newQuiet(t, w, policy, deletion.Options{
+		c := deletiontest.NewEngine(t, w, policy, deletion.Options{
 			Inventory: inv, SandboxExtractor: w, NodeName: testNode, SweepInterval: time.Second, CheckTimeout: 10 * time.Second})
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		synctest.Wait() // the list is under way
 		require.NoError(t, c.Track(ports.PU{PUID: "x", Pod: key}))
 		require.True(t, c.Untrack("x"))
@@ -263,14 +264,14 @@ func TestAPUTrackedAgainWhileAListIsUnderWayIsANewPU(t *testing.T) {
 func TestACheckTimeoutOfAYearListsTheInventoryFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inv := slowInventory(10 * time.Second)
-		rec := &events{}
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{
+		rec := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{
 			Inventory: inv, Observer: rec, CheckTimeout: deletion.MaxDuration, SweepInterval: time.Second})
 		require.NoError(t, c.Track(pu("a")))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
-		assert.Empty(t, rec.kinds(deletion.EventChecked), "a check ran while the first list was under way")
+		assert.Empty(t, rec.Of(deletion.EventChecked), "a check ran while the first list was under way")
 		assert.NoError(t, c.LivenessCheck(nil), "during the first list")
 	})
 }
@@ -293,9 +294,9 @@ func TestTheTombstonesOfAHungListAreBounded(t *testing.T) {
 			destroyed.Add(1)
 			return nil
 		})
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			Inventory: inv, CheckTimeout: time.Second, SweepInterval: time.Hour, Workers: 8})
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		time.Sleep(3 * time.Second) // the checks begin without the list
 		synctest.Wait()
 		before := auditHeap()
@@ -335,10 +336,10 @@ func TestChecksBeginWhenTheInventoryIgnoresItsDeadline(t *testing.T) {
 			return nil, nil
 		})
 		policy := newDestroyLog()
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			Inventory: inv, CheckTimeout: 5 * time.Second, SweepInterval: time.Second})
 		require.NoError(t, c.Track(entryWith("")))
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		assert.Empty(t, policy.starts(), "no check within the list's deadline")
@@ -381,16 +382,16 @@ func TestAPUDestroyedWhileARetriedListIsUnderWayIsNotRestored(t *testing.T) {
 			}
 		})
 		policy := newDestroyLog()
-		policy.fail = func(ports.DestroyEvent) error {
+		policy.SetAnswer(func(context.Context, ports.DestroyEvent) error {
 			mu.Lock()
 			destroyed = true
 			mu.Unlock()
 			return nil
-		}
-		rec := &events{}
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+		})
+		rec := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			Inventory: inv, SweepInterval: time.Hour, RetryMinDelay: time.Second, CheckTimeout: time.Minute, Observer: rec})
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		time.Sleep(1500 * time.Millisecond) // the first list failed; the retry waits for its answer
 		synctest.Wait()
 		mu.Lock()
@@ -407,7 +408,7 @@ func TestAPUDestroyedWhileARetriedListIsUnderWayIsNotRestored(t *testing.T) {
 
 		assert.Len(t, policy.of("gone"), 1, "destroyed once")
 		assert.Zero(t, c.Len(), "not tracked again from a list made before its destroy")
-		assert.Len(t, rec.kinds(deletion.EventTracked), 1, "tracked once, by the informer's add")
+		assert.Len(t, rec.Of(deletion.EventTracked), 1, "tracked once, by the informer's add")
 	})
 }
 
@@ -423,7 +424,7 @@ func TestStartReturnsWhenTheInventoryHangs(t *testing.T) {
 			<-release // ignores its context, on purpose
 			return nil, nil
 		})
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{Inventory: inv})
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{Inventory: inv})
 		require.NoError(t, c.Track(entryWith("")))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -464,7 +465,7 @@ func TestAPUDestroyedDuringTheFirstListIsNotRestored(t *testing.T) {
 		destroyed := false // the policy engine no longer holds the PU
 		finish := make(chan struct{})
 		policy := newDestroyLog()
-		policy.fail = func(ev ports.DestroyEvent) error {
+		policy.SetAnswer(func(_ context.Context, ev ports.DestroyEvent) error {
 			if len(policy.of(ev.PUID)) == 1 {
 				<-finish
 			}
@@ -472,7 +473,7 @@ func TestAPUDestroyedDuringTheFirstListIsNotRestored(t *testing.T) {
 			destroyed = true
 			mu.Unlock()
 			return nil
-		}
+		})
 		answer := make(chan struct{})
 		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
 			mu.Lock()
@@ -488,8 +489,8 @@ func TestAPUDestroyedDuringTheFirstListIsNotRestored(t *testing.T) {
 				return nil, ctx.Err()
 			}
 		})
-		rec := &events{}
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{Inventory: inv, SweepInterval: time.Second, Observer: rec})
+		rec := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{Inventory: inv, SweepInterval: time.Second, Observer: rec})
 		require.NoError(t, c.Track(gone))
 		swept := make(chan struct{})
 		go func() {
@@ -498,7 +499,7 @@ func TestAPUDestroyedDuringTheFirstListIsNotRestored(t *testing.T) {
 		}()
 		synctest.Wait()
 		require.Len(t, policy.of(gone.PUID), 1, "the Sweep's destroy is under way")
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		synctest.Wait() // Start lists the Inventory
 		close(finish)   // the destroy ends
 		<-swept
@@ -510,6 +511,6 @@ func TestAPUDestroyedDuringTheFirstListIsNotRestored(t *testing.T) {
 
 		assert.Len(t, policy.of(gone.PUID), 1, "the PU is destroyed once; DestroyPU started at %v", policy.of(gone.PUID))
 		assert.Zero(t, c.Len(), "the PU is not tracked again")
-		assert.Equal(t, 1, len(rec.kinds(deletion.EventTracked)), "tracked once, by Track")
+		assert.Equal(t, 1, len(rec.Of(deletion.EventTracked)), "tracked once, by Track")
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -1131,7 +1132,7 @@ func runModel(t *testing.T, mode int, data []byte) {
 		SweepInterval:      modelInterval,
 		DryRun:             mode&modeDryRun != 0,
 		Observer:           mp,
-		Logger:             quiet(),
+		Logger:             deletiontest.Discard(),
 	}
 	if mode&modeSandboxList != 0 {
 		opts.SandboxExtractor, opts.SandboxConfirmer = mp.list(), mp

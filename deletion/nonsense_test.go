@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -61,7 +62,7 @@ func TestAPortReturningATypedNilErrorFailsAndKeepsThePU(t *testing.T) {
 		for _, runner := range []string{"Sweep", "Start"} {
 			t.Run(tc.port+"/"+runner, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					rec := &events{}
+					rec := &deletiontest.Events{}
 					policy := tc.policy
 					if policy == nil {
 						policy = newDestroyLog()
@@ -71,17 +72,17 @@ func TestAPortReturningATypedNilErrorFailsAndKeepsThePU(t *testing.T) {
 						tc.opts(&opts)
 					}
 					opts.Logger = (&logBuffer{}).logger() // it reads the errors it logs
-					c := newQuiet(t, tc.getter, policy, opts)
+					c := deletiontest.NewEngine(t, tc.getter, policy, opts)
 					require.NoError(t, c.Track(ports.PU{PUID: "web", Pod: key, SandboxID: "s1"}))
 					if runner == "Sweep" {
 						c.Sweep(context.Background())
 					} else {
-						startEngine(t, c)
+						deletiontest.Start(t, c)
 						c.TriggerAll()
 					}
 					synctest.Wait()
 					require.Equal(t, 1, c.Len(), "the PU is kept")
-					require.NotEmpty(t, rec.kinds(tc.event), "the check ended with %v", tc.event)
+					require.NotEmpty(t, rec.Of(tc.event), "the check ended with %v", tc.event)
 					s := c.Status()[0]
 					if tc.event != deletion.EventChecked || tc.port == "SandboxID" || tc.port == "SandboxDead" {
 						require.Error(t, s.LastErr)
@@ -106,9 +107,9 @@ func TestAnInventoryReturningATypedNilErrorIsRetried(t *testing.T) {
 			}
 			return []ports.PU{{PUID: "web", Pod: key}}, nil
 		})
-		c := newQuiet(t, getterOf(podAt(key, "web"), nil), newDestroyLog(), deletion.Options{Inventory: inv, RetryMinDelay: time.Second,
+		c := deletiontest.NewEngine(t, getterOf(podAt(key, "web"), nil), newDestroyLog(), deletion.Options{Inventory: inv, RetryMinDelay: time.Second,
 			Logger: (&logBuffer{}).logger()})
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		assert.Equal(t, 2, calls)
@@ -122,7 +123,7 @@ func TestAnInventoryReturningATypedNilErrorIsRetried(t *testing.T) {
 // Start still runs afterwards.
 func TestANilContextIsRefusedBeforeAnyGoroutineStarts(t *testing.T) {
 	verifyNoLeaks(t)
-	c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{})
+	c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{})
 	require.NoError(t, c.Track(pu("x")))
 	//lint:ignore SA1012 a nil context, on purpose
 	err := c.Start(nil)

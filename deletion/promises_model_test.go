@@ -91,6 +91,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -923,7 +924,7 @@ func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
 	o := w.o
 	opts := deletion.Options{NodeName: pmNode, Workers: o.workers, CheckTimeout: o.checkTimeout, SweepInterval: o.interval,
 		RetryMinDelay: pmRetryMin, RetryMaxDelay: pmRetryMax, MaxDestroyAttempts: pmMaxAttempts, ShutdownTimeout: pmShutdown,
-		DryRun: o.dryRun, Observer: p, Logger: quiet()}
+		DryRun: o.dryRun, Observer: p, Logger: deletiontest.Discard()}
 	if o.sandbox {
 		opts.SandboxExtractor, opts.SandboxProber = p, p
 	}

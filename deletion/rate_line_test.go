@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -56,11 +57,11 @@ func TestAFailedCheckKeepsAPUsPlaceInTheRateLine(t *testing.T) {
 			return nil, ports.ErrPodNotFound
 		})
 		policy := newDestroyLog()
-		c := newQuiet(t, getter, policy, deletion.Options{DestroyRate: 0.1, Workers: 1, SweepInterval: time.Hour})
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{DestroyRate: 0.1, Workers: 1, SweepInterval: time.Hour})
 		for _, pu := range goneKeys("pu", 4) {
 			require.NoError(t, c.Track(pu))
 		}
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerAll()
 		synctest.Wait()
 		require.Len(t, policy.starts(), 1, "one destroy at once; three wait for their turns")
@@ -100,7 +101,7 @@ func TestASweepUnderARateIsOneFullPass(t *testing.T) {
 		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
 			return nil, ports.ErrPodNotFound
 		})
-		c := newQuiet(t, getter, policy, deletion.Options{DestroyRate: 10})
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{DestroyRate: 10})
 		for _, pu := range goneKeys("pu", 50) {
 			require.NoError(t, c.Track(pu))
 		}
@@ -135,12 +136,12 @@ func TestATurnIsNotHeldPastHalfTheCheckTimeLeft(t *testing.T) {
 		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
 			return nil, ports.ErrPodNotFound
 		})
-		c := newQuiet(t, getter, policy, deletion.Options{DestroyRate: 16, Workers: 1, CheckTimeout: 100 * time.Millisecond,
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{DestroyRate: 16, Workers: 1, CheckTimeout: 100 * time.Millisecond,
 			SweepInterval: 32 * time.Second})
 		for _, pu := range goneKeys("pu", 2) {
 			require.NoError(t, c.Track(pu))
 		}
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerAll()
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
@@ -159,7 +160,7 @@ func TestASweepUnderARateRetriesAFailedDestroyOnItsTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		policy := newDestroyLog()
 		policy.failFirst(errors.New("policy engine busy"), nil)
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 2, RetryMinDelay: time.Minute})
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 2, RetryMinDelay: time.Minute})
 		require.NoError(t, c.Track(pu("x")))
 		c.Sweep(context.Background())
 		require.Len(t, policy.starts(), 1, "the first destroy fails")
@@ -182,11 +183,11 @@ func TestASweepUnderARateRetriesAFailedDestroyOnItsTurn(t *testing.T) {
 func TestATriggeredPUKeepsItsPlaceInTheRateLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		policy := newDestroyLog()
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 1, DestroyBurst: 1, SweepInterval: time.Hour})
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 1, DestroyBurst: 1, SweepInterval: time.Hour})
 		for _, n := range []string{"a", "b", "c"} {
 			require.NoError(t, c.Track(pu(n)))
 		}
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		synctest.Wait()
 		for _, n := range []string{"a", "b", "c"} {
 			c.TriggerPod(pu(n).Pod)
@@ -226,10 +227,10 @@ func TestATinyDestroyRateDelaysWithoutSpinning(t *testing.T) {
 		_, err := deletion.New(getter, policy, deletion.Options{DestroyRate: 1e-10})
 		require.ErrorIs(t, err, deletion.ErrInvalidOptions, "a turn every 317 years")
 		yearly := rate.Limit(1 / deletion.MaxDuration.Seconds())
-		c := newQuiet(t, getter, policy, deletion.Options{DestroyRate: yearly, SweepInterval: time.Hour, CheckTimeout: time.Second, Workers: 1})
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{DestroyRate: yearly, SweepInterval: time.Hour, CheckTimeout: time.Second, Workers: 1})
 		require.NoError(t, c.Track(pu("a")))
 		require.NoError(t, c.Track(pu("b")))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerAll()
 		synctest.Wait()
 		checked := policy.since()
@@ -252,7 +253,7 @@ func TestATinyDestroyRateDelaysWithoutSpinning(t *testing.T) {
 // strconv.ParseFloat makes of a flag set to "NaN") is no rate: New must
 // reject it with ErrInvalidOptions, not run without a limit.
 func TestANaNDestroyRateIsRejected(t *testing.T) {
-	_, err := deletion.New(getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{DestroyRate: rate.Limit(math.NaN()), Logger: quiet()})
+	_, err := deletion.New(getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{DestroyRate: rate.Limit(math.NaN()), Logger: deletiontest.Discard()})
 	assert.ErrorIs(t, err, deletion.ErrInvalidOptions)
 }
 
@@ -276,11 +277,11 @@ func TestRateLimitedCountsEveryPUWaitingForItsTurn(t *testing.T) {
 			}
 		})
 		policy := newDestroyLog()
-		c := newQuiet(t, getter, policy, deletion.Options{DestroyRate: 0.01, Workers: 1, CheckTimeout: time.Second, SweepInterval: 5 * time.Second})
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{DestroyRate: 0.01, Workers: 1, CheckTimeout: time.Second, SweepInterval: 5 * time.Second})
 		for i := range 10 {
 			require.NoError(t, c.Track(pu(auditNum(i))))
 		}
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerAll()
 		time.Sleep(5 * time.Second) // ten checks of 400ms
 		require.Len(t, policy.starts(), 1, "one destroy within the burst")
@@ -313,12 +314,12 @@ func TestTheDestroyRateHoldsWhenAReservationIsLate(t *testing.T) {
 		// Now's calls: New's epoch, then one per turn asked for.
 		clk := &lateClock{lateCall: 3, late: 700 * time.Millisecond}
 		policy := newDestroyLog()
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			Clock: clk, DestroyRate: 1, Workers: 2, SweepInterval: time.Hour, CheckTimeout: 10 * time.Second})
 		for _, name := range []string{"a", "b", "c", "d"} {
 			require.NoError(t, c.Track(pu(name)))
 		}
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		for _, name := range []string{"a", "b", "c", "d"} {
 			c.TriggerPod(pu(name).Pod)
 			time.Sleep(500 * time.Millisecond)
@@ -341,12 +342,12 @@ func TestTheDestroyRateHoldsWhenAReservationIsLate(t *testing.T) {
 func TestUntrackDuringARateWaitGivesTheTurnBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		policy := newDestroyLog()
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			DestroyRate: 10, Workers: 2, SweepInterval: time.Hour, CheckTimeout: 10 * time.Second})
 		for _, name := range []string{"a", "b", "c"} {
 			require.NoError(t, c.Track(pu(name)))
 		}
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerPod(pu("a").Pod)
 		synctest.Wait() // a's destroy took the turn at hand
 		c.TriggerPod(pu("b").Pod)
@@ -373,15 +374,15 @@ func TestUntrackDuringARateWaitGivesTheTurnBack(t *testing.T) {
 // longer waits for a destroy: OldestGoneSince and Retrying are zero.
 func TestBacklogForgetsAPUSeenAliveAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newPodWorld()
+		w := deletiontest.NewCluster()
 		var blip atomic.Bool
 		blip.Store(true)
-		live := ports.PU{PUID: "p0", Pod: w.put("p0", "p0", testNode, "", corev1.PodRunning)}
+		live := ports.PU{PUID: "p0", Pod: addPod(w, "p0", "p0", testNode, "", corev1.PodRunning)}
 		policy := newDestroyLog()
-		policy.fail = func(ports.DestroyEvent) error { return errBoom }
-		c := newQuiet(t, blipGetter(w, &blip), policy, deletion.Options{SweepInterval: time.Hour, RetryMinDelay: time.Second})
+		policy.Fail(errBoom)
+		c := deletiontest.NewEngine(t, blipGetter(w, &blip), policy, deletion.Options{SweepInterval: time.Hour, RetryMinDelay: time.Second})
 		require.NoError(t, c.Track(live))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerAll()
 		synctest.Wait()
 		b := c.Backlog()
@@ -411,9 +412,9 @@ func TestNoDestroyStartsAfterUntrackReturnsDuringARateWait(t *testing.T) {
 	for _, runner := range []string{"Start", "Sweep"} {
 		t.Run(runner, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				w := newPodWorld()
+				w := deletiontest.NewCluster()
 				policy := newDestroyLog()
-				c := newQuiet(t, w, policy, deletion.Options{DestroyRate: 10, Workers: 1, SweepInterval: time.Hour})
+				c := deletiontest.NewEngine(t, w, policy, deletion.Options{DestroyRate: 10, Workers: 1, SweepInterval: time.Hour})
 				pus := map[string]ports.PU{}
 				for _, id := range []string{"a", "b"} {
 					pus[id] = ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}} // no pod: gone
@@ -422,7 +423,7 @@ func TestNoDestroyStartsAfterUntrackReturnsDuringARateWait(t *testing.T) {
 				swept := make(chan struct{})
 				if runner == "Start" {
 					close(swept)
-					startEngine(t, c)
+					deletiontest.Start(t, c)
 					c.TriggerAll()
 				} else {
 					go func() {
@@ -440,7 +441,7 @@ func TestNoDestroyStartsAfterUntrackReturnsDuringARateWait(t *testing.T) {
 
 				require.True(t, c.Untrack(waiting.PUID))
 				untracked := policy.since()
-				w.put(waiting.Pod.Name, waiting.PUID, testNode, "", corev1.PodRunning)
+				addPod(w, waiting.Pod.Name, waiting.PUID, testNode, "", corev1.PodRunning)
 				require.NoError(t, c.Track(waiting)) // a new PU under the same PUID
 				time.Sleep(time.Second)
 				synctest.Wait()
@@ -450,7 +451,7 @@ func TestNoDestroyStartsAfterUntrackReturnsDuringARateWait(t *testing.T) {
 					assert.Fail(t, "a DestroyPU started after Untrack returned",
 						"DestroyPU of %s started at %v; Untrack returned at %v, during its rate wait", waiting.PUID, at, untracked)
 				}
-				assert.Equal(t, []ports.PU{waiting}, puList(c), "the new PU of that PUID stays tracked")
+				assert.Equal(t, []ports.PU{waiting}, deletiontest.PUs(c), "the new PU of that PUID stays tracked")
 			})
 		})
 	}
@@ -483,7 +484,7 @@ func TestTheDestroyRateHoldsForPodsDeletedAfterABlip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, w, policy, kept := afterABlip(t)
 		for _, pu := range kept {
-			w.remove(pu.Pod)
+			w.DeletePod(pu.Pod)
 		}
 		c.TriggerAll()
 		time.Sleep(30 * time.Second)
@@ -505,12 +506,12 @@ func TestTheDestroyRateHoldsForPodsDeletedAfterABlip(t *testing.T) {
 // within a couple of seconds, not wait behind the 29 turns nobody used.
 func TestTurnsThatNoDestroyUsedAreGivenBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newPodWorld()
+		w := deletiontest.NewCluster()
 		var blip atomic.Bool
 		policy := newDestroyLog()
-		c := newQuiet(t, blipGetter(w, &blip), policy, deletion.Options{DestroyRate: 1, CheckTimeout: time.Second, SweepInterval: 5 * time.Second})
+		c := deletiontest.NewEngine(t, blipGetter(w, &blip), policy, deletion.Options{DestroyRate: 1, CheckTimeout: time.Second, SweepInterval: 5 * time.Second})
 		trackLive(t, c, w, "blip", 30)
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		synctest.Wait()
 		blip.Store(true)
 		c.TriggerAll()
@@ -522,7 +523,7 @@ func TestTurnsThatNoDestroyUsedAreGivenBack(t *testing.T) {
 		time.Sleep(12 * time.Second)
 		synctest.Wait()
 		require.Len(t, policy.starts(), 1, "the blip's PUs are kept")
-		w.remove(late.Pod)
+		w.DeletePod(late.Pod)
 		deleted := policy.since()
 		c.TriggerPod(late.Pod)
 		time.Sleep(30 * time.Second)
@@ -549,7 +550,7 @@ func TestTurnsThatNoDestroyUsedAreGivenBack(t *testing.T) {
 func TestOldTurnsAreNotSpentAtOnceByTheNextSweep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		policy := newDestroyLog()
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 10, CheckTimeout: 100 * time.Millisecond})
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 10, CheckTimeout: 100 * time.Millisecond})
 		for i := range 50 {
 			id := fmt.Sprint(i)
 			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
@@ -580,7 +581,7 @@ func TestRetryHoldsItsBackoffAfterARateWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		policy := newDestroyLog()
 		policy.failFirst(nil, errBoom)
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			DestroyRate: 10, Workers: 1, RetryMinDelay: time.Minute, RetryMaxDelay: time.Hour,
 		})
 		for _, id := range []string{"a", "b"} {
@@ -593,7 +594,7 @@ func TestRetryHoldsItsBackoffAfterARateWait(t *testing.T) {
 		require.Equal(t, 1, c.Len())
 		failing := c.Status()[0].PUID
 		c.Sweep(context.Background())
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		time.Sleep(70 * time.Second)
 		synctest.Wait()
 

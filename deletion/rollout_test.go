@@ -12,57 +12,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-// podWorld is a map of live pods with the sandbox each runs in, safe for
-// the engine's goroutines.
-type podWorld struct {
-	mu       sync.Mutex
-	pods     map[types.NamespacedName]*corev1.Pod
-	sandbox  map[types.UID]string
-	getCalls int
-}
-
-func newPodWorld() *podWorld {
-	return &podWorld{pods: map[types.NamespacedName]*corev1.Pod{}, sandbox: map[types.UID]string{}}
-}
-
-func (w *podWorld) put(name, uid, node, sandbox string, phase corev1.PodPhase) types.NamespacedName {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	key := types.NamespacedName{Namespace: "ns", Name: name}
-	w.pods[key] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: types.UID(uid)},
-		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
-	w.sandbox[types.UID(uid)] = sandbox
-	return key
-}
-
-func (w *podWorld) remove(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.pods, key)
-}
-
-func (w *podWorld) GetPod(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.getCalls++
-	if p, ok := w.pods[key]; ok {
-		return p, nil
-	}
-	return nil, ports.ErrPodNotFound
-}
-
-func (w *podWorld) SandboxID(_ context.Context, pod *corev1.Pod) (string, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.sandbox[pod.UID], nil
-}
 
 // TestDryRunReportsEachDestroyOnceAndDestroysNothing: in a dry run every
 // destroying row of the table (1, 3, 4, 10, 11) is decided, confirmed and
@@ -72,23 +27,23 @@ func (w *podWorld) SandboxID(_ context.Context, pod *corev1.Pod) (string, error)
 // for good is dropped from memory once reported while a live pod's stays,
 // to be reported again when its reason changes.
 func TestDryRunReportsEachDestroyOnceAndDestroysNothing(t *testing.T) {
-	w := newPodWorld()
+	w := deletiontest.NewCluster()
 	pu := func(name, uid, sandbox string) ports.PU {
 		return ports.PU{PUID: uid, Pod: types.NamespacedName{Namespace: "ns", Name: name}, SandboxID: sandbox}
 	}
-	gone := pu("gone", "u-gone", "sb")                           // row 1
-	moved := pu("moved", "u-moved", "sb")                        // row 3
-	w.put("moved", "u-moved", "node-b", "sb", corev1.PodRunning) //
-	recreated := pu("recreated", "u-old", "sb")                  // row 4
-	w.put("recreated", "u-new", testNode, "sb", corev1.PodRunning)
+	gone := pu("gone", "u-gone", "sb")                               // row 1
+	moved := pu("moved", "u-moved", "sb")                            // row 3
+	addPod(w, "moved", "u-moved", "node-b", "sb", corev1.PodRunning) //
+	recreated := pu("recreated", "u-old", "sb")                      // row 4
+	addPod(w, "recreated", "u-new", testNode, "sb", corev1.PodRunning)
 	restarted := pu("restarted", "u-restarted", "sb-old") // row 10
-	w.put("restarted", "u-restarted", testNode, "sb-new", corev1.PodRunning)
+	addPod(w, "restarted", "u-restarted", testNode, "sb-new", corev1.PodRunning)
 	done := pu("done", "u-done", "sb") // row 11
-	w.put("done", "u-done", testNode, "sb", corev1.PodSucceeded)
+	addPod(w, "done", "u-done", testNode, "sb", corev1.PodSucceeded)
 	live := pu("live", "u-live", "sb") // row 9: kept
-	w.put("live", "u-live", testNode, "sb", corev1.PodRunning)
+	addPod(w, "live", "u-live", testNode, "sb", corev1.PodRunning)
 	cached := pu("cached", "u-cached", "sb") // the cache says gone, the API server disagrees
-	w.put("cached", "u-cached", testNode, "sb", corev1.PodRunning)
+	addPod(w, "cached", "u-cached", testNode, "sb", corev1.PodRunning)
 
 	getter := ports.PodGetterFunc(func(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
 		if key.Name == "cached" {
@@ -96,10 +51,10 @@ func TestDryRunReportsEachDestroyOnceAndDestroysNothing(t *testing.T) {
 		}
 		return w.GetPod(ctx, key)
 	})
-	policy := &recorder{}
-	rec := &events{}
+	policy := &deletiontest.Policy{}
+	rec := &deletiontest.Events{}
 	logs := &logBuffer{}
-	c := newQuiet(t, getter, policy, deletion.Options{
+	c := deletiontest.NewEngine(t, getter, policy, deletion.Options{
 		DryRun: true, NodeName: testNode, DestroyTerminated: true, Confirmer: w, SandboxExtractor: w,
 		Observer: rec, Logger: logs.logger(),
 	})
@@ -110,10 +65,10 @@ func TestDryRunReportsEachDestroyOnceAndDestroysNothing(t *testing.T) {
 		c.Sweep(context.Background())
 	}
 
-	assert.Zero(t, policy.calls.Load(), "a dry run calls no DestroyPU")
+	assert.Zero(t, policy.CallCount(), "a dry run calls no DestroyPU")
 	assert.True(t, c.Backlog().OldestGoneSince.IsZero(), "nothing waits for a destroy in a dry run")
 	reported := map[string]ports.Reason{}
-	for _, ev := range rec.kinds(deletion.EventWouldDestroy) {
+	for _, ev := range rec.Of(deletion.EventWouldDestroy) {
 		_, twice := reported[ev.PU.PUID]
 		assert.False(t, twice, "%s reported twice", ev.PU.PUID)
 		reported[ev.PU.PUID] = ev.Reason
@@ -123,7 +78,7 @@ func TestDryRunReportsEachDestroyOnceAndDestroysNothing(t *testing.T) {
 		"u-restarted": ports.ReasonSandboxChanged, "u-done": ports.ReasonPodTerminated,
 	}, reported)
 	assert.Len(t, logs.lines("dry run: PU would be destroyed"), 5, "one info line per report")
-	assert.NotEmpty(t, rec.kinds(deletion.EventVetoed), "the Confirmer was asked and disagreed about the cached pod")
+	assert.NotEmpty(t, rec.Of(deletion.EventVetoed), "the Confirmer was asked and disagreed about the cached pod")
 
 	st := map[string]deletion.PUStatus{}
 	for _, s := range c.Status() {
@@ -138,18 +93,18 @@ func TestDryRunReportsEachDestroyOnceAndDestroysNothing(t *testing.T) {
 	assert.Empty(t, st["u-cached"].WouldDestroy)
 
 	// The restarted pod goes away: its reason changes, it is reported again, and dropped.
-	w.remove(restarted.Pod)
+	w.DeletePod(restarted.Pod)
 	c.Sweep(context.Background())
 	c.Sweep(context.Background())
 	var again []ports.Reason
-	for _, ev := range rec.kinds(deletion.EventWouldDestroy) {
+	for _, ev := range rec.Of(deletion.EventWouldDestroy) {
 		if ev.PU.PUID == "u-restarted" {
 			again = append(again, ev.Reason)
 		}
 	}
 	assert.Equal(t, []ports.Reason{ports.ReasonSandboxChanged, ports.ReasonPodGone}, again)
 	assert.Equal(t, 3, c.Len(), "done, live and cached remain")
-	assert.Zero(t, policy.calls.Load())
+	assert.Zero(t, policy.CallCount())
 }
 
 func keys[V any](m map[string]V) []string {
@@ -167,7 +122,7 @@ func keys[V any](m map[string]V) []string {
 // holding its worker past its deadline and the backlog visible meanwhile.
 func TestDestroyRateSpreadsDestroysAndLosesNone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newPodWorld()
+		w := deletiontest.NewCluster()
 		var mu sync.Mutex
 		var at []time.Duration
 		counts := map[string]int{}
@@ -179,17 +134,17 @@ func TestDestroyRateSpreadsDestroysAndLosesNone(t *testing.T) {
 			counts[ev.PUID]++
 			return nil
 		})
-		rec := &events{}
+		rec := &deletiontest.Events{}
 		logs := &logBuffer{}
 		const n = 100
-		c := newQuiet(t, w, policy, deletion.Options{
+		c := deletiontest.NewEngine(t, w, policy, deletion.Options{
 			DestroyRate: 10, CheckTimeout: time.Second, SweepInterval: time.Hour, Workers: 4, Observer: rec, Logger: logs.logger(),
 		})
 		for i := range n {
 			id := fmt.Sprint(i)
 			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 		}
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		c.TriggerAll() // every pod is gone
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
@@ -222,11 +177,11 @@ func TestDestroyRateSpreadsDestroysAndLosesNone(t *testing.T) {
 			most = max(most, j-i)
 		}
 		t.Logf("destroy rate: %d destroys at 10/s, burst 1: the last starts at %v of fake time, at most %d start in any second", n, last, most)
-		for _, ev := range rec.kinds(deletion.EventChecked) {
+		for _, ev := range rec.Of(deletion.EventChecked) {
 			assert.LessOrEqual(t, ev.CheckDuration, time.Second, "no check held its worker past its deadline")
 		}
 		assert.Empty(t, logs.lines("ignored its check's deadline"))
-		assert.Empty(t, rec.kinds(deletion.EventDestroyFailed))
+		assert.Empty(t, rec.Of(deletion.EventDestroyFailed))
 		assert.Zero(t, c.Backlog().RateLimited)
 		assert.Zero(t, c.Len())
 	})
@@ -238,7 +193,7 @@ func TestDestroyRateOptionsAreChecked(t *testing.T) {
 		"negative rate":  {DestroyRate: -1},
 		"negative burst": {DestroyRate: 1, DestroyBurst: -1},
 	} {
-		_, err := deletion.New(getterOf(nil, ports.ErrPodNotFound), &recorder{}, o)
+		_, err := deletion.New(getterOf(nil, ports.ErrPodNotFound), &deletiontest.Policy{}, o)
 		assert.ErrorIs(t, err, deletion.ErrInvalidOptions, name)
 	}
 }
@@ -258,12 +213,12 @@ func TestABacklogFailsReadinessNotLiveness(t *testing.T) {
 				return ctx.Err()
 			}
 		})
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{SweepInterval: time.Second, Workers: 4})
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{SweepInterval: time.Second, Workers: 4})
 		for i := range 100 {
 			id := fmt.Sprint(i)
 			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: id}}))
 		}
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		c.TriggerAll()
 		sawBehind := false
 		// Half a second off the destroys' whole seconds: a probe at the

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/mocks"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -18,7 +19,7 @@ import (
 // sandboxConfirmed is an engine whose SandboxExtractor (m.extractor, a
 // list that may be a moment old) is confirmed by confirmer, the runtime
 // asked right then.
-func sandboxConfirmed(t *testing.T, m *mockPorts, rec *events) (*deletion.Engine, *mocks.MockSandboxExtractor) {
+func sandboxConfirmed(t *testing.T, m *mockPorts, rec *deletiontest.Events) (*deletion.Engine, *mocks.MockSandboxExtractor) {
 	t.Helper()
 	confirmer := mocks.NewMockSandboxExtractor(gomock.NewController(t))
 	return m.newEngine(t, true, deletion.Options{SandboxConfirmer: confirmer, Observer: rec}), confirmer
@@ -44,7 +45,7 @@ func trackedAndChecked(t *testing.T, c *deletion.Engine, m *mockPorts, confirmer
 // kept, and the veto is told to the Observer.
 func TestSandboxConfirmerVetoesAStaleSandboxChange(t *testing.T) {
 	m := newMockPorts(t)
-	rec := &events{}
+	rec := &deletiontest.Events{}
 	c, confirmer := sandboxConfirmed(t, m, rec)
 	live := livePod(testUID, testNode)
 	trackedAndChecked(t, c, m, confirmer, live, "sb-new")
@@ -54,7 +55,7 @@ func TestSandboxConfirmerVetoesAStaleSandboxChange(t *testing.T) {
 	c.Sweep(context.Background())
 
 	assert.Equal(t, 1, c.Len(), "the PU of the pod's running sandbox is kept")
-	vetoes := rec.kinds(deletion.EventVetoed)
+	vetoes := rec.Of(deletion.EventVetoed)
 	require.Len(t, vetoes, 1)
 	assert.Equal(t, ports.ReasonSandboxChanged, vetoes[0].Reason, "the reason the extractor's answer gave")
 	assert.Equal(t, 9, vetoes[0].Verdict.Row, "the confirmer's answer: the recorded sandbox")
@@ -66,7 +67,7 @@ func TestSandboxConfirmerVetoesAStaleSandboxChange(t *testing.T) {
 // confirmer; the confirmer's answer is the one acted on.
 func TestSandboxConfirmerDecidesASandboxChange(t *testing.T) {
 	m := newMockPorts(t)
-	c, confirmer := sandboxConfirmed(t, m, &events{})
+	c, confirmer := sandboxConfirmed(t, m, &deletiontest.Events{})
 	live := livePod(testUID, testNode)
 	trackedAndChecked(t, c, m, confirmer, live, "sb1")
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
@@ -85,7 +86,7 @@ func TestSandboxConfirmerDecidesASandboxChange(t *testing.T) {
 // pod ran in before) asks the runtime again before it records.
 func TestSandboxConfirmerRecordsTheRuntimesSandbox(t *testing.T) {
 	m := newMockPorts(t)
-	c, confirmer := sandboxConfirmed(t, m, &events{})
+	c, confirmer := sandboxConfirmed(t, m, &deletiontest.Events{})
 	live := livePod(testUID, testNode)
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil).Times(3)
 	gomock.InOrder(
@@ -171,7 +172,7 @@ func TestSandboxConfirmerNeedsAnExtractor(t *testing.T) {
 // again.
 func TestTriggeredCheckAsksTheSandboxConfirmer(t *testing.T) {
 	m := newMockPorts(t)
-	c, confirmer := sandboxConfirmed(t, m, &events{})
+	c, confirmer := sandboxConfirmed(t, m, &deletiontest.Events{})
 	live := livePod(testUID, testNode)
 	trackedAndChecked(t, c, m, confirmer, live, "sb1")
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil).Times(2)
@@ -193,7 +194,7 @@ func TestTriggeredCheckAsksTheSandboxConfirmer(t *testing.T) {
 // runs the pod in a new one: the PU of the old sandbox goes in that check.
 func TestTriggeredSandboxChangeIsDestroyedAtOnce(t *testing.T) {
 	m := newMockPorts(t)
-	c, confirmer := sandboxConfirmed(t, m, &events{})
+	c, confirmer := sandboxConfirmed(t, m, &deletiontest.Events{})
 	live := livePod(testUID, testNode)
 	trackedAndChecked(t, c, m, confirmer, live, "sb1")
 	m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(live, nil)
@@ -213,7 +214,7 @@ func TestBothConfirmers(t *testing.T) {
 	m := newMockPorts(t)
 	podConfirmer := mocks.NewMockPodGetter(gomock.NewController(t))
 	sandboxConfirmer := mocks.NewMockSandboxExtractor(gomock.NewController(t))
-	rec := &events{}
+	rec := &deletiontest.Events{}
 	c := m.newEngine(t, true, deletion.Options{Confirmer: podConfirmer, SandboxConfirmer: sandboxConfirmer, Observer: rec})
 	live := livePod(testUID, testNode)
 	trackedAndChecked(t, c, m, sandboxConfirmer, live, "sb1")
@@ -225,5 +226,5 @@ func TestBothConfirmers(t *testing.T) {
 	c.Sweep(context.Background())
 	assert.Equal(t, 1, c.Len(), "the PU of the pod's running sandbox is kept")
 	assert.Equal(t, 9, c.Status()[0].LastVerdict.Row)
-	assert.NotEmpty(t, rec.kinds(deletion.EventVetoed))
+	assert.NotEmpty(t, rec.Of(deletion.EventVetoed))
 }

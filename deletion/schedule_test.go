@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -34,19 +35,19 @@ func TestARemovalFromALargeHeapKeepsEveryOtherCheck(t *testing.T) {
 			live[key] = name
 			pus[i] = ports.PU{PUID: name, Pod: key}
 		}
-		gets := newPodGets(live)
-		c := newQuiet(t, gets, newDestroyLog(), deletion.Options{SweepInterval: 10 * time.Second, Workers: 8})
+		gets := clusterOf(live)
+		c := deletiontest.NewEngine(t, gets, newDestroyLog(), deletion.Options{SweepInterval: 10 * time.Second, Workers: 8})
 		for _, pu := range pus {
 			require.NoError(t, c.Track(pu))
 		}
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		time.Sleep(time.Second)
 		require.True(t, c.Untrack(pus[0].PUID))
 		time.Sleep(11 * time.Second)
 		synctest.Wait()
 		unchecked := 0
 		for _, pu := range pus[1:] {
-			if gets.of(pu.Pod) == 0 {
+			if gets.Reads(pu.Pod) == 0 {
 				unchecked++
 			}
 		}
@@ -66,10 +67,10 @@ func TestARetryAtAnIntervalOfHoursComesAfterItsBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		policy := newDestroyLog()
 		policy.failFirst(errBoom, nil)
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
 			SweepInterval: 24 * time.Hour, RetryMinDelay: time.Second, RetryMaxDelay: time.Second})
 		require.NoError(t, c.Track(pu("a")))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerAll()
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -111,11 +112,11 @@ func TestASlowCheckDoesNotHoldBackTheRestOfItsBatch(t *testing.T) {
 					return nil, ports.ErrPodNotFound
 				})
 				policy := newDestroyLog()
-				c := newQuiet(t, getter, policy, deletion.Options{Workers: 4, SweepInterval: time.Second, CheckTimeout: 30 * time.Second})
+				c := deletiontest.NewEngine(t, getter, policy, deletion.Options{Workers: 4, SweepInterval: time.Second, CheckTimeout: 30 * time.Second})
 				a, b := pu("a"), pu(wheelNeighbour("a")) // the same phase
 				require.NoError(t, c.Track(a))
 				require.NoError(t, c.Track(b))
-				startEngine(t, c)
+				deletiontest.Start(t, c)
 				time.Sleep(3 * time.Second) // the batch of both comes within the first second
 				synctest.Wait()
 				assert.Len(t, policy.starts(), 1,

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -40,7 +41,7 @@ func TestASecondSweepDoesNotWaitForACheckKnownStuck(t *testing.T) {
 					}
 					return podAt(key, key.Name), nil
 				})
-				c := newQuiet(t, getter, newDestroyLog(), deletion.Options{CheckTimeout: timeout})
+				c := deletiontest.NewEngine(t, getter, newDestroyLog(), deletion.Options{CheckTimeout: timeout})
 				require.NoError(t, c.Track(pu("x")))
 				t0 := time.Now()
 				c.Sweep(context.Background())
@@ -76,10 +77,10 @@ func TestASweepIsAFullPassThoughStartStops(t *testing.T) {
 			}
 			return nil, ports.ErrPodNotFound
 		})
-		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{Workers: 1, SweepInterval: time.Hour})
+		c := deletiontest.NewEngine(t, getter, newDestroyLog(), deletion.Options{Workers: 1, SweepInterval: time.Hour})
 		require.NoError(t, c.Track(pu("a")))
 		require.NoError(t, c.Track(pu("b")))
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		synctest.Wait()
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
@@ -108,14 +109,14 @@ func TestASweepIsAFullPassThoughStartStops(t *testing.T) {
 func TestASweepBeforeStartWaitsForItsTurnsThoughStartStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		policy := newDestroyLog()
-		c := newQuiet(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 0.5, DestroyBurst: 1, SweepInterval: time.Hour})
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 0.5, DestroyBurst: 1, SweepInterval: time.Hour})
 		require.NoError(t, c.Track(pu("a")))
 		require.NoError(t, c.Track(pu("b")))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
 		returned := sweepInBackground(ctx, t, c)
 		time.Sleep(500 * time.Millisecond)
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		time.Sleep(500 * time.Millisecond)
 		stop()
 		took := returned()
@@ -170,11 +171,11 @@ func TestASweepThatReturnedRetriesNothingBeforeItsBackoff(t *testing.T) {
 			return nil, ports.ErrPodNotFound
 		})
 		policy := newDestroyLog()
-		policy.fail = func(ports.DestroyEvent) error { return errBoom }
-		c := newQuiet(t, getter, policy, deletion.Options{
+		policy.Fail(errBoom)
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{
 			Workers: 1, SweepInterval: time.Hour, CheckTimeout: time.Minute, RetryMinDelay: time.Minute, RetryMaxDelay: time.Hour})
 		require.NoError(t, c.Track(pu("a")))
-		startEngine(t, c)
+		deletiontest.Start(t, c)
 		c.TriggerAll()
 		synctest.Wait()
 		require.Len(t, policy.of("a"), 1, "a's destroy failed; its retry is a minute away")
@@ -219,7 +220,7 @@ func TestASweepReturnsWithItsContextWhileAnotherSweepRuns(t *testing.T) {
 			return nil, ctx.Err()
 		}
 	})
-	c := newQuiet(t, getter, newDestroyLog(), deletion.Options{CheckTimeout: time.Hour})
+	c := deletiontest.NewEngine(t, getter, newDestroyLog(), deletion.Options{CheckTimeout: time.Hour})
 	require.NoError(t, c.Track(pu("slow")))
 	first := make(chan struct{})
 	go func() { defer close(first); c.Sweep(context.Background()) }()
@@ -258,7 +259,7 @@ func TestASweepCountsNoCheckOfAnOlderSweep(t *testing.T) {
 			}
 			return podAt(key, key.Name), nil
 		})
-		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{Workers: 4, CheckTimeout: time.Hour})
+		c := deletiontest.NewEngine(t, getter, newDestroyLog(), deletion.Options{Workers: 4, CheckTimeout: time.Hour})
 		require.NoError(t, c.Track(pu("p")))
 		ctx, cancel := context.WithCancel(context.Background())
 		first := make(chan struct{})
@@ -298,7 +299,7 @@ func TestASweepCountsNoCheckOfAnOlderSweep(t *testing.T) {
 func TestASecondSweepLeavesAStuckCheckBehindWhileOtherSlotsAreFree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		port := newStuckPort("p")
-		c := newQuiet(t, port, newDestroyLog(), deletion.Options{Workers: 4, CheckTimeout: 10 * time.Second})
+		c := deletiontest.NewEngine(t, port, newDestroyLog(), deletion.Options{Workers: 4, CheckTimeout: 10 * time.Second})
 		require.NoError(t, c.Track(pu("p")))
 		require.NoError(t, c.Track(pu("q")))
 		require.LessOrEqual(t, sweepFor(c, time.Hour), 15*time.Second, "the first Sweep leaves the stuck check behind")
@@ -329,8 +330,8 @@ func TestASweepWaitsForItsOwnChecksOnly(t *testing.T) {
 			}
 			return podAt(key, key.Name), nil
 		})
-		rec := &events{}
-		c := newQuiet(t, getter, newDestroyLog(), deletion.Options{Workers: 2, Observer: rec})
+		rec := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getter, newDestroyLog(), deletion.Options{Workers: 2, Observer: rec})
 		require.NoError(t, c.Track(pu("p")))
 		require.NoError(t, c.Track(pu("q")))
 
@@ -366,7 +367,7 @@ func TestASweepWaitsForItsOwnChecksOnly(t *testing.T) {
 		<-second
 		if !early {
 			var qChecked int
-			for _, ev := range rec.kinds(deletion.EventChecked) {
+			for _, ev := range rec.Of(deletion.EventChecked) {
 				if ev.PU.PUID == "q" {
 					qChecked++
 				}
@@ -388,10 +389,10 @@ func TestASweepWaitsForItsOwnChecksOnly(t *testing.T) {
 func TestASweepAfterStartReturnedLeavesAStuckCheckBehind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		port := newStuckPort("stuck")
-		c := newQuiet(t, port, newDestroyLog(), deletion.Options{Workers: 1, CheckTimeout: 10 * time.Second, SweepInterval: time.Hour})
+		c := deletiontest.NewEngine(t, port, newDestroyLog(), deletion.Options{Workers: 1, CheckTimeout: 10 * time.Second, SweepInterval: time.Hour})
 		require.NoError(t, c.Track(pu("stuck")))
 		require.NoError(t, c.Track(pu("other")))
-		stop := startEngine(t, c)
+		stop := deletiontest.Start(t, c)
 		c.TriggerPod(port.stuck)
 		synctest.Wait()
 		require.Equal(t, int32(1), port.entered.Load(), "the check is stuck in GetPod")
@@ -415,7 +416,7 @@ func TestASweepAfterStartReturnedLeavesAStuckCheckBehind(t *testing.T) {
 func TestASecondSweepLeavesAStuckCheckBehind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		port := newStuckPort("stuck")
-		c := newQuiet(t, port, newDestroyLog(), deletion.Options{Workers: 1, CheckTimeout: 10 * time.Second})
+		c := deletiontest.NewEngine(t, port, newDestroyLog(), deletion.Options{Workers: 1, CheckTimeout: 10 * time.Second})
 		require.NoError(t, c.Track(pu("stuck")))
 		require.NoError(t, c.Track(pu("other")))
 		first := sweepFor(c, time.Hour)
