@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/mocks"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -133,7 +133,7 @@ func TestRow2LookupFailsKeeps(t *testing.T) {
 
 	sweep(c)
 
-	assert.Equal(t, []ports.PU{tracked}, inspect.PUs(c))
+	assert.Equal(t, []ports.PU{tracked}, deletiontest.PUs(c))
 }
 
 // Row 3: the pod is bound to another node: destroy, NodeChanged.
@@ -169,7 +169,7 @@ func TestRow5NoExtractorKeeps(t *testing.T) {
 
 	sweep(c)
 
-	assert.Equal(t, []ports.PU{tracked}, inspect.PUs(c))
+	assert.Equal(t, []ports.PU{tracked}, deletiontest.PUs(c))
 }
 
 // Row 6: same pod, the extractor fails: keep.
@@ -182,7 +182,7 @@ func TestRow6ExtractorFailsKeeps(t *testing.T) {
 
 	sweep(c)
 
-	assert.Equal(t, []ports.PU{tracked}, inspect.PUs(c))
+	assert.Equal(t, []ports.PU{tracked}, deletiontest.PUs(c))
 }
 
 // Row 7: same pod, no sandbox recorded yet: adopt the current one.
@@ -196,7 +196,7 @@ func TestRow7FirstSandboxIsRecorded(t *testing.T) {
 
 	sweep(c)
 
-	assert.Equal(t, []ports.PU{{PUID: "uid-1", Pod: key, SandboxID: "sb-7"}}, inspect.PUs(c))
+	assert.Equal(t, []ports.PU{{PUID: "uid-1", Pod: key, SandboxID: "sb-7"}}, deletiontest.PUs(c))
 }
 
 // Row 8: same pod, the runtime does not know the sandbox yet (""): keep,
@@ -210,7 +210,7 @@ func TestRow8SandboxNotKnownYetKeeps(t *testing.T) {
 
 	sweep(c)
 
-	assert.Equal(t, []ports.PU{tracked}, inspect.PUs(c))
+	assert.Equal(t, []ports.PU{tracked}, deletiontest.PUs(c))
 }
 
 // Row 9: same pod, same sandbox: keep.
@@ -223,7 +223,7 @@ func TestRow9SameSandboxKeeps(t *testing.T) {
 
 	sweep(c)
 
-	assert.Equal(t, []ports.PU{tracked}, inspect.PUs(c))
+	assert.Equal(t, []ports.PU{tracked}, deletiontest.PUs(c))
 }
 
 // Row 10: same pod, another sandbox: destroy the PU of the recorded sandbox,
