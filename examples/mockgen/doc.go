@@ -2,9 +2,15 @@
 // deletion engine only through the gomock mocks in
 // github.com/podsweeper/podsweeper/mocks (golang/mock v1.6.0), one test per
 // row of the decision table, the way a node agent's own CI would test its
-// use of podsweeper. Run it with
+// use of podsweeper. It imports only podsweeper's public packages (the
+// mocks, deletion, its test kit deletion/deletiontest, and ports), so it
+// can be copied into an agent's repository as it is. Run it with
 //
 //	go test ./examples/mockgen
+//
+// TestTheSuitePassesOutsideTheModule (standalone_test.go) holds that
+// promise: it copies the suite into a module of its own, outside this one,
+// and runs go test there.
 //
 // The engine calls the mocks from its own goroutines, where gomock's default
 // report of an unexpected call, t.Fatalf, must not be used: it calls
