@@ -19,6 +19,7 @@ import (
 // under its name: Sweep, one pass of checks without Start, destroys both
 // PUs.
 func Example() {
+	// docs:begin testing-1
 	cluster := deletiontest.NewCluster()
 	policy := &deletiontest.Policy{}
 	engine, err := deletion.New(cluster, policy, deletion.Options{
@@ -50,6 +51,7 @@ func Example() {
 		}
 	}
 	fmt.Println("tracked:", engine.Len())
+	// docs:end testing-1
 	// Output:
 	// destroy PU uid-1 of pod shop/web-0 (sandbox "sb-1"): PodGone
 	// destroy PU uid-2 of pod shop/db-0 (sandbox "sb-2"): UIDChanged
@@ -86,6 +88,7 @@ func ExampleCluster() {
 			panic(err)
 		}
 	}
+	// docs:begin testing-2
 	must(cluster.MovePod(pod("moved"), "node-b"))
 	must(cluster.SetSandbox(pod("restarted"), "sb-new"))
 	must(cluster.SetPhase(pod("finished"), corev1.PodSucceeded))
@@ -101,6 +104,7 @@ func ExampleCluster() {
 		}
 		fmt.Println(pu.Pod.Name, calls[0].Event.Reason)
 	}
+	// docs:end testing-2
 	// Output:
 	// moved NodeChanged
 	// restarted SandboxChanged
@@ -127,6 +131,7 @@ func ExamplePolicy() {
 		cluster.DeletePod(pu.Pod)
 	}
 
+	// docs:begin testing-3
 	policy.FailNext(1, errors.New("policy engine busy"))
 	engine.Sweep(context.Background()) // the PU checked first fails; the other is destroyed
 	fmt.Println("calls:", policy.CallCount(), "tracked:", engine.Len())
@@ -141,6 +146,7 @@ func ExamplePolicy() {
 	policy.FailNext(1, ports.Permanent(errors.New("no such PU")))
 	engine.Sweep(context.Background())
 	fmt.Println("calls of web-2:", policy.Count(gone.PUID), "tracked:", engine.Len())
+	// docs:end testing-3
 	// Output:
 	// calls: 2 tracked: 1
 	// calls: 3 tracked: 0

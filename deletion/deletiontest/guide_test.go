@@ -18,6 +18,7 @@ import (
 // TestAPUIsDestroyedOnceItsPodIsGone: under Start in a synctest bubble,
 // the periodic check of a PU whose pod was deleted destroys it within one
 // SweepInterval of fake time.
+// docs:begin testing-4
 func TestAPUIsDestroyedOnceItsPodIsGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cluster := deletiontest.NewCluster()
@@ -41,9 +42,12 @@ func TestAPUIsDestroyedOnceItsPodIsGone(t *testing.T) {
 	})
 }
 
+// docs:end testing-4
+
 // TestACheckTakesTheReadDelayOnTheFakeClock: a check takes no fake time
 // unless a port does; with SetReadDelay it takes that long, and a read
 // longer than CheckTimeout fails the check, which keeps the PU.
+// docs:begin testing-5
 func TestACheckTakesTheReadDelayOnTheFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cluster := deletiontest.NewCluster()
@@ -74,10 +78,13 @@ func TestACheckTakesTheReadDelayOnTheFakeClock(t *testing.T) {
 	})
 }
 
+// docs:end testing-5
+
 // TestARestartedEngineDestroysWhatWentAwayWhileItWasDown: an Inventory
 // hooked as Inventory and Observer keeps what the first engine tracked; the
 // second, started on it after the first stopped, destroys the PU of the pod
 // deleted in between and tracks the other again.
+// docs:begin testing-6
 func TestARestartedEngineDestroysWhatWentAwayWhileItWasDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cluster := deletiontest.NewCluster()
@@ -109,3 +116,5 @@ func TestARestartedEngineDestroysWhatWentAwayWhileItWasDown(t *testing.T) {
 		}
 	})
 }
+
+// docs:end testing-6
