@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -131,8 +131,8 @@ func TestStateFilesWithTheEngine(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(s.Dir, "uid-gone.state"))
 	assert.FileExists(t, filepath.Join(s.Dir, "uid-alive.state"))
 	assert.Equal(t, []int{1}, attempts, "the bad PUID is abandoned at its first attempt")
-	require.Len(t, inspect.PUs(engine), 1)
-	assert.Equal(t, "uid-alive", inspect.PUs(engine)[0].PUID)
+	require.Len(t, deletiontest.PUs(engine), 1)
+	assert.Equal(t, "uid-alive", deletiontest.PUs(engine)[0].PUID)
 }
 
 func TestRun(t *testing.T) {
@@ -239,5 +239,5 @@ func TestStateFilesRestoreAfterRestart(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pus, 2)
 	assert.Equal(t, "sb-web-0", pus[0].SandboxID, "the sandbox is restored too")
-	assert.Equal(t, []ports.PU{pus[0], pus[1]}, inspect.PUs(engine))
+	assert.Equal(t, []ports.PU{pus[0], pus[1]}, deletiontest.PUs(engine))
 }
