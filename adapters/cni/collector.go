@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/version"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -201,7 +203,7 @@ func New(opts Options) (*Collector, error) {
 		resyncInterval: opts.ResyncInterval,
 		// The cache directory goes to the CNIConfig: libcni ignores
 		// RuntimeConf.CacheDir in some of its paths.
-		cni:           libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, nil),
+		cni:           libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, pluginExec()),
 		runtime:       opts.Runtime,
 		newestTimeout: opts.NewestSandboxTimeout,
 		log:           opts.Logger,
@@ -646,6 +648,13 @@ func belongs(s skipped, ev ports.DestroyEvent, changed bool, sbs []sandbox) bool
 		return ev.SandboxID != "" && strings.Contains(s.File, "-"+ev.SandboxID+"-")
 	}
 	return slices.ContainsFunc(sbs, func(sb sandbox) bool { return strings.Contains(s.File, "-"+sb.ID+"-") })
+}
+
+// pluginExec runs the plugins as libcni does by default. It is given to
+// libcni up front: a CNIConfig without one makes it on first use, a write
+// that concurrent DELs of the engine's workers race on.
+func pluginExec() invoke.Exec {
+	return &invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: os.Stderr}, PluginDecoder: version.PluginDecoder{}}
 }
 
 // del DELs one attachment with its cached config, arguments and

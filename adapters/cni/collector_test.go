@@ -336,3 +336,28 @@ func TestResyncTracksWhatAppearsAndTriggersOnlyWhatChanged(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 }
+
+// DestroyPU is called from the engine's workers at once: concurrent DELs of
+// one Collector share nothing unguarded (libcni's CNIConfig sets up its
+// plugin runner on first use unless it is given one, which -race sees).
+func TestConcurrentDestroysShareTheCollectorSafely(t *testing.T) {
+	c := newCacheDir(t)
+	// A plugin slow enough for the DELs to overlap.
+	script := fmt.Sprintf("#!/bin/sh\nsleep 0.3\necho \"$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME\" >> %s\n", c.calls)
+	require.NoError(t, os.WriteFile(filepath.Join(c.plugins, "slow"), []byte(script), 0o755))
+	const pods = 8
+	for i := range pods {
+		c.write(entry{network: "net", sandbox: fmt.Sprintf("s%d", i), uid: fmt.Sprintf("u%d", i), namespace: "ns", name: fmt.Sprintf("pod-u%d", i),
+			config: `{"cniVersion":"1.1.0","name":"net","plugins":[{"type":"slow"}]}`})
+	}
+	coll := c.collector()
+	var wg sync.WaitGroup
+	for i := range pods {
+		wg.Go(func() {
+			uid := fmt.Sprintf("u%d", i)
+			require.NoError(t, coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: uid, Pod: pu(uid, "").Pod, Reason: ports.ReasonPodGone}))
+		})
+	}
+	wg.Wait()
+	require.Len(t, c.delCalls(), 2*pods, "a DEL per pod")
+}
