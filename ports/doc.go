@@ -3,13 +3,14 @@
 //
 // The engine (package deletion) depends on nothing else: a PodGetter reads the
 // live pod, a SandboxExtractor reports the sandbox a pod runs in, a
-// PolicyHandler destroys a processing unit (PU), a Requeuer asks the main pod
-// controller to look at a pod again, and an Inventory lists the PUs that
-// survived a restart of the agent. Adapters for controller-runtime and
+// SandboxProber says whether a sandbox is dead, a PolicyHandler destroys a
+// processing unit (PU), a Requeuer asks the main pod controller to look at a
+// pod again, and an Inventory lists the PUs that survived a restart of the
+// agent. Adapters for controller-runtime and
 // trireme-lib live under adapters/; generated mocks of every port live in mocks/.
 //
 // Each port has a func adapter (PolicyHandlerFunc, SandboxExtractorFunc,
-// RequeuerFunc, PodGetterFunc, InventoryFunc), so a plain function can
+// SandboxProberFunc, RequeuerFunc, PodGetterFunc, InventoryFunc), so a plain function can
 // serve as a port, as http.HandlerFunc does for http.Handler.
 //
 // Ports are called from several goroutines at once and must be safe for that.

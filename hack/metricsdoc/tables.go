@@ -14,10 +14,11 @@ var guides = map[string]string{
 		"one that grows while they do not points at PUs not destroyed (see the failures and the backlog).",
 	k8s.MetricDestroys: "How fast the PUs of gone pods are destroyed, and why: `rate()` by `reason`. " +
 		"A jump of one reason names the churn behind it (pods deleted, recreated under the same name, moved, sandboxes replaced).",
-	k8s.MetricDestroyFailures: "Alert on a rate above 0 that lasts: the policy engine fails or refuses destroys, " +
-		"and `podsweeper_pus_waiting_for_retry` grows with it.",
-	k8s.MetricAbandoned: "Alert on any increase: a PU was given up on after its last failed destroy " +
-		"(deletion.Options.MaxDestroyAttempts) and the policy engine may still hold it; clean it up there.",
+	k8s.MetricDestroyFailures: "The policy engine fails or refuses destroys, and `podsweeper_pus_waiting_for_retry` grows with it; " +
+		"the charts' PodsweeperDestroysFailing alert fires on a rate that lasts (docs/operating/runbooks.md).",
+	k8s.MetricAbandoned: "Any increase: a PU was given up on after its last failed destroy " +
+		"(deletion.Options.MaxDestroyAttempts) and the policy engine may still hold it; clean it up there " +
+		"(the charts' PodsweeperDestroysAbandoned alert).",
 	k8s.MetricPodGetErrors: "Is the API server, or the pod cache, failing? Pod reads that failed other than not found (or answered another pod); " +
 		"a check that hits one keeps its PU until a later check can decide.",
 	k8s.MetricCheckDuration: "Are the checks slow? High quantiles near deletion.Options.CheckTimeout (30 s) mean a slow API server " +
@@ -30,9 +31,10 @@ var guides = map[string]string{
 		"It stays 0 without an Inventory; 0 after a restart that had PUs to restore means the Inventory lost them.",
 	k8s.MetricWouldDestroy: "During a dry run (deletion.Options.DryRun): what turning destroys on would destroy, by reason. " +
 		"Read it before turning destroys on; it stays 0 otherwise.",
-	k8s.MetricRetrying: "Alert when it stays above 0: destroys fail again and again, most often a policy engine that is down.",
-	k8s.MetricOldestPendingSecond: "Alert when it exceeds a few sweep intervals (deletion.Options.SweepInterval, 5 s): " +
-		"the oldest PU found gone is still not destroyed; it grows, with the retries, while the policy engine is down.",
+	k8s.MetricRetrying: "Above 0 while destroys fail and wait for their retry, most often a policy engine that is down; " +
+		"read it beside `podsweeper_destroy_failures_total`, which the charts alert on.",
+	k8s.MetricOldestPendingSecond: "The oldest PU found gone is still not destroyed; it grows, with the retries, while the policy engine is down. " +
+		"The charts' PodsweeperDestroyBacklog alert fires past a bound (15 minutes by default, a value) that lasts.",
 	k8s.MetricWaitingForRate: "With a destroy rate set (deletion.Options.DestroyRate): the PUs waiting for their turn. " +
 		"High for long, it says the rate is too low for the churn; 0 without a rate.",
 	k8s.MetricOldestQueuedSecond: "Can the workers keep up? Past 3 sweep intervals the engine's ReadinessCheck fails; " +
