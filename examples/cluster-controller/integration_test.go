@@ -351,8 +351,9 @@ func testDryRun(t *testing.T, admin client.Client, kubeconfig []byte) {
 
 // testDestroyRate runs the controller's command line with
 // --max-destroys-per-second=100 --destroy-burst=10 and deletes 1,000 pods
-// at once: the destroys take about 10 s, and no second holds more than
-// rate + burst of their starts; every PU is destroyed once.
+// at once: the destroys take 10 s at least (about 10 s when the machine
+// keeps up), and no second holds more than rate + burst of their starts;
+// every PU is destroyed once.
 func testDestroyRate(t *testing.T, admin client.Client, kubeconfig []byte) {
 	const perSecond, burst = 100, 10
 	ctx := context.Background()
@@ -404,7 +405,10 @@ func testDestroyRate(t *testing.T, admin client.Client, kubeconfig []byte) {
 	// (1000 - burst) / rate: 9.9 s at the least; the deletes' watch events
 	// come within a second or two.
 	assert.GreaterOrEqual(t, spread, time.Duration(float64(drainPods-burst)/perSecond*float64(time.Second))-100*time.Millisecond)
-	assert.Less(t, took, 20*time.Second, "about 10 s")
+	// About 10 s on a quiet machine (10.9 s measured on 2 cores); a loaded
+	// one confirms fewer than 100 destroys a second (31 s seen with every
+	// package's tests beside it), so the bound is only that the line drains.
+	assert.Less(t, took, time.Minute, "the line drains")
 }
 
 // createPods creates n pods in ns, 32 at a time, and returns their UIDs.
