@@ -36,6 +36,19 @@ func (pu PU) WithRecordedSandbox(recorded PU) PU {
 	return pu
 }
 
+// SameAs reports whether pu is the PU recorded as recorded: the same PUID
+// and pod, and the same sandbox, an empty one being no other (a PU tracked
+// without a sandbox keeps the one recorded, WithRecordedSandbox). It is the
+// one rule by which a journal or an Inventory forgets its record of a PU the
+// engine destroyed, gave up on or untracked: not when the record was
+// replaced meanwhile by a PU of the same PUID for another pod or sandbox,
+// but also when the engine, which tracked the PU without its sandbox, never
+// learnt the one recorded.
+func (pu PU) SameAs(recorded PU) bool {
+	return pu.PUID == recorded.PUID && pu.Pod == recorded.Pod &&
+		(pu.SandboxID == recorded.SandboxID || pu.SandboxID == "" || recorded.SandboxID == "")
+}
+
 // DestroyEvent tells a PolicyHandler which PU to destroy and why.
 type DestroyEvent struct {
 	PUID      string               // the pod UID the PU was created for

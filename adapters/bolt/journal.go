@@ -355,7 +355,8 @@ func (j *Journal) ListPUs(ctx context.Context) ([]ports.PU, error) {
 //     journal holds; it never brings back a PU the journal forgot;
 //   - EventDestroyed, EventAbandoned and EventUntracked forget the PU,
 //     unless its record has been replaced meanwhile by a Track for another
-//     pod or sandbox (a PU re-created under the same PUID);
+//     pod or sandbox (a PU re-created under the same PUID; ports.PU.SameAs:
+//     an empty sandbox is no other);
 //   - every other kind is ignored.
 //
 // Observe cannot return an error: a write that fails (or an event without a
@@ -443,7 +444,7 @@ func (j *Journal) forget(pu ports.PU) error {
 			return false
 		}
 		rec, err := decodeRecord(key, old)
-		return err != nil || rec.Pod == pu.Pod && (rec.SandboxID == pu.SandboxID || rec.SandboxID == "")
+		return err != nil || pu.SameAs(rec)
 	}
 	var found bool
 	if err := j.view(func(b *bbolt.Bucket) { found = ours(b) }); err != nil {

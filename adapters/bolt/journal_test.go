@@ -175,6 +175,18 @@ func TestForgetKeepsAReplacedRecord(t *testing.T) {
 			"(its adoption was not written): forgotten")
 }
 
+// A PU the engine tracked without its sandbox (an informer's add after a
+// restart) and destroyed before any list told it the recorded one is the
+// record's PU: forgotten, or the next list would bring it back to be
+// destroyed again (ports.PU.SameAs).
+func TestForgetAPUDestroyedWithoutTheSandboxRecorded(t *testing.T) {
+	j := open(t, newPath(t))
+	j.Observe(event(deletion.EventTracked, pu("uid-a", "web-0", "sb-1")))
+	j.Observe(event(deletion.EventTracked, pu("uid-a", "web-0", ""))) // keeps sb-1
+	j.Observe(event(deletion.EventDestroyed, pu("uid-a", "web-0", "")))
+	assert.Empty(t, list(t, j))
+}
+
 func TestOtherEventsAreIgnored(t *testing.T) {
 	j := open(t, newPath(t))
 	p := pu("uid-a", "web-0", "sb-0")

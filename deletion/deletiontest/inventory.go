@@ -32,7 +32,8 @@ var (
 //   - EventAdopted records the sandbox the engine recorded for a PU it
 //     holds, and never brings back a PU it forgot;
 //   - EventDestroyed, EventAbandoned and EventUntracked forget the PU,
-//     unless it was tracked again meanwhile for another pod or sandbox;
+//     unless it was tracked again meanwhile for another pod or sandbox
+//     (ports.PU.SameAs: an empty sandbox is no other);
 //   - every other kind is ignored (a dry run's EventWouldDestroy too: the
 //     PU still exists).
 type Inventory struct {
@@ -92,7 +93,7 @@ func (inv *Inventory) Observe(ev deletion.Event) {
 			inv.pus[id] = ev.PU
 		}
 	case deletion.EventDestroyed, deletion.EventAbandoned, deletion.EventUntracked:
-		if held && old.Pod == ev.PU.Pod && (old.SandboxID == ev.PU.SandboxID || old.SandboxID == "") {
+		if held && ev.PU.SameAs(old) {
 			delete(inv.pus, id)
 		}
 	}
