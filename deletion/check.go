@@ -182,6 +182,7 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 	switch {
 	case done && !untracked:
 		c.removeLocked(e)
+		c.unlistedLocked(e.PUID)
 	case !done && !untracked:
 		r.retryAt = c.onTick(c.now() + int64(c.backoff(attempts)))
 	}

@@ -56,23 +56,20 @@ type Engine struct {
 	running, stopped, begun bool
 	startAt                 int64
 
-	list    listWindow   // the Inventory's lists (restore.go)
-	dropped dryRunMemory // a dry run's drops a list is to bring (rollout.go)
-	rate    rateLine     // the destroy rate (rollout.go)
-	sweep   sweepRun     // the running Sweep (workers.go)
-	fails   failures     // the ports' failures, for the logs (failures.go)
+	list     listWindow     // the Inventory's lists (restore.go)
+	unlisted unlistedMemory // the removals a list is not to bring back (restore.go)
+	rate     rateLine       // the destroy rate (rollout.go)
+	sweep    sweepRun       // the running Sweep (workers.go)
+	fails    failures       // the ports' failures, for the logs (failures.go)
 }
 
 // New returns an Engine that reads pods through getter and destroys PUs through policy. It returns an error wrapping
 // ErrNilPort when a port, or an optional port of opts, is nil (a nil XxxFunc or a typed nil pointer too), and one
 // wrapping ErrInvalidOptions when opts is out of range.
 func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Engine, error) {
-	names := [...]string{"PodGetter", "PolicyHandler", "Options.SandboxExtractor", "Options.Requeuer", "Options.Confirmer",
-		"Options.SandboxConfirmer", "Options.SandboxProber", "Options.Inventory", "Options.Observer"}
-	for i, p := range [...]any{getter, policy, opts.SandboxExtractor, opts.Requeuer, opts.Confirmer,
-		opts.SandboxConfirmer, opts.SandboxProber, opts.Inventory, opts.Observer} {
-		if (p != nil || i < 2) && isNil(p) { // the two ports are required, the others optional
-			return nil, fmt.Errorf("%w: %s is nil (%T)", ErrNilPort, names[i], p)
+	for i, p := range [...]any{getter, policy} {
+		if isNil(p) {
+			return nil, fmt.Errorf("%w: %s is nil (%T)", ErrNilPort, [...]string{"PodGetter", "PolicyHandler"}[i], p)
 		}
 	}
 	o, err := opts.withDefaults()

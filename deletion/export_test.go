@@ -8,9 +8,9 @@ package deletion
 func DryRunMemory(c *Engine) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.dropped.cur) + len(c.dropped.old) + len(c.list.gone) + len(c.list.removing)
+	return len(c.unlisted.cur) + len(c.unlisted.old) + len(c.list.gone) + len(c.list.removing)
 }
 
 // MinDryRunMemory is how many dropped PUs a dry run may remember however
-// few it tracks (dryRunMemory).
-const MinDryRunMemory = minDryRunMemory
+// few it tracks (unlistedMemory).
+const MinDryRunMemory = minUnlistedMemory

@@ -514,3 +514,29 @@ func TestAPUDestroyedDuringTheFirstListIsNotRestored(t *testing.T) {
 		assert.Equal(t, 1, len(rec.Of(deletion.EventTracked)), "tracked once, by Track")
 	})
 }
+
+// An Inventory that observes the engine may still hold a PU the engine
+// destroyed before any list answered (a journal's record has the sandbox
+// the engine, which tracked the PU without one, never learnt): the list
+// that answers at last does not bring it back to be destroyed again.
+func TestAListDoesNotBringBackAPUDestroyedBeforeAnyListAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		web := cluster.CreatePod(types.NamespacedName{Namespace: "shop", Name: "web-0"}, "node-a", "sb-1")
+		stale := deletiontest.NewInventory(web) // never forgets: the worst an Inventory may do
+		stale.FailLists(errors.New("disk busy"))
+		inv := ports.InventoryFunc(stale.ListPUs)
+		policy := &deletiontest.Policy{}
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{NodeName: "node-a", SandboxExtractor: cluster, Inventory: inv})
+		require.NoError(t, engine.Track(ports.PU{PUID: web.PUID, Pod: web.Pod})) // no sandbox, as an informer tracks
+		cluster.DeletePod(web.Pod)
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(time.Minute)
+		require.Equal(t, 1, policy.Count(web.PUID), "destroyed while the lists fail")
+
+		stale.FailLists(nil)
+		deletiontest.Advance(time.Hour) // the list answers, with web-0
+		assert.Equal(t, 1, policy.Count(web.PUID), "destroyed once")
+		assert.Zero(t, engine.Len())
+	})
+}

@@ -95,7 +95,9 @@ type Options struct {
 	// meanwhile is destroyed as changed (row 10), not recorded (row 7). The first list delays the first check by at
 	// most its deadline (CheckTimeout, at least a second) and a second; a failing or late list is retried with backoff
 	// until it answers, while checks go on. A list never brings back a PU removed from when it began until its answer
-	// is tracked. nil: nothing is restored.
+	// is tracked, nor one destroyed, given up on or dropped by a dry run while no list had answered yet (the latest
+	// removals, as many as the engine tracks at the least: an Inventory that observes the engine, a journal, may
+	// still hold those, under the sandbox it recorded). nil: nothing is restored.
 	Inventory ports.Inventory
 
 	// DryRun, when set, runs every check but never calls DestroyPU: a PU that would go is reported once per reason
@@ -146,8 +148,9 @@ type Options struct {
 	Clock clock.WithTicker
 }
 
-// Validate reports whether New would take o, with an error wrapping ErrInvalidOptions that names the first field it
-// refuses: for a program that checks its command line before it connects to anything.
+// Validate reports whether New would take o, with New's error: one wrapping ErrNilPort for an optional port that is a
+// nil XxxFunc or a typed nil pointer, or ErrInvalidOptions, naming the first field it refuses. For a program that
+// checks its command line before it connects to anything.
 func (o Options) Validate() error {
 	_, err := o.withDefaults()
 	return err
@@ -155,6 +158,14 @@ func (o Options) Validate() error {
 
 // withDefaults validates o and fills in the defaults.
 func (o Options) withDefaults() (Options, error) {
+	names := [...]string{"Options.SandboxExtractor", "Options.Requeuer", "Options.Confirmer", "Options.SandboxConfirmer",
+		"Options.SandboxProber", "Options.Inventory", "Options.Observer"}
+	for i, p := range [...]any{o.SandboxExtractor, o.Requeuer, o.Confirmer, o.SandboxConfirmer, o.SandboxProber, o.Inventory,
+		o.Observer} {
+		if p != nil && isNil(p) { // optional: nil is none, a typed nil is a mistake
+			return o, fmt.Errorf("%w: %s is nil (%T)", ErrNilPort, names[i], p)
+		}
+	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration

@@ -121,19 +121,20 @@ const (
 	pmModeIntervalA // bits 9-10: SweepInterval 1s, 5s, 20s, 60s
 	pmModeIntervalB //
 	pmModeAutoStart // Start before the first operation
+	pmModeStaleList // with an Inventory: its lists keep the latest PUs destroyed while no list had answered
 )
 
 type pmOptions struct {
-	dryRun, sandbox, confirmer, inventory, autoStart bool
-	rate                                             float64
-	burst, workers                                   int
-	checkTimeout, interval                           time.Duration
+	dryRun, sandbox, confirmer, inventory, autoStart, staleList bool
+	rate                                                        float64
+	burst, workers                                              int
+	checkTimeout, interval                                      time.Duration
 }
 
 func pmDecodeMode(m uint16) pmOptions {
 	o := pmOptions{
 		dryRun: m&pmModeDryRun != 0, sandbox: m&pmModeSandbox != 0, confirmer: m&pmModeConfirmer != 0,
-		inventory: m&pmModeInventory != 0, autoStart: m&pmModeAutoStart != 0, burst: 1, workers: 1,
+		inventory: m&pmModeInventory != 0, autoStart: m&pmModeAutoStart != 0, staleList: m&pmModeStaleList != 0, burst: 1, workers: 1,
 		checkTimeout: time.Second,
 		interval:     []time.Duration{time.Second, 5 * time.Second, 20 * time.Second, time.Minute}[m>>9&3],
 	}
@@ -158,7 +159,7 @@ func (o pmOptions) String() string {
 		on   bool
 		name string
 	}{{o.dryRun, "DryRun"}, {o.sandbox, "SandboxExtractor+SandboxProber"}, {o.confirmer, "Confirmer"},
-		{o.inventory, "Inventory"}, {o.autoStart, "Start first"}} {
+		{o.inventory, "Inventory"}, {o.staleList, "a stale Inventory"}, {o.autoStart, "Start first"}} {
 		if f.on {
 			s += ", " + f.name
 		}
@@ -371,8 +372,14 @@ type pmWorld struct {
 	uidGoneAt map[string]time.Duration
 	dead      map[string]bool
 	set       map[string]pmPU
-	order     int
-	gens      int
+	// stale is what a stale Inventory (pmModeStaleList) still lists: the
+	// latest PUs the running engine destroyed while none of its lists had
+	// answered (a journal whose record has the sandbox that the engine, which
+	// tracked the PU without one, never reported), as many as the engine
+	// remembers at the least (MinDryRunMemory).
+	stale []ports.PU
+	order int
+	gens  int
 
 	faults      [pmPodPorts][pmSlots]pmFault
 	listFault   pmFault
@@ -421,6 +428,7 @@ type pmEngine struct {
 	listsInFlight int
 	listEnd       time.Duration
 	listOK        bool
+	answered      bool // a list answered
 	listN         int
 	removedSeq    map[string]int64
 	removals      []time.Duration
@@ -753,6 +761,10 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 		delete(w.set, puid)
 		w.seq++
 		e.removedSeq[puid] = w.seq
+		if w.o.staleList && !e.answered {
+			w.stale = append(w.stale, in.pu)
+			w.stale = w.stale[max(0, len(w.stale)-deletion.MinDryRunMemory):]
+		}
 	}
 	return nil
 }
@@ -767,6 +779,9 @@ func (p *pmPorts) ListPUs(ctx context.Context) (pus []ports.PU, err error) {
 	defer w.mu.Unlock()
 	e.listsInFlight--
 	e.listEnd, e.listOK, e.listN = w.now(), err == nil, len(pus)
+	if err == nil {
+		e.answered, w.stale = true, nil // it catches up once a list is tracked
+	}
 	return pus, err
 }
 
@@ -788,9 +803,14 @@ func (p *pmPorts) list(ctx context.Context) ([]ports.PU, error) {
 		all = append(all, pu)
 	}
 	slices.SortFunc(all, func(a, b pmPU) int { return b.order - a.order }) // newest first
-	snap := make([]ports.PU, len(all))
+	snap := make([]ports.PU, len(all), len(all)+len(w.stale))
 	for i, pu := range all {
 		snap[i] = pu.pu
+	}
+	for _, pu := range w.stale {
+		if _, held := w.set[pu.PUID]; !held {
+			snap = append(snap, pu)
+		}
 	}
 	w.seq++
 	e.listStartSeq, e.listStart = w.seq, w.now()
@@ -981,6 +1001,7 @@ func (w *pmWorld) start(e *pmEngine) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel, e.startCalled, e.running = cancel, true, true
+	w.stale = nil // a new agent: only its own destroys are its promise
 	e.startedAt, e.lifecycle = w.now(), w.now()
 	w.mu.Unlock()
 	go func() {
@@ -1569,6 +1590,9 @@ func FuzzPromises(f *testing.F) {
 	// An Inventory that fails, then answers; PUs of an earlier run.
 	f.Add(uint16(pmModeInventory|pmModeWorkers2), cat(op(pmSeed, 0, 1), op(pmListFault, 0, 1), op(pmStart, 0, 0),
 		op(pmAdvance, 6, 0), op(pmTrack, 1, 1), op(pmAdvance, 8, 0)))
+	// A pod goes while the lists of a stale Inventory fail; the list that answers at last still has its PU.
+	f.Add(uint16(pmModeInventory|pmModeStaleList|pmModeWorkers2), cat(op(pmTrack, 0, 0), op(pmListFault, 0, 1),
+		op(pmDelete, 0, 0), op(pmStart, 0, 0), op(pmAdvance, 6, 0), op(pmAdvance, 9, 0), op(pmAdvance, 9, 0)))
 	f.Fuzz(func(t *testing.T, mode uint16, data []byte) {
 		synctest.Test(t, func(t *testing.T) { runPromises(t, mode, data) })
 	})

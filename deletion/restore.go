@@ -3,6 +3,7 @@ package deletion
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,13 +56,53 @@ func (w *listWindow) told(puid string) {
 	}
 }
 
+// unlistedMemory is what the engine remembers, under Engine.mu, of the PUs it destroyed, gave up on or dropped (a dry
+// run) while no list of the Inventory has answered yet, so that a list does not bring them back: an Inventory that
+// observes the engine may not have forgotten them (a journal's record of a PU holds a sandbox that the engine, which
+// tracked it without one, never reported). In two generations of at most as many as the engine tracked at a removal
+// (limit), and minUnlistedMemory; past that the older generation is forgotten, so that it stays bounded while the
+// Inventory fails (a list may then bring those back, to be destroyed, or reported, once more).
+type unlistedMemory struct {
+	cur, old map[string]struct{}
+	limit    int
+}
+
+const minUnlistedMemory = 16
+
+// add remembers puid, removed with tracked PUs tracked.
+func (m *unlistedMemory) add(puid string, tracked int) {
+	if m.limit = max(m.limit, tracked, minUnlistedMemory); len(m.cur) >= m.limit {
+		m.old, m.cur = m.cur, nil
+	}
+	if m.cur == nil {
+		m.cur = make(map[string]struct{})
+	}
+	m.cur[puid] = struct{}{}
+}
+
+// copy returns what m remembers, in a new set with room for extra more.
+func (m *unlistedMemory) copy(extra int) map[string]struct{} {
+	out := make(map[string]struct{}, len(m.cur)+len(m.old)+extra)
+	maps.Copy(out, m.old)
+	maps.Copy(out, m.cur)
+	return out
+}
+
+// unlistedLocked remembers the removal of the PU of puid while no list has answered (unlistedMemory).
+func (c *Engine) unlistedLocked(puid string) {
+	if c.opts.Inventory != nil && !c.list.restored {
+		c.unlisted.add(puid, len(c.records)+1)
+	}
+}
+
 // restoreAttempt lists the Inventory once and tracks every PU it lists, but invalid ones, and those removed since the
-// list began or being removed then, or dropped by a dry run (listWindow). An answer after its deadline counts as a
+// list began or being removed then (listWindow), or destroyed, given up on or dropped while no list had answered
+// (unlistedMemory). An answer after its deadline counts as a
 // failure. It reports whether the list answered.
 func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 	c.mu.Lock()
 	w := &c.list
-	w.gone = c.dropped.copy(len(w.removing))
+	w.gone = c.unlisted.copy(len(w.removing))
 	for puid := range w.removing {
 		w.gone[puid] = struct{}{}
 	}
@@ -84,7 +125,7 @@ func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 		restored, skipped := c.trackAll(pus)
 		c.mu.Lock()
 		w.restored = true
-		c.dropped = dryRunMemory{} // no list is to come
+		c.unlisted = unlistedMemory{} // no list is to come
 		c.mu.Unlock()
 		c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
 		c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt})

@@ -4,7 +4,6 @@ package deletion
 
 import (
 	"context"
-	"maps"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -28,9 +27,7 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 	gone := v.Reason == ports.ReasonPodGone || v.Reason == ports.ReasonUIDChanged || v.Reason == ports.ReasonNodeChanged
 	if gone {
 		c.removeLocked(e)
-		if c.opts.Inventory != nil && !c.list.restored {
-			c.dropped.add(e.PUID, len(c.records)+1) // the list to come still has it
-		}
+		c.unlistedLocked(e.PUID) // the list to come may still have it
 	}
 	c.mu.Unlock()
 	if report {
@@ -41,36 +38,6 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 	if gone {
 		c.told(e.PUID)
 	}
-}
-
-// dryRunMemory is what a dry run remembers of the PUs it dropped while the Inventory's first list is to come, so that
-// the list does not bring them back to be reported again, under Engine.mu: in two generations of at most as many as
-// the engine tracked at a drop (limit), and minDryRunMemory; past that the older generation is forgotten, so that a dry
-// run stays bounded while the Inventory fails (a list may then report those once more).
-type dryRunMemory struct {
-	cur, old map[string]struct{}
-	limit    int
-}
-
-const minDryRunMemory = 16
-
-// add remembers puid, dropped with tracked PUs tracked.
-func (m *dryRunMemory) add(puid string, tracked int) {
-	if m.limit = max(m.limit, tracked, minDryRunMemory); len(m.cur) >= m.limit {
-		m.old, m.cur = m.cur, nil
-	}
-	if m.cur == nil {
-		m.cur = make(map[string]struct{})
-	}
-	m.cur[puid] = struct{}{}
-}
-
-// copy returns what m remembers, in a new set with room for extra more.
-func (m *dryRunMemory) copy(extra int) map[string]struct{} {
-	out := make(map[string]struct{}, len(m.cur)+len(m.old)+extra)
-	maps.Copy(out, m.old)
-	maps.Copy(out, m.cur)
-	return out
 }
 
 // rateLine is the destroy rate's state (Options.DestroyRate), under Engine.mu: its limiter (nil: no limit), the time
