@@ -24,14 +24,17 @@ var (
 
 // Cluster is an in-memory API server and container runtime: the pods of
 // every node, each bound to a node and running in a sandbox. It is a
-// ports.PodGetter, and so can serve as the engine's Confirmer too, a
-// ports.SandboxExtractor and a ports.SandboxProber over the same pods. Its
-// methods are safe from any goroutine. Create it with NewCluster.
+// ports.PodGetter, a ports.SandboxExtractor and a ports.SandboxProber over
+// the same pods; APIServer is a PodGetter of the same pods for the engine's
+// Confirmer. Its methods are safe from any goroutine. Create it with
+// NewCluster.
 //
 // GetPod answers a deep copy of the pod, or, when there is none of that
 // name, an error that wraps ports.ErrPodNotFound (deletion.IsNotFound
 // reports it). FailReads, FailAllReads, HangReads, HangAllReads and
-// SetReadDelay change how reads answer, until they are undone.
+// SetReadDelay change how GetPod answers, until they are undone: GetPod is
+// the pod cache, which may fail, hang or lag behind; APIServer's reads are
+// the API server's, which none of them changes.
 type Cluster struct {
 	mu        sync.Mutex
 	pods      map[types.NamespacedName]*corev1.Pod
@@ -274,6 +277,23 @@ func (c *Cluster) AllReads() int {
 	return c.allReads
 }
 
+// APIServer returns the cluster's pods as the API server answers them, for
+// the engine's Confirmer: a deep copy of the pod, or an error wrapping
+// ports.ErrPodNotFound. The faults of the cache (FailReads, HangReads,
+// SetReadDelay) do not change its answers, so that a cache that lags
+// (FailReads with ports.ErrPodNotFound) is vetoed, as in a cluster.
+func (c *Cluster) APIServer() ports.PodGetter {
+	return ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		p, err := c.podLocked(key)
+		if err != nil {
+			return nil, err
+		}
+		return p.DeepCopy(), nil
+	})
+}
+
 // GetPod returns a deep copy of the pod at key, or an error wrapping
 // ports.ErrPodNotFound when there is none; FailReads, FailAllReads,
 // HangReads, HangAllReads and SetReadDelay change its answer.
@@ -290,7 +310,7 @@ func (c *Cluster) GetPod(ctx context.Context, key types.NamespacedName) (*corev1
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("deletiontest: reading pod %s: %w", key, context.Cause(ctx))
+			return nil, fmt.Errorf("deletiontest: reading pod %s: %w", key, ctxErr(ctx))
 		}
 	}
 	if delay > 0 {
@@ -299,7 +319,7 @@ func (c *Cluster) GetPod(ctx context.Context, key types.NamespacedName) (*corev1
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("deletiontest: reading pod %s: %w", key, context.Cause(ctx))
+			return nil, fmt.Errorf("deletiontest: reading pod %s: %w", key, ctxErr(ctx))
 		}
 	}
 	c.mu.Lock()
@@ -350,10 +370,41 @@ func (c *Cluster) SandboxDead(_ context.Context, _ *corev1.Pod, sandboxID string
 	return true, nil
 }
 
-// newUIDLocked returns the next UID.
+// newUIDLocked returns the next UID that no pod of the cluster has (AddPod
+// may have given one of the form uid-N).
 func (c *Cluster) newUIDLocked() types.UID {
-	c.uids++
-	return types.UID(fmt.Sprintf("uid-%d", c.uids))
+	for {
+		c.uids++
+		uid := types.UID(fmt.Sprintf("uid-%d", c.uids))
+		if !c.usedLocked(uid) {
+			return uid
+		}
+	}
+}
+
+// usedLocked reports whether a pod of the cluster has uid, or had it and
+// is still known to the runtime.
+func (c *Cluster) usedLocked(uid types.UID) bool {
+	if _, ok := c.sandboxes[uid]; ok {
+		return true
+	}
+	for _, p := range c.pods {
+		if p.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// ctxErr is ctx's error, and its cause when that is another: a call cut
+// short answers as a client of a real server would (context.Canceled or
+// DeadlineExceeded), with the reason.
+func ctxErr(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || errors.Is(cause, err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, cause)
 }
 
 // putLocked stores pod, which the cluster owns, and returns its PU.

@@ -62,7 +62,7 @@ func (p *Policy) answerCall(ctx context.Context, ev ports.DestroyEvent, hang cha
 		select {
 		case <-hang:
 		case <-ctx.Done():
-			return fmt.Errorf("deletiontest: DestroyPU of %s: %w", ev.PUID, context.Cause(ctx))
+			return fmt.Errorf("deletiontest: DestroyPU of %s: %w", ev.PUID, ctxErr(ctx))
 		}
 	}
 	p.mu.Lock()
