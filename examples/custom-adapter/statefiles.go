@@ -185,9 +185,10 @@ func writeFileAtomic(path string, b []byte) (err error) {
 	return os.Rename(f.Name(), path)
 }
 
-// ListPUs returns the PU of every state file, sorted by PUID. A file it
-// cannot read or parse fails the list, naming the file: the engine logs the
-// error and asks again later.
+// ListPUs returns the PU of every state file, sorted by PUID. A file removed
+// while it lists (a destroy under way) is no PU; a file it cannot read or
+// parse fails the list, naming the file: the engine logs the error and asks
+// again later.
 func (s *StateFiles) ListPUs(ctx context.Context) ([]ports.PU, error) {
 	paths, err := filepath.Glob(filepath.Join(s.Dir, "*.state"))
 	if err != nil {
@@ -203,6 +204,9 @@ func (s *StateFiles) ListPUs(ctx context.Context) ([]ports.PU, error) {
 			return nil, fmt.Errorf("list state files: %s: %w", p, err)
 		}
 		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // destroyed since the directory was read: no PU to list
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list state files: %w", err)
 		}
