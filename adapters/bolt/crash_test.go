@@ -26,7 +26,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -346,7 +346,7 @@ func TestCrashRestart(t *testing.T) {
 	mu.Unlock()
 
 	liveWant := want[12:]
-	assert.Equal(t, liveWant, inspect.PUs(engine))
+	assert.Equal(t, liveWant, deletiontest.PUs(engine))
 	pus, err := j.ListPUs(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, liveWant, pus, "the journal forgot the destroyed PUs and holds the live ones")

@@ -28,7 +28,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -403,7 +403,7 @@ func (n *node) deletePod(p *corev1.Pod) {
 
 // entry returns the engine's entry of the PU puid, if tracked.
 func (n *node) entry(puid types.UID) (ports.PU, bool) {
-	for _, e := range inspect.PUs(n.engine) {
+	for _, e := range deletiontest.PUs(n.engine) {
 		if e.PUID == string(puid) {
 			return e, true
 		}

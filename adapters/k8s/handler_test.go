@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -232,7 +232,7 @@ func TestHandlerFeedsARealEngine(t *testing.T) {
 	h.OnAdd(web, false)
 	h.OnAdd(pod("bad", "", "node-a", "", "1"), false) // no UID: the engine refuses it, the handler logs and goes on
 	require.Eventually(t, func() bool {
-		return slices.Equal(inspect.PUs(c), []ports.PU{{PUID: "u-web", Pod: key("web"), SandboxID: "sb-1"}})
+		return slices.Equal(deletiontest.PUs(c), []ports.PU{{PUID: "u-web", Pod: key("web"), SandboxID: "sb-1"}})
 	}, 10*time.Second, time.Millisecond, "the first check (an hour before the sweep) records the sandbox")
 
 	replaced := pod("web", "u-web", "node-a", "sb-2", "2")
@@ -393,7 +393,7 @@ func TestRunnableRemovesItsHandlerWhenItStops(t *testing.T) {
 	inf.mu.Unlock()
 	h.OnAdd(pod("mine", "u-mine", "node-a", "", "1"), false)
 	h.OnAdd(pod("other", "u-other", "node-b", "", "1"), false)
-	assert.Equal(t, []ports.PU{{PUID: "u-mine", Pod: key("mine")}}, inspect.PUs(c))
+	assert.Equal(t, []ports.PU{{PUID: "u-mine", Pod: key("mine")}}, deletiontest.PUs(c))
 
 	cancel()
 	select {
@@ -566,5 +566,5 @@ func testHandlerDoesNotTrackAgain(t *testing.T, source string) {
 	assert.Equal(t, 0, c.Len(), "no PU tracked from a late event")
 
 	h.OnAdd(recreated, false)
-	assert.Equal(t, []ports.PU{{PUID: "u-web-2", Pod: key("web")}}, inspect.PUs(c), "the pod the store holds is tracked")
+	assert.Equal(t, []ports.PU{{PUID: "u-web-2", Pod: key("web")}}, deletiontest.PUs(c), "the pod the store holds is tracked")
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -86,7 +86,7 @@ func sweepOnly(t *testing.T, engine *deletion.Engine, puids ...string) {
 		keep[id] = true
 	}
 	var others []ports.PU
-	for _, e := range inspect.PUs(engine) {
+	for _, e := range deletiontest.PUs(engine) {
 		if !keep[e.PUID] {
 			others = append(others, e)
 			require.True(t, engine.Untrack(e.PUID))

@@ -22,7 +22,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/trireme"
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -304,7 +304,7 @@ func TestDeleteControllerEmptySandboxAdoptsThenDetectsChange(t *testing.T) {
 	v := h.verdict("uid-1")
 	assert.Equal(t, deletion.Adopt, v.Action)
 	h.noDestroy()
-	require.Equal(t, []ports.PU{{PUID: "uid-1", Pod: webKey, SandboxID: "sb-1"}}, inspect.PUs(h.dc.Engine()))
+	require.Equal(t, []ports.PU{{PUID: "uid-1", Pod: webKey, SandboxID: "sb-1"}}, deletiontest.PUs(h.dc.Engine()))
 
 	p.Annotations[sandboxAnnotation] = "sb-2"
 	require.NoError(t, h.client.Update(context.Background(), p))

@@ -28,7 +28,7 @@ import (
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/adapters/k8s/program"
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/internal/inspect"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -188,9 +188,9 @@ func TestRetrackerTracksTheRequeuedPod(t *testing.T) {
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1"}}
 	require.NoError(t, k8s.NewChannelRequeuer(requeued).Requeue(ctx, pod))
-	require.Eventually(t, func() bool { return len(inspect.PUs(engine)) > 0 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(deletiontest.PUs(engine)) > 0 }, 5*time.Second, time.Millisecond)
 
-	assert.Equal(t, []ports.PU{{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "web"}}}, inspect.PUs(engine),
+	assert.Equal(t, []ports.PU{{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "web"}}}, deletiontest.PUs(engine),
 		"the pod's PU is tracked again, without a sandbox")
 	assert.Equal(t, 1, logs.count(`"msg"="pod requeued: its sandbox changed" "pod"="ns/web" "uid"="uid-1"`))
 	cancel()
