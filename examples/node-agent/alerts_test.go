@@ -11,27 +11,19 @@ import (
 	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
-// runbooks is the default runbookBaseURL of the charts' PrometheusRules:
-// docs/operating/runbooks.md on GitHub.
-const runbooks = "https://github.com/podsweeper/podsweeper/blob/main/docs/operating/runbooks.md"
-
-// renderAlerts renders the chart as the release podsweeper-node-agent in
-// the namespace podsweeper with its defaults and its PrometheusRule and
-// dashboard on (testdata/alerts-values.yaml).
+// renderAlerts renders the chart as the release podsweeper-node-agent with its
+// PrometheusRule and dashboard on.
 func renderAlerts(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	return testkube.RenderHelm(t, "chart", "podsweeper-node-agent", "podsweeper", "testdata/alerts-values.yaml")
+	return testkube.RenderAlerts(t, "podsweeper-node-agent")
 }
 
-// TestAlertsFireAsTheirTestsSay runs promtool's unit tests of
-// testdata/alerts/ (one file per alert) on the rules the chart renders
-// with its defaults: each alert fires on the series its thresholds and
-// durations name, of the release's job and namespace only, and stays
-// silent on the others; and each links its section of the runbooks.
+// TestAlertsFireAsTheirTestsSay: each alert fires on the series its
+// thresholds and durations name (testdata/alerts/, one file per alert), of
+// the release's job and namespace only, stays silent on the others, and
+// links its section of the runbooks.
 func TestAlertsFireAsTheirTestsSay(t *testing.T) {
-	objs := renderAlerts(t)
-	testkube.AssertRunbooks(t, objs, runbooks, "../../docs/operating/runbooks.md")
-	testkube.PromtoolTestRules(t, objs, "testdata/alerts")
+	testkube.CheckAlerts(t, renderAlerts(t))
 }
 
 // TestDashboardIsTheSameInTheThreeCharts checks that the three example

@@ -349,3 +349,24 @@ func AssertMonitoring(t testing.TB, r Rendered, selector string, ruleLabels, das
 	assert.Equal(t, []string{"selector=" + selector}, constant, "the dashboard shows monitoring.selector's series")
 	return rules
 }
+
+// RunbooksURL is the charts' default runbookBaseURL: docs/operating/runbooks.md
+// on GitHub.
+const RunbooksURL = "https://github.com/podsweeper/podsweeper/blob/main/docs/operating/runbooks.md"
+
+// RenderAlerts renders the chart of the example program the test runs in
+// (chart/) as release in the namespace podsweeper, with its defaults and its
+// PrometheusRule and dashboard on (testdata/alerts-values.yaml).
+func RenderAlerts(t testing.TB, release string) []*unstructured.Unstructured {
+	t.Helper()
+	return RenderHelm(t, "chart", release, "podsweeper", "testdata/alerts-values.yaml")
+}
+
+// CheckAlerts runs promtool's unit tests of testdata/alerts/ (one file per
+// alert) on the rules of objs, and checks that each alert links its section
+// of docs/operating/runbooks.md.
+func CheckAlerts(t testing.TB, objs []*unstructured.Unstructured) {
+	t.Helper()
+	AssertRunbooks(t, objs, RunbooksURL, "../../docs/operating/runbooks.md")
+	PromtoolTestRules(t, objs, "testdata/alerts")
+}
