@@ -51,6 +51,7 @@ IMAGES_TOOL := $(TOOLS_DIR)/images
 SBOM_TOOL := $(TOOLS_DIR)/cyclonedx-gomod
 HELM := $(TOOLS_DIR)/helm
 KUSTOMIZE_RENDER := $(TOOLS_DIR)/kustomize-render
+KWOK := $(TOOLS_DIR)/kwok
 PROMTOOL := $(TOOLS_DIR)/promtool
 PROMQL_METRICS := $(TOOLS_DIR)/promql-metrics
 tools_build = @mkdir -p $(TOOLS_DIR) && $(GO) build -C $(<D) -trimpath $(2) -o $(abspath $@) $(1) && touch $(abspath $@)
@@ -58,6 +59,7 @@ HELM_VERSION = $(shell awk '$$1 == "require" && $$2 == "helm.sh/helm/v4" { print
 PROMETHEUS_VERSION = $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "github.com/prometheus/prometheus") { print $$(i+1); exit } }' hack/tools/promtool/go.mod)
 # Prometheus X.Y.Z's Go module is v0.X0Y.Z (v0.316.0: 3.16.0), the version promtool --version prints.
 PROMTOOL_VERSION = $(shell echo '$(PROMETHEUS_VERSION)' | awk -F. '{ print int($$2 / 100) "." $$2 % 100 "." $$3 }')
+KWOK_VERSION = $(shell awk '$$1 == "require" && $$2 == "sigs.k8s.io/kwok" { print $$3 }' hack/tools/kwok/go.mod)
 
 .PHONY: all generate metrics-doc values-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process ci cni-plugins images debs tools release
 
@@ -153,8 +155,14 @@ $(PROMQL_METRICS): hack/tools/promtool/go.mod $(wildcard hack/tools/promtool/pro
 	@echo "tools: building promql-metrics (the PromQL parser of github.com/prometheus/prometheus $(PROMETHEUS_VERSION)) into $@"
 	$(call tools_build,./promql-metrics)
 
-## tools: the pinned tools of images, release and the manifests' tests, into $(TOOLS_DIR).
-tools: $(IMAGES_TOOL) $(SBOM_TOOL) $(HELM) $(KUSTOMIZE_RENDER) $(PROMTOOL) $(PROMQL_METRICS)
+# KWOK's controller: the fake nodes (Ready, their Leases renewed) and pods
+# (Running, and ended once deleted, as a kubelet does) of the scale tests.
+$(KWOK): hack/tools/kwok/go.mod $(wildcard hack/tools/kwok/*.go hack/tools/kwok/go.sum)
+	@echo "tools: building kwok $(KWOK_VERSION) into $@ (about 3 min on 2 cores the first time: 6 min of CPU)"
+	$(call tools_build,sigs.k8s.io/kwok/cmd/kwok,-ldflags='-X sigs.k8s.io/kwok/pkg/consts.Version=$(KWOK_VERSION)')
+
+## tools: the pinned tools of images, release, the manifests' tests and the scale tests, into $(TOOLS_DIR).
+tools: $(IMAGES_TOOL) $(SBOM_TOOL) $(HELM) $(KUSTOMIZE_RENDER) $(PROMTOOL) $(PROMQL_METRICS) $(KWOK)
 
 ## images: the OCI image of node-agent, cluster-controller and cni-gc, built in Go
 ## (no Docker) from their static binaries, with an SBOM each, into $(IMAGES_DIR):
