@@ -61,7 +61,7 @@ PROMETHEUS_VERSION = $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "github.
 PROMTOOL_VERSION = $(shell echo '$(PROMETHEUS_VERSION)' | awk -F. '{ print int($$2 / 100) "." $$2 % 100 "." $$3 }')
 KWOK_VERSION = $(shell awk '$$1 == "require" && $$2 == "sigs.k8s.io/kwok" { print $$3 }' hack/tools/kwok/go.mod)
 
-.PHONY: all generate metrics-doc values-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process ci cni-plugins images debs tools release
+.PHONY: all generate metrics-doc values-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process bench-scale ci cni-plugins images debs tools release
 
 all: lint test
 
@@ -179,7 +179,7 @@ images: $(IMAGES_TOOL) $(SBOM_TOOL) debs
 # PromQL parser that check the charts' alerting rules and dashboards, and
 # what hack/release's tests build the images with.
 TEST_ENV = KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) \
-	CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) CNI_GC_IMAGE=$(IMAGES_DIR)/cni-gc IMAGES_DIR=$(IMAGES_DIR) HELM=$(HELM) KUSTOMIZE_RENDER=$(KUSTOMIZE_RENDER) \
+	CNI_PLUGINS_DIR=$(CNI_PLUGINS_DIR) CNI_GC_IMAGE=$(IMAGES_DIR)/cni-gc IMAGES_DIR=$(IMAGES_DIR) HELM=$(HELM) KUSTOMIZE_RENDER=$(KUSTOMIZE_RENDER) KWOK=$(KWOK) \
 	PROMTOOL=$(PROMTOOL) PROMQL_METRICS=$(PROMQL_METRICS) \
 	IMAGES_TOOL=$(IMAGES_TOOL) SBOM_TOOL=$(SBOM_TOOL) DEBS_DIR=$(DEBS_DIR) CONTAINERD_BIN_DIR=$(CONTAINERD_BIN_DIR)
 
@@ -193,7 +193,7 @@ release:
 ## test: every test, under the race detector, against a real kube-apiserver and etcd,
 ## real CNI plugins in a private network namespace and a real containerd node in
 ## private namespaces (as root).
-test: envtest cni-plugins containerd images tools
+test: envtest cni-plugins containerd images tools $(KWOK)
 	$(GO) test -C hack/tools/images $(TEST_FLAGS) ./...
 	$(GO) test -C $(UBERMOCK_DIR) $(TEST_FLAGS) ./...
 	$(GO) test -C hack/tools/promtool $(TEST_FLAGS) ./...
@@ -201,7 +201,7 @@ test: envtest cni-plugins containerd images tools
 
 ## test-long: the same with the long chaos and model runs, and the cluster
 ## controller's 20 + 20 partitioned-leader runs (2 + 2 under make test).
-test-long: envtest cni-plugins containerd images tools
+test-long: envtest cni-plugins containerd images tools $(KWOK)
 	$(GO) test -C hack/tools/images -race -count=1 ./...
 	$(GO) test -C $(UBERMOCK_DIR) -race -count=1 ./...
 	$(GO) test -C hack/tools/promtool -race -count=1 ./...
@@ -239,6 +239,28 @@ bench-process: envtest $(if $(filter 0,$(shell id -u)),cni-plugins containerd)
 	    | grep -vE '^\s+[EIW][0-9]{4} ' \
 	    | awk '{ print } /^--- SKIP: / { print "# skipped: " $$3 ": " why } { why = $$0; sub(/^[ \t]+[^ ]+: /, "", why) }'; \
 	  fi; } | tee bin/bench/process.txt
+
+# The sizes of bench-scale, nodes x pods, and the node agents' fleet sizes
+# (run on the last size's cluster).
+SCALE_SIZES ?= 100x3000,300x9000,1000x30000
+SCALE_AGENTS ?= 10,25,50
+SCALE_OUT ?= hack/bench/$(shell date -u +%Y-%m-%d)-scale.txt
+
+## bench-scale: the cluster controller as deployed on a real API server with
+## KWOK's nodes and pods, at each size of SCALE_SIZES (TestScaleBench: start-up,
+## memory, requests by verb and resource, delete-to-destroy and exactly once
+## under four churns, the API server's latencies against clusterloader2's SLOs),
+## then node agents, SCALE_AGENTS of them, under restarts of the API server
+## (about 45 minutes on 2 cores at the default sizes). Raw output in SCALE_OUT.
+bench-scale: envtest $(KWOK)
+	@mkdir -p $(dir $(SCALE_OUT))
+	{ date -u +'# %Y-%m-%dT%H:%M:%SZ'; echo "# $$(nproc) CPUs, $$(awk '/MemTotal/ { printf "%.0f GiB", $$2 / 1048576 }' /proc/meminfo), load average $$(cut -d' ' -f1-3 /proc/loadavg)"; \
+	  echo "# PODSWEEPER_SCALE=$(SCALE_SIZES) PODSWEEPER_SCALE_AGENTS=$(SCALE_AGENTS)"; \
+	  KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) KWOK=$(KWOK) \
+	  PODSWEEPER_SCALE=$(SCALE_SIZES) PODSWEEPER_SCALE_AGENTS=$(SCALE_AGENTS) \
+	  $(GO) test -run='^TestScaleBench$$' -count=1 -timeout=150m -v ./examples/cluster-controller/ 2>&1 \
+	  | grep -vE '^\s+[EIW][0-9]{4} '; \
+	  echo "# load average $$(cut -d' ' -f1-3 /proc/loadavg)"; } | tee $(SCALE_OUT)
 
 ## ci: what .ci/run runs on a clean clone.
 ci: verify-generate lint verify-apidiff test

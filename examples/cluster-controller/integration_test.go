@@ -608,6 +608,9 @@ func TestControllerHelper(t *testing.T) {
 		t.Skip("run by the binary tests as the controller they start and stop")
 	}
 	var d deps
+	if os.Getenv(countRequestsEnv) != "" {
+		countRequests()
+	}
 	if path := os.Getenv(journalEnv); path != "" {
 		latency, err := time.ParseDuration(os.Getenv(latencyEnv))
 		require.NoError(t, err, latencyEnv)
