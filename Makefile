@@ -243,7 +243,7 @@ bench-process: envtest $(if $(filter 0,$(shell id -u)),cni-plugins containerd)
 # The sizes of bench-scale, nodes x pods, and the node agents' fleet sizes
 # (run on the last size's cluster).
 SCALE_SIZES ?= 100x3000,300x9000,1000x30000
-SCALE_AGENTS ?= 10,25,50
+SCALE_AGENTS ?= 10,25,50,100
 SCALE_OUT ?= hack/bench/$(shell date -u +%Y-%m-%d)-scale.txt
 
 ## bench-scale: the cluster controller as deployed on a real API server with
@@ -259,7 +259,7 @@ bench-scale: envtest $(KWOK)
 	  KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$(ENVTEST_START_TIMEOUT) KWOK=$(KWOK) \
 	  PODSWEEPER_SCALE=$(SCALE_SIZES) PODSWEEPER_SCALE_AGENTS=$(SCALE_AGENTS) \
 	  $(GO) test -run='^TestScaleBench$$' -count=1 -timeout=150m -v ./examples/cluster-controller/ 2>&1 \
-	  | grep -vE '^\s+[EIW][0-9]{4} '; \
+	  | grep --line-buffered -vE '^\s+[EIW][0-9]{4} '; \
 	  echo "# load average $$(cut -d' ' -f1-3 /proc/loadavg)"; } | tee $(SCALE_OUT)
 
 ## ci: what .ci/run runs on a clean clone.
