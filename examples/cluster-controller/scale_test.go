@@ -26,13 +26,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	clientmetrics "k8s.io/client-go/tools/metrics"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -395,8 +394,8 @@ func (c *scaleCluster) deletePod(ctx context.Context, i int, force bool) error {
 }
 
 // finishDeletes is the kubelet's part of a graceful delete on KWOK's
-// nodes, from a watch of the namespace's pods (their metadata) until the
-// test ends: each pod seen with a deletionTimestamp is deleted for good,
+// nodes, from an informer of the namespace's pods (their metadata) until
+// the test ends: each pod seen with a deletionTimestamp is deleted for good,
 // with a grace period of 0 and its UID as a precondition, as the kubelet
 // deletes a pod once its containers have stopped (at once here: it has
 // none). KWOK's own pod-delete stage deletes by name only, which can
@@ -406,17 +405,12 @@ func (c *scaleCluster) finishDeletes(t *testing.T) {
 	t.Helper()
 	md, err := metadata.NewForConfig(c.cfg)
 	require.NoError(t, err)
-	pods := md.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(scaleNS)
-	list, err := pods.List(t.Context(), metav1.ListOptions{Limit: 1})
-	require.NoError(t, err)
-	rw, err := watchtools.NewRetryWatcherWithContext(t.Context(), list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return pods.Watch(ctx, opts)
-		},
-	})
-	require.NoError(t, err)
+	// An informer, not a single watch: it lists and watches again across
+	// the restarts of the API server.
+	inf := metadatainformer.NewFilteredMetadataInformer(md, corev1.SchemeGroupVersion.WithResource("pods"), scaleNS, 0, cache.Indexers{}, nil).Informer()
 	work := make(chan *metav1.PartialObjectMetadata, 1024)
-	ended := map[types.UID]bool{} // by the reader of the watch only
+	done := make(chan struct{})
+	ended := map[types.UID]bool{} // by the informer's handler only
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
@@ -424,7 +418,13 @@ func (c *scaleCluster) finishDeletes(t *testing.T) {
 	// nodes end their pods side by side.
 	for range scaleWorkers {
 		wg.Go(func() {
-			for p := range work {
+			for {
+				var p *metav1.PartialObjectMetadata
+				select {
+				case p = <-work:
+				case <-done:
+					return
+				}
 				err := c.cs.CoreV1().Pods(scaleNS).Delete(context.Background(), p.Name,
 					metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &p.UID}})
 				switch {
@@ -442,18 +442,28 @@ func (c *scaleCluster) finishDeletes(t *testing.T) {
 			}
 		})
 	}
-	go func() {
-		defer close(work)
-		for ev := range rw.ResultChan() {
-			if p, ok := ev.Object.(*metav1.PartialObjectMetadata); ok && (ev.Type == watch.Modified || ev.Type == watch.Added) && p.DeletionTimestamp != nil && !ended[p.UID] {
-				ended[p.UID] = true
-				work <- p
+	handle := func(obj any) {
+		if p, ok := obj.(*metav1.PartialObjectMetadata); ok && p.DeletionTimestamp != nil && !ended[p.UID] {
+			ended[p.UID] = true
+			select {
+			case work <- p:
+			case <-done:
 			}
 		}
+	}
+	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) }})
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		inf.Run(stop)
 	}()
+	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
 	t.Cleanup(func() {
-		rw.Stop()
-		<-rw.Done()
+		close(stop)
+		<-ran
+		close(done)
 		wg.Wait()
 		assert.Empty(t, errs, "the deletes that end pods")
 	})
