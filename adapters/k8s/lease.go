@@ -119,6 +119,9 @@ var _ resourcelock.Interface = (*LeaseFence)(nil)
 // the Lease), so that the program needs no right to core Events. Its
 // errors wrap ErrInvalidSetup, for durations that break
 // CheckLeaseDurations or a missing name, or come from building the lock.
+// cfg itself is left as it is: the lock's timeout and user agent are set
+// on a copy, so that a manager or client built from cfg afterwards keeps
+// its watches open past the lock's timeout.
 func NewLeaseFence(cfg *rest.Config, opts LeaseFenceOptions) (*LeaseFence, error) {
 	if err := CheckLeaseDurations(opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod); err != nil {
 		return nil, err
@@ -129,7 +132,11 @@ func NewLeaseFence(cfg *rest.Config, opts LeaseFenceOptions) (*LeaseFence, error
 	if cfg == nil {
 		return nil, fmt.Errorf("%w: the rest.Config is nil", ErrInvalidSetup)
 	}
-	lock, err := crleaderelection.NewResourceLock(cfg, noEvents{}, crleaderelection.Options{
+	// NewResourceLock sets the client's timeout and user agent on the
+	// config it is given (rest.AddUserAgent modifies its argument): on a
+	// config shared with the manager, every watch and LIST of its cache
+	// would end after half the renew deadline.
+	lock, err := crleaderelection.NewResourceLock(rest.CopyConfig(cfg), noEvents{}, crleaderelection.Options{
 		LeaderElection:          true,
 		LeaderElectionID:        opts.Name,
 		LeaderElectionNamespace: opts.Namespace,

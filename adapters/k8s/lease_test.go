@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
@@ -177,6 +178,21 @@ func TestLeaseFenceHoldsWhileRenewed(t *testing.T) {
 		require.True(t, done(ctx))
 		assert.NotErrorIs(t, context.Cause(ctx), ErrLeaseNotRenewed)
 	})
+}
+
+// A program builds its manager from the config it gave NewLeaseFence: the
+// lock's client timeout (half the renew deadline) set on that config would
+// end every watch and LIST of the manager's cache after 5 s at the default
+// durations, and a cache of 30,000 pods would never sync.
+func TestNewLeaseFenceLeavesTheConfigItIsGivenAlone(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:1", UserAgent: "the program's"}
+	want := rest.CopyConfig(cfg)
+	opts := defaultDurations
+	opts.Name, opts.Namespace = "x", "ns"
+	_, err := NewLeaseFence(cfg, opts)
+	require.NoError(t, err)
+	assert.Zero(t, cfg.Timeout, "a client built from the config after NewLeaseFence has no timeout")
+	assert.Equal(t, want, cfg)
 }
 
 func TestNewLeaseFenceRefusesBadOptions(t *testing.T) {

@@ -486,6 +486,9 @@ func startReplica(t *testing.T, rc *rest.Config, cfg config, name string, d *des
 	log := funcr.New(func(string, string) {}, funcr.Options{})
 	mgr, engine, err := setup(rc, cfg, deps{wrapPolicy: d.wrap(name), registry: prometheus.NewRegistry(), log: log})
 	require.NoError(t, err)
+	// The Lease's client times out after half the renew deadline; the
+	// cache's must not, or a watch of many pods never finishes its list.
+	require.Zero(t, mgr.GetConfig().Timeout, "the manager's client has a timeout")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
