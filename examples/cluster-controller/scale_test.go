@@ -26,9 +26,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	clientmetrics "k8s.io/client-go/tools/metrics"
@@ -171,6 +170,9 @@ type scaleCluster struct {
 	deleted map[types.UID]time.Time // the pods deleted, by UID: when their delete call was made
 	gone    map[types.UID]time.Time // when the delete that removed each from the API returned
 	calls   map[string][]time.Duration
+	// pods is the store of finishDeletes' informer: the harness's view
+	// of the namespace's pods.
+	pods cache.Store
 }
 
 func nodeName(i int) string { return fmt.Sprintf("kwok-node-%04d", i) }
@@ -394,21 +396,32 @@ func (c *scaleCluster) deletePod(ctx context.Context, i int, force bool) error {
 }
 
 // finishDeletes is the kubelet's part of a graceful delete on KWOK's
-// nodes, from an informer of the namespace's pods (their metadata) until
-// the test ends: each pod seen with a deletionTimestamp is deleted for good,
-// with a grace period of 0 and its UID as a precondition, as the kubelet
-// deletes a pod once its containers have stopped (at once here: it has
-// none). KWOK's own pod-delete stage deletes by name only, which can
-// delete the new pod created under the old one's name
-// (testdata/kwok-stages.yaml).
+// nodes, and the harness's view of the namespace's pods, from an informer
+// (their name, UID, deletionTimestamp and phase) until the test ends: each
+// pod seen with a deletionTimestamp is deleted for good, with a grace
+// period of 0 and its UID as a precondition, as the kubelet deletes a pod
+// once its containers have stopped (at once here: it has none). KWOK's own
+// pod-delete stage deletes by name only, which can delete the new pod
+// created under the old one's name (testdata/kwok-stages.yaml). waitGone
+// and waitRunning read the informer's store: the harness waits on a watch,
+// as a controller does, not on LISTs of every pod that would load the API
+// server it measures.
 func (c *scaleCluster) finishDeletes(t *testing.T) {
 	t.Helper()
-	md, err := metadata.NewForConfig(c.cfg)
-	require.NoError(t, err)
 	// An informer, not a single watch: it lists and watches again across
 	// the restarts of the API server.
-	inf := metadatainformer.NewFilteredMetadataInformer(md, corev1.SchemeGroupVersion.WithResource("pods"), scaleNS, 0, cache.Indexers{}, nil).Informer()
-	work := make(chan *metav1.PartialObjectMetadata, 1024)
+	factory := informers.NewSharedInformerFactoryWithOptions(c.cs, 0, informers.WithNamespace(scaleNS),
+		informers.WithTransform(func(obj any) (any, error) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID,
+					ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
+					Status: corev1.PodStatus{Phase: p.Status.Phase}}, nil
+			}
+			return obj, nil
+		}))
+	inf := factory.Core().V1().Pods().Informer()
+	c.pods = inf.GetStore()
+	work := make(chan *corev1.Pod, 1024)
 	done := make(chan struct{})
 	ended := map[types.UID]bool{} // by the informer's handler only
 	var mu sync.Mutex
@@ -419,7 +432,7 @@ func (c *scaleCluster) finishDeletes(t *testing.T) {
 	for range scaleWorkers {
 		wg.Go(func() {
 			for {
-				var p *metav1.PartialObjectMetadata
+				var p *corev1.Pod
 				select {
 				case p = <-work:
 				case <-done:
@@ -443,7 +456,7 @@ func (c *scaleCluster) finishDeletes(t *testing.T) {
 		})
 	}
 	handle := func(obj any) {
-		if p, ok := obj.(*metav1.PartialObjectMetadata); ok && p.DeletionTimestamp != nil && !ended[p.UID] {
+		if p, ok := obj.(*corev1.Pod); ok && p.DeletionTimestamp != nil && !ended[p.UID] {
 			ended[p.UID] = true
 			select {
 			case work <- p:
@@ -451,7 +464,7 @@ func (c *scaleCluster) finishDeletes(t *testing.T) {
 			}
 		}
 	}
-	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) }})
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) }})
 	require.NoError(t, err)
 	stop := make(chan struct{})
 	ran := make(chan struct{})
@@ -469,17 +482,18 @@ func (c *scaleCluster) finishDeletes(t *testing.T) {
 	})
 }
 
-// waitGone polls until pod i is gone (finishDeletes ends a deleted pod as
-// a kubelet does), then returns.
+// waitGone waits until the informer of finishDeletes no longer holds pod
+// i (it ends a deleted pod as a kubelet does): the API server has removed
+// it, as a watch sees the removal only after it.
 func (c *scaleCluster) waitGone(ctx context.Context, i int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		_, err := c.cs.CoreV1().Pods(scaleNS).Get(ctx, podName(i), metav1.GetOptions{})
+		_, exists, err := c.pods.GetByKey(scaleNS + "/" + podName(i))
 		switch {
-		case apierrors.IsNotFound(err):
-			return nil
 		case err != nil:
 			return err
+		case !exists:
+			return nil
 		case time.Now().After(deadline):
 			return fmt.Errorf("pod %s still there after %v", podName(i), timeout)
 		}
@@ -512,28 +526,21 @@ func (c *scaleCluster) waitNodesReady(t *testing.T, n int, timeout time.Duration
 	}
 }
 
-// waitRunning polls until n pods of the namespace are Running and none is
-// anything else.
+// waitRunning waits until the informer of finishDeletes holds n pods,
+// each Running and none being deleted.
 func (c *scaleCluster) waitRunning(t *testing.T, n int, timeout time.Duration) {
 	t.Helper()
 	var running, all int
 	if !assert.Eventually(t, func() bool {
 		running, all = 0, 0
-		opts := metav1.ListOptions{Limit: 5000}
-		for {
-			list, err := c.cs.CoreV1().Pods(scaleNS).List(t.Context(), opts)
-			require.NoError(t, err)
-			for _, p := range list.Items {
-				all++
-				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-					running++
-				}
-			}
-			if opts.Continue = list.Continue; opts.Continue == "" {
-				return running == n && all == n
+		for _, obj := range c.pods.List() {
+			all++
+			if p := obj.(*corev1.Pod); p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running++
 			}
 		}
-	}, timeout, time.Second) {
+		return running == n && all == n
+	}, timeout, 250*time.Millisecond) {
 		require.FailNowf(t, "pods not Running", "%d Running, %d in all, of %d; kwok's logs:\n%s", running, all, n, tail(c.kwokLog.String()))
 	}
 }
