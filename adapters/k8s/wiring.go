@@ -199,8 +199,11 @@ func PodsWithOwnNetwork(pod *corev1.Pod) bool {
 // every pod of the cluster, costing memory and API server load on every
 // node. Pass the result as manager.Options.Cache, through
 // SlimPodCacheOptions first to keep only what podsweeper reads of each
-// pod. A pod selector already in opts.ByObject is kept and combined with
-// the node selector.
+// pod. A field selector already in opts for pods is kept and combined with
+// the node selector: the type's (ByObject), opts.DefaultFieldSelector
+// when the type has none, and a namespace's own (in the type's Namespaces
+// or in DefaultNamespaces), which controller-runtime prefers to the
+// type's: every namespace's pods are scoped to the node.
 //
 // With the cache scoped, a pod recreated under the same name on another
 // node reads as gone, so its old PU is destroyed for PodGone rather than
@@ -209,16 +212,42 @@ func NodeCacheOptions(node string, opts cache.Options) (cache.Options, error) {
 	if node == "" {
 		return opts, fmt.Errorf("%w: node name is empty", ErrInvalidSetup)
 	}
-	sel := fields.OneTermEqualSelector(nodeNameField, node)
+	nodeSel := fields.OneTermEqualSelector(nodeNameField, node)
 	byObject, podKey := podByObject(opts)
 	cfg := byObject[podKey]
-	if cfg.Field != nil && !cfg.Field.Empty() {
-		sel = fields.AndSelectors(cfg.Field, sel)
+	own := cfg.Field
+	if own == nil || own.Empty() {
+		own = opts.DefaultFieldSelector
 	}
-	cfg.Field = sel
+	cfg.Field = andNode(own, nodeSel)
+	// A namespace's own selector wins over the type's: it gets the node's
+	// too. The type's Namespaces replace DefaultNamespaces for pods, so
+	// DefaultNamespaces are copied there first, as SlimPodCacheOptions does.
+	namespaces := cfg.Namespaces
+	if namespaces == nil {
+		namespaces = opts.DefaultNamespaces
+	}
+	if len(namespaces) > 0 {
+		cfg.Namespaces = make(map[string]cache.Config, len(namespaces))
+		for ns, nsCfg := range namespaces {
+			if nsCfg.FieldSelector != nil && !nsCfg.FieldSelector.Empty() {
+				nsCfg.FieldSelector = andNode(nsCfg.FieldSelector, nodeSel)
+			}
+			cfg.Namespaces[ns] = nsCfg
+		}
+	}
 	byObject[podKey] = cfg
 	opts.ByObject = byObject
 	return opts, nil
+}
+
+// andNode returns own and the node selector together, or the node
+// selector alone when own selects everything.
+func andNode(own, node fields.Selector) fields.Selector {
+	if own == nil || own.Empty() {
+		return node
+	}
+	return fields.AndSelectors(own, node)
 }
 
 // engineRunnable runs the engine and, while it runs, the pod event handler.

@@ -1,0 +1,106 @@
+package k8s_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+)
+
+// podRequests is an API server that answers every LIST of pods with an
+// empty list and every WATCH with an empty stream, and records the field
+// selector of each: what a controller-runtime cache really asks for.
+type podRequests struct {
+	mu        sync.Mutex
+	selectors []string
+}
+
+func (p *podRequests) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	p.selectors = append(p.selectors, r.URL.Path+"?fieldSelector="+r.URL.Query().Get("fieldSelector"))
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Query().Get("watch") == "true" {
+		return // an empty stream: the watch ends
+	}
+	_, _ = w.Write([]byte(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}`))
+}
+
+func (p *podRequests) seen() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.selectors...)
+}
+
+// requestedPodSelectors starts a cache with opts against a recording API
+// server and returns the selectors of its first requests for pods.
+func requestedPodSelectors(t *testing.T, opts cache.Options) []string {
+	t.Helper()
+	api := &podRequests{}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	cfg := &rest.Config{Host: srv.URL}
+	mapper, err := staticMapper(cfg, nil)
+	require.NoError(t, err)
+	opts.Mapper = mapper
+	c, err := cache.New(cfg, opts)
+	require.NoError(t, err)
+	_, err = c.GetInformer(t.Context(), &corev1.Pod{}, cache.BlockUntilSynced(false))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool { return len(api.seen()) > 0 }, 10*time.Second, 5*time.Millisecond, "the cache asks for pods")
+	// Synced before it stops: a multi-namespace informer stopped unsynced
+	// leaves a goroutine of controller-runtime's waiting for good.
+	require.True(t, c.WaitForCacheSync(ctx), "the cache syncs on the empty lists")
+	return api.seen()
+}
+
+// NodeCacheOptions promises a pod cache that holds only the pods bound to
+// the node, "a pod selector already in opts.ByObject ... kept and combined
+// with the node selector". A namespace's own field selector (in
+// ByObject[pod].Namespaces or in DefaultNamespaces, which controller-runtime
+// prefers to the type's) replaces the node's instead: every agent of a
+// DaemonSet then lists and watches every pod of that namespace, on every
+// node of the cluster.
+func TestNodeCacheOptionsScopesEveryNamespaceToTheNode(t *testing.T) {
+	notDone := fields.OneTermNotEqualSelector("status.phase", "Succeeded")
+	for name, in := range map[string]cache.Options{
+		"the type's selector (kept today)": {ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Field: notDone}}},
+		"DefaultNamespaces":                {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
+		"ByObject.Namespaces": {ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Namespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
+		}},
+		"DefaultFieldSelector": {DefaultFieldSelector: notDone},
+		"slim, then the node":  {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
+		"the node, then slim":  {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if name == "slim, then the node" {
+				in = k8s.SlimPodCacheOptions(in)
+			}
+			opts, err := k8s.NodeCacheOptions("node-a", in)
+			require.NoError(t, err)
+			if name == "the node, then slim" {
+				opts = k8s.SlimPodCacheOptions(opts)
+			}
+			req := requestedPodSelectors(t, opts)[0]
+			assert.Contains(t, req, "spec.nodeName=node-a", "a request for the pods of every node")
+			assert.Contains(t, req, "status.phase!=Succeeded", "the caller's selector is kept")
+		})
+	}
+}
