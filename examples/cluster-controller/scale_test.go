@@ -76,7 +76,8 @@ const (
 // 5 nodes drained (100 pods deleted), then 200 pods deleted and created
 // again under the same names, as a StatefulSet does; every PU of a deleted
 // pod destroyed exactly once and no live pod's PU touched, checked against
-// the API at the end. It needs $KWOK (bin/tools/kwok, which `make test`
+// the API at the end, and the controller's watch of every pod kept open for
+// the whole run. It needs $KWOK (bin/tools/kwok, which `make test`
 // builds) besides the envtest binaries.
 func TestScale(t *testing.T) {
 	c := startScaleCluster(t, 50, 20)
@@ -84,6 +85,12 @@ func TestScale(t *testing.T) {
 	c.scenario(t, ctl, "drain", c.drain(5))
 	c.scenario(t, ctl, "statefulset", c.sameNames(200))
 	c.checkExactlyOnce(t, ctl)
+	// Its watch of every pod lasts the run (client-go ends it after 5 to
+	// 10 minutes): a timeout on the manager's client, as NewLeaseFence
+	// once set, ended it every few seconds, and at 30,000 pods its first
+	// list never finished.
+	watches := ctl.metrics(t).requests["WATCH"]
+	assert.LessOrEqual(t, watches, 1+time.Since(ctl.started).Seconds()/30, "the controller's watch calls in %v", time.Since(ctl.started))
 	ctl.terminate(t)
 }
 
