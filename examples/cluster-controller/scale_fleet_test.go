@@ -25,6 +25,7 @@ import (
 // agentProc is a node agent, the binary built from examples/node-agent,
 // in a process of its own on one KWOK node.
 type agentProc struct {
+	bin, kubeconfig        string // to start it again
 	node                   int
 	cmd                    *exec.Cmd
 	metricsAddr, probeAddr string
@@ -38,7 +39,7 @@ type agentProc struct {
 // its own, metrics (plain HTTP) and probes on free loopback ports, no pprof.
 func startAgent(t *testing.T, bin, kubeconfig string, n int) *agentProc {
 	t.Helper()
-	a := &agentProc{node: n, metricsAddr: testkube.FreeAddr(t), probeAddr: testkube.FreeAddr(t), log: &childLog{}, done: make(chan struct{})}
+	a := &agentProc{bin: bin, kubeconfig: kubeconfig, node: n, metricsAddr: testkube.FreeAddr(t), probeAddr: testkube.FreeAddr(t), log: &childLog{}, done: make(chan struct{})}
 	a.cmd = exec.Command(bin, "--kubeconfig="+kubeconfig, "--node="+nodeName(n), "--cri-endpoint=",
 		"--state-file="+filepath.Join(t.TempDir(), "journal.db"),
 		"--metrics-bind-address="+a.metricsAddr, "--metrics-secure=false",
@@ -75,11 +76,20 @@ func (a *agentProc) exited() bool {
 }
 
 // waitAgents polls until every agent is ready and tracks its node's pods.
+// An agent that exited because another process took one of its ports
+// first (testkube.FreeAddr's port is free when picked, not when bound: with
+// a hundred agents starting at once, one sometimes is not) is started again
+// on others.
 func (c *scaleCluster) waitAgents(t *testing.T, agents []*agentProc, timeout time.Duration) {
 	t.Helper()
 	var waiting *agentProc
 	if !assert.Eventually(t, func() bool {
-		for _, a := range agents {
+		for i, a := range agents {
+			if a.exited() && strings.Contains(a.log.tail(), "address already in use") {
+				logScale(t, "fleet: the agent of %s started again: a port of its was taken", nodeName(a.node))
+				agents[i] = startAgent(t, a.bin, a.kubeconfig, a.node)
+				return false
+			}
 			if a.exited() || !a.ready(t) || a.tracked(t) != c.perNode {
 				waiting = a
 				return false
