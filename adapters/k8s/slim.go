@@ -100,22 +100,15 @@ func SlimPodCacheOptions(opts cache.Options) cache.Options {
 	cfg.UnsafeDisableDeepCopy = ptr.To(true)
 	// A namespace's own transform would win over the type's, and the
 	// type's over DefaultNamespaces': each gets SlimPod after it.
-	namespaces := cfg.Namespaces
-	if namespaces == nil {
-		namespaces = opts.DefaultNamespaces
-	}
-	if len(namespaces) > 0 {
-		cfg.Namespaces = make(map[string]cache.Config, len(namespaces))
-		for ns, nsCfg := range namespaces {
-			if nsCfg.Transform != nil {
-				nsCfg.Transform = slimAfter(nsCfg.Transform)
-			}
-			if nsCfg.UnsafeDisableDeepCopy != nil {
-				nsCfg.UnsafeDisableDeepCopy = ptr.To(true)
-			}
-			cfg.Namespaces[ns] = nsCfg
+	cfg.Namespaces = eachPodNamespace(cfg, opts, func(nsCfg cache.Config) cache.Config {
+		if nsCfg.Transform != nil {
+			nsCfg.Transform = slimAfter(nsCfg.Transform)
 		}
-	}
+		if nsCfg.UnsafeDisableDeepCopy != nil {
+			nsCfg.UnsafeDisableDeepCopy = ptr.To(true)
+		}
+		return nsCfg
+	})
 	byObject[podKey] = cfg
 	opts.ByObject = byObject
 	return opts
@@ -133,6 +126,28 @@ func slimAfter(before toolscache.TransformFunc) toolscache.TransformFunc {
 		}
 		return SlimPod(obj)
 	}
+}
+
+// eachPodNamespace returns a new map of the pod type's settings by
+// namespace, f applied to each: cfg.Namespaces, or opts.DefaultNamespaces
+// when it has none (the type's replace them for pods once set, so they are
+// copied there). With neither it returns cfg.Namespaces. A namespace's own
+// settings win over the type's in controller-runtime's defaulting: what
+// SlimPodCacheOptions and NodeCacheOptions set on the type, they set on
+// each namespace through f too.
+func eachPodNamespace(cfg cache.ByObject, opts cache.Options, f func(cache.Config) cache.Config) map[string]cache.Config {
+	namespaces := cfg.Namespaces
+	if namespaces == nil {
+		namespaces = opts.DefaultNamespaces
+	}
+	if len(namespaces) == 0 {
+		return cfg.Namespaces
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for ns, nsCfg := range namespaces {
+		out[ns] = f(nsCfg)
+	}
+	return out
 }
 
 // podByObject returns a copy of opts.ByObject and the key of its pod

@@ -221,21 +221,13 @@ func NodeCacheOptions(node string, opts cache.Options) (cache.Options, error) {
 	}
 	cfg.Field = andNode(own, nodeSel)
 	// A namespace's own selector wins over the type's: it gets the node's
-	// too. The type's Namespaces replace DefaultNamespaces for pods, so
-	// DefaultNamespaces are copied there first, as SlimPodCacheOptions does.
-	namespaces := cfg.Namespaces
-	if namespaces == nil {
-		namespaces = opts.DefaultNamespaces
-	}
-	if len(namespaces) > 0 {
-		cfg.Namespaces = make(map[string]cache.Config, len(namespaces))
-		for ns, nsCfg := range namespaces {
-			if nsCfg.FieldSelector != nil && !nsCfg.FieldSelector.Empty() {
-				nsCfg.FieldSelector = andNode(nsCfg.FieldSelector, nodeSel)
-			}
-			cfg.Namespaces[ns] = nsCfg
+	// too.
+	cfg.Namespaces = eachPodNamespace(cfg, opts, func(nsCfg cache.Config) cache.Config {
+		if nsCfg.FieldSelector != nil && !nsCfg.FieldSelector.Empty() {
+			nsCfg.FieldSelector = andNode(nsCfg.FieldSelector, nodeSel)
 		}
-	}
+		return nsCfg
+	})
 	byObject[podKey] = cfg
 	opts.ByObject = byObject
 	return opts, nil
