@@ -251,7 +251,7 @@ SCALE_OUT ?= hack/bench/$(shell date -u +%Y-%m-%d)-scale.txt
 ## memory, requests by verb and resource, delete-to-destroy and exactly once
 ## under four churns, the API server's latencies against clusterloader2's SLOs),
 ## then node agents, SCALE_AGENTS of them, under restarts of the API server
-## (about 45 minutes on 2 cores at the default sizes). Raw output in SCALE_OUT.
+## (about 50 minutes on 2 cores at the default sizes; about 12 GiB of memory). Raw output in SCALE_OUT.
 bench-scale: envtest $(KWOK)
 	@mkdir -p $(dir $(SCALE_OUT))
 	{ date -u +'# %Y-%m-%dT%H:%M:%SZ'; echo "# $$(nproc) CPUs, $$(awk '/MemTotal/ { printf "%.0f GiB", $$2 / 1048576 }' /proc/meminfo), load average $$(cut -d' ' -f1-3 /proc/loadavg)"; \

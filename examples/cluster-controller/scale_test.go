@@ -145,6 +145,9 @@ func benchSize(t *testing.T, nodes, perNode int, fleet bool) {
 	c.checkExactlyOnce(t, ctl)
 	c.logAPIServer(t, "size="+size+" window=controller", ctl.apiBefore, c.apiMetrics(t))
 	c.logClientLatencies(t, size)
+	// Its calls over the whole size, WATCH included: the API server's
+	// counts do not say whose a watch-list was.
+	logScale(t, "size=%s phase=controller-end s-run=%.0f requests=%q", size, time.Since(ctl.started).Seconds(), ctl.metrics(t).requests.String())
 	ctl.terminate(t)
 	if fleet {
 		c.fleet(t)
