@@ -124,7 +124,7 @@ type fleetPoint struct {
 	agents   int
 	cpu      float64 // seconds of CPU of the new API server until settled
 	requests float64 // the new API server's requests until settled
-	rss      float64 // the API server's RSS before the restart, MiB
+	rss      float64 // the new API server's RSS once every agent is back, MiB: a server of the same age at every fleet size
 }
 
 // fleet is the node agents' part of TestScaleBench: for each fleet size,
@@ -166,9 +166,7 @@ func (c *scaleCluster) fleet(t *testing.T) {
 		logScale(t, "size=%s fleet=%d phase=ready s-to-ready=%.1f api-pod-watchers=%.0f api-watches=%.0f api-rss-MiB=%.1f agent-rss-MiB=%.1f load=%q",
 			size, k, up.Seconds(), watchers, sumOf(m, "apiserver_longrunning_requests", map[string]string{"verb": "WATCH"}),
 			mib(rss), mib(agentRSS)/float64(k), procbench.LoadAvg())
-		p := c.restartAPIServer(t, size, agents)
-		p.rss = mib(rss)
-		points = append(points, p)
+		points = append(points, c.restartAPIServer(t, size, agents))
 	}
 	if len(points) >= 2 {
 		cpuSlope, cpuAt := fitLine(points, func(p fleetPoint) float64 { return p.cpu }, 1000)
@@ -243,6 +241,8 @@ func (c *scaleCluster) restartAPIServer(t *testing.T, size string, agents []*age
 	settled := time.Since(started)
 	cpu, err := procbench.CPU(pid)
 	require.NoError(t, err)
+	rss, err := procbench.RSS(pid)
+	require.NoError(t, err)
 	m := c.apiMetrics(t)
 	byVerb := verbCounts{}
 	for _, s := range m["apiserver_request_total"].GetMetric() {
@@ -260,11 +260,11 @@ func (c *scaleCluster) restartAPIServer(t *testing.T, size string, agents []*age
 	for _, a := range agents {
 		agentAfter += answered(a, nil)
 	}
-	logScale(t, "size=%s fleet=%d phase=api-server-restart s-to-stop=%.1f s-to-agents-back=%.2f api-cpu-s=%.2f agent-requests=%.0f api-pod-watches=%.0f api-watches=%.0f api-requests=%q",
-		size, len(agents), started.Sub(stopped).Seconds(), settled.Seconds(), cpu.Seconds(), agentAfter-agentBefore,
+	logScale(t, "size=%s fleet=%d phase=api-server-restart s-to-stop=%.1f s-to-agents-back=%.2f api-cpu-s=%.2f api-rss-MiB=%.1f agent-requests=%.0f api-pod-watches=%.0f api-watches=%.0f api-requests=%q",
+		size, len(agents), started.Sub(stopped).Seconds(), settled.Seconds(), cpu.Seconds(), mib(rss), agentAfter-agentBefore,
 		sumOf(m, "apiserver_longrunning_requests", map[string]string{"verb": "WATCH", "resource": "pods"}),
 		sumOf(m, "apiserver_longrunning_requests", map[string]string{"verb": "WATCH"}), byVerb.String())
-	return fleetPoint{agents: len(agents), cpu: cpu.Seconds(), requests: byVerb.total()}
+	return fleetPoint{agents: len(agents), cpu: cpu.Seconds(), requests: byVerb.total(), rss: mib(rss)}
 }
 
 // apiServerPID finds the kube-apiserver process serving c.cfg.Host in /proc.
