@@ -203,17 +203,11 @@ func (c *scaleCluster) podsOf(n int) []int {
 	return out
 }
 
-// kwokBinary returns $KWOK, and skips the test without it (fails it under CI=true).
+// kwokBinary returns $KWOK (bin/tools/kwok, which `make test` and `make
+// bench-scale` build), and skips the test without it (fails it under CI=true).
 func kwokBinary(t testing.TB) string {
 	t.Helper()
-	path := os.Getenv("KWOK")
-	if path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("KWOK is not set: run the tests with `make test`")
-		}
-		t.Skip("KWOK is not set: run `make test` or `make bench-scale` (bin/tools/kwok)")
-	}
-	return path
+	return testkube.Tool(t, "KWOK")
 }
 
 // startScaleCluster starts the API server (with a fixed CertDir, so that

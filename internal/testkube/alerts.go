@@ -101,7 +101,7 @@ func Rules(t testing.TB, objs []*unstructured.Unstructured) ([]Rule, []byte) {
 // may name another.
 func PromtoolTestRules(t testing.TB, objs []*unstructured.Unstructured, testsDir string) {
 	t.Helper()
-	promtool := tool(t, "PROMTOOL")
+	promtool := Tool(t, "PROMTOOL")
 	rules, file := Rules(t, objs)
 	tests, err := filepath.Glob(filepath.Join(testsDir, "*.yaml"))
 	require.NoError(t, err)
@@ -213,7 +213,7 @@ func MetricNames(t testing.TB, exprs []string) []string {
 	t.Helper()
 	in, err := json.Marshal(exprs)
 	require.NoError(t, err)
-	cmd := exec.Command(tool(t, "PROMQL_METRICS"))
+	cmd := exec.Command(Tool(t, "PROMQL_METRICS"))
 	cmd.Stdin = bytes.NewReader(in)
 	var names [][]string
 	require.NoError(t, json.Unmarshal(run(t, cmd), &names))

@@ -24,11 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// tool returns the path of the renderer that `make test` names in the
-// environment variable env (HELM, KUSTOMIZE_RENDER, PROMTOOL,
+// Tool returns the path of the tool that `make test` names in the
+// environment variable env (HELM, KUSTOMIZE_RENDER, PROMTOOL, KWOK,
 // PROMQL_METRICS: binaries built from hack/tools/), and skips the test
 // without it, or fails it under CI=true.
-func tool(t testing.TB, env string) string {
+func Tool(t testing.TB, env string) string {
 	t.Helper()
 	path := os.Getenv(env)
 	if path == "" {
@@ -45,7 +45,7 @@ func tool(t testing.TB, env string) string {
 // $KUSTOMIZE_RENDER).
 func RenderKustomize(t testing.TB, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	return decode(t, run(t, exec.Command(tool(t, "KUSTOMIZE_RENDER"), dir)))
+	return decode(t, run(t, exec.Command(Tool(t, "KUSTOMIZE_RENDER"), dir)))
 }
 
 // RenderHelm returns the objects the chart in dir renders as a release
@@ -58,7 +58,7 @@ func RenderHelm(t testing.TB, dir, release, namespace string, valuesFiles ...str
 	for _, f := range valuesFiles {
 		args = append(args, "--values", f)
 	}
-	cmd := exec.Command(tool(t, "HELM"), args...)
+	cmd := exec.Command(Tool(t, "HELM"), args...)
 	home := t.TempDir()
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
