@@ -86,8 +86,10 @@ func TestNodeCacheOptionsScopesEveryNamespaceToTheNode(t *testing.T) {
 			&corev1.Pod{}: {Namespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
 		}},
 		"DefaultFieldSelector": {DefaultFieldSelector: notDone},
-		"slim, then the node":  {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
-		"the node, then slim":  {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
+		// Set, it wins over the type's selector, though it selects everything.
+		"a namespace's fields.Everything()": {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: fields.Everything()}}},
+		"slim, then the node":               {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
+		"the node, then slim":               {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if name == "slim, then the node" {
@@ -100,7 +102,9 @@ func TestNodeCacheOptionsScopesEveryNamespaceToTheNode(t *testing.T) {
 			}
 			req := requestedPodSelectors(t, opts)[0]
 			assert.Contains(t, req, "spec.nodeName=node-a", "a request for the pods of every node")
-			assert.Contains(t, req, "status.phase!=Succeeded", "the caller's selector is kept")
+			if name != "a namespace's fields.Everything()" {
+				assert.Contains(t, req, "status.phase!=Succeeded", "the caller's selector is kept")
+			}
 		})
 	}
 }

@@ -216,14 +216,15 @@ func NodeCacheOptions(node string, opts cache.Options) (cache.Options, error) {
 	byObject, podKey := podByObject(opts)
 	cfg := byObject[podKey]
 	own := cfg.Field
-	if own == nil || own.Empty() {
+	if own == nil { // as controller-runtime defaults it: an empty selector is one
 		own = opts.DefaultFieldSelector
 	}
 	cfg.Field = andNode(own, nodeSel)
 	// A namespace's own selector wins over the type's: it gets the node's
 	// too.
 	cfg.Namespaces = eachPodNamespace(cfg, opts, func(nsCfg cache.Config) cache.Config {
-		if nsCfg.FieldSelector != nil && !nsCfg.FieldSelector.Empty() {
+		// Any selector set, fields.Everything() too, wins over the type's.
+		if nsCfg.FieldSelector != nil {
 			nsCfg.FieldSelector = andNode(nsCfg.FieldSelector, nodeSel)
 		}
 		return nsCfg
