@@ -2,6 +2,7 @@ package k8s_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -11,7 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,7 +93,25 @@ func TestNodeCacheOptionsScopesEveryNamespaceToTheNode(t *testing.T) {
 		// Set, it wins over the type's selector, though it selects everything.
 		"a namespace's fields.Everything()": {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: fields.Everything()}}},
 		"slim, then the node":               {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
-		"the node, then slim":               {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
+		// A namespace of the type's Namespaces with no selector of its own
+		// takes DefaultNamespaces' for it when the type has none
+		// (controller-runtime's defaultOpts, step 2, before the global
+		// DefaultFieldSelector): the type's selector NodeCacheOptions sets
+		// takes its place instead, and the caller's selector is dropped.
+		"ByObject.Namespaces without a selector, DefaultNamespaces' own": {
+			DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}},
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Pod{}: {Namespaces: map[string]cache.Config{"team-a": {}}},
+			},
+		},
+		"ByObject.Namespaces without a selector, DefaultNamespaces' own over DefaultFieldSelector": {
+			DefaultFieldSelector: fields.OneTermNotEqualSelector("status.phase", "Failed"),
+			DefaultNamespaces:    map[string]cache.Config{"team-a": {FieldSelector: notDone}},
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Pod{}: {Namespaces: map[string]cache.Config{"team-a": {}}},
+			},
+		},
+		"the node, then slim": {DefaultNamespaces: map[string]cache.Config{"team-a": {FieldSelector: notDone}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if name == "slim, then the node" {
@@ -104,6 +126,37 @@ func TestNodeCacheOptionsScopesEveryNamespaceToTheNode(t *testing.T) {
 			assert.Contains(t, req, "spec.nodeName=node-a", "a request for the pods of every node")
 			if name != "a namespace's fields.Everything()" {
 				assert.Contains(t, req, "status.phase!=Succeeded", "the caller's selector is kept")
+			}
+		})
+	}
+}
+
+// controller-runtime keys its caches of ByObject by GVK, not by Go type: a
+// caller's pod entry keyed by a *metav1.PartialObjectMetadata or an
+// *unstructured.Unstructured of kind Pod is the pods' entry too.
+// NodeCacheOptions sees only a *corev1.Pod key and adds one beside it: two
+// entries for one GVK, and which of them builds the pod informer depends on
+// map order. When the caller's wins, the cache lists and watches every pod
+// of the cluster. Each cache is started until one asks for pods without the
+// node (about one in eight today).
+func TestNodeCacheOptionsScopesAPodEntryOfAnotherGoType(t *testing.T) {
+	app := labels.SelectorFromSet(labels.Set{"app": "agent"})
+	unstructuredPod := &unstructured.Unstructured{}
+	unstructuredPod.SetAPIVersion("v1")
+	unstructuredPod.SetKind("Pod")
+	for name, key := range map[string]client.Object{
+		"PartialObjectMetadata": &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}},
+		"Unstructured":          unstructuredPod,
+	} {
+		t.Run(name, func(t *testing.T) {
+			for i := 0; i < 100 && !t.Failed(); i++ {
+				t.Run(fmt.Sprint(i), func(t *testing.T) {
+					opts, err := k8s.NodeCacheOptions("node-a", cache.Options{
+						ByObject: map[client.Object]cache.ByObject{key: {Label: app}},
+					})
+					require.NoError(t, err)
+					assert.Contains(t, requestedPodSelectors(t, opts)[0], "spec.nodeName=node-a", "a request for the pods of every node")
+				})
 			}
 		})
 	}

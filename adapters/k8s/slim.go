@@ -1,9 +1,11 @@
 package k8s
 
 import (
+	"cmp"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -88,28 +90,32 @@ func SlimPod(obj any) (any, error) {
 // for, and SlimPod on its result, so TransformStripManagedFields or a
 // transform that fixes a field up still apply, but nothing a transform adds
 // outside SlimPod's fields survives. An error of that transform is wrapped
-// with %w. The caller's maps are not changed.
+// with %w. Each namespace gets SlimPod after the transform
+// controller-runtime would have given it (its own, the type's,
+// DefaultNamespaces', DefaultTransform), and a pod entry keyed by another Go
+// type of kind Pod gets the same as a *corev1.Pod's. The caller's maps are
+// not changed.
 func SlimPodCacheOptions(opts cache.Options) cache.Options {
-	byObject, podKey := podByObject(opts)
-	cfg := byObject[podKey]
-	transform := cfg.Transform
-	if transform == nil {
-		transform = opts.DefaultTransform
-	}
-	cfg.Transform = slimAfter(transform)
-	cfg.UnsafeDisableDeepCopy = ptr.To(true)
-	// A namespace's own transform would win over the type's, and the
-	// type's over DefaultNamespaces': each gets SlimPod after it.
-	cfg.Namespaces = eachPodNamespace(cfg, opts, func(nsCfg cache.Config) cache.Config {
-		if nsCfg.Transform != nil {
-			nsCfg.Transform = slimAfter(nsCfg.Transform)
+	byObject, podKeys := podByObject(opts)
+	for _, key := range podKeys {
+		typ := byObject[key]
+		cfg := typ
+		transform := typ.Transform
+		if transform == nil {
+			transform = opts.DefaultTransform
 		}
-		if nsCfg.UnsafeDisableDeepCopy != nil {
+		cfg.Transform = slimAfter(transform)
+		cfg.UnsafeDisableDeepCopy = ptr.To(true)
+		// A namespace's settings win over the type's: each gets SlimPod
+		// after the transform it would have run.
+		cfg.Namespaces = eachPodNamespace(typ, opts, func(ns string, nsCfg cache.Config) cache.Config {
+			_, transform := inNamespace(ns, nsCfg, typ, opts)
+			nsCfg.Transform = slimAfter(transform)
 			nsCfg.UnsafeDisableDeepCopy = ptr.To(true)
-		}
-		return nsCfg
-	})
-	byObject[podKey] = cfg
+			return nsCfg
+		})
+		byObject[key] = cfg
+	}
 	opts.ByObject = byObject
 	return opts
 }
@@ -129,37 +135,70 @@ func slimAfter(before toolscache.TransformFunc) toolscache.TransformFunc {
 }
 
 // eachPodNamespace returns a new map of the pod type's settings by
-// namespace, f applied to each: cfg.Namespaces, or opts.DefaultNamespaces
+// namespace, f applied to each: typ.Namespaces, or opts.DefaultNamespaces
 // when it has none (the type's replace them for pods once set, so they are
-// copied there). With neither it returns cfg.Namespaces. A namespace's own
+// copied there). With neither it returns typ.Namespaces. A namespace's
 // settings win over the type's in controller-runtime's defaulting: what
 // SlimPodCacheOptions and NodeCacheOptions set on the type, they set on
 // each namespace through f too.
-func eachPodNamespace(cfg cache.ByObject, opts cache.Options, f func(cache.Config) cache.Config) map[string]cache.Config {
-	namespaces := cfg.Namespaces
+func eachPodNamespace(typ cache.ByObject, opts cache.Options, f func(ns string, nsCfg cache.Config) cache.Config) map[string]cache.Config {
+	namespaces := typ.Namespaces
 	if namespaces == nil {
 		namespaces = opts.DefaultNamespaces
 	}
 	if len(namespaces) == 0 {
-		return cfg.Namespaces
+		return typ.Namespaces
 	}
 	out := make(map[string]cache.Config, len(namespaces))
 	for ns, nsCfg := range namespaces {
-		out[ns] = f(nsCfg)
+		out[ns] = f(ns, nsCfg)
 	}
 	return out
 }
 
-// podByObject returns a copy of opts.ByObject and the key of its pod
-// entry: the caller's own pod key if it has one, else a new one.
-func podByObject(opts cache.Options) (map[client.Object]cache.ByObject, client.Object) {
+// inNamespace returns the field selector and the transform that
+// controller-runtime's defaulting (cache.New) gives the pod type of
+// settings typ in namespace ns, whose own settings are nsCfg: each from the
+// first of nsCfg, typ, opts.DefaultNamespaces[ns] and opts' defaults that
+// sets it.
+func inNamespace(ns string, nsCfg cache.Config, typ cache.ByObject, opts cache.Options) (fields.Selector, toolscache.TransformFunc) {
+	def := opts.DefaultNamespaces[ns]
+	sel := cmp.Or(nsCfg.FieldSelector, typ.Field, def.FieldSelector, opts.DefaultFieldSelector)
+	transform := nsCfg.Transform
+	for _, t := range []toolscache.TransformFunc{typ.Transform, def.Transform, opts.DefaultTransform} {
+		if transform == nil {
+			transform = t
+		}
+	}
+	return sel, transform
+}
+
+// podByObject returns a copy of opts.ByObject and the keys of its pod
+// entries: every key of kind Pod, a *corev1.Pod or a PartialObjectMetadata
+// or Unstructured whose kind is Pod (controller-runtime reads them all as
+// the settings of pods), or a new *corev1.Pod key when there is none.
+func podByObject(opts cache.Options) (map[client.Object]cache.ByObject, []client.Object) {
 	byObject := make(map[client.Object]cache.ByObject, len(opts.ByObject)+1)
-	var podKey client.Object = &corev1.Pod{}
+	var podKeys []client.Object
 	for obj, cfg := range opts.ByObject {
-		if _, ok := obj.(*corev1.Pod); ok {
-			podKey = obj
+		if isPodKind(obj) {
+			podKeys = append(podKeys, obj)
 		}
 		byObject[obj] = cfg
 	}
-	return byObject, podKey
+	if len(podKeys) == 0 {
+		podKey := &corev1.Pod{}
+		byObject[podKey] = cache.ByObject{}
+		podKeys = append(podKeys, podKey)
+	}
+	return byObject, podKeys
+}
+
+// isPodKind reports whether obj stands for pods in cache.Options.ByObject.
+func isPodKind(obj client.Object) bool {
+	if _, ok := obj.(*corev1.Pod); ok {
+		return true
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return gvk.Group == "" && gvk.Kind == "Pod"
 }

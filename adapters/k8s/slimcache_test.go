@@ -97,9 +97,10 @@ func TestSlimPodCacheOptionsKeepsTheTransformsAlreadySet(t *testing.T) {
 	assert.Equal(t, "default", transformed(t, cfg.Transform, labelled()).Spec.NodeName, "DefaultTransform, then SlimPod")
 	assert.Equal(t, "team-a", transformed(t, cfg.Namespaces["team-a"].Transform, labelled()).Spec.NodeName, "the namespace's own, then SlimPod")
 	assert.True(t, *cfg.Namespaces["team-a"].UnsafeDisableDeepCopy)
-	assert.Nil(t, cfg.Namespaces["team-b"].Transform, "the type's transform applies")
-	assert.Nil(t, cfg.Namespaces["team-b"].UnsafeDisableDeepCopy, "so does the type's UnsafeDisableDeepCopy")
-	assert.Equal(t, []string{"default:web", "team-a:web"}, saw, "each saw the full pod")
+	assert.Equal(t, "default", transformed(t, cfg.Namespaces["team-b"].Transform, labelled()).Spec.NodeName,
+		"a namespace with no transform of its own runs the one it would have (the type's: DefaultTransform), then SlimPod")
+	assert.True(t, *cfg.Namespaces["team-b"].UnsafeDisableDeepCopy)
+	assert.Equal(t, []string{"default:web", "team-a:web", "default:web"}, saw, "each saw the full pod")
 	assert.Len(t, out.ByObject, 2)
 
 	// The caller's maps are not changed.
@@ -111,7 +112,20 @@ func TestSlimPodCacheOptionsKeepsTheTransformsAlreadySet(t *testing.T) {
 	cfg = podSelector(t, out)
 	assert.Equal(t, "team-c", transformed(t, cfg.Namespaces["team-c"].Transform, labelled()).Spec.NodeName)
 	assert.Nil(t, transformed(t, cfg.Namespaces["team-c"].Transform, labelled()).Labels)
-	assert.Nil(t, cfg.Namespaces["team-d"].Transform)
+	slim := transformed(t, cfg.Namespaces["team-d"].Transform, labelled())
+	assert.Nil(t, slim.Labels, "SlimPod alone")
+	assert.Empty(t, slim.Spec.NodeName)
+
+	// A namespace of the type's own with no transform runs DefaultNamespaces'
+	// for it when the type has none, as controller-runtime's defaulting does:
+	// the type's SlimPod does not hide it.
+	out = k8s.SlimPodCacheOptions(cache.Options{
+		DefaultNamespaces: map[string]cache.Config{"team-e": {Transform: seeing("team-e")}},
+		ByObject:          map[client.Object]cache.ByObject{&corev1.Pod{}: {Namespaces: map[string]cache.Config{"team-e": {}}}},
+	})
+	cfg = podSelector(t, out)
+	require.NotNil(t, cfg.Namespaces["team-e"].Transform)
+	assert.Equal(t, "team-e", transformed(t, cfg.Namespaces["team-e"].Transform, labelled()).Spec.NodeName)
 }
 
 func TestSlimPodCacheOptionsWrapsTheErrorOfTheTransformBefore(t *testing.T) {

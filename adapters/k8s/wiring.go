@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -203,7 +204,11 @@ func PodsWithOwnNetwork(pod *corev1.Pod) bool {
 // the node selector: the type's (ByObject), opts.DefaultFieldSelector
 // when the type has none, and a namespace's own (in the type's Namespaces
 // or in DefaultNamespaces), which controller-runtime prefers to the
-// type's: every namespace's pods are scoped to the node.
+// type's: every namespace's pods are scoped to the node, each with the
+// selector controller-runtime would have given it. A pod entry of opts
+// keyed by another Go type (a PartialObjectMetadata or Unstructured of kind
+// Pod, which controller-runtime reads as the settings of pods too) is
+// scoped as well.
 //
 // With the cache scoped, a pod recreated under the same name on another
 // node reads as gone, so its old PU is destroyed for PodGone rather than
@@ -213,23 +218,22 @@ func NodeCacheOptions(node string, opts cache.Options) (cache.Options, error) {
 		return opts, fmt.Errorf("%w: node name is empty", ErrInvalidSetup)
 	}
 	nodeSel := fields.OneTermEqualSelector(nodeNameField, node)
-	byObject, podKey := podByObject(opts)
-	cfg := byObject[podKey]
-	own := cfg.Field
-	if own == nil { // as controller-runtime defaults it: an empty selector is one
-		own = opts.DefaultFieldSelector
+	byObject, podKeys := podByObject(opts)
+	for _, key := range podKeys {
+		typ := byObject[key]
+		cfg := typ
+		// As controller-runtime defaults it: a selector set, an empty one
+		// too, wins over DefaultFieldSelector.
+		cfg.Field = andNode(cmp.Or(typ.Field, opts.DefaultFieldSelector), nodeSel)
+		// A namespace's settings win over the type's: each gets the node's
+		// selector with the one it would have had.
+		cfg.Namespaces = eachPodNamespace(typ, opts, func(ns string, nsCfg cache.Config) cache.Config {
+			sel, _ := inNamespace(ns, nsCfg, typ, opts)
+			nsCfg.FieldSelector = andNode(sel, nodeSel)
+			return nsCfg
+		})
+		byObject[key] = cfg
 	}
-	cfg.Field = andNode(own, nodeSel)
-	// A namespace's own selector wins over the type's: it gets the node's
-	// too.
-	cfg.Namespaces = eachPodNamespace(cfg, opts, func(nsCfg cache.Config) cache.Config {
-		// Any selector set, fields.Everything() too, wins over the type's.
-		if nsCfg.FieldSelector != nil {
-			nsCfg.FieldSelector = andNode(nsCfg.FieldSelector, nodeSel)
-		}
-		return nsCfg
-	})
-	byObject[podKey] = cfg
 	opts.ByObject = byObject
 	return opts, nil
 }
