@@ -2,19 +2,13 @@ package deletion
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-// errNoPod: GetPod answered neither a pod nor an error.
-var errNoPod = errors.New("GetPod returned a nil pod and a nil error")
 
 // outcome is what a check hands to run and releaseLocked: the verdict it carried out and what the record waits for
 // next (the retry of a failed destroy at retryAt, or its turn until turnAt; at most one is set).
@@ -53,10 +47,15 @@ func (c *Engine) check(ctx context.Context, e *record) outcome {
 	switch v.Action {
 	case Adopt:
 		c.mu.Lock()
+		if e.state == removed { // untracked meanwhile: nothing to record
+			c.mu.Unlock()
+			break
+		}
 		e.SandboxID = v.SandboxID
+		snapshot, t := e.PU, c.ticketLocked(e)
 		c.mu.Unlock()
 		c.log.V(1).Info("sandbox recorded", "puID", e.PUID, "pod", e.Pod.String(), "sandboxID", v.SandboxID)
-		c.observe(Event{Kind: EventAdopted, PU: e.PU, Verdict: v})
+		c.tell(e, t, Event{Kind: EventAdopted, PU: snapshot, Verdict: v})
 	case Destroy:
 		c.destroy(ctx, e, v, pod, &r)
 	default:
@@ -76,7 +75,7 @@ func (c *Engine) vetoed(e *record, v, cv Verdict, err error, msg string) bool {
 		log.Info(msg, "puID", e.PUID, "pod", e.Pod.String(), "sandboxID", e.SandboxID,
 			"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
 	}
-	c.observe(Event{Kind: EventVetoed, PU: e.PU, Verdict: cv, Reason: v.Reason, Err: err})
+	c.tellNow(e, Event{Kind: EventVetoed, PU: e.PU, Verdict: cv, Reason: v.Reason, Err: err})
 	return true
 }
 
@@ -84,19 +83,10 @@ func (c *Engine) vetoed(e *record, v, cv Verdict, err error, msg string) bool {
 // pod, and runs Decide. It returns the verdict, the pod, and the error that kept the PU, if any. An answer after the
 // check's deadline counts as a failure.
 func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdict, *corev1.Pod, error) {
-	getter, name := c.getter, portNames[port]
-	if port == portConfirmer {
-		getter = c.opts.Confirmer
-	}
+	name := portNames[port]
 	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
 		HasExtractor: c.opts.SandboxExtractor != nil, HasProber: c.opts.SandboxProber != nil}
-	o.Pod, o.Err = getPod(ctx, getter, name, e.Pod)
-	switch {
-	case ctx.Err() != nil:
-		o.Pod, o.Err = nil, fmt.Errorf("%s: check deadline passed: %w", name, ctx.Err())
-	case o.Err == nil && o.Pod == nil:
-		o.Err = fmt.Errorf("%s: %w", name, errNoPod)
-	}
+	o.Pod, o.Err = c.getPod(ctx, port, e.Pod)
 	var err error
 	if o.Err != nil && !IsNotFound(o.Err) {
 		err = o.Err
@@ -108,7 +98,7 @@ func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdi
 	if err != nil {
 		c.portFailed(port, e, err, "getting pod failed; keeping PU")
 		if port == portGetPod {
-			c.observe(Event{Kind: EventGetFailed, PU: e.PU, Err: err})
+			c.tellNow(e, Event{Kind: EventGetFailed, PU: e.PU, Err: err})
 		}
 	}
 	if v.Action != AskSandbox {
@@ -122,26 +112,16 @@ func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdi
 // askSandbox runs Decide on o with the sandbox port sb's answer for o.Pod, and the SandboxProber's if Decide asks for
 // it. It returns the verdict and the error that kept the PU, if any.
 func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb int) (Verdict, error) {
-	x := c.opts.SandboxExtractor
-	if sb == portSandboxConfirmer {
-		x = c.opts.SandboxConfirmer
-	}
-	o.SandboxID, o.SandboxErr = sandboxID(ctx, x, portNames[sb], o.Pod)
+	o.SandboxID, o.SandboxErr = c.sandboxID(ctx, sb, o.Pod)
 	o.SandboxAsked = true
-	if ctx.Err() != nil {
-		o.SandboxErr = fmt.Errorf("%s: check deadline passed: %w", portNames[sb], ctx.Err())
-	}
 	if o.SandboxErr != nil {
 		c.portFailed(sb, e, o.SandboxErr, "getting sandbox failed; keeping PU")
 	}
 	if v := Decide(e.PU, o); v.Action != AskProber {
 		return v, o.SandboxErr
 	}
-	o.SandboxDead, o.ProberErr = sandboxDead(ctx, c.opts.SandboxProber, o.Pod, e.SandboxID)
+	o.SandboxDead, o.ProberErr = c.sandboxDead(ctx, o.Pod, e.SandboxID)
 	o.ProberAsked = true
-	if ctx.Err() != nil {
-		o.ProberErr = fmt.Errorf("SandboxDead: check deadline passed: %w", ctx.Err())
-	}
 	if o.ProberErr != nil {
 		c.portFailed(portSandboxProber, e, o.ProberErr, "probing sandbox failed; keeping PU")
 	}
@@ -170,7 +150,7 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 	if !c.takeTurn(ctx, e, r) {
 		return
 	}
-	err := c.destroyPU(ctx, ev)
+	err, permanent := c.destroyPU(ctx, ev)
 
 	c.mu.Lock()
 	untracked := e.state == removed
@@ -178,7 +158,7 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 		e.attempts++
 	}
 	attempts := int(e.attempts)
-	done := err == nil || ports.IsPermanent(err) || c.opts.MaxDestroyAttempts > 0 && attempts >= c.opts.MaxDestroyAttempts
+	done := err == nil || permanent || c.opts.MaxDestroyAttempts > 0 && attempts >= c.opts.MaxDestroyAttempts
 	switch {
 	case done && !untracked:
 		c.removeLocked(e)
@@ -187,28 +167,36 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 		r.retryAt = c.onTick(c.now() + int64(c.backoff(attempts)))
 	}
 	goneFor := time.Duration(c.now() - e.goneSince)
+	// Its events' places in its line, taken with the moves that make them.
+	first := c.ticketLocked(e)
+	var second uint32
+	if err != nil && done && !untracked {
+		second = c.ticketLocked(e)
+	}
 	c.mu.Unlock()
 	if done && v.Requeue {
 		r.requeue = pod
 	}
 	if err == nil {
 		c.log.Info("PU destroyed", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID, "row", v.Row)
-		if !untracked { // else its EventUntracked ended it for the Observer
-			c.observe(Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason, DestroyDelay: goneFor, DestroyCalls: attempts + 1})
-			c.told(ev.PUID)
+		if untracked { // its EventUntracked ended it for the Observer
+			c.tell(e, first, Event{}) // no event: its turn passes on
+			return
 		}
+		c.tell(e, first, Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason, DestroyDelay: goneFor, DestroyCalls: attempts + 1})
+		c.told(ev.PUID)
 		return
 	}
 	r.err = err
-	c.observe(Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err, Next: c.timeOf(r.retryAt)})
+	c.tell(e, first, Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err, Next: c.timeOf(r.retryAt)})
 	switch {
 	case untracked:
 		c.portFailed(portDestroyPU, e, err, "destroying PU failed; it was untracked meanwhile, so it is not retried")
 	case done:
 		c.log.Error(err, "destroying PU failed for the last time; dropping it, the policy engine may still hold it",
 			"puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID,
-			"attempts", attempts, "permanent", ports.IsPermanent(err))
-		c.observe(Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err})
+			"attempts", attempts, "permanent", permanent)
+		c.tell(e, second, Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err})
 		c.told(ev.PUID)
 	default:
 		c.portFailed(portDestroyPU, e, err, "destroying PU failed; will retry")
@@ -233,49 +221,7 @@ func (c *Engine) requeue(parent context.Context, e *record, pod *corev1.Pod) {
 	pod = pod.DeepCopy()
 	ctx, cancel := context.WithTimeout(parent, c.opts.CheckTimeout)
 	defer cancel()
-	err := func() (err error) {
-		defer guard("Requeue", &err)
-		return c.opts.Requeuer.Requeue(ctx, pod)
-	}()
-	if err != nil {
+	if err := c.requeuePod(ctx, pod); err != nil {
 		c.portFailed(portRequeue, e, err, "requeueing pod failed; the main controller will see it at its next resync")
 	}
-}
-
-func getPod(ctx context.Context, getter ports.PodGetter, name string, key types.NamespacedName) (pod *corev1.Pod, err error) {
-	defer guard(name, &err)
-	return getter.GetPod(ctx, key)
-}
-
-func sandboxID(ctx context.Context, x ports.SandboxExtractor, name string, pod *corev1.Pod) (id string, err error) {
-	defer guard(name, &err)
-	return x.SandboxID(ctx, pod)
-}
-
-func sandboxDead(ctx context.Context, p ports.SandboxProber, pod *corev1.Pod, id string) (dead bool, err error) {
-	defer guard("SandboxDead", &err)
-	return p.SandboxDead(ctx, pod, id)
-}
-
-func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error) {
-	defer guard("DestroyPU", &err)
-	return c.policy.DestroyPU(ctx, ev)
-}
-
-// guard, deferred by a port's call, turns a panic in the port into an error wrapping ErrPortPanicked, formatting its
-// value, never wrapping it (a panic with ports.ErrPodNotFound cannot make a pod look gone), and an error that cannot
-// be read (a typed nil, one whose Error, Is or As panics) into a plain failure of the port.
-func guard(port string, err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("%w: %s: %v\n%s", ErrPortPanicked, port, r, debug.Stack())
-	} else if *err != nil && !readable(*err) {
-		*err = fmt.Errorf("%s returned an error that cannot be read: a %T", port, *err)
-	}
-}
-
-// readable reports whether err's Error, and the errors.Is and errors.As the engine asks of it, answer without a panic.
-func readable(err error) (ok bool) {
-	defer func() { recover() }() // a panic leaves ok false
-	_, _, _ = err.Error(), IsNotFound(err), ports.IsPermanent(err)
-	return true
 }

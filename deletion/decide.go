@@ -135,10 +135,11 @@ func (v Verdict) String() string {
 }
 
 // IsNotFound reports whether err from a PodGetter means the pod does not exist: it matches ports.ErrPodNotFound or a
-// Kubernetes NotFound status error. An error that cannot be read (a typed nil) is not.
+// Kubernetes NotFound status error. An error that cannot be read (ports.Readable is false: a typed nil anywhere in its
+// chain, whatever its Is says) is not.
 func IsNotFound(err error) (found bool) {
 	defer func() { recover() }() // a panic leaves found false
-	return err != nil && (errors.Is(err, ports.ErrPodNotFound) || apierrors.IsNotFound(err))
+	return err != nil && ports.Readable(err) && (errors.Is(err, ports.ErrPodNotFound) || apierrors.IsNotFound(err))
 }
 
 // Decide holds the whole destroy decision table for one check of one entry. It does no I/O: the engine gathers the

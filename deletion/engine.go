@@ -52,6 +52,7 @@ type Engine struct {
 	// idleWorkers wait on cond for the ready queue, boundWaiting for a free slot or Start's first list.
 	idleWorkers, boundWaiting int
 	cond                      sync.Cond
+	toldCond                  sync.Cond // an event of a PU told: the next in its line may be (record.told)
 	// running: Start runs (since startAt); stopped: it has returned; begun: its first list of the Inventory is done.
 	running, stopped, begun bool
 	startAt                 int64
@@ -100,7 +101,7 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		c.rate.limiter = rate.NewLimiter(o.DestroyRate, o.DestroyBurst)
 		c.rate.turnEvery = max(1, int64(float64(time.Second)/float64(o.DestroyRate))) // at most MaxDuration (Options)
 	}
-	c.cond.L = &c.mu
+	c.cond.L, c.toldCond.L = &c.mu, &c.mu
 	return c, nil
 }
 
@@ -118,7 +119,9 @@ func isNil(v any) bool {
 
 // Track starts tracking pu. It is insert-only: when pu.PUID is tracked already, the PU is left as it is (its first
 // sandbox is the PU's) and Track returns nil. A PU without a PUID, pod name or pod namespace is rejected with an error
-// wrapping ErrInvalidPU. Track returns once the Observer has been told (EventTracked).
+// wrapping ErrInvalidPU; after Start has returned, nothing would check it: Track returns an error wrapping
+// ErrNotRunning. Track returns once the Observer has been told (EventTracked), the second Track of a PU too; no check
+// of the PU begins before.
 func (c *Engine) Track(pu ports.PU) error {
 	_, err := c.track(pu, false)
 	return err
@@ -126,34 +129,56 @@ func (c *Engine) Track(pu ports.PU) error {
 
 // track is Track, and reports whether pu was new; a PU the Inventory listed and removed meanwhile is not tracked.
 func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
+	if c.records == nil {
+		return false, ErrNotCreated
+	}
 	if pu.PUID == "" || pu.Pod.Name == "" || pu.Pod.Namespace == "" {
 		return false, fmt.Errorf("%w: PUID %q, pod %q: PUID, pod name and namespace are required", ErrInvalidPU, pu.PUID, pu.Pod)
 	}
 	now := c.now()
 	c.mu.Lock()
-	_, tracked := c.records[pu.PUID]
-	_, gone := c.list.gone[pu.PUID]
-	skip := tracked || listed && gone
-	if !skip {
-		c.newRecordLocked(pu, now)
+	if c.stopped && !listed {
+		c.mu.Unlock()
+		return false, fmt.Errorf("%w: Start has returned: nothing would check PU %q", ErrNotRunning, pu.PUID)
 	}
-	c.mu.Unlock()
-	if skip {
-		if !tracked {
-			c.log.V(1).Info("a PU the Inventory listed was removed meanwhile; not tracked again", "puID", pu.PUID, "pod", pu.Pod.String())
+	r, tracked := c.records[pu.PUID]
+	_, gone := c.list.gone[pu.PUID]
+	switch {
+	case tracked:
+		t := r.tickets // every event of r so far: its EventTracked among them
+		c.mu.Unlock()
+		if c.opts.Observer != nil {
+			c.awaitTold(r, t)
 		}
 		return false, nil
+	case listed && gone:
+		c.mu.Unlock()
+		c.log.V(1).Info("a PU the Inventory listed was removed meanwhile; not tracked again", "puID", pu.PUID, "pod", pu.Pod.String())
+		return false, nil
 	}
-	c.observe(Event{Kind: EventTracked, PU: pu})
+	r, t := c.newRecordLocked(pu, now)
+	if c.opts.Observer == nil {
+		c.announceLocked(r, now)
+	}
+	c.mu.Unlock()
+	if c.opts.Observer != nil {
+		c.tell(r, t, Event{Kind: EventTracked, PU: pu})
+		c.mu.Lock()
+		c.announceLocked(r, c.now())
+		c.mu.Unlock()
+	}
 	return true, nil
 }
 
 // Untrack forgets the PU of puid without destroying it, for a PU the agent tore down itself. It reports whether the
-// PU was tracked, once the Observer has been told (EventUntracked). Once it returns, no DestroyPU of that PU starts,
-// though the Inventory's list under way holds it; one the engine had already started may finish. A later Track of the
-// same PUID is a new PU, and so is one a later list brings: the Inventory must no longer list it (a journal that
-// observes EventUntracked does not).
+// PU was tracked, once the Observer has been told (EventUntracked, after every earlier event of the PU). Once it
+// returns, no DestroyPU of that PU starts, though the Inventory's list under way holds it; one the engine had already
+// started may finish. A later Track of the same PUID is a new PU, and so is one a later list brings: the Inventory
+// must no longer list it (a journal that observes EventUntracked does not).
 func (c *Engine) Untrack(puid string) bool {
+	if c.records == nil {
+		return false
+	}
 	c.mu.Lock()
 	r := c.records[puid]
 	if r == nil {
@@ -163,9 +188,9 @@ func (c *Engine) Untrack(puid string) bool {
 		return false
 	}
 	c.removeLocked(r)
-	snapshot := r.PU
+	snapshot, t := r.PU, c.ticketLocked(r)
 	c.mu.Unlock()
-	c.observe(Event{Kind: EventUntracked, PU: snapshot})
+	c.tell(r, t, Event{Kind: EventUntracked, PU: snapshot})
 	c.told(puid)
 	return true
 }
@@ -174,6 +199,9 @@ func (c *Engine) Untrack(puid string) bool {
 // waiting (one waiting for its turn is checked, and keeps its place). Its cost grows with that pod's PUs, not with all
 // PUs. Checks asked before Start run when it begins; after Start has returned, TriggerPod does nothing.
 func (c *Engine) TriggerPod(key types.NamespacedName) {
+	if c.records == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now, n := c.now(), 0
@@ -188,6 +216,9 @@ func (c *Engine) TriggerPod(key types.NamespacedName) {
 
 // TriggerAll asks for every PU to be checked now, as TriggerPod does for the PUs of one pod.
 func (c *Engine) TriggerAll() {
+	if c.records == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now, n := c.now(), 0

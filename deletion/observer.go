@@ -133,16 +133,3 @@ type Event struct {
 	// Err is the error behind the event (EventGetFailed, EventDestroyFailed, EventAbandoned, EventVetoed).
 	Err error
 }
-
-// observe tells the Observer about ev; a panic in it is logged and dropped.
-func (c *Engine) observe(ev Event) {
-	if c.opts.Observer == nil {
-		return
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			c.log.Error(fmt.Errorf("%w: Observer: %v", ErrPortPanicked, r), "observer panicked", "event", ev.Kind.String())
-		}
-	}()
-	c.opts.Observer.Observe(ev)
-}

@@ -25,6 +25,9 @@ var (
 	ErrAlreadyStarted = errors.New("deletion: engine already started")
 	// ErrPortPanicked wraps the value a port panicked with.
 	ErrPortPanicked = errors.New("deletion: port panicked")
+	// ErrNotCreated: the Engine was not made by New (a zero Engine{}): Track and Start return it, Untrack,
+	// TriggerPod, TriggerAll and Sweep do nothing.
+	ErrNotCreated = errors.New("deletion: Engine not created with New")
 	// ErrNilContext: Start was given a nil context. It returns this before anything starts, and may be called again
 	// with a context. (Sweep, which returns nothing, panics on a nil context.)
 	ErrNilContext = errors.New("deletion: nil context")

@@ -1049,7 +1049,12 @@ func (w *pmWorld) userTrack(e *pmEngine, pu ports.PU) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e.userTracking[pu.PUID]--
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, deletion.ErrNotRunning) && e.stopAt != 0:
+		// Start has returned: nothing would check it, and Track says so. The PU stays in the policy engine for the
+		// next engine's list.
+	default:
 		w.violateLocked("Track(%v): %v", pu, err)
 	}
 }

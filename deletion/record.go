@@ -3,6 +3,7 @@ package deletion
 // A record's life: its states and every move between them, each one method below, under Engine.mu; no other file sets
 // record.state.
 //
+//	tracking ──announce (its EventTracked told)──▶ idle, or queued for a trigger or a Sweep that came meanwhile
 //	idle, retrying, turnWaiting ──queue──▶ queued ──claim──▶ checking
 //	queued ──due: a retry not due, queued by a Sweep that is over──▶ retrying
 //	checking ──release──▶ idle, retrying or turnWaiting (or queued again for a trigger or a Sweep that came meanwhile)
@@ -24,11 +25,12 @@ const (
 	checking                 // held by a check; no other can claim it
 	retrying                 // a destroy failed; retried at record.waitUntil
 	turnWaiting              // its destroy waits for a turn until about record.waitUntil
+	tracking                 // new: the Observer is being told of its EventTracked; no check claims it yet
 	removed                  // no longer tracked
 )
 
 var stateNames = [...]string{idle: "idle", queued: "queued", checking: "checking",
-	retrying: "waiting for a retry", turnWaiting: "waiting for its turn", removed: "removed"}
+	retrying: "waiting for a retry", turnWaiting: "waiting for its turn", tracking: "tracking", removed: "removed"}
 
 func (s state) String() string { return stateNames[s] }
 
@@ -88,16 +90,85 @@ type record struct {
 	// 1<<row).
 	reportedRow int8
 	reported    uint16
+
+	// tickets is how many of its events were given a place in its line to the Observer, told how many were told:
+	// the events of one PU reach the Observer one at a time, in the order of the moves that made them (tell).
+	tickets, told uint32
 }
 
-// newRecordLocked tracks pu in a new, idle record.
-func (c *Engine) newRecordLocked(pu ports.PU, now int64) {
-	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1,
+// newRecordLocked tracks pu in a new record, tracking until its EventTracked, whose ticket it returns, is told
+// (announceLocked).
+func (c *Engine) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
+	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1, state: tracking,
 		phase: int32(fnv32a(pu.PUID) % uint32(c.phases))}
 	c.records[pu.PUID] = r
 	r.nextOfPod = c.byPod[pu.Pod]
 	c.byPod[pu.Pod] = r
-	c.scheduleLocked(r, now)
+	return r, c.ticketLocked(r)
+}
+
+// announceLocked makes the tracking r checkable, once the Observer has been told of its EventTracked: idle on the
+// heap, or queued for a trigger or a Sweep that came meanwhile.
+func (c *Engine) announceLocked(r *record, now int64) {
+	if r.state != tracking {
+		return // removed meanwhile
+	}
+	r.state = idle
+	again := r.again && !c.stopped
+	r.again = false
+	if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) || again {
+		c.queueLocked(r, bySweep, now)
+		c.wakeLocked(1)
+	} else {
+		c.scheduleLocked(r, now)
+	}
+}
+
+// ticketLocked gives the next event of r its place in r's line to the Observer (tell); with no Observer, none.
+func (c *Engine) ticketLocked(r *record) uint32 {
+	if c.opts.Observer == nil {
+		return 0
+	}
+	t := r.tickets
+	r.tickets++
+	return t
+}
+
+// tell tells the Observer about ev, the event of r holding ticket t, once every event of r before it has been told,
+// and passes the turn on (a zero ev only passes it on): whatever goroutines make them, the events of one PU reach the Observer one at a time and in
+// order.
+func (c *Engine) tell(r *record, t uint32, ev Event) {
+	if c.opts.Observer == nil {
+		return
+	}
+	c.awaitTold(r, t)
+	if ev.Kind != 0 {
+		c.observe(ev)
+	}
+	c.mu.Lock()
+	r.told++
+	c.toldCond.Broadcast()
+	c.mu.Unlock()
+}
+
+// tellNow tells the Observer about ev, an event of r that no move of r made (a failed port), in its turn.
+func (c *Engine) tellNow(r *record, ev Event) {
+	if c.opts.Observer == nil {
+		return
+	}
+	c.mu.Lock()
+	t := c.ticketLocked(r)
+	c.mu.Unlock()
+	c.tell(r, t, ev)
+}
+
+// awaitTold returns once the Observer has been told every event of r before ticket t.
+func (c *Engine) awaitTold(r *record, t uint32) {
+	c.mu.Lock()
+	for int32(t-r.told) > 0 {
+		c.toldCond.Wait()
+	}
+	c.mu.Unlock()
 }
 
 // setWaitLocked makes r wait for f (retrying or turnWaiting) until until, or for nothing (idle), and counts the
@@ -116,7 +187,7 @@ func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
 		r.state = queued
 		c.ready = append(c.ready, readyItem{r, now})
 		return true
-	case r.state == checking && why != byTime:
+	case (r.state == checking || r.state == tracking) && why != byTime:
 		r.again = true
 	}
 	return false

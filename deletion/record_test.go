@@ -24,8 +24,10 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 		n++
 		pu := ports.PU{PUID: string(rune('a' + n)), Pod: types.NamespacedName{Namespace: "ns", Name: "p"}}
 		now := c.now()
-		c.newRecordLocked(pu, now) // Track's move, under the lock held here
-		r := c.records[pu.PUID]
+		r, _ := c.newRecordLocked(pu, now) // Track's move, under the lock held here
+		if s != tracking {
+			c.announceLocked(r, now) // its EventTracked told
+		}
 		switch s {
 		case retrying, turnWaiting:
 			c.setWaitLocked(r, s, now+1e12) // due in 1000s
@@ -52,6 +54,23 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 		to       state
 		waitsFor state
 	}{
+		{"a new record is checked by no one until its EventTracked is told", tracking, func(r *record) {
+			assert.Equal(t, int32(-1), r.heapIndex, "off the heap")
+			c.queueLocked(r, byTime, c.now())
+		}, tracking, idle},
+		{"a trigger while the Observer is told of a new record checks it once told", tracking, func(r *record) {
+			c.queueLocked(r, byTrigger, c.now())
+			assert.Equal(t, tracking, r.state)
+			c.announceLocked(r, c.now())
+		}, queued, idle},
+		{"a new record told of becomes idle on the heap", tracking, func(r *record) {
+			c.announceLocked(r, c.now())
+			assert.GreaterOrEqual(t, r.heapIndex, int32(0), "on the heap")
+		}, idle, idle},
+		{"Untrack removes a record the Observer is being told of", tracking, func(r *record) {
+			c.removeLocked(r)
+			c.announceLocked(r, c.now()) // Track's announce after: nothing
+		}, removed, idle},
 		{"the scheduler queues an idle record", idle, func(r *record) { c.queueLocked(r, byTime, c.now()) }, queued, idle},
 		{"a trigger queues an idle record", idle, func(r *record) { c.queueLocked(r, byTrigger, c.now()) }, queued, idle},
 		{"a trigger leaves a retry waiting", retrying, func(r *record) { c.queueLocked(r, byTrigger, c.now()) }, retrying, retrying},
@@ -108,7 +127,7 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 			if tc.to == removed {
 				assert.Nil(t, c.records[r.PUID])
 				assert.Equal(t, int32(-1), r.heapIndex, "off the heap")
-			} else if tc.to != queued && tc.to != checking {
+			} else if tc.to != queued && tc.to != checking && tc.to != tracking {
 				assert.GreaterOrEqual(t, r.heapIndex, int32(0), "on the heap")
 			}
 		})

@@ -168,28 +168,24 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 	c.mu.Lock()
 	e := c.records[pu.PUID]
 	_, gone := c.list.gone[pu.PUID] // tracked again since: a new PU
-	ok := e != nil && !gone && e.lastRow < 0 && (e.state == idle || e.state == queued)
+	ok := e != nil && !gone && e.lastRow < 0 && (e.state == idle || e.state == queued || e.state == tracking)
 	var snapshot ports.PU
+	var t uint32
 	if ok {
 		snapshot = e.PU.WithRecordedSandbox(pu)
 		ok = snapshot != e.PU
 		e.PU = snapshot
 	}
+	if ok {
+		t = c.ticketLocked(e)
+	}
 	c.mu.Unlock()
 	if ok {
 		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
-		c.observe(Event{Kind: EventAdopted, PU: snapshot})
+		c.tell(e, t, Event{Kind: EventAdopted, PU: snapshot})
 	}
 	return ok
 }
 
 // listTimeout is the deadline of a list: CheckTimeout, at least a second.
 func (c *Engine) listTimeout() time.Duration { return max(c.opts.CheckTimeout, time.Second) }
-
-// listPUs calls the Inventory under its deadline.
-func (c *Engine) listPUs(ctx context.Context) (pus []ports.PU, err error) {
-	ctx, cancel := context.WithTimeout(ctx, c.listTimeout())
-	defer cancel()
-	defer guard("ListPUs", &err)
-	return c.opts.Inventory.ListPUs(ctx)
-}

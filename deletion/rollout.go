@@ -29,11 +29,15 @@ func (c *Engine) wouldDestroy(e *record, v Verdict, ev ports.DestroyEvent) {
 		c.removeLocked(e)
 		c.unlistedLocked(e.PUID) // the list to come may still have it
 	}
+	var t uint32
+	if report {
+		t = c.ticketLocked(e)
+	}
 	c.mu.Unlock()
 	if report {
 		c.log.Info("dry run: PU would be destroyed", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason),
 			"sandboxID", ev.SandboxID, "row", v.Row, "dropped", gone)
-		c.observe(Event{Kind: EventWouldDestroy, PU: ev.PU(), Verdict: v, Reason: ev.Reason, Dropped: gone})
+		c.tell(e, t, Event{Kind: EventWouldDestroy, PU: ev.PU(), Verdict: v, Reason: ev.Reason, Dropped: gone})
 	}
 	if gone {
 		c.told(e.PUID)

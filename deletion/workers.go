@@ -25,6 +25,9 @@ func (c *Engine) Start(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: Start needs a context", ErrNilContext)
 	}
+	if c.records == nil {
+		return ErrNotCreated
+	}
 	if !c.started.CompareAndSwap(false, true) {
 		return ErrAlreadyStarted
 	}
@@ -82,6 +85,9 @@ func (c *Engine) Start(ctx context.Context) error {
 func (c *Engine) Sweep(ctx context.Context) {
 	if ctx == nil {
 		panic("deletion: Sweep called with a nil context")
+	}
+	if c.records == nil {
+		return // not made by New: nothing is tracked
 	}
 	select {
 	case c.sweeping <- struct{}{}:
@@ -407,9 +413,9 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	o.end = c.now()
 	if c.opts.Observer != nil { // in the slot: an Observer that hangs is seen as stuck
 		c.mu.Lock()
-		snapshot := r.PU
+		snapshot, t := r.PU, c.ticketLocked(r)
 		c.mu.Unlock()
-		c.observe(Event{Kind: EventChecked, PU: snapshot, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start)})
+		c.tell(r, t, Event{Kind: EventChecked, PU: snapshot, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start)})
 	}
 	s.checkEnd.Store(0)
 	if late := time.Duration(c.realNow() - end); late > 0 {

@@ -3,6 +3,7 @@ package ports
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -111,8 +112,11 @@ func Permanent(err error) error {
 }
 
 // IsPermanent reports whether err, or any error it wraps, was marked with
-// Permanent. An error that cannot be read (a typed nil) is not.
+// Permanent. An error that cannot be read (Readable is false) is not.
 func IsPermanent(err error) (permanent bool) {
+	if !Readable(err) {
+		return false
+	}
 	defer func() {
 		if recover() != nil {
 			permanent = false
@@ -120,4 +124,56 @@ func IsPermanent(err error) (permanent bool) {
 	}()
 	var p *permanentError
 	return errors.As(err, &p)
+}
+
+// maxErrorDepth bounds how deep Readable follows an error's Unwrap: deeper
+// than any real wrapping, and a chain that loops never ends.
+const maxErrorDepth = 64
+
+// Readable reports whether a port's error can be read: err is nil, or it and
+// every error it wraps (through Unwrap() error and Unwrap() []error, at most
+// 64 deep) are neither a nil pointer, map, slice, func or chan held in the
+// interface (a typed nil) nor panic when asked Error or Unwrap. An error that
+// cannot be read says nothing the engine may act on, whatever its Is, As and
+// Unwrap answer: the engine takes it as a plain failure, so that it keeps the
+// PU (GetPod) or retries (DestroyPU).
+func Readable(err error) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return readable(err, 0)
+}
+
+func readable(err error, depth int) bool {
+	if err == nil {
+		return true
+	}
+	if depth >= maxErrorDepth || typedNil(err) {
+		return false
+	}
+	_ = err.Error()
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if inner := u.Unwrap(); inner != nil {
+			return readable(inner, depth+1)
+		}
+	case interface{ Unwrap() []error }:
+		for _, inner := range u.Unwrap() {
+			if !readable(inner, depth+1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// typedNil reports whether v holds a nil pointer, map, slice, func or chan.
+func typedNil(v any) bool {
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.UnsafePointer, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }

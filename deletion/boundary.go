@@ -1,0 +1,119 @@
+package deletion
+
+// The port boundary. Every call of a port goes through one function of this file, which makes its answer safe before
+// the engine reads it: a panic becomes an error wrapping ErrPortPanicked (its value formatted, never wrapped, so that a
+// panic with ports.ErrPodNotFound cannot make a pod look gone); an error that cannot be read (ports.Readable: a typed
+// nil anywhere in its chain, whatever its Is, As and Unwrap say, or one whose reading panics) becomes a plain failure
+// of the port; an answer after the check's deadline is a failure; GetPod's nil pod with a nil error is a failure. What
+// an answer means (not found, permanent) is read here, once, on the safe value; no other file reads a port's raw
+// answer.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// errNoPod: GetPod answered neither a pod nor an error.
+var errNoPod = errors.New("GetPod returned a nil pod and a nil error")
+
+// getPod asks the pod port (portGetPod or portConfirmer) for key.
+func (c *Engine) getPod(ctx context.Context, port int, key types.NamespacedName) (pod *corev1.Pod, err error) {
+	getter := c.getter
+	if port == portConfirmer {
+		getter = c.opts.Confirmer
+	}
+	pod, err = func() (pod *corev1.Pod, err error) {
+		defer guard(portNames[port], &err)
+		return getter.GetPod(ctx, key)
+	}()
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: check deadline passed: %w", portNames[port], ctx.Err())
+	case err != nil:
+		return nil, err
+	case pod == nil:
+		return nil, fmt.Errorf("%s: %w", portNames[port], errNoPod)
+	}
+	return pod, nil
+}
+
+// sandboxID asks the sandbox port (portSandboxID or portSandboxConfirmer) for pod's sandbox.
+func (c *Engine) sandboxID(ctx context.Context, port int, pod *corev1.Pod) (id string, err error) {
+	x := c.opts.SandboxExtractor
+	if port == portSandboxConfirmer {
+		x = c.opts.SandboxConfirmer
+	}
+	id, err = func() (id string, err error) {
+		defer guard(portNames[port], &err)
+		return x.SandboxID(ctx, pod)
+	}()
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("%s: check deadline passed: %w", portNames[port], ctx.Err())
+	}
+	return id, err
+}
+
+// sandboxDead asks the SandboxProber whether the sandbox id of pod is dead.
+func (c *Engine) sandboxDead(ctx context.Context, pod *corev1.Pod, id string) (dead bool, err error) {
+	dead, err = func() (dead bool, err error) {
+		defer guard("SandboxDead", &err)
+		return c.opts.SandboxProber.SandboxDead(ctx, pod, id)
+	}()
+	if ctx.Err() != nil {
+		return false, fmt.Errorf("SandboxDead: check deadline passed: %w", ctx.Err())
+	}
+	return dead, err
+}
+
+// destroyPU calls the PolicyHandler, and reports whether its error is not to be retried (ports.Permanent).
+func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error, permanent bool) {
+	err = func() (err error) {
+		defer guard(portNames[portDestroyPU], &err)
+		return c.policy.DestroyPU(ctx, ev)
+	}()
+	return err, ports.IsPermanent(err)
+}
+
+// requeuePod hands pod to the Requeuer.
+func (c *Engine) requeuePod(ctx context.Context, pod *corev1.Pod) (err error) {
+	defer guard(portNames[portRequeue], &err)
+	return c.opts.Requeuer.Requeue(ctx, pod)
+}
+
+// listPUs calls the Inventory under its deadline.
+func (c *Engine) listPUs(ctx context.Context) (pus []ports.PU, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.listTimeout())
+	defer cancel()
+	defer guard("ListPUs", &err)
+	return c.opts.Inventory.ListPUs(ctx)
+}
+
+// observe tells the Observer about ev; a panic in it is logged and dropped.
+func (c *Engine) observe(ev Event) {
+	if c.opts.Observer == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error(fmt.Errorf("%w: Observer: %v", ErrPortPanicked, r), "observer panicked", "event", ev.Kind.String())
+		}
+	}()
+	c.opts.Observer.Observe(ev)
+}
+
+// guard, deferred by a port's call, turns a panic in the port into an error wrapping ErrPortPanicked, and an error
+// that cannot be read into a plain failure of the port.
+func guard(port string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %s: %v\n%s", ErrPortPanicked, port, r, debug.Stack())
+	} else if *err != nil && !ports.Readable(*err) {
+		*err = fmt.Errorf("%s returned an error that cannot be read (a typed nil, or one whose reading panics): a %T", port, *err)
+	}
+}

@@ -1,0 +1,182 @@
+package deletion_test
+
+// The order the Observer is told in: Track returns once the Observer has the
+// PU, and whatever happens to a PU during Track's commit (an Untrack, a
+// destroy, an adoption) reaches the Observer after its EventTracked.
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// slowJournal is a deletiontest.Inventory (a journal: an Observer and an
+// Inventory) whose commit of an EventTracked takes 10ms (fake time in a
+// bubble) before it records the PU. It keeps the kinds of the events it
+// committed, per PUID, in the order it committed them.
+type slowJournal struct {
+	*deletiontest.Inventory
+	mu        sync.Mutex
+	committed map[string][]deletion.EventKind
+}
+
+func newSlowJournal() *slowJournal {
+	return &slowJournal{Inventory: deletiontest.NewInventory(), committed: map[string][]deletion.EventKind{}}
+}
+
+func (j *slowJournal) Observe(ev deletion.Event) {
+	if ev.Kind == deletion.EventTracked {
+		time.Sleep(10 * time.Millisecond)
+	}
+	j.Inventory.Observe(ev)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.committed[ev.PU.PUID] = append(j.committed[ev.PU.PUID], ev.Kind)
+}
+
+// holds returns the PU the journal records under puid, if any.
+func (j *slowJournal) holds(puid string) (ports.PU, bool) {
+	for _, p := range j.PUs() {
+		if p.PUID == puid {
+			return p, true
+		}
+	}
+	return ports.PU{}, false
+}
+
+// kinds returns the kinds of the events of puid, in the order committed.
+func (j *slowJournal) kinds(puid string) []deletion.EventKind {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.committed[puid])
+}
+
+// goneGetter answers that every pod is gone.
+var goneGetter = ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+	return nil, ports.ErrPodNotFound
+})
+
+// TestASecondTrackReturnsOnceTheObserverHasThePU: two Tracks of the same PU
+// at once, the journal slow to commit: each Track, when it returns, finds
+// the journal holding the PU.
+func TestASecondTrackReturnsOnceTheObserverHasThePU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := newSlowJournal()
+		c := deletiontest.NewEngine(t, deletiontest.NewCluster(), &deletiontest.Policy{}, deletion.Options{Observer: j})
+		var held [2]bool
+		var wg sync.WaitGroup
+		for i := range held {
+			wg.Go(func() {
+				assert.NoError(t, c.Track(pu("a")))
+				_, held[i] = j.holds("a")
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, [2]bool{true, true}, held, "a Track returned before the journal held the PU")
+	})
+}
+
+// TestAnUntrackDuringTracksCommitIsToldAfterTheTrack: Untrack of a PU whose
+// Track the journal is still committing: the journal is told Tracked then
+// Untracked, and ends without the PU.
+func TestAnUntrackDuringTracksCommitIsToldAfterTheTrack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := newSlowJournal()
+		c := deletiontest.NewEngine(t, deletiontest.NewCluster(), &deletiontest.Policy{}, deletion.Options{Observer: j})
+		var wg sync.WaitGroup
+		wg.Go(func() { assert.NoError(t, c.Track(pu("a"))) })
+		synctest.Wait() // Track is in the journal's commit
+		assert.True(t, c.Untrack("a"))
+		wg.Wait()
+		_, held := j.holds("a")
+		assert.False(t, held, "the journal holds an untracked PU; it committed %v", j.kinds("a"))
+	})
+}
+
+// TestADestroyDuringTracksCommitIsToldAfterTheTrack: the pod is gone and a
+// trigger destroys the PU while the journal commits its Track: it is
+// destroyed once, the journal is told Tracked first and ends empty, and an
+// engine restarted on the journal destroys nothing again.
+func TestADestroyDuringTracksCommitIsToldAfterTheTrack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := newSlowJournal()
+		policy := &deletiontest.Policy{}
+		c := deletiontest.NewEngine(t, goneGetter, policy, deletion.Options{Observer: j})
+		stop := deletiontest.Start(t, c)
+		synctest.Wait()
+		var wg sync.WaitGroup
+		wg.Go(func() { assert.NoError(t, c.Track(pu("a"))) })
+		synctest.Wait() // Track is in the journal's commit
+		c.TriggerPod(pu("a").Pod)
+		wg.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Len(t, policy.Calls(), 1, "the PU is destroyed once")
+		assert.Empty(t, j.PUs(), "the journal keeps a destroyed PU")
+		kinds := j.kinds("a")
+		require.Contains(t, kinds, deletion.EventTracked)
+		tracked := slices.Index(kinds, deletion.EventTracked)
+		for i, k := range kinds {
+			if k == deletion.EventChecked || k == deletion.EventDestroyed {
+				assert.Less(t, tracked, i, "the journal was told %v before EventTracked: %v", k, kinds)
+			}
+		}
+		stop()
+
+		again := &deletiontest.Policy{}
+		c2 := deletiontest.NewEngine(t, goneGetter, again, deletion.Options{Inventory: j, Observer: j})
+		deletiontest.Start(t, c2)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Empty(t, again.Calls(), "a restarted engine destroys the PU again")
+	})
+}
+
+// TestAnAdoptionDuringTracksCommitIsKept: a PU tracked without a sandbox,
+// its pod in sandbox s1; a trigger's check records s1 while the journal
+// commits the Track: the journal ends with the PU in s1.
+func TestAnAdoptionDuringTracksCommitIsKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := deletiontest.NewCluster()
+		key := addPod(w, "a", "a", testNode, "s1", corev1.PodRunning)
+		j := newSlowJournal()
+		c := deletiontest.NewEngine(t, w, &deletiontest.Policy{}, deletion.Options{SandboxExtractor: w, Observer: j})
+		deletiontest.Start(t, c)
+		synctest.Wait()
+		var wg sync.WaitGroup
+		wg.Go(func() { assert.NoError(t, c.Track(ports.PU{PUID: "a", Pod: key})) })
+		synctest.Wait() // Track is in the journal's commit
+		c.TriggerPod(key)
+		wg.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		got, held := j.holds("a")
+		require.True(t, held)
+		assert.Equal(t, "s1", got.SandboxID, "the journal lost the sandbox recorded; it committed %v", j.kinds("a"))
+	})
+}
+
+// TestTrackAfterStartHasReturnedFails: once Start has returned nothing
+// checks a PU any more, so Track says so with an error wrapping
+// ErrNotRunning instead of nil.
+func TestTrackAfterStartHasReturnedFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := deletiontest.NewEngine(t, goneGetter, &deletiontest.Policy{}, deletion.Options{})
+		stop := deletiontest.Start(t, c)
+		synctest.Wait()
+		stop()
+		assert.ErrorIs(t, c.Track(pu("a")), deletion.ErrNotRunning)
+	})
+}
