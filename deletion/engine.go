@@ -157,6 +157,9 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 		return false, nil
 	}
 	r, t := c.newRecordLocked(pu, now)
+	if c.opts.Inventory != nil && !c.list.restored {
+		c.unlisted.saw(len(c.records)) // the dry run's memory is as large as the most PUs tracked at once
+	}
 	if c.opts.Observer == nil {
 		c.announceLocked(r, now)
 	}

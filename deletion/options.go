@@ -106,8 +106,8 @@ type Options struct {
 	// DryRun, when set, runs every check but never calls DestroyPU: a PU that would go is reported once per reason
 	// (EventWouldDestroy, an info log line, PUStatus.WouldDestroy) and kept, or, when its pod is gone for good
 	// (PodGone, UIDChanged, NodeChanged), dropped from memory, so that a long dry run does not grow. Until the
-	// Inventory's first list is in, it remembers up to twice as many dropped PUs as it tracked at once (and 32), so
-	// that the list does not report them again. Default false.
+	// Inventory's first list is in, it remembers the latest dropped PUs, at least as many as it ever tracked at once
+	// (and 16) and at most twice that, so that the list does not report them again. Default false.
 	DryRun bool
 	// DestroyRate bounds how many DestroyPU calls start per second, with DestroyBurst at once
 	// (golang.org/x/time/rate): in any window of w seconds, at most DestroyRate*w + DestroyBurst start. A destroy

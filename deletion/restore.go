@@ -59,9 +59,11 @@ func (w *listWindow) told(puid string) {
 // unlistedMemory is what the engine remembers, under Engine.mu, of the PUs it destroyed, gave up on or dropped (a dry
 // run) while no list of the Inventory has answered yet, so that a list does not bring them back: an Inventory that
 // observes the engine may not have forgotten them (a journal's record of a PU holds a sandbox that the engine, which
-// tracked it without one, never reported). In two generations of at most as many as the engine tracked at a removal
-// (limit), and minUnlistedMemory; past that the older generation is forgotten, so that it stays bounded while the
-// Inventory fails (a list may then bring those back, to be destroyed, or reported, once more).
+// tracked it without one, never reported). It keeps the latest removals in two generations of limit each: limit is
+// the most PUs the engine has tracked at once (seen at every Track and removal), and minUnlistedMemory at the least;
+// so it remembers at least limit and at most twice limit removals. Past that the older generation is forgotten, so
+// that it stays bounded while the Inventory fails (a list may then bring those back, to be destroyed, or reported,
+// once more).
 type unlistedMemory struct {
 	cur, old map[string]struct{}
 	limit    int
@@ -69,9 +71,12 @@ type unlistedMemory struct {
 
 const minUnlistedMemory = 16
 
+// saw raises the limit to tracked, a number of PUs tracked at once.
+func (m *unlistedMemory) saw(tracked int) { m.limit = max(m.limit, tracked, minUnlistedMemory) }
+
 // add remembers puid, removed with tracked PUs tracked.
 func (m *unlistedMemory) add(puid string, tracked int) {
-	if m.limit = max(m.limit, tracked, minUnlistedMemory); len(m.cur) >= m.limit {
+	if m.saw(tracked); len(m.cur) >= m.limit {
 		m.old, m.cur = m.cur, nil
 	}
 	if m.cur == nil {

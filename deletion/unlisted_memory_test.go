@@ -1,0 +1,34 @@
+package deletion
+
+// The memory of removals a list of the Inventory is not to bring back (unlistedMemory), alone.
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestTheUnlistedMemoryKeepsAsManyRemovalsAsTheMostPUsEverTrackedAtOnce(t *testing.T) {
+	var m unlistedMemory
+	m.saw(50) // 50 tracked at once, then removed one at a time with few tracked
+	for i := range 50 {
+		m.add(fmt.Sprint(i), 1)
+	}
+	got := m.copy(0)
+	for i := range 50 {
+		assert.Contains(t, got, fmt.Sprint(i), "a removal among the latest 50 is remembered")
+	}
+}
+
+func TestTheUnlistedMemoryIsBoundedByTwiceItsLimit(t *testing.T) {
+	var m unlistedMemory
+	for i := range 1000 {
+		m.add(fmt.Sprint(i), 1)
+		assert.LessOrEqual(t, len(m.copy(0)), 2*minUnlistedMemory)
+	}
+	got := m.copy(0)
+	for i := 1000 - minUnlistedMemory; i < 1000; i++ {
+		assert.Contains(t, got, fmt.Sprint(i), "the latest minUnlistedMemory removals are remembered")
+	}
+}
