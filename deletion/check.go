@@ -147,7 +147,7 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 		e.goneSince = c.now()
 	}
 	c.mu.Unlock()
-	if !c.takeTurn(ctx, e, r) {
+	if !c.takeTurn(e, r) {
 		return
 	}
 	err, permanent := c.destroyPU(ctx, ev)

@@ -98,8 +98,7 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		c.slots[i].index, c.free[i] = int32(i), int32(i)
 	}
 	if o.DestroyRate > 0 && o.DestroyRate != rate.Inf {
-		c.rate.limiter = rate.NewLimiter(o.DestroyRate, o.DestroyBurst)
-		c.rate.turnEvery = max(1, int64(float64(time.Second)/float64(o.DestroyRate))) // at most MaxDuration (Options)
+		c.rate = newRateLine(max(1, int64(float64(time.Second)/float64(o.DestroyRate))), o.DestroyBurst) // at most MaxDuration (Options)
 	}
 	c.cond.L, c.toldCond.L = &c.mu, &c.mu
 	return c, nil

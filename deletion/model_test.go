@@ -578,6 +578,7 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 		case e.turnAt != 0:
 			k.outcome = "kept: leaves the line"
 			e.turnAt = 0
+			m.passTurn()
 		default:
 			k.outcome = "kept"
 		}
@@ -665,6 +666,21 @@ func (m *model) turn(e *modelEntry, pending int) bool {
 		}
 	}
 	return false
+}
+
+// passTurn is a PU leaving the line without its turn: the turn passes to the
+// next in line, the one waiting for the earliest, which is checked at the next
+// turn if it waited for a later one.
+func (m *model) passTurn() {
+	var head *modelEntry
+	for _, e := range m.sorted() {
+		if e.turnAt != 0 && (head == nil || e.turnAt < head.turnAt) {
+			head = e
+		}
+	}
+	if head != nil {
+		head.turnAt = min(head.turnAt, m.now+1)
+	}
 }
 
 // waitingForTurns returns how many PUs wait for their turn.
@@ -1083,7 +1099,11 @@ func (w *modelRun) apply(op modelOp) (steps []modelStep, checked bool, done func
 			}
 		}
 		_, tracked := m.entries[puid]
+		left := tracked && m.entries[puid].turnAt != 0
 		delete(m.entries, puid)
+		if left {
+			m.passTurn()
+		}
 		now(func(t *testing.T, c *deletion.Engine) {
 			require.Equal(t, tracked, c.Untrack(puid), "Untrack(%s)", puid)
 		}, nil).untracks = puid

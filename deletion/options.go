@@ -109,13 +109,14 @@ type Options struct {
 	// Inventory's first list is in, it remembers the latest dropped PUs, at least as many as it ever tracked at once
 	// (and 16) and at most twice that, so that the list does not report them again. Default false.
 	DryRun bool
-	// DestroyRate bounds how many DestroyPU calls start per second, with DestroyBurst at once
-	// (golang.org/x/time/rate): in any window of w seconds, at most DestroyRate*w + DestroyBurst start. A destroy
-	// whose turn comes within a moment (20 to 125 ms, and half of the check's time left) waits for it in its check;
-	// otherwise the PU waits, as a retry does but with no failed attempt, until about its turn, behind those waiting,
-	// and is checked again then. A check before it that sees the pod alive takes it out of the line; one whose ports
-	// fail keeps its place. Backlog().RateLimited counts them; a Sweep waits for them. 0: no limit. Negative, or under
-	// one a year: rejected.
+	// DestroyRate bounds how many DestroyPU calls start per second, with DestroyBurst at once: in any window of w
+	// seconds, at most DestroyRate*w + DestroyBurst start. The PUs whose checks decide a destroy form a line in the
+	// order they were found to go, and turns go to them in that order: a PU destroys only when fewer PUs are ahead of
+	// it than turns are at hand; otherwise it waits, as a retry does but with no failed attempt, until about its turn,
+	// and is checked again then. A trigger, or a check whose ports fail, keeps its place; a check that sees the pod
+	// alive, or Untrack, takes it out of the line, and the turn it did not use goes to the next in line, never to a
+	// later arrival. Backlog().RateLimited counts them; a Sweep waits for them. 0: no limit. Negative, or under one a
+	// year: rejected.
 	DestroyRate rate.Limit
 	// DestroyBurst is how many DestroyPU calls may start at once under DestroyRate. 0: 1.
 	DestroyBurst int

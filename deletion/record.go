@@ -174,6 +174,9 @@ func (c *Engine) awaitTold(r *record, t uint32) {
 // setWaitLocked makes r wait for f (retrying or turnWaiting) until until, or for nothing (idle), and counts the
 // records waiting for each.
 func (c *Engine) setWaitLocked(r *record, f state, until int64) {
+	if r.waitFor == turnWaiting && f != turnWaiting {
+		c.leaveLineLocked(r) // seen alive, or destroyed: its turn goes to the next in line
+	}
 	c.waits[r.waitFor]--
 	c.waits[f]++
 	r.waitFor, r.waitUntil = f, until
@@ -282,6 +285,7 @@ func (c *Engine) removeLocked(r *record) {
 		c.sweptLocked() // a check ends its own part of a Sweep (releaseLocked)
 	}
 	r.state = removed
+	c.leaveLineLocked(r) // in line since its check, or before
 	c.setWaitLocked(r, idle, 0)
 	c.unscheduleLocked(r)
 	delete(c.records, r.PUID)

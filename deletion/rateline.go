@@ -1,0 +1,129 @@
+package deletion
+
+// The destroy rate's line (Options.DestroyRate). A PU whose check decides a destroy takes a ticket, in arrival order;
+// turns come at the rate's pace (GCRA: at most burst at once, then one every `every`) and go to the tickets in their
+// order: a PU may start its destroy only when fewer PUs are ahead of it in the line than turns are at hand. A PU keeps
+// its ticket through a trigger or a check that learns nothing; it gives it back when its check sees the pod alive, or
+// it is untracked, and the turn it did not use goes to the next in line, never to a later arrival. Times are the
+// engine's (nanoseconds on Options.Clock); the line holds PUIDs and knows nothing of records.
+
+// rateLine is the line of PUs waiting for a turn to destroy, under Engine.mu. Its zero value has no limit.
+type rateLine struct {
+	every, tau int64 // the time between two turns (0: no limit), and (burst-1)*every
+	tat        int64 // GCRA's theoretical arrival time: turns are at hand from tat-tau on
+
+	seq     uint64
+	tickets map[string]uint64 // each PUID in line, and its ticket
+	queue   []lineEntry       // the tickets in arrival order, from head on; an entry whose PUID holds another ticket is stale
+	head    int
+}
+
+type lineEntry struct {
+	puid string
+	seq  uint64
+}
+
+// newRateLine returns a line that gives a turn every `every` nanoseconds, burst at once; every 0: no limit.
+func newRateLine(every int64, burst int) rateLine {
+	if every <= 0 {
+		return rateLine{}
+	}
+	return rateLine{every: every, tau: int64(burst-1) * every, tickets: make(map[string]uint64)}
+}
+
+// limited reports whether the line bounds destroys at all.
+func (l *rateLine) limited() bool { return l.every > 0 }
+
+// take gives puid a ticket if it has none, and reports whether its turn is at hand at now: then it takes the turn and
+// leaves the line. Otherwise it keeps its ticket, and at is about when its turn comes (MaxDuration at the latest).
+func (l *rateLine) take(puid string, now int64) (ok bool, at int64) {
+	if !l.limited() {
+		return true, now
+	}
+	seq, in := l.tickets[puid]
+	if !in {
+		l.seq++
+		seq = l.seq
+		l.tickets[puid] = seq
+		l.queue = append(l.queue, lineEntry{puid, seq})
+	}
+	ahead := l.ahead(seq)
+	if at = l.turnAt(ahead, now); at > now {
+		return false, at
+	}
+	l.tat = max(l.tat, now) + l.every
+	l.leave(puid)
+	return true, now
+}
+
+// leave gives back puid's ticket, if it has one: a turn it did not use goes to the next in line. It reports the PUID
+// at the head of the line after, if puid had a ticket and the line holds another.
+func (l *rateLine) leave(puid string) (head string, ok bool) {
+	if !l.limited() {
+		return "", false
+	}
+	if _, in := l.tickets[puid]; !in {
+		return "", false
+	}
+	delete(l.tickets, puid)
+	return l.front()
+}
+
+// turnAt returns when the turn of one with ahead PUs ahead of it in line comes, the latest turn taken at tat: the
+// first burst turns are at hand once tat-tau has passed, the others one every `every` after.
+func (l *rateLine) turnAt(ahead int, now int64) int64 {
+	wait := min(int64(ahead), int64(MaxDuration)/l.every) * l.every
+	return max(now, max(now, l.tat)+wait-l.tau)
+}
+
+// ahead returns how many PUs in line hold a ticket before seq; past the burst, an estimate from above.
+func (l *rateLine) ahead(seq uint64) int {
+	l.skipStale()
+	n, limit := 0, int(l.tau/l.every)+1
+	for _, e := range l.queue[l.head:] {
+		switch {
+		case e.seq == seq:
+			return n
+		case n >= limit:
+			// Far from a turn: count the tickets between, the stale ones among them.
+			return n + int(seq-e.seq)
+		case l.tickets[e.puid] == e.seq:
+			n++
+		}
+	}
+	return n
+}
+
+// skipStale moves the head past the entries no PU holds, and gives back the consumed head.
+func (l *rateLine) skipStale() {
+	for l.head < len(l.queue) && l.tickets[l.queue[l.head].puid] != l.queue[l.head].seq {
+		l.queue[l.head] = lineEntry{}
+		l.head++
+	}
+	switch {
+	case l.head == len(l.queue):
+		l.queue, l.head = l.queue[:0], 0
+		if cap(l.queue) > 4096 {
+			l.queue = nil // after a drain
+		}
+	case l.head > 1024 && l.head > len(l.queue)/2:
+		n := copy(l.queue, l.queue[l.head:])
+		clear(l.queue[n:])
+		l.queue, l.head = l.queue[:n], 0
+	}
+}
+
+// front returns the PUID at the head of the line, if any.
+func (l *rateLine) front() (string, bool) {
+	if !l.limited() {
+		return "", false
+	}
+	l.skipStale()
+	if l.head < len(l.queue) {
+		return l.queue[l.head].puid, true
+	}
+	return "", false
+}
+
+// waiting returns how many PUs hold a ticket.
+func (l *rateLine) waiting() int { return len(l.tickets) }
