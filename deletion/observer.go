@@ -9,8 +9,12 @@ import (
 
 // Observer is told what the engine does, for metrics and journals. Observe is called synchronously: EventTracked and
 // EventUntracked in the Track or Untrack call, EventRestored and the Inventory's EventTracked in Start, the others in
-// the check they report, whose deadline it shares. It must be fast; a journal may block Track until its write is
-// committed, and one that blocks for good blocks Track for good. An Observer blocked in a check holds its Workers slot
+// the check they report, whose deadline it shares. The events of one PU reach it one at a time, in the order of the
+// moves that made them, whichever goroutines made them: an Untrack, a check or a destroy during Track's EventTracked
+// is told after it. Track (a second Track of the same PU too) and Untrack return once their own event has been told,
+// and no check of a PU begins before its EventTracked has been told. Events of different PUs may come at once, from
+// several goroutines. It must be fast; a journal may block Track until its write is committed, and one that blocks for
+// good blocks Track for good, and every later event of that PU. An Observer blocked in a check holds its Workers slot
 // and is seen as stuck past the check's deadline, as a port is: LivenessCheck fails once every slot is. A panic in it
 // is recovered and logged.
 type Observer interface {

@@ -15,7 +15,8 @@ import (
 // destroy is going.
 type PUStatus struct {
 	ports.PU
-	// State: "idle", "queued", "checking", "waiting for a retry" or "waiting for its turn".
+	// State: "tracking" (Track is telling the Observer), "idle", "queued", "checking", "waiting for a retry" or
+	// "waiting for its turn".
 	State string
 	// TrackedAt is when Track took the entry.
 	TrackedAt time.Time
@@ -69,7 +70,7 @@ func (c *Engine) Status() []PUStatus {
 
 // Errors LivenessCheck and ReadinessCheck return, wrapped with details. Match them with errors.Is.
 var (
-	// ErrNotRunning: Start has not been called, or has returned.
+	// ErrNotRunning: Start has not been called, or has returned (Track after Start has returned wraps it).
 	ErrNotRunning = errors.New("deletion: engine not running")
 	// ErrBehind: a queued check has waited more than three SweepIntervals (ReadinessCheck), or a check due as long ago
 	// is not queued yet (both).

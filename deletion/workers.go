@@ -79,7 +79,8 @@ func (c *Engine) Start(ctx context.Context) error {
 // or ctx is. Its checks go through the one queue: Start's workers run them, or, while Start does not run, Sweep's own
 // goroutines, at most Workers at a time. A PU being checked when Sweep is called is checked once more after. Under
 // DestroyRate, a destroy a check decides is one of Sweep's checks: Sweep waits for its turn. Sweep returns once every
-// check it waits for, or every Workers slot, is held by one stuck in a port past its deadline, whoever began them. One
+// check it waits for, or every Workers slot, is held by one stuck in a port a second past its deadline (CheckTimeout),
+// whoever began them: with a CheckTimeout of 100ms, about 1.1 to 2.1s after such a check began. One
 // Sweep runs at a time. It does not list the Inventory (Start does), and while Start does not run nothing happens
 // between two Sweeps. A nil ctx panics.
 func (c *Engine) Sweep(ctx context.Context) {
