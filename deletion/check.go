@@ -203,13 +203,9 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 	}
 }
 
-// backoff returns the wait after the attempts-th failure.
+// backoff returns the wait after the attempts-th failure (retry.go).
 func (c *Engine) backoff(attempts int) time.Duration {
-	d := c.opts.RetryMinDelay
-	for i := 1; i < attempts && d < c.opts.RetryMaxDelay; i++ {
-		d *= 2
-	}
-	return min(d, c.opts.RetryMaxDelay)
+	return backoff{c.opts.RetryMinDelay, c.opts.RetryMaxDelay}.When(attempts)
 }
 
 // requeue hands a copy of the live pod to the Requeuer under a deadline of its own: the PodGetter's pod may be its

@@ -14,7 +14,6 @@ import (
 // restore lists the Inventory until it answers or ctx ends, with backoff; listed is closed once the first list has
 // ended, answered or not.
 func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
-	delay := c.opts.RetryMinDelay
 	for attempt := 1; ; attempt++ {
 		ok := c.restoreAttempt(ctx, attempt)
 		if attempt == 1 {
@@ -26,9 +25,8 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.opts.Clock.After(delay):
+		case <-c.opts.Clock.After(c.backoff(attempt)):
 		}
-		delay = min(2*delay, c.opts.RetryMaxDelay)
 	}
 }
 
