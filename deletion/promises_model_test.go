@@ -60,6 +60,12 @@ package deletion_test
 //     deadline + 2s with an Inventory under Start, + (PUs + calls + burst +
 //     2)/rate) of its start or the previous Sweep's end, or 2s after its
 //     ctx is cancelled; every goroutine returns in the end.
+//  11. The Observer hears one PU's events one at a time, and in order: its
+//     EventTracked first, no other EventTracked while it is tracked, its
+//     EventAdopted, and the one event that ends its tracking (EventUntracked,
+//     EventDestroyed, EventAbandoned, a dropping EventWouldDestroy), in
+//     between; Track returns nil only once an EventTracked of the PU has
+//     been told (Observe returned).
 //  10. Documented promises checked besides: a list never brings back a PU
 //     removed while it was under way (Options.Inventory; an EventTracked not
 //     from Track after a removal since the list began); a waiting PU keeps
@@ -413,6 +419,11 @@ type pmEngine struct {
 	calls         []time.Duration
 	untracked     map[string]bool
 	untrackEv     map[string]int
+	// Invariant 11: the Observer calls under way per PUID, the PUIDs whose EventTracked began a tracking that no
+	// EventUntracked, EventDestroyed, EventAbandoned or dropping EventWouldDestroy has ended, and the EventTracked
+	// calls that returned, per PUID.
+	obsIn, toldTracked map[string]int
+	obsLive            map[string]bool
 	userTracking  map[string]int
 	fails         map[string][]time.Duration
 	lastOK        map[string]bool
@@ -870,6 +881,34 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 	}
 	w.seq++
 	puid := ev.PU.PUID
+	if puid != "" {
+		if e.obsIn[puid] > 0 {
+			w.violateLocked("11: %s of %s is told while another event of it is", ev.Kind, puid)
+		}
+		e.obsIn[puid]++
+		defer func() {
+			w.mu.Lock()
+			e.obsIn[puid]--
+			if ev.Kind == deletion.EventTracked {
+				e.toldTracked[puid]++
+			}
+			w.mu.Unlock()
+		}()
+		switch ev.Kind {
+		case deletion.EventTracked:
+			if e.obsLive[puid] {
+				w.violateLocked("11: a second EventTracked of %s while it is tracked", puid)
+			}
+			e.obsLive[puid] = true
+		case deletion.EventAdopted, deletion.EventUntracked, deletion.EventDestroyed, deletion.EventAbandoned, deletion.EventWouldDestroy:
+			if !e.obsLive[puid] {
+				w.violateLocked("11: %s of %s is told before its EventTracked, or after the event that ended its tracking", ev.Kind, puid)
+			}
+			if ev.Kind != deletion.EventAdopted && (ev.Kind != deletion.EventWouldDestroy || ev.Dropped) {
+				e.obsLive[puid] = false
+			}
+		}
+	}
 	switch ev.Kind {
 	case deletion.EventTracked:
 		if e.userTracking[puid] == 0 { // a list's
@@ -936,6 +975,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 
 func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
 	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, untracked: map[string]bool{}, untrackEv: map[string]int{},
+		obsIn: map[string]int{}, toldTracked: map[string]int{}, obsLive: map[string]bool{},
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
 		removedSeq: map[string]int64{}, resolved: map[string]int64{}, reports: map[string]map[ports.Reason]int{},
 		places: map[string]pmPlace{}, lastReport: map[string]ports.Reason{}}
@@ -1051,6 +1091,9 @@ func (w *pmWorld) userTrack(e *pmEngine, pu ports.PU) {
 	e.userTracking[pu.PUID]--
 	switch {
 	case err == nil:
+		if e.toldTracked[pu.PUID] == 0 {
+			w.violateLocked("11: Track(%s) returned before the Observer had its EventTracked", pu.PUID)
+		}
 	case errors.Is(err, deletion.ErrNotRunning) && e.stopAt != 0:
 		// Start has returned: nothing would check it, and Track says so. The PU stays in the policy engine for the
 		// next engine's list.
