@@ -17,8 +17,11 @@ package deletion_test
 // Start), Start, Stop (cancel Start's ctx and wait), Restart (a new engine
 // over the same policy engine, Start or not), Delete, Recreate, Move,
 // ChangeSandbox, KillSandbox, Advance (10ms to 60s), Fault (per port and pod
-// slot, the next 1 to 8 calls: fail, hang ignoring ctx, panic, a typed-nil
-// *url.Error, nil pod, another pod, a lagging cache's NotFound, Permanent),
+// slot, the next 1 to 8 calls: fail, hang ignoring ctx, panic, a typed nil
+// (of each kind in turn: a *url.Error, whose reading panics, then a pointer,
+// map, slice, func and chan whose Is says not found and whose Unwrap says
+// permanent, reading no field), nil pod, another pod, a lagging cache's
+// NotFound, Permanent),
 // ListFault (fail, hang, delay honouring ctx, panic, typed nil; up to
 // always), SlowObserver (100ms per event), Seed (4 to 40 PUs of gone pods in
 // the policy engine, as left by an earlier run), TrackMany (4 or 16 stale
@@ -87,6 +90,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -368,11 +372,12 @@ type pmAsync struct {
 // pmWorld is the cluster, the policy engine, the faults, and what the
 // invariants need; mu guards it all.
 type pmWorld struct {
-	mu  sync.Mutex
-	o   pmOptions
-	t0  time.Time
-	seq int64
-	ids int
+	typedNils atomic.Int64 // the typed nils answered: each is of the next kind (typedNil)
+	mu        sync.Mutex
+	o         pmOptions
+	t0        time.Time
+	seq       int64
+	ids       int
 
 	pods      [pmSlots]pmPod
 	uidGoneAt map[string]time.Duration
@@ -416,38 +421,39 @@ type pmEngine struct {
 	startedAt, stopAt, lifecycle        time.Duration
 	cancel                              context.CancelFunc
 
-	calls         []time.Duration
-	untracked     map[string]bool
-	untrackEv     map[string]int
+	calls     []time.Duration
+	untracked map[string]bool
+	untrackEv map[string]int
+	permanent map[string]bool // a DestroyPU of the PUID answered a Permanent error
 	// Invariant 11: the Observer calls under way per PUID, the PUIDs whose EventTracked began a tracking that no
 	// EventUntracked, EventDestroyed, EventAbandoned or dropping EventWouldDestroy has ended, and the EventTracked
 	// calls that returned, per PUID.
 	obsIn, toldTracked map[string]int
 	obsLive            map[string]bool
-	userTracking  map[string]int
-	fails         map[string][]time.Duration
-	lastOK        map[string]bool
-	sweepsActive  int
-	lastSweepEnd  time.Duration
-	sweeps        []*pmSweepRec
-	hangs         []*pmHangRec
-	hangsInFlight int
-	lastHangEnd   time.Duration
-	listStartSeq  int64
-	listStart     time.Duration
-	lists         int
-	listsInFlight int
-	listEnd       time.Duration
-	listOK        bool
-	answered      bool // a list answered
-	listN         int
-	removedSeq    map[string]int64
-	removals      []time.Duration
-	resolved      map[string]int64
-	reports       map[string]map[ports.Reason]int
-	lastReport    map[string]ports.Reason // the reason reported last, by PUID
-	places        map[string]pmPlace
-	peak          int // the most PUs tracked at once
+	userTracking       map[string]int
+	fails              map[string][]time.Duration
+	lastOK             map[string]bool
+	sweepsActive       int
+	lastSweepEnd       time.Duration
+	sweeps             []*pmSweepRec
+	hangs              []*pmHangRec
+	hangsInFlight      int
+	lastHangEnd        time.Duration
+	listStartSeq       int64
+	listStart          time.Duration
+	lists              int
+	listsInFlight      int
+	listEnd            time.Duration
+	listOK             bool
+	answered           bool // a list answered
+	listN              int
+	removedSeq         map[string]int64
+	removals           []time.Duration
+	resolved           map[string]int64
+	reports            map[string]map[ports.Reason]int
+	lastReport         map[string]ports.Reason // the reason reported last, by PUID
+	places             map[string]pmPlace
+	peak               int // the most PUs tracked at once
 }
 
 func (w *pmWorld) now() time.Duration { return time.Since(w.t0) }
@@ -625,8 +631,7 @@ func (p *pmPorts) get(key types.NamespacedName, port int) (*corev1.Pod, error) {
 	case pmPanic:
 		panic("pm: " + pmPortNames[port] + " panics")
 	case pmTypedNil:
-		var e *url.Error
-		return nil, e
+		return nil, w.typedNil()
 	case pmNilPod:
 		return nil, nil
 	case pmOtherPod:
@@ -663,8 +668,7 @@ func (p *pmPorts) sandboxFault(port int, pod *corev1.Pod) (slot int, err error, 
 	case pmPanic:
 		panic("pm: " + pmPortNames[port] + " panics")
 	case pmTypedNil:
-		var e *url.Error
-		return slot, e, true
+		return slot, w.typedNil(), true
 	case -1:
 	default:
 		return slot, errors.New("pm: " + pmPortNames[port] + " failed"), true
@@ -746,10 +750,12 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 		w.mu.Unlock()
 		panic("pm: DestroyPU panics")
 	case pmTypedNil:
-		var u *url.Error
-		err = u
+		err = w.typedNil()
 	case pmPermanent:
 		err = ports.Permanent(errors.New("pm: DestroyPU refused"))
+		w.mu.Lock()
+		e.permanent[puid] = true
+		w.mu.Unlock()
 	case -1:
 	default:
 		err = errors.New("pm: DestroyPU failed")
@@ -847,8 +853,7 @@ func (p *pmPorts) list(ctx context.Context) ([]ports.PU, error) {
 	case pmPanic:
 		panic("pm: ListPUs panics")
 	case pmTypedNil:
-		var u *url.Error
-		return nil, u
+		return nil, w.typedNil()
 	}
 	if e.isDead(w) {
 		return nil, errPMDead
@@ -870,6 +875,64 @@ func (e *pmEngine) resolvedLocked(w *pmWorld, puid string) {
 	e.removals = append(e.removals, w.now())
 	delete(e.fails, puid)
 	delete(e.places, puid)
+}
+
+// Typed nils of every kind a port may answer: a *url.Error, whose reading
+// panics, and errors that read no field, whose Is says not found and whose
+// Unwrap says permanent: a pointer, a map, a slice, a func and a chan.
+type (
+	pmQuietNil   struct{}
+	pmNilMap     map[int]int
+	pmNilSlice   []int
+	pmNilFunc    func()
+	pmNilChan    chan int
+	pmQuietError interface {
+		error
+		Is(error) bool
+		Unwrap() error
+	}
+)
+
+func (*pmQuietNil) Error() string        { return "pm: a quiet typed nil" }
+func (*pmQuietNil) Is(target error) bool { return target == ports.ErrPodNotFound }
+func (*pmQuietNil) Unwrap() error        { return ports.Permanent(errors.New("pm: quiet")) }
+func (pmNilMap) Error() string           { return "pm: a nil map" }
+func (pmNilMap) Is(target error) bool    { return target == ports.ErrPodNotFound }
+func (pmNilMap) Unwrap() error           { return ports.Permanent(errors.New("pm: quiet")) }
+func (pmNilSlice) Error() string         { return "pm: a nil slice" }
+func (pmNilSlice) Is(target error) bool  { return target == ports.ErrPodNotFound }
+func (pmNilSlice) Unwrap() error         { return ports.Permanent(errors.New("pm: quiet")) }
+func (pmNilFunc) Error() string          { return "pm: a nil func" }
+func (pmNilFunc) Is(target error) bool   { return target == ports.ErrPodNotFound }
+func (pmNilFunc) Unwrap() error          { return ports.Permanent(errors.New("pm: quiet")) }
+func (pmNilChan) Error() string          { return "pm: a nil chan" }
+func (pmNilChan) Is(target error) bool   { return target == ports.ErrPodNotFound }
+func (pmNilChan) Unwrap() error          { return ports.Permanent(errors.New("pm: quiet")) }
+
+var (
+	_ pmQuietError = (*pmQuietNil)(nil)
+	_ pmQuietError = pmNilMap(nil)
+	_ pmQuietError = pmNilSlice(nil)
+	_ pmQuietError = pmNilFunc(nil)
+	_ pmQuietError = pmNilChan(nil)
+)
+
+// typedNil returns the next typed nil, of each kind in turn.
+func (w *pmWorld) typedNil() error {
+	switch w.typedNils.Add(1) % 6 {
+	case 1:
+		return (*pmQuietNil)(nil)
+	case 2:
+		return pmNilMap(nil)
+	case 3:
+		return pmNilSlice(nil)
+	case 4:
+		return pmNilFunc(nil)
+	case 5:
+		return pmNilChan(nil)
+	}
+	var u *url.Error
+	return u
 }
 
 func (p *pmPorts) Observe(ev deletion.Event) {
@@ -930,6 +993,9 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		}
 		e.resolvedLocked(w, puid)
 	case deletion.EventAbandoned:
+		if ev.DestroyCalls < pmMaxAttempts && !e.permanent[puid] {
+			w.violateLocked("10: %s is given up on after %d DestroyPU calls, none of which answered a Permanent error", puid, ev.DestroyCalls)
+		}
 		e.removedSeq[puid] = w.seq
 		e.resolvedLocked(w, puid)
 	case deletion.EventWouldDestroy:
@@ -974,7 +1040,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 }
 
 func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
-	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, untracked: map[string]bool{}, untrackEv: map[string]int{},
+	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{},
 		obsIn: map[string]int{}, toldTracked: map[string]int{}, obsLive: map[string]bool{},
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
 		removedSeq: map[string]int64{}, resolved: map[string]int64{}, reports: map[string]map[ports.Reason]int{},
