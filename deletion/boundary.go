@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -78,6 +79,11 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 		defer guard(portNames[portDestroyPU], &err)
 		return c.policy.DestroyPU(ctx, ev)
 	}()
+	if err != nil && ctx.Err() != nil {
+		// A failure after the deadline is the deadline's, whatever it says: the destroy is tried again. (A late success
+		// is a success: the PU is gone.)
+		return fmt.Errorf("%s: answered after the check's deadline: %w", portNames[portDestroyPU], err), false
+	}
 	return err, ports.IsPermanent(err)
 }
 
@@ -87,12 +93,31 @@ func (c *Engine) requeuePod(ctx context.Context, pod *corev1.Pod) (err error) {
 	return c.opts.Requeuer.Requeue(ctx, pod)
 }
 
-// listPUs calls the Inventory under its deadline.
-func (c *Engine) listPUs(ctx context.Context) (pus []ports.PU, err error) {
+// listPUs calls the Inventory under its deadline. A list that ignores its context is left behind a second past its
+// deadline, a failure, so that the next list is not held up: a list is made once an interval at most, and a hung one
+// costs a goroutine until it returns.
+func (c *Engine) listPUs(ctx context.Context) ([]ports.PU, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.listTimeout())
 	defer cancel()
-	defer guard("ListPUs", &err)
-	return c.opts.Inventory.ListPUs(ctx)
+	type answer struct {
+		pus []ports.PU
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() { done <- a }()
+		defer guard("ListPUs", &a.err)
+		a.pus, a.err = c.opts.Inventory.ListPUs(ctx)
+	}()
+	t := time.NewTimer(c.listTimeout() + stuckGrace)
+	defer t.Stop()
+	select {
+	case a := <-done:
+		return a.pus, a.err
+	case <-t.C:
+		return nil, fmt.Errorf("ListPUs ignored its deadline of %v: left behind", c.listTimeout())
+	}
 }
 
 // observe tells the Observer about ev; a panic in it is logged and dropped.

@@ -52,7 +52,8 @@ type Engine struct {
 	// idleWorkers wait on cond for the ready queue, boundWaiting for a free slot or Start's first list.
 	idleWorkers, boundWaiting int
 	cond                      sync.Cond
-	toldCond                  sync.Cond // an event of a PU told: the next in its line may be (record.told)
+	toldCond                  sync.Cond             // an event of a PU told: the next in its line may be (record.line)
+	untold                    map[string]*eventLine // the lines of removed records whose events are being told
 	// running: Start runs (since startAt); stopped: it has returned; begun: its first list of the Inventory is done.
 	running, stopped, begun bool
 	startAt                 int64
@@ -91,6 +92,7 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		phases:    int32(phases),
 		records:   make(map[string]*record),
 		byPod:     make(map[types.NamespacedName]*record),
+		untold:    make(map[string]*eventLine),
 		list:      listWindow{removing: make(map[string]int)},
 		sweeping:  make(chan struct{}, 1),
 	}
@@ -144,7 +146,10 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	_, gone := c.list.gone[pu.PUID]
 	switch {
 	case tracked:
-		t := r.tickets // every event of r so far: its EventTracked among them
+		var t uint32
+		if r.line != nil {
+			t = r.line.tickets // every event of r so far: its EventTracked among them
+		}
 		c.mu.Unlock()
 		if c.opts.Observer != nil {
 			c.awaitTold(r, t)

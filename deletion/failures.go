@@ -3,9 +3,12 @@ package deletion
 import (
 	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 )
 
-// The ports whose failures the engine sums up, and their names in the logs.
+// The ports whose failures the engine sums up, and their names in the logs. portLate is any port, or the Observer,
+// that answered past its check's deadline: its slot was stuck meanwhile.
 const (
 	portGetPod = iota
 	portConfirmer
@@ -14,19 +17,50 @@ const (
 	portSandboxProber
 	portDestroyPU
 	portRequeue
+	portListPUs
+	portLate
 	numPorts
 )
 
-var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxConfirmer", "SandboxProber", "DestroyPU", "Requeue"}
+var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxConfirmer", "SandboxProber", "DestroyPU",
+	"Requeue", "ListPUs", "a port or the Observer past its check's deadline"}
 
 // failures sums up each port's failures between two summaries, so that an outage costs one error line per port per
-// SweepInterval, not one per PU per check; Observer events still come one per failure.
+// SweepInterval, not one per PU per check; Observer events still come one per failure. It has a lock of its own: the
+// ports fail outside the engine's.
 type failures struct {
 	mu       sync.Mutex
 	count    [numPorts]int
 	last     [numPorts]error
 	lastPUID [numPorts]string
 	since    time.Time // the first failure since the last summary
+}
+
+// add counts a failure of port, for the PU of puid ("": none), at now.
+func (f *failures) add(port int, puid string, err error, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.since.IsZero() {
+		f.since = now
+	}
+	f.count[port]++
+	f.last[port], f.lastPUID[port] = err, puid
+}
+
+// flush logs one error line per port that failed since the last flush, at now, and starts anew.
+func (f *failures) flush(log logr.Logger, now time.Time) {
+	f.mu.Lock()
+	count, last, lastPUID, since := f.count, f.last, f.lastPUID, f.since
+	f.count, f.last, f.lastPUID, f.since = [numPorts]int{}, [numPorts]error{}, [numPorts]string{}, time.Time{}
+	f.mu.Unlock()
+	for port, n := range count {
+		if n == 0 {
+			continue
+		}
+		log.Error(last[port], "port failing; the PUs concerned are kept and checked again",
+			"port", portNames[port], "failures", n, "lastPUID", lastPUID[port],
+			"for", now.Sub(since).Round(time.Millisecond).String())
+	}
 }
 
 // portFailed counts a failure of port for e; a PU's first since its last good check is logged at V(1).
@@ -36,29 +70,8 @@ func (c *Engine) portFailed(port int, e *record, err error, msg string) {
 			log.Info(msg, "port", portNames[port], "puID", e.PUID, "pod", e.Pod.String(), "error", err.Error())
 		}
 	}
-	f := &c.fails
-	f.mu.Lock()
-	if f.since.IsZero() {
-		f.since = c.opts.Clock.Now()
-	}
-	f.count[port]++
-	f.last[port], f.lastPUID[port] = err, e.PUID
-	f.mu.Unlock()
+	c.fails.add(port, e.PUID, err, c.opts.Clock.Now())
 }
 
 // flushFailures logs one error line per port that failed since the last.
-func (c *Engine) flushFailures() {
-	f := &c.fails
-	f.mu.Lock()
-	count, last, lastPUID, since := f.count, f.last, f.lastPUID, f.since
-	f.count, f.last, f.lastPUID, f.since = [numPorts]int{}, [numPorts]error{}, [numPorts]string{}, time.Time{}
-	f.mu.Unlock()
-	for port, n := range count {
-		if n == 0 {
-			continue
-		}
-		c.log.Error(last[port], "port failing; the PUs concerned are kept and checked again",
-			"port", portNames[port], "failures", n, "lastPUID", lastPUID[port],
-			"for", c.opts.Clock.Since(since).Round(time.Millisecond).String())
-	}
-}
+func (c *Engine) flushFailures() { c.fails.flush(c.log, c.opts.Clock.Now()) }

@@ -279,9 +279,12 @@ func TestACheckTimeoutOfAYearListsTheInventoryFirst(t *testing.T) {
 // TestTheTombstonesOfAHungListAreBounded: Start "returns within about
 // ShutdownTimeout even when a port hangs, the Inventory included", and the
 // checks begin without a list that ignores its deadline; the engine's
-// memory follows the PUs it tracks. With Start's first list hung for good,
-// 20,000 PUs (long PUIDs, 20 MB of them) are tracked and destroyed one
-// after the other; once they are gone, the engine holds nothing of them.
+// memory follows the PUs it tracks. With every list hung for good (each
+// left behind past its deadline and retried), 20,000 PUs (long PUIDs, 20 MB
+// of them) are tracked and destroyed one after the other, a thousand a
+// second; once they are gone, the engine holds what the list under way
+// must not bring back (the removals of its deadline and a second) and
+// nothing more of them.
 func TestTheTombstonesOfAHungListAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
@@ -308,6 +311,7 @@ func TestTheTombstonesOfAHungListAreBounded(t *testing.T) {
 			if i%1000 == 999 {
 				c.TriggerAll()
 				synctest.Wait()
+				time.Sleep(time.Second)
 			}
 		}
 		c.TriggerAll()

@@ -91,10 +91,15 @@ type record struct {
 	reportedRow int8
 	reported    uint16
 
-	// tickets is how many of its events were given a place in its line to the Observer, told how many were told:
-	// the events of one PU reach the Observer one at a time, in the order of the moves that made them (tell).
-	tickets, told uint32
+	// line is its PUID's line to the Observer (nil without an Observer): the events of one PU reach the Observer one
+	// at a time, in the order of the moves that made them (tell), those of a record of the same PUID removed before it
+	// first.
+	line *eventLine
 }
+
+// eventLine is the line of one PUID's events to the Observer: tickets of them were given a place, told were told. A
+// record of a PUID tracked again while the events of the one before are being told shares its line (Engine.untold).
+type eventLine struct{ tickets, told uint32 }
 
 // newRecordLocked tracks pu in a new record, tracking until its EventTracked, whose ticket it returns, is told
 // (announceLocked).
@@ -102,6 +107,13 @@ func (c *Engine) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
 	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1, state: tracking,
 		phase: int32(fnv32a(pu.PUID) % uint32(c.phases))}
 	c.records[pu.PUID] = r
+	if c.opts.Observer != nil {
+		if r.line = c.untold[pu.PUID]; r.line != nil {
+			delete(c.untold, pu.PUID) // the record before it is still being told of: its events come first
+		} else {
+			r.line = &eventLine{}
+		}
+	}
 	r.nextOfPod = c.byPod[pu.Pod]
 	c.byPod[pu.Pod] = r
 	return r, c.ticketLocked(r)
@@ -129,8 +141,11 @@ func (c *Engine) ticketLocked(r *record) uint32 {
 	if c.opts.Observer == nil {
 		return 0
 	}
-	t := r.tickets
-	r.tickets++
+	t := r.line.tickets
+	r.line.tickets++
+	if r.state == removed && c.records[r.PUID] == nil {
+		c.untold[r.PUID] = r.line // a Track of its PUID meanwhile tells after it
+	}
 	return t
 }
 
@@ -146,7 +161,10 @@ func (c *Engine) tell(r *record, t uint32, ev Event) {
 		c.observe(ev)
 	}
 	c.mu.Lock()
-	r.told++
+	l := r.line
+	if l.told++; l.told == l.tickets && c.untold[r.PUID] == l {
+		delete(c.untold, r.PUID)
+	}
 	c.toldCond.Broadcast()
 	c.mu.Unlock()
 }
@@ -165,7 +183,7 @@ func (c *Engine) tellNow(r *record, ev Event) {
 // awaitTold returns once the Observer has been told every event of r before ticket t.
 func (c *Engine) awaitTold(r *record, t uint32) {
 	c.mu.Lock()
-	for int32(t-r.told) > 0 {
+	for int32(t-r.line.told) > 0 {
 		c.toldCond.Wait()
 	}
 	c.mu.Unlock()
@@ -269,6 +287,9 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	again := r.again && !c.stopped && r.waitFor != retrying
 	r.again = false
 	r.state = r.waitFor
+	if r.state == turnWaiting {
+		c.nudgeLineLocked(o.end, c.onTick(o.end+1)) // the head while it was checked: its turn may be sooner
+	}
 	if r.sweep == sweepNext && sweeping || again {
 		c.queueLocked(r, bySweep, o.end)
 		c.wakeLocked(1)
@@ -285,6 +306,9 @@ func (c *Engine) removeLocked(r *record) {
 		c.sweptLocked() // a check ends its own part of a Sweep (releaseLocked)
 	}
 	r.state = removed
+	if l := r.line; l != nil && l.told != l.tickets {
+		c.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
+	}
 	c.leaveLineLocked(r) // in line since its check, or before
 	c.setWaitLocked(r, idle, 0)
 	c.unscheduleLocked(r)

@@ -135,8 +135,14 @@ func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 		return true
 	}
 	if ctx.Err() == nil {
-		c.log.Error(err, "listing the Inventory failed; PUs of pods gone while the agent was down are not restored yet, will retry",
-			"attempt", attempt, "retryIn", c.backoff(attempt).String())
+		// The first failure is an error line; the others are summed up once an interval, as every port's.
+		msg := "listing the Inventory failed; PUs of pods gone while the agent was down are not restored yet, will retry"
+		if attempt == 1 {
+			c.log.Error(err, msg, "attempt", attempt, "retryIn", c.backoff(attempt).String())
+		} else {
+			c.log.V(1).Info(msg, "attempt", attempt, "retryIn", c.backoff(attempt).String(), "error", err.Error())
+			c.fails.add(portListPUs, "", err, c.opts.Clock.Now())
+		}
 	}
 	return false
 }

@@ -57,7 +57,7 @@ func (c *Engine) takeTurn(e *record, r *outcome) bool {
 	now := c.now()
 	ok, at := c.rate.take(e.PUID, now)
 	if ok {
-		c.nudgeLineLocked(now)
+		c.nudgeLineLocked(now, now)
 		return true
 	}
 	r.turnAt = at
@@ -71,23 +71,25 @@ func (c *Engine) takeTurn(e *record, r *outcome) bool {
 // leaveLineLocked gives back r's place in the destroy rate's line, if it has one; the turn goes to the next in line.
 func (c *Engine) leaveLineLocked(r *record) {
 	if _, ok := c.rate.leave(r.PUID); ok {
-		c.nudgeLineLocked(c.now())
+		now := c.now()
+		c.nudgeLineLocked(now, now)
 	}
 }
 
-// nudgeLineLocked has the PU at the head of the line checked when its turn comes, if that is sooner than it waits
-// for: after the one before it took its turn or left the line.
-func (c *Engine) nudgeLineLocked(now int64) {
+// nudgeLineLocked has the PU at the head of the line checked when its turn comes, and not before floor, if that is
+// sooner than it waits for: after the one before it took its turn or left the line, or its own check failed.
+func (c *Engine) nudgeLineLocked(now, floor int64) {
 	puid, ok := c.rate.front()
 	if !ok {
 		return
 	}
 	r := c.records[puid]
 	if r == nil || r.state != turnWaiting {
-		return // being checked, or queued: it asks for its turn soon
+		return // being checked, or queued: its check asks for its turn, or its release nudges it
 	}
-	if at := c.rate.turnAt(0, now); at < r.waitUntil {
+	if at := max(c.rate.turnAt(0, now), floor); at < r.waitUntil {
 		r.waitUntil = at
 		c.scheduleLocked(r, now)
+		c.nudgeSweepLocked() // a Sweep without Start queues the turns it waits for
 	}
 }

@@ -420,8 +420,9 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	}
 	s.checkEnd.Store(0)
 	if late := time.Duration(c.realNow() - end); late > 0 {
-		c.log.Error(nil, "a port or the Observer ignored its check's deadline; its slot was stuck meanwhile",
-			"puID", r.PUID, "pod", r.Pod.String(), "late", late.String())
+		err := fmt.Errorf("PU %s of pod %s: answered %v past its check's deadline; its slot was stuck meanwhile", r.PUID, r.Pod, late)
+		c.log.V(1).Info("a port or the Observer ignored its check's deadline", "error", err.Error())
+		c.fails.add(portLate, r.PUID, err, c.opts.Clock.Now())
 	}
 	c.mu.Lock()
 	if sweep := c.releaseLocked(r, s, &o); sweep != 0 { // once the Observer knows, so that a Sweep returns after it

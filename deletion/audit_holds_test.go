@@ -1,0 +1,326 @@
+package deletion_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+type ptrErr struct{ s string }
+
+func (e *ptrErr) Error() string        { return e.s }
+func (e *ptrErr) Is(target error) bool { return target == ports.ErrPodNotFound }
+
+type mapErr map[string]string
+
+func (mapErr) Error() string        { return "map" }
+func (mapErr) Is(target error) bool { return target == ports.ErrPodNotFound }
+func (m mapErr) Unwrap() error      { return ports.ErrPodNotFound }
+
+type sliceErr []error
+
+func (s sliceErr) Error() string   { return s[0].Error() } // panics when nil
+func (s sliceErr) Unwrap() []error { return []error{ports.ErrPodNotFound} }
+
+type funcErr func() string
+
+func (f funcErr) Error() string      { return f() }
+func (funcErr) Is(target error) bool { return target == ports.ErrPodNotFound }
+
+type wrapPerm struct{ inner error }
+
+func (w wrapPerm) Error() string { return "wrapped" }
+func (w wrapPerm) Unwrap() error { return w.inner }
+
+// docs/sdk/ports.md:16-18: "treats a port that hangs, fails or answers nonsense (a nil pod, another pod, a typed-nil
+// error) as a failure that keeps the PU". GetPod answers nonsense; a Sweep must destroy nothing.
+func TestAuditHoldsGetPodNonsenseKeepsThePU(t *testing.T) {
+	typedNils := map[string]error{
+		"nil pointer Is NotFound":   (*ptrErr)(nil),
+		"nil map Unwrap NotFound":   mapErr(nil),
+		"nil slice, reading panics": sliceErr(nil),
+		"nil func, reading panics":  funcErr(nil),
+		"wrapped nil pointer":       fmt.Errorf("x: %w", (*ptrErr)(nil)),
+		"joined with a typed nil":   errors.Join(ports.ErrPodNotFound, (*ptrErr)(nil)),
+		"permanent typed nil":       ports.Permanent((*ptrErr)(nil)),
+	}
+	answers := map[string]func(key types.NamespacedName) (*corev1.Pod, error){
+		"nil pod": func(types.NamespacedName) (*corev1.Pod, error) { return nil, nil },
+		"other pod": func(types.NamespacedName) (*corev1.Pod, error) {
+			return deletiontest.Pod(key("other"), "uid-x", "node-a"), nil
+		},
+		"no uid": func(k types.NamespacedName) (*corev1.Pod, error) { return deletiontest.Pod(k, "", "node-a"), nil },
+		"panic NotFound": func(types.NamespacedName) (*corev1.Pod, error) {
+			panic(ports.ErrPodNotFound)
+		},
+		"pod and typed nil": func(k types.NamespacedName) (*corev1.Pod, error) {
+			return nil, mapErr(nil)
+		},
+	}
+	for name, e := range typedNils {
+		answers[name] = func(types.NamespacedName) (*corev1.Pod, error) { return nil, e }
+	}
+	for name, answer := range answers {
+		t.Run(name, func(t *testing.T) {
+			policy := &deletiontest.Policy{}
+			getter := ports.PodGetterFunc(func(_ context.Context, k types.NamespacedName) (*corev1.Pod, error) { return answer(k) })
+			engine := deletiontest.NewEngine(t, getter, policy, deletion.Options{NodeName: "node-a"})
+			if err := engine.Track(ports.PU{PUID: "uid-1", Pod: key("web-0")}); err != nil {
+				t.Fatal(err)
+			}
+			engine.Sweep(context.Background())
+			if policy.CallCount() != 0 || engine.Len() != 1 {
+				t.Errorf("%d destroys, %d tracked; want 0 and 1", policy.CallCount(), engine.Len())
+			}
+		})
+	}
+}
+
+// ports.PolicyHandler.DestroyPU: "An error wrapped with Permanent is not retried; any other error, one that cannot be
+// read (a typed nil) too, is retried with backoff."
+func TestAuditHoldsDestroyPUTypedNilIsRetried(t *testing.T) {
+	for name, e := range map[string]error{
+		"nil pointer":              (*ptrErr)(nil),
+		"nil map":                  mapErr(nil),
+		"nil slice":                sliceErr(nil),
+		"nil func":                 funcErr(nil),
+		"permanent nil ptr":        ports.Permanent((*ptrErr)(nil)),
+		"wrapper of permanent nil": wrapPerm{ports.Permanent(mapErr(nil))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cluster := deletiontest.NewCluster()
+			policy := &deletiontest.Policy{}
+			engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{})
+			pu := cluster.CreatePod(key("web-0"), "node-a", "")
+			_ = engine.Track(pu)
+			cluster.DeletePod(pu.Pod)
+			policy.FailNext(1, e)
+			engine.Sweep(context.Background())
+			if engine.Len() != 1 {
+				t.Fatalf("dropped after a typed-nil DestroyPU error")
+			}
+			engine.Sweep(context.Background())
+			if engine.Len() != 0 || policy.Count(pu.PUID) != 2 {
+				t.Errorf("retry: %d calls, %d tracked", policy.Count(pu.PUID), engine.Len())
+			}
+		})
+	}
+	// A readable wrapper of Permanent gives up at once.
+	cluster := deletiontest.NewCluster()
+	policy := &deletiontest.Policy{}
+	engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{})
+	pu := cluster.CreatePod(key("web-0"), "node-a", "")
+	_ = engine.Track(pu)
+	cluster.DeletePod(pu.Pod)
+	policy.FailNext(1, wrapPerm{ports.Permanent(errors.New("no such PU"))})
+	engine.Sweep(context.Background())
+	if engine.Len() != 0 || policy.Count(pu.PUID) != 1 {
+		t.Errorf("permanent: %d calls, %d tracked", policy.Count(pu.PUID), engine.Len())
+	}
+}
+
+// Untrack: "Once it returns, no DestroyPU of that PU starts". A PU waits for its turn under DestroyRate in a Sweep.
+func TestAuditHoldsUntrackWhileWaitingForTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{DestroyRate: 0.1})
+		a := cluster.CreatePod(key("a"), "node-a", "")
+		b := cluster.CreatePod(key("b"), "node-a", "")
+		_ = engine.Track(a)
+		_ = engine.Track(b)
+		cluster.DeletePod(a.Pod)
+		cluster.DeletePod(b.Pod)
+		done := make(chan struct{})
+		go func() { engine.Sweep(t.Context()); close(done) }()
+		synctest.Wait()
+		first := policy.Calls()[0].Event.PUID
+		waiting := a.PUID
+		if first == a.PUID {
+			waiting = b.PUID
+		}
+		engine.Untrack(waiting)
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Error("Sweep still waits for the turn of an untracked PU")
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if policy.Count(waiting) != 0 {
+			t.Errorf("untracked PU destroyed")
+		}
+		<-done
+	})
+}
+
+// Options.Inventory: "A list never brings back a PU removed from when it began until its answer is tracked". The
+// informer tracked A; the first list is slow; A is untracked meanwhile; the list answers A.
+func TestAuditHoldsListAnsweringAfterUntrack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		a := cluster.CreatePod(key("a"), "node-a", "")
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			time.Sleep(2 * time.Second)
+			return []ports.PU{a}, nil
+		})
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv, CheckTimeout: 5 * time.Second})
+		_ = engine.Track(a)
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(time.Second)
+		engine.Untrack(a.PUID)
+		cluster.DeletePod(a.Pod)
+		deletiontest.Advance(time.Minute)
+		if engine.Len() != 0 || policy.CallCount() != 0 {
+			t.Errorf("tracked %d, destroys %d after the list brought back an untracked PU", engine.Len(), policy.CallCount())
+		}
+	})
+}
+
+// Options.Inventory: "nor one destroyed ... while no list had answered yet". A Sweep before Start destroys A; a stale
+// journal still lists it.
+func TestAuditHoldsStaleListAfterDestroyBeforeStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		a := cluster.CreatePod(key("a"), "node-a", "")
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) { return []ports.PU{a}, nil })
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv})
+		_ = engine.Track(a)
+		cluster.DeletePod(a.Pod)
+		engine.Sweep(t.Context())
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(time.Minute)
+		if policy.CallCount() != 1 {
+			t.Errorf("%d DestroyPU calls, want 1", policy.CallCount())
+		}
+	})
+}
+
+// Start: "Start returns within about ShutdownTimeout even when a port hangs"; LivenessCheck fails "when every worker
+// is stuck in a port".
+func TestAuditHoldsHungPortLivenessAndStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		release := make(chan struct{})
+		getter := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			<-release
+			return cluster.GetPod(context.Background(), k)
+		})
+		engine := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{Workers: 2, CheckTimeout: time.Second})
+		_ = engine.Track(cluster.CreatePod(key("a"), "node-a", ""))
+		_ = engine.Track(cluster.CreatePod(key("b"), "node-a", ""))
+		stop := deletiontest.Start(t, engine)
+		deletiontest.Advance(10 * time.Second)
+		if err := engine.LivenessCheck(nil); !errors.Is(err, deletion.ErrWorkersStuck) {
+			t.Errorf("LivenessCheck = %v, want ErrWorkersStuck", err)
+		}
+		began := time.Now()
+		stop()
+		if took := time.Since(began); took > 3*time.Second {
+			t.Errorf("Start took %v to return", took)
+		}
+		close(release)
+		synctest.Wait()
+	})
+}
+
+// DryRun: "reported once per reason ... and kept, or, when its pod is gone for good ..., dropped from memory ... Until
+// the Inventory's first list is in, it remembers the latest dropped PUs ... so that the list does not report them
+// again." The policy engine (the Inventory) still holds every PU: a dry run destroys nothing; its first lists fail.
+func TestAuditHoldsDryRunReportsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		events := &deletiontest.Events{}
+		var pus []ports.PU
+		for i := range 20 {
+			pus = append(pus, cluster.CreatePod(key(fmt.Sprint("p", i)), "node-a", ""))
+		}
+		var lists atomic.Int32
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			if lists.Add(1) <= 3 {
+				return nil, errors.New("policy engine down")
+			}
+			return pus, nil
+		})
+		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{DryRun: true, Inventory: inv, Observer: events})
+		for _, pu := range pus {
+			_ = engine.Track(pu)
+			cluster.DeletePod(pu.Pod)
+		}
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(10 * time.Minute)
+		if n := events.Count(deletion.EventWouldDestroy); n != 20 || engine.Len() != 0 {
+			t.Errorf("%d reports for 20 PUs, %d tracked, after %d lists", n, engine.Len(), lists.Load())
+		}
+	})
+}
+
+// Retries: "tried again after RetryMinDelay ..., and not before, whatever brings the PU up (its periodic check, a
+// trigger)".
+func TestAuditHoldsRetryNotBeforeItsDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{RetryMinDelay: 10 * time.Second, RetryMaxDelay: time.Minute})
+		pu := cluster.CreatePod(key("a"), "node-a", "")
+		_ = engine.Track(pu)
+		deletiontest.Start(t, engine)
+		policy.FailNext(1, errors.New("busy"))
+		cluster.DeletePod(pu.Pod)
+		engine.TriggerPod(pu.Pod)
+		deletiontest.Advance(0)
+		first := policy.Calls()[0].At
+		for range 9 {
+			engine.TriggerPod(pu.Pod)
+			engine.TriggerAll()
+			deletiontest.Advance(time.Second)
+		}
+		calls := policy.Calls()
+		if len(calls) > 1 && calls[1].At.Sub(first) < 10*time.Second {
+			t.Errorf("retry %v after the failure, want >= 10s", calls[1].At.Sub(first))
+		}
+		deletiontest.Advance(10 * time.Second)
+		if engine.Len() != 0 {
+			t.Errorf("not retried")
+		}
+	})
+}
+
+// Start: "Once ctx is done, no check of its own and no DestroyPU of them starts". Start with a cancelled context.
+func TestAuditHoldsStartWithCancelledContextChecksNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{})
+		pu := cluster.CreatePod(key("a"), "node-a", "")
+		_ = engine.Track(pu)
+		cluster.DeletePod(pu.Pod)
+		engine.TriggerAll()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := engine.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if cluster.AllReads() != 0 || policy.CallCount() != 0 {
+			t.Errorf("%d reads, %d destroys after Start on a cancelled context", cluster.AllReads(), policy.CallCount())
+		}
+		if err := engine.LivenessCheck(nil); !errors.Is(err, deletion.ErrNotRunning) {
+			t.Errorf("LivenessCheck after Start returned: %v", err)
+		}
+	})
+}

@@ -1,0 +1,219 @@
+package deletion_test
+
+// An independent audit of the engine's documented promises, through the public API alone: each TestAudit<Promise>
+// broke a promise when it was written and holds it now; each TestAuditHolds<Promise> held under the same kind of
+// attack.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+func key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "shop", Name: name}
+}
+
+// gate is an Observer that blocks on the events its block function picks, until released.
+type gate struct {
+	block   func(deletion.Event) bool
+	release chan struct{}
+	once    sync.Once
+}
+
+func newGate(block func(deletion.Event) bool) *gate {
+	return &gate{block: block, release: make(chan struct{})}
+}
+
+func (g *gate) Observe(ev deletion.Event) {
+	if g.block(ev) {
+		<-g.release
+	}
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+// PUStatus.State (go doc deletion PUStatus): "State: "tracking" (Track is telling the Observer), "idle", "queued",
+// "checking", "waiting for a retry" or "waiting for its turn"." Status is read while Track tells a journal of the PU's EventTracked.
+func TestAuditStatusStateIsOneOfTheDocumented(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		g := newGate(func(ev deletion.Event) bool { return ev.Kind == deletion.EventTracked })
+		defer g.open()
+		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Observer: g})
+		pu := cluster.CreatePod(key("web-0"), "node-a", "")
+		go engine.Track(pu) // a journal commits the PU: Track waits for it
+		synctest.Wait()
+
+		documented := []string{"tracking", "idle", "queued", "checking", "waiting for a retry", "waiting for its turn"}
+		for _, s := range engine.Status() {
+			if !slices.Contains(documented, s.State) {
+				t.Errorf("Status of %s: State %q, not one of the documented %q", s.PUID, s.State, documented)
+			}
+		}
+		g.open()
+		synctest.Wait()
+	})
+}
+
+// Options.Inventory: "a failing or late list is retried with backoff until it answers, while checks go on."
+// docs/sdk/ports.md:16: "The engine calls every port under a deadline ... and treats a port that hangs ... as a
+// failure". The first ListPUs hangs past every deadline (it ignores its context); a second call would answer.
+func TestAuditHungInventoryListIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		pu := cluster.CreatePod(key("web-0"), "node-a", "")
+		cluster.DeletePod(pu.Pod) // gone while the agent was down
+		release := make(chan struct{})
+		var calls atomic.Int32
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			if calls.Add(1) == 1 {
+				<-release // hangs, ignoring ctx
+			}
+			return []ports.PU{pu}, nil
+		})
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv, CheckTimeout: 5 * time.Second})
+		stop := deletiontest.Start(t, engine)
+		deletiontest.Advance(30 * time.Minute)
+
+		n, destroyed := calls.Load(), len(policy.Destroyed())
+		stop()
+		close(release)
+		synctest.Wait()
+		if n < 2 || destroyed != 1 {
+			t.Errorf("after 30 min with the first list hung past its %v deadline: %d ListPUs calls, %d destroys; "+
+				"want the list retried (>=2 calls) and the PU of the gone pod destroyed", 5*time.Second, n, destroyed)
+		}
+	})
+}
+
+// deletion.Engine.Untrack: "It reports whether the PU was tracked, once the Observer has been told (EventUntracked,
+// after every earlier event of the PU)." deletion.Engine.Track: "Track returns once the Observer has been told
+// (EventTracked)". docs/sdk/restarts.md:21-23: the journal "records each PU before Track returns (a kill -9 right
+// after loses nothing ...)". deletiontest.Inventory: "Hooked as both, it holds what the engine recorded".
+// A PU is Untracked while its EventChecked is being told, and Tracked again (a new PU) before Untrack returns: the
+// engine tracks the PU, but the journal hears EventUntracked after the new EventTracked and forgets it.
+func TestAuditJournalKeepsAPUTrackedAgainDuringUntrack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		inv := deletiontest.NewInventory()
+		var blockChecked atomic.Bool
+		g := newGate(func(ev deletion.Event) bool { return ev.Kind == deletion.EventChecked && blockChecked.Load() })
+		defer g.open()
+		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Observer: deletion.Observers(inv, g)})
+		pu := cluster.CreatePod(key("web-0"), "node-a", "")
+		if err := engine.Track(pu); err != nil {
+			t.Fatal(err)
+		}
+		blockChecked.Store(true)
+		go engine.Sweep(t.Context()) // its EventChecked is slow to be told
+		synctest.Wait()
+		untracked := make(chan bool, 1)
+		go func() { untracked <- engine.Untrack(pu.PUID) }() // the agent tore it down
+		synctest.Wait()
+		tracked := make(chan error, 1)
+		go func() { tracked <- engine.Track(pu) }() // and created it again: a new PU
+		synctest.Wait()
+		blockChecked.Store(false)
+		g.open()
+		<-untracked
+		if err := <-tracked; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+
+		if engine.Len() != 1 {
+			t.Fatalf("engine tracks %d PUs, want the one tracked again", engine.Len())
+		}
+		if got := inv.PUs(); len(got) != 1 {
+			t.Errorf("the engine tracks %v, Track returned nil after its EventTracked, yet the journal holds %v: "+
+				"it heard %v", deletiontest.PUs(engine), got, "Tracked(new) before Untracked(old)")
+		}
+
+		// What a restart finds: the pod goes while the agent is down, and nothing destroys its PU.
+		cluster.DeletePod(pu.Pod)
+		policy := &deletiontest.Policy{}
+		restarted := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv, Observer: inv})
+		deletiontest.Start(t, restarted)
+		deletiontest.Advance(time.Minute)
+		if len(policy.Destroyed()) != 1 {
+			t.Errorf("after a restart: %d destroys of the PU whose pod went while the agent was down, want 1", len(policy.Destroyed()))
+		}
+	})
+}
+
+// Options.DestroyRate: "a check that sees the pod alive, or Untrack, takes it out of the line, and the turn it did
+// not use goes to the next in line". Sweep: "Under DestroyRate, a destroy a check decides is one of Sweep's
+// checks: Sweep waits for its turn." A Sweep without Start: the second in line is seen alive at its turn; the
+// third must get that turn.
+func TestAuditSweepGivesAnUnusedTurnToTheNextInLine(t *testing.T) {
+	unusedTurn(t, false)
+}
+
+// The same with Start running: the scheduler gives the unused turn to the next in line.
+func TestAuditHoldsUnusedTurnGoesToTheNextInLineUnderStart(t *testing.T) {
+	unusedTurn(t, true)
+}
+
+func unusedTurn(t *testing.T, start bool) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{
+			Workers: 1, DestroyRate: 2, DestroyBurst: 1, SweepInterval: time.Hour,
+		})
+		var pus []ports.PU
+		for _, n := range []string{"a", "b", "c", "d"} {
+			pu := cluster.CreatePod(key(n), "node-a", "")
+			pus = append(pus, pu)
+			if err := engine.Track(pu); err != nil {
+				t.Fatal(err)
+			}
+			cluster.FailReads(pu.Pod, ports.ErrPodNotFound) // a cache that says gone
+		}
+		if start {
+			deletiontest.Start(t, engine)
+			synctest.Wait()
+		}
+		t0 := time.Now()
+		swept := make(chan struct{})
+		go func() { engine.Sweep(t.Context()); close(swept) }()
+		synctest.Wait()
+		// One destroyed at once; the others wait in line, their turns 0.5s apart.
+		turns := map[time.Duration]ports.PU{}
+		for _, s := range engine.Status() {
+			turns[s.NextAttempt.Sub(t0)] = s.PU
+		}
+		second, ok1 := turns[500*time.Millisecond]
+		third, ok2 := turns[time.Second]
+		if len(policy.Calls()) != 1 || !ok1 || !ok2 {
+			t.Fatalf("after the first pass: %d calls, turns %v; want 1 call and turns at 0.5s, 1s, 1.5s", len(policy.Calls()), turns)
+		}
+		cluster.FailReads(second.Pod, nil) // the cache catches up: the pod lives
+		deletiontest.Advance(500 * time.Millisecond)
+		deletiontest.Advance(100 * time.Millisecond)
+		if n := policy.Count(third.PUID); n != 1 {
+			t.Errorf("at 0.6s: the third in line (turn at 1s) destroyed %d times; want it to have the 0.5s turn the second did not use", n)
+		}
+		for _, pu := range pus {
+			cluster.FailReads(pu.Pod, nil)
+			cluster.DeletePod(pu.Pod)
+		}
+		deletiontest.Advance(10 * time.Second)
+		<-swept
+	})
+}
+
+var _ = errors.New
