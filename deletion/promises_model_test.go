@@ -1160,7 +1160,7 @@ func (w *pmWorld) userTrack(e *pmEngine, pu ports.PU) {
 		if e.toldTracked[pu.PUID] == 0 {
 			w.violateLocked("11: Track(%s) returned before the Observer had its EventTracked", pu.PUID)
 		}
-	case errors.Is(err, deletion.ErrNotRunning) && e.stopAt != 0:
+	case errors.Is(err, deletion.ErrNotRunning) && e.startCalled && !e.running:
 		// Start has returned: nothing would check it, and Track says so. The PU stays in the policy engine for the
 		// next engine's list.
 	default:
