@@ -46,14 +46,14 @@ func (c *Engine) check(ctx context.Context, e *record) outcome {
 	r.verdict, r.err = v, err
 	switch v.Action {
 	case Adopt:
-		c.mu.Lock()
+		c.q.mu.Lock()
 		if e.state == removed { // untracked meanwhile: nothing to record
-			c.mu.Unlock()
+			c.q.mu.Unlock()
 			break
 		}
 		e.SandboxID = v.SandboxID
 		snapshot, t := e.PU, c.ticketLocked(e)
-		c.mu.Unlock()
+		c.q.mu.Unlock()
 		c.log.V(1).Info("sandbox recorded", "puID", e.PUID, "pod", e.Pod.String(), "sandboxID", v.SandboxID)
 		c.tell(e, t, Event{Kind: EventAdopted, PU: snapshot, Verdict: v})
 	case Destroy:
@@ -132,27 +132,27 @@ func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb in
 // r.requeue for rows 10 and 12), another failure sets r.retryAt, a turn not come yet r.turnAt. Nothing is called for
 // a record Untrack removed, whatever the check waited for.
 func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.Pod, r *outcome) {
-	c.mu.Lock()
+	c.q.mu.Lock()
 	if e.state == removed {
-		c.mu.Unlock()
+		c.q.mu.Unlock()
 		return
 	}
 	ev := ports.DestroyEvent{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID, Reason: v.Reason}
 	if c.opts.DryRun {
-		c.mu.Unlock()
+		c.q.mu.Unlock()
 		c.wouldDestroy(e, v, ev)
 		return
 	}
 	if e.goneSince == 0 {
 		e.goneSince = c.now()
 	}
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	if !c.takeTurn(e, r) {
 		return
 	}
 	err, permanent := c.destroyPU(ctx, ev)
 
-	c.mu.Lock()
+	c.q.mu.Lock()
 	untracked := e.state == removed
 	if err != nil {
 		e.attempts++
@@ -173,7 +173,7 @@ func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.
 	if err != nil && done && !untracked {
 		second = c.ticketLocked(e)
 	}
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	if done && v.Requeue {
 		r.requeue = pod
 	}

@@ -3,12 +3,10 @@ package deletion
 import (
 	"fmt"
 	"reflect"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -28,41 +26,14 @@ type Engine struct {
 	opts   Options
 	log    logr.Logger
 
-	// epoch is the origin of times on Options.Clock (record), realEpoch that of deadlines (realNow).
+	// epoch is the origin of times on Options.Clock (puQueue), realEpoch that of deadlines (realNow).
 	epoch, realEpoch time.Time
-	tick             time.Duration
-	phases           int32
 
 	started  atomic.Bool
 	sweeping chan struct{} // lets one Sweep run at a time
 
-	mu      sync.Mutex
-	records map[string]*record
-	byPod   map[types.NamespacedName]*record // the first record of each pod; the others follow it
-	// heap holds the records by the time they are queued next; the scheduler sleeps until wakeAt (0: until kick).
-	heap   timeHeap
-	wakeAt int64
-	kick   chan struct{}
-	waits  [removed + 1]int // the records by what they wait for (record.waitFor)
-	// ready is the one queue of checks, from readyHead on; workers skip the records in it no longer queued.
-	ready     []readyItem
-	readyHead int
-	slots     []slot  // the Workers slots checks run in
-	free      []int32 // the slots not in use
-	// idleWorkers wait on cond for the ready queue, boundWaiting for a free slot or Start's first list.
-	idleWorkers, boundWaiting int
-	cond                      sync.Cond
-	toldCond                  sync.Cond             // an event of a PU told: the next in its line may be (record.line)
-	untold                    map[string]*eventLine // the lines of removed records whose events are being told
-	// running: Start runs (since startAt); stopped: it has returned; begun: its first list of the Inventory is done.
-	running, stopped, begun bool
-	startAt                 int64
-
-	list     listWindow     // the Inventory's lists (restore.go)
-	unlisted unlistedMemory // the removals a list is not to bring back (restore.go)
-	rate     rateLine       // the destroy rate (rollout.go)
-	sweep    sweepRun       // the running Sweep (workers.go)
-	fails    failures       // the ports' failures, for the logs (failures.go)
+	q     puQueue  // every PU's record, and every move of one (queue.go): the engine's lock is its
+	fails failures // the ports' failures, for the logs (failures.go)
 }
 
 // New returns an Engine that reads pods through getter and destroys PUs through policy. It returns an error wrapping
@@ -78,7 +49,6 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 	if err != nil {
 		return nil, err
 	}
-	phases := phasesOf(o.SweepInterval)
 	c := &Engine{
 		getter:    getter,
 		policy:    policy,
@@ -86,23 +56,9 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		log:       o.Logger,
 		epoch:     o.Clock.Now(),
 		realEpoch: time.Now(),
-		slots:     make([]slot, o.Workers),
-		free:      make([]int32, o.Workers),
-		tick:      o.SweepInterval / time.Duration(phases),
-		phases:    int32(phases),
-		records:   make(map[string]*record),
-		byPod:     make(map[types.NamespacedName]*record),
-		untold:    make(map[string]*eventLine),
-		list:      listWindow{removing: make(map[string]int)},
 		sweeping:  make(chan struct{}, 1),
 	}
-	for i := range c.slots {
-		c.slots[i].index, c.free[i] = int32(i), int32(i)
-	}
-	if o.DestroyRate > 0 && o.DestroyRate != rate.Inf {
-		c.rate = newRateLine(max(1, int64(float64(time.Second)/float64(o.DestroyRate))), o.DestroyBurst) // at most MaxDuration (Options)
-	}
-	c.cond.L, c.toldCond.L = &c.mu, &c.mu
+	c.q.init(o)
 	return c, nil
 }
 
@@ -130,49 +86,49 @@ func (c *Engine) Track(pu ports.PU) error {
 
 // track is Track, and reports whether pu was new; a PU the Inventory listed and removed meanwhile is not tracked.
 func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
-	if c.records == nil {
+	if c.q.records == nil {
 		return false, ErrNotCreated
 	}
 	if pu.PUID == "" || pu.Pod.Name == "" || pu.Pod.Namespace == "" {
 		return false, fmt.Errorf("%w: PUID %q, pod %q: PUID, pod name and namespace are required", ErrInvalidPU, pu.PUID, pu.Pod)
 	}
 	now := c.now()
-	c.mu.Lock()
-	if c.stopped && !listed {
-		c.mu.Unlock()
+	c.q.mu.Lock()
+	if c.q.stopped && !listed {
+		c.q.mu.Unlock()
 		return false, fmt.Errorf("%w: Start has returned: nothing would check PU %q", ErrNotRunning, pu.PUID)
 	}
-	r, tracked := c.records[pu.PUID]
-	_, gone := c.list.gone[pu.PUID]
+	r, tracked := c.q.records[pu.PUID]
+	_, gone := c.q.list.gone[pu.PUID]
 	switch {
 	case tracked:
 		var t uint32
 		if r.line != nil {
 			t = r.line.tickets // every event of r so far: its EventTracked among them
 		}
-		c.mu.Unlock()
+		c.q.mu.Unlock()
 		if c.opts.Observer != nil {
 			c.awaitTold(r, t)
 		}
 		return false, nil
 	case listed && gone:
-		c.mu.Unlock()
+		c.q.mu.Unlock()
 		c.log.V(1).Info("a PU the Inventory listed was removed meanwhile; not tracked again", "puID", pu.PUID, "pod", pu.Pod.String())
 		return false, nil
 	}
 	r, t := c.newRecordLocked(pu, now)
-	if c.opts.Inventory != nil && !c.list.restored {
-		c.unlisted.saw(len(c.records)) // the dry run's memory is as large as the most PUs tracked at once
+	if c.opts.Inventory != nil && !c.q.list.restored {
+		c.q.unlisted.saw(len(c.q.records)) // the dry run's memory is as large as the most PUs tracked at once
 	}
 	if c.opts.Observer == nil {
 		c.announceLocked(r, now)
 	}
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	if c.opts.Observer != nil {
 		c.tell(r, t, Event{Kind: EventTracked, PU: pu})
-		c.mu.Lock()
+		c.q.mu.Lock()
 		c.announceLocked(r, c.now())
-		c.mu.Unlock()
+		c.q.mu.Unlock()
 	}
 	return true, nil
 }
@@ -183,20 +139,20 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 // started may finish. A later Track of the same PUID is a new PU, and so is one a later list brings: the Inventory
 // must no longer list it (a journal that observes EventUntracked does not).
 func (c *Engine) Untrack(puid string) bool {
-	if c.records == nil {
+	if c.q.records == nil {
 		return false
 	}
-	c.mu.Lock()
-	r := c.records[puid]
+	c.q.mu.Lock()
+	r := c.q.records[puid]
 	if r == nil {
-		c.list.removed(puid, c.realNow())
-		c.list.told(puid)
-		c.mu.Unlock()
+		c.q.list.removed(puid, c.realNow())
+		c.q.list.told(puid)
+		c.q.mu.Unlock()
 		return false
 	}
 	c.removeLocked(r)
 	snapshot, t := r.PU, c.ticketLocked(r)
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	c.tell(r, t, Event{Kind: EventUntracked, PU: snapshot})
 	c.told(puid)
 	return true
@@ -206,13 +162,13 @@ func (c *Engine) Untrack(puid string) bool {
 // waiting (one waiting for its turn is checked, and keeps its place). Its cost grows with that pod's PUs, not with all
 // PUs. Checks asked before Start run when it begins; after Start has returned, TriggerPod does nothing.
 func (c *Engine) TriggerPod(key types.NamespacedName) {
-	if c.records == nil {
+	if c.q.records == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
 	now, n := c.now(), 0
-	for r := c.byPod[key]; r != nil && !c.stopped; r = r.nextOfPod {
+	for r := c.q.byPod[key]; r != nil && !c.q.stopped; r = r.nextOfPod {
 		r.fresh = true
 		if c.queueLocked(r, byTrigger, now) {
 			n++
@@ -223,14 +179,14 @@ func (c *Engine) TriggerPod(key types.NamespacedName) {
 
 // TriggerAll asks for every PU to be checked now, as TriggerPod does for the PUs of one pod.
 func (c *Engine) TriggerAll() {
-	if c.records == nil {
+	if c.q.records == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
 	now, n := c.now(), 0
-	for _, r := range c.records {
-		if !c.stopped && c.queueLocked(r, byTrigger, now) {
+	for _, r := range c.q.records {
+		if !c.q.stopped && c.queueLocked(r, byTrigger, now) {
 			n++
 		}
 	}
@@ -239,9 +195,9 @@ func (c *Engine) TriggerAll() {
 
 // Len returns the number of tracked PUs.
 func (c *Engine) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.records)
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	return len(c.q.records)
 }
 
 // Classify says how the decision table reads pod on its own, for adapters that choose from pod events which pods to

@@ -6,9 +6,9 @@ package deletion
 // under way must not bring back, and those whose removal the Observer is
 // being told). Adapt it here when these internals move.
 func DryRunMemory(c *Engine) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.unlisted.cur) + len(c.unlisted.old) + len(c.list.gone) + len(c.list.removing)
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	return len(c.q.unlisted.cur) + len(c.q.unlisted.old) + len(c.q.list.gone) + len(c.q.list.removing)
 }
 
 // MinDryRunMemory is how many dropped PUs a dry run may remember however

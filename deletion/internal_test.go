@@ -41,16 +41,16 @@ func TestRemovalGivesBackItsMemory(t *testing.T) {
 	}
 	assert.True(t, c.Untrack("1"), "the middle of the pod's list")
 	var left []string
-	for e := c.byPod[key]; e != nil; e = e.nextOfPod {
+	for e := c.q.byPod[key]; e != nil; e = e.nextOfPod {
 		left = append(left, e.PUID)
 	}
 	assert.ElementsMatch(t, []string{"0", "2"}, left)
 
 	c.Sweep(context.Background()) // every pod is gone
 	assert.Zero(t, c.Len())
-	assert.Empty(t, c.byPod, "no pod list left behind")
-	assert.Empty(t, c.heap, "no record left on the heap")
-	assert.Zero(t, c.waits[retrying]+c.waits[turnWaiting], "none counted as waiting")
+	assert.Empty(t, c.q.byPod, "no pod list left behind")
+	assert.Empty(t, c.q.heap, "no record left on the heap")
+	assert.Zero(t, c.q.waits[retrying]+c.q.waits[turnWaiting], "none counted as waiting")
 }
 
 // TestTriggersAfterStopKeepNothing: TriggerPod and TriggerAll after Start
@@ -67,11 +67,11 @@ func TestTriggersAfterStopKeepNothing(t *testing.T) {
 		c.TriggerPod(types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)})
 		c.TriggerAll()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	assert.Empty(t, c.ready[c.readyHead:])
-	assert.LessOrEqual(t, cap(c.ready), 16)
-	assert.Equal(t, idle, c.records["1"].state)
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	assert.Empty(t, c.q.ready[c.q.readyHead:])
+	assert.LessOrEqual(t, cap(c.q.ready), 16)
+	assert.Equal(t, idle, c.q.records["1"].state)
 }
 
 // TestTheReadyQueueGivesBackItsMemory: after a TriggerAll of 10,000 PUs is
@@ -84,20 +84,20 @@ func TestTheReadyQueueGivesBackItsMemory(t *testing.T) {
 		require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
 	}
 	c.TriggerAll()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	require.Len(t, c.ready, 10_000)
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	require.Len(t, c.q.ready, 10_000)
 	claim := func() {
-		c.ready[c.readyHead] = readyItem{}
-		c.readyHead++
+		c.q.ready[c.q.readyHead] = readyItem{}
+		c.q.readyHead++
 		c.compactReadyLocked()
 	}
 	for range 6_000 {
 		claim()
 	}
-	assert.LessOrEqual(t, len(c.ready), 10_000-5_000, "a consumed head over half the queue is given back")
-	for c.readyHead < len(c.ready) {
+	assert.LessOrEqual(t, len(c.q.ready), 10_000-5_000, "a consumed head over half the queue is given back")
+	for c.q.readyHead < len(c.q.ready) {
 		claim()
 	}
-	assert.LessOrEqual(t, cap(c.ready), 4096, "a drained queue keeps at most 4,096 slots")
+	assert.LessOrEqual(t, cap(c.q.ready), 4096, "a drained queue keeps at most 4,096 slots")
 }

@@ -105,17 +105,17 @@ type eventLine struct{ tickets, told uint32 }
 // (announceLocked).
 func (c *Engine) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
 	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1, state: tracking,
-		phase: int32(fnv32a(pu.PUID) % uint32(c.phases))}
-	c.records[pu.PUID] = r
+		phase: int32(fnv32a(pu.PUID) % uint32(c.q.phases))}
+	c.q.records[pu.PUID] = r
 	if c.opts.Observer != nil {
-		if r.line = c.untold[pu.PUID]; r.line != nil {
-			delete(c.untold, pu.PUID) // the record before it is still being told of: its events come first
+		if r.line = c.q.untold[pu.PUID]; r.line != nil {
+			delete(c.q.untold, pu.PUID) // the record before it is still being told of: its events come first
 		} else {
 			r.line = &eventLine{}
 		}
 	}
-	r.nextOfPod = c.byPod[pu.Pod]
-	c.byPod[pu.Pod] = r
+	r.nextOfPod = c.q.byPod[pu.Pod]
+	c.q.byPod[pu.Pod] = r
 	return r, c.ticketLocked(r)
 }
 
@@ -126,7 +126,7 @@ func (c *Engine) announceLocked(r *record, now int64) {
 		return // removed meanwhile
 	}
 	r.state = idle
-	again := r.again && !c.stopped
+	again := r.again && !c.q.stopped
 	r.again = false
 	if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) || again {
 		c.queueLocked(r, bySweep, now)
@@ -143,8 +143,8 @@ func (c *Engine) ticketLocked(r *record) uint32 {
 	}
 	t := r.line.tickets
 	r.line.tickets++
-	if r.state == removed && c.records[r.PUID] == nil {
-		c.untold[r.PUID] = r.line // a Track of its PUID meanwhile tells after it
+	if r.state == removed && c.q.records[r.PUID] == nil {
+		c.q.untold[r.PUID] = r.line // a Track of its PUID meanwhile tells after it
 	}
 	return t
 }
@@ -160,13 +160,13 @@ func (c *Engine) tell(r *record, t uint32, ev Event) {
 	if ev.Kind != 0 {
 		c.observe(ev)
 	}
-	c.mu.Lock()
+	c.q.mu.Lock()
 	l := r.line
-	if l.told++; l.told == l.tickets && c.untold[r.PUID] == l {
-		delete(c.untold, r.PUID)
+	if l.told++; l.told == l.tickets && c.q.untold[r.PUID] == l {
+		delete(c.q.untold, r.PUID)
 	}
-	c.toldCond.Broadcast()
-	c.mu.Unlock()
+	c.q.toldCond.Broadcast()
+	c.q.mu.Unlock()
 }
 
 // tellNow tells the Observer about ev, an event of r that no move of r made (a failed port), in its turn.
@@ -174,19 +174,19 @@ func (c *Engine) tellNow(r *record, ev Event) {
 	if c.opts.Observer == nil {
 		return
 	}
-	c.mu.Lock()
+	c.q.mu.Lock()
 	t := c.ticketLocked(r)
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	c.tell(r, t, ev)
 }
 
 // awaitTold returns once the Observer has been told every event of r before ticket t.
 func (c *Engine) awaitTold(r *record, t uint32) {
-	c.mu.Lock()
+	c.q.mu.Lock()
 	for int32(t-r.line.told) > 0 {
-		c.toldCond.Wait()
+		c.q.toldCond.Wait()
 	}
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 }
 
 // setWaitLocked makes r wait for f (retrying or turnWaiting) until until, or for nothing (idle), and counts the
@@ -195,8 +195,8 @@ func (c *Engine) setWaitLocked(r *record, f state, until int64) {
 	if r.waitFor == turnWaiting && f != turnWaiting {
 		c.leaveLineLocked(r) // seen alive, or destroyed: its turn goes to the next in line
 	}
-	c.waits[r.waitFor]--
-	c.waits[f]++
+	c.q.waits[r.waitFor]--
+	c.q.waits[f]++
 	r.waitFor, r.waitUntil = f, until
 }
 
@@ -206,7 +206,7 @@ func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
 	switch {
 	case r.state == idle, r.state == turnWaiting, r.state == retrying && why != byTrigger:
 		r.state = queued
-		c.ready = append(c.ready, readyItem{r, now})
+		c.q.ready = append(c.q.ready, readyItem{r, now})
 		return true
 	case (r.state == checking || r.state == tracking) && why != byTime:
 		r.again = true
@@ -245,15 +245,15 @@ func (c *Engine) dueLocked(r *record, now int64) bool {
 // the caller to count.
 func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	s.held = nil
-	c.free = append(c.free, s.index)
-	if c.boundWaiting > 0 {
-		c.cond.Broadcast()
+	c.q.free = append(c.q.free, s.index)
+	if c.q.boundWaiting > 0 {
+		c.q.cond.Broadcast()
 	}
 	sweeping := c.sweepingLocked(r.sweepGen)
 	switch {
 	case r.sweep == sweepThis && sweeping && o.turnAt != 0 && r.state != removed:
 		r.sweep = sweepTurn // the Sweep waits for its turn (Sweep)
-		c.sweep.owed = append(c.sweep.owed, r)
+		c.q.sweep.owed = append(c.q.sweep.owed, r)
 		c.nudgeSweepLocked()
 	case r.sweep == sweepThis:
 		if sweeping {
@@ -284,7 +284,7 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	default:
 		c.setWaitLocked(r, idle, 0)
 	}
-	again := r.again && !c.stopped && r.waitFor != retrying
+	again := r.again && !c.q.stopped && r.waitFor != retrying
 	r.again = false
 	r.state = r.waitFor
 	if r.state == turnWaiting {
@@ -307,17 +307,17 @@ func (c *Engine) removeLocked(r *record) {
 	}
 	r.state = removed
 	if l := r.line; l != nil && l.told != l.tickets {
-		c.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
+		c.q.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
 	}
 	c.leaveLineLocked(r) // in line since its check, or before
 	c.setWaitLocked(r, idle, 0)
 	c.unscheduleLocked(r)
-	delete(c.records, r.PUID)
-	if head := c.byPod[r.Pod]; head == r {
+	delete(c.q.records, r.PUID)
+	if head := c.q.byPod[r.Pod]; head == r {
 		if r.nextOfPod == nil {
-			delete(c.byPod, r.Pod)
+			delete(c.q.byPod, r.Pod)
 		} else {
-			c.byPod[r.Pod] = r.nextOfPod
+			c.q.byPod[r.Pod] = r.nextOfPod
 		}
 	} else {
 		for p := head; p != nil; p = p.nextOfPod {
@@ -328,12 +328,12 @@ func (c *Engine) removeLocked(r *record) {
 		}
 	}
 	r.nextOfPod = nil
-	c.list.removed(r.PUID, c.realNow())
+	c.q.list.removed(r.PUID, c.realNow())
 }
 
 // told records that the Observer has been told of the removal of the PU of puid (see removeLocked).
 func (c *Engine) told(puid string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.list.told(puid)
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	c.q.list.told(puid)
 }

@@ -36,8 +36,8 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 			c.queueLocked(r, byTime, now)
 		case checking:
 			c.queueLocked(r, byTime, now)
-			c.claimLocked(r, &c.slots[c.free[len(c.free)-1]])
-			c.free = c.free[:len(c.free)-1]
+			c.claimLocked(r, &c.q.slots[c.q.free[len(c.q.free)-1]])
+			c.q.free = c.q.free[:len(c.q.free)-1]
 		}
 		require.Equal(t, s, r.state)
 		return r
@@ -86,8 +86,8 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 			release(r, outcome{verdict: Verdict{Row: 9}})
 		}, idle, idle},
 		{"a claim takes a queued record", queued, func(r *record) {
-			c.claimLocked(r, &c.slots[c.free[len(c.free)-1]])
-			c.free = c.free[:len(c.free)-1]
+			c.claimLocked(r, &c.q.slots[c.q.free[len(c.q.free)-1]])
+			c.q.free = c.q.free[:len(c.q.free)-1]
 		}, checking, idle},
 		{"a retry a Sweep now over queued goes back to waiting", retrying, func(r *record) {
 			c.queueLocked(r, bySweep, c.now())
@@ -102,14 +102,14 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 		}, turnWaiting, turnWaiting},
 		{"a check that learns nothing keeps a turn's place", turnWaiting, func(r *record) {
 			c.queueLocked(r, byTrigger, c.now())
-			c.claimLocked(r, &c.slots[c.free[len(c.free)-1]])
-			c.free = c.free[:len(c.free)-1]
+			c.claimLocked(r, &c.q.slots[c.q.free[len(c.q.free)-1]])
+			c.q.free = c.q.free[:len(c.q.free)-1]
 			release(r, failed)
 		}, turnWaiting, turnWaiting},
 		{"a record seen alive leaves the line", turnWaiting, func(r *record) {
 			c.queueLocked(r, byTrigger, c.now())
-			c.claimLocked(r, &c.slots[c.free[len(c.free)-1]])
-			c.free = c.free[:len(c.free)-1]
+			c.claimLocked(r, &c.q.slots[c.q.free[len(c.q.free)-1]])
+			c.q.free = c.q.free[:len(c.q.free)-1]
 			release(r, outcome{verdict: Verdict{Row: 9}})
 		}, idle, idle},
 		{"Untrack removes an idle record", idle, func(r *record) { c.removeLocked(r) }, removed, idle},
@@ -118,38 +118,38 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 		{"Untrack removes a record being checked", checking, func(r *record) { c.removeLocked(r) }, removed, idle},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
+			c.q.mu.Lock()
+			defer c.q.mu.Unlock()
 			r := in(tc.from)
 			tc.move(r)
 			assert.Equal(t, tc.to, r.state, "state")
 			assert.Equal(t, tc.waitsFor, r.waitFor, "what it waits for")
 			if tc.to == removed {
-				assert.Nil(t, c.records[r.PUID])
+				assert.Nil(t, c.q.records[r.PUID])
 				assert.Equal(t, int32(-1), r.heapIndex, "off the heap")
 			} else if tc.to != queued && tc.to != checking && tc.to != tracking {
 				assert.GreaterOrEqual(t, r.heapIndex, int32(0), "on the heap")
 			}
 		})
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
 	for _, s := range []state{retrying, turnWaiting} {
 		n := 0
-		for _, r := range c.records {
+		for _, r := range c.q.records {
 			if r.waitFor == s {
 				n++
 			}
 		}
-		assert.Equal(t, n, c.waits[s], "records counted waiting for %v", s)
+		assert.Equal(t, n, c.q.waits[s], "records counted waiting for %v", s)
 	}
 }
 
 // r2slot returns the slot that holds r's check.
 func r2slot(c *Engine, r *record) *slot {
-	for i := range c.slots {
-		if c.slots[i].held == r {
-			return &c.slots[i]
+	for i := range c.q.slots {
+		if c.q.slots[i].held == r {
+			return &c.q.slots[i]
 		}
 	}
 	panic("no slot holds " + r.PUID)

@@ -93,8 +93,8 @@ func (m *unlistedMemory) copy(extra int) map[string]struct{} {
 
 // unlistedLocked remembers the removal of the PU of puid while no list has answered (unlistedMemory).
 func (c *Engine) unlistedLocked(puid string) {
-	if c.opts.Inventory != nil && !c.list.restored {
-		c.unlisted.add(puid, len(c.records)+1)
+	if c.opts.Inventory != nil && !c.q.list.restored {
+		c.q.unlisted.add(puid, len(c.q.records)+1)
 	}
 }
 
@@ -103,33 +103,33 @@ func (c *Engine) unlistedLocked(puid string) {
 // (unlistedMemory). An answer after its deadline counts as a
 // failure. It reports whether the list answered.
 func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
-	c.mu.Lock()
-	w := &c.list
-	w.gone = c.unlisted.copy(len(w.removing))
+	c.q.mu.Lock()
+	w := &c.q.list
+	w.gone = c.q.unlisted.copy(len(w.removing))
 	for puid := range w.removing {
 		w.gone[puid] = struct{}{}
 	}
 	w.end = c.realNow() + int64(c.listTimeout()+stuckGrace)
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	defer func() {
-		c.mu.Lock()
+		c.q.mu.Lock()
 		w.gone = nil
-		c.mu.Unlock()
+		c.q.mu.Unlock()
 	}()
 	pus, err := c.listPUs(ctx)
-	c.mu.Lock()
+	c.q.mu.Lock()
 	if err == nil && c.realNow() > w.end {
 		err = fmt.Errorf("ListPUs answered after its deadline of %v", c.listTimeout())
 	} else if err == nil {
 		w.end = 0 // removals count until its answer is tracked
 	}
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	if err == nil {
 		restored, skipped := c.trackAll(pus)
-		c.mu.Lock()
+		c.q.mu.Lock()
 		w.restored = true
-		c.unlisted = unlistedMemory{} // no list is to come
-		c.mu.Unlock()
+		c.q.unlisted = unlistedMemory{} // no list is to come
+		c.q.mu.Unlock()
 		c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
 		c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt})
 		return true
@@ -174,9 +174,9 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 // adoptListed gives the sandbox listed for pu to the record of the same PU if it has none and was never checked (see
 // Options.Inventory), by the rule of ports.PU.WithRecordedSandbox. It reports whether it gave a sandbox.
 func (c *Engine) adoptListed(pu ports.PU) bool {
-	c.mu.Lock()
-	e := c.records[pu.PUID]
-	_, gone := c.list.gone[pu.PUID] // tracked again since: a new PU
+	c.q.mu.Lock()
+	e := c.q.records[pu.PUID]
+	_, gone := c.q.list.gone[pu.PUID] // tracked again since: a new PU
 	ok := e != nil && !gone && e.lastRow < 0 && (e.state == idle || e.state == queued || e.state == tracking)
 	var snapshot ports.PU
 	var t uint32
@@ -188,7 +188,7 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 	if ok {
 		t = c.ticketLocked(e)
 	}
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	if ok {
 		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
 		c.tell(e, t, Event{Kind: EventAdopted, PU: snapshot})

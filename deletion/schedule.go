@@ -61,9 +61,9 @@ func (h *timeHeap) Pop() any {
 // scheduleLocked puts r on the heap at its next time after now: its periodic check, its retry, or the sooner of its
 // turn and its periodic check; it wakes the scheduler when that comes before wakeAt.
 func (c *Engine) scheduleLocked(r *record, now int64) {
-	k := int64((now-1)/int64(c.tick)) + 1 // the first tick after now
-	k += (int64(r.phase) - k%int64(c.phases) + int64(c.phases)) % int64(c.phases)
-	r.next = k*int64(c.tick) + 1
+	k := int64((now-1)/int64(c.q.tick)) + 1 // the first tick after now
+	k += (int64(r.phase) - k%int64(c.q.phases) + int64(c.q.phases)) % int64(c.q.phases)
+	r.next = k*int64(c.q.tick) + 1
 	switch r.waitFor {
 	case retrying:
 		r.next = r.waitUntil
@@ -71,13 +71,13 @@ func (c *Engine) scheduleLocked(r *record, now int64) {
 		r.next = min(r.next, r.waitUntil)
 	}
 	if r.heapIndex >= 0 {
-		heap.Fix(&c.heap, int(r.heapIndex))
+		heap.Fix(&c.q.heap, int(r.heapIndex))
 	} else {
-		heap.Push(&c.heap, r)
+		heap.Push(&c.q.heap, r)
 	}
-	if r.heapIndex == 0 && (c.wakeAt == 0 || r.next < c.wakeAt) {
+	if r.heapIndex == 0 && (c.q.wakeAt == 0 || r.next < c.q.wakeAt) {
 		select {
-		case c.kick <- struct{}{}:
+		case c.q.kick <- struct{}{}:
 		default:
 		}
 	}
@@ -85,16 +85,16 @@ func (c *Engine) scheduleLocked(r *record, now int64) {
 
 func (c *Engine) unscheduleLocked(r *record) {
 	if r.heapIndex >= 0 {
-		heap.Remove(&c.heap, int(r.heapIndex))
+		heap.Remove(&c.q.heap, int(r.heapIndex))
 	}
-	if len(c.heap) == 0 && cap(c.heap) > 4096 {
-		c.heap = nil // after a node drain
+	if len(c.q.heap) == 0 && cap(c.q.heap) > 4096 {
+		c.q.heap = nil // after a node drain
 	}
 }
 
 // onTick returns the first tick (of at most maxTick) at or after t.
 func (c *Engine) onTick(t int64) int64 {
-	tick := int64(min(c.tick, maxTick))
+	tick := int64(min(c.q.tick, maxTick))
 	k := (t - 1 + tick - 1) / tick
 	return k*tick + 1
 }
@@ -111,27 +111,27 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 	defer c.flushFailures()
 	for {
 		now := c.now()
-		c.mu.Lock()
+		c.q.mu.Lock()
 		n := 0
-		for len(c.heap) > 0 && c.heap[0].next <= now {
-			if c.queueLocked(heap.Pop(&c.heap).(*record), byTime, now) {
+		for len(c.q.heap) > 0 && c.q.heap[0].next <= now {
+			if c.queueLocked(heap.Pop(&c.q.heap).(*record), byTime, now) {
 				n++
 			}
 		}
 		c.wakeLocked(min(n, 1)) // more once the batch waits (see next)
-		c.wakeAt = 0
-		if len(c.heap) > 0 {
-			c.wakeAt = c.heap[0].next
+		c.q.wakeAt = 0
+		if len(c.q.heap) > 0 {
+			c.q.wakeAt = c.q.heap[0].next
 		}
-		if c.readyHead < len(c.ready) && c.idleWorkers > 0 { // the batch's checks may be slow: wake another worker then
-			if at := c.ready[c.readyHead].at + int64(c.spreadAfter()); at <= now {
-				c.cond.Signal()
-			} else if c.wakeAt == 0 || at < c.wakeAt {
-				c.wakeAt = at
+		if c.q.readyHead < len(c.q.ready) && c.q.idleWorkers > 0 { // the batch's checks may be slow: wake another worker then
+			if at := c.q.ready[c.q.readyHead].at + int64(c.spreadAfter()); at <= now {
+				c.q.cond.Signal()
+			} else if c.q.wakeAt == 0 || at < c.q.wakeAt {
+				c.q.wakeAt = at
 			}
 		}
-		wakeAt := c.wakeAt
-		c.mu.Unlock()
+		wakeAt := c.q.wakeAt
+		c.q.mu.Unlock()
 		if time.Duration(now-lastFlush) >= c.opts.SweepInterval {
 			c.flushFailures() // once per interval at most
 			lastFlush = now
@@ -164,9 +164,9 @@ func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) boo
 		c.log.Error(nil, "Start's first list of the Inventory is past its deadline; checks begin without it, and it is retried",
 			"deadline", c.listTimeout().String())
 	}
-	c.mu.Lock()
-	c.begun = true
-	c.cond.Broadcast()
-	c.mu.Unlock()
+	c.q.mu.Lock()
+	c.q.begun = true
+	c.q.cond.Broadcast()
+	c.q.mu.Unlock()
 	return true
 }

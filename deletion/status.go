@@ -40,9 +40,9 @@ type PUStatus struct {
 
 // Status returns what the engine knows of every tracked PU, sorted by PUID.
 func (c *Engine) Status() []PUStatus {
-	c.mu.Lock()
-	out := make([]PUStatus, 0, len(c.records))
-	for _, e := range c.records {
+	c.q.mu.Lock()
+	out := make([]PUStatus, 0, len(c.q.records))
+	for _, e := range c.q.records {
 		s := PUStatus{
 			PU:          e.PU,
 			State:       e.state.String(),
@@ -63,7 +63,7 @@ func (c *Engine) Status() []PUStatus {
 		}
 		out = append(out, s)
 	}
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	slices.SortFunc(out, func(a, b PUStatus) int { return cmp.Compare(a.PUID, b.PUID) })
 	return out
 }
@@ -111,18 +111,18 @@ func (c *Engine) ReadinessCheck(_ *http.Request) error {
 // healthErr is the error of a started engine's health check; a backlog fails it only when behindFails.
 func (c *Engine) healthErr(behindFails bool) error {
 	now, limit := c.now(), 3*c.opts.SweepInterval
-	c.mu.Lock()
-	stopped, waited, overdue, wedged := c.stopped, time.Duration(0), time.Duration(0), limit
-	if len(c.heap) > 0 { // due since Start began at the earliest
-		overdue = time.Duration(now - max(c.heap[0].next, c.startAt))
+	c.q.mu.Lock()
+	stopped, waited, overdue, wedged := c.q.stopped, time.Duration(0), time.Duration(0), limit
+	if len(c.q.heap) > 0 { // due since Start began at the earliest
+		overdue = time.Duration(now - max(c.q.heap[0].next, c.q.startAt))
 	}
-	if !c.begun { // Start's first list is under way, within its deadline
+	if !c.q.begun { // Start's first list is under way, within its deadline
 		wedged += c.listTimeout() + stuckGrace
 	}
 	if at := c.oldestQueuedLocked(); at != 0 {
 		waited = time.Duration(now - at)
 	}
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	switch stuck := c.stuck(c.realNow()); {
 	case stopped:
 		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
@@ -132,7 +132,7 @@ func (c *Engine) healthErr(behindFails bool) error {
 	case overdue > wedged:
 		return fmt.Errorf("%w: a check due %v ago is not queued yet, over 3 intervals of %v: the scheduler is wedged",
 			ErrBehind, overdue.Round(time.Millisecond), c.opts.SweepInterval)
-	case stuck == len(c.slots):
+	case stuck == len(c.q.slots):
 		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, stuck, c.opts.CheckTimeout)
 	}
 	return nil
@@ -154,11 +154,11 @@ type Backlog struct {
 // Backlog says how far behind the destroys are. It reads every PU under the engine's lock: call it at a scrape, not
 // per check.
 func (c *Engine) Backlog() Backlog {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b := Backlog{Retrying: c.waits[retrying], RateLimited: c.waits[turnWaiting]}
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	b := Backlog{Retrying: c.q.waits[retrying], RateLimited: c.q.waits[turnWaiting]}
 	var oldest int64
-	for _, r := range c.records {
+	for _, r := range c.q.records {
 		if r.goneSince != 0 && (oldest == 0 || r.goneSince < oldest) {
 			oldest = r.goneSince
 		}
@@ -169,7 +169,7 @@ func (c *Engine) Backlog() Backlog {
 
 // oldestQueuedLocked returns when the oldest queued check was queued; 0: none.
 func (c *Engine) oldestQueuedLocked() int64 {
-	for _, it := range c.ready[c.readyHead:] {
+	for _, it := range c.q.ready[c.q.readyHead:] {
 		if it.r.state == queued {
 			return it.at
 		}

@@ -25,7 +25,7 @@ func (c *Engine) Start(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: Start needs a context", ErrNilContext)
 	}
-	if c.records == nil {
+	if c.q.records == nil {
 		return ErrNotCreated
 	}
 	if !c.started.CompareAndSwap(false, true) {
@@ -33,15 +33,15 @@ func (c *Engine) Start(ctx context.Context) error {
 	}
 	now := c.now()
 	kick, listed := make(chan struct{}, 1), make(chan struct{}) // here, not in New, for a testing/synctest bubble running Start
-	c.mu.Lock()
-	c.running, c.begun, c.kick, c.startAt = true, c.opts.Inventory == nil, kick, now
+	c.q.mu.Lock()
+	c.q.running, c.q.begun, c.q.kick, c.q.startAt = true, c.opts.Inventory == nil, kick, now
 	// Triggers before Start queued their records: they wait from now on.
-	for i := range c.ready[c.readyHead:] {
-		c.ready[c.readyHead+i].at = now
+	for i := range c.q.ready[c.q.readyHead:] {
+		c.q.ready[c.q.readyHead+i].at = now
 	}
-	pending, tracked := len(c.ready)-c.readyHead, len(c.records)
-	c.cond.Broadcast() // a Sweep's own goroutines leave the queue to Start's workers
-	c.mu.Unlock()
+	pending, tracked := len(c.q.ready)-c.q.readyHead, len(c.q.records)
+	c.q.cond.Broadcast() // a Sweep's own goroutines leave the queue to Start's workers
+	c.q.mu.Unlock()
 
 	var sched, inPorts sync.WaitGroup
 	for range c.opts.Workers {
@@ -52,14 +52,14 @@ func (c *Engine) Start(ctx context.Context) error {
 	}
 	sched.Go(func() { c.schedule(ctx, kick, listed) })
 	c.log.V(1).Info("deletion engine started", "workers", c.opts.Workers, "tracked", tracked, "queued", pending,
-		"sweepInterval", c.opts.SweepInterval.String(), "phases", c.phases)
+		"sweepInterval", c.opts.SweepInterval.String(), "phases", c.q.phases)
 
 	<-ctx.Done()
-	c.mu.Lock()
-	c.running, c.stopped = false, true
+	c.q.mu.Lock()
+	c.q.running, c.q.stopped = false, true
 	c.nudgeSweepLocked() // a Sweep under way goes on with goroutines of its own
-	c.cond.Broadcast()
-	c.mu.Unlock()
+	c.q.cond.Broadcast()
+	c.q.mu.Unlock()
 	sched.Wait()
 	done := make(chan struct{})
 	go func() { inPorts.Wait(); close(done) }()
@@ -87,7 +87,7 @@ func (c *Engine) Sweep(ctx context.Context) {
 	if ctx == nil {
 		panic("deletion: Sweep called with a nil context")
 	}
-	if c.records == nil {
+	if c.q.records == nil {
 		return // not made by New: nothing is tracked
 	}
 	select {
@@ -97,20 +97,20 @@ func (c *Engine) Sweep(ctx context.Context) {
 		return
 	}
 	now := c.now()
-	c.mu.Lock()
-	if len(c.records) == 0 {
-		c.mu.Unlock()
+	c.q.mu.Lock()
+	if len(c.q.records) == 0 {
+		c.q.mu.Unlock()
 		return
 	}
-	w := &c.sweep
+	w := &c.q.sweep
 	w.gen = max(w.gen+1, 1) // 0 stands for Start's workers (see work)
 	gen, done, nudge := w.gen, make(chan struct{}), make(chan struct{}, 1)
-	w.done, w.nudge, w.left, w.lanes, w.owed = done, nudge, len(c.records), 0, nil
-	for _, r := range c.records {
+	w.done, w.nudge, w.left, w.lanes, w.owed = done, nudge, len(c.q.records), 0, nil
+	for _, r := range c.q.records {
 		c.markLocked(r, gen, now)
 	}
 	c.wakeLocked(w.left) // Start's workers, if it runs
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	defer c.flushFailures()
 
 	t := time.NewTicker(stuckGrace)
@@ -135,11 +135,11 @@ func (c *Engine) Sweep(ctx context.Context) {
 		}
 		break
 	}
-	c.mu.Lock()
+	c.q.mu.Lock()
 	if c.sweepingLocked(gen) {
 		c.endSweepLocked()
 	}
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 }
 
 // sweepRun is the running Sweep's state, under Engine.mu: its generation, which its marks carry (record.sweepGen), the
@@ -155,21 +155,21 @@ type sweepRun struct {
 
 // sweepLanes starts the Sweep's own goroutines, at most Workers, while Start does not run and none of them does.
 func (c *Engine) sweepLanes(ctx context.Context, gen uint32) {
-	c.mu.Lock()
+	c.q.mu.Lock()
 	n := 0
-	if w := &c.sweep; !c.running && w.lanes == 0 && c.sweepingLocked(gen) {
+	if w := &c.q.sweep; !c.q.running && w.lanes == 0 && c.sweepingLocked(gen) {
 		n = min(c.opts.Workers, w.left)
 		w.lanes = n
 	}
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 	for range n {
 		go func() {
 			c.work(ctx, gen) // until the Sweep ends or Start begins
-			c.mu.Lock()
+			c.q.mu.Lock()
 			if c.sweepingLocked(gen) { // else its end counted them out
-				c.sweep.lanes--
+				c.q.sweep.lanes--
 			}
-			c.mu.Unlock()
+			c.q.mu.Unlock()
 		}()
 	}
 }
@@ -178,24 +178,24 @@ func (c *Engine) sweepLanes(ctx context.Context, gen uint32) {
 // it), and returns how long until the next (0: none).
 func (c *Engine) sweepTurns(gen uint32) time.Duration {
 	now := c.now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	next, owed := int64(0), c.sweep.owed[:0]
-	for _, r := range c.sweep.owed {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	next, owed := int64(0), c.q.sweep.owed[:0]
+	for _, r := range c.q.sweep.owed {
 		switch {
 		case r.sweep != sweepTurn || r.sweepGen != gen || r.state != turnWaiting:
 			continue // handed on, or gone: a check that waits again owes it again
-		case !c.running && r.waitUntil <= now:
+		case !c.q.running && r.waitUntil <= now:
 			c.queueLocked(r, bySweep, now)
 			c.wakeLocked(1)
 			continue
-		case !c.running && (next == 0 || r.waitUntil < next):
+		case !c.q.running && (next == 0 || r.waitUntil < next):
 			next = r.waitUntil
 		}
 		owed = append(owed, r)
 	}
-	clear(c.sweep.owed[len(owed):])
-	c.sweep.owed = owed
+	clear(c.q.sweep.owed[len(owed):])
+	c.q.sweep.owed = owed
 	return time.Duration(max(next-now, 0))
 }
 
@@ -203,10 +203,10 @@ func (c *Engine) sweepTurns(gen uint32) time.Duration {
 // one stuck in a port.
 func (c *Engine) sweepStuck(gen uint32) bool {
 	now := c.realNow()
-	c.mu.Lock()
-	held, stuck, left := 0, 0, c.sweep.left
-	for i := range c.slots {
-		s := &c.slots[i]
+	c.q.mu.Lock()
+	held, stuck, left := 0, 0, c.q.sweep.left
+	for i := range c.q.slots {
+		s := &c.q.slots[i]
 		if !s.stuck(now) {
 			continue
 		}
@@ -215,8 +215,8 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 			held++
 		}
 	}
-	c.mu.Unlock()
-	if left == 0 || held < left && stuck < len(c.slots) {
+	c.q.mu.Unlock()
+	if left == 0 || held < left && stuck < len(c.q.slots) {
 		return false
 	}
 	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", left-held)
@@ -224,23 +224,23 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 }
 
 // sweepingLocked reports whether the Sweep of gen waits for checks.
-func (c *Engine) sweepingLocked(gen uint32) bool { return c.sweep.done != nil && gen == c.sweep.gen }
+func (c *Engine) sweepingLocked(gen uint32) bool { return c.q.sweep.done != nil && gen == c.q.sweep.gen }
 
 // endSweepLocked ends the running Sweep, if any; its marks, which carry its generation, no longer count.
 func (c *Engine) endSweepLocked() {
-	if w := &c.sweep; w.done != nil {
+	if w := &c.q.sweep; w.done != nil {
 		close(w.done)
 		w.done, w.nudge, w.left, w.lanes, w.owed = nil, nil, 0, 0, nil
-		c.cond.Broadcast() // its own goroutines stop
+		c.q.cond.Broadcast() // its own goroutines stop
 	}
 }
 
 // sweptLocked records that the running Sweep has, or no longer waits for, one of its checks.
 func (c *Engine) sweptLocked() {
-	switch w := &c.sweep; {
+	switch w := &c.q.sweep; {
 	case w.left == 1:
 		c.endSweepLocked()
-	case w.left <= len(c.slots): // it may wait for stuck checks only
+	case w.left <= len(c.q.slots): // it may wait for stuck checks only
 		w.left--
 		c.nudgeSweepLocked()
 	default:
@@ -251,7 +251,7 @@ func (c *Engine) sweptLocked() {
 // nudgeSweepLocked has the running Sweep look at its turns and stuck checks.
 func (c *Engine) nudgeSweepLocked() {
 	select {
-	case c.sweep.nudge <- struct{}{}:
+	case c.q.sweep.nudge <- struct{}{}:
 	default:
 	}
 }
@@ -265,12 +265,12 @@ type readyItem struct {
 // spreadAfter is how long a queued check may wait before another worker is woken for it: an eighth of a tick, 20 to
 // 125ms, so that one worker does a batch of fast checks and slow checks spread.
 func (c *Engine) spreadAfter() time.Duration {
-	return min(max(20*time.Millisecond, c.tick/8), 125*time.Millisecond)
+	return min(max(20*time.Millisecond, c.q.tick/8), 125*time.Millisecond)
 }
 
 func (c *Engine) wakeLocked(n int) {
-	for range min(n, c.idleWorkers) {
-		c.cond.Signal()
+	for range min(n, c.q.idleWorkers) {
+		c.q.cond.Signal()
 	}
 }
 
@@ -293,8 +293,8 @@ const stuckGrace = time.Second
 // stuck returns how many slots hold a check in a port past its deadline.
 func (c *Engine) stuck(now int64) int {
 	n := 0
-	for i := range c.slots {
-		if c.slots[i].stuck(now) {
+	for i := range c.q.slots {
+		if c.q.slots[i].stuck(now) {
 			n++
 		}
 	}
@@ -342,61 +342,61 @@ func (c *Engine) work(ctx context.Context, gen uint32) {
 
 // next claims the oldest queued record and a free slot for it, waiting for both; nil: its goroutine is to stop.
 func (c *Engine) next(gen uint32) (*record, *slot) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
 	for {
 		switch {
-		case gen == 0 && c.stopped, gen != 0 && !c.sweepingLocked(gen):
+		case gen == 0 && c.q.stopped, gen != 0 && !c.sweepingLocked(gen):
 			return nil, nil
-		case gen != 0 && c.running:
-			c.cond.Broadcast() // pass on a wake-up that may have been meant for Start's workers
+		case gen != 0 && c.q.running:
+			c.q.cond.Broadcast() // pass on a wake-up that may have been meant for Start's workers
 			return nil, nil
-		case gen == 0 && !c.begun, len(c.free) == 0 && c.readyHead < len(c.ready):
+		case gen == 0 && !c.q.begun, len(c.q.free) == 0 && c.q.readyHead < len(c.q.ready):
 			// Start's first list is under way, or every slot is taken.
-			c.boundWaiting++
-			c.cond.Wait()
-			c.boundWaiting--
+			c.q.boundWaiting++
+			c.q.cond.Wait()
+			c.q.boundWaiting--
 			continue
 		}
-		for c.readyHead < len(c.ready) {
-			it := c.ready[c.readyHead]
-			c.ready[c.readyHead] = readyItem{}
-			c.readyHead++
+		for c.q.readyHead < len(c.q.ready) {
+			it := c.q.ready[c.q.readyHead]
+			c.q.ready[c.q.readyHead] = readyItem{}
+			c.q.readyHead++
 			if it.r.state != queued || !c.dueLocked(it.r, c.now()) {
 				continue
 			}
-			s := &c.slots[c.free[len(c.free)-1]]
-			c.free = c.free[:len(c.free)-1]
+			s := &c.q.slots[c.q.free[len(c.q.free)-1]]
+			c.q.free = c.q.free[:len(c.q.free)-1]
 			c.claimLocked(it.r, s)
 			// A batch wakes one worker; this wakes another if it waits.
-			if c.idleWorkers > 0 && c.readyHead < len(c.ready) && time.Duration(c.now()-it.at) > c.spreadAfter() {
-				c.cond.Signal()
+			if c.q.idleWorkers > 0 && c.q.readyHead < len(c.q.ready) && time.Duration(c.now()-it.at) > c.spreadAfter() {
+				c.q.cond.Signal()
 			}
 			c.compactReadyLocked()
 			return it.r, s
 		}
 		c.compactReadyLocked()
-		c.idleWorkers++
-		c.cond.Wait()
-		c.idleWorkers--
+		c.q.idleWorkers++
+		c.q.cond.Wait()
+		c.q.idleWorkers--
 	}
 }
 
 // compactReadyLocked gives back the ready queue's consumed head.
 func (c *Engine) compactReadyLocked() {
 	switch {
-	case c.readyHead == len(c.ready):
-		if cap(c.ready) > 4096 {
-			c.ready = nil // after a TriggerAll of a large engine
+	case c.q.readyHead == len(c.q.ready):
+		if cap(c.q.ready) > 4096 {
+			c.q.ready = nil // after a TriggerAll of a large engine
 		} else {
-			c.ready = c.ready[:0]
+			c.q.ready = c.q.ready[:0]
 		}
-		c.readyHead = 0
-	case c.readyHead > 1024 && c.readyHead > len(c.ready)/2:
-		n := copy(c.ready, c.ready[c.readyHead:])
-		clear(c.ready[n:])
-		c.ready = c.ready[:n]
-		c.readyHead = 0
+		c.q.readyHead = 0
+	case c.q.readyHead > 1024 && c.q.readyHead > len(c.q.ready)/2:
+		n := copy(c.q.ready, c.q.ready[c.q.readyHead:])
+		clear(c.q.ready[n:])
+		c.q.ready = c.q.ready[:n]
+		c.q.readyHead = 0
 	}
 }
 
@@ -413,9 +413,9 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	}
 	o.end = c.now()
 	if c.opts.Observer != nil { // in the slot: an Observer that hangs is seen as stuck
-		c.mu.Lock()
+		c.q.mu.Lock()
 		snapshot, t := r.PU, c.ticketLocked(r)
-		c.mu.Unlock()
+		c.q.mu.Unlock()
 		c.tell(r, t, Event{Kind: EventChecked, PU: snapshot, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start)})
 	}
 	s.checkEnd.Store(0)
@@ -424,11 +424,11 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 		c.log.V(1).Info("a port or the Observer ignored its check's deadline", "error", err.Error())
 		c.fails.add(portLate, r.PUID, err, c.opts.Clock.Now())
 	}
-	c.mu.Lock()
+	c.q.mu.Lock()
 	if sweep := c.releaseLocked(r, s, &o); sweep != 0 { // once the Observer knows, so that a Sweep returns after it
 		c.sweptLocked()
 	}
-	c.mu.Unlock()
+	c.q.mu.Unlock()
 }
 
 // realNow returns the time package's time since New: deadlines follow it.
