@@ -1,5 +1,11 @@
 package deletion
 
+// One check of a claimed record, from what the ports say to what the queue does with it: ask gathers the ports'
+// answers through the boundary and runs Decide until it decides; a Confirmer, and the SandboxConfirmer, confirm a
+// destroy or a sandbox change; the queue carries the verdict out (settle, then destroyed after a DestroyPU), and finish
+// tells the Observer and releases the record. The check reads the PU as it was claimed: no other move changes it while
+// the check holds the record (queue.go).
+
 import (
 	"context"
 	"fmt"
@@ -10,196 +16,156 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// outcome is what a check hands to run and releaseLocked: the verdict it carried out and what the record waits for
-// next (the retry of a failed destroy at retryAt, or its turn until turnAt; at most one is set).
+// outcome is what a check hands to the queue: the verdict it carried out, its events with their places in the PU's
+// line, its ports' failures, and what the record waits for next (the retry of a failed destroy at retryAt, or its
+// turn until turnAt; at most one is set).
 type outcome struct {
 	verdict         Verdict
 	vetoed          bool
-	err             error
+	err             error // the failure that kept the PU, if any
 	retryAt, turnAt int64
-	requeue         *corev1.Pod // the pod to requeue, its PU destroyed or dropped (row 10)
+	requeue         *corev1.Pod // the pod to requeue, its PU destroyed or dropped (rows 10, 12)
 	end             int64
+	events          []tellItem
+	fails           []portFailure
+	quiet           bool // the last check failed too: its failures are not logged again (failed)
+	removed         bool // the check removed the record: once told, a list may bring its PUID back (listWindow.told)
+	done            bool // its destroy is over: it succeeded, or it is given up on
 }
 
-// check runs one check of the claimed record e under ctx and carries out the verdict, but the requeue of row 10, which
-// it leaves to run. A first check and a triggered one ask the SandboxConfirmer, if any.
-func (c *Engine) check(ctx context.Context, e *record) outcome {
-	sb := portSandboxID
-	if e.checkFresh && c.opts.SandboxConfirmer != nil {
+// tellItem is an event of a check and its place in its PU's line (0 until the queue gives it one).
+type tellItem struct {
+	ticket uint32
+	ev     Event
+}
+
+// portFailure is a failure of one of the ports, for the logs.
+type portFailure struct {
+	port int
+	err  error
+}
+
+// check runs one check of the claimed r under ctx and carries out the verdict, but the requeue of rows 10 and 12,
+// which it leaves to run. A first check and a triggered one ask the SandboxConfirmer, if any.
+func (c *Engine) check(ctx context.Context, r *record) outcome {
+	o := outcome{quiet: r.lastErr != nil}
+	pu, sb := r.PU, portSandboxID
+	if r.checkFresh && c.opts.SandboxConfirmer != nil {
 		sb = portSandboxConfirmer
 	}
-	v, pod, err := c.decide(ctx, portGetPod, e, sb)
-	var r outcome
+	v, pod := c.ask(ctx, &o, portGetPod, pu, sb, nil)
 	if v.Action == Destroy && c.opts.Confirmer != nil && v.Row != 10 && v.Row != 12 { // the pod's rows
-		cv, cpod, cerr := c.decide(ctx, portConfirmer, e, sb)
-		r.vetoed = c.vetoed(e, v, cv, cerr, "destroy not confirmed; keeping PU")
-		v, pod, err = cv, cpod, cerr
+		cv, cpod := c.ask(ctx, &o, portConfirmer, pu, sb, nil)
+		v, pod = c.confirmed(&o, pu, v, cv, "destroy not confirmed; keeping PU"), cpod
 	}
 	if c.opts.SandboxConfirmer != nil && sb != portSandboxConfirmer && (v.Row == 7 || v.Row == 10) {
 		// The runtime's own answer decides in place of the list's.
-		o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated, HasExtractor: true,
-			HasProber: c.opts.SandboxProber != nil, Pod: pod}
-		cv, cerr := c.askSandbox(ctx, e, o, portSandboxConfirmer)
-		r.vetoed = c.vetoed(e, v, cv, cerr, "sandbox change not confirmed; keeping PU") || r.vetoed
-		v, err = cv, cerr
+		cv, _ := c.ask(ctx, &o, portSandboxConfirmer, pu, portSandboxConfirmer, pod)
+		v = c.confirmed(&o, pu, v, cv, "sandbox change not confirmed; keeping PU")
 	}
-	r.verdict, r.err = v, err
-	switch v.Action {
-	case Adopt:
-		c.q.mu.Lock()
-		if e.state == removed { // untracked meanwhile: nothing to record
-			c.q.mu.Unlock()
-			break
-		}
-		e.SandboxID = v.SandboxID
-		snapshot, t := e.PU, c.ticketLocked(e)
-		c.q.mu.Unlock()
-		c.log.V(1).Info("sandbox recorded", "puID", e.PUID, "pod", e.Pod.String(), "sandboxID", v.SandboxID)
-		c.tell(e, t, Event{Kind: EventAdopted, PU: snapshot, Verdict: v})
-	case Destroy:
-		c.destroy(ctx, e, v, pod, &r)
-	default:
-		if log := c.log.V(1); log.Enabled() && !r.vetoed {
-			log.Info("PU kept", "puID", e.PUID, "pod", e.Pod.String(), "sandboxID", e.SandboxID, "row", v.Row, "why", v.Why())
-		}
+	o.verdict = v
+	if ev, destroy := c.settle(r, &o); destroy {
+		err, permanent := c.destroyPU(ctx, ev)
+		c.destroyed(r, &o, ev, err, permanent)
 	}
-	return r
+	if v.Requeue && o.done {
+		o.requeue = pod
+	}
+	c.logOutcome(pu, &o)
+	return o
 }
 
-// vetoed reports whether a confirmer's verdict cv overrides v's destroy.
-func (c *Engine) vetoed(e *record, v, cv Verdict, err error, msg string) bool {
+// ask runs Decide on what the ports say of pu's pod: the pod port (portGetPod or portConfirmer; with pod set, that pod
+// as read already), then the sandbox port sb and the SandboxProber as Decide asks for them. It returns the verdict and
+// the pod, and notes in o the error that kept the PU, if any, and the ports' failures.
+func (c *Engine) ask(ctx context.Context, o *outcome, port int, pu ports.PU, sb int, pod *corev1.Pod) (Verdict, *corev1.Pod) {
+	ob := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
+		HasExtractor: c.opts.SandboxExtractor != nil, HasProber: c.opts.SandboxProber != nil, Pod: pod}
+	if pod == nil {
+		ob.Pod, ob.Err = c.getPod(ctx, port, pu.Pod)
+	}
+	o.err = nil
+	for {
+		v := Decide(pu, ob)
+		switch {
+		case v.Action == AskSandbox:
+			ob.SandboxID, ob.SandboxErr = c.sandboxID(ctx, sb, ob.Pod)
+			ob.SandboxAsked = true
+			c.failed(o, pu, sb, ob.SandboxErr, "getting sandbox failed; keeping PU")
+			continue
+		case v.Action == AskProber:
+			ob.SandboxDead, ob.ProberErr = c.sandboxDead(ctx, ob.Pod, pu.SandboxID)
+			ob.ProberAsked = true
+			c.failed(o, pu, portSandboxProber, ob.ProberErr, "probing sandbox failed; keeping PU")
+			continue
+		case v.Row == 2 && ob.Err == nil:
+			ob.Err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", portNames[port], ob.Pod.Namespace,
+				ob.Pod.Name, ob.Pod.UID)
+			fallthrough
+		case v.Row == 2:
+			c.failed(o, pu, port, ob.Err, "getting pod failed; keeping PU")
+			if port == portGetPod {
+				o.events = append(o.events, tellItem{ev: Event{Kind: EventGetFailed, PU: pu, Err: ob.Err}})
+			}
+		}
+		return v, ob.Pod
+	}
+}
+
+// failed notes in o a failure of port, if err is one: it keeps the PU. A PU's first since its last good check is
+// logged at V(1); every port's failures are summed up once an interval.
+func (c *Engine) failed(o *outcome, pu ports.PU, port int, err error, msg string) {
+	if err == nil {
+		return
+	}
+	o.err = err
+	o.fails = append(o.fails, portFailure{port, err})
+	if log := c.log.V(1); log.Enabled() && !o.quiet {
+		log.Info(msg, "port", portNames[port], "puID", pu.PUID, "pod", pu.Pod.String(), "error", err.Error())
+	}
+}
+
+// confirmed returns the verdict to carry out: a confirmer's verdict cv, which overrides v's destroy when it disagrees
+// (an EventVetoed).
+func (c *Engine) confirmed(o *outcome, pu ports.PU, v, cv Verdict, msg string) Verdict {
 	if v.Action != Destroy || cv.Action == Destroy {
-		return false
+		return cv
 	}
 	if log := c.log.V(1); log.Enabled() {
-		log.Info(msg, "puID", e.PUID, "pod", e.Pod.String(), "sandboxID", e.SandboxID,
+		log.Info(msg, "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID,
 			"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
 	}
-	c.tellNow(e, Event{Kind: EventVetoed, PU: e.PU, Verdict: cv, Reason: v.Reason, Err: err})
-	return true
+	o.vetoed = true
+	o.events = append(o.events, tellItem{ev: Event{Kind: EventVetoed, PU: pu, Verdict: cv, Reason: v.Reason, Err: o.err}})
+	return cv
 }
 
-// decide asks the pod port (portGetPod or portConfirmer) and, if the table needs it, the sandbox port sb about e's
-// pod, and runs Decide. It returns the verdict, the pod, and the error that kept the PU, if any. An answer after the
-// check's deadline counts as a failure.
-func (c *Engine) decide(ctx context.Context, port int, e *record, sb int) (Verdict, *corev1.Pod, error) {
-	name := portNames[port]
-	o := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
-		HasExtractor: c.opts.SandboxExtractor != nil, HasProber: c.opts.SandboxProber != nil}
-	o.Pod, o.Err = c.getPod(ctx, port, e.Pod)
-	var err error
-	if o.Err != nil && !IsNotFound(o.Err) {
-		err = o.Err
-	}
-	v := Decide(e.PU, o)
-	if v.Row == 2 && o.Err == nil {
-		err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", name, o.Pod.Namespace, o.Pod.Name, o.Pod.UID)
-	}
-	if err != nil {
-		c.portFailed(port, e, err, "getting pod failed; keeping PU")
-		if port == portGetPod {
-			c.tellNow(e, Event{Kind: EventGetFailed, PU: e.PU, Err: err})
+// logOutcome logs what the check of pu did.
+func (c *Engine) logOutcome(pu ports.PU, o *outcome) {
+	v := o.verdict
+	for _, it := range o.events {
+		ev := it.ev
+		switch ev.Kind {
+		case EventAdopted:
+			c.log.V(1).Info("sandbox recorded", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", ev.PU.SandboxID)
+		case EventWouldDestroy:
+			c.log.Info("dry run: PU would be destroyed", "puID", pu.PUID, "pod", pu.Pod.String(), "reason", string(ev.Reason),
+				"sandboxID", pu.SandboxID, "row", v.Row, "dropped", ev.Dropped)
+		case EventDestroyed:
+			c.log.Info("PU destroyed", "puID", pu.PUID, "pod", pu.Pod.String(), "reason", string(ev.Reason), "sandboxID", pu.SandboxID, "row", v.Row)
+		case EventDestroyFailed:
+			if log := c.log.V(1); log.Enabled() {
+				log.Info("destroying PU failed; will retry, unless it is given up on or was untracked", "puID", pu.PUID,
+					"pod", pu.Pod.String(), "error", ev.Err.Error())
+			}
+		case EventAbandoned:
+			c.log.Error(ev.Err, "destroying PU failed for the last time; dropping it, the policy engine may still hold it",
+				"puID", pu.PUID, "pod", pu.Pod.String(), "reason", string(ev.Reason), "sandboxID", pu.SandboxID,
+				"attempts", ev.DestroyCalls)
 		}
 	}
-	if v.Action != AskSandbox {
-		return v, o.Pod, err
-	}
-	// Rows 1 to 5 have passed: no error so far keeps the PU.
-	v, err = c.askSandbox(ctx, e, o, sb)
-	return v, o.Pod, err
-}
-
-// askSandbox runs Decide on o with the sandbox port sb's answer for o.Pod, and the SandboxProber's if Decide asks for
-// it. It returns the verdict and the error that kept the PU, if any.
-func (c *Engine) askSandbox(ctx context.Context, e *record, o Observation, sb int) (Verdict, error) {
-	o.SandboxID, o.SandboxErr = c.sandboxID(ctx, sb, o.Pod)
-	o.SandboxAsked = true
-	if o.SandboxErr != nil {
-		c.portFailed(sb, e, o.SandboxErr, "getting sandbox failed; keeping PU")
-	}
-	if v := Decide(e.PU, o); v.Action != AskProber {
-		return v, o.SandboxErr
-	}
-	o.SandboxDead, o.ProberErr = c.sandboxDead(ctx, o.Pod, e.SandboxID)
-	o.ProberAsked = true
-	if o.ProberErr != nil {
-		c.portFailed(portSandboxProber, e, o.ProberErr, "probing sandbox failed; keeping PU")
-	}
-	return Decide(e.PU, o), o.ProberErr
-}
-
-// destroy calls DestroyPU for v once its turn has come: a success or the last failure removes the record (and sets
-// r.requeue for rows 10 and 12), another failure sets r.retryAt, a turn not come yet r.turnAt. Nothing is called for
-// a record Untrack removed, whatever the check waited for.
-func (c *Engine) destroy(ctx context.Context, e *record, v Verdict, pod *corev1.Pod, r *outcome) {
-	c.q.mu.Lock()
-	if e.state == removed {
-		c.q.mu.Unlock()
-		return
-	}
-	ev := ports.DestroyEvent{PUID: e.PUID, Pod: e.Pod, SandboxID: e.SandboxID, Reason: v.Reason}
-	if c.opts.DryRun {
-		c.q.mu.Unlock()
-		c.wouldDestroy(e, v, ev)
-		return
-	}
-	if e.goneSince == 0 {
-		e.goneSince = c.now()
-	}
-	c.q.mu.Unlock()
-	if !c.takeTurn(e, r) {
-		return
-	}
-	err, permanent := c.destroyPU(ctx, ev)
-
-	c.q.mu.Lock()
-	untracked := e.state == removed
-	if err != nil {
-		e.attempts++
-	}
-	attempts := int(e.attempts)
-	done := err == nil || permanent || c.opts.MaxDestroyAttempts > 0 && attempts >= c.opts.MaxDestroyAttempts
-	switch {
-	case done && !untracked:
-		c.removeLocked(e)
-		c.unlistedLocked(e.PUID)
-	case !done && !untracked:
-		r.retryAt = c.onTick(c.now() + int64(c.backoff(attempts)))
-	}
-	goneFor := time.Duration(c.now() - e.goneSince)
-	// Its events' places in its line, taken with the moves that make them.
-	first := c.ticketLocked(e)
-	var second uint32
-	if err != nil && done && !untracked {
-		second = c.ticketLocked(e)
-	}
-	c.q.mu.Unlock()
-	if done && v.Requeue {
-		r.requeue = pod
-	}
-	if err == nil {
-		c.log.Info("PU destroyed", "puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID, "row", v.Row)
-		if untracked { // its EventUntracked ended it for the Observer
-			c.tell(e, first, Event{}) // no event: its turn passes on
-			return
-		}
-		c.tell(e, first, Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason, DestroyDelay: goneFor, DestroyCalls: attempts + 1})
-		c.told(ev.PUID)
-		return
-	}
-	r.err = err
-	c.tell(e, first, Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err, Next: c.timeOf(r.retryAt)})
-	switch {
-	case untracked:
-		c.portFailed(portDestroyPU, e, err, "destroying PU failed; it was untracked meanwhile, so it is not retried")
-	case done:
-		c.log.Error(err, "destroying PU failed for the last time; dropping it, the policy engine may still hold it",
-			"puID", ev.PUID, "pod", ev.Pod.String(), "reason", string(ev.Reason), "sandboxID", ev.SandboxID,
-			"attempts", attempts, "permanent", permanent)
-		c.tell(e, second, Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err})
-		c.told(ev.PUID)
-	default:
-		c.portFailed(portDestroyPU, e, err, "destroying PU failed; will retry")
+	if log := c.log.V(1); log.Enabled() && v.Action == Keep && !o.vetoed {
+		log.Info("PU kept", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "row", v.Row, "why", v.Why())
 	}
 }
 
@@ -208,16 +174,19 @@ func (c *Engine) backoff(attempts int) time.Duration {
 	return backoff{c.opts.RetryMinDelay, c.opts.RetryMaxDelay}.When(attempts)
 }
 
-// requeue hands a copy of the live pod to the Requeuer under a deadline of its own: the PodGetter's pod may be its
-// cache's own object, and the Requeuer's receivers may keep or modify it.
-func (c *Engine) requeue(parent context.Context, e *record, pod *corev1.Pod) {
-	if c.opts.Requeuer == nil || pod == nil {
+// requeue hands a copy of o's pod to the Requeuer under a deadline of its own: the PodGetter's pod may be its cache's
+// own object, and the Requeuer's receivers may keep or modify it.
+func (c *Engine) requeue(parent context.Context, o *outcome) {
+	if c.opts.Requeuer == nil {
 		return
 	}
-	pod = pod.DeepCopy()
+	pod := o.requeue.DeepCopy()
 	ctx, cancel := context.WithTimeout(parent, c.opts.CheckTimeout)
 	defer cancel()
 	if err := c.requeuePod(ctx, pod); err != nil {
-		c.portFailed(portRequeue, e, err, "requeueing pod failed; the main controller will see it at its next resync")
+		o.fails = append(o.fails, portFailure{portRequeue, err})
+		if log := c.log.V(1); log.Enabled() {
+			log.Info("requeueing pod failed; the main controller will see it at its next resync", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
+		}
 	}
 }

@@ -63,15 +63,5 @@ func (f *failures) flush(log logr.Logger, now time.Time) {
 	}
 }
 
-// portFailed counts a failure of port for e; a PU's first since its last good check is logged at V(1).
-func (c *Engine) portFailed(port int, e *record, err error, msg string) {
-	if e.lastErr == nil {
-		if log := c.log.V(1); log.Enabled() {
-			log.Info(msg, "port", portNames[port], "puID", e.PUID, "pod", e.Pod.String(), "error", err.Error())
-		}
-	}
-	c.fails.add(port, e.PUID, err, c.opts.Clock.Now())
-}
-
 // flushFailures logs one error line per port that failed since the last.
 func (c *Engine) flushFailures() { c.fails.flush(c.log, c.opts.Clock.Now()) }

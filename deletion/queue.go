@@ -1,12 +1,28 @@
 package deletion
 
+// A record's life: its states and every move between them, each one method below, under puQueue.mu; no other file sets
+// record.state or takes the lock.
+//
+//	tracking ──announce (its EventTracked told)──▶ idle, or queued for a trigger or a Sweep that came meanwhile
+//	idle, retrying, turnWaiting ──queue──▶ queued ──claim──▶ checking
+//	queued ──due: a retry not due, queued by a Sweep that is over──▶ retrying
+//	checking ──release──▶ idle, retrying or turnWaiting (or queued again for a trigger or a Sweep that came meanwhile)
+//	any ──remove (Untrack, a destroy done or given up, a dry run's drop)──▶ removed
+//
+// The scheduler queues a record at record.next (schedule.go); a trigger or a Sweep queue it too, but a trigger not one
+// waiting for a retry. A waiting record keeps waitFor and waitUntil through a check that leaves it waiting: a Sweep's
+// early check leaves a retry where it was, and a destroy waiting for its turn keeps its place through a check that
+// learns nothing (a port failed). A Sweep waits for the turns of its checks' destroys.
+
 import (
+	"fmt"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
-
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // puQueue holds every tracked PU's record and the mechanisms that move them, under one lock, mu: the engine's lock is
@@ -60,4 +76,598 @@ func (q *puQueue) init(o Options) {
 		q.rate = newRateLine(max(1, int64(float64(time.Second)/float64(o.DestroyRate))), o.DestroyBurst) // at most MaxDuration (Options)
 	}
 	q.cond.L, q.toldCond.L = &q.mu, &q.mu
+}
+
+// state is where a record is in its life (see the top of this file).
+type state uint8
+
+const (
+	idle        state = iota // tracked; checked at its periodic time, or sooner
+	queued                   // in the ready queue
+	checking                 // held by a check; no other can claim it
+	retrying                 // a destroy failed; retried at record.waitUntil
+	turnWaiting              // its destroy waits for a turn until about record.waitUntil
+	tracking                 // new: the Observer is being told of its EventTracked; no check claims it yet
+	removed                  // no longer tracked
+)
+
+var stateNames = [...]string{idle: "idle", queued: "queued", checking: "checking",
+	retrying: "waiting for a retry", turnWaiting: "waiting for its turn", tracking: "tracking", removed: "removed"}
+
+func (s state) String() string { return stateNames[s] }
+
+// cause is what asks for a check of a record: the scheduler (record.next has come), TriggerPod or TriggerAll, or a Sweep.
+type cause uint8
+
+const (
+	byTime cause = iota
+	byTrigger
+	bySweep
+)
+
+// sweepMark is where a record is in the Sweep of record.sweepGen: that Sweep waits for no check of it (notSwept), for
+// its next check to begin and end (sweepNext), for the check that holds it now (sweepThis), or for the check at its
+// destroy's turn (sweepTurn).
+type sweepMark uint8
+
+const (
+	notSwept sweepMark = iota
+	sweepNext
+	sweepThis
+	sweepTurn
+)
+
+// record is the engine's record of one tracked PU, guarded by Engine.mu. Times are nanoseconds on Options.Clock since
+// the epoch: an int64 is a third of a time.Time.
+type record struct {
+	ports.PU
+
+	nextOfPod *record // the next record of the same pod (Engine.byPod)
+	lastErr   error   // of the last check, if it failed
+
+	trackedAt   int64
+	lastChecked int64 // when the last check ended; 0: never
+	// next is when the scheduler queues it (at its phase, or what it waits for); heapIndex is its index in Engine.heap
+	// (-1: not there).
+	next             int64
+	heapIndex, phase int32
+	waitUntil        int64 // when the retry or the turn of waitFor comes; 0: none
+	// goneSince: when a check first decided to destroy it since it was last seen alive; 0: it waits for no destroy.
+	goneSince int64
+
+	attempts int32  // failed DestroyPU calls
+	sweepGen uint32 // the Sweep that sweep refers to
+
+	state   state
+	waitFor state // retrying or turnWaiting, while waitUntil is set; else idle
+	sweep   sweepMark
+	again   bool // a trigger or a Sweep came during its check: check it again
+	// fresh: TriggerPod asked for the next check, which asks the SandboxConfirmer; checkFresh: the claiming check is
+	// one, or a first.
+	fresh, checkFresh bool
+	// lastRow is the row of the last verdict carried out (-1: none); vetoed: it was a confirmer's, overriding a destroy.
+	lastRow int8
+	vetoed  bool
+	// reportedRow is the row of the last destroy a dry run reported (0: none), reported the rows it reported (bit
+	// 1<<row).
+	reportedRow int8
+	reported    uint16
+
+	// line is its PUID's line to the Observer (nil without an Observer): the events of one PU reach the Observer one
+	// at a time, in the order of the moves that made them (tell), those of a record of the same PUID removed before it
+	// first.
+	line *eventLine
+}
+
+// eventLine is the line of one PUID's events to the Observer: tickets of them were given a place, told were told. A
+// record of a PUID tracked again while the events of the one before are being told shares its line (Engine.untold).
+type eventLine struct{ tickets, told uint32 }
+
+// newRecordLocked tracks pu in a new record, tracking until its EventTracked, whose ticket it returns, is told
+// (announceLocked).
+func (c *Engine) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
+	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1, state: tracking,
+		phase: int32(fnv32a(pu.PUID) % uint32(c.q.phases))}
+	c.q.records[pu.PUID] = r
+	if c.opts.Observer != nil {
+		if r.line = c.q.untold[pu.PUID]; r.line != nil {
+			delete(c.q.untold, pu.PUID) // the record before it is still being told of: its events come first
+		} else {
+			r.line = &eventLine{}
+		}
+	}
+	r.nextOfPod = c.q.byPod[pu.Pod]
+	c.q.byPod[pu.Pod] = r
+	return r, c.ticketLocked(r)
+}
+
+// announceLocked makes the tracking r checkable, once the Observer has been told of its EventTracked: idle on the
+// heap, or queued for a trigger or a Sweep that came meanwhile.
+func (c *Engine) announceLocked(r *record, now int64) {
+	if r.state != tracking {
+		return // removed meanwhile
+	}
+	r.state = idle
+	again := r.again && !c.q.stopped
+	r.again = false
+	if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) || again {
+		c.queueLocked(r, bySweep, now)
+		c.wakeLocked(1)
+	} else {
+		c.scheduleLocked(r, now)
+	}
+}
+
+// ticketLocked gives the next event of r its place in r's line to the Observer (tell); with no Observer, none.
+func (c *Engine) ticketLocked(r *record) uint32 {
+	if c.opts.Observer == nil {
+		return 0
+	}
+	t := r.line.tickets
+	r.line.tickets++
+	if r.state == removed && c.q.records[r.PUID] == nil {
+		c.q.untold[r.PUID] = r.line // a Track of its PUID meanwhile tells after it
+	}
+	return t
+}
+
+// tell tells the Observer about ev, the event of r holding ticket t, once every event of r before it has been told,
+// and passes the turn on (a zero ev only passes it on): whatever goroutines make them, the events of one PU reach the Observer one at a time and in
+// order.
+func (c *Engine) tell(r *record, t uint32, ev Event) {
+	if c.opts.Observer == nil {
+		return
+	}
+	c.awaitTold(r, t)
+	if ev.Kind != 0 {
+		c.observe(ev)
+	}
+	c.q.mu.Lock()
+	l := r.line
+	if l.told++; l.told == l.tickets && c.q.untold[r.PUID] == l {
+		delete(c.q.untold, r.PUID)
+	}
+	c.q.toldCond.Broadcast()
+	c.q.mu.Unlock()
+}
+
+// awaitTold returns once the Observer has been told every event of r before ticket t.
+func (c *Engine) awaitTold(r *record, t uint32) {
+	c.q.mu.Lock()
+	for int32(t-r.line.told) > 0 {
+		c.q.toldCond.Wait()
+	}
+	c.q.mu.Unlock()
+}
+
+// setWaitLocked makes r wait for f (retrying or turnWaiting) until until, or for nothing (idle), and counts the
+// records waiting for each.
+func (c *Engine) setWaitLocked(r *record, f state, until int64) {
+	if r.waitFor == turnWaiting && f != turnWaiting {
+		c.leaveLineLocked(r) // seen alive, or destroyed: its turn goes to the next in line
+	}
+	c.q.waits[r.waitFor]--
+	c.q.waits[f]++
+	r.waitFor, r.waitUntil = f, until
+}
+
+// queueLocked asks for a check of r for why, and reports whether r joined the ready queue (a retry only for its time
+// or a Sweep); one being checked is checked again after, for a trigger or a Sweep.
+func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
+	switch {
+	case r.state == idle, r.state == turnWaiting, r.state == retrying && why != byTrigger:
+		r.state = queued
+		c.q.ready = append(c.q.ready, readyItem{r, now})
+		return true
+	case (r.state == checking || r.state == tracking) && why != byTime:
+		r.again = true
+	}
+	return false
+}
+
+// markLocked asks for the check of r that the Sweep of gen waits for.
+func (c *Engine) markLocked(r *record, gen uint32, now int64) {
+	r.sweepGen, r.sweep = gen, sweepNext
+	c.queueLocked(r, bySweep, now)
+}
+
+// claimLocked gives the queued record r to a check that will run in s.
+func (c *Engine) claimLocked(r *record, s *slot) {
+	r.state = checking
+	r.checkFresh, r.fresh = r.fresh || r.lastRow < 0, false // a first check records the sandbox: it asks the runtime too
+	if (r.sweep == sweepNext || r.sweep == sweepTurn) && c.sweepingLocked(r.sweepGen) {
+		r.sweep = sweepThis
+	}
+	s.held = r
+}
+
+// dueLocked reports whether the queued r is to be checked now; a retry that a Sweep now over queued goes back to
+// waiting for its time.
+func (c *Engine) dueLocked(r *record, now int64) bool {
+	if r.waitFor != retrying || r.waitUntil <= now || r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) {
+		return true
+	}
+	r.state = retrying
+	c.scheduleLocked(r, now)
+	return false
+}
+
+// releaseLocked ends the check of r held in s with o. It reports the Sweep still waiting for this check (0: none), for
+// the caller to count.
+func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
+	s.held = nil
+	c.q.free = append(c.q.free, s.index)
+	if c.q.boundWaiting > 0 {
+		c.q.cond.Broadcast()
+	}
+	sweeping := c.sweepingLocked(r.sweepGen)
+	switch {
+	case r.sweep == sweepThis && sweeping && o.turnAt != 0 && r.state != removed:
+		r.sweep = sweepTurn // the Sweep waits for its turn (Sweep)
+		c.q.sweep.owed = append(c.q.sweep.owed, r)
+		c.nudgeSweepLocked()
+	case r.sweep == sweepThis:
+		if sweeping {
+			sweep = r.sweepGen
+		}
+		r.sweep = notSwept
+	}
+	if r.state == removed {
+		if r.sweep == sweepNext && sweeping { // marked by a Sweep during its check
+			c.sweptLocked()
+		}
+		return sweep
+	}
+	r.lastChecked, r.lastRow, r.vetoed, r.lastErr = o.end, int8(o.verdict.Row), o.vetoed, o.err
+	if o.verdict.Action != Destroy && o.err == nil {
+		r.goneSince = 0 // seen alive: it no longer waits for a destroy
+	}
+	switch {
+	case o.retryAt != 0:
+		c.setWaitLocked(r, retrying, o.retryAt)
+	case o.turnAt != 0:
+		c.setWaitLocked(r, turnWaiting, o.turnAt)
+	case r.waitFor == retrying && r.waitUntil > o.end:
+		// A Sweep's early check that destroyed nothing: the retry stays.
+	case r.waitFor == turnWaiting && o.err != nil:
+		// A check that learned nothing: it keeps its place, or its turn come, the next tick.
+		c.setWaitLocked(r, turnWaiting, max(r.waitUntil, c.onTick(o.end+1)))
+	default:
+		c.setWaitLocked(r, idle, 0)
+	}
+	again := r.again && !c.q.stopped && r.waitFor != retrying
+	r.again = false
+	r.state = r.waitFor
+	if r.state == turnWaiting {
+		c.nudgeLineLocked(o.end, c.onTick(o.end+1)) // the head while it was checked: its turn may be sooner
+	}
+	if r.sweep == sweepNext && sweeping || again {
+		c.queueLocked(r, bySweep, o.end)
+		c.wakeLocked(1)
+	} else {
+		c.scheduleLocked(r, o.end)
+	}
+	return sweep
+}
+
+// removeLocked forgets r (the ready queue may still point to it: workers skip it). Until the caller has told the
+// Observer (told), a list of the Inventory that begins does not bring it back: a journal may still hold it.
+func (c *Engine) removeLocked(r *record) {
+	if r.state != checking && r.sweep != notSwept && c.sweepingLocked(r.sweepGen) {
+		c.sweptLocked() // a check ends its own part of a Sweep (releaseLocked)
+	}
+	r.state = removed
+	if l := r.line; l != nil && l.told != l.tickets {
+		c.q.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
+	}
+	c.leaveLineLocked(r) // in line since its check, or before
+	c.setWaitLocked(r, idle, 0)
+	c.unscheduleLocked(r)
+	delete(c.q.records, r.PUID)
+	if head := c.q.byPod[r.Pod]; head == r {
+		if r.nextOfPod == nil {
+			delete(c.q.byPod, r.Pod)
+		} else {
+			c.q.byPod[r.Pod] = r.nextOfPod
+		}
+	} else {
+		for p := head; p != nil; p = p.nextOfPod {
+			if p.nextOfPod == r {
+				p.nextOfPod = r.nextOfPod
+				break
+			}
+		}
+	}
+	r.nextOfPod = nil
+	c.q.list.removed(r.PUID, c.realNow())
+}
+
+// told records that the Observer has been told of the removal of the PU of puid (see removeLocked).
+func (c *Engine) told(puid string) {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	c.q.list.told(puid)
+}
+
+// Track starts tracking pu. It is insert-only: when pu.PUID is tracked already, the PU is left as it is (its first
+// sandbox is the PU's) and Track returns nil. A PU without a PUID, pod name or pod namespace is rejected with an error
+// wrapping ErrInvalidPU; after Start has returned, nothing would check it: Track returns an error wrapping
+// ErrNotRunning. Track returns once the Observer has been told (EventTracked), the second Track of a PU too; no check
+// of the PU begins before.
+func (c *Engine) Track(pu ports.PU) error {
+	_, err := c.track(pu, false)
+	return err
+}
+
+// track is Track, and reports whether pu was new; a PU the Inventory listed and removed meanwhile is not tracked.
+func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
+	if c.q.records == nil {
+		return false, ErrNotCreated
+	}
+	if pu.PUID == "" || pu.Pod.Name == "" || pu.Pod.Namespace == "" {
+		return false, fmt.Errorf("%w: PUID %q, pod %q: PUID, pod name and namespace are required", ErrInvalidPU, pu.PUID, pu.Pod)
+	}
+	now := c.now()
+	c.q.mu.Lock()
+	if c.q.stopped && !listed {
+		c.q.mu.Unlock()
+		return false, fmt.Errorf("%w: Start has returned: nothing would check PU %q", ErrNotRunning, pu.PUID)
+	}
+	r, tracked := c.q.records[pu.PUID]
+	_, gone := c.q.list.gone[pu.PUID]
+	switch {
+	case tracked:
+		var t uint32
+		if r.line != nil {
+			t = r.line.tickets // every event of r so far: its EventTracked among them
+		}
+		c.q.mu.Unlock()
+		if c.opts.Observer != nil {
+			c.awaitTold(r, t)
+		}
+		return false, nil
+	case listed && gone:
+		c.q.mu.Unlock()
+		c.log.V(1).Info("a PU the Inventory listed was removed meanwhile; not tracked again", "puID", pu.PUID, "pod", pu.Pod.String())
+		return false, nil
+	}
+	r, t := c.newRecordLocked(pu, now)
+	if c.opts.Inventory != nil && !c.q.list.restored {
+		c.q.unlisted.saw(len(c.q.records)) // the dry run's memory is as large as the most PUs tracked at once
+	}
+	if c.opts.Observer == nil {
+		c.announceLocked(r, now)
+	}
+	c.q.mu.Unlock()
+	if c.opts.Observer != nil {
+		c.tell(r, t, Event{Kind: EventTracked, PU: pu})
+		c.q.mu.Lock()
+		c.announceLocked(r, c.now())
+		c.q.mu.Unlock()
+	}
+	return true, nil
+}
+
+// Untrack forgets the PU of puid without destroying it, for a PU the agent tore down itself. It reports whether the
+// PU was tracked, once the Observer has been told (EventUntracked, after every earlier event of the PU). Once it
+// returns, no DestroyPU of that PU starts, though the Inventory's list under way holds it; one the engine had already
+// started may finish. A later Track of the same PUID is a new PU, and so is one a later list brings: the Inventory
+// must no longer list it (a journal that observes EventUntracked does not).
+func (c *Engine) Untrack(puid string) bool {
+	if c.q.records == nil {
+		return false
+	}
+	c.q.mu.Lock()
+	r := c.q.records[puid]
+	if r == nil {
+		c.q.list.removed(puid, c.realNow())
+		c.q.list.told(puid)
+		c.q.mu.Unlock()
+		return false
+	}
+	c.removeLocked(r)
+	snapshot, t := r.PU, c.ticketLocked(r)
+	c.q.mu.Unlock()
+	c.tell(r, t, Event{Kind: EventUntracked, PU: snapshot})
+	c.told(puid)
+	return true
+}
+
+// TriggerPod asks for the PUs of that pod to be checked now; one waiting for the retry of a failed destroy keeps
+// waiting (one waiting for its turn is checked, and keeps its place). Its cost grows with that pod's PUs, not with all
+// PUs. Checks asked before Start run when it begins; after Start has returned, TriggerPod does nothing.
+func (c *Engine) TriggerPod(key types.NamespacedName) {
+	if c.q.records == nil {
+		return
+	}
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	now, n := c.now(), 0
+	for r := c.q.byPod[key]; r != nil && !c.q.stopped; r = r.nextOfPod {
+		r.fresh = true
+		if c.queueLocked(r, byTrigger, now) {
+			n++
+		}
+	}
+	c.wakeLocked(n)
+}
+
+// TriggerAll asks for every PU to be checked now, as TriggerPod does for the PUs of one pod.
+func (c *Engine) TriggerAll() {
+	if c.q.records == nil {
+		return
+	}
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	now, n := c.now(), 0
+	for _, r := range c.q.records {
+		if !c.q.stopped && c.queueLocked(r, byTrigger, now) {
+			n++
+		}
+	}
+	c.wakeLocked(n)
+}
+
+// Len returns the number of tracked PUs.
+func (c *Engine) Len() int {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	return len(c.q.records)
+}
+
+// settle carries out the verdict of o on the claimed r, once it gave the check's events their places in r's line:
+// it records the adopted sandbox, or, for a destroy, reports it (a dry run) or takes its turn under the destroy rate
+// (else o.turnAt). It reports whether DestroyPU is to be called now, for ev. Nothing is carried out for a record
+// Untrack removed.
+func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy bool) {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	for i := range o.events {
+		o.events[i].ticket = c.ticketLocked(r)
+	}
+	v := o.verdict
+	if r.state == removed {
+		return ev, false
+	}
+	switch v.Action {
+	case Adopt:
+		r.SandboxID = v.SandboxID
+		o.events = append(o.events, tellItem{c.ticketLocked(r), Event{Kind: EventAdopted, PU: r.PU, Verdict: v}})
+	case Destroy:
+		ev = ports.DestroyEvent{PUID: r.PUID, Pod: r.Pod, SandboxID: r.SandboxID, Reason: v.Reason}
+		if c.opts.DryRun {
+			c.wouldDestroyLocked(r, o, ev)
+			return ev, false
+		}
+		now := c.now()
+		if r.goneSince == 0 {
+			r.goneSince = now
+		}
+		if !c.q.rate.limited() {
+			return ev, true
+		}
+		ok, at := c.q.rate.take(r.PUID, now)
+		if !ok {
+			o.turnAt = at
+			return ev, false
+		}
+		c.nudgeLineLocked(now, now)
+		return ev, true
+	}
+	return ev, false
+}
+
+// wouldDestroyLocked is a destroy in a dry run (Options.DryRun): reported once per reason and kept, or dropped when
+// its pod can never come back; a PU of a live pod (SandboxChanged, SandboxDead, PodTerminated) stays tracked.
+func (c *Engine) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEvent) {
+	v := o.verdict
+	report := r.reported&(1<<v.Row) == 0
+	if report {
+		r.reported |= 1 << v.Row
+		r.reportedRow = int8(v.Row)
+	}
+	gone := v.Reason == ports.ReasonPodGone || v.Reason == ports.ReasonUIDChanged || v.Reason == ports.ReasonNodeChanged
+	if gone {
+		c.removeLocked(r)
+		c.unlistedLocked(r.PUID) // the list to come may still have it
+		o.removed = true
+	}
+	if report {
+		o.events = append(o.events, tellItem{c.ticketLocked(r),
+			Event{Kind: EventWouldDestroy, PU: ev.PU(), Verdict: v, Reason: ev.Reason, Dropped: gone}})
+	}
+}
+
+// destroyed carries out DestroyPU's answer for ev on the claimed r: a success or the last failure removes the record,
+// another failure sets o.retryAt; a record Untrack removed meanwhile is not retried.
+func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err error, permanent bool) {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	untracked := r.state == removed
+	if err != nil {
+		r.attempts++
+		o.err = err
+	}
+	attempts := int(r.attempts)
+	o.done = err == nil || permanent || c.opts.MaxDestroyAttempts > 0 && attempts >= c.opts.MaxDestroyAttempts
+	now := c.now()
+	switch {
+	case o.done && !untracked:
+		c.removeLocked(r)
+		c.unlistedLocked(r.PUID)
+		o.removed = true
+	case !o.done && !untracked:
+		o.retryAt = c.onTick(now + int64(c.backoff(attempts)))
+	}
+	switch {
+	case err == nil && !untracked: // else its EventUntracked ended it for the Observer
+		o.events = append(o.events, tellItem{c.ticketLocked(r), Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason,
+			DestroyDelay: time.Duration(now - r.goneSince), DestroyCalls: attempts + 1}})
+	case err != nil:
+		o.fails = append(o.fails, portFailure{portDestroyPU, err})
+		o.events = append(o.events, tellItem{c.ticketLocked(r), Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason,
+			DestroyCalls: attempts, Err: err, Next: c.timeOf(o.retryAt)}})
+		if o.done && !untracked {
+			o.events = append(o.events, tellItem{c.ticketLocked(r), Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason,
+				DestroyCalls: attempts, Err: err}})
+		}
+	}
+}
+
+// finish ends the check of r held in s with o: it tells the Observer the check's events in their places in r's line,
+// the EventChecked last, then releases the record and the slot, so that a Sweep returns once the Observer knows. The
+// Observer is told in the slot: one that hangs is seen as stuck, as a port is.
+func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
+	if c.opts.Observer != nil {
+		c.q.mu.Lock()
+		o.events = append(o.events, tellItem{c.ticketLocked(r), Event{Kind: EventChecked, PU: r.PU, Verdict: o.verdict,
+			CheckDuration: time.Duration(o.end - start)}})
+		c.q.mu.Unlock()
+		for _, it := range o.events {
+			c.tell(r, it.ticket, it.ev)
+		}
+	}
+	if o.removed {
+		c.told(r.PUID)
+	}
+	end := s.checkEnd.Swap(0)
+	if late := time.Duration(c.realNow() - end); late > 0 {
+		err := fmt.Errorf("PU %s of pod %s: answered %v past its check's deadline; its slot was stuck meanwhile", r.PUID, r.Pod, late)
+		o.fails = append(o.fails, portFailure{portLate, err})
+	}
+	c.q.mu.Lock()
+	if sweep := c.releaseLocked(r, s, o); sweep != 0 {
+		c.sweptLocked()
+	}
+	c.q.mu.Unlock()
+	now := c.opts.Clock.Now()
+	for _, f := range o.fails {
+		c.fails.add(f.port, r.PUID, f.err, now)
+	}
+}
+
+// leaveLineLocked gives back r's place in the destroy rate's line, if it has one; the turn goes to the next in line.
+func (c *Engine) leaveLineLocked(r *record) {
+	if _, ok := c.q.rate.leave(r.PUID); ok {
+		now := c.now()
+		c.nudgeLineLocked(now, now)
+	}
+}
+
+// nudgeLineLocked has the PU at the head of the line checked when its turn comes, and not before floor, if that is
+// sooner than it waits for: after the one before it took its turn or left the line, or its own check failed.
+func (c *Engine) nudgeLineLocked(now, floor int64) {
+	puid, ok := c.q.rate.front()
+	if !ok {
+		return
+	}
+	r := c.q.records[puid]
+	if r == nil || r.state != turnWaiting {
+		return // being checked, or queued: its check asks for its turn, or its release nudges it
+	}
+	if at := max(c.q.rate.turnAt(0, now), floor); at < r.waitUntil {
+		r.waitUntil = at
+		c.scheduleLocked(r, now)
+		c.nudgeSweepLocked() // a Sweep without Start queues the turns it waits for
+	}
 }

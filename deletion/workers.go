@@ -407,28 +407,11 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	s.checkEnd.Store(end)
 	o := c.check(cctx, r)
 	if o.requeue != nil { // with a deadline of its own
-		end = c.realNow() + int64(c.opts.CheckTimeout)
-		s.checkEnd.Store(end)
-		c.requeue(ctx, r, o.requeue)
+		s.checkEnd.Store(c.realNow() + int64(c.opts.CheckTimeout))
+		c.requeue(ctx, &o)
 	}
 	o.end = c.now()
-	if c.opts.Observer != nil { // in the slot: an Observer that hangs is seen as stuck
-		c.q.mu.Lock()
-		snapshot, t := r.PU, c.ticketLocked(r)
-		c.q.mu.Unlock()
-		c.tell(r, t, Event{Kind: EventChecked, PU: snapshot, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start)})
-	}
-	s.checkEnd.Store(0)
-	if late := time.Duration(c.realNow() - end); late > 0 {
-		err := fmt.Errorf("PU %s of pod %s: answered %v past its check's deadline; its slot was stuck meanwhile", r.PUID, r.Pod, late)
-		c.log.V(1).Info("a port or the Observer ignored its check's deadline", "error", err.Error())
-		c.fails.add(portLate, r.PUID, err, c.opts.Clock.Now())
-	}
-	c.q.mu.Lock()
-	if sweep := c.releaseLocked(r, s, &o); sweep != 0 { // once the Observer knows, so that a Sweep returns after it
-		c.sweptLocked()
-	}
-	c.q.mu.Unlock()
+	c.finish(r, s, &o, start)
 }
 
 // realNow returns the time package's time since New: deadlines follow it.
