@@ -15,7 +15,11 @@ package deletion
 // learns nothing (a port failed). A Sweep waits for the turns of its checks' destroys.
 
 import (
+	"cmp"
+	"container/heap"
+	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -669,5 +673,350 @@ func (c *Engine) nudgeLineLocked(now, floor int64) {
 		r.waitUntil = at
 		c.scheduleLocked(r, now)
 		c.nudgeSweepLocked() // a Sweep without Start queues the turns it waits for
+	}
+}
+
+// Status returns what the engine knows of every tracked PU, sorted by PUID.
+func (c *Engine) Status() []PUStatus {
+	c.q.mu.Lock()
+	out := make([]PUStatus, 0, len(c.q.records))
+	for _, e := range c.q.records {
+		s := PUStatus{
+			PU:          e.PU,
+			State:       e.state.String(),
+			TrackedAt:   c.timeOf(e.trackedAt),
+			LastChecked: c.timeOf(e.lastChecked),
+			Vetoed:      e.vetoed,
+			Attempts:    int(e.attempts),
+			LastErr:     e.lastErr,
+		}
+		if e.reportedRow > 0 {
+			s.WouldDestroy = verdictOfRow(int(e.reportedRow), "").Reason
+		}
+		if e.lastRow >= 0 {
+			s.LastVerdict = verdictOfRow(int(e.lastRow), e.SandboxID)
+		}
+		if e.waitFor != idle {
+			s.NextAttempt = c.timeOf(e.waitUntil)
+		}
+		out = append(out, s)
+	}
+	c.q.mu.Unlock()
+	slices.SortFunc(out, func(a, b PUStatus) int { return cmp.Compare(a.PUID, b.PUID) })
+	return out
+}
+
+// Backlog says how far behind the destroys are. It reads every PU under the engine's lock: call it at a scrape, not
+// per check.
+func (c *Engine) Backlog() Backlog {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	b := Backlog{Retrying: c.q.waits[retrying], RateLimited: c.q.waits[turnWaiting]}
+	var oldest int64
+	for _, r := range c.q.records {
+		if r.goneSince != 0 && (oldest == 0 || r.goneSince < oldest) {
+			oldest = r.goneSince
+		}
+	}
+	b.OldestGoneSince, b.OldestQueuedSince = c.timeOf(oldest), c.timeOf(c.oldestQueuedLocked())
+	return b
+}
+
+// oldestQueuedLocked returns when the oldest queued check was queued; 0: none.
+func (c *Engine) oldestQueuedLocked() int64 {
+	for _, it := range c.q.ready[c.q.readyHead:] {
+		if it.r.state == queued {
+			return it.at
+		}
+	}
+	return 0
+}
+
+// adoptListed gives the sandbox listed for pu to the record of the same PU if it has none and was never checked (see
+// Options.Inventory), by the rule of ports.PU.WithRecordedSandbox. It reports whether it gave a sandbox.
+func (c *Engine) adoptListed(pu ports.PU) bool {
+	c.q.mu.Lock()
+	e := c.q.records[pu.PUID]
+	_, gone := c.q.list.gone[pu.PUID] // tracked again since: a new PU
+	ok := e != nil && !gone && e.lastRow < 0 && (e.state == idle || e.state == queued || e.state == tracking)
+	var snapshot ports.PU
+	var t uint32
+	if ok {
+		snapshot = e.PU.WithRecordedSandbox(pu)
+		ok = snapshot != e.PU
+		e.PU = snapshot
+	}
+	if ok {
+		t = c.ticketLocked(e)
+	}
+	c.q.mu.Unlock()
+	if ok {
+		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
+		c.tell(e, t, Event{Kind: EventAdopted, PU: snapshot})
+	}
+	return ok
+}
+
+// unlistedLocked remembers the removal of the PU of puid while no list has answered (unlistedMemory).
+func (c *Engine) unlistedLocked(puid string) {
+	if c.opts.Inventory != nil && !c.q.list.restored {
+		c.q.unlisted.add(puid, len(c.q.records)+1)
+	}
+}
+
+// waits returns what a health check reads of the queue: whether Start has returned, how long the oldest queued check
+// has waited, how long ago the first check due was due (since Start began at the earliest), and how long that may be
+// (limit, and the first list's deadline while it is under way).
+func (c *Engine) waits(limit time.Duration) (stopped bool, waited, overdue, wedged time.Duration) {
+	now := c.now()
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	stopped, wedged = c.q.stopped, limit
+	if len(c.q.heap) > 0 {
+		overdue = time.Duration(now - max(c.q.heap[0].next, c.q.startAt))
+	}
+	if !c.q.begun {
+		wedged += c.listTimeout() + stuckGrace
+	}
+	if at := c.oldestQueuedLocked(); at != 0 {
+		waited = time.Duration(now - at)
+	}
+	return stopped, waited, overdue, wedged
+}
+
+// listBegins opens the window of a list of the Inventory: it is not to bring back what was removed, or is being
+// removed, since it began (listWindow), nor what unlistedMemory remembers; listEnds closes it.
+func (c *Engine) listBegins() {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	w := &c.q.list
+	w.gone = c.q.unlisted.copy(len(w.removing))
+	for puid := range w.removing {
+		w.gone[puid] = struct{}{}
+	}
+	w.end = c.realNow() + int64(c.listTimeout()+stuckGrace)
+}
+
+func (c *Engine) listEnds() {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	c.q.list.gone = nil
+}
+
+// listAnswered returns the error of a list that answered err: an answer after its deadline is a failure.
+func (c *Engine) listAnswered(err error) error {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	switch w := &c.q.list; {
+	case err == nil && c.realNow() > w.end:
+		return fmt.Errorf("ListPUs answered after its deadline of %v", c.listTimeout())
+	case err == nil:
+		w.end = 0 // removals count until its answer is tracked
+	}
+	return err
+}
+
+// listTracked records that a list's answer is tracked: no list is to come.
+func (c *Engine) listTracked() {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	c.q.list.restored = true
+	c.q.unlisted = unlistedMemory{}
+}
+
+// queueDue queues every record whose time has come at now, each once however late, and returns when the scheduler is
+// to wake next (0: at a kick): the next record's time, or when the batch's checks, if slow, want another worker.
+func (c *Engine) queueDue(now int64) int64 {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	n := 0
+	for len(c.q.heap) > 0 && c.q.heap[0].next <= now {
+		if c.queueLocked(heap.Pop(&c.q.heap).(*record), byTime, now) {
+			n++
+		}
+	}
+	c.wakeLocked(min(n, 1)) // more once the batch waits (see next)
+	c.q.wakeAt = 0
+	if len(c.q.heap) > 0 {
+		c.q.wakeAt = c.q.heap[0].next
+	}
+	if c.q.readyHead < len(c.q.ready) && c.q.idleWorkers > 0 { // the batch's checks may be slow: wake another worker then
+		if at := c.q.ready[c.q.readyHead].at + int64(c.spreadAfter()); at <= now {
+			c.q.cond.Signal()
+		} else if c.q.wakeAt == 0 || at < c.q.wakeAt {
+			c.q.wakeAt = at
+		}
+	}
+	return c.q.wakeAt
+}
+
+// checksBegin lets Start's workers begin, once its first list of the Inventory has ended or is past its deadline.
+func (c *Engine) checksBegin() {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	c.q.begun = true
+	c.q.cond.Broadcast()
+}
+
+// sweepLanes starts the Sweep's own goroutines, at most Workers, while Start does not run and none of them does.
+func (c *Engine) sweepLanes(ctx context.Context, gen uint32) {
+	c.q.mu.Lock()
+	n := 0
+	if w := &c.q.sweep; !c.q.running && w.lanes == 0 && c.sweepingLocked(gen) {
+		n = min(c.opts.Workers, w.left)
+		w.lanes = n
+	}
+	c.q.mu.Unlock()
+	for range n {
+		go func() {
+			c.work(ctx, gen) // until the Sweep ends or Start begins
+			c.q.mu.Lock()
+			if c.sweepingLocked(gen) { // else its end counted them out
+				c.q.sweep.lanes--
+			}
+			c.q.mu.Unlock()
+		}()
+	}
+}
+
+// sweepTurns queues the records of the Sweep of gen whose turns have come while Start does not run (its scheduler does
+// it), and returns how long until the next (0: none).
+func (c *Engine) sweepTurns(gen uint32) time.Duration {
+	now := c.now()
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	next, owed := int64(0), c.q.sweep.owed[:0]
+	for _, r := range c.q.sweep.owed {
+		switch {
+		case r.sweep != sweepTurn || r.sweepGen != gen || r.state != turnWaiting:
+			continue // handed on, or gone: a check that waits again owes it again
+		case !c.q.running && r.waitUntil <= now:
+			c.queueLocked(r, bySweep, now)
+			c.wakeLocked(1)
+			continue
+		case !c.q.running && (next == 0 || r.waitUntil < next):
+			next = r.waitUntil
+		}
+		owed = append(owed, r)
+	}
+	clear(c.q.sweep.owed[len(owed):])
+	c.q.sweep.owed = owed
+	return time.Duration(max(next-now, 0))
+}
+
+// sweepStuck reports whether the Sweep of gen is to stop waiting: every check it waits for, or every slot, is held by
+// one stuck in a port.
+func (c *Engine) sweepStuck(gen uint32) bool {
+	now := c.realNow()
+	c.q.mu.Lock()
+	held, stuck, left := 0, 0, c.q.sweep.left
+	for i := range c.q.slots {
+		s := &c.q.slots[i]
+		if !s.stuck(now) {
+			continue
+		}
+		stuck++
+		if r := s.held; r != nil && r.sweep != notSwept && r.sweepGen == gen {
+			held++
+		}
+	}
+	c.q.mu.Unlock()
+	if left == 0 || held < left && stuck < len(c.q.slots) {
+		return false
+	}
+	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", left-held)
+	return true
+}
+
+// next claims the oldest queued record and a free slot for it, waiting for both; nil: its goroutine is to stop.
+func (c *Engine) next(gen uint32) (*record, *slot) {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	for {
+		switch {
+		case gen == 0 && c.q.stopped, gen != 0 && !c.sweepingLocked(gen):
+			return nil, nil
+		case gen != 0 && c.q.running:
+			c.q.cond.Broadcast() // pass on a wake-up that may have been meant for Start's workers
+			return nil, nil
+		case gen == 0 && !c.q.begun, len(c.q.free) == 0 && c.q.readyHead < len(c.q.ready):
+			// Start's first list is under way, or every slot is taken.
+			c.q.boundWaiting++
+			c.q.cond.Wait()
+			c.q.boundWaiting--
+			continue
+		}
+		for c.q.readyHead < len(c.q.ready) {
+			it := c.q.ready[c.q.readyHead]
+			c.q.ready[c.q.readyHead] = readyItem{}
+			c.q.readyHead++
+			if it.r.state != queued || !c.dueLocked(it.r, c.now()) {
+				continue
+			}
+			s := &c.q.slots[c.q.free[len(c.q.free)-1]]
+			c.q.free = c.q.free[:len(c.q.free)-1]
+			c.claimLocked(it.r, s)
+			// A batch wakes one worker; this wakes another if it waits.
+			if c.q.idleWorkers > 0 && c.q.readyHead < len(c.q.ready) && time.Duration(c.now()-it.at) > c.spreadAfter() {
+				c.q.cond.Signal()
+			}
+			c.compactReadyLocked()
+			return it.r, s
+		}
+		c.compactReadyLocked()
+		c.q.idleWorkers++
+		c.q.cond.Wait()
+		c.q.idleWorkers--
+	}
+}
+
+// startQueue starts the queue for Start: its workers take the checks from now on, those triggered before it included,
+// once its first list is in (with an Inventory). It returns how many checks are queued and how many PUs are tracked.
+func (c *Engine) startQueue(kick chan struct{}, now int64) (pending, tracked int) {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	c.q.running, c.q.begun, c.q.kick, c.q.startAt = true, c.opts.Inventory == nil, kick, now
+	// Triggers before Start queued their records: they wait from now on.
+	for i := range c.q.ready[c.q.readyHead:] {
+		c.q.ready[c.q.readyHead+i].at = now
+	}
+	c.q.cond.Broadcast() // a Sweep's own goroutines leave the queue to Start's workers
+	return len(c.q.ready) - c.q.readyHead, len(c.q.records)
+}
+
+// stopQueue stops Start's workers; a Sweep under way goes on with goroutines of its own.
+func (c *Engine) stopQueue() {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	c.q.running, c.q.stopped = false, true
+	c.nudgeSweepLocked()
+	c.q.cond.Broadcast()
+}
+
+// beginSweep marks every record for a new Sweep and returns its generation (0: nothing is tracked), the channel closed
+// at its end and the one that nudges it.
+func (c *Engine) beginSweep(now int64) (gen uint32, done, nudge chan struct{}) {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	if len(c.q.records) == 0 {
+		return 0, nil, nil
+	}
+	w := &c.q.sweep
+	w.gen = max(w.gen+1, 1) // 0 stands for Start's workers (see work)
+	gen, done, nudge = w.gen, make(chan struct{}), make(chan struct{}, 1)
+	w.done, w.nudge, w.left, w.lanes, w.owed = done, nudge, len(c.q.records), 0, nil
+	for _, r := range c.q.records {
+		c.markLocked(r, gen, now)
+	}
+	c.wakeLocked(w.left) // Start's workers, if it runs
+	return gen, done, nudge
+}
+
+// endSweep ends the Sweep of gen, if it still runs.
+func (c *Engine) endSweep(gen uint32) {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	if c.sweepingLocked(gen) {
+		c.endSweepLocked()
 	}
 }

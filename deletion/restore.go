@@ -2,7 +2,6 @@ package deletion
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -91,45 +90,17 @@ func (m *unlistedMemory) copy(extra int) map[string]struct{} {
 	return out
 }
 
-// unlistedLocked remembers the removal of the PU of puid while no list has answered (unlistedMemory).
-func (c *Engine) unlistedLocked(puid string) {
-	if c.opts.Inventory != nil && !c.q.list.restored {
-		c.q.unlisted.add(puid, len(c.q.records)+1)
-	}
-}
-
 // restoreAttempt lists the Inventory once and tracks every PU it lists, but invalid ones, and those removed since the
 // list began or being removed then (listWindow), or destroyed, given up on or dropped while no list had answered
 // (unlistedMemory). An answer after its deadline counts as a
 // failure. It reports whether the list answered.
 func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
-	c.q.mu.Lock()
-	w := &c.q.list
-	w.gone = c.q.unlisted.copy(len(w.removing))
-	for puid := range w.removing {
-		w.gone[puid] = struct{}{}
-	}
-	w.end = c.realNow() + int64(c.listTimeout()+stuckGrace)
-	c.q.mu.Unlock()
-	defer func() {
-		c.q.mu.Lock()
-		w.gone = nil
-		c.q.mu.Unlock()
-	}()
+	c.listBegins()
+	defer c.listEnds()
 	pus, err := c.listPUs(ctx)
-	c.q.mu.Lock()
-	if err == nil && c.realNow() > w.end {
-		err = fmt.Errorf("ListPUs answered after its deadline of %v", c.listTimeout())
-	} else if err == nil {
-		w.end = 0 // removals count until its answer is tracked
-	}
-	c.q.mu.Unlock()
-	if err == nil {
+	if err = c.listAnswered(err); err == nil {
 		restored, skipped := c.trackAll(pus)
-		c.q.mu.Lock()
-		w.restored = true
-		c.q.unlisted = unlistedMemory{} // no list is to come
-		c.q.mu.Unlock()
+		c.listTracked()
 		c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
 		c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt})
 		return true
@@ -169,31 +140,6 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 	}
 	wg.Wait()
 	return int(nRestored.Load()), int(nSkipped.Load())
-}
-
-// adoptListed gives the sandbox listed for pu to the record of the same PU if it has none and was never checked (see
-// Options.Inventory), by the rule of ports.PU.WithRecordedSandbox. It reports whether it gave a sandbox.
-func (c *Engine) adoptListed(pu ports.PU) bool {
-	c.q.mu.Lock()
-	e := c.q.records[pu.PUID]
-	_, gone := c.q.list.gone[pu.PUID] // tracked again since: a new PU
-	ok := e != nil && !gone && e.lastRow < 0 && (e.state == idle || e.state == queued || e.state == tracking)
-	var snapshot ports.PU
-	var t uint32
-	if ok {
-		snapshot = e.PU.WithRecordedSandbox(pu)
-		ok = snapshot != e.PU
-		e.PU = snapshot
-	}
-	if ok {
-		t = c.ticketLocked(e)
-	}
-	c.q.mu.Unlock()
-	if ok {
-		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
-		c.tell(e, t, Event{Kind: EventAdopted, PU: snapshot})
-	}
-	return ok
 }
 
 // listTimeout is the deadline of a list: CheckTimeout, at least a second.

@@ -111,27 +111,7 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 	defer c.flushFailures()
 	for {
 		now := c.now()
-		c.q.mu.Lock()
-		n := 0
-		for len(c.q.heap) > 0 && c.q.heap[0].next <= now {
-			if c.queueLocked(heap.Pop(&c.q.heap).(*record), byTime, now) {
-				n++
-			}
-		}
-		c.wakeLocked(min(n, 1)) // more once the batch waits (see next)
-		c.q.wakeAt = 0
-		if len(c.q.heap) > 0 {
-			c.q.wakeAt = c.q.heap[0].next
-		}
-		if c.q.readyHead < len(c.q.ready) && c.q.idleWorkers > 0 { // the batch's checks may be slow: wake another worker then
-			if at := c.q.ready[c.q.readyHead].at + int64(c.spreadAfter()); at <= now {
-				c.q.cond.Signal()
-			} else if c.q.wakeAt == 0 || at < c.q.wakeAt {
-				c.q.wakeAt = at
-			}
-		}
-		wakeAt := c.q.wakeAt
-		c.q.mu.Unlock()
+		wakeAt := c.queueDue(now)
 		if time.Duration(now-lastFlush) >= c.opts.SweepInterval {
 			c.flushFailures() // once per interval at most
 			lastFlush = now
@@ -164,9 +144,6 @@ func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) boo
 		c.log.Error(nil, "Start's first list of the Inventory is past its deadline; checks begin without it, and it is retried",
 			"deadline", c.listTimeout().String())
 	}
-	c.q.mu.Lock()
-	c.q.begun = true
-	c.q.cond.Broadcast()
-	c.q.mu.Unlock()
+	c.checksBegin()
 	return true
 }

@@ -1,11 +1,9 @@
 package deletion
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/podsweeper/podsweeper/ports"
@@ -36,36 +34,6 @@ type PUStatus struct {
 	WouldDestroy ports.Reason
 	// LastErr is the error of the last check, if it failed.
 	LastErr error
-}
-
-// Status returns what the engine knows of every tracked PU, sorted by PUID.
-func (c *Engine) Status() []PUStatus {
-	c.q.mu.Lock()
-	out := make([]PUStatus, 0, len(c.q.records))
-	for _, e := range c.q.records {
-		s := PUStatus{
-			PU:          e.PU,
-			State:       e.state.String(),
-			TrackedAt:   c.timeOf(e.trackedAt),
-			LastChecked: c.timeOf(e.lastChecked),
-			Vetoed:      e.vetoed,
-			Attempts:    int(e.attempts),
-			LastErr:     e.lastErr,
-		}
-		if e.reportedRow > 0 {
-			s.WouldDestroy = verdictOfRow(int(e.reportedRow), "").Reason
-		}
-		if e.lastRow >= 0 {
-			s.LastVerdict = verdictOfRow(int(e.lastRow), e.SandboxID)
-		}
-		if e.waitFor != idle {
-			s.NextAttempt = c.timeOf(e.waitUntil)
-		}
-		out = append(out, s)
-	}
-	c.q.mu.Unlock()
-	slices.SortFunc(out, func(a, b PUStatus) int { return cmp.Compare(a.PUID, b.PUID) })
-	return out
 }
 
 // Errors LivenessCheck and ReadinessCheck return, wrapped with details. Match them with errors.Is.
@@ -110,19 +78,8 @@ func (c *Engine) ReadinessCheck(_ *http.Request) error {
 
 // healthErr is the error of a started engine's health check; a backlog fails it only when behindFails.
 func (c *Engine) healthErr(behindFails bool) error {
-	now, limit := c.now(), 3*c.opts.SweepInterval
-	c.q.mu.Lock()
-	stopped, waited, overdue, wedged := c.q.stopped, time.Duration(0), time.Duration(0), limit
-	if len(c.q.heap) > 0 { // due since Start began at the earliest
-		overdue = time.Duration(now - max(c.q.heap[0].next, c.q.startAt))
-	}
-	if !c.q.begun { // Start's first list is under way, within its deadline
-		wedged += c.listTimeout() + stuckGrace
-	}
-	if at := c.oldestQueuedLocked(); at != 0 {
-		waited = time.Duration(now - at)
-	}
-	c.q.mu.Unlock()
+	limit := 3 * c.opts.SweepInterval
+	stopped, waited, overdue, wedged := c.waits(limit)
 	switch stuck := c.stuck(c.realNow()); {
 	case stopped:
 		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
@@ -151,28 +108,3 @@ type Backlog struct {
 	OldestQueuedSince time.Time
 }
 
-// Backlog says how far behind the destroys are. It reads every PU under the engine's lock: call it at a scrape, not
-// per check.
-func (c *Engine) Backlog() Backlog {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
-	b := Backlog{Retrying: c.q.waits[retrying], RateLimited: c.q.waits[turnWaiting]}
-	var oldest int64
-	for _, r := range c.q.records {
-		if r.goneSince != 0 && (oldest == 0 || r.goneSince < oldest) {
-			oldest = r.goneSince
-		}
-	}
-	b.OldestGoneSince, b.OldestQueuedSince = c.timeOf(oldest), c.timeOf(c.oldestQueuedLocked())
-	return b
-}
-
-// oldestQueuedLocked returns when the oldest queued check was queued; 0: none.
-func (c *Engine) oldestQueuedLocked() int64 {
-	for _, it := range c.q.ready[c.q.readyHead:] {
-		if it.r.state == queued {
-			return it.at
-		}
-	}
-	return 0
-}

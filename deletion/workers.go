@@ -33,15 +33,7 @@ func (c *Engine) Start(ctx context.Context) error {
 	}
 	now := c.now()
 	kick, listed := make(chan struct{}, 1), make(chan struct{}) // here, not in New, for a testing/synctest bubble running Start
-	c.q.mu.Lock()
-	c.q.running, c.q.begun, c.q.kick, c.q.startAt = true, c.opts.Inventory == nil, kick, now
-	// Triggers before Start queued their records: they wait from now on.
-	for i := range c.q.ready[c.q.readyHead:] {
-		c.q.ready[c.q.readyHead+i].at = now
-	}
-	pending, tracked := len(c.q.ready)-c.q.readyHead, len(c.q.records)
-	c.q.cond.Broadcast() // a Sweep's own goroutines leave the queue to Start's workers
-	c.q.mu.Unlock()
+	pending, tracked := c.startQueue(kick, now)
 
 	var sched, inPorts sync.WaitGroup
 	for range c.opts.Workers {
@@ -55,11 +47,7 @@ func (c *Engine) Start(ctx context.Context) error {
 		"sweepInterval", c.opts.SweepInterval.String(), "phases", c.q.phases)
 
 	<-ctx.Done()
-	c.q.mu.Lock()
-	c.q.running, c.q.stopped = false, true
-	c.nudgeSweepLocked() // a Sweep under way goes on with goroutines of its own
-	c.q.cond.Broadcast()
-	c.q.mu.Unlock()
+	c.stopQueue()
 	sched.Wait()
 	done := make(chan struct{})
 	go func() { inPorts.Wait(); close(done) }()
@@ -96,21 +84,10 @@ func (c *Engine) Sweep(ctx context.Context) {
 	case <-ctx.Done():
 		return
 	}
-	now := c.now()
-	c.q.mu.Lock()
-	if len(c.q.records) == 0 {
-		c.q.mu.Unlock()
-		return
+	gen, done, nudge := c.beginSweep(c.now())
+	if gen == 0 {
+		return // nothing is tracked
 	}
-	w := &c.q.sweep
-	w.gen = max(w.gen+1, 1) // 0 stands for Start's workers (see work)
-	gen, done, nudge := w.gen, make(chan struct{}), make(chan struct{}, 1)
-	w.done, w.nudge, w.left, w.lanes, w.owed = done, nudge, len(c.q.records), 0, nil
-	for _, r := range c.q.records {
-		c.markLocked(r, gen, now)
-	}
-	c.wakeLocked(w.left) // Start's workers, if it runs
-	c.q.mu.Unlock()
 	defer c.flushFailures()
 
 	t := time.NewTicker(stuckGrace)
@@ -135,11 +112,7 @@ func (c *Engine) Sweep(ctx context.Context) {
 		}
 		break
 	}
-	c.q.mu.Lock()
-	if c.sweepingLocked(gen) {
-		c.endSweepLocked()
-	}
-	c.q.mu.Unlock()
+	c.endSweep(gen)
 }
 
 // sweepRun is the running Sweep's state, under Engine.mu: its generation, which its marks carry (record.sweepGen), the
@@ -151,76 +124,6 @@ type sweepRun struct {
 	owed        []*record
 	done        chan struct{}
 	nudge       chan struct{}
-}
-
-// sweepLanes starts the Sweep's own goroutines, at most Workers, while Start does not run and none of them does.
-func (c *Engine) sweepLanes(ctx context.Context, gen uint32) {
-	c.q.mu.Lock()
-	n := 0
-	if w := &c.q.sweep; !c.q.running && w.lanes == 0 && c.sweepingLocked(gen) {
-		n = min(c.opts.Workers, w.left)
-		w.lanes = n
-	}
-	c.q.mu.Unlock()
-	for range n {
-		go func() {
-			c.work(ctx, gen) // until the Sweep ends or Start begins
-			c.q.mu.Lock()
-			if c.sweepingLocked(gen) { // else its end counted them out
-				c.q.sweep.lanes--
-			}
-			c.q.mu.Unlock()
-		}()
-	}
-}
-
-// sweepTurns queues the records of the Sweep of gen whose turns have come while Start does not run (its scheduler does
-// it), and returns how long until the next (0: none).
-func (c *Engine) sweepTurns(gen uint32) time.Duration {
-	now := c.now()
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
-	next, owed := int64(0), c.q.sweep.owed[:0]
-	for _, r := range c.q.sweep.owed {
-		switch {
-		case r.sweep != sweepTurn || r.sweepGen != gen || r.state != turnWaiting:
-			continue // handed on, or gone: a check that waits again owes it again
-		case !c.q.running && r.waitUntil <= now:
-			c.queueLocked(r, bySweep, now)
-			c.wakeLocked(1)
-			continue
-		case !c.q.running && (next == 0 || r.waitUntil < next):
-			next = r.waitUntil
-		}
-		owed = append(owed, r)
-	}
-	clear(c.q.sweep.owed[len(owed):])
-	c.q.sweep.owed = owed
-	return time.Duration(max(next-now, 0))
-}
-
-// sweepStuck reports whether the Sweep of gen is to stop waiting: every check it waits for, or every slot, is held by
-// one stuck in a port.
-func (c *Engine) sweepStuck(gen uint32) bool {
-	now := c.realNow()
-	c.q.mu.Lock()
-	held, stuck, left := 0, 0, c.q.sweep.left
-	for i := range c.q.slots {
-		s := &c.q.slots[i]
-		if !s.stuck(now) {
-			continue
-		}
-		stuck++
-		if r := s.held; r != nil && r.sweep != notSwept && r.sweepGen == gen {
-			held++
-		}
-	}
-	c.q.mu.Unlock()
-	if left == 0 || held < left && stuck < len(c.q.slots) {
-		return false
-	}
-	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", left-held)
-	return true
 }
 
 // sweepingLocked reports whether the Sweep of gen waits for checks.
@@ -337,48 +240,6 @@ func (c *Engine) work(ctx context.Context, gen uint32) {
 			return
 		}
 		c.run(ctx, &l, r, s)
-	}
-}
-
-// next claims the oldest queued record and a free slot for it, waiting for both; nil: its goroutine is to stop.
-func (c *Engine) next(gen uint32) (*record, *slot) {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
-	for {
-		switch {
-		case gen == 0 && c.q.stopped, gen != 0 && !c.sweepingLocked(gen):
-			return nil, nil
-		case gen != 0 && c.q.running:
-			c.q.cond.Broadcast() // pass on a wake-up that may have been meant for Start's workers
-			return nil, nil
-		case gen == 0 && !c.q.begun, len(c.q.free) == 0 && c.q.readyHead < len(c.q.ready):
-			// Start's first list is under way, or every slot is taken.
-			c.q.boundWaiting++
-			c.q.cond.Wait()
-			c.q.boundWaiting--
-			continue
-		}
-		for c.q.readyHead < len(c.q.ready) {
-			it := c.q.ready[c.q.readyHead]
-			c.q.ready[c.q.readyHead] = readyItem{}
-			c.q.readyHead++
-			if it.r.state != queued || !c.dueLocked(it.r, c.now()) {
-				continue
-			}
-			s := &c.q.slots[c.q.free[len(c.q.free)-1]]
-			c.q.free = c.q.free[:len(c.q.free)-1]
-			c.claimLocked(it.r, s)
-			// A batch wakes one worker; this wakes another if it waits.
-			if c.q.idleWorkers > 0 && c.q.readyHead < len(c.q.ready) && time.Duration(c.now()-it.at) > c.spreadAfter() {
-				c.q.cond.Signal()
-			}
-			c.compactReadyLocked()
-			return it.r, s
-		}
-		c.compactReadyLocked()
-		c.q.idleWorkers++
-		c.q.cond.Wait()
-		c.q.idleWorkers--
 	}
 }
 
