@@ -107,4 +107,3 @@ type Backlog struct {
 	// drain shows here first.
 	OldestQueuedSince time.Time
 }
-

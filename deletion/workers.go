@@ -127,7 +127,9 @@ type sweepRun struct {
 }
 
 // sweepingLocked reports whether the Sweep of gen waits for checks.
-func (c *Engine) sweepingLocked(gen uint32) bool { return c.q.sweep.done != nil && gen == c.q.sweep.gen }
+func (c *Engine) sweepingLocked(gen uint32) bool {
+	return c.q.sweep.done != nil && gen == c.q.sweep.gen
+}
 
 // endSweepLocked ends the running Sweep, if any; its marks, which carry its generation, no longer count.
 func (c *Engine) endSweepLocked() {
