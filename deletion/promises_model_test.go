@@ -63,6 +63,9 @@ package deletion_test
 //     deadline + 2s with an Inventory under Start, + (PUs + calls + burst +
 //     2)/rate) of its start or the previous Sweep's end, or 2s after its
 //     ctx is cancelled; every goroutine returns in the end.
+//  12. A list of the Inventory that hangs past its deadline (and a second)
+//     is left behind: another follows within RetryMaxDelay, while Start
+//     runs and no list has answered.
 //  11. The Observer hears one PU's events one at a time, and in order: its
 //     EventTracked first, no other EventTracked while it is tracked, its
 //     EventAdopted, and the one event that ends its tracking (EventUntracked,
@@ -1273,6 +1276,11 @@ func (w *pmWorld) checkTimed() {
 	w.mu.Lock()
 	now := w.now()
 	for _, e := range w.engines {
+		if e.running && !e.dead && !e.answered && e.listsInFlight > 0 &&
+			now > e.listStart+w.o.listTimeout()+time.Second+pmRetryMax+2*time.Second {
+			w.violateLocked("12: the Inventory's list begun at %v hangs past its deadline of %v and no list follows it", e.listStart, w.o.listTimeout())
+			e.listStart = now // once
+		}
 		if e.stopAt > 0 && !e.startReturned && now > e.stopAt+pmShutdown+time.Second {
 			w.violateLocked("9: Start has not returned %v after its ctx was cancelled (ShutdownTimeout %v)", now-e.stopAt, pmShutdown)
 			e.startReturned = true // once
@@ -1679,6 +1687,13 @@ func runPromises(t *testing.T, mode uint16, data []byte) {
 func FuzzPromises(f *testing.F) {
 	op := func(kind, a, b int) []byte { return []byte{byte(kind), byte(a), byte(b)} }
 	cat := func(ops ...[]byte) []byte { return slices.Concat(ops...) }
+	// Every list of the Inventory hangs, ignoring its context: each is left behind and another follows (invariant 12).
+	f.Add(uint16(pmModeInventory|pmModeAutoStart|1<<9), cat(op(pmTrack, 0, 0), op(pmListFault, 1, 15), op(pmRestart, 0, 0),
+		op(pmDelete, 0, 0), op(pmAdvance, 11, 0), op(pmListFault, 5, 0), op(pmAdvance, 11, 0)))
+	// A PU untracked while its EventChecked is slow to be told, and tracked again meanwhile: the journal hears
+	// EventUntracked before the new EventTracked (invariant 11).
+	f.Add(uint16(0), cat(op(pmTrack, 0, 0), op(pmSlowObserver, 1, 0), op(pmSweep, 0, 1), op(pmUntrack, 0, 1),
+		op(pmTrack, 0, 1), op(pmJoin, 0, 0)))
 	// A pod goes while Start runs.
 	f.Add(uint16(pmModeAutoStart|1<<9), cat(op(pmTrack, 0, 0), op(pmDelete, 0, 0), op(pmAdvance, 7, 0), op(pmSweep, 0, 0)))
 	// Two pods go; Sweeps without Start, with a failed destroy and a hang.
