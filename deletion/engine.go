@@ -57,7 +57,7 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		realEpoch: time.Now(),
 		sweeping:  make(chan struct{}, 1),
 	}
-	c.q.init(o)
+	c.q.init(o, c.now, c.realNow)
 	return c, nil
 }
 

@@ -90,7 +90,7 @@ func TestTheReadyQueueGivesBackItsMemory(t *testing.T) {
 	claim := func() {
 		c.q.ready[c.q.readyHead] = readyItem{}
 		c.q.readyHead++
-		c.compactReadyLocked()
+		c.q.compactReadyLocked()
 	}
 	for range 6_000 {
 		claim()

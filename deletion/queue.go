@@ -63,10 +63,15 @@ type puQueue struct {
 	unlisted unlistedMemory // the removals a list is not to bring back (restore.go)
 	rate     rateLine       // the destroy rate (rateline.go)
 	sweep    sweepRun       // the running Sweep (workers.go)
+
+	// The engine's clocks (Engine.now, realNow), and whether it has an Observer and an Inventory.
+	now, realNow        func() int64
+	observed, inventory bool
 }
 
 // init makes the queue of an engine with options o.
-func (q *puQueue) init(o Options) {
+func (q *puQueue) init(o Options, now, realNow func() int64) {
+	q.now, q.realNow, q.observed, q.inventory = now, realNow, o.Observer != nil, o.Inventory != nil
 	phases := phasesOf(o.SweepInterval)
 	q.tick, q.phases = o.SweepInterval/time.Duration(phases), int32(phases)
 	q.records, q.byPod = make(map[string]*record), make(map[types.NamespacedName]*record)
@@ -169,48 +174,48 @@ type eventLine struct{ tickets, told uint32 }
 
 // newRecordLocked tracks pu in a new record, tracking until its EventTracked, whose ticket it returns, is told
 // (announceLocked).
-func (c *Engine) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
+func (q *puQueue) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
 	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1, state: tracking,
-		phase: int32(fnv32a(pu.PUID) % uint32(c.q.phases))}
-	c.q.records[pu.PUID] = r
-	if c.opts.Observer != nil {
-		if r.line = c.q.untold[pu.PUID]; r.line != nil {
-			delete(c.q.untold, pu.PUID) // the record before it is still being told of: its events come first
+		phase: int32(fnv32a(pu.PUID) % uint32(q.phases))}
+	q.records[pu.PUID] = r
+	if q.observed {
+		if r.line = q.untold[pu.PUID]; r.line != nil {
+			delete(q.untold, pu.PUID) // the record before it is still being told of: its events come first
 		} else {
 			r.line = &eventLine{}
 		}
 	}
-	r.nextOfPod = c.q.byPod[pu.Pod]
-	c.q.byPod[pu.Pod] = r
-	return r, c.ticketLocked(r)
+	r.nextOfPod = q.byPod[pu.Pod]
+	q.byPod[pu.Pod] = r
+	return r, q.ticketLocked(r)
 }
 
 // announceLocked makes the tracking r checkable, once the Observer has been told of its EventTracked: idle on the
 // heap, or queued for a trigger or a Sweep that came meanwhile.
-func (c *Engine) announceLocked(r *record, now int64) {
+func (q *puQueue) announceLocked(r *record, now int64) {
 	if r.state != tracking {
 		return // removed meanwhile
 	}
 	r.state = idle
-	again := r.again && !c.q.stopped
+	again := r.again && !q.stopped
 	r.again = false
-	if r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) || again {
-		c.queueLocked(r, bySweep, now)
-		c.wakeLocked(1)
+	if r.sweep == sweepNext && q.sweepingLocked(r.sweepGen) || again {
+		q.queueLocked(r, bySweep, now)
+		q.wakeLocked(1)
 	} else {
-		c.scheduleLocked(r, now)
+		q.scheduleLocked(r, now)
 	}
 }
 
 // ticketLocked gives the next event of r its place in r's line to the Observer (tell); with no Observer, none.
-func (c *Engine) ticketLocked(r *record) uint32 {
-	if c.opts.Observer == nil {
+func (q *puQueue) ticketLocked(r *record) uint32 {
+	if !q.observed {
 		return 0
 	}
 	t := r.line.tickets
 	r.line.tickets++
-	if r.state == removed && c.q.records[r.PUID] == nil {
-		c.q.untold[r.PUID] = r.line // a Track of its PUID meanwhile tells after it
+	if r.state == removed && q.records[r.PUID] == nil {
+		q.untold[r.PUID] = r.line // a Track of its PUID meanwhile tells after it
 	}
 	return t
 }
@@ -246,22 +251,22 @@ func (c *Engine) awaitTold(r *record, t uint32) {
 
 // setWaitLocked makes r wait for f (retrying or turnWaiting) until until, or for nothing (idle), and counts the
 // records waiting for each.
-func (c *Engine) setWaitLocked(r *record, f state, until int64) {
+func (q *puQueue) setWaitLocked(r *record, f state, until int64) {
 	if r.waitFor == turnWaiting && f != turnWaiting {
-		c.leaveLineLocked(r) // seen alive, or destroyed: its turn goes to the next in line
+		q.leaveLineLocked(r) // seen alive, or destroyed: its turn goes to the next in line
 	}
-	c.q.waits[r.waitFor]--
-	c.q.waits[f]++
+	q.waits[r.waitFor]--
+	q.waits[f]++
 	r.waitFor, r.waitUntil = f, until
 }
 
 // queueLocked asks for a check of r for why, and reports whether r joined the ready queue (a retry only for its time
 // or a Sweep); one being checked is checked again after, for a trigger or a Sweep.
-func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
+func (q *puQueue) queueLocked(r *record, why cause, now int64) bool {
 	switch {
 	case r.state == idle, r.state == turnWaiting, r.state == retrying && why != byTrigger:
 		r.state = queued
-		c.q.ready = append(c.q.ready, readyItem{r, now})
+		q.ready = append(q.ready, readyItem{r, now})
 		return true
 	case (r.state == checking || r.state == tracking) && why != byTime:
 		r.again = true
@@ -270,16 +275,16 @@ func (c *Engine) queueLocked(r *record, why cause, now int64) bool {
 }
 
 // markLocked asks for the check of r that the Sweep of gen waits for.
-func (c *Engine) markLocked(r *record, gen uint32, now int64) {
+func (q *puQueue) markLocked(r *record, gen uint32, now int64) {
 	r.sweepGen, r.sweep = gen, sweepNext
-	c.queueLocked(r, bySweep, now)
+	q.queueLocked(r, bySweep, now)
 }
 
 // claimLocked gives the queued record r to a check that will run in s.
-func (c *Engine) claimLocked(r *record, s *slot) {
+func (q *puQueue) claimLocked(r *record, s *slot) {
 	r.state = checking
 	r.checkFresh, r.fresh = r.fresh || r.lastRow < 0, false // a first check records the sandbox: it asks the runtime too
-	if (r.sweep == sweepNext || r.sweep == sweepTurn) && c.sweepingLocked(r.sweepGen) {
+	if (r.sweep == sweepNext || r.sweep == sweepTurn) && q.sweepingLocked(r.sweepGen) {
 		r.sweep = sweepThis
 	}
 	s.held = r
@@ -287,29 +292,29 @@ func (c *Engine) claimLocked(r *record, s *slot) {
 
 // dueLocked reports whether the queued r is to be checked now; a retry that a Sweep now over queued goes back to
 // waiting for its time.
-func (c *Engine) dueLocked(r *record, now int64) bool {
-	if r.waitFor != retrying || r.waitUntil <= now || r.sweep == sweepNext && c.sweepingLocked(r.sweepGen) {
+func (q *puQueue) dueLocked(r *record, now int64) bool {
+	if r.waitFor != retrying || r.waitUntil <= now || r.sweep == sweepNext && q.sweepingLocked(r.sweepGen) {
 		return true
 	}
 	r.state = retrying
-	c.scheduleLocked(r, now)
+	q.scheduleLocked(r, now)
 	return false
 }
 
 // releaseLocked ends the check of r held in s with o. It reports the Sweep still waiting for this check (0: none), for
 // the caller to count.
-func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
+func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	s.held = nil
-	c.q.free = append(c.q.free, s.index)
-	if c.q.boundWaiting > 0 {
-		c.q.cond.Broadcast()
+	q.free = append(q.free, s.index)
+	if q.boundWaiting > 0 {
+		q.cond.Broadcast()
 	}
-	sweeping := c.sweepingLocked(r.sweepGen)
+	sweeping := q.sweepingLocked(r.sweepGen)
 	switch {
 	case r.sweep == sweepThis && sweeping && o.turnAt != 0 && r.state != removed:
 		r.sweep = sweepTurn // the Sweep waits for its turn (Sweep)
-		c.q.sweep.owed = append(c.q.sweep.owed, r)
-		c.nudgeSweepLocked()
+		q.sweep.owed = append(q.sweep.owed, r)
+		q.nudgeSweepLocked()
 	case r.sweep == sweepThis:
 		if sweeping {
 			sweep = r.sweepGen
@@ -318,7 +323,7 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	}
 	if r.state == removed {
 		if r.sweep == sweepNext && sweeping { // marked by a Sweep during its check
-			c.sweptLocked()
+			q.sweptLocked()
 		}
 		return sweep
 	}
@@ -328,51 +333,51 @@ func (c *Engine) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	}
 	switch {
 	case o.retryAt != 0:
-		c.setWaitLocked(r, retrying, o.retryAt)
+		q.setWaitLocked(r, retrying, o.retryAt)
 	case o.turnAt != 0:
-		c.setWaitLocked(r, turnWaiting, o.turnAt)
+		q.setWaitLocked(r, turnWaiting, o.turnAt)
 	case r.waitFor == retrying && r.waitUntil > o.end:
 		// A Sweep's early check that destroyed nothing: the retry stays.
 	case r.waitFor == turnWaiting && o.err != nil:
 		// A check that learned nothing: it keeps its place, or its turn come, the next tick.
-		c.setWaitLocked(r, turnWaiting, max(r.waitUntil, c.onTick(o.end+1)))
+		q.setWaitLocked(r, turnWaiting, max(r.waitUntil, q.onTick(o.end+1)))
 	default:
-		c.setWaitLocked(r, idle, 0)
+		q.setWaitLocked(r, idle, 0)
 	}
-	again := r.again && !c.q.stopped && r.waitFor != retrying
+	again := r.again && !q.stopped && r.waitFor != retrying
 	r.again = false
 	r.state = r.waitFor
 	if r.state == turnWaiting {
-		c.nudgeLineLocked(o.end, c.onTick(o.end+1)) // the head while it was checked: its turn may be sooner
+		q.nudgeLineLocked(o.end, q.onTick(o.end+1)) // the head while it was checked: its turn may be sooner
 	}
 	if r.sweep == sweepNext && sweeping || again {
-		c.queueLocked(r, bySweep, o.end)
-		c.wakeLocked(1)
+		q.queueLocked(r, bySweep, o.end)
+		q.wakeLocked(1)
 	} else {
-		c.scheduleLocked(r, o.end)
+		q.scheduleLocked(r, o.end)
 	}
 	return sweep
 }
 
 // removeLocked forgets r (the ready queue may still point to it: workers skip it). Until the caller has told the
 // Observer (told), a list of the Inventory that begins does not bring it back: a journal may still hold it.
-func (c *Engine) removeLocked(r *record) {
-	if r.state != checking && r.sweep != notSwept && c.sweepingLocked(r.sweepGen) {
-		c.sweptLocked() // a check ends its own part of a Sweep (releaseLocked)
+func (q *puQueue) removeLocked(r *record) {
+	if r.state != checking && r.sweep != notSwept && q.sweepingLocked(r.sweepGen) {
+		q.sweptLocked() // a check ends its own part of a Sweep (releaseLocked)
 	}
 	r.state = removed
 	if l := r.line; l != nil && l.told != l.tickets {
-		c.q.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
+		q.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
 	}
-	c.leaveLineLocked(r) // in line since its check, or before
-	c.setWaitLocked(r, idle, 0)
-	c.unscheduleLocked(r)
-	delete(c.q.records, r.PUID)
-	if head := c.q.byPod[r.Pod]; head == r {
+	q.leaveLineLocked(r) // in line since its check, or before
+	q.setWaitLocked(r, idle, 0)
+	q.unscheduleLocked(r)
+	delete(q.records, r.PUID)
+	if head := q.byPod[r.Pod]; head == r {
 		if r.nextOfPod == nil {
-			delete(c.q.byPod, r.Pod)
+			delete(q.byPod, r.Pod)
 		} else {
-			c.q.byPod[r.Pod] = r.nextOfPod
+			q.byPod[r.Pod] = r.nextOfPod
 		}
 	} else {
 		for p := head; p != nil; p = p.nextOfPod {
@@ -383,7 +388,7 @@ func (c *Engine) removeLocked(r *record) {
 		}
 	}
 	r.nextOfPod = nil
-	c.q.list.removed(r.PUID, c.realNow())
+	q.list.removed(r.PUID, q.realNow())
 }
 
 // told records that the Observer has been told of the removal of the PU of puid (see removeLocked).
@@ -435,18 +440,18 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 		c.log.V(1).Info("a PU the Inventory listed was removed meanwhile; not tracked again", "puID", pu.PUID, "pod", pu.Pod.String())
 		return false, nil
 	}
-	r, t := c.newRecordLocked(pu, now)
+	r, t := c.q.newRecordLocked(pu, now)
 	if c.opts.Inventory != nil && !c.q.list.restored {
 		c.q.unlisted.saw(len(c.q.records)) // the dry run's memory is as large as the most PUs tracked at once
 	}
 	if c.opts.Observer == nil {
-		c.announceLocked(r, now)
+		c.q.announceLocked(r, now)
 	}
 	c.q.mu.Unlock()
 	if c.opts.Observer != nil {
 		c.tell(r, t, Event{Kind: EventTracked, PU: pu})
 		c.q.mu.Lock()
-		c.announceLocked(r, c.now())
+		c.q.announceLocked(r, c.now())
 		c.q.mu.Unlock()
 	}
 	return true, nil
@@ -469,8 +474,8 @@ func (c *Engine) Untrack(puid string) bool {
 		c.q.mu.Unlock()
 		return false
 	}
-	c.removeLocked(r)
-	snapshot, t := r.PU, c.ticketLocked(r)
+	c.q.removeLocked(r)
+	snapshot, t := r.PU, c.q.ticketLocked(r)
 	c.q.mu.Unlock()
 	c.tell(r, t, Event{Kind: EventUntracked, PU: snapshot})
 	c.told(puid)
@@ -489,11 +494,11 @@ func (c *Engine) TriggerPod(key types.NamespacedName) {
 	now, n := c.now(), 0
 	for r := c.q.byPod[key]; r != nil && !c.q.stopped; r = r.nextOfPod {
 		r.fresh = true
-		if c.queueLocked(r, byTrigger, now) {
+		if c.q.queueLocked(r, byTrigger, now) {
 			n++
 		}
 	}
-	c.wakeLocked(n)
+	c.q.wakeLocked(n)
 }
 
 // TriggerAll asks for every PU to be checked now, as TriggerPod does for the PUs of one pod.
@@ -505,11 +510,11 @@ func (c *Engine) TriggerAll() {
 	defer c.q.mu.Unlock()
 	now, n := c.now(), 0
 	for _, r := range c.q.records {
-		if !c.q.stopped && c.queueLocked(r, byTrigger, now) {
+		if !c.q.stopped && c.q.queueLocked(r, byTrigger, now) {
 			n++
 		}
 	}
-	c.wakeLocked(n)
+	c.q.wakeLocked(n)
 }
 
 // Len returns the number of tracked PUs.
@@ -527,7 +532,7 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	for i := range o.events {
-		o.events[i].ticket = c.ticketLocked(r)
+		o.events[i].ticket = c.q.ticketLocked(r)
 	}
 	v := o.verdict
 	if r.state == removed {
@@ -536,11 +541,11 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 	switch v.Action {
 	case Adopt:
 		r.SandboxID = v.SandboxID
-		o.events = append(o.events, tellItem{c.ticketLocked(r), Event{Kind: EventAdopted, PU: r.PU, Verdict: v}})
+		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventAdopted, PU: r.PU, Verdict: v}})
 	case Destroy:
 		ev = ports.DestroyEvent{PUID: r.PUID, Pod: r.Pod, SandboxID: r.SandboxID, Reason: v.Reason}
 		if c.opts.DryRun {
-			c.wouldDestroyLocked(r, o, ev)
+			c.q.wouldDestroyLocked(r, o, ev)
 			return ev, false
 		}
 		now := c.now()
@@ -555,7 +560,7 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 			o.turnAt = at
 			return ev, false
 		}
-		c.nudgeLineLocked(now, now)
+		c.q.nudgeLineLocked(now, now)
 		return ev, true
 	}
 	return ev, false
@@ -563,7 +568,7 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 
 // wouldDestroyLocked is a destroy in a dry run (Options.DryRun): reported once per reason and kept, or dropped when
 // its pod can never come back; a PU of a live pod (SandboxChanged, SandboxDead, PodTerminated) stays tracked.
-func (c *Engine) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEvent) {
+func (q *puQueue) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEvent) {
 	v := o.verdict
 	report := r.reported&(1<<v.Row) == 0
 	if report {
@@ -572,12 +577,12 @@ func (c *Engine) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEvent
 	}
 	gone := v.Reason == ports.ReasonPodGone || v.Reason == ports.ReasonUIDChanged || v.Reason == ports.ReasonNodeChanged
 	if gone {
-		c.removeLocked(r)
-		c.unlistedLocked(r.PUID) // the list to come may still have it
+		q.removeLocked(r)
+		q.unlistedLocked(r.PUID) // the list to come may still have it
 		o.removed = true
 	}
 	if report {
-		o.events = append(o.events, tellItem{c.ticketLocked(r),
+		o.events = append(o.events, tellItem{q.ticketLocked(r),
 			Event{Kind: EventWouldDestroy, PU: ev.PU(), Verdict: v, Reason: ev.Reason, Dropped: gone}})
 	}
 }
@@ -597,22 +602,22 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	now := c.now()
 	switch {
 	case o.done && !untracked:
-		c.removeLocked(r)
-		c.unlistedLocked(r.PUID)
+		c.q.removeLocked(r)
+		c.q.unlistedLocked(r.PUID)
 		o.removed = true
 	case !o.done && !untracked:
-		o.retryAt = c.onTick(now + int64(c.backoff(attempts)))
+		o.retryAt = c.q.onTick(now + int64(c.backoff(attempts)))
 	}
 	switch {
 	case err == nil && !untracked: // else its EventUntracked ended it for the Observer
-		o.events = append(o.events, tellItem{c.ticketLocked(r), Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason,
+		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason,
 			DestroyDelay: time.Duration(now - r.goneSince), DestroyCalls: attempts + 1}})
 	case err != nil:
 		o.fails = append(o.fails, portFailure{portDestroyPU, err})
-		o.events = append(o.events, tellItem{c.ticketLocked(r), Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason,
+		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason,
 			DestroyCalls: attempts, Err: err, Next: c.timeOf(o.retryAt)}})
 		if o.done && !untracked {
-			o.events = append(o.events, tellItem{c.ticketLocked(r), Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason,
+			o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason,
 				DestroyCalls: attempts, Err: err}})
 		}
 	}
@@ -624,7 +629,7 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
 	if c.opts.Observer != nil {
 		c.q.mu.Lock()
-		o.events = append(o.events, tellItem{c.ticketLocked(r), Event{Kind: EventChecked, PU: r.PU, Verdict: o.verdict,
+		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventChecked, PU: r.PU, Verdict: o.verdict,
 			CheckDuration: time.Duration(o.end - start)}})
 		c.q.mu.Unlock()
 		for _, it := range o.events {
@@ -640,8 +645,8 @@ func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
 		o.fails = append(o.fails, portFailure{portLate, err})
 	}
 	c.q.mu.Lock()
-	if sweep := c.releaseLocked(r, s, o); sweep != 0 {
-		c.sweptLocked()
+	if sweep := c.q.releaseLocked(r, s, o); sweep != 0 {
+		c.q.sweptLocked()
 	}
 	c.q.mu.Unlock()
 	now := c.opts.Clock.Now()
@@ -651,28 +656,28 @@ func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
 }
 
 // leaveLineLocked gives back r's place in the destroy rate's line, if it has one; the turn goes to the next in line.
-func (c *Engine) leaveLineLocked(r *record) {
-	if _, ok := c.q.rate.leave(r.PUID); ok {
-		now := c.now()
-		c.nudgeLineLocked(now, now)
+func (q *puQueue) leaveLineLocked(r *record) {
+	if _, ok := q.rate.leave(r.PUID); ok {
+		now := q.now()
+		q.nudgeLineLocked(now, now)
 	}
 }
 
 // nudgeLineLocked has the PU at the head of the line checked when its turn comes, and not before floor, if that is
 // sooner than it waits for: after the one before it took its turn or left the line, or its own check failed.
-func (c *Engine) nudgeLineLocked(now, floor int64) {
-	puid, ok := c.q.rate.front()
+func (q *puQueue) nudgeLineLocked(now, floor int64) {
+	puid, ok := q.rate.front()
 	if !ok {
 		return
 	}
-	r := c.q.records[puid]
+	r := q.records[puid]
 	if r == nil || r.state != turnWaiting {
 		return // being checked, or queued: its check asks for its turn, or its release nudges it
 	}
-	if at := max(c.q.rate.turnAt(0, now), floor); at < r.waitUntil {
+	if at := max(q.rate.turnAt(0, now), floor); at < r.waitUntil {
 		r.waitUntil = at
-		c.scheduleLocked(r, now)
-		c.nudgeSweepLocked() // a Sweep without Start queues the turns it waits for
+		q.scheduleLocked(r, now)
+		q.nudgeSweepLocked() // a Sweep without Start queues the turns it waits for
 	}
 }
 
@@ -718,13 +723,13 @@ func (c *Engine) Backlog() Backlog {
 			oldest = r.goneSince
 		}
 	}
-	b.OldestGoneSince, b.OldestQueuedSince = c.timeOf(oldest), c.timeOf(c.oldestQueuedLocked())
+	b.OldestGoneSince, b.OldestQueuedSince = c.timeOf(oldest), c.timeOf(c.q.oldestQueuedLocked())
 	return b
 }
 
 // oldestQueuedLocked returns when the oldest queued check was queued; 0: none.
-func (c *Engine) oldestQueuedLocked() int64 {
-	for _, it := range c.q.ready[c.q.readyHead:] {
+func (q *puQueue) oldestQueuedLocked() int64 {
+	for _, it := range q.ready[q.readyHead:] {
 		if it.r.state == queued {
 			return it.at
 		}
@@ -747,7 +752,7 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 		e.PU = snapshot
 	}
 	if ok {
-		t = c.ticketLocked(e)
+		t = c.q.ticketLocked(e)
 	}
 	c.q.mu.Unlock()
 	if ok {
@@ -758,9 +763,9 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 }
 
 // unlistedLocked remembers the removal of the PU of puid while no list has answered (unlistedMemory).
-func (c *Engine) unlistedLocked(puid string) {
-	if c.opts.Inventory != nil && !c.q.list.restored {
-		c.q.unlisted.add(puid, len(c.q.records)+1)
+func (q *puQueue) unlistedLocked(puid string) {
+	if q.inventory && !q.list.restored {
+		q.unlisted.add(puid, len(q.records)+1)
 	}
 }
 
@@ -778,7 +783,7 @@ func (c *Engine) waits(limit time.Duration) (stopped bool, waited, overdue, wedg
 	if !c.q.begun {
 		wedged += c.listTimeout() + stuckGrace
 	}
-	if at := c.oldestQueuedLocked(); at != 0 {
+	if at := c.q.oldestQueuedLocked(); at != 0 {
 		waited = time.Duration(now - at)
 	}
 	return stopped, waited, overdue, wedged
@@ -831,17 +836,17 @@ func (c *Engine) queueDue(now int64) int64 {
 	defer c.q.mu.Unlock()
 	n := 0
 	for len(c.q.heap) > 0 && c.q.heap[0].next <= now {
-		if c.queueLocked(heap.Pop(&c.q.heap).(*record), byTime, now) {
+		if c.q.queueLocked(heap.Pop(&c.q.heap).(*record), byTime, now) {
 			n++
 		}
 	}
-	c.wakeLocked(min(n, 1)) // more once the batch waits (see next)
+	c.q.wakeLocked(min(n, 1)) // more once the batch waits (see next)
 	c.q.wakeAt = 0
 	if len(c.q.heap) > 0 {
 		c.q.wakeAt = c.q.heap[0].next
 	}
 	if c.q.readyHead < len(c.q.ready) && c.q.idleWorkers > 0 { // the batch's checks may be slow: wake another worker then
-		if at := c.q.ready[c.q.readyHead].at + int64(c.spreadAfter()); at <= now {
+		if at := c.q.ready[c.q.readyHead].at + int64(c.q.spreadAfter()); at <= now {
 			c.q.cond.Signal()
 		} else if c.q.wakeAt == 0 || at < c.q.wakeAt {
 			c.q.wakeAt = at
@@ -862,7 +867,7 @@ func (c *Engine) checksBegin() {
 func (c *Engine) sweepLanes(ctx context.Context, gen uint32) {
 	c.q.mu.Lock()
 	n := 0
-	if w := &c.q.sweep; !c.q.running && w.lanes == 0 && c.sweepingLocked(gen) {
+	if w := &c.q.sweep; !c.q.running && w.lanes == 0 && c.q.sweepingLocked(gen) {
 		n = min(c.opts.Workers, w.left)
 		w.lanes = n
 	}
@@ -871,61 +876,12 @@ func (c *Engine) sweepLanes(ctx context.Context, gen uint32) {
 		go func() {
 			c.work(ctx, gen) // until the Sweep ends or Start begins
 			c.q.mu.Lock()
-			if c.sweepingLocked(gen) { // else its end counted them out
+			if c.q.sweepingLocked(gen) { // else its end counted them out
 				c.q.sweep.lanes--
 			}
 			c.q.mu.Unlock()
 		}()
 	}
-}
-
-// sweepTurns queues the records of the Sweep of gen whose turns have come while Start does not run (its scheduler does
-// it), and returns how long until the next (0: none).
-func (c *Engine) sweepTurns(gen uint32) time.Duration {
-	now := c.now()
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
-	next, owed := int64(0), c.q.sweep.owed[:0]
-	for _, r := range c.q.sweep.owed {
-		switch {
-		case r.sweep != sweepTurn || r.sweepGen != gen || r.state != turnWaiting:
-			continue // handed on, or gone: a check that waits again owes it again
-		case !c.q.running && r.waitUntil <= now:
-			c.queueLocked(r, bySweep, now)
-			c.wakeLocked(1)
-			continue
-		case !c.q.running && (next == 0 || r.waitUntil < next):
-			next = r.waitUntil
-		}
-		owed = append(owed, r)
-	}
-	clear(c.q.sweep.owed[len(owed):])
-	c.q.sweep.owed = owed
-	return time.Duration(max(next-now, 0))
-}
-
-// sweepStuck reports whether the Sweep of gen is to stop waiting: every check it waits for, or every slot, is held by
-// one stuck in a port.
-func (c *Engine) sweepStuck(gen uint32) bool {
-	now := c.realNow()
-	c.q.mu.Lock()
-	held, stuck, left := 0, 0, c.q.sweep.left
-	for i := range c.q.slots {
-		s := &c.q.slots[i]
-		if !s.stuck(now) {
-			continue
-		}
-		stuck++
-		if r := s.held; r != nil && r.sweep != notSwept && r.sweepGen == gen {
-			held++
-		}
-	}
-	c.q.mu.Unlock()
-	if left == 0 || held < left && stuck < len(c.q.slots) {
-		return false
-	}
-	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", left-held)
-	return true
 }
 
 // next claims the oldest queued record and a free slot for it, waiting for both; nil: its goroutine is to stop.
@@ -934,7 +890,7 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 	defer c.q.mu.Unlock()
 	for {
 		switch {
-		case gen == 0 && c.q.stopped, gen != 0 && !c.sweepingLocked(gen):
+		case gen == 0 && c.q.stopped, gen != 0 && !c.q.sweepingLocked(gen):
 			return nil, nil
 		case gen != 0 && c.q.running:
 			c.q.cond.Broadcast() // pass on a wake-up that may have been meant for Start's workers
@@ -950,20 +906,20 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 			it := c.q.ready[c.q.readyHead]
 			c.q.ready[c.q.readyHead] = readyItem{}
 			c.q.readyHead++
-			if it.r.state != queued || !c.dueLocked(it.r, c.now()) {
+			if it.r.state != queued || !c.q.dueLocked(it.r, c.now()) {
 				continue
 			}
 			s := &c.q.slots[c.q.free[len(c.q.free)-1]]
 			c.q.free = c.q.free[:len(c.q.free)-1]
-			c.claimLocked(it.r, s)
+			c.q.claimLocked(it.r, s)
 			// A batch wakes one worker; this wakes another if it waits.
-			if c.q.idleWorkers > 0 && c.q.readyHead < len(c.q.ready) && time.Duration(c.now()-it.at) > c.spreadAfter() {
+			if c.q.idleWorkers > 0 && c.q.readyHead < len(c.q.ready) && time.Duration(c.now()-it.at) > c.q.spreadAfter() {
 				c.q.cond.Signal()
 			}
-			c.compactReadyLocked()
+			c.q.compactReadyLocked()
 			return it.r, s
 		}
-		c.compactReadyLocked()
+		c.q.compactReadyLocked()
 		c.q.idleWorkers++
 		c.q.cond.Wait()
 		c.q.idleWorkers--
@@ -989,8 +945,17 @@ func (c *Engine) stopQueue() {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	c.q.running, c.q.stopped = false, true
-	c.nudgeSweepLocked()
+	c.q.nudgeSweepLocked()
 	c.q.cond.Broadcast()
+}
+
+// endSweep ends the Sweep of gen, if it still runs.
+func (c *Engine) endSweep(gen uint32) {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	if c.q.sweepingLocked(gen) {
+		c.q.endSweepLocked()
+	}
 }
 
 // beginSweep marks every record for a new Sweep and returns its generation (0: nothing is tracked), the channel closed
@@ -998,25 +963,26 @@ func (c *Engine) stopQueue() {
 func (c *Engine) beginSweep(now int64) (gen uint32, done, nudge chan struct{}) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	if len(c.q.records) == 0 {
-		return 0, nil, nil
-	}
-	w := &c.q.sweep
-	w.gen = max(w.gen+1, 1) // 0 stands for Start's workers (see work)
-	gen, done, nudge = w.gen, make(chan struct{}), make(chan struct{}, 1)
-	w.done, w.nudge, w.left, w.lanes, w.owed = done, nudge, len(c.q.records), 0, nil
-	for _, r := range c.q.records {
-		c.markLocked(r, gen, now)
-	}
-	c.wakeLocked(w.left) // Start's workers, if it runs
-	return gen, done, nudge
+	return c.q.beginSweepLocked(now)
 }
 
-// endSweep ends the Sweep of gen, if it still runs.
-func (c *Engine) endSweep(gen uint32) {
+// sweepTurns queues the records of the Sweep of gen whose turns have come while Start does not run (its scheduler does
+// it), and returns how long until the next (0: none).
+func (c *Engine) sweepTurns(gen uint32) time.Duration {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	if c.sweepingLocked(gen) {
-		c.endSweepLocked()
+	return c.q.sweepTurnsLocked(gen)
+}
+
+// sweepStuck reports whether the Sweep of gen is to stop waiting: every check it waits for, or every slot, is held by
+// one stuck in a port.
+func (c *Engine) sweepStuck(gen uint32) bool {
+	c.q.mu.Lock()
+	held, stuck, left := c.q.sweepStuckLocked(gen)
+	c.q.mu.Unlock()
+	if left == 0 || held < left && stuck < len(c.q.slots) {
+		return false
 	}
+	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", left-held)
+	return true
 }

@@ -60,10 +60,10 @@ func (h *timeHeap) Pop() any {
 
 // scheduleLocked puts r on the heap at its next time after now: its periodic check, its retry, or the sooner of its
 // turn and its periodic check; it wakes the scheduler when that comes before wakeAt.
-func (c *Engine) scheduleLocked(r *record, now int64) {
-	k := int64((now-1)/int64(c.q.tick)) + 1 // the first tick after now
-	k += (int64(r.phase) - k%int64(c.q.phases) + int64(c.q.phases)) % int64(c.q.phases)
-	r.next = k*int64(c.q.tick) + 1
+func (q *puQueue) scheduleLocked(r *record, now int64) {
+	k := int64((now-1)/int64(q.tick)) + 1 // the first tick after now
+	k += (int64(r.phase) - k%int64(q.phases) + int64(q.phases)) % int64(q.phases)
+	r.next = k*int64(q.tick) + 1
 	switch r.waitFor {
 	case retrying:
 		r.next = r.waitUntil
@@ -71,30 +71,30 @@ func (c *Engine) scheduleLocked(r *record, now int64) {
 		r.next = min(r.next, r.waitUntil)
 	}
 	if r.heapIndex >= 0 {
-		heap.Fix(&c.q.heap, int(r.heapIndex))
+		heap.Fix(&q.heap, int(r.heapIndex))
 	} else {
-		heap.Push(&c.q.heap, r)
+		heap.Push(&q.heap, r)
 	}
-	if r.heapIndex == 0 && (c.q.wakeAt == 0 || r.next < c.q.wakeAt) {
+	if r.heapIndex == 0 && (q.wakeAt == 0 || r.next < q.wakeAt) {
 		select {
-		case c.q.kick <- struct{}{}:
+		case q.kick <- struct{}{}:
 		default:
 		}
 	}
 }
 
-func (c *Engine) unscheduleLocked(r *record) {
+func (q *puQueue) unscheduleLocked(r *record) {
 	if r.heapIndex >= 0 {
-		heap.Remove(&c.q.heap, int(r.heapIndex))
+		heap.Remove(&q.heap, int(r.heapIndex))
 	}
-	if len(c.q.heap) == 0 && cap(c.q.heap) > 4096 {
-		c.q.heap = nil // after a node drain
+	if len(q.heap) == 0 && cap(q.heap) > 4096 {
+		q.heap = nil // after a node drain
 	}
 }
 
 // onTick returns the first tick (of at most maxTick) at or after t.
-func (c *Engine) onTick(t int64) int64 {
-	tick := int64(min(c.q.tick, maxTick))
+func (q *puQueue) onTick(t int64) int64 {
+	tick := int64(min(q.tick, maxTick))
 	k := (t - 1 + tick - 1) / tick
 	return k*tick + 1
 }

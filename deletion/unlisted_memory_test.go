@@ -32,3 +32,14 @@ func TestTheUnlistedMemoryIsBoundedByTwiceItsLimit(t *testing.T) {
 		assert.Contains(t, got, fmt.Sprint(i), "the latest minUnlistedMemory removals are remembered")
 	}
 }
+
+func TestAListWindowHoldsTheRemovalsOfItsDeadlineAndThoseBeingTold(t *testing.T) {
+	w := listWindow{removing: map[string]int{}, gone: map[string]struct{}{}, end: 100}
+	w.removed("a", 50)  // within the list's deadline
+	w.removed("b", 150) // past it: a hung list keeps no record for long
+	assert.Contains(t, w.gone, "a")
+	assert.NotContains(t, w.gone, "b")
+	assert.Equal(t, 1, w.removing["b"], "b's removal is being told")
+	w.told("b")
+	assert.NotContains(t, w.removing, "b", "told: a list that begins now may bring b back")
+}

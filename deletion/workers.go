@@ -115,52 +115,6 @@ func (c *Engine) Sweep(ctx context.Context) {
 	c.endSweep(gen)
 }
 
-// sweepRun is the running Sweep's state, under Engine.mu: its generation, which its marks carry (record.sweepGen), the
-// checks it waits for, the records whose turns it waits for, done, closed at its end (nil: none runs), and nudge, to
-// look at its turns and stuck checks.
-type sweepRun struct {
-	gen         uint32
-	left, lanes int // lanes: its own goroutines
-	owed        []*record
-	done        chan struct{}
-	nudge       chan struct{}
-}
-
-// sweepingLocked reports whether the Sweep of gen waits for checks.
-func (c *Engine) sweepingLocked(gen uint32) bool {
-	return c.q.sweep.done != nil && gen == c.q.sweep.gen
-}
-
-// endSweepLocked ends the running Sweep, if any; its marks, which carry its generation, no longer count.
-func (c *Engine) endSweepLocked() {
-	if w := &c.q.sweep; w.done != nil {
-		close(w.done)
-		w.done, w.nudge, w.left, w.lanes, w.owed = nil, nil, 0, 0, nil
-		c.q.cond.Broadcast() // its own goroutines stop
-	}
-}
-
-// sweptLocked records that the running Sweep has, or no longer waits for, one of its checks.
-func (c *Engine) sweptLocked() {
-	switch w := &c.q.sweep; {
-	case w.left == 1:
-		c.endSweepLocked()
-	case w.left <= len(c.q.slots): // it may wait for stuck checks only
-		w.left--
-		c.nudgeSweepLocked()
-	default:
-		w.left--
-	}
-}
-
-// nudgeSweepLocked has the running Sweep look at its turns and stuck checks.
-func (c *Engine) nudgeSweepLocked() {
-	select {
-	case c.q.sweep.nudge <- struct{}{}:
-	default:
-	}
-}
-
 // readyItem is a record in the ready queue and when it was queued.
 type readyItem struct {
 	r  *record
@@ -169,13 +123,13 @@ type readyItem struct {
 
 // spreadAfter is how long a queued check may wait before another worker is woken for it: an eighth of a tick, 20 to
 // 125ms, so that one worker does a batch of fast checks and slow checks spread.
-func (c *Engine) spreadAfter() time.Duration {
-	return min(max(20*time.Millisecond, c.q.tick/8), 125*time.Millisecond)
+func (q *puQueue) spreadAfter() time.Duration {
+	return min(max(20*time.Millisecond, q.tick/8), 125*time.Millisecond)
 }
 
-func (c *Engine) wakeLocked(n int) {
-	for range min(n, c.q.idleWorkers) {
-		c.q.cond.Signal()
+func (q *puQueue) wakeLocked(n int) {
+	for range min(n, q.idleWorkers) {
+		q.cond.Signal()
 	}
 }
 
@@ -246,20 +200,20 @@ func (c *Engine) work(ctx context.Context, gen uint32) {
 }
 
 // compactReadyLocked gives back the ready queue's consumed head.
-func (c *Engine) compactReadyLocked() {
+func (q *puQueue) compactReadyLocked() {
 	switch {
-	case c.q.readyHead == len(c.q.ready):
-		if cap(c.q.ready) > 4096 {
-			c.q.ready = nil // after a TriggerAll of a large engine
+	case q.readyHead == len(q.ready):
+		if cap(q.ready) > 4096 {
+			q.ready = nil // after a TriggerAll of a large engine
 		} else {
-			c.q.ready = c.q.ready[:0]
+			q.ready = q.ready[:0]
 		}
-		c.q.readyHead = 0
-	case c.q.readyHead > 1024 && c.q.readyHead > len(c.q.ready)/2:
-		n := copy(c.q.ready, c.q.ready[c.q.readyHead:])
-		clear(c.q.ready[n:])
-		c.q.ready = c.q.ready[:n]
-		c.q.readyHead = 0
+		q.readyHead = 0
+	case q.readyHead > 1024 && q.readyHead > len(q.ready)/2:
+		n := copy(q.ready, q.ready[q.readyHead:])
+		clear(q.ready[n:])
+		q.ready = q.ready[:n]
+		q.readyHead = 0
 	}
 }
 

@@ -1,0 +1,110 @@
+package deletion
+
+// The Sweep's part of the queue: a Sweep marks every record with its generation and waits until each has been checked
+// once, its destroy's turn included, or is gone; the checks go through the one ready queue. Its state is the queue's,
+// under its lock; the Sweep itself (Engine.Sweep, workers.go) waits for it.
+
+import "time"
+
+// sweepRun is the running Sweep's state, under Engine.mu: its generation, which its marks carry (record.sweepGen), the
+// checks it waits for, the records whose turns it waits for, done, closed at its end (nil: none runs), and nudge, to
+// look at its turns and stuck checks.
+type sweepRun struct {
+	gen         uint32
+	left, lanes int // lanes: its own goroutines
+	owed        []*record
+	done        chan struct{}
+	nudge       chan struct{}
+}
+
+// beginSweepLocked marks every record for a new Sweep and returns its generation (0: nothing is tracked), the channel
+// closed at its end and the one that nudges it.
+func (q *puQueue) beginSweepLocked(now int64) (gen uint32, done, nudge chan struct{}) {
+	if len(q.records) == 0 {
+		return 0, nil, nil
+	}
+	w := &q.sweep
+	w.gen = max(w.gen+1, 1) // 0 stands for Start's workers (see work)
+	gen, done, nudge = w.gen, make(chan struct{}), make(chan struct{}, 1)
+	w.done, w.nudge, w.left, w.lanes, w.owed = done, nudge, len(q.records), 0, nil
+	for _, r := range q.records {
+		q.markLocked(r, gen, now)
+	}
+	q.wakeLocked(w.left) // Start's workers, if it runs
+	return gen, done, nudge
+}
+
+// sweepTurnsLocked queues the records of the Sweep of gen whose turns have come while Start does not run (its
+// scheduler does it), and returns how long until the next (0: none).
+func (q *puQueue) sweepTurnsLocked(gen uint32) time.Duration {
+	now := q.now()
+	next, owed := int64(0), q.sweep.owed[:0]
+	for _, r := range q.sweep.owed {
+		switch {
+		case r.sweep != sweepTurn || r.sweepGen != gen || r.state != turnWaiting:
+			continue // handed on, or gone: a check that waits again owes it again
+		case !q.running && r.waitUntil <= now:
+			q.queueLocked(r, bySweep, now)
+			q.wakeLocked(1)
+			continue
+		case !q.running && (next == 0 || r.waitUntil < next):
+			next = r.waitUntil
+		}
+		owed = append(owed, r)
+	}
+	clear(q.sweep.owed[len(owed):])
+	q.sweep.owed = owed
+	return time.Duration(max(next-now, 0))
+}
+
+// sweepStuckLocked returns how many of the Workers slots hold a check stuck in a port, how many of those the Sweep of
+// gen waits for, and how many checks it waits for.
+func (q *puQueue) sweepStuckLocked(gen uint32) (held, stuck, left int) {
+	now := q.realNow()
+	for i := range q.slots {
+		s := &q.slots[i]
+		if !s.stuck(now) {
+			continue
+		}
+		stuck++
+		if r := s.held; r != nil && r.sweep != notSwept && r.sweepGen == gen {
+			held++
+		}
+	}
+	return held, stuck, q.sweep.left
+}
+
+// sweepingLocked reports whether the Sweep of gen waits for checks.
+func (q *puQueue) sweepingLocked(gen uint32) bool {
+	return q.sweep.done != nil && gen == q.sweep.gen
+}
+
+// endSweepLocked ends the running Sweep, if any; its marks, which carry its generation, no longer count.
+func (q *puQueue) endSweepLocked() {
+	if w := &q.sweep; w.done != nil {
+		close(w.done)
+		w.done, w.nudge, w.left, w.lanes, w.owed = nil, nil, 0, 0, nil
+		q.cond.Broadcast() // its own goroutines stop
+	}
+}
+
+// sweptLocked records that the running Sweep has, or no longer waits for, one of its checks.
+func (q *puQueue) sweptLocked() {
+	switch w := &q.sweep; {
+	case w.left == 1:
+		q.endSweepLocked()
+	case w.left <= len(q.slots): // it may wait for stuck checks only
+		w.left--
+		q.nudgeSweepLocked()
+	default:
+		w.left--
+	}
+}
+
+// nudgeSweepLocked has the running Sweep look at its turns and stuck checks.
+func (q *puQueue) nudgeSweepLocked() {
+	select {
+	case q.sweep.nudge <- struct{}{}:
+	default:
+	}
+}
