@@ -45,6 +45,43 @@ func (c *Engine) getPod(ctx context.Context, port int, key types.NamespacedName)
 	return pod, nil
 }
 
+// ask runs Decide on what the ports say of pu's pod, each answer made safe first: the pod port (portGetPod or portConfirmer; with pod set, that pod
+// as read already), then the sandbox port sb and the SandboxProber as Decide asks for them. It returns the verdict and
+// the pod, and notes in o the error that kept the PU, if any, and the ports' failures.
+func (c *Engine) ask(ctx context.Context, o *outcome, port int, pu ports.PU, sb int, pod *corev1.Pod) (Verdict, *corev1.Pod) {
+	ob := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
+		HasExtractor: c.opts.SandboxExtractor != nil, HasProber: c.opts.SandboxProber != nil, Pod: pod}
+	if pod == nil {
+		ob.Pod, ob.Err = c.getPod(ctx, port, pu.Pod)
+	}
+	o.err = nil
+	for {
+		v := Decide(pu, ob)
+		switch {
+		case v.Action == AskSandbox:
+			ob.SandboxID, ob.SandboxErr = c.sandboxID(ctx, sb, ob.Pod)
+			ob.SandboxAsked = true
+			o.failed(sb, ob.SandboxErr, "getting sandbox failed; keeping PU")
+			continue
+		case v.Action == AskProber:
+			ob.SandboxDead, ob.ProberErr = c.sandboxDead(ctx, ob.Pod, pu.SandboxID)
+			ob.ProberAsked = true
+			o.failed(portSandboxProber, ob.ProberErr, "probing sandbox failed; keeping PU")
+			continue
+		case v.Row == 2 && ob.Err == nil:
+			ob.Err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", portNames[port], ob.Pod.Namespace,
+				ob.Pod.Name, ob.Pod.UID)
+			fallthrough
+		case v.Row == 2:
+			o.failed(port, ob.Err, "getting pod failed; keeping PU")
+			if port == portGetPod {
+				o.events = append(o.events, tellItem{ev: Event{Kind: EventGetFailed, PU: pu, Err: ob.Err}})
+			}
+		}
+		return v, ob.Pod
+	}
+}
+
 // sandboxID asks the sandbox port (portSandboxID or portSandboxConfirmer) for pod's sandbox.
 func (c *Engine) sandboxID(ctx context.Context, port int, pod *corev1.Pod) (id string, err error) {
 	x := c.opts.SandboxExtractor

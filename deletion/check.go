@@ -8,7 +8,6 @@ package deletion
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +21,7 @@ import (
 type outcome struct {
 	verdict         Verdict
 	vetoed          bool
+	vetoMsg         string
 	err             error // the failure that kept the PU, if any
 	retryAt, turnAt int64
 	requeue         *corev1.Pod // the pod to requeue, its PU destroyed or dropped (rows 10, 12)
@@ -39,16 +39,17 @@ type tellItem struct {
 	ev     Event
 }
 
-// portFailure is a failure of one of the ports, for the logs.
+// portFailure is a failure of one of the ports, for the logs, and what it means for the PU (msg).
 type portFailure struct {
 	port int
 	err  error
+	msg  string
 }
 
 // check runs one check of the claimed r under ctx and carries out the verdict, but the requeue of rows 10 and 12,
 // which it leaves to run. A first check and a triggered one ask the SandboxConfirmer, if any.
 func (c *Engine) check(ctx context.Context, r *record) outcome {
-	o := outcome{quiet: r.lastErr != nil}
+	var o outcome
 	pu, sb := r.PU, portSandboxID
 	if r.checkFresh && c.opts.SandboxConfirmer != nil {
 		sb = portSandboxConfirmer
@@ -56,14 +57,14 @@ func (c *Engine) check(ctx context.Context, r *record) outcome {
 	v, pod := c.ask(ctx, &o, portGetPod, pu, sb, nil)
 	if v.Action == Destroy && c.opts.Confirmer != nil && v.Row != 10 && v.Row != 12 { // the pod's rows
 		cv, cpod := c.ask(ctx, &o, portConfirmer, pu, sb, nil)
-		v, pod = c.confirmed(&o, pu, v, cv, "destroy not confirmed; keeping PU"), cpod
+		v, pod = o.confirmed(v, cv, "destroy not confirmed; keeping PU"), cpod
 	}
 	if c.opts.SandboxConfirmer != nil && sb != portSandboxConfirmer && (v.Row == 7 || v.Row == 10) {
 		// The runtime's own answer decides in place of the list's.
 		cv, _ := c.ask(ctx, &o, portSandboxConfirmer, pu, portSandboxConfirmer, pod)
-		v = c.confirmed(&o, pu, v, cv, "sandbox change not confirmed; keeping PU")
+		v = o.confirmed(v, cv, "sandbox change not confirmed; keeping PU")
 	}
-	o.verdict = v
+	o.verdict, o.quiet = v, r.lastErr != nil
 	if ev, destroy := c.settle(r, &o); destroy {
 		err, permanent := c.destroyPU(ctx, ev)
 		c.destroyed(r, &o, ev, err, permanent)
@@ -75,77 +76,42 @@ func (c *Engine) check(ctx context.Context, r *record) outcome {
 	return o
 }
 
-// ask runs Decide on what the ports say of pu's pod: the pod port (portGetPod or portConfirmer; with pod set, that pod
-// as read already), then the sandbox port sb and the SandboxProber as Decide asks for them. It returns the verdict and
-// the pod, and notes in o the error that kept the PU, if any, and the ports' failures.
-func (c *Engine) ask(ctx context.Context, o *outcome, port int, pu ports.PU, sb int, pod *corev1.Pod) (Verdict, *corev1.Pod) {
-	ob := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
-		HasExtractor: c.opts.SandboxExtractor != nil, HasProber: c.opts.SandboxProber != nil, Pod: pod}
-	if pod == nil {
-		ob.Pod, ob.Err = c.getPod(ctx, port, pu.Pod)
-	}
-	o.err = nil
-	for {
-		v := Decide(pu, ob)
-		switch {
-		case v.Action == AskSandbox:
-			ob.SandboxID, ob.SandboxErr = c.sandboxID(ctx, sb, ob.Pod)
-			ob.SandboxAsked = true
-			c.failed(o, pu, sb, ob.SandboxErr, "getting sandbox failed; keeping PU")
-			continue
-		case v.Action == AskProber:
-			ob.SandboxDead, ob.ProberErr = c.sandboxDead(ctx, ob.Pod, pu.SandboxID)
-			ob.ProberAsked = true
-			c.failed(o, pu, portSandboxProber, ob.ProberErr, "probing sandbox failed; keeping PU")
-			continue
-		case v.Row == 2 && ob.Err == nil:
-			ob.Err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", portNames[port], ob.Pod.Namespace,
-				ob.Pod.Name, ob.Pod.UID)
-			fallthrough
-		case v.Row == 2:
-			c.failed(o, pu, port, ob.Err, "getting pod failed; keeping PU")
-			if port == portGetPod {
-				o.events = append(o.events, tellItem{ev: Event{Kind: EventGetFailed, PU: pu, Err: ob.Err}})
-			}
-		}
-		return v, ob.Pod
-	}
-}
-
-// failed notes in o a failure of port, if err is one: it keeps the PU. A PU's first since its last good check is
-// logged at V(1); every port's failures are summed up once an interval.
-func (c *Engine) failed(o *outcome, pu ports.PU, port int, err error, msg string) {
-	if err == nil {
-		return
-	}
-	o.err = err
-	o.fails = append(o.fails, portFailure{port, err})
-	if log := c.log.V(1); log.Enabled() && !o.quiet {
-		log.Info(msg, "port", portNames[port], "puID", pu.PUID, "pod", pu.Pod.String(), "error", err.Error())
-	}
-}
-
 // confirmed returns the verdict to carry out: a confirmer's verdict cv, which overrides v's destroy when it disagrees
-// (an EventVetoed).
-func (c *Engine) confirmed(o *outcome, pu ports.PU, v, cv Verdict, msg string) Verdict {
+// (an EventVetoed, logged as msg).
+func (o *outcome) confirmed(v, cv Verdict, msg string) Verdict {
 	if v.Action != Destroy || cv.Action == Destroy {
 		return cv
 	}
-	if log := c.log.V(1); log.Enabled() {
-		log.Info(msg, "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID,
-			"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
-	}
-	o.vetoed = true
-	o.events = append(o.events, tellItem{ev: Event{Kind: EventVetoed, PU: pu, Verdict: cv, Reason: v.Reason, Err: o.err}})
+	o.vetoed, o.vetoMsg = true, msg
+	o.events = append(o.events, tellItem{ev: Event{Kind: EventVetoed, Verdict: cv, Reason: v.Reason, Err: o.err}})
 	return cv
 }
 
-// logOutcome logs what the check of pu did.
+// failed notes a failure of port, if err is one: it keeps the PU.
+func (o *outcome) failed(port int, err error, msg string) {
+	if err != nil {
+		o.err = err
+		o.fails = append(o.fails, portFailure{port, err, msg})
+	}
+}
+
+// logOutcome logs what the check of pu did. A PU's failures since its last good check are logged at V(1) once (quiet);
+// every port's failures are summed up once an interval (failures.go).
 func (c *Engine) logOutcome(pu ports.PU, o *outcome) {
 	v := o.verdict
+	if log := c.log.V(1); log.Enabled() {
+		for _, f := range o.fails {
+			if f.msg != "" && !o.quiet {
+				log.Info(f.msg, "port", portNames[f.port], "puID", pu.PUID, "pod", pu.Pod.String(), "error", f.err.Error())
+			}
+		}
+	}
 	for _, it := range o.events {
 		ev := it.ev
 		switch ev.Kind {
+		case EventVetoed:
+			c.log.V(1).Info(o.vetoMsg, "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID,
+				"reason", string(ev.Reason), "confirmerRow", ev.Verdict.Row, "confirmerWhy", ev.Verdict.Why())
 		case EventAdopted:
 			c.log.V(1).Info("sandbox recorded", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", ev.PU.SandboxID)
 		case EventWouldDestroy:
@@ -184,7 +150,7 @@ func (c *Engine) requeue(parent context.Context, o *outcome) {
 	ctx, cancel := context.WithTimeout(parent, c.opts.CheckTimeout)
 	defer cancel()
 	if err := c.requeuePod(ctx, pod); err != nil {
-		o.fails = append(o.fails, portFailure{portRequeue, err})
+		o.fails = append(o.fails, portFailure{port: portRequeue, err: err})
 		if log := c.log.V(1); log.Enabled() {
 			log.Info("requeueing pod failed; the main controller will see it at its next resync", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
 		}

@@ -362,14 +362,11 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 // removeLocked forgets r (the ready queue may still point to it: workers skip it). Until the caller has told the
 // Observer (told), a list of the Inventory that begins does not bring it back: a journal may still hold it.
 func (q *puQueue) removeLocked(r *record) {
-	if r.state != checking && r.sweep != notSwept && q.sweepingLocked(r.sweepGen) {
-		q.sweptLocked() // a check ends its own part of a Sweep (releaseLocked)
-	}
+	swept := r.state != checking && r.sweep != notSwept // a check ends its own part of a Sweep (releaseLocked)
 	r.state = removed
 	if l := r.line; l != nil && l.told != l.tickets {
 		q.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
 	}
-	q.leaveLineLocked(r) // in line since its check, or before
 	q.setWaitLocked(r, idle, 0)
 	q.unscheduleLocked(r)
 	delete(q.records, r.PUID)
@@ -388,6 +385,10 @@ func (q *puQueue) removeLocked(r *record) {
 		}
 	}
 	r.nextOfPod = nil
+	q.leaveLineLocked(r) // in line since its check, or before
+	if swept && q.sweepingLocked(r.sweepGen) {
+		q.sweptLocked()
+	}
 	q.list.removed(r.PUID, q.realNow())
 }
 
@@ -613,7 +614,7 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason,
 			DestroyDelay: time.Duration(now - r.goneSince), DestroyCalls: attempts + 1}})
 	case err != nil:
-		o.fails = append(o.fails, portFailure{portDestroyPU, err})
+		o.fails = append(o.fails, portFailure{port: portDestroyPU, err: err})
 		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason,
 			DestroyCalls: attempts, Err: err, Next: c.timeOf(o.retryAt)}})
 		if o.done && !untracked {
@@ -642,7 +643,7 @@ func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
 	end := s.checkEnd.Swap(0)
 	if late := time.Duration(c.realNow() - end); late > 0 {
 		err := fmt.Errorf("PU %s of pod %s: answered %v past its check's deadline; its slot was stuck meanwhile", r.PUID, r.Pod, late)
-		o.fails = append(o.fails, portFailure{portLate, err})
+		o.fails = append(o.fails, portFailure{port: portLate, err: err})
 	}
 	c.q.mu.Lock()
 	if sweep := c.q.releaseLocked(r, s, o); sweep != 0 {
@@ -985,4 +986,45 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 	}
 	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", left-held)
 	return true
+}
+
+// scheduleLocked puts r on the heap at its next time after now: its periodic check, its retry, or the sooner of its
+// turn and its periodic check; it wakes the scheduler when that comes before wakeAt.
+func (q *puQueue) scheduleLocked(r *record, now int64) {
+	k := int64((now-1)/int64(q.tick)) + 1 // the first tick after now
+	k += (int64(r.phase) - k%int64(q.phases) + int64(q.phases)) % int64(q.phases)
+	r.next = k*int64(q.tick) + 1
+	switch r.waitFor {
+	case retrying:
+		r.next = r.waitUntil
+	case turnWaiting:
+		r.next = min(r.next, r.waitUntil)
+	}
+	if r.heapIndex >= 0 {
+		heap.Fix(&q.heap, int(r.heapIndex))
+	} else {
+		heap.Push(&q.heap, r)
+	}
+	if r.heapIndex == 0 && (q.wakeAt == 0 || r.next < q.wakeAt) {
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (q *puQueue) unscheduleLocked(r *record) {
+	if r.heapIndex >= 0 {
+		heap.Remove(&q.heap, int(r.heapIndex))
+	}
+	if len(q.heap) == 0 && cap(q.heap) > 4096 {
+		q.heap = nil // after a node drain
+	}
+}
+
+// onTick returns the first tick (of at most maxTick) at or after t.
+func (q *puQueue) onTick(t int64) int64 {
+	tick := int64(min(q.tick, maxTick))
+	k := (t - 1 + tick - 1) / tick
+	return k*tick + 1
 }

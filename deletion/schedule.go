@@ -8,7 +8,6 @@ package deletion
 // failing ports' summaries (failures.go).
 
 import (
-	"container/heap"
 	"context"
 	"time"
 )
@@ -56,47 +55,6 @@ func (h *timeHeap) Pop() any {
 	*h = old[:len(old)-1]
 	r.heapIndex = -1
 	return r
-}
-
-// scheduleLocked puts r on the heap at its next time after now: its periodic check, its retry, or the sooner of its
-// turn and its periodic check; it wakes the scheduler when that comes before wakeAt.
-func (q *puQueue) scheduleLocked(r *record, now int64) {
-	k := int64((now-1)/int64(q.tick)) + 1 // the first tick after now
-	k += (int64(r.phase) - k%int64(q.phases) + int64(q.phases)) % int64(q.phases)
-	r.next = k*int64(q.tick) + 1
-	switch r.waitFor {
-	case retrying:
-		r.next = r.waitUntil
-	case turnWaiting:
-		r.next = min(r.next, r.waitUntil)
-	}
-	if r.heapIndex >= 0 {
-		heap.Fix(&q.heap, int(r.heapIndex))
-	} else {
-		heap.Push(&q.heap, r)
-	}
-	if r.heapIndex == 0 && (q.wakeAt == 0 || r.next < q.wakeAt) {
-		select {
-		case q.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (q *puQueue) unscheduleLocked(r *record) {
-	if r.heapIndex >= 0 {
-		heap.Remove(&q.heap, int(r.heapIndex))
-	}
-	if len(q.heap) == 0 && cap(q.heap) > 4096 {
-		q.heap = nil // after a node drain
-	}
-}
-
-// onTick returns the first tick (of at most maxTick) at or after t.
-func (q *puQueue) onTick(t int64) int64 {
-	tick := int64(min(q.tick, maxTick))
-	k := (t - 1 + tick - 1) / tick
-	return k*tick + 1
 }
 
 // schedule queues the records whose time has come until ctx is done; a late wake-up queues each once. With an
