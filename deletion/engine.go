@@ -15,10 +15,12 @@ import (
 // Engine remembers every PU it is told about, re-checks each one against the live API and destroys it through the
 // PolicyHandler once its pod is really gone. Create it with New; all its methods are safe from any goroutine.
 //
-// Where each mechanism lives: record.go, a record's states and moves; decide.go, the decision table; check.go, one
-// check and its destroy; workers.go, Start, Sweep, the ready queue and the Workers slots; schedule.go, the scheduler's
-// heap of times; rollout.go, the dry run and the destroy rate; restore.go, the Inventory's lists; status.go,
-// observer.go and failures.go, what the engine tells.
+// Where each mechanism lives: queue.go, every PU's record, its states and every move of one, under the engine's one
+// lock; check.go, one check from the ports' answers to the queue's moves; boundary.go, every call of a port and how
+// its answer is made safe; decide.go, the decision table; workers.go, Start, Sweep and the Workers slots; sweep.go,
+// what a Sweep waits for; schedule.go, the scheduler; rateline.go, the destroy rate's line; retry.go, the retry
+// policy; restore.go, the Inventory's lists and what they must not bring back; status.go, observer.go and failures.go,
+// what the engine tells.
 type Engine struct {
 	getter ports.PodGetter
 	policy ports.PolicyHandler

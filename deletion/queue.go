@@ -9,7 +9,7 @@ package deletion
 //	checking ──release──▶ idle, retrying or turnWaiting (or queued again for a trigger or a Sweep that came meanwhile)
 //	any ──remove (Untrack, a destroy done or given up, a dry run's drop)──▶ removed
 //
-// The scheduler queues a record at record.next (schedule.go); a trigger or a Sweep queue it too, but a trigger not one
+// The scheduler queues a record at record.next (the heap, here; its loop in schedule.go); a trigger or a Sweep queue it too, but a trigger not one
 // waiting for a retry. A waiting record keeps waitFor and waitUntil through a check that leaves it waiting: a Sweep's
 // early check leaves a retry where it was, and a destroy waiting for its turn keeps its place through a check that
 // learns nothing (a port failed). A Sweep waits for the turns of its checks' destroys.
@@ -62,7 +62,7 @@ type puQueue struct {
 	list     listWindow     // the Inventory's lists (restore.go)
 	unlisted unlistedMemory // the removals a list is not to bring back (restore.go)
 	rate     rateLine       // the destroy rate (rateline.go)
-	sweep    sweepRun       // the running Sweep (workers.go)
+	sweep    sweepRun       // the running Sweep (sweep.go)
 
 	// The engine's clocks (Engine.now, realNow), and whether it has an Observer and an Inventory.
 	now, realNow        func() int64
