@@ -126,7 +126,7 @@ const (
 	sweepTurn
 )
 
-// record is the engine's record of one tracked PU, guarded by Engine.mu. Times are nanoseconds on Options.Clock since
+// record is the engine's record of one tracked PU, guarded by puQueue.mu. Times are nanoseconds on Options.Clock since
 // the epoch: an int64 is a third of a time.Time.
 type record struct {
 	ports.PU

@@ -7,7 +7,7 @@ package deletion
 // it is untracked, and the turn it did not use goes to the next in line, never to a later arrival. Times are the
 // engine's (nanoseconds on Options.Clock); the line holds PUIDs and knows nothing of records.
 
-// rateLine is the line of PUs waiting for a turn to destroy, under Engine.mu. Its zero value has no limit.
+// rateLine is the line of PUs waiting for a turn to destroy, under puQueue.mu. Its zero value has no limit.
 type rateLine struct {
 	every, tau int64 // the time between two turns (0: no limit), and (burst-1)*every
 	tat        int64 // GCRA's theoretical arrival time: turns are at hand from tat-tau on

@@ -29,7 +29,7 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	}
 }
 
-// listWindow is what the Inventory's lists keep of removals, under Engine.mu: a list under way may hold a PU removed
+// listWindow is what the Inventory's lists keep of removals, under puQueue.mu: a list under way may hold a PU removed
 // meanwhile, or whose removal the Observer (a journal) was still being told when it began, and must not bring it back.
 type listWindow struct {
 	// gone holds the PUIDs removed since the list under way began (nil: none is), until its answer is tracked, or until
@@ -53,7 +53,7 @@ func (w *listWindow) told(puid string) {
 	}
 }
 
-// unlistedMemory is what the engine remembers, under Engine.mu, of the PUs it destroyed, gave up on or dropped (a dry
+// unlistedMemory is what the engine remembers, under puQueue.mu, of the PUs it destroyed, gave up on or dropped (a dry
 // run) while no list of the Inventory has answered yet, so that a list does not bring them back: an Inventory that
 // observes the engine may not have forgotten them (a journal's record of a PU holds a sandbox that the engine, which
 // tracked it without one, never reported). It keeps the latest removals in two generations of limit each: limit is

@@ -6,7 +6,7 @@ package deletion
 
 import "time"
 
-// sweepRun is the running Sweep's state, under Engine.mu: its generation, which its marks carry (record.sweepGen), the
+// sweepRun is the running Sweep's state, under puQueue.mu: its generation, which its marks carry (record.sweepGen), the
 // checks it waits for, the records whose turns it waits for, done, closed at its end (nil: none runs), and nudge, to
 // look at its turns and stuck checks.
 type sweepRun struct {

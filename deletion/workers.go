@@ -136,7 +136,7 @@ func (q *puQueue) wakeLocked(n int) {
 // slot is one of the Workers slots a check runs in.
 type slot struct {
 	checkEnd atomic.Int64 // its check's deadline (realNow); 0: none in a port
-	held     *record      // the record of its check; nil while free (Engine.mu)
+	held     *record      // the record of its check; nil while free (puQueue.mu)
 	index    int32
 }
 
