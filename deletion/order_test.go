@@ -180,3 +180,51 @@ func TestTrackAfterStartHasReturnedFails(t *testing.T) {
 		assert.ErrorIs(t, c.Track(pu("a")), deletion.ErrNotRunning)
 	})
 }
+
+// TestARequeuerThatTracksTheNewSandboxAtOnceIsNotHeldUp: row 10 destroys
+// the PU of a replaced sandbox and requeues the pod; an agent whose Requeuer
+// tracks the PU of the new sandbox at once, under the same PUID, gets it
+// tracked (its EventTracked after the old PU's EventDestroyed) without
+// waiting for the check that called it.
+func TestARequeuerThatTracksTheNewSandboxAtOnceIsNotHeldUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := deletiontest.NewCluster()
+		key := addPod(w, "a", "a", testNode, "s2", corev1.PodRunning)
+		j := newSlowJournal()
+		var c *deletion.Engine
+		tracked := make(chan error, 1)
+		requeuer := ports.RequeuerFunc(func(ctx context.Context, pod *corev1.Pod) error {
+			tracked <- c.Track(ports.PU{PUID: string(pod.UID), Pod: key, SandboxID: "s2"})
+			return nil
+		})
+		c = deletiontest.NewEngine(t, w, &deletiontest.Policy{}, deletion.Options{SandboxExtractor: w, Requeuer: requeuer, Observer: j})
+		require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: key, SandboxID: "s1"}))
+		c.Sweep(t.Context())
+		select {
+		case err := <-tracked:
+			require.NoError(t, err)
+		default:
+			t.Fatal("the Requeuer did not track the new sandbox's PU")
+		}
+		got, held := j.holds("a")
+		require.True(t, held, "the journal holds the new PU")
+		assert.Equal(t, "s2", got.SandboxID)
+		assert.Equal(t, []deletion.EventKind{deletion.EventTracked, deletion.EventDestroyed, deletion.EventTracked, deletion.EventChecked},
+			j.kinds("a"), "the old PU's destroy, then the new PU")
+	})
+}
+
+// TestAVetoIsToldWithItsPU: EventVetoed's PU is the PU whose destroy the
+// Confirmer did not confirm.
+func TestAVetoIsToldWithItsPU(t *testing.T) {
+	w := deletiontest.NewCluster() // the cache: the pod is gone
+	live := deletiontest.NewCluster()
+	key := addPod(live, "a", "a", testNode, "", corev1.PodRunning)
+	events := &deletiontest.Events{}
+	c := deletiontest.NewEngine(t, w, &deletiontest.Policy{}, deletion.Options{Confirmer: live, Observer: events})
+	require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: key}))
+	c.Sweep(t.Context())
+	vetoes := events.Of(deletion.EventVetoed)
+	require.Len(t, vetoes, 1)
+	assert.Equal(t, ports.PU{PUID: "a", Pod: key}, vetoes[0].PU)
+}

@@ -532,8 +532,8 @@ func (c *Engine) Len() int {
 func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy bool) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	for i := range o.events {
-		o.events[i].ticket = c.q.ticketLocked(r)
+	for i := range o.events { // GetFailed, Vetoed
+		o.events[i].ticket, o.events[i].ev.PU = c.q.ticketLocked(r), r.PU
 	}
 	v := o.verdict
 	if r.state == removed {
@@ -624,21 +624,26 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	}
 }
 
-// finish ends the check of r held in s with o: it tells the Observer the check's events in their places in r's line,
-// the EventChecked last, then releases the record and the slot, so that a Sweep returns once the Observer knows. The
-// Observer is told in the slot: one that hangs is seen as stuck, as a port is.
-func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
-	if c.opts.Observer != nil {
-		c.q.mu.Lock()
-		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventChecked, PU: r.PU, Verdict: o.verdict,
-			CheckDuration: time.Duration(o.end - start)}})
-		c.q.mu.Unlock()
-		for _, it := range o.events {
-			c.tell(r, it.ticket, it.ev)
-		}
+// tellEvents tells the Observer the events of r's check, in their places in r's line, before the Requeuer hears of
+// the pod: a Requeuer that tracks the PU of the new sandbox at once, under the same PUID, waits for them.
+func (c *Engine) tellEvents(r *record, o *outcome) {
+	for _, it := range o.events {
+		c.tell(r, it.ticket, it.ev)
 	}
 	if o.removed {
 		c.told(r.PUID)
+	}
+}
+
+// finish ends the check of r held in s with o: it tells the Observer its EventChecked, then releases the record and
+// the slot, so that a Sweep returns once the Observer knows. The Observer is told in the slot: one that hangs is seen
+// as stuck, as a port is.
+func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
+	if c.opts.Observer != nil {
+		c.q.mu.Lock()
+		t, pu := c.q.ticketLocked(r), r.PU
+		c.q.mu.Unlock()
+		c.tell(r, t, Event{Kind: EventChecked, PU: pu, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start)})
 	}
 	end := s.checkEnd.Swap(0)
 	if late := time.Duration(c.realNow() - end); late > 0 {

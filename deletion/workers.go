@@ -223,6 +223,7 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	cctx, end := l.deadline(ctx, c.realNow(), c.opts.CheckTimeout)
 	s.checkEnd.Store(end)
 	o := c.check(cctx, r)
+	c.tellEvents(r, &o)
 	if o.requeue != nil { // with a deadline of its own
 		s.checkEnd.Store(c.realNow() + int64(c.opts.CheckTimeout))
 		c.requeue(ctx, &o)
