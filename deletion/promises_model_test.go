@@ -25,7 +25,9 @@ package deletion_test
 // ListFault (fail, hang, delay honouring ctx, panic, typed nil; up to
 // always), SlowObserver (100ms per event), Seed (4 to 40 PUs of gone pods in
 // the policy engine, as left by an earlier run), TrackMany (4 or 16 stale
-// PUs), Join (wait for the goroutines). A "process" that restarted is dead:
+// PUs), Join (wait for the goroutines). With a SandboxExtractor, the
+// Requeuer is the agent's controller: it tracks the PU of the pod's new
+// sandbox at once, under the same PUID. A "process" that restarted is dead:
 // the old engine's ports answer errors and its DestroyPU has no effect.
 //
 // Invariants and bounds, per engine (a restart makes a new one):
@@ -938,6 +940,22 @@ func (w *pmWorld) typedNil() error {
 	return u
 }
 
+// Requeue is the agent's controller, reconciling a pod whose PU went with its sandbox (rows 10 and 12): it creates
+// the PU of the pod's sandbox now, under the pod's UID, and tracks it at once.
+func (p *pmPorts) Requeue(_ context.Context, pod *corev1.Pod) error {
+	w, e := p.w, p.e
+	slot := pmSlotOf(pod.Name)
+	w.mu.Lock()
+	if e.dead || slot < 0 || !w.pods[slot].exists || w.pods[slot].uid != string(pod.UID) {
+		w.mu.Unlock()
+		return errPMDead
+	}
+	pu := ports.PU{PUID: string(pod.UID), Pod: pmKey(slot), SandboxID: w.pods[slot].sandbox}
+	w.mu.Unlock()
+	w.userTrack(e, pu)
+	return nil
+}
+
 func (p *pmPorts) Observe(ev deletion.Event) {
 	w, e := p.w, p.e
 	w.mu.Lock()
@@ -1055,7 +1073,7 @@ func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
 		RetryMinDelay: pmRetryMin, RetryMaxDelay: pmRetryMax, MaxDestroyAttempts: pmMaxAttempts, ShutdownTimeout: pmShutdown,
 		DryRun: o.dryRun, Observer: p, Logger: deletiontest.Discard()}
 	if o.sandbox {
-		opts.SandboxExtractor, opts.SandboxProber = p, p
+		opts.SandboxExtractor, opts.SandboxProber, opts.Requeuer = p, p, p
 	}
 	if o.confirmer {
 		opts.Confirmer = pmConfirmer{p}
@@ -1687,6 +1705,9 @@ func runPromises(t *testing.T, mode uint16, data []byte) {
 func FuzzPromises(f *testing.F) {
 	op := func(kind, a, b int) []byte { return []byte{byte(kind), byte(a), byte(b)} }
 	cat := func(ops ...[]byte) []byte { return slices.Concat(ops...) }
+	// A sandbox replaced: the Requeuer, the agent's controller, tracks the new sandbox's PU at once, under the same
+	// PUID, while the check that destroyed the old one is under way.
+	f.Add(uint16(pmModeSandbox), cat(op(pmTrack, 0, 0), op(pmChangeSandbox, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0)))
 	// Every list of the Inventory hangs, ignoring its context: each is left behind and another follows (invariant 12).
 	f.Add(uint16(pmModeInventory|pmModeAutoStart|1<<9), cat(op(pmTrack, 0, 0), op(pmListFault, 1, 15), op(pmRestart, 0, 0),
 		op(pmDelete, 0, 0), op(pmAdvance, 11, 0), op(pmListFault, 5, 0), op(pmAdvance, 11, 0)))
