@@ -8,6 +8,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -227,4 +228,48 @@ func TestAVetoIsToldWithItsPU(t *testing.T) {
 	vetoes := events.Of(deletion.EventVetoed)
 	require.Len(t, vetoes, 1)
 	assert.Equal(t, ports.PU{PUID: "a", Pod: key}, vetoes[0].PU)
+}
+
+// TestAPUTrackedAgainWhileItsCheckEndsIsToldAfterIt: the check that
+// destroyed the PU of a replaced sandbox is still requeueing its pod when the
+// agent tracks the PUID again from another goroutine: the two PUs' events
+// reach a slow Observer (a journal) one at a time, in the order of the moves.
+func TestAPUTrackedAgainWhileItsCheckEndsIsToldAfterIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := deletiontest.NewCluster()
+		key := addPod(w, "a", "a", testNode, "s2", corev1.PodRunning)
+		var mu sync.Mutex
+		var order []deletion.EventKind
+		telling, overlaps := 0, 0
+		var slow atomic.Bool
+		obs := deletion.ObserverFunc(func(ev deletion.Event) {
+			mu.Lock()
+			if telling++; telling > 1 {
+				overlaps++
+			}
+			order = append(order, ev.Kind)
+			mu.Unlock()
+			if ev.Kind == deletion.EventTracked && slow.Load() {
+				time.Sleep(time.Second) // a journal's slow commit
+			}
+			mu.Lock()
+			telling--
+			mu.Unlock()
+		})
+		requeuer := ports.RequeuerFunc(func(context.Context, *corev1.Pod) error {
+			time.Sleep(500 * time.Millisecond) // the agent's queue is slow to take it
+			return nil
+		})
+		c := deletiontest.NewEngine(t, w, &deletiontest.Policy{}, deletion.Options{SandboxExtractor: w, Requeuer: requeuer, Observer: obs})
+		require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: key, SandboxID: "s1"}))
+		slow.Store(true)
+		go c.Sweep(t.Context())
+		time.Sleep(200 * time.Millisecond)                                                         // a is destroyed (row 10), and its pod is being requeued
+		go func() { assert.NoError(t, c.Track(ports.PU{PUID: "a", Pod: key, SandboxID: "s2"})) }() // the agent, from its informer
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		assert.Zero(t, overlaps, "two events of one PUID told at once: %v", order)
+		assert.Equal(t, []deletion.EventKind{deletion.EventTracked, deletion.EventDestroyed, deletion.EventTracked, deletion.EventChecked},
+			order, "in the order of the moves: the new Track came before the old check ended")
+	})
 }

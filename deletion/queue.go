@@ -168,9 +168,20 @@ type record struct {
 	line *eventLine
 }
 
-// eventLine is the line of one PUID's events to the Observer: tickets of them were given a place, told were told. A
-// record of a PUID tracked again while the events of the one before are being told shares its line (Engine.untold).
-type eventLine struct{ tickets, told uint32 }
+// eventLine is the line of one PUID's events to the Observer: tickets of them were given a place, told were told;
+// held, a check holds a removed record of it, which may tell more. A record of a PUID tracked again while the one
+// before may still tell shares its line (puQueue.untold), so that no two events of one PUID are told at once.
+type eventLine struct {
+	tickets, told uint32
+	held          bool
+}
+
+// dropLineLocked forgets the line l of a removed record of puid once it has nothing more to tell.
+func (q *puQueue) dropLineLocked(puid string, l *eventLine) {
+	if l.told == l.tickets && !l.held && q.untold[puid] == l {
+		delete(q.untold, puid)
+	}
+}
 
 // newRecordLocked tracks pu in a new record, tracking until its EventTracked, whose ticket it returns, is told
 // (announceLocked).
@@ -232,10 +243,8 @@ func (c *Engine) tell(r *record, t uint32, ev Event) {
 		c.observe(ev)
 	}
 	c.q.mu.Lock()
-	l := r.line
-	if l.told++; l.told == l.tickets && c.q.untold[r.PUID] == l {
-		delete(c.q.untold, r.PUID)
-	}
+	r.line.told++
+	c.q.dropLineLocked(r.PUID, r.line)
 	c.q.toldCond.Broadcast()
 	c.q.mu.Unlock()
 }
@@ -305,6 +314,10 @@ func (q *puQueue) dueLocked(r *record, now int64) bool {
 // the caller to count.
 func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	s.held = nil
+	if l := r.line; l != nil && r.state == removed {
+		l.held = false // it tells no more
+		q.dropLineLocked(r.PUID, l)
+	}
 	q.free = append(q.free, s.index)
 	if q.boundWaiting > 0 {
 		q.cond.Broadcast()
@@ -363,10 +376,12 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 // Observer (told), a list of the Inventory that begins does not bring it back: a journal may still hold it.
 func (q *puQueue) removeLocked(r *record) {
 	swept := r.state != checking && r.sweep != notSwept // a check ends its own part of a Sweep (releaseLocked)
-	r.state = removed
-	if l := r.line; l != nil && l.told != l.tickets {
-		q.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
+	if l := r.line; l != nil {
+		if l.held = r.state == checking; l.held || l.told != l.tickets {
+			q.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
+		}
 	}
+	r.state = removed
 	q.setWaitLocked(r, idle, 0)
 	q.unscheduleLocked(r)
 	delete(q.records, r.PUID)
