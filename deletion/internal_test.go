@@ -49,7 +49,7 @@ func TestRemovalGivesBackItsMemory(t *testing.T) {
 	c.Sweep(context.Background()) // every pod is gone
 	assert.Zero(t, c.Len())
 	assert.Empty(t, c.q.byPod, "no pod list left behind")
-	assert.Empty(t, c.q.heap, "no record left on the heap")
+	assert.Empty(t, c.q.wheel.heap, "no record left on the heap")
 	assert.Zero(t, c.q.waits[retrying]+c.q.waits[turnWaiting], "none counted as waiting")
 }
 

@@ -16,7 +16,6 @@ package deletion
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"fmt"
 	"slices"
@@ -37,13 +36,7 @@ type puQueue struct {
 	byPod   map[types.NamespacedName]*record // the first record of each pod; the others follow it
 	waits   [removed + 1]int                 // the records by what they wait for (record.waitFor)
 
-	// tick is the scheduler's tick, phases how many an interval has; heap holds the records by the time they are
-	// queued next; the scheduler sleeps until wakeAt (0: until kick).
-	tick   time.Duration
-	phases int32
-	heap   timeHeap
-	wakeAt int64
-	kick   chan struct{}
+	wheel wheel // every record at the time it is queued next (schedule.go)
 
 	// ready is the one queue of checks, from readyHead on; workers skip the records in it no longer queued.
 	ready     []readyItem
@@ -73,7 +66,7 @@ type puQueue struct {
 func (q *puQueue) init(o Options, now, realNow func() int64) {
 	q.now, q.realNow, q.observed, q.inventory = now, realNow, o.Observer != nil, o.Inventory != nil
 	phases := phasesOf(o.SweepInterval)
-	q.tick, q.phases = o.SweepInterval/time.Duration(phases), int32(phases)
+	q.wheel.tick, q.wheel.phases = o.SweepInterval/time.Duration(phases), int32(phases)
 	q.records, q.byPod = make(map[string]*record), make(map[types.NamespacedName]*record)
 	q.untold = make(map[string]*eventLine)
 	q.list = listWindow{removing: make(map[string]int)}
@@ -187,7 +180,7 @@ func (q *puQueue) dropLineLocked(puid string, l *eventLine) {
 // (announceLocked).
 func (q *puQueue) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
 	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1, state: tracking,
-		phase: int32(fnv32a(pu.PUID) % uint32(q.phases))}
+		phase: int32(fnv32a(pu.PUID) % uint32(q.wheel.phases))}
 	q.records[pu.PUID] = r
 	if q.observed {
 		if r.line = q.untold[pu.PUID]; r.line != nil {
@@ -214,7 +207,7 @@ func (q *puQueue) announceLocked(r *record, now int64) {
 		q.queueLocked(r, bySweep, now)
 		q.wakeLocked(1)
 	} else {
-		q.scheduleLocked(r, now)
+		q.wheel.schedule(r, now)
 	}
 }
 
@@ -306,7 +299,7 @@ func (q *puQueue) dueLocked(r *record, now int64) bool {
 		return true
 	}
 	r.state = retrying
-	q.scheduleLocked(r, now)
+	q.wheel.schedule(r, now)
 	return false
 }
 
@@ -353,7 +346,7 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		// A Sweep's early check that destroyed nothing: the retry stays.
 	case r.waitFor == turnWaiting && o.err != nil:
 		// A check that learned nothing: it keeps its place, or its turn come, the next tick.
-		q.setWaitLocked(r, turnWaiting, max(r.waitUntil, q.onTick(o.end+1)))
+		q.setWaitLocked(r, turnWaiting, max(r.waitUntil, q.wheel.onTick(o.end+1)))
 	default:
 		q.setWaitLocked(r, idle, 0)
 	}
@@ -361,13 +354,13 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	r.again = false
 	r.state = r.waitFor
 	if r.state == turnWaiting {
-		q.nudgeLineLocked(o.end, q.onTick(o.end+1)) // the head while it was checked: its turn may be sooner
+		q.nudgeLineLocked(o.end, q.wheel.onTick(o.end+1)) // the head while it was checked: its turn may be sooner
 	}
 	if r.sweep == sweepNext && sweeping || again {
 		q.queueLocked(r, bySweep, o.end)
 		q.wakeLocked(1)
 	} else {
-		q.scheduleLocked(r, o.end)
+		q.wheel.schedule(r, o.end)
 	}
 	return sweep
 }
@@ -383,7 +376,7 @@ func (q *puQueue) removeLocked(r *record) {
 	}
 	r.state = removed
 	q.setWaitLocked(r, idle, 0)
-	q.unscheduleLocked(r)
+	q.wheel.unschedule(r)
 	delete(q.records, r.PUID)
 	if head := q.byPod[r.Pod]; head == r {
 		if r.nextOfPod == nil {
@@ -622,7 +615,7 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 		c.q.unlistedLocked(r.PUID)
 		o.removed = true
 	case !o.done && !untracked:
-		o.retryAt = c.q.onTick(now + int64(c.backoff(attempts)))
+		o.retryAt = c.q.wheel.onTick(now + int64(c.backoff(attempts)))
 	}
 	switch {
 	case err == nil && !untracked: // else its EventUntracked ended it for the Observer
@@ -697,7 +690,7 @@ func (q *puQueue) nudgeLineLocked(now, floor int64) {
 	}
 	if at := max(q.rate.turnAt(0, now), floor); at < r.waitUntil {
 		r.waitUntil = at
-		q.scheduleLocked(r, now)
+		q.wheel.schedule(r, now)
 		q.nudgeSweepLocked() // a Sweep without Start queues the turns it waits for
 	}
 }
@@ -798,8 +791,8 @@ func (c *Engine) waits(limit time.Duration) (stopped bool, waited, overdue, wedg
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	stopped, wedged = c.q.stopped, limit
-	if len(c.q.heap) > 0 {
-		overdue = time.Duration(now - max(c.q.heap[0].next, c.q.startAt))
+	if first := c.q.wheel.first(); first != 0 {
+		overdue = time.Duration(now - max(first, c.q.startAt))
 	}
 	if !c.q.begun {
 		wedged += c.listTimeout() + stuckGrace
@@ -856,24 +849,21 @@ func (c *Engine) queueDue(now int64) int64 {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	n := 0
-	for len(c.q.heap) > 0 && c.q.heap[0].next <= now {
-		if c.q.queueLocked(heap.Pop(&c.q.heap).(*record), byTime, now) {
+	for r := c.q.wheel.popDue(now); r != nil; r = c.q.wheel.popDue(now) {
+		if c.q.queueLocked(r, byTime, now) {
 			n++
 		}
 	}
 	c.q.wakeLocked(min(n, 1)) // more once the batch waits (see next)
-	c.q.wakeAt = 0
-	if len(c.q.heap) > 0 {
-		c.q.wakeAt = c.q.heap[0].next
-	}
+	c.q.wheel.wakeAt = c.q.wheel.first()
 	if c.q.readyHead < len(c.q.ready) && c.q.idleWorkers > 0 { // the batch's checks may be slow: wake another worker then
 		if at := c.q.ready[c.q.readyHead].at + int64(c.q.spreadAfter()); at <= now {
 			c.q.cond.Signal()
-		} else if c.q.wakeAt == 0 || at < c.q.wakeAt {
-			c.q.wakeAt = at
+		} else if c.q.wheel.wakeAt == 0 || at < c.q.wheel.wakeAt {
+			c.q.wheel.wakeAt = at
 		}
 	}
-	return c.q.wakeAt
+	return c.q.wheel.wakeAt
 }
 
 // checksBegin lets Start's workers begin, once its first list of the Inventory has ended or is past its deadline.
@@ -952,7 +942,7 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 func (c *Engine) startQueue(kick chan struct{}, now int64) (pending, tracked int) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	c.q.running, c.q.begun, c.q.kick, c.q.startAt = true, c.opts.Inventory == nil, kick, now
+	c.q.running, c.q.begun, c.q.wheel.kick, c.q.startAt = true, c.opts.Inventory == nil, kick, now
 	// Triggers before Start queued their records: they wait from now on.
 	for i := range c.q.ready[c.q.readyHead:] {
 		c.q.ready[c.q.readyHead+i].at = now
@@ -1006,45 +996,4 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 	}
 	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", left-held)
 	return true
-}
-
-// scheduleLocked puts r on the heap at its next time after now: its periodic check, its retry, or the sooner of its
-// turn and its periodic check; it wakes the scheduler when that comes before wakeAt.
-func (q *puQueue) scheduleLocked(r *record, now int64) {
-	k := int64((now-1)/int64(q.tick)) + 1 // the first tick after now
-	k += (int64(r.phase) - k%int64(q.phases) + int64(q.phases)) % int64(q.phases)
-	r.next = k*int64(q.tick) + 1
-	switch r.waitFor {
-	case retrying:
-		r.next = r.waitUntil
-	case turnWaiting:
-		r.next = min(r.next, r.waitUntil)
-	}
-	if r.heapIndex >= 0 {
-		heap.Fix(&q.heap, int(r.heapIndex))
-	} else {
-		heap.Push(&q.heap, r)
-	}
-	if r.heapIndex == 0 && (q.wakeAt == 0 || r.next < q.wakeAt) {
-		select {
-		case q.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (q *puQueue) unscheduleLocked(r *record) {
-	if r.heapIndex >= 0 {
-		heap.Remove(&q.heap, int(r.heapIndex))
-	}
-	if len(q.heap) == 0 && cap(q.heap) > 4096 {
-		q.heap = nil // after a node drain
-	}
-}
-
-// onTick returns the first tick (of at most maxTick) at or after t.
-func (q *puQueue) onTick(t int64) int64 {
-	tick := int64(min(q.tick, maxTick))
-	k := (t - 1 + tick - 1) / tick
-	return k*tick + 1
 }

@@ -8,6 +8,7 @@ package deletion
 // failing ports' summaries (failures.go).
 
 import (
+	"container/heap"
 	"context"
 	"time"
 )
@@ -32,6 +33,74 @@ func fnv32a(s string) uint32 {
 		h *= 16777619
 	}
 	return h
+}
+
+// wheel is the scheduler's heap of times, under puQueue.mu: every record at the time it is queued next (record.next),
+// its periodic check at the tick of its phase, or its retry, or the sooner of its turn and its periodic check. tick is
+// the interval's tick and phases how many it has; the scheduler sleeps until wakeAt (0: until kick).
+type wheel struct {
+	tick   time.Duration
+	phases int32
+	heap   timeHeap
+	wakeAt int64
+	kick   chan struct{}
+}
+
+// schedule puts r on the heap at its next time after now: its periodic check, its retry, or the sooner of its
+// turn and its periodic check; it wakes the scheduler when that comes before wakeAt.
+func (w *wheel) schedule(r *record, now int64) {
+	k := int64((now-1)/int64(w.tick)) + 1 // the first tick after now
+	k += (int64(r.phase) - k%int64(w.phases) + int64(w.phases)) % int64(w.phases)
+	r.next = k*int64(w.tick) + 1
+	switch r.waitFor {
+	case retrying:
+		r.next = r.waitUntil
+	case turnWaiting:
+		r.next = min(r.next, r.waitUntil)
+	}
+	if r.heapIndex >= 0 {
+		heap.Fix(&w.heap, int(r.heapIndex))
+	} else {
+		heap.Push(&w.heap, r)
+	}
+	if r.heapIndex == 0 && (w.wakeAt == 0 || r.next < w.wakeAt) {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (w *wheel) unschedule(r *record) {
+	if r.heapIndex >= 0 {
+		heap.Remove(&w.heap, int(r.heapIndex))
+	}
+	if len(w.heap) == 0 && cap(w.heap) > 4096 {
+		w.heap = nil // after a node drain
+	}
+}
+
+// onTick returns the first tick (of at most maxTick) at or after t.
+func (w *wheel) onTick(t int64) int64 {
+	tick := int64(min(w.tick, maxTick))
+	k := (t - 1 + tick - 1) / tick
+	return k*tick + 1
+}
+
+// popDue takes the first record off the wheel if its time has come at now; nil: none has.
+func (w *wheel) popDue(now int64) *record {
+	if len(w.heap) == 0 || w.heap[0].next > now {
+		return nil
+	}
+	return heap.Pop(&w.heap).(*record)
+}
+
+// first returns the time of the first record on the wheel; 0: none.
+func (w *wheel) first() int64 {
+	if len(w.heap) == 0 {
+		return 0
+	}
+	return w.heap[0].next
 }
 
 // timeHeap is the heap of records by record.next (container/heap).

@@ -44,7 +44,7 @@ func (c *Engine) Start(ctx context.Context) error {
 	}
 	sched.Go(func() { c.schedule(ctx, kick, listed) })
 	c.log.V(1).Info("deletion engine started", "workers", c.opts.Workers, "tracked", tracked, "queued", pending,
-		"sweepInterval", c.opts.SweepInterval.String(), "phases", c.q.phases)
+		"sweepInterval", c.opts.SweepInterval.String(), "phases", c.q.wheel.phases)
 
 	<-ctx.Done()
 	c.stopQueue()
@@ -124,7 +124,7 @@ type readyItem struct {
 // spreadAfter is how long a queued check may wait before another worker is woken for it: an eighth of a tick, 20 to
 // 125ms, so that one worker does a batch of fast checks and slow checks spread.
 func (q *puQueue) spreadAfter() time.Duration {
-	return min(max(20*time.Millisecond, q.tick/8), 125*time.Millisecond)
+	return min(max(20*time.Millisecond, q.wheel.tick/8), 125*time.Millisecond)
 }
 
 func (q *puQueue) wakeLocked(n int) {
