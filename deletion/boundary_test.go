@@ -21,7 +21,7 @@ import (
 
 // lookupError's methods read no field: a nil *lookupError answers them
 // without a panic, and says it is ports.ErrPodNotFound.
-type lookupError struct{ key string }
+type lookupError struct{}
 
 func (*lookupError) Error() string        { return "lookup failed" }
 func (*lookupError) Is(target error) bool { return target == ports.ErrPodNotFound }
@@ -46,7 +46,7 @@ func (notFoundChan) Is(target error) bool  { return target == ports.ErrPodNotFou
 
 // permanentWrap's methods read no field: a nil *permanentWrap unwraps to a
 // permanent error.
-type permanentWrap struct{ cause error }
+type permanentWrap struct{}
 
 func (*permanentWrap) Error() string { return "destroy failed" }
 func (*permanentWrap) Unwrap() error { return ports.Permanent(errors.New("x")) }
