@@ -69,8 +69,8 @@ func TestTriggersAfterStopKeepNothing(t *testing.T) {
 	}
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	assert.Empty(t, c.q.ready[c.q.readyHead:])
-	assert.LessOrEqual(t, cap(c.q.ready), 16)
+	assert.Empty(t, c.q.ready.items[c.q.ready.head:])
+	assert.LessOrEqual(t, cap(c.q.ready.items), 16)
 	assert.Equal(t, idle, c.q.records["1"].state)
 }
 
@@ -86,18 +86,18 @@ func TestTheReadyQueueGivesBackItsMemory(t *testing.T) {
 	c.TriggerAll()
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	require.Len(t, c.q.ready, 10_000)
+	require.Len(t, c.q.ready.items, 10_000)
 	claim := func() {
-		c.q.ready[c.q.readyHead] = readyItem{}
-		c.q.readyHead++
+		c.q.ready.items[c.q.ready.head] = readyItem{}
+		c.q.ready.head++
 		c.q.compactReadyLocked()
 	}
 	for range 6_000 {
 		claim()
 	}
-	assert.LessOrEqual(t, len(c.q.ready), 10_000-5_000, "a consumed head over half the queue is given back")
-	for c.q.readyHead < len(c.q.ready) {
+	assert.LessOrEqual(t, len(c.q.ready.items), 10_000-5_000, "a consumed head over half the queue is given back")
+	for c.q.ready.head < len(c.q.ready.items) {
 		claim()
 	}
-	assert.LessOrEqual(t, cap(c.q.ready), 4096, "a drained queue keeps at most 4,096 slots")
+	assert.LessOrEqual(t, cap(c.q.ready.items), 4096, "a drained queue keeps at most 4,096 slots")
 }

@@ -38,16 +38,9 @@ type puQueue struct {
 
 	wheel wheel // every record at the time it is queued next (schedule.go)
 
-	// ready is the one queue of checks, from readyHead on; workers skip the records in it no longer queued.
-	ready     []readyItem
-	readyHead int
-	slots     []slot  // the Workers slots checks run in
-	free      []int32 // the slots not in use
-	// idleWorkers wait on cond for the ready queue, boundWaiting for a free slot or Start's first list.
-	idleWorkers, boundWaiting int
-	cond                      sync.Cond
-	toldCond                  sync.Cond             // an event of a PU told: the next in its line may be (record.line)
-	untold                    map[string]*eventLine // the lines of removed records whose events are being told
+	ready    readyQueue            // the one queue of checks and the Workers slots they run in (workers.go)
+	toldCond sync.Cond             // an event of a PU told: the next in its line may be (record.line)
+	untold   map[string]*eventLine // the lines of removed records whose events are being told
 	// running: Start runs (since startAt); stopped: it has returned; begun: its first list of the Inventory is done.
 	running, stopped, begun bool
 	startAt                 int64
@@ -70,14 +63,14 @@ func (q *puQueue) init(o Options, now, realNow func() int64) {
 	q.records, q.byPod = make(map[string]*record), make(map[types.NamespacedName]*record)
 	q.untold = make(map[string]*eventLine)
 	q.list = listWindow{removing: make(map[string]int)}
-	q.slots, q.free = make([]slot, o.Workers), make([]int32, o.Workers)
-	for i := range q.slots {
-		q.slots[i].index, q.free[i] = int32(i), int32(i)
+	q.ready.slots, q.ready.free = make([]slot, o.Workers), make([]int32, o.Workers)
+	for i := range q.ready.slots {
+		q.ready.slots[i].index, q.ready.free[i] = int32(i), int32(i)
 	}
 	if o.DestroyRate > 0 && o.DestroyRate != rate.Inf {
 		q.rate = newRateLine(max(1, int64(float64(time.Second)/float64(o.DestroyRate))), o.DestroyBurst) // at most MaxDuration (Options)
 	}
-	q.cond.L, q.toldCond.L = &q.mu, &q.mu
+	q.ready.cond.L, q.toldCond.L = &q.mu, &q.mu
 }
 
 // state is where a record is in its life (see the top of this file).
@@ -268,7 +261,7 @@ func (q *puQueue) queueLocked(r *record, why cause, now int64) bool {
 	switch {
 	case r.state == idle, r.state == turnWaiting, r.state == retrying && why != byTrigger:
 		r.state = queued
-		q.ready = append(q.ready, readyItem{r, now})
+		q.ready.items = append(q.ready.items, readyItem{r, now})
 		return true
 	case (r.state == checking || r.state == tracking) && why != byTime:
 		r.again = true
@@ -311,9 +304,9 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		l.held = false // it tells no more
 		q.dropLineLocked(r.PUID, l)
 	}
-	q.free = append(q.free, s.index)
-	if q.boundWaiting > 0 {
-		q.cond.Broadcast()
+	q.ready.free = append(q.ready.free, s.index)
+	if q.ready.bound > 0 {
+		q.ready.cond.Broadcast()
 	}
 	sweeping := q.sweepingLocked(r.sweepGen)
 	switch {
@@ -743,7 +736,7 @@ func (c *Engine) Backlog() Backlog {
 
 // oldestQueuedLocked returns when the oldest queued check was queued; 0: none.
 func (q *puQueue) oldestQueuedLocked() int64 {
-	for _, it := range q.ready[q.readyHead:] {
+	for _, it := range q.ready.items[q.ready.head:] {
 		if it.r.state == queued {
 			return it.at
 		}
@@ -856,9 +849,9 @@ func (c *Engine) queueDue(now int64) int64 {
 	}
 	c.q.wakeLocked(min(n, 1)) // more once the batch waits (see next)
 	c.q.wheel.wakeAt = c.q.wheel.first()
-	if c.q.readyHead < len(c.q.ready) && c.q.idleWorkers > 0 { // the batch's checks may be slow: wake another worker then
-		if at := c.q.ready[c.q.readyHead].at + int64(c.q.spreadAfter()); at <= now {
-			c.q.cond.Signal()
+	if c.q.ready.head < len(c.q.ready.items) && c.q.ready.idle > 0 { // the batch's checks may be slow: wake another worker then
+		if at := c.q.ready.items[c.q.ready.head].at + int64(c.q.spreadAfter()); at <= now {
+			c.q.ready.cond.Signal()
 		} else if c.q.wheel.wakeAt == 0 || at < c.q.wheel.wakeAt {
 			c.q.wheel.wakeAt = at
 		}
@@ -871,7 +864,7 @@ func (c *Engine) checksBegin() {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	c.q.begun = true
-	c.q.cond.Broadcast()
+	c.q.ready.cond.Broadcast()
 }
 
 // sweepLanes starts the Sweep's own goroutines, at most Workers, while Start does not run and none of them does.
@@ -904,36 +897,36 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 		case gen == 0 && c.q.stopped, gen != 0 && !c.q.sweepingLocked(gen):
 			return nil, nil
 		case gen != 0 && c.q.running:
-			c.q.cond.Broadcast() // pass on a wake-up that may have been meant for Start's workers
+			c.q.ready.cond.Broadcast() // pass on a wake-up that may have been meant for Start's workers
 			return nil, nil
-		case gen == 0 && !c.q.begun, len(c.q.free) == 0 && c.q.readyHead < len(c.q.ready):
+		case gen == 0 && !c.q.begun, len(c.q.ready.free) == 0 && c.q.ready.head < len(c.q.ready.items):
 			// Start's first list is under way, or every slot is taken.
-			c.q.boundWaiting++
-			c.q.cond.Wait()
-			c.q.boundWaiting--
+			c.q.ready.bound++
+			c.q.ready.cond.Wait()
+			c.q.ready.bound--
 			continue
 		}
-		for c.q.readyHead < len(c.q.ready) {
-			it := c.q.ready[c.q.readyHead]
-			c.q.ready[c.q.readyHead] = readyItem{}
-			c.q.readyHead++
+		for c.q.ready.head < len(c.q.ready.items) {
+			it := c.q.ready.items[c.q.ready.head]
+			c.q.ready.items[c.q.ready.head] = readyItem{}
+			c.q.ready.head++
 			if it.r.state != queued || !c.q.dueLocked(it.r, c.now()) {
 				continue
 			}
-			s := &c.q.slots[c.q.free[len(c.q.free)-1]]
-			c.q.free = c.q.free[:len(c.q.free)-1]
+			s := &c.q.ready.slots[c.q.ready.free[len(c.q.ready.free)-1]]
+			c.q.ready.free = c.q.ready.free[:len(c.q.ready.free)-1]
 			c.q.claimLocked(it.r, s)
 			// A batch wakes one worker; this wakes another if it waits.
-			if c.q.idleWorkers > 0 && c.q.readyHead < len(c.q.ready) && time.Duration(c.now()-it.at) > c.q.spreadAfter() {
-				c.q.cond.Signal()
+			if c.q.ready.idle > 0 && c.q.ready.head < len(c.q.ready.items) && time.Duration(c.now()-it.at) > c.q.spreadAfter() {
+				c.q.ready.cond.Signal()
 			}
 			c.q.compactReadyLocked()
 			return it.r, s
 		}
 		c.q.compactReadyLocked()
-		c.q.idleWorkers++
-		c.q.cond.Wait()
-		c.q.idleWorkers--
+		c.q.ready.idle++
+		c.q.ready.cond.Wait()
+		c.q.ready.idle--
 	}
 }
 
@@ -944,11 +937,11 @@ func (c *Engine) startQueue(kick chan struct{}, now int64) (pending, tracked int
 	defer c.q.mu.Unlock()
 	c.q.running, c.q.begun, c.q.wheel.kick, c.q.startAt = true, c.opts.Inventory == nil, kick, now
 	// Triggers before Start queued their records: they wait from now on.
-	for i := range c.q.ready[c.q.readyHead:] {
-		c.q.ready[c.q.readyHead+i].at = now
+	for i := range c.q.ready.items[c.q.ready.head:] {
+		c.q.ready.items[c.q.ready.head+i].at = now
 	}
-	c.q.cond.Broadcast() // a Sweep's own goroutines leave the queue to Start's workers
-	return len(c.q.ready) - c.q.readyHead, len(c.q.records)
+	c.q.ready.cond.Broadcast() // a Sweep's own goroutines leave the queue to Start's workers
+	return len(c.q.ready.items) - c.q.ready.head, len(c.q.records)
 }
 
 // stopQueue stops Start's workers; a Sweep under way goes on with goroutines of its own.
@@ -957,7 +950,7 @@ func (c *Engine) stopQueue() {
 	defer c.q.mu.Unlock()
 	c.q.running, c.q.stopped = false, true
 	c.q.nudgeSweepLocked()
-	c.q.cond.Broadcast()
+	c.q.ready.cond.Broadcast()
 }
 
 // endSweep ends the Sweep of gen, if it still runs.
@@ -991,7 +984,7 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 	c.q.mu.Lock()
 	held, stuck, left := c.q.sweepStuckLocked(gen)
 	c.q.mu.Unlock()
-	if left == 0 || held < left && stuck < len(c.q.slots) {
+	if left == 0 || held < left && stuck < len(c.q.ready.slots) {
 		return false
 	}
 	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", left-held)

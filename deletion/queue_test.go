@@ -34,8 +34,8 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 			q.queueLocked(r, byTime, now)
 		case checking:
 			q.queueLocked(r, byTime, now)
-			q.claimLocked(r, &q.slots[q.free[len(q.free)-1]])
-			q.free = q.free[:len(q.free)-1]
+			q.claimLocked(r, &q.ready.slots[q.ready.free[len(q.ready.free)-1]])
+			q.ready.free = q.ready.free[:len(q.ready.free)-1]
 		}
 		require.Equal(t, s, r.state)
 		return r
@@ -84,8 +84,8 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 			release(r, outcome{verdict: Verdict{Row: 9}})
 		}, idle, idle},
 		{"a claim takes a queued record", queued, func(r *record) {
-			q.claimLocked(r, &q.slots[q.free[len(q.free)-1]])
-			q.free = q.free[:len(q.free)-1]
+			q.claimLocked(r, &q.ready.slots[q.ready.free[len(q.ready.free)-1]])
+			q.ready.free = q.ready.free[:len(q.ready.free)-1]
 		}, checking, idle},
 		{"a retry a Sweep now over queued goes back to waiting", retrying, func(r *record) {
 			q.queueLocked(r, bySweep, q.now())
@@ -100,14 +100,14 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 		}, turnWaiting, turnWaiting},
 		{"a check that learns nothing keeps a turn's place", turnWaiting, func(r *record) {
 			q.queueLocked(r, byTrigger, q.now())
-			q.claimLocked(r, &q.slots[q.free[len(q.free)-1]])
-			q.free = q.free[:len(q.free)-1]
+			q.claimLocked(r, &q.ready.slots[q.ready.free[len(q.ready.free)-1]])
+			q.ready.free = q.ready.free[:len(q.ready.free)-1]
 			release(r, failed)
 		}, turnWaiting, turnWaiting},
 		{"a record seen alive leaves the line", turnWaiting, func(r *record) {
 			q.queueLocked(r, byTrigger, q.now())
-			q.claimLocked(r, &q.slots[q.free[len(q.free)-1]])
-			q.free = q.free[:len(q.free)-1]
+			q.claimLocked(r, &q.ready.slots[q.ready.free[len(q.ready.free)-1]])
+			q.ready.free = q.ready.free[:len(q.ready.free)-1]
 			release(r, outcome{verdict: Verdict{Row: 9}})
 		}, idle, idle},
 		{"Untrack removes an idle record", idle, func(r *record) { q.removeLocked(r) }, removed, idle},
@@ -145,9 +145,9 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 
 // r2slot returns the slot that holds r's check.
 func r2slot(q *puQueue, r *record) *slot {
-	for i := range q.slots {
-		if q.slots[i].held == r {
-			return &q.slots[i]
+	for i := range q.ready.slots {
+		if q.ready.slots[i].held == r {
+			return &q.ready.slots[i]
 		}
 	}
 	panic("no slot holds " + r.PUID)

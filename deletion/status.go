@@ -89,7 +89,7 @@ func (c *Engine) healthErr(behindFails bool) error {
 	case overdue > wedged:
 		return fmt.Errorf("%w: a check due %v ago is not queued yet, over 3 intervals of %v: the scheduler is wedged",
 			ErrBehind, overdue.Round(time.Millisecond), c.opts.SweepInterval)
-	case stuck == len(c.q.slots):
+	case stuck == len(c.q.ready.slots):
 		return fmt.Errorf("%w: all %d workers are in ports past their deadline of %v", ErrWorkersStuck, stuck, c.opts.CheckTimeout)
 	}
 	return nil

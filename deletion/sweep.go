@@ -61,8 +61,8 @@ func (q *puQueue) sweepTurnsLocked(gen uint32) time.Duration {
 // gen waits for, and how many checks it waits for.
 func (q *puQueue) sweepStuckLocked(gen uint32) (held, stuck, left int) {
 	now := q.realNow()
-	for i := range q.slots {
-		s := &q.slots[i]
+	for i := range q.ready.slots {
+		s := &q.ready.slots[i]
 		if !s.stuck(now) {
 			continue
 		}
@@ -84,7 +84,7 @@ func (q *puQueue) endSweepLocked() {
 	if w := &q.sweep; w.done != nil {
 		close(w.done)
 		w.done, w.nudge, w.left, w.lanes, w.owed = nil, nil, 0, 0, nil
-		q.cond.Broadcast() // its own goroutines stop
+		q.ready.cond.Broadcast() // its own goroutines stop
 	}
 }
 
@@ -93,7 +93,7 @@ func (q *puQueue) sweptLocked() {
 	switch w := &q.sweep; {
 	case w.left == 1:
 		q.endSweepLocked()
-	case w.left <= len(q.slots): // it may wait for stuck checks only
+	case w.left <= len(q.ready.slots): // it may wait for stuck checks only
 		w.left--
 		q.nudgeSweepLocked()
 	default:

@@ -27,8 +27,8 @@ func sweepQueue(t *testing.T, n int) (*puQueue, []*record) {
 
 // checkOnce claims r, as a worker does, and releases it with o.
 func checkOnce(q *puQueue, r *record, o outcome) (sweep uint32) {
-	s := &q.slots[q.free[len(q.free)-1]]
-	q.free = q.free[:len(q.free)-1]
+	s := &q.ready.slots[q.ready.free[len(q.ready.free)-1]]
+	q.ready.free = q.ready.free[:len(q.ready.free)-1]
 	q.claimLocked(r, s)
 	o.end = q.now()
 	return q.releaseLocked(r, s, &o)

@@ -115,6 +115,18 @@ func (c *Engine) Sweep(ctx context.Context) {
 	c.endSweep(gen)
 }
 
+// readyQueue is the one queue of checks, from head on, and the Workers slots they run in, under puQueue.mu: workers
+// skip the records in it no longer queued. idle workers wait on cond for a check, bound ones for a free slot or Start's
+// first list.
+type readyQueue struct {
+	items       []readyItem
+	head        int
+	slots       []slot
+	free        []int32 // the slots not in use
+	idle, bound int
+	cond        sync.Cond
+}
+
 // readyItem is a record in the ready queue and when it was queued.
 type readyItem struct {
 	r  *record
@@ -128,8 +140,8 @@ func (q *puQueue) spreadAfter() time.Duration {
 }
 
 func (q *puQueue) wakeLocked(n int) {
-	for range min(n, q.idleWorkers) {
-		q.cond.Signal()
+	for range min(n, q.ready.idle) {
+		q.ready.cond.Signal()
 	}
 }
 
@@ -152,8 +164,8 @@ const stuckGrace = time.Second
 // stuck returns how many slots hold a check in a port past its deadline.
 func (c *Engine) stuck(now int64) int {
 	n := 0
-	for i := range c.q.slots {
-		if c.q.slots[i].stuck(now) {
+	for i := range c.q.ready.slots {
+		if c.q.ready.slots[i].stuck(now) {
 			n++
 		}
 	}
@@ -202,18 +214,18 @@ func (c *Engine) work(ctx context.Context, gen uint32) {
 // compactReadyLocked gives back the ready queue's consumed head.
 func (q *puQueue) compactReadyLocked() {
 	switch {
-	case q.readyHead == len(q.ready):
-		if cap(q.ready) > 4096 {
-			q.ready = nil // after a TriggerAll of a large engine
+	case q.ready.head == len(q.ready.items):
+		if cap(q.ready.items) > 4096 {
+			q.ready.items = nil // after a TriggerAll of a large engine
 		} else {
-			q.ready = q.ready[:0]
+			q.ready.items = q.ready.items[:0]
 		}
-		q.readyHead = 0
-	case q.readyHead > 1024 && q.readyHead > len(q.ready)/2:
-		n := copy(q.ready, q.ready[q.readyHead:])
-		clear(q.ready[n:])
-		q.ready = q.ready[:n]
-		q.readyHead = 0
+		q.ready.head = 0
+	case q.ready.head > 1024 && q.ready.head > len(q.ready.items)/2:
+		n := copy(q.ready.items, q.ready.items[q.ready.head:])
+		clear(q.ready.items[n:])
+		q.ready.items = q.ready.items[:n]
+		q.ready.head = 0
 	}
 }
 
