@@ -75,7 +75,7 @@ func (c *Engine) ask(ctx context.Context, o *outcome, port int, pu ports.PU, sb 
 		case v.Row == 2:
 			o.failed(port, ob.Err, "getting pod failed; keeping PU")
 			if port == portGetPod {
-				o.events = append(o.events, tellItem{ev: Event{Kind: EventGetFailed, PU: pu, Err: ob.Err}})
+				c.note(o, Event{Kind: EventGetFailed, Err: ob.Err})
 			}
 		}
 		return v, ob.Pod
@@ -163,8 +163,10 @@ func (c *Engine) observe(ev Event) {
 		return
 	}
 	defer func() {
-		if r := recover(); r != nil {
-			c.log.Error(fmt.Errorf("%w: Observer: %v", ErrPortPanicked, r), "observer panicked", "event", ev.Kind.String())
+		if r := recover(); r != nil { // summed up once an interval, as a port's failures
+			err := fmt.Errorf("%w: Observer: %v", ErrPortPanicked, r)
+			c.log.V(1).Info("observer panicked", "event", ev.Kind.String(), "error", err.Error())
+			c.fails.add(portObserver, ev.PU.PUID, err, c.opts.Clock.Now())
 		}
 	}()
 	c.opts.Observer.Observe(ev)

@@ -21,16 +21,25 @@ import (
 type outcome struct {
 	verdict         Verdict
 	vetoed          bool
-	vetoMsg         string
 	err             error // the failure that kept the PU, if any
 	retryAt, turnAt int64
 	requeue         *corev1.Pod // the pod to requeue, its PU destroyed or dropped (rows 10, 12)
 	end             int64
 	events          []tellItem
 	fails           []portFailure
-	quiet           bool // the last check failed too: its failures are not logged again (failed)
-	removed         bool // the check removed the record: once told, a list may bring its PUID back (listWindow.told)
-	done            bool // its destroy is over: it succeeded, or it is given up on
+	quiet           bool       // the last check failed too: its failures are not logged again (failed)
+	removed         bool       // the check removed the record: once told, a list may bring its PUID back (listWindow.told)
+	done            bool       // its destroy is over: it succeeded, or it is given up on
+	cut             bool       // the context of the goroutine that ran it ended: Start stopped, or the Sweep's ctx
+	pu              ports.PU   // the PU checked, as claimed
+	line            *eventLine // its PUID's line to the Observer (nil: none)
+}
+
+// note tells the Observer ev, an event of the check that no move makes (EventGetFailed, EventVetoed), as it happens,
+// in its place in the PU's line: an Untrack meanwhile waits for it, not for the rest of the check.
+func (c *Engine) note(o *outcome, ev Event) {
+	ev.PU = o.pu
+	c.tellLine(o.pu.PUID, o.line, o.line.take(), ev)
 }
 
 // tellItem is an event of a check and its place in its PU's line (0 until the queue gives it one).
@@ -49,7 +58,7 @@ type portFailure struct {
 // check runs one check of the claimed r under ctx and carries out the verdict, but the requeue of rows 10 and 12,
 // which it leaves to run. A first check and a triggered one ask the SandboxConfirmer, if any.
 func (c *Engine) check(ctx context.Context, r *record) outcome {
-	var o outcome
+	o := outcome{pu: r.PU, line: r.line} // r.line is set once, when it is tracked
 	pu, sb := r.PU, portSandboxID
 	if r.checkFresh && c.opts.SandboxConfirmer != nil {
 		sb = portSandboxConfirmer
@@ -57,12 +66,12 @@ func (c *Engine) check(ctx context.Context, r *record) outcome {
 	v, pod := c.ask(ctx, &o, portGetPod, pu, sb, nil)
 	if v.Action == Destroy && c.opts.Confirmer != nil && v.Row != 10 && v.Row != 12 { // the pod's rows
 		cv, cpod := c.ask(ctx, &o, portConfirmer, pu, sb, nil)
-		v, pod = o.confirmed(v, cv, "destroy not confirmed; keeping PU"), cpod
+		v, pod = c.confirmed(&o, v, cv, "destroy not confirmed; keeping PU"), cpod
 	}
 	if c.opts.SandboxConfirmer != nil && sb != portSandboxConfirmer && (v.Row == 7 || v.Row == 10) {
 		// The runtime's own answer decides in place of the list's.
 		cv, _ := c.ask(ctx, &o, portSandboxConfirmer, pu, portSandboxConfirmer, pod)
-		v = o.confirmed(v, cv, "sandbox change not confirmed; keeping PU")
+		v = c.confirmed(&o, v, cv, "sandbox change not confirmed; keeping PU")
 	}
 	o.verdict, o.quiet = v, r.lastErr != nil
 	if ev, destroy := c.settle(r, &o); destroy {
@@ -78,12 +87,16 @@ func (c *Engine) check(ctx context.Context, r *record) outcome {
 
 // confirmed returns the verdict to carry out: a confirmer's verdict cv, which overrides v's destroy when it disagrees
 // (an EventVetoed, logged as msg).
-func (o *outcome) confirmed(v, cv Verdict, msg string) Verdict {
+func (c *Engine) confirmed(o *outcome, v, cv Verdict, msg string) Verdict {
 	if v.Action != Destroy || cv.Action == Destroy {
 		return cv
 	}
-	o.vetoed, o.vetoMsg = true, msg
-	o.events = append(o.events, tellItem{ev: Event{Kind: EventVetoed, Verdict: cv, Reason: v.Reason, Err: o.err}})
+	o.vetoed = true
+	if log := c.log.V(1); log.Enabled() {
+		log.Info(msg, "puID", o.pu.PUID, "pod", o.pu.Pod.String(), "sandboxID", o.pu.SandboxID,
+			"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
+	}
+	c.note(o, Event{Kind: EventVetoed, Verdict: cv, Reason: v.Reason, Err: o.err})
 	return cv
 }
 
@@ -109,9 +122,6 @@ func (c *Engine) logOutcome(pu ports.PU, o *outcome) {
 	for _, it := range o.events {
 		ev := it.ev
 		switch ev.Kind {
-		case EventVetoed:
-			c.log.V(1).Info(o.vetoMsg, "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID,
-				"reason", string(ev.Reason), "confirmerRow", ev.Verdict.Row, "confirmerWhy", ev.Verdict.Why())
 		case EventAdopted:
 			c.log.V(1).Info("sandbox recorded", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", ev.PU.SandboxID)
 		case EventWouldDestroy:
@@ -120,8 +130,8 @@ func (c *Engine) logOutcome(pu ports.PU, o *outcome) {
 		case EventDestroyed:
 			c.log.Info("PU destroyed", "puID", pu.PUID, "pod", pu.Pod.String(), "reason", string(ev.Reason), "sandboxID", pu.SandboxID, "row", v.Row)
 		case EventDestroyFailed:
-			if log := c.log.V(1); log.Enabled() {
-				log.Info("destroying PU failed; will retry, unless it is given up on or was untracked", "puID", pu.PUID,
+			if log := c.log.V(1); log.Enabled() && !o.done {
+				log.Info("destroying PU failed; will retry, unless it was untracked", "puID", pu.PUID,
 					"pod", pu.Pod.String(), "error", ev.Err.Error())
 			}
 		case EventAbandoned:

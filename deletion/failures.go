@@ -18,12 +18,13 @@ const (
 	portDestroyPU
 	portRequeue
 	portListPUs
+	portObserver
 	portLate
 	numPorts
 )
 
 var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxConfirmer", "SandboxProber", "DestroyPU",
-	"Requeue", "ListPUs", "a port or the Observer past its check's deadline"}
+	"Requeue", "ListPUs", "Observer", "a port or the Observer past its check's deadline"}
 
 // failures sums up each port's failures between two summaries, so that an outage costs one error line per port per
 // SweepInterval, not one per PU per check; Observer events still come one per failure. It has a lock of its own: the

@@ -119,6 +119,7 @@ type modelEntry struct {
 	attempts int
 	retryAt  int // the second a failed destroy is retried; 0: not waiting
 	turnAt   int // under the rate: the second its turn comes; 0: not waiting
+	lineRow  int // the row of the destroy it waits for its turn for
 	// checked: a check ran; fresh: a trigger asked for the next check. A
 	// first check and a triggered one ask the SandboxConfirmer.
 	checked, fresh bool
@@ -572,7 +573,7 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 	}
 	if reason == "" {
 		switch {
-		case e.turnAt != 0 && (row == 2 || row == 6): // a read failed: it learned nothing
+		case e.turnAt != 0 && (row == 2 || row == 6 && (e.lineRow == 10 || e.lineRow == 12)): // it learned nothing of why it waits
 			e.turnAt = max(e.turnAt, m.now+1)
 			k.outcome = fmt.Sprintf("kept, a read failed: keeps its place, its turn at second %d", e.turnAt)
 		case e.turnAt != 0:
@@ -589,6 +590,7 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 		return
 	}
 	if m.mode&modeRate != 0 && !m.turn(e, pending) {
+		e.lineRow = row
 		k.outcome = fmt.Sprintf("no turn at hand: waits for its turn at second %d", e.turnAt)
 		return
 	}

@@ -17,7 +17,7 @@ import (
 // the event being told. It must be fast; a journal may block Track until its write is committed, and one that blocks for
 // good blocks Track for good, and every later event of that PU. An Observer blocked in a check holds its Workers slot
 // and is seen as stuck past the check's deadline, as a port is: LivenessCheck fails once every slot is. A panic in it
-// is recovered and logged.
+// is recovered: logged at V(1), and summed up once an interval among the failing ports (one error line).
 type Observer interface {
 	Observe(Event)
 }

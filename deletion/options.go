@@ -65,7 +65,9 @@ type Options struct {
 	// never apply). One that answers from a list that may be old has a method MaxAge() time.Duration (adapters/cri's
 	// SandboxCache), and requires a SandboxConfirmer.
 	SandboxExtractor ports.SandboxExtractor
-	// Requeuer is told about a pod whose PU was destroyed for a sandbox change. nil: nothing is requeued.
+	// Requeuer is told about a pod whose PU went for a sandbox change (rows 10 and 12): destroyed, or given up on
+	// (ports.Permanent, MaxDestroyAttempts), for the pod needs the PU of its new sandbox either way. nil: nothing is
+	// requeued.
 	Requeuer ports.Requeuer
 	// NodeName is the node this engine runs for. "": the node check is off.
 	NodeName string
@@ -113,9 +115,10 @@ type Options struct {
 	// seconds, at most DestroyRate*w + DestroyBurst start. The PUs whose checks decide a destroy form a line in the
 	// order they were found to go, and turns go to them in that order: a PU destroys only when fewer PUs are ahead of
 	// it than turns are at hand; otherwise it waits, as a retry does but with no failed attempt, until about its turn,
-	// and is checked again then. A trigger, or a check whose ports fail, keeps its place; a check that sees the pod
-	// alive, or Untrack, takes it out of the line, and the turn it did not use goes to the next in line, never to a
-	// later arrival. Backlog().RateLimited counts them; a Sweep waits for them. 0: no limit. Negative, or under one a
+	// and is checked again then. A trigger, or a check that learns nothing of why it waits (GetPod fails; or, for a
+	// destroy of its sandbox, the SandboxExtractor fails), keeps its place; a check that sees the pod alive, or
+	// Untrack, takes it out of the line, and the turn it did not use goes to the next in line, never to a later
+	// arrival. Backlog().RateLimited counts them; a Sweep waits for them. 0: no limit. Negative, or under one a
 	// year: rejected.
 	DestroyRate rate.Limit
 	// DestroyBurst is how many DestroyPU calls may start at once under DestroyRate. 0: 1.

@@ -18,8 +18,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -68,7 +70,8 @@ func (q *puQueue) init(o Options, now, realNow func() int64) {
 		q.ready.slots[i].index, q.ready.free[i] = int32(i), int32(i)
 	}
 	if o.DestroyRate > 0 && o.DestroyRate != rate.Inf {
-		q.rate = newRateLine(max(1, int64(float64(time.Second)/float64(o.DestroyRate))), o.DestroyBurst) // at most MaxDuration (Options)
+		// The time between two turns, rounded up: a turn early by a nanosecond would break the rate's bound.
+		q.rate = newRateLine(max(1, int64(math.Ceil(float64(time.Second)/float64(o.DestroyRate)))), o.DestroyBurst) // at most MaxDuration (Options)
 	}
 	q.ready.cond.L, q.toldCond.L = &q.mu, &q.mu
 }
@@ -141,8 +144,9 @@ type record struct {
 	// one, or a first.
 	fresh, checkFresh bool
 	// lastRow is the row of the last verdict carried out (-1: none); vetoed: it was a confirmer's, overriding a destroy.
-	lastRow int8
-	vetoed  bool
+	// lineRow is the row of the destroy it waits for its turn for.
+	lastRow, lineRow int8
+	vetoed           bool
 	// reportedRow is the row of the last destroy a dry run reported (0: none), reported the rows it reported (bit
 	// 1<<row).
 	reportedRow int8
@@ -158,13 +162,22 @@ type record struct {
 // held, a check holds a removed record of it, which may tell more. A record of a PUID tracked again while the one
 // before may still tell shares its line (puQueue.untold), so that no two events of one PUID are told at once.
 type eventLine struct {
-	tickets, told uint32
-	held          bool
+	tickets atomic.Uint32 // a check takes the tickets of its events as they happen, without the lock
+	told    uint32
+	held    bool
+}
+
+// take gives the next event of l its place; a nil line (no Observer), none.
+func (l *eventLine) take() uint32 {
+	if l == nil {
+		return 0
+	}
+	return l.tickets.Add(1) - 1
 }
 
 // dropLineLocked forgets the line l of a removed record of puid once it has nothing more to tell.
 func (q *puQueue) dropLineLocked(puid string, l *eventLine) {
-	if l.told == l.tickets && !l.held && q.untold[puid] == l {
+	if l.told == l.tickets.Load() && !l.held && q.untold[puid] == l {
 		delete(q.untold, puid)
 	}
 }
@@ -209,8 +222,7 @@ func (q *puQueue) ticketLocked(r *record) uint32 {
 	if !q.observed {
 		return 0
 	}
-	t := r.line.tickets
-	r.line.tickets++
+	t := r.line.take()
 	if r.state == removed && q.records[r.PUID] == nil {
 		q.untold[r.PUID] = r.line // a Track of its PUID meanwhile tells after it
 	}
@@ -220,27 +232,25 @@ func (q *puQueue) ticketLocked(r *record) uint32 {
 // tell tells the Observer about ev, the event of r holding ticket t, once every event of r before it has been told,
 // and passes the turn on (a zero ev only passes it on): whatever goroutines make them, the events of one PU reach the Observer one at a time and in
 // order.
-func (c *Engine) tell(r *record, t uint32, ev Event) {
-	if c.opts.Observer == nil {
-		return
+func (c *Engine) tell(r *record, t uint32, ev Event) { c.tellLine(r.PUID, r.line, t, ev) }
+
+// tellLine is tell, for the PU of puid whose line is l.
+func (c *Engine) tellLine(puid string, l *eventLine, t uint32, ev Event) {
+	if l == nil {
+		return // no Observer
 	}
-	c.awaitTold(r, t)
+	c.q.mu.Lock()
+	for int32(t-l.told) > 0 {
+		c.q.toldCond.Wait()
+	}
+	c.q.mu.Unlock()
 	if ev.Kind != 0 {
 		c.observe(ev)
 	}
 	c.q.mu.Lock()
-	r.line.told++
-	c.q.dropLineLocked(r.PUID, r.line)
+	l.told++
+	c.q.dropLineLocked(puid, l)
 	c.q.toldCond.Broadcast()
-	c.q.mu.Unlock()
-}
-
-// awaitTold returns once the Observer has been told every event of r before ticket t.
-func (c *Engine) awaitTold(r *record, t uint32) {
-	c.q.mu.Lock()
-	for int32(t-r.line.told) > 0 {
-		c.q.toldCond.Wait()
-	}
 	c.q.mu.Unlock()
 }
 
@@ -296,6 +306,14 @@ func (q *puQueue) dueLocked(r *record, now int64) bool {
 	return false
 }
 
+// learnedNothing reports whether a check that decided by row, of a PU in the destroy rate's line for a destroy of
+// lineRow, learned nothing of why it waits, so that it keeps its place: GetPod failed (row 2), or, for a destroy of
+// its sandbox (rows 10 and 12), the SandboxExtractor failed (row 6). A check that saw the pod alive otherwise, a row 6
+// of a PU in line for its pod, takes it out of the line.
+func learnedNothing(lineRow, row int) bool {
+	return row == 2 || row == 6 && (lineRow == 10 || lineRow == 12)
+}
+
 // releaseLocked ends the check of r held in s with o. It reports the Sweep still waiting for this check (0: none), for
 // the caller to count.
 func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
@@ -310,6 +328,9 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	}
 	sweeping := q.sweepingLocked(r.sweepGen)
 	switch {
+	case r.sweep == sweepThis && sweeping && o.cut && r.state != removed:
+		r.sweep = sweepNext // cut short by Start's stop: the Sweep checks it again, with goroutines of its own
+		q.nudgeSweepLocked()
 	case r.sweep == sweepThis && sweeping && o.turnAt != 0 && r.state != removed:
 		r.sweep = sweepTurn // the Sweep waits for its turn (Sweep)
 		q.sweep.owed = append(q.sweep.owed, r)
@@ -335,10 +356,11 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		q.setWaitLocked(r, retrying, o.retryAt)
 	case o.turnAt != 0:
 		q.setWaitLocked(r, turnWaiting, o.turnAt)
+		r.lineRow = int8(o.verdict.Row)
 	case r.waitFor == retrying && r.waitUntil > o.end:
 		// A Sweep's early check that destroyed nothing: the retry stays.
-	case r.waitFor == turnWaiting && o.err != nil:
-		// A check that learned nothing: it keeps its place, or its turn come, the next tick.
+	case r.waitFor == turnWaiting && learnedNothing(int(r.lineRow), o.verdict.Row):
+		// A check that learned nothing of why it waits: it keeps its place, or its turn come, the next tick.
 		q.setWaitLocked(r, turnWaiting, max(r.waitUntil, q.wheel.onTick(o.end+1)))
 	default:
 		q.setWaitLocked(r, idle, 0)
@@ -363,7 +385,7 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 func (q *puQueue) removeLocked(r *record) {
 	swept := r.state != checking && r.sweep != notSwept // a check ends its own part of a Sweep (releaseLocked)
 	if l := r.line; l != nil {
-		if l.held = r.state == checking; l.held || l.told != l.tickets {
+		if l.held = r.state == checking; l.held || l.told != l.tickets.Load() {
 			q.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
 		}
 	}
@@ -402,8 +424,8 @@ func (c *Engine) told(puid string) {
 
 // Track starts tracking pu. It is insert-only: when pu.PUID is tracked already, the PU is left as it is (its first
 // sandbox is the PU's) and Track returns nil. A PU without a PUID, pod name or pod namespace is rejected with an error
-// wrapping ErrInvalidPU; after Start has returned, nothing would check it: Track returns an error wrapping
-// ErrNotRunning. Track returns once the Observer has been told (EventTracked), the second Track of a PU too; no check
+// wrapping ErrInvalidPU; once Start's context is done (Start stops), nothing would check it: Track returns an error
+// wrapping ErrNotRunning. Track returns once the Observer has been told (EventTracked), the second Track of a PU too; no check
 // of the PU begins before.
 func (c *Engine) Track(pu ports.PU) error {
 	_, err := c.track(pu, false)
@@ -422,20 +444,16 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	c.q.mu.Lock()
 	if c.q.stopped && !listed {
 		c.q.mu.Unlock()
-		return false, fmt.Errorf("%w: Start has returned: nothing would check PU %q", ErrNotRunning, pu.PUID)
+		return false, fmt.Errorf("%w: Start's context is done: nothing would check PU %q", ErrNotRunning, pu.PUID)
 	}
 	r, tracked := c.q.records[pu.PUID]
 	_, gone := c.q.list.gone[pu.PUID]
 	switch {
 	case tracked:
-		var t uint32
-		if r.line != nil {
-			t = r.line.tickets // every event of r so far: its EventTracked among them
+		for r.state == tracking { // until its EventTracked has been told, and no later event
+			c.q.toldCond.Wait()
 		}
 		c.q.mu.Unlock()
-		if c.opts.Observer != nil {
-			c.awaitTold(r, t)
-		}
 		return false, nil
 	case listed && gone:
 		c.q.mu.Unlock()
@@ -454,6 +472,7 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 		c.tell(r, t, Event{Kind: EventTracked, PU: pu})
 		c.q.mu.Lock()
 		c.q.announceLocked(r, c.now())
+		c.q.toldCond.Broadcast() // a second Track of it may return
 		c.q.mu.Unlock()
 	}
 	return true, nil
@@ -533,9 +552,7 @@ func (c *Engine) Len() int {
 func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy bool) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	for i := range o.events { // GetFailed, Vetoed
-		o.events[i].ticket, o.events[i].ev.PU = c.q.ticketLocked(r), r.PU
-	}
+
 	v := o.verdict
 	if r.state == removed {
 		return ev, false

@@ -28,7 +28,9 @@ func newRateLine(every int64, burst int) rateLine {
 	if every <= 0 {
 		return rateLine{}
 	}
-	return rateLine{every: every, tau: int64(burst-1) * every, tickets: make(map[string]uint64)}
+	// A burst of more than a year of turns (MaxDuration) is a year of turns: (burst-1)*every would overflow.
+	tau := min(int64(burst-1), int64(MaxDuration)/every) * every
+	return rateLine{every: every, tau: tau, tickets: make(map[string]uint64)}
 }
 
 // limited reports whether the line bounds destroys at all.

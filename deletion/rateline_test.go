@@ -4,6 +4,7 @@ package deletion
 // and the rate's bound.
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -101,4 +102,11 @@ func TestALineWithoutALimitGrantsEveryTurn(t *testing.T) {
 		assert.True(t, ok)
 	}
 	assert.Zero(t, l.waiting())
+}
+
+func TestABurstOfMoreThanAYearOfTurnsDoesNotOverflow(t *testing.T) {
+	l := newRateLine(sec, math.MaxInt)
+	ok, _ := l.take("a", 0)
+	assert.True(t, ok, "a huge burst lets the first through")
+	assert.Positive(t, l.tau)
 }

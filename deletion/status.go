@@ -38,7 +38,8 @@ type PUStatus struct {
 
 // Errors LivenessCheck and ReadinessCheck return, wrapped with details. Match them with errors.Is.
 var (
-	// ErrNotRunning: Start has not been called, or has returned (Track after Start has returned wraps it).
+	// ErrNotRunning: Start has not been called, or is stopping (its context is done) or has returned; Track once
+	// Start's context is done wraps it.
 	ErrNotRunning = errors.New("deletion: engine not running")
 	// ErrBehind: a queued check has waited more than three SweepIntervals (ReadinessCheck), or a check due as long ago
 	// is not queued yet (both).

@@ -240,7 +240,7 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 		s.checkEnd.Store(c.realNow() + int64(c.opts.CheckTimeout))
 		c.requeue(ctx, &o)
 	}
-	o.end = c.now()
+	o.end, o.cut = c.now(), ctx.Err() != nil
 	c.finish(r, s, &o, start)
 }
 

@@ -90,7 +90,8 @@ const (
 	ReasonSandboxDead Reason = "SandboxDead"
 )
 
-// Reasons lists every Reason, in the order of the decision table.
+// Reasons lists every Reason: first those of the pod (gone, moved, recreated, finished: rows 1, 3, 4 and 11 of the
+// decision table), then those of its sandbox (replaced, dead: rows 10 and 12).
 func Reasons() []Reason {
 	return []Reason{ReasonPodGone, ReasonNodeChanged, ReasonUIDChanged, ReasonPodTerminated, ReasonSandboxChanged, ReasonSandboxDead}
 }
