@@ -154,7 +154,7 @@ func pmDecodeMode(m uint16) pmOptions {
 		interval:     []time.Duration{time.Second, 5 * time.Second, 20 * time.Second, time.Minute}[m>>9&3],
 	}
 	if m&pmModeRate != 0 {
-		o.rate, o.burst = []float64{1, 1, 0.1, 10}[m>>2&3], []int{1, 2, 1, 1}[m>>2&3]
+		o.rate, o.burst = []float64{1, 0.3, 0.1, 10}[m>>2&3], []int{1, 2, 1, 1}[m>>2&3]
 	}
 	if m&pmModeWorkers2 != 0 {
 		o.workers = 2

@@ -355,7 +355,11 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	case o.retryAt != 0:
 		q.setWaitLocked(r, retrying, o.retryAt)
 	case o.turnAt != 0:
-		q.setWaitLocked(r, turnWaiting, o.turnAt)
+		at := o.turnAt
+		if r.waitFor == turnWaiting && r.waitUntil > o.end {
+			at = min(at, r.waitUntil) // it keeps its place: a new estimate only brings its turn nearer
+		}
+		q.setWaitLocked(r, turnWaiting, at)
 		r.lineRow = int8(o.verdict.Row)
 	case r.waitFor == retrying && r.waitUntil > o.end:
 		// A Sweep's early check that destroyed nothing: the retry stays.
