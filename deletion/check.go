@@ -74,7 +74,9 @@ func (c *Engine) check(ctx context.Context, r *record) outcome {
 		v = c.confirmed(&o, v, cv, "sandbox change not confirmed; keeping PU")
 	}
 	o.verdict, o.quiet = v, r.lastErr != nil
-	if ev, destroy := c.settle(r, &o); destroy {
+	if v.Action != Adopt && v.Action != Destroy {
+		// A keep moves nothing: the release carries it.
+	} else if ev, destroy := c.settle(r, &o); destroy {
 		err, permanent := c.destroyPU(ctx, ev)
 		c.destroyed(r, &o, ev, err, permanent)
 	}
