@@ -95,3 +95,16 @@ func TestATypedNilDestroyErrorIsRetried(t *testing.T) {
 		assert.Zero(t, events.Count(deletion.EventAbandoned), "a typed nil is no permanent error")
 	})
 }
+
+// TestAnErrorTreeTooLargeToReadIsAFailure: an error whose Unwrap() []error
+// repeats a child, nested deep (errors.Join(e, e) 60 times: 2^60 errors to
+// walk), is a failure that keeps the PU, read in bounded time.
+func TestAnErrorTreeTooLargeToReadIsAFailure(t *testing.T) {
+	err := errors.New("leaf")
+	for range 60 {
+		err = errors.Join(err, err)
+	}
+	assert.False(t, ports.Readable(err))
+	assert.False(t, deletion.IsNotFound(errors.Join(ports.ErrPodNotFound, err)), "not read, so not NotFound")
+	assert.True(t, ports.Readable(errors.Join(errors.New("a"), errors.New("b"))), "a real tree is read")
+}

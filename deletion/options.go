@@ -116,7 +116,7 @@ type Options struct {
 	// order they were found to go, and turns go to them in that order: a PU destroys only when fewer PUs are ahead of
 	// it than turns are at hand; otherwise it waits, as a retry does but with no failed attempt, until about its turn,
 	// and is checked again then. A trigger, or a check that learns nothing of why it waits (GetPod fails; or, for a
-	// destroy of its sandbox, the SandboxExtractor fails), keeps its place; a check that sees the pod alive, or
+	// destroy of its sandbox, the SandboxExtractor or the SandboxProber fails), keeps its place; a check that sees the pod alive, or
 	// Untrack, takes it out of the line, and the turn it did not use goes to the next in line, never to a later
 	// arrival. Backlog().RateLimited counts them; a Sweep waits for them. 0: no limit. Negative, or under one a
 	// year: rejected.

@@ -43,8 +43,10 @@ type puQueue struct {
 	ready    readyQueue            // the one queue of checks and the Workers slots they run in (workers.go)
 	toldCond sync.Cond             // an event of a PU told: the next in its line may be (record.line)
 	untold   map[string]*eventLine // the lines of removed records whose events are being told
-	// running: Start runs (since startAt); stopped: it has returned; begun: its first list of the Inventory is done.
+	// running: Start runs (since startAt), until its context, startDone, is done; stopped: it stops (stoppingLocked);
+	// begun: its first list of the Inventory is done.
 	running, stopped, begun bool
+	startDone               <-chan struct{}
 	startAt                 int64
 
 	list     listWindow     // the Inventory's lists (restore.go)
@@ -72,6 +74,7 @@ func (q *puQueue) init(o Options, now, realNow func() int64) {
 	if o.DestroyRate > 0 && o.DestroyRate != rate.Inf {
 		// The time between two turns, rounded up: a turn early by a nanosecond would break the rate's bound.
 		q.rate = newRateLine(max(1, int64(math.Ceil(float64(time.Second)/float64(o.DestroyRate)))), o.DestroyBurst) // at most MaxDuration (Options)
+		q.rate.stuck = q.stuckInLine
 	}
 	q.ready.cond.L, q.toldCond.L = &q.mu, &q.mu
 }
@@ -306,12 +309,28 @@ func (q *puQueue) dueLocked(r *record, now int64) bool {
 	return false
 }
 
-// learnedNothing reports whether a check that decided by row, of a PU in the destroy rate's line for a destroy of
-// lineRow, learned nothing of why it waits, so that it keeps its place: GetPod failed (row 2), or, for a destroy of
-// its sandbox (rows 10 and 12), the SandboxExtractor failed (row 6). A check that saw the pod alive otherwise, a row 6
-// of a PU in line for its pod, takes it out of the line.
-func learnedNothing(lineRow, row int) bool {
-	return row == 2 || row == 6 && (lineRow == 10 || lineRow == 12)
+// stuckInLine reports whether the PU of puid is held by a check stuck in a port past its deadline (the rate's line
+// lets those behind it go).
+func (q *puQueue) stuckInLine(puid string) bool {
+	r := q.records[puid]
+	if r == nil || r.state != checking {
+		return false
+	}
+	now := q.realNow()
+	for i := range q.ready.slots {
+		if s := &q.ready.slots[i]; s.held == r {
+			return s.stuck(now)
+		}
+	}
+	return false
+}
+
+// learnedNothing reports whether a check that decided by row (failed: a port failed), of a PU in the destroy rate's
+// line for a destroy of lineRow, learned nothing of why it waits, so that it keeps its place: GetPod failed (row 2),
+// or, for a destroy of its sandbox (rows 10 and 12), the SandboxExtractor (row 6) or the SandboxProber (row 8) failed.
+// A check that saw the pod alive otherwise, a row 6 of a PU in line for its pod, takes it out of the line.
+func learnedNothing(lineRow, row int, failed bool) bool {
+	return row == 2 || (row == 6 || row == 8 && failed) && (lineRow == 10 || lineRow == 12)
 }
 
 // releaseLocked ends the check of r held in s with o. It reports the Sweep still waiting for this check (0: none), for
@@ -327,12 +346,14 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		q.ready.cond.Broadcast()
 	}
 	sweeping := q.sweepingLocked(r.sweepGen)
+	// A check that learned nothing of why it waits keeps its place in the rate's line (below).
+	keepsPlace := r.waitFor == turnWaiting && o.retryAt == 0 && o.turnAt == 0 && learnedNothing(int(r.lineRow), o.verdict.Row, o.err != nil)
 	switch {
 	case r.sweep == sweepThis && sweeping && o.cut && r.state != removed:
 		r.sweep = sweepNext // cut short by Start's stop: the Sweep checks it again, with goroutines of its own
 		q.nudgeSweepLocked()
-	case r.sweep == sweepThis && sweeping && o.turnAt != 0 && r.state != removed:
-		r.sweep = sweepTurn // the Sweep waits for its turn (Sweep)
+	case r.sweep == sweepThis && sweeping && (o.turnAt != 0 || keepsPlace) && r.state != removed:
+		r.sweep = sweepTurn // the Sweep waits for its turn (Sweep), and checks it then without Start
 		q.sweep.owed = append(q.sweep.owed, r)
 		q.nudgeSweepLocked()
 	case r.sweep == sweepThis:
@@ -363,7 +384,7 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		r.lineRow = int8(o.verdict.Row)
 	case r.waitFor == retrying && r.waitUntil > o.end:
 		// A Sweep's early check that destroyed nothing: the retry stays.
-	case r.waitFor == turnWaiting && learnedNothing(int(r.lineRow), o.verdict.Row):
+	case keepsPlace:
 		// A check that learned nothing of why it waits: it keeps its place, or its turn come, the next tick.
 		q.setWaitLocked(r, turnWaiting, max(r.waitUntil, q.wheel.onTick(o.end+1)))
 	default:
@@ -446,7 +467,7 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	}
 	now := c.now()
 	c.q.mu.Lock()
-	if c.q.stopped && !listed {
+	if c.q.stoppingLocked() && !listed {
 		c.q.mu.Unlock()
 		return false, fmt.Errorf("%w: Start's context is done: nothing would check PU %q", ErrNotRunning, pu.PUID)
 	}
@@ -509,7 +530,7 @@ func (c *Engine) Untrack(puid string) bool {
 
 // TriggerPod asks for the PUs of that pod to be checked now; one waiting for the retry of a failed destroy keeps
 // waiting (one waiting for its turn is checked, and keeps its place). Its cost grows with that pod's PUs, not with all
-// PUs. Checks asked before Start run when it begins; after Start has returned, TriggerPod does nothing.
+// PUs. Checks asked before Start run when it begins; once Start's context is done, TriggerPod does nothing.
 func (c *Engine) TriggerPod(key types.NamespacedName) {
 	if c.q.records == nil {
 		return
@@ -517,7 +538,7 @@ func (c *Engine) TriggerPod(key types.NamespacedName) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	now, n := c.now(), 0
-	for r := c.q.byPod[key]; r != nil && !c.q.stopped; r = r.nextOfPod {
+	for r := c.q.byPod[key]; r != nil && !c.q.stoppingLocked(); r = r.nextOfPod {
 		r.fresh = true
 		if c.q.queueLocked(r, byTrigger, now) {
 			n++
@@ -535,7 +556,7 @@ func (c *Engine) TriggerAll() {
 	defer c.q.mu.Unlock()
 	now, n := c.now(), 0
 	for _, r := range c.q.records {
-		if !c.q.stopped && c.q.queueLocked(r, byTrigger, now) {
+		if !c.q.stoppingLocked() && c.q.queueLocked(r, byTrigger, now) {
 			n++
 		}
 	}
@@ -915,7 +936,7 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 	defer c.q.mu.Unlock()
 	for {
 		switch {
-		case gen == 0 && c.q.stopped, gen != 0 && !c.q.sweepingLocked(gen):
+		case gen == 0 && c.q.stoppingLocked(), gen != 0 && !c.q.sweepingLocked(gen):
 			return nil, nil
 		case gen != 0 && c.q.running:
 			c.q.ready.cond.Broadcast() // pass on a wake-up that may have been meant for Start's workers
@@ -951,12 +972,27 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 	}
 }
 
+// stoppingLocked reports whether Start's context is done: from then on nothing is tracked, triggered or claimed for
+// Start's workers, whether or not its goroutine has seen it yet.
+func (q *puQueue) stoppingLocked() bool {
+	if q.stopped {
+		return true
+	}
+	select {
+	case <-q.startDone: // nil before Start: never
+		return true
+	default:
+		return false
+	}
+}
+
 // startQueue starts the queue for Start: its workers take the checks from now on, those triggered before it included,
 // once its first list is in (with an Inventory). It returns how many checks are queued and how many PUs are tracked.
-func (c *Engine) startQueue(kick chan struct{}, now int64) (pending, tracked int) {
+func (c *Engine) startQueue(done <-chan struct{}, kick chan struct{}, now int64) (pending, tracked int) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	c.q.running, c.q.begun, c.q.wheel.kick, c.q.startAt = true, c.opts.Inventory == nil, kick, now
+	c.q.startDone = done
 	// Triggers before Start queued their records: they wait from now on.
 	for i := range c.q.ready.items[c.q.ready.head:] {
 		c.q.ready.items[c.q.ready.head+i].at = now

@@ -12,6 +12,10 @@ type rateLine struct {
 	every, tau int64 // the time between two turns (0: no limit), and (burst-1)*every
 	tat        int64 // GCRA's theoretical arrival time: turns are at hand from tat-tau on
 
+	// stuck reports whether the PU of puid is held by a check stuck in a port past its deadline: it keeps its ticket,
+	// but none behind it waits for it (nil: none is). A hung port costs its own check, not every destroy.
+	stuck func(puid string) bool
+
 	seq     uint64
 	tickets map[string]uint64 // each PUID in line, and its ticket
 	queue   []lineEntry       // the tickets in arrival order, from head on; an entry whose PUID holds another ticket is stale
@@ -89,7 +93,7 @@ func (l *rateLine) ahead(seq uint64) int {
 		case n >= limit:
 			// Far from a turn: count the tickets between, the stale ones among them.
 			return n + int(seq-e.seq)
-		case l.tickets[e.puid] == e.seq:
+		case l.tickets[e.puid] == e.seq && (l.stuck == nil || !l.stuck(e.puid)):
 			n++
 		}
 	}

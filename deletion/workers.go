@@ -33,7 +33,7 @@ func (c *Engine) Start(ctx context.Context) error {
 	}
 	now := c.now()
 	kick, listed := make(chan struct{}, 1), make(chan struct{}) // here, not in New, for a testing/synctest bubble running Start
-	pending, tracked := c.startQueue(kick, now)
+	pending, tracked := c.startQueue(ctx.Done(), kick, now)
 
 	var sched, inPorts sync.WaitGroup
 	for range c.opts.Workers {

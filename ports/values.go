@@ -127,42 +127,47 @@ func IsPermanent(err error) (permanent bool) {
 	return errors.As(err, &p)
 }
 
-// maxErrorDepth bounds how deep Readable follows an error's Unwrap: deeper
-// than any real wrapping, and a chain that loops never ends.
-const maxErrorDepth = 64
+// maxErrorNodes bounds how many errors Readable reads in one error's tree: more than any real wrapping, and a tree
+// that repeats a child (errors.Join(e, e) nested) or loops never ends.
+const maxErrorNodes = 256
 
-// Readable reports whether a port's error can be read: err is nil, or it and
-// every error it wraps (through Unwrap() error and Unwrap() []error, at most
-// 64 deep) are neither a nil pointer, map, slice, func or chan held in the
-// interface (a typed nil) nor panic when asked Error or Unwrap. An error that
-// cannot be read says nothing the engine may act on, whatever its Is, As and
-// Unwrap answer: the engine takes it as a plain failure, so that it keeps the
-// PU (GetPod) or retries (DestroyPU).
+// Readable reports whether a port's error can be read: err is nil, or it and every error it wraps (through Unwrap()
+// error and Unwrap() []error, at most 256 errors in all) are neither a nil pointer, map, slice, func or chan held in
+// the interface (a typed nil) nor panic when asked Error or Unwrap. An error that cannot be read says nothing the
+// engine may act on, whatever its Is, As and Unwrap answer: the engine takes it as a plain failure, so that it keeps
+// the PU (GetPod) or retries (DestroyPU), and never walks it with errors.Is.
 func Readable(err error) (ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
 		}
 	}()
-	return readable(err, 0)
+	budget := maxErrorNodes
+	if !readable(err, &budget) {
+		return false
+	}
+	if err != nil {
+		_ = err.Error() // once its tree is known to be small: an Error that walks a huge one would not end
+	}
+	return true
 }
 
-func readable(err error, depth int) bool {
+// readable walks err's tree through Unwrap, reading no Error, within budget errors.
+func readable(err error, budget *int) bool {
 	if err == nil {
 		return true
 	}
-	if depth >= maxErrorDepth || typedNil(err) {
+	if *budget--; *budget < 0 || typedNil(err) {
 		return false
 	}
-	_ = err.Error()
 	switch u := err.(type) {
 	case interface{ Unwrap() error }:
 		if inner := u.Unwrap(); inner != nil {
-			return readable(inner, depth+1)
+			return readable(inner, budget)
 		}
 	case interface{ Unwrap() []error }:
 		for _, inner := range u.Unwrap() {
-			if !readable(inner, depth+1) {
+			if !readable(inner, budget) {
 				return false
 			}
 		}

@@ -1,0 +1,246 @@
+package deletion_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+type countingClock struct {
+	clock.RealClock
+	now atomic.Int64
+}
+
+func (c *countingClock) Now() time.Time { c.now.Add(1); return time.Now() }
+
+// docs/sdk/engine.md:12-13: "an engine with nothing due does not wake up" (after work, failures and a retry too).
+func TestAuditHoldsIdleEngineDoesNotWakeUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := &countingClock{}
+		cluster := deletiontest.NewCluster()
+		pol := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{Clock: cl})
+		deletiontest.Start(t, e)
+		a, b := cluster.CreatePod(key3("a"), "", ""), cluster.CreatePod(key3("b"), "", "")
+		_, _ = e.Track(a), e.Track(b)
+		cluster.FailReads(b.Pod, errors.New("boom"))
+		deletiontest.Advance(10 * time.Second)
+		e.Untrack(b.PUID)
+		cluster.DeletePod(a.Pod)
+		pol.FailNext(1, errors.New("busy"))
+		e.TriggerPod(a.Pod)
+		deletiontest.Advance(time.Minute)
+		if e.Len() != 0 {
+			t.Fatalf("%d PUs left", e.Len())
+		}
+		n := cl.now.Load()
+		deletiontest.Advance(time.Hour)
+		if d := cl.now.Load() - n; d != 0 {
+			t.Errorf("an idle engine read its clock %d times in an hour", d)
+		}
+	})
+}
+
+// docs/sdk/engine.md:43-45: "each failing port gets one error line per `SweepInterval`".
+func TestAuditHoldsLogsScaleWithTheFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		n := 0
+		log := funcr.New(func(_, _ string) { mu.Lock(); n++; mu.Unlock() }, funcr.Options{})
+		cluster := deletiontest.NewCluster()
+		e := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Logger: log})
+		for i := range 20 {
+			_ = e.Track(cluster.CreatePod(key3(fmt.Sprint("p", i)), "", ""))
+		}
+		deletiontest.Start(t, e)
+		deletiontest.Advance(time.Second)
+		cluster.FailAllReads(errors.New("api down"))
+		deletiontest.Advance(time.Minute)
+		mu.Lock()
+		defer mu.Unlock()
+		if n > 14 {
+			t.Errorf("%d log lines in a minute of a failing API with 20 PUs, want about 12", n)
+		}
+	})
+}
+
+// deletion/options.go:113-114: "in any window of w seconds, at most DestroyRate*w + DestroyBurst start", under
+// triggers, Untracks, failing reads and destroys, Sweeps with and without Start.
+func TestAuditHoldsDestroyRateBoundOverRandomMixes(t *testing.T) {
+	for seed := range 10 {
+		synctest.Test(t, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 1))
+			cluster := deletiontest.NewCluster()
+			pol := &deletiontest.Policy{}
+			e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{DestroyRate: rate.Limit(2), DestroyBurst: 3,
+				SweepInterval: time.Second, RetryMinDelay: 200 * time.Millisecond})
+			var pus []ports.PU
+			for i := range 40 {
+				pu := cluster.CreatePod(key3(fmt.Sprint("p", i)), "", "")
+				pus = append(pus, pu)
+				_ = e.Track(pu)
+			}
+			stop := deletiontest.Start(t, e)
+			for step := range 200 {
+				pu := pus[rng.IntN(len(pus))]
+				switch rng.IntN(8) {
+				case 0, 1:
+					cluster.DeletePod(pu.Pod)
+				case 2:
+					e.TriggerPod(pu.Pod)
+				case 3:
+					e.Untrack(pu.PUID)
+				case 4:
+					pol.FailNext(1, errors.New("x"))
+				case 5:
+					cluster.FailReads(pu.Pod, errors.New("y"))
+				case 6:
+					cluster.FailReads(pu.Pod, nil)
+				case 7:
+					if step%20 == 0 {
+						go e.Sweep(context.Background())
+					}
+				}
+				deletiontest.Advance(time.Duration(rng.IntN(300)) * time.Millisecond)
+				if step == 150 {
+					stop()
+					go e.Sweep(context.Background())
+				}
+			}
+			deletiontest.Advance(time.Minute)
+			calls := pol.Calls()
+			for i := range calls {
+				for j := i; j < len(calls); j++ {
+					if w := calls[j].At.Sub(calls[i].At).Seconds(); float64(j-i+1) > w*2+3+1e-9 {
+						t.Fatalf("seed %d: %d DestroyPU calls in %.3fs", seed, j-i+1, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// deletion/workers.go:21-22: "A Sweep under way goes on, with goroutines of its own, until its own context is done".
+func TestAuditHoldsSweepOutlivesStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		pol := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{})
+		pu := cluster.CreatePod(key3("a"), "", "")
+		_ = e.Track(pu)
+		stop := deletiontest.Start(t, e)
+		deletiontest.Advance(10 * time.Second)
+		cluster.DeletePod(pu.Pod)
+		cluster.SetReadDelay(2 * time.Second)
+		done := make(chan struct{})
+		go func() { e.Sweep(context.Background()); close(done) }()
+		deletiontest.Advance(time.Second)
+		stop()
+		<-done
+		if e.Len() != 0 || pol.CallCount() != 1 {
+			t.Errorf("len %d calls %d", e.Len(), pol.CallCount())
+		}
+	})
+}
+
+// docs/sdk/engine.md:28-29 and options.go:119-120: a Sweep under a rate waits for its destroys' turns; Untrack of the
+// head gives its turn to the next in line; a failed destroy waits for its retry.
+func TestAuditHoldsSweepRateUntrackHead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		pol := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{DestroyRate: rate.Limit(1)})
+		for i := range 4 {
+			pu := cluster.CreatePod(key3(fmt.Sprint("p", i)), "", "")
+			_ = e.Track(pu)
+			cluster.DeletePod(pu.Pod)
+		}
+		pol.FailNext(1, errors.New("busy"))
+		start := time.Now()
+		done := make(chan struct{})
+		go func() { e.Sweep(context.Background()); close(done) }()
+		synctest.Wait()
+		var head string
+		var at time.Time
+		for _, s := range e.Status() {
+			if s.State == "waiting for its turn" && (head == "" || s.NextAttempt.Before(at)) {
+				head, at = s.PUID, s.NextAttempt
+			}
+		}
+		e.Untrack(head)
+		<-done
+		calls := pol.Calls()
+		if len(calls) != 3 || calls[1].At.Sub(start) != time.Second || calls[2].At.Sub(start) != 2*time.Second || e.Len() != 1 {
+			t.Errorf("calls %v, len %d", calls, e.Len())
+		}
+	})
+}
+
+// docs/sdk/restarts.md and deletion/queue.go (tellEvents): a Requeuer that tracks the PU of the new sandbox at once,
+// under the same PUID, leaves the engine and a journal with the new PU only.
+func TestAuditHoldsRequeuerTracksNewSandbox(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		inv := deletiontest.NewInventory()
+		var e *deletion.Engine
+		req := ports.RequeuerFunc(func(_ context.Context, pod *corev1.Pod) error {
+			pu, _ := cluster.PU(key3(pod.Name))
+			return e.Track(pu)
+		})
+		e = deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{SandboxExtractor: cluster,
+			Requeuer: req, Observer: inv, Inventory: inv})
+		deletiontest.Start(t, e)
+		pu := cluster.CreatePod(key3("a"), "", "sb-1")
+		_ = e.Track(pu)
+		deletiontest.Advance(10 * time.Second)
+		_ = cluster.SetSandbox(pu.Pod, "sb-2")
+		e.TriggerPod(pu.Pod)
+		deletiontest.Advance(10 * time.Second)
+		want := fmt.Sprint([]ports.PU{{PUID: pu.PUID, Pod: pu.Pod, SandboxID: "sb-2"}})
+		if got, j := fmt.Sprint(deletiontest.PUs(e)), fmt.Sprint(inv.PUs()); got != want || j != want {
+			t.Errorf("engine %s, journal %s, want %s", got, j, want)
+		}
+	})
+}
+
+// docs/sdk/restarts.md:50-56: after a restart, an entry tracked without a sandbox and not yet checked takes the sandbox
+// the Inventory recorded, "A sandbox replaced while the agent was down is thus destroyed as changed (row 10, with the
+// old sandbox)".
+func TestAuditHoldsRestartDestroysSandboxReplacedWhileDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		inv := deletiontest.NewInventory()
+		pol := &deletiontest.Policy{}
+		opts := deletion.Options{SandboxExtractor: cluster, Inventory: inv, Observer: inv}
+		e1 := deletiontest.NewEngine(t, cluster, pol, opts)
+		pu := cluster.CreatePod(key3("a"), "", "sb-1")
+		stop := deletiontest.Start(t, e1)
+		_ = e1.Track(ports.PU{PUID: pu.PUID, Pod: pu.Pod}) // as adapters/k8s tracks: without a sandbox
+		deletiontest.Advance(10 * time.Second)
+		stop()
+		_ = cluster.SetSandbox(pu.Pod, "sb-2") // while the agent is down
+		e2 := deletiontest.NewEngine(t, cluster, pol, opts)
+		_ = e2.Track(ports.PU{PUID: pu.PUID, Pod: pu.Pod}) // the informer's add comes first
+		deletiontest.Start(t, e2)
+		deletiontest.Advance(10 * time.Second)
+		want := []ports.DestroyEvent{{PUID: pu.PUID, Pod: pu.Pod, SandboxID: "sb-1", Reason: ports.ReasonSandboxChanged}}
+		if got := pol.Destroyed(); fmt.Sprint(got) != fmt.Sprint(want) || e2.Len() != 0 || len(inv.PUs()) != 0 {
+			t.Errorf("destroyed %v, want %v; engine holds %d, journal %v", got, want, e2.Len(), inv.PUs())
+		}
+	})
+}
