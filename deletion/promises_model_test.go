@@ -20,7 +20,8 @@ package deletion_test
 // slot, the next 1 to 8 calls: fail, hang ignoring ctx, panic, a typed nil
 // (of each kind in turn: a *url.Error, whose reading panics, then a pointer,
 // map, slice, func and chan whose Is says not found and whose Unwrap says
-// permanent, reading no field), nil pod, another pod, a lagging cache's
+// permanent, reading no field, then an error of 2^60 errors that says not
+// found), nil pod, another pod, a lagging cache's
 // NotFound, Permanent),
 // ListFault (fail, hang, delay honouring ctx, panic, typed nil; up to
 // always), SlowObserver (100ms per event), Seed (4 to 40 PUs of gone pods in
@@ -922,9 +923,16 @@ var (
 	_ pmQuietError = pmNilChan(nil)
 )
 
-// typedNil returns the next typed nil, of each kind in turn.
+// typedNil returns the next typed nil, of each kind in turn, or an error too large to read: one that repeats a
+// child, nested (2^60 errors to walk).
 func (w *pmWorld) typedNil() error {
-	switch w.typedNils.Add(1) % 6 {
+	switch w.typedNils.Add(1) % 7 {
+	case 6:
+		err := fmt.Errorf("pm: %w", ports.ErrPodNotFound)
+		for range 60 {
+			err = errors.Join(err, err)
+		}
+		return err
 	case 1:
 		return (*pmQuietNil)(nil)
 	case 2:
