@@ -36,7 +36,7 @@ func TestGateFailsOnUnlistedBreak(t *testing.T) {
 	changelog := filepath.Join(dir, "CHANGELOG.md")
 	original := readFile(t, changelog)
 
-	removeMethod(t, filepath.Join(dir, "deletion", "engine.go"), "Engine", "Len")
+	removeMethod(t, filepath.Join(dir, "deletion", "queue.go"), "Engine", "Len")
 	writeFile(t, filepath.Join(dir, "deletion", "gate_added.go"),
 		"package deletion\n\n// GateAdded is a name the API of "+release+" does not have.\nconst GateAdded = 1\n")
 
