@@ -2,8 +2,9 @@ package deletion
 
 // One check of a claimed record, from what the ports say to what the queue does with it: ask gathers the ports'
 // answers through the boundary and runs Decide until it decides; a Confirmer, and the SandboxConfirmer, confirm a
-// destroy or a sandbox change; the queue carries the verdict out (settle, then destroyed after a DestroyPU), and finish
-// tells the Observer and releases the record. The check reads the PU as it was claimed: no other move changes it while
+// destroy or a sandbox change; the queue carries the verdict out (settle, then destroyed after a DestroyPU);
+// tellEvents tells the Observer the check's moves before the Requeuer hears of the pod, and finish tells its
+// EventChecked and releases the record. The check reads the PU as it was claimed: no other move changes it while
 // the check holds the record (queue.go).
 
 import (
@@ -42,7 +43,7 @@ func (c *Engine) note(o *outcome, ev Event) {
 	c.tellLine(o.pu.PUID, o.line, o.line.take(), ev)
 }
 
-// tellItem is an event of a check and its place in its PU's line (0 until the queue gives it one).
+// tellItem is an event of a check and its place in its PU's line, taken with the move that made it.
 type tellItem struct {
 	ticket uint32
 	ev     Event
