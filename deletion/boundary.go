@@ -1,6 +1,7 @@
 package deletion
 
-// The port boundary. Every call of a port goes through one function of this file, which makes its answer safe before
+// The port boundary. Every call of a port goes through one function of this file (the Observer, the engine's own
+// hook, is told in its PU's line to it, queue.go's tellLine), which makes its answer safe before
 // the engine reads it: a panic becomes an error wrapping ErrPortPanicked (its value formatted, never wrapped, so that a
 // panic with ports.ErrPodNotFound cannot make a pod look gone); an error that cannot be read (ports.Readable: a typed
 // nil anywhere in its chain, whatever its Is, As and Unwrap say, or one whose reading panics) becomes a plain failure
@@ -45,40 +46,86 @@ func (c *Engine) getPod(ctx context.Context, port int, key types.NamespacedName)
 	return pod, nil
 }
 
-// ask runs Decide on what the ports say of pu's pod, each answer made safe first: the pod port (portGetPod or portConfirmer; with pod set, that pod
-// as read already), then the sandbox port sb and the SandboxProber as Decide asks for them. It returns the verdict and
-// the pod, and notes in o the error that kept the PU, if any, and the ports' failures.
-func (c *Engine) ask(ctx context.Context, o *outcome, port int, pu ports.PU, sb int, pod *corev1.Pod) (Verdict, *corev1.Pod) {
-	ob := Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
-		HasExtractor: c.opts.SandboxExtractor != nil, HasProber: c.opts.SandboxProber != nil, Pod: pod}
-	if pod == nil {
-		ob.Pod, ob.Err = c.getPod(ctx, port, pu.Pod)
+// ask is a check's asking phase: it runs Decide on what the ports say of pu's pod, each answer made safe first, and
+// returns the verdict to carry out and the pod. Every port call comes before Decide reads its answer: GetPod, then the
+// sandbox port and the SandboxProber as Decide asks for them; a destroy is then asked again of the Confirmer (not for
+// rows 10 and 12, the pod's own), and a sandbox change (rows 7 and 10) of the SandboxConfirmer, each with the same
+// steps, unless a fresh check (a first, or a triggered one) asked it already. A confirmer's verdict overrides a destroy
+// it does not confirm (EventVetoed). It notes in o the error that kept the PU, if any, and the ports' failures; the
+// events no move makes (EventGetFailed, EventVetoed) are told as they happen (note).
+func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (v Verdict, pod *corev1.Pod) {
+	port, sb, step := portGetPod, portSandboxID, Keep // Keep: the pod port's answer is next
+	if fresh && c.opts.SandboxConfirmer != nil {
+		sb = portSandboxConfirmer
 	}
-	o.err = nil
+	var ob Observation
 	for {
-		v := Decide(pu, ob)
-		switch {
-		case v.Action == AskSandbox:
+		switch step {
+		case Keep:
+			ob = Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
+				HasExtractor: c.opts.SandboxExtractor != nil, HasProber: c.opts.SandboxProber != nil, Pod: pod}
+			if port != portSandboxConfirmer { // the SandboxConfirmer's step reads the pod read already
+				ob.Pod, ob.Err = c.getPod(ctx, port, pu.Pod)
+			}
+			o.err = nil
+		case AskSandbox:
 			ob.SandboxID, ob.SandboxErr = c.sandboxID(ctx, sb, ob.Pod)
 			ob.SandboxAsked = true
 			o.failed(sb, ob.SandboxErr, "getting sandbox failed; keeping PU")
-			continue
-		case v.Action == AskProber:
+		case AskProber:
 			ob.SandboxDead, ob.ProberErr = c.sandboxDead(ctx, ob.Pod, pu.SandboxID)
 			ob.ProberAsked = true
 			o.failed(portSandboxProber, ob.ProberErr, "probing sandbox failed; keeping PU")
+		}
+		cv := Decide(pu, ob)
+		if step = cv.Action; step == AskSandbox || step == AskProber {
 			continue
-		case v.Row == 2 && ob.Err == nil:
-			ob.Err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", portNames[port], ob.Pod.Namespace,
-				ob.Pod.Name, ob.Pod.UID)
-			fallthrough
-		case v.Row == 2:
-			o.failed(port, ob.Err, "getting pod failed; keeping PU")
+		}
+		var now Event // an event no move makes, told as it happens
+		if cv.Row == 2 {
+			if ob.Err == nil {
+				ob.Err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", portNames[port],
+					ob.Pod.Namespace, ob.Pod.Name, ob.Pod.UID)
+			}
+			o.err = ob.Err
+			o.fails = append(o.fails, portFailure{port, ob.Err, "getting pod failed; keeping PU"})
 			if port == portGetPod {
-				c.note(o, Event{Kind: EventGetFailed, Err: ob.Err})
+				now = Event{Kind: EventGetFailed, Err: ob.Err}
 			}
 		}
-		return v, ob.Pod
+		if port != portGetPod && v.Action == Destroy && cv.Action != Destroy { // a confirmer's veto
+			o.vetoed = true
+			if log := c.log.V(1); log.Enabled() {
+				msg := "destroy not confirmed; keeping PU"
+				if port == portSandboxConfirmer {
+					msg = "sandbox change not confirmed; keeping PU"
+				}
+				log.Info(msg, "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID,
+					"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
+			}
+			now = Event{Kind: EventVetoed, Verdict: cv, Reason: v.Reason, Err: o.err}
+		}
+		v, pod = cv, ob.Pod
+		if now.Kind != 0 {
+			c.note(o, now)
+		}
+		switch {
+		case port == portGetPod && v.Action == Destroy && c.opts.Confirmer != nil && v.Row != 10 && v.Row != 12:
+			port, pod = portConfirmer, nil
+		case sb != portSandboxConfirmer && (v.Row == 7 || v.Row == 10) && c.opts.SandboxConfirmer != nil:
+			port, sb = portSandboxConfirmer, portSandboxConfirmer // the runtime's own answer decides in place of the list's
+		default:
+			return v, pod
+		}
+		step = Keep
+	}
+}
+
+// failed notes a failure of port, if err is one: it keeps the PU.
+func (o *outcome) failed(port int, err error, msg string) {
+	if err != nil {
+		o.err = err
+		o.fails = append(o.fails, portFailure{port, err, msg})
 	}
 }
 
@@ -155,21 +202,6 @@ func (c *Engine) listPUs(ctx context.Context) ([]ports.PU, error) {
 	case <-t.C:
 		return nil, fmt.Errorf("ListPUs ignored its deadline of %v: left behind", c.listTimeout())
 	}
-}
-
-// observe tells the Observer about ev; a panic in it is logged and dropped.
-func (c *Engine) observe(ev Event) {
-	if c.opts.Observer == nil {
-		return
-	}
-	defer func() {
-		if r := recover(); r != nil { // summed up once an interval, as a port's failures
-			err := fmt.Errorf("%w: Observer: %v", ErrPortPanicked, r)
-			c.log.V(1).Info("observer panicked", "event", ev.Kind.String(), "error", err.Error())
-			c.fails.add(portObserver, ev.PU.PUID, err, c.opts.Clock.Now())
-		}
-	}()
-	c.opts.Observer.Observe(ev)
 }
 
 // guard, deferred by a port's call, turns a panic in the port into an error wrapping ErrPortPanicked, and an error

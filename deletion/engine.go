@@ -19,7 +19,7 @@ import (
 // lock; check.go, one check from the ports' answers to the queue's moves; boundary.go, every call of a port and how
 // its answer is made safe; decide.go, the decision table; workers.go, Start, Sweep and the Workers slots; sweep.go,
 // what a Sweep waits for; schedule.go, the scheduler; rateline.go, the destroy rate's line; retry.go, the retry
-// policy; restore.go, the Inventory's lists and what they must not bring back; status.go, observer.go and failures.go,
+// policy; restore.go, the Inventory's lists and what they must not bring back; status.go, observer.go and logs.go,
 // what the engine tells.
 type Engine struct {
 	getter ports.PodGetter
@@ -34,7 +34,7 @@ type Engine struct {
 	sweeping chan struct{} // lets one Sweep run at a time
 
 	q     puQueue  // every PU's record, and every move of one (queue.go): the engine's lock is its
-	fails failures // the ports' failures, for the logs (failures.go)
+	fails failures // the ports' failures, for the logs (logs.go)
 }
 
 // New returns an Engine that reads pods through getter and destroys PUs through policy. It returns an error wrapping

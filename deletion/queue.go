@@ -128,7 +128,7 @@ type record struct {
 
 	trackedAt   int64
 	lastChecked int64 // when the last check ended; 0: never
-	// next is when the scheduler queues it (at its phase, or what it waits for); heapIndex is its index in Engine.heap
+	// next is when the scheduler queues it (at its phase, or what it waits for); heapIndex is its index in wheel.heap
 	// (-1: not there).
 	next             int64
 	heapIndex, phase int32
@@ -255,6 +255,28 @@ func (c *Engine) tellLine(puid string, l *eventLine, t uint32, ev Event) {
 	c.q.dropLineLocked(puid, l)
 	c.q.toldCond.Broadcast()
 	c.q.mu.Unlock()
+}
+
+// note tells the Observer ev, an event of the check that no move makes (EventGetFailed, EventVetoed), as it happens,
+// in its place in the PU's line: an Untrack meanwhile waits for it, not for the rest of the check.
+func (c *Engine) note(o *outcome, ev Event) {
+	ev.PU = o.pu
+	c.tellLine(o.pu.PUID, o.line, o.line.take(), ev)
+}
+
+// observe tells the Observer about ev; a panic in it is logged and dropped.
+func (c *Engine) observe(ev Event) {
+	if c.opts.Observer == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil { // summed up once an interval, as a port's failures
+			err := fmt.Errorf("%w: Observer: %v", ErrPortPanicked, r)
+			c.log.V(1).Info("observer panicked", "event", ev.Kind.String(), "error", err.Error())
+			c.fails.add(portObserver, ev.PU.PUID, err, c.opts.Clock.Now())
+		}
+	}()
+	c.opts.Observer.Observe(ev)
 }
 
 // setWaitLocked makes r wait for f (retrying or turnWaiting) until until, or for nothing (idle), and counts the
@@ -406,8 +428,10 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 }
 
 // removeLocked forgets r (the ready queue may still point to it: workers skip it). Until the caller has told the
-// Observer (told), a list of the Inventory that begins does not bring it back: a journal may still hold it.
-func (q *puQueue) removeLocked(r *record) {
+// Observer (told), a list of the Inventory that begins does not bring it back: a journal may still hold it; with
+// gone (destroyed, given up on, or dropped by a dry run), no list is to, until one has answered (unlistedMemory).
+// It moves the record first, then hands it to each mechanism once.
+func (q *puQueue) removeLocked(r *record, gone bool) {
 	swept := r.state != checking && r.sweep != notSwept // a check ends its own part of a Sweep (releaseLocked)
 	if l := r.line; l != nil {
 		if l.held = r.state == checking; l.held || l.told != l.tickets.Load() {
@@ -415,8 +439,9 @@ func (q *puQueue) removeLocked(r *record) {
 		}
 	}
 	r.state = removed
-	q.setWaitLocked(r, idle, 0)
-	q.wheel.unschedule(r)
+	q.waits[r.waitFor]--
+	q.waits[idle]++
+	r.waitFor, r.waitUntil = idle, 0
 	delete(q.records, r.PUID)
 	if head := q.byPod[r.Pod]; head == r {
 		if r.nextOfPod == nil {
@@ -433,11 +458,15 @@ func (q *puQueue) removeLocked(r *record) {
 		}
 	}
 	r.nextOfPod = nil
-	q.leaveLineLocked(r) // in line since its check, or before
+	q.leaveLineLocked(r) // waiting for its turn, or in line since its check: the turn goes to the next in line
+	q.wheel.unschedule(r)
 	if swept && q.sweepingLocked(r.sweepGen) {
 		q.sweptLocked()
 	}
 	q.list.removed(r.PUID, q.realNow())
+	if gone && q.inventory && !q.list.restored {
+		q.unlisted.add(r.PUID, len(q.records)+1) // the list to come may still have it
+	}
 }
 
 // told records that the Observer has been told of the removal of the PU of puid (see removeLocked).
@@ -520,8 +549,8 @@ func (c *Engine) Untrack(puid string) bool {
 		c.q.mu.Unlock()
 		return false
 	}
-	c.q.removeLocked(r)
 	snapshot, t := r.PU, c.q.ticketLocked(r)
+	c.q.removeLocked(r, false)
 	c.q.mu.Unlock()
 	c.tell(r, t, Event{Kind: EventUntracked, PU: snapshot})
 	c.told(puid)
@@ -620,14 +649,13 @@ func (q *puQueue) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEven
 		r.reportedRow = int8(v.Row)
 	}
 	gone := v.Reason == ports.ReasonPodGone || v.Reason == ports.ReasonUIDChanged || v.Reason == ports.ReasonNodeChanged
-	if gone {
-		q.removeLocked(r)
-		q.unlistedLocked(r.PUID) // the list to come may still have it
-		o.removed = true
-	}
 	if report {
 		o.events = append(o.events, tellItem{q.ticketLocked(r),
 			Event{Kind: EventWouldDestroy, PU: ev.PU(), Verdict: v, Reason: ev.Reason, Dropped: gone}})
+	}
+	if gone {
+		q.removeLocked(r, true)
+		o.removed = true
 	}
 }
 
@@ -644,24 +672,35 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	attempts := int(r.attempts)
 	o.done = err == nil || permanent || c.opts.MaxDestroyAttempts > 0 && attempts >= c.opts.MaxDestroyAttempts
 	now := c.now()
+	// Its events' places in r's line, taken before the record is removed: a success (none once Untrack removed it:
+	// its EventUntracked ended it for the Observer), or a failure and, for the last, EventAbandoned.
+	n := 0
+	switch {
+	case err != nil && o.done && !untracked:
+		n = 2
+	case err != nil || !untracked:
+		n = 1
+	}
+	var t [2]uint32
+	for i := range n {
+		t[i] = c.q.ticketLocked(r)
+	}
 	switch {
 	case o.done && !untracked:
-		c.q.removeLocked(r)
-		c.q.unlistedLocked(r.PUID)
+		c.q.removeLocked(r, true)
 		o.removed = true
 	case !o.done && !untracked:
 		o.retryAt = c.q.wheel.onTick(now + int64(c.backoff(attempts)))
 	}
-	switch {
-	case err == nil && !untracked: // else its EventUntracked ended it for the Observer
-		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason,
+	if err == nil && n > 0 {
+		o.events = append(o.events, tellItem{t[0], Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason,
 			DestroyDelay: time.Duration(now - r.goneSince), DestroyCalls: attempts + 1}})
-	case err != nil:
+	} else if err != nil {
 		o.fails = append(o.fails, portFailure{port: portDestroyPU, err: err})
-		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason,
+		o.events = append(o.events, tellItem{t[0], Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason,
 			DestroyCalls: attempts, Err: err, Next: c.timeOf(o.retryAt)}})
-		if o.done && !untracked {
-			o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason,
+		if n == 2 {
+			o.events = append(o.events, tellItem{t[1], Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason,
 				DestroyCalls: attempts, Err: err}})
 		}
 	}
@@ -809,13 +848,6 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 		c.tell(e, t, Event{Kind: EventAdopted, PU: snapshot})
 	}
 	return ok
-}
-
-// unlistedLocked remembers the removal of the PU of puid while no list has answered (unlistedMemory).
-func (q *puQueue) unlistedLocked(puid string) {
-	if q.inventory && !q.list.restored {
-		q.unlisted.add(puid, len(q.records)+1)
-	}
 }
 
 // waits returns what a health check reads of the queue: whether Start has returned, how long the oldest queued check

@@ -66,7 +66,7 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 			assert.GreaterOrEqual(t, r.heapIndex, int32(0), "on the heap")
 		}, idle, idle},
 		{"Untrack removes a record the Observer is being told of", tracking, func(r *record) {
-			q.removeLocked(r)
+			q.removeLocked(r, false)
 			q.announceLocked(r, q.now()) // Track's announce after: nothing
 		}, removed, idle},
 		{"the scheduler queues an idle record", idle, func(r *record) { q.queueLocked(r, byTime, q.now()) }, queued, idle},
@@ -110,10 +110,10 @@ func TestTheRecordsTransitionTable(t *testing.T) {
 			q.ready.free = q.ready.free[:len(q.ready.free)-1]
 			release(r, outcome{verdict: Verdict{Row: 9}})
 		}, idle, idle},
-		{"Untrack removes an idle record", idle, func(r *record) { q.removeLocked(r) }, removed, idle},
-		{"Untrack removes a retry", retrying, func(r *record) { q.removeLocked(r) }, removed, idle},
-		{"Untrack removes a queued record", queued, func(r *record) { q.removeLocked(r) }, removed, idle},
-		{"Untrack removes a record being checked", checking, func(r *record) { q.removeLocked(r) }, removed, idle},
+		{"Untrack removes an idle record", idle, func(r *record) { q.removeLocked(r, false) }, removed, idle},
+		{"Untrack removes a retry", retrying, func(r *record) { q.removeLocked(r, false) }, removed, idle},
+		{"Untrack removes a queued record", queued, func(r *record) { q.removeLocked(r, false) }, removed, idle},
+		{"Untrack removes a record being checked", checking, func(r *record) { q.removeLocked(r, false) }, removed, idle},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q.mu.Lock()

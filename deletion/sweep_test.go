@@ -56,7 +56,7 @@ func TestASweepWaitsForOneCheckOfEveryRecord(t *testing.T) {
 func TestARecordRemovedDuringASweepIsNoLongerWaitedFor(t *testing.T) {
 	q, rs := sweepQueue(t, 2)
 	_, done, _ := q.beginSweepLocked(q.now())
-	q.removeLocked(rs[0]) // Untrack
+	q.removeLocked(rs[0], false) // Untrack
 	assert.Equal(t, 1, q.sweep.left)
 	if sweep := checkOnce(q, rs[1], outcome{verdict: Verdict{Row: 9}}); sweep != 0 {
 		q.sweptLocked()

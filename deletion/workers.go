@@ -1,6 +1,6 @@
 package deletion
 
-// How the engine runs checks. Every check goes through the one ready queue (Engine.ready, oldest first) to a goroutine
+// How the engine runs checks. Every check goes through the one ready queue (readyQueue, oldest first) to a goroutine
 // that claims the record and runs it under CheckTimeout, in one of Workers slots, whoever runs it (Start's goroutines,
 // or a Sweep's own while Start does not run). A check stuck in a port keeps its slot until the port returns:
 // LivenessCheck, Sweep and Start's stop see it. A goroutine's checks share one deadline context per 1% of CheckTimeout

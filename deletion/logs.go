@@ -26,6 +26,43 @@ const (
 var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxConfirmer", "SandboxProber", "DestroyPU",
 	"Requeue", "ListPUs", "Observer", "a port or the Observer past its check's deadline"}
 
+// logOutcome logs what the check of o.pu did. A PU's failures since its last good check are logged at V(1) once (quiet);
+// every port's failures are summed up once an interval (below).
+func (c *Engine) logOutcome(o *outcome) {
+	pu, v := o.pu, o.verdict
+	if log := c.log.V(1); log.Enabled() {
+		for _, f := range o.fails {
+			if f.msg != "" && !o.quiet {
+				log.Info(f.msg, "port", portNames[f.port], "puID", pu.PUID, "pod", pu.Pod.String(), "error", f.err.Error())
+			}
+		}
+	}
+	for _, it := range o.events {
+		ev := it.ev
+		switch ev.Kind {
+		case EventAdopted:
+			c.log.V(1).Info("sandbox recorded", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", ev.PU.SandboxID)
+		case EventWouldDestroy:
+			c.log.Info("dry run: PU would be destroyed", "puID", pu.PUID, "pod", pu.Pod.String(), "reason", string(ev.Reason),
+				"sandboxID", pu.SandboxID, "row", v.Row, "dropped", ev.Dropped)
+		case EventDestroyed:
+			c.log.Info("PU destroyed", "puID", pu.PUID, "pod", pu.Pod.String(), "reason", string(ev.Reason), "sandboxID", pu.SandboxID, "row", v.Row)
+		case EventDestroyFailed:
+			if log := c.log.V(1); log.Enabled() && !o.done {
+				log.Info("destroying PU failed; will retry, unless it was untracked", "puID", pu.PUID,
+					"pod", pu.Pod.String(), "error", ev.Err.Error())
+			}
+		case EventAbandoned:
+			c.log.Error(ev.Err, "destroying PU failed for the last time; dropping it, the policy engine may still hold it",
+				"puID", pu.PUID, "pod", pu.Pod.String(), "reason", string(ev.Reason), "sandboxID", pu.SandboxID,
+				"attempts", ev.DestroyCalls)
+		}
+	}
+	if log := c.log.V(1); log.Enabled() && v.Action == Keep && !o.vetoed {
+		log.Info("PU kept", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "row", v.Row, "why", v.Why())
+	}
+}
+
 // failures sums up each port's failures between two summaries, so that an outage costs one error line per port per
 // SweepInterval, not one per PU per check; Observer events still come one per failure. It has a lock of its own: the
 // ports fail outside the engine's.
