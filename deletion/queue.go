@@ -690,7 +690,7 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 		c.q.removeLocked(r, true)
 		o.removed = true
 	case !o.done && !untracked:
-		o.retryAt = c.q.wheel.onTick(now + int64(c.backoff(attempts)))
+		o.retryAt = now + int64(c.backoff(attempts)) // at its time: a tick would stretch a backoff under a second
 	}
 	if err == nil && n > 0 {
 		o.events = append(o.events, tellItem{t[0], Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason,

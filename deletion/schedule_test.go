@@ -59,10 +59,9 @@ func TestARemovalFromALargeHeapKeepsEveryOtherCheck(t *testing.T) {
 // TestARetryAtAnIntervalOfHoursComesAfterItsBackoff: RetryMinDelay "is the
 // wait after the first failed DestroyPU of a PU before it is tried again"
 // (README: "A failed destroy is tried again after RetryMinDelay (1 s)");
-// the scheduler rounds a retry up to its next tick, of at most a second
-// (schedule.go). At SweepInterval 24h, a destroy that fails once is tried
-// again a second later, give or take a tick, not at the next of 3,600 ticks
-// of the day.
+// a retry comes at its own time (schedule.go). At SweepInterval 24h, a
+// destroy that fails once is tried again a second later, not at the next of
+// 3,600 ticks of the day.
 func TestARetryAtAnIntervalOfHoursComesAfterItsBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		policy := newDestroyLog()
