@@ -460,6 +460,10 @@ type pmEngine struct {
 	lastReport         map[string]ports.Reason // the reason reported last, by PUID
 	places             map[string]pmPlace
 	peak               int // the most PUs tracked at once
+	// Invariant 7's memory: how many PUs the Observer holds tracked now and at most at once, and the PUIDs a dry run
+	// dropped while no list had answered, oldest first (a Track of the PUID since takes it out).
+	live, peakLive int
+	drops          []string
 }
 
 func (w *pmWorld) now() time.Duration { return time.Since(w.t0) }
@@ -992,12 +996,16 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 				w.violateLocked("11: a second EventTracked of %s while it is tracked", puid)
 			}
 			e.obsLive[puid] = true
+			if e.live++; !e.answered { // what a list's answer tracks counts no more: the memory is for the list
+				e.peakLive = max(e.peakLive, e.live)
+			}
 		case deletion.EventAdopted, deletion.EventUntracked, deletion.EventDestroyed, deletion.EventAbandoned, deletion.EventWouldDestroy:
 			if !e.obsLive[puid] {
 				w.violateLocked("11: %s of %s is told before its EventTracked, or after the event that ended its tracking", ev.Kind, puid)
 			}
-			if ev.Kind != deletion.EventAdopted && (ev.Kind != deletion.EventWouldDestroy || ev.Dropped) {
+			if ev.Kind != deletion.EventAdopted && (ev.Kind != deletion.EventWouldDestroy || ev.Dropped) && e.obsLive[puid] {
 				e.obsLive[puid] = false
+				e.live--
 			}
 		}
 	}
@@ -1007,7 +1015,14 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 			if r, ok := e.removedSeq[puid]; ok && e.lists > 0 && r > e.listStartSeq {
 				w.violateLocked("10: the Inventory's list begun at %v brings back %s, removed while it was under way", e.listStart, puid)
 			}
+			// Options.DryRun: until the first list is in, it remembers the latest dropped PUs, at least as many as
+			// it ever tracked at once (and MinDryRunMemory), so that the list does not report them again.
+			if m := max(deletion.MinDryRunMemory, e.peakLive); slices.Contains(e.drops[max(0, len(e.drops)-m):], puid) {
+				w.violateLocked("7: the Inventory's first list brings back %s, which the dry run dropped before it was in, among the latest %d drops it remembers (%d PUs tracked at once at most)",
+					puid, m, e.peakLive)
+			}
 		}
+		e.drops = slices.DeleteFunc(e.drops, func(p string) bool { return p == puid })
 		delete(e.fails, puid)
 		delete(e.reports, puid)
 		delete(e.lastReport, puid)
@@ -1051,6 +1066,9 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		if ev.Dropped {
 			e.removedSeq[puid] = w.seq
 			e.resolvedLocked(w, puid)
+			if !e.answered {
+				e.drops = append(e.drops, puid)
+			}
 		}
 	}
 	slow := w.slowObs
