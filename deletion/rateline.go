@@ -4,8 +4,10 @@ package deletion
 // turns come at the rate's pace (GCRA: at most burst at once, then one every `every`) and go to the tickets in their
 // order: a PU may start its destroy only when fewer PUs are ahead of it in the line than turns are at hand. A PU keeps
 // its ticket through a trigger or a check that learns nothing; it gives it back when its check sees the pod alive, or
-// it is untracked, and the turn it did not use goes to the next in line, never to a later arrival. Times are the
-// engine's (nanoseconds on Options.Clock); the line holds PUIDs and knows nothing of records.
+// it is untracked, and the turn it did not use goes to the next in line, never to a later arrival. The PUs ahead of one
+// are those holding a ticket before its own, counted exactly (a Fenwick tree over the line, in O(log n)): one that left
+// the line, untracked or seen alive, is no longer ahead of anyone. Times are the engine's (nanoseconds on
+// Options.Clock); the line holds PUIDs and knows nothing of records.
 
 // rateLine is the line of PUs waiting for a turn to destroy, under puQueue.mu. Its zero value has no limit.
 type rateLine struct {
@@ -20,6 +22,8 @@ type rateLine struct {
 	tickets map[string]uint64 // each PUID in line, and its ticket
 	queue   []lineEntry       // the tickets in arrival order, from head on; an entry whose PUID holds another ticket is stale
 	head    int
+	base    uint64  // the ticket of queue[0]: the tickets in queue are base, base+1...
+	held    []int32 // a Fenwick tree over queue: how many of its entries are held (not stale)
 }
 
 type lineEntry struct {
@@ -51,7 +55,7 @@ func (l *rateLine) take(puid string, now int64) (ok bool, at int64) {
 		l.seq++
 		seq = l.seq
 		l.tickets[puid] = seq
-		l.queue = append(l.queue, lineEntry{puid, seq})
+		l.push(lineEntry{puid, seq})
 	}
 	ahead := l.ahead(seq)
 	if at = l.turnAt(ahead, now); at > now {
@@ -68,10 +72,12 @@ func (l *rateLine) leave(puid string) (head string, ok bool) {
 	if !l.limited() {
 		return "", false
 	}
-	if _, in := l.tickets[puid]; !in {
+	seq, in := l.tickets[puid]
+	if !in {
 		return "", false
 	}
 	delete(l.tickets, puid)
+	l.add(int(seq-l.base), -1)
 	return l.front()
 }
 
@@ -82,7 +88,8 @@ func (l *rateLine) turnAt(ahead int, now int64) int64 {
 	return max(now, max(now, l.tat)+wait-l.tau)
 }
 
-// ahead returns how many PUs in line hold a ticket before seq; past the burst, an estimate from above.
+// ahead returns how many PUs in line hold a ticket before seq, but for those within the burst from the head that are
+// stuck in a port (stuck).
 func (l *rateLine) ahead(seq uint64) int {
 	l.skipStale()
 	n, limit := 0, int(l.tau/l.every)+1
@@ -91,13 +98,60 @@ func (l *rateLine) ahead(seq uint64) int {
 		case e.seq == seq:
 			return n
 		case n >= limit:
-			// Far from a turn: count the tickets between, the stale ones among them.
-			return n + int(seq-e.seq)
+			// Far from a turn: the tickets held between, counted by the tree.
+			return n + l.heldBefore(int(seq-l.base)) - l.heldBefore(int(e.seq-l.base))
 		case l.tickets[e.puid] == e.seq && (l.stuck == nil || !l.stuck(e.puid)):
 			n++
 		}
 	}
 	return n
+}
+
+// push appends e, a ticket just given, to the line.
+func (l *rateLine) push(e lineEntry) {
+	if len(l.queue) == 0 {
+		l.base = e.seq
+	}
+	l.queue = append(l.queue, e)
+	// The tree's new node i covers the entries (i-lowbit(i), i]: the one held, and those before it it covers.
+	i := len(l.queue)
+	l.held = append(l.held, int32(1+l.heldBefore(i-1)-l.heldBefore(i-i&-i)))
+}
+
+// add adds d to the count of queue[i], held (1) or stale (0).
+func (l *rateLine) add(i, d int) {
+	for i++; i <= len(l.held); i += i & -i {
+		l.held[i-1] += int32(d)
+	}
+}
+
+// heldBefore returns how many of queue[:i] are held.
+func (l *rateLine) heldBefore(i int) int {
+	n := 0
+	for ; i > 0; i -= i & -i {
+		n += int(l.held[i-1])
+	}
+	return n
+}
+
+// rebuild makes the tree anew over queue, once entries moved.
+func (l *rateLine) rebuild() {
+	l.held = l.held[:0]
+	for i, e := range l.queue {
+		if i == 0 {
+			l.base = e.seq
+		}
+		n := int32(0)
+		if l.tickets[e.puid] == e.seq && e.puid != "" {
+			n = 1
+		}
+		l.held = append(l.held, n)
+	}
+	for i := 1; i <= len(l.held); i++ {
+		if j := i + i&-i; j <= len(l.held) {
+			l.held[j-1] += l.held[i-1]
+		}
+	}
 }
 
 // skipStale moves the head past the entries no PU holds, and gives back the consumed head.
@@ -108,14 +162,15 @@ func (l *rateLine) skipStale() {
 	}
 	switch {
 	case l.head == len(l.queue):
-		l.queue, l.head = l.queue[:0], 0
+		l.queue, l.held, l.head = l.queue[:0], l.held[:0], 0
 		if cap(l.queue) > 4096 {
-			l.queue = nil // after a drain
+			l.queue, l.held = nil, nil // after a drain
 		}
 	case l.head > 1024 && l.head > len(l.queue)/2:
 		n := copy(l.queue, l.queue[l.head:])
 		clear(l.queue[n:])
 		l.queue, l.head = l.queue[:n], 0
+		l.rebuild()
 	}
 }
 

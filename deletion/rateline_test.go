@@ -110,3 +110,61 @@ func TestABurstOfMoreThanAYearOfTurnsDoesNotOverflow(t *testing.T) {
 	assert.True(t, ok, "a huge burst lets the first through")
 	assert.Positive(t, l.tau)
 }
+
+func TestAPUThatLeftTheLineIsAheadOfNoOne(t *testing.T) {
+	l := newRateLine(sec, 1)
+	l.take("a", 0)
+	for _, p := range []string{"b", "c", "d", "e"} {
+		l.take(p, 0)
+	}
+	l.leave("c") // untracked, in the middle of the line
+	_, at := l.take("e", 0)
+	assert.Equal(t, 3*sec, at, "b and d are ahead of e, c no longer")
+	_, at = l.take("d", 0)
+	assert.Equal(t, 2*sec, at, "b is ahead of d")
+}
+
+func TestTheRateLineCountsThePUsAheadExactly(t *testing.T) {
+	// Against a plain count, through joins, leaves, turns taken and the line's compaction.
+	l := newRateLine(sec, 2)
+	var order []string // those in line, in arrival order
+	now := int64(0)
+	for i := range 20000 {
+		p := string(rune('a' + i%3000))
+		switch i % 7 {
+		case 3, 5: // leaves, wherever it is
+			l.leave(p)
+			order = slicesDelete(order, p)
+		default:
+			in := slicesIndex(order, p) >= 0
+			if !in {
+				order = append(order, p)
+			}
+			if want := slicesIndex(order, p); in && want >= 2 {
+				assert.Equal(t, want, l.ahead(l.tickets[p]), "ahead of %s at step %d", p, i)
+			}
+			if ok, _ := l.take(p, now); ok {
+				order = slicesDelete(order, p)
+			}
+		}
+		if i%500 == 0 {
+			now += sec
+		}
+	}
+}
+
+func slicesIndex(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+func slicesDelete(s []string, v string) []string {
+	if i := slicesIndex(s, v); i >= 0 {
+		return append(s[:i], s[i+1:]...)
+	}
+	return s
+}
