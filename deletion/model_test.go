@@ -34,9 +34,12 @@ import (
 // second its hash picks, a failed destroy waits 1, 2, then 4 seconds, and
 // under the destroy rate a turn comes once a second. Where the engine may
 // choose (which of the destroys due at one instant gets the one turn there
-// is, and where in line the others wait), the model takes the engine's
-// choice, from what it did (modelOracle), once it has checked that the
-// choice is one the rate allows. Under the rate a Sweep waits for the turns
+// is, in what order the others join the line, and the turn a check of one
+// in line tells, which depends on whether one ahead of it left the line
+// before or after it), the model takes the engine's choice, from what it
+// did and its line (modelOracle), once it has checked that the choice is
+// one the rate allows: the line keeps its order, and a PU is told the turn
+// of its place in it. Under the rate a Sweep waits for the turns
 // of its destroys, which the model's ticks bring: it runs on until the next
 // Sweep ends it with its context. FuzzPromises (promises_model_test.go)
 // models what this one leaves out: the Inventory, Sweep without Start,
@@ -119,6 +122,7 @@ type modelEntry struct {
 	attempts int
 	retryAt  int // the second a failed destroy is retried; 0: not waiting
 	turnAt   int // under the rate: the second its turn comes; 0: not waiting
+	lineSeq  int // under the rate, while turnAt is set: its place in line (the lower, the nearer the head)
 	lineRow  int // the row of the destroy it waits for its turn for
 	// checked: a check ran; fresh: a trigger asked for the next check. A
 	// first check and a triggered one ask the SandboxConfirmer.
@@ -354,6 +358,8 @@ type modelOracle struct {
 	// turnAt is the second each PU waiting for its turn waits for, from
 	// Status.
 	turnAt map[string]int
+	// line holds the PUIDs in the rate's line, in its order.
+	line []string
 }
 
 // oracle reads what the engine did since the last call.
@@ -370,6 +376,7 @@ func (m *modelPorts) oracle(c *deletion.Engine) *modelOracle {
 			o.turnAt[s.PUID] = int(s.NextAttempt.Sub(m.epoch) / time.Second)
 		}
 	}
+	o.line = deletion.RateLine(c)
 	return o
 }
 
@@ -435,6 +442,8 @@ type model struct {
 	// what the checks of the current instant did with them (instant).
 	tokens, tokensAt, burst int
 	instant                 modelInstant
+	// lineSeq is the place in line of the last PU that joined it.
+	lineSeq int
 	// oracle is what the engine did at this instant, where the rate lets
 	// it choose; nil: the model chooses (the first in PUID order takes a
 	// turn at hand, and a newcomer waits right behind those waiting).
@@ -446,9 +455,22 @@ type model struct {
 // modelInstant is what the checks of one instant did under the rate.
 type modelInstant struct {
 	checked   map[string]bool // the PUs checked
-	waited    map[string]bool // the PUs waiting for their turn when it began
+	waited    map[string]int  // the PUs waiting for their turn when it began, and their places in line
 	refused   int             // destroys that found no turn at hand
-	newcomers []*modelEntry   // PUs that joined the line, with the place the engine gave them
+	newcomers []*modelEntry   // PUs that joined the line, with the turn the engine gave them
+	// estimated are the PUs in line before that a check found still to wait:
+	// the turn the engine gives them anew, and the one they waited for.
+	estimated []modelEstimate
+	// passed: a PU left the line, or took a turn: the head's turn may be
+	// sooner (passTurn).
+	passed bool
+}
+
+// modelEstimate is a PU in line whose check found it still to wait, and the
+// second it waited for before.
+type modelEstimate struct {
+	e   *modelEntry
+	old int
 }
 
 // modelFaults says which of a slot's planned faults a check met.
@@ -575,6 +597,7 @@ func (m *model) check(e *modelEntry, cl *modelCluster, why string) {
 		switch {
 		case e.turnAt != 0 && (row == 2 || row == 6 && (e.lineRow == 10 || e.lineRow == 12)): // it learned nothing of why it waits
 			e.turnAt = max(e.turnAt, m.now+1)
+			m.instant.passed = m.instant.checked != nil // its check ended: the head's turn may be sooner
 			k.outcome = fmt.Sprintf("kept, a read failed: keeps its place, its turn at second %d", e.turnAt)
 		case e.turnAt != 0:
 			k.outcome = "kept: leaves the line"
@@ -653,15 +676,24 @@ func (m *model) turn(e *modelEntry, pending int) bool {
 		}
 		m.tokens--
 		e.turnAt = 0
+		m.passTurn() // the next in line is at the head
 		return true
 	}
 	m.instant.refused++
 	switch {
-	case e.turnAt > m.now:
-	case e.turnAt != 0:
-		e.turnAt = m.now + 1
+	case e.turnAt != 0: // keeps its place: a new estimate only brings its turn nearer
+		old := e.turnAt
+		if e.turnAt <= m.now {
+			e.turnAt = m.now + 1
+		}
+		if m.oracle != nil {
+			e.turnAt = m.oracle.turnAt[e.puid]
+			m.instant.estimated = append(m.instant.estimated, modelEstimate{e, old})
+		}
 	default:
 		e.turnAt = m.now + 1 + m.waitingForTurns()
+		m.lineSeq++
+		e.lineSeq = m.lineSeq
 		if m.oracle != nil {
 			e.turnAt = m.oracle.turnAt[e.puid]
 			m.instant.newcomers = append(m.instant.newcomers, e)
@@ -670,19 +702,30 @@ func (m *model) turn(e *modelEntry, pending int) bool {
 	return false
 }
 
-// passTurn is a PU leaving the line without its turn: the turn passes to the
-// next in line, the one waiting for the earliest, which is checked at the next
-// turn if it waited for a later one.
+// passTurn is a PU leaving the line, with its turn or without: the next in
+// line is at the head, and is checked at the next turn if it waited for a
+// later one. During an instant, the head is known once the engine's order of
+// the PUs that joined the line is (endInstant).
 func (m *model) passTurn() {
-	var head *modelEntry
-	for _, e := range m.sorted() {
-		if e.turnAt != 0 && (head == nil || e.turnAt < head.turnAt) {
-			head = e
+	if m.instant.checked != nil {
+		m.instant.passed = true
+		return
+	}
+	if line := m.line(); len(line) > 0 {
+		line[0].turnAt = min(line[0].turnAt, m.now+1)
+	}
+}
+
+// line returns the PUs waiting for their turn, in the line's order.
+func (m *model) line() []*modelEntry {
+	var out []*modelEntry
+	for _, e := range m.entries {
+		if e.turnAt != 0 {
+			out = append(out, e)
 		}
 	}
-	if head != nil {
-		head.turnAt = min(head.turnAt, m.now+1)
-	}
+	slices.SortFunc(out, func(a, b *modelEntry) int { return cmp.Compare(a.lineSeq, b.lineSeq) })
+	return out
 }
 
 // waitingForTurns returns how many PUs wait for their turn.
@@ -701,34 +744,90 @@ func (m *model) waitingForTurns() int {
 func (m *model) beginInstant() {
 	m.tokens = min(m.burst, m.tokens+m.now-m.tokensAt)
 	m.tokensAt = m.now
-	m.instant = modelInstant{checked: map[string]bool{}, waited: map[string]bool{}}
+	m.instant = modelInstant{checked: map[string]bool{}, waited: map[string]int{}}
 	for _, e := range m.entries {
 		if e.turnAt != 0 {
-			m.instant.waited[e.puid] = true
+			m.instant.waited[e.puid] = e.lineSeq
 		}
 	}
 }
 
 // endInstant checks the engine's choices of the instant: no destroy waited
-// while a turn was at hand, and each PU that joined the line waits behind
-// those in line all through the instant, and at most behind every other PU
-// in line at some moment of it (the engine counts a PU in line while it is
-// checked, until its check ends).
+// while a turn was at hand; the line holds those in it before, in their
+// order, then those that joined it, in an order the engine chose, which the
+// model takes; and each PU whose check found it to wait was told the turn
+// of its place in line: that of its place at the end of the instant at the
+// earliest, and at the latest that of its place when the instant began (for
+// one in line before, never later than the turn it waited for) or, for one
+// that joined, behind every other PU in line at some moment of the instant
+// (its check may end before one ahead of it leaves the line). Then the head
+// of the line is checked at the next turn if it waited for a later one.
 func (m *model) endInstant() {
 	if m.instant.refused > 0 && m.tokens > 0 {
 		m.errs = append(m.errs, fmt.Sprintf("at second %d, %d destroys wait with %d turns at hand", m.now, m.instant.refused, m.tokens))
 	}
-	stayed := 0
-	for puid := range m.instant.waited {
-		if e, ok := m.entries[puid]; ok && e.turnAt != 0 {
-			stayed++
+	joined := map[*modelEntry]bool{}
+	for _, e := range m.instant.newcomers {
+		joined[e] = true
+	}
+	var before, newcomers []string
+	for _, e := range m.line() {
+		if joined[e] {
+			newcomers = append(newcomers, e.puid)
+		} else {
+			before = append(before, e.puid)
+		}
+	}
+	if m.oracle != nil {
+		got := m.oracle.line
+		if len(got) != len(before)+len(newcomers) || !slices.Equal(got[:len(before)], before) ||
+			!slices.Equal(slices.Sorted(slices.Values(got[len(before):])), slices.Sorted(slices.Values(newcomers))) {
+			m.errs = append(m.errs, fmt.Sprintf("at second %d, the line is %v; it must hold %v, then %v in any order",
+				m.now, got, before, newcomers))
+		} else {
+			newcomers = got[len(before):] // the engine's order
+			for _, puid := range newcomers {
+				m.lineSeq++
+				m.entries[puid].lineSeq = m.lineSeq
+			}
+		}
+	}
+	line := m.line()
+	place := map[*modelEntry]int{}
+	for i, e := range line {
+		place[e] = i
+	}
+	aheadAtBegin := func(e *modelEntry) int {
+		n := 0
+		for _, seq := range m.instant.waited {
+			if seq < e.lineSeq {
+				n++
+			}
+		}
+		return n
+	}
+	check := func(e *modelEntry, hi int) {
+		i, ok := place[e]
+		if !ok {
+			return // it left the line, or took its turn, within the instant
+		}
+		if lo := m.now + 1 + i; e.turnAt < lo || e.turnAt > hi {
+			m.errs = append(m.errs, fmt.Sprintf("at second %d, %s waits for second %d; by its place in line (%d), it waits for second %d to %d",
+				m.now, e.puid, e.turnAt, i, lo, hi))
 		}
 	}
 	for _, e := range m.instant.newcomers {
-		if lo, hi := m.now+1+stayed, m.now+len(m.instant.waited)+len(m.instant.newcomers); e.turnAt < lo || e.turnAt > hi {
-			m.errs = append(m.errs, fmt.Sprintf("at second %d, %s waits for second %d; behind the line, it waits for second %d to %d",
-				m.now, e.puid, e.turnAt, lo, hi))
+		check(e, m.now+1+len(m.instant.waited)+max(0, slices.Index(newcomers, e.puid)))
+	}
+	for _, k := range m.instant.estimated {
+		hi := m.now + 1 + aheadAtBegin(k.e)
+		if k.old > m.now {
+			hi = min(hi, k.old)
 		}
+		check(k.e, hi)
+	}
+	if len(line) > 0 && (m.instant.passed || len(m.instant.newcomers)+len(m.instant.estimated) > 0) {
+		line[0].turnAt = min(line[0].turnAt, m.now+1)
 	}
 	m.instant = modelInstant{}
 }
@@ -1205,10 +1304,10 @@ func runModel(t *testing.T, mode int, data []byte) {
 			mp.clMu.Lock()
 			w.m.oracle = oracle
 			step.model()
-			w.m.oracle = nil
 			if mode&modeRate != 0 {
 				w.m.endInstant()
 			}
+			w.m.oracle = nil
 			mp.clMu.Unlock()
 			require.Empty(t, w.m.errs, "at second %d, after: %v", w.m.now, trace)
 			mp.mu.Lock()
