@@ -456,7 +456,6 @@ type model struct {
 type modelInstant struct {
 	checked   map[string]bool // the PUs checked
 	waited    map[string]int  // the PUs waiting for their turn when it began, and their places in line
-	refused   int             // destroys that found no turn at hand
 	newcomers []*modelEntry   // PUs that joined the line, with the turn the engine gave them
 	// estimated are the PUs in line before that a check found still to wait:
 	// the turn the engine gives them anew, and the one they waited for.
@@ -679,7 +678,6 @@ func (m *model) turn(e *modelEntry, pending int) bool {
 		m.passTurn() // the next in line is at the head
 		return true
 	}
-	m.instant.refused++
 	switch {
 	case e.turnAt != 0: // keeps its place: a new estimate only brings its turn nearer
 		old := e.turnAt
@@ -752,20 +750,19 @@ func (m *model) beginInstant() {
 	}
 }
 
-// endInstant checks the engine's choices of the instant: no destroy waited
-// while a turn was at hand; the line holds those in it before, in their
-// order, then those that joined it, in an order the engine chose, which the
-// model takes; and each PU whose check found it to wait was told the turn
-// of its place in line: that of its place at the end of the instant at the
-// earliest, and at the latest that of its place when the instant began (for
-// one in line before, never later than the turn it waited for) or, for one
-// that joined, behind every other PU in line at some moment of the instant
-// (its check may end before one ahead of it leaves the line). Then the head
-// of the line is checked at the next turn if it waited for a later one.
+// endInstant checks the engine's choices of the instant: the line holds
+// those in it before, in their order, then those that joined it, in an
+// order the engine chose, which the model takes; and each PU whose check
+// found it to wait has no fewer PUs ahead of it than turns at hand (a turn
+// at hand may be for one ahead whose check learned nothing) and was told
+// the turn of its place in line: that of its place at the end of the
+// instant at the earliest, and at the latest that of its place when the
+// instant began (for one in line before, never later than the turn it
+// waited for) or, for one that joined, behind every other PU in line at
+// some moment of the instant (its check may end before one ahead of it
+// leaves the line). Then the head of the line is checked at the next turn
+// if it waited for a later one.
 func (m *model) endInstant() {
-	if m.instant.refused > 0 && m.tokens > 0 {
-		m.errs = append(m.errs, fmt.Sprintf("at second %d, %d destroys wait with %d turns at hand", m.now, m.instant.refused, m.tokens))
-	}
 	joined := map[*modelEntry]bool{}
 	for _, e := range m.instant.newcomers {
 		joined[e] = true
@@ -811,9 +808,13 @@ func (m *model) endInstant() {
 		if !ok {
 			return // it left the line, or took its turn, within the instant
 		}
-		if lo := m.now + 1 + i; e.turnAt < lo || e.turnAt > hi {
-			m.errs = append(m.errs, fmt.Sprintf("at second %d, %s waits for second %d; by its place in line (%d), it waits for second %d to %d",
-				m.now, e.puid, e.turnAt, i, lo, hi))
+		if i < m.tokens {
+			m.errs = append(m.errs, fmt.Sprintf("at second %d, %s waits with %d PUs ahead of it and %d turns at hand", m.now, e.puid, i, m.tokens))
+			return
+		}
+		if lo, hi := m.now+1+i-m.tokens, hi-m.tokens; e.turnAt < lo || e.turnAt > hi {
+			m.errs = append(m.errs, fmt.Sprintf("at second %d, %s waits for second %d; by its place in line (%d, with %d turns at hand), it waits for second %d to %d",
+				m.now, e.puid, e.turnAt, i, m.tokens, lo, hi))
 		}
 	}
 	for _, e := range m.instant.newcomers {
@@ -822,7 +823,7 @@ func (m *model) endInstant() {
 	for _, k := range m.instant.estimated {
 		hi := m.now + 1 + aheadAtBegin(k.e)
 		if k.old > m.now {
-			hi = min(hi, k.old)
+			hi = min(hi, k.old+m.tokens)
 		}
 		check(k.e, hi)
 	}
