@@ -142,32 +142,33 @@ func Readable(err error) (ok bool) {
 			ok = false
 		}
 	}()
-	budget := maxErrorNodes
-	if !readable(err, &budget) {
+	nodes := make([]error, 0, 4)
+	if !readable(err, &nodes) {
 		return false
 	}
-	if err != nil {
-		_ = err.Error() // once its tree is known to be small: an Error that walks a huge one would not end
+	for _, e := range nodes {
+		_ = e.Error() // each of them, once the tree is known to be small: an Error that walks a huge one would not end
 	}
 	return true
 }
 
-// readable walks err's tree through Unwrap, reading no Error, within budget errors.
-func readable(err error, budget *int) bool {
+// readable walks err's tree through Unwrap, reading no Error, and gathers its errors in nodes, at most maxErrorNodes.
+func readable(err error, nodes *[]error) bool {
 	if err == nil {
 		return true
 	}
-	if *budget--; *budget < 0 || typedNil(err) {
+	if len(*nodes) == maxErrorNodes || typedNil(err) {
 		return false
 	}
+	*nodes = append(*nodes, err)
 	switch u := err.(type) {
 	case interface{ Unwrap() error }:
 		if inner := u.Unwrap(); inner != nil {
-			return readable(inner, budget)
+			return readable(inner, nodes)
 		}
 	case interface{ Unwrap() []error }:
 		for _, inner := range u.Unwrap() {
-			if !readable(inner, budget) {
+			if !readable(inner, nodes) {
 				return false
 			}
 		}
