@@ -72,6 +72,7 @@ type failures struct {
 	last     [numPorts]error
 	lastPUID [numPorts]string
 	since    time.Time // the first failure since the last summary
+	flushed  time.Time // the last summary
 }
 
 // add counts a failure of port, for the PU of puid ("": none), at now.
@@ -85,9 +86,15 @@ func (f *failures) add(port int, puid string, err error, now time.Time) {
 	f.last[port], f.lastPUID[port] = err, puid
 }
 
-// flush logs one error line per port that failed since the last flush, at now, and starts anew.
-func (f *failures) flush(log logr.Logger, now time.Time) {
+// flush logs one error line per port that failed since the last flush, at now, and starts anew; but not within every
+// of the last (0: whenever), whoever asks: Start's scheduler, and each Sweep.
+func (f *failures) flush(log logr.Logger, now time.Time, every time.Duration) {
 	f.mu.Lock()
+	if every > 0 && now.Sub(f.flushed) < every {
+		f.mu.Unlock()
+		return
+	}
+	f.flushed = now
 	count, last, lastPUID, since := f.count, f.last, f.lastPUID, f.since
 	f.count, f.last, f.lastPUID, f.since = [numPorts]int{}, [numPorts]error{}, [numPorts]string{}, time.Time{}
 	f.mu.Unlock()
@@ -101,5 +108,5 @@ func (f *failures) flush(log logr.Logger, now time.Time) {
 	}
 }
 
-// flushFailures logs one error line per port that failed since the last.
-func (c *Engine) flushFailures() { c.fails.flush(c.log, c.opts.Clock.Now()) }
+// flushFailures logs one error line per port that failed since the last, once per SweepInterval at most.
+func (c *Engine) flushFailures() { c.fails.flush(c.log, c.opts.Clock.Now(), c.opts.SweepInterval) }

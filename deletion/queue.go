@@ -138,6 +138,7 @@ type record struct {
 
 	attempts int32  // failed DestroyPU calls
 	sweepGen uint32 // the Sweep that sweep refers to
+	trackedT uint32 // the place of its EventTracked in its line
 
 	state   state
 	waitFor state // retrying or turnWaiting, while waitUntil is set; else idle
@@ -162,12 +163,12 @@ type record struct {
 }
 
 // eventLine is the line of one PUID's events to the Observer: tickets of them were given a place, told were told;
-// held, a check holds a removed record of it, which may tell more. A record of a PUID tracked again while the one
+// held, how many checks hold a removed record of it, which may tell more. A record of a PUID tracked again while the one
 // before may still tell shares its line (puQueue.untold), so that no two events of one PUID are told at once.
 type eventLine struct {
 	tickets atomic.Uint32 // a check takes the tickets of its events as they happen, without the lock
 	told    uint32
-	held    bool
+	held    int32 // how many checks hold a removed record of it
 }
 
 // take gives the next event of l its place; a nil line (no Observer), none.
@@ -180,7 +181,7 @@ func (l *eventLine) take() uint32 {
 
 // dropLineLocked forgets the line l of a removed record of puid once it has nothing more to tell.
 func (q *puQueue) dropLineLocked(puid string, l *eventLine) {
-	if l.told == l.tickets.Load() && !l.held && q.untold[puid] == l {
+	if l.told == l.tickets.Load() && l.held == 0 && q.untold[puid] == l {
 		delete(q.untold, puid)
 	}
 }
@@ -200,7 +201,8 @@ func (q *puQueue) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
 	}
 	r.nextOfPod = q.byPod[pu.Pod]
 	q.byPod[pu.Pod] = r
-	return r, q.ticketLocked(r)
+	r.trackedT = q.ticketLocked(r)
+	return r, r.trackedT
 }
 
 // announceLocked makes the tracking r checkable, once the Observer has been told of its EventTracked: idle on the
@@ -360,7 +362,7 @@ func learnedNothing(lineRow, row int, failed bool) bool {
 func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	s.held = nil
 	if l := r.line; l != nil && r.state == removed {
-		l.held = false // it tells no more
+		l.held-- // it tells no more
 		q.dropLineLocked(r.PUID, l)
 	}
 	q.ready.free = append(q.ready.free, s.index)
@@ -434,7 +436,10 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 func (q *puQueue) removeLocked(r *record, gone bool) {
 	swept := r.state != checking && r.sweep != notSwept // a check ends its own part of a Sweep (releaseLocked)
 	if l := r.line; l != nil {
-		if l.held = r.state == checking; l.held || l.told != l.tickets.Load() {
+		if r.state == checking {
+			l.held++
+		}
+		if l.held > 0 || l.told != l.tickets.Load() {
 			q.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
 		}
 	}
@@ -496,15 +501,18 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	}
 	now := c.now()
 	c.q.mu.Lock()
-	if c.q.stoppingLocked() && !listed {
+	if c.q.stoppingLocked() {
 		c.q.mu.Unlock()
+		if listed { // a list that answered as Start stops: the PU stays in the Inventory for the next run
+			return false, nil
+		}
 		return false, fmt.Errorf("%w: Start's context is done: nothing would check PU %q", ErrNotRunning, pu.PUID)
 	}
 	r, tracked := c.q.records[pu.PUID]
 	_, gone := c.q.list.gone[pu.PUID]
 	switch {
 	case tracked:
-		for r.state == tracking { // until its EventTracked has been told, and no later event
+		for l := r.line; l != nil && int32(r.trackedT-l.told) >= 0; { // until its EventTracked has been told
 			c.q.toldCond.Wait()
 		}
 		c.q.mu.Unlock()
@@ -536,16 +544,22 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 // PU was tracked, once the Observer has been told (EventUntracked, after every earlier event of the PU). Once it
 // returns, no DestroyPU of that PU starts, though the Inventory's list under way holds it; one the engine had already
 // started may finish. A later Track of the same PUID is a new PU, and so is one a later list brings: the Inventory
-// must no longer list it (a journal that observes EventUntracked does not).
+// must no longer list it (a journal that observes EventUntracked does not). An Untrack of a PUID it does not hold
+// (false) tells the Observer nothing: until the Inventory's first list is in, that list does not bring it back (as
+// many as the dry run's memory holds, Options.DryRun), but a journal that still holds it from an earlier run is not
+// told; remove it from your Inventory yourself.
 func (c *Engine) Untrack(puid string) bool {
 	if c.q.records == nil {
 		return false
 	}
 	c.q.mu.Lock()
 	r := c.q.records[puid]
-	if r == nil {
+	if r == nil { // the list under way, or the first to come, is not to bring it back
 		c.q.list.removed(puid, c.realNow())
 		c.q.list.told(puid)
+		if c.q.inventory && !c.q.list.restored {
+			c.q.unlisted.add(puid, len(c.q.records)+1)
+		}
 		c.q.mu.Unlock()
 		return false
 	}
@@ -665,6 +679,12 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	untracked := r.state == removed
+	if err == errNotCalled { // no attempt: the destroy is due again at once, when checks run again
+		if !untracked {
+			o.retryAt = c.now()
+		}
+		return
+	}
 	if err != nil {
 		r.attempts++
 		o.err = err
@@ -894,6 +914,8 @@ func (c *Engine) listAnswered(err error) error {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	switch w := &c.q.list; {
+	case err == nil && c.q.stoppingLocked():
+		return fmt.Errorf("%w: Start's context is done: the list's answer is not tracked", ErrNotRunning)
 	case err == nil && c.realNow() > w.end:
 		return fmt.Errorf("ListPUs answered after its deadline of %v", c.listTimeout())
 	case err == nil:

@@ -102,7 +102,9 @@ func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 		restored, skipped := c.trackAll(pus)
 		c.listTracked()
 		c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
-		c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt})
+		if ctx.Err() == nil { // else Start is returning: the Observer hears nothing more of it
+			c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt})
+		}
 		return true
 	}
 	if ctx.Err() == nil {

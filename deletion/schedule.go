@@ -135,15 +135,11 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 	}
 	timer := c.opts.Clock.NewTimer(MaxDuration)
 	defer timer.Stop()
-	lastFlush := c.now()
-	defer c.flushFailures()
+	defer func() { c.fails.flush(c.log, c.opts.Clock.Now(), 0) }() // Start stops: what is left
 	for {
 		now := c.now()
 		wakeAt := c.queueDue(now)
-		if time.Duration(now-lastFlush) >= c.opts.SweepInterval {
-			c.flushFailures() // once per interval at most
-			lastFlush = now
-		}
+		c.flushFailures()
 		var fire <-chan time.Time // nil: until a kick
 		if wakeAt != 0 {
 			timer.Reset(time.Duration(wakeAt - now))
