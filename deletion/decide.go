@@ -125,8 +125,12 @@ func (v Verdict) Why() string {
 	return "unknown row"
 }
 
-// String returns a short form of v, for logs and test failures.
+// String returns a short form of v, for logs and test failures; "no verdict" for the zero Verdict (an event that
+// carries none).
 func (v Verdict) String() string {
+	if v == (Verdict{}) {
+		return "no verdict"
+	}
 	s := fmt.Sprintf("row %d %s: %s", v.Row, v.Action, v.Why())
 	if v.Action == Destroy {
 		s += " (" + string(v.Reason) + ")"

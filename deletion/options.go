@@ -116,10 +116,12 @@ type Options struct {
 	// order they were found to go, and turns go to them in that order: a PU destroys only when fewer PUs are ahead of
 	// it than turns are at hand; otherwise it waits, as a retry does but with no failed attempt, until about its turn,
 	// and is checked again then. A trigger, or a check that learns nothing of why it waits (GetPod fails; or, for a
-	// destroy of its sandbox, the SandboxExtractor or the SandboxProber fails), keeps its place; a check that sees the pod alive, or
-	// Untrack, takes it out of the line, and the turn it did not use goes to the next in line, never to a later
-	// arrival. Backlog().RateLimited counts them; a Sweep waits for them. 0: no limit. Negative, or under one a
-	// year: rejected.
+	// destroy of its sandbox, the SandboxExtractor or the SandboxProber fails), keeps its place; one that learns
+	// nothing is checked again the next tick, until a check learns why, so that the line moves as soon as the port
+	// answers (while the API server fails, a PU in line is read once or twice a second, not once a SweepInterval). A
+	// check that sees the pod alive, or Untrack, takes it out of the line, and the turn it did not use goes to the next
+	// in line, never to a later arrival. Backlog().RateLimited counts them; a Sweep waits for them, those whose checks
+	// learn nothing too (end it sooner with its context). 0: no limit. Negative, or under one a year: rejected.
 	DestroyRate rate.Limit
 	// DestroyBurst is how many DestroyPU calls may start at once under DestroyRate. 0: 1.
 	DestroyBurst int

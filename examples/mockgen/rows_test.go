@@ -62,6 +62,7 @@ type errorReporter struct {
 	t interface {
 		Errorf(format string, args ...any)
 		Helper()
+		Cleanup(func())
 	}
 }
 
@@ -73,6 +74,10 @@ func (r errorReporter) Fatalf(format string, args ...any) { r.t.Helper(); r.t.Er
 
 // Helper marks the caller as a helper.
 func (r errorReporter) Helper() { r.t.Helper() }
+
+// Cleanup registers f to run when the test ends: gomock.NewController checks there the calls the test expected and
+// never got, and only through a reporter that has it.
+func (r errorReporter) Cleanup(f func()) { r.t.Cleanup(f) }
 
 func newMocks(t *testing.T) mockPorts {
 	// Fails the test on a missing or unexpected call, from any goroutine.
@@ -277,6 +282,26 @@ func TestPermanentErrorIsNotRetried(t *testing.T) {
 	assert.Zero(t, c.Len())
 }
 
+// TestAnExpectedCallThatNeverCameIsReported: the reporter's Cleanup is where
+// gomock checks, when the test ends, the calls it expected and never got: a
+// DestroyPU expected of a live pod's PU, which the engine rightly never
+// makes, fails the test.
+func TestAnExpectedCallThatNeverCameIsReported(t *testing.T) {
+	rec := &reported{}
+	ctrl := gomock.NewController(errorReporter{rec})
+	getter, policy := mocks.NewMockPodGetter(ctrl), mocks.NewMockPolicyHandler(ctrl)
+	getter.EXPECT().GetPod(gomock.Any(), key).Return(livePod(tracked.PUID, node), nil)
+	policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()) // wrongly expected: the pod is alive
+	c, err := deletion.New(getter, policy, deletion.Options{NodeName: node})
+	require.NoError(t, err)
+	require.NoError(t, c.Track(tracked))
+
+	c.Sweep(context.Background())
+	require.Empty(t, rec.messages(), "nothing unexpected during the sweep")
+	rec.end()
+	assert.NotEmpty(t, rec.messages(), "the missing DestroyPU is reported when the test ends")
+}
+
 // TestAnUnexpectedCallFromAWorkerIsReported: an unexpected call inside one
 // of the engine's goroutines is reported at once (to a recorder standing
 // for the test, so that this test can pass), and the engine goes on: its
@@ -301,8 +326,9 @@ func TestAnUnexpectedCallFromAWorkerIsReported(t *testing.T) {
 
 // reported records what errorReporter reports.
 type reported struct {
-	mu   sync.Mutex
-	msgs []string
+	mu       sync.Mutex
+	msgs     []string
+	cleanups []func()
 }
 
 func (r *reported) Errorf(format string, args ...any) {
@@ -312,6 +338,23 @@ func (r *reported) Errorf(format string, args ...any) {
 }
 
 func (r *reported) Helper() {}
+
+// Cleanup keeps f, for the test to run as testing would at its end.
+func (r *reported) Cleanup(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append(r.cleanups, f)
+}
+
+// end runs what Cleanup kept, as testing does when a test ends.
+func (r *reported) end() {
+	r.mu.Lock()
+	fs := r.cleanups
+	r.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
 
 func (r *reported) messages() []string {
 	r.mu.Lock()
