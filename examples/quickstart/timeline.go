@@ -80,7 +80,7 @@ func (t *timeline) Observe(ev deletion.Event) {
 	case deletion.EventDestroyFailed:
 		next := "no retry"
 		if !ev.Next.IsZero() {
-			next = "retry due at " + at(ev.Next.Sub(t.start)) + ", checked again at the scheduler's next tick"
+			next = "retry due at " + at(ev.Next.Sub(t.start))
 		}
 		t.holdLocked(e.PUID, now, sub(now, "destroy failed (attempt %d): %v; %s", ev.DestroyCalls, ev.Err, next))
 	case deletion.EventAbandoned:
