@@ -1,6 +1,7 @@
 package program
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -261,6 +262,13 @@ func (f *Flags) DryRunReport() *k8s.DryRunReport {
 		return nil
 	}
 	return k8s.NewDryRunReport(0)
+}
+
+// Main runs a program's run until SIGTERM or SIGINT, with the process's
+// arguments (less its name), environment and standard error, then exits
+// as Exit says.
+func Main(name string, run func(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error) {
+	Exit(name, run(ctrl.SetupSignalHandler(), os.Args[1:], os.Getenv, os.Stderr))
 }
 
 // Exit ends the program after run returned err: status 0 for nil and for
