@@ -45,10 +45,10 @@ func TestTheRailsAreOffByDefault(t *testing.T) {
 func TestSlimPodCacheByDefault(t *testing.T) {
 	cfg, err := parseFlags([]string{"--pu-dir", "/x"}, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
-	assert.True(t, cfg.slimPodCache)
+	assert.True(t, cfg.podCache.Slim)
 	cfg, err = parseFlags([]string{"--pu-dir", "/x", "--slim-pod-cache=false"}, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
-	assert.False(t, cfg.slimPodCache)
+	assert.False(t, cfg.podCache.Slim)
 }
 
 // TestLeaseDurationsThatLetTwoLeadersDestroyAreRefused: the command line

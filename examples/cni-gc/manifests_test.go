@@ -56,7 +56,7 @@ func checkCollectorPod(t *testing.T, spec corev1.PodSpec) config {
 	for _, d := range strings.Split(cfg.pluginDirs, ",") {
 		want[d] = true
 	}
-	socket, err := cri.SocketPath(cfg.criEndpoint)
+	socket, err := cri.SocketPath(cfg.node.CRIEndpoint)
 	require.NoError(t, err)
 	want[filepath.Dir(socket)] = true
 	for path, readOnly := range want {
