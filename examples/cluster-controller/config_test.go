@@ -73,3 +73,19 @@ func TestLeaseDurationsThatLetTwoLeadersDestroyAreRefused(t *testing.T) {
 		func(string) string { return "" }, io.Discard)
 	assert.NoError(t, err, "without leader election the lease times are not used")
 }
+
+// TestAClientTooSlowToRenewTheLeaseIsRefused: with leader election and a
+// positive --kube-api-qps, the client must allow a renewal every
+// --leader-election-retry-period, or the leader loses its Lease after its
+// burst; the refusal comes before any connection, as a usage error.
+func TestAClientTooSlowToRenewTheLeaseIsRefused(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	_, err := parseFlags([]string{"--pu-dir", "/x", "--kube-api-qps=1", "--leader-election-retry-period=500ms",
+		"--leader-election-renew-deadline=1s", "--leader-election-lease-duration=3s"}, noEnv, io.Discard)
+	require.ErrorIs(t, err, program.ErrUsage)
+	assert.Contains(t, err.Error(), "--kube-api-qps 1 cannot renew the Lease")
+	_, err = parseFlags([]string{"--pu-dir", "/x", "--kube-api-qps=1"}, noEnv, io.Discard)
+	assert.NoError(t, err, "1 a second renews every 2s")
+	_, err = parseFlags([]string{"--pu-dir", "/x", "--kube-api-qps=1", "--leader-elect=false", "--leader-election-retry-period=500ms"}, noEnv, io.Discard)
+	assert.NoError(t, err, "without leader election there is no Lease to renew")
+}
