@@ -113,8 +113,8 @@ func TestSetupWithManagerNeedsAStaticRESTMapper(t *testing.T) {
 // fakeCache is a cache.Cache without an API server: controller-runtime's
 // fake informers, whose events the test sends (FakeInformerFor), and the
 // objects of a fake client, which Get and List read. The fake informers'
-// own Get finds nothing, so the wiring would take every pod event for one
-// older than the cache, and track nothing.
+// own Get answers an empty pod for every key, and List nothing: an engine
+// reading pods from the manager's cache would find none of them.
 type fakeCache struct {
 	*informertest.FakeInformers
 	objects client.Client
@@ -247,3 +247,44 @@ func TestSetupClusterWithManagerWithoutAnAPIServer(t *testing.T) {
 	assert.Equal(t, "uid-node-b", policy.list()[0].PUID)
 	assert.Equal(t, 1, engine.Len())
 }
+
+// docs:begin testing-wiring-6
+// TestSetupWithManagerWithControllerRuntimesFakes: with controller-runtime's
+// own fakes as the manager's cache (informertest.FakeInformers, whose Get
+// answers an empty pod, and controllertest.FakeInformer, which has no
+// store), the wiring tracks the pods the fake informer adds: an answer that
+// cannot tell whether the event is stale is not taken for a stale one. The
+// engine reads pods through a fake client the test keeps.
+func TestSetupWithManagerWithControllerRuntimesFakes(t *testing.T) {
+	fakes := &informertest.FakeInformers{}
+	mgr, err := manager.New(noAPIServer(), manager.Options{
+		MapperProvider: staticMapper,
+		NewCache:       func(*rest.Config, cache.Options) (cache.Cache, error) { return fakes, nil },
+		Metrics:        metricsserver.Options{BindAddress: "0"},
+		Logger:         logr.Discard(),
+	})
+	require.NoError(t, err)
+	pods := fake.NewClientBuilder().Build()
+	policy := &destroyed{}
+	engine, err := deletion.New(k8s.NewPodGetter(pods), policy, deletion.Options{NodeName: "node-a"})
+	require.NoError(t, err)
+	require.NoError(t, k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{}))
+	informer, err := fakes.FakeInformerFor(t.Context(), &corev1.Pod{})
+	require.NoError(t, err)
+	startManager(t, mgr, engine)
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart-0", UID: "uid-1"},
+		Spec:       corev1.PodSpec{NodeName: "node-a"},
+	}
+	require.NoError(t, pods.Create(t.Context(), pod))
+	informer.Add(pod)
+	require.Eventually(t, func() bool { return engine.Len() == 1 }, 10*time.Second, 5*time.Millisecond, "the pod's PU is tracked")
+
+	require.NoError(t, pods.Delete(t.Context(), pod))
+	informer.Delete(pod)
+	require.Eventually(t, func() bool { return len(policy.list()) == 1 }, 10*time.Second, 5*time.Millisecond, "the PU is destroyed")
+	assert.Equal(t, ports.DestroyEvent{PUID: "uid-1", Pod: client.ObjectKeyFromObject(pod), Reason: ports.ReasonPodGone}, policy.list()[0])
+}
+
+// docs:end testing-wiring-6

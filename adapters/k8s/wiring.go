@@ -400,6 +400,11 @@ func (h *podHandler) accepts(pod *corev1.Pod) (ok bool) {
 // buffer of their own: the engine's checks, reading the same store, may
 // have found the pod gone and destroyed its PU already, and tracking it
 // again from the late event would destroy it a second time.
+//
+// It decides on evidence only: a store or a cache that says the pod is not
+// there, or holds a pod of another UID. An answer that cannot tell (an
+// error, an object that is not a pod, a pod without a UID, as
+// controller-runtime's fake cache answers every Get) is not stale.
 func (h *podHandler) stale(pod *corev1.Pod) bool {
 	switch {
 	case h.store != nil:
@@ -408,7 +413,7 @@ func (h *podHandler) stale(pod *corev1.Pod) bool {
 			return err == nil
 		}
 		cur, isPod := obj.(*corev1.Pod)
-		return isPod && cur.UID != pod.UID
+		return isPod && replacedBy(pod, cur)
 	case h.reader != nil:
 		// The cache has synced (the engine starts after it), so this reads
 		// memory; the deadline only bounds a cache that stopped meanwhile.
@@ -416,9 +421,16 @@ func (h *podHandler) stale(pod *corev1.Pod) bool {
 		defer cancel()
 		var cur corev1.Pod
 		err := h.reader.Get(ctx, client.ObjectKeyFromObject(pod), &cur)
-		return apierrors.IsNotFound(err) || err == nil && cur.UID != pod.UID
+		return apierrors.IsNotFound(err) || err == nil && replacedBy(pod, &cur)
 	}
 	return false
+}
+
+// replacedBy reports whether cur, read under pod's name, is another pod:
+// one with a UID that is not pod's. A pod without a UID is no pod the API
+// server made, and says nothing.
+func replacedBy(pod, cur *corev1.Pod) bool {
+	return cur.UID != "" && cur.UID != pod.UID
 }
 
 // cacheReadWait bounds the handler's read of a cache of several namespaces.

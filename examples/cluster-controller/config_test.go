@@ -45,10 +45,10 @@ func TestTheRailsAreOffByDefault(t *testing.T) {
 func TestSlimPodCacheByDefault(t *testing.T) {
 	cfg, err := parseFlags([]string{"--pu-dir", "/x"}, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
-	assert.True(t, cfg.slimPodCache)
+	assert.True(t, cfg.podCache.Slim)
 	cfg, err = parseFlags([]string{"--pu-dir", "/x", "--slim-pod-cache=false"}, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
-	assert.False(t, cfg.slimPodCache)
+	assert.False(t, cfg.podCache.Slim)
 }
 
 // TestLeaseDurationsThatLetTwoLeadersDestroyAreRefused: the command line
@@ -72,4 +72,20 @@ func TestLeaseDurationsThatLetTwoLeadersDestroyAreRefused(t *testing.T) {
 	_, err = parseFlags([]string{"--pu-dir", "/x", "--leader-elect=false", "--leader-election-renew-deadline=15s"},
 		func(string) string { return "" }, io.Discard)
 	assert.NoError(t, err, "without leader election the lease times are not used")
+}
+
+// TestAClientTooSlowToRenewTheLeaseIsRefused: with leader election and a
+// positive --kube-api-qps, the client must allow a renewal every
+// --leader-election-retry-period, or the leader loses its Lease after its
+// burst; the refusal comes before any connection, as a usage error.
+func TestAClientTooSlowToRenewTheLeaseIsRefused(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	_, err := parseFlags([]string{"--pu-dir", "/x", "--kube-api-qps=1", "--leader-election-retry-period=500ms",
+		"--leader-election-renew-deadline=1s", "--leader-election-lease-duration=3s"}, noEnv, io.Discard)
+	require.ErrorIs(t, err, program.ErrUsage)
+	assert.Contains(t, err.Error(), "--kube-api-qps 1 cannot renew the Lease")
+	_, err = parseFlags([]string{"--pu-dir", "/x", "--kube-api-qps=1"}, noEnv, io.Discard)
+	assert.NoError(t, err, "1 a second renews every 2s")
+	_, err = parseFlags([]string{"--pu-dir", "/x", "--kube-api-qps=1", "--leader-elect=false", "--leader-election-retry-period=500ms"}, noEnv, io.Discard)
+	assert.NoError(t, err, "without leader election there is no Lease to renew")
 }

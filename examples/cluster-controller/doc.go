@@ -8,7 +8,19 @@
 //	                   [--leader-election-id=podsweeper-cluster-controller]
 //	                   [--leader-election-lease-duration=15s] [--leader-election-renew-deadline=10s]
 //	                   [--leader-election-retry-period=2s] [--health-probe-bind-address=:8081]
-//	                   [--metrics-bind-address=0] [--sweep-interval=1m] [--workers=16] [--events=true] [--zap-devel]
+//	                   [--metrics-bind-address=:8443] [--metrics-secure=true] [--pprof-bind-address=127.0.0.1:8082]
+//	                   [--kube-api-qps=-1] [--kube-api-burst=100] [--slim-pod-cache=true]
+//	                   [--sweep-interval=1m] [--workers=16] [--events=true]
+//	                   [--dry-run] [--max-destroys-per-second=0] [--destroy-burst=1] [--zap-devel]
+//
+// The flags every podsweeper program has (adapters/k8s/program) are in the
+// synopsis: --kube-api-qps and --kube-api-burst (the client's rate limit,
+// however the cluster's config is given; a --kube-api-qps from 0 to 1 is
+// refused), --dry-run (decide every destroy, destroy nothing, report each
+// on /debug/podsweeper/dry-run), --max-destroys-per-second and
+// --destroy-burst, the endpoints' addresses and the log's (--zap-log-level, --zap-devel). A
+// command line the program cannot run with is refused with status 2
+// before it connects to anything.
 //
 // The external system is a stand-in: a directory with one file per PU,
 // named by the pod's UID (pudir.go). The controller registers a PU for
@@ -37,9 +49,16 @@
 // the Lease, so that the other replica takes over at once.
 //
 // /healthz and /readyz pass on a standby and follow the engine on the
-// leader (adapters/k8s.LeaderLivenessCheck and LeaderReadinessCheck). Metrics are off by default;
-// --metrics-bind-address serves them over plain HTTP on a loopback address
-// only (examples/node-agent serves them behind authentication).
+// leader (adapters/k8s.LeaderLivenessCheck and LeaderReadinessCheck);
+// /readyz also waits for the pod cache to sync ("pod-cache"). The metrics,
+// the status page (/debug/podsweeper) and the dry run's report are served
+// on --metrics-bind-address (:8443 by default) over HTTPS, to clients whose
+// token the API server authenticates and authorizes; --metrics-secure=false
+// serves them over plain HTTP, on a loopback address only. The pod cache
+// holds every pod of the cluster, slim (--slim-pod-cache): only what
+// podsweeper reads, about a twentieth of the heap of whole pods. With a
+// positive --kube-api-qps, the leader must be able to renew its Lease every
+// --leader-election-retry-period: a slower one is refused.
 //
 // Each destroy, and each PU the engine gives up on, is recorded as a
 // Kubernetes Event (adapters/k8s.Events) in the namespace of the PU's pod,

@@ -621,7 +621,7 @@ func TestControllerHelper(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Stderr, d))
+	require.NoError(t, runWith(ctx, strings.Split(args, "\n"), os.Getenv, os.Stderr, d))
 }
 
 // journaled wraps a replica's PolicyHandler: each DestroyPU call appends a

@@ -48,7 +48,7 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 			DryRun: true, MaxDestroysPerSecond: 100, DestroyBurst: 10, Zap: flagDefaults.Zap},
 		puDir: "/data/pus", leaderElect: true, leaseNS: "pu-controllers",
 		leaseID: "pus-lease", leaseDuration: 30 * time.Second, renewDeadline: 20 * time.Second, retryPeriod: 5 * time.Second,
-		slimPodCache: false, events: false,
+		podCache: program.PodCacheFlags{Slim: false}, events: false,
 	}, nonCfg, "every value reaches its flag")
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
 	assert.Empty(t, testkube.Env(r.DefaultsC), "the chart's defaults leave the kubernetes Service's address to the kubelet")

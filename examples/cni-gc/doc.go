@@ -9,8 +9,19 @@
 //	cni-gc --node=$NODE_NAME [--kubeconfig=~/.kube/config]
 //	       [--cri-endpoint=unix:///run/containerd/containerd.sock]
 //	       [--cni-cache-dir=/var/lib/cni] [--cni-bin-dir=/opt/cni/bin] [--cni-conf-dir=/etc/cni/net.d]
-//	       [--metrics-bind-address=127.0.0.1:9812] [--health-probe-bind-address=:9811]
-//	       [--sweep-interval=5s] [--resync-interval=30s] [--workers=4] [--dry-run] [--zap-devel]
+//	       [--metrics-bind-address=127.0.0.1:9812] [--metrics-secure=false] [--health-probe-bind-address=:9811]
+//	       [--pprof-bind-address=0] [--kube-api-qps=50] [--kube-api-burst=100]
+//	       [--sweep-interval=5s] [--resync-interval=30s] [--workers=4]
+//	       [--dry-run] [--max-destroys-per-second=0] [--destroy-burst=1] [--zap-devel]
+//
+// The flags every podsweeper program has (adapters/k8s/program) are in the
+// synopsis: --kube-api-qps and --kube-api-burst (the client's rate limit,
+// however the cluster's config is given; a --kube-api-qps from 0 to 1 is
+// refused), --dry-run (decide every destroy, destroy nothing, report each
+// on /debug/podsweeper/dry-run), --max-destroys-per-second and
+// --destroy-burst, the endpoints' addresses and the log's (--zap-log-level, --zap-devel). A
+// command line the program cannot run with is refused with status 2
+// before it connects to anything.
 //
 // It is the node agent's wiring (examples/node-agent) with the Collector as
 // its ports: the engine's Inventory (the cache, listed at start), its
@@ -27,8 +38,8 @@
 // cache, and pod deletions trigger a check at once. It serves Prometheus metrics and the engine's status page
 // (/debug/podsweeper) on --metrics-bind-address, plain HTTP on loopback
 // (the DaemonSet runs in the host's network namespace, which the plugins
-// need), and /healthz and /readyz (the engine keeps up, the runtime
-// answers) on --health-probe-bind-address. With --dry-run it runs no DEL
+// need), and /healthz and /readyz (the pod cache has synced, the engine
+// keeps up, the runtime answers) on --health-probe-bind-address. With --dry-run it runs no DEL
 // and reports what it would free on /debug/podsweeper/dry-run. See
 // README.md for what it frees and what it never touches.
 package main

@@ -33,7 +33,7 @@ func TestCollectorHelper(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Stderr))
+	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Getenv, os.Stderr))
 }
 
 // TestCollectorKilledAndRestartedDELsNothingItFreedBefore kills the

@@ -6,17 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/adapters/cri"
@@ -25,16 +19,17 @@ import (
 	"github.com/podsweeper/podsweeper/deletion"
 )
 
-// config is the collector's command line: the flags every program has,
-// and its own.
+func main() {
+	program.Main("cni-gc", run)
+}
+
+// config is the collector's command line: the shared flags, the node's and
+// its own.
 type config struct {
 	program.Flags
-	node           string
-	criEndpoint    string
-	cacheDir       string
-	pluginDirs     string
-	confDir        string
-	resyncInterval time.Duration
+	node                          program.NodeFlags
+	cacheDir, pluginDirs, confDir string
+	resyncInterval                time.Duration
 }
 
 // parseFlags reads the command line; getenv supplies the --node default
@@ -48,9 +43,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	cfg.PprofBindAddress = program.Off
 	fs := flag.NewFlagSet("cni-gc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.node, "node", getenv("NODE_NAME"), "the node this collector runs on (default $NODE_NAME)")
-	fs.StringVar(&cfg.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock",
-		"the container runtime's CRI socket, as the kubelet's --container-runtime-endpoint: it says which sandbox is each pod's current one")
+	cfg.node.Bind(fs, getenv, "it says which sandbox is each pod's current one (required)")
 	fs.StringVar(&cfg.cacheDir, "cni-cache-dir", cni.DefaultCacheDir, "libcni's cache directory, the runtime's")
 	fs.StringVar(&cfg.pluginDirs, "cni-bin-dir", cni.DefaultPluginDir, "the CNI plugins' directories, comma-separated, as the runtime's")
 	fs.StringVar(&cfg.confDir, "cni-conf-dir", cni.DefaultConfDir, "the runtime's network configs: a network whose config says disableGC is never touched")
@@ -59,66 +52,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return cfg, err
 	}
 	switch {
-	case cfg.node == "":
-		return cfg, fmt.Errorf("%w: --node is required (or set NODE_NAME)", program.ErrUsage)
-	case cfg.criEndpoint == "":
+	case cfg.node.CRIEndpoint == "":
 		return cfg, fmt.Errorf("%w: --cri-endpoint is required: without the runtime, no leaked sandbox of a live pod is seen", program.ErrUsage)
-	case cfg.resyncInterval <= 0:
-		return cfg, fmt.Errorf("%w: --resync-interval must be positive, got %v", program.ErrUsage, cfg.resyncInterval)
+	case cfg.resyncInterval <= 0 || cfg.resyncInterval > deletion.MaxDuration:
+		return cfg, fmt.Errorf("%w: --resync-interval must be positive and at most %v, got %v", program.ErrUsage, deletion.MaxDuration, cfg.resyncInterval)
 	}
-	return cfg, nil
-}
-
-// newCollector reads libcni's cache and runs the plugins' DEL; the
-// runtime's sandboxes order each pod's, and keep the network of a pod it
-// still runs, whatever the API says.
-func newCollector(cfg config, runtime *cri.SandboxExtractor, log logr.Logger) (*cni.Collector, error) {
-	return cni.New(cni.Options{
-		CacheDir:       cfg.cacheDir,
-		PluginDirs:     strings.Split(cfg.pluginDirs, ","),
-		ConfDir:        cfg.confDir,
-		ResyncInterval: cfg.resyncInterval,
-		Runtime:        runtime,
-		Logger:         log,
-	})
-}
-
-// newManager builds a manager whose pod cache holds the node's pods only.
-func newManager(rc *rest.Config, cfg config, log logr.Logger) (manager.Manager, error) {
-	cacheOpts, err := k8s.NodeCacheOptions(cfg.node, cache.Options{})
-	if err != nil {
-		return nil, err
-	}
-	return ctrl.NewManager(rc, cfg.ManagerOptions(log, cacheOpts))
-}
-
-// newEngine builds the engine around the collector: its Inventory (the
-// cache, listed at start), its PolicyHandler (DEL) and its Requeuer (the
-// next sandbox of a pod whose older one was freed). Every destroy is
-// confirmed by a direct read of the API server, and the CRI says which
-// sandbox is each pod's current one. Both getters read a mirror pod as the
-// static pod it stands for, whose UID is the one in the cache. In a dry
-// run, report is told what would have been freed.
-func newEngine(mgr manager.Manager, cfg config, collector *cni.Collector, sandboxes *cri.SandboxExtractor,
-	report *k8s.DryRunReport, log logr.Logger) (*deletion.Engine, error) {
-	metrics, err := k8s.NewMetrics(nil)
-	if err != nil {
-		return nil, err
-	}
-	engine, err := deletion.New(k8s.StaticPodUIDs(k8s.NewPodGetter(mgr.GetCache())), collector, cfg.EngineOptions(deletion.Options{
-		NodeName:         cfg.node,
-		SandboxExtractor: sandboxes,
-		SandboxProber:    collector, // a dead sandbox's attachments go while its pod waits for a new one
-		Requeuer:         collector,
-		Inventory:        collector,
-		Confirmer:        k8s.StaticPodUIDs(k8s.NewPodGetter(mgr.GetAPIReader())),
-		Observer:         deletion.Observers(metrics, report),
-		Logger:           log,
-	}))
-	if err != nil {
-		return nil, err
-	}
-	return engine, nil
+	return cfg, cfg.node.Validate()
 }
 
 // trackNoPod is the wiring's Filter: the PUs come from libcni's cache (the
@@ -128,66 +67,41 @@ func newEngine(mgr manager.Manager, cfg config, collector *cni.Collector, sandbo
 // check at once.
 func trackNoPod(*corev1.Pod) bool { return false }
 
-// wire runs the engine on the manager, fed by pod events and by Resync,
-// and adds the shared endpoints: ready while the runtime answers.
-func wire(mgr manager.Manager, cfg config, engine *deletion.Engine, collector *cni.Collector, sandboxes *cri.SandboxExtractor,
-	report *k8s.DryRunReport, log logr.Logger) error {
-	if err := k8s.SetupWithManager(mgr, engine, k8s.SetupOptions{Filter: trackNoPod, Logger: log.WithName("wiring")}); err != nil {
-		return err
-	}
-	resync := manager.RunnableFunc(func(ctx context.Context) error { return collector.Resync(ctx, engine) })
-	if err := mgr.Add(resync); err != nil {
-		return err
-	}
-	return program.Serve(mgr, engine, cfg.Flags, program.ServeOptions{Report: report, Ready: map[string]healthz.Checker{
-		"cri": func(req *http.Request) error { return sandboxes.Ping(req.Context()) },
-	}})
-}
-
-// run is the collector, one step after the other: the command line, the
-// logger, the cluster, the runtime, the CNI cache, the manager, the engine,
-// its wiring and its endpoints.
-func run(ctx context.Context, args []string, stderr io.Writer) error {
-	cfg, err := parseFlags(args, os.Getenv, stderr)
+// run is the collector: its command line, logger, runtime and CNI cache,
+// then the assembly every program shares.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := parseFlags(args, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	// JSON lines on stderr; a line that records what became of a PU or an
-	// attachment is never sampled out.
+	// A line that records what became of a PU or an attachment is never
+	// sampled out.
 	log := cfg.NewLogger(stderr, cni.LogMessageFreed)
-	rc, err := cfg.RESTConfig()
+	runtime, err := cri.New(cfg.node.CRIEndpoint, cri.Options{})
 	if err != nil {
 		return err
 	}
-	sandboxes, err := cri.New(cfg.criEndpoint, cri.Options{})
+	defer runtime.Close() // the only thing to close; the manager stops everything else
+	// libcni's cache and the plugins' DEL; the runtime's sandboxes order
+	// each pod's, and keep the network of a pod it still runs, whatever
+	// the API says.
+	collector, err := cni.New(cni.Options{CacheDir: cfg.cacheDir, PluginDirs: strings.Split(cfg.pluginDirs, ","), ConfDir: cfg.confDir,
+		ResyncInterval: cfg.resyncInterval, Runtime: runtime, Logger: log.WithName("cni")})
 	if err != nil {
 		return err
 	}
-	// The only thing to close; the manager stops everything else.
-	defer sandboxes.Close()
-	collector, err := newCollector(cfg, sandboxes, log.WithName("cni"))
-	if err != nil {
-		return err
-	}
-	mgr, err := newManager(rc, cfg, log)
-	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
-	}
-	// In a dry run, what would have been freed and why, for the operator
-	// to read before turning DELs on.
-	report := cfg.DryRunReport()
-	engine, err := newEngine(mgr, cfg, collector, sandboxes, report, log.WithName("podsweeper"))
-	if err != nil {
-		return fmt.Errorf("creating the deletion engine: %w", err)
-	}
-	if err := wire(mgr, cfg, engine, collector, sandboxes, report, log); err != nil {
-		return err
-	}
-	log.Info("starting the CNI collector", "node", cfg.node, "criEndpoint", cfg.criEndpoint, "cacheDir", cfg.cacheDir,
-		"pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir, "dryRun", cfg.DryRun, "maxDestroysPerSecond", cfg.MaxDestroysPerSecond)
-	return mgr.Start(ctx)
-}
-
-func main() {
-	program.Exit("cni-gc", run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr))
+	return program.Run(ctx, cfg.Flags, program.Options{Name: "the CNI collector", Logger: log, Policy: collector, Runtime: runtime,
+		// The collector is the engine's Inventory (the cache, listed at
+		// start), its PolicyHandler (DEL) and its Requeuer (the next
+		// sandbox of a pod whose older one was freed); a dead sandbox's
+		// attachments go while its pod waits for a new one.
+		Engine: deletion.Options{NodeName: cfg.node.Node, Inventory: collector, Requeuer: collector, SandboxProber: collector},
+		// A mirror pod is read as the static pod it stands for, whose UID
+		// is the one in the cache.
+		Pods:   k8s.StaticPodUIDs,
+		Filter: trackNoPod,
+		Beside: []func(context.Context, *deletion.Engine) error{func(ctx context.Context, e *deletion.Engine) error { return collector.Resync(ctx, e) }},
+		Ready:  map[string]healthz.Checker{"cri": func(req *http.Request) error { return runtime.Ping(req.Context()) }},
+		Values: []any{"node", cfg.node.Node, "criEndpoint", cfg.node.CRIEndpoint, "cacheDir", cfg.cacheDir, "pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir},
+	})
 }

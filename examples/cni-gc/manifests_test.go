@@ -56,7 +56,7 @@ func checkCollectorPod(t *testing.T, spec corev1.PodSpec) config {
 	for _, d := range strings.Split(cfg.pluginDirs, ",") {
 		want[d] = true
 	}
-	socket, err := cri.SocketPath(cfg.criEndpoint)
+	socket, err := cri.SocketPath(cfg.node.CRIEndpoint)
 	require.NoError(t, err)
 	want[filepath.Dir(socket)] = true
 	for path, readOnly := range want {
@@ -110,4 +110,19 @@ func TestFlagsRequireTheRuntimeAndTheNode(t *testing.T) {
 	cfg, err := parseFlags(nil, env, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:9812", cfg.MetricsBindAddress, "plain HTTP metrics stay on loopback by default")
+}
+
+// TestFlagsNoCollectorRunsWithAreRefused: a --cri-endpoint that names no
+// Unix socket and a --resync-interval of none or past a year are usage
+// errors, before the collector connects to anything.
+func TestFlagsNoCollectorRunsWithAreRefused(t *testing.T) {
+	env := func(string) string { return "node-a" }
+	for name, args := range map[string][]string{
+		"a TCP runtime":             {"--cri-endpoint=tcp://127.0.0.1:1"},
+		"no resync":                 {"--resync-interval=0s"},
+		"a resync past MaxDuration": {"--resync-interval=10000h"},
+	} {
+		_, err := parseFlags(args, env, &bytes.Buffer{})
+		assert.ErrorIs(t, err, program.ErrUsage, name)
+	}
 }

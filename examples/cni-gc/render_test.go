@@ -42,7 +42,7 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	assert.Equal(t, config{
 		Flags: program.Flags{KubeAPIQPS: 10, KubeAPIBurst: 20, MetricsBindAddress: "0", HealthProbeBindAddress: ":9911", PprofBindAddress: "0",
 			SweepInterval: 10 * time.Second, Workers: 2, DryRun: true, MaxDestroysPerSecond: 20, DestroyBurst: 4, Zap: flagDefaults.Zap},
-		node: "node-a", criEndpoint: "unix:///var/run/crio/crio.sock",
+		node:     program.NodeFlags{Node: "node-a", CRIEndpoint: "unix:///var/run/crio/crio.sock"},
 		cacheDir: "/var/lib/cni-cache", pluginDirs: "/opt/cni/bin,/usr/libexec/cni", confDir: "/etc/cni/multus.d",
 		resyncInterval: time.Minute,
 	}, nonCfg, "every value reaches its flag")

@@ -54,7 +54,7 @@ func TestAgentHelper(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Stderr))
+	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Getenv, os.Stderr))
 }
 
 // startAgent starts the agent in a child process with args; its logs go to logs.

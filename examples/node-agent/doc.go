@@ -9,11 +9,23 @@
 //	node-agent --node=$NODE_NAME [--kubeconfig=~/.kube/config]
 //	           [--cri-endpoint=unix:///run/containerd/containerd.sock]
 //	           [--metrics-bind-address=:8443] [--metrics-secure=true] [--health-probe-bind-address=:8081]
-//	           [--sweep-interval=5s] [--workers=4] [--zap-devel]
+//	           [--pprof-bind-address=127.0.0.1:8082] [--kube-api-qps=50] [--kube-api-burst=100]
+//	           [--sweep-interval=5s] [--workers=4] [--dry-run] [--max-destroys-per-second=0] [--destroy-burst=1]
 //	           [--state-file=/var/lib/podsweeper/journal.db] [--all-pods] [--destroy-terminated]
+//	           [--slim-pod-cache=true] [--cri-cache-max-age=5s] [--destroy-dead-sandboxes] [--zap-devel]
+//
+// The flags every podsweeper program has (adapters/k8s/program) are in the
+// synopsis: --kube-api-qps and --kube-api-burst (the client's rate limit,
+// however the cluster's config is given; a --kube-api-qps from 0 to 1 is
+// refused), --dry-run (decide every destroy, destroy nothing, report each
+// on /debug/podsweeper/dry-run), --max-destroys-per-second and
+// --destroy-burst, the endpoints' addresses and the log's (--zap-log-level, --zap-devel). A
+// command line the program cannot run with is refused with status 2
+// before it connects to anything.
 //
 // It uses controller-runtime's manager with a pod cache holding only the
-// node's pods (adapters/k8s.NodeCacheOptions), the engine wired to the pod
+// node's pods (adapters/k8s.NodeCacheOptions), slim unless
+// --slim-pod-cache=false (only what podsweeper reads of each pod), the engine wired to the pod
 // informer (adapters/k8s.SetupWithManager). It skips host-network pods and
 // mirror (static) pods (adapters/k8s.PodsWithOwnNetwork; --all-pods tracks
 // them too): a network-policy agent creates no PU for them, so destroying

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -322,7 +323,7 @@ func startBinary(t *testing.T, ctx context.Context, kubeconfig []byte, args ...s
 	go func() {
 		done <- run(runCtx, append([]string{"--kubeconfig=" + path, "--metrics-bind-address=" + b.metricsAddr, "--metrics-secure=false",
 			"--health-probe-bind-address=" + b.probeAddr, "--sweep-interval=1h", "--workers=2", "--zap-time-encoding=rfc3339nano",
-			"--state-file=" + filepath.Join(t.TempDir(), "journal.db")}, args...), b.logs)
+			"--state-file=" + filepath.Join(t.TempDir(), "journal.db")}, args...), os.Getenv, b.logs)
 	}()
 	t.Cleanup(func() {
 		stop()

@@ -39,11 +39,11 @@ func env(m map[string]string) func(string) string {
 func TestParseFlagsDefaults(t *testing.T) {
 	cfg, err := parseFlags(nil, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, "node-a", cfg.node, "--node defaults to $NODE_NAME")
+	assert.Equal(t, "node-a", cfg.node.Node, "--node defaults to $NODE_NAME")
 	assert.Equal(t, ":8443", cfg.MetricsBindAddress)
 	assert.True(t, cfg.MetricsSecure, "metrics are served over HTTPS to authorized clients by default")
 	assert.Equal(t, ":8081", cfg.HealthProbeBindAddress)
-	assert.Equal(t, "unix:///run/containerd/containerd.sock", cfg.criEndpoint, "--cri-endpoint defaults to containerd's socket")
+	assert.Equal(t, "unix:///run/containerd/containerd.sock", cfg.node.CRIEndpoint, "--cri-endpoint defaults to containerd's socket")
 	assert.Equal(t, deletion.DefaultSweepInterval, cfg.SweepInterval)
 	assert.Equal(t, deletion.DefaultWorkers, cfg.Workers)
 	assert.Equal(t, "/var/lib/podsweeper/journal.db", cfg.stateFile)
@@ -53,7 +53,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.False(t, cfg.DryRun, "destroys are on by default")
 	assert.Zero(t, cfg.MaxDestroysPerSecond, "no destroy rate by default")
 	assert.Equal(t, "127.0.0.1:8082", cfg.PprofBindAddress, "pprof on loopback by default")
-	assert.True(t, cfg.slimPodCache, "the pod cache is slim by default")
+	assert.True(t, cfg.podCache.Slim, "the pod cache is slim by default")
 	assert.Equal(t, cri.DefaultCacheMaxAge, cfg.criCacheMaxAge, "the periodic checks read a list of sandboxes at most an interval old")
 	assert.False(t, cfg.destroyDeadSandboxes, "a dead sandbox's PU is kept until its pod is gone or has a new sandbox by default")
 }
@@ -71,7 +71,7 @@ func TestParseFlagsOverrides(t *testing.T) {
 		Flags: program.Flags{Kubeconfig: "/k", KubeAPIQPS: 20, KubeAPIBurst: 40, DryRun: true, MaxDestroysPerSecond: 2.5, DestroyBurst: 3,
 			PprofBindAddress: "0", MetricsBindAddress: "0", MetricsSecure: true, HealthProbeBindAddress: ":9000",
 			SweepInterval: 30 * time.Second, Workers: 16, Zap: cfg.Zap},
-		node: "node-b", criEndpoint: "unix:///var/run/crio/crio.sock", stateFile: "/s/j.db", allPods: true,
+		node: program.NodeFlags{Node: "node-b", CRIEndpoint: "unix:///var/run/crio/crio.sock"}, stateFile: "/s/j.db", allPods: true,
 		destroyTerminated: true, destroyDeadSandboxes: true,
 	}, cfg)
 	assert.True(t, cfg.Zap.Development)
@@ -85,6 +85,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		"negative":                         {"--node=n", "--workers=-1"},
 		"zero workers":                     {"--node=n", "--workers=0"},
 		"negative cri cache age":           {"--node=n", "--cri-cache-max-age=-1s"},
+		"cri cache age past MaxDuration":   {"--node=n", "--cri-cache-max-age=10000h"},
 		"unknown flag":                     {"--node=n", "--nope"},
 		"bad duration":                     {"--node=n", "--sweep-interval=soon"},
 		"extra argument":                   {"--node=n", "extra"},
@@ -118,13 +119,13 @@ func TestParseFlagsHelp(t *testing.T) {
 
 func TestRunRejectsBadCommandLine(t *testing.T) {
 	var stderr bytes.Buffer
-	err := run(context.Background(), []string{"--workers=0", "--node=n"}, &stderr)
+	err := run(context.Background(), []string{"--workers=0", "--node=n"}, os.Getenv, &stderr)
 	require.ErrorIs(t, err, program.ErrUsage)
 }
 
 func TestRunFailsOnMissingKubeconfig(t *testing.T) {
 	var stderr bytes.Buffer
-	err := run(context.Background(), []string{"--node=n", "--kubeconfig=" + t.TempDir() + "/missing", "--state-file=" + t.TempDir() + "/j.db"}, &stderr)
+	err := run(context.Background(), []string{"--node=n", "--kubeconfig=" + t.TempDir() + "/missing", "--state-file=" + t.TempDir() + "/j.db"}, os.Getenv, &stderr)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, program.ErrUsage)
 	assert.Contains(t, err.Error(), "--kubeconfig")
@@ -157,7 +158,7 @@ users: [{name: u, user: {}}]
 current-context: c
 `), 0o600))
 
-	err := run(context.Background(), []string{"--node=n", "--kubeconfig=" + kubeconfig, "--state-file=" + state}, &bytes.Buffer{})
+	err := run(context.Background(), []string{"--node=n", "--kubeconfig=" + kubeconfig, "--state-file=" + state}, os.Getenv, &bytes.Buffer{})
 
 	require.ErrorIs(t, err, bolt.ErrNotJournal)
 	assert.Contains(t, err.Error(), "--state-file")
@@ -169,12 +170,12 @@ current-context: c
 func TestParseFlagsCRIOff(t *testing.T) {
 	cfg, err := parseFlags([]string{"--node=n", "--cri-endpoint="}, env(nil), &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Empty(t, cfg.criEndpoint)
+	assert.Empty(t, cfg.node.CRIEndpoint)
 }
 
 // A pod the engine requeues is tracked again, without a sandbox: its first
 // check records the new one.
-func TestRetrackerTracksTheRequeuedPod(t *testing.T) {
+func TestRetrackTracksTheRequeuedPod(t *testing.T) {
 	var logs lines
 	engine, err := deletion.New(
 		ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound }),
@@ -184,7 +185,7 @@ func TestRetrackerTracksTheRequeuedPod(t *testing.T) {
 	requeued := make(chan event.GenericEvent)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- retracker{engine: engine, requeued: requeued, log: logs.logger()}.Start(ctx) }()
+	go func() { done <- retrack(requeued, logs.logger())(ctx, engine) }()
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1"}}
 	require.NoError(t, k8s.NewChannelRequeuer(requeued).Requeue(ctx, pod))
@@ -229,7 +230,7 @@ func TestSandboxesWithoutSocket(t *testing.T) {
 	var logs lines
 	endpoint := "unix://" + filepath.Join(t.TempDir(), "containerd.sock")
 
-	x, ready, err := sandboxes(endpoint, logs.logger())
+	x, ready, err := program.NodeFlags{CRIEndpoint: endpoint}.Runtime(logs.logger())
 
 	require.NoError(t, err)
 	assert.Nil(t, x)
@@ -251,7 +252,7 @@ func TestSandboxesWithRuntime(t *testing.T) {
 	require.NoError(t, rt.Start(endpoint))
 	t.Cleanup(rt.Stop)
 
-	x, ready, err := sandboxes(endpoint, logs.logger())
+	x, ready, err := program.NodeFlags{CRIEndpoint: endpoint}.Runtime(logs.logger())
 	require.NoError(t, err)
 	require.NotNil(t, x)
 	t.Cleanup(func() { assert.NoError(t, x.Close()) })
@@ -265,7 +266,7 @@ func TestSandboxesWithRuntime(t *testing.T) {
 
 func TestSandboxesOff(t *testing.T) {
 	var logs lines
-	x, ready, err := sandboxes("", logs.logger())
+	x, ready, err := program.NodeFlags{}.Runtime(logs.logger())
 	require.NoError(t, err)
 	assert.Nil(t, x)
 	assert.Nil(t, ready)

@@ -46,7 +46,7 @@ func checkAgentPod(t *testing.T, spec corev1.PodSpec) config {
 	require.NoError(t, err, "the agent's args parse")
 	assert.True(t, cfg.MetricsSecure, "metrics behind authentication and authorization")
 	assert.NotEmpty(t, cfg.stateFile, "the journal survives the agent")
-	assert.NotEmpty(t, cfg.criEndpoint, "sandbox restarts are seen")
+	assert.NotEmpty(t, cfg.node.CRIEndpoint, "sandbox restarts are seen")
 
 	env := map[string]bool{}
 	for _, e := range c.Env {
@@ -62,7 +62,7 @@ func checkAgentPod(t *testing.T, spec corev1.PodSpec) config {
 		mounts[m.Name] = m
 	}
 	assert.True(t, mounts["cri-socket"].ReadOnly, "the runtime's socket directory is mounted read-only")
-	socket, err := cri.SocketPath(cfg.criEndpoint)
+	socket, err := cri.SocketPath(cfg.node.CRIEndpoint)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Dir(socket), mounts["cri-socket"].MountPath, "the socket's directory is mounted")
 	assert.True(t, strings.HasPrefix(cfg.stateFile, mounts["state"].MountPath+"/"), "the journal is on the state volume")

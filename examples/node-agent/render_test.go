@@ -42,9 +42,9 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 		Flags: program.Flags{KubeAPIQPS: 20, KubeAPIBurst: 40, MetricsBindAddress: ":9443", MetricsSecure: true, HealthProbeBindAddress: ":9081",
 			SweepInterval: 10 * time.Second, Workers: 8, DryRun: true, MaxDestroysPerSecond: 2.5, DestroyBurst: 5, PprofBindAddress: "0",
 			Zap: flagDefaults.Zap},
-		node: "node-a", criEndpoint: "unix:///var/run/crio/crio.sock",
+		node:      program.NodeFlags{Node: "node-a", CRIEndpoint: "unix:///var/run/crio/crio.sock"},
 		stateFile: "/var/lib/podsweeper/journal.db", allPods: true, destroyTerminated: true,
-		slimPodCache: false, criCacheMaxAge: 2 * time.Second, destroyDeadSandboxes: true,
+		podCache: program.PodCacheFlags{Slim: false}, criCacheMaxAge: 2 * time.Second, destroyDeadSandboxes: true,
 	}, nonCfg, "every value reaches its flag")
 	assert.Equal(t, "registry.example/podsweeper-node-agent@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", nonC.Image)
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")

@@ -1,26 +1,62 @@
-// Package program is the wiring every podsweeper program shares, so that a
-// node agent, a cluster-wide controller and a collector of another kind of
-// resource offer the same flags, the same rails and the same endpoints, and
-// their main.go files keep only what is their own.
+// Package program is the assembly every podsweeper program shares, so that
+// a node agent, a cluster-wide controller and a collector of another kind
+// of resource offer the same flags, the same rails and the same endpoints,
+// and their main.go files keep only what is their own: their flags, their
+// ports and the checks of their command line.
 //
-// A program's main reads top to bottom:
+// A program's main.go reads top to bottom:
 //
-//	var cfg config                       // its own flags, program.Flags embedded
-//	cfg.Flags = program.Flags{...}       // its defaults for the shared flags
-//	cfg.Flags.Bind(fs); fs.Parse(args)   // the shared flags beside its own
-//	cfg.Flags.Validate()                 // one error style: wraps ErrUsage
-//	log := cfg.NewLogger(stderr)         // JSON lines; records of PUs never sampled out
-//	rc, _ := cfg.RESTConfig()            // --kubeconfig, the client's QPS and burst
-//	mgr, _ := ctrl.NewManager(rc, cfg.ManagerOptions(log, cacheOpts))
-//	engine, _ := deletion.New(getter, policy, cfg.EngineOptions(opts))
-//	program.Serve(mgr, engine, ServeOptions{...}) // probes, status and dry-run pages, backlog metrics
-//	program.Exit(name, mgr.Start(ctx))
+//	func main() { program.Main("my-agent", run) }     // signals, arguments, exit status
+//
+//	type config struct {
+//		program.Flags                      // the flags every program has
+//		node program.NodeFlags             // optional groups: --node, --cri-endpoint
+//		podCache program.PodCacheFlags     // --slim-pod-cache
+//		... its own
+//	}
+//
+//	func parseFlags(args, getenv, stderr) (config, error) {
+//		cfg := config{Flags: program.Defaults()}    // its defaults for the shared flags
+//		cfg.node.Bind(fs, getenv, "what it asks the runtime"); cfg.podCache.Bind(fs)
+//		... its own flags on fs
+//		cfg.Parse(fs, args)                         // binds and checks the shared flags
+//		... checks its own; cfg.node.Validate()     // every error wraps ErrUsage: status 2
+//	}
+//
+//	func run(ctx, args, getenv, stderr) error {
+//		cfg, err := parseFlags(args, getenv, stderr)
+//		log := cfg.NewLogger(stderr)               // JSON lines; records of PUs never sampled out
+//		... opens what is its own (a journal, the runtime: cfg.node.Runtime) and closes it on return
+//		return program.Run(ctx, cfg.Flags, program.Options{Name: ..., Logger: log, Policy: ..., Engine: ...})
+//	}
+//
+// Every command line the program cannot run with is refused before it
+// connects to anything, with status 2: the shared flags by Flags.Validate
+// (those the engine would refuse, deletion.Options.Validate, among them,
+// and a client rate limit below MinKubeAPIQPS), the groups' by their
+// Validate, the program's own by its parseFlags.
+//
+// Run is Build, then the manager's Start. Build assembles, in this order:
+// the manager, from Flags.RESTConfig (the client's rate limit holds however
+// the cluster's config is given) and Flags.ManagerOptions (metrics over
+// HTTPS behind authentication, probes, pprof), whose pod cache is
+// Options.Cache scoped to the engine's node (k8s.NodeCacheOptions), with
+// leader election on Options.Lease, fenced (k8s.LeaseFence); the metrics
+// (k8s.NewMetrics) and, with --dry-run, its report (Flags.DryRunReport);
+// the engine (deletion.New), whose checks read the pod cache through
+// Options.Pods, whose every destroy is confirmed by a direct read of the
+// API server (the Confirmer), and whose Observers are the program's own,
+// then the metrics, the report and, with Options.Events, the Kubernetes
+// Events; the wiring (k8s.SetupWithManager for an engine with a node,
+// k8s.SetupClusterWithManager without); Options.Beside; and the shared
+// endpoints (Serve).
 //
 // The rails every program has: --dry-run (decide every destroy, the
 // confirming read included, destroy nothing, and report each PU that would
-// go on DryRunPath, in the log and in podsweeper_would_destroy_total),
+// go on k8s.DryRunPath, in the log and in podsweeper_would_destroy_total),
 // --max-destroys-per-second and --destroy-burst (deletion.Options.DestroyRate),
 // the status page (k8s.StatusPath) and the backlog metrics
-// (k8s.NewBacklogCollector), and a client rate limit that holds however the
+// (k8s.NewBacklogCollector), the readiness checks "pod-cache" (CacheSynced)
+// and "podsweeper", and a client rate limit that holds however the
 // cluster's config is given.
 package program

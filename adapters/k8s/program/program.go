@@ -1,6 +1,7 @@
 package program
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,6 +34,14 @@ var ErrUsage = errors.New("usage")
 // Off is the address that turns an endpoint off.
 const Off = "0"
 
+// MinKubeAPIQPS is the lowest client rate limit a program runs with, in
+// requests a second: below it the client's own requests wait longer than
+// the program can (a Lease renewed every retry period, 2s by default; the
+// relist of a watch that expired; the read that confirms a destroy), and the
+// program fails long after it started: the cluster controller loses its
+// Lease. A negative --kube-api-qps turns the limit off instead.
+const MinKubeAPIQPS = 1.0
+
 // Flags are the command-line flags every podsweeper program has. A program
 // sets its own defaults in the fields before Bind, which registers the
 // flags with them.
@@ -43,7 +52,8 @@ type Flags struct {
 	// KubeAPIQPS and KubeAPIBurst are --kube-api-qps and --kube-api-burst:
 	// the client's rate limit, however the config is given; a negative QPS
 	// turns the client-side limit off (the API server's priority and
-	// fairness decide). 0 is refused: client-go would read it as 5 a second.
+	// fairness decide). A QPS from 0 to MinKubeAPIQPS is refused (0:
+	// client-go would read it as 5 a second).
 	KubeAPIQPS   float64
 	KubeAPIBurst int
 	// MetricsBindAddress is --metrics-bind-address, where /metrics, the
@@ -88,7 +98,7 @@ func Defaults() Flags {
 func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "path to a kubeconfig; empty: $KUBECONFIG, the in-cluster config, then ~/.kube/config")
 	fs.Float64Var(&f.KubeAPIQPS, "kube-api-qps", f.KubeAPIQPS,
-		"requests a second to the API server, however the config is given; negative: no client-side limit, the API server's priority and fairness decide. Each destroy is confirmed with one read")
+		"requests a second to the API server, however the config is given, at least 1; negative: no client-side limit, the API server's priority and fairness decide. Each destroy is confirmed with one read")
 	fs.IntVar(&f.KubeAPIBurst, "kube-api-burst", f.KubeAPIBurst, "requests allowed at once above --kube-api-qps; used only when it is positive")
 	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", f.MetricsBindAddress,
 		`address of the Prometheus /metrics endpoint, of the status page `+k8s.StatusPath+` and of the dry run's report `+k8s.DryRunPath+`; "0" turns them off`)
@@ -117,8 +127,9 @@ func (f *Flags) Validate() error {
 	switch {
 	case math.IsNaN(f.KubeAPIQPS) || math.IsInf(f.KubeAPIQPS, 0):
 		err = fmt.Errorf("--kube-api-qps must be a number of requests a second, or negative for no client-side limit, got %v", f.KubeAPIQPS)
-	case float32(f.KubeAPIQPS) == 0:
-		err = fmt.Errorf("--kube-api-qps %v would mean client-go's 5 a second: give a rate, or a negative value for no client-side limit", f.KubeAPIQPS)
+	case f.KubeAPIQPS >= 0 && f.KubeAPIQPS < MinKubeAPIQPS:
+		err = fmt.Errorf("--kube-api-qps %v is below %v request a second, too slow for the program's own requests: "+
+			"give at least %v, or a negative value for no client-side limit", f.KubeAPIQPS, MinKubeAPIQPS, MinKubeAPIQPS)
 	case f.KubeAPIQPS > 0 && f.KubeAPIBurst <= 0:
 		err = fmt.Errorf("--kube-api-burst must be positive with a positive --kube-api-qps, got %d", f.KubeAPIBurst)
 	case f.SweepInterval <= 0:
@@ -139,7 +150,9 @@ func (f *Flags) Validate() error {
 		}{
 			{fmt.Sprintf("--sweep-interval=%v", f.SweepInterval), deletion.Options{SweepInterval: f.SweepInterval}},
 			{fmt.Sprintf("--workers=%d", f.Workers), deletion.Options{Workers: f.Workers}},
-			{fmt.Sprintf("--max-destroys-per-second=%v", f.MaxDestroysPerSecond), deletion.Options{DestroyRate: rate.Limit(f.MaxDestroysPerSecond)}},
+			// With the burst in effect, which the engine's error names.
+			{fmt.Sprintf("--max-destroys-per-second=%v", f.MaxDestroysPerSecond),
+				deletion.Options{DestroyRate: rate.Limit(f.MaxDestroysPerSecond), DestroyBurst: f.DestroyBurst}},
 		} {
 			if verr := c.o.Validate(); verr != nil {
 				err = fmt.Errorf("%s: %w", c.flag, verr)
@@ -249,6 +262,13 @@ func (f *Flags) DryRunReport() *k8s.DryRunReport {
 		return nil
 	}
 	return k8s.NewDryRunReport(0)
+}
+
+// Main runs a program's run until SIGTERM or SIGINT, with the process's
+// arguments (less its name), environment and standard error, then exits
+// as Exit says.
+func Main(name string, run func(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error) {
+	Exit(name, run(ctrl.SetupSignalHandler(), os.Args[1:], os.Getenv, os.Stderr))
 }
 
 // Exit ends the program after run returned err: status 0 for nil and for

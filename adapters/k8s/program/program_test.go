@@ -37,6 +37,8 @@ func TestParseRefusesWhatNoProgramRunsWith(t *testing.T) {
 	}{
 		"qps 0 (client-go's 5 a second)": {[]string{"--kube-api-qps=0"}, "--kube-api-qps"},
 		"qps 0 once a float32":           {[]string{"--kube-api-qps=1e-50"}, "--kube-api-qps"},
+		"qps that starves the client":    {[]string{"--kube-api-qps=1e-40"}, "--kube-api-qps 1e-40 is below 1"},
+		"qps just below the floor":       {[]string{"--kube-api-qps=0.99"}, "--kube-api-qps 0.99 is below 1"},
 		"qps NaN (no limiter at all)":    {[]string{"--kube-api-qps=NaN"}, "--kube-api-qps"},
 		"qps infinite":                   {[]string{"--kube-api-qps=+Inf"}, "--kube-api-qps"},
 		"a sweep the engine refuses":     {[]string{"--sweep-interval=1ms"}, "--sweep-interval=1ms"},
@@ -60,6 +62,8 @@ func TestParseRefusesWhatNoProgramRunsWith(t *testing.T) {
 	}
 	_, err := parse(t, "--kube-api-qps=-1", "--kube-api-burst=0")
 	assert.NoError(t, err, "no client-side limit needs no burst")
+	_, err = parse(t, "--kube-api-qps=1")
+	assert.NoError(t, err, "the floor itself is taken")
 	_, err = parse(t, "-h")
 	assert.ErrorIs(t, err, flag.ErrHelp)
 }
@@ -191,4 +195,16 @@ func TestCacheSyncedReadiness(t *testing.T) {
 
 	close(c.synced)
 	assert.NoError(t, ready(req))
+}
+
+// TestARateRefusedNamesTheBurstInEffect: a destroy rate below one a year is
+// refused naming the burst the engine would have run with (--destroy-burst,
+// 1 by default), not a burst of 0.
+func TestARateRefusedNamesTheBurstInEffect(t *testing.T) {
+	_, err := parse(t, "--max-destroys-per-second=1e-9")
+	require.ErrorIs(t, err, ErrUsage)
+	assert.Contains(t, err.Error(), "DestroyBurst 1:")
+	_, err = parse(t, "--max-destroys-per-second=1e-9", "--destroy-burst=7")
+	require.ErrorIs(t, err, ErrUsage)
+	assert.Contains(t, err.Error(), "DestroyBurst 7:")
 }

@@ -1,0 +1,137 @@
+package program
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/testkube"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// TestNodeFlagsRefuseWhatNoNodeProgramRunsWith: --node is required and
+// --cri-endpoint must name a Unix socket, both before anything connects;
+// no --cri-endpoint is taken (a program that needs the runtime refuses it
+// itself).
+func TestNodeFlagsRefuseWhatNoNodeProgramRunsWith(t *testing.T) {
+	parseNode := func(getenv func(string) string, args ...string) (NodeFlags, error) {
+		var n NodeFlags
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		n.Bind(fs, getenv, "what it asks")
+		require.NoError(t, fs.Parse(args))
+		return n, n.Validate()
+	}
+	noEnv := func(string) string { return "" }
+	for name, args := range map[string][]string{
+		"no node":         nil,
+		"a TCP runtime":   {"--node=n", "--cri-endpoint=tcp://127.0.0.1:1"},
+		"a relative path": {"--node=n", "--cri-endpoint=unix://containerd.sock"},
+	} {
+		_, err := parseNode(noEnv, args...)
+		assert.ErrorIs(t, err, ErrUsage, name)
+	}
+	n, err := parseNode(func(k string) string { return map[string]string{"NODE_NAME": "node-a"}[k] })
+	require.NoError(t, err)
+	assert.Equal(t, NodeFlags{Node: "node-a", CRIEndpoint: DefaultCRIEndpoint}, n, "--node defaults to $NODE_NAME, the runtime to containerd's")
+	_, err = parseNode(noEnv, "--node=n", "--cri-endpoint=")
+	assert.NoError(t, err)
+}
+
+// TestPodCacheFlagsAreSlimByDefault: --slim-pod-cache is on by default and
+// keeps only what podsweeper reads; false keeps controller-runtime's cache.
+func TestPodCacheFlagsAreSlimByDefault(t *testing.T) {
+	var c PodCacheFlags
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	c.Bind(fs)
+	require.NoError(t, fs.Parse(nil))
+	assert.True(t, c.Slim)
+	assert.NotEmpty(t, c.Options().ByObject, "a slim cache transforms its pods")
+	require.NoError(t, fs.Parse([]string{"--slim-pod-cache=false"}))
+	assert.Empty(t, c.Options().ByObject)
+}
+
+// freeAddr returns a loopback address no one listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestBuildAssemblesANodeAndAClusterProgram: against a real API server,
+// Build wires an engine with a node to that node's pods and one without to
+// every pod (the wrong wiring refuses the engine); Beside runs with the
+// engine Build made; /readyz has the shared checks and the program's own,
+// and leaves out a nil one.
+func TestBuildAssemblesANodeAndAClusterProgram(t *testing.T) {
+	rc, _ := testkube.StartAPIServer(t)
+	for _, node := range []string{"node-a", ""} {
+		t.Run("node="+node, func(t *testing.T) {
+			f := Defaults()
+			f.MetricsBindAddress, f.PprofBindAddress, f.HealthProbeBindAddress = Off, Off, freeAddr(t)
+			beside := make(chan *deletion.Engine, 1)
+			mgr, engine, err := Build(f, Options{Name: "test", Logger: logr.Discard(), Config: rest.CopyConfig(rc), Registry: prometheus.NewRegistry(),
+				Policy: ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
+				Engine: deletion.Options{NodeName: node},
+				Beside: []func(context.Context, *deletion.Engine) error{func(ctx context.Context, e *deletion.Engine) error {
+					beside <- e
+					<-ctx.Done()
+					return nil
+				}},
+				Ready: map[string]healthz.Checker{"own": func(*http.Request) error { return errors.New("not yet") }, "none": nil},
+			})
+			require.NoError(t, err)
+			ctx, stop := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- mgr.Start(ctx) }()
+			t.Cleanup(func() {
+				stop()
+				assert.NoError(t, <-done)
+			})
+			select {
+			case e := <-beside:
+				assert.Same(t, engine, e, "Beside runs with the engine Build made")
+			case <-time.After(30 * time.Second):
+				t.Fatal("Beside did not run")
+			}
+			var body string
+			require.Eventually(t, func() bool {
+				body = readBody(t, "http://"+f.HealthProbeBindAddress+"/readyz?verbose=1")
+				return strings.Contains(body, "[+]podsweeper ok")
+			}, 30*time.Second, 20*time.Millisecond, "the engine runs and keeps up")
+			assert.Contains(t, body, "[+]pod-cache ok")
+			assert.Contains(t, body, "[-]own failed")
+			assert.NotContains(t, body, "none", "a nil check is left out")
+		})
+	}
+}
+
+// readBody returns the body url answers with, whatever its status; "" if
+// it does not answer.
+func readBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
