@@ -2,7 +2,7 @@
 The helpers of the three example charts (the _helpers.tpl of each chart
 link here), the same in each: names, labels, the image, the API server's
 address, the PromQL selector, and the flags every podsweeper program has
-(podsweeper.sharedArgs). A flag added to adapters/k8s/program.Flags is added
+(podsweeper.sharedArgs). A flag added to program.Flags is added
 to podsweeper.sharedArgs, and to each chart's values.yaml.
 */}}
 {{/* The name of every object: the release's, with the chart's unless it has it. */}}
@@ -58,7 +58,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- .Values.monitoring.selector | default (printf "job=%q,namespace=%q" (include "podsweeper.fullname" .) .Release.Namespace) -}}
 {{- end -}}
 
-{{/* The flags every podsweeper program has (adapters/k8s/program.Flags), from the values every chart has. */}}
+{{/* The flags every podsweeper program has (program.Flags), from the values every chart has. */}}
 {{- define "podsweeper.sharedArgs" -}}
 - --metrics-bind-address={{ .Values.metrics.bindAddress }}
 - --metrics-secure={{ .Values.metrics.secure }}

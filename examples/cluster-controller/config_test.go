@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
-	"github.com/podsweeper/podsweeper/adapters/k8s/program"
+	"github.com/podsweeper/podsweeper/program"
 )
 
 // TestNoClientRateLimitByDefault: the controller's client has no

@@ -13,7 +13,7 @@
 //	                   [--sweep-interval=1m] [--workers=16] [--events=true]
 //	                   [--dry-run] [--max-destroys-per-second=0] [--destroy-burst=1] [--zap-devel]
 //
-// The flags every podsweeper program has (adapters/k8s/program) are in the
+// The flags every podsweeper program has (program) are in the
 // synopsis: --kube-api-qps and --kube-api-burst (the client's rate limit,
 // however the cluster's config is given; a --kube-api-qps from 0 to 1 is
 // refused), --dry-run (decide every destroy, destroy nothing, report each

@@ -10,7 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
-	"github.com/podsweeper/podsweeper/adapters/k8s/program"
+	"github.com/podsweeper/podsweeper/program"
 	"github.com/podsweeper/podsweeper/deletion"
 )
 

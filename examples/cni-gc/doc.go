@@ -14,7 +14,7 @@
 //	       [--sweep-interval=5s] [--resync-interval=30s] [--workers=4]
 //	       [--dry-run] [--max-destroys-per-second=0] [--destroy-burst=1] [--zap-devel]
 //
-// The flags every podsweeper program has (adapters/k8s/program) are in the
+// The flags every podsweeper program has (program) are in the
 // synopsis: --kube-api-qps and --kube-api-burst (the client's rate limit,
 // however the cluster's config is given; a --kube-api-qps from 0 to 1 is
 // refused), --dry-run (decide every destroy, destroy nothing, report each

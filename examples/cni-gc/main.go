@@ -15,7 +15,7 @@ import (
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
-	"github.com/podsweeper/podsweeper/adapters/k8s/program"
+	"github.com/podsweeper/podsweeper/program"
 	"github.com/podsweeper/podsweeper/deletion"
 )
 

@@ -14,7 +14,7 @@
 //	           [--state-file=/var/lib/podsweeper/journal.db] [--all-pods] [--destroy-terminated]
 //	           [--slim-pod-cache=true] [--cri-cache-max-age=5s] [--destroy-dead-sandboxes] [--zap-devel]
 //
-// The flags every podsweeper program has (adapters/k8s/program) are in the
+// The flags every podsweeper program has (program) are in the
 // synopsis: --kube-api-qps and --kube-api-burst (the client's rate limit,
 // however the cluster's config is given; a --kube-api-qps from 0 to 1 is
 // refused), --dry-run (decide every destroy, destroy nothing, report each

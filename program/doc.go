@@ -2,7 +2,8 @@
 // a node agent, a cluster-wide controller and a collector of another kind
 // of resource offer the same flags, the same rails and the same endpoints,
 // and their main.go files keep only what is their own: their flags, their
-// ports and the checks of their command line.
+// ports and the checks of their command line. It sits beside the adapters, not among them: it puts them together
+// (adapters/k8s for the API server, adapters/cri for the runtime), as a program's main does.
 //
 // A program's main.go reads top to bottom:
 //
