@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -30,6 +31,7 @@ func TestAStaticPodWithoutItsMirrorKeepsItsNetworkWithoutARuntime(t *testing.T) 
 	require.True(t, eth0In(t, sb.NetNS), "its eth0")
 	require.Zero(t, a.events.count(deletion.EventDestroyed, p))
 	failed := a.events.of(deletion.EventDestroyFailed, p)
+	require.ErrorIs(t, failed[len(failed)-1].Err, cni.ErrNoEvidence)
 	require.False(t, ports.IsPermanent(failed[len(failed)-1].Err), "a plain error: checked again, kept while it runs")
 }
 
@@ -48,7 +50,7 @@ func TestAPodWhoseNetnsIsGoneIsFreedWithoutARuntime(t *testing.T) {
 }
 
 // The same at the collector alone: a gone pod's attachment whose
-// namespace is there is kept (a plain error), one whose
+// namespace is there is kept (ErrNoEvidence, a plain error), one whose
 // namespace is gone is freed.
 func TestDestroyPUWithoutARuntimeFreesOnlySandboxesWhoseNetnsIsGone(t *testing.T) {
 	c := newCacheDir(t)
@@ -57,7 +59,7 @@ func TestDestroyPUWithoutARuntimeFreesOnlySandboxesWhoseNetnsIsGone(t *testing.T
 	coll := c.collector()
 	ev := ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "running", Reason: ports.ReasonPodGone}
 	err := coll.DestroyPU(context.Background(), ev)
-	require.Error(t, err)
+	require.ErrorIs(t, err, cni.ErrNoEvidence)
 	require.False(t, ports.IsPermanent(err))
 	require.True(t, c.exists(running), "the running static pod's attachment was freed")
 	require.Empty(t, c.delCalls())
