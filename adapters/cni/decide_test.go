@@ -2,6 +2,9 @@ package cni
 
 import (
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -195,4 +198,22 @@ func later(sbs []sandboxFacts, s sandboxFacts) bool {
 		}
 	}
 	return false
+}
+
+// docs/sdk/cni-freeing.md has one row for each of decide's, in the order
+// decide tries them, and no other.
+func TestTheDocsTableHasDecidesRows(t *testing.T) {
+	b, err := os.ReadFile("../../docs/sdk/cni-freeing.md")
+	require.NoError(t, err)
+	var rows []int
+	for _, m := range regexp.MustCompile(`(?m)^\| (\d+) \|`).FindAllStringSubmatch(string(b), -1) {
+		n, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		rows = append(rows, n)
+	}
+	want := make([]int, len(rowText))
+	for i := range want {
+		want[i] = i
+	}
+	require.Equal(t, want, rows)
 }
