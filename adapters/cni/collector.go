@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -106,41 +103,23 @@ type Options struct {
 
 // Collector frees the network attachments that CNI plugins keep for pods
 // that are gone, by calling the plugins' own DEL as the runtime would have.
-// It is the engine's Inventory (ListPUs), its PolicyHandler (DestroyPU) and
-// its Requeuer (Requeue); Resync feeds the engine while it runs. Build it
-// with New; its methods are safe from any goroutine.
+// It is the engine's Inventory (ListPUs), its PolicyHandler (DestroyPU),
+// its Requeuer (Requeue) and its SandboxProber (SandboxDead); Resync feeds
+// the engine while it runs. Build it with New; its methods are safe from
+// any goroutine.
+//
+// It asks decide what may be freed, and composes one small type per
+// piece of state: the cache's reader, the refusals, the resync loop, the
+// log of skipped entries.
 type Collector struct {
-	cacheDir, confDir string
-	pluginDirs        []string
-	resyncInterval    time.Duration
-	cni               *libcni.CNIConfig
-	runtime           Runtime
-	newestTimeout     time.Duration
-	log               logr.Logger
-	// kick asks a running Resync to list at once.
-	kick      chan struct{}
-	resyncing atomic.Bool
-
-	mu sync.Mutex
-	// reported holds the skipped entries logged already, with the
-	// modification time they were logged for.
-	reported map[string]time.Time
-	// requeued are the pods Requeue was told about since the last resync.
-	requeued map[types.NamespacedName]bool
-	// refused holds when DestroyPU first refused to free each sandbox
-	// whose order it cannot tell, or that the runtime may be creating,
-	// since the runtime last listed it ready; gaveUp the sandboxes it gave
-	// up on. Both forget a sandbox once the cache no longer holds it.
-	refused map[string]time.Time
-	gaveUp  map[string]bool
-	// listed is ListPUs' last answer (the engine's Inventory), from which
-	// Resync begins.
-	listed map[string]string
-	// destroys numbers the DestroyPU calls that ended; destroyed holds,
-	// for each PUID, the number of the last, since the list under way of
-	// Resync began (see resyncOnce).
-	destroys  uint64
-	destroyed map[string]uint64
+	cache    cacheReader
+	runtime  Runtime
+	refusals *refusals
+	resync   *resyncer
+	skips    *skipLog
+	// cni runs the plugins' DEL.
+	cni *libcni.CNIConfig
+	log logr.Logger
 }
 
 var (
@@ -192,105 +171,36 @@ func New(opts Options) (*Collector, error) {
 		}
 	}
 	return &Collector{
-		cacheDir:       opts.CacheDir,
-		confDir:        opts.ConfDir,
-		pluginDirs:     slices.Clone(opts.PluginDirs),
-		resyncInterval: opts.ResyncInterval,
+		cache:    cacheReader{dir: opts.CacheDir, confDir: opts.ConfDir},
+		runtime:  opts.Runtime,
+		refusals: newRefusals(opts.NewestSandboxTimeout),
+		resync:   newResyncer(opts.ResyncInterval, opts.Logger),
+		skips:    newSkipLog(opts.Logger),
 		// The cache directory goes to the CNIConfig: libcni ignores
 		// RuntimeConf.CacheDir in some of its paths.
-		cni:           libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, pluginExec()),
-		runtime:       opts.Runtime,
-		newestTimeout: opts.NewestSandboxTimeout,
-		log:           opts.Logger,
-		kick:          make(chan struct{}, 1),
-		reported:      make(map[string]time.Time),
-		requeued:      make(map[types.NamespacedName]bool),
-		refused:       make(map[string]time.Time),
-		destroyed:     make(map[string]uint64),
-		gaveUp:        make(map[string]bool),
+		cni: libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, pluginExec()),
+		log: opts.Logger,
 	}, nil
 }
 
-// view is one read of the cache.
-type view struct {
-	// atts are the pods' attachments, those of disableGC networks included.
-	atts []attachment
-	// unusable are the entries that cannot be read or used for a DEL.
-	unusable []skipped
-	// keepNets are the networks whose config in ConfDir says disableGC.
-	keepNets map[string]bool
-}
-
-// collectable reports whether the collector may DEL a.
-func (v view) collectable(a attachment) bool {
-	return !a.List.DisableGC && !v.keepNets[a.NetworkName]
-}
-
-// read reads the cache and the config directory, and logs once each
-// entry it skips.
+// read reads the cache and the config directory, forgets the refusals of
+// the sandboxes it no longer holds, and logs once each entry it skips.
 func (c *Collector) read() (view, error) {
-	keep, err := disableGCNetworks(c.confDir)
+	v, skips, err := c.cache.read()
 	if err != nil {
 		return view{}, err
 	}
-	atts, skips, err := readCache(c.cacheDir)
-	if err != nil {
-		return view{}, err
-	}
-	v := view{atts: atts, keepNets: keep}
-	for _, s := range skips {
-		if s.Unreadable {
-			v.unusable = append(v.unusable, s)
-		}
-	}
-	held := make(map[string]bool, len(atts))
-	c.mu.Lock()
-	for _, a := range atts {
+	held := make(map[string]bool, len(v.atts))
+	for _, a := range v.atts {
 		held[a.ContainerID] = true
-		switch {
-		case !v.collectable(a):
-			skips = append(skips, skipped{File: a.File, Written: a.Written, Why: "network " + a.NetworkName + " has disableGC: never touched"})
-		case c.gaveUp[a.ContainerID]:
+		if v.collectable(a) && c.refusals.givenUp(a.ContainerID) {
 			skips = append(skips, skipped{File: a.File, Written: a.Written,
 				Why: "its sandbox's place among the pod's sandboxes cannot be told (" + ErrOrderUnknown.Error() + "): kept until the collector restarts or the pod is gone"})
 		}
 	}
-	for id := range c.refused {
-		if !held[id] {
-			delete(c.refused, id)
-		}
-	}
-	for id := range c.gaveUp {
-		if !held[id] {
-			delete(c.gaveUp, id)
-		}
-	}
-	c.mu.Unlock()
-	c.report(skips)
+	c.refusals.retain(held)
+	c.skips.report(skips)
 	return v, nil
-}
-
-// report logs each skipped entry once, and again once it is rewritten.
-func (c *Collector) report(skips []skipped) {
-	seen := make(map[string]bool, len(skips))
-	c.mu.Lock()
-	var fresh []skipped
-	for _, s := range skips {
-		seen[s.File] = true
-		if t, ok := c.reported[s.File]; !ok || !t.Equal(s.Written) {
-			c.reported[s.File] = s.Written
-			fresh = append(fresh, s)
-		}
-	}
-	for f := range c.reported {
-		if !seen[f] {
-			delete(c.reported, f)
-		}
-	}
-	c.mu.Unlock()
-	for _, s := range fresh {
-		c.log.Info("skipping a cache entry: it is never deleted", "file", s.File, "why", s.Why)
-	}
 }
 
 // ListPUs lists the pods that hold collectable attachments in the cache,
@@ -305,51 +215,27 @@ func (c *Collector) report(skips []skipped) {
 // network are skipped, logged once. A Runtime that cannot be asked makes
 // the order the cache's, logged.
 func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
-	pus, _, _, err := c.list(ctx)
+	l, err := c.list(ctx)
 	if err == nil {
-		c.mu.Lock()
-		c.listed = sandboxesByPUID(pus)
-		c.mu.Unlock()
+		c.resync.inventoryListed(l.pus)
 	}
-	return pus, err
+	return l.pus, err
 }
 
-// destroyedSince reports whether a DestroyPU of puid ended after the
-// destroys-th.
-func (c *Collector) destroyedSince(puid string, destroys uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.destroyed[puid] > destroys
-}
-
-// sandboxesByPUID maps each of pus's PUIDs to its sandbox.
-func sandboxesByPUID(pus []ports.PU) map[string]string {
-	m := make(map[string]string, len(pus))
-	for _, pu := range pus {
-		m[pu.PUID] = pu.SandboxID
-	}
-	return m
-}
-
-// list is ListPUs, and returns the sandboxes it could have listed too (the
-// IDs of the collectable attachments, but those given up on), and whether
-// the order is the Runtime's (or there is no Runtime).
-func (c *Collector) list(ctx context.Context) ([]ports.PU, map[string]bool, bool, error) {
+// list is ListPUs, and tells what Resync needs too (listing).
+func (c *Collector) list(ctx context.Context) (listing, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, false, err
+		return listing{}, err
 	}
 	v, err := c.read()
 	if err != nil {
-		return nil, nil, false, err
+		return listing{}, err
 	}
 	rv, err := c.listRuntime(ctx, "")
 	if err != nil {
 		c.log.Error(err, "ordering the sandboxes by the cache's times")
 	}
 	told := err == nil
-	c.mu.Lock()
-	gaveUp := maps.Clone(c.gaveUp)
-	c.mu.Unlock()
 	byUID := map[string][]attachment{}
 	for _, a := range v.atts {
 		if v.collectable(a) {
@@ -358,12 +244,12 @@ func (c *Collector) list(ctx context.Context) ([]ports.PU, map[string]bool, bool
 	}
 	oldest, held := map[string]choice{}, map[string]bool{}
 	for uid, atts := range byUID {
-		p, sbs := observe(atts, v.collectable, rv, uid, true, c.expired)
+		p, sbs := observe(atts, v.collectable, rv, uid, true, c.refusals.expired)
 		verdicts := decide(p)
-		c.settle(verdicts)
+		c.refusals.settle(verdicts)
 		for i, sb := range sbs {
 			o, ok := oldest[uid]
-			if gaveUp[sb.ID] {
+			if c.refusals.givenUp(sb.ID) {
 				if !ok {
 					oldest[uid] = choice{a: sb.Atts[0], none: true}
 				}
@@ -385,7 +271,7 @@ func (c *Collector) list(ctx context.Context) ([]ports.PU, map[string]bool, bool
 		pus = append(pus, pu)
 	}
 	slices.SortFunc(pus, func(x, y ports.PU) int { return strings.Compare(x.PUID, y.PUID) })
-	return pus, held, told, nil
+	return listing{pus: pus, held: held, told: told}, nil
 }
 
 // choice is a sandbox ListPUs may give a pod's PU.
@@ -430,7 +316,7 @@ func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID 
 	if err != nil {
 		return false, err
 	}
-	p, _ := observe(v.atts, v.collectable, rv, string(pod.UID), true, c.expired)
+	p, _ := observe(v.atts, v.collectable, rv, string(pod.UID), true, c.refusals.expired)
 	for _, verdict := range decide(p) {
 		if verdict.ID == sandboxID {
 			return verdict.State == stateDead, nil
@@ -462,7 +348,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	if ev.PUID == "" {
 		return ports.Permanent(errors.New("cni: DestroyPU of a PU without a PUID"))
 	}
-	defer c.ended(ev.PUID)
+	defer c.resync.ended(ev.PUID)
 	v, err := c.read()
 	if err != nil {
 		return err
@@ -472,7 +358,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 		return fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
 	}
 	changed := ev.Reason == ports.ReasonSandboxChanged || ev.Reason == ports.ReasonSandboxDead
-	p, sbs := observe(v.atts, v.collectable, rv, ev.PUID, changed, c.expired)
+	p, sbs := observe(v.atts, v.collectable, rv, ev.PUID, changed, c.refusals.expired)
 	verdicts := decide(p)[:len(sbs)]
 	var kept error
 	if changed {
@@ -480,14 +366,14 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 		if i < 0 {
 			sbs, verdicts = nil, nil
 		} else {
-			c.record(verdicts[i : i+1])
+			c.refusals.record(verdicts[i : i+1])
 			if err := keptChanged(verdicts[i], ev); err != nil {
 				return err
 			}
 			sbs, verdicts = sbs[i:i+1], verdicts[i:i+1]
 		}
 	} else {
-		c.record(verdicts)
+		c.refusals.record(verdicts)
 		if kept = keptGone(verdicts, ev); kept != nil && !errors.Is(kept, ErrNoEvidence) {
 			return kept
 		}
@@ -578,85 +464,6 @@ func keptGone(vs []verdict, ev ports.DestroyEvent) error {
 	return nil
 }
 
-// expired reports whether DestroyPU has refused the sandbox id for
-// NewestSandboxTimeout or longer, since the Runtime last listed it ready.
-func (c *Collector) expired(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	first, ok := c.refused[id]
-	return ok && time.Since(first) >= c.newestTimeout
-}
-
-// record carries out what decide's verdicts say of the refusals: a refusal
-// is timed from the first since the sandbox's place was last known (it
-// was listed ready, or is dead); one given up on is left alone until the
-// cache no longer holds it.
-func (c *Collector) record(vs []verdict) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, v := range vs {
-		switch {
-		case v.Action == giveUp:
-			c.gaveUp[v.ID] = true
-			delete(c.refused, v.ID)
-		case v.Action == refuse:
-			if _, ok := c.refused[v.ID]; !ok {
-				c.refused[v.ID] = time.Now()
-			}
-		case v.State == stateReady || v.State == stateDead:
-			delete(c.refused, v.ID)
-		}
-	}
-}
-
-// settle forgets the refusals of the sandboxes whose place vs tell (listed
-// ready, or dead), and records nothing else: ListPUs' verdicts are of no
-// event.
-func (c *Collector) settle(vs []verdict) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, v := range vs {
-		if v.State == stateReady || v.State == stateDead {
-			delete(c.refused, v.ID)
-		}
-	}
-}
-
-// ended records that a DestroyPU of puid ended: a list of Resync that began
-// before does not track that PU again (resyncOnce).
-func (c *Collector) ended(puid string) {
-	c.mu.Lock()
-	c.destroys++
-	c.destroyed[puid] = c.destroys
-	c.mu.Unlock()
-}
-
-// refuse records that DestroyPU refuses to free the sandbox id now, and
-// returns for how long it has refused it (since the first refusal after
-// the Runtime last listed it ready, see settled) and whether that is
-// NewestSandboxTimeout or more. The time is kept until the sandbox is
-// settled, given up on or gone from the cache.
-func (c *Collector) refuse(id string) (time.Duration, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := time.Now()
-	first, ok := c.refused[id]
-	if !ok {
-		first, c.refused[id] = now, now
-	}
-	d := now.Sub(first)
-	return d, d >= c.newestTimeout
-}
-
-// settled forgets that DestroyPU refused the sandbox id: its order is
-// known now. It returns nil.
-func (c *Collector) settled(id string) error {
-	c.mu.Lock()
-	delete(c.refused, id)
-	c.mu.Unlock()
-	return nil
-}
-
 // belongs reports whether the unusable entry s is one DestroyPU(ev) would
 // have DELed: of ev's pod (and of ev's sandbox for a sandbox change), as
 // far as its JSON or, when that cannot be read, its file name tells.
@@ -721,21 +528,8 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 	if pod == nil {
 		return errors.New("cni: Requeue: nil pod")
 	}
-	c.mu.Lock()
-	c.requeued[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = true
-	c.mu.Unlock()
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+	c.resync.requeue(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 	return nil
-}
-
-// Tracker is what Resync needs of a deletion engine; *deletion.Engine has it.
-type Tracker interface {
-	Track(ports.PU) error
-	Untrack(puid string) bool
-	TriggerPod(types.NamespacedName)
 }
 
 // Resync feeds t with what the cache holds while the agent runs: every
@@ -759,72 +553,5 @@ func (c *Collector) Resync(ctx context.Context, t Tracker) error {
 	if t == nil {
 		return errors.New("cni: Resync: nil Tracker")
 	}
-	if !c.resyncing.CompareAndSwap(false, true) {
-		return ErrResyncRunning
-	}
-	defer c.resyncing.Store(false)
-	tick := time.NewTicker(c.resyncInterval)
-	defer tick.Stop()
-	var last map[string]string
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		case <-c.kick:
-		}
-		last = c.resyncOnce(ctx, t, last)
-	}
-}
-
-// resyncOnce lists the cache and tracks what it lists; last is the
-// previous list (PUID to sandbox), and the new one is returned.
-func (c *Collector) resyncOnce(ctx context.Context, t Tracker, last map[string]string) map[string]string {
-	c.mu.Lock()
-	began := c.destroys
-	clear(c.destroyed) // a DestroyPU that ended before this list began is in it
-	c.mu.Unlock()
-	pus, held, told, err := c.list(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			c.log.Error(err, "listing the cache failed; will list again", "in", c.resyncInterval.String())
-		}
-		return last
-	}
-	c.mu.Lock()
-	requeued, inventory := c.requeued, c.listed
-	c.requeued = make(map[types.NamespacedName]bool)
-	c.mu.Unlock()
-	now := sandboxesByPUID(pus)
-	for _, pu := range pus {
-		if c.destroyedSince(pu.PUID, began) {
-			// The engine destroyed it, or tried, while the cache was read: the
-			// list may hold what that DestroyPU freed, and the engine no PU to
-			// insert it into. The next list has it if it is still there.
-			delete(now, pu.PUID)
-			continue
-		}
-		was, ok := last[pu.PUID]
-		if !ok {
-			was, ok = inventory[pu.PUID] // tracked from the Inventory's list, if at all
-		}
-		if !told && ok && was != pu.SandboxID {
-			// An order of the cache's times: neither tracked nor compared; the
-			// next list the runtime orders is compared with what was.
-			now[pu.PUID] = was
-			continue
-		}
-		if ok && was != "" && was != pu.SandboxID && held[was] && t.Untrack(pu.PUID) {
-			c.log.Info("the order of a pod's sandboxes is told now; its PU is tracked again with the older one",
-				"puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "before", was)
-		}
-		if err := t.Track(pu); err != nil {
-			c.log.Error(err, "tracking a PU of the cache failed", "puID", pu.PUID, "pod", pu.Pod.String())
-			continue
-		}
-		if sb, ok := last[pu.PUID]; !ok || sb != now[pu.PUID] || requeued[pu.Pod] {
-			t.TriggerPod(pu.Pod)
-		}
-	}
-	return now
+	return c.resync.run(ctx, t, c.list)
 }
