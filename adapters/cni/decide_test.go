@@ -127,11 +127,15 @@ func TestDecideNeverDELsADisableGCNetwork(t *testing.T) {
 //     sandbox decide frees has any DELed.
 func FuzzDecide(f *testing.F) {
 	f.Add(false, false, []byte{0x08, 0x01, 0})                        // gone pod, no runtime, namespace there
-	f.Add(false, true, []byte{0x03, 0x02, 1, 0x08, 0x01, 0})          // gone pod, one ready, one dead
+	f.Add(false, true, []byte{0x03, 0x02, 1, 0x08, 0x01, 0})          // gone pod, one ready, one being created
 	f.Add(true, true, []byte{0x08, 0x01, 1, 0x00, 0x00, 2})           // sandbox change, a later one
 	f.Add(false, true, []byte{0x0c, 0x01, 0, 0x08, 0x00, 0})          // gone pod, creating expired
 	f.Add(true, false, []byte{0x08, 0x02, 0, 0x29, 0x00, 3})          // disableGC
 	f.Add(false, true, []byte{0x18, 0x09, 0, 0x11, 0x00, 0, 0x08, 0}) // several attachments
+	f.Add(true, false, []byte{0x08, 0x01, 0})                         // sandbox change, no runtime, namespace there
+	f.Add(true, true, []byte{0x08, 0x01, 1, 0x08, 0x00, 1})           // sandbox change, may be being created, a twin
+	f.Add(false, true, []byte{0x03, 0x00, 1, 0x09, 0x00, 0})          // gone pod, one ready, one stopped
+	f.Add(true, false, []byte{0x08, 0x01, 1, 0x08, 0x00, 2})          // sandbox change, no runtime, a later one
 	f.Fuzz(func(t *testing.T, changed, asked bool, raw []byte) {
 		p := podFacts{Changed: changed, Asked: asked}
 		for i := 0; i+3 <= len(raw) && len(p.Sandboxes) < 6; i += 3 {
