@@ -70,6 +70,54 @@ type skipped struct {
 	Unreadable bool
 }
 
+// cacheReader reads libcni's cache (dir, Options.CacheDir) and the
+// runtime's network configs (confDir, Options.ConfDir).
+type cacheReader struct {
+	dir, confDir string
+}
+
+// view is one read of the cache.
+type view struct {
+	// atts are the pods' attachments, those of disableGC networks included.
+	atts []attachment
+	// unusable are the entries that cannot be read or used for a DEL.
+	unusable []skipped
+	// keepNets are the networks whose config in ConfDir says disableGC.
+	keepNets map[string]bool
+}
+
+// collectable reports whether the collector may DEL a: its network's
+// config, cached or in ConfDir, does not say disableGC.
+func (v view) collectable(a attachment) bool {
+	return !a.List.DisableGC && !v.keepNets[a.NetworkName]
+}
+
+// read reads the cache and the config directory: the view, and the
+// entries that are never deleted (of no pod, unreadable, unusable for a
+// DEL, of a disableGC network), for the log.
+func (r cacheReader) read() (view, []skipped, error) {
+	keep, err := disableGCNetworks(r.confDir)
+	if err != nil {
+		return view{}, nil, err
+	}
+	atts, skips, err := readCache(r.dir)
+	if err != nil {
+		return view{}, nil, err
+	}
+	v := view{atts: atts, keepNets: keep}
+	for _, s := range skips {
+		if s.Unreadable {
+			v.unusable = append(v.unusable, s)
+		}
+	}
+	for _, a := range atts {
+		if !v.collectable(a) {
+			skips = append(skips, skipped{File: a.File, Written: a.Written, Why: "network " + a.NetworkName + " has disableGC: never touched"})
+		}
+	}
+	return v, skips, nil
+}
+
 // readCache reads every entry of dir's results directory. An entry that
 // vanished meanwhile (the runtime's own DEL removed it) is not reported. A
 // results directory that does not exist holds nothing.

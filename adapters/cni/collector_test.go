@@ -54,6 +54,15 @@ func (c *cacheDir) collector() *cni.Collector {
 	return coll
 }
 
+// collectorListingNone returns a Collector of c whose Runtime lists no
+// sandbox (as after a reboot): one not listed whose network namespace
+// tells nothing is not one the runtime is creating, and is freed with its
+// gone pod (decide's row 11) or when a later sandbox of its pod is cached
+// (row 6). Without a Runtime, nothing would be (row 5).
+func (c *cacheDir) collectorListingNone() *cni.Collector {
+	return c.collectorWith(&listedRuntime{}, 0)
+}
+
 // entry is a cache entry to write; config "" is a conflist of the logger plugin.
 type entry struct {
 	network, sandbox, ifName string
@@ -190,7 +199,7 @@ func TestDestroyPUOfAChangedSandboxFreesOnlyItAndNeverTheNewest(t *testing.T) {
 	oldLo := c.write(entry{network: "cni-loopback", sandbox: "old", ifName: "lo", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
 	now := c.write(entry{network: "podnet", sandbox: "now", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
 	other := c.write(entry{network: "podnet", sandbox: "other", uid: "u2", namespace: "ns", name: "pod-u2", age: time.Hour})
-	coll := c.collector()
+	coll := c.collectorListingNone()
 	ctx := context.Background()
 
 	ev := ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "now", Reason: ports.ReasonSandboxChanged}
@@ -229,7 +238,7 @@ func TestDestroyPUOfAGonePodFreesEverySandboxOfItsUID(t *testing.T) {
 	a := c.write(entry{network: "podnet", sandbox: "a", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
 	b := c.write(entry{network: "podnet", sandbox: "b", uid: "u1", namespace: "ns", name: "pod-u1"})
 	other := c.write(entry{network: "podnet", sandbox: "c", uid: "u2", namespace: "ns", name: "pod-u1"})
-	coll := c.collector()
+	coll := c.collectorListingNone()
 	require.NoError(t, coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, Reason: ports.ReasonPodGone}))
 	require.False(t, c.exists(a))
 	require.False(t, c.exists(b))
@@ -241,7 +250,7 @@ func TestDestroyPUOfAnEntryThatRunsNoPluginIsPermanentAndKeepsIt(t *testing.T) {
 	good := c.write(entry{network: "podnet", sandbox: "s", uid: "u1", namespace: "ns", name: "pod-u1"})
 	none := c.write(entry{network: "empty", sandbox: "s", uid: "u1", namespace: "ns", name: "pod-u1", config: `{"cniVersion":"1.1.0","name":"empty","plugins":[]}`})
 	garbage := c.writeRaw("garbled-s-net1", []byte("{"), 0)
-	err := c.collector().DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "s", Reason: ports.ReasonPodGone})
+	err := c.collectorListingNone().DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "s", Reason: ports.ReasonPodGone})
 	require.ErrorIs(t, err, cni.ErrUnusableEntry)
 	require.True(t, ports.IsPermanent(err))
 	require.Contains(t, err.Error(), none)
@@ -254,7 +263,7 @@ func TestDestroyPUOfAnEntryThatRunsNoPluginIsPermanentAndKeepsIt(t *testing.T) {
 func TestDestroyPUOfASinglePluginConfigRunsThatPlugin(t *testing.T) {
 	c := newCacheDir(t)
 	f := c.write(entry{network: "single", sandbox: "s", uid: "u1", namespace: "ns", name: "pod-u1", config: `{"cniVersion":"1.1.0","name":"single","type":"logger"}`})
-	require.NoError(t, c.collector().DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, Reason: ports.ReasonPodGone}))
+	require.NoError(t, c.collectorListingNone().DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, Reason: ports.ReasonPodGone}))
 	require.Equal(t, []string{"DEL:s", "eth0"}, c.delCalls())
 	require.False(t, c.exists(f))
 }
@@ -350,7 +359,7 @@ func TestConcurrentDestroysShareTheCollectorSafely(t *testing.T) {
 		c.write(entry{network: "net", sandbox: fmt.Sprintf("s%d", i), uid: fmt.Sprintf("u%d", i), namespace: "ns", name: fmt.Sprintf("pod-u%d", i),
 			config: `{"cniVersion":"1.1.0","name":"net","plugins":[{"type":"slow"}]}`})
 	}
-	coll := c.collector()
+	coll := c.collectorListingNone()
 	var wg sync.WaitGroup
 	for i := range pods {
 		wg.Go(func() {

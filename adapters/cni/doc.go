@@ -41,16 +41,14 @@
 // Requeue, Resync lists the cache at once, and the PU of the pod's next
 // sandbox in the cache is tracked, and so on until the current one. A pod
 // with three leaked sandboxes thus frees them oldest first, one check
-// each, and keeps the current one. "Oldest" is what the runtime tells
-// first: a dead sandbox (listed stopped, or not listed with its network
-// namespace gone) before any other, one it may be creating (not listed,
-// its namespace there) after those it tells nothing of, one it lists
-// ready last, whatever the times say. When Resync lists a pod with another
-// sandbox than the time before while the cache still holds that one (the
-// runtime told their order meanwhile), it untracks the pod's PU and tracks
-// it with the sandbox listed now. Once the pod is gone (row 1), recreated
-// under its name (row 4) or bound elsewhere (row 3), every attachment of
-// its UID is freed, whatever the sandbox.
+// each, and keeps the current one. "Oldest" is in the order "When a
+// sandbox may be freed" gives, whatever the times say. When Resync lists a
+// pod with another sandbox than the time before while the cache still
+// holds that one (the runtime told their order meanwhile), it untracks the
+// pod's PU and tracks it with the sandbox listed now. Once the pod is gone
+// (row 1), recreated under its name (row 4) or bound elsewhere (row 3),
+// every attachment of its UID is freed, whatever the sandbox, as that
+// section says.
 //
 // Resync is needed because leaks appear while the agent runs, not only
 // before it starts: the Inventory is listed once, when the engine starts,
@@ -68,30 +66,54 @@
 // or row 4 would read every live static pod as recreated under its name
 // and free its network.
 //
+// # When a sandbox may be freed
+//
+// Gone needs two sources. The engine destroys a PU on the API server's
+// answer (the pod gone, recreated under its name, bound elsewhere,
+// finished) or on the runtime's current sandbox of a live pod (its sandbox
+// changed, or dead with no other yet); the collector then frees a sandbox
+// only when a second source tells it is dead, or that it is not the pod's
+// newest. Its sources are the runtime (Options.Runtime), the network
+// namespace the sandbox's attachments were added with, and when the pod's
+// sandboxes were created: the runtime's CreatedAt where it lists the
+// sandbox, the cache entries' write times otherwise (which a restored or
+// copied cache does not keep). One pure function, decide (decide.go),
+// holds the rule as a numbered table, with a table test and a fuzz test;
+// DestroyPU, SandboxDead and ListPUs' order all ask it, and
+// docs/sdk/cni-freeing.md has the table.
+//
+//   - A sandbox the runtime lists ready is never freed: it is the pod's
+//     current one. A gone pod of which the runtime lists a ready sandbox,
+//     or may be creating one, keeps every sandbox (ErrSandboxRunning): the
+//     kubelet runs a static pod whose mirror pod is missing, and its
+//     network is in use, whatever the API says. A sandbox listed both
+//     ready and stopped is ready.
+//   - A sandbox is dead when the runtime lists it stopped, or does not
+//     list it and its network namespace is gone (the runtime removes it
+//     with the sandbox; a reboot empties /run). A dead sandbox is freed.
+//   - A sandbox the runtime does not list, whose network namespace is
+//     there, may be one it is creating: containerd and CRI-O create the
+//     namespace before ADD, and containerd lists the sandbox only after
+//     ADD, create and start. It is freed for a sandbox change only once a
+//     sandbox of its pod was created strictly later (until then
+//     ErrNewestSandbox; after Options.NewestSandboxTimeout of refusals,
+//     ErrOrderUnknown, permanent: left as it is until the collector
+//     restarts or its pod is gone, not retried forever), and with its gone
+//     pod only once it has been refused for NewestSandboxTimeout, longer
+//     than any sandbox is created.
+//   - Without a Runtime, nothing but a gone network namespace tells that a
+//     sandbox is dead: every other sandbox of a gone pod is kept
+//     (ErrNoEvidence), and one of a sandbox change is refused as above.
+//
+// A pod's sandboxes are listed (ListPUs) in the same light: dead first,
+// then those nothing is told of, then those that may be being created, the
+// ready one last; then by creation.
+//
 // # What it never does
 //
-//   - It never DELs an attachment of a pod's current sandbox: a sandbox is
-//     freed for SandboxChanged only when the engine saw the pod run in
-//     another one; and DestroyPU refuses to free it even then
-//     (ErrNewestSandbox) until it is known not to be one the runtime is
-//     still creating (containerd lists a sandbox only after ADD, create and
-//     start): the runtime (Options.Runtime) lists it stopped, or a sandbox
-//     of the pod was created strictly later, or the runtime does not list it
-//     and its network namespace is gone (containerd and CRI-O create it
-//     before ADD). Times are the runtime's CreatedAt where it lists the
-//     sandbox, the cache entries' write times otherwise, which a restored or
-//     copied cache does not keep. A sandbox refused for
-//     Options.NewestSandboxTimeout is given up (ErrOrderUnknown, permanent):
-//     left as it is until the collector restarts or its pod is gone, not
-//     retried forever.
-//   - It never frees a pod of which the runtime lists a ready sandbox, or
-//     may be creating one (not listed, its network namespace there, for
-//     Options.NewestSandboxTimeout at most),
-//     whatever the API says (ErrSandboxRunning): the kubelet runs a static
-//     pod whose mirror pod is missing (admission refused it, or it was
-//     deleted and not yet made again), and its network is in use. Gone
-//     needs two sources: the API server's live read, and the runtime's. A
-//     sandbox listed both ready and stopped is ready.
+//   - It never frees a sandbox but as "When a sandbox may be freed" says:
+//     never the pod's current one, never one the runtime may be creating,
+//     never on the API's answer alone.
 //   - It never runs a DEL in a network namespace it cannot trust: the
 //     cached path is passed only when it is a bind-mounted nsfs outside
 //     /proc, not a link (as containerd and CRI-O pin one under

@@ -140,10 +140,14 @@ func TestIPMasqNetworkIsFreedWithTheImagesIptables(t *testing.T) {
 			require.NotEmpty(t, otherRules)
 
 			deletePod(t, p)
+			runtime := &currentSandboxes{}
+			runtime.set(other.Pod, other)
 			if tc.netnsGone {
 				n.removeNetNS(sb)
+			} else {
+				runtime.stop(p, sb) // its DEL never ran
 			}
-			a := n.startAgent(agentOptions{sandboxes: &currentSandboxes{ids: map[string]string{other.Pod.UID: other.ID}}})
+			a := n.startAgent(agentOptions{sandboxes: runtime, runtime: runtime})
 			eventually(t, freeTimeout, func() bool { return n.freed(sb) }, "the attachments of the deleted pod freed")
 			a.settle(t)
 			n.requireFreed(sb)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -77,62 +76,10 @@ func (v runtimeView) isReady(id string) bool {
 	return ok && sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
 }
 
-// ready returns the sandboxes of uid that the runtime lists ready.
-func (v runtimeView) ready(uid string) []string {
-	var out []string
-	for id, sb := range v.byID {
-		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY && sb.GetLabels()[podUIDLabel] == uid {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// The ranks of a pod's sandboxes in ListPUs' order (runtimeView.rank).
-const (
-	rankDead     = iota // listed stopped, or not listed with its network namespace gone
-	rankUnknown         // nothing told
-	rankCreating        // perhaps being created (see creating)
-	rankReady           // listed ready: the pod's current one
-)
-
-// rank returns the rank of the sandbox of attachment a.
-func (v runtimeView) rank(a attachment) int {
-	sb, listed := v.byID[a.ContainerID]
-	switch {
-	case listed && sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY:
-		return rankReady
-	case listed || v.asked && netnsGone(a.NetNS):
-		return rankDead
-	case v.asked && netnsPresent(a.NetNS):
-		return rankCreating
-	}
-	return rankUnknown
-}
-
-// creating reports whether sb may be a sandbox the runtime is creating: the
-// Runtime was asked and does not list it, and the network namespace it
-// was added with is still there (containerd and CRI-O create it before
-// ADD, and list the sandbox only after ADD, create and start).
-func (v runtimeView) creating(sb sandbox) bool {
-	_, listed := v.byID[sb.ID]
-	return v.asked && !listed && !slices.ContainsFunc(sb.Atts, func(a attachment) bool { return netnsGone(a.NetNS) }) &&
-		slices.ContainsFunc(sb.Atts, func(a attachment) bool { return netnsPresent(a.NetNS) })
-}
-
-// newestCreated returns the latest creation time the runtime lists among
-// the sandboxes of uid; zero when it lists none.
-func (v runtimeView) newestCreated(uid string) time.Time {
-	var newest time.Time
-	for _, sb := range v.byID {
-		if sb.GetLabels()[podUIDLabel] != uid || sb.GetCreatedAt() <= 0 {
-			continue
-		}
-		if t := time.Unix(0, sb.GetCreatedAt()); t.After(newest) {
-			newest = t
-		}
-	}
-	return newest
+// facts returns what the Runtime tells of the sandbox id, for decide.
+func (v runtimeView) facts(id string) sandboxFacts {
+	_, listed := v.byID[id]
+	return sandboxFacts{ID: id, Listed: listed, Ready: v.isReady(id)}
 }
 
 // Errors of DestroyPU that keep the attachments of a sandbox the runtime
@@ -140,12 +87,10 @@ func (v runtimeView) newestCreated(uid string) time.Time {
 var (
 	// ErrSandboxRunning: DestroyPU was asked to free a pod (gone from the
 	// API, recreated, bound elsewhere, finished) of which the Runtime
-	// still lists a ready sandbox, or may be creating one (it does not list
-	// it, and its network namespace is there, for NewestSandboxTimeout at
-	// most): a static pod whose mirror pod is missing runs whatever the API
-	// says. Nothing is freed; the error is a plain one, so that the engine
-	// checks the pod again with backoff, and frees it once the runtime no
-	// longer runs it.
+	// still lists a ready sandbox, or may be creating one (the package doc,
+	// "When a sandbox may be freed"). Nothing is freed; the error is a plain
+	// one, so that the engine checks the pod again with backoff, and frees
+	// it once the runtime no longer runs it.
 	ErrSandboxRunning = errors.New("cni: the runtime still runs a ready sandbox of the pod")
 	// ErrOrderUnknown: DestroyPU refused to free a sandbox of a live pod
 	// (ErrNewestSandbox) for longer than Options.NewestSandboxTimeout. It
@@ -154,6 +99,14 @@ var (
 	// logged once) until the Collector is made anew; its attachments are
 	// kept for an operator to look at.
 	ErrOrderUnknown = errors.New("cni: the sandbox's place among its pod's sandboxes cannot be told")
+	// ErrNoEvidence: DestroyPU was asked to free a gone pod (gone from the
+	// API, recreated, bound elsewhere, finished) by a Collector without
+	// Options.Runtime, and the network namespace of a sandbox of the pod is
+	// not known to be gone: nothing but the API's answer says that sandbox
+	// is dead (the package doc, "When a sandbox may be freed"). It is kept,
+	// the others freed; the error is a plain one, so that the engine checks
+	// the pod again with backoff, and frees it once its namespace is gone.
+	ErrNoEvidence = errors.New("cni: without a Runtime, nothing tells that the sandbox is dead")
 )
 
 // liveNetNS returns path when it names a sandbox's network namespace

@@ -81,7 +81,9 @@ func TestADELNeverGetsANetnsThatLinksIntoProc(t *testing.T) {
 	f := c.write(entry{network: "podnet", sandbox: "sb1", uid: "u1", namespace: "ns", name: "pod-u1",
 		config: `{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"nslogger"}]}`})
 	c.withNetNS(f, link)
-	coll := c.collector()
+	rt := &listedRuntime{}
+	rt.set(nil, listed("sb1", "u1", false, time.Now().Add(-time.Minute))) // stopped, its namespace still there
+	coll := c.collectorWith(rt, 0)
 	require.NoError(t, coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, Reason: ports.ReasonPodGone}))
 	b, err := os.ReadFile(c.calls)
 	require.NoError(t, err)

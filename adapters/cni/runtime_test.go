@@ -241,8 +241,9 @@ func TestAPodTheRuntimeStillRunsIsNeverFreed(t *testing.T) {
 // SandboxDead, the engine's SandboxProber: a sandbox the runtime lists
 // stopped is dead, a ready one is not; one it does not list is dead only
 // once the network namespace it was added with is gone (a sandbox being
-// created has its namespace). Without a Runtime, none is known to be dead;
-// a Runtime that cannot be asked is an error, which keeps the PU.
+// created has its namespace). Without a Runtime, only one whose namespace
+// is gone is known to be dead; a Runtime that cannot be asked is an error,
+// which keeps the PU.
 func TestSandboxDeadAsksTheRuntimeThenTheNamespace(t *testing.T) {
 	c := newCacheDir(t)
 	c.write(entry{network: "podnet", sandbox: "stopped", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
@@ -267,7 +268,8 @@ func TestSandboxDeadAsksTheRuntimeThenTheNamespace(t *testing.T) {
 	require.True(t, dead(coll, "gone"), "not listed, its namespace gone")
 	require.False(t, dead(coll, "creating"), "not listed, a namespace there: perhaps being created")
 	require.False(t, dead(coll, "unknown"), "neither listed nor cached")
-	require.False(t, dead(c.collectorWith(nil, 0), "stopped"), "no Runtime: nothing known dead")
+	require.False(t, dead(c.collectorWith(nil, 0), "stopped"), "no Runtime: a sandbox whose namespace tells nothing is not known dead")
+	require.True(t, dead(c.collectorWith(nil, 0), "gone"), "no Runtime: its namespace gone, it is dead")
 
 	rt.set(errors.New("runtime down"))
 	_, err := coll.SandboxDead(context.Background(), pod, "stopped")

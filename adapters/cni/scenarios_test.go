@@ -51,10 +51,17 @@ func TestPodDeletedWithoutDELIsFreedOnce(t *testing.T) {
 			other := n.add(n.createPod("other"))
 			n.requireIntact(sb)
 			deletePod(t, p)
+			// The runtime lists the other pod's sandbox ready; the deleted
+			// pod's stopped (its DEL never ran), or not at all once its
+			// namespace is gone.
+			runtime := &currentSandboxes{}
+			runtime.set(other.Pod, other)
 			if tc.netnsGone {
 				n.removeNetNS(sb)
+			} else {
+				runtime.stop(p, sb)
 			}
-			a := n.startAgent(agentOptions{sandboxes: &currentSandboxes{ids: map[string]string{other.Pod.UID: other.ID}}})
+			a := n.startAgent(agentOptions{sandboxes: runtime, runtime: runtime})
 			eventually(t, freeTimeout, func() bool { return n.freed(sb) }, "the attachments of the deleted pod freed")
 			a.settle(t)
 			a.settle(t)
@@ -118,7 +125,7 @@ func TestLeakedSandboxBesideTheCurrentOneIsFreed(t *testing.T) {
 	n := newNode(t, network{name: "second"})
 	p := n.createPod("web")
 	current := &currentSandboxes{}
-	a := n.startAgent(agentOptions{sandboxes: current})
+	a := n.startAgent(agentOptions{sandboxes: current, runtime: current})
 
 	// The first sandbox's ADDs succeed but it never becomes ready (the
 	// runtime gave up on it without DEL), while the agent runs.
@@ -184,9 +191,10 @@ func TestFailingDELIsRetriedWithBackoffUntilItSucceeds(t *testing.T) {
 	current := &currentSandboxes{}
 	current.set(live, liveSB)
 	deletePod(t, p)
+	current.stop(p, sb) // its DEL never ran
 	require.NoError(t, os.WriteFile(n.failFile, nil, 0o644))
 
-	a := n.startAgent(agentOptions{sandboxes: current})
+	a := n.startAgent(agentOptions{sandboxes: current, runtime: current})
 	eventually(t, freeTimeout, func() bool { return a.events.count(deletion.EventDestroyFailed, p) >= 4 }, "4 failed DELs")
 	// Nothing is lost while DEL fails: the bridge network's entry and
 	// address stay (the loopback's DEL succeeded at the first call).
@@ -234,7 +242,9 @@ func TestNetworkWithDisableGCIsNeverTouched(t *testing.T) {
 			p := n.createPod("web")
 			sb := n.add(p)
 			deletePod(t, p)
-			a := n.startAgent(agentOptions{})
+			runtime := &currentSandboxes{}
+			runtime.stop(p, sb) // its DEL never ran
+			a := n.startAgent(agentOptions{runtime: runtime})
 			eventually(t, freeTimeout, func() bool { return len(n.cached(sb)) == 1 }, "all but the disableGC network freed")
 			a.settle(t)
 			a.settle(t)
@@ -254,19 +264,21 @@ func TestCollectorKilledAndRestartedFreesEachAttachmentOnce(t *testing.T) {
 	needAPI(t)
 	n := newNode(t)
 	var gone []*sandbox
+	current := &currentSandboxes{}
 	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 		p := n.createPod(name)
-		gone = append(gone, n.add(p))
+		sb := n.add(p)
+		gone = append(gone, sb)
 		deletePod(t, p)
+		current.stop(p, sb) // its DEL never ran
 	}
 	live := n.createPod("live")
 	liveSB := n.add(live)
-	current := &currentSandboxes{}
 	current.set(live, liveSB)
 
 	// The first agent is stopped as soon as some are freed, DELs in
 	// flight included (their plugins are killed with the context).
-	a := n.startAgent(agentOptions{sandboxes: current})
+	a := n.startAgent(agentOptions{sandboxes: current, runtime: current})
 	freedBy := func() (freed []*sandbox) {
 		for _, sb := range gone {
 			if len(n.cached(sb)) == 0 {
@@ -283,7 +295,7 @@ func TestCollectorKilledAndRestartedFreesEachAttachmentOnce(t *testing.T) {
 		dels[sb.ID] = n.dels(sb)
 	}
 
-	a = n.startAgent(agentOptions{sandboxes: current})
+	a = n.startAgent(agentOptions{sandboxes: current, runtime: current})
 	eventually(t, freeTimeout, func() bool { return len(freedBy()) == len(gone) }, "all freed after the restart")
 	a.settle(t)
 	for _, sb := range first {

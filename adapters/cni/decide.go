@@ -1,0 +1,253 @@
+package cni
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// nsState is what the network namespace path a cache entry was added with
+// tells of its sandbox (netnsGone, netnsPresent).
+type nsState uint8
+
+const (
+	// nsUnknown: nothing is told ("", a relative path, a directory this
+	// process does not see).
+	nsUnknown nsState = iota
+	// nsPresent: the path is there, namespace or not.
+	nsPresent
+	// nsGone: the path is gone from a directory that is there, or names a
+	// process that is gone.
+	nsGone
+)
+
+// attFacts is what the collector read of one cached attachment of a
+// sandbox.
+type attFacts struct {
+	// NetNS is what its cached network namespace path tells.
+	NetNS nsState
+	// Never: its network says disableGC (the cached config or ConfDir's).
+	Never bool
+}
+
+// sandboxFacts is what the collector read of one sandbox of a pod: from
+// the Runtime's answer, from the cache, and from the refusals so far.
+type sandboxFacts struct {
+	ID string
+	// Listed: the Runtime lists it. Ready: it lists it ready (a sandbox
+	// listed twice is ready if either answer says so).
+	Listed, Ready bool
+	// Atts are its attachments in the cache; none when the cache holds
+	// none of it (a sandbox the Runtime lists only).
+	Atts []attFacts
+	// Created is when it was created: the Runtime's CreatedAt where it
+	// lists it with one, otherwise when its first attachment was written;
+	// zero when neither tells.
+	Created time.Time
+	// Expired: DestroyPU has refused it for NewestSandboxTimeout or longer
+	// since the Runtime last listed it ready (refusals.expired).
+	Expired bool
+}
+
+// podFacts is what the collector read to decide on the sandboxes of one
+// pod UID.
+type podFacts struct {
+	// Changed: the event frees one sandbox of a pod that lives on
+	// (ports.ReasonSandboxChanged, ports.ReasonSandboxDead). Otherwise the
+	// pod is gone (gone from the API, recreated, bound elsewhere,
+	// finished), and every sandbox of its UID is to be freed.
+	Changed bool
+	// Asked: the Runtime (Options.Runtime) was asked and answered; false
+	// when there is none.
+	Asked bool
+	// Sandboxes are the pod's sandboxes that the cache holds or the
+	// Runtime lists.
+	Sandboxes []sandboxFacts
+}
+
+// sandboxState is what the collector knows of a sandbox, whatever the
+// event: ListPUs orders a pod's sandboxes by it (dead first, ready last),
+// and SandboxDead answers whether it is stateDead.
+type sandboxState uint8
+
+const (
+	// stateDead: the Runtime lists it stopped, or does not list it and
+	// its network namespace is gone.
+	stateDead sandboxState = iota
+	// stateUnknown: nothing is told.
+	stateUnknown
+	// stateCreating: the Runtime does not list it and its network
+	// namespace is there: it may be one the runtime is creating (containerd
+	// and CRI-O make the namespace before ADD and list the sandbox only
+	// after ADD, create and start).
+	stateCreating
+	// stateReady: the Runtime lists it ready: the pod's current one.
+	stateReady
+)
+
+// action is what a verdict has DestroyPU do with a sandbox.
+type action uint8
+
+const (
+	// keep: free nothing; the error is a plain one, and the engine checks
+	// the pod again with backoff.
+	keep action = iota
+	// refuse: keep, and count the refusal towards NewestSandboxTimeout
+	// (refusals.refuse).
+	refuse
+	// giveUp: keep, and leave the sandbox alone from now on
+	// (ErrOrderUnknown, permanent).
+	giveUp
+	// free: DEL its attachments, but those of disableGC networks.
+	free
+)
+
+// verdict is decide's answer for one sandbox.
+type verdict struct {
+	ID     string
+	State  sandboxState
+	Action action
+	// Del tells, for each of the sandbox's attachments (sandboxFacts.Atts),
+	// whether to DEL it: Action is free and its network is not disableGC.
+	Del []bool
+	// Row is the row of decide's table that decided.
+	Row int
+}
+
+// rowText describes each row of decide's table, for errors and logs.
+var rowText = [...]string{
+	0:  "a sandbox change, and the cache holds no attachment of it that may be freed",
+	1:  "the runtime lists it ready",
+	2:  "the pod is gone, and the runtime lists another sandbox of it ready or may be creating one",
+	3:  "the runtime lists it stopped",
+	4:  "the runtime does not list it and its network namespace is gone",
+	5:  "no runtime to ask, and its network namespace is not known to be gone",
+	6:  "a sandbox change, and a sandbox of the pod was created strictly later",
+	7:  "a sandbox change, and its place among the pod's sandboxes cannot be told yet",
+	8:  "a sandbox change, and its place has not been told for NewestSandboxTimeout",
+	9:  "the runtime may be creating it (not listed, its network namespace there)",
+	10: "not listed, its network namespace there, for NewestSandboxTimeout",
+	11: "the runtime does not list it, and its network namespace tells nothing",
+}
+
+// why describes the row that decided.
+func (v verdict) why() string {
+	if v.Row >= 0 && v.Row < len(rowText) {
+		return rowText[v.Row]
+	}
+	return fmt.Sprintf("row %d", v.Row)
+}
+
+// decide holds the whole rule of whether a sandbox's attachments may be
+// freed, and of whether a sandbox is dead (doc.go, "When a sandbox may be
+// freed"). It does no I/O: the collector reads the cache, the Runtime, the
+// network namespaces and its refusals into p (observe), and DestroyPU,
+// SandboxDead and ListPUs' order carry out what it answers, one verdict
+// for each of p.Sandboxes, in their order. For each sandbox, the rows in
+// the order they are tried:
+//
+//  0. A sandbox change, and the cache holds no attachment of the sandbox
+//     but of disableGC networks, or none: keep, nothing to do. Whatever
+//     the row, an attachment of a disableGC network is never DELed.
+//  1. The Runtime lists it ready: keep. It is the pod's current sandbox;
+//     a gone pod runs whatever the API says (a static pod whose mirror
+//     pod is missing).
+//  2. The pod is gone, and the Runtime lists another of its sandboxes
+//     ready, or may be creating one (as row 9): keep.
+//  3. The Runtime lists it stopped: free.
+//  4. The Runtime does not list it, or there is none, and the network
+//     namespace of one of its attachments is gone: free.
+//  5. The pod is gone, and there is no Runtime to ask: keep. Without one,
+//     nothing but a gone namespace (row 4) is evidence.
+//  6. A sandbox change, the Runtime was asked, and a sandbox of the pod
+//     was created strictly later (the Runtime's CreatedAt, the cache's
+//     write time): free. It is not one being created.
+//  7. A sandbox change, refused for less than NewestSandboxTimeout:
+//     keep, and count the refusal.
+//  8. A sandbox change, refused for NewestSandboxTimeout: give up.
+//  9. The pod is gone, and the Runtime may be creating the sandbox (it
+//     does not list it, and its network namespace is there), refused for
+//     less than NewestSandboxTimeout: keep, and count the refusal.
+//  10. The same, refused for NewestSandboxTimeout: free; no sandbox is
+//     created for so long.
+//  11. The pod is gone, the Runtime does not list the sandbox, and its
+//     network namespace tells nothing: free.
+//
+// So nothing is freed that the Runtime lists ready, nor, until it has
+// been refused for NewestSandboxTimeout, one it may be creating; and
+// without a Runtime, nothing but a sandbox whose network namespace is
+// gone (FuzzDecide holds both).
+func decide(p podFacts) []verdict {
+	out := make([]verdict, len(p.Sandboxes))
+	podRuns := slices.ContainsFunc(p.Sandboxes, func(s sandboxFacts) bool {
+		st := stateOf(s, p.Asked)
+		return st == stateReady || st == stateCreating && !s.Expired
+	})
+	for i, s := range p.Sandboxes {
+		v := verdict{ID: s.ID, State: stateOf(s, p.Asked)}
+		v.Row = row(p, s, v.State, podRuns)
+		switch v.Row {
+		case 3, 4, 6, 10, 11:
+			v.Action = free
+		case 7, 9:
+			v.Action = refuse
+		case 8:
+			v.Action = giveUp
+		}
+		v.Del = make([]bool, len(s.Atts))
+		for j, a := range s.Atts {
+			v.Del[j] = v.Action == free && !a.Never
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// row returns the row of decide's table that decides on s, whose state is
+// st; podRuns: the pod has a sandbox of row 1 or 9.
+func row(p podFacts, s sandboxFacts, st sandboxState, podRuns bool) int {
+	creating := st == stateCreating && !s.Expired
+	switch {
+	case p.Changed && !slices.ContainsFunc(s.Atts, func(a attFacts) bool { return !a.Never }):
+		return 0
+	case st == stateReady:
+		return 1
+	case !p.Changed && podRuns && !creating:
+		return 2
+	case s.Listed:
+		return 3
+	case st == stateDead:
+		return 4
+	case !p.Changed && !p.Asked:
+		return 5
+	case p.Changed && p.Asked && newer(p.Sandboxes, s):
+		return 6
+	case p.Changed && !s.Expired:
+		return 7
+	case p.Changed:
+		return 8
+	case creating:
+		return 9
+	case st == stateCreating:
+		return 10
+	}
+	return 11
+}
+
+// stateOf returns what is known of s, the Runtime asked or not.
+func stateOf(s sandboxFacts, asked bool) sandboxState {
+	switch {
+	case s.Listed && s.Ready:
+		return stateReady
+	case s.Listed || slices.ContainsFunc(s.Atts, func(a attFacts) bool { return a.NetNS == nsGone }):
+		return stateDead
+	case asked && slices.ContainsFunc(s.Atts, func(a attFacts) bool { return a.NetNS == nsPresent }):
+		return stateCreating
+	}
+	return stateUnknown
+}
+
+// newer reports whether a sandbox among sbs was created strictly after s.
+func newer(sbs []sandboxFacts, s sandboxFacts) bool {
+	return slices.ContainsFunc(sbs, func(o sandboxFacts) bool { return o.Created.After(s.Created) })
+}

@@ -1,0 +1,223 @@
+package cni
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The freeing decision, row by row, as decide's doc comment and
+// docs/sdk/cni-freeing.md tell it: each case is one row, with the verdict
+// and the sandbox's state that row gives.
+func TestDecideRowByRow(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	gone := []attFacts{{NetNS: nsGone}}
+	present := []attFacts{{NetNS: nsPresent}}
+	unknown := []attFacts{{NetNS: nsUnknown}}
+	// sb is the sandbox decided on, always first; others follow.
+	for _, tc := range []struct {
+		name    string
+		changed bool
+		asked   bool
+		sb      sandboxFacts
+		others  []sandboxFacts
+		row     int
+		act     action
+		state   sandboxState
+	}{
+		{name: "sandbox change, only disableGC networks cached", changed: true, asked: true,
+			sb: sandboxFacts{ID: "s", Listed: true, Atts: []attFacts{{NetNS: nsGone, Never: true}}}, row: 0, act: keep, state: stateDead},
+		{name: "sandbox change, nothing of it cached", changed: true, asked: true,
+			sb: sandboxFacts{ID: "s", Listed: true}, row: 0, act: keep, state: stateDead},
+		{name: "listed ready, pod gone", asked: true,
+			sb: sandboxFacts{ID: "s", Listed: true, Ready: true, Atts: gone}, row: 1, act: keep, state: stateReady},
+		{name: "listed ready, sandbox change, a later one cached", changed: true, asked: true,
+			sb:     sandboxFacts{ID: "s", Listed: true, Ready: true, Atts: unknown, Created: t0},
+			others: []sandboxFacts{{ID: "later", Atts: unknown, Created: t0.Add(time.Hour)}}, row: 1, act: keep, state: stateReady},
+		{name: "pod gone, stopped, another sandbox listed ready", asked: true,
+			sb:     sandboxFacts{ID: "s", Listed: true, Atts: gone},
+			others: []sandboxFacts{{ID: "current", Listed: true, Ready: true}}, row: 2, act: keep, state: stateDead},
+		{name: "pod gone, namespace gone, another sandbox being created", asked: true,
+			sb:     sandboxFacts{ID: "s", Atts: gone},
+			others: []sandboxFacts{{ID: "new", Atts: present}}, row: 2, act: keep, state: stateDead},
+		{name: "pod gone, listed stopped, its namespace there", asked: true,
+			sb: sandboxFacts{ID: "s", Listed: true, Atts: present}, row: 3, act: free, state: stateDead},
+		{name: "sandbox change, listed stopped", changed: true, asked: true,
+			sb: sandboxFacts{ID: "s", Listed: true, Atts: unknown}, row: 3, act: free, state: stateDead},
+		{name: "pod gone, not listed, namespace gone", asked: true,
+			sb: sandboxFacts{ID: "s", Atts: []attFacts{{NetNS: nsPresent}, {NetNS: nsGone}}}, row: 4, act: free, state: stateDead},
+		{name: "pod gone, no runtime, namespace gone",
+			sb: sandboxFacts{ID: "s", Atts: gone}, row: 4, act: free, state: stateDead},
+		{name: "sandbox change, no runtime, namespace gone", changed: true,
+			sb: sandboxFacts{ID: "s", Atts: gone}, row: 4, act: free, state: stateDead},
+		{name: "pod gone, no runtime, namespace there (a static pod without its mirror)",
+			sb: sandboxFacts{ID: "s", Atts: present}, row: 5, act: keep, state: stateUnknown},
+		{name: "pod gone, no runtime, namespace unknown",
+			sb: sandboxFacts{ID: "s", Atts: unknown, Expired: true}, row: 5, act: keep, state: stateUnknown},
+		{name: "sandbox change, a later sandbox cached", changed: true, asked: true,
+			sb:     sandboxFacts{ID: "s", Atts: present, Created: t0},
+			others: []sandboxFacts{{ID: "later", Atts: unknown, Created: t0.Add(time.Second)}}, row: 6, act: free, state: stateCreating},
+		{name: "sandbox change, a later sandbox listed only", changed: true, asked: true,
+			sb:     sandboxFacts{ID: "s", Atts: unknown, Created: t0},
+			others: []sandboxFacts{{ID: "later", Listed: true, Ready: true, Created: t0.Add(time.Second)}}, row: 6, act: free, state: stateUnknown},
+		{name: "sandbox change, another created at the same instant", changed: true, asked: true,
+			sb:     sandboxFacts{ID: "s", Atts: unknown, Created: t0},
+			others: []sandboxFacts{{ID: "twin", Atts: unknown, Created: t0}}, row: 7, act: refuse, state: stateUnknown},
+		{name: "sandbox change, no runtime, a later sandbox cached", changed: true,
+			sb:     sandboxFacts{ID: "s", Atts: present, Created: t0},
+			others: []sandboxFacts{{ID: "later", Atts: unknown, Created: t0.Add(time.Hour)}}, row: 7, act: refuse, state: stateUnknown},
+		{name: "sandbox change, refused for NewestSandboxTimeout", changed: true, asked: true,
+			sb: sandboxFacts{ID: "s", Atts: present, Expired: true}, row: 8, act: giveUp, state: stateCreating},
+		{name: "pod gone, may be being created", asked: true,
+			sb: sandboxFacts{ID: "s", Atts: present}, row: 9, act: refuse, state: stateCreating},
+		{name: "pod gone, may be being created, beside a ready one", asked: true,
+			sb:     sandboxFacts{ID: "s", Atts: present},
+			others: []sandboxFacts{{ID: "current", Listed: true, Ready: true}}, row: 9, act: refuse, state: stateCreating},
+		{name: "pod gone, not listed, namespace there for NewestSandboxTimeout", asked: true,
+			sb: sandboxFacts{ID: "s", Atts: present, Expired: true}, row: 10, act: free, state: stateCreating},
+		{name: "pod gone, not listed, namespace tells nothing", asked: true,
+			sb: sandboxFacts{ID: "s", Atts: unknown}, row: 11, act: free, state: stateUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := podFacts{Changed: tc.changed, Asked: tc.asked, Sandboxes: append([]sandboxFacts{tc.sb}, tc.others...)}
+			got := decide(p)
+			require.Len(t, got, len(p.Sandboxes))
+			v := got[0]
+			require.Equal(t, tc.row, v.Row, "row (%s)", v.why())
+			require.Equal(t, tc.act, v.Action, "action")
+			require.Equal(t, tc.state, v.State, "state")
+			require.Equal(t, "s", v.ID)
+			for j, a := range tc.sb.Atts {
+				require.Equal(t, tc.act == free && !a.Never, v.Del[j], "DEL of attachment %d", j)
+			}
+		})
+	}
+}
+
+// Whatever the row, an attachment of a disableGC network is never DELed,
+// beside one of the same sandbox that is.
+func TestDecideNeverDELsADisableGCNetwork(t *testing.T) {
+	for _, changed := range []bool{false, true} {
+		v := decide(podFacts{Changed: changed, Asked: true, Sandboxes: []sandboxFacts{
+			{ID: "s", Listed: true, Atts: []attFacts{{Never: true}, {}}},
+		}})[0]
+		require.Equal(t, 3, v.Row)
+		require.Equal(t, []bool{false, true}, v.Del, "changed=%t", changed)
+	}
+}
+
+// FuzzDecide holds what decide promises whatever the collector read:
+//
+//   - no sandbox the Runtime lists ready is freed;
+//   - no sandbox the Runtime may be creating (not listed, its network
+//     namespace there) is freed, but for a sandbox change once a sandbox
+//     of the pod was created later, or, its pod gone, once it has been
+//     refused for NewestSandboxTimeout;
+//   - without a Runtime, nothing is freed but a sandbox whose network
+//     namespace is gone;
+//   - a gone pod of which a sandbox is listed ready, or may be being
+//     created and refused for less than NewestSandboxTimeout, keeps every
+//     sandbox;
+//   - an attachment of a disableGC network is never DELed, and only a
+//     sandbox decide frees has any DELed.
+func FuzzDecide(f *testing.F) {
+	f.Add(false, false, []byte{0x08, 0x01, 0})                        // gone pod, no runtime, namespace there
+	f.Add(false, true, []byte{0x03, 0x02, 1, 0x08, 0x01, 0})          // gone pod, one ready, one being created
+	f.Add(true, true, []byte{0x08, 0x01, 1, 0x00, 0x00, 2})           // sandbox change, a later one
+	f.Add(false, true, []byte{0x0c, 0x01, 0, 0x08, 0x00, 0})          // gone pod, creating expired
+	f.Add(true, false, []byte{0x08, 0x02, 0, 0x29, 0x00, 3})          // disableGC
+	f.Add(false, true, []byte{0x18, 0x09, 0, 0x11, 0x00, 0, 0x08, 0}) // several attachments
+	f.Add(true, false, []byte{0x08, 0x01, 0})                         // sandbox change, no runtime, namespace there
+	f.Add(true, true, []byte{0x08, 0x01, 1, 0x08, 0x00, 1})           // sandbox change, may be being created, a twin
+	f.Add(false, true, []byte{0x03, 0x00, 1, 0x09, 0x00, 0})          // gone pod, one ready, one stopped
+	f.Add(true, false, []byte{0x08, 0x01, 1, 0x08, 0x00, 2})          // sandbox change, no runtime, a later one
+	f.Fuzz(func(t *testing.T, changed, asked bool, raw []byte) {
+		p := podFacts{Changed: changed, Asked: asked}
+		for i := 0; i+3 <= len(raw) && len(p.Sandboxes) < 6; i += 3 {
+			flags, ns, created := raw[i], raw[i+1], raw[i+2]
+			s := sandboxFacts{ID: fmt.Sprintf("s%d", len(p.Sandboxes)), Listed: asked && flags&1 != 0, Expired: flags&4 != 0}
+			s.Ready = s.Listed && flags&2 != 0
+			if created != 0 {
+				s.Created = time.Unix(int64(created), 0)
+			}
+			for j := range int(flags>>3) & 3 {
+				s.Atts = append(s.Atts, attFacts{NetNS: nsState(ns>>(2*j)) & 3 % 3, Never: flags&(0x20<<j) != 0})
+			}
+			p.Sandboxes = append(p.Sandboxes, s)
+		}
+		vs := decide(p)
+		if len(vs) != len(p.Sandboxes) {
+			t.Fatalf("%d verdicts for %d sandboxes", len(vs), len(p.Sandboxes))
+		}
+		podRuns := false
+		for _, s := range p.Sandboxes {
+			podRuns = podRuns || s.Ready || asked && !s.Listed && nsOf(s, nsPresent) && !nsOf(s, nsGone) && !s.Expired
+		}
+		for i, v := range vs {
+			s := p.Sandboxes[i]
+			freed := v.Action == free
+			creating := asked && !s.Listed && nsOf(s, nsPresent) && !nsOf(s, nsGone)
+			switch {
+			case v.ID != s.ID || len(v.Del) != len(s.Atts):
+				t.Fatalf("verdict %+v for sandbox %+v", v, s)
+			case freed && s.Ready:
+				t.Fatalf("row %d frees %s, listed ready: %+v", v.Row, s.ID, p)
+			case freed && creating && !(changed && later(p.Sandboxes, s)) && !(!changed && s.Expired):
+				t.Fatalf("row %d frees %s, which the runtime may be creating: %+v", v.Row, s.ID, p)
+			case freed && !asked && !nsOf(s, nsGone):
+				t.Fatalf("row %d frees %s without a runtime, its namespace not gone: %+v", v.Row, s.ID, p)
+			case freed && !changed && podRuns:
+				t.Fatalf("row %d frees %s of a pod the runtime runs: %+v", v.Row, s.ID, p)
+			}
+			for j, del := range v.Del {
+				if del && (!freed || s.Atts[j].Never) {
+					t.Fatalf("row %d DELs attachment %d of %s (action %d, disableGC %t)", v.Row, j, s.ID, v.Action, s.Atts[j].Never)
+				}
+			}
+		}
+	})
+}
+
+// nsOf reports whether an attachment of s has its network namespace in
+// state ns.
+func nsOf(s sandboxFacts, ns nsState) bool {
+	for _, a := range s.Atts {
+		if a.NetNS == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// later reports whether a sandbox among sbs was created after s.
+func later(sbs []sandboxFacts, s sandboxFacts) bool {
+	for _, o := range sbs {
+		if o.Created.After(s.Created) {
+			return true
+		}
+	}
+	return false
+}
+
+// docs/sdk/cni-freeing.md has one row for each of decide's, in the order
+// decide tries them, and no other.
+func TestTheDocsTableHasDecidesRows(t *testing.T) {
+	b, err := os.ReadFile("../../docs/sdk/cni-freeing.md")
+	require.NoError(t, err)
+	var rows []int
+	for _, m := range regexp.MustCompile(`(?m)^\| (\d+) \|`).FindAllStringSubmatch(string(b), -1) {
+		n, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		rows = append(rows, n)
+	}
+	want := make([]int, len(rowText))
+	for i := range want {
+		want[i] = i
+	}
+	require.Equal(t, want, rows)
+}

@@ -1,0 +1,50 @@
+package cni
+
+import (
+	"slices"
+	"strings"
+)
+
+// observe gathers what decide needs of the pod uid: its sandboxes in atts
+// (the cache's attachments of every pod) and those of uid that rv lists,
+// what their network namespaces tell, and which expired tells have been
+// refused for NewestSandboxTimeout. It returns the cached sandboxes too:
+// the first len(sbs) of p.Sandboxes are sbs's, in their order (sandboxesOf),
+// and their Atts are sbs's Atts, index for index; the Runtime's others
+// follow, by ID.
+func observe(atts []attachment, collectable func(attachment) bool, rv runtimeView, uid string, changed bool, expired func(id string) bool) (p podFacts, sbs []sandbox) {
+	sbs = sandboxesOf(atts, uid, rv)
+	p = podFacts{Changed: changed, Asked: rv.asked, Sandboxes: make([]sandboxFacts, 0, len(sbs))}
+	for _, sb := range sbs {
+		f := rv.facts(sb.ID)
+		f.Created, f.Expired = sb.Created, expired(sb.ID)
+		for _, a := range sb.Atts {
+			f.Atts = append(f.Atts, attFacts{NetNS: netnsOf(a.NetNS), Never: !collectable(a)})
+		}
+		p.Sandboxes = append(p.Sandboxes, f)
+	}
+	var others []sandboxFacts
+	for id, listed := range rv.byID {
+		if listed.GetLabels()[podUIDLabel] != uid || slices.ContainsFunc(sbs, func(s sandbox) bool { return s.ID == id }) {
+			continue
+		}
+		f := rv.facts(id)
+		f.Created, f.Expired = rv.created(id, f.Created), expired(id)
+		others = append(others, f)
+	}
+	slices.SortFunc(others, func(x, y sandboxFacts) int { return strings.Compare(x.ID, y.ID) })
+	p.Sandboxes = append(p.Sandboxes, others...)
+	return p, sbs
+}
+
+// netnsOf returns what the network namespace path an attachment was added
+// with tells.
+func netnsOf(path string) nsState {
+	switch {
+	case netnsGone(path):
+		return nsGone
+	case netnsPresent(path):
+		return nsPresent
+	}
+	return nsUnknown
+}

@@ -1,0 +1,62 @@
+package cni
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/require"
+)
+
+// A refusal is timed from the first since the sandbox's place was last
+// known: it expires after the timeout, restarts once the sandbox is seen
+// ready or dead, and a sandbox given up on is remembered until the cache
+// no longer holds it.
+func TestRefusalsTimeFromTheFirstSinceThePlaceWasKnown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRefusals(5 * time.Minute)
+		refused := verdict{ID: "s", Action: refuse, State: stateCreating}
+		require.False(t, r.expired("s"), "never refused")
+		r.record([]verdict{refused})
+		time.Sleep(4 * time.Minute)
+		r.record([]verdict{refused})
+		require.False(t, r.expired("s"), "4m: timed from the first refusal, not expired")
+		time.Sleep(time.Minute)
+		require.True(t, r.expired("s"), "5m since the first refusal")
+
+		r.settle([]verdict{{ID: "s", State: stateReady, Action: free}})
+		require.False(t, r.expired("s"), "listed ready: its place is known, the time forgotten")
+		r.record([]verdict{refused})
+		time.Sleep(5 * time.Minute)
+		require.True(t, r.expired("s"))
+		r.settle([]verdict{{ID: "s", State: stateCreating, Action: refuse}})
+		require.True(t, r.expired("s"), "settle records no refusal and forgets none of a sandbox whose place is not known")
+
+		r.record([]verdict{{ID: "s", Action: giveUp, State: stateCreating}})
+		require.True(t, r.givenUp("s"))
+		require.False(t, r.expired("s"), "given up: its time forgotten")
+		r.retain(map[string]bool{"s": true})
+		require.True(t, r.givenUp("s"), "still cached")
+		r.retain(map[string]bool{})
+		require.False(t, r.givenUp("s"), "gone from the cache: forgotten")
+	})
+}
+
+// An entry skipped is logged once, again once rewritten, and again once
+// skipped after it was not.
+func TestSkipLogLogsEachSkippedEntryOnce(t *testing.T) {
+	var lines int
+	l := newSkipLog(funcr.New(func(string, string) { lines++ }, funcr.Options{}))
+	t0 := time.Unix(1_700_000_000, 0)
+	a := skipped{File: "a", Written: t0, Why: "no pod"}
+	l.report([]skipped{a})
+	l.report([]skipped{a})
+	require.Equal(t, 1, lines, "logged once")
+	a.Written = t0.Add(time.Second)
+	l.report([]skipped{a})
+	require.Equal(t, 2, lines, "rewritten: logged again")
+	l.report(nil)
+	l.report([]skipped{a})
+	require.Equal(t, 3, lines, "gone, then back: logged again")
+}

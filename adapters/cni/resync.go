@@ -1,0 +1,179 @@
+package cni
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// Tracker is what Resync needs of a deletion engine; *deletion.Engine has it.
+type Tracker interface {
+	Track(ports.PU) error
+	Untrack(puid string) bool
+	TriggerPod(types.NamespacedName)
+}
+
+// listing is one list of the cache as ListPUs makes it: the PUs, the
+// sandboxes it could have listed (the IDs of the collectable attachments,
+// but those given up on), and whether the order is the Runtime's (or
+// there is no Runtime).
+type listing struct {
+	pus  []ports.PU
+	held map[string]bool
+	told bool
+}
+
+// resyncer feeds an engine with what the cache holds while the agent
+// runs (Collector.Resync): its loop, the pods requeued since its last
+// list, the Inventory's list it begins from, and the DestroyPU calls that
+// ended while it listed. Its methods are its only transitions; it is safe
+// from any goroutine.
+type resyncer struct {
+	interval time.Duration
+	log      logr.Logger
+	// kick asks a running loop to list at once.
+	kick    chan struct{}
+	running atomic.Bool
+
+	mu sync.Mutex
+	// requeued are the pods requeued since the last list.
+	requeued map[types.NamespacedName]bool
+	// inventory is ListPUs' last answer (the engine's Inventory), from
+	// which the loop begins.
+	inventory map[string]string
+	// destroys numbers the DestroyPU calls that ended; destroyed holds,
+	// for each PUID, the number of the last, since the list under way
+	// began (see once).
+	destroys  uint64
+	destroyed map[string]uint64
+}
+
+func newResyncer(interval time.Duration, log logr.Logger) *resyncer {
+	return &resyncer{interval: interval, log: log, kick: make(chan struct{}, 1),
+		requeued: make(map[types.NamespacedName]bool), destroyed: make(map[string]uint64)}
+}
+
+// requeue asks a running loop to list at once, and to trigger a check of
+// pod then. It never blocks.
+func (r *resyncer) requeue(pod types.NamespacedName) {
+	r.mu.Lock()
+	r.requeued[pod] = true
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// inventoryListed records ListPUs' answer to the engine's Inventory.
+func (r *resyncer) inventoryListed(pus []ports.PU) {
+	r.mu.Lock()
+	r.inventory = sandboxesByPUID(pus)
+	r.mu.Unlock()
+}
+
+// ended records that a DestroyPU of puid ended: a list that began before
+// does not track that PU again (once).
+func (r *resyncer) ended(puid string) {
+	r.mu.Lock()
+	r.destroys++
+	r.destroyed[puid] = r.destroys
+	r.mu.Unlock()
+}
+
+// destroyedSince reports whether a DestroyPU of puid ended after the
+// destroys-th.
+func (r *resyncer) destroyedSince(puid string, destroys uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.destroyed[puid] > destroys
+}
+
+// run is Collector.Resync's loop: every interval, and at once after
+// requeue, it lists with list and feeds t, until ctx ends (nil), or it
+// fails at once with ErrResyncRunning when another run runs.
+func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context) (listing, error)) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return ErrResyncRunning
+	}
+	defer r.running.Store(false)
+	tick := time.NewTicker(r.interval)
+	defer tick.Stop()
+	var last map[string]string
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-r.kick:
+		}
+		last = r.once(ctx, t, list, last)
+	}
+}
+
+// once lists the cache and tracks what it lists; last is the previous
+// list (PUID to sandbox), and the new one is returned.
+func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Context) (listing, error), last map[string]string) map[string]string {
+	r.mu.Lock()
+	began := r.destroys
+	clear(r.destroyed) // a DestroyPU that ended before this list began is in it
+	r.mu.Unlock()
+	l, err := list(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error(err, "listing the cache failed; will list again", "in", r.interval.String())
+		}
+		return last
+	}
+	r.mu.Lock()
+	requeued, inventory := r.requeued, r.inventory
+	r.requeued = make(map[types.NamespacedName]bool)
+	r.mu.Unlock()
+	now := sandboxesByPUID(l.pus)
+	for _, pu := range l.pus {
+		if r.destroyedSince(pu.PUID, began) {
+			// The engine destroyed it, or tried, while the cache was read: the
+			// list may hold what that DestroyPU freed, and the engine no PU to
+			// insert it into. The next list has it if it is still there.
+			delete(now, pu.PUID)
+			continue
+		}
+		was, ok := last[pu.PUID]
+		if !ok {
+			was, ok = inventory[pu.PUID] // tracked from the Inventory's list, if at all
+		}
+		if !l.told && ok && was != pu.SandboxID {
+			// An order of the cache's times: neither tracked nor compared; the
+			// next list the runtime orders is compared with what was.
+			now[pu.PUID] = was
+			continue
+		}
+		if ok && was != "" && was != pu.SandboxID && l.held[was] && t.Untrack(pu.PUID) {
+			r.log.Info("the order of a pod's sandboxes is told now; its PU is tracked again with the older one",
+				"puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "before", was)
+		}
+		if err := t.Track(pu); err != nil {
+			r.log.Error(err, "tracking a PU of the cache failed", "puID", pu.PUID, "pod", pu.Pod.String())
+			continue
+		}
+		if sb, ok := last[pu.PUID]; !ok || sb != now[pu.PUID] || requeued[pu.Pod] {
+			t.TriggerPod(pu.Pod)
+		}
+	}
+	return now
+}
+
+// sandboxesByPUID maps each of pus's PUIDs to its sandbox.
+func sandboxesByPUID(pus []ports.PU) map[string]string {
+	m := make(map[string]string, len(pus))
+	for _, pu := range pus {
+		m[pu.PUID] = pu.SandboxID
+	}
+	return m
+}

@@ -1,0 +1,48 @@
+package cni
+
+import (
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// skipLog logs each cache entry the collector skips once, and again once
+// it is rewritten; it forgets an entry that is no longer skipped. It is
+// safe from any goroutine.
+type skipLog struct {
+	log logr.Logger
+
+	mu sync.Mutex
+	// reported holds the entries logged, with the modification time they
+	// were logged for.
+	reported map[string]time.Time
+}
+
+func newSkipLog(log logr.Logger) *skipLog {
+	return &skipLog{log: log, reported: make(map[string]time.Time)}
+}
+
+// report logs what skips holds that was not logged yet, and forgets what
+// it no longer holds.
+func (l *skipLog) report(skips []skipped) {
+	seen := make(map[string]bool, len(skips))
+	l.mu.Lock()
+	var fresh []skipped
+	for _, s := range skips {
+		seen[s.File] = true
+		if t, ok := l.reported[s.File]; !ok || !t.Equal(s.Written) {
+			l.reported[s.File] = s.Written
+			fresh = append(fresh, s)
+		}
+	}
+	for f := range l.reported {
+		if !seen[f] {
+			delete(l.reported, f)
+		}
+	}
+	l.mu.Unlock()
+	for _, s := range fresh {
+		l.log.Info("skipping a cache entry: it is never deleted", "file", s.File, "why", s.Why)
+	}
+}
