@@ -40,8 +40,10 @@ func (n *NodeFlags) Bind(fs *flag.FlagSet, getenv func(string) string, criUse st
 		"the container runtime's CRI socket, as the kubelet's --container-runtime-endpoint: "+criUse)
 }
 
-// Validate refuses a missing --node and a --cri-endpoint that names no
-// socket, with an error that wraps ErrUsage.
+// Validate refuses a missing --node and a malformed --cri-endpoint (not a
+// unix:// endpoint with a socket path), with an error that wraps ErrUsage.
+// Whether a socket is there is not asked here: Runtime says what a program
+// without one does.
 func (n *NodeFlags) Validate() error {
 	if n.Node == "" {
 		return fmt.Errorf("%w: --node is required (or set NODE_NAME)", ErrUsage)

@@ -106,7 +106,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 		"serve /metrics and the pages beside it over HTTPS, only to clients whose token the API server authenticates and "+
 			"authorizes (a get on the URL); false serves plain HTTP, and then only on a loopback --metrics-bind-address")
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", f.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints; "0" turns them off`)
-	fs.StringVar(&f.PprofBindAddress, "pprof-bind-address", f.PprofBindAddress, `address of Go's /debug/pprof endpoints, loopback by default; "0" turns them off`)
+	fs.StringVar(&f.PprofBindAddress, "pprof-bind-address", f.PprofBindAddress, `address of Go's /debug/pprof endpoints, on loopback; "0" turns them off`)
 	fs.DurationVar(&f.SweepInterval, "sweep-interval", f.SweepInterval, "how often every PU is re-checked against the API")
 	fs.IntVar(&f.Workers, "workers", f.Workers, "how many checks may run at once")
 	fs.BoolVar(&f.DryRun, "dry-run", f.DryRun,

@@ -10,8 +10,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
-	"github.com/podsweeper/podsweeper/program"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/program"
 )
 
 func main() {

@@ -9,9 +9,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/podsweeper/podsweeper/program"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
+	"github.com/podsweeper/podsweeper/program"
 )
 
 // deps are the parts of the controller a test replaces in its

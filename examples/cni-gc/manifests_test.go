@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podsweeper/podsweeper/adapters/cri"
-	"github.com/podsweeper/podsweeper/program"
 	"github.com/podsweeper/podsweeper/internal/testkube"
+	"github.com/podsweeper/podsweeper/program"
 )
 
 // TestDaemonSetMountsWhatThePluginsNeed checks deploy/'s DaemonSet with

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/podsweeper/podsweeper/program"
 	"github.com/podsweeper/podsweeper/internal/testkube"
+	"github.com/podsweeper/podsweeper/program"
 )
 
 // TestChartAndKustomizeRenders renders deploy/ (kustomize) and chart/
