@@ -138,6 +138,8 @@ func (f *Flags) Validate() error {
 		err = fmt.Errorf("--workers must be positive, got %d", f.Workers)
 	case f.MaxDestroysPerSecond < 0:
 		err = fmt.Errorf("--max-destroys-per-second must not be negative, got %v", f.MaxDestroysPerSecond)
+	case math.IsInf(f.MaxDestroysPerSecond, 1):
+		err = fmt.Errorf("--max-destroys-per-second must be finite (0: no limit), got %v", f.MaxDestroysPerSecond)
 	case f.DestroyBurst < 1:
 		err = fmt.Errorf("--destroy-burst must be at least 1, got %d", f.DestroyBurst)
 	case !f.MetricsSecure && f.MetricsBindAddress != Off && !loopback(f.MetricsBindAddress):

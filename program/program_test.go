@@ -46,6 +46,7 @@ func TestParseRefusesWhatNoProgramRunsWith(t *testing.T) {
 		"more workers than the engine's": {[]string{"--workers=20000"}, "--workers=20000"},
 		"a rate below one a year":        {[]string{"--max-destroys-per-second=1e-9"}, "--max-destroys-per-second=1e-09"},
 		"a rate of NaN":                  {[]string{"--max-destroys-per-second=NaN"}, "--max-destroys-per-second=NaN"},
+		"an infinite rate":               {[]string{"--max-destroys-per-second=Inf"}, "--max-destroys-per-second must be finite"},
 		"no burst with a qps":            {[]string{"--kube-api-qps=20", "--kube-api-burst=0"}, "--kube-api-burst"},
 		"zero interval":                  {[]string{"--sweep-interval=0s"}, "--sweep-interval"},
 		"negative workers":               {[]string{"--workers=-1"}, "--workers"},
