@@ -359,7 +359,8 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	}
 	changed := ev.Reason == ports.ReasonSandboxChanged || ev.Reason == ports.ReasonSandboxDead
 	p, sbs := observe(v.atts, v.collectable, rv, ev.PUID, changed, c.refusals.expired)
-	verdicts := decide(p)[:len(sbs)]
+	all := decide(p) // the cached sandboxes' verdicts first, then those of the sandboxes the runtime alone lists
+	verdicts := all[:len(sbs)]
 	var kept error
 	if changed {
 		i := slices.IndexFunc(sbs, func(s sandbox) bool { return s.ID == ev.SandboxID })
@@ -374,7 +375,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 		}
 	} else {
 		c.refusals.record(verdicts)
-		if kept = keptGone(verdicts, ev); kept != nil && !errors.Is(kept, ErrNoEvidence) {
+		if kept = keptGone(all, ev); kept != nil && !errors.Is(kept, ErrNoEvidence) {
 			return kept
 		}
 	}
@@ -395,7 +396,10 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 			if !verdicts[i].Del[j] {
 				continue
 			}
-			if err := c.del(ctx, a, ev); err != nil {
+			if err := c.del(ctx, a, ev); errors.Is(err, ErrUnusableEntry) {
+				unusable = append(unusable, err)
+				continue
+			} else if err != nil {
 				failed = append(failed, err)
 				continue
 			}
@@ -501,12 +505,22 @@ func (c *Collector) del(ctx context.Context, a attachment, ev ports.DestroyEvent
 	}
 	start := time.Now()
 	var err error
+	// libcni removes the entry before any plugin runs when it cannot load its cached result: that
+	// entry is reported (ErrUnusableEntry) and left as it is, never DELed, so that no leak is lost.
 	if len(a.List.Plugins) > 0 {
+		if _, rerr := c.cni.GetNetworkListCachedResult(a.List, rt); rerr != nil {
+			return fmt.Errorf("%w: network %s, sandbox %s, interface %s: its cached result cannot be read: %v",
+				ErrUnusableEntry, a.NetworkName, a.ContainerID, a.IfName, rerr)
+		}
 		err = c.cni.DelNetworkList(ctx, a.List, rt)
 	} else {
 		// readEntry accepted it: a single plugin's config.
 		var conf *libcni.PluginConfig
 		if conf, err = singlePlugin(a.Config); err == nil {
+			if _, rerr := c.cni.GetNetworkCachedResult(conf, rt); rerr != nil {
+				return fmt.Errorf("%w: network %s, sandbox %s, interface %s: its cached result cannot be read: %v",
+					ErrUnusableEntry, a.NetworkName, a.ContainerID, a.IfName, rerr)
+			}
 			err = c.cni.DelNetwork(ctx, conf, rt)
 		}
 	}

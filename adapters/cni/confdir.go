@@ -1,7 +1,9 @@
 package cni
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/containernetworking/cni/libcni"
@@ -25,6 +27,10 @@ func disableGCNetworks(dir string) (map[string]bool, error) {
 	for _, f := range files {
 		list, err := libcni.NetworkConfFromFile(filepath.Clean(f))
 		if err != nil {
+			// A single plugin's .conf, which the runtime loads as a list of one: its own key says.
+			if name, ok := singleDisableGC(filepath.Clean(f)); ok {
+				keep[name] = true
+			}
 			continue
 		}
 		if list.DisableGC {
@@ -32,4 +38,21 @@ func disableGCNetworks(dir string) (map[string]bool, error) {
 		}
 	}
 	return keep, nil
+}
+
+// singleDisableGC returns the network of a single plugin's config file f, and whether it says "disableGC": true
+// (or "true", as libcni reads a list's).
+func singleDisableGC(f string) (string, bool) {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return "", false
+	}
+	var raw struct {
+		Name      string `json:"name"`
+		DisableGC any    `json:"disableGC"`
+	}
+	if json.Unmarshal(b, &raw) != nil || raw.Name == "" {
+		return "", false
+	}
+	return raw.Name, raw.DisableGC == true || raw.DisableGC == "true"
 }

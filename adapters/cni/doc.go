@@ -120,7 +120,9 @@
 //     /run/netns). A /proc/<pid>/ns/net path, or a link to one, names
 //     whatever namespace the process of that PID is in now, an unrelated
 //     live one once the PID is reused; the DEL then runs without one, and
-//     the plugins release what they hold. A namespace is gone only when
+//     the plugins release what they hold. A /proc path never tells that a
+//     namespace is gone: the collector may not share the host's PID
+//     namespace, where a live sandbox's PID is not. A namespace is gone only when
 //     its path is, from a directory that is there: a file there that is no
 //     namespace may be one whose bind mount the collector's container does
 //     not see, and a directory it does not see says nothing.

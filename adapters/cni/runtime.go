@@ -50,7 +50,10 @@ func (c *Collector) listRuntime(ctx context.Context, uid string) (runtimeView, e
 	}
 	v := runtimeView{asked: true, byID: make(map[string]*runtimeapi.PodSandbox, len(sbs))}
 	for _, sb := range sbs {
-		if sb.GetId() == "" || (uid != "" && sb.GetLabels()[podUIDLabel] != uid) || v.isReady(sb.GetId()) {
+		// A sandbox listed by its ID tells of that ID, whatever its labels say: a runtime that
+		// leaves the label out, or ignores the filter, still lists it ready (the others are
+		// told from the pod's by the label, in observe).
+		if sb.GetId() == "" || v.isReady(sb.GetId()) {
 			continue
 		}
 		v.byID[sb.GetId()] = sb
@@ -78,8 +81,10 @@ func (v runtimeView) isReady(id string) bool {
 
 // facts returns what the Runtime tells of the sandbox id, for decide.
 func (v runtimeView) facts(id string) sandboxFacts {
-	_, listed := v.byID[id]
-	return sandboxFacts{ID: id, Listed: listed, Ready: v.isReady(id)}
+	sb, listed := v.byID[id]
+	// A state the runtime names but CRI does not (neither ready nor not ready) is no evidence that it stopped.
+	ready := v.isReady(id) || listed && sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	return sandboxFacts{ID: id, Listed: listed, Ready: ready}
 }
 
 // Errors of DestroyPU that keep the attachments of a sandbox the runtime
@@ -152,19 +157,20 @@ func underProc(path string) bool { return path == "/proc" || strings.HasPrefix(p
 
 // netnsGone reports whether the network namespace an attachment was added
 // with is gone for sure: its directory is there and the path is not (the
-// runtime removes it with the sandbox; a reboot empties /run), or it is a
-// /proc/<pid> path and that process is gone. A directory this process
-// does not see (not mounted into its container) says nothing, nor does a
-// file that is there but no namespace (its bind mount may be one this
-// process does not see), nor "".
+// runtime removes it with the sandbox; a reboot empties /run). A directory
+// this process does not see (not mounted into its container) says nothing,
+// nor does a file that is there but no namespace (its bind mount may be one
+// this process does not see), nor "", nor a path in /proc: the collector's
+// container may not share the host's PID namespace (a DaemonSet without
+// hostPID), where a live sandbox's /proc/<pid> is not there.
 func netnsGone(path string) bool {
-	if path == "" || !filepath.IsAbs(path) {
+	if path == "" || !filepath.IsAbs(path) || underProc(filepath.Clean(path)) {
 		return false
 	}
 	path = filepath.Clean(path)
 	resolved, err := resolveDir(path)
-	if err != nil {
-		return underProc(path) && errors.Is(err, fs.ErrNotExist)
+	if err != nil || underProc(resolved) {
+		return false
 	}
 	var fi unix.Stat_t
 	return errors.Is(unix.Lstat(resolved, &fi), fs.ErrNotExist)
@@ -173,7 +179,8 @@ func netnsGone(path string) bool {
 // netnsPresent reports whether the network namespace path an attachment
 // was added with is still there, namespace or not, link or not: a sandbox
 // being created has it (a runtime that pins namespaces makes it before
-// ADD; one that caches /proc/<pid>/ns/net has the process).
+// ADD; one that caches /proc/<pid>/ns/net has the process, which, from a
+// PID namespace of its own, may be another: it errs toward keeping).
 func netnsPresent(path string) bool {
 	if path == "" || !filepath.IsAbs(path) {
 		return false

@@ -38,7 +38,7 @@ func TestWhichCachedNetNSIsTrusted(t *testing.T) {
 		{path: "/proc/self/ns/net", present: true},                   // live, but of whatever process has the PID
 		{path: "/proc/1/ns/net", present: true},                      // the same
 		{path: "/proc/../proc/self/ns/net", present: true},           // cleaned first
-		{path: "/proc/0/ns/net", gone: true},                         // no such process
+		{path: "/proc/0/ns/net"},                                     // no such process here: from a PID namespace of its own, it says nothing
 		{path: filepath.Join(dir, "cni-gone"), gone: true},           // removed with its sandbox
 		{path: plain, present: true},                                 // unmounted, or its mount not seen here
 		{path: link, present: true},                                  // a link into /proc: nsfs at its end, but of a PID
