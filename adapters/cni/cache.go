@@ -133,7 +133,8 @@ func readCache(dir string) ([]attachment, []skipped, error) {
 	var atts []attachment
 	var skips []skipped
 	for _, de := range entries {
-		if !de.Type().IsRegular() {
+		if !de.Type().IsRegular() { // libcni writes regular files: a link or a directory is someone else's, left alone
+			skips = append(skips, skipped{File: de.Name(), Why: "not a regular file (" + de.Type().String() + "): not libcni's, never touched"})
 			continue
 		}
 		a, skip, gone := readEntry(results, de.Name())
@@ -169,6 +170,12 @@ func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
 		return a, &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: written, Why: err.Error(), Unreadable: true}, false
 	}
 	a.File, a.Written = name, info.ModTime()
+	if want := a.NetworkName + "-" + a.ContainerID + "-" + a.IfName; name != want && a.PodUID != "" {
+		// libcni finds, and removes after a DEL, the entry of its network by that name: a DEL of this one
+		// would leave it, and run again at every call.
+		return a, &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: a.Written,
+			Why: "its file name is not libcni's for its network, " + want, Unreadable: true}, false
+	}
 	if a.PodUID == "" || a.PodNamespace == "" || a.PodName == "" {
 		return a, &skipped{File: name, Written: a.Written,
 			Why: "no K8S_POD_UID, K8S_POD_NAMESPACE or K8S_POD_NAME in its CNI_ARGS: not a pod's attachment, or of another runtime"}, false
@@ -185,14 +192,7 @@ func parseEntry(b []byte) (attachment, error) {
 	if err := json.Unmarshal(b, &a.cacheEntry); err != nil {
 		return a, fmt.Errorf("%w: %w", errEntry, err)
 	}
-	switch {
-	case a.Kind != cacheKind:
-		return a, fmt.Errorf("%w: kind %q, want %q", errEntry, a.Kind, cacheKind)
-	case a.ContainerID == "" || a.NetworkName == "" || a.IfName == "":
-		return a, fmt.Errorf("%w: containerId %q, networkName %q, ifName %q: all three are required", errEntry, a.ContainerID, a.NetworkName, a.IfName)
-	case len(bytes.TrimSpace(a.Config)) == 0:
-		return a, fmt.Errorf("%w: no config", errEntry)
-	}
+	// Whose it is first, so that an entry of a pod that cannot be used is told as that pod's (ErrUnusableEntry).
 	for _, kv := range a.CniArgs {
 		switch kv[0] {
 		case argPodUID:
@@ -202,6 +202,14 @@ func parseEntry(b []byte) (attachment, error) {
 		case argPodName:
 			a.PodName = kv[1]
 		}
+	}
+	switch {
+	case a.Kind != cacheKind:
+		return a, fmt.Errorf("%w: kind %q, want %q", errEntry, a.Kind, cacheKind)
+	case a.ContainerID == "" || a.NetworkName == "" || a.IfName == "":
+		return a, fmt.Errorf("%w: containerId %q, networkName %q, ifName %q: all three are required", errEntry, a.ContainerID, a.NetworkName, a.IfName)
+	case len(bytes.TrimSpace(a.Config)) == 0:
+		return a, fmt.Errorf("%w: no config", errEntry)
 	}
 	// libcni's own parser: "disableGC" may be a bool or a string, and a
 	// single plugin's config (no "plugins") parses as a list of none.

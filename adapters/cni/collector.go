@@ -317,7 +317,9 @@ func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID 
 		return false, err
 	}
 	p, _ := observe(v.atts, v.collectable, rv, string(pod.UID), true, c.refusals.expired)
-	for _, verdict := range decide(p) {
+	vs := decide(p)
+	c.refusals.settle(vs) // a place it learned (ready, or dead) times the next refusal anew
+	for _, verdict := range vs {
 		if verdict.ID == sandboxID {
 			return verdict.State == stateDead, nil
 		}
@@ -361,8 +363,12 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	p, sbs := observe(v.atts, v.collectable, rv, ev.PUID, changed, c.refusals.expired)
 	all := decide(p) // the cached sandboxes' verdicts first, then those of the sandboxes the runtime alone lists
 	verdicts := all[:len(sbs)]
+	c.refusals.settle(all) // the places it learned (ready, or dead), whichever sandbox ev names
 	var kept error
 	if changed {
+		if c.refusals.givenUp(ev.SandboxID) { // left as it is until the Collector is made anew, or its pod is gone
+			return ports.Permanent(fmt.Errorf("%w: pod %s (uid %s), sandbox %s: given up on already", ErrOrderUnknown, ev.Pod, ev.PUID, ev.SandboxID))
+		}
 		i := slices.IndexFunc(sbs, func(s sandbox) bool { return s.ID == ev.SandboxID })
 		if i < 0 {
 			sbs, verdicts = nil, nil

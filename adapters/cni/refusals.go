@@ -41,9 +41,9 @@ func (r *refusals) givenUp(id string) bool {
 }
 
 // record carries out DestroyPU's verdicts: a refusal starts the time of
-// the sandbox's first one, a give-up marks it given up and forgets its
-// time, and a sandbox whose place is known (listed ready, or dead) has
-// its time forgotten.
+// the sandbox's first one, a give-up marks it given up and keeps that time
+// (its gone pod frees it at once, row 10), and a sandbox whose place is
+// known (listed ready, or dead) has its time forgotten.
 func (r *refusals) record(vs []verdict) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -51,7 +51,6 @@ func (r *refusals) record(vs []verdict) {
 		switch {
 		case v.Action == giveUp:
 			r.gaveUp[v.ID] = true
-			delete(r.since, v.ID)
 		case v.Action == refuse:
 			if _, ok := r.since[v.ID]; !ok {
 				r.since[v.ID] = time.Now()

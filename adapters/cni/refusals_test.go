@@ -35,7 +35,7 @@ func TestRefusalsTimeFromTheFirstSinceThePlaceWasKnown(t *testing.T) {
 
 		r.record([]verdict{{ID: "s", Action: giveUp, State: stateCreating}})
 		require.True(t, r.givenUp("s"))
-		require.False(t, r.expired("s"), "given up: its time forgotten")
+		require.True(t, r.expired("s"), "given up: its time kept, for its gone pod (row 10)")
 		r.retain(map[string]bool{"s": true})
 		require.True(t, r.givenUp("s"), "still cached")
 		r.retain(map[string]bool{})

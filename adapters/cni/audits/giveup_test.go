@@ -64,3 +64,32 @@ func TestAuditHoldsGonePodCreatingFreedAtExactlyTimeout(t *testing.T) {
 		}
 	})
 }
+
+// ErrOrderUnknown (runtime.go): "the engine drops the PU, and this
+// Collector never lists or frees that sandbox again (ListPUs skips it,
+// logged once) until the Collector is made anew". The pod lives on; a
+// later sandbox of it appears in the cache; a sandbox-change DestroyPU of
+// the given-up sandbox frees it.
+func TestAuditGivenUpSandboxNeverFreedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.write("net1", "sbB", "uid1", e.netns("b", true), time.Now().Add(-time.Hour))
+		rt := &fakeRuntime{}
+		c := e.collector(rt, 5*time.Minute)
+		ctx := context.Background()
+		if err := c.DestroyPU(ctx, changed("uid1", "sbB")); !errors.Is(err, cni.ErrNewestSandbox) {
+			t.Fatalf("0: %v", err)
+		}
+		time.Sleep(5 * time.Minute)
+		if err := c.DestroyPU(ctx, changed("uid1", "sbB")); !errors.Is(err, cni.ErrOrderUnknown) {
+			t.Fatalf("5m: %v", err)
+		}
+		// A newer sandbox of the pod is written, the runtime lists it ready.
+		e.write("net1", "sbC", "uid1", e.netns("c", true), time.Now())
+		rt.set(sb("sbC", "uid1", true, time.Now()))
+		err := c.DestroyPU(ctx, changed("uid1", "sbB"))
+		if e.delsOf("sbB") != 0 {
+			t.Fatalf("the given-up sandbox sbB was freed (DestroyPU = %v) by the same Collector", err)
+		}
+	})
+}
