@@ -83,8 +83,9 @@ func (c PodCacheFlags) Options() cache.Options {
 
 // Runtime returns the container runtime on --cri-endpoint and the
 // readiness check that reports on it (nil when there is nothing to
-// report). Without --cri-endpoint, or without a socket there, the program
-// runs without the runtime: it says so once in log, and readiness then
+// report). Without --cri-endpoint, the program runs without the runtime,
+// as asked, and adds no readiness check. With one and no socket there, it
+// runs without the runtime too: it says so once in the log, and readiness
 // fails with the reason, for no sandbox restart is seen; asking a runtime
 // that is not there would only fail every check and fill the log. With
 // the socket, readiness fails while the runtime does not answer.

@@ -211,6 +211,9 @@ func (f *Flags) RESTConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("finding the cluster (no --kubeconfig given): %w", err)
 	}
 	c.QPS, c.Burst = float32(f.KubeAPIQPS), f.KubeAPIBurst
+	if f.KubeAPIQPS < 0 {
+		c.QPS = -1 // a negative QPS too small for a float32 would be -0, which client-go takes for its default of 5
+	}
 	return c, nil
 }
 
