@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -47,6 +49,9 @@ func (n *NodeFlags) Bind(fs *flag.FlagSet, getenv func(string) string, criUse st
 func (n *NodeFlags) Validate() error {
 	if n.Node == "" {
 		return fmt.Errorf("%w: --node is required (or set NODE_NAME)", ErrUsage)
+	}
+	if errs := validation.IsDNS1123Subdomain(n.Node); len(errs) > 0 {
+		return fmt.Errorf("%w: --node %q is no node's name: %s", ErrUsage, n.Node, strings.Join(errs, "; "))
 	}
 	if n.CRIEndpoint == "" {
 		return nil

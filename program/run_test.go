@@ -41,6 +41,7 @@ func TestNodeFlagsRefuseWhatNoNodeProgramRunsWith(t *testing.T) {
 		"no node":         nil,
 		"a TCP runtime":   {"--node=n", "--cri-endpoint=tcp://127.0.0.1:1"},
 		"a relative path": {"--node=n", "--cri-endpoint=unix://containerd.sock"},
+		"no node's name":  {"--node=Not A Node/x"},
 	} {
 		_, err := parseNode(noEnv, args...)
 		assert.ErrorIs(t, err, ErrUsage, name)

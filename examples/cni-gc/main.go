@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,8 +55,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	switch {
 	case cfg.node.CRIEndpoint == "":
 		return cfg, fmt.Errorf("%w: --cri-endpoint is required: without the runtime, no leaked sandbox of a live pod is seen", program.ErrUsage)
-	case cfg.resyncInterval <= 0 || cfg.resyncInterval > deletion.MaxDuration:
-		return cfg, fmt.Errorf("%w: --resync-interval must be positive and at most %v, got %v", program.ErrUsage, deletion.MaxDuration, cfg.resyncInterval)
+	case cfg.resyncInterval < deletion.MinSweepInterval || cfg.resyncInterval > deletion.MaxDuration:
+		return cfg, fmt.Errorf("%w: --resync-interval must be at least %v (a shorter one spins a core) and at most %v, got %v",
+			program.ErrUsage, deletion.MinSweepInterval, deletion.MaxDuration, cfg.resyncInterval)
+	case slices.Contains(strings.Split(cfg.pluginDirs, ","), ""):
+		return cfg, fmt.Errorf("%w: --cni-bin-dir must name directories, comma-separated, none empty, got %q", program.ErrUsage, cfg.pluginDirs)
 	}
 	return cfg, cfg.node.Validate()
 }

@@ -113,14 +113,18 @@ func TestFlagsRequireTheRuntimeAndTheNode(t *testing.T) {
 }
 
 // TestFlagsNoCollectorRunsWithAreRefused: a --cri-endpoint that names no
-// Unix socket and a --resync-interval of none or past a year are usage
-// errors, before the collector connects to anything.
+// Unix socket, a --resync-interval under MinSweepInterval or past a year,
+// and an empty --cni-bin-dir are usage errors, before the collector
+// connects to anything.
 func TestFlagsNoCollectorRunsWithAreRefused(t *testing.T) {
 	env := func(string) string { return "node-a" }
 	for name, args := range map[string][]string{
-		"a TCP runtime":             {"--cri-endpoint=tcp://127.0.0.1:1"},
-		"no resync":                 {"--resync-interval=0s"},
-		"a resync past MaxDuration": {"--resync-interval=10000h"},
+		"a TCP runtime":              {"--cri-endpoint=tcp://127.0.0.1:1"},
+		"no resync":                  {"--resync-interval=0s"},
+		"a resync past MaxDuration":  {"--resync-interval=10000h"},
+		"a resync that spins a core": {"--resync-interval=1ns"},
+		"no plugin directory":        {"--cni-bin-dir="},
+		"an empty plugin directory":  {"--cni-bin-dir=/opt/cni/bin,"},
 	} {
 		_, err := parseFlags(args, env, &bytes.Buffer{})
 		assert.ErrorIs(t, err, program.ErrUsage, name)
