@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -39,18 +41,27 @@ var ErrLeaseNotRenewed = errors.New("k8s: the Lease was not renewed within the r
 // controller-runtime's defaults (15 s, 10 s, 2 s) keep it, with 2 s to
 // spare.
 func CheckLeaseDurations(leaseDuration, renewDeadline, retryPeriod time.Duration) error {
+	// Each at most maxLeaseDuration first: their sum then cannot overflow.
 	switch {
 	case leaseDuration <= 0 || renewDeadline <= 0 || retryPeriod <= 0:
 		return fmt.Errorf("%w: lease duration (%v), renew deadline (%v) and retry period (%v) must be positive",
 			ErrInvalidSetup, leaseDuration, renewDeadline, retryPeriod)
-	case renewDeadline <= retryPeriod:
-		return fmt.Errorf("%w: the renew deadline (%v) must be longer than the retry period (%v)", ErrInvalidSetup, renewDeadline, retryPeriod)
+	case leaseDuration > maxLeaseDuration || renewDeadline > maxLeaseDuration || retryPeriod > maxLeaseDuration:
+		return fmt.Errorf("%w: lease duration (%v), renew deadline (%v) and retry period (%v) must be at most %v: a Lease holds its duration in int32 seconds",
+			ErrInvalidSetup, leaseDuration, renewDeadline, retryPeriod, maxLeaseDuration)
+	case float64(renewDeadline) <= leaderelection.JitterFactor*float64(retryPeriod):
+		return fmt.Errorf("%w: the renew deadline (%v) must be longer than %v times the retry period (%v), as client-go's leader election requires",
+			ErrInvalidSetup, renewDeadline, leaderelection.JitterFactor, retryPeriod)
 	case leaseDuration < renewDeadline+retryPeriod+LeaseMargin:
 		return fmt.Errorf("%w: the lease duration (%v) must be at least the renew deadline (%v) plus the retry period (%v) plus %v, "+
 			"or the leader may still destroy when another replica takes its Lease", ErrInvalidSetup, leaseDuration, renewDeadline, retryPeriod, LeaseMargin)
 	}
 	return nil
 }
+
+// maxLeaseDuration is the longest duration a Lease holds: its
+// leaseDurationSeconds is an int32.
+const maxLeaseDuration = math.MaxInt32 * time.Second
 
 // LeaseFenceOptions configure NewLeaseFence: the Lease and the durations
 // of the manager's leader election, which must be the same as its

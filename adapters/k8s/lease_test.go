@@ -29,6 +29,11 @@ func TestCheckLeaseDurations(t *testing.T) {
 		{15 * time.Second, 2 * time.Second, 2 * time.Second, false}, // renew deadline not above the retry period
 		{15 * time.Second, 10 * time.Second, 0, false},
 		{0, 10 * time.Second, 2 * time.Second, false},
+		{15 * time.Second, 1<<63 - 1, 2 * time.Second, false},                // a sum that would overflow
+		{596524 * time.Hour, 10 * time.Second, 2 * time.Second, false},       // past a Lease's int32 seconds
+		{30 * time.Second, 10 * time.Second, 9 * time.Second, false},         // client-go: the renew deadline above 1.2 retry periods
+		{30 * time.Second, 10800 * time.Millisecond, 9 * time.Second, false}, // exactly 1.2 is not above
+		{30 * time.Second, 10801 * time.Millisecond, 9 * time.Second, true},
 	} {
 		err := CheckLeaseDurations(c.lease, c.renew, c.retry)
 		if c.ok {

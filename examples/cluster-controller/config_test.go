@@ -63,6 +63,7 @@ func TestLeaseDurationsThatLetTwoLeadersDestroyAreRefused(t *testing.T) {
 		"renew deadline too long": {"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=15s"},
 		"retry period too long":   {"--leader-election-renew-deadline=2s", "--leader-election-retry-period=2s"},
 		"no retry period":         {"--leader-election-retry-period=0"},
+		"client-go's jitter":      {"--leader-election-lease-duration=20s", "--leader-election-renew-deadline=10s", "--leader-election-retry-period=9s"},
 	} {
 		_, err := parseFlags(append([]string{"--pu-dir", "/x"}, args...), func(string) string { return "" }, io.Discard)
 		require.ErrorIs(t, err, program.ErrUsage, name)
@@ -88,4 +89,18 @@ func TestAClientTooSlowToRenewTheLeaseIsRefused(t *testing.T) {
 	assert.NoError(t, err, "1 a second renews every 2s")
 	_, err = parseFlags([]string{"--pu-dir", "/x", "--kube-api-qps=1", "--leader-elect=false", "--leader-election-retry-period=500ms"}, noEnv, io.Discard)
 	assert.NoError(t, err, "without leader election there is no Lease to renew")
+}
+
+// TestALeaseNoAPIServerTakesIsRefused: a --leader-election-id that is no
+// Lease's name, or a --leader-election-namespace that is no namespace's,
+// is a usage error, before the controller connects to anything.
+func TestALeaseNoAPIServerTakesIsRefused(t *testing.T) {
+	for name, args := range map[string][]string{
+		"a Lease name":     {"--leader-election-id=Not_A_Lease_Name"},
+		"a namespace name": {"--leader-election-namespace=Not_A_Namespace"},
+		"a namespace path": {"--leader-election-namespace=a/b"},
+	} {
+		_, err := parseFlags(append([]string{"--pu-dir", "/x"}, args...), func(string) string { return "" }, io.Discard)
+		assert.ErrorIs(t, err, program.ErrUsage, name)
+	}
 }

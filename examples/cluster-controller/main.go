@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
@@ -80,6 +82,10 @@ func check(cfg config) error {
 		return nil
 	case cfg.leaseID == "":
 		return fmt.Errorf("--leader-election-id must not be empty")
+	case len(validation.IsDNS1123Subdomain(cfg.leaseID)) > 0:
+		return fmt.Errorf("--leader-election-id %q is no Lease's name: %s", cfg.leaseID, strings.Join(validation.IsDNS1123Subdomain(cfg.leaseID), "; "))
+	case cfg.leaseNS != "" && len(validation.IsDNS1123Label(cfg.leaseNS)) > 0:
+		return fmt.Errorf("--leader-election-namespace %q is no namespace's name: %s", cfg.leaseNS, strings.Join(validation.IsDNS1123Label(cfg.leaseNS), "; "))
 	case cfg.KubeAPIQPS > 0 && cfg.KubeAPIQPS*cfg.retryPeriod.Seconds() < 1:
 		return fmt.Errorf("--kube-api-qps %v cannot renew the Lease every --leader-election-retry-period (%v)", cfg.KubeAPIQPS, cfg.retryPeriod)
 	}
