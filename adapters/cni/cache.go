@@ -89,7 +89,7 @@ type view struct {
 // collectable reports whether the collector may DEL a: its network's
 // config, cached or in ConfDir, does not say disableGC.
 func (v view) collectable(a attachment) bool {
-	return !a.List.DisableGC && !v.keepNets[a.NetworkName]
+	return !a.List.DisableGC && !v.keepNets[a.NetworkName] && !pluginSaysDisableGC(a)
 }
 
 // read reads the cache and the config directory: the view, and the
@@ -286,4 +286,10 @@ func sandboxesOf(atts []attachment, uid string, rv runtimeView) []sandbox {
 		})
 	}
 	return sbs
+}
+
+// pluginSaysDisableGC reports whether the one plugin of a's cached list says "disableGC": true itself: a single
+// plugin's .conf, which the runtime loads as a list of one (libcni's ConfListFromConf), keeps its key there.
+func pluginSaysDisableGC(a attachment) bool {
+	return a.List != nil && len(a.List.Plugins) == 1 && singleSaysDisableGC(a.List.Plugins[0].Bytes)
 }

@@ -231,7 +231,7 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 	if err != nil {
 		return listing{}, err
 	}
-	rv, err := c.listRuntime(ctx, "")
+	rv, err := c.listRuntime(ctx)
 	if err != nil {
 		c.log.Error(err, "ordering the sandboxes by the cache's times")
 	}
@@ -308,7 +308,7 @@ func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID 
 	case pod == nil || pod.UID == "" || sandboxID == "":
 		return false, fmt.Errorf("cni: SandboxDead needs a pod with a UID and a sandbox ID (pod %v, sandbox %q)", pod != nil, sandboxID)
 	}
-	rv, err := c.listRuntime(ctx, string(pod.UID))
+	rv, err := c.listRuntime(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -355,7 +355,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	if err != nil {
 		return err
 	}
-	rv, err := c.listRuntime(ctx, ev.PUID)
+	rv, err := c.listRuntime(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
 	}

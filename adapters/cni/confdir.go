@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/containernetworking/cni/libcni"
 )
@@ -41,18 +42,41 @@ func disableGCNetworks(dir string) (map[string]bool, error) {
 }
 
 // singleDisableGC returns the network of a single plugin's config file f, and whether it says "disableGC": true
-// (or "true", as libcni reads a list's).
+// (singleSaysDisableGC).
 func singleDisableGC(f string) (string, bool) {
 	b, err := os.ReadFile(f)
 	if err != nil {
 		return "", false
 	}
 	var raw struct {
-		Name      string `json:"name"`
-		DisableGC any    `json:"disableGC"`
+		Name string `json:"name"`
 	}
 	if json.Unmarshal(b, &raw) != nil || raw.Name == "" {
 		return "", false
 	}
-	return raw.Name, raw.DisableGC == true || raw.DisableGC == "true"
+	return raw.Name, singleSaysDisableGC(b)
+}
+
+// singleSaysDisableGC reports whether a single plugin's config says "disableGC": true, as libcni reads a list's
+// key: a bool, or a string that strconv.ParseBool reads true ("TRUE", "True", "1"). The key is read by its exact
+// name, whatever other cases of it say.
+func singleSaysDisableGC(conf []byte) bool {
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(conf, &raw) != nil {
+		return false
+	}
+	v, ok := raw["disableGC"]
+	if !ok {
+		return false
+	}
+	var b bool
+	if json.Unmarshal(v, &b) == nil {
+		return b
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		b, err := strconv.ParseBool(s)
+		return err == nil && b
+	}
+	return false
 }

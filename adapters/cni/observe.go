@@ -3,6 +3,8 @@ package cni
 import (
 	"slices"
 	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // observe gathers what decide needs of the pod uid: its sandboxes in atts
@@ -25,7 +27,7 @@ func observe(atts []attachment, collectable func(attachment) bool, rv runtimeVie
 	}
 	var others []sandboxFacts
 	for id, listed := range rv.byID {
-		if listed.GetLabels()[podUIDLabel] != uid || slices.ContainsFunc(sbs, func(s sandbox) bool { return s.ID == id }) {
+		if podUIDOf(listed) != uid || slices.ContainsFunc(sbs, func(s sandbox) bool { return s.ID == id }) {
 			continue
 		}
 		f := rv.facts(id)
@@ -47,4 +49,13 @@ func netnsOf(path string) nsState {
 		return nsPresent
 	}
 	return nsUnknown
+}
+
+// podUIDOf returns the UID of the pod a listed sandbox is of: the kubelet's label, or the UID in its metadata,
+// which the runtime puts in the cache's K8S_POD_UID.
+func podUIDOf(sb *runtimeapi.PodSandbox) string {
+	if uid := sb.GetLabels()[podUIDLabel]; uid != "" {
+		return uid
+	}
+	return sb.GetMetadata().GetUid()
 }

@@ -189,8 +189,12 @@ func (r *gatedRuntime) open() {
 func (r *gatedRuntime) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	r.mu.Lock()
 	gate, waiting := r.gate, r.waiting
+	first := gate != nil && r.waiting != nil
+	if first {
+		r.waiting = nil // the first list after close waits (Resync's); those after it, DestroyPU's, do not
+	}
 	r.mu.Unlock()
-	if gate != nil && f.GetLabelSelector()["io.kubernetes.pod.uid"] == "" {
+	if first {
 		close(waiting)
 		<-gate
 	}

@@ -32,19 +32,16 @@ type runtimeView struct {
 	byID  map[string]*runtimeapi.PodSandbox
 }
 
-// listRuntime asks the Runtime for the sandboxes of the pod uid ("": of
-// every pod). Without a Runtime it returns the zero view. A nil answer,
-// or a sandbox without an ID, lists nothing of it; a sandbox listed twice
-// is ready if either says so.
-func (c *Collector) listRuntime(ctx context.Context, uid string) (runtimeView, error) {
+// listRuntime asks the Runtime for every sandbox: one of a pod may carry
+// its UID in its metadata and no label (crictl runp), and a filter on the
+// label would hide it ready. Without a Runtime it returns the zero view. A
+// nil answer, or a sandbox without an ID, lists nothing of it; a sandbox
+// listed twice is ready unless both say NOTREADY.
+func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 	if c.runtime == nil {
 		return runtimeView{}, nil
 	}
-	filter := &runtimeapi.PodSandboxFilter{}
-	if uid != "" {
-		filter.LabelSelector = map[string]string{podUIDLabel: uid}
-	}
-	sbs, err := c.runtime.ListPodSandbox(ctx, filter)
+	sbs, err := c.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{})
 	if err != nil {
 		return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: %w", err)
 	}
@@ -53,7 +50,7 @@ func (c *Collector) listRuntime(ctx context.Context, uid string) (runtimeView, e
 		// A sandbox listed by its ID tells of that ID, whatever its labels say: a runtime that
 		// leaves the label out, or ignores the filter, still lists it ready (the others are
 		// told from the pod's by the label, in observe).
-		if sb.GetId() == "" || v.isReady(sb.GetId()) {
+		if prev, ok := v.byID[sb.GetId()]; sb.GetId() == "" || ok && prev.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 			continue
 		}
 		v.byID[sb.GetId()] = sb
