@@ -171,11 +171,12 @@ type gatedRuntime struct {
 	mu      sync.Mutex
 	gate    chan struct{}
 	waiting chan struct{} // closed once a list waits at the gate
+	passed  bool          // the first list since close has come: those after it do not wait
 }
 
 func (r *gatedRuntime) close() {
 	r.mu.Lock()
-	r.gate, r.waiting = make(chan struct{}), make(chan struct{})
+	r.gate, r.waiting, r.passed = make(chan struct{}), make(chan struct{}), false
 	r.mu.Unlock()
 }
 
@@ -189,10 +190,8 @@ func (r *gatedRuntime) open() {
 func (r *gatedRuntime) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	r.mu.Lock()
 	gate, waiting := r.gate, r.waiting
-	first := gate != nil && r.waiting != nil
-	if first {
-		r.waiting = nil // the first list after close waits (Resync's); those after it, DestroyPU's, do not
-	}
+	first := gate != nil && !r.passed // the first list after close waits (Resync's); those after it, DestroyPU's, do not
+	r.passed = r.passed || first
 	r.mu.Unlock()
 	if first {
 		close(waiting)
