@@ -10,6 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 )
@@ -48,7 +49,7 @@ func TestAuditDisableGCCachedSingleConfRealPlugins(t *testing.T) {
 		t.Fatalf("ADD: %v", err)
 	}
 	// The sandbox dies: its namespace is unpinned and removed.
-	exec.Command("umount", nsfile).Run()
+	unix.Unmount(nsfile, unix.MNT_DETACH) // mount(2), not umount(8): nothing written to the host's /run/mount
 	os.Remove(nsfile)
 	addrs := func() (held []string) {
 		fs, _ := os.ReadDir(filepath.Join(data, "keepnet"))

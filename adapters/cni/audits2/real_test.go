@@ -11,6 +11,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
@@ -37,7 +38,7 @@ func TestAuditReadyUnlabeledSandboxRealPlugins(t *testing.T) {
 	if out, err := exec.Command("unshare", "--net="+nsfile, "true").CombinedOutput(); err != nil {
 		t.Fatalf("pinning a pod namespace: %v %s", err, out)
 	}
-	defer exec.Command("umount", nsfile).Run()
+	defer unix.Unmount(nsfile, unix.MNT_DETACH) // mount(2), not umount(8): nothing written to the host's /run/mount
 	conf := `{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge","bridge":"audit7br","ipMasq":false,"isGateway":false,
 		"ipam":{"type":"host-local","dataDir":"` + data + `","ranges":[[{"subnet":"10.77.0.0/24"}]]}}]}`
 	list, err := libcni.NetworkConfFromBytes([]byte(conf))
