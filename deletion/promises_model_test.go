@@ -24,7 +24,8 @@ package deletion_test
 // found), nil pod, another pod, a lagging cache's
 // NotFound, Permanent),
 // ListFault (fail, hang, delay honouring ctx, panic, typed nil; up to
-// always), SlowObserver (100ms per event), Seed (4 to 40 PUs of gone pods in
+// always), SlowObserver (100ms per event; or, b%8 == 7, the Observer
+// hangs ignoring everything, or panics, at the next event of a pod's PUs), Seed (4 to 40 PUs of gone pods in
 // the policy engine, as left by an earlier run), TrackMany (4 or 16 stale
 // PUs), Join (wait for the goroutines). With a SandboxExtractor, the
 // Requeuer is the agent's controller: it tracks the PU of the pod's new
@@ -85,7 +86,9 @@ package deletion_test
 //     DestroyPU; EventWouldDestroy's Dropped iff PodGone, UIDChanged or
 //     NodeChanged; a second Start returns ErrAlreadyStarted; Len() equals
 //     len(Status()); no DestroyPU starts after Start's ctx is done (but
-//     for a Sweep's).
+//     for a Sweep's); once Start has returned, its Inventory's list tells
+//     nothing (no EventTracked of a list, no EventRestored), though it
+//     answers then.
 
 import (
 	"context"
@@ -265,6 +268,15 @@ func (op pmOp) fault() (port, kind, count int, dur time.Duration) {
 	return op.a / 4 % pmPodPorts, op.b % 8, []int{1, 1, 2, 8}[op.b/8%4], pmHangs[op.b/32%4]
 }
 
+// observerFault is what a SlowObserver op with b%8 == 7 plans: the next
+// Observe of an event of the pod's PUs hangs (ignoring everything) or panics.
+func (op pmOp) observerFault() (kind int, dur time.Duration, ok bool) {
+	if op.b%8 != 7 {
+		return 0, 0, false
+	}
+	return []int{pmHang, pmPanic}[op.b/8%2], pmHangs[op.b/16%4], true
+}
+
 // listFault is what a ListFault op plans (kind 5: none any more).
 func (op pmOp) listFault() (kind, count int, dur time.Duration) {
 	kind = []int{pmFail, pmHang, pmDelay, pmPanic, pmTypedNil, -1}[op.a%6]
@@ -312,6 +324,12 @@ func (op pmOp) String() string {
 		}
 		return fmt.Sprintf("ListFault(%s, next %d calls, %v)", pmKindNames[kind], count, dur)
 	case pmSlowObserver:
+		if kind, dur, ok := op.observerFault(); ok {
+			if kind == pmPanic {
+				return fmt.Sprintf("ObserverFault(the next event of %s's PUs: panic)", pod)
+			}
+			return fmt.Sprintf("ObserverFault(the next event of %s's PUs: hang %v)", pod, dur)
+		}
 		return fmt.Sprintf("SlowObserver(%v)", op.a%2 == 1)
 	case pmSeed:
 		return fmt.Sprintf("Seed(%d PUs of gone pods of %s)", []int{4, 16, 40}[op.a%3], pmKey(op.b%pmSlots).Name)
@@ -401,6 +419,7 @@ type pmWorld struct {
 	faults      [pmPodPorts][pmSlots]pmFault
 	listFault   pmFault
 	slowObs     bool
+	obsFault    [pmSlots]pmFault // the Observer's fault on the next event of a pod's PUs: hang or panic
 	obsSleeping int
 	obsCount    int
 	lastFault   time.Duration
@@ -541,8 +560,11 @@ func (w *pmWorld) quietLocked() bool {
 	if w.slowObs || w.obsSleeping > 0 || w.listFault.left > 0 {
 		return false
 	}
-	for port := range w.faults {
-		for slot := range w.faults[port] {
+	for slot := range pmSlots {
+		if w.obsFault[slot].left > 0 {
+			return false
+		}
+		for port := range w.faults {
 			if w.faults[port][slot].left > 0 {
 				return false
 			}
@@ -1009,6 +1031,9 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 			}
 		}
 	}
+	if e.startReturned && (ev.Kind == deletion.EventRestored || ev.Kind == deletion.EventTracked && e.userTracking[puid] == 0) {
+		w.violateLocked("10: %s of %q from the Inventory's list after Start returned", ev.Kind, puid)
+	}
 	switch ev.Kind {
 	case deletion.EventTracked:
 		if e.userTracking[puid] == 0 { // a list's
@@ -1076,6 +1101,11 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		w.obsSleeping++
 		w.obsCount++
 	}
+	var fault pmFault
+	if slot := pmSlotOf(ev.PU.Pod.Name); slot >= 0 && w.obsFault[slot].left > 0 {
+		fault, w.obsFault[slot] = w.obsFault[slot], pmFault{}
+		w.lastFault = w.now()
+	}
 	w.mu.Unlock()
 	if slow {
 		time.Sleep(pmObsDelay)
@@ -1083,6 +1113,12 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		w.obsSleeping--
 		w.lastFault, w.lastSlowEnd = w.now(), w.now()
 		w.mu.Unlock()
+	}
+	switch {
+	case fault.left > 0 && fault.kind == pmHang:
+		p.hang(fault.dur, false)
+	case fault.left > 0:
+		panic("pm: Observer panics")
 	}
 }
 
@@ -1609,8 +1645,12 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 		}
 		w.lastFault = now
 	case pmSlowObserver:
-		w.slowObs = op.a%2 == 1
 		w.lastFault = now
+		if kind, dur, ok := op.observerFault(); ok {
+			w.obsFault[op.slot()] = pmFault{kind: kind, left: 1, dur: dur}
+			break
+		}
+		w.slowObs = op.a%2 == 1
 		if !w.slowObs {
 			w.lastSlowEnd = now
 		}
@@ -1650,6 +1690,7 @@ func (w *pmWorld) abort(t *testing.T, why string) {
 		e.dead = true
 	}
 	w.slowObs = false
+	w.obsFault = [pmSlots]pmFault{}
 	w.faults = [pmPodPorts][pmSlots]pmFault{}
 	w.listFault = pmFault{}
 	msg := fmt.Sprintf("%s\nmode: %s\n%s\noperations:\n  %s", why, w.o, strings.Join(w.violations, "\n"), strings.Join(w.trace, "\n  "))
@@ -1697,6 +1738,7 @@ func runPromises(t *testing.T, mode uint16, data []byte) {
 	w.mu.Lock()
 	w.faults = [pmPodPorts][pmSlots]pmFault{}
 	w.listFault, w.slowObs, w.lastFault = pmFault{}, false, w.now()
+	w.obsFault = [pmSlots]pmFault{}
 	w.trace = append(w.trace, fmt.Sprintf("%v: end: faults cleared", w.now()))
 	w.mu.Unlock()
 	for i := 0; i < 900 && len(w.asyncLeft()) > 0 && !w.failed(); i++ {
@@ -1711,6 +1753,9 @@ func runPromises(t *testing.T, mode uint16, data []byte) {
 	if w.failed() {
 		w.abort(t, "a promise is broken")
 		return
+	}
+	if os.Getenv("PM_TRACE") != "" { // the operations of a run that held, to see what a seed reaches
+		t.Logf("operations:\n  %s", strings.Join(w.trace, "\n  "))
 	}
 	for _, e := range w.engines {
 		if e.cancel != nil {
@@ -1763,6 +1808,13 @@ func FuzzPromises(f *testing.F) {
 	f.Add(uint16(pmModeSandbox|pmModeAutoStart|pmModeLongCheck|1<<9), cat(op(pmTrack, 0, 4), op(pmSlowObserver, 1, 0),
 		op(pmFaultOp, 4*pmPortSandbox, 0), op(pmFaultOp, 1, 2), op(pmTriggerAll, 0, 0), op(pmAdvance, 5, 0),
 		op(pmSlowObserver, 0, 0), op(pmTrackMany, 3, 0), op(pmAdvance, 8, 0)))
+	// The Inventory's list hangs past Start's stop and answers after Start returned: nothing of it is told (invariant
+	// 10); then the Observer hangs, and panics, on one pod's events while the other's PU goes (invariants 9, 11).
+	f.Add(uint16(pmModeInventory|pmModeWorkers2|pmModeLongCheck|1<<9), cat(op(pmSeed, 0, 1), op(pmTrack, 0, 0), op(pmListFault, 1, 8),
+		op(pmStart, 0, 0), op(pmAdvance, 2, 0), op(pmStop, 0, 0), op(pmAdvance, 6, 0), op(pmAdvance, 6, 0),
+		op(pmStart, 0, 0), op(pmRestart, 0, 0), op(pmTrack, 1, 0), op(pmSlowObserver, 0, 7+16), op(pmSlowObserver, 1, 7+8),
+		op(pmDelete, 1, 0), op(pmDelete, 0, 0), op(pmTrigger, 0, 0), op(pmTrigger, 1, 0), op(pmAdvance, 7, 0),
+		op(pmSweep, 0, 0), op(pmAdvance, 9, 0)))
 	// An Inventory that fails, then answers; PUs of an earlier run.
 	f.Add(uint16(pmModeInventory|pmModeWorkers2), cat(op(pmSeed, 0, 1), op(pmListFault, 0, 1), op(pmStart, 0, 0),
 		op(pmAdvance, 6, 0), op(pmTrack, 1, 1), op(pmAdvance, 8, 0)))
