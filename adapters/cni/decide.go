@@ -72,7 +72,8 @@ type sandboxState uint8
 
 const (
 	// stateDead: the Runtime lists it stopped, or does not list it and
-	// its network namespace is gone.
+	// its network namespace is gone: the path of one of its attachments is
+	// gone, and none of them names one that is there.
 	stateDead sandboxState = iota
 	// stateUnknown: nothing is told.
 	stateUnknown
@@ -120,7 +121,7 @@ var rowText = [...]string{
 	1:  "the runtime lists it ready",
 	2:  "the pod is gone, and the runtime lists another sandbox of it ready or may be creating one",
 	3:  "the runtime lists it stopped",
-	4:  "the runtime does not list it and its network namespace is gone",
+	4:  "the runtime does not list it and its network namespace is gone (no attachment of it names one that is there)",
 	5:  "no runtime to ask, and its network namespace is not known to be gone",
 	6:  "a sandbox change, and a sandbox of the pod was created strictly later",
 	7:  "a sandbox change, and its place among the pod's sandboxes cannot be told yet",
@@ -155,8 +156,10 @@ func (v verdict) why() string {
 //  2. The pod is gone, and the Runtime lists another of its sandboxes
 //     ready, or may be creating one (as row 9): keep.
 //  3. The Runtime lists it stopped: free.
-//  4. The Runtime does not list it, or there is none, and the network
-//     namespace of one of its attachments is gone: free.
+//  4. The Runtime does not list it, or there is none, and its network
+//     namespace is gone: the namespace of one of its attachments is gone,
+//     and none of them names one that is there: free. Attachments that
+//     disagree tell nothing certain: the namespace may be there.
 //  5. The pod is gone, and there is no Runtime to ask: keep. Without one,
 //     nothing but a gone namespace (row 4) is evidence.
 //  6. A sandbox change, the Runtime was asked, and a sandbox of the pod
@@ -236,12 +239,13 @@ func row(p podFacts, s sandboxFacts, st sandboxState, podRuns bool) int {
 
 // stateOf returns what is known of s, the Runtime asked or not.
 func stateOf(s sandboxFacts, asked bool) sandboxState {
+	present := slices.ContainsFunc(s.Atts, func(a attFacts) bool { return a.NetNS == nsPresent })
 	switch {
 	case s.Listed && s.Ready:
 		return stateReady
-	case s.Listed || slices.ContainsFunc(s.Atts, func(a attFacts) bool { return a.NetNS == nsGone }):
+	case s.Listed, !present && slices.ContainsFunc(s.Atts, func(a attFacts) bool { return a.NetNS == nsGone }):
 		return stateDead
-	case asked && slices.ContainsFunc(s.Atts, func(a attFacts) bool { return a.NetNS == nsPresent }):
+	case asked && present:
 		return stateCreating
 	}
 	return stateUnknown

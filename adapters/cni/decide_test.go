@@ -50,7 +50,13 @@ func TestDecideRowByRow(t *testing.T) {
 		{name: "sandbox change, listed stopped", changed: true, asked: true,
 			sb: sandboxFacts{ID: "s", Listed: true, Atts: unknown}, row: 3, act: free, state: stateDead},
 		{name: "pod gone, not listed, namespace gone", asked: true,
-			sb: sandboxFacts{ID: "s", Atts: []attFacts{{NetNS: nsPresent}, {NetNS: nsGone}}}, row: 4, act: free, state: stateDead},
+			sb: sandboxFacts{ID: "s", Atts: []attFacts{{NetNS: nsUnknown}, {NetNS: nsGone}}}, row: 4, act: free, state: stateDead},
+		{name: "pod gone, not listed, its attachments disagree: one namespace gone, one there (may be being created)", asked: true,
+			sb: sandboxFacts{ID: "s", Atts: []attFacts{{NetNS: nsPresent}, {NetNS: nsGone}}}, row: 9, act: refuse, state: stateCreating},
+		{name: "pod gone, no runtime, its attachments disagree: one namespace gone, one there",
+			sb: sandboxFacts{ID: "s", Atts: []attFacts{{NetNS: nsGone}, {NetNS: nsPresent}}}, row: 5, act: keep, state: stateUnknown},
+		{name: "sandbox change, no runtime, its attachments disagree: one namespace gone, one there", changed: true,
+			sb: sandboxFacts{ID: "s", Atts: []attFacts{{NetNS: nsGone}, {NetNS: nsPresent}}}, row: 7, act: refuse, state: stateUnknown},
 		{name: "pod gone, no runtime, namespace gone",
 			sb: sandboxFacts{ID: "s", Atts: gone}, row: 4, act: free, state: stateDead},
 		{name: "sandbox change, no runtime, namespace gone", changed: true,
@@ -156,12 +162,12 @@ func FuzzDecide(f *testing.F) {
 		}
 		podRuns := false
 		for _, s := range p.Sandboxes {
-			podRuns = podRuns || s.Ready || asked && !s.Listed && nsOf(s, nsPresent) && !nsOf(s, nsGone) && !s.Expired
+			podRuns = podRuns || s.Ready || asked && !s.Listed && nsOf(s, nsPresent) && !s.Expired
 		}
 		for i, v := range vs {
 			s := p.Sandboxes[i]
 			freed := v.Action == free
-			creating := asked && !s.Listed && nsOf(s, nsPresent) && !nsOf(s, nsGone)
+			creating := asked && !s.Listed && nsOf(s, nsPresent) // whatever its other attachments say
 			switch {
 			case v.ID != s.ID || len(v.Del) != len(s.Atts):
 				t.Fatalf("verdict %+v for sandbox %+v", v, s)
@@ -169,7 +175,7 @@ func FuzzDecide(f *testing.F) {
 				t.Fatalf("row %d frees %s, listed ready: %+v", v.Row, s.ID, p)
 			case freed && creating && !(changed && later(p.Sandboxes, s)) && !(!changed && s.Expired):
 				t.Fatalf("row %d frees %s, which the runtime may be creating: %+v", v.Row, s.ID, p)
-			case freed && !asked && !nsOf(s, nsGone):
+			case freed && !asked && (!nsOf(s, nsGone) || nsOf(s, nsPresent)):
 				t.Fatalf("row %d frees %s without a runtime, its namespace not gone: %+v", v.Row, s.ID, p)
 			case freed && !changed && podRuns:
 				t.Fatalf("row %d frees %s of a pod the runtime runs: %+v", v.Row, s.ID, p)

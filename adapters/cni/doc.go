@@ -90,7 +90,9 @@
 //     ready and stopped is ready.
 //   - A sandbox is dead when the runtime lists it stopped, or does not
 //     list it and its network namespace is gone (the runtime removes it
-//     with the sandbox; a reboot empties /run). A dead sandbox is freed.
+//     with the sandbox; a reboot empties /run): one of its attachments
+//     names a path that is gone, and none names one that is there. A dead
+//     sandbox is freed.
 //   - A sandbox the runtime does not list, whose network namespace is
 //     there, may be one it is creating: containerd and CRI-O create the
 //     namespace before ADD, and containerd lists the sandbox only after
