@@ -1240,7 +1240,7 @@ func (w *pmWorld) userTrack(e *pmEngine, pu ports.PU) {
 	e.userTracking[pu.PUID]--
 	switch {
 	case err == nil:
-		if e.toldTracked[pu.PUID] == 0 {
+		if e.toldTracked[pu.PUID] == 0 && !e.dead { // a dead process's Observer hears nothing
 			w.violateLocked("11: Track(%s) returned before the Observer had its EventTracked", pu.PUID)
 		}
 	case errors.Is(err, deletion.ErrNotRunning) && e.startCalled && !e.running:
@@ -1266,7 +1266,7 @@ func (w *pmWorld) userUntrack(e *pmEngine, puid string) {
 	case ok:
 		e.untracked[puid] = true
 		e.removedSeq[puid] = at
-		if e.untrackEv[puid] == before {
+		if e.untrackEv[puid] == before && !e.dead { // a dead process's Observer hears nothing
 			w.violateLocked("10: Untrack(%s) returned true before EventUntracked was told", puid)
 		}
 	default: // not tracked: a list under way must not bring it back either
