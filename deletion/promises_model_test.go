@@ -1416,7 +1416,9 @@ func (w *pmWorld) checkTimed() {
 	// WouldDestroy is the reason a dry run reported last.
 	seen := map[string]bool{}
 	for _, st := range sts {
-		if w.o.dryRun && st.WouldDestroy != e.lastReport[st.PUID] {
+		// A PU tracked anew whose EventTracked is not told yet is one the Observer does not know: the reports it
+		// holds are of the tracking before.
+		if w.o.dryRun && e.obsLive[st.PUID] && st.WouldDestroy != e.lastReport[st.PUID] {
 			w.violateLocked("10: Status says %s would go for %q; the reason reported last is %q", st.PUID, st.WouldDestroy, e.lastReport[st.PUID])
 		}
 		seen[st.PUID] = true

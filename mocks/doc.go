@@ -5,8 +5,8 @@
 // Regenerate them with `make generate`; never edit ports.go here by hand.
 //
 // The engine calls ports from its own goroutines. Give gomock.NewController
-// a TestReporter whose Fatalf calls t.Errorf and returns, not the
-// *testing.T itself: testing's Fatalf calls runtime.Goexit, which from an
-// engine goroutine ends that goroutine, not the test. examples/mockgen
-// shows the pattern.
+// deletiontest.NewMockReporter(t), not the *testing.T itself: testing's
+// Fatalf, gomock's report of an unexpected call, calls runtime.Goexit,
+// which from an engine goroutine ends that goroutine, not the test.
+// examples/mockgen shows the pattern.
 package mocks

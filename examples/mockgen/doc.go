@@ -15,8 +15,8 @@
 // The engine calls the mocks from its own goroutines, where gomock's default
 // report of an unexpected call, t.Fatalf, must not be used: it calls
 // runtime.Goexit, which ends the engine's goroutine in the middle of a check
-// instead of the test. The suite gives gomock.NewController an
-// errorReporter whose Fatalf is t.Errorf: the test is marked failed at
-// once, gomock's call then panics, and the engine recovers the panic as it
-// does any port's (TestAnUnexpectedCallFromAWorkerIsReported).
+// instead of the test. The suite gives gomock.NewController the kit's
+// deletiontest.NewMockReporter(t), whose Fatalf is t.Errorf: the test is
+// marked failed at once, gomock's call then panics, and the engine recovers
+// the panic as it does any port's (TestAnUnexpectedCallFromAWorkerIsReported).
 package main

@@ -50,38 +50,9 @@ type mockPorts struct {
 	requeuer  *mocks.MockRequeuer
 }
 
-// errorReporter is the gomock.TestReporter to give an Engine whose mocks
-// the engine calls from its own goroutines. gomock reports an unexpected
-// call with Fatalf, and testing's Fatalf calls runtime.Goexit, which may
-// only end the test's own goroutine: from one of the engine's workers it
-// ends the worker instead, in the middle of a check, and the test hangs or
-// fails later with a confusing message. Errorf marks the test failed at
-// once and returns; gomock then panics on the missing expectation, and the
-// engine recovers that panic like any port's.
-type errorReporter struct {
-	t interface {
-		Errorf(format string, args ...any)
-		Helper()
-		Cleanup(func())
-	}
-}
-
-// Errorf reports a failure.
-func (r errorReporter) Errorf(format string, args ...any) { r.t.Helper(); r.t.Errorf(format, args...) }
-
-// Fatalf reports a failure and returns, unlike testing.T's.
-func (r errorReporter) Fatalf(format string, args ...any) { r.t.Helper(); r.t.Errorf(format, args...) }
-
-// Helper marks the caller as a helper.
-func (r errorReporter) Helper() { r.t.Helper() }
-
-// Cleanup registers f to run when the test ends: gomock.NewController checks there the calls the test expected and
-// never got, and only through a reporter that has it.
-func (r errorReporter) Cleanup(f func()) { r.t.Cleanup(f) }
-
 func newMocks(t *testing.T) mockPorts {
 	// Fails the test on a missing or unexpected call, from any goroutine.
-	ctrl := gomock.NewController(errorReporter{t})
+	ctrl := gomock.NewController(deletiontest.NewMockReporter(t))
 	return mockPorts{
 		getter:    mocks.NewMockPodGetter(ctrl),
 		policy:    mocks.NewMockPolicyHandler(ctrl),
@@ -288,7 +259,7 @@ func TestPermanentErrorIsNotRetried(t *testing.T) {
 // makes, fails the test.
 func TestAnExpectedCallThatNeverCameIsReported(t *testing.T) {
 	rec := &reported{}
-	ctrl := gomock.NewController(errorReporter{rec})
+	ctrl := gomock.NewController(deletiontest.NewMockReporter(rec))
 	getter, policy := mocks.NewMockPodGetter(ctrl), mocks.NewMockPolicyHandler(ctrl)
 	getter.EXPECT().GetPod(gomock.Any(), key).Return(livePod(tracked.PUID, node), nil)
 	policy.EXPECT().DestroyPU(gomock.Any(), gomock.Any()) // wrongly expected: the pod is alive
@@ -308,7 +279,7 @@ func TestAnExpectedCallThatNeverCameIsReported(t *testing.T) {
 // goroutine is not ended.
 func TestAnUnexpectedCallFromAWorkerIsReported(t *testing.T) {
 	rec := &reported{}
-	ctrl := gomock.NewController(errorReporter{rec})
+	ctrl := gomock.NewController(deletiontest.NewMockReporter(rec))
 	getter, policy := mocks.NewMockPodGetter(ctrl), mocks.NewMockPolicyHandler(ctrl)
 	getter.EXPECT().GetPod(gomock.Any(), key).Return(nil, ports.ErrPodNotFound).Times(2)
 	// No DestroyPU is expected: the first one is unexpected.
@@ -324,11 +295,13 @@ func TestAnUnexpectedCallFromAWorkerIsReported(t *testing.T) {
 	assert.Len(t, rec.messages(), 2)
 }
 
-// reported records what errorReporter reports.
+// reported stands for the test's T, so that a test can fail it and pass:
+// it records what deletiontest.MockReporter reports.
 type reported struct {
-	mu       sync.Mutex
-	msgs     []string
-	cleanups []func()
+	testing.TB // nil: only the methods below are called
+	mu         sync.Mutex
+	msgs       []string
+	cleanups   []func()
 }
 
 func (r *reported) Errorf(format string, args ...any) {

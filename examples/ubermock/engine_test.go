@@ -10,40 +10,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/examples/ubermock/portsmock"
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-// docs:begin testing-mocks-3
-// errorReporter is the gomock.TestReporter of mocks the engine calls from
-// its own goroutines: testing's Fatalf, gomock's report of an unexpected
-// call, calls runtime.Goexit, which from an engine goroutine ends that
-// goroutine in the middle of a check, not the test. Its Fatalf marks the
-// test failed and returns; gomock then panics, and the engine recovers the
-// panic as it does any port's. Its Cleanup lets gomock.NewController check
-// the missing calls when the test ends.
-type errorReporter struct{ t *testing.T }
-
-// Errorf reports a failure.
-func (r errorReporter) Errorf(format string, args ...any) { r.t.Helper(); r.t.Errorf(format, args...) }
-
-// Fatalf reports a failure and returns, unlike testing.T's.
-func (r errorReporter) Fatalf(format string, args ...any) { r.t.Helper(); r.t.Errorf(format, args...) }
-
-// Helper marks the caller as a helper.
-func (r errorReporter) Helper() { r.t.Helper() }
-
-// Cleanup registers f to run when the test ends.
-func (r errorReporter) Cleanup(f func()) { r.t.Cleanup(f) }
-
-// docs:end testing-mocks-3
 
 // docs:begin testing-mocks-4
 // TestAGonePodsPUIsDestroyedOnce: the engine, driven by go.uber.org/mock
 // mocks, destroys the PU of a pod the API server no longer has, once, and
 // forgets it: a second sweep neither reads the pod nor destroys it again.
 func TestAGonePodsPUIsDestroyedOnce(t *testing.T) {
-	ctrl := gomock.NewController(errorReporter{t})
+	ctrl := gomock.NewController(deletiontest.NewMockReporter(t))
 	getter := portsmock.NewMockPodGetter(ctrl)
 	policy := portsmock.NewMockPolicyHandler(ctrl)
 	pod := types.NamespacedName{Namespace: "shop", Name: "cart-0"}
@@ -67,7 +44,7 @@ func TestAGonePodsPUIsDestroyedOnce(t *testing.T) {
 // created in is kept, and no DestroyPU is called (gomock fails the test on
 // a call it was not told to expect).
 func TestALivePodsPUIsKept(t *testing.T) {
-	ctrl := gomock.NewController(errorReporter{t})
+	ctrl := gomock.NewController(deletiontest.NewMockReporter(t))
 	getter := portsmock.NewMockPodGetter(ctrl)
 	extractor := portsmock.NewMockSandboxExtractor(ctrl)
 	policy := portsmock.NewMockPolicyHandler(ctrl)
