@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// docs:begin first-agent-policy
+// Firewall is the agent's policy engine: the rules it holds for each PU. A
+// real agent programs iptables, eBPF or its enforcer here.
+type Firewall struct {
+	mu    sync.Mutex
+	rules map[string][]string // by PUID
+}
+
+// NewFirewall returns a Firewall that holds no rule.
+func NewFirewall() *Firewall { return &Firewall{rules: map[string][]string{}} }
+
+// Create installs the rules of pu.
+func (f *Firewall) Create(pu ports.PU, rules ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules[pu.PUID] = slices.Clone(rules)
+}
+
+// Rules returns the rules of the PU of puid; nil: it holds none.
+func (f *Firewall) Rules(puid string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.rules[puid])
+}
+
+// DestroyPU removes the rules of ev's PU: the engine calls it once the PU's
+// pod is really gone, with the reason. It is idempotent, as the port
+// requires: a PU it does not hold (destroyed already, or never created) is
+// a success. An error is retried with backoff; one wrapped with
+// ports.Permanent is not.
+func (f *Firewall) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error {
+	if err := ctx.Err(); err != nil {
+		return err // the check's deadline passed: the engine tries again
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.rules, ev.PUID)
+	return nil
+}
+
+var _ ports.PolicyHandler = (*Firewall)(nil)
+
+// docs:end first-agent-policy
