@@ -158,7 +158,7 @@ func IsNotFound(err error) (found bool) {
 //  11. DestroyTerminated is set and the pod has finished (phase Succeeded or Failed): Destroy, PodTerminated.
 //  5. Same UID, no SandboxExtractor: Keep.
 //  6. Same UID, the SandboxExtractor fails: Keep.
-//  7. Same UID, the entry has no sandbox yet: Adopt the current one.
+//  7. Same UID, the entry has no sandbox yet, and the SandboxExtractor reports one (not ""): Adopt it.
 //  12. Same UID, no current sandbox, and the SandboxProber says the entry's is dead: Destroy, SandboxDead, and
 //     requeue the pod.
 //  8. Same UID, no current sandbox: Keep (so when the prober fails or is none).
