@@ -2,9 +2,6 @@ package deletiontest_test
 
 import (
 	"context"
-	"fmt"
-	"runtime"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -19,28 +16,12 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// recordingT stands for a test's *testing.T, so that a test can fail it and
-// pass: Errorf records; Fatalf records and ends its goroutine, as testing's
-// does; Cleanup keeps the functions for end.
+// recordingT is failures whose Cleanup keeps the functions for end, as
+// testing runs them when a test ends.
 type recordingT struct {
-	testing.TB // nil: only the methods below are called
-	mu         sync.Mutex
-	msgs       []string
-	cleanups   []func()
+	failures
+	cleanups []func()
 }
-
-func (r *recordingT) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
-}
-
-func (r *recordingT) Fatalf(format string, args ...any) {
-	r.Errorf(format, args...)
-	runtime.Goexit()
-}
-
-func (r *recordingT) Helper() {}
 
 func (r *recordingT) Cleanup(f func()) {
 	r.mu.Lock()
@@ -51,10 +32,10 @@ func (r *recordingT) Cleanup(f func()) {
 func (r *recordingT) messages() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string(nil), r.msgs...)
+	return append([]string(nil), r.errors...)
 }
 
-// end runs the cleanups, last first, as testing does when a test ends.
+// end runs the cleanups, last first.
 func (r *recordingT) end() {
 	r.mu.Lock()
 	fs := r.cleanups
