@@ -95,7 +95,7 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 		}
 		if port != portGetPod && v.Action == Destroy && cv.Action != Destroy { // a confirmer's veto
 			o.vetoed = true
-			if log := c.log.V(1); log.Enabled() {
+			if log := c.log.V(1); log.Enabled() && !(o.quiet && o.err != nil) { // a confirmer failing again: logged once
 				msg := "destroy not confirmed; keeping PU"
 				if port == portSandboxConfirmer {
 					msg = "sandbox change not confirmed; keeping PU"

@@ -9,6 +9,7 @@ package deletion
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,12 +29,21 @@ type outcome struct {
 	end             int64
 	events          []tellItem
 	fails           []portFailure
-	quiet           bool       // the last check failed too: its failures are not logged again (failed)
+	quiet           bool       // the last check failed too: its failures are not logged again at V(1) (logs.go)
 	removed         bool       // the check removed the record: once told, a list may bring its PUID back (listWindow.told)
 	done            bool       // its destroy is over: it succeeded, or it is given up on
 	cut             bool       // the context of the goroutine that ran it ended: Start stopped, or the Sweep's ctx
 	pu              ports.PU   // the PU checked, as claimed
 	line            *eventLine // its PUID's line to the Observer (nil: none)
+}
+
+// failures returns the failures of the check's ports, joined; nil: none.
+func (o *outcome) failures() error {
+	errs := make([]error, len(o.fails))
+	for i, f := range o.fails {
+		errs[i] = f.err
+	}
+	return errors.Join(errs...)
 }
 
 // tellItem is an event of a check and its place in its PU's line, taken with the move that made it.
@@ -52,9 +62,9 @@ type portFailure struct {
 // check runs one check of the claimed r under ctx and carries out the verdict, but the requeue of rows 10 and 12,
 // which it leaves to run. A first check and a triggered one ask the SandboxConfirmer, if any.
 func (c *Engine) check(ctx context.Context, r *record) outcome {
-	o := outcome{pu: r.PU, line: r.line} // r.line is set once, when it is tracked
+	o := outcome{pu: r.PU, line: r.line, quiet: r.lastErr != nil} // r.line is set once, when it is tracked
 	v, pod := c.ask(ctx, &o, r.PU, r.checkFresh)
-	o.verdict, o.quiet = v, r.lastErr != nil
+	o.verdict = v
 	if v.Action != Adopt && v.Action != Destroy {
 		// A keep moves nothing: the release carries it.
 	} else if ev, destroy := c.settle(r, &o); destroy {

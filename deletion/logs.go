@@ -26,8 +26,9 @@ const (
 var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxConfirmer", "SandboxProber", "DestroyPU",
 	"Requeue", "ListPUs", "Observer", "a port or the Observer past its check's deadline"}
 
-// logOutcome logs what the check of o.pu did. A PU's failures since its last good check are logged at V(1) once (quiet);
-// every port's failures are summed up once an interval (below).
+// logOutcome logs what the check of o.pu did. A PU's failures since its last good check (a port's, a failed destroy,
+// a veto for a confirmer's failure) are logged at V(1) once (quiet); every port's failures are summed up once an
+// interval (below).
 func (c *Engine) logOutcome(o *outcome) {
 	pu, v := o.pu, o.verdict
 	if log := c.log.V(1); log.Enabled() {
@@ -48,7 +49,7 @@ func (c *Engine) logOutcome(o *outcome) {
 		case EventDestroyed:
 			c.log.Info("PU destroyed", "puID", pu.PUID, "pod", pu.Pod.String(), "reason", string(ev.Reason), "sandboxID", pu.SandboxID, "row", v.Row)
 		case EventDestroyFailed:
-			if log := c.log.V(1); log.Enabled() && !o.done {
+			if log := c.log.V(1); log.Enabled() && !o.done && !o.quiet {
 				log.Info("destroying PU failed; will retry, unless it was untracked", "puID", pu.PUID,
 					"pod", pu.Pod.String(), "error", ev.Err.Error())
 			}
@@ -73,6 +74,26 @@ type failures struct {
 	lastPUID [numPorts]string
 	since    time.Time // the first failure since the last summary
 	flushed  time.Time // the last summary
+	// wake is Start's scheduler, woken at the first failure since a summary, so that it sums them up within an
+	// interval even when nothing else is due (nil: Start does not run).
+	wake chan<- struct{}
+}
+
+// wakeOn has a first failure since a summary wake the scheduler of kick (nil: none).
+func (f *failures) wakeOn(kick chan<- struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.wake = kick
+}
+
+// due returns when a summary of the failures so far is due, every after the last; the zero time: none is.
+func (f *failures) due(every time.Duration) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.since.IsZero() {
+		return time.Time{}
+	}
+	return f.flushed.Add(every)
 }
 
 // add counts a failure of port, for the PU of puid ("": none), at now.
@@ -81,6 +102,10 @@ func (f *failures) add(port int, puid string, err error, now time.Time) {
 	defer f.mu.Unlock()
 	if f.since.IsZero() {
 		f.since = now
+		select {
+		case f.wake <- struct{}{}: // nil: never
+		default:
+		}
 	}
 	f.count[port]++
 	f.last[port], f.lastPUID[port] = err, puid

@@ -67,7 +67,9 @@ type EventKind uint8
 const (
 	// EventTracked: a new entry is tracked (by Track, or restored from the Inventory).
 	EventTracked EventKind = iota + 1
-	// EventChecked: a check finished; Verdict is the verdict carried out and CheckDuration the check's length.
+	// EventChecked: a check finished; Verdict is the verdict carried out and CheckDuration the check's length. Err
+	// holds the failures of its ports, if any (errors.Join): the one that kept the PU (GetPod, the sandbox port, the
+	// SandboxProber, a confirmer), a failed DestroyPU (told by EventDestroyFailed too), the Requeuer's.
 	EventChecked
 	// EventGetFailed: GetPod failed with an error other than not found, or answered nonsense; Err is set.
 	EventGetFailed
@@ -87,18 +89,22 @@ const (
 	EventAdopted
 	// EventUntracked: Untrack forgot the PU without destroying it.
 	EventUntracked
-	// EventRestored: Start tracked the PUs the Inventory listed; Count and ListCalls are set.
+	// EventRestored: Start tracked the PUs the Inventory listed; Count and ListCalls are set, and Err when some of
+	// them were invalid (not tracked).
 	EventRestored
 	// EventWouldDestroy: in a dry run, a check decided to destroy the PU (once per PU and reason); Reason, Verdict and
 	// Dropped are set.
 	EventWouldDestroy
+	// EventListFailed: a list of the Inventory failed, or answered after its deadline; Err and ListCalls (the lists
+	// so far) are set. It is retried with backoff until one answers (EventRestored).
+	EventListFailed
 )
 
 var eventKindNames = [...]string{
 	EventTracked: "Tracked", EventChecked: "Checked", EventGetFailed: "GetFailed",
 	EventDestroyed: "Destroyed", EventDestroyFailed: "DestroyFailed", EventAbandoned: "Abandoned",
 	EventVetoed: "Vetoed", EventAdopted: "Adopted", EventUntracked: "Untracked", EventRestored: "Restored",
-	EventWouldDestroy: "WouldDestroy",
+	EventWouldDestroy: "WouldDestroy", EventListFailed: "ListFailed",
 }
 
 // String returns the kind's name.
@@ -127,7 +133,7 @@ type Event struct {
 	// DestroyCalls is the number of DestroyPU calls so far for this PU (EventDestroyed, EventDestroyFailed,
 	// EventAbandoned).
 	DestroyCalls int
-	// ListCalls is the number of ListPUs calls the restore took (EventRestored).
+	// ListCalls is the number of ListPUs calls the restore took (EventRestored), or has made (EventListFailed).
 	ListCalls int
 	// Count is the number of PUs restored: new, or given their sandbox (EventRestored).
 	Count int
@@ -135,6 +141,7 @@ type Event struct {
 	Next time.Time
 	// Dropped: the engine no longer holds the PU in memory (EventWouldDestroy).
 	Dropped bool
-	// Err is the error behind the event (EventGetFailed, EventDestroyFailed, EventAbandoned, EventVetoed).
+	// Err is the error behind the event (EventGetFailed, EventDestroyFailed, EventAbandoned, EventVetoed,
+	// EventListFailed), or the failures of a check (EventChecked) or of a list's PUs (EventRestored).
 	Err error
 }

@@ -81,7 +81,7 @@ type Options struct {
 	// recording a sandbox (row 7) or destroying a PU whose pod runs in another sandbox (row 10), the check carries out
 	// the verdict of its answer instead (a disagreement on row 10 is an EventVetoed). So the extractor may answer from
 	// a list a moment old (adapters/cri's SandboxCache, confirmed by the extractor it lists with) and never record the
-	// wrong sandbox nor destroy the PU of a pod that runs. A PU's first check, and one TriggerPod asked for, ask it
+	// wrong sandbox nor destroy the PU of a pod that runs. A PU's first check, and one TriggerPod or TriggerAll asked for, ask it
 	// alone. Requires a SandboxExtractor, and must not have a MaxAge method itself. nil: the SandboxExtractor's answer
 	// is final.
 	SandboxConfirmer ports.SandboxExtractor

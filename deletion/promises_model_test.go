@@ -86,7 +86,9 @@ package deletion_test
 //     DestroyPU; EventWouldDestroy's Dropped iff PodGone, UIDChanged or
 //     NodeChanged; a second Start returns ErrAlreadyStarted; Len() equals
 //     len(Status()); no DestroyPU starts after Start's ctx is done (but
-//     for a Sweep's); once Start has returned, its Inventory's list tells
+//     for a Sweep's); with Workers 1, the EventChecked of a check that met
+//     a port's failure (a fault served, but a hang or a lagging cache's
+//     NotFound) has an Err; once Start has returned, its Inventory's list tells
 //     nothing (no EventTracked of a list, no EventRestored), though it
 //     answers then.
 
@@ -416,10 +418,13 @@ type pmWorld struct {
 	order int
 	gens  int
 
-	faults      [pmPodPorts][pmSlots]pmFault
-	listFault   pmFault
-	slowObs     bool
-	obsFault    [pmSlots]pmFault // the Observer's fault on the next event of a pod's PUs: hang or panic
+	faults    [pmPodPorts][pmSlots]pmFault
+	listFault pmFault
+	slowObs   bool
+	obsFault  [pmSlots]pmFault // the Observer's fault on the next event of a pod's PUs: hang or panic
+	// failedFor: a port answered a failure about the pod (a fault served, but a hang, which may end in time, and a
+	// lagging cache's NotFound) since the last EventChecked of one of its PUs (Workers 1: one check at a time).
+	failedFor   [pmSlots]bool
 	obsSleeping int
 	obsCount    int
 	lastFault   time.Duration
@@ -585,6 +590,9 @@ func (w *pmWorld) takeLocked(port, slot int) pmFault {
 	}
 	f.left--
 	w.lastFault = w.now()
+	if f.kind != pmHang && f.kind != pmLagNotFound {
+		w.failedFor[slot] = true
+	}
 	return *f
 }
 
@@ -1033,6 +1041,12 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 	}
 	if e.startReturned && (ev.Kind == deletion.EventRestored || ev.Kind == deletion.EventTracked && e.userTracking[puid] == 0) {
 		w.violateLocked("10: %s of %q from the Inventory's list after Start returned", ev.Kind, puid)
+	}
+	if slot := pmSlotOf(ev.PU.Pod.Name); ev.Kind == deletion.EventChecked && slot >= 0 && w.o.workers == 1 {
+		if w.failedFor[slot] && ev.Err == nil {
+			w.violateLocked("10: a check of %s met a port's failure, and its EventChecked has no Err: the Observer is not told of every failure", puid)
+		}
+		w.failedFor[slot] = false
 	}
 	switch ev.Kind {
 	case deletion.EventTracked:
@@ -1575,6 +1589,7 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 		return ""
 	case pmRestart:
 		e.dead, e.deadAt, e.lifecycle = true, now, now
+		w.failedFor = [pmSlots]bool{} // what the dead engine's checks met is told to no one
 		if e.running {
 			e.running, e.stopAt = false, now
 		}

@@ -543,7 +543,8 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 // Untrack forgets the PU of puid without destroying it, for a PU the agent tore down itself. It reports whether the
 // PU was tracked, once the Observer has been told (EventUntracked, after every earlier event of the PU). Once it
 // returns, no DestroyPU of that PU starts, though the Inventory's list under way holds it; one the engine had already
-// started may finish. A later Track of the same PUID is a new PU, and so is one a later list brings: the Inventory
+// started may finish, and so may one a check had decided under the engine's lock before Untrack took it, which may be
+// entering the PolicyHandler as Untrack returns. A later Track of the same PUID is a new PU, and so is one a later list brings: the Inventory
 // must no longer list it (a journal that observes EventUntracked does not). An Untrack of a PUID it does not hold
 // (false) tells the Observer nothing: until the Inventory's first list is in, that list does not bring it back (as
 // many as the dry run's memory holds, Options.DryRun), but a journal that still holds it from an earlier run is not
@@ -571,35 +572,42 @@ func (c *Engine) Untrack(puid string) bool {
 	return true
 }
 
-// TriggerPod asks for the PUs of that pod to be checked now; one waiting for the retry of a failed destroy keeps
-// waiting (one waiting for its turn is checked, and keeps its place). Its cost grows with that pod's PUs, not with all
-// PUs. Checks asked before Start run when it begins; once Start's context is done, TriggerPod does nothing.
+// TriggerPod asks for the PUs of that pod to be checked now, each a fresh check (it asks the SandboxConfirmer, if
+// any); one waiting for the retry of a failed destroy keeps waiting (one waiting for its turn is checked, and keeps
+// its place). Its cost grows with that pod's PUs, not with all PUs. Checks asked before Start run when it begins; once
+// Start's context is done, TriggerPod does nothing.
 func (c *Engine) TriggerPod(key types.NamespacedName) {
-	if c.q.records == nil {
-		return
-	}
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
-	now, n := c.now(), 0
-	for r := c.q.byPod[key]; r != nil && !c.q.stoppingLocked(); r = r.nextOfPod {
-		r.fresh = true
-		if c.q.queueLocked(r, byTrigger, now) {
-			n++
+	c.trigger(func(yield func(*record) bool) {
+		for r := c.q.byPod[key]; r != nil && yield(r); r = r.nextOfPod {
 		}
-	}
-	c.q.wakeLocked(n)
+	})
 }
 
 // TriggerAll asks for every PU to be checked now, as TriggerPod does for the PUs of one pod.
 func (c *Engine) TriggerAll() {
+	c.trigger(func(yield func(*record) bool) {
+		for _, r := range c.q.records {
+			if !yield(r) {
+				return
+			}
+		}
+	})
+}
+
+// trigger asks for a fresh check of each record of rs now (TriggerPod, TriggerAll).
+func (c *Engine) trigger(rs func(yield func(*record) bool)) {
 	if c.q.records == nil {
 		return
 	}
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
+	if c.q.stoppingLocked() {
+		return
+	}
 	now, n := c.now(), 0
-	for _, r := range c.q.records {
-		if !c.q.stoppingLocked() && c.q.queueLocked(r, byTrigger, now) {
+	for r := range rs {
+		r.fresh = true
+		if c.q.queueLocked(r, byTrigger, now) {
 			n++
 		}
 	}
@@ -745,7 +753,8 @@ func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
 		c.q.mu.Lock()
 		t, pu := c.q.ticketLocked(r), r.PU
 		c.q.mu.Unlock()
-		c.tell(r, t, Event{Kind: EventChecked, PU: pu, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start)})
+		c.tell(r, t, Event{Kind: EventChecked, PU: pu, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start),
+			Err: o.failures()})
 	}
 	end := s.checkEnd.Swap(0)
 	if late := time.Duration(c.realNow() - end); late > 0 {

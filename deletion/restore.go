@@ -2,6 +2,7 @@ package deletion
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -99,15 +100,19 @@ func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 	defer c.listEnds()
 	pus, err := c.listPUs(ctx)
 	if err = c.listAnswered(err); err == nil {
-		restored, skipped := c.trackAll(pus)
+		restored, skipped, invalid := c.trackAll(pus)
 		c.listTracked()
 		c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
+		if invalid != nil { // one line, however many: the Inventory answers nonsense
+			c.log.Error(invalid, "skipping PUs the Inventory listed", "skipped", skipped)
+		}
 		if ctx.Err() == nil { // else Start is returning: the Observer hears nothing more of it
-			c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt})
+			c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt, Err: invalid})
 		}
 		return true
 	}
 	if ctx.Err() == nil {
+		c.observe(Event{Kind: EventListFailed, Err: err, ListCalls: attempt})
 		// The first failure is an error line; the others are summed up once an interval, as every port's.
 		msg := "listing the Inventory failed; PUs of pods gone while the agent was down are not restored yet, will retry"
 		if attempt == 1 {
@@ -121,9 +126,10 @@ func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
 }
 
 // trackAll tracks pus from Workers goroutines, so that a journal's commits are shared, and returns how many were new
-// and how many were invalid.
-func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
+// and how many were invalid, and the first invalid one's error (each is logged at V(1); the caller logs them once).
+func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, invalid error) {
 	var next, nRestored, nSkipped atomic.Int64
+	var first atomic.Pointer[error]
 	var wg sync.WaitGroup
 	for range min(c.opts.Workers, len(pus)) {
 		wg.Go(func() {
@@ -133,7 +139,8 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 				switch {
 				case err != nil:
 					nSkipped.Add(1)
-					c.log.Error(err, "skipping a PU the Inventory listed", "puID", pu.PUID, "pod", pu.Pod.String())
+					first.CompareAndSwap(nil, &err)
+					c.log.V(1).Info("skipping a PU the Inventory listed", "puID", pu.PUID, "pod", pu.Pod.String(), "error", err.Error())
 				case isNew, c.adoptListed(pu):
 					nRestored.Add(1)
 				}
@@ -141,7 +148,10 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int) {
 		})
 	}
 	wg.Wait()
-	return int(nRestored.Load()), int(nSkipped.Load())
+	if e := first.Load(); e != nil {
+		invalid = fmt.Errorf("%d PUs the Inventory listed are invalid, not tracked; the first: %w", nSkipped.Load(), *e)
+	}
+	return int(nRestored.Load()), int(nSkipped.Load()), invalid
 }
 
 // listTimeout is the deadline of a list: CheckTimeout, at least a second.

@@ -34,6 +34,8 @@ func (c *Engine) Start(ctx context.Context) error {
 	now := c.now()
 	kick, listed := make(chan struct{}, 1), make(chan struct{}) // here, not in New, for a testing/synctest bubble running Start
 	pending, tracked := c.startQueue(ctx.Done(), kick, now)
+	c.fails.wakeOn(kick) // a failure wakes the scheduler to sum it up in time
+	defer c.fails.wakeOn(nil)
 
 	var sched, inPorts sync.WaitGroup
 	for range c.opts.Workers {

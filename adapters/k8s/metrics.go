@@ -23,6 +23,7 @@ const (
 	MetricVetoes          = "podsweeper_destroys_vetoed_total"
 	MetricRestored        = "podsweeper_restored_pus_total"
 	MetricWouldDestroy    = "podsweeper_would_destroy_total"
+	MetricListFailures    = "podsweeper_inventory_list_failures_total"
 )
 
 const (
@@ -44,6 +45,7 @@ type Metrics struct {
 	delays    prometheus.Histogram
 	vetoes    *prometheus.CounterVec
 	restored  prometheus.Counter
+	lists     prometheus.Counter
 	would     *prometheus.CounterVec
 }
 
@@ -67,9 +69,11 @@ var _ deletion.Observer = (*Metrics)(nil)
 // by the reason the cache's answer gave: a cache lagging behind the API
 // server shows here; reason SandboxChanged counts the sandbox changes of a
 // listing SandboxExtractor that the SandboxConfirmer did not confirm) and podsweeper_restored_pus_total (PUs tracked again
-// from the Inventory at start), and podsweeper_would_destroy_total (PUs a
-// dry run found must go and did not destroy, by reason: the report an
-// operator reads before turning destroys on).
+// from the Inventory at start), podsweeper_inventory_list_failures_total
+// (lists of the Inventory that failed; Start retries them with backoff),
+// and podsweeper_would_destroy_total (PUs a dry run found must go and did
+// not destroy, by reason: the report an operator reads before turning
+// destroys on).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		reg = metrics.Registry
@@ -113,6 +117,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: MetricRestored,
 			Help: "Processing units tracked again from the Inventory when the engine started.",
 		}),
+		lists: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricListFailures,
+			Help: "Lists of the Inventory that failed or answered past their deadline; the engine lists it again with backoff until one answers.",
+		}),
 		would: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricWouldDestroy,
 			Help: "Processing units a dry run found must go and did not destroy, by reason; each counted once per reason.",
@@ -125,7 +133,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.vetoes.WithLabelValues(string(r))
 		m.would.WithLabelValues(string(r))
 	}
-	collectors := []prometheus.Collector{m.tracked, m.destroys, m.failures, m.abandoned, m.getErrors, m.checks, m.delays, m.vetoes, m.restored, m.would}
+	collectors := []prometheus.Collector{m.tracked, m.destroys, m.failures, m.abandoned, m.getErrors, m.checks, m.delays, m.vetoes, m.restored, m.lists, m.would}
 	for i, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			for _, done := range collectors[:i] {
@@ -168,6 +176,8 @@ func (m *Metrics) Observe(ev deletion.Event) {
 		m.vetoes.WithLabelValues(string(ev.Reason)).Inc()
 	case deletion.EventRestored:
 		m.restored.Add(float64(ev.Count))
+	case deletion.EventListFailed:
+		m.lists.Inc()
 	case deletion.EventWouldDestroy:
 		m.would.WithLabelValues(string(ev.Reason)).Inc()
 		if ev.Dropped {

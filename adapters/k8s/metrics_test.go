@@ -37,6 +37,7 @@ func TestMetricsCountEngineEvents(t *testing.T) {
 	m.Observe(deletion.Event{Kind: deletion.EventVetoed, Reason: ports.ReasonPodGone})
 	m.Observe(deletion.Event{Kind: deletion.EventVetoed, Reason: ports.ReasonPodGone})
 	m.Observe(deletion.Event{Kind: deletion.EventRestored, Count: 7})
+	m.Observe(deletion.Event{Kind: deletion.EventListFailed, Err: errors.New("journal locked"), ListCalls: 1})
 	m.Observe(deletion.Event{Kind: deletion.EventTracked})
 	m.Observe(deletion.Event{Kind: deletion.EventWouldDestroy, Reason: ports.ReasonSandboxChanged}) // kept
 	m.Observe(deletion.Event{Kind: deletion.EventWouldDestroy, Reason: ports.ReasonPodGone, Dropped: true})
@@ -65,6 +66,7 @@ func TestMetricsCountEngineEvents(t *testing.T) {
 		`podsweeper_destroys_vetoed_total{reason="SandboxDead"}`:     0,
 		`podsweeper_destroys_vetoed_total{reason="PodTerminated"}`:   0,
 		`podsweeper_restored_pus_total`:                              7,
+		`podsweeper_inventory_list_failures_total`:                   1,
 		`podsweeper_would_destroy_total{reason="PodGone"}`:           1,
 		`podsweeper_would_destroy_total{reason="NodeChanged"}`:       0,
 		`podsweeper_would_destroy_total{reason="UIDChanged"}`:        0,

@@ -52,7 +52,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	for _, name := range []string{
 		k8s.MetricTrackedPUs, k8s.MetricDestroys, k8s.MetricDestroyFailures, k8s.MetricAbandoned,
 		k8s.MetricPodGetErrors, k8s.MetricCheckDuration, k8s.MetricDestroyDelay, k8s.MetricVetoes,
-		k8s.MetricRestored, k8s.MetricWouldDestroy, k8s.MetricRetrying, k8s.MetricOldestPendingSecond,
+		k8s.MetricRestored, k8s.MetricListFailures, k8s.MetricWouldDestroy, k8s.MetricRetrying, k8s.MetricOldestPendingSecond,
 		k8s.MetricWaitingForRate, k8s.MetricOldestQueuedSecond,
 	} {
 		assert.Contains(t, string(doc), "\n## `"+name+"`\n", name)

@@ -1,0 +1,115 @@
+package deletion_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
+	"github.com/podsweeper/podsweeper/ports"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// docs/sdk/engine.md:55-58: "while a port fails (...), each failing port gets one error line per SweepInterval (...),
+// each PU's first failure is logged at V(1), and the Observer, so the metrics, still hear of every one."
+//
+// A Requeuer that fails: the engine logs it and sums it up, but no Event tells the Observer of it.
+func TestObserverHearsRequeueFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := deletiontest.NewCluster()
+		pu := cl.CreatePod(nsPod(1), "node-a", "s1")
+		var logs recordedLog
+		events := &deletiontest.Events{}
+		requeuer := ports.RequeuerFunc(func(context.Context, *corev1.Pod) error { return errors.New("controller queue closed") })
+		e := deletiontest.NewEngine(t, cl, &deletiontest.Policy{}, deletion.Options{NodeName: "node-a", SandboxExtractor: cl,
+			Requeuer: requeuer, Observer: events, Logger: logs.logger()})
+		if err := e.Track(pu); err != nil {
+			t.Fatal(err)
+		}
+		deletiontest.Start(t, e)
+		if err := cl.SetSandbox(nsPod(1), "s2"); err != nil {
+			t.Fatal(err)
+		}
+		e.TriggerPod(nsPod(1))
+		deletiontest.Advance(time.Minute)
+		if logs.count("requeueing pod failed") != 1 || logs.count(`"port"="Requeue"`) != 1 {
+			t.Fatalf("the Requeue failure is not logged: %s", logs.all())
+		}
+		for _, ev := range events.All() {
+			if ev.Err != nil {
+				return
+			}
+		}
+		t.Errorf("the Requeuer failed (logged, summed up at error level), and the Observer heard nothing of it: %v", eventKinds(events.All()))
+	})
+}
+
+// The same promise, for the SandboxProber: the events of a check whose prober fails are those of one whose prober
+// answers "not dead"; the Observer cannot hear of the failure.
+func TestObserverHearsProberFailure(t *testing.T) {
+	run := func(t *testing.T, prober ports.SandboxProber) []deletion.Event {
+		cl := deletiontest.NewCluster()
+		pu := cl.CreatePod(nsPod(1), "node-a", "s1")
+		events := &deletiontest.Events{}
+		e := deletiontest.NewEngine(t, cl, &deletiontest.Policy{}, deletion.Options{NodeName: "node-a", SandboxExtractor: cl,
+			SandboxProber: prober, Observer: events})
+		if err := e.Track(pu); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.KillSandbox(nsPod(1)); err != nil {
+			t.Fatal(err)
+		}
+		e.Sweep(context.Background())
+		var out []deletion.Event
+		for _, ev := range events.All() {
+			ev.CheckDuration = 0
+			out = append(out, ev)
+		}
+		return out
+	}
+	var failing, alive []deletion.Event
+	synctest.Test(t, func(t *testing.T) {
+		failing = run(t, ports.SandboxProberFunc(func(context.Context, *corev1.Pod, string) (bool, error) {
+			return false, errors.New("runtime unreachable")
+		}))
+	})
+	synctest.Test(t, func(t *testing.T) {
+		alive = run(t, ports.SandboxProberFunc(func(context.Context, *corev1.Pod, string) (bool, error) { return false, nil }))
+	})
+	if reflect.DeepEqual(failing, alive) {
+		t.Errorf("the SandboxProber failed, and the Observer was told exactly what it is told when the prober answers \"not dead\": %v", eventKinds(failing))
+	}
+}
+
+func eventKinds(evs []deletion.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Kind.String()+"("+ev.Verdict.String()+")")
+	}
+	return out
+}
+
+// The same promise (and deletion.Options.Observer: "Observer is told about every check, destroy and failure"), for
+// the Inventory: while its lists fail, the engine retries, logs and sums the failures up; the Observer is told nothing.
+func TestObserverHearsListFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inv := deletiontest.NewInventory()
+		inv.FailLists(errors.New("journal unreadable"))
+		var logs recordedLog
+		events := &deletiontest.Events{}
+		e := deletiontest.NewEngine(t, deletiontest.NewCluster(), &deletiontest.Policy{}, deletion.Options{
+			Inventory: inv, Observer: events, Logger: logs.logger()})
+		deletiontest.Start(t, e)
+		deletiontest.Advance(5 * time.Minute)
+		if inv.Lists() < 5 || logs.count("listing the Inventory failed") < 5 {
+			t.Fatalf("%d lists", inv.Lists())
+		}
+		if n := len(events.All()); n == 0 {
+			t.Errorf("%d lists of the Inventory failed (logged, summed up at error level); the Observer heard nothing of them", inv.Lists())
+		}
+	})
+}
