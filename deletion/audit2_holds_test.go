@@ -24,7 +24,7 @@ func TestAuditHoldsUntrackInLineGivesTurnToNext(t *testing.T) {
 		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{DestroyRate: 0.1, SweepInterval: time.Second})
 		var pus []ports.PU
 		for _, n := range []string{"a", "b", "c"} {
-			pu := cluster.CreatePod(key2(n), "node-a", "")
+			pu := cluster.CreatePod(nsKey(n), "node-a", "")
 			pus = append(pus, pu)
 			if err := engine.Track(pu); err != nil {
 				t.Fatal(err)
@@ -84,8 +84,8 @@ func TestAuditHoldsNonsenseFromGetPodKeepsThePU(t *testing.T) {
 		"wrapped nil pointer":    func() (*corev1.Pod, error) { return nil, fmt.Errorf("x: %w", (*ptrErr2)(nil)) },
 		"joined with a nil":      func() (*corev1.Pod, error) { return nil, errors.Join(ports.ErrPodNotFound, nilMapErr(nil)) },
 		"nil pod, nil error":     func() (*corev1.Pod, error) { return nil, nil },
-		"another pod":            func() (*corev1.Pod, error) { return deletiontest.Pod(key2("other"), "uid-x", "node-a"), nil },
-		"pod without a UID":      func() (*corev1.Pod, error) { return deletiontest.Pod(key2("web"), "", "node-a"), nil },
+		"another pod":            func() (*corev1.Pod, error) { return deletiontest.Pod(nsKey("other"), "uid-x", "node-a"), nil },
+		"pod without a UID":      func() (*corev1.Pod, error) { return deletiontest.Pod(nsKey("web"), "", "node-a"), nil },
 		"panic with not found":   func() (*corev1.Pod, error) { panic(ports.ErrPodNotFound) },
 		"pod and typed-nil err":  func() (*corev1.Pod, error) { return nil, nilSliceErr(nil) },
 		"nameless pod other UID": func() (*corev1.Pod, error) { return deletiontest.Pod(types.NamespacedName{}, "uid-x", ""), nil },
@@ -97,7 +97,7 @@ func TestAuditHoldsNonsenseFromGetPodKeepsThePU(t *testing.T) {
 				policy := &deletiontest.Policy{}
 				events := &deletiontest.Events{}
 				engine := deletiontest.NewEngine(t, getter, policy, deletion.Options{NodeName: "node-a", Observer: events})
-				if err := engine.Track(ports.PU{PUID: "uid-1", Pod: key2("web")}); err != nil {
+				if err := engine.Track(ports.PU{PUID: "uid-1", Pod: nsKey("web")}); err != nil {
 					t.Fatal(err)
 				}
 				engine.Sweep(t.Context())
@@ -130,7 +130,7 @@ func TestAuditHoldsDestroyPUNonsense(t *testing.T) {
 				policy.SetAnswer(func(context.Context, ports.DestroyEvent) error { return tc.err() })
 				events := &deletiontest.Events{}
 				engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Observer: events})
-				pu := cluster.CreatePod(key2("web"), "node-a", "")
+				pu := cluster.CreatePod(nsKey("web"), "node-a", "")
 				if err := engine.Track(pu); err != nil {
 					t.Fatal(err)
 				}
@@ -153,7 +153,7 @@ func TestAuditHoldsHungInventory(t *testing.T) {
 		hang := make(chan struct{})
 		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { <-hang; return nil, nil })
 		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv, SweepInterval: time.Second, CheckTimeout: 5 * time.Second})
-		pu := cluster.CreatePod(key2("web"), "node-a", "")
+		pu := cluster.CreatePod(nsKey("web"), "node-a", "")
 		if err := engine.Track(pu); err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestAuditHoldsDryRunListDoesNotReportAgain(t *testing.T) {
 		cluster := deletiontest.NewCluster()
 		var pus []ports.PU
 		for i := range 20 {
-			pus = append(pus, cluster.CreatePod(key2(fmt.Sprint("p", i)), "node-a", ""))
+			pus = append(pus, cluster.CreatePod(nsKey(fmt.Sprint("p", i)), "node-a", ""))
 		}
 		inv := deletiontest.NewInventory(pus...) // the policy engine's own list: it observes nothing
 		inv.FailNextLists(1, errors.New("unavailable"))
@@ -234,7 +234,7 @@ func TestAuditHoldsStartNilContext(t *testing.T) {
 func TestAuditHoldsUntrackDuringListNotBroughtBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cluster := deletiontest.NewCluster()
-		pu := cluster.CreatePod(key2("web"), "node-a", "")
+		pu := cluster.CreatePod(nsKey("web"), "node-a", "")
 		release := make(chan struct{})
 		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { <-release; return []ports.PU{pu}, nil })
 		policy := &deletiontest.Policy{}

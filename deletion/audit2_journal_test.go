@@ -24,7 +24,7 @@ func TestAuditHoldsTrackAgainWhileUntrackCommits(t *testing.T) {
 		})
 		obs := deletion.Observers(slow, inv, events)
 		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Inventory: inv, Observer: obs})
-		pu := cluster.CreatePod(key2("web"), "node-a", "sb-1")
+		pu := cluster.CreatePod(nsKey("web"), "node-a", "sb-1")
 		if err := engine.Track(pu); err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ func TestAuditPodSeenAliveLeavesTheLineWhileTheRuntimeIsDown(t *testing.T) {
 		})
 		var pus []ports.PU
 		for _, n := range []string{"a", "b", "c"} {
-			pu := cluster.CreatePod(key2(n), "node-a", "sb-"+n)
+			pu := cluster.CreatePod(nsKey(n), "node-a", "sb-"+n)
 			pus = append(pus, pu)
 			if err := engine.Track(pu); err != nil {
 				t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // per PU.
 func TestAuditPanickingObserverLogsScaleWithTheFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		log, sink := newCountingLogger()
+		log, sink := newErrorLogger()
 		cluster := deletiontest.NewCluster()
 		obs := deletion.ObserverFunc(func(ev deletion.Event) {
 			if ev.Kind == deletion.EventChecked {
@@ -38,7 +38,7 @@ func TestAuditPanickingObserverLogsScaleWithTheFailure(t *testing.T) {
 		deletiontest.Advance(5 * time.Second)
 		if n := sink.errorLines(); n > 10 {
 			t.Errorf("one SweepInterval with an Observer that panics on every check of 200 PUs wrote %d error lines (%v), want a summary (a few lines), as a failing port gets",
-				n, sink.errors)
+				n, summary(sink.lines()))
 		}
 	})
 }
@@ -46,7 +46,7 @@ func TestAuditPanickingObserverLogsScaleWithTheFailure(t *testing.T) {
 // Holds: a failing port's errors are summed up, one error line per port per SweepInterval.
 func TestAuditHoldsFailingPortLogsScaleWithTheFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		log, sink := newCountingLogger()
+		log, sink := newErrorLogger()
 		cluster := deletiontest.NewCluster()
 		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{
 			Logger: log, SweepInterval: 5 * time.Second,
@@ -61,7 +61,7 @@ func TestAuditHoldsFailingPortLogsScaleWithTheFailure(t *testing.T) {
 		deletiontest.Start(t, engine)
 		deletiontest.Advance(20 * time.Second)
 		if n := sink.errorLines(); n > 10 {
-			t.Errorf("%d error lines for one failing port over 4 intervals: %v", n, sink.errors)
+			t.Errorf("%d error lines for one failing port over 4 intervals: %v", n, summary(sink.lines()))
 		}
 	})
 }

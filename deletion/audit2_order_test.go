@@ -22,7 +22,7 @@ import (
 func TestAuditUntrackToldAfterEveryEarlierEvent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cluster := deletiontest.NewCluster()
-		pu := cluster.CreatePod(key2("web"), "node-a", "") // no sandbox yet
+		pu := cluster.CreatePod(nsKey("web"), "node-a", "") // no sandbox yet
 		var cacheLost atomic.Bool
 		cache := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
 			if cacheLost.Load() {

@@ -33,7 +33,7 @@ func TestAuditLargeDestroyBurstStillDestroys(t *testing.T) {
 					t.Skipf("rejected, as documented: %v", err)
 				}
 				engine := deletiontest.NewEngine(t, cluster, policy, opts)
-				pu := cluster.CreatePod(key2("web"), "node-a", "")
+				pu := cluster.CreatePod(nsKey("web"), "node-a", "")
 				if err := engine.Track(pu); err != nil {
 					t.Fatal(err)
 				}
@@ -58,7 +58,7 @@ func TestAuditDestroyRateWindowBound(t *testing.T) {
 		policy := &deletiontest.Policy{}
 		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{DestroyRate: r, DestroyBurst: burst})
 		for _, name := range []string{"a", "b", "c"} {
-			pu := cluster.CreatePod(key2(name), "node-a", "")
+			pu := cluster.CreatePod(nsKey(name), "node-a", "")
 			if err := engine.Track(pu); err != nil {
 				t.Fatal(err)
 			}

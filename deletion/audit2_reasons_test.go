@@ -16,7 +16,7 @@ import (
 // Decide itself, one Observation per destroy row. (The audit found the doc saying "in the order of the decision
 // table", which the list never was.)
 func TestAuditReasonsListThePodsThenItsSandboxs(t *testing.T) {
-	pu := ports.PU{PUID: "uid-1", Pod: key2("web"), SandboxID: "sb-1"}
+	pu := ports.PU{PUID: "uid-1", Pod: nsKey("web"), SandboxID: "sb-1"}
 	live := deletiontest.Pod(pu.Pod, "uid-1", "node-a")
 	finished := live.DeepCopy()
 	finished.Status.Phase = corev1.PodSucceeded

@@ -35,7 +35,7 @@ func TestAuditHoldsRequeueOnceTheOldSandboxsPUWentDestroyedOrGivenUpOn(t *testin
 				opts.SandboxExtractor = cluster
 				opts.Requeuer = ports.RequeuerFunc(func(context.Context, *corev1.Pod) error { requeued.Add(1); return nil })
 				engine := deletiontest.NewEngine(t, cluster, policy, opts)
-				pu := cluster.CreatePod(key2("web"), "node-a", "sb-1")
+				pu := cluster.CreatePod(nsKey("web"), "node-a", "sb-1")
 				if err := engine.Track(pu); err != nil {
 					t.Fatal(err)
 				}

@@ -28,7 +28,7 @@ func TestAuditHoldsTrackFailsOnceStartsContextIsDone(t *testing.T) {
 			return nil, errors.New("late")
 		})
 		engine := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{ShutdownTimeout: 10 * time.Second})
-		if err := engine.Track(ports.PU{PUID: "uid-1", Pod: key2("web")}); err != nil {
+		if err := engine.Track(ports.PU{PUID: "uid-1", Pod: nsKey("web")}); err != nil {
 			t.Fatal(err)
 		}
 		engine.TriggerAll()
@@ -43,7 +43,7 @@ func TestAuditHoldsTrackFailsOnceStartsContextIsDone(t *testing.T) {
 			t.Fatal("Start returned already")
 		default:
 		}
-		err := engine.Track(ports.PU{PUID: "uid-2", Pod: key2("db")})
+		err := engine.Track(ports.PU{PUID: "uid-2", Pod: nsKey("db")})
 		if !errors.Is(err, deletion.ErrNotRunning) || !strings.Contains(err.Error(), "context is done") {
 			t.Errorf("Track while Start stops: %v, want ErrNotRunning saying Start's context is done", err)
 		}

@@ -21,7 +21,7 @@ func TestAuditSweepGoesOnWhenStartStopsMidCheck(t *testing.T) {
 		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{
 			Workers: 1, SweepInterval: time.Hour, CheckTimeout: 10 * time.Second,
 		})
-		pu := cluster.CreatePod(key2("web"), "node-a", "")
+		pu := cluster.CreatePod(nsKey("web"), "node-a", "")
 		if err := engine.Track(pu); err != nil {
 			t.Fatal(err)
 		}

@@ -19,7 +19,7 @@ func TestAuditHoldsSweepWithoutStartTurnLeftUnused(t *testing.T) {
 		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{DestroyRate: 0.1, Workers: 1})
 		var pus []ports.PU
 		for _, n := range []string{"a", "b", "c"} {
-			pu := cluster.CreatePod(key2(n), "node-a", "")
+			pu := cluster.CreatePod(nsKey(n), "node-a", "")
 			pus = append(pus, pu)
 			if err := engine.Track(pu); err != nil {
 				t.Fatal(err)

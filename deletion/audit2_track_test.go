@@ -16,7 +16,7 @@ import (
 func TestAuditSecondTrackReturnsOnceEventTrackedWasTold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cluster := deletiontest.NewCluster()
-		pu := cluster.CreatePod(key2("web"), "node-a", "")
+		pu := cluster.CreatePod(nsKey("web"), "node-a", "")
 		obs := deletion.ObserverFunc(func(ev deletion.Event) {
 			if ev.Kind == deletion.EventChecked {
 				time.Sleep(time.Minute)

@@ -44,7 +44,7 @@ func TestAuditHungPortCostsOneCheckNotEveryDestroy(t *testing.T) {
 			return cluster.GetPod(ctx, k)
 		})
 		e := deletiontest.NewEngine(t, getter, pol, deletion.Options{DestroyRate: rate.Limit(1), SweepInterval: time.Hour})
-		a, b, c := cluster.CreatePod(key3("a"), "", ""), cluster.CreatePod(key3("b"), "", ""), cluster.CreatePod(key3("c"), "", "")
+		a, b, c := cluster.CreatePod(nsKey("a"), "", ""), cluster.CreatePod(nsKey("b"), "", ""), cluster.CreatePod(nsKey("c"), "", "")
 		for _, pu := range []ports.PU{a, b, c} {
 			if err := e.Track(pu); err != nil {
 				t.Fatal(err)

@@ -36,7 +36,7 @@ func TestAuditHoldsIdleEngineDoesNotWakeUp(t *testing.T) {
 		pol := &deletiontest.Policy{}
 		e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{Clock: cl})
 		deletiontest.Start(t, e)
-		a, b := cluster.CreatePod(key3("a"), "", ""), cluster.CreatePod(key3("b"), "", "")
+		a, b := cluster.CreatePod(nsKey("a"), "", ""), cluster.CreatePod(nsKey("b"), "", "")
 		_, _ = e.Track(a), e.Track(b)
 		cluster.FailReads(b.Pod, errors.New("boom"))
 		deletiontest.Advance(10 * time.Second)
@@ -65,7 +65,7 @@ func TestAuditHoldsLogsScaleWithTheFailure(t *testing.T) {
 		cluster := deletiontest.NewCluster()
 		e := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Logger: log})
 		for i := range 20 {
-			_ = e.Track(cluster.CreatePod(key3(fmt.Sprint("p", i)), "", ""))
+			_ = e.Track(cluster.CreatePod(nsKey(fmt.Sprint("p", i)), "", ""))
 		}
 		deletiontest.Start(t, e)
 		deletiontest.Advance(time.Second)
@@ -91,7 +91,7 @@ func TestAuditHoldsDestroyRateBoundOverRandomMixes(t *testing.T) {
 				SweepInterval: time.Second, RetryMinDelay: 200 * time.Millisecond})
 			var pus []ports.PU
 			for i := range 40 {
-				pu := cluster.CreatePod(key3(fmt.Sprint("p", i)), "", "")
+				pu := cluster.CreatePod(nsKey(fmt.Sprint("p", i)), "", "")
 				pus = append(pus, pu)
 				_ = e.Track(pu)
 			}
@@ -141,7 +141,7 @@ func TestAuditHoldsSweepOutlivesStart(t *testing.T) {
 		cluster := deletiontest.NewCluster()
 		pol := &deletiontest.Policy{}
 		e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{})
-		pu := cluster.CreatePod(key3("a"), "", "")
+		pu := cluster.CreatePod(nsKey("a"), "", "")
 		_ = e.Track(pu)
 		stop := deletiontest.Start(t, e)
 		deletiontest.Advance(10 * time.Second)
@@ -166,7 +166,7 @@ func TestAuditHoldsSweepRateUntrackHead(t *testing.T) {
 		pol := &deletiontest.Policy{}
 		e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{DestroyRate: rate.Limit(1)})
 		for i := range 4 {
-			pu := cluster.CreatePod(key3(fmt.Sprint("p", i)), "", "")
+			pu := cluster.CreatePod(nsKey(fmt.Sprint("p", i)), "", "")
 			_ = e.Track(pu)
 			cluster.DeletePod(pu.Pod)
 		}
@@ -199,13 +199,13 @@ func TestAuditHoldsRequeuerTracksNewSandbox(t *testing.T) {
 		inv := deletiontest.NewInventory()
 		var e *deletion.Engine
 		req := ports.RequeuerFunc(func(_ context.Context, pod *corev1.Pod) error {
-			pu, _ := cluster.PU(key3(pod.Name))
+			pu, _ := cluster.PU(nsKey(pod.Name))
 			return e.Track(pu)
 		})
 		e = deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{SandboxExtractor: cluster,
 			Requeuer: req, Observer: inv, Inventory: inv})
 		deletiontest.Start(t, e)
-		pu := cluster.CreatePod(key3("a"), "", "sb-1")
+		pu := cluster.CreatePod(nsKey("a"), "", "sb-1")
 		_ = e.Track(pu)
 		deletiontest.Advance(10 * time.Second)
 		_ = cluster.SetSandbox(pu.Pod, "sb-2")
@@ -228,7 +228,7 @@ func TestAuditHoldsRestartDestroysSandboxReplacedWhileDown(t *testing.T) {
 		pol := &deletiontest.Policy{}
 		opts := deletion.Options{SandboxExtractor: cluster, Inventory: inv, Observer: inv}
 		e1 := deletiontest.NewEngine(t, cluster, pol, opts)
-		pu := cluster.CreatePod(key3("a"), "", "sb-1")
+		pu := cluster.CreatePod(nsKey("a"), "", "sb-1")
 		stop := deletiontest.Start(t, e1)
 		_ = e1.Track(ports.PU{PUID: pu.PUID, Pod: pu.Pod}) // as adapters/k8s tracks: without a sandbox
 		deletiontest.Advance(10 * time.Second)

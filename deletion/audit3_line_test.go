@@ -37,9 +37,9 @@ func lineRun(t *testing.T, failExtractor bool) []ports.DestroyEvent {
 	})
 	e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{SandboxExtractor: extractor, SandboxProber: prober,
 		DestroyRate: rate.Limit(1), SweepInterval: time.Hour})
-	a := cluster.CreatePod(key3("a"), "", "sb-a")
-	b := cluster.CreatePod(key3("b"), "", "sb-b")
-	c := cluster.CreatePod(key3("c"), "", "sb-c")
+	a := cluster.CreatePod(nsKey("a"), "", "sb-a")
+	b := cluster.CreatePod(nsKey("b"), "", "sb-b")
+	c := cluster.CreatePod(nsKey("c"), "", "sb-c")
 	for _, pu := range []ports.PU{a, b, c} {
 		if err := e.Track(pu); err != nil {
 			t.Fatal(err)

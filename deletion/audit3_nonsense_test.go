@@ -65,7 +65,7 @@ func TestAuditNonsenseErrorIsAFailureThatKeepsThePU(t *testing.T) {
 		return cluster.GetPod(ctx, k)
 	})
 	e := deletiontest.NewEngine(t, getter, pol, deletion.Options{CheckTimeout: 100 * time.Millisecond})
-	pu := cluster.CreatePod(key3("a"), "", "")
+	pu := cluster.CreatePod(nsKey("a"), "", "")
 	if err := e.Track(pu); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestAuditTrackFailsOnceStartsContextIsDone(t *testing.T) {
 		go func() { returned <- e.Start(ctx) }()
 		synctest.Wait()
 
-		pu := cluster.CreatePod(key3("a"), "", "")
+		pu := cluster.CreatePod(nsKey("a"), "", "")
 		cancel() // Start's context is done from here on
 		err := e.Track(pu)
 		<-returned
@@ -49,7 +49,7 @@ func TestAuditNoCheckStartsOnceStartsContextIsDone(t *testing.T) {
 		cluster := deletiontest.NewCluster()
 		evs := &deletiontest.Events{}
 		e := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Observer: evs})
-		pu := cluster.CreatePod(key3("a"), "", "")
+		pu := cluster.CreatePod(nsKey("a"), "", "")
 		if err := e.Track(pu); err != nil {
 			t.Fatal(err)
 		}

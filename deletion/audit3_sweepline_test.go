@@ -50,7 +50,7 @@ func sweepLine(t *testing.T) {
 		})
 		e := deletiontest.NewEngine(t, getter, pol, deletion.Options{DestroyRate: rate.Limit(1)})
 		for i := range 3 {
-			pu := cluster.CreatePod(key3(fmt.Sprint("p", i)), "", "")
+			pu := cluster.CreatePod(nsKey(fmt.Sprint("p", i)), "", "")
 			if err := e.Track(pu); err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestAuditHoldsHeadKeepsPlaceAfterTransientFailureWithStart(t *testing.T) {
 			return cluster.GetPod(ctx, k)
 		})
 		e := deletiontest.NewEngine(t, getter, pol, deletion.Options{DestroyRate: rate.Limit(1), SweepInterval: time.Hour})
-		a, b, c := cluster.CreatePod(key3("a"), "", ""), cluster.CreatePod(key3("b"), "", ""), cluster.CreatePod(key3("c"), "", "")
+		a, b, c := cluster.CreatePod(nsKey("a"), "", ""), cluster.CreatePod(nsKey("b"), "", ""), cluster.CreatePod(nsKey("c"), "", "")
 		for _, pu := range []ports.PU{a, b, c} {
 			if err := e.Track(pu); err != nil {
 				t.Fatal(err)

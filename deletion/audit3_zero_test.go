@@ -12,7 +12,7 @@ import (
 // deletion: ErrNotCreated, ErrNilContext (go doc): a zero Engine fails Track and Start, the others do nothing; Start(nil) fails.
 func TestAuditHoldsZeroEngineAndNilContext(t *testing.T) {
 	var e deletion.Engine
-	if err := e.Track(ports.PU{PUID: "x", Pod: key3("a")}); !errors.Is(err, deletion.ErrNotCreated) {
+	if err := e.Track(ports.PU{PUID: "x", Pod: nsKey("a")}); !errors.Is(err, deletion.ErrNotCreated) {
 		t.Errorf("Track %v", err)
 	}
 	if err := e.Start(context.Background()); !errors.Is(err, deletion.ErrNotCreated) {
@@ -20,7 +20,7 @@ func TestAuditHoldsZeroEngineAndNilContext(t *testing.T) {
 	}
 	e.Untrack("x")
 	e.TriggerAll()
-	e.TriggerPod(key3("a"))
+	e.TriggerPod(nsKey("a"))
 	e.Sweep(context.Background())
 	t.Log(e.Len(), e.Status(), e.Backlog(), e.Classify(nil), e.LivenessCheck(nil), e.ReadinessCheck(nil))
 	//lint:ignore SA1012 a nil context, on purpose

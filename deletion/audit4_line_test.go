@@ -42,7 +42,7 @@ func TestAuditOnePUsEventsOneAtATime(t *testing.T) {
 		cluster := deletiontest.NewCluster()
 		policy := &deletiontest.Policy{}
 		e := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Observer: obs})
-		p := cluster.CreatePod(key4("p"), "node-a", "sb1")
+		p := cluster.CreatePod(nsKey("p"), "node-a", "sb1")
 		if err := e.Track(p); err != nil {
 			t.Fatal(err)
 		}

@@ -62,7 +62,7 @@ func TestAuditFailingPortOneErrorLinePerInterval(t *testing.T) {
 		cluster := deletiontest.NewCluster()
 		e := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Logger: lc.logger()})
 		for _, n := range []string{"a", "b", "c"} {
-			if err := e.Track(cluster.CreatePod(key4(n), "node-a", "")); err != nil {
+			if err := e.Track(cluster.CreatePod(nsKey(n), "node-a", "")); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -44,7 +44,7 @@ func TestAuditUnreadableWrappedErrorKeepsPU(t *testing.T) {
 			t.Errorf("deletion.IsNotFound(unreadable error) = true, want false")
 		}
 
-		p := pu4("web")
+		p := uidPU("web")
 		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
 			return nil, opaqueWrap4{inner: detailErr4{}}
 		})
@@ -73,7 +73,7 @@ func TestAuditUnreadablePermanentIsRetried(t *testing.T) {
 		policy := &deletiontest.Policy{}
 		policy.FailNext(1, bad)
 		e := deletiontest.NewEngine(t, cluster, policy, deletion.Options{})
-		p := cluster.CreatePod(key4("web"), "node-a", "")
+		p := cluster.CreatePod(nsKey("web"), "node-a", "")
 		if err := e.Track(p); err != nil {
 			t.Fatal(err)
 		}

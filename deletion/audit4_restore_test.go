@@ -33,7 +33,7 @@ func TestAuditNoRestoreAfterStartReturned(t *testing.T) {
 		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
 			<-stopAt
 			time.Sleep(5 * time.Second) // ignores ctx, but answers well within its own deadline (CheckTimeout 30 s + 1 s)
-			return []ports.PU{pu4("a"), pu4("b")}, nil
+			return []ports.PU{uidPU("a"), uidPU("b")}, nil
 		})
 		cluster := deletiontest.NewCluster()
 		e := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Inventory: inv, Observer: obs})

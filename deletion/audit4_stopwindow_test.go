@@ -54,7 +54,7 @@ func TestAuditNoDestroyStartsAfterStartContextDone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := &gateClock4{}
 		cluster := deletiontest.NewCluster()
-		p := cluster.CreatePod(key4("web"), "node-a", "")
+		p := cluster.CreatePod(nsKey("web"), "node-a", "")
 		var armed atomic.Bool
 		releaseGet := make(chan struct{})
 		getter := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {

@@ -18,7 +18,7 @@ import (
 // removed and returns, while P's EventTracked is still being told.
 func TestAuditSecondTrackWaitsForEventTracked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, q := pu4("p"), pu4("q")
+		p, q := uidPU("p"), uidPU("q")
 		release := make(chan struct{})
 		var toldP atomic.Bool // Observe of P's EventTracked has returned
 		var once sync.Once

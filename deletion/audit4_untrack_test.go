@@ -20,7 +20,7 @@ import (
 func TestAuditUntrackBeforeStartKeepsJournalFromListing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cluster := deletiontest.NewCluster()
-		p := cluster.CreatePod(key4("web"), "node-a", "sb1")
+		p := cluster.CreatePod(nsKey("web"), "node-a", "sb1")
 		journal := deletiontest.NewInventory(p) // left by the last run
 		cluster.DeletePod(p.Pod)                // the pod went while the agent was down
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,37 +16,6 @@ import (
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-// errorSink counts the error lines a logger writes, by message.
-type errorSink struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (s *errorSink) Init(logr.RuntimeInfo)          {}
-func (s *errorSink) Enabled(level int) bool         { return level == 0 }
-func (s *errorSink) Info(int, string, ...any)       {}
-func (s *errorSink) WithValues(...any) logr.LogSink { return s }
-func (s *errorSink) WithName(string) logr.LogSink   { return s }
-func (s *errorSink) Error(_ error, msg string, _ ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.msgs = append(s.msgs, msg)
-}
-
-func (s *errorSink) lines() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.msgs...)
-}
-
-func summary(msgs []string) map[string]int {
-	m := map[string]int{}
-	for _, s := range msgs {
-		m[s]++
-	}
-	return m
-}
 
 // docs/sdk/engine.md:45-48: "Logs scale with the failure, not with the PUs: while a port fails (the API server down,
 // the policy engine restarting), each failing port gets one error line per SweepInterval (how many failures, the last

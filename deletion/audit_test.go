@@ -14,16 +14,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-func key(name string) types.NamespacedName {
-	return types.NamespacedName{Namespace: "shop", Name: name}
-}
 
 // gate is an Observer that blocks on the events its block function picks, until released.
 type gate struct {

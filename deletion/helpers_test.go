@@ -400,3 +400,58 @@ func afterABlip(t *testing.T) (*deletion.Engine, *deletiontest.Cluster, *destroy
 	}
 	return c, w, policy, kept
 }
+
+// errorSink counts the error lines a logger writes, by message.
+type errorSink struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (s *errorSink) Init(logr.RuntimeInfo)          {}
+func (s *errorSink) Enabled(level int) bool         { return level == 0 }
+func (s *errorSink) Info(int, string, ...any)       {}
+func (s *errorSink) WithValues(...any) logr.LogSink { return s }
+func (s *errorSink) WithName(string) logr.LogSink   { return s }
+func (s *errorSink) Error(_ error, msg string, _ ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msgs = append(s.msgs, msg)
+}
+
+// newErrorLogger returns a logger into a new errorSink, and the sink.
+func newErrorLogger() (logr.Logger, *errorSink) {
+	s := &errorSink{}
+	return logr.New(s), s
+}
+
+// lines returns the messages of the error lines written, in order.
+func (s *errorSink) lines() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.msgs...)
+}
+
+// errorLines returns how many error lines were written.
+func (s *errorSink) errorLines() int { return len(s.lines()) }
+
+// summary counts msgs by message.
+func summary(msgs []string) map[string]int {
+	m := map[string]int{}
+	for _, s := range msgs {
+		m[s]++
+	}
+	return m
+}
+
+// key is the key of the pod of that name in namespace shop.
+func key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "shop", Name: name}
+}
+
+// nsKey is the key of the pod of that name in namespace ns.
+func nsKey(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns", Name: name}
+}
+
+// uidPU is the PU of the pod of that name in namespace ns, its PUID "uid-" and the name.
+func uidPU(name string) ports.PU { return ports.PU{PUID: "uid-" + name, Pod: nsKey(name)} }
