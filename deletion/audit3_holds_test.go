@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -52,29 +50,6 @@ func TestAuditHoldsIdleEngineDoesNotWakeUp(t *testing.T) {
 		deletiontest.Advance(time.Hour)
 		if d := cl.now.Load() - n; d != 0 {
 			t.Errorf("an idle engine read its clock %d times in an hour", d)
-		}
-	})
-}
-
-// docs/sdk/engine.md:43-45: "each failing port gets one error line per `SweepInterval`".
-func TestAuditHoldsLogsScaleWithTheFailure(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		n := 0
-		log := funcr.New(func(_, _ string) { mu.Lock(); n++; mu.Unlock() }, funcr.Options{})
-		cluster := deletiontest.NewCluster()
-		e := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Logger: log})
-		for i := range 20 {
-			_ = e.Track(cluster.CreatePod(nsKey(fmt.Sprint("p", i)), "", ""))
-		}
-		deletiontest.Start(t, e)
-		deletiontest.Advance(time.Second)
-		cluster.FailAllReads(errors.New("api down"))
-		deletiontest.Advance(time.Minute)
-		mu.Lock()
-		defer mu.Unlock()
-		if n > 14 {
-			t.Errorf("%d log lines in a minute of a failing API with 20 PUs, want about 12", n)
 		}
 	})
 }

@@ -78,12 +78,16 @@ type logBuffer struct {
 	buf bytes.Buffer
 }
 
-func (b *logBuffer) logger() logr.Logger {
+// logger returns a logger into b that writes V(1) lines too.
+func (b *logBuffer) logger() logr.Logger { return b.loggerAt(1) }
+
+// loggerAt returns a logger into b that writes the lines up to V(v).
+func (b *logBuffer) loggerAt(v int) logr.Logger {
 	return funcr.New(func(prefix, args string) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.buf.WriteString(prefix + args + "\n")
-	}, funcr.Options{Verbosity: 1})
+	}, funcr.Options{Verbosity: v})
 }
 
 func (b *logBuffer) String() string {
