@@ -8,9 +8,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
@@ -51,97 +48,6 @@ func TestAuditHoldsUntrackInLineGivesTurnToNext(t *testing.T) {
 			t.Errorf("c's calls %v: want one, 10s after a's (b's turn)", c)
 		}
 	})
-}
-
-type nilMapErr map[string]string
-
-func (m nilMapErr) Error() string        { return "map error" }
-func (m nilMapErr) Is(target error) bool { return target == ports.ErrPodNotFound }
-
-type nilFuncErr func() string
-
-func (f nilFuncErr) Error() string        { return f() }
-func (f nilFuncErr) Is(target error) bool { return target == ports.ErrPodNotFound }
-
-type nilSliceErr []error
-
-func (s nilSliceErr) Error() string   { return "slice error" }
-func (s nilSliceErr) Unwrap() []error { return []error{ports.ErrPodNotFound} }
-
-type ptrErr2 struct{ msg string }
-
-func (p *ptrErr2) Error() string { return p.msg }
-func (p *ptrErr2) Unwrap() error { return ports.ErrPodNotFound }
-
-// Ports answering nonsense keep the PU: typed-nil errors of every kind, matching ErrPodNotFound or not, wrapped or
-// joined, a nil pod, another pod, a panic with ErrPodNotFound.
-func TestAuditHoldsNonsenseFromGetPodKeepsThePU(t *testing.T) {
-	answers := map[string]func() (*corev1.Pod, error){
-		"nil map error":          func() (*corev1.Pod, error) { return nil, nilMapErr(nil) },
-		"nil func error":         func() (*corev1.Pod, error) { return nil, nilFuncErr(nil) },
-		"nil slice error":        func() (*corev1.Pod, error) { return nil, nilSliceErr(nil) },
-		"nil pointer error":      func() (*corev1.Pod, error) { return nil, (*ptrErr2)(nil) },
-		"wrapped nil pointer":    func() (*corev1.Pod, error) { return nil, fmt.Errorf("x: %w", (*ptrErr2)(nil)) },
-		"joined with a nil":      func() (*corev1.Pod, error) { return nil, errors.Join(ports.ErrPodNotFound, nilMapErr(nil)) },
-		"nil pod, nil error":     func() (*corev1.Pod, error) { return nil, nil },
-		"another pod":            func() (*corev1.Pod, error) { return deletiontest.Pod(nsKey("other"), "uid-x", "node-a"), nil },
-		"pod without a UID":      func() (*corev1.Pod, error) { return deletiontest.Pod(nsKey("web"), "", "node-a"), nil },
-		"panic with not found":   func() (*corev1.Pod, error) { panic(ports.ErrPodNotFound) },
-		"pod and typed-nil err":  func() (*corev1.Pod, error) { return nil, nilSliceErr(nil) },
-		"nameless pod other UID": func() (*corev1.Pod, error) { return deletiontest.Pod(types.NamespacedName{}, "uid-x", ""), nil },
-	}
-	for name, answer := range answers {
-		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return answer() })
-				policy := &deletiontest.Policy{}
-				events := &deletiontest.Events{}
-				engine := deletiontest.NewEngine(t, getter, policy, deletion.Options{NodeName: "node-a", Observer: events})
-				if err := engine.Track(ports.PU{PUID: "uid-1", Pod: nsKey("web")}); err != nil {
-					t.Fatal(err)
-				}
-				engine.Sweep(t.Context())
-				deletiontest.Start(t, engine)
-				deletiontest.Advance(time.Minute)
-				if policy.CallCount() != 0 || engine.Len() != 1 || events.Count(deletion.EventGetFailed) == 0 {
-					t.Errorf("%d destroys, %d tracked, %d EventGetFailed", policy.CallCount(), engine.Len(), events.Count(deletion.EventGetFailed))
-				}
-			})
-		})
-	}
-}
-
-// DestroyPU: Permanent of a typed nil is retried; Permanent of a real error gives up at once; a panic with a
-// Permanent error is retried.
-func TestAuditHoldsDestroyPUNonsense(t *testing.T) {
-	for name, tc := range map[string]struct {
-		err      func() error
-		abandons bool
-	}{
-		"permanent typed nil": {func() error { return ports.Permanent((*ptrErr2)(nil)) }, false},
-		"permanent":           {func() error { return ports.Permanent(errors.New("no such PU")) }, true},
-		"panic permanent":     {func() error { panic(ports.Permanent(errors.New("x"))) }, false},
-		"typed nil":           {func() error { return nilMapErr(nil) }, false},
-	} {
-		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				cluster := deletiontest.NewCluster()
-				policy := &deletiontest.Policy{}
-				policy.SetAnswer(func(context.Context, ports.DestroyEvent) error { return tc.err() })
-				events := &deletiontest.Events{}
-				engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Observer: events})
-				pu := cluster.CreatePod(nsKey("web"), "node-a", "")
-				if err := engine.Track(pu); err != nil {
-					t.Fatal(err)
-				}
-				cluster.DeletePod(pu.Pod)
-				engine.Sweep(t.Context())
-				if got := events.Count(deletion.EventAbandoned) == 1; got != tc.abandons {
-					t.Errorf("abandoned %v, want %v (%d tracked)", got, tc.abandons, engine.Len())
-				}
-			})
-		})
-	}
 }
 
 // An Inventory that hangs past every deadline: Start checks after the list's deadline and a second, LivenessCheck

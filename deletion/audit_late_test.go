@@ -2,7 +2,6 @@ package deletion_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,35 +10,6 @@ import (
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-// docs/sdk/ports.md:16-18: "The engine calls every port under a deadline (Options.CheckTimeout), recovers its panics,
-// and treats a port that hangs, fails or answers nonsense ... as a failure that keeps the PU". Options.CheckTimeout:
-// "the deadline of one check, destroy included". DestroyPU hangs past the deadline, ignoring its context, then
-// answers a permanent error: the engine gives the PU up instead of keeping it.
-func TestAuditDestroyPUAnswerPastTheDeadlineKeepsThePU(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		policy := &deletiontest.Policy{}
-		events := &deletiontest.Events{}
-		policy.SetAnswer(func(ctx context.Context, ev ports.DestroyEvent) error {
-			time.Sleep(10 * time.Second) // ignores ctx
-			return ports.Permanent(errors.New("policy engine: no such PU"))
-		})
-		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{CheckTimeout: time.Second, Observer: events})
-		pu := cluster.CreatePod(key("a"), "node-a", "")
-		_ = engine.Track(pu)
-		cluster.DeletePod(pu.Pod)
-		deletiontest.Start(t, engine)
-		engine.TriggerPod(pu.Pod)
-		deletiontest.Advance(11 * time.Second)
-		if n := events.Count(deletion.EventAbandoned); n != 0 || engine.Len() != 1 {
-			t.Errorf("DestroyPU answered 9s past its 1s deadline: %d abandoned, %d tracked; want the late answer taken "+
-				"as a failure that keeps the PU", n, engine.Len())
-		}
-		policy.SetAnswer(nil)
-		deletiontest.Advance(time.Minute)
-	})
-}
 
 // Options.Inventory: "The first list delays the first check by at most its deadline (CheckTimeout, at least a second)
 // and a second". LivenessCheck: a check due three intervals ago is not queued "(and since Start began, and its first
