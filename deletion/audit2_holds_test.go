@@ -13,43 +13,6 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// Untrack while a destroy waits its turn: no DestroyPU of it, and its turn goes to the next in line.
-func TestAuditHoldsUntrackInLineGivesTurnToNext(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		policy := &deletiontest.Policy{}
-		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{DestroyRate: 0.1, SweepInterval: time.Second})
-		var pus []ports.PU
-		for _, n := range []string{"a", "b", "c"} {
-			pu := cluster.CreatePod(nsKey(n), "node-a", "")
-			pus = append(pus, pu)
-			if err := engine.Track(pu); err != nil {
-				t.Fatal(err)
-			}
-		}
-		deletiontest.Start(t, engine)
-		deletiontest.Advance(2 * time.Second)
-		for _, pu := range pus {
-			cluster.DeletePod(pu.Pod)
-			engine.TriggerPod(pu.Pod)
-			synctest.Wait()
-		}
-		deletiontest.Advance(2 * time.Second)
-		if !engine.Untrack(pus[1].PUID) {
-			t.Fatal("b not tracked")
-		}
-		began := policy.Calls()[0].At
-		deletiontest.Advance(30 * time.Second)
-		if n := policy.Count(pus[1].PUID); n != 0 {
-			t.Errorf("%d DestroyPU of an untracked PU", n)
-		}
-		c := policy.CallsOf(pus[2].PUID)
-		if len(c) != 1 || c[0].At.Sub(began) > 10*time.Second+time.Millisecond {
-			t.Errorf("c's calls %v: want one, 10s after a's (b's turn)", c)
-		}
-	})
-}
-
 // An Inventory that hangs past every deadline: Start checks after the list's deadline and a second, LivenessCheck
 // holds meanwhile, and Start returns within about ShutdownTimeout.
 func TestAuditHoldsHungInventory(t *testing.T) {

@@ -133,39 +133,6 @@ func TestAuditHoldsSweepOutlivesStart(t *testing.T) {
 	})
 }
 
-// docs/sdk/engine.md:28-29 and options.go:119-120: a Sweep under a rate waits for its destroys' turns; Untrack of the
-// head gives its turn to the next in line; a failed destroy waits for its retry.
-func TestAuditHoldsSweepRateUntrackHead(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		pol := &deletiontest.Policy{}
-		e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{DestroyRate: rate.Limit(1)})
-		for i := range 4 {
-			pu := cluster.CreatePod(nsKey(fmt.Sprint("p", i)), "", "")
-			_ = e.Track(pu)
-			cluster.DeletePod(pu.Pod)
-		}
-		pol.FailNext(1, errors.New("busy"))
-		start := time.Now()
-		done := make(chan struct{})
-		go func() { e.Sweep(context.Background()); close(done) }()
-		synctest.Wait()
-		var head string
-		var at time.Time
-		for _, s := range e.Status() {
-			if s.State == "waiting for its turn" && (head == "" || s.NextAttempt.Before(at)) {
-				head, at = s.PUID, s.NextAttempt
-			}
-		}
-		e.Untrack(head)
-		<-done
-		calls := pol.Calls()
-		if len(calls) != 3 || calls[1].At.Sub(start) != time.Second || calls[2].At.Sub(start) != 2*time.Second || e.Len() != 1 {
-			t.Errorf("calls %v, len %d", calls, e.Len())
-		}
-	})
-}
-
 // docs/sdk/restarts.md and deletion/queue.go (tellEvents): a Requeuer that tracks the PU of the new sandbox at once,
 // under the same PUID, leaves the engine and a journal with the new PU only.
 func TestAuditHoldsRequeuerTracksNewSandbox(t *testing.T) {

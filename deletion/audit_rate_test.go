@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
@@ -63,71 +59,5 @@ func TestAuditHoldsDestroyRateBound(t *testing.T) {
 			}
 		}
 		t.Logf("%d calls", len(calls))
-	})
-}
-
-// Options.DestroyRate: "a PU destroys only when fewer PUs are ahead of it than turns are at hand; otherwise it waits
-// ... until about its turn, and is checked again then. A trigger, or a check whose ports fail, keeps its place; a
-// check that sees the pod alive ... takes it out of the line, and the turn it did not use goes to the next in line".
-// Line a, x, y, b at one turn a second: y is seen alive (its 2s turn is b's), and b's own check fails while x takes
-// its turn at 1s. b keeps its place, first in line, its turn at hand at 2s.
-func TestAuditTurnAtHandIsTakenAfterAFailedCheck(t *testing.T) { turnAfterFailedCheck(t, true) }
-
-// The same line, b's check not failing: b is nudged to its 2s turn.
-func TestAuditHoldsTurnGoesToTheNextInLine(t *testing.T) { turnAfterFailedCheck(t, false) }
-
-func turnAfterFailedCheck(t *testing.T, fail bool) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		policy := &deletiontest.Policy{}
-		var failB atomic.Bool
-		b := key("b")
-		getter := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
-			if k == b && failB.CompareAndSwap(true, false) {
-				time.Sleep(200 * time.Millisecond)
-				return nil, errors.New("API server: timeout")
-			}
-			return cluster.GetPod(ctx, k)
-		})
-		engine := deletiontest.NewEngine(t, getter, policy, deletion.Options{
-			DestroyRate: 1, DestroyBurst: 1, SweepInterval: time.Hour,
-		})
-		pus := map[string]ports.PU{}
-		for _, n := range []string{"a", "x", "y", "b"} {
-			pus[n] = cluster.CreatePod(key(n), "node-a", "")
-			_ = engine.Track(pus[n])
-			cluster.FailReads(key(n), ports.ErrPodNotFound) // the cache says gone
-		}
-		deletiontest.Start(t, engine)
-		synctest.Wait()
-		t0 := time.Now()
-		for _, n := range []string{"a", "x", "y", "b"} { // found to go in this order
-			engine.TriggerPod(key(n))
-			synctest.Wait()
-		}
-		deletiontest.Advance(500 * time.Millisecond)
-		cluster.FailReads(key("y"), nil) // y lives: out of the line
-		engine.TriggerPod(key("y"))
-		deletiontest.Advance(400 * time.Millisecond) // 0.9s
-		if fail {
-			failB.Store(true)
-			engine.TriggerPod(b)
-		} // b's check: 0.9s to 1.1s, fails
-		deletiontest.Advance(5 * time.Second)
-
-		at := func(n string) time.Duration {
-			c := policy.CallsOf(pus[n].PUID)
-			if len(c) == 0 {
-				return -1
-			}
-			return c[0].At.Sub(t0)
-		}
-		t.Logf("destroys: a %v, x %v, y %v, b %v", at("a"), at("x"), at("y"), at("b"))
-		if at("x") != time.Second || at("y") != -1 {
-			t.Fatalf("setup: x at %v, y at %v", at("x"), at("y"))
-		}
-		if got := at("b"); got < 0 || got > 2100*time.Millisecond {
-			t.Errorf("b, first in line from 1s with its check failed, destroyed at %v; its turn was at hand at 2s and no one used it", got)
-		}
 	})
 }

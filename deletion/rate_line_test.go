@@ -2,8 +2,8 @@ package deletion_test
 
 // The destroy rate's line: at most rate*w + burst destroys start in any
 // window, however turns are reserved, given back or left unused; a PU
-// waiting for its turn keeps its place through a check that learns nothing
-// or a trigger, leaves the line once seen alive, and is counted by Backlog;
+// waiting for its turn leaves the line once seen alive, and is counted by
+// Backlog;
 // Untrack during a wait gives the turn back; a Sweep is one full pass under
 // a rate; and a destroy never waits for its turn past half of its check's
 // time left.
@@ -38,57 +38,6 @@ func goneKeys(prefix string, n int) []ports.PU {
 		out[i] = ports.PU{PUID: name, Pod: types.NamespacedName{Namespace: "ns", Name: name}}
 	}
 	return out
-}
-
-// TestAFailedCheckKeepsAPUsPlaceInTheRateLine: DestroyRate 0.1 (a turn
-// every 10s), burst 1, one worker; four PUs are found gone; one is
-// destroyed and three wait for turns at about 10, 20 and 30s. A trigger at
-// 5s of the first in line, b, meets one GetPod error: a check that learns
-// nothing does not take b out of the line, so b is still destroyed at
-// about its turn, and Backlog still counts three waiting until then.
-func TestAFailedCheckKeepsAPUsPlaceInTheRateLine(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var failing atomic.Value
-		failing.Store("")
-		getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
-			if key.Name == failing.Load() && failing.CompareAndSwap(key.Name, "") {
-				return nil, errors.New("API server unavailable")
-			}
-			return nil, ports.ErrPodNotFound
-		})
-		policy := newDestroyLog()
-		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{DestroyRate: 0.1, Workers: 1, SweepInterval: time.Hour})
-		for _, pu := range goneKeys("pu", 4) {
-			require.NoError(t, c.Track(pu))
-		}
-		deletiontest.Start(t, c)
-		c.TriggerAll()
-		synctest.Wait()
-		require.Len(t, policy.starts(), 1, "one destroy at once; three wait for their turns")
-		require.Equal(t, 3, c.Backlog().RateLimited)
-		var b deletion.PUStatus
-		for _, s := range c.Status() {
-			if b.PUID == "" || s.NextAttempt.Before(b.NextAttempt) {
-				b = s
-			}
-		}
-		require.Equal(t, "waiting for its turn", b.State)
-
-		time.Sleep(5 * time.Second)
-		failing.Store(b.Pod.Name)
-		c.TriggerPod(b.Pod)
-		synctest.Wait()
-		require.Empty(t, failing.Load(), "the trigger's check met the error")
-		assert.Equal(t, 3, c.Backlog().RateLimited, "b still waits for its turn")
-
-		time.Sleep(time.Until(b.NextAttempt) + 2*time.Second)
-		synctest.Wait()
-		assert.Len(t, policy.of(b.PUID), 1, "b is destroyed at about its turn, %v", b.NextAttempt.Sub(policy.t0))
-		time.Sleep(40 * time.Second)
-		synctest.Wait()
-		assert.Len(t, policy.starts(), 4, "all four are destroyed within 45s")
-		assertRateBound(t, policy.starts(), 0.1, 1)
-	})
 }
 
 // TestASweepUnderARateIsOneFullPass: without Start, DestroyRate 10 and 50
@@ -169,39 +118,6 @@ func TestASweepUnderARateRetriesAFailedDestroyOnItsTurn(t *testing.T) {
 		assert.Zero(t, c.Len())
 		assert.Less(t, policy.since(), time.Second, "within a turn of 500ms, not the retry's minute")
 		assertRateBound(t, policy.starts(), 2, 1)
-	})
-}
-
-// TestATriggeredPUKeepsItsPlaceInTheRateLine protects, from TriggerPod:
-// "one waiting for its turn is checked, and keeps its place", and from
-// DestroyRate: "the PU waits [...] until about its turn, behind those
-// waiting".
-//
-// Under 1 destroy/s: a is destroyed, then b and c enter the line in that
-// order (b's turn at about 1s, c's at about 2s). c is triggered just
-// before b's turn: its check takes b's turn, and b goes behind it.
-func TestATriggeredPUKeepsItsPlaceInTheRateLine(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		policy := newDestroyLog()
-		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 1, DestroyBurst: 1, SweepInterval: time.Hour})
-		for _, n := range []string{"a", "b", "c"} {
-			require.NoError(t, c.Track(pu(n)))
-		}
-		deletiontest.Start(t, c)
-		synctest.Wait()
-		for _, n := range []string{"a", "b", "c"} {
-			c.TriggerPod(pu(n).Pod)
-			synctest.Wait()
-		}
-		require.Equal(t, []string{"a"}, policy.puids())
-		require.Equal(t, 2, c.Backlog().RateLimited, "b and c wait for their turns, b first")
-
-		time.Sleep(970 * time.Millisecond) // just before b's turn
-		c.TriggerPod(pu("c").Pod)
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		assert.Equal(t, []string{"a", "b", "c"}, policy.puids(),
-			"a trigger of c, which waited behind b, made c take b's turn")
 	})
 }
 
