@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
@@ -52,62 +50,6 @@ func TestAuditHoldsIdleEngineDoesNotWakeUp(t *testing.T) {
 			t.Errorf("an idle engine read its clock %d times in an hour", d)
 		}
 	})
-}
-
-// deletion/options.go:113-114: "in any window of w seconds, at most DestroyRate*w + DestroyBurst start", under
-// triggers, Untracks, failing reads and destroys, Sweeps with and without Start.
-func TestAuditHoldsDestroyRateBoundOverRandomMixes(t *testing.T) {
-	for seed := range 10 {
-		synctest.Test(t, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(seed), 1))
-			cluster := deletiontest.NewCluster()
-			pol := &deletiontest.Policy{}
-			e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{DestroyRate: rate.Limit(2), DestroyBurst: 3,
-				SweepInterval: time.Second, RetryMinDelay: 200 * time.Millisecond})
-			var pus []ports.PU
-			for i := range 40 {
-				pu := cluster.CreatePod(nsKey(fmt.Sprint("p", i)), "", "")
-				pus = append(pus, pu)
-				_ = e.Track(pu)
-			}
-			stop := deletiontest.Start(t, e)
-			for step := range 200 {
-				pu := pus[rng.IntN(len(pus))]
-				switch rng.IntN(8) {
-				case 0, 1:
-					cluster.DeletePod(pu.Pod)
-				case 2:
-					e.TriggerPod(pu.Pod)
-				case 3:
-					e.Untrack(pu.PUID)
-				case 4:
-					pol.FailNext(1, errors.New("x"))
-				case 5:
-					cluster.FailReads(pu.Pod, errors.New("y"))
-				case 6:
-					cluster.FailReads(pu.Pod, nil)
-				case 7:
-					if step%20 == 0 {
-						go e.Sweep(context.Background())
-					}
-				}
-				deletiontest.Advance(time.Duration(rng.IntN(300)) * time.Millisecond)
-				if step == 150 {
-					stop()
-					go e.Sweep(context.Background())
-				}
-			}
-			deletiontest.Advance(time.Minute)
-			calls := pol.Calls()
-			for i := range calls {
-				for j := i; j < len(calls); j++ {
-					if w := calls[j].At.Sub(calls[i].At).Seconds(); float64(j-i+1) > w*2+3+1e-9 {
-						t.Fatalf("seed %d: %d DestroyPU calls in %.3fs", seed, j-i+1, w)
-					}
-				}
-			}
-		})
-	}
 }
 
 // deletion/workers.go:21-22: "A Sweep under way goes on, with goroutines of its own, until its own context is done".

@@ -17,42 +17,6 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// Untrack: "Once it returns, no DestroyPU of that PU starts". A PU waits for its turn under DestroyRate in a Sweep.
-func TestAuditHoldsUntrackWhileWaitingForTurn(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		policy := &deletiontest.Policy{}
-		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{DestroyRate: 0.1})
-		a := cluster.CreatePod(key("a"), "node-a", "")
-		b := cluster.CreatePod(key("b"), "node-a", "")
-		_ = engine.Track(a)
-		_ = engine.Track(b)
-		cluster.DeletePod(a.Pod)
-		cluster.DeletePod(b.Pod)
-		done := make(chan struct{})
-		go func() { engine.Sweep(t.Context()); close(done) }()
-		synctest.Wait()
-		first := policy.Calls()[0].Event.PUID
-		waiting := a.PUID
-		if first == a.PUID {
-			waiting = b.PUID
-		}
-		engine.Untrack(waiting)
-		synctest.Wait()
-		select {
-		case <-done:
-		default:
-			t.Error("Sweep still waits for the turn of an untracked PU")
-		}
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		if policy.Count(waiting) != 0 {
-			t.Errorf("untracked PU destroyed")
-		}
-		<-done
-	})
-}
-
 // Options.Inventory: "A list never brings back a PU removed from when it began until its answer is tracked". The
 // informer tracked A; the first list is slow; A is untracked meanwhile; the list answers A.
 func TestAuditHoldsListAnsweringAfterUntrack(t *testing.T) {
