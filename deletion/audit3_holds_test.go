@@ -101,30 +101,3 @@ func TestAuditHoldsRequeuerTracksNewSandbox(t *testing.T) {
 		}
 	})
 }
-
-// docs/sdk/restarts.md:50-56: after a restart, an entry tracked without a sandbox and not yet checked takes the sandbox
-// the Inventory recorded, "A sandbox replaced while the agent was down is thus destroyed as changed (row 10, with the
-// old sandbox)".
-func TestAuditHoldsRestartDestroysSandboxReplacedWhileDown(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		inv := deletiontest.NewInventory()
-		pol := &deletiontest.Policy{}
-		opts := deletion.Options{SandboxExtractor: cluster, Inventory: inv, Observer: inv}
-		e1 := deletiontest.NewEngine(t, cluster, pol, opts)
-		pu := cluster.CreatePod(nsKey("a"), "", "sb-1")
-		stop := deletiontest.Start(t, e1)
-		_ = e1.Track(ports.PU{PUID: pu.PUID, Pod: pu.Pod}) // as adapters/k8s tracks: without a sandbox
-		deletiontest.Advance(10 * time.Second)
-		stop()
-		_ = cluster.SetSandbox(pu.Pod, "sb-2") // while the agent is down
-		e2 := deletiontest.NewEngine(t, cluster, pol, opts)
-		_ = e2.Track(ports.PU{PUID: pu.PUID, Pod: pu.Pod}) // the informer's add comes first
-		deletiontest.Start(t, e2)
-		deletiontest.Advance(10 * time.Second)
-		want := []ports.DestroyEvent{{PUID: pu.PUID, Pod: pu.Pod, SandboxID: "sb-1", Reason: ports.ReasonSandboxChanged}}
-		if got := pol.Destroyed(); fmt.Sprint(got) != fmt.Sprint(want) || e2.Len() != 0 || len(inv.PUs()) != 0 {
-			t.Errorf("destroyed %v, want %v; engine holds %d, journal %v", got, want, e2.Len(), inv.PUs())
-		}
-	})
-}

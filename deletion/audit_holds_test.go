@@ -17,50 +17,6 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// Options.Inventory: "A list never brings back a PU removed from when it began until its answer is tracked". The
-// informer tracked A; the first list is slow; A is untracked meanwhile; the list answers A.
-func TestAuditHoldsListAnsweringAfterUntrack(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		policy := &deletiontest.Policy{}
-		a := cluster.CreatePod(key("a"), "node-a", "")
-		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
-			time.Sleep(2 * time.Second)
-			return []ports.PU{a}, nil
-		})
-		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv, CheckTimeout: 5 * time.Second})
-		_ = engine.Track(a)
-		deletiontest.Start(t, engine)
-		deletiontest.Advance(time.Second)
-		engine.Untrack(a.PUID)
-		cluster.DeletePod(a.Pod)
-		deletiontest.Advance(time.Minute)
-		if engine.Len() != 0 || policy.CallCount() != 0 {
-			t.Errorf("tracked %d, destroys %d after the list brought back an untracked PU", engine.Len(), policy.CallCount())
-		}
-	})
-}
-
-// Options.Inventory: "nor one destroyed ... while no list had answered yet". A Sweep before Start destroys A; a stale
-// journal still lists it.
-func TestAuditHoldsStaleListAfterDestroyBeforeStart(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		policy := &deletiontest.Policy{}
-		a := cluster.CreatePod(key("a"), "node-a", "")
-		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) { return []ports.PU{a}, nil })
-		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv})
-		_ = engine.Track(a)
-		cluster.DeletePod(a.Pod)
-		engine.Sweep(t.Context())
-		deletiontest.Start(t, engine)
-		deletiontest.Advance(time.Minute)
-		if policy.CallCount() != 1 {
-			t.Errorf("%d DestroyPU calls, want 1", policy.CallCount())
-		}
-	})
-}
-
 // Start: "Start returns within about ShutdownTimeout even when a port hangs"; LivenessCheck fails "when every worker
 // is stuck in a port".
 func TestAuditHoldsHungPortLivenessAndStop(t *testing.T) {

@@ -5,7 +5,6 @@ package deletion_test
 // attack.
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
-	"github.com/podsweeper/podsweeper/ports"
 )
 
 // gate is an Observer that blocks on the events its block function picks, until released.
@@ -58,38 +56,6 @@ func TestAuditStatusStateIsOneOfTheDocumented(t *testing.T) {
 		}
 		g.open()
 		synctest.Wait()
-	})
-}
-
-// Options.Inventory: "a failing or late list is retried with backoff until it answers, while checks go on."
-// docs/sdk/ports.md:16: "The engine calls every port under a deadline ... and treats a port that hangs ... as a
-// failure". The first ListPUs hangs past every deadline (it ignores its context); a second call would answer.
-func TestAuditHungInventoryListIsRetried(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		policy := &deletiontest.Policy{}
-		pu := cluster.CreatePod(key("web-0"), "node-a", "")
-		cluster.DeletePod(pu.Pod) // gone while the agent was down
-		release := make(chan struct{})
-		var calls atomic.Int32
-		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
-			if calls.Add(1) == 1 {
-				<-release // hangs, ignoring ctx
-			}
-			return []ports.PU{pu}, nil
-		})
-		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv, CheckTimeout: 5 * time.Second})
-		stop := deletiontest.Start(t, engine)
-		deletiontest.Advance(30 * time.Minute)
-
-		n, destroyed := calls.Load(), len(policy.Destroyed())
-		stop()
-		close(release)
-		synctest.Wait()
-		if n < 2 || destroyed != 1 {
-			t.Errorf("after 30 min with the first list hung past its %v deadline: %d ListPUs calls, %d destroys; "+
-				"want the list retried (>=2 calls) and the PU of the gone pod destroyed", 5*time.Second, n, destroyed)
-		}
 	})
 }
 
