@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -63,35 +62,6 @@ func TestAuditHoldsWorkersBoundAndOneCheckPerPU(t *testing.T) {
 		deletiontest.Advance(10 * time.Second)
 		if max > 3 {
 			t.Errorf("%d checks at once, Workers 3", max)
-		}
-	})
-}
-
-// Track: "Track returns once the Observer has been told (EventTracked), the second Track of a PU too; no check of the
-// PU begins before."
-func TestAuditHoldsSecondTrackWaitsForTheObserver(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		g := newGate(func(ev deletion.Event) bool { return ev.Kind == deletion.EventTracked })
-		defer g.open()
-		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Observer: g})
-		pu := cluster.CreatePod(key("a"), "node-a", "")
-		cluster.DeletePod(pu.Pod)
-		deletiontest.Start(t, engine)
-		var returned atomic.Int32
-		for range 2 {
-			go func() { _ = engine.Track(pu); returned.Add(1) }()
-		}
-		engine.TriggerAll()
-		go engine.Sweep(t.Context())
-		deletiontest.Advance(time.Minute)
-		if returned.Load() != 0 || cluster.AllReads() != 0 {
-			t.Errorf("%d Tracks returned, %d reads before the Observer was told", returned.Load(), cluster.AllReads())
-		}
-		g.open()
-		deletiontest.Advance(time.Minute)
-		if returned.Load() != 2 || engine.Len() != 0 {
-			t.Errorf("after: %d returned, %d tracked", returned.Load(), engine.Len())
 		}
 	})
 }

@@ -69,26 +69,6 @@ var goneGetter = ports.PodGetterFunc(func(context.Context, types.NamespacedName)
 	return nil, ports.ErrPodNotFound
 })
 
-// TestASecondTrackReturnsOnceTheObserverHasThePU: two Tracks of the same PU
-// at once, the journal slow to commit: each Track, when it returns, finds
-// the journal holding the PU.
-func TestASecondTrackReturnsOnceTheObserverHasThePU(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		j := newSlowJournal()
-		c := deletiontest.NewEngine(t, deletiontest.NewCluster(), &deletiontest.Policy{}, deletion.Options{Observer: j})
-		var held [2]bool
-		var wg sync.WaitGroup
-		for i := range held {
-			wg.Go(func() {
-				assert.NoError(t, c.Track(pu("a")))
-				_, held[i] = j.holds("a")
-			})
-		}
-		wg.Wait()
-		assert.Equal(t, [2]bool{true, true}, held, "a Track returned before the journal held the PU")
-	})
-}
-
 // TestAnUntrackDuringTracksCommitIsToldAfterTheTrack: Untrack of a PU whose
 // Track the journal is still committing: the journal is told Tracked then
 // Untracked, and ends without the PU.
