@@ -3,18 +3,15 @@ package deletion_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
-	"github.com/podsweeper/podsweeper/ports"
 )
 
 type countingClock struct {
@@ -71,33 +68,6 @@ func TestAuditHoldsSweepOutlivesStart(t *testing.T) {
 		<-done
 		if e.Len() != 0 || pol.CallCount() != 1 {
 			t.Errorf("len %d calls %d", e.Len(), pol.CallCount())
-		}
-	})
-}
-
-// docs/sdk/restarts.md and deletion/queue.go (tellEvents): a Requeuer that tracks the PU of the new sandbox at once,
-// under the same PUID, leaves the engine and a journal with the new PU only.
-func TestAuditHoldsRequeuerTracksNewSandbox(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		inv := deletiontest.NewInventory()
-		var e *deletion.Engine
-		req := ports.RequeuerFunc(func(_ context.Context, pod *corev1.Pod) error {
-			pu, _ := cluster.PU(nsKey(pod.Name))
-			return e.Track(pu)
-		})
-		e = deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{SandboxExtractor: cluster,
-			Requeuer: req, Observer: inv, Inventory: inv})
-		deletiontest.Start(t, e)
-		pu := cluster.CreatePod(nsKey("a"), "", "sb-1")
-		_ = e.Track(pu)
-		deletiontest.Advance(10 * time.Second)
-		_ = cluster.SetSandbox(pu.Pod, "sb-2")
-		e.TriggerPod(pu.Pod)
-		deletiontest.Advance(10 * time.Second)
-		want := fmt.Sprint([]ports.PU{{PUID: pu.PUID, Pod: pu.Pod, SandboxID: "sb-2"}})
-		if got, j := fmt.Sprint(deletiontest.PUs(e)), fmt.Sprint(inv.PUs()); got != want || j != want {
-			t.Errorf("engine %s, journal %s, want %s", got, j, want)
 		}
 	})
 }

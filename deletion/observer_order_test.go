@@ -1,11 +1,16 @@
 package deletion_test
 
-// The order the Observer is told in: Track returns once the Observer has the
-// PU, and whatever happens to a PU during Track's commit (an Untrack, a
-// destroy, an adoption) reaches the Observer after its EventTracked.
+// The order the Observer is told in: the events of one PU reach it one at a
+// time, in the order of the moves that made them. Whatever happens to a PU
+// during Track's commit (an Untrack, a destroy, an adoption) reaches the
+// Observer after its EventTracked; EventUntracked comes after every earlier
+// event of the PU (a veto made before the Untrack); and a Requeuer that
+// tracks the new sandbox at once leaves the new PU alone, in the engine and
+// in a journal.
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -251,5 +256,167 @@ func TestAPUTrackedAgainWhileItsCheckEndsIsToldAfterIt(t *testing.T) {
 		assert.Zero(t, overlaps, "two events of one PUID told at once: %v", order)
 		assert.Equal(t, []deletion.EventKind{deletion.EventTracked, deletion.EventDestroyed, deletion.EventTracked, deletion.EventChecked},
 			order, "in the order of the moves: the new Track came before the old check ended")
+	})
+}
+
+// Untrack (doc: "It reports whether the PU was tracked, once the Observer has been told (EventUntracked, after every
+// earlier event of the PU)"; Observer: "The events of one PU reach it one at a time, in the order of the moves that
+// made them"). A check's Confirmer vetoes the cache's destroy; while the check then asks the SandboxConfirmer, the PU
+// is untracked. The veto came before the Untrack, so its EventVetoed must reach the Observer before EventUntracked.
+func TestAuditUntrackToldAfterEveryEarlierEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		pu := cluster.CreatePod(nsKey("web"), "node-a", "") // no sandbox yet
+		var cacheLost atomic.Bool
+		cache := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			if cacheLost.Load() {
+				return nil, fmt.Errorf("cache: %w", ports.ErrPodNotFound) // a lagging cache
+			}
+			return cluster.GetPod(ctx, k)
+		})
+		var armed atomic.Bool
+		asked, release := make(chan struct{}), make(chan struct{})
+		runtime := ports.SandboxExtractorFunc(func(ctx context.Context, pod *corev1.Pod) (string, error) {
+			if armed.Load() {
+				close(asked)
+				<-release
+			}
+			return cluster.SandboxID(ctx, pod)
+		})
+		events := &deletiontest.Events{}
+		engine := deletiontest.NewEngine(t, cache, &deletiontest.Policy{}, deletion.Options{
+			NodeName: "node-a", Confirmer: cluster.APIServer(), SandboxExtractor: cluster, SandboxConfirmer: runtime,
+			Observer: events,
+		})
+		if err := engine.Track(pu); err != nil {
+			t.Fatal(err)
+		}
+		engine.Sweep(t.Context()) // first check: no sandbox yet, row 8
+		if err := cluster.SetSandbox(pu.Pod, "sb-1"); err != nil {
+			t.Fatal(err)
+		}
+		cacheLost.Store(true)
+		armed.Store(true)
+		swept := make(chan struct{})
+		go func() { engine.Sweep(t.Context()); close(swept) }()
+		<-asked // the Confirmer has vetoed the destroy; the SandboxConfirmer is asked about row 7
+		if !engine.Untrack(pu.PUID) {
+			t.Fatal("not tracked")
+		}
+		close(release)
+		<-swept
+		var kinds []deletion.EventKind
+		for _, ev := range events.All() {
+			kinds = append(kinds, ev.Kind)
+		}
+		vetoed, untracked := -1, -1
+		for i, k := range kinds {
+			switch k {
+			case deletion.EventVetoed:
+				vetoed = i
+			case deletion.EventUntracked:
+				untracked = i
+			}
+		}
+		if vetoed < 0 {
+			t.Fatalf("no EventVetoed: %v", kinds)
+		}
+		if vetoed > untracked {
+			t.Errorf("the Observer heard %v: the veto made before Untrack after its EventUntracked", kinds)
+		}
+	})
+}
+
+// Promise (go doc deletion.Observer; docs/sdk/engine.md:6-9): "The events of one PU reach it one at a time, in the
+// order of the moves that made them, whichever goroutines made them ... a PU tracked again while the EventUntracked of
+// the one before is told is told after that."
+//
+// P's check is in DestroyPU. P is untracked, tracked again (sandbox sb2), untracked again, and tracked a third time
+// (sb3), whose EventTracked the Observer takes a while to commit. The first check then returns: its EventChecked is
+// told while the third Track's EventTracked is still being told: two events of PUID P at once, and the check's, a move
+// of before the third Track, after it.
+func TestAuditOnePUsEventsOneAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		inFlight := map[string]int{}
+		var overlaps []string
+		commit := make(chan struct{})
+		obs := deletion.ObserverFunc(func(ev deletion.Event) {
+			mu.Lock()
+			inFlight[ev.PU.PUID]++
+			if inFlight[ev.PU.PUID] > 1 {
+				overlaps = append(overlaps, fmt.Sprintf("%s (%s) told while another event of %s is", ev.Kind, ev.PU.SandboxID, ev.PU.PUID))
+			}
+			mu.Unlock()
+			if ev.Kind == deletion.EventTracked && ev.PU.SandboxID == "sb3" {
+				<-commit // a slow journal commit
+			}
+			mu.Lock()
+			inFlight[ev.PU.PUID]--
+			mu.Unlock()
+		})
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Observer: obs})
+		p := cluster.CreatePod(nsKey("p"), "node-a", "sb1")
+		if err := e.Track(p); err != nil {
+			t.Fatal(err)
+		}
+		cluster.DeletePod(p.Pod)
+		releaseDestroy := policy.Hang()
+		go e.Sweep(context.Background())
+		synctest.Wait() // the check of P is in DestroyPU
+		if policy.CallCount() != 1 {
+			t.Fatalf("setup: %d DestroyPU calls", policy.CallCount())
+		}
+
+		e.Untrack(p.PUID)
+		p2 := p
+		p2.SandboxID = "sb2"
+		if err := e.Track(p2); err != nil {
+			t.Fatal(err)
+		}
+		e.Untrack(p.PUID)
+		p3 := p
+		p3.SandboxID = "sb3"
+		go func() { _ = e.Track(p3) }()
+		synctest.Wait() // the third EventTracked is being committed
+
+		releaseDestroy()
+		synctest.Wait()
+		close(commit)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(overlaps) > 0 {
+			t.Errorf("events of one PUID told at once: %v", overlaps)
+		}
+	})
+}
+
+// docs/sdk/restarts.md and deletion/queue.go (tellEvents): a Requeuer that tracks the PU of the new sandbox at once,
+// under the same PUID, leaves the engine and a journal with the new PU only.
+func TestAuditHoldsRequeuerTracksNewSandbox(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		inv := deletiontest.NewInventory()
+		var e *deletion.Engine
+		req := ports.RequeuerFunc(func(_ context.Context, pod *corev1.Pod) error {
+			pu, _ := cluster.PU(nsKey(pod.Name))
+			return e.Track(pu)
+		})
+		e = deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{SandboxExtractor: cluster,
+			Requeuer: req, Observer: inv, Inventory: inv})
+		deletiontest.Start(t, e)
+		pu := cluster.CreatePod(nsKey("a"), "", "sb-1")
+		_ = e.Track(pu)
+		deletiontest.Advance(10 * time.Second)
+		_ = cluster.SetSandbox(pu.Pod, "sb-2")
+		e.TriggerPod(pu.Pod)
+		deletiontest.Advance(10 * time.Second)
+		want := fmt.Sprint([]ports.PU{{PUID: pu.PUID, Pod: pu.Pod, SandboxID: "sb-2"}})
+		if got, j := fmt.Sprint(deletiontest.PUs(e)), fmt.Sprint(inv.PUs()); got != want || j != want {
+			t.Errorf("engine %s, journal %s, want %s", got, j, want)
+		}
 	})
 }
