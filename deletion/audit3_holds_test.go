@@ -1,7 +1,6 @@
 package deletion_test
 
 import (
-	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -45,29 +44,6 @@ func TestAuditHoldsIdleEngineDoesNotWakeUp(t *testing.T) {
 		deletiontest.Advance(time.Hour)
 		if d := cl.now.Load() - n; d != 0 {
 			t.Errorf("an idle engine read its clock %d times in an hour", d)
-		}
-	})
-}
-
-// deletion/workers.go:21-22: "A Sweep under way goes on, with goroutines of its own, until its own context is done".
-func TestAuditHoldsSweepOutlivesStart(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		pol := &deletiontest.Policy{}
-		e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{})
-		pu := cluster.CreatePod(nsKey("a"), "", "")
-		_ = e.Track(pu)
-		stop := deletiontest.Start(t, e)
-		deletiontest.Advance(10 * time.Second)
-		cluster.DeletePod(pu.Pod)
-		cluster.SetReadDelay(2 * time.Second)
-		done := make(chan struct{})
-		go func() { e.Sweep(context.Background()); close(done) }()
-		deletiontest.Advance(time.Second)
-		stop()
-		<-done
-		if e.Len() != 0 || pol.CallCount() != 1 {
-			t.Errorf("len %d calls %d", e.Len(), pol.CallCount())
 		}
 	})
 }

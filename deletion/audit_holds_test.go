@@ -106,28 +106,3 @@ func TestAuditHoldsRetryNotBeforeItsDelay(t *testing.T) {
 		}
 	})
 }
-
-// Start: "Once ctx is done, no check of its own and no DestroyPU of them starts". Start with a cancelled context.
-func TestAuditHoldsStartWithCancelledContextChecksNothing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		policy := &deletiontest.Policy{}
-		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{})
-		pu := cluster.CreatePod(key("a"), "node-a", "")
-		_ = engine.Track(pu)
-		cluster.DeletePod(pu.Pod)
-		engine.TriggerAll()
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		if err := engine.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		if cluster.AllReads() != 0 || policy.CallCount() != 0 {
-			t.Errorf("%d reads, %d destroys after Start on a cancelled context", cluster.AllReads(), policy.CallCount())
-		}
-		if err := engine.LivenessCheck(nil); !errors.Is(err, deletion.ErrNotRunning) {
-			t.Errorf("LivenessCheck after Start returned: %v", err)
-		}
-	})
-}

@@ -154,19 +154,6 @@ func TestAnAdoptionDuringTracksCommitIsKept(t *testing.T) {
 	})
 }
 
-// TestTrackAfterStartHasReturnedFails: once Start has returned nothing
-// checks a PU any more, so Track says so with an error wrapping
-// ErrNotRunning instead of nil.
-func TestTrackAfterStartHasReturnedFails(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := deletiontest.NewEngine(t, goneGetter, &deletiontest.Policy{}, deletion.Options{})
-		stop := deletiontest.Start(t, c)
-		synctest.Wait()
-		stop()
-		assert.ErrorIs(t, c.Track(pu("a")), deletion.ErrNotRunning)
-	})
-}
-
 // TestARequeuerThatTracksTheNewSandboxAtOnceIsNotHeldUp: row 10 destroys
 // the PU of a replaced sandbox and requeues the pod; an agent whose Requeuer
 // tracks the PU of the new sandbox at once, under the same PUID, gets it
