@@ -3,8 +3,6 @@ package deletion_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -42,37 +40,6 @@ func TestAuditHoldsHungPortLivenessAndStop(t *testing.T) {
 		}
 		close(release)
 		synctest.Wait()
-	})
-}
-
-// DryRun: "reported once per reason ... and kept, or, when its pod is gone for good ..., dropped from memory ... Until
-// the Inventory's first list is in, it remembers the latest dropped PUs ... so that the list does not report them
-// again." The policy engine (the Inventory) still holds every PU: a dry run destroys nothing; its first lists fail.
-func TestAuditHoldsDryRunReportsOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cluster := deletiontest.NewCluster()
-		events := &deletiontest.Events{}
-		var pus []ports.PU
-		for i := range 20 {
-			pus = append(pus, cluster.CreatePod(key(fmt.Sprint("p", i)), "node-a", ""))
-		}
-		var lists atomic.Int32
-		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
-			if lists.Add(1) <= 3 {
-				return nil, errors.New("policy engine down")
-			}
-			return pus, nil
-		})
-		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{DryRun: true, Inventory: inv, Observer: events})
-		for _, pu := range pus {
-			_ = engine.Track(pu)
-			cluster.DeletePod(pu.Pod)
-		}
-		deletiontest.Start(t, engine)
-		deletiontest.Advance(10 * time.Minute)
-		if n := events.Count(deletion.EventWouldDestroy); n != 20 || engine.Len() != 0 {
-			t.Errorf("%d reports for 20 PUs, %d tracked, after %d lists", n, engine.Len(), lists.Load())
-		}
 	})
 }
 
