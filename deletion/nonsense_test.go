@@ -3,9 +3,7 @@ package deletion_test
 // Ports are other people's code: a port that returns nonsense (a typed-nil
 // error, an error that cannot be read or is too large to read, a nil pod,
 // another pod, an answer past its deadline) fails, and a failing port keeps
-// the PU (GetPod) or is retried (DestroyPU, Inventory); a programming error
-// (a nil context, a typed-nil Clock or Observer) gets an error, or a clear
-// panic in the caller, before any goroutine starts.
+// the PU (GetPod) or is retried (DestroyPU, Inventory).
 
 import (
 	"context"
@@ -21,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
@@ -119,46 +116,6 @@ func TestAnInventoryReturningATypedNilErrorIsRetried(t *testing.T) {
 		assert.Equal(t, 2, calls)
 		assert.Equal(t, 1, c.Len(), "the second list is restored")
 	})
-}
-
-// TestANilContextIsRefusedBeforeAnyGoroutineStarts: Start(nil) returns an
-// error wrapping ErrNilContext and Sweep(nil) panics in its caller with a
-// message saying so; neither starts a goroutine nor changes the engine:
-// Start still runs afterwards.
-func TestANilContextIsRefusedBeforeAnyGoroutineStarts(t *testing.T) {
-	verifyNoLeaks(t)
-	c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{})
-	require.NoError(t, c.Track(pu("x")))
-	//lint:ignore SA1012 a nil context, on purpose
-	err := c.Start(nil)
-	require.ErrorIs(t, err, deletion.ErrNilContext)
-	assert.PanicsWithValue(t, "deletion: Sweep called with a nil context", func() {
-		//lint:ignore SA1012 a nil context, on purpose
-		c.Sweep(nil)
-	})
-	assert.Equal(t, 1, c.Len())
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	assert.NoError(t, c.Start(ctx), "a nil context did not count as Start's one call")
-}
-
-// nilClock is a clock.WithTicker whose methods dereference their receiver.
-type nilClock struct{ clock.RealClock }
-
-// TestATypedNilClockOrObserverIsRefused: New rejects a typed-nil Clock
-// with ErrInvalidOptions, as it rejects a typed-nil port, and Observers
-// skips a nil ObserverFunc as it skips a nil Observer.
-func TestATypedNilClockOrObserverIsRefused(t *testing.T) {
-	var clk *nilClock
-	_, err := deletion.New(getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{Clock: clk})
-	require.ErrorIs(t, err, deletion.ErrInvalidOptions)
-	assert.Contains(t, err.Error(), "Clock")
-
-	var told []deletion.EventKind
-	obs := deletion.Observers(deletion.ObserverFunc(func(ev deletion.Event) { told = append(told, ev.Kind) }), deletion.ObserverFunc(nil))
-	assert.NotPanics(t, func() { obs.Observe(deletion.Event{Kind: deletion.EventTracked}) })
-	assert.Equal(t, []deletion.EventKind{deletion.EventTracked}, told)
-	assert.False(t, errors.Is(err, deletion.ErrNilPort))
 }
 
 type ptrErr struct{ s string }
