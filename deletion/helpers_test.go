@@ -138,12 +138,12 @@ func wheelNeighbour(puid string) string {
 	}
 }
 
-// auditJournal is an Inventory and an Observer over one set of PUs, as
+// holdingJournal is an Inventory and an Observer over one set of PUs, as
 // adapters/bolt's journal is: Track's event records a PU, a destroy, an
 // abandon or an Untrack forgets it, and ListPUs reads what is recorded. A
 // forget of a PUID in hold waits, as a journal's commit does, until that
 // channel is closed. The first failFirst lists fail.
-type auditJournal struct {
+type holdingJournal struct {
 	mu        sync.Mutex
 	pus       map[string]ports.PU
 	hold      map[string]chan struct{}
@@ -153,11 +153,11 @@ type auditJournal struct {
 	read chan struct{}
 }
 
-func newAuditJournal(failFirst int) *auditJournal {
-	return &auditJournal{pus: map[string]ports.PU{}, hold: map[string]chan struct{}{}, failFirst: failFirst, read: make(chan struct{})}
+func newHoldingJournal(failFirst int) *holdingJournal {
+	return &holdingJournal{pus: map[string]ports.PU{}, hold: map[string]chan struct{}{}, failFirst: failFirst, read: make(chan struct{})}
 }
 
-func (j *auditJournal) ListPUs(context.Context) ([]ports.PU, error) {
+func (j *holdingJournal) ListPUs(context.Context) ([]ports.PU, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.lists++
@@ -176,7 +176,7 @@ func (j *auditJournal) ListPUs(context.Context) ([]ports.PU, error) {
 	return out, nil
 }
 
-func (j *auditJournal) Observe(ev deletion.Event) {
+func (j *holdingJournal) Observe(ev deletion.Event) {
 	switch ev.Kind {
 	case deletion.EventTracked:
 		j.mu.Lock()
@@ -195,8 +195,8 @@ func (j *auditJournal) Observe(ev deletion.Event) {
 	}
 }
 
-// auditHeap returns the live heap after a collection.
-func auditHeap() uint64 {
+// liveHeap returns the live heap after a collection.
+func liveHeap() uint64 {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
@@ -204,8 +204,8 @@ func auditHeap() uint64 {
 	return m.HeapAlloc
 }
 
-// auditNum is i in 8 decimal digits.
-func auditNum(i int) string {
+// num8 is i in 8 decimal digits.
+func num8(i int) string {
 	b := []byte("00000000")
 	for k := 7; k >= 0 && i > 0; k-- {
 		b[k] = byte('0' + i%10)

@@ -154,7 +154,7 @@ func TestAListNeverBringsBackAPUUntrackedBeforeItIsTracked(t *testing.T) {
 // and no DestroyPU of it may start.
 func TestAnUntrackedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := newAuditJournal(1)
+		j := newHoldingJournal(1)
 		j.hold["x"] = j.read // the forget commits once the retried list has read the journal
 		policy := newDestroyLog()
 		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
@@ -193,7 +193,7 @@ func TestAnUntrackedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt(t *test
 // again.
 func TestADestroyedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := newAuditJournal(1)
+		j := newHoldingJournal(1)
 		j.hold["x"] = j.read
 		policy := newDestroyLog()
 		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
@@ -304,11 +304,11 @@ func TestTheTombstonesOfAHungListAreBounded(t *testing.T) {
 		stop := deletiontest.Start(t, c)
 		time.Sleep(3 * time.Second) // the checks begin without the list
 		synctest.Wait()
-		before := auditHeap()
+		before := liveHeap()
 		const n, size = 20_000, 1000
 		for i := range n {
 			id := strings.Repeat("x", size-8) + strings.Repeat("0", 8)
-			id = id[:size-8] + auditNum(i)
+			id = id[:size-8] + num8(i)
 			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: "p"}}))
 			if i%1000 == 999 {
 				c.TriggerAll()
@@ -320,7 +320,7 @@ func TestTheTombstonesOfAHungListAreBounded(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, int64(n), destroyed.Load())
 		require.Zero(t, c.Len())
-		grew := int64(auditHeap()) - int64(before)
+		grew := int64(liveHeap()) - int64(before)
 		assert.Less(t, grew, int64(n*size/4),
 			"the engine holds %d KB more after %d PUs of %d-byte PUIDs were tracked and destroyed", grew/1024, n, size)
 		runtime.KeepAlive(c)

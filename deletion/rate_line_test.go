@@ -196,7 +196,7 @@ func TestRateLimitedCountsEveryPUWaitingForItsTurn(t *testing.T) {
 		policy := newDestroyLog()
 		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{DestroyRate: 0.01, Workers: 1, CheckTimeout: time.Second, SweepInterval: 5 * time.Second})
 		for i := range 10 {
-			require.NoError(t, c.Track(pu(auditNum(i))))
+			require.NoError(t, c.Track(pu(num8(i))))
 		}
 		deletiontest.Start(t, c)
 		c.TriggerAll()
