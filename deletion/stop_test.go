@@ -196,8 +196,7 @@ func TestAuditTrackFailsOnceStartsContextIsDone(t *testing.T) {
 
 // Track: "once Start's context is done (Start stops), nothing would check it: Track returns an error wrapping
 // ErrNotRunning"; ErrNotRunning: "Start has not been called, or is stopping or has returned". While Start waits its
-// ShutdownTimeout for a check stuck in a port, it is stopping: Track fails, and says so. (The audit found the docs
-// saying "after Start has returned" of what happens from its context's end.)
+// ShutdownTimeout for a check stuck in a port, it is stopping: Track fails, and says so.
 func TestAuditHoldsTrackFailsOnceStartsContextIsDone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hang := make(chan struct{})
