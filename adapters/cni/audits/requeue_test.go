@@ -27,7 +27,7 @@ func TestAuditHoldsRequeueListsAtOnce(t *testing.T) {
 		if pus, err := c.ListPUs(ctx); err != nil || len(pus) != 1 || pus[0].SandboxID != "sbA" {
 			t.Fatalf("%v %v", pus, err)
 		}
-		tr := &fakeTracker{}
+		tr := &recordingTracker{}
 		go func() { _ = c.Resync(ctx, tr) }()
 		synctest.Wait()
 		if err := c.DestroyPU(ctx, changed("uid1", "sbA")); err != nil {

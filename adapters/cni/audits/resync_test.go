@@ -15,29 +15,29 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-type fakeTracker struct {
+type recordingTracker struct {
 	mu    sync.Mutex
 	calls []string
 }
 
-func (f *fakeTracker) Track(pu ports.PU) error {
+func (f *recordingTracker) Track(pu ports.PU) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, fmt.Sprintf("track %s %s", pu.PUID, pu.SandboxID))
 	return nil
 }
-func (f *fakeTracker) Untrack(puid string) bool {
+func (f *recordingTracker) Untrack(puid string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "untrack "+puid)
 	return true
 }
-func (f *fakeTracker) TriggerPod(n types.NamespacedName) {
+func (f *recordingTracker) TriggerPod(n types.NamespacedName) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "trigger "+n.String())
 }
-func (f *fakeTracker) take() []string {
+func (f *recordingTracker) take() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.calls
@@ -66,7 +66,7 @@ func TestAuditHoldsResyncRuntimeFailureNeitherMovesNorTracks(t *testing.T) {
 		if err != nil || len(pus) != 1 || pus[0].SandboxID != "sbB" {
 			t.Fatalf("inventory %v %v", pus, err)
 		}
-		tr := &fakeTracker{}
+		tr := &recordingTracker{}
 		done := make(chan error, 1)
 		go func() { done <- c.Resync(ctx, tr) }()
 		synctest.Wait()

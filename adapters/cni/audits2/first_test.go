@@ -23,9 +23,9 @@ func TestAuditDisableGCConfDirString(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			e := newEnv(t)
 			writeFile(t, e.conf, tc.file, tc.body)
-			e.write(entryOpt{network: "keepnet", sandbox: "sb1", uid: uidA, netns: e.netns("gone1", false)})
-			c := e.collector(&fakeRuntime{}, 0)
-			err := c.DestroyPU(context.Background(), gone(uidA))
+			e.writeEntry(entryOpt{network: "keepnet", sandbox: "sb1", uid: uidA, netns: e.netns("gone1", false)})
+			c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
+			err := c.DestroyPU(context.Background(), goneDefault(uidA))
 			if e.delled("sb1") {
 				t.Fatalf("DEL run on network keepnet, whose ConfDir config %s says disableGC (err %v)", tc.file, err)
 			}
@@ -39,17 +39,17 @@ func TestAuditReadyUnlabeledSandbox(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		ns := e.netns("live", true)
-		e.write(entryOpt{sandbox: "sbready", uid: uidA, netns: ns})
+		e.writeEntry(entryOpt{sandbox: "sbready", uid: uidA, netns: ns})
 		ready := sandbox("sbready", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now())
 		ready.Labels = nil // CRI's metadata still names the pod's UID; the kubelet's label is missing
-		rt := &fakeRuntime{honorFilter: true, sbs: []*runtimeapi.PodSandbox{ready}}
+		rt := &fakeRuntime{sbs: []*runtimeapi.PodSandbox{ready}}
 		c := e.collector(rt, 0)
 		ctx := context.Background()
 		pus, err := c.ListPUs(ctx)
 		t.Logf("ListPUs: %v %v", pus, err)
 		var errs []error
 		for i := 0; i < 3; i++ {
-			errs = append(errs, c.DestroyPU(ctx, gone(uidA)))
+			errs = append(errs, c.DestroyPU(ctx, goneDefault(uidA)))
 			time.Sleep(3 * time.Minute)
 		}
 		if e.delled("sbready") {
@@ -64,17 +64,17 @@ func TestAuditDuplicateUnknownStateOrder(t *testing.T) {
 	for _, order := range []string{"notready-then-unknown", "unknown-then-notready"} {
 		t.Run(order, func(t *testing.T) {
 			e := newEnv(t)
-			e.write(entryOpt{sandbox: "sbdup", uid: uidA, netns: e.netns("live", true)})
+			e.writeEntry(entryOpt{sandbox: "sbdup", uid: uidA, netns: e.netns("live", true)})
 			unk := sandbox("sbdup", uidA, runtimeapi.PodSandboxState(7), time.Now())
 			nr := sandbox("sbdup", uidA, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, time.Now())
 			sbs := []*runtimeapi.PodSandbox{nr, unk}
 			if order == "unknown-then-notready" {
 				sbs = []*runtimeapi.PodSandbox{unk, nr}
 			}
-			c := e.collector(&fakeRuntime{sbs: sbs}, 0)
+			c := e.collector(&fakeRuntime{ignoreFilter: true, sbs: sbs}, 0)
 			dead, derr := c.SandboxDead(context.Background(), podOf(uidA), "sbdup")
 			t.Logf("SandboxDead: %v %v", dead, derr)
-			err := c.DestroyPU(context.Background(), gone(uidA))
+			err := c.DestroyPU(context.Background(), goneDefault(uidA))
 			if e.delled("sbdup") {
 				t.Fatalf("freed a sandbox listed with an unknown state and stopped (order %s; err %v)", order, err)
 			}
@@ -86,11 +86,11 @@ func TestAuditDuplicateUnknownStateOrder(t *testing.T) {
 // another sandbox of the pod ready (CRI metadata names the pod; the label is missing).
 func TestAuditReadyUnlabeledSandboxRow2(t *testing.T) {
 	e := newEnv(t)
-	e.write(entryOpt{sandbox: "sbdead", uid: uidA, netns: e.netns("gone", false)})
+	e.writeEntry(entryOpt{sandbox: "sbdead", uid: uidA, netns: e.netns("gone", false)})
 	ready := sandbox("sbcur", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now())
 	ready.Labels = nil
-	c := e.collector(&fakeRuntime{honorFilter: true, sbs: []*runtimeapi.PodSandbox{ready}}, 0)
-	err := c.DestroyPU(context.Background(), gone(uidA))
+	c := e.collector(&fakeRuntime{sbs: []*runtimeapi.PodSandbox{ready}}, 0)
+	err := c.DestroyPU(context.Background(), goneDefault(uidA))
 	if e.delled("sbdead") {
 		t.Fatalf("freed a sandbox of a gone pod the runtime runs (lists sbcur ready): err %v", err)
 	}

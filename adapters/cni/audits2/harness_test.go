@@ -21,9 +21,9 @@ import (
 
 // env is a cache dir, a plugin dir with a fake plugin that logs every DEL, and a conf dir.
 type env struct {
-	t                         *testing.T
-	cache, plugins, conf, nsd string
-	delLog                    string
+	t                              *testing.T
+	cache, plugins, conf, netnsDir string
+	delLog                         string
 }
 
 const pluginScript = `#!/bin/sh
@@ -35,8 +35,8 @@ exit 0
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	d := t.TempDir()
-	e := &env{t: t, cache: filepath.Join(d, "cache"), plugins: filepath.Join(d, "bin"), conf: filepath.Join(d, "net.d"), nsd: filepath.Join(d, "netns"), delLog: filepath.Join(d, "dels.log")}
-	for _, p := range []string{filepath.Join(e.cache, "results"), e.plugins, e.conf, e.nsd} {
+	e := &env{t: t, cache: filepath.Join(d, "cache"), plugins: filepath.Join(d, "bin"), conf: filepath.Join(d, "net.d"), netnsDir: filepath.Join(d, "netns"), delLog: filepath.Join(d, "dels.log")}
+	for _, p := range []string{filepath.Join(e.cache, "results"), e.plugins, e.conf, e.netnsDir} {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func newEnv(t *testing.T) *env {
 
 // netns returns a path in the namespace dir: present (a plain file there) or gone.
 func (e *env) netns(name string, present bool) string {
-	p := filepath.Join(e.nsd, name)
+	p := filepath.Join(e.netnsDir, name)
 	if present {
 		if err := os.WriteFile(p, nil, 0o644); err != nil {
 			e.t.Fatal(err)
@@ -64,7 +64,7 @@ type entryOpt struct {
 	written                                        time.Time
 }
 
-func (e *env) write(o entryOpt) string {
+func (e *env) writeEntry(o entryOpt) string {
 	e.t.Helper()
 	if o.network == "" {
 		o.network = "net1"
@@ -107,7 +107,7 @@ func (e *env) write(o entryOpt) string {
 	return f
 }
 
-func (e *env) dels() []string {
+func (e *env) delLogFields() []string {
 	b, err := os.ReadFile(e.delLog)
 	if os.IsNotExist(err) {
 		return nil
@@ -136,12 +136,13 @@ func (e *env) collector(rt cni.Runtime, timeout time.Duration) *cni.Collector {
 	return c
 }
 
-// fakeRuntime lists its sandboxes; honorFilter applies the label selector as a CRI runtime does.
+// fakeRuntime lists its sandboxes, those the label selector picks as a CRI runtime does, or, with ignoreFilter,
+// every one whatever the selector.
 type fakeRuntime struct {
-	mu          sync.Mutex
-	sbs         []*runtimeapi.PodSandbox
-	honorFilter bool
-	err         error
+	mu           sync.Mutex
+	sbs          []*runtimeapi.PodSandbox
+	ignoreFilter bool
+	err          error
 }
 
 func (f *fakeRuntime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
@@ -152,7 +153,7 @@ func (f *fakeRuntime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSa
 	}
 	var out []*runtimeapi.PodSandbox
 	for _, sb := range f.sbs {
-		if f.honorFilter && filter != nil {
+		if !f.ignoreFilter && filter != nil {
 			ok := true
 			for k, v := range filter.LabelSelector {
 				if sb.GetLabels()[k] != v {
@@ -176,11 +177,11 @@ func sandbox(id, uid string, state runtimeapi.PodSandboxState, created time.Time
 	return sb
 }
 
-func gone(uid string) ports.DestroyEvent {
+func goneDefault(uid string) ports.DestroyEvent {
 	return ports.DestroyEvent{PUID: uid, Pod: types.NamespacedName{Namespace: "default", Name: "pod"}, Reason: ports.ReasonPodGone}
 }
 
-func changed(uid, sb string) ports.DestroyEvent {
+func changedDefault(uid, sb string) ports.DestroyEvent {
 	return ports.DestroyEvent{PUID: uid, Pod: types.NamespacedName{Namespace: "default", Name: "pod"}, SandboxID: sb, Reason: ports.ReasonSandboxChanged}
 }
 

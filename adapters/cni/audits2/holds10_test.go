@@ -16,7 +16,7 @@ import (
 func TestAuditHoldsResyncRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		c := e.collector(&fakeRuntime{}, 0)
+		c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
 		ctx, cancel := context.WithCancel(context.Background())
 		tr := &fakeTracker{tracked: map[string]ports.PU{}}
 		done := make(chan error, 1)

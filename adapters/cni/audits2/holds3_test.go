@@ -31,9 +31,9 @@ func (f *trigTracker) TriggerPod(p types.NamespacedName) {
 func TestAuditHoldsOldestFirstRequeue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		rt := &fakeRuntime{}
+		rt := &fakeRuntime{ignoreFilter: true}
 		for i, id := range []string{"s1", "s2", "s3"} {
-			e.write(entryOpt{sandbox: id, uid: uidA, netns: e.netns(id, true)})
+			e.writeEntry(entryOpt{sandbox: id, uid: uidA, netns: e.netns(id, true)})
 			st := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 			if id == "s3" {
 				st = runtimeapi.PodSandboxState_SANDBOX_READY
@@ -57,7 +57,7 @@ func TestAuditHoldsOldestFirstRequeue(t *testing.T) {
 			if pu.SandboxID != want {
 				t.Fatalf("tracked %v, want %s", pu, want)
 			}
-			if err := c.DestroyPU(ctx, changed(uidA, want)); err != nil {
+			if err := c.DestroyPU(ctx, changedDefault(uidA, want)); err != nil {
 				t.Fatal(err)
 			}
 			c.Requeue(ctx, podOf(uidA))
@@ -68,7 +68,7 @@ func TestAuditHoldsOldestFirstRequeue(t *testing.T) {
 		pu := tr.tracked[uidA]
 		tr.mu.Unlock()
 		if pu.SandboxID != "s3" || e.delled("s3") || !e.delled("s1") || !e.delled("s2") {
-			t.Fatalf("last %v dels %v", pu, e.dels())
+			t.Fatalf("last %v dels %v", pu, e.delLogFields())
 		}
 	})
 }
@@ -76,19 +76,19 @@ func TestAuditHoldsOldestFirstRequeue(t *testing.T) {
 // Holds: an entry without the K8S_POD_* arguments, of the very sandbox being freed, is never DELed.
 func TestAuditHoldsNoPodArgsKept(t *testing.T) {
 	e := newEnv(t)
-	e.write(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("g", false)})
-	f := e.write(entryOpt{network: "other", sandbox: "sb1", ifName: "eth9", uid: "", ns: "x", netns: e.netns("g", false)})
+	e.writeEntry(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("g", false)})
+	f := e.writeEntry(entryOpt{network: "other", sandbox: "sb1", ifName: "eth9", uid: "", ns: "x", netns: e.netns("g", false)})
 	// drop the pod's arguments but the namespace and name
 	b, _ := os.ReadFile(f)
 	_ = b
-	c := e.collector(&fakeRuntime{}, 0)
-	c.DestroyPU(context.Background(), gone(uidA))
+	c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
+	c.DestroyPU(context.Background(), goneDefault(uidA))
 	if _, err := os.Stat(filepath.Join(e.cache, "results", "other-sb1-eth9")); err != nil {
 		t.Fatalf("entry of no pod removed: %v", err)
 	}
-	for _, d := range e.dels() {
+	for _, d := range e.delLogFields() {
 		if d == "eth9" {
-			t.Fatalf("DEL of an entry of no pod: %v", e.dels())
+			t.Fatalf("DEL of an entry of no pod: %v", e.delLogFields())
 		}
 	}
 }
@@ -101,16 +101,16 @@ func TestAuditHoldsHalfDel(t *testing.T) {
 	writeFile(t, e.plugins, "flaky", "#!/bin/sh\nif [ \"$CNI_COMMAND\" = DEL ] && [ -e "+flag+" ]; then echo '{\"code\":11,\"msg\":\"x\"}'; exit 1; fi\nexit 0\n")
 	os.Chmod(filepath.Join(e.plugins, "flaky"), 0o755)
 	writeFile(t, e.plugins, "fail.flag", "")
-	f := e.write(entryOpt{network: "chain", sandbox: "sb1", uid: uidA, netns: e.netns("g", false), config: `{"cniVersion":"1.0.0","name":"chain","plugins":[{"type":"flaky"},{"type":"fakeplug"}]}`})
-	c := e.collector(&fakeRuntime{}, 0)
-	if err := c.DestroyPU(context.Background(), gone(uidA)); err == nil || ports.IsPermanent(err) {
+	f := e.writeEntry(entryOpt{network: "chain", sandbox: "sb1", uid: uidA, netns: e.netns("g", false), config: `{"cniVersion":"1.0.0","name":"chain","plugins":[{"type":"flaky"},{"type":"fakeplug"}]}`})
+	c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
+	if err := c.DestroyPU(context.Background(), goneDefault(uidA)); err == nil || ports.IsPermanent(err) {
 		t.Fatalf("half DEL: %v", err)
 	}
 	if _, err := os.Stat(f); err != nil || !e.delled("sb1") {
-		t.Fatalf("entry %v dels %v", err, e.dels())
+		t.Fatalf("entry %v dels %v", err, e.delLogFields())
 	}
 	os.Remove(flag)
-	if err := c.DestroyPU(context.Background(), gone(uidA)); err != nil {
+	if err := c.DestroyPU(context.Background(), goneDefault(uidA)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(f); !os.IsNotExist(err) {

@@ -14,9 +14,9 @@ import (
 // Holds: a cached conflist that says "disableGC": "TRUE" (libcni's reading: true) is never DELed.
 func TestAuditHoldsDisableGCCachedString(t *testing.T) {
 	e := newEnv(t)
-	e.write(entryOpt{network: "k", sandbox: "sb1", uid: uidA, netns: e.netns("g", false), config: `{"cniVersion":"1.0.0","name":"k","disableGC":"TRUE","plugins":[{"type":"fakeplug"}]}`})
-	c := e.collector(&fakeRuntime{}, 0)
-	if err := c.DestroyPU(context.Background(), gone(uidA)); e.delled("sb1") {
+	e.writeEntry(entryOpt{network: "k", sandbox: "sb1", uid: uidA, netns: e.netns("g", false), config: `{"cniVersion":"1.0.0","name":"k","disableGC":"TRUE","plugins":[{"type":"fakeplug"}]}`})
+	c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
+	if err := c.DestroyPU(context.Background(), goneDefault(uidA)); e.delled("sb1") {
 		t.Fatalf("freed: %v", err)
 	}
 }
@@ -25,10 +25,10 @@ func TestAuditHoldsDisableGCCachedString(t *testing.T) {
 // whose cache entry was written in the future, is refused: no sandbox was created later.
 func TestAuditHoldsFutureWriteRefused(t *testing.T) {
 	e := newEnv(t)
-	e.write(entryOpt{sandbox: "sbnew", uid: uidA, netns: e.netns("there", true), written: time.Now().Add(time.Hour)})
-	c := e.collector(&fakeRuntime{sbs: []*runtimeapi.PodSandbox{sandbox("sbcur", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now())}}, 0)
-	if err := c.DestroyPU(context.Background(), changed(uidA, "sbnew")); !errors.Is(err, cni.ErrNewestSandbox) || e.delled("sbnew") {
-		t.Fatalf("err %v dels %v", err, e.dels())
+	e.writeEntry(entryOpt{sandbox: "sbnew", uid: uidA, netns: e.netns("there", true), written: time.Now().Add(time.Hour)})
+	c := e.collector(&fakeRuntime{ignoreFilter: true, sbs: []*runtimeapi.PodSandbox{sandbox("sbcur", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now())}}, 0)
+	if err := c.DestroyPU(context.Background(), changedDefault(uidA, "sbnew")); !errors.Is(err, cni.ErrNewestSandbox) || e.delled("sbnew") {
+		t.Fatalf("err %v dels %v", err, e.delLogFields())
 	}
 }
 
@@ -36,11 +36,11 @@ func TestAuditHoldsFutureWriteRefused(t *testing.T) {
 // and the one whose namespace is gone is freed.
 func TestAuditHoldsNoRuntime(t *testing.T) {
 	e := newEnv(t)
-	e.write(entryOpt{sandbox: "sblive", uid: uidA, netns: e.netns("there", true)})
-	e.write(entryOpt{sandbox: "sbdead", uid: uidA, netns: e.netns("gone", false)})
+	e.writeEntry(entryOpt{sandbox: "sblive", uid: uidA, netns: e.netns("there", true)})
+	e.writeEntry(entryOpt{sandbox: "sbdead", uid: uidA, netns: e.netns("gone", false)})
 	c := e.collector(nil, 0)
-	err := c.DestroyPU(context.Background(), gone(uidA))
+	err := c.DestroyPU(context.Background(), goneDefault(uidA))
 	if !errors.Is(err, cni.ErrNoEvidence) || e.delled("sblive") || !e.delled("sbdead") {
-		t.Fatalf("err %v dels %v", err, e.dels())
+		t.Fatalf("err %v dels %v", err, e.delLogFields())
 	}
 }

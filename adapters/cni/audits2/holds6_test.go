@@ -9,9 +9,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-type hangRuntime struct{}
+type hangingRuntime struct{}
 
-func (hangRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+func (hangingRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
@@ -21,12 +21,12 @@ func (hangRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodSandboxF
 func TestAuditHoldsRuntimeHangs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.write(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("g", false)})
-		c := e.collector(hangRuntime{}, 0)
+		e.writeEntry(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("g", false)})
+		c := e.collector(hangingRuntime{}, 0)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := c.DestroyPU(ctx, gone(uidA)); err == nil || e.delled("sb1") {
-			t.Fatalf("err %v dels %v", err, e.dels())
+		if err := c.DestroyPU(ctx, goneDefault(uidA)); err == nil || e.delled("sb1") {
+			t.Fatalf("err %v dels %v", err, e.delLogFields())
 		}
 		ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel2()
@@ -39,7 +39,7 @@ func TestAuditHoldsRuntimeHangs(t *testing.T) {
 // Holds: Requeue never blocks, Resync running or not.
 func TestAuditHoldsRequeueNeverBlocks(t *testing.T) {
 	e := newEnv(t)
-	c := e.collector(&fakeRuntime{}, 0)
+	c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
 	done := make(chan struct{})
 	go func() {
 		for i := 0; i < 10000; i++ {

@@ -20,9 +20,9 @@ func TestAuditHoldsResyncMovesWhenTold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		now := time.Now()
-		e.write(entryOpt{sandbox: "scur", uid: uidA, netns: e.netns("c", true), written: now.Add(-2 * time.Hour)})
-		e.write(entryOpt{sandbox: "sold", uid: uidA, netns: e.netns("o", true), written: now.Add(-time.Hour)})
-		rt := &fakeRuntime{err: errors.New("down"), sbs: []*runtimeapi.PodSandbox{
+		e.writeEntry(entryOpt{sandbox: "scur", uid: uidA, netns: e.netns("c", true), written: now.Add(-2 * time.Hour)})
+		e.writeEntry(entryOpt{sandbox: "sold", uid: uidA, netns: e.netns("o", true), written: now.Add(-time.Hour)})
+		rt := &fakeRuntime{ignoreFilter: true, err: errors.New("down"), sbs: []*runtimeapi.PodSandbox{
 			sandbox("sold", uidA, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, now.Add(-3*time.Hour)),
 			sandbox("scur", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, now.Add(-2*time.Hour))}}
 		c := e.collector(rt, 0)
@@ -51,8 +51,8 @@ func TestAuditHoldsResyncMovesWhenTold(t *testing.T) {
 		if tr.tracked[uidA].SandboxID != "sold" || len(tr.triggers) == 0 {
 			t.Fatalf("not moved once told: %v triggers %v", tr.tracked, tr.triggers)
 		}
-		if len(e.dels()) != 0 {
-			t.Fatalf("DELs: %v", e.dels())
+		if len(e.delLogFields()) != 0 {
+			t.Fatalf("DELs: %v", e.delLogFields())
 		}
 	})
 }

@@ -15,17 +15,17 @@ import (
 func TestAuditHoldsGoneRefusalBoundary(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.write(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("there", true)})
-		c := e.collector(&fakeRuntime{}, 2*time.Minute)
+		e.writeEntry(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("there", true)})
+		c := e.collector(&fakeRuntime{ignoreFilter: true}, 2*time.Minute)
 		ctx := context.Background()
 		for _, d := range []time.Duration{0, time.Minute, time.Minute - time.Nanosecond} {
 			time.Sleep(d)
-			if err := c.DestroyPU(ctx, gone(uidA)); !errors.Is(err, cni.ErrSandboxRunning) || e.delled("sb1") {
+			if err := c.DestroyPU(ctx, goneDefault(uidA)); !errors.Is(err, cni.ErrSandboxRunning) || e.delled("sb1") {
 				t.Fatalf("after %v: %v", d, err)
 			}
 		}
 		time.Sleep(time.Nanosecond)
-		if err := c.DestroyPU(ctx, gone(uidA)); err != nil || !e.delled("sb1") {
+		if err := c.DestroyPU(ctx, goneDefault(uidA)); err != nil || !e.delled("sb1") {
 			t.Fatalf("at the timeout: %v", err)
 		}
 	})

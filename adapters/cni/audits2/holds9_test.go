@@ -14,12 +14,12 @@ import (
 func TestAuditHoldsReadyUnlabeledFilterIgnored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.write(entryOpt{sandbox: "sbready", uid: uidA, netns: e.netns("live", true)})
+		e.writeEntry(entryOpt{sandbox: "sbready", uid: uidA, netns: e.netns("live", true)})
 		ready := sandbox("sbready", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now())
 		ready.Labels = nil
-		c := e.collector(&fakeRuntime{honorFilter: false, sbs: []*runtimeapi.PodSandbox{ready}}, 0)
+		c := e.collector(&fakeRuntime{ignoreFilter: true, sbs: []*runtimeapi.PodSandbox{ready}}, 0)
 		for i := 0; i < 3; i++ {
-			c.DestroyPU(context.Background(), gone(uidA))
+			c.DestroyPU(context.Background(), goneDefault(uidA))
 			time.Sleep(3 * time.Minute)
 		}
 		if e.delled("sbready") {

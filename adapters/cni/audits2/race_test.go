@@ -42,12 +42,12 @@ func TestAuditHoldsConcurrentDestroy(t *testing.T) {
 	var sbs []*runtimeapi.PodSandbox
 	for i := 0; i < 4; i++ {
 		uid := fmt.Sprintf("uid-%d", i)
-		e.write(entryOpt{sandbox: fmt.Sprintf("old%d", i), uid: uid, netns: e.netns(fmt.Sprintf("o%d", i), true)})
-		e.write(entryOpt{sandbox: fmt.Sprintf("cur%d", i), uid: uid, netns: e.netns(fmt.Sprintf("c%d", i), true)})
+		e.writeEntry(entryOpt{sandbox: fmt.Sprintf("old%d", i), uid: uid, netns: e.netns(fmt.Sprintf("o%d", i), true)})
+		e.writeEntry(entryOpt{sandbox: fmt.Sprintf("cur%d", i), uid: uid, netns: e.netns(fmt.Sprintf("c%d", i), true)})
 		sbs = append(sbs, sandbox(fmt.Sprintf("old%d", i), uid, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, time.Unix(100, 0)),
 			sandbox(fmt.Sprintf("cur%d", i), uid, runtimeapi.PodSandboxState_SANDBOX_READY, time.Unix(200, 0)))
 	}
-	c := e.collector(&fakeRuntime{sbs: sbs}, 0)
+	c := e.collector(&fakeRuntime{ignoreFilter: true, sbs: sbs}, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	tr := &fakeTracker{tracked: map[string]ports.PU{}}
 	done := make(chan struct{})
@@ -72,7 +72,7 @@ func TestAuditHoldsConcurrentDestroy(t *testing.T) {
 			t.Errorf("repeat: %v", err)
 		}
 		if !e.delled(fmt.Sprintf("old%d", i)) || e.delled(fmt.Sprintf("cur%d", i)) {
-			t.Errorf("pod %d: dels %v", i, e.dels())
+			t.Errorf("pod %d: dels %v", i, e.delLogFields())
 		}
 	}
 	cancel()

@@ -41,7 +41,7 @@ func TestAuditHoldsRandomAcrossTimeout(t *testing.T) {
 				if s.ns < 2 {
 					path = e.netns("ns"+s.id, s.ns == 1)
 				}
-				e.write(entryOpt{sandbox: s.id, uid: uidA, netns: path})
+				e.writeEntry(entryOpt{sandbox: s.id, uid: uidA, netns: path})
 				if s.listed {
 					st := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 					if s.ready {
@@ -53,7 +53,7 @@ func TestAuditHoldsRandomAcrossTimeout(t *testing.T) {
 			if extraReady {
 				rsbs = append(rsbs, sandbox("rt-only", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now()))
 			}
-			col := e.collector(&fakeRuntime{honorFilter: true, sbs: rsbs}, 0)
+			col := e.collector(&fakeRuntime{sbs: rsbs}, 0)
 			if noRuntime {
 				col = e.collector(nil, 0)
 			}
@@ -63,9 +63,9 @@ func TestAuditHoldsRandomAcrossTimeout(t *testing.T) {
 			}
 			for k := 0; k < 4; k++ {
 				if isGone {
-					col.DestroyPU(context.Background(), gone(uidA))
+					col.DestroyPU(context.Background(), goneDefault(uidA))
 				} else {
-					col.DestroyPU(context.Background(), changed(uidA, target))
+					col.DestroyPU(context.Background(), changedDefault(uidA, target))
 				}
 				time.Sleep(3 * time.Minute)
 			}

@@ -28,7 +28,7 @@ func TestAuditHoldsRandomNonsense(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := rand.New(rand.NewSource(seed))
 			e := newEnv(t)
-			rt := &fakeRuntime{honorFilter: r.Intn(2) == 0}
+			rt := &fakeRuntime{ignoreFilter: r.Intn(2) != 0}
 			n := 1 + r.Intn(3)
 			readyIDs := map[string]bool{}
 			keepIfs := map[string]bool{} // "<sandbox> <ifName>" never to DEL
@@ -44,18 +44,18 @@ func TestAuditHoldsRandomNonsense(t *testing.T) {
 				if r.Intn(4) == 0 {
 					ns = "/nonexistent-audit7/" + id
 				}
-				e.write(entryOpt{network: "net1", sandbox: id, uid: uidA, netns: ns})
+				e.writeEntry(entryOpt{network: "net1", sandbox: id, uid: uidA, netns: ns})
 				if r.Intn(2) == 0 {
-					e.write(entryOpt{network: "ckeep", sandbox: id, ifName: "eth1", uid: uidA, netns: ns,
+					e.writeEntry(entryOpt{network: "ckeep", sandbox: id, ifName: "eth1", uid: uidA, netns: ns,
 						config: `{"cniVersion":"1.0.0","name":"ckeep","disableGC":true,"plugins":[{"type":"fakeplug"}]}`})
 					keepIfs[id+" eth1"] = true
 				}
 				if r.Intn(2) == 0 {
-					e.write(entryOpt{network: "cfkeep", sandbox: id, ifName: "eth2", uid: uidA, netns: ns})
+					e.writeEntry(entryOpt{network: "cfkeep", sandbox: id, ifName: "eth2", uid: uidA, netns: ns})
 					keepIfs[id+" eth2"] = true
 				}
 				if r.Intn(4) == 0 {
-					f := e.write(entryOpt{network: "trunc", sandbox: id, ifName: "eth3", uid: uidA, netns: ns})
+					f := e.writeEntry(entryOpt{network: "trunc", sandbox: id, ifName: "eth3", uid: uidA, netns: ns})
 					b, _ := os.ReadFile(f)
 					os.WriteFile(f, b[:len(b)/2], 0o600)
 					keepIfs[id+" eth3"] = true
@@ -88,9 +88,9 @@ func TestAuditHoldsRandomNonsense(t *testing.T) {
 			for k := 0; k < 4; k++ {
 				c.ListPUs(context.Background())
 				if isGone {
-					c.DestroyPU(context.Background(), gone(uidA))
+					c.DestroyPU(context.Background(), goneDefault(uidA))
 				} else {
-					c.DestroyPU(context.Background(), changed(uidA, target))
+					c.DestroyPU(context.Background(), changedDefault(uidA, target))
 				}
 				time.Sleep(3 * time.Minute)
 			}

@@ -27,7 +27,7 @@ func TestAuditHoldsRandomSequences(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := rand.New(rand.NewSource(seed))
 			e := newEnv(t)
-			rt := &fakeRuntime{honorFilter: true}
+			rt := &fakeRuntime{}
 			c := e.collector(rt, 2*time.Minute)
 			ctx := context.Background()
 			type sb struct {
@@ -38,7 +38,7 @@ func TestAuditHoldsRandomSequences(t *testing.T) {
 			newSandbox := func() {
 				s := &sb{id: fmt.Sprintf("s%d", len(sbs))}
 				e.netns("ns"+s.id, true)
-				e.write(entryOpt{sandbox: s.id, uid: uidA, netns: filepath.Join(e.nsd, "ns"+s.id)})
+				e.writeEntry(entryOpt{sandbox: s.id, uid: uidA, netns: filepath.Join(e.netnsDir, "ns"+s.id)})
 				sbs = append(sbs, s)
 			}
 			sync := func() {
@@ -93,7 +93,7 @@ func TestAuditHoldsRandomSequences(t *testing.T) {
 					s := sbs[r.Intn(len(sbs))]
 					if s.state == 2 {
 						s.state = 3
-						os.Remove(filepath.Join(e.nsd, "ns"+s.id))
+						os.Remove(filepath.Join(e.netnsDir, "ns"+s.id))
 					}
 				case k == 3:
 					c.ListPUs(ctx)
@@ -101,7 +101,7 @@ func TestAuditHoldsRandomSequences(t *testing.T) {
 					c.SandboxDead(ctx, podOf(uidA), sbs[r.Intn(len(sbs))].id)
 				case k == 5 && !podGone:
 					sync()
-					c.DestroyPU(ctx, changed(uidA, sbs[r.Intn(len(sbs))].id))
+					c.DestroyPU(ctx, changedDefault(uidA, sbs[r.Intn(len(sbs))].id))
 					check("a sandbox change")
 				case k == 6:
 					podGone = true
@@ -114,7 +114,7 @@ func TestAuditHoldsRandomSequences(t *testing.T) {
 					time.Sleep(time.Duration(r.Intn(150)) * time.Second)
 				case k == 8 && podGone:
 					sync()
-					c.DestroyPU(ctx, gone(uidA))
+					c.DestroyPU(ctx, goneDefault(uidA))
 					check("a gone pod")
 				}
 				sync()
@@ -122,11 +122,11 @@ func TestAuditHoldsRandomSequences(t *testing.T) {
 			// The end: the pod is gone, every sandbox stopped and removed.
 			for _, s := range sbs {
 				s.state = 3
-				os.Remove(filepath.Join(e.nsd, "ns"+s.id))
+				os.Remove(filepath.Join(e.netnsDir, "ns"+s.id))
 			}
 			sync()
 			for k := 0; k < 3; k++ {
-				c.DestroyPU(ctx, gone(uidA))
+				c.DestroyPU(ctx, goneDefault(uidA))
 				time.Sleep(3 * time.Minute)
 			}
 			left, _ := os.ReadDir(filepath.Join(e.cache, "results"))

@@ -28,14 +28,14 @@ func TestAuditHoldsRandomLivePodDrain(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := rand.New(rand.NewSource(seed))
 			e := newEnv(t)
-			rt := &fakeRuntime{honorFilter: true}
+			rt := &fakeRuntime{}
 			n := 2 + r.Intn(4)
 			cur := fmt.Sprintf("s%d", n-1)
 			for i := 0; i < n; i++ {
 				id := fmt.Sprintf("s%d", i)
 				removed := i < n-1 && r.Intn(2) == 0
 				hidden := i < n-1 && !removed && r.Intn(2) == 0 // not listed, namespace still there
-				e.write(entryOpt{sandbox: id, uid: uidA, netns: e.netns("ns"+id, !removed), written: time.Unix(int64(1000+i+r.Intn(3)-1), 0)})
+				e.writeEntry(entryOpt{sandbox: id, uid: uidA, netns: e.netns("ns"+id, !removed), written: time.Unix(int64(1000+i+r.Intn(3)-1), 0)})
 				switch {
 				case hidden:
 				case id == cur:
@@ -52,7 +52,7 @@ func TestAuditHoldsRandomLivePodDrain(t *testing.T) {
 				if len(pus) != 1 || pus[0].SandboxID == cur || pus[0].SandboxID == "" {
 					break
 				}
-				err := c.DestroyPU(ctx, changed(uidA, pus[0].SandboxID))
+				err := c.DestroyPU(ctx, changedDefault(uidA, pus[0].SandboxID))
 				if errors.Is(err, cni.ErrOrderUnknown) {
 					givenUp[pus[0].SandboxID] = true
 				}

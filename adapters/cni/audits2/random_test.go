@@ -44,7 +44,7 @@ func TestAuditHoldsRandomWellFormed(t *testing.T) {
 			case 2:
 				path = "/nonexistent-dir-audit7/ns" + s.id
 			}
-			e.write(entryOpt{sandbox: s.id, uid: uidA, netns: path, written: s.created})
+			e.writeEntry(entryOpt{sandbox: s.id, uid: uidA, netns: path, written: s.created})
 			if s.listed {
 				st := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				if s.ready {
@@ -58,7 +58,7 @@ func TestAuditHoldsRandomWellFormed(t *testing.T) {
 		if extraReady {
 			rsbs = append(rsbs, sandbox("rt-only", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, base.Add(10*time.Minute)))
 		}
-		rt := &fakeRuntime{honorFilter: true, sbs: rsbs}
+		rt := &fakeRuntime{sbs: rsbs}
 		col := e.collector(rt, 0)
 		if noRuntime {
 			col = e.collector(nil, 0)
@@ -67,9 +67,9 @@ func TestAuditHoldsRandomWellFormed(t *testing.T) {
 		var err error
 		target := sbs[r.Intn(n)]
 		if isGone {
-			err = col.DestroyPU(context.Background(), gone(uidA))
+			err = col.DestroyPU(context.Background(), goneDefault(uidA))
 		} else {
-			err = col.DestroyPU(context.Background(), changed(uidA, target.id))
+			err = col.DestroyPU(context.Background(), changedDefault(uidA, target.id))
 		}
 		runs := extraReady && !noRuntime
 		for _, s := range sbs {

@@ -23,26 +23,26 @@ func TestAuditHoldsTrustedNetnsOnly(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "netns.log")
 	writeFile(t, e.plugins, "nslog", "#!/bin/sh\n[ \"$CNI_COMMAND\" = DEL ] && echo \"$CNI_CONTAINERID=$CNI_NETNS\" >> "+log+"\nexit 0\n")
 	os.Chmod(filepath.Join(e.plugins, "nslog"), 0o755)
-	pinned := filepath.Join(e.nsd, "pinned")
+	pinned := filepath.Join(e.netnsDir, "pinned")
 	os.WriteFile(pinned, nil, 0o644)
 	if out, err := exec.Command("unshare", "--net="+pinned, "true").CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
 	defer unix.Unmount(pinned, unix.MNT_DETACH) // mount(2), not umount(8): nothing written to the host's /run/mount
-	link := filepath.Join(e.nsd, "link")
+	link := filepath.Join(e.netnsDir, "link")
 	os.Symlink(pinned, link)
 	plain := e.netns("plain", true)
 	cfg := `{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"nslog"}]}`
 	for id, p := range map[string]string{"sbpinned": pinned, "sblink": link, "sbproc": "/proc/self/ns/net", "sbplain": plain} {
-		e.write(entryOpt{network: "n", sandbox: id, uid: uidA, netns: p, config: cfg})
+		e.writeEntry(entryOpt{network: "n", sandbox: id, uid: uidA, netns: p, config: cfg})
 	}
 	// Each sandbox is listed stopped: freed whatever its namespace tells.
-	rt := &fakeRuntime{}
+	rt := &fakeRuntime{ignoreFilter: true}
 	for _, id := range []string{"sbpinned", "sblink", "sbproc", "sbplain"} {
 		rt.sbs = append(rt.sbs, sandbox(id, uidA, 1, timeNow()))
 	}
 	c := e.collector(rt, 0)
-	if err := c.DestroyPU(context.Background(), gone(uidA)); err != nil {
+	if err := c.DestroyPU(context.Background(), goneDefault(uidA)); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(log)

@@ -58,13 +58,13 @@ func TestAuditReadyUnlabeledSandboxRealPlugins(t *testing.T) {
 	ready := sandbox("sbready", uid, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now())
 	ready.Labels = nil
 	c, err := cni.New(cni.Options{CacheDir: cache, PluginDirs: []string{bin}, ConfDir: filepath.Join(d, "none"),
-		Runtime: &fakeRuntime{honorFilter: true, sbs: []*runtimeapi.PodSandbox{ready}}, NewestSandboxTimeout: time.Millisecond, Logger: logr.Discard()})
+		Runtime: &fakeRuntime{sbs: []*runtimeapi.PodSandbox{ready}}, NewestSandboxTimeout: time.Millisecond, Logger: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := c.DestroyPU(context.Background(), gone(uid))
+	first := c.DestroyPU(context.Background(), goneDefault(uid))
 	time.Sleep(5 * time.Millisecond)
-	second := c.DestroyPU(context.Background(), gone(uid))
+	second := c.DestroyPU(context.Background(), goneDefault(uid))
 	out, _ := exec.Command("nsenter", "--net="+nsfile, "ip", "-o", "link", "show", "eth0").CombinedOutput()
 	ips, _ := os.ReadDir(filepath.Join(data, "podnet"))
 	var held []string

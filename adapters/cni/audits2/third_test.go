@@ -31,9 +31,9 @@ func TestAuditDisableGCCachedSingleConf(t *testing.T) {
 			if inConfDir {
 				writeFile(t, e.conf, "10-single.conf", conf)
 			}
-			e.write(entryOpt{network: "single", sandbox: "sb1", uid: uidA, netns: e.netns("g", false), config: string(list.Bytes)})
-			c := e.collector(&fakeRuntime{}, 0)
-			err := c.DestroyPU(context.Background(), gone(uidA))
+			e.writeEntry(entryOpt{network: "single", sandbox: "sb1", uid: uidA, netns: e.netns("g", false), config: string(list.Bytes)})
+			c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
+			err := c.DestroyPU(context.Background(), goneDefault(uidA))
 			if e.delled("sb1") {
 				t.Fatalf("DEL of network single, whose cached config says disableGC: true (err %v)", err)
 			}

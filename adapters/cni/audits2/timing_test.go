@@ -19,19 +19,19 @@ import (
 func TestAuditHoldsGiveUpTiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.write(entryOpt{sandbox: "sbnew", uid: uidA, netns: e.netns("there", true)})
-		rt := &fakeRuntime{sbs: []*runtimeapi.PodSandbox{sandbox("sbcur", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Unix(1, 0))}}
+		e.writeEntry(entryOpt{sandbox: "sbnew", uid: uidA, netns: e.netns("there", true)})
+		rt := &fakeRuntime{ignoreFilter: true, sbs: []*runtimeapi.PodSandbox{sandbox("sbcur", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Unix(1, 0))}}
 		c := e.collector(rt, time.Minute)
 		ctx := context.Background()
-		if err := c.DestroyPU(ctx, changed(uidA, "sbnew")); !errors.Is(err, cni.ErrNewestSandbox) {
+		if err := c.DestroyPU(ctx, changedDefault(uidA, "sbnew")); !errors.Is(err, cni.ErrNewestSandbox) {
 			t.Fatalf("first: %v", err)
 		}
 		time.Sleep(time.Minute - time.Nanosecond)
-		if err := c.DestroyPU(ctx, changed(uidA, "sbnew")); !errors.Is(err, cni.ErrNewestSandbox) {
+		if err := c.DestroyPU(ctx, changedDefault(uidA, "sbnew")); !errors.Is(err, cni.ErrNewestSandbox) {
 			t.Fatalf("before timeout: %v", err)
 		}
 		time.Sleep(time.Nanosecond)
-		if err := c.DestroyPU(ctx, changed(uidA, "sbnew")); !errors.Is(err, cni.ErrOrderUnknown) || !ports.IsPermanent(err) {
+		if err := c.DestroyPU(ctx, changedDefault(uidA, "sbnew")); !errors.Is(err, cni.ErrOrderUnknown) || !ports.IsPermanent(err) {
 			t.Fatalf("at timeout: %v", err)
 		}
 		pus, _ := c.ListPUs(ctx)
@@ -46,8 +46,8 @@ func TestAuditHoldsGiveUpTiming(t *testing.T) {
 		rt.mu.Lock()
 		rt.sbs = nil
 		rt.mu.Unlock()
-		if err := c.DestroyPU(ctx, gone(uidA)); err != nil || !e.delled("sbnew") {
-			t.Fatalf("gone pod: %v, dels %v", err, e.dels())
+		if err := c.DestroyPU(ctx, goneDefault(uidA)); err != nil || !e.delled("sbnew") {
+			t.Fatalf("gone pod: %v, dels %v", err, e.delLogFields())
 		}
 	})
 }
@@ -56,11 +56,11 @@ func TestAuditHoldsGiveUpTiming(t *testing.T) {
 func TestAuditHoldsRefusalResetByReady(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.write(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("there", true)})
-		rt := &fakeRuntime{}
+		e.writeEntry(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("there", true)})
+		rt := &fakeRuntime{ignoreFilter: true}
 		c := e.collector(rt, time.Minute)
 		ctx := context.Background()
-		if err := c.DestroyPU(ctx, gone(uidA)); !errors.Is(err, cni.ErrSandboxRunning) {
+		if err := c.DestroyPU(ctx, goneDefault(uidA)); !errors.Is(err, cni.ErrSandboxRunning) {
 			t.Fatalf("first: %v", err)
 		}
 		time.Sleep(30 * time.Second)
@@ -72,7 +72,7 @@ func TestAuditHoldsRefusalResetByReady(t *testing.T) {
 		rt.sbs = nil
 		rt.mu.Unlock()
 		time.Sleep(31 * time.Second)
-		err := c.DestroyPU(ctx, gone(uidA))
+		err := c.DestroyPU(ctx, goneDefault(uidA))
 		if e.delled("sb1") {
 			t.Fatalf("freed 61s after the first refusal though seen ready 31s ago: %v", err)
 		}
@@ -83,15 +83,15 @@ func TestAuditHoldsRefusalResetByReady(t *testing.T) {
 func TestAuditHoldsReadyAndStopped(t *testing.T) {
 	for _, rev := range []bool{false, true} {
 		e := newEnv(t)
-		e.write(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("g", false)})
+		e.writeEntry(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("g", false)})
 		a := sandbox("sb1", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now())
 		b := sandbox("sb1", uidA, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, time.Now())
 		sbs := []*runtimeapi.PodSandbox{a, b}
 		if rev {
 			sbs = []*runtimeapi.PodSandbox{b, a}
 		}
-		c := e.collector(&fakeRuntime{sbs: sbs}, 0)
-		if err := c.DestroyPU(context.Background(), gone(uidA)); e.delled("sb1") {
+		c := e.collector(&fakeRuntime{ignoreFilter: true, sbs: sbs}, 0)
+		if err := c.DestroyPU(context.Background(), goneDefault(uidA)); e.delled("sb1") {
 			t.Fatalf("rev %v: freed: %v", rev, err)
 		}
 	}
