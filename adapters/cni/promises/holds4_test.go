@@ -1,0 +1,46 @@
+package promises_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/cni"
+)
+
+// Holds: a cached conflist that says "disableGC": "TRUE" (libcni's reading: true) is never DELed.
+func TestAuditHoldsDisableGCCachedString(t *testing.T) {
+	e := newEnv(t)
+	e.writeEntry(entryOpt{network: "k", sandbox: "sb1", uid: uidA, netns: e.netns("g", false), config: `{"cniVersion":"1.0.0","name":"k","disableGC":"TRUE","plugins":[{"type":"fakeplug"}]}`})
+	c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
+	if err := c.DestroyPU(context.Background(), goneDefault(uidA)); e.delled("sb1") {
+		t.Fatalf("freed: %v", err)
+	}
+}
+
+// Holds: a sandbox change of a sandbox that may be being created (not listed, namespace there),
+// whose cache entry was written in the future, is refused: no sandbox was created later.
+func TestAuditHoldsFutureWriteRefused(t *testing.T) {
+	e := newEnv(t)
+	e.writeEntry(entryOpt{sandbox: "sbnew", uid: uidA, netns: e.netns("there", true), written: time.Now().Add(time.Hour)})
+	c := e.collector(&fakeRuntime{ignoreFilter: true, sbs: []*runtimeapi.PodSandbox{sandbox("sbcur", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now())}}, 0)
+	if err := c.DestroyPU(context.Background(), changedDefault(uidA, "sbnew")); !errors.Is(err, cni.ErrNewestSandbox) || e.delled("sbnew") {
+		t.Fatalf("err %v dels %v", err, e.delLogFields())
+	}
+}
+
+// Holds: without a Runtime, a gone pod's sandbox whose namespace is there is kept (ErrNoEvidence)
+// and the one whose namespace is gone is freed.
+func TestAuditHoldsNoRuntime(t *testing.T) {
+	e := newEnv(t)
+	e.writeEntry(entryOpt{sandbox: "sblive", uid: uidA, netns: e.netns("there", true)})
+	e.writeEntry(entryOpt{sandbox: "sbdead", uid: uidA, netns: e.netns("gone", false)})
+	c := e.collector(nil, 0)
+	err := c.DestroyPU(context.Background(), goneDefault(uidA))
+	if !errors.Is(err, cni.ErrNoEvidence) || e.delled("sblive") || !e.delled("sbdead") {
+		t.Fatalf("err %v dels %v", err, e.delLogFields())
+	}
+}

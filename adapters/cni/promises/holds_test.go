@@ -1,0 +1,171 @@
+package promises_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// Row 1/2: a gone pod with one ready and one stopped sandbox keeps both.
+func TestAuditHoldsGonePodReadyAndStoppedKeepsAll(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.write("net1", "sbA", "uid1", e.netns("a", false), now.Add(-time.Hour))
+	e.write("net1", "sbB", "uid1", e.netns("b", true), now)
+	rt := &fakeRuntime{}
+	rt.set(sb("sbA", "uid1", false, now.Add(-time.Hour)), sb("sbB", "uid1", true, now))
+	c := e.collector(rt, 0)
+	if err := c.DestroyPU(context.Background(), gone("uid1")); !errors.Is(err, cni.ErrSandboxRunning) || len(e.dels()) != 0 {
+		t.Fatalf("%v %v", err, e.dels())
+	}
+}
+
+// "A sandbox listed both ready and stopped is ready", in either order.
+func TestAuditHoldsListedTwiceIsReady(t *testing.T) {
+	for _, readyFirst := range []bool{true, false} {
+		e := newEnv(t)
+		e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{})
+		rt := &fakeRuntime{}
+		r, s := sb("sbA", "uid1", true, time.Now()), sb("sbA", "uid1", false, time.Now())
+		if readyFirst {
+			rt.set(r, s)
+		} else {
+			rt.set(s, r)
+		}
+		c := e.collector(rt, 0)
+		if err := c.DestroyPU(context.Background(), gone("uid1")); !errors.Is(err, cni.ErrSandboxRunning) || len(e.dels()) != 0 {
+			t.Fatalf("readyFirst=%v: %v %v", readyFirst, err, e.dels())
+		}
+		if err := c.DestroyPU(context.Background(), changed("uid1", "sbA")); !errors.Is(err, cni.ErrNewestSandbox) || len(e.dels()) != 0 {
+			t.Fatalf("readyFirst=%v changed: %v %v", readyFirst, err, e.dels())
+		}
+	}
+}
+
+// No Runtime: a gone pod's sandbox with its namespace there is kept
+// (ErrNoEvidence); one whose namespace is gone is freed.
+func TestAuditHoldsNoRuntimeNoEvidence(t *testing.T) {
+	e := newEnv(t)
+	e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{})
+	e.write("net1", "sbB", "uid1", e.netns("b", true), time.Time{})
+	c := e.collector(nil, 0)
+	err := c.DestroyPU(context.Background(), gone("uid1"))
+	if !errors.Is(err, cni.ErrNoEvidence) || e.delsOf("sbB") != 0 || e.delsOf("sbA") != 1 {
+		t.Fatalf("%v %v", err, e.dels())
+	}
+}
+
+// A runtime that fails keeps everything (plain error).
+func TestAuditHoldsRuntimeFailsKeepsAll(t *testing.T) {
+	e := newEnv(t)
+	e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{})
+	rt := &fakeRuntime{err: errors.New("boom")}
+	c := e.collector(rt, 0)
+	err := c.DestroyPU(context.Background(), gone("uid1"))
+	if err == nil || ports.IsPermanent(err) || len(e.dels()) != 0 {
+		t.Fatalf("%v %v", err, e.dels())
+	}
+}
+
+// disableGC, cached or in ConfDir, is never DELed.
+func TestAuditHoldsDisableGC(t *testing.T) {
+	e := newEnv(t)
+	e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{}, func(m map[string]any) {
+		var c map[string]any
+		_ = json.Unmarshal(m["config"].([]byte), &c)
+		c["disableGC"] = "True"
+		m["config"], _ = json.Marshal(c)
+	})
+	e.write("net2", "sbA", "uid1", e.netns("a", false), time.Time{})
+	b, _ := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "net2", "disableGC": true, "plugins": []any{map[string]any{"type": "fakeplugin"}}})
+	if err := os.WriteFile(filepath.Join(e.conf, "10-net2.conflist"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.write("net3", "sbA", "uid1", e.netns("a", false), time.Time{})
+	rt := &fakeRuntime{}
+	c := e.collector(rt, 0)
+	if err := c.DestroyPU(context.Background(), gone("uid1")); err != nil || len(e.dels()) != 1 {
+		t.Fatalf("%v %v", err, e.dels())
+	}
+}
+
+// A config of another network, and a truncated entry, of the pod: the
+// others are freed, the entry kept, ErrUnusableEntry permanent.
+func TestAuditHoldsOtherNetworkAndTruncated(t *testing.T) {
+	for _, name := range []string{"other network", "truncated"} {
+		e := newEnv(t)
+		e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{})
+		p := e.write("net2", "sbA", "uid1", e.netns("a", false), time.Time{}, func(m map[string]any) {
+			if name == "other network" {
+				m["config"] = conflist("net9")
+			}
+		})
+		if name == "truncated" {
+			b, _ := os.ReadFile(p)
+			_ = os.WriteFile(p, b[:len(b)/2], 0o644)
+		}
+		c := e.collector(&fakeRuntime{}, 0)
+		err := c.DestroyPU(context.Background(), gone("uid1"))
+		if !errors.Is(err, cni.ErrUnusableEntry) || !ports.IsPermanent(err) || e.delsOf("sbA") != 1 || !e.exists("net2", "sbA") {
+			t.Fatalf("%s: %v %v", name, err, e.dels())
+		}
+	}
+}
+
+// A single plugin's config (not a list) is DELed with that plugin.
+func TestAuditHoldsSinglePluginConfig(t *testing.T) {
+	e := newEnv(t)
+	e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{}, func(m map[string]any) {
+		m["config"], _ = json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "net1", "type": "fakeplugin"})
+	})
+	c := e.collector(&fakeRuntime{}, 0)
+	if err := c.DestroyPU(context.Background(), gone("uid1")); err != nil || e.delsOf("sbA") != 1 || e.exists("net1", "sbA") {
+		t.Fatalf("%v %v", err, e.dels())
+	}
+}
+
+// A sandbox change of a sandbox being created (not listed, namespace
+// there) with no later sandbox is refused; an older stopped one freed.
+func TestAuditHoldsSandboxChangeBeingCreatedRefused(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.write("net1", "sbA", "uid1", e.netns("a", true), now.Add(-time.Hour))
+	e.write("net1", "sbB", "uid1", e.netns("b", true), now)
+	rt := &fakeRuntime{}
+	rt.set(sb("sbA", "uid1", false, now.Add(-time.Hour)))
+	c := e.collector(rt, 0)
+	if err := c.DestroyPU(context.Background(), changed("uid1", "sbB")); !errors.Is(err, cni.ErrNewestSandbox) || e.delsOf("sbB") != 0 {
+		t.Fatalf("%v %v", err, e.dels())
+	}
+	pus, err := c.ListPUs(context.Background())
+	if err != nil || len(pus) != 1 || pus[0].SandboxID != "sbA" {
+		t.Fatalf("ListPUs %v %v", pus, err)
+	}
+	if err := c.DestroyPU(context.Background(), changed("uid1", "sbA")); err != nil || e.delsOf("sbA") != 1 {
+		t.Fatalf("%v %v", err, e.dels())
+	}
+}
+
+// Hold: a gone pod whose ready sandbox holds only an attachment of a
+// disableGC network still keeps every sandbox (ErrSandboxRunning).
+func TestAuditHoldsReadySandboxOfDisableGCNetworkKeepsPod(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.write("net1", "sbA", "uid1", e.netns("a", false), now.Add(-time.Hour))
+	e.write("net2", "sbB", "uid1", e.netns("b", true), now, func(m map[string]any) {
+		m["config"] = []byte(`{"cniVersion":"1.0.0","name":"net2","disableGC":true,"plugins":[{"type":"fakeplugin"}]}`)
+	})
+	rt := &fakeRuntime{}
+	rt.set(sb("sbA", "uid1", false, now.Add(-time.Hour)), sb("sbB", "uid1", true, now))
+	c := e.collector(rt, 0)
+	if err := c.DestroyPU(context.Background(), gone("uid1")); !errors.Is(err, cni.ErrSandboxRunning) || len(e.dels()) != 0 {
+		t.Fatalf("%v %v", err, e.dels())
+	}
+}
