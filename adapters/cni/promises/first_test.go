@@ -9,8 +9,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-const uidA = "0a0a0a0a-0000-0000-0000-00000000000a"
-
 // A single plugin's .conf in ConfDir that says "disableGC": "TRUE" (which libcni reads as true,
 // as it does for the cached config and for a .conflist) must keep its network's attachments.
 func TestAuditDisableGCConfDirString(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -309,3 +311,31 @@ func writeFile(t *testing.T, dir, name, body string) {
 }
 
 func timeNow() time.Time { return time.Now() }
+
+const uidA = "0a0a0a0a-0000-0000-0000-00000000000a"
+
+func podOf(uid string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pod", UID: types.UID(uid)}}
+}
+
+type fakeTracker struct {
+	mu      sync.Mutex
+	tracked map[string]ports.PU
+}
+
+func (f *fakeTracker) Track(pu ports.PU) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.tracked[pu.PUID]; !ok {
+		f.tracked[pu.PUID] = pu
+	}
+	return nil
+}
+func (f *fakeTracker) Untrack(puid string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.tracked[puid]
+	delete(f.tracked, puid)
+	return ok
+}
+func (f *fakeTracker) TriggerPod(types.NamespacedName) {}

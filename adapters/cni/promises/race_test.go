@@ -13,28 +13,6 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-type fakeTracker struct {
-	mu      sync.Mutex
-	tracked map[string]ports.PU
-}
-
-func (f *fakeTracker) Track(pu ports.PU) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.tracked[pu.PUID]; !ok {
-		f.tracked[pu.PUID] = pu
-	}
-	return nil
-}
-func (f *fakeTracker) Untrack(puid string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.tracked[puid]
-	delete(f.tracked, puid)
-	return ok
-}
-func (f *fakeTracker) TriggerPod(types.NamespacedName) {}
-
 // Holds: DestroyPU repeated and concurrent with ListPUs and Resync frees the stopped sandbox,
 // never the ready one, and answers nil once done (run with -race).
 func TestAuditHoldsConcurrentDestroy(t *testing.T) {

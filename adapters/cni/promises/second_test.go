@@ -9,18 +9,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-func podOf(uid string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pod", UID: types.UID(uid)}}
-}
 
 // Holds: a DEL that fails for one attachment keeps it, frees the others, and is a plain error.
 func TestAuditHoldsDelFailurePlain(t *testing.T) {
