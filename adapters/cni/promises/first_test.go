@@ -9,28 +9,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// A single plugin's .conf in ConfDir that says "disableGC": "TRUE" (which libcni reads as true,
-// as it does for the cached config and for a .conflist) must keep its network's attachments.
-func TestAuditDisableGCConfDirString(t *testing.T) {
-	for _, tc := range []struct{ file, body string }{
-		{"10-keep.conflist", `{"cniVersion":"1.0.0","name":"keepnet","disableGC":"TRUE","plugins":[{"type":"fakeplug"}]}`},
-		{"10-keep.conf", `{"cniVersion":"1.0.0","name":"keepnet","type":"fakeplug","disableGC":"TRUE"}`},
-		{"10-keep.json", `{"cniVersion":"1.0.0","name":"keepnet","type":"fakeplug","disableGC":"True"}`},
-		{"20-dupkey.conf", `{"cniVersion":"1.0.0","name":"keepnet","type":"fakeplug","disableGC":true,"DisableGC":false}`},
-	} {
-		t.Run(tc.file, func(t *testing.T) {
-			e := newEnv(t)
-			writeFile(t, e.conf, tc.file, tc.body)
-			e.writeEntry(entryOpt{network: "keepnet", sandbox: "sb1", uid: uidA, netns: e.netns("gone1", false)})
-			c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
-			err := c.DestroyPU(context.Background(), goneDefault(uidA))
-			if e.delled("sb1") {
-				t.Fatalf("DEL run on network keepnet, whose ConfDir config %s says disableGC (err %v)", tc.file, err)
-			}
-		})
-	}
-}
-
 // The runtime lists the gone pod's sandbox ready (unfiltered), but without the pod-UID label; a
 // CRI runtime that honors the label filter does not return it to a per-pod list.
 func TestAuditReadyUnlabeledSandbox(t *testing.T) {

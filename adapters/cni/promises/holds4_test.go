@@ -11,16 +11,6 @@ import (
 	"github.com/podsweeper/podsweeper/adapters/cni"
 )
 
-// Holds: a cached conflist that says "disableGC": "TRUE" (libcni's reading: true) is never DELed.
-func TestAuditHoldsDisableGCCachedString(t *testing.T) {
-	e := newEnv(t)
-	e.writeEntry(entryOpt{network: "k", sandbox: "sb1", uid: uidA, netns: e.netns("g", false), config: `{"cniVersion":"1.0.0","name":"k","disableGC":"TRUE","plugins":[{"type":"fakeplug"}]}`})
-	c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
-	if err := c.DestroyPU(context.Background(), goneDefault(uidA)); e.delled("sb1") {
-		t.Fatalf("freed: %v", err)
-	}
-}
-
 // Holds: a sandbox change of a sandbox that may be being created (not listed, namespace there),
 // whose cache entry was written in the future, is refused: no sandbox was created later.
 func TestAuditHoldsFutureWriteRefused(t *testing.T) {

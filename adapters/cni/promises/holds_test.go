@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -74,28 +73,6 @@ func TestAuditHoldsRuntimeFailsKeepsAll(t *testing.T) {
 	}
 }
 
-// disableGC, cached or in ConfDir, is never DELed.
-func TestAuditHoldsDisableGC(t *testing.T) {
-	e := newEnv(t)
-	e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{}, func(m map[string]any) {
-		var c map[string]any
-		_ = json.Unmarshal(m["config"].([]byte), &c)
-		c["disableGC"] = "True"
-		m["config"], _ = json.Marshal(c)
-	})
-	e.write("net2", "sbA", "uid1", e.netns("a", false), time.Time{})
-	b, _ := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "net2", "disableGC": true, "plugins": []any{map[string]any{"type": "fakeplugin"}}})
-	if err := os.WriteFile(filepath.Join(e.conf, "10-net2.conflist"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e.write("net3", "sbA", "uid1", e.netns("a", false), time.Time{})
-	rt := &fakeRuntime{}
-	c := e.collector(rt, 0)
-	if err := c.DestroyPU(context.Background(), gone("uid1")); err != nil || len(e.dels()) != 1 {
-		t.Fatalf("%v %v", err, e.dels())
-	}
-}
-
 // A config of another network, and a truncated entry, of the pod: the
 // others are freed, the entry kept, ErrUnusableEntry permanent.
 func TestAuditHoldsOtherNetworkAndTruncated(t *testing.T) {
@@ -149,23 +126,6 @@ func TestAuditHoldsSandboxChangeBeingCreatedRefused(t *testing.T) {
 		t.Fatalf("ListPUs %v %v", pus, err)
 	}
 	if err := c.DestroyPU(context.Background(), changed("uid1", "sbA")); err != nil || e.delsOf("sbA") != 1 {
-		t.Fatalf("%v %v", err, e.dels())
-	}
-}
-
-// Hold: a gone pod whose ready sandbox holds only an attachment of a
-// disableGC network still keeps every sandbox (ErrSandboxRunning).
-func TestAuditHoldsReadySandboxOfDisableGCNetworkKeepsPod(t *testing.T) {
-	e := newEnv(t)
-	now := time.Now()
-	e.write("net1", "sbA", "uid1", e.netns("a", false), now.Add(-time.Hour))
-	e.write("net2", "sbB", "uid1", e.netns("b", true), now, func(m map[string]any) {
-		m["config"] = []byte(`{"cniVersion":"1.0.0","name":"net2","disableGC":true,"plugins":[{"type":"fakeplugin"}]}`)
-	})
-	rt := &fakeRuntime{}
-	rt.set(sb("sbA", "uid1", false, now.Add(-time.Hour)), sb("sbB", "uid1", true, now))
-	c := e.collector(rt, 0)
-	if err := c.DestroyPU(context.Background(), gone("uid1")); !errors.Is(err, cni.ErrSandboxRunning) || len(e.dels()) != 0 {
 		t.Fatalf("%v %v", err, e.dels())
 	}
 }
