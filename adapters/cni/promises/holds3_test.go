@@ -73,26 +73,6 @@ func TestAuditHoldsOldestFirstRequeue(t *testing.T) {
 	})
 }
 
-// Holds: an entry without the K8S_POD_* arguments, of the very sandbox being freed, is never DELed.
-func TestAuditHoldsNoPodArgsKept(t *testing.T) {
-	e := newEnv(t)
-	e.writeEntry(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("g", false)})
-	f := e.writeEntry(entryOpt{network: "other", sandbox: "sb1", ifName: "eth9", uid: "", ns: "x", netns: e.netns("g", false)})
-	// drop the pod's arguments but the namespace and name
-	b, _ := os.ReadFile(f)
-	_ = b
-	c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
-	c.DestroyPU(context.Background(), goneDefault(uidA))
-	if _, err := os.Stat(filepath.Join(e.cache, "results", "other-sb1-eth9")); err != nil {
-		t.Fatalf("entry of no pod removed: %v", err)
-	}
-	for _, d := range e.delLogFields() {
-		if d == "eth9" {
-			t.Fatalf("DEL of an entry of no pod: %v", e.delLogFields())
-		}
-	}
-}
-
 // Holds: a conflist whose second DEL fails keeps the entry, and the retry, once the plugin
 // works, frees it.
 func TestAuditHoldsHalfDel(t *testing.T) {

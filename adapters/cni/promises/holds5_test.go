@@ -2,15 +2,10 @@ package promises_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/ports"
 )
 
 // Holds: only DEL is ever run (never GC, CHECK, STATUS or ADD).
@@ -36,26 +31,5 @@ func TestAuditHoldsOnlyDel(t *testing.T) {
 	}
 	if strings.Count(string(b), "DEL") != 2 {
 		t.Fatalf("want 2 DELs: %s", b)
-	}
-}
-
-// Holds: an entry whose cached result cannot be loaded is left as it is (ErrUnusableEntry,
-// permanent), never DELed, its file kept.
-func TestAuditHoldsBadCachedResultKept(t *testing.T) {
-	e := newEnv(t)
-	f := e.writeEntry(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("g", false)})
-	var m map[string]any
-	b, _ := os.ReadFile(f)
-	json.Unmarshal(b, &m)
-	m["result"] = map[string]any{"cniVersion": "9.9.9"}
-	b, _ = json.Marshal(m)
-	os.WriteFile(f, b, 0o600)
-	c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
-	err := c.DestroyPU(context.Background(), goneDefault(uidA))
-	if !errors.Is(err, cni.ErrUnusableEntry) || !ports.IsPermanent(err) || e.delled("sb1") {
-		t.Fatalf("err %v dels %v", err, e.delLogFields())
-	}
-	if _, serr := os.Stat(f); serr != nil {
-		t.Fatalf("entry removed: %v", serr)
 	}
 }

@@ -2,9 +2,7 @@ package promises_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -69,41 +67,6 @@ func TestAuditHoldsRuntimeFailsKeepsAll(t *testing.T) {
 	c := e.collector(rt, 0)
 	err := c.DestroyPU(context.Background(), gone("uid1"))
 	if err == nil || ports.IsPermanent(err) || len(e.dels()) != 0 {
-		t.Fatalf("%v %v", err, e.dels())
-	}
-}
-
-// A config of another network, and a truncated entry, of the pod: the
-// others are freed, the entry kept, ErrUnusableEntry permanent.
-func TestAuditHoldsOtherNetworkAndTruncated(t *testing.T) {
-	for _, name := range []string{"other network", "truncated"} {
-		e := newEnv(t)
-		e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{})
-		p := e.write("net2", "sbA", "uid1", e.netns("a", false), time.Time{}, func(m map[string]any) {
-			if name == "other network" {
-				m["config"] = conflist("net9")
-			}
-		})
-		if name == "truncated" {
-			b, _ := os.ReadFile(p)
-			_ = os.WriteFile(p, b[:len(b)/2], 0o644)
-		}
-		c := e.collector(&fakeRuntime{}, 0)
-		err := c.DestroyPU(context.Background(), gone("uid1"))
-		if !errors.Is(err, cni.ErrUnusableEntry) || !ports.IsPermanent(err) || e.delsOf("sbA") != 1 || !e.exists("net2", "sbA") {
-			t.Fatalf("%s: %v %v", name, err, e.dels())
-		}
-	}
-}
-
-// A single plugin's config (not a list) is DELed with that plugin.
-func TestAuditHoldsSinglePluginConfig(t *testing.T) {
-	e := newEnv(t)
-	e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{}, func(m map[string]any) {
-		m["config"], _ = json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "net1", "type": "fakeplugin"})
-	})
-	c := e.collector(&fakeRuntime{}, 0)
-	if err := c.DestroyPU(context.Background(), gone("uid1")); err != nil || e.delsOf("sbA") != 1 || e.exists("net1", "sbA") {
 		t.Fatalf("%v %v", err, e.dels())
 	}
 }
