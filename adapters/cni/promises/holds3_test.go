@@ -2,8 +2,6 @@ package promises_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -71,29 +69,4 @@ func TestAuditHoldsOldestFirstRequeue(t *testing.T) {
 			t.Fatalf("last %v dels %v", pu, e.delLogFields())
 		}
 	})
-}
-
-// Holds: a conflist whose second DEL fails keeps the entry, and the retry, once the plugin
-// works, frees it.
-func TestAuditHoldsHalfDel(t *testing.T) {
-	e := newEnv(t)
-	flag := filepath.Join(e.plugins, "fail.flag")
-	writeFile(t, e.plugins, "flaky", "#!/bin/sh\nif [ \"$CNI_COMMAND\" = DEL ] && [ -e "+flag+" ]; then echo '{\"code\":11,\"msg\":\"x\"}'; exit 1; fi\nexit 0\n")
-	os.Chmod(filepath.Join(e.plugins, "flaky"), 0o755)
-	writeFile(t, e.plugins, "fail.flag", "")
-	f := e.writeEntry(entryOpt{network: "chain", sandbox: "sb1", uid: uidA, netns: e.netns("g", false), config: `{"cniVersion":"1.0.0","name":"chain","plugins":[{"type":"flaky"},{"type":"fakeplug"}]}`})
-	c := e.collector(&fakeRuntime{ignoreFilter: true}, 0)
-	if err := c.DestroyPU(context.Background(), goneDefault(uidA)); err == nil || ports.IsPermanent(err) {
-		t.Fatalf("half DEL: %v", err)
-	}
-	if _, err := os.Stat(f); err != nil || !e.delled("sb1") {
-		t.Fatalf("entry %v dels %v", err, e.delLogFields())
-	}
-	os.Remove(flag)
-	if err := c.DestroyPU(context.Background(), goneDefault(uidA)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(f); !os.IsNotExist(err) {
-		t.Fatalf("entry left after a DEL that succeeded: %v", err)
-	}
 }

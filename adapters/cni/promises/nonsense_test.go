@@ -2,17 +2,11 @@ package promises_test
 
 import (
 	"context"
-	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/ports"
 )
 
 // doc.go: "A sandbox is dead when the runtime lists it stopped, or does
@@ -36,34 +30,6 @@ func TestAuditUnknownSandboxStateIsNotStopped(t *testing.T) {
 	derr := c.DestroyPU(context.Background(), gone("uid1"))
 	if e.delsOf("sbA") != 0 || dead {
 		t.Fatalf("sandbox listed in unknown state %v with its namespace there: SandboxDead = %v (%v), DestroyPU = %v, DELs %v; want it kept", s.State, dead, err, derr, e.dels())
-	}
-}
-
-const failPlugin = `#!/bin/sh
-cat >/dev/null
-echo "$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME" >> "$(dirname "$0")/calls.log"
-echo '{"cniVersion":"1.0.0","code":11,"msg":"injected failure"}'
-exit 1
-`
-
-// Hold: a DEL that fails keeps its entry and makes a plain error; the
-// others are DELed meanwhile; the failed one is retried on the next call.
-func TestAuditHoldsFailedDelKeepsEntry(t *testing.T) {
-	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.plugins, "failplugin"), []byte(failPlugin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{}, func(m map[string]any) {
-		m["config"] = []byte(`{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"failplugin"}]}`)
-	})
-	e.write("net2", "sbA", "uid1", e.netns("a", false), time.Time{})
-	c := e.collector(&fakeRuntime{}, 0)
-	err := c.DestroyPU(context.Background(), gone("uid1"))
-	if err == nil || ports.IsPermanent(err) || !e.exists("net1", "sbA") || e.exists("net2", "sbA") {
-		t.Fatalf("%v; net1 %v net2 %v", err, e.exists("net1", "sbA"), e.exists("net2", "sbA"))
-	}
-	if errors.Is(err, cni.ErrUnusableEntry) {
-		t.Fatal(err)
 	}
 }
 

@@ -9,26 +9,6 @@ import (
 	"github.com/podsweeper/podsweeper/adapters/cni"
 )
 
-// Sanity and a hold: a gone pod whose only sandbox the runtime lists
-// stopped is freed with the plugins' DEL (row 3), and a second DestroyPU
-// is nothing to do (idempotent).
-func TestAuditHoldsGonePodStoppedSandboxFreedOnce(t *testing.T) {
-	e := newEnv(t)
-	e.write("net1", "sbA", "uid1", e.netns("a", true), time.Time{})
-	rt := &fakeRuntime{}
-	rt.set(sb("sbA", "uid1", false, time.Now().Add(-time.Hour)))
-	c := e.collector(rt, 0)
-	if err := c.DestroyPU(context.Background(), gone("uid1")); err != nil {
-		t.Fatalf("DestroyPU: %v", err)
-	}
-	if err := c.DestroyPU(context.Background(), gone("uid1")); err != nil {
-		t.Fatalf("second DestroyPU: %v", err)
-	}
-	if n := e.delsOf("sbA"); n != 1 || e.exists("net1", "sbA") {
-		t.Fatalf("want 1 DEL and the entry gone; DELs %v, exists %v", e.dels(), e.exists("net1", "sbA"))
-	}
-}
-
 // Row 2: "The pod is gone, and the runtime lists another of its sandboxes
 // ready ... keep ... ErrSandboxRunning". Here the ready sandbox is one the
 // runtime lists but the cache holds no (readable) entry of.
