@@ -10,42 +10,6 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// Row 1/2: a gone pod with one ready and one stopped sandbox keeps both.
-func TestAuditHoldsGonePodReadyAndStoppedKeepsAll(t *testing.T) {
-	e := newEnv(t)
-	now := time.Now()
-	e.write("net1", "sbA", "uid1", e.netns("a", false), now.Add(-time.Hour))
-	e.write("net1", "sbB", "uid1", e.netns("b", true), now)
-	rt := &fakeRuntime{}
-	rt.set(sb("sbA", "uid1", false, now.Add(-time.Hour)), sb("sbB", "uid1", true, now))
-	c := e.collector(rt, 0)
-	if err := c.DestroyPU(context.Background(), gone("uid1")); !errors.Is(err, cni.ErrSandboxRunning) || len(e.dels()) != 0 {
-		t.Fatalf("%v %v", err, e.dels())
-	}
-}
-
-// "A sandbox listed both ready and stopped is ready", in either order.
-func TestAuditHoldsListedTwiceIsReady(t *testing.T) {
-	for _, readyFirst := range []bool{true, false} {
-		e := newEnv(t)
-		e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{})
-		rt := &fakeRuntime{}
-		r, s := sb("sbA", "uid1", true, time.Now()), sb("sbA", "uid1", false, time.Now())
-		if readyFirst {
-			rt.set(r, s)
-		} else {
-			rt.set(s, r)
-		}
-		c := e.collector(rt, 0)
-		if err := c.DestroyPU(context.Background(), gone("uid1")); !errors.Is(err, cni.ErrSandboxRunning) || len(e.dels()) != 0 {
-			t.Fatalf("readyFirst=%v: %v %v", readyFirst, err, e.dels())
-		}
-		if err := c.DestroyPU(context.Background(), changed("uid1", "sbA")); !errors.Is(err, cni.ErrNewestSandbox) || len(e.dels()) != 0 {
-			t.Fatalf("readyFirst=%v changed: %v %v", readyFirst, err, e.dels())
-		}
-	}
-}
-
 // No Runtime: a gone pod's sandbox with its namespace there is kept
 // (ErrNoEvidence); one whose namespace is gone is freed.
 func TestAuditHoldsNoRuntimeNoEvidence(t *testing.T) {

@@ -78,21 +78,3 @@ func TestAuditHoldsRefusalResetByReady(t *testing.T) {
 		}
 	})
 }
-
-// Holds: listed both stopped and ready, in either order, is ready.
-func TestAuditHoldsReadyAndStopped(t *testing.T) {
-	for _, rev := range []bool{false, true} {
-		e := newEnv(t)
-		e.writeEntry(entryOpt{sandbox: "sb1", uid: uidA, netns: e.netns("g", false)})
-		a := sandbox("sb1", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now())
-		b := sandbox("sb1", uidA, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, time.Now())
-		sbs := []*runtimeapi.PodSandbox{a, b}
-		if rev {
-			sbs = []*runtimeapi.PodSandbox{b, a}
-		}
-		c := e.collector(&fakeRuntime{ignoreFilter: true, sbs: sbs}, 0)
-		if err := c.DestroyPU(context.Background(), goneDefault(uidA)); e.delled("sb1") {
-			t.Fatalf("rev %v: freed: %v", rev, err)
-		}
-	}
-}
