@@ -21,16 +21,3 @@ func TestAuditHoldsFutureWriteRefused(t *testing.T) {
 		t.Fatalf("err %v dels %v", err, e.delLogFields())
 	}
 }
-
-// Holds: without a Runtime, a gone pod's sandbox whose namespace is there is kept (ErrNoEvidence)
-// and the one whose namespace is gone is freed.
-func TestAuditHoldsNoRuntime(t *testing.T) {
-	e := newEnv(t)
-	e.writeEntry(entryOpt{sandbox: "sblive", uid: uidA, netns: e.netns("there", true)})
-	e.writeEntry(entryOpt{sandbox: "sbdead", uid: uidA, netns: e.netns("gone", false)})
-	c := e.collector(nil, 0)
-	err := c.DestroyPU(context.Background(), goneDefault(uidA))
-	if !errors.Is(err, cni.ErrNoEvidence) || e.delled("sblive") || !e.delled("sbdead") {
-		t.Fatalf("err %v dels %v", err, e.delLogFields())
-	}
-}

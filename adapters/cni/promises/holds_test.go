@@ -7,33 +7,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/ports"
 )
-
-// No Runtime: a gone pod's sandbox with its namespace there is kept
-// (ErrNoEvidence); one whose namespace is gone is freed.
-func TestAuditHoldsNoRuntimeNoEvidence(t *testing.T) {
-	e := newEnv(t)
-	e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{})
-	e.write("net1", "sbB", "uid1", e.netns("b", true), time.Time{})
-	c := e.collector(nil, 0)
-	err := c.DestroyPU(context.Background(), gone("uid1"))
-	if !errors.Is(err, cni.ErrNoEvidence) || e.delsOf("sbB") != 0 || e.delsOf("sbA") != 1 {
-		t.Fatalf("%v %v", err, e.dels())
-	}
-}
-
-// A runtime that fails keeps everything (plain error).
-func TestAuditHoldsRuntimeFailsKeepsAll(t *testing.T) {
-	e := newEnv(t)
-	e.write("net1", "sbA", "uid1", e.netns("a", false), time.Time{})
-	rt := &fakeRuntime{err: errors.New("boom")}
-	c := e.collector(rt, 0)
-	err := c.DestroyPU(context.Background(), gone("uid1"))
-	if err == nil || ports.IsPermanent(err) || len(e.dels()) != 0 {
-		t.Fatalf("%v %v", err, e.dels())
-	}
-}
 
 // A sandbox change of a sandbox being created (not listed, namespace
 // there) with no later sandbox is refused; an older stopped one freed.
