@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
@@ -52,24 +51,4 @@ func TestAuditHoldsConcurrentDestroyAndList(t *testing.T) {
 	if e.delsOf("sbA")+e.delsOf("sbB") != 0 || e.exists("net1", "sbC") || e.exists("net2", "sbC") {
 		t.Fatalf("DELs %v", e.dels())
 	}
-}
-
-// Hold: two sandboxes written at the same instant: a sandbox change of one
-// that may be being created is refused (not "created strictly later").
-func TestAuditHoldsEqualTimesAreNotLater(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		at := time.Now().Add(-time.Minute)
-		e.write("net1", "sbA", "uid1", e.netns("a", true), at)
-		e.write("net1", "sbB", "uid1", e.netns("b", true), at)
-		c := e.collector(&fakeRuntime{}, 0)
-		for _, id := range []string{"sbA", "sbB"} {
-			if err := c.DestroyPU(context.Background(), changed("uid1", id)); !errors.Is(err, cni.ErrNewestSandbox) {
-				t.Fatalf("%s: %v", id, err)
-			}
-		}
-		if len(e.dels()) != 0 {
-			t.Fatal(e.dels())
-		}
-	})
 }
