@@ -207,7 +207,7 @@ func TestAuditHoldsRandomAcrossTimeout(t *testing.T) {
 	t.Logf("sandboxes freed: %d", freed)
 }
 
-// Holds (randomized, fixed seed, with nonsense around the reported breaks' causes excluded:
+// Holds (randomized, fixed seed, with nonsense:
 // unknown states on other sandboxes, times in the future, zero or negative CreatedAt, empty IDs,
 // other pods' sandboxes, the filter honored or not, truncated entries, disableGC networks in the
 // cache or in ConfDir as a boolean, DestroyPU repeated across NewestSandboxTimeout): a sandbox
