@@ -79,12 +79,7 @@ const trustEnv = "AUDIT6_NETNS_TRUST_INNER"
 // outside /proc, not a link". Run in a private mount namespace (unshare
 // -m), where the test bind-mounts its own network namespace onto a file.
 func TestAuditHoldsDelNetnsOnlyTrusted(t *testing.T) {
-	if dirs := os.Getenv(trustEnv); dirs != "" {
-		var e env
-		if err := json.Unmarshal([]byte(dirs), &e); err != nil {
-			t.Fatal(err)
-		}
-		e.t = t
+	if e, inner := fromParent(t, trustEnv); inner {
 		pinned := filepath.Join(e.netnsDir, "pinned")
 		if err := os.WriteFile(pinned, nil, 0o644); err != nil {
 			t.Fatal(err)
@@ -114,7 +109,7 @@ func TestAuditHoldsDelNetnsOnlyTrusted(t *testing.T) {
 		t.Skip("needs root")
 	}
 	e := newEnv(t)
-	dirs, _ := json.Marshal(map[string]string{"Cache": e.cache, "Plugins": e.plugins, "Conf": e.conf, "NetnsDir": e.netnsDir})
+	dirs, _ := json.Marshal(e)
 	cmd := exec.Command("unshare", "-m", "--propagation", "private", os.Args[0], "-test.run=^TestAuditHoldsDelNetnsOnlyTrusted$", "-test.count=1")
 	cmd.Env = append(os.Environ(), trustEnv+"="+string(dirs))
 	if out, err := cmd.CombinedOutput(); err != nil {

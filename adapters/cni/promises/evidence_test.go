@@ -141,12 +141,7 @@ const innerEnv = "AUDIT6_PROCNS_INNER"
 // whose mirror pod is missing) in a private PID namespace with its own
 // /proc, as that container does, while the "pause" process lives.
 func TestAuditProcNetnsOfLiveProcessFromPrivatePIDNamespace(t *testing.T) {
-	if dirs := os.Getenv(innerEnv); dirs != "" {
-		var e env
-		if err := json.Unmarshal([]byte(dirs), &e); err != nil {
-			t.Fatal(err)
-		}
-		e.t = t
+	if e, inner := fromParent(t, innerEnv); inner {
 		err := e.collector(nil, 0).DestroyPU(context.Background(), gone("uid1"))
 		fmt.Printf("INNER no Runtime: DestroyPU(PodGone uid1) = %v (ErrNoEvidence: %v)\n", err, errors.Is(err, cni.ErrNoEvidence))
 		// With a Runtime (as examples/cni-gc wires one) that does not list
@@ -177,7 +172,7 @@ func TestAuditProcNetnsOfLiveProcessFromPrivatePIDNamespace(t *testing.T) {
 		t.Fatalf("host PID namespace, Runtime: DestroyPU = %v, DELs %v", err, e.dels())
 	}
 
-	dirs, _ := json.Marshal(map[string]string{"Cache": e.cache, "Plugins": e.plugins, "Conf": e.conf, "NetnsDir": e.netnsDir})
+	dirs, _ := json.Marshal(e)
 	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", os.Args[0],
 		"-test.run=^TestAuditProcNetnsOfLiveProcessFromPrivatePIDNamespace$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), innerEnv+"="+string(dirs))

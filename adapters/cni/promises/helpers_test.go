@@ -33,6 +33,25 @@ type env struct {
 }
 
 // MarshalJSON/UnmarshalJSON carry the directories to a child process.
+func (e *env) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]string{"Cache": e.cache, "Plugins": e.plugins, "Conf": e.conf, "NetnsDir": e.netnsDir})
+}
+
+// fromParent returns, in a child process a test ran, the env its parent
+// passed in the variable name, and whether there is one.
+func fromParent(t *testing.T, name string) (*env, bool) {
+	dirs := os.Getenv(name)
+	if dirs == "" {
+		return nil, false
+	}
+	e := &env{t: t}
+	if err := json.Unmarshal([]byte(dirs), e); err != nil {
+		t.Fatal(err)
+	}
+	e.t = t
+	return e, true
+}
+
 func (e *env) UnmarshalJSON(b []byte) error {
 	var m map[string]string
 	if err := json.Unmarshal(b, &m); err != nil {
