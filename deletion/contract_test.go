@@ -8,9 +8,7 @@ package deletion_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -27,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
@@ -1007,70 +1004,6 @@ func TestNoDestroyOnceStartIsDone(t *testing.T) {
 			assert.Equal(t, 1, c.Len())
 		}
 		cancel()
-	})
-}
-
-// TestDefaultLoggerIsNeverSilent: with no Logger, an abandoned PU, a
-// panicking port and a failing API reach klog, the ecosystem's default.
-func TestDefaultLoggerIsNeverSilent(t *testing.T) {
-	var buf syncBuffer
-	klog.LogToStderr(false)
-	klog.SetOutput(&buf)
-	t.Cleanup(func() {
-		klog.SetOutput(os.Stderr)
-		klog.LogToStderr(true)
-	})
-	getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
-		switch key.Name {
-		case "api-down":
-			return nil, errors.New("connection refused")
-		case "panics":
-			panic("getter bug")
-		}
-		return nil, ports.ErrPodNotFound
-	})
-	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
-		return ports.Permanent(errors.New("refused"))
-	})
-	for _, name := range []string{"api-down", "panics", "gone"} { // an engine each: one summary line each
-		c, err := deletion.New(getter, policy, deletion.Options{}) // no Logger
-		require.NoError(t, err)
-		require.NoError(t, c.Track(ports.PU{PUID: name, Pod: types.NamespacedName{Namespace: "ns", Name: name}}))
-		c.Sweep(context.Background())
-	}
-	klog.Flush()
-	out := buf.String()
-	assert.Contains(t, out, "connection refused")
-	assert.Contains(t, out, "port panicked: GetPod")
-	assert.Contains(t, out, "destroying PU failed for the last time")
-}
-
-// TestLogsScaleInAnOutage: while the API server is down, the engine logs
-// one error line per port per interval, whatever the number of PUs, and
-// each PU's first failure at V(1); the Observer still hears of every one.
-func TestLogsScaleInAnOutage(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		logs, evs := &logBuffer{}, &deletiontest.Events{}
-		c := deletiontest.NewEngine(t, getterOf(nil, errors.New("connection refused")), &deletiontest.Policy{}, deletion.Options{
-			SweepInterval: 5 * time.Second, Logger: logs.logger(), Observer: evs,
-		})
-		const n = 250
-		for i := range n {
-			require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
-		}
-		stop := deletiontest.Start(t, c)
-		time.Sleep(10*5*time.Second + time.Second) // ten intervals: 2,500 failed reads
-		synctest.Wait()
-		stop()
-
-		failed := len(evs.Of(deletion.EventGetFailed))
-		assert.GreaterOrEqual(t, failed, 10*n, "every failure reaches the Observer")
-		summaries := logs.lines("port failing")
-		assert.GreaterOrEqual(t, len(summaries), 9)
-		assert.LessOrEqual(t, len(summaries), 12, "one line per interval, not one per PU")
-		assert.Contains(t, summaries[0], `"port"="GetPod"`)
-		assert.Contains(t, summaries[0], "connection refused")
-		assert.Len(t, logs.lines(`"msg"="getting pod failed; keeping PU"`), n, "each PU's first failure, at V(1), once")
 	})
 }
 

@@ -1,11 +1,14 @@
 package deletion_test
 
 // The dry run's memory of dropped PUs while the Inventory's first list is not
-// in: as large as it says (Options.DryRun).
+// in: as large as it says (Options.DryRun), so that the list, when it
+// answers, does not bring them back to be reported again.
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -64,5 +67,65 @@ func TestADryRunRemembersAsManyDroppedPUsAsItEverTrackedAtOnce(t *testing.T) {
 		}
 		assert.Len(t, reports, 40)
 		assert.Zero(t, again, "%d of the 40 dropped PUs were reported again", again)
+	})
+}
+
+// DryRun: "reported once per reason ... and kept, or, when its pod is gone for good ..., dropped from memory ... Until
+// the Inventory's first list is in, it remembers the latest dropped PUs ... so that the list does not report them
+// again." The policy engine (the Inventory) still holds every PU: a dry run destroys nothing; its first lists fail.
+func TestAuditHoldsDryRunReportsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		events := &deletiontest.Events{}
+		var pus []ports.PU
+		for i := range 20 {
+			pus = append(pus, cluster.CreatePod(key(fmt.Sprint("p", i)), "node-a", ""))
+		}
+		var lists atomic.Int32
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			if lists.Add(1) <= 3 {
+				return nil, errors.New("policy engine down")
+			}
+			return pus, nil
+		})
+		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{DryRun: true, Inventory: inv, Observer: events})
+		for _, pu := range pus {
+			_ = engine.Track(pu)
+			cluster.DeletePod(pu.Pod)
+		}
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(10 * time.Minute)
+		if n := events.Count(deletion.EventWouldDestroy); n != 20 || engine.Len() != 0 {
+			t.Errorf("%d reports for 20 PUs, %d tracked, after %d lists", n, engine.Len(), lists.Load())
+		}
+	})
+}
+
+// Dry run: a PU dropped before the first list answers is not brought back and reported again by it.
+func TestAuditHoldsDryRunListDoesNotReportAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		var pus []ports.PU
+		for i := range 20 {
+			pus = append(pus, cluster.CreatePod(nsKey(fmt.Sprint("p", i)), "node-a", ""))
+		}
+		inv := deletiontest.NewInventory(pus...) // the policy engine's own list: it observes nothing
+		inv.FailNextLists(1, errors.New("unavailable"))
+		events := &deletiontest.Events{}
+		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{DryRun: true, Inventory: inv, Observer: events})
+		for _, pu := range pus {
+			if err := engine.Track(pu); err != nil {
+				t.Fatal(err)
+			}
+			cluster.DeletePod(pu.Pod)
+		}
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(5 * time.Minute)
+		if inv.Lists() < 2 {
+			t.Fatalf("%d lists", inv.Lists())
+		}
+		if n := events.Count(deletion.EventWouldDestroy); n != 20 {
+			t.Errorf("%d EventWouldDestroy, want 20 (once per PU)", n)
+		}
 	})
 }

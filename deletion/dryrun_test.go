@@ -75,10 +75,10 @@ func TestALongDryRunIsBoundedWhileTheInventoryFails(t *testing.T) {
 		stop := deletiontest.Start(t, c)
 		time.Sleep(3 * time.Second) // the checks begin without the list
 		synctest.Wait()
-		before := auditHeap()
+		before := liveHeap()
 		const n, size = 20_000, 1000
 		for i := range n {
-			id := strings.Repeat("x", size-8) + auditNum(i)
+			id := strings.Repeat("x", size-8) + num8(i)
 			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: "p"}}))
 			if i%1000 == 999 {
 				c.TriggerAll()
@@ -86,7 +86,7 @@ func TestALongDryRunIsBoundedWhileTheInventoryFails(t *testing.T) {
 			}
 		}
 		require.Zero(t, c.Len(), "every PU was reported and dropped")
-		grew := int64(auditHeap()) - int64(before)
+		grew := int64(liveHeap()) - int64(before)
 		assert.Less(t, grew, int64(n*size/4),
 			"the dry run holds %d KB more after %d PUs of %d-byte PUIDs were reported and dropped", grew/1024, n, size)
 		runtime.KeepAlive(c)

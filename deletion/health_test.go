@@ -210,3 +210,31 @@ func TestLivenessAllowsTheFirstListItsCheckTimeout(t *testing.T) {
 		assert.NotEmpty(t, rec.Of(deletion.EventChecked), "the PU is checked once the list has answered")
 	})
 }
+
+// Start: "Start returns within about ShutdownTimeout even when a port hangs"; LivenessCheck fails "when every worker
+// is stuck in a port".
+func TestAuditHoldsHungPortLivenessAndStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		release := make(chan struct{})
+		getter := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			<-release
+			return cluster.GetPod(context.Background(), k)
+		})
+		engine := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{Workers: 2, CheckTimeout: time.Second})
+		_ = engine.Track(cluster.CreatePod(key("a"), "node-a", ""))
+		_ = engine.Track(cluster.CreatePod(key("b"), "node-a", ""))
+		stop := deletiontest.Start(t, engine)
+		deletiontest.Advance(10 * time.Second)
+		if err := engine.LivenessCheck(nil); !errors.Is(err, deletion.ErrWorkersStuck) {
+			t.Errorf("LivenessCheck = %v, want ErrWorkersStuck", err)
+		}
+		began := time.Now()
+		stop()
+		if took := time.Since(began); took > 3*time.Second {
+			t.Errorf("Start took %v to return", took)
+		}
+		close(release)
+		synctest.Wait()
+	})
+}

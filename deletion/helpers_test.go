@@ -78,12 +78,16 @@ type logBuffer struct {
 	buf bytes.Buffer
 }
 
-func (b *logBuffer) logger() logr.Logger {
+// logger returns a logger into b that writes V(1) lines too.
+func (b *logBuffer) logger() logr.Logger { return b.loggerAt(1) }
+
+// loggerAt returns a logger into b that writes the lines up to V(v).
+func (b *logBuffer) loggerAt(v int) logr.Logger {
 	return funcr.New(func(prefix, args string) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.buf.WriteString(prefix + args + "\n")
-	}, funcr.Options{Verbosity: 1})
+	}, funcr.Options{Verbosity: v})
 }
 
 func (b *logBuffer) String() string {
@@ -134,12 +138,12 @@ func wheelNeighbour(puid string) string {
 	}
 }
 
-// auditJournal is an Inventory and an Observer over one set of PUs, as
+// holdingJournal is an Inventory and an Observer over one set of PUs, as
 // adapters/bolt's journal is: Track's event records a PU, a destroy, an
 // abandon or an Untrack forgets it, and ListPUs reads what is recorded. A
 // forget of a PUID in hold waits, as a journal's commit does, until that
 // channel is closed. The first failFirst lists fail.
-type auditJournal struct {
+type holdingJournal struct {
 	mu        sync.Mutex
 	pus       map[string]ports.PU
 	hold      map[string]chan struct{}
@@ -149,11 +153,11 @@ type auditJournal struct {
 	read chan struct{}
 }
 
-func newAuditJournal(failFirst int) *auditJournal {
-	return &auditJournal{pus: map[string]ports.PU{}, hold: map[string]chan struct{}{}, failFirst: failFirst, read: make(chan struct{})}
+func newHoldingJournal(failFirst int) *holdingJournal {
+	return &holdingJournal{pus: map[string]ports.PU{}, hold: map[string]chan struct{}{}, failFirst: failFirst, read: make(chan struct{})}
 }
 
-func (j *auditJournal) ListPUs(context.Context) ([]ports.PU, error) {
+func (j *holdingJournal) ListPUs(context.Context) ([]ports.PU, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.lists++
@@ -172,7 +176,7 @@ func (j *auditJournal) ListPUs(context.Context) ([]ports.PU, error) {
 	return out, nil
 }
 
-func (j *auditJournal) Observe(ev deletion.Event) {
+func (j *holdingJournal) Observe(ev deletion.Event) {
 	switch ev.Kind {
 	case deletion.EventTracked:
 		j.mu.Lock()
@@ -191,8 +195,8 @@ func (j *auditJournal) Observe(ev deletion.Event) {
 	}
 }
 
-// auditHeap returns the live heap after a collection.
-func auditHeap() uint64 {
+// liveHeap returns the live heap after a collection.
+func liveHeap() uint64 {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
@@ -200,8 +204,8 @@ func auditHeap() uint64 {
 	return m.HeapAlloc
 }
 
-// auditNum is i in 8 decimal digits.
-func auditNum(i int) string {
+// num8 is i in 8 decimal digits.
+func num8(i int) string {
 	b := []byte("00000000")
 	for k := 7; k >= 0 && i > 0; k-- {
 		b[k] = byte('0' + i%10)
@@ -400,3 +404,58 @@ func afterABlip(t *testing.T) (*deletion.Engine, *deletiontest.Cluster, *destroy
 	}
 	return c, w, policy, kept
 }
+
+// errorSink counts the error lines a logger writes, by message.
+type errorSink struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (s *errorSink) Init(logr.RuntimeInfo)          {}
+func (s *errorSink) Enabled(level int) bool         { return level == 0 }
+func (s *errorSink) Info(int, string, ...any)       {}
+func (s *errorSink) WithValues(...any) logr.LogSink { return s }
+func (s *errorSink) WithName(string) logr.LogSink   { return s }
+func (s *errorSink) Error(_ error, msg string, _ ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msgs = append(s.msgs, msg)
+}
+
+// newErrorLogger returns a logger into a new errorSink, and the sink.
+func newErrorLogger() (logr.Logger, *errorSink) {
+	s := &errorSink{}
+	return logr.New(s), s
+}
+
+// lines returns the messages of the error lines written, in order.
+func (s *errorSink) lines() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.msgs...)
+}
+
+// errorLines returns how many error lines were written.
+func (s *errorSink) errorLines() int { return len(s.lines()) }
+
+// summary counts msgs by message.
+func summary(msgs []string) map[string]int {
+	m := map[string]int{}
+	for _, s := range msgs {
+		m[s]++
+	}
+	return m
+}
+
+// key is the key of the pod of that name in namespace shop.
+func key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "shop", Name: name}
+}
+
+// nsKey is the key of the pod of that name in namespace ns.
+func nsKey(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns", Name: name}
+}
+
+// uidPU is the PU of the pod of that name in namespace ns, its PUID "uid-" and the name.
+func uidPU(name string) ports.PU { return ports.PU{PUID: "uid-" + name, Pod: nsKey(name)} }

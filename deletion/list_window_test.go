@@ -4,8 +4,10 @@ package deletion_test
 // was under way", however long tracking its answer takes, whether a journal
 // or the engine removed it, and whether the list is the first or a retry; a
 // list that hangs or misses its deadline keeps neither Start nor the checks
-// waiting, nor a record of removals for long; and a PU a trigger queued
-// before Start still takes the sandbox the list gives it.
+// waiting (it delays the first check by its deadline and a second, and is
+// retried), nor a record of removals for long; a PU untracked before Start
+// is not listed back by a journal; and a PU a trigger queued, or the
+// informer tracked, before Start still takes the sandbox the list gives it.
 
 import (
 	"context"
@@ -152,7 +154,7 @@ func TestAListNeverBringsBackAPUUntrackedBeforeItIsTracked(t *testing.T) {
 // and no DestroyPU of it may start.
 func TestAnUntrackedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := newAuditJournal(1)
+		j := newHoldingJournal(1)
 		j.hold["x"] = j.read // the forget commits once the retried list has read the journal
 		policy := newDestroyLog()
 		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
@@ -191,7 +193,7 @@ func TestAnUntrackedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt(t *test
 // again.
 func TestADestroyedPUIsNotRestoredFromAListMadeBeforeItsJournalForgotIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := newAuditJournal(1)
+		j := newHoldingJournal(1)
 		j.hold["x"] = j.read
 		policy := newDestroyLog()
 		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
@@ -302,11 +304,11 @@ func TestTheTombstonesOfAHungListAreBounded(t *testing.T) {
 		stop := deletiontest.Start(t, c)
 		time.Sleep(3 * time.Second) // the checks begin without the list
 		synctest.Wait()
-		before := auditHeap()
+		before := liveHeap()
 		const n, size = 20_000, 1000
 		for i := range n {
 			id := strings.Repeat("x", size-8) + strings.Repeat("0", 8)
-			id = id[:size-8] + auditNum(i)
+			id = id[:size-8] + num8(i)
 			require.NoError(t, c.Track(ports.PU{PUID: id, Pod: types.NamespacedName{Namespace: "ns", Name: "p"}}))
 			if i%1000 == 999 {
 				c.TriggerAll()
@@ -318,7 +320,7 @@ func TestTheTombstonesOfAHungListAreBounded(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, int64(n), destroyed.Load())
 		require.Zero(t, c.Len())
-		grew := int64(auditHeap()) - int64(before)
+		grew := int64(liveHeap()) - int64(before)
 		assert.Less(t, grew, int64(n*size/4),
 			"the engine holds %d KB more after %d PUs of %d-byte PUIDs were tracked and destroyed", grew/1024, n, size)
 		runtime.KeepAlive(c)
@@ -542,5 +544,239 @@ func TestAListDoesNotBringBackAPUDestroyedBeforeAnyListAnswered(t *testing.T) {
 		deletiontest.Advance(time.Hour) // the list answers, with web-0
 		assert.Equal(t, 1, policy.Count(web.PUID), "destroyed once")
 		assert.Zero(t, engine.Len())
+	})
+}
+
+// Options.Inventory: "A list never brings back a PU removed from when it began until its answer is tracked". The
+// informer tracked A; the first list is slow; A is untracked meanwhile; the list answers A.
+func TestAuditHoldsListAnsweringAfterUntrack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		a := cluster.CreatePod(key("a"), "node-a", "")
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			time.Sleep(2 * time.Second)
+			return []ports.PU{a}, nil
+		})
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv, CheckTimeout: 5 * time.Second})
+		_ = engine.Track(a)
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(time.Second)
+		engine.Untrack(a.PUID)
+		cluster.DeletePod(a.Pod)
+		deletiontest.Advance(time.Minute)
+		if engine.Len() != 0 || policy.CallCount() != 0 {
+			t.Errorf("tracked %d, destroys %d after the list brought back an untracked PU", engine.Len(), policy.CallCount())
+		}
+	})
+}
+
+// Untrack during a list that holds the PU: the list does not bring it back.
+func TestAuditHoldsUntrackDuringListNotBroughtBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		pu := cluster.CreatePod(nsKey("web"), "node-a", "")
+		release := make(chan struct{})
+		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { <-release; return []ports.PU{pu}, nil })
+		policy := &deletiontest.Policy{}
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv})
+		if err := engine.Track(pu); err != nil {
+			t.Fatal(err)
+		}
+		deletiontest.Start(t, engine)
+		synctest.Wait()
+		engine.Untrack(pu.PUID)
+		close(release)
+		cluster.DeletePod(pu.Pod)
+		deletiontest.Advance(time.Minute)
+		if engine.Len() != 0 || policy.CallCount() != 0 {
+			t.Errorf("%d tracked, %d destroys", engine.Len(), policy.CallCount())
+		}
+	})
+}
+
+// Promise (go doc Engine.Untrack): "Once it returns, no DestroyPU of that PU starts, though the Inventory's list under
+// way holds it ... the Inventory must no longer list it (a journal that observes EventUntracked does not)";
+// docs/sdk/engine.md:31-34 says the same.
+//
+// After a restart, the journal (deletiontest.Inventory, as Inventory and Observer, as bolt.Journal is) holds P from the
+// last run. Before Start, the agent tears P down itself and calls Untrack(P). P is not tracked yet, so Untrack tells
+// the Observer nothing and the journal keeps P; Start's list brings P back and the engine destroys it: a DestroyPU of P
+// starts after Untrack(P) returned. (That a journal is not told of such an Untrack, for a later run, is documented.)
+func TestAuditUntrackBeforeStartKeepsJournalFromListing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		p := cluster.CreatePod(nsKey("web"), "node-a", "sb1")
+		journal := deletiontest.NewInventory(p) // left by the last run
+		cluster.DeletePod(p.Pod)                // the pod went while the agent was down
+
+		policy := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: journal, Observer: journal})
+		e.Untrack(p.PUID) // the agent tore P down itself
+		deletiontest.Start(t, e)
+		deletiontest.Advance(time.Minute)
+		if n := policy.Count(p.PUID); n != 0 {
+			t.Errorf("DestroyPU of %s called %d times after Untrack(%s) returned (the journal still listed it: %v)", p.PUID, n, p.PUID, journal.PUs())
+		}
+	})
+}
+
+// Options.Inventory: "nor one destroyed ... while no list had answered yet". A Sweep before Start destroys A; a stale
+// journal still lists it.
+func TestAuditHoldsStaleListAfterDestroyBeforeStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		a := cluster.CreatePod(key("a"), "node-a", "")
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) { return []ports.PU{a}, nil })
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv})
+		_ = engine.Track(a)
+		cluster.DeletePod(a.Pod)
+		engine.Sweep(t.Context())
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(time.Minute)
+		if policy.CallCount() != 1 {
+			t.Errorf("%d DestroyPU calls, want 1", policy.CallCount())
+		}
+	})
+}
+
+// Options.Inventory: "a failing or late list is retried with backoff until it answers, while checks go on."
+// docs/sdk/ports.md:16: "The engine calls every port under a deadline ... and treats a port that hangs ... as a
+// failure". The first ListPUs hangs past every deadline (it ignores its context); a second call would answer.
+func TestAuditHungInventoryListIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		pu := cluster.CreatePod(key("web-0"), "node-a", "")
+		cluster.DeletePod(pu.Pod) // gone while the agent was down
+		release := make(chan struct{})
+		var calls atomic.Int32
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			if calls.Add(1) == 1 {
+				<-release // hangs, ignoring ctx
+			}
+			return []ports.PU{pu}, nil
+		})
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv, CheckTimeout: 5 * time.Second})
+		stop := deletiontest.Start(t, engine)
+		deletiontest.Advance(30 * time.Minute)
+
+		n, destroyed := calls.Load(), len(policy.Destroyed())
+		stop()
+		close(release)
+		synctest.Wait()
+		if n < 2 || destroyed != 1 {
+			t.Errorf("after 30 min with the first list hung past its %v deadline: %d ListPUs calls, %d destroys; "+
+				"want the list retried (>=2 calls) and the PU of the gone pod destroyed", 5*time.Second, n, destroyed)
+		}
+	})
+}
+
+// Options.Inventory: "The first list delays the first check by at most its deadline (CheckTimeout, at least a second)
+// and a second". LivenessCheck: a check due three intervals ago is not queued "(and since Start began, and its first
+// list's deadline)" fails it: a slow first list does not. Start "returns within about ShutdownTimeout even when a port
+// hangs, the Inventory included".
+func TestAuditHoldsHungFirstListDelaysChecksByItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		release := make(chan struct{})
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			<-release
+			return nil, nil
+		})
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv, CheckTimeout: 20 * time.Second, SweepInterval: time.Second})
+		pu := cluster.CreatePod(key("a"), "node-a", "")
+		_ = engine.Track(pu)
+		cluster.DeletePod(pu.Pod)
+		engine.TriggerPod(pu.Pod)
+		t0 := time.Now()
+		stop := deletiontest.Start(t, engine)
+		for range 25 {
+			deletiontest.Advance(time.Second)
+			if err := engine.LivenessCheck(nil); err != nil {
+				t.Errorf("at %v: LivenessCheck %v during the first list's deadline", time.Since(t0), err)
+			}
+		}
+		calls := policy.Calls()
+		if len(calls) != 1 || calls[0].At.Sub(t0) > 21*time.Second {
+			t.Errorf("destroys %v; want one by 21s", calls)
+		}
+		began := time.Now()
+		stop()
+		if took := time.Since(began); took > 3*time.Second {
+			t.Errorf("Start took %v to return with a hung Inventory", took)
+		}
+		close(release)
+		synctest.Wait()
+	})
+}
+
+// An Inventory that hangs past every deadline: Start checks after the list's deadline and a second, LivenessCheck
+// holds meanwhile, and Start returns within about ShutdownTimeout.
+func TestAuditHoldsHungInventory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		hang := make(chan struct{})
+		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { <-hang; return nil, nil })
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Inventory: inv, SweepInterval: time.Second, CheckTimeout: 5 * time.Second})
+		pu := cluster.CreatePod(nsKey("web"), "node-a", "")
+		if err := engine.Track(pu); err != nil {
+			t.Fatal(err)
+		}
+		cluster.DeletePod(pu.Pod)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- engine.Start(ctx) }()
+		for range 5 {
+			time.Sleep(time.Second)
+			if err := engine.LivenessCheck(nil); err != nil {
+				t.Errorf("LivenessCheck during the first list: %v", err)
+			}
+		}
+		if policy.CallCount() != 0 {
+			t.Errorf("a check before the first list's deadline")
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if policy.CallCount() != 1 {
+			t.Errorf("%d destroys 7s in, want 1 (list deadline 5s and a second)", policy.CallCount())
+		}
+		cancel()
+		began := time.Now()
+		<-done
+		if took := time.Since(began); took > deletion.DefaultShutdownTimeout+time.Second {
+			t.Errorf("Start took %v to return", took)
+		}
+		close(hang)
+	})
+}
+
+// docs/sdk/restarts.md:50-56: after a restart, an entry tracked without a sandbox and not yet checked takes the sandbox
+// the Inventory recorded, "A sandbox replaced while the agent was down is thus destroyed as changed (row 10, with the
+// old sandbox)".
+func TestAuditHoldsRestartDestroysSandboxReplacedWhileDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		inv := deletiontest.NewInventory()
+		pol := &deletiontest.Policy{}
+		opts := deletion.Options{SandboxExtractor: cluster, Inventory: inv, Observer: inv}
+		e1 := deletiontest.NewEngine(t, cluster, pol, opts)
+		pu := cluster.CreatePod(nsKey("a"), "", "sb-1")
+		stop := deletiontest.Start(t, e1)
+		_ = e1.Track(ports.PU{PUID: pu.PUID, Pod: pu.Pod}) // as adapters/k8s tracks: without a sandbox
+		deletiontest.Advance(10 * time.Second)
+		stop()
+		_ = cluster.SetSandbox(pu.Pod, "sb-2") // while the agent is down
+		e2 := deletiontest.NewEngine(t, cluster, pol, opts)
+		_ = e2.Track(ports.PU{PUID: pu.PUID, Pod: pu.Pod}) // the informer's add comes first
+		deletiontest.Start(t, e2)
+		deletiontest.Advance(10 * time.Second)
+		want := []ports.DestroyEvent{{PUID: pu.PUID, Pod: pu.Pod, SandboxID: "sb-1", Reason: ports.ReasonSandboxChanged}}
+		if got := pol.Destroyed(); fmt.Sprint(got) != fmt.Sprint(want) || e2.Len() != 0 || len(inv.PUs()) != 0 {
+			t.Errorf("destroyed %v, want %v; engine holds %d, journal %v", got, want, e2.Len(), inv.PUs())
+		}
 	})
 }

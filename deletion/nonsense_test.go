@@ -1,14 +1,16 @@
 package deletion_test
 
 // Ports are other people's code: a port that returns nonsense (a typed-nil
-// error) fails, and a failing port keeps the PU; a programming error (a nil
-// context, a typed-nil Clock or Observer) gets an error, or a clear panic
-// in the caller, before any goroutine starts.
+// error, an error that cannot be read or is too large to read, a nil pod,
+// another pod, an answer past its deadline) fails, and a failing port keeps
+// the PU (GetPod) or is retried (DestroyPU, Inventory).
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
@@ -117,42 +118,463 @@ func TestAnInventoryReturningATypedNilErrorIsRetried(t *testing.T) {
 	})
 }
 
-// TestANilContextIsRefusedBeforeAnyGoroutineStarts: Start(nil) returns an
-// error wrapping ErrNilContext and Sweep(nil) panics in its caller with a
-// message saying so; neither starts a goroutine nor changes the engine:
-// Start still runs afterwards.
-func TestANilContextIsRefusedBeforeAnyGoroutineStarts(t *testing.T) {
-	verifyNoLeaks(t)
-	c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{})
-	require.NoError(t, c.Track(pu("x")))
-	//lint:ignore SA1012 a nil context, on purpose
-	err := c.Start(nil)
-	require.ErrorIs(t, err, deletion.ErrNilContext)
-	assert.PanicsWithValue(t, "deletion: Sweep called with a nil context", func() {
-		//lint:ignore SA1012 a nil context, on purpose
-		c.Sweep(nil)
-	})
-	assert.Equal(t, 1, c.Len())
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	assert.NoError(t, c.Start(ctx), "a nil context did not count as Start's one call")
+type ptrErr struct{ s string }
+
+func (e *ptrErr) Error() string        { return e.s }
+func (e *ptrErr) Is(target error) bool { return target == ports.ErrPodNotFound }
+
+type mapErr map[string]string
+
+func (mapErr) Error() string        { return "map" }
+func (mapErr) Is(target error) bool { return target == ports.ErrPodNotFound }
+func (m mapErr) Unwrap() error      { return ports.ErrPodNotFound }
+
+type sliceErr []error
+
+func (s sliceErr) Error() string   { return s[0].Error() } // panics when nil
+func (s sliceErr) Unwrap() []error { return []error{ports.ErrPodNotFound} }
+
+type funcErr func() string
+
+func (f funcErr) Error() string      { return f() }
+func (funcErr) Is(target error) bool { return target == ports.ErrPodNotFound }
+
+type wrapPerm struct{ inner error }
+
+func (w wrapPerm) Error() string { return "wrapped" }
+func (w wrapPerm) Unwrap() error { return w.inner }
+
+// docs/sdk/ports.md:16-18: "treats a port that hangs, fails or answers nonsense (a nil pod, another pod, a typed-nil
+// error) as a failure that keeps the PU". GetPod answers nonsense; a Sweep must destroy nothing.
+func TestAuditHoldsGetPodNonsenseKeepsThePU(t *testing.T) {
+	typedNils := map[string]error{
+		"nil pointer Is NotFound":   (*ptrErr)(nil),
+		"nil map Unwrap NotFound":   mapErr(nil),
+		"nil slice, reading panics": sliceErr(nil),
+		"nil func, reading panics":  funcErr(nil),
+		"wrapped nil pointer":       fmt.Errorf("x: %w", (*ptrErr)(nil)),
+		"joined with a typed nil":   errors.Join(ports.ErrPodNotFound, (*ptrErr)(nil)),
+		"permanent typed nil":       ports.Permanent((*ptrErr)(nil)),
+	}
+	answers := map[string]func(key types.NamespacedName) (*corev1.Pod, error){
+		"nil pod": func(types.NamespacedName) (*corev1.Pod, error) { return nil, nil },
+		"other pod": func(types.NamespacedName) (*corev1.Pod, error) {
+			return deletiontest.Pod(key("other"), "uid-x", "node-a"), nil
+		},
+		"no uid": func(k types.NamespacedName) (*corev1.Pod, error) { return deletiontest.Pod(k, "", "node-a"), nil },
+		"panic NotFound": func(types.NamespacedName) (*corev1.Pod, error) {
+			panic(ports.ErrPodNotFound)
+		},
+		"pod and typed nil": func(k types.NamespacedName) (*corev1.Pod, error) {
+			return nil, mapErr(nil)
+		},
+	}
+	for name, e := range typedNils {
+		answers[name] = func(types.NamespacedName) (*corev1.Pod, error) { return nil, e }
+	}
+	for name, answer := range answers {
+		t.Run(name, func(t *testing.T) {
+			policy := &deletiontest.Policy{}
+			getter := ports.PodGetterFunc(func(_ context.Context, k types.NamespacedName) (*corev1.Pod, error) { return answer(k) })
+			engine := deletiontest.NewEngine(t, getter, policy, deletion.Options{NodeName: "node-a"})
+			if err := engine.Track(ports.PU{PUID: "uid-1", Pod: key("web-0")}); err != nil {
+				t.Fatal(err)
+			}
+			engine.Sweep(context.Background())
+			if policy.CallCount() != 0 || engine.Len() != 1 {
+				t.Errorf("%d destroys, %d tracked; want 0 and 1", policy.CallCount(), engine.Len())
+			}
+		})
+	}
 }
 
-// nilClock is a clock.WithTicker whose methods dereference their receiver.
-type nilClock struct{ clock.RealClock }
+// ports.PolicyHandler.DestroyPU: "An error wrapped with Permanent is not retried; any other error, one that cannot be
+// read (a typed nil) too, is retried with backoff."
+func TestAuditHoldsDestroyPUTypedNilIsRetried(t *testing.T) {
+	for name, e := range map[string]error{
+		"nil pointer":              (*ptrErr)(nil),
+		"nil map":                  mapErr(nil),
+		"nil slice":                sliceErr(nil),
+		"nil func":                 funcErr(nil),
+		"permanent nil ptr":        ports.Permanent((*ptrErr)(nil)),
+		"wrapper of permanent nil": wrapPerm{ports.Permanent(mapErr(nil))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cluster := deletiontest.NewCluster()
+			policy := &deletiontest.Policy{}
+			engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{})
+			pu := cluster.CreatePod(key("web-0"), "node-a", "")
+			_ = engine.Track(pu)
+			cluster.DeletePod(pu.Pod)
+			policy.FailNext(1, e)
+			engine.Sweep(context.Background())
+			if engine.Len() != 1 {
+				t.Fatalf("dropped after a typed-nil DestroyPU error")
+			}
+			engine.Sweep(context.Background())
+			if engine.Len() != 0 || policy.Count(pu.PUID) != 2 {
+				t.Errorf("retry: %d calls, %d tracked", policy.Count(pu.PUID), engine.Len())
+			}
+		})
+	}
+	// A readable wrapper of Permanent gives up at once.
+	cluster := deletiontest.NewCluster()
+	policy := &deletiontest.Policy{}
+	engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{})
+	pu := cluster.CreatePod(key("web-0"), "node-a", "")
+	_ = engine.Track(pu)
+	cluster.DeletePod(pu.Pod)
+	policy.FailNext(1, wrapPerm{ports.Permanent(errors.New("no such PU"))})
+	engine.Sweep(context.Background())
+	if engine.Len() != 0 || policy.Count(pu.PUID) != 1 {
+		t.Errorf("permanent: %d calls, %d tracked", policy.Count(pu.PUID), engine.Len())
+	}
+}
 
-// TestATypedNilClockOrObserverIsRefused: New rejects a typed-nil Clock
-// with ErrInvalidOptions, as it rejects a typed-nil port, and Observers
-// skips a nil ObserverFunc as it skips a nil Observer.
-func TestATypedNilClockOrObserverIsRefused(t *testing.T) {
-	var clk *nilClock
-	_, err := deletion.New(getterOf(nil, ports.ErrPodNotFound), newDestroyLog(), deletion.Options{Clock: clk})
-	require.ErrorIs(t, err, deletion.ErrInvalidOptions)
-	assert.Contains(t, err.Error(), "Clock")
+type nilMapErr map[string]string
 
-	var told []deletion.EventKind
-	obs := deletion.Observers(deletion.ObserverFunc(func(ev deletion.Event) { told = append(told, ev.Kind) }), deletion.ObserverFunc(nil))
-	assert.NotPanics(t, func() { obs.Observe(deletion.Event{Kind: deletion.EventTracked}) })
-	assert.Equal(t, []deletion.EventKind{deletion.EventTracked}, told)
-	assert.False(t, errors.Is(err, deletion.ErrNilPort))
+func (m nilMapErr) Error() string        { return "map error" }
+func (m nilMapErr) Is(target error) bool { return target == ports.ErrPodNotFound }
+
+type nilSliceErr []error
+
+func (s nilSliceErr) Error() string   { return "slice error" }
+func (s nilSliceErr) Unwrap() []error { return []error{ports.ErrPodNotFound} }
+
+type ptrErr2 struct{ msg string }
+
+func (p *ptrErr2) Error() string { return p.msg }
+func (p *ptrErr2) Unwrap() error { return ports.ErrPodNotFound }
+
+// Ports answering nonsense keep the PU: typed-nil errors of every kind, matching ErrPodNotFound or not, wrapped or
+// joined, a nil pod, another pod, a panic with ErrPodNotFound.
+func TestAuditHoldsNonsenseFromGetPodKeepsThePU(t *testing.T) {
+	answers := map[string]func() (*corev1.Pod, error){
+		"nil map error":          func() (*corev1.Pod, error) { return nil, nilMapErr(nil) },
+		"nil func error":         func() (*corev1.Pod, error) { return nil, funcErr(nil) },
+		"nil slice error":        func() (*corev1.Pod, error) { return nil, nilSliceErr(nil) },
+		"nil pointer error":      func() (*corev1.Pod, error) { return nil, (*ptrErr2)(nil) },
+		"wrapped nil pointer":    func() (*corev1.Pod, error) { return nil, fmt.Errorf("x: %w", (*ptrErr2)(nil)) },
+		"joined with a nil":      func() (*corev1.Pod, error) { return nil, errors.Join(ports.ErrPodNotFound, nilMapErr(nil)) },
+		"nil pod, nil error":     func() (*corev1.Pod, error) { return nil, nil },
+		"another pod":            func() (*corev1.Pod, error) { return deletiontest.Pod(nsKey("other"), "uid-x", "node-a"), nil },
+		"pod without a UID":      func() (*corev1.Pod, error) { return deletiontest.Pod(nsKey("web"), "", "node-a"), nil },
+		"panic with not found":   func() (*corev1.Pod, error) { panic(ports.ErrPodNotFound) },
+		"pod and typed-nil err":  func() (*corev1.Pod, error) { return nil, nilSliceErr(nil) },
+		"nameless pod other UID": func() (*corev1.Pod, error) { return deletiontest.Pod(types.NamespacedName{}, "uid-x", ""), nil },
+	}
+	for name, answer := range answers {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return answer() })
+				policy := &deletiontest.Policy{}
+				events := &deletiontest.Events{}
+				engine := deletiontest.NewEngine(t, getter, policy, deletion.Options{NodeName: "node-a", Observer: events})
+				if err := engine.Track(ports.PU{PUID: "uid-1", Pod: nsKey("web")}); err != nil {
+					t.Fatal(err)
+				}
+				engine.Sweep(t.Context())
+				deletiontest.Start(t, engine)
+				deletiontest.Advance(time.Minute)
+				if policy.CallCount() != 0 || engine.Len() != 1 || events.Count(deletion.EventGetFailed) == 0 {
+					t.Errorf("%d destroys, %d tracked, %d EventGetFailed", policy.CallCount(), engine.Len(), events.Count(deletion.EventGetFailed))
+				}
+			})
+		})
+	}
+}
+
+// DestroyPU: Permanent of a typed nil is retried; Permanent of a real error gives up at once; a panic with a
+// Permanent error is retried.
+func TestAuditHoldsDestroyPUNonsense(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err      func() error
+		abandons bool
+	}{
+		"permanent typed nil": {func() error { return ports.Permanent((*ptrErr2)(nil)) }, false},
+		"permanent":           {func() error { return ports.Permanent(errors.New("no such PU")) }, true},
+		"panic permanent":     {func() error { panic(ports.Permanent(errors.New("x"))) }, false},
+		"typed nil":           {func() error { return nilMapErr(nil) }, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cluster := deletiontest.NewCluster()
+				policy := &deletiontest.Policy{}
+				policy.SetAnswer(func(context.Context, ports.DestroyEvent) error { return tc.err() })
+				events := &deletiontest.Events{}
+				engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Observer: events})
+				pu := cluster.CreatePod(nsKey("web"), "node-a", "")
+				if err := engine.Track(pu); err != nil {
+					t.Fatal(err)
+				}
+				cluster.DeletePod(pu.Pod)
+				engine.Sweep(t.Context())
+				if got := events.Count(deletion.EventAbandoned) == 1; got != tc.abandons {
+					t.Errorf("abandoned %v, want %v (%d tracked)", got, tc.abandons, engine.Len())
+				}
+			})
+		})
+	}
+}
+
+// docs/sdk/ports.md:16-18: "The engine calls every port under a deadline (Options.CheckTimeout), recovers its panics,
+// and treats a port that hangs, fails or answers nonsense ... as a failure that keeps the PU". Options.CheckTimeout:
+// "the deadline of one check, destroy included". DestroyPU hangs past the deadline, ignoring its context, then
+// answers a permanent error: the engine gives the PU up instead of keeping it.
+func TestAuditDestroyPUAnswerPastTheDeadlineKeepsThePU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		events := &deletiontest.Events{}
+		policy.SetAnswer(func(ctx context.Context, ev ports.DestroyEvent) error {
+			time.Sleep(10 * time.Second) // ignores ctx
+			return ports.Permanent(errors.New("policy engine: no such PU"))
+		})
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{CheckTimeout: time.Second, Observer: events})
+		pu := cluster.CreatePod(key("a"), "node-a", "")
+		_ = engine.Track(pu)
+		cluster.DeletePod(pu.Pod)
+		deletiontest.Start(t, engine)
+		engine.TriggerPod(pu.Pod)
+		deletiontest.Advance(11 * time.Second)
+		if n := events.Count(deletion.EventAbandoned); n != 0 || engine.Len() != 1 {
+			t.Errorf("DestroyPU answered 9s past its 1s deadline: %d abandoned, %d tracked; want the late answer taken "+
+				"as a failure that keeps the PU", n, engine.Len())
+		}
+		policy.SetAnswer(nil)
+		deletiontest.Advance(time.Minute)
+	})
+}
+
+// fanErr is a readable error (no typed nil, nothing panics) whose Unwrap() []error answers the same child twice, 60
+// levels deep: 60 values that a walk of the error tree visits 2^60 times. off cuts every Unwrap short, so that the
+// test leaves no goroutine spinning behind it.
+type fanErr struct {
+	off   *atomic.Bool
+	child *fanErr
+}
+
+func (e *fanErr) Error() string { return "fan-out error" }
+func (e *fanErr) Unwrap() []error {
+	if e.child == nil || e.off.Load() {
+		return nil
+	}
+	return []error{e.child, e.child}
+}
+
+func newFanErr(depth int, off *atomic.Bool) error {
+	var e *fanErr
+	for range depth {
+		e = &fanErr{off: off, child: e}
+	}
+	return e
+}
+
+// docs/sdk/ports.md:16-18: "The engine calls every port under a deadline (`Options.CheckTimeout`), recovers its
+// panics, and treats a port that hangs, fails or answers nonsense (a nil pod, another pod, a typed-nil error) as a
+// failure that keeps the PU: a check that learned nothing destroys nothing." docs/sdk/engine.md:17-18: "Ports that
+// fail or panic cannot lose a PU". ports/values.go:135-140 (go doc ports.Readable): "through Unwrap() error and
+// Unwrap() []error, at most 64 deep".
+//
+// GetPod answers once, at once, with an error whose Unwrap() []error forms a DAG (errors.Join(e, e), nested): the
+// engine's reading of it (ports.Readable, then errors.Is) walks it as a tree, 2^60 nodes, past every deadline and
+// forever. The check never ends: its worker spins on a core, the PU stays "checking", and when GetPod later answers
+// that the pod is gone, no Sweep checks it again: the PU is never destroyed.
+//
+// Not under testing/synctest: a goroutine that spins is never durably blocked, so a bubble's fake clock would never
+// move; the test runs on real time, about 2.5 s.
+func TestAuditNonsenseErrorIsAFailureThatKeepsThePU(t *testing.T) {
+	off := &atomic.Bool{}
+	t.Cleanup(func() { off.Store(true) }) // lets the stuck check end once the test is over
+	cluster := deletiontest.NewCluster()
+	pol := &deletiontest.Policy{}
+	var nonsense atomic.Bool
+	nonsense.Store(true)
+	getter := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+		if nonsense.Load() {
+			return nil, newFanErr(60, off)
+		}
+		return cluster.GetPod(ctx, k)
+	})
+	e := deletiontest.NewEngine(t, getter, pol, deletion.Options{CheckTimeout: 100 * time.Millisecond})
+	pu := cluster.CreatePod(nsKey("a"), "", "")
+	if err := e.Track(pu); err != nil {
+		t.Fatal(err)
+	}
+	sweep := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		e.Sweep(ctx)
+	}
+	sweep() // the nonsense answer: returns once the check is a second past its deadline
+
+	nonsense.Store(false)
+	cluster.DeletePod(pu.Pod) // GetPod now answers: not found
+	sweep()
+
+	if e.Len() != 0 || pol.CallCount() != 1 {
+		t.Errorf("after a nonsense answer and then the pod's deletion: %d PU(s) tracked (state %q), %d DestroyPU call(s); "+
+			"want the nonsense answer taken as a failure, then the PU destroyed", e.Len(), e.Status()[0].State, pol.CallCount())
+	}
+}
+
+// detailErr is an error whose reading panics (its detail was never set) and whose Is says "not found".
+type detailErr struct{ detail *string }
+
+func (e detailErr) Error() string        { return "not found: " + *e.detail }
+func (e detailErr) Is(target error) bool { return target == ports.ErrPodNotFound }
+
+// opaqueWrap wraps an error without reading it.
+type opaqueWrap struct{ inner error }
+
+func (w opaqueWrap) Error() string { return "get pod failed" }
+func (w opaqueWrap) Unwrap() error { return w.inner }
+
+// Promise (go doc ports.Readable): "Readable reports whether a port's error can be read: err is nil, or it and every
+// error it wraps ... are neither a nil pointer, map, slice, func or chan held in the interface (a typed nil) nor panic
+// when asked Error or Unwrap. An error that cannot be read says nothing the engine may act on, whatever its Is, As and
+// Unwrap answer: the engine takes it as a plain failure, so that it keeps the PU (GetPod) or retries (DestroyPU)".
+// docs/sdk/ports.md:16-18: a port that "answers nonsense ... [is] a failure that keeps the PU".
+//
+// An error that wraps one whose Error panics is taken as readable; its wrapped Is says "not found", and the engine
+// destroys the PU of a pod that GetPod never said was gone.
+func TestAuditUnreadableWrappedErrorKeepsPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bad := opaqueWrap{inner: detailErr{}}
+		if ports.Readable(bad) {
+			t.Errorf("ports.Readable(%T wrapping an error whose Error panics) = true, want false", bad)
+		}
+		if deletion.IsNotFound(bad) {
+			t.Errorf("deletion.IsNotFound(unreadable error) = true, want false")
+		}
+
+		p := uidPU("web")
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			return nil, opaqueWrap{inner: detailErr{}}
+		})
+		policy := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, getter, policy, deletion.Options{})
+		if err := e.Track(p); err != nil {
+			t.Fatal(err)
+		}
+		e.Sweep(context.Background())
+		if n := policy.CallCount(); n != 0 || e.Len() != 1 {
+			t.Errorf("GetPod answered an unreadable error: DestroyPU called %d times (%v), tracked %d; want the PU kept", n, policy.Calls(), e.Len())
+		}
+	})
+}
+
+// Same root, DestroyPU's side (go doc ports.PolicyHandler.DestroyPU: "any other error, one that cannot be read (a
+// typed nil) too, is retried with backoff"; ports.IsPermanent: "An error that cannot be read (Readable is false) is
+// not").
+func TestAuditUnreadablePermanentIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bad := ports.Permanent(opaqueWrap{inner: detailErr{}})
+		if ports.IsPermanent(bad) {
+			t.Errorf("ports.IsPermanent(Permanent(wrapping an error whose Error panics)) = true, want false")
+		}
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		policy.FailNext(1, bad)
+		e := deletiontest.NewEngine(t, cluster, policy, deletion.Options{})
+		p := cluster.CreatePod(nsKey("web"), "node-a", "")
+		if err := e.Track(p); err != nil {
+			t.Fatal(err)
+		}
+		cluster.DeletePod(p.Pod)
+		e.Sweep(context.Background())
+		if e.Len() != 1 {
+			t.Errorf("DestroyPU answered an unreadable error: the PU was given up on (tracked %d), want it kept for a retry", e.Len())
+		}
+	})
+}
+
+// lookupError's methods read no field: a nil *lookupError answers them
+// without a panic, and says it is ports.ErrPodNotFound.
+type lookupError struct{}
+
+func (*lookupError) Error() string        { return "lookup failed" }
+func (*lookupError) Is(target error) bool { return target == ports.ErrPodNotFound }
+
+// Typed nils of the other kinds that may implement error, whose methods
+// answer as lookupError's do.
+type (
+	notFoundMap   map[string]string
+	notFoundSlice []string
+	notFoundFunc  func()
+	notFoundChan  chan struct{}
+)
+
+func (notFoundMap) Error() string          { return "lookup failed (map)" }
+func (notFoundMap) Is(target error) bool   { return target == ports.ErrPodNotFound }
+func (notFoundSlice) Error() string        { return "lookup failed (slice)" }
+func (notFoundSlice) Is(target error) bool { return target == ports.ErrPodNotFound }
+func (notFoundFunc) Error() string         { return "lookup failed (func)" }
+func (notFoundFunc) Is(target error) bool  { return target == ports.ErrPodNotFound }
+func (notFoundChan) Error() string         { return "lookup failed (chan)" }
+func (notFoundChan) Is(target error) bool  { return target == ports.ErrPodNotFound }
+
+// permanentWrap's methods read no field: a nil *permanentWrap unwraps to a
+// permanent error.
+type permanentWrap struct{}
+
+func (*permanentWrap) Error() string { return "destroy failed" }
+func (*permanentWrap) Unwrap() error { return ports.Permanent(errors.New("x")) }
+
+// TestATypedNilErrorReadThroughItsMethodsKeepsThePU: GetPod answers a typed
+// nil of each kind whose methods answer, and say NotFound; a Sweep must keep
+// the PU, for an error that cannot be read is a failure.
+func TestATypedNilErrorReadThroughItsMethodsKeepsThePU(t *testing.T) {
+	for name, err := range map[string]error{
+		"pointer": (*lookupError)(nil),
+		"map":     notFoundMap(nil),
+		"slice":   notFoundSlice(nil),
+		"func":    notFoundFunc(nil),
+		"chan":    notFoundChan(nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				assert.False(t, deletion.IsNotFound(err), "IsNotFound of a typed nil %T", err)
+				getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, err })
+				policy := &deletiontest.Policy{}
+				c := deletiontest.NewEngine(t, getter, policy, deletion.Options{})
+				require.NoError(t, c.Track(pu("a")))
+				c.Sweep(context.Background())
+				assert.Empty(t, policy.Calls(), "DestroyPU was called on a typed nil %T from GetPod", err)
+				assert.Equal(t, 1, c.Len(), "the PU is kept")
+			})
+		})
+	}
+}
+
+// TestATypedNilDestroyErrorIsRetried: DestroyPU answers a nil
+// *permanentWrap, which unwraps to a permanent error: it cannot be read, so
+// it is retried (EventDestroyFailed, the PU stays tracked), not given up on.
+func TestATypedNilDestroyErrorIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			return nil, ports.ErrPodNotFound
+		})
+		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return (*permanentWrap)(nil) })
+		events := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{Observer: events})
+		require.NoError(t, c.Track(pu("a")))
+		c.Sweep(context.Background())
+		assert.Equal(t, 1, c.Len(), "the PU stays tracked")
+		assert.Equal(t, 1, events.Count(deletion.EventDestroyFailed))
+		assert.Zero(t, events.Count(deletion.EventAbandoned), "a typed nil is no permanent error")
+	})
+}
+
+// TestAnErrorTreeTooLargeToReadIsAFailure: an error whose Unwrap() []error
+// repeats a child, nested deep (errors.Join(e, e) 60 times: 2^60 errors to
+// walk), is a failure that keeps the PU, read in bounded time.
+func TestAnErrorTreeTooLargeToReadIsAFailure(t *testing.T) {
+	err := errors.New("leaf")
+	for range 60 {
+		err = errors.Join(err, err)
+	}
+	assert.False(t, ports.Readable(err))
+	assert.False(t, deletion.IsNotFound(errors.Join(ports.ErrPodNotFound, err)), "not read, so not NotFound")
+	assert.True(t, ports.Readable(errors.Join(errors.New("a"), errors.New("b"))), "a real tree is read")
 }

@@ -2,8 +2,8 @@ package deletion_test
 
 // The destroy rate's line: at most rate*w + burst destroys start in any
 // window, however turns are reserved, given back or left unused; a PU
-// waiting for its turn keeps its place through a check that learns nothing
-// or a trigger, leaves the line once seen alive, and is counted by Backlog;
+// waiting for its turn leaves the line once seen alive, and is counted by
+// Backlog;
 // Untrack during a wait gives the turn back; a Sweep is one full pass under
 // a rate; and a destroy never waits for its turn past half of its check's
 // time left.
@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -38,57 +39,6 @@ func goneKeys(prefix string, n int) []ports.PU {
 		out[i] = ports.PU{PUID: name, Pod: types.NamespacedName{Namespace: "ns", Name: name}}
 	}
 	return out
-}
-
-// TestAFailedCheckKeepsAPUsPlaceInTheRateLine: DestroyRate 0.1 (a turn
-// every 10s), burst 1, one worker; four PUs are found gone; one is
-// destroyed and three wait for turns at about 10, 20 and 30s. A trigger at
-// 5s of the first in line, b, meets one GetPod error: a check that learns
-// nothing does not take b out of the line, so b is still destroyed at
-// about its turn, and Backlog still counts three waiting until then.
-func TestAFailedCheckKeepsAPUsPlaceInTheRateLine(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var failing atomic.Value
-		failing.Store("")
-		getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
-			if key.Name == failing.Load() && failing.CompareAndSwap(key.Name, "") {
-				return nil, errors.New("API server unavailable")
-			}
-			return nil, ports.ErrPodNotFound
-		})
-		policy := newDestroyLog()
-		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{DestroyRate: 0.1, Workers: 1, SweepInterval: time.Hour})
-		for _, pu := range goneKeys("pu", 4) {
-			require.NoError(t, c.Track(pu))
-		}
-		deletiontest.Start(t, c)
-		c.TriggerAll()
-		synctest.Wait()
-		require.Len(t, policy.starts(), 1, "one destroy at once; three wait for their turns")
-		require.Equal(t, 3, c.Backlog().RateLimited)
-		var b deletion.PUStatus
-		for _, s := range c.Status() {
-			if b.PUID == "" || s.NextAttempt.Before(b.NextAttempt) {
-				b = s
-			}
-		}
-		require.Equal(t, "waiting for its turn", b.State)
-
-		time.Sleep(5 * time.Second)
-		failing.Store(b.Pod.Name)
-		c.TriggerPod(b.Pod)
-		synctest.Wait()
-		require.Empty(t, failing.Load(), "the trigger's check met the error")
-		assert.Equal(t, 3, c.Backlog().RateLimited, "b still waits for its turn")
-
-		time.Sleep(time.Until(b.NextAttempt) + 2*time.Second)
-		synctest.Wait()
-		assert.Len(t, policy.of(b.PUID), 1, "b is destroyed at about its turn, %v", b.NextAttempt.Sub(policy.t0))
-		time.Sleep(40 * time.Second)
-		synctest.Wait()
-		assert.Len(t, policy.starts(), 4, "all four are destroyed within 45s")
-		assertRateBound(t, policy.starts(), 0.1, 1)
-	})
 }
 
 // TestASweepUnderARateIsOneFullPass: without Start, DestroyRate 10 and 50
@@ -172,39 +122,6 @@ func TestASweepUnderARateRetriesAFailedDestroyOnItsTurn(t *testing.T) {
 	})
 }
 
-// TestATriggeredPUKeepsItsPlaceInTheRateLine protects, from TriggerPod:
-// "one waiting for its turn is checked, and keeps its place", and from
-// DestroyRate: "the PU waits [...] until about its turn, behind those
-// waiting".
-//
-// Under 1 destroy/s: a is destroyed, then b and c enter the line in that
-// order (b's turn at about 1s, c's at about 2s). c is triggered just
-// before b's turn: its check takes b's turn, and b goes behind it.
-func TestATriggeredPUKeepsItsPlaceInTheRateLine(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		policy := newDestroyLog()
-		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{DestroyRate: 1, DestroyBurst: 1, SweepInterval: time.Hour})
-		for _, n := range []string{"a", "b", "c"} {
-			require.NoError(t, c.Track(pu(n)))
-		}
-		deletiontest.Start(t, c)
-		synctest.Wait()
-		for _, n := range []string{"a", "b", "c"} {
-			c.TriggerPod(pu(n).Pod)
-			synctest.Wait()
-		}
-		require.Equal(t, []string{"a"}, policy.puids())
-		require.Equal(t, 2, c.Backlog().RateLimited, "b and c wait for their turns, b first")
-
-		time.Sleep(970 * time.Millisecond) // just before b's turn
-		c.TriggerPod(pu("c").Pod)
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		assert.Equal(t, []string{"a", "b", "c"}, policy.puids(),
-			"a trigger of c, which waited behind b, made c take b's turn")
-	})
-}
-
 // TestATinyDestroyRateDelaysWithoutSpinning: Options.DestroyRate takes any
 // rate of at least one a year (a smaller one is refused); a destroy beyond
 // the budget waits "for about when its turn would come ... and is checked
@@ -279,7 +196,7 @@ func TestRateLimitedCountsEveryPUWaitingForItsTurn(t *testing.T) {
 		policy := newDestroyLog()
 		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{DestroyRate: 0.01, Workers: 1, CheckTimeout: time.Second, SweepInterval: 5 * time.Second})
 		for i := range 10 {
-			require.NoError(t, c.Track(pu(auditNum(i))))
+			require.NoError(t, c.Track(pu(num8(i))))
 		}
 		deletiontest.Start(t, c)
 		c.TriggerAll()
@@ -603,5 +520,217 @@ func TestRetryHoldsItsBackoffAfterARateWait(t *testing.T) {
 		assert.GreaterOrEqual(t, got[1]-got[0], time.Minute,
 			"the retry came %v after the failed destroy, before its backoff of 1m", got[1]-got[0])
 		assert.LessOrEqual(t, got[1]-got[0], time.Minute+5*time.Second, "and soon after it")
+	})
+}
+
+// Options.DestroyRate: "in any window of w seconds, at most DestroyRate*w + DestroyBurst start." Sweeps without and
+// with Start, triggers, failed destroys and their retries, Untracks.
+func TestAuditHoldsDestroyRateBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		const rate, burst = 2.0, 3
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{
+			DestroyRate: rate, DestroyBurst: burst, RetryMinDelay: 100 * time.Millisecond, Workers: 3,
+		})
+		var pus []ports.PU
+		for i := range 30 {
+			pu := cluster.CreatePod(key(fmt.Sprint("p", i)), "node-a", "")
+			pus = append(pus, pu)
+			_ = engine.Track(pu)
+		}
+		for _, pu := range pus[:20] {
+			cluster.DeletePod(pu.Pod)
+		}
+		policy.FailNext(4, errors.New("busy"))
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		engine.Sweep(ctx) // without Start, ended early
+		cancel()
+		stop := deletiontest.Start(t, engine)
+		go engine.Sweep(t.Context())
+		for i := range 10 {
+			engine.TriggerAll()
+			engine.Untrack(pus[20-i-1].PUID)
+			cluster.DeletePod(pus[20+i].Pod)
+			engine.TriggerPod(pus[20+i].Pod)
+			deletiontest.Advance(700 * time.Millisecond)
+		}
+		stop()
+		engine.Sweep(t.Context()) // after Start returned
+		deletiontest.Advance(time.Minute)
+
+		calls := policy.Calls()
+		for i := range calls {
+			for j := i; j < len(calls); j++ {
+				w := calls[j].At.Sub(calls[i].At).Seconds()
+				if n := float64(j - i + 1); n > rate*w+burst+1e-9 {
+					t.Fatalf("%v DestroyPU calls started within %.3fs: over %v*w+%d", n, w, rate, burst)
+				}
+			}
+		}
+		t.Logf("%d calls", len(calls))
+	})
+}
+
+// deletion/options.go:113-114: "in any window of w seconds, at most DestroyRate*w + DestroyBurst start", under
+// triggers, Untracks, failing reads and destroys, Sweeps with and without Start.
+func TestAuditHoldsDestroyRateBoundOverRandomMixes(t *testing.T) {
+	for seed := range 10 {
+		synctest.Test(t, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 1))
+			cluster := deletiontest.NewCluster()
+			pol := &deletiontest.Policy{}
+			e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{DestroyRate: rate.Limit(2), DestroyBurst: 3,
+				SweepInterval: time.Second, RetryMinDelay: 200 * time.Millisecond})
+			var pus []ports.PU
+			for i := range 40 {
+				pu := cluster.CreatePod(nsKey(fmt.Sprint("p", i)), "", "")
+				pus = append(pus, pu)
+				_ = e.Track(pu)
+			}
+			stop := deletiontest.Start(t, e)
+			for step := range 200 {
+				pu := pus[rng.IntN(len(pus))]
+				switch rng.IntN(8) {
+				case 0, 1:
+					cluster.DeletePod(pu.Pod)
+				case 2:
+					e.TriggerPod(pu.Pod)
+				case 3:
+					e.Untrack(pu.PUID)
+				case 4:
+					pol.FailNext(1, errors.New("x"))
+				case 5:
+					cluster.FailReads(pu.Pod, errors.New("y"))
+				case 6:
+					cluster.FailReads(pu.Pod, nil)
+				case 7:
+					if step%20 == 0 {
+						go e.Sweep(context.Background())
+					}
+				}
+				deletiontest.Advance(time.Duration(rng.IntN(300)) * time.Millisecond)
+				if step == 150 {
+					stop()
+					go e.Sweep(context.Background())
+				}
+			}
+			deletiontest.Advance(time.Minute)
+			calls := pol.Calls()
+			for i := range calls {
+				for j := i; j < len(calls); j++ {
+					if w := calls[j].At.Sub(calls[i].At).Seconds(); float64(j-i+1) > w*2+3+1e-9 {
+						t.Fatalf("seed %d: %d DestroyPU calls in %.3fs", seed, j-i+1, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Options.DestroyRate (doc: "in any window of w seconds, at most DestroyRate*w + DestroyBurst start"). At 0.3 a
+// second, burst 1, two DestroyPU calls may start only 1/0.3 = 3.333...s apart: 2 <= 0.3*w + 1 needs w >= 3.333...s.
+func TestAuditDestroyRateWindowBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const r, burst = 0.3, 1
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{DestroyRate: r, DestroyBurst: burst})
+		for _, name := range []string{"a", "b", "c"} {
+			pu := cluster.CreatePod(nsKey(name), "node-a", "")
+			if err := engine.Track(pu); err != nil {
+				t.Fatal(err)
+			}
+			cluster.DeletePod(pu.Pod)
+		}
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(time.Minute)
+		calls := policy.Calls()
+		if len(calls) != 3 {
+			t.Fatalf("%d calls, want 3", len(calls))
+		}
+		for i := range calls {
+			for j := i + 1; j < len(calls); j++ {
+				w := calls[j].At.Sub(calls[i].At).Seconds()
+				if n := float64(j - i + 1); n > r*w+burst {
+					t.Errorf("%v DestroyPU calls started in a window of %v (from %v to %v): over DestroyRate*w + DestroyBurst = %.10f",
+						n, calls[j].At.Sub(calls[i].At), calls[i].At.Format("15:04:05.000000000"),
+						calls[j].At.Format("15:04:05.000000000"), r*w+burst)
+				}
+			}
+		}
+	})
+}
+
+// Options.DestroyBurst (doc: "DestroyBurst is how many DestroyPU calls may start at once under DestroyRate"; Options:
+// "values out of range are rejected by New"; DestroyRate: "a PU destroys only when fewer PUs are ahead of it than
+// turns are at hand"). New takes a large burst; a PU alone in line must then destroy at once, not never.
+func TestAuditLargeDestroyBurstStillDestroys(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rate  rate.Limit
+		burst int
+	}{
+		{"1/s, burst MaxInt", 1, math.MaxInt},
+		{"1/min, burst MaxInt32", rate.Every(time.Minute), math.MaxInt32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cluster := deletiontest.NewCluster()
+				policy := &deletiontest.Policy{}
+				opts := deletion.Options{DestroyRate: tc.rate, DestroyBurst: tc.burst, SweepInterval: time.Second}
+				if err := opts.Validate(); err != nil {
+					t.Skipf("rejected, as documented: %v", err)
+				}
+				engine := deletiontest.NewEngine(t, cluster, policy, opts)
+				pu := cluster.CreatePod(nsKey("web"), "node-a", "")
+				if err := engine.Track(pu); err != nil {
+					t.Fatal(err)
+				}
+				deletiontest.Start(t, engine)
+				cluster.DeletePod(pu.Pod)
+				deletiontest.Advance(time.Hour)
+				if n := policy.CallCount(); n != 1 {
+					t.Errorf("DestroyBurst %d under DestroyRate %v: %d DestroyPU calls an hour after the only PU's pod went, want 1 (status %+v)",
+						tc.burst, tc.rate, n, engine.Status())
+				}
+			})
+		})
+	}
+}
+
+// Untrack: "Once it returns, no DestroyPU of that PU starts". A PU waits for its turn under DestroyRate in a Sweep.
+func TestAuditHoldsUntrackWhileWaitingForTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{DestroyRate: 0.1})
+		a := cluster.CreatePod(key("a"), "node-a", "")
+		b := cluster.CreatePod(key("b"), "node-a", "")
+		_ = engine.Track(a)
+		_ = engine.Track(b)
+		cluster.DeletePod(a.Pod)
+		cluster.DeletePod(b.Pod)
+		done := make(chan struct{})
+		go func() { engine.Sweep(t.Context()); close(done) }()
+		synctest.Wait()
+		first := policy.Calls()[0].Event.PUID
+		waiting := a.PUID
+		if first == a.PUID {
+			waiting = b.PUID
+		}
+		engine.Untrack(waiting)
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Error("Sweep still waits for the turn of an untracked PU")
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if policy.Count(waiting) != 0 {
+			t.Errorf("untracked PU destroyed")
+		}
+		<-done
 	})
 }

@@ -1,12 +1,17 @@
 package deletion_test
 
 // The scheduler's promises: every PU is checked about every SweepInterval,
-// whatever was removed meanwhile; a retry comes after its backoff, at any
-// interval; and a slow check holds back no other of its batch.
+// whatever was removed meanwhile; at most Workers checks run at once, never
+// two of one PU, whoever runs them (Start or a Sweep); a retry comes after
+// its backoff, at any interval, and not before, whatever brings the PU up;
+// a slow check holds back no other of its batch; and an engine with nothing
+// due does not wake up.
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -16,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
@@ -124,4 +130,121 @@ func TestASlowCheckDoesNotHoldBackTheRestOfItsBatch(t *testing.T) {
 			})
 		})
 	}
+}
+
+// docs/sdk/engine.md:11: "At most Workers (4) checks run at once, never two of one PU, whoever runs them (Start or a
+// Sweep)". Sweeps before, during and after Start, triggers, and slow reads.
+func TestAuditHoldsWorkersBoundAndOneCheckPerPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		var mu sync.Mutex
+		inFlight, max := map[types.NamespacedName]int{}, 0
+		total := 0
+		pg := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			mu.Lock()
+			inFlight[k]++
+			total++
+			if inFlight[k] > 1 {
+				t.Errorf("two checks of %s at once", k)
+			}
+			if total > max {
+				max = total
+			}
+			mu.Unlock()
+			time.Sleep(300 * time.Millisecond)
+			mu.Lock()
+			inFlight[k]--
+			total--
+			mu.Unlock()
+			return cluster.GetPod(ctx, k)
+		})
+		engine := deletiontest.NewEngine(t, pg, &deletiontest.Policy{}, deletion.Options{Workers: 3, SweepInterval: time.Second})
+		for i := range 12 {
+			_ = engine.Track(cluster.CreatePod(key(fmt.Sprint("p", i)), "node-a", ""))
+		}
+		var wg sync.WaitGroup
+		ctx, cancel := context.WithCancel(t.Context())
+		defer func() { cancel(); wg.Wait(); time.Sleep(time.Second) }()
+		wg.Go(func() { engine.Sweep(ctx) })
+		deletiontest.Advance(200 * time.Millisecond)
+		stop := deletiontest.Start(t, engine)
+		for i := range 10 {
+			wg.Go(func() { engine.Sweep(ctx) })
+			engine.TriggerAll()
+			engine.TriggerPod(key(fmt.Sprint("p", i)))
+			deletiontest.Advance(150 * time.Millisecond)
+		}
+		stop()
+		wg.Go(func() { engine.Sweep(ctx) })
+		deletiontest.Advance(10 * time.Second)
+		if max > 3 {
+			t.Errorf("%d checks at once, Workers 3", max)
+		}
+	})
+}
+
+// Retries: "tried again after RetryMinDelay ..., and not before, whatever brings the PU up (its periodic check, a
+// trigger)".
+func TestAuditHoldsRetryNotBeforeItsDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{RetryMinDelay: 10 * time.Second, RetryMaxDelay: time.Minute})
+		pu := cluster.CreatePod(key("a"), "node-a", "")
+		_ = engine.Track(pu)
+		deletiontest.Start(t, engine)
+		policy.FailNext(1, errors.New("busy"))
+		cluster.DeletePod(pu.Pod)
+		engine.TriggerPod(pu.Pod)
+		deletiontest.Advance(0)
+		first := policy.Calls()[0].At
+		for range 9 {
+			engine.TriggerPod(pu.Pod)
+			engine.TriggerAll()
+			deletiontest.Advance(time.Second)
+		}
+		calls := policy.Calls()
+		if len(calls) > 1 && calls[1].At.Sub(first) < 10*time.Second {
+			t.Errorf("retry %v after the failure, want >= 10s", calls[1].At.Sub(first))
+		}
+		deletiontest.Advance(10 * time.Second)
+		if engine.Len() != 0 {
+			t.Errorf("not retried")
+		}
+	})
+}
+
+type countingClock struct {
+	clock.RealClock
+	now atomic.Int64
+}
+
+func (c *countingClock) Now() time.Time { c.now.Add(1); return time.Now() }
+
+// docs/sdk/engine.md:12-13: "an engine with nothing due does not wake up" (after work, failures and a retry too).
+func TestAuditHoldsIdleEngineDoesNotWakeUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := &countingClock{}
+		cluster := deletiontest.NewCluster()
+		pol := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, cluster, pol, deletion.Options{Clock: cl})
+		deletiontest.Start(t, e)
+		a, b := cluster.CreatePod(nsKey("a"), "", ""), cluster.CreatePod(nsKey("b"), "", "")
+		_, _ = e.Track(a), e.Track(b)
+		cluster.FailReads(b.Pod, errors.New("boom"))
+		deletiontest.Advance(10 * time.Second)
+		e.Untrack(b.PUID)
+		cluster.DeletePod(a.Pod)
+		pol.FailNext(1, errors.New("busy"))
+		e.TriggerPod(a.Pod)
+		deletiontest.Advance(time.Minute)
+		if e.Len() != 0 {
+			t.Fatalf("%d PUs left", e.Len())
+		}
+		n := cl.now.Load()
+		deletiontest.Advance(time.Hour)
+		if d := cl.now.Load() - n; d != 0 {
+			t.Errorf("an idle engine read its clock %d times in an hour", d)
+		}
+	})
 }

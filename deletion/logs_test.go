@@ -1,0 +1,249 @@
+package deletion_test
+
+// The engine's logs: they scale with the failure, not with the PUs: while a port
+// fails, or an Observer panics, each failing port gets one error line per
+// SweepInterval, however many PUs it fails for and however often Sweep runs;
+// and the default logger is never silent.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// TestDefaultLoggerIsNeverSilent: with no Logger, an abandoned PU, a
+// panicking port and a failing API reach klog, the ecosystem's default.
+func TestDefaultLoggerIsNeverSilent(t *testing.T) {
+	var buf syncBuffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&buf)
+	t.Cleanup(func() {
+		klog.SetOutput(os.Stderr)
+		klog.LogToStderr(true)
+	})
+	getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+		switch key.Name {
+		case "api-down":
+			return nil, errors.New("connection refused")
+		case "panics":
+			panic("getter bug")
+		}
+		return nil, ports.ErrPodNotFound
+	})
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
+		return ports.Permanent(errors.New("refused"))
+	})
+	for _, name := range []string{"api-down", "panics", "gone"} { // an engine each: one summary line each
+		c, err := deletion.New(getter, policy, deletion.Options{}) // no Logger
+		require.NoError(t, err)
+		require.NoError(t, c.Track(ports.PU{PUID: name, Pod: types.NamespacedName{Namespace: "ns", Name: name}}))
+		c.Sweep(context.Background())
+	}
+	klog.Flush()
+	out := buf.String()
+	assert.Contains(t, out, "connection refused")
+	assert.Contains(t, out, "port panicked: GetPod")
+	assert.Contains(t, out, "destroying PU failed for the last time")
+}
+
+// TestLogsScaleInAnOutage: while the API server is down, the engine logs
+// one error line per port per interval, whatever the number of PUs, and
+// each PU's first failure at V(1); the Observer still hears of every one.
+func TestLogsScaleInAnOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs, evs := &logBuffer{}, &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getterOf(nil, errors.New("connection refused")), &deletiontest.Policy{}, deletion.Options{
+			SweepInterval: 5 * time.Second, Logger: logs.logger(), Observer: evs,
+		})
+		const n = 250
+		for i := range n {
+			require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint(i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}))
+		}
+		stop := deletiontest.Start(t, c)
+		time.Sleep(10*5*time.Second + time.Second) // ten intervals: 2,500 failed reads
+		synctest.Wait()
+		stop()
+
+		failed := len(evs.Of(deletion.EventGetFailed))
+		assert.GreaterOrEqual(t, failed, 10*n, "every failure reaches the Observer")
+		summaries := logs.lines("port failing")
+		assert.GreaterOrEqual(t, len(summaries), 9)
+		assert.LessOrEqual(t, len(summaries), 12, "one line per interval, not one per PU")
+		assert.Contains(t, summaries[0], `"port"="GetPod"`)
+		assert.Contains(t, summaries[0], "connection refused")
+		assert.Len(t, logs.lines(`"msg"="getting pod failed; keeping PU"`), n, "each PU's first failure, at V(1), once")
+	})
+}
+
+// docs/sdk/engine.md:45-48: "Logs scale with the failure, not with the PUs: while a port fails (the API server down,
+// the policy engine restarting), each failing port gets one error line per SweepInterval (how many failures, the last
+// error and PU), each PU's first failure is logged at V(1)". The API server hangs past every deadline (a GetPod that
+// ignores its context): 40 PUs, three intervals.
+func TestAuditLogsScaleWithTheFailureNotThePUs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		sink := &errorSink{}
+		getter := ports.PodGetterFunc(func(_ context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			time.Sleep(1500 * time.Millisecond) // past CheckTimeout, ignoring ctx
+			return cluster.GetPod(context.Background(), k)
+		})
+		engine := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{
+			Workers: 40, CheckTimeout: time.Second, SweepInterval: 5 * time.Second, Logger: logr.New(sink),
+		})
+		for i := range 40 {
+			_ = engine.Track(cluster.CreatePod(key(fmt.Sprint("p", i)), "node-a", ""))
+		}
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(15 * time.Second)
+		lines := sink.lines()
+		if len(lines) > 6 { // one per failing port per interval, with room for the edges
+			t.Errorf("%d error lines in 3 intervals of a hung API server with 40 PUs: %v", len(lines), summary(lines))
+		}
+	})
+}
+
+// The same promise for the Inventory, one of the six ports (docs/sdk/ports.md): a policy engine restarting fails
+// every list for a minute.
+func TestAuditLogsOneErrorLinePerIntervalForAFailingInventory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		sink := &errorSink{}
+		inv := deletiontest.NewInventory()
+		inv.FailLists(errors.New("policy engine restarting"))
+		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{
+			Inventory: inv, SweepInterval: 5 * time.Second, Logger: logr.New(sink),
+		})
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(5 * time.Second)
+		if lines := sink.lines(); len(lines) > 2 {
+			t.Errorf("%d error lines in one 5s interval of a failing Inventory (%d lists): %v", len(lines), inv.Lists(), summary(lines))
+		}
+		inv.FailLists(nil)
+		deletiontest.Advance(2 * time.Minute)
+	})
+}
+
+// docs/sdk/engine.md:43-45: "each failing port gets one error line per `SweepInterval`".
+func TestAuditHoldsLogsScaleWithTheFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		n := 0
+		log := funcr.New(func(_, _ string) { mu.Lock(); n++; mu.Unlock() }, funcr.Options{})
+		cluster := deletiontest.NewCluster()
+		e := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Logger: log})
+		for i := range 20 {
+			_ = e.Track(cluster.CreatePod(nsKey(fmt.Sprint("p", i)), "", ""))
+		}
+		deletiontest.Start(t, e)
+		deletiontest.Advance(time.Second)
+		cluster.FailAllReads(errors.New("api down"))
+		deletiontest.Advance(time.Minute)
+		mu.Lock()
+		defer mu.Unlock()
+		if n > 14 {
+			t.Errorf("%d log lines in a minute of a failing API with 20 PUs, want about 12", n)
+		}
+	})
+}
+
+// Holds: a failing port's errors are summed up, one error line per port per SweepInterval.
+func TestAuditHoldsFailingPortLogsScaleWithTheFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log, sink := newErrorLogger()
+		cluster := deletiontest.NewCluster()
+		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{
+			Logger: log, SweepInterval: 5 * time.Second,
+		})
+		for i := range 200 {
+			pu := cluster.CreatePod(types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("p%d", i)}, "node-a", "")
+			if err := engine.Track(pu); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cluster.FailAllReads(errors.New("connection refused"))
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(20 * time.Second)
+		if n := sink.errorLines(); n > 10 {
+			t.Errorf("%d error lines for one failing port over 4 intervals: %v", n, summary(sink.lines()))
+		}
+	})
+}
+
+// Promise (docs/sdk/engine.md:50-52): "Logs scale with the failure, not with the PUs: while a port fails (the API
+// server down, the policy engine restarting), each failing port gets one error line per `SweepInterval` (how many
+// failures, the last error and PU)".
+//
+// Start runs with the default 5 s interval; GetPod fails for every pod; an agent also calls Sweep once a second (a
+// custom schedule). Over 60 s the engine writes one "port failing" error line per Sweep, about 60, not about 12.
+func TestAuditFailingPortOneErrorLinePerInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var lc logBuffer
+		cluster := deletiontest.NewCluster()
+		e := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Logger: lc.loggerAt(0)})
+		for _, n := range []string{"a", "b", "c"} {
+			if err := e.Track(cluster.CreatePod(nsKey(n), "node-a", "")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cluster.FailAllReads(errors.New("connection refused"))
+		deletiontest.Start(t, e)
+		synctest.Wait()
+		for range 60 {
+			e.Sweep(context.Background())
+			time.Sleep(time.Second)
+		}
+		synctest.Wait()
+		n := len(lc.lines(`"port"="GetPod"`))
+		if n > 60/5+2 {
+			t.Errorf("GetPod failing for 60 s with a 5 s SweepInterval: %d error lines for it, want about %d; first: %s", n, 60/5, strings.SplitN(lc.String(), "\n", 2)[0])
+		}
+	})
+}
+
+// docs/sdk/engine.md: "Logs scale with the failure, not with the PUs". An Observer (a metrics exporter, say) that
+// panics on every EventChecked is one failure; with 200 PUs tracked, one SweepInterval must not bring one error line
+// per PU.
+func TestAuditPanickingObserverLogsScaleWithTheFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log, sink := newErrorLogger()
+		cluster := deletiontest.NewCluster()
+		obs := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventChecked {
+				panic("metrics exporter: label set mismatch")
+			}
+		})
+		engine := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{
+			Observer: obs, Logger: log, SweepInterval: 5 * time.Second,
+		})
+		for i := range 200 {
+			pu := cluster.CreatePod(types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("p%d", i)}, "node-a", "")
+			if err := engine.Track(pu); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deletiontest.Start(t, engine)
+		deletiontest.Advance(5 * time.Second)
+		if n := sink.errorLines(); n > 10 {
+			t.Errorf("one SweepInterval with an Observer that panics on every check of 200 PUs wrote %d error lines (%v), want a summary (a few lines), as a failing port gets",
+				n, summary(sink.lines()))
+		}
+	})
+}
