@@ -7,6 +7,7 @@ package deletion_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -198,5 +199,44 @@ func TestADryRunLeavesNoDestroyPending(t *testing.T) {
 		b := c.Backlog()
 		assert.True(t, b.OldestGoneSince.IsZero(), "no destroy waits in a dry run, yet OldestGoneSince is %v old",
 			time.Since(b.OldestGoneSince))
+	})
+}
+
+// deletion.Options.DryRun: "a PU that would go is reported once per reason (EventWouldDestroy, an info log line,
+// PUStatus.WouldDestroy) and kept".
+func TestDryRunReportsOncePerReason(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := deletiontest.NewCluster()
+		pu := cl.CreatePod(nsKey(fmt.Sprintf("pod-%d", 1)), "node-a", "s1")
+		var logs logBuffer
+		events := &deletiontest.Events{}
+		policy := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, cl, policy, deletion.Options{NodeName: "node-a", DryRun: true, SandboxExtractor: cl,
+			Observer: events, Logger: logs.logger(), SweepInterval: time.Second})
+		if err := e.Track(pu); err != nil {
+			t.Fatal(err)
+		}
+		deletiontest.Start(t, e)
+		deletiontest.Advance(2 * time.Second)
+		if err := cl.SetSandbox(nsKey(fmt.Sprintf("pod-%d", 1)), "s2"); err != nil {
+			t.Fatal(err)
+		}
+		deletiontest.Advance(10 * time.Second)
+		if err := cl.SetSandbox(nsKey(fmt.Sprintf("pod-%d", 1)), "s3"); err != nil {
+			t.Fatal(err)
+		}
+		deletiontest.Advance(10 * time.Second)
+		if n := events.Count(deletion.EventWouldDestroy); n != 1 {
+			t.Errorf("%d EventWouldDestroy, want 1", n)
+		}
+		if n := len(logs.lines("dry run: PU would be destroyed")); n != 1 {
+			t.Errorf("%d dry-run lines, want 1", n)
+		}
+		if st := e.Status(); len(st) != 1 || st[0].WouldDestroy != ports.ReasonSandboxChanged {
+			t.Errorf("Status: %+v", st)
+		}
+		if policy.CallCount() != 0 {
+			t.Errorf("a dry run called DestroyPU")
+		}
 	})
 }

@@ -843,3 +843,34 @@ func TestEntriesOfOnePod(t *testing.T) {
 		stop()
 	})
 }
+
+// docs/sdk/engine.md:7-12 and docs/sdk/restarts.md: the events of one PU reach the Observer in the order of the
+// moves; a Requeuer that tracks the PU of the new sandbox under the same PUID leaves the journal holding it.
+func TestJournalAfterRequeueRetrack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := deletiontest.NewCluster()
+		pu := cl.CreatePod(nsKey(fmt.Sprintf("pod-%d", 1)), "node-a", "s1")
+		journal := deletiontest.NewInventory()
+		var e *deletion.Engine
+		requeuer := ports.RequeuerFunc(func(_ context.Context, pod *corev1.Pod) error {
+			cur, _ := cl.PU(nsKey(fmt.Sprintf("pod-%d", 1)))
+			return e.Track(cur)
+		})
+		e = deletiontest.NewEngine(t, cl, &deletiontest.Policy{}, deletion.Options{NodeName: "node-a", SandboxExtractor: cl,
+			Requeuer: requeuer, Observer: journal, Inventory: journal})
+		if err := e.Track(pu); err != nil {
+			t.Fatal(err)
+		}
+		deletiontest.Start(t, e)
+		deletiontest.Advance(time.Second)
+		if err := cl.SetSandbox(nsKey(fmt.Sprintf("pod-%d", 1)), "s2"); err != nil {
+			t.Fatal(err)
+		}
+		e.TriggerPod(nsKey(fmt.Sprintf("pod-%d", 1)))
+		deletiontest.Advance(time.Second)
+		got := journal.PUs()
+		if len(got) != 1 || got[0].SandboxID != "s2" {
+			t.Errorf("journal after the re-track: %v, want the PU of s2", got)
+		}
+	})
+}

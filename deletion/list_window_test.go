@@ -780,3 +780,40 @@ func TestAuditHoldsRestartDestroysSandboxReplacedWhileDown(t *testing.T) {
 		}
 	})
 }
+
+// deletion.Options.Inventory: "The first list delays the first check by at most its deadline (CheckTimeout, at
+// least a second) and a second"; deletion.Engine.Start: "Start returns within about ShutdownTimeout even when a port
+// hangs, the Inventory included."
+func TestHungFirstListDelaysChecksByItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		block := make(chan struct{})
+		defer close(block)
+		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { <-block; return nil, nil })
+		cl := deletiontest.NewCluster()
+		pu := cl.CreatePod(nsKey(fmt.Sprintf("pod-%d", 1)), "node-a", "")
+		policy := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, cl, policy, deletion.Options{NodeName: "node-a", Inventory: inv, CheckTimeout: 2 * time.Second})
+		if err := e.Track(pu); err != nil {
+			t.Fatal(err)
+		}
+		cl.DeletePod(nsKey(fmt.Sprintf("pod-%d", 1)))
+		e.TriggerPod(nsKey(fmt.Sprintf("pod-%d", 1)))
+		stop := deletiontest.Start(t, e)
+		deletiontest.Advance(2900 * time.Millisecond)
+		if n := policy.CallCount(); n != 0 {
+			t.Fatalf("destroyed %d before the first list's deadline", n)
+		}
+		if err := e.LivenessCheck(nil); err != nil {
+			t.Errorf("LivenessCheck during the first list: %v", err)
+		}
+		deletiontest.Advance(200 * time.Millisecond)
+		if n := policy.CallCount(); n != 1 {
+			t.Errorf("%d destroys 3.1s after Start with a hung first list of deadline 2s, want 1", n)
+		}
+		begin := time.Now()
+		stop()
+		if d := time.Since(begin); d > deletion.DefaultShutdownTimeout+100*time.Millisecond {
+			t.Errorf("Start returned %v after its context ended, with the Inventory hung", d)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package deletion_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"testing/synctest"
@@ -21,8 +22,8 @@ import (
 func TestObserverHearsRequeueFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cl := deletiontest.NewCluster()
-		pu := cl.CreatePod(nsPod(1), "node-a", "s1")
-		var logs recordedLog
+		pu := cl.CreatePod(nsKey(fmt.Sprintf("pod-%d", 1)), "node-a", "s1")
+		var logs logBuffer
 		events := &deletiontest.Events{}
 		requeuer := ports.RequeuerFunc(func(context.Context, *corev1.Pod) error { return errors.New("controller queue closed") })
 		e := deletiontest.NewEngine(t, cl, &deletiontest.Policy{}, deletion.Options{NodeName: "node-a", SandboxExtractor: cl,
@@ -31,13 +32,13 @@ func TestObserverHearsRequeueFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		deletiontest.Start(t, e)
-		if err := cl.SetSandbox(nsPod(1), "s2"); err != nil {
+		if err := cl.SetSandbox(nsKey(fmt.Sprintf("pod-%d", 1)), "s2"); err != nil {
 			t.Fatal(err)
 		}
-		e.TriggerPod(nsPod(1))
+		e.TriggerPod(nsKey(fmt.Sprintf("pod-%d", 1)))
 		deletiontest.Advance(time.Minute)
-		if logs.count("requeueing pod failed") != 1 || logs.count(`"port"="Requeue"`) != 1 {
-			t.Fatalf("the Requeue failure is not logged: %s", logs.all())
+		if len(logs.lines("requeueing pod failed")) != 1 || len(logs.lines(`"port"="Requeue"`)) != 1 {
+			t.Fatalf("the Requeue failure is not logged: %s", logs.String())
 		}
 		for _, ev := range events.All() {
 			if ev.Err != nil {
@@ -53,14 +54,14 @@ func TestObserverHearsRequeueFailure(t *testing.T) {
 func TestObserverHearsProberFailure(t *testing.T) {
 	run := func(t *testing.T, prober ports.SandboxProber) []deletion.Event {
 		cl := deletiontest.NewCluster()
-		pu := cl.CreatePod(nsPod(1), "node-a", "s1")
+		pu := cl.CreatePod(nsKey(fmt.Sprintf("pod-%d", 1)), "node-a", "s1")
 		events := &deletiontest.Events{}
 		e := deletiontest.NewEngine(t, cl, &deletiontest.Policy{}, deletion.Options{NodeName: "node-a", SandboxExtractor: cl,
 			SandboxProber: prober, Observer: events})
 		if err := e.Track(pu); err != nil {
 			t.Fatal(err)
 		}
-		if err := cl.KillSandbox(nsPod(1)); err != nil {
+		if err := cl.KillSandbox(nsKey(fmt.Sprintf("pod-%d", 1))); err != nil {
 			t.Fatal(err)
 		}
 		e.Sweep(context.Background())
@@ -99,13 +100,13 @@ func TestObserverHearsListFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inv := deletiontest.NewInventory()
 		inv.FailLists(errors.New("journal unreadable"))
-		var logs recordedLog
+		var logs logBuffer
 		events := &deletiontest.Events{}
 		e := deletiontest.NewEngine(t, deletiontest.NewCluster(), &deletiontest.Policy{}, deletion.Options{
 			Inventory: inv, Observer: events, Logger: logs.logger()})
 		deletiontest.Start(t, e)
 		deletiontest.Advance(5 * time.Minute)
-		if inv.Lists() < 5 || logs.count("listing the Inventory failed") < 5 {
+		if inv.Lists() < 5 || len(logs.lines("listing the Inventory failed")) < 5 {
 			t.Fatalf("%d lists", inv.Lists())
 		}
 		if n := len(events.All()); n == 0 {

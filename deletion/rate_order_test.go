@@ -674,3 +674,107 @@ func TestAuditHoldsSweepRateUntrackHead(t *testing.T) {
 		}
 	})
 }
+
+// deletion.Engine.Untrack: "Once it returns, no DestroyPU of that PU starts"; deletion.Options.DestroyRate: "Untrack
+// takes it out of the line, and the turn it did not use goes to the next in line, never to a later arrival."
+func TestUntrackInLineGivesTurnToNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, cl, policy, deletion.Options{NodeName: "node-a", DestroyRate: 0.1, SweepInterval: time.Hour})
+		var pus []ports.PU
+		for i := range 3 {
+			pu := cl.CreatePod(nsKey(fmt.Sprintf("pod-%d", i)), "node-a", "")
+			pus = append(pus, pu)
+			if err := e.Track(pu); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deletiontest.Start(t, e)
+		for i := range 3 { // found to go in this order
+			cl.DeletePod(nsKey(fmt.Sprintf("pod-%d", i)))
+			e.TriggerPod(nsKey(fmt.Sprintf("pod-%d", i)))
+			deletiontest.Advance(100 * time.Millisecond)
+		}
+		late := cl.CreatePod(nsKey(fmt.Sprintf("pod-%d", 9)), "node-a", "")
+		if err := e.Track(late); err != nil {
+			t.Fatal(err)
+		}
+		deletiontest.Advance(2 * time.Second)
+		if !e.Untrack(pus[1].PUID) { // the head of the line
+			t.Fatal("not tracked")
+		}
+		cl.DeletePod(nsKey(fmt.Sprintf("pod-%d", 9))) // a later arrival
+		e.TriggerPod(nsKey(fmt.Sprintf("pod-%d", 9)))
+		deletiontest.Advance(9 * time.Second)
+		calls := policy.Calls()
+		if len(calls) != 2 || calls[0].Event.PUID != pus[0].PUID || calls[1].Event.PUID != pus[2].PUID {
+			t.Fatalf("calls %v", calls)
+		}
+		if d := calls[1].At.Sub(calls[0].At); d > 10*time.Second+time.Millisecond {
+			t.Errorf("the turn the untracked PU did not use came %v after the first", d)
+		}
+		deletiontest.Advance(time.Minute)
+		for _, c := range policy.Calls() {
+			if c.Event.PUID == pus[1].PUID {
+				t.Errorf("DestroyPU of an untracked PU")
+			}
+		}
+	})
+}
+
+// deletion.Options.DestroyRate: "one that learns nothing is checked again the next tick, until a check learns why, so
+// that the line moves as soon as the port answers (while the API server fails, a PU in line is read once or twice a
+// second, not once a SweepInterval)".
+func TestLineReadWhilePortFails(t *testing.T) {
+	for _, withStart := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			cl := deletiontest.NewCluster()
+			policy := &deletiontest.Policy{}
+			e := deletiontest.NewEngine(t, cl, policy, deletion.Options{NodeName: "node-a", DestroyRate: 0.1,
+				SweepInterval: time.Minute})
+			for i := range 3 {
+				if err := e.Track(cl.CreatePod(nsKey(fmt.Sprintf("pod-%d", i)), "node-a", "")); err != nil {
+					t.Fatal(err)
+				}
+				cl.DeletePod(nsKey(fmt.Sprintf("pod-%d", i)))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			defer cancel()
+			done := make(chan struct{})
+			if withStart {
+				deletiontest.Start(t, e)
+				e.TriggerAll()
+				close(done)
+			} else {
+				go func() { e.Sweep(ctx); close(done) }()
+			}
+			deletiontest.Advance(time.Second) // one destroyed, two in line
+			if policy.CallCount() != 1 {
+				t.Fatalf("withStart %v: %d destroys", withStart, policy.CallCount())
+			}
+			st := e.Status() // the two in line: the head is the one whose turn comes first
+			if len(st) != 2 {
+				t.Fatalf("Status: %+v", st)
+			}
+			head := st[0]
+			if st[1].NextAttempt.Before(head.NextAttempt) {
+				head = st[1]
+			}
+			cl.FailAllReads(errors.New("API server down"))
+			deletiontest.Advance(10 * time.Second) // the turn of the head comes: its check learns nothing
+			before := cl.Reads(head.Pod)
+			deletiontest.Advance(5 * time.Second)
+			reads := cl.Reads(head.Pod) - before
+			cl.FailAllReads(nil)
+			if reads < 5 || reads > 10 {
+				t.Errorf("withStart %v: the head of the line read %d times in 5s while the API server failed; want once or twice a second", withStart, reads)
+			}
+			deletiontest.Advance(25 * time.Second)
+			if n := policy.CallCount(); n != 3 {
+				t.Errorf("withStart %v: %d destroys", withStart, n)
+			}
+			<-done
+		})
+	}
+}

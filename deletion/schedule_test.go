@@ -248,3 +248,37 @@ func TestAuditHoldsIdleEngineDoesNotWakeUp(t *testing.T) {
 		}
 	})
 }
+
+// docs/sdk/decision-table.md:71-73: "A failed destroy is tried again after RetryMinDelay (1 s), doubling up to
+// RetryMaxDelay (1 min), and not before, whatever brings the PU up (its periodic check, a trigger)".
+func TestRetryNotBeforeItsTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := deletiontest.NewCluster()
+		pu := cl.CreatePod(nsKey(fmt.Sprintf("pod-%d", 1)), "node-a", "")
+		policy := &deletiontest.Policy{}
+		policy.Fail(errors.New("down"))
+		e := deletiontest.NewEngine(t, cl, policy, deletion.Options{NodeName: "node-a", SweepInterval: 500 * time.Millisecond,
+			RetryMinDelay: 4 * time.Second, RetryMaxDelay: 16 * time.Second})
+		if err := e.Track(pu); err != nil {
+			t.Fatal(err)
+		}
+		deletiontest.Start(t, e)
+		cl.DeletePod(nsKey(fmt.Sprintf("pod-%d", 1)))
+		e.TriggerPod(nsKey(fmt.Sprintf("pod-%d", 1)))
+		deletiontest.Advance(10 * time.Millisecond)
+		for i := 0; i < 30; i++ {
+			e.TriggerPod(nsKey(fmt.Sprintf("pod-%d", 1)))
+			deletiontest.Advance(100 * time.Millisecond)
+		}
+		calls := policy.Calls()
+		for i := 1; i < len(calls); i++ {
+			want := 4 * time.Second << (i - 1)
+			if want > 16*time.Second {
+				want = 16 * time.Second
+			}
+			if d := calls[i].At.Sub(calls[i-1].At); d < want {
+				t.Errorf("attempt %d came %v after the one before, want %v", i+1, d, want)
+			}
+		}
+	})
+}

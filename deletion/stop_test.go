@@ -9,6 +9,7 @@ package deletion_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -340,6 +341,29 @@ func TestAuditHoldsSweepOutlivesStart(t *testing.T) {
 		<-done
 		if e.Len() != 0 || pol.CallCount() != 1 {
 			t.Errorf("len %d calls %d", e.Len(), pol.CallCount())
+		}
+	})
+}
+
+// deletion.Engine.Sweep: "Sweep returns once every check it waits for, or every Workers slot, is held by one stuck in
+// a port a second past its deadline (CheckTimeout), whoever began them: with a CheckTimeout of 100ms, about 1.1 to
+// 2.1s after such a check began."
+func TestSweepReturnsPastStuckCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		block := make(chan struct{})
+		defer close(block)
+		g := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			<-block
+			return nil, errors.New("late")
+		})
+		e := deletiontest.NewEngine(t, g, &deletiontest.Policy{}, deletion.Options{CheckTimeout: 100 * time.Millisecond, Workers: 1})
+		if err := e.Track(ports.PU{PUID: "u1", Pod: nsKey(fmt.Sprintf("pod-%d", 1))}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		e.Sweep(context.Background())
+		if d := time.Since(start); d < 1100*time.Millisecond || d > 2100*time.Millisecond {
+			t.Errorf("Sweep returned %v after a check stuck in a port began, want 1.1 to 2.1s", d)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package deletion_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -54,7 +55,7 @@ func (r *freshRuntime) set(s string) {
 // the list still says s1, then triggers it with trigger and reports what the policy destroyed within a second.
 func triggerAfterSandboxChange(t *testing.T, trigger func(e *deletion.Engine, pu ports.PU)) []ports.DestroyEvent {
 	cl := deletiontest.NewCluster()
-	pu := cl.CreatePod(nsPod(1), "node-a", "")
+	pu := cl.CreatePod(nsKey(fmt.Sprintf("pod-%d", 1)), "node-a", "")
 	pu.SandboxID = "s1"
 	list := &staleSandboxList{sandbox: "s1"}
 	rt := &freshRuntime{sandbox: "s1"}
