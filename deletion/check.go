@@ -9,7 +9,6 @@ package deletion
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,15 +34,6 @@ type outcome struct {
 	cut             bool       // the context of the goroutine that ran it ended: Start stopped, or the Sweep's ctx
 	pu              ports.PU   // the PU checked, as claimed
 	line            *eventLine // its PUID's line to the Observer (nil: none)
-}
-
-// failures returns the failures of the check's ports, joined; nil: none.
-func (o *outcome) failures() error {
-	errs := make([]error, len(o.fails))
-	for i, f := range o.fails {
-		errs[i] = f.err
-	}
-	return errors.Join(errs...)
 }
 
 // tellItem is an event of a check and its place in its PU's line, taken with the move that made it.

@@ -17,6 +17,7 @@ package deletion
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -743,6 +744,15 @@ func (c *Engine) tellEvents(r *record, o *outcome) {
 	if o.removed {
 		c.told(r.PUID)
 	}
+}
+
+// failures returns the failures of the check's ports, joined; nil: none.
+func (o *outcome) failures() error {
+	errs := make([]error, len(o.fails))
+	for i, f := range o.fails {
+		errs[i] = f.err
+	}
+	return errors.Join(errs...)
 }
 
 // finish ends the check of r held in s with o: it tells the Observer its EventChecked, then releases the record and
