@@ -26,8 +26,9 @@ type HostState struct {
 	// when it does not exist.
 	Trees map[string][]string
 	// Links lists the network links of the host's namespace, as `ip -o
-	// link` prints them.
-	Links []string
+	// link` prints them, and Addresses their addresses, as `ip -o addr`
+	// does.
+	Links, Addresses []string
 	// Mounts lists the mounts of /proc/self/mountinfo, one
 	// "root mount-point fstype source" line each, sorted.
 	Mounts []string
@@ -80,14 +81,15 @@ func settingPaths() []string {
 // ReadHost returns the host's state now.
 func ReadHost(t testing.TB) HostState {
 	t.Helper()
-	h, err := readHost()
+	h, err := ReadHostState()
 	if err != nil {
 		t.Fatalf("reading the host's state: %v", err)
 	}
 	return h
 }
 
-func readHost() (HostState, error) {
+// ReadHostState returns the host's state now, for a caller without a test (a TestMain).
+func ReadHostState() (HostState, error) {
 	h := HostState{Settings: map[string]string{}, Trees: map[string][]string{}}
 	for _, p := range settingPaths() {
 		b, err := os.ReadFile(p)
@@ -117,6 +119,18 @@ func readHost() (HostState, error) {
 		}
 	}
 	slices.Sort(h.Links)
+	if out, err = exec.Command("ip", "-o", "addr").Output(); err != nil {
+		return h, fmt.Errorf("ip -o addr: %w", err)
+	}
+	for line := range strings.Lines(string(out)) {
+		if i := strings.Index(line, "valid_lft"); i >= 0 {
+			line = strings.TrimRight(line[:i], " \\\t") // a lease's lifetimes count down
+		}
+		if line = strings.TrimSpace(line); line != "" {
+			h.Addresses = append(h.Addresses, line)
+		}
+	}
+	slices.Sort(h.Addresses)
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return h, fmt.Errorf("reading the mounts: %w", err)
@@ -197,6 +211,8 @@ func (h HostState) Diff(before HostState) string {
 	}
 	out = append(out, added("link ", h.Links, before.Links)...)
 	out = append(out, removed("link ", h.Links, before.Links)...)
+	out = append(out, added("address ", h.Addresses, before.Addresses)...)
+	out = append(out, removed("address ", h.Addresses, before.Addresses)...)
 	out = append(out, added("left mounted: ", h.Mounts, before.Mounts)...)
 	out = append(out, removed("unmounted: ", h.Mounts, before.Mounts)...)
 	return strings.Join(out, "\n")
