@@ -72,7 +72,7 @@ func TestAuditHoldsOnlyDel(t *testing.T) {
 	}
 }
 
-const trustEnv = "AUDIT6_NETNS_TRUST_INNER"
+const trustEnv = "PODSWEEPER_NETNS_TRUST_INNER"
 
 // Hold: doc.go "It never runs a DEL in a network namespace it cannot
 // trust: the cached path is passed only when it is a bind-mounted nsfs
@@ -137,9 +137,7 @@ func TestAuditHoldsDelNetnsOnlyTrusted(t *testing.T) {
 // bind-mounted nsfs outside /proc, not a link: a link to one, /proc/self/ns/net, and a plain file
 // all give "".
 func TestAuditHoldsTrustedNetnsOnly(t *testing.T) {
-	if os.Getuid() != 0 || os.Getenv("AUDIT7_PRIVATE_NS") != "1" {
-		t.Skip("needs root, in private network and mount namespaces (AUDIT7_PRIVATE_NS=1)")
-	}
+	needPrivateNS(t)
 	e := newEnv(t)
 	log := filepath.Join(t.TempDir(), "netns.log")
 	writeFile(t, e.plugins, "nslog", "#!/bin/sh\n[ \"$CNI_COMMAND\" = DEL ] && echo \"$CNI_CONTAINERID=$CNI_NETNS\" >> "+log+"\nexit 0\n")

@@ -166,9 +166,7 @@ func TestAuditHoldsReadySandboxOfDisableGCNetworkKeepsPod(t *testing.T) {
 // "disableGC": true, loaded as containerd's go-cni and CRI-O's ocicni load one (ConfListFromConf),
 // whose .conf has since left ConfDir: the dead sandbox's address is released by the collector.
 func TestAuditDisableGCCachedSingleConfRealPlugins(t *testing.T) {
-	if os.Getuid() != 0 || os.Getenv("AUDIT7_PRIVATE_NS") != "1" {
-		t.Skip("needs root, in private network and mount namespaces (AUDIT7_PRIVATE_NS=1)")
-	}
+	needPrivateNS(t)
 	bin, _ := filepath.Abs("../../../bin/cni")
 	d := t.TempDir()
 	cache, data, nsfile := filepath.Join(d, "cache"), filepath.Join(d, "ipam"), filepath.Join(d, "netns-pod")
@@ -177,7 +175,7 @@ func TestAuditDisableGCCachedSingleConfRealPlugins(t *testing.T) {
 	if out, err := exec.Command("unshare", "--net="+nsfile, "true").CombinedOutput(); err != nil {
 		t.Fatalf("pinning a pod namespace: %v %s", err, out)
 	}
-	conf := `{"cniVersion":"1.0.0","name":"keepnet","type":"bridge","bridge":"audit7kb","ipMasq":false,"isGateway":false,"disableGC":true,
+	conf := `{"cniVersion":"1.0.0","name":"keepnet","type":"bridge","bridge":"keepbr0","ipMasq":false,"isGateway":false,"disableGC":true,
 		"ipam":{"type":"host-local","dataDir":"` + data + `","ranges":[[{"subnet":"10.78.0.0/24"}]]}}`
 	//lint:ignore SA1019 the runtimes still load a single plugin's .conf this way
 	pc, err := libcni.ConfFromBytes([]byte(conf))

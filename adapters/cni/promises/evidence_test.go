@@ -123,7 +123,7 @@ func TestAuditHoldsRuntimeHangs(t *testing.T) {
 	})
 }
 
-const innerEnv = "AUDIT6_PROCNS_INNER"
+const innerEnv = "PODSWEEPER_PROCNS_INNER"
 
 // docs/sdk/cni-freeing.md:43-44: "A namespace is gone only when its path
 // is, from a directory that is there (or a /proc/<pid> path whose process

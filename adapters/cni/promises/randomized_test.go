@@ -56,7 +56,7 @@ func TestAuditHoldsRandomWellFormed(t *testing.T) {
 			case 1:
 				path = e.netns("ns"+s.id, true)
 			case 2:
-				path = "/nonexistent-dir-audit7/ns" + s.id
+				path = "/nonexistent-dir/ns" + s.id
 			}
 			e.writeEntry(entryOpt{sandbox: s.id, uid: uidA, netns: path, written: s.created})
 			if s.listed {
@@ -150,7 +150,7 @@ func TestAuditHoldsRandomAcrossTimeout(t *testing.T) {
 			e := newEnv(t)
 			var rsbs []*runtimeapi.PodSandbox
 			for i, s := range sbs {
-				path := "/nonexistent-dir-audit7/ns" + s.id
+				path := "/nonexistent-dir/ns" + s.id
 				if s.ns < 2 {
 					path = e.netns("ns"+s.id, s.ns == 1)
 				}
@@ -235,7 +235,7 @@ func TestAuditHoldsRandomNonsense(t *testing.T) {
 				id := fmt.Sprintf("s%d", i)
 				ns := e.netns("ns"+id, r.Intn(2) == 0)
 				if r.Intn(4) == 0 {
-					ns = "/nonexistent-audit7/" + id
+					ns = "/nonexistent/" + id
 				}
 				e.writeEntry(entryOpt{network: "net1", sandbox: id, uid: uidA, netns: ns})
 				if r.Intn(2) == 0 {

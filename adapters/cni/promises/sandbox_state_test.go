@@ -193,13 +193,11 @@ func TestAuditHoldsReadyUnlabeledFilterIgnored(t *testing.T) {
 }
 
 // With the real bridge and host-local plugins, in private network and mount namespaces only
-// (run under `unshare --net --mount --propagation private` with AUDIT7_PRIVATE_NS=1): a live
+// (TestMain runs the package in them as root): a live
 // pod's sandbox, which the runtime lists ready but without the pod-UID label (CRI metadata names
 // the pod), loses its interface and its address once the API says the pod is gone.
 func TestAuditReadyUnlabeledSandboxRealPlugins(t *testing.T) {
-	if os.Getuid() != 0 || os.Getenv("AUDIT7_PRIVATE_NS") != "1" {
-		t.Skip("needs root, in private network and mount namespaces (AUDIT7_PRIVATE_NS=1)")
-	}
+	needPrivateNS(t)
 	bin, err := filepath.Abs("../../../bin/cni")
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +212,7 @@ func TestAuditReadyUnlabeledSandboxRealPlugins(t *testing.T) {
 		t.Fatalf("pinning a pod namespace: %v %s", err, out)
 	}
 	defer unix.Unmount(nsfile, unix.MNT_DETACH) // mount(2), not umount(8): nothing written to the host's /run/mount
-	conf := `{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge","bridge":"audit7br","ipMasq":false,"isGateway":false,
+	conf := `{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge","bridge":"podbr0","ipMasq":false,"isGateway":false,
 		"ipam":{"type":"host-local","dataDir":"` + data + `","ranges":[[{"subnet":"10.77.0.0/24"}]]}}]}`
 	list, err := libcni.NetworkConfFromBytes([]byte(conf))
 	if err != nil {
