@@ -34,7 +34,8 @@
 // Every command line the program cannot run with is refused before it
 // connects to anything, with status 2: the shared flags by Flags.Validate
 // (those the engine would refuse, deletion.Options.Validate, among them,
-// and a client rate limit below MinKubeAPIQPS), the groups' by their
+// a client rate limit below MinKubeAPIQPS, and an endpoint's address that
+// net.Listen could not bind or that two endpoints share), the groups' by their
 // Validate, the program's own by its parseFlags.
 //
 // Run is Build, then the manager's Start. Build assembles, in this order:
