@@ -31,7 +31,9 @@ const LeaseMargin = time.Second
 var ErrLeaseNotRenewed = errors.New("k8s: the Lease was not renewed within the renew deadline")
 
 // CheckLeaseDurations returns an error wrapping ErrInvalidSetup unless
-// leaseDuration > 0, retryPeriod > 0, renewDeadline > retryPeriod and
+// leaseDuration > 0, retryPeriod > 0, renewDeadline > retryPeriod,
+// leaseDuration is whole seconds (a Lease holds it as an int32 of seconds,
+// which client-go truncates it to) and
 // leaseDuration >= renewDeadline + retryPeriod + LeaseMargin: the rule
 // under which a LeaseFence stops the leader's engine before another
 // replica can take its Lease. The leader's engine stops at the latest a
@@ -49,6 +51,11 @@ func CheckLeaseDurations(leaseDuration, renewDeadline, retryPeriod time.Duration
 	case leaseDuration > maxLeaseDuration || renewDeadline > maxLeaseDuration || retryPeriod > maxLeaseDuration:
 		return fmt.Errorf("%w: lease duration (%v), renew deadline (%v) and retry period (%v) must be at most %v: a Lease holds its duration in int32 seconds",
 			ErrInvalidSetup, leaseDuration, renewDeadline, retryPeriod, maxLeaseDuration)
+	case leaseDuration%time.Second != 0:
+		// Refused, not rounded: the duration a standby waits is a safety
+		// bound, which the program should not change behind its operator.
+		return fmt.Errorf("%w: the lease duration (%v) must be whole seconds: a Lease holds it in whole seconds, and client-go "+
+			"would write %v, after which another replica may take the Lease", ErrInvalidSetup, leaseDuration, leaseDuration.Truncate(time.Second))
 	case float64(renewDeadline) <= leaderelection.JitterFactor*float64(retryPeriod):
 		return fmt.Errorf("%w: the renew deadline (%v) must be longer than %v times the retry period (%v), as client-go's leader election requires",
 			ErrInvalidSetup, renewDeadline, leaderelection.JitterFactor, retryPeriod)

@@ -44,6 +44,22 @@ func TestCheckLeaseDurations(t *testing.T) {
 	}
 }
 
+// TestCheckLeaseDurationsRefusesALeaseDurationOfPartSeconds: a Lease holds
+// its duration in whole seconds (leaseDurationSeconds, an int32) and
+// client-go truncates the lease duration to them: 1500ms would be written
+// as 1s, and a standby would take the Lease half a second early. (2500ms
+// is written as 2s.) A lease
+// duration that is not whole seconds is refused; the renew deadline and
+// the retry period, which no Lease holds, may have part seconds.
+func TestCheckLeaseDurationsRefusesALeaseDurationOfPartSeconds(t *testing.T) {
+	for _, lease := range []time.Duration{2500 * time.Millisecond, 15*time.Second + time.Nanosecond, 15500 * time.Millisecond} {
+		err := CheckLeaseDurations(lease, time.Second, 200*time.Millisecond)
+		require.ErrorIs(t, err, ErrInvalidSetup, "%v", lease)
+		assert.Contains(t, err.Error(), "whole seconds", "%v", lease)
+	}
+	assert.NoError(t, CheckLeaseDurations(3*time.Second, time.Second, 200*time.Millisecond))
+}
+
 // fakeLock is a resourcelock.Interface whose writes take latency and fail
 // while fail is set.
 type fakeLock struct {

@@ -64,6 +64,8 @@ func TestLeaseDurationsThatLetTwoLeadersDestroyAreRefused(t *testing.T) {
 		"retry period too long":   {"--leader-election-renew-deadline=2s", "--leader-election-retry-period=2s"},
 		"no retry period":         {"--leader-election-retry-period=0"},
 		"client-go's jitter":      {"--leader-election-lease-duration=20s", "--leader-election-renew-deadline=10s", "--leader-election-retry-period=9s"},
+		"part seconds":            {"--leader-election-lease-duration=15500ms"},
+		"milliseconds":            {"--leader-election-lease-duration=2500ms", "--leader-election-renew-deadline=1s", "--leader-election-retry-period=200ms"},
 	} {
 		_, err := parseFlags(append([]string{"--pu-dir", "/x"}, args...), func(string) string { return "" }, io.Discard)
 		require.ErrorIs(t, err, program.ErrUsage, name)

@@ -53,7 +53,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		"namespace of the Lease (default $POD_NAMESPACE; in the cluster, the pod's own namespace if empty)")
 	fs.StringVar(&cfg.leaseID, "leader-election-id", defaultLeaderElectionID, "name of the Lease")
 	fs.DurationVar(&cfg.leaseDuration, "leader-election-lease-duration", 15*time.Second,
-		"how long a standby waits after the leader's last renewal before it takes the Lease")
+		"how long a standby waits after the leader's last renewal before it takes the Lease, in whole seconds (as the Lease holds it)")
 	fs.DurationVar(&cfg.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader tries to renew before it "+
 		"gives up the lead and exits: its engine stops at the latest this and a retry period after the start of its last renewal; "+
 		"the lease duration must exceed both by a second or more")
