@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -225,4 +226,24 @@ func TestNewLeaseFenceRefusesBadOptions(t *testing.T) {
 	opts.Name = "x"
 	_, err = NewLeaseFence(nil, opts)
 	assert.ErrorIs(t, err, ErrInvalidSetup, "no config")
+}
+
+// TestLeaseNamespaceOutsideAPodIsRequired: outside a pod, a Lease without
+// a namespace has none to take: LeaseNamespace and NewLeaseFence say so,
+// wrapping ErrInvalidSetup, in words that name no Go field.
+func TestLeaseNamespaceOutsideAPodIsRequired(t *testing.T) {
+	if _, err := os.Stat(inClusterNamespacePath); err == nil {
+		t.Skip("in a pod: the Lease takes the pod's namespace")
+	}
+	ns, err := LeaseNamespace("podsweeper")
+	require.NoError(t, err)
+	assert.Equal(t, "podsweeper", ns)
+	_, err = LeaseNamespace("")
+	require.ErrorIs(t, err, ErrInvalidSetup)
+	opts := defaultDurations
+	opts.Name = "x"
+	_, err = NewLeaseFence(&rest.Config{Host: "https://127.0.0.1:1"}, opts)
+	require.ErrorIs(t, err, ErrInvalidSetup)
+	assert.NotContains(t, err.Error(), "LeaderElectionNamespace")
+	assert.Contains(t, err.Error(), "no namespace")
 }

@@ -50,7 +50,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.BoolVar(&cfg.leaderElect, "leader-elect", true,
 		"run the engine on the replica that holds the Lease only; false runs it at once, for a single replica outside the cluster")
 	fs.StringVar(&cfg.leaseNS, "leader-election-namespace", getenv("POD_NAMESPACE"),
-		"namespace of the Lease (default $POD_NAMESPACE; in the cluster, the pod's own namespace if empty)")
+		"namespace of the Lease (default $POD_NAMESPACE; in the cluster, the pod's own namespace if empty; required outside a cluster)")
 	fs.StringVar(&cfg.leaseID, "leader-election-id", defaultLeaderElectionID, "name of the Lease")
 	fs.DurationVar(&cfg.leaseDuration, "leader-election-lease-duration", 15*time.Second,
 		"how long a standby waits after the leader's last renewal before it takes the Lease, in whole seconds (as the Lease holds it)")
@@ -91,6 +91,9 @@ func check(cfg config) error {
 	}
 	if err := k8s.CheckLeaseDurations(cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod); err != nil {
 		return fmt.Errorf("--leader-election-lease-duration, --leader-election-renew-deadline, --leader-election-retry-period: %w", err)
+	}
+	if _, err := k8s.LeaseNamespace(cfg.leaseNS); err != nil {
+		return fmt.Errorf("--leader-election-namespace is required outside a cluster: give it, or set $POD_NAMESPACE: %w", err)
 	}
 	return nil
 }
