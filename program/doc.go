@@ -51,7 +51,10 @@
 // then the metrics, the report and, with Options.Events, the Kubernetes
 // Events; the wiring (k8s.SetupWithManager for an engine with a node,
 // k8s.SetupClusterWithManager without); Options.Beside; and the shared
-// endpoints (Serve).
+// endpoints (Serve). It binds the probes' and pprof's addresses itself,
+// before the manager, and serves them from the manager it returns, so that
+// a step that fails releases them (and unregisters the metrics): a failed
+// Build leaves nothing bound.
 //
 // The rails every program has: --dry-run (decide every destroy, the
 // confirming read included, destroy nothing, and report each PU that would
