@@ -118,3 +118,16 @@ func TestLargeIntegerValuesReachTheirFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestChartAppendsExtraArgs: extraArgs are appended to the container's
+// arguments after every flag the chart sets, so that one given again
+// there wins, and the program takes them.
+func TestChartAppendsExtraArgs(t *testing.T) {
+	objs := testkube.RenderHelm(t, "chart", "podsweeper", "podsweeper", testkube.ValuesFile(t, "extraArgs: [--zap-encoder=console, --workers=7]\n"))
+	_, c := testkube.PodTemplate(t, objs, "DaemonSet")
+	require.GreaterOrEqual(t, len(c.Args), 2)
+	assert.Equal(t, []string{"--zap-encoder=console", "--workers=7"}, c.Args[len(c.Args)-2:], "after every flag the chart sets")
+	cfg, err := parseFlags(c.Args, func(string) string { return "node-a" }, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 7, cfg.Workers, "the last --workers wins")
+}
