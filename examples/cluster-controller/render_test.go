@@ -40,6 +40,10 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	for _, cfg := range []*config{&kustCfg, &defCfg, &nonCfg} {
 		cfg.Zap = flagDefaults.Zap // a parsed --zap-log-level holds a level no two parses share
 	}
+	// The chart names the Lease after the release; deploy/ and the flag
+	// keep the name of before (TestTwoReleasesInOneNamespaceHoldTwoLeases).
+	assert.Equal(t, "podsweeper-podsweeper-cluster-controller", defCfg.leaseID, "the Lease is the release's")
+	defCfg.leaseID = kustCfg.leaseID
 	assert.Equal(t, kustCfg, defCfg, "the chart's defaults run the controller of deploy/")
 	assert.Equal(t, flagDefaults, defCfg, "the chart's defaults are the flags'")
 	assert.Equal(t, config{
@@ -94,4 +98,23 @@ func TestChartAppendsExtraArgs(t *testing.T) {
 	cfg, err := parseFlags(c.Args, env(map[string]string{"POD_NAMESPACE": "podsweeper"}), io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, 7, cfg.Workers, "the last --workers wins")
+}
+
+// TestTwoReleasesInOneNamespaceHoldTwoLeases: the Lease's name is the
+// release's fullname by default, so that two releases in one namespace
+// each elect their own leader; leaderElection.id keeps a name given, the
+// one a release installed before had (podsweeper-cluster-controller).
+func TestTwoReleasesInOneNamespaceHoldTwoLeases(t *testing.T) {
+	lease := func(release string, values ...string) string {
+		t.Helper()
+		_, c := testkube.PodTemplate(t, testkube.RenderHelm(t, "chart", release, "podsweeper", values...), "Deployment")
+		cfg, err := parseFlags(c.Args, env(map[string]string{"POD_NAMESPACE": "podsweeper"}), io.Discard)
+		require.NoError(t, err)
+		return cfg.leaseID
+	}
+	a, b := lease("team-a"), lease("team-b")
+	assert.NotEqual(t, a, b, "one Lease each")
+	assert.Equal(t, "team-a-podsweeper-cluster-controller", a, "the release's fullname")
+	assert.Equal(t, defaultLeaderElectionID, lease("team-a", testkube.ValuesFile(t, "leaderElection:\n  id: "+defaultLeaderElectionID+"\n")),
+		"a release keeps the Lease it had")
 }
