@@ -4,7 +4,7 @@ link here), the same in each: names, labels, the image, the API server's
 address, the PromQL selector, and the flags every podsweeper program has
 (podsweeper.sharedArgs), and extraArgs after the chart's own
 (podsweeper.extraArgs). A flag added to program.Flags is added
-to podsweeper.sharedArgs, and to each chart's values.yaml.
+to podsweeper.sharedArgs, and to each chart's values.yaml and values.schema.json.
 */}}
 {{/* The name of every object: the release's, with the chart's unless it has it. */}}
 {{- define "podsweeper.fullname" -}}
