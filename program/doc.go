@@ -34,7 +34,8 @@
 // Every command line the program cannot run with is refused before it
 // connects to anything, with status 2: the shared flags by Flags.Validate
 // (those the engine would refuse, deletion.Options.Validate, among them,
-// and a client rate limit below MinKubeAPIQPS), the groups' by their
+// a client rate limit below MinKubeAPIQPS, and an endpoint's address that
+// net.Listen could not bind or that two endpoints share), the groups' by their
 // Validate, the program's own by its parseFlags.
 //
 // Run is Build, then the manager's Start. Build assembles, in this order:
@@ -50,7 +51,10 @@
 // then the metrics, the report and, with Options.Events, the Kubernetes
 // Events; the wiring (k8s.SetupWithManager for an engine with a node,
 // k8s.SetupClusterWithManager without); Options.Beside; and the shared
-// endpoints (Serve).
+// endpoints (Serve). It binds the probes' and pprof's addresses itself,
+// before the manager, and serves them from the manager it returns, so that
+// a step that fails releases them (and unregisters the metrics): a failed
+// Build leaves nothing bound.
 //
 // The rails every program has: --dry-run (decide every destroy, the
 // confirming read included, destroy nothing, and report each PU that would

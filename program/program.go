@@ -120,8 +120,9 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 
 // Validate rejects shared flags the program cannot run with, with an error
 // that wraps ErrUsage and names the flag: those the engine would refuse
-// (deletion.Options.Validate) among them, so that a program refuses them
-// before it connects to anything.
+// (deletion.Options.Validate) among them, and an endpoint's address the
+// manager could not bind, or that another endpoint binds too, so that a
+// program refuses them before it connects to anything.
 func (f *Flags) Validate() error {
 	var err error
 	switch {
@@ -162,10 +163,87 @@ func (f *Flags) Validate() error {
 			}
 		}
 	}
+	if err == nil {
+		err = checkEndpoints([]endpoint{
+			{"--metrics-bind-address", f.MetricsBindAddress},
+			{"--health-probe-bind-address", f.HealthProbeBindAddress},
+			{"--pprof-bind-address", f.PprofBindAddress},
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return nil
+}
+
+// endpoint is the address a flag gives an endpoint.
+type endpoint struct{ flag, addr string }
+
+// checkEndpoints refuses an address the manager cannot bind (it binds each
+// endpoint with net.Listen("tcp", addr)) and two endpoints on one address,
+// with an error that names the flags: bindAddress says which addresses
+// bind. Whether another process holds a port is not asked: that is no
+// fault of the command line.
+func checkEndpoints(eps []endpoint) error {
+	var bound []endpoint
+	addrs := map[string]*net.TCPAddr{}
+	for _, e := range eps {
+		if e.addr == Off {
+			continue
+		}
+		a, err := bindAddress(e.addr)
+		if err != nil {
+			return fmt.Errorf("%s %q: %w (%q turns it off)", e.flag, e.addr, err, Off)
+		}
+		for _, b := range bound {
+			if sharePort(a, addrs[b.flag]) {
+				return fmt.Errorf("%s %q and %s %q bind the same address: give each endpoint its own port, or turn one off with %q",
+					b.flag, b.addr, e.flag, e.addr, Off)
+			}
+		}
+		bound, addrs[e.flag] = append(bound, e), a
+	}
+	return nil
+}
+
+// bindAddress returns the address net.Listen("tcp", addr) would bind, or
+// why it cannot: addr is not host:port, the port is no port (0 to 65535,
+// or a service's name), or the host is not one of this host's addresses
+// (asked of the kernel, by binding it on a port of its choosing for a
+// moment; a name is resolved as net.Listen resolves it).
+func bindAddress(addr string) (*net.TCPAddr, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	p, err := net.LookupPort("tcp", port)
+	if err != nil {
+		return nil, err
+	}
+	a, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, err
+	}
+	if host != "" {
+		l, err := net.ListenTCP("tcp", a)
+		if err != nil {
+			return nil, fmt.Errorf("%s is no address of this host: %w", host, err)
+		}
+		l.Close()
+	}
+	a.Port = p
+	return a, nil
+}
+
+// sharePort reports whether a and b bind the same port of one address: a
+// port of its own (0, chosen by the kernel) is shared by no one, and an
+// unspecified host (every address) shares its port with every address.
+func sharePort(a, b *net.TCPAddr) bool {
+	if a.Port == 0 || a.Port != b.Port {
+		return false
+	}
+	every := func(a *net.TCPAddr) bool { return a.IP == nil || a.IP.IsUnspecified() }
+	return every(a) || every(b) || a.IP.Equal(b.IP)
 }
 
 // Parse binds the shared flags on fs beside the program's own, parses args

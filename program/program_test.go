@@ -69,6 +69,46 @@ func TestParseRefusesWhatNoProgramRunsWith(t *testing.T) {
 	assert.ErrorIs(t, err, flag.ErrHelp)
 }
 
+// TestParseRefusesAddressesNoEndpointCanBind: an endpoint's address that
+// net.Listen cannot bind, as the manager binds it, and two endpoints on
+// one address are usage errors naming the flags, not a failure at start.
+func TestParseRefusesAddressesNoEndpointCanBind(t *testing.T) {
+	for name, c := range map[string]struct {
+		args  []string
+		flags []string
+	}{
+		"no port":                  {[]string{"--metrics-bind-address=8443"}, []string{"--metrics-bind-address"}},
+		"malformed":                {[]string{"--health-probe-bind-address=::8081"}, []string{"--health-probe-bind-address"}},
+		"a port past 65535":        {[]string{"--health-probe-bind-address=:70000"}, []string{"--health-probe-bind-address"}},
+		"a negative port":          {[]string{"--pprof-bind-address=127.0.0.1:-1"}, []string{"--pprof-bind-address"}},
+		"an address not local":     {[]string{"--pprof-bind-address=192.0.2.1:8082"}, []string{"--pprof-bind-address"}},
+		"a host name not resolved": {[]string{"--metrics-bind-address=nowhere.invalid:8443"}, []string{"--metrics-bind-address"}},
+		"empty":                    {[]string{"--health-probe-bind-address="}, []string{"--health-probe-bind-address"}},
+		"one address twice": {[]string{"--health-probe-bind-address=127.0.0.1:9100", "--pprof-bind-address=127.0.0.1:9100"},
+			[]string{"--health-probe-bind-address", "--pprof-bind-address"}},
+		"a port of every address and one of its addresses": {[]string{"--metrics-bind-address=:9100", "--pprof-bind-address=127.0.0.1:9100"},
+			[]string{"--metrics-bind-address", "--pprof-bind-address"}},
+		"every address, spelled two ways": {[]string{"--metrics-bind-address=:9100", "--health-probe-bind-address=0.0.0.0:9100"},
+			[]string{"--metrics-bind-address", "--health-probe-bind-address"}},
+		"one port by its service's name and by number": {[]string{"--metrics-bind-address=127.0.0.1:http", "--health-probe-bind-address=:80"},
+			[]string{"--metrics-bind-address", "--health-probe-bind-address"}},
+	} {
+		_, err := parse(t, c.args...)
+		require.ErrorIs(t, err, ErrUsage, name)
+		for _, f := range c.flags {
+			assert.Contains(t, err.Error(), f, name)
+		}
+	}
+	for _, args := range [][]string{
+		{"--metrics-bind-address=localhost:9100", "--health-probe-bind-address=127.0.0.1:9101", "--pprof-bind-address=0"},
+		{"--metrics-bind-address=:0", "--health-probe-bind-address=:0", "--pprof-bind-address=127.0.0.1:0"}, // any free port, each its own
+		{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--pprof-bind-address=0"},
+	} {
+		_, err := parse(t, args...)
+		assert.NoError(t, err, "%q", args)
+	}
+}
+
 // TestWhatParseTakesTheEngineTakes: the engine takes the options
 // EngineOptions makes of any command line Parse takes, so that a program
 // refuses a bad one (status 2) before it connects to the cluster, not

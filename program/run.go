@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
@@ -113,15 +114,44 @@ func Run(ctx context.Context, f Flags, o Options) error {
 // pod cache and whose every destroy is first confirmed by a direct read of
 // the API server; the wiring; o.Beside; and the shared endpoints (Serve),
 // with the readiness checks "pod-cache" (CacheSynced) and o.Ready.
-func Build(f Flags, o Options) (manager.Manager, *deletion.Engine, error) {
+//
+// When a step fails, Build releases what it acquired before: the probes'
+// and pprof's addresses, which it binds itself before the manager (the
+// manager would bind them in NewManager and release them only once started
+// and stopped), and the metrics it registered on o.Registry; a second
+// Build may bind and register them. Once Build has returned a manager,
+// its Start serves them and releases them when it returns.
+func Build(f Flags, o Options) (_ manager.Manager, _ *deletion.Engine, err error) {
 	rc := o.Config
 	if rc == nil {
-		var err error
 		if rc, err = f.RESTConfig(); err != nil {
 			return nil, nil, err
 		}
 	}
-	mgr, fence, err := newManager(rc, f, o)
+	reg := o.Registry
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	got := acquired{metrics: &registrations{Registerer: reg}}
+	defer func() {
+		if err != nil {
+			got.release()
+		}
+	}()
+	o.Registry = got.metrics
+	probes, err := got.listen("--health-probe-bind-address", f.HealthProbeBindAddress)
+	if err != nil {
+		return nil, nil, err
+	}
+	profiles, err := got.listen("--pprof-bind-address", f.PprofBindAddress)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, fence, err := newManager(rc, f, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	mgr, err := newEndpoints(m, probes, profiles)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,6 +197,8 @@ func newManager(rc *rest.Config, f Flags, o Options) (manager.Manager, *k8s.Leas
 		}
 	}
 	opts := f.ManagerOptions(o.Logger, pods)
+	// Build binds and serves them (acquired).
+	opts.HealthProbeBindAddress, opts.PprofBindAddress = Off, Off
 	var fence *k8s.LeaseFence
 	if o.Lease != nil {
 		l := o.Lease.Fence

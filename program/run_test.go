@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
@@ -135,4 +136,50 @@ func readBody(t *testing.T, url string) string {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestBuildReleasesWhatItAcquiredWhenALaterStepFails: when a step of
+// Build fails after the endpoints' addresses are bound and the metrics
+// registered (here the last, Serve, whose backlog metrics the registry
+// refuses), Build releases them all: a second Build on the same addresses
+// and registry binds and registers.
+func TestBuildReleasesWhatItAcquiredWhenALaterStepFails(t *testing.T) {
+	rc, _ := testkube.StartAPIServer(t)
+	f := Defaults()
+	f.MetricsBindAddress, f.HealthProbeBindAddress, f.PprofBindAddress = Off, freeAddr(t), freeAddr(t)
+	reg := &refusingBacklog{Registry: prometheus.NewRegistry(), refuse: true}
+	o := Options{Name: "test", Logger: logr.Discard(), Registry: reg, Config: rest.CopyConfig(rc),
+		Policy: ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
+		Engine: deletion.Options{NodeName: "node-a"},
+	}
+	_, _, err := Build(f, o)
+	require.ErrorIs(t, err, errRefused, "the last step fails")
+	for _, addr := range []string{f.HealthProbeBindAddress, f.PprofBindAddress} {
+		l, err := net.Listen("tcp", addr)
+		require.NoError(t, err, "%s is released", addr)
+		require.NoError(t, l.Close())
+	}
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	assert.Empty(t, families, "the engine's metrics are unregistered")
+
+	reg.refuse = false
+	_, _, err = Build(f, o)
+	require.NoError(t, err, "a second Build on the same addresses and registry")
+}
+
+var errRefused = errors.New("refused")
+
+// refusingBacklog is a registry that refuses the backlog metrics while
+// refuse is set.
+type refusingBacklog struct {
+	*prometheus.Registry
+	refuse bool
+}
+
+func (r *refusingBacklog) Register(c prometheus.Collector) error {
+	if _, ok := c.(*k8s.BacklogCollector); ok && r.refuse {
+		return errRefused
+	}
+	return r.Registry.Register(c)
 }

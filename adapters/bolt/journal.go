@@ -107,7 +107,9 @@ var (
 // Open opens the journal at path, creating it when the file does not exist.
 // The directory must exist: Open does not create it, so that a missing
 // mount (a hostPath the DaemonSet does not mount, a typo) fails at start
-// instead of keeping the journal where it does not survive a restart.
+// instead of keeping the journal where it does not survive a restart. The
+// error then wraps ErrInvalidOptions, as for an empty path: a program
+// refuses its command line with it.
 //
 // An existing file is read first without writing to it: when it is not a
 // journal this build can use (another format, another bbolt database, a
@@ -163,14 +165,15 @@ func Open(path string, opts Options) (*Journal, error) {
 	return &Journal{db: db, path: path, log: o.Logger.WithValues("journal", path)}, nil
 }
 
-// checkDir fails unless dir is an existing directory.
+// checkDir fails unless dir is an existing directory, with an error
+// wrapping ErrInvalidOptions: the path given Open is the cause.
 func checkDir(dir string) error {
 	info, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("bolt: the journal's directory %s (it is not created: mount it or create it first): %w", dir, err)
+		return fmt.Errorf("%w: the journal's directory %s (it is not created: mount it or create it first): %w", ErrInvalidOptions, dir, err)
 	}
 	if !info.IsDir() {
-		return fmt.Errorf("bolt: the journal's directory %s is not a directory", dir)
+		return fmt.Errorf("%w: the journal's directory %s is not a directory", ErrInvalidOptions, dir)
 	}
 	return nil
 }

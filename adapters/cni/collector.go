@@ -158,16 +158,20 @@ func New(opts Options) (*Collector, error) {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = klog.Background().WithName("cni")
 	}
-	for _, d := range append([]string{opts.CacheDir}, opts.PluginDirs...) {
+	for i, d := range append([]string{opts.CacheDir}, opts.PluginDirs...) {
+		what := "the cache directory"
+		if i > 0 {
+			what = "a plugin directory"
+		}
 		if d == "" {
-			return nil, fmt.Errorf("%w: an empty plugin directory", ErrInvalidOptions)
+			return nil, fmt.Errorf("%w: %s is empty", ErrInvalidOptions, what)
 		}
 		info, err := os.Stat(d)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+			return nil, fmt.Errorf("%w: %s %s (it is not created: mount it from the node): %w", ErrInvalidOptions, what, d, err)
 		}
 		if !info.IsDir() {
-			return nil, fmt.Errorf("%w: %s is not a directory", ErrInvalidOptions, d)
+			return nil, fmt.Errorf("%w: %s %s is not a directory", ErrInvalidOptions, what, d)
 		}
 	}
 	return &Collector{

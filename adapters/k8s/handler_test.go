@@ -418,6 +418,31 @@ func TestHandlerTriggersWhenAPodIsReplacedByARejectedOne(t *testing.T) {
 	assert.Equal(t, []types.NamespacedName{key("web")}, triggers, "the old pod's PU is checked at once")
 }
 
+// TestHandlerTriggersWhenAPodIsReplacedByOneElsewhere: a pod recreated
+// under the same name on another node, or not yet scheduled, is not the
+// engine's, but the old pod's PU is: it is checked at once.
+func TestHandlerTriggersWhenAPodIsReplacedByOneElsewhere(t *testing.T) {
+	for name, node := range map[string]string{"on another node": "node-b", "not yet scheduled": ""} {
+		t.Run(name, func(t *testing.T) {
+			h, f := newHandler(t)
+			h.OnUpdate(pod("web", "u-old", "node-a", "", "1"), pod("web", "u-new", node, "", "5"))
+			tracked, triggers := f.calls()
+			assert.Empty(t, tracked, "the new pod is not the engine's")
+			assert.Equal(t, []types.NamespacedName{key("web")}, triggers, "the old pod's PU is checked at once")
+		})
+	}
+}
+
+// TestHandlerIgnoresUpdatesOfAPodElsewhere: a pod that stays elsewhere
+// triggers nothing.
+func TestHandlerIgnoresUpdatesOfAPodElsewhere(t *testing.T) {
+	h, f := newHandler(t)
+	h.OnUpdate(pod("web", "u-web", "node-b", "", "1"), pod("web", "u-web", "node-b", "", "2"))
+	tracked, triggers := f.calls()
+	assert.Empty(t, tracked)
+	assert.Empty(t, triggers)
+}
+
 func TestHandlerSkipsAPodWhoseFilterPanics(t *testing.T) {
 	h, f := newHandler(t)
 	h.filter = func(p *corev1.Pod) bool {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -31,7 +33,9 @@ const LeaseMargin = time.Second
 var ErrLeaseNotRenewed = errors.New("k8s: the Lease was not renewed within the renew deadline")
 
 // CheckLeaseDurations returns an error wrapping ErrInvalidSetup unless
-// leaseDuration > 0, retryPeriod > 0, renewDeadline > retryPeriod and
+// leaseDuration > 0, retryPeriod > 0, renewDeadline > retryPeriod,
+// leaseDuration is whole seconds (a Lease holds it as an int32 of seconds,
+// which client-go truncates it to) and
 // leaseDuration >= renewDeadline + retryPeriod + LeaseMargin: the rule
 // under which a LeaseFence stops the leader's engine before another
 // replica can take its Lease. The leader's engine stops at the latest a
@@ -49,6 +53,11 @@ func CheckLeaseDurations(leaseDuration, renewDeadline, retryPeriod time.Duration
 	case leaseDuration > maxLeaseDuration || renewDeadline > maxLeaseDuration || retryPeriod > maxLeaseDuration:
 		return fmt.Errorf("%w: lease duration (%v), renew deadline (%v) and retry period (%v) must be at most %v: a Lease holds its duration in int32 seconds",
 			ErrInvalidSetup, leaseDuration, renewDeadline, retryPeriod, maxLeaseDuration)
+	case leaseDuration%time.Second != 0:
+		// Refused, not rounded: the duration a standby waits is a safety
+		// bound, which the program should not change behind its operator.
+		return fmt.Errorf("%w: the lease duration (%v) must be whole seconds: a Lease holds it in whole seconds, and client-go "+
+			"would write %v, after which another replica may take the Lease", ErrInvalidSetup, leaseDuration, leaseDuration.Truncate(time.Second))
 	case float64(renewDeadline) <= leaderelection.JitterFactor*float64(retryPeriod):
 		return fmt.Errorf("%w: the renew deadline (%v) must be longer than %v times the retry period (%v), as client-go's leader election requires",
 			ErrInvalidSetup, renewDeadline, leaderelection.JitterFactor, retryPeriod)
@@ -57,6 +66,31 @@ func CheckLeaseDurations(leaseDuration, renewDeadline, retryPeriod time.Duration
 			"or the leader may still destroy when another replica takes its Lease", ErrInvalidSetup, leaseDuration, renewDeadline, retryPeriod, LeaseMargin)
 	}
 	return nil
+}
+
+// inClusterNamespacePath is the file a pod reads its own namespace from,
+// as controller-runtime's leader election reads it.
+const inClusterNamespacePath = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// LeaseNamespace returns the namespace of a Lease given namespace, as
+// NewLeaseFence takes it: namespace itself, or, when it is empty, the
+// namespace of the pod the program runs in (read from its service
+// account's mount, as controller-runtime's leader election reads it).
+// Outside a pod an empty namespace has none: the error wraps
+// ErrInvalidSetup, for a program to refuse its command line with before
+// it connects to anything.
+func LeaseNamespace(namespace string) (string, error) {
+	if namespace != "" {
+		return namespace, nil
+	}
+	b, err := os.ReadFile(inClusterNamespacePath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w: the Lease has no namespace, and the program runs in no pod (no %s) to take its own", ErrInvalidSetup, inClusterNamespacePath)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: the Lease has no namespace, and the pod's own cannot be read: %w", ErrInvalidSetup, err)
+	}
+	return string(b), nil
 }
 
 // maxLeaseDuration is the longest duration a Lease holds: its
@@ -68,7 +102,8 @@ const maxLeaseDuration = math.MaxInt32 * time.Second
 // manager.Options' (LeaderElectionNamespace, LeaderElectionID,
 // LeaseDuration, RenewDeadline, RetryPeriod).
 type LeaseFenceOptions struct {
-	// Namespace of the Lease; "" in the cluster: the pod's own namespace.
+	// Namespace of the Lease; "" in the cluster: the pod's own namespace
+	// (LeaseNamespace).
 	Namespace string
 	// Name of the Lease (required).
 	Name string
@@ -129,7 +164,8 @@ var _ resourcelock.Interface = (*LeaseFence)(nil)
 // records no Event of its own (manager.Options would: "became leader", on
 // the Lease), so that the program needs no right to core Events. Its
 // errors wrap ErrInvalidSetup, for durations that break
-// CheckLeaseDurations or a missing name, or come from building the lock.
+// CheckLeaseDurations, a missing name or namespace (LeaseNamespace), or
+// come from building the lock.
 // cfg itself is left as it is: the lock's timeout and user agent are set
 // on a copy, so that a manager or client built from cfg afterwards keeps
 // its watches open past the lock's timeout.
@@ -143,6 +179,10 @@ func NewLeaseFence(cfg *rest.Config, opts LeaseFenceOptions) (*LeaseFence, error
 	if cfg == nil {
 		return nil, fmt.Errorf("%w: the rest.Config is nil", ErrInvalidSetup)
 	}
+	ns, err := LeaseNamespace(opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
 	// NewResourceLock sets the client's timeout and user agent on the
 	// config it is given (rest.AddUserAgent modifies its argument): on a
 	// config shared with the manager, every watch and LIST of its cache
@@ -150,7 +190,7 @@ func NewLeaseFence(cfg *rest.Config, opts LeaseFenceOptions) (*LeaseFence, error
 	lock, err := crleaderelection.NewResourceLock(rest.CopyConfig(cfg), noEvents{}, crleaderelection.Options{
 		LeaderElection:          true,
 		LeaderElectionID:        opts.Name,
-		LeaderElectionNamespace: opts.Namespace,
+		LeaderElectionNamespace: ns,
 		RenewDeadline:           opts.RenewDeadline,
 	})
 	if err != nil {

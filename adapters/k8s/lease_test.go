@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -42,6 +43,22 @@ func TestCheckLeaseDurations(t *testing.T) {
 			assert.ErrorIs(t, err, ErrInvalidSetup, "%v/%v/%v", c.lease, c.renew, c.retry)
 		}
 	}
+}
+
+// TestCheckLeaseDurationsRefusesALeaseDurationOfPartSeconds: a Lease holds
+// its duration in whole seconds (leaseDurationSeconds, an int32) and
+// client-go truncates the lease duration to them: 1500ms would be written
+// as 1s, and a standby would take the Lease half a second early. (2500ms
+// is written as 2s.) A lease
+// duration that is not whole seconds is refused; the renew deadline and
+// the retry period, which no Lease holds, may have part seconds.
+func TestCheckLeaseDurationsRefusesALeaseDurationOfPartSeconds(t *testing.T) {
+	for _, lease := range []time.Duration{2500 * time.Millisecond, 15*time.Second + time.Nanosecond, 15500 * time.Millisecond} {
+		err := CheckLeaseDurations(lease, time.Second, 200*time.Millisecond)
+		require.ErrorIs(t, err, ErrInvalidSetup, "%v", lease)
+		assert.Contains(t, err.Error(), "whole seconds", "%v", lease)
+	}
+	assert.NoError(t, CheckLeaseDurations(3*time.Second, time.Second, 200*time.Millisecond))
 }
 
 // fakeLock is a resourcelock.Interface whose writes take latency and fail
@@ -209,4 +226,24 @@ func TestNewLeaseFenceRefusesBadOptions(t *testing.T) {
 	opts.Name = "x"
 	_, err = NewLeaseFence(nil, opts)
 	assert.ErrorIs(t, err, ErrInvalidSetup, "no config")
+}
+
+// TestLeaseNamespaceOutsideAPodIsRequired: outside a pod, a Lease without
+// a namespace has none to take: LeaseNamespace and NewLeaseFence say so,
+// wrapping ErrInvalidSetup, in words that name no Go field.
+func TestLeaseNamespaceOutsideAPodIsRequired(t *testing.T) {
+	if _, err := os.Stat(inClusterNamespacePath); err == nil {
+		t.Skip("in a pod: the Lease takes the pod's namespace")
+	}
+	ns, err := LeaseNamespace("podsweeper")
+	require.NoError(t, err)
+	assert.Equal(t, "podsweeper", ns)
+	_, err = LeaseNamespace("")
+	require.ErrorIs(t, err, ErrInvalidSetup)
+	opts := defaultDurations
+	opts.Name = "x"
+	_, err = NewLeaseFence(&rest.Config{Host: "https://127.0.0.1:1"}, opts)
+	require.ErrorIs(t, err, ErrInvalidSetup)
+	assert.NotContains(t, err.Error(), "LeaderElectionNamespace")
+	assert.Contains(t, err.Error(), "no namespace")
 }

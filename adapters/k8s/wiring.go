@@ -457,15 +457,18 @@ func (h *podHandler) OnAdd(obj any, _ bool) {
 // engine classifies as finished is not tracked again: its PU is destroyed,
 // or will be at the check its add triggered, and tracking it anew would
 // destroy it once more at each later update (its deletion included).
+// A pod replaced by one the handler does not track (elsewhere: on another
+// node or not yet scheduled; or one the filter rejects) triggers a check
+// too: the old pod of that name may have had a PU, and the engine decides.
 func (h *podHandler) OnUpdate(oldObj, newObj any) {
 	pod, class, ok := h.pod(newObj)
-	if !ok || class == deletion.PodElsewhere {
+	if !ok {
 		return
 	}
 	old, _ := oldObj.(*corev1.Pod)
 	replaced := old != nil && old.UID != pod.UID
-	if !h.accepts(pod) {
-		if replaced { // the old pod of that name may have had a PU
+	if class == deletion.PodElsewhere || !h.accepts(pod) {
+		if replaced {
 			h.engine.TriggerPod(client.ObjectKeyFromObject(pod))
 		}
 		return

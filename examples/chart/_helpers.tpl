@@ -2,8 +2,9 @@
 The helpers of the three example charts (the _helpers.tpl of each chart
 link here), the same in each: names, labels, the image, the API server's
 address, the PromQL selector, and the flags every podsweeper program has
-(podsweeper.sharedArgs). A flag added to program.Flags is added
-to podsweeper.sharedArgs, and to each chart's values.yaml.
+(podsweeper.sharedArgs), and extraArgs after the chart's own
+(podsweeper.extraArgs). A flag added to program.Flags is added
+to podsweeper.sharedArgs, and to each chart's values.yaml and values.schema.json.
 */}}
 {{/* The name of every object: the release's, with the chart's unless it has it. */}}
 {{- define "podsweeper.fullname" -}}
@@ -74,4 +75,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - --kube-api-qps={{ .Values.kubeAPI.qps }}
 - --kube-api-burst={{ int64 .Values.kubeAPI.burst }}
 - --zap-log-level={{ .Values.log.level }}
+{{- end -}}
+
+
+{{/* extraArgs, appended after every flag the chart sets: a flag given again there wins. */}}
+{{- define "podsweeper.extraArgs" -}}
+{{- with .Values.extraArgs -}}
+{{- toYaml . -}}
+{{- end -}}
 {{- end -}}

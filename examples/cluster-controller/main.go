@@ -50,10 +50,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.BoolVar(&cfg.leaderElect, "leader-elect", true,
 		"run the engine on the replica that holds the Lease only; false runs it at once, for a single replica outside the cluster")
 	fs.StringVar(&cfg.leaseNS, "leader-election-namespace", getenv("POD_NAMESPACE"),
-		"namespace of the Lease (default $POD_NAMESPACE; in the cluster, the pod's own namespace if empty)")
+		"namespace of the Lease (default $POD_NAMESPACE; in the cluster, the pod's own namespace if empty; required outside a cluster)")
 	fs.StringVar(&cfg.leaseID, "leader-election-id", defaultLeaderElectionID, "name of the Lease")
 	fs.DurationVar(&cfg.leaseDuration, "leader-election-lease-duration", 15*time.Second,
-		"how long a standby waits after the leader's last renewal before it takes the Lease")
+		"how long a standby waits after the leader's last renewal before it takes the Lease, in whole seconds (as the Lease holds it)")
 	fs.DurationVar(&cfg.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader tries to renew before it "+
 		"gives up the lead and exits: its engine stops at the latest this and a retry period after the start of its last renewal; "+
 		"the lease duration must exceed both by a second or more")
@@ -91,6 +91,9 @@ func check(cfg config) error {
 	}
 	if err := k8s.CheckLeaseDurations(cfg.leaseDuration, cfg.renewDeadline, cfg.retryPeriod); err != nil {
 		return fmt.Errorf("--leader-election-lease-duration, --leader-election-renew-deadline, --leader-election-retry-period: %w", err)
+	}
+	if _, err := k8s.LeaseNamespace(cfg.leaseNS); err != nil {
+		return fmt.Errorf("--leader-election-namespace is required outside a cluster: give it, or set $POD_NAMESPACE: %w", err)
 	}
 	return nil
 }

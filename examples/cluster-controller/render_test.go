@@ -40,6 +40,10 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	for _, cfg := range []*config{&kustCfg, &defCfg, &nonCfg} {
 		cfg.Zap = flagDefaults.Zap // a parsed --zap-log-level holds a level no two parses share
 	}
+	// The chart names the Lease after the release; deploy/ and the flag
+	// keep the name of before (TestTwoReleasesInOneNamespaceHoldTwoLeases).
+	assert.Equal(t, "podsweeper-podsweeper-cluster-controller", defCfg.leaseID, "the Lease is the release's")
+	defCfg.leaseID = kustCfg.leaseID
 	assert.Equal(t, kustCfg, defCfg, "the chart's defaults run the controller of deploy/")
 	assert.Equal(t, flagDefaults, defCfg, "the chart's defaults are the flags'")
 	assert.Equal(t, config{
@@ -80,5 +84,57 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 		if rl.Alert == "PodsweeperChecksBehind" {
 			assert.Contains(t, rl.Expr, "> 600", "prometheusRule.alerts.checksBehind.oldestQueuedSeconds reaches its rule")
 		}
+	}
+}
+
+// TestChartAppendsExtraArgs: extraArgs are appended to the container's
+// arguments after every flag the chart sets, so that one given again
+// there wins, and the program takes them.
+func TestChartAppendsExtraArgs(t *testing.T) {
+	objs := testkube.RenderHelm(t, "chart", "podsweeper", "podsweeper", testkube.ValuesFile(t, "extraArgs: [--zap-encoder=console, --workers=7]\n"))
+	_, c := testkube.PodTemplate(t, objs, "Deployment")
+	require.GreaterOrEqual(t, len(c.Args), 2)
+	assert.Equal(t, []string{"--zap-encoder=console", "--workers=7"}, c.Args[len(c.Args)-2:], "after every flag the chart sets")
+	cfg, err := parseFlags(c.Args, env(map[string]string{"POD_NAMESPACE": "podsweeper"}), io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 7, cfg.Workers, "the last --workers wins")
+}
+
+// TestTwoReleasesInOneNamespaceHoldTwoLeases: the Lease's name is the
+// release's fullname by default, so that two releases in one namespace
+// each elect their own leader; leaderElection.id keeps a name given, the
+// one a release installed before had (podsweeper-cluster-controller).
+func TestTwoReleasesInOneNamespaceHoldTwoLeases(t *testing.T) {
+	lease := func(release string, values ...string) string {
+		t.Helper()
+		_, c := testkube.PodTemplate(t, testkube.RenderHelm(t, "chart", release, "podsweeper", values...), "Deployment")
+		cfg, err := parseFlags(c.Args, env(map[string]string{"POD_NAMESPACE": "podsweeper"}), io.Discard)
+		require.NoError(t, err)
+		return cfg.leaseID
+	}
+	a, b := lease("team-a"), lease("team-b")
+	assert.NotEqual(t, a, b, "one Lease each")
+	assert.Equal(t, "team-a-podsweeper-cluster-controller", a, "the release's fullname")
+	assert.Equal(t, defaultLeaderElectionID, lease("team-a", testkube.ValuesFile(t, "leaderElection:\n  id: "+defaultLeaderElectionID+"\n")),
+		"a release keeps the Lease it had")
+}
+
+// TestChartRefusesValuesOfTheWrongType: helm checks the values against
+// the chart's values.schema.json at render, and refuses a value of the
+// wrong type, a value the chart does not have (a typo) and an empty image
+// repository with a message that names the value, instead of rendering
+// flags the program refuses at start, or none.
+func TestChartRefusesValuesOfTheWrongType(t *testing.T) {
+	for values, want := range map[string]string{
+		"workers: many\n":                    "at '/workers': got string, want integer",
+		"extraArgs: --zap-encoder=console\n": "at '/extraArgs': got string, want array",
+		"extraArgs: [1]\n":                   "at '/extraArgs/0': got number, want string",
+		"dryRun: \"yes\"\n":                  "at '/dryRun': got string, want boolean",
+		"probes: {port: 70000}\n":            "at '/probes/port'",
+		"worker: 3\n":                        "'worker' not allowed",
+		"image: {repository: \"\"}\n":        "at '/image/repository'",
+	} {
+		out := testkube.RenderHelmRefused(t, "chart", "podsweeper", "podsweeper", testkube.ValuesFile(t, values))
+		assert.Contains(t, out, want, "%%q", values)
 	}
 }

@@ -21,7 +21,10 @@
 // on /debug/podsweeper/dry-run), --max-destroys-per-second and
 // --destroy-burst, the endpoints' addresses and the log's (--zap-log-level, --zap-devel). A
 // command line the program cannot run with is refused with status 2
-// before it connects to anything.
+// before it connects to anything; so is a --cni-cache-dir or --cni-bin-dir
+// that does not exist, which the collector never creates: they are the
+// runtime's, mounted from the node, and a collector that made its own would
+// see no attachment.
 //
 // It is the node agent's wiring (examples/node-agent) with the Collector as
 // its ports: the engine's Inventory (the cache, listed at start), its

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,8 +46,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs := flag.NewFlagSet("cni-gc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg.node.Bind(fs, getenv, "it says which sandbox is each pod's current one (required)")
-	fs.StringVar(&cfg.cacheDir, "cni-cache-dir", cni.DefaultCacheDir, "libcni's cache directory, the runtime's")
-	fs.StringVar(&cfg.pluginDirs, "cni-bin-dir", cni.DefaultPluginDir, "the CNI plugins' directories, comma-separated, as the runtime's")
+	fs.StringVar(&cfg.cacheDir, "cni-cache-dir", cni.DefaultCacheDir, "libcni's cache directory, the runtime's; it must exist")
+	fs.StringVar(&cfg.pluginDirs, "cni-bin-dir", cni.DefaultPluginDir, "the CNI plugins' directories, comma-separated, as the runtime's; each must exist")
 	fs.StringVar(&cfg.confDir, "cni-conf-dir", cni.DefaultConfDir, "the runtime's network configs: a network whose config says disableGC is never touched")
 	fs.DurationVar(&cfg.resyncInterval, "resync-interval", cni.DefaultResyncInterval, "how often the cache is listed again for attachments that appeared")
 	if err := cfg.Parse(fs, args); err != nil {
@@ -91,6 +92,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// the API says.
 	collector, err := cni.New(cni.Options{CacheDir: cfg.cacheDir, PluginDirs: strings.Split(cfg.pluginDirs, ","), ConfDir: cfg.confDir,
 		ResyncInterval: cfg.resyncInterval, Runtime: runtime, Logger: log.WithName("cni")})
+	if errors.Is(err, cni.ErrInvalidOptions) { // a directory that is not there: the command line's fault
+		return fmt.Errorf("%w: --cni-cache-dir or --cni-bin-dir: %w", program.ErrUsage, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,4 +131,29 @@ func TestFlagsNoCollectorRunsWithAreRefused(t *testing.T) {
 		_, err := parseFlags(args, env, &bytes.Buffer{})
 		assert.ErrorIs(t, err, program.ErrUsage, name)
 	}
+}
+
+// TestAMissingCNIDirectoryIsAUsageError: libcni's cache directory and the
+// plugins' are the runtime's, mounted from the node, and never created: a
+// --cni-cache-dir or --cni-bin-dir that does not exist is a usage error
+// (status 2) naming the flag, before the collector connects to anything.
+func TestAMissingCNIDirectoryIsAUsageError(t *testing.T) {
+	env := func(string) string { return "node-a" }
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "not-mounted")
+	for flag, c := range map[string]struct {
+		args []string
+		what string
+	}{
+		"--cni-cache-dir": {[]string{"--cni-cache-dir=" + missing, "--cni-bin-dir=" + dir}, "the cache directory " + missing},
+		"--cni-bin-dir":   {[]string{"--cni-cache-dir=" + dir, "--cni-bin-dir=" + dir + "," + missing}, "a plugin directory " + missing},
+	} {
+		args := append(c.args, "--cri-endpoint=unix://"+filepath.Join(dir, "no-runtime.sock"), "--kubeconfig="+filepath.Join(dir, "no-kubeconfig"))
+		err := run(context.Background(), args, env, &bytes.Buffer{})
+		require.ErrorIs(t, err, program.ErrUsage, flag)
+		assert.Contains(t, err.Error(), flag)
+		assert.Contains(t, err.Error(), c.what, flag)
+	}
+	_, err := os.Stat(missing)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the directory is not created")
 }

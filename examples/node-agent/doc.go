@@ -55,7 +55,10 @@
 // sync ("pod-cache") and for the engine to run and keep up ("podsweeper",
 // its ReadinessCheck; /healthz serves its LivenessCheck, which a backlog
 // does not fail). It keeps a journal of its PUs in
-// --state-file (adapters/bolt): at start, before its first check, the
+// --state-file (adapters/bolt), whose directory it does not create (a
+// missing one is refused with status 2: a hostPath the DaemonSet does not
+// mount would keep the journal where it does not survive a restart): at
+// start, before its first check, the
 // engine tracks again every PU of the previous run, with its sandbox, and destroys
 // those whose pods went away or whose sandbox was replaced while the agent
 // was down. Every destroy the pod cache decides is confirmed with a

@@ -78,6 +78,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	log := cfg.NewLogger(stderr, logDestroying)
 	journal, err := bolt.Open(cfg.stateFile, bolt.Options{Logger: log.WithName("journal")})
+	if errors.Is(err, bolt.ErrInvalidOptions) { // its directory is missing: the command line's fault, not the journal's
+		return fmt.Errorf("%w: --state-file: %w", program.ErrUsage, err)
+	}
 	if err != nil {
 		return fmt.Errorf("opening --state-file: %w", err)
 	}

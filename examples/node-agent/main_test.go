@@ -272,3 +272,18 @@ func TestSandboxesOff(t *testing.T) {
 	assert.Nil(t, ready)
 	assert.Equal(t, 1, logs.count("sandbox restarts are not detected"))
 }
+
+// TestAStateFileInAMissingDirectoryIsAUsageError: the journal's directory
+// is not created (a hostPath the DaemonSet does not mount, a typo, would
+// keep the journal where it does not survive a restart): a --state-file in
+// a directory that does not exist is a usage error (status 2) naming the
+// flag, before the agent connects to anything.
+func TestAStateFileInAMissingDirectoryIsAUsageError(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "not-mounted", "journal.db")
+	err := run(context.Background(), []string{"--node=n", "--cri-endpoint=", "--state-file=" + missing}, env(nil), &bytes.Buffer{})
+	require.ErrorIs(t, err, program.ErrUsage)
+	assert.Contains(t, err.Error(), "--state-file")
+	assert.Contains(t, err.Error(), filepath.Dir(missing))
+	_, statErr := os.Stat(filepath.Dir(missing))
+	assert.ErrorIs(t, statErr, os.ErrNotExist, "the directory is not created")
+}

@@ -77,3 +77,36 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 		}
 	}
 }
+
+// TestChartAppendsExtraArgs: extraArgs are appended to the container's
+// arguments after every flag the chart sets, so that one given again
+// there wins, and the program takes them.
+func TestChartAppendsExtraArgs(t *testing.T) {
+	objs := testkube.RenderHelm(t, "chart", "podsweeper", "podsweeper", testkube.ValuesFile(t, "extraArgs: [--zap-encoder=console, --workers=7]\n"))
+	_, c := testkube.PodTemplate(t, objs, "DaemonSet")
+	require.GreaterOrEqual(t, len(c.Args), 2)
+	assert.Equal(t, []string{"--zap-encoder=console", "--workers=7"}, c.Args[len(c.Args)-2:], "after every flag the chart sets")
+	cfg, err := parseFlags(c.Args, env(map[string]string{"NODE_NAME": "node-a"}), io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 7, cfg.Workers, "the last --workers wins")
+}
+
+// TestChartRefusesValuesOfTheWrongType: helm checks the values against
+// the chart's values.schema.json at render, and refuses a value of the
+// wrong type, a value the chart does not have (a typo) and an empty image
+// repository with a message that names the value, instead of rendering
+// flags the program refuses at start, or none.
+func TestChartRefusesValuesOfTheWrongType(t *testing.T) {
+	for values, want := range map[string]string{
+		"workers: many\n":                    "at '/workers': got string, want integer",
+		"extraArgs: --zap-encoder=console\n": "at '/extraArgs': got string, want array",
+		"extraArgs: [1]\n":                   "at '/extraArgs/0': got number, want string",
+		"dryRun: \"yes\"\n":                  "at '/dryRun': got string, want boolean",
+		"probes: {port: 70000}\n":            "at '/probes/port'",
+		"worker: 3\n":                        "'worker' not allowed",
+		"image: {repository: \"\"}\n":        "at '/image/repository'",
+	} {
+		out := testkube.RenderHelmRefused(t, "chart", "podsweeper", "podsweeper", testkube.ValuesFile(t, values))
+		assert.Contains(t, out, want, "%%q", values)
+	}
+}

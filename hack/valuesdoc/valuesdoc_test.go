@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 // TestReferencesAreUpToDate: docs/operating/values/<program>.md is what its
@@ -53,4 +55,51 @@ func chart(t *testing.T, values string) string {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "values.yaml"), []byte(values), 0o644))
 	return root
+}
+
+// TestEverySchemaCoversItsChartsValues: each chart's values.schema.json,
+// which helm checks the values against at every render, names every value
+// of its values.yaml with a type, and no value values.yaml does not have:
+// a value added to one and not to the other fails here. Free-form objects
+// (resources, affinity, labels) are covered as a whole.
+func TestEverySchemaCoversItsChartsValues(t *testing.T) {
+	charts, err := filepath.Glob("../../examples/*/chart")
+	require.NoError(t, err)
+	require.NotEmpty(t, charts)
+	for _, dir := range charts {
+		var values map[string]any
+		b, err := os.ReadFile(filepath.Join(dir, "values.yaml"))
+		require.NoError(t, err)
+		require.NoError(t, yaml.Unmarshal(b, &values))
+		var schema map[string]any
+		b, err = os.ReadFile(filepath.Join(dir, "values.schema.json"))
+		require.NoError(t, err, "%s has a values.schema.json", dir)
+		require.NoError(t, json.Unmarshal(b, &schema))
+		covers(t, dir, "", values, schema)
+	}
+}
+
+// covers checks that schema, the schema of the object at path, names each
+// of its values with a type, and no other but a parent chart's global.
+func covers(t *testing.T, chart, path string, values map[string]any, schema map[string]any) {
+	t.Helper()
+	props, ok := schema["properties"].(map[string]any)
+	if !ok {
+		assert.Equal(t, "object", schema["type"], "%s: %s is an object", chart, path)
+		return // free-form
+	}
+	for key, v := range values {
+		sub, ok := props[key].(map[string]any)
+		if !assert.True(t, ok, "%s: the schema has no %s%s", chart, path, key) {
+			continue
+		}
+		assert.NotEmpty(t, sub["type"], "%s: %s%s has a type", chart, path, key)
+		if m, ok := v.(map[string]any); ok {
+			covers(t, chart, path+key+".", m, sub)
+		}
+	}
+	for key := range props {
+		_, ok := values[key]
+		assert.True(t, ok || (path == "" && key == "global"), "%s: the schema's %s%s is no value of values.yaml", chart, path, key)
+	}
 }

@@ -54,6 +54,12 @@ func RenderKustomize(t testing.TB, dir string) []*unstructured.Unstructured {
 // config stay in directories of the test.
 func RenderHelm(t testing.TB, dir, release, namespace string, valuesFiles ...string) []*unstructured.Unstructured {
 	t.Helper()
+	return decode(t, run(t, helmTemplate(t, dir, release, namespace, valuesFiles...)))
+}
+
+// helmTemplate is the command of RenderHelm.
+func helmTemplate(t testing.TB, dir, release, namespace string, valuesFiles ...string) *exec.Cmd {
+	t.Helper()
 	args := []string{"template", release, dir, "--namespace", namespace}
 	for _, f := range valuesFiles {
 		args = append(args, "--values", f)
@@ -62,7 +68,27 @@ func RenderHelm(t testing.TB, dir, release, namespace string, valuesFiles ...str
 	home := t.TempDir()
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-	return decode(t, run(t, cmd))
+	return cmd
+}
+
+// RenderHelmRefused renders the chart in dir as RenderHelm does, with the
+// values files given, expects helm to refuse them, and returns what it
+// said.
+func RenderHelmRefused(t testing.TB, dir, release, namespace string, valuesFiles ...string) string {
+	t.Helper()
+	cmd := helmTemplate(t, dir, release, namespace, valuesFiles...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.Error(t, cmd.Run(), "helm renders the values: %s", stdout.String())
+	return stderr.String()
+}
+
+// ValuesFile writes yaml to a values file of the test and returns its path.
+func ValuesFile(t testing.TB, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(yaml), 0o600))
+	return path
 }
 
 // run returns what cmd writes on its standard output, and fails the test
