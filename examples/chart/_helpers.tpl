@@ -2,8 +2,8 @@
 The helpers of the three example charts (the _helpers.tpl of each chart
 link here), the same in each: names, labels, the image, the API server's
 address, the PromQL selector, and the flags every podsweeper program has
-(podsweeper.sharedArgs), and extraArgs after the chart's own
-(podsweeper.extraArgs). A flag added to program.Flags is added
+(podsweeper.sharedArgs), extraArgs after the chart's own
+(podsweeper.extraArgs), and the scrape of the metrics (podsweeper.scrape). A flag added to program.Flags is added
 to podsweeper.sharedArgs, and to each chart's values.yaml and values.schema.json.
 */}}
 {{/* The name of every object: the release's, with the chart's unless it has it. */}}
@@ -83,4 +83,88 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- with .Values.extraArgs -}}
 {{- toYaml . -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The scrape of the metrics (serviceMonitor.enabled): a Service in front of the pods' metrics port,
+named as the release so that its series' job is the release's fullname (monitoring.selector's
+default), and a ServiceMonitor (monitoring.coreos.com/v1, prometheus-operator's) that scrapes it
+with its Prometheus's ServiceAccount token over HTTPS, as --metrics-secure wants (its certificate is
+the program's own: not verified); and, with serviceMonitor.prometheusServiceAccount, the binding
+of the metrics-reader ClusterRole to that ServiceAccount.
+*/}}
+{{- define "podsweeper.scrape" -}}
+{{- if .Values.serviceMonitor.enabled }}
+{{- $host := splitList ":" (toString .Values.metrics.bindAddress) | initial | join ":" | trimAll "[]" }}
+{{- if eq (toString .Values.metrics.bindAddress) "0" }}
+{{- fail "serviceMonitor.enabled needs the metrics: metrics.bindAddress is \"0\"" }}
+{{- else if or (eq $host "localhost") (eq $host "::1") (hasPrefix "127." $host) }}
+{{- fail (printf "serviceMonitor.enabled needs the metrics on the pod's address: metrics.bindAddress %q is loopback" (toString .Values.metrics.bindAddress)) }}
+{{- end }}
+{{- $name := include "podsweeper.fullname" . }}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ $name }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "podsweeper.labels" . | nindent 4 }}
+spec:
+  clusterIP: None
+  selector:
+    {{- include "podsweeper.selectorLabels" . | nindent 4 }}
+  ports:
+    - name: metrics
+      port: {{ include "podsweeper.port" .Values.metrics.bindAddress }}
+      targetPort: metrics
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: {{ $name }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "podsweeper.labels" . | nindent 4 }}
+    {{- with .Values.serviceMonitor.labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  selector:
+    matchLabels:
+      {{- include "podsweeper.selectorLabels" . | nindent 6 }}
+  namespaceSelector:
+    matchNames:
+      - {{ .Release.Namespace }}
+  endpoints:
+    - port: metrics
+      path: /metrics
+      interval: {{ .Values.serviceMonitor.interval }}
+      {{- if .Values.metrics.secure }}
+      scheme: https
+      bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+      tlsConfig:
+        insecureSkipVerify: true
+      {{- else }}
+      scheme: http
+      {{- end }}
+{{- with .Values.serviceMonitor.prometheusServiceAccount }}
+{{- if .name }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $name }}-metrics-reader
+  labels:
+    {{- include "podsweeper.labels" $ | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $name }}-metrics-reader
+subjects:
+  - kind: ServiceAccount
+    name: {{ .name }}
+    namespace: {{ .namespace | default $.Release.Namespace }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end -}}

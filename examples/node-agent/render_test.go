@@ -110,3 +110,13 @@ func TestChartRefusesValuesOfTheWrongType(t *testing.T) {
 		assert.Contains(t, out, want, "%%q", values)
 	}
 }
+
+// TestChartScrapesTheMetricsTheAlertsSelect: with serviceMonitor.enabled the
+// chart renders a Service and a ServiceMonitor that the API server takes
+// (prometheus-operator's CRD), scraping the pods' metrics port over HTTPS
+// with the Prometheus's token, as the job the alerts select by default; it
+// binds the Prometheus's ServiceAccount to the metrics-reader role, and
+// refuses to render a scrape of metrics that are off or on loopback.
+func TestChartScrapesTheMetricsTheAlertsSelect(t *testing.T) {
+	testkube.CheckScrape(t, "DaemonSet", "agent", "net-agents", "")
+}

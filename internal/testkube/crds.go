@@ -11,20 +11,28 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// prometheusRuleCRD is prometheus-operator's PrometheusRule CRD (its
-// version is in the file's first comment), the kind of the charts'
-// alerting rules.
+// prometheusRuleCRD and serviceMonitorCRD are prometheus-operator's
+// PrometheusRule and ServiceMonitor CRDs (their version is in each file's
+// first comment), the kinds of the charts' alerting rules and scrape.
 //
 //go:embed crds/monitoring.coreos.com_prometheusrules.yaml
 var prometheusRuleCRD []byte
 
-// InstallPrometheusRuleCRD installs prometheus-operator's PrometheusRule
-// CRD in the API server of cfg and waits until it serves the kind, so that
-// a chart's PrometheusRule can be sent to it (DryRunApply).
-func InstallPrometheusRuleCRD(t testing.TB, cfg *rest.Config) {
+//go:embed crds/monitoring.coreos.com_servicemonitors.yaml
+var serviceMonitorCRD []byte
+
+// InstallPrometheusOperatorCRDs installs prometheus-operator's
+// PrometheusRule and ServiceMonitor CRDs in the API server of cfg and waits
+// until it serves the kinds, so that a chart's PrometheusRule and
+// ServiceMonitor can be sent to it (DryRunApply).
+func InstallPrometheusOperatorCRDs(t testing.TB, cfg *rest.Config) {
 	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	require.NoError(t, yaml.UnmarshalStrict(prometheusRuleCRD, crd))
-	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, b := range [][]byte{prometheusRuleCRD, serviceMonitorCRD} {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		require.NoError(t, yaml.UnmarshalStrict(b, crd))
+		crds = append(crds, crd)
+	}
+	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds})
 	require.NoError(t, err)
 }

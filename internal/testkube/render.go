@@ -290,7 +290,7 @@ type Rendered struct {
 // release "podsweeper" into namespace with the chart's defaults; release
 // valuesRelease into valuesNamespace with testdata/chart-values.yaml),
 // sends every object to a real API server (with prometheus-operator's
-// PrometheusRule CRD installed) with server-side dry-run, and
+// PrometheusRule and ServiceMonitor CRDs installed) with server-side dry-run, and
 // checks that the three run the same image for the defaults and grant the
 // workload's (kind's) ServiceAccount the same RBAC, cluster-wide rules
 // among them.
@@ -302,7 +302,7 @@ func RenderBoth(t testing.TB, kind, namespace, valuesRelease, valuesNamespace st
 		Values:    RenderHelm(t, "chart", valuesRelease, valuesNamespace, "testdata/chart-values.yaml"),
 	}
 	rc, _ := StartAPIServer(t)
-	InstallPrometheusRuleCRD(t, rc)
+	InstallPrometheusOperatorCRDs(t, rc)
 	c, err := client.New(rc, client.Options{})
 	require.NoError(t, err)
 	DryRunApply(t, c, namespace, r.Kustomize)
