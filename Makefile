@@ -139,6 +139,12 @@ $(SBOM_TOOL): hack/tools/sbom/go.mod $(wildcard hack/tools/sbom/*.go hack/tools/
 	@echo "tools: building cyclonedx-gomod v1.10.0 into $@"
 	$(call tools_build,github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod)
 
+## bin/tools/<tool>: one tool alone, by its path in the repository (make bin/tools/helm): the
+## rules name them by TOOLS_DIR's absolute path.
+ifeq ($(TOOLS_DIR),$(CURDIR)/bin/tools)
+bin/tools/%: $(TOOLS_DIR)/% ;
+endif
+
 $(HELM): hack/tools/helm/go.mod $(wildcard hack/tools/helm/*.go hack/tools/helm/go.sum)
 	@echo "tools: building helm v4.3.1 into $@ (about 3 minutes on 2 cores the first time)"
 	$(call tools_build,helm.sh/helm/v4/cmd/helm,-ldflags='-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)')
