@@ -61,15 +61,21 @@ PROMETHEUS_VERSION = $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "github.
 PROMTOOL_VERSION = $(shell echo '$(PROMETHEUS_VERSION)' | awk -F. '{ print int($$2 / 100) "." $$2 % 100 "." $$3 }')
 KWOK_VERSION = $(shell awk '$$1 == "require" && $$2 == "sigs.k8s.io/kwok" { print $$3 }' hack/tools/kwok/go.mod)
 
-.PHONY: all generate metrics-doc values-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process bench-scale ci cni-plugins images debs tools release
+.PHONY: chart-helpers all generate metrics-doc values-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process bench-scale ci cni-plugins images debs tools release
 
 all: lint test
 
 ## generate: regenerate the mocks of the ports with the pinned mockgen, those of
 ## examples/ubermock with go.uber.org/mock's, docs/metrics.md and the charts' values references.
-generate: metrics-doc values-doc
+generate: metrics-doc values-doc chart-helpers
 	$(GO) generate ./...
 	$(GO) generate -C $(UBERMOCK_DIR) ./...
+
+## chart-helpers: copy examples/chart/_helpers.tpl, the helpers the three charts share, into each
+## chart's templates/, so that a chart copied elsewhere is whole.
+CHARTS = node-agent cluster-controller cni-gc
+chart-helpers:
+	@for c in $(CHARTS); do cp examples/chart/_helpers.tpl examples/$$c/chart/templates/_helpers.tpl; done
 
 ## metrics-doc: write docs/metrics.md, the reference of every metric the programs
 ## export, from adapters/k8s (hack/metricsdoc; its test fails when the file is stale).
@@ -84,7 +90,7 @@ values-doc:
 
 ## verify-generate: fail when the committed mocks or generated docs differ from freshly generated ones.
 verify-generate: generate
-	@git diff --exit-code -- mocks/ $(UBERMOCK_DIR)/portsmock/ docs/metrics.md docs/operating/values/ || { echo "mocks/, $(UBERMOCK_DIR)/portsmock/ or a generated doc is stale: run 'make generate' and commit the result" >&2; exit 1; }
+	@git diff --exit-code -- mocks/ $(UBERMOCK_DIR)/portsmock/ docs/metrics.md docs/operating/values/ $(foreach c,$(CHARTS),examples/$(c)/chart/templates/_helpers.tpl) || { echo "mocks/, $(UBERMOCK_DIR)/portsmock/ or a generated doc is stale: run 'make generate' and commit the result" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- mocks/ $(UBERMOCK_DIR)/portsmock/)" || { echo "untracked files in mocks/ or $(UBERMOCK_DIR)/portsmock/: run 'make generate' and commit the result" >&2; git status --porcelain -- mocks/ $(UBERMOCK_DIR)/portsmock/; exit 1; }
 
 # The core must stay free of these: it depends only on the ports.

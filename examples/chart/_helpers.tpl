@@ -1,6 +1,7 @@
 {{/*
-The helpers of the three example charts (the _helpers.tpl of each chart
-link here), the same in each: names, labels, the image, the API server's
+The helpers of the three example charts, the same in each: `make generate`
+copies this file into each chart's templates/ (a chart copied elsewhere is
+whole), and `make verify-generate` fails on a copy that differs. They hold names, labels, the image, the API server's
 address, the PromQL selector, and the flags every podsweeper program has
 (podsweeper.sharedArgs), extraArgs after the chart's own
 (podsweeper.extraArgs), and the scrape of the metrics (podsweeper.scrape). A flag added to program.Flags is added

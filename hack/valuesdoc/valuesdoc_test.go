@@ -103,3 +103,20 @@ func covers(t *testing.T, chart, path string, values map[string]any, schema map[
 		assert.True(t, ok || (path == "" && key == "global"), "%s: the schema's %s%s is no value of values.yaml", chart, path, key)
 	}
 }
+
+// TestEveryChartHoldsTheSharedHelpers: each chart's templates/_helpers.tpl
+// is examples/chart/_helpers.tpl, as `make generate` copies it: a change of
+// the shared helpers without the copy fails here.
+func TestEveryChartHoldsTheSharedHelpers(t *testing.T) {
+	want, err := os.ReadFile("../../examples/chart/_helpers.tpl")
+	require.NoError(t, err)
+	for _, c := range []string{"node-agent", "cluster-controller", "cni-gc"} {
+		path := filepath.Join("../../examples", c, "chart", "templates", "_helpers.tpl")
+		info, err := os.Lstat(path)
+		require.NoError(t, err)
+		assert.True(t, info.Mode().IsRegular(), "%s is a file, not a link: a chart copied elsewhere must be whole", path)
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), "%s differs from examples/chart/_helpers.tpl: run `make generate`", path)
+	}
+}

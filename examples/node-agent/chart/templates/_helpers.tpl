@@ -1,1 +1,171 @@
-../../../chart/_helpers.tpl
+{{/*
+The helpers of the three example charts, the same in each: `make generate`
+copies this file into each chart's templates/ (a chart copied elsewhere is
+whole), and `make verify-generate` fails on a copy that differs. They hold names, labels, the image, the API server's
+address, the PromQL selector, and the flags every podsweeper program has
+(podsweeper.sharedArgs), extraArgs after the chart's own
+(podsweeper.extraArgs), and the scrape of the metrics (podsweeper.scrape). A flag added to program.Flags is added
+to podsweeper.sharedArgs, and to each chart's values.yaml and values.schema.json.
+*/}}
+{{/* The name of every object: the release's, with the chart's unless it has it. */}}
+{{- define "podsweeper.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "podsweeper.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "podsweeper.labels" -}}
+{{ include "podsweeper.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* The image: repository@digest, or repository:tag (the appVersion by default). */}}
+{{- define "podsweeper.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
+{{/* The port of a "host:port" address. */}}
+{{- define "podsweeper.port" -}}
+{{- splitList ":" . | last -}}
+{{- end -}}
+
+{{/* KUBERNETES_SERVICE_HOST and _PORT from kubeAPI.host and .port, both or neither. */}}
+{{- define "podsweeper.kubeAPIEnv" -}}
+{{- if or .Values.kubeAPI.host .Values.kubeAPI.port -}}
+{{- if not (and .Values.kubeAPI.host .Values.kubeAPI.port) -}}
+{{- fail "kubeAPI.host and kubeAPI.port go together: set both, or neither for the kubernetes Service" -}}
+{{- end -}}
+- name: KUBERNETES_SERVICE_HOST
+  value: {{ .Values.kubeAPI.host | quote }}
+- name: KUBERNETES_SERVICE_PORT
+  value: {{ .Values.kubeAPI.port | quote }}
+{{- end -}}
+{{- end -}}
+
+{{/* The PromQL label matchers of this release's series (monitoring.selector). */}}
+{{- define "podsweeper.selector" -}}
+{{- .Values.monitoring.selector | default (printf "job=%q,namespace=%q" (include "podsweeper.fullname" .) .Release.Namespace) -}}
+{{- end -}}
+
+{{/* The flags every podsweeper program has (program.Flags), from the values every chart has. */}}
+{{- define "podsweeper.sharedArgs" -}}
+- --metrics-bind-address={{ .Values.metrics.bindAddress }}
+- --metrics-secure={{ .Values.metrics.secure }}
+- --health-probe-bind-address=:{{ .Values.probes.port }}
+{{- with .Values.pprof }}
+- --pprof-bind-address={{ .bindAddress }}
+{{- end }}
+- --sweep-interval={{ .Values.sweepInterval }}
+- --workers={{ int64 .Values.workers }}
+- --dry-run={{ .Values.dryRun }}
+- --max-destroys-per-second={{ .Values.destroyRate.perSecond }}
+- --destroy-burst={{ int64 .Values.destroyRate.burst }}
+- --kube-api-qps={{ .Values.kubeAPI.qps }}
+- --kube-api-burst={{ int64 .Values.kubeAPI.burst }}
+- --zap-log-level={{ .Values.log.level }}
+{{- end -}}
+
+
+{{/* extraArgs, appended after every flag the chart sets: a flag given again there wins. */}}
+{{- define "podsweeper.extraArgs" -}}
+{{- with .Values.extraArgs -}}
+{{- toYaml . -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The scrape of the metrics (serviceMonitor.enabled): a Service in front of the pods' metrics port,
+named as the release so that its series' job is the release's fullname (monitoring.selector's
+default), and a ServiceMonitor (monitoring.coreos.com/v1, prometheus-operator's) that scrapes it
+with its Prometheus's ServiceAccount token over HTTPS, as --metrics-secure wants (its certificate is
+the program's own: not verified); and, with serviceMonitor.prometheusServiceAccount, the binding
+of the metrics-reader ClusterRole to that ServiceAccount.
+*/}}
+{{- define "podsweeper.scrape" -}}
+{{- if .Values.serviceMonitor.enabled }}
+{{- $host := splitList ":" (toString .Values.metrics.bindAddress) | initial | join ":" | trimAll "[]" }}
+{{- if eq (toString .Values.metrics.bindAddress) "0" }}
+{{- fail "serviceMonitor.enabled needs the metrics: metrics.bindAddress is \"0\"" }}
+{{- else if or (eq $host "localhost") (eq $host "::1") (hasPrefix "127." $host) }}
+{{- fail (printf "serviceMonitor.enabled needs the metrics on the pod's address: metrics.bindAddress %q is loopback" (toString .Values.metrics.bindAddress)) }}
+{{- end }}
+{{- $name := include "podsweeper.fullname" . }}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ $name }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "podsweeper.labels" . | nindent 4 }}
+spec:
+  clusterIP: None
+  selector:
+    {{- include "podsweeper.selectorLabels" . | nindent 4 }}
+  ports:
+    - name: metrics
+      port: {{ include "podsweeper.port" .Values.metrics.bindAddress }}
+      targetPort: metrics
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: {{ $name }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "podsweeper.labels" . | nindent 4 }}
+    {{- with .Values.serviceMonitor.labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  selector:
+    matchLabels:
+      {{- include "podsweeper.selectorLabels" . | nindent 6 }}
+  namespaceSelector:
+    matchNames:
+      - {{ .Release.Namespace }}
+  endpoints:
+    - port: metrics
+      path: /metrics
+      interval: {{ .Values.serviceMonitor.interval }}
+      {{- if .Values.metrics.secure }}
+      scheme: https
+      bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+      tlsConfig:
+        insecureSkipVerify: true
+      {{- else }}
+      scheme: http
+      {{- end }}
+{{- with .Values.serviceMonitor.prometheusServiceAccount }}
+{{- if .name }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $name }}-metrics-reader
+  labels:
+    {{- include "podsweeper.labels" $ | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $name }}-metrics-reader
+subjects:
+  - kind: ServiceAccount
+    name: {{ .name }}
+    namespace: {{ .namespace | default $.Release.Namespace }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
