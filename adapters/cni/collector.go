@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -116,6 +119,7 @@ type Collector struct {
 	runtime  Runtime
 	refusals *refusals
 	resync   *resyncer
+	freeing  *podLocks // one DestroyPU at a time frees a pod's attachments
 	skips    *skipLog
 	// cni runs the plugins' DEL.
 	cni *libcni.CNIConfig
@@ -178,6 +182,7 @@ func New(opts Options) (*Collector, error) {
 		cache:    cacheReader{dir: opts.CacheDir, confDir: opts.ConfDir},
 		runtime:  opts.Runtime,
 		refusals: newRefusals(opts.NewestSandboxTimeout),
+		freeing:  &podLocks{held: map[string]chan struct{}{}},
 		resync:   newResyncer(opts.ResyncInterval, opts.Logger),
 		skips:    newSkipLog(opts.Logger),
 		// The cache directory goes to the CNIConfig: libcni ignores
@@ -240,11 +245,12 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 		c.log.Error(err, "ordering the sandboxes by the cache's times")
 	}
 	told := err == nil
-	byUID := map[string][]attachment{}
+	// Each pod that holds a collectable attachment, decided on all its attachments, as DestroyPU decides: a
+	// disableGC network's namespace tells of the sandbox too.
+	byUID, collectable := map[string][]attachment{}, map[string]bool{}
 	for _, a := range v.atts {
-		if v.collectable(a) {
-			byUID[a.PodUID] = append(byUID[a.PodUID], a)
-		}
+		byUID[a.PodUID] = append(byUID[a.PodUID], a)
+		collectable[a.ContainerID] = collectable[a.ContainerID] || v.collectable(a)
 	}
 	oldest, held := map[string]choice{}, map[string]bool{}
 	for uid, atts := range byUID {
@@ -252,6 +258,9 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 		verdicts := decide(p)
 		c.refusals.settle(verdicts)
 		for i, sb := range sbs {
+			if !collectable[sb.ID] {
+				continue // nothing of it is ever freed
+			}
 			o, ok := oldest[uid]
 			if c.refusals.givenUp(sb.ID) {
 				if !ok {
@@ -345,7 +354,8 @@ func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID 
 // everything (a plain error).
 // Attachments of disableGC networks are never DELed. An attachment gone
 // already (the runtime's DEL came first, or a previous call) is nothing to
-// do, so DestroyPU is idempotent. A DEL that fails keeps its entry and
+// do, so DestroyPU is idempotent; two calls for one pod at once free it
+// once, the second after the first. A DEL that fails keeps its entry and
 // makes a plain error, for the engine to retry with backoff; the other
 // attachments are DELed meanwhile. An entry of the PU that cannot be read
 // or would run no plugin makes an error wrapping ErrUnusableEntry, marked
@@ -355,6 +365,13 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 		return ports.Permanent(errors.New("cni: DestroyPU of a PU without a PUID"))
 	}
 	defer c.resync.ended(ev.PUID)
+	// A second DestroyPU of the pod (a check of a PU tracked anew while the last one's destroy still runs) waits
+	// for the first, then reads the cache anew: what the first freed is gone from it.
+	unlock, err := c.freeing.lock(ctx, ev.PUID)
+	if err != nil {
+		return fmt.Errorf("cni: pod %s (uid %s) kept: waiting for its destroy under way: %w", ev.Pod, ev.PUID, err)
+	}
+	defer unlock()
 	v, err := c.read()
 	if err != nil {
 		return err
@@ -406,7 +423,9 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 			if !verdicts[i].Del[j] {
 				continue
 			}
-			if err := c.del(ctx, a, ev); errors.Is(err, ErrUnusableEntry) {
+			if err := c.del(ctx, a, ev); errors.Is(err, errFreedMeanwhile) {
+				continue
+			} else if errors.Is(err, ErrUnusableEntry) {
 				unusable = append(unusable, err)
 				continue
 			} else if err != nil {
@@ -513,6 +532,11 @@ func (c *Collector) del(ctx context.Context, a attachment, ev ports.DestroyEvent
 		Args:           a.CniArgs,
 		CapabilityArgs: a.CapabilityArgs,
 	}
+	// An entry gone since the cache was read was freed meanwhile (the runtime's DEL came first): libcni's
+	// cached result of a missing entry reads as none, and a DEL would run.
+	if _, err := os.Lstat(filepath.Join(c.cache.dir, "results", a.File)); errors.Is(err, fs.ErrNotExist) {
+		return errFreedMeanwhile
+	}
 	start := time.Now()
 	var err error
 	// libcni removes the entry before any plugin runs when it cannot load its cached result: that
@@ -541,6 +565,40 @@ func (c *Collector) del(ctx context.Context, a attachment, ev ports.DestroyEvent
 	}
 	c.log.Info(LogMessageFreed, kv...)
 	return nil
+}
+
+// errFreedMeanwhile: the entry to DEL was gone when the DEL was to run: nothing to do.
+var errFreedMeanwhile = errors.New("cni: the entry is gone: freed meanwhile")
+
+// podLocks lets one DestroyPU at a time free the attachments of a pod UID.
+type podLocks struct {
+	mu   sync.Mutex
+	held map[string]chan struct{} // closed when its holder unlocks
+}
+
+// lock waits until no other holds uid, or ctx ends, and holds it until unlock.
+func (l *podLocks) lock(ctx context.Context, uid string) (unlock func(), err error) {
+	for {
+		l.mu.Lock()
+		busy, ok := l.held[uid]
+		if !ok {
+			done := make(chan struct{})
+			l.held[uid] = done
+			l.mu.Unlock()
+			return func() {
+				l.mu.Lock()
+				delete(l.held, uid)
+				l.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		l.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // Requeue is told by the engine that it destroyed the PU of an old

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/containernetworking/cni/libcni"
 )
@@ -58,8 +59,8 @@ func singleDisableGC(f string) (string, bool) {
 }
 
 // singleSaysDisableGC reports whether a single plugin's config says "disableGC": true, as libcni reads a list's
-// key: a bool, or a string that strconv.ParseBool reads true ("TRUE", "True", "1"). The key is read by its exact
-// name, whatever other cases of it say.
+// key (a bool, or "true" in any case: "tRuE"), or as strconv.ParseBool reads a string true ("1", "t"): a doubtful
+// value keeps the network. The key is read by its exact name, whatever other cases of it say.
 func singleSaysDisableGC(conf []byte) bool {
 	var raw map[string]json.RawMessage
 	if json.Unmarshal(conf, &raw) != nil {
@@ -76,7 +77,7 @@ func singleSaysDisableGC(conf []byte) bool {
 	var s string
 	if json.Unmarshal(v, &s) == nil {
 		b, err := strconv.ParseBool(s)
-		return err == nil && b
+		return strings.EqualFold(s, "true") || err == nil && b
 	}
 	return false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"strings"
 	"time"
@@ -50,12 +51,33 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 		// A sandbox listed by its ID tells of that ID, whatever its labels say: a runtime that
 		// leaves the label out, or ignores the filter, still lists it ready (the others are
 		// told from the pod's by the label, in observe).
-		if prev, ok := v.byID[sb.GetId()]; sb.GetId() == "" || ok && prev.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		if sb.GetId() == "" {
 			continue
 		}
-		v.byID[sb.GetId()] = sb
+		v.byID[sb.GetId()] = merged(v.byID[sb.GetId()], sb)
 	}
 	return v, nil
+}
+
+// merged is what two listings of one sandbox tell together (prev nil: the first): ready if either is not
+// listed stopped, and the pod it belongs to from whichever names it (its labels, its metadata), so that a
+// pod whose ready sandbox is listed twice, once without the pod's UID, is still told to run.
+func merged(prev, sb *runtimeapi.PodSandbox) *runtimeapi.PodSandbox {
+	if prev == nil {
+		return sb
+	}
+	m := &runtimeapi.PodSandbox{Id: sb.GetId(), State: prev.GetState(), CreatedAt: max(prev.GetCreatedAt(), sb.GetCreatedAt()),
+		Metadata: prev.GetMetadata(), Labels: map[string]string{}}
+	if prev.GetState() == runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		m.State = sb.GetState()
+	}
+	if m.Metadata.GetUid() == "" {
+		m.Metadata = sb.GetMetadata()
+	}
+	for _, l := range []map[string]string{sb.GetLabels(), prev.GetLabels()} { // prev's first listing wins a clash
+		maps.Copy(m.Labels, l)
+	}
+	return m
 }
 
 // created returns when the sandbox id was created: the runtime's
