@@ -28,7 +28,7 @@ type outcome struct {
 	end             int64
 	events          []tellItem
 	fails           []portFailure
-	quiet           bool       // the last check failed too: its failures are not logged again at V(1) (logs.go)
+	quiet           bool       // a check failed since the last good one: its failures are not logged again at V(1) (logs.go)
 	removed         bool       // the check removed the record: once told, a list may bring its PUID back (listWindow.told)
 	done            bool       // its destroy is over: it succeeded, or it is given up on
 	cut             bool       // the context of the goroutine that ran it ended: Start stopped, or the Sweep's ctx
@@ -52,7 +52,7 @@ type portFailure struct {
 // check runs one check of the claimed r under ctx and carries out the verdict, but the requeue of rows 10 and 12,
 // which it leaves to run. A first check and a triggered one ask the SandboxConfirmer, if any.
 func (c *Engine) check(ctx context.Context, r *record) outcome {
-	o := outcome{pu: r.PU, line: r.line, quiet: r.lastErr != nil} // r.line is set once, when it is tracked
+	o := outcome{pu: r.PU, line: r.line, quiet: r.failing} // r.line is set once, when it is tracked
 	v, pod := c.ask(ctx, &o, r.PU, r.checkFresh)
 	o.verdict = v
 	if v.Action != Adopt && v.Action != Destroy {

@@ -874,3 +874,47 @@ func TestJournalAfterRequeueRetrack(t *testing.T) {
 		}
 	})
 }
+
+// TestEachCheckHasAtLeast99PercentOfCheckTimeout: Options.CheckTimeout
+// says a check's deadline is between 99% and 100% of it after the check
+// begins (a worker's checks in quick succession share one). One worker
+// runs two checks, the second 50ms after the first: the second still has
+// at least 99% of CheckTimeout, and a read that takes 98.9% of it succeeds.
+func TestEachCheckHasAtLeast99PercentOfCheckTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 10 * time.Second
+		c := deletiontest.NewCluster()
+		a, b := c.CreatePod(nsKey("a"), testNode, ""), c.CreatePod(nsKey("b"), testNode, "")
+		delay := map[string]time.Duration{"a": 50 * time.Millisecond, "b": timeout - timeout/100 - 10*time.Millisecond}
+		var mu sync.Mutex
+		var deadlines []time.Duration
+		g := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			if d, ok := ctx.Deadline(); ok {
+				mu.Lock()
+				deadlines = append(deadlines, time.Until(d))
+				mu.Unlock()
+			}
+			select {
+			case <-time.After(delay[k.Name]):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return c.GetPod(ctx, k)
+		})
+		evs := &deletiontest.Events{}
+		e := deletiontest.NewEngine(t, g, &deletiontest.Policy{}, deletion.Options{NodeName: testNode, Workers: 1, CheckTimeout: timeout, Observer: evs})
+		require.NoError(t, e.Track(a))
+		require.NoError(t, e.Track(b))
+		deletiontest.Start(t, e)
+		e.TriggerPod(a.Pod) // one worker: a's check, then b's
+		e.TriggerPod(b.Pod)
+		deletiontest.Advance(timeout + time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		require.GreaterOrEqual(t, len(deadlines), 2)
+		for _, d := range deadlines {
+			assert.GreaterOrEqual(t, d, timeout-timeout/100, "every check's deadline is at least 99%% of CheckTimeout: %v", deadlines)
+		}
+		assert.Zero(t, evs.Count(deletion.EventGetFailed), "a read within 99%% of CheckTimeout succeeds")
+	})
+}

@@ -8,12 +8,14 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -236,5 +238,87 @@ func TestAuditHoldsHungPortLivenessAndStop(t *testing.T) {
 		}
 		close(release)
 		synctest.Wait()
+	})
+}
+
+// status.go:105 (go doc Backlog) "OldestGoneSince is since when the oldest PU found to go has waited for its destroy;
+// zero when none waits." docs/metrics.md:152 podsweeper_oldest_pending_destroy_seconds: "Age of the oldest processing
+// unit found gone and not destroyed yet; 0 when none is."
+// A PU found gone by a lagging cache waits its turn under DestroyRate; its next check sees the pod alive (same UID)
+// while the SandboxExtractor fails: it leaves the line and waits for nothing, yet it stays the oldest found gone.
+func TestBacklogOldestGoneSinceZeroWhenNoneWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := deletiontest.NewCluster()
+		x := c.CreatePod(nsKey("x"), testNode, "sx")
+		a := c.CreatePod(nsKey("a"), testNode, "sa")
+		pol := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, c, pol, deletion.Options{NodeName: testNode, SandboxExtractor: c,
+			DestroyRate: rate.Every(time.Hour)})
+		_ = e.Track(x)
+		_ = e.Track(a)
+		deletiontest.Start(t, e)
+		deletiontest.Advance(time.Second)
+		c.DeletePod(nsKey("x")) // takes the one turn at hand
+		e.TriggerPod(nsKey("x"))
+		deletiontest.Advance(time.Second)
+		c.FailReads(nsKey("a"), ports.ErrPodNotFound) // the cache lags: a looks gone, and waits for its turn
+		e.TriggerPod(nsKey("a"))
+		deletiontest.Advance(time.Second)
+		if b := e.Backlog(); b.RateLimited != 1 || b.OldestGoneSince.IsZero() {
+			t.Fatalf("setup: backlog %+v", b)
+		}
+		c.FailReads(nsKey("a"), nil) // the cache catches up: a's pod lives
+		c.FailSandboxIDs(errors.New("runtime down"))
+		e.TriggerPod(nsKey("a"))
+		deletiontest.Advance(time.Second)
+		b := e.Backlog()
+		if b.RateLimited != 0 || b.Retrying != 0 {
+			t.Fatalf("a still waits: %+v", b)
+		}
+		deletiontest.Advance(20 * time.Minute)
+		b = e.Backlog()
+		if !b.OldestGoneSince.IsZero() {
+			t.Fatalf("no PU waits for a destroy (RateLimited %d, Retrying %d, pod a alive, destroys %d), yet OldestGoneSince is %v ago",
+				b.RateLimited, b.Retrying, pol.CallCount(), time.Since(b.OldestGoneSince))
+		}
+	})
+}
+
+// engine.md:47-48 "LivenessCheck ... fails only when a restart could help: once Start has returned, when the scheduler
+// is wedged ..., and when every worker is stuck in a port"; go doc Engine.LivenessCheck "it fails once Start has
+// returned". While Start waits ShutdownTimeout for a check in a port, LivenessCheck already fails, saying "Start has
+// returned".
+func TestLivenessFailsOnlyOnceStartReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := deletiontest.NewCluster()
+		pu := c.CreatePod(nsKey("a"), testNode, "")
+		release := make(chan struct{})
+		var once sync.Once
+		t.Cleanup(func() { once.Do(func() { close(release) }) })
+		pol := &deletiontest.Policy{}
+		pol.SetAnswer(func(ctx context.Context, ev ports.DestroyEvent) error { <-release; return nil })
+		e := deletiontest.NewEngine(t, c, pol, deletion.Options{NodeName: testNode, Workers: 2})
+		_ = e.Track(pu)
+		c.DeletePod(nsKey("a"))
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		returned := make(chan struct{})
+		go func() { _ = e.Start(ctx); close(returned) }()
+		e.TriggerPod(nsKey("a"))
+		deletiontest.Advance(time.Second)
+		if err := e.LivenessCheck(nil); err != nil {
+			t.Fatalf("before stop: %v", err)
+		}
+		cancel()
+		deletiontest.Advance(time.Second) // Start waits up to ShutdownTimeout (2s) for the check in DestroyPU
+		select {
+		case <-returned:
+			t.Fatal("setup: Start returned already")
+		default:
+		}
+		if err := e.LivenessCheck(nil); err != nil {
+			t.Fatalf("Start has not returned, one worker of two is in a port within its deadline, yet LivenessCheck: %v", err)
+		}
+		once.Do(func() { close(release) })
 	})
 }

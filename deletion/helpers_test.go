@@ -459,3 +459,15 @@ func nsKey(name string) types.NamespacedName {
 
 // uidPU is the PU of the pod of that name in namespace ns, its PUID "uid-" and the name.
 func uidPU(name string) ports.PU { return ports.PU{PUID: "uid-" + name, Pod: nsKey(name)} }
+
+// countLines returns how many lines of b hold substr.
+func countLines(b *logBuffer, substr string) int { return len(b.lines(substr)) }
+
+// kindsLine returns the kinds of evs and their PUIDs, on one line.
+func kindsLine(evs []deletion.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "%s(%s) ", e.Kind, e.PU.PUID)
+	}
+	return b.String()
+}

@@ -817,3 +817,36 @@ func TestHungFirstListDelaysChecksByItsDeadline(t *testing.T) {
 		}
 	})
 }
+
+// observer.go:98 (go doc EventListFailed) "EventListFailed: a list of the Inventory failed, or answered after its
+// deadline"; options.go:100-101 "The first list delays the first check by at most its deadline (CheckTimeout, at
+// least a second) and a second; a failing or late list is retried with backoff". A list that ignores its context and
+// answers half a second past its deadline of 1s is taken as an answer (EventRestored), its PUs tracked.
+func TestListAnsweredAfterDeadlineIsFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := deletiontest.NewCluster()
+		stale := ports.PU{PUID: "old-1", Pod: nsKey("old")}
+		calls := 0
+		var mu sync.Mutex
+		inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			mu.Lock()
+			calls++
+			n := calls
+			mu.Unlock()
+			if n == 1 {
+				time.Sleep(time.Second + 500*time.Millisecond) // deadline: CheckTimeout 1s
+			}
+			return []ports.PU{stale}, nil
+		})
+		evs := &deletiontest.Events{}
+		e := deletiontest.NewEngine(t, c, &deletiontest.Policy{}, deletion.Options{NodeName: testNode, Observer: evs, Inventory: inv,
+			CheckTimeout: time.Second})
+		deletiontest.Start(t, e)
+		deletiontest.Advance(1200 * time.Millisecond)
+		deletiontest.Advance(400 * time.Millisecond) // the list has answered, 1.5s after it began
+		got := kindsLine(evs.Of(deletion.EventListFailed, deletion.EventRestored))
+		if got != "ListFailed() " {
+			t.Fatalf("a list answering 0.5s after its deadline of 1s: events %q, want one ListFailed first", got)
+		}
+	})
+}

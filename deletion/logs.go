@@ -127,7 +127,11 @@ func (f *failures) flush(log logr.Logger, now time.Time, every time.Duration) {
 		if n == 0 {
 			continue
 		}
-		log.Error(last[port], "port failing; the PUs concerned are kept and checked again",
+		msg := "port failing; the PUs concerned are kept and checked again"
+		if port == portLate {
+			msg = "answered past a check's deadline, its Workers slot stuck meanwhile; what it answered was taken"
+		}
+		log.Error(last[port], msg,
 			"port", portNames[port], "failures", n, "lastPUID", lastPUID[port],
 			"for", now.Sub(since).Round(time.Millisecond).String())
 	}

@@ -379,3 +379,30 @@ func TestObserverPanicSummedUpOnceAnInterval(t *testing.T) {
 		}
 	})
 }
+
+// engine.md:59-63 "Logs scale with the failure, not with the PUs: while a port fails (the API server down, the policy
+// engine restarting), each failing port gets one error line per SweepInterval ..., each PU's first failure is logged at
+// V(1) (a failed destroy's, and a veto for a failing confirmer's, too)".
+// Under a DestroyRate, a PU whose destroy keeps failing waits for its turn between two attempts; each attempt is then
+// logged again at V(1), as if it were the PU's first failure.
+func TestFirstFailureLoggedOnceUnderDestroyRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := deletiontest.NewCluster()
+		pol := &deletiontest.Policy{}
+		pol.Fail(errors.New("policy engine restarting"))
+		var logs logBuffer
+		e := deletiontest.NewEngine(t, c, pol, deletion.Options{NodeName: testNode, Logger: logs.logger(), DestroyRate: 2})
+		for i := range 5 {
+			k := nsKey(fmt.Sprintf("p%d", i))
+			_ = e.Track(c.CreatePod(k, testNode, ""))
+			c.DeletePod(k)
+		}
+		deletiontest.Start(t, e)
+		deletiontest.Advance(2 * time.Minute)
+		lines := countLines(&logs, "destroying PU failed; will retry")
+		if lines != 5 {
+			t.Fatalf("%d V(1) lines of a failed destroy for 5 PUs whose destroys failed %d times (want one per PU)",
+				lines, pol.CallCount())
+		}
+	})
+}

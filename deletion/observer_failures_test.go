@@ -114,3 +114,39 @@ func TestObserverHearsListFailure(t *testing.T) {
 		}
 	})
 }
+
+// engine.md:59-66: "while a port fails ..., each failing port gets one error line per SweepInterval ... and the
+// Observer, so the metrics, still hear of every one: EventChecked's Err holds the failures of a check's ports".
+// A DestroyPU that ignores its context and succeeds past the check's deadline is logged as a failing port (one
+// error line, port "a port or the Observer past its check's deadline"), but the Observer hears of no failure.
+func TestObserverHearsEveryLoggedFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := deletiontest.NewCluster()
+		pu := c.CreatePod(nsKey("a"), testNode, "")
+		pol := &deletiontest.Policy{}
+		pol.SetAnswer(func(ctx context.Context, ev ports.DestroyEvent) error {
+			time.Sleep(1500 * time.Millisecond) // ignores its context
+			return nil
+		})
+		var logs logBuffer
+		evs := &deletiontest.Events{}
+		e := deletiontest.NewEngine(t, c, pol, deletion.Options{NodeName: testNode, CheckTimeout: time.Second, Observer: evs,
+			Logger: logs.logger()})
+		_ = e.Track(pu)
+		c.DeletePod(nsKey("a"))
+		deletiontest.Start(t, e)
+		e.TriggerPod(nsKey("a"))
+		deletiontest.Advance(10 * time.Second)
+		failing := countLines(&logs, `"msg"="port failing`)
+		var errs []error
+		for _, ev := range evs.All() {
+			if ev.Err != nil {
+				errs = append(errs, ev.Err)
+			}
+		}
+		if failing > 0 && len(errs) == 0 {
+			t.Fatalf("%d error line(s) of a failing port, none told to the Observer (events %s)\n%s", failing,
+				kindsLine(evs.All()), logs.String())
+		}
+	})
+}

@@ -129,7 +129,9 @@ type Options struct {
 	// SweepInterval is how often every entry is re-checked, in a few batches a second. 0: 5s. At least
 	// MinSweepInterval, at most MaxDuration, as every duration here.
 	SweepInterval time.Duration
-	// CheckTimeout is the deadline of one check, destroy included, and of a Requeue. 0: 30s. At least MinCheckTimeout.
+	// CheckTimeout is the deadline of one check, destroy included, and of a Requeue: between 99% and 100% of it
+	// after the check begins (the checks a worker runs within 1% of CheckTimeout share one deadline, which a
+	// context per check would cost a sixth of the CPU at cluster scale). 0: 30s. At least MinCheckTimeout.
 	CheckTimeout time.Duration
 	// Workers is how many checks may run at once. 0: 4. At most MaxWorkers.
 	Workers int

@@ -1395,6 +1395,8 @@ func (w *pmWorld) checkTimed() {
 	w.mu.Unlock()
 
 	sts := e.c.Status()
+	backlog := e.c.Backlog()
+	sts2 := e.c.Status()
 	n := e.c.Len()
 	var live error
 	if checkLive {
@@ -1406,6 +1408,15 @@ func (w *pmWorld) checkTimed() {
 	defer w.mu.Unlock()
 	if n != len(sts) {
 		w.violateLocked("10: Len() is %d, Status() lists %d", n, len(sts))
+	}
+	// Backlog.OldestGoneSince is zero when no PU waits for a destroy: with every PU idle, before and after, and
+	// none checked in between, none waits for a retry or a turn, and none is being destroyed.
+	if backlog.Retrying == 0 && backlog.RateLimited == 0 && !backlog.OldestGoneSince.IsZero() && len(sts) == len(sts2) &&
+		!slices.ContainsFunc(sts, func(st deletion.PUStatus) bool { return st.State != "idle" }) &&
+		slices.EqualFunc(sts, sts2, func(a, b deletion.PUStatus) bool {
+			return a.PUID == b.PUID && a.LastChecked.Equal(b.LastChecked) && a.State == b.State
+		}) {
+		w.violateLocked("10: Backlog's OldestGoneSince is %v, but no PU waits for a destroy (%d idle)", backlog.OldestGoneSince, len(sts))
 	}
 	if live != nil {
 		w.violateLocked("8: LivenessCheck fails with nothing wedged: %v", live)

@@ -45,10 +45,10 @@ type puQueue struct {
 	toldCond sync.Cond             // an event of a PU told: the next in its line may be (record.line)
 	untold   map[string]*eventLine // the lines of removed records whose events are being told
 	// running: Start runs (since startAt), until its context, startDone, is done; stopped: it stops (stoppingLocked);
-	// begun: its first list of the Inventory is done.
-	running, stopped, begun bool
-	startDone               <-chan struct{}
-	startAt                 int64
+	// returned: it has returned; begun: its first list of the Inventory is done.
+	running, stopped, returned, begun bool
+	startDone                         <-chan struct{}
+	startAt                           int64
 
 	list     listWindow     // the Inventory's lists (restore.go)
 	unlisted unlistedMemory // the removals a list is not to bring back (restore.go)
@@ -145,6 +145,7 @@ type record struct {
 	waitFor state // retrying or turnWaiting, while waitUntil is set; else idle
 	sweep   sweepMark
 	again   bool // a trigger or a Sweep came during its check: check it again
+	failing bool // a check failed since the last that went well (a turn taken in the rate's line is neither)
 	// fresh: TriggerPod asked for the next check, which asks the SandboxConfirmer; checkFresh: the claiming check is
 	// one, or a first.
 	fresh, checkFresh bool
@@ -394,8 +395,10 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		return sweep
 	}
 	r.lastChecked, r.lastRow, r.vetoed, r.lastErr = o.end, int8(o.verdict.Row), o.vetoed, o.err
-	if o.verdict.Action != Destroy && o.err == nil {
-		r.goneSince = 0 // seen alive: it no longer waits for a destroy
+	if o.err != nil {
+		r.failing = true
+	} else if o.turnAt == 0 { // a check that only took its place in the rate's line ends no streak of failures
+		r.failing = false
 	}
 	switch {
 	case o.retryAt != 0:
@@ -414,6 +417,9 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		q.setWaitLocked(r, turnWaiting, max(r.waitUntil, q.wheel.onTick(o.end+1)))
 	default:
 		q.setWaitLocked(r, idle, 0)
+	}
+	if r.waitFor == idle && o.verdict.Action != Destroy {
+		r.goneSince = 0 // it no longer waits for a destroy: seen alive, or out of the rate's line
 	}
 	again := r.again && !q.stopped && r.waitFor != retrying
 	r.again = false
@@ -757,29 +763,36 @@ func (o *outcome) failures() error {
 
 // finish ends the check of r held in s with o: it tells the Observer its EventChecked, then releases the record and
 // the slot, so that a Sweep returns once the Observer knows. The Observer is told in the slot: one that hangs is seen
-// as stuck, as a port is.
+// as stuck, as a port is. A port that answered past the check's deadline is a failure of the check (its Err); an
+// Observer that does is summed up in the logs alone.
 func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
+	late := func(what string) {
+		if late := time.Duration(c.realNow() - s.checkEnd.Load()); late > 0 {
+			err := fmt.Errorf("PU %s of pod %s: %s answered %v past its check's deadline; its slot was stuck meanwhile", r.PUID, r.Pod, what, late)
+			o.fails = append(o.fails, portFailure{port: portLate, err: err})
+		}
+	}
+	late("a port")
 	if c.opts.Observer != nil {
 		c.q.mu.Lock()
 		t, pu := c.q.ticketLocked(r), r.PU
 		c.q.mu.Unlock()
 		c.tell(r, t, Event{Kind: EventChecked, PU: pu, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start),
 			Err: o.failures()})
+		if n := len(o.fails); n == 0 || o.fails[n-1].port != portLate {
+			late("the Observer")
+		}
 	}
-	end := s.checkEnd.Swap(0)
-	if late := time.Duration(c.realNow() - end); late > 0 {
-		err := fmt.Errorf("PU %s of pod %s: answered %v past its check's deadline; its slot was stuck meanwhile", r.PUID, r.Pod, late)
-		o.fails = append(o.fails, portFailure{port: portLate, err: err})
+	s.checkEnd.Store(0)
+	now := c.opts.Clock.Now()
+	for _, f := range o.fails { // before the release: a Sweep that returns then sums them up
+		c.fails.add(f.port, r.PUID, f.err, now)
 	}
 	c.q.mu.Lock()
 	if sweep := c.q.releaseLocked(r, s, o); sweep != 0 {
 		c.q.sweptLocked()
 	}
 	c.q.mu.Unlock()
-	now := c.opts.Clock.Now()
-	for _, f := range o.fails {
-		c.fails.add(f.port, r.PUID, f.err, now)
-	}
 }
 
 // leaveLineLocked gives back r's place in the destroy rate's line, if it has one; the turn goes to the next in line.
@@ -889,14 +902,14 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 	return ok
 }
 
-// waits returns what a health check reads of the queue: whether Start has returned, how long the oldest queued check
+// waits returns what a health check reads of the queue: whether Start has returned (not only stops), how long the oldest queued check
 // has waited, how long ago the first check due was due (since Start began at the earliest), and how long that may be
 // (limit, and the first list's deadline while it is under way).
 func (c *Engine) waits(limit time.Duration) (stopped bool, waited, overdue, wedged time.Duration) {
 	now := c.now()
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	stopped, wedged = c.q.stopped, limit
+	stopped, wedged = c.q.returned, limit
 	if first := c.q.wheel.first(); first != 0 {
 		overdue = time.Duration(now - max(first, c.q.startAt))
 	}
@@ -919,7 +932,8 @@ func (c *Engine) listBegins() {
 	for puid := range w.removing {
 		w.gone[puid] = struct{}{}
 	}
-	w.end = c.realNow() + int64(c.listTimeout()+stuckGrace)
+	w.deadline = c.realNow() + int64(c.listTimeout())
+	w.end = w.deadline + int64(stuckGrace)
 }
 
 func (c *Engine) listEnds() {
@@ -935,7 +949,7 @@ func (c *Engine) listAnswered(err error) error {
 	switch w := &c.q.list; {
 	case err == nil && c.q.stoppingLocked():
 		return fmt.Errorf("%w: Start's context is done: the list's answer is not tracked", ErrNotRunning)
-	case err == nil && c.realNow() > w.end:
+	case err == nil && c.realNow() > w.deadline:
 		return fmt.Errorf("ListPUs answered after its deadline of %v", c.listTimeout())
 	case err == nil:
 		w.end = 0 // removals count until its answer is tracked
@@ -1081,6 +1095,13 @@ func (c *Engine) stopQueue() {
 	c.q.running, c.q.stopped = false, true
 	c.q.nudgeSweepLocked()
 	c.q.ready.cond.Broadcast()
+}
+
+// startReturned records that Start has returned: LivenessCheck fails from then on.
+func (c *Engine) startReturned() {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	c.q.returned = true
 }
 
 // endSweep ends the Sweep of gen, if it still runs.

@@ -37,6 +37,7 @@ type listWindow struct {
 	// end (realNow) if it has not answered by then: a hung list keeps no record for long.
 	gone     map[string]struct{}
 	end      int64          // 0: the list answered in time; its answer is being tracked
+	deadline int64          // the list's deadline (realNow): an answer after it is a failure
 	removing map[string]int // PUIDs whose removal the Observer is being told
 	restored bool           // a list answered: none is to come
 }

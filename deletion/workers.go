@@ -36,6 +36,7 @@ func (c *Engine) Start(ctx context.Context) error {
 	pending, tracked := c.startQueue(ctx.Done(), kick, now)
 	c.fails.wakeOn(kick) // a failure wakes the scheduler to sum it up in time
 	defer c.fails.wakeOn(nil)
+	defer c.startReturned()
 
 	var sched, inPorts sync.WaitGroup
 	for range c.opts.Workers {
