@@ -145,3 +145,17 @@ current-context: c
 	_, err = parseFlags([]string{"--pu-dir", "/x", "--leader-elect=false"}, noEnv, io.Discard)
 	assert.NoError(t, err, "no Lease without leader election")
 }
+
+// TestAMissingPUDirIsAUsageError: a --pu-dir that is missing, or is a
+// file, is the command line's fault: refused with status 2 (ErrUsage),
+// naming the flag, before anything connects.
+func TestAMissingPUDirIsAUsageError(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	for _, dir := range []string{filepath.Join(t.TempDir(), "not-mounted"), file} {
+		err := run(context.Background(), []string{"--pu-dir", dir, "--leader-elect=false", "--kubeconfig", "/nonexistent"},
+			func(string) string { return "" }, io.Discard)
+		require.ErrorIs(t, err, program.ErrUsage, dir)
+		assert.Contains(t, err.Error(), "--pu-dir")
+	}
+}

@@ -104,8 +104,8 @@ func check(cfg config) error {
 // pod of the cluster.
 func options(cfg config, log logr.Logger) (program.Options, error) {
 	dir, err := newPUDir(cfg.puDir, log.WithName("pus"))
-	if err != nil {
-		return program.Options{}, err
+	if err != nil { // missing, or not a directory: the command line's fault, refused before connecting
+		return program.Options{}, fmt.Errorf("%w: --pu-dir: %w", program.ErrUsage, err)
 	}
 	o := program.Options{Name: "cluster controller", Logger: log, Policy: dir, Events: cfg.events,
 		// Every pod of the cluster, slim unless --slim-pod-cache=false

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/program"
@@ -162,4 +163,26 @@ func TestChartRefusesValuesOfTheWrongType(t *testing.T) {
 // metrics.secure on an address off loopback.
 func TestChartScrapesTheMetricsTheAlertsSelect(t *testing.T) {
 	testkube.CheckScrape(t, "DaemonSet", "gc", "cni", "metrics: {bindAddress: \":9812\", secure: true}")
+}
+
+// TestTheRuntimesDirectoriesAreNeverMade: the chart and the kustomize base
+// mount the runtime's CNI cache and plugin directories as hostPaths of type
+// Directory: a wrong path leaves the pod waiting with the kubelet's event,
+// where DirectoryOrCreate gave the collector an empty cache of its own.
+func TestTheRuntimesDirectoriesAreNeverMade(t *testing.T) {
+	for name, objs := range map[string][]*unstructured.Unstructured{
+		"chart":     testkube.RenderHelm(t, "chart", "gc", "cni", testkube.ValuesFile(t, "cni: {cacheDir: /var/lib/cnii, binDirs: [/opt/cni/bin, /usr/lib/cni]}\n")),
+		"kustomize": testkube.RenderKustomize(t, "deploy"),
+	} {
+		spec, _ := testkube.PodTemplate(t, objs, "DaemonSet")
+		n := 0
+		for _, v := range spec.Volumes {
+			if v.Name == "cni-cache" || strings.HasPrefix(v.Name, "cni-bin") {
+				n++
+				require.NotNil(t, v.HostPath, "%s %s", name, v.Name)
+				assert.EqualValues(t, "Directory", *v.HostPath.Type, "%s: %s (%s)", name, v.Name, v.HostPath.Path)
+			}
+		}
+		assert.GreaterOrEqual(t, n, 2, "%s mounts the cache and a plugin directory", name)
+	}
 }

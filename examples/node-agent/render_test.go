@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +120,30 @@ func TestChartRefusesValuesOfTheWrongType(t *testing.T) {
 // refuses to render a scrape of metrics that are off or on loopback.
 func TestChartScrapesTheMetricsTheAlertsSelect(t *testing.T) {
 	testkube.CheckScrape(t, "DaemonSet", "agent", "net-agents", "")
+}
+
+// TestChartsTakeWhatTheirValuesReferenceSaysAndRefuseTypos: in each of the
+// three charts, a fractional rate or QPS given with --set (which helm reads
+// as a string) renders its flag; a log level zap refuses (0, -1) is
+// refused at render; a typo under resources or updateStrategy is refused,
+// naming it, not rendered into the pod.
+func TestChartsTakeWhatTheirValuesReferenceSaysAndRefuseTypos(t *testing.T) {
+	helm := testkube.Tool(t, "HELM")
+	for _, chart := range []string{"chart", "../cluster-controller/chart", "../cni-gc/chart"} {
+		for set, want := range map[string]string{"destroyRate.perSecond=0.5": "--max-destroys-per-second=0.5",
+			"kubeAPI.qps=2.5": "--kube-api-qps=2.5", "log.level=2": "--zap-log-level=2", "log.level=debug": "--zap-log-level=debug"} {
+			out, err := exec.Command(helm, "template", "r", chart, "--set", set).CombinedOutput()
+			require.NoError(t, err, "%s --set %s: %s", chart, set, out)
+			assert.Contains(t, string(out), want, "%s --set %s", chart, set)
+		}
+		refused := []string{"log.level=0", "log.level=-1", "destroyRate.perSecond=fast", "resources.limits.memroy=1Gi", "resources.limit.memory=1Gi"}
+		if chart != "../cluster-controller/chart" {
+			refused = append(refused, "updateStrategy.rollingUpdate.maxUnavailabel=2", "updateStrategy.type=Recreate")
+		}
+		for _, set := range refused {
+			out, err := exec.Command(helm, "template", "r", chart, "--set", set).CombinedOutput()
+			assert.Error(t, err, "%s --set %s renders:\n%s", chart, set, out)
+			assert.Contains(t, string(out), "schema", "%s --set %s", chart, set)
+		}
+	}
 }

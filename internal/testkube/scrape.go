@@ -97,7 +97,9 @@ func CheckScrape(t testing.TB, kind, release, namespace, values string) {
 	}
 
 	grants := RBAC(t, objs, "monitoring", "prometheus-k8s")
-	assert.Contains(t, grants.ClusterWide, "/metrics get", "the Prometheus's ServiceAccount may get /metrics: %v", grants.ClusterWide)
+	for _, g := range []string{"/metrics get", "/debug/podsweeper get", "/debug/podsweeper head", "/debug/podsweeper/dry-run head"} {
+		assert.Contains(t, grants.ClusterWide, g, "the Prometheus's ServiceAccount reads the metrics and the pages (HEAD is verb head): %v", grants.ClusterWide)
+	}
 
 	for _, bad := range []string{`metrics: {bindAddress: "0"}`, `metrics: {bindAddress: "127.0.0.1:8443"}`} {
 		msg := RenderHelmRefused(t, "chart", release, namespace, ValuesFile(t, "serviceMonitor: {enabled: true}\n"+bad+"\n"))
