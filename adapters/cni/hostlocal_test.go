@@ -30,8 +30,8 @@ func TestReadReservationsReadsHostLocalsFiles(t *testing.T) {
 	writeFile(t, filepath.Join(data, "podnet", "lock"), "", 0)
 	writeFile(t, filepath.Join(data, "podnet", "last_reserved_ip.0"), "10.1.0.2", 0)
 	writeFile(t, filepath.Join(data, "podnet", "notes.txt"), "not an address", 0)
-	writeFile(t, filepath.Join(data, "podnet", "10.1.0.4"), "", 0)                   // being written
-	writeFile(t, filepath.Join(data, "podnet", "10.1.0.5"), "legacy789", 0)          // before v0.8: no interface
+	writeFile(t, filepath.Join(data, "podnet", "10.1.0.4"), "", 0)                  // being written
+	writeFile(t, filepath.Join(data, "podnet", "10.1.0.5"), "legacy789", 0)         // before v0.8: no interface
 	writeFile(t, filepath.Join(data, "other", "10.2.0.2"), "ghi789\r\neth0\r\n", 0) // a trailing line break
 	writeFile(t, filepath.Join(data, "stray-file"), "x", 0)
 	require.NoError(t, os.Symlink(filepath.Join(data, "podnet", "10.1.0.2"), filepath.Join(data, "other", "10.2.0.9")))
