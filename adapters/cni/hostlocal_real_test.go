@@ -17,7 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
+
+// adapters/k8s counts what an Observer hears as metrics.
+var _ cni.Observer = (*k8s.ReservationMetrics)(nil)
 
 // hostLocalNode is a node whose one network, "hlnet", chains the real
 // bridge (with the real host-local as its IPAM, in a 6-address range) and

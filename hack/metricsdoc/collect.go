@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
@@ -46,6 +47,19 @@ var sources = []source{
 			return err
 		}
 		return reg.Register(k8s.NewBacklogCollector(engine))
+	}},
+	{name: "k8s.NewReservationMetrics", programs: []string{"cni-gc"}, register: func(reg prometheus.Registerer) error {
+		m, err := k8s.NewReservationMetrics(reg)
+		if err != nil {
+			return err
+		}
+		// A network's series show from its first count: count one of each,
+		// so that their names, types and labels can be read.
+		m.ReservationFreed("podnet", cni.ReasonNoSandbox)
+		m.ReservationFreeFailed("podnet", cni.ReasonNoSandbox)
+		m.ReservationWouldFree("podnet", cni.ReasonNoSandbox)
+		m.ReservationReported("podnet", cni.ReasonConfigGone)
+		return nil
 	}},
 }
 
