@@ -80,17 +80,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	// A line that records what became of a PU or an attachment is never
 	// sampled out.
-	log := cfg.NewLogger(stderr, cni.LogMessageFreed)
+	log := cfg.NewLogger(stderr, cni.LogMessageFreed, cni.LogMessageReservationFreed)
 	runtime, err := cri.New(cfg.node.CRIEndpoint, cri.Options{})
 	if err != nil {
 		return err
 	}
 	defer runtime.Close() // the only thing to close; the manager stops everything else
+	// What is done with host-local's leaked reservations, by network and
+	// reason, on /metrics.
+	reservations, err := k8s.NewReservationMetrics(nil)
+	if err != nil {
+		return err
+	}
 	// libcni's cache and the plugins' DEL; the runtime's sandboxes order
 	// each pod's, and keep the network of a pod it still runs, whatever
-	// the API says.
+	// the API says; host-local's reservations that no sandbox or cache
+	// entry accounts for are freed at each resync, or, in a dry run, only
+	// listed.
 	collector, err := cni.New(cni.Options{CacheDir: cfg.cacheDir, PluginDirs: strings.Split(cfg.pluginDirs, ","), ConfDir: cfg.confDir,
-		ResyncInterval: cfg.resyncInterval, Runtime: runtime, Logger: log.WithName("cni")})
+		ResyncInterval: cfg.resyncInterval, Runtime: runtime, DryRun: cfg.DryRun, Observer: reservations, Logger: log.WithName("cni")})
 	if err != nil {
 		return err
 	}
