@@ -124,7 +124,11 @@ func TestDecideNeverDELsADisableGCNetwork(t *testing.T) {
 //     created and refused for less than NewestSandboxTimeout, keeps every
 //     sandbox;
 //   - an attachment of a disableGC network is never DELed, and only a
-//     sandbox decide frees has any DELed.
+//     sandbox decide frees has any DELed;
+//   - no host-local reservation of a sandbox the Runtime lists, ready or
+//     not, or that the cache holds an attachment of, is freed
+//     (decideReservation, asked of a reservation of each sandbox, as the
+//     collector reads them together).
 func FuzzDecide(f *testing.F) {
 	f.Add(false, false, []byte{0x08, 0x01, 0})                        // gone pod, no runtime, namespace there
 	f.Add(false, true, []byte{0x03, 0x02, 1, 0x08, 0x01, 0})          // gone pod, one ready, one being created
@@ -153,6 +157,14 @@ func FuzzDecide(f *testing.F) {
 		vs := decide(p)
 		if len(vs) != len(p.Sandboxes) {
 			t.Fatalf("%d verdicts for %d sandboxes", len(vs), len(p.Sandboxes))
+		}
+		for i, s := range p.Sandboxes {
+			age := time.Duration(raw[3*i+2]) * 10 * time.Minute // its created byte, as tens of minutes since the reservation
+			r := reservationFacts{ContainerID: s.ID, Config: true, Asked: asked, Listed: s.Listed, Cached: len(s.Atts) > 0,
+				Age: age, Grace: DefaultReservationGrace}
+			if v := decideReservation(r); v.Action == free && (s.Listed || len(s.Atts) > 0) {
+				t.Fatalf("row %d frees the reservation of %s, which the runtime lists or the cache holds: %+v", v.Row, s.ID, s)
+			}
 		}
 		podRuns := false
 		for _, s := range p.Sandboxes {
