@@ -201,6 +201,9 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	now := time.Now()
 	var would []Reservation
 	for _, r := range rv.rs {
+		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
+			return
+		}
 		n, ok := rv.config(r)
 		_, listed := run.byID[r.ContainerID]
 		vd := decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never, Asked: run.asked,
