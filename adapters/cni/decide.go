@@ -150,7 +150,9 @@ const (
 	ReasonNoSandbox = "NoSandbox"
 	// ReasonConfigGone: no config in Options.ConfDir names the
 	// reservation's network with host-local and its data directory (row
-	// 12): reported, never touched.
+	// 12): reported, never touched. Its config is gone, or runs host-local
+	// through a plugin that writes its delegate's config at run time (as
+	// flannel does), which the collector cannot DEL through.
 	ReasonConfigGone = "ConfigGone"
 )
 
