@@ -316,7 +316,10 @@ func churnCycles(t *testing.T) int {
 
 // Pods created and deleted, five at a time on the range of six, while the
 // collector as deployed runs with a reservation grace of 5 s and a resync
-// every second: no reservation is freed at all (none leaked), every pod
+// every second, each sandbox's ADD taking 2 s after host-local reserved its
+// address (the chained plugin's slow-add: meanwhile no cache entry of the
+// network names the sandbox and containerd does not list it): no
+// reservation is freed at all (none leaked), every pod
 // seen Running keeps its address in host-local for its sandbox (watched
 // every second), no address is held by two running pods, no sandbox fails
 // for want of an address, and the range is empty at the end.
@@ -329,6 +332,7 @@ func TestCollectorKeepsLiveReservationsThroughChurn(t *testing.T) {
 	conf := fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":%q,"plugins":[{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":false,`+
 		`"ipam":{"type":"host-local","ranges":[[{"subnet":"10.88.0.0/28","rangeStart":"10.88.0.2","rangeEnd":"10.88.0.7"}]]}},{"type":"chained"}]}`,
 		testcontainerd.NetworkName, testcontainerd.BridgeName)
+	require.NoError(t, os.WriteFile(filepath.Join(plugins, "slow-add"), nil, 0o644))
 	n := testcontainerd.Start(t, c, "node-churn", testcontainerd.Options{ConfList: conf, PluginDirs: []string{plugins}})
 	c.CreateNamespace(t, "churn")
 	bin := filepath.Join(t.TempDir(), "cni-gc")

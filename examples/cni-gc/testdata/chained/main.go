@@ -2,8 +2,10 @@
 // bridge plugin: ADD passes the previous result on, as a chained plugin
 // does, and DEL does nothing, unless a file beside the binary says
 // otherwise: fail-add makes ADD fail (after the bridge and host-local
-// succeeded: containerd#12130), fail-del makes DEL fail. Each call is
-// appended to calls.log beside it.
+// succeeded: containerd#12130), fail-del makes DEL fail, slow-add makes
+// ADD take 2 s more (host-local has reserved the address, libcni has cached
+// nothing of the network yet, and containerd lists no sandbox). Each call
+// is appended to calls.log beside it.
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 func main() {
@@ -36,6 +39,9 @@ func main() {
 	case "ADD":
 		if exists(filepath.Join(dir, "fail-add")) {
 			fail("ADD fails on purpose")
+		}
+		if exists(filepath.Join(dir, "slow-add")) {
+			time.Sleep(2 * time.Second)
 		}
 		if len(conf.PrevResult) == 0 {
 			fail("no prevResult: chain me after a plugin that returns one")
