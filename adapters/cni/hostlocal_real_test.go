@@ -128,6 +128,7 @@ func (r *recorder) ReservationFreed(network, reason string)      { r.add("freed"
 func (r *recorder) ReservationFreeFailed(network, reason string) { r.add("failed", network, reason) }
 func (r *recorder) ReservationWouldFree(network, reason string)  { r.add("would", network, reason) }
 func (r *recorder) ReservationReported(network, reason string)   { r.add("reported", network, reason) }
+func (r *recorder) ReservationNetwork(network string)            { r.add("network", network, "") }
 
 // The real host-local, its range of six filled four ways: a sandbox whose
 // chained ADD failed after host-local and that no runtime knows (freed by
@@ -187,6 +188,8 @@ func TestResyncFreesALeakedHostLocalReservationThroughThePlugin(t *testing.T) {
 	_, err = os.Stat(gone)
 	require.NoError(t, err, "a reservation of a network whose config is gone is never touched")
 	require.Equal(t, 1, obs.get("reported oldnet ConfigGone"))
+	require.Positive(t, obs.get("network hlnet "), "told of the network, at each read")
+	require.Zero(t, obs.get("network oldnet "), "a network without a config is no network of ConfDir")
 	require.Equal(t, 1, logs.count(cni.LogMessageReservationFreed))
 	require.Zero(t, obs.get("failed hlnet NoSandbox"))
 	// The DEL ran the network's chain, in reverse, for that container and interface, without a namespace.

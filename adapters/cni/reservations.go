@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -45,6 +46,10 @@ type Observer interface {
 	// ReservationReported: a reservation is reported and never touched
 	// (ReasonConfigGone); told once for each.
 	ReservationReported(network, reason string)
+	// ReservationNetwork: a network of ConfDir runs host-local; told at
+	// each read of its reservations, so that its counts show at 0 before
+	// the first.
+	ReservationNetwork(network string)
 }
 
 // hostLocal frees host-local's reservations that the cache does not
@@ -91,6 +96,11 @@ func (h *hostLocal) read() (reservationView, error) {
 		}
 	}
 	slices.Sort(dirs)
+	if h.observer != nil {
+		for _, name := range slices.Sorted(maps.Keys(nets)) {
+			h.observer.ReservationNetwork(name)
+		}
+	}
 	var v reservationView
 	v.nets = nets
 	var skips []skipped

@@ -19,6 +19,14 @@ const (
 // metricNetworkLabel is the label of the CNI network a reservation is of.
 const metricNetworkLabel = "network"
 
+// The reasons of adapters/cni's reservations (cni.ReasonNoSandbox,
+// cni.ReasonConfigGone), which this package does not import; hack/metricsdoc
+// fails on a series of another.
+const (
+	reasonNoSandbox  = "NoSandbox"
+	reasonConfigGone = "ConfigGone"
+)
+
 // ReservationMetrics counts what the CNI collector does with host-local's
 // reservations, by network and reason: it has the methods of
 // adapters/cni's Observer (pass it as cni.Options.Observer). One
@@ -41,8 +49,9 @@ type ReservationMetrics struct {
 // resync), podsweeper_cni_reservations_would_free_total (what a dry run
 // would free, each counted once) and
 // podsweeper_cni_reservations_reported_total (reservations left alone for
-// an operator, each counted once). A network's series show from its first
-// count.
+// an operator, each counted once). The series of each network of the
+// node's config that runs host-local show at 0 from the collector's first
+// read (ReservationNetwork); another network's, from its first count.
 func NewReservationMetrics(reg prometheus.Registerer) (*ReservationMetrics, error) {
 	if reg == nil {
 		reg = metrics.Registry
@@ -102,6 +111,18 @@ func (m *ReservationMetrics) ReservationFreeFailed(network, reason string) {
 func (m *ReservationMetrics) ReservationWouldFree(network, reason string) {
 	if m != nil {
 		m.would.WithLabelValues(network, reason).Inc()
+	}
+}
+
+// ReservationNetwork gives network's series their 0, each with the reason
+// it counts (cni.ReasonNoSandbox, cni.ReasonConfigGone), so that rates and
+// alerts work from the first scrape.
+func (m *ReservationMetrics) ReservationNetwork(network string) {
+	if m != nil {
+		m.freed.WithLabelValues(network, reasonNoSandbox)
+		m.failed.WithLabelValues(network, reasonNoSandbox)
+		m.would.WithLabelValues(network, reasonNoSandbox)
+		m.reported.WithLabelValues(network, reasonConfigGone)
 	}
 }
 

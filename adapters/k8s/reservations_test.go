@@ -52,6 +52,9 @@ func TestReservationMetricsCountByNetworkAndReason(t *testing.T) {
 		require.Equal(t, tc.want, got, "%s{network=%q,reason=%q}", tc.metric, tc.network, tc.reason)
 	}
 	require.Equal(t, 2, testutil.CollectAndCount(reg, k8s.MetricReservationsFreed))
+	m.ReservationNetwork("idle")
+	require.Equal(t, 3, testutil.CollectAndCount(reg, k8s.MetricReservationsFreed), "a network read shows at 0")
+	require.Equal(t, 2, testutil.CollectAndCount(reg, k8s.MetricReservationsReported))
 
 	_, err = k8s.NewReservationMetrics(reg)
 	var are prometheus.AlreadyRegisteredError
@@ -62,4 +65,5 @@ func TestReservationMetricsCountByNetworkAndReason(t *testing.T) {
 	none.ReservationFreeFailed("podnet", "NoSandbox")
 	none.ReservationWouldFree("podnet", "NoSandbox")
 	none.ReservationReported("podnet", "ConfigGone")
+	none.ReservationNetwork("podnet")
 }

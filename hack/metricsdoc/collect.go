@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
@@ -53,12 +52,9 @@ var sources = []source{
 		if err != nil {
 			return err
 		}
-		// A network's series show from its first count: count one of each,
-		// so that their names, types and labels can be read.
-		m.ReservationFreed("podnet", cni.ReasonNoSandbox)
-		m.ReservationFreeFailed("podnet", cni.ReasonNoSandbox)
-		m.ReservationWouldFree("podnet", cni.ReasonNoSandbox)
-		m.ReservationReported("podnet", cni.ReasonConfigGone)
+		// A network's series show once the collector reads it: one, so
+		// that their names, types and labels can be read.
+		m.ReservationNetwork("podnet")
 		return nil
 	}},
 }

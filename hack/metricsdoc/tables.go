@@ -72,7 +72,7 @@ func labelOf(metric, l string) (labelSet, bool) {
 // value outside its set.
 var labels = map[string]labelSet{
 	"reason":                                {from: "ports.Reasons()", values: reasons()},
-	"network":                               {from: "the name of a CNI network of the node's config (cni.Reservation.Network)", open: true},
+	"network":                               {from: "the name of a CNI network of the node's config (cni.Reservation.Network): at 0 once the collector read a config of it that runs host-local", open: true},
 	k8s.MetricReservationsFreed + "/reason": {from: "cni.ReasonNoSandbox", values: []string{cni.ReasonNoSandbox}},
 	k8s.MetricReservationFreeFailures + "/reason": {from: "cni.ReasonNoSandbox", values: []string{cni.ReasonNoSandbox}},
 	k8s.MetricReservationsWouldFree + "/reason":   {from: "cni.ReasonNoSandbox", values: []string{cni.ReasonNoSandbox}},
