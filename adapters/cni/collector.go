@@ -98,6 +98,25 @@ type Options struct {
 	// (the package doc, "When a sandbox may be freed").
 	// 0: DefaultNewestSandboxTimeout (5m). Negative values are invalid.
 	NewestSandboxTimeout time.Duration
+	// HostLocalDataDir is where host-local keeps its reservations for a
+	// network of ConfDir whose config sets no "dataDir" (the package doc,
+	// "host-local's reservations"). A directory that does not exist holds
+	// none. "": DefaultHostLocalDataDir (/var/lib/cni/networks).
+	HostLocalDataDir string
+	// ReservationGrace is how old a host-local reservation that no sandbox
+	// of the Runtime or cache entry accounts for must be before Resync
+	// frees it (its file's modification time): longer than any sandbox is
+	// created. 0: DefaultReservationGrace (5m). Negative values are
+	// invalid.
+	ReservationGrace time.Duration
+	// DryRun, when set, has Resync free no host-local reservation: each it
+	// would free is logged, told to Observer, and listed by WouldFree.
+	// DestroyPU is the engine's to leave uncalled (deletion.Options.DryRun).
+	DryRun bool
+	// Observer, when set, hears of the host-local reservations freed,
+	// failed, reported, or that a dry run would free (adapters/k8s's
+	// ReservationMetrics). nil: none.
+	Observer Observer
 	// Logger receives the cache entries skipped (once each) and the DELs
 	// run. A Logger without a sink (the zero value) logs through klog
 	// (klog.Background()), as the engine does.
@@ -113,7 +132,7 @@ type Options struct {
 //
 // It asks decide what may be freed, and composes one small type per
 // piece of state: the cache's reader, the refusals, the resync loop, the
-// log of skipped entries.
+// log of skipped entries, and the sweep of host-local's reservations.
 type Collector struct {
 	cache    cacheReader
 	runtime  Runtime
@@ -121,6 +140,8 @@ type Collector struct {
 	resync   *resyncer
 	freeing  *podLocks // one DestroyPU at a time frees a pod's attachments
 	skips    *skipLog
+	// hostLocal frees host-local's reservations the cache does not hold.
+	hostLocal *hostLocal
 	// cni runs the plugins' DEL.
 	cni *libcni.CNIConfig
 	log logr.Logger
@@ -143,6 +164,15 @@ func New(opts Options) (*Collector, error) {
 	}
 	if opts.NewestSandboxTimeout < 0 {
 		return nil, fmt.Errorf("%w: NewestSandboxTimeout is negative (%v)", ErrInvalidOptions, opts.NewestSandboxTimeout)
+	}
+	if opts.ReservationGrace < 0 {
+		return nil, fmt.Errorf("%w: ReservationGrace is negative (%v)", ErrInvalidOptions, opts.ReservationGrace)
+	}
+	if opts.ReservationGrace == 0 {
+		opts.ReservationGrace = DefaultReservationGrace
+	}
+	if opts.HostLocalDataDir == "" {
+		opts.HostLocalDataDir = DefaultHostLocalDataDir
 	}
 	if opts.NewestSandboxTimeout == 0 {
 		opts.NewestSandboxTimeout = DefaultNewestSandboxTimeout
@@ -179,12 +209,13 @@ func New(opts Options) (*Collector, error) {
 		}
 	}
 	return &Collector{
-		cache:    cacheReader{dir: opts.CacheDir, confDir: opts.ConfDir},
-		runtime:  opts.Runtime,
-		refusals: newRefusals(opts.NewestSandboxTimeout),
-		freeing:  &podLocks{held: map[string]chan struct{}{}},
-		resync:   newResyncer(opts.ResyncInterval, opts.Logger),
-		skips:    newSkipLog(opts.Logger),
+		cache:     cacheReader{dir: opts.CacheDir, confDir: opts.ConfDir},
+		runtime:   opts.Runtime,
+		refusals:  newRefusals(opts.NewestSandboxTimeout),
+		freeing:   &podLocks{held: map[string]chan struct{}{}},
+		resync:    newResyncer(opts.ResyncInterval, opts.Logger),
+		skips:     newSkipLog(opts.Logger, "skipping a cache entry: it is never deleted"),
+		hostLocal: newHostLocal(opts, opts.Logger),
 		// The cache directory goes to the CNIConfig: libcni ignores
 		// RuntimeConf.CacheDir in some of its paths.
 		cni: libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, pluginExec()),
@@ -629,11 +660,14 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // destroyed) and tracked with the sandbox listed now, for a PU left on the
 // pod's current sandbox would never reach the older one. A list the
 // Runtime could not order (it failed) neither moves nor tracks a PU listed
-// with another sandbox than before. It returns when ctx
+// with another sandbox than before. At its start and after each list, it
+// frees host-local's reservations that no sandbox of the Runtime and no
+// cache entry accounts for (the package doc, "host-local's
+// reservations"; a dry run only lists them, WouldFree). It returns when ctx
 // ends (nil), or at once with ErrResyncRunning when another Resync runs.
 func (c *Collector) Resync(ctx context.Context, t Tracker) error {
 	if t == nil {
 		return errors.New("cni: Resync: nil Tracker")
 	}
-	return c.resync.run(ctx, t, c.list)
+	return c.resync.run(ctx, t, c.list, c.freeReservations)
 }

@@ -99,8 +99,12 @@ const (
 	// giveUp: keep, and leave the sandbox alone from now on
 	// (ErrOrderUnknown, permanent).
 	giveUp
-	// free: DEL its attachments, but those of disableGC networks.
+	// free: DEL its attachments, but those of disableGC networks (a
+	// reservation: DEL it through its network's current config).
 	free
+	// report: keep, never touch, and tell an operator (a reservation whose
+	// network's config is gone).
+	report
 )
 
 // verdict is decide's answer for one sandbox.
@@ -129,6 +133,40 @@ var rowText = [...]string{
 	9:  "the runtime may be creating it (not listed, its network namespace there)",
 	10: "not listed, its network namespace there, for NewestSandboxTimeout",
 	11: "the runtime does not list it, and its network namespace tells nothing",
+	12: "a host-local reservation whose network's config is gone from ConfDir: reported, never touched",
+	13: "a host-local reservation of a network whose config says disableGC",
+	14: "a host-local reservation, and no runtime to ask",
+	15: "a host-local reservation of a sandbox the runtime lists",
+	16: "a host-local reservation of a sandbox the cache holds an attachment of",
+	17: "a host-local reservation younger than ReservationGrace: its sandbox may be being created",
+	18: "a host-local reservation of no sandbox the runtime lists or the cache holds, older than ReservationGrace",
+}
+
+// Reasons of the host-local reservations the Collector frees or reports
+// (Observer, WouldFree).
+const (
+	// ReasonNoSandbox: the reservation's container is no sandbox the
+	// runtime lists, ready or not, no cache entry names it, and it is older
+	// than Options.ReservationGrace (row 18): freed.
+	ReasonNoSandbox = "NoSandbox"
+	// ReasonConfigGone: no config in Options.ConfDir names the
+	// reservation's network with host-local and its data directory (row
+	// 12): reported, never touched. Its config is gone, or runs host-local
+	// through a plugin that writes its delegate's config at run time (as
+	// flannel does), which the collector cannot DEL through.
+	ReasonConfigGone = "ConfigGone"
+)
+
+// reasonOf returns the reason of a reservation's verdict that frees or
+// reports it, "" for one that keeps it.
+func reasonOf(v verdict) string {
+	switch v.Row {
+	case 18:
+		return ReasonNoSandbox
+	case 12:
+		return ReasonConfigGone
+	}
+	return ""
 }
 
 // why describes the row that decided.
@@ -176,10 +214,30 @@ func (v verdict) why() string {
 //  11. The pod is gone, the Runtime does not list the sandbox, and its
 //     network namespace tells nothing: free.
 //
+// A host-local reservation that no cache entry may account for (its
+// address reserved by an ADD whose chain failed later, or kept by a DEL
+// that failed after CRI-O removed the cache entry) is decided by
+// decideReservation, on the rows that follow:
+//
+//  12. No config in ConfDir names its network with host-local and its
+//     data directory: report, never touch. There is no config to DEL it
+//     with, and removing the file by hand would bypass host-local's lock.
+//  13. Its network's config says disableGC: keep.
+//  14. There is no Runtime to ask, or it did not answer: keep.
+//  15. The Runtime lists a sandbox of its container ID, ready or not:
+//     keep. The runtime DELs its own sandboxes.
+//  16. A cache entry names its container ID: keep; rows 0 to 11 decide
+//     on that sandbox.
+//  17. It was reserved less than ReservationGrace ago: keep. Its sandbox
+//     may be one the runtime is creating (containerd lists it only after
+//     ADD, create and start).
+//  18. Otherwise: free, with a DEL through the network's current config.
+//
 // So nothing is freed that the Runtime lists ready, nor, until it has
 // been refused for NewestSandboxTimeout, one it may be creating; and
 // without a Runtime, nothing but a sandbox whose network namespace is
-// gone (FuzzDecide holds both).
+// gone; and no reservation of a sandbox the Runtime lists, or that the
+// cache holds (FuzzDecide and FuzzDecideReservation hold them).
 func decide(p podFacts) []verdict {
 	out := make([]verdict, len(p.Sandboxes))
 	podRuns := slices.ContainsFunc(p.Sandboxes, func(s sandboxFacts) bool {
@@ -254,4 +312,50 @@ func stateOf(s sandboxFacts, asked bool) sandboxState {
 // newer reports whether a sandbox among sbs was created strictly after s.
 func newer(sbs []sandboxFacts, s sandboxFacts) bool {
 	return slices.ContainsFunc(sbs, func(o sandboxFacts) bool { return o.Created.After(s.Created) })
+}
+
+// reservationFacts is what the collector read of one host-local
+// reservation (decideReservation).
+type reservationFacts struct {
+	// ContainerID is the reservation's.
+	ContainerID string
+	// Config: a config in ConfDir names its network with host-local and
+	// its data directory. Never: that config says disableGC.
+	Config, Never bool
+	// Asked: the Runtime (Options.Runtime) was asked and answered.
+	Asked bool
+	// Listed: the Runtime lists a sandbox of the container ID, ready or
+	// not.
+	Listed bool
+	// Cached: an entry of libcni's cache names the container ID, whatever
+	// its network.
+	Cached bool
+	// Age is how long ago the address was reserved (the file's
+	// modification time); negative for a time in the future.
+	Age time.Duration
+	// Grace is Options.ReservationGrace.
+	Grace time.Duration
+}
+
+// decideReservation is decide's rule for a host-local reservation, rows
+// 12 to 18 of its table: it does no I/O.
+func decideReservation(r reservationFacts) verdict {
+	v := verdict{ID: r.ContainerID, State: stateUnknown}
+	switch {
+	case !r.Config:
+		v.Row, v.Action = 12, report
+	case r.Never:
+		v.Row = 13
+	case !r.Asked:
+		v.Row = 14
+	case r.Listed:
+		v.Row = 15
+	case r.Cached:
+		v.Row = 16
+	case r.Age < r.Grace:
+		v.Row, v.State = 17, stateCreating
+	default:
+		v.Row, v.Action, v.State = 18, free, stateDead
+	}
+	return v
 }

@@ -130,7 +130,11 @@ func TestDecideNeverDELsADisableGCNetwork(t *testing.T) {
 //     created and refused for less than NewestSandboxTimeout, keeps every
 //     sandbox;
 //   - an attachment of a disableGC network is never DELed, and only a
-//     sandbox decide frees has any DELed.
+//     sandbox decide frees has any DELed;
+//   - no host-local reservation of a sandbox the Runtime lists, ready or
+//     not, or that the cache holds an attachment of, is freed
+//     (decideReservation, asked of a reservation of each sandbox, as the
+//     collector reads them together).
 func FuzzDecide(f *testing.F) {
 	f.Add(false, false, []byte{0x08, 0x01, 0})                        // gone pod, no runtime, namespace there
 	f.Add(false, true, []byte{0x03, 0x02, 1, 0x08, 0x01, 0})          // gone pod, one ready, one being created
@@ -159,6 +163,14 @@ func FuzzDecide(f *testing.F) {
 		vs := decide(p)
 		if len(vs) != len(p.Sandboxes) {
 			t.Fatalf("%d verdicts for %d sandboxes", len(vs), len(p.Sandboxes))
+		}
+		for i, s := range p.Sandboxes {
+			age := time.Duration(raw[3*i+2]) * 10 * time.Minute // its created byte, as tens of minutes since the reservation
+			r := reservationFacts{ContainerID: s.ID, Config: true, Asked: asked, Listed: s.Listed, Cached: len(s.Atts) > 0,
+				Age: age, Grace: DefaultReservationGrace}
+			if v := decideReservation(r); v.Action == free && (s.Listed || len(s.Atts) > 0) {
+				t.Fatalf("row %d frees the reservation of %s, which the runtime lists or the cache holds: %+v", v.Row, s.ID, s)
+			}
 		}
 		podRuns := false
 		for _, s := range p.Sandboxes {
@@ -208,6 +220,78 @@ func later(sbs []sandboxFacts, s sandboxFacts) bool {
 		}
 	}
 	return false
+}
+
+// A host-local reservation, row by row (12 to 18 of decide's table): each
+// case is one row, with its verdict.
+func TestDecideReservationRowByRow(t *testing.T) {
+	grace := 5 * time.Minute
+	old := reservationFacts{ContainerID: "c", Config: true, Asked: true, Age: time.Hour, Grace: grace}
+	with := func(f func(*reservationFacts)) reservationFacts { r := old; f(&r); return r }
+	for _, tc := range []struct {
+		name   string
+		r      reservationFacts
+		row    int
+		act    action
+		reason string
+	}{
+		{name: "its network's config is gone", r: with(func(r *reservationFacts) { r.Config = false }), row: 12, act: report, reason: ReasonConfigGone},
+		{name: "config gone, even with no runtime", r: with(func(r *reservationFacts) { r.Config, r.Asked = false, false }), row: 12, act: report, reason: ReasonConfigGone},
+		{name: "its network says disableGC", r: with(func(r *reservationFacts) { r.Never = true }), row: 13, act: keep},
+		{name: "no runtime to ask", r: with(func(r *reservationFacts) { r.Asked = false }), row: 14, act: keep},
+		{name: "the runtime lists its sandbox", r: with(func(r *reservationFacts) { r.Listed = true }), row: 15, act: keep},
+		{name: "listed, young, cached", r: with(func(r *reservationFacts) { r.Listed, r.Cached, r.Age = true, true, 0 }), row: 15, act: keep},
+		{name: "a cache entry names its sandbox", r: with(func(r *reservationFacts) { r.Cached = true }), row: 16, act: keep},
+		{name: "younger than the grace", r: with(func(r *reservationFacts) { r.Age = grace - time.Nanosecond }), row: 17, act: keep},
+		{name: "reserved in the future", r: with(func(r *reservationFacts) { r.Age = -time.Hour }), row: 17, act: keep},
+		{name: "no sandbox, no cache entry, as old as the grace", r: with(func(r *reservationFacts) { r.Age = grace }), row: 18, act: free, reason: ReasonNoSandbox},
+		{name: "no sandbox, no cache entry, old", r: old, row: 18, act: free, reason: ReasonNoSandbox},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := decideReservation(tc.r)
+			require.Equal(t, tc.row, v.Row, "row (%s)", v.why())
+			require.Equal(t, tc.act, v.Action, "action")
+			require.Equal(t, tc.reason, reasonOf(v), "reason")
+			require.Equal(t, "c", v.ID)
+		})
+	}
+}
+
+// FuzzDecideReservation holds what decideReservation promises whatever
+// the collector read: no reservation of a sandbox the Runtime lists, or
+// whose cache entry exists, is ever freed; nor one without a Runtime to
+// ask, younger than the grace, of a disableGC network, or whose network's
+// config is gone; and only the last is reported.
+func FuzzDecideReservation(f *testing.F) {
+	f.Add(uint8(0x1f), int64(time.Hour), int64(5*time.Minute))
+	f.Add(uint8(0x03), int64(time.Minute), int64(5*time.Minute))
+	f.Add(uint8(0x23), int64(time.Hour), int64(0))
+	f.Add(uint8(0x00), int64(-time.Hour), int64(time.Minute))
+	f.Fuzz(func(t *testing.T, flags uint8, age, grace int64) {
+		r := reservationFacts{ContainerID: "c", Config: flags&1 != 0, Asked: flags&2 != 0, Listed: flags&4 != 0, Cached: flags&8 != 0,
+			Never: flags&16 != 0, Age: time.Duration(age), Grace: time.Duration(grace)}
+		r.Listed = r.Listed && r.Asked // only a runtime asked lists anything
+		v := decideReservation(r)
+		freed := v.Action == free
+		switch {
+		case v.ID != r.ContainerID:
+			t.Fatalf("verdict %+v for %+v", v, r)
+		case freed && r.Listed:
+			t.Fatalf("row %d frees a reservation of a sandbox the runtime lists: %+v", v.Row, r)
+		case freed && r.Cached:
+			t.Fatalf("row %d frees a reservation whose sandbox the cache holds: %+v", v.Row, r)
+		case freed && !r.Asked:
+			t.Fatalf("row %d frees a reservation without a runtime to ask: %+v", v.Row, r)
+		case freed && r.Age < r.Grace:
+			t.Fatalf("row %d frees a reservation younger than the grace: %+v", v.Row, r)
+		case freed && (r.Never || !r.Config):
+			t.Fatalf("row %d frees a reservation of a disableGC network, or whose config is gone: %+v", v.Row, r)
+		case (v.Action == report) != !r.Config:
+			t.Fatalf("row %d: action %d for %+v", v.Row, v.Action, r)
+		case v.Action != free && v.Action != keep && v.Action != report:
+			t.Fatalf("row %d: action %d for a reservation", v.Row, v.Action)
+		}
+	})
 }
 
 // docs/sdk/cni-freeing.md has one row for each of decide's, in the order

@@ -24,7 +24,9 @@
 //   - Requeuer (Requeue): once an old sandbox is freed, list again at once;
 //
 // and Resync lists the cache every Options.ResyncInterval while the agent
-// runs, and tracks what the engine does not hold yet.
+// runs, tracks what the engine does not hold yet, and frees host-local's
+// reservations that no cache entry accounts for ("host-local's
+// reservations").
 //
 // # One PU per pod, its oldest sandbox first
 //
@@ -111,6 +113,31 @@
 // then those nothing is told of, then those that may be being created, the
 // ready one last; then by creation.
 //
+// # host-local's reservations
+//
+// Some leaks never reach the cache: a chained plugin that fails ADD after
+// host-local reserved an address (containerd#12130; multus#1449), a
+// runtime that exits between ADD and saving its result (containerd#12923),
+// CRI-O removing the cache entries of a teardown that failed (cri-o#9372).
+// host-local keeps each reservation as a file <dataDir>/<network>/<ip>
+// holding the container ID and the interface name. So at its start and
+// after each list, Resync also reads, without host-local's lock, the
+// reservations of every network of Options.ConfDir whose plugins run
+// host-local (in a conflist or a single .conf, itself or as a plugin's
+// "ipam"), in the "dataDir" it sets (Options.HostLocalDataDir when none),
+// and asks decide's table (rows 12 to 18, decideReservation) about each.
+// A reservation is freed only when its container is no sandbox the
+// Runtime lists, ready or not, no cache entry names it, and it was
+// reserved Options.ReservationGrace ago or more (a sandbox being created
+// is listed by containerd only after its ADD); without a Runtime to ask,
+// nothing is. It is freed as the runtime would have freed it: a DEL of
+// the network's current config with its container ID and interface name,
+// without a network namespace, so that host-local releases it under its
+// own lock; a DEL that succeeds while host-local still holds it is an
+// error. A reservation whose network's config is gone is reported, never
+// touched. Options.DryRun frees none and lists them (WouldFree);
+// Options.Observer hears of each by network and reason.
+//
 // # What it never does
 //
 //   - It never frees a sandbox but as "When a sandbox may be freed" says:
@@ -133,6 +160,8 @@
 //   - It never calls the plugins' GC verb: the spec forbids GC concurrent
 //     with the runtime's ADD and DEL, which an outside collector cannot
 //     promise. It runs the DEL of attachments that are orphaned only.
+//   - It never takes host-local's lock, nor writes or removes its files:
+//     host-local releases a reservation on the DEL.
 //   - It never removes a cache file itself: libcni does, after a DEL whose
 //     plugins all succeeded. A DEL that fails keeps the file and is retried
 //     by the engine with backoff. A cached config that would run no plugin
@@ -144,11 +173,13 @@
 //
 // # What it cannot see
 //
-// An ADD that failed half-way leaves no cache file: the address a chained
-// plugin allocated before a later one failed (containerd#12130) is not in
-// the cache, and this package cannot free it. CRI-O removes a sandbox's
-// cache files when its teardown fails, so on CRI-O the cache does not keep
-// every leak either. A pod deleted with a grace period of 0 is gone from
+// An ADD that failed half-way leaves no cache file: what a chained plugin
+// allocated before a later one failed (containerd#12130) is not in the
+// cache. Of it, this package frees host-local's reservations only ("host-local's
+// reservations"): another IPAM's addresses, and the veths and rules the
+// other plugins made, stay. CRI-O removes a sandbox's cache files when
+// its teardown fails, so on CRI-O the cache does not keep every leak
+// either. A pod deleted with a grace period of 0 is gone from
 // the API while the kubelet may still tear it down: the collector's DEL
 // may then run beside the runtime's, which the spec allows (DEL is
 // idempotent).

@@ -47,7 +47,7 @@ func TestRefusalsTimeFromTheFirstSinceThePlaceWasKnown(t *testing.T) {
 // skipped after it was not.
 func TestSkipLogLogsEachSkippedEntryOnce(t *testing.T) {
 	var lines int
-	l := newSkipLog(funcr.New(func(string, string) { lines++ }, funcr.Options{}))
+	l := newSkipLog(funcr.New(func(string, string) { lines++ }, funcr.Options{}), "skipping")
 	t0 := time.Unix(1_700_000_000, 0)
 	a := skipped{File: "a", Written: t0, Why: "no pod"}
 	l.report([]skipped{a})

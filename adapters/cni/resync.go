@@ -96,15 +96,19 @@ func (r *resyncer) destroyedSince(puid string, destroys uint64) bool {
 }
 
 // run is Collector.Resync's loop: every interval, and at once after
-// requeue, it lists with list and feeds t, until ctx ends (nil), or it
-// fails at once with ErrResyncRunning when another run runs.
-func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context) (listing, error)) error {
+// requeue, it lists with list and feeds t, then sweeps (host-local's
+// reservations, which no PU holds), until ctx ends (nil), or it fails at
+// once with ErrResyncRunning when another run runs. It sweeps once at
+// start too: a range a reboot filled is freed without waiting an
+// interval.
+func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context) (listing, error), sweep func(context.Context)) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return ErrResyncRunning
 	}
 	defer r.running.Store(false)
 	tick := time.NewTicker(r.interval)
 	defer tick.Stop()
+	sweep(ctx)
 	var last map[string]string
 	for {
 		select {
@@ -114,6 +118,7 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		case <-r.kick:
 		}
 		last = r.once(ctx, t, list, last)
+		sweep(ctx)
 	}
 }
 

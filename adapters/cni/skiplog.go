@@ -12,6 +12,7 @@ import (
 // safe from any goroutine.
 type skipLog struct {
 	log logr.Logger
+	msg string
 
 	mu sync.Mutex
 	// reported holds the entries logged, with the modification time they
@@ -19,13 +20,14 @@ type skipLog struct {
 	reported map[string]time.Time
 }
 
-func newSkipLog(log logr.Logger) *skipLog {
-	return &skipLog{log: log, reported: make(map[string]time.Time)}
+// newSkipLog returns a skipLog that logs each file with msg.
+func newSkipLog(log logr.Logger, msg string) *skipLog {
+	return &skipLog{log: log, msg: msg, reported: make(map[string]time.Time)}
 }
 
-// report logs what skips holds that was not logged yet, and forgets what
-// it no longer holds.
-func (l *skipLog) report(skips []skipped) {
+// report logs what skips holds that was not logged yet, and returns it;
+// it forgets what skips no longer holds.
+func (l *skipLog) report(skips []skipped) []skipped {
 	seen := make(map[string]bool, len(skips))
 	l.mu.Lock()
 	var fresh []skipped
@@ -43,6 +45,7 @@ func (l *skipLog) report(skips []skipped) {
 	}
 	l.mu.Unlock()
 	for _, s := range fresh {
-		l.log.Info("skipping a cache entry: it is never deleted", "file", s.File, "why", s.Why)
+		l.log.Info(l.msg, "file", s.File, "why", s.Why)
 	}
+	return fresh
 }

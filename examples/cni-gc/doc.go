@@ -11,7 +11,7 @@
 //	       [--cni-cache-dir=/var/lib/cni] [--cni-bin-dir=/opt/cni/bin] [--cni-conf-dir=/etc/cni/net.d]
 //	       [--metrics-bind-address=127.0.0.1:9812] [--metrics-secure=false] [--health-probe-bind-address=:9811]
 //	       [--pprof-bind-address=0] [--kube-api-qps=50] [--kube-api-burst=100]
-//	       [--sweep-interval=5s] [--resync-interval=30s] [--workers=4]
+//	       [--sweep-interval=5s] [--resync-interval=30s] [--reservation-grace=5m0s] [--workers=4]
 //	       [--dry-run] [--max-destroys-per-second=0] [--destroy-burst=1] [--zap-devel]
 //
 // The flags every podsweeper program has (program) are in the
@@ -29,7 +29,11 @@
 // It is the node agent's wiring (examples/node-agent) with the Collector as
 // its ports: the engine's Inventory (the cache, listed at start), its
 // PolicyHandler (the DEL) and its Requeuer; Resync lists the cache every
-// --resync-interval for attachments that appeared since. An attachment is
+// --resync-interval for attachments that appeared since, and frees
+// host-local's reservations that no sandbox of the runtime and no cache
+// entry accounts for, once older than --reservation-grace (a chained
+// plugin's failed ADD leaves them; the package doc of adapters/cni, "host-local's
+// reservations"). An attachment is
 // freed only when the API server, read directly, says its pod is gone (or
 // recreated under its name), or when the runtime, over the CRI, says the
 // pod runs in a newer sandbox; and never while the runtime still runs a

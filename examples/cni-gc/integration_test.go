@@ -40,6 +40,11 @@ func TestCollectorFreesWhatIsGoneAndKeepsTheCurrentSandbox(t *testing.T) {
 	// libcni's cache: the live pod's leaked first sandbox and its current
 	// one, and a pod the API server no longer has.
 	cache, bin, conf, calls := cniDirs(t, dir, "")
+	// A network that runs host-local (no reservation in its data dir): the
+	// reservations' metrics of its name show at 0.
+	require.NoError(t, os.WriteFile(filepath.Join(conf, "20-hostlocal.conflist"), fmt.Appendf(nil,
+		`{"cniVersion":"1.1.0","name":"hlnet","plugins":[{"type":"logger","ipam":{"type":"host-local","subnet":"10.9.0.0/24","dataDir":%q}}]}`,
+		filepath.Join(dir, "networks")), 0o644))
 	writeEntry(t, cache, "leaked", live.Namespace, live.Name, string(live.UID), time.Hour)
 	currentFile := writeEntry(t, cache, current, live.Namespace, live.Name, string(live.UID), time.Minute)
 	writeEntry(t, cache, "gone-sandbox", "default", "deleted", "0b5e7a55-0000-4000-8000-000000000001", time.Hour)

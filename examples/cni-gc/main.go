@@ -32,6 +32,7 @@ type config struct {
 	node                          program.NodeFlags
 	cacheDir, pluginDirs, confDir string
 	resyncInterval                time.Duration
+	reservationGrace              time.Duration
 }
 
 // parseFlags reads the command line; getenv supplies the --node default
@@ -50,6 +51,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.pluginDirs, "cni-bin-dir", cni.DefaultPluginDir, "the CNI plugins' directories, comma-separated, as the runtime's; each must exist")
 	fs.StringVar(&cfg.confDir, "cni-conf-dir", cni.DefaultConfDir, "the runtime's network configs: a network whose config says disableGC is never touched")
 	fs.DurationVar(&cfg.resyncInterval, "resync-interval", cni.DefaultResyncInterval, "how often the cache is listed again for attachments that appeared")
+	fs.DurationVar(&cfg.reservationGrace, "reservation-grace", cni.DefaultReservationGrace,
+		"how old a host-local reservation of no sandbox and no cache entry must be before it is freed: longer than any sandbox is created")
 	if err := cfg.Parse(fs, args); err != nil {
 		return cfg, err
 	}
@@ -59,6 +62,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	case cfg.resyncInterval < deletion.MinSweepInterval || cfg.resyncInterval > deletion.MaxDuration:
 		return cfg, fmt.Errorf("%w: --resync-interval must be at least %v (a shorter one spins a core) and at most %v, got %v",
 			program.ErrUsage, deletion.MinSweepInterval, deletion.MaxDuration, cfg.resyncInterval)
+	case cfg.reservationGrace <= 0 || cfg.reservationGrace > deletion.MaxDuration:
+		return cfg, fmt.Errorf("%w: --reservation-grace must be positive and at most %v, got %v", program.ErrUsage, deletion.MaxDuration, cfg.reservationGrace)
 	case slices.Contains(strings.Split(cfg.pluginDirs, ","), ""):
 		return cfg, fmt.Errorf("%w: --cni-bin-dir must name directories, comma-separated, none empty, got %q", program.ErrUsage, cfg.pluginDirs)
 	}
@@ -81,17 +86,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	// A line that records what became of a PU or an attachment is never
 	// sampled out.
-	log := cfg.NewLogger(stderr, cni.LogMessageFreed)
+	log := cfg.NewLogger(stderr, cni.LogMessageFreed, cni.LogMessageReservationFreed)
 	runtime, err := cri.New(cfg.node.CRIEndpoint, cri.Options{})
 	if err != nil {
 		return err
 	}
 	defer runtime.Close() // the only thing to close; the manager stops everything else
+	// What is done with host-local's leaked reservations, by network and
+	// reason, on /metrics.
+	reservations, err := k8s.NewReservationMetrics(nil)
+	if err != nil {
+		return err
+	}
 	// libcni's cache and the plugins' DEL; the runtime's sandboxes order
 	// each pod's, and keep the network of a pod it still runs, whatever
-	// the API says.
+	// the API says; host-local's reservations that no sandbox or cache
+	// entry accounts for are freed at each resync, or, in a dry run, only
+	// listed.
 	collector, err := cni.New(cni.Options{CacheDir: cfg.cacheDir, PluginDirs: strings.Split(cfg.pluginDirs, ","), ConfDir: cfg.confDir,
-		ResyncInterval: cfg.resyncInterval, Runtime: runtime, Logger: log.WithName("cni")})
+		ResyncInterval: cfg.resyncInterval, ReservationGrace: cfg.reservationGrace, Runtime: runtime, DryRun: cfg.DryRun, Observer: reservations, Logger: log.WithName("cni")})
 	if errors.Is(err, cni.ErrInvalidOptions) { // a directory that is not there: the command line's fault
 		return fmt.Errorf("%w: --cni-cache-dir or --cni-bin-dir: %w", program.ErrUsage, err)
 	}
@@ -110,6 +123,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Filter: trackNoPod,
 		Beside: []func(context.Context, *deletion.Engine) error{func(ctx context.Context, e *deletion.Engine) error { return collector.Resync(ctx, e) }},
 		Ready:  map[string]healthz.Checker{"cri": func(req *http.Request) error { return runtime.Ping(req.Context()) }},
-		Values: []any{"node", cfg.node.Node, "criEndpoint", cfg.node.CRIEndpoint, "cacheDir", cfg.cacheDir, "pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir},
+		Values: []any{"node", cfg.node.Node, "criEndpoint", cfg.node.CRIEndpoint, "reservationGrace", cfg.reservationGrace, "cacheDir", cfg.cacheDir, "pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir},
 	})
 }

@@ -116,8 +116,9 @@ func TestFlagsRequireTheRuntimeAndTheNode(t *testing.T) {
 
 // TestFlagsNoCollectorRunsWithAreRefused: a --cri-endpoint that names no
 // Unix socket, a --resync-interval under MinSweepInterval or past a year,
-// and an empty --cni-bin-dir are usage errors, before the collector
-// connects to anything.
+// a --reservation-grace of zero, negative or past a year, and an empty
+// --cni-bin-dir are usage errors, before the collector connects to
+// anything.
 func TestFlagsNoCollectorRunsWithAreRefused(t *testing.T) {
 	env := func(string) string { return "node-a" }
 	for name, args := range map[string][]string{
@@ -125,6 +126,9 @@ func TestFlagsNoCollectorRunsWithAreRefused(t *testing.T) {
 		"no resync":                  {"--resync-interval=0s"},
 		"a resync past MaxDuration":  {"--resync-interval=10000h"},
 		"a resync that spins a core": {"--resync-interval=1ns"},
+		"no reservation grace":       {"--reservation-grace=0s"},
+		"a negative grace":           {"--reservation-grace=-1m"},
+		"a grace past MaxDuration":   {"--reservation-grace=10000h"},
 		"no plugin directory":        {"--cni-bin-dir="},
 		"an empty plugin directory":  {"--cni-bin-dir=/opt/cni/bin,"},
 	} {

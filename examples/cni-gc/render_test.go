@@ -45,7 +45,7 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 			SweepInterval: 10 * time.Second, Workers: 2, DryRun: true, MaxDestroysPerSecond: 20, DestroyBurst: 4, Zap: flagDefaults.Zap},
 		node:     program.NodeFlags{Node: "node-a", CRIEndpoint: "unix:///var/run/crio/crio.sock"},
 		cacheDir: "/var/lib/cni-cache", pluginDirs: "/opt/cni/bin,/usr/libexec/cni", confDir: "/etc/cni/multus.d",
-		resyncInterval: time.Minute,
+		resyncInterval: time.Minute, reservationGrace: 2 * time.Minute,
 	}, nonCfg, "every value reaches its flag")
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
 	assert.Empty(t, testkube.Env(r.DefaultsC), "the chart's defaults leave the kubernetes Service's address to the kubelet")

@@ -47,6 +47,16 @@ var sources = []source{
 		}
 		return reg.Register(k8s.NewBacklogCollector(engine))
 	}},
+	{name: "k8s.NewReservationMetrics", programs: []string{"cni-gc"}, register: func(reg prometheus.Registerer) error {
+		m, err := k8s.NewReservationMetrics(reg)
+		if err != nil {
+			return err
+		}
+		// A network's series show once the collector reads it: one, so
+		// that their names, types and labels can be read.
+		m.ReservationNetwork("podnet")
+		return nil
+	}},
 }
 
 // metric is one metric as its registry reports it.

@@ -35,10 +35,14 @@ func check(metrics []metric, guides map[string]string) error {
 		if strings.TrimSpace(guides[m.name]) == "" {
 			problems = append(problems, fmt.Sprintf("%s (%s) is exported but has no line in guides (hack/metricsdoc/tables.go): say when to look at it", m.name, m.source.name))
 		}
+		open := slices.ContainsFunc(m.labels, func(l string) bool { set, ok := labelOf(m.name, l); return ok && set.open })
 		for _, l := range m.labels {
-			set, ok := labels[l]
+			set, ok := labelOf(m.name, l)
 			if !ok {
 				problems = append(problems, fmt.Sprintf("%s has the label %q, which has no entry in labels (hack/metricsdoc/tables.go)", m.name, l))
+				continue
+			}
+			if set.open {
 				continue
 			}
 			for _, v := range m.values[l] {
@@ -47,7 +51,7 @@ func check(metrics []metric, guides map[string]string) error {
 				}
 			}
 			for _, v := range set.values {
-				if !slices.Contains(m.values[l], v) {
+				if !open && !slices.Contains(m.values[l], v) {
 					problems = append(problems, fmt.Sprintf("%s has no series with %s=%q at start: the reference says every value of %s shows at 0 from the start", m.name, l, v, set.from))
 				}
 			}
@@ -101,7 +105,11 @@ func render(metrics []metric, guides map[string]string) []byte {
 			b.WriteString("- Labels: none\n")
 		}
 		for _, l := range m.labels {
-			set := labels[l]
+			set, _ := labelOf(m.name, l)
+			if set.open {
+				fmt.Fprintf(&b, "- Label `%s`: %s; its series show from their first count\n", l, set.from)
+				continue
+			}
 			fmt.Fprintf(&b, "- Label `%s`: one of `%s` (`%s`)\n", l, strings.Join(set.values, "`, `"), set.from)
 		}
 		if len(m.buckets) > 0 {

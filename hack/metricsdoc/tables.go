@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -33,6 +34,12 @@ var guides = map[string]string{
 		"until one answers, the PUs of pods gone while the program was down are not restored. Any increase that lasts is worth a look.",
 	k8s.MetricWouldDestroy: "During a dry run (deletion.Options.DryRun): what turning destroys on would destroy, by reason. " +
 		"Read it before turning destroys on; it stays 0 otherwise.",
+	k8s.MetricReservationsFreed: "How many of host-local's reservations that no sandbox or cache entry accounts for the CNI collector freed, by network: " +
+		"leaks of a chained plugin's failed ADD or of a failed teardown. The cni-gc chart's PodsweeperCNIReservationsFreedBurst alert fires on a burst.",
+	k8s.MetricReservationFreeFailures: "DELs of leaked reservations that fail, or free nothing (the network's config no longer runs host-local there): " +
+		"the addresses stay reserved; read the collector's log for the plugin's error.",
+	k8s.MetricReservationsWouldFree: "During a dry run: the leaked reservations turning DELs on would free, by network. It stays 0 otherwise.",
+	k8s.MetricReservationsReported:  "Reservations of a network whose config is gone from the node: never touched; an operator decides whether to remove them.",
 	k8s.MetricRetrying: "Above 0 while destroys fail and wait for their retry, most often a policy engine that is down; " +
 		"read it beside `podsweeper_destroy_failures_total`, which the charts alert on.",
 	k8s.MetricOldestPendingSecond: "The oldest PU found gone is still not destroyed; it grows, with the retries, while the policy engine is down. " +
@@ -45,15 +52,33 @@ var guides = map[string]string{
 
 // labelSet is what values a label takes.
 type labelSet struct {
-	from   string   // the code that lists them
+	from   string   // the code that lists them; for an open label, what its values are
 	values []string // in that code's order
+	// open: the values are not a fixed set (a CNI network's name); the
+	// metric's series show from their first count, not at 0 from the start.
+	open bool
+}
+
+// labelOf returns the set of values the label l of the metric named
+// metric takes: labels' entry "metric/l" when there is one, else "l".
+func labelOf(metric, l string) (labelSet, bool) {
+	if set, ok := labels[metric+"/"+l]; ok {
+		return set, true
+	}
+	set, ok := labels[l]
+	return set, ok
 }
 
 // labels gives, for each label a metric carries, the fixed set of values it
 // takes. generate fails when a metric carries a label missing here, or a
 // value outside its set.
 var labels = map[string]labelSet{
-	"reason": {from: "ports.Reasons()", values: reasons()},
+	"reason":                                {from: "ports.Reasons()", values: reasons()},
+	"network":                               {from: "the name of a CNI network of the node's config (cni.Reservation.Network): at 0 once the collector read a config of it that runs host-local", open: true},
+	k8s.MetricReservationsFreed + "/reason": {from: "cni.ReasonNoSandbox", values: []string{cni.ReasonNoSandbox}},
+	k8s.MetricReservationFreeFailures + "/reason": {from: "cni.ReasonNoSandbox", values: []string{cni.ReasonNoSandbox}},
+	k8s.MetricReservationsWouldFree + "/reason":   {from: "cni.ReasonNoSandbox", values: []string{cni.ReasonNoSandbox}},
+	k8s.MetricReservationsReported + "/reason":    {from: "cni.ReasonConfigGone", values: []string{cni.ReasonConfigGone}},
 }
 
 func reasons() []string {

@@ -1,0 +1,243 @@
+package cni
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+)
+
+// DefaultHostLocalDataDir is where host-local keeps its reservations when
+// a network's config sets no "dataDir" (Options.HostLocalDataDir).
+const DefaultHostLocalDataDir = "/var/lib/cni/networks"
+
+// hostLocalType is the plugin type of the IPAM whose reservations the
+// Collector reads.
+const hostLocalType = "host-local"
+
+// The files host-local keeps in a network's directory beside the
+// reservations (backend/disk in containernetworking/plugins): its lock,
+// and the last address reserved in each range.
+const (
+	hostLocalLock       = "lock"
+	hostLocalLastPrefix = "last_reserved_ip."
+)
+
+// Reservation is one address that host-local reserved: the file
+// <DataDir>/<Network>/<IP>, which holds the container ID the runtime
+// added it for (CNI_CONTAINERID, the sandbox's ID for containerd and
+// CRI-O) and the interface name (CNI_IFNAME).
+type Reservation struct {
+	// Network is the network's name, the directory's.
+	Network string
+	// DataDir is host-local's data directory ("dataDir" in the network's
+	// IPAM config; DefaultHostLocalDataDir when it sets none).
+	DataDir string
+	// IP is the address, the file's name.
+	IP string
+	// ContainerID and IfName are the file's two lines.
+	ContainerID, IfName string
+	// Reserved is the file's modification time: host-local writes it once,
+	// when it reserves the address during ADD.
+	Reserved time.Time
+}
+
+// Path returns the reservation's file.
+func (r Reservation) Path() string { return filepath.Join(r.DataDir, r.Network, r.IP) }
+
+// hostLocalNet is a network of ConfDir whose plugins run host-local: its
+// current config, which a DEL of one of its reservations runs, and the data
+// directories its host-local plugins keep their reservations in.
+type hostLocalNet struct {
+	List     *libcni.NetworkConfigList
+	DataDirs []string
+	// Never: its config says "disableGC": true.
+	Never bool
+}
+
+// hostLocalNetworks reads the network configs of confDir as the runtime
+// loads them (a .conflist, or a single plugin's .conf as a list of one;
+// the first file in name order for a network named twice) and returns,
+// by name, those whose plugins run host-local, itself or as another
+// plugin's "ipam", with the data directory each sets (defaultDataDir when
+// none). A directory that does not exist holds none; a file that does not
+// parse is no network the runtime uses, and is passed over.
+func hostLocalNetworks(confDir, defaultDataDir string) (map[string]hostLocalNet, error) {
+	files, err := libcni.ConfFiles(confDir, confExtensions)
+	if err != nil {
+		return nil, fmt.Errorf("cni: reading the network configs in %s: %w", confDir, err)
+	}
+	slices.Sort(files)
+	nets := map[string]hostLocalNet{}
+	seen := map[string]bool{}
+	for _, f := range files {
+		list, never, err := loadNetwork(filepath.Clean(f))
+		if err != nil || seen[list.Name] {
+			continue
+		}
+		seen[list.Name] = true
+		var dirs []string
+		for _, p := range list.Plugins {
+			if dir, ok := hostLocalDataDir(p.Bytes, defaultDataDir); ok && !slices.Contains(dirs, dir) {
+				dirs = append(dirs, dir)
+			}
+		}
+		if len(dirs) > 0 {
+			nets[list.Name] = hostLocalNet{List: list, DataDirs: dirs, Never: never || list.DisableGC}
+		}
+	}
+	return nets, nil
+}
+
+// loadNetwork loads the config file f as the runtime does: a list, or a
+// single plugin's config made a list of one (as libcni's deprecated
+// ConfListFromConf does). never: a single plugin's config says
+// "disableGC": true itself.
+func loadNetwork(f string) (list *libcni.NetworkConfigList, never bool, err error) {
+	if list, err = libcni.NetworkConfFromFile(f); err == nil {
+		return list, false, nil
+	}
+	b, rerr := os.ReadFile(f)
+	if rerr != nil {
+		return nil, false, rerr
+	}
+	conf, perr := singlePlugin(b)
+	if perr != nil {
+		return nil, false, err
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, false, err
+	}
+	wrapped, err := json.Marshal(map[string]any{"name": conf.Network.Name, "cniVersion": conf.Network.CNIVersion, "plugins": []any{raw}})
+	if err != nil {
+		return nil, false, err
+	}
+	if list, err = libcni.NetworkConfFromBytes(wrapped); err != nil {
+		return nil, false, err
+	}
+	return list, singleSaysDisableGC(b), nil
+}
+
+// hostLocalDataDir returns the data directory of the host-local a
+// plugin's config runs, as host-local reads it: the plugin is host-local
+// itself, or names it as its "ipam"; "dataDir" in that object, or
+// defaultDataDir. ok: it runs host-local.
+func hostLocalDataDir(plugin []byte, defaultDataDir string) (dir string, ok bool) {
+	var conf struct {
+		Type    string `json:"type"`
+		DataDir string `json:"dataDir"`
+		IPAM    *struct {
+			Type    string `json:"type"`
+			DataDir string `json:"dataDir"`
+		} `json:"ipam"`
+	}
+	if json.Unmarshal(plugin, &conf) != nil {
+		return "", false
+	}
+	switch {
+	case conf.IPAM != nil && conf.IPAM.Type == hostLocalType:
+		dir = conf.IPAM.DataDir
+	case conf.Type == hostLocalType:
+		dir = conf.DataDir
+	default:
+		return "", false
+	}
+	if dir == "" {
+		dir = defaultDataDir
+	}
+	return filepath.Clean(dir), true
+}
+
+// readReservations lists the reservations of every network directory of
+// dataDir: each regular file whose name is an address, but host-local's
+// lock and last_reserved_ip.*. It never takes host-local's lock, nor
+// writes anything: a file that host-local is writing may read empty, and
+// is skipped. A data directory that does not exist holds none; a file gone
+// meanwhile is not reported.
+func readReservations(dataDir string) ([]Reservation, []skipped, error) {
+	nets, err := os.ReadDir(dataDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("cni: reading host-local's data directory %s: %w", dataDir, err)
+	}
+	var rs []Reservation
+	var skips []skipped
+	for _, nd := range nets {
+		if !nd.IsDir() { // host-local makes directories: a link or a file is someone else's
+			continue
+		}
+		dir := filepath.Join(dataDir, nd.Name())
+		files, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("cni: reading host-local's reservations in %s: %w", dir, err)
+		}
+		for _, fe := range files {
+			name := fe.Name()
+			if name == hostLocalLock || strings.HasPrefix(name, hostLocalLastPrefix) || net.ParseIP(name) == nil {
+				continue
+			}
+			path := filepath.Join(dir, name)
+			if !fe.Type().IsRegular() {
+				skips = append(skips, skipped{File: path, Why: "not a regular file (" + fe.Type().String() + "): not host-local's, never touched"})
+				continue
+			}
+			r, skip, gone := readReservation(dataDir, nd.Name(), name)
+			switch {
+			case gone:
+			case skip != nil:
+				skips = append(skips, *skip)
+			default:
+				rs = append(rs, r)
+			}
+		}
+	}
+	return rs, skips, nil
+}
+
+// readReservation reads one reservation file, as host-local writes it:
+// the container ID, "\r\n", the interface name. gone: the file no longer
+// exists.
+func readReservation(dataDir, network, ip string) (r Reservation, skip *skipped, gone bool) {
+	r = Reservation{Network: network, DataDir: dataDir, IP: ip}
+	path := r.Path()
+	info, err := os.Stat(path)
+	var b []byte
+	if err == nil {
+		b, err = os.ReadFile(path)
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return r, nil, true
+	case err != nil:
+		return r, &skipped{File: path, Why: err.Error(), Unreadable: true}, false
+	}
+	r.Reserved = info.ModTime()
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	r.ContainerID = strings.TrimSpace(lines[0])
+	if len(lines) > 1 {
+		r.IfName = strings.TrimSpace(lines[1])
+	}
+	switch {
+	case r.ContainerID == "":
+		return r, &skipped{File: path, Written: r.Reserved, Why: "it holds no container ID (host-local may be writing it)", Unreadable: true}, false
+	case r.IfName == "" || len(lines) > 2:
+		// Written by a host-local before v0.8 (no interface), or by
+		// something else: a DEL names the interface to release.
+		return r, &skipped{File: path, Written: r.Reserved, Why: "it is not a container ID and an interface name on two lines: never touched", Unreadable: true}, false
+	}
+	return r, nil, false
+}

@@ -1,0 +1,113 @@
+package cni
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// writeFile writes b to path, its directories made, with its modification
+// time age ago.
+func writeFile(t *testing.T, path, b string, age time.Duration) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(b), 0o600))
+	when := time.Now().Add(-age)
+	require.NoError(t, os.Chtimes(path, when, when))
+}
+
+// host-local's files, as backend/disk writes them: a reservation per
+// address (container ID, "\r\n", interface), its lock and the last
+// address of each range; what is not a reservation is passed over, and
+// what cannot be one is skipped with why.
+func TestReadReservationsReadsHostLocalsFiles(t *testing.T) {
+	data := t.TempDir()
+	writeFile(t, filepath.Join(data, "podnet", "10.1.0.2"), "abc123\r\neth0", time.Hour)
+	writeFile(t, filepath.Join(data, "podnet", "fd00::3"), "def456\r\nnet1", time.Minute)
+	writeFile(t, filepath.Join(data, "podnet", "lock"), "", 0)
+	writeFile(t, filepath.Join(data, "podnet", "last_reserved_ip.0"), "10.1.0.2", 0)
+	writeFile(t, filepath.Join(data, "podnet", "notes.txt"), "not an address", 0)
+	writeFile(t, filepath.Join(data, "podnet", "10.1.0.4"), "", 0)                  // being written
+	writeFile(t, filepath.Join(data, "podnet", "10.1.0.5"), "legacy789", 0)         // before v0.8: no interface
+	writeFile(t, filepath.Join(data, "other", "10.2.0.2"), "ghi789\r\neth0\r\n", 0) // a trailing line break
+	writeFile(t, filepath.Join(data, "stray-file"), "x", 0)
+	require.NoError(t, os.Symlink(filepath.Join(data, "podnet", "10.1.0.2"), filepath.Join(data, "other", "10.2.0.9")))
+
+	rs, skips, err := readReservations(data)
+	require.NoError(t, err)
+	type got struct{ Network, IP, ContainerID, IfName string }
+	var all []got
+	for _, r := range rs {
+		require.Equal(t, data, r.DataDir)
+		require.Equal(t, filepath.Join(data, r.Network, r.IP), r.Path())
+		require.WithinDuration(t, time.Now(), r.Reserved, 2*time.Hour)
+		all = append(all, got{r.Network, r.IP, r.ContainerID, r.IfName})
+	}
+	require.ElementsMatch(t, []got{
+		{"podnet", "10.1.0.2", "abc123", "eth0"},
+		{"podnet", "fd00::3", "def456", "net1"},
+		{"other", "10.2.0.2", "ghi789", "eth0"},
+	}, all)
+	var skipped []string
+	for _, s := range skips {
+		skipped = append(skipped, s.File)
+	}
+	require.ElementsMatch(t, []string{
+		filepath.Join(data, "podnet", "10.1.0.4"),
+		filepath.Join(data, "podnet", "10.1.0.5"),
+		filepath.Join(data, "other", "10.2.0.9"),
+	}, skipped)
+	for _, r := range rs {
+		if r.IP == "10.1.0.2" {
+			require.WithinDuration(t, time.Now().Add(-time.Hour), r.Reserved, time.Minute, "the file's modification time")
+		}
+	}
+}
+
+func TestReadReservationsOfADataDirThatDoesNotExist(t *testing.T) {
+	rs, skips, err := readReservations(filepath.Join(t.TempDir(), "none"))
+	require.NoError(t, err)
+	require.Empty(t, rs)
+	require.Empty(t, skips)
+}
+
+// The networks of a config directory whose plugins run host-local, in a
+// chained conflist or as a single plugin's .conf, with the data directory
+// each sets or the default; the first file in name order wins a name.
+func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
+	conf := t.TempDir()
+	writeFile(t, filepath.Join(conf, "10-podnet.conflist"), `{"cniVersion":"1.1.0","name":"podnet","plugins":[
+		{"type":"bridge","bridge":"cni0","ipam":{"type":"host-local","ranges":[[{"subnet":"10.1.0.0/16"}]],"dataDir":"/data/a"}},
+		{"type":"portmap","capabilities":{"portMappings":true}}]}`, 0)
+	writeFile(t, filepath.Join(conf, "20-podnet.conflist"), `{"cniVersion":"1.1.0","name":"podnet","plugins":[
+		{"type":"bridge","ipam":{"type":"host-local","dataDir":"/data/shadowed"}}]}`, 0)
+	writeFile(t, filepath.Join(conf, "30-single.conf"), `{"cniVersion":"1.0.0","name":"single","type":"macvlan","master":"eth0",
+		"ipam":{"type":"host-local","subnet":"10.3.0.0/24"}}`, 0)
+	writeFile(t, filepath.Join(conf, "40-never.conflist"), `{"cniVersion":"1.1.0","name":"never","disableGC":true,"plugins":[
+		{"type":"host-local","dataDir":"/data/b","subnet":"10.4.0.0/24"}]}`, 0)
+	writeFile(t, filepath.Join(conf, "50-single-never.conf"), `{"cniVersion":"1.0.0","name":"single-never","type":"ptp","disableGC":true,
+		"ipam":{"type":"host-local","subnet":"10.5.0.0/24"}}`, 0)
+	writeFile(t, filepath.Join(conf, "60-dhcp.conflist"), `{"cniVersion":"1.1.0","name":"dhcp","plugins":[{"type":"bridge","ipam":{"type":"dhcp"}}]}`, 0)
+	writeFile(t, filepath.Join(conf, "70-broken.conflist"), `{"name":`, 0)
+	writeFile(t, filepath.Join(conf, "README"), `{"cniVersion":"1.1.0","name":"readme","plugins":[{"type":"host-local"}]}`, 0)
+
+	nets, err := hostLocalNetworks(conf, "/default")
+	require.NoError(t, err)
+	require.Len(t, nets, 4)
+	require.Equal(t, []string{"/data/a"}, nets["podnet"].DataDirs)
+	require.Len(t, nets["podnet"].List.Plugins, 2, "the whole chain, which a DEL runs")
+	require.False(t, nets["podnet"].Never)
+	require.Equal(t, []string{"/default"}, nets["single"].DataDirs)
+	require.Len(t, nets["single"].List.Plugins, 1)
+	require.Equal(t, "macvlan", nets["single"].List.Plugins[0].Network.Type)
+	require.Equal(t, []string{"/data/b"}, nets["never"].DataDirs)
+	require.True(t, nets["never"].Never)
+	require.True(t, nets["single-never"].Never)
+
+	none, err := hostLocalNetworks(filepath.Join(conf, "missing"), "/default")
+	require.NoError(t, err)
+	require.Empty(t, none)
+}

@@ -1,0 +1,294 @@
+package cni
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/go-logr/logr"
+)
+
+// DefaultReservationGrace is Options.ReservationGrace when left at zero:
+// as DefaultNewestSandboxTimeout, more than twice the kubelet's default
+// deadline of a RunPodSandbox, after which no sandbox is still being
+// created.
+const DefaultReservationGrace = 5 * time.Minute
+
+// LogMessageReservationFreed is the message of the line the Collector
+// logs (at info) for each host-local reservation it freed: keep it out of
+// a logger's sampling, as LogMessageFreed.
+const LogMessageReservationFreed = "host-local reservation freed"
+
+// reservationDelTimeout bounds one DEL of a reservation: a plugin that
+// hangs must not stop the resync loop.
+const reservationDelTimeout = time.Minute
+
+// Observer hears what the Collector does with host-local's reservations
+// (Options.Observer), each by its network and its reason (ReasonNoSandbox,
+// ReasonConfigGone). Its methods are called from Resync's goroutine and
+// must not block. adapters/k8s's ReservationMetrics is one.
+type Observer interface {
+	// ReservationFreed: a DEL freed a reservation.
+	ReservationFreed(network, reason string)
+	// ReservationFreeFailed: a DEL of a reservation failed, or succeeded
+	// and host-local still holds it; it is tried again at the next resync.
+	ReservationFreeFailed(network, reason string)
+	// ReservationWouldFree: a dry run (Options.DryRun) would free a
+	// reservation; told once for each.
+	ReservationWouldFree(network, reason string)
+	// ReservationReported: a reservation is reported and never touched
+	// (ReasonConfigGone); told once for each.
+	ReservationReported(network, reason string)
+	// ReservationNetwork: a network of ConfDir runs host-local; told at
+	// each read of its reservations, so that its counts show at 0 before
+	// the first.
+	ReservationNetwork(network string)
+}
+
+// hostLocal frees host-local's reservations that the cache does not
+// account for (decideReservation), once each resync: where to read them,
+// the grace, the dry run and what it would free, the Observer, and the log
+// of the files it skips or reports. Its methods are safe from any
+// goroutine.
+type hostLocal struct {
+	confDir, defaultDataDir string
+	grace                   time.Duration
+	dryRun                  bool
+	observer                Observer
+	// skips logs each file skipped or reported once.
+	skips *skipLog
+
+	mu sync.Mutex
+	// would is what the last round of a dry run would have freed; told
+	// holds those the Observer was told of, by path and container.
+	would []Reservation
+	told  map[string]bool
+}
+
+// reservationView is one read of host-local's reservations.
+type reservationView struct {
+	rs []Reservation
+	// nets are ConfDir's networks that run host-local.
+	nets map[string]hostLocalNet
+}
+
+// read reads ConfDir's networks that run host-local, then the reservations
+// of each data directory they set and of the default one; it logs once
+// each file it skips.
+func (h *hostLocal) read() (reservationView, error) {
+	nets, err := hostLocalNetworks(h.confDir, h.defaultDataDir)
+	if err != nil {
+		return reservationView{}, err
+	}
+	dirs := []string{h.defaultDataDir}
+	for _, n := range nets {
+		for _, d := range n.DataDirs {
+			if !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	slices.Sort(dirs)
+	if h.observer != nil {
+		for _, name := range slices.Sorted(maps.Keys(nets)) {
+			h.observer.ReservationNetwork(name)
+		}
+	}
+	var v reservationView
+	v.nets = nets
+	var skips []skipped
+	for _, d := range dirs {
+		rs, s, err := readReservations(d)
+		if err != nil {
+			return reservationView{}, err
+		}
+		v.rs, skips = append(v.rs, rs...), append(skips, s...)
+	}
+	slices.SortFunc(v.rs, func(x, y Reservation) int {
+		return cmp.Or(strings.Compare(x.DataDir, y.DataDir), strings.Compare(x.Network, y.Network), strings.Compare(x.IP, y.IP))
+	})
+	for _, r := range v.rs {
+		if _, ok := v.config(r); !ok {
+			skips = append(skips, skipped{File: r.Path(), Written: r.Reserved, ContainerID: r.ContainerID,
+				Why: "a host-local reservation of container " + r.ContainerID + ": no config in ConfDir names network " + r.Network +
+					" with host-local and data directory " + r.DataDir + ": reported, never touched"})
+		}
+	}
+	for _, s := range h.skips.report(skips) {
+		if s.ContainerID != "" && !s.Unreadable && h.observer != nil {
+			h.observer.ReservationReported(networkOf(s.File), ReasonConfigGone)
+		}
+	}
+	return v, nil
+}
+
+// networkOf returns the network of a reservation's path, its directory.
+func networkOf(path string) string {
+	parts := strings.Split(path, string(os.PathSeparator))
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[len(parts)-2]
+}
+
+// config returns the current config of r's network, when one in ConfDir
+// names it with host-local and r's data directory.
+func (v reservationView) config(r Reservation) (hostLocalNet, bool) {
+	n, ok := v.nets[r.Network]
+	return n, ok && slices.Contains(n.DataDirs, r.DataDir)
+}
+
+// wouldFree records the round of a dry run: rs is all it would free. It
+// tells the Observer of those it was not told of yet, and returns them.
+func (h *hostLocal) wouldFree(rs []Reservation) (fresh []Reservation) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.would = rs
+	now := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		key := r.Path() + "\x00" + r.ContainerID
+		now[key] = true
+		if !h.told[key] {
+			fresh = append(fresh, r)
+			if h.observer != nil {
+				h.observer.ReservationWouldFree(r.Network, ReasonNoSandbox)
+			}
+		}
+	}
+	h.told = now
+	return fresh
+}
+
+// WouldFree returns the host-local reservations that the last resync of a
+// dry run (Options.DryRun) found it would free, in the order of their
+// files: exactly those a resync without the dry run would have DELed then.
+// It returns none when the Collector is not a dry run, or before its first
+// resync.
+func (c *Collector) WouldFree() []Reservation {
+	c.hostLocal.mu.Lock()
+	defer c.hostLocal.mu.Unlock()
+	return slices.Clone(c.hostLocal.would)
+}
+
+// freeReservations is one round of the reservations' sweep, run by
+// Resync: it reads host-local's reservations, then libcni's cache, then,
+// only when a reservation needs it, the Runtime's sandboxes (read last, so
+// that a sandbox created meanwhile is listed), asks decideReservation for
+// each, and DELs those it frees (a dry run records them, WouldFree). A DEL
+// that fails is logged and tried again at the next round.
+func (c *Collector) freeReservations(ctx context.Context) {
+	rv, err := c.hostLocal.read()
+	if err != nil {
+		c.log.Error(err, "reading host-local's reservations failed; will read them again at the next resync")
+		return
+	}
+	if len(rv.rs) == 0 {
+		c.hostLocal.wouldFree(nil)
+		return
+	}
+	v, skips, err := c.cache.read()
+	if err != nil {
+		c.log.Error(err, "reading libcni's cache for host-local's reservations failed; will read it again at the next resync")
+		return
+	}
+	cached := cachedIDs(v, skips)
+	var run runtimeView
+	if c.runtime != nil && slices.ContainsFunc(rv.rs, func(r Reservation) bool {
+		n, ok := rv.config(r)
+		return ok && !n.Never && !cached(r.ContainerID)
+	}) {
+		if run, err = c.listRuntime(ctx); err != nil {
+			c.log.Error(err, "host-local's reservations kept: the runtime cannot be asked")
+		}
+	}
+	now := time.Now()
+	var would []Reservation
+	for _, r := range rv.rs {
+		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
+			return
+		}
+		n, ok := rv.config(r)
+		_, listed := run.byID[r.ContainerID]
+		vd := decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never, Asked: run.asked,
+			Listed: listed, Cached: cached(r.ContainerID), Age: now.Sub(r.Reserved), Grace: c.hostLocal.grace})
+		if vd.Action != free {
+			continue
+		}
+		if c.hostLocal.dryRun {
+			would = append(would, r)
+			continue
+		}
+		reason := reasonOf(vd)
+		if err := c.delReservation(ctx, r, n.List); err != nil {
+			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "row", vd.Row)
+			if c.hostLocal.observer != nil {
+				c.hostLocal.observer.ReservationFreeFailed(r.Network, reason)
+			}
+			continue
+		}
+		if c.hostLocal.observer != nil {
+			c.hostLocal.observer.ReservationFreed(r.Network, reason)
+		}
+	}
+	if c.hostLocal.dryRun {
+		for _, r := range c.hostLocal.wouldFree(would) {
+			c.log.Info("dry run: would free a host-local reservation", "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
+				"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox)
+		}
+	}
+}
+
+// cachedIDs returns whether an entry of libcni's cache (v and the entries
+// it skipped) names a container ID: by its JSON, or, for an entry that
+// cannot be read, by its file name (<network>-<containerID>-<ifName>).
+func cachedIDs(v view, skips []skipped) func(id string) bool {
+	ids := map[string]bool{}
+	var files []string
+	for _, a := range v.atts {
+		ids[a.ContainerID] = true
+	}
+	for _, s := range skips {
+		if s.ContainerID != "" {
+			ids[s.ContainerID] = true
+		}
+		files = append(files, s.File)
+	}
+	return func(id string) bool {
+		return ids[id] || slices.ContainsFunc(files, func(f string) bool { return strings.Contains(f, "-"+id+"-") })
+	}
+}
+
+// delReservation frees r as the runtime would have: a DEL of its
+// network's current config with its container ID and interface, and no
+// network namespace (the spec has DEL succeed without one), so that
+// host-local releases it under its own lock. A DEL that succeeds while the
+// file still names the container freed nothing, and is an error.
+func (c *Collector) delReservation(ctx context.Context, r Reservation, list *libcni.NetworkConfigList) error {
+	ctx, cancel := context.WithTimeout(ctx, reservationDelTimeout)
+	defer cancel()
+	rt := &libcni.RuntimeConf{ContainerID: r.ContainerID, IfName: r.IfName}
+	start := time.Now()
+	if err := c.cni.DelNetworkList(ctx, list, rt); err != nil {
+		return fmt.Errorf("cni: DEL of network %s, container %s, interface %s (host-local's %s): %w", r.Network, r.ContainerID, r.IfName, r.Path(), err)
+	}
+	if still, _, gone := readReservation(r.DataDir, r.Network, r.IP); !gone && still.ContainerID == r.ContainerID {
+		return fmt.Errorf("cni: DEL of network %s, container %s, interface %s succeeded, and host-local still holds %s",
+			r.Network, r.ContainerID, r.IfName, r.Path())
+	}
+	c.log.Info(LogMessageReservationFreed, "network", r.Network, "ip", r.IP, "containerID", r.ContainerID, "ifName", r.IfName,
+		"file", r.Path(), "reason", ReasonNoSandbox, "took", time.Since(start).String())
+	return nil
+}
+
+// newHostLocal returns the sweep of opts, which New has defaulted.
+func newHostLocal(opts Options, log logr.Logger) *hostLocal {
+	return &hostLocal{confDir: opts.ConfDir, defaultDataDir: opts.HostLocalDataDir, grace: opts.ReservationGrace,
+		dryRun: opts.DryRun, observer: opts.Observer, skips: newSkipLog(log, "skipping a host-local reservation: it is never touched")}
+}
