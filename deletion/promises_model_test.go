@@ -371,6 +371,7 @@ type pmPU struct {
 type pmHangRec struct {
 	start, end, dur time.Duration // end -1: in flight
 	pod             bool          // a pod port's (holds a Workers slot)
+	observer        bool          // the Observer's: it holds its PU's line, in a slot or not, for as long
 }
 
 type pmSweepRec struct {
@@ -633,10 +634,13 @@ func (p *pmPorts) GetPod(ctx context.Context, key types.NamespacedName) (*corev1
 	return p.get(key, pmPortGet)
 }
 
-func (p *pmPorts) hang(d time.Duration, pod bool) {
-	w := p.w
+func (p *pmPorts) hang(d time.Duration, pod bool) { p.hangAs(&pmHangRec{dur: d, pod: pod}) }
+
+// hangAs sleeps h.dur ignoring everything, recorded as h.
+func (p *pmPorts) hangAs(h *pmHangRec) {
+	w, d := p.w, h.dur
 	w.mu.Lock()
-	h := &pmHangRec{start: w.now(), end: -1, dur: d, pod: pod}
+	h.start, h.end = w.now(), -1
 	p.e.hangs = append(p.e.hangs, h)
 	p.e.hangsInFlight++
 	w.mu.Unlock()
@@ -1130,7 +1134,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 	}
 	switch {
 	case fault.left > 0 && fault.kind == pmHang:
-		p.hang(fault.dur, false)
+		p.hangAs(&pmHangRec{dur: fault.dur, observer: true})
 	case fault.left > 0:
 		panic("pm: Observer panics")
 	}
@@ -1346,8 +1350,12 @@ func (w *pmWorld) sweepBoundLocked(e *pmEngine, s *pmSweepRec) (time.Duration, b
 	}
 	bound := eff + 2*time.Second
 	for _, h := range e.hangs {
-		if h.pod && (h.end < 0 || h.end >= eff) {
+		switch {
+		case h.end >= 0 && h.end < eff:
+		case h.pod:
 			bound += min(h.dur, w.o.checkTimeout+2*time.Second)
+		case h.observer: // an Observer holding a PU's EventTracked holds its check too, out of any slot
+			bound += h.dur
 		}
 	}
 	if w.o.inventory && e.startCalled {
