@@ -1,3 +1,5 @@
+// docs:begin first-agent-agent
+
 package main
 
 import (
@@ -11,7 +13,6 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// docs:begin first-agent-agent
 // Agent creates a PU in its Firewall for each pod that starts on its node,
 // and leaves the PU's destruction to the deletion engine.
 type Agent struct {

@@ -1,3 +1,5 @@
+// docs:begin first-agent-kit
+
 package main
 
 import (
@@ -13,7 +15,6 @@ import (
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 )
 
-// docs:begin first-agent-kit
 // TestADeletedPodsRulesGoAndALivePodsStay runs the agent on the test kit's
 // cluster under testing/synctest, whose fake clock lets an hour of checks
 // pass in milliseconds: the rules of a deleted pod go at once on

@@ -1,3 +1,5 @@
+// docs:begin first-agent-policy
+
 package main
 
 import (
@@ -8,7 +10,6 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// docs:begin first-agent-policy
 // Firewall is the agent's policy engine: the rules it holds for each PU. A
 // real agent programs iptables, eBPF or its enforcer here.
 type Firewall struct {

@@ -1,3 +1,5 @@
+// docs:begin first-agent-helper
+
 package main
 
 import (
@@ -10,7 +12,6 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// docs:begin first-agent-helper
 // startPod creates the pod name on node-a of cluster, and tells the agent
 // that it started; it returns the pod's PU.
 func startPod(t *testing.T, cluster *deletiontest.Cluster, agent *Agent, name string) ports.PU {

@@ -1,3 +1,5 @@
+// docs:begin first-agent-main
+
 package main
 
 import (
@@ -10,7 +12,6 @@ import (
 	"github.com/podsweeper/podsweeper/program"
 )
 
-// docs:begin first-agent-main
 func main() { program.Main("first-agent", run) }
 
 // config is the agent's command line: the flags every podsweeper program

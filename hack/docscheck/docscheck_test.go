@@ -69,10 +69,11 @@ func TestADriftedBlockIsCaught(t *testing.T) {
 	assert.Error(t, err, "a region that is not there")
 }
 
-// trimBlank drops the blank lines at the end of s: a region may end before
-// the blank line that follows its function.
+// trimBlank drops the blank lines at the ends of s: a region may end before
+// the blank line that follows its function, and one of a whole file begins
+// with the blank line after its marker.
 func trimBlank(s string) string {
-	return strings.TrimRight(s, " \t\n") + "\n"
+	return strings.TrimLeft(strings.TrimRight(s, " \t\n"), "\n") + "\n"
 }
 
 // goBlocks returns the ```go blocks of the Markdown files under dir, but
