@@ -92,23 +92,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer runtime.Close() // the only thing to close; the manager stops everything else
-	// What is done with host-local's leaked reservations, by network and
-	// reason, on /metrics.
-	reservations, err := k8s.NewReservationMetrics(nil)
-	if err != nil {
-		return err
-	}
 	// libcni's cache and the plugins' DEL; the runtime's sandboxes order
 	// each pod's, and keep the network of a pod it still runs, whatever
 	// the API says; host-local's reservations that no sandbox or cache
 	// entry accounts for are freed at each resync, or, in a dry run, only
-	// listed.
+	// listed. What is done with them, by network and reason, is on
+	// /metrics, registered once the command line is known to run.
+	var reservations reservationMetrics
 	collector, err := cni.New(cni.Options{CacheDir: cfg.cacheDir, PluginDirs: strings.Split(cfg.pluginDirs, ","), ConfDir: cfg.confDir,
-		ResyncInterval: cfg.resyncInterval, ReservationGrace: cfg.reservationGrace, Runtime: runtime, DryRun: cfg.DryRun, Observer: reservations, Logger: log.WithName("cni")})
+		ResyncInterval: cfg.resyncInterval, ReservationGrace: cfg.reservationGrace, Runtime: runtime, DryRun: cfg.DryRun, Observer: &reservations, Logger: log.WithName("cni")})
 	if errors.Is(err, cni.ErrInvalidOptions) { // a directory that is not there: the command line's fault
 		return fmt.Errorf("%w: --cni-cache-dir or --cni-bin-dir: %w", program.ErrUsage, err)
 	}
 	if err != nil {
+		return err
+	}
+	if reservations.ReservationMetrics, err = k8s.NewReservationMetrics(nil); err != nil {
 		return err
 	}
 	return program.Run(ctx, cfg.Flags, program.Options{Name: "the CNI collector", Logger: log, Policy: collector, Runtime: runtime,
@@ -126,3 +125,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Values: []any{"node", cfg.node.Node, "criEndpoint", cfg.node.CRIEndpoint, "reservationGrace", cfg.reservationGrace, "cacheDir", cfg.cacheDir, "pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir},
 	})
 }
+
+// reservationMetrics is the collector's Observer of host-local's reservations: k8s.ReservationMetrics, set once
+// the command line is known to run and before the collector runs, so that a refused one registers nothing.
+type reservationMetrics struct{ *k8s.ReservationMetrics }
