@@ -89,8 +89,12 @@ func TestScale(t *testing.T) {
 	// 10 minutes): a timeout on the manager's client, as NewLeaseFence
 	// once set, ended it every few seconds, and at 30,000 pods its first
 	// list never finished.
+	// A watch the API server itself closed (a client slow to take its events, under load: its
+	// apiserver_terminated_watchers_total) is watched again, and counts besides.
+	pods := map[string]string{"resource": "pods"}
+	closed := sumOf(c.apiMetrics(t), "apiserver_terminated_watchers_total", pods) - sumOf(ctl.apiBefore, "apiserver_terminated_watchers_total", pods)
 	watches := ctl.metrics(t).requests["WATCH"]
-	assert.LessOrEqual(t, watches, 1+time.Since(ctl.started).Seconds()/30, "the controller's watch calls in %v", time.Since(ctl.started))
+	assert.LessOrEqual(t, watches, 1+time.Since(ctl.started).Seconds()/30+closed, "the controller's watch calls in %v (%.0f watchers of pods closed by the API server)", time.Since(ctl.started), closed)
 	ctl.terminate(t)
 }
 
