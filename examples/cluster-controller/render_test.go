@@ -119,26 +119,6 @@ func TestTwoReleasesInOneNamespaceHoldTwoLeases(t *testing.T) {
 		"a release keeps the Lease it had")
 }
 
-// TestChartRefusesValuesOfTheWrongType: helm checks the values against
-// the chart's values.schema.json at render, and refuses a value of the
-// wrong type, a value the chart does not have (a typo) and an empty image
-// repository with a message that names the value, instead of rendering
-// flags the program refuses at start, or none.
-func TestChartRefusesValuesOfTheWrongType(t *testing.T) {
-	for values, want := range map[string]string{
-		"workers: many\n":                    "at '/workers': got string, want integer",
-		"extraArgs: --zap-encoder=console\n": "at '/extraArgs': got string, want array",
-		"extraArgs: [1]\n":                   "at '/extraArgs/0': got number, want string",
-		"dryRun: \"yes\"\n":                  "at '/dryRun': got string, want boolean",
-		"probes: {port: 70000}\n":            "at '/probes/port'",
-		"worker: 3\n":                        "'worker' not allowed",
-		"image: {repository: \"\"}\n":        "at '/image/repository'",
-	} {
-		out := testkube.RenderHelmRefused(t, "chart", "podsweeper", "podsweeper", testkube.ValuesFile(t, values))
-		assert.Contains(t, out, want, "%%q", values)
-	}
-}
-
 // TestChartScrapesTheMetricsTheAlertsSelect: with serviceMonitor.enabled the
 // chart renders a Service and a ServiceMonitor that the API server takes
 // (prometheus-operator's CRD), scraping the pods' metrics port over HTTPS

@@ -92,26 +92,6 @@ func TestChartAppendsExtraArgs(t *testing.T) {
 	assert.Equal(t, 7, cfg.Workers, "the last --workers wins")
 }
 
-// TestChartRefusesValuesOfTheWrongType: helm checks the values against
-// the chart's values.schema.json at render, and refuses a value of the
-// wrong type, a value the chart does not have (a typo) and an empty image
-// repository with a message that names the value, instead of rendering
-// flags the program refuses at start, or none.
-func TestChartRefusesValuesOfTheWrongType(t *testing.T) {
-	for values, want := range map[string]string{
-		"workers: many\n":                    "at '/workers': got string, want integer",
-		"extraArgs: --zap-encoder=console\n": "at '/extraArgs': got string, want array",
-		"extraArgs: [1]\n":                   "at '/extraArgs/0': got number, want string",
-		"dryRun: \"yes\"\n":                  "at '/dryRun': got string, want boolean",
-		"probes: {port: 70000}\n":            "at '/probes/port'",
-		"worker: 3\n":                        "'worker' not allowed",
-		"image: {repository: \"\"}\n":        "at '/image/repository'",
-	} {
-		out := testkube.RenderHelmRefused(t, "chart", "podsweeper", "podsweeper", testkube.ValuesFile(t, values))
-		assert.Contains(t, out, want, "%%q", values)
-	}
-}
-
 // TestChartScrapesTheMetricsTheAlertsSelect: with serviceMonitor.enabled the
 // chart renders a Service and a ServiceMonitor that the API server takes
 // (prometheus-operator's CRD), scraping the pods' metrics port over HTTPS
@@ -123,7 +103,9 @@ func TestChartScrapesTheMetricsTheAlertsSelect(t *testing.T) {
 }
 
 // TestChartsTakeWhatTheirValuesReferenceSaysAndRefuseTypos: in each of the
-// three charts, a fractional rate or QPS given with --set (which helm reads
+// three charts, helm checks the values against values.schema.json at render
+// and refuses a value of the wrong type, a value the chart does not have (a
+// typo) or an empty image repository, naming it; a fractional rate or QPS given with --set (which helm reads
 // as a string) renders its flag; a log level zap refuses (0, -1) is
 // refused at render; a typo under resources or updateStrategy is refused,
 // naming it, not rendered into the pod.
@@ -135,6 +117,18 @@ func TestChartsTakeWhatTheirValuesReferenceSaysAndRefuseTypos(t *testing.T) {
 			out, err := exec.Command(helm, "template", "r", chart, "--set", set).CombinedOutput()
 			require.NoError(t, err, "%s --set %s: %s", chart, set, out)
 			assert.Contains(t, string(out), want, "%s --set %s", chart, set)
+		}
+		for values, want := range map[string]string{ // refused with a message that names the value
+			"workers: many\n":                    "at '/workers': got string, want integer",
+			"extraArgs: --zap-encoder=console\n": "at '/extraArgs': got string, want array",
+			"extraArgs: [1]\n":                   "at '/extraArgs/0': got number, want string",
+			"dryRun: \"yes\"\n":                  "at '/dryRun': got string, want boolean",
+			"probes: {port: 70000}\n":            "at '/probes/port'",
+			"worker: 3\n":                        "'worker' not allowed",
+			"image: {repository: \"\"}\n":        "at '/image/repository'",
+		} {
+			out := testkube.RenderHelmRefused(t, chart, "podsweeper", "podsweeper", testkube.ValuesFile(t, values))
+			assert.Contains(t, out, want, "%s: %q", chart, values)
 		}
 		refused := []string{"log.level=0", "log.level=-1", "destroyRate.perSecond=fast", "resources.limits.memroy=1Gi", "resources.limit.memory=1Gi"}
 		if chart != "../cluster-controller/chart" {
