@@ -2,18 +2,22 @@
 // bridge plugin: ADD passes the previous result on, as a chained plugin
 // does, and DEL does nothing, unless a file beside the binary says
 // otherwise: fail-add makes ADD fail (after the bridge and host-local
-// succeeded: containerd#12130), fail-del makes DEL fail, slow-add makes
+// succeeded: containerd#12130), fail-del makes DEL fail (only for the
+// container IDs it lists, one a line, unless it is empty), slow-add makes
 // ADD take 2 s more (host-local has reserved the address, libcni has cached
 // nothing of the network yet, and containerd lists no sandbox). Each call
 // is appended to calls.log beside it.
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -48,7 +52,8 @@ func main() {
 		}
 		os.Stdout.Write(conf.PrevResult)
 	case "DEL":
-		if exists(filepath.Join(dir, "fail-del")) {
+		if ids, err := os.ReadFile(filepath.Join(dir, "fail-del")); err == nil &&
+			(len(bytes.TrimSpace(ids)) == 0 || slices.Contains(strings.Fields(string(ids)), os.Getenv("CNI_CONTAINERID"))) {
 			fail("DEL fails on purpose")
 		}
 	case "VERSION":
