@@ -38,24 +38,24 @@ const hostLocalRange = 6
 // between host-local's reservation and the end of its ADD when containerd
 // is SIGKILLed (containerd#12923): containerd 2.4 saved the sandbox before
 // its ADD, lists it again, not ready, and the kubelet's StopPodSandbox
-// releases the address (a runtime that forgets it leaks, and the collector's
-// row 18 frees it: adapters/cni's tests; here row 15 keeps it).
-// A pod deleted while its network's DEL fails (and fails on to the end)
-// keeps its sandbox listed, not ready, and its address: on containerd a
-// failed DEL leaks nothing the runtime forgot, and the collector keeps a
-// reservation whose sandbox the runtime lists (row 15). Then every sandbox the kubelet tries for a
-// fourth pod leaks the address host-local reserved before the chained
-// plugin failed ADD, and DEL failed in containerd's cleanup (containerd
-// drops the sandbox, and libcni caches nothing: containerd#12130), until
-// the range is full and the pod is stuck. Then the collector's binary
-// runs inside the node with deploy/daemonset.yaml's flags and
-// capabilities, a reservation grace of 5 s and a resync every 2 s: first
-// as a dry run, whose log lists exactly the leaked reservations and which
-// frees nothing; then for real: it frees exactly the leaked reservations,
-// each with a DEL through the network's config, and every pod is Running
-// within 60 s of its start. Every second, every pod seen Running keeps its
-// sandbox and its address in host-local, and the deleted pod's sandbox,
-// while containerd lists it, keeps its address.
+// releases the address before the collector starts (a runtime that forgets
+// the sandbox leaks it, and the collector's row 18 frees it: adapters/cni's
+// tests). A pod deleted while its network's DEL fails (and fails on to the
+// end) keeps its sandbox listed, not ready, and its address: on containerd
+// a failed DEL leaks nothing the runtime forgot, and the collector keeps a
+// reservation whose sandbox the runtime lists (row 15). Then every sandbox
+// the kubelet tries for a fourth pod leaks the address host-local reserved
+// before the chained plugin failed ADD, and DEL failed in containerd's
+// cleanup (containerd drops the sandbox, and libcni caches nothing:
+// containerd#12130), until the range is full and the pod is stuck. Then
+// the collector's binary runs inside the node with deploy/daemonset.yaml's
+// flags and capabilities, a reservation grace of 5 s and a resync every
+// 2 s: first as a dry run, whose log lists exactly the leaked reservations
+// and which frees nothing; then for real: it frees exactly the leaked
+// reservations, each with a DEL through the network's config, and every
+// pod is Running within 60 s of its start. Every second, every pod seen
+// Running keeps its sandbox and its address in host-local, and the deleted
+// pod's sandbox, while containerd lists it, keeps its address.
 func TestCollectorAsDeployedFreesLeakedReservations(t *testing.T) {
 	c := testnode.StartCluster(t)
 	testkube.ApplyKustomization(t, c.Client, "deploy")
