@@ -127,7 +127,10 @@ func TestCollectorAsDeployedFreesLeakedReservations(t *testing.T) {
 		}
 		require.True(t, time.Now().Before(settled), "the leaked set settles within a minute: %v, then %v", before, leaked)
 	}
-	require.GreaterOrEqual(t, len(leaked), 2, "the failed ADDs leaked at least two addresses: %v", n.Addresses(t))
+	// Four addresses are held (two running pods, the killed pod's new
+	// sandbox, the deleted pod's); of the two the failed ADDs took, one
+	// may be the stuck pod's sandbox created meanwhile.
+	require.GreaterOrEqual(t, len(leaked), 1, "the failed ADDs leaked an address at least: %v", n.Addresses(t))
 	require.Len(t, n.Addresses(t), hostLocalRange, "the range is full")
 	loopbacks := 0 // containerd's own loopback network may be cached for a leaked sandbox: its DEL stopped at podnet's
 	for file, e := range n.CacheEntries(t) {
