@@ -89,6 +89,7 @@ func TestCollectorAsDeployedFreesLeakedReservations(t *testing.T) {
 	}), "containerd, started again, lists the sandbox caught in ADD, not ready")
 	require.Eventually(t, func() bool { return n.Addresses(t)[killed.ip] != killed.id }, 60*time.Second, 100*time.Millisecond,
 		"the kubelet's StopPodSandbox releases %s of the sandbox caught in ADD", killed.ip)
+	n.WaitRunning(t, killed.pod)
 	// The chained plugin fails DEL: the pod deleted keeps its sandbox, and
 	// its address, while containerd lists it.
 	require.NoError(t, os.WriteFile(filepath.Join(plugins, "fail-del"), nil, 0o644))
