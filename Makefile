@@ -43,6 +43,7 @@ UBERMOCK_DIR := examples/ubermock
 # under hack/tools/ (the SDK's go.mod never requires them), into TOOLS_DIR.
 TOOLS_DIR ?= $(CURDIR)/bin/tools
 IMAGES_DIR ?= $(CURDIR)/bin/images
+IMAGE_DIR ?= $(CURDIR)/bin/image
 IMAGE_REGISTRY ?=
 IMAGE_TAG ?= dev
 DEBS_DIR ?= $(CURDIR)/bin/debs
@@ -61,7 +62,7 @@ PROMETHEUS_VERSION = $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "github.
 PROMTOOL_VERSION = $(shell echo '$(PROMETHEUS_VERSION)' | awk -F. '{ print int($$2 / 100) "." $$2 % 100 "." $$3 }')
 KWOK_VERSION = $(shell awk '$$1 == "require" && $$2 == "sigs.k8s.io/kwok" { print $$3 }' hack/tools/kwok/go.mod)
 
-.PHONY: chart-helpers all generate metrics-doc values-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process bench-scale ci cni-plugins images debs tools release
+.PHONY: chart-helpers all generate metrics-doc values-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process bench-scale ci cni-plugins images image debs tools release
 
 all: lint test
 
@@ -182,6 +183,20 @@ tools: $(IMAGES_TOOL) $(SBOM_TOOL) $(HELM) $(KUSTOMIZE_RENDER) $(PROMTOOL) $(PRO
 ## and their digests (hack/images.sh says how and why).
 images: $(IMAGES_TOOL) $(SBOM_TOOL) debs
 	@GO='$(GO)' IMAGES_DIR='$(IMAGES_DIR)' IMAGE_REGISTRY='$(IMAGE_REGISTRY)' IMAGE_TAG='$(IMAGE_TAG)' \
+		IMAGES_TOOL='$(IMAGES_TOOL)' SBOM_TOOL='$(SBOM_TOOL)' DEBS_DIR='$(DEBS_DIR)' hack/images.sh
+
+## image: one program's image, PROGRAM=node-agent, cluster-controller or cni-gc,
+## built as `make images` builds it. With MODULE=<dir> (an absolute path: make -C
+## changes directory), from the main package MAIN (default .) of your Go module,
+## which imports the program's wiring with your PolicyHandler
+## (docs/sdk/first-agent.md), named IMAGE_NAME (default podsweeper-PROGRAM), into
+## IMAGE_DIR (bin/image here: not inside your module, whose git status the
+## binary records).
+image: $(IMAGES_TOOL) $(SBOM_TOOL) $(if $(filter cni-gc,$(PROGRAM)),debs)
+	@case '$(PROGRAM)' in node-agent|cluster-controller|cni-gc) ;; \
+	  *) echo 'make image: give PROGRAM=node-agent, cluster-controller or cni-gc' >&2; exit 2 ;; esac
+	@GO='$(GO)' IMAGES='$(PROGRAM)' MODULE='$(MODULE)' MAIN='$(MAIN)' IMAGE_NAME='$(IMAGE_NAME)' \
+		IMAGES_DIR='$(IMAGE_DIR)' IMAGE_REGISTRY='$(IMAGE_REGISTRY)' IMAGE_TAG='$(IMAGE_TAG)' \
 		IMAGES_TOOL='$(IMAGES_TOOL)' SBOM_TOOL='$(SBOM_TOOL)' DEBS_DIR='$(DEBS_DIR)' hack/images.sh
 
 # What the tests need, built by the targets test depends on: the API server's

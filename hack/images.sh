@@ -27,6 +27,14 @@
 # build identical images. Building outside a git work tree needs
 # IMAGE_BUILDVCS=false and SOURCE_DATE_EPOCH.
 #
+# An image of your own: `make image PROGRAM=node-agent MODULE=<dir>`
+# builds the one program PROGRAM from the main package MAIN (default ".")
+# of the Go module in MODULE, which imports the program's wiring with its
+# own PolicyHandler (examples/node-agent/agent), named IMAGE_NAME (default
+# podsweeper-PROGRAM), as the shipped images are built: the same binary
+# flags, SBOM, user and layout, so that the program's chart runs it. MODULE
+# must be a git work tree, or IMAGE_BUILDVCS=false with SOURCE_DATE_EPOCH.
+#
 # The user: node-agent and cluster-controller run as 65532 (nonroot).
 # cni-gc runs as root: the plugins it runs for a DEL enter pods' network
 # namespaces (CAP_SYS_ADMIN), delete links and iptables rules
@@ -34,11 +42,14 @@
 # the runtime's root owns. Its image carries iptables from the Debian
 # packages pinned in hack/tools/images/debian.lock (DEBS_DIR, `make debs`).
 set -euo pipefail
+# MODULE and IMAGES_DIR as the caller named them, before the cd below.
+MODULE=${MODULE:+$(cd "$MODULE" && pwd)}
+IMAGES_DIR=$(mkdir -p "${IMAGES_DIR:-$(dirname "$0")/../bin/images}" && cd "${IMAGES_DIR:-$(dirname "$0")/../bin/images}" && pwd)
 cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 IMAGES=${IMAGES:-node-agent cluster-controller cni-gc}
-IMAGES_DIR=${IMAGES_DIR:-bin/images}
+MAIN=${MAIN:-.}
 IMAGE_REGISTRY=${IMAGE_REGISTRY:-}
 IMAGE_TAG=${IMAGE_TAG:-dev}
 IMAGE_BUILDVCS=${IMAGE_BUILDVCS:-true}
@@ -51,18 +62,29 @@ export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
 
 mkdir -p "$IMAGES_DIR"
 digests=()
+if [[ -n $MODULE ]]; then
+	[[ $IMAGES != *" "* ]] || { echo "images: MODULE builds one program: PROGRAM=node-agent, say" >&2; exit 1; }
+	[[ -f $MODULE/go.mod ]] || { echo "images: MODULE=$MODULE holds no go.mod" >&2; exit 1; }
+fi
 for name in $IMAGES; do
 	[[ -f examples/$name/main.go ]] || { echo "images: no program examples/$name" >&2; exit 1; }
+	dir=$PWD main=examples/$name image=${IMAGE_NAME:-podsweeper-$name}
+	if [[ -n $MODULE ]]; then
+		dir=$MODULE main=${MAIN#./}
+		if [[ $IMAGE_BUILDVCS == true && -n $(git -C "$dir" status --porcelain 2>/dev/null) ]]; then
+			echo "images: $name: $dir has changes git has not committed: the binary records vcs.modified=true, and the image differs from a clean tree's" >&2
+		fi
+	fi
 	user=65532 debs=()
 	if [[ $name == cni-gc ]]; then
 		user=0 debs=(-debs "$DEBS_DIR")
 	fi
-	ref="${IMAGE_REGISTRY:+${IMAGE_REGISTRY%/}/}podsweeper-$name:$IMAGE_TAG"
-	echo "images: $name: building the binary" >&2
-	"$GO" build -trimpath -buildvcs="$IMAGE_BUILDVCS" -ldflags='-s -w' -o "$IMAGES_DIR/$name.bin" "./examples/$name"
+	ref="${IMAGE_REGISTRY:+${IMAGE_REGISTRY%/}/}$image:$IMAGE_TAG"
+	echo "images: $name: building the binary from $dir, package ./$main" >&2
+	(cd "$dir" && "$GO" build -trimpath -buildvcs="$IMAGE_BUILDVCS" -ldflags='-s -w' -o "$IMAGES_DIR/$name.bin" "./$main")
 	echo "images: $name: SBOM" >&2
 	# Its log (a warning per module without a license file) goes to a file.
-	if ! "$SBOM_TOOL" app -json -noserial -licenses -std -main "examples/$name" -output "$IMAGES_DIR/$name.cdx.json" . \
+	if ! "$SBOM_TOOL" app -json -noserial -licenses -std -main "$main" -output "$IMAGES_DIR/$name.cdx.json" "$dir" \
 		2>"$IMAGES_DIR/$name.cdx.log"; then
 		cat "$IMAGES_DIR/$name.cdx.log" >&2
 		exit 1

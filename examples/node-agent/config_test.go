@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/podsweeper/podsweeper/examples/node-agent/agent"
 	"io"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 // limited as the kubelet's is, 50 requests a second with a burst of 100,
 // however its config is given (program.Flags.RESTConfig).
 func TestClientRateLimitIsTheKubeletsByDefault(t *testing.T) {
-	defaults, err := parseFlags([]string{"--node", "n", "--state-file", "/x"}, func(string) string { return "" }, io.Discard)
+	defaults, err := agent.ParseFlags([]string{"--node", "n", "--state-file", "/x"}, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, 50.0, defaults.KubeAPIQPS, "the kubelet's default")
 	assert.Equal(t, 100, defaults.KubeAPIBurst, "the kubelet's default")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"github.com/podsweeper/podsweeper/examples/node-agent/agent"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,7 +15,7 @@ import (
 // and gives each flag its default in the synopsis.
 func TestDocSaysWhatHelpSays(t *testing.T) {
 	var help bytes.Buffer
-	_, err := parseFlags([]string{"-h"}, func(string) string { return "" }, &help)
+	_, err := agent.ParseFlags([]string{"-h"}, func(string) string { return "" }, &help)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	testkube.CheckDocSaysWhatHelpSays(t, "doc.go", help.String())
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"github.com/podsweeper/podsweeper/examples/node-agent/agent"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,17 +18,12 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fakeremote "k8s.io/cri-client/pkg/fake"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/adapters/cri"
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 	"github.com/podsweeper/podsweeper/program"
 )
@@ -37,29 +33,29 @@ func env(m map[string]string) func(string) string {
 }
 
 func TestParseFlagsDefaults(t *testing.T) {
-	cfg, err := parseFlags(nil, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
+	cfg, err := agent.ParseFlags(nil, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, "node-a", cfg.node.Node, "--node defaults to $NODE_NAME")
+	assert.Equal(t, "node-a", cfg.Node.Node, "--node defaults to $NODE_NAME")
 	assert.Equal(t, ":8443", cfg.MetricsBindAddress)
 	assert.True(t, cfg.MetricsSecure, "metrics are served over HTTPS to authorized clients by default")
 	assert.Equal(t, ":8081", cfg.HealthProbeBindAddress)
-	assert.Equal(t, "unix:///run/containerd/containerd.sock", cfg.node.CRIEndpoint, "--cri-endpoint defaults to containerd's socket")
+	assert.Equal(t, "unix:///run/containerd/containerd.sock", cfg.Node.CRIEndpoint, "--cri-endpoint defaults to containerd's socket")
 	assert.Equal(t, deletion.DefaultSweepInterval, cfg.SweepInterval)
 	assert.Equal(t, deletion.DefaultWorkers, cfg.Workers)
-	assert.Equal(t, "/var/lib/podsweeper/journal.db", cfg.stateFile)
-	assert.False(t, cfg.allPods, "host-network and mirror pods are skipped by default")
-	assert.False(t, cfg.destroyTerminated, "a finished pod's PU is kept as long as its pod object by default")
+	assert.Equal(t, "/var/lib/podsweeper/journal.db", cfg.StateFile)
+	assert.False(t, cfg.AllPods, "host-network and mirror pods are skipped by default")
+	assert.False(t, cfg.DestroyTerminated, "a finished pod's PU is kept as long as its pod object by default")
 	assert.Empty(t, cfg.Kubeconfig)
 	assert.False(t, cfg.DryRun, "destroys are on by default")
 	assert.Zero(t, cfg.MaxDestroysPerSecond, "no destroy rate by default")
 	assert.Equal(t, "127.0.0.1:8082", cfg.PprofBindAddress, "pprof on loopback by default")
-	assert.True(t, cfg.podCache.Slim, "the pod cache is slim by default")
-	assert.Equal(t, cri.DefaultCacheMaxAge, cfg.criCacheMaxAge, "the periodic checks read a list of sandboxes at most an interval old")
-	assert.False(t, cfg.destroyDeadSandboxes, "a dead sandbox's PU is kept until its pod is gone or has a new sandbox by default")
+	assert.True(t, cfg.PodCache.Slim, "the pod cache is slim by default")
+	assert.Equal(t, cri.DefaultCacheMaxAge, cfg.CRICacheMaxAge, "the periodic checks read a list of sandboxes at most an interval old")
+	assert.False(t, cfg.DestroyDeadSandboxes, "a dead sandbox's PU is kept until its pod is gone or has a new sandbox by default")
 }
 
 func TestParseFlagsOverrides(t *testing.T) {
-	cfg, err := parseFlags([]string{
+	cfg, err := agent.ParseFlags([]string{
 		"--kubeconfig=/k", "--node=node-b", "--metrics-bind-address=0", "--health-probe-bind-address=:9000",
 		"--sweep-interval=30s", "--workers=16", "--zap-devel", "--cri-endpoint=unix:///var/run/crio/crio.sock", "--state-file=/s/j.db",
 		"--all-pods", "--destroy-terminated", "--kube-api-qps=20", "--kube-api-burst=40", "--dry-run",
@@ -67,12 +63,12 @@ func TestParseFlagsOverrides(t *testing.T) {
 		"--destroy-dead-sandboxes",
 	}, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, config{
+	assert.Equal(t, agent.Config{
 		Flags: program.Flags{Kubeconfig: "/k", KubeAPIQPS: 20, KubeAPIBurst: 40, DryRun: true, MaxDestroysPerSecond: 2.5, DestroyBurst: 3,
 			PprofBindAddress: "0", MetricsBindAddress: "0", MetricsSecure: true, HealthProbeBindAddress: ":9000",
 			SweepInterval: 30 * time.Second, Workers: 16, Zap: cfg.Zap},
-		node: program.NodeFlags{Node: "node-b", CRIEndpoint: "unix:///var/run/crio/crio.sock"}, stateFile: "/s/j.db", allPods: true,
-		destroyTerminated: true, destroyDeadSandboxes: true,
+		Node: program.NodeFlags{Node: "node-b", CRIEndpoint: "unix:///var/run/crio/crio.sock"}, StateFile: "/s/j.db", AllPods: true,
+		DestroyTerminated: true, DestroyDeadSandboxes: true,
 	}, cfg)
 	assert.True(t, cfg.Zap.Development)
 }
@@ -96,7 +92,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		"plain metrics on every interface": {"--node=n", "--metrics-secure=false", "--metrics-bind-address=:8080"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := parseFlags(args, env(nil), &bytes.Buffer{})
+			_, err := agent.ParseFlags(args, env(nil), &bytes.Buffer{})
 			require.ErrorIs(t, err, program.ErrUsage)
 		})
 	}
@@ -104,7 +100,7 @@ func TestParseFlagsErrors(t *testing.T) {
 
 func TestParseFlagsPlainMetricsOnLoopbackOnly(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:8080", "localhost:8080", "[::1]:8080", "0"} {
-		cfg, err := parseFlags([]string{"--node=n", "--metrics-secure=false", "--metrics-bind-address=" + addr}, env(nil), &bytes.Buffer{})
+		cfg, err := agent.ParseFlags([]string{"--node=n", "--metrics-secure=false", "--metrics-bind-address=" + addr}, env(nil), &bytes.Buffer{})
 		require.NoError(t, err, addr)
 		assert.False(t, cfg.MetricsSecure)
 	}
@@ -112,7 +108,7 @@ func TestParseFlagsPlainMetricsOnLoopbackOnly(t *testing.T) {
 
 func TestParseFlagsHelp(t *testing.T) {
 	var stderr bytes.Buffer
-	_, err := parseFlags([]string{"-h"}, env(nil), &stderr)
+	_, err := agent.ParseFlags([]string{"-h"}, env(nil), &stderr)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	assert.Contains(t, stderr.String(), "-sweep-interval")
 }
@@ -168,34 +164,9 @@ current-context: c
 }
 
 func TestParseFlagsCRIOff(t *testing.T) {
-	cfg, err := parseFlags([]string{"--node=n", "--cri-endpoint="}, env(nil), &bytes.Buffer{})
+	cfg, err := agent.ParseFlags([]string{"--node=n", "--cri-endpoint="}, env(nil), &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Empty(t, cfg.node.CRIEndpoint)
-}
-
-// A pod the engine requeues is tracked again, without a sandbox: its first
-// check records the new one.
-func TestRetrackTracksTheRequeuedPod(t *testing.T) {
-	var logs lines
-	engine, err := deletion.New(
-		ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound }),
-		ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
-		deletion.Options{NodeName: "node-a", Logger: logr.Discard()})
-	require.NoError(t, err)
-	requeued := make(chan event.GenericEvent)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- retrack(requeued, logs.logger())(ctx, engine) }()
-
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1"}}
-	require.NoError(t, k8s.NewChannelRequeuer(requeued).Requeue(ctx, pod))
-	require.Eventually(t, func() bool { return len(deletiontest.PUs(engine)) > 0 }, 5*time.Second, time.Millisecond)
-
-	assert.Equal(t, []ports.PU{{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "web"}}}, deletiontest.PUs(engine),
-		"the pod's PU is tracked again, without a sandbox")
-	assert.Equal(t, 1, logs.count(`"msg"="pod requeued: its sandbox changed" "pod"="ns/web" "uid"="uid-1"`))
-	cancel()
-	require.NoError(t, <-done, "it stops with the manager")
+	assert.Empty(t, cfg.Node.CRIEndpoint)
 }
 
 // lines records a logger's lines.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/podsweeper/podsweeper/examples/node-agent/agent"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestDaemonSetCarriesTheAgent(t *testing.T) {
 	var ds appsv1.DaemonSet
 	testkube.ReadManifest(t, "deploy", "daemonset.yaml", &ds)
 	cfg := checkAgentPod(t, ds.Spec.Template.Spec)
-	assert.Equal(t, "/var/lib/podsweeper/journal.db", cfg.stateFile)
+	assert.Equal(t, "/var/lib/podsweeper/journal.db", cfg.StateFile)
 }
 
 // checkAgentPod checks a pod of the agent: critical priority, every image
@@ -30,7 +31,7 @@ func TestDaemonSetCarriesTheAgent(t *testing.T) {
 // own and turn on the journal, the CRI and the secure metrics, probes on
 // the agent's endpoints, the journal on the host, and nothing privileged in
 // the agent's container. It returns the agent's parsed command line.
-func checkAgentPod(t *testing.T, spec corev1.PodSpec) config {
+func checkAgentPod(t *testing.T, spec corev1.PodSpec) agent.Config {
 	t.Helper()
 	assert.Equal(t, "system-node-critical", spec.PriorityClassName)
 	assert.False(t, spec.HostNetwork, "the agent needs no host network")
@@ -42,11 +43,11 @@ func checkAgentPod(t *testing.T, spec corev1.PodSpec) config {
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
 
-	cfg, err := parseFlags(c.Args, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
+	cfg, err := agent.ParseFlags(c.Args, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err, "the agent's args parse")
 	assert.True(t, cfg.MetricsSecure, "metrics behind authentication and authorization")
-	assert.NotEmpty(t, cfg.stateFile, "the journal survives the agent")
-	assert.NotEmpty(t, cfg.node.CRIEndpoint, "sandbox restarts are seen")
+	assert.NotEmpty(t, cfg.StateFile, "the journal survives the agent")
+	assert.NotEmpty(t, cfg.Node.CRIEndpoint, "sandbox restarts are seen")
 
 	env := map[string]bool{}
 	for _, e := range c.Env {
@@ -62,10 +63,10 @@ func checkAgentPod(t *testing.T, spec corev1.PodSpec) config {
 		mounts[m.Name] = m
 	}
 	assert.True(t, mounts["cri-socket"].ReadOnly, "the runtime's socket directory is mounted read-only")
-	socket, err := cri.SocketPath(cfg.node.CRIEndpoint)
+	socket, err := cri.SocketPath(cfg.Node.CRIEndpoint)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Dir(socket), mounts["cri-socket"].MountPath, "the socket's directory is mounted")
-	assert.True(t, strings.HasPrefix(cfg.stateFile, mounts["state"].MountPath+"/"), "the journal is on the state volume")
+	assert.True(t, strings.HasPrefix(cfg.StateFile, mounts["state"].MountPath+"/"), "the journal is on the state volume")
 	for _, v := range spec.Volumes {
 		if v.Name == "state" {
 			require.NotNil(t, v.HostPath, "the journal outlives the pod")

@@ -80,36 +80,15 @@ func TestPodFromTheChartOnContainerd(t *testing.T) {
 	_, err = os.Stat(filepath.Join(e.Node.Dir, "var-lib", "podsweeper", "journal.db"))
 	assert.NoError(t, err, "the agent keeps its journal there")
 
-	// Prometheus's ServiceAccount, bound to the chart's metrics reader, and one that is not.
+	// Prometheus's ServiceAccount, bound to the chart's metrics reader (metricsClient), and one that is not.
 	ctx := context.Background()
-	e.Cluster.CreateNamespace(t, "monitoring")
-	allowed, denied := saToken(t, e, "monitoring", "prometheus"), saToken(t, e, "monitoring", "nosy")
-	require.NoError(t, e.Cluster.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-podsweeper"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "podsweeper-node-agent-metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: "prometheus"}},
-	}))
-	// The pod's address is routed inside the node: the client dials from there.
-	https := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext:     e.Node.DialContext,
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the agent's self-signed certificate
-	}}
-	base := "https://" + net.JoinHostPort(agent.Status.PodIP, "8443")
+	read := metricsClient(t, e, agent, "podsweeper-node-agent")
+	denied := saToken(t, e, "monitoring", "nosy")
 	fetch := func(path, token string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-		require.NoError(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := https.Do(req)
-		require.NoError(t, err, "GET %s%s", base, path)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
+		return fetchAs(t, e, agent, path, token)
 	}
-	code, body := fetch("/metrics", allowed)
+	code, body := read("/metrics")
 	require.Equal(t, http.StatusOK, code, "a ServiceAccount bound to the metrics reader reads /metrics: %s", body)
 	assert.Contains(t, body, k8s.MetricTrackedPUs+" ")
 	code, _ = fetch("/metrics", "")
@@ -125,7 +104,7 @@ func TestPodFromTheChartOnContainerd(t *testing.T) {
 	sandbox, err := e.Node.ReadySandbox(ctx, string(web.UID))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		code, body := fetch(k8s.StatusPath, allowed)
+		code, body := read(k8s.StatusPath)
 		var status []k8s.PUStatus
 		return code == http.StatusOK && json.Unmarshal([]byte(body), &status) == nil && hasPU(status, web.UID, sandbox)
 	}, 60*time.Second, 100*time.Millisecond, "the agent tracks the pod's PU with its sandbox %s", sandbox)
@@ -157,7 +136,7 @@ func TestPodFromTheChartOnContainerd(t *testing.T) {
 	require.NotNil(t, ev.Related)
 	assert.Equal(t, web.UID, ev.Related.UID, "and names the pod")
 	assert.True(t, strings.HasPrefix(ev.Note, string(destroy.Reason)+": destroyed PU "+string(web.UID)), ev.Note)
-	_, body = fetch("/metrics", allowed)
+	_, body = read("/metrics")
 	assert.Equal(t, 1.0, sample(t, body, k8s.MetricDestroys+`{reason="`+string(destroy.Reason)+`"}`), "podsweeper_destroys_total counts it")
 	assert.Len(t, destroysLogged(t, e, agent, web.UID), 1, "one destroy")
 
@@ -165,6 +144,46 @@ func TestPodFromTheChartOnContainerd(t *testing.T) {
 	require.NoError(t, e.Cluster.Client.Get(ctx, client.ObjectKeyFromObject(agent), again))
 	assert.True(t, testdeploy.Ready(again), "the agent's pod is still Ready")
 	assert.Zero(t, again.Status.ContainerStatuses[0].RestartCount, "and never restarted")
+}
+
+// metricsClient binds Prometheus's ServiceAccount (monitoring/prometheus,
+// created) to the metrics reader of the chart's release and returns a GET
+// of a path of the agent's metrics endpoint as that ServiceAccount.
+func metricsClient(t *testing.T, e *testdeploy.Env, agent *corev1.Pod, release string) func(path string) (int, string) {
+	t.Helper()
+	e.Cluster.CreateNamespace(t, "monitoring")
+	token := saToken(t, e, "monitoring", "prometheus")
+	require.NoError(t, e.Cluster.Client.Create(context.Background(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-podsweeper"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: release + "-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: "prometheus"}},
+	}))
+	return func(path string) (int, string) {
+		t.Helper()
+		return fetchAs(t, e, agent, path, token)
+	}
+}
+
+// fetchAs GETs path of the agent's metrics endpoint, over HTTPS from inside
+// the node (the pod's address is routed there), with token as the bearer
+// ("": none); it returns the status and the body.
+func fetchAs(t *testing.T, e *testdeploy.Env, agent *corev1.Pod, path, token string) (int, string) {
+	t.Helper()
+	https := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext:     e.Node.DialContext,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the agent's self-signed certificate
+	}}
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "https://"+net.JoinHostPort(agent.Status.PodIP, "8443")+path, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := https.Do(req)
+	require.NoError(t, err, "GET %s", req.URL)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
 }
 
 // saToken creates the ServiceAccount namespace/name and returns a token of

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/podsweeper/podsweeper/examples/node-agent/agent"
 	"io"
 	"os/exec"
 	"strings"
@@ -31,21 +32,21 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	kustCfg := checkAgentPod(t, kustSpec)
 	defCfg := checkAgentPod(t, defSpec)
 	nonCfg := checkAgentPod(t, nonSpec)
-	flagDefaults, err := parseFlags(nil, env(map[string]string{"NODE_NAME": "node-a"}), io.Discard)
+	flagDefaults, err := agent.ParseFlags(nil, env(map[string]string{"NODE_NAME": "node-a"}), io.Discard)
 	require.NoError(t, err)
-	for _, cfg := range []*config{&kustCfg, &defCfg, &nonCfg, &flagDefaults} {
+	for _, cfg := range []*agent.Config{&kustCfg, &defCfg, &nonCfg, &flagDefaults} {
 		cfg.Zap = flagDefaults.Zap // a parsed --zap-log-level holds a level no two parses share
 	}
 	assert.Equal(t, kustCfg, defCfg, "the chart's defaults run the agent of deploy/")
 	assert.Equal(t, flagDefaults, defCfg, "the chart's defaults are the flags'")
 
-	assert.Equal(t, config{
+	assert.Equal(t, agent.Config{
 		Flags: program.Flags{KubeAPIQPS: 20, KubeAPIBurst: 40, MetricsBindAddress: ":9443", MetricsSecure: true, HealthProbeBindAddress: ":9081",
 			SweepInterval: 10 * time.Second, Workers: 8, DryRun: true, MaxDestroysPerSecond: 2.5, DestroyBurst: 5, PprofBindAddress: "0",
 			Zap: flagDefaults.Zap},
-		node:      program.NodeFlags{Node: "node-a", CRIEndpoint: "unix:///var/run/crio/crio.sock"},
-		stateFile: "/var/lib/podsweeper/journal.db", allPods: true, destroyTerminated: true,
-		podCache: program.PodCacheFlags{Slim: false}, criCacheMaxAge: 2 * time.Second, destroyDeadSandboxes: true,
+		Node:      program.NodeFlags{Node: "node-a", CRIEndpoint: "unix:///var/run/crio/crio.sock"},
+		StateFile: "/var/lib/podsweeper/journal.db", AllPods: true, DestroyTerminated: true,
+		PodCache: program.PodCacheFlags{Slim: false}, CRICacheMaxAge: 2 * time.Second, DestroyDeadSandboxes: true,
 	}, nonCfg, "every value reaches its flag")
 	assert.Equal(t, "registry.example/podsweeper-node-agent@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", nonC.Image)
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
@@ -87,7 +88,7 @@ func TestChartAppendsExtraArgs(t *testing.T) {
 	_, c := testkube.PodTemplate(t, objs, "DaemonSet")
 	require.GreaterOrEqual(t, len(c.Args), 2)
 	assert.Equal(t, []string{"--zap-encoder=console", "--workers=7"}, c.Args[len(c.Args)-2:], "after every flag the chart sets")
-	cfg, err := parseFlags(c.Args, env(map[string]string{"NODE_NAME": "node-a"}), io.Discard)
+	cfg, err := agent.ParseFlags(c.Args, env(map[string]string{"NODE_NAME": "node-a"}), io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, 7, cfg.Workers, "the last --workers wins")
 }

@@ -141,6 +141,13 @@ func (e *Env) ImportImage(t *testing.T, program string) Image {
 	if dir == "" {
 		testnode.Unavailable(t, "IMAGES_DIR is not set: run `make test` (which runs `make images`)")
 	}
+	return e.ImportImageFrom(t, dir, program)
+}
+
+// ImportImageFrom imports the image of program that `make images` or
+// `make image` wrote into dir.
+func (e *Env) ImportImageFrom(t *testing.T, dir, program string) Image {
+	t.Helper()
 	archive := filepath.Join(dir, program+".oci.tar")
 	index, err := os.ReadFile(filepath.Join(dir, program, "index.json"))
 	if err != nil {
