@@ -65,6 +65,22 @@ type PolicyHandler interface {
 	DestroyPU(ctx context.Context, ev DestroyEvent) error
 }
 
+// DryRunner is a PolicyHandler that can tell, without destroying
+// anything, whether DestroyPU would destroy the PU: a policy engine that
+// refuses some destroys itself (the CNI collector keeps the network of a
+// sandbox the runtime runs, whatever the API says). In a dry run
+// (deletion.Options.DryRun) the engine asks it where it would call
+// DestroyPU, so that the dry run reports only what a real run would
+// destroy.
+type DryRunner interface {
+	// DryRunDestroyPU answers as DestroyPU would, and changes nothing:
+	// nil when DestroyPU would destroy the PU, DestroyPU's error
+	// otherwise, which the engine handles as it would DestroyPU's (a
+	// plain error is retried with backoff, one wrapped with Permanent is
+	// given up on), reporting nothing.
+	DryRunDestroyPU(ctx context.Context, ev DestroyEvent) error
+}
+
 // Inventory lists the PUs that still exist, so that an engine starting
 // after a restart of the agent tracks them again and destroys those whose
 // pods went away while it was down. The policy engine itself, or a journal
