@@ -215,8 +215,20 @@ func (c *Engine) listPUs(ctx context.Context) ([]ports.PU, error) {
 // that cannot be read into a plain failure of the port.
 func guard(port string, err *error) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("%w: %s: %v\n%s", ErrPortPanicked, port, r, debug.Stack())
+		*err = fmt.Errorf("%w: %s: %s\n%s", ErrPortPanicked, port, panicValue(r), debug.Stack())
 	} else if *err != nil && !ports.Readable(*err) {
 		*err = fmt.Errorf("%s returned an error that cannot be read (a typed nil, or one whose reading panics): a %T", port, *err)
 	}
+}
+
+// panicValue prints a recovered panic's value; a value whose printing
+// panics too (an error whose Error panics, with itself, say) is named by its
+// type, for fmt would panic again printing it.
+func panicValue(r any) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = fmt.Sprintf("a %T, whose printing panics", r)
+		}
+	}()
+	return fmt.Sprint(r)
 }

@@ -578,3 +578,35 @@ func TestAnErrorTreeTooLargeToReadIsAFailure(t *testing.T) {
 	assert.False(t, deletion.IsNotFound(errors.Join(ports.ErrPodNotFound, err)), "not read, so not NotFound")
 	assert.True(t, ports.Readable(errors.Join(errors.New("a"), errors.New("b"))), "a real tree is read")
 }
+
+// unprintable is a panic value whose Error panics with itself: fmt, asked
+// to print it, panics again.
+type unprintable struct{}
+
+func (u unprintable) Error() string { panic(u) }
+
+// TestAPanicWhoseValueCannotBePrintedIsRecovered: GetPod and the Observer
+// panic with a value whose printing panics; the engine recovers both (no
+// crash of the process), and the Sweep keeps the PU, failing the check with
+// ErrPortPanicked.
+func TestAPanicWhoseValueCannotBePrintedIsRecovered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { panic(unprintable{}) })
+		events := &deletiontest.Events{}
+		observer := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventChecked {
+				panic(unprintable{})
+			}
+		})
+		policy := &deletiontest.Policy{}
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{Observer: deletion.Observers(events, observer)})
+		require.NoError(t, c.Track(pu("a")))
+		c.Sweep(context.Background())
+		assert.Empty(t, policy.Calls())
+		assert.Equal(t, 1, c.Len(), "the PU is kept")
+		checked := events.Of(deletion.EventChecked)
+		require.Len(t, checked, 1)
+		assert.ErrorIs(t, checked[0].Err, deletion.ErrPortPanicked)
+		assert.Contains(t, checked[0].Err.Error(), "whose printing panics")
+	})
+}

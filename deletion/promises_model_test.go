@@ -400,6 +400,7 @@ type pmAsync struct {
 // invariants need; mu guards it all.
 type pmWorld struct {
 	typedNils atomic.Int64 // the typed nils answered: each is of the next kind (typedNil)
+	panics    atomic.Int64 // the panics: every third panics with a value whose printing panics (panicValue)
 	mu        sync.Mutex
 	o         pmOptions
 	t0        time.Time
@@ -673,7 +674,7 @@ func (p *pmPorts) get(key types.NamespacedName, port int) (*corev1.Pod, error) {
 	case pmFail:
 		return nil, errors.New("pm: " + pmPortNames[port] + " failed")
 	case pmPanic:
-		panic("pm: " + pmPortNames[port] + " panics")
+		panic(w.panicValue(pmPortNames[port]))
 	case pmTypedNil:
 		return nil, w.typedNil()
 	case pmNilPod:
@@ -710,7 +711,7 @@ func (p *pmPorts) sandboxFault(port int, pod *corev1.Pod) (slot int, err error, 
 	case pmHang:
 		p.hang(f.dur, true)
 	case pmPanic:
-		panic("pm: " + pmPortNames[port] + " panics")
+		panic(w.panicValue(pmPortNames[port]))
 	case pmTypedNil:
 		return slot, w.typedNil(), true
 	case -1:
@@ -792,7 +793,7 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 		e.fails[puid] = append(e.fails[puid], w.now())
 		e.lastOK[puid] = false
 		w.mu.Unlock()
-		panic("pm: DestroyPU panics")
+		panic(w.panicValue("DestroyPU"))
 	case pmTypedNil:
 		err = w.typedNil()
 	case pmPermanent:
@@ -895,7 +896,7 @@ func (p *pmPorts) list(ctx context.Context) ([]ports.PU, error) {
 		w.lastFault = w.now()
 		w.mu.Unlock()
 	case pmPanic:
-		panic("pm: ListPUs panics")
+		panic(w.panicValue("ListPUs"))
 	case pmTypedNil:
 		return nil, w.typedNil()
 	}
@@ -963,6 +964,21 @@ var (
 
 // typedNil returns the next typed nil, of each kind in turn, or an error too large to read: one that repeats a
 // child, nested (2^60 errors to walk).
+// panicValue is what a port that panics panics with: a string, or every
+// third time, from the first, a value whose printing panics with itself.
+func (w *pmWorld) panicValue(port string) any {
+	if w.panics.Add(1)%3 == 1 {
+		return &pmUnprintable{}
+	}
+	return "pm: " + port + " panics"
+}
+
+// pmUnprintable is a panic value whose Error panics with itself: fmt
+// panics again printing it.
+type pmUnprintable struct{}
+
+func (u *pmUnprintable) Error() string { panic(u) }
+
 func (w *pmWorld) typedNil() error {
 	switch w.typedNils.Add(1) % 7 {
 	case 6:
@@ -1136,7 +1152,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 	case fault.left > 0 && fault.kind == pmHang:
 		p.hangAs(&pmHangRec{dur: fault.dur, observer: true})
 	case fault.left > 0:
-		panic("pm: Observer panics")
+		panic(w.panicValue("Observer"))
 	}
 }
 

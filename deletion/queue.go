@@ -275,7 +275,7 @@ func (c *Engine) observe(ev Event) {
 	}
 	defer func() {
 		if r := recover(); r != nil { // summed up once an interval, as a port's failures
-			err := fmt.Errorf("%w: Observer: %v", ErrPortPanicked, r)
+			err := fmt.Errorf("%w: Observer: %s", ErrPortPanicked, panicValue(r))
 			c.log.V(1).Info("observer panicked", "event", ev.Kind.String(), "error", err.Error())
 			c.fails.add(portObserver, ev.PU.PUID, err, c.opts.Clock.Now())
 		}
