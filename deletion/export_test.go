@@ -8,7 +8,8 @@ package deletion
 func DryRunMemory(c *Engine) int {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	return len(c.q.unlisted.cur) + len(c.q.unlisted.old) + len(c.q.list.gone) + len(c.q.list.removing)
+	m := &c.q.unlisted
+	return len(m.gone.cur) + len(m.gone.old) + len(m.untracked.cur) + len(m.untracked.old) + len(c.q.list.gone) + len(c.q.list.removing)
 }
 
 // MinDryRunMemory is how many dropped PUs a dry run may remember however

@@ -62,11 +62,15 @@ func (w *listWindow) told(puid string) {
 // the most PUs the engine has tracked at once (seen at every Track and removal), and minUnlistedMemory at the least;
 // so it remembers at least limit and at most twice limit removals. Past that the older generation is forgotten, so
 // that it stays bounded while the Inventory fails (a list may then bring those back, to be destroyed, or reported,
-// once more).
+// once more). The Untracks of PUIDs the engine did not hold are kept apart, in generations of their own, so that they
+// never push out a removal.
 type unlistedMemory struct {
-	cur, old map[string]struct{}
-	limit    int
+	gone, untracked generations
+	limit           int
 }
+
+// generations are the two generations of an unlistedMemory.
+type generations struct{ cur, old map[string]struct{} }
 
 const minUnlistedMemory = 16
 
@@ -75,20 +79,33 @@ func (m *unlistedMemory) saw(tracked int) { m.limit = max(m.limit, tracked, minU
 
 // add remembers puid, removed with tracked PUs tracked.
 func (m *unlistedMemory) add(puid string, tracked int) {
-	if m.saw(tracked); len(m.cur) >= m.limit {
-		m.old, m.cur = m.cur, nil
+	m.saw(tracked)
+	m.gone.add(puid, m.limit)
+}
+
+// addUntracked remembers puid, which Untrack was given but the engine did not hold, with tracked PUs tracked.
+func (m *unlistedMemory) addUntracked(puid string, tracked int) {
+	m.saw(tracked)
+	m.untracked.add(puid, m.limit)
+}
+
+// add remembers puid in the current generation, which becomes the old one once it holds limit.
+func (g *generations) add(puid string, limit int) {
+	if len(g.cur) >= limit {
+		g.old, g.cur = g.cur, nil
 	}
-	if m.cur == nil {
-		m.cur = make(map[string]struct{})
+	if g.cur == nil {
+		g.cur = make(map[string]struct{})
 	}
-	m.cur[puid] = struct{}{}
+	g.cur[puid] = struct{}{}
 }
 
 // copy returns what m remembers, in a new set with room for extra more.
 func (m *unlistedMemory) copy(extra int) map[string]struct{} {
-	out := make(map[string]struct{}, len(m.cur)+len(m.old)+extra)
-	maps.Copy(out, m.old)
-	maps.Copy(out, m.cur)
+	out := make(map[string]struct{}, len(m.gone.cur)+len(m.gone.old)+len(m.untracked.cur)+len(m.untracked.old)+extra)
+	for _, set := range []map[string]struct{}{m.gone.old, m.gone.cur, m.untracked.old, m.untracked.cur} {
+		maps.Copy(out, set)
+	}
 	return out
 }
 

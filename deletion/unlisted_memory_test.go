@@ -33,6 +33,22 @@ func TestTheUnlistedMemoryIsBoundedByTwiceItsLimit(t *testing.T) {
 	}
 }
 
+func TestUntracksOfPUIDsNeverHeldPushOutNoRemoval(t *testing.T) {
+	var m unlistedMemory
+	for i := range 17 {
+		m.add(fmt.Sprint("dropped-", i), 17) // a dry run drops 17 of 17 tracked at once
+	}
+	for i := range 100 {
+		m.addUntracked(fmt.Sprint("never-held-", i), 1)
+		assert.LessOrEqual(t, len(m.copy(0)), 4*17, "bounded")
+	}
+	got := m.copy(0)
+	for i := range 17 {
+		assert.Contains(t, got, fmt.Sprint("dropped-", i), "a drop is remembered whatever Untrack was given")
+	}
+	assert.Contains(t, got, "never-held-99", "the latest Untracks are remembered too")
+}
+
 func TestAListWindowHoldsTheRemovalsOfItsDeadlineAndThoseBeingTold(t *testing.T) {
 	w := listWindow{removing: map[string]int{}, gone: map[string]struct{}{}, end: 100}
 	w.removed("a", 50)  // within the list's deadline
