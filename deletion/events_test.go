@@ -7,7 +7,9 @@ package deletion_test
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -78,5 +80,44 @@ func TestAuditHoldsPanickingObserver(t *testing.T) {
 		if policy.CallCount() != 1 || engine.Len() != 0 || len(inv.PUs()) != 0 {
 			t.Errorf("%d destroys, %d tracked, journal %v", policy.CallCount(), engine.Len(), inv.PUs())
 		}
+	})
+}
+
+// TestAFailedReadAtARetryKeepsWhenThePUWasFoundGone: the pod is gone, the
+// first DestroyPU fails, and GetPod fails at the retry (the API server is
+// down) before the destroy succeeds. The failed read learned nothing:
+// Backlog.OldestGoneSince stays the first finding through the outage, and
+// EventDestroyed.DestroyDelay counts from it.
+func TestAFailedReadAtARetryKeepsWhenThePUWasFoundGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var apiDown atomic.Bool
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			if apiDown.Load() {
+				return nil, errors.New("API server unavailable")
+			}
+			return nil, ports.ErrPodNotFound
+		})
+		policy := &deletiontest.Policy{}
+		policy.FailNext(1, errors.New("policy engine busy"))
+		events := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{Observer: events, RetryMinDelay: time.Second})
+		deletiontest.Start(t, c)
+		require.NoError(t, c.Track(pu("a")))
+		for policy.CallCount() == 0 {
+			deletiontest.Advance(100 * time.Millisecond)
+		}
+		apiDown.Store(true)
+		deletiontest.Advance(2 * time.Second) // the retry comes, and its GetPod fails
+		assert.False(t, c.Backlog().OldestGoneSince.IsZero(), "the PU still waits for its destroy")
+		assert.False(t, c.Backlog().OldestGoneSince.After(policy.Calls()[0].At), "since it was first found gone")
+		apiDown.Store(false)
+		for policy.CallCount() < 2 {
+			deletiontest.Advance(100 * time.Millisecond)
+		}
+		deletiontest.Advance(time.Second)
+		destroyed := events.Of(deletion.EventDestroyed)
+		require.Len(t, destroyed, 1)
+		calls := policy.Calls()
+		assert.GreaterOrEqual(t, destroyed[0].DestroyDelay, calls[1].At.Sub(calls[0].At), "DestroyDelay counts from the first finding")
 	})
 }

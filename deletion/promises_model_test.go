@@ -465,6 +465,9 @@ type pmEngine struct {
 	userTracking       map[string]int
 	fails              map[string][]time.Duration
 	lastOK             map[string]bool
+	// The first and the last DestroyPU call of each PUID since it was tracked: EventDestroyed's DestroyDelay
+	// covers at least the time between them.
+	firstCall, lastCall map[string]time.Duration
 	sweepsActive       int
 	lastSweepEnd       time.Duration
 	sweeps             []*pmSweepRec
@@ -769,6 +772,10 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 		}
 	}
 	e.calls = append(e.calls, now)
+	if _, ok := e.firstCall[puid]; !ok {
+		e.firstCall[puid] = now
+	}
+	e.lastCall[puid] = now
 	delete(e.places, puid) // it took a turn: if it fails, its next is a new place
 	if w.o.rate > 0 {
 		for i := len(e.calls) - 1; i >= 0; i-- {
@@ -917,6 +924,8 @@ var pmGoneReasons = map[ports.Reason]bool{ports.ReasonPodGone: true, ports.Reaso
 // resolvedLocked: the engine no longer holds puid.
 func (e *pmEngine) resolvedLocked(w *pmWorld, puid string) {
 	e.resolved[puid] = w.seq
+	delete(e.firstCall, puid)
+	delete(e.lastCall, puid)
 	e.removals = append(e.removals, w.now())
 	delete(e.fails, puid)
 	delete(e.places, puid)
@@ -1094,6 +1103,11 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		if !e.lastOK[puid] {
 			w.violateLocked("10: EventDestroyed of %s without a successful DestroyPU", puid)
 		}
+		// Found gone at the first call at the latest, destroyed after the last began; a pod gone stays gone.
+		if first, ok := e.firstCall[puid]; ok && ev.Reason == ports.ReasonPodGone && ev.DestroyDelay < e.lastCall[puid]-first {
+			w.violateLocked("10: EventDestroyed of %s with DestroyDelay %v: DestroyPU was first called %v before its last call",
+				puid, ev.DestroyDelay, e.lastCall[puid]-first)
+		}
 		e.resolvedLocked(w, puid)
 	case deletion.EventAbandoned:
 		if ev.DestroyCalls < pmMaxAttempts && !e.permanent[puid] {
@@ -1160,6 +1174,7 @@ func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
 	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{},
 		obsIn: map[string]int{}, toldTracked: map[string]int{}, obsLive: map[string]bool{},
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
+		firstCall: map[string]time.Duration{}, lastCall: map[string]time.Duration{},
 		removedSeq: map[string]int64{}, resolved: map[string]int64{}, reports: map[string]map[ports.Reason]int{},
 		places: map[string]pmPlace{}, lastReport: map[string]ports.Reason{}}
 	e.ctx, e.ctxCancel = context.WithCancel(context.Background())
@@ -1447,9 +1462,10 @@ func (w *pmWorld) checkTimed() {
 	}
 	e.peak = max(e.peak, n)
 	if w.o.dryRun {
-		// What it remembers of its drops: two generations of at most
+		// What it remembers of its drops and of the Untracks of PUIDs it
+		// did not hold: two generations each of at most
 		// max(MinDryRunMemory, tracked), and a list's copy of them.
-		bound := pmMemSlack + 4*max(deletion.MinDryRunMemory, e.peak)
+		bound := pmMemSlack + 8*max(deletion.MinDryRunMemory, e.peak)
 		if e.listsInFlight > 0 || e.listOK && now <= e.listEnd+time.Duration(e.listN)*pmObsDelay+time.Second {
 			for _, r := range e.removals {
 				if r >= e.listStart && r <= e.listStart+w.o.listTimeout()+time.Second {

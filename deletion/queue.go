@@ -150,7 +150,7 @@ type record struct {
 	// one, or a first.
 	fresh, checkFresh bool
 	// lastRow is the row of the last verdict carried out (-1: none); vetoed: it was a confirmer's, overriding a destroy.
-	// lineRow is the row of the destroy it waits for its turn for.
+	// lineRow is the row of the destroy it waits for (its turn, or a retry).
 	lastRow, lineRow int8
 	vetoed           bool
 	// reportedRow is the row of the last destroy a dry run reported (0: none), reported the rows it reported (bit
@@ -418,7 +418,7 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	default:
 		q.setWaitLocked(r, idle, 0)
 	}
-	if r.waitFor == idle && o.verdict.Action != Destroy {
+	if r.waitFor == idle && o.verdict.Action != Destroy && !learnedNothing(int(r.lineRow), o.verdict.Row, o.err != nil) {
 		r.goneSince = 0 // it no longer waits for a destroy: seen alive, or out of the rate's line
 	}
 	again := r.again && !q.stopped && r.waitFor != retrying
@@ -566,7 +566,7 @@ func (c *Engine) Untrack(puid string) bool {
 		c.q.list.removed(puid, c.realNow())
 		c.q.list.told(puid)
 		if c.q.inventory && !c.q.list.restored {
-			c.q.unlisted.add(puid, len(c.q.records)+1)
+			c.q.unlisted.addUntracked(puid, len(c.q.records)+1)
 		}
 		c.q.mu.Unlock()
 		return false
@@ -654,6 +654,7 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 		if r.goneSince == 0 {
 			r.goneSince = now
 		}
+		r.lineRow = int8(v.Row)
 		if !c.q.rate.limited() {
 			return ev, true
 		}
