@@ -166,7 +166,8 @@ func IsNotFound(err error) (found bool) {
 //  10. Same UID, another sandbox: Destroy, SandboxChanged, and requeue the pod.
 //
 // Until the SandboxExtractor has been asked (Observation.SandboxAsked), rows 6 to 10 and 12 answer AskSandbox; then,
-// until the SandboxProber has been asked (Observation.ProberAsked), rows 8 and 12 answer AskProber.
+// for an entry with a sandbox recorded, until the SandboxProber has been asked (Observation.ProberAsked), rows 8 and
+// 12 answer AskProber (an entry without one has no sandbox to probe: row 8 at once).
 func Decide(e ports.PU, o Observation) Verdict {
 	if o.Err != nil {
 		if IsNotFound(o.Err) {

@@ -117,8 +117,9 @@ type Options struct {
 	// it than turns are at hand; otherwise it waits, as a retry does but with no failed attempt, until about its turn,
 	// and is checked again then. A trigger, or a check that learns nothing of why it waits (GetPod fails; or, for a
 	// destroy of its sandbox, the SandboxExtractor or the SandboxProber fails), keeps its place; one that learns
-	// nothing is checked again the next tick, until a check learns why, so that the line moves as soon as the port
-	// answers (while the API server fails, a PU in line is read once or twice a second, not once a SweepInterval). A
+	// nothing is checked again at its turn, and then every tick until a check learns why, so that the line moves as
+	// soon as the port answers (while the API server fails, a PU whose turn has come is read once or twice a second,
+	// not once a SweepInterval). A
 	// check that sees the pod alive, or Untrack, takes it out of the line, and the turn it did not use goes to the next
 	// in line, never to a later arrival. Backlog().RateLimited counts them; a Sweep waits for them, those whose checks
 	// learn nothing too (end it sooner with its context). 0: no limit. Negative, or under one a year: rejected.
