@@ -1001,9 +1001,10 @@ func (c *Engine) checksBegin() {
 func (c *Engine) sweepLanes(ctx context.Context, gen uint32) {
 	c.q.mu.Lock()
 	n := 0
-	if w := &c.q.sweep; !c.q.running && w.lanes == 0 && c.q.sweepingLocked(gen) {
-		n = min(c.opts.Workers, w.left)
-		w.lanes = n
+	if w := &c.q.sweep; !c.q.running && c.q.sweepingLocked(gen) {
+		// As many as it may run, less those still at work: one stuck in a port since a Start came and went among them.
+		n = max(min(c.opts.Workers, w.left)-w.lanes, 0)
+		w.lanes += n
 	}
 	c.q.mu.Unlock()
 	for range n {

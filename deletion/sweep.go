@@ -35,7 +35,7 @@ func (q *puQueue) beginSweepLocked(now int64) (gen uint32, done, nudge chan stru
 }
 
 // sweepTurnsLocked queues the records of the Sweep of gen whose turns have come while Start does not run (its
-// scheduler does it), and returns how long until the next (0: none).
+// scheduler does it), and the head of the line ahead of them, and returns how long until the next (0: none).
 func (q *puQueue) sweepTurnsLocked(gen uint32) time.Duration {
 	now := q.now()
 	next, owed := int64(0), q.sweep.owed[:0]
@@ -54,6 +54,18 @@ func (q *puQueue) sweepTurnsLocked(gen uint32) time.Duration {
 	}
 	clear(q.sweep.owed[len(owed):])
 	q.sweep.owed = owed
+	// The head of the line, if none of the Sweep's, holds back the turns behind it: while Start does not run, nothing
+	// else checks it at its turn.
+	if puid, ok := q.rate.front(); ok && !q.running && len(owed) > 0 {
+		switch r := q.records[puid]; {
+		case r == nil || r.state != turnWaiting || r.sweep == sweepTurn && r.sweepGen == gen:
+		case r.waitUntil <= now:
+			q.queueLocked(r, byTime, now)
+			q.wakeLocked(1)
+		case next == 0 || r.waitUntil < next:
+			next = r.waitUntil
+		}
+	}
 	return time.Duration(max(next-now, 0))
 }
 

@@ -1,0 +1,219 @@
+package deletion_test
+
+// A Sweep without Start, where the destroy rate's line and a Start that comes and goes meet it: it runs its checks,
+// and the turns it waits for come.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+func swKey(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns", Name: name}
+}
+func swPU(name string) ports.PU { return ports.PU{PUID: "uid-" + name, Pod: swKey(name)} }
+func swAlive(k types.NamespacedName) *corev1.Pod {
+	return deletiontest.Pod(k, types.UID("uid-"+k.Name), "")
+}
+
+// deletion.Engine.Sweep doc (deletion/workers.go): "Its checks go through the one queue: Start's workers run
+// them, or, while Start does not run, Sweep's own goroutines, at most Workers at a time. ... Sweep returns once every
+// check it waits for, or every Workers slot, is held by one stuck in a port a second past its deadline
+// (CheckTimeout)"; docs/sdk/engine.md "A check stuck in a port that ignores its context does not hold it for
+// long".
+//
+// A Sweep runs without Start (Workers 2): its first check hangs in GetPod, ignoring its context; its second takes
+// 500ms. Start begins meanwhile (its Inventory's first list still under way, so its workers wait) and stops again.
+// Start no longer runs and one Workers slot is free, but the Sweep's two remaining checks are never run and the Sweep
+// never returns: the goroutine that left the queue to Start is not replaced while the other is stuck.
+func TestASweepRunsItsChecksAfterAStartThatCameAndWent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hang := make(chan struct{})
+		var mu sync.Mutex
+		reads := map[string]int{}
+		calls := 0
+		getter := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			mu.Lock()
+			reads[k.Name]++
+			calls++
+			first := calls == 1
+			mu.Unlock()
+			if first {
+				<-hang // a port that ignores its context
+			}
+			time.Sleep(500 * time.Millisecond)
+			return swAlive(k), nil
+		})
+		inventory := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		e := deletiontest.NewEngine(t, getter, &deletiontest.Policy{}, deletion.Options{Workers: 2,
+			CheckTimeout: 100 * time.Millisecond, Inventory: inventory})
+		for _, n := range []string{"a", "b", "c", "d"} {
+			if err := e.Track(swPU(n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sweepCtx, endSweep := context.WithCancel(context.Background())
+		swept := make(chan struct{})
+		go func() { e.Sweep(sweepCtx); close(swept) }()
+		time.Sleep(100 * time.Millisecond)
+
+		startCtx, stopStart := context.WithCancel(context.Background())
+		started := make(chan error)
+		go func() { started <- e.Start(startCtx) }()
+		time.Sleep(500 * time.Millisecond)
+		stopStart()
+		if err := <-started; err != nil {
+			t.Fatal(err)
+		}
+
+		t0 := time.Now()
+		select {
+		case <-swept:
+		case <-time.After(time.Minute):
+			mu.Lock()
+			t.Errorf("Sweep has not returned %v after Start stopped, with Start not running and a Workers slot free; "+
+				"GetPod reads per pod: %v", time.Since(t0), reads)
+			mu.Unlock()
+			for _, s := range e.Status() {
+				t.Logf("  %s: %s", s.PUID, s.State)
+			}
+		}
+		endSweep()
+		close(hang)
+		<-swept
+		time.Sleep(2 * time.Second) // the hung check ends: its goroutine leaves
+	})
+}
+
+// docs/sdk/engine.md "Sweep runs one synchronous pass ...; under a destroy rate it waits for the turns of the
+// destroys it decides, and for a PU in line whose check learns nothing (a port fails) until a check learns why (end it
+// sooner with its context)"; deletion.Engine.Sweep doc: "Sweep checks every tracked PU once ... and returns when all
+// are done or ctx is. ... Under DestroyRate, a destroy a check decides is one of Sweep's checks: Sweep waits for its
+// turn"; deletion.Options.DestroyRate doc: "turns come ... at most DestroyRate*w + DestroyBurst" and go to the PUs in
+// line in order.
+//
+// Rate one destroy per 10 s, burst 1, Start running. PU a is destroyed (the burst). A Sweep begins while s's check
+// is under way (its GetPod fails once); n is tracked and triggered meanwhile: n's check finds its pod gone and takes
+// the line first, then the Sweep's recheck of s finds s's pod gone and takes the line behind n. Start stops. Every
+// port answers from then on, and the rate gives a turn every 10 s; but n, not one of the Sweep's checks, is never
+// checked again without Start and keeps the line's head for good: s's turn never comes, no DestroyPU is made for ten
+// minutes, and the Sweep never returns.
+func TestASweepChecksTheHeadOfTheLineAtItsTurnOnceStartStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sReads atomic.Int32
+		getter := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			if k.Name == "s" && sReads.Add(1) == 1 {
+				time.Sleep(time.Second)
+				return nil, errors.New("API server blip")
+			}
+			return nil, ports.ErrPodNotFound
+		})
+		policy := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, getter, policy, deletion.Options{DestroyRate: 0.1, DestroyBurst: 1, Workers: 1,
+			SweepInterval: time.Hour, CheckTimeout: 5 * time.Second})
+		startCtx, stopStart := context.WithCancel(context.Background())
+		started := make(chan struct{})
+		go func() { _ = e.Start(startCtx); close(started) }()
+
+		for _, n := range []string{"a", "s"} {
+			if err := e.Track(swPU(n)); err != nil {
+				t.Fatal(err)
+			}
+			e.TriggerPod(swKey(n))
+			synctest.Wait()
+		}
+		time.Sleep(100 * time.Millisecond) // s's check is under way
+		sweepCtx, endSweep := context.WithCancel(context.Background())
+		swept := make(chan struct{})
+		go func() { e.Sweep(sweepCtx); close(swept) }()
+		time.Sleep(100 * time.Millisecond)
+		if err := e.Track(swPU("n")); err != nil {
+			t.Fatal(err)
+		}
+		e.TriggerPod(swKey("n"))
+		time.Sleep(2 * time.Second)
+		if b := e.Backlog(); policy.CallCount() != 1 || b.RateLimited != 2 {
+			t.Fatalf("want a destroyed and n, s in line; got %d calls, backlog %+v", policy.CallCount(), b)
+		}
+		stopStart()
+		<-started
+
+		select {
+		case <-swept:
+		case <-time.After(10 * time.Minute):
+			t.Errorf("10 min after Start stopped, at one turn every 10 s, the Sweep has not returned and DestroyPU was "+
+				"called %d times in all (s's destroy never got its turn)", policy.CallCount())
+			for _, s := range e.Status() {
+				t.Logf("  %s: %s, next %v", s.PUID, s.State, s.NextAttempt.Format(time.TimeOnly))
+			}
+		}
+		endSweep()
+		<-swept
+		time.Sleep(time.Second)
+	})
+}
+
+// The same break without Start ever running: rate one destroy per 10 s, burst 1. A first Sweep destroys a (the
+// burst). A second Sweep checks s (GetPod takes 1 s) and p (alive); meanwhile n is tracked and TriggerPod asked for it:
+// the Sweep's own goroutine, free after p, runs n's check, which finds its pod gone and takes the head of the line;
+// s then takes the line behind it. n is none of the Sweep's checks and nothing runs it without Start, so s's turn
+// never comes and the Sweep never returns.
+func TestASweepThatNeverHadStartChecksTheHeadOfTheLineAtItsTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		getter := ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			switch k.Name {
+			case "p":
+				return swAlive(k), nil
+			case "s":
+				time.Sleep(time.Second)
+			}
+			return nil, ports.ErrPodNotFound
+		})
+		policy := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, getter, policy, deletion.Options{DestroyRate: 0.1, DestroyBurst: 1, CheckTimeout: 5 * time.Second})
+		if err := e.Track(swPU("a")); err != nil {
+			t.Fatal(err)
+		}
+		e.Sweep(context.Background()) // a is destroyed: the burst's turn
+		for _, n := range []string{"s", "p"} {
+			if err := e.Track(swPU(n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sweepCtx, endSweep := context.WithCancel(context.Background())
+		swept := make(chan struct{})
+		go func() { e.Sweep(sweepCtx); close(swept) }()
+		time.Sleep(100 * time.Millisecond)
+		if err := e.Track(swPU("n")); err != nil {
+			t.Fatal(err)
+		}
+		e.TriggerPod(swKey("n"))
+		select {
+		case <-swept:
+		case <-time.After(10 * time.Minute):
+			t.Errorf("10 min on, at one turn every 10 s, the Sweep has not returned and DestroyPU was called %d times "+
+				"in all (s's destroy never got its turn)", policy.CallCount())
+			for _, s := range e.Status() {
+				t.Logf("  %s: %s, next %v", s.PUID, s.State, s.NextAttempt.Format(time.TimeOnly))
+			}
+		}
+		endSweep()
+		<-swept
+		time.Sleep(time.Second)
+	})
+}
