@@ -160,14 +160,18 @@ func (c *Engine) sandboxDead(ctx context.Context, pod *corev1.Pod, id string) (d
 // errNotCalled: the check's context ended (Start stops, or the Sweep's context) before DestroyPU was called.
 var errNotCalled = errors.New("DestroyPU not called: the check's context is done")
 
-// destroyPU calls the PolicyHandler, and reports whether its error is not to be retried (ports.Permanent); once the
-// check's context is done, it calls nothing and answers errNotCalled.
+// destroyPU calls the PolicyHandler (in a dry run, its DryRunDestroyPU: ports.DryRunner), and reports whether its
+// error is not to be retried (ports.Permanent); once the check's context is done, it calls nothing and answers
+// errNotCalled.
 func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error, permanent bool) {
 	if ctx.Err() != nil {
 		return errNotCalled, false
 	}
 	err = func() (err error) {
 		defer guard(portNames[portDestroyPU], &err)
+		if dr, ok := c.policy.(ports.DryRunner); ok && c.opts.DryRun {
+			return dr.DryRunDestroyPU(ctx, ev)
+		}
 		return c.policy.DestroyPU(ctx, ev)
 	}()
 	if err != nil && ctx.Err() != nil {

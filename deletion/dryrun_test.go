@@ -240,3 +240,63 @@ func TestDryRunReportsOncePerReason(t *testing.T) {
 		}
 	})
 }
+
+// refusingDryRunner is a PolicyHandler that refuses some destroys itself,
+// and tells so in a dry run: refuse answers DryRunDestroyPU (and would
+// answer DestroyPU).
+type refusingDryRunner struct {
+	refuse  atomic.Pointer[error]
+	asked   atomic.Int32
+	destroy atomic.Int32
+}
+
+func (p *refusingDryRunner) DestroyPU(context.Context, ports.DestroyEvent) error {
+	p.destroy.Add(1)
+	return nil
+}
+
+func (p *refusingDryRunner) DryRunDestroyPU(context.Context, ports.DestroyEvent) error {
+	p.asked.Add(1)
+	if err := p.refuse.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+var _ ports.DryRunner = (*refusingDryRunner)(nil)
+
+// TestADryRunReportsOnlyWhatTheDryRunnerWouldDestroy: in a dry run the
+// engine asks a PolicyHandler that is a ports.DryRunner whether it would
+// destroy the PU of a gone pod, never DestroyPU: while it refuses, nothing
+// is reported and the refusal is retried as DestroyPU's failure would be;
+// once it would destroy, the PU is reported (and dropped, its pod gone),
+// once.
+func TestADryRunReportsOnlyWhatTheDryRunnerWouldDestroy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+		policy := &refusingDryRunner{}
+		running := errors.New("the sandbox runs")
+		policy.refuse.Store(&running)
+		events := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{DryRun: true, Observer: events, RetryMinDelay: time.Second})
+		deletiontest.Start(t, c)
+		require.NoError(t, c.Track(pu("a")))
+		deletiontest.Advance(9 * time.Second) // its first check, then retries after 1 s and 2 s
+		assert.Zero(t, events.Count(deletion.EventWouldDestroy), "nothing reported while the DryRunner refuses")
+		assert.GreaterOrEqual(t, policy.asked.Load(), int32(2), "the refusal is retried")
+		assert.Equal(t, 1, c.Len(), "the PU is kept")
+		failed := events.Of(deletion.EventDestroyFailed)
+		require.NotEmpty(t, failed)
+		assert.ErrorIs(t, failed[0].Err, running, "the refusal is a failure of the destroy")
+
+		policy.refuse.Store(nil)
+		deletiontest.Advance(10 * time.Second)
+		reported := events.Of(deletion.EventWouldDestroy)
+		require.Len(t, reported, 1, "reported once the DryRunner would destroy")
+		assert.Equal(t, ports.ReasonPodGone, reported[0].Reason)
+		assert.True(t, reported[0].Dropped, "its pod gone: dropped from memory")
+		assert.Zero(t, c.Len())
+		assert.Zero(t, policy.destroy.Load(), "a dry run never calls DestroyPU")
+		assert.Zero(t, events.Count(deletion.EventDestroyed))
+	})
+}

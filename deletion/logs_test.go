@@ -120,7 +120,7 @@ func TestAuditLogsScaleWithTheFailureNotThePUs(t *testing.T) {
 	})
 }
 
-// The same promise for the Inventory, one of the six ports (docs/sdk/ports.md): a policy engine restarting fails
+// The same promise for the Inventory, one of the seven ports (docs/sdk/ports.md): a policy engine restarting fails
 // every list for a minute.
 func TestAuditLogsOneErrorLinePerIntervalForAFailingInventory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -105,11 +105,12 @@ type Options struct {
 	// still hold those, under the sandbox it recorded). nil: nothing is restored.
 	Inventory ports.Inventory
 
-	// DryRun, when set, runs every check but never calls DestroyPU: a PU that would go is reported once per reason
-	// (EventWouldDestroy, an info log line, PUStatus.WouldDestroy) and kept, or, when its pod is gone for good
-	// (PodGone, UIDChanged, NodeChanged), dropped from memory, so that a long dry run does not grow. Until the
-	// Inventory's first list is in, it remembers the latest dropped PUs, at least as many as it ever tracked at once
-	// (and 16) and at most twice that, so that the list does not report them again. Default false.
+	// DryRun, when set, runs every check but never calls DestroyPU (a PolicyHandler that is a ports.DryRunner is asked
+	// DryRunDestroyPU in its place, and its failures are DestroyPU's, retried with backoff): a PU that would go is
+	// reported once per reason (EventWouldDestroy, an info log line, PUStatus.WouldDestroy) and kept, or, when its pod
+	// is gone for good (PodGone, UIDChanged, NodeChanged), dropped from memory, so that a long dry run does not grow.
+	// Until the Inventory's first list is in, it remembers the latest dropped PUs, at least as many as it ever tracked
+	// at once (and 16) and at most twice that, so that the list does not report them again. Default false.
 	DryRun bool
 	// DestroyRate bounds how many DestroyPU calls start per second, with DestroyBurst at once: in any window of w
 	// seconds, at most DestroyRate*w + DestroyBurst start. The PUs whose checks decide a destroy form a line in the

@@ -143,19 +143,21 @@ const (
 	pmModeIntervalB //
 	pmModeAutoStart // Start before the first operation
 	pmModeStaleList // with an Inventory: its lists keep the latest PUs destroyed while no list had answered
+	pmModeDryRunner // in a dry run: the PolicyHandler is a ports.DryRunner, with DestroyPU's faults
 )
 
 type pmOptions struct {
-	dryRun, sandbox, confirmer, inventory, autoStart, staleList bool
-	rate                                                        float64
-	burst, workers                                              int
-	checkTimeout, interval                                      time.Duration
+	dryRun, sandbox, confirmer, inventory, autoStart, staleList, dryRunner bool
+	rate                                                                   float64
+	burst, workers                                                         int
+	checkTimeout, interval                                                 time.Duration
 }
 
 func pmDecodeMode(m uint16) pmOptions {
 	o := pmOptions{
 		dryRun: m&pmModeDryRun != 0, sandbox: m&pmModeSandbox != 0, confirmer: m&pmModeConfirmer != 0,
 		inventory: m&pmModeInventory != 0, autoStart: m&pmModeAutoStart != 0, staleList: m&pmModeStaleList != 0, burst: 1, workers: 1,
+		dryRunner:    m&pmModeDryRun != 0 && m&pmModeDryRunner != 0,
 		checkTimeout: time.Second,
 		interval:     []time.Duration{time.Second, 5 * time.Second, 20 * time.Second, time.Minute}[m>>9&3],
 	}
@@ -179,7 +181,7 @@ func (o pmOptions) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{o.dryRun, "DryRun"}, {o.sandbox, "SandboxExtractor+SandboxProber"}, {o.confirmer, "Confirmer"},
+	}{{o.dryRun, "DryRun"}, {o.dryRunner, "DryRunner"}, {o.sandbox, "SandboxExtractor+SandboxProber"}, {o.confirmer, "Confirmer"},
 		{o.inventory, "Inventory"}, {o.staleList, "a stale Inventory"}, {o.autoStart, "Start first"}} {
 		if f.on {
 			s += ", " + f.name
@@ -465,30 +467,32 @@ type pmEngine struct {
 	userTracking       map[string]int
 	fails              map[string][]time.Duration
 	lastOK             map[string]bool
+	dryOK              map[string]bool // the DryRunner's last answer for each PUID was nil (pmDryRunner)
+	tracksBegun        map[string]int  // the user's Tracks begun, per PUID
 	// The first and the last DestroyPU call of each PUID since it was tracked: EventDestroyed's DestroyDelay
 	// covers at least the time between them.
 	firstCall, lastCall map[string]time.Duration
-	sweepsActive       int
-	lastSweepEnd       time.Duration
-	sweeps             []*pmSweepRec
-	hangs              []*pmHangRec
-	hangsInFlight      int
-	lastHangEnd        time.Duration
-	listStartSeq       int64
-	listStart          time.Duration
-	lists              int
-	listsInFlight      int
-	listEnd            time.Duration
-	listOK             bool
-	answered           bool // a list answered
-	listN              int
-	removedSeq         map[string]int64
-	removals           []time.Duration
-	resolved           map[string]int64
-	reports            map[string]map[ports.Reason]int
-	lastReport         map[string]ports.Reason // the reason reported last, by PUID
-	places             map[string]pmPlace
-	peak               int // the most PUs tracked at once
+	sweepsActive        int
+	lastSweepEnd        time.Duration
+	sweeps              []*pmSweepRec
+	hangs               []*pmHangRec
+	hangsInFlight       int
+	lastHangEnd         time.Duration
+	listStartSeq        int64
+	listStart           time.Duration
+	lists               int
+	listsInFlight       int
+	listEnd             time.Duration
+	listOK              bool
+	answered            bool // a list answered
+	listN               int
+	removedSeq          map[string]int64
+	removals            []time.Duration
+	resolved            map[string]int64
+	reports             map[string]map[ports.Reason]int
+	lastReport          map[string]ports.Reason // the reason reported last, by PUID
+	places              map[string]pmPlace
+	peak                int // the most PUs tracked at once
 	// Invariant 7's memory: how many PUs the Observer holds tracked now and at most at once, and the PUIDs a dry run
 	// dropped while no list had answered, oldest first (a Track of the PUID since takes it out).
 	live, peakLive int
@@ -629,6 +633,56 @@ type pmPorts struct {
 }
 
 type pmConfirmer struct{ p *pmPorts }
+
+// pmDryRunner is the PolicyHandler of a dry run in pmModeDryRunner: it tells whether it would destroy, with
+// DestroyPU's faults; dryOK records its last answer per PUID, which an EventWouldDestroy needs.
+type pmDryRunner struct{ *pmPorts }
+
+func (p pmDryRunner) DryRunDestroyPU(_ context.Context, ev ports.DestroyEvent) error {
+	w, e, puid := p.w, p.e, ev.PUID
+	w.mu.Lock()
+	if e.dead {
+		w.mu.Unlock()
+		return errPMDead
+	}
+	if e.untracked[puid] {
+		w.violateLocked("1: DryRunDestroyPU(%s) starts after Untrack(%s) returned", ev, puid)
+	}
+	if !w.allowedLocked(ev.PU()) {
+		w.violateLocked("3: DryRunDestroyPU(%s) that the table does not order: the pod is %+v", ev, w.pods[max(0, pmSlotOf(ev.Pod.Name))])
+	}
+	e.dryOK[puid] = false
+	f := w.takeLocked(pmPortDestroy, max(0, pmSlotOf(ev.Pod.Name)))
+	w.mu.Unlock()
+	var err error
+	switch f.kind {
+	case pmHang:
+		p.hang(f.dur, true)
+	case pmPanic:
+		w.mu.Lock()
+		e.fails[puid] = append(e.fails[puid], w.now())
+		w.mu.Unlock()
+		panic(w.panicValue("DryRunDestroyPU"))
+	case pmTypedNil:
+		err = w.typedNil()
+	case pmPermanent:
+		err = ports.Permanent(errors.New("pm: DryRunDestroyPU refused"))
+		w.mu.Lock()
+		e.permanent[puid] = true
+		w.mu.Unlock()
+	case -1:
+	default:
+		err = errors.New("pm: DryRunDestroyPU failed")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		e.fails[puid] = append(e.fails[puid], w.now())
+		return err
+	}
+	e.dryOK[puid] = true
+	return nil
+}
 
 func (c pmConfirmer) GetPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
 	return c.p.get(key, pmPortConfirm)
@@ -1119,6 +1173,10 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		if !w.o.dryRun {
 			w.violateLocked("10: EventWouldDestroy of %s outside a dry run", puid)
 		}
+		if w.o.dryRunner && !e.dryOK[puid] {
+			w.violateLocked("7: EventWouldDestroy of %s, which the DryRunner did not say it would destroy", puid)
+		}
+		delete(e.dryOK, puid)
 		if ev.Dropped != pmGoneReasons[ev.Reason] {
 			w.violateLocked("10: EventWouldDestroy of %s for %s with Dropped %v", puid, ev.Reason, ev.Dropped)
 		}
@@ -1171,7 +1229,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 }
 
 func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
-	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{},
+	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{}, dryOK: map[string]bool{}, tracksBegun: map[string]int{},
 		obsIn: map[string]int{}, toldTracked: map[string]int{}, obsLive: map[string]bool{},
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
 		firstCall: map[string]time.Duration{}, lastCall: map[string]time.Duration{},
@@ -1195,7 +1253,11 @@ func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
 	if o.rate > 0 {
 		opts.DestroyRate, opts.DestroyBurst = xrate.Limit(o.rate), o.burst
 	}
-	c, err := deletion.New(p, p, opts)
+	var policy ports.PolicyHandler = p
+	if o.dryRunner {
+		policy = pmDryRunner{p}
+	}
+	c, err := deletion.New(p, policy, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -1282,6 +1344,7 @@ func (w *pmWorld) userTrack(e *pmEngine, pu ports.PU) {
 	w.addToSetLocked(pu)
 	delete(e.untracked, pu.PUID)
 	e.userTracking[pu.PUID]++
+	e.tracksBegun[pu.PUID]++
 	w.mu.Unlock()
 	err := e.c.Track(pu)
 	w.mu.Lock()
@@ -1306,12 +1369,14 @@ func (w *pmWorld) userUntrack(e *pmEngine, puid string) {
 	at := w.seq
 
 	delete(w.set, puid) // the agent tore it down itself
-	before := e.untrackEv[puid]
+	before, tracks := e.untrackEv[puid], e.tracksBegun[puid]
 	w.mu.Unlock()
 	ok := e.c.Untrack(puid)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
+	case e.tracksBegun[puid] != tracks:
+		// A Track of the PUID began meanwhile: a new PU, which this Untrack does not end.
 	case ok:
 		e.untracked[puid] = true
 		e.removedSeq[puid] = at
@@ -1449,9 +1514,10 @@ func (w *pmWorld) checkTimed() {
 		w.violateLocked("10: Len() is %d, Status() lists %d", n, len(sts))
 	}
 	// Backlog.OldestGoneSince is zero when no PU waits for a destroy: with every PU idle, before and after, and
-	// none checked in between, none waits for a retry or a turn, and none is being destroyed.
+	// none checked in between, none waits for a retry or a turn, and none is being destroyed; one whose last check
+	// failed may wait still (found to go, then a read that learned nothing).
 	if backlog.Retrying == 0 && backlog.RateLimited == 0 && !backlog.OldestGoneSince.IsZero() && len(sts) == len(sts2) &&
-		!slices.ContainsFunc(sts, func(st deletion.PUStatus) bool { return st.State != "idle" }) &&
+		!slices.ContainsFunc(sts, func(st deletion.PUStatus) bool { return st.State != "idle" || st.LastErr != nil }) &&
 		slices.EqualFunc(sts, sts2, func(a, b deletion.PUStatus) bool {
 			return a.PUID == b.PUID && a.LastChecked.Equal(b.LastChecked) && a.State == b.State
 		}) {
@@ -1481,9 +1547,9 @@ func (w *pmWorld) checkTimed() {
 	// WouldDestroy is the reason a dry run reported last.
 	seen := map[string]bool{}
 	for _, st := range sts {
-		// A PU tracked anew whose EventTracked is not told yet is one the Observer does not know: the reports it
-		// holds are of the tracking before.
-		if w.o.dryRun && e.obsLive[st.PUID] && st.WouldDestroy != e.lastReport[st.PUID] {
+		// A PU tracked anew whose EventTracked is not told yet (State "tracking") is one the Observer does not
+		// know: the reports it holds are of the tracking before.
+		if w.o.dryRun && e.obsLive[st.PUID] && st.State != "tracking" && st.WouldDestroy != e.lastReport[st.PUID] {
 			w.violateLocked("10: Status says %s would go for %q; the reason reported last is %q", st.PUID, st.WouldDestroy, e.lastReport[st.PUID])
 		}
 		seen[st.PUID] = true

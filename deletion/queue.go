@@ -646,9 +646,11 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventAdopted, PU: r.PU, Verdict: v}})
 	case Destroy:
 		ev = ports.DestroyEvent{PUID: r.PUID, Pod: r.Pod, SandboxID: r.SandboxID, Reason: v.Reason}
-		if c.opts.DryRun {
+		if _, asks := c.policy.(ports.DryRunner); c.opts.DryRun && !asks {
 			c.q.wouldDestroyLocked(r, o, ev)
 			return ev, false
+		} else if c.opts.DryRun {
+			return ev, true // the PolicyHandler tells whether it would destroy (destroyed)
 		}
 		now := c.now()
 		if r.goneSince == 0 {
@@ -690,7 +692,8 @@ func (q *puQueue) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEven
 }
 
 // destroyed carries out DestroyPU's answer for ev on the claimed r: a success or the last failure removes the record,
-// another failure sets o.retryAt; a record Untrack removed meanwhile is not retried.
+// another failure sets o.retryAt; a record Untrack removed meanwhile is not retried. In a dry run, the answer is the
+// DryRunner's: a success is reported (wouldDestroyLocked), a failure is one of DestroyPU.
 func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err error, permanent bool) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
@@ -698,6 +701,12 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	if err == errNotCalled { // no attempt: the destroy is due again at once, when checks run again
 		if !untracked {
 			o.retryAt = c.now()
+		}
+		return
+	}
+	if err == nil && c.opts.DryRun { // the DryRunner would destroy it
+		if !untracked {
+			c.q.wouldDestroyLocked(r, o, ev)
 		}
 		return
 	}
