@@ -92,11 +92,16 @@ func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
 		"ipam":{"type":"host-local","subnet":"10.5.0.0/24"}}`, 0)
 	writeFile(t, filepath.Join(conf, "60-dhcp.conflist"), `{"cniVersion":"1.1.0","name":"dhcp","plugins":[{"type":"bridge","ipam":{"type":"dhcp"}}]}`, 0)
 	writeFile(t, filepath.Join(conf, "70-broken.conflist"), `{"name":`, 0)
+	// Named twice: the runtime loads the first file, and the second's disableGC still keeps the network.
+	writeFile(t, filepath.Join(conf, "80-twice.conflist"), `{"cniVersion":"1.1.0","name":"twice","plugins":[
+		{"type":"host-local","dataDir":"/data/c","subnet":"10.8.0.0/24"}]}`, 0)
+	writeFile(t, filepath.Join(conf, "90-twice.conflist"), `{"cniVersion":"1.1.0","name":"twice","disableGC":true,"plugins":[
+		{"type":"host-local","dataDir":"/data/shadowed","subnet":"10.8.0.0/24"}]}`, 0)
 	writeFile(t, filepath.Join(conf, "README"), `{"cniVersion":"1.1.0","name":"readme","plugins":[{"type":"host-local"}]}`, 0)
 
 	nets, err := hostLocalNetworks(conf, "/default")
 	require.NoError(t, err)
-	require.Len(t, nets, 4)
+	require.Len(t, nets, 5)
 	require.Equal(t, []string{"/data/a"}, nets["podnet"].DataDirs)
 	require.Len(t, nets["podnet"].List.Plugins, 2, "the whole chain, which a DEL runs")
 	require.False(t, nets["podnet"].Never)
@@ -106,6 +111,12 @@ func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
 	require.Equal(t, []string{"/data/b"}, nets["never"].DataDirs)
 	require.True(t, nets["never"].Never)
 	require.True(t, nets["single-never"].Never)
+	require.Equal(t, []string{"/data/c"}, nets["twice"].DataDirs, "the first file's, which the runtime loads")
+	require.True(t, nets["twice"].Never, "a network any config names with disableGC is never touched")
+	keep, err := disableGCNetworks(conf)
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"never": true, "single-never": true, "twice": true}, keep,
+		"the cache's attachments and host-local's reservations are kept on the same networks")
 
 	none, err := hostLocalNetworks(filepath.Join(conf, "missing"), "/default")
 	require.NoError(t, err)
