@@ -6,6 +6,7 @@ package promises_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/ports"
@@ -102,6 +104,27 @@ func kick(t *testing.T, c *cni.Collector) {
 	}
 }
 
+// steppedRuntime answers each ListPodSandbox with the next error the test gives it (nil: no sandbox).
+type steppedRuntime struct{ answers chan error }
+
+func (s steppedRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	select {
+	case err := <-s.answers:
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s steppedRuntime) answer(t *testing.T, err error) {
+	t.Helper()
+	select {
+	case s.answers <- err:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the runtime was not asked within 30s")
+	}
+}
+
 // Options.ConfDir, doc.go, docs/sdk/cni-freeing.md row 13: a network that a
 // config in ConfDir names with "disableGC": true is never touched, even when
 // another config file (the one the runtime loads) names it without.
@@ -129,5 +152,44 @@ func TestDisableGCNetworkNamedTwiceIsNeverTouched(t *testing.T) {
 	if _, err := os.Stat(res); err != nil || len(e.dels()) > 0 || freed+failed > 0 {
 		t.Errorf("a reservation of network net, which 20-net.conflist names with disableGC, was DELed: DELs %q, freed %d, failed %d, file: %v",
 			e.dels(), freed, failed, err)
+	}
+}
+
+// Observer.ReservationWouldFree and podsweeper_cni_reservations_would_free_total:
+// a dry run tells each reservation it would free once, even when a round
+// between frees nothing (the runtime failed then).
+func TestWouldFreeIsToldOnceForEach(t *testing.T) {
+	e := newEnv(t)
+	data := filepath.Join(t.TempDir(), "networks")
+	e.hostLocalConflist("10-net.conflist", "net", data, "")
+	e.reservation(data, "net", "10.22.0.5", "cafe0001", time.Now().Add(-time.Hour))
+	o := newReservationObserver()
+	rt := steppedRuntime{answers: make(chan error)}
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: data,
+		ResyncInterval: time.Hour, Runtime: rt, DryRun: true, Observer: o, Logger: funcr.New(func(string, string) {}, funcr.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Resync(ctx, &fakeTracker{tracked: map[string]ports.PU{}}) }()
+	defer func() { cancel(); <-done }()
+	rt.answer(t, nil) // round 1's sweep: told
+	kick(t, c)
+	rt.answer(t, nil)                               // round 2's list
+	rt.answer(t, errors.New("runtime unavailable")) // round 2's sweep: would free nothing
+	kick(t, c)
+	rt.answer(t, nil) // round 3's list
+	rt.answer(t, nil) // round 3's sweep: would free it again
+	kick(t, c)
+	rt.answer(t, nil) // round 4's list: round 3 is over
+	if got := c.WouldFree(); len(got) != 1 {
+		t.Fatalf("WouldFree: %v, want the one reservation", got)
+	}
+	if _, _, would := o.counts(); would != 1 {
+		t.Errorf("ReservationWouldFree told %d times of one reservation that never changed, want once", would)
+	}
+	if len(e.dels()) > 0 {
+		t.Errorf("a dry run DELed: %q", e.dels())
 	}
 }
