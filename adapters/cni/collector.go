@@ -509,12 +509,14 @@ func keptChanged(v verdict, ev ports.DestroyEvent) error {
 func keptGone(vs []verdict, ev ports.DestroyEvent) error {
 	var running, unknown []string
 	for _, v := range vs {
-		switch v.Row {
-		case 1:
+		switch {
+		case v.Row == 1 && v.ID == "":
+			running = append(running, "a sandbox the runtime lists ready without an ID")
+		case v.Row == 1:
 			running = append(running, v.ID)
-		case 9:
+		case v.Row == 9:
 			running = append(running, v.ID+" (being created)")
-		case 5:
+		case v.Row == 5:
 			unknown = append(unknown, v.ID)
 		}
 	}
