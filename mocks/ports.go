@@ -165,6 +165,43 @@ func (mr *MockPolicyHandlerMockRecorder) DestroyPU(ctx, ev interface{}) *gomock.
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DestroyPU", reflect.TypeOf((*MockPolicyHandler)(nil).DestroyPU), ctx, ev)
 }
 
+// MockDryRunner is a mock of DryRunner interface.
+type MockDryRunner struct {
+	ctrl     *gomock.Controller
+	recorder *MockDryRunnerMockRecorder
+}
+
+// MockDryRunnerMockRecorder is the mock recorder for MockDryRunner.
+type MockDryRunnerMockRecorder struct {
+	mock *MockDryRunner
+}
+
+// NewMockDryRunner creates a new mock instance.
+func NewMockDryRunner(ctrl *gomock.Controller) *MockDryRunner {
+	mock := &MockDryRunner{ctrl: ctrl}
+	mock.recorder = &MockDryRunnerMockRecorder{mock}
+	return mock
+}
+
+// EXPECT returns an object that allows the caller to indicate expected use.
+func (m *MockDryRunner) EXPECT() *MockDryRunnerMockRecorder {
+	return m.recorder
+}
+
+// DryRunDestroyPU mocks base method.
+func (m *MockDryRunner) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "DryRunDestroyPU", ctx, ev)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// DryRunDestroyPU indicates an expected call of DryRunDestroyPU.
+func (mr *MockDryRunnerMockRecorder) DryRunDestroyPU(ctx, ev interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DryRunDestroyPU", reflect.TypeOf((*MockDryRunner)(nil).DryRunDestroyPU), ctx, ev)
+}
+
 // MockInventory is a mock of Inventory interface.
 type MockInventory struct {
 	ctrl     *gomock.Controller
