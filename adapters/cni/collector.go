@@ -77,8 +77,9 @@ type Options struct {
 	// ConfDir is the runtime's network config directory. A network that a
 	// config there names with "disableGC": true is never touched, even
 	// when the config its attachments were added with (the cached one)
-	// did not say so. A directory that does not exist holds no config. "":
-	// DefaultConfDir (/etc/cni/net.d).
+	// did not say so. A directory that does not exist holds no config; a
+	// path that is there and no directory is invalid. "": DefaultConfDir
+	// (/etc/cni/net.d).
 	ConfDir string
 	// ResyncInterval is how often Resync lists the cache again, to track
 	// the attachments that appeared since. 0: DefaultResyncInterval (30s).
@@ -101,7 +102,8 @@ type Options struct {
 	// HostLocalDataDir is where host-local keeps its reservations for a
 	// network of ConfDir whose config sets no "dataDir" (the package doc,
 	// "host-local's reservations"). A directory that does not exist holds
-	// none. "": DefaultHostLocalDataDir (/var/lib/cni/networks).
+	// none; a path that is there and no directory is invalid. "":
+	// DefaultHostLocalDataDir (/var/lib/cni/networks).
 	HostLocalDataDir string
 	// ReservationGrace is how old a host-local reservation that no sandbox
 	// of the Runtime or cache entry accounts for must be before Resync
@@ -158,9 +160,11 @@ var (
 )
 
 // New returns a Collector of the attachments in opts.CacheDir. It fails
-// with ErrInvalidOptions when an option is out of range or when CacheDir
-// or a plugin directory does not exist: a DaemonSet that forgot to mount
-// one would otherwise see no attachment, or fail every DEL.
+// with ErrInvalidOptions when an option is out of range, when CacheDir or
+// a plugin directory does not exist (a DaemonSet that forgot to mount one
+// would otherwise see no attachment, or fail every DEL), or when ConfDir
+// or HostLocalDataDir is there and is not a directory (every read of it
+// would fail).
 func New(opts Options) (*Collector, error) {
 	if opts.ResyncInterval < 0 {
 		return nil, fmt.Errorf("%w: ResyncInterval is negative (%v)", ErrInvalidOptions, opts.ResyncInterval)
@@ -209,6 +213,12 @@ func New(opts Options) (*Collector, error) {
 		}
 		if !info.IsDir() {
 			return nil, fmt.Errorf("%w: %s %s is not a directory", ErrInvalidOptions, what, d)
+		}
+	}
+	// A config or data directory that does not exist holds none; one that is not a directory fails every read.
+	for _, d := range [...]struct{ what, dir string }{{"the config directory", opts.ConfDir}, {"host-local's data directory", opts.HostLocalDataDir}} {
+		if info, err := os.Stat(d.dir); err == nil && !info.IsDir() {
+			return nil, fmt.Errorf("%w: %s %s is not a directory", ErrInvalidOptions, d.what, d.dir)
 		}
 	}
 	return &Collector{
