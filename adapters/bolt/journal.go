@@ -33,7 +33,9 @@ var (
 	// ErrLocked: another process (or another Journal of this one) holds the
 	// file, and did not let go within Options.Timeout.
 	ErrLocked = errors.New("bolt: journal locked by another process")
-	// ErrInvalidOptions: an Options field is out of range.
+	// ErrInvalidOptions: an Options field is out of range, or the path
+	// given Open cannot be a journal: empty, in a directory that does not
+	// exist, or naming something that is not a regular file (a directory).
 	ErrInvalidOptions = errors.New("bolt: invalid options")
 	// ErrClosed: the Journal was closed.
 	ErrClosed = errors.New("bolt: journal closed")
@@ -108,7 +110,8 @@ var (
 // The directory must exist: Open does not create it, so that a missing
 // mount (a hostPath the DaemonSet does not mount, a typo) fails at start
 // instead of keeping the journal where it does not survive a restart. The
-// error then wraps ErrInvalidOptions, as for an empty path: a program
+// error then wraps ErrInvalidOptions, as for an empty path, or a path that
+// names a directory or anything else than a regular file: a program
 // refuses its command line with it.
 //
 // An existing file is read first without writing to it: when it is not a
@@ -137,7 +140,9 @@ func Open(path string, opts Options) (*Journal, error) {
 	case err != nil && !created:
 		return nil, fmt.Errorf("bolt: journal %s: %w", path, err)
 	case err == nil && !info.Mode().IsRegular():
-		return nil, fmt.Errorf("%w: %s is a %v, not a regular file", ErrNotJournal, path, info.Mode().Type())
+		// A directory (the journal's own, a slip of the path) or a device is no file a journal can be: the path
+		// given Open is the cause, as for a missing directory.
+		return nil, fmt.Errorf("%w: the journal %s is a %v, not a regular file", ErrInvalidOptions, path, info.Mode().Type())
 	case err == nil && info.Size() > 0:
 		// Read it without the right to write first: bbolt's read-write
 		// Open may write to a file it accepts (its free list), and one

@@ -153,11 +153,15 @@ func overwrite(t *testing.T, path string, off int64, b []byte) {
 	require.NoError(t, f.Close())
 }
 
-func TestOpenRefusesADirectory(t *testing.T) {
+// A path that names a directory is the path's fault, as a missing
+// directory is (ErrInvalidOptions, which a program refuses its command line
+// with), not a file that is no journal; it is left as it is.
+func TestOpenRefusesADirectoryAsAnInvalidPath(t *testing.T) {
 	path := newPath(t)
 	require.NoError(t, os.Mkdir(path, 0o700))
 	_, err := Open(path, Options{Logger: quiet()})
-	require.ErrorIs(t, err, ErrNotJournal)
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	require.NotErrorIs(t, err, ErrNotJournal)
 	assert.DirExists(t, path)
 }
 

@@ -77,8 +77,9 @@ type Options struct {
 	// ConfDir is the runtime's network config directory. A network that a
 	// config there names with "disableGC": true is never touched, even
 	// when the config its attachments were added with (the cached one)
-	// did not say so. A directory that does not exist holds no config. "":
-	// DefaultConfDir (/etc/cni/net.d).
+	// did not say so. A directory that does not exist holds no config; a
+	// path that is there and no directory is invalid. "": DefaultConfDir
+	// (/etc/cni/net.d).
 	ConfDir string
 	// ResyncInterval is how often Resync lists the cache again, to track
 	// the attachments that appeared since. 0: DefaultResyncInterval (30s).
@@ -101,7 +102,8 @@ type Options struct {
 	// HostLocalDataDir is where host-local keeps its reservations for a
 	// network of ConfDir whose config sets no "dataDir" (the package doc,
 	// "host-local's reservations"). A directory that does not exist holds
-	// none. "": DefaultHostLocalDataDir (/var/lib/cni/networks).
+	// none; a path that is there and no directory is invalid. "":
+	// DefaultHostLocalDataDir (/var/lib/cni/networks).
 	HostLocalDataDir string
 	// ReservationGrace is how old a host-local reservation that no sandbox
 	// of the Runtime or cache entry accounts for must be before Resync
@@ -111,7 +113,8 @@ type Options struct {
 	ReservationGrace time.Duration
 	// DryRun, when set, has Resync free no host-local reservation: each it
 	// would free is logged, told to Observer, and listed by WouldFree.
-	// DestroyPU is the engine's to leave uncalled (deletion.Options.DryRun).
+	// DestroyPU is the engine's to leave uncalled (deletion.Options.DryRun),
+	// which asks DryRunDestroyPU instead.
 	DryRun bool
 	// Observer, when set, hears of the host-local reservations freed,
 	// failed, reported, or that a dry run would free (adapters/k8s's
@@ -125,8 +128,9 @@ type Options struct {
 
 // Collector frees the network attachments that CNI plugins keep for pods
 // that are gone, by calling the plugins' own DEL as the runtime would have.
-// It is the engine's Inventory (ListPUs), its PolicyHandler (DestroyPU),
-// its Requeuer (Requeue) and its SandboxProber (SandboxDead); Resync feeds
+// It is the engine's Inventory (ListPUs), its PolicyHandler (DestroyPU)
+// and DryRunner (DryRunDestroyPU), its Requeuer (Requeue) and its
+// SandboxProber (SandboxDead); Resync feeds
 // the engine while it runs. Build it with New; its methods are safe from
 // any goroutine.
 //
@@ -152,12 +156,15 @@ var (
 	_ ports.PolicyHandler = (*Collector)(nil)
 	_ ports.Requeuer      = (*Collector)(nil)
 	_ ports.SandboxProber = (*Collector)(nil)
+	_ ports.DryRunner     = (*Collector)(nil)
 )
 
 // New returns a Collector of the attachments in opts.CacheDir. It fails
-// with ErrInvalidOptions when an option is out of range or when CacheDir
-// or a plugin directory does not exist: a DaemonSet that forgot to mount
-// one would otherwise see no attachment, or fail every DEL.
+// with ErrInvalidOptions when an option is out of range, when CacheDir or
+// a plugin directory does not exist (a DaemonSet that forgot to mount one
+// would otherwise see no attachment, or fail every DEL), or when ConfDir
+// or HostLocalDataDir is there and is not a directory (every read of it
+// would fail).
 func New(opts Options) (*Collector, error) {
 	if opts.ResyncInterval < 0 {
 		return nil, fmt.Errorf("%w: ResyncInterval is negative (%v)", ErrInvalidOptions, opts.ResyncInterval)
@@ -206,6 +213,12 @@ func New(opts Options) (*Collector, error) {
 		}
 		if !info.IsDir() {
 			return nil, fmt.Errorf("%w: %s %s is not a directory", ErrInvalidOptions, what, d)
+		}
+	}
+	// A config or data directory that does not exist holds none; one that is not a directory fails every read.
+	for _, d := range [...]struct{ what, dir string }{{"the config directory", opts.ConfDir}, {"host-local's data directory", opts.HostLocalDataDir}} {
+		if info, err := os.Stat(d.dir); err == nil && !info.IsDir() {
+			return nil, fmt.Errorf("%w: %s %s is not a directory", ErrInvalidOptions, d.what, d.dir)
 		}
 	}
 	return &Collector{
@@ -411,34 +424,14 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	if err != nil {
 		return fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
 	}
-	changed := ev.Reason == ports.ReasonSandboxChanged || ev.Reason == ports.ReasonSandboxDead
-	p, sbs := observe(v.atts, v.collectable, rv, ev.PUID, changed, c.refusals.expired)
-	all := decide(p) // the cached sandboxes' verdicts first, then those of the sandboxes the runtime alone lists
-	verdicts := all[:len(sbs)]
-	c.refusals.settle(all) // the places it learned (ready, or dead), whichever sandbox ev names
-	var kept error
-	if changed {
-		if c.refusals.givenUp(ev.SandboxID) { // left as it is until the Collector is made anew, or its pod is gone
-			return ports.Permanent(fmt.Errorf("%w: pod %s (uid %s), sandbox %s: given up on already", ErrOrderUnknown, ev.Pod, ev.PUID, ev.SandboxID))
-		}
-		i := slices.IndexFunc(sbs, func(s sandbox) bool { return s.ID == ev.SandboxID })
-		if i < 0 {
-			sbs, verdicts = nil, nil
-		} else {
-			c.refusals.record(verdicts[i : i+1])
-			if err := keptChanged(verdicts[i], ev); err != nil {
-				return err
-			}
-			sbs, verdicts = sbs[i:i+1], verdicts[i:i+1]
-		}
-	} else {
-		c.refusals.record(verdicts)
-		if kept = keptGone(all, ev); kept != nil && !errors.Is(kept, ErrNoEvidence) {
-			return kept
-		}
+	p := c.plan(v, rv, ev)
+	c.refusals.settle(p.all) // the places it learned (ready, or dead), whichever sandbox ev names
+	c.refusals.record(p.record)
+	if p.answer != nil {
+		return p.answer
 	}
 	var expired []string
-	for _, vd := range verdicts {
+	for _, vd := range p.verdicts {
 		if vd.Row == 10 {
 			expired = append(expired, vd.ID)
 		}
@@ -449,9 +442,9 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	}
 	var failed, unusable []error
 	freed := 0
-	for i, sb := range sbs {
+	for i, sb := range p.sbs {
 		for j, a := range sb.Atts {
-			if !verdicts[i].Del[j] {
+			if !p.verdicts[i].Del[j] {
 				continue
 			}
 			if err := c.del(ctx, a, ev); errors.Is(err, errFreedMeanwhile) {
@@ -466,21 +459,126 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 			freed++
 		}
 	}
-	for _, s := range v.unusable {
-		if belongs(s, ev, changed, sbs) {
-			unusable = append(unusable, fmt.Errorf("%w: %s: %s", ErrUnusableEntry, s.File, s.Why))
-		}
-	}
-	switch {
-	case len(failed) > 0 || kept != nil && len(unusable) > 0:
-		return errors.Join(append(append(failed, unusable...), kept)...)
-	case kept != nil:
-		return kept
-	case len(unusable) > 0:
-		return ports.Permanent(errors.Join(unusable...))
+	if err := p.result(failed, append(unusable, p.unusable...)); err != nil {
+		return err
 	}
 	if freed == 0 {
 		c.log.V(1).Info("nothing cached to free", "puID", ev.PUID, "pod", ev.Pod.String(), "sandboxID", ev.SandboxID, "reason", string(ev.Reason))
+	}
+	return nil
+}
+
+// DryRunDestroyPU answers as DestroyPU(ev) would, through the same
+// decision (decide), and changes nothing: it runs no DEL, records no
+// refusal, and waits for no DestroyPU of the pod under way. nil: DestroyPU
+// would free what ev names (or find nothing to free); otherwise DestroyPU's
+// error: ErrSandboxRunning, ErrNewestSandbox, ErrOrderUnknown (the
+// refusal that gives up is not recorded: the next call answers it again),
+// ErrNoEvidence, or ErrUnusableEntry for an entry whose DEL could not run.
+// A DEL that would fail cannot be told without running it, and is not. It
+// is the engine's ports.DryRunner, asked in a dry run
+// (deletion.Options.DryRun) where it would call DestroyPU.
+func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) error {
+	if ev.PUID == "" {
+		return ports.Permanent(errors.New("cni: DestroyPU of a PU without a PUID"))
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cni: pod %s (uid %s) kept: %w", ev.Pod, ev.PUID, err)
+	}
+	v, _, err := c.cache.read()
+	if err != nil {
+		return err
+	}
+	rv, err := c.listRuntime(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
+	}
+	p := c.plan(v, rv, ev)
+	if p.answer != nil {
+		return p.answer
+	}
+	var unusable []error
+	for i, sb := range p.sbs {
+		for j, a := range sb.Atts {
+			if !p.verdicts[i].Del[j] {
+				continue
+			}
+			if _, err := c.delCheck(a); err != nil && !errors.Is(err, errFreedMeanwhile) {
+				unusable = append(unusable, err)
+			}
+		}
+	}
+	return p.result(nil, append(unusable, p.unusable...))
+}
+
+// destroyPlan is what DestroyPU(ev) does, decided (decide) on one read of
+// the cache and the Runtime, before any DEL: DestroyPU carries it out,
+// DryRunDestroyPU only answers it.
+type destroyPlan struct {
+	// sbs are the sandboxes whose attachments verdicts (index for index)
+	// tell to DEL.
+	sbs      []sandbox
+	verdicts []verdict
+	// all are the verdicts on every sandbox of the pod, and record those
+	// that answer the event (refusals.record).
+	all, record []verdict
+	// answer, when set, is DestroyPU's answer, before any DEL: everything
+	// is kept.
+	answer error
+	// kept are the sandboxes kept beside those freed (ErrNoEvidence).
+	kept error
+	// unusable are the entries of the PU that cannot be read or used.
+	unusable []error
+}
+
+// plan decides what DestroyPU(ev) does with what v and rv tell, and
+// changes nothing.
+func (c *Collector) plan(v view, rv runtimeView, ev ports.DestroyEvent) destroyPlan {
+	changed := ev.Reason == ports.ReasonSandboxChanged || ev.Reason == ports.ReasonSandboxDead
+	f, sbs := observe(v.atts, v.collectable, rv, ev.PUID, changed, c.refusals.expired)
+	all := decide(f) // the cached sandboxes' verdicts first, then those of the sandboxes the runtime alone lists
+	p := destroyPlan{sbs: sbs, verdicts: all[:len(sbs)], all: all}
+	if changed {
+		// Given up on, and still held: left as it is until the Collector is made anew, or its pod is gone.
+		if c.refusals.givenUp(ev.SandboxID) && slices.ContainsFunc(v.atts, func(a attachment) bool { return a.ContainerID == ev.SandboxID }) {
+			p.answer = ports.Permanent(fmt.Errorf("%w: pod %s (uid %s), sandbox %s: given up on already", ErrOrderUnknown, ev.Pod, ev.PUID, ev.SandboxID))
+			return p
+		}
+		i := slices.IndexFunc(sbs, func(s sandbox) bool { return s.ID == ev.SandboxID })
+		if i < 0 {
+			p.sbs, p.verdicts = nil, nil
+		} else {
+			p.sbs, p.verdicts, p.record = sbs[i:i+1], p.verdicts[i:i+1], p.verdicts[i:i+1]
+			if err := keptChanged(p.verdicts[0], ev); err != nil {
+				p.answer = err
+				return p
+			}
+		}
+	} else {
+		p.record = p.verdicts
+		if p.kept = keptGone(all, ev); p.kept != nil && !errors.Is(p.kept, ErrNoEvidence) {
+			p.answer = p.kept
+			return p
+		}
+	}
+	for _, s := range v.unusable {
+		if belongs(s, ev, changed, p.sbs) {
+			p.unusable = append(p.unusable, fmt.Errorf("%w: %s: %s", ErrUnusableEntry, s.File, s.Why))
+		}
+	}
+	return p
+}
+
+// result is DestroyPU's answer once the DELs of p ran: those that failed,
+// and the entries of the PU that could not be used.
+func (p destroyPlan) result(failed, unusable []error) error {
+	switch {
+	case len(failed) > 0 || p.kept != nil && len(unusable) > 0:
+		return errors.Join(append(append(failed, unusable...), p.kept)...)
+	case p.kept != nil:
+		return p.kept
+	case len(unusable) > 0:
+		return ports.Permanent(errors.Join(unusable...))
 	}
 	return nil
 }
@@ -509,12 +607,14 @@ func keptChanged(v verdict, ev ports.DestroyEvent) error {
 func keptGone(vs []verdict, ev ports.DestroyEvent) error {
 	var running, unknown []string
 	for _, v := range vs {
-		switch v.Row {
-		case 1:
+		switch {
+		case v.Row == 1 && v.ID == "":
+			running = append(running, "a sandbox the runtime lists ready without an ID")
+		case v.Row == 1:
 			running = append(running, v.ID)
-		case 9:
+		case v.Row == 9:
 			running = append(running, v.ID+" (being created)")
-		case 5:
+		case v.Row == 5:
 			unknown = append(unknown, v.ID)
 		}
 	}
@@ -556,36 +656,17 @@ func pluginExec() invoke.Exec {
 // they hold without it, and a path that is no longer a namespace would
 // make them fail.
 func (c *Collector) del(ctx context.Context, a attachment, ev ports.DestroyEvent) error {
-	rt := &libcni.RuntimeConf{
-		ContainerID:    a.ContainerID,
-		NetNS:          liveNetNS(a.NetNS),
-		IfName:         a.IfName,
-		Args:           a.CniArgs,
-		CapabilityArgs: a.CapabilityArgs,
-	}
-	// An entry gone since the cache was read was freed meanwhile (the runtime's DEL came first): libcni's
-	// cached result of a missing entry reads as none, and a DEL would run.
-	if _, err := os.Lstat(filepath.Join(c.cache.dir, "results", a.File)); errors.Is(err, fs.ErrNotExist) {
-		return errFreedMeanwhile
+	rt, err := c.delCheck(a)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
-	var err error
-	// libcni removes the entry before any plugin runs when it cannot load its cached result: that
-	// entry is reported (ErrUnusableEntry) and left as it is, never DELed, so that no leak is lost.
 	if len(a.List.Plugins) > 0 {
-		if _, rerr := c.cni.GetNetworkListCachedResult(a.List, rt); rerr != nil {
-			return fmt.Errorf("%w: network %s, sandbox %s, interface %s: its cached result cannot be read: %v",
-				ErrUnusableEntry, a.NetworkName, a.ContainerID, a.IfName, rerr)
-		}
 		err = c.cni.DelNetworkList(ctx, a.List, rt)
 	} else {
 		// readEntry accepted it: a single plugin's config.
 		var conf *libcni.PluginConfig
 		if conf, err = singlePlugin(a.Config); err == nil {
-			if _, rerr := c.cni.GetNetworkCachedResult(conf, rt); rerr != nil {
-				return fmt.Errorf("%w: network %s, sandbox %s, interface %s: its cached result cannot be read: %v",
-					ErrUnusableEntry, a.NetworkName, a.ContainerID, a.IfName, rerr)
-			}
 			err = c.cni.DelNetwork(ctx, conf, rt)
 		}
 	}
@@ -596,6 +677,37 @@ func (c *Collector) del(ctx context.Context, a attachment, ev ports.DestroyEvent
 	}
 	c.log.Info(LogMessageFreed, kv...)
 	return nil
+}
+
+// delCheck returns the runtime config a DEL of a runs with, or why it
+// does not run, reading only: errFreedMeanwhile when its entry is gone
+// since the cache was read (the runtime's DEL came first: libcni's cached
+// result of a missing entry reads as none, and a DEL would run), an
+// ErrUnusableEntry when its cached result cannot be read (libcni would
+// remove the entry before any plugin runs: it is reported and left as it
+// is, so that no leak is lost).
+func (c *Collector) delCheck(a attachment) (*libcni.RuntimeConf, error) {
+	rt := &libcni.RuntimeConf{
+		ContainerID:    a.ContainerID,
+		NetNS:          liveNetNS(a.NetNS),
+		IfName:         a.IfName,
+		Args:           a.CniArgs,
+		CapabilityArgs: a.CapabilityArgs,
+	}
+	if _, err := os.Lstat(filepath.Join(c.cache.dir, "results", a.File)); errors.Is(err, fs.ErrNotExist) {
+		return nil, errFreedMeanwhile
+	}
+	var rerr error
+	if len(a.List.Plugins) > 0 {
+		_, rerr = c.cni.GetNetworkListCachedResult(a.List, rt)
+	} else if conf, err := singlePlugin(a.Config); err == nil {
+		_, rerr = c.cni.GetNetworkCachedResult(conf, rt)
+	}
+	if rerr != nil {
+		return nil, fmt.Errorf("%w: network %s, sandbox %s, interface %s: its cached result cannot be read: %v",
+			ErrUnusableEntry, a.NetworkName, a.ContainerID, a.IfName, rerr)
+	}
+	return rt, nil
 }
 
 // errFreedMeanwhile: the entry to DEL was gone when the DEL was to run: nothing to do.

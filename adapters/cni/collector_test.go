@@ -150,6 +150,16 @@ func TestNewFailsWhenADirectoryIsMissing(t *testing.T) {
 	require.ErrorIs(t, err, cni.ErrInvalidOptions)
 	_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ResyncInterval: -time.Second})
 	require.ErrorIs(t, err, cni.ErrInvalidOptions)
+	// A config or data directory that does not exist holds none; a file in its place fails every read.
+	file := filepath.Join(c.dir, "a-file")
+	require.NoError(t, os.WriteFile(file, []byte("{}"), 0o644))
+	_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: file})
+	require.ErrorIs(t, err, cni.ErrInvalidOptions, "ConfDir a regular file")
+	_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, HostLocalDataDir: file})
+	require.ErrorIs(t, err, cni.ErrInvalidOptions, "HostLocalDataDir a regular file")
+	_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: filepath.Join(c.dir, "missing"),
+		HostLocalDataDir: filepath.Join(c.dir, "missing")})
+	require.NoError(t, err, "a config or data directory that does not exist")
 }
 
 func TestListPUsSkipsWhatItCannotUseAndLogsItOnce(t *testing.T) {

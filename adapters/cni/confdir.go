@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,28 +16,78 @@ import (
 // configs (containerd and CRI-O: .conf, .conflist and .json).
 var confExtensions = []string{".conf", ".conflist", ".json"}
 
-// disableGCNetworks returns the names of the networks whose config in dir
-// says "disableGC": true. A directory that does not exist holds none; a
-// file that does not parse is not a network the runtime uses, and is
-// passed over. A directory that cannot be read is an error: the collector
-// cannot know which networks to leave alone.
-func disableGCNetworks(dir string) (map[string]bool, error) {
+// confNet is what the configs of ConfDir tell of one network, read once
+// (readConfDir) for both the cache's attachments and host-local's
+// reservations, so that the two never disagree on it.
+type confNet struct {
+	// List is the network's config as the runtime loads it, which a DEL of
+	// one of its reservations runs: the first file in name order that names
+	// it and parses (a .conflist, or a single plugin's .conf as a list of
+	// one); nil when none parses.
+	List *libcni.NetworkConfigList
+	// DataDirs are the data directories of the host-local plugins List
+	// runs, itself or as another plugin's "ipam"; none when it runs no
+	// host-local.
+	DataDirs []string
+	// Never: a config that names the network, any of them, says
+	// "disableGC": true: it is never touched, whichever file the runtime
+	// loads.
+	Never bool
+}
+
+// readConfDir reads the network configs of dir (the runtime's ConfDir)
+// into one view by network name: the config the runtime loads, the
+// host-local data directories it sets (defaultDataDir when one sets none),
+// and whether any config naming it says disableGC. A directory that does
+// not exist holds none; a file that does not parse is not a network the
+// runtime uses, and is passed over but for its "disableGC" (a single
+// plugin's .conf, which the runtime loads as a list of one: its own key
+// says). A directory that cannot be read is an error: the collector cannot
+// know which networks to leave alone.
+func readConfDir(dir, defaultDataDir string) (map[string]confNet, error) {
 	files, err := libcni.ConfFiles(dir, confExtensions)
 	if err != nil {
 		return nil, fmt.Errorf("cni: reading the network configs in %s: %w", dir, err)
 	}
-	keep := map[string]bool{}
+	slices.Sort(files)
+	nets := map[string]confNet{}
 	for _, f := range files {
-		list, err := libcni.NetworkConfFromFile(filepath.Clean(f))
+		f = filepath.Clean(f)
+		list, never, err := loadNetwork(f)
 		if err != nil {
-			// A single plugin's .conf, which the runtime loads as a list of one: its own key says.
-			if name, ok := singleDisableGC(filepath.Clean(f)); ok {
-				keep[name] = true
+			if name, ok := singleDisableGC(f); ok {
+				n := nets[name]
+				n.Never = true
+				nets[name] = n
 			}
 			continue
 		}
-		if list.DisableGC {
-			keep[list.Name] = true
+		n := nets[list.Name]
+		n.Never = n.Never || never || list.DisableGC
+		if n.List == nil {
+			n.List = list
+			for _, p := range list.Plugins {
+				if d, ok := hostLocalDataDir(p.Bytes, defaultDataDir); ok && !slices.Contains(n.DataDirs, d) {
+					n.DataDirs = append(n.DataDirs, d)
+				}
+			}
+		}
+		nets[list.Name] = n
+	}
+	return nets, nil
+}
+
+// disableGCNetworks returns the names of the networks that a config in dir
+// names with "disableGC": true (readConfDir).
+func disableGCNetworks(dir string) (map[string]bool, error) {
+	nets, err := readConfDir(dir, DefaultHostLocalDataDir)
+	if err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}
+	for name, n := range nets {
+		if n.Never {
+			keep[name] = true
 		}
 	}
 	return keep, nil

@@ -134,7 +134,7 @@ var rowText = [...]string{
 	10: "not listed, its network namespace there, for NewestSandboxTimeout",
 	11: "the runtime does not list it, and its network namespace tells nothing",
 	12: "a host-local reservation whose network's config is gone from ConfDir: reported, never touched",
-	13: "a host-local reservation of a network whose config says disableGC",
+	13: "a host-local reservation of a network that a config in ConfDir names with disableGC",
 	14: "a host-local reservation, and no runtime to ask",
 	15: "a host-local reservation of a sandbox the runtime lists",
 	16: "a host-local reservation of a sandbox the cache holds an attachment of",
@@ -222,7 +222,8 @@ func (v verdict) why() string {
 //  12. No config in ConfDir names its network with host-local and its
 //     data directory: report, never touch. There is no config to DEL it
 //     with, and removing the file by hand would bypass host-local's lock.
-//  13. Its network's config says disableGC: keep.
+//  13. A config in ConfDir names its network with disableGC, whichever
+//     file the runtime loads: keep.
 //  14. There is no Runtime to ask, or it did not answer: keep.
 //  15. The Runtime lists a sandbox of its container ID, ready or not:
 //     keep. The runtime DELs its own sandboxes.

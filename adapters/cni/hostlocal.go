@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -53,45 +52,28 @@ type Reservation struct {
 // Path returns the reservation's file.
 func (r Reservation) Path() string { return filepath.Join(r.DataDir, r.Network, r.IP) }
 
-// hostLocalNet is a network of ConfDir whose plugins run host-local: its
-// current config, which a DEL of one of its reservations runs, and the data
-// directories its host-local plugins keep their reservations in.
-type hostLocalNet struct {
-	List     *libcni.NetworkConfigList
-	DataDirs []string
-	// Never: its config says "disableGC": true.
-	Never bool
-}
+// hostLocalNet is a network of ConfDir whose plugins run host-local
+// (readConfDir): its current config, which a DEL of one of its
+// reservations runs, the data directories its host-local plugins keep
+// their reservations in, and whether any config naming it says
+// "disableGC": true (Never).
+type hostLocalNet = confNet
 
-// hostLocalNetworks reads the network configs of confDir as the runtime
-// loads them (a .conflist, or a single plugin's .conf as a list of one;
-// the first file in name order for a network named twice) and returns,
-// by name, those whose plugins run host-local, itself or as another
+// hostLocalNetworks returns, by name, the networks of confDir
+// (readConfDir) whose plugins run host-local, itself or as another
 // plugin's "ipam", with the data directory each sets (defaultDataDir when
-// none). A directory that does not exist holds none; a file that does not
-// parse is no network the runtime uses, and is passed over.
+// none): the config the runtime loads (the first file in name order for a
+// network named twice), and Never when any config naming the network says
+// disableGC. A directory that does not exist holds none.
 func hostLocalNetworks(confDir, defaultDataDir string) (map[string]hostLocalNet, error) {
-	files, err := libcni.ConfFiles(confDir, confExtensions)
+	all, err := readConfDir(confDir, defaultDataDir)
 	if err != nil {
-		return nil, fmt.Errorf("cni: reading the network configs in %s: %w", confDir, err)
+		return nil, err
 	}
-	slices.Sort(files)
 	nets := map[string]hostLocalNet{}
-	seen := map[string]bool{}
-	for _, f := range files {
-		list, never, err := loadNetwork(filepath.Clean(f))
-		if err != nil || seen[list.Name] {
-			continue
-		}
-		seen[list.Name] = true
-		var dirs []string
-		for _, p := range list.Plugins {
-			if dir, ok := hostLocalDataDir(p.Bytes, defaultDataDir); ok && !slices.Contains(dirs, dir) {
-				dirs = append(dirs, dir)
-			}
-		}
-		if len(dirs) > 0 {
-			nets[list.Name] = hostLocalNet{List: list, DataDirs: dirs, Never: never || list.DisableGC}
+	for name, n := range all {
+		if len(n.DataDirs) > 0 {
+			nets[name] = n
 		}
 	}
 	return nets, nil

@@ -92,11 +92,16 @@ func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
 		"ipam":{"type":"host-local","subnet":"10.5.0.0/24"}}`, 0)
 	writeFile(t, filepath.Join(conf, "60-dhcp.conflist"), `{"cniVersion":"1.1.0","name":"dhcp","plugins":[{"type":"bridge","ipam":{"type":"dhcp"}}]}`, 0)
 	writeFile(t, filepath.Join(conf, "70-broken.conflist"), `{"name":`, 0)
+	// Named twice: the runtime loads the first file, and the second's disableGC still keeps the network.
+	writeFile(t, filepath.Join(conf, "80-twice.conflist"), `{"cniVersion":"1.1.0","name":"twice","plugins":[
+		{"type":"host-local","dataDir":"/data/c","subnet":"10.8.0.0/24"}]}`, 0)
+	writeFile(t, filepath.Join(conf, "90-twice.conflist"), `{"cniVersion":"1.1.0","name":"twice","disableGC":true,"plugins":[
+		{"type":"host-local","dataDir":"/data/shadowed","subnet":"10.8.0.0/24"}]}`, 0)
 	writeFile(t, filepath.Join(conf, "README"), `{"cniVersion":"1.1.0","name":"readme","plugins":[{"type":"host-local"}]}`, 0)
 
 	nets, err := hostLocalNetworks(conf, "/default")
 	require.NoError(t, err)
-	require.Len(t, nets, 4)
+	require.Len(t, nets, 5)
 	require.Equal(t, []string{"/data/a"}, nets["podnet"].DataDirs)
 	require.Len(t, nets["podnet"].List.Plugins, 2, "the whole chain, which a DEL runs")
 	require.False(t, nets["podnet"].Never)
@@ -106,8 +111,36 @@ func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
 	require.Equal(t, []string{"/data/b"}, nets["never"].DataDirs)
 	require.True(t, nets["never"].Never)
 	require.True(t, nets["single-never"].Never)
+	require.Equal(t, []string{"/data/c"}, nets["twice"].DataDirs, "the first file's, which the runtime loads")
+	require.True(t, nets["twice"].Never, "a network any config names with disableGC is never touched")
+	keep, err := disableGCNetworks(conf)
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"never": true, "single-never": true, "twice": true}, keep,
+		"the cache's attachments and host-local's reservations are kept on the same networks")
 
 	none, err := hostLocalNetworks(filepath.Join(conf, "missing"), "/default")
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// A dry run tells each reservation it would free once while its file holds
+// it, whatever the rounds between would free; once gone, or held for
+// another container, it is new.
+func TestWouldFreeTellsEachReservationOnceWhileItsFileHoldsIt(t *testing.T) {
+	h := &hostLocal{}
+	r := Reservation{Network: "net", DataDir: "/data", IP: "10.0.0.5", ContainerID: "c1", IfName: "eth0"}
+	other := r
+	other.ContainerID = "c2"
+	for i, round := range []struct {
+		would, present, fresh []Reservation
+	}{
+		{would: []Reservation{r}, present: []Reservation{r}, fresh: []Reservation{r}},
+		{present: []Reservation{r}}, // the runtime failed: it would free nothing, and the file holds it
+		{would: []Reservation{r}, present: []Reservation{r}},
+		{}, // gone
+		{would: []Reservation{r}, present: []Reservation{r}, fresh: []Reservation{r}},
+		{would: []Reservation{other}, present: []Reservation{other}, fresh: []Reservation{other}}, // reserved anew
+	} {
+		require.Equal(t, round.fresh, h.wouldFree(round.would, round.present), "round %d", i+1)
+	}
 }

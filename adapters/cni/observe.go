@@ -13,7 +13,9 @@ import (
 // refused for NewestSandboxTimeout. It returns the cached sandboxes too:
 // the first len(sbs) of p.Sandboxes are sbs's, in their order (sandboxesOf),
 // and their Atts are sbs's Atts, index for index; the Runtime's others
-// follow, by ID.
+// follow, by ID, and last, when rv lists one of uid ready without an ID,
+// a sandbox of ID "" listed ready: the pod runs (decide's row 2), and,
+// created at no known time, it is never the later one of row 6.
 func observe(atts []attachment, collectable func(attachment) bool, rv runtimeView, uid string, changed bool, expired func(id string) bool) (p podFacts, sbs []sandbox) {
 	sbs = sandboxesOf(atts, uid, rv)
 	p = podFacts{Changed: changed, Asked: rv.asked, Sandboxes: make([]sandboxFacts, 0, len(sbs))}
@@ -35,6 +37,9 @@ func observe(atts []attachment, collectable func(attachment) bool, rv runtimeVie
 		others = append(others, f)
 	}
 	slices.SortFunc(others, func(x, y sandboxFacts) int { return strings.Compare(x.ID, y.ID) })
+	if rv.runningNoID[uid] {
+		others = append(others, sandboxFacts{Listed: true, Ready: true})
+	}
 	p.Sandboxes = append(p.Sandboxes, others...)
 	return p, sbs
 }

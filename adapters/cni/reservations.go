@@ -67,7 +67,8 @@ type hostLocal struct {
 
 	mu sync.Mutex
 	// would is what the last round of a dry run would have freed; told
-	// holds those the Observer was told of, by path and container.
+	// holds those the Observer was told of and whose file still holds
+	// them, by path and container (toldKey).
 	would []Reservation
 	told  map[string]bool
 }
@@ -145,26 +146,38 @@ func (v reservationView) config(r Reservation) (hostLocalNet, bool) {
 	return n, ok && slices.Contains(n.DataDirs, r.DataDir)
 }
 
-// wouldFree records the round of a dry run: rs is all it would free. It
-// tells the Observer of those it was not told of yet, and returns them.
-func (h *hostLocal) wouldFree(rs []Reservation) (fresh []Reservation) {
+// wouldFree records the round of a dry run: rs is all it would free, of
+// the reservations read then (present). It tells the Observer of those it
+// was not told of yet, and returns them. A reservation told stays told
+// while its file holds it, whatever the rounds between would free (the
+// Runtime failed in one): it is forgotten once it is gone.
+func (h *hostLocal) wouldFree(rs, present []Reservation) (fresh []Reservation) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.would = rs
-	now := make(map[string]bool, len(rs))
+	told := make(map[string]bool, len(h.told))
+	for _, r := range present {
+		if key := toldKey(r); h.told[key] {
+			told[key] = true
+		}
+	}
 	for _, r := range rs {
-		key := r.Path() + "\x00" + r.ContainerID
-		now[key] = true
-		if !h.told[key] {
+		key := toldKey(r)
+		if !told[key] {
+			told[key] = true
 			fresh = append(fresh, r)
 			if h.observer != nil {
 				h.observer.ReservationWouldFree(r.Network, ReasonNoSandbox)
 			}
 		}
 	}
-	h.told = now
+	h.told = told
 	return fresh
 }
+
+// toldKey names a reservation in hostLocal.told: its file and its
+// container, so that an address reserved anew is told anew.
+func toldKey(r Reservation) string { return r.Path() + "\x00" + r.ContainerID }
 
 // WouldFree returns the host-local reservations that the last resync of a
 // dry run (Options.DryRun) found it would free, in the order of their
@@ -190,7 +203,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		return
 	}
 	if len(rv.rs) == 0 {
-		c.hostLocal.wouldFree(nil)
+		c.hostLocal.wouldFree(nil, nil)
 		return
 	}
 	v, skips, err := c.cache.read()
@@ -238,7 +251,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 	}
 	if c.hostLocal.dryRun {
-		for _, r := range c.hostLocal.wouldFree(would) {
+		for _, r := range c.hostLocal.wouldFree(would, rv.rs) {
 			c.log.Info("dry run: would free a host-local reservation", "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
 				"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox)
 		}

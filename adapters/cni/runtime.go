@@ -31,13 +31,19 @@ type Runtime interface {
 type runtimeView struct {
 	asked bool
 	byID  map[string]*runtimeapi.PodSandbox
+	// runningNoID are the pod UIDs of the sandboxes it lists without an
+	// ID and not stopped: each tells that its pod runs (observe), though of
+	// no sandbox it names.
+	runningNoID map[string]bool
 }
 
 // listRuntime asks the Runtime for every sandbox: one of a pod may carry
 // its UID in its metadata and no label (crictl runp), and a filter on the
 // label would hide it ready. Without a Runtime it returns the zero view. A
-// nil answer, or a sandbox without an ID, lists nothing of it; a sandbox
-// listed twice is ready unless both say NOTREADY.
+// nil answer lists nothing; a sandbox without an ID lists no sandbox, and,
+// unless it is listed NOTREADY, tells that its pod runs (runningNoID): an
+// answer that makes no sense only ever keeps. A sandbox listed twice is
+// ready unless both say NOTREADY.
 func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 	if c.runtime == nil {
 		return runtimeView{}, nil
@@ -52,6 +58,12 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 		// leaves the label out, or ignores the filter, still lists it ready (the others are
 		// told from the pod's by the label, in observe).
 		if sb.GetId() == "" {
+			if uid := podUIDOf(sb); sb != nil && uid != "" && sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+				if v.runningNoID == nil {
+					v.runningNoID = map[string]bool{}
+				}
+				v.runningNoID[uid] = true
+			}
 			continue
 		}
 		v.byID[sb.GetId()] = merged(v.byID[sb.GetId()], sb)

@@ -49,7 +49,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	cfg.node.Bind(fs, getenv, "it says which sandbox is each pod's current one (required)")
 	fs.StringVar(&cfg.cacheDir, "cni-cache-dir", cni.DefaultCacheDir, "libcni's cache directory, the runtime's; it must exist")
 	fs.StringVar(&cfg.pluginDirs, "cni-bin-dir", cni.DefaultPluginDir, "the CNI plugins' directories, comma-separated, as the runtime's; each must exist")
-	fs.StringVar(&cfg.confDir, "cni-conf-dir", cni.DefaultConfDir, "the runtime's network configs: a network whose config says disableGC is never touched")
+	fs.StringVar(&cfg.confDir, "cni-conf-dir", cni.DefaultConfDir, "the runtime's network configs: a network whose config says disableGC is never touched; a directory that does not exist holds none, a file is refused")
 	fs.DurationVar(&cfg.resyncInterval, "resync-interval", cni.DefaultResyncInterval, "how often the cache is listed again for attachments that appeared")
 	fs.DurationVar(&cfg.reservationGrace, "reservation-grace", cni.DefaultReservationGrace,
 		"how old a host-local reservation of no sandbox and no cache entry must be before it is freed: longer than any sandbox is created")
@@ -101,8 +101,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var reservations reservationMetrics
 	collector, err := cni.New(cni.Options{CacheDir: cfg.cacheDir, PluginDirs: strings.Split(cfg.pluginDirs, ","), ConfDir: cfg.confDir,
 		ResyncInterval: cfg.resyncInterval, ReservationGrace: cfg.reservationGrace, Runtime: runtime, DryRun: cfg.DryRun, Observer: &reservations, Logger: log.WithName("cni")})
-	if errors.Is(err, cni.ErrInvalidOptions) { // a directory that is not there: the command line's fault
-		return fmt.Errorf("%w: --cni-cache-dir or --cni-bin-dir: %w", program.ErrUsage, err)
+	if errors.Is(err, cni.ErrInvalidOptions) { // a directory that is not there, or not a directory: the command line's fault
+		return fmt.Errorf("%w: --cni-cache-dir, --cni-bin-dir or --cni-conf-dir: %w", program.ErrUsage, err)
 	}
 	if err != nil {
 		return err

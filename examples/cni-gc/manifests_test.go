@@ -161,3 +161,24 @@ func TestAMissingCNIDirectoryIsAUsageError(t *testing.T) {
 	_, err := os.Stat(missing)
 	assert.ErrorIs(t, err, os.ErrNotExist, "the directory is not created")
 }
+
+// TestAConfDirThatIsAFileIsAUsageError: a --cni-conf-dir that is a file,
+// every read of which would fail, is a usage error (status 2) naming the
+// flag, before the collector connects to anything; one that does not exist
+// holds no config, and is not refused.
+func TestAConfDirThatIsAFileIsAUsageError(t *testing.T) {
+	env := func(string) string { return "node-a" }
+	dir := t.TempDir()
+	file := filepath.Join(dir, "net.d")
+	require.NoError(t, os.WriteFile(file, []byte("{}"), 0o644))
+	args := []string{"--cni-cache-dir=" + dir, "--cni-bin-dir=" + dir, "--cri-endpoint=unix://" + filepath.Join(dir, "no-runtime.sock"),
+		"--kubeconfig=" + filepath.Join(dir, "no-kubeconfig")}
+	err := run(context.Background(), append(args, "--cni-conf-dir="+file), env, &bytes.Buffer{})
+	require.ErrorIs(t, err, program.ErrUsage)
+	assert.Contains(t, err.Error(), "--cni-conf-dir")
+	assert.Contains(t, err.Error(), file+" is not a directory")
+
+	err = run(context.Background(), append(args, "--cni-conf-dir="+filepath.Join(dir, "missing")), env, &bytes.Buffer{})
+	require.Error(t, err, "no cluster to find")
+	require.NotErrorIs(t, err, program.ErrUsage, "a conf dir that does not exist holds no config")
+}

@@ -163,6 +163,24 @@ current-context: c
 	assert.Equal(t, "not a journal", string(b))
 }
 
+// A --state-file that names a directory, or sits in a directory that does
+// not exist, is the command line's fault: refused with status 2
+// (program.ErrUsage) before the agent connects to anything, and left as it
+// is.
+func TestAStateFileThatIsADirectoryIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	for name, state := range map[string]string{
+		"a directory":            dir,
+		"in a missing directory": filepath.Join(dir, "not-mounted", "journal.db"),
+	} {
+		err := run(context.Background(), []string{"--node=n", "--kubeconfig=" + filepath.Join(dir, "no-kubeconfig"), "--state-file=" + state},
+			os.Getenv, &bytes.Buffer{})
+		require.ErrorIs(t, err, program.ErrUsage, name)
+		assert.Contains(t, err.Error(), "--state-file", name)
+	}
+	assert.DirExists(t, dir)
+}
+
 func TestParseFlagsCRIOff(t *testing.T) {
 	cfg, err := agent.ParseFlags([]string{"--node=n", "--cri-endpoint="}, env(nil), &bytes.Buffer{})
 	require.NoError(t, err)

@@ -1,7 +1,10 @@
 package testkube
 
 import (
+	"fmt"
+	"net"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -101,9 +104,46 @@ func CheckScrape(t testing.TB, kind, release, namespace, values string) {
 		assert.Contains(t, grants.ClusterWide, g, "the Prometheus's ServiceAccount reads the metrics and the pages (HEAD is verb head): %v", grants.ClusterWide)
 	}
 
-	for _, bad := range []string{`metrics: {bindAddress: "0"}`, `metrics: {bindAddress: "127.0.0.1:8443"}`} {
-		msg := RenderHelmRefused(t, "chart", release, namespace, ValuesFile(t, "serviceMonitor: {enabled: true}\n"+bad+"\n"))
-		assert.Contains(t, msg, "serviceMonitor.enabled needs the metrics", bad)
+	msg := RenderHelmRefused(t, "chart", release, namespace, ValuesFile(t, "serviceMonitor: {enabled: true}\nmetrics: {bindAddress: \"0\"}\n"))
+	assert.Contains(t, msg, "serviceMonitor.enabled needs the metrics", "metrics off")
+	checkScrapeOfLoopbackRefused(t, release, namespace)
+}
+
+// scrapeAddresses are metrics.bindAddress values a scrape is rendered for
+// or refused: loopback however it is written (which the program's listener
+// binds, and no Prometheus reaches), and addresses off it.
+var scrapeAddresses = []string{
+	"127.0.0.1:8443", "127.1.2.3:8443", "localhost:8443", "LocalHost.:8443", "metrics.localhost:8443",
+	"[::1]:8443", "[0:0:0:0:0:0:0:1]:8443", "[0000:0000:0000:0000:0000:0000:0000:0001]:8443", "[0::0:1]:8443", "[::0:1]:8443",
+	"[::1%lo]:8443", "[::0.0.0.1]:8443", "[::ffff:127.0.0.1]:8443", "[::FFFF:7f00:1]:8443", "[0:0:0:0:0:ffff:127.9.9.9]:8443",
+	":8443", "0.0.0.0:8443", "[::]:8443", "10.0.0.1:8443", "128.0.0.1:8443", "[::ffff:10.0.0.1]:8443", "[::ffff:128.0.0.1]:8443",
+	"[2001:db8::1]:8443", "[::1:0]:8443", "[1::1]:8443", "[::2]:8443", "[::127.0.0.1]:8443", "[fe80::1%eth0]:8443", "pod.example:8443",
+}
+
+// checkScrapeOfLoopbackRefused renders chart/ with serviceMonitor.enabled
+// and each of scrapeAddresses: the chart refuses exactly those that Go's
+// listener takes as loopback (localhost and names under .localhost, an IP
+// that net.IP.IsLoopback says is), and renders a ServiceMonitor for the
+// others.
+func checkScrapeOfLoopbackRefused(t testing.TB, release, namespace string) {
+	t.Helper()
+	for _, addr := range scrapeAddresses {
+		host, _, err := net.SplitHostPort(addr)
+		require.NoError(t, err, addr)
+		name := strings.TrimSuffix(strings.ToLower(host), ".")
+		ip, _, _ := strings.Cut(host, "%")
+		loopback := name == "localhost" || strings.HasSuffix(name, ".localhost") || net.ParseIP(ip).IsLoopback()
+		values := ValuesFile(t, fmt.Sprintf("serviceMonitor: {enabled: true}\nmetrics: {secure: true, bindAddress: %q}\n", addr))
+		if loopback {
+			msg := RenderHelmRefused(t, "chart", release, namespace, values)
+			assert.Contains(t, msg, "is loopback", "a scrape of metrics on loopback %s", addr)
+			continue
+		}
+		kinds := map[string]bool{}
+		for _, u := range RenderHelm(t, "chart", release, namespace, values) {
+			kinds[u.GetKind()] = true
+		}
+		assert.True(t, kinds["ServiceMonitor"], "a scrape of metrics on %s, off loopback, is rendered", addr)
 	}
 }
 

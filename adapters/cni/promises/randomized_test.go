@@ -208,8 +208,8 @@ func TestAuditHoldsRandomAcrossTimeout(t *testing.T) {
 }
 
 // Holds (randomized, fixed seed, with nonsense:
-// unknown states on other sandboxes, times in the future, zero or negative CreatedAt, empty IDs,
-// other pods' sandboxes, the filter honored or not, truncated entries, disableGC networks in the
+// unknown states on other sandboxes, times in the future, zero or negative CreatedAt, empty IDs
+// (listed stopped, or ready: the pod runs), other pods' sandboxes, the filter honored or not, truncated entries, disableGC networks in the
 // cache or in ConfDir as a boolean, DestroyPU repeated across NewestSandboxTimeout): a sandbox
 // listed once, ready, with its label is never freed, nor anything of a gone pod that has one;
 // no disableGC network and no truncated entry is ever DELed.
@@ -262,8 +262,9 @@ func TestAuditHoldsRandomNonsense(t *testing.T) {
 				}
 			}
 			// Nonsense around them.
+			runsNoID := false // a ready sandbox of the pod listed without an ID: the pod runs
 			for k := r.Intn(4); k > 0; k-- {
-				switch r.Intn(4) {
+				switch r.Intn(5) {
 				case 0:
 					rt.sbs = append(rt.sbs, sandbox("", uidA, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, times[r.Intn(len(times))]))
 				case 1:
@@ -272,6 +273,9 @@ func TestAuditHoldsRandomNonsense(t *testing.T) {
 					rt.sbs = append(rt.sbs, sandbox(fmt.Sprintf("other%d", k), "someone-else", runtimeapi.PodSandboxState_SANDBOX_READY, times[r.Intn(len(times))]))
 				case 3:
 					rt.sbs = append(rt.sbs, sandbox(fmt.Sprintf("rtstop%d", k), uidA, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, times[r.Intn(len(times))]))
+				case 4:
+					rt.sbs = append(rt.sbs, sandbox("", uidA, runtimeapi.PodSandboxState_SANDBOX_READY, times[r.Intn(len(times))]))
+					runsNoID = true
 				}
 			}
 			r.Shuffle(len(rt.sbs), func(i, j int) { rt.sbs[i], rt.sbs[j] = rt.sbs[j], rt.sbs[i] })
@@ -297,7 +301,7 @@ func TestAuditHoldsRandomNonsense(t *testing.T) {
 				switch {
 				case readyIDs[id]:
 					t.Fatalf("seed %d: freed %s, listed ready: %s", seed, id, b)
-				case isGone && len(readyIDs) > 0:
+				case isGone && (len(readyIDs) > 0 || runsNoID):
 					t.Fatalf("seed %d: freed %s of a gone pod with a ready sandbox: %s", seed, id, b)
 				case keepIfs[line]:
 					t.Fatalf("seed %d: DEL %q of a disableGC network or truncated entry: %s", seed, line, b)

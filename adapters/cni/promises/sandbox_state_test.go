@@ -28,6 +28,23 @@ import (
 	"github.com/podsweeper/podsweeper/adapters/cni"
 )
 
+// doc.go and docs/sdk/cni-freeing.md row 2: a gone pod of which the runtime
+// lists a sandbox ready keeps every sandbox (ErrSandboxRunning), even when
+// that listing has no ID: an answer that makes no sense only ever keeps.
+func TestGonePodListedReadyWithoutAnIDKeepsEverySandbox(t *testing.T) {
+	e := newEnv(t)
+	e.write("net1", "old", "uid1", e.netns("old", false), time.Now().Add(-time.Hour))
+	rt := &fakeRuntime{}
+	rt.set(sb("", "uid1", true, time.Now()))
+	c := e.collector(rt, 0)
+	if err := c.DestroyPU(context.Background(), gone("uid1")); !errors.Is(err, cni.ErrSandboxRunning) || len(e.dels()) != 0 {
+		t.Fatalf("DestroyPU = %v, DELs %q; want ErrSandboxRunning and no DEL", err, e.dels())
+	}
+	if !e.exists("net1", "old") {
+		t.Fatal("the old sandbox's entry is gone")
+	}
+}
+
 // Row 1/2: a gone pod with one ready and one stopped sandbox keeps both.
 func TestAuditHoldsGonePodReadyAndStoppedKeepsAll(t *testing.T) {
 	e := newEnv(t)

@@ -116,7 +116,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return errors.New("agent: Options.Policy returned nil: give the agent its PolicyHandler")
 	}
 	journal, err := bolt.Open(cfg.StateFile, bolt.Options{Logger: log.WithName("journal")})
-	if errors.Is(err, bolt.ErrInvalidOptions) { // its directory is missing: the command line's fault, not the journal's
+	if errors.Is(err, bolt.ErrInvalidOptions) { // its directory is missing, or it is one: the command line's fault, not the journal's
 		return fmt.Errorf("%w: --state-file: %w", program.ErrUsage, err)
 	}
 	if err != nil {

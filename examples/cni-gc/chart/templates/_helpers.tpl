@@ -87,6 +87,52 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{/*
+"true" when the host (a name or an IP literal, without its brackets and port) is loopback as the
+program's listener takes it, "" otherwise: localhost (in any case, with a trailing dot, or a name
+under .localhost), IPv4's 127.0.0.0/8, and IPv6's ::1 however it is written (its zeros left out or
+written, "::" anywhere, a zone, a dotted tail: ::0.0.0.1), or IPv4's loopback mapped into IPv6
+(::ffff:127.0.0.1, ::ffff:7f00:1, 0:0:0:0:0:ffff:127.0.0.1). The IPv6 literal is expanded to its
+eight groups, each without its leading zeros, and compared group by group.
+*/}}
+{{- define "podsweeper.loopback" -}}
+{{- $h := regexReplaceAll "%.*$" (lower (toString .)) "" | trimSuffix "." -}}
+{{- if or (eq $h "localhost") (hasSuffix ".localhost" $h) -}}
+true
+{{- else if not (contains ":" $h) -}}
+{{- if hasPrefix "127." $h }}true{{ end -}}
+{{- else -}}
+{{- $parts := splitList ":" $h -}}
+{{- $tail := last $parts -}}
+{{- if contains "." $tail -}}
+{{- $o := splitList "." $tail -}}
+{{- if eq (len $o) 4 -}}
+{{- $hi := add (mul (atoi (index $o 0)) 256) (atoi (index $o 1)) -}}
+{{- $lo := add (mul (atoi (index $o 2)) 256) (atoi (index $o 3)) -}}
+{{- $h = printf "%s:%x:%x" (initial $parts | join ":") $hi $lo -}}
+{{- end -}}
+{{- end -}}
+{{- $groups := list -}}
+{{- if contains "::" $h -}}
+{{- $lr := splitList "::" $h -}}
+{{- $l := list -}}
+{{- if ne (first $lr) "" }}{{ $l = splitList ":" (first $lr) }}{{ end -}}
+{{- $r := list -}}
+{{- if ne (last $lr) "" }}{{ $r = splitList ":" (last $lr) }}{{ end -}}
+{{- $groups = $l -}}
+{{- range until (max 0 (sub 8 (add (len $l) (len $r))) | int) }}{{ $groups = append $groups "0" }}{{ end -}}
+{{- $groups = concat $groups $r -}}
+{{- else -}}
+{{- $groups = splitList ":" $h -}}
+{{- end -}}
+{{- $g := list -}}
+{{- range $groups }}{{ $g = append $g (regexReplaceAll "^0+" . "") }}{{ end -}}
+{{- if and (eq (len $g) 8) (eq (slice $g 0 5 | join "") "") -}}
+{{- if or (and (eq (index $g 5) "") (eq (index $g 6) "") (eq (index $g 7) "1")) (and (eq (index $g 5) "ffff") (eq (len (index $g 6)) 4) (hasPrefix "7f" (index $g 6))) }}true{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 The scrape of the metrics (serviceMonitor.enabled): a Service in front of the pods' metrics port,
 named as the release so that its series' job is the release's fullname (monitoring.selector's
 default), and a ServiceMonitor (monitoring.coreos.com/v1, prometheus-operator's) that scrapes it
@@ -99,7 +145,7 @@ of the metrics-reader ClusterRole to that ServiceAccount.
 {{- $host := splitList ":" (toString .Values.metrics.bindAddress) | initial | join ":" | trimAll "[]" }}
 {{- if eq (toString .Values.metrics.bindAddress) "0" }}
 {{- fail "serviceMonitor.enabled needs the metrics: metrics.bindAddress is \"0\"" }}
-{{- else if or (eq $host "localhost") (eq $host "::1") (hasPrefix "127." $host) }}
+{{- else if include "podsweeper.loopback" $host }}
 {{- fail (printf "serviceMonitor.enabled needs the metrics on the pod's address: metrics.bindAddress %q is loopback" (toString .Values.metrics.bindAddress)) }}
 {{- end }}
 {{- $name := include "podsweeper.fullname" . }}
