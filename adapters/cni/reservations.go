@@ -26,6 +26,12 @@ const DefaultReservationGrace = 5 * time.Minute
 // a logger's sampling, as LogMessageFreed.
 const LogMessageReservationFreed = "host-local reservation freed"
 
+// LogMessageReservationWouldFree is the message of the line a dry run's
+// Collector logs (at info) once for each host-local reservation it would
+// free, while its file holds it: the only record of which addresses, to
+// keep out of a logger's sampling too.
+const LogMessageReservationWouldFree = "dry run: would free a host-local reservation"
+
 // reservationDelTimeout bounds one DEL of a reservation: a plugin that
 // hangs must not stop the resync loop.
 const reservationDelTimeout = time.Minute
@@ -252,7 +258,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	}
 	if c.hostLocal.dryRun {
 		for _, r := range c.hostLocal.wouldFree(would, rv.rs) {
-			c.log.Info("dry run: would free a host-local reservation", "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
+			c.log.Info(LogMessageReservationWouldFree, "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
 				"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox)
 		}
 	}

@@ -47,7 +47,12 @@
 // (/debug/podsweeper) on --metrics-bind-address, plain HTTP on loopback
 // (the DaemonSet runs in the host's network namespace, which the plugins
 // need), and /healthz and /readyz (the pod cache has synced, the engine
-// keeps up, the runtime answers) on --health-probe-bind-address. With --dry-run it runs no DEL
-// and reports what it would free on /debug/podsweeper/dry-run. See
-// README.md for what it frees and what it never touches.
+// keeps up, the runtime answers) on --health-probe-bind-address. With --dry-run it runs no DEL:
+// it reports the pods whose attachments it would free on /debug/podsweeper/dry-run, and the
+// host-local reservations it would free in its log, once each ("dry run: would free a host-local
+// reservation", with the address and the container), counted by network in
+// podsweeper_cni_reservations_would_free_total. Reservations are freed whenever attachments are:
+// --dry-run stops both, a network's "disableGC" both of that network's; --reservation-grace (positive,
+// at most 8760h) is how old a reservation must be. See README.md for what it frees and what it never
+// touches.
 package main

@@ -52,7 +52,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.confDir, "cni-conf-dir", cni.DefaultConfDir, "the runtime's network configs: a network whose config says disableGC is never touched; a directory that does not exist holds none, a file is refused")
 	fs.DurationVar(&cfg.resyncInterval, "resync-interval", cni.DefaultResyncInterval, "how often the cache is listed again for attachments that appeared")
 	fs.DurationVar(&cfg.reservationGrace, "reservation-grace", cni.DefaultReservationGrace,
-		"how old a host-local reservation of no sandbox and no cache entry must be before it is freed: longer than any sandbox is created")
+		"how old a host-local reservation of no sandbox and no cache entry must be before it is freed (a dry run logs it instead): "+
+			"longer than any sandbox is created; positive, at most 8760h")
 	if err := cfg.Parse(fs, args); err != nil {
 		return cfg, err
 	}
@@ -86,7 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	// A line that records what became of a PU or an attachment is never
 	// sampled out.
-	log := cfg.NewLogger(stderr, cni.LogMessageFreed, cni.LogMessageReservationFreed)
+	log := cfg.NewLogger(stderr, cni.LogMessageFreed, cni.LogMessageReservationFreed, cni.LogMessageReservationWouldFree)
 	runtime, err := cri.New(cfg.node.CRIEndpoint, cri.Options{})
 	if err != nil {
 		return err
