@@ -9,7 +9,7 @@ func DryRunMemory(c *Engine) int {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	m := &c.q.unlisted
-	return len(m.gone.cur) + len(m.gone.old) + len(m.untracked.cur) + len(m.untracked.old) + len(c.q.list.gone) + len(c.q.list.removing)
+	return m.gone.n + m.untracked.n + len(c.q.list.gone) + len(c.q.list.removing)
 }
 
 // MinDryRunMemory is how many dropped PUs a dry run may remember however

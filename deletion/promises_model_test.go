@@ -896,13 +896,14 @@ func (p *pmPorts) ListPUs(ctx context.Context) (pus []ports.PU, err error) {
 	w, e := p.w, p.e
 	w.mu.Lock()
 	e.listsInFlight++
+	began := w.now()
 	w.mu.Unlock()
 	pus, err = p.list(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e.listsInFlight--
 	e.listEnd, e.listOK, e.listN = w.now(), err == nil, len(pus)
-	if err == nil {
+	if err == nil && w.now()-began <= w.o.listTimeout() { // an answer past its deadline is a failure
 		e.answered, w.stale = true, nil // it catches up once a list is tracked
 	}
 	return pus, err
@@ -1139,7 +1140,12 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 			}
 			// Options.DryRun: until the first list is in, it remembers the latest dropped PUs, at least as many as
 			// it ever tracked at once (and MinDryRunMemory), so that the list does not report them again.
-			if m := max(deletion.MinDryRunMemory, e.peakLive); slices.Contains(e.drops[max(0, len(e.drops)-m):], puid) {
+			// The Observer hears the events of different PUs in the order their checks tell them, which with
+			// Workers > 1 may not be the order the engine tracked and dropped them in: the most PUs tracked at
+			// once is at least what Len() said and what the events say (whichever is less), and the last
+			// Workers-1 drops it cannot place.
+			peak := min(e.peakLive, max(e.peak, e.peakLive-(w.o.workers-1)))
+			if m := max(deletion.MinDryRunMemory, peak) - (w.o.workers - 1); slices.Contains(e.drops[max(0, len(e.drops)-m):], puid) {
 				w.violateLocked("7: the Inventory's first list brings back %s, which the dry run dropped before it was in, among the latest %d drops it remembers (%d PUs tracked at once at most)",
 					puid, m, e.peakLive)
 			}
@@ -1529,8 +1535,8 @@ func (w *pmWorld) checkTimed() {
 	e.peak = max(e.peak, n)
 	if w.o.dryRun {
 		// What it remembers of its drops and of the Untracks of PUIDs it
-		// did not hold: two generations each of at most
-		// max(MinDryRunMemory, tracked), and a list's copy of them.
+		// did not hold: at most twice max(MinDryRunMemory, tracked) each,
+		// and a list's copy of them.
 		bound := pmMemSlack + 8*max(deletion.MinDryRunMemory, e.peak)
 		if e.listsInFlight > 0 || e.listOK && now <= e.listEnd+time.Duration(e.listN)*pmObsDelay+time.Second {
 			for _, r := range e.removals {

@@ -3,7 +3,6 @@ package deletion
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,19 +57,15 @@ func (w *listWindow) told(puid string) {
 // unlistedMemory is what the engine remembers, under puQueue.mu, of the PUs it destroyed, gave up on or dropped (a dry
 // run) while no list of the Inventory has answered yet, so that a list does not bring them back: an Inventory that
 // observes the engine may not have forgotten them (a journal's record of a PU holds a sandbox that the engine, which
-// tracked it without one, never reported). It keeps the latest removals in two generations of limit each: limit is
-// the most PUs the engine has tracked at once (seen at every Track and removal), and minUnlistedMemory at the least;
-// so it remembers at least limit and at most twice limit removals. Past that the older generation is forgotten, so
-// that it stays bounded while the Inventory fails (a list may then bring those back, to be destroyed, or reported,
-// once more). The Untracks of PUIDs the engine did not hold are kept apart, in generations of their own, so that they
-// never push out a removal.
+// tracked it without one, never reported). It keeps the latest twice limit removals: limit is the most PUs the engine
+// has tracked at once (seen at every Track and removal), and minUnlistedMemory at the least. Past that the oldest is
+// forgotten, so that it stays bounded while the Inventory fails (a list may then bring those back, to be destroyed,
+// or reported, once more). The Untracks of PUIDs the engine did not hold are kept apart, in a memory of their own of
+// the same size, so that they never push out a removal.
 type unlistedMemory struct {
-	gone, untracked generations
+	gone, untracked recent
 	limit           int
 }
-
-// generations are the two generations of an unlistedMemory.
-type generations struct{ cur, old map[string]struct{} }
 
 const minUnlistedMemory = 16
 
@@ -80,33 +75,57 @@ func (m *unlistedMemory) saw(tracked int) { m.limit = max(m.limit, tracked, minU
 // add remembers puid, removed with tracked PUs tracked.
 func (m *unlistedMemory) add(puid string, tracked int) {
 	m.saw(tracked)
-	m.gone.add(puid, m.limit)
+	m.gone.add(puid, 2*m.limit)
 }
 
 // addUntracked remembers puid, which Untrack was given but the engine did not hold, with tracked PUs tracked.
 func (m *unlistedMemory) addUntracked(puid string, tracked int) {
 	m.saw(tracked)
-	m.untracked.add(puid, m.limit)
-}
-
-// add remembers puid in the current generation, which becomes the old one once it holds limit.
-func (g *generations) add(puid string, limit int) {
-	if len(g.cur) >= limit {
-		g.old, g.cur = g.cur, nil
-	}
-	if g.cur == nil {
-		g.cur = make(map[string]struct{})
-	}
-	g.cur[puid] = struct{}{}
+	m.untracked.add(puid, 2*m.limit)
 }
 
 // copy returns what m remembers, in a new set with room for extra more.
 func (m *unlistedMemory) copy(extra int) map[string]struct{} {
-	out := make(map[string]struct{}, len(m.gone.cur)+len(m.gone.old)+len(m.untracked.cur)+len(m.untracked.old)+extra)
-	for _, set := range []map[string]struct{}{m.gone.old, m.gone.cur, m.untracked.old, m.untracked.cur} {
-		maps.Copy(out, set)
+	out := make(map[string]struct{}, len(m.gone.set)+len(m.untracked.set)+extra)
+	for _, r := range []*recent{&m.gone, &m.untracked} {
+		for puid := range r.set {
+			out[puid] = struct{}{}
+		}
 	}
 	return out
+}
+
+// recent remembers the latest PUIDs added, at most size (the latest size added: a ring, in their order), and how
+// many times each is among them.
+type recent struct {
+	ring    []string
+	head, n int
+	set     map[string]int
+}
+
+// add remembers puid, and forgets the oldest past size.
+func (r *recent) add(puid string, size int) {
+	if size > len(r.ring) { // the limit grew: a larger ring, in the same order
+		ring := make([]string, size)
+		for i := range r.n {
+			ring[i] = r.ring[(r.head+i)%len(r.ring)]
+		}
+		r.ring, r.head = ring, 0
+	}
+	if r.set == nil {
+		r.set = make(map[string]int)
+	}
+	if r.n == len(r.ring) {
+		old := r.ring[r.head]
+		if r.set[old]--; r.set[old] <= 0 {
+			delete(r.set, old)
+		}
+		r.head = (r.head + 1) % len(r.ring)
+		r.n--
+	}
+	r.ring[(r.head+r.n)%len(r.ring)] = puid
+	r.n++
+	r.set[puid]++
 }
 
 // restoreAttempt lists the Inventory once and tracks every PU it lists, but invalid ones, and those removed since the

@@ -33,6 +33,19 @@ func TestTheUnlistedMemoryIsBoundedByTwiceItsLimit(t *testing.T) {
 	}
 }
 
+func TestTheUnlistedMemoryKeepsTheLatestRemovalsWhenItsLimitGrows(t *testing.T) {
+	var m unlistedMemory
+	for i := range 33 {
+		m.add(fmt.Sprint(i), 1) // the limit is 16
+	}
+	m.add("33", 20) // 20 tracked at once now
+	got := m.copy(0)
+	for i := 34 - 20; i < 34; i++ {
+		assert.Contains(t, got, fmt.Sprint(i), "one of the latest 20 removals, 20 tracked at once, is remembered")
+	}
+	assert.LessOrEqual(t, len(got), 2*20)
+}
+
 func TestUntracksOfPUIDsNeverHeldPushOutNoRemoval(t *testing.T) {
 	var m unlistedMemory
 	for i := range 17 {
