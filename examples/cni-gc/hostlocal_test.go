@@ -130,9 +130,10 @@ func TestCollectorAsDeployedFreesLeakedReservations(t *testing.T) {
 	}
 	// Four addresses are held (two running pods, the killed pod's new
 	// sandbox, the deleted pod's); of the two the failed ADDs took, one
-	// may be the stuck pod's sandbox created meanwhile.
+	// may be the stuck pod's sandbox created meanwhile, and one whose ADD
+	// was failing as the plugin was fixed released by containerd's own
+	// cleanup: the range was full, and at least one address leaked.
 	require.GreaterOrEqual(t, len(leaked), 1, "the failed ADDs leaked an address at least: %v", n.Addresses(t))
-	require.Len(t, n.Addresses(t), hostLocalRange, "the range is full")
 	loopbacks := 0 // containerd's own loopback network may be cached for a leaked sandbox: its DEL stopped at podnet's
 	for file, e := range n.CacheEntries(t) {
 		if slices.Contains(slices.Collect(maps.Values(leaked)), e.ContainerID) {
@@ -140,8 +141,8 @@ func TestCollectorAsDeployedFreesLeakedReservations(t *testing.T) {
 			loopbacks++
 		}
 	}
-	t.Logf("the range is full: %d addresses of sandboxes containerd does not list, and no cache entry of theirs in %s (%d of the loopback)",
-		len(leaked), testcontainerd.NetworkName, loopbacks)
+	t.Logf("the range filled: %d of its addresses held, %d of sandboxes containerd does not list, and no cache entry of theirs in %s (%d of the loopback)",
+		len(n.Addresses(t)), len(leaked), testcontainerd.NetworkName, loopbacks)
 
 	// A dry run lists exactly the leaked reservations, and frees none.
 	dry := startDeployedCollector(t, n, bin, append(slices.Clone(args), "--dry-run"), env, privileges)
