@@ -10,11 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,6 +22,7 @@ import (
 	"github.com/podsweeper/podsweeper/adapters/bolt"
 	"github.com/podsweeper/podsweeper/adapters/cri"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
 	"github.com/podsweeper/podsweeper/program"
 )
@@ -187,39 +186,13 @@ func TestParseFlagsCRIOff(t *testing.T) {
 	assert.Empty(t, cfg.Node.CRIEndpoint)
 }
 
-// lines records a logger's lines.
-type lines struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (l *lines) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.all = append(l.all, prefix+" "+args)
-	}, funcr.Options{})
-}
-
-func (l *lines) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.all {
-		if strings.Contains(line, substr) {
-			n++
-		}
-	}
-	return n
-}
-
 // Without the runtime's socket the agent runs without an extractor, says
 // so once, and its readiness check keeps saying so.
 func TestSandboxesWithoutSocket(t *testing.T) {
-	var logs lines
+	var logs testkube.Lines
 	endpoint := "unix://" + filepath.Join(t.TempDir(), "containerd.sock")
 
-	x, ready, err := program.NodeFlags{CRIEndpoint: endpoint}.Runtime(logs.logger())
+	x, ready, err := program.NodeFlags{CRIEndpoint: endpoint}.Runtime(logs.Logger())
 
 	require.NoError(t, err)
 	assert.Nil(t, x)
@@ -229,37 +202,37 @@ func TestSandboxesWithoutSocket(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "sandbox restarts are not detected")
 	}
-	assert.Equal(t, 1, logs.count("sandbox restarts are not detected"), "logged once, not at every probe")
+	assert.Equal(t, 1, logs.Count("sandbox restarts are not detected"), "logged once, not at every probe")
 }
 
 // With the socket, the extractor asks the runtime, and readiness follows
 // whether the runtime answers.
 func TestSandboxesWithRuntime(t *testing.T) {
-	var logs lines
+	var logs testkube.Lines
 	endpoint := "unix://" + filepath.Join(t.TempDir(), "cri.sock")
 	rt := fakeremote.NewFakeRemoteRuntime()
 	require.NoError(t, rt.Start(endpoint))
 	t.Cleanup(rt.Stop)
 
-	x, ready, err := program.NodeFlags{CRIEndpoint: endpoint}.Runtime(logs.logger())
+	x, ready, err := program.NodeFlags{CRIEndpoint: endpoint}.Runtime(logs.Logger())
 	require.NoError(t, err)
 	require.NotNil(t, x)
 	t.Cleanup(func() { assert.NoError(t, x.Close()) })
 	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
 	assert.NoError(t, ready(req))
-	assert.Equal(t, 0, logs.count("not detected"))
+	assert.Equal(t, 0, logs.Count("not detected"))
 
 	rt.Stop()
 	assert.Error(t, ready(req), "readiness fails while the runtime does not answer")
 }
 
 func TestSandboxesOff(t *testing.T) {
-	var logs lines
-	x, ready, err := program.NodeFlags{}.Runtime(logs.logger())
+	var logs testkube.Lines
+	x, ready, err := program.NodeFlags{}.Runtime(logs.Logger())
 	require.NoError(t, err)
 	assert.Nil(t, x)
 	assert.Nil(t, ready)
-	assert.Equal(t, 1, logs.count("sandbox restarts are not detected"))
+	assert.Equal(t, 1, logs.Count("sandbox restarts are not detected"))
 }
 
 // TestAStateFileInAMissingDirectoryIsAUsageError: the journal's directory

@@ -3,12 +3,10 @@ package agent
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -19,13 +17,14 @@ import (
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
+	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
 // A pod the engine requeues is tracked again, without a sandbox: its first
 // check records the new one.
 func TestRetrackTracksTheRequeuedPod(t *testing.T) {
-	var logs lines
+	var logs testkube.Lines
 	engine, err := deletion.New(
 		ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound }),
 		ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
@@ -34,7 +33,7 @@ func TestRetrackTracksTheRequeuedPod(t *testing.T) {
 	requeued := make(chan event.GenericEvent)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- retrack(requeued, logs.logger())(ctx, engine) }()
+	go func() { done <- retrack(requeued, logs.Logger())(ctx, engine) }()
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1"}}
 	require.NoError(t, k8s.NewChannelRequeuer(requeued).Requeue(ctx, pod))
@@ -42,7 +41,7 @@ func TestRetrackTracksTheRequeuedPod(t *testing.T) {
 
 	assert.Equal(t, []ports.PU{{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "web"}}}, deletiontest.PUs(engine),
 		"the pod's PU is tracked again, without a sandbox")
-	assert.Equal(t, 1, logs.count(`"msg"="pod requeued: its sandbox changed" "pod"="ns/web" "uid"="uid-1"`))
+	assert.Equal(t, 1, logs.Count(`"msg"="pod requeued: its sandbox changed" "pod"="ns/web" "uid"="uid-1"`))
 	cancel()
 	require.NoError(t, <-done, "it stops with the manager")
 }
@@ -54,30 +53,4 @@ func TestRunRefusesNoPolicy(t *testing.T) {
 	err = Run(context.Background(), []string{"--node=n", "--cri-endpoint="}, func(string) string { return "" }, &strings.Builder{},
 		Options{Policy: func(logr.Logger) ports.PolicyHandler { return nil }})
 	require.ErrorContains(t, err, "Options.Policy returned nil")
-}
-
-// lines records a logger's lines.
-type lines struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (l *lines) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.all = append(l.all, prefix+" "+args)
-	}, funcr.Options{})
-}
-
-func (l *lines) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.all {
-		if strings.Contains(line, substr) {
-			n++
-		}
-	}
-	return n
 }
