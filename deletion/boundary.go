@@ -31,10 +31,7 @@ func (c *Engine) getPod(ctx context.Context, port int, key types.NamespacedName)
 	if port == portConfirmer {
 		getter = c.opts.Confirmer
 	}
-	pod, err = func() (pod *corev1.Pod, err error) {
-		defer guard(portNames[port], &err)
-		return getter.GetPod(ctx, key)
-	}()
+	pod, err = call(portNames[port], func() (*corev1.Pod, error) { return getter.GetPod(ctx, key) })
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%s: check deadline passed: %w", portNames[port], ctx.Err())
@@ -135,10 +132,7 @@ func (c *Engine) sandboxID(ctx context.Context, port int, pod *corev1.Pod) (id s
 	if port == portSandboxConfirmer {
 		x = c.opts.SandboxConfirmer
 	}
-	id, err = func() (id string, err error) {
-		defer guard(portNames[port], &err)
-		return x.SandboxID(ctx, pod)
-	}()
+	id, err = call(portNames[port], func() (string, error) { return x.SandboxID(ctx, pod) })
 	if ctx.Err() != nil {
 		return "", fmt.Errorf("%s: check deadline passed: %w", portNames[port], ctx.Err())
 	}
@@ -147,10 +141,7 @@ func (c *Engine) sandboxID(ctx context.Context, port int, pod *corev1.Pod) (id s
 
 // sandboxDead asks the SandboxProber whether the sandbox id of pod is dead.
 func (c *Engine) sandboxDead(ctx context.Context, pod *corev1.Pod, id string) (dead bool, err error) {
-	dead, err = func() (dead bool, err error) {
-		defer guard("SandboxDead", &err)
-		return c.opts.SandboxProber.SandboxDead(ctx, pod, id)
-	}()
+	dead, err = call("SandboxDead", func() (bool, error) { return c.opts.SandboxProber.SandboxDead(ctx, pod, id) })
 	if ctx.Err() != nil {
 		return false, fmt.Errorf("SandboxDead: check deadline passed: %w", ctx.Err())
 	}
@@ -167,13 +158,12 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 	if ctx.Err() != nil {
 		return errNotCalled, false
 	}
-	err = func() (err error) {
-		defer guard(portNames[portDestroyPU], &err)
+	_, err = call(portNames[portDestroyPU], func() (struct{}, error) {
 		if dr, ok := c.policy.(ports.DryRunner); ok && c.opts.DryRun {
-			return dr.DryRunDestroyPU(ctx, ev)
+			return struct{}{}, dr.DryRunDestroyPU(ctx, ev)
 		}
-		return c.policy.DestroyPU(ctx, ev)
-	}()
+		return struct{}{}, c.policy.DestroyPU(ctx, ev)
+	})
 	if err != nil && ctx.Err() != nil {
 		// A failure after the deadline is the deadline's, whatever it says: the destroy is tried again. (A late success
 		// is a success: the PU is gone.)
@@ -183,9 +173,9 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 }
 
 // requeuePod hands pod to the Requeuer.
-func (c *Engine) requeuePod(ctx context.Context, pod *corev1.Pod) (err error) {
-	defer guard(portNames[portRequeue], &err)
-	return c.opts.Requeuer.Requeue(ctx, pod)
+func (c *Engine) requeuePod(ctx context.Context, pod *corev1.Pod) error {
+	_, err := call(portNames[portRequeue], func() (struct{}, error) { return struct{}{}, c.opts.Requeuer.Requeue(ctx, pod) })
+	return err
 }
 
 // listPUs calls the Inventory under its deadline. A list that ignores its context is left behind a second past its
@@ -202,8 +192,7 @@ func (c *Engine) listPUs(ctx context.Context) ([]ports.PU, error) {
 	go func() {
 		var a answer
 		defer func() { done <- a }()
-		defer guard("ListPUs", &a.err)
-		a.pus, a.err = c.opts.Inventory.ListPUs(ctx)
+		a.pus, a.err = call("ListPUs", func() ([]ports.PU, error) { return c.opts.Inventory.ListPUs(ctx) })
 	}()
 	t := time.NewTimer(c.listTimeout() + stuckGrace)
 	defer t.Stop()
@@ -215,14 +204,24 @@ func (c *Engine) listPUs(ctx context.Context) ([]ports.PU, error) {
 	}
 }
 
-// guard, deferred by a port's call, turns a panic in the port into an error wrapping ErrPortPanicked, and an error
-// that cannot be read into a plain failure of the port.
-func guard(port string, err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("%w: %s: %s\n%s", ErrPortPanicked, port, panicValue(r), debug.Stack())
-	} else if *err != nil && !ports.Readable(*err) {
-		*err = fmt.Errorf("%s returned an error that cannot be read (a typed nil, or one whose reading panics): a %T", port, *err)
+// call runs f, a call of port, and turns a panic in it, whatever its value (nil too, under GODEBUG panicnil=1, where
+// recover answers nil), into an error wrapping ErrPortPanicked and no value, and an error that cannot be read into a
+// plain failure of the port.
+func call[T any](port string, f func() (T, error)) (v T, err error) {
+	returned := false
+	defer func() {
+		if !returned {
+			r := recover()
+			var zero T
+			v, err = zero, fmt.Errorf("%w: %s: %s\n%s", ErrPortPanicked, port, panicValue(r), debug.Stack())
+		}
+	}()
+	v, err = f()
+	returned = true
+	if err != nil && !ports.Readable(err) {
+		err = fmt.Errorf("%s returned an error that cannot be read (a typed nil, or one whose reading panics): a %T", port, err)
 	}
+	return v, err
 }
 
 // panicValue prints a recovered panic's value; a value whose printing

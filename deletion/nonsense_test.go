@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -608,5 +610,63 @@ func TestAPanicWhoseValueCannotBePrintedIsRecovered(t *testing.T) {
 		require.Len(t, checked, 1)
 		assert.ErrorIs(t, checked[0].Err, deletion.ErrPortPanicked)
 		assert.Contains(t, checked[0].Err.Error(), "whose printing panics")
+	})
+}
+
+// TestAPanicWithANilValueIsAPanic: under GODEBUG panicnil=1, which Go
+// still supports, panic(nil) recovers as nil. A DestroyPU that panics so is
+// a failure (the PU is kept and retried), a ListPUs that panics so is a
+// failed list (listed again), and Observers raises it again. The test runs
+// itself again with that setting.
+func TestAPanicWithANilValueIsAPanic(t *testing.T) {
+	if os.Getenv("GODEBUG") != "panicnil=1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAPanicWithANilValueIsAPanic$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "GODEBUG=panicnil=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "under GODEBUG panicnil=1:\n%s", out)
+		require.Contains(t, string(out), "--- PASS: TestAPanicWithANilValueIsAPanic/DestroyPU", "the subtests ran")
+		return
+	}
+	t.Run("DestroyPU", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+			policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { panic(nil) })
+			events := &deletiontest.Events{}
+			c := deletiontest.NewEngine(t, getter, policy, deletion.Options{Observer: events})
+			require.NoError(t, c.Track(pu("a")))
+			c.Sweep(context.Background())
+			assert.Zero(t, events.Count(deletion.EventDestroyed), "a DestroyPU that panicked destroyed nothing")
+			assert.Equal(t, 1, c.Len(), "the PU is kept, to be retried")
+		})
+	})
+	t.Run("ListPUs", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+			lists := 0
+			inventory := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) {
+				if lists++; lists == 1 {
+					panic(nil)
+				}
+				return []ports.PU{pu("gone")}, nil
+			})
+			policy := &deletiontest.Policy{}
+			events := &deletiontest.Events{}
+			c := deletiontest.NewEngine(t, getter, policy, deletion.Options{Inventory: inventory, Observer: events})
+			deletiontest.Start(t, c)
+			deletiontest.Advance(time.Minute)
+			assert.Equal(t, 1, events.Count(deletion.EventListFailed), "the list that panicked failed")
+			assert.Equal(t, 1, policy.Count("gone"), "the next list restored the PU, and it was destroyed")
+		})
+	})
+	t.Run("Observers", func(t *testing.T) {
+		told, raised := 0, true
+		obs := deletion.Observers(deletion.ObserverFunc(func(deletion.Event) { panic(nil) }), deletion.ObserverFunc(func(deletion.Event) { told++ }))
+		func() {
+			defer func() { _ = recover() }()
+			obs.Observe(deletion.Event{Kind: deletion.EventTracked})
+			raised = false
+		}()
+		assert.Equal(t, 1, told, "the second Observer is told")
+		assert.True(t, raised, "the first Observer's panic is raised again")
 	})
 }

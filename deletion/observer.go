@@ -46,17 +46,22 @@ type multiObserver []Observer
 // Observe tells every Observer of m about ev.
 func (m multiObserver) Observe(ev Event) {
 	var first any
+	panicked := false
 	for _, o := range m {
 		func() {
+			returned := false
 			defer func() {
-				if r := recover(); r != nil && first == nil {
-					first = r
+				if !returned && !panicked { // a panic, whatever its value (nil too, under GODEBUG panicnil=1)
+					first, panicked = recover(), true
+				} else if !returned {
+					recover()
 				}
 			}()
 			o.Observe(ev)
+			returned = true
 		}()
 	}
-	if first != nil {
+	if panicked {
 		panic(first)
 	}
 }

@@ -273,14 +273,16 @@ func (c *Engine) observe(ev Event) {
 	if c.opts.Observer == nil {
 		return
 	}
+	returned := false
 	defer func() {
-		if r := recover(); r != nil { // summed up once an interval, as a port's failures
-			err := fmt.Errorf("%w: Observer: %s", ErrPortPanicked, panicValue(r))
+		if !returned { // a panic, whatever its value: summed up once an interval, as a port's failures
+			err := fmt.Errorf("%w: Observer: %s", ErrPortPanicked, panicValue(recover()))
 			c.log.V(1).Info("observer panicked", "event", ev.Kind.String(), "error", err.Error())
 			c.fails.add(portObserver, ev.PU.PUID, err, c.opts.Clock.Now())
 		}
 	}()
 	c.opts.Observer.Observe(ev)
+	returned = true
 }
 
 // setWaitLocked makes r wait for f (retrying or turnWaiting) until until, or for nothing (idle), and counts the
