@@ -121,3 +121,32 @@ func TestAFailedReadAtARetryKeepsWhenThePUWasFoundGone(t *testing.T) {
 		assert.GreaterOrEqual(t, destroyed[0].DestroyDelay, calls[1].At.Sub(calls[0].At), "DestroyDelay counts from the first finding")
 	})
 }
+
+// TestASweepThatSeesThePodAliveEndsTheWaitForARetry: a lagging cache says
+// the pod is gone, the destroy fails and waits for its retry; a Sweep
+// (which checks a PU waiting for a retry early) then sees the pod alive:
+// the PU no longer waits for a destroy (Backlog, Status), as one waiting
+// for its turn does not.
+func TestASweepThatSeesThePodAliveEndsTheWaitForARetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		policy := &deletiontest.Policy{}
+		c := deletiontest.NewEngine(t, cluster, policy, deletion.Options{RetryMinDelay: time.Minute, RetryMaxDelay: time.Hour})
+		p := cluster.CreatePod(types.NamespacedName{Namespace: "ns", Name: "web-0"}, "", "")
+		require.NoError(t, c.Track(p))
+		cluster.FailReads(p.Pod, ports.ErrPodNotFound) // a lagging cache
+		policy.FailNext(1, errors.New("policy engine busy"))
+		c.Sweep(context.Background())
+		require.Equal(t, 1, c.Backlog().Retrying, "the PU waits for its retry")
+
+		cluster.FailReads(p.Pod, nil) // the cache catches up: the pod lives
+		time.Sleep(time.Second)
+		c.Sweep(context.Background())
+		b, st := c.Backlog(), c.Status()[0]
+		assert.Zero(t, b.Retrying, "no PU waits for a retry")
+		assert.True(t, b.OldestGoneSince.IsZero(), "no PU waits for a destroy")
+		assert.Equal(t, "idle", st.State)
+		assert.True(t, st.NextAttempt.IsZero())
+		assert.Equal(t, 1, policy.CallCount())
+	})
+}

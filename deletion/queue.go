@@ -412,8 +412,8 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		}
 		q.setWaitLocked(r, turnWaiting, at)
 		r.lineRow = int8(o.verdict.Row)
-	case r.waitFor == retrying && r.waitUntil > o.end:
-		// A Sweep's early check that destroyed nothing: the retry stays.
+	case r.waitFor == retrying && r.waitUntil > o.end && (o.verdict.Action == Destroy || learnedNothing(int(r.lineRow), o.verdict.Row, o.err != nil)):
+		// A Sweep's early check that destroyed nothing, and did not see the pod alive: the retry stays.
 	case keepsPlace:
 		// A check that learned nothing of why it waits: it keeps its place, or its turn come, the next tick.
 		q.setWaitLocked(r, turnWaiting, max(r.waitUntil, q.wheel.onTick(o.end+1)))
