@@ -8,6 +8,7 @@ package deletion_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -148,5 +149,42 @@ func TestASweepThatSeesThePodAliveEndsTheWaitForARetry(t *testing.T) {
 		assert.Equal(t, "idle", st.State)
 		assert.True(t, st.NextAttempt.IsZero())
 		assert.Equal(t, 1, policy.CallCount())
+	})
+}
+
+// TestTheFirstListIsTrackedBeforeAnyCheckHoweverLongItTakes: the Inventory
+// answers at once, and tracking its answer takes longer than the list's
+// deadline and a second (a journal's commit of 200 ms for each
+// EventTracked, one worker). The PU the informer tracked without a sandbox
+// before Start takes the sandbox the Inventory recorded before its first
+// check, so that its sandbox, replaced while the agent was down, is
+// destroyed as changed with the old one, not adopted.
+func TestTheFirstListIsTrackedBeforeAnyCheckHoweverLongItTakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		var listed []ports.PU
+		for i := range 20 {
+			listed = append(listed, cluster.CreatePod(types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("p%02d", i)}, "", fmt.Sprintf("sb-%d", i)))
+		}
+		web := cluster.CreatePod(types.NamespacedName{Namespace: "ns", Name: "web-0"}, "", "sb-old") // as the last run recorded it
+		listed = append(listed, web)
+		require.NoError(t, cluster.SetSandbox(web.Pod, "sb-new")) // replaced while the agent was down
+		inventory := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return listed, nil })
+		journal := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventTracked {
+				time.Sleep(200 * time.Millisecond) // a commit
+			}
+		})
+		policy := &deletiontest.Policy{}
+		c := deletiontest.NewEngine(t, cluster, policy, deletion.Options{SandboxExtractor: cluster, Inventory: inventory,
+			Observer: journal, Workers: 1, CheckTimeout: time.Second})
+		require.NoError(t, c.Track(ports.PU{PUID: web.PUID, Pod: web.Pod})) // the pod informer's add, without a sandbox
+		c.TriggerPod(web.Pod)
+		deletiontest.Start(t, c)
+		deletiontest.Advance(time.Minute)
+		calls := policy.CallsOf(web.PUID)
+		require.Len(t, calls, 1)
+		assert.Equal(t, ports.ReasonSandboxChanged, calls[0].Event.Reason)
+		assert.Equal(t, "sb-old", calls[0].Event.SandboxID)
 	})
 }

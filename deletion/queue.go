@@ -927,6 +927,9 @@ func (c *Engine) waits(limit time.Duration) (stopped bool, waited, overdue, wedg
 	}
 	if !c.q.begun {
 		wedged += c.listTimeout() + stuckGrace
+		if c.q.list.gone != nil && c.q.list.end == 0 {
+			overdue = 0 // the first list answered in time, and its PUs go in before any check: however many, nothing is wedged
+		}
 	}
 	if at := c.q.oldestQueuedLocked(); at != 0 {
 		waited = time.Duration(now - at)
@@ -967,6 +970,13 @@ func (c *Engine) listAnswered(err error) error {
 		w.end = 0 // removals count until its answer is tracked
 	}
 	return err
+}
+
+// listTracking reports whether a list answered in time and its answer is being tracked.
+func (c *Engine) listTracking() bool {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	return c.q.list.gone != nil && c.q.list.end == 0
 }
 
 // listTracked records that a list's answer is tracked: no list is to come.

@@ -160,8 +160,9 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 	}
 }
 
-// awaitFirstList lets the checks begin once Start's first list of the Inventory has ended or is past its deadline (its
-// answer is taken when it comes). It reports whether ctx is not done.
+// awaitFirstList lets the checks begin once Start's first list of the Inventory has ended, or is past its deadline
+// without an answer (its answer is taken when it comes); an answer in time is tracked first, however long that takes.
+// It reports whether ctx is not done.
 func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) bool {
 	t := time.NewTimer(c.listTimeout() + stuckGrace)
 	defer t.Stop()
@@ -170,6 +171,14 @@ func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) boo
 		return false
 	case <-listed:
 	case <-t.C:
+		if c.listTracking() { // it answered in time: its PUs go in before any check
+			select {
+			case <-ctx.Done():
+				return false
+			case <-listed:
+			}
+			break
+		}
 		c.log.Error(nil, "Start's first list of the Inventory is past its deadline; checks begin without it, and it is retried",
 			"deadline", c.listTimeout().String())
 	}
