@@ -322,3 +322,34 @@ func TestLivenessFailsOnlyOnceStartReturned(t *testing.T) {
 		once.Do(func() { close(release) })
 	})
 }
+
+// TestWhileStartStopsReadinessSaysSoAndNothingIsWedged: Start's context is
+// done while a DestroyPU hangs (ShutdownTimeout 1 min): ReadinessCheck
+// fails with ErrNotRunning at once, and neither check says the scheduler is
+// wedged three intervals on; LivenessCheck passes until Start returns.
+func TestWhileStartStopsReadinessSaysSoAndNothingIsWedged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := deletiontest.NewCluster()
+		pu := c.CreatePod(nsKey("a"), testNode, "")
+		release := make(chan struct{})
+		pol := &deletiontest.Policy{}
+		pol.SetAnswer(func(context.Context, ports.DestroyEvent) error { <-release; return nil })
+		e := deletiontest.NewEngine(t, c, pol, deletion.Options{NodeName: testNode, ShutdownTimeout: time.Minute})
+		_ = e.Track(pu)
+		c.DeletePod(nsKey("a"))
+		ctx, cancel := context.WithCancel(context.Background())
+		returned := make(chan struct{})
+		go func() { _ = e.Start(ctx); close(returned) }()
+		e.TriggerPod(nsKey("a"))
+		deletiontest.Advance(time.Second)
+		cancel()
+		deletiontest.Advance(time.Second)
+		require.ErrorIs(t, e.ReadinessCheck(nil), deletion.ErrNotRunning)
+		deletiontest.Advance(30 * time.Second) // three intervals and more
+		assert.ErrorIs(t, e.ReadinessCheck(nil), deletion.ErrNotRunning)
+		assert.NoError(t, e.LivenessCheck(nil))
+		close(release)
+		<-returned
+		assert.ErrorIs(t, e.LivenessCheck(nil), deletion.ErrNotRunning)
+	})
+}

@@ -914,14 +914,15 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 	return ok
 }
 
-// waits returns what a health check reads of the queue: whether Start has returned (not only stops), how long the oldest queued check
+// waits returns what a health check reads of the queue: whether Start has returned, whether it stops (its context is
+// done), how long the oldest queued check
 // has waited, how long ago the first check due was due (since Start began at the earliest), and how long that may be
 // (limit, and the first list's deadline while it is under way).
-func (c *Engine) waits(limit time.Duration) (stopped bool, waited, overdue, wedged time.Duration) {
+func (c *Engine) waits(limit time.Duration) (stopped, stopping bool, waited, overdue, wedged time.Duration) {
 	now := c.now()
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	stopped, wedged = c.q.returned, limit
+	stopped, stopping, wedged = c.q.returned, c.q.stoppingLocked(), limit
 	if first := c.q.wheel.first(); first != 0 {
 		overdue = time.Duration(now - max(first, c.q.startAt))
 	}
@@ -934,7 +935,7 @@ func (c *Engine) waits(limit time.Duration) (stopped bool, waited, overdue, wedg
 	if at := c.q.oldestQueuedLocked(); at != 0 {
 		waited = time.Duration(now - at)
 	}
-	return stopped, waited, overdue, wedged
+	return stopped, stopping, waited, overdue, wedged
 }
 
 // listBegins opens the window of a list of the Inventory: it is not to bring back what was removed, or is being

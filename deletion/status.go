@@ -80,10 +80,14 @@ func (c *Engine) ReadinessCheck(_ *http.Request) error {
 // healthErr is the error of a started engine's health check; a backlog fails it only when behindFails.
 func (c *Engine) healthErr(behindFails bool) error {
 	limit := 3 * c.opts.SweepInterval
-	stopped, waited, overdue, wedged := c.waits(limit)
+	stopped, stopping, waited, overdue, wedged := c.waits(limit)
 	switch stuck := c.stuck(c.realNow()); {
 	case stopped:
 		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
+	case stopping && behindFails:
+		return fmt.Errorf("%w: Start is stopping (its context is done)", ErrNotRunning)
+	case stopping:
+		return nil // it returns within ShutdownTimeout: a restart cannot help, and nothing is behind
 	case behindFails && waited > limit:
 		return fmt.Errorf("%w: the oldest queued check has waited %v, over 3 intervals of %v: the workers cannot keep up",
 			ErrBehind, waited.Round(time.Millisecond), c.opts.SweepInterval)
