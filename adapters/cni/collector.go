@@ -91,6 +91,9 @@ type Options struct {
 	// runs or is being created (the package doc, "When a sandbox may be
 	// freed"). nil: only a sandbox whose network namespace is gone is known
 	// to be dead, and freed; a gone pod's others are kept (ErrNoEvidence).
+	// Each list of its sandboxes is given 10s, or ResyncInterval if
+	// shorter: one that fails or takes longer keeps everything (a plain
+	// error, never permanent, whatever it says) and is asked again.
 	Runtime Runtime
 	// NewestSandboxTimeout is how long DestroyPU refuses to free a sandbox
 	// that may be one the runtime is creating, timed from the first

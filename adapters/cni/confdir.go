@@ -39,7 +39,8 @@ type confNet struct {
 // into one view by network name: the config the runtime loads, the
 // host-local data directories it sets (defaultDataDir when one sets none),
 // and whether any config naming it says disableGC. A directory that does
-// not exist holds none; a file that does not parse is not a network the
+// not exist holds none; a file that does not parse, or is no regular file
+// (a named pipe, a directory, a link to neither), is not a network the
 // runtime uses, and is passed over but for its "disableGC" (a single
 // plugin's .conf, which the runtime loads as a list of one: its own key
 // says). A directory that cannot be read is an error: the collector cannot
@@ -53,6 +54,9 @@ func readConfDir(dir, defaultDataDir string) (map[string]confNet, error) {
 	nets := map[string]confNet{}
 	for _, f := range files {
 		f = filepath.Clean(f)
+		if fi, err := os.Stat(f); err != nil || !fi.Mode().IsRegular() {
+			continue // a FIFO would block its read, and a device or a directory is no config the runtime loads
+		}
 		list, never, err := loadNetwork(f)
 		if err != nil {
 			if name, ok := singleDisableGC(f); ok {

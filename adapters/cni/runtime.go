@@ -37,20 +37,33 @@ type runtimeView struct {
 	runningNoID map[string]bool
 }
 
+// runtimeListTimeout bounds one list of the Runtime's sandboxes (or the
+// ResyncInterval, if shorter): a Runtime that hangs fails, and keeps
+// everything, rather than stopping Resync.
+const runtimeListTimeout = 10 * time.Second
+
 // listRuntime asks the Runtime for every sandbox: one of a pod may carry
 // its UID in its metadata and no label (crictl runp), and a filter on the
 // label would hide it ready. Without a Runtime it returns the zero view. A
 // nil answer lists nothing; a sandbox without an ID lists no sandbox, and,
 // unless it is listed NOTREADY, tells that its pod runs (runningNoID): an
 // answer that makes no sense only ever keeps. A sandbox listed twice is
-// ready unless both say NOTREADY.
+// ready unless both say NOTREADY. A list takes runtimeListTimeout at most;
+// its failure is never permanent (whatever the Runtime says: a runtime that
+// cannot be asked keeps everything, until it can), and wraps ctx's error
+// when ctx ended.
 func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 	if c.runtime == nil {
 		return runtimeView{}, nil
 	}
-	sbs, err := c.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{})
+	lctx, cancel := context.WithTimeout(ctx, min(runtimeListTimeout, c.resync.interval))
+	defer cancel()
+	sbs, err := c.runtime.ListPodSandbox(lctx, &runtimeapi.PodSandboxFilter{})
 	if err != nil {
-		return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: %w", err)
+		if ctx.Err() != nil {
+			return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: %s: %w", err, ctx.Err())
+		}
+		return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: %s", err) // %s: not its Permanent
 	}
 	v := runtimeView{asked: true, byID: make(map[string]*runtimeapi.PodSandbox, len(sbs))}
 	for _, sb := range sbs {
