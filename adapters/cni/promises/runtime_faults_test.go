@@ -100,8 +100,6 @@ func (t *rfTracker) Track(pu ports.PU) error {
 func (t *rfTracker) Untrack(string) bool             { return false }
 func (t *rfTracker) TriggerPod(types.NamespacedName) {}
 
-
-
 // adapters/cni/collector.go:397-398 (go doc cni.Collector.DestroyPU):
 // "A Runtime that cannot be asked keeps everything (a plain error)."
 // A Runtime whose error happens to be marked ports.Permanent makes
