@@ -235,6 +235,20 @@ func TestSandboxesOff(t *testing.T) {
 	assert.Equal(t, 1, logs.Count("sandbox restarts are not detected"))
 }
 
+// TestAStateFileLinkIntoAMissingDirectoryIsAUsageError: a --state-file that
+// is a link into a directory that does not exist (a hostPath mounted behind
+// it, missing) is refused as a missing directory is: status 2, naming the
+// flag, not status 1 for a file the journal could not create.
+func TestAStateFileLinkIntoAMissingDirectoryIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "journal.db")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "not-mounted", "journal.db"), link))
+	err := run(context.Background(), []string{"--node=n", "--cri-endpoint=", "--state-file=" + link}, env(nil), &bytes.Buffer{})
+	require.ErrorIs(t, err, program.ErrUsage)
+	assert.Contains(t, err.Error(), "--state-file")
+	assert.NoDirExists(t, filepath.Join(dir, "not-mounted"))
+}
+
 // TestAStateFileInAMissingDirectoryIsAUsageError: the journal's directory
 // is not created (a hostPath the DaemonSet does not mount, a typo, would
 // keep the journal where it does not survive a restart): a --state-file in
