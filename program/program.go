@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"os"
@@ -277,11 +278,18 @@ func loopback(addr string) bool {
 // or as controller-runtime finds them, and sets the client's rate limit to
 // --kube-api-qps and --kube-api-burst either way (clientcmd leaves QPS at
 // 0, which client-go reads as 5 a second; controller-runtime's GetConfig
-// turns the limit off).
+// turns the limit off). A --kubeconfig that names no file (nothing, or a
+// directory) is the command line's fault: the error wraps ErrUsage, and
+// nothing was connected to. It is checked here, where the file is read,
+// rather than with the other flags, so that each program refuses its own
+// flags first.
 func (f *Flags) RESTConfig() (*rest.Config, error) {
 	var c *rest.Config
 	var err error
 	if f.Kubeconfig != "" {
+		if err := checkKubeconfig(f.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		}
 		if c, err = clientcmd.BuildConfigFromFlags("", f.Kubeconfig); err != nil {
 			return nil, fmt.Errorf("loading --kubeconfig %s: %w", f.Kubeconfig, err)
 		}
@@ -293,6 +301,20 @@ func (f *Flags) RESTConfig() (*rest.Config, error) {
 		c.QPS = -1 // a negative QPS too small for a float32 would be -0, which client-go takes for its default of 5
 	}
 	return c, nil
+}
+
+// checkKubeconfig refuses a --kubeconfig that names no file: one that does
+// not exist, or a directory. Any other fault of reading it (its
+// permissions, its content) is left to the loading, which names it.
+func checkKubeconfig(path string) error {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--kubeconfig %s names no file: %w", path, err)
+	case err == nil && info.IsDir():
+		return fmt.Errorf("--kubeconfig %s is a directory, not a kubeconfig file", path)
+	}
+	return nil
 }
 
 // NewLogger returns the program's logger, JSON lines on w as the --zap-*
