@@ -67,7 +67,9 @@ type Flags struct {
 	// HealthProbeBindAddress is --health-probe-bind-address (/healthz,
 	// /readyz); Off turns them off.
 	HealthProbeBindAddress string
-	// PprofBindAddress is --pprof-bind-address; Off turns it off.
+	// PprofBindAddress is --pprof-bind-address, which serves Go's
+	// /debug/pprof without authentication: on a loopback address only
+	// (127.0.0.1, ::1, localhost); Off turns it off.
 	PprofBindAddress string
 	// SweepInterval and Workers are deletion.Options'.
 	SweepInterval time.Duration
@@ -107,7 +109,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 		"serve /metrics and the pages beside it over HTTPS, only to clients whose token the API server authenticates and "+
 			"authorizes (a get on the URL); false serves plain HTTP, and then only on a loopback --metrics-bind-address")
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", f.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints; "0" turns them off`)
-	fs.StringVar(&f.PprofBindAddress, "pprof-bind-address", f.PprofBindAddress, `address of Go's /debug/pprof endpoints, on loopback; "0" turns them off`)
+	fs.StringVar(&f.PprofBindAddress, "pprof-bind-address", f.PprofBindAddress, `address of Go's /debug/pprof endpoints, served without authentication: a loopback address only (127.0.0.1, ::1, localhost); "0" turns them off`)
 	fs.DurationVar(&f.SweepInterval, "sweep-interval", f.SweepInterval, "how often every PU is re-checked against the API")
 	fs.IntVar(&f.Workers, "workers", f.Workers, "how many checks may run at once")
 	fs.BoolVar(&f.DryRun, "dry-run", f.DryRun,
@@ -121,7 +123,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 
 // Validate rejects shared flags the program cannot run with, with an error
 // that wraps ErrUsage and names the flag: those the engine would refuse
-// (deletion.Options.Validate) among them, and an endpoint's address the
+// (deletion.Options.Validate) among them, plain HTTP metrics or pprof off
+// loopback, and an endpoint's address the
 // manager could not bind, or that another endpoint binds too, so that a
 // program refuses them before it connects to anything.
 func (f *Flags) Validate() error {
@@ -146,6 +149,9 @@ func (f *Flags) Validate() error {
 		err = fmt.Errorf("--destroy-burst must be at least 1, got %d", f.DestroyBurst)
 	case !f.MetricsSecure && f.MetricsBindAddress != Off && !loopback(f.MetricsBindAddress):
 		err = fmt.Errorf("--metrics-secure=false serves anyone who reaches --metrics-bind-address: bind it to 127.0.0.1, not %q", f.MetricsBindAddress)
+	case f.PprofBindAddress != Off && !loopback(f.PprofBindAddress):
+		err = fmt.Errorf("--pprof-bind-address serves /debug/pprof without authentication to anyone who reaches it: "+
+			"bind it to a loopback address (127.0.0.1, ::1, localhost), not %q, or turn it off with %q", f.PprofBindAddress, Off)
 	default:
 		// What the engine refuses, by the flag that sets it.
 		for _, c := range []struct {

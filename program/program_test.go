@@ -71,6 +71,23 @@ func TestParseRefusesWhatNoProgramRunsWith(t *testing.T) {
 	assert.ErrorIs(t, err, flag.ErrHelp)
 }
 
+// TestPprofIsServedOnLoopbackOnly: --pprof-bind-address serves
+// /debug/pprof without authentication, "on loopback" as its help says: an
+// address off loopback, every address included, is a usage error naming
+// the flag; a loopback one, and "0", are not.
+func TestPprofIsServedOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{":8082", "0.0.0.0:8082", "[::]:8082", "192.0.2.1:8082"} {
+		_, err := parse(t, "--pprof-bind-address="+addr)
+		require.ErrorIs(t, err, ErrUsage, addr)
+		assert.Contains(t, err.Error(), "--pprof-bind-address", addr)
+		assert.Contains(t, err.Error(), "loopback", addr)
+	}
+	for _, addr := range []string{"0", "127.0.0.1:0", "localhost:0"} {
+		_, err := parse(t, "--pprof-bind-address="+addr)
+		require.NoError(t, err, addr)
+	}
+}
+
 // TestParseRefusesAddressesNoEndpointCanBind: an endpoint's address that
 // net.Listen cannot bind, as the manager binds it, and two endpoints on
 // one address are usage errors naming the flags, not a failure at start.
