@@ -1,6 +1,7 @@
 package program
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -99,13 +100,25 @@ type endpoints struct {
 	manager.Manager
 	mu          sync.RWMutex // the checks' maps: written by Add*Check, read by each probe
 	live, ready healthz.Handler
+	// got is what Build acquired, released when Start returns.
+	got *acquired
+}
+
+// Start runs the manager until ctx is done (manager.Manager's Start), then
+// releases what Build acquired: the probes' and pprof's listeners, closed
+// already by their servers, and the metrics Build registered, so that a
+// second Build may register them again.
+func (e *endpoints) Start(ctx context.Context) error {
+	defer e.got.release()
+	return e.Manager.Start(ctx)
 }
 
 // newEndpoints returns mgr with the probes served on probes and pprof on
-// profiles (a nil listener serves nothing), from servers added to mgr.
-func newEndpoints(mgr manager.Manager, probes, profiles net.Listener) (*endpoints, error) {
+// profiles (a nil listener serves nothing), from servers added to mgr,
+// which releases got when its Start returns.
+func newEndpoints(mgr manager.Manager, got *acquired, probes, profiles net.Listener) (*endpoints, error) {
 	e := &endpoints{Manager: mgr, live: healthz.Handler{Checks: map[string]healthz.Checker{}},
-		ready: healthz.Handler{Checks: map[string]healthz.Checker{}}}
+		ready: healthz.Handler{Checks: map[string]healthz.Checker{}}, got: got}
 	var err error
 	if probes != nil {
 		mux := http.NewServeMux()

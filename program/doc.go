@@ -36,7 +36,9 @@
 // (those the engine would refuse, deletion.Options.Validate, among them,
 // a client rate limit below MinKubeAPIQPS, and an endpoint's address that
 // net.Listen could not bind or that two endpoints share), the groups' by their
-// Validate, the program's own by its parseFlags.
+// Validate, the program's own by its parseFlags and by what it opens, and
+// a --kubeconfig that names no file by Flags.RESTConfig, which reads it
+// first thing in Build.
 //
 // Run is Build, then the manager's Start. Build assembles, in this order:
 // the manager, from Flags.RESTConfig (the client's rate limit holds however

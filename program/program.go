@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"os"
@@ -66,7 +67,9 @@ type Flags struct {
 	// HealthProbeBindAddress is --health-probe-bind-address (/healthz,
 	// /readyz); Off turns them off.
 	HealthProbeBindAddress string
-	// PprofBindAddress is --pprof-bind-address; Off turns it off.
+	// PprofBindAddress is --pprof-bind-address, which serves Go's
+	// /debug/pprof without authentication: on a loopback address only
+	// (127.0.0.1, ::1, localhost); Off turns it off.
 	PprofBindAddress string
 	// SweepInterval and Workers are deletion.Options'.
 	SweepInterval time.Duration
@@ -106,7 +109,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 		"serve /metrics and the pages beside it over HTTPS, only to clients whose token the API server authenticates and "+
 			"authorizes (a get on the URL); false serves plain HTTP, and then only on a loopback --metrics-bind-address")
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", f.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints; "0" turns them off`)
-	fs.StringVar(&f.PprofBindAddress, "pprof-bind-address", f.PprofBindAddress, `address of Go's /debug/pprof endpoints, on loopback; "0" turns them off`)
+	fs.StringVar(&f.PprofBindAddress, "pprof-bind-address", f.PprofBindAddress, `address of Go's /debug/pprof endpoints, served without authentication: a loopback address only (127.0.0.1, ::1, localhost); "0" turns them off`)
 	fs.DurationVar(&f.SweepInterval, "sweep-interval", f.SweepInterval, "how often every PU is re-checked against the API")
 	fs.IntVar(&f.Workers, "workers", f.Workers, "how many checks may run at once")
 	fs.BoolVar(&f.DryRun, "dry-run", f.DryRun,
@@ -120,7 +123,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 
 // Validate rejects shared flags the program cannot run with, with an error
 // that wraps ErrUsage and names the flag: those the engine would refuse
-// (deletion.Options.Validate) among them, and an endpoint's address the
+// (deletion.Options.Validate) among them, plain HTTP metrics or pprof off
+// loopback, and an endpoint's address the
 // manager could not bind, or that another endpoint binds too, so that a
 // program refuses them before it connects to anything.
 func (f *Flags) Validate() error {
@@ -145,6 +149,9 @@ func (f *Flags) Validate() error {
 		err = fmt.Errorf("--destroy-burst must be at least 1, got %d", f.DestroyBurst)
 	case !f.MetricsSecure && f.MetricsBindAddress != Off && !loopback(f.MetricsBindAddress):
 		err = fmt.Errorf("--metrics-secure=false serves anyone who reaches --metrics-bind-address: bind it to 127.0.0.1, not %q", f.MetricsBindAddress)
+	case f.PprofBindAddress != Off && !loopback(f.PprofBindAddress):
+		err = fmt.Errorf("--pprof-bind-address serves /debug/pprof without authentication to anyone who reaches it: "+
+			"bind it to a loopback address (127.0.0.1, ::1, localhost), not %q, or turn it off with %q", f.PprofBindAddress, Off)
 	default:
 		// What the engine refuses, by the flag that sets it.
 		for _, c := range []struct {
@@ -277,11 +284,18 @@ func loopback(addr string) bool {
 // or as controller-runtime finds them, and sets the client's rate limit to
 // --kube-api-qps and --kube-api-burst either way (clientcmd leaves QPS at
 // 0, which client-go reads as 5 a second; controller-runtime's GetConfig
-// turns the limit off).
+// turns the limit off). A --kubeconfig that names no file (nothing, or a
+// directory) is the command line's fault: the error wraps ErrUsage, and
+// nothing was connected to. It is checked here, where the file is read,
+// rather than with the other flags, so that each program refuses its own
+// flags first.
 func (f *Flags) RESTConfig() (*rest.Config, error) {
 	var c *rest.Config
 	var err error
 	if f.Kubeconfig != "" {
+		if err := checkKubeconfig(f.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		}
 		if c, err = clientcmd.BuildConfigFromFlags("", f.Kubeconfig); err != nil {
 			return nil, fmt.Errorf("loading --kubeconfig %s: %w", f.Kubeconfig, err)
 		}
@@ -293,6 +307,20 @@ func (f *Flags) RESTConfig() (*rest.Config, error) {
 		c.QPS = -1 // a negative QPS too small for a float32 would be -0, which client-go takes for its default of 5
 	}
 	return c, nil
+}
+
+// checkKubeconfig refuses a --kubeconfig that names no file: one that does
+// not exist, or a directory. Any other fault of reading it (its
+// permissions, its content) is left to the loading, which names it.
+func checkKubeconfig(path string) error {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--kubeconfig %s names no file: %w", path, err)
+	case err == nil && info.IsDir():
+		return fmt.Errorf("--kubeconfig %s is a directory, not a kubeconfig file", path)
+	}
+	return nil
 }
 
 // NewLogger returns the program's logger, JSON lines on w as the --zap-*

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -67,6 +69,23 @@ func TestParseRefusesWhatNoProgramRunsWith(t *testing.T) {
 	assert.NoError(t, err, "the floor itself is taken")
 	_, err = parse(t, "-h")
 	assert.ErrorIs(t, err, flag.ErrHelp)
+}
+
+// TestPprofIsServedOnLoopbackOnly: --pprof-bind-address serves
+// /debug/pprof without authentication, "on loopback" as its help says: an
+// address off loopback, every address included, is a usage error naming
+// the flag; a loopback one, and "0", are not.
+func TestPprofIsServedOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{":8082", "0.0.0.0:8082", "[::]:8082", "192.0.2.1:8082"} {
+		_, err := parse(t, "--pprof-bind-address="+addr)
+		require.ErrorIs(t, err, ErrUsage, addr)
+		assert.Contains(t, err.Error(), "--pprof-bind-address", addr)
+		assert.Contains(t, err.Error(), "loopback", addr)
+	}
+	for _, addr := range []string{"0", "127.0.0.1:0", "localhost:0"} {
+		_, err := parse(t, "--pprof-bind-address="+addr)
+		require.NoError(t, err, addr)
+	}
 }
 
 // TestParseRefusesAddressesNoEndpointCanBind: an endpoint's address that
@@ -161,11 +180,24 @@ func TestClientRateLimitIsTheSameHoweverTheConfigIsGiven(t *testing.T) {
 	}
 }
 
-// TestRESTConfigNamesTheMissingKubeconfig: a --kubeconfig that cannot be
-// read is an error that names the flag, not a usage error.
-func TestRESTConfigNamesTheMissingKubeconfig(t *testing.T) {
+// TestAKubeconfigThatNamesNoFileIsAUsageError: "A command line the program
+// cannot run with is refused with status 2 before it connects to
+// anything": a --kubeconfig that does not exist, or is a directory, is a
+// usage error that names the flag; one that exists but cannot be loaded is
+// not the command line's fault alone, and is no usage error.
+func TestAKubeconfigThatNamesNoFileIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	for name, path := range map[string]string{"missing": filepath.Join(dir, "missing"), "a directory": dir} {
+		f := Defaults()
+		f.Kubeconfig = path
+		_, err := f.RESTConfig()
+		require.ErrorIs(t, err, ErrUsage, name)
+		assert.Contains(t, err.Error(), "--kubeconfig", name)
+		assert.Equal(t, 2, exitCode("p", err, io.Discard), name)
+	}
 	f := Defaults()
-	f.Kubeconfig = t.TempDir() + "/missing"
+	f.Kubeconfig = filepath.Join(dir, "garbage")
+	require.NoError(t, os.WriteFile(f.Kubeconfig, []byte("{not yaml"), 0o600))
 	_, err := f.RESTConfig()
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, ErrUsage)

@@ -120,7 +120,9 @@ func Run(ctx context.Context, f Flags, o Options) error {
 // manager would bind them in NewManager and release them only once started
 // and stopped), and the metrics it registered on o.Registry; a second
 // Build may bind and register them. Once Build has returned a manager,
-// its Start serves them and releases them when it returns.
+// its Start serves them and releases them when it returns: the addresses
+// are free, and the metrics unregistered from o.Registry, so that a second
+// Build on the same registry may register them again.
 func Build(f Flags, o Options) (_ manager.Manager, _ *deletion.Engine, err error) {
 	rc := o.Config
 	if rc == nil {
@@ -151,7 +153,7 @@ func Build(f Flags, o Options) (_ manager.Manager, _ *deletion.Engine, err error
 	if err != nil {
 		return nil, nil, err
 	}
-	mgr, err := newEndpoints(m, probes, profiles)
+	mgr, err := newEndpoints(m, &got, probes, profiles)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -183,3 +183,53 @@ func (r *refusingBacklog) Register(c prometheus.Collector) error {
 	}
 	return r.Registry.Register(c)
 }
+
+// TestBuildAfterStartReturnedRegistersAgain: "Once Build has returned a
+// manager, its Start serves them and releases them when it returns": once
+// Start returned, the endpoints' addresses are free and the metrics Build
+// registered are unregistered, so that a second Build on the same
+// addresses and registry binds and registers them.
+func TestBuildAfterStartReturnedRegistersAgain(t *testing.T) {
+	rc, _ := testkube.StartAPIServer(t)
+	f := Defaults()
+	f.MetricsBindAddress, f.HealthProbeBindAddress, f.PprofBindAddress = Off, freeAddr(t), freeAddr(t)
+	reg := prometheus.NewRegistry()
+	o := Options{Name: "test", Logger: logr.Discard(), Registry: reg, Config: rest.CopyConfig(rc),
+		Policy: ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
+		Engine: deletion.Options{NodeName: "node-a"},
+	}
+	mgr, _, err := Build(f, o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + f.HealthProbeBindAddress + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "the probes are served")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	require.NotEmpty(t, families, "the metrics are registered while Start runs")
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Start did not return")
+	}
+
+	for _, addr := range []string{f.HealthProbeBindAddress, f.PprofBindAddress} {
+		l, err := net.Listen("tcp", addr)
+		require.NoError(t, err, "%s is released", addr)
+		require.NoError(t, l.Close())
+	}
+	families, err = reg.Gather()
+	require.NoError(t, err)
+	assert.Empty(t, families, "the metrics are unregistered")
+	_, _, err = Build(f, o)
+	require.NoError(t, err, "a second Build on the same addresses and registry")
+}

@@ -107,7 +107,8 @@ var (
 )
 
 // Open opens the journal at path, creating it when the file does not exist.
-// The directory must exist: Open does not create it, so that a missing
+// The directory must exist (for a path that is a symbolic link to no file,
+// the directory the link points into): Open does not create it, so that a missing
 // mount (a hostPath the DaemonSet does not mount, a typo) fails at start
 // instead of keeping the journal where it does not survive a restart. The
 // error then wraps ErrInvalidOptions, as for an empty path, or a path that
@@ -136,8 +137,18 @@ func Open(path string, opts Options) (*Journal, error) {
 	deadline := time.Now().Add(o.Timeout)
 	info, err := os.Stat(path)
 	created := errors.Is(err, fs.ErrNotExist)
+	// The name a missing journal is created under: path, or where the
+	// link path is (a dangling one) points.
+	file := path
 	switch {
-	case err != nil && !created:
+	case created:
+		if file, err = linkTarget(path); err != nil {
+			return nil, err
+		}
+		if err := checkDir(filepath.Dir(file)); err != nil {
+			return nil, err
+		}
+	case err != nil:
 		return nil, fmt.Errorf("bolt: journal %s: %w", path, err)
 	case err == nil && !info.Mode().IsRegular():
 		// A directory (the journal's own, a slip of the path) or a device is no file a journal can be: the path
@@ -161,7 +172,7 @@ func Open(path string, opts Options) (*Journal, error) {
 	}
 	if created {
 		// The file's name must survive a reboot, not only its content.
-		if err := syncDir(filepath.Dir(path)); err != nil {
+		if err := syncDir(filepath.Dir(file)); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
@@ -181,6 +192,31 @@ func checkDir(dir string) error {
 		return fmt.Errorf("%w: the journal's directory %s is not a directory", ErrInvalidOptions, dir)
 	}
 	return nil
+}
+
+// maxLinks bounds the links linkTarget follows, as the kernel does (ELOOP).
+const maxLinks = 40
+
+// linkTarget returns the name a file created at path, which does not
+// exist, is created under: path itself, or the end of the chain of
+// symbolic links path starts (a dangling one), so that its directory is
+// the one checked.
+func linkTarget(path string) (string, error) {
+	for range maxLinks {
+		info, err := os.Lstat(path)
+		if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+			return path, nil // what is missing, or no link: created (or refused) at path
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return "", fmt.Errorf("bolt: journal %s: %w", path, err)
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return "", fmt.Errorf("%w: the journal %s: too many levels of symbolic links", ErrInvalidOptions, path)
 }
 
 // openDB opens the bbolt file, waiting up to timeout for its lock. A panic

@@ -238,3 +238,38 @@ func TestOpenInvalidOptions(t *testing.T) {
 	_, err := Open("", Options{})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 }
+
+// A path that is a link into a directory that does not exist (a mount
+// missing behind it) is refused as a missing directory is: the journal
+// would not be created there, and the link is left as it is.
+func TestOpenRefusesALinkIntoAMissingDirectoryAsAnInvalidPath(t *testing.T) {
+	dir := t.TempDir()
+	for name, to := range map[string]string{
+		"absolute": filepath.Join(dir, "not-mounted", "journal.db"),
+		"relative": filepath.Join("not-mounted", "journal.db"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			link := filepath.Join(dir, name+".db")
+			require.NoError(t, os.Symlink(to, link))
+			_, err := Open(link, Options{Logger: quiet()})
+			require.ErrorIs(t, err, ErrInvalidOptions)
+			assert.Contains(t, err.Error(), "not-mounted")
+			assert.NoDirExists(t, filepath.Join(dir, "not-mounted"))
+		})
+	}
+	// Through a second link, too; and a link into a directory that exists
+	// creates the journal where it points.
+	link := filepath.Join(dir, "chain.db")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "absolute.db"), link))
+	_, err := Open(link, Options{Logger: quiet()})
+	require.ErrorIs(t, err, ErrInvalidOptions)
+
+	target := filepath.Join(dir, "there", "journal.db")
+	require.NoError(t, os.Mkdir(filepath.Dir(target), 0o700))
+	ok := filepath.Join(dir, "ok.db")
+	require.NoError(t, os.Symlink(target, ok))
+	j, err := Open(ok, Options{Logger: quiet()})
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	assert.FileExists(t, target)
+}

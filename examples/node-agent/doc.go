@@ -55,9 +55,10 @@
 // sync ("pod-cache") and for the engine to run and keep up ("podsweeper",
 // its ReadinessCheck; /healthz serves its LivenessCheck, which a backlog
 // does not fail). It keeps a journal of its PUs in
-// --state-file (adapters/bolt), whose directory it does not create (a
-// missing one is refused with status 2: a hostPath the DaemonSet does not
-// mount would keep the journal where it does not survive a restart; so is
+// --state-file (adapters/bolt), whose directory it does not create, nor
+// the one a link there points into (a missing one is refused with status
+// 2: a hostPath the DaemonSet does not mount would keep the journal where
+// it does not survive a restart; so is
 // a --state-file that names a directory, or anything but a file): at
 // start, before its first check, the
 // engine tracks again every PU of the previous run, with its sandbox, and destroys

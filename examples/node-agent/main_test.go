@@ -118,11 +118,12 @@ func TestRunRejectsBadCommandLine(t *testing.T) {
 	require.ErrorIs(t, err, program.ErrUsage)
 }
 
-func TestRunFailsOnMissingKubeconfig(t *testing.T) {
+// A --kubeconfig that names no file is the command line's fault: status 2
+// (program.ErrUsage), naming the flag.
+func TestRunRefusesAMissingKubeconfig(t *testing.T) {
 	var stderr bytes.Buffer
 	err := run(context.Background(), []string{"--node=n", "--kubeconfig=" + t.TempDir() + "/missing", "--state-file=" + t.TempDir() + "/j.db"}, os.Getenv, &stderr)
-	require.Error(t, err)
-	assert.NotErrorIs(t, err, program.ErrUsage)
+	require.ErrorIs(t, err, program.ErrUsage)
 	assert.Contains(t, err.Error(), "--kubeconfig")
 }
 
@@ -233,6 +234,20 @@ func TestSandboxesOff(t *testing.T) {
 	assert.Nil(t, x)
 	assert.Nil(t, ready)
 	assert.Equal(t, 1, logs.Count("sandbox restarts are not detected"))
+}
+
+// TestAStateFileLinkIntoAMissingDirectoryIsAUsageError: a --state-file that
+// is a link into a directory that does not exist (a hostPath mounted behind
+// it, missing) is refused as a missing directory is: status 2, naming the
+// flag, not status 1 for a file the journal could not create.
+func TestAStateFileLinkIntoAMissingDirectoryIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "journal.db")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "not-mounted", "journal.db"), link))
+	err := run(context.Background(), []string{"--node=n", "--cri-endpoint=", "--state-file=" + link}, env(nil), &bytes.Buffer{})
+	require.ErrorIs(t, err, program.ErrUsage)
+	assert.Contains(t, err.Error(), "--state-file")
+	assert.NoDirExists(t, filepath.Join(dir, "not-mounted"))
 }
 
 // TestAStateFileInAMissingDirectoryIsAUsageError: the journal's directory

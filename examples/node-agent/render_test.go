@@ -3,7 +3,9 @@ package main
 import (
 	"github.com/podsweeper/podsweeper/examples/node-agent/agent"
 	"io"
+	"os"
 	"os/exec"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -141,4 +143,38 @@ func TestChartsTakeWhatTheirValuesReferenceSaysAndRefuseTypos(t *testing.T) {
 			assert.Contains(t, string(out), "schema", "%s --set %s", chart, set)
 		}
 	}
+}
+
+// TestStateDirValueSaysWhereTheStateFileIs: the values reference says what
+// --state-file the chart passes: the hostPath stateDir is mounted at the
+// journal's directory in the container, whatever stateDir is, so the flag
+// names the file there, not <stateDir>/journal.db.
+func TestStateDirValueSaysWhereTheStateFileIs(t *testing.T) {
+	objs := testkube.RenderHelm(t, "chart", "podsweeper", "podsweeper", testkube.ValuesFile(t, "stateDir: /srv/podsweeper\n"))
+	spec, c := testkube.PodTemplate(t, objs, "DaemonSet")
+	var stateFile, mount, hostPath string
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--state-file="); ok {
+			stateFile = v
+		}
+	}
+	for _, m := range c.VolumeMounts {
+		if m.Name == "state" {
+			mount = m.MountPath
+		}
+	}
+	for _, v := range spec.Volumes {
+		if v.Name == "state" {
+			hostPath = v.HostPath.Path
+		}
+	}
+	require.Equal(t, "/srv/podsweeper", hostPath)
+	require.NotEmpty(t, stateFile)
+	assert.Equal(t, mount, path.Dir(stateFile), "--state-file is in the directory stateDir is mounted at")
+
+	values, err := os.ReadFile("chart/values.yaml")
+	require.NoError(t, err)
+	comment := strings.Join(strings.Fields(strings.ReplaceAll(string(values), "\n#", " ")), " ")
+	assert.Contains(t, comment, "mounted in the container at "+mount)
+	assert.Contains(t, comment, "--state-file is "+stateFile)
 }
