@@ -144,9 +144,10 @@ var (
 	// ErrOrderUnknown: DestroyPU refused to free a sandbox of a live pod
 	// (ErrNewestSandbox) for longer than Options.NewestSandboxTimeout. It
 	// is wrapped with ports.Permanent: the engine drops the PU, and this
-	// Collector never lists or frees that sandbox again (ListPUs skips it,
-	// logged once) until the Collector is made anew; its attachments are
-	// kept for an operator to look at.
+	// Collector no longer lists that sandbox (ListPUs skips it, logged
+	// once) until the Collector is made anew; its attachments are kept for
+	// an operator to look at, until its pod is gone: then they are freed
+	// with the pod's others (row 8 of the table).
 	ErrOrderUnknown = errors.New("cni: the sandbox's place among its pod's sandboxes cannot be told")
 	// ErrNoEvidence: DestroyPU was asked to free a gone pod (gone from the
 	// API, recreated, bound elsewhere, finished) by a Collector without
