@@ -181,7 +181,8 @@ func New(opts Options) (*Collector, error) {
 	if opts.ReservationGrace == 0 {
 		opts.ReservationGrace = DefaultReservationGrace
 	}
-	if opts.HostLocalDataDir == "" {
+	opts.HostLocalDataDir = filepath.Clean(opts.HostLocalDataDir) // as the configs' own are, so that they compare
+	if opts.HostLocalDataDir == "." {
 		opts.HostLocalDataDir = DefaultHostLocalDataDir
 	}
 	if opts.NewestSandboxTimeout == 0 {
@@ -643,7 +644,10 @@ func belongs(s skipped, ev ports.DestroyEvent, changed bool, sbs []sandbox) bool
 	case changed:
 		return ev.SandboxID != "" && strings.Contains(s.File, "-"+ev.SandboxID+"-")
 	}
-	return slices.ContainsFunc(sbs, func(sb sandbox) bool { return strings.Contains(s.File, "-"+sb.ID+"-") })
+	// A gone pod's: of one of its sandboxes the cache could read, or of the PU's own sandbox (its only entry may
+	// be the unreadable one).
+	return ev.SandboxID != "" && strings.Contains(s.File, "-"+ev.SandboxID+"-") ||
+		slices.ContainsFunc(sbs, func(sb sandbox) bool { return strings.Contains(s.File, "-"+sb.ID+"-") })
 }
 
 // pluginExec runs the plugins as libcni does by default. It is given to

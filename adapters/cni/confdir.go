@@ -57,6 +57,14 @@ func readConfDir(dir, defaultDataDir string) (map[string]confNet, error) {
 		if fi, err := os.Stat(f); err != nil || !fi.Mode().IsRegular() {
 			continue // a FIFO would block its read, and a device or a directory is no config the runtime loads
 		}
+		if name := confNameOf(f); name != "" && holdsIrregular(filepath.Join(dir, name)) {
+			// libcni reads the network's own directory of plugin configs: one that holds a FIFO would block
+			// the read. The network is never touched.
+			n := nets[name]
+			n.Never = true
+			nets[name] = n
+			continue
+		}
 		list, never, err := loadNetwork(f)
 		if err != nil {
 			if name, ok := singleDisableGC(f); ok {
@@ -95,6 +103,37 @@ func disableGCNetworks(dir string) (map[string]bool, error) {
 		}
 	}
 	return keep, nil
+}
+
+// confNameOf returns the "name" of the config file f, "" when it has none or cannot be read.
+func confNameOf(f string) string {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return ""
+	}
+	var raw struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(b, &raw) != nil || strings.ContainsAny(raw.Name, `/\`) {
+		return ""
+	}
+	return raw.Name
+}
+
+// holdsIrregular reports whether the directory d holds an entry that is not a regular file or a directory (a FIFO,
+// a device, a socket, a link to one): one whose read may block.
+func holdsIrregular(d string) bool {
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		fi, err := os.Stat(filepath.Join(d, e.Name()))
+		if err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 // singleDisableGC returns the network of a single plugin's config file f, and whether it says "disableGC": true

@@ -88,7 +88,8 @@ type reservationView struct {
 
 // read reads ConfDir's networks that run host-local, then the reservations
 // of each data directory they set and of the default one; it logs once
-// each file it skips.
+// each file it skips, and each data directory it cannot read (whose
+// reservations it passes over, keeping them).
 func (h *hostLocal) read() (reservationView, error) {
 	nets, err := hostLocalNetworks(h.confDir, h.defaultDataDir)
 	if err != nil {
@@ -113,8 +114,9 @@ func (h *hostLocal) read() (reservationView, error) {
 	var skips []skipped
 	for _, d := range dirs {
 		rs, s, err := readReservations(d)
-		if err != nil {
-			return reservationView{}, err
+		if err != nil { // one network's data directory keeps the others' reservations from no one
+			skips = append(skips, skipped{File: d, Why: err.Error() + ": its reservations are not read", Unreadable: true})
+			continue
 		}
 		v.rs, skips = append(v.rs, rs...), append(skips, s...)
 	}

@@ -56,9 +56,27 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 	if c.runtime == nil {
 		return runtimeView{}, nil
 	}
-	lctx, cancel := context.WithTimeout(ctx, min(runtimeListTimeout, c.resync.interval))
+	timeout := min(runtimeListTimeout, c.resync.interval)
+	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	sbs, err := c.runtime.ListPodSandbox(lctx, &runtimeapi.PodSandboxFilter{})
+	type answer struct {
+		sbs []*runtimeapi.PodSandbox
+		err error
+	}
+	done := make(chan answer, 1) // a Runtime that ignores its context is left behind, and its answer dropped
+	go func() {
+		var a answer
+		defer func() { done <- a }()
+		a.sbs, a.err = c.runtime.ListPodSandbox(lctx, &runtimeapi.PodSandboxFilter{})
+	}()
+	var sbs []*runtimeapi.PodSandbox
+	var err error
+	select {
+	case a := <-done:
+		sbs, err = a.sbs, a.err
+	case <-lctx.Done():
+		err = fmt.Errorf("no answer within %v", timeout)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: %s: %w", err, ctx.Err())
