@@ -56,7 +56,8 @@ func TestACachedProcNetNSIsNeverEntered(t *testing.T) {
 	// NewestSandboxTimeout.
 	a := n.startAgent(agentOptions{runtime: &currentSandboxes{}, newestTimeout: 2 * time.Second})
 	eventually(t, freeTimeout, func() bool { return len(n.cached(sb)) == 0 && len(n.addresses(sb)) == 0 }, "the attachment freed")
-	require.Equal(t, 1, a.events.count(deletion.EventDestroyed, p))
+	// The DEL frees the attachment before DestroyPU returns and the engine tells EventDestroyed.
+	eventually(t, freeTimeout, func() bool { return a.events.count(deletion.EventDestroyed, p) == 1 }, "the PU destroyed")
 	require.True(t, eth0In(t, live), "the live namespace's eth0 survives the DEL")
 	log, err := os.ReadFile(n.callLog)
 	require.NoError(t, err)
