@@ -420,15 +420,10 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 		return fmt.Errorf("cni: pod %s (uid %s) kept: waiting for its destroy under way: %w", ev.Pod, ev.PUID, err)
 	}
 	defer unlock()
-	v, err := c.read()
+	p, err := c.planRead(ctx, ev, c.read)
 	if err != nil {
 		return err
 	}
-	rv, err := c.listRuntime(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
-	}
-	p := c.plan(v, rv, ev)
 	c.refusals.settle(p.all) // the places it learned (ready, or dead), whichever sandbox ev names
 	c.refusals.record(p.record)
 	if p.answer != nil {
@@ -489,15 +484,13 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cni: pod %s (uid %s) kept: %w", ev.Pod, ev.PUID, err)
 	}
-	v, _, err := c.cache.read()
+	p, err := c.planRead(ctx, ev, func() (view, error) { // the cache alone: no skip logged, no refusal forgotten
+		v, _, err := c.cache.read()
+		return v, err
+	})
 	if err != nil {
 		return err
 	}
-	rv, err := c.listRuntime(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
-	}
-	p := c.plan(v, rv, ev)
 	if p.answer != nil {
 		return p.answer
 	}
@@ -513,6 +506,20 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 		}
 	}
 	return p.result(nil, append(unusable, p.unusable...))
+}
+
+// planRead reads the cache with read and lists the Runtime, then decides
+// what DestroyPU(ev) does (plan); a failed read or list keeps the pod.
+func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, read func() (view, error)) (destroyPlan, error) {
+	v, err := read()
+	if err != nil {
+		return destroyPlan{}, err
+	}
+	rv, err := c.listRuntime(ctx)
+	if err != nil {
+		return destroyPlan{}, fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
+	}
+	return c.plan(v, rv, ev), nil
 }
 
 // destroyPlan is what DestroyPU(ev) does, decided (decide) on one read of

@@ -13,12 +13,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -31,13 +31,13 @@ import (
 type cacheDir struct {
 	t                         *testing.T
 	dir, plugins, conf, calls string
-	logs                      *logLines
+	logs                      *testkube.Lines
 }
 
 func newCacheDir(t *testing.T) *cacheDir {
 	root := t.TempDir()
 	c := &cacheDir{t: t, dir: filepath.Join(root, "cache"), plugins: filepath.Join(root, "bin"), conf: filepath.Join(root, "net.d"),
-		calls: filepath.Join(root, "calls"), logs: &logLines{}}
+		calls: filepath.Join(root, "calls"), logs: &testkube.Lines{}}
 	for _, d := range []string{filepath.Join(c.dir, "results"), c.plugins, c.conf} {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 	}
@@ -49,7 +49,7 @@ func newCacheDir(t *testing.T) *cacheDir {
 // collector returns a Collector of c.
 func (c *cacheDir) collector() *cni.Collector {
 	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
-		ResyncInterval: time.Minute, Logger: funcr.New(c.logs.add, funcr.Options{})})
+		ResyncInterval: time.Minute, Logger: c.logs.Logger()})
 	require.NoError(c.t, err)
 	return coll
 }
@@ -115,29 +115,6 @@ func (c *cacheDir) delCalls() []string {
 	return strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(b)), "DEL ", "DEL:"))
 }
 
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) add(prefix, args string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, args)
-}
-
-func (l *logLines) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.lines {
-		if strings.Contains(s, substr) {
-			n++
-		}
-	}
-	return n
-}
-
 func pu(uid, sandbox string) ports.PU {
 	return ports.PU{PUID: uid, Pod: types.NamespacedName{Namespace: "ns", Name: "pod-" + uid}, SandboxID: sandbox}
 }
@@ -180,14 +157,14 @@ func TestListPUsSkipsWhatItCannotUseAndLogsItOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []ports.PU{pu("u1", "good")}, pus)
 	for file, why := range skipped {
-		require.Equal(t, 1, c.logs.count(file), "one log line for %s", file)
+		require.Equal(t, 1, c.logs.Count(file), "one log line for %s", file)
 		require.True(t, c.exists(file))
-		require.Positive(t, c.logs.count(why), why)
+		require.Positive(t, c.logs.Count(why), why)
 	}
 	_, err = coll.ListPUs(context.Background())
 	require.NoError(t, err)
 	for file := range skipped {
-		require.Equal(t, 1, c.logs.count(file), "still one log line for %s after a second list", file)
+		require.Equal(t, 1, c.logs.Count(file), "still one log line for %s after a second list", file)
 	}
 }
 

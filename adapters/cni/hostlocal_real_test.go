@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/internal/testkube"
 )
 
 // adapters/k8s counts what an Observer hears as metrics.
@@ -169,11 +169,11 @@ func TestResyncFreesALeakedHostLocalReservationThroughThePlugin(t *testing.T) {
 
 	rt := &listedRuntime{}
 	rt.set(nil, listed(ids["listed"], "uid-listed", false, time.Now().Add(-time.Hour)))
-	logs := &logLines{}
+	logs := &testkube.Lines{}
 	obs := &recorder{}
 	coll, err := cni.New(cni.Options{CacheDir: h.cacheDir, PluginDirs: []string{h.pluginDir}, ConfDir: h.confDir, ResyncInterval: time.Hour,
 		Runtime: rt, ReservationGrace: time.Minute, HostLocalDataDir: filepath.Join(h.data, "default"), Observer: obs,
-		Logger: funcr.New(logs.add, funcr.Options{})})
+		Logger: logs.Logger()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -190,7 +190,7 @@ func TestResyncFreesALeakedHostLocalReservationThroughThePlugin(t *testing.T) {
 	require.Equal(t, 1, obs.get("reported oldnet ConfigGone"))
 	require.Positive(t, obs.get("network hlnet "), "told of the network, at each read")
 	require.Zero(t, obs.get("network oldnet "), "a network without a config is no network of ConfDir")
-	require.Equal(t, 1, logs.count(cni.LogMessageReservationFreed))
+	require.Equal(t, 1, logs.Count(cni.LogMessageReservationFreed))
 	require.Zero(t, obs.get("failed hlnet NoSandbox"))
 	// The DEL ran the network's chain, in reverse, for that container and interface, without a namespace.
 	calls, err := os.ReadFile(h.callLog)
@@ -252,9 +252,9 @@ func TestADELThatFreesNothingFails(t *testing.T) {
 	conf := fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":"hlnet","plugins":[{"type":"chained","ipam":{"type":"host-local","dataDir":%q}}]}`, h.data)
 	require.NoError(t, os.WriteFile(filepath.Join(h.confDir, "10-hlnet.conflist"), conf, 0o644))
 	obs := &recorder{}
-	logs := &logLines{}
+	logs := &testkube.Lines{}
 	coll, err := cni.New(cni.Options{CacheDir: h.cacheDir, PluginDirs: []string{h.pluginDir}, ConfDir: h.confDir, ResyncInterval: 50 * time.Millisecond,
-		Runtime: &listedRuntime{}, HostLocalDataDir: filepath.Join(h.data, "default"), Observer: obs, Logger: funcr.New(logs.add, funcr.Options{})})
+		Runtime: &listedRuntime{}, HostLocalDataDir: filepath.Join(h.data, "default"), Observer: obs, Logger: logs.Logger()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -264,7 +264,7 @@ func TestADELThatFreesNothingFails(t *testing.T) {
 	require.NoError(t, <-done)
 	require.Len(t, h.reservationsOf(leaked), 1)
 	require.Zero(t, obs.get("freed hlnet NoSandbox"))
-	require.Positive(t, logs.count("host-local still holds"))
+	require.Positive(t, logs.Count("host-local still holds"))
 }
 
 // Without a runtime to ask, or when it fails, nothing is freed.

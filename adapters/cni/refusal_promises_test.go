@@ -48,7 +48,7 @@ func TestAGonePodIsKeptForASandboxThatMayBeBeingCreatedForNewestSandboxTimeoutAt
 			time.Sleep(30 * time.Second) // the engine checks the pod again
 		}
 		require.NoError(t, err, "after %v of checks the gone pod is still kept; \"freed with its pod\" logged %d times, DELs %v",
-			time.Since(start), c.logs.count("freed with its pod"), c.delCalls())
+			time.Since(start), c.logs.Count("freed with its pod"), c.delCalls())
 		require.LessOrEqual(t, time.Since(start), 5*time.Minute+time.Minute, "freed later than NewestSandboxTimeout after the second sandbox's first refusal")
 		require.False(t, c.exists(a) || c.exists(b))
 	})

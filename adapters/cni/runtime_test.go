@@ -10,7 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,7 +59,7 @@ func listed(id, uid string, ready bool, created time.Time) *runtimeapi.PodSandbo
 
 func (c *cacheDir) collectorWith(rt cni.Runtime, timeout time.Duration) *cni.Collector {
 	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
-		ResyncInterval: time.Minute, Runtime: rt, NewestSandboxTimeout: timeout, Logger: funcr.New(c.logs.add, funcr.Options{})})
+		ResyncInterval: time.Minute, Runtime: rt, NewestSandboxTimeout: timeout, Logger: c.logs.Logger()})
 	require.NoError(c.t, err)
 	return coll
 }
@@ -163,7 +162,7 @@ func TestAnOrderThatCannotBeKnownIsGivenUpOnce(t *testing.T) {
 		pus, err := coll.ListPUs(ctx)
 		require.NoError(t, err)
 		require.Equal(t, []ports.PU{pu("u1", "b")}, pus, "the sandbox given up is passed over")
-		require.Equal(t, 1, c.logs.count(a), "and logged once")
+		require.Equal(t, 1, c.logs.Count(a), "and logged once")
 
 		// The pod gone, everything of its UID goes, the sandbox given up too;
 		// but a sandbox the runtime does not list with its namespace there
