@@ -468,12 +468,14 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 }
 
 // DryRunDestroyPU answers as DestroyPU(ev) would, through the same
-// decision (decide), and changes nothing: it runs no DEL, records no
-// refusal, and waits for no DestroyPU of the pod under way. nil: DestroyPU
-// would free what ev names (or find nothing to free); otherwise DestroyPU's
-// error: ErrSandboxRunning, ErrNewestSandbox, ErrOrderUnknown (the
-// refusal that gives up is not recorded: the next call answers it again),
-// ErrNoEvidence, or ErrUnusableEntry for an entry whose DEL could not run.
+// decision (decide), and frees nothing: it runs no DEL and waits for no
+// DestroyPU of the pod under way. It records its refusals as DestroyPU
+// does, so that its answers follow DestroyPU's in time: a sandbox refused
+// for NewestSandboxTimeout is given up, and its gone pod answered nil, as
+// DestroyPU would free it then. nil: DestroyPU would free what ev names (or
+// find nothing to free); otherwise DestroyPU's error: ErrSandboxRunning,
+// ErrNewestSandbox, ErrOrderUnknown, ErrNoEvidence, or ErrUnusableEntry
+// for an entry whose DEL could not run.
 // A DEL that would fail cannot be told without running it, and is not. It
 // is the engine's ports.DryRunner, asked in a dry run
 // (deletion.Options.DryRun) where it would call DestroyPU.
@@ -491,6 +493,8 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 	if err != nil {
 		return err
 	}
+	c.refusals.settle(p.all)
+	c.refusals.record(p.record)
 	if p.answer != nil {
 		return p.answer
 	}
@@ -515,11 +519,31 @@ func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, read fu
 	if err != nil {
 		return destroyPlan{}, err
 	}
+	if v.holdsNothingOf(ev) {
+		return destroyPlan{}, nil // a PU it does not know: nothing to free, whatever the runtime would say
+	}
 	rv, err := c.listRuntime(ctx)
 	if err != nil {
 		return destroyPlan{}, fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
 	}
 	return c.plan(v, rv, ev), nil
+}
+
+// holdsNothingOf reports whether the cache v holds nothing DestroyPU(ev)
+// could free: no attachment of ev's pod (of its sandbox, for a sandbox
+// change), and no unusable entry that is, or may be, one of them (one
+// whose container cannot be read may be any pod's).
+func (v view) holdsNothingOf(ev ports.DestroyEvent) bool {
+	changed := ev.Reason == ports.ReasonSandboxChanged || ev.Reason == ports.ReasonSandboxDead
+	if slices.ContainsFunc(v.atts, func(a attachment) bool {
+		return a.PodUID == ev.PUID && (!changed || a.ContainerID == ev.SandboxID)
+	}) {
+		return false
+	}
+	return !slices.ContainsFunc(v.unusable, func(s skipped) bool {
+		return s.PodUID == ev.PUID || s.PodUID == "" && s.ContainerID == "" ||
+			ev.SandboxID != "" && strings.Contains(s.File, "-"+ev.SandboxID+"-")
+	})
 }
 
 // destroyPlan is what DestroyPU(ev) does, decided (decide) on one read of

@@ -164,8 +164,9 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("cni: reading host-local's reservations in %s: %w", dir, err)
+		if err != nil { // one network's directory keeps the others' reservations from no one
+			skips = append(skips, skipped{File: dir, Why: fmt.Sprintf("reading host-local's reservations: %v: they are not read", err), Unreadable: true})
+			continue
 		}
 		for _, fe := range files {
 			name := fe.Name()

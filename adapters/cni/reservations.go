@@ -84,6 +84,9 @@ type reservationView struct {
 	rs []Reservation
 	// nets are ConfDir's networks that run host-local.
 	nets map[string]hostLocalNet
+	// blind are the directories it could not read: what they hold is
+	// unknown, neither there nor gone.
+	blind []string
 }
 
 // read reads ConfDir's networks that run host-local, then the reservations
@@ -130,7 +133,12 @@ func (h *hostLocal) read() (reservationView, error) {
 					" with host-local and data directory " + r.DataDir + ": reported, never touched"})
 		}
 	}
-	for _, s := range h.skips.report(skips) {
+	for _, s := range skips {
+		if s.Unreadable {
+			v.blind = append(v.blind, s.File)
+		}
+	}
+	for _, s := range h.skips.report(skips, v.blind...) {
 		if s.ContainerID != "" && !s.Unreadable && h.observer != nil {
 			h.observer.ReservationReported(networkOf(s.File), ReasonConfigGone)
 		}
@@ -155,18 +163,28 @@ func (v reservationView) config(r Reservation) (hostLocalNet, bool) {
 }
 
 // wouldFree records the round of a dry run: rs is all it would free, of
-// the reservations read then (present). It tells the Observer of those it
-// was not told of yet, and returns them. A reservation told stays told
-// while its file holds it, whatever the rounds between would free (the
-// Runtime failed in one): it is forgotten once it is gone.
-func (h *hostLocal) wouldFree(rs, present []Reservation) (fresh []Reservation) {
+// the reservations read then (v; nil: none could be read). It tells the
+// Observer of those it was not told of yet, and returns them. A
+// reservation told stays told while its file holds it, whatever the rounds
+// between would free (the Runtime failed in one) or could not read: it is
+// forgotten once it is seen gone.
+func (h *hostLocal) wouldFree(rs []Reservation, v *reservationView) (fresh []Reservation) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.would = rs
 	told := make(map[string]bool, len(h.told))
-	for _, r := range present {
-		if key := toldKey(r); h.told[key] {
-			told[key] = true
+	if v == nil {
+		told = h.told
+	} else {
+		for key := range h.told {
+			if under(strings.SplitN(key, "\x00", 2)[0], v.blind) {
+				told[key] = true
+			}
+		}
+		for _, r := range v.rs {
+			if key := toldKey(r); h.told[key] {
+				told[key] = true
+			}
 		}
 	}
 	for _, r := range rs {
@@ -199,24 +217,28 @@ func (c *Collector) WouldFree() []Reservation {
 }
 
 // freeReservations is one round of the reservations' sweep, run by
-// Resync: it reads host-local's reservations, then libcni's cache, then,
+// Resync: it reads libcni's cache, then host-local's reservations, then,
 // only when a reservation needs it, the Runtime's sandboxes (read last, so
 // that a sandbox created meanwhile is listed), asks decideReservation for
 // each, and DELs those it frees (a dry run records them, WouldFree). A DEL
 // that fails is logged and tried again at the next round.
 func (c *Collector) freeReservations(ctx context.Context) {
+	// The cache first: a reservation the runtime's own DEL releases while the round runs is either named by the
+	// cache read then or gone from the reservations read after.
+	v, skips, err := c.cache.read()
+	if err != nil {
+		c.hostLocal.wouldFree(nil, nil) // a round that frees nothing, and tells nothing anew
+		c.log.Error(err, "reading libcni's cache for host-local's reservations failed; will read it again at the next resync")
+		return
+	}
 	rv, err := c.hostLocal.read()
 	if err != nil {
+		c.hostLocal.wouldFree(nil, nil)
 		c.log.Error(err, "reading host-local's reservations failed; will read them again at the next resync")
 		return
 	}
 	if len(rv.rs) == 0 {
-		c.hostLocal.wouldFree(nil, nil)
-		return
-	}
-	v, skips, err := c.cache.read()
-	if err != nil {
-		c.log.Error(err, "reading libcni's cache for host-local's reservations failed; will read it again at the next resync")
+		c.hostLocal.wouldFree(nil, &rv)
 		return
 	}
 	cached := cachedIDs(v, skips)
@@ -259,7 +281,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 	}
 	if c.hostLocal.dryRun {
-		for _, r := range c.hostLocal.wouldFree(would, rv.rs) {
+		for _, r := range c.hostLocal.wouldFree(would, &rv) {
 			c.log.Info(LogMessageReservationWouldFree, "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
 				"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox)
 		}

@@ -66,8 +66,15 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 	done := make(chan answer, 1) // a Runtime that ignores its context is left behind, and its answer dropped
 	go func() {
 		var a answer
-		defer func() { done <- a }()
+		returned := false
+		defer func() {
+			if !returned { // a panic, whatever its value: a failed list, not a dead process
+				a = answer{err: fmt.Errorf("ListPodSandbox panicked: %s", panicText(recover()))}
+			}
+			done <- a
+		}()
 		a.sbs, a.err = c.runtime.ListPodSandbox(lctx, &runtimeapi.PodSandboxFilter{})
+		returned = true
 	}()
 	var sbs []*runtimeapi.PodSandbox
 	var err error
@@ -254,4 +261,15 @@ func netnsPresent(path string) bool {
 	}
 	var fi unix.Stat_t
 	return unix.Lstat(resolved, &fi) == nil
+}
+
+// panicText prints a recovered panic's value; one whose printing panics
+// too is named by its type.
+func panicText(r any) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = fmt.Sprintf("a %T, whose printing panics", r)
+		}
+	}()
+	return fmt.Sprint(r)
 }

@@ -1,6 +1,8 @@
 package cni
 
 import (
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,8 +28,9 @@ func newSkipLog(log logr.Logger, msg string) *skipLog {
 }
 
 // report logs what skips holds that was not logged yet, and returns it;
-// it forgets what skips no longer holds.
-func (l *skipLog) report(skips []skipped) []skipped {
+// it forgets what skips no longer holds, but for the files in the
+// directories blind (which could not be read: what they hold is unknown).
+func (l *skipLog) report(skips []skipped, blind ...string) []skipped {
 	seen := make(map[string]bool, len(skips))
 	l.mu.Lock()
 	var fresh []skipped
@@ -39,7 +42,7 @@ func (l *skipLog) report(skips []skipped) []skipped {
 		}
 	}
 	for f := range l.reported {
-		if !seen[f] {
+		if !seen[f] && !under(f, blind) {
 			delete(l.reported, f)
 		}
 	}
@@ -48,4 +51,14 @@ func (l *skipLog) report(skips []skipped) []skipped {
 		l.log.Info(l.msg, "file", s.File, "why", s.Why)
 	}
 	return fresh
+}
+
+// under reports whether path is in one of dirs (or is one).
+func under(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if path == d || strings.HasPrefix(path, strings.TrimSuffix(d, string(os.PathSeparator))+string(os.PathSeparator)) {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,8 +38,10 @@ func errClass(err error) string {
 // ports.DryRunner, and the Collector's DryRunDestroyPU doc: it answers as
 // DestroyPU would, through the same decision, and changes nothing. Each case
 // is a row of decide's table (docs/sdk/cni-freeing.md); the dry run is asked
-// twice (it records no refusal, so it answers the same), then DestroyPU,
-// which must answer the same.
+// twice (the second answers as the first), then DestroyPU, which must answer
+// the same. A row reached by a refusal's time is reached after a DestroyPU
+// and after a DryRunDestroyPU alike: the dry run records its refusals as
+// DestroyPU does, so that a dry run reports what the real run frees then.
 func TestDryRunDestroyPUAnswersAsDestroyPUOnEveryRow(t *testing.T) {
 	old := time.Now().Add(-time.Hour)
 	for _, tc := range []struct {
@@ -137,36 +140,47 @@ func TestDryRunDestroyPUAnswersAsDestroyPUOnEveryRow(t *testing.T) {
 				return rt, gone("uid1")
 			}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			rt, ev := tc.setup(e, &fakeRuntime{})
-			timeout := time.Hour
-			if tc.before {
-				timeout = time.Millisecond
-			}
-			c := e.collector(rt, timeout)
-			if tc.before {
-				_ = c.DestroyPU(context.Background(), ev)
-				time.Sleep(10 * time.Millisecond)
-			}
-			entries := cacheFiles(t, e)
-			dels := len(e.dels())
-			var dry ports.DryRunner = c
-			for i := range 2 {
-				if got := errClass(dry.DryRunDestroyPU(context.Background(), ev)); got != tc.want {
-					t.Fatalf("row %d: DryRunDestroyPU (call %d) answered %s, want %s", tc.row, i+1, got, tc.want)
+		firsts := []string{""}
+		if tc.before {
+			firsts = []string{"after DestroyPU", "after DryRunDestroyPU"}
+		}
+		for _, first := range firsts {
+			t.Run(strings.TrimSpace(tc.name+" "+first), func(t *testing.T) {
+				e := newEnv(t)
+				rt, ev := tc.setup(e, &fakeRuntime{})
+				timeout := time.Hour
+				if tc.before {
+					timeout = time.Millisecond
 				}
-			}
-			if n := len(e.dels()); n != dels || !slices.Equal(cacheFiles(t, e), entries) {
-				t.Fatalf("row %d: DryRunDestroyPU ran %d DEL, or changed the cache", tc.row, n-dels)
-			}
-			if got := errClass(c.DestroyPU(context.Background(), ev)); got != tc.want {
-				t.Fatalf("row %d: DestroyPU answered %s, DryRunDestroyPU %s", tc.row, got, tc.want)
-			}
-			if frees := tc.row == 3 || tc.row == 4 || tc.row == 6 || tc.row == 10 || tc.row == 11; frees != (len(e.dels()) > dels) {
-				t.Fatalf("row %d: DestroyPU ran %d DEL", tc.row, len(e.dels())-dels)
-			}
-		})
+				c := e.collector(rt, timeout)
+				switch first {
+				case "after DestroyPU":
+					_ = c.DestroyPU(context.Background(), ev)
+				case "after DryRunDestroyPU":
+					_ = c.DryRunDestroyPU(context.Background(), ev)
+				}
+				if tc.before {
+					time.Sleep(10 * time.Millisecond)
+				}
+				entries := cacheFiles(t, e)
+				dels := len(e.dels())
+				var dry ports.DryRunner = c
+				for i := range 2 {
+					if got := errClass(dry.DryRunDestroyPU(context.Background(), ev)); got != tc.want {
+						t.Fatalf("row %d: DryRunDestroyPU (call %d) answered %s, want %s", tc.row, i+1, got, tc.want)
+					}
+				}
+				if n := len(e.dels()); n != dels || !slices.Equal(cacheFiles(t, e), entries) {
+					t.Fatalf("row %d: DryRunDestroyPU ran %d DEL, or changed the cache", tc.row, n-dels)
+				}
+				if got := errClass(c.DestroyPU(context.Background(), ev)); got != tc.want {
+					t.Fatalf("row %d: DestroyPU answered %s, DryRunDestroyPU %s", tc.row, got, tc.want)
+				}
+				if frees := tc.row == 3 || tc.row == 4 || tc.row == 6 || tc.row == 10 || tc.row == 11; frees != (len(e.dels()) > dels) {
+					t.Fatalf("row %d: DestroyPU ran %d DEL", tc.row, len(e.dels())-dels)
+				}
+			})
+		}
 	}
 }
 
