@@ -285,7 +285,8 @@ func loopback(addr string) bool {
 // --kube-api-qps and --kube-api-burst either way (clientcmd leaves QPS at
 // 0, which client-go reads as 5 a second; controller-runtime's GetConfig
 // turns the limit off). A --kubeconfig that names no file (nothing, or a
-// directory) is the command line's fault: the error wraps ErrUsage, and
+// directory), or that gives nothing to read within 10 s (a named pipe no
+// one writes), is the command line's fault: the error wraps ErrUsage, and
 // nothing was connected to. It is checked here, where the file is read,
 // rather than with the other flags, so that each program refuses its own
 // flags first.
@@ -296,8 +297,8 @@ func (f *Flags) RESTConfig() (*rest.Config, error) {
 		if err := checkKubeconfig(f.Kubeconfig); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 		}
-		if c, err = clientcmd.BuildConfigFromFlags("", f.Kubeconfig); err != nil {
-			return nil, fmt.Errorf("loading --kubeconfig %s: %w", f.Kubeconfig, err)
+		if c, err = loadKubeconfig(f.Kubeconfig, kubeconfigReadTimeout); err != nil {
+			return nil, err
 		}
 	} else if c, err = ctrlconfig.GetConfig(); err != nil {
 		return nil, fmt.Errorf("finding the cluster (no --kubeconfig given): %w", err)
@@ -307,6 +308,37 @@ func (f *Flags) RESTConfig() (*rest.Config, error) {
 		c.QPS = -1 // a negative QPS too small for a float32 would be -0, which client-go takes for its default of 5
 	}
 	return c, nil
+}
+
+// kubeconfigReadTimeout bounds the reading of --kubeconfig: a named pipe
+// that no one writes would block it for good.
+const kubeconfigReadTimeout = 10 * time.Second
+
+// loadKubeconfig loads the kubeconfig at path, given timeout to be read:
+// one not read by then (a named pipe no one writes) is a usage error, and
+// its read is left behind, as the program exits. A pipe that is written
+// (a shell's process substitution) is read as a file is.
+func loadKubeconfig(path string, timeout time.Duration) (*rest.Config, error) {
+	type answer struct {
+		c   *rest.Config
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		c, err := clientcmd.BuildConfigFromFlags("", path)
+		done <- answer{c, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case a := <-done:
+		if a.err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig %s: %w", path, a.err)
+		}
+		return a.c, nil
+	case <-t.C:
+		return nil, fmt.Errorf("%w: --kubeconfig %s: nothing read from it within %v (a named pipe no one writes?)", ErrUsage, path, timeout)
+	}
 }
 
 // checkKubeconfig refuses a --kubeconfig that names no file: one that does

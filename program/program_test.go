@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -202,6 +203,36 @@ func TestAKubeconfigThatNamesNoFileIsAUsageError(t *testing.T) {
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, ErrUsage)
 	assert.Contains(t, err.Error(), "--kubeconfig")
+}
+
+// TestAKubeconfigPipeNoOneWritesIsAUsageError: "A command line the program
+// cannot run with is refused with status 2 before it connects to
+// anything", never a hang: a --kubeconfig that is a named pipe no one
+// writes is refused once its read is given up; a pipe that is written (a
+// shell's process substitution) is read as a file is.
+func TestAKubeconfigPipeNoOneWritesIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	silent := filepath.Join(dir, "silent")
+	require.NoError(t, syscall.Mkfifo(silent, 0o600))
+	_, err := loadKubeconfig(silent, 50*time.Millisecond)
+	require.ErrorIs(t, err, ErrUsage)
+	assert.Contains(t, err.Error(), "--kubeconfig")
+	assert.Equal(t, 2, exitCode("p", err, io.Discard))
+
+	written := filepath.Join(dir, "written")
+	require.NoError(t, syscall.Mkfifo(written, 0o600))
+	go func() {
+		w, err := os.OpenFile(written, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer w.Close()
+		_, _ = w.WriteString("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\n" +
+			"users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
+	}()
+	c, err := loadKubeconfig(written, 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "https://127.0.0.1:6443", c.Host)
 }
 
 // TestEngineOptionsCarryTheRails: the dry run, the destroy rate and its
