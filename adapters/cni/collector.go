@@ -13,9 +13,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/containernetworking/cni/pkg/invoke"
-	"github.com/containernetworking/cni/pkg/version"
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -114,6 +113,15 @@ type Options struct {
 	// created. 0: DefaultReservationGrace (5m). Negative values are
 	// invalid.
 	ReservationGrace time.Duration
+	// ReservationRate is at most how many host-local reservations Resync
+	// frees a second, whatever goes wrong upstream (a Runtime that lists no
+	// sandbox of a node full of them, say): the rest wait for their turn, in
+	// their round, in the order of their files. ReservationBurst is how
+	// many may be freed at once under it. 0 (either): no limit, and a burst
+	// of 1. Negative values are invalid. cni-gc sets them to the engine's
+	// rate (--max-destroys-per-second, --destroy-burst).
+	ReservationRate  rate.Limit
+	ReservationBurst int
 	// DryRun, when set, has Resync free no host-local reservation: each it
 	// would free is logged, told to Observer, and listed by WouldFree.
 	// DestroyPU is the engine's to leave uncalled (deletion.Options.DryRun),
@@ -178,6 +186,9 @@ func New(opts Options) (*Collector, error) {
 	if opts.ReservationGrace < 0 {
 		return nil, fmt.Errorf("%w: ReservationGrace is negative (%v)", ErrInvalidOptions, opts.ReservationGrace)
 	}
+	if opts.ReservationRate < 0 || opts.ReservationBurst < 0 {
+		return nil, fmt.Errorf("%w: ReservationRate (%v) or ReservationBurst (%d) is negative", ErrInvalidOptions, opts.ReservationRate, opts.ReservationBurst)
+	}
 	if opts.ReservationGrace == 0 {
 		opts.ReservationGrace = DefaultReservationGrace
 	}
@@ -235,7 +246,7 @@ func New(opts Options) (*Collector, error) {
 		hostLocal: newHostLocal(opts, opts.Logger),
 		// The cache directory goes to the CNIConfig: libcni ignores
 		// RuntimeConf.CacheDir in some of its paths.
-		cni: libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, pluginExec()),
+		cni: libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, newPluginExec(opts.Logger)),
 		log: opts.Logger,
 	}, nil
 }
@@ -679,13 +690,6 @@ func belongs(s skipped, ev ports.DestroyEvent, changed bool, sbs []sandbox) bool
 	// be the unreadable one).
 	return ev.SandboxID != "" && strings.Contains(s.File, "-"+ev.SandboxID+"-") ||
 		slices.ContainsFunc(sbs, func(sb sandbox) bool { return strings.Contains(s.File, "-"+sb.ID+"-") })
-}
-
-// pluginExec runs the plugins as libcni does by default. It is given to
-// libcni up front: a CNIConfig without one makes it on first use, a write
-// that concurrent DELs of the engine's workers race on.
-func pluginExec() invoke.Exec {
-	return &invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: os.Stderr}, PluginDecoder: version.PluginDecoder{}}
 }
 
 // del DELs one attachment with its cached config, arguments and

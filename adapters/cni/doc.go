@@ -121,7 +121,8 @@
 // CRI-O removing the cache entries of a teardown that failed (cri-o#9372).
 // host-local keeps each reservation as a file <dataDir>/<network>/<ip>
 // holding the container ID and the interface name. So at its start and
-// after each list, Resync also reads, without host-local's lock, the
+// after each list (on a goroutine of its own, one round at a time, so that
+// no list waits for a DEL), Resync also reads, without host-local's lock, the
 // reservations of every network of Options.ConfDir whose plugins run
 // host-local (in a conflist or a single .conf, itself or as a plugin's
 // "ipam"), in the "dataDir" it sets (Options.HostLocalDataDir when none),
@@ -134,7 +135,8 @@
 // the network's current config with its container ID and interface name,
 // without a network namespace, so that host-local releases it under its
 // own lock; a DEL that succeeds while host-local still holds it is an
-// error. A reservation whose network's config is gone is reported, never
+// error. At most Options.ReservationRate are freed a second. A
+// reservation whose network's config is gone is reported, never
 // touched. Options.DryRun frees none and lists them (WouldFree);
 // Options.Observer hears of each by network and reason.
 //

@@ -13,6 +13,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 )
 
 // DefaultReservationGrace is Options.ReservationGrace when left at zero:
@@ -67,6 +68,7 @@ type hostLocal struct {
 	confDir, defaultDataDir string
 	grace                   time.Duration
 	dryRun                  bool
+	limit                   *rate.Limiter // the frees' rate (Options.ReservationRate); nil: none
 	observer                Observer
 	// skips logs each file skipped or reported once.
 	skips *skipLog
@@ -268,6 +270,9 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			would = append(would, r)
 			continue
 		}
+		if l := c.hostLocal.limit; l != nil && l.Wait(ctx) != nil {
+			return // stopping while it waits for its turn
+		}
 		reason := reasonOf(vd)
 		if err := c.delReservation(ctx, r, n.List); err != nil {
 			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "row", vd.Row)
@@ -332,6 +337,10 @@ func (c *Collector) delReservation(ctx context.Context, r Reservation, list *lib
 
 // newHostLocal returns the sweep of opts, which New has defaulted.
 func newHostLocal(opts Options, log logr.Logger) *hostLocal {
-	return &hostLocal{confDir: opts.ConfDir, defaultDataDir: opts.HostLocalDataDir, grace: opts.ReservationGrace,
+	h := &hostLocal{confDir: opts.ConfDir, defaultDataDir: opts.HostLocalDataDir, grace: opts.ReservationGrace,
 		dryRun: opts.DryRun, observer: opts.Observer, skips: newSkipLog(log, "skipping a host-local reservation: it is never touched")}
+	if opts.ReservationRate > 0 && opts.ReservationRate != rate.Inf {
+		h.limit = rate.NewLimiter(opts.ReservationRate, max(opts.ReservationBurst, 1))
+	}
+	return h
 }

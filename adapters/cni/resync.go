@@ -108,7 +108,31 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 	defer r.running.Store(false)
 	tick := time.NewTicker(r.interval)
 	defer tick.Stop()
-	sweep(ctx)
+	// The sweep runs on a goroutine of its own, one round at a time, so that a slow DEL or the frees' rate never
+	// holds a list (a Requeue's above all). Each list asks for a round that begins after it; asks made while a
+	// round runs make one more. Resync returns once the round under way has returned.
+	asked := make(chan struct{}, 1)
+	ask := func() {
+		select {
+		case asked <- struct{}{}:
+		default: // a round is asked for already: it begins after this list
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-asked:
+				sweep(ctx)
+			}
+		}
+	}()
+	ask()
 	var last map[string]string
 	for {
 		select {
@@ -118,7 +142,7 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		case <-r.kick:
 		}
 		last = r.once(ctx, t, list, last)
-		sweep(ctx)
+		ask()
 	}
 }
 

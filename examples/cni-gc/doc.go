@@ -52,7 +52,8 @@
 // host-local reservations it would free in its log, once each ("dry run: would free a host-local
 // reservation", with the address and the container), counted by network in
 // podsweeper_cni_reservations_would_free_total. Reservations are freed whenever attachments are:
-// --dry-run stops both, a network's "disableGC" both of that network's; --reservation-grace (positive,
-// at most 8760h) is how old a reservation must be. See README.md for what it frees and what it never
+// --dry-run stops both, a network's "disableGC" both of that network's, and --max-destroys-per-second
+// and --destroy-burst bound both (a reservation past its budget waits for its turn in its round);
+// --reservation-grace (positive, at most 8760h) is how old a reservation must be. See README.md for what it frees and what it never
 // touches.
 package main

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"golang.org/x/time/rate"
 	"io"
 	"net/http"
 	"slices"
@@ -101,7 +102,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// /metrics, registered once the command line is known to run.
 	var reservations reservationMetrics
 	collector, err := cni.New(cni.Options{CacheDir: cfg.cacheDir, PluginDirs: strings.Split(cfg.pluginDirs, ","), ConfDir: cfg.confDir,
-		ResyncInterval: cfg.resyncInterval, ReservationGrace: cfg.reservationGrace, Runtime: runtime, DryRun: cfg.DryRun, Observer: &reservations, Logger: log.WithName("cni")})
+		ResyncInterval: cfg.resyncInterval, ReservationGrace: cfg.reservationGrace, Runtime: runtime,
+		// The engine's rate bounds the reservations' frees too: whatever goes wrong upstream, no more start a second.
+		ReservationRate: rate.Limit(cfg.MaxDestroysPerSecond), ReservationBurst: cfg.DestroyBurst, DryRun: cfg.DryRun, Observer: &reservations, Logger: log.WithName("cni")})
 	if errors.Is(err, cni.ErrInvalidOptions) { // a directory that is not there, or not a directory: the command line's fault
 		return fmt.Errorf("%w: --cni-cache-dir, --cni-bin-dir or --cni-conf-dir: %w", program.ErrUsage, err)
 	}

@@ -1,0 +1,165 @@
+package faults_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// releasePlugin is a host-local stand-in: its DEL sleeps for the seconds in its config's "sleep", then
+// removes the reservation files of its container in the network's directory of dataDir, logging the
+// time it began.
+const releasePlugin = `#!/bin/sh
+conf=$(cat)
+[ "$CNI_COMMAND" = DEL ] || exit 0
+echo "$(date +%%s%%N) $CNI_CONTAINERID" >> %q
+s=$(echo "$conf" | sed -n 's/.*"sleep":\([0-9]*\).*/\1/p')
+[ -n "$s" ] && sleep "$s"
+for f in %q/*; do [ "$(head -n1 "$f" | tr -d '\r')" = "$CNI_CONTAINERID" ] && rm -f "$f"; done
+exit 0
+`
+
+// releaseEnv makes a ConfDir with network "net" run by releasePlugin (sleeping sleep seconds a DEL), and
+// n leaked reservations of it, an hour old. It returns the env and the file the plugin logs its DELs in.
+func releaseEnv(t *testing.T, n, sleep int) (env, string) {
+	e := newEnv(t)
+	e.plugins = t.TempDir()
+	log := filepath.Join(e.root, "dels.log")
+	write(t, filepath.Join(e.plugins, "release"), fmt.Sprintf(releasePlugin, log, filepath.Join(e.data, "net")))
+	if err := os.Chmod(filepath.Join(e.plugins, "release"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(e.conf, "10-net.conflist"),
+		fmt.Sprintf(`{"cniVersion":"1.0.0","name":"net","plugins":[{"type":"release","sleep":%d,"ipam":{"type":"host-local","ranges":[[{"subnet":"10.9.0.0/24"}]]}}]}`, sleep))
+	for i := range n {
+		reservation(t, e.data, "net", fmt.Sprintf("10.9.0.%d", 10+i), fmt.Sprintf("leaked-%02d", i), "eth0", time.Hour)
+	}
+	return e, log
+}
+
+// delStarts reads the times the plugin began its DELs.
+func delStarts(t *testing.T, log string) []time.Time {
+	b, _ := os.ReadFile(log)
+	var out []time.Time
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			ns, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, time.Unix(0, ns))
+		}
+	}
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return out
+}
+
+// docs/operating/rollout.md: "set --max-destroys-per-second ...: if something upstream goes wrong, at
+// most that many destroys start a second (cni-gc's frees of host-local reservations too)";
+// Options.ReservationRate: "at most how many host-local reservations Resync frees a second, whatever
+// goes wrong upstream". A Runtime that lists no sandbox (a containerd on a fresh state, another
+// runtime's endpoint) while 8 reservations are old enough: at 10 a second, burst 1, their DELs start
+// at least 100 ms apart, and all are freed.
+func TestReservationFreesKeepTheirRate(t *testing.T) {
+	e, log := releaseEnv(t, 8, 0)
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, ResyncInterval: time.Hour, ReservationRate: rate.Limit(10), ReservationBurst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 20*time.Second,
+		func() bool { return len(delStarts(t, log)) == 8 })
+	starts := delStarts(t, log)
+	if len(starts) != 8 {
+		t.Fatalf("%d DELs of 8 leaked reservations", len(starts))
+	}
+	for i := 1; i < len(starts); i++ {
+		// 100 ms apart, less what the shell takes between its start and its date (a turn is never early).
+		if gap := starts[i].Sub(starts[i-1]); gap < 80*time.Millisecond {
+			t.Errorf("DELs %d and %d started %v apart, under a rate of 10 a second", i, i+1, gap)
+		}
+	}
+	if _, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ReservationRate: -1}); err == nil {
+		t.Error("a negative ReservationRate was accepted")
+	}
+}
+
+// trackedTracker records the PUIDs tracked.
+type trackedTracker struct {
+	mu      sync.Mutex
+	tracked []string
+}
+
+func (r *trackedTracker) Track(pu ports.PU) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tracked = append(r.tracked, pu.PUID)
+	return nil
+}
+func (r *trackedTracker) Untrack(string) bool             { return false }
+func (r *trackedTracker) TriggerPod(types.NamespacedName) {}
+func (r *trackedTracker) has(puid string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.tracked, puid)
+}
+
+// Collector.Requeue: "it asks a running Resync to list the cache at once, so that the pod's next sandbox
+// in the cache is tracked and checked without waiting for ResyncInterval". While the sweep's DEL of a
+// leaked reservation takes 20 s (a plugin waiting for the xtables lock), a requeued pod's new sandbox
+// is tracked within seconds, not once that DEL is done.
+func TestARequeueIsNotHeldByAReservationsDEL(t *testing.T) {
+	e, log := releaseEnv(t, 1, 20)
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, ResyncInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &trackedTracker{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Resync(ctx, tr) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Resync: %v", err)
+		}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); len(delStarts(t, log)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sweep did not DEL the leaked reservation")
+		}
+	}
+	write(t, filepath.Join(e.cache, "results", "net-sb-new-eth0"), `{"kind":"cniCacheV1","containerId":"sb-new","ifName":"eth0","networkName":"net",`+
+		`"cniArgs":[["K8S_POD_UID","uid-new"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0IiwidHlwZSI6InJlbGVhc2UifQ=="}`)
+	requeued := time.Now()
+	if err := c.Requeue(ctx, pod("ns", "p")); err != nil {
+		t.Fatal(err)
+	}
+	for !tr.has("uid-new") {
+		if time.Since(requeued) > 5*time.Second {
+			t.Fatal("the requeued pod's sandbox is not tracked 5 s after Requeue: the list waits for the sweep's DEL")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// pod returns a pod object named ns/name.
+func pod(ns, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
