@@ -7,6 +7,7 @@ package deletion_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -351,5 +352,99 @@ func TestWhileStartStopsReadinessSaysSoAndNothingIsWedged(t *testing.T) {
 		close(release)
 		<-returned
 		assert.ErrorIs(t, e.LivenessCheck(nil), deletion.ErrNotRunning)
+	})
+}
+
+// listing is an Inventory that answers at once with pus.
+func listing(pus ...ports.PU) ports.Inventory {
+	return ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return pus, nil })
+}
+
+// TestLivenessFailsWhileNoPUOfTheFirstListGoesIn: Options.Inventory: the
+// PUs a list that answered in time lists go in before any check, each
+// waiting for the Observer's EventTracked, "and LivenessCheck fails while
+// none goes in for three SweepIntervals". A journal that blocks for good on
+// the EventTracked of the one PU listed stops every check (gone-1's too):
+// LivenessCheck passes for three intervals, then fails with ErrBehind, so
+// that a restart can help; once the journal answers, the checks begin.
+func TestLivenessFailsWhileNoPUOfTheFirstListGoesIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		obs := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventTracked && ev.PU.PUID == "inv-stuck" {
+				<-release
+			}
+		})
+		policy := newDestroyLog()
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			SweepInterval: time.Second, CheckTimeout: time.Second, Inventory: listing(pu("inv-stuck")), Observer: obs})
+		require.NoError(t, c.Track(pu("gone-1")))
+		c.TriggerPod(pu("gone-1").Pod)
+		deletiontest.Start(t, c)
+		time.Sleep(2900 * time.Millisecond)
+		synctest.Wait()
+		require.NoError(t, c.LivenessCheck(nil), "within three intervals of the last PU that went in")
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		err := c.LivenessCheck(nil)
+		require.ErrorIs(t, err, deletion.ErrBehind, "no PU of the list has gone in for three intervals")
+		assert.Contains(t, err.Error(), "Observer")
+		assert.Empty(t, policy.Calls(), "no check before the list's PUs are in")
+		close(release)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.NoError(t, c.LivenessCheck(nil))
+		assert.Len(t, policy.CallsOf("gone-1"), 1, "the checks begin once they are in")
+	})
+}
+
+// TestASlowJournalThatGoesOnIsNoWedge: a journal that takes 100 ms a
+// commit, and a list of 200 PUs (5 s of commits at 4 Workers, more than
+// three intervals of 1 s): each goes in within an interval of the one
+// before, so LivenessCheck passes all through.
+func TestASlowJournalThatGoesOnIsNoWedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventTracked {
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+		var pus []ports.PU
+		for i := range 200 {
+			pus = append(pus, pu(fmt.Sprintf("inv-%03d", i)))
+		}
+		c := deletiontest.NewEngine(t, getterOf(livePod(testUID, testNode), nil), newDestroyLog(), deletion.Options{
+			SweepInterval: time.Second, CheckTimeout: time.Second, Workers: 4, Inventory: listing(pus...), Observer: obs})
+		deletiontest.Start(t, c)
+		for range 70 {
+			time.Sleep(100 * time.Millisecond)
+			require.NoError(t, c.LivenessCheck(nil), "a journal that goes on is no wedge")
+		}
+		assert.Equal(t, 200, c.Len())
+	})
+}
+
+// TestEventRestoredHoldsNoCheck: Options.Inventory: "EventRestored is told
+// once the checks may begin". An Observer that takes 10 s over
+// EventRestored (a metrics push) holds no check: a PU of a gone pod,
+// tracked and triggered before Start, is destroyed within the list's
+// deadline and a second.
+func TestEventRestoredHoldsNoCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventRestored {
+				time.Sleep(10 * time.Second)
+			}
+		})
+		policy := newDestroyLog()
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			SweepInterval: time.Second, CheckTimeout: time.Second, Inventory: listing(), Observer: obs})
+		require.NoError(t, c.Track(pu("gone-1")))
+		c.TriggerPod(pu("gone-1").Pod)
+		deletiontest.Start(t, c)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Len(t, policy.CallsOf("gone-1"), 1, "destroyed within the list's deadline and a second")
+		time.Sleep(9 * time.Second) // the Observer's push ends
 	})
 }

@@ -98,8 +98,11 @@ type Options struct {
 	// that the PUs of pods that went away while the agent was down, or another replica led, are destroyed. A PU
 	// tracked without a sandbox and not yet checked takes the sandbox listed for it, so that a sandbox replaced
 	// meanwhile is destroyed as changed (row 10), not recorded (row 7). The first list delays the first check by at
-	// most its deadline (CheckTimeout, at least a second) and a second; a failing or late list is retried with backoff
-	// until it answers, while checks go on. A list never brings back a PU removed from when it began until its answer
+	// most its deadline (CheckTimeout, at least a second) and a second, and, when it answers by then, by the tracking
+	// of what it listed: those PUs go in before any check, so that a sandbox it lists is taken before a check records
+	// another; each waits for the Observer's EventTracked (a journal's commit), Workers at a time, and LivenessCheck
+	// fails while none goes in for three SweepIntervals. EventRestored is told once the checks may begin. A failing
+	// or late list is retried with backoff until it answers, while checks go on. A list never brings back a PU removed from when it began until its answer
 	// is tracked, nor one destroyed, given up on or dropped by a dry run while no list had answered yet (the latest
 	// removals, as many as the engine tracks at the least: an Inventory that observes the engine, a journal, may
 	// still hold those, under the sandbox it recorded). nil: nothing is restored.

@@ -510,6 +510,9 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	}
 	now := c.now()
 	c.q.mu.Lock()
+	if listed {
+		c.q.list.progress = now // the first list's answer goes in (waits)
+	}
 	if c.q.stoppingLocked() {
 		c.q.mu.Unlock()
 		if listed { // a list that answered as Start stops: the PU stays in the Inventory for the next run
@@ -915,10 +918,11 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 }
 
 // waits returns what a health check reads of the queue: whether Start has returned, whether it stops (its context is
-// done), how long the oldest queued check
+// done), whether the first list's answer is going in (overdue is then how long since a PU of it last began to), how
+// long the oldest queued check
 // has waited, how long ago the first check due was due (since Start began at the earliest), and how long that may be
 // (limit, and the first list's deadline while it is under way).
-func (c *Engine) waits(limit time.Duration) (stopped, stopping bool, waited, overdue, wedged time.Duration) {
+func (c *Engine) waits(limit time.Duration) (stopped, stopping, restoring bool, waited, overdue, wedged time.Duration) {
 	now := c.now()
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
@@ -929,13 +933,15 @@ func (c *Engine) waits(limit time.Duration) (stopped, stopping bool, waited, ove
 	if !c.q.begun {
 		wedged += c.listTimeout() + stuckGrace
 		if c.q.list.gone != nil && c.q.list.end == 0 {
-			overdue = 0 // the first list answered in time, and its PUs go in before any check: however many, nothing is wedged
+			// The first list answered in time, and its PUs go in before any check: however many, it is wedged only
+			// while none goes in (an Observer that blocks).
+			restoring, overdue, wedged = true, time.Duration(now-c.q.list.progress), limit
 		}
 	}
 	if at := c.q.oldestQueuedLocked(); at != 0 {
 		waited = time.Duration(now - at)
 	}
-	return stopped, stopping, waited, overdue, wedged
+	return stopped, stopping, restoring, waited, overdue, wedged
 }
 
 // listBegins opens the window of a list of the Inventory: it is not to bring back what was removed, or is being
@@ -968,7 +974,7 @@ func (c *Engine) listAnswered(err error) error {
 	case err == nil && c.realNow() > w.deadline:
 		return fmt.Errorf("ListPUs answered after its deadline of %v", c.listTimeout())
 	case err == nil:
-		w.end = 0 // removals count until its answer is tracked
+		w.end, w.progress = 0, c.now() // removals count until its answer is tracked
 	}
 	return err
 }

@@ -13,10 +13,12 @@ import (
 // restore lists the Inventory until it answers or ctx ends, with backoff; listed is closed once the first list has
 // ended, answered or not.
 func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
+	var once sync.Once
+	begin := func() { once.Do(func() { close(listed) }) }
 	for attempt := 1; ; attempt++ {
-		ok := c.restoreAttempt(ctx, attempt)
+		ok := c.restoreAttempt(ctx, attempt, begin)
 		if attempt == 1 {
-			close(listed)
+			begin()
 		}
 		if ok || ctx.Err() != nil {
 			return
@@ -36,6 +38,7 @@ type listWindow struct {
 	// end (realNow) if it has not answered by then: a hung list keeps no record for long.
 	gone     map[string]struct{}
 	end      int64          // 0: the list answered in time; its answer is being tracked
+	progress int64          // while its answer is tracked: when a PU of it last began to go in (Engine.now)
 	deadline int64          // the list's deadline (realNow): an answer after it is a failure
 	removing map[string]int // PUIDs whose removal the Observer is being told
 	restored bool           // a list answered: none is to come
@@ -131,14 +134,16 @@ func (r *recent) add(puid string, size int) {
 // restoreAttempt lists the Inventory once and tracks every PU it lists, but invalid ones, and those removed since the
 // list began or being removed then (listWindow), or destroyed, given up on or dropped while no list had answered
 // (unlistedMemory). An answer after its deadline counts as a
-// failure. It reports whether the list answered.
-func (c *Engine) restoreAttempt(ctx context.Context, attempt int) bool {
+// failure. Once an answer is tracked it calls tracked (the checks may begin), then tells the Observer EventRestored.
+// It reports whether the list answered.
+func (c *Engine) restoreAttempt(ctx context.Context, attempt int, tracked func()) bool {
 	c.listBegins()
 	defer c.listEnds()
 	pus, err := c.listPUs(ctx)
 	if err = c.listAnswered(err); err == nil {
 		restored, skipped, invalid := c.trackAll(pus)
 		c.listTracked()
+		tracked()
 		c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
 		if invalid != nil { // one line, however many: the Inventory answers nonsense
 			c.log.Error(invalid, "skipping PUs the Inventory listed", "skipped", skipped)

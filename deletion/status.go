@@ -56,8 +56,9 @@ var (
 func (c *Engine) HealthCheck(req *http.Request) error { return c.ReadinessCheck(req) }
 
 // LivenessCheck reports whether restarting the process could help the engine: it fails once Start has returned, when
-// a check due three SweepIntervals ago (and since Start began, and its first list's deadline) is not queued yet, and
-// when every Workers slot is held by a check stuck in a port past its deadline. Being behind does not fail it (a
+// a check due three SweepIntervals ago (and since Start began, and its first list's deadline) is not queued yet, when
+// the first list answered and no PU of its answer has gone in for three SweepIntervals (the Observer blocks: no check
+// begins before they are in), and when every Workers slot is held by a check stuck in a port past its deadline. Being behind does not fail it (a
 // restart would only add a relist to the load: see ReadinessCheck), nor being before Start. Serve it on /healthz:
 // mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck). It reads a few fields, whatever the number of PUs.
 func (c *Engine) LivenessCheck(_ *http.Request) error {
@@ -80,7 +81,7 @@ func (c *Engine) ReadinessCheck(_ *http.Request) error {
 // healthErr is the error of a started engine's health check; a backlog fails it only when behindFails.
 func (c *Engine) healthErr(behindFails bool) error {
 	limit := 3 * c.opts.SweepInterval
-	stopped, stopping, waited, overdue, wedged := c.waits(limit)
+	stopped, stopping, restoring, waited, overdue, wedged := c.waits(limit)
 	switch stuck := c.stuck(c.realNow()); {
 	case stopped:
 		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
@@ -91,6 +92,9 @@ func (c *Engine) healthErr(behindFails bool) error {
 	case behindFails && waited > limit:
 		return fmt.Errorf("%w: the oldest queued check has waited %v, over 3 intervals of %v: the workers cannot keep up",
 			ErrBehind, waited.Round(time.Millisecond), c.opts.SweepInterval)
+	case restoring && overdue > wedged:
+		return fmt.Errorf("%w: no PU of the first list's answer has gone in for %v, over 3 intervals of %v: the Observer blocks, "+
+			"and no check begins before they are in", ErrBehind, overdue.Round(time.Millisecond), c.opts.SweepInterval)
 	case overdue > wedged:
 		return fmt.Errorf("%w: a check due %v ago is not queued yet, over 3 intervals of %v: the scheduler is wedged",
 			ErrBehind, overdue.Round(time.Millisecond), c.opts.SweepInterval)
