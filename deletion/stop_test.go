@@ -52,6 +52,32 @@ func TestAuditHoldsStartWithCancelledContextChecksNothing(t *testing.T) {
 	})
 }
 
+// Sweep: "A ctx done already checks nothing". A Sweep called with a cancelled context, with or without Start (whose
+// workers would run its checks), reads no pod and destroys nothing, every time.
+func TestASweepWithACancelledContextChecksNothing(t *testing.T) {
+	for i := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			cluster := deletiontest.NewCluster()
+			policy := &deletiontest.Policy{}
+			engine := deletiontest.NewEngine(t, cluster, policy, deletion.Options{SweepInterval: time.Hour})
+			pu := cluster.CreatePod(key("a"), "node-a", "")
+			_ = engine.Track(pu)
+			cluster.DeletePod(pu.Pod)
+			if i%2 == 0 {
+				deletiontest.Start(t, engine)
+				synctest.Wait()
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			engine.Sweep(ctx)
+			synctest.Wait()
+			if cluster.AllReads() != 0 || policy.CallCount() != 0 {
+				t.Fatalf("%d reads, %d destroys after a Sweep on a cancelled context", cluster.AllReads(), policy.CallCount())
+			}
+		})
+	}
+}
+
 // docs/sdk/engine.md:21-22: "`Start` returns soon after its context ends, even with a hung port; once its context is
 // done no check and no destroy starts." deletion/workers.go:19 (go doc Engine.Start): "Once ctx is done, no check of
 // its own and no DestroyPU of them starts".

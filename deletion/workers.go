@@ -73,13 +73,13 @@ func (c *Engine) Start(ctx context.Context) error {
 // check it waits for, or every Workers slot, is held by one stuck in a port a second past its deadline (CheckTimeout),
 // whoever began them: with a CheckTimeout of 100ms, about 1.1 to 2.1s after such a check began. One
 // Sweep runs at a time. It does not list the Inventory (Start does), and while Start does not run nothing happens
-// between two Sweeps. A nil ctx panics.
+// between two Sweeps. A ctx done already checks nothing; a nil ctx panics.
 func (c *Engine) Sweep(ctx context.Context) {
 	if ctx == nil {
 		panic("deletion: Sweep called with a nil context")
 	}
-	if c.q.records == nil {
-		return // not made by New: nothing is tracked
+	if c.q.records == nil || ctx.Err() != nil {
+		return // not made by New (nothing is tracked), or done already: no check begins
 	}
 	select {
 	case c.sweeping <- struct{}{}:
