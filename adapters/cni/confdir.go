@@ -43,8 +43,10 @@ type confNet struct {
 // (a named pipe, a directory, a link to neither), is not a network the
 // runtime uses, and is passed over but for its "disableGC" (a single
 // plugin's .conf, which the runtime loads as a list of one: its own key
-// says). A directory that cannot be read is an error: the collector cannot
-// know which networks to leave alone.
+// says). A directory that cannot be read, or a file of it that cannot be
+// (its permissions, or a link to what the collector cannot see, as into a
+// directory its pod does not mount, though the runtime may), is an error:
+// the collector cannot know which networks to leave alone.
 func readConfDir(dir, defaultDataDir string) (map[string]confNet, error) {
 	files, err := libcni.ConfFiles(dir, confExtensions)
 	if err != nil {
@@ -54,8 +56,18 @@ func readConfDir(dir, defaultDataDir string) (map[string]confNet, error) {
 	nets := map[string]confNet{}
 	for _, f := range files {
 		f = filepath.Clean(f)
-		if fi, err := os.Stat(f); err != nil || !fi.Mode().IsRegular() {
+		fi, err := os.Stat(f)
+		if err == nil && !fi.Mode().IsRegular() {
 			continue // a FIFO would block its read, and a device or a directory is no config the runtime loads
+		}
+		if err == nil {
+			var r *os.File
+			if r, err = os.Open(f); err == nil {
+				_ = r.Close()
+			}
+		}
+		if err != nil { // it may name a network with "disableGC": none is touched until it can be read
+			return nil, fmt.Errorf("cni: the network config %s cannot be read (%w): which networks it names, and whether it says disableGC, cannot be told", f, err)
 		}
 		if name := confNameOf(f); name != "" && holdsIrregular(filepath.Join(dir, name)) {
 			// libcni reads the network's own directory of plugin configs: one that holds a FIFO would block

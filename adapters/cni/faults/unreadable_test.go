@@ -5,12 +5,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/internal/testnode"
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // asDeployed runs the test again in a child process as the chart runs the collector: root without
@@ -99,4 +103,61 @@ func TestAnUnreadableDirectoryHidesOnlyWhatItHolds(t *testing.T) {
 			t.Errorf("the reservation of a network no config names was reported %d times (%v), want once", len(got), got)
 		}
 	})
+}
+
+// logDelPlugin logs each DEL it is asked, and frees nothing.
+const logDelPlugin = "#!/bin/sh\ncat >/dev/null\n[ \"$CNI_COMMAND\" = DEL ] && echo \"$CNI_CONTAINERID\" >> \"$(dirname \"$0\")/dels.log\"\nexit 0\n"
+
+// docs/sdk/cni-freeing.md: "any file of ConfDir that names the network with "disableGC": true ... is
+// never DELed" (row 13 for reservations). disableGC was added in ConfDir after the pod was created (its
+// cached config lacks it), in a file the collector cannot read: another's file of mode 0 (as deployed,
+// root without CAP_DAC_OVERRIDE), or a link into a directory the collector's pod does not mount (the
+// runtime, on the node, reads it). Nothing of that network may be DELed: neither the gone pod's
+// attachment nor its leaked reservation; the collector says which file keeps it all.
+func TestAConfigThatCannotBeReadKeepsEveryNetwork(t *testing.T) {
+	if !asDeployed(t) {
+		return
+	}
+	for name, hide := range map[string]func(conf, path string){
+		"mode 0": func(conf, path string) {
+			write(t, path, `{"cniVersion":"1.0.0","name":"net1","disableGC":true,"plugins":[{"type":"logdel"}]}`)
+			if err := os.Chmod(path, 0); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"a link into an unmounted directory": func(conf, path string) {
+			if err := os.Symlink("/nonexistent-podsweeper-dir/20-net1.conflist", path); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			e.plugins = t.TempDir()
+			write(t, filepath.Join(e.plugins, "logdel"), logDelPlugin)
+			if err := os.Chmod(filepath.Join(e.plugins, "logdel"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel","ipam":{"type":"host-local","ranges":[[{"subnet":"10.7.0.0/24"}]]}}]}`)
+			hide(e.conf, filepath.Join(e.conf, "20-net1.conflist"))
+			write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
+				`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+
+				`"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0MSIsInBsdWdpbnMiOlt7InR5cGUiOiJsb2dkZWwifV19"}`)
+			reservation(t, e.data, "net1", "10.7.0.5", "leaked-ctr", "eth0", time.Hour)
+			c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+				Runtime: emptyRuntime{}, ResyncInterval: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
+				SandboxID: "sb-1", Reason: ports.ReasonPodGone})
+			if err == nil || !strings.Contains(err.Error(), "20-net1.conflist") {
+				t.Errorf("DestroyPU = %v, want an error naming the config it cannot read", err)
+			}
+			resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
+			if b, _ := os.ReadFile(filepath.Join(e.plugins, "dels.log")); len(b) > 0 {
+				t.Errorf("DELs of network net1, which a config the collector cannot read may keep: %q", b)
+			}
+		})
+	}
 }
