@@ -51,9 +51,10 @@ const (
 	DefaultConfDir        = "/etc/cni/net.d"
 	DefaultResyncInterval = 30 * time.Second
 	// DefaultNewestSandboxTimeout is Options.NewestSandboxTimeout when
-	// left at zero: more than twice the kubelet's default deadline of a
-	// RunPodSandbox (2 minutes), after which no sandbox is still being
-	// created.
+	// left at zero: longer than the kubelet's default deadline of a
+	// RunPodSandbox, 4 minutes (twice its --runtime-request-timeout of 2
+	// minutes), after which no sandbox is still being created. A kubelet
+	// given a longer --runtime-request-timeout wants more than twice it.
 	DefaultNewestSandboxTimeout = 5 * time.Minute
 )
 
@@ -61,6 +62,12 @@ const (
 // for each attachment a DestroyPU freed: keep it out of a logger's
 // sampling (k8s.NewLogger) to find every one in the log.
 const LogMessageFreed = "attachment freed"
+
+// LogMessageEntrySkipped is the message of the line the Collector logs (at
+// info) once for each cache entry it skips and never deletes (another
+// runtime's, or one it cannot read or use): the only record of it, to keep
+// out of a logger's sampling too.
+const LogMessageEntrySkipped = "skipping a cache entry: it is never deleted"
 
 // Options configure New. The zero value of every field is a documented default.
 type Options struct {
@@ -242,7 +249,7 @@ func New(opts Options) (*Collector, error) {
 		refusals:  newRefusals(opts.NewestSandboxTimeout),
 		freeing:   &podLocks{held: map[string]chan struct{}{}},
 		resync:    newResyncer(opts.ResyncInterval, opts.Logger),
-		skips:     newSkipLog(opts.Logger, "skipping a cache entry: it is never deleted"),
+		skips:     newSkipLog(opts.Logger, LogMessageEntrySkipped),
 		hostLocal: newHostLocal(opts, opts.Logger),
 		// The cache directory goes to the CNIConfig: libcni ignores
 		// RuntimeConf.CacheDir in some of its paths.

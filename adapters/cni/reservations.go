@@ -17,9 +17,11 @@ import (
 )
 
 // DefaultReservationGrace is Options.ReservationGrace when left at zero:
-// as DefaultNewestSandboxTimeout, more than twice the kubelet's default
-// deadline of a RunPodSandbox, after which no sandbox is still being
-// created.
+// as DefaultNewestSandboxTimeout, longer than the kubelet's default
+// deadline of a RunPodSandbox (4 minutes: twice its
+// --runtime-request-timeout), after which no sandbox is still being
+// created. A kubelet given a longer --runtime-request-timeout wants more
+// than twice it.
 const DefaultReservationGrace = 5 * time.Minute
 
 // LogMessageReservationFreed is the message of the line the Collector
@@ -32,6 +34,12 @@ const LogMessageReservationFreed = "host-local reservation freed"
 // free, while its file holds it: the only record of which addresses, to
 // keep out of a logger's sampling too.
 const LogMessageReservationWouldFree = "dry run: would free a host-local reservation"
+
+// LogMessageReservationSkipped is the message of the line the Collector
+// logs (at info) once for each host-local reservation file it skips or
+// reports and never touches (one of a network whose config is gone, say):
+// the only record of it, to keep out of a logger's sampling too.
+const LogMessageReservationSkipped = "skipping a host-local reservation: it is never touched"
 
 // reservationDelTimeout bounds one DEL of a reservation: a plugin that
 // hangs must not stop the resync loop.
@@ -338,7 +346,7 @@ func (c *Collector) delReservation(ctx context.Context, r Reservation, list *lib
 // newHostLocal returns the sweep of opts, which New has defaulted.
 func newHostLocal(opts Options, log logr.Logger) *hostLocal {
 	h := &hostLocal{confDir: opts.ConfDir, defaultDataDir: opts.HostLocalDataDir, grace: opts.ReservationGrace,
-		dryRun: opts.DryRun, observer: opts.Observer, skips: newSkipLog(log, "skipping a host-local reservation: it is never touched")}
+		dryRun: opts.DryRun, observer: opts.Observer, skips: newSkipLog(log, LogMessageReservationSkipped)}
 	if opts.ReservationRate > 0 && opts.ReservationRate != rate.Inf {
 		h.limit = rate.NewLimiter(opts.ReservationRate, max(opts.ReservationBurst, 1))
 	}

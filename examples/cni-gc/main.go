@@ -88,7 +88,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	// A line that records what became of a PU or an attachment is never
 	// sampled out.
-	log := cfg.NewLogger(stderr, cni.LogMessageFreed, cni.LogMessageReservationFreed, cni.LogMessageReservationWouldFree)
+	log := cfg.NewLogger(stderr, cni.LogMessageFreed, cni.LogMessageReservationFreed, cni.LogMessageReservationWouldFree,
+		cni.LogMessageEntrySkipped, cni.LogMessageReservationSkipped)
 	runtime, err := cri.New(cfg.node.CRIEndpoint, cri.Options{})
 	if err != nil {
 		return err
