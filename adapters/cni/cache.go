@@ -74,6 +74,8 @@ type skipped struct {
 // runtime's network configs (confDir, Options.ConfDir).
 type cacheReader struct {
 	dir, confDir string
+	// skips logs each entry the Collector's reads skip, once (Collector.read).
+	skips *skipLog
 }
 
 // view is one read of the cache.

@@ -161,7 +161,6 @@ type Collector struct {
 	refusals *refusals
 	resync   *resyncer
 	freeing  *podLocks // one DestroyPU at a time frees a pod's attachments
-	skips    *skipLog
 	// hostLocal frees host-local's reservations the cache does not hold.
 	hostLocal *hostLocal
 	// cni runs the plugins' DEL.
@@ -244,12 +243,11 @@ func New(opts Options) (*Collector, error) {
 		}
 	}
 	return &Collector{
-		cache:     cacheReader{dir: opts.CacheDir, confDir: opts.ConfDir},
+		cache:     cacheReader{dir: opts.CacheDir, confDir: opts.ConfDir, skips: newSkipLog(opts.Logger, LogMessageEntrySkipped)},
 		runtime:   opts.Runtime,
 		refusals:  newRefusals(opts.NewestSandboxTimeout),
 		freeing:   &podLocks{held: map[string]chan struct{}{}},
 		resync:    newResyncer(opts.ResyncInterval, opts.Logger),
-		skips:     newSkipLog(opts.Logger, LogMessageEntrySkipped),
 		hostLocal: newHostLocal(opts, opts.Logger),
 		// The cache directory goes to the CNIConfig: libcni ignores
 		// RuntimeConf.CacheDir in some of its paths.
@@ -274,7 +272,7 @@ func (c *Collector) read() (view, error) {
 		}
 	}
 	c.refusals.retain(held)
-	c.skips.report(skips)
+	c.cache.skips.report(skips)
 	return v, nil
 }
 
