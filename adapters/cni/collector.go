@@ -528,19 +528,19 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 	return p.result(nil, append(unusable, p.unusable...))
 }
 
-// planRead reads the cache with read and lists the Runtime, then decides
-// what DestroyPU(ev) does (plan); a failed read or list keeps the pod.
+// planRead reads the cache with read and lists the Runtime (unless the
+// cache holds nothing of ev's pod), then decides what DestroyPU(ev) does
+// (plan); a failed read or list keeps the pod.
 func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, read func() (view, error)) (destroyPlan, error) {
 	v, err := read()
 	if err != nil {
 		return destroyPlan{}, err
 	}
-	if v.holdsNothingOf(ev) {
-		return destroyPlan{}, nil // a PU it does not know: nothing to free, whatever the runtime would say
-	}
-	rv, err := c.listRuntime(ctx)
-	if err != nil {
-		return destroyPlan{}, fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
+	var rv runtimeView
+	if !v.holdsNothingOf(ev) { // else a PU it does not know: the runtime has nothing to tell of what is to free
+		if rv, err = c.listRuntime(ctx); err != nil {
+			return destroyPlan{}, fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
+		}
 	}
 	return c.plan(v, rv, ev), nil
 }
