@@ -68,6 +68,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- with .Values.pprof }}
 - --pprof-bind-address={{ .bindAddress }}
 {{- end }}
+{{- with .Values.status }}
+- --status-bind-address={{ .bindAddress }}
+{{- end }}
 - --sweep-interval={{ .Values.sweepInterval }}
 - --workers={{ int64 .Values.workers }}
 - --dry-run={{ .Values.dryRun }}
