@@ -14,9 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,6 +48,8 @@ import (
 //     file made a directory that os.Remove cannot remove), its attempts,
 //     next attempt and error;
 //   - an unknown pod: said plainly;
+//   - a pod asked by its UID alone, and a pod whose destroy's Event, as a
+//     node's program records it, regards the node;
 //
 // and a user without the chart's roles, or with the ClusterRole but not
 // the Role, gets one line that says "forbidden" and which permission, and
@@ -267,8 +271,34 @@ func TestExplainOnContainerd(t *testing.T) {
 	assert.Contains(t, text, "podsweeper knows nothing of this pod")
 	t.Logf("an unknown pod:\n%s", text)
 
+	// By UID alone: the pod is found from its PU.
+	code, out, errs := plugin(asOperator, "explain", "pod", "--uid", string(second.UID), "-o", "json")
+	require.Equal(t, 0, code, errs)
+	x = &PodExplanation{}
+	require.NoError(t, json.Unmarshal([]byte(out), x), out)
+	assert.Equal(t, "apps/again", x.Namespace+"/"+x.Name, "named from its PU")
+	assert.NotNil(t, puOf(answerOf(x, "node-agent"), string(second.UID)))
+
+	// A node's program's Event of a destroy regards the node and names the
+	// pod (k8s.Events): written here as the agent's recorder writes it
+	// (the agent runs a dry run, which records none), it is found for the pod.
+	const goneUID = "0d8c3a1e-5b7f-4e2a-9c6d-1f0e2b3a4c5d"
+	require.NoError(t, e.Cluster.Client.Create(ctx, &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "node-explain.destroy"},
+		EventTime:  metav1.NewMicroTime(time.Now()), ReportingController: "podsweeper", ReportingInstance: "podsweeper-node-explain",
+		Action: k8s.EventActionDestroy, Reason: k8s.EventReasonDestroyed, Type: corev1.EventTypeNormal,
+		Regarding: corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: e.Node.Name, UID: types.UID(e.Node.Name)},
+		Related:   &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "apps", Name: "cache", UID: goneUID},
+		Note:      "PodGone: destroyed PU " + goneUID + " of pod apps/cache (sandbox 7be1c2d3e4f5)",
+	}))
+	x, text = explain("apps/cache")
+	require.Len(t, x.Events, 1, text)
+	assert.Equal(t, "Node/"+e.Node.Name, x.Events[0].Regarding)
+	assert.Contains(t, text, "PUDestroyed, regarding Node/"+e.Node.Name+": PodGone: destroyed PU "+goneUID)
+	assert.NotContains(t, text, "podsweeper knows nothing of this pod")
+
 	// status and report, as text.
-	code, out, errs := plugin(asOperator, "status", "--node", e.Node.Name)
+	code, out, errs = plugin(asOperator, "status", "--node", e.Node.Name)
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, out, string(second.UID))
 	code, out, errs = plugin(asOperator, "report")
