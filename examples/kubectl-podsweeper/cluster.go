@@ -284,10 +284,32 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 	}
 	x.Answers = answers
 	if x.Name == "" && x.Namespace == "" {
-		// Asked by UID alone: name the pod from its PU, and look it up.
+		// Asked by UID alone: name the pod from an Event that regards it,
+		// its PU or its dry run's report, and say whether that pod is
+		// still the one of that UID.
+		for _, e := range evs {
+			if ns, name, ok := strings.Cut(strings.TrimPrefix(e.Regarding, "Pod/"), "/"); ok && strings.HasPrefix(e.Regarding, "Pod/") {
+				x.Namespace, x.Name = ns, name
+			}
+		}
 		for _, a := range answers {
 			for _, s := range a.PUs {
 				x.Namespace, x.Name, _ = strings.Cut(s.Pod, "/")
+			}
+			for _, r := range a.Reports {
+				x.Namespace, x.Name, _ = strings.Cut(r.Pod, "/")
+			}
+		}
+		if x.Name != "" {
+			p, err := c.cs.CoreV1().Pods(x.Namespace).Get(ctx, x.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return nil, refused(err, "get", "pods", x.Namespace, clusterRole)
+			case string(p.UID) == uid:
+				x.Pod = podOf(p)
+			default:
+				x.Warnings = append(x.Warnings, fmt.Sprintf("the pod named %s/%s now has UID %s, not %s", x.Namespace, x.Name, p.UID, uid))
 			}
 		}
 	}

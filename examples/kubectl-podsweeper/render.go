@@ -115,13 +115,15 @@ var states = map[string]string{
 // RenderPod writes x for a person.
 func RenderPod(w io.Writer, x *PodExplanation) error {
 	p := &printer{w: w}
-	asked := x.Namespace + "/" + x.Name
-	if x.Name == "" {
-		asked = "with UID " + x.UID
-	}
 	switch pod := x.Pod; {
+	case pod == nil && x.UID != "":
+		named := ""
+		if x.Name != "" {
+			named = " (" + x.Namespace + "/" + x.Name + ")"
+		}
+		p.f("Pod with UID %s%s: no pod of that UID in the API server (deleted, or never created).\n", x.UID, named)
 	case pod == nil:
-		p.f("Pod %s: no such pod in the API server (deleted, or never created).\n", asked)
+		p.f("Pod %s/%s: no such pod in the API server (deleted, or never created).\n", x.Namespace, x.Name)
 	default:
 		p.f("Pod %s/%s (UID %s) on node %s: %s.\n", pod.Namespace, pod.Name, pod.UID, orNone(pod.Node, "none yet"), podPhase(pod))
 	}
