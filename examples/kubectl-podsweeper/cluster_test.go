@@ -30,9 +30,9 @@ import (
 
 // kubectl podsweeper as an operator runs it, against the programs as they
 // are deployed: on a real API server and a real containerd node
-// (internal/testdeploy), the node agent's chart in a dry run and the
-// cluster controller's chart (one replica, destroys on), each from its
-// image, with the charts' explain RBAC bound to the user "operator"
+// (internal/testdeploy), the node agent's chart in a dry run, the
+// cluster controller's chart (one replica, destroys on) and cni-gc's (in
+// the node's network), each from its image, with the charts' explain RBAC bound to the user "operator"
 // (explain.subjects). The plugin runs as that user, from a kubeconfig of
 // that user only, and reaches each program's status listener through the
 // API server's pods/portforward to its pod (the kubelet's and
@@ -86,7 +86,17 @@ func TestExplainOnContainerd(t *testing.T) {
 	replicas := e.RunDeployment(t, ccNS, testdeploy.Named(t, objs, "Deployment"))
 	require.Len(t, replicas, 1)
 	controller := e.WaitReady(t, replicas[0])
-	t.Logf("the agent %s and the controller %s are Ready", agent.Name, controller.Name)
+	// cni-gc, in the node's network: its status listener is the node's loopback.
+	gcImg := e.ImportImage(t, "cni-gc")
+	values = e.Values(t, gcImg)
+	values["cni"] = map[string]any{"cacheDir": "/var/lib/cni", "binDirs": e.Node.CNIPluginDirs, "confDir": e.Node.CNIConfDir, "netnsDir": "/run/netns"}
+	values["explain"] = map[string]any{"subjects": operator}
+	const gcNS = "podsweeper-cni-gc"
+	objs = testdeploy.Render(t, "../cni-gc/chart", "podsweeper-cni-gc", gcNS, values)
+	e.Apply(t, gcNS, objs)
+	gc := e.WaitReady(t, e.RunDaemonSet(t, gcNS, testdeploy.Named(t, objs, "DaemonSet")))
+	require.True(t, gc.Spec.HostNetwork)
+	t.Logf("the agent %s, the controller %s and cni-gc %s are Ready", agent.Name, controller.Name, gc.Name)
 
 	kubeconfig := func(name string) string {
 		f := filepath.Join(t.TempDir(), name+".kubeconfig")
@@ -168,10 +178,12 @@ func TestExplainOnContainerd(t *testing.T) {
 	web := e.Node.RunPod(t, e.Node.NewPod("apps", "web"))
 	sandbox, err := e.Node.ReadySandbox(ctx, string(web.UID))
 	require.NoError(t, err)
-	x, text := eventually("apps/web", "both programs hold its PU, checked: the agent's with its sandbox", func(x *PodExplanation, _ string) bool {
+	x, text := eventually("apps/web", "the three programs hold its PU, checked: the agent's with its sandbox", func(x *PodExplanation, _ string) bool {
 		a, c := puOf(answerOf(x, "node-agent"), string(web.UID)), puOf(answerOf(x, "cluster-controller"), string(web.UID))
-		return a != nil && c != nil && a.LastChecked != nil && a.LastRow == 9 && c.LastChecked != nil
+		g := puOf(answerOf(x, "cni-gc"), string(web.UID))
+		return a != nil && c != nil && g != nil && a.LastChecked != nil && a.LastRow == 9 && c.LastChecked != nil
 	})
+	assert.Equal(t, gc.Name, answerOf(x, "cni-gc").Program.Pod, "cni-gc's pod on the pod's node, through a port-forward into the node's network")
 	require.NotNil(t, x.Pod)
 	assert.Equal(t, string(web.UID), x.Pod.UID)
 	assert.Equal(t, e.Node.Name, x.Pod.Node)
@@ -266,7 +278,7 @@ func TestExplainOnContainerd(t *testing.T) {
 		assert.Empty(t, a.PUs, "%s holds nothing of it", a.Program)
 		assert.Empty(t, a.Reports, "%s reports nothing of it", a.Program)
 	}
-	assert.Len(t, x.Answers, 2, "both programs were asked")
+	assert.Len(t, x.Answers, 3, "every program was asked")
 	assert.Contains(t, text, "Pod apps/nope: no such pod in the API server")
 	assert.Contains(t, text, "podsweeper knows nothing of this pod")
 	t.Logf("an unknown pod:\n%s", text)
@@ -308,6 +320,9 @@ func TestExplainOnContainerd(t *testing.T) {
 	code, out, errs = plugin(asOperator, "status", "--node", e.Node.Name)
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, out, string(second.UID))
+	assert.Contains(t, out, "cni-gc "+gcNS+"/"+gc.Name)
+	assert.NotContains(t, out, "could not be asked")
+	t.Logf("status --node %s:\n%s", e.Node.Name, out)
 	code, out, errs = plugin(asOperator, "report")
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, out, "apps/gone")
