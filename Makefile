@@ -62,7 +62,7 @@ PROMETHEUS_VERSION = $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "github.
 PROMTOOL_VERSION = $(shell echo '$(PROMETHEUS_VERSION)' | awk -F. '{ print int($$2 / 100) "." $$2 % 100 "." $$3 }')
 KWOK_VERSION = $(shell awk '$$1 == "require" && $$2 == "sigs.k8s.io/kwok" { print $$3 }' hack/tools/kwok/go.mod)
 
-.PHONY: chart-helpers all generate metrics-doc values-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process bench-scale ci cni-plugins images image debs tools release
+.PHONY: kubectl-podsweeper chart-helpers all generate metrics-doc values-doc verify-generate lint verify-apidiff apidiff-base test test-long bench bench-process bench-scale ci cni-plugins images image debs tools release
 
 all: lint test
 
@@ -198,6 +198,14 @@ image: $(IMAGES_TOOL) $(SBOM_TOOL) $(if $(filter cni-gc,$(PROGRAM)),debs)
 	@GO='$(GO)' IMAGES='$(PROGRAM)' MODULE='$(MODULE)' MAIN='$(MAIN)' IMAGE_NAME='$(IMAGE_NAME)' \
 		IMAGES_DIR='$(IMAGE_DIR)' IMAGE_REGISTRY='$(IMAGE_REGISTRY)' IMAGE_TAG='$(IMAGE_TAG)' \
 		IMAGES_TOOL='$(IMAGES_TOOL)' SBOM_TOOL='$(SBOM_TOOL)' DEBS_DIR='$(DEBS_DIR)' hack/images.sh
+
+## kubectl-podsweeper: the kubectl plugin `kubectl podsweeper` (examples/kubectl-podsweeper,
+## docs/operating/explain.md), a static binary, into $(KUBECTL_PODSWEEPER); a release ships it
+## beside the images. Put it on your PATH: kubectl runs it as `kubectl podsweeper`.
+KUBECTL_PODSWEEPER ?= $(CURDIR)/bin/kubectl-podsweeper
+kubectl-podsweeper:
+	@mkdir -p $(dir $(KUBECTL_PODSWEEPER))
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(KUBECTL_PODSWEEPER) ./examples/kubectl-podsweeper
 
 # What the tests need, built by the targets test depends on: the API server's
 # binaries, the CNI plugins, the images (the cni-gc image's iptables

@@ -12,9 +12,10 @@
 #      examples/*/deploy/kustomization.yaml): VERSION;
 #   4. one commit of all that, "Release VERSION", tagged VERSION;
 #   5. make images IMAGE_TAG=VERSION on that commit: the images, their
-#      SBOMs and digests, whose version label is VERSION (the tag).
+#      SBOMs and digests, whose version label is VERSION (the tag); and
+#      make kubectl-podsweeper: the kubectl plugin, bin/kubectl-podsweeper.
 #
-# Nothing is pushed: the commit, the tag and the images (bin/images) are
+# Nothing is pushed: the commit, the tag, the images (bin/images) and the plugin are
 # left for the maintainer to push, as the last lines say.
 #
 # DRY_RUN=1 (the default) checks everything the release would refuse and
@@ -67,7 +68,7 @@ release: dry run of $version on $head ($date); DRY_RUN=0 does it.
   2. $MAKE apidiff-base VERSION=$version: api/$version/ replaces api/$last/, api/RELEASE says $version
   3. ${charts[*]}: version ${version#v}, appVersion $version; ${kustomizations[*]}: newTag $version
   4. git commit -m "Release $version" and git tag $version
-  5. $MAKE images IMAGE_TAG=$version: the images of the release commit, their SBOMs and digests
+  5. $MAKE images IMAGE_TAG=$version: the images of the release commit, their SBOMs and digests; $MAKE kubectl-podsweeper: the plugin
 Nothing is pushed.
 EOF
 	exit 0
@@ -99,8 +100,10 @@ git tag "$version"
 echo "release: committed and tagged $version ($(git rev-parse --short HEAD))"
 
 "$MAKE" --no-print-directory images IMAGE_TAG="$version"
+"$MAKE" --no-print-directory kubectl-podsweeper
 cat <<EOF
 release: $version is made. To publish it:
   git push origin HEAD "$version"
   and push each image of bin/images (an OCI layout, e.g. crane push bin/images/node-agent <registry>/podsweeper-node-agent:$version)
+  and attach bin/kubectl-podsweeper (the kubectl plugin) to the release
 EOF

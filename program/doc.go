@@ -53,7 +53,7 @@
 // then the metrics, the report and, with Options.Events, the Kubernetes
 // Events; the wiring (k8s.SetupWithManager for an engine with a node,
 // k8s.SetupClusterWithManager without); Options.Beside; and the shared
-// endpoints (Serve). It binds the probes' and pprof's addresses itself,
+// endpoints (Serve). It binds the probes', pprof's and the status listener's addresses itself,
 // before the manager, and serves them from the manager it returns, so that
 // a step that fails releases them (and unregisters the metrics): a failed
 // Build leaves nothing bound.
@@ -62,7 +62,10 @@
 // confirming read included, destroy nothing, and report each PU that would
 // go on k8s.DryRunPath, in the log and in podsweeper_would_destroy_total),
 // --max-destroys-per-second and --destroy-burst (deletion.Options.DestroyRate),
-// the status page (k8s.StatusPath) and the backlog metrics
+// the status page (k8s.StatusPath), beside /metrics and on a loopback
+// listener of its own (--status-bind-address, plain HTTP, for a
+// port-forward through the API server: kubectl podsweeper reads it), the
+// backlog metrics
 // (k8s.NewBacklogCollector), the readiness checks "pod-cache" (CacheSynced)
 // and "podsweeper", and a client rate limit that holds however the
 // cluster's config is given.

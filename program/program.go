@@ -71,6 +71,11 @@ type Flags struct {
 	// /debug/pprof without authentication: on a loopback address only
 	// (127.0.0.1, ::1, localhost); Off turns it off.
 	PprofBindAddress string
+	// StatusBindAddress is --status-bind-address, which serves the status
+	// page and the dry run's report in plain HTTP without authentication,
+	// for a port-forward through the API server: on a loopback address
+	// only; Off turns it off.
+	StatusBindAddress string
 	// SweepInterval and Workers are deletion.Options'.
 	SweepInterval time.Duration
 	Workers       int
@@ -85,13 +90,13 @@ type Flags struct {
 
 // Defaults returns the shared flags' defaults: the kubelet's client rate
 // limit (50 a second, burst 100), metrics over HTTPS on :8443, probes on
-// :8081, pprof on loopback, the engine's own sweep interval and workers,
+// :8081, pprof and the status listener on loopback, the engine's own sweep interval and workers,
 // destroys on and no destroy rate.
 func Defaults() Flags {
 	return Flags{
 		KubeAPIQPS: 50, KubeAPIBurst: 100,
 		MetricsBindAddress: ":8443", MetricsSecure: true,
-		HealthProbeBindAddress: ":8081", PprofBindAddress: "127.0.0.1:8082",
+		HealthProbeBindAddress: ":8081", PprofBindAddress: "127.0.0.1:8082", StatusBindAddress: DefaultStatusBindAddress,
 		SweepInterval: deletion.DefaultSweepInterval, Workers: deletion.DefaultWorkers,
 		DestroyBurst: 1,
 	}
@@ -110,6 +115,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 			"authorizes (a get on the URL); false serves plain HTTP, and then only on a loopback --metrics-bind-address")
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", f.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints; "0" turns them off`)
 	fs.StringVar(&f.PprofBindAddress, "pprof-bind-address", f.PprofBindAddress, `address of Go's /debug/pprof endpoints, served without authentication: a loopback address only (127.0.0.1, ::1, localhost); "0" turns them off`)
+	f.bindStatus(fs)
 	fs.DurationVar(&f.SweepInterval, "sweep-interval", f.SweepInterval, "how often every PU is re-checked against the API")
 	fs.IntVar(&f.Workers, "workers", f.Workers, "how many checks may run at once")
 	fs.BoolVar(&f.DryRun, "dry-run", f.DryRun,
@@ -123,8 +129,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 
 // Validate rejects shared flags the program cannot run with, with an error
 // that wraps ErrUsage and names the flag: those the engine would refuse
-// (deletion.Options.Validate) among them, plain HTTP metrics or pprof off
-// loopback, and an endpoint's address the
+// (deletion.Options.Validate) among them, plain HTTP metrics, pprof or the
+// status listener off loopback, and an endpoint's address the
 // manager could not bind, or that another endpoint binds too, so that a
 // program refuses them before it connects to anything.
 func (f *Flags) Validate() error {
@@ -152,6 +158,8 @@ func (f *Flags) Validate() error {
 	case f.PprofBindAddress != Off && !loopback(f.PprofBindAddress):
 		err = fmt.Errorf("--pprof-bind-address serves /debug/pprof without authentication to anyone who reaches it: "+
 			"bind it to a loopback address (127.0.0.1, ::1, localhost), not %q, or turn it off with %q", f.PprofBindAddress, Off)
+	case f.validateStatus() != nil:
+		err = f.validateStatus()
 	default:
 		// What the engine refuses, by the flag that sets it.
 		for _, c := range []struct {
@@ -175,6 +183,7 @@ func (f *Flags) Validate() error {
 			{"--metrics-bind-address", f.MetricsBindAddress},
 			{"--health-probe-bind-address", f.HealthProbeBindAddress},
 			{"--pprof-bind-address", f.PprofBindAddress},
+			f.statusEndpoint(),
 		})
 	}
 	if err != nil {

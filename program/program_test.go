@@ -89,6 +89,30 @@ func TestPprofIsServedOnLoopbackOnly(t *testing.T) {
 	}
 }
 
+// TestStatusIsServedOnLoopbackOnly: --status-bind-address serves the
+// status page without authentication, "on loopback" as its help says: an
+// address off loopback, every address included, is a usage error naming
+// the flag; a loopback one, and "0", are not; and it shares no port with
+// another endpoint.
+func TestStatusIsServedOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{":8084", "0.0.0.0:8084", "[::]:8084", "192.0.2.1:8084"} {
+		_, err := parse(t, "--status-bind-address="+addr)
+		require.ErrorIs(t, err, ErrUsage, addr)
+		assert.Contains(t, err.Error(), "--status-bind-address", addr)
+		assert.Contains(t, err.Error(), "loopback", addr)
+	}
+	for _, addr := range []string{"0", "127.0.0.1:0", "localhost:0"} {
+		_, err := parse(t, "--status-bind-address="+addr)
+		require.NoError(t, err, addr)
+	}
+	_, err := parse(t, "--pprof-bind-address=127.0.0.1:9100", "--status-bind-address=127.0.0.1:9100")
+	require.ErrorIs(t, err, ErrUsage)
+	assert.Contains(t, err.Error(), "--status-bind-address")
+	f, err := parse(t)
+	require.NoError(t, err)
+	assert.Equal(t, DefaultStatusBindAddress, f.StatusBindAddress, "on loopback by default")
+}
+
 // TestParseRefusesAddressesNoEndpointCanBind: an endpoint's address that
 // net.Listen cannot bind, as the manager binds it, and two endpoints on
 // one address are usage errors naming the flags, not a failure at start.

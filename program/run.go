@@ -115,8 +115,8 @@ func Run(ctx context.Context, f Flags, o Options) error {
 // the API server; the wiring; o.Beside; and the shared endpoints (Serve),
 // with the readiness checks "pod-cache" (CacheSynced) and o.Ready.
 //
-// When a step fails, Build releases what it acquired before: the probes'
-// and pprof's addresses, which it binds itself before the manager (the
+// When a step fails, Build releases what it acquired before: the probes',
+// pprof's and the status listener's addresses (serveStatus), which it binds itself before the manager (the
 // manager would bind them in NewManager and release them only once started
 // and stopped), and the metrics it registered on o.Registry; a second
 // Build may bind and register them. Once Build has returned a manager,
@@ -146,6 +146,10 @@ func Build(f Flags, o Options) (_ manager.Manager, _ *deletion.Engine, err error
 		return nil, nil, err
 	}
 	profiles, err := got.listen("--pprof-bind-address", f.PprofBindAddress)
+	if err != nil {
+		return nil, nil, err
+	}
+	status, err := got.listen("--status-bind-address", f.StatusBindAddress)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,6 +187,9 @@ func Build(f Flags, o Options) (_ manager.Manager, _ *deletion.Engine, err error
 	}
 	serve := ServeOptions{Report: report, LeaderElected: o.Lease != nil, Ready: ready, Registry: o.Registry}
 	if err := Serve(mgr, engine, f, serve); err != nil {
+		return nil, nil, err
+	}
+	if err := serveStatus(mgr, status, engine, report); err != nil {
 		return nil, nil, err
 	}
 	return mgr, engine, nil

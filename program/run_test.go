@@ -87,6 +87,8 @@ func TestBuildAssemblesANodeAndAClusterProgram(t *testing.T) {
 		t.Run("node="+node, func(t *testing.T) {
 			f := Defaults()
 			f.MetricsBindAddress, f.PprofBindAddress, f.HealthProbeBindAddress = Off, Off, freeAddr(t)
+
+			f.StatusBindAddress = freeAddr(t)
 			beside := make(chan *deletion.Engine, 1)
 			mgr, engine, err := Build(f, Options{Name: "test", Logger: logr.Discard(), Config: rest.CopyConfig(rc), Registry: prometheus.NewRegistry(),
 				Policy: ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
@@ -147,6 +149,8 @@ func TestBuildReleasesWhatItAcquiredWhenALaterStepFails(t *testing.T) {
 	rc, _ := testkube.StartAPIServer(t)
 	f := Defaults()
 	f.MetricsBindAddress, f.HealthProbeBindAddress, f.PprofBindAddress = Off, freeAddr(t), freeAddr(t)
+
+	f.StatusBindAddress = freeAddr(t)
 	reg := &refusingBacklog{Registry: prometheus.NewRegistry(), refuse: true}
 	o := Options{Name: "test", Logger: logr.Discard(), Registry: reg, Config: rest.CopyConfig(rc),
 		Policy: ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
@@ -193,6 +197,8 @@ func TestBuildAfterStartReturnedRegistersAgain(t *testing.T) {
 	rc, _ := testkube.StartAPIServer(t)
 	f := Defaults()
 	f.MetricsBindAddress, f.HealthProbeBindAddress, f.PprofBindAddress = Off, freeAddr(t), freeAddr(t)
+
+	f.StatusBindAddress = freeAddr(t)
 	reg := prometheus.NewRegistry()
 	o := Options{Name: "test", Logger: logr.Discard(), Registry: reg, Config: rest.CopyConfig(rc),
 		Policy: ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
@@ -232,4 +238,49 @@ func TestBuildAfterStartReturnedRegistersAgain(t *testing.T) {
 	assert.Empty(t, families, "the metrics are unregistered")
 	_, _, err = Build(f, o)
 	require.NoError(t, err, "a second Build on the same addresses and registry")
+}
+
+// TestStatusListenerServesTheStatusPages: --status-bind-address serves the
+// status page and, in a dry run, its report, in plain HTTP without
+// authentication, the same JSON as beside /metrics; nothing else.
+func TestStatusListenerServesTheStatusPages(t *testing.T) {
+	rc, _ := testkube.StartAPIServer(t)
+	for _, dryRun := range []bool{false, true} {
+		f := Defaults()
+		f.MetricsBindAddress, f.HealthProbeBindAddress, f.PprofBindAddress, f.StatusBindAddress = Off, Off, Off, freeAddr(t)
+		f.DryRun = dryRun
+		o := Options{Name: "test", Logger: logr.Discard(), Registry: prometheus.NewRegistry(), Config: rest.CopyConfig(rc),
+			Policy: ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
+			Engine: deletion.Options{NodeName: "node-a"},
+		}
+		mgr, _, err := Build(f, o)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(ctx) }()
+		get := func(path string) (int, string) {
+			resp, err := http.Get("http://" + f.StatusBindAddress + path)
+			if err != nil {
+				return 0, err.Error()
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		require.Eventually(t, func() bool { code, _ := get(k8s.StatusPath); return code == http.StatusOK }, 30*time.Second, 50*time.Millisecond,
+			"the status page is served")
+		_, body := get(k8s.StatusPath)
+		assert.JSONEq(t, "[]", body, "no PU")
+		code, body := get(k8s.DryRunPath)
+		if dryRun {
+			assert.Equal(t, http.StatusOK, code)
+			assert.JSONEq(t, `{"total":0,"reports":[]}`, body)
+		} else {
+			assert.Equal(t, http.StatusNotFound, code, "no report without a dry run")
+		}
+		code, _ = get("/metrics")
+		assert.Equal(t, http.StatusNotFound, code, "the metrics are not there")
+		cancel()
+		require.NoError(t, <-done)
+	}
 }

@@ -9,7 +9,7 @@
 //	                   [--leader-election-lease-duration=15s] [--leader-election-renew-deadline=10s]
 //	                   [--leader-election-retry-period=2s] [--health-probe-bind-address=:8081]
 //	                   [--metrics-bind-address=:8443] [--metrics-secure=true] [--pprof-bind-address=127.0.0.1:8082]
-//	                   [--kube-api-qps=-1] [--kube-api-burst=100] [--slim-pod-cache=true]
+//	                   [--status-bind-address=127.0.0.1:8084] [--kube-api-qps=-1] [--kube-api-burst=100] [--slim-pod-cache=true]
 //	                   [--sweep-interval=1m] [--workers=16] [--events=true]
 //	                   [--dry-run] [--max-destroys-per-second=0] [--destroy-burst=1] [--zap-devel]
 //

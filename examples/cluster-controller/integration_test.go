@@ -65,7 +65,7 @@ func testConfig(dir string) config {
 	return config{
 		puDir: dir, leaderElect: true, leaseNS: leaseNS, leaseID: defaultLeaderElectionID,
 		leaseDuration: 4 * time.Second, renewDeadline: 2500 * time.Millisecond, retryPeriod: 200 * time.Millisecond,
-		Flags: program.Flags{MetricsBindAddress: program.Off, HealthProbeBindAddress: program.Off, PprofBindAddress: program.Off,
+		Flags: program.Flags{MetricsBindAddress: program.Off, HealthProbeBindAddress: program.Off, PprofBindAddress: program.Off, StatusBindAddress: program.Off,
 			KubeAPIQPS: -1, SweepInterval: time.Second, Workers: 4, DestroyBurst: 1},
 	}
 }
@@ -682,7 +682,7 @@ func startChildWith(t *testing.T, kubeconfig []byte, dir string, env []string, e
 		"--leader-election-namespace=" + leaseNS, "--health-probe-bind-address=" + c.probeAddr,
 		// Off: two children cannot both listen on the default 127.0.0.1:8082
 		// and :8443.
-		"--pprof-bind-address=0", "--metrics-bind-address=0",
+		"--pprof-bind-address=0", "--status-bind-address=0", "--metrics-bind-address=0",
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=2500ms", "--leader-election-retry-period=200ms",
 		"--sweep-interval=1s"}
 	args = append(args, extra...)
@@ -706,7 +706,7 @@ func startChildLogs(t *testing.T, kubeconfig []byte, dir string, logs *testkube.
 	c := &child{probeAddr: testkube.FreeAddr(t), logs: logs, done: make(chan error, 1)}
 	args := []string{"--kubeconfig=" + controllerKubeconfig(t, kubeconfig), "--pu-dir=" + dir,
 		"--leader-election-namespace=" + leaseNS, "--leader-election-id=podsweeper-drain", "--health-probe-bind-address=" + c.probeAddr,
-		"--pprof-bind-address=0", "--metrics-bind-address=0"}
+		"--pprof-bind-address=0", "--status-bind-address=0", "--metrics-bind-address=0"}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^TestControllerHelper$", "-test.count=1")
 	c.cmd.Env = append(os.Environ(), controllerArgsEnv+"="+strings.Join(args, "\n"))
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs

@@ -48,7 +48,7 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	assert.Equal(t, flagDefaults, defCfg, "the chart's defaults are the flags'")
 	assert.Equal(t, config{
 		Flags: program.Flags{KubeAPIQPS: 30, KubeAPIBurst: 60, MetricsBindAddress: "127.0.0.1:9090", MetricsSecure: false,
-			HealthProbeBindAddress: ":9081", PprofBindAddress: "0", SweepInterval: 2 * time.Minute, Workers: 32,
+			HealthProbeBindAddress: ":9081", PprofBindAddress: "0", StatusBindAddress: "127.0.0.1:9084", SweepInterval: 2 * time.Minute, Workers: 32,
 			DryRun: true, MaxDestroysPerSecond: 100, DestroyBurst: 10, Zap: flagDefaults.Zap},
 		puDir: "/data/pus", leaderElect: true, leaseNS: "pu-controllers",
 		leaseID: "pus-lease", leaseDuration: 30 * time.Second, renewDeadline: 20 * time.Second, retryPeriod: 5 * time.Second,

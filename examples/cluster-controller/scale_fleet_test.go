@@ -43,7 +43,7 @@ func startAgent(t *testing.T, bin, kubeconfig string, n int) *agentProc {
 	a.cmd = exec.Command(bin, "--kubeconfig="+kubeconfig, "--node="+nodeName(n), "--cri-endpoint=",
 		"--state-file="+filepath.Join(t.TempDir(), "journal.db"),
 		"--metrics-bind-address="+a.metricsAddr, "--metrics-secure=false",
-		"--health-probe-bind-address="+a.probeAddr, "--pprof-bind-address=0",
+		"--health-probe-bind-address="+a.probeAddr, "--pprof-bind-address=0", "--status-bind-address=0",
 		"--zap-time-encoding=rfc3339nano")
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	require.NoError(t, a.cmd.Start())

@@ -10,7 +10,7 @@
 //	       [--cri-endpoint=unix:///run/containerd/containerd.sock]
 //	       [--cni-cache-dir=/var/lib/cni] [--cni-bin-dir=/opt/cni/bin] [--cni-conf-dir=/etc/cni/net.d]
 //	       [--metrics-bind-address=127.0.0.1:9812] [--metrics-secure=false] [--health-probe-bind-address=:9811]
-//	       [--pprof-bind-address=0] [--kube-api-qps=50] [--kube-api-burst=100]
+//	       [--pprof-bind-address=0] [--status-bind-address=127.0.0.1:9813] [--kube-api-qps=50] [--kube-api-burst=100]
 //	       [--sweep-interval=5s] [--resync-interval=30s] [--reservation-grace=5m0s] [--workers=4]
 //	       [--dry-run] [--max-destroys-per-second=0] [--destroy-burst=1] [--zap-devel]
 //

@@ -52,7 +52,7 @@ func TestCollectorFreesWhatIsGoneAndKeepsTheCurrentSandbox(t *testing.T) {
 	metricsAddr, probeAddr := testkube.FreeAddr(t), testkube.FreeAddr(t)
 	args := []string{"--kubeconfig=" + kubeconfigPath, "--node=node-a", "--cri-endpoint=" + endpoint,
 		"--cni-cache-dir=" + cache, "--cni-bin-dir=" + bin, "--cni-conf-dir=" + conf,
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr,
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "--status-bind-address=0",
 		"--sweep-interval=200ms", "--resync-interval=300ms"}
 	agent := startCollector(t, args) // in a process of its own: run registers its metrics once a process
 	defer agent.terminate(t)
@@ -128,7 +128,7 @@ func TestDryRunDELsNothingAndReportsWhatWouldGo(t *testing.T) {
 	metricsAddr := testkube.FreeAddr(t)
 	agent := startCollector(t, []string{"--kubeconfig=" + kubeconfigPath, "--node=node-a", "--cri-endpoint=" + endpoint,
 		"--cni-cache-dir=" + cache, "--cni-bin-dir=" + bin, "--cni-conf-dir=" + conf, "--dry-run",
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--sweep-interval=200ms", "--resync-interval=300ms"})
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--status-bind-address=0", "--sweep-interval=200ms", "--resync-interval=300ms"})
 	defer agent.terminate(t)
 	require.Eventually(t, func() bool {
 		return strings.Contains(testkube.Get(t, "http://"+metricsAddr+k8s.DryRunPath), uid)

@@ -81,7 +81,7 @@ func TestCollectorKilledAndRestartedDELsNothingItFreedBefore(t *testing.T) {
 
 	args := []string{"--kubeconfig=" + kubeconfigPath, "--node=node-a", "--cri-endpoint=" + endpoint,
 		"--cni-cache-dir=" + cache, "--cni-bin-dir=" + bin, "--cni-conf-dir=" + conf,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--sweep-interval=200ms", "--resync-interval=300ms"}
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--status-bind-address=0", "--sweep-interval=200ms", "--resync-interval=300ms"}
 	first := startCollector(t, args)
 	require.Eventually(t, func() bool { return len(freed()) >= 3 }, 30*time.Second, 10*time.Millisecond, "a first few freed; logs:\n%s", first.logs)
 	first.kill(t)

@@ -41,10 +41,11 @@ type config struct {
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	// The shared flags' defaults, but for the metrics: plain HTTP on the
 	// node's loopback (the collector runs in the host's network namespace),
-	// and the probes' port, beside the node agent's.
+	// the probes' port, beside the node agent's, and the status listener's,
+	// beside the metrics' (the host's loopback is shared with its other processes).
 	cfg := config{Flags: program.Defaults()}
 	cfg.MetricsBindAddress, cfg.MetricsSecure, cfg.HealthProbeBindAddress = "127.0.0.1:9812", false, ":9811"
-	cfg.PprofBindAddress = program.Off
+	cfg.PprofBindAddress, cfg.StatusBindAddress = program.Off, "127.0.0.1:9813"
 	fs := flag.NewFlagSet("cni-gc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg.node.Bind(fs, getenv, "it says which sandbox is each pod's current one (required)")

@@ -41,7 +41,7 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	assert.Equal(t, kustCfg, defCfg, "the chart's defaults run the collector of deploy/")
 	assert.Equal(t, flagDefaults, defCfg, "the chart's defaults are the flags'")
 	assert.Equal(t, config{
-		Flags: program.Flags{KubeAPIQPS: 10, KubeAPIBurst: 20, MetricsBindAddress: "0", HealthProbeBindAddress: ":9911", PprofBindAddress: "0",
+		Flags: program.Flags{KubeAPIQPS: 10, KubeAPIBurst: 20, MetricsBindAddress: "0", HealthProbeBindAddress: ":9911", PprofBindAddress: "0", StatusBindAddress: "0",
 			SweepInterval: 10 * time.Second, Workers: 2, DryRun: true, MaxDestroysPerSecond: 20, DestroyBurst: 4, Zap: flagDefaults.Zap},
 		node:     program.NodeFlags{Node: "node-a", CRIEndpoint: "unix:///var/run/crio/crio.sock"},
 		cacheDir: "/var/lib/cni-cache", pluginDirs: "/opt/cni/bin,/usr/libexec/cni", confDir: "/etc/cni/multus.d",

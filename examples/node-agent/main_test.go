@@ -48,6 +48,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.False(t, cfg.DryRun, "destroys are on by default")
 	assert.Zero(t, cfg.MaxDestroysPerSecond, "no destroy rate by default")
 	assert.Equal(t, "127.0.0.1:8082", cfg.PprofBindAddress, "pprof on loopback by default")
+	assert.Equal(t, "127.0.0.1:8084", cfg.StatusBindAddress, "the status listener on loopback by default")
 	assert.True(t, cfg.PodCache.Slim, "the pod cache is slim by default")
 	assert.Equal(t, cri.DefaultCacheMaxAge, cfg.CRICacheMaxAge, "the periodic checks read a list of sandboxes at most an interval old")
 	assert.False(t, cfg.DestroyDeadSandboxes, "a dead sandbox's PU is kept until its pod is gone or has a new sandbox by default")
@@ -59,12 +60,12 @@ func TestParseFlagsOverrides(t *testing.T) {
 		"--sweep-interval=30s", "--workers=16", "--zap-devel", "--cri-endpoint=unix:///var/run/crio/crio.sock", "--state-file=/s/j.db",
 		"--all-pods", "--destroy-terminated", "--kube-api-qps=20", "--kube-api-burst=40", "--dry-run",
 		"--max-destroys-per-second=2.5", "--destroy-burst=3", "--pprof-bind-address=0", "--slim-pod-cache=false", "--cri-cache-max-age=0",
-		"--destroy-dead-sandboxes",
+		"--destroy-dead-sandboxes", "--status-bind-address=localhost:9184",
 	}, env(map[string]string{"NODE_NAME": "node-a"}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, agent.Config{
 		Flags: program.Flags{Kubeconfig: "/k", KubeAPIQPS: 20, KubeAPIBurst: 40, DryRun: true, MaxDestroysPerSecond: 2.5, DestroyBurst: 3,
-			PprofBindAddress: "0", MetricsBindAddress: "0", MetricsSecure: true, HealthProbeBindAddress: ":9000",
+			PprofBindAddress: "0", StatusBindAddress: "localhost:9184", MetricsBindAddress: "0", MetricsSecure: true, HealthProbeBindAddress: ":9000",
 			SweepInterval: 30 * time.Second, Workers: 16, Zap: cfg.Zap},
 		Node: program.NodeFlags{Node: "node-b", CRIEndpoint: "unix:///var/run/crio/crio.sock"}, StateFile: "/s/j.db", AllPods: true,
 		DestroyTerminated: true, DestroyDeadSandboxes: true,

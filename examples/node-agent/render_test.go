@@ -45,7 +45,7 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	assert.Equal(t, agent.Config{
 		Flags: program.Flags{KubeAPIQPS: 20, KubeAPIBurst: 40, MetricsBindAddress: ":9443", MetricsSecure: true, HealthProbeBindAddress: ":9081",
 			SweepInterval: 10 * time.Second, Workers: 8, DryRun: true, MaxDestroysPerSecond: 2.5, DestroyBurst: 5, PprofBindAddress: "0",
-			Zap: flagDefaults.Zap},
+			StatusBindAddress: "127.0.0.1:9084", Zap: flagDefaults.Zap},
 		Node:      program.NodeFlags{Node: "node-a", CRIEndpoint: "unix:///var/run/crio/crio.sock"},
 		StateFile: "/var/lib/podsweeper/journal.db", AllPods: true, DestroyTerminated: true,
 		PodCache: program.PodCacheFlags{Slim: false}, CRICacheMaxAge: 2 * time.Second, DestroyDeadSandboxes: true,

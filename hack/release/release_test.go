@@ -43,6 +43,7 @@ func TestReleaseDryRunChangesNothing(t *testing.T) {
 		"version 0.2.0, appVersion v0.2.0",
 		`git commit -m "Release v0.2.0" and git tag v0.2.0`,
 		"images IMAGE_TAG=v0.2.0",
+		"kubectl-podsweeper: the plugin",
 		"DRY_RUN=0 does it",
 	} {
 		assert.Contains(t, out, want)
@@ -116,7 +117,7 @@ func TestReleaseMovesTheChangelogAndTagsACommit(t *testing.T) {
 
 	b, err := os.ReadFile(calls)
 	require.NoError(t, err)
-	assert.Equal(t, "--no-print-directory apidiff-base VERSION=v0.2.0\n--no-print-directory images IMAGE_TAG=v0.2.0\n", string(b))
+	assert.Equal(t, "--no-print-directory apidiff-base VERSION=v0.2.0\n--no-print-directory images IMAGE_TAG=v0.2.0\n--no-print-directory kubectl-podsweeper\n", string(b))
 	after, err := os.ReadFile(filepath.Join(dir, "CHANGELOG.md"))
 	require.NoError(t, err)
 	assert.Equal(t, "\nNothing yet.\n", unreleased(string(after)))

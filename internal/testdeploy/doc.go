@@ -17,6 +17,11 @@
 //     port: the node relays that address to the API server
 //     (testcontainerd.Node.APIServerAddr), and the API server's certificate
 //     names it (testnode.ClusterOptions.ServingIPs).
+//   - The API server cannot reach the node's kubelet, whose address is in
+//     the node's namespaces: Start routes its connections to the kubelet
+//     (pods/log, exec, pods/portforward) through a proxy of the test's
+//     (testnode.ClusterOptions.NodeEgress, the API server's "cluster"
+//     egress selector), which dials the kubelet on the node's loopback.
 //   - ServiceAccount tokens: envtest turns the ServiceAccount admission
 //     plugin off; Start turns it on (testnode.ClusterOptions.ServiceAccounts),
 //     and nothing else: envtest's API server signs tokens already. The

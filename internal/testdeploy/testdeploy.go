@@ -42,14 +42,31 @@ func Start(t *testing.T, node string, opts testcontainerd.Options) *Env {
 	c := testnode.StartClusterWith(t, testnode.ClusterOptions{
 		ServingIPs:      []string{testcontainerd.NodeIP},
 		ServiceAccounts: true,
+		NodeEgress:      true,
 	})
 	opts.SharedMounts = true
 	if opts.ConfList == nil {
 		opts.ConfList = PodNetwork(t, opts.Subnet)
 	}
 	e := &Env{Cluster: c, Node: testcontainerd.Start(t, c, node, opts)}
+	c.DialNodesWith(t, e.dialNode)
 	e.untaintReady(t)
 	return e
+}
+
+// dialNode is the API server's way to the node (testnode's NodeEgress):
+// the node by its name or its address is its own loopback, where the
+// kubelet listens (its port as the node reports it); any other address (a
+// pod's) is dialed from the node's network.
+func (e *Env) dialNode(ctx context.Context, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if host == e.Node.Name || host == testcontainerd.NodeIP {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	return e.Node.DialContext(ctx, "tcp", addr)
 }
 
 // untaintReady removes the node.kubernetes.io/not-ready taint of the

@@ -40,6 +40,12 @@ type ClusterOptions struct {
 	// envtest runs no controller manager: CreateNamespace stands in for
 	// its ServiceAccount controller and root CA publisher.
 	ServiceAccounts bool
+	// NodeEgress routes the API server's connections to the kubelets
+	// (pods/log, exec, portforward) through a proxy of the test's
+	// (its "cluster" egress selector, HTTP CONNECT), which connects them
+	// with the dialer Cluster.DialNodesWith sets: the nodes' addresses are
+	// in namespaces of their own, out of the host's reach.
+	NodeEgress bool
 }
 
 // StartClusterWith is StartCluster with opts.
@@ -54,6 +60,10 @@ func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
 	if opts.ServiceAccounts {
 		env.ControlPlane.GetAPIServer().Configure().Disable("disable-admission-plugins")
 	}
+	var eg *egress
+	if opts.NodeEgress {
+		eg = startEgress(t, env)
+	}
 	cfg, err := env.Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, env.Stop()) })
@@ -61,7 +71,7 @@ func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
 	require.NoError(t, err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	return &Cluster{Config: cfg, Client: c, Clientset: cs, KubeConfig: env.KubeConfig, env: env, serviceAccounts: opts.ServiceAccounts}
+	return &Cluster{Config: cfg, Client: c, Clientset: cs, KubeConfig: env.KubeConfig, env: env, serviceAccounts: opts.ServiceAccounts, egress: eg}
 }
 
 // servingCerts gives env's API server a CA and a serving certificate of

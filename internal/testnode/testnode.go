@@ -57,6 +57,8 @@ type Cluster struct {
 	env *envtest.Environment
 	// serviceAccounts: ClusterOptions.ServiceAccounts.
 	serviceAccounts bool
+	// egress: ClusterOptions.NodeEgress's proxy; nil without.
+	egress *egress
 }
 
 // StartCluster starts a kube-apiserver and etcd from KUBEBUILDER_ASSETS
@@ -75,6 +77,18 @@ func StartCluster(t testing.TB) *Cluster {
 func (c *Cluster) AdminKubeConfig(t testing.TB, name string) []byte {
 	t.Helper()
 	user, err := c.env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	require.NoError(t, err)
+	kubeconfig, err := user.KubeConfig()
+	require.NoError(t, err)
+	return kubeconfig
+}
+
+// UserKubeConfig adds a user named name, a member of groups and of no
+// administrators' group, and returns a kubeconfig that acts as that user:
+// what RBAC grants them, and nothing more.
+func (c *Cluster) UserKubeConfig(t testing.TB, name string, groups ...string) []byte {
+	t.Helper()
+	user, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	require.NoError(t, err)
 	kubeconfig, err := user.KubeConfig()
 	require.NoError(t, err)

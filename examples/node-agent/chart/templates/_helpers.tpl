@@ -4,7 +4,8 @@ copies this file into each chart's templates/ (a chart copied elsewhere is
 whole), and `make verify-generate` fails on a copy that differs. They hold names, labels, the image, the API server's
 address, the PromQL selector, and the flags every podsweeper program has
 (podsweeper.sharedArgs), extraArgs after the chart's own
-(podsweeper.extraArgs), and the scrape of the metrics (podsweeper.scrape). A flag added to program.Flags is added
+(podsweeper.extraArgs), the scrape of the metrics (podsweeper.scrape), and the RBAC of kubectl
+podsweeper (podsweeper.explain). A flag added to program.Flags is added
 to podsweeper.sharedArgs, and to each chart's values.yaml and values.schema.json.
 */}}
 {{/* The name of every object: the release's, with the chart's unless it has it. */}}
@@ -67,6 +68,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - --health-probe-bind-address=:{{ .Values.probes.port }}
 {{- with .Values.pprof }}
 - --pprof-bind-address={{ .bindAddress }}
+{{- end }}
+{{- with .Values.status }}
+- --status-bind-address={{ .bindAddress }}
 {{- end }}
 - --sweep-interval={{ .Values.sweepInterval }}
 - --workers={{ int64 .Values.workers }}
@@ -213,5 +217,75 @@ subjects:
     namespace: {{ .namespace | default $.Release.Namespace }}
 {{- end }}
 {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+What kubectl podsweeper needs of a user (docs/operating/explain.md), as the user: a ClusterRole
+<fullname>-explain that reads pods (the pod asked about, and the programs' pods) and Events (the
+destroys' PUDestroyed and PUAbandoned, of pods and of nodes) everywhere, and a Role <fullname>-explain
+in the release's namespace that lists its pods and opens a port-forward to them (pods/portforward,
+create), through which it reads each program's status listener (--status-bind-address, loopback
+only). A port-forward reaches any port of those pods: grant the Role to whom may read the programs'
+state. With explain.subjects, a ClusterRoleBinding and a RoleBinding of each to them.
+*/}}
+{{- define "podsweeper.explain" -}}
+{{- $name := printf "%s-explain" (include "podsweeper.fullname" .) -}}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "podsweeper.labels" . | nindent 4 }}
+rules:
+  - apiGroups: [""]
+    resources: ["pods"]
+    verbs: ["get", "list"]
+  - apiGroups: ["", "events.k8s.io"]
+    resources: ["events"]
+    verbs: ["get", "list"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $name }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "podsweeper.labels" . | nindent 4 }}
+rules:
+  - apiGroups: [""]
+    resources: ["pods"]
+    verbs: ["get", "list"]
+  - apiGroups: [""]
+    resources: ["pods/portforward"]
+    verbs: ["create", "get"]
+{{- with .Values.explain.subjects }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "podsweeper.labels" $ | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $name }}
+subjects:
+  {{- toYaml . | nindent 2 }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $name }}
+  namespace: {{ $.Release.Namespace }}
+  labels:
+    {{- include "podsweeper.labels" $ | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $name }}
+subjects:
+  {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end -}}

@@ -1,0 +1,401 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/program"
+)
+
+// The charts' names (app.kubernetes.io/name of their pods), and the
+// program each runs.
+var charts = map[string]string{
+	"podsweeper-node-agent":         "node-agent",
+	"podsweeper-cluster-controller": "cluster-controller",
+	"podsweeper-cni-gc":             "cni-gc",
+}
+
+// nodeScoped are the programs that run one pod per node, each for its
+// node's pods only.
+var nodeScoped = map[string]bool{"node-agent": true, "cni-gc": true}
+
+// defaultStatusPorts are the ports of --status-bind-address by default,
+// for a program's pod whose command line does not give it.
+var defaultStatusPorts = map[string]string{
+	"node-agent":         portOf(program.DefaultStatusBindAddress),
+	"cluster-controller": portOf(program.DefaultStatusBindAddress),
+	"cni-gc":             "9813",
+}
+
+func portOf(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return port
+}
+
+// forbiddenError is a request the user's RBAC refused: it says which
+// permission is missing and which role of the charts grants it.
+type forbiddenError struct {
+	verb, resource, namespace, role string
+}
+
+func (e *forbiddenError) Error() string {
+	where := "in namespace " + e.namespace
+	if e.namespace == "" {
+		where = "in every namespace"
+	}
+	return fmt.Sprintf("forbidden: you may not %s %s %s: %s grants it (docs/operating/explain.md says how to bind it)",
+		e.verb, e.resource, where, e.role)
+}
+
+// clusterRole names the ClusterRole of the charts that grants reading
+// pods and Events.
+const clusterRole = "the ClusterRole <release>-explain of the programs' chart"
+
+// refused turns an API error into a forbiddenError when it is one.
+func refused(err error, verb, resource, namespace, role string) error {
+	if apierrors.IsForbidden(err) {
+		return &forbiddenError{verb: verb, resource: resource, namespace: namespace, role: role}
+	}
+	return err
+}
+
+// cluster asks the API server and the programs, as the user.
+type cluster struct {
+	config *rest.Config
+	cs     kubernetes.Interface
+	// namespace is the programs' (--namespace); "": every namespace.
+	namespace string
+	// timeout bounds the questions to each program.
+	timeout time.Duration
+}
+
+// target is a program's pod and the port of its status listener ("":
+// turned off).
+type target struct {
+	Program
+	port string
+}
+
+// programs returns the pods of the programs that run, Running and not
+// being deleted: on node only when node is not "" (every node-scoped
+// program's pod on that node, and the cluster-wide programs' pods).
+func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) ([]target, error) {
+	var names []string
+	for n := range charts {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	opts := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name in (" + strings.Join(names, ",") + ")"}
+	list, err := c.cs.CoreV1().Pods(c.namespace).List(ctx, opts)
+	if err != nil {
+		role := clusterRole
+		if c.namespace != "" {
+			role = "the Role <release>-explain of the programs' chart"
+		}
+		if apierrors.IsForbidden(err) && c.namespace == "" {
+			return nil, fmt.Errorf("%w; or name the programs' namespace with --namespace", refused(err, "list", "pods", "", role))
+		}
+		return nil, refused(err, "list", "pods", c.namespace, role)
+	}
+	var out []target
+	for _, p := range list.Items {
+		prog := charts[p.Labels["app.kubernetes.io/name"]]
+		if prog == "" || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			continue
+		}
+		if nodeScoped[prog] && node != "" && p.Spec.NodeName != node {
+			continue
+		}
+		if !nodeScoped[prog] && !clusterWide {
+			continue
+		}
+		t := target{Program: Program{Program: prog, Release: p.Labels["app.kubernetes.io/instance"], Namespace: p.Namespace,
+			Pod: p.Name, Node: p.Spec.NodeName}}
+		if !nodeScoped[prog] {
+			t.Node = ""
+		}
+		t.port, t.DryRun = statusPort(prog, p)
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b target) int {
+		return strings.Compare(a.Program.Program+"\x00"+a.Node+"\x00"+a.Namespace+"/"+a.Pod, b.Program.Program+"\x00"+b.Node+"\x00"+b.Namespace+"/"+b.Pod)
+	})
+	return out, nil
+}
+
+// statusPort reads the program's container's command line: the port of
+// its --status-bind-address ("" when "0") and whether it runs with
+// --dry-run.
+func statusPort(prog string, p corev1.Pod) (port string, dryRun bool) {
+	port = defaultStatusPorts[prog]
+	for _, ctr := range p.Spec.Containers {
+		for _, a := range append(append([]string{}, ctr.Command...), ctr.Args...) {
+			switch v, ok := strings.CutPrefix(a, "--status-bind-address="); {
+			case ok && v == program.Off:
+				port = ""
+			case ok:
+				port = portOf(v)
+			}
+			if v, ok := strings.CutPrefix(a, "--dry-run="); ok {
+				dryRun, _ = strconv.ParseBool(v)
+			} else if a == "--dry-run" {
+				dryRun = true
+			}
+		}
+	}
+	return port, dryRun
+}
+
+// ask asks the program t for its status page and its dry run's report,
+// keeping the PUs and reports keep takes (nil: all).
+func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string) bool) (Answer, error) {
+	a := Answer{Program: t.Program}
+	if t.port == "" {
+		a.Error = "its status listener is off (--status-bind-address=0)"
+		return a, nil
+	}
+	port, err := strconv.Atoi(t.port)
+	if err != nil {
+		a.Error = fmt.Sprintf("its --status-bind-address has no port: %q", t.port)
+		return a, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	f, err := forward(c.config, c.cs, t.Namespace, t.Pod, port)
+	var forbidden *forbiddenError
+	if errors.As(err, &forbidden) {
+		return a, err
+	}
+	if err != nil {
+		a.Error = err.Error()
+		return a, nil
+	}
+	defer f.close()
+	code, body, err := f.get(ctx, k8s.StatusPath)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
+	}
+	if err == nil {
+		err = json.Unmarshal(body, &a.PUs)
+	}
+	if err != nil {
+		a.Error = fmt.Sprintf("reading its status on port %d: %v", port, err)
+		return a, nil
+	}
+	code, body, err = f.get(ctx, k8s.DryRunPath)
+	switch {
+	case err != nil:
+		a.Error = fmt.Sprintf("reading its dry run's report on port %d: %v", port, err)
+		return a, nil
+	case code == http.StatusNotFound:
+		a.Program.DryRun = false
+	case code == http.StatusOK:
+		var r struct {
+			Total   int                `json:"total"`
+			Reports []k8s.WouldDestroy `json:"reports"`
+		}
+		if err := json.Unmarshal(body, &r); err != nil {
+			a.Error = fmt.Sprintf("reading its dry run's report: %v", err)
+			return a, nil
+		}
+		a.Program.DryRun, a.Reports, a.ReportsTotal = true, r.Reports, r.Total
+	}
+	if keep != nil {
+		a.PUs = slices.DeleteFunc(a.PUs, func(s k8s.PUStatus) bool { return !keep(s.Pod, s.PUID) })
+		a.Reports = slices.DeleteFunc(a.Reports, func(r k8s.WouldDestroy) bool { return !keep(r.Pod, r.PUID) })
+	}
+	return a, nil
+}
+
+// askAll asks every target, in order.
+func (c *cluster) askAll(ctx context.Context, ts []target, keep func(pod, puID string) bool) ([]Answer, error) {
+	out := make([]Answer, 0, len(ts))
+	for _, t := range ts {
+		a, err := c.ask(ctx, t, keep)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// explainPod gathers what explain pod renders for the pod namespace/name,
+// or of UID uid (namespace and name "", or given too); node, when not "",
+// is where the pod ran, for a pod that is gone.
+func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node string, now time.Time) (*PodExplanation, error) {
+	x := &PodExplanation{Now: now, Namespace: namespace, Name: name, UID: uid, Answers: []Answer{}, Events: []Event{}}
+	if name != "" {
+		p, err := c.cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, refused(err, "get", "pods", namespace, clusterRole)
+		case uid != "" && string(p.UID) != uid:
+			x.Warnings = append(x.Warnings, fmt.Sprintf("the pod named %s/%s now has UID %s, not %s", namespace, name, p.UID, uid))
+			x.Pod = podOf(p)
+		default:
+			x.Pod = podOf(p)
+		}
+	}
+	evs, err := c.events(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	x.Events = evs
+	if node == "" && x.Pod != nil {
+		node = x.Pod.Node
+	}
+	if node == "" {
+		// A pod that is gone: where it ran is in the Events of its
+		// destroys, if any; otherwise every node's programs are asked.
+		for _, e := range evs {
+			if n, ok := strings.CutPrefix(e.Regarding, "Node/"); ok {
+				node = n
+			}
+		}
+	}
+	if node == "" {
+		x.Warnings = append(x.Warnings, "the pod's node is not known: every node's programs were asked (--node narrows it)")
+	}
+	ts, err := c.programs(ctx, node, true)
+	if err != nil {
+		return nil, err
+	}
+	answers, err := c.askAll(ctx, ts, x.Matches)
+	if err != nil {
+		return nil, err
+	}
+	x.Answers = answers
+	if x.Name == "" && x.Namespace == "" {
+		// Asked by UID alone: name the pod from an Event that regards it,
+		// its PU or its dry run's report, and say whether that pod is
+		// still the one of that UID.
+		for _, e := range evs {
+			if ns, name, ok := strings.Cut(strings.TrimPrefix(e.Regarding, "Pod/"), "/"); ok && strings.HasPrefix(e.Regarding, "Pod/") {
+				x.Namespace, x.Name = ns, name
+			}
+		}
+		for _, a := range answers {
+			for _, s := range a.PUs {
+				x.Namespace, x.Name, _ = strings.Cut(s.Pod, "/")
+			}
+			for _, r := range a.Reports {
+				x.Namespace, x.Name, _ = strings.Cut(r.Pod, "/")
+			}
+		}
+		if x.Name != "" {
+			p, err := c.cs.CoreV1().Pods(x.Namespace).Get(ctx, x.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return nil, refused(err, "get", "pods", x.Namespace, clusterRole)
+			case string(p.UID) == uid:
+				x.Pod = podOf(p)
+			default:
+				x.Warnings = append(x.Warnings, fmt.Sprintf("the pod named %s/%s now has UID %s, not %s", x.Namespace, x.Name, p.UID, uid))
+			}
+		}
+	}
+	return x, nil
+}
+
+// podOf is what is said of p.
+func podOf(p *corev1.Pod) *Pod {
+	return &Pod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Node: p.Spec.NodeName,
+		Phase: string(p.Status.Phase), Deleting: p.DeletionTimestamp != nil}
+}
+
+// events returns the podsweeper Events of the pod of x, oldest first: those
+// regarding the pod (by name, or by UID), and those regarding a node that
+// name it as their related object.
+func (c *cluster) events(ctx context.Context, x *PodExplanation) ([]Event, error) {
+	var lists []*corev1.EventList
+	if x.Name != "" {
+		l, err := c.cs.CoreV1().Events(x.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": x.Name}.String()})
+		if err != nil {
+			return nil, refused(err, "list", "events", x.Namespace, clusterRole)
+		}
+		lists = append(lists, l)
+	} else {
+		l, err := c.cs.CoreV1().Events("").List(ctx, metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.kind": "Pod", "involvedObject.uid": x.UID}.String()})
+		if err != nil {
+			return nil, refused(err, "list", "events", "", clusterRole)
+		}
+		lists = append(lists, l)
+	}
+	// The Events of a destroy for a pod that is gone regard the node, in "default".
+	for _, reason := range []string{k8s.EventReasonDestroyed, k8s.EventReasonAbandoned} {
+		l, err := c.cs.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.kind": "Node", "reason": reason}.String()})
+		if err != nil {
+			return nil, refused(err, "list", "events", metav1.NamespaceDefault, clusterRole)
+		}
+		lists = append(lists, l)
+	}
+	var out []Event
+	for _, l := range lists {
+		for _, e := range l.Items {
+			if e.Reason != k8s.EventReasonDestroyed && e.Reason != k8s.EventReasonAbandoned {
+				continue
+			}
+			if e.ReportingController != "" && e.ReportingController != "podsweeper" {
+				continue
+			}
+			of := e.InvolvedObject
+			if of.Kind == "Node" {
+				if e.Related == nil {
+					continue
+				}
+				of = *e.Related
+			}
+			if !x.Matches(of.Namespace+"/"+of.Name, string(of.UID)) {
+				continue
+			}
+			out = append(out, eventOf(e))
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Event) int { return a.Time.Compare(b.Time) })
+	return out, nil
+}
+
+// eventOf is what is said of e.
+func eventOf(e corev1.Event) Event {
+	t := e.EventTime.Time
+	if e.Series != nil && !e.Series.LastObservedTime.IsZero() {
+		t = e.Series.LastObservedTime.Time
+	}
+	if t.IsZero() {
+		t = e.LastTimestamp.Time
+	}
+	if t.IsZero() {
+		t = e.CreationTimestamp.Time
+	}
+	count := 1
+	if e.Series != nil && int(e.Series.Count) > count {
+		count = int(e.Series.Count)
+	}
+	regarding := e.InvolvedObject.Kind + "/"
+	if e.InvolvedObject.Namespace != "" {
+		regarding += e.InvolvedObject.Namespace + "/"
+	}
+	return Event{Time: t.UTC(), Type: e.Type, Reason: e.Reason, Regarding: regarding + e.InvolvedObject.Name, Note: e.Message, Count: count}
+}

@@ -1,0 +1,40 @@
+// Command kubectl-podsweeper is a kubectl plugin (kubectl podsweeper) that
+// answers, from the command line, why podsweeper's programs keep or
+// destroy a pod's PU:
+//
+//	kubectl podsweeper explain pod NAMESPACE/NAME [--node NODE] [-o json]
+//	kubectl podsweeper explain pod --uid UID [--node NODE] [-o json]
+//	kubectl podsweeper status --node NODE [-o json]
+//	kubectl podsweeper report [-o json]
+//
+// with kubectl's own flags for the cluster (--kubeconfig, --context, and
+// the rest of clientcmd's); --namespace (-n) is the programs' namespace,
+// by default every namespace the user may list pods of.
+//
+// explain pod says, for each program that holds a PU of the pod (found by
+// its name, or by its UID with --uid: a PU's ID is its pod's UID), the
+// PU, its state, the row of the decision table its last check took and
+// why, a veto of the confirming read, its failed destroy attempts and the
+// next, its last error, and what a dry run would do; and the pod's
+// podsweeper Events (PUDestroyed, PUAbandoned: those of the cluster
+// controller regard the pod, those of a node's program regard the node
+// and name the pod). status lists every PU of the programs on a node;
+// report every program's dry run's report in one table.
+//
+// The programs are the pods of the charts (app.kubernetes.io/name
+// podsweeper-node-agent, podsweeper-cluster-controller, podsweeper-cni-gc),
+// and for a node's program (node-agent, cni-gc) the pod on the pod's node.
+// Each serves its status page (/debug/podsweeper) and its dry run's report
+// (/debug/podsweeper/dry-run) on a loopback listener of its own
+// (--status-bind-address, plain HTTP), which the plugin reaches through
+// the API server as the user: a port-forward (pods/portforward, over
+// WebSockets or SPDY) to the program's pod, whose streams it dials
+// directly, with no local port opened. RBAC is the gate: each chart ships
+// a ClusterRole and a Role named <release>-explain that grant what it
+// needs (docs/operating/explain.md); a user without them gets one line
+// that says "forbidden" and which permission is missing, and status 1.
+//
+// What the commands print is rendered by pure functions of the programs'
+// JSON answers and the Events (render.go), whose outputs for each case
+// are golden files under testdata/ that docs/operating/explain.md shows.
+package main

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// errUsage is wrapped by every error of a command line: exit status 2.
+var errUsage = errors.New("usage")
+
+const usage = `kubectl podsweeper: why podsweeper's programs keep or destroy a pod's PU.
+
+  kubectl podsweeper explain pod NAMESPACE/NAME [--node NODE] [-o json]
+  kubectl podsweeper explain pod --uid UID [--node NODE] [-o json]
+  kubectl podsweeper status --node NODE [-o json]
+  kubectl podsweeper report [-o json]
+
+explain pod: for each program that holds a PU of the pod, the PU, its state, the row of its last
+check and why, a veto, its destroy attempts, its last error and what a dry run would do; and the
+pod's podsweeper Events. status: every PU of the programs on a node. report: every program's dry
+run report, in one table. The programs are found by their charts' labels in --namespace (default:
+every namespace you may list pods of) and asked through a port-forward to their pods, as you:
+docs/operating/explain.md says which role of the charts to bind.
+
+Flags:
+`
+
+// run runs the command line args, writing the answer to stdout and the
+// errors to stderr, and returns the exit status: 0, 1 for an error (one
+// line, "forbidden: ..." when RBAC refused), 2 for a bad command line.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := command(ctx, args, stdout, stderr)
+	switch {
+	case err == nil, errors.Is(err, pflag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "kubectl-podsweeper:", err)
+		return 2
+	}
+	fmt.Fprintln(stderr, "kubectl-podsweeper:", err)
+	return 1
+}
+
+// command parses args and runs the command they name.
+func command(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("kubectl-podsweeper", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	fs.StringVar(&rules.ExplicitPath, "kubeconfig", "", "path to the kubeconfig file")
+	overrides := &clientcmd.ConfigOverrides{}
+	clientcmd.BindOverrideFlags(overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
+	fs.Lookup("namespace").Usage = "the programs' namespace; default: every namespace you may list pods of"
+	output := fs.StringP("output", "o", "", `output format: "" (text) or json`)
+	uid := fs.String("uid", "", "explain pod: the pod's UID, instead of (or besides) its name")
+	node := fs.String("node", "", "status: the node; explain pod: the node the pod ran on, for a pod that is gone")
+	timeout := fs.Duration("timeout", 20*time.Second, "how long each program may take to answer")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if *output != "" && *output != "json" {
+		return fmt.Errorf("%w: -o %q: give json, or nothing for text", errUsage, *output)
+	}
+	json := *output == "json"
+	words := fs.Args()
+	if len(words) == 0 {
+		fs.Usage()
+		return fmt.Errorf("%w: no command: explain pod, status or report", errUsage)
+	}
+
+	// The command line is checked before anything is asked.
+	var namespace, name string
+	switch words[0] {
+	case "explain":
+		if len(words) < 2 || words[1] != "pod" {
+			return fmt.Errorf("%w: explain what? explain pod NAMESPACE/NAME, or explain pod --uid UID", errUsage)
+		}
+		switch len(words) {
+		case 2:
+			if *uid == "" {
+				return fmt.Errorf("%w: explain pod: give NAMESPACE/NAME or --uid", errUsage)
+			}
+		case 3:
+			namespace, name, _ = strings.Cut(words[2], "/")
+			if !strings.Contains(words[2], "/") {
+				namespace, name = "", words[2]
+			}
+			if name == "" || strings.Contains(name, "/") {
+				return fmt.Errorf("%w: explain pod %q: give NAMESPACE/NAME", errUsage, words[2])
+			}
+		default:
+			return fmt.Errorf("%w: explain pod takes one pod, got %q", errUsage, words[2:])
+		}
+	case "status":
+		if len(words) != 1 || *node == "" {
+			return fmt.Errorf("%w: status --node NODE", errUsage)
+		}
+	case "report":
+		if len(words) != 1 {
+			return fmt.Errorf("%w: report takes no argument, got %q", errUsage, words[1:])
+		}
+	default:
+		return fmt.Errorf("%w: unknown command %q: explain pod, status or report", errUsage, words[0])
+	}
+
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "kubectl-podsweeper"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	// --namespace is the programs'; without it, every namespace the user
+	// may list pods of, whatever the kubeconfig's context says.
+	programsNS := ""
+	if fs.Changed("namespace") {
+		programsNS = overrides.Context.Namespace
+	}
+	c := &cluster{config: cfg, cs: cs, namespace: programsNS, timeout: *timeout}
+	now := time.Now().UTC()
+
+	switch words[0] {
+	case "explain":
+		if name != "" && namespace == "" {
+			// NAME alone: the kubeconfig's namespace, as kubectl takes it.
+			raw, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: overrides.CurrentContext}).Namespace()
+			if err != nil {
+				return err
+			}
+			namespace = raw
+		}
+		x, err := c.explainPod(ctx, namespace, name, *uid, *node, now)
+		if err != nil {
+			return err
+		}
+		if json {
+			return RenderPodJSON(stdout, x)
+		}
+		return RenderPod(stdout, x)
+	case "status":
+		ts, err := c.programs(ctx, *node, false)
+		if err != nil {
+			return err
+		}
+		answers, err := c.askAll(ctx, ts, nil)
+		if err != nil {
+			return err
+		}
+		s := &NodeStatus{Now: now, Node: *node, Answers: answers}
+		if json {
+			return writeJSON(stdout, s)
+		}
+		return RenderStatus(stdout, s)
+	default: // report
+		ts, err := c.programs(ctx, "", true)
+		if err != nil {
+			return err
+		}
+		answers, err := c.askAll(ctx, ts, nil)
+		if err != nil {
+			return err
+		}
+		r := &Report{Now: now, Answers: answers}
+		if json {
+			return writeJSON(stdout, r)
+		}
+		return RenderReport(stdout, r)
+	}
+}

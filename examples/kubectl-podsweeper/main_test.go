@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// TestCommandLinesRefused: a command line the plugin cannot run is refused
+// with status 2 and one line saying why, before anything is asked (no
+// kubeconfig is read: there is none here).
+func TestCommandLinesRefused(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	for _, args := range [][]string{
+		{},
+		{"explain"},
+		{"explain", "node", "n"},
+		{"explain", "pod"},
+		{"explain", "pod", "apps/"},
+		{"explain", "pod", "a/b/c"},
+		{"explain", "pod", "a/b", "c/d"},
+		{"status"},
+		{"report", "extra"},
+		{"frobnicate"},
+		{"report", "-o", "yaml"},
+		{"report", "--no-such-flag"},
+	} {
+		var out, errs bytes.Buffer
+		code := run(context.Background(), args, &out, &errs)
+		assert.Equal(t, 2, code, "%q: %s", args, errs.String())
+		assert.Empty(t, out.String(), "%q", args)
+		assert.Contains(t, errs.String(), "kubectl-podsweeper: usage: ", "%q", args)
+	}
+	var out, errs bytes.Buffer
+	assert.Equal(t, 0, run(context.Background(), []string{"--help"}, &out, &errs))
+	assert.Contains(t, errs.String(), "kubectl podsweeper explain pod NAMESPACE/NAME")
+}
+
+// TestForbiddenSaysWhichPermission: a request RBAC refused is said in
+// one line that names the verb, the resource, the namespace and the role
+// that grants it.
+func TestForbiddenSaysWhichPermission(t *testing.T) {
+	err := refused(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web", nil), "get", "pods", "apps", clusterRole)
+	assert.Equal(t, "forbidden: you may not get pods in namespace apps: the ClusterRole <release>-explain of the programs' chart "+
+		"grants it (docs/operating/explain.md says how to bind it)", err.Error())
+	err = refused(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil), "list", "pods", "", clusterRole)
+	assert.Contains(t, err.Error(), "forbidden: you may not list pods in every namespace:")
+	assert.False(t, strings.Contains(err.Error(), "\n"))
+	other := apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web")
+	assert.Equal(t, other, refused(other, "get", "pods", "apps", clusterRole), "only a refusal is turned")
+}
+
+// TestStatusPortFromTheCommandLine: the port of a program's status
+// listener is read from its container's arguments, the program's default
+// without; "0" turns it off.
+func TestStatusPortFromTheCommandLine(t *testing.T) {
+	pod := func(args ...string) corev1.Pod {
+		return corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Args: args}}}}
+	}
+	for _, c := range []struct {
+		program string
+		args    []string
+		port    string
+		dryRun  bool
+	}{
+		{"node-agent", nil, "8084", false},
+		{"cluster-controller", []string{"--dry-run=true"}, "8084", true},
+		{"cni-gc", []string{"--dry-run"}, "9813", true},
+		{"node-agent", []string{"--status-bind-address=127.0.0.1:9999", "--dry-run=false"}, "9999", false},
+		{"node-agent", []string{"--status-bind-address=[::1]:7000"}, "7000", false},
+		{"cni-gc", []string{"--status-bind-address=0"}, "", false},
+	} {
+		port, dryRun := statusPort(c.program, pod(c.args...))
+		assert.Equal(t, c.port, port, "%s %q", c.program, c.args)
+		assert.Equal(t, c.dryRun, dryRun, "%s %q", c.program, c.args)
+	}
+}

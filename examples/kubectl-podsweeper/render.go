@@ -1,0 +1,427 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+)
+
+// What the commands render: what the API server and the programs answered,
+// gathered by the cluster side (cluster.go) and rendered by the pure
+// functions below, so that the text a person reads is tested from JSON
+// answers alone (testdata/*.json and their golden outputs).
+
+// Program is one pod of a podsweeper program, found by its chart's labels.
+type Program struct {
+	// Program is the chart's program: node-agent, cluster-controller or
+	// cni-gc (app.kubernetes.io/name less its "podsweeper-").
+	Program string `json:"program"`
+	// Release is the chart's release (app.kubernetes.io/instance).
+	Release   string `json:"release,omitempty"`
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Node      string `json:"node,omitempty"`
+	// DryRun: the program runs with --dry-run.
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// String names the program and its pod: node-agent podsweeper/agent-x7k2p.
+func (p Program) String() string {
+	return p.Program + " " + p.Namespace + "/" + p.Pod
+}
+
+// Answer is what one program's pod answered: its PUs (of the pod asked
+// about, for explain pod; all, for status) and its dry run's reports; or
+// why it could not be asked.
+type Answer struct {
+	Program Program `json:"program"`
+	// PUs are its status page's entries (k8s.StatusPath).
+	PUs []k8s.PUStatus `json:"pus"`
+	// Reports are its dry run's reports (k8s.DryRunPath), oldest first;
+	// ReportsTotal how many it made in all. Nil without a dry run.
+	Reports      []k8s.WouldDestroy `json:"reports,omitempty"`
+	ReportsTotal int                `json:"reportsTotal,omitempty"`
+	// Error says why the program could not be asked; its other fields
+	// are then empty.
+	Error string `json:"error,omitempty"`
+}
+
+// Pod is the pod asked about, as the API server has it.
+type Pod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	Node      string `json:"node,omitempty"`
+	Phase     string `json:"phase,omitempty"`
+	// Deleting: the pod has a deletion timestamp (it is being deleted).
+	Deleting bool `json:"deleting,omitempty"`
+}
+
+// Event is one podsweeper Event (PUDestroyed, PUAbandoned) of the pod.
+type Event struct {
+	Time   time.Time `json:"time"`
+	Type   string    `json:"type"`
+	Reason string    `json:"reason"`
+	// Regarding is what the Event regards: Pod/<namespace>/<name> or
+	// Node/<name> (a destroy of a pod that is gone, from a node's program).
+	Regarding string `json:"regarding"`
+	Note      string `json:"note"`
+	// Count is how many times it happened (a series), at least 1.
+	Count int `json:"count,omitempty"`
+}
+
+// PodExplanation is what explain pod renders: the question, the pod as
+// the API server has it (nil: no such pod), what each program answered
+// (only the PUs and reports of that pod) and the pod's Events.
+type PodExplanation struct {
+	// Now is when it was asked: the times are said relative to it.
+	Now time.Time `json:"now"`
+	// Namespace and Name, or UID, are what was asked.
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	UID       string `json:"uid,omitempty"`
+	// Pod is the pod of that name (or UID) now; nil: there is none.
+	Pod      *Pod     `json:"pod,omitempty"`
+	Answers  []Answer `json:"answers"`
+	Events   []Event  `json:"events"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Matches reports whether a PU of pod (namespace/name) and puID is one of
+// the pod asked about: by name, or by UID when one was asked.
+func (x *PodExplanation) Matches(pod, puID string) bool {
+	if x.UID != "" && puID == x.UID {
+		return true
+	}
+	return x.Name != "" && pod == x.Namespace+"/"+x.Name
+}
+
+// states says each state of a PU (deletion.PUStatus.State) in words.
+var states = map[string]string{
+	"tracking":             "being tracked",
+	"idle":                 "tracked, waiting for its next check",
+	"queued":               "queued for a check",
+	"checking":             "being checked now",
+	"waiting for a retry":  "its destroy failed: waiting for a retry",
+	"waiting for its turn": "to be destroyed, waiting for its turn under --max-destroys-per-second",
+}
+
+// RenderPod writes x for a person.
+func RenderPod(w io.Writer, x *PodExplanation) error {
+	p := &printer{w: w}
+	switch pod := x.Pod; {
+	case pod == nil && x.UID != "":
+		named := ""
+		if x.Name != "" {
+			named = " (" + x.Namespace + "/" + x.Name + ")"
+		}
+		p.f("Pod with UID %s%s: no pod of that UID in the API server (deleted, or never created).\n", x.UID, named)
+	case pod == nil:
+		p.f("Pod %s/%s: no such pod in the API server (deleted, or never created).\n", x.Namespace, x.Name)
+	default:
+		p.f("Pod %s/%s (UID %s) on node %s: %s.\n", pod.Namespace, pod.Name, pod.UID, orNone(pod.Node, "none yet"), podPhase(pod))
+	}
+	for _, w := range x.Warnings {
+		p.f("Note: %s\n", w)
+	}
+	held := 0
+	var none []string
+	for _, a := range x.Answers {
+		if a.Error != "" {
+			p.f("\n%s%s could not be asked: %s\n", a.Program, onNode(a.Program), a.Error)
+			continue
+		}
+		reports := latestReports(a.Reports)
+		if len(a.PUs) == 0 && len(reports) == 0 {
+			none = append(none, a.Program.String()+onNode(a.Program))
+			continue
+		}
+		held++
+		p.f("\n%s%s%s:\n", a.Program, onNode(a.Program), dryRun(a.Program))
+		for _, s := range a.PUs {
+			renderPU(p, x, a, s)
+		}
+		for _, r := range reports {
+			if tracked(a.PUs, r.PUID) {
+				continue
+			}
+			p.f("  PU %s of pod %s%s: no longer held (its pod is gone for good).\n", r.PUID, r.Pod, sandboxOf(r.SandboxID))
+			p.f("    dry run       would have destroyed it, %s: row %d of the decision table, %s (%s).\n",
+				r.Reason, r.Row, r.Why, ago(x.Now, r.At))
+		}
+	}
+	if len(none) > 0 {
+		p.f("\n")
+		for _, n := range none {
+			p.f("%s holds no PU of this pod.\n", n)
+		}
+	}
+	if len(x.Answers) == 0 {
+		p.f("\nNo podsweeper program was found to ask.\n")
+	}
+	p.f("\n")
+	if len(x.Events) == 0 {
+		p.f("No podsweeper Event names this pod.\n")
+	} else {
+		p.f("Events:\n")
+		for _, e := range x.Events {
+			count := ""
+			if e.Count > 1 {
+				count = fmt.Sprintf(" (%d times)", e.Count)
+			}
+			p.f("  %s  %s %s, regarding %s%s: %s\n", ago(x.Now, e.Time), e.Type, e.Reason, e.Regarding, count, e.Note)
+		}
+	}
+	if held == 0 && len(x.Events) == 0 && x.Pod == nil {
+		p.f("podsweeper knows nothing of this pod: no program holds a PU of it, and none destroyed one.\n")
+	}
+	return p.err
+}
+
+// renderPU writes one PU that a answered.
+func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
+	p.f("  PU %s of pod %s%s, tracked %s:\n", s.PUID, s.Pod, sandboxOf(s.SandboxID), s.Age)
+	if x.Pod != nil && s.PUID != x.Pod.UID && s.Pod == x.Pod.Namespace+"/"+x.Pod.Name {
+		p.f("    note          this PU is of an earlier pod of that name (UID %s); the pod now is another (UID %s).\n", s.PUID, x.Pod.UID)
+	}
+	state := states[s.State]
+	if state == "" {
+		state = s.State
+	}
+	p.f("    state         %s.\n", state)
+	if s.LastChecked == nil {
+		p.f("    last check    none yet.\n")
+	} else {
+		p.f("    last check    %s: row %d of the decision table, %s.\n", ago(x.Now, *s.LastChecked), s.LastRow, s.Why)
+	}
+	if s.Vetoed {
+		p.f("    veto          the confirming read of the API server overrode the destroy the cache decided: the PU is kept.\n")
+	}
+	if s.Attempts > 0 {
+		next := "none planned"
+		if s.NextAttempt != nil {
+			next = "next " + in(x.Now, *s.NextAttempt)
+		}
+		p.f("    attempts      %d destroy call(s) failed; %s.\n", s.Attempts, next)
+	}
+	if s.LastError != "" {
+		p.f("    last error    %s\n", s.LastError)
+	}
+	switch {
+	case s.WouldDestroy != "":
+		p.f("    dry run       would destroy it: %s.\n", s.WouldDestroy)
+	case a.Program.DryRun:
+		p.f("    dry run       would keep it.\n")
+	}
+}
+
+// RenderPodJSON writes x as indented JSON.
+func RenderPodJSON(w io.Writer, x *PodExplanation) error {
+	return writeJSON(w, x)
+}
+
+// NodeStatus is what status renders: every PU of the programs on a node.
+type NodeStatus struct {
+	Now     time.Time `json:"now"`
+	Node    string    `json:"node"`
+	Answers []Answer  `json:"answers"`
+}
+
+// RenderStatus writes every PU of s's programs as a table, one program
+// after the other.
+func RenderStatus(w io.Writer, s *NodeStatus) error {
+	p := &printer{w: w}
+	if len(s.Answers) == 0 {
+		p.f("No podsweeper program runs on node %s.\n", s.Node)
+		return p.err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROGRAM\tPOD\tPU\tSTATE\tLAST CHECK\tROW\tWHY\tATTEMPTS\tNEXT\tDRY RUN")
+	var errs []string
+	for _, a := range s.Answers {
+		if a.Error != "" {
+			errs = append(errs, fmt.Sprintf("%s could not be asked: %s", a.Program, a.Error))
+			continue
+		}
+		if len(a.PUs) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\tholds no PU\t\t\t\t\t\t\n", a.Program)
+		}
+		for _, u := range a.PUs {
+			check, row, why := "-", "-", "-"
+			if u.LastChecked != nil {
+				check, row, why = ago(s.Now, *u.LastChecked), fmt.Sprint(u.LastRow), u.Why
+			}
+			next := "-"
+			if u.NextAttempt != nil {
+				next = in(s.Now, *u.NextAttempt)
+			}
+			dry := "-"
+			if u.WouldDestroy != "" {
+				dry = "would destroy: " + u.WouldDestroy
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.Program, u.Pod, u.PUID, u.State, check, row, why, u.Attempts, next, dry)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range errs {
+		p.f("%s\n", e)
+	}
+	return p.err
+}
+
+// Report is what report renders: every program's dry-run report.
+type Report struct {
+	Now     time.Time `json:"now"`
+	Answers []Answer  `json:"answers"`
+}
+
+// RenderReport writes every report of r's programs in one table, and
+// which programs run without a dry run.
+func RenderReport(w io.Writer, r *Report) error {
+	p := &printer{w: w}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROGRAM\tNODE\tPOD\tPU\tREASON\tROW\tWHY\tWHEN\tHELD")
+	var notes []string
+	rows := 0
+	for _, a := range r.Answers {
+		switch {
+		case a.Error != "":
+			notes = append(notes, fmt.Sprintf("%s could not be asked: %s", a.Program, a.Error))
+			continue
+		case !a.Program.DryRun:
+			notes = append(notes, fmt.Sprintf("%s runs without --dry-run: it destroys, and reports nothing.", a.Program))
+			continue
+		case len(a.Reports) < a.ReportsTotal:
+			notes = append(notes, fmt.Sprintf("%s reported %d in all; it keeps the latest %d.", a.Program, a.ReportsTotal, len(a.Reports)))
+		}
+		for _, d := range a.Reports {
+			held := "yes"
+			if d.Dropped {
+				held = "no: pod gone"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Program, orNone(a.Program.Node, "-"), d.Pod, d.PUID, d.Reason, d.Row, d.Why, ago(r.Now, d.At), held)
+			rows++
+		}
+	}
+	if rows == 0 {
+		fmt.Fprintln(tw, "(none: no dry run would destroy anything yet)\t\t\t\t\t\t\t\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		p.f("%s\n", n)
+	}
+	return p.err
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printer writes formatted text and keeps the first error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+// latestReports returns the last report of each PU, in the order of
+// their last reports.
+func latestReports(rs []k8s.WouldDestroy) []k8s.WouldDestroy {
+	last := map[string]int{}
+	for i, r := range rs {
+		last[r.PUID] = i
+	}
+	var out []k8s.WouldDestroy
+	for i, r := range rs {
+		if last[r.PUID] == i {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// tracked reports whether pus holds the PU puID.
+func tracked(pus []k8s.PUStatus, puID string) bool {
+	return slices.ContainsFunc(pus, func(s k8s.PUStatus) bool { return s.PUID == puID })
+}
+
+// podPhase says the pod's phase and whether it is being deleted.
+func podPhase(p *Pod) string {
+	phase := orNone(p.Phase, "no phase yet")
+	if p.Deleting {
+		return phase + ", being deleted"
+	}
+	return phase
+}
+
+func onNode(p Program) string {
+	if p.Node == "" {
+		return ""
+	}
+	return " (node " + p.Node + ")"
+}
+
+func dryRun(p Program) string {
+	if p.DryRun {
+		return ", in a dry run (it destroys nothing)"
+	}
+	return ""
+}
+
+func sandboxOf(id string) string {
+	if id == "" {
+		return ""
+	}
+	return ", sandbox " + shortID(id)
+}
+
+// shortID shortens a container runtime's 64-digit ID as crictl does.
+func shortID(id string) string {
+	if len(id) > 13 && !strings.ContainsAny(id, "-/") {
+		return id[:13]
+	}
+	return id
+}
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+// ago says how long before now t was, in whole seconds.
+func ago(now, t time.Time) string {
+	d := now.Sub(t).Round(time.Second)
+	if d < 0 {
+		return "just now"
+	}
+	return d.String() + " ago"
+}
+
+// in says how long after now t is, in whole seconds.
+func in(now, t time.Time) string {
+	d := t.Sub(now).Round(time.Second)
+	if d <= 0 {
+		return "due now"
+	}
+	return "in " + d.String()
+}
