@@ -130,7 +130,11 @@ type Options struct {
 	ReservationRate  rate.Limit
 	ReservationBurst int
 	// DryRun, when set, has Resync free no host-local reservation: each it
-	// would free is logged, told to Observer, and listed by WouldFree.
+	// would free is logged, told to Observer, and listed by WouldFree. It
+	// also has Resync track a PU it listed the time before, with the same
+	// sandbox, no more (a dry run's engine drops a gone pod's PU once it
+	// reported it: tracked at each list, it would be reported at each),
+	// unless its pod was requeued.
 	// DestroyPU is the engine's to leave uncalled (deletion.Options.DryRun),
 	// which asks DryRunDestroyPU instead.
 	DryRun bool
@@ -247,7 +251,7 @@ func New(opts Options) (*Collector, error) {
 		runtime:   opts.Runtime,
 		refusals:  newRefusals(opts.NewestSandboxTimeout),
 		freeing:   &podLocks{held: map[string]chan struct{}{}},
-		resync:    newResyncer(opts.ResyncInterval, opts.Logger),
+		resync:    newResyncer(opts.ResyncInterval, opts.Logger, opts.DryRun),
 		hostLocal: newHostLocal(opts, opts.Logger),
 		// The cache directory goes to the CNIConfig: libcni ignores
 		// RuntimeConf.CacheDir in some of its paths.

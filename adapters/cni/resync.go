@@ -37,6 +37,9 @@ type listing struct {
 type resyncer struct {
 	interval time.Duration
 	log      logr.Logger
+	// dryRun: a PU listed before with the same sandbox is not tracked
+	// again (Options.DryRun).
+	dryRun bool
 	// kick asks a running loop to list at once.
 	kick    chan struct{}
 	running atomic.Bool
@@ -54,8 +57,8 @@ type resyncer struct {
 	destroyed map[string]uint64
 }
 
-func newResyncer(interval time.Duration, log logr.Logger) *resyncer {
-	return &resyncer{interval: interval, log: log, kick: make(chan struct{}, 1),
+func newResyncer(interval time.Duration, log logr.Logger, dryRun bool) *resyncer {
+	return &resyncer{interval: interval, log: log, dryRun: dryRun, kick: make(chan struct{}, 1),
 		requeued: make(map[types.NamespacedName]bool), destroyed: make(map[string]uint64)}
 }
 
@@ -186,6 +189,11 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 		if ok && was != "" && was != pu.SandboxID && l.held[was] && t.Untrack(pu.PUID) {
 			r.log.Info("the order of a pod's sandboxes is told now; its PU is tracked again with the older one",
 				"puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "before", was)
+		}
+		if r.dryRun && ok && was == pu.SandboxID && !requeued[pu.Pod] {
+			// A dry run's engine drops a gone pod's PU once reported: tracked again at each list, it would be
+			// reported at each. It is tracked again once it leaves the cache and comes back, or changes sandbox.
+			continue
 		}
 		if err := t.Track(pu); err != nil {
 			r.log.Error(err, "tracking a PU of the cache failed", "puID", pu.PUID, "pod", pu.Pod.String())

@@ -19,7 +19,7 @@
 // however the cluster's config is given; a --kube-api-qps from 0 to 1 is
 // refused), --dry-run (decide every destroy, destroy nothing, report each
 // on /debug/podsweeper/dry-run), --max-destroys-per-second and
-// --destroy-burst, the endpoints' addresses and the log's (--zap-log-level, --zap-devel). A
+// --destroy-burst, the endpoints' addresses, and the log's (--zap-devel; --zap-log-level, --zap-encoder and the others of controller-runtime, which the synopsis leaves out). A
 // command line the program cannot run with is refused with status 2
 // before it connects to anything; so is a --cni-cache-dir or --cni-bin-dir
 // that does not exist, which the collector never creates: they are the
@@ -53,7 +53,8 @@
 // reservation", with the address and the container), counted by network in
 // podsweeper_cni_reservations_would_free_total. Reservations are freed whenever attachments are:
 // --dry-run stops both, a network's "disableGC" both of that network's, and --max-destroys-per-second
-// and --destroy-burst bound both (a reservation past its budget waits for its turn in its round);
+// and --destroy-burst bound each (the reservations under a budget of their own, of the same size: a
+// reservation past it waits for its turn in its round);
 // --reservation-grace (positive, at most 8760h) is how old a reservation must be. See README.md for what it frees and what it never
 // touches.
 package main

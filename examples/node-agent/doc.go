@@ -20,7 +20,7 @@
 // however the cluster's config is given; a --kube-api-qps from 0 to 1 is
 // refused), --dry-run (decide every destroy, destroy nothing, report each
 // on /debug/podsweeper/dry-run), --max-destroys-per-second and
-// --destroy-burst, the endpoints' addresses and the log's (--zap-log-level, --zap-devel). A
+// --destroy-burst, the endpoints' addresses, and the log's (--zap-devel; --zap-log-level, --zap-encoder and the others of controller-runtime, which the synopsis leaves out). A
 // command line the program cannot run with is refused with status 2
 // before it connects to anything.
 //

@@ -163,3 +163,55 @@ func TestARequeueIsNotHeldByAReservationsDEL(t *testing.T) {
 func pod(ns, name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 }
+
+// countingTracker counts the Tracks of each PUID.
+type countingTracker struct {
+	mu     sync.Mutex
+	tracks map[string]int
+}
+
+func (r *countingTracker) Track(pu ports.PU) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tracks[pu.PUID]++
+	return nil
+}
+func (r *countingTracker) Untrack(string) bool             { return false }
+func (r *countingTracker) TriggerPod(types.NamespacedName) {}
+func (r *countingTracker) of(puid string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tracks[puid]
+}
+
+// docs/operating/rollout.md and docs/metrics.md: a dry run reports each PU that would go once per reason,
+// and a long dry run does not grow. Its engine drops a gone pod's PU once reported; Resync must not track
+// it again at every list of the cache, where the entry stays (nothing is DELed): in a dry run a PU listed
+// before with the same sandbox is tracked once, however many lists; without the dry run, at every list
+// (Track is insert-only: a PU destroyed whose entry is still there must come back).
+func TestADryRunTracksAListedPUOnce(t *testing.T) {
+	for _, dry := range []bool{true, false} {
+		e := newEnv(t)
+		write(t, filepath.Join(e.cache, "results", "net-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net",`+
+			`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0IiwidHlwZSI6InJlbGVhc2UifQ=="}`)
+		c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, Runtime: emptyRuntime{},
+			ResyncInterval: time.Hour, DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := &countingTracker{tracks: map[string]int{}}
+		rounds := 0
+		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tr) }, 10*time.Second, func() bool {
+			rounds++
+			_ = c.Requeue(context.Background(), pod("ns", "other")) // a list at once, for another pod
+			time.Sleep(200 * time.Millisecond)
+			return rounds == 5
+		})
+		switch got := tr.of("uid-1"); {
+		case dry && got != 1:
+			t.Errorf("a dry run's Resync tracked a PU it listed before %d times, want once", got)
+		case !dry && got < 5:
+			t.Errorf("Resync tracked a listed PU %d times in 5 lists, want at each", got)
+		}
+	}
+}
