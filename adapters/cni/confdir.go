@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,13 +48,13 @@ type confNet struct {
 // (its permissions, or a link to what the collector cannot see, as into a
 // directory its pod does not mount, though the runtime may), is an error:
 // the collector cannot know which networks to leave alone.
-func readConfDir(dir, defaultDataDir string) (map[string]confNet, error) {
+func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, partial bool, err error) {
 	files, err := libcni.ConfFiles(dir, confExtensions)
 	if err != nil {
-		return nil, fmt.Errorf("cni: reading the network configs in %s: %w", dir, err)
+		return nil, false, fmt.Errorf("cni: reading the network configs in %s: %w", dir, err)
 	}
 	slices.Sort(files)
-	nets := map[string]confNet{}
+	nets = map[string]confNet{}
 	for _, f := range files {
 		f = filepath.Clean(f)
 		fi, err := os.Stat(f)
@@ -67,9 +68,9 @@ func readConfDir(dir, defaultDataDir string) (map[string]confNet, error) {
 			}
 		}
 		if err != nil { // it may name a network with "disableGC": none is touched until it can be read
-			return nil, fmt.Errorf("cni: the network config %s cannot be read (%w): which networks it names, and whether it says disableGC, cannot be told", f, err)
+			return nil, false, fmt.Errorf("cni: the network config %s cannot be read (%w): which networks it names, and whether it says disableGC, cannot be told", f, err)
 		}
-		if name := confNameOf(f); name != "" && holdsIrregular(filepath.Join(dir, name)) {
+		if name, named := confNameOf(f); named && holdsIrregular(filepath.Join(dir, name)) {
 			// libcni reads the network's own directory of plugin configs: one that holds a FIFO would block
 			// the read. The network is never touched.
 			n := nets[name]
@@ -79,7 +80,13 @@ func readConfDir(dir, defaultDataDir string) (map[string]confNet, error) {
 		}
 		list, never, err := loadNetwork(f)
 		if err != nil {
-			if name, ok := singleDisableGC(f); ok {
+			// Not a network the runtime loads, or one being written: what it tells is not all there.
+			partial = true
+			name, says, err := saysDisableGC(f)
+			if err != nil {
+				return nil, false, err
+			}
+			if says {
 				n := nets[name]
 				n.Never = true
 				nets[name] = n
@@ -98,13 +105,13 @@ func readConfDir(dir, defaultDataDir string) (map[string]confNet, error) {
 		}
 		nets[list.Name] = n
 	}
-	return nets, nil
+	return nets, partial, nil
 }
 
 // disableGCNetworks returns the names of the networks that a config in dir
 // names with "disableGC": true (readConfDir).
 func disableGCNetworks(dir string) (map[string]bool, error) {
-	nets, err := readConfDir(dir, DefaultHostLocalDataDir)
+	nets, _, err := readConfDir(dir, DefaultHostLocalDataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -117,19 +124,55 @@ func disableGCNetworks(dir string) (map[string]bool, error) {
 	return keep, nil
 }
 
-// confNameOf returns the "name" of the config file f, "" when it has none or cannot be read.
-func confNameOf(f string) string {
+// confNameOf returns the "name" of the config file f, whatever it is (libcni reads <dir>/<name> for any, "" and
+// names with a slash too); named: f parses and has a "name" key.
+func confNameOf(f string) (name string, named bool) {
 	b, err := os.ReadFile(f)
 	if err != nil {
-		return ""
+		return "", false
 	}
-	var raw struct {
-		Name string `json:"name"`
+	var raw map[string]json.RawMessage // the exact key, as libcni reads it: "NAME" is another
+	if json.Unmarshal(b, &raw) != nil || raw["name"] == nil {
+		return "", false
 	}
-	if json.Unmarshal(b, &raw) != nil || strings.ContainsAny(raw.Name, `/\`) {
-		return ""
+	if json.Unmarshal(raw["name"], &name) != nil {
+		return "", false
 	}
-	return raw.Name
+	return name, true
+}
+
+// nameKey and disableGCKey find a config's "name" and a "disableGC" key in a file that does not parse (one being
+// written, cut short).
+var (
+	nameKey      = regexp.MustCompile(`"name"\s*:\s*"((?:[^"\\]|\\.)*)"`)
+	disableGCKey = regexp.MustCompile(`"disableGC"\s*:`)
+)
+
+// saysDisableGC reports the network of a config file that libcni does not load, and whether it says "disableGC":
+// true: a single plugin's .conf by its own key (singleSaysDisableGC), or a file that does not parse (being
+// written) that holds a "disableGC" key at all, for its first "name". One that holds the key and no name is an
+// error: which network it keeps cannot be told.
+func saysDisableGC(f string) (name string, says bool, err error) {
+	b, rerr := os.ReadFile(f)
+	if rerr != nil {
+		return "", false, nil
+	}
+	if json.Valid(b) {
+		n, ok := singleDisableGC(f)
+		return n, ok, nil
+	}
+	if !disableGCKey.Match(b) {
+		return "", false, nil
+	}
+	m := nameKey.FindSubmatch(b)
+	if m == nil {
+		return "", false, fmt.Errorf("cni: the network config %s, which does not parse (being written?), says disableGC and names no network yet: which it keeps cannot be told", f)
+	}
+	var s string
+	if json.Unmarshal(append(append([]byte{'"'}, m[1]...), '"'), &s) != nil {
+		s = string(m[1])
+	}
+	return s, true, nil
 }
 
 // holdsIrregular reports whether the directory d holds an entry that is not a regular file or a directory (a FIFO,

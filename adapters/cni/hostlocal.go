@@ -65,18 +65,30 @@ type hostLocalNet = confNet
 // none): the config the runtime loads (the first file in name order for a
 // network named twice), and Never when any config naming the network says
 // disableGC. A directory that does not exist holds none.
-func hostLocalNetworks(confDir, defaultDataDir string) (map[string]hostLocalNet, error) {
-	all, err := readConfDir(confDir, defaultDataDir)
+func hostLocalNetworks(confDir, defaultDataDir string) (nets map[string]hostLocalNet, partial bool, err error) {
+	all, partial, err := readConfDir(confDir, defaultDataDir)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	nets := map[string]hostLocalNet{}
+	nets = map[string]hostLocalNet{}
 	for name, n := range all {
 		if len(n.DataDirs) > 0 {
+			for i, d := range n.DataDirs {
+				n.DataDirs[i] = canonicalDir(d)
+			}
 			nets[name] = n
 		}
 	}
-	return nets, nil
+	return nets, partial, nil
+}
+
+// canonicalDir is dir with its links resolved, so that two spellings of one data directory (/var/run and /run)
+// are one; dir as it is when it cannot be resolved (it does not exist).
+func canonicalDir(dir string) string {
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		return d
+	}
+	return dir
 }
 
 // loadNetwork loads the config file f as the runtime does: a list, or a
@@ -110,14 +122,14 @@ func loadNetwork(f string) (list *libcni.NetworkConfigList, never bool, err erro
 }
 
 // hostLocalDataDir returns the data directory of the host-local a
-// plugin's config runs, as host-local reads it: the plugin is host-local
-// itself, or names it as its "ipam"; "dataDir" in that object, or
+// plugin's config runs, as host-local reads it: the plugin names it as its
+// "ipam", or is host-local itself, which reads its settings from "ipam"
+// too (and fails without one); "dataDir" in that object, or
 // defaultDataDir. ok: it runs host-local.
 func hostLocalDataDir(plugin []byte, defaultDataDir string) (dir string, ok bool) {
 	var conf struct {
-		Type    string `json:"type"`
-		DataDir string `json:"dataDir"`
-		IPAM    *struct {
+		Type string `json:"type"`
+		IPAM *struct {
 			Type    string `json:"type"`
 			DataDir string `json:"dataDir"`
 		} `json:"ipam"`
@@ -128,8 +140,8 @@ func hostLocalDataDir(plugin []byte, defaultDataDir string) (dir string, ok bool
 	switch {
 	case conf.IPAM != nil && conf.IPAM.Type == hostLocalType:
 		dir = conf.IPAM.DataDir
-	case conf.Type == hostLocalType:
-		dir = conf.DataDir
+	case conf.Type == hostLocalType && conf.IPAM != nil: // run as the plugin itself, it reads "ipam" all the same
+		dir = conf.IPAM.DataDir
 	default:
 		return "", false
 	}

@@ -87,19 +87,19 @@ func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
 	writeFile(t, filepath.Join(conf, "30-single.conf"), `{"cniVersion":"1.0.0","name":"single","type":"macvlan","master":"eth0",
 		"ipam":{"type":"host-local","subnet":"10.3.0.0/24"}}`, 0)
 	writeFile(t, filepath.Join(conf, "40-never.conflist"), `{"cniVersion":"1.1.0","name":"never","disableGC":true,"plugins":[
-		{"type":"host-local","dataDir":"/data/b","subnet":"10.4.0.0/24"}]}`, 0)
+		{"type":"host-local","ipam":{"dataDir":"/data/b","subnet":"10.4.0.0/24"}}]}`, 0)
 	writeFile(t, filepath.Join(conf, "50-single-never.conf"), `{"cniVersion":"1.0.0","name":"single-never","type":"ptp","disableGC":true,
 		"ipam":{"type":"host-local","subnet":"10.5.0.0/24"}}`, 0)
 	writeFile(t, filepath.Join(conf, "60-dhcp.conflist"), `{"cniVersion":"1.1.0","name":"dhcp","plugins":[{"type":"bridge","ipam":{"type":"dhcp"}}]}`, 0)
 	writeFile(t, filepath.Join(conf, "70-broken.conflist"), `{"name":`, 0)
 	// Named twice: the runtime loads the first file, and the second's disableGC still keeps the network.
 	writeFile(t, filepath.Join(conf, "80-twice.conflist"), `{"cniVersion":"1.1.0","name":"twice","plugins":[
-		{"type":"host-local","dataDir":"/data/c","subnet":"10.8.0.0/24"}]}`, 0)
+		{"type":"host-local","ipam":{"dataDir":"/data/c","subnet":"10.8.0.0/24"}}]}`, 0)
 	writeFile(t, filepath.Join(conf, "90-twice.conflist"), `{"cniVersion":"1.1.0","name":"twice","disableGC":true,"plugins":[
-		{"type":"host-local","dataDir":"/data/shadowed","subnet":"10.8.0.0/24"}]}`, 0)
+		{"type":"host-local","ipam":{"dataDir":"/data/shadowed","subnet":"10.8.0.0/24"}}]}`, 0)
 	writeFile(t, filepath.Join(conf, "README"), `{"cniVersion":"1.1.0","name":"readme","plugins":[{"type":"host-local"}]}`, 0)
 
-	nets, err := hostLocalNetworks(conf, "/default")
+	nets, _, err := hostLocalNetworks(conf, "/default")
 	require.NoError(t, err)
 	require.Len(t, nets, 5)
 	require.Equal(t, []string{"/data/a"}, nets["podnet"].DataDirs)
@@ -118,7 +118,7 @@ func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
 	require.Equal(t, map[string]bool{"never": true, "single-never": true, "twice": true}, keep,
 		"the cache's attachments and host-local's reservations are kept on the same networks")
 
-	none, err := hostLocalNetworks(filepath.Join(conf, "missing"), "/default")
+	none, _, err := hostLocalNetworks(filepath.Join(conf, "missing"), "/default")
 	require.NoError(t, err)
 	require.Empty(t, none)
 }

@@ -104,11 +104,11 @@ type reservationView struct {
 // each file it skips, and each data directory it cannot read (whose
 // reservations it passes over, keeping them).
 func (h *hostLocal) read() (reservationView, error) {
-	nets, err := hostLocalNetworks(h.confDir, h.defaultDataDir)
+	nets, partial, err := hostLocalNetworks(h.confDir, h.defaultDataDir)
 	if err != nil {
 		return reservationView{}, err
 	}
-	dirs := []string{h.defaultDataDir}
+	dirs := []string{canonicalDir(h.defaultDataDir)}
 	for _, n := range nets {
 		for _, d := range n.DataDirs {
 			if !slices.Contains(dirs, d) {
@@ -147,6 +147,9 @@ func (h *hostLocal) read() (reservationView, error) {
 		if s.Unreadable {
 			v.blind = append(v.blind, s.File)
 		}
+	}
+	if partial { // a config that does not parse (being written) may name any data directory: none is seen gone
+		v.blind = append(v.blind, string(os.PathSeparator))
 	}
 	for _, s := range h.skips.report(skips, v.blind...) {
 		if s.ContainerID != "" && !s.Unreadable && h.observer != nil {

@@ -1,0 +1,80 @@
+package faults_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// logDelEnv makes an env whose plugin "logdel" logs each DEL, with a gone pod's cached attachment of
+// network net1 (its cached config without disableGC), and returns it with its Collector and the DEL log.
+func logDelEnv(t *testing.T, opts cni.Options) (env, *cni.Collector, string) {
+	e := newEnv(t)
+	e.plugins = t.TempDir()
+	write(t, filepath.Join(e.plugins, "logdel"), logDelPlugin)
+	if err := os.Chmod(filepath.Join(e.plugins, "logdel"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
+		`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+
+		`"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0MSIsInBsdWdpbnMiOlt7InR5cGUiOiJsb2dkZWwifV19"}`)
+	opts.CacheDir, opts.PluginDirs, opts.ConfDir, opts.Runtime = e.cache, []string{e.plugins}, e.conf, emptyRuntime{}
+	c, err := cni.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, c, filepath.Join(e.plugins, "dels.log")
+}
+
+// docs/sdk/cni-freeing.md: "an attachment of a network whose config says "disableGC": true (its cached
+// config, or any file of ConfDir that names the network) is never DELed". The operator's config of net1
+// that says so is being rewritten in place: the collector reads a prefix that names net1 and says
+// "disableGC", cut before its end. The gone pod's attachment of net1 is kept.
+func TestAConfigBeingWrittenThatSaysDisableGCKeepsItsNetwork(t *testing.T) {
+	e, c, dels := logDelEnv(t, cni.Options{ResyncInterval: time.Hour})
+	write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","disableGC":true,"plugins":[{"ty`)
+	_ = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
+		SandboxID: "sb-1", Reason: ports.ReasonPodGone})
+	if b, _ := os.ReadFile(dels); len(b) > 0 {
+		t.Errorf("a DEL of network net1, which a config being written says disableGC of: %q", b)
+	}
+}
+
+// Options.HostLocalDataDir and the package doc: a reservation is reported ConfigGone only when no config
+// names its network with host-local and its data directory. Two spellings of one data directory (a link,
+// as /var/run is /run) are one: the reservation of a network whose config names the link is not reported
+// as one of a network whose config is gone.
+func TestADataDirThroughALinkIsTheSameDataDir(t *testing.T) {
+	e := newEnv(t)
+	real := filepath.Join(e.root, "real")
+	link := filepath.Join(e.root, "link")
+	if err := os.MkdirAll(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(e.conf, "10-a.conflist"), `{"cniVersion":"1.0.0","name":"a","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"`+link+`"}}]}`)
+	write(t, filepath.Join(e.conf, "20-b.conflist"), `{"cniVersion":"1.0.0","name":"b","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"`+real+`"}}]}`)
+	reservation(t, link, "a", "10.1.0.5", "ctr-a", "eth0", time.Hour)
+	obs := &observer{}
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, DryRun: true, ResyncInterval: time.Hour, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 5*time.Second, func() bool { return len(c.WouldFree()) > 0 })
+	if got := obs.get(&obs.reported); len(got) > 0 {
+		t.Errorf("network a's reservation, in the data directory its config names through a link, was reported: %v", got)
+	}
+	if got := c.WouldFree(); len(got) != 1 {
+		t.Errorf("WouldFree = %v, want a's one leaked reservation", got)
+	}
+}
