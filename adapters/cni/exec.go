@@ -87,6 +87,9 @@ func pluginErr(err error, stdout, stderr []byte) error {
 		if perr := json.Unmarshal(stdout, &emsg); perr != nil {
 			emsg.Msg = fmt.Sprintf("netplugin failed but error parsing its diagnostic message %q: %v", string(stdout), perr)
 		}
+		if s := strings.TrimSpace(string(stderr)); s != "" { // what it wrote besides is in its error too
+			emsg.Details = strings.TrimSpace(emsg.Details + " (its standard error: " + s + ")")
+		}
 	}
 	return &emsg
 }

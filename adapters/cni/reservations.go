@@ -137,7 +137,7 @@ func (h *hostLocal) read() (reservationView, error) {
 		return cmp.Or(strings.Compare(x.DataDir, y.DataDir), strings.Compare(x.Network, y.Network), strings.Compare(x.IP, y.IP))
 	})
 	for _, r := range v.rs {
-		if _, ok := v.config(r); !ok {
+		if _, ok := v.config(r); !ok && !partial { // a config that does not parse (being written) may be its network's
 			skips = append(skips, skipped{File: r.Path(), Written: r.Reserved, ContainerID: r.ContainerID,
 				Why: "a host-local reservation of container " + r.ContainerID + ": no config in ConfDir names network " + r.Network +
 					" with host-local and data directory " + r.DataDir + ": reported, never touched"})
@@ -255,6 +255,14 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		return
 	}
 	cached := cachedIDs(v, skips)
+	// A network whose cached config (one its attachments were added with) says disableGC is never touched, whatever
+	// ConfDir's says now.
+	cachedNever := map[string]bool{}
+	for _, a := range v.atts {
+		if a.List.DisableGC || pluginSaysDisableGC(a) {
+			cachedNever[a.NetworkName] = true
+		}
+	}
 	var run runtimeView
 	if c.runtime != nil && slices.ContainsFunc(rv.rs, func(r Reservation) bool {
 		n, ok := rv.config(r)
@@ -272,7 +280,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 		n, ok := rv.config(r)
 		_, listed := run.byID[r.ContainerID]
-		vd := decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never, Asked: run.asked,
+		vd := decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
 			Listed: listed, Cached: cached(r.ContainerID), Age: now.Sub(r.Reserved), Grace: c.hostLocal.grace})
 		if vd.Action != free {
 			continue

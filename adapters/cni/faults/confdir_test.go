@@ -78,3 +78,48 @@ func TestADataDirThroughALinkIsTheSameDataDir(t *testing.T) {
 		t.Errorf("WouldFree = %v, want a's one leaked reservation", got)
 	}
 }
+
+// adapters/cni's doc: "It never touches a network whose cached config, or whose config in
+// Options.ConfDir, says "disableGC": true." net1's attachments were added with a config that says so;
+// its file in ConfDir no longer does. A leaked reservation of net1 (of another container) is kept.
+func TestACachedDisableGCKeepsItsNetworksReservations(t *testing.T) {
+	e := newEnv(t)
+	e.plugins = t.TempDir()
+	write(t, filepath.Join(e.plugins, "logdel"), logDelPlugin)
+	if err := os.Chmod(filepath.Join(e.plugins, "logdel"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// {"cniVersion":"1.0.0","name":"net1","disableGC":true,"plugins":[{"type":"logdel"}]}
+	write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
+		`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+
+		`"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0MSIsImRpc2FibGVHQyI6dHJ1ZSwicGx1Z2lucyI6W3sidHlwZSI6ImxvZ2RlbCJ9XX0="}`)
+	write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel","ipam":{"type":"host-local","dataDir":"`+e.data+`"}}]}`)
+	reservation(t, e.data, "net1", "10.7.0.9", "leaked-ctr", "eth0", time.Hour)
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, ResyncInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
+	if b, _ := os.ReadFile(filepath.Join(e.plugins, "dels.log")); len(b) > 0 {
+		t.Errorf("a DEL of network net1, whose cached config says disableGC: %q", b)
+	}
+}
+
+// Row 12 (ConfigGone) is for a reservation whose network no config names: a config being written (cut
+// short as it is read) may be its network's. The reservation is not reported while it is.
+func TestAConfigBeingWrittenIsNoConfigGone(t *testing.T) {
+	e := newEnv(t)
+	write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"bridge","ipam":{"type":"host-lo`)
+	reservation(t, e.data, "net1", "10.7.0.9", "some-ctr", "eth0", time.Hour)
+	obs := &observer{}
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, DryRun: true, ResyncInterval: time.Hour, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
+	if got := obs.get(&obs.reported); len(got) > 0 {
+		t.Errorf("a reservation of network net1, whose config is being written, was reported ConfigGone: %v", got)
+	}
+}

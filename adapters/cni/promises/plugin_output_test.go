@@ -52,3 +52,25 @@ func TestAPluginsOutputNeitherLeaksNorHoldsItsDEL(t *testing.T) {
 		t.Errorf("the plugin's standard error is not one line of the Collector's log")
 	}
 }
+
+// LogMessagePluginStderr: "What a plugin that failed wrote is in its error." A plugin whose DEL fails
+// with libcni's JSON error on its standard output and words on its standard error: both are in the
+// error DestroyPU answers.
+func TestAFailedPluginsStderrIsInItsError(t *testing.T) {
+	e := newEnv(t)
+	failing := "#!/bin/sh\ncat >/dev/null\necho 'failing: the words of its own' >&2\n" +
+		`echo '{"cniVersion":"1.0.0","code":11,"msg":"DEL refused"}'` + "\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(e.plugins, "failing"), []byte(failing), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.writeEntry(entryOpt{network: "net1", sandbox: "sbA", uid: "uid1",
+		config: `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"failing"}]}`})
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, Runtime: &fakeRuntime{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid1", SandboxID: "sbA", Reason: ports.ReasonPodGone})
+	if err == nil || !strings.Contains(err.Error(), "DEL refused") || !strings.Contains(err.Error(), "failing: the words of its own") {
+		t.Fatalf("DestroyPU = %v, want the plugin's error and its standard error", err)
+	}
+}
