@@ -289,8 +289,20 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			would = append(would, r)
 			continue
 		}
-		if l := c.hostLocal.limit; l != nil && l.Wait(ctx) != nil {
-			return // stopping while it waits for its turn
+		if l := c.hostLocal.limit; l != nil {
+			if l.Wait(ctx) != nil {
+				return // stopping while it waits for its turn
+			}
+			// Its turn may come after ConfDir changed (disableGC set, the config removed): decided again on it now.
+			nets, _, err := hostLocalNetworks(c.hostLocal.confDir, c.hostLocal.defaultDataDir)
+			if err != nil {
+				return
+			}
+			now, ok := nets[r.Network]
+			if !ok || now.Never || !slices.Contains(now.DataDirs, r.DataDir) {
+				continue
+			}
+			n = now
 		}
 		reason := reasonOf(vd)
 		if err := c.delReservation(ctx, r, n.List); err != nil {
@@ -342,15 +354,22 @@ func (c *Collector) delReservation(ctx context.Context, r Reservation, list *lib
 	defer cancel()
 	rt := &libcni.RuntimeConf{ContainerID: r.ContainerID, IfName: r.IfName}
 	start := time.Now()
-	if err := c.cni.DelNetworkList(ctx, list, rt); err != nil {
-		return fmt.Errorf("cni: DEL of network %s, container %s, interface %s (host-local's %s): %w", r.Network, r.ContainerID, r.IfName, r.Path(), err)
-	}
-	if still, _, gone := readReservation(r.DataDir, r.Network, r.IP); !gone && still.ContainerID == r.ContainerID {
+	delErr := c.cni.DelNetworkList(ctx, list, rt)
+	still, _, gone := readReservation(r.DataDir, r.Network, r.IP)
+	held := !gone && still.ContainerID == r.ContainerID
+	switch {
+	case delErr != nil && held:
+		return fmt.Errorf("cni: DEL of network %s, container %s, interface %s (host-local's %s): %w", r.Network, r.ContainerID, r.IfName, r.Path(), delErr)
+	case held:
 		return fmt.Errorf("cni: DEL of network %s, container %s, interface %s succeeded, and host-local still holds %s",
 			r.Network, r.ContainerID, r.IfName, r.Path())
 	}
-	c.log.Info(LogMessageReservationFreed, "network", r.Network, "ip", r.IP, "containerID", r.ContainerID, "ifName", r.IfName,
-		"file", r.Path(), "reason", ReasonNoSandbox, "took", time.Since(start).String())
+	kv := []any{"network", r.Network, "ip", r.IP, "containerID", r.ContainerID, "ifName", r.IfName,
+		"file", r.Path(), "reason", ReasonNoSandbox, "took", time.Since(start).String()}
+	if delErr != nil { // host-local released it (DEL runs the chain in reverse), and a plugin before it failed
+		kv = append(kv, "delError", delErr.Error())
+	}
+	c.log.Info(LogMessageReservationFreed, kv...)
 	return nil
 }
 
