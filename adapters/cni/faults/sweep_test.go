@@ -215,3 +215,53 @@ func TestADryRunTracksAListedPUOnce(t *testing.T) {
 		}
 	}
 }
+
+// README.md: "any network whose config, cached or in /etc/cni/net.d, says "disableGC": true" is never
+// touched. The operator sets it on net while a round of the sweep waits for its turns under the frees'
+// rate (1 a second): no DEL of net starts after it is set.
+func TestDisableGCSetWhileARoundWaitsStopsIt(t *testing.T) {
+	e, log := releaseEnv(t, 4, 0)
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, ResyncInterval: time.Hour, ReservationRate: rate.Limit(1), ReservationBurst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set time.Time
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 3500*time.Millisecond, func() bool {
+		if set.IsZero() && len(delStarts(t, log)) == 1 {
+			write(t, filepath.Join(e.conf, "10-net.conflist"),
+				`{"cniVersion":"1.0.0","name":"net","disableGC":true,"plugins":[{"type":"release","ipam":{"type":"host-local"}}]}`)
+			set = time.Now()
+		}
+		return false
+	})
+	for _, s := range delStarts(t, log) {
+		if !set.IsZero() && s.After(set) {
+			t.Errorf("a DEL of net started %v after disableGC was set on it", s.Sub(set))
+		}
+	}
+}
+
+// LogMessageReservationFreed: the line "for each host-local reservation it freed". A chain [a plugin
+// whose DEL fails, host-local]: libcni DELs in reverse, so host-local releases the address, then the
+// other plugin fails. The reservation is freed: it is counted freed, not failed, and not tried again.
+func TestAReservationAFailingChainReleasedIsCountedFreed(t *testing.T) {
+	e, _ := releaseEnv(t, 1, 0)
+	write(t, filepath.Join(e.plugins, "failer"), "#!/bin/sh\ncat >/dev/null\n[ \"$CNI_COMMAND\" = DEL ] && exit 1\nexit 0\n")
+	if err := os.Chmod(filepath.Join(e.plugins, "failer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(e.conf, "10-net.conflist"),
+		`{"cniVersion":"1.0.0","name":"net","plugins":[{"type":"failer"},{"type":"release","ipam":{"type":"host-local"}}]}`)
+	obs := &observer{}
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, ResyncInterval: time.Hour, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 5*time.Second,
+		func() bool { return len(obs.get(&obs.freed))+len(obs.get(&obs.failed)) > 0 })
+	if freed, failed := obs.get(&obs.freed), obs.get(&obs.failed); len(freed) != 1 || len(failed) != 0 {
+		t.Errorf("a reservation the chain's DEL released, a plugin failing after: freed %v, failed %v; want freed once", freed, failed)
+	}
+}
