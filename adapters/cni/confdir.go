@@ -49,6 +49,11 @@ type confNet struct {
 // directory its pod does not mount, though the runtime may), is an error:
 // the collector cannot know which networks to leave alone.
 func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, partial bool, err error) {
+	if li, lerr := os.Lstat(dir); lerr == nil && li.Mode()&os.ModeSymlink != 0 {
+		if _, serr := os.Stat(dir); serr != nil { // a link into what the collector does not see: the runtime may
+			return nil, false, fmt.Errorf("cni: the network configs' directory %s is a link the collector cannot follow (%w): which networks they keep cannot be told", dir, serr)
+		}
+	}
 	files, err := libcni.ConfFiles(dir, confExtensions)
 	if err != nil {
 		return nil, false, fmt.Errorf("cni: reading the network configs in %s: %w", dir, err)
@@ -70,7 +75,12 @@ func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, partial b
 		if err != nil { // it may name a network with "disableGC": none is touched until it can be read
 			return nil, false, fmt.Errorf("cni: the network config %s cannot be read (%w): which networks it names, and whether it says disableGC, cannot be told", f, err)
 		}
-		if name, named := confNameOf(f); named && holdsIrregular(filepath.Join(dir, name)) {
+		name, named := confNameOf(f)
+		irregular, err := holdsIrregular(filepath.Join(dir, name))
+		if named && err != nil {
+			return nil, false, err
+		}
+		if named && irregular {
 			// libcni reads the network's own directory of plugin configs: one that holds a FIFO would block
 			// the read. The network is never touched.
 			n := nets[name]
@@ -175,20 +185,33 @@ func saysDisableGC(f string) (name string, says bool, err error) {
 	return s, true, nil
 }
 
-// holdsIrregular reports whether the directory d holds an entry that is not a regular file or a directory (a FIFO,
-// a device, a socket, a link to one): one whose read may block.
-func holdsIrregular(d string) bool {
+// holdsIrregular reports whether the directory d (a network's own directory of plugin configs, which libcni reads)
+// holds an entry that is not a regular file or a directory (a FIFO, a device, a socket, a link to one): one whose
+// read may block. A plugin config there that cannot be read (its mode, a link to what the collector does not see)
+// is an error: it may say disableGC.
+func holdsIrregular(d string) (bool, error) {
 	entries, err := os.ReadDir(d)
 	if err != nil {
-		return false
+		return false, nil
 	}
+	irregular := false
 	for _, e := range entries {
-		fi, err := os.Stat(filepath.Join(d, e.Name()))
-		if err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-			return true
+		p := filepath.Join(d, e.Name())
+		fi, err := os.Stat(p)
+		if err == nil && fi.Mode().IsRegular() {
+			var r *os.File
+			if r, err = os.Open(p); err == nil {
+				_ = r.Close()
+			}
+		}
+		switch {
+		case err != nil && slices.Contains(confExtensions, filepath.Ext(p)):
+			return false, fmt.Errorf("cni: the plugin config %s cannot be read (%w): whether it says disableGC cannot be told", p, err)
+		case err == nil && !fi.Mode().IsRegular() && !fi.IsDir():
+			irregular = true
 		}
 	}
-	return false
+	return irregular, nil
 }
 
 // singleDisableGC returns the network of a single plugin's config file f, and whether it says "disableGC": true

@@ -16,7 +16,16 @@ import (
 // logDelEnv makes an env whose plugin "logdel" logs each DEL, with a gone pod's cached attachment of
 // network net1 (its cached config without disableGC), and returns it with its Collector and the DEL log.
 func logDelEnv(t *testing.T, opts cni.Options) (env, *cni.Collector, string) {
-	e := newEnv(t)
+	opts.ResyncInterval = max(opts.ResyncInterval, time.Hour)
+	return logDelEnvOpts(t, newEnv(t), opts)
+}
+
+// logDelEnvAt is logDelEnv in e.
+func logDelEnvAt(t *testing.T, e env) (env, *cni.Collector, string) {
+	return logDelEnvOpts(t, e, cni.Options{ResyncInterval: time.Hour})
+}
+
+func logDelEnvOpts(t *testing.T, e env, opts cni.Options) (env, *cni.Collector, string) {
 	e.plugins = t.TempDir()
 	write(t, filepath.Join(e.plugins, "logdel"), logDelPlugin)
 	if err := os.Chmod(filepath.Join(e.plugins, "logdel"), 0o755); err != nil {
@@ -121,5 +130,24 @@ func TestAConfigBeingWrittenIsNoConfigGone(t *testing.T) {
 	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
 	if got := obs.get(&obs.reported); len(got) > 0 {
 		t.Errorf("a reservation of network net1, whose config is being written, was reported ConfigGone: %v", got)
+	}
+}
+
+// docs/sdk/cni-freeing.md: "while a file of ConfDir cannot be read (its permissions, or a link into a
+// directory the collector does not see), nothing is" DELed. ConfDir itself a link into a directory the
+// collector does not see (as /etc/cni/net.d linked to a CNI's own directory its pod does not mount) is
+// no directory that holds no config: the gone pod's attachment is kept, and the error names it.
+func TestAConfDirLinkTheCollectorCannotFollowKeepsEverything(t *testing.T) {
+	e := newEnv(t)
+	conf := filepath.Join(e.root, "net.d-link")
+	if err := os.Symlink("/nonexistent-podsweeper-dir/net.d", conf); err != nil {
+		t.Fatal(err)
+	}
+	e.conf = conf
+	_, c, dels := logDelEnvAt(t, e)
+	err := c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
+		SandboxID: "sb-1", Reason: ports.ReasonPodGone})
+	if b, _ := os.ReadFile(dels); len(b) > 0 || err == nil {
+		t.Errorf("DestroyPU = %v and DELs %q while ConfDir is a link the collector cannot follow", err, b)
 	}
 }
