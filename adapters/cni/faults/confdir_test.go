@@ -25,12 +25,18 @@ func logDelEnvAt(t *testing.T, e env) (env, *cni.Collector, string) {
 	return logDelEnvOpts(t, e, cni.Options{ResyncInterval: time.Hour})
 }
 
-func logDelEnvOpts(t *testing.T, e env, opts cni.Options) (env, *cni.Collector, string) {
-	e.plugins = t.TempDir()
-	write(t, filepath.Join(e.plugins, "logdel"), logDelPlugin)
-	if err := os.Chmod(filepath.Join(e.plugins, "logdel"), 0o755); err != nil {
+// logDelPlugins returns a plugin directory holding logDelPlugin as "logdel".
+func logDelPlugins(t *testing.T) string {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "logdel"), logDelPlugin)
+	if err := os.Chmod(filepath.Join(dir, "logdel"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+func logDelEnvOpts(t *testing.T, e env, opts cni.Options) (env, *cni.Collector, string) {
+	e.plugins = logDelPlugins(t)
 	write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
 		`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+
 		`"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0MSIsInBsdWdpbnMiOlt7InR5cGUiOiJsb2dkZWwifV19"}`)
@@ -93,11 +99,7 @@ func TestADataDirThroughALinkIsTheSameDataDir(t *testing.T) {
 // its file in ConfDir no longer does. A leaked reservation of net1 (of another container) is kept.
 func TestACachedDisableGCKeepsItsNetworksReservations(t *testing.T) {
 	e := newEnv(t)
-	e.plugins = t.TempDir()
-	write(t, filepath.Join(e.plugins, "logdel"), logDelPlugin)
-	if err := os.Chmod(filepath.Join(e.plugins, "logdel"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	e.plugins = logDelPlugins(t)
 	// {"cniVersion":"1.0.0","name":"net1","disableGC":true,"plugins":[{"type":"logdel"}]}
 	write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
 		`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+

@@ -133,11 +133,7 @@ func TestAConfigThatCannotBeReadKeepsEveryNetwork(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
-			e.plugins = t.TempDir()
-			write(t, filepath.Join(e.plugins, "logdel"), logDelPlugin)
-			if err := os.Chmod(filepath.Join(e.plugins, "logdel"), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			e.plugins = logDelPlugins(t)
 			write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel","ipam":{"type":"host-local","ranges":[[{"subnet":"10.7.0.0/24"}]]}}]}`)
 			hide(e.conf, filepath.Join(e.conf, "20-net1.conflist"))
 			write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
