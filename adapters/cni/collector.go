@@ -276,7 +276,7 @@ func (c *Collector) read() (view, error) {
 		}
 	}
 	c.refusals.retain(held)
-	c.cache.skips.report(skips)
+	c.cache.skips.report(skips, nil)
 	return v, nil
 }
 

@@ -124,27 +124,29 @@ func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
 }
 
 // A dry run tells each reservation it would free once while its file holds
-// it, whatever the rounds between would free or could not read; once seen
-// gone, or held for another container, it is new.
+// it, whatever the rounds between would free, could not read or did not
+// read; once seen gone, or held for another container, it is new.
 func TestWouldFreeTellsEachReservationOnceWhileItsFileHoldsIt(t *testing.T) {
 	h := &hostLocal{}
 	r := Reservation{Network: "net", DataDir: "/data", IP: "10.0.0.5", ContainerID: "c1", IfName: "eth0"}
 	other := r
 	other.ContainerID = "c2"
+	read := func(rs ...Reservation) *reservationView { return &reservationView{rs: rs, read: []string{"/data"}} }
 	for i, round := range []struct {
 		would, fresh []Reservation
 		read         *reservationView
 	}{
-		{would: []Reservation{r}, read: &reservationView{rs: []Reservation{r}}, fresh: []Reservation{r}},
-		{read: &reservationView{rs: []Reservation{r}}}, // the runtime failed: it would free nothing, and the file holds it
-		{would: []Reservation{r}, read: &reservationView{rs: []Reservation{r}}},
+		{would: []Reservation{r}, read: read(r), fresh: []Reservation{r}},
+		{read: read(r)}, // the runtime failed: it would free nothing, and the file holds it
+		{would: []Reservation{r}, read: read(r)},
 		{read: nil}, // nothing could be read (the cache, or ConfDir)
-		{read: &reservationView{blind: []string{"/data"}}},     // the data directory could not be read
-		{read: &reservationView{blind: []string{"/data/net"}}}, // nor the network's
-		{would: []Reservation{r}, read: &reservationView{rs: []Reservation{r}}},
-		{read: &reservationView{}}, // gone
-		{would: []Reservation{r}, read: &reservationView{rs: []Reservation{r}}, fresh: []Reservation{r}},
-		{would: []Reservation{other}, read: &reservationView{rs: []Reservation{other}}, fresh: []Reservation{other}}, // reserved anew
+		{read: &reservationView{read: []string{"/data"}, blind: []string{"/data"}}},     // the data directory could not be read
+		{read: &reservationView{read: []string{"/data"}, blind: []string{"/data/net"}}}, // nor the network's
+		{read: &reservationView{read: []string{"/other"}}},                              // no config names /data this round
+		{would: []Reservation{r}, read: read(r)},
+		{read: read()}, // gone
+		{would: []Reservation{r}, read: read(r), fresh: []Reservation{r}},
+		{would: []Reservation{other}, read: read(other), fresh: []Reservation{other}}, // reserved anew
 	} {
 		require.Equal(t, round.fresh, h.wouldFree(round.would, round.read), "round %d", i+1)
 	}

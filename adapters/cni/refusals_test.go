@@ -50,13 +50,13 @@ func TestSkipLogLogsEachSkippedEntryOnce(t *testing.T) {
 	l := newSkipLog(funcr.New(func(string, string) { lines++ }, funcr.Options{}), "skipping")
 	t0 := time.Unix(1_700_000_000, 0)
 	a := skipped{File: "a", Written: t0, Why: "no pod"}
-	l.report([]skipped{a})
-	l.report([]skipped{a})
+	l.report([]skipped{a}, nil)
+	l.report([]skipped{a}, nil)
 	require.Equal(t, 1, lines, "logged once")
 	a.Written = t0.Add(time.Second)
-	l.report([]skipped{a})
+	l.report([]skipped{a}, nil)
 	require.Equal(t, 2, lines, "rewritten: logged again")
-	l.report(nil)
-	l.report([]skipped{a})
+	l.report(nil, nil)
+	l.report([]skipped{a}, nil)
 	require.Equal(t, 3, lines, "gone, then back: logged again")
 }

@@ -94,9 +94,18 @@ type reservationView struct {
 	rs []Reservation
 	// nets are ConfDir's networks that run host-local.
 	nets map[string]hostLocalNet
-	// blind are the directories it could not read: what they hold is
-	// unknown, neither there nor gone.
-	blind []string
+	// read are the data directories it read; blind those (or the
+	// directories in them) it could not read.
+	read, blind []string
+}
+
+// unknown reports whether the view says nothing of what path holds: a
+// file outside every data directory it read (one no config names this
+// round, as while a CNI installer writes its config anew), or in one it
+// could not read, is neither there nor gone. What a round told of such a
+// file stays told.
+func (v reservationView) unknown(path string) bool {
+	return !under(path, v.read) || under(path, v.blind)
 }
 
 // read reads ConfDir's networks that run host-local, then the reservations
@@ -131,7 +140,7 @@ func (h *hostLocal) read() (reservationView, error) {
 			skips = append(skips, skipped{File: d, Why: err.Error() + ": its reservations are not read", Unreadable: true})
 			continue
 		}
-		v.rs, skips = append(v.rs, rs...), append(skips, s...)
+		v.rs, skips, v.read = append(v.rs, rs...), append(skips, s...), append(v.read, d)
 	}
 	slices.SortFunc(v.rs, func(x, y Reservation) int {
 		return cmp.Or(strings.Compare(x.DataDir, y.DataDir), strings.Compare(x.Network, y.Network), strings.Compare(x.IP, y.IP))
@@ -151,7 +160,7 @@ func (h *hostLocal) read() (reservationView, error) {
 	if partial { // a config that does not parse (being written) may name any data directory: none is seen gone
 		v.blind = append(v.blind, string(os.PathSeparator))
 	}
-	for _, s := range h.skips.report(skips, v.blind...) {
+	for _, s := range h.skips.report(skips, v.unknown) {
 		if s.ContainerID != "" && !s.Unreadable && h.observer != nil {
 			h.observer.ReservationReported(networkOf(s.File), ReasonConfigGone)
 		}
@@ -179,8 +188,8 @@ func (v reservationView) config(r Reservation) (hostLocalNet, bool) {
 // the reservations read then (v; nil: none could be read). It tells the
 // Observer of those it was not told of yet, and returns them. A
 // reservation told stays told while its file holds it, whatever the rounds
-// between would free (the Runtime failed in one) or could not read: it is
-// forgotten once it is seen gone.
+// between would free (the Runtime failed in one) or could not read
+// (reservationView.unknown): it is forgotten once it is seen gone.
 func (h *hostLocal) wouldFree(rs []Reservation, v *reservationView) (fresh []Reservation) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -190,7 +199,7 @@ func (h *hostLocal) wouldFree(rs []Reservation, v *reservationView) (fresh []Res
 		told = h.told
 	} else {
 		for key := range h.told {
-			if under(strings.SplitN(key, "\x00", 2)[0], v.blind) {
+			if v.unknown(strings.SplitN(key, "\x00", 2)[0]) {
 				told[key] = true
 			}
 		}

@@ -28,9 +28,9 @@ func newSkipLog(log logr.Logger, msg string) *skipLog {
 }
 
 // report logs what skips holds that was not logged yet, and returns it;
-// it forgets what skips no longer holds, but for the files in the
-// directories blind (which could not be read: what they hold is unknown).
-func (l *skipLog) report(skips []skipped, blind ...string) []skipped {
+// it forgets what skips no longer holds, but for the files of which the
+// read said nothing (unknown; nil: it read every file).
+func (l *skipLog) report(skips []skipped, unknown func(path string) bool) []skipped {
 	seen := make(map[string]bool, len(skips))
 	l.mu.Lock()
 	var fresh []skipped
@@ -42,7 +42,7 @@ func (l *skipLog) report(skips []skipped, blind ...string) []skipped {
 		}
 	}
 	for f := range l.reported {
-		if !seen[f] && !under(f, blind) {
+		if !seen[f] && (unknown == nil || !unknown(f)) {
 			delete(l.reported, f)
 		}
 	}

@@ -153,3 +153,38 @@ func TestAConfDirLinkTheCollectorCannotFollowKeepsEverything(t *testing.T) {
 		t.Errorf("DestroyPU = %v and DELs %q while ConfDir is a link the collector cannot follow", err, b)
 	}
 }
+
+// adapters/cni's Observer: ReservationWouldFree is "told once for each" reservation while its file holds
+// it. A CNI installer that removes its conflist and writes it back (as on its restart) leaves the
+// reservations of the network's data directory untouched; the dry run, which does not read that
+// directory while no config names it, must not tell them again once the config is back.
+func TestAConfigRemovedAndWrittenBackTellsNothingAgain(t *testing.T) {
+	e := newEnv(t)
+	own := filepath.Join(e.root, "own-data")
+	conf := filepath.Join(e.conf, "10-net1.conflist")
+	body := `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"` + own + `"}}]}`
+	write(t, conf, body)
+	reservation(t, own, "net1", "10.7.0.9", "leaked-ctr", "eth0", time.Hour)
+	obs := &observer{}
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, DryRun: true, ResyncInterval: time.Hour, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := func() {
+		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
+	}
+	round()
+	if got := obs.get(&obs.would); len(got) != 1 {
+		t.Fatalf("the leaked reservation of net1 was told %v, want once", got)
+	}
+	if err := os.Remove(conf); err != nil {
+		t.Fatal(err)
+	}
+	round()
+	write(t, conf, body)
+	round()
+	if got := obs.get(&obs.would); len(got) != 1 {
+		t.Errorf("a reservation whose file was untouched while its config was removed and written back was told again: %v", got)
+	}
+}
