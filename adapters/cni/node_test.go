@@ -588,16 +588,32 @@ func (n *node) startAgent(o agentOptions) *agent {
 	return a
 }
 
-// events records the engine's events.
+// events records the engine's events, each with when it was told.
 type events struct {
 	mu  sync.Mutex
 	all []deletion.Event
+	at  []time.Time
 }
 
 func (e *events) Observe(ev deletion.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.all = append(e.all, ev)
+	e.all, e.at = append(e.all, ev), append(e.at, time.Now())
+}
+
+// retryWaits returns, for each failed destroy of p's PU, the wait from
+// when it was told to its next attempt (Event.Next): the retry's backoff,
+// less the Observer's delay, whatever the DELs took.
+func (e *events) retryWaits(p pod) []time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []time.Duration
+	for i, ev := range e.all {
+		if ev.Kind == deletion.EventDestroyFailed && ev.PU.PUID == p.UID {
+			out = append(out, ev.Next.Sub(e.at[i]))
+		}
+	}
+	return out
 }
 
 // count returns how many events of kind the PU of p had.

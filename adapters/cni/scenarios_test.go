@@ -201,12 +201,12 @@ func TestFailingDELIsRetriedWithBackoffUntilItSucceeds(t *testing.T) {
 	require.Equal(t, []string{"podnet-" + sb.ID + "-eth0"}, n.cached(sb))
 	require.Len(t, n.addresses(sb), 1)
 	require.Len(t, n.veths(sb), 1)
-	fails := a.events.of(deletion.EventDestroyFailed, p)
-	for i := 1; i < len(fails); i++ {
-		require.Greater(t, fails[i].Next.Sub(fails[i-1].Next), time.Duration(0))
-	}
-	gap := func(i int) time.Duration { return fails[i].Next.Sub(fails[i-1].Next) }
-	require.Greater(t, gap(3), gap(1), "the retries back off")
+	// The retries back off (RetryMinDelay 20ms, doubled: 20, 40, 80, 160ms
+	// after the first four failures), measured from each failure's event so
+	// that how long a DEL took on a loaded machine does not count.
+	waits := a.events.retryWaits(p)
+	require.Greater(t, waits[3], 2*waits[0], "the retries back off: %v", waits)
+	require.LessOrEqual(t, waits[3], 160*time.Millisecond, "the fourth wait is RetryMinDelay doubled three times: %v", waits)
 
 	require.NoError(t, os.Remove(n.failFile))
 	eventually(t, freeTimeout, func() bool { return n.freed(sb) }, "freed once DEL succeeds")
