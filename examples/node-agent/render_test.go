@@ -110,7 +110,8 @@ func TestChartScrapesTheMetricsTheAlertsSelect(t *testing.T) {
 // and refuses a value of the wrong type, a value the chart does not have (a
 // typo) or an empty image repository, naming it; a fractional rate or QPS given with --set (which helm reads
 // as a string) renders its flag; a log level zap refuses (0, -1) is
-// refused at render; a typo under resources or updateStrategy is refused,
+// refused at render, as are a QPS below the programs' floor of 1 and a
+// reservationGrace that is not a positive duration; a typo under resources or updateStrategy is refused,
 // naming it, not rendered into the pod.
 func TestChartsTakeWhatTheirValuesReferenceSaysAndRefuseTypos(t *testing.T) {
 	helm := testkube.Tool(t, "HELM")
@@ -133,7 +134,11 @@ func TestChartsTakeWhatTheirValuesReferenceSaysAndRefuseTypos(t *testing.T) {
 			out := testkube.RenderHelmRefused(t, chart, "podsweeper", "podsweeper", testkube.ValuesFile(t, values))
 			assert.Contains(t, out, want, "%s: %q", chart, values)
 		}
-		refused := []string{"log.level=0", "log.level=-1", "destroyRate.perSecond=fast", "resources.limits.memroy=1Gi", "resources.limit.memory=1Gi"}
+		refused := []string{"log.level=0", "log.level=-1", "destroyRate.perSecond=fast", "resources.limits.memroy=1Gi", "resources.limit.memory=1Gi",
+			"kubeAPI.qps=0.5", "kubeAPI.qps=1e-40", "kubeAPI.qps=0"} // the programs' floor: 1
+		if chart == "../cni-gc/chart" {
+			refused = append(refused, "reservationGrace=0s", "reservationGrace=-1m", "reservationGrace=soon")
+		}
 		if chart != "../cluster-controller/chart" {
 			refused = append(refused, "updateStrategy.rollingUpdate.maxUnavailabel=2", "updateStrategy.type=Recreate")
 		}
