@@ -643,13 +643,13 @@ func (p destroyPlan) result(failed, unusable []error) error {
 func keptChanged(v verdict, ev ports.DestroyEvent) error {
 	switch v.Action {
 	case refuse:
-		return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept (row %d: %s)", ErrNewestSandbox, ev.Pod, ev.PUID, v.ID, v.Row, v.why())
+		return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept (freeing row %d: %s)", ErrNewestSandbox, ev.Pod, ev.PUID, v.ID, v.Row, v.why())
 	case giveUp:
 		return ports.Permanent(fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept, and left alone from now on (row %d: %s)",
 			ErrOrderUnknown, ev.Pod, ev.PUID, v.ID, v.Row, v.why()))
 	case keep:
 		if v.Row == 1 {
-			return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept (row %d: %s)", ErrNewestSandbox, ev.Pod, ev.PUID, v.ID, v.Row, v.why())
+			return fmt.Errorf("%w: pod %s (uid %s), sandbox %s: kept (freeing row %d: %s)", ErrNewestSandbox, ev.Pod, ev.PUID, v.ID, v.Row, v.why())
 		}
 	}
 	return nil

@@ -174,7 +174,7 @@ func (v verdict) why() string {
 	if v.Row >= 0 && v.Row < len(rowText) {
 		return rowText[v.Row]
 	}
-	return fmt.Sprintf("row %d", v.Row)
+	return fmt.Sprintf("freeing row %d", v.Row)
 }
 
 // decide holds the whole rule of whether a sandbox's attachments may be

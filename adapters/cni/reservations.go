@@ -315,7 +315,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 		reason := reasonOf(vd)
 		if err := c.delReservation(ctx, r, n.List); err != nil {
-			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "row", vd.Row)
+			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "freeingRow", vd.Row)
 			if c.hostLocal.observer != nil {
 				c.hostLocal.observer.ReservationFreeFailed(r.Network, reason)
 			}
