@@ -23,7 +23,8 @@ import (
 // dry-run, and checks that the three grant the same RBAC, run a pod that
 // checkCollectorPod accepts, and pass flags the collector's own parser
 // takes: the chart's defaults are the kustomize base's collector and the
-// flags' defaults, and each non-default value reaches the flag it names.
+// flags' defaults, and each non-default value reaches the flag it names
+// (cni.confLinkDirs its mount).
 // The defaults render no PrometheusRule and no dashboard; the values turn
 // both on, with their labels, selector, uid and a threshold of theirs.
 func TestChartAndKustomizeRenders(t *testing.T) {
@@ -54,6 +55,11 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 	assert.Equal(t, "registry.example/podsweeper-cni-gc:v9.9.9", nonC.Image)
 	assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, nonSpec.NodeSelector)
 	assert.True(t, nonC.Resources.Limits.Memory().Equal(resource.MustParse("256Mi")))
+	linked := false
+	for _, m := range nonC.VolumeMounts {
+		linked = linked || m.MountPath == "/var/lib/rancher/cni/net.d" && m.ReadOnly
+	}
+	assert.True(t, linked, "cni.confLinkDirs are mounted read-only at their paths, where confDir's links point")
 
 	for _, rl := range testkube.AssertMonitoring(t, r, `job="cni/gc",cluster="eu-1"`,
 		map[string]string{"release": "monitoring"}, map[string]string{"grafana_dashboard": "1"}, "cni-gc") {
