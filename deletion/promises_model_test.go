@@ -61,6 +61,9 @@ package deletion_test
 //     its drops is bounded by what it tracks, not by how many it dropped.
 //  8. LivenessCheck(nil) is nil while Start runs, no hang or slow Observer
 //     is in force, and CheckTimeout + 2s have passed since the last ended.
+//     And it fails once an Observer that hangs on an EventTracked of the
+//     first list's answer (before EventRestored: no check begins before the
+//     answer is in) has held it for three SweepIntervals and 2s.
 //  9. No panic, no hang: Start returns nil within ShutdownTimeout + 1s of
 //     its ctx's cancel, hangs or not; a Sweep returns within 2s + for each
 //     hang it overlaps min(hang, CheckTimeout + 2s) (+ the first list's
@@ -497,6 +500,10 @@ type pmEngine struct {
 	// dropped while no list had answered, oldest first (a Track of the PUID since takes it out).
 	live, peakLive int
 	drops          []string
+	// Invariant 8b: an Observer hang that began on a list's EventTracked before EventRestored (the first answer
+	// going in, which every check waits for): when it began and ends; restored: EventRestored was told.
+	wedgeAt, wedgeEnd time.Duration
+	wedging, restored bool
 }
 
 func (w *pmWorld) now() time.Duration { return time.Since(w.t0) }
@@ -1133,6 +1140,8 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		w.failedFor[slot] = false
 	}
 	switch ev.Kind {
+	case deletion.EventRestored:
+		e.restored = true
 	case deletion.EventTracked:
 		if e.userTracking[puid] == 0 { // a list's
 			if r, ok := e.removedSeq[puid]; ok && e.lists > 0 && r > e.listStartSeq {
@@ -1228,6 +1237,13 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 	}
 	switch {
 	case fault.left > 0 && fault.kind == pmHang:
+		if ev.Kind == deletion.EventTracked {
+			w.mu.Lock()
+			if e.userTracking[puid] == 0 && !e.restored && !e.wedging {
+				e.wedging, e.wedgeAt, e.wedgeEnd = true, w.now(), w.now()+fault.dur
+			}
+			w.mu.Unlock()
+		}
 		p.hangAs(&pmHangRec{dur: fault.dur, observer: true})
 	case fault.left > 0:
 		panic(w.panicValue("Observer"))
@@ -1502,15 +1518,20 @@ func (w *pmWorld) checkTimed() {
 	e := w.cur
 	checkLive := e.running && !e.dead && e.hangsInFlight == 0 && !w.slowObs && w.obsSleeping == 0 &&
 		now >= max(e.lastHangEnd, w.lastSlowEnd)+w.o.checkTimeout+2*time.Second
+	wedged := e.running && !e.dead && e.stopAt == 0 && e.wedging &&
+		now > e.wedgeAt+3*w.o.interval+2*time.Second && now < e.wedgeEnd
 	w.mu.Unlock()
 
 	sts := e.c.Status()
 	backlog := e.c.Backlog()
 	sts2 := e.c.Status()
 	n := e.c.Len()
-	var live error
+	var live, wedgedLive error
 	if checkLive {
 		live = e.c.LivenessCheck(nil)
+	}
+	if wedged {
+		wedgedLive = e.c.LivenessCheck(nil)
 	}
 	mem := deletion.DryRunMemory(e.c)
 
@@ -1531,6 +1552,10 @@ func (w *pmWorld) checkTimed() {
 	}
 	if live != nil {
 		w.violateLocked("8: LivenessCheck fails with nothing wedged: %v", live)
+	}
+	if wedged && wedgedLive == nil {
+		w.violateLocked("8: the Observer has held an EventTracked of the first list's answer since %v (SweepInterval %v), and LivenessCheck is nil", e.wedgeAt, w.o.interval)
+		e.wedging = false // once
 	}
 	e.peak = max(e.peak, n)
 	if w.o.dryRun {
@@ -1926,6 +1951,10 @@ func FuzzPromises(f *testing.F) {
 	// EventUntracked before the new EventTracked (invariant 11).
 	f.Add(uint16(0), cat(op(pmTrack, 0, 0), op(pmSlowObserver, 1, 0), op(pmSweep, 0, 1), op(pmUntrack, 0, 1),
 		op(pmTrack, 0, 1), op(pmJoin, 0, 0)))
+	// The Observer hangs for 20s on an EventTracked of the first list's answer, whose PUs every check waits for:
+	// LivenessCheck fails after three SweepIntervals (invariant 8).
+	f.Add(uint16(pmModeInventory), cat(op(pmSeed, 0, 0), op(pmSlowObserver, 0, 39), op(pmStart, 0, 0), op(pmAdvance, 7, 0),
+		op(pmAdvance, 7, 0), op(pmJoin, 0, 0)))
 	// A pod goes while Start runs.
 	f.Add(uint16(pmModeAutoStart|1<<9), cat(op(pmTrack, 0, 0), op(pmDelete, 0, 0), op(pmAdvance, 7, 0), op(pmSweep, 0, 0)))
 	// Two pods go; Sweeps without Start, with a failed destroy and a hang.
