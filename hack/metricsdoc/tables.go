@@ -31,7 +31,8 @@ var guides = map[string]string{
 	k8s.MetricRestored: "After a restart: how many PUs came back from the Inventory. " +
 		"It stays 0 without an Inventory; 0 after a restart that had PUs to restore means the Inventory lost them.",
 	k8s.MetricListFailures: "Is the Inventory (a journal) failing at start? Lists that failed or answered past their deadline; " +
-		"until one answers, the PUs of pods gone while the program was down are not restored. Any increase that lasts is worth a look.",
+		"until one answers, the PUs of pods gone while the program was down are not restored, and no probe fails. " +
+		"The charts' PodsweeperInventoryListsFailing alert fires on failures that last (docs/operating/runbooks.md).",
 	k8s.MetricWouldDestroy: "During a dry run (deletion.Options.DryRun): what turning destroys on would destroy, by reason. " +
 		"Read it before turning destroys on; it stays 0 otherwise.",
 	k8s.MetricReservationsFreed: "How many of host-local's reservations that no sandbox or cache entry accounts for the CNI collector freed, by network: " +
