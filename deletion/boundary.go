@@ -5,7 +5,7 @@ package deletion
 // the engine reads it: a panic becomes an error wrapping ErrPortPanicked (its value formatted, never wrapped, so that a
 // panic with ports.ErrPodNotFound cannot make a pod look gone); an error that cannot be read (ports.Readable: a typed
 // nil anywhere in its chain, whatever its Is, As and Unwrap say, or one whose reading panics) becomes a plain failure
-// of the port; an answer after the check's deadline is a failure; GetPod's nil pod with a nil error is a failure. What
+// of the port, and one that can is kept with its message read once (portError); an answer after the check's deadline is a failure; GetPod's nil pod with a nil error is a failure. What
 // an answer means (not found, permanent) is read here, once, on the safe value; no other file reads a port's raw
 // answer.
 
@@ -218,10 +218,41 @@ func call[T any](port string, f func() (T, error)) (v T, err error) {
 	}()
 	v, err = f()
 	returned = true
-	if err != nil && !ports.Readable(err) {
-		err = fmt.Errorf("%s returned an error that cannot be read (a typed nil, or one whose reading panics): a %T", port, err)
+	if err != nil {
+		err = safeError(port, err)
 	}
 	return v, err
+}
+
+// portError is a port's error as the engine keeps it: its message read once, here, so that no later reading (a log
+// line, a wrapping, the Observer) runs the port's code again. It unwraps to the port's error, for errors.Is and
+// errors.As; the engine's own such reads recover (IsNotFound, ports.IsPermanent).
+type portError struct {
+	msg string
+	err error
+}
+
+func (e *portError) Error() string { return e.msg }
+func (e *portError) Unwrap() error { return e.err }
+
+// safeError is err, a port's, made safe to read: a plain failure of the port when it cannot be read (ports.Readable),
+// or when reading its message again panics; else a portError.
+func safeError(port string, err error) error {
+	msg, ok := "", ports.Readable(err)
+	if ok {
+		func() {
+			defer func() {
+				if recover() != nil {
+					ok = false
+				}
+			}()
+			msg = err.Error()
+		}()
+	}
+	if !ok {
+		return fmt.Errorf("%s returned an error that cannot be read (a typed nil, or one whose reading panics): a %T", port, err)
+	}
+	return &portError{msg: msg, err: err}
 }
 
 // panicValue prints a recovered panic's value; a value whose printing

@@ -424,6 +424,73 @@ func TestASlowJournalThatGoesOnIsNoWedge(t *testing.T) {
 	})
 }
 
+// TestAJournalThatCommitsOneAtATimeIsNoWedge: LivenessCheck fails only
+// "when the first list answered and no PU of its answer has gone in for
+// three SweepIntervals". A journal commits one write at a time, so the PUs
+// the Workers begin together go in one after the other: each goes in well
+// within three intervals of the one before, though the last of Workers
+// begun at once goes in long after it began. The same when the list gives
+// sandboxes to PUs the wiring tracked first (an EventAdopted commit each).
+func TestAJournalThatCommitsOneAtATimeIsNoWedge(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		n        int
+		workers  int
+		interval time.Duration
+		commit   time.Duration
+		adopt    bool
+	}{
+		{name: "a commit of 2s, interval 1s, 4 Workers", n: 12, workers: 4, interval: time.Second, commit: 2 * time.Second},
+		{name: "a commit of 200ms, interval 5s, 100 Workers", n: 300, workers: 100, interval: 5 * time.Second, commit: 200 * time.Millisecond},
+		{name: "the list's sandboxes adopted, a commit of 2s, interval 1s", n: 12, workers: 4, interval: time.Second, commit: 2 * time.Second, adopt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				commits := make(chan struct{}, 1) // one at a time
+				kind := deletion.EventTracked
+				if tc.adopt {
+					kind = deletion.EventAdopted
+				}
+				var mu sync.Mutex
+				var in []time.Time
+				obs := deletion.ObserverFunc(func(ev deletion.Event) {
+					if ev.Kind == kind {
+						commits <- struct{}{}
+						time.Sleep(tc.commit)
+						<-commits
+						mu.Lock()
+						in = append(in, time.Now())
+						mu.Unlock()
+					}
+				})
+				var pus []ports.PU
+				for i := range tc.n {
+					p := pu(fmt.Sprintf("inv-%03d", i))
+					p.SandboxID = fmt.Sprintf("sb-%03d", i)
+					pus = append(pus, p)
+				}
+				c := deletiontest.NewEngine(t, getterOf(livePod(testUID, testNode), nil), newDestroyLog(), deletion.Options{
+					SweepInterval: tc.interval, Workers: tc.workers, Inventory: listing(pus...), Observer: obs})
+				if tc.adopt {
+					for _, p := range pus {
+						p.SandboxID = "" // as the wiring tracks a pod's PU before the list
+						require.NoError(t, c.Track(p))
+					}
+				}
+				t0 := time.Now()
+				deletiontest.Start(t, c)
+				for time.Since(t0) < time.Duration(tc.n+2)*tc.commit {
+					time.Sleep(100 * time.Millisecond)
+					require.NoError(t, c.LivenessCheck(nil), "at %v: a PU goes in every %v", time.Since(t0), tc.commit)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				require.Len(t, in, tc.n, "every PU of the list went in")
+			})
+		})
+	}
+}
+
 // TestEventRestoredHoldsNoCheck: Options.Inventory: "EventRestored is told
 // once the checks may begin". An Observer that takes 10 s over
 // EventRestored (a metrics push) holds no check: a PU of a gone pod,

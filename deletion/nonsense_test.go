@@ -670,3 +670,50 @@ func TestAPanicWithANilValueIsAPanic(t *testing.T) {
 		assert.True(t, raised, "the first Observer's panic is raised again")
 	})
 }
+
+// readOnceError is an error ports.Readable reads fine, whose Error panics
+// from its second reading on: one that holds a buffer its port released.
+type readOnceError struct{ reads atomic.Int32 }
+
+func (e *readOnceError) Error() string {
+	if e.reads.Add(1) > 1 {
+		var released *[]byte
+		return string(*released)
+	}
+	return "journal busy"
+}
+
+// TestAPortErrorIsReadOnce: docs/sdk/ports.md: the engine "recovers its
+// panics, and treats a port that ... answers nonsense ... as a failure";
+// Options.Inventory: "A failing or late list is retried with backoff until
+// it answers". The engine reads a port's error once, at its boundary, and
+// keeps that reading: an error whose reading panics the second time is a
+// failure of the port, whatever reads it after (a V(1) log line, the
+// second failing list's), and the process goes on: the list is retried
+// until it answers, and GetPod's failure keeps the PU.
+func TestAPortErrorIsReadOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var lists atomic.Int32
+		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) {
+			if lists.Add(1) <= 3 {
+				return nil, &readOnceError{}
+			}
+			return nil, nil
+		})
+		get := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			return nil, &readOnceError{}
+		})
+		logs := &logBuffer{}
+		policy := newDestroyLog()
+		c := deletiontest.NewEngine(t, get, policy, deletion.Options{SweepInterval: time.Second, CheckTimeout: time.Second,
+			RetryMinDelay: time.Second, Inventory: inv, Logger: logs.logger()})
+		require.NoError(t, c.Track(pu("p")))
+		deletiontest.Start(t, c)
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		assert.GreaterOrEqual(t, lists.Load(), int32(4), "the list is retried until it answers")
+		assert.Equal(t, 1, c.Len(), "GetPod's failure keeps the PU")
+		assert.Empty(t, policy.CallsOf("p"))
+		assert.Contains(t, logs.String(), "ListPUs returned an error that cannot be read", "a failure of the port, named")
+	})
+}

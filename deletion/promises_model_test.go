@@ -21,7 +21,7 @@ package deletion_test
 // (of each kind in turn: a *url.Error, whose reading panics, then a pointer,
 // map, slice, func and chan whose Is says not found and whose Unwrap says
 // permanent, reading no field, then an error of 2^60 errors that says not
-// found), nil pod, another pod, a lagging cache's
+// found, then one that panics when read a second time), nil pod, another pod, a lagging cache's
 // NotFound, Permanent),
 // ListFault (fail, hang, delay honouring ctx, panic, typed nil; up to
 // always), SlowObserver (100ms per event; or, b%8 == 7, the Observer
@@ -1037,6 +1037,16 @@ var (
 // child, nested (2^60 errors to walk).
 // panicValue is what a port that panics panics with: a string, or every
 // third time, from the first, a value whose printing panics with itself.
+// pmReadOnce is an error that reads fine once, and panics from its second reading on (a buffer its port released).
+type pmReadOnce struct{ reads atomic.Int32 }
+
+func (e *pmReadOnce) Error() string {
+	if e.reads.Add(1) > 1 {
+		panic("pm: an error read again")
+	}
+	return "pm: read once"
+}
+
 func (w *pmWorld) panicValue(port string) any {
 	if w.panics.Add(1)%3 == 1 {
 		return &pmUnprintable{}
@@ -1051,7 +1061,9 @@ type pmUnprintable struct{}
 func (u *pmUnprintable) Error() string { panic(u) }
 
 func (w *pmWorld) typedNil() error {
-	switch w.typedNils.Add(1) % 7 {
+	switch w.typedNils.Add(1) % 8 {
+	case 7:
+		return &pmReadOnce{}
 	case 6:
 		err := fmt.Errorf("pm: %w", ports.ErrPodNotFound)
 		for range 60 {

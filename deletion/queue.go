@@ -510,9 +510,6 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	}
 	now := c.now()
 	c.q.mu.Lock()
-	if listed {
-		c.q.list.progress = now // the first list's answer goes in (waits)
-	}
 	if c.q.stoppingLocked() {
 		c.q.mu.Unlock()
 		if listed { // a list that answered as Start stops: the PU stays in the Inventory for the next run
@@ -918,7 +915,8 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 }
 
 // waits returns what a health check reads of the queue: whether Start has returned, whether it stops (its context is
-// done), whether the first list's answer is going in (overdue is then how long since a PU of it last began to), how
+// done), whether the first list's answer is going in (overdue is then how long since a PU of it last began or ended
+// going in), how
 // long the oldest queued check
 // has waited, how long ago the first check due was due (since Start began at the earliest), and how long that may be
 // (limit, and the first list's deadline while it is under way).
@@ -977,6 +975,15 @@ func (c *Engine) listAnswered(err error) error {
 		w.end, w.progress = 0, c.now() // removals count until its answer is tracked
 	}
 	return err
+}
+
+// listProgress records that a PU of the list's answer begins, or ends, going in: the restore is wedged only while
+// none does (waits).
+func (c *Engine) listProgress() {
+	now := c.now()
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	c.q.list.progress = now
 }
 
 // listTracking reports whether a list answered in time and its answer is being tracked.

@@ -38,7 +38,7 @@ type listWindow struct {
 	// end (realNow) if it has not answered by then: a hung list keeps no record for long.
 	gone     map[string]struct{}
 	end      int64          // 0: the list answered in time; its answer is being tracked
-	progress int64          // while its answer is tracked: when a PU of it last began to go in (Engine.now)
+	progress int64          // while its answer is tracked: when a PU of it last began or ended going in (Engine.now)
 	deadline int64          // the list's deadline (realNow): an answer after it is a failure
 	removing map[string]int // PUIDs whose removal the Observer is being told
 	restored bool           // a list answered: none is to come
@@ -177,6 +177,7 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, invalid error)
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(pus)); i = next.Add(1) - 1 {
 				pu := pus[i]
+				c.listProgress() // a PU begins to go in
 				isNew, err := c.track(pu, true)
 				switch {
 				case err != nil:
@@ -186,6 +187,7 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, invalid error)
 				case isNew, c.adoptListed(pu):
 					nRestored.Add(1)
 				}
+				c.listProgress() // and has gone in: its EventTracked or EventAdopted is told
 			}
 		})
 	}
