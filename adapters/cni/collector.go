@@ -167,6 +167,8 @@ type Collector struct {
 	freeing  *podLocks // one DestroyPU at a time frees a pod's attachments
 	// hostLocal frees host-local's reservations the cache does not hold.
 	hostLocal *hostLocal
+	// addresses are the decisions and frees AddressHandler tells.
+	addresses *addressLog
 	// cni runs the plugins' DEL.
 	cni *libcni.CNIConfig
 	log logr.Logger
@@ -253,6 +255,7 @@ func New(opts Options) (*Collector, error) {
 		freeing:   &podLocks{held: map[string]chan struct{}{}},
 		resync:    newResyncer(opts.ResyncInterval, opts.Logger, opts.DryRun),
 		hostLocal: newHostLocal(opts, opts.Logger),
+		addresses: newAddressLog(),
 		// The cache directory goes to the CNIConfig: libcni ignores
 		// RuntimeConf.CacheDir in some of its paths.
 		cni: libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, newPluginExec(opts.Logger)),
@@ -276,6 +279,7 @@ func (c *Collector) read() (view, error) {
 		}
 	}
 	c.refusals.retain(held)
+	c.addresses.retain(held)
 	c.cache.skips.report(skips)
 	return v, nil
 }
@@ -446,6 +450,8 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	}
 	c.refusals.settle(p.all) // the places it learned (ready, or dead), whichever sandbox ev names
 	c.refusals.record(p.record)
+	decided := time.Now()
+	c.addresses.decided(p.record, decided, ev, false)
 	if p.answer != nil {
 		return p.answer
 	}
@@ -476,6 +482,9 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 				continue
 			}
 			freed++
+			c.addresses.freedOne(resultIPs(a.Result), FreedAddress{At: time.Now(), Network: a.NetworkName, ContainerID: a.ContainerID,
+				IfName: a.IfName, PodNamespace: a.PodNamespace, PodName: a.PodName, PodUID: a.PodUID,
+				Decision: decisionOf(p.verdicts[i], decided, ev.Reason, false)})
 		}
 	}
 	if err := p.result(failed, append(unusable, p.unusable...)); err != nil {
@@ -515,6 +524,7 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 	}
 	c.refusals.settle(p.all)
 	c.refusals.record(p.record)
+	c.addresses.decided(p.record, time.Now(), ev, true)
 	if p.answer != nil {
 		return p.answer
 	}

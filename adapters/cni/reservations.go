@@ -14,6 +14,8 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
+
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // DefaultReservationGrace is Options.ReservationGrace when left at zero:
@@ -251,6 +253,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		return
 	}
 	if len(rv.rs) == 0 {
+		c.addresses.round(time.Now(), nil, nil)
 		c.hostLocal.wouldFree(nil, &rv)
 		return
 	}
@@ -272,18 +275,43 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			c.log.Error(err, "host-local's reservations kept: the runtime cannot be asked")
 		}
 	}
+	// Every reservation decided first, and recorded (AddressHandler); then those to free freed, in their order.
 	now := time.Now()
-	var would []Reservation
-	for _, r := range rv.rs {
-		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
-			return
-		}
+	type toFree struct {
+		r  Reservation
+		n  hostLocalNet
+		vd verdict
+	}
+	var frees []toFree
+	sts := make([]ReservationStatus, 0, min(len(rv.rs), maxReservationsRecorded))
+	for i, r := range rv.rs {
 		n, ok := rv.config(r)
 		_, listed := run.byID[r.ContainerID]
 		vd := decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
 			Listed: listed, Cached: cached(r.ContainerID), Age: now.Sub(r.Reserved), Grace: c.hostLocal.grace})
-		if vd.Action != free {
-			continue
+		if i < maxReservationsRecorded {
+			st := ReservationStatus{Network: r.Network, DataDir: r.DataDir, File: r.Path(), ContainerID: r.ContainerID, IfName: r.IfName,
+				Reserved: r.Reserved, Decision: decisionOf(vd, now, ports.Reason(reasonOf(vd)), c.hostLocal.dryRun), State: "kept"}
+			switch {
+			case vd.Action == report:
+				st.State = "reported"
+			case vd.Action == free && c.hostLocal.dryRun:
+				st.State = "would free"
+			case vd.Action == free:
+				st.State = "to free"
+			}
+			sts = append(sts, st)
+		}
+		if vd.Action == free {
+			frees = append(frees, toFree{r: r, n: n, vd: vd})
+		}
+	}
+	c.addresses.round(now, rv.rs, sts)
+	var would []Reservation
+	for _, f := range frees {
+		r, n, vd := f.r, f.n, f.vd
+		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
+			return
 		}
 		if c.hostLocal.dryRun {
 			would = append(would, r)
@@ -300,6 +328,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			}
 			now, ok := nets[r.Network]
 			if !ok || now.Never || !slices.Contains(now.DataDirs, r.DataDir) {
+				c.addresses.reservationState(r, "kept: ConfDir changed", nil)
 				continue
 			}
 			n = now
@@ -307,11 +336,15 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		reason := reasonOf(vd)
 		if err := c.delReservation(ctx, r, n.List); err != nil {
 			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "row", vd.Row)
+			c.addresses.reservationState(r, "free failed", err)
 			if c.hostLocal.observer != nil {
 				c.hostLocal.observer.ReservationFreeFailed(r.Network, reason)
 			}
 			continue
 		}
+		c.addresses.reservationState(r, "freed", nil)
+		c.addresses.freedOne([]string{r.IP}, FreedAddress{At: time.Now(), Reservation: true, Network: r.Network, File: r.Path(),
+			ContainerID: r.ContainerID, IfName: r.IfName, Decision: decisionOf(vd, now, ports.Reason(reason), false)})
 		if c.hostLocal.observer != nil {
 			c.hostLocal.observer.ReservationFreed(r.Network, reason)
 		}
