@@ -26,7 +26,8 @@ import (
 // remembered, with its row and reason); a host-local reservation the cache
 // accounts for (kept, row 16); a leaked one (row 18) that a round freed
 // with a DEL that released it; one whose DEL released nothing (free
-// failed); and an address no one holds.
+// failed); and an address no one holds. A round that needs not ask the
+// runtime says so of the row it took (14).
 func TestAddressHandlerTellsWhatHoldsAnAddressAndWhatWasDecided(t *testing.T) {
 	c := newCacheDir(t)
 	data := filepath.Join(t.TempDir(), "networks")
@@ -89,7 +90,6 @@ func TestAddressHandlerTellsWhatHoldsAnAddressAndWhatWasDecided(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- coll.Resync(ctx, &tracker{}) }()
-	t.Cleanup(func() { cancel(); <-done })
 	require.Eventually(t, func() bool {
 		st, leaked := ask("10.1.0.10"), ask("10.1.0.9")
 		return len(st.Reservations) == 1 && st.Reservations[0].State == "free failed" &&
@@ -125,6 +125,19 @@ func TestAddressHandlerTellsWhatHoldsAnAddressAndWhatWasDecided(t *testing.T) {
 	// No one holds it; the address in another form is the same address.
 	assert.Equal(t, cni.AddressStatus{IP: "10.1.0.100", ReservationsRead: ask("10.1.0.100").ReservationsRead}, ask("10.1.0.100"))
 	assert.Equal(t, "10.1.0.2", ask("::ffff:10.1.0.2").IP)
+
+	// A round in which no reservation needs the runtime does not ask it: row 14, and why it was not asked.
+	cancel()
+	require.NoError(t, <-done)
+	require.NoError(t, os.Remove(filepath.Join(data, "podnet", "10.1.0.10")))
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() { done <- coll.Resync(ctx, &tracker{}) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool {
+		st := ask("10.1.0.2")
+		return len(st.Reservations) == 1 && st.Reservations[0].Decision.Row == 14
+	}, 10*time.Second, 20*time.Millisecond, "a round that did not ask the runtime")
+	assert.Contains(t, ask("10.1.0.2").Reservations[0].Decision.Why, "not asked, for no reservation of the round needed it")
 
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip=nope", nil))

@@ -267,10 +267,11 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 	}
 	var run runtimeView
-	if c.runtime != nil && slices.ContainsFunc(rv.rs, func(r Reservation) bool {
+	needed := slices.ContainsFunc(rv.rs, func(r Reservation) bool {
 		n, ok := rv.config(r)
 		return ok && !n.Never && !cached(r.ContainerID)
-	}) {
+	})
+	if c.runtime != nil && needed {
 		if run, err = c.listRuntime(ctx); err != nil {
 			c.log.Error(err, "host-local's reservations kept: the runtime cannot be asked")
 		}
@@ -292,6 +293,9 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		if i < maxReservationsRecorded {
 			st := ReservationStatus{Network: r.Network, DataDir: r.DataDir, File: r.Path(), ContainerID: r.ContainerID, IfName: r.IfName,
 				Reserved: r.Reserved, Decision: decisionOf(vd, now, ports.Reason(reasonOf(vd)), c.hostLocal.dryRun), State: "kept"}
+			if vd.Row == 14 && c.runtime != nil && !needed {
+				st.Decision.Why += notAskedWhy
+			}
 			switch {
 			case vd.Action == report:
 				st.State = "reported"
@@ -356,6 +360,11 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 	}
 }
+
+// notAskedWhy adds to the words of row 14, for a reservation decided while
+// a Runtime is there, why it was not asked: the round lists it only when a
+// reservation needs it.
+const notAskedWhy = ": not asked, for no reservation of the round needed it (each is of a sandbox the cache holds, or never freed)"
 
 // cachedIDs returns whether an entry of libcni's cache (v and the entries
 // it skipped) names a container ID: by its JSON, or, for an entry that
