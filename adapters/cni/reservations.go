@@ -276,6 +276,9 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			c.log.Error(err, "host-local's reservations kept: the runtime cannot be asked")
 		}
 	}
+	if ctx.Err() != nil { // stopping: a runtime's list cut short decides nothing, and the last round's stands
+		return
+	}
 	// Every reservation decided first, and recorded (AddressHandler); then those to free freed, in their order.
 	now := time.Now()
 	type toFree struct {
