@@ -235,8 +235,9 @@ func (c *Collector) WouldFree() []Reservation {
 // Resync: it reads libcni's cache, then host-local's reservations, then,
 // only when a reservation needs it, the Runtime's sandboxes (read last, so
 // that a sandbox created meanwhile is listed), asks decideReservation for
-// each, and DELs those it frees (a dry run records them, WouldFree). A DEL
-// that fails is logged and tried again at the next round.
+// each, records every decision (AddressHandler), and DELs those it frees (a
+// dry run records them, WouldFree). A DEL that fails is logged and tried
+// again at the next round.
 func (c *Collector) freeReservations(ctx context.Context) {
 	// The cache first: a reservation the runtime's own DEL releases while the round runs is either named by the
 	// cache read then or gone from the reservations read after.
