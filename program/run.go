@@ -3,6 +3,7 @@ package program
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -76,6 +77,11 @@ type Options struct {
 	// Ready are readiness checks of the program's own (the container
 	// runtime's, say), beside the shared ones; a nil one is left out.
 	Ready map[string]healthz.Checker
+	// Status are pages of the program's own, by path (under
+	// k8s.StatusPath), that the status listener (--status-bind-address)
+	// serves beside the status page: what a Policy holds, say (cni-gc's
+	// per-address page, cni.AddressPath). A nil one is left out.
+	Status map[string]http.Handler
 	// Registry receives the metrics; nil: controller-runtime's, which the
 	// manager serves on /metrics.
 	Registry prometheus.Registerer
@@ -189,7 +195,7 @@ func Build(f Flags, o Options) (_ manager.Manager, _ *deletion.Engine, err error
 	if err := Serve(mgr, engine, f, serve); err != nil {
 		return nil, nil, err
 	}
-	if err := serveStatus(mgr, status, engine, report); err != nil {
+	if err := serveStatus(mgr, status, engine, report, o.Status); err != nil {
 		return nil, nil, err
 	}
 	return mgr, engine, nil

@@ -242,7 +242,8 @@ func TestBuildAfterStartReturnedRegistersAgain(t *testing.T) {
 
 // TestStatusListenerServesTheStatusPages: --status-bind-address serves the
 // status page and, in a dry run, its report, in plain HTTP without
-// authentication, the same JSON as beside /metrics; nothing else.
+// authentication, the same JSON as beside /metrics, and the program's own
+// pages (Options.Status); nothing else.
 func TestStatusListenerServesTheStatusPages(t *testing.T) {
 	rc, _ := testkube.StartAPIServer(t)
 	for _, dryRun := range []bool{false, true} {
@@ -252,6 +253,9 @@ func TestStatusListenerServesTheStatusPages(t *testing.T) {
 		o := Options{Name: "test", Logger: logr.Discard(), Registry: prometheus.NewRegistry(), Config: rest.CopyConfig(rc),
 			Policy: ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
 			Engine: deletion.Options{NodeName: "node-a"},
+			Status: map[string]http.Handler{k8s.StatusPath + "/own": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.WriteString(w, "own page "+r.URL.Query().Get("q"))
+			})},
 		}
 		mgr, _, err := Build(f, o)
 		require.NoError(t, err)
@@ -278,9 +282,26 @@ func TestStatusListenerServesTheStatusPages(t *testing.T) {
 		} else {
 			assert.Equal(t, http.StatusNotFound, code, "no report without a dry run")
 		}
+		code, body = get(k8s.StatusPath + "/own?q=x")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Equal(t, "own page x", body, "the program's own page")
 		code, _ = get("/metrics")
 		assert.Equal(t, http.StatusNotFound, code, "the metrics are not there")
 		cancel()
 		require.NoError(t, <-done)
+	}
+	// A page of its own outside the status page's path, or in the report's place, is refused.
+	for _, path := range []string{"/elsewhere", k8s.DryRunPath, k8s.StatusPath} {
+		f := Defaults()
+		f.MetricsBindAddress, f.HealthProbeBindAddress, f.PprofBindAddress, f.StatusBindAddress = Off, Off, Off, freeAddr(t)
+		o := Options{Name: "test", Logger: logr.Discard(), Registry: prometheus.NewRegistry(), Config: rest.CopyConfig(rc),
+			Policy: ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
+			Engine: deletion.Options{NodeName: "node-a"}, Status: map[string]http.Handler{path: http.NotFoundHandler()},
+		}
+		_, _, err := Build(f, o)
+		assert.ErrorContains(t, err, "a program's own page is a path under", path)
+		l, err := net.Listen("tcp", f.StatusBindAddress)
+		require.NoError(t, err, "the status listener's address is released")
+		require.NoError(t, l.Close())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -53,9 +54,10 @@ func (f *Flags) statusEndpoint() endpoint {
 
 // serveStatus adds to mgr a server on l (nil: none) of the status page of
 // engine and, with a report, of the dry run's report: the handlers Serve
-// puts beside /metrics. It serves on every replica, leader or not, as the
-// probes do: a standby's page says it holds no PU.
-func serveStatus(mgr manager.Manager, l net.Listener, engine *deletion.Engine, report *k8s.DryRunReport) error {
+// puts beside /metrics; and the program's own pages (Options.Status). It
+// serves on every replica, leader or not, as the probes do: a standby's
+// page says it holds no PU.
+func serveStatus(mgr manager.Manager, l net.Listener, engine *deletion.Engine, report *k8s.DryRunReport, pages map[string]http.Handler) error {
 	if l == nil {
 		return nil
 	}
@@ -63,6 +65,14 @@ func serveStatus(mgr manager.Manager, l net.Listener, engine *deletion.Engine, r
 	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(engine))
 	if report != nil {
 		mux.Handle(k8s.DryRunPath, report)
+	}
+	for path, h := range pages {
+		if !strings.HasPrefix(path, k8s.StatusPath+"/") || path == k8s.DryRunPath {
+			return fmt.Errorf("the status page %q: a program's own page is a path under %s/, not %s", path, k8s.StatusPath, k8s.DryRunPath)
+		}
+		if h != nil {
+			mux.Handle(path, h)
+		}
 	}
 	if err := mgr.Add(&manager.Server{Name: "status", Server: newServer(mux), Listener: l}); err != nil {
 		return errors.Join(errors.New("adding the status server"), err)

@@ -39,6 +39,8 @@ type cacheEntry struct {
 	NetNS          string         `json:"netns,omitempty"`
 	CniArgs        [][2]string    `json:"cniArgs,omitempty"`
 	CapabilityArgs map[string]any `json:"capabilityArgs,omitempty"`
+	// Result is the ADD's result, whose addresses AddressStatus tells.
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // attachment is one cache entry of a pod: a network attached to an

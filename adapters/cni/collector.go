@@ -164,11 +164,12 @@ type Collector struct {
 	runtime  Runtime
 	refusals *refusals
 	resync   *resyncer
-	freeing  *podLocks // one DestroyPU at a time frees a pod's attachments
 	// hostLocal frees host-local's reservations the cache does not hold.
 	hostLocal *hostLocal
-	// cni runs the plugins' DEL.
-	cni *libcni.CNIConfig
+	// addresses are the decisions and frees AddressHandler tells.
+	addresses *addressLog
+	// cni runs the plugins' DEL, one DestroyPU of a pod at a time.
+	cni *plugins
 	log logr.Logger
 }
 
@@ -250,12 +251,13 @@ func New(opts Options) (*Collector, error) {
 		cache:     cacheReader{dir: opts.CacheDir, confDir: opts.ConfDir, skips: newSkipLog(opts.Logger, LogMessageEntrySkipped)},
 		runtime:   opts.Runtime,
 		refusals:  newRefusals(opts.NewestSandboxTimeout),
-		freeing:   &podLocks{held: map[string]chan struct{}{}},
 		resync:    newResyncer(opts.ResyncInterval, opts.Logger, opts.DryRun),
 		hostLocal: newHostLocal(opts, opts.Logger),
+		addresses: newAddressLog(),
 		// The cache directory goes to the CNIConfig: libcni ignores
 		// RuntimeConf.CacheDir in some of its paths.
-		cni: libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, newPluginExec(opts.Logger)),
+		cni: &plugins{CNIConfig: libcni.NewCNIConfigWithCacheDir(slices.Clone(opts.PluginDirs), opts.CacheDir, newPluginExec(opts.Logger)),
+			pods: podLocks{held: map[string]chan struct{}{}}},
 		log: opts.Logger,
 	}, nil
 }
@@ -276,6 +278,7 @@ func (c *Collector) read() (view, error) {
 		}
 	}
 	c.refusals.retain(held)
+	c.addresses.retain(held)
 	c.cache.skips.report(skips, nil)
 	return v, nil
 }
@@ -435,7 +438,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	defer c.resync.ended(ev.PUID)
 	// A second DestroyPU of the pod (a check of a PU tracked anew while the last one's destroy still runs) waits
 	// for the first, then reads the cache anew: what the first freed is gone from it.
-	unlock, err := c.freeing.lock(ctx, ev.PUID)
+	unlock, err := c.cni.pods.lock(ctx, ev.PUID)
 	if err != nil {
 		return fmt.Errorf("cni: pod %s (uid %s) kept: waiting for its destroy under way: %w", ev.Pod, ev.PUID, err)
 	}
@@ -446,6 +449,8 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	}
 	c.refusals.settle(p.all) // the places it learned (ready, or dead), whichever sandbox ev names
 	c.refusals.record(p.record)
+	decided := time.Now()
+	c.addresses.decided(p.record, decided, ev, false)
 	if p.answer != nil {
 		return p.answer
 	}
@@ -476,6 +481,9 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 				continue
 			}
 			freed++
+			c.addresses.freedOne(resultIPs(a.Result), FreedAddress{At: time.Now(), Network: a.NetworkName, ContainerID: a.ContainerID,
+				IfName: a.IfName, PodNamespace: a.PodNamespace, PodName: a.PodName, PodUID: a.PodUID,
+				Decision: decisionOf(p.verdicts[i], decided, ev.Reason, false)})
 		}
 	}
 	if err := p.result(failed, append(unusable, p.unusable...)); err != nil {
@@ -515,6 +523,7 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 	}
 	c.refusals.settle(p.all)
 	c.refusals.record(p.record)
+	c.addresses.decided(p.record, time.Now(), ev, true)
 	if p.answer != nil {
 		return p.answer
 	}
@@ -763,6 +772,13 @@ func (c *Collector) delCheck(a attachment) (*libcni.RuntimeConf, error) {
 
 // errFreedMeanwhile: the entry to DEL was gone when the DEL was to run: nothing to do.
 var errFreedMeanwhile = errors.New("cni: the entry is gone: freed meanwhile")
+
+// plugins runs the plugins (their DEL, their cached results) as libcni's CNIConfig does, and lets one DestroyPU at a
+// time free the attachments of a pod UID (pods).
+type plugins struct {
+	*libcni.CNIConfig
+	pods podLocks
+}
 
 // podLocks lets one DestroyPU at a time free the attachments of a pod UID.
 type podLocks struct {

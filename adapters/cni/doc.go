@@ -140,6 +140,12 @@
 // touched. Options.DryRun frees none and lists them (WouldFree);
 // Options.Observer hears of each by network and reason.
 //
+// AddressHandler tells, of one address, what the Collector holds and
+// decided of it, and decides nothing: the cache entries whose result holds
+// it, the last decision on each one's sandbox (the row of decide's table),
+// host-local's reservations of it as the last round of their sweep decided
+// them, and its latest frees (kubectl podsweeper explain ip reads it).
+//
 // # What it never does
 //
 //   - It never frees a sandbox but as "When a sandbox may be freed" says:

@@ -14,6 +14,8 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
+
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // DefaultReservationGrace is Options.ReservationGrace when left at zero:
@@ -242,8 +244,9 @@ func (c *Collector) WouldFree() []Reservation {
 // Resync: it reads libcni's cache, then host-local's reservations, then,
 // only when a reservation needs it, the Runtime's sandboxes (read last, so
 // that a sandbox created meanwhile is listed), asks decideReservation for
-// each, and DELs those it frees (a dry run records them, WouldFree). A DEL
-// that fails is logged and tried again at the next round.
+// each, records every decision (AddressHandler), and DELs those it frees (a
+// dry run records them, WouldFree). A DEL that fails is logged and tried
+// again at the next round.
 func (c *Collector) freeReservations(ctx context.Context) {
 	// The cache first: a reservation the runtime's own DEL releases while the round runs is either named by the
 	// cache read then or gone from the reservations read after.
@@ -260,6 +263,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		return
 	}
 	if len(rv.rs) == 0 {
+		c.addresses.round(time.Now(), nil, nil)
 		c.hostLocal.wouldFree(nil, &rv)
 		return
 	}
@@ -273,26 +277,58 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 	}
 	var run runtimeView
-	if c.runtime != nil && slices.ContainsFunc(rv.rs, func(r Reservation) bool {
+	needed := slices.ContainsFunc(rv.rs, func(r Reservation) bool {
 		n, ok := rv.config(r)
 		return ok && !n.Never && !cached(r.ContainerID)
-	}) {
+	})
+	if c.runtime != nil && needed {
 		if run, err = c.listRuntime(ctx); err != nil {
 			c.log.Error(err, "host-local's reservations kept: the runtime cannot be asked")
 		}
 	}
+	if ctx.Err() != nil { // stopping: a runtime's list cut short decides nothing, and the last round's stands
+		return
+	}
+	// Every reservation decided first, and recorded (AddressHandler); then those to free freed, in their order.
 	now := time.Now()
-	var would []Reservation
-	for _, r := range rv.rs {
-		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
-			return
-		}
+	type toFree struct {
+		r  Reservation
+		n  hostLocalNet
+		vd verdict
+	}
+	var frees []toFree
+	sts := make([]ReservationStatus, 0, min(len(rv.rs), maxReservationsRecorded))
+	for i, r := range rv.rs {
 		n, ok := rv.config(r)
 		_, listed := run.byID[r.ContainerID]
 		vd := decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
 			Listed: listed, Cached: cached(r.ContainerID), Age: now.Sub(r.Reserved), Grace: c.hostLocal.grace})
-		if vd.Action != free {
-			continue
+		if i < maxReservationsRecorded {
+			st := ReservationStatus{Network: r.Network, DataDir: r.DataDir, File: r.Path(), ContainerID: r.ContainerID, IfName: r.IfName,
+				Reserved: r.Reserved, Decision: decisionOf(vd, now, ports.Reason(reasonOf(vd)), c.hostLocal.dryRun), State: "kept"}
+			if vd.Row == 14 && c.runtime != nil && !needed {
+				st.Decision.Why += notAskedWhy
+			}
+			switch {
+			case vd.Action == report:
+				st.State = "reported"
+			case vd.Action == free && c.hostLocal.dryRun:
+				st.State = "would free"
+			case vd.Action == free:
+				st.State = "to free"
+			}
+			sts = append(sts, st)
+		}
+		if vd.Action == free {
+			frees = append(frees, toFree{r: r, n: n, vd: vd})
+		}
+	}
+	c.addresses.round(now, rv.rs, sts)
+	var would []Reservation
+	for _, f := range frees {
+		r, n, vd := f.r, f.n, f.vd
+		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
+			return
 		}
 		if c.hostLocal.dryRun {
 			would = append(would, r)
@@ -309,6 +345,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			}
 			now, ok := nets[r.Network]
 			if !ok || now.Never || !slices.Contains(now.DataDirs, r.DataDir) {
+				c.addresses.reservationState(r, "kept: ConfDir changed", nil)
 				continue
 			}
 			n = now
@@ -316,11 +353,15 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		reason := reasonOf(vd)
 		if err := c.delReservation(ctx, r, n.List); err != nil {
 			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "freeingRow", vd.Row)
+			c.addresses.reservationState(r, "free failed", err)
 			if c.hostLocal.observer != nil {
 				c.hostLocal.observer.ReservationFreeFailed(r.Network, reason)
 			}
 			continue
 		}
+		c.addresses.reservationState(r, "freed", nil)
+		c.addresses.freedOne([]string{r.IP}, FreedAddress{At: time.Now(), Reservation: true, Network: r.Network, File: r.Path(),
+			ContainerID: r.ContainerID, IfName: r.IfName, Decision: decisionOf(vd, now, ports.Reason(reason), false)})
 		if c.hostLocal.observer != nil {
 			c.hostLocal.observer.ReservationFreed(r.Network, reason)
 		}
@@ -332,6 +373,11 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 	}
 }
+
+// notAskedWhy adds to the words of row 14, for a reservation decided while
+// a Runtime is there, why it was not asked: the round lists it only when a
+// reservation needs it.
+const notAskedWhy = ": not asked, for no reservation of the round needed it (each is of a sandbox the cache holds, or never freed)"
 
 // cachedIDs returns whether an entry of libcni's cache (v and the entries
 // it skipped) names a container ID: by its JSON, or, for an entry that

@@ -47,7 +47,10 @@
 // (/debug/podsweeper) on --metrics-bind-address, plain HTTP on loopback
 // (the DaemonSet runs in the host's network namespace, which the plugins
 // need), and /healthz and /readyz (the pod cache has synced, the engine
-// keeps up, the runtime answers) on --health-probe-bind-address. With --dry-run it runs no DEL:
+// keeps up, the runtime answers) on --health-probe-bind-address. Its status listener
+// (--status-bind-address, loopback only) serves the status page and, for kubectl podsweeper
+// explain ip, what holds an address (cni.AddressPath?ip=ADDR: the cache entries and host-local
+// reservations of it, the last decision on each and its latest frees). With --dry-run it runs no DEL:
 // it reports the pods whose attachments it would free on /debug/podsweeper/dry-run, and the
 // host-local reservations it would free in its log, once each ("dry run: would free a host-local
 // reservation", with the address and the container), counted by network in

@@ -128,6 +128,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Filter: trackNoPod,
 		Beside: []func(context.Context, *deletion.Engine) error{func(ctx context.Context, e *deletion.Engine) error { return collector.Resync(ctx, e) }},
 		Ready:  map[string]healthz.Checker{"cri": func(req *http.Request) error { return runtime.Ping(req.Context()) }},
+		// What holds an address and what became of it, for kubectl podsweeper explain ip.
+		Status: map[string]http.Handler{cni.AddressPath: collector.AddressHandler()},
 		Values: []any{"node", cfg.node.Node, "criEndpoint", cfg.node.CRIEndpoint, "reservationGrace", cfg.reservationGrace, "cacheDir", cfg.cacheDir, "pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir},
 	})
 }

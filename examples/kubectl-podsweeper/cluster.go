@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -398,4 +399,116 @@ func eventOf(e corev1.Event) Event {
 		regarding += e.InvolvedObject.Namespace + "/"
 	}
 	return Event{Time: t.UTC(), Type: e.Type, Reason: e.Reason, Regarding: regarding + e.InvolvedObject.Name, Note: e.Message, Count: count}
+}
+
+// addressPath is cni-gc's page of an address (adapters/cni's AddressPath,
+// which TestAddressStatusIsCNIs holds it to).
+const addressPath = "/debug/podsweeper/cni/address"
+
+// explainIP gathers what explain ip renders for the address ip on node:
+// what cni-gc on that node holds and decided of it (cni.AddressPath: addressPath), the
+// PUs of its engine of the pods that hold it, and those pods as the API
+// server has them now.
+func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time) (*IPExplanation, error) {
+	x := &IPExplanation{Now: now, IP: ip, Node: node}
+	ts, err := c.programs(ctx, node, false)
+	if err != nil {
+		return nil, err
+	}
+	ts = slices.DeleteFunc(ts, func(t target) bool { return t.Program.Program != "cni-gc" })
+	if len(ts) == 0 {
+		return x, nil
+	}
+	t := ts[0]
+	x.Program = &t.Program
+	st, pus, why, err := c.askAddress(ctx, t, ip)
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		x.Error = why
+		return x, nil
+	}
+	x.Address = st
+	seen := map[string]bool{}
+	pod := func(namespace, name, uid string) error {
+		if name == "" || seen[namespace+"/"+name+"/"+uid] {
+			return nil
+		}
+		seen[namespace+"/"+name+"/"+uid] = true
+		pn := PodNow{Namespace: namespace, Name: name, UID: uid}
+		p, err := c.cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return refused(err, "get", "pods", namespace, clusterRole)
+		default:
+			pn.Pod = podOf(p)
+		}
+		x.Pods = append(x.Pods, pn)
+		for _, s := range pus {
+			if s.PUID == uid {
+				x.PUs = append(x.PUs, s)
+			}
+		}
+		return nil
+	}
+	for _, a := range st.Attachments {
+		if err := pod(a.PodNamespace, a.PodName, a.PodUID); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range st.Freed {
+		if err := pod(f.PodNamespace, f.PodName, f.PodUID); err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
+}
+
+// askAddress asks cni-gc's pod t what it holds of ip, and its engine's
+// PUs; why says why it could not be asked, err is a refusal of RBAC.
+func (c *cluster) askAddress(ctx context.Context, t target, ip string) (st *AddressStatus, pus []k8s.PUStatus, why string, err error) {
+	if t.port == "" {
+		return nil, nil, "its status listener is off (--status-bind-address=0)", nil
+	}
+	port, err := strconv.Atoi(t.port)
+	if err != nil {
+		return nil, nil, fmt.Sprintf("its --status-bind-address has no port: %q", t.port), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	f, err := forward(c.config, c.cs, t.Namespace, t.Pod, port)
+	var forbidden *forbiddenError
+	if errors.As(err, &forbidden) {
+		return nil, nil, "", err
+	}
+	if err != nil {
+		return nil, nil, err.Error(), nil
+	}
+	defer f.close()
+	code, body, err := f.get(ctx, addressPath+"?"+url.Values{"ip": {ip}}.Encode())
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Sprintf("reading what it holds of %s on port %d: %v", ip, port, err), nil
+	case code == http.StatusNotFound:
+		return nil, nil, fmt.Sprintf("it serves no %s: its image predates explain ip", addressPath), nil
+	case code != http.StatusOK:
+		return nil, nil, fmt.Sprintf("%s answered %d: %s", addressPath, code, strings.TrimSpace(string(body))), nil
+	}
+	st = &AddressStatus{}
+	if err := json.Unmarshal(body, st); err != nil {
+		return nil, nil, fmt.Sprintf("reading what it holds of %s: %v", ip, err), nil
+	}
+	code, body, err = f.get(ctx, k8s.StatusPath)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
+	}
+	if err == nil {
+		err = json.Unmarshal(body, &pus)
+	}
+	if err != nil {
+		return nil, nil, fmt.Sprintf("reading its status on port %d: %v", port, err), nil
+	}
+	return st, pus, "", nil
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/internal/testcontainerd"
 	"github.com/podsweeper/podsweeper/internal/testdeploy"
@@ -50,12 +51,16 @@ import (
 //   - an unknown pod: said plainly;
 //   - a pod asked by its UID alone, and a pod whose destroy's Event, as a
 //     node's program records it, regards the node;
+//   - explain ip, of cni-gc on the node: the live pod's address, its
+//     attachment and reservation; a leaked host-local reservation cni-gc
+//     frees (row 18, NoSandbox); an address no one holds;
 //
 // and a user without the chart's roles, or with the ClusterRole but not
 // the Role, gets one line that says "forbidden" and which permission, and
 // status 1.
 func TestExplainOnContainerd(t *testing.T) {
-	e := testdeploy.Start(t, "node-explain", testcontainerd.Options{})
+	// A range of 13 addresses: the leaked reservation of explain ip is one of them, as a leak is.
+	e := testdeploy.Start(t, "node-explain", testcontainerd.Options{Subnet: explainSubnet})
 	ctx := context.Background()
 	operator := []any{map[string]any{"kind": "User", "name": "operator", "apiGroup": rbacv1.GroupName}}
 
@@ -90,6 +95,7 @@ func TestExplainOnContainerd(t *testing.T) {
 	gcImg := e.ImportImage(t, "cni-gc")
 	values = e.Values(t, gcImg)
 	values["cni"] = map[string]any{"cacheDir": "/var/lib/cni", "binDirs": e.Node.CNIPluginDirs, "confDir": e.Node.CNIConfDir, "netnsDir": "/run/netns"}
+	values["resyncInterval"] = "2s" // host-local's reservations swept every 2 s
 	values["explain"] = map[string]any{"subjects": operator}
 	const gcNS = "podsweeper-cni-gc"
 	objs = testdeploy.Render(t, "../cni-gc/chart", "podsweeper-cni-gc", gcNS, values)
@@ -199,6 +205,8 @@ func TestExplainOnContainerd(t *testing.T) {
 	assert.Contains(t, text, "dry run       would keep it.")
 	assert.Contains(t, text, "No podsweeper Event names this pod.")
 	t.Logf("a live pod:\n%s", text)
+
+	explainLiveLeakedAndUnknownAddresses(t, e, plugin, asOperator, web, sandbox)
 
 	// A pod deleted under the agent's dry run.
 	gone := e.Node.RunPod(t, e.Node.NewPod("apps", "gone"))
@@ -352,6 +360,121 @@ func TestExplainOnContainerd(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(errs, "\n"), "one line: %q", errs)
 	assert.Contains(t, errs, "forbidden: you may not create pods/portforward in namespace ")
 	t.Logf("without the Role: %s", errs)
+}
+
+// explainSubnet is host-local's range on the node of TestExplainOnContainerd.
+const explainSubnet = "10.88.0.0/28"
+
+// explainLiveLeakedAndUnknownAddresses runs explain ip against cni-gc as
+// deployed on e's node: the address of the live pod web (its sandbox
+// sandbox) is held by its attachment, and by host-local's reservation of
+// it, which cni-gc keeps; a reservation of no sandbox, written as a chained
+// plugin's failed ADD leaves it and older than --reservation-grace, is
+// freed by cni-gc's sweep, which says so with its row and reason; an
+// address no one holds is said so. plugin runs the plugin with the
+// kubeconfig kc.
+func explainLiveLeakedAndUnknownAddresses(t *testing.T, e *testdeploy.Env, plugin func(kc string, args ...string) (int, string, string),
+	kc string, web *corev1.Pod, sandbox string) {
+	t.Helper()
+	explainIP := func(ip string) (*IPExplanation, string) {
+		t.Helper()
+		code, out, errs := plugin(kc, "explain", "ip", ip, "--node", e.Node.Name, "-o", "json")
+		require.Equal(t, 0, code, "explain ip %s: %s", ip, errs)
+		x := &IPExplanation{}
+		require.NoError(t, json.Unmarshal([]byte(out), x), out)
+		require.NotNil(t, x.Program, "cni-gc on the node is asked")
+		require.Empty(t, x.Error, "cni-gc answers")
+		require.NotNil(t, x.Address)
+		var text bytes.Buffer
+		require.NoError(t, RenderIP(&text, x))
+		return x, text.String()
+	}
+	eventuallyIP := func(ip, what string, ok func(x *IPExplanation) bool) (*IPExplanation, string) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			x, text := explainIP(ip)
+			if ok(x) {
+				return x, text
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("explain ip %s: %s; the last answer:\n%s", ip, what, text)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	dataDir := "/var/lib/cni/networks" // host-local's, as cni-gc reads it in the node
+	network := testcontainerd.NetworkName
+
+	// The live pod's address: its attachment and its reservation, kept.
+	ip := web.Status.PodIP
+	require.NotEmpty(t, ip)
+	x, text := eventuallyIP(ip, "its attachment, and its reservation as a sweep read it", func(x *IPExplanation) bool {
+		return len(x.Address.Attachments) == 1 && len(x.Address.Reservations) == 1 && len(x.PUs) == 1
+	})
+	assert.Equal(t, "cni-gc", x.Program.Program)
+	assert.False(t, x.Program.DryRun)
+	a := x.Address.Attachments[0]
+	assert.Equal(t, []string{network, sandbox, "eth0", "apps", "web", string(web.UID)},
+		[]string{a.Network, a.ContainerID, a.IfName, a.PodNamespace, a.PodName, a.PodUID}, "the attachment of the pod's sandbox, as the cache recorded it")
+	assert.False(t, a.DisableGC)
+	assert.Nil(t, a.Decision, "cni-gc was never asked to free the live pod's sandbox")
+	require.Len(t, x.Pods, 1)
+	require.NotNil(t, x.Pods[0].Pod, "the pod, in the API server")
+	assert.Equal(t, string(web.UID), x.Pods[0].Pod.UID, "live: the pod of that name is the one of the cache's UID")
+	assert.Equal(t, string(web.UID), x.PUs[0].PUID, "cni-gc's PU of the pod")
+	r := x.Address.Reservations[0]
+	assert.Equal(t, []string{network, dataDir + "/" + network + "/" + ip, sandbox, "eth0"}, []string{r.Network, r.File, r.ContainerID, r.IfName})
+	assert.Equal(t, "kept", r.State)
+	assert.Equal(t, "keep", r.Decision.Verdict)
+	assert.Contains(t, []int{14, 15, 16}, r.Decision.Row, "not asked, listed by the runtime, or held by the cache: %s", r.Decision.Why)
+	assert.Empty(t, x.Address.Freed)
+	assert.Contains(t, text, "Address "+ip+" on node "+e.Node.Name+".")
+	assert.Contains(t, text, "attachment    network "+network+", interface eth0, sandbox "+shortID(sandbox)+", of pod apps/web (UID "+string(web.UID)+")")
+	assert.Contains(t, text, "pod         live on node "+e.Node.Name+": Running.")
+	assert.Contains(t, text, "freeing     not decided: the engine has not asked cni-gc to free this sandbox since it started.")
+	assert.Contains(t, text, "reservation   host-local's "+dataDir+"/"+network+"/"+ip)
+	assert.Regexp(t, `freeing     kept, as the sweep \S+ ago decided: row 1[456] of the freeing table`, text)
+	t.Logf("explain ip of a live pod's address:\n%s", text)
+
+	// A leaked reservation: host-local's file of a container no sandbox is, and no cache entry names, reserved an
+	// hour ago, as a chained plugin's failed ADD leaves it. cni-gc's sweep frees it with a DEL through the
+	// network's config, which host-local releases.
+	const leakedIP, leakedID = "10.88.0.14", "c0ffee00d2b34c4e9a513f0c8e5b7d2168a1b2c3d4e5f60718293a4b5c6d7e8f"
+	require.NotContains(t, e.Node.Addresses(t), leakedIP, "the range's last address is free")
+	leaked := filepath.Join(e.Node.CNICacheDir, "networks", network, leakedIP)
+	require.NoError(t, os.WriteFile(leaked, []byte(leakedID+"\r\neth0"), 0o644))
+	hourAgo := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(leaked, hourAgo, hourAgo))
+	x, text = eventuallyIP(leakedIP, "cni-gc freed the leaked reservation", func(x *IPExplanation) bool { return len(x.Address.Freed) > 0 })
+	require.Len(t, x.Address.Freed, 1, text)
+	f := x.Address.Freed[0]
+	assert.True(t, f.Reservation, "a reservation, not an attachment")
+	assert.Equal(t, []string{network, dataDir + "/" + network + "/" + leakedIP, leakedID, "eth0"}, []string{f.Network, f.File, f.ContainerID, f.IfName})
+	assert.Equal(t, 18, f.Decision.Row)
+	assert.Equal(t, cni.ReasonNoSandbox, f.Decision.Reason)
+	assert.Equal(t, "free", f.Decision.Verdict)
+	assert.Empty(t, x.Address.Attachments, "no attachment holds it")
+	for _, r := range x.Address.Reservations { // the round that freed it, until the next reads it gone
+		assert.Equal(t, "freed", r.State)
+	}
+	assert.NoFileExists(t, leaked, "host-local released it")
+	assert.Empty(t, x.Pods, "a reservation names a container, not a pod")
+	assert.Contains(t, text, "freed         ")
+	assert.Contains(t, text, "host-local's "+dataDir+"/"+network+"/"+leakedIP+", network "+network+", of container "+shortID(leakedID)+", interface eth0 (NoSandbox): row 18 of the freeing table")
+	t.Logf("explain ip of a leaked reservation:\n%s", text)
+
+	// An address no one holds.
+	const unknownIP = "10.88.0.12"
+	require.NotContains(t, e.Node.Addresses(t), unknownIP)
+	x, text = explainIP(unknownIP)
+	assert.Empty(t, x.Address.Attachments)
+	assert.Empty(t, x.Address.Reservations)
+	assert.Empty(t, x.Address.Freed)
+	assert.NotNil(t, x.Address.ReservationsRead, "a sweep ran")
+	assert.Contains(t, text, "No attachment of libcni's cache and no host-local reservation holds it")
+	assert.Contains(t, text, "cni-gc knows nothing of this address.")
+	t.Logf("explain ip of an unknown address:\n%s", text)
 }
 
 // waitGone waits for the pod to be gone from the API server (the kubelet

@@ -4,6 +4,7 @@
 //
 //	kubectl podsweeper explain pod NAMESPACE/NAME [--node NODE] [-o json]
 //	kubectl podsweeper explain pod --uid UID [--node NODE] [-o json]
+//	kubectl podsweeper explain ip ADDRESS --node NODE [-o json]
 //	kubectl podsweeper status --node NODE [-o json]
 //	kubectl podsweeper report [-o json]
 //
@@ -18,7 +19,17 @@
 // next, its last error, and what a dry run would do; and the pod's
 // podsweeper Events (PUDestroyed, PUAbandoned: those of the cluster
 // controller regard the pod, those of a node's program regard the node
-// and name the pod). status lists every PU of the programs on a node;
+// and name the pod). explain ip says what holds a pod address on a node,
+// as cni-gc there sees it (its page cni.AddressPath): the attachments of
+// libcni's cache whose result holds it (sandbox, network, interface, and
+// the pod the cache recorded, with whether it lives now and cni-gc's PU of
+// it), or host-local's reservations of it (network, file, container); and
+// whether and why cni-gc frees it: the row of the freeing table
+// (docs/sdk/cni-freeing.md) and the verdict of its last decision on the
+// attachment's sandbox, the state of each reservation as its last sweep
+// left it, and its latest frees. It decides nothing itself: it says what
+// cni-gc decided. An address no one holds is said so (status 0, as for
+// an unknown pod). status lists every PU of the programs on a node;
 // report every program's dry run's report in one table.
 //
 // The programs are the pods of the charts (app.kubernetes.io/name

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -30,13 +31,16 @@ const usage = `kubectl podsweeper: why podsweeper's programs keep or destroy a p
 
   kubectl podsweeper explain pod NAMESPACE/NAME [--node NODE] [-o json]
   kubectl podsweeper explain pod --uid UID [--node NODE] [-o json]
+  kubectl podsweeper explain ip ADDRESS --node NODE [-o json]
   kubectl podsweeper status --node NODE [-o json]
   kubectl podsweeper report [-o json]
 
 explain pod: for each program that holds a PU of the pod, the PU, its state, the row of its last
 check and why, a veto, its destroy attempts, its last error and what a dry run would do; and the
-pod's podsweeper Events. status: every PU of the programs on a node. report: every program's dry
-run report, in one table. The programs are found by their charts' labels in --namespace (default:
+pod's podsweeper Events. explain ip: what holds the address on the node as cni-gc sees it (an
+attachment of libcni's cache and its pod, or a host-local reservation), and whether and why
+cni-gc frees it. status: every PU of the programs on a node. report: every program's dry run
+report, in one table. The programs are found by their charts' labels in --namespace (default:
 every namespace you may list pods of) and asked through a port-forward to their pods, as you:
 docs/operating/explain.md says which role of the charts to bind.
 
@@ -74,7 +78,7 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Lookup("namespace").Usage = "the programs' namespace; default: every namespace you may list pods of"
 	output := fs.StringP("output", "o", "", `output format: "" (text) or json`)
 	uid := fs.String("uid", "", "explain pod: the pod's UID, instead of (or besides) its name")
-	node := fs.String("node", "", "status: the node; explain pod: the node the pod ran on, for a pod that is gone")
+	node := fs.String("node", "", "status, explain ip: the node; explain pod: the node the pod ran on, for a pod that is gone")
 	timeout := fs.Duration("timeout", 20*time.Second, "how long each program may take to answer")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -93,11 +97,22 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	// The command line is checked before anything is asked.
-	var namespace, name string
+	var namespace, name, ip string
 	switch words[0] {
 	case "explain":
+		if len(words) >= 2 && words[1] == "ip" {
+			if len(words) != 3 || *node == "" {
+				return fmt.Errorf("%w: explain ip ADDRESS --node NODE", errUsage)
+			}
+			addr := net.ParseIP(words[2])
+			if addr == nil {
+				return fmt.Errorf("%w: explain ip %q: not an IP address", errUsage, words[2])
+			}
+			ip = addr.String()
+			break
+		}
 		if len(words) < 2 || words[1] != "pod" {
-			return fmt.Errorf("%w: explain what? explain pod NAMESPACE/NAME, or explain pod --uid UID", errUsage)
+			return fmt.Errorf("%w: explain what? explain pod NAMESPACE/NAME, explain pod --uid UID, or explain ip ADDRESS --node NODE", errUsage)
 		}
 		switch len(words) {
 		case 2:
@@ -148,6 +163,16 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	switch words[0] {
 	case "explain":
+		if ip != "" {
+			x, err := c.explainIP(ctx, ip, *node, now)
+			if err != nil {
+				return err
+			}
+			if json {
+				return RenderIPJSON(stdout, x)
+			}
+			return RenderIP(stdout, x)
+		}
 		if name != "" && namespace == "" {
 			// NAME alone: the kubeconfig's namespace, as kubectl takes it.
 			raw, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: overrides.CurrentContext}).Namespace()

@@ -25,6 +25,10 @@ func TestCommandLinesRefused(t *testing.T) {
 		{"explain", "pod", "apps/"},
 		{"explain", "pod", "a/b/c"},
 		{"explain", "pod", "a/b", "c/d"},
+		{"explain", "ip"},
+		{"explain", "ip", "10.88.0.4"},
+		{"explain", "ip", "nope", "--node", "n"},
+		{"explain", "ip", "10.88.0.4", "10.88.0.5", "--node", "n"},
 		{"status"},
 		{"report", "extra"},
 		{"frobnicate"},
@@ -40,6 +44,7 @@ func TestCommandLinesRefused(t *testing.T) {
 	var out, errs bytes.Buffer
 	assert.Equal(t, 0, run(context.Background(), []string{"--help"}, &out, &errs))
 	assert.Contains(t, errs.String(), "kubectl podsweeper explain pod NAMESPACE/NAME")
+	assert.Contains(t, errs.String(), "kubectl podsweeper explain ip ADDRESS --node NODE")
 }
 
 // TestForbiddenSaysWhichPermission: a request RBAC refused is said in

@@ -425,3 +425,233 @@ func in(now, t time.Time) string {
 	}
 	return "in " + d.String()
 }
+
+// IPExplanation is what explain ip renders: the address asked about on a
+// node, what cni-gc on that node holds and decided of it, the PUs of its
+// engine of the pods that hold it, and those pods now.
+type IPExplanation struct {
+	// Now is when it was asked: the times are said relative to it.
+	Now  time.Time `json:"now"`
+	IP   string    `json:"ip"`
+	Node string    `json:"node"`
+	// Program is cni-gc's pod on the node; nil: none runs there.
+	Program *Program `json:"program,omitempty"`
+	// Error says why it could not be asked; Address is then nil.
+	Error string `json:"error,omitempty"`
+	// Address is cni-gc's answer (adapters/cni's AddressStatus).
+	Address *AddressStatus `json:"address,omitempty"`
+	// PUs are cni-gc's PUs of the pods of Address's attachments.
+	PUs []k8s.PUStatus `json:"pus,omitempty"`
+	// Pods are the pods that Address's attachments and frees name, as
+	// the API server has them now.
+	Pods []PodNow `json:"pods,omitempty"`
+}
+
+// PodNow is a pod as the CNI cache recorded it (its namespace, name and
+// UID), and the pod of that name in the API server now (nil: none).
+type PodNow struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	Pod       *Pod   `json:"pod,omitempty"`
+}
+
+// The answer of cni-gc's cni.AddressPath, as adapters/cni's AddressStatus
+// writes it (the plugin builds for any OS, adapters/cni for Linux only:
+// TestAddressStatusIsCNIs holds them the same).
+type (
+	// AddressStatus is cni.AddressStatus.
+	AddressStatus struct {
+		IP               string              `json:"ip"`
+		Attachments      []AttachmentStatus  `json:"attachments,omitempty"`
+		Reservations     []ReservationStatus `json:"reservations,omitempty"`
+		ReservationsRead *time.Time          `json:"reservationsRead,omitempty"`
+		Freed            []FreedAddress      `json:"freed,omitempty"`
+	}
+	// AttachmentStatus is cni.AttachmentStatus.
+	AttachmentStatus struct {
+		Network      string        `json:"network"`
+		ContainerID  string        `json:"containerID"`
+		IfName       string        `json:"ifName"`
+		PodNamespace string        `json:"podNamespace"`
+		PodName      string        `json:"podName"`
+		PodUID       string        `json:"podUID"`
+		Written      time.Time     `json:"written"`
+		DisableGC    bool          `json:"disableGC,omitempty"`
+		Decision     *FreeDecision `json:"decision,omitempty"`
+	}
+	// FreeDecision is cni.FreeDecision.
+	FreeDecision struct {
+		At      time.Time `json:"at"`
+		Reason  string    `json:"reason,omitempty"`
+		DryRun  bool      `json:"dryRun,omitempty"`
+		Row     int       `json:"row"`
+		Why     string    `json:"why"`
+		Verdict string    `json:"verdict"`
+	}
+	// ReservationStatus is cni.ReservationStatus.
+	ReservationStatus struct {
+		Network     string       `json:"network"`
+		DataDir     string       `json:"dataDir"`
+		File        string       `json:"file"`
+		ContainerID string       `json:"containerID"`
+		IfName      string       `json:"ifName"`
+		Reserved    time.Time    `json:"reserved"`
+		Decision    FreeDecision `json:"decision"`
+		State       string       `json:"state"`
+		Error       string       `json:"error,omitempty"`
+	}
+	// FreedAddress is cni.FreedAddress.
+	FreedAddress struct {
+		At           time.Time    `json:"at"`
+		Reservation  bool         `json:"reservation,omitempty"`
+		Network      string       `json:"network"`
+		File         string       `json:"file,omitempty"`
+		ContainerID  string       `json:"containerID"`
+		IfName       string       `json:"ifName"`
+		PodNamespace string       `json:"podNamespace,omitempty"`
+		PodName      string       `json:"podName,omitempty"`
+		PodUID       string       `json:"podUID,omitempty"`
+		Decision     FreeDecision `json:"decision"`
+	}
+)
+
+// Held reports whether x's answer says that something holds the address:
+// an attachment or a reservation, or a recent free of it.
+func (x *IPExplanation) Held() bool {
+	a := x.Address
+	return a != nil && (len(a.Attachments) > 0 || len(a.Reservations) > 0 || len(a.Freed) > 0)
+}
+
+// reservationStates says each state of a reservation
+// (cni.ReservationStatus.State) in words.
+var reservationStates = map[string]string{
+	"kept":                  "kept",
+	"reported":              "reported, never touched",
+	"would free":            "a dry run would free it",
+	"to free":               "to be freed, waiting for its turn under --max-destroys-per-second",
+	"freed":                 "freed",
+	"free failed":           "its free failed; tried again at the next sweep",
+	"kept: ConfDir changed": "kept: its network's config changed while it waited for its turn",
+}
+
+// RenderIP writes x for a person.
+func RenderIP(w io.Writer, x *IPExplanation) error {
+	p := &printer{w: w}
+	p.f("Address %s on node %s.\n", x.IP, x.Node)
+	switch {
+	case x.Program == nil:
+		p.f("\nNo cni-gc runs on node %s: no one was asked.\n", x.Node)
+		return p.err
+	case x.Error != "":
+		p.f("\n%s%s could not be asked: %s\n", *x.Program, onNode(*x.Program), x.Error)
+		return p.err
+	}
+	a := x.Address
+	p.f("\n%s%s%s:\n", *x.Program, onNode(*x.Program), dryRun(*x.Program))
+	sweep := "no sweep of host-local's reservations has run yet"
+	if a.ReservationsRead != nil {
+		sweep = "host-local's reservations as the sweep " + ago(x.Now, *a.ReservationsRead) + " read them"
+	}
+	if !x.Held() {
+		p.f("  No attachment of libcni's cache and no host-local reservation holds it (%s), and cni-gc freed none of it lately.\n", sweep)
+		p.f("\ncni-gc knows nothing of this address.\n")
+		return p.err
+	}
+	for _, at := range a.Attachments {
+		p.f("  attachment    network %s, interface %s, sandbox %s, of pod %s/%s (UID %s), added %s.\n",
+			at.Network, at.IfName, shortID(at.ContainerID), at.PodNamespace, at.PodName, at.PodUID, ago(x.Now, at.Written))
+		p.f("    pod         %s\n", x.podNow(at.PodNamespace, at.PodName, at.PodUID))
+		for _, s := range x.PUs {
+			if s.PUID != at.PodUID {
+				continue
+			}
+			p.f("    PU          tracked %s%s: %s.\n", s.Age, sandboxOf(s.SandboxID), orNone(states[s.State], s.State))
+			if s.LastChecked == nil {
+				p.f("    last check  none yet.\n")
+			} else {
+				p.f("    last check  %s: row %d of the decision table, %s.\n", ago(x.Now, *s.LastChecked), s.LastRow, s.Why)
+			}
+			if s.Attempts > 0 {
+				next := "none planned"
+				if s.NextAttempt != nil {
+					next = "next " + in(x.Now, *s.NextAttempt)
+				}
+				p.f("    attempts    %d destroy call(s) failed; %s.\n", s.Attempts, next)
+			}
+			if s.LastError != "" {
+				p.f("    last error  %s\n", s.LastError)
+			}
+			if s.WouldDestroy != "" {
+				p.f("    dry run     would destroy it: %s.\n", s.WouldDestroy)
+			}
+		}
+		switch d := at.Decision; {
+		case at.DisableGC:
+			p.f("    freeing     never: its network's config says disableGC.\n")
+		case d == nil:
+			p.f("    freeing     not decided: the engine has not asked cni-gc to free this sandbox since it started.\n")
+		default:
+			p.f("    freeing     %s%s, asked for %s: row %d of the freeing table, %s: %s.\n", ago(x.Now, d.At), dryRunWord(d.DryRun), d.Reason, d.Row, d.Why, d.Verdict)
+		}
+	}
+	for _, r := range a.Reservations {
+		p.f("  reservation   host-local's %s, network %s, of container %s, interface %s, reserved %s.\n",
+			r.File, r.Network, shortID(r.ContainerID), r.IfName, ago(x.Now, r.Reserved))
+		if !slices.ContainsFunc(a.Attachments, func(at AttachmentStatus) bool { return at.ContainerID == r.ContainerID }) {
+			p.f("    pod         none known: no attachment of libcni's cache is of that container.\n")
+		}
+		state := orNone(reservationStates[r.State], r.State)
+		if r.Decision.Reason != "" {
+			state += " (" + r.Decision.Reason + ")"
+		}
+		p.f("    freeing     %s, as the sweep %s decided: row %d of the freeing table, %s.\n", state, ago(x.Now, r.Decision.At), r.Decision.Row, r.Decision.Why)
+		if r.Error != "" {
+			p.f("    last error  %s\n", r.Error)
+		}
+	}
+	for _, f := range a.Freed {
+		if f.Reservation {
+			p.f("  freed         %s: host-local's %s, network %s, of container %s, interface %s (%s): row %d of the freeing table, %s.\n",
+				ago(x.Now, f.At), f.File, f.Network, shortID(f.ContainerID), f.IfName, f.Decision.Reason, f.Decision.Row, f.Decision.Why)
+			continue
+		}
+		p.f("  freed         %s: the attachment of pod %s/%s (UID %s), network %s, interface %s, sandbox %s, asked for %s: row %d of the freeing table, %s.\n",
+			ago(x.Now, f.At), f.PodNamespace, f.PodName, f.PodUID, f.Network, f.IfName, shortID(f.ContainerID), f.Decision.Reason, f.Decision.Row, f.Decision.Why)
+		p.f("    pod         %s\n", x.podNow(f.PodNamespace, f.PodName, f.PodUID))
+	}
+	if len(a.Attachments) == 0 && len(a.Reservations) == 0 {
+		p.f("  No attachment of libcni's cache and no host-local reservation holds it now (%s).\n", sweep)
+	}
+	return p.err
+}
+
+// podNow says whether the pod namespace/name of UID uid lives.
+func (x *IPExplanation) podNow(namespace, name, uid string) string {
+	for _, pn := range x.Pods {
+		if pn.Namespace != namespace || pn.Name != name || pn.UID != uid {
+			continue
+		}
+		switch {
+		case pn.Pod == nil:
+			return "gone: no such pod in the API server."
+		case pn.Pod.UID != uid:
+			return fmt.Sprintf("gone: the pod of that name now is another (UID %s).", pn.Pod.UID)
+		default:
+			return fmt.Sprintf("live on node %s: %s.", orNone(pn.Pod.Node, "none yet"), podPhase(pn.Pod))
+		}
+	}
+	return "not asked of the API server."
+}
+
+func dryRunWord(dry bool) string {
+	if dry {
+		return " (a dry run)"
+	}
+	return ""
+}
+
+// RenderIPJSON writes x as indented JSON.
+func RenderIPJSON(w io.Writer, x *IPExplanation) error {
+	return writeJSON(w, x)
+}

@@ -16,13 +16,21 @@ import (
 var update = flag.Bool("update", false, "write the golden outputs of testdata/ from the renderers")
 
 // renderFile renders the answers of testdata/<name>.json as the command
-// its name starts with would: explain pod, status or report.
+// its name starts with would: explain ip, explain pod, status or report.
 func renderFile(t *testing.T, name string, asJSON bool) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name+".json"))
 	require.NoError(t, err)
 	var out bytes.Buffer
 	switch {
+	case strings.HasPrefix(name, "explain-ip-"):
+		var x IPExplanation
+		require.NoError(t, json.Unmarshal(b, &x))
+		if asJSON {
+			require.NoError(t, RenderIPJSON(&out, &x))
+		} else {
+			require.NoError(t, RenderIP(&out, &x))
+		}
 	case strings.HasPrefix(name, "explain-"):
 		var x PodExplanation
 		require.NoError(t, json.Unmarshal(b, &x))
@@ -68,7 +76,8 @@ func TestRenderGolden(t *testing.T) {
 }
 
 // TestRenderPodJSONIsTheAnswers: -o json prints what the text is rendered
-// from, so that a script reads the same answers a person does.
+// from, so that a script reads the same answers a person does (explain pod
+// and explain ip).
 func TestRenderPodJSONIsTheAnswers(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "explain-*.json"))
 	require.NoError(t, err)

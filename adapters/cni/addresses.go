@@ -1,0 +1,346 @@
+package cni
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// AddressPath is where cni-gc serves AddressHandler, beside the engine's
+// status page (/debug/podsweeper) on its status listener:
+// GET AddressPath?ip=ADDR answers an AddressStatus.
+const AddressPath = "/debug/podsweeper/cni/address"
+
+// AddressStatus is what the Collector holds of one IP address, and what
+// it decided of it (AddressHandler): the cache entries whose result holds
+// it, host-local's reservations of it as the last round of the
+// reservations' sweep read them, and the recent frees of it. All empty:
+// no one holds it, as far as the Collector knows.
+type AddressStatus struct {
+	// IP is the address asked about, in its canonical form.
+	IP string `json:"ip"`
+	// Attachments are the entries of libcni's cache, read at the request,
+	// whose cached result holds the address.
+	Attachments []AttachmentStatus `json:"attachments,omitempty"`
+	// Reservations are host-local's reservations of the address as the
+	// last round of the reservations' sweep read and decided them, at
+	// ReservationsRead.
+	Reservations []ReservationStatus `json:"reservations,omitempty"`
+	// ReservationsRead is when the last round read host-local's
+	// reservations; nil: none has yet (or none could read them).
+	ReservationsRead *time.Time `json:"reservationsRead,omitempty"`
+	// Freed are the Collector's latest frees of the address, oldest
+	// first: it remembers its last 256 frees, attachments and
+	// reservations together.
+	Freed []FreedAddress `json:"freed,omitempty"`
+}
+
+// AttachmentStatus is one cache entry that holds an address.
+type AttachmentStatus struct {
+	Network     string `json:"network"`
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifName"`
+	// PodNamespace, PodName and PodUID are the pod's, as the runtime
+	// passed them (CNI_ARGS).
+	PodNamespace string `json:"podNamespace"`
+	PodName      string `json:"podName"`
+	PodUID       string `json:"podUID"`
+	// Written is when libcni wrote the entry, after the ADD.
+	Written time.Time `json:"written"`
+	// DisableGC: its network's config, cached or in ConfDir, says
+	// disableGC: the Collector never DELs it.
+	DisableGC bool `json:"disableGC,omitempty"`
+	// Decision is the last decision the Collector took on its sandbox
+	// when the engine asked it to free it (DestroyPU, or DryRunDestroyPU in
+	// a dry run); nil: it was never asked to, since the Collector started.
+	Decision *FreeDecision `json:"decision,omitempty"`
+}
+
+// FreeDecision is a decision of the freeing table (docs/sdk/cni-freeing.md)
+// on one sandbox or reservation.
+type FreeDecision struct {
+	At time.Time `json:"at"`
+	// Reason is, for a sandbox, the engine's reason to destroy the PU it
+	// is of (PodGone, SandboxChanged, ...); for a reservation, the
+	// reservation's: ReasonNoSandbox for one the Collector frees,
+	// ReasonConfigGone for one it reports, "" for one it keeps.
+	Reason string `json:"reason,omitempty"`
+	// DryRun: decided by a dry run (DryRunDestroyPU), which frees nothing.
+	DryRun bool `json:"dryRun,omitempty"`
+	// Row is the row of the freeing table that decided, Why its words.
+	Row int    `json:"row"`
+	Why string `json:"why"`
+	// Verdict is what the row has the Collector do: "free", "keep",
+	// "refuse" (keep, and count the refusal towards
+	// NewestSandboxTimeout), "give up" (keep, and leave it alone from
+	// then on) or "report" (keep, never touch, and tell an operator).
+	Verdict string `json:"verdict"`
+}
+
+// ReservationStatus is one host-local reservation of an address, as the
+// last round of the reservations' sweep read and decided it.
+type ReservationStatus struct {
+	Network string `json:"network"`
+	DataDir string `json:"dataDir"`
+	// File is the reservation's file, ContainerID and IfName its lines.
+	File        string    `json:"file"`
+	ContainerID string    `json:"containerID"`
+	IfName      string    `json:"ifName"`
+	Reserved    time.Time `json:"reserved"`
+	// Decision is the round's (rows 12 to 18 of the freeing table).
+	Decision FreeDecision `json:"decision"`
+	// State is what became of it in that round: "kept", "reported" (its
+	// network's config is gone: never touched), "would free" (a dry run),
+	// "to free" (waiting for its turn under the rate), "freed", "free
+	// failed" (tried again at the next round; Error says why), or "kept:
+	// ConfDir changed" (decided again on ConfDir when its turn came, and
+	// kept).
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+}
+
+// FreedAddress is one recent free of an address: an attachment a
+// DestroyPU DELed, or a reservation a round of the sweep freed.
+type FreedAddress struct {
+	At time.Time `json:"at"`
+	// Reservation: a host-local reservation (its file, DataDir and
+	// Network); otherwise an attachment of the cache.
+	Reservation bool   `json:"reservation,omitempty"`
+	Network     string `json:"network"`
+	File        string `json:"file,omitempty"`
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifName"`
+	// PodNamespace, PodName and PodUID are the attachment's pod.
+	PodNamespace string `json:"podNamespace,omitempty"`
+	PodName      string `json:"podName,omitempty"`
+	PodUID       string `json:"podUID,omitempty"`
+	// Decision is the one that freed it.
+	Decision FreeDecision `json:"decision"`
+}
+
+// maxFreed is how many frees the Collector remembers for AddressStatus.
+const maxFreed = 256
+
+// maxReservationsRecorded bounds the reservations a round records for
+// AddressStatus; those past it are decided and freed all the same.
+const maxReservationsRecorded = 1 << 16
+
+// verdictWords names each action in a FreeDecision.
+var verdictWords = map[action]string{keep: "keep", refuse: "refuse", giveUp: "give up", free: "free", report: "report"}
+
+// decisionOf is the FreeDecision of v, taken at at.
+func decisionOf(v verdict, at time.Time, reason ports.Reason, dryRun bool) FreeDecision {
+	return FreeDecision{At: at, Reason: string(reason), DryRun: dryRun, Row: v.Row, Why: v.why(), Verdict: verdictWords[v.Action]}
+}
+
+// addressLog is what AddressStatus tells beside the cache: the last
+// decision on each sandbox the cache holds, host-local's reservations as
+// the last round decided them, and the latest frees. Its methods are safe
+// from any goroutine.
+type addressLog struct {
+	mu sync.Mutex
+	// decisions are by sandbox ID, of the sandboxes the cache held at its
+	// last read (retain).
+	decisions map[string]FreeDecision
+	// reservations are the last round's, by canonical address; read when
+	// it read them (zero: never).
+	reservations map[string][]ReservationStatus
+	read         time.Time
+	// freed are the latest frees, oldest first, at most maxFreed; their
+	// addresses are index for index in freedIPs.
+	freed    []FreedAddress
+	freedIPs []string
+}
+
+func newAddressLog() *addressLog {
+	return &addressLog{decisions: map[string]FreeDecision{}}
+}
+
+// decided records the decisions vs, taken at at for the event ev.
+func (l *addressLog) decided(vs []verdict, at time.Time, ev ports.DestroyEvent, dryRun bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, v := range vs {
+		if v.ID != "" {
+			l.decisions[v.ID] = decisionOf(v, at, ev.Reason, dryRun)
+		}
+	}
+}
+
+// retain forgets the decisions on the sandboxes that held does not hold.
+func (l *addressLog) retain(held map[string]bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id := range l.decisions {
+		if !held[id] {
+			delete(l.decisions, id)
+		}
+	}
+}
+
+// round records a round's reservations, each as it decided it: rs and
+// their statuses, index for index.
+func (l *addressLog) round(at time.Time, rs []Reservation, sts []ReservationStatus) {
+	byIP := make(map[string][]ReservationStatus, min(len(rs), maxReservationsRecorded))
+	for i, r := range rs[:min(len(rs), maxReservationsRecorded)] {
+		ip := canonicalIP(r.IP)
+		byIP[ip] = append(byIP[ip], sts[i])
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reservations, l.read = byIP, at
+}
+
+// reservationState records what became of r in the current round.
+func (l *addressLog) reservationState(r Reservation, state string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, s := range l.reservations[canonicalIP(r.IP)] {
+		if s.File == r.Path() && s.ContainerID == r.ContainerID {
+			s.State, s.Error = state, ""
+			if err != nil {
+				s.Error = err.Error()
+			}
+			l.reservations[canonicalIP(r.IP)][i] = s
+		}
+	}
+}
+
+// freedOne records a free of the addresses ips.
+func (l *addressLog) freedOne(ips []string, f FreedAddress) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ip := range ips {
+		l.freed = append(l.freed, f)
+		l.freedIPs = append(l.freedIPs, canonicalIP(ip))
+	}
+	if over := len(l.freed) - maxFreed; over > 0 {
+		l.freed = slices.Delete(l.freed, 0, over)
+		l.freedIPs = slices.Delete(l.freedIPs, 0, over)
+	}
+}
+
+// canonicalIP returns ip as net.IP writes it, or ip itself when it is no
+// address.
+func canonicalIP(ip string) string {
+	if p := net.ParseIP(ip); p != nil {
+		return p.String()
+	}
+	return ip
+}
+
+// resultIPs returns the addresses of a cached result, of any CNI version:
+// "ips" (0.3.0 on), or "ip4" and "ip6" (0.1.0, 0.2.0).
+func resultIPs(raw json.RawMessage) []string {
+	var r struct {
+		IPs []struct {
+			Address string `json:"address"`
+		} `json:"ips"`
+		IP4 *struct {
+			IP string `json:"ip"`
+		} `json:"ip4"`
+		IP6 *struct {
+			IP string `json:"ip"`
+		} `json:"ip6"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
+		return nil
+	}
+	var cidrs []string
+	for _, a := range r.IPs {
+		cidrs = append(cidrs, a.Address)
+	}
+	for _, a := range []*struct {
+		IP string `json:"ip"`
+	}{r.IP4, r.IP6} {
+		if a != nil {
+			cidrs = append(cidrs, a.IP)
+		}
+	}
+	var out []string
+	for _, c := range cidrs {
+		if ip, _, err := net.ParseCIDR(c); err == nil {
+			out = append(out, ip.String())
+		} else if ip := net.ParseIP(c); ip != nil {
+			out = append(out, ip.String())
+		}
+	}
+	return out
+}
+
+// address returns what the Collector holds and decided of ip (a
+// canonical address): the cache read now, the rest as recorded.
+func (c *Collector) address(ip string) (AddressStatus, error) {
+	v, _, err := c.cache.read()
+	if err != nil {
+		return AddressStatus{}, err
+	}
+	st := AddressStatus{IP: ip}
+	l := c.addresses
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, a := range v.atts {
+		if !slices.Contains(resultIPs(a.Result), ip) {
+			continue
+		}
+		as := AttachmentStatus{Network: a.NetworkName, ContainerID: a.ContainerID, IfName: a.IfName, PodNamespace: a.PodNamespace,
+			PodName: a.PodName, PodUID: a.PodUID, Written: a.Written, DisableGC: !v.collectable(a)}
+		if d, ok := l.decisions[a.ContainerID]; ok {
+			as.Decision = &d
+		}
+		st.Attachments = append(st.Attachments, as)
+	}
+	st.Reservations = slices.Clone(l.reservations[ip])
+	if !l.read.IsZero() {
+		t := l.read
+		st.ReservationsRead = &t
+	}
+	for i, f := range l.freed {
+		if l.freedIPs[i] == ip {
+			st.Freed = append(st.Freed, f)
+		}
+	}
+	return st, nil
+}
+
+// AddressHandler returns an http.Handler of AddressPath: GET or HEAD with
+// the query ip=ADDR answers, as JSON, the AddressStatus of that address:
+// which attachments of libcni's cache hold it (read at the request), the
+// last decision the Collector took on each one's sandbox, host-local's
+// reservations of it and what the last round of their sweep did with
+// them, and its latest frees. An ip that is no address is answered 400.
+// It decides nothing: it tells what the Collector decided. cni-gc serves
+// it on its status listener (--status-bind-address), for kubectl
+// podsweeper explain ip.
+func (c *Collector) AddressHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		ip := net.ParseIP(r.URL.Query().Get("ip"))
+		if ip == nil {
+			http.Error(w, "give the address as ?ip=ADDR", http.StatusBadRequest)
+			return
+		}
+		st, err := c.address(ip.String())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if r.Method == http.MethodHead {
+			return
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(st) // a client gone mid-answer is no error of ours
+	})
+}

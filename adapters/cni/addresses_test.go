@@ -1,0 +1,158 @@
+package cni_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// AddressHandler tells, of one address, what holds it and what the
+// Collector decided, and decides nothing itself: the attachment of a live
+// pod that was never asked to be freed; the attachment of a gone pod the
+// engine had freed (its DEL ran, libcni removed the entry: the free is
+// remembered, with its row and reason); a host-local reservation the cache
+// accounts for (kept, row 16); a leaked one (row 18) that a round freed
+// with a DEL that released it; one whose DEL released nothing (free
+// failed); and an address no one holds. A round that needs not ask the
+// runtime says so of the row it took (14).
+func TestAddressHandlerTellsWhatHoldsAnAddressAndWhatWasDecided(t *testing.T) {
+	c := newCacheDir(t)
+	data := filepath.Join(t.TempDir(), "networks")
+	// A plugin that releases host-local's reservations of its container (as host-local's DEL does), but those of
+	// the container "stuck".
+	script := fmt.Sprintf("#!/bin/sh\necho \"$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME\" >> %s\n"+
+		"[ \"$CNI_COMMAND\" = DEL ] && [ \"$CNI_CONTAINERID\" != stuck ] && for f in %s/podnet/*; do "+
+		"[ \"$(head -n1 \"$f\" | tr -d '\\r')\" = \"$CNI_CONTAINERID\" ] && rm -f \"$f\"; done\nexit 0\n", c.calls, data)
+	require.NoError(t, os.WriteFile(filepath.Join(c.plugins, "releaser"), []byte(script), 0o755))
+	conf := `{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"releaser","ipam":{"type":"host-local","dataDir":"` + data + `"}}]}`
+	require.NoError(t, os.WriteFile(filepath.Join(c.conf, "10-podnet.conflist"), []byte(conf), 0o644))
+	entry := func(sandbox, uid, name, ip string) {
+		b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": sandbox, "ifName": "eth0", "networkName": "podnet",
+			"config": []byte(conf), "cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "apps"}, {"K8S_POD_NAME", name}, {"K8S_POD_UID", uid}},
+			"result": map[string]any{"cniVersion": "1.1.0", "ips": []map[string]any{{"address": ip + "/24", "gateway": "10.1.0.1"}}}})
+		require.NoError(t, err)
+		c.writeRaw("podnet-"+sandbox+"-eth0", b, time.Hour)
+	}
+	entry("sb-live", "uid-live", "web", "10.1.0.2")
+	entry("sb-gone", "uid-gone", "gone", "10.1.0.3")
+	writeAged(t, filepath.Join(data, "podnet", "10.1.0.2"), "sb-live\r\neth0", time.Hour)
+	writeAged(t, filepath.Join(data, "podnet", "10.1.0.9"), "leaked\r\neth0", time.Hour)
+	writeAged(t, filepath.Join(data, "podnet", "10.1.0.10"), "stuck\r\neth0", time.Hour)
+	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, HostLocalDataDir: data,
+		ResyncInterval: time.Minute, Runtime: &listedRuntime{}, Logger: c.logs.Logger()})
+	require.NoError(t, err)
+	h := coll.AddressHandler()
+	ask := func(ip string) cni.AddressStatus {
+		t.Helper()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip="+ip, nil))
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		var st cni.AddressStatus
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &st))
+		return st
+	}
+
+	// Before anything is decided: the attachments, no decision, no round yet.
+	st := ask("10.1.0.2")
+	require.Len(t, st.Attachments, 1)
+	a := st.Attachments[0]
+	assert.Equal(t, cni.AttachmentStatus{Network: "podnet", ContainerID: "sb-live", IfName: "eth0", PodNamespace: "apps", PodName: "web",
+		PodUID: "uid-live", Written: a.Written}, a)
+	assert.Nil(t, st.ReservationsRead, "no round yet")
+
+	// The gone pod's PU destroyed: row 11 (not listed, its namespace tells nothing), freed with its DEL.
+	require.NoError(t, coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-gone",
+		Pod: types.NamespacedName{Namespace: "apps", Name: "gone"}, SandboxID: "sb-gone", Reason: ports.ReasonPodGone}))
+	st = ask("10.1.0.3")
+	assert.Empty(t, st.Attachments, "libcni removed the entry its DEL freed")
+	require.Len(t, st.Freed, 1)
+	f := st.Freed[0]
+	assert.False(t, f.Reservation)
+	assert.Equal(t, []string{"sb-gone", "apps", "gone", "uid-gone"}, []string{f.ContainerID, f.PodNamespace, f.PodName, f.PodUID})
+	assert.Equal(t, 11, f.Decision.Row)
+	assert.Equal(t, "free", f.Decision.Verdict)
+	assert.Equal(t, string(ports.ReasonPodGone), f.Decision.Reason)
+
+	// One round of the reservations' sweep.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- coll.Resync(ctx, &tracker{}) }()
+	require.Eventually(t, func() bool {
+		st, leaked := ask("10.1.0.10"), ask("10.1.0.9")
+		return len(st.Reservations) == 1 && st.Reservations[0].State == "free failed" &&
+			len(leaked.Reservations) == 1 && leaked.Reservations[0].State == "freed"
+	}, 10*time.Second, 20*time.Millisecond, "the round tried the stuck and the leaked reservations")
+
+	st = ask("10.1.0.2")
+	require.Len(t, st.Attachments, 1)
+	require.Len(t, st.Reservations, 1)
+	r := st.Reservations[0]
+	assert.Equal(t, "kept", r.State)
+	assert.Equal(t, 16, r.Decision.Row, "the cache holds its sandbox")
+	assert.Equal(t, "keep", r.Decision.Verdict)
+	assert.Equal(t, filepath.Join(data, "podnet", "10.1.0.2"), r.File)
+	assert.NotNil(t, st.ReservationsRead)
+
+	st = ask("10.1.0.9")
+	require.Len(t, st.Reservations, 1)
+	r = st.Reservations[0]
+	assert.Equal(t, "freed", r.State)
+	assert.Equal(t, 18, r.Decision.Row)
+	assert.Equal(t, cni.ReasonNoSandbox, r.Decision.Reason)
+	assert.Equal(t, "leaked", r.ContainerID)
+	require.Len(t, st.Freed, 1)
+	assert.Equal(t, cni.ReasonNoSandbox, st.Freed[0].Decision.Reason)
+	assert.True(t, st.Freed[0].Reservation)
+	assert.Equal(t, 18, st.Freed[0].Decision.Row)
+	assert.NoFileExists(t, filepath.Join(data, "podnet", "10.1.0.9"))
+
+	st = ask("10.1.0.10")
+	assert.Contains(t, st.Reservations[0].Error, "host-local still holds")
+
+	// No one holds it; the address in another form is the same address.
+	assert.Equal(t, cni.AddressStatus{IP: "10.1.0.100", ReservationsRead: ask("10.1.0.100").ReservationsRead}, ask("10.1.0.100"))
+	assert.Equal(t, "10.1.0.2", ask("::ffff:10.1.0.2").IP)
+
+	// A round in which no reservation needs the runtime does not ask it: row 14, and why it was not asked.
+	cancel()
+	require.NoError(t, <-done)
+	require.NoError(t, os.Remove(filepath.Join(data, "podnet", "10.1.0.10")))
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() { done <- coll.Resync(ctx, &tracker{}) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool {
+		st := ask("10.1.0.2")
+		return len(st.Reservations) == 1 && st.Reservations[0].Decision.Row == 14
+	}, 10*time.Second, 20*time.Millisecond, "a round that did not ask the runtime")
+	assert.Contains(t, ask("10.1.0.2").Reservations[0].Decision.Why, "not asked, for no reservation of the round needed it")
+
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip=nope", nil))
+	assert.Equal(t, http.StatusBadRequest, w.Code)
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, cni.AddressPath+"?ip=10.1.0.2", nil))
+	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
+}
+
+// writeAged writes b to path, its directories made, with its modification
+// time age ago.
+func writeAged(t *testing.T, path, b string, age time.Duration) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(b), 0o600))
+	when := time.Now().Add(-age)
+	require.NoError(t, os.Chtimes(path, when, when))
+}
