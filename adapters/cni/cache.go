@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types/create"
 )
 
 // The CNI_ARGS keys a runtime (containerd, CRI-O) passes for a pod's sandbox.
@@ -229,12 +230,33 @@ func parseEntry(b []byte) (attachment, error) {
 	if list.Name != a.NetworkName {
 		return a, fmt.Errorf("%w: its config is of network %q, the entry of %q", errEntry, list.Name, a.NetworkName)
 	}
+	cniVersion := list.CNIVersion
 	if len(list.Plugins) == 0 {
-		if _, err := singlePlugin(a.Config); err != nil {
+		conf, err := singlePlugin(a.Config)
+		if err != nil {
 			return a, fmt.Errorf("%w: its config runs no plugin: %w", errEntry, err)
 		}
+		cniVersion = conf.Network.CNIVersion
+	}
+	if err := cachedResultLoads(a.Result, cniVersion); err != nil {
+		return a, fmt.Errorf("%w: its cached result cannot be loaded for a DEL: %w", errEntry, err)
 	}
 	return a, nil
+}
+
+// cachedResultLoads loads an entry's cached result as libcni does before a DEL (CNIConfig.getCachedResult: the result
+// made anew from its JSON, then converted to the config's version), which fails the DEL when it cannot: such an entry
+// is unusable, and skipped as every unusable entry is.
+func cachedResultLoads(raw json.RawMessage, cniVersion string) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("null") // as libcni marshals a result it did not find
+	}
+	r, err := create.CreateFromBytes(raw)
+	if err != nil {
+		return err
+	}
+	_, err = r.GetAsVersion(cniVersion)
+	return err
 }
 
 // singlePlugin parses b as a single plugin's config (a "type" and no

@@ -37,3 +37,35 @@ func TestTheUnusableOnlyEntryOfAGonePodIsReported(t *testing.T) {
 		t.Logf("%s: DestroyPU = %v", reason, err)
 	}
 }
+
+// adapters/cni ListPUs (go doc): "Entries without the pod's arguments, unreadable, unusable for a DEL or of a
+// disableGC network are skipped, logged once." An entry whose cached result libcni cannot load before a DEL (a result
+// of a CNI version this libcni does not know, as a newer runtime's may write) is unusable: ListPUs lists no PU of it,
+// so no resync tracks it again to be given up on again, and DestroyPU answers ErrUnusableEntry, permanent, leaving it.
+func TestAnEntryWhoseCachedResultCannotBeLoadedIsUnusable(t *testing.T) {
+	e := newEnv(t)
+	f := filepath.Join(e.cache, "results", "podnet-sb-1-eth0")
+	// {"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge"}]}
+	write(t, f, `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"podnet",`+
+		`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+
+		`"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoicG9kbmV0IiwicGx1Z2lucyI6W3sidHlwZSI6ImJyaWRnZSJ9XX0=",`+
+		`"result":{"cniVersion":"9.9.9"}}`)
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, Runtime: listRuntime{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pus, err := c.ListPUs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pus) != 0 {
+		t.Errorf("ListPUs lists %+v: an entry whose cached result cannot be loaded for a DEL is tracked, and given up on, at every resync", pus)
+	}
+	ev := ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"}, SandboxID: "sb-1", Reason: ports.ReasonPodGone}
+	if err := c.DestroyPU(context.Background(), ev); !errors.Is(err, cni.ErrUnusableEntry) || !ports.IsPermanent(err) {
+		t.Errorf("DestroyPU = %v, want a permanent ErrUnusableEntry", err)
+	}
+	if _, err := os.Stat(f); err != nil {
+		t.Errorf("the unusable entry was removed: %v", err)
+	}
+}
