@@ -66,7 +66,7 @@ func (e *forbiddenError) Error() string {
 
 // clusterRole names the ClusterRole of the charts that grants reading
 // pods and Events.
-const clusterRole = "the ClusterRole <release>-explain of the programs' chart"
+const clusterRole = "the ClusterRole <fullname>-explain of the programs' chart"
 
 // refused turns an API error into a forbiddenError when it is one.
 func refused(err error, verb, resource, namespace, role string) error {
@@ -107,7 +107,7 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 	if err != nil {
 		role := clusterRole
 		if c.namespace != "" {
-			role = "the Role <release>-explain of the programs' chart"
+			role = "the Role <fullname>-explain of the programs' chart"
 		}
 		if apierrors.IsForbidden(err) && c.namespace == "" {
 			return nil, fmt.Errorf("%w; or name the programs' namespace with --namespace", refused(err, "list", "pods", "", role))

@@ -41,7 +41,7 @@
 // the API server as the user: a port-forward (pods/portforward, over
 // WebSockets or SPDY) to the program's pod, whose streams it dials
 // directly, with no local port opened. RBAC is the gate: each chart ships
-// a ClusterRole and a Role named <release>-explain that grant what it
+// a ClusterRole and a Role named <fullname>-explain (<release>-podsweeper-<program>) that grant what it
 // needs (docs/operating/explain.md); a user without them gets one line
 // that says "forbidden" and which permission is missing, and status 1.
 //

@@ -52,7 +52,7 @@ func TestCommandLinesRefused(t *testing.T) {
 // that grants it.
 func TestForbiddenSaysWhichPermission(t *testing.T) {
 	err := refused(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web", nil), "get", "pods", "apps", clusterRole)
-	assert.Equal(t, "forbidden: you may not get pods in namespace apps: the ClusterRole <release>-explain of the programs' chart "+
+	assert.Equal(t, "forbidden: you may not get pods in namespace apps: the ClusterRole <fullname>-explain of the programs' chart "+
 		"grants it (docs/operating/explain.md says how to bind it)", err.Error())
 	err = refused(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil), "list", "pods", "", clusterRole)
 	assert.Contains(t, err.Error(), "forbidden: you may not list pods in every namespace:")

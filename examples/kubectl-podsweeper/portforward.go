@@ -52,7 +52,7 @@ func forward(cfg *rest.Config, cs kubernetes.Interface, namespace, name string, 
 	if err != nil {
 		if isForbidden(err) {
 			return nil, &forbiddenError{verb: "create", resource: "pods/portforward", namespace: namespace,
-				role: "the Role <release>-explain of the programs' chart, in namespace " + namespace}
+				role: "the Role <fullname>-explain of the programs' chart, in namespace " + namespace}
 		}
 		return nil, fmt.Errorf("port-forward to pod %s/%s: %w", namespace, name, err)
 	}

@@ -287,6 +287,10 @@ type Report struct {
 // which programs run without a dry run.
 func RenderReport(w io.Writer, r *Report) error {
 	p := &printer{w: w}
+	if len(r.Answers) == 0 {
+		p.f("No podsweeper program was found to ask.\n")
+		return p.err
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROGRAM\tNODE\tPOD\tPU\tREASON\tROW\tWHY\tWHEN\tHELD")
 	var notes []string

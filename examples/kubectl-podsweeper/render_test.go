@@ -88,3 +88,12 @@ func TestRenderPodJSONIsTheAnswers(t *testing.T) {
 		assert.JSONEq(t, string(in), string(renderFile(t, name, true)), name)
 	}
 }
+
+// TestReportWithNoProgramSaysSo: report, where no program was found to ask,
+// says so as explain and status do, not that no dry run would destroy
+// anything.
+func TestReportWithNoProgramSaysSo(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, RenderReport(&out, &Report{}))
+	require.Equal(t, "No podsweeper program was found to ask.\n", out.String())
+}
