@@ -1,0 +1,76 @@
+package cni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// evidence is what a DEL is decided on again right before it runs
+// (recheck): ConfDir as it is then, and, when recheck asked it, the
+// Runtime's answer then.
+type evidence struct {
+	// nets are ConfDir's networks (readConfDir), by name.
+	nets map[string]confNet
+	// run is the Runtime's answer; the zero view when it was not asked.
+	run runtimeView
+}
+
+// keepNets returns the networks that a config of ConfDir names with
+// disableGC (view.keepNets).
+func (e evidence) keepNets() map[string]bool {
+	keep := map[string]bool{}
+	for name, n := range e.nets {
+		if n.Never {
+			keep[name] = true
+		}
+	}
+	return keep
+}
+
+// errNotRechecked: the evidence a DEL is decided on could not be read
+// right before it (recheckedDel): it is not run.
+var errNotRechecked = errors.New("cni: kept: what its DEL is decided on cannot be read again")
+
+// recheckedDel runs a DEL of an attachment (DestroyPU) decided on what is
+// read right before it: it reads again what the decision rests on and may
+// have changed since it was read, ConfDir always (a network's config that
+// says disableGC now) and the Runtime when ask; frees asks decide again on
+// it, and del runs only when the answer still frees. ran: del ran (its error is err). An error wrapping
+// errNotRechecked: ConfDir or the Runtime could not be read, and nothing
+// ran.
+func (c *Collector) recheckedDel(ctx context.Context, ask bool, frees func(evidence) bool, del func() error) (ran bool, err error) {
+	nets, _, err := readConfDir(c.hostLocal.confDir, c.hostLocal.defaultDataDir)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", errNotRechecked, err)
+	}
+	e := evidence{nets: nets}
+	if ask {
+		if e.run, err = c.listRuntime(ctx); err != nil {
+			return false, fmt.Errorf("%w: %w", errNotRechecked, err)
+		}
+	}
+	if !frees(e) {
+		return false, nil
+	}
+	return true, del()
+}
+
+// stillDels reports whether decide, asked again on the facts p was decided
+// on with the networks that ConfDir says disableGC of in e, still DELs
+// attachment j of p.sbs[i]. A network's disableGC is the only fact read
+// again: it can only keep more.
+func (p destroyPlan) stillDels(e evidence, i, j int) bool {
+	now := view{keepNets: e.keepNets()}
+	f := p.facts
+	f.Sandboxes = slices.Clone(f.Sandboxes)
+	for k, sb := range p.cached {
+		atts := slices.Clone(f.Sandboxes[k].Atts)
+		for m, a := range sb.Atts {
+			atts[m].Never = !now.collectable(a)
+		}
+		f.Sandboxes[k].Atts = atts
+	}
+	return decide(f)[p.at+i].Del[j]
+}
