@@ -29,15 +29,24 @@ func (e evidence) keepNets() map[string]bool {
 	return keep
 }
 
+// config returns the config of r's network in ConfDir, when one names it
+// with host-local and r's data directory (reservationView.config).
+func (e evidence) config(r Reservation) (confNet, bool) {
+	n, ok := e.nets[r.Network]
+	return n, ok && slices.ContainsFunc(n.DataDirs, func(d string) bool { return canonicalDir(d) == r.DataDir })
+}
+
 // errNotRechecked: the evidence a DEL is decided on could not be read
 // right before it (recheckedDel): it is not run.
 var errNotRechecked = errors.New("cni: kept: what its DEL is decided on cannot be read again")
 
-// recheckedDel runs a DEL of an attachment (DestroyPU) decided on what is
-// read right before it: it reads again what the decision rests on and may
-// have changed since it was read, ConfDir always (a network's config that
-// says disableGC now) and the Runtime when ask; frees asks decide again on
-// it, and del runs only when the answer still frees. ran: del ran (its error is err). An error wrapping
+// recheckedDel is the one way the Collector runs a DEL, of an attachment
+// (DestroyPU) or of a host-local reservation (Resync): right before it, it
+// reads again what the decision rests on and may have changed since it was
+// read, ConfDir always (a network's config that says disableGC now, a
+// config removed or changed) and the Runtime when ask; frees asks decide or
+// decideReservation again on it, and del runs only when the answer still
+// frees. ran: del ran (its error is err). An error wrapping
 // errNotRechecked: ConfDir or the Runtime could not be read, and nothing
 // ran.
 func (c *Collector) recheckedDel(ctx context.Context, ask bool, frees func(evidence) bool, del func() error) (ran bool, err error) {

@@ -3,6 +3,7 @@ package cni
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -242,8 +243,9 @@ func (c *Collector) WouldFree() []Reservation {
 // Resync: it reads libcni's cache, then host-local's reservations, then,
 // only when a reservation needs it, the Runtime's sandboxes (read last, so
 // that a sandbox created meanwhile is listed), asks decideReservation for
-// each, and DELs those it frees (a dry run records them, WouldFree). A DEL
-// that fails is logged and tried again at the next round.
+// each, and DELs those it frees (a dry run records them, WouldFree). Each
+// DEL goes through recheckedDel: decided again on ConfDir read right before
+// it. A DEL that fails is logged and tried again at the next round.
 func (c *Collector) freeReservations(ctx context.Context) {
 	// The cache first: a reservation the runtime's own DEL releases while the round runs is either named by the
 	// cache read then or gone from the reservations read after.
@@ -283,14 +285,19 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	}
 	now := time.Now()
 	var would []Reservation
+	// decideOn asks decideReservation about r on its network's config n (ok: there is one), the runtime's answer run,
+	// and the cache read at the round's start, at the time now.
+	decideOn := func(r Reservation, n hostLocalNet, ok bool, run runtimeView, now time.Time) verdict {
+		_, listed := run.byID[r.ContainerID]
+		return decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
+			Listed: listed, Cached: cached(r.ContainerID), Age: now.Sub(r.Reserved), Grace: c.hostLocal.grace})
+	}
 	for _, r := range rv.rs {
 		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
 			return
 		}
 		n, ok := rv.config(r)
-		_, listed := run.byID[r.ContainerID]
-		vd := decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
-			Listed: listed, Cached: cached(r.ContainerID), Age: now.Sub(r.Reserved), Grace: c.hostLocal.grace})
+		vd := decideOn(r, n, ok, run, now)
 		if vd.Action != free {
 			continue
 		}
@@ -302,19 +309,27 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			if l.Wait(ctx) != nil {
 				return // stopping while it waits for its turn
 			}
-			// Its turn may come after ConfDir changed (disableGC set, the config removed): decided again on it now.
-			nets, _, err := hostLocalNetworks(c.hostLocal.confDir, c.hostLocal.defaultDataDir)
-			if err != nil {
-				return
+		}
+		// Decided again right before its DEL, on ConfDir as it is then (disableGC set, the config removed), whatever
+		// the rate.
+		var list *libcni.NetworkConfigList
+		ran, err := c.recheckedDel(ctx, false, func(e evidence) bool {
+			n, ok := e.config(r)
+			vd, list = decideOn(r, n, ok, run, time.Now()), n.List
+			return vd.Action == free
+		}, func() error { return c.delReservation(ctx, r, list) })
+		if errors.Is(err, errNotRechecked) {
+			if ctx.Err() != nil {
+				return // stopping
 			}
-			now, ok := nets[r.Network]
-			if !ok || now.Never || !slices.Contains(now.DataDirs, r.DataDir) {
-				continue
-			}
-			n = now
+			c.log.Error(err, "host-local's reservations kept; will decide on them again at the next resync")
+			return
+		}
+		if !ran {
+			continue
 		}
 		reason := reasonOf(vd)
-		if err := c.delReservation(ctx, r, n.List); err != nil {
+		if err != nil {
 			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "freeingRow", vd.Row)
 			if c.hostLocal.observer != nil {
 				c.hostLocal.observer.ReservationFreeFailed(r.Network, reason)

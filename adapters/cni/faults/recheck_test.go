@@ -74,3 +74,24 @@ func TestADisableGCSetWhileDestroyPUDELsKeepsTheNetworksAttachment(t *testing.T)
 		t.Errorf("DestroyPU = %v; DELs %q: want the first alone, the second network said disableGC before its DEL", err, got)
 	}
 }
+
+// docs/sdk/cni-freeing.md, row 13: a reservation of a network a config of ConfDir names with
+// "disableGC": true is kept, whenever it is set, with no ReservationRate as with one. Two leaked
+// reservations, of neta and netb, in one round; while the DEL of the first runs, the operator sets
+// disableGC on both networks. The second is not DELed.
+func TestADisableGCSetDuringARoundWithoutARateKeepsTheNetworksReservation(t *testing.T) {
+	e, log, _ := setsDisableGCEnv(t)
+	reservation(t, e.data, "neta", "10.10.0.5", "dead-a", "eth0", time.Hour)
+	reservation(t, e.data, "netb", "10.11.0.5", "dead-b", "eth0", time.Hour)
+	obs := &observer{}
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, ResyncInterval: time.Hour, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 3*time.Second,
+		func() bool { return len(dels(log)) == 2 })
+	if got := dels(log); len(got) != 1 {
+		t.Errorf("DELs %q (observer: freed %v): want the first alone, the second network said disableGC before its DEL", got, obs.get(&obs.freed))
+	}
+}
