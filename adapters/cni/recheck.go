@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // evidence is what a DEL is decided on again right before it runs
@@ -44,9 +47,10 @@ var errNotRechecked = errors.New("cni: kept: what its DEL is decided on cannot b
 // (DestroyPU) or of a host-local reservation (Resync): right before it, it
 // reads again what the decision rests on and may have changed since it was
 // read, ConfDir always (a network's config that says disableGC now, a
-// config removed or changed) and the Runtime when ask; frees asks decide or
-// decideReservation again on it, and del runs only when the answer still
-// frees. ran: del ran (its error is err). An error wrapping
+// config removed or changed) and the Runtime when ask (a reservation's
+// sandbox listed again once time has passed since the round's list); frees
+// asks decide or decideReservation again on it, and del runs only when the
+// answer still frees. ran: del ran (its error is err). An error wrapping
 // errNotRechecked: ConfDir or the Runtime could not be read, and nothing
 // ran.
 func (c *Collector) recheckedDel(ctx context.Context, ask bool, frees func(evidence) bool, del func() error) (ran bool, err error) {
@@ -82,4 +86,26 @@ func (p destroyPlan) stillDels(e evidence, i, j int) bool {
 		f.Sandboxes[k].Atts = atts
 	}
 	return decide(f)[p.at+i].Del[j]
+}
+
+// turn waits for a reservation's turn under l; waited: it did not come at
+// once. It fails when ctx ends first.
+func turn(ctx context.Context, l *rate.Limiter) (waited bool, err error) {
+	res := l.Reserve()
+	if !res.OK() {
+		return false, errors.New("cni: the frees' rate allows none")
+	}
+	d := res.Delay()
+	if d == 0 {
+		return false, nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true, nil
+	case <-ctx.Done():
+		res.Cancel()
+		return true, ctx.Err()
+	}
 }

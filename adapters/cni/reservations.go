@@ -245,7 +245,10 @@ func (c *Collector) WouldFree() []Reservation {
 // that a sandbox created meanwhile is listed), asks decideReservation for
 // each, and DELs those it frees (a dry run records them, WouldFree). Each
 // DEL goes through recheckedDel: decided again on ConfDir read right before
-// it. A DEL that fails is logged and tried again at the next round.
+// it and, once time has passed since the round's list (a turn waited for
+// under the rate, a DEL run), on the Runtime asked again then, whose answer
+// the rest of the round is decided on. A DEL that fails is logged and tried
+// again at the next round.
 func (c *Collector) freeReservations(ctx context.Context) {
 	// The cache first: a reservation the runtime's own DEL releases while the round runs is either named by the
 	// cache read then or gone from the reservations read after.
@@ -285,6 +288,9 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	}
 	now := time.Now()
 	var would []Reservation
+	// stale: time has passed since run was read (a turn waited for under the rate, a DEL run): each DEL from then on
+	// is decided on the Runtime asked again right before it.
+	stale := false
 	// decideOn asks decideReservation about r on its network's config n (ok: there is one), the runtime's answer run,
 	// and the cache read at the round's start, at the time now.
 	decideOn := func(r Reservation, n hostLocalNet, ok bool, run runtimeView, now time.Time) verdict {
@@ -306,14 +312,19 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			continue
 		}
 		if l := c.hostLocal.limit; l != nil {
-			if l.Wait(ctx) != nil {
+			waited, err := turn(ctx, l)
+			if err != nil {
 				return // stopping while it waits for its turn
 			}
+			stale = stale || waited
 		}
-		// Decided again right before its DEL, on ConfDir as it is then (disableGC set, the config removed), whatever
-		// the rate.
+		// Decided again right before its DEL, on ConfDir as it is then (disableGC set, the config removed) and, once
+		// time has passed since the round's list, on the Runtime asked again (its sandbox listed again).
 		var list *libcni.NetworkConfigList
-		ran, err := c.recheckedDel(ctx, false, func(e evidence) bool {
+		ran, err := c.recheckedDel(ctx, stale, func(e evidence) bool {
+			if stale {
+				run = e.run // the rest of the round is decided on the newer answer
+			}
 			n, ok := e.config(r)
 			vd, list = decideOn(r, n, ok, run, time.Now()), n.List
 			return vd.Action == free
@@ -328,6 +339,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		if !ran {
 			continue
 		}
+		stale = true
 		reason := reasonOf(vd)
 		if err != nil {
 			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "freeingRow", vd.Row)

@@ -7,14 +7,88 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/ports"
 )
+
+// returningRuntime lists no sandbox until back is set (a runtime restarting, or on a fresh state for a
+// moment), then lists ids, ready.
+type returningRuntime struct {
+	ids  []string
+	back atomic.Bool
+}
+
+func (r *returningRuntime) ListPodSandbox(context.Context, *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	if !r.back.Load() {
+		return nil, nil
+	}
+	var sbs []*runtimeapi.PodSandbox
+	for _, id := range r.ids {
+		sbs = append(sbs, &runtimeapi.PodSandbox{Id: id, State: runtimeapi.PodSandboxState_SANDBOX_READY,
+			Labels: map[string]string{"io.kubernetes.pod.uid": "uid-" + id}})
+	}
+	return sbs, nil
+}
+
+// returnsAfterTheFirstDEL runs a round of the reservations' sweep of e (releaseEnv's n reservations)
+// with opts, the runtime listing none of their sandboxes until the first DEL starts and every one of
+// them from then on, for d or until every reservation was DELed. It returns the DELs' starts.
+func returnsAfterTheFirstDEL(t *testing.T, e env, log string, n int, opts cni.Options, d time.Duration) []time.Time {
+	t.Helper()
+	rt := &returningRuntime{}
+	for i := range n {
+		rt.ids = append(rt.ids, fmt.Sprintf("leaked-%02d", i))
+	}
+	opts.CacheDir, opts.PluginDirs, opts.ConfDir, opts.HostLocalDataDir = e.cache, []string{e.plugins}, e.conf, e.data
+	opts.Runtime, opts.ResyncInterval = rt, time.Hour
+	c, err := cni.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, d, func() bool {
+		starts := delStarts(t, log)
+		if len(starts) > 0 {
+			rt.back.Store(true)
+		}
+		return len(starts) == n
+	})
+	starts := delStarts(t, log)
+	if len(starts) == 0 {
+		t.Fatal("setup: no reservation was DELed while the runtime listed none of their sandboxes")
+	}
+	return starts
+}
+
+// docs/sdk/cni-freeing.md, row 15: a reservation is kept while "the runtime lists a sandbox of its
+// container ID, ready or not", and the runtime is asked right before its DEL. Four leaked reservations
+// of sandboxes the runtime does not list for a moment, freed at 2 a second: the first is freed at once;
+// the runtime lists all four sandboxes again before the next turn comes, and none of the others is
+// DELed.
+func TestAReservationIsKeptWhileTheRuntimeListsItsSandboxWhenItsTurnComes(t *testing.T) {
+	e, log := releaseEnv(t, 4, 0)
+	starts := returnsAfterTheFirstDEL(t, e, log, 4, cni.Options{ReservationRate: rate.Limit(2), ReservationBurst: 1}, 2500*time.Millisecond)
+	if len(starts) != 1 {
+		t.Errorf("%d reservations DELed; %d of them on turns that came while the runtime listed their sandboxes ready", len(starts), len(starts)-1)
+	}
+}
+
+// The same without a rate: the first DEL takes a second (a plugin waiting for a lock), and the runtime
+// lists the sandboxes again while it runs. The round's next reservations are kept.
+func TestAReservationIsKeptWhileTheRuntimeListsItsSandboxAfterASlowDEL(t *testing.T) {
+	e, log := releaseEnv(t, 3, 1)
+	starts := returnsAfterTheFirstDEL(t, e, log, 3, cni.Options{}, 4*time.Second)
+	if len(starts) != 1 {
+		t.Errorf("%d reservations DELed; %d of them after a slow DEL, while the runtime listed their sandboxes ready", len(starts), len(starts)-1)
+	}
+}
 
 // setsDisableGCPlugin is a plugin whose DEL logs its container and interface, releases the container's
 // host-local reservations in the data directory (%[2]q), then sets "disableGC": true on every network
