@@ -98,8 +98,8 @@ type ReservationStatus struct {
 	// network's config is gone: never touched), "would free" (a dry run),
 	// "to free" (waiting for its turn under the rate), "freed", "free
 	// failed" (tried again at the next round; Error says why), or "kept:
-	// ConfDir changed" (decided again on ConfDir when its turn came, and
-	// kept).
+	// decided again before its DEL" (decided again right before it, on
+	// ConfDir and the runtime as they were then, and kept).
 	State string `json:"state"`
 	Error string `json:"error,omitempty"`
 }

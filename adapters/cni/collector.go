@@ -423,7 +423,10 @@ func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID 
 // passes it over), ErrSandboxRunning (nothing of the pod is freed), or
 // ErrNoEvidence (the others are). A Runtime that cannot be asked keeps
 // everything (a plain error).
-// Attachments of disableGC networks are never DELed. An attachment gone
+// Attachments of disableGC networks are never DELed: each DEL is decided
+// again on ConfDir read right before it (a disableGC set while another DEL
+// of the pod ran keeps the attachment; a ConfDir that cannot be read then
+// keeps it with a plain error). An attachment gone
 // already (the runtime's DEL came first, or a previous call) is nothing to
 // do, so DestroyPU is idempotent; two calls for one pod at once free it
 // once, the second after the first. A DEL that fails keeps its entry and
@@ -471,7 +474,18 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 			if !p.verdicts[i].Del[j] {
 				continue
 			}
-			if err := c.del(ctx, a, ev); errors.Is(err, errFreedMeanwhile) {
+			// Decided again on ConfDir as it is right before the DEL: a disableGC set while another DEL ran keeps it.
+			ran, err := c.recheckedDel(ctx, false, func(e evidence) bool { return p.stillDels(e, i, j) },
+				func() error { return c.del(ctx, a, ev) })
+			if err == nil && !ran {
+				c.log.Info("attachment kept: its network's config in ConfDir says disableGC now", "network", a.NetworkName,
+					"sandboxID", a.ContainerID, "ifName", a.IfName, "pod", ev.Pod.String(), "puID", ev.PUID)
+				continue
+			}
+			if errors.Is(err, errNotRechecked) {
+				failed = append(failed, fmt.Errorf("network %s, sandbox %s, interface %s: %w", a.NetworkName, a.ContainerID, a.IfName, err))
+				continue
+			} else if errors.Is(err, errFreedMeanwhile) {
 				continue
 			} else if errors.Is(err, ErrUnusableEntry) {
 				unusable = append(unusable, err)
@@ -593,6 +607,12 @@ type destroyPlan struct {
 	kept error
 	// unusable are the entries of the PU that cannot be read or used.
 	unusable []error
+	// facts are what all was decided on; cached are the pod's sandboxes
+	// in the cache, the first of facts.Sandboxes index for index, and sbs
+	// are cached[at:at+len(sbs)] (stillDels).
+	facts  podFacts
+	cached []sandbox
+	at     int
 }
 
 // plan decides what DestroyPU(ev) does with what v and rv tell, and
@@ -601,7 +621,7 @@ func (c *Collector) plan(v view, rv runtimeView, ev ports.DestroyEvent) destroyP
 	changed := ev.Reason == ports.ReasonSandboxChanged || ev.Reason == ports.ReasonSandboxDead
 	f, sbs := observe(v.atts, v.collectable, rv, ev.PUID, changed, c.refusals.expired)
 	all := decide(f) // the cached sandboxes' verdicts first, then those of the sandboxes the runtime alone lists
-	p := destroyPlan{sbs: sbs, verdicts: all[:len(sbs)], all: all}
+	p := destroyPlan{sbs: sbs, verdicts: all[:len(sbs)], all: all, facts: f, cached: sbs}
 	if changed {
 		// Given up on, and still held: left as it is until the Collector is made anew, or its pod is gone.
 		if c.refusals.givenUp(ev.SandboxID) && slices.ContainsFunc(v.atts, func(a attachment) bool { return a.ContainerID == ev.SandboxID }) {
@@ -612,7 +632,7 @@ func (c *Collector) plan(v view, rv runtimeView, ev ports.DestroyEvent) destroyP
 		if i < 0 {
 			p.sbs, p.verdicts = nil, nil
 		} else {
-			p.sbs, p.verdicts, p.record = sbs[i:i+1], p.verdicts[i:i+1], p.verdicts[i:i+1]
+			p.sbs, p.verdicts, p.record, p.at = sbs[i:i+1], p.verdicts[i:i+1], p.verdicts[i:i+1], i
 			if err := keptChanged(p.verdicts[0], ev); err != nil {
 				p.answer = err
 				return p

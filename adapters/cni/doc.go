@@ -135,9 +135,13 @@
 // the network's current config with its container ID and interface name,
 // without a network namespace, so that host-local releases it under its
 // own lock; a DEL that succeeds while host-local still holds it is an
-// error. At most Options.ReservationRate are freed a second. A
-// reservation whose network's config is gone is reported, never
-// touched. Options.DryRun frees none and lists them (WouldFree);
+// error. At most Options.ReservationRate are freed a second. Each DEL is
+// decided again right before it runs, on ConfDir read then and, once time
+// has passed since the round's list (a turn waited for under the rate, a
+// DEL run before it), on the Runtime asked then: a disableGC set, or a
+// sandbox the Runtime lists again, while the round runs keeps the
+// reservation. A reservation whose network's config is gone is reported,
+// never touched. Options.DryRun frees none and lists them (WouldFree);
 // Options.Observer hears of each by network and reason.
 //
 // AddressHandler tells, of one address, what the Collector holds and
@@ -164,7 +168,9 @@
 //     namespace may be one whose bind mount the collector's container does
 //     not see, and a directory it does not see says nothing.
 //   - It never touches a network whose cached config, or whose config in
-//     Options.ConfDir, says "disableGC": true.
+//     Options.ConfDir, says "disableGC": true. ConfDir is read again right
+//     before each DEL, of an attachment or of a reservation, so that one
+//     set while another DEL runs is heeded.
 //   - It never calls the plugins' GC verb: the spec forbids GC concurrent
 //     with the runtime's ADD and DEL, which an outside collector cannot
 //     promise. It runs the DEL of attachments that are orphaned only.

@@ -3,6 +3,7 @@ package cni
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -245,7 +246,11 @@ func (c *Collector) WouldFree() []Reservation {
 // only when a reservation needs it, the Runtime's sandboxes (read last, so
 // that a sandbox created meanwhile is listed), asks decideReservation for
 // each, records every decision (AddressHandler), and DELs those it frees (a
-// dry run records them, WouldFree). A DEL that fails is logged and tried
+// dry run records them, WouldFree). Each DEL goes through recheckedDel:
+// decided again on ConfDir read right before it and, once time has passed
+// since the round's list (a turn waited for under the rate, a DEL run), on
+// the Runtime asked again then, whose answer the rest of the round is
+// decided on. A DEL that fails is logged and tried
 // again at the next round.
 func (c *Collector) freeReservations(ctx context.Context) {
 	// The cache first: a reservation the runtime's own DEL releases while the round runs is either named by the
@@ -291,18 +296,18 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	}
 	// Every reservation decided first, and recorded (AddressHandler); then those to free freed, in their order.
 	now := time.Now()
-	type toFree struct {
-		r  Reservation
-		n  hostLocalNet
-		vd verdict
+	// decideOn asks decideReservation about r on its network's config n (ok: there is one), the runtime's answer run,
+	// and the cache read at the round's start, at the time at.
+	decideOn := func(r Reservation, n hostLocalNet, ok bool, run runtimeView, at time.Time) verdict {
+		_, listed := run.byID[r.ContainerID]
+		return decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
+			Listed: listed, Cached: cached(r.ContainerID), Age: at.Sub(r.Reserved), Grace: c.hostLocal.grace})
 	}
-	var frees []toFree
+	var frees []Reservation
 	sts := make([]ReservationStatus, 0, min(len(rv.rs), maxReservationsRecorded))
 	for i, r := range rv.rs {
 		n, ok := rv.config(r)
-		_, listed := run.byID[r.ContainerID]
-		vd := decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
-			Listed: listed, Cached: cached(r.ContainerID), Age: now.Sub(r.Reserved), Grace: c.hostLocal.grace})
+		vd := decideOn(r, n, ok, run, now)
 		if i < maxReservationsRecorded {
 			st := ReservationStatus{Network: r.Network, DataDir: r.DataDir, File: r.Path(), ContainerID: r.ContainerID, IfName: r.IfName,
 				Reserved: r.Reserved, Decision: decisionOf(vd, now, ports.Reason(reasonOf(vd)), c.hostLocal.dryRun), State: "kept"}
@@ -320,13 +325,15 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			sts = append(sts, st)
 		}
 		if vd.Action == free {
-			frees = append(frees, toFree{r: r, n: n, vd: vd})
+			frees = append(frees, r)
 		}
 	}
 	c.addresses.round(now, rv.rs, sts)
 	var would []Reservation
-	for _, f := range frees {
-		r, n, vd := f.r, f.n, f.vd
+	// stale: time has passed since run was read (a turn waited for under the rate, a DEL run): each DEL from then on
+	// is decided on the Runtime asked again right before it.
+	stale := false
+	for _, r := range frees {
 		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
 			return
 		}
@@ -335,23 +342,38 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			continue
 		}
 		if l := c.hostLocal.limit; l != nil {
-			if l.Wait(ctx) != nil {
+			waited, err := turn(ctx, l)
+			if err != nil {
 				return // stopping while it waits for its turn
 			}
-			// Its turn may come after ConfDir changed (disableGC set, the config removed): decided again on it now.
-			nets, _, err := hostLocalNetworks(c.hostLocal.confDir, c.hostLocal.defaultDataDir)
-			if err != nil {
-				return
-			}
-			now, ok := nets[r.Network]
-			if !ok || now.Never || !slices.Contains(now.DataDirs, r.DataDir) {
-				c.addresses.reservationState(r, "kept: ConfDir changed", nil)
-				continue
-			}
-			n = now
+			stale = stale || waited
 		}
+		// Decided again right before its DEL, on ConfDir as it is then (disableGC set, the config removed) and, once
+		// time has passed since the round's list, on the Runtime asked again (its sandbox listed again).
+		var list *libcni.NetworkConfigList
+		var vd verdict
+		ran, err := c.recheckedDel(ctx, stale, func(e evidence) bool {
+			if stale {
+				run = e.run // the rest of the round is decided on the newer answer
+			}
+			n, ok := e.config(r)
+			vd, list = decideOn(r, n, ok, run, time.Now()), n.List
+			return vd.Action == free
+		}, func() error { return c.delReservation(ctx, r, list) })
+		if errors.Is(err, errNotRechecked) {
+			if ctx.Err() != nil {
+				return // stopping
+			}
+			c.log.Error(err, "host-local's reservations kept; will decide on them again at the next resync")
+			return
+		}
+		if !ran {
+			c.addresses.reservationState(r, "kept: decided again before its DEL", nil)
+			continue
+		}
+		stale = true
 		reason := reasonOf(vd)
-		if err := c.delReservation(ctx, r, n.List); err != nil {
+		if err != nil {
 			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "freeingRow", vd.Row)
 			c.addresses.reservationState(r, "free failed", err)
 			if c.hostLocal.observer != nil {

@@ -530,13 +530,13 @@ func (x *IPExplanation) Held() bool {
 // reservationStates says each state of a reservation
 // (cni.ReservationStatus.State) in words.
 var reservationStates = map[string]string{
-	"kept":                  "kept",
-	"reported":              "reported, never touched",
-	"would free":            "a dry run would free it",
-	"to free":               "to be freed, waiting for its turn under --max-destroys-per-second",
-	"freed":                 "freed",
-	"free failed":           "its free failed; tried again at the next sweep",
-	"kept: ConfDir changed": "kept: its network's config changed while it waited for its turn",
+	"kept":                               "kept",
+	"reported":                           "reported, never touched",
+	"would free":                         "a dry run would free it",
+	"to free":                            "to be freed, waiting for its turn under --max-destroys-per-second",
+	"freed":                              "freed",
+	"free failed":                        "its free failed; tried again at the next sweep",
+	"kept: decided again before its DEL": "kept: decided again right before its DEL, on its network's config and the runtime as they were then",
 }
 
 // RenderIP writes x for a person.

@@ -1,0 +1,111 @@
+package cni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// evidence is what a DEL is decided on again right before it runs
+// (recheck): ConfDir as it is then, and, when recheck asked it, the
+// Runtime's answer then.
+type evidence struct {
+	// nets are ConfDir's networks (readConfDir), by name.
+	nets map[string]confNet
+	// run is the Runtime's answer; the zero view when it was not asked.
+	run runtimeView
+}
+
+// keepNets returns the networks that a config of ConfDir names with
+// disableGC (view.keepNets).
+func (e evidence) keepNets() map[string]bool {
+	keep := map[string]bool{}
+	for name, n := range e.nets {
+		if n.Never {
+			keep[name] = true
+		}
+	}
+	return keep
+}
+
+// config returns the config of r's network in ConfDir, when one names it
+// with host-local and r's data directory (reservationView.config).
+func (e evidence) config(r Reservation) (confNet, bool) {
+	n, ok := e.nets[r.Network]
+	return n, ok && slices.ContainsFunc(n.DataDirs, func(d string) bool { return canonicalDir(d) == r.DataDir })
+}
+
+// errNotRechecked: the evidence a DEL is decided on could not be read
+// right before it (recheckedDel): it is not run.
+var errNotRechecked = errors.New("cni: kept: what its DEL is decided on cannot be read again")
+
+// recheckedDel is the one way the Collector runs a DEL, of an attachment
+// (DestroyPU) or of a host-local reservation (Resync): right before it, it
+// reads again what the decision rests on and may have changed since it was
+// read, ConfDir always (a network's config that says disableGC now, a
+// config removed or changed) and the Runtime when ask (a reservation's
+// sandbox listed again once time has passed since the round's list); frees
+// asks decide or decideReservation again on it, and del runs only when the
+// answer still frees. ran: del ran (its error is err). An error wrapping
+// errNotRechecked: ConfDir or the Runtime could not be read, and nothing
+// ran.
+func (c *Collector) recheckedDel(ctx context.Context, ask bool, frees func(evidence) bool, del func() error) (ran bool, err error) {
+	nets, _, err := readConfDir(c.hostLocal.confDir, c.hostLocal.defaultDataDir)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", errNotRechecked, err)
+	}
+	e := evidence{nets: nets}
+	if ask {
+		if e.run, err = c.listRuntime(ctx); err != nil {
+			return false, fmt.Errorf("%w: %w", errNotRechecked, err)
+		}
+	}
+	if !frees(e) {
+		return false, nil
+	}
+	return true, del()
+}
+
+// stillDels reports whether decide, asked again on the facts p was decided
+// on with the networks that ConfDir says disableGC of in e, still DELs
+// attachment j of p.sbs[i]. A network's disableGC is the only fact read
+// again: it can only keep more.
+func (p destroyPlan) stillDels(e evidence, i, j int) bool {
+	now := view{keepNets: e.keepNets()}
+	f := p.facts
+	f.Sandboxes = slices.Clone(f.Sandboxes)
+	for k, sb := range p.cached {
+		atts := slices.Clone(f.Sandboxes[k].Atts)
+		for m, a := range sb.Atts {
+			atts[m].Never = !now.collectable(a)
+		}
+		f.Sandboxes[k].Atts = atts
+	}
+	return decide(f)[p.at+i].Del[j]
+}
+
+// turn waits for a reservation's turn under l; waited: it did not come at
+// once. It fails when ctx ends first.
+func turn(ctx context.Context, l *rate.Limiter) (waited bool, err error) {
+	res := l.Reserve()
+	if !res.OK() {
+		return false, errors.New("cni: the frees' rate allows none")
+	}
+	d := res.Delay()
+	if d == 0 {
+		return false, nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true, nil
+	case <-ctx.Done():
+		res.Cancel()
+		return true, ctx.Err()
+	}
+}
