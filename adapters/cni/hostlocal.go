@@ -96,7 +96,29 @@ func canonicalDir(dir string) string {
 // ConfListFromConf does). never: a single plugin's config says
 // "disableGC": true itself.
 func loadNetwork(f string) (list *libcni.NetworkConfigList, never bool, err error) {
-	if list, err = libcni.NetworkConfFromFile(f); err == nil {
+	return loadNetworkWith(f, libcni.NetworkConfFromFile)
+}
+
+// loadNetworkInline is loadNetwork of f's own plugins only: the network's
+// directory of plugin configs (<ConfDir>/<name>/), which libcni reads too,
+// is not read (one that holds a named pipe would block the read).
+func loadNetworkInline(f string) (list *libcni.NetworkConfigList, never bool, err error) {
+	return loadNetworkWith(f, func(f string) (*libcni.NetworkConfigList, error) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		list, err := libcni.NetworkConfFromBytes(b)
+		if err == nil && len(list.Plugins) == 0 {
+			err = errors.New("no plugin configs found")
+		}
+		return list, err
+	})
+}
+
+// loadNetworkWith is loadNetwork, with load reading a list.
+func loadNetworkWith(f string, load func(string) (*libcni.NetworkConfigList, error)) (list *libcni.NetworkConfigList, never bool, err error) {
+	if list, err = load(f); err == nil {
 		return list, false, nil
 	}
 	b, rerr := os.ReadFile(f)
