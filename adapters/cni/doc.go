@@ -137,7 +137,8 @@
 // own lock; a DEL that succeeds while host-local still holds it is an
 // error. At most Options.ReservationRate are freed a second. A
 // reservation whose network's config is gone is reported, never
-// touched. Options.DryRun frees none and lists them (WouldFree);
+// touched; so is one in a network's directory that is a link (to another
+// disk, say), which host-local's DEL does not follow to release it. Options.DryRun frees none and lists them (WouldFree);
 // Options.Observer hears of each by network and reason.
 //
 // AddressHandler tells, of one address, what the Collector holds and
