@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"net"
 	"os"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/pathkind"
 )
 
 // ErrUsage is wrapped by every error of a command line the program cannot
@@ -293,8 +293,8 @@ func loopback(addr string) bool {
 // or as controller-runtime finds them, and sets the client's rate limit to
 // --kube-api-qps and --kube-api-burst either way (clientcmd leaves QPS at
 // 0, which client-go reads as 5 a second; controller-runtime's GetConfig
-// turns the limit off). A --kubeconfig that names no file (nothing, or a
-// directory), or that gives nothing to read within 10 s (a named pipe no
+// turns the limit off). A --kubeconfig that names no file (nothing, a
+// loop of links, or a directory), or that gives nothing to read within 10 s (a named pipe no
 // one writes), is the command line's fault: the error wraps ErrUsage, and
 // nothing was connected to. It is checked here, where the file is read,
 // rather than with the other flags, so that each program refuses its own
@@ -351,14 +351,14 @@ func loadKubeconfig(path string, timeout time.Duration) (*rest.Config, error) {
 }
 
 // checkKubeconfig refuses a --kubeconfig that names no file: one that does
-// not exist, or a directory. Any other fault of reading it (its
-// permissions, its content) is left to the loading, which names it.
+// not exist, a loop of links, or a directory. Any other fault of reading
+// it (its permissions, its content) is left to the loading, which names
+// it.
 func checkKubeconfig(path string) error {
-	info, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	switch kind, _, err := pathkind.Of(path); kind {
+	case pathkind.Missing, pathkind.Loop:
 		return fmt.Errorf("--kubeconfig %s names no file: %w", path, err)
-	case err == nil && info.IsDir():
+	case pathkind.Dir:
 		return fmt.Errorf("--kubeconfig %s is a directory, not a kubeconfig file", path)
 	}
 	return nil

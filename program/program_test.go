@@ -229,6 +229,22 @@ func TestAKubeconfigThatNamesNoFileIsAUsageError(t *testing.T) {
 	assert.Contains(t, err.Error(), "--kubeconfig")
 }
 
+// TestALoopingKubeconfigNamesNoFileIsAUsageError: "A --kubeconfig that
+// names no file ... is the command line's fault: the error wraps ErrUsage":
+// a loop of links is there and names no file, for every process.
+func TestALoopingKubeconfigNamesNoFileIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "loop1")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "loop2"), loop))
+	require.NoError(t, os.Symlink(loop, filepath.Join(dir, "loop2")))
+	f := Defaults()
+	f.Kubeconfig = loop
+	_, err := f.RESTConfig()
+	require.ErrorIs(t, err, ErrUsage)
+	assert.Contains(t, err.Error(), "--kubeconfig")
+	assert.Equal(t, 2, exitCode("p", err, io.Discard))
+}
+
 // TestAKubeconfigPipeNoOneWritesIsAUsageError: "A command line the program
 // cannot run with is refused with status 2 before it connects to
 // anything", never a hang: a --kubeconfig that is a named pipe no one

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/internal/pathkind"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -112,7 +113,8 @@ var (
 // mount (a hostPath the DaemonSet does not mount, a typo) fails at start
 // instead of keeping the journal where it does not survive a restart. The
 // error then wraps ErrInvalidOptions, as for an empty path, or a path that
-// names a directory or anything else than a regular file: a program
+// names a directory, a loop of links, or anything else than a regular
+// file: a program
 // refuses its command line with it.
 //
 // An existing file is read first without writing to it: when it is not a
@@ -135,8 +137,8 @@ func Open(path string, opts Options) (*Journal, error) {
 		return nil, err
 	}
 	deadline := time.Now().Add(o.Timeout)
-	info, err := os.Stat(path)
-	created := errors.Is(err, fs.ErrNotExist)
+	kind, info, err := pathkind.Of(path)
+	created := kind == pathkind.Missing
 	// The name a missing journal is created under: path, or where the
 	// link path is (a dangling one) points.
 	file := path
@@ -148,9 +150,12 @@ func Open(path string, opts Options) (*Journal, error) {
 		if err := checkDir(filepath.Dir(file)); err != nil {
 			return nil, err
 		}
+	case kind == pathkind.Loop:
+		// A loop of links is there and names no file, for any process: the path given Open is the cause.
+		return nil, fmt.Errorf("%w: the journal %s names no file: %w", ErrInvalidOptions, path, err)
 	case err != nil:
 		return nil, fmt.Errorf("bolt: journal %s: %w", path, err)
-	case err == nil && !info.Mode().IsRegular():
+	case kind != pathkind.File:
 		// A directory (the journal's own, a slip of the path) or a device is no file a journal can be: the path
 		// given Open is the cause, as for a missing directory.
 		return nil, fmt.Errorf("%w: the journal %s is a %v, not a regular file", ErrInvalidOptions, path, info.Mode().Type())

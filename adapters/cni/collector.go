@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/podsweeper/podsweeper/internal/pathkind"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -111,7 +112,8 @@ type Options struct {
 	// HostLocalDataDir is where host-local keeps its reservations for a
 	// network of ConfDir whose config sets no "dataDir" (the package doc,
 	// "host-local's reservations"). A directory that does not exist holds
-	// none; a path that is there and no directory is invalid. "":
+	// none; a path that is there and no directory (a file, a loop of links)
+	// is invalid. "":
 	// DefaultHostLocalDataDir (/var/lib/cni/networks).
 	HostLocalDataDir string
 	// ReservationGrace is how old a host-local reservation that no sandbox
@@ -185,8 +187,8 @@ var (
 // with ErrInvalidOptions when an option is out of range, when CacheDir or
 // a plugin directory does not exist (a DaemonSet that forgot to mount one
 // would otherwise see no attachment, or fail every DEL), or when ConfDir
-// or HostLocalDataDir is there and is not a directory (every read of it
-// would fail).
+// or HostLocalDataDir is there and is not a directory (a file, a loop of
+// links: every read of it would fail).
 func New(opts Options) (*Collector, error) {
 	if opts.ResyncInterval < 0 {
 		return nil, fmt.Errorf("%w: ResyncInterval is negative (%v)", ErrInvalidOptions, opts.ResyncInterval)
@@ -233,17 +235,22 @@ func New(opts Options) (*Collector, error) {
 		if d == "" {
 			return nil, fmt.Errorf("%w: %s is empty", ErrInvalidOptions, what)
 		}
-		info, err := os.Stat(d)
-		if err != nil {
+		switch kind, _, err := pathkind.Of(d); kind {
+		case pathkind.Dir:
+		case pathkind.Missing, pathkind.Loop, pathkind.Unreadable:
 			return nil, fmt.Errorf("%w: %s %s (it is not created: mount it from the node): %w", ErrInvalidOptions, what, d, err)
-		}
-		if !info.IsDir() {
+		default:
 			return nil, fmt.Errorf("%w: %s %s is not a directory", ErrInvalidOptions, what, d)
 		}
 	}
-	// A config or data directory that does not exist holds none; one that is not a directory fails every read.
+	// A config or data directory that does not exist holds none; one that is there and not a directory (a file, a
+	// loop of links) fails every read.
 	for _, d := range [...]struct{ what, dir string }{{"the config directory", opts.ConfDir}, {"host-local's data directory", opts.HostLocalDataDir}} {
-		if info, err := os.Stat(d.dir); err == nil && !info.IsDir() {
+		switch kind, _, err := pathkind.Of(d.dir); kind {
+		case pathkind.Dir, pathkind.Missing:
+		case pathkind.Loop, pathkind.Unreadable:
+			return nil, fmt.Errorf("%w: %s %s cannot be read: %w", ErrInvalidOptions, d.what, d.dir, err)
+		default:
 			return nil, fmt.Errorf("%w: %s %s is not a directory", ErrInvalidOptions, d.what, d.dir)
 		}
 	}

@@ -1,14 +1,18 @@
 package cni
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/containernetworking/cni/libcni"
 )
@@ -45,9 +49,13 @@ type confNet struct {
 // runtime uses, and is passed over but for its "disableGC" (a single
 // plugin's .conf, which the runtime loads as a list of one: its own key
 // says). A directory that cannot be read, or a file of it that cannot be
-// (its permissions, or a link to what the collector cannot see, as into a
-// directory its pod does not mount, though the runtime may), is an error:
-// the collector cannot know which networks to leave alone.
+// read to its end (its permissions, a read that fails, or a link to what
+// the collector cannot see, as into a directory its pod does not mount,
+// though the runtime may), and so a network's own directory of plugin
+// configs (<dir>/<name>/, which libcni reads) or a config in it, is an
+// error: the collector cannot know which networks to leave alone. A
+// network whose own directory holds what would block libcni's read (a
+// named pipe) is kept (Never), its config read without that directory.
 func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, partial bool, err error) {
 	if li, lerr := os.Lstat(dir); lerr == nil && li.Mode()&os.ModeSymlink != 0 {
 		if _, serr := os.Stat(dir); serr != nil { // a link into what the collector does not see: the runtime may
@@ -67,10 +75,7 @@ func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, partial b
 			continue // a FIFO would block its read, and a device or a directory is no config the runtime loads
 		}
 		if err == nil {
-			var r *os.File
-			if r, err = os.Open(f); err == nil {
-				_ = r.Close()
-			}
+			err = readsWhole(f)
 		}
 		if err != nil { // it may name a network with "disableGC": none is touched until it can be read
 			return nil, false, fmt.Errorf("cni: the network config %s cannot be read (%w): which networks it names, and whether it says disableGC, cannot be told", f, err)
@@ -80,15 +85,17 @@ func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, partial b
 		if named && err != nil {
 			return nil, false, err
 		}
+		load := loadNetwork
 		if named && irregular {
 			// libcni reads the network's own directory of plugin configs: one that holds a FIFO would block
-			// the read. The network is never touched.
+			// the read. The network is never touched, and is still the config's: its inline plugins tell its
+			// host-local data directories, so that its reservations are kept, not reported gone.
+			load = loadNetworkInline
 			n := nets[name]
 			n.Never = true
 			nets[name] = n
-			continue
 		}
-		list, never, err := loadNetwork(f)
+		list, never, err := load(f)
 		if err != nil {
 			// Not a network the runtime loads, or one being written: what it tells is not all there.
 			partial = true
@@ -151,17 +158,13 @@ func confNameOf(f string) (name string, named bool) {
 	return name, true
 }
 
-// nameKey and disableGCKey find a config's "name" and a "disableGC" key in a file that does not parse (one being
-// written, cut short).
-var (
-	nameKey      = regexp.MustCompile(`"name"\s*:\s*"((?:[^"\\]|\\.)*)"`)
-	disableGCKey = regexp.MustCompile(`"disableGC"\s*:`)
-)
+// disableGCKey finds a "disableGC" key in a file that does not parse (one being written, cut short).
+var disableGCKey = regexp.MustCompile(`"disableGC"\s*:`)
 
 // saysDisableGC reports the network of a config file that libcni does not load, and whether it says "disableGC":
 // true: a single plugin's .conf by its own key (singleSaysDisableGC), or a file that does not parse (being
-// written) that holds a "disableGC" key at all, for its first "name". One that holds the key and no name is an
-// error: which network it keeps cannot be told.
+// written) that holds a "disableGC" key at all, for its top-level "name" (topLevelName). One that holds the key and
+// whose top-level name cannot be told for sure is an error: which network it keeps cannot be told.
 func saysDisableGC(f string) (name string, says bool, err error) {
 	b, rerr := os.ReadFile(f)
 	if rerr != nil {
@@ -174,15 +177,57 @@ func saysDisableGC(f string) (name string, says bool, err error) {
 	if !disableGCKey.Match(b) {
 		return "", false, nil
 	}
-	m := nameKey.FindSubmatch(b)
-	if m == nil {
-		return "", false, fmt.Errorf("cni: the network config %s, which does not parse (being written?), says disableGC and names no network yet: which it keeps cannot be told", f)
+	name, ok := topLevelName(b)
+	if !ok {
+		return "", false, fmt.Errorf("cni: the network config %s, which does not parse (being written?), says disableGC and its network's name cannot be told from it yet: which it keeps cannot be told", f)
 	}
-	var s string
-	if json.Unmarshal(append(append([]byte{'"'}, m[1]...), '"'), &s) != nil {
-		s = string(m[1])
+	return name, true, nil
+}
+
+// topLevelName returns the "name" of the object b starts, as far as it can be read (it may be cut short): the
+// string value of its own "name" key, not one of an object or list in it (a plugin's). ok is false when no such
+// key is read in full, or when it is given twice with two values (the last read wins, and one may follow the cut).
+func topLevelName(b []byte) (name string, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
 	}
-	return s, true, nil
+	depth, wantKey, key := 1, true, ""
+	for depth > 0 {
+		t, err := dec.Token()
+		if err != nil { // cut short, or no JSON past here
+			break
+		}
+		if depth == 1 && wantKey {
+			if t == json.Delim('}') {
+				break
+			}
+			key, wantKey = fmt.Sprint(t), false
+			continue
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+			wantKey = depth == 1
+			continue
+		}
+		if depth > 1 {
+			continue
+		}
+		wantKey = true
+		if key != "name" {
+			continue
+		}
+		s, isString := t.(string)
+		if !isString || ok && s != name {
+			return "", false
+		}
+		name, ok = s, true
+	}
+	return name, ok
 }
 
 // holdsIrregular reports whether the directory d (a network's own directory of plugin configs, which libcni reads)
@@ -190,19 +235,24 @@ func saysDisableGC(f string) (name string, says bool, err error) {
 // read may block. A plugin config there that cannot be read (its mode, a link to what the collector does not see)
 // is an error: it may say disableGC.
 func holdsIrregular(d string) (bool, error) {
+	if _, err := os.Lstat(d); errors.Is(err, fs.ErrNotExist) {
+		return false, nil // no such directory: the network has no plugin configs but its own
+	}
 	entries, err := os.ReadDir(d)
-	if err != nil {
-		return false, nil
+	switch {
+	case errors.Is(err, syscall.ENOTDIR):
+		return false, nil // a file: libcni fails to load the network, as loadNetwork does
+	case err != nil:
+		// A link the collector cannot follow (into a directory its pod does not mount, though the runtime's
+		// may), a loop, its permissions: the plugin configs the runtime loads there may say disableGC.
+		return false, fmt.Errorf("cni: the network's directory of plugin configs %s cannot be read (%w): whether they say disableGC cannot be told", d, err)
 	}
 	irregular := false
 	for _, e := range entries {
 		p := filepath.Join(d, e.Name())
 		fi, err := os.Stat(p)
 		if err == nil && fi.Mode().IsRegular() {
-			var r *os.File
-			if r, err = os.Open(p); err == nil {
-				_ = r.Close()
-			}
+			err = readsWhole(p)
 		}
 		switch {
 		case err != nil && slices.Contains(confExtensions, filepath.Ext(p)):
@@ -212,6 +262,13 @@ func holdsIrregular(d string) (bool, error) {
 		}
 	}
 	return irregular, nil
+}
+
+// readsWhole reads the regular file f to its end: one that opens and whose read fails (EIO: a failing disk, a FUSE
+// mount) cannot be read either.
+func readsWhole(f string) error {
+	_, err := os.ReadFile(f)
+	return err
 }
 
 // singleDisableGC returns the network of a single plugin's config file f, and whether it says "disableGC": true

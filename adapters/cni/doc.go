@@ -141,7 +141,9 @@
 // DEL run before it), on the Runtime asked then: a disableGC set, or a
 // sandbox the Runtime lists again, while the round runs keeps the
 // reservation. A reservation whose network's config is gone is reported,
-// never touched. Options.DryRun frees none and lists them (WouldFree);
+// never touched; so is one in a network's directory that is a link (to
+// another disk, say), which host-local's DEL does not follow to release
+// it. Options.DryRun frees none and lists them (WouldFree);
 // Options.Observer hears of each by network and reason.
 //
 // AddressHandler tells, of one address, what the Collector holds and

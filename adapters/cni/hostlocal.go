@@ -96,7 +96,29 @@ func canonicalDir(dir string) string {
 // ConfListFromConf does). never: a single plugin's config says
 // "disableGC": true itself.
 func loadNetwork(f string) (list *libcni.NetworkConfigList, never bool, err error) {
-	if list, err = libcni.NetworkConfFromFile(f); err == nil {
+	return loadNetworkWith(f, libcni.NetworkConfFromFile)
+}
+
+// loadNetworkInline is loadNetwork of f's own plugins only: the network's
+// directory of plugin configs (<ConfDir>/<name>/), which libcni reads too,
+// is not read (one that holds a named pipe would block the read).
+func loadNetworkInline(f string) (list *libcni.NetworkConfigList, never bool, err error) {
+	return loadNetworkWith(f, func(f string) (*libcni.NetworkConfigList, error) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		list, err := libcni.NetworkConfFromBytes(b)
+		if err == nil && len(list.Plugins) == 0 {
+			err = errors.New("no plugin configs found")
+		}
+		return list, err
+	})
+}
+
+// loadNetworkWith is loadNetwork, with load reading a list.
+func loadNetworkWith(f string, load func(string) (*libcni.NetworkConfigList, error)) (list *libcni.NetworkConfigList, never bool, err error) {
+	if list, err = load(f); err == nil {
 		return list, false, nil
 	}
 	b, rerr := os.ReadFile(f)
@@ -153,7 +175,9 @@ func hostLocalDataDir(plugin []byte, defaultDataDir string) (dir string, ok bool
 
 // readReservations lists the reservations of every network directory of
 // dataDir: each regular file whose name is an address, but host-local's
-// lock and last_reserved_ip.*. It never takes host-local's lock, nor
+// lock and last_reserved_ip.*. Those of a network directory that is a link
+// are skipped (reported, never touched): host-local's DEL does not release
+// through a link; and a link it cannot follow is not read. It never takes host-local's lock, nor
 // writes anything: a file that host-local is writing may read empty, and
 // is skipped. A data directory that does not exist holds none; a file gone
 // meanwhile is not reported.
@@ -168,10 +192,23 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 	var rs []Reservation
 	var skips []skipped
 	for _, nd := range nets {
-		if !nd.IsDir() { // host-local makes directories: a link or a file is someone else's
+		dir := filepath.Join(dataDir, nd.Name())
+		// A network's directory that is a link (to another disk, say): host-local's ADD reserves through it, and
+		// its DEL never releases through it (it walks the directory without following the link). Each
+		// reservation there is reported, never touched: no DEL can free it.
+		linked := nd.Type()&fs.ModeSymlink != 0
+		if linked {
+			info, err := os.Stat(dir)
+			switch {
+			case err != nil: // a link the collector cannot follow (into what its pod does not mount): the runtime may
+				skips = append(skips, skipped{File: dir, Why: fmt.Sprintf("a network's directory that is a link the collector cannot follow: %v: its reservations are not read, never touched", err), Unreadable: true})
+				continue
+			case !info.IsDir():
+				continue
+			}
+		} else if !nd.IsDir() { // host-local makes directories: a file is someone else's
 			continue
 		}
-		dir := filepath.Join(dataDir, nd.Name())
 		files, err := os.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -195,6 +232,10 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 			case gone:
 			case skip != nil:
 				skips = append(skips, *skip)
+			case linked:
+				skips = append(skips, skipped{File: path, Written: r.Reserved, ContainerID: r.ContainerID, Unreadable: true,
+					Why: "a host-local reservation of container " + r.ContainerID + " in a network's directory that is a link (" + dir +
+						"): host-local's DEL does not follow it to release the address: reported, never touched"})
 			default:
 				rs = append(rs, r)
 			}

@@ -183,3 +183,21 @@ func TestAConfDirThatIsAFileIsAUsageError(t *testing.T) {
 	assert.NotContains(t, err.Error(), "--cni-conf-dir", "a conf dir that does not exist holds no config")
 	assert.Contains(t, err.Error(), "--kubeconfig")
 }
+
+// TestAConfDirThatIsALoopOfLinksIsAUsageError: a --cni-conf-dir that is a
+// loop of links is there, is no directory, and every read of it fails: a
+// usage error (status 2) naming the flag, before the collector connects to
+// anything.
+func TestAConfDirThatIsALoopOfLinksIsAUsageError(t *testing.T) {
+	env := func(string) string { return "node-a" }
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "loop1")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "loop2"), loop))
+	require.NoError(t, os.Symlink(loop, filepath.Join(dir, "loop2")))
+	args := []string{"--cni-cache-dir=" + dir, "--cni-bin-dir=" + dir, "--cri-endpoint=unix://" + filepath.Join(dir, "no-runtime.sock"),
+		"--kubeconfig=" + filepath.Join(dir, "no-kubeconfig"), "--cni-conf-dir=" + loop}
+	err := run(context.Background(), args, env, &bytes.Buffer{})
+	require.ErrorIs(t, err, program.ErrUsage)
+	assert.Contains(t, err.Error(), "--cni-conf-dir")
+	assert.Contains(t, err.Error(), loop)
+}

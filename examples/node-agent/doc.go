@@ -60,7 +60,8 @@
 // the one a link there points into (a missing one is refused with status
 // 2: a hostPath the DaemonSet does not mount would keep the journal where
 // it does not survive a restart; so is
-// a --state-file that names a directory, or anything but a file): at
+// a --state-file that names a directory, a loop of links, or anything but
+// a file): at
 // start, before its first check, the
 // engine tracks again every PU of the previous run, with its sandbox, and destroys
 // those whose pods went away or whose sandbox was replaced while the agent

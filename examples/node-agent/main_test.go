@@ -182,6 +182,20 @@ func TestAStateFileThatIsADirectoryIsAUsageError(t *testing.T) {
 	assert.DirExists(t, dir)
 }
 
+// A --state-file that names anything but a file is refused with status 2
+// (program.ErrUsage) before the agent connects to anything: a loop of
+// links names none.
+func TestAStateFileThatIsALoopOfLinksIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "loop1")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "loop2"), loop))
+	require.NoError(t, os.Symlink(loop, filepath.Join(dir, "loop2")))
+	err := run(context.Background(), []string{"--node=n", "--kubeconfig=" + filepath.Join(dir, "no-kubeconfig"), "--state-file=" + loop},
+		os.Getenv, &bytes.Buffer{})
+	require.ErrorIs(t, err, program.ErrUsage)
+	assert.Contains(t, err.Error(), "--state-file")
+}
+
 func TestParseFlagsCRIOff(t *testing.T) {
 	cfg, err := agent.ParseFlags([]string{"--node=n", "--cri-endpoint="}, env(nil), &bytes.Buffer{})
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,5 +187,59 @@ func TestAConfigRemovedAndWrittenBackTellsNothingAgain(t *testing.T) {
 	round()
 	if got := obs.get(&obs.would); len(got) != 1 {
 		t.Errorf("a reservation whose file was untouched while its config was removed and written back was told again: %v", got)
+	}
+}
+
+// docs/sdk/cni-freeing.md: "an attachment of a network whose config says "disableGC": true (its cached config, or
+// any file of ConfDir that names the network) is never DELed". A config being rewritten in place (cut short) names
+// its network by its own top-level "name", not by a plugin's: net1's attachment is kept when its file, cut, lists
+// a plugin with a "name" of its own before its own. When the cut text does not tell its top-level name yet, which
+// network it keeps cannot be told: every one is kept.
+func TestAConfigBeingWrittenKeepsItsOwnNetworkNotAPlugins(t *testing.T) {
+	for name, body := range map[string]string{
+		"named after its plugins":        `{"cniVersion":"1.0.0","plugins":[{"name":"inner","type":"logdel"}],"name":"net1","disableGC":true`,
+		"its own name not there yet":     `{"cniVersion":"1.0.0","disableGC":true,"plugins":[{"name":"inner","type":"logdel"}],"na`,
+		"its own name cut in the middle": `{"cniVersion":"1.0.0","disableGC":true,"plugins":[{"name":"inner","type":"logdel"}],"name":"ne`,
+	} {
+		e, c, dels := logDelEnv(t, cni.Options{ResyncInterval: time.Hour})
+		write(t, filepath.Join(e.conf, "10-net1.conflist"), body)
+		_ = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
+			SandboxID: "sb-1", Reason: ports.ReasonPodGone})
+		if b, _ := os.ReadFile(dels); len(b) > 0 {
+			t.Errorf("%s: a DEL of network net1, which a config being written names and says disableGC of: %q", name, b)
+		}
+	}
+}
+
+// adapters/cni's doc (ReasonConfigGone) and docs/sdk/cni-freeing.md row 12: a reservation is reported ConfigGone only
+// when no config in ConfDir names its network with host-local and its data directory. net1's config does, and net1
+// is kept untouched for its own directory of plugin configs (<ConfDir>/net1/) holds a named pipe, whose read would
+// block: its leaked reservation is kept, not reported gone, and the Observer is told of net1 as a network that runs
+// host-local.
+func TestAReservationOfANetworkKeptForItsPluginDirectoryIsNotReportedConfigGone(t *testing.T) {
+	e := newEnv(t)
+	write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"`+e.data+`"}}]}`)
+	if err := os.MkdirAll(filepath.Join(e.conf, "net1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(e.conf, "net1", "p.conf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reservation(t, e.data, "net1", "10.1.0.5", "leaked-ctr", "eth0", time.Hour)
+	obs := &observer{}
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, DryRun: true, ResyncInterval: 50 * time.Millisecond, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 3*time.Second, func() bool { return len(obs.get(&obs.nets)) >= 2 })
+	if got := obs.get(&obs.reported); len(got) > 0 {
+		t.Errorf("net1's reservation reported while 10-net1.conflist names net1 with host-local and its data directory: %v", got)
+	}
+	if got := obs.get(&obs.nets); len(got) == 0 || got[0] != "net1" {
+		t.Errorf("the Observer was told of networks %v, want net1 at each round", got)
+	}
+	if got := c.WouldFree(); len(got) > 0 {
+		t.Errorf("WouldFree = %v, want none: net1 is never touched", got)
 	}
 }
