@@ -163,7 +163,13 @@ func (h *hostLocal) read() (reservationView, error) {
 	if partial { // a config that does not parse (being written) may name any data directory: none is seen gone
 		v.blind = append(v.blind, string(os.PathSeparator))
 	}
-	for _, s := range h.skips.report(skips, v.unknown) {
+	// A reservation reported is told once while its file holds it, whatever the rounds between say of its config (an
+	// installer that writes it anew): what the view holds, or says nothing of, is not forgotten.
+	held := make(map[string]bool, len(v.rs))
+	for _, r := range v.rs {
+		held[r.Path()] = true
+	}
+	for _, s := range h.skips.report(skips, func(f string) bool { return held[f] || v.unknown(f) }) {
 		if s.ContainerID != "" && !s.Unreadable && h.observer != nil {
 			h.observer.ReservationReported(networkOf(s.File), ReasonConfigGone)
 		}

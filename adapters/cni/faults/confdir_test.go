@@ -243,3 +243,34 @@ func TestAReservationOfANetworkKeptForItsPluginDirectoryIsNotReportedConfigGone(
 		t.Errorf("WouldFree = %v, want none: net1 is never touched", got)
 	}
 }
+
+// adapters/cni's Observer: ReservationReported is "told once for each"; examples/cni-gc's README: a reservation whose
+// network's config is gone is "reported once in the log and in podsweeper_cni_reservations_reported_total". An
+// installer that removes its config and writes it back, again and again, while the reservation's file is untouched,
+// gets it reported once.
+func TestAReservationWhoseConfigComesAndGoesIsReportedOnce(t *testing.T) {
+	e := newEnv(t)
+	conf := filepath.Join(e.conf, "10-net1.conflist")
+	body := `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"` + e.data + `"}}]}`
+	reservation(t, e.data, "net1", "10.7.0.9", "some-ctr", "eth0", time.Hour)
+	obs := &observer{}
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, DryRun: true, ResyncInterval: time.Hour, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := func() {
+		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
+	}
+	for range 3 {
+		round() // no config: reported
+		write(t, conf, body)
+		round()
+		if err := os.Remove(conf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := obs.get(&obs.reported); len(got) != 1 {
+		t.Errorf("a reservation whose file was untouched while its config came and went was reported %v, want once", got)
+	}
+}
