@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,13 +157,11 @@ func confNameOf(f string) (name string, named bool) {
 	return name, true
 }
 
-// disableGCKey finds a "disableGC" key in a file that does not parse (one being written, cut short).
-var disableGCKey = regexp.MustCompile(`"disableGC"\s*:`)
 
 // saysDisableGC reports the network of a config file that libcni does not load, and whether it says "disableGC":
-// true: a single plugin's .conf by its own key (singleSaysDisableGC), or a file that does not parse (being
-// written) that holds a "disableGC" key at all, for its top-level "name" (topLevelName). One that holds the key and
-// whose top-level name cannot be told for sure is an error: which network it keeps cannot be told.
+// true: a single plugin's .conf by its own key (singleSaysDisableGC); a file that does not parse (being written) may
+// yet say it of its top-level "name" (topLevelName), which it keeps, and one whose top-level name cannot be told for
+// sure (empty, or cut before it) is an error: which network it keeps cannot be told, and every one is kept.
 func saysDisableGC(f string) (name string, says bool, err error) {
 	b, rerr := os.ReadFile(f)
 	if rerr != nil {
@@ -174,12 +171,11 @@ func saysDisableGC(f string) (name string, says bool, err error) {
 		n, ok := singleDisableGC(f)
 		return n, ok, nil
 	}
-	if !disableGCKey.Match(b) {
-		return "", false, nil
-	}
+	// Being written: it may yet say disableGC of the network it names, or, if its name cannot be told yet (an empty
+	// file, truncated to be written anew), of any.
 	name, ok := topLevelName(b)
 	if !ok {
-		return "", false, fmt.Errorf("cni: the network config %s, which does not parse (being written?), says disableGC and its network's name cannot be told from it yet: which it keeps cannot be told", f)
+		return "", false, fmt.Errorf("cni: the network config %s does not parse (being written?) and its network's name cannot be told from it yet: which networks it keeps cannot be told", f)
 	}
 	return name, true, nil
 }

@@ -91,7 +91,7 @@ func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
 	writeFile(t, filepath.Join(conf, "50-single-never.conf"), `{"cniVersion":"1.0.0","name":"single-never","type":"ptp","disableGC":true,
 		"ipam":{"type":"host-local","subnet":"10.5.0.0/24"}}`, 0)
 	writeFile(t, filepath.Join(conf, "60-dhcp.conflist"), `{"cniVersion":"1.1.0","name":"dhcp","plugins":[{"type":"bridge","ipam":{"type":"dhcp"}}]}`, 0)
-	writeFile(t, filepath.Join(conf, "70-broken.conflist"), `{"name":`, 0)
+	writeFile(t, filepath.Join(conf, "70-broken.conflist"), `{"cniVersion":"1.1.0","name":"broken","plugins":[`, 0) // being written: it may yet say disableGC
 	// Named twice: the runtime loads the first file, and the second's disableGC still keeps the network.
 	writeFile(t, filepath.Join(conf, "80-twice.conflist"), `{"cniVersion":"1.1.0","name":"twice","plugins":[
 		{"type":"host-local","ipam":{"dataDir":"/data/c","subnet":"10.8.0.0/24"}}]}`, 0)
@@ -115,7 +115,7 @@ func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
 	require.True(t, nets["twice"].Never, "a network any config names with disableGC is never touched")
 	keep, err := disableGCNetworks(conf)
 	require.NoError(t, err)
-	require.Equal(t, map[string]bool{"never": true, "single-never": true, "twice": true}, keep,
+	require.Equal(t, map[string]bool{"never": true, "single-never": true, "twice": true, "broken": true}, keep,
 		"the cache's attachments and host-local's reservations are kept on the same networks")
 
 	none, _, err := hostLocalNetworks(filepath.Join(conf, "missing"), "/default")

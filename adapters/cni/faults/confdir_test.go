@@ -274,3 +274,26 @@ func TestAReservationWhoseConfigComesAndGoesIsReportedOnce(t *testing.T) {
 		t.Errorf("a reservation whose file was untouched while its config came and went was reported %v, want once", got)
 	}
 }
+
+// docs/sdk/cni-freeing.md: "a file being written whose top-level name cannot be told yet keeps every network";
+// and a file being written may yet say "disableGC" of the network it names. A ConfDir file truncated to be
+// written anew (empty), or cut before its name, keeps the gone pod's attachment of any network; one cut after
+// its name, before any "disableGC", keeps the network it names.
+func TestAConfigBeingWrittenKeepsWhatItMayYetSayDisableGCOf(t *testing.T) {
+	for name, body := range map[string]string{
+		"empty":                                 ``,
+		"cut before its name":                   `{"cniVersion":"1.0.0",`,
+		"cut before its name, a plugin's named": `{"cniVersion":"1.0.0","plugins":[{"type":"fake","name":"x"}],`,
+		"named net1, no disableGC yet":          `{"cniVersion":"1.0.0","name":"net1","plugins":[{"ty`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e, c, dels := logDelEnv(t, cni.Options{ResyncInterval: time.Hour})
+			write(t, filepath.Join(e.conf, "10-being-written.conflist"), body)
+			_ = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
+				SandboxID: "sb-1", Reason: ports.ReasonPodGone})
+			if b, _ := os.ReadFile(dels); len(b) > 0 {
+				t.Errorf("a DEL of network net1 while a config being written (%q) may yet say disableGC of it: %q", body, b)
+			}
+		})
+	}
+}
