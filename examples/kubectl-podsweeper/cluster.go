@@ -178,7 +178,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	f, err := forward(c.config, c.cs, t.Namespace, t.Pod, port)
+	f, err := forward(ctx, c.config, c.cs, t.Namespace, t.Pod, port)
 	var forbidden *forbiddenError
 	if errors.As(err, &forbidden) {
 		return a, err
@@ -478,7 +478,7 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (st *Addr
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	f, err := forward(c.config, c.cs, t.Namespace, t.Pod, port)
+	f, err := forward(ctx, c.config, c.cs, t.Namespace, t.Pod, port)
 	var forbidden *forbiddenError
 	if errors.As(err, &forbidden) {
 		return nil, nil, "", err
