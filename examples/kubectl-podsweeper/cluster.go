@@ -216,6 +216,10 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 			return a, nil
 		}
 		a.Program.DryRun, a.Reports, a.ReportsTotal = true, r.Reports, r.Total
+	default:
+		a.PUs = nil
+		a.Error = fmt.Sprintf("reading its dry run's report on port %d: %s answered %d: %s", port, k8s.DryRunPath, code, strings.TrimSpace(string(body)))
+		return a, nil
 	}
 	if keep != nil {
 		a.PUs = slices.DeleteFunc(a.PUs, func(s k8s.PUStatus) bool { return !keep(s.Pod, s.PUID) })
