@@ -264,7 +264,10 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		return nil, err
 	}
 	x.Events = evs
-	if node == "" && x.Pod != nil {
+	if node == "" && x.Pod != nil && (uid == "" || x.Pod.UID == uid) {
+		// The pod of that name is the one asked about: its PUs are on its
+		// node. With another UID asked, the earlier pod may have run
+		// elsewhere, and is looked for as by --uid alone.
 		node = x.Pod.Node
 	}
 	if node == "" {
