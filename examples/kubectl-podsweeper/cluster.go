@@ -178,7 +178,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	f, err := forward(c.config, c.cs, t.Namespace, t.Pod, port)
+	f, err := forward(ctx, c.config, c.cs, t.Namespace, t.Pod, port)
 	var forbidden *forbiddenError
 	if errors.As(err, &forbidden) {
 		return a, err
@@ -216,6 +216,10 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 			return a, nil
 		}
 		a.Program.DryRun, a.Reports, a.ReportsTotal = true, r.Reports, r.Total
+	default:
+		a.PUs = nil
+		a.Error = fmt.Sprintf("reading its dry run's report on port %d: %s answered %d: %s", port, k8s.DryRunPath, code, strings.TrimSpace(string(body)))
+		return a, nil
 	}
 	if keep != nil {
 		a.PUs = slices.DeleteFunc(a.PUs, func(s k8s.PUStatus) bool { return !keep(s.Pod, s.PUID) })
@@ -260,7 +264,10 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		return nil, err
 	}
 	x.Events = evs
-	if node == "" && x.Pod != nil {
+	if node == "" && x.Pod != nil && (uid == "" || x.Pod.UID == uid) {
+		// The pod of that name is the one asked about: its PUs are on its
+		// node. With another UID asked, the earlier pod may have run
+		// elsewhere, and is looked for as by --uid alone.
 		node = x.Pod.Node
 	}
 	if node == "" {
@@ -478,7 +485,7 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (st *Addr
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	f, err := forward(c.config, c.cs, t.Namespace, t.Pod, port)
+	f, err := forward(ctx, c.config, c.cs, t.Namespace, t.Pod, port)
 	var forbidden *forbiddenError
 	if errors.As(err, &forbidden) {
 		return nil, nil, "", err

@@ -9,16 +9,17 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
-	//lint:ignore SA1019 client-go's port-forward dialers (tools/portforward, transport/spdy) still speak its types
-	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // forwarded is a port-forward to one pod through the API server
@@ -33,38 +34,85 @@ type forwarded struct {
 
 // forward opens a port-forward connection to the pod namespace/name: over
 // WebSockets, falling back to SPDY where the API server does not take
-// them, as kubectl port-forward does.
-func forward(cfg *rest.Config, cs kubernetes.Interface, namespace, name string, port int) (*forwarded, error) {
+// them, as kubectl port-forward does. ctx bounds the upgrade: client-go's
+// dialers take no context, so a dial still under way when ctx ends is left
+// to finish on its own and its connection closed.
+func forward(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, namespace, name string, port int) (*forwarded, error) {
 	u := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(name).SubResource("portforward").URL()
 	tr, upgrader, err := spdy.RoundTripperFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: tr}, http.MethodPost, u)
-	ws, err := portforward.NewSPDYOverWebsocketDialer(u, cfg)
+	spdyStatus := &statusOf{next: tr}
+	spdyDialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: spdyStatus}, http.MethodPost, u)
+	ws, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg)
 	if err != nil {
 		return nil, err
 	}
-	dialer := portforward.NewFallbackDialer(ws, spdyDialer, func(err error) bool {
+	var wsErr error
+	dialer := portforward.NewFallbackDialerForStreaming(ws, spdyDialer, func(err error) bool {
+		wsErr = err
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	})
-	conn, _, err := dialer.Dial(portforward.PortForwardProtocolV1Name)
-	if err != nil {
-		if isForbidden(err) {
+	type dialed struct {
+		conn httpstream.Connection
+		err  error
+	}
+	done := make(chan dialed, 1)
+	go func() {
+		conn, _, err := dialer.Dial(portforward.PortForwardProtocolV1Name)
+		done <- dialed{conn, err}
+	}()
+	var d dialed
+	select {
+	case d = <-done:
+	case <-ctx.Done():
+		go func() {
+			if d := <-done; d.conn != nil {
+				_ = d.conn.Close()
+			}
+		}()
+		return nil, fmt.Errorf("port-forward to pod %s/%s: %w", namespace, name, ctx.Err())
+	}
+	if d.err != nil {
+		if isForbidden(wsErr) || spdyStatus.code() == http.StatusForbidden {
 			return nil, &forbiddenError{verb: "create", resource: "pods/portforward", namespace: namespace,
 				role: "the Role <fullname>-explain of the programs' chart, in namespace " + namespace}
 		}
-		return nil, fmt.Errorf("port-forward to pod %s/%s: %w", namespace, name, err)
+		return nil, fmt.Errorf("port-forward to pod %s/%s: %w", namespace, name, d.err)
 	}
-	return &forwarded{conn: conn, port: port}, nil
+	return &forwarded{conn: d.conn, port: port}, nil
 }
 
-// isForbidden reports whether a port-forward's upgrade was refused by the
-// API server's authorization (the status of its answer, in the error's
-// text: client-go's dialers keep no type for it).
+// isForbidden reports whether the WebSocket upgrade of a port-forward was
+// refused by the API server's authorization: a 403 status in its answer.
 func isForbidden(err error) bool {
-	s := strings.ToLower(err.Error())
-	return strings.Contains(s, "forbidden") || strings.Contains(s, "403")
+	var up *httpstream.UpgradeFailureError
+	return errors.As(err, &up) && apierrors.IsForbidden(up.Cause)
+}
+
+// statusOf is a round tripper that keeps the status of the last answer
+// through it: the SPDY dialer's error keeps only the answer's text.
+type statusOf struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	last int
+}
+
+func (s *statusOf) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(req)
+	if resp != nil {
+		s.mu.Lock()
+		s.last = resp.StatusCode
+		s.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (s *statusOf) code() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
 }
 
 // get GETs path from the pod's port: its status and body.

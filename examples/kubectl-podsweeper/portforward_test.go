@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const earlierUID = "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21"
+
+// holding is a program's status listener holding pus, with no dry run.
+func holding(pus ...map[string]any) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/debug/podsweeper" {
+			_ = json.NewEncoder(w).Encode(pus)
+			return
+		}
+		http.NotFound(w, r)
+	})
+}
+
+func webPU() map[string]any {
+	return map[string]any{"puID": earlierUID, "pod": "apps/web", "state": "idle", "age": "1m"}
+}
+
+// TestPortForwardFallsBackToSPDY: an API server (or a proxy before it)
+// that refuses the WebSocket upgrade of pods/portforward is asked over
+// SPDY, as kubectl port-forward does.
+func TestPortForwardFallsBackToSPDY(t *testing.T) {
+	f := newFakeAPI(t)
+	f.noWebsockets = true
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
+	r := f.run("status", "--node", "node-a")
+	assert.Equal(t, 0, r.code)
+	assert.NotContains(t, r.stdout, "could not be asked")
+	assert.Contains(t, r.stdout, earlierUID)
+}
+
+// TestTimeoutBoundsThePortForwardsUpgrade: --timeout bounds each program's
+// port-forward from its upgrade on: an API server that answers the upgrade
+// late makes the program "could not be asked", within --timeout.
+func TestTimeoutBoundsThePortForwardsUpgrade(t *testing.T) {
+	f := newFakeAPI(t)
+	f.forwardDelay = time.Minute
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
+	r := f.run("status", "--node", "node-a", "--timeout=2s")
+	assert.Equal(t, 0, r.code)
+	assert.Less(t, r.took, 15*time.Second)
+	assert.Contains(t, r.stdout, "na-1 could not be asked: port-forward to pod podsweeper/na-1: context deadline exceeded")
+}
+
+// TestPortForwardForbiddenOnlyOnA403: a port-forward is a refusal of RBAC
+// (exit 1, one line) only when the API server answers its upgrade 403, over
+// WebSockets or SPDY; any other failure makes the program "could not be
+// asked", whatever its text says (here a node and a message with "403").
+func TestPortForwardForbiddenOnlyOnA403(t *testing.T) {
+	const forbidden = "kubectl-podsweeper: forbidden: you may not create pods/portforward in namespace podsweeper: " +
+		"the Role <fullname>-explain of the programs' chart, in namespace podsweeper grants it (docs/operating/explain.md says how to bind it)\n"
+	t.Run("not found", func(t *testing.T) {
+		f := newFakeAPI(t)
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-403", "node-403", holding(webPU()))
+		f.portForwardStatus = status(http.StatusNotFound, metav1.StatusReasonNotFound, `pods "node-403" not found: forbidden`)
+		r := f.run("status", "--node", "node-403")
+		assert.Equal(t, 0, r.code)
+		assert.Empty(t, r.stderr)
+		assert.Contains(t, r.stdout, "na-403 could not be asked: port-forward to pod podsweeper/na-403: ")
+	})
+	t.Run("refused over WebSockets and SPDY", func(t *testing.T) {
+		f := newFakeAPI(t)
+		f.forbid = []string{"GET /api/v1/namespaces/podsweeper/pods/na-1/portforward", "POST /api/v1/namespaces/podsweeper/pods/na-1/portforward"}
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
+		r := f.run("status", "--node", "node-a")
+		assert.Equal(t, 1, r.code)
+		assert.Equal(t, forbidden, r.stderr)
+	})
+	t.Run("refused over SPDY", func(t *testing.T) {
+		f := newFakeAPI(t)
+		f.noWebsockets = true
+		f.forbid = []string{"POST /api/v1/namespaces/podsweeper/pods/na-1/portforward"}
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
+		r := f.run("status", "--node", "node-a")
+		assert.Equal(t, 1, r.code)
+		assert.Equal(t, forbidden, r.stderr)
+	})
+}
