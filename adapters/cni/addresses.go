@@ -151,10 +151,11 @@ type addressLog struct {
 	// it read them (zero: never).
 	reservations map[string][]ReservationStatus
 	read         time.Time
-	// freed are the latest frees, oldest first, at most maxFreed; their
-	// addresses are index for index in freedIPs.
+	// freed are the latest frees, oldest first, at most maxFreed: one
+	// per free, whatever the number of its addresses, which are index for
+	// index in freedIPs.
 	freed    []FreedAddress
-	freedIPs []string
+	freedIPs [][]string
 }
 
 func newAddressLog() *addressLog {
@@ -215,10 +216,12 @@ func (l *addressLog) reservationState(r Reservation, state string, err error) {
 func (l *addressLog) freedOne(ips []string, f FreedAddress) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	canon := make([]string, 0, len(ips))
 	for _, ip := range ips {
-		l.freed = append(l.freed, f)
-		l.freedIPs = append(l.freedIPs, canonicalIP(ip))
+		canon = append(canon, canonicalIP(ip))
 	}
+	l.freed = append(l.freed, f)
+	l.freedIPs = append(l.freedIPs, canon)
 	if over := len(l.freed) - maxFreed; over > 0 {
 		l.freed = slices.Delete(l.freed, 0, over)
 		l.freedIPs = slices.Delete(l.freedIPs, 0, over)
@@ -301,7 +304,7 @@ func (c *Collector) address(ip string) (AddressStatus, error) {
 		st.ReservationsRead = &t
 	}
 	for i, f := range l.freed {
-		if l.freedIPs[i] == ip {
+		if slices.Contains(l.freedIPs[i], ip) {
 			st.Freed = append(st.Freed, f)
 		}
 	}

@@ -156,3 +156,42 @@ func writeAged(t *testing.T, path, b string, age time.Duration) {
 	when := time.Now().Add(-age)
 	require.NoError(t, os.Chtimes(path, when, when))
 }
+
+// "Freed ... it remembers its last 256 frees": one free of an attachment
+// with two addresses (dual-stack) is one of the 256, not two. Of 200 such
+// frees, the first is still told, by either of its addresses.
+func TestAddressRemembersItsLast256FreesWhateverTheirAddresses(t *testing.T) {
+	c := newCacheDir(t)
+	conf := `{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"logger"}]}`
+	const pods = 200
+	for i := 0; i < pods; i++ {
+		b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": fmt.Sprintf("sb-%d", i), "ifName": "eth0",
+			"networkName": "podnet", "config": []byte(conf),
+			"cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "apps"}, {"K8S_POD_NAME", fmt.Sprintf("web-%d", i)}, {"K8S_POD_UID", fmt.Sprintf("uid-%d", i)}},
+			"result": map[string]any{"cniVersion": "1.1.0", "ips": []map[string]any{
+				{"address": fmt.Sprintf("10.2.%d.%d/16", i/250, i%250+2)}, {"address": fmt.Sprintf("fd00::%x/64", i+2)}}}})
+		require.NoError(t, err)
+		c.writeRaw(fmt.Sprintf("podnet-sb-%d-eth0", i), b, time.Hour)
+	}
+	coll := c.collectorWith(&listedRuntime{}, 0)
+	for i := 0; i < pods; i++ {
+		require.NoError(t, coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: fmt.Sprintf("uid-%d", i),
+			Pod: types.NamespacedName{Namespace: "apps", Name: fmt.Sprintf("web-%d", i)}, Reason: ports.ReasonPodGone}))
+	}
+	h := coll.AddressHandler()
+	ask := func(ip string) cni.AddressStatus {
+		t.Helper()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip="+ip, nil))
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		var st cni.AddressStatus
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &st))
+		return st
+	}
+	for _, ip := range []string{"10.2.0.2", "fd00::2", "10.2.0.201", "fd00::c9"} {
+		st := ask(ip)
+		require.Len(t, st.Freed, 1, "%s: one free among the last 256", ip)
+		assert.Equal(t, "free", st.Freed[0].Decision.Verdict)
+	}
+	assert.Equal(t, "sb-0", ask("fd00::2").Freed[0].ContainerID)
+}
