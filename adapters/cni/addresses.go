@@ -72,7 +72,10 @@ type FreeDecision struct {
 	Reason string `json:"reason,omitempty"`
 	// DryRun: decided by a dry run (DryRunDestroyPU), which frees nothing.
 	DryRun bool `json:"dryRun,omitempty"`
-	// Row is the row of the freeing table that decided, Why its words.
+	// Row is the row of the freeing table that decided, Why its words;
+	// -1 when none could decide, for what it decides on could not be read
+	// (the runtime could not be asked): the sandbox is kept, and Why says
+	// why.
 	Row int    `json:"row"`
 	Why string `json:"why"`
 	// Verdict is what the row has the Collector do: "free", "keep",
@@ -169,6 +172,18 @@ func (l *addressLog) decided(vs []verdict, at time.Time, ev ports.DestroyEvent, 
 	for _, v := range vs {
 		if v.ID != "" {
 			l.decisions[v.ID] = decisionOf(v, at, ev.Reason, dryRun)
+		}
+	}
+}
+
+// undecided records, for each sandbox ids names, that the event ev asked
+// to free it at at and that no row could decide, for why: it was kept.
+func (l *addressLog) undecided(ids []string, at time.Time, ev ports.DestroyEvent, dryRun bool, why error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range ids {
+		if id != "" {
+			l.decisions[id] = FreeDecision{At: at, Reason: string(ev.Reason), DryRun: dryRun, Row: -1, Why: why.Error(), Verdict: verdictWords[keep]}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cni_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -194,4 +195,45 @@ func TestAddressRemembersItsLast256FreesWhateverTheirAddresses(t *testing.T) {
 		assert.Equal(t, "free", st.Freed[0].Decision.Verdict)
 	}
 	assert.Equal(t, "sb-0", ask("fd00::2").Freed[0].ContainerID)
+}
+
+// "Decision ... nil: it was never asked to, since the Collector started":
+// asked to free a gone pod's sandbox while the runtime cannot be asked,
+// the Collector keeps it (DestroyPU's error), and the address page tells
+// that it was asked, that it kept it, and why, decided by no row.
+func TestAddressTellsADecisionOnASandboxKeptForARuntimeThatCannotBeAsked(t *testing.T) {
+	c := newCacheDir(t)
+	conf := `{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"logger"}]}`
+	b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": "sb-etcd", "ifName": "eth0", "networkName": "podnet",
+		"config": []byte(conf), "cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "kube-system"}, {"K8S_POD_NAME", "etcd"}, {"K8S_POD_UID", "uid-etcd"}},
+		"result": map[string]any{"cniVersion": "1.1.0", "ips": []map[string]any{{"address": "10.3.0.6/24"}}}})
+	require.NoError(t, err)
+	c.writeRaw("podnet-sb-etcd-eth0", b, time.Hour)
+	rt := &listedRuntime{}
+	rt.set(errors.New("rpc error: code = Unavailable desc = connection refused"))
+	coll := c.collectorWith(rt, 0)
+	for _, dry := range []bool{true, false} {
+		ev := ports.DestroyEvent{PUID: "uid-etcd", Pod: types.NamespacedName{Namespace: "kube-system", Name: "etcd"}, Reason: ports.ReasonPodGone}
+		var derr error
+		if dry {
+			derr = coll.DryRunDestroyPU(context.Background(), ev)
+		} else {
+			derr = coll.DestroyPU(context.Background(), ev)
+		}
+		require.Error(t, derr)
+		w := httptest.NewRecorder()
+		coll.AddressHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip=10.3.0.6", nil))
+		var st cni.AddressStatus
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &st))
+		require.Len(t, st.Attachments, 1, "kept")
+		d := st.Attachments[0].Decision
+		require.NotNil(t, d, "asked (dry run %v), so not \"never asked\"", dry)
+		assert.Equal(t, -1, d.Row, "decided by no row")
+		assert.Equal(t, "keep", d.Verdict)
+		assert.Equal(t, dry, d.DryRun)
+		assert.Equal(t, string(ports.ReasonPodGone), d.Reason)
+		assert.Contains(t, d.Why, "the runtime could not be asked")
+		assert.Contains(t, d.Why, "connection refused")
+	}
+	assert.True(t, c.exists("podnet-sb-etcd-eth0"))
 }
