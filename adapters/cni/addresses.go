@@ -72,7 +72,10 @@ type FreeDecision struct {
 	Reason string `json:"reason,omitempty"`
 	// DryRun: decided by a dry run (DryRunDestroyPU), which frees nothing.
 	DryRun bool `json:"dryRun,omitempty"`
-	// Row is the row of the freeing table that decided, Why its words.
+	// Row is the row of the freeing table that decided, Why its words;
+	// -1 when none could decide, for what it decides on could not be read
+	// (the runtime could not be asked): the sandbox is kept, and Why says
+	// why.
 	Row int    `json:"row"`
 	Why string `json:"why"`
 	// Verdict is what the row has the Collector do: "free", "keep",
@@ -151,10 +154,11 @@ type addressLog struct {
 	// it read them (zero: never).
 	reservations map[string][]ReservationStatus
 	read         time.Time
-	// freed are the latest frees, oldest first, at most maxFreed; their
-	// addresses are index for index in freedIPs.
+	// freed are the latest frees, oldest first, at most maxFreed: one
+	// per free, whatever the number of its addresses, which are index for
+	// index in freedIPs.
 	freed    []FreedAddress
-	freedIPs []string
+	freedIPs [][]string
 }
 
 func newAddressLog() *addressLog {
@@ -168,6 +172,18 @@ func (l *addressLog) decided(vs []verdict, at time.Time, ev ports.DestroyEvent, 
 	for _, v := range vs {
 		if v.ID != "" {
 			l.decisions[v.ID] = decisionOf(v, at, ev.Reason, dryRun)
+		}
+	}
+}
+
+// undecided records, for each sandbox ids names, that the event ev asked
+// to free it at at and that no row could decide, for why: it was kept.
+func (l *addressLog) undecided(ids []string, at time.Time, ev ports.DestroyEvent, dryRun bool, why error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range ids {
+		if id != "" {
+			l.decisions[id] = FreeDecision{At: at, Reason: string(ev.Reason), DryRun: dryRun, Row: -1, Why: why.Error(), Verdict: verdictWords[keep]}
 		}
 	}
 }
@@ -215,10 +231,12 @@ func (l *addressLog) reservationState(r Reservation, state string, err error) {
 func (l *addressLog) freedOne(ips []string, f FreedAddress) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	canon := make([]string, 0, len(ips))
 	for _, ip := range ips {
-		l.freed = append(l.freed, f)
-		l.freedIPs = append(l.freedIPs, canonicalIP(ip))
+		canon = append(canon, canonicalIP(ip))
 	}
+	l.freed = append(l.freed, f)
+	l.freedIPs = append(l.freedIPs, canon)
 	if over := len(l.freed) - maxFreed; over > 0 {
 		l.freed = slices.Delete(l.freed, 0, over)
 		l.freedIPs = slices.Delete(l.freedIPs, 0, over)
@@ -301,7 +319,7 @@ func (c *Collector) address(ip string) (AddressStatus, error) {
 		st.ReservationsRead = &t
 	}
 	for i, f := range l.freed {
-		if l.freedIPs[i] == ip {
+		if slices.Contains(l.freedIPs[i], ip) {
 			st.Freed = append(st.Freed, f)
 		}
 	}

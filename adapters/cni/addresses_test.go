@@ -3,6 +3,7 @@ package cni_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -155,4 +156,84 @@ func writeAged(t *testing.T, path, b string, age time.Duration) {
 	require.NoError(t, os.WriteFile(path, []byte(b), 0o600))
 	when := time.Now().Add(-age)
 	require.NoError(t, os.Chtimes(path, when, when))
+}
+
+// "Freed ... it remembers its last 256 frees": one free of an attachment
+// with two addresses (dual-stack) is one of the 256, not two. Of 200 such
+// frees, the first is still told, by either of its addresses.
+func TestAddressRemembersItsLast256FreesWhateverTheirAddresses(t *testing.T) {
+	c := newCacheDir(t)
+	conf := `{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"logger"}]}`
+	const pods = 200
+	for i := 0; i < pods; i++ {
+		b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": fmt.Sprintf("sb-%d", i), "ifName": "eth0",
+			"networkName": "podnet", "config": []byte(conf),
+			"cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "apps"}, {"K8S_POD_NAME", fmt.Sprintf("web-%d", i)}, {"K8S_POD_UID", fmt.Sprintf("uid-%d", i)}},
+			"result": map[string]any{"cniVersion": "1.1.0", "ips": []map[string]any{
+				{"address": fmt.Sprintf("10.2.%d.%d/16", i/250, i%250+2)}, {"address": fmt.Sprintf("fd00::%x/64", i+2)}}}})
+		require.NoError(t, err)
+		c.writeRaw(fmt.Sprintf("podnet-sb-%d-eth0", i), b, time.Hour)
+	}
+	coll := c.collectorWith(&listedRuntime{}, 0)
+	for i := 0; i < pods; i++ {
+		require.NoError(t, coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: fmt.Sprintf("uid-%d", i),
+			Pod: types.NamespacedName{Namespace: "apps", Name: fmt.Sprintf("web-%d", i)}, Reason: ports.ReasonPodGone}))
+	}
+	h := coll.AddressHandler()
+	ask := func(ip string) cni.AddressStatus {
+		t.Helper()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip="+ip, nil))
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		var st cni.AddressStatus
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &st))
+		return st
+	}
+	for _, ip := range []string{"10.2.0.2", "fd00::2", "10.2.0.201", "fd00::c9"} {
+		st := ask(ip)
+		require.Len(t, st.Freed, 1, "%s: one free among the last 256", ip)
+		assert.Equal(t, "free", st.Freed[0].Decision.Verdict)
+	}
+	assert.Equal(t, "sb-0", ask("fd00::2").Freed[0].ContainerID)
+}
+
+// "Decision ... nil: it was never asked to, since the Collector started":
+// asked to free a gone pod's sandbox while the runtime cannot be asked,
+// the Collector keeps it (DestroyPU's error), and the address page tells
+// that it was asked, that it kept it, and why, decided by no row.
+func TestAddressTellsADecisionOnASandboxKeptForARuntimeThatCannotBeAsked(t *testing.T) {
+	c := newCacheDir(t)
+	conf := `{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"logger"}]}`
+	b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": "sb-etcd", "ifName": "eth0", "networkName": "podnet",
+		"config": []byte(conf), "cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "kube-system"}, {"K8S_POD_NAME", "etcd"}, {"K8S_POD_UID", "uid-etcd"}},
+		"result": map[string]any{"cniVersion": "1.1.0", "ips": []map[string]any{{"address": "10.3.0.6/24"}}}})
+	require.NoError(t, err)
+	c.writeRaw("podnet-sb-etcd-eth0", b, time.Hour)
+	rt := &listedRuntime{}
+	rt.set(errors.New("rpc error: code = Unavailable desc = connection refused"))
+	coll := c.collectorWith(rt, 0)
+	for _, dry := range []bool{true, false} {
+		ev := ports.DestroyEvent{PUID: "uid-etcd", Pod: types.NamespacedName{Namespace: "kube-system", Name: "etcd"}, Reason: ports.ReasonPodGone}
+		var derr error
+		if dry {
+			derr = coll.DryRunDestroyPU(context.Background(), ev)
+		} else {
+			derr = coll.DestroyPU(context.Background(), ev)
+		}
+		require.Error(t, derr)
+		w := httptest.NewRecorder()
+		coll.AddressHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip=10.3.0.6", nil))
+		var st cni.AddressStatus
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &st))
+		require.Len(t, st.Attachments, 1, "kept")
+		d := st.Attachments[0].Decision
+		require.NotNil(t, d, "asked (dry run %v), so not \"never asked\"", dry)
+		assert.Equal(t, -1, d.Row, "decided by no row")
+		assert.Equal(t, "keep", d.Verdict)
+		assert.Equal(t, dry, d.DryRun)
+		assert.Equal(t, string(ports.ReasonPodGone), d.Reason)
+		assert.Contains(t, d.Why, "the runtime could not be asked")
+		assert.Contains(t, d.Why, "connection refused")
+	}
+	assert.True(t, c.exists("podnet-sb-etcd-eth0"))
 }

@@ -453,7 +453,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 		return fmt.Errorf("cni: pod %s (uid %s) kept: waiting for its destroy under way: %w", ev.Pod, ev.PUID, err)
 	}
 	defer unlock()
-	p, err := c.planRead(ctx, ev, c.read)
+	p, err := c.planRead(ctx, ev, false, c.read)
 	if err != nil {
 		return err
 	}
@@ -535,7 +535,7 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cni: pod %s (uid %s) kept: %w", ev.Pod, ev.PUID, err)
 	}
-	p, err := c.planRead(ctx, ev, func() (view, error) { // the cache alone: no skip logged, no refusal forgotten
+	p, err := c.planRead(ctx, ev, true, func() (view, error) { // the cache alone: no skip logged, no refusal forgotten
 		v, _, err := c.cache.read()
 		return v, err
 	})
@@ -565,7 +565,7 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 // planRead reads the cache with read and lists the Runtime (unless the
 // cache holds nothing of ev's pod), then decides what DestroyPU(ev) does
 // (plan); a failed read or list keeps the pod.
-func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, read func() (view, error)) (destroyPlan, error) {
+func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, dryRun bool, read func() (view, error)) (destroyPlan, error) {
 	v, err := read()
 	if err != nil {
 		return destroyPlan{}, err
@@ -573,10 +573,25 @@ func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, read fu
 	var rv runtimeView
 	if !v.holdsNothingOf(ev) { // else a PU it does not know: the runtime has nothing to tell of what is to free
 		if rv, err = c.listRuntime(ctx); err != nil {
+			// Asked, and kept by no row: the address page tells it, and why.
+			c.addresses.undecided(v.sandboxesOf(ev), time.Now(), ev, dryRun, fmt.Errorf("the runtime could not be asked: %w", err))
 			return destroyPlan{}, fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
 		}
 	}
 	return c.plan(v, rv, ev), nil
+}
+
+// sandboxesOf returns the IDs of the sandboxes of the cache v whose
+// attachments DestroyPU(ev) would decide on.
+func (v view) sandboxesOf(ev ports.DestroyEvent) []string {
+	changed := ev.Reason == ports.ReasonSandboxChanged || ev.Reason == ports.ReasonSandboxDead
+	var ids []string
+	for _, a := range v.atts {
+		if a.PodUID == ev.PUID && (!changed || a.ContainerID == ev.SandboxID) && !slices.Contains(ids, a.ContainerID) {
+			ids = append(ids, a.ContainerID)
+		}
+	}
+	return ids
 }
 
 // holdsNothingOf reports whether the cache v holds nothing DestroyPU(ev)

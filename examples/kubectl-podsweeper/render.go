@@ -595,6 +595,8 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 			p.f("    freeing     never: its network's config says disableGC.\n")
 		case d == nil:
 			p.f("    freeing     not decided: the engine has not asked cni-gc to free this sandbox since it started.\n")
+		case d.Row < 0:
+			p.f("    freeing     %s%s, asked for %s: kept, decided by no row of the freeing table: %s.\n", ago(x.Now, d.At), dryRunWord(d.DryRun), d.Reason, d.Why)
 		default:
 			p.f("    freeing     %s%s, asked for %s: row %d of the freeing table, %s: %s.\n", ago(x.Now, d.At), dryRunWord(d.DryRun), d.Reason, d.Row, d.Why, d.Verdict)
 		}

@@ -29,7 +29,9 @@
 //
 // With -sbom, that CycloneDX file (cyclonedx-gomod's) is dated at the
 // creation time, and the Debian packages are added to its components
-// (pkg:deb purls), beside the Go modules.
+// (pkg:deb purls), beside the Go modules; a module the build's go.mod
+// replaces by a directory, which cyclonedx-gomod names by the builder's
+// path with no version, is left out.
 package main
 
 import (
@@ -490,9 +492,75 @@ func writeTarball(path string, img v1.Image, tag name.Tag) error {
 	return os.Rename(tmp, path)
 }
 
+// withoutReplacedDirectories returns components without the Go modules
+// that a go.mod replaces by a directory: cyclonedx-gomod names such a
+// module by the directory, the builder's own path, with no version to
+// name. It leaves them out of bom's dependencies too.
+func withoutReplacedDirectories(bom map[string]any, components []any) []any {
+	gone := map[string]bool{}
+	kept := components[:0:0]
+	for _, c := range components {
+		m, _ := c.(map[string]any)
+		if m != nil && isDirectoryModule(m) {
+			if ref, ok := m["bom-ref"].(string); ok {
+				gone[ref] = true
+			}
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(gone) == 0 {
+		return components
+	}
+	deps, _ := bom["dependencies"].([]any)
+	keptDeps := deps[:0:0]
+	for _, d := range deps {
+		m, _ := d.(map[string]any)
+		if m == nil {
+			keptDeps = append(keptDeps, d)
+			continue
+		}
+		if ref, _ := m["ref"].(string); gone[ref] {
+			continue
+		}
+		if on, ok := m["dependsOn"].([]any); ok {
+			keptOn := on[:0:0]
+			for _, r := range on {
+				if s, _ := r.(string); !gone[s] {
+					keptOn = append(keptOn, r)
+				}
+			}
+			m["dependsOn"] = keptOn
+		}
+		keptDeps = append(keptDeps, d)
+	}
+	if deps != nil {
+		bom["dependencies"] = keptDeps
+	}
+	return kept
+}
+
+// isDirectoryModule reports whether the component c is a Go module named
+// by a directory (a replacement's: "/...", "./..." or "../...").
+func isDirectoryModule(c map[string]any) bool {
+	purl, _ := c["purl"].(string)
+	name, _ := c["name"].(string)
+	if purl != "" && !strings.HasPrefix(purl, "pkg:golang/") {
+		return false
+	}
+	path := strings.TrimPrefix(purl, "pkg:golang/")
+	for _, p := range []string{name, path} {
+		if strings.HasPrefix(p, "/") || strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") || p == "." || p == ".." {
+			return true
+		}
+	}
+	return false
+}
+
 // completeSBOM dates the CycloneDX file at path at the image's creation
 // (cyclonedx-gomod writes the time it ran, which would make the file of
-// every build differ) and adds pkgs to its components.
+// every build differ), leaves out the modules replaced by a directory
+// (withoutReplacedDirectories) and adds pkgs to its components.
 func completeSBOM(path string, created time.Time, pkgs []debPackage) error {
 	b, err := readFile(path)
 	if err != nil {
@@ -508,6 +576,7 @@ func completeSBOM(path string, created time.Time, pkgs []debPackage) error {
 	}
 	metadata["timestamp"] = created.Format(time.RFC3339)
 	components, _ := bom["components"].([]any)
+	components = withoutReplacedDirectories(bom, components)
 	for _, p := range pkgs {
 		// A purl escapes the "+" of Debian's security versions.
 		purl := fmt.Sprintf("pkg:deb/debian/%s@%s?arch=%s&distro=%s", p.name, strings.ReplaceAll(p.version, "+", "%2B"), p.arch, debianRelease)

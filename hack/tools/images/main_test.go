@@ -139,3 +139,38 @@ func TestCheckBinaryRefusesWhatWouldNotShip(t *testing.T) {
 		t.Fatal("a SOURCE_DATE_EPOCH that is no number is refused")
 	}
 }
+
+// docs/sdk/first-agent.md: the SBOM lists "your module and every module it
+// is built from, but a module your go.mod replaces by a directory":
+// cyclonedx-gomod names such a module by the builder's own directory, with
+// no version; it is left out, of the components and of the dependencies,
+// and the modules it requires stay.
+func TestSBOMLeavesOutAModuleReplacedByADirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.cdx.json")
+	bom := `{"bomFormat":"CycloneDX","metadata":{"timestamp":"2026-12-05T12:00:00Z","component":{"bom-ref":"pkg:golang/example.com/first-agent@v0.0.0","name":"example.com/first-agent"}},
+"components":[
+ {"bom-ref":"pkg:golang//home/dev/podsweeper","type":"library","name":"/home/dev/podsweeper","purl":"pkg:golang//home/dev/podsweeper"},
+ {"bom-ref":"pkg:golang/../podsweeper","type":"library","name":"../podsweeper","purl":"pkg:golang/../podsweeper"},
+ {"bom-ref":"pkg:golang/sigs.k8s.io/controller-runtime@v0.22.0?type=module","type":"library","name":"sigs.k8s.io/controller-runtime","version":"v0.22.0","purl":"pkg:golang/sigs.k8s.io/controller-runtime@v0.22.0?type=module"}],
+"dependencies":[
+ {"ref":"pkg:golang/example.com/first-agent@v0.0.0","dependsOn":["pkg:golang//home/dev/podsweeper","pkg:golang/sigs.k8s.io/controller-runtime@v0.22.0?type=module"]},
+ {"ref":"pkg:golang//home/dev/podsweeper","dependsOn":["pkg:golang/sigs.k8s.io/controller-runtime@v0.22.0?type=module"]},
+ {"ref":"pkg:golang/sigs.k8s.io/controller-runtime@v0.22.0?type=module"}]}`
+	if err := os.WriteFile(path, []byte(bom), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := completeSBOM(path, time.Unix(0, 0).UTC(), nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); strings.Contains(s, "/home/dev") || strings.Contains(s, "../podsweeper") {
+		t.Errorf("the SBOM still names a directory a module was replaced by:\n%s", s)
+	}
+	if s := string(b); !strings.Contains(s, `"name": "sigs.k8s.io/controller-runtime"`) ||
+		!strings.Contains(s, `"ref": "pkg:golang/example.com/first-agent@v0.0.0"`) {
+		t.Errorf("the SBOM lost a module it is built from:\n%s", s)
+	}
+}
