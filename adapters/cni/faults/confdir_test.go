@@ -166,15 +166,7 @@ func TestAConfigRemovedAndWrittenBackTellsNothingAgain(t *testing.T) {
 	body := `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"` + own + `"}}]}`
 	write(t, conf, body)
 	reservation(t, own, "net1", "10.7.0.9", "leaked-ctr", "eth0", time.Hour)
-	obs := &observer{}
-	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
-		Runtime: emptyRuntime{}, DryRun: true, ResyncInterval: time.Hour, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	round := func() {
-		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
-	}
+	obs, round := dryRunRounds(t, e)
 	round()
 	if got := obs.get(&obs.would); len(got) != 1 {
 		t.Fatalf("the leaked reservation of net1 was told %v, want once", got)
@@ -253,15 +245,7 @@ func TestAReservationWhoseConfigComesAndGoesIsReportedOnce(t *testing.T) {
 	conf := filepath.Join(e.conf, "10-net1.conflist")
 	body := `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"` + e.data + `"}}]}`
 	reservation(t, e.data, "net1", "10.7.0.9", "some-ctr", "eth0", time.Hour)
-	obs := &observer{}
-	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
-		Runtime: emptyRuntime{}, DryRun: true, ResyncInterval: time.Hour, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	round := func() {
-		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
-	}
+	obs, round := dryRunRounds(t, e)
 	for range 3 {
 		round() // no config: reported
 		write(t, conf, body)
@@ -295,5 +279,19 @@ func TestAConfigBeingWrittenKeepsWhatItMayYetSayDisableGCOf(t *testing.T) {
 				t.Errorf("a DEL of network net1 while a config being written (%q) may yet say disableGC of it: %q", body, b)
 			}
 		})
+	}
+}
+
+// dryRunRounds returns a dry run's Collector in e, with no sandbox listed, as its Observer and a function that runs
+// one round of Resync.
+func dryRunRounds(t *testing.T, e env) (*observer, func()) {
+	obs := &observer{}
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, DryRun: true, ResyncInterval: time.Hour, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obs, func() {
+		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
 	}
 }
