@@ -157,7 +157,6 @@ func confNameOf(f string) (name string, named bool) {
 	return name, true
 }
 
-
 // saysDisableGC reports the network of a config file that libcni does not load, and whether it says "disableGC":
 // true: a single plugin's .conf by its own key (singleSaysDisableGC); a file that does not parse (being written) may
 // yet say it of its top-level "name" (topLevelName), which it keeps, and one whose top-level name cannot be told for
