@@ -900,11 +900,10 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 	var t uint32
 	if ok {
 		snapshot = e.PU.WithRecordedSandbox(pu)
-		ok = snapshot != e.PU
-		e.PU = snapshot
-	}
-	if ok {
-		t = c.q.ticketLocked(e)
+		if ok = snapshot != e.PU; ok {
+			e.PU = snapshot
+			t = c.q.ticketLocked(e)
+		}
 	}
 	c.q.mu.Unlock()
 	if ok {
