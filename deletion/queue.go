@@ -1169,7 +1169,15 @@ func (c *Engine) sweepTurns(gen uint32) time.Duration {
 // one stuck in a port.
 func (c *Engine) sweepStuck(gen uint32) bool {
 	c.q.mu.Lock()
-	held, stuck, left := c.q.sweepStuckLocked(gen)
+	held, stuck, left, now := 0, 0, c.q.sweep.left, c.q.realNow()
+	for i := range c.q.ready.slots {
+		if s := &c.q.ready.slots[i]; s.stuck(now) {
+			stuck++
+			if r := s.held; r != nil && r.sweep != notSwept && r.sweepGen == gen {
+				held++ // one the Sweep of gen waits for
+			}
+		}
+	}
 	c.q.mu.Unlock()
 	if left == 0 || held < left && stuck < len(c.q.ready.slots) {
 		return false

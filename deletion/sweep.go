@@ -69,23 +69,6 @@ func (q *puQueue) sweepTurnsLocked(gen uint32) time.Duration {
 	return time.Duration(max(next-now, 0))
 }
 
-// sweepStuckLocked returns how many of the Workers slots hold a check stuck in a port, how many of those the Sweep of
-// gen waits for, and how many checks it waits for.
-func (q *puQueue) sweepStuckLocked(gen uint32) (held, stuck, left int) {
-	now := q.realNow()
-	for i := range q.ready.slots {
-		s := &q.ready.slots[i]
-		if !s.stuck(now) {
-			continue
-		}
-		stuck++
-		if r := s.held; r != nil && r.sweep != notSwept && r.sweepGen == gen {
-			held++
-		}
-	}
-	return held, stuck, q.sweep.left
-}
-
 // sweepingLocked reports whether the Sweep of gen waits for checks.
 func (q *puQueue) sweepingLocked(gen uint32) bool {
 	return q.sweep.done != nil && gen == q.sweep.gen
