@@ -31,10 +31,8 @@ func (c *Engine) getPod(ctx context.Context, port int, key types.NamespacedName)
 	if port == portConfirmer {
 		getter = c.opts.Confirmer
 	}
-	pod, err = call(portNames[port], func() (*corev1.Pod, error) { return getter.GetPod(ctx, key) })
+	pod, err = callBy(ctx, portNames[port], func() (*corev1.Pod, error) { return getter.GetPod(ctx, key) })
 	switch {
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("%s: check deadline passed: %w", portNames[port], ctx.Err())
 	case err != nil:
 		return nil, err
 	case pod == nil:
@@ -66,11 +64,17 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 			}
 			o.err = nil
 		case AskSandbox:
-			ob.SandboxID, ob.SandboxErr = c.sandboxID(ctx, sb, ob.Pod)
+			x := c.opts.SandboxExtractor
+			if sb == portSandboxConfirmer {
+				x = c.opts.SandboxConfirmer
+			}
+			ob.SandboxID, ob.SandboxErr = callBy(ctx, portNames[sb], func() (string, error) { return x.SandboxID(ctx, ob.Pod) })
 			ob.SandboxAsked = true
 			o.failed(sb, ob.SandboxErr, "getting sandbox failed; keeping PU")
 		case AskProber:
-			ob.SandboxDead, ob.ProberErr = c.sandboxDead(ctx, ob.Pod, pu.SandboxID)
+			ob.SandboxDead, ob.ProberErr = callBy(ctx, "SandboxDead", func() (bool, error) {
+				return c.opts.SandboxProber.SandboxDead(ctx, ob.Pod, pu.SandboxID)
+			})
 			ob.ProberAsked = true
 			o.failed(portSandboxProber, ob.ProberErr, "probing sandbox failed; keeping PU")
 		}
@@ -126,26 +130,14 @@ func (o *outcome) failed(port int, err error, msg string) {
 	}
 }
 
-// sandboxID asks the sandbox port (portSandboxID or portSandboxConfirmer) for pod's sandbox.
-func (c *Engine) sandboxID(ctx context.Context, port int, pod *corev1.Pod) (id string, err error) {
-	x := c.opts.SandboxExtractor
-	if port == portSandboxConfirmer {
-		x = c.opts.SandboxConfirmer
-	}
-	id, err = call(portNames[port], func() (string, error) { return x.SandboxID(ctx, pod) })
+// callBy is call of a port under the check's ctx: once ctx is done, whatever it answered is a failure.
+func callBy[T any](ctx context.Context, port string, f func() (T, error)) (T, error) {
+	v, err := call(port, f)
 	if ctx.Err() != nil {
-		return "", fmt.Errorf("%s: check deadline passed: %w", portNames[port], ctx.Err())
+		var zero T
+		return zero, fmt.Errorf("%s: check deadline passed: %w", port, ctx.Err())
 	}
-	return id, err
-}
-
-// sandboxDead asks the SandboxProber whether the sandbox id of pod is dead.
-func (c *Engine) sandboxDead(ctx context.Context, pod *corev1.Pod, id string) (dead bool, err error) {
-	dead, err = call("SandboxDead", func() (bool, error) { return c.opts.SandboxProber.SandboxDead(ctx, pod, id) })
-	if ctx.Err() != nil {
-		return false, fmt.Errorf("SandboxDead: check deadline passed: %w", ctx.Err())
-	}
-	return dead, err
+	return v, err
 }
 
 // errNotCalled: the check's context ended (Start stops, or the Sweep's context) before DestroyPU was called.
