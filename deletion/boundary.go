@@ -47,7 +47,7 @@ func (c *Engine) getPod(ctx context.Context, port int, key types.NamespacedName)
 // rows 10 and 12, the pod's own), and a sandbox change (rows 7 and 10) of the SandboxConfirmer, each with the same
 // steps, unless a fresh check (a first, or a triggered one) asked it already. A confirmer's verdict overrides a destroy
 // it does not confirm (EventVetoed). It notes in o the error that kept the PU, if any, and the ports' failures; the
-// events no move makes (EventGetFailed, EventVetoed) are told as they happen (note).
+// events no move makes (EventGetFailed, EventVetoed) are told as they happen.
 func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (v Verdict, pod *corev1.Pod) {
 	port, sb, step := portGetPod, portSandboxID, Keep // Keep: the pod port's answer is next
 	if fresh && c.opts.SandboxConfirmer != nil {
@@ -107,8 +107,9 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 			now = Event{Kind: EventVetoed, Verdict: cv, Reason: v.Reason, Err: o.err}
 		}
 		v, pod = cv, ob.Pod
-		if now.Kind != 0 {
-			c.note(o, now)
+		if now.Kind != 0 { // in its place in the PU's line: an Untrack meanwhile waits for it, not for the rest of the check
+			now.PU = pu
+			c.tellLine(pu.PUID, o.line, o.line.take(), now)
 		}
 		switch {
 		case port == portGetPod && v.Action == Destroy && c.opts.Confirmer != nil && v.Row != 10 && v.Row != 12:

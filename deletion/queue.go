@@ -261,13 +261,6 @@ func (c *Engine) tellLine(puid string, l *eventLine, t uint32, ev Event) {
 	c.q.mu.Unlock()
 }
 
-// note tells the Observer ev, an event of the check that no move makes (EventGetFailed, EventVetoed), as it happens,
-// in its place in the PU's line: an Untrack meanwhile waits for it, not for the rest of the check.
-func (c *Engine) note(o *outcome, ev Event) {
-	ev.PU = o.pu
-	c.tellLine(o.pu.PUID, o.line, o.line.take(), ev)
-}
-
 // observe tells the Observer about ev; a panic in it is logged and dropped.
 func (c *Engine) observe(ev Event) {
 	if c.opts.Observer == nil {
@@ -753,26 +746,6 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	}
 }
 
-// tellEvents tells the Observer the events of r's check, in their places in r's line, before the Requeuer hears of
-// the pod: a Requeuer that tracks the PU of the new sandbox at once, under the same PUID, waits for them.
-func (c *Engine) tellEvents(r *record, o *outcome) {
-	for _, it := range o.events {
-		c.tell(r, it.ticket, it.ev)
-	}
-	if o.removed {
-		c.told(r.PUID)
-	}
-}
-
-// failures returns the failures of the check's ports, joined; nil: none.
-func (o *outcome) failures() error {
-	errs := make([]error, len(o.fails))
-	for i, f := range o.fails {
-		errs[i] = f.err
-	}
-	return errors.Join(errs...)
-}
-
 // finish ends the check of r held in s with o: it tells the Observer its EventChecked, then releases the record and
 // the slot, so that a Sweep returns once the Observer knows. The Observer is told in the slot: one that hangs is seen
 // as stuck, as a port is. A port that answered past the check's deadline is a failure of the check (its Err); an
@@ -789,8 +762,12 @@ func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
 		c.q.mu.Lock()
 		t, pu := c.q.ticketLocked(r), r.PU
 		c.q.mu.Unlock()
+		errs := make([]error, len(o.fails)) // the failures of the check's ports, joined; nil: none
+		for i, f := range o.fails {
+			errs[i] = f.err
+		}
 		c.tell(r, t, Event{Kind: EventChecked, PU: pu, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start),
-			Err: o.failures()})
+			Err: errors.Join(errs...)})
 		if n := len(o.fails); n == 0 || o.fails[n-1].port != portLate {
 			late("the Observer")
 		}

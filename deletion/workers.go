@@ -238,7 +238,14 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	cctx, end := l.deadline(ctx, c.realNow(), c.opts.CheckTimeout)
 	s.checkEnd.Store(end)
 	o := c.check(cctx, r)
-	c.tellEvents(r, &o)
+	// Its events, in their places in r's line, before the Requeuer hears of the pod: a Requeuer that tracks the PU
+	// of the new sandbox at once, under the same PUID, waits for them.
+	for _, it := range o.events {
+		c.tell(r, it.ticket, it.ev)
+	}
+	if o.removed {
+		c.told(r.PUID)
+	}
 	if o.requeue != nil { // with a deadline of its own
 		s.checkEnd.Store(c.realNow() + int64(c.opts.CheckTimeout))
 		c.requeue(ctx, &o)
