@@ -72,20 +72,3 @@ func (c *Engine) check(ctx context.Context, r *record) outcome {
 func (c *Engine) backoff(attempts int) time.Duration {
 	return backoff{c.opts.RetryMinDelay, c.opts.RetryMaxDelay}.When(attempts)
 }
-
-// requeue hands a copy of o's pod to the Requeuer under a deadline of its own: the PodGetter's pod may be its cache's
-// own object, and the Requeuer's receivers may keep or modify it.
-func (c *Engine) requeue(parent context.Context, o *outcome) {
-	if c.opts.Requeuer == nil {
-		return
-	}
-	pod := o.requeue.DeepCopy()
-	ctx, cancel := context.WithTimeout(parent, c.opts.CheckTimeout)
-	defer cancel()
-	if err := c.requeuePod(ctx, pod); err != nil {
-		o.fails = append(o.fails, portFailure{port: portRequeue, err: err})
-		if log := c.log.V(1); log.Enabled() {
-			log.Info("requeueing pod failed; the main controller will see it at its next resync", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
-		}
-	}
-}
