@@ -10,17 +10,46 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// restore lists the Inventory until it answers or ctx ends, with backoff; listed is closed once the first list has
-// ended, answered or not.
+// restore lists the Inventory until it answers or ctx ends, with backoff, and tracks every PU of the answer, but invalid
+// ones, and those removed since the list began or being removed then (listWindow), or destroyed, given up on or dropped
+// while no list had answered (unlistedMemory); an answer after its deadline is a failure. listed is closed once the
+// first list has ended, answered or not: once its answer is tracked (the checks may begin), before EventRestored.
 func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
-	var once sync.Once
-	begin := func() { once.Do(func() { close(listed) }) }
 	for attempt := 1; ; attempt++ {
-		ok := c.restoreAttempt(ctx, attempt, begin)
-		if attempt == 1 {
-			begin()
+		c.listBegins()
+		pus, err := c.listPUs(ctx)
+		if err = c.listAnswered(err); err == nil {
+			restored, skipped, invalid := c.trackAll(pus)
+			c.listTracked()
+			if attempt == 1 {
+				close(listed)
+			}
+			c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
+			if invalid != nil { // one line, however many: the Inventory answers nonsense
+				c.log.Error(invalid, "skipping PUs the Inventory listed", "skipped", skipped)
+			}
+			if ctx.Err() == nil { // else Start is returning: the Observer hears nothing more of it
+				c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt, Err: invalid})
+			}
+			c.listEnds()
+			return
 		}
-		if ok || ctx.Err() != nil {
+		if ctx.Err() == nil {
+			c.observe(Event{Kind: EventListFailed, Err: err, ListCalls: attempt})
+			// The first failure is an error line; the others are summed up once an interval, as every port's.
+			msg := "listing the Inventory failed; PUs of pods gone while the agent was down are not restored yet, will retry"
+			if attempt == 1 {
+				c.log.Error(err, msg, "attempt", attempt, "retryIn", c.backoff(attempt).String())
+			} else {
+				c.log.V(1).Info(msg, "attempt", attempt, "retryIn", c.backoff(attempt).String(), "error", err.Error())
+				c.fails.add(portListPUs, "", err, c.opts.Clock.Now())
+			}
+		}
+		c.listEnds()
+		if attempt == 1 {
+			close(listed)
+		}
+		if ctx.Err() != nil {
 			return
 		}
 		select {
@@ -129,42 +158,6 @@ func (r *recent) add(puid string, size int) {
 	r.ring[(r.head+r.n)%len(r.ring)] = puid
 	r.n++
 	r.set[puid]++
-}
-
-// restoreAttempt lists the Inventory once and tracks every PU it lists, but invalid ones, and those removed since the
-// list began or being removed then (listWindow), or destroyed, given up on or dropped while no list had answered
-// (unlistedMemory). An answer after its deadline counts as a
-// failure. Once an answer is tracked it calls tracked (the checks may begin), then tells the Observer EventRestored.
-// It reports whether the list answered.
-func (c *Engine) restoreAttempt(ctx context.Context, attempt int, tracked func()) bool {
-	c.listBegins()
-	defer c.listEnds()
-	pus, err := c.listPUs(ctx)
-	if err = c.listAnswered(err); err == nil {
-		restored, skipped, invalid := c.trackAll(pus)
-		c.listTracked()
-		tracked()
-		c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
-		if invalid != nil { // one line, however many: the Inventory answers nonsense
-			c.log.Error(invalid, "skipping PUs the Inventory listed", "skipped", skipped)
-		}
-		if ctx.Err() == nil { // else Start is returning: the Observer hears nothing more of it
-			c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt, Err: invalid})
-		}
-		return true
-	}
-	if ctx.Err() == nil {
-		c.observe(Event{Kind: EventListFailed, Err: err, ListCalls: attempt})
-		// The first failure is an error line; the others are summed up once an interval, as every port's.
-		msg := "listing the Inventory failed; PUs of pods gone while the agent was down are not restored yet, will retry"
-		if attempt == 1 {
-			c.log.Error(err, msg, "attempt", attempt, "retryIn", c.backoff(attempt).String())
-		} else {
-			c.log.V(1).Info(msg, "attempt", attempt, "retryIn", c.backoff(attempt).String(), "error", err.Error())
-			c.fails.add(portListPUs, "", err, c.opts.Clock.Now())
-		}
-	}
-	return false
 }
 
 // trackAll tracks pus from Workers goroutines, so that a journal's commits are shared, and returns how many were new
