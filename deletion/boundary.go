@@ -144,9 +144,8 @@ func callBy[T any](ctx context.Context, port string, f func() (T, error)) (T, er
 // errNotCalled: the check's context ended (Start stops, or the Sweep's context) before DestroyPU was called.
 var errNotCalled = errors.New("DestroyPU not called: the check's context is done")
 
-// destroyPU calls the PolicyHandler (in a dry run, its DryRunDestroyPU: ports.DryRunner), and reports whether its
-// error is not to be retried (ports.Permanent); once the check's context is done, it calls nothing and answers
-// errNotCalled.
+// destroyPU calls the PolicyHandler (in a dry run, its DryRunDestroyPU: ports.DryRunner), and reports whether its error
+// is not to be retried (ports.Permanent); once the check's context is done, it calls nothing and answers errNotCalled.
 func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error, permanent bool) {
 	if ctx.Err() != nil {
 		return errNotCalled, false
@@ -260,9 +259,8 @@ func safeError(port string, err error) error {
 	return &portError{msg: msg, err: err}
 }
 
-// panicValue prints a recovered panic's value; a value whose printing
-// panics too (an error whose Error panics, with itself, say) is named by its
-// type, for fmt would panic again printing it.
+// panicValue prints a recovered panic's value; a value whose printing panics too (an error whose Error panics, with
+// itself, say) is named by its type, for fmt would panic again printing it.
 func panicValue(r any) (s string) {
 	defer func() {
 		if recover() != nil {

@@ -28,9 +28,8 @@ type ObserverFunc func(Event)
 // Observe calls f(ev).
 func (f ObserverFunc) Observe(ev Event) { f(ev) }
 
-// Observers returns an Observer that tells each of obs but the nil ones (a nil ObserverFunc or pointer too), in
-// order, about every event. A panic in one does not keep the others from being told: the first is raised again once
-// all were.
+// Observers returns an Observer that tells each of obs but the nil ones (a nil ObserverFunc or pointer too), in order,
+// about every event. A panic in one does not keep the others from being told: the first is raised again once all were.
 func Observers(obs ...Observer) Observer {
 	list := make([]Observer, 0, len(obs))
 	for _, o := range obs {

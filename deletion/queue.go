@@ -892,10 +892,8 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 
 // waits returns what a health check reads of the queue: whether Start has returned, whether it stops (its context is
 // done), whether the first list's answer is going in (overdue is then how long since a PU of it last began or ended
-// going in), how
-// long the oldest queued check
-// has waited, how long ago the first check due was due (since Start began at the earliest), and how long that may be
-// (limit, and the first list's deadline while it is under way).
+// going in), how long the oldest queued check has waited, how long ago the first check due was due (since Start began
+// at the earliest), and how long that may be (limit, and the first list's deadline while it is under way).
 func (c *Engine) waits(limit time.Duration) (stopped, stopping, restoring bool, waited, overdue, wedged time.Duration) {
 	now := c.now()
 	c.q.mu.Lock()

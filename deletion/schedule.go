@@ -2,11 +2,10 @@ package deletion
 
 // The scheduler. Every record is on one heap of times (wheel.heap, by record.next): its periodic check, or its retry,
 // or the sooner of its turn and its periodic check. One goroutine (schedule) sleeps until the first and queues every
-// record due. A periodic check comes at the tick a hash of the PUID picks, in one or two batches a second; a retry comes
-// at its own time, RetryMinDelay doubling up to RetryMaxDelay after the failure; a turn at its own time, at the
-// rate's pace. A batch wakes one worker, and another after
-// spreadAfter if it still waits: a wake-up is what an idle node agent pays for (BENCHMARKS.md). It also logs the
-// failing ports' summaries (logs.go).
+// record due. A periodic check comes at the tick a hash of the PUID picks, in one or two batches a second; a retry
+// comes at its own time, RetryMinDelay doubling up to RetryMaxDelay after the failure; a turn at its own time, at the
+// rate's pace. A batch wakes one worker, and another after spreadAfter if it still waits: a wake-up is what an idle
+// node agent pays for (BENCHMARKS.md). It also logs the failing ports' summaries (logs.go).
 
 import (
 	"container/heap"
