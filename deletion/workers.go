@@ -106,14 +106,12 @@ func (c *Engine) Sweep(ctx context.Context) {
 		case <-done:
 			return
 		case <-ctx.Done():
+			c.endSweep(gen)
+			return
 		case <-t.C:
-			continue
 		case <-nudge:
-			continue
 		case <-turn.C():
-			continue
 		}
-		break
 	}
 	c.endSweep(gen)
 }
