@@ -670,13 +670,10 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 // its pod can never come back; a PU of a live pod (SandboxChanged, SandboxDead, PodTerminated) stays tracked.
 func (q *puQueue) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEvent) {
 	v := o.verdict
-	report := r.reported&(1<<v.Row) == 0
-	if report {
+	gone := v.Reason == ports.ReasonPodGone || v.Reason == ports.ReasonUIDChanged || v.Reason == ports.ReasonNodeChanged
+	if r.reported&(1<<v.Row) == 0 {
 		r.reported |= 1 << v.Row
 		r.reportedRow = int8(v.Row)
-	}
-	gone := v.Reason == ports.ReasonPodGone || v.Reason == ports.ReasonUIDChanged || v.Reason == ports.ReasonNodeChanged
-	if report {
 		o.events = append(o.events, tellItem{q.ticketLocked(r),
 			Event{Kind: EventWouldDestroy, PU: ev.PU(), Verdict: v, Reason: ev.Reason, Dropped: gone}})
 	}
@@ -1089,8 +1086,7 @@ func (q *puQueue) stoppingLocked() bool {
 func (c *Engine) startQueue(done <-chan struct{}, kick chan struct{}, now int64) (pending, tracked int) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	c.q.running, c.q.begun, c.q.wheel.kick, c.q.startAt = true, c.opts.Inventory == nil, kick, now
-	c.q.startDone = done
+	c.q.running, c.q.begun, c.q.wheel.kick, c.q.startAt, c.q.startDone = true, c.opts.Inventory == nil, kick, now, done
 	// Triggers before Start queued their records: they wait from now on.
 	for i := range c.q.ready.items[c.q.ready.head:] {
 		c.q.ready.items[c.q.ready.head+i].at = now
