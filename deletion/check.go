@@ -1,11 +1,9 @@
 package deletion
 
-// One check of a claimed record, in two phases that meet at settle: ask, the asking phase (boundary.go), gathers
-// the ports' answers, each made safe, runs Decide until it decides and has a Confirmer, and the SandboxConfirmer,
-// confirm a destroy or a sandbox change; the queue then carries the verdict out (settle, then destroyed after a
-// DestroyPU). Then run tells the Observer the check's moves before the Requeuer hears of the pod, and finish
-// tells its EventChecked and releases the record. The check reads the PU as it was claimed: no other move changes
-// it while the check holds the record (queue.go).
+// One check of a claimed record: ask (boundary.go) gathers the ports' answers, each made safe, and runs Decide and the
+// confirmers; settle, then destroyed after a DestroyPU, carry the verdict out under the queue's lock; run tells the
+// Observer the check's moves before the Requeuer hears of the pod, and finish tells its EventChecked and releases the
+// record. The check reads the PU as it was claimed: no other move changes it while the check holds the record.
 
 import (
 	"context"

@@ -86,14 +86,10 @@ func (w *listWindow) told(puid string) {
 	}
 }
 
-// unlistedMemory is what the engine remembers, under puQueue.mu, of the PUs it destroyed, gave up on or dropped (a dry
-// run) while no list of the Inventory has answered yet, so that a list does not bring them back: an Inventory that
-// observes the engine may not have forgotten them (a journal's record of a PU holds a sandbox that the engine, which
-// tracked it without one, never reported). It keeps the latest twice limit removals: limit is the most PUs the engine
-// has tracked at once (seen at every Track and removal), and minUnlistedMemory at the least. Past that the oldest is
-// forgotten, so that it stays bounded while the Inventory fails (a list may then bring those back, to be destroyed,
-// or reported, once more). The Untracks of PUIDs the engine did not hold are kept apart, in a memory of their own of
-// the same size, so that they never push out a removal.
+// unlistedMemory remembers, under puQueue.mu, the PUs destroyed, given up on or dropped (a dry run) while no list of the
+// Inventory has answered yet, so that a list (a journal may still hold them) does not bring them back: the latest twice
+// limit, the most PUs tracked at once (minUnlistedMemory at the least), so that it stays bounded while the Inventory
+// fails; the Untracks of PUIDs the engine did not hold are kept apart, so that they never push out a removal.
 type unlistedMemory struct {
 	gone, untracked recent
 	limit           int
