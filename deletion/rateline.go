@@ -31,11 +31,8 @@ type lineEntry struct {
 	seq  uint64
 }
 
-// newRateLine returns a line that gives a turn every `every` nanoseconds, burst at once; every 0: no limit.
+// newRateLine returns a line that gives a turn every `every` (> 0) nanoseconds, burst at once.
 func newRateLine(every int64, burst int) rateLine {
-	if every <= 0 {
-		return rateLine{}
-	}
 	// A burst of more than a year of turns (MaxDuration) is a year of turns: (burst-1)*every would overflow.
 	tau := min(int64(burst-1), int64(MaxDuration)/every) * every
 	return rateLine{every: every, tau: tau, tickets: make(map[string]uint64)}
