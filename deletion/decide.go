@@ -54,11 +54,14 @@ const (
 var actionNames = [...]string{Keep: "Keep", Destroy: "Destroy", Adopt: "Adopt", AskSandbox: "AskSandbox", AskProber: "AskProber"}
 
 // String returns the action's name.
-func (a Action) String() string {
-	if int(a) < len(actionNames) {
-		return actionNames[a]
+func (a Action) String() string { return nameOf(actionNames[:], int(a), "Action") }
+
+// nameOf returns names[i], or type(i) when i has no name.
+func nameOf(names []string, i int, typ string) string {
+	if i < len(names) && names[i] != "" {
+		return names[i]
 	}
-	return fmt.Sprintf("Action(%d)", a)
+	return fmt.Sprintf("%s(%d)", typ, i)
 }
 
 // Verdict is the outcome of Decide.
@@ -262,9 +265,4 @@ const (
 var podClassNames = [...]string{PodLive: "Live", PodElsewhere: "Elsewhere", PodFinished: "Finished"}
 
 // String returns the class's name.
-func (k PodClass) String() string {
-	if int(k) < len(podClassNames) {
-		return podClassNames[k]
-	}
-	return fmt.Sprintf("PodClass(%d)", k)
-}
+func (k PodClass) String() string { return nameOf(podClassNames[:], int(k), "PodClass") }

@@ -1,7 +1,6 @@
 package deletion
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/podsweeper/podsweeper/ports"
@@ -112,12 +111,7 @@ var eventKindNames = [...]string{
 }
 
 // String returns the kind's name.
-func (k EventKind) String() string {
-	if int(k) < len(eventKindNames) && eventKindNames[k] != "" {
-		return eventKindNames[k]
-	}
-	return fmt.Sprintf("EventKind(%d)", k)
-}
+func (k EventKind) String() string { return nameOf(eventKindNames[:], int(k), "EventKind") }
 
 // Event is one thing the engine did, as reported to an Observer. Which fields are set depends on Kind; the others are
 // zero.
