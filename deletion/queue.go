@@ -303,12 +303,6 @@ func (q *puQueue) queueLocked(r *record, why cause, now int64) bool {
 	return false
 }
 
-// markLocked asks for the check of r that the Sweep of gen waits for.
-func (q *puQueue) markLocked(r *record, gen uint32, now int64) {
-	r.sweepGen, r.sweep = gen, sweepNext
-	q.queueLocked(r, bySweep, now)
-}
-
 // claimLocked gives the queued record r to a check that will run in s.
 func (q *puQueue) claimLocked(r *record, s *slot) {
 	r.state = checking

@@ -27,8 +27,9 @@ func (q *puQueue) beginSweepLocked(now int64) (gen uint32, done, nudge chan stru
 	w.gen = max(w.gen+1, 1) // 0 stands for Start's workers (see work)
 	gen, done, nudge = w.gen, make(chan struct{}), make(chan struct{}, 1)
 	w.done, w.nudge, w.left, w.lanes, w.owed = done, nudge, len(q.records), 0, nil
-	for _, r := range q.records {
-		q.markLocked(r, gen, now)
+	for _, r := range q.records { // each asks for the check the Sweep waits for
+		r.sweepGen, r.sweep = gen, sweepNext
+		q.queueLocked(r, bySweep, now)
 	}
 	q.wakeLocked(w.left) // Start's workers, if it runs
 	return gen, done, nudge
