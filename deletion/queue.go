@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -580,15 +581,7 @@ func (c *Engine) TriggerPod(key types.NamespacedName) {
 }
 
 // TriggerAll asks for every PU to be checked now, as TriggerPod does for the PUs of one pod.
-func (c *Engine) TriggerAll() {
-	c.trigger(func(yield func(*record) bool) {
-		for _, r := range c.q.records {
-			if !yield(r) {
-				return
-			}
-		}
-	})
-}
+func (c *Engine) TriggerAll() { c.trigger(maps.Values(c.q.records)) }
 
 // trigger asks for a fresh check of each record of rs now (TriggerPod, TriggerAll).
 func (c *Engine) trigger(rs func(yield func(*record) bool)) {
