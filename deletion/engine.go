@@ -82,9 +82,7 @@ func isNil(v any) bool {
 // and sandbox hold).
 func (c *Engine) Classify(pod *corev1.Pod) PodClass {
 	switch {
-	case pod == nil:
-		return PodElsewhere
-	case c.opts.NodeName != "" && (pod.Spec.NodeName == "" || boundElsewhere(pod, c.opts.NodeName)):
+	case pod == nil, c.opts.NodeName != "" && (pod.Spec.NodeName == "" || boundElsewhere(pod, c.opts.NodeName)):
 		return PodElsewhere
 	case c.opts.DestroyTerminated && finished(pod):
 		return PodFinished
