@@ -27,13 +27,24 @@ import (
 // seconds, so it may date it up to a second early.
 const LeaseMargin = time.Second
 
+// MinRenewDeadline and MinRetryPeriod are the shortest renew deadline and
+// retry period CheckLeaseDurations accepts: a renewal is a read and a write
+// of the Lease on the API server, which a shorter deadline cannot wait for,
+// so that the leader would lose its Lease at its first renewal; and a
+// shorter retry period is a loop of calls on the API server.
+const (
+	MinRenewDeadline = time.Second
+	MinRetryPeriod   = 100 * time.Millisecond
+)
+
 // ErrLeaseNotRenewed is the cause of the context a LeaseFence ends, and the
 // error the engine's Runnable returns then: the Lease was not renewed
 // within the renew deadline. Match it with errors.Is.
 var ErrLeaseNotRenewed = errors.New("k8s: the Lease was not renewed within the renew deadline")
 
 // CheckLeaseDurations returns an error wrapping ErrInvalidSetup unless
-// leaseDuration > 0, retryPeriod > 0, renewDeadline > retryPeriod,
+// leaseDuration > 0, renewDeadline >= MinRenewDeadline,
+// retryPeriod >= MinRetryPeriod, renewDeadline > retryPeriod,
 // leaseDuration is whole seconds (a Lease holds it as an int32 of seconds,
 // which client-go truncates it to) and
 // leaseDuration >= renewDeadline + retryPeriod + LeaseMargin: the rule
@@ -50,6 +61,10 @@ func CheckLeaseDurations(leaseDuration, renewDeadline, retryPeriod time.Duration
 	case leaseDuration <= 0 || renewDeadline <= 0 || retryPeriod <= 0:
 		return fmt.Errorf("%w: lease duration (%v), renew deadline (%v) and retry period (%v) must be positive",
 			ErrInvalidSetup, leaseDuration, renewDeadline, retryPeriod)
+	case renewDeadline < MinRenewDeadline || retryPeriod < MinRetryPeriod:
+		return fmt.Errorf("%w: the renew deadline (%v) must be at least %v and the retry period (%v) at least %v: a renewal is a read and a write "+
+			"of the Lease on the API server, which a shorter deadline cannot wait for, and a shorter retry period calls it in a loop",
+			ErrInvalidSetup, renewDeadline, MinRenewDeadline, retryPeriod, MinRetryPeriod)
 	case leaseDuration > maxLeaseDuration || renewDeadline > maxLeaseDuration || retryPeriod > maxLeaseDuration:
 		return fmt.Errorf("%w: lease duration (%v), renew deadline (%v) and retry period (%v) must be at most %v: a Lease holds its duration in int32 seconds",
 			ErrInvalidSetup, leaseDuration, renewDeadline, retryPeriod, maxLeaseDuration)

@@ -35,6 +35,10 @@ func TestCheckLeaseDurations(t *testing.T) {
 		{30 * time.Second, 10 * time.Second, 9 * time.Second, false},         // client-go: the renew deadline above 1.2 retry periods
 		{30 * time.Second, 10800 * time.Millisecond, 9 * time.Second, false}, // exactly 1.2 is not above
 		{30 * time.Second, 10801 * time.Millisecond, 9 * time.Second, true},
+		{2 * time.Second, 2, 1, false},                                 // no renewal can be waited for in 2ns
+		{2 * time.Second, MinRenewDeadline - 1, MinRetryPeriod, false}, // a renew deadline under its floor
+		{3 * time.Second, MinRenewDeadline, MinRetryPeriod - 1, false}, // a retry period under its floor
+		{3 * time.Second, MinRenewDeadline, MinRetryPeriod, true},      // both at their floors
 	} {
 		err := CheckLeaseDurations(c.lease, c.renew, c.retry)
 		if c.ok {

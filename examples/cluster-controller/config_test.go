@@ -67,13 +67,16 @@ func TestLeaseDurationsThatLetTwoLeadersDestroyAreRefused(t *testing.T) {
 	_, err := parseFlags([]string{"--pu-dir", "/x"}, inAPod, io.Discard)
 	require.NoError(t, err, "the defaults, 15s/10s/2s")
 	for name, args := range map[string][]string{
-		"no margin":               {"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=12500ms"},
-		"renew deadline too long": {"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=15s"},
-		"retry period too long":   {"--leader-election-renew-deadline=2s", "--leader-election-retry-period=2s"},
-		"no retry period":         {"--leader-election-retry-period=0"},
-		"client-go's jitter":      {"--leader-election-lease-duration=20s", "--leader-election-renew-deadline=10s", "--leader-election-retry-period=9s"},
-		"part seconds":            {"--leader-election-lease-duration=15500ms"},
-		"milliseconds":            {"--leader-election-lease-duration=2500ms", "--leader-election-renew-deadline=1s", "--leader-election-retry-period=200ms"},
+		"no margin":                {"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=12500ms"},
+		"renew deadline too long":  {"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=15s"},
+		"retry period too long":    {"--leader-election-renew-deadline=2s", "--leader-election-retry-period=2s"},
+		"no retry period":          {"--leader-election-retry-period=0"},
+		"client-go's jitter":       {"--leader-election-lease-duration=20s", "--leader-election-renew-deadline=10s", "--leader-election-retry-period=9s"},
+		"part seconds":             {"--leader-election-lease-duration=15500ms"},
+		"milliseconds":             {"--leader-election-lease-duration=2500ms", "--leader-election-renew-deadline=1s", "--leader-election-retry-period=200ms"},
+		"no time to renew":         {"--leader-election-lease-duration=2s", "--leader-election-renew-deadline=2ns", "--leader-election-retry-period=1ns"},
+		"renew deadline under 1s":  {"--leader-election-lease-duration=2s", "--leader-election-renew-deadline=999ms", "--leader-election-retry-period=100ms"},
+		"retry period under 100ms": {"--leader-election-lease-duration=3s", "--leader-election-renew-deadline=1s", "--leader-election-retry-period=99ms"},
 	} {
 		_, err := parseFlags(append([]string{"--pu-dir", "/x"}, args...), inAPod, io.Discard)
 		require.ErrorIs(t, err, program.ErrUsage, name)

@@ -43,7 +43,9 @@
 // one under way may finish) before the other replica can take the Lease;
 // the command line refuses durations that would not leave it time
 // (--leader-election-lease-duration at least the renew deadline, the retry
-// period and a second) and a lease duration that is not whole seconds (a
+// period and a second; a renew deadline under a second, which a renewal's
+// read and write of the Lease may not meet, or a retry period under
+// 100ms) and a lease duration that is not whole seconds (a
 // Lease holds whole seconds: 1500ms would be written as 1s), and, outside
 // a cluster, a Lease without --leader-election-namespace ($POD_NAMESPACE
 // unset), for which there is no pod's namespace to take. On losing the Lease, or on that fence, run returns
