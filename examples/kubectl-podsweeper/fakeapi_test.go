@@ -23,6 +23,7 @@ import (
 	"time"
 
 	gwebsocket "github.com/gorilla/websocket"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,6 +46,19 @@ type fakeAPI struct {
 	portForwardStatus *metav1.Status
 	// forwardDelay: the port-forward's upgrade is answered after it.
 	forwardDelay time.Duration
+	// forwardAnswer, when set for a method (GET: WebSockets, POST: SPDY),
+	// answers the pods/portforward of that method the user may make: what
+	// the API server relays of its dial of the kubelet.
+	forwardAnswer map[string]rawAnswer
+	// mayImpersonate: the user may impersonate anyone; otherwise a request
+	// with Impersonate-User is refused, as the API server refuses it.
+	mayImpersonate bool
+}
+
+// rawAnswer is an answer's status code and body, as they are sent.
+type rawAnswer struct {
+	code              int
+	contentType, body string
 }
 
 func newFakeAPI(t *testing.T) *fakeAPI {
@@ -97,16 +111,88 @@ func status(code int, reason metav1.StatusReason, msg string) *metav1.Status {
 	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: "Failure", Code: int32(code), Reason: reason, Message: msg}
 }
 
+// refusal is the API server's answer to a request its authorizer refused:
+// a status Forbidden whose details name the resource and the object.
+func refusal(path string) *metav1.Status {
+	st := status(403, metav1.StatusReasonForbidden, "forbidden by the fake")
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) > 2 && parts[2] == "namespaces" && len(parts) > 4 {
+		parts = parts[4:]
+	} else if len(parts) > 2 {
+		parts = parts[2:]
+	}
+	st.Details = &metav1.StatusDetails{Kind: parts[0]}
+	if len(parts) > 1 {
+		st.Details.Name = parts[1]
+	}
+	return st
+}
+
+// allowed says whether the fake's user may make the request method path.
+func (f *fakeAPI) allowed(method, path string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, fb := range f.forbid {
+		if strings.HasPrefix(method+" "+path, fb) {
+			return false
+		}
+	}
+	return true
+}
+
+// review answers a SelfSubjectAccessReview from the fake's refusals.
+func (f *fakeAPI) review(w http.ResponseWriter, r *http.Request) {
+	var rv authorizationv1.SelfSubjectAccessReview
+	if err := json.NewDecoder(r.Body).Decode(&rv); err != nil || rv.Spec.ResourceAttributes == nil {
+		writeJSONResp(w, 400, status(400, metav1.StatusReasonBadRequest, "bad review"))
+		return
+	}
+	a := rv.Spec.ResourceAttributes
+	f.mu.Lock()
+	may := f.mayImpersonate
+	f.mu.Unlock()
+	if a.Verb == "impersonate" {
+		rv.Status.Allowed = may
+	} else {
+		method := http.MethodGet
+		if a.Verb == "create" {
+			method = http.MethodPost
+		}
+		path := "/api/v1"
+		if a.Namespace != "" {
+			path += "/namespaces/" + a.Namespace
+		}
+		path += "/" + a.Resource
+		if a.Name != "" {
+			path += "/" + a.Name
+		}
+		if a.Subresource != "" {
+			path += "/" + a.Subresource
+		}
+		rv.Status.Allowed = f.allowed(method, path)
+	}
+	rv.TypeMeta = metav1.TypeMeta{Kind: "SelfSubjectAccessReview", APIVersion: "authorization.k8s.io/v1"}
+	writeJSONResp(w, 201, &rv)
+}
+
 func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
-	forbid := append([]string{}, f.forbid...)
 	pods := append([]corev1.Pod{}, f.pods...)
+	may := f.mayImpersonate
 	f.mu.Unlock()
-	for _, fb := range forbid {
-		if strings.HasPrefix(r.Method+" "+r.URL.Path, fb) {
-			writeJSONResp(w, 403, status(403, metav1.StatusReasonForbidden, "forbidden by the fake"))
-			return
-		}
+	if as := r.Header.Get("Impersonate-User"); as != "" && !may {
+		st := status(403, metav1.StatusReasonForbidden, fmt.Sprintf(`users %q is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope`, as))
+		st.Details = &metav1.StatusDetails{Kind: "users", Name: as}
+		writeJSONResp(w, 403, st)
+		return
+	}
+	if !f.allowed(r.Method, r.URL.Path) {
+		writeJSONResp(w, 403, refusal(r.URL.Path))
+		return
+	}
+	if r.Method == http.MethodPost && r.URL.Path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" {
+		f.review(w, r)
+		return
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	// /api/v1/pods, /api/v1/namespaces/NS/pods[/NAME[/portforward]], events.
@@ -158,9 +244,16 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 func (f *fakeAPI) portForward(w http.ResponseWriter, r *http.Request, pod string) {
 	f.mu.Lock()
 	d, pfs := f.forwardDelay, f.portForwardStatus
+	ans, ok := f.forwardAnswer[r.Method]
 	f.mu.Unlock()
 	if pfs != nil {
 		writeJSONResp(w, int(pfs.Code), pfs)
+		return
+	}
+	if ok {
+		w.Header().Set("Content-Type", ans.contentType)
+		w.WriteHeader(ans.code)
+		_, _ = io.WriteString(w, ans.body)
 		return
 	}
 	if d > 0 {
