@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,12 +69,76 @@ func (e *forbiddenError) Error() string {
 // pods and Events.
 const clusterRole = "the ClusterRole <fullname>-explain of the programs' chart"
 
-// refused turns an API error into a forbiddenError when it is one.
-func refused(err error, verb, resource, namespace, role string) error {
-	if apierrors.IsForbidden(err) {
-		return &forbiddenError{verb: verb, resource: resource, namespace: namespace, role: role}
+// refused turns an API error into a forbiddenError when the user's own
+// authorization refused the request: verb on resource in namespace (""
+// every namespace), which role grants. Any other error is returned as it is.
+func (c *cluster) refused(ctx context.Context, err error, verb, resource, namespace, role string) error {
+	var st apierrors.APIStatus
+	if !apierrors.IsForbidden(err) || !errors.As(err, &st) {
+		return err
+	}
+	s := st.Status()
+	if f := c.forbidden(ctx, &s, verb, resource, namespace, "", role); f != nil {
+		return f
 	}
 	return err
+}
+
+// portForward opens a port-forward to the pod namespace/name's port as
+// the user. An upgrade answered 403 is a forbiddenError only when the
+// user's own authorization refused it (cluster.forbidden); any other
+// failure, the kubelet's refusal among them, is an error that says the
+// program could not be asked.
+func (c *cluster) portForward(ctx context.Context, namespace, name string, port int) (*forwarded, error) {
+	f, err := forward(ctx, c.config, c.cs, namespace, name, port)
+	var r *refusedForward
+	if errors.As(err, &r) {
+		if fe := c.forbidden(ctx, r.status, r.verb, "pods/portforward", namespace, name,
+			"the Role <fullname>-explain of the programs' chart, in namespace "+namespace); fe != nil {
+			return nil, fe
+		}
+		return nil, r.err
+	}
+	return f, err
+}
+
+// forbidden says whether a request answered 403 (its answer's status st,
+// nil when it was none) to verb on resource in namespace (the object
+// name, when not "") was refused by the user's own authorization, and
+// which permission is missing: the one place that decides it. A
+// SelfSubjectAccessReview of verb on resource in namespace, as the user:
+// denied, the permission is missing; allowed, the refusal came from
+// elsewhere (the kubelet's authorization of the API server, a webhook of
+// its own) and forbidden returns nil. When the review cannot be made, the
+// 403's status decides: the API server's authorizer names the resource it
+// refused.
+func (c *cluster) forbidden(ctx context.Context, st *metav1.Status, verb, resource, namespace, name, role string) *forbiddenError {
+	a := authorizationv1.ResourceAttributes{Verb: verb, Namespace: namespace, Name: name}
+	a.Resource, a.Subresource, _ = strings.Cut(resource, "/")
+	allowed, reviewed := review(ctx, c.cs, a)
+	if (reviewed && !allowed) || (!reviewed && statusNames(st, a.Resource, "")) {
+		return &forbiddenError{verb: verb, resource: resource, namespace: namespace, role: role}
+	}
+	return nil
+}
+
+// review asks the API server whether the user of cs may do a: allowed, and
+// whether it answered.
+func review(ctx context.Context, cs kubernetes.Interface, a authorizationv1.ResourceAttributes) (allowed, reviewed bool) {
+	r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+		&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}, metav1.CreateOptions{})
+	if err != nil {
+		return false, false
+	}
+	return r.Status.Allowed, true
+}
+
+// statusNames reports whether st is the API server's authorizer refusing
+// a request on resource (and the object name, when not ""): a status
+// Forbidden whose details name them.
+func statusNames(st *metav1.Status, resource, name string) bool {
+	return st != nil && st.Reason == metav1.StatusReasonForbidden && st.Details != nil &&
+		st.Details.Kind == resource && (name == "" || st.Details.Name == name)
 }
 
 // cluster asks the API server and the programs, as the user.
@@ -109,10 +174,12 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 		if c.namespace != "" {
 			role = "the Role <fullname>-explain of the programs' chart"
 		}
-		if apierrors.IsForbidden(err) && c.namespace == "" {
-			return nil, fmt.Errorf("%w; or name the programs' namespace with --namespace", refused(err, "list", "pods", "", role))
+		err := c.refused(ctx, err, "list", "pods", c.namespace, role)
+		var f *forbiddenError
+		if errors.As(err, &f) && f.verb == "list" && c.namespace == "" {
+			return nil, fmt.Errorf("%w; or name the programs' namespace with --namespace", err)
 		}
-		return nil, refused(err, "list", "pods", c.namespace, role)
+		return nil, err
 	}
 	var out []target
 	for _, p := range list.Items {
@@ -178,7 +245,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	f, err := forward(ctx, c.config, c.cs, t.Namespace, t.Pod, port)
+	f, err := c.portForward(ctx, t.Namespace, t.Pod, port)
 	var forbidden *forbiddenError
 	if errors.As(err, &forbidden) {
 		return a, err
@@ -251,7 +318,7 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return nil, refused(err, "get", "pods", namespace, clusterRole)
+			return nil, c.refused(ctx, err, "get", "pods", namespace, clusterRole)
 		case uid != "" && string(p.UID) != uid:
 			x.Warnings = append(x.Warnings, fmt.Sprintf("the pod named %s/%s now has UID %s, not %s", namespace, name, p.UID, uid))
 			x.Pod = podOf(p)
@@ -313,7 +380,7 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:
-				return nil, refused(err, "get", "pods", x.Namespace, clusterRole)
+				return nil, c.refused(ctx, err, "get", "pods", x.Namespace, clusterRole)
 			case string(p.UID) == uid:
 				x.Pod = podOf(p)
 			default:
@@ -339,14 +406,14 @@ func (c *cluster) events(ctx context.Context, x *PodExplanation) ([]Event, error
 		l, err := c.cs.CoreV1().Events(x.Namespace).List(ctx, metav1.ListOptions{
 			FieldSelector: fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": x.Name}.String()})
 		if err != nil {
-			return nil, refused(err, "list", "events", x.Namespace, clusterRole)
+			return nil, c.refused(ctx, err, "list", "events", x.Namespace, clusterRole)
 		}
 		lists = append(lists, l)
 	} else {
 		l, err := c.cs.CoreV1().Events("").List(ctx, metav1.ListOptions{
 			FieldSelector: fields.Set{"involvedObject.kind": "Pod", "involvedObject.uid": x.UID}.String()})
 		if err != nil {
-			return nil, refused(err, "list", "events", "", clusterRole)
+			return nil, c.refused(ctx, err, "list", "events", "", clusterRole)
 		}
 		lists = append(lists, l)
 	}
@@ -355,7 +422,7 @@ func (c *cluster) events(ctx context.Context, x *PodExplanation) ([]Event, error
 		l, err := c.cs.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
 			FieldSelector: fields.Set{"involvedObject.kind": "Node", "reason": reason}.String()})
 		if err != nil {
-			return nil, refused(err, "list", "events", metav1.NamespaceDefault, clusterRole)
+			return nil, c.refused(ctx, err, "list", "events", metav1.NamespaceDefault, clusterRole)
 		}
 		lists = append(lists, l)
 	}
@@ -448,7 +515,7 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return refused(err, "get", "pods", namespace, clusterRole)
+			return c.refused(ctx, err, "get", "pods", namespace, clusterRole)
 		default:
 			pn.Pod = podOf(p)
 		}
@@ -485,7 +552,7 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (st *Addr
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	f, err := forward(ctx, c.config, c.cs, t.Namespace, t.Pod, port)
+	f, err := c.portForward(ctx, t.Namespace, t.Pod, port)
 	var forbidden *forbiddenError
 	if errors.As(err, &forbidden) {
 		return nil, nil, "", err

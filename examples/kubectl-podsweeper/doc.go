@@ -44,6 +44,10 @@
 // a ClusterRole and a Role named <fullname>-explain (<release>-podsweeper-<program>) that grant what it
 // needs (docs/operating/explain.md); a user without them gets one line
 // that says "forbidden" and which permission is missing, and status 1.
+// A 403 is the user's own only when the API server says so (a
+// SelfSubjectAccessReview, or the refusal's status when none can be
+// made); any other, a kubelet's refusal of the API server say, makes the
+// program "could not be asked".
 //
 // What the commands print is rendered by pure functions of the programs'
 // JSON answers and the Events (render.go), whose outputs for each case

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 )
 
 // TestCommandLinesRefused: a command line the plugin cannot run is refused
@@ -51,14 +53,16 @@ func TestCommandLinesRefused(t *testing.T) {
 // one line that names the verb, the resource, the namespace and the role
 // that grants it.
 func TestForbiddenSaysWhichPermission(t *testing.T) {
-	err := refused(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web", nil), "get", "pods", "apps", clusterRole)
+	c := &cluster{config: &rest.Config{}, cs: fake.NewClientset()} // its reviews deny
+	ctx := context.Background()
+	err := c.refused(ctx, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web", nil), "get", "pods", "apps", clusterRole)
 	assert.Equal(t, "forbidden: you may not get pods in namespace apps: the ClusterRole <fullname>-explain of the programs' chart "+
 		"grants it (docs/operating/explain.md says how to bind it)", err.Error())
-	err = refused(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil), "list", "pods", "", clusterRole)
+	err = c.refused(ctx, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil), "list", "pods", "", clusterRole)
 	assert.Contains(t, err.Error(), "forbidden: you may not list pods in every namespace:")
 	assert.False(t, strings.Contains(err.Error(), "\n"))
 	other := apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web")
-	assert.Equal(t, other, refused(other, "get", "pods", "apps", clusterRole), "only a refusal is turned")
+	assert.Equal(t, other, c.refused(ctx, other, "get", "pods", "apps", clusterRole), "only a refusal is turned")
 }
 
 // TestStatusPortFromTheCommandLine: the port of a program's status

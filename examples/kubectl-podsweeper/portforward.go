@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
@@ -50,9 +53,11 @@ func forward(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, nam
 		return nil, err
 	}
 	var wsErr error
+	fellBack := false
 	dialer := portforward.NewFallbackDialerForStreaming(ws, spdyDialer, func(err error) bool {
 		wsErr = err
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		fellBack = httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		return fellBack
 	})
 	type dialed struct {
 		conn httpstream.Connection
@@ -75,37 +80,74 @@ func forward(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, nam
 		return nil, fmt.Errorf("port-forward to pod %s/%s: %w", namespace, name, ctx.Err())
 	}
 	if d.err != nil {
-		if isForbidden(wsErr) || spdyStatus.code() == http.StatusForbidden {
-			return nil, &forbiddenError{verb: "create", resource: "pods/portforward", namespace: namespace,
-				role: "the Role <fullname>-explain of the programs' chart, in namespace " + namespace}
+		err := fmt.Errorf("port-forward to pod %s/%s: %w", namespace, name, d.err)
+		// The last attempt decides: SPDY's (a POST, verb create) when the
+		// WebSocket's (a GET, verb get) was refused and SPDY tried.
+		switch st, refused := wsRefusal(wsErr); {
+		case fellBack && spdyStatus.code() == http.StatusForbidden:
+			return nil, &refusedForward{verb: "create", status: spdyStatus.status(), err: err}
+		case !fellBack && refused:
+			return nil, &refusedForward{verb: "get", status: st, err: err}
 		}
-		return nil, fmt.Errorf("port-forward to pod %s/%s: %w", namespace, name, d.err)
+		return nil, err
 	}
 	return &forwarded{conn: d.conn, port: port}, nil
 }
 
-// isForbidden reports whether the WebSocket upgrade of a port-forward was
-// refused by the API server's authorization: a 403 status in its answer.
-func isForbidden(err error) bool {
-	var up *httpstream.UpgradeFailureError
-	return errors.As(err, &up) && apierrors.IsForbidden(up.Cause)
+// refusedForward is a port-forward whose upgrade was answered 403: by the
+// API server's authorization of the user's request, or by what it asked
+// in turn (the kubelet); cluster.forbidden tells which.
+type refusedForward struct {
+	// verb is the request's: get over WebSockets, create over SPDY.
+	verb string
+	// status is the answer's, when it was a metav1.Status.
+	status *metav1.Status
+	err    error
 }
 
-// statusOf is a round tripper that keeps the status of the last answer
-// through it: the SPDY dialer's error keeps only the answer's text.
+func (e *refusedForward) Error() string { return e.err.Error() }
+func (e *refusedForward) Unwrap() error { return e.err }
+
+// wsRefusal reports whether the WebSocket upgrade of a port-forward was
+// answered 403 with a status, and that status.
+func wsRefusal(err error) (*metav1.Status, bool) {
+	var up *httpstream.UpgradeFailureError
+	var st apierrors.APIStatus
+	if errors.As(err, &up) && errors.As(up.Cause, &st) && st.Status().Code == http.StatusForbidden {
+		s := st.Status()
+		return &s, true
+	}
+	return nil, false
+}
+
+// statusOf is a round tripper that keeps the status code of the last
+// answer through it, and the metav1.Status of a 403: the SPDY dialer's
+// error keeps only the answer's text.
 type statusOf struct {
 	next http.RoundTripper
 	mu   sync.Mutex
 	last int
+	st   *metav1.Status
 }
 
 func (s *statusOf) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := s.next.RoundTrip(req)
-	if resp != nil {
-		s.mu.Lock()
-		s.last = resp.StatusCode
-		s.mu.Unlock()
+	if resp == nil {
+		return resp, err
 	}
+	var st *metav1.Status
+	if resp.StatusCode == http.StatusForbidden && resp.Body != nil {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		var v metav1.Status
+		if json.Unmarshal(b, &v) == nil && v.Kind == "Status" {
+			st = &v
+		}
+	}
+	s.mu.Lock()
+	s.last, s.st = resp.StatusCode, st
+	s.mu.Unlock()
 	return resp, err
 }
 
@@ -113,6 +155,12 @@ func (s *statusOf) code() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.last
+}
+
+func (s *statusOf) status() *metav1.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
 }
 
 // get GETs path from the pod's port: its status and body.

@@ -87,3 +87,64 @@ func TestPortForwardForbiddenOnlyOnA403(t *testing.T) {
 		assert.Equal(t, forbidden, r.stderr)
 	})
 }
+
+// TestPortForwardForbiddenOnlyWhenTheUserMayNot: a port-forward answered
+// 403 is "forbidden: you may not create pods/portforward" only when the
+// user's own authorization refused it; SPDY's answer decides when the
+// WebSocket's was refused. A user who may create pods/portforward (what
+// kubectl port-forward needs) but not get it, asking a program whose
+// kubelet is unreachable, and a kubelet that refuses the API server, make
+// the program "could not be asked" with the answer's text, exit 0.
+func TestPortForwardForbiddenOnlyWhenTheUserMayNot(t *testing.T) {
+	const pf = "/api/v1/namespaces/podsweeper/pods/na-1/portforward"
+	unreachable := rawAnswer{code: http.StatusInternalServerError, contentType: "application/json",
+		body: `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"error dialing backend: dial tcp 127.0.0.1:1: connect: connection refused","code":500}`}
+	kubelet403 := rawAnswer{code: http.StatusForbidden, contentType: "text/plain",
+		body: "Forbidden (user=kube-apiserver-kubelet-client, verb=create, resource=nodes, subresource=proxy)"}
+	t.Run("create only, the node live", func(t *testing.T) {
+		f := newFakeAPI(t)
+		f.forbid = []string{"GET " + pf}
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
+		r := f.run("status", "--node", "node-a")
+		assert.Equal(t, 0, r.code)
+		assert.Contains(t, r.stdout, earlierUID)
+	})
+	t.Run("create only, the kubelet unreachable", func(t *testing.T) {
+		f := newFakeAPI(t)
+		f.forbid = []string{"GET " + pf}
+		f.forwardAnswer = map[string]rawAnswer{http.MethodPost: unreachable}
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
+		r := f.run("status", "--node", "node-a")
+		assert.Equal(t, 0, r.code)
+		assert.Empty(t, r.stderr)
+		assert.Contains(t, r.stdout, "na-1 could not be asked: port-forward to pod podsweeper/na-1: ")
+		assert.Contains(t, r.stdout, "connection refused")
+	})
+	t.Run("the kubelet refuses the API server", func(t *testing.T) {
+		f := newFakeAPI(t)
+		f.forwardAnswer = map[string]rawAnswer{http.MethodGet: kubelet403, http.MethodPost: kubelet403}
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
+		r := f.run("status", "--node", "node-a")
+		assert.Equal(t, 0, r.code)
+		assert.Empty(t, r.stderr)
+		assert.Contains(t, r.stdout, "na-1 could not be asked: port-forward to pod podsweeper/na-1: ")
+		assert.Contains(t, r.stdout, "user=kube-apiserver-kubelet-client")
+	})
+	t.Run("no review: the answer's status decides", func(t *testing.T) {
+		const review = "POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+		f := newFakeAPI(t)
+		f.forbid = []string{review}
+		f.forwardAnswer = map[string]rawAnswer{http.MethodGet: kubelet403, http.MethodPost: kubelet403}
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
+		r := f.run("status", "--node", "node-a")
+		assert.Equal(t, 0, r.code, "a 403 whose status names no resource is not the user's RBAC")
+		assert.Contains(t, r.stdout, "na-1 could not be asked: port-forward to pod podsweeper/na-1: ")
+
+		f = newFakeAPI(t)
+		f.forbid = []string{review, "GET " + pf, "POST " + pf}
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
+		r = f.run("status", "--node", "node-a")
+		assert.Equal(t, 1, r.code, "the API server's refusal names pods")
+		assert.Contains(t, r.stderr, "forbidden: you may not create pods/portforward in namespace podsweeper")
+	})
+}
