@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -54,15 +55,28 @@ func portOf(addr string) string {
 // permission is missing and which role of the charts grants it.
 type forbiddenError struct {
 	verb, resource, namespace, role string
+	// name is the object's: for impersonate, the user (--as), group
+	// (--as-group), UID (--as-uid) or extra's value the user may not be.
+	name string
 }
 
 func (e *forbiddenError) Error() string {
+	if e.verb == "impersonate" {
+		return fmt.Sprintf("forbidden: you may not impersonate %s %q (%s): the programs' charts grant no impersonation; "+
+			"a ClusterRole that grants impersonate on %s, bound to you, does", e.resource, e.name, impersonationFlags[e.resource], e.resource)
+	}
 	where := "in namespace " + e.namespace
 	if e.namespace == "" {
 		where = "in every namespace"
 	}
 	return fmt.Sprintf("forbidden: you may not %s %s %s: %s grants it (docs/operating/explain.md says how to bind it)",
 		e.verb, e.resource, where, e.role)
+}
+
+// impersonationFlags are kubectl's flags that ask to impersonate each
+// resource of impersonation.
+var impersonationFlags = map[string]string{
+	"users": "--as", "groups": "--as-group", "uids": "--as-uid", "userextras": "the kubeconfig's as-user-extra",
 }
 
 // clusterRole names the ClusterRole of the charts that grants reading
@@ -105,14 +119,44 @@ func (c *cluster) portForward(ctx context.Context, namespace, name string, port 
 // forbidden says whether a request answered 403 (its answer's status st,
 // nil when it was none) to verb on resource in namespace (the object
 // name, when not "") was refused by the user's own authorization, and
-// which permission is missing: the one place that decides it. A
-// SelfSubjectAccessReview of verb on resource in namespace, as the user:
-// denied, the permission is missing; allowed, the refusal came from
-// elsewhere (the kubelet's authorization of the API server, a webhook of
-// its own) and forbidden returns nil. When the review cannot be made, the
-// 403's status decides: the API server's authorizer names the resource it
-// refused.
+// which permission is missing: the one place that decides it. With
+// impersonation (--as, --as-group, --as-uid), the user may not be who
+// they ask to be: a SelfSubjectAccessReview of the user without
+// impersonation says so. Then a SelfSubjectAccessReview of verb on
+// resource in namespace, as the user: denied, the permission is missing;
+// allowed, the refusal came from elsewhere (the kubelet's authorization
+// of the API server, a webhook of its own) and forbidden returns nil. When
+// the review cannot be made, the 403's status decides: the API server's
+// authorizer names the resource (or the impersonation) it refused.
 func (c *cluster) forbidden(ctx context.Context, st *metav1.Status, verb, resource, namespace, name, role string) *forbiddenError {
+	imp := c.config.Impersonate
+	var asked []authorizationv1.ResourceAttributes
+	if imp.UserName != "" {
+		asked = append(asked, authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "users", Name: imp.UserName})
+	}
+	for _, g := range imp.Groups {
+		asked = append(asked, authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "groups", Name: g})
+	}
+	if imp.UID != "" {
+		asked = append(asked, authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "uids", Name: imp.UID})
+	}
+	for _, k := range slices.Sorted(maps.Keys(imp.Extra)) {
+		for _, v := range imp.Extra[k] {
+			asked = append(asked, authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "userextras", Subresource: k, Name: v})
+		}
+	}
+	if len(asked) > 0 {
+		self, err := c.self()
+		for _, a := range asked {
+			allowed, reviewed := false, false
+			if err == nil {
+				allowed, reviewed = review(ctx, self, a)
+			}
+			if (reviewed && !allowed) || (!reviewed && statusNames(st, a.Resource, a.Name)) {
+				return &forbiddenError{verb: "impersonate", resource: a.Resource, name: a.Name}
+			}
+		}
+	}
 	a := authorizationv1.ResourceAttributes{Verb: verb, Namespace: namespace, Name: name}
 	a.Resource, a.Subresource, _ = strings.Cut(resource, "/")
 	allowed, reviewed := review(ctx, c.cs, a)
@@ -139,6 +183,13 @@ func review(ctx context.Context, cs kubernetes.Interface, a authorizationv1.Reso
 func statusNames(st *metav1.Status, resource, name string) bool {
 	return st != nil && st.Reason == metav1.StatusReasonForbidden && st.Details != nil &&
 		st.Details.Kind == resource && (name == "" || st.Details.Name == name)
+}
+
+// self is a client of the user as themselves, without impersonation.
+func (c *cluster) self() (kubernetes.Interface, error) {
+	cfg := rest.CopyConfig(c.config)
+	cfg.Impersonate = rest.ImpersonationConfig{}
+	return kubernetes.NewForConfig(cfg)
 }
 
 // cluster asks the API server and the programs, as the user.

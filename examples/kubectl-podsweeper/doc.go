@@ -43,8 +43,9 @@
 // directly, with no local port opened. RBAC is the gate: each chart ships
 // a ClusterRole and a Role named <fullname>-explain (<release>-podsweeper-<program>) that grant what it
 // needs (docs/operating/explain.md); a user without them gets one line
-// that says "forbidden" and which permission is missing, and status 1.
-// A 403 is the user's own only when the API server says so (a
+// that says "forbidden" and which permission is missing, and status 1:
+// impersonate users with --as when the user may not be who they ask to
+// be. A 403 is the user's own only when the API server says so (a
 // SelfSubjectAccessReview, or the refusal's status when none can be
 // made); any other, a kubelet's refusal of the API server say, makes the
 // program "could not be asked".

@@ -65,6 +65,39 @@ func TestForbiddenSaysWhichPermission(t *testing.T) {
 	assert.Equal(t, other, c.refused(ctx, other, "get", "pods", "apps", clusterRole), "only a refusal is turned")
 }
 
+// TestForbiddenSaysWhichPermissionWithAs: with --as, a user who may not
+// impersonate is told that the permission missing is impersonate users,
+// and for whom, not a permission of the user's own; a user who may is
+// answered as the one impersonated.
+func TestForbiddenSaysWhichPermissionWithAs(t *testing.T) {
+	const want = `kubectl-podsweeper: forbidden: you may not impersonate users "erin" (--as): the programs' charts grant no impersonation; ` +
+		"a ClusterRole that grants impersonate on users, bound to you, does\n"
+	for _, args := range [][]string{
+		{"--as", "erin", "-n", "podsweeper", "status", "--node", "node-a"},
+		{"--as", "erin", "-n", "podsweeper", "explain", "pod", "apps/web"},
+		{"--as", "erin", "report"},
+	} {
+		f := newFakeAPI(t)
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
+		r := f.run(args...)
+		assert.Equal(t, 1, r.code, "%q", args)
+		assert.Equal(t, want, r.stderr, "%q", args)
+		assert.Empty(t, r.stdout)
+
+		// The review cannot be made: the refusal's status names the impersonation.
+		f.forbid = []string{"POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews"}
+		r = f.run(args...)
+		assert.Equal(t, 1, r.code, "%q", args)
+		assert.Equal(t, want, r.stderr, "%q", args)
+
+		f.forbid = nil
+		f.mayImpersonate = true
+		r = f.run(args...)
+		assert.Equal(t, 0, r.code, "%q", args)
+		assert.Empty(t, r.stderr)
+	}
+}
+
 // TestStatusPortFromTheCommandLine: the port of a program's status
 // listener is read from its container's arguments, the program's default
 // without; "0" turns it off.
