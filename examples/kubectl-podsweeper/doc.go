@@ -18,8 +18,8 @@
 // why, a veto of the confirming read, its failed destroy attempts and the
 // next, its last error, and what a dry run would do; and the pod's
 // podsweeper Events (PUDestroyed, PUAbandoned: those of the cluster
-// controller regard the pod, those of a node's program regard the node
-// and name the pod). explain ip says what holds a pod address on a node,
+// controller regard the pod, those of the node agent the pod, or for a
+// pod that is gone the node, naming the pod; cni-gc posts none). explain ip says what holds a pod address on a node,
 // as cni-gc there sees it (its page cni.AddressPath): the attachments of
 // libcni's cache whose result holds it (sandbox, network, interface, and
 // the pod the cache recorded, with whether it lives now and cni-gc's PU of

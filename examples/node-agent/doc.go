@@ -69,7 +69,8 @@
 // direct read of the API server first. deploy/ has the DaemonSet (which
 // mounts the journal's directory from the host and the runtime's socket
 // directory read-only) and the RBAC it needs: get, list and watch on pods,
-// create and patch on events.k8s.io Events (a PUDestroyed Event on the pod
-// of each destroy), and the token and access reviews of its metrics
+// create and patch on events.k8s.io Events (a PUDestroyed Event of each
+// destroy, regarding the pod, or its node when the pod is gone:
+// adapters/k8s.Events), and the token and access reviews of its metrics
 // filter; nothing else.
 package main
