@@ -163,18 +163,22 @@ func statusPort(prog string, p corev1.Pod) (port string, dryRun bool) {
 	return port, dryRun
 }
 
+// failed is the answer of the program t when it could not be asked: why,
+// and no PU or report (those read before the failure are not kept).
+func failed(t target, format string, args ...any) Answer {
+	return Answer{Program: t.Program, Error: fmt.Sprintf(format, args...)}
+}
+
 // ask asks the program t for its status page and its dry run's report,
 // keeping the PUs and reports keep takes (nil: all).
 func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string) bool) (Answer, error) {
 	a := Answer{Program: t.Program}
 	if t.port == "" {
-		a.Error = "its status listener is off (--status-bind-address=0)"
-		return a, nil
+		return failed(t, "its status listener is off (--status-bind-address=0)"), nil
 	}
 	port, err := strconv.Atoi(t.port)
 	if err != nil {
-		a.Error = fmt.Sprintf("its --status-bind-address has no port: %q", t.port)
-		return a, nil
+		return failed(t, "its --status-bind-address has no port: %q", t.port), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -184,8 +188,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		return a, err
 	}
 	if err != nil {
-		a.Error = err.Error()
-		return a, nil
+		return failed(t, "%s", err), nil
 	}
 	defer f.close()
 	code, body, err := f.get(ctx, k8s.StatusPath)
@@ -196,14 +199,12 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		err = json.Unmarshal(body, &a.PUs)
 	}
 	if err != nil {
-		a.Error = fmt.Sprintf("reading its status on port %d: %v", port, err)
-		return a, nil
+		return failed(t, "reading its status on port %d: %v", port, err), nil
 	}
 	code, body, err = f.get(ctx, k8s.DryRunPath)
 	switch {
 	case err != nil:
-		a.Error = fmt.Sprintf("reading its dry run's report on port %d: %v", port, err)
-		return a, nil
+		return failed(t, "reading its dry run's report on port %d: %v", port, err), nil
 	case code == http.StatusNotFound:
 		a.Program.DryRun = false
 	case code == http.StatusOK:
@@ -212,14 +213,11 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 			Reports []k8s.WouldDestroy `json:"reports"`
 		}
 		if err := json.Unmarshal(body, &r); err != nil {
-			a.Error = fmt.Sprintf("reading its dry run's report: %v", err)
-			return a, nil
+			return failed(t, "reading its dry run's report: %v", err), nil
 		}
 		a.Program.DryRun, a.Reports, a.ReportsTotal = true, r.Reports, r.Total
 	default:
-		a.PUs = nil
-		a.Error = fmt.Sprintf("reading its dry run's report on port %d: %s answered %d: %s", port, k8s.DryRunPath, code, strings.TrimSpace(string(body)))
-		return a, nil
+		return failed(t, "reading its dry run's report on port %d: %s answered %d: %s", port, k8s.DryRunPath, code, strings.TrimSpace(string(body))), nil
 	}
 	if keep != nil {
 		a.PUs = slices.DeleteFunc(a.PUs, func(s k8s.PUStatus) bool { return !keep(s.Pod, s.PUID) })
