@@ -140,29 +140,6 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 	return out, nil
 }
 
-// statusPort reads the program's container's command line: the port of
-// its --status-bind-address ("" when "0") and whether it runs with
-// --dry-run.
-func statusPort(prog string, p corev1.Pod) (port string, dryRun bool) {
-	port = defaultStatusPorts[prog]
-	for _, ctr := range p.Spec.Containers {
-		for _, a := range append(append([]string{}, ctr.Command...), ctr.Args...) {
-			switch v, ok := strings.CutPrefix(a, "--status-bind-address="); {
-			case ok && v == program.Off:
-				port = ""
-			case ok:
-				port = portOf(v)
-			}
-			if v, ok := strings.CutPrefix(a, "--dry-run="); ok {
-				dryRun, _ = strconv.ParseBool(v)
-			} else if a == "--dry-run" {
-				dryRun = true
-			}
-		}
-	}
-	return port, dryRun
-}
-
 // failed is the answer of the program t when it could not be asked: why,
 // and no PU or report (those read before the failure are not kept).
 func failed(t target, format string, args ...any) Answer {
