@@ -228,8 +228,9 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		case err != nil:
 			return nil, refused(err, "get", "pods", namespace, clusterRole)
 		case uid != "" && string(p.UID) != uid:
+			// Another pod than the one asked about: it is named in a
+			// note, and nothing of it is said (as with --uid alone).
 			x.Warnings = append(x.Warnings, fmt.Sprintf("the pod named %s/%s now has UID %s, not %s", namespace, name, p.UID, uid))
-			x.Pod = podOf(p)
 		default:
 			x.Pod = podOf(p)
 		}
@@ -239,10 +240,10 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		return nil, err
 	}
 	x.Events = evs
-	if node == "" && x.Pod != nil && (uid == "" || x.Pod.UID == uid) {
+	if node == "" && x.Pod != nil {
 		// The pod of that name is the one asked about: its PUs are on its
-		// node. With another UID asked, the earlier pod may have run
-		// elsewhere, and is looked for as by --uid alone.
+		// node. With another UID asked, x.Pod is nil: the earlier pod may
+		// have run elsewhere, and is looked for as by --uid alone.
 		node = x.Pod.Node
 	}
 	if node == "" {

@@ -94,10 +94,11 @@ type PodExplanation struct {
 }
 
 // Matches reports whether a PU of pod (namespace/name) and puID is one of
-// the pod asked about: by name, or by UID when one was asked.
+// the pod asked about: by its UID when one was asked (with a name too, the
+// PUs of other pods of that name are not its), by name otherwise.
 func (x *PodExplanation) Matches(pod, puID string) bool {
-	if x.UID != "" && puID == x.UID {
-		return true
+	if x.UID != "" {
+		return puID == x.UID
 	}
 	return x.Name != "" && pod == x.Namespace+"/"+x.Name
 }
