@@ -258,27 +258,10 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 	return out, nil
 }
 
-// statusPort reads the program's container's command line: the port of
-// its --status-bind-address ("" when "0") and whether it runs with
-// --dry-run.
-func statusPort(prog string, p corev1.Pod) (port string, dryRun bool) {
-	port = defaultStatusPorts[prog]
-	for _, ctr := range p.Spec.Containers {
-		for _, a := range append(append([]string{}, ctr.Command...), ctr.Args...) {
-			switch v, ok := strings.CutPrefix(a, "--status-bind-address="); {
-			case ok && v == program.Off:
-				port = ""
-			case ok:
-				port = portOf(v)
-			}
-			if v, ok := strings.CutPrefix(a, "--dry-run="); ok {
-				dryRun, _ = strconv.ParseBool(v)
-			} else if a == "--dry-run" {
-				dryRun = true
-			}
-		}
-	}
-	return port, dryRun
+// failed is the answer of the program t when it could not be asked: why,
+// and no PU or report (those read before the failure are not kept).
+func failed(t target, format string, args ...any) Answer {
+	return Answer{Program: t.Program, Error: fmt.Sprintf(format, args...)}
 }
 
 // ask asks the program t for its status page and its dry run's report,
@@ -286,13 +269,11 @@ func statusPort(prog string, p corev1.Pod) (port string, dryRun bool) {
 func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string) bool) (Answer, error) {
 	a := Answer{Program: t.Program}
 	if t.port == "" {
-		a.Error = "its status listener is off (--status-bind-address=0)"
-		return a, nil
+		return failed(t, "its status listener is off (--status-bind-address=0)"), nil
 	}
 	port, err := strconv.Atoi(t.port)
 	if err != nil {
-		a.Error = fmt.Sprintf("its --status-bind-address has no port: %q", t.port)
-		return a, nil
+		return failed(t, "its --status-bind-address has no port: %q", t.port), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -302,8 +283,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		return a, err
 	}
 	if err != nil {
-		a.Error = err.Error()
-		return a, nil
+		return failed(t, "%s", err), nil
 	}
 	defer f.close()
 	code, body, err := f.get(ctx, k8s.StatusPath)
@@ -314,14 +294,12 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		err = json.Unmarshal(body, &a.PUs)
 	}
 	if err != nil {
-		a.Error = fmt.Sprintf("reading its status on port %d: %v", port, err)
-		return a, nil
+		return failed(t, "reading its status on port %d: %v", port, err), nil
 	}
 	code, body, err = f.get(ctx, k8s.DryRunPath)
 	switch {
 	case err != nil:
-		a.Error = fmt.Sprintf("reading its dry run's report on port %d: %v", port, err)
-		return a, nil
+		return failed(t, "reading its dry run's report on port %d: %v", port, err), nil
 	case code == http.StatusNotFound:
 		a.Program.DryRun = false
 	case code == http.StatusOK:
@@ -330,14 +308,11 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 			Reports []k8s.WouldDestroy `json:"reports"`
 		}
 		if err := json.Unmarshal(body, &r); err != nil {
-			a.Error = fmt.Sprintf("reading its dry run's report: %v", err)
-			return a, nil
+			return failed(t, "reading its dry run's report: %v", err), nil
 		}
 		a.Program.DryRun, a.Reports, a.ReportsTotal = true, r.Reports, r.Total
 	default:
-		a.PUs = nil
-		a.Error = fmt.Sprintf("reading its dry run's report on port %d: %s answered %d: %s", port, k8s.DryRunPath, code, strings.TrimSpace(string(body)))
-		return a, nil
+		return failed(t, "reading its dry run's report on port %d: %s answered %d: %s", port, k8s.DryRunPath, code, strings.TrimSpace(string(body))), nil
 	}
 	if keep != nil {
 		a.PUs = slices.DeleteFunc(a.PUs, func(s k8s.PUStatus) bool { return !keep(s.Pod, s.PUID) })
@@ -371,8 +346,9 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		case err != nil:
 			return nil, c.refused(ctx, err, "get", "pods", namespace, clusterRole)
 		case uid != "" && string(p.UID) != uid:
+			// Another pod than the one asked about: it is named in a
+			// note, and nothing of it is said (as with --uid alone).
 			x.Warnings = append(x.Warnings, fmt.Sprintf("the pod named %s/%s now has UID %s, not %s", namespace, name, p.UID, uid))
-			x.Pod = podOf(p)
 		default:
 			x.Pod = podOf(p)
 		}
@@ -382,10 +358,10 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		return nil, err
 	}
 	x.Events = evs
-	if node == "" && x.Pod != nil && (uid == "" || x.Pod.UID == uid) {
+	if node == "" && x.Pod != nil {
 		// The pod of that name is the one asked about: its PUs are on its
-		// node. With another UID asked, the earlier pod may have run
-		// elsewhere, and is looked for as by --uid alone.
+		// node. With another UID asked, x.Pod is nil: the earlier pod may
+		// have run elsewhere, and is looked for as by --uid alone.
 		node = x.Pod.Node
 	}
 	if node == "" {

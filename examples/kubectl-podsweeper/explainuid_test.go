@@ -8,6 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 const laterUID = "0b7e3d52-8c1a-4f0e-b6d2-9e4a1c7f5a30"
@@ -36,4 +39,41 @@ func TestExplainUIDAsksWhereTheEarlierPodRan(t *testing.T) {
 	assert.Contains(t, r.stdout, "PU "+laterUID+" of pod apps/web")
 	assert.NotContains(t, r.stdout, "na-a")
 	assert.False(t, strings.Contains(r.stdout, "every node's programs were asked"))
+}
+
+// podEvent is a podsweeper Event of a destroy of the PU uid of the pod
+// apps/name, regarding that pod.
+func podEvent(name, uid, reason string, at time.Time) corev1.Event {
+	return corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name + "." + uid},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: name, UID: types.UID(uid)},
+		Reason:         k8s.EventReasonDestroyed, Type: corev1.EventTypeNormal, ReportingController: "podsweeper",
+		EventTime: metav1.NewMicroTime(at), Message: reason + ": destroyed PU " + uid + " of pod apps/" + name}
+}
+
+// TestExplainNameAndUIDIsThePodOfThatUID: explain pod NAMESPACE/NAME --uid
+// of an earlier pod of that name answers about the pod of that UID, as
+// --uid alone does: not the pod of that name now (named in a note), its PU
+// or its Events.
+func TestExplainNameAndUIDIsThePodOfThatUID(t *testing.T) {
+	f := newFakeAPI(t)
+	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-a", holding(map[string]any{
+		"puID": laterUID, "pod": "apps/web", "state": "idle", "age": "20s"}))
+	f.addPod(corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: laterUID},
+		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	f.addEvent(podEvent("web", earlierUID, "UIDChanged", time.Now().Add(-time.Minute)))
+	f.addEvent(podEvent("web", laterUID, "SandboxChanged", time.Now()))
+
+	for _, args := range [][]string{
+		{"explain", "pod", "apps/web", "--uid", earlierUID, "--node", "node-a"},
+		{"explain", "pod", "--uid", earlierUID, "--node", "node-a"},
+	} {
+		r := f.run(args...)
+		assert.Equal(t, 0, r.code)
+		assert.Contains(t, r.stdout, "Pod with UID "+earlierUID+" (apps/web): no pod of that UID in the API server", "%q", args)
+		assert.Contains(t, r.stdout, "Note: the pod named apps/web now has UID "+laterUID, "%q", args)
+		assert.Contains(t, r.stdout, "UIDChanged: destroyed PU "+earlierUID, "%q", args)
+		assert.NotContains(t, r.stdout, "PU "+laterUID+" of pod", "%q", args)
+		assert.NotContains(t, r.stdout, "SandboxChanged", "%q", args)
+		assert.NotContains(t, r.stdout, "Running", "%q", args)
+	}
 }

@@ -26,6 +26,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/streaming/pkg/httpstream"
@@ -37,6 +38,8 @@ type fakeAPI struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	pods []corev1.Pod
+	// events are listed by namespace and by the plugin's field selectors.
+	events []corev1.Event
 	// forwardTo maps "ns/pod" to the local address its forwarded ports reach.
 	forwardTo map[string]string
 	// forbid maps "METHOD path-prefix" to a 403.
@@ -208,7 +211,21 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case rest[0] == "events":
-		writeJSONResp(w, 200, &corev1.EventList{TypeMeta: metav1.TypeMeta{Kind: "EventList", APIVersion: "v1"}})
+		l := &corev1.EventList{TypeMeta: metav1.TypeMeta{Kind: "EventList", APIVersion: "v1"}}
+		sel, err := fields.ParseSelector(r.URL.Query().Get("fieldSelector"))
+		if err != nil {
+			writeJSONResp(w, 400, status(400, metav1.StatusReasonBadRequest, err.Error()))
+			return
+		}
+		f.mu.Lock()
+		for _, e := range f.events {
+			if (ns == "" || e.Namespace == ns) && sel.Matches(fields.Set{"involvedObject.kind": e.InvolvedObject.Kind,
+				"involvedObject.name": e.InvolvedObject.Name, "involvedObject.uid": string(e.InvolvedObject.UID), "reason": e.Reason}) {
+				l.Items = append(l.Items, e)
+			}
+		}
+		f.mu.Unlock()
+		writeJSONResp(w, 200, l)
 	case rest[0] == "pods" && len(rest) == 1:
 		l := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
 		sel := r.URL.Query().Get("labelSelector")
@@ -377,6 +394,12 @@ func (f *fakeAPI) addProgram(chartName, ns, name, node string, h http.Handler, e
 	f.forwardTo[ns+"/"+name] = addr
 	f.mu.Unlock()
 	return addr
+}
+
+func (f *fakeAPI) addEvent(e corev1.Event) {
+	f.mu.Lock()
+	f.events = append(f.events, e)
+	f.mu.Unlock()
 }
 
 func (f *fakeAPI) addPod(p corev1.Pod) {

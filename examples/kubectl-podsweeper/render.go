@@ -94,10 +94,11 @@ type PodExplanation struct {
 }
 
 // Matches reports whether a PU of pod (namespace/name) and puID is one of
-// the pod asked about: by name, or by UID when one was asked.
+// the pod asked about: by its UID when one was asked (with a name too, the
+// PUs of other pods of that name are not its), by name otherwise.
 func (x *PodExplanation) Matches(pod, puID string) bool {
-	if x.UID != "" && puID == x.UID {
-		return true
+	if x.UID != "" {
+		return puID == x.UID
 	}
 	return x.Name != "" && pod == x.Namespace+"/"+x.Name
 }
@@ -325,6 +326,46 @@ func RenderReport(w io.Writer, r *Report) error {
 		p.f("%s\n", n)
 	}
 	return p.err
+}
+
+// The lists of the JSON answers are empty lists when there is nothing in
+// them, never null, whatever gathered them: each type's MarshalJSON makes
+// its nil lists empty.
+
+// orEmpty is s, or an empty list for nil.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// MarshalJSON writes a with its PUs a list, empty for none.
+func (a Answer) MarshalJSON() ([]byte, error) {
+	type answer Answer
+	a.PUs = orEmpty(a.PUs)
+	return json.Marshal(answer(a))
+}
+
+// MarshalJSON writes x with its answers and Events lists, empty for none.
+func (x PodExplanation) MarshalJSON() ([]byte, error) {
+	type podExplanation PodExplanation
+	x.Answers, x.Events = orEmpty(x.Answers), orEmpty(x.Events)
+	return json.Marshal(podExplanation(x))
+}
+
+// MarshalJSON writes s with its answers a list, empty for none.
+func (s NodeStatus) MarshalJSON() ([]byte, error) {
+	type nodeStatus NodeStatus
+	s.Answers = orEmpty(s.Answers)
+	return json.Marshal(nodeStatus(s))
+}
+
+// MarshalJSON writes r with its answers a list, empty for none.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type report Report
+	r.Answers = orEmpty(r.Answers)
+	return json.Marshal(report(r))
 }
 
 // writeJSON writes v as indented JSON.

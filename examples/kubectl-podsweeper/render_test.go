@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,4 +97,43 @@ func TestReportWithNoProgramSaysSo(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, RenderReport(&out, &Report{}))
 	require.Equal(t, "No podsweeper program was found to ask.\n", out.String())
+}
+
+// TestJSONListsAreEmptyNeverNull: every list of the JSON answers is a list,
+// empty when there is nothing in it, as testdata's answers show them: the
+// Events of a pod none names, the PUs of a program that holds none or could
+// not be asked, the answers when no program was found.
+func TestJSONListsAreEmptyNeverNull(t *testing.T) {
+	f := newFakeAPI(t)
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/debug/podsweeper" {
+			_, _ = w.Write([]byte("null"))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	for _, args := range [][]string{
+		{"explain", "pod", "apps/nope", "-o", "json"},
+		{"explain", "pod", "--uid", earlierUID, "-o", "json"},
+		{"status", "--node", "node-a", "-o", "json"},
+		{"report", "-o", "json"},
+	} {
+		r := f.run(args...)
+		require.Equal(t, 0, r.code)
+		assert.NotContains(t, r.stdout, "null", "%q", args)
+		var x map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &x))
+		if args[0] == "explain" {
+			assert.JSONEq(t, "[]", string(x["events"]), "%q", args)
+		}
+	}
+
+	var out bytes.Buffer
+	require.NoError(t, RenderPodJSON(&out, &PodExplanation{Answers: []Answer{{Program: Program{Program: "node-agent"}, Error: "down"}}}))
+	require.NoError(t, writeJSON(&out, &NodeStatus{}))
+	require.NoError(t, writeJSON(&out, Report{}))
+	assert.NotContains(t, out.String(), "null")
+	assert.Contains(t, out.String(), `"pus": []`)
+	assert.Contains(t, out.String(), `"events": []`)
+	assert.Contains(t, out.String(), `"answers": []`)
 }

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAnAnswerWithAnErrorHasNothingElse: an Answer that says why its
+// program could not be asked has no other field (render.go's promise): a
+// program whose status page answered but whose dry run's report is not
+// JSON, drops the connection, fails or takes too long is said so, and none
+// of its status page's PUs is shown, of the pod asked about or of another.
+func TestAnAnswerWithAnErrorHasNothingElse(t *testing.T) {
+	const pus = `[{"puID":"aaaaaaaa-0000-0000-0000-000000000001","pod":"apps/web","state":"idle","age":"1m"},
+{"puID":"bbbbbbbb-0000-0000-0000-000000000002","pod":"apps/other","state":"idle","age":"2m"}]`
+	for name, dryRun := range map[string]http.HandlerFunc{
+		"not JSON": func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("<html>not json</html>")) },
+		"dropped": func(w http.ResponseWriter, r *http.Request) {
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				c.Close()
+			}
+		},
+		"failing": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+		},
+		"too late": func(w http.ResponseWriter, r *http.Request) { time.Sleep(3 * time.Second) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeAPI(t)
+			f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/debug/podsweeper":
+					_, _ = w.Write([]byte(pus))
+				case "/debug/podsweeper/dry-run":
+					dryRun(w, r)
+				default:
+					http.NotFound(w, r)
+				}
+			}), "--dry-run")
+			for _, args := range [][]string{
+				{"explain", "pod", "apps/web", "--node", "node-a", "-o", "json", "--timeout", "2s"},
+				{"status", "--node", "node-a", "-o", "json", "--timeout", "2s"},
+				{"report", "-o", "json", "--timeout", "2s"},
+			} {
+				r := f.run(args...)
+				require.Equal(t, 0, r.code)
+				var x struct {
+					Answers []map[string]json.RawMessage `json:"answers"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &x))
+				require.Len(t, x.Answers, 1)
+				a := x.Answers[0]
+				assert.NotEmpty(t, a["error"], "%q: the program could not be asked", args)
+				var pus []any
+				require.NoError(t, json.Unmarshal(a["pus"], &pus))
+				assert.Empty(t, pus, "%q: no PU beside the error", args)
+				assert.NotContains(t, a, "reports", "%q: no report beside the error", args)
+				assert.NotContains(t, r.stdout, "apps/other", "%q", args)
+			}
+		})
+	}
+}
