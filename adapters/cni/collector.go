@@ -85,8 +85,9 @@ type Options struct {
 	// config there names with "disableGC": true is never touched, even
 	// when the config its attachments were added with (the cached one)
 	// did not say so. A directory that does not exist holds no config; a
-	// path that is there and no directory is invalid. "": DefaultConfDir
-	// (/etc/cni/net.d).
+	// path that is there and no directory (a file, a loop of links, a link
+	// to nothing, whose target may hold a config) is invalid. "":
+	// DefaultConfDir (/etc/cni/net.d).
 	ConfDir string
 	// ResyncInterval is how often Resync lists the cache again, to track
 	// the attachments that appeared since. 0: DefaultResyncInterval (30s).
@@ -112,8 +113,8 @@ type Options struct {
 	// HostLocalDataDir is where host-local keeps its reservations for a
 	// network of ConfDir whose config sets no "dataDir" (the package doc,
 	// "host-local's reservations"). A directory that does not exist holds
-	// none; a path that is there and no directory (a file, a loop of links)
-	// is invalid. "":
+	// none; a path that is there and no directory (a file, a loop of
+	// links, a link to nothing) is invalid. "":
 	// DefaultHostLocalDataDir (/var/lib/cni/networks).
 	HostLocalDataDir string
 	// ReservationGrace is how old a host-local reservation that no sandbox
@@ -188,7 +189,7 @@ var (
 // a plugin directory does not exist (a DaemonSet that forgot to mount one
 // would otherwise see no attachment, or fail every DEL), or when ConfDir
 // or HostLocalDataDir is there and is not a directory (a file, a loop of
-// links: every read of it would fail).
+// links, a link to nothing: every read of it would fail).
 func New(opts Options) (*Collector, error) {
 	if opts.ResyncInterval < 0 {
 		return nil, fmt.Errorf("%w: ResyncInterval is negative (%v)", ErrInvalidOptions, opts.ResyncInterval)
@@ -237,17 +238,20 @@ func New(opts Options) (*Collector, error) {
 		}
 		switch kind, _, err := pathkind.Of(d); kind {
 		case pathkind.Dir:
-		case pathkind.Missing, pathkind.Loop, pathkind.Unreadable:
+		case pathkind.Missing, pathkind.Dangling, pathkind.Loop, pathkind.Unreadable:
 			return nil, fmt.Errorf("%w: %s %s (it is not created: mount it from the node): %w", ErrInvalidOptions, what, d, err)
 		default:
 			return nil, fmt.Errorf("%w: %s %s is not a directory", ErrInvalidOptions, what, d)
 		}
 	}
 	// A config or data directory that does not exist holds none; one that is there and not a directory (a file, a
-	// loop of links) fails every read.
+	// loop of links, a link to nothing) fails every read. A link to nothing is not one that does not exist: its
+	// target (a directory the pod does not mount) may hold a config that says disableGC.
 	for _, d := range [...]struct{ what, dir string }{{"the config directory", opts.ConfDir}, {"host-local's data directory", opts.HostLocalDataDir}} {
 		switch kind, _, err := pathkind.Of(d.dir); kind {
 		case pathkind.Dir, pathkind.Missing:
+		case pathkind.Dangling:
+			return nil, fmt.Errorf("%w: %s %s is a link to nothing (mount its target from the node): %w", ErrInvalidOptions, d.what, d.dir, err)
 		case pathkind.Loop, pathkind.Unreadable:
 			return nil, fmt.Errorf("%w: %s %s cannot be read: %w", ErrInvalidOptions, d.what, d.dir, err)
 		default:

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -137,6 +138,31 @@ func TestNewFailsWhenADirectoryIsMissing(t *testing.T) {
 	_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: filepath.Join(c.dir, "missing"),
 		HostLocalDataDir: filepath.Join(c.dir, "missing")})
 	require.NoError(t, err, "a config or data directory that does not exist")
+}
+
+// "a path that is there and no directory (a file, a loop of links, a link
+// to nothing, whose target may hold a config) is invalid": a ConfDir or
+// HostLocalDataDir that is a link to nothing (a directory the pod does not
+// mount) is not one that does not exist, and New refuses it; a link to a
+// directory (the chart's cni.confLinkDirs, mounted) is taken.
+func TestNewRefusesAConfigOrDataDirectoryThatIsALinkToNothing(t *testing.T) {
+	c := newCacheDir(t)
+	target := filepath.Join(t.TempDir(), "not-mounted")
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(target, link))
+	data := filepath.Join(t.TempDir(), "networks")
+	_, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: link, HostLocalDataDir: data})
+	require.ErrorIs(t, err, cni.ErrInvalidOptions, "ConfDir a link to nothing")
+	assert.Contains(t, err.Error(), "link to nothing")
+	_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, HostLocalDataDir: link})
+	require.ErrorIs(t, err, cni.ErrInvalidOptions, "HostLocalDataDir a link to nothing")
+
+	require.NoError(t, os.Mkdir(target, 0o755))
+	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: link, HostLocalDataDir: link,
+		Logger: c.logs.Logger()})
+	require.NoError(t, err, "a link to a directory")
+	_, err = coll.ListPUs(context.Background())
+	require.NoError(t, err)
 }
 
 func TestListPUsSkipsWhatItCannotUseAndLogsItOnce(t *testing.T) {
