@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,8 +128,9 @@ type Options struct {
 	// frees a second, whatever goes wrong upstream (a Runtime that lists no
 	// sandbox of a node full of them, say): the rest wait for their turn, in
 	// their round, in the order of their files. ReservationBurst is how
-	// many may be freed at once under it. 0 (either): no limit, and a burst
-	// of 1. Negative values are invalid. cni-gc sets them to the engine's
+	// many may be freed at once under it. 0 (either), or a ReservationRate
+	// of rate.Inf or above (+Inf): no limit, and a burst of 1. Negative
+	// values, and a ReservationRate that is no number (NaN), are invalid. cni-gc sets them to the engine's
 	// rate (--max-destroys-per-second, --destroy-burst).
 	ReservationRate  rate.Limit
 	ReservationBurst int
@@ -202,6 +204,9 @@ func New(opts Options) (*Collector, error) {
 	}
 	if opts.ReservationRate < 0 || opts.ReservationBurst < 0 {
 		return nil, fmt.Errorf("%w: ReservationRate (%v) or ReservationBurst (%d) is negative", ErrInvalidOptions, opts.ReservationRate, opts.ReservationBurst)
+	}
+	if math.IsNaN(float64(opts.ReservationRate)) { // no number: it bounds nothing, and would be taken as no limit
+		return nil, fmt.Errorf("%w: ReservationRate is not a number", ErrInvalidOptions)
 	}
 	if opts.ReservationGrace == 0 {
 		opts.ReservationGrace = DefaultReservationGrace

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -163,6 +165,21 @@ func TestNewRefusesAConfigOrDataDirectoryThatIsALinkToNothing(t *testing.T) {
 	require.NoError(t, err, "a link to a directory")
 	_, err = coll.ListPUs(context.Background())
 	require.NoError(t, err)
+}
+
+// "Negative values, and a ReservationRate that is no number (NaN), are
+// invalid"; rate.Inf and +Inf are no limit.
+func TestNewRefusesAReservationRateThatIsNoNumber(t *testing.T) {
+	c := newCacheDir(t)
+	data := filepath.Join(t.TempDir(), "networks")
+	_, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, HostLocalDataDir: data,
+		ReservationRate: rate.Limit(math.NaN())})
+	require.ErrorIs(t, err, cni.ErrInvalidOptions, "NaN")
+	for _, r := range []rate.Limit{rate.Inf, rate.Limit(math.Inf(1))} {
+		_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, HostLocalDataDir: data,
+			ReservationRate: r, Logger: c.logs.Logger()})
+		require.NoError(t, err, "%v: no limit", r)
+	}
 }
 
 func TestListPUsSkipsWhatItCannotUseAndLogsItOnce(t *testing.T) {
