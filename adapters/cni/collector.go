@@ -115,8 +115,8 @@ type Options struct {
 	// network of ConfDir whose config sets no "dataDir" (the package doc,
 	// "host-local's reservations"). A directory that does not exist holds
 	// none; a path that is there and no directory (a file, a loop of
-	// links, a link to nothing) is invalid. "":
-	// DefaultHostLocalDataDir (/var/lib/cni/networks).
+	// links, a link to nothing) is invalid. "" alone (not ".", the working
+	// directory): DefaultHostLocalDataDir (/var/lib/cni/networks).
 	HostLocalDataDir string
 	// ReservationGrace is how old a host-local reservation that no sandbox
 	// of the Runtime or cache entry accounts for must be before Resync
@@ -211,10 +211,10 @@ func New(opts Options) (*Collector, error) {
 	if opts.ReservationGrace == 0 {
 		opts.ReservationGrace = DefaultReservationGrace
 	}
-	opts.HostLocalDataDir = filepath.Clean(opts.HostLocalDataDir) // as the configs' own are, so that they compare
-	if opts.HostLocalDataDir == "." {
+	if opts.HostLocalDataDir == "" { // "" alone: "." (and "./") name the working directory
 		opts.HostLocalDataDir = DefaultHostLocalDataDir
 	}
+	opts.HostLocalDataDir = filepath.Clean(opts.HostLocalDataDir) // as the configs' own are, so that they compare
 	if opts.NewestSandboxTimeout == 0 {
 		opts.NewestSandboxTimeout = DefaultNewestSandboxTimeout
 	}

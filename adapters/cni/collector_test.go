@@ -182,6 +182,33 @@ func TestNewRefusesAReservationRateThatIsNoNumber(t *testing.T) {
 	}
 }
 
+// HostLocalDataDir: `"" alone (not ".", the working directory):
+// DefaultHostLocalDataDir`. A HostLocalDataDir of "." reads the
+// reservations of the working directory: a dry run's round finds the one a
+// network of ConfDir without "dataDir" holds there.
+func TestHostLocalDataDirDotIsTheWorkingDirectoryNotTheDefault(t *testing.T) {
+	c := newCacheDir(t)
+	data := t.TempDir()
+	t.Chdir(data)
+	conf := `{"cniVersion":"1.1.0","name":"hl","plugins":[{"type":"logger","ipam":{"type":"host-local","ranges":[[{"subnet":"10.9.0.0/24"}]]}}]}`
+	require.NoError(t, os.WriteFile(filepath.Join(c.conf, "10-hl.conflist"), []byte(conf), 0o644))
+	writeAged(t, filepath.Join(data, "hl", "10.9.0.7"), "leaked\r\neth0", time.Hour)
+	for _, dir := range []string{".", "./"} {
+		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, HostLocalDataDir: dir,
+			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &tracker{}) }()
+		require.Eventually(t, func() bool { return len(coll.WouldFree()) == 1 }, 10*time.Second, 20*time.Millisecond,
+			"HostLocalDataDir %q: the working directory's reservation", dir)
+		cancel()
+		require.NoError(t, <-done)
+		assert.Equal(t, "leaked", coll.WouldFree()[0].ContainerID)
+	}
+	assert.Empty(t, c.delCalls(), "a dry run")
+}
+
 func TestListPUsSkipsWhatItCannotUseAndLogsItOnce(t *testing.T) {
 	c := newCacheDir(t)
 	c.write(entry{network: "podnet", sandbox: "good", uid: "u1", namespace: "ns", name: "pod-u1"})
