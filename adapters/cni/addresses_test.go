@@ -237,3 +237,51 @@ func TestAddressTellsADecisionOnASandboxKeptForARuntimeThatCannotBeAsked(t *test
 	}
 	assert.True(t, c.exists("podnet-sb-etcd-eth0"))
 }
+
+// addressEntry writes a cache entry of network podnet (the logger plugin,
+// or plugin) for the sandbox of the pod apps/name (uid) holding ip.
+func addressEntry(t *testing.T, c *cacheDir, plugin, sandbox, uid, name, ip string) {
+	t.Helper()
+	conf := `{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"` + plugin + `"}]}`
+	b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": sandbox, "ifName": "eth0", "networkName": "podnet",
+		"config": []byte(conf), "cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "apps"}, {"K8S_POD_NAME", name}, {"K8S_POD_UID", uid}},
+		"result": map[string]any{"cniVersion": "1.1.0", "ips": []map[string]any{{"address": ip + "/24"}}}})
+	require.NoError(t, err)
+	c.writeRaw("podnet-"+sandbox+"-eth0", b, time.Hour)
+}
+
+// askAddress asks h of ip, and wants 200.
+func askAddress(t *testing.T, h http.Handler, ip string) cni.AddressStatus {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip="+ip, nil))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	require.Equal(t, "application/json", w.Header().Get("Content-Type"))
+	var st cni.AddressStatus
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &st))
+	return st
+}
+
+// AddressHandler "answers, as JSON, the AddressStatus": while a config of
+// ConfDir is being written (truncated, its name not written yet), which
+// networks say disableGC cannot be told, and the cache can still be read.
+// The page tells the attachment, and says in Unread which config it could
+// not read; once the config is written, Unread is empty.
+func TestAddressAnswersWhatItReadsWhileAConfigIsBeingWritten(t *testing.T) {
+	c := newCacheDir(t)
+	addressEntry(t, c, "logger", "sb-web", "uid-web", "web", "10.1.0.5")
+	h := c.collector().AddressHandler()
+	half := filepath.Join(c.conf, "05-installer.conflist")
+	require.NoError(t, os.WriteFile(half, []byte(`{"cniVersion":"1.0.0","pl`), 0o644))
+	st := askAddress(t, h, "10.1.0.5")
+	require.Len(t, st.Attachments, 1, "the cache is read")
+	assert.Equal(t, "sb-web", st.Attachments[0].ContainerID)
+	require.Len(t, st.Unread, 1)
+	assert.Contains(t, st.Unread[0], "ConfDir")
+	assert.Contains(t, st.Unread[0], half)
+
+	require.NoError(t, os.WriteFile(half, []byte(`{"cniVersion":"1.0.0","name":"installer","plugins":[{"type":"logger"}]}`), 0o644))
+	st = askAddress(t, h, "10.1.0.5")
+	assert.Empty(t, st.Unread)
+	assert.Len(t, st.Attachments, 1)
+}
