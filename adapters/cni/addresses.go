@@ -64,7 +64,8 @@ type AttachmentStatus struct {
 	DisableGC bool `json:"disableGC,omitempty"`
 	// Decision is the last decision the Collector took on its sandbox
 	// when the engine asked it to free it (DestroyPU, or DryRunDestroyPU in
-	// a dry run); nil: it was never asked to, since the Collector started.
+	// a dry run), a keep for want of what it decides on included (Row -1);
+	// nil: it was never asked to, since the Collector started.
 	Decision *FreeDecision `json:"decision,omitempty"`
 }
 
@@ -81,8 +82,9 @@ type FreeDecision struct {
 	DryRun bool `json:"dryRun,omitempty"`
 	// Row is the row of the freeing table that decided, Why its words;
 	// -1 when none could decide, for what it decides on could not be read
-	// (the runtime could not be asked): the sandbox is kept, and Why says
-	// why.
+	// (the runtime could not be asked, or ConfDir could not be read, when
+	// the sandbox was decided on or again right before its DEL): the
+	// sandbox is kept, and Why says why.
 	Row int    `json:"row"`
 	Why string `json:"why"`
 	// Verdict is what the row has the Collector do: "free", "keep",

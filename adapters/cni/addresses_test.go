@@ -285,3 +285,43 @@ func TestAddressAnswersWhatItReadsWhileAConfigIsBeingWritten(t *testing.T) {
 	assert.Empty(t, st.Unread)
 	assert.Len(t, st.Attachments, 1)
 }
+
+// "Decision is the last decision the Collector took on its sandbox when
+// the engine asked it to free it", and Row -1 "when none could decide, for
+// what it decides on could not be read": asked a second time while a
+// config of ConfDir is being written, the Collector keeps the sandbox, and
+// the page tells that keep (row -1, and why), not the first ask's "free".
+func TestAddressTellsAKeepForAConfDirThatCouldNotBeRead(t *testing.T) {
+	c := newCacheDir(t)
+	require.NoError(t, os.WriteFile(filepath.Join(c.plugins, "failer"), []byte("#!/bin/sh\nexit 1\n"), 0o755))
+	addressEntry(t, c, "failer", "sb-gone", "uid-gone", "gone", "10.1.0.5")
+	rt := &listedRuntime{}
+	rt.set(nil, listed("sb-gone", "uid-gone", false, time.Now().Add(-time.Hour)))
+	coll := c.collectorWith(rt, 0)
+	h := coll.AddressHandler()
+	for _, dry := range []bool{false, true} {
+		ev := ports.DestroyEvent{PUID: "uid-gone", Pod: types.NamespacedName{Namespace: "apps", Name: "gone"}, Reason: ports.ReasonPodGone}
+		require.NoError(t, os.RemoveAll(filepath.Join(c.conf, "05-installer.conflist")))
+		require.Error(t, coll.DestroyPU(context.Background(), ev), "the DEL fails: the entry stays")
+		first := askAddress(t, h, "10.1.0.5").Attachments[0].Decision
+		require.NotNil(t, first)
+		require.Equal(t, "free", first.Verdict)
+
+		require.NoError(t, os.WriteFile(filepath.Join(c.conf, "05-installer.conflist"), []byte(`{"cniVersion":"1.0.0","pl`), 0o644))
+		asked := time.Now()
+		if dry {
+			require.Error(t, coll.DryRunDestroyPU(context.Background(), ev))
+		} else {
+			require.Error(t, coll.DestroyPU(context.Background(), ev))
+		}
+		st := askAddress(t, h, "10.1.0.5")
+		require.Len(t, st.Attachments, 1, "kept")
+		d := st.Attachments[0].Decision
+		require.NotNil(t, d)
+		assert.False(t, d.At.Before(asked), "the second ask's decision")
+		assert.Equal(t, -1, d.Row, "decided by no row")
+		assert.Equal(t, "keep", d.Verdict)
+		assert.Equal(t, dry, d.DryRun)
+		assert.Contains(t, d.Why, "ConfDir could not be read")
+	}
+}

@@ -279,11 +279,13 @@ func New(opts Options) (*Collector, error) {
 }
 
 // read reads the cache and the config directory, forgets the refusals of
-// the sandboxes it no longer holds, and logs once each entry it skips.
+// the sandboxes it no longer holds, and logs once each entry it skips. On
+// a confDirError, the view is the cache's (cacheReader.read), and nothing
+// is forgotten or logged.
 func (c *Collector) read() (view, error) {
 	v, skips, err := c.cache.read()
 	if err != nil {
-		return view{}, err
+		return v, err
 	}
 	held := make(map[string]bool, len(v.atts))
 	for _, a := range v.atts {
@@ -499,6 +501,8 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 				continue
 			}
 			if errors.Is(err, errNotRechecked) {
+				// Kept by no row, for what the DEL is decided on could not be read again: the address page tells it.
+				c.addresses.undecided([]string{a.ContainerID}, time.Now(), ev, false, err)
 				failed = append(failed, fmt.Errorf("network %s, sandbox %s, interface %s: %w", a.NetworkName, a.ContainerID, a.IfName, err))
 				continue
 			} else if errors.Is(err, errFreedMeanwhile) {
@@ -573,9 +577,15 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 
 // planRead reads the cache with read and lists the Runtime (unless the
 // cache holds nothing of ev's pod), then decides what DestroyPU(ev) does
-// (plan); a failed read or list keeps the pod.
+// (plan); a failed read or list keeps the pod, and a ConfDir or a Runtime
+// that could not be read keeps its sandboxes in the cache by no row
+// (addressLog.undecided).
 func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, dryRun bool, read func() (view, error)) (destroyPlan, error) {
 	v, err := read()
+	if cerr := (confDirError{}); errors.As(err, &cerr) {
+		// Asked, and kept by no row: the address page tells it, and why.
+		c.addresses.undecided(v.sandboxesOf(ev), time.Now(), ev, dryRun, fmt.Errorf("ConfDir could not be read: %w", cerr))
+	}
 	if err != nil {
 		return destroyPlan{}, err
 	}
