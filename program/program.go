@@ -351,12 +351,12 @@ func loadKubeconfig(path string, timeout time.Duration) (*rest.Config, error) {
 }
 
 // checkKubeconfig refuses a --kubeconfig that names no file: one that does
-// not exist, a loop of links, or a directory. Any other fault of reading
+// not exist, a link to nothing, a loop of links, or a directory. Any other fault of reading
 // it (its permissions, its content) is left to the loading, which names
 // it.
 func checkKubeconfig(path string) error {
 	switch kind, _, err := pathkind.Of(path); kind {
-	case pathkind.Missing, pathkind.Loop:
+	case pathkind.Missing, pathkind.Dangling, pathkind.Loop:
 		return fmt.Errorf("--kubeconfig %s names no file: %w", path, err)
 	case pathkind.Dir:
 		return fmt.Errorf("--kubeconfig %s is a directory, not a kubeconfig file", path)

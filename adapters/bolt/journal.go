@@ -138,7 +138,7 @@ func Open(path string, opts Options) (*Journal, error) {
 	}
 	deadline := time.Now().Add(o.Timeout)
 	kind, info, err := pathkind.Of(path)
-	created := kind == pathkind.Missing
+	created := kind == pathkind.Missing || kind == pathkind.Dangling
 	// The name a missing journal is created under: path, or where the
 	// link path is (a dangling one) points.
 	file := path

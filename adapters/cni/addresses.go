@@ -2,6 +2,7 @@ package cni
 
 import (
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"slices"
@@ -38,6 +39,12 @@ type AddressStatus struct {
 	// first: it remembers its last 256 frees, attachments and
 	// reservations together.
 	Freed []FreedAddress `json:"freed,omitempty"`
+	// Unread says what the Collector could not read for this answer, and
+	// why, one line each: ConfDir (a config being written, say), whose
+	// networks' disableGC then goes untold (AttachmentStatus.DisableGC
+	// tells the cached config's alone), or libcni's cache, whose
+	// attachments then go untold. The rest is told all the same.
+	Unread []string `json:"unread,omitempty"`
 }
 
 // AttachmentStatus is one cache entry that holds an address.
@@ -57,7 +64,8 @@ type AttachmentStatus struct {
 	DisableGC bool `json:"disableGC,omitempty"`
 	// Decision is the last decision the Collector took on its sandbox
 	// when the engine asked it to free it (DestroyPU, or DryRunDestroyPU in
-	// a dry run); nil: it was never asked to, since the Collector started.
+	// a dry run), a keep for want of what it decides on included (Row -1);
+	// nil: it was never asked to, since the Collector started.
 	Decision *FreeDecision `json:"decision,omitempty"`
 }
 
@@ -74,8 +82,9 @@ type FreeDecision struct {
 	DryRun bool `json:"dryRun,omitempty"`
 	// Row is the row of the freeing table that decided, Why its words;
 	// -1 when none could decide, for what it decides on could not be read
-	// (the runtime could not be asked): the sandbox is kept, and Why says
-	// why.
+	// (the runtime could not be asked, or ConfDir could not be read, when
+	// the sandbox was decided on or again right before its DEL): the
+	// sandbox is kept, and Why says why.
 	Row int    `json:"row"`
 	Why string `json:"why"`
 	// Verdict is what the row has the Collector do: "free", "keep",
@@ -292,13 +301,16 @@ func resultIPs(raw json.RawMessage) []string {
 }
 
 // address returns what the Collector holds and decided of ip (a
-// canonical address): the cache read now, the rest as recorded.
-func (c *Collector) address(ip string) (AddressStatus, error) {
-	v, _, err := c.cache.read()
-	if err != nil {
-		return AddressStatus{}, err
-	}
+// canonical address): the cache read now, the rest as recorded. What it
+// could not read is in Unread, and the rest is told all the same.
+func (c *Collector) address(ip string) AddressStatus {
 	st := AddressStatus{IP: ip}
+	v, _, err := c.cache.read()
+	if cerr := (confDirError{}); errors.As(err, &cerr) {
+		st.Unread = append(st.Unread, "ConfDir: "+err.Error()+": its networks' disableGC is not told (DisableGC tells the cached config's alone)")
+	} else if err != nil {
+		st.Unread = append(st.Unread, "libcni's cache: "+err.Error()+": its attachments are not told")
+	}
 	l := c.addresses
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -323,7 +335,7 @@ func (c *Collector) address(ip string) (AddressStatus, error) {
 			st.Freed = append(st.Freed, f)
 		}
 	}
-	return st, nil
+	return st
 }
 
 // AddressHandler returns an http.Handler of AddressPath: GET or HEAD with
@@ -331,7 +343,9 @@ func (c *Collector) address(ip string) (AddressStatus, error) {
 // which attachments of libcni's cache hold it (read at the request), the
 // last decision the Collector took on each one's sandbox, host-local's
 // reservations of it and what the last round of their sweep did with
-// them, and its latest frees. An ip that is no address is answered 400.
+// them, and its latest frees. What it could not read (a config of ConfDir
+// being written, libcni's cache) it says in AddressStatus.Unread, and
+// answers the rest. An ip that is no address is answered 400.
 // It decides nothing: it tells what the Collector decided. cni-gc serves
 // it on its status listener (--status-bind-address), for kubectl
 // podsweeper explain ip.
@@ -347,11 +361,7 @@ func (c *Collector) AddressHandler() http.Handler {
 			http.Error(w, "give the address as ?ip=ADDR", http.StatusBadRequest)
 			return
 		}
-		st, err := c.address(ip.String())
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
+		st := c.address(ip.String())
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if r.Method == http.MethodHead {

@@ -237,3 +237,91 @@ func TestAddressTellsADecisionOnASandboxKeptForARuntimeThatCannotBeAsked(t *test
 	}
 	assert.True(t, c.exists("podnet-sb-etcd-eth0"))
 }
+
+// addressEntry writes a cache entry of network podnet (the logger plugin,
+// or plugin) for the sandbox of the pod apps/name (uid) holding ip.
+func addressEntry(t *testing.T, c *cacheDir, plugin, sandbox, uid, name, ip string) {
+	t.Helper()
+	conf := `{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"` + plugin + `"}]}`
+	b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": sandbox, "ifName": "eth0", "networkName": "podnet",
+		"config": []byte(conf), "cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "apps"}, {"K8S_POD_NAME", name}, {"K8S_POD_UID", uid}},
+		"result": map[string]any{"cniVersion": "1.1.0", "ips": []map[string]any{{"address": ip + "/24"}}}})
+	require.NoError(t, err)
+	c.writeRaw("podnet-"+sandbox+"-eth0", b, time.Hour)
+}
+
+// askAddress asks h of ip, and wants 200.
+func askAddress(t *testing.T, h http.Handler, ip string) cni.AddressStatus {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip="+ip, nil))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	require.Equal(t, "application/json", w.Header().Get("Content-Type"))
+	var st cni.AddressStatus
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &st))
+	return st
+}
+
+// AddressHandler "answers, as JSON, the AddressStatus": while a config of
+// ConfDir is being written (truncated, its name not written yet), which
+// networks say disableGC cannot be told, and the cache can still be read.
+// The page tells the attachment, and says in Unread which config it could
+// not read; once the config is written, Unread is empty.
+func TestAddressAnswersWhatItReadsWhileAConfigIsBeingWritten(t *testing.T) {
+	c := newCacheDir(t)
+	addressEntry(t, c, "logger", "sb-web", "uid-web", "web", "10.1.0.5")
+	h := c.collector().AddressHandler()
+	half := filepath.Join(c.conf, "05-installer.conflist")
+	require.NoError(t, os.WriteFile(half, []byte(`{"cniVersion":"1.0.0","pl`), 0o644))
+	st := askAddress(t, h, "10.1.0.5")
+	require.Len(t, st.Attachments, 1, "the cache is read")
+	assert.Equal(t, "sb-web", st.Attachments[0].ContainerID)
+	require.Len(t, st.Unread, 1)
+	assert.Contains(t, st.Unread[0], "ConfDir")
+	assert.Contains(t, st.Unread[0], half)
+
+	require.NoError(t, os.WriteFile(half, []byte(`{"cniVersion":"1.0.0","name":"installer","plugins":[{"type":"logger"}]}`), 0o644))
+	st = askAddress(t, h, "10.1.0.5")
+	assert.Empty(t, st.Unread)
+	assert.Len(t, st.Attachments, 1)
+}
+
+// "Decision is the last decision the Collector took on its sandbox when
+// the engine asked it to free it", and Row -1 "when none could decide, for
+// what it decides on could not be read": asked a second time while a
+// config of ConfDir is being written, the Collector keeps the sandbox, and
+// the page tells that keep (row -1, and why), not the first ask's "free".
+func TestAddressTellsAKeepForAConfDirThatCouldNotBeRead(t *testing.T) {
+	c := newCacheDir(t)
+	require.NoError(t, os.WriteFile(filepath.Join(c.plugins, "failer"), []byte("#!/bin/sh\nexit 1\n"), 0o755))
+	addressEntry(t, c, "failer", "sb-gone", "uid-gone", "gone", "10.1.0.5")
+	rt := &listedRuntime{}
+	rt.set(nil, listed("sb-gone", "uid-gone", false, time.Now().Add(-time.Hour)))
+	coll := c.collectorWith(rt, 0)
+	h := coll.AddressHandler()
+	for _, dry := range []bool{false, true} {
+		ev := ports.DestroyEvent{PUID: "uid-gone", Pod: types.NamespacedName{Namespace: "apps", Name: "gone"}, Reason: ports.ReasonPodGone}
+		require.NoError(t, os.RemoveAll(filepath.Join(c.conf, "05-installer.conflist")))
+		require.Error(t, coll.DestroyPU(context.Background(), ev), "the DEL fails: the entry stays")
+		first := askAddress(t, h, "10.1.0.5").Attachments[0].Decision
+		require.NotNil(t, first)
+		require.Equal(t, "free", first.Verdict)
+
+		require.NoError(t, os.WriteFile(filepath.Join(c.conf, "05-installer.conflist"), []byte(`{"cniVersion":"1.0.0","pl`), 0o644))
+		asked := time.Now()
+		if dry {
+			require.Error(t, coll.DryRunDestroyPU(context.Background(), ev))
+		} else {
+			require.Error(t, coll.DestroyPU(context.Background(), ev))
+		}
+		st := askAddress(t, h, "10.1.0.5")
+		require.Len(t, st.Attachments, 1, "kept")
+		d := st.Attachments[0].Decision
+		require.NotNil(t, d)
+		assert.False(t, d.At.Before(asked), "the second ask's decision")
+		assert.Equal(t, -1, d.Row, "decided by no row")
+		assert.Equal(t, "keep", d.Verdict)
+		assert.Equal(t, dry, d.DryRun)
+		assert.Contains(t, d.Why, "ConfDir could not be read")
+	}
+}

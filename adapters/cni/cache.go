@@ -97,14 +97,23 @@ func (v view) collectable(a attachment) bool {
 	return !a.List.DisableGC && !v.keepNets[a.NetworkName] && !pluginSaysDisableGC(a)
 }
 
+// confDirError is the error of a read of the cache whose config directory
+// alone could not be read (readConfDir): which networks it keeps cannot be
+// told, and nothing may be decided on the read; the cache itself was read.
+type confDirError struct{ err error }
+
+func (e confDirError) Error() string { return e.err.Error() }
+func (e confDirError) Unwrap() error { return e.err }
+
 // read reads the cache and the config directory: the view, and the
 // entries that are never deleted (of no pod, unreadable, unusable for a
-// DEL, of a disableGC network), for the log.
+// DEL, of a disableGC network), for the log. A config directory that
+// cannot be read fails it with a confDirError, and the view is then the
+// cache's all the same, with no network of ConfDir kept: it may tell what
+// the cache holds (the address page, the sandboxes a DestroyPU kept for
+// it), and decides nothing.
 func (r cacheReader) read() (view, []skipped, error) {
-	keep, err := disableGCNetworks(r.confDir)
-	if err != nil {
-		return view{}, nil, err
-	}
+	keep, confErr := disableGCNetworks(r.confDir)
 	atts, skips, err := readCache(r.dir)
 	if err != nil {
 		return view{}, nil, err
@@ -119,6 +128,9 @@ func (r cacheReader) read() (view, []skipped, error) {
 		if !v.collectable(a) {
 			skips = append(skips, skipped{File: a.File, Written: a.Written, Why: "network " + a.NetworkName + " has disableGC: never touched"})
 		}
+	}
+	if confErr != nil {
+		return v, skips, confDirError{confErr}
 	}
 	return v, skips, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,8 +86,9 @@ type Options struct {
 	// config there names with "disableGC": true is never touched, even
 	// when the config its attachments were added with (the cached one)
 	// did not say so. A directory that does not exist holds no config; a
-	// path that is there and no directory is invalid. "": DefaultConfDir
-	// (/etc/cni/net.d).
+	// path that is there and no directory (a file, a loop of links, a link
+	// to nothing, whose target may hold a config) is invalid. "":
+	// DefaultConfDir (/etc/cni/net.d).
 	ConfDir string
 	// ResyncInterval is how often Resync lists the cache again, to track
 	// the attachments that appeared since. 0: DefaultResyncInterval (30s).
@@ -112,9 +114,9 @@ type Options struct {
 	// HostLocalDataDir is where host-local keeps its reservations for a
 	// network of ConfDir whose config sets no "dataDir" (the package doc,
 	// "host-local's reservations"). A directory that does not exist holds
-	// none; a path that is there and no directory (a file, a loop of links)
-	// is invalid. "":
-	// DefaultHostLocalDataDir (/var/lib/cni/networks).
+	// none; a path that is there and no directory (a file, a loop of
+	// links, a link to nothing) is invalid. "" alone (not ".", the working
+	// directory): DefaultHostLocalDataDir (/var/lib/cni/networks).
 	HostLocalDataDir string
 	// ReservationGrace is how old a host-local reservation that no sandbox
 	// of the Runtime or cache entry accounts for must be before Resync
@@ -126,8 +128,9 @@ type Options struct {
 	// frees a second, whatever goes wrong upstream (a Runtime that lists no
 	// sandbox of a node full of them, say): the rest wait for their turn, in
 	// their round, in the order of their files. ReservationBurst is how
-	// many may be freed at once under it. 0 (either): no limit, and a burst
-	// of 1. Negative values are invalid. cni-gc sets them to the engine's
+	// many may be freed at once under it. 0 (either), or a ReservationRate
+	// of rate.Inf or above (+Inf): no limit, and a burst of 1. Negative
+	// values, and a ReservationRate that is no number (NaN), are invalid. cni-gc sets them to the engine's
 	// rate (--max-destroys-per-second, --destroy-burst).
 	ReservationRate  rate.Limit
 	ReservationBurst int
@@ -188,7 +191,7 @@ var (
 // a plugin directory does not exist (a DaemonSet that forgot to mount one
 // would otherwise see no attachment, or fail every DEL), or when ConfDir
 // or HostLocalDataDir is there and is not a directory (a file, a loop of
-// links: every read of it would fail).
+// links, a link to nothing: every read of it would fail).
 func New(opts Options) (*Collector, error) {
 	if opts.ResyncInterval < 0 {
 		return nil, fmt.Errorf("%w: ResyncInterval is negative (%v)", ErrInvalidOptions, opts.ResyncInterval)
@@ -202,13 +205,16 @@ func New(opts Options) (*Collector, error) {
 	if opts.ReservationRate < 0 || opts.ReservationBurst < 0 {
 		return nil, fmt.Errorf("%w: ReservationRate (%v) or ReservationBurst (%d) is negative", ErrInvalidOptions, opts.ReservationRate, opts.ReservationBurst)
 	}
+	if math.IsNaN(float64(opts.ReservationRate)) { // no number: it bounds nothing, and would be taken as no limit
+		return nil, fmt.Errorf("%w: ReservationRate is not a number", ErrInvalidOptions)
+	}
 	if opts.ReservationGrace == 0 {
 		opts.ReservationGrace = DefaultReservationGrace
 	}
-	opts.HostLocalDataDir = filepath.Clean(opts.HostLocalDataDir) // as the configs' own are, so that they compare
-	if opts.HostLocalDataDir == "." {
+	if opts.HostLocalDataDir == "" { // "" alone: "." (and "./") name the working directory
 		opts.HostLocalDataDir = DefaultHostLocalDataDir
 	}
+	opts.HostLocalDataDir = filepath.Clean(opts.HostLocalDataDir) // as the configs' own are, so that they compare
 	if opts.NewestSandboxTimeout == 0 {
 		opts.NewestSandboxTimeout = DefaultNewestSandboxTimeout
 	}
@@ -237,17 +243,20 @@ func New(opts Options) (*Collector, error) {
 		}
 		switch kind, _, err := pathkind.Of(d); kind {
 		case pathkind.Dir:
-		case pathkind.Missing, pathkind.Loop, pathkind.Unreadable:
+		case pathkind.Missing, pathkind.Dangling, pathkind.Loop, pathkind.Unreadable:
 			return nil, fmt.Errorf("%w: %s %s (it is not created: mount it from the node): %w", ErrInvalidOptions, what, d, err)
 		default:
 			return nil, fmt.Errorf("%w: %s %s is not a directory", ErrInvalidOptions, what, d)
 		}
 	}
 	// A config or data directory that does not exist holds none; one that is there and not a directory (a file, a
-	// loop of links) fails every read.
+	// loop of links, a link to nothing) fails every read. A link to nothing is not one that does not exist: its
+	// target (a directory the pod does not mount) may hold a config that says disableGC.
 	for _, d := range [...]struct{ what, dir string }{{"the config directory", opts.ConfDir}, {"host-local's data directory", opts.HostLocalDataDir}} {
 		switch kind, _, err := pathkind.Of(d.dir); kind {
 		case pathkind.Dir, pathkind.Missing:
+		case pathkind.Dangling:
+			return nil, fmt.Errorf("%w: %s %s is a link to nothing (mount its target from the node): %w", ErrInvalidOptions, d.what, d.dir, err)
 		case pathkind.Loop, pathkind.Unreadable:
 			return nil, fmt.Errorf("%w: %s %s cannot be read: %w", ErrInvalidOptions, d.what, d.dir, err)
 		default:
@@ -270,11 +279,13 @@ func New(opts Options) (*Collector, error) {
 }
 
 // read reads the cache and the config directory, forgets the refusals of
-// the sandboxes it no longer holds, and logs once each entry it skips.
+// the sandboxes it no longer holds, and logs once each entry it skips. On
+// a confDirError, the view is the cache's (cacheReader.read), and nothing
+// is forgotten or logged.
 func (c *Collector) read() (view, error) {
 	v, skips, err := c.cache.read()
 	if err != nil {
-		return view{}, err
+		return v, err
 	}
 	held := make(map[string]bool, len(v.atts))
 	for _, a := range v.atts {
@@ -490,6 +501,8 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 				continue
 			}
 			if errors.Is(err, errNotRechecked) {
+				// Kept by no row, for what the DEL is decided on could not be read again: the address page tells it.
+				c.addresses.undecided([]string{a.ContainerID}, time.Now(), ev, false, err)
 				failed = append(failed, fmt.Errorf("network %s, sandbox %s, interface %s: %w", a.NetworkName, a.ContainerID, a.IfName, err))
 				continue
 			} else if errors.Is(err, errFreedMeanwhile) {
@@ -564,9 +577,15 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 
 // planRead reads the cache with read and lists the Runtime (unless the
 // cache holds nothing of ev's pod), then decides what DestroyPU(ev) does
-// (plan); a failed read or list keeps the pod.
+// (plan); a failed read or list keeps the pod, and a ConfDir or a Runtime
+// that could not be read keeps its sandboxes in the cache by no row
+// (addressLog.undecided).
 func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, dryRun bool, read func() (view, error)) (destroyPlan, error) {
 	v, err := read()
+	if cerr := (confDirError{}); errors.As(err, &cerr) {
+		// Asked, and kept by no row: the address page tells it, and why.
+		c.addresses.undecided(v.sandboxesOf(ev), time.Now(), ev, dryRun, fmt.Errorf("ConfDir could not be read: %w", cerr))
+	}
 	if err != nil {
 		return destroyPlan{}, err
 	}

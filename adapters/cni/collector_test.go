@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -137,6 +140,73 @@ func TestNewFailsWhenADirectoryIsMissing(t *testing.T) {
 	_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: filepath.Join(c.dir, "missing"),
 		HostLocalDataDir: filepath.Join(c.dir, "missing")})
 	require.NoError(t, err, "a config or data directory that does not exist")
+}
+
+// "a path that is there and no directory (a file, a loop of links, a link
+// to nothing, whose target may hold a config) is invalid": a ConfDir or
+// HostLocalDataDir that is a link to nothing (a directory the pod does not
+// mount) is not one that does not exist, and New refuses it; a link to a
+// directory (the chart's cni.confLinkDirs, mounted) is taken.
+func TestNewRefusesAConfigOrDataDirectoryThatIsALinkToNothing(t *testing.T) {
+	c := newCacheDir(t)
+	target := filepath.Join(t.TempDir(), "not-mounted")
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(target, link))
+	data := filepath.Join(t.TempDir(), "networks")
+	_, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: link, HostLocalDataDir: data})
+	require.ErrorIs(t, err, cni.ErrInvalidOptions, "ConfDir a link to nothing")
+	assert.Contains(t, err.Error(), "link to nothing")
+	_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, HostLocalDataDir: link})
+	require.ErrorIs(t, err, cni.ErrInvalidOptions, "HostLocalDataDir a link to nothing")
+
+	require.NoError(t, os.Mkdir(target, 0o755))
+	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: link, HostLocalDataDir: link,
+		Logger: c.logs.Logger()})
+	require.NoError(t, err, "a link to a directory")
+	_, err = coll.ListPUs(context.Background())
+	require.NoError(t, err)
+}
+
+// "Negative values, and a ReservationRate that is no number (NaN), are
+// invalid"; rate.Inf and +Inf are no limit.
+func TestNewRefusesAReservationRateThatIsNoNumber(t *testing.T) {
+	c := newCacheDir(t)
+	data := filepath.Join(t.TempDir(), "networks")
+	_, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, HostLocalDataDir: data,
+		ReservationRate: rate.Limit(math.NaN())})
+	require.ErrorIs(t, err, cni.ErrInvalidOptions, "NaN")
+	for _, r := range []rate.Limit{rate.Inf, rate.Limit(math.Inf(1))} {
+		_, err = cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, HostLocalDataDir: data,
+			ReservationRate: r, Logger: c.logs.Logger()})
+		require.NoError(t, err, "%v: no limit", r)
+	}
+}
+
+// HostLocalDataDir: `"" alone (not ".", the working directory):
+// DefaultHostLocalDataDir`. A HostLocalDataDir of "." reads the
+// reservations of the working directory: a dry run's round finds the one a
+// network of ConfDir without "dataDir" holds there.
+func TestHostLocalDataDirDotIsTheWorkingDirectoryNotTheDefault(t *testing.T) {
+	c := newCacheDir(t)
+	data := t.TempDir()
+	t.Chdir(data)
+	conf := `{"cniVersion":"1.1.0","name":"hl","plugins":[{"type":"logger","ipam":{"type":"host-local","ranges":[[{"subnet":"10.9.0.0/24"}]]}}]}`
+	require.NoError(t, os.WriteFile(filepath.Join(c.conf, "10-hl.conflist"), []byte(conf), 0o644))
+	writeAged(t, filepath.Join(data, "hl", "10.9.0.7"), "leaked\r\neth0", time.Hour)
+	for _, dir := range []string{".", "./"} {
+		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, HostLocalDataDir: dir,
+			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &tracker{}) }()
+		require.Eventually(t, func() bool { return len(coll.WouldFree()) == 1 }, 10*time.Second, 20*time.Millisecond,
+			"HostLocalDataDir %q: the working directory's reservation", dir)
+		cancel()
+		require.NoError(t, <-done)
+		assert.Equal(t, "leaked", coll.WouldFree()[0].ContainerID)
+	}
+	assert.Empty(t, c.delCalls(), "a dry run")
 }
 
 func TestListPUsSkipsWhatItCannotUseAndLogsItOnce(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/podsweeper/podsweeper/internal/pathkind"
 )
 
 // confExtensions are the file names libcni's runtimes read as network
@@ -56,10 +58,12 @@ type confNet struct {
 // network whose own directory holds what would block libcni's read (a
 // named pipe) is kept (Never), its config read without that directory.
 func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, partial bool, err error) {
-	if li, lerr := os.Lstat(dir); lerr == nil && li.Mode()&os.ModeSymlink != 0 {
-		if _, serr := os.Stat(dir); serr != nil { // a link into what the collector does not see: the runtime may
-			return nil, false, fmt.Errorf("cni: the network configs' directory %s is a link the collector cannot follow (%w): which networks they keep cannot be told", dir, serr)
-		}
+	// As New classifies it (pathkind): it may have changed since.
+	switch kind, _, err := pathkind.Of(dir); kind {
+	case pathkind.Missing:
+		return map[string]confNet{}, false, nil
+	case pathkind.Dangling: // a link into what the collector does not see: the runtime may
+		return nil, false, fmt.Errorf("cni: the network configs' directory %s is a link the collector cannot follow (%w): which networks they keep cannot be told", dir, err)
 	}
 	files, err := libcni.ConfFiles(dir, confExtensions)
 	if err != nil {

@@ -460,7 +460,7 @@ func (c *Collector) delReservation(ctx context.Context, r Reservation, list *lib
 func newHostLocal(opts Options, log logr.Logger) *hostLocal {
 	h := &hostLocal{confDir: opts.ConfDir, defaultDataDir: opts.HostLocalDataDir, grace: opts.ReservationGrace,
 		dryRun: opts.DryRun, observer: opts.Observer, skips: newSkipLog(log, LogMessageReservationSkipped)}
-	if opts.ReservationRate > 0 && opts.ReservationRate != rate.Inf {
+	if opts.ReservationRate > 0 && opts.ReservationRate < rate.Inf { // rate.Inf and above (+Inf): no limit
 		h.limit = rate.NewLimiter(opts.ReservationRate, max(opts.ReservationBurst, 1))
 	}
 	return h

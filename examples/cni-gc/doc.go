@@ -24,9 +24,10 @@
 // before it connects to anything; so is a --cni-cache-dir or --cni-bin-dir
 // that does not exist, which the collector never creates: they are the
 // runtime's, mounted from the node, and a collector that made its own would
-// see no attachment; and so is a --cni-conf-dir that is a file or a loop of
-// links, every read of which would fail (one that does not exist holds no
-// config).
+// see no attachment; and so is a --cni-conf-dir that is a file, a loop of
+// links or a link to nothing (its target not mounted: it may hold a config
+// that says disableGC), every read of which would fail (one that does not
+// exist holds no config).
 //
 // It is the node agent's wiring (examples/node-agent) with the Collector as
 // its ports: the engine's Inventory (the cache, listed at start), its

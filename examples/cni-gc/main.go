@@ -51,7 +51,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	cfg.node.Bind(fs, getenv, "it says which sandbox is each pod's current one (required)")
 	fs.StringVar(&cfg.cacheDir, "cni-cache-dir", cni.DefaultCacheDir, "libcni's cache directory, the runtime's; it must exist")
 	fs.StringVar(&cfg.pluginDirs, "cni-bin-dir", cni.DefaultPluginDir, "the CNI plugins' directories, comma-separated, as the runtime's; each must exist")
-	fs.StringVar(&cfg.confDir, "cni-conf-dir", cni.DefaultConfDir, "the runtime's network configs: a network whose config says disableGC is never touched; a directory that does not exist holds none, a file or a loop of links is refused")
+	fs.StringVar(&cfg.confDir, "cni-conf-dir", cni.DefaultConfDir, "the runtime's network configs: a network whose config says disableGC is never touched; a directory that does not exist holds none, a file, a loop of links or a link to nothing is refused")
 	fs.DurationVar(&cfg.resyncInterval, "resync-interval", cni.DefaultResyncInterval, "how often the cache is listed again for attachments that appeared")
 	fs.DurationVar(&cfg.reservationGrace, "reservation-grace", cni.DefaultReservationGrace,
 		"how old a host-local reservation of no sandbox and no cache entry must be before it is freed (a dry run logs it instead): "+

@@ -201,3 +201,28 @@ func TestAConfDirThatIsALoopOfLinksIsAUsageError(t *testing.T) {
 	assert.Contains(t, err.Error(), "--cni-conf-dir")
 	assert.Contains(t, err.Error(), loop)
 }
+
+// TestAConfDirThatIsALinkToNothingIsAUsageError: a --cni-conf-dir that is a
+// link to nothing (its target not mounted) is there and no directory: it is
+// not one that does not exist, for its target may hold a config that says
+// disableGC. A usage error (status 2) naming the flag, before the collector
+// connects to anything; a link to a directory (the chart's
+// cni.confLinkDirs, mounted) is taken.
+func TestAConfDirThatIsALinkToNothingIsAUsageError(t *testing.T) {
+	env := func(string) string { return "node-a" }
+	dir := t.TempDir()
+	link := filepath.Join(dir, "net.d")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "not-mounted"), link))
+	args := []string{"--cni-cache-dir=" + dir, "--cni-bin-dir=" + dir, "--cri-endpoint=unix://" + filepath.Join(dir, "no-runtime.sock"),
+		"--kubeconfig=" + filepath.Join(dir, "no-kubeconfig")}
+	err := run(context.Background(), append(args, "--cni-conf-dir="+link), env, &bytes.Buffer{})
+	require.ErrorIs(t, err, program.ErrUsage)
+	assert.Contains(t, err.Error(), "--cni-conf-dir")
+	assert.Contains(t, err.Error(), link+" is a link to nothing")
+
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "not-mounted"), 0o755))
+	err = run(context.Background(), append(args, "--cni-conf-dir="+link), env, &bytes.Buffer{})
+	require.Error(t, err, "no cluster to find")
+	assert.NotErrorIs(t, err, program.ErrUsage, "a link to a directory is taken")
+	assert.NotContains(t, err.Error(), "--cni-conf-dir", "a link to a directory is taken")
+}

@@ -25,6 +25,7 @@ func TestAddressStatusIsCNIs(t *testing.T) {
 		ReservationsRead: &at,
 		Freed: []cni.FreedAddress{{At: at, Reservation: true, Network: "n", File: "/f", ContainerID: "c", IfName: "eth0", PodNamespace: "ns",
 			PodName: "p", PodUID: "u", Decision: d}},
+		Unread: []string{"ConfDir: why"},
 	}
 	want, err := json.Marshal(in)
 	require.NoError(t, err)

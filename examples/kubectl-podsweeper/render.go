@@ -512,6 +512,7 @@ type (
 		Reservations     []ReservationStatus `json:"reservations,omitempty"`
 		ReservationsRead *time.Time          `json:"reservationsRead,omitempty"`
 		Freed            []FreedAddress      `json:"freed,omitempty"`
+		Unread           []string            `json:"unread,omitempty"`
 	}
 	// AttachmentStatus is cni.AttachmentStatus.
 	AttachmentStatus struct {
@@ -594,6 +595,9 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	}
 	a := x.Address
 	p.f("\n%s%s%s:\n", *x.Program, onNode(*x.Program), dryRun(*x.Program))
+	for _, u := range a.Unread {
+		p.f("  could not read %s\n", u)
+	}
 	sweep := "no sweep of host-local's reservations has run yet"
 	if a.ReservationsRead != nil {
 		sweep = "host-local's reservations as the sweep " + ago(x.Now, *a.ReservationsRead) + " read them"

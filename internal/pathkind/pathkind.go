@@ -1,8 +1,8 @@
 // Package pathkind tells what a path given in options or on a command line
 // names, as every program and adapter of the module checks it before use:
-// nothing, a directory, a regular file, something else, or a path that is
-// there and whose every use fails (a loop of symbolic links) or that cannot
-// be looked at.
+// nothing, a directory, a regular file, something else, a symbolic link to
+// nothing, or a path that is there and whose every use fails (a loop of
+// symbolic links) or that cannot be looked at.
 package pathkind
 
 import (
@@ -16,7 +16,7 @@ import (
 type Kind int
 
 const (
-	// Missing: nothing is there (a link to nothing too).
+	// Missing: nothing is there.
 	Missing Kind = iota
 	// Dir: a directory.
 	Dir
@@ -32,10 +32,17 @@ const (
 	// Unreadable: the path cannot be looked at (the permissions of a
 	// directory on the way, say): what it names is not known.
 	Unreadable
+	// Dangling: the path is a symbolic link (or a chain of them) whose end
+	// is missing: it is there, and names nothing now; what it names may
+	// appear at its target (a directory not mounted yet, or not in this
+	// mount namespace). A link on the way to the path that leads nowhere
+	// makes the path Missing: the path itself is not there.
+	Dangling
 )
 
 // Of returns what path names, with its FileInfo (nil unless Dir, File or
-// Other) and the error of looking it up (nil for Dir, File and Other).
+// Other) and the error of looking it up (nil for Dir, File and Other; one
+// that matches fs.ErrNotExist for Missing and Dangling).
 func Of(path string) (Kind, fs.FileInfo, error) {
 	info, err := os.Stat(path)
 	switch {
@@ -46,6 +53,9 @@ func Of(path string) (Kind, fs.FileInfo, error) {
 	case err == nil:
 		return Other, info, nil
 	case errors.Is(err, fs.ErrNotExist):
+		if _, lerr := os.Lstat(path); lerr == nil { // the path is there: a link whose end is not
+			return Dangling, nil, err
+		}
 		return Missing, nil, err
 	case errors.Is(err, syscall.ELOOP):
 		return Loop, nil, err

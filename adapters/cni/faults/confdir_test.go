@@ -139,15 +139,23 @@ func TestAConfigBeingWrittenIsNoConfigGone(t *testing.T) {
 // docs/sdk/cni-freeing.md: "while a file of ConfDir cannot be read (its permissions, or a link into a
 // directory the collector does not see), nothing is" DELed. ConfDir itself a link into a directory the
 // collector does not see (as /etc/cni/net.d linked to a CNI's own directory its pod does not mount) is
-// no directory that holds no config: the gone pod's attachment is kept, and the error names it.
+// no directory that holds no config: New refuses it, and once its target is gone after New, the gone pod's
+// attachment is kept, and the error names it.
 func TestAConfDirLinkTheCollectorCannotFollowKeepsEverything(t *testing.T) {
 	e := newEnv(t)
-	conf := filepath.Join(e.root, "net.d-link")
-	if err := os.Symlink("/nonexistent-podsweeper-dir/net.d", conf); err != nil {
+	conf, target := filepath.Join(e.root, "net.d-link"), filepath.Join(e.root, "net.d-target")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, conf); err != nil {
 		t.Fatal(err)
 	}
 	e.conf = conf
 	_, c, dels := logDelEnvAt(t, e)
+	// New refuses a link to nothing; one whose target goes away after (unmounted) leads nowhere from then on.
+	if err := os.Remove(target); err != nil {
+		t.Fatal(err)
+	}
 	err := c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
 		SandboxID: "sb-1", Reason: ports.ReasonPodGone})
 	if b, _ := os.ReadFile(dels); len(b) > 0 || err == nil {
