@@ -89,7 +89,8 @@ package deletion_test
 //     DestroyPU; EventWouldDestroy's Dropped iff PodGone, UIDChanged or
 //     NodeChanged; a second Start returns ErrAlreadyStarted; Len() equals
 //     len(Status()); no DestroyPU starts after Start's ctx is done (but
-//     for a Sweep's); with Workers 1, the EventChecked of a check that met
+//     for a Sweep's), and, without a rate, none while Start does not run
+//     of a PU first tracked after every running Sweep began; with Workers 1, the EventChecked of a check that met
 //     a port's failure (a fault served, but a hang or a lagging cache's
 //     NotFound) has an Err; once Start has returned, its Inventory's list tells
 //     nothing (no EventTracked of a list, no EventRestored), though it
@@ -457,6 +458,9 @@ type pmEngine struct {
 	startCalled, running, startReturned bool
 	startedAt, stopAt, lifecycle        time.Duration
 	cancel                              context.CancelFunc
+	// firstTrack: when the user first began to Track each PUID on this engine (invariant 10: a Sweep begun before it
+	// holds no check of it).
+	firstTrack map[string]time.Duration
 
 	calls     []time.Duration
 	untracked map[string]bool
@@ -824,6 +828,11 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 	}
 	if !e.running && e.stopAt > 0 && e.sweepsActive == 0 && e.lastSweepEnd < e.stopAt {
 		w.violateLocked("10: DestroyPU(%s) starts after Start's ctx was done, no Sweep since", ev)
+	}
+	if at, ok := e.firstTrack[puid]; ok && !e.running && e.sweepsActive > 0 && w.o.rate == 0 && !w.sweptSinceLocked(e, at) {
+		// Without a rate a Sweep checks nothing but what it asked for: a PU first tracked after every running Sweep
+		// began is Start's, whose checks and destroys no longer start (or, before Start, wait for it).
+		w.violateLocked("10: DestroyPU(%s) starts while Start does not run, by a Sweep begun before the PU was first tracked (at %v)", ev, at)
 	}
 	if fs := e.fails[puid]; len(fs) > 0 {
 		last, k := fs[len(fs)-1], len(fs)
@@ -1263,7 +1272,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 }
 
 func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
-	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{}, dryOK: map[string]bool{}, tracksBegun: map[string]int{},
+	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{}, dryOK: map[string]bool{}, tracksBegun: map[string]int{}, firstTrack: map[string]time.Duration{},
 		obsIn: map[string]int{}, toldTracked: map[string]int{}, obsLive: map[string]bool{},
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
 		firstCall: map[string]time.Duration{}, lastCall: map[string]time.Duration{},
@@ -1379,6 +1388,9 @@ func (w *pmWorld) userTrack(e *pmEngine, pu ports.PU) {
 	delete(e.untracked, pu.PUID)
 	e.userTracking[pu.PUID]++
 	e.tracksBegun[pu.PUID]++
+	if _, ok := e.firstTrack[pu.PUID]; !ok && e.toldTracked[pu.PUID] == 0 { // not listed before either
+		e.firstTrack[pu.PUID] = w.now()
+	}
 	w.mu.Unlock()
 	err := e.c.Track(pu)
 	w.mu.Lock()
@@ -1452,6 +1464,16 @@ func (w *pmWorld) sweep(e *pmEngine) {
 			w.violateLocked("6: a Sweep begun at %v (no fault since before it) returned, but PU %s of a pod gone before it is still tracked", s.start, puid)
 		}
 	}
+}
+
+// sweptSinceLocked reports whether a Sweep of e still running began at or after at.
+func (w *pmWorld) sweptSinceLocked(e *pmEngine, at time.Duration) bool {
+	for _, s := range e.sweeps {
+		if !s.done && s.start >= at {
+			return true
+		}
+	}
+	return false
 }
 
 // sweepBoundLocked is invariant 9's bound on a running Sweep s of e; ok
@@ -2002,6 +2024,11 @@ func FuzzPromises(f *testing.F) {
 	// A pod goes while the lists of a stale Inventory fail; the list that answers at last still has its PU.
 	f.Add(uint16(pmModeInventory|pmModeStaleList|pmModeWorkers2), cat(op(pmTrack, 0, 0), op(pmListFault, 0, 1),
 		op(pmDelete, 0, 0), op(pmStart, 0, 0), op(pmAdvance, 6, 0), op(pmAdvance, 9, 0), op(pmAdvance, 9, 0)))
+	// A Sweep's check hangs 500ms in Start's one worker; a PU tracked after the Sweep began, its pod gone, is triggered
+	// behind it; Start stops: the Sweep's goroutines check only the Sweep's own, not Start's (invariant 10).
+	f.Add(uint16(pmModeAutoStart|3<<9), cat(op(pmTrack, 0, 0), op(pmFaultOp, 4*pmPortGet, pmHang+3*32), op(pmSweep, 0, 1),
+		op(pmAdvance, 1, 0), op(pmTrack, 1, 0), op(pmDelete, 1, 0), op(pmTrigger, 1, 0), op(pmAdvance, 1, 0),
+		op(pmStop, 0, 0), op(pmAdvance, 6, 0), op(pmJoin, 0, 0)))
 	f.Fuzz(func(t *testing.T, mode uint16, data []byte) {
 		synctest.Test(t, func(t *testing.T) { runPromises(t, mode, data) })
 	})

@@ -1030,10 +1030,17 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 			c.q.ready.bound--
 			continue
 		}
-		for c.q.ready.head < len(c.q.ready.items) {
-			it := c.q.ready.items[c.q.ready.head]
+		for i := c.q.ready.head; i < len(c.q.ready.items); {
+			it := c.q.ready.items[i]
+			if it.r.state == queued && gen != 0 && !c.q.sweepsLocked(it.r, gen) {
+				i++ // Start's, or asked for before Start: it waits for Start's workers
+				continue
+			}
+			// Taken out of the queue, the checks a Sweep left before it keeping their order.
+			copy(c.q.ready.items[c.q.ready.head+1:i+1], c.q.ready.items[c.q.ready.head:i])
 			c.q.ready.items[c.q.ready.head] = readyItem{}
 			c.q.ready.head++
+			i++
 			if it.r.state != queued || !c.q.dueLocked(it.r, c.now()) {
 				continue
 			}
@@ -1052,6 +1059,17 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 		c.q.ready.cond.Wait()
 		c.q.ready.idle--
 	}
+}
+
+// sweepsLocked reports whether a goroutine of the Sweep of gen may check the queued r: a check that Sweep asked for,
+// or the head of the rate's line, which holds back the turns of that Sweep's (sweepTurnsLocked). Any other is Start's,
+// or waits for Start: once its context is done, or before it begins, no Sweep checks it.
+func (q *puQueue) sweepsLocked(r *record, gen uint32) bool {
+	if r.sweepGen == gen && (r.sweep == sweepNext || r.sweep == sweepTurn) {
+		return true
+	}
+	puid, ok := q.rate.front()
+	return ok && puid == r.PUID && len(q.sweep.owed) > 0
 }
 
 // stoppingLocked reports whether Start's context is done: from then on nothing is tracked, triggered or claimed for

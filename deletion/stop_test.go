@@ -393,3 +393,88 @@ func TestSweepReturnsPastStuckCheck(t *testing.T) {
 		}
 	})
 }
+
+// slowPod is a PodGetter on w that takes 2s to read the pod of slow, or until its context ends.
+func slowPod(w *deletiontest.Cluster, slow types.NamespacedName) ports.PodGetter {
+	return ports.PodGetterFunc(func(ctx context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+		if k == slow {
+			select {
+			case <-time.After(2 * time.Second):
+			case <-ctx.Done():
+			}
+		}
+		return w.GetPod(ctx, k)
+	})
+}
+
+// TestASweepRunsOnlyItsOwnChecksOnceStartHasStopped: a Sweep under way when
+// Start's context ends goes on with its own checks, with goroutines of its
+// own, and with nothing else: the check of a PU tracked after it began,
+// queued by a trigger or by Start's schedule behind the busy worker, is
+// Start's, so that no check of it and no DestroyPU starts once Start's
+// context is done.
+func TestASweepRunsOnlyItsOwnChecksOnceStartHasStopped(t *testing.T) {
+	for _, by := range []string{"trigger", "schedule"} {
+		t.Run(by, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := deletiontest.NewCluster()
+				p := &deletiontest.Policy{}
+				interval := time.Hour
+				if by == "schedule" {
+					interval = 500 * time.Millisecond
+				}
+				e := deletiontest.NewEngine(t, slowPod(w, nsKey("slow")), p, deletion.Options{NodeName: "node-a", Workers: 1, SweepInterval: interval})
+				assert.NoError(t, e.Track(w.CreatePod(nsKey("slow"), "node-a", "")))
+				stop := deletiontest.Start(t, e)
+				deletiontest.Advance(0)
+				swept := make(chan struct{})
+				go func() { e.Sweep(context.Background()); close(swept) }()
+				deletiontest.Advance(100 * time.Millisecond) // the Sweep's check of slow holds the one worker
+				x := w.CreatePod(nsKey("x"), "node-a", "")
+				assert.NoError(t, e.Track(x)) // after the Sweep began: not one of its checks
+				w.DeletePod(nsKey("x"))
+				if by == "trigger" {
+					e.TriggerPod(nsKey("x"))
+				}
+				deletiontest.Advance(time.Second) // x's check is queued behind the busy worker
+				assert.Zero(t, p.CallCount(), "nothing destroyed while the worker is busy")
+				stop()
+				stopped := time.Now()
+				deletiontest.Advance(5 * time.Second)
+				<-swept
+				for _, call := range p.CallsOf(x.PUID) {
+					assert.True(t, call.At.Before(stopped), "DestroyPU of Start's check of x began %v after Start's context ended", call.At.Sub(stopped))
+				}
+				assert.Equal(t, 2, e.Len(), "slow (alive) and x are still tracked: x for the next Start")
+			})
+		})
+	}
+}
+
+// TestATriggerBeforeStartWaitsForStartNotForASweep: a check asked for
+// before Start runs when Start begins ("Checks asked before Start run when
+// it begins"; without Start nothing runs between two Sweeps): a Sweep under
+// way, which x was tracked after, does not check it with its goroutines.
+func TestATriggerBeforeStartWaitsForStartNotForASweep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := deletiontest.NewCluster()
+		p := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, slowPod(w, nsKey("slow")), p, deletion.Options{NodeName: "node-a", Workers: 2, SweepInterval: time.Hour})
+		assert.NoError(t, e.Track(w.CreatePod(nsKey("slow"), "node-a", "")))
+		assert.NoError(t, e.Track(w.CreatePod(nsKey("fast"), "node-a", ""))) // its lane is free early
+		swept := make(chan struct{})
+		go func() { e.Sweep(context.Background()); close(swept) }()
+		deletiontest.Advance(100 * time.Millisecond)
+		x := w.CreatePod(nsKey("x"), "node-a", "")
+		assert.NoError(t, e.Track(x))
+		w.DeletePod(nsKey("x"))
+		e.TriggerPod(nsKey("x"))
+		deletiontest.Advance(5 * time.Second)
+		<-swept
+		assert.Zero(t, w.Reads(nsKey("x")), "x read by the Sweep's goroutines")
+		assert.Zero(t, p.Count(x.PUID), "x destroyed before any Start")
+		deletiontest.Start(t, e)
+		deletiontest.Advance(time.Second)
+		assert.Equal(t, 1, p.Count(x.PUID), "Start checks x when it begins")
+	})
+}
