@@ -850,3 +850,30 @@ func TestListAnsweredAfterDeadlineIsFailure(t *testing.T) {
 		}
 	})
 }
+
+// TestEventRestoredCountsEachPUOnce: EventRestored's Count "is the number of
+// PUs restored: new, or given their sandbox"; a PU the Inventory lists
+// twice, without its sandbox and then with it, is one PU restored, however
+// many Workers track the list.
+func TestEventRestoredCountsEachPUOnce(t *testing.T) {
+	for _, workers := range []int{1, 4} {
+		for range 10 {
+			synctest.Test(t, func(t *testing.T) {
+				w := deletiontest.NewCluster()
+				ev := &deletiontest.Events{}
+				a := ports.PU{PUID: "a", Pod: nsKey("a")}
+				withSandbox := a
+				withSandbox.SandboxID = "sb-1"
+				inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return []ports.PU{a, withSandbox}, nil })
+				e := deletiontest.NewEngine(t, w, &deletiontest.Policy{}, deletion.Options{NodeName: "node-a", Inventory: inv, Observer: ev,
+					Workers: workers, SandboxExtractor: w})
+				deletiontest.Start(t, e)
+				deletiontest.Advance(0)
+				restored := ev.Of(deletion.EventRestored)
+				if assert.Len(t, restored, 1) {
+					assert.Equal(t, 1, restored[0].Count, "Workers %d", workers)
+				}
+			})
+		}
+	}
+}

@@ -154,6 +154,7 @@ type record struct {
 	// lineRow is the row of the destroy it waits for (its turn, or a retry).
 	lastRow, lineRow int8
 	vetoed           bool
+	listed           bool // tracked from the Inventory's list: restored as new, not again when it gives its sandbox
 	// reportedRow is the row of the last destroy a dry run reported (0: none), reported the rows it reported (bit
 	// 1<<row).
 	reportedRow int8
@@ -520,6 +521,7 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 		return false, nil
 	}
 	r, t := c.q.newRecordLocked(pu, now)
+	r.listed = listed
 	if c.opts.Inventory != nil && !c.q.list.restored {
 		c.q.unlisted.saw(len(c.q.records)) // the dry run's memory is as large as the most PUs tracked at once
 	}
@@ -851,8 +853,9 @@ func (q *puQueue) oldestQueuedLocked() int64 {
 }
 
 // adoptListed gives the sandbox listed for pu to the record of the same PU if it has none and was never checked (see
-// Options.Inventory), by the rule of ports.PU.WithRecordedSandbox. It reports whether it gave a sandbox.
-func (c *Engine) adoptListed(pu ports.PU) bool {
+// Options.Inventory), by the rule of ports.PU.WithRecordedSandbox. It reports whether it gave a sandbox to a PU tracked
+// before the list (restored): one the list tracked itself, listed twice, is restored once.
+func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	c.q.mu.Lock()
 	e := c.q.records[pu.PUID]
 	_, gone := c.q.list.gone[pu.PUID] // tracked again since: a new PU
@@ -871,7 +874,7 @@ func (c *Engine) adoptListed(pu ports.PU) bool {
 		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
 		c.tell(e, t, Event{Kind: EventAdopted, PU: snapshot})
 	}
-	return ok
+	return ok && !e.listed
 }
 
 // waits returns what a health check reads of the queue: whether Start has returned, whether it stops (its context is
