@@ -71,6 +71,21 @@ type skipped struct {
 	// Unreadable: the file cannot be read or parsed as libcni's (as
 	// opposed to an attachment of no pod).
 	Unreadable bool
+	// Never are the networks its cached config, when it parses, says
+	// "disableGC" of: never touched, though the entry itself is not used.
+	Never []string
+}
+
+// neverNets returns the networks a's cached config says "disableGC" of, when it parsed: its network and the
+// config's own name, should the two differ.
+func neverNets(a attachment) []string {
+	if a.List == nil || !a.List.DisableGC && !pluginSaysDisableGC(a) {
+		return nil
+	}
+	if a.List.Name != a.NetworkName && a.NetworkName != "" {
+		return []string{a.NetworkName, a.List.Name}
+	}
+	return []string{a.List.Name}
 }
 
 // cacheReader reads libcni's cache (dir, Options.CacheDir) and the
@@ -87,7 +102,8 @@ type view struct {
 	atts []attachment
 	// unusable are the entries that cannot be read or used for a DEL.
 	unusable []skipped
-	// keepNets are the networks whose config in ConfDir says disableGC.
+	// keepNets are the networks whose config in ConfDir says disableGC, or
+	// the cached config of an entry not used (skipped.Never).
 	keepNets map[string]bool
 }
 
@@ -122,6 +138,12 @@ func (r cacheReader) read() (view, []skipped, error) {
 	for _, s := range skips {
 		if s.Unreadable {
 			v.unusable = append(v.unusable, s)
+		}
+		for _, n := range s.Never { // a cached config that says disableGC keeps its network, though its entry is not used
+			if v.keepNets == nil {
+				v.keepNets = map[string]bool{}
+			}
+			v.keepNets[n] = true
 		}
 	}
 	for _, a := range atts {
@@ -184,18 +206,20 @@ func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
 		if info != nil {
 			written = info.ModTime()
 		}
-		return a, &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: written, Why: err.Error(), Unreadable: true}, false
+		return a, &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: written, Why: err.Error(), Unreadable: true,
+			Never: neverNets(a)}, false
 	}
 	a.File, a.Written = name, info.ModTime()
 	if want := a.NetworkName + "-" + a.ContainerID + "-" + a.IfName; name != want && a.PodUID != "" {
 		// libcni finds, and removes after a DEL, the entry of its network by that name: a DEL of this one
 		// would leave it, and run again at every call.
 		return a, &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: a.Written,
-			Why: "its file name is not libcni's for its network, " + want, Unreadable: true}, false
+			Why: "its file name is not libcni's for its network, " + want, Unreadable: true, Never: neverNets(a)}, false
 	}
 	if a.PodUID == "" || a.PodNamespace == "" || a.PodName == "" {
 		return a, &skipped{File: name, Written: a.Written,
-			Why: "no K8S_POD_UID, K8S_POD_NAMESPACE or K8S_POD_NAME in its CNI_ARGS: not a pod's attachment, or of another runtime"}, false
+			Why:   "no K8S_POD_UID, K8S_POD_NAMESPACE or K8S_POD_NAME in its CNI_ARGS: not a pod's attachment, or of another runtime",
+			Never: neverNets(a)}, false
 	}
 	return a, nil, false
 }

@@ -169,7 +169,8 @@
 //     its path is, from a directory that is there: a file there that is no
 //     namespace may be one whose bind mount the collector's container does
 //     not see, and a directory it does not see says nothing.
-//   - It never touches a network whose cached config, or whose config in
+//   - It never touches a network whose cached config (of any entry of the
+//     cache, one it does not use included), or whose config in
 //     Options.ConfDir, says "disableGC": true. ConfDir is read again right
 //     before each DEL, of an attachment or of a reservation, so that one
 //     set while another DEL runs is heeded.

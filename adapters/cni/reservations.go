@@ -287,6 +287,11 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			cachedNever[a.NetworkName] = true
 		}
 	}
+	for _, s := range skips { // an entry not used (its result does not load, of another runtime) still says so
+		for _, n := range s.Never {
+			cachedNever[n] = true
+		}
+	}
 	var run runtimeView
 	needed := slices.ContainsFunc(rv.rs, func(r Reservation) bool {
 		n, ok := rv.config(r)

@@ -118,6 +118,39 @@ func TestACachedDisableGCKeepsItsNetworksReservations(t *testing.T) {
 	}
 }
 
+// The same promise when the only entry whose cached config says disableGC is one the collector does not use: its
+// cached result cannot be loaded for a DEL, or it is another runtime's (no K8S_POD_* arguments). Its network's
+// leaked reservation is kept, and so is a gone pod's attachment of that network.
+func TestACachedDisableGCOfAnEntryNotUsedKeepsItsNetwork(t *testing.T) {
+	// {"cniVersion":"1.0.0","name":"net1","disableGC":true,"plugins":[{"type":"logdel"}]}
+	const never = `"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0MSIsImRpc2FibGVHQyI6dHJ1ZSwicGx1Z2lucyI6W3sidHlwZSI6ImxvZ2RlbCJ9XX0="`
+	for name, entry := range map[string]string{
+		"its result does not load": `{"kind":"cniCacheV1","containerId":"sb-9","ifName":"eth0","networkName":"net1",` +
+			`"cniArgs":[["K8S_POD_UID","uid-9"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","q"]],` + never +
+			`,"result":{"cniVersion":"1.0.0","ips":"not a list"}}`,
+		"another runtime's": `{"kind":"cniCacheV1","containerId":"sb-9","ifName":"eth0","networkName":"net1",` +
+			`"cniArgs":[["IgnoreUnknown","1"]],` + never + `}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e, c, dels := logDelEnv(t, cni.Options{ResyncInterval: time.Hour})
+			write(t, filepath.Join(e.cache, "results", "net1-sb-9-eth0"), entry)
+			write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel","ipam":{"type":"host-local","dataDir":"`+e.data+`"}}]}`)
+			reservation(t, e.data, "net1", "10.7.0.9", "leaked-ctr", "eth0", time.Hour)
+			c2, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+				Runtime: emptyRuntime{}, ResyncInterval: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resyncFor(t, func(ctx context.Context) error { return c2.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
+			_ = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
+				SandboxID: "sb-1", Reason: ports.ReasonPodGone})
+			if b, _ := os.ReadFile(dels); len(b) > 0 {
+				t.Errorf("a DEL of network net1, whose cached config (of an entry not used) says disableGC: %q", b)
+			}
+		})
+	}
+}
+
 // Row 12 (ConfigGone) is for a reservation whose network no config names: a config being written (cut
 // short as it is read) may be its network's. The reservation is not reported while it is.
 func TestAConfigBeingWrittenIsNoConfigGone(t *testing.T) {
