@@ -105,6 +105,16 @@ func TestACachedDisableGCKeepsItsNetworksReservations(t *testing.T) {
 	write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
 		`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+
 		`"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0MSIsImRpc2FibGVHQyI6dHJ1ZSwicGx1Z2lucyI6W3sidHlwZSI6ImxvZ2RlbCJ9XX0="}`)
+	resyncWithALeakedReservationOfNet1(t, e)
+	if b, _ := os.ReadFile(filepath.Join(e.plugins, "dels.log")); len(b) > 0 {
+		t.Errorf("a DEL of network net1, whose cached config says disableGC: %q", b)
+	}
+}
+
+// resyncWithALeakedReservationOfNet1 writes net1's config in e's ConfDir (host-local in e.data, no disableGC) and a
+// leaked reservation of it, then runs a Collector's resync rounds for 300ms.
+func resyncWithALeakedReservationOfNet1(t *testing.T, e env) {
+	t.Helper()
 	write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel","ipam":{"type":"host-local","dataDir":"`+e.data+`"}}]}`)
 	reservation(t, e.data, "net1", "10.7.0.9", "leaked-ctr", "eth0", time.Hour)
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
@@ -113,9 +123,6 @@ func TestACachedDisableGCKeepsItsNetworksReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
-	if b, _ := os.ReadFile(filepath.Join(e.plugins, "dels.log")); len(b) > 0 {
-		t.Errorf("a DEL of network net1, whose cached config says disableGC: %q", b)
-	}
 }
 
 // The same promise when the only entry whose cached config says disableGC is one the collector does not use: its
@@ -134,14 +141,7 @@ func TestACachedDisableGCOfAnEntryNotUsedKeepsItsNetwork(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e, c, dels := logDelEnv(t, cni.Options{ResyncInterval: time.Hour})
 			write(t, filepath.Join(e.cache, "results", "net1-sb-9-eth0"), entry)
-			write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel","ipam":{"type":"host-local","dataDir":"`+e.data+`"}}]}`)
-			reservation(t, e.data, "net1", "10.7.0.9", "leaked-ctr", "eth0", time.Hour)
-			c2, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
-				Runtime: emptyRuntime{}, ResyncInterval: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			resyncFor(t, func(ctx context.Context) error { return c2.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
+			resyncWithALeakedReservationOfNet1(t, e)
 			_ = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
 				SandboxID: "sb-1", Reason: ports.ReasonPodGone})
 			if b, _ := os.ReadFile(dels); len(b) > 0 {
