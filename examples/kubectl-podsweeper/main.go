@@ -124,7 +124,7 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			if !strings.Contains(words[2], "/") {
 				namespace, name = "", words[2]
 			}
-			if name == "" || strings.Contains(name, "/") {
+			if name == "" || strings.Contains(name, "/") || namespace == "" && strings.Contains(words[2], "/") {
 				return fmt.Errorf("%w: explain pod %q: give NAMESPACE/NAME", errUsage, words[2])
 			}
 		default:

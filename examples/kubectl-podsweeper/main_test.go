@@ -25,6 +25,7 @@ func TestCommandLinesRefused(t *testing.T) {
 		{"explain", "node", "n"},
 		{"explain", "pod"},
 		{"explain", "pod", "apps/"},
+		{"explain", "pod", "/web"},
 		{"explain", "pod", "a/b/c"},
 		{"explain", "pod", "a/b", "c/d"},
 		{"explain", "ip"},
