@@ -973,16 +973,18 @@ func (c *Engine) queueDue(now int64) int64 {
 			n++
 		}
 	}
-	c.q.wakeLocked(min(n, 1)) // more once the batch waits (see next)
+	c.q.wakeLocked(min(n, 1)) // more once a check of the batch is slow (lane.spreadIn)
+	c.q.spreadLocked(now)
 	c.q.wheel.wakeAt = c.q.wheel.first()
-	if c.q.ready.head < len(c.q.ready.items) && c.q.ready.idle > 0 { // the batch's checks may be slow: wake another worker then
-		if at := c.q.ready.items[c.q.ready.head].at + int64(c.q.spreadAfter()); at <= now {
-			c.q.ready.cond.Signal()
-		} else if c.q.wheel.wakeAt == 0 || at < c.q.wheel.wakeAt {
-			c.q.wheel.wakeAt = at
-		}
-	}
 	return c.q.wheel.wakeAt
+}
+
+// spreadLocked wakes another worker when the head of the ready queue has waited spreadAfter by now: a check before it
+// is slow.
+func (q *puQueue) spreadLocked(now int64) {
+	if q.ready.head < len(q.ready.items) && q.ready.idle > 0 && q.ready.items[q.ready.head].at+int64(q.spreadAfter()) <= now {
+		q.ready.cond.Signal()
+	}
 }
 
 // checksBegin lets Start's workers begin, once its first list of the Inventory has ended or is past its deadline.
@@ -1015,17 +1017,18 @@ func (c *Engine) sweepLanes(ctx context.Context, gen uint32) {
 	}
 }
 
-// next claims the oldest queued record and a free slot for it, waiting for both; nil: its goroutine is to stop.
-func (c *Engine) next(gen uint32) (*record, *slot) {
+// next claims the oldest queued record and a free slot for it, waiting for both; nil: its goroutine is to stop. spread,
+// when others wait behind it, is how long its check may take before another worker is woken for them (lane.spreadIn).
+func (c *Engine) next(gen uint32) (r *record, s *slot, spread time.Duration) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	for {
 		switch {
 		case gen == 0 && c.q.stoppingLocked(), gen != 0 && !c.q.sweepingLocked(gen):
-			return nil, nil
+			return nil, nil, 0
 		case gen != 0 && c.q.running:
 			c.q.ready.cond.Broadcast() // pass on a wake-up that may have been meant for Start's workers
-			return nil, nil
+			return nil, nil, 0
 		case gen == 0 && !c.q.begun, len(c.q.ready.free) == 0 && c.q.ready.head < len(c.q.ready.items):
 			// Start's first list is under way, or every slot is taken.
 			c.q.ready.bound++
@@ -1050,12 +1053,14 @@ func (c *Engine) next(gen uint32) (*record, *slot) {
 			s := &c.q.ready.slots[c.q.ready.free[len(c.q.ready.free)-1]]
 			c.q.ready.free = c.q.ready.free[:len(c.q.ready.free)-1]
 			c.q.claimLocked(it.r, s)
-			// A batch wakes one worker; this wakes another if it waits.
-			if c.q.ready.idle > 0 && c.q.ready.head < len(c.q.ready.items) && time.Duration(c.now()-it.at) > c.q.spreadAfter() {
-				c.q.ready.cond.Signal()
+			// A batch wakes one worker; this wakes another if the rest have waited long, and its lane if its own
+			// check is slow.
+			c.q.spreadLocked(c.now())
+			if c.q.ready.head < len(c.q.ready.items) {
+				spread = c.q.spreadAfter()
 			}
 			c.q.compactReadyLocked()
-			return it.r, s
+			return it.r, s, spread
 		}
 		c.q.compactReadyLocked()
 		c.q.ready.idle++

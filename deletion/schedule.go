@@ -4,8 +4,9 @@ package deletion
 // or the sooner of its turn and its periodic check. One goroutine (schedule) sleeps until the first and queues every
 // record due. A periodic check comes at the tick a hash of the PUID picks, in one or two batches a second; a retry
 // comes at its own time, RetryMinDelay doubling up to RetryMaxDelay after the failure; a turn at its own time, at the
-// rate's pace. A batch wakes one worker, and another after spreadAfter if it still waits: a wake-up is what an idle
-// node agent pays for (BENCHMARKS.md). It also logs the failing ports' summaries (logs.go).
+// rate's pace. A batch wakes one worker; a check that runs spreadAfter while others wait behind it wakes another (its
+// lane's timer, stopped when it ends), so that a batch of fast checks costs one wake-up, what an idle node agent pays
+// for (BENCHMARKS.md), and nothing wakes when nothing is due. It also logs the failing ports' summaries (logs.go).
 
 import (
 	"container/heap"

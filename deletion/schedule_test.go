@@ -282,3 +282,64 @@ func TestRetryNotBeforeItsTime(t *testing.T) {
 		}
 	})
 }
+
+// armingClock is the real clock (the bubble's under synctest) that counts
+// each time the engine arms a timer on it: each sleep of its scheduler, or
+// of a Sweep's wait for a turn, until a time.
+type armingClock struct {
+	clock.RealClock
+	arms atomic.Int64
+}
+
+type armingTimer struct {
+	clock.Timer
+	c *armingClock
+}
+
+func (t armingTimer) Reset(d time.Duration) bool { t.c.arms.Add(1); return t.Timer.Reset(d) }
+
+func (c *armingClock) NewTimer(d time.Duration) clock.Timer {
+	return armingTimer{c.RealClock.NewTimer(d), c}
+}
+
+func (c *armingClock) After(d time.Duration) <-chan time.Time {
+	c.arms.Add(1)
+	return c.RealClock.After(d)
+}
+
+// docs/sdk/engine.md: "an engine with nothing due does not wake up", and
+// BENCHMARKS.md: "the engine's scheduler wakes about twice a second at
+// node scale". One PU checked once an hour: one sleep per check, none
+// between (a batch whose checks are fast wakes no other worker later);
+// 250 PUs at a SweepInterval of 5s: one sleep per batch tick, two a
+// second.
+func TestTheSchedulerSleepsOncePerBatchAndWakesForNothingElse(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pus      int
+		interval time.Duration
+		over     time.Duration
+		most     int64
+	}{
+		{"one PU hourly", 1, time.Hour, 10 * time.Hour, 10},
+		{"node scale", 250, 5 * time.Second, 100 * time.Second, 2 * 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cl := &armingClock{}
+				cluster := deletiontest.NewCluster()
+				e := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Clock: cl, SweepInterval: tc.interval})
+				for i := range tc.pus {
+					require.NoError(t, e.Track(cluster.CreatePod(nsKey(fmt.Sprintf("p%d", i)), "", "")))
+				}
+				deletiontest.Start(t, e)
+				deletiontest.Advance(tc.interval)
+				before := cl.arms.Load()
+				deletiontest.Advance(tc.over)
+				if n := cl.arms.Load() - before; n > tc.most {
+					t.Errorf("the scheduler slept %d times in %v, want at most %d", n, tc.over, tc.most)
+				}
+			})
+		})
+	}
+}

@@ -173,11 +173,32 @@ func (c *Engine) stuck(now int64) int {
 	return n
 }
 
-// lane is the deadline context of one goroutine's checks.
+// lane is the deadline context of one goroutine's checks, and its spread timer: armed while its check runs with
+// others waiting behind it, it wakes another worker for them if the check is slow (spreadIn), so that a batch of fast
+// checks costs one wake-up and slow ones spread.
 type lane struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ctxEnd int64
+	spread *time.Timer
+}
+
+// spreadIn arms the lane's spread timer to fire d from now (0: disarms it), c's ready queue then waking another
+// worker if checks still wait (puQueue.spreadLocked).
+func (l *lane) spreadIn(c *Engine, d time.Duration) {
+	switch {
+	case d == 0 && l.spread != nil:
+		l.spread.Stop()
+	case d == 0:
+	case l.spread == nil:
+		l.spread = time.AfterFunc(d, func() {
+			c.q.mu.Lock()
+			defer c.q.mu.Unlock()
+			c.q.spreadLocked(c.now())
+		})
+	default:
+		l.spread.Reset(d)
+	}
 }
 
 // deadline returns the context of a check starting now under parent, and its deadline, between 99% and 100% of
@@ -203,12 +224,15 @@ func (l *lane) done() {
 func (c *Engine) work(ctx context.Context, gen uint32) {
 	var l lane
 	defer l.done()
+	defer l.spreadIn(c, 0)
 	for ctx.Err() == nil {
-		r, s := c.next(gen)
+		r, s, spread := c.next(gen)
 		if r == nil {
 			return
 		}
+		l.spreadIn(c, spread)
 		c.run(ctx, &l, r, s)
+		l.spreadIn(c, 0)
 	}
 }
 
