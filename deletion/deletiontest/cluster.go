@@ -40,6 +40,7 @@ type Cluster struct {
 	pods      map[types.NamespacedName]*corev1.Pod
 	sandboxes map[types.UID]string // the current sandbox of each pod, by UID
 	known     map[string]bool      // every sandbox ID a pod ran in
+	given     map[types.UID]bool   // every UID a pod of the cluster had
 	uids      int
 
 	reads      map[types.NamespacedName]int
@@ -58,6 +59,7 @@ func NewCluster() *Cluster {
 		pods:      map[types.NamespacedName]*corev1.Pod{},
 		sandboxes: map[types.UID]string{},
 		known:     map[string]bool{},
+		given:     map[types.UID]bool{},
 		reads:     map[types.NamespacedName]int{},
 		readErr:   map[types.NamespacedName]error{},
 		hangs:     map[types.NamespacedName]chan struct{}{},
@@ -77,7 +79,7 @@ func Pod(key types.NamespacedName, uid types.UID, node string) *corev1.Pod {
 
 // CreatePod creates a running pod at key, bound to node, running in the
 // sandbox sandboxID ("": none yet), with a UID of its own (uid-1, uid-2...
-// in the order of creation), and returns the PU an agent would track for
+// in the order of creation; never one a pod of the cluster had), and returns the PU an agent would track for
 // it. A pod already at key is replaced: it is the same as deleting it and
 // creating a new one under the same name.
 func (c *Cluster) CreatePod(key types.NamespacedName, node, sandboxID string) ports.PU {
@@ -370,30 +372,18 @@ func (c *Cluster) SandboxDead(_ context.Context, _ *corev1.Pod, sandboxID string
 	return true, nil
 }
 
-// newUIDLocked returns the next UID that no pod of the cluster has (AddPod
-// may have given one of the form uid-N).
+// newUIDLocked returns the next UID that no pod of the cluster has or ever
+// had (AddPod may have given one of the form uid-N): a UID, as the API
+// server's, is never given twice, so that a pod deleted and created anew
+// is another pod to the engine.
 func (c *Cluster) newUIDLocked() types.UID {
 	for {
 		c.uids++
 		uid := types.UID(fmt.Sprintf("uid-%d", c.uids))
-		if !c.usedLocked(uid) {
+		if !c.given[uid] {
 			return uid
 		}
 	}
-}
-
-// usedLocked reports whether a pod of the cluster has uid, or had it and
-// is still known to the runtime.
-func (c *Cluster) usedLocked(uid types.UID) bool {
-	if _, ok := c.sandboxes[uid]; ok {
-		return true
-	}
-	for _, p := range c.pods {
-		if p.UID == uid {
-			return true
-		}
-	}
-	return false
 }
 
 // ctxErr is ctx's error, and its cause when that is another: a call cut
@@ -414,6 +404,7 @@ func (c *Cluster) putLocked(pod *corev1.Pod, sandboxID string) ports.PU {
 		delete(c.sandboxes, old.UID)
 	}
 	c.pods[key] = pod
+	c.given[pod.UID] = true
 	c.setSandboxLocked(pod.UID, sandboxID)
 	return ports.PU{PUID: string(pod.UID), Pod: key, SandboxID: sandboxID}
 }

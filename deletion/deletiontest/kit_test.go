@@ -398,3 +398,39 @@ func (f *failures) Fatalf(format string, args ...any) {
 	f.Errorf(format, args...)
 	runtime.Goexit()
 }
+
+// TestAUIDIsNeverGivenTwice: CreatePod gives "a UID of its own" and
+// RecreatePod "a new UID", as the API server does: never the UID of a pod
+// deleted since, whether the kit or the test (AddPod) chose it, so that
+// the engine sees the pod created anew as another pod and destroys the
+// deleted one's PU (UIDChanged).
+func TestAUIDIsNeverGivenTwice(t *testing.T) {
+	for _, recreate := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			c := deletiontest.NewCluster()
+			first := c.AddPod(deletiontest.Pod(web, "uid-1", "node-a"), "")
+			if recreate {
+				first = c.CreatePod(web, "node-a", "") // uid-2, replacing uid-1
+			}
+			policy := &deletiontest.Policy{}
+			e := deletiontest.NewEngine(t, c, policy, deletion.Options{})
+			require.NoError(t, e.Track(first))
+			deletiontest.Start(t, e)
+			var again ports.PU
+			if recreate {
+				c.DeletePod(web)
+				c.AddPod(deletiontest.Pod(web, "uid-1", "node-a"), "")
+				var err error
+				again, err = c.RecreatePod(web, "")
+				require.NoError(t, err)
+			} else {
+				c.DeletePod(web)
+				again = c.CreatePod(web, "node-a", "")
+			}
+			assert.NotEqual(t, first.PUID, again.PUID, "recreate %v", recreate)
+			assert.NotEqual(t, "uid-1", again.PUID, "recreate %v", recreate)
+			e.Sweep(context.Background())
+			assert.Equal(t, 1, policy.CallCount(), "the deleted pod's PU is destroyed (recreate %v)", recreate)
+		})
+	}
+}
