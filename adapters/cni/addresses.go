@@ -3,6 +3,8 @@ package cni
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -62,6 +64,14 @@ type AttachmentStatus struct {
 	// DisableGC: its network's config, cached or in ConfDir, says
 	// disableGC: the Collector never DELs it.
 	DisableGC bool `json:"disableGC,omitempty"`
+	// File is the entry's file in libcni's cache, told for one the
+	// Collector never touches (NeverTouched).
+	File string `json:"file,omitempty"`
+	// NeverTouched, when set, says why the Collector never DELs this
+	// entry: it cannot be used for a DEL (its config, its result, its file
+	// name), or it is of no pod (no pod's CNI_ARGS: another runtime's).
+	// Its address is held all the same, as far as the Collector knows.
+	NeverTouched string `json:"neverTouched,omitempty"`
 	// Decision is the last decision the Collector took on its sandbox
 	// when the engine asked it to free it (DestroyPU, or DryRunDestroyPU in
 	// a dry run), a keep for want of what it decides on included (Row -1);
@@ -163,6 +173,9 @@ type addressLog struct {
 	// it read them (zero: never).
 	reservations map[string][]ReservationStatus
 	read         time.Time
+	// over is how many of the last round's reservations were past
+	// maxReservationsRecorded, and not recorded.
+	over int
 	// freed are the latest frees, oldest first, at most maxFreed: one
 	// per free, whatever the number of its addresses, which are index for
 	// index in freedIPs.
@@ -209,16 +222,32 @@ func (l *addressLog) retain(held map[string]bool) {
 }
 
 // round records a round's reservations, each as it decided it: rs and
-// their statuses, index for index.
-func (l *addressLog) round(at time.Time, rs []Reservation, sts []ReservationStatus) {
-	byIP := make(map[string][]ReservationStatus, min(len(rs), maxReservationsRecorded))
-	for i, r := range rs[:min(len(rs), maxReservationsRecorded)] {
+// their statuses, index for index, and the reservation files it read and
+// never touches (untouched), with why; at most maxReservationsRecorded in
+// all, and how many were past it.
+func (l *addressLog) round(at time.Time, rs []Reservation, sts []ReservationStatus, untouched []skipped) {
+	n := min(len(rs), maxReservationsRecorded)
+	byIP := make(map[string][]ReservationStatus, n)
+	for i, r := range rs[:n] {
 		ip := canonicalIP(r.IP)
 		byIP[ip] = append(byIP[ip], sts[i])
 	}
+	over := len(rs) - n
+	for _, s := range untouched {
+		if n == maxReservationsRecorded {
+			over++
+			continue
+		}
+		n++
+		r := s.Reservation
+		ip := canonicalIP(r.IP)
+		byIP[ip] = append(byIP[ip], ReservationStatus{Network: r.Network, DataDir: r.DataDir, File: s.File, ContainerID: r.ContainerID,
+			IfName: r.IfName, Reserved: r.Reserved, State: "never touched",
+			Decision: FreeDecision{At: at, Row: -1, Why: s.Why, Verdict: verdictWords[keep]}})
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.reservations, l.read = byIP, at
+	l.reservations, l.read, l.over = byIP, at, over
 }
 
 // reservationState records what became of r in the current round.
@@ -305,11 +334,15 @@ func resultIPs(raw json.RawMessage) []string {
 // could not read is in Unread, and the rest is told all the same.
 func (c *Collector) address(ip string) AddressStatus {
 	st := AddressStatus{IP: ip}
-	v, _, err := c.cache.read()
+	v, skips, err := c.cache.read()
 	if cerr := (confDirError{}); errors.As(err, &cerr) {
 		st.Unread = append(st.Unread, "ConfDir: "+err.Error()+": its networks' disableGC is not told (DisableGC tells the cached config's alone)")
 	} else if err != nil {
 		st.Unread = append(st.Unread, "libcni's cache: "+err.Error()+": its attachments are not told")
+	}
+	for _, network := range slices.Sorted(maps.Keys(v.writing)) {
+		st.Unread = append(st.Unread, "ConfDir: the config "+v.writing[network]+" of network "+network+
+			" is being written: whether it says disableGC is not told (DisableGC tells the cached config's alone), and its attachments are kept until it can be read")
 	}
 	l := c.addresses
 	l.mu.Lock()
@@ -319,16 +352,27 @@ func (c *Collector) address(ip string) AddressStatus {
 			continue
 		}
 		as := AttachmentStatus{Network: a.NetworkName, ContainerID: a.ContainerID, IfName: a.IfName, PodNamespace: a.PodNamespace,
-			PodName: a.PodName, PodUID: a.PodUID, Written: a.Written, DisableGC: !v.collectable(a)}
+			PodName: a.PodName, PodUID: a.PodUID, Written: a.Written, DisableGC: v.disableGC(a)}
 		if d, ok := l.decisions[a.ContainerID]; ok {
 			as.Decision = &d
 		}
 		st.Attachments = append(st.Attachments, as)
 	}
+	for _, s := range skips { // entries the Collector never DELs, whose result holds the address all the same
+		if a := s.Entry; a != nil && slices.Contains(resultIPs(a.Result), ip) {
+			st.Attachments = append(st.Attachments, AttachmentStatus{Network: a.NetworkName, ContainerID: a.ContainerID, IfName: a.IfName,
+				PodNamespace: a.PodNamespace, PodName: a.PodName, PodUID: a.PodUID, Written: a.Written, File: a.File,
+				NeverTouched: s.Why})
+		}
+	}
 	st.Reservations = slices.Clone(l.reservations[ip])
 	if !l.read.IsZero() {
 		t := l.read
 		st.ReservationsRead = &t
+	}
+	if l.over > 0 {
+		st.Unread = append(st.Unread, fmt.Sprintf("host-local's reservations: the last round read %d more than the %d it records: "+
+			"one of this address among them is not told (it is decided and freed all the same)", l.over, maxReservationsRecorded))
 	}
 	for i, f := range l.freed {
 		if slices.Contains(l.freedIPs[i], ip) {

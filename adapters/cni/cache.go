@@ -74,6 +74,12 @@ type skipped struct {
 	// Never are the networks its cached config, when it parses, says
 	// "disableGC" of: never touched, though the entry itself is not used.
 	Never []string
+	// Entry is a cache entry's JSON as far as it could be read (its
+	// result's addresses, for AddressStatus); nil when none could.
+	Entry *attachment
+	// Reservation is a host-local reservation file's, as far as it could be
+	// read (its address is its file's name); nil for any other file.
+	Reservation *Reservation
 }
 
 // neverNets returns the networks a's cached config says "disableGC" of, when it parsed: its network and the
@@ -105,12 +111,23 @@ type view struct {
 	// keepNets are the networks whose config in ConfDir says disableGC, or
 	// the cached config of an entry not used (skipped.Never).
 	keepNets map[string]bool
+	// writing are the networks whose config in ConfDir is being written,
+	// each with its file (readConfDir): whether it says disableGC cannot be
+	// told yet.
+	writing map[string]string
 }
 
 // collectable reports whether the collector may DEL a: its network's
-// config, cached or in ConfDir, does not say disableGC.
+// config, cached or in ConfDir, does not say disableGC, and is not being
+// written.
 func (v view) collectable(a attachment) bool {
-	return !a.List.DisableGC && !v.keepNets[a.NetworkName] && !pluginSaysDisableGC(a)
+	return !v.disableGC(a) && v.writing[a.NetworkName] == ""
+}
+
+// disableGC reports whether a's network's config, cached or in ConfDir,
+// says disableGC.
+func (v view) disableGC(a attachment) bool {
+	return a.List.DisableGC || v.keepNets[a.NetworkName] || pluginSaysDisableGC(a)
 }
 
 // confDirError is the error of a read of the cache whose config directory
@@ -129,12 +146,12 @@ func (e confDirError) Unwrap() error { return e.err }
 // the cache holds (the address page, the sandboxes a DestroyPU kept for
 // it), and decides nothing.
 func (r cacheReader) read() (view, []skipped, error) {
-	keep, confErr := disableGCNetworks(r.confDir)
+	keep, writing, confErr := disableGCNetworks(r.confDir)
 	atts, skips, err := readCache(r.dir)
 	if err != nil {
 		return view{}, nil, err
 	}
-	v := view{atts: atts, keepNets: keep}
+	v := view{atts: atts, keepNets: keep, writing: writing}
 	for _, s := range skips {
 		if s.Unreadable {
 			v.unusable = append(v.unusable, s)
@@ -147,7 +164,7 @@ func (r cacheReader) read() (view, []skipped, error) {
 		}
 	}
 	for _, a := range atts {
-		if !v.collectable(a) {
+		if v.disableGC(a) {
 			skips = append(skips, skipped{File: a.File, Written: a.Written, Why: "network " + a.NetworkName + " has disableGC: never touched"})
 		}
 	}
@@ -206,20 +223,21 @@ func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
 		if info != nil {
 			written = info.ModTime()
 		}
+		a.File, a.Written = name, written
 		return a, &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: written, Why: err.Error(), Unreadable: true,
-			Never: neverNets(a)}, false
+			Never: neverNets(a), Entry: &a}, false
 	}
 	a.File, a.Written = name, info.ModTime()
 	if want := a.NetworkName + "-" + a.ContainerID + "-" + a.IfName; name != want && a.PodUID != "" {
 		// libcni finds, and removes after a DEL, the entry of its network by that name: a DEL of this one
 		// would leave it, and run again at every call.
 		return a, &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: a.Written,
-			Why: "its file name is not libcni's for its network, " + want, Unreadable: true, Never: neverNets(a)}, false
+			Why: "its file name is not libcni's for its network, " + want, Unreadable: true, Never: neverNets(a), Entry: &a}, false
 	}
 	if a.PodUID == "" || a.PodNamespace == "" || a.PodName == "" {
 		return a, &skipped{File: name, Written: a.Written,
 			Why:   "no K8S_POD_UID, K8S_POD_NAMESPACE or K8S_POD_NAME in its CNI_ARGS: not a pod's attachment, or of another runtime",
-			Never: neverNets(a)}, false
+			Never: neverNets(a), Entry: &a}, false
 	}
 	return a, nil, false
 }

@@ -404,7 +404,8 @@ func (x choice) before(y choice) bool {
 // while its pod waits for a new one: after the node lost its runtime's
 // state, the new sandbox's ADD may be failing for want of the very
 // addresses the dead one holds. An error means the runtime or the cache
-// could not be read.
+// could not be read; a ConfDir that cannot be read is none (a config
+// there tells nothing of whether a sandbox is dead).
 func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID string) (bool, error) {
 	switch {
 	case pod == nil || pod.UID == "" || sandboxID == "":
@@ -414,8 +415,10 @@ func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID 
 	if err != nil {
 		return false, err
 	}
+	// Whether a sandbox is dead is the Runtime's and its network namespaces' to tell, not ConfDir's: a ConfDir
+	// that cannot be read (confDirError) leaves the cache's view, which tells it all the same.
 	v, err := c.read()
-	if err != nil {
+	if cerr := (confDirError{}); err != nil && !errors.As(err, &cerr) {
 		return false, err
 	}
 	p, _ := observe(v.atts, v.collectable, rv, string(pod.UID), true, c.refusals.expired)
@@ -493,7 +496,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 				continue
 			}
 			// Decided again on ConfDir as it is right before the DEL: a disableGC set while another DEL ran keeps it.
-			ran, err := c.recheckedDel(ctx, false, func(e evidence) bool { return p.stillDels(e, i, j) },
+			ran, err := c.recheckedDel(ctx, false, a.NetworkName, func(e evidence) bool { return p.stillDels(e, i, j) },
 				func() error { return c.del(ctx, a, ev) })
 			if err == nil && !ran {
 				c.log.Info("attachment kept: its network's config in ConfDir says disableGC now", "network", a.NetworkName,
@@ -579,7 +582,8 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 // cache holds nothing of ev's pod), then decides what DestroyPU(ev) does
 // (plan); a failed read or list keeps the pod, and a ConfDir or a Runtime
 // that could not be read keeps its sandboxes in the cache by no row
-// (addressLog.undecided).
+// (addressLog.undecided), as does a config being written of a network
+// that an attachment to be DELed is of.
 func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, dryRun bool, read func() (view, error)) (destroyPlan, error) {
 	v, err := read()
 	if cerr := (confDirError{}); errors.As(err, &cerr) {
@@ -597,7 +601,21 @@ func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, dryRun 
 			return destroyPlan{}, fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
 		}
 	}
-	return c.plan(v, rv, ev), nil
+	// A network whose config is being written is decided on as one that does not say disableGC: a sandbox that
+	// would then be DELed there is kept by no row until the config can be read.
+	writing := v.writing
+	v.writing = nil
+	p := c.plan(v, rv, ev)
+	for i, sb := range p.sbs {
+		for j, a := range sb.Atts {
+			if f := writing[a.NetworkName]; f != "" && p.verdicts[i].Del[j] {
+				err := fmt.Errorf("ConfDir could not be read in full: the config %s of network %s is being written, and whether it says disableGC cannot be told yet", f, a.NetworkName)
+				c.addresses.undecided(v.sandboxesOf(ev), time.Now(), ev, dryRun, err)
+				return destroyPlan{}, fmt.Errorf("cni: pod %s (uid %s) kept: %w", ev.Pod, ev.PUID, err)
+			}
+		}
+	}
+	return p, nil
 }
 
 // sandboxesOf returns the IDs of the sandboxes of the cache v whose

@@ -45,29 +45,35 @@ type confNet struct {
 // into one view by network name: the config the runtime loads, the
 // host-local data directories it sets (defaultDataDir when one sets none),
 // and whether any config naming it says disableGC. A directory that does
-// not exist holds none; a file that does not parse, or is no regular file
-// (a named pipe, a directory, a link to neither), is not a network the
-// runtime uses, and is passed over but for its "disableGC" (a single
-// plugin's .conf, which the runtime loads as a list of one: its own key
-// says). A directory that cannot be read, or a file of it that cannot be
-// read to its end (its permissions, a read that fails, or a link to what
-// the collector cannot see, as into a directory its pod does not mount,
-// though the runtime may), and so a network's own directory of plugin
-// configs (<dir>/<name>/, which libcni reads) or a config in it, is an
-// error: the collector cannot know which networks to leave alone. A
-// network whose own directory holds what would block libcni's read (a
-// named pipe) is kept (Never), its config read without that directory.
-func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, partial bool, err error) {
+// not exist holds none; a file that does not load as a network, or is no
+// regular file (a named pipe, a directory, a link to neither), is not a
+// network the runtime uses, and is passed over but for its "disableGC" (a
+// single plugin's .conf, which the runtime loads as a list of one: its own
+// key says). A file being written (one that is not whole JSON yet, or a
+// whole one that does not load while its network's own directory of
+// plugin configs is there) is not read yet: writing names it by the
+// network it names, whose config, data directories and disableGC cannot
+// be told until it is whole (Collector's confRead.unread). A directory that
+// cannot be read, or a file of it that cannot be read to its end (its
+// permissions, a read that fails, or a link to what the collector cannot
+// see, as into a directory its pod does not mount, though the runtime
+// may), and so a network's own directory of plugin configs (<dir>/<name>/,
+// which libcni reads) or a config in it, is an error: the collector cannot
+// know which networks to leave alone; and so is a file being written whose
+// network cannot be told yet. A network whose own directory holds what
+// would block libcni's read (a named pipe) is kept (Never), its config
+// read without that directory.
+func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, writing map[string]string, err error) {
 	// As New classifies it (pathkind): it may have changed since.
 	switch kind, _, err := pathkind.Of(dir); kind {
 	case pathkind.Missing:
-		return map[string]confNet{}, false, nil
+		return map[string]confNet{}, nil, nil
 	case pathkind.Dangling: // a link into what the collector does not see: the runtime may
-		return nil, false, fmt.Errorf("cni: the network configs' directory %s is a link the collector cannot follow (%w): which networks they keep cannot be told", dir, err)
+		return nil, nil, fmt.Errorf("cni: the network configs' directory %s is a link the collector cannot follow (%w): which networks they keep cannot be told", dir, err)
 	}
 	files, err := libcni.ConfFiles(dir, confExtensions)
 	if err != nil {
-		return nil, false, fmt.Errorf("cni: reading the network configs in %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("cni: reading the network configs in %s: %w", dir, err)
 	}
 	slices.Sort(files)
 	nets = map[string]confNet{}
@@ -81,12 +87,12 @@ func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, partial b
 			err = readsWhole(f)
 		}
 		if err != nil { // it may name a network with "disableGC": none is touched until it can be read
-			return nil, false, fmt.Errorf("cni: the network config %s cannot be read (%w): which networks it names, and whether it says disableGC, cannot be told", f, err)
+			return nil, nil, fmt.Errorf("cni: the network config %s cannot be read (%w): which networks it names, and whether it says disableGC, cannot be told", f, err)
 		}
 		name, named := confNameOf(f)
 		irregular, err := holdsIrregular(filepath.Join(dir, name))
 		if named && err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		load := loadNetwork
 		if named && irregular {
@@ -101,10 +107,17 @@ func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, partial b
 		list, never, err := load(f)
 		if err != nil {
 			// Not a network the runtime loads, or one being written: what it tells is not all there.
-			partial = true
-			name, says, err := saysDisableGC(f)
+			name, says, being, err := saysDisableGC(f, dir)
 			if err != nil {
-				return nil, false, err
+				return nil, nil, err
+			}
+			if being {
+				if writing == nil {
+					writing = map[string]string{}
+				}
+				if _, ok := writing[name]; !ok {
+					writing[name] = f
+				}
 			}
 			if says {
 				n := nets[name]
@@ -125,23 +138,24 @@ func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, partial b
 		}
 		nets[list.Name] = n
 	}
-	return nets, partial, nil
+	return nets, writing, nil
 }
 
 // disableGCNetworks returns the names of the networks that a config in dir
-// names with "disableGC": true (readConfDir).
-func disableGCNetworks(dir string) (map[string]bool, error) {
-	nets, _, err := readConfDir(dir, DefaultHostLocalDataDir)
+// names with "disableGC": true, and those whose config is being written
+// (readConfDir).
+func disableGCNetworks(dir string) (keep map[string]bool, writing map[string]string, err error) {
+	nets, writing, err := readConfDir(dir, DefaultHostLocalDataDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	keep := map[string]bool{}
+	keep = map[string]bool{}
 	for name, n := range nets {
 		if n.Never {
 			keep[name] = true
 		}
 	}
-	return keep, nil
+	return keep, writing, nil
 }
 
 // confNameOf returns the "name" of the config file f, whatever it is (libcni reads <dir>/<name> for any, "" and
@@ -161,26 +175,31 @@ func confNameOf(f string) (name string, named bool) {
 	return name, true
 }
 
-// saysDisableGC reports the network of a config file that libcni does not load, and whether it says "disableGC":
-// true: a single plugin's .conf by its own key (singleSaysDisableGC); a file that does not parse (being written) may
-// yet say it of its top-level "name" (topLevelName), which it keeps, and one whose top-level name cannot be told for
-// sure (empty, or cut before it) is an error: which network it keeps cannot be told, and every one is kept.
-func saysDisableGC(f string) (name string, says bool, err error) {
+// saysDisableGC reports the network of a config file f of dir that libcni does not load, whether it says
+// "disableGC": true, and whether it is being written. A whole JSON file says it by its own key
+// (singleSaysDisableGC); it is being written only when it names a network whose own directory of plugin configs
+// (<dir>/<name>/, which libcni reads with it) is there, for a plugin config there may be what is being written.
+// A file that is not whole JSON is being written, and names the network of its top-level "name" (topLevelName);
+// one whose top-level name cannot be told for sure (empty, or cut before it) is an error: which network it is the
+// config of cannot be told, and every one is kept.
+func saysDisableGC(f, dir string) (name string, says, writing bool, err error) {
 	b, rerr := os.ReadFile(f)
 	if rerr != nil {
-		return "", false, nil
+		return "", false, false, nil
 	}
 	if json.Valid(b) {
 		n, ok := singleDisableGC(f)
-		return n, ok, nil
+		if n == "" {
+			return "", false, false, nil
+		}
+		_, derr := os.Lstat(filepath.Join(dir, n))
+		return n, ok, derr == nil, nil
 	}
-	// Being written: it may yet say disableGC of the network it names, or, if its name cannot be told yet (an empty
-	// file, truncated to be written anew), of any.
 	name, ok := topLevelName(b)
 	if !ok {
-		return "", false, fmt.Errorf("cni: the network config %s does not parse (being written?) and its network's name cannot be told from it yet: which networks it keeps cannot be told", f)
+		return "", false, false, fmt.Errorf("cni: the network config %s does not parse (being written?) and its network's name cannot be told from it yet: which networks it keeps cannot be told", f)
 	}
-	return name, true, nil
+	return name, false, true, nil
 }
 
 // topLevelName returns the "name" of the object b starts, as far as it can be read (it may be cut short): the

@@ -173,7 +173,12 @@
 //     cache, one it does not use included), or whose config in
 //     Options.ConfDir, says "disableGC": true. ConfDir is read again right
 //     before each DEL, of an attachment or of a reservation, so that one
-//     set while another DEL runs is heeded.
+//     set while another DEL runs is heeded. While a config of ConfDir is
+//     being written (not whole JSON yet), the network it names is not read:
+//     its attachments and reservations are kept by no row (row -1 on the
+//     address page) until it can be read, and the other networks are
+//     decided as ever; a whole file that is no network's config is passed
+//     over.
 //   - It never calls the plugins' GC verb: the spec forbids GC concurrent
 //     with the runtime's ADD and DEL, which an outside collector cannot
 //     promise. It runs the DEL of attachments that are orphaned only.

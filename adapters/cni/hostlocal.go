@@ -64,11 +64,12 @@ type hostLocalNet = confNet
 // plugin's "ipam", with the data directory each sets (defaultDataDir when
 // none): the config the runtime loads (the first file in name order for a
 // network named twice), and Never when any config naming the network says
-// disableGC. A directory that does not exist holds none.
-func hostLocalNetworks(confDir, defaultDataDir string) (nets map[string]hostLocalNet, partial bool, err error) {
-	all, partial, err := readConfDir(confDir, defaultDataDir)
+// disableGC; and the networks whose config is being written (readConfDir),
+// each with its file. A directory that does not exist holds none.
+func hostLocalNetworks(confDir, defaultDataDir string) (nets map[string]hostLocalNet, writing map[string]string, err error) {
+	all, writing, err := readConfDir(confDir, defaultDataDir)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	nets = map[string]hostLocalNet{}
 	for name, n := range all {
@@ -79,7 +80,7 @@ func hostLocalNetworks(confDir, defaultDataDir string) (nets map[string]hostLoca
 			nets[name] = n
 		}
 	}
-	return nets, partial, nil
+	return nets, writing, nil
 }
 
 // canonicalDir is dir with its links resolved, so that two spellings of one data directory (/var/run and /run)
@@ -224,7 +225,8 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 			}
 			path := filepath.Join(dir, name)
 			if !fe.Type().IsRegular() {
-				skips = append(skips, skipped{File: path, Why: "not a regular file (" + fe.Type().String() + "): not host-local's, never touched"})
+				skips = append(skips, skipped{File: path, Why: "not a regular file (" + fe.Type().String() + "): not host-local's, never touched",
+					Reservation: &Reservation{Network: nd.Name(), DataDir: dataDir, IP: name}})
 				continue
 			}
 			r, skip, gone := readReservation(dataDir, nd.Name(), name)
@@ -233,7 +235,7 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 			case skip != nil:
 				skips = append(skips, *skip)
 			case linked:
-				skips = append(skips, skipped{File: path, Written: r.Reserved, ContainerID: r.ContainerID, Unreadable: true,
+				skips = append(skips, skipped{File: path, Written: r.Reserved, ContainerID: r.ContainerID, Unreadable: true, Reservation: &r,
 					Why: "a host-local reservation of container " + r.ContainerID + " in a network's directory that is a link (" + dir +
 						"): host-local's DEL does not follow it to release the address: reported, never touched"})
 			default:
@@ -259,7 +261,7 @@ func readReservation(dataDir, network, ip string) (r Reservation, skip *skipped,
 	case errors.Is(err, fs.ErrNotExist):
 		return r, nil, true
 	case err != nil:
-		return r, &skipped{File: path, Why: err.Error(), Unreadable: true}, false
+		return r, &skipped{File: path, Why: err.Error(), Unreadable: true, Reservation: &r}, false
 	}
 	r.Reserved = info.ModTime()
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
@@ -269,11 +271,11 @@ func readReservation(dataDir, network, ip string) (r Reservation, skip *skipped,
 	}
 	switch {
 	case r.ContainerID == "":
-		return r, &skipped{File: path, Written: r.Reserved, Why: "it holds no container ID (host-local may be writing it)", Unreadable: true}, false
+		return r, &skipped{File: path, Written: r.Reserved, Why: "it holds no container ID (host-local may be writing it)", Unreadable: true, Reservation: &r}, false
 	case r.IfName == "" || len(lines) > 2:
 		// Written by a host-local before v0.8 (no interface), or by
 		// something else: a DEL names the interface to release.
-		return r, &skipped{File: path, Written: r.Reserved, Why: "it is not a container ID and an interface name on two lines: never touched", Unreadable: true}, false
+		return r, &skipped{File: path, Written: r.Reserved, Why: "it is not a container ID and an interface name on two lines: never touched", Unreadable: true, Reservation: &r}, false
 	}
 	return r, nil, false
 }

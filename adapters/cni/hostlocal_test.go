@@ -91,7 +91,7 @@ func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
 	writeFile(t, filepath.Join(conf, "50-single-never.conf"), `{"cniVersion":"1.0.0","name":"single-never","type":"ptp","disableGC":true,
 		"ipam":{"type":"host-local","subnet":"10.5.0.0/24"}}`, 0)
 	writeFile(t, filepath.Join(conf, "60-dhcp.conflist"), `{"cniVersion":"1.1.0","name":"dhcp","plugins":[{"type":"bridge","ipam":{"type":"dhcp"}}]}`, 0)
-	writeFile(t, filepath.Join(conf, "70-broken.conflist"), `{"cniVersion":"1.1.0","name":"broken","plugins":[`, 0) // being written: it may yet say disableGC
+	writeFile(t, filepath.Join(conf, "70-broken.conflist"), `{"cniVersion":"1.1.0","name":"broken","plugins":[`, 0) // being written: unread
 	// Named twice: the runtime loads the first file, and the second's disableGC still keeps the network.
 	writeFile(t, filepath.Join(conf, "80-twice.conflist"), `{"cniVersion":"1.1.0","name":"twice","plugins":[
 		{"type":"host-local","ipam":{"dataDir":"/data/c","subnet":"10.8.0.0/24"}}]}`, 0)
@@ -113,10 +113,15 @@ func TestHostLocalNetworksFindsHostLocalAndItsDataDir(t *testing.T) {
 	require.True(t, nets["single-never"].Never)
 	require.Equal(t, []string{"/data/c"}, nets["twice"].DataDirs, "the first file's, which the runtime loads")
 	require.True(t, nets["twice"].Never, "a network any config names with disableGC is never touched")
-	keep, err := disableGCNetworks(conf)
+	keep, writing, err := disableGCNetworks(conf)
 	require.NoError(t, err)
-	require.Equal(t, map[string]bool{"never": true, "single-never": true, "twice": true, "broken": true}, keep,
+	require.Equal(t, map[string]bool{"never": true, "single-never": true, "twice": true}, keep,
 		"the cache's attachments and host-local's reservations are kept on the same networks")
+	require.Equal(t, map[string]string{"broken": filepath.Join(conf, "70-broken.conflist")}, writing,
+		"a config being written is unread, not disableGC: its network is kept by no row")
+	_, hlWriting, err := hostLocalNetworks(conf, "/default")
+	require.NoError(t, err)
+	require.Equal(t, writing, hlWriting)
 
 	none, _, err := hostLocalNetworks(filepath.Join(conf, "missing"), "/default")
 	require.NoError(t, err)

@@ -51,12 +51,15 @@ var errNotRechecked = errors.New("cni: kept: what its DEL is decided on cannot b
 // sandbox listed again once time has passed since the round's list); frees
 // asks decide or decideReservation again on it, and del runs only when the
 // answer still frees. ran: del ran (its error is err). An error wrapping
-// errNotRechecked: ConfDir or the Runtime could not be read, and nothing
-// ran.
-func (c *Collector) recheckedDel(ctx context.Context, ask bool, frees func(evidence) bool, del func() error) (ran bool, err error) {
-	nets, _, err := readConfDir(c.hostLocal.confDir, c.hostLocal.defaultDataDir)
+// errNotRechecked: ConfDir or the Runtime could not be read, or the config
+// of network, the DEL's, is being written, and nothing ran.
+func (c *Collector) recheckedDel(ctx context.Context, ask bool, network string, frees func(evidence) bool, del func() error) (ran bool, err error) {
+	nets, writing, err := readConfDir(c.hostLocal.confDir, c.hostLocal.defaultDataDir)
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", errNotRechecked, err)
+	}
+	if f := writing[network]; f != "" {
+		return false, fmt.Errorf("%w: the config %s of network %s in ConfDir is being written", errNotRechecked, f, network)
 	}
 	e := evidence{nets: nets}
 	if ask {

@@ -100,15 +100,22 @@ type reservationView struct {
 	// read are the data directories it read; blind those (or the
 	// directories in them) it could not read.
 	read, blind []string
+	// writing are the networks whose config in ConfDir is being written,
+	// each with its file: which data directories it names, and whether it
+	// says disableGC, cannot be told yet.
+	writing map[string]string
+	// untouched are the reservation files it read and never touches (a
+	// link's, one that does not read as host-local's), for AddressStatus.
+	untouched []skipped
 }
 
 // unknown reports whether the view says nothing of what path holds: a
 // file outside every data directory it read (one no config names this
-// round, as while a CNI installer writes its config anew), or in one it
-// could not read, is neither there nor gone. What a round told of such a
-// file stays told.
+// round, as while a CNI installer writes its config anew), in one it
+// could not read, or of a network whose config is being written, is
+// neither there nor gone. What a round told of such a file stays told.
 func (v reservationView) unknown(path string) bool {
-	return !under(path, v.read) || under(path, v.blind)
+	return !under(path, v.read) || under(path, v.blind) || v.writing[networkOf(path)] != ""
 }
 
 // read reads ConfDir's networks that run host-local, then the reservations
@@ -116,7 +123,7 @@ func (v reservationView) unknown(path string) bool {
 // each file it skips, and each data directory it cannot read (whose
 // reservations it passes over, keeping them).
 func (h *hostLocal) read() (reservationView, error) {
-	nets, partial, err := hostLocalNetworks(h.confDir, h.defaultDataDir)
+	nets, writing, err := hostLocalNetworks(h.confDir, h.defaultDataDir)
 	if err != nil {
 		return reservationView{}, err
 	}
@@ -134,8 +141,7 @@ func (h *hostLocal) read() (reservationView, error) {
 			h.observer.ReservationNetwork(name)
 		}
 	}
-	var v reservationView
-	v.nets = nets
+	v := reservationView{nets: nets, writing: writing}
 	var skips []skipped
 	for _, d := range dirs {
 		rs, s, err := readReservations(d)
@@ -149,7 +155,7 @@ func (h *hostLocal) read() (reservationView, error) {
 		return cmp.Or(strings.Compare(x.DataDir, y.DataDir), strings.Compare(x.Network, y.Network), strings.Compare(x.IP, y.IP))
 	})
 	for _, r := range v.rs {
-		if _, ok := v.config(r); !ok && !partial { // a config that does not parse (being written) may be its network's
+		if _, ok := v.config(r); !ok && writing[r.Network] == "" { // a config being written may be its network's
 			skips = append(skips, skipped{File: r.Path(), Written: r.Reserved, ContainerID: r.ContainerID,
 				Why: "a host-local reservation of container " + r.ContainerID + ": no config in ConfDir names network " + r.Network +
 					" with host-local and data directory " + r.DataDir + ": reported, never touched"})
@@ -159,9 +165,9 @@ func (h *hostLocal) read() (reservationView, error) {
 		if s.Unreadable {
 			v.blind = append(v.blind, s.File)
 		}
-	}
-	if partial { // a config that does not parse (being written) may name any data directory: none is seen gone
-		v.blind = append(v.blind, string(os.PathSeparator))
+		if s.Reservation != nil {
+			v.untouched = append(v.untouched, s)
+		}
 	}
 	// A reservation reported is told once while its file holds it, whatever the rounds between say of its config (an
 	// installer that writes it anew): what the view holds, or says nothing of, is not forgotten.
@@ -274,7 +280,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		return
 	}
 	if len(rv.rs) == 0 {
-		c.addresses.round(time.Now(), nil, nil)
+		c.addresses.round(time.Now(), nil, nil, rv.untouched)
 		c.hostLocal.wouldFree(nil, &rv)
 		return
 	}
@@ -295,7 +301,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	var run runtimeView
 	needed := slices.ContainsFunc(rv.rs, func(r Reservation) bool {
 		n, ok := rv.config(r)
-		return ok && !n.Never && !cached(r.ContainerID)
+		return ok && !n.Never && rv.writing[r.Network] == "" && !cached(r.ContainerID)
 	})
 	if c.runtime != nil && needed {
 		if run, err = c.listRuntime(ctx); err != nil {
@@ -319,9 +325,17 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	for i, r := range rv.rs {
 		n, ok := rv.config(r)
 		vd := decideOn(r, n, ok, run, now)
+		writing := rv.writing[r.Network]
+		if writing != "" { // kept by no row until its network's config can be read
+			vd = verdict{ID: r.ContainerID, Row: -1}
+		}
 		if i < maxReservationsRecorded {
 			st := ReservationStatus{Network: r.Network, DataDir: r.DataDir, File: r.Path(), ContainerID: r.ContainerID, IfName: r.IfName,
 				Reserved: r.Reserved, Decision: decisionOf(vd, now, ports.Reason(reasonOf(vd)), c.hostLocal.dryRun), State: "kept"}
+			if writing != "" {
+				st.Decision.Why = "ConfDir could not be read in full: the config " + writing + " of network " + r.Network +
+					" is being written, and which data directories it names, and whether it says disableGC, cannot be told yet"
+			}
 			if vd.Row == 14 && c.runtime != nil && !needed {
 				st.Decision.Why += notAskedWhy
 			}
@@ -339,7 +353,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			frees = append(frees, r)
 		}
 	}
-	c.addresses.round(now, rv.rs, sts)
+	c.addresses.round(now, rv.rs, sts, rv.untouched)
 	var would []Reservation
 	// stale: time has passed since run was read (a turn waited for under the rate, a DEL run): each DEL from then on
 	// is decided on the Runtime asked again right before it.
@@ -363,7 +377,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		// time has passed since the round's list, on the Runtime asked again (its sandbox listed again).
 		var list *libcni.NetworkConfigList
 		var vd verdict
-		ran, err := c.recheckedDel(ctx, stale, func(e evidence) bool {
+		ran, err := c.recheckedDel(ctx, stale, r.Network, func(e evidence) bool {
 			if stale {
 				run = e.run // the rest of the round is decided on the newer answer
 			}
