@@ -19,7 +19,7 @@ func TestAddressStatusIsCNIs(t *testing.T) {
 	d := cni.FreeDecision{At: at, Reason: "PodGone", DryRun: true, Row: 11, Why: "why", Verdict: "free"}
 	in := cni.AddressStatus{IP: "10.88.0.4",
 		Attachments: []cni.AttachmentStatus{{Network: "n", ContainerID: "c", IfName: "eth0", PodNamespace: "ns", PodName: "p", PodUID: "u",
-			Written: at, DisableGC: true, Decision: &d}},
+			Written: at, DisableGC: true, File: "n-c-eth0", NeverTouched: "why", Decision: &d}},
 		Reservations: []cni.ReservationStatus{{Network: "n", DataDir: "/d", File: "/d/n/10.88.0.4", ContainerID: "c", IfName: "eth0",
 			Reserved: at, Decision: d, State: "free failed", Error: "e"}},
 		ReservationsRead: &at,

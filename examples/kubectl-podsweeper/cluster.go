@@ -358,18 +358,33 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		return nil, err
 	}
 	x.Events = evs
+	if x.Name == "" && x.Namespace == "" {
+		// Asked by UID alone: an Event that regards the pod names it, and
+		// the pod of that name now, if it is that UID's, tells its node.
+		for _, e := range evs {
+			if ns, name, ok := strings.Cut(strings.TrimPrefix(e.Regarding, "Pod/"), "/"); ok && strings.HasPrefix(e.Regarding, "Pod/") {
+				x.Namespace, x.Name = ns, name
+			}
+		}
+		if err := c.podOfUID(ctx, x); err != nil {
+			return nil, err
+		}
+	}
 	if node == "" && x.Pod != nil {
 		// The pod of that name is the one asked about: its PUs are on its
 		// node. With another UID asked, x.Pod is nil: the earlier pod may
 		// have run elsewhere, and is looked for as by --uid alone.
 		node = x.Pod.Node
 	}
-	if node == "" {
-		// A pod that is gone: where it ran is in the Events of its
-		// destroys, if any; otherwise every node's programs are asked.
+	if node == "" && x.UID != "" {
+		// A pod of that UID that is gone: where it ran is in the Events of
+		// its destroys, if any; otherwise every node's programs are asked.
+		// By name alone, a gone pod is every pod of that name, one of which
+		// may hold a PU on another node than its Events name: every node's
+		// programs are asked.
 		for _, e := range evs {
-			if n, ok := strings.CutPrefix(e.Regarding, "Node/"); ok {
-				node = n
+			if e.node != "" && e.uid == x.UID {
+				node = e.node
 			}
 		}
 	}
@@ -386,14 +401,9 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 	}
 	x.Answers = answers
 	if x.Name == "" && x.Namespace == "" {
-		// Asked by UID alone: name the pod from an Event that regards it,
-		// its PU or its dry run's report, and say whether that pod is
-		// still the one of that UID.
-		for _, e := range evs {
-			if ns, name, ok := strings.Cut(strings.TrimPrefix(e.Regarding, "Pod/"), "/"); ok && strings.HasPrefix(e.Regarding, "Pod/") {
-				x.Namespace, x.Name = ns, name
-			}
-		}
+		// Asked by UID alone and named by no Event: name the pod from its
+		// PU or its dry run's report, and say whether that pod is still the
+		// one of that UID.
 		for _, a := range answers {
 			for _, s := range a.PUs {
 				x.Namespace, x.Name, _ = strings.Cut(s.Pod, "/")
@@ -402,20 +412,31 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 				x.Namespace, x.Name, _ = strings.Cut(r.Pod, "/")
 			}
 		}
-		if x.Name != "" {
-			p, err := c.cs.CoreV1().Pods(x.Namespace).Get(ctx, x.Name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return nil, c.refused(ctx, err, "get", "pods", x.Namespace, clusterRole)
-			case string(p.UID) == uid:
-				x.Pod = podOf(p)
-			default:
-				x.Warnings = append(x.Warnings, fmt.Sprintf("the pod named %s/%s now has UID %s, not %s", x.Namespace, x.Name, p.UID, uid))
-			}
+		if err := c.podOfUID(ctx, x); err != nil {
+			return nil, err
 		}
 	}
 	return x, nil
+}
+
+// podOfUID sets x.Pod to the pod named x.Namespace/x.Name when it is of
+// the UID asked about, and notes it when it is another; nothing when x
+// names none.
+func (c *cluster) podOfUID(ctx context.Context, x *PodExplanation) error {
+	if x.Name == "" {
+		return nil
+	}
+	p, err := c.cs.CoreV1().Pods(x.Namespace).Get(ctx, x.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return c.refused(ctx, err, "get", "pods", x.Namespace, clusterRole)
+	case string(p.UID) == x.UID:
+		x.Pod = podOf(p)
+	default:
+		x.Warnings = append(x.Warnings, fmt.Sprintf("the pod named %s/%s now has UID %s, not %s", x.Namespace, x.Name, p.UID, x.UID))
+	}
+	return nil
 }
 
 // podOf is what is said of p.
@@ -499,7 +520,15 @@ func eventOf(e corev1.Event) Event {
 	if e.InvolvedObject.Namespace != "" {
 		regarding += e.InvolvedObject.Namespace + "/"
 	}
-	return Event{Time: t.UTC(), Type: e.Type, Reason: e.Reason, Regarding: regarding + e.InvolvedObject.Name, Note: e.Message, Count: count}
+	uid, node := string(e.InvolvedObject.UID), ""
+	if e.InvolvedObject.Kind == "Node" {
+		node, uid = e.InvolvedObject.Name, ""
+		if e.Related != nil {
+			uid = string(e.Related.UID)
+		}
+	}
+	return Event{Time: t.UTC(), Type: e.Type, Reason: e.Reason, Regarding: regarding + e.InvolvedObject.Name, Note: e.Message, Count: count,
+		uid: uid, node: node}
 }
 
 // addressPath is cni-gc's page of an address (adapters/cni's AddressPath,

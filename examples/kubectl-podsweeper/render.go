@@ -74,6 +74,9 @@ type Event struct {
 	Note      string `json:"note"`
 	// Count is how many times it happened (a series), at least 1.
 	Count int `json:"count,omitempty"`
+	// uid is the UID of the pod it names; node the node it regards, for
+	// one that regards a node.
+	uid, node string
 }
 
 // PodExplanation is what explain pod renders: the question, the pod as
@@ -117,12 +120,10 @@ var states = map[string]string{
 func RenderPod(w io.Writer, x *PodExplanation) error {
 	p := &printer{w: w}
 	switch pod := x.Pod; {
+	case pod == nil && x.UID != "" && x.Name == "":
+		p.f("Pod with UID %s: not known by name (no PU and no podsweeper Event names it), and the API server is not asked for a pod by UID alone: whether it lives is not known (give NAMESPACE/NAME too).\n", x.UID)
 	case pod == nil && x.UID != "":
-		named := ""
-		if x.Name != "" {
-			named = " (" + x.Namespace + "/" + x.Name + ")"
-		}
-		p.f("Pod with UID %s%s: no pod of that UID in the API server (deleted, or never created).\n", x.UID, named)
+		p.f("Pod with UID %s (%s/%s): no pod of that UID in the API server (deleted, or never created).\n", x.UID, x.Namespace, x.Name)
 	case pod == nil:
 		p.f("Pod %s/%s: no such pod in the API server (deleted, or never created).\n", x.Namespace, x.Name)
 	default:
@@ -168,7 +169,7 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 	}
 	p.f("\n")
 	if len(x.Events) == 0 {
-		p.f("No podsweeper Event names this pod.\n")
+		p.f("No podsweeper Event names this pod (an Event lasts the API server's --event-ttl, 1h by default).\n")
 	} else {
 		p.f("Events:\n")
 		for _, e := range x.Events {
@@ -179,8 +180,20 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 			p.f("  %s  %s %s, regarding %s%s: %s\n", ago(x.Now, e.Time), e.Type, e.Reason, e.Regarding, count, e.Note)
 		}
 	}
-	if held == 0 && len(x.Events) == 0 && x.Pod == nil {
-		p.f("podsweeper knows nothing of this pod: no program holds a PU of it, and none destroyed one.\n")
+	unasked := 0
+	for _, a := range x.Answers {
+		if a.Error != "" {
+			unasked++
+		}
+	}
+	switch {
+	case held > 0 || len(x.Events) > 0 || x.Pod != nil:
+	case len(x.Answers) == 0:
+		p.f("podsweeper cannot tell what it knows of this pod: no program was found to ask.\n")
+	case unasked > 0:
+		p.f("podsweeper cannot tell all it knows of this pod: %d of %d programs could not be asked, and none of the others holds a PU of it.\n", unasked, len(x.Answers))
+	default:
+		p.f("podsweeper knows nothing of this pod: no program holds a PU of it, and no podsweeper Event of it remains.\n")
 	}
 	return p.err
 }
@@ -524,6 +537,8 @@ type (
 		PodUID       string        `json:"podUID"`
 		Written      time.Time     `json:"written"`
 		DisableGC    bool          `json:"disableGC,omitempty"`
+		File         string        `json:"file,omitempty"`
+		NeverTouched string        `json:"neverTouched,omitempty"`
 		Decision     *FreeDecision `json:"decision,omitempty"`
 	}
 	// FreeDecision is cni.FreeDecision.
@@ -579,6 +594,7 @@ var reservationStates = map[string]string{
 	"freed":                              "freed",
 	"free failed":                        "its free failed; tried again at the next sweep",
 	"kept: decided again before its DEL": "kept: decided again right before its DEL, on its network's config and the runtime as they were then",
+	"never touched":                      "never touched",
 }
 
 // RenderIP writes x for a person.
@@ -608,6 +624,16 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 		return p.err
 	}
 	for _, at := range a.Attachments {
+		if at.NeverTouched != "" {
+			owner := "of no pod"
+			if at.PodUID != "" {
+				owner = fmt.Sprintf("of pod %s/%s (UID %s)", at.PodNamespace, at.PodName, at.PodUID)
+			}
+			p.f("  attachment    libcni's cache entry %s, network %s, interface %s, sandbox %s, %s, written %s.\n",
+				at.File, orNone(at.Network, "unknown"), orNone(at.IfName, "unknown"), shortID(at.ContainerID), owner, ago(x.Now, at.Written))
+			p.f("    freeing     never: cni-gc does not use this entry: %s.\n", at.NeverTouched)
+			continue
+		}
 		p.f("  attachment    network %s, interface %s, sandbox %s, of pod %s/%s (UID %s), added %s.\n",
 			at.Network, at.IfName, shortID(at.ContainerID), at.PodNamespace, at.PodName, at.PodUID, ago(x.Now, at.Written))
 		p.f("    pod         %s\n", x.podNow(at.PodNamespace, at.PodName, at.PodUID))
@@ -656,7 +682,11 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 		if r.Decision.Reason != "" {
 			state += " (" + r.Decision.Reason + ")"
 		}
-		p.f("    freeing     %s, as the sweep %s decided: row %d of the freeing table, %s.\n", state, ago(x.Now, r.Decision.At), r.Decision.Row, r.Decision.Why)
+		if r.Decision.Row < 0 {
+			p.f("    freeing     %s, as the sweep %s decided by no row of the freeing table: %s.\n", state, ago(x.Now, r.Decision.At), r.Decision.Why)
+		} else {
+			p.f("    freeing     %s, as the sweep %s decided: row %d of the freeing table, %s.\n", state, ago(x.Now, r.Decision.At), r.Decision.Row, r.Decision.Why)
+		}
 		if r.Error != "" {
 			p.f("    last error  %s\n", r.Error)
 		}
