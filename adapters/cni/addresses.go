@@ -174,8 +174,10 @@ type addressLog struct {
 	reservations map[string][]ReservationStatus
 	read         time.Time
 	// over is how many of the last round's reservations were past
-	// maxReservationsRecorded, and not recorded.
-	over int
+	// maxReservationsRecorded, and not recorded; blind are the data
+	// directories, or the directories in them, it could not read, and why.
+	over  int
+	blind []string
 	// freed are the latest frees, oldest first, at most maxFreed: one
 	// per free, whatever the number of its addresses, which are index for
 	// index in freedIPs.
@@ -225,7 +227,7 @@ func (l *addressLog) retain(held map[string]bool) {
 // their statuses, index for index, and the reservation files it read and
 // never touches (untouched), with why; at most maxReservationsRecorded in
 // all, and how many were past it.
-func (l *addressLog) round(at time.Time, rs []Reservation, sts []ReservationStatus, untouched []skipped) {
+func (l *addressLog) round(at time.Time, rs []Reservation, sts []ReservationStatus, untouched, blind []skipped) {
 	n := min(len(rs), maxReservationsRecorded)
 	byIP := make(map[string][]ReservationStatus, n)
 	for i, r := range rs[:n] {
@@ -245,9 +247,38 @@ func (l *addressLog) round(at time.Time, rs []Reservation, sts []ReservationStat
 			IfName: r.IfName, Reserved: r.Reserved, State: "never touched",
 			Decision: FreeDecision{At: at, Row: -1, Why: s.Why, Verdict: verdictWords[keep]}})
 	}
+	var unread []string
+	for _, s := range blind {
+		unread = append(unread, s.File+" ("+s.Why+")")
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.reservations, l.read, l.over = byIP, at, over
+	l.reservations, l.read, l.over, l.blind = byIP, at, over, unread
+}
+
+// reservationKept records that r, which the round decided to free, was
+// kept right before its DEL by no row, for why.
+func (l *addressLog) reservationKept(r Reservation, why error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, s := range l.reservations[canonicalIP(r.IP)] {
+		if s.File == r.Path() && s.ContainerID == r.ContainerID {
+			s.State, s.Error = "kept: could not be decided again before its DEL", ""
+			s.Decision = FreeDecision{At: time.Now(), Row: -1, Why: why.Error(), Verdict: verdictWords[keep], DryRun: s.Decision.DryRun}
+			l.reservations[canonicalIP(r.IP)][i] = s
+		}
+	}
+}
+
+// recheckKept records that the attachment of sandbox id, decided to be
+// freed, was kept when decided again right before its DEL, for why.
+func (l *addressLog) recheckKept(id string, why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d, ok := l.decisions[id]; ok {
+		d.At, d.Verdict, d.Why = time.Now(), verdictWords[keep], "decided again right before its DEL: "+why
+		l.decisions[id] = d
+	}
 }
 
 // reservationState records what became of r in the current round.
@@ -341,8 +372,13 @@ func (c *Collector) address(ip string) AddressStatus {
 		st.Unread = append(st.Unread, "libcni's cache: "+err.Error()+": its attachments are not told")
 	}
 	for _, network := range slices.Sorted(maps.Keys(v.writing)) {
-		st.Unread = append(st.Unread, "ConfDir: the config "+v.writing[network]+" of network "+network+
-			" is being written: whether it says disableGC is not told (DisableGC tells the cached config's alone), and its attachments are kept until it can be read")
+		st.Unread = append(st.Unread, v.writing[network]+", of network "+network+
+			": whether it says disableGC is not told (DisableGC tells what was read alone), and its attachments are kept until it can be read")
+	}
+	for _, s := range skips {
+		if s.Untold {
+			st.Unread = append(st.Unread, "libcni's cache entry "+s.File+": "+s.Why+": what it holds is not told")
+		}
 	}
 	l := c.addresses
 	l.mu.Lock()
@@ -369,6 +405,9 @@ func (c *Collector) address(ip string) AddressStatus {
 	if !l.read.IsZero() {
 		t := l.read
 		st.ReservationsRead = &t
+	}
+	for _, d := range l.blind {
+		st.Unread = append(st.Unread, "host-local's "+d+": what it holds is not told")
 	}
 	if l.over > 0 {
 		st.Unread = append(st.Unread, fmt.Sprintf("host-local's reservations: the last round read %d more than the %d it records: "+

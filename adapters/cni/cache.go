@@ -3,6 +3,7 @@ package cni
 import (
 	"bytes"
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,6 +81,14 @@ type skipped struct {
 	// Reservation is a host-local reservation file's, as far as it could be
 	// read (its address is its file's name); nil for any other file.
 	Reservation *Reservation
+	// Untold: what the file holds cannot be told (it cannot be read, is cut
+	// short, or is a link to nothing the collector sees): AddressStatus
+	// says so in Unread.
+	Untold bool
+	// Unsure are the networks a cache entry cut short (being written) is
+	// of, whose cached config is cut too: whether it says disableGC cannot
+	// be told yet (view.writing).
+	Unsure []string
 }
 
 // neverNets returns the networks a's cached config says "disableGC" of, when it parsed: its network and the
@@ -111,10 +120,17 @@ type view struct {
 	// keepNets are the networks whose config in ConfDir says disableGC, or
 	// the cached config of an entry not used (skipped.Never).
 	keepNets map[string]bool
-	// writing are the networks whose config in ConfDir is being written,
-	// each with its file (readConfDir): whether it says disableGC cannot be
-	// told yet.
+	// writing are the networks whose config is being written, each with
+	// what is: a config of ConfDir (readConfDir), or a cache entry cut
+	// short whose cached config is cut (skipped.Unsure); whether it says
+	// disableGC cannot be told yet.
 	writing map[string]string
+}
+
+// writingOf says what is being written of network, for errors and the
+// address page: "" when nothing is.
+func (v view) writingOf(network string) string {
+	return v.writing[network]
 }
 
 // collectable reports whether the collector may DEL a: its network's
@@ -151,10 +167,16 @@ func (r cacheReader) read() (view, []skipped, error) {
 	if err != nil {
 		return view{}, nil, err
 	}
-	v := view{atts: atts, keepNets: keep, writing: writing}
+	v := view{atts: atts, keepNets: keep}
+	for n, f := range writing {
+		v.setWriting(n, "the config "+f+" of ConfDir")
+	}
 	for _, s := range skips {
 		if s.Unreadable {
 			v.unusable = append(v.unusable, s)
+		}
+		for _, n := range s.Unsure {
+			v.setWriting(n, "libcni's cache entry "+s.File+", cut short (being written)")
 		}
 		for _, n := range s.Never { // a cached config that says disableGC keeps its network, though its entry is not used
 			if v.keepNets == nil {
@@ -174,6 +196,17 @@ func (r cacheReader) read() (view, []skipped, error) {
 	return v, skips, nil
 }
 
+// setWriting records that what of network is being written, the first
+// told of it kept.
+func (v *view) setWriting(network, what string) {
+	if v.writing == nil {
+		v.writing = map[string]string{}
+	}
+	if v.writing[network] == "" {
+		v.writing[network] = what
+	}
+}
+
 // readCache reads every entry of dir's results directory. An entry that
 // vanished meanwhile (the runtime's own DEL removed it) is not reported. A
 // results directory that does not exist holds nothing.
@@ -189,7 +222,13 @@ func readCache(dir string) ([]attachment, []skipped, error) {
 	var atts []attachment
 	var skips []skipped
 	for _, de := range entries {
-		if !de.Type().IsRegular() { // libcni writes regular files: a link or a directory is someone else's, left alone
+		if de.Type()&fs.ModeSymlink != 0 {
+			// libcni writes regular files, and a DEL through a link would remove the link alone: never touched. The
+			// runtime's libcni reads through it all the same: what it holds is told, and its disableGC kept.
+			skips = append(skips, readLink(results, de.Name()))
+			continue
+		}
+		if !de.Type().IsRegular() { // a directory, a pipe: someone else's, left alone
 			skips = append(skips, skipped{File: de.Name(), Why: "not a regular file (" + de.Type().String() + "): not libcni's, never touched"})
 			continue
 		}
@@ -203,6 +242,22 @@ func readCache(dir string) ([]attachment, []skipped, error) {
 		}
 	}
 	return atts, skips, nil
+}
+
+// readLink reads the cache entry a link of the results directory dir
+// names, as the runtime's libcni would, for what it holds and says: it is
+// never used (Unreadable), whatever it holds.
+func readLink(dir, name string) skipped {
+	a, skip, gone := readEntry(dir, name)
+	switch {
+	case gone:
+		return skipped{File: name, Why: "a link to nothing the collector sees: not libcni's, never touched", Unreadable: true, Untold: true}
+	case skip != nil:
+		skip.Why, skip.Unreadable = "a link, to an entry that is not used: "+skip.Why+": never touched", true
+		return *skip
+	}
+	return skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: a.Written, Unreadable: true,
+		Why: "a link (libcni writes regular files, and its DEL would remove the link alone): never touched", Never: neverNets(a), Entry: &a}
 }
 
 // readEntry reads one cache file. gone: the file no longer exists.
@@ -224,8 +279,22 @@ func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
 			written = info.ModTime()
 		}
 		a.File, a.Written = name, written
-		return a, &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: written, Why: err.Error(), Unreadable: true,
-			Never: neverNets(a), Entry: &a}, false
+		skip := &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: written, Why: err.Error(), Unreadable: true,
+			Never: neverNets(a), Entry: &a}
+		if b, rerr := os.ReadFile(path); rerr != nil || !json.Valid(b) {
+			// Unreadable, or cut short: libcni writes an entry in place, and a read may catch it half-written.
+			skip.Untold = true
+			if rerr == nil {
+				network, never, told := cutEntryNetwork(b)
+				switch {
+				case never:
+					skip.Never = append(skip.Never, network)
+				case !told && network != "":
+					skip.Unsure = []string{network}
+				}
+			}
+		}
+		return a, skip, false
 	}
 	a.File, a.Written = name, info.ModTime()
 	if want := a.NetworkName + "-" + a.ContainerID + "-" + a.IfName; name != want && a.PodUID != "" {
@@ -240,6 +309,62 @@ func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
 			Never: neverNets(a), Entry: &a}, false
 	}
 	return a, nil, false
+}
+
+// cutEntryNetwork reads, of a cache entry cut short, its network and
+// whether its cached config says disableGC, as far as they are written:
+// told, its config is whole (never: it says disableGC); network "" when
+// neither the config nor "networkName" is.
+func cutEntryNetwork(b []byte) (network string, never, told bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false, false
+	}
+	depth, key := 1, ""
+	for depth > 0 {
+		t, err := dec.Token()
+		if err != nil {
+			break // cut short here
+		}
+		if d, ok := t.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				if depth == 1 {
+					key = "" // an object or a list is no value read here
+				}
+				depth++
+			} else {
+				depth--
+			}
+			continue
+		}
+		if depth != 1 {
+			continue
+		}
+		if key == "" {
+			key, _ = t.(string)
+			continue
+		}
+		v, _ := t.(string)
+		switch key {
+		case "networkName":
+			if network == "" {
+				network = v
+			}
+		case "config":
+			conf, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				break
+			}
+			list, err := libcni.NetworkConfFromBytes(conf)
+			if err != nil {
+				break
+			}
+			a := attachment{List: list}
+			network, never, told = list.Name, list.DisableGC || pluginSaysDisableGC(a), true
+		}
+		key = ""
+	}
+	return network, never, told
 }
 
 // errEntry marks a cache entry that cannot be read as libcni's.

@@ -501,6 +501,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 			if err == nil && !ran {
 				c.log.Info("attachment kept: its network's config in ConfDir says disableGC now", "network", a.NetworkName,
 					"sandboxID", a.ContainerID, "ifName", a.IfName, "pod", ev.Pod.String(), "puID", ev.PUID)
+				c.addresses.recheckKept(a.ContainerID, "network "+a.NetworkName+"'s config in ConfDir says disableGC now")
 				continue
 			}
 			if errors.Is(err, errNotRechecked) {
@@ -609,7 +610,7 @@ func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, dryRun 
 	for i, sb := range p.sbs {
 		for j, a := range sb.Atts {
 			if f := writing[a.NetworkName]; f != "" && p.verdicts[i].Del[j] {
-				err := fmt.Errorf("ConfDir could not be read in full: the config %s of network %s is being written, and whether it says disableGC cannot be told yet", f, a.NetworkName)
+				err := fmt.Errorf("%s, of network %s, is being written, and whether it says disableGC cannot be told yet", f, a.NetworkName)
 				c.addresses.undecided(v.sandboxesOf(ev), time.Now(), ev, dryRun, err)
 				return destroyPlan{}, fmt.Errorf("cni: pod %s (uid %s) kept: %w", ev.Pod, ev.PUID, err)
 			}

@@ -191,7 +191,17 @@
 //     the entry stays, and DestroyPU answers ports.Permanent.
 //   - It skips, with a log line, and never deletes, entries without
 //     K8S_POD_UID, K8S_POD_NAMESPACE and K8S_POD_NAME (another runtime may
-//     share the network) and entries it cannot read.
+//     share the network), entries it cannot read, and entries that are
+//     links (libcni writes regular files, and its DEL would remove the link
+//     alone). What such an entry holds is told on the address page, and
+//     its cached config's disableGC keeps its network all the same, the
+//     runtime's libcni reading it through the link; a PU whose entry it is
+//     answers ErrUnusableEntry. An entry cut short (libcni writes it in
+//     place) whose cached config is cut too keeps its network by no row
+//     until it can be read, as a config of ConfDir being written does.
+//   - A running sandbox the runtime lists without an ID may be any
+//     sandbox: its pod is kept (row 2), and no reservation is freed while
+//     it is listed (row 15).
 //
 // # What it cannot see
 //

@@ -105,8 +105,9 @@ type reservationView struct {
 	// says disableGC, cannot be told yet.
 	writing map[string]string
 	// untouched are the reservation files it read and never touches (a
-	// link's, one that does not read as host-local's), for AddressStatus.
-	untouched []skipped
+	// link's, one that does not read as host-local's), and blind the
+	// directories it could not read, for AddressStatus.
+	untouched, blindSkips []skipped
 }
 
 // unknown reports whether the view says nothing of what path holds: a
@@ -167,6 +168,8 @@ func (h *hostLocal) read() (reservationView, error) {
 		}
 		if s.Reservation != nil {
 			v.untouched = append(v.untouched, s)
+		} else if s.Unreadable {
+			v.blindSkips = append(v.blindSkips, s)
 		}
 	}
 	// A reservation reported is told once while its file holds it, whatever the rounds between say of its config (an
@@ -280,7 +283,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		return
 	}
 	if len(rv.rs) == 0 {
-		c.addresses.round(time.Now(), nil, nil, rv.untouched)
+		c.addresses.round(time.Now(), nil, nil, rv.untouched, rv.blindSkips)
 		c.hostLocal.wouldFree(nil, &rv)
 		return
 	}
@@ -301,11 +304,12 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	var run runtimeView
 	needed := slices.ContainsFunc(rv.rs, func(r Reservation) bool {
 		n, ok := rv.config(r)
-		return ok && !n.Never && rv.writing[r.Network] == "" && !cached(r.ContainerID)
+		return ok && !n.Never && rv.writing[r.Network] == "" && v.writingOf(r.Network) == "" && !cached(r.ContainerID)
 	})
+	var runErr error
 	if c.runtime != nil && needed {
-		if run, err = c.listRuntime(ctx); err != nil {
-			c.log.Error(err, "host-local's reservations kept: the runtime cannot be asked")
+		if run, runErr = c.listRuntime(ctx); runErr != nil {
+			c.log.Error(runErr, "host-local's reservations kept: the runtime cannot be asked")
 		}
 	}
 	if ctx.Err() != nil { // stopping: a runtime's list cut short decides nothing, and the last round's stands
@@ -316,28 +320,37 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	// decideOn asks decideReservation about r on its network's config n (ok: there is one), the runtime's answer run,
 	// and the cache read at the round's start, at the time at.
 	decideOn := func(r Reservation, n hostLocalNet, ok bool, run runtimeView, at time.Time) verdict {
+		// A running sandbox the runtime lists without an ID may be any reservation's: every one is listed.
 		_, listed := run.byID[r.ContainerID]
 		return decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
-			Listed: listed, Cached: cached(r.ContainerID), Age: at.Sub(r.Reserved), Grace: c.hostLocal.grace})
+			Listed: listed || len(run.runningNoID) > 0, Cached: cached(r.ContainerID), Age: at.Sub(r.Reserved), Grace: c.hostLocal.grace})
 	}
 	var frees []Reservation
 	sts := make([]ReservationStatus, 0, min(len(rv.rs), maxReservationsRecorded))
 	for i, r := range rv.rs {
 		n, ok := rv.config(r)
 		vd := decideOn(r, n, ok, run, now)
-		writing := rv.writing[r.Network]
-		if writing != "" { // kept by no row until its network's config can be read
+		writing := v.writingOf(r.Network) // a cache entry of its network cut short
+		if f := rv.writing[r.Network]; f != "" {
+			writing = "the config " + f + " of ConfDir"
+		}
+		if writing != "" { // kept by no row until it can be read
 			vd = verdict{ID: r.ContainerID, Row: -1}
 		}
 		if i < maxReservationsRecorded {
 			st := ReservationStatus{Network: r.Network, DataDir: r.DataDir, File: r.Path(), ContainerID: r.ContainerID, IfName: r.IfName,
 				Reserved: r.Reserved, Decision: decisionOf(vd, now, ports.Reason(reasonOf(vd)), c.hostLocal.dryRun), State: "kept"}
 			if writing != "" {
-				st.Decision.Why = "ConfDir could not be read in full: the config " + writing + " of network " + r.Network +
-					" is being written, and which data directories it names, and whether it says disableGC, cannot be told yet"
+				st.Decision.Why = writing + ", of network " + r.Network +
+					", is being written: which data directories it names, and whether it says disableGC, cannot be told yet"
 			}
-			if vd.Row == 14 && c.runtime != nil && !needed {
+			switch {
+			case vd.Row == 14 && c.runtime != nil && !needed:
 				st.Decision.Why += notAskedWhy
+			case vd.Row == 14 && c.runtime != nil && runErr != nil:
+				st.Decision.Why += ": the runtime did not answer: " + runErr.Error()
+			case vd.Row == 15 && run.byID[r.ContainerID] == nil:
+				st.Decision.Why += ": it lists a running sandbox without an ID, which may be this one"
 			}
 			switch {
 			case vd.Action == report:
@@ -353,12 +366,12 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			frees = append(frees, r)
 		}
 	}
-	c.addresses.round(now, rv.rs, sts, rv.untouched)
+	c.addresses.round(now, rv.rs, sts, rv.untouched, rv.blindSkips)
 	var would []Reservation
 	// stale: time has passed since run was read (a turn waited for under the rate, a DEL run): each DEL from then on
 	// is decided on the Runtime asked again right before it.
 	stale := false
-	for _, r := range frees {
+	for i, r := range frees {
 		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
 			return
 		}
@@ -390,6 +403,9 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				return // stopping
 			}
 			c.log.Error(err, "host-local's reservations kept; will decide on them again at the next resync")
+			for _, kept := range frees[i:] { // this one and those after it: the round ends here
+				c.addresses.reservationKept(kept, err)
+			}
 			return
 		}
 		if !ran {

@@ -167,7 +167,7 @@ func TestAuditHoldsReadySandboxOfDisableGCNetworkKeepsPod(t *testing.T) {
 // whose .conf has since left ConfDir: the dead sandbox's address is released by the collector.
 func TestAuditDisableGCCachedSingleConfRealPlugins(t *testing.T) {
 	needPrivateNS(t)
-	bin, _ := filepath.Abs("../../../bin/cni")
+	bin, _ := pluginsDir()
 	d := t.TempDir()
 	cache, data, nsfile := filepath.Join(d, "cache"), filepath.Join(d, "ipam"), filepath.Join(d, "netns-pod")
 	os.MkdirAll(filepath.Join(cache, "results"), 0o755)

@@ -358,3 +358,12 @@ func (f *fakeTracker) Untrack(puid string) bool {
 	return ok
 }
 func (f *fakeTracker) TriggerPod(types.NamespacedName) {}
+
+// pluginsDir is where the real CNI plugins are: CNI_PLUGINS_DIR, as the
+// Makefile sets it, or the repository's bin/cni.
+func pluginsDir() (string, error) {
+	if d := os.Getenv("CNI_PLUGINS_DIR"); d != "" {
+		return d, nil
+	}
+	return filepath.Abs("../../../bin/cni")
+}

@@ -215,7 +215,7 @@ func TestAuditHoldsReadyUnlabeledFilterIgnored(t *testing.T) {
 // the pod), loses its interface and its address once the API says the pod is gone.
 func TestAuditReadyUnlabeledSandboxRealPlugins(t *testing.T) {
 	needPrivateNS(t)
-	bin, err := filepath.Abs("../../../bin/cni")
+	bin, err := pluginsDir()
 	if err != nil {
 		t.Fatal(err)
 	}
