@@ -9,10 +9,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // docs/sdk/engine.md:55-58: "while a port fails (...), each failing port gets one error line per SweepInterval (...),
@@ -147,6 +150,34 @@ func TestObserverHearsEveryLoggedFailure(t *testing.T) {
 		if failing > 0 && len(errs) == 0 {
 			t.Fatalf("%d error line(s) of a failing port, none told to the Observer (events %s)\n%s", failing,
 				kindsLine(evs.All()), logs.String())
+		}
+	})
+}
+
+// TestASlowObserverIsNoLatePort: EventChecked's Err "holds the failures of
+// its ports" (go doc deletion.EventChecked): a journal whose commit of
+// EventDestroyed takes past CheckTimeout, every port answering at once, is
+// no failure of the check's ports.
+func TestASlowObserverIsNoLatePort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cluster := deletiontest.NewCluster()
+		events := &deletiontest.Events{}
+		obs := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventDestroyed {
+				time.Sleep(3 * time.Second) // the commit, past CheckTimeout
+			}
+			events.Observe(ev)
+		})
+		policy := &deletiontest.Policy{}
+		e := deletiontest.NewEngine(t, cluster, policy, deletion.Options{Observer: obs, CheckTimeout: time.Second})
+		pu := cluster.CreatePod(nsKey("a"), "", "")
+		require.NoError(t, e.Track(pu))
+		cluster.DeletePod(pu.Pod)
+		e.Sweep(context.Background())
+		time.Sleep(5 * time.Second) // the Sweep may leave the check in its Observer
+		require.Equal(t, 1, policy.CallCount())
+		for _, ev := range events.Of(deletion.EventChecked) {
+			assert.NoError(t, ev.Err, "no port failed or answered late")
 		}
 	})
 }

@@ -732,18 +732,22 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	}
 }
 
+// late notes in o that what (a port, or the Observer) answered past the deadline of the check of r held in s, if it
+// did: the check's ports are measured as they return (run), before the Observer hears of it, so that a slow Observer
+// is never taken for a late port.
+func (c *Engine) late(r *record, s *slot, o *outcome, what string) {
+	if late := time.Duration(c.realNow() - s.checkEnd.Load()); late > 0 {
+		err := fmt.Errorf("PU %s of pod %s: %s answered %v past its check's deadline; its slot was stuck meanwhile", r.PUID, r.Pod, what, late)
+		o.fails = append(o.fails, portFailure{port: portLate, err: err})
+	}
+}
+
 // finish ends the check of r held in s with o: it tells the Observer its EventChecked, then releases the record and
 // the slot, so that a Sweep returns once the Observer knows. The Observer is told in the slot: one that hangs is seen
-// as stuck, as a port is. A port that answered past the check's deadline is a failure of the check (its Err); an
-// Observer that does is summed up in the logs alone.
+// as stuck, as a port is. A port that answered past the check's deadline is a failure of the check (its Err, noted
+// by run); an Observer that does is summed up in the logs alone.
 func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
-	late := func(what string) {
-		if late := time.Duration(c.realNow() - s.checkEnd.Load()); late > 0 {
-			err := fmt.Errorf("PU %s of pod %s: %s answered %v past its check's deadline; its slot was stuck meanwhile", r.PUID, r.Pod, what, late)
-			o.fails = append(o.fails, portFailure{port: portLate, err: err})
-		}
-	}
-	late("a port")
+	late := func(what string) { c.late(r, s, o, what) }
 	if c.opts.Observer != nil {
 		c.q.mu.Lock()
 		t, pu := c.q.ticketLocked(r), r.PU

@@ -184,17 +184,20 @@ type lane struct {
 }
 
 // spreadIn arms the lane's spread timer to fire d from now (0: disarms it), c's ready queue then waking another
-// worker if checks still wait (puQueue.spreadLocked).
+// worker if checks still wait. It follows the time package, as the check's deadline does, whatever Options.Clock is:
+// a check is slow in time spent, not in the times Clock tells.
 func (l *lane) spreadIn(c *Engine, d time.Duration) {
 	switch {
 	case d == 0 && l.spread != nil:
 		l.spread.Stop()
 	case d == 0:
 	case l.spread == nil:
-		l.spread = time.AfterFunc(d, func() {
+		l.spread = time.AfterFunc(d, func() { // the check is slow, on the time package's clock as its deadline is
 			c.q.mu.Lock()
 			defer c.q.mu.Unlock()
-			c.q.spreadLocked(c.now())
+			if c.q.ready.head < len(c.q.ready.items) && c.q.ready.idle > 0 {
+				c.q.ready.cond.Signal()
+			}
 		})
 	default:
 		l.spread.Reset(d)
@@ -260,6 +263,7 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	cctx, end := l.deadline(ctx, c.realNow(), c.opts.CheckTimeout)
 	s.checkEnd.Store(end)
 	o := c.check(cctx, r)
+	c.late(r, s, &o, "a port") // as its ports returned, before the Observer hears of it
 	// Its events, in their places in r's line, before the Requeuer hears of the pod: a Requeuer that tracks the PU
 	// of the new sandbox at once, under the same PUID, waits for them.
 	for _, it := range o.events {
@@ -271,6 +275,9 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	if o.requeue != nil { // with a deadline of its own
 		s.checkEnd.Store(c.realNow() + int64(c.opts.CheckTimeout))
 		c.requeue(ctx, &o)
+		if n := len(o.fails); n == 0 || o.fails[n-1].port != portLate {
+			c.late(r, s, &o, "a port")
+		}
 	}
 	o.end, o.cut = c.now(), ctx.Err() != nil
 	c.finish(r, s, &o, start)
