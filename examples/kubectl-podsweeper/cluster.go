@@ -211,8 +211,11 @@ type target struct {
 
 // programs returns the pods of the programs that run, Running and not
 // being deleted: on node only when node is not "" (every node-scoped
-// program's pod on that node, and the cluster-wide programs' pods).
-func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) ([]target, error) {
+// program's pod on that node, and the cluster-wide programs' pods); and,
+// for node, why a node-scoped program there may hold what is not asked: a
+// pod of one there that does not run (Pending, being deleted), or none
+// there while they run on other nodes.
+func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) ([]target, []string, error) {
 	var names []string
 	for n := range charts {
 		names = append(names, n)
@@ -228,13 +231,25 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 		err := c.refused(ctx, err, "list", "pods", c.namespace, role)
 		var f *forbiddenError
 		if errors.As(err, &f) && f.verb == "list" && c.namespace == "" {
-			return nil, fmt.Errorf("%w; or name the programs' namespace with --namespace", err)
+			return nil, nil, fmt.Errorf("%w; or name the programs' namespace with --namespace", err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	var out []target
+	var unasked []string
+	elsewhere := false
 	for _, p := range list.Items {
 		prog := charts[p.Labels["app.kubernetes.io/name"]]
+		if prog != "" && nodeScoped[prog] && node != "" {
+			elsewhere = elsewhere || p.Spec.NodeName != node
+			if p.Spec.NodeName == node && (p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil) {
+				state := string(p.Status.Phase)
+				if p.DeletionTimestamp != nil {
+					state = "being deleted"
+				}
+				unasked = append(unasked, fmt.Sprintf("%s %s/%s on node %s is %s: not asked", prog, p.Namespace, p.Name, node, orNone(state, "not running")))
+			}
+		}
 		if prog == "" || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 			continue
 		}
@@ -255,7 +270,10 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 	slices.SortFunc(out, func(a, b target) int {
 		return strings.Compare(a.Program.Program+"\x00"+a.Node+"\x00"+a.Namespace+"/"+a.Pod, b.Program.Program+"\x00"+b.Node+"\x00"+b.Namespace+"/"+b.Pod)
 	})
-	return out, nil
+	if node != "" && elsewhere && len(unasked) == 0 && !slices.ContainsFunc(out, func(t target) bool { return t.Node == node }) {
+		unasked = append(unasked, fmt.Sprintf("no node agent or cni-gc runs on node %s (they run on other nodes): what one there would hold is not told", node))
+	}
+	return out, unasked, nil
 }
 
 // failed is the answer of the program t when it could not be asked: why,
@@ -300,6 +318,8 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 	switch {
 	case err != nil:
 		return failed(t, "reading its dry run's report on port %d: %v", port, err), nil
+	case code == http.StatusNotFound && t.DryRun:
+		return failed(t, "its command line says --dry-run, and %s answered 404: its dry run's report cannot be read", k8s.DryRunPath), nil
 	case code == http.StatusNotFound:
 		a.Program.DryRun = false
 	case code == http.StatusOK:
@@ -362,13 +382,16 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		// Asked by UID alone: an Event that regards the pod names it, and
 		// the pod of that name now, if it is that UID's, tells its node.
 		for _, e := range evs {
-			if ns, name, ok := strings.Cut(strings.TrimPrefix(e.Regarding, "Pod/"), "/"); ok && strings.HasPrefix(e.Regarding, "Pod/") {
+			if ns, name, ok := strings.Cut(e.pod, "/"); ok && e.uid == x.UID {
 				x.Namespace, x.Name = ns, name
 			}
 		}
 		if err := c.podOfUID(ctx, x); err != nil {
 			return nil, err
 		}
+	}
+	if node != "" && x.Pod != nil && x.Pod.Node != "" && x.Pod.Node != node {
+		x.Warnings = append(x.Warnings, fmt.Sprintf("the pod runs on node %s, not %s (--node is for a pod that is gone): node %s's programs were asked", x.Pod.Node, node, node))
 	}
 	if node == "" && x.Pod != nil {
 		// The pod of that name is the one asked about: its PUs are on its
@@ -391,10 +414,11 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 	if node == "" {
 		x.Warnings = append(x.Warnings, "the pod's node is not known: every node's programs were asked (--node narrows it)")
 	}
-	ts, err := c.programs(ctx, node, true)
+	ts, unasked, err := c.programs(ctx, node, true)
 	if err != nil {
 		return nil, err
 	}
+	x.Unasked = unasked
 	answers, err := c.askAll(ctx, ts, x.Matches)
 	if err != nil {
 		return nil, err
@@ -512,7 +536,7 @@ func eventOf(e corev1.Event) Event {
 	if t.IsZero() {
 		t = e.CreationTimestamp.Time
 	}
-	count := 1
+	count := max(1, int(e.Count)) // core/v1's count, or events.k8s.io's series
 	if e.Series != nil && int(e.Series.Count) > count {
 		count = int(e.Series.Count)
 	}
@@ -520,15 +544,15 @@ func eventOf(e corev1.Event) Event {
 	if e.InvolvedObject.Namespace != "" {
 		regarding += e.InvolvedObject.Namespace + "/"
 	}
-	uid, node := string(e.InvolvedObject.UID), ""
+	uid, node, pod := string(e.InvolvedObject.UID), "", e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name
 	if e.InvolvedObject.Kind == "Node" {
-		node, uid = e.InvolvedObject.Name, ""
+		node, uid, pod = e.InvolvedObject.Name, "", ""
 		if e.Related != nil {
-			uid = string(e.Related.UID)
+			uid, pod = string(e.Related.UID), e.Related.Namespace+"/"+e.Related.Name
 		}
 	}
 	return Event{Time: t.UTC(), Type: e.Type, Reason: e.Reason, Regarding: regarding + e.InvolvedObject.Name, Note: e.Message, Count: count,
-		uid: uid, node: node}
+		uid: uid, node: node, pod: pod}
 }
 
 // addressPath is cni-gc's page of an address (adapters/cni's AddressPath,
@@ -541,7 +565,7 @@ const addressPath = "/debug/podsweeper/cni/address"
 // server has them now.
 func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time) (*IPExplanation, error) {
 	x := &IPExplanation{Now: now, IP: ip, Node: node}
-	ts, err := c.programs(ctx, node, false)
+	ts, _, err := c.programs(ctx, node, false)
 	if err != nil {
 		return nil, err
 	}
@@ -549,14 +573,27 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 	if len(ts) == 0 {
 		return x, nil
 	}
-	t := ts[0]
-	x.Program = &t.Program
-	st, pus, why, err := c.askAddress(ctx, t, ip)
-	if err != nil {
-		return nil, err
+	// Each cni-gc of the node (two releases, or a rollout's surge) until one answers: they read the same node.
+	var st *AddressStatus
+	var pus []k8s.PUStatus
+	for i, t := range ts {
+		s, p, why, err := c.askAddress(ctx, t, ip)
+		if err != nil {
+			return nil, err
+		}
+		if why == "" && s.IP != ip {
+			why = fmt.Sprintf("it answered for address %s, not %s", s.IP, ip)
+		}
+		if why != "" {
+			if i == 0 {
+				x.Program, x.Error = &ts[0].Program, why
+			}
+			continue
+		}
+		x.Program, x.Error, st, pus = &ts[i].Program, "", s, p
+		break
 	}
-	if why != "" {
-		x.Error = why
+	if st == nil {
 		return x, nil
 	}
 	x.Address = st

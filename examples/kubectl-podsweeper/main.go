@@ -97,6 +97,9 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	// The command line is checked before anything is asked.
+	if *timeout <= 0 {
+		return fmt.Errorf("%w: --timeout=%v: give a duration above 0 (each program's question is bounded by it)", errUsage, *timeout)
+	}
 	var namespace, name, ip string
 	switch words[0] {
 	case "explain":
@@ -190,7 +193,7 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return RenderPod(stdout, x)
 	case "status":
-		ts, err := c.programs(ctx, *node, false)
+		ts, _, err := c.programs(ctx, *node, false)
 		if err != nil {
 			return err
 		}
@@ -204,7 +207,7 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return RenderStatus(stdout, s)
 	default: // report
-		ts, err := c.programs(ctx, "", true)
+		ts, _, err := c.programs(ctx, "", true)
 		if err != nil {
 			return err
 		}

@@ -170,7 +170,7 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, error) {
 	h.Set(corev1.StreamType, corev1.StreamTypeError)
 	h.Set(corev1.PortHeader, strconv.Itoa(f.port))
 	h.Set(corev1.PortForwardRequestIDHeader, id)
-	errStream, err := f.conn.CreateStream(h)
+	errStream, err := f.createStream(ctx, h)
 	if err != nil {
 		return 0, nil, fmt.Errorf("opening the port-forward's error stream: %w", err)
 	}
@@ -188,7 +188,7 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, error) {
 		}
 	}()
 	h.Set(corev1.StreamType, corev1.StreamTypeData)
-	data, err := f.conn.CreateStream(h)
+	data, err := f.createStream(ctx, h)
 	if err != nil {
 		return 0, nil, fmt.Errorf("opening the port-forward's data stream: %w", err)
 	}
@@ -242,6 +242,28 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, error) {
 		return r.code, r.body, r.err
 	case <-ctx.Done():
 		return 0, nil, ctx.Err()
+	}
+}
+
+// createStream opens a stream of the port-forward with the headers h, within ctx: a stream the kubelet never
+// acknowledges would otherwise wait for the connection's own timeout (30s), past --timeout. Past ctx, the
+// port-forward is closed, which ends the wait.
+func (f *forwarded) createStream(ctx context.Context, h http.Header) (httpstream.Stream, error) {
+	type created struct {
+		s   httpstream.Stream
+		err error
+	}
+	c := make(chan created, 1)
+	go func() {
+		s, err := f.conn.CreateStream(h.Clone())
+		c <- created{s, err}
+	}()
+	select {
+	case r := <-c:
+		return r.s, r.err
+	case <-ctx.Done():
+		f.close()
+		return nil, ctx.Err()
 	}
 }
 

@@ -74,9 +74,9 @@ type Event struct {
 	Note      string `json:"note"`
 	// Count is how many times it happened (a series), at least 1.
 	Count int `json:"count,omitempty"`
-	// uid is the UID of the pod it names; node the node it regards, for
-	// one that regards a node.
-	uid, node string
+	// uid and pod (namespace/name) are the pod it names; node the node it
+	// regards, for one that regards a node.
+	uid, pod, node string
 }
 
 // PodExplanation is what explain pod renders: the question, the pod as
@@ -94,6 +94,10 @@ type PodExplanation struct {
 	Answers  []Answer `json:"answers"`
 	Events   []Event  `json:"events"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Unasked says, one line each, the programs of the pod's node that
+	// may hold a PU of it and were not asked, and why (a pod of one that
+	// does not run, or none on the node).
+	Unasked []string `json:"unasked,omitempty"`
 }
 
 // Matches reports whether a PU of pod (namespace/name) and puID is one of
@@ -153,7 +157,11 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 			if tracked(a.PUs, r.PUID) {
 				continue
 			}
-			p.f("  PU %s of pod %s%s: no longer held (its pod is gone for good).\n", r.PUID, r.Pod, sandboxOf(r.SandboxID))
+			if r.Dropped {
+				p.f("  PU %s of pod %s%s: no longer held (its pod is gone for good).\n", r.PUID, r.Pod, sandboxOf(r.SandboxID))
+			} else {
+				p.f("  PU %s of pod %s%s: reported, and not on its status page when it was read.\n", r.PUID, r.Pod, sandboxOf(r.SandboxID))
+			}
 			p.f("    dry run       would have destroyed it, %s: row %d of the decision table, %s (%s).\n",
 				r.Reason, r.Row, r.Why, ago(x.Now, r.At))
 		}
@@ -166,6 +174,12 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 	}
 	if len(x.Answers) == 0 {
 		p.f("\nNo podsweeper program was found to ask.\n")
+	}
+	if len(x.Unasked) > 0 {
+		p.f("\n")
+		for _, u := range x.Unasked {
+			p.f("Not asked: %s.\n", u)
+		}
 	}
 	p.f("\n")
 	if len(x.Events) == 0 {
@@ -192,6 +206,8 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 		p.f("podsweeper cannot tell what it knows of this pod: no program was found to ask.\n")
 	case unasked > 0:
 		p.f("podsweeper cannot tell all it knows of this pod: %d of %d programs could not be asked, and none of the others holds a PU of it.\n", unasked, len(x.Answers))
+	case len(x.Unasked) > 0:
+		p.f("podsweeper cannot tell all it knows of this pod: a program of its node was not asked (above), and none of the others holds a PU of it.\n")
 	default:
 		p.f("podsweeper knows nothing of this pod: no program holds a PU of it, and no podsweeper Event of it remains.\n")
 	}
@@ -320,16 +336,20 @@ func RenderReport(w io.Writer, r *Report) error {
 		case len(a.Reports) < a.ReportsTotal:
 			notes = append(notes, fmt.Sprintf("%s reported %d in all; it keeps the latest %d.", a.Program, a.ReportsTotal, len(a.Reports)))
 		}
+		dropped := map[string]bool{} // a PU dropped is no longer held, whatever its earlier reports said
+		for _, d := range a.Reports {
+			dropped[d.PUID] = dropped[d.PUID] || d.Dropped
+		}
 		for _, d := range a.Reports {
 			held := "yes"
-			if d.Dropped {
+			if dropped[d.PUID] {
 				held = "no: pod gone"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Program, orNone(a.Program.Node, "-"), d.Pod, d.PUID, d.Reason, d.Row, d.Why, ago(r.Now, d.At), held)
 			rows++
 		}
 	}
-	if rows == 0 {
+	if rows == 0 && len(notes) < len(r.Answers) {
 		fmt.Fprintln(tw, "(none: no dry run would destroy anything yet)\t\t\t\t\t\t\t\t")
 	}
 	if err := tw.Flush(); err != nil {
@@ -617,6 +637,11 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	sweep := "no sweep of host-local's reservations has run yet"
 	if a.ReservationsRead != nil {
 		sweep = "host-local's reservations as the sweep " + ago(x.Now, *a.ReservationsRead) + " read them"
+	}
+	if !x.Held() && len(a.Unread) > 0 {
+		p.f("  Of what it could read, no attachment of libcni's cache and no host-local reservation holds it (%s), and cni-gc freed none of it lately.\n", sweep)
+		p.f("\ncni-gc cannot tell all that holds this address: it could not read all it holds (above).\n")
+		return p.err
 	}
 	if !x.Held() {
 		p.f("  No attachment of libcni's cache and no host-local reservation holds it (%s), and cni-gc freed none of it lately.\n", sweep)
