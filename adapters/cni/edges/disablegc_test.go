@@ -19,7 +19,7 @@ func (e *env) disableGCConf() string {
 
 // gonePodDEL sets up pod A's attachment of net1 (its namespace gone: row 4), lets prepare add what else the cache
 // holds, runs DestroyPU(PodGone) for A, and returns whether a DEL of net1 ran.
-func gonePodDEL(t *testing.T, prepare func(e *env)) (delRan bool, err error, e *env) {
+func gonePodDEL(t *testing.T, prepare func(e *env)) (delRan bool, e *env, err error) {
 	e = newEnv(t)
 	marker := filepath.Join(t.TempDir(), "dels")
 	e.sweepPlugin(`echo "$CNI_CONTAINERID" >> ` + marker)
@@ -32,14 +32,14 @@ func gonePodDEL(t *testing.T, prepare func(e *env)) (delRan bool, err error, e *
 	err = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-a", Pod: types.NamespacedName{Namespace: "ns", Name: "pod-a"},
 		SandboxID: "aaa", Reason: ports.ReasonPodGone})
 	_, serr := os.Stat(marker)
-	return serr == nil, err, e
+	return serr == nil, e, err
 }
 
 // TestALinkedCacheEntrysDisableGCKeepsItsNetwork: an entry of the cache of net1 that is a link to a whole entry whose cached
 // config says disableGC (the runtime's libcni reads through it). "any entry of the cache of that network, one the
-// collector does not use included": net1 is never DELed. It is.
+// collector does not use included": net1 is never DELed.
 func TestALinkedCacheEntrysDisableGCKeepsItsNetwork(t *testing.T) {
-	ran, err, _ := gonePodDEL(t, func(e *env) {
+	ran, _, err := gonePodDEL(t, func(e *env) {
 		target := filepath.Join(e.t.TempDir(), "net1-bbb-eth0")
 		write(e.t, target, string(e.entryJSON(entry{Network: "net1", ID: "bbb", UID: "uid-b", NS: "ns", Name: "pod-b", IP: "10.1.0.21", Config: e.disableGCConf()})))
 		if err := os.Symlink(target, filepath.Join(e.cache, "results", "net1-bbb-eth0")); err != nil {
@@ -55,7 +55,7 @@ func TestALinkedCacheEntrysDisableGCKeepsItsNetwork(t *testing.T) {
 // place); the cached config in it, whole, says disableGC. net1 is never DELed, or, as ConfDir's files being written,
 // nothing is decided until it can be read. A DEL of net1 runs.
 func TestACutShortCacheEntrysDisableGCKeepsItsNetwork(t *testing.T) {
-	ran, err, _ := gonePodDEL(t, func(e *env) {
+	ran, _, err := gonePodDEL(t, func(e *env) {
 		b := e.entryJSON(entry{Network: "net1", ID: "bbb", UID: "uid-b", NS: "ns", Name: "pod-b", IP: "10.1.0.21", Config: e.disableGCConf()})
 		write(e.t, filepath.Join(e.cache, "results", "net1-bbb-eth0"), string(b[:len(b)-3]))
 	})
@@ -66,7 +66,7 @@ func TestACutShortCacheEntrysDisableGCKeepsItsNetwork(t *testing.T) {
 
 // TestHoldsDisableGCOfUnusedEntry: an entry of net1 of no pod whose cached config says disableGC keeps net1.
 func TestHoldsDisableGCOfUnusedEntry(t *testing.T) {
-	ran, err, _ := gonePodDEL(t, func(e *env) {
+	ran, _, err := gonePodDEL(t, func(e *env) {
 		e.cacheEntry(entry{Network: "net1", ID: "bbb", IP: "10.1.0.21", Config: e.disableGCConf()})
 	})
 	if ran {
@@ -77,7 +77,7 @@ func TestHoldsDisableGCOfUnusedEntry(t *testing.T) {
 // TestHoldsRow4Frees: the control: without any disableGC, the gone pod's attachment whose namespace is gone is
 // DELed (row 4).
 func TestHoldsRow4Frees(t *testing.T) {
-	ran, err, _ := gonePodDEL(t, func(*env) {})
+	ran, _, err := gonePodDEL(t, func(*env) {})
 	if !ran || err != nil {
 		t.Errorf("row 4: want a DEL and nil, got DEL %v, %v", ran, err)
 	}

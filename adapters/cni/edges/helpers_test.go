@@ -188,12 +188,6 @@ func (r *countingRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodS
 	return r.f(ctx, n)
 }
 
-func (r *countingRuntime) calls() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.n
-}
-
 // tracker is a Resync Tracker that records nothing.
 type tracker struct{}
 
