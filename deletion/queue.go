@@ -983,6 +983,15 @@ func (c *Engine) queueDue(now int64) int64 {
 	return c.q.wheel.wakeAt
 }
 
+// slowCheck wakes another worker if checks wait: a lane's check has run spreadAfter (lane.spreadIn).
+func (c *Engine) slowCheck() {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	if c.q.ready.head < len(c.q.ready.items) && c.q.ready.idle > 0 {
+		c.q.ready.cond.Signal()
+	}
+}
+
 // spreadLocked wakes another worker when the head of the ready queue has waited spreadAfter by now: a check before it
 // is slow.
 func (q *puQueue) spreadLocked(now int64) {

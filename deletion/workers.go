@@ -192,13 +192,7 @@ func (l *lane) spreadIn(c *Engine, d time.Duration) {
 		l.spread.Stop()
 	case d == 0:
 	case l.spread == nil:
-		l.spread = time.AfterFunc(d, func() { // the check is slow, on the time package's clock as its deadline is
-			c.q.mu.Lock()
-			defer c.q.mu.Unlock()
-			if c.q.ready.head < len(c.q.ready.items) && c.q.ready.idle > 0 {
-				c.q.ready.cond.Signal()
-			}
-		})
+		l.spread = time.AfterFunc(d, c.slowCheck) // on the time package's clock, as the check's deadline is
 	default:
 		l.spread.Reset(d)
 	}
