@@ -310,6 +310,13 @@ func testDrain(t *testing.T, c *testnode.Cluster) {
 	}
 	require.Eventually(t, func() bool { return a.metric(t, k8s.MetricTrackedPUs) == 0 }, waitLong, 20*time.Millisecond,
 		"no PU is tracked any more")
+	// The test's own watch may deliver later than the agent's informer (a loaded machine): its record of each
+	// delete is waited for, not read as it stands.
+	require.Eventually(t, func() bool {
+		seenMu.Lock()
+		defer seenMu.Unlock()
+		return len(deletedAt) >= count
+	}, waitLong, 20*time.Millisecond, "the test's watch saw every delete")
 	var last time.Time
 	var latencies []time.Duration
 	for _, p := range pods {
