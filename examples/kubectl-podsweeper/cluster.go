@@ -237,20 +237,19 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 	}
 	var out []target
 	var unasked []string
-	elsewhere := false
+	elsewhere := map[string]bool{} // node-scoped programs that run on other nodes than node
 	for _, p := range list.Items {
 		prog := charts[p.Labels["app.kubernetes.io/name"]]
-		if prog != "" && nodeScoped[prog] && node != "" {
-			elsewhere = elsewhere || p.Spec.NodeName != node
-			if p.Spec.NodeName == node && (p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil) {
-				state := string(p.Status.Phase)
-				if p.DeletionTimestamp != nil {
-					state = "being deleted"
-				}
-				unasked = append(unasked, fmt.Sprintf("%s %s/%s on node %s is %s: not asked", prog, p.Namespace, p.Name, node, orNone(state, "not running")))
-			}
+		pending := p.Status.Phase == corev1.PodPending || p.Status.Phase == corev1.PodUnknown
+		if prog != "" && node != "" && (nodeScoped[prog] && pending && (p.Spec.NodeName == node || p.Spec.NodeName == "") || !nodeScoped[prog] && pending) {
+			// One that does not run yet (a DaemonSet's pod not yet scheduled names no node) may be the program of node.
+			unasked = append(unasked, fmt.Sprintf("%s %s/%s%s is %s: not asked", prog, p.Namespace, p.Name, onNodeOf(p.Spec.NodeName), p.Status.Phase))
 		}
-		if prog == "" || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+		if prog != "" && nodeScoped[prog] && node != "" && p.Spec.NodeName != node && p.Status.Phase == corev1.PodRunning {
+			elsewhere[prog] = true
+		}
+		// A pod being deleted still runs its grace period, and is asked.
+		if prog == "" || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
 		if nodeScoped[prog] && node != "" && p.Spec.NodeName != node {
@@ -270,10 +269,21 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 	slices.SortFunc(out, func(a, b target) int {
 		return strings.Compare(a.Program.Program+"\x00"+a.Node+"\x00"+a.Namespace+"/"+a.Pod, b.Program.Program+"\x00"+b.Node+"\x00"+b.Namespace+"/"+b.Pod)
 	})
-	if node != "" && elsewhere && len(unasked) == 0 && !slices.ContainsFunc(out, func(t target) bool { return t.Node == node }) {
-		unasked = append(unasked, fmt.Sprintf("no node agent or cni-gc runs on node %s (they run on other nodes): what one there would hold is not told", node))
+	for _, prog := range slices.Sorted(maps.Keys(elsewhere)) {
+		if !slices.ContainsFunc(out, func(t target) bool { return t.Node == node && t.Program.Program == prog }) &&
+			!slices.ContainsFunc(unasked, func(u string) bool { return strings.HasPrefix(u, prog+" ") }) {
+			unasked = append(unasked, fmt.Sprintf("no %s runs on node %s (it runs on other nodes): what one there would hold is not told", prog, node))
+		}
 	}
 	return out, unasked, nil
+}
+
+// onNodeOf says on which node a program's pod is, if any.
+func onNodeOf(node string) string {
+	if node == "" {
+		return " (on no node yet)"
+	}
+	return " on node " + node
 }
 
 // failed is the answer of the program t when it could not be asked: why,

@@ -231,6 +231,7 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, error) {
 					return 0, nil, ferr
 				}
 			case <-time.After(2 * time.Second):
+			case <-ctx.Done():
 			}
 		}
 		return r.code, r.body, r.err

@@ -125,7 +125,11 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 	p := &printer{w: w}
 	switch pod := x.Pod; {
 	case pod == nil && x.UID != "" && x.Name == "":
-		p.f("Pod with UID %s: not known by name (no PU and no podsweeper Event names it), and the API server is not asked for a pod by UID alone: whether it lives is not known (give NAMESPACE/NAME too).\n", x.UID)
+		by := "no PU and no podsweeper Event names it"
+		if slices.ContainsFunc(x.Answers, func(a Answer) bool { return a.Error != "" }) || len(x.Unasked) > 0 || len(x.Answers) == 0 {
+			by = "no podsweeper Event names it, and no program asked names it by a PU"
+		}
+		p.f("Pod with UID %s: not known by name (%s), and the API server is not asked for a pod by UID alone: whether it lives is not known (give NAMESPACE/NAME too).\n", x.UID, by)
 	case pod == nil && x.UID != "":
 		p.f("Pod with UID %s (%s/%s): no pod of that UID in the API server (deleted, or never created).\n", x.UID, x.Namespace, x.Name)
 	case pod == nil:
@@ -201,13 +205,14 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 		}
 	}
 	switch {
-	case held > 0 || len(x.Events) > 0 || x.Pod != nil:
-	case len(x.Answers) == 0:
-		p.f("podsweeper cannot tell what it knows of this pod: no program was found to ask.\n")
+	case held > 0:
 	case unasked > 0:
 		p.f("podsweeper cannot tell all it knows of this pod: %d of %d programs could not be asked, and none of the others holds a PU of it.\n", unasked, len(x.Answers))
 	case len(x.Unasked) > 0:
-		p.f("podsweeper cannot tell all it knows of this pod: a program of its node was not asked (above), and none of the others holds a PU of it.\n")
+		p.f("podsweeper cannot tell all it knows of this pod: a program that may hold a PU of it was not asked (above), and none of the others holds one.\n")
+	case len(x.Events) > 0 || x.Pod != nil:
+	case len(x.Answers) == 0:
+		p.f("podsweeper cannot tell what it knows of this pod: no program was found to ask.\n")
 	default:
 		p.f("podsweeper knows nothing of this pod: no program holds a PU of it, and no podsweeper Event of it remains.\n")
 	}
@@ -336,9 +341,9 @@ func RenderReport(w io.Writer, r *Report) error {
 		case len(a.Reports) < a.ReportsTotal:
 			notes = append(notes, fmt.Sprintf("%s reported %d in all; it keeps the latest %d.", a.Program, a.ReportsTotal, len(a.Reports)))
 		}
-		dropped := map[string]bool{} // a PU dropped is no longer held, whatever its earlier reports said
+		dropped := map[string]bool{} // a PU's latest report says whether it is held, whatever its earlier ones said
 		for _, d := range a.Reports {
-			dropped[d.PUID] = dropped[d.PUID] || d.Dropped
+			dropped[d.PUID] = d.Dropped
 		}
 		for _, d := range a.Reports {
 			held := "yes"
@@ -726,7 +731,10 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 			ago(x.Now, f.At), f.PodNamespace, f.PodName, f.PodUID, f.Network, f.IfName, shortID(f.ContainerID), f.Decision.Reason, f.Decision.Row, f.Decision.Why)
 		p.f("    pod         %s\n", x.podNow(f.PodNamespace, f.PodName, f.PodUID))
 	}
-	if len(a.Attachments) == 0 && len(a.Reservations) == 0 {
+	switch {
+	case len(a.Attachments) == 0 && len(a.Reservations) == 0 && len(a.Unread) > 0:
+		p.f("  Of what it could read, no attachment of libcni's cache and no host-local reservation holds it now (%s): it cannot tell all that holds it.\n", sweep)
+	case len(a.Attachments) == 0 && len(a.Reservations) == 0:
 		p.f("  No attachment of libcni's cache and no host-local reservation holds it now (%s).\n", sweep)
 	}
 	return p.err
