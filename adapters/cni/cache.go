@@ -185,6 +185,14 @@ func (r cacheReader) read() (view, []skipped, error) {
 			v.keepNets[n] = true
 		}
 	}
+	for _, a := range atts { // an entry's cached disableGC keeps its network for every entry of it
+		if a.List.DisableGC || pluginSaysDisableGC(a) {
+			if v.keepNets == nil {
+				v.keepNets = map[string]bool{}
+			}
+			v.keepNets[a.NetworkName] = true
+		}
+	}
 	for _, a := range atts {
 		if v.disableGC(a) {
 			skips = append(skips, skipped{File: a.File, Written: a.Written, Why: "network " + a.NetworkName + " has disableGC: never touched"})
@@ -248,6 +256,11 @@ func readCache(dir string) ([]attachment, []skipped, error) {
 // names, as the runtime's libcni would, for what it holds and says: it is
 // never used (Unreadable), whatever it holds.
 func readLink(dir, name string) skipped {
+	if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && !fi.Mode().IsRegular() {
+		// A named pipe would block the read, and a device or a directory is no entry libcni wrote.
+		return skipped{File: name, Why: "a link to what is no regular file (" + fi.Mode().Type().String() + "): never read, never touched",
+			Unreadable: true, Untold: true}
+	}
 	a, skip, gone := readEntry(dir, name)
 	switch {
 	case gone:
@@ -279,6 +292,11 @@ func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
 			written = info.ModTime()
 		}
 		a.File, a.Written = name, written
+		if a.List == nil && len(bytes.TrimSpace(a.Config)) > 0 { // it failed before its config was read: its disableGC counts
+			if list, lerr := libcni.NetworkConfFromBytes(a.Config); lerr == nil {
+				a.List = list
+			}
+		}
 		skip := &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: written, Why: err.Error(), Unreadable: true,
 			Never: neverNets(a), Entry: &a}
 		if b, rerr := os.ReadFile(path); rerr != nil || !json.Valid(b) {

@@ -96,6 +96,10 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 		// leaves the label out, or ignores the filter, still lists it ready (the others are
 		// told from the pod's by the label, in observe).
 		if sb.GetId() == "" {
+			if sb != nil && podUIDOf(sb) == "" && sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+				// Running, of no sandbox and no pod it tells: it may be any, and the answer decides nothing.
+				return runtimeView{}, errors.New("cni: listing the runtime's sandboxes: it lists a running sandbox with neither an ID nor a pod")
+			}
 			if uid := podUIDOf(sb); sb != nil && uid != "" && sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 				if v.runningNoID == nil {
 					v.runningNoID = map[string]bool{}
