@@ -203,7 +203,7 @@ func TestExplainOnContainerd(t *testing.T) {
 	assert.Contains(t, text, "Pod apps/web (UID "+string(web.UID)+") on node "+e.Node.Name+": Running.")
 	assert.Contains(t, text, "row 9 of the decision table, same pod, same sandbox.")
 	assert.Contains(t, text, "dry run       would keep it.")
-	assert.Contains(t, text, "No podsweeper Event names this pod.")
+	assert.Contains(t, text, "No podsweeper Event names this pod (")
 	t.Logf("a live pod:\n%s", text)
 
 	explainLiveLeakedAndUnknownAddresses(t, e, plugin, asOperator, web, sandbox)
