@@ -15,8 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/streaming/pkg/httpstream"
-	"k8s.io/streaming/pkg/httpstream/spdy"
 )
 
 const (
@@ -518,43 +516,5 @@ func TestHoldsKubeletRefusal(t *testing.T) {
 		if r.code != 0 || strings.Count(r.stdout, "could not be asked") != 2 {
 			t.Errorf("noReview=%v: exit %d %q %q", noReview, r.code, r.stdout, r.stderr)
 		}
-	}
-}
-
-// Hold: a port-forward whose streams are never acknowledged is "could not
-// be asked" within --timeout.
-func TestHoldsStreamsNeverAcknowledged(t *testing.T) {
-	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage(nil, nil))
-	block := make(chan struct{})
-	t.Cleanup(func() { close(block) })
-	f.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/portforward") {
-			f.serve(w, r)
-			return
-		}
-		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-			http.Error(w, "no websockets here", http.StatusBadRequest)
-			return
-		}
-		if _, err := httpstream.Handshake(r, w, []string{"portforward.k8s.io"}); err != nil {
-			return
-		}
-		conn := spdy.NewResponseUpgrader().UpgradeResponse(w, r, func(s httpstream.Stream, replySent <-chan struct{}) error {
-			<-block
-			return nil
-		})
-		if conn == nil {
-			return
-		}
-		defer conn.Close()
-		select {
-		case <-conn.CloseChan():
-		case <-block:
-		}
-	})
-	r := f.run("status", "--node", "node-a", "--timeout", "700ms")
-	if !strings.Contains(r.stdout, "could not be asked") || r.took > 2*time.Second {
-		t.Errorf("took %v: %q", r.took, r.stdout)
 	}
 }
