@@ -81,6 +81,12 @@ type skipped struct {
 	// Reservation is a host-local reservation file's, as far as it could be
 	// read (its address is its file's name); nil for any other file.
 	Reservation *Reservation
+	// DelMay: a file of a network's host-local directory that a DEL of any
+	// reservation of the network may remove, or never end reading (its
+	// content cannot be told: notRegular). DelID: one that a DEL of this
+	// container's reservations in its network removes.
+	DelMay bool
+	DelID  string
 	// Untold: what the file holds cannot be told (it cannot be read, is cut
 	// short, or is a link to nothing the collector sees): AddressStatus
 	// says so in Unread.

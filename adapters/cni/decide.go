@@ -137,8 +137,8 @@ var rowText = [...]string{
 	13: "a host-local reservation of a network that a config in ConfDir names with disableGC",
 	14: "a host-local reservation, and no runtime to ask",
 	15: "a host-local reservation of a sandbox the runtime lists",
-	16: "a host-local reservation of a sandbox the cache holds an attachment of",
-	17: "a host-local reservation younger than ReservationGrace: its sandbox may be being created",
+	16: "a host-local reservation of a sandbox the cache holds an attachment of, or whose DEL would remove a file never touched",
+	17: "a host-local reservation younger than ReservationGrace, or whose DEL would release one: its sandbox may be being created",
 	18: "a host-local reservation of no sandbox the runtime lists or the cache holds, older than ReservationGrace",
 }
 
@@ -228,10 +228,14 @@ func (v verdict) why() string {
 //  15. The Runtime lists a sandbox of its container ID, ready or not:
 //     keep. The runtime DELs its own sandboxes.
 //  16. A cache entry names its container ID: keep; rows 0 to 11 decide
-//     on that sandbox.
-//  17. It was reserved less than ReservationGrace ago: keep. Its sandbox
-//     may be one the runtime is creating (containerd lists it only after
-//     ADD, create and start).
+//     on that sandbox. Or its DEL would remove a file the collector never
+//     touches (a link naming its container), or may (a FIFO, a device, a
+//     directory, a link whose content cannot be told, in its network's
+//     directory): keep.
+//  17. It, or another reservation of its container in its network (one
+//     DEL releases them all), was reserved less than ReservationGrace ago:
+//     keep. Its sandbox may be one the runtime is creating (containerd
+//     lists it only after ADD, create and start).
 //  18. Otherwise: free, with a DEL through the network's current config.
 //
 // So nothing is freed that the Runtime lists ready, nor, until it has
@@ -331,8 +335,13 @@ type reservationFacts struct {
 	// Cached: an entry of libcni's cache names the container ID, whatever
 	// its network.
 	Cached bool
-	// Age is how long ago the address was reserved (the file's
-	// modification time); negative for a time in the future.
+	// Untouched: host-local's DEL of it would remove a file the collector
+	// never touches (one naming the container, not a regular file), or may
+	// (one whose content cannot be told).
+	Untouched bool
+	// Age is how long ago the newest reservation of its container in its
+	// network was reserved (the file's modification time; negative for a
+	// time in the future): host-local's DEL releases them all.
 	Age time.Duration
 	// Grace is Options.ReservationGrace.
 	Grace time.Duration
@@ -351,7 +360,7 @@ func decideReservation(r reservationFacts) verdict {
 		v.Row = 14
 	case r.Listed:
 		v.Row = 15
-	case r.Cached:
+	case r.Cached, r.Untouched:
 		v.Row = 16
 	case r.Age < r.Grace:
 		v.Row, v.State = 17, stateCreating

@@ -259,8 +259,9 @@ func TestDecideReservationRowByRow(t *testing.T) {
 
 // FuzzDecideReservation holds what decideReservation promises whatever
 // the collector read: no reservation of a sandbox the Runtime lists, or
-// whose cache entry exists, is ever freed; nor one without a Runtime to
-// ask, younger than the grace, of a disableGC network, or whose network's
+// whose cache entry exists, is ever freed; nor one whose DEL would remove
+// a file never touched; nor one without a Runtime to ask, younger than the
+// grace (its container's youngest reservation in the network), of a disableGC network, or whose network's
 // config is gone; and only the last is reported.
 func FuzzDecideReservation(f *testing.F) {
 	f.Add(uint8(0x1f), int64(time.Hour), int64(5*time.Minute))
@@ -269,7 +270,7 @@ func FuzzDecideReservation(f *testing.F) {
 	f.Add(uint8(0x00), int64(-time.Hour), int64(time.Minute))
 	f.Fuzz(func(t *testing.T, flags uint8, age, grace int64) {
 		r := reservationFacts{ContainerID: "c", Config: flags&1 != 0, Asked: flags&2 != 0, Listed: flags&4 != 0, Cached: flags&8 != 0,
-			Never: flags&16 != 0, Age: time.Duration(age), Grace: time.Duration(grace)}
+			Never: flags&16 != 0, Untouched: flags&32 != 0, Age: time.Duration(age), Grace: time.Duration(grace)}
 		r.Listed = r.Listed && r.Asked // only a runtime asked lists anything
 		v := decideReservation(r)
 		freed := v.Action == free
@@ -280,6 +281,8 @@ func FuzzDecideReservation(f *testing.F) {
 			t.Fatalf("row %d frees a reservation of a sandbox the runtime lists: %+v", v.Row, r)
 		case freed && r.Cached:
 			t.Fatalf("row %d frees a reservation whose sandbox the cache holds: %+v", v.Row, r)
+		case freed && r.Untouched:
+			t.Fatalf("row %d frees a reservation whose DEL would remove a file never touched: %+v", v.Row, r)
 		case freed && !r.Asked:
 			t.Fatalf("row %d frees a reservation without a runtime to ask: %+v", v.Row, r)
 		case freed && r.Age < r.Grace:

@@ -225,8 +225,7 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 			}
 			path := filepath.Join(dir, name)
 			if !fe.Type().IsRegular() {
-				skips = append(skips, skipped{File: path, Why: "not a regular file (" + fe.Type().String() + "): not host-local's, never touched",
-					Reservation: &Reservation{Network: nd.Name(), DataDir: dataDir, IP: name}})
+				skips = append(skips, notRegular(dataDir, nd.Name(), name, fe.Type()))
 				continue
 			}
 			r, skip, gone := readReservation(dataDir, nd.Name(), name)
@@ -244,6 +243,39 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 		}
 	}
 	return rs, skips, nil
+}
+
+// notRegular returns the skip of a file of a network's directory, named
+// as an address, that is not a regular file: never touched, and what a DEL
+// of host-local in its network would do with it. host-local's DEL walks
+// the directory and reads every file that is not a directory, following a
+// link, to remove those naming the container it releases: a link to a
+// regular file naming a container is removed by a DEL of that container
+// (skipped.DelID); a directory is walked into, and a FIFO or a device
+// may never end its read (skipped.DelMay); a link to a directory, to
+// nothing, or to a socket fails its read, and is passed over.
+func notRegular(dataDir, network, ip string, mode fs.FileMode) skipped {
+	r := Reservation{Network: network, DataDir: dataDir, IP: ip}
+	s := skipped{File: r.Path(), Why: "not a regular file (" + mode.String() + "): not host-local's, never touched", Reservation: &r}
+	if mode&fs.ModeSymlink == 0 {
+		s.DelMay = mode&fs.ModeSocket == 0
+		return s
+	}
+	info, err := os.Stat(r.Path())
+	switch {
+	case err != nil || info.IsDir() || info.Mode()&fs.ModeSocket != 0:
+	case !info.Mode().IsRegular(): // never read: a FIFO's read waits for a writer
+		s.DelMay = true
+	default:
+		read, skip, _ := readReservation(dataDir, network, ip)
+		switch {
+		case skip == nil:
+			s.DelID, s.Written = read.ContainerID, read.Reserved
+		case read.Reserved.IsZero(): // it could not be read: what it names cannot be told
+			s.DelMay = true
+		}
+	}
+	return s
 }
 
 // readReservation reads one reservation file, as host-local writes it:

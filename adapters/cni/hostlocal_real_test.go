@@ -294,3 +294,58 @@ func TestNoReservationIsFreedWithoutARuntimeToAsk(t *testing.T) {
 		})
 	}
 }
+
+// host-local's DEL releases every address of its container in the network
+// at once, and removes any file of the network's directory that names the
+// container, a link the collector never touches among them. So an old
+// reservation whose container holds a young one too is kept until both are
+// old (row 17), and one that a link names is kept for as long as the link
+// does (row 16); the real DEL then frees the two addresses together.
+func TestAReservationIsDecidedWithAllThatItsDELReleases(t *testing.T) {
+	h := newHostLocalNode(t)
+	control, twoAddrs, linkedTo := randomID(), randomID(), randomID()
+	for _, id := range []string{control, twoAddrs, linkedTo} {
+		require.Error(t, h.addHL(id, true), "the chain fails after host-local")
+		h.age(id, time.Hour)
+	}
+	dir := filepath.Join(h.data, "hlnet")
+	// A second address of twoAddrs, reserved a moment ago (as a second range would); and a link that names linkedTo.
+	second := fmt.Sprintf("10.%d.200.7", 100+h.id)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, second), []byte(twoAddrs+"\r\neth0"), 0o600))
+	outside := filepath.Join(t.TempDir(), "named")
+	require.NoError(t, os.WriteFile(outside, []byte(linkedTo+"\r\neth0"), 0o600))
+	link := filepath.Join(dir, fmt.Sprintf("10.%d.200.6", 100+h.id))
+	require.NoError(t, os.Symlink(outside, link))
+
+	round := func(dryRun bool) *cni.Collector {
+		t.Helper()
+		coll, err := cni.New(cni.Options{CacheDir: h.cacheDir, PluginDirs: []string{h.pluginDir}, ConfDir: h.confDir, ResyncInterval: time.Hour,
+			Runtime: &listedRuntime{}, ReservationGrace: time.Minute, HostLocalDataDir: filepath.Join(h.data, "default"), DryRun: dryRun})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- coll.Resync(ctx, &tracker{}) }()
+		eventually(t, 30*time.Second, func() bool {
+			if dryRun {
+				return len(coll.WouldFree()) > 0
+			}
+			return len(h.reservationsOf(control)) == 0 && len(h.reservationsOf(twoAddrs)) == 0
+		}, "the round: the control freed (and, once old, both addresses of the container)")
+		cancel()
+		require.NoError(t, <-done)
+		return coll
+	}
+	coll := round(true)
+	var would []string
+	for _, r := range coll.WouldFree() {
+		would = append(would, r.ContainerID)
+	}
+	require.Equal(t, []string{control}, would, "the old address of a container that holds a young one, and one a link names, are kept")
+
+	when := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(dir, second), when, when))
+	round(false)
+	_, err := os.Lstat(link)
+	require.NoError(t, err, "the link is never touched")
+	require.Len(t, h.reservationsOf(linkedTo), 2, "the reservation a link names is kept while the link is there (which reads as a second)")
+}

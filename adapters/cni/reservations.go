@@ -108,6 +108,31 @@ type reservationView struct {
 	// link's, one that does not read as host-local's), and blind the
 	// directories it could not read, for AddressStatus.
 	untouched, blindSkips []skipped
+	// dels is what a DEL of a reservation releases with it (released), by
+	// network and container ID, or by network alone for a file any DEL of
+	// the network may remove.
+	dels map[delKey]delGroup
+}
+
+// delKey keys reservationView.dels: a network and a container ID ("" for
+// any).
+type delKey struct{ network, containerID string }
+
+// delGroup is what host-local's DEL of one reservation touches besides it:
+// it walks the network's directory and removes every file naming the
+// container, whichever address (notRegular).
+type delGroup struct {
+	newest    time.Time // the newest reservation's Reserved
+	untouched string    // a file the collector never touches that it would remove too, or may; "" none
+}
+
+// released returns what a DEL of r would release with it: the newest
+// reservation among those naming its container in its network, and a file
+// the collector never touches that the DEL would remove too, or may ("" for
+// none).
+func (v reservationView) released(r Reservation) (newest time.Time, untouched string) {
+	g := v.dels[delKey{r.Network, r.ContainerID}]
+	return g.newest, cmp.Or(g.untouched, v.dels[delKey{network: r.Network}].untouched)
 }
 
 // unknown reports whether the view says nothing of what path holds: a
@@ -170,6 +195,21 @@ func (h *hostLocal) read() (reservationView, error) {
 			v.untouched = append(v.untouched, s)
 		} else if s.Unreadable {
 			v.blindSkips = append(v.blindSkips, s)
+		}
+	}
+	v.dels = map[delKey]delGroup{}
+	for _, r := range v.rs {
+		k := delKey{r.Network, r.ContainerID}
+		if g := v.dels[k]; r.Reserved.After(g.newest) {
+			g.newest = r.Reserved
+			v.dels[k] = g
+		}
+	}
+	for _, s := range v.untouched {
+		k := delKey{network: s.Reservation.Network, containerID: s.DelID}
+		if g := v.dels[k]; (s.DelMay || s.DelID != "") && g.untouched == "" {
+			g.untouched = s.File
+			v.dels[k] = g
 		}
 	}
 	// A reservation reported is told once while its file holds it, whatever the rounds between say of its config (an
@@ -322,8 +362,10 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	decideOn := func(r Reservation, n hostLocalNet, ok bool, run runtimeView, at time.Time) verdict {
 		// A running sandbox the runtime lists without an ID may be any reservation's: every one is listed.
 		_, listed := run.byID[r.ContainerID]
+		// Its DEL releases every reservation of its container in its network: it is as young as the youngest.
+		newest, untouched := rv.released(r)
 		return decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
-			Listed: listed || len(run.runningNoID) > 0, Cached: cached(r.ContainerID), Age: at.Sub(r.Reserved), Grace: c.hostLocal.grace})
+			Listed: listed || len(run.runningNoID) > 0, Cached: cached(r.ContainerID), Untouched: untouched != "", Age: at.Sub(newest), Grace: c.hostLocal.grace})
 	}
 	var frees []Reservation
 	sts := make([]ReservationStatus, 0, min(len(rv.rs), maxReservationsRecorded))
@@ -351,6 +393,12 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				st.Decision.Why += ": the runtime did not answer: " + runErr.Error()
 			case vd.Row == 15 && run.byID[r.ContainerID] == nil:
 				st.Decision.Why += ": it lists a running sandbox without an ID, which may be this one"
+			}
+			switch newest, untouched := rv.released(r); {
+			case vd.Row == 16 && !cached(r.ContainerID):
+				st.Decision.Why += ": host-local's DEL of it would remove " + untouched + " too, or may"
+			case vd.Row == 17 && newest.After(r.Reserved):
+				st.Decision.Why += ": host-local's DEL of it would release too a reservation of its container reserved at " + newest.UTC().Format(time.RFC3339)
 			}
 			switch {
 			case vd.Action == report:
