@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -272,17 +274,34 @@ func testDrain(t *testing.T, c *testnode.Cluster) {
 	sandboxes := tracked(t, a, n, pods...)
 	t.Logf("%d pods running and tracked in %v", count, time.Since(start).Round(time.Millisecond))
 
-	// When the API server reports each pod gone, as the agent's informer sees it.
-	w, err := c.Clientset.CoreV1().Pods("s4").Watch(ctx, metav1.ListOptions{})
+	// When the API server reports each pod gone, as the agent's informer sees it. The API server may close a
+	// watch that falls behind the drain's burst of events; a RetryWatcher watches again from the last event it
+	// delivered, so no delete is missed, but a delete delivered after a re-watch is seen late by the test, not
+	// by the agent: its latency is not measured.
+	list, err := c.Clientset.CoreV1().Pods("s4").List(ctx, metav1.ListOptions{Limit: 1})
 	require.NoError(t, err)
-	defer w.Stop()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
 	var seenMu sync.Mutex
+	var watches int
 	deletedAt := map[types.UID]time.Time{}
+	rewatched := map[types.UID]bool{}
+	rw, err := watchtools.NewRetryWatcherWithContext(watchCtx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			seenMu.Lock()
+			watches++
+			seenMu.Unlock()
+			return c.Clientset.CoreV1().Pods("s4").Watch(ctx, opts)
+		},
+	})
+	require.NoError(t, err)
+	defer rw.Stop()
 	go func() {
-		for ev := range w.ResultChan() {
+		for ev := range rw.ResultChan() {
 			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Deleted {
 				seenMu.Lock()
 				deletedAt[p.UID] = time.Now()
+				rewatched[p.UID] = watches > 1
 				seenMu.Unlock()
 			}
 		}
@@ -328,19 +347,23 @@ func testDrain(t *testing.T, c *testnode.Cluster) {
 			last = ds[0].At
 		}
 		seenMu.Lock()
-		seen, ok := deletedAt[p.UID]
+		seen, late := deletedAt[p.UID], rewatched[p.UID]
 		seenMu.Unlock()
-		if assert.True(t, ok, "the watch saw %s deleted", p.Name) {
+		if !late {
 			latencies = append(latencies, ds[0].At.Sub(seen))
 		}
 	}
 	slices.Sort(latencies)
-	if len(latencies) == count {
-		p50, p99, maxLatency := latencies[count/2], latencies[count*99/100-1], latencies[count-1]
-		t.Logf("drain of %d pods, deletion seen by a watch to destroy: p50 %v, p99 %v, max %v", count,
-			p50.Round(time.Millisecond), p99.Round(time.Millisecond), maxLatency.Round(time.Millisecond))
-		assert.Less(t, p99, time.Second, "delete to destroy, p99: a client throttled to 5 requests a second needs about 20 s for 100 confirming reads")
-	}
+	// A re-watch may make a few deletes unmeasurable; half of the drain measured is still a drain.
+	seenMu.Lock()
+	started := watches
+	seenMu.Unlock()
+	require.GreaterOrEqual(t, len(latencies), count/2, "deletes seen by the test's first watch (%d watches)", started)
+	n99 := len(latencies)
+	p50, p99, maxLatency := latencies[n99/2], latencies[max(n99*99/100-1, 0)], latencies[n99-1]
+	t.Logf("drain of %d pods, deletion seen by a watch to destroy (%d measured, %d seen after a re-watch): p50 %v, p99 %v, max %v",
+		count, n99, count-n99, p50.Round(time.Millisecond), p99.Round(time.Millisecond), maxLatency.Round(time.Millisecond))
+	assert.Less(t, p99, time.Second, "delete to destroy, p99: a client throttled to 5 requests a second needs about 20 s for 100 confirming reads")
 	assert.Len(t, a.destroys(t, ""), count, "nothing else is destroyed")
 	assert.Equal(t, float64(count), a.metric(t, k8s.MetricDestroys+`{reason="PodGone"}`))
 	t.Logf("drain of %d pods: %v from the first eviction to the last destroy", count, last.Sub(evictionStart).Round(time.Millisecond))
