@@ -328,7 +328,7 @@ func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
 			Why: "its file name is not libcni's for its network, " + want, Unreadable: true, Never: neverNets(a), Entry: &a}, false
 	}
 	if a.PodUID == "" || a.PodNamespace == "" || a.PodName == "" {
-		return a, &skipped{File: name, Written: a.Written,
+		return a, &skipped{File: name, Written: a.Written, ContainerID: a.ContainerID, // it names its container (row 16)
 			Why:   "no K8S_POD_UID, K8S_POD_NAMESPACE or K8S_POD_NAME in its CNI_ARGS: not a pod's attachment, or of another runtime",
 			Never: neverNets(a), Entry: &a}, false
 	}
