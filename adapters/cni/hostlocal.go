@@ -180,11 +180,17 @@ func hostLocalDataDir(plugin []byte, defaultDataDir string) (dir string, ok bool
 // are skipped (reported, never touched): host-local's DEL does not release
 // through a link; and a link it cannot follow is not read. It never takes host-local's lock, nor
 // writes anything: a file that host-local is writing may read empty, and
-// is skipped. A data directory that does not exist holds none; a file gone
-// meanwhile is not reported.
+// is skipped. A data directory that does not exist holds none (but a link
+// to nothing the collector sees, which fails); a file gone meanwhile is
+// not reported.
 func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 	nets, err := os.ReadDir(dataDir)
 	if errors.Is(err, fs.ErrNotExist) {
+		if fi, lerr := os.Lstat(dataDir); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			// A link to nothing the collector sees (a path its pod does not mount): host-local on the node may
+			// keep reservations there.
+			return nil, nil, fmt.Errorf("cni: host-local's data directory %s is a link to nothing the collector sees: %w", dataDir, err)
+		}
 		return nil, nil, nil
 	}
 	if err != nil {

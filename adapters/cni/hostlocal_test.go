@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 )
 
@@ -72,6 +73,23 @@ func TestReadReservationsOfADataDirThatDoesNotExist(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, rs)
 	require.Empty(t, skips)
+}
+
+// A data directory that is a link to nothing the collector sees (a path
+// its pod does not mount) may hold host-local's reservations on the node:
+// it is no empty one, and the address page names it among those unread.
+func TestADataDirLinkedToNothingIsUnreadNotEmpty(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "data")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "not-mounted"), link))
+	_, _, err := readReservations(link)
+	require.ErrorContains(t, err, "a link to nothing the collector sees")
+
+	h := newHostLocal(Options{ConfDir: t.TempDir(), HostLocalDataDir: link}, logr.Discard())
+	v, err := h.read()
+	require.NoError(t, err)
+	require.Len(t, v.blindSkips, 1, "told as unread")
+	require.Equal(t, link, v.blindSkips[0].File)
 }
 
 // The networks of a config directory whose plugins run host-local, in a
