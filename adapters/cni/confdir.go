@@ -204,7 +204,7 @@ func saysDisableGC(f, dir string) (name string, says, writing bool, err error) {
 
 // topLevelName returns the "name" of the object b starts, as far as it can be read (it may be cut short): the
 // string value of its own "name" key, not one of an object or list in it (a plugin's). ok is false when no such
-// key is read in full, or when it is given twice with two values (the last read wins, and one may follow the cut).
+// key is read in full, or when it is given twice with two values, or a second time cut short (the last read wins).
 func topLevelName(b []byte) (name string, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -214,6 +214,9 @@ func topLevelName(b []byte) (name string, ok bool) {
 	for depth > 0 {
 		t, err := dec.Token()
 		if err != nil { // cut short, or no JSON past here
+			if depth == 1 && !wantKey && key == "name" { // cut inside a "name" given again: it wins, whatever it is
+				return "", false
+			}
 			break
 		}
 		if depth == 1 && wantKey {

@@ -174,3 +174,25 @@ func TestWouldFreeTellsEachReservationOnceWhileItsFileHoldsIt(t *testing.T) {
 		require.Equal(t, round.fresh, h.wouldFree(round.would, round.read), "round %d", i+1)
 	}
 }
+
+// A config being written names its network by its top-level "name" only
+// when it is read for sure: cut before it, cut inside it, or cut inside a
+// second one (which wins, whatever it holds), it names none.
+func TestTopLevelNameOfAConfigCutShort(t *testing.T) {
+	for _, tc := range []struct {
+		b    string
+		name string
+		ok   bool
+	}{
+		{`{"cniVersion":"1.0.0","name":"a","plugins":[{"name":"x"`, "a", true},
+		{`{"cniVersion":"1.0.0","plugins":[{"name":"x"}],"na`, "", false},
+		{`{"cniVersion":"1.0.0","name":"a`, "", false},
+		{`{"name":"a","plugins":[],"name":"b`, "", false},
+		{`{"name":"a","plugins":[],"name":"b"`, "", false},
+		{`{"name":"a","plugins":[],"name":"a"`, "a", true},
+	} {
+		name, ok := topLevelName([]byte(tc.b))
+		require.Equal(t, tc.name, name, tc.b)
+		require.Equal(t, tc.ok, ok, tc.b)
+	}
+}
