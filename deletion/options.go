@@ -125,10 +125,14 @@ type Options struct {
 	// soon as the port answers (while the API server fails, a PU whose turn has come is read once or twice a second,
 	// not once a SweepInterval). A
 	// check that sees the pod alive, or Untrack, takes it out of the line, and the turn it did not use goes to the next
-	// in line, never to a later arrival. Backlog().RateLimited counts them; a Sweep waits for them, those whose checks
+	// in line, never to a later arrival. A failed destroy used its turn: its retry, its backoff over, takes a place
+	// at the back of the line, so that one failing PU never holds the turns of the others. Backlog().RateLimited
+	// counts them; a Sweep waits for them, those whose checks
 	// learn nothing too (end it sooner with its context). 0: no limit. Negative, or under one a year: rejected.
 	DestroyRate rate.Limit
-	// DestroyBurst is how many DestroyPU calls may start at once under DestroyRate. 0: 1.
+	// DestroyBurst is how many DestroyPU calls may start at once under DestroyRate. 0: 1. A burst of more turns than
+	// DestroyRate gives in a year (MaxDuration) is that many: more would overflow the line's arithmetic, and no burst
+	// of a year's turns is one a node's drain can tell from no limit.
 	DestroyBurst int
 
 	// SweepInterval is how often every entry is re-checked, in a few batches a second. 0: 5s. At least

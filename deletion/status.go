@@ -27,8 +27,9 @@ type PUStatus struct {
 	Vetoed bool
 	// Attempts is the number of failed DestroyPU calls.
 	Attempts int
-	// NextAttempt is when the destroy is tried again (its retry, or about its turn under the destroy rate); zero unless
-	// the PU waits for either.
+	// NextAttempt is when the PU waiting to be destroyed is checked again: its retry's check once its backoff is over
+	// (under the destroy rate, the destroy then waits for a turn, which may come later), or about its turn in the
+	// destroy rate's line; zero unless the PU waits for either.
 	NextAttempt time.Time
 	// WouldDestroy is the reason a dry run reported last; "" when none did.
 	WouldDestroy ports.Reason
