@@ -164,24 +164,6 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 	return err, ports.IsPermanent(err)
 }
 
-// requeue hands a copy of o's pod to the Requeuer under a deadline of its own: the PodGetter's pod may be its cache's
-// own object, and the Requeuer's receivers may keep or modify it.
-func (c *Engine) requeue(parent context.Context, o *outcome) {
-	if c.opts.Requeuer == nil {
-		return
-	}
-	pod := o.requeue.DeepCopy()
-	ctx, cancel := context.WithTimeout(parent, c.opts.CheckTimeout)
-	defer cancel()
-	_, err := call(portNames[portRequeue], func() (struct{}, error) { return struct{}{}, c.opts.Requeuer.Requeue(ctx, pod) })
-	if err != nil {
-		o.fails = append(o.fails, portFailure{port: portRequeue, err: err})
-		if log := c.log.V(1); log.Enabled() {
-			log.Info("requeueing pod failed; the main controller will see it at its next resync", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
-		}
-	}
-}
-
 // listPUs calls the Inventory under its deadline. A list that ignores its context is left behind a second past its
 // deadline, a failure, so that the next list is not held up: a list is made once an interval at most, and a hung one
 // costs a goroutine until it returns.

@@ -33,8 +33,9 @@ type Engine struct {
 	started  atomic.Bool
 	sweeping chan struct{} // lets one Sweep run at a time
 
-	q     puQueue  // every PU's record, and every move of one (queue.go): the engine's lock is its
-	fails failures // the ports' failures, for the logs (logs.go)
+	q     puQueue     // every PU's record, and every move of one (queue.go): the engine's lock is its
+	fails failures    // the ports' failures, for the logs (logs.go)
+	rq    requeueLane // the pods handed to the Requeuer off the workers (requeue.go)
 }
 
 // New returns an Engine that reads pods through getter and destroys PUs through policy. It returns an error wrapping

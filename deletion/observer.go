@@ -70,9 +70,12 @@ type EventKind uint8
 const (
 	// EventTracked: a new entry is tracked (by Track, or restored from the Inventory).
 	EventTracked EventKind = iota + 1
-	// EventChecked: a check finished; Verdict is the verdict carried out and CheckDuration the check's length. Err
+	// EventChecked: a check finished; Verdict is the check's verdict and CheckDuration the check's length. The verdict
+	// is carried out unless Untrack ended the PU during the check: its EventUntracked was told first, and a Destroy or
+	// an Adopt then moves nothing (no EventDestroyed or EventAdopted follows). Err
 	// holds the failures of its ports, if any (errors.Join): the one that kept the PU (GetPod, the sandbox port, the
-	// SandboxProber, a confirmer), a failed DestroyPU (told by EventDestroyFailed too), the Requeuer's.
+	// SandboxProber, a confirmer), a failed DestroyPU (told by EventDestroyFailed too). The Requeuer is called after
+	// the check, off the workers: its failures are logged and summed up, and told by no Event.
 	EventChecked
 	// EventGetFailed: GetPod failed with an error other than not found, or answered nonsense; Err is set.
 	EventGetFailed
@@ -135,7 +138,8 @@ type Event struct {
 	ListCalls int
 	// Count is the number of PUs restored: new, or given their sandbox (EventRestored).
 	Count int
-	// Next is when a failed destroy will be tried again (EventDestroyFailed).
+	// Next is when the PU of a failed destroy is checked again, its backoff over (EventDestroyFailed). Under
+	// Options.DestroyRate the destroy it then decides waits for a turn, which may come later (Options.DestroyRate).
 	Next time.Time
 	// Dropped: the engine no longer holds the PU in memory (EventWouldDestroy).
 	Dropped bool

@@ -21,11 +21,12 @@ import (
 // docs/sdk/engine.md:55-58: "while a port fails (...), each failing port gets one error line per SweepInterval (...),
 // each PU's first failure is logged at V(1), and the Observer, so the metrics, still hear of every one."
 //
-// A Requeuer that fails: the engine logs it and sums it up, but no Event tells the Observer of it.
-func TestObserverHearsRequeueFailure(t *testing.T) {
+// A Requeuer that fails: the engine logs it and sums it up with the ports' failures, and no Event tells the Observer
+// of it (the Requeuer is called after the check, off the workers: EventChecked).
+func TestARequeueFailureIsLoggedAndSummedUpNotTold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cl := deletiontest.NewCluster()
-		pu := cl.CreatePod(nsKey(fmt.Sprintf("pod-%d", 1)), "node-a", "s1")
+		pu := cl.CreatePod(nsKey("pod-1"), "node-a", "s1")
 		var logs logBuffer
 		events := &deletiontest.Events{}
 		requeuer := ports.RequeuerFunc(func(context.Context, *corev1.Pod) error { return errors.New("controller queue closed") })
@@ -35,20 +36,22 @@ func TestObserverHearsRequeueFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		deletiontest.Start(t, e)
-		if err := cl.SetSandbox(nsKey(fmt.Sprintf("pod-%d", 1)), "s2"); err != nil {
+		if err := cl.SetSandbox(nsKey("pod-1"), "s2"); err != nil {
 			t.Fatal(err)
 		}
-		e.TriggerPod(nsKey(fmt.Sprintf("pod-%d", 1)))
+		e.TriggerPod(nsKey("pod-1"))
 		deletiontest.Advance(time.Minute)
 		if len(logs.lines("requeueing pod failed")) != 1 || len(logs.lines(`"port"="Requeue"`)) != 1 {
-			t.Fatalf("the Requeue failure is not logged: %s", logs.String())
+			t.Fatalf("the Requeue failure is not logged, and summed up: %s", logs.String())
+		}
+		if got := eventKinds(events.All()); len(events.Of(deletion.EventDestroyed)) != 1 {
+			t.Fatalf("the PU of the replaced sandbox is destroyed once: %v", got)
 		}
 		for _, ev := range events.All() {
 			if ev.Err != nil {
-				return
+				t.Errorf("an Event told of the Requeuer's failure: %v", ev)
 			}
 		}
-		t.Errorf("the Requeuer failed (logged, summed up at error level), and the Observer heard nothing of it: %v", eventKinds(events.All()))
 	})
 }
 

@@ -157,8 +157,9 @@ func TestAnAdoptionDuringTracksCommitIsKept(t *testing.T) {
 // TestARequeuerThatTracksTheNewSandboxAtOnceIsNotHeldUp: row 10 destroys
 // the PU of a replaced sandbox and requeues the pod; an agent whose Requeuer
 // tracks the PU of the new sandbox at once, under the same PUID, gets it
-// tracked (its EventTracked after the old PU's EventDestroyed) without
-// waiting for the check that called it.
+// tracked (its EventTracked after the old PU's EventDestroyed and
+// EventChecked: the Requeuer is called once the check is over), and the
+// Sweep returns once it was.
 func TestARequeuerThatTracksTheNewSandboxAtOnceIsNotHeldUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := deletiontest.NewCluster()
@@ -182,8 +183,8 @@ func TestARequeuerThatTracksTheNewSandboxAtOnceIsNotHeldUp(t *testing.T) {
 		got, held := j.holds("a")
 		require.True(t, held, "the journal holds the new PU")
 		assert.Equal(t, "s2", got.SandboxID)
-		assert.Equal(t, []deletion.EventKind{deletion.EventTracked, deletion.EventDestroyed, deletion.EventTracked, deletion.EventChecked},
-			j.kinds("a"), "the old PU's destroy, then the new PU")
+		assert.Equal(t, []deletion.EventKind{deletion.EventTracked, deletion.EventDestroyed, deletion.EventChecked, deletion.EventTracked},
+			j.kinds("a"), "the old PU's destroy and check, then the new PU")
 	})
 }
 
@@ -202,10 +203,10 @@ func TestAVetoIsToldWithItsPU(t *testing.T) {
 	assert.Equal(t, ports.PU{PUID: "a", Pod: key}, vetoes[0].PU)
 }
 
-// TestAPUTrackedAgainWhileItsCheckEndsIsToldAfterIt: the check that
-// destroyed the PU of a replaced sandbox is still requeueing its pod when the
-// agent tracks the PUID again from another goroutine: the two PUs' events
-// reach a slow Observer (a journal) one at a time, in the order of the moves.
+// TestAPUTrackedAgainWhileItsCheckEndsIsToldAfterIt: the pod of a PU
+// destroyed for a replaced sandbox is still being requeued when the agent
+// tracks the PUID again from another goroutine: the two PUs' events reach a
+// slow Observer (a journal) one at a time, in the order of the moves.
 func TestAPUTrackedAgainWhileItsCheckEndsIsToldAfterIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := deletiontest.NewCluster()
@@ -241,8 +242,8 @@ func TestAPUTrackedAgainWhileItsCheckEndsIsToldAfterIt(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		assert.Zero(t, overlaps, "two events of one PUID told at once: %v", order)
-		assert.Equal(t, []deletion.EventKind{deletion.EventTracked, deletion.EventDestroyed, deletion.EventTracked, deletion.EventChecked},
-			order, "in the order of the moves: the new Track came before the old check ended")
+		assert.Equal(t, []deletion.EventKind{deletion.EventTracked, deletion.EventDestroyed, deletion.EventChecked, deletion.EventTracked},
+			order, "in the order of the moves: the old check ended before the Requeuer was called")
 	})
 }
 

@@ -742,11 +742,12 @@ func (c *Engine) late(r *record, s *slot, o *outcome, what string) {
 	}
 }
 
-// finish ends the check of r held in s with o: it tells the Observer its EventChecked, then releases the record and
-// the slot, so that a Sweep returns once the Observer knows. The Observer is told in the slot: one that hangs is seen
+// finish ends the check of r held in s with o, run under ctx: it tells the Observer its EventChecked, hands the pod
+// to requeue to the Requeuer's lane (requeue.go), then releases the record and the slot, so that a Sweep returns once
+// the Observer knows, and waits for the lane. The Observer is told in the slot: one that hangs is seen
 // as stuck, as a port is. A port that answered past the check's deadline is a failure of the check (its Err, noted
 // by run); an Observer that does is summed up in the logs alone.
-func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
+func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, start int64) {
 	late := func(what string) { c.late(r, s, o, what) }
 	if c.opts.Observer != nil {
 		c.q.mu.Lock()
@@ -763,6 +764,9 @@ func (c *Engine) finish(r *record, s *slot, o *outcome, start int64) {
 		}
 	}
 	s.checkEnd.Store(0)
+	if o.requeue != nil {
+		c.queueRequeue(ctx, r.PUID, o.requeue)
+	}
 	now := c.opts.Clock.Now()
 	for _, f := range o.fails { // before the release: a Sweep that returns then sums them up
 		c.fails.add(f.port, r.PUID, f.err, now)

@@ -92,6 +92,7 @@ func (c *Engine) Sweep(ctx context.Context) {
 		return // nothing is tracked
 	}
 	defer c.flushFailures()
+	defer c.waitRequeues(ctx) // the pods its checks requeue handed over, their failures summed up with the others
 
 	t := time.NewTicker(stuckGrace)
 	defer t.Stop()
@@ -266,15 +267,8 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	if o.removed {
 		c.told(r.PUID)
 	}
-	if o.requeue != nil { // with a deadline of its own
-		s.checkEnd.Store(c.realNow() + int64(c.opts.CheckTimeout))
-		c.requeue(ctx, &o)
-		if n := len(o.fails); n == 0 || o.fails[n-1].port != portLate {
-			c.late(r, s, &o, "a port")
-		}
-	}
 	o.end, o.cut = c.now(), ctx.Err() != nil
-	c.finish(r, s, &o, start)
+	c.finish(ctx, r, s, &o, start)
 }
 
 // realNow returns the time package's time since New: deadlines follow it.
