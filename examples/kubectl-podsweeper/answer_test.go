@@ -66,3 +66,32 @@ func TestAnAnswerWithAnErrorHasNothingElse(t *testing.T) {
 		})
 	}
 }
+
+// TestAnAnswersTimesAreToldFromWhenItCame: a program that answers late (it
+// took 2 s) has its times told relative to its answer, not to when the
+// command began: its PU checked a second before it answered was checked
+// "1s ago", and its retry is "in 5s".
+func TestAnAnswersTimesAreToldFromWhenItCame(t *testing.T) {
+	f := newFakeAPI(t)
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/podsweeper" {
+			http.NotFound(w, r)
+			return
+		}
+		time.Sleep(2 * time.Second)
+		now := time.Now()
+		_ = json.NewEncoder(w).Encode([]map[string]any{{"puID": "aaaaaaaa-0000-0000-0000-000000000001", "pod": "apps/web", "state": "retrying",
+			"age": "1m", "lastChecked": now.Add(-time.Second), "lastRow": 1, "why": "pod not found", "attempts": 1,
+			"nextAttempt": now.Add(5*time.Second + 500*time.Millisecond)}})
+	}))
+	for _, args := range [][]string{
+		{"explain", "pod", "apps/web", "--node", "node-a", "--timeout", "10s"},
+		{"status", "--node", "node-a", "--timeout", "10s"},
+	} {
+		r := f.run(args...)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "1s ago", "%q:\n%s", args, r.stdout)
+		assert.Contains(t, r.stdout, "5s", "%q:\n%s", args, r.stdout)
+		assert.NotContains(t, r.stdout, "3s ago", "%q: told from when the command began:\n%s", args, r.stdout)
+	}
+}

@@ -324,6 +324,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 	if err != nil {
 		return failed(t, "reading its status on port %d: %v", port, err), nil
 	}
+	a.At = time.Now() // its page's times are told relative to when it answered, not to when the command began
 	code, body, err = f.get(ctx, k8s.DryRunPath)
 	switch {
 	case err != nil:
@@ -586,6 +587,7 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 	// Each cni-gc of the node (two releases, or a rollout's surge) until one answers: they read the same node.
 	var st *AddressStatus
 	var pus []k8s.PUStatus
+	var at time.Time
 	for i, t := range ts {
 		s, p, why, err := c.askAddress(ctx, t, ip)
 		if err != nil {
@@ -600,13 +602,13 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 			}
 			continue
 		}
-		x.Program, x.Error, st, pus = &ts[i].Program, "", s, p
+		x.Program, x.Error, st, pus, at = &ts[i].Program, "", s, p, time.Now()
 		break
 	}
 	if st == nil {
 		return x, nil
 	}
-	x.Address = st
+	x.Address, x.At = st, at
 	seen := map[string]bool{}
 	pod := func(namespace, name, uid string) error {
 		if name == "" || seen[namespace+"/"+name+"/"+uid] {

@@ -50,6 +50,17 @@ type Answer struct {
 	// Error says why the program could not be asked; its other fields
 	// are then empty.
 	Error string `json:"error,omitempty"`
+	// At is when the program answered (its status page read): the times
+	// of its answer are told relative to it. Zero: the command's Now.
+	At time.Time `json:"at,omitzero"`
+}
+
+// now returns when a answered, or, not told, the command's now.
+func (a Answer) now(now time.Time) time.Time {
+	if a.At.IsZero() {
+		return now
+	}
+	return a.At
 }
 
 // Pod is the pod asked about, as the API server has it.
@@ -167,7 +178,7 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 				p.f("  PU %s of pod %s%s: reported, and not on its status page when it was read.\n", r.PUID, r.Pod, sandboxOf(r.SandboxID))
 			}
 			p.f("    dry run       would have destroyed it, %s: row %d of the decision table, %s (%s).\n",
-				r.Reason, r.Row, r.Why, ago(x.Now, r.At))
+				r.Reason, r.Row, r.Why, ago(a.now(x.Now), r.At))
 		}
 	}
 	if len(none) > 0 {
@@ -233,7 +244,7 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	if s.LastChecked == nil {
 		p.f("    last check    none yet.\n")
 	} else {
-		p.f("    last check    %s: row %d of the decision table, %s.\n", ago(x.Now, *s.LastChecked), s.LastRow, s.Why)
+		p.f("    last check    %s: row %d of the decision table, %s.\n", ago(a.now(x.Now), *s.LastChecked), s.LastRow, s.Why)
 	}
 	if s.Vetoed {
 		p.f("    veto          the confirming read of the API server overrode the destroy the cache decided: the PU is kept.\n")
@@ -241,7 +252,7 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	if s.Attempts > 0 {
 		next := "none planned"
 		if s.NextAttempt != nil {
-			next = "next " + in(x.Now, *s.NextAttempt)
+			next = "next " + in(a.now(x.Now), *s.NextAttempt)
 		}
 		p.f("    attempts      %d destroy call(s) failed; %s.\n", s.Attempts, next)
 	}
@@ -290,11 +301,11 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 		for _, u := range a.PUs {
 			check, row, why := "-", "-", "-"
 			if u.LastChecked != nil {
-				check, row, why = ago(s.Now, *u.LastChecked), fmt.Sprint(u.LastRow), u.Why
+				check, row, why = ago(a.now(s.Now), *u.LastChecked), fmt.Sprint(u.LastRow), u.Why
 			}
 			next := "-"
 			if u.NextAttempt != nil {
-				next = in(s.Now, *u.NextAttempt)
+				next = in(a.now(s.Now), *u.NextAttempt)
 			}
 			dry := "-"
 			if u.WouldDestroy != "" {
@@ -350,7 +361,7 @@ func RenderReport(w io.Writer, r *Report) error {
 			if dropped[d.PUID] {
 				held = "no: pod gone"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Program, orNone(a.Program.Node, "-"), d.Pod, d.PUID, d.Reason, d.Row, d.Why, ago(r.Now, d.At), held)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Program, orNone(a.Program.Node, "-"), d.Pod, d.PUID, d.Reason, d.Row, d.Why, ago(a.now(r.Now), d.At), held)
 			rows++
 		}
 	}
@@ -528,6 +539,9 @@ type IPExplanation struct {
 	// Pods are the pods that Address's attachments and frees name, as
 	// the API server has them now.
 	Pods []PodNow `json:"pods,omitempty"`
+	// At is when cni-gc answered: the times of its answer are told
+	// relative to it. Zero: Now.
+	At time.Time `json:"at,omitzero"`
 }
 
 // PodNow is a pod as the CNI cache recorded it (its namespace, name and
@@ -602,6 +616,14 @@ type (
 	}
 )
 
+// at returns when cni-gc answered, or, not told, Now.
+func (x *IPExplanation) at() time.Time {
+	if x.At.IsZero() {
+		return x.Now
+	}
+	return x.At
+}
+
 // Held reports whether x's answer says that something holds the address:
 // an attachment or a reservation, or a recent free of it.
 func (x *IPExplanation) Held() bool {
@@ -641,7 +663,7 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	}
 	sweep := "no sweep of host-local's reservations has run yet"
 	if a.ReservationsRead != nil {
-		sweep = "host-local's reservations as the sweep " + ago(x.Now, *a.ReservationsRead) + " read them"
+		sweep = "host-local's reservations as the sweep " + ago(x.at(), *a.ReservationsRead) + " read them"
 	}
 	if !x.Held() && len(a.Unread) > 0 {
 		p.f("  Of what it could read, no attachment of libcni's cache and no host-local reservation holds it (%s), and cni-gc freed none of it lately.\n", sweep)
@@ -660,12 +682,12 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 				owner = fmt.Sprintf("of pod %s/%s (UID %s)", at.PodNamespace, at.PodName, at.PodUID)
 			}
 			p.f("  attachment    libcni's cache entry %s, network %s, interface %s, sandbox %s, %s, written %s.\n",
-				at.File, orNone(at.Network, "unknown"), orNone(at.IfName, "unknown"), shortID(at.ContainerID), owner, ago(x.Now, at.Written))
+				at.File, orNone(at.Network, "unknown"), orNone(at.IfName, "unknown"), shortID(at.ContainerID), owner, ago(x.at(), at.Written))
 			p.f("    freeing     never: cni-gc does not use this entry: %s.\n", at.NeverTouched)
 			continue
 		}
 		p.f("  attachment    network %s, interface %s, sandbox %s, of pod %s/%s (UID %s), added %s.\n",
-			at.Network, at.IfName, shortID(at.ContainerID), at.PodNamespace, at.PodName, at.PodUID, ago(x.Now, at.Written))
+			at.Network, at.IfName, shortID(at.ContainerID), at.PodNamespace, at.PodName, at.PodUID, ago(x.at(), at.Written))
 		p.f("    pod         %s\n", x.podNow(at.PodNamespace, at.PodName, at.PodUID))
 		for _, s := range x.PUs {
 			if s.PUID != at.PodUID {
@@ -675,12 +697,12 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 			if s.LastChecked == nil {
 				p.f("    last check  none yet.\n")
 			} else {
-				p.f("    last check  %s: row %d of the decision table, %s.\n", ago(x.Now, *s.LastChecked), s.LastRow, s.Why)
+				p.f("    last check  %s: row %d of the decision table, %s.\n", ago(x.at(), *s.LastChecked), s.LastRow, s.Why)
 			}
 			if s.Attempts > 0 {
 				next := "none planned"
 				if s.NextAttempt != nil {
-					next = "next " + in(x.Now, *s.NextAttempt)
+					next = "next " + in(x.at(), *s.NextAttempt)
 				}
 				p.f("    attempts    %d destroy call(s) failed; %s.\n", s.Attempts, next)
 			}
@@ -697,14 +719,14 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 		case d == nil:
 			p.f("    freeing     not decided: the engine has not asked cni-gc to free this sandbox since it started.\n")
 		case d.Row < 0:
-			p.f("    freeing     %s%s, asked for %s: kept, decided by no row of the freeing table: %s.\n", ago(x.Now, d.At), dryRunWord(d.DryRun), d.Reason, d.Why)
+			p.f("    freeing     %s%s, asked for %s: kept, decided by no row of the freeing table: %s.\n", ago(x.at(), d.At), dryRunWord(d.DryRun), d.Reason, d.Why)
 		default:
-			p.f("    freeing     %s%s, asked for %s: row %d of the freeing table, %s: %s.\n", ago(x.Now, d.At), dryRunWord(d.DryRun), d.Reason, d.Row, d.Why, d.Verdict)
+			p.f("    freeing     %s%s, asked for %s: row %d of the freeing table, %s: %s.\n", ago(x.at(), d.At), dryRunWord(d.DryRun), d.Reason, d.Row, d.Why, d.Verdict)
 		}
 	}
 	for _, r := range a.Reservations {
 		p.f("  reservation   host-local's %s, network %s, of container %s, interface %s, reserved %s.\n",
-			r.File, r.Network, shortID(r.ContainerID), r.IfName, ago(x.Now, r.Reserved))
+			r.File, r.Network, shortID(r.ContainerID), r.IfName, ago(x.at(), r.Reserved))
 		if !slices.ContainsFunc(a.Attachments, func(at AttachmentStatus) bool { return at.ContainerID == r.ContainerID }) {
 			p.f("    pod         none known: no attachment of libcni's cache is of that container.\n")
 		}
@@ -713,9 +735,9 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 			state += " (" + r.Decision.Reason + ")"
 		}
 		if r.Decision.Row < 0 {
-			p.f("    freeing     %s, as the sweep %s decided by no row of the freeing table: %s.\n", state, ago(x.Now, r.Decision.At), r.Decision.Why)
+			p.f("    freeing     %s, as the sweep %s decided by no row of the freeing table: %s.\n", state, ago(x.at(), r.Decision.At), r.Decision.Why)
 		} else {
-			p.f("    freeing     %s, as the sweep %s decided: row %d of the freeing table, %s.\n", state, ago(x.Now, r.Decision.At), r.Decision.Row, r.Decision.Why)
+			p.f("    freeing     %s, as the sweep %s decided: row %d of the freeing table, %s.\n", state, ago(x.at(), r.Decision.At), r.Decision.Row, r.Decision.Why)
 		}
 		if r.Error != "" {
 			p.f("    last error  %s\n", r.Error)
@@ -724,11 +746,11 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	for _, f := range a.Freed {
 		if f.Reservation {
 			p.f("  freed         %s: host-local's %s, network %s, of container %s, interface %s (%s): row %d of the freeing table, %s.\n",
-				ago(x.Now, f.At), f.File, f.Network, shortID(f.ContainerID), f.IfName, f.Decision.Reason, f.Decision.Row, f.Decision.Why)
+				ago(x.at(), f.At), f.File, f.Network, shortID(f.ContainerID), f.IfName, f.Decision.Reason, f.Decision.Row, f.Decision.Why)
 			continue
 		}
 		p.f("  freed         %s: the attachment of pod %s/%s (UID %s), network %s, interface %s, sandbox %s, asked for %s: row %d of the freeing table, %s.\n",
-			ago(x.Now, f.At), f.PodNamespace, f.PodName, f.PodUID, f.Network, f.IfName, shortID(f.ContainerID), f.Decision.Reason, f.Decision.Row, f.Decision.Why)
+			ago(x.at(), f.At), f.PodNamespace, f.PodName, f.PodUID, f.Network, f.IfName, shortID(f.ContainerID), f.Decision.Reason, f.Decision.Row, f.Decision.Why)
 		p.f("    pod         %s\n", x.podNow(f.PodNamespace, f.PodName, f.PodUID))
 	}
 	switch {
