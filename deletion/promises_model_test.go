@@ -68,8 +68,10 @@ package deletion_test
 //     its ctx's cancel, hangs or not; a Sweep returns within 2s + for each
 //     hang it overlaps min(hang, CheckTimeout + 2s) (+ the first list's
 //     deadline + 2s with an Inventory under Start, + (PUs + calls + burst +
-//     2)/rate) of its start or the previous Sweep's end, or 2s after its
-//     ctx is cancelled; every goroutine returns in the end.
+//     2)/rate, + CheckTimeout + 1s with a Requeuer nobody reads) of its
+//     start or the previous Sweep's end, or 2s after its ctx is cancelled;
+//     every goroutine returns in the end. A Requeuer that nobody reads (each
+//     call waits for its context) is no fault: 6 and 8 hold with it.
 //  12. A list of the Inventory that hangs past its deadline (and a second)
 //     is left behind: another follows within RetryMaxDelay, while Start
 //     runs and no list has answered.
@@ -148,13 +150,14 @@ const (
 	pmModeAutoStart // Start before the first operation
 	pmModeStaleList // with an Inventory: its lists keep the latest PUs destroyed while no list had answered
 	pmModeDryRunner // in a dry run: the PolicyHandler is a ports.DryRunner, with DestroyPU's faults
+	pmModeUnread    // the Requeuer's channel is never read: each Requeue waits for its context to end
 )
 
 type pmOptions struct {
-	dryRun, sandbox, confirmer, inventory, autoStart, staleList, dryRunner bool
-	rate                                                                   float64
-	burst, workers                                                         int
-	checkTimeout, interval                                                 time.Duration
+	dryRun, sandbox, confirmer, inventory, autoStart, staleList, dryRunner, unread bool
+	rate                                                                           float64
+	burst, workers                                                                 int
+	checkTimeout, interval                                                         time.Duration
 }
 
 func pmDecodeMode(m uint16) pmOptions {
@@ -162,6 +165,7 @@ func pmDecodeMode(m uint16) pmOptions {
 		dryRun: m&pmModeDryRun != 0, sandbox: m&pmModeSandbox != 0, confirmer: m&pmModeConfirmer != 0,
 		inventory: m&pmModeInventory != 0, autoStart: m&pmModeAutoStart != 0, staleList: m&pmModeStaleList != 0, burst: 1, workers: 1,
 		dryRunner:    m&pmModeDryRun != 0 && m&pmModeDryRunner != 0,
+		unread:       m&pmModeUnread != 0,
 		checkTimeout: time.Second,
 		interval:     []time.Duration{time.Second, 5 * time.Second, 20 * time.Second, time.Minute}[m>>9&3],
 	}
@@ -186,7 +190,7 @@ func (o pmOptions) String() string {
 		on   bool
 		name string
 	}{{o.dryRun, "DryRun"}, {o.dryRunner, "DryRunner"}, {o.sandbox, "SandboxExtractor+SandboxProber"}, {o.confirmer, "Confirmer"},
-		{o.inventory, "Inventory"}, {o.staleList, "a stale Inventory"}, {o.autoStart, "Start first"}} {
+		{o.inventory, "Inventory"}, {o.staleList, "a stale Inventory"}, {o.autoStart, "Start first"}, {o.unread, "a Requeuer nobody reads"}} {
 		if f.on {
 			s += ", " + f.name
 		}
@@ -1096,8 +1100,12 @@ func (w *pmWorld) typedNil() error {
 
 // Requeue is the agent's controller, reconciling a pod whose PU went with its sandbox (rows 10 and 12): it creates
 // the PU of the pod's sandbox now, under the pod's UID, and tracks it at once.
-func (p *pmPorts) Requeue(_ context.Context, pod *corev1.Pod) error {
+func (p *pmPorts) Requeue(ctx context.Context, pod *corev1.Pod) error {
 	w, e := p.w, p.e
+	if w.o.unread { // nobody reads its channel: it waits for its context, and the agent's controller never hears
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	slot := pmSlotOf(pod.Name)
 	w.mu.Lock()
 	if e.dead || slot < 0 || !w.pods[slot].exists || w.pods[slot].uid != string(pod.UID) {
@@ -1512,6 +1520,9 @@ func (w *pmWorld) sweepBoundLocked(e *pmEngine, s *pmSweepRec) (time.Duration, b
 	}
 	if w.o.inventory && e.startCalled {
 		bound += w.o.listTimeout() + 2*time.Second
+	}
+	if w.o.unread { // it waits for the Requeuer once: CheckTimeout and a second
+		bound += w.o.checkTimeout + time.Second
 	}
 	if w.o.rate > 0 && !w.o.dryRun {
 		n := s.snapN + w.o.burst + 2
@@ -1978,6 +1989,11 @@ func FuzzPromises(f *testing.F) {
 	// A sandbox replaced: the Requeuer, the agent's controller, tracks the new sandbox's PU at once, under the same
 	// PUID, while the check that destroyed the old one is under way.
 	f.Add(uint16(pmModeSandbox), cat(op(pmTrack, 0, 0), op(pmChangeSandbox, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0)))
+	// A Requeuer that nobody reads: three sandboxes replaced, each pod requeued into a channel that is never read,
+	// and a pod deleted: its PU is destroyed in time all the same (invariant 6), for no worker waits on the Requeuer.
+	f.Add(uint16(pmModeSandbox|pmModeAutoStart|pmModeLongCheck|pmModeUnread), cat(op(pmTrack, 0, 0), op(pmTrack, 1, 0),
+		op(pmTrack, 2, 0), op(pmTrack, 3, 0), op(pmChangeSandbox, 0, 0), op(pmChangeSandbox, 1, 0), op(pmChangeSandbox, 2, 0),
+		op(pmDelete, 3, 0), op(pmAdvance, 8, 0), op(pmAdvance, 8, 0), op(pmSweep, 0, 0), op(pmAdvance, 9, 0)))
 	// Every list of the Inventory hangs, ignoring its context: each is left behind and another follows (invariant 12).
 	f.Add(uint16(pmModeInventory|pmModeAutoStart|1<<9), cat(op(pmTrack, 0, 0), op(pmListFault, 1, 15), op(pmRestart, 0, 0),
 		op(pmDelete, 0, 0), op(pmAdvance, 11, 0), op(pmListFault, 5, 0), op(pmAdvance, 11, 0)))

@@ -14,13 +14,11 @@ import (
 )
 
 // requeueLane holds the pods waiting for the Requeuer, one per pod (the latest copy keeps the first's place), and
-// whether its goroutine runs: idle is closed when it stops, the lane empty; callEnd is the deadline of the call it
-// makes (realNow), 0 between calls.
+// whether its goroutine runs: idle is closed when it stops, the lane empty.
 type requeueLane struct {
 	mu      sync.Mutex
 	pending []requeueItem
 	idle    chan struct{} // nil: no goroutine runs
-	callEnd int64
 }
 
 // requeueItem is a pod to requeue, the PU whose check queued it, and the context of the goroutine that ran the check
@@ -66,12 +64,8 @@ func (c *Engine) requeueAll() {
 		it := l.pending[0]
 		l.pending[0] = requeueItem{}
 		l.pending = l.pending[1:]
-		l.callEnd = c.realNow() + int64(c.opts.CheckTimeout)
 		l.mu.Unlock()
 		c.requeue(it)
-		l.mu.Lock()
-		l.callEnd = 0
-		l.mu.Unlock()
 	}
 }
 
@@ -91,26 +85,21 @@ func (c *Engine) requeue(it requeueItem) {
 	}
 }
 
-// waitRequeues waits until the lane has handed over every pod queued, ctx ends, or its call has run stuckGrace past
-// its deadline (a Requeuer that ignores its context: stuck, as a check is).
+// waitRequeues waits until the lane has handed over every pod queued, ctx ends, or CheckTimeout and a second have
+// passed: a Sweep waits for the Requeuer once, not once a pod, whatever it requeued and whoever reads it.
 func (c *Engine) waitRequeues(ctx context.Context) {
 	l := &c.rq
-	t := time.NewTimer(stuckGrace)
+	l.mu.Lock()
+	idle := l.idle
+	l.mu.Unlock()
+	if idle == nil {
+		return
+	}
+	t := time.NewTimer(c.opts.CheckTimeout + stuckGrace)
 	defer t.Stop()
-	for {
-		l.mu.Lock()
-		idle, end := l.idle, l.callEnd
-		l.mu.Unlock()
-		if idle == nil || end != 0 && c.realNow() > end+int64(stuckGrace) {
-			return
-		}
-		select {
-		case <-idle:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			t.Reset(stuckGrace)
-		}
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
