@@ -95,3 +95,25 @@ func TestAnAnswersTimesAreToldFromWhenItCame(t *testing.T) {
 		assert.NotContains(t, r.stdout, "3s ago", "%q: told from when the command began:\n%s", args, r.stdout)
 	}
 }
+
+// TestExplainIPsTimesAreToldFromWhenCNIGCAnswered: the same for explain
+// ip: a cni-gc that answers late (2 s) has its reservation's times told
+// relative to its answer.
+func TestExplainIPsTimesAreToldFromWhenCNIGCAnswered(t *testing.T) {
+	f := newFakeAPI(t)
+	f.addProgram("podsweeper-cni-gc", "podsweeper", "gc-1", "node-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case addressPath:
+			time.Sleep(2 * time.Second)
+			read := time.Now().Add(-time.Second)
+			_ = json.NewEncoder(w).Encode(map[string]any{"ip": "10.88.0.13", "reservationsRead": read})
+		case "/debug/podsweeper":
+			_, _ = w.Write([]byte(`[]`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	r := f.run("explain", "ip", "10.88.0.13", "--node", "node-a", "--timeout", "10s")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "the sweep 1s ago read them", r.stdout)
+}
