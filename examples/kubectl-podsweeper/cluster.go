@@ -238,24 +238,30 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 	var out []target
 	var unasked []string
 	elsewhere := map[string]bool{} // node-scoped programs that run on other nodes than node
+	var down []corev1.Pod          // programs' pods that have ended (Failed, Succeeded): asked of nothing
 	for _, p := range list.Items {
 		prog := charts[p.Labels["app.kubernetes.io/name"]]
-		pending := p.Status.Phase == corev1.PodPending || p.Status.Phase == corev1.PodUnknown
-		if prog != "" && node != "" && (nodeScoped[prog] && pending && (p.Spec.NodeName == node || p.Spec.NodeName == "") || !nodeScoped[prog] && pending) {
-			// One that does not run yet (a DaemonSet's pod not yet scheduled names no node) may be the program of node.
-			unasked = append(unasked, fmt.Sprintf("%s %s/%s%s is %s: not asked", prog, p.Namespace, p.Name, onNodeOf(p.Spec.NodeName), p.Status.Phase))
+		if prog == "" || !nodeScoped[prog] && !clusterWide {
+			continue
 		}
-		if prog != "" && nodeScoped[prog] && node != "" && p.Spec.NodeName != node && p.Status.Phase == corev1.PodRunning {
-			elsewhere[prog] = true
-		}
-		// A pod being deleted still runs its grace period, and is asked.
-		if prog == "" || p.Status.Phase != corev1.PodRunning {
+		ours := !nodeScoped[prog] || node == "" || p.Spec.NodeName == node || p.Spec.NodeName == ""
+		switch p.Status.Phase {
+		case corev1.PodPending, corev1.PodUnknown:
+			// One that does not run yet (a DaemonSet's pod not yet scheduled names no node) may be the program asked
+			// for: of node, of every node when none is known, or the cluster's.
+			if ours {
+				unasked = append(unasked, fmt.Sprintf("%s %s/%s%s is %s: not asked", prog, p.Namespace, p.Name, onNodeOf(p.Spec.NodeName), p.Status.Phase))
+			}
+			continue
+		case corev1.PodRunning: // a pod being deleted still runs its grace period, and is asked
+		default:
+			if ours {
+				down = append(down, p)
+			}
 			continue
 		}
 		if nodeScoped[prog] && node != "" && p.Spec.NodeName != node {
-			continue
-		}
-		if !nodeScoped[prog] && !clusterWide {
+			elsewhere[prog] = true
 			continue
 		}
 		t := target{Program: Program{Program: prog, Release: p.Labels["app.kubernetes.io/instance"], Namespace: p.Namespace,
@@ -269,6 +275,17 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 	slices.SortFunc(out, func(a, b target) int {
 		return strings.Compare(a.Program.Program+"\x00"+a.Node+"\x00"+a.Namespace+"/"+a.Pod, b.Program.Program+"\x00"+b.Node+"\x00"+b.Namespace+"/"+b.Pod)
 	})
+	// A pod that has ended is named when nothing runs in its place: no pod of its program on its node (or, for the
+	// cluster's program, anywhere) is asked. A leftover beside its replacement is not.
+	for _, p := range down {
+		prog := charts[p.Labels["app.kubernetes.io/name"]]
+		replaced := slices.ContainsFunc(out, func(t target) bool {
+			return t.Program.Program == prog && (!nodeScoped[prog] || t.Node == p.Spec.NodeName)
+		})
+		if !replaced {
+			unasked = append(unasked, fmt.Sprintf("%s %s/%s%s is %s: not asked", prog, p.Namespace, p.Name, onNodeOf(p.Spec.NodeName), p.Status.Phase))
+		}
+	}
 	for _, prog := range slices.Sorted(maps.Keys(elsewhere)) {
 		if !slices.ContainsFunc(out, func(t target) bool { return t.Node == node && t.Program.Program == prog }) &&
 			!slices.ContainsFunc(unasked, func(u string) bool { return strings.HasPrefix(u, prog+" ") }) {
@@ -376,7 +393,7 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return nil, c.refused(ctx, err, "get", "pods", namespace, clusterRole)
-		case uid != "" && string(p.UID) != uid:
+		case uid != "" && !podOf(p).is(uid):
 			// Another pod than the one asked about: it is named in a
 			// note, and nothing of it is said (as with --uid alone).
 			x.Warnings = append(x.Warnings, fmt.Sprintf("the pod named %s/%s now has UID %s, not %s", namespace, name, p.UID, uid))
@@ -450,6 +467,22 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		if err := c.podOfUID(ctx, x); err != nil {
 			return nil, err
 		}
+	} else if x.UID != "" {
+		// Asked by name and UID: a PU or a report of that UID that names another pod tells where it lives.
+		named := map[string]bool{}
+		for _, a := range answers {
+			for _, s := range a.PUs {
+				named[s.Pod] = named[s.Pod] || s.PUID == x.UID
+			}
+			for _, r := range a.Reports {
+				named[r.Pod] = named[r.Pod] || r.PUID == x.UID
+			}
+		}
+		for _, pod := range slices.Sorted(maps.Keys(named)) {
+			if named[pod] && pod != x.Namespace+"/"+x.Name {
+				x.Warnings = append(x.Warnings, fmt.Sprintf("a PU of UID %s is of pod %s, not %s/%s: explain pod %s", x.UID, pod, x.Namespace, x.Name, pod))
+			}
+		}
 	}
 	return x, nil
 }
@@ -466,7 +499,7 @@ func (c *cluster) podOfUID(ctx context.Context, x *PodExplanation) error {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return c.refused(ctx, err, "get", "pods", x.Namespace, clusterRole)
-	case string(p.UID) == x.UID:
+	case podOf(p).is(x.UID):
 		x.Pod = podOf(p)
 	default:
 		x.Warnings = append(x.Warnings, fmt.Sprintf("the pod named %s/%s now has UID %s, not %s", x.Namespace, x.Name, p.UID, x.UID))
@@ -476,8 +509,12 @@ func (c *cluster) podOfUID(ctx context.Context, x *PodExplanation) error {
 
 // podOf is what is said of p.
 func podOf(p *corev1.Pod) *Pod {
-	return &Pod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Node: p.Spec.NodeName,
+	pod := &Pod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Node: p.Spec.NodeName,
 		Phase: string(p.Status.Phase), Deleting: p.DeletionTimestamp != nil}
+	if uid := p.Annotations[corev1.MirrorPodAnnotationKey]; uid != "" && uid != pod.UID {
+		pod.StaticUID = uid
+	}
+	return pod
 }
 
 // events returns the podsweeper Events of the pod of x, oldest first: those
@@ -535,21 +572,30 @@ func (c *cluster) events(ctx context.Context, x *PodExplanation) ([]Event, error
 	return out, nil
 }
 
-// eventOf is what is said of e.
+// eventOf is what is said of e: its note with the time of its first
+// occurrence, whose note it is (a series keeps its first Event's note), and,
+// for a series, its count and its last time.
 func eventOf(e corev1.Event) Event {
 	t := e.EventTime.Time
-	if e.Series != nil && !e.Series.LastObservedTime.IsZero() {
-		t = e.Series.LastObservedTime.Time
-	}
 	if t.IsZero() {
-		t = e.LastTimestamp.Time
+		t = e.FirstTimestamp.Time
 	}
 	if t.IsZero() {
 		t = e.CreationTimestamp.Time
 	}
+	last := e.LastTimestamp.Time
+	if e.Series != nil && !e.Series.LastObservedTime.IsZero() {
+		last = e.Series.LastObservedTime.Time
+	}
+	if t.IsZero() {
+		t = last
+	}
 	count := max(1, int(e.Count)) // core/v1's count, or events.k8s.io's series
 	if e.Series != nil && int(e.Series.Count) > count {
 		count = int(e.Series.Count)
+	}
+	if count == 1 || !last.After(t) {
+		last = time.Time{}
 	}
 	regarding := e.InvolvedObject.Kind + "/"
 	if e.InvolvedObject.Namespace != "" {
@@ -562,8 +608,12 @@ func eventOf(e corev1.Event) Event {
 			uid, pod = string(e.Related.UID), e.Related.Namespace+"/"+e.Related.Name
 		}
 	}
-	return Event{Time: t.UTC(), Type: e.Type, Reason: e.Reason, Regarding: regarding + e.InvolvedObject.Name, Note: e.Message, Count: count,
+	ev := Event{Time: t.UTC(), Type: e.Type, Reason: e.Reason, Regarding: regarding + e.InvolvedObject.Name, Note: e.Message, Count: count,
 		uid: uid, node: node, pod: pod}
+	if !last.IsZero() {
+		ev.Last = last.UTC()
+	}
+	return ev
 }
 
 // addressPath is cni-gc's page of an address (adapters/cni's AddressPath,

@@ -301,7 +301,7 @@ func TestExplainOnContainerd(t *testing.T) {
 	assert.Equal(t, string(second.UID), x.Pod.UID)
 	code, out, errs = plugin(asOperator, "explain", "pod", "--uid", string(first.UID))
 	require.Equal(t, 0, code, errs)
-	assert.Contains(t, out, "Pod with UID "+string(first.UID)+" (apps/again): no pod of that UID in the API server")
+	assert.Contains(t, out, "Pod with UID "+string(first.UID)+" (apps/again): no pod of that name has that UID in the API server")
 	assert.Contains(t, out, "the pod named apps/again now has UID "+string(second.UID))
 	assert.Contains(t, out, "destroyed PU "+string(first.UID), "the earlier pod's destroy, by its UID")
 	assert.NotNil(t, puOf(answerOf(x, "node-agent"), string(second.UID)))

@@ -69,7 +69,7 @@ func TestExplainNameAndUIDIsThePodOfThatUID(t *testing.T) {
 	} {
 		r := f.run(args...)
 		assert.Equal(t, 0, r.code)
-		assert.Contains(t, r.stdout, "Pod with UID "+earlierUID+" (apps/web): no pod of that UID in the API server", "%q", args)
+		assert.Contains(t, r.stdout, "Pod with UID "+earlierUID+" (apps/web): no pod of that name has that UID in the API server", "%q", args)
 		assert.Contains(t, r.stdout, "Note: the pod named apps/web now has UID "+laterUID, "%q", args)
 		assert.Contains(t, r.stdout, "UIDChanged: destroyed PU "+earlierUID, "%q", args)
 		assert.NotContains(t, r.stdout, "PU "+laterUID+" of pod", "%q", args)

@@ -329,7 +329,7 @@ func TestHoldsEvents(t *testing.T) {
 	})
 	r := f.run("explain", "pod", "apps/web", "--node", "node-a")
 	// core/v1's timestamps are whole seconds: 1m0s or 1m1s.
-	if !regexp.MustCompile(`  1m[01]s ago  Normal PUDestroyed, regarding Pod/apps/web \(3 times\): old one\n  3[01]s ago  Warning PUAbandoned, regarding Pod/apps/web \(4 times\): new one`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`  10m[01]s ago  Normal PUDestroyed, regarding Pod/apps/web \(3 times, the last 1m[01]s ago; the note is the first's\): old one\n  5m[01]s ago  Warning PUAbandoned, regarding Pod/apps/web \(4 times, the last 3[01]s ago; the note is the first's\): new one`).MatchString(r.stdout) {
 		t.Errorf("events: %q", r.stdout)
 	}
 	r = f.run("explain", "pod", "--uid", laterOldUID, "--node", "node-a")

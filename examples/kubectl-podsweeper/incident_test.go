@@ -371,8 +371,9 @@ func TestNameAndUIDLivePodOfThatUID(t *testing.T) {
 	assert.NotContains(t, r.stdout, "na-b")
 }
 
-// TestEventSeriesAndOrder: an Event series is said with its count and
-// its last time; Events are oldest first.
+// TestEventSeriesAndOrder: an Event series is said at its first time,
+// whose note it keeps, with its count and its last time; Events are oldest
+// first, by the time of their notes.
 func TestEventSeriesAndOrder(t *testing.T) {
 	f := newFakeAPI(t)
 	now := time.Now()
@@ -384,9 +385,9 @@ func TestEventSeriesAndOrder(t *testing.T) {
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", holding())
 	r := f.run("explain", "pod", "apps/web")
 	assert.Equal(t, 0, r.code)
-	assert.Contains(t, r.stdout, "(3 times)")
-	i1, i2 := strings.Index(r.stdout, "Node/node-b"), strings.Index(r.stdout, "Node/node-a")
-	assert.True(t, i1 >= 0 && i2 > i1, "oldest first")
+	assert.Contains(t, r.stdout, "30m0s ago  Normal PUDestroyed, regarding Node/node-a (3 times, the last 1m0s ago; the note is the first's)")
+	i1, i2 := strings.Index(r.stdout, "Node/node-a"), strings.Index(r.stdout, "Node/node-b")
+	assert.True(t, i1 >= 0 && i2 > i1, "oldest first:\n%s", r.stdout)
 }
 
 // TestNodeWithNoProgramIsNotKnowsNothing: --node names a node where no
@@ -597,7 +598,7 @@ func TestCoreV1EventCount(t *testing.T) {
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", holding())
 	r := f.run("explain", "pod", "apps/web")
 	assert.Equal(t, 0, r.code)
-	assert.Contains(t, r.stdout, "(4 times)")
+	assert.Contains(t, r.stdout, "(4 times, the last 2m")
 }
 
 // TestStreamNeverAcknowledgedIsBounded: the API server (or the kubelet

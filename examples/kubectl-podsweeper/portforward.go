@@ -239,8 +239,13 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, error) {
 		if ferr != nil {
 			return 0, nil, ferr
 		}
-		r := <-done
-		return r.code, r.body, r.err
+		// The error stream ended empty: the answer is still to come, within ctx.
+		select {
+		case r := <-done:
+			return r.code, r.body, r.err
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		}
 	case <-ctx.Done():
 		return 0, nil, ctx.Err()
 	}

@@ -72,10 +72,20 @@ type Pod struct {
 	Phase     string `json:"phase,omitempty"`
 	// Deleting: the pod has a deletion timestamp (it is being deleted).
 	Deleting bool `json:"deleting,omitempty"`
+	// StaticUID is a static pod's UID as its kubelet knows it (its mirror
+	// pod's kubernetes.io/config.mirror annotation), by which its PUs and
+	// libcni's cache name it; "" for any other pod.
+	StaticUID string `json:"staticUID,omitempty"`
 }
+
+// is reports whether p is the pod of uid: its own UID, or, for a static
+// pod, the kubelet's.
+func (p *Pod) is(uid string) bool { return p.UID == uid || p.StaticUID != "" && p.StaticUID == uid }
 
 // Event is one podsweeper Event (PUDestroyed, PUAbandoned) of the pod.
 type Event struct {
+	// Time is when it first happened: its note is of that occurrence (a
+	// series keeps its first Event's note).
 	Time   time.Time `json:"time"`
 	Type   string    `json:"type"`
 	Reason string    `json:"reason"`
@@ -83,8 +93,10 @@ type Event struct {
 	// Node/<name> (a destroy of a pod that is gone, from a node's program).
 	Regarding string `json:"regarding"`
 	Note      string `json:"note"`
-	// Count is how many times it happened (a series), at least 1.
-	Count int `json:"count,omitempty"`
+	// Count is how many times it happened (a series), at least 1; Last
+	// when it last did, for a series (zero otherwise).
+	Count int       `json:"count,omitempty"`
+	Last  time.Time `json:"last,omitzero"`
 	// uid and pod (namespace/name) are the pod it names; node the node it
 	// regards, for one that regards a node.
 	uid, pod, node string
@@ -116,7 +128,7 @@ type PodExplanation struct {
 // PUs of other pods of that name are not its), by name otherwise.
 func (x *PodExplanation) Matches(pod, puID string) bool {
 	if x.UID != "" {
-		return puID == x.UID
+		return puID == x.UID || x.Pod != nil && x.Pod.is(puID)
 	}
 	return x.Name != "" && pod == x.Namespace+"/"+x.Name
 }
@@ -142,7 +154,7 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 		}
 		p.f("Pod with UID %s: not known by name (%s), and the API server is not asked for a pod by UID alone: whether it lives is not known (give NAMESPACE/NAME too).\n", x.UID, by)
 	case pod == nil && x.UID != "":
-		p.f("Pod with UID %s (%s/%s): no pod of that UID in the API server (deleted, or never created).\n", x.UID, x.Namespace, x.Name)
+		p.f("Pod with UID %s (%s/%s): no pod of that name has that UID in the API server (deleted, never created, or named otherwise).\n", x.UID, x.Namespace, x.Name)
 	case pod == nil:
 		p.f("Pod %s/%s: no such pod in the API server (deleted, or never created).\n", x.Namespace, x.Name)
 	default:
@@ -203,7 +215,10 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 		p.f("Events:\n")
 		for _, e := range x.Events {
 			count := ""
-			if e.Count > 1 {
+			switch {
+			case e.Count > 1 && !e.Last.IsZero():
+				count = fmt.Sprintf(" (%d times, the last %s; the note is the first's)", e.Count, ago(x.Now, e.Last))
+			case e.Count > 1:
 				count = fmt.Sprintf(" (%d times)", e.Count)
 			}
 			p.f("  %s  %s %s, regarding %s%s: %s\n", ago(x.Now, e.Time), e.Type, e.Reason, e.Regarding, count, e.Note)
@@ -233,7 +248,7 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 // renderPU writes one PU that a answered.
 func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	p.f("  PU %s of pod %s%s, tracked %s:\n", s.PUID, s.Pod, sandboxOf(s.SandboxID), s.Age)
-	if x.Pod != nil && s.PUID != x.Pod.UID && s.Pod == x.Pod.Namespace+"/"+x.Pod.Name {
+	if x.Pod != nil && !x.Pod.is(s.PUID) && s.Pod == x.Pod.Namespace+"/"+x.Pod.Name {
 		p.f("    note          this PU is of an earlier pod of that name (UID %s); the pod now is another (UID %s).\n", s.PUID, x.Pod.UID)
 	}
 	state := states[s.State]
@@ -262,8 +277,10 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	switch {
 	case s.WouldDestroy != "":
 		p.f("    dry run       would destroy it: %s.\n", s.WouldDestroy)
-	case a.Program.DryRun:
+	case a.Program.DryRun && s.LastChecked != nil:
 		p.f("    dry run       would keep it.\n")
+	case a.Program.DryRun:
+		p.f("    dry run       has not decided yet: it reports after its first check.\n")
 	}
 }
 
@@ -727,8 +744,16 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	for _, r := range a.Reservations {
 		p.f("  reservation   host-local's %s, network %s, of container %s, interface %s, reserved %s.\n",
 			r.File, r.Network, shortID(r.ContainerID), r.IfName, ago(x.at(), r.Reserved))
-		if !slices.ContainsFunc(a.Attachments, func(at AttachmentStatus) bool { return at.ContainerID == r.ContainerID }) {
+		switch {
+		case slices.ContainsFunc(a.Attachments, func(at AttachmentStatus) bool { return at.ContainerID == r.ContainerID }):
+		case slices.ContainsFunc(a.Unread, func(u string) bool { return strings.HasPrefix(u, "libcni's cache") }):
+			p.f("    pod         not known: cni-gc could not read all of libcni's cache.\n")
+		case r.Decision.Row == 16:
+			p.f("    pod         not told here: cni-gc says an entry of libcni's cache names that container (row 16), of another address or network.\n")
+		case r.Decision.Row == 18: // cni-gc found no entry of it, at the sweep
 			p.f("    pod         none known: no attachment of libcni's cache is of that container.\n")
+		default:
+			p.f("    pod         none known: no attachment of libcni's cache that holds this address is of that container.\n")
 		}
 		state := orNone(reservationStates[r.State], r.State)
 		if r.Decision.Reason != "" {
@@ -771,7 +796,7 @@ func (x *IPExplanation) podNow(namespace, name, uid string) string {
 		switch {
 		case pn.Pod == nil:
 			return "gone: no such pod in the API server."
-		case pn.Pod.UID != uid:
+		case !pn.Pod.is(uid):
 			return fmt.Sprintf("gone: the pod of that name now is another (UID %s).", pn.Pod.UID)
 		default:
 			return fmt.Sprintf("live on node %s: %s.", orNone(pn.Pod.Node, "none yet"), podPhase(pn.Pod))
