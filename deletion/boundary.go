@@ -109,7 +109,9 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 		v, pod = cv, ob.Pod
 		if now.Kind != 0 { // in its place in the PU's line: an Untrack meanwhile waits for it, not for the rest of the check
 			now.PU = pu
+			start := c.realNow()
 			c.tellLine(pu.PUID, o.line, o.line.take(), now)
+			o.observing += time.Duration(c.realNow() - start) // the Observer's, not a port's: late leaves it out
 		}
 		switch {
 		case port == portGetPod && v.Action == Destroy && c.opts.Confirmer != nil && v.Row != 10 && v.Row != 12:

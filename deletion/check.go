@@ -26,12 +26,13 @@ type outcome struct {
 	end             int64
 	events          []tellItem
 	fails           []portFailure
-	quiet           bool       // a check failed since the last good one: its failures are not logged again at V(1) (logs.go)
-	removed         bool       // the check removed the record: once told, a list may bring its PUID back (listWindow.told)
-	done            bool       // its destroy is over: it succeeded, or it is given up on
-	cut             bool       // the context of the goroutine that ran it ended: Start stopped, or the Sweep's ctx
-	pu              ports.PU   // the PU checked, as claimed
-	line            *eventLine // its PUID's line to the Observer (nil: none)
+	quiet           bool          // a check failed since the last good one: its failures are not logged again at V(1) (logs.go)
+	removed         bool          // the check removed the record: once told, a list may bring its PUID back (listWindow.told)
+	done            bool          // its destroy is over: it succeeded, or it is given up on
+	cut             bool          // the context of the goroutine that ran it ended: Start stopped, or the Sweep's ctx
+	observing       time.Duration // how long the Observer took to hear the events told during the check (EventVetoed, EventGetFailed)
+	pu              ports.PU      // the PU checked, as claimed
+	line            *eventLine    // its PUID's line to the Observer (nil: none)
 }
 
 // tellItem is an event of a check and its place in its PU's line, taken with the move that made it.

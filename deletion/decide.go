@@ -204,7 +204,7 @@ func Decide(e ports.PU, o Observation) Verdict {
 		return Verdict{Action: Adopt, SandboxID: o.SandboxID, Row: 7}
 	case o.SandboxID == "" && o.HasProber && e.SandboxID != "" && !o.ProberAsked:
 		return Verdict{Action: AskProber}
-	case o.SandboxID == "" && e.SandboxID != "" && o.ProberAsked && o.ProberErr == nil && o.SandboxDead:
+	case o.SandboxID == "" && e.SandboxID != "" && o.HasProber && o.ProberAsked && o.ProberErr == nil && o.SandboxDead:
 		return Verdict{Action: Destroy, Reason: ports.ReasonSandboxDead, Requeue: true, Row: 12}
 	case o.SandboxID == "":
 		return Verdict{Action: Keep, Row: 8}

@@ -77,6 +77,8 @@ type failures struct {
 	// wake is Start's scheduler, woken at the first failure since a summary, so that it sums them up within an
 	// interval even when nothing else is due (nil: Start does not run).
 	wake chan<- struct{}
+	// later sums up, once due, the failures a Sweep could not yet while Start never ran (flushSweep); nil: none.
+	later *time.Timer
 }
 
 // wakeOn has a first failure since a summary wake the scheduler of kick (nil: none).
@@ -139,3 +141,25 @@ func (f *failures) flush(log logr.Logger, now time.Time, every time.Duration) {
 
 // flushFailures logs one error line per port that failed since the last, once per SweepInterval at most.
 func (c *Engine) flushFailures() { c.fails.flush(c.log, c.opts.Clock.Now(), c.opts.SweepInterval) }
+
+// flushSweep sums up the failures at a Sweep's end. Those it may not yet (within an interval of the last summary) are
+// summed up once due: by Start's scheduler, or, while Start never ran, by a timer of their own, so that an engine
+// driven by Sweeps alone is never silent about a port that failed in its last.
+func (c *Engine) flushSweep() {
+	c.flushFailures()
+	due := c.fails.due(c.opts.SweepInterval)
+	if c.started.Load() || due.IsZero() {
+		return
+	}
+	f := &c.fails
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.later == nil {
+		f.later = time.AfterFunc(max(due.Sub(c.opts.Clock.Now()), 0), func() {
+			f.mu.Lock()
+			f.later = nil
+			f.mu.Unlock()
+			c.flushFailures()
+		})
+	}
+}

@@ -736,7 +736,11 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 // did: the check's ports are measured as they return (run), before the Observer hears of it, so that a slow Observer
 // is never taken for a late port.
 func (c *Engine) late(r *record, s *slot, o *outcome, what string) {
-	if late := time.Duration(c.realNow() - s.checkEnd.Load()); late > 0 {
+	late := time.Duration(c.realNow() - s.checkEnd.Load())
+	if what != "the Observer" {
+		late -= o.observing // the Observer's time during the check is no port's
+	}
+	if late > 0 {
 		err := fmt.Errorf("PU %s of pod %s: %s answered %v past its check's deadline; its slot was stuck meanwhile", r.PUID, r.Pod, what, late)
 		o.fails = append(o.fails, portFailure{port: portLate, err: err})
 	}

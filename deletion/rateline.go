@@ -34,7 +34,7 @@ type lineEntry struct {
 // newRateLine returns a line that gives a turn every `every` (> 0) nanoseconds, burst at once.
 func newRateLine(every int64, burst int) rateLine {
 	// A burst of more than a year of turns (MaxDuration) is a year of turns: (burst-1)*every would overflow.
-	tau := min(int64(burst-1), int64(MaxDuration)/every) * every
+	tau := (min(int64(burst), max(int64(MaxDuration)/every, 1)) - 1) * every
 	return rateLine{every: every, tau: tau, tickets: make(map[string]uint64)}
 }
 

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// requeueLane holds the pods waiting for the Requeuer, one per pod (the latest copy keeps the first's place), and
+// requeueLane holds the pods waiting for the Requeuer, one per pod (a pod requeued again goes at its latest place), and
 // whether its goroutine runs: idle is closed when it stops, the lane empty.
 type requeueLane struct {
 	mu      sync.Mutex
@@ -22,7 +22,8 @@ type requeueLane struct {
 }
 
 // requeueItem is a pod to requeue, the PU whose check queued it, and the context of the goroutine that ran the check
-// (Start's, or a Sweep's): the call runs under it, with a deadline of CheckTimeout.
+// (Start's, or a Sweep's), whose values the call keeps: it runs under a deadline of CheckTimeout of its own, whether
+// that goroutine has ended or not.
 type requeueItem struct {
 	ctx  context.Context
 	puid string
@@ -39,10 +40,8 @@ func (c *Engine) queueRequeue(ctx context.Context, puid string, pod *corev1.Pod)
 	l := &c.rq
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if i := slices.IndexFunc(l.pending, func(p requeueItem) bool { return p.pod.UID == pod.UID }); i >= 0 {
-		l.pending[i] = it
-		return
-	}
+	// A pod requeued again while it waits goes once, at its latest place, with its latest copy.
+	l.pending = slices.DeleteFunc(l.pending, func(p requeueItem) bool { return p.pod.UID == pod.UID })
 	l.pending = append(l.pending, it)
 	if l.idle == nil {
 		l.idle = make(chan struct{})
@@ -72,7 +71,8 @@ func (c *Engine) requeueAll() {
 // requeue hands it to the Requeuer under a deadline of CheckTimeout. A failure is logged at V(1) and summed up with
 // the ports' others.
 func (c *Engine) requeue(it requeueItem) {
-	ctx, cancel := context.WithTimeout(it.ctx, c.opts.CheckTimeout)
+	// Its own deadline, from when the call begins: the check's goroutine (a Sweep's, Start's) may have ended since.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(it.ctx), c.opts.CheckTimeout)
 	defer cancel()
 	_, err := call(portNames[portRequeue], func() (struct{}, error) { return struct{}{}, c.opts.Requeuer.Requeue(ctx, it.pod) })
 	if err == nil {

@@ -91,7 +91,7 @@ func (c *Engine) Sweep(ctx context.Context) {
 	if gen == 0 {
 		return // nothing is tracked
 	}
-	defer c.flushFailures()
+	defer c.flushSweep()
 	defer c.waitRequeues(ctx) // the pods its checks requeue handed over, their failures summed up with the others
 
 	t := time.NewTicker(stuckGrace)
