@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types/create"
+
+	"github.com/podsweeper/podsweeper/internal/pathkind"
 )
 
 // The CNI_ARGS keys a runtime (containerd, CRI-O) passes for a pod's sandbox.
@@ -83,10 +86,10 @@ type skipped struct {
 	Reservation *Reservation
 	// DelMay: a file of a network's host-local directory that a DEL of any
 	// reservation of the network may remove, or never end reading (its
-	// content cannot be told: notRegular). DelID: one that a DEL of this
-	// container's reservations in its network removes.
-	DelMay bool
-	DelID  string
+	// content cannot be told: notRegular). DelID and DelIf: one that a DEL
+	// of this container and interface in its network removes.
+	DelMay       bool
+	DelID, DelIf string
 	// Untold: what the file holds cannot be told (it cannot be read, is cut
 	// short, or is a link to nothing the collector sees): AddressStatus
 	// says so in Unread.
@@ -228,6 +231,10 @@ func readCache(dir string) ([]attachment, []skipped, error) {
 	results := filepath.Join(dir, "results")
 	entries, err := os.ReadDir(results)
 	if errors.Is(err, fs.ErrNotExist) {
+		if kind, _, _ := pathkind.Of(results); kind == pathkind.Dangling {
+			// A link to nothing the collector sees, or below one: the runtime's libcni may keep entries there.
+			return nil, nil, fmt.Errorf("cni: libcni's cache %s is a link to nothing the collector sees, or below one: %w", results, err)
+		}
 		return nil, nil, nil
 	}
 	if err != nil {
@@ -242,8 +249,11 @@ func readCache(dir string) ([]attachment, []skipped, error) {
 			skips = append(skips, readLink(results, de.Name()))
 			continue
 		}
-		if !de.Type().IsRegular() { // a directory, a pipe: someone else's, left alone
-			skips = append(skips, skipped{File: de.Name(), Why: "not a regular file (" + de.Type().String() + "): not libcni's, never touched"})
+		if !de.Type().IsRegular() { // a directory, a pipe: someone else's, left alone, and never read (a pipe's read blocks)
+			skip := skipped{File: de.Name(), Why: "not a regular file (" + de.Type().String() + "): not libcni's, never touched"}
+			// What a pipe or a device holds cannot be told: it may be any pod's entry, as one that cannot be read.
+			skip.Unreadable, skip.Untold = !de.IsDir(), !de.IsDir()
+			skips = append(skips, skip)
 			continue
 		}
 		a, skip, gone := readEntry(results, de.Name())
@@ -269,8 +279,9 @@ func readLink(dir, name string) skipped {
 	}
 	a, skip, gone := readEntry(dir, name)
 	switch {
-	case gone:
-		return skipped{File: name, Why: "a link to nothing the collector sees: not libcni's, never touched", Unreadable: true, Untold: true}
+	case gone: // what the runtime's libcni reads there may be any entry of the networks its name may be of
+		return skipped{File: name, Why: "a link to nothing the collector sees: not libcni's, never touched", Unreadable: true, Untold: true,
+			Unsure: fileNetworks(name)}
 	case skip != nil:
 		skip.Why, skip.Unreadable = "a link, to an entry that is not used: "+skip.Why+": never touched", true
 		return *skip
@@ -309,12 +320,14 @@ func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
 			// Unreadable, or cut short: libcni writes an entry in place, and a read may catch it half-written.
 			skip.Untold = true
 			if rerr == nil {
-				network, never, told := cutEntryNetwork(b)
+				network, never, told, cut := cutEntryNetwork(b)
 				switch {
 				case never:
 					skip.Never = append(skip.Never, network)
 				case !told && network != "":
 					skip.Unsure = []string{network}
+				case !told && cut: // cut before its network is told: its file name tells what it may be of
+					skip.Unsure = fileNetworks(name)
 				}
 			}
 		}
@@ -339,16 +352,17 @@ func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
 // whether its cached config says disableGC, as far as they are written:
 // told, its config is whole (never: it says disableGC); network "" when
 // neither the config nor "networkName" is.
-func cutEntryNetwork(b []byte) (network string, never, told bool) {
+func cutEntryNetwork(b []byte) (network string, never, told, cut bool) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", false, false
+		return "", false, false, len(bytes.TrimSpace(b)) == 0 // empty: the first instant of its write
 	}
 	depth, key := 1, ""
 	for depth > 0 {
 		t, err := dec.Token()
-		if err != nil {
-			break // cut short here
+		if err != nil { // cut short here, or not JSON from here on (garbage, not an entry being written)
+			cut = errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+			break
 		}
 		if d, ok := t.(json.Delim); ok {
 			if d == '{' || d == '[' {
@@ -388,7 +402,20 @@ func cutEntryNetwork(b []byte) (network string, never, told bool) {
 		}
 		key = ""
 	}
-	return network, never, told
+	return network, never, told, cut
+}
+
+// fileNetworks returns the networks a cache entry's file name may be of:
+// libcni names it <network>-<containerID>-<ifName>, and a network's name
+// may hold "-", so every prefix before a "-" is one.
+func fileNetworks(name string) []string {
+	var out []string
+	for i := range len(name) {
+		if name[i] == '-' && i > 0 {
+			out = append(out, name[:i])
+		}
+	}
+	return out
 }
 
 // errEntry marks a cache entry that cannot be read as libcni's.

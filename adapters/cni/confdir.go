@@ -80,8 +80,13 @@ func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, writing m
 	for _, f := range files {
 		f = filepath.Clean(f)
 		fi, err := os.Stat(f)
-		if err == nil && !fi.Mode().IsRegular() {
-			continue // a FIFO would block its read, and a device or a directory is no config the runtime loads
+		switch {
+		case err == nil && fi.IsDir():
+			continue // no config the runtime loads
+		case err == nil && !fi.Mode().IsRegular():
+			// A FIFO would block its read (the runtime's too), and a device may hold anything: what it says cannot
+			// be read, as a file that cannot be.
+			err = fmt.Errorf("not a regular file (%s): never read", fi.Mode().Type())
 		}
 		if err == nil {
 			err = readsWhole(f)
@@ -212,10 +217,14 @@ func topLevelName(b []byte) (name string, ok bool) {
 	}
 	depth, wantKey, key := 1, true, ""
 	for depth > 0 {
+		off := dec.InputOffset()
 		t, err := dec.Token()
 		if err != nil { // cut short, or no JSON past here
 			if depth == 1 && !wantKey && key == "name" { // cut inside a "name" given again: it wins, whatever it is
 				return "", false
+			}
+			if rest := strings.TrimLeft(string(b[off:]), " \t\r\n,"); depth == 1 && wantKey && strings.HasPrefix(`"name"`, rest) && rest != "" {
+				return "", false // cut inside a key that may be "name" given again
 			}
 			break
 		}
@@ -299,13 +308,12 @@ func singleDisableGC(f string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	var raw struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(b, &raw) != nil || raw.Name == "" {
+	var raw map[string]json.RawMessage // the exact key, as libcni reads it: "NAME" is another
+	var name string
+	if json.Unmarshal(b, &raw) != nil || raw["name"] == nil || json.Unmarshal(raw["name"], &name) != nil || name == "" {
 		return "", false
 	}
-	return raw.Name, singleSaysDisableGC(b)
+	return name, singleSaysDisableGC(b)
 }
 
 // singleSaysDisableGC reports whether a single plugin's config says "disableGC": true, as libcni reads a list's

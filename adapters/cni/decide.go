@@ -232,9 +232,9 @@ func (v verdict) why() string {
 //     touches (a link naming its container), or may (a FIFO, a device, a
 //     directory, a link whose content cannot be told, in its network's
 //     directory): keep.
-//  17. It, or another reservation of its container in its network (one
-//     DEL releases them all), was reserved less than ReservationGrace ago:
-//     keep. Its sandbox may be one the runtime is creating (containerd
+//  17. It, or another reservation of its container and interface in its
+//     network (one DEL releases them all), was reserved less than
+//     ReservationGrace ago: keep. Its sandbox may be one the runtime is creating (containerd
 //     lists it only after ADD, create and start).
 //  18. Otherwise: free, with a DEL through the network's current config.
 //
@@ -339,8 +339,8 @@ type reservationFacts struct {
 	// never touches (one naming the container, not a regular file), or may
 	// (one whose content cannot be told).
 	Untouched bool
-	// Age is how long ago the newest reservation of its container in its
-	// network was reserved (the file's modification time; negative for a
+	// Age is how long ago the newest reservation of its container and
+	// interface in its network was reserved (the file's modification time; negative for a
 	// time in the future): host-local's DEL releases them all.
 	Age time.Duration
 	// Grace is Options.ReservationGrace.

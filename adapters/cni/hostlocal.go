@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/podsweeper/podsweeper/internal/pathkind"
 )
 
 // DefaultHostLocalDataDir is where host-local keeps its reservations when
@@ -186,10 +188,10 @@ func hostLocalDataDir(plugin []byte, defaultDataDir string) (dir string, ok bool
 func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 	nets, err := os.ReadDir(dataDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		if fi, lerr := os.Lstat(dataDir); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			// A link to nothing the collector sees (a path its pod does not mount): host-local on the node may
-			// keep reservations there.
-			return nil, nil, fmt.Errorf("cni: host-local's data directory %s is a link to nothing the collector sees: %w", dataDir, err)
+		if kind, _, _ := pathkind.Of(dataDir); kind == pathkind.Dangling {
+			// A link to nothing the collector sees (a path its pod does not mount), or below one: host-local on
+			// the node may keep reservations there.
+			return nil, nil, fmt.Errorf("cni: host-local's data directory %s is a link to nothing the collector sees, or below one: %w", dataDir, err)
 		}
 		return nil, nil, nil
 	}
@@ -226,7 +228,15 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 		}
 		for _, fe := range files {
 			name := fe.Name()
-			if name == hostLocalLock || strings.HasPrefix(name, hostLocalLastPrefix) || net.ParseIP(name) == nil {
+			if name == hostLocalLock || strings.HasPrefix(name, hostLocalLastPrefix) {
+				continue
+			}
+			if net.ParseIP(name) == nil {
+				// No reservation, and host-local's DEL walks the whole directory all the same: a file it would remove,
+				// or may, is told so (walkedByDel), and never touched.
+				if s, ok := walkedByDel(dataDir, nd.Name(), name, fe.Type()); ok && !linked {
+					skips = append(skips, s)
+				}
 				continue
 			}
 			path := filepath.Join(dir, name)
@@ -276,12 +286,31 @@ func notRegular(dataDir, network, ip string, mode fs.FileMode) skipped {
 		read, skip, _ := readReservation(dataDir, network, ip)
 		switch {
 		case skip == nil:
-			s.DelID, s.Written = read.ContainerID, read.Reserved
+			s.DelID, s.DelIf, s.Written = read.ContainerID, read.IfName, read.Reserved
 		case read.Reserved.IsZero(): // it could not be read: what it names cannot be told
 			s.DelMay = true
 		}
 	}
 	return s
+}
+
+// walkedByDel tells a file of a network's directory not named as an
+// address, which host-local's DEL walks all the same: one that the DEL of a
+// container removes (a regular file, or a link to one, naming the container
+// and an interface as host-local writes them), or may (a directory, walked
+// into; a FIFO or a device, whose read may never end: notRegular). ok is
+// false for a file no DEL touches.
+func walkedByDel(dataDir, network, name string, mode fs.FileMode) (s skipped, ok bool) {
+	if !mode.IsRegular() {
+		s = notRegular(dataDir, network, name, mode)
+		return s, s.DelMay || s.DelID != ""
+	}
+	r, skip, _ := readReservation(dataDir, network, name)
+	if skip != nil || r.ContainerID == "" {
+		return skipped{}, false
+	}
+	return skipped{File: r.Path(), Written: r.Reserved, DelID: r.ContainerID, DelIf: r.IfName, Reservation: &r,
+		Why: "a file not named as an address that names container " + r.ContainerID + ": host-local's DEL of it would remove it; never touched"}, true
 }
 
 // readReservation reads one reservation file, as host-local writes it:
@@ -302,18 +331,21 @@ func readReservation(dataDir, network, ip string) (r Reservation, skip *skipped,
 		return r, &skipped{File: path, Why: err.Error(), Unreadable: true, Reservation: &r}, false
 	}
 	r.Reserved = info.ModTime()
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	r.ContainerID = strings.TrimSpace(lines[0])
-	if len(lines) > 1 {
-		r.IfName = strings.TrimSpace(lines[1])
+	// host-local writes the ID, "\r\n" and the interface, and its DEL releases the file that holds exactly that.
+	id, ifName, two := strings.Cut(strings.TrimSpace(string(b)), "\r\n")
+	r.ContainerID = strings.TrimSpace(id)
+	if two {
+		r.IfName = ifName
 	}
 	switch {
 	case r.ContainerID == "":
 		return r, &skipped{File: path, Written: r.Reserved, Why: "it holds no container ID (host-local may be writing it)", Unreadable: true, Reservation: &r}, false
-	case r.IfName == "" || len(lines) > 2:
-		// Written by a host-local before v0.8 (no interface), or by
-		// something else: a DEL names the interface to release.
-		return r, &skipped{File: path, Written: r.Reserved, Why: "it is not a container ID and an interface name on two lines: never touched", Unreadable: true, Reservation: &r}, false
+	case r.IfName == "" || strings.ContainsAny(r.ContainerID+r.IfName, "\r\n") || id != r.ContainerID:
+		// Written by a host-local before v0.8 (no interface), or by something else. host-local's DEL of its
+		// container removes a file holding the ID alone only when no file of the ID and interface is there: the
+		// collector DELs a reservation only while its file is there (freeReservations).
+		return r, &skipped{File: path, Written: r.Reserved, Why: "it is not a container ID and an interface name on two lines as host-local writes them: never touched",
+			Unreadable: true, Reservation: &r}, false
 	}
 	return r, nil, false
 }

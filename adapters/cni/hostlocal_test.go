@@ -190,6 +190,9 @@ func TestTopLevelNameOfAConfigCutShort(t *testing.T) {
 		{`{"name":"a","plugins":[],"name":"b`, "", false},
 		{`{"name":"a","plugins":[],"name":"b"`, "", false},
 		{`{"name":"a","plugins":[],"name":"a"`, "a", true},
+		{`{"name":"a","na`, "", false},
+		{`{"name":"a", "`, "", false},
+		{`{"name":"a","plugins":[],"cni`, "a", true},
 	} {
 		name, ok := topLevelName([]byte(tc.b))
 		require.Equal(t, tc.name, name, tc.b)

@@ -114,9 +114,10 @@ type reservationView struct {
 	dels map[delKey]delGroup
 }
 
-// delKey keys reservationView.dels: a network and a container ID ("" for
-// any).
-type delKey struct{ network, containerID string }
+// delKey keys reservationView.dels: a network, a container ID and an
+// interface (both "" for any): host-local's DEL of a container and
+// interface releases the files that hold exactly those two.
+type delKey struct{ network, containerID, ifName string }
 
 // delGroup is what host-local's DEL of one reservation touches besides it:
 // it walks the network's directory and removes every file naming the
@@ -127,11 +128,12 @@ type delGroup struct {
 }
 
 // released returns what a DEL of r would release with it: the newest
-// reservation among those naming its container in its network, and a file
+// reservation among those naming its container and interface in its
+// network, and a file
 // the collector never touches that the DEL would remove too, or may ("" for
 // none).
 func (v reservationView) released(r Reservation) (newest time.Time, untouched string) {
-	g := v.dels[delKey{r.Network, r.ContainerID}]
+	g := v.dels[delKey{r.Network, r.ContainerID, r.IfName}]
 	return g.newest, cmp.Or(g.untouched, v.dels[delKey{network: r.Network}].untouched)
 }
 
@@ -199,14 +201,14 @@ func (h *hostLocal) read() (reservationView, error) {
 	}
 	v.dels = map[delKey]delGroup{}
 	for _, r := range v.rs {
-		k := delKey{r.Network, r.ContainerID}
+		k := delKey{r.Network, r.ContainerID, r.IfName}
 		if g := v.dels[k]; r.Reserved.After(g.newest) {
 			g.newest = r.Reserved
 			v.dels[k] = g
 		}
 	}
 	for _, s := range v.untouched {
-		k := delKey{network: s.Reservation.Network, containerID: s.DelID}
+		k := delKey{network: s.Reservation.Network, containerID: s.DelID, ifName: s.DelIf}
 		if g := v.dels[k]; (s.DelMay || s.DelID != "") && g.untouched == "" {
 			g.untouched = s.File
 			v.dels[k] = g
@@ -368,6 +370,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			Listed: listed || len(run.runningNoID) > 0, Cached: cached(r.ContainerID), Untouched: untouched != "", Age: at.Sub(newest), Grace: c.hostLocal.grace})
 	}
 	var frees []Reservation
+	verdicts := map[string]verdict{} // of those to free, by file: one released by a sibling's DEL is told freed with its own
 	sts := make([]ReservationStatus, 0, min(len(rv.rs), maxReservationsRecorded))
 	for i, r := range rv.rs {
 		n, ok := rv.config(r)
@@ -412,19 +415,32 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 		if vd.Action == free {
 			frees = append(frees, r)
+			verdicts[r.Path()] = vd
 		}
 	}
 	c.addresses.round(now, rv.rs, sts, rv.untouched, rv.blindSkips)
 	var would []Reservation
 	// stale: time has passed since run was read (a turn waited for under the rate, a DEL run): each DEL from then on
-	// is decided on the Runtime asked again right before it.
+	// is decided on the Runtime asked again right before it. delled: the containers and interfaces a DEL released.
 	stale := false
+	delled := map[delKey]bool{}
 	for i, r := range frees {
 		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
 			return
 		}
 		if c.hostLocal.dryRun {
 			would = append(would, r)
+			continue
+		}
+		if still, _, gone := readReservation(r.DataDir, r.Network, r.IP); gone || still.ContainerID != r.ContainerID || still.IfName != r.IfName {
+			// Released meanwhile: by the DEL of another reservation of its container and interface this round
+			// (host-local's DEL releases them all), or by its runtime. A DEL now would match nothing, and
+			// host-local would then remove the files that hold the container's ID alone.
+			if k := (delKey{r.Network, r.ContainerID, r.IfName}); delled[k] {
+				c.reservationFreed(r, verdicts[r.Path()], now)
+			} else {
+				c.addresses.reservationState(r, "released meanwhile, by its runtime", nil)
+			}
 			continue
 		}
 		if l := c.hostLocal.limit; l != nil {
@@ -470,18 +486,26 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			}
 			continue
 		}
-		c.addresses.reservationState(r, "freed", nil)
-		c.addresses.freedOne([]string{r.IP}, FreedAddress{At: time.Now(), Reservation: true, Network: r.Network, File: r.Path(),
-			ContainerID: r.ContainerID, IfName: r.IfName, Decision: decisionOf(vd, now, ports.Reason(reason), false)})
-		if c.hostLocal.observer != nil {
-			c.hostLocal.observer.ReservationFreed(r.Network, reason)
-		}
+		delled[delKey{r.Network, r.ContainerID, r.IfName}] = true
+		c.reservationFreed(r, vd, now)
 	}
 	if c.hostLocal.dryRun {
 		for _, r := range c.hostLocal.wouldFree(would, &rv) {
 			c.log.Info(LogMessageReservationWouldFree, "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
 				"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox)
 		}
+	}
+}
+
+// reservationFreed records r freed by a DEL of the round decided at now
+// (vd): its state, the address's free, and the Observer's count.
+func (c *Collector) reservationFreed(r Reservation, vd verdict, now time.Time) {
+	reason := reasonOf(vd)
+	c.addresses.reservationState(r, "freed", nil)
+	c.addresses.freedOne([]string{r.IP}, FreedAddress{At: time.Now(), Reservation: true, Network: r.Network, File: r.Path(),
+		ContainerID: r.ContainerID, IfName: r.IfName, Decision: decisionOf(vd, now, ports.Reason(reason), false)})
+	if c.hostLocal.observer != nil {
+		c.hostLocal.observer.ReservationFreed(r.Network, reason)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -35,8 +36,8 @@ const (
 	// Dangling: the path is a symbolic link (or a chain of them) whose end
 	// is missing: it is there, and names nothing now; what it names may
 	// appear at its target (a directory not mounted yet, or not in this
-	// mount namespace). A link on the way to the path that leads nowhere
-	// makes the path Missing: the path itself is not there.
+	// mount namespace). So is a path below such a link (a link on the way
+	// that leads nowhere): what it names may appear there too.
 	Dangling
 )
 
@@ -53,10 +54,19 @@ func Of(path string) (Kind, fs.FileInfo, error) {
 	case err == nil:
 		return Other, info, nil
 	case errors.Is(err, fs.ErrNotExist):
-		if _, lerr := os.Lstat(path); lerr == nil { // the path is there: a link whose end is not
-			return Dangling, nil, err
+		// The nearest of the path and its parents that is there: a link whose end is not (the path itself, or a
+		// link on the way) makes it Dangling; anything else, Missing.
+		for p := path; ; p = filepath.Dir(p) {
+			if _, lerr := os.Lstat(p); lerr == nil {
+				if _, serr := os.Stat(p); errors.Is(serr, fs.ErrNotExist) {
+					return Dangling, nil, err
+				}
+				return Missing, nil, err
+			}
+			if filepath.Dir(p) == p {
+				return Missing, nil, err
+			}
 		}
-		return Missing, nil, err
 	case errors.Is(err, syscall.ELOOP):
 		return Loop, nil, err
 	}

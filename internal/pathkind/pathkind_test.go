@@ -26,7 +26,7 @@ func TestOfTellsWhatAPathNames(t *testing.T) {
 	}
 	for path, want := range map[string]pathkind.Kind{
 		dir: pathkind.Dir, file: pathkind.File, filepath.Join(dir, "fifo"): pathkind.Other,
-		filepath.Join(dir, "missing"): pathkind.Missing, filepath.Join(dir, "dangling"): pathkind.Dangling, filepath.Join(dir, "dangling", "below"): pathkind.Missing,
+		filepath.Join(dir, "missing"): pathkind.Missing, filepath.Join(dir, "dangling"): pathkind.Dangling, filepath.Join(dir, "dangling", "below"): pathkind.Dangling,
 		filepath.Join(dir, "todir"): pathkind.Dir, filepath.Join(dir, "tofile"): pathkind.File,
 		filepath.Join(dir, "loop1"): pathkind.Loop, filepath.Join(file, "below"): pathkind.Unreadable,
 	} {
