@@ -228,10 +228,9 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 		}
 		for _, fe := range files {
 			name := fe.Name()
-			if name == hostLocalLock || strings.HasPrefix(name, hostLocalLastPrefix) {
-				continue
-			}
-			if net.ParseIP(name) == nil {
+			// host-local's lock and last_reserved_ip.* are no reservations; its DEL walks them all the same, as it
+			// walks every file of the directory.
+			if name == hostLocalLock || strings.HasPrefix(name, hostLocalLastPrefix) || net.ParseIP(name) == nil {
 				// No reservation, and host-local's DEL walks the whole directory all the same: a file it would remove,
 				// or may, is told so (walkedByDel), and never touched.
 				if s, ok := walkedByDel(dataDir, nd.Name(), name, fe.Type()); ok && !linked {

@@ -2,6 +2,7 @@ package contracts_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -171,5 +172,35 @@ func TestHoldsReservationDirectoryNamedAddressKeeps(t *testing.T) {
 	sweepOnce(t, c, "10.9.0.7")
 	if _, err := os.Lstat(kept); err != nil {
 		t.Fatalf("removed: %v", err)
+	}
+}
+
+// The same for host-local's own names, lock and last_reserved_ip.*: they are no reservations, and host-local's DEL
+// walks them as any file of the directory. One naming the container is kept, and so is the reservation (row 16);
+// a directory of that name is walked into, and keeps it too.
+func TestHostLocalsOwnNamesAreWalkedByItsDEL(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dir  bool
+	}{{"lock", false}, {"last_reserved_ip.0", false}, {"last_reserved_ip.0", true}} {
+		t.Run(fmt.Sprintf("%s dir=%v", tc.name, tc.dir), func(t *testing.T) {
+			e := realEnv(t)
+			e.writeConf("10-net1.conflist", realHostLocalConf("net1", e.data))
+			e.writeReservation(e.data, "net1", "10.9.0.7", "deadcontainer", "eth0", time.Hour)
+			kept := filepath.Join(e.data, "net1", tc.name)
+			if tc.dir {
+				must(t, os.MkdirAll(kept, 0o755))
+				kept = filepath.Join(kept, "record")
+			}
+			must(t, os.WriteFile(kept, []byte("deadcontainer\r\neth0"), 0o644))
+			o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+			o.PluginDirs = []string{realPlugins}
+			c, err := cni.New(o)
+			must(t, err)
+			sweepOnce(t, c, "10.9.0.7")
+			if _, err := os.Lstat(kept); err != nil {
+				t.Fatalf("%s, naming the reservation's container, is never touched: the collector's DEL removed it (%v); page: %+v", kept, err, address(t, c, "10.9.0.7").Reservations)
+			}
+		})
 	}
 }
