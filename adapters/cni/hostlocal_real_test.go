@@ -86,6 +86,9 @@ func (h *hostLocalNode) reservationsOf(id string) []string {
 	var out []string
 	for _, e := range entries {
 		b, err := os.ReadFile(filepath.Join(h.data, "hlnet", e.Name()))
+		if os.IsNotExist(err) {
+			continue // freed between the listing and the read
+		}
 		require.NoError(h.t, err)
 		if first, _, _ := strings.Cut(string(b), "\r\n"); first == id && e.Name() != "lock" {
 			out = append(out, e.Name())

@@ -246,6 +246,9 @@ func (n *node) addresses(sb *sandbox) []string {
 		require.NoError(n.t, err)
 		for _, e := range entries {
 			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if os.IsNotExist(err) {
+				continue // freed between the listing and the read
+			}
 			require.NoError(n.t, err)
 			if first, _, _ := strings.Cut(string(b), "\n"); strings.TrimSpace(first) == sb.ID {
 				out = append(out, net.name+"/"+e.Name())
