@@ -559,6 +559,50 @@ func TestRequeueWaitingForItsDeadlineIsNoHungPort(t *testing.T) {
 	})
 }
 
+// TestASweepWaitsForItsOwnRequeuesOnly: docs/sdk/engine.md, "a Sweep waits for the calls of the pods it requeued".
+// Start's checks requeue ten pods to a Requeuer that takes 2s a call (20s in all); a Sweep of a live pod, which
+// requeues nothing, returns at once; a Sweep whose check requeues a pod waits for that pod's call (behind those
+// queued before it), never for the pods Start's checks queue after.
+func TestASweepWaitsForItsOwnRequeuesOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := deletiontest.NewCluster()
+		var mu sync.Mutex
+		var handed []string
+		requeuer := ports.RequeuerFunc(func(_ context.Context, pod *corev1.Pod) error {
+			time.Sleep(2 * time.Second)
+			mu.Lock()
+			defer mu.Unlock()
+			handed = append(handed, pod.Name)
+			return nil
+		})
+		c := deletiontest.NewEngine(t, cl, &deletiontest.Policy{}, deletion.Options{NodeName: "node-a",
+			SandboxExtractor: cl, Requeuer: requeuer, CheckTimeout: 30 * time.Second, SweepInterval: time.Hour})
+		for i := range 10 {
+			require.NoError(t, c.Track(cl.CreatePod(nsKey(fmt.Sprint("start-", i)), "node-a", "s1")))
+		}
+		require.NoError(t, c.Track(cl.CreatePod(nsKey("live"), "node-a", "s1")))
+		deletiontest.Start(t, c)
+		for i := range 10 {
+			require.NoError(t, cl.SetSandbox(nsKey(fmt.Sprint("start-", i)), "s2"))
+			c.TriggerPod(nsKey(fmt.Sprint("start-", i)))
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		began := time.Now()
+		c.Sweep(context.Background())
+		assert.Less(t, time.Since(began), time.Second, "a Sweep that requeued nothing waits for no one's requeue")
+
+		require.NoError(t, c.Track(cl.CreatePod(nsKey("mine"), "node-a", "s1")))
+		require.NoError(t, cl.SetSandbox(nsKey("mine"), "s2"))
+		began = time.Now()
+		c.Sweep(context.Background())
+		mu.Lock()
+		assert.Equal(t, "mine", handed[len(handed)-1], "the Sweep returns once its own pod is handed over")
+		mu.Unlock()
+		assert.Less(t, time.Since(began), 30*time.Second+2*time.Second)
+	})
+}
+
 // TestSweepLeavesAStuckCheckPastItsDeadline: Sweep does not wait a whole
 // CheckTimeout of its own for a PU whose check is stuck in a port: it
 // stops waiting once that check is past its deadline by the grace every

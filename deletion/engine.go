@@ -60,6 +60,7 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 		realEpoch: time.Now(),
 		sweeping:  make(chan struct{}, 1),
 	}
+	c.fails.log, c.fails.clock, c.fails.every = o.Logger, o.Clock, o.SweepInterval
 	c.q.init(o, c.now, c.realNow)
 	return c, nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 )
 
 // The ports whose failures the engine sums up, and their names in the logs. portLate is any port, or the Observer,
@@ -65,65 +66,87 @@ func (c *Engine) logOutcome(o *outcome) {
 }
 
 // failures sums up each port's failures between two summaries, so that an outage costs one error line per port per
-// SweepInterval, not one per PU per check; Observer events still come one per failure. It has a lock of its own: the
-// ports fail outside the engine's.
+// SweepInterval, not one per PU per check; Observer events still come one per failure. It owns the one timer that
+// sums them up: armed at the first failure since a summary, on the engine's Clock, whether or not Start runs, and
+// stopped once nothing is left to sum up. It has a lock of its own: the ports fail outside the engine's.
 type failures struct {
+	log   logr.Logger
+	clock clock.WithTicker
+	every time.Duration // SweepInterval
+
 	mu       sync.Mutex
 	count    [numPorts]int
 	last     [numPorts]error
 	lastPUID [numPorts]string
-	since    time.Time // the first failure since the last summary
+	since    time.Time // the first failure since the last summary; zero: none
 	flushed  time.Time // the last summary
-	// wake is Start's scheduler, woken at the first failure since a summary, so that it sums them up within an
-	// interval even when nothing else is due (nil: Start does not run).
-	wake chan<- struct{}
-	// later sums up, once due, the failures a Sweep could not yet while Start never ran (flushSweep); nil: none.
-	later *time.Timer
+	timer    func()    // stops the summary's timer; nil: none is armed
 }
 
-// wakeOn has a first failure since a summary wake the scheduler of kick (nil: none).
-func (f *failures) wakeOn(kick chan<- struct{}) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.wake = kick
-}
-
-// due returns when a summary of the failures so far is due, every after the last; the zero time: none is.
-func (f *failures) due(every time.Duration) time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.since.IsZero() {
-		return time.Time{}
-	}
-	return f.flushed.Add(every)
-}
-
-// add counts a failure of port, for the PU of puid ("": none), at now.
+// add counts a failure of port, for the PU of puid ("": none), at now; the first since a summary arms its timer.
 func (f *failures) add(port int, puid string, err error, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.since.IsZero() {
 		f.since = now
-		select {
-		case f.wake <- struct{}{}: // nil: never
-		default:
-		}
+		f.arm()
 	}
 	f.count[port]++
 	f.last[port], f.lastPUID[port] = err, puid
 }
 
-// flush logs one error line per port that failed since the last flush, at now, and starts anew; but not within every
-// of the last (0: whenever), whoever asks: Start's scheduler, and each Sweep.
-func (f *failures) flush(log logr.Logger, now time.Time, every time.Duration) {
+// arm sets the summary's timer, if none is, for when the summary is due: every after the last. f.mu is held.
+func (f *failures) arm() {
+	if f.timer != nil {
+		return
+	}
+	wait := max(f.flushed.Add(f.every).Sub(f.clock.Now()), 0)
+	if c, ok := f.clock.(interface {
+		AfterFunc(time.Duration, func()) clock.Timer
+	}); ok { // the real clock's, and k8s.io/utils' fakes (which call it under their lock): no goroutine waits meanwhile
+		t := c.AfterFunc(wait, func() { go f.fire() })
+		f.timer = func() { t.Stop() }
+		return
+	}
+	t, stop := f.clock.NewTimer(wait), make(chan struct{})
+	f.timer = func() { t.Stop(); close(stop) }
+	go func() {
+		select {
+		case <-t.C():
+			f.fire()
+		case <-stop:
+		}
+	}()
+}
+
+// fire is the summary's timer: it sums up the failures, or arms again if the clock says they are not yet due.
+func (f *failures) fire() {
 	f.mu.Lock()
-	if every > 0 && now.Sub(f.flushed) < every {
+	f.timer = nil
+	f.mu.Unlock()
+	f.flush(f.clock.Now(), f.every)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.since.IsZero() {
+		f.arm()
+	}
+}
+
+// flush logs one error line per port that failed since the last flush, at now, and starts anew; but not within every
+// of the last (0: whenever), whoever asks: the summary's timer, each Sweep's end, and Start's end.
+func (f *failures) flush(now time.Time, every time.Duration) {
+	f.mu.Lock()
+	if f.since.IsZero() || every > 0 && now.Sub(f.flushed) < every {
 		f.mu.Unlock()
 		return
 	}
 	f.flushed = now
 	count, last, lastPUID, since := f.count, f.last, f.lastPUID, f.since
 	f.count, f.last, f.lastPUID, f.since = [numPorts]int{}, [numPorts]error{}, [numPorts]string{}, time.Time{}
+	if f.timer != nil { // nothing left: the timer stops; the next failure arms another
+		f.timer()
+		f.timer = nil
+	}
 	f.mu.Unlock()
 	for port, n := range count {
 		if n == 0 {
@@ -133,33 +156,11 @@ func (f *failures) flush(log logr.Logger, now time.Time, every time.Duration) {
 		if port == portLate {
 			msg = "answered past a check's deadline, its Workers slot stuck meanwhile; what it answered was taken"
 		}
-		log.Error(last[port], msg,
+		f.log.Error(last[port], msg,
 			"port", portNames[port], "failures", n, "lastPUID", lastPUID[port],
 			"for", now.Sub(since).Round(time.Millisecond).String())
 	}
 }
 
 // flushFailures logs one error line per port that failed since the last, once per SweepInterval at most.
-func (c *Engine) flushFailures() { c.fails.flush(c.log, c.opts.Clock.Now(), c.opts.SweepInterval) }
-
-// flushSweep sums up the failures at a Sweep's end. Those it may not yet (within an interval of the last summary) are
-// summed up once due: by Start's scheduler, or, while Start never ran, by a timer of their own, so that an engine
-// driven by Sweeps alone is never silent about a port that failed in its last.
-func (c *Engine) flushSweep() {
-	c.flushFailures()
-	due := c.fails.due(c.opts.SweepInterval)
-	if c.started.Load() || due.IsZero() {
-		return
-	}
-	f := &c.fails
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.later == nil {
-		f.later = time.AfterFunc(max(due.Sub(c.opts.Clock.Now()), 0), func() {
-			f.mu.Lock()
-			f.later = nil
-			f.mu.Unlock()
-			c.flushFailures()
-		})
-	}
-}
+func (c *Engine) flushFailures() { c.fails.flush(c.opts.Clock.Now(), c.opts.SweepInterval) }

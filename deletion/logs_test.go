@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
@@ -405,4 +406,110 @@ func TestFirstFailureLoggedOnceUnderDestroyRate(t *testing.T) {
 				lines, pol.CallCount())
 		}
 	})
+}
+
+// docs/sdk/engine.md: "each failing port gets one error line per SweepInterval". The summary is owed whoever drives
+// the engine, and whenever the failure comes: each case fails a port once a summary was just written, and the next
+// summary must come within the interval (5s here) and a second, on the engine's Clock.
+func TestEveryFailureIsSummedUpWithinAnIntervalWhoeverDrivesTheEngine(t *testing.T) {
+	const interval = 5 * time.Second
+	failing := errors.New("connection refused")
+	// summedUp waits (in the bubble's time) up to the interval and a second for n summaries of port.
+	summedUp := func(t *testing.T, logs *logBuffer, n int, port string) {
+		t.Helper()
+		for range 2 * (interval + time.Second) / (500 * time.Millisecond) {
+			if summaries(logs, port) >= n {
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+			synctest.Wait()
+		}
+		t.Fatalf("summary %d of %s not written within %s: %s", n, port, interval+time.Second, logs.String())
+	}
+	t.Run("a Sweep after Start returned", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			logs := &logBuffer{}
+			c := deletiontest.NewEngine(t, getterOf(nil, failing), &deletiontest.Policy{},
+				deletion.Options{SweepInterval: interval, Logger: logs.logger()})
+			require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: nsKey("a")}))
+			stop := deletiontest.Start(t, c)
+			synctest.Wait()
+			stop()
+			c.Sweep(context.Background())
+			synctest.Wait() // the summary's timer may be writing it
+			require.Equal(t, 1, summaries(logs, "GetPod"), "the first failure is summed up at once")
+			time.Sleep(time.Second)
+			c.Sweep(context.Background()) // within the interval of the last summary: not yet due
+			require.Equal(t, 1, summaries(logs, "GetPod"))
+			summedUp(t, logs, 2, "GetPod")
+		})
+	})
+	t.Run("a Requeuer failing after its Sweep returned", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			logs := &logBuffer{}
+			cl := deletiontest.NewCluster()
+			pu := cl.CreatePod(nsKey("pod-1"), "node-a", "s1")
+			requeuer := ports.RequeuerFunc(func(context.Context, *corev1.Pod) error {
+				time.Sleep(5 * time.Second) // past its deadline and the Sweep's wait for it (4s), then fails
+				return errors.New("controller queue closed")
+			})
+			c := deletiontest.NewEngine(t, cl, &deletiontest.Policy{}, deletion.Options{NodeName: "node-a",
+				SandboxExtractor: cl, Requeuer: requeuer, SweepInterval: interval, CheckTimeout: 3 * time.Second,
+				Logger: logs.logger()})
+			require.NoError(t, c.Track(pu))
+			require.NoError(t, cl.SetSandbox(nsKey("pod-1"), "s2"))
+			c.Sweep(context.Background())
+			require.Zero(t, summaries(logs, "Requeue"), "the Requeuer has not failed yet when Sweep returns")
+			summedUp(t, logs, 1, "Requeue")
+		})
+	})
+	t.Run("a failure while Start's first list is under way", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			logs := &logBuffer{}
+			inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
+			obs := deletion.ObserverFunc(func(ev deletion.Event) {
+				if ev.Kind == deletion.EventTracked {
+					panic("observer bug")
+				}
+			})
+			c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), &deletiontest.Policy{},
+				deletion.Options{SweepInterval: interval, Inventory: inv, Observer: obs, Logger: logs.logger()})
+			deletiontest.Start(t, c)
+			require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: nsKey("a")}))
+			summedUp(t, logs, 1, "Observer")
+		})
+	})
+}
+
+// The same promise on a fake Clock of k8s.io/utils (Options.Clock): the summary is due by that clock, not the
+// machine's. Two Sweeps a second apart (by the fake clock) fail; the second's failure is summed up once the fake
+// clock passes the interval, though no real time passes.
+func TestFailuresAreSummedUpOnTheEnginesClock(t *testing.T) {
+	logs := &logBuffer{}
+	fake := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := deletiontest.NewEngine(t, getterOf(nil, errors.New("connection refused")), &deletiontest.Policy{},
+		deletion.Options{SweepInterval: time.Hour, Clock: fake, Logger: logs.logger()})
+	require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: nsKey("a")}))
+	c.Sweep(context.Background())
+	require.Eventually(t, func() bool { return summaries(logs, "GetPod") == 1 }, 10*time.Second, time.Millisecond)
+	fake.Step(time.Second)
+	c.Sweep(context.Background())
+	require.Equal(t, 1, summaries(logs, "GetPod"), "within the hour of the last summary")
+	fake.Step(time.Hour)
+	require.Eventually(t, func() bool { return summaries(logs, "GetPod") == 2 }, 10*time.Second, 10*time.Millisecond,
+		"the second Sweep's failure summed up once the fake clock passes the hour: %s", logs.String())
+}
+
+// summaries counts the summaries of port's failures in logs.
+func summaries(logs *logBuffer, port string) int {
+	n := 0
+	for _, l := range logs.lines("port failing") {
+		if strings.Contains(l, `"port"="`+port+`"`) {
+			n++
+		}
+	}
+	return n
 }

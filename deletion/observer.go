@@ -12,8 +12,8 @@ import (
 // moves that made them, whichever goroutines made them: an Untrack, a check or a destroy during Track's EventTracked
 // is told after it. Track (a second Track of the same PU too) and Untrack return once their own event has been told,
 // and no check of a PU begins before its EventTracked has been told. Events of different PUs may come at once, from
-// several goroutines. Observe must not call Track or Untrack of the PU it is told about: the call would wait for
-// the event being told. It must be fast; a journal may block Track until its write is committed, and one that blocks for
+// several goroutines. Observe must not call Track or Untrack, of any PU: the call waits for its own event, which may
+// wait for the one being told (that PU's, or, when another Observe call untracks this PU at once, the other's). It must be fast; a journal may block Track until its write is committed, and one that blocks for
 // good blocks Track for good, and every later event of that PU. An Observer blocked in a check holds its Workers slot
 // and is seen as stuck past the check's deadline, as a port is: LivenessCheck fails once every slot is. A panic in it
 // is recovered: logged at V(1), and summed up once an interval among the failing ports (one error line).

@@ -46,10 +46,11 @@ type puQueue struct {
 	toldCond sync.Cond             // an event of a PU told: the next in its line may be (record.line)
 	untold   map[string]*eventLine // the lines of removed records whose events are being told
 	// running: Start runs (since startAt), until its context, startDone, is done; stopped: it stops (stoppingLocked);
-	// returned: it has returned; begun: its first list of the Inventory is done.
+	// returned: it has returned; begun: its first list of the Inventory is done. listedAt: when that list's answer
+	// was in (0: not yet); no check is overdue before (waits).
 	running, stopped, returned, begun bool
 	startDone                         <-chan struct{}
-	startAt                           int64
+	startAt, listedAt                 int64
 
 	list     listWindow     // the Inventory's lists (restore.go)
 	unlisted unlistedMemory // the removals a list is not to bring back (restore.go)
@@ -769,7 +770,13 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 	}
 	s.checkEnd.Store(0)
 	if o.requeue != nil {
-		c.queueRequeue(ctx, r.PUID, o.requeue)
+		c.q.mu.Lock()
+		var sweep uint32 // the Sweep this check is one of, which waits for the requeue; 0: none
+		if r.sweep == sweepThis && c.q.sweepingLocked(r.sweepGen) {
+			sweep = r.sweepGen
+		}
+		c.q.mu.Unlock()
+		c.queueRequeue(ctx, r.PUID, o.requeue, sweep)
 	}
 	now := c.opts.Clock.Now()
 	for _, f := range o.fails { // before the release: a Sweep that returns then sums them up
@@ -899,7 +906,7 @@ func (c *Engine) waits(limit time.Duration) (stopped, stopping, restoring bool, 
 	defer c.q.mu.Unlock()
 	stopped, stopping, wedged = c.q.returned, c.q.stoppingLocked(), limit
 	if first := c.q.wheel.first(); first != 0 {
-		overdue = time.Duration(now - max(first, c.q.startAt))
+		overdue = time.Duration(now - max(first, c.q.startAt, c.q.listedAt))
 	}
 	if !c.q.begun {
 		wedged += c.listTimeout() + stuckGrace
@@ -930,9 +937,13 @@ func (c *Engine) listBegins() {
 }
 
 func (c *Engine) listEnds() {
+	now := c.now()
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	c.q.list.gone = nil
+	if !c.q.begun && c.q.listedAt == 0 { // Start's first list: its checks are not overdue before it is in
+		c.q.listedAt = now
+	}
 }
 
 // listAnswered returns the error of a list that answered err: an answer after its deadline is a failure.

@@ -14,11 +14,20 @@ import (
 )
 
 // requeueLane holds the pods waiting for the Requeuer, one per pod (a pod requeued again goes at its latest place), and
-// whether its goroutine runs: idle is closed when it stops, the lane empty.
+// whether its goroutine runs. Each pod queued takes a number: queued is the last taken, handed the last whose call
+// ended, and progress is closed (and made anew) at each, so that a Sweep waits for those its own checks queued only.
 type requeueLane struct {
-	mu      sync.Mutex
-	pending []requeueItem
-	idle    chan struct{} // nil: no goroutine runs
+	mu       sync.Mutex
+	pending  []requeueItem
+	running  bool
+	queued   uint64
+	handed   uint64
+	progress chan struct{}
+	// swept is the last pod a check of the Sweep of generation sweep queued: the one that Sweep waits for.
+	swept struct {
+		gen uint32
+		seq uint64
+	}
 }
 
 // requeueItem is a pod to requeue, the PU whose check queued it, and the context of the goroutine that ran the check
@@ -28,11 +37,13 @@ type requeueItem struct {
 	ctx  context.Context
 	puid string
 	pod  *corev1.Pod
+	seq  uint64 // its place in the lane's order
 }
 
-// queueRequeue hands a copy of pod to the lane, and starts its goroutine if none runs. The PodGetter's pod may be its
-// cache's own object, and the Requeuer's receivers may keep or modify the copy.
-func (c *Engine) queueRequeue(ctx context.Context, puid string, pod *corev1.Pod) {
+// queueRequeue hands a copy of pod to the lane, and starts its goroutine if none runs; sweep is the Sweep whose check
+// queued it (0: none). The PodGetter's pod may be its cache's own object, and the Requeuer's receivers may keep or
+// modify the copy.
+func (c *Engine) queueRequeue(ctx context.Context, puid string, pod *corev1.Pod, sweep uint32) {
 	if c.opts.Requeuer == nil {
 		return
 	}
@@ -40,11 +51,16 @@ func (c *Engine) queueRequeue(ctx context.Context, puid string, pod *corev1.Pod)
 	l := &c.rq
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.queued++
+	it.seq = l.queued
+	if sweep != 0 {
+		l.swept.gen, l.swept.seq = sweep, it.seq
+	}
 	// A pod requeued again while it waits goes once, at its latest place, with its latest copy.
 	l.pending = slices.DeleteFunc(l.pending, func(p requeueItem) bool { return p.pod.UID == pod.UID })
 	l.pending = append(l.pending, it)
-	if l.idle == nil {
-		l.idle = make(chan struct{})
+	if !l.running {
+		l.running = true
 		go c.requeueAll()
 	}
 }
@@ -55,8 +71,7 @@ func (c *Engine) requeueAll() {
 	for {
 		l.mu.Lock()
 		if len(l.pending) == 0 {
-			close(l.idle)
-			l.idle, l.pending = nil, nil
+			l.running, l.pending = false, nil
 			l.mu.Unlock()
 			return
 		}
@@ -65,6 +80,13 @@ func (c *Engine) requeueAll() {
 		l.pending = l.pending[1:]
 		l.mu.Unlock()
 		c.requeue(it)
+		l.mu.Lock()
+		l.handed = it.seq
+		if l.progress != nil {
+			close(l.progress)
+			l.progress = nil
+		}
+		l.mu.Unlock()
 	}
 }
 
@@ -85,21 +107,39 @@ func (c *Engine) requeue(it requeueItem) {
 	}
 }
 
-// waitRequeues waits until the lane has handed over every pod queued, ctx ends, or CheckTimeout and a second have
-// passed: a Sweep waits for the Requeuer once, not once a pod, whatever it requeued and whoever reads it.
-func (c *Engine) waitRequeues(ctx context.Context) {
+// waitRequeues waits until the lane has handed over every pod the checks of the Sweep of generation gen queued, ctx
+// ends, or CheckTimeout and a second have passed: a Sweep waits for the Requeuer once, not once a pod, and never for
+// the pods others queued (Start's checks), whatever it requeued and whoever reads it.
+func (c *Engine) waitRequeues(ctx context.Context, gen uint32) {
 	l := &c.rq
 	l.mu.Lock()
-	idle := l.idle
+	var target uint64
+	if l.swept.gen == gen {
+		target = l.swept.seq
+	}
 	l.mu.Unlock()
-	if idle == nil {
+	if target == 0 {
 		return
 	}
 	t := time.NewTimer(c.opts.CheckTimeout + stuckGrace)
 	defer t.Stop()
-	select {
-	case <-idle:
-	case <-ctx.Done():
-	case <-t.C:
+	for {
+		l.mu.Lock()
+		if l.handed >= target {
+			l.mu.Unlock()
+			return
+		}
+		if l.progress == nil {
+			l.progress = make(chan struct{})
+		}
+		progress := l.progress
+		l.mu.Unlock()
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			return
+		}
 	}
 }

@@ -135,16 +135,9 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 	}
 	timer := c.opts.Clock.NewTimer(MaxDuration)
 	defer timer.Stop()
-	defer func() { c.fails.flush(c.log, c.opts.Clock.Now(), 0) }() // Start stops: what is left
 	for {
 		now := c.now()
 		wakeAt := c.queueDue(now)
-		c.flushFailures()
-		if due := c.fails.due(c.opts.SweepInterval); !due.IsZero() { // the next summary, even with nothing due
-			if at := max(int64(due.Sub(c.epoch))+1, now); wakeAt == 0 || at < wakeAt {
-				wakeAt = at
-			}
-		}
 		var fire <-chan time.Time // nil: until a kick
 		if wakeAt != 0 {
 			timer.Reset(time.Duration(wakeAt - now))

@@ -34,8 +34,6 @@ func (c *Engine) Start(ctx context.Context) error {
 	now := c.now()
 	kick, listed := make(chan struct{}, 1), make(chan struct{}) // here, not in New, for a testing/synctest bubble running Start
 	pending, tracked := c.startQueue(ctx.Done(), kick, now)
-	c.fails.wakeOn(kick) // a failure wakes the scheduler to sum it up in time
-	defer c.fails.wakeOn(nil)
 	defer c.startReturned()
 
 	var sched, inPorts sync.WaitGroup
@@ -63,6 +61,7 @@ func (c *Engine) Start(ctx context.Context) error {
 		c.log.Error(nil, "checks or the Inventory still stuck in ports that ignore their context; leaving them behind",
 			"stuckChecks", c.stuck(c.realNow()), "shutdownTimeout", c.opts.ShutdownTimeout.String())
 	}
+	c.fails.flush(c.opts.Clock.Now(), 0) // Start stops: what is left, summed up now
 	return nil
 }
 
@@ -91,8 +90,8 @@ func (c *Engine) Sweep(ctx context.Context) {
 	if gen == 0 {
 		return // nothing is tracked
 	}
-	defer c.flushSweep()
-	defer c.waitRequeues(ctx) // the pods its checks requeue handed over, their failures summed up with the others
+	defer c.flushFailures()        // what is due; the rest once due (failures' timer)
+	defer c.waitRequeues(ctx, gen) // the pods its checks requeue handed over, their failures summed up with the others
 
 	t := time.NewTicker(stuckGrace)
 	defer t.Stop()

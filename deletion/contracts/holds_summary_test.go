@@ -15,8 +15,9 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// engine.md:65-66: under Start, "each failing port gets one error line per SweepInterval (...; within an interval of
-// the first, even on an engine with nothing else due)".
+// engine.md:66-68: under Start, "each failing port gets one error line per SweepInterval (...: the first failure
+// after a quiet interval at once, the next ones summed up an interval after the last line, whoever drives the
+// engine)": a line at once for the first failure, one an hour later for those after it.
 func TestHoldsFailureSummaryWithinAnIntervalUnderStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &errorLines{}
@@ -31,12 +32,16 @@ func TestHoldsFailureSummaryWithinAnIntervalUnderStart(t *testing.T) {
 		deletiontest.Start(t, e)
 		advance(0)
 		e.TriggerPod(key("a"))
+		advance(0)
+		if lines := logs.matching(`"port"="GetPod"`); len(lines) != 1 || !contains(lines[0], `"failures"=1 `) {
+			t.Fatalf("the first failure is not summed up at once: %q", lines)
+		}
 		advance(time.Second)
 		e.TriggerPod(key("a"))
 		advance(time.Hour)
 		lines := logs.matching(`"port"="GetPod"`)
-		if len(lines) != 1 || contains(lines[0], `"failures"=1 `) {
-			t.Fatalf("GetPod error lines within an interval of the first failure: %q", lines)
+		if len(lines) != 2 || !contains(lines[1], `"failures"=2 `) {
+			t.Fatalf("GetPod error lines an interval after the first: %q", lines)
 		}
 	})
 }
