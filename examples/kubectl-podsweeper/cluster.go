@@ -331,7 +331,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		return failed(t, "%s", err), nil
 	}
 	defer f.close()
-	code, body, err := f.get(ctx, k8s.StatusPath)
+	code, body, at, err := f.get(ctx, k8s.StatusPath)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
 	}
@@ -341,8 +341,8 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 	if err != nil {
 		return failed(t, "reading its status on port %d: %v", port, err), nil
 	}
-	a.At = time.Now() // its page's times are told relative to when it answered, not to when the command began
-	code, body, err = f.get(ctx, k8s.DryRunPath)
+	a.At = at // its page's times are told relative to when it answered, not to when the command began
+	code, body, at, err = f.get(ctx, k8s.DryRunPath)
 	switch {
 	case err != nil:
 		return failed(t, "reading its dry run's report on port %d: %v", port, err), nil
@@ -358,7 +358,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		if err := json.Unmarshal(body, &r); err != nil {
 			return failed(t, "reading its dry run's report: %v", err), nil
 		}
-		a.Program.DryRun, a.Reports, a.ReportsTotal = true, r.Reports, r.Total
+		a.Program.DryRun, a.Reports, a.ReportsTotal, a.ReportsAt = true, r.Reports, r.Total, at
 	default:
 		return failed(t, "reading its dry run's report on port %d: %s answered %d: %s", port, k8s.DryRunPath, code, strings.TrimSpace(string(body))), nil
 	}
@@ -447,25 +447,40 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		return nil, err
 	}
 	x.Unasked = unasked
-	answers, err := c.askAll(ctx, ts, x.Matches)
+	byUIDAlone := x.Name == "" && x.Namespace == ""
+	keep := x.Matches
+	if byUIDAlone {
+		keep = nil // the pod is not known yet: a static pod's PU may be of its other UID (below)
+	}
+	answers, err := c.askAll(ctx, ts, keep)
 	if err != nil {
 		return nil, err
 	}
 	x.Answers = answers
-	if x.Name == "" && x.Namespace == "" {
+	if byUIDAlone {
 		// Asked by UID alone and named by no Event: name the pod from its
 		// PU or its dry run's report, and say whether that pod is still the
-		// one of that UID.
+		// one of that UID; then keep the PUs and reports of that pod, by
+		// either UID of a static pod.
 		for _, a := range answers {
 			for _, s := range a.PUs {
-				x.Namespace, x.Name, _ = strings.Cut(s.Pod, "/")
+				if s.PUID == x.UID {
+					x.Namespace, x.Name, _ = strings.Cut(s.Pod, "/")
+				}
 			}
 			for _, r := range a.Reports {
-				x.Namespace, x.Name, _ = strings.Cut(r.Pod, "/")
+				if r.PUID == x.UID {
+					x.Namespace, x.Name, _ = strings.Cut(r.Pod, "/")
+				}
 			}
 		}
 		if err := c.podOfUID(ctx, x); err != nil {
 			return nil, err
+		}
+		for i := range x.Answers {
+			a := &x.Answers[i]
+			a.PUs = slices.DeleteFunc(a.PUs, func(s k8s.PUStatus) bool { return !x.Matches(s.Pod, s.PUID) })
+			a.Reports = slices.DeleteFunc(a.Reports, func(r k8s.WouldDestroy) bool { return !x.Matches(r.Pod, r.PUID) })
 		}
 	} else if x.UID != "" {
 		// Asked by name and UID: a PU or a report of that UID that names another pod tells where it lives.
@@ -482,6 +497,17 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 			if named[pod] && pod != x.Namespace+"/"+x.Name {
 				x.Warnings = append(x.Warnings, fmt.Sprintf("a PU of UID %s is of pod %s, not %s/%s: explain pod %s", x.UID, pod, x.Namespace, x.Name, pod))
 			}
+		}
+	}
+	// The Events read again, now that the programs answered: a PU destroyed
+	// after the first read and before its program was asked is in neither
+	// its program's answer nor that read, and is in this one.
+	if x.Events, err = c.events(ctx, x); err != nil {
+		return nil, err
+	}
+	for i, e := range x.Events {
+		if x.Pod != nil && e.uid != "" && !x.Pod.is(e.uid) {
+			x.Events[i].EarlierUID = e.uid
 		}
 	}
 	return x, nil
@@ -635,16 +661,14 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 		return x, nil
 	}
 	// Each cni-gc of the node (two releases, or a rollout's surge) until one answers: they read the same node.
-	var st *AddressStatus
-	var pus []k8s.PUStatus
-	var at time.Time
+	var got addressAnswer
 	for i, t := range ts {
-		s, p, why, err := c.askAddress(ctx, t, ip)
+		ans, why, err := c.askAddress(ctx, t, ip)
 		if err != nil {
 			return nil, err
 		}
-		if why == "" && s.IP != ip {
-			why = fmt.Sprintf("it answered for address %s, not %s", s.IP, ip)
+		if why == "" && ans.st.IP != ip {
+			why = fmt.Sprintf("it answered for address %s, not %s", ans.st.IP, ip)
 		}
 		if why != "" {
 			if i == 0 {
@@ -652,13 +676,14 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 			}
 			continue
 		}
-		x.Program, x.Error, st, pus, at = &ts[i].Program, "", s, p, time.Now()
+		x.Program, x.Error, got = &ts[i].Program, "", ans
 		break
 	}
-	if st == nil {
+	if got.st == nil {
 		return x, nil
 	}
-	x.Address, x.At = st, at
+	st, pus := got.st, got.pus
+	x.Address, x.At, x.PUsAt = st, got.at, got.pusAt
 	seen := map[string]bool{}
 	pod := func(namespace, name, uid string) error {
 		if name == "" || seen[namespace+"/"+name+"/"+uid] {
@@ -697,39 +722,48 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 
 // askAddress asks cni-gc's pod t what it holds of ip, and its engine's
 // PUs; why says why it could not be asked, err is a refusal of RBAC.
-func (c *cluster) askAddress(ctx context.Context, t target, ip string) (st *AddressStatus, pus []k8s.PUStatus, why string, err error) {
+// addressAnswer is what cni-gc answered of an address: its address page (st), its status page (pus), and when each
+// answered.
+type addressAnswer struct {
+	st        *AddressStatus
+	pus       []k8s.PUStatus
+	at, pusAt time.Time
+}
+
+func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addressAnswer, why string, err error) {
 	if t.port == "" {
-		return nil, nil, "its status listener is off (--status-bind-address=0)", nil
+		return a, "its status listener is off (--status-bind-address=0)", nil
 	}
 	port, err := strconv.Atoi(t.port)
 	if err != nil {
-		return nil, nil, fmt.Sprintf("its --status-bind-address has no port: %q", t.port), nil
+		return a, fmt.Sprintf("its --status-bind-address has no port: %q", t.port), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	f, err := c.portForward(ctx, t.Namespace, t.Pod, port)
 	var forbidden *forbiddenError
 	if errors.As(err, &forbidden) {
-		return nil, nil, "", err
+		return a, "", err
 	}
 	if err != nil {
-		return nil, nil, err.Error(), nil
+		return a, err.Error(), nil
 	}
 	defer f.close()
-	code, body, err := f.get(ctx, addressPath+"?"+url.Values{"ip": {ip}}.Encode())
+	code, body, at, err := f.get(ctx, addressPath+"?"+url.Values{"ip": {ip}}.Encode())
 	switch {
 	case err != nil:
-		return nil, nil, fmt.Sprintf("reading what it holds of %s on port %d: %v", ip, port, err), nil
+		return a, fmt.Sprintf("reading what it holds of %s on port %d: %v", ip, port, err), nil
 	case code == http.StatusNotFound:
-		return nil, nil, fmt.Sprintf("it serves no %s: its image predates explain ip", addressPath), nil
+		return a, fmt.Sprintf("it serves no %s: its image predates explain ip", addressPath), nil
 	case code != http.StatusOK:
-		return nil, nil, fmt.Sprintf("%s answered %d: %s", addressPath, code, strings.TrimSpace(string(body))), nil
+		return a, fmt.Sprintf("%s answered %d: %s", addressPath, code, strings.TrimSpace(string(body))), nil
 	}
-	st = &AddressStatus{}
+	st := &AddressStatus{}
 	if err := json.Unmarshal(body, st); err != nil {
-		return nil, nil, fmt.Sprintf("reading what it holds of %s: %v", ip, err), nil
+		return a, fmt.Sprintf("reading what it holds of %s: %v", ip, err), nil
 	}
-	code, body, err = f.get(ctx, k8s.StatusPath)
+	var pus []k8s.PUStatus
+	code, body, pusAt, err := f.get(ctx, k8s.StatusPath)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
 	}
@@ -737,7 +771,7 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (st *Addr
 		err = json.Unmarshal(body, &pus)
 	}
 	if err != nil {
-		return nil, nil, fmt.Sprintf("reading its status on port %d: %v", port, err), nil
+		return a, fmt.Sprintf("reading its status on port %d: %v", port, err), nil
 	}
-	return st, pus, "", nil
+	return addressAnswer{st: st, pus: pus, at: at, pusAt: pusAt}, "", nil
 }

@@ -163,8 +163,9 @@ func (s *statusOf) status() *metav1.Status {
 	return s.st
 }
 
-// get GETs path from the pod's port: its status and body.
-func (f *forwarded) get(ctx context.Context, path string) (int, []byte, error) {
+// get GETs path from the pod's port: its status, its body, and when it answered (its response's header read): the
+// times of a page are told relative to that moment, not to when the body's last byte came.
+func (f *forwarded) get(ctx context.Context, path string) (int, []byte, time.Time, error) {
 	id := strconv.FormatInt(f.next.Add(1), 10)
 	h := http.Header{}
 	h.Set(corev1.StreamType, corev1.StreamTypeError)
@@ -172,7 +173,7 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, error) {
 	h.Set(corev1.PortForwardRequestIDHeader, id)
 	errStream, err := f.createStream(ctx, h)
 	if err != nil {
-		return 0, nil, fmt.Errorf("opening the port-forward's error stream: %w", err)
+		return 0, nil, time.Time{}, fmt.Errorf("opening the port-forward's error stream: %w", err)
 	}
 	_ = errStream.Close() // nothing is written to it
 	forwardErr := make(chan error, 1)
@@ -190,7 +191,7 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, error) {
 	h.Set(corev1.StreamType, corev1.StreamTypeData)
 	data, err := f.createStream(ctx, h)
 	if err != nil {
-		return 0, nil, fmt.Errorf("opening the port-forward's data stream: %w", err)
+		return 0, nil, time.Time{}, fmt.Errorf("opening the port-forward's data stream: %w", err)
 	}
 	defer f.conn.RemoveStreams(errStream, data)
 	defer data.Reset()
@@ -198,6 +199,7 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, error) {
 	type result struct {
 		code int
 		body []byte
+		at   time.Time
 		err  error
 	}
 	done := make(chan result, 1)
@@ -217,9 +219,10 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, error) {
 			done <- result{err: err}
 			return
 		}
+		at := time.Now()
 		defer resp.Body.Close()
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-		done <- result{resp.StatusCode, b, err}
+		done <- result{resp.StatusCode, b, at, err}
 	}()
 	select {
 	case r := <-done:
@@ -228,26 +231,26 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, error) {
 			select {
 			case ferr := <-forwardErr:
 				if ferr != nil {
-					return 0, nil, ferr
+					return 0, nil, time.Time{}, ferr
 				}
 			case <-time.After(2 * time.Second):
 			case <-ctx.Done():
 			}
 		}
-		return r.code, r.body, r.err
+		return r.code, r.body, r.at, r.err
 	case ferr := <-forwardErr:
 		if ferr != nil {
-			return 0, nil, ferr
+			return 0, nil, time.Time{}, ferr
 		}
 		// The error stream ended empty: the answer is still to come, within ctx.
 		select {
 		case r := <-done:
-			return r.code, r.body, r.err
+			return r.code, r.body, r.at, r.err
 		case <-ctx.Done():
-			return 0, nil, ctx.Err()
+			return 0, nil, time.Time{}, ctx.Err()
 		}
 	case <-ctx.Done():
-		return 0, nil, ctx.Err()
+		return 0, nil, time.Time{}, ctx.Err()
 	}
 }
 

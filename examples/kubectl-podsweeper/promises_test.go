@@ -811,3 +811,171 @@ func TestHoldsIPNoRowAndNeverTouched(t *testing.T) {
 		}
 	}
 }
+
+// docs/operating/explain.md ("last check 5s ago"): a page's times are told
+// relative to when that page answered. A status page that begins its answer
+// at once and takes 3s over the rest of its body (a large page, a slow
+// link) still says "last check 8s ago" and "next in 6s", not 11s and 3s.
+func TestAPagesTimesAreToldFromWhenItBeganToAnswer(t *testing.T) {
+	s := newSPDYAPI(t)
+	s.program("agent-a", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/podsweeper" {
+			http.NotFound(w, r)
+			return
+		}
+		now := time.Now().UTC()
+		last, next := now.Add(-8*time.Second).Format(time.RFC3339Nano), now.Add(6*time.Second).Format(time.RFC3339Nano)
+		w.Write([]byte(`[{"puID":"` + spdyUID + `","pod":"apps/db","state":"waiting for a retry","age":"3m40s","lastChecked":"` + last +
+			`","lastRow":1,"why":"pod not found","attempts":3,"nextAttempt":"` + next + `","lastError":"boom"}`))
+		w.(http.Flusher).Flush()
+		time.Sleep(3 * time.Second) // the rest of a long page
+		w.Write([]byte(`]`))
+	}))
+	c := s.cluster(t, 10*time.Second, spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning))
+	_, out := spdyExplain(t, c, "apps", "db", "", "node-a")
+	okNext := strings.Contains(out, "next in 6s") || strings.Contains(out, "next in 5s") || strings.Contains(out, "next in 7s")
+	okLast := strings.Contains(out, "last check    8s ago") || strings.Contains(out, "last check    7s ago") || strings.Contains(out, "last check    9s ago")
+	if !okNext || !okLast {
+		t.Fatalf("the page began to answer: last check 8s ago, next attempt in 6s; the plugin says otherwise:\n%s", out)
+	}
+}
+
+// The same for the dry run's report, a page of its own read after the
+// status page: a report made 8s before the report page answered, 3s after
+// the status page did, is "8s ago", not 5s.
+func TestADryRunReportsTimeIsToldFromItsOwnPage(t *testing.T) {
+	s := newSPDYAPI(t)
+	s.program("agent-a", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/debug/podsweeper":
+			w.Write([]byte(`[]`))
+		case "/debug/podsweeper/dry-run":
+			time.Sleep(3 * time.Second)
+			at := time.Now().UTC().Add(-8 * time.Second).Format(time.RFC3339Nano)
+			w.Write([]byte(`{"total":1,"reports":[{"at":"` + at + `","puID":"` + spdyUID +
+				`","pod":"apps/db","reason":"PodGone","row":1,"why":"pod not found","dropped":true}]}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	c := s.cluster(t, 10*time.Second, spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
+	_, out := spdyExplain(t, c, "apps", "db", "", "node-a")
+	if !strings.Contains(out, "(8s ago)") && !strings.Contains(out, "(7s ago)") && !strings.Contains(out, "(9s ago)") {
+		t.Fatalf("the report page said: would have destroyed it 8s ago; the plugin says otherwise:\n%s", out)
+	}
+}
+
+// The same for explain ip, which reads two pages of cni-gc: the address
+// page's times are told from when it answered, and the PUs', from when the
+// status page did, 3s later: a PU checked 8s before its page answered is
+// "last check 8s ago", not 5s.
+func TestExplainIPTellsEachPagesTimesFromItsOwnAnswer(t *testing.T) {
+	s := newSPDYAPI(t)
+	s.program("cni-a", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/debug/podsweeper":
+			time.Sleep(3 * time.Second)
+			last := time.Now().UTC().Add(-8 * time.Second).Format(time.RFC3339Nano)
+			w.Write([]byte(`[{"puID":"` + spdyUID + `","pod":"apps/db","state":"tracked","age":"3m40s","lastChecked":"` + last +
+				`","lastRow":5,"why":"pod alive"}]`))
+		case addressPath:
+			written := time.Now().UTC().Add(-time.Minute).Format(time.RFC3339Nano)
+			w.Write([]byte(`{"ip":"10.88.0.200","attachments":[{"network":"n","containerID":"c0ffee","ifName":"eth0",` +
+				`"podNamespace":"apps","podName":"db","podUID":"` + spdyUID + `","written":"` + written + `"}]}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	c := s.cluster(t, 10*time.Second, spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning))
+	x, err := c.explainIP(context.Background(), "10.88.0.200", "node-a", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := RenderIP(&out, x); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "last check  8s ago") && !strings.Contains(out.String(), "last check  7s ago") &&
+		!strings.Contains(out.String(), "last check  9s ago") {
+		t.Fatalf("the status page said: last check 8s ago; the plugin says otherwise:\n%s", out.String())
+	}
+}
+
+// docs/operating/explain.md ("for each program that holds a PU of the pod"),
+// asked by UID alone with a static pod's kubelet UID: cni-gc holds its PU
+// under that UID, the node agent under the mirror pod's UID (the one the
+// API server gives); both are the pod's and both are told.
+func TestAStaticPodAskedByOneUIDAloneShowsThePUsOfBoth(t *testing.T) {
+	s := newSPDYAPI(t)
+	s.program("cni-a", spdyServe, spdyCNIGC(spdyStaticPU))
+	mirrorPU := `[{"puID":"` + spdyMirrorUID + `","pod":"kube-system/proxy-node-a","sandboxID":"abcdef0123456789","state":"idle","age":"1h","lastChecked":"2026-01-01T00:00:00Z","lastRow":9,"why":"same pod, same sandbox"}]`
+	s.program("agent-a", spdyServe, spdyJSON(mirrorPU, ""))
+	c := s.cluster(t, 5*time.Second,
+		spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning),
+		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning), spdyMirrorPod())
+	x, out := spdyExplain(t, c, "", "", spdyStaticUID, "")
+	held := 0
+	for _, a := range x.Answers {
+		held += len(a.PUs)
+	}
+	if x.Pod == nil || held != 2 || !strings.Contains(out, "PU "+spdyMirrorUID) || !strings.Contains(out, "PU "+spdyStaticUID) {
+		t.Fatalf("the static pod's two PUs (%s, %s) are not both told:\n%s", spdyStaticUID, spdyMirrorUID, out)
+	}
+}
+
+// docs/operating/explain.md: "A person finds the PU of a deleted pod in the
+// answer until it is destroyed, and the destroy's Event after." The PU is
+// destroyed, and its Event posted, after the plugin first read the Events
+// and before its program answered: the answer still tells the destroy.
+func TestADestroyBetweenTheEventsReadAndTheProgramsAnswerIsTold(t *testing.T) {
+	s := newSPDYAPI(t)
+	var c *cluster
+	s.program("agent-a", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/debug/podsweeper":
+			// Destroyed just now: gone from the page, its Event posted.
+			_, err := c.cs.CoreV1().Events("default").Create(r.Context(), &corev1.Event{
+				ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: "ev1"},
+				InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"},
+				Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "db", UID: spdyUID},
+				Reason:         "PUDestroyed", Type: "Normal", Message: "PodGone: destroyed PU",
+				ReportingController: "podsweeper", EventTime: metav1.NewMicroTime(time.Now()),
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Error(err)
+			}
+			w.Write([]byte(`[]`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	c = s.cluster(t, 5*time.Second, spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning))
+	_, out := spdyExplain(t, c, "apps", "db", "", "node-a")
+	if !strings.Contains(out, "PUDestroyed") {
+		t.Fatalf("the PU was destroyed while the plugin asked: neither its PU nor its Event is told:\n%s", out)
+	}
+}
+
+// An Event of an earlier pod of the same name, on another node, is said to
+// be of that earlier pod, not of the pod now.
+func TestAnEarlierPodsEventIsMarkedSo(t *testing.T) {
+	s := newSPDYAPI(t)
+	s.program("agent-a", spdyServe, spdyJSON(`[]`, ""))
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: "ev1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-b", UID: "node-b"},
+		Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: "earlier-uid"},
+		Reason:         "PUDestroyed", Type: "Normal", Message: "PodGone: destroyed PU",
+		ReportingController: "podsweeper", EventTime: metav1.NewMicroTime(time.Now().Add(-time.Minute)),
+	}
+	c := s.cluster(t, 5*time.Second, spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
+		spdyPod("apps", "web", spdyUID, "node-a"), ev)
+	x, out := spdyExplain(t, c, "apps", "web", "", "")
+	marked := len(x.Events) > 0 // the fake clientset lists it once per reason: it ignores field selectors
+	for _, e := range x.Events {
+		marked = marked && e.EarlierUID == "earlier-uid"
+	}
+	if !marked || !strings.Contains(out, "of an earlier pod of that name, UID earlier-uid") {
+		t.Fatalf("the Event of the earlier pod (UID earlier-uid) is told as the pod's now:\n%s", out)
+	}
+}

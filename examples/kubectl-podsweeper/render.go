@@ -50,17 +50,25 @@ type Answer struct {
 	// Error says why the program could not be asked; its other fields
 	// are then empty.
 	Error string `json:"error,omitempty"`
-	// At is when the program answered (its status page read): the times
-	// of its answer are told relative to it. Zero: the command's Now.
-	At time.Time `json:"at,omitzero"`
+	// At is when the program answered its status page (its response
+	// began): the times of PUs are told relative to it; ReportsAt, the
+	// same for its dry run's report. Zero: the command's Now.
+	At        time.Time `json:"at,omitzero"`
+	ReportsAt time.Time `json:"reportsAt,omitzero"`
 }
 
-// now returns when a answered, or, not told, the command's now.
-func (a Answer) now(now time.Time) time.Time {
-	if a.At.IsZero() {
+// now returns when a's status page answered, or, not told, the command's now.
+func (a Answer) now(now time.Time) time.Time { return orNow(a.At, now) }
+
+// reportsNow returns when a's dry run's report answered, or, not told, the command's now.
+func (a Answer) reportsNow(now time.Time) time.Time { return orNow(a.ReportsAt, now) }
+
+// orNow returns at, or now when at is zero.
+func orNow(at, now time.Time) time.Time {
+	if at.IsZero() {
 		return now
 	}
-	return a.At
+	return at
 }
 
 // Pod is the pod asked about, as the API server has it.
@@ -97,6 +105,10 @@ type Event struct {
 	// when it last did, for a series (zero otherwise).
 	Count int       `json:"count,omitempty"`
 	Last  time.Time `json:"last,omitzero"`
+	// EarlierUID is the UID of the pod it is of when that is not the pod
+	// of that name now (an earlier pod of that name, which may have run on
+	// another node); "": it is of the pod now, or no pod is now.
+	EarlierUID string `json:"earlierUID,omitempty"`
 	// uid and pod (namespace/name) are the pod it names; node the node it
 	// regards, for one that regards a node.
 	uid, pod, node string
@@ -190,7 +202,7 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 				p.f("  PU %s of pod %s%s: reported, and not on its status page when it was read.\n", r.PUID, r.Pod, sandboxOf(r.SandboxID))
 			}
 			p.f("    dry run       would have destroyed it, %s: row %d of the decision table, %s (%s).\n",
-				r.Reason, r.Row, r.Why, ago(a.now(x.Now), r.At))
+				r.Reason, r.Row, r.Why, ago(a.reportsNow(x.Now), r.At))
 		}
 	}
 	if len(none) > 0 {
@@ -221,7 +233,11 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 			case e.Count > 1:
 				count = fmt.Sprintf(" (%d times)", e.Count)
 			}
-			p.f("  %s  %s %s, regarding %s%s: %s\n", ago(x.Now, e.Time), e.Type, e.Reason, e.Regarding, count, e.Note)
+			earlier := ""
+			if e.EarlierUID != "" {
+				earlier = fmt.Sprintf(" (of an earlier pod of that name, UID %s)", e.EarlierUID)
+			}
+			p.f("  %s  %s %s, regarding %s%s%s: %s\n", ago(x.Now, e.Time), e.Type, e.Reason, e.Regarding, earlier, count, e.Note)
 		}
 	}
 	unasked := 0
@@ -378,7 +394,7 @@ func RenderReport(w io.Writer, r *Report) error {
 			if dropped[d.PUID] {
 				held = "no: pod gone"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Program, orNone(a.Program.Node, "-"), d.Pod, d.PUID, d.Reason, d.Row, d.Why, ago(a.now(r.Now), d.At), held)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Program, orNone(a.Program.Node, "-"), d.Pod, d.PUID, d.Reason, d.Row, d.Why, ago(a.reportsNow(r.Now), d.At), held)
 			rows++
 		}
 	}
@@ -556,9 +572,11 @@ type IPExplanation struct {
 	// Pods are the pods that Address's attachments and frees name, as
 	// the API server has them now.
 	Pods []PodNow `json:"pods,omitempty"`
-	// At is when cni-gc answered: the times of its answer are told
-	// relative to it. Zero: Now.
-	At time.Time `json:"at,omitzero"`
+	// At is when cni-gc answered its address page (its response began):
+	// the times of Address are told relative to it; PUsAt, the same for
+	// its status page, which PUs come from. Zero: Now.
+	At    time.Time `json:"at,omitzero"`
+	PUsAt time.Time `json:"pusAt,omitzero"`
 }
 
 // PodNow is a pod as the CNI cache recorded it (its namespace, name and
@@ -633,13 +651,11 @@ type (
 	}
 )
 
-// at returns when cni-gc answered, or, not told, Now.
-func (x *IPExplanation) at() time.Time {
-	if x.At.IsZero() {
-		return x.Now
-	}
-	return x.At
-}
+// at returns when cni-gc answered its address page, or, not told, Now.
+func (x *IPExplanation) at() time.Time { return orNow(x.At, x.Now) }
+
+// pusAt returns when cni-gc answered its status page, or, not told, Now.
+func (x *IPExplanation) pusAt() time.Time { return orNow(x.PUsAt, x.Now) }
 
 // Held reports whether x's answer says that something holds the address:
 // an attachment or a reservation, or a recent free of it.
@@ -714,12 +730,12 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 			if s.LastChecked == nil {
 				p.f("    last check  none yet.\n")
 			} else {
-				p.f("    last check  %s: row %d of the decision table, %s.\n", ago(x.at(), *s.LastChecked), s.LastRow, s.Why)
+				p.f("    last check  %s: row %d of the decision table, %s.\n", ago(x.pusAt(), *s.LastChecked), s.LastRow, s.Why)
 			}
 			if s.Attempts > 0 {
 				next := "none planned"
 				if s.NextAttempt != nil {
-					next = "next " + in(x.at(), *s.NextAttempt)
+					next = "next " + in(x.pusAt(), *s.NextAttempt)
 				}
 				p.f("    attempts    %d destroy call(s) failed; %s.\n", s.Attempts, next)
 			}

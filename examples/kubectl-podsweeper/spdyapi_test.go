@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -121,11 +123,9 @@ func (s *spdyAPI) serve(w http.ResponseWriter, r *http.Request) {
 					if err != nil {
 						return
 					}
-					rec := httptest.NewRecorder()
-					h.ServeHTTP(rec, req)
-					resp := rec.Result()
-					resp.Close = true
-					_ = resp.Write(st)
+					w := &streamingWriter{w: st, h: http.Header{}}
+					h.ServeHTTP(w, req)
+					w.Flush()
 				}()
 			}
 		case <-conn.CloseChan():
@@ -190,3 +190,40 @@ func spdyJSON(pus, dry string) http.Handler {
 		}
 	})
 }
+
+// streamingWriter is an http.ResponseWriter that writes the response to w as
+// it is made, as a program's server does: its header at the first Write or
+// Flush, then each Write; the body ends when the stream closes.
+type streamingWriter struct {
+	w       io.Writer
+	h       http.Header
+	code    int
+	started bool
+}
+
+func (s *streamingWriter) Header() http.Header { return s.h }
+func (s *streamingWriter) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+}
+
+func (s *streamingWriter) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	fmt.Fprintf(s.w, "HTTP/1.1 %d %s\r\nConnection: close\r\n", s.code, http.StatusText(s.code))
+	_ = s.h.Write(s.w)
+	io.WriteString(s.w, "\r\n")
+}
+
+func (s *streamingWriter) Write(b []byte) (int, error) {
+	s.start()
+	return s.w.Write(b)
+}
+
+func (s *streamingWriter) Flush() { s.start() }

@@ -86,7 +86,7 @@ func TestTestdataIsWhatThePluginGathers(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
 			got.Now = want.Now // asked now; the times of the answers are the programs'
 			for i := range got.Answers {
-				got.Answers[i].At = time.Time{} // when each answered
+				got.Answers[i].At, got.Answers[i].ReportsAt = time.Time{}, time.Time{} // when each page answered
 			}
 			wantJSON, err := json.MarshalIndent(&want, "", "  ")
 			require.NoError(t, err)
