@@ -87,9 +87,13 @@ type skipped struct {
 	// DelMay: a file of a network's host-local directory that a DEL of any
 	// reservation of the network may remove, or never end reading (its
 	// content cannot be told: notRegular). DelID and DelIf: one that a DEL
-	// of this container and interface in its network removes.
+	// of this container and interface in its network removes. DelLegacy:
+	// the file holds DelID alone, as host-local before v0.8 wrote it: a DEL
+	// of that container, any interface, removes it in a network whose chain
+	// runs host-local twice (confNet.HostLocals).
 	DelMay       bool
 	DelID, DelIf string
+	DelLegacy    bool
 	// Untold: what the file holds cannot be told (it cannot be read, is cut
 	// short, or is a link to nothing the collector sees): AddressStatus
 	// says so in Unread.

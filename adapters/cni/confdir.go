@@ -35,6 +35,11 @@ type confNet struct {
 	// runs, itself or as another plugin's "ipam"; none when it runs no
 	// host-local.
 	DataDirs []string
+	// HostLocals is how many host-local plugins List runs (a data
+	// directory may be named twice): with two, the second's DEL finds
+	// nothing of the container left and, as host-local does then, removes
+	// the files that hold the container's ID alone (readReservation).
+	HostLocals int
 	// Never: a config that names the network, any of them, says
 	// "disableGC": true: it is never touched, whichever file the runtime
 	// loads.
@@ -136,7 +141,11 @@ func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, writing m
 		if n.List == nil {
 			n.List = list
 			for _, p := range list.Plugins {
-				if d, ok := hostLocalDataDir(p.Bytes, defaultDataDir); ok && !slices.Contains(n.DataDirs, d) {
+				d, ok := hostLocalDataDir(p.Bytes, defaultDataDir)
+				if ok {
+					n.HostLocals++
+				}
+				if ok && !slices.Contains(n.DataDirs, d) {
 					n.DataDirs = append(n.DataDirs, d)
 				}
 			}

@@ -266,7 +266,7 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 // the directory and reads every file that is not a directory, following a
 // link, to remove those naming the container it releases: a link to a
 // regular file naming a container is removed by a DEL of that container
-// (skipped.DelID); a directory is walked into, and a FIFO or a device
+// (skipped.DelID; one naming it alone, skipped.DelLegacy); a directory is walked into, and a FIFO or a device
 // may never end its read (skipped.DelMay); a link to a directory, to
 // nothing, or to a socket fails its read, and is passed over.
 func notRegular(dataDir, network, ip string, mode fs.FileMode) skipped {
@@ -286,6 +286,8 @@ func notRegular(dataDir, network, ip string, mode fs.FileMode) skipped {
 		switch {
 		case skip == nil:
 			s.DelID, s.DelIf, s.Written = read.ContainerID, read.IfName, read.Reserved
+		case skip.DelLegacy:
+			s.DelID, s.DelLegacy, s.Written = read.ContainerID, true, read.Reserved
 		case read.Reserved.IsZero(): // it could not be read: what it names cannot be told
 			s.DelMay = true
 		}
@@ -305,6 +307,11 @@ func walkedByDel(dataDir, network, name string, mode fs.FileMode) (s skipped, ok
 		return s, s.DelMay || s.DelID != ""
 	}
 	r, skip, _ := readReservation(dataDir, network, name)
+	if skip != nil && skip.DelLegacy && net.ParseIP(r.ContainerID) == nil { // not host-local's last_reserved_ip
+		return skipped{File: r.Path(), Written: r.Reserved, DelID: r.ContainerID, DelLegacy: true, Reservation: &r,
+			Why: "a file not named as an address that holds container ID " + r.ContainerID + " alone: host-local's DEL of it, " +
+				"in a chain that runs host-local twice, would remove it; never touched"}, true
+	}
 	if skip != nil || r.ContainerID == "" {
 		return skipped{}, false
 	}
@@ -342,9 +349,14 @@ func readReservation(dataDir, network, ip string) (r Reservation, skip *skipped,
 	case r.IfName == "" || strings.ContainsAny(r.ContainerID+r.IfName, "\r\n") || id != r.ContainerID:
 		// Written by a host-local before v0.8 (no interface), or by something else. host-local's DEL of its
 		// container removes a file holding the ID alone only when no file of the ID and interface is there: the
-		// collector DELs a reservation only while its file is there (freeReservations).
-		return r, &skipped{File: path, Written: r.Reserved, Why: "it is not a container ID and an interface name on two lines as host-local writes them: never touched",
-			Unreadable: true, Reservation: &r}, false
+		// collector DELs a reservation only while its file is there (freeReservations); but a second host-local
+		// in the chain finds none left by the first, and removes it (DelLegacy).
+		s := &skipped{File: path, Written: r.Reserved, Why: "it is not a container ID and an interface name on two lines as host-local writes them: never touched",
+			Unreadable: true, Reservation: &r}
+		if !two && id == r.ContainerID {
+			s.DelID, s.DelLegacy = r.ContainerID, true
+		}
+		return r, s, false
 	}
 	return r, nil, false
 }

@@ -352,3 +352,69 @@ func TestAReservationIsDecidedWithAllThatItsDELReleases(t *testing.T) {
 	require.NoError(t, err, "the link is never touched")
 	require.Len(t, h.reservationsOf(linkedTo), 2, "the reservation a link names is kept while the link is there (which reads as a second)")
 }
+
+// host-local's DEL removes the files that hold the container's ID alone (as
+// host-local before v0.8 wrote them) when it finds none of the ID and the
+// interface: in a network whose chain runs host-local twice, the second
+// does so after the first released the reservation. A leaked reservation
+// whose container such a file names is then kept (row 16), and the file is
+// never touched; with host-local once in the chain, the DEL leaves that
+// file alone, and the reservation is freed.
+func TestALegacyFileOfTheContainerKeepsItsReservationWhenTheChainRunsHostLocalTwice(t *testing.T) {
+	for _, twice := range []bool{true, false} {
+		t.Run(fmt.Sprint("host-local twice: ", twice), func(t *testing.T) {
+			h := newHostLocalNode(t)
+			if twice {
+				// A second plugin whose IPAM is host-local too, on the same data directory: its DEL is host-local's.
+				second := fmt.Sprintf(`#!/bin/sh
+echo "$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME netns=$CNI_NETNS second" >> %s
+if [ "$CNI_COMMAND" = DEL ]; then
+	exec %s
+fi
+echo '{"cniVersion":"1.1.0"}'
+`, h.callLog, filepath.Join(h.pluginDir, "host-local"))
+				require.NoError(t, os.WriteFile(filepath.Join(h.pluginDir, "second"), []byte(second), 0o755))
+				conf := strings.Replace(string(h.conf), `{"type":"chained"}`, fmt.Sprintf(`{"type":"second","ipam":{"type":"host-local",`+
+					`"ranges":[[{"subnet":"10.%d.201.0/29"}]],"dataDir":%q}},{"type":"chained"}`, 100+h.id, h.data), 1)
+				require.NotEqual(t, string(h.conf), conf)
+				require.NoError(t, os.WriteFile(filepath.Join(h.confDir, "10-hlnet.conflist"), []byte(conf), 0o644))
+			}
+			leaked := randomID()
+			require.NoError(t, os.WriteFile(filepath.Join(h.failAdd), nil, 0o644))
+			list, err := libcni.NetworkConfFromBytes(h.conf) // the ADD through the first host-local alone
+			require.NoError(t, err)
+			netns := newNetNS(t, fmt.Sprintf("/run/netns/hl-%s-legacy", leaked[:8]))
+			_, err = h.cni.AddNetworkList(context.Background(), list, &libcni.RuntimeConf{ContainerID: leaked, NetNS: netns, IfName: "eth0"})
+			require.Error(t, err, "the chain fails after host-local")
+			require.NoError(t, os.Remove(h.failAdd))
+			h.age(leaked, time.Hour)
+			reserved := h.reservationsOf(leaked)
+			require.Len(t, reserved, 1)
+			held := func() bool { _, err := os.Stat(filepath.Join(h.data, "hlnet", reserved[0])); return err == nil }
+			legacy := filepath.Join(h.data, "hlnet", fmt.Sprintf("10.%d.200.9", 100+h.id))
+			require.NoError(t, os.WriteFile(legacy, []byte(leaked), 0o600))
+
+			coll, err := cni.New(cni.Options{CacheDir: h.cacheDir, PluginDirs: []string{h.pluginDir}, ConfDir: h.confDir, ResyncInterval: 50 * time.Millisecond,
+				Runtime: &listedRuntime{}, ReservationGrace: time.Minute, HostLocalDataDir: filepath.Join(h.data, "default")})
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- coll.Resync(ctx, &tracker{}) }()
+			if twice {
+				time.Sleep(time.Second) // rounds enough
+			} else {
+				eventually(t, 30*time.Second, func() bool { return !held() }, "the leaked reservation freed")
+			}
+			cancel()
+			require.NoError(t, <-done)
+			_, err = os.Stat(legacy)
+			require.NoError(t, err, "the file that holds the container's ID alone is never touched")
+			if twice {
+				require.True(t, held(), "kept: its DEL would remove the file never touched")
+				calls, err := os.ReadFile(h.callLog)
+				require.NoError(t, err)
+				require.NotContains(t, string(calls), "DEL "+leaked)
+			}
+		})
+	}
+}

@@ -208,6 +208,18 @@ func (h *hostLocal) read() (reservationView, error) {
 		}
 	}
 	for _, s := range v.untouched {
+		if s.DelLegacy { // the container's DELs, any interface, in a network that runs host-local twice
+			if v.nets[s.Reservation.Network].HostLocals < 2 {
+				continue
+			}
+			for k, g := range v.dels {
+				if k.network == s.Reservation.Network && k.containerID == s.DelID && g.untouched == "" {
+					g.untouched = s.File
+					v.dels[k] = g
+				}
+			}
+			continue
+		}
 		k := delKey{network: s.Reservation.Network, containerID: s.DelID, ifName: s.DelIf}
 		if g := v.dels[k]; (s.DelMay || s.DelID != "") && g.untouched == "" {
 			g.untouched = s.File
