@@ -320,10 +320,12 @@ func TestAReservationIsDecidedWithAllThatItsDELReleases(t *testing.T) {
 	link := filepath.Join(dir, fmt.Sprintf("10.%d.200.6", 100+h.id))
 	require.NoError(t, os.Symlink(outside, link))
 
+	logs := &testkube.Lines{}
 	round := func(dryRun bool) *cni.Collector {
 		t.Helper()
 		coll, err := cni.New(cni.Options{CacheDir: h.cacheDir, PluginDirs: []string{h.pluginDir}, ConfDir: h.confDir, ResyncInterval: time.Hour,
-			Runtime: &listedRuntime{}, ReservationGrace: time.Minute, HostLocalDataDir: filepath.Join(h.data, "default"), DryRun: dryRun})
+			Runtime: &listedRuntime{}, ReservationGrace: time.Minute, HostLocalDataDir: filepath.Join(h.data, "default"), DryRun: dryRun,
+			Logger: logs.Logger()})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -332,8 +334,10 @@ func TestAReservationIsDecidedWithAllThatItsDELReleases(t *testing.T) {
 			if dryRun {
 				return len(coll.WouldFree()) > 0
 			}
-			return len(h.reservationsOf(control)) == 0 && len(h.reservationsOf(twoAddrs)) == 0
-		}, "the round: the control freed (and, once old, both addresses of the container)")
+			// A line for each reservation freed, the one its container's DEL released with another too.
+			return len(h.reservationsOf(control)) == 0 && len(h.reservationsOf(twoAddrs)) == 0 &&
+				logs.Count(cni.LogMessageReservationFreed) == 3
+		}, "the round: the control freed (and, once old, both addresses of the container), each told by a line")
 		cancel()
 		require.NoError(t, <-done)
 		return coll

@@ -28,8 +28,9 @@ import (
 const DefaultReservationGrace = 5 * time.Minute
 
 // LogMessageReservationFreed is the message of the line the Collector
-// logs (at info) for each host-local reservation it freed: keep it out of
-// a logger's sampling, as LogMessageFreed.
+// logs (at info) for each host-local reservation it freed, its own DEL's
+// or, with "by", another's of its container and interface (one DEL releases
+// them all): keep it out of a logger's sampling, as LogMessageFreed.
 const LogMessageReservationFreed = "host-local reservation freed"
 
 // LogMessageReservationWouldFree is the message of the line a dry run's
@@ -449,6 +450,8 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			// (host-local's DEL releases them all), or by its runtime. A DEL now would match nothing, and
 			// host-local would then remove the files that hold the container's ID alone.
 			if k := (delKey{r.Network, r.ContainerID, r.IfName}); delled[k] {
+				c.log.Info(LogMessageReservationFreed, "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
+					"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox, "by", "the DEL of another of its container's reservations")
 				c.reservationFreed(r, verdicts[r.Path()], now)
 			} else {
 				c.addresses.reservationState(r, "released meanwhile, by its runtime", nil)
