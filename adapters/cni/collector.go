@@ -127,7 +127,8 @@ type Options struct {
 	// ReservationRate is at most how many host-local reservations Resync
 	// frees a second, whatever goes wrong upstream (a Runtime that lists no
 	// sandbox of a node full of them, say): the rest wait for their turn, in
-	// their round, in the order of their files. ReservationBurst is how
+	// their round, in the order of their files (a DEL that releases several
+	// reservations of one container waits a turn for each). ReservationBurst is how
 	// many may be freed at once under it. 0 (either), or a ReservationRate
 	// of rate.Inf or above (+Inf): no limit, and a burst of 1. Negative
 	// values, and a ReservationRate that is no number (NaN), are invalid. cni-gc sets them to the engine's

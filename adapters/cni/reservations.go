@@ -437,6 +437,11 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	// is decided on the Runtime asked again right before it. delled: the containers and interfaces a DEL released.
 	stale := false
 	delled := map[delKey]bool{}
+	told := map[string]bool{} // the files told freed with the DEL that released them
+	held := func(r Reservation) bool {
+		still, _, gone := readReservation(r.DataDir, r.Network, r.IP)
+		return !gone && still.ContainerID == r.ContainerID && still.IfName == r.IfName
+	}
 	for i, r := range frees {
 		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
 			return
@@ -445,25 +450,37 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			would = append(would, r)
 			continue
 		}
-		if still, _, gone := readReservation(r.DataDir, r.Network, r.IP); gone || still.ContainerID != r.ContainerID || still.IfName != r.IfName {
+		if told[r.Path()] {
+			continue
+		}
+		k := delKey{r.Network, r.ContainerID, r.IfName}
+		if !held(r) {
 			// Released meanwhile: by the DEL of another reservation of its container and interface this round
 			// (host-local's DEL releases them all), or by its runtime. A DEL now would match nothing, and
 			// host-local would then remove the files that hold the container's ID alone.
-			if k := (delKey{r.Network, r.ContainerID, r.IfName}); delled[k] {
-				c.log.Info(LogMessageReservationFreed, "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
-					"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox, "by", "the DEL of another of its container's reservations")
-				c.reservationFreed(r, verdicts[r.Path()], now)
+			if delled[k] {
+				c.siblingFreed(r, verdicts[r.Path()], now)
 			} else {
 				c.addresses.reservationState(r, "released meanwhile, by its runtime", nil)
 			}
 			continue
 		}
-		if l := c.hostLocal.limit; l != nil {
-			waited, err := turn(ctx, l)
-			if err != nil {
-				return // stopping while it waits for its turn
+		// The reservations its DEL releases: it, and those of its container and interface to free still held; each
+		// takes a turn of the rate, which counts reservations freed, not DELs.
+		group := []Reservation{r}
+		for _, o := range frees[i+1:] {
+			if (delKey{o.Network, o.ContainerID, o.IfName}) == k && held(o) {
+				group = append(group, o)
 			}
-			stale = stale || waited
+		}
+		if l := c.hostLocal.limit; l != nil {
+			for range group {
+				waited, err := turn(ctx, l)
+				if err != nil {
+					return // stopping while it waits for its turn
+				}
+				stale = stale || waited
+			}
 		}
 		// Decided again right before its DEL, on ConfDir as it is then (disableGC set, the config removed) and, once
 		// time has passed since the round's list, on the Runtime asked again (its sandbox listed again).
@@ -501,8 +518,14 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			}
 			continue
 		}
-		delled[delKey{r.Network, r.ContainerID, r.IfName}] = true
+		delled[k] = true
 		c.reservationFreed(r, vd, now)
+		for _, o := range group[1:] { // told with the DEL that released them, whatever ends the round after
+			if !held(o) {
+				told[o.Path()] = true
+				c.siblingFreed(o, verdicts[o.Path()], now)
+			}
+		}
 	}
 	if c.hostLocal.dryRun {
 		for _, r := range c.hostLocal.wouldFree(would, &rv) {
@@ -510,6 +533,15 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox)
 		}
 	}
+}
+
+// siblingFreed logs and records r freed by the DEL of another reservation
+// of its container and interface, of the round decided at now (vd: its own
+// verdict).
+func (c *Collector) siblingFreed(r Reservation, vd verdict, now time.Time) {
+	c.log.Info(LogMessageReservationFreed, "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
+		"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox, "by", "the DEL of another of its container's reservations")
+	c.reservationFreed(r, vd, now)
 }
 
 // reservationFreed records r freed by a DEL of the round decided at now

@@ -265,3 +265,28 @@ func TestAReservationAFailingChainReleasedIsCountedFreed(t *testing.T) {
 		t.Errorf("a reservation the chain's DEL released, a plugin failing after: freed %v, failed %v; want freed once", freed, failed)
 	}
 }
+
+// Options.ReservationRate counts reservations, not DELs: "at most how many host-local reservations Resync frees a
+// second". One container holds three leaked reservations, which its one DEL releases together; at 5 a second,
+// burst 1, that DEL waits for three turns after the DEL of the reservation before it: 600 ms, not 200.
+func TestARateCountsEveryReservationADELReleases(t *testing.T) {
+	e, log := releaseEnv(t, 0, 0)
+	reservation(t, e.data, "net", "10.9.0.10", "one", "eth0", time.Hour)
+	for i := range 3 {
+		reservation(t, e.data, "net", fmt.Sprintf("10.9.0.%d", 11+i), "three", "eth0", time.Hour)
+	}
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, ResyncInterval: time.Hour, ReservationRate: rate.Limit(5), ReservationBurst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 20*time.Second,
+		func() bool { return len(delStarts(t, log)) == 2 })
+	starts := delStarts(t, log)
+	if len(starts) != 2 {
+		t.Fatalf("%d DELs, want one a container", len(starts))
+	}
+	if gap := starts[1].Sub(starts[0]); gap < 500*time.Millisecond {
+		t.Errorf("the DEL of three reservations started %v after the one before it: under a rate of 5 a second, it frees three", gap)
+	}
+}
