@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/podsweeper/podsweeper/internal/pathkind"
@@ -421,6 +423,14 @@ func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID 
 	v, err := c.read()
 	if cerr := (confDirError{}); err != nil && !errors.As(err, &cerr) {
 		return false, err
+	}
+	if sb, ok := rv.byID[sandboxID]; ok && podUIDOf(sb) == "" {
+		// Listed by its ID without a pod: the runtime tells of that ID whatever its labels say (listRuntime), and
+		// the engine asks of it as one of pod's.
+		byID := maps.Clone(rv.byID)
+		byID[sandboxID] = merged(sb, &runtimeapi.PodSandbox{Id: sandboxID, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY,
+			Labels: map[string]string{podUIDLabel: string(pod.UID)}})
+		rv.byID = byID
 	}
 	p, _ := observe(v.atts, v.collectable, rv, string(pod.UID), true, c.refusals.expired)
 	vs := decide(p)

@@ -286,3 +286,27 @@ func TestSandboxDeadAsksTheRuntimeThenTheNamespace(t *testing.T) {
 	ev.SandboxID = "creating"
 	require.ErrorIs(t, coll.DestroyPU(context.Background(), ev), cni.ErrNewestSandbox, "a sandbox that may be being created is kept")
 }
+
+// SandboxDead tells of the sandbox asked about by its ID, whatever the
+// runtime's labels say ("a sandbox listed by its ID tells of that ID"): one
+// the runtime lists stopped without the pod's label, with no cache entry,
+// is told as the same sandbox listed with the label is.
+func TestSandboxDeadOfAnUnlabeledSandboxIsThatOfALabeledOne(t *testing.T) {
+	c := newCacheDir(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}
+	for _, ready := range []bool{false, true} {
+		labeled := listed("sb", "u1", ready, time.Now().Add(-time.Hour))
+		unlabeled := listed("sb", "", ready, time.Now().Add(-time.Hour))
+		unlabeled.Labels = nil
+		var got [2]bool
+		for i, sb := range []*runtimeapi.PodSandbox{labeled, unlabeled} {
+			rt := &listedRuntime{}
+			rt.set(nil, sb)
+			dead, err := c.collectorWith(rt, 0).SandboxDead(context.Background(), pod, "sb")
+			require.NoError(t, err)
+			got[i] = dead
+		}
+		require.Equal(t, got[0], got[1], "listed ready=%v: labeled dead=%v, unlabeled dead=%v", ready, got[0], got[1])
+		require.Equal(t, !ready, got[0], "listed ready=%v", ready)
+	}
+}
