@@ -74,8 +74,10 @@ type AttachmentStatus struct {
 	NeverTouched string `json:"neverTouched,omitempty"`
 	// Decision is the last decision the Collector took on its sandbox
 	// when the engine asked it to free it (DestroyPU, or DryRunDestroyPU in
-	// a dry run), a keep for want of what it decides on included (Row -1);
-	// nil: it was never asked to, since the Collector started.
+	// a dry run), a keep for want of what it decides on included (Row -1),
+	// as it stands for this attachment: kept, of a sandbox to free, when it
+	// is never DELed or was kept when decided again before its DEL; nil: it
+	// was never asked to, since the Collector started.
 	Decision *FreeDecision `json:"decision,omitempty"`
 }
 
@@ -167,8 +169,12 @@ func decisionOf(v verdict, at time.Time, reason ports.Reason, dryRun bool) FreeD
 type addressLog struct {
 	mu sync.Mutex
 	// decisions are by sandbox ID, of the sandboxes the cache held at its
-	// last read (retain).
+	// last read (retain); ofAtts, by sandbox ID then attachment, what
+	// became of one attachment apart from its sandbox's decision (kept:
+	// never DELed, decided again before its DEL, not decided again), until
+	// its sandbox is decided anew.
 	decisions map[string]FreeDecision
+	ofAtts    map[string]map[attKey]FreeDecision
 	// reservations are the last round's, by canonical address; read when
 	// it read them (zero: never).
 	reservations map[string][]ReservationStatus
@@ -186,16 +192,53 @@ type addressLog struct {
 }
 
 func newAddressLog() *addressLog {
-	return &addressLog{decisions: map[string]FreeDecision{}}
+	return &addressLog{decisions: map[string]FreeDecision{}, ofAtts: map[string]map[attKey]FreeDecision{}}
 }
 
-// decided records the decisions vs, taken at at for the event ev.
-func (l *addressLog) decided(vs []verdict, at time.Time, ev ports.DestroyEvent, dryRun bool) {
+// attKey names one attachment of a sandbox: its network and interface.
+type attKey struct{ network, ifName string }
+
+// attDecided records d of the attachment a alone. l.mu is held.
+func (l *addressLog) attDecided(a attachment, d FreeDecision) {
+	m := l.ofAtts[a.ContainerID]
+	if m == nil {
+		m = map[attKey]FreeDecision{}
+		l.ofAtts[a.ContainerID] = m
+	}
+	m[attKey{a.NetworkName, a.IfName}] = d
+}
+
+// decisionOfAtt returns the decision the page tells of a: its own, or its sandbox's. l.mu is held.
+func (l *addressLog) decisionOfAtt(a attachment) (FreeDecision, bool) {
+	if d, ok := l.ofAtts[a.ContainerID][attKey{a.NetworkName, a.IfName}]; ok {
+		return d, true
+	}
+	d, ok := l.decisions[a.ContainerID]
+	return d, ok
+}
+
+// decided records the decisions vs on the sandboxes sbs (index for index,
+// as far as sbs goes), taken at at for the event ev: a sandbox to free
+// whose attachment is never DELed (verdict.Del) has that attachment kept.
+func (l *addressLog) decided(sbs []sandbox, vs []verdict, at time.Time, ev ports.DestroyEvent, dryRun bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, v := range vs {
-		if v.ID != "" {
-			l.decisions[v.ID] = decisionOf(v, at, ev.Reason, dryRun)
+	for i, v := range vs {
+		if v.ID == "" {
+			continue
+		}
+		d := decisionOf(v, at, ev.Reason, dryRun)
+		l.decisions[v.ID] = d
+		delete(l.ofAtts, v.ID)
+		if v.Action != free || i >= len(sbs) {
+			continue
+		}
+		for j, a := range sbs[i].Atts {
+			if j < len(v.Del) && !v.Del[j] {
+				kept := d
+				kept.Verdict, kept.Why = verdictWords[keep], d.Why+"; this attachment is never DELed: its network says disableGC, or it cannot be used for a DEL"
+				l.attDecided(a, kept)
+			}
 		}
 	}
 }
@@ -212,6 +255,14 @@ func (l *addressLog) undecided(ids []string, at time.Time, ev ports.DestroyEvent
 	}
 }
 
+// attUndecided records that the attachment a, of a sandbox the event ev
+// asked to free, was kept at at by no row, for why.
+func (l *addressLog) attUndecided(a attachment, at time.Time, ev ports.DestroyEvent, dryRun bool, why error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.attDecided(a, FreeDecision{At: at, Reason: string(ev.Reason), DryRun: dryRun, Row: -1, Why: why.Error(), Verdict: verdictWords[keep]})
+}
+
 // retain forgets the decisions on the sandboxes that held does not hold.
 func (l *addressLog) retain(held map[string]bool) {
 	l.mu.Lock()
@@ -219,6 +270,11 @@ func (l *addressLog) retain(held map[string]bool) {
 	for id := range l.decisions {
 		if !held[id] {
 			delete(l.decisions, id)
+		}
+	}
+	for id := range l.ofAtts {
+		if !held[id] {
+			delete(l.ofAtts, id)
 		}
 	}
 }
@@ -270,14 +326,15 @@ func (l *addressLog) reservationKept(r Reservation, why error) {
 	}
 }
 
-// recheckKept records that the attachment of sandbox id, decided to be
-// freed, was kept when decided again right before its DEL, for why.
-func (l *addressLog) recheckKept(id string, why string) {
+// recheckKept records that the attachment a, decided to be freed, was
+// kept when decided again right before its DEL, for why: its sandbox's
+// other attachments keep their decision.
+func (l *addressLog) recheckKept(a attachment, why string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if d, ok := l.decisions[id]; ok {
+	if d, ok := l.decisions[a.ContainerID]; ok {
 		d.At, d.Verdict, d.Why = time.Now(), verdictWords[keep], "decided again right before its DEL: "+why
-		l.decisions[id] = d
+		l.attDecided(a, d)
 	}
 }
 
@@ -389,7 +446,7 @@ func (c *Collector) address(ip string) AddressStatus {
 		}
 		as := AttachmentStatus{Network: a.NetworkName, ContainerID: a.ContainerID, IfName: a.IfName, PodNamespace: a.PodNamespace,
 			PodName: a.PodName, PodUID: a.PodUID, Written: a.Written, DisableGC: v.disableGC(a)}
-		if d, ok := l.decisions[a.ContainerID]; ok {
+		if d, ok := l.decisionOfAtt(a); ok {
 			as.Decision = &d
 		}
 		st.Attachments = append(st.Attachments, as)

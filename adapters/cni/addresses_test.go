@@ -325,3 +325,39 @@ func TestAddressTellsAKeepForAConfDirThatCouldNotBeRead(t *testing.T) {
 		assert.Contains(t, d.Why, "ConfDir could not be read")
 	}
 }
+
+// AttachmentStatus.Decision is the decision as it stands for that
+// attachment: a gone pod's sandbox with one attachment in podnet and one in
+// keepnet, whose config says disableGC, is freed; the page tells keepnet's
+// attachment, which is never DELed, kept, not "free".
+func TestAddressTellsTheDecisionOfEachAttachmentOfASandbox(t *testing.T) {
+	c := newCacheDir(t)
+	require.NoError(t, os.WriteFile(filepath.Join(c.plugins, "quiet"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	confs := map[string]string{
+		"podnet":  `{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"quiet"}]}`,
+		"keepnet": `{"cniVersion":"1.1.0","name":"keepnet","disableGC":true,"plugins":[{"type":"quiet"}]}`,
+	}
+	for name, conf := range confs {
+		require.NoError(t, os.WriteFile(filepath.Join(c.conf, "10-"+name+".conflist"), []byte(conf), 0o644))
+	}
+	for name, ip := range map[string]string{"podnet": "10.1.0.3", "keepnet": "10.2.0.3"} {
+		b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": "sb-gone", "ifName": "eth0", "networkName": name,
+			"config": []byte(confs[name]), "cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "apps"}, {"K8S_POD_NAME", "gone"}, {"K8S_POD_UID", "uid-gone"}},
+			"result": map[string]any{"cniVersion": "1.1.0", "ips": []map[string]any{{"address": ip + "/24"}}}})
+		require.NoError(t, err)
+		c.writeRaw(name+"-sb-gone-eth0", b, time.Hour)
+	}
+	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+		ResyncInterval: time.Minute, Runtime: &listedRuntime{}, Logger: c.logs.Logger()})
+	require.NoError(t, err)
+	require.NoError(t, coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-gone",
+		Pod: types.NamespacedName{Namespace: "apps", Name: "gone"}, SandboxID: "sb-gone", Reason: ports.ReasonPodGone}))
+	w := httptest.NewRecorder()
+	coll.AddressHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip=10.2.0.3", nil))
+	var st cni.AddressStatus
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &st))
+	require.Len(t, st.Attachments, 1, "keepnet's attachment is held")
+	d := st.Attachments[0].Decision
+	require.NotNil(t, d)
+	assert.Equal(t, "keep", d.Verdict, "the attachment never DELed is told kept: %+v", d)
+}

@@ -485,7 +485,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	c.refusals.settle(p.all) // the places it learned (ready, or dead), whichever sandbox ev names
 	c.refusals.record(p.record)
 	decided := time.Now()
-	c.addresses.decided(p.record, decided, ev, false)
+	c.addresses.decided(p.recordedSandboxes(), p.record, decided, ev, false)
 	if p.answer != nil {
 		return p.answer
 	}
@@ -512,12 +512,12 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 			if err == nil && !ran {
 				c.log.Info("attachment kept: its network's config in ConfDir says disableGC now", "network", a.NetworkName,
 					"sandboxID", a.ContainerID, "ifName", a.IfName, "pod", ev.Pod.String(), "puID", ev.PUID)
-				c.addresses.recheckKept(a.ContainerID, "network "+a.NetworkName+"'s config in ConfDir says disableGC now")
+				c.addresses.recheckKept(a, "network "+a.NetworkName+"'s config in ConfDir says disableGC now")
 				continue
 			}
 			if errors.Is(err, errNotRechecked) {
 				// Kept by no row, for what the DEL is decided on could not be read again: the address page tells it.
-				c.addresses.undecided([]string{a.ContainerID}, time.Now(), ev, false, err)
+				c.addresses.attUndecided(a, time.Now(), ev, false, err)
 				failed = append(failed, fmt.Errorf("network %s, sandbox %s, interface %s: %w", a.NetworkName, a.ContainerID, a.IfName, err))
 				continue
 			} else if errors.Is(err, errFreedMeanwhile) {
@@ -572,7 +572,7 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 	}
 	c.refusals.settle(p.all)
 	c.refusals.record(p.record)
-	c.addresses.decided(p.record, time.Now(), ev, true)
+	c.addresses.decided(p.recordedSandboxes(), p.record, time.Now(), ev, true)
 	if p.answer != nil {
 		return p.answer
 	}
@@ -722,6 +722,14 @@ func (c *Collector) plan(v view, rv runtimeView, ev ports.DestroyEvent) destroyP
 		}
 	}
 	return p
+}
+
+// recordedSandboxes returns the sandboxes of p.record, index for index.
+func (p destroyPlan) recordedSandboxes() []sandbox {
+	if len(p.record) == len(p.sbs) {
+		return p.sbs
+	}
+	return p.cached[:min(len(p.record), len(p.cached))]
 }
 
 // result is DestroyPU's answer once the DELs of p ran: those that failed,
