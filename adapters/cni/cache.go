@@ -89,8 +89,8 @@ type skipped struct {
 	// content cannot be told: notRegular). DelID and DelIf: one that a DEL
 	// of this container and interface in its network removes. DelLegacy:
 	// the file holds DelID alone, as host-local before v0.8 wrote it: a DEL
-	// of that container, any interface, removes it in a network whose chain
-	// runs host-local twice (confNet.HostLocals).
+	// of that container, any interface, removes it in a network where
+	// host-local releases the container more than once (confNet.HostLocals).
 	DelMay       bool
 	DelID, DelIf string
 	DelLegacy    bool
@@ -300,7 +300,7 @@ func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
 	info, err := os.Stat(path)
 	if err == nil {
 		var b []byte
-		if b, err = os.ReadFile(path); err == nil {
+		if b, err = readFile(path); err == nil {
 			a, err = parseEntry(b)
 		}
 	}
@@ -320,7 +320,7 @@ func readEntry(dir, name string) (a attachment, skip *skipped, gone bool) {
 		}
 		skip := &skipped{File: name, ContainerID: a.ContainerID, PodUID: a.PodUID, Written: written, Why: err.Error(), Unreadable: true,
 			Never: neverNets(a), Entry: &a}
-		if b, rerr := os.ReadFile(path); rerr != nil || !json.Valid(b) {
+		if b, rerr := readFile(path); rerr != nil || !json.Valid(b) {
 			// Unreadable, or cut short: libcni writes an entry in place, and a read may catch it half-written.
 			skip.Untold = true
 			if rerr == nil {

@@ -853,8 +853,15 @@ func (c *Collector) delCheck(a attachment) (*libcni.RuntimeConf, error) {
 		Args:           a.CniArgs,
 		CapabilityArgs: a.CapabilityArgs,
 	}
-	if _, err := os.Lstat(filepath.Join(c.cache.dir, "results", a.File)); errors.Is(err, fs.ErrNotExist) {
+	info, err := os.Lstat(filepath.Join(c.cache.dir, "results", a.File))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, errFreedMeanwhile
+	case err == nil && !info.Mode().IsRegular():
+		// Replaced since the cache was read, by a link (a DEL through it would remove the link alone) or a named
+		// pipe (libcni's read of it would never end): never used, as when it was read so.
+		return nil, fmt.Errorf("%w: network %s, sandbox %s, interface %s: its cache entry %s is no longer a regular file (%s)",
+			ErrUnusableEntry, a.NetworkName, a.ContainerID, a.IfName, a.File, info.Mode())
 	}
 	var rerr error
 	if len(a.List.Plugins) > 0 {

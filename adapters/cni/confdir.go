@@ -35,10 +35,11 @@ type confNet struct {
 	// runs, itself or as another plugin's "ipam"; none when it runs no
 	// host-local.
 	DataDirs []string
-	// HostLocals is how many host-local plugins List runs (a data
-	// directory may be named twice): with two, the second's DEL finds
-	// nothing of the container left and, as host-local does then, removes
-	// the files that hold the container's ID alone (readReservation).
+	// HostLocals is how many times a DEL of List has host-local release
+	// the container: once per host-local plugin, per range set of its
+	// (dual stack: two). From the second on, host-local finds nothing of
+	// the container left and, as it does then, removes the files that
+	// hold the container's ID alone (readReservation).
 	HostLocals int
 	// Never: a config that names the network, any of them, says
 	// "disableGC": true: it is never touched, whichever file the runtime
@@ -143,7 +144,7 @@ func readConfDir(dir, defaultDataDir string) (nets map[string]confNet, writing m
 			for _, p := range list.Plugins {
 				d, ok := hostLocalDataDir(p.Bytes, defaultDataDir)
 				if ok {
-					n.HostLocals++
+					n.HostLocals += hostLocalReleases(p.Bytes)
 				}
 				if ok && !slices.Contains(n.DataDirs, d) {
 					n.DataDirs = append(n.DataDirs, d)
@@ -175,7 +176,7 @@ func disableGCNetworks(dir string) (keep map[string]bool, writing map[string]str
 // confNameOf returns the "name" of the config file f, whatever it is (libcni reads <dir>/<name> for any, "" and
 // names with a slash too); named: f parses and has a "name" key.
 func confNameOf(f string) (name string, named bool) {
-	b, err := os.ReadFile(f)
+	b, err := readFile(f)
 	if err != nil {
 		return "", false
 	}
@@ -197,7 +198,7 @@ func confNameOf(f string) (name string, named bool) {
 // one whose top-level name cannot be told for sure (empty, or cut before it) is an error: which network it is the
 // config of cannot be told, and every one is kept.
 func saysDisableGC(f, dir string) (name string, says, writing bool, err error) {
-	b, rerr := os.ReadFile(f)
+	b, rerr := readFile(f)
 	if rerr != nil {
 		return "", false, false, nil
 	}
@@ -306,14 +307,14 @@ func holdsIrregular(d string) (bool, error) {
 // readsWhole reads the regular file f to its end: one that opens and whose read fails (EIO: a failing disk, a FUSE
 // mount) cannot be read either.
 func readsWhole(f string) error {
-	_, err := os.ReadFile(f)
+	_, err := readFile(f)
 	return err
 }
 
 // singleDisableGC returns the network of a single plugin's config file f, and whether it says "disableGC": true
 // (singleSaysDisableGC).
 func singleDisableGC(f string) (string, bool) {
-	b, err := os.ReadFile(f)
+	b, err := readFile(f)
 	if err != nil {
 		return "", false
 	}

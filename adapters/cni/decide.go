@@ -229,9 +229,10 @@ func (v verdict) why() string {
 //     keep. The runtime DELs its own sandboxes.
 //  16. A cache entry names its container ID: keep; rows 0 to 11 decide
 //     on that sandbox. Or its DEL would remove a file the collector never
-//     touches (a link naming its container; in a network whose chain runs
-//     host-local twice, a file naming its container alone, which the
-//     second host-local's DEL removes), or may (a FIFO, a device, a
+//     touches (a link naming its container; where host-local releases
+//     the container more than once in one DEL, two host-locals or two
+//     range sets, a file naming its container alone, which the releases
+//     after the first remove), or may (a FIFO, a device, a
 //     directory, a link whose content cannot be told, in its network's
 //     directory): keep.
 //  17. It, or another reservation of its container and interface in its

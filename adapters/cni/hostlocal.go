@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -107,7 +109,7 @@ func loadNetwork(f string) (list *libcni.NetworkConfigList, never bool, err erro
 // is not read (one that holds a named pipe would block the read).
 func loadNetworkInline(f string) (list *libcni.NetworkConfigList, never bool, err error) {
 	return loadNetworkWith(f, func(f string) (*libcni.NetworkConfigList, error) {
-		b, err := os.ReadFile(f)
+		b, err := readFile(f)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +126,7 @@ func loadNetworkWith(f string, load func(string) (*libcni.NetworkConfigList, err
 	if list, err = load(f); err == nil {
 		return list, false, nil
 	}
-	b, rerr := os.ReadFile(f)
+	b, rerr := readFile(f)
 	if rerr != nil {
 		return nil, false, rerr
 	}
@@ -174,6 +176,21 @@ func hostLocalDataDir(plugin []byte, defaultDataDir string) (dir string, ok bool
 		dir = defaultDataDir
 	}
 	return filepath.Clean(dir), true
+}
+
+// hostLocalReleases returns how many times host-local, run by the plugin
+// config plugin (itself or as its "ipam"), releases a container on DEL:
+// once per range set ("ranges", or the one of a legacy "subnet").
+func hostLocalReleases(plugin []byte) int {
+	var conf struct {
+		IPAM struct {
+			Ranges []json.RawMessage `json:"ranges"`
+		} `json:"ipam"`
+	}
+	if json.Unmarshal(plugin, &conf) != nil {
+		return 1
+	}
+	return max(1, len(conf.IPAM.Ranges))
 }
 
 // readReservations lists the reservations of every network directory of
@@ -325,11 +342,7 @@ func walkedByDel(dataDir, network, name string, mode fs.FileMode) (s skipped, ok
 func readReservation(dataDir, network, ip string) (r Reservation, skip *skipped, gone bool) {
 	r = Reservation{Network: network, DataDir: dataDir, IP: ip}
 	path := r.Path()
-	info, err := os.Stat(path)
-	var b []byte
-	if err == nil {
-		b, err = os.ReadFile(path)
-	}
+	info, b, err := readRegular(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return r, nil, true
@@ -359,4 +372,31 @@ func readReservation(dataDir, network, ip string) (r Reservation, skip *skipped,
 		return r, s, false
 	}
 	return r, nil, false
+}
+
+// readRegular reads the file at path, following a link, only if it is a regular file when opened: it is opened
+// without blocking and told by what was opened, so that a file replaced by a named pipe or a device since it was
+// listed is never read (its read may never end).
+func readRegular(path string) (fs.FileInfo, []byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("not a regular file (%s): not read", info.Mode())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	return info, b, err
+}
+
+// readFile is os.ReadFile of a regular file only (readRegular): whatever the package reads (a cache entry, a
+// config, a reservation) may have been replaced by a named pipe since it was listed.
+func readFile(path string) ([]byte, error) {
+	_, b, err := readRegular(path)
+	return b, err
 }

@@ -454,7 +454,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			continue
 		}
 		k := delKey{r.Network, r.ContainerID, r.IfName}
-		if !held(r) {
+		releasedMeanwhile := func() {
 			// Released meanwhile: by the DEL of another reservation of its container and interface this round
 			// (host-local's DEL releases them all), or by its runtime. A DEL now would match nothing, and
 			// host-local would then remove the files that hold the container's ID alone.
@@ -463,6 +463,9 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			} else {
 				c.addresses.reservationState(r, "released meanwhile, by its runtime", nil)
 			}
+		}
+		if !held(r) {
+			releasedMeanwhile()
 			continue
 		}
 		// The reservations its DEL releases: it, and those of its container and interface to free still held; each
@@ -481,19 +484,29 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				}
 				stale = stale || waited
 			}
+			if stale && !held(r) { // released while it waited for its turns
+				releasedMeanwhile()
+				continue
+			}
 		}
 		// Decided again right before its DEL, on ConfDir as it is then (disableGC set, the config removed) and, once
 		// time has passed since the round's list, on the Runtime asked again (its sandbox listed again).
 		var list *libcni.NetworkConfigList
 		var vd verdict
+		released := false
 		ran, err := c.recheckedDel(ctx, stale, r.Network, func(e evidence) bool {
 			if stale {
 				run = e.run // the rest of the round is decided on the newer answer
 			}
 			n, ok := e.config(r)
 			vd, list = decideOn(r, n, ok, run, time.Now()), n.List
-			return vd.Action == free
+			released = !held(r) // the last look before its DEL: it is DELed only while its file holds it
+			return vd.Action == free && !released
 		}, func() error { return c.delReservation(ctx, r, list) })
+		if !ran && released && err == nil {
+			releasedMeanwhile()
+			continue
+		}
 		if errors.Is(err, errNotRechecked) {
 			if ctx.Err() != nil {
 				return // stopping
