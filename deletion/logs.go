@@ -21,11 +21,13 @@ const (
 	portListPUs
 	portObserver
 	portLate
+	portStuck
 	numPorts
 )
 
 var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxConfirmer", "SandboxProber", "DestroyPU",
-	"Requeue", "ListPUs", "Observer", "a port or the Observer past its check's deadline"}
+	"Requeue", "ListPUs", "Observer", "a port or the Observer past its check's deadline",
+	"a port that ignores its context, whose checks a Sweep left"}
 
 // logOutcome logs what the check of o.pu did. A PU's failures since its last good check (a port's, a failed destroy,
 // a veto for a confirmer's failure) are logged at V(1) once (quiet); every port's failures are summed up once an
@@ -74,6 +76,9 @@ type failures struct {
 	clock clock.WithTicker
 	every time.Duration // SweepInterval
 
+	// writing is held through a whole flush, its lines written included: a Sweep that returns after its flush has
+	// its failures' lines written, whoever wrote them.
+	writing  sync.Mutex
 	mu       sync.Mutex
 	count    [numPorts]int
 	last     [numPorts]error
@@ -95,12 +100,27 @@ func (f *failures) add(port int, puid string, err error, now time.Time) {
 	f.last[port], f.lastPUID[port] = err, puid
 }
 
+// lined notes an error line written at now of a failure of its own (Start's first failed list): it counts as a
+// summary, so that the next comes an interval after it.
+func (f *failures) lined(now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if now.After(f.flushed) {
+		f.flushed = now
+	}
+}
+
 // arm sets the summary's timer, if none is, for when the summary is due: every after the last. f.mu is held.
 func (f *failures) arm() {
 	if f.timer != nil {
 		return
 	}
 	wait := max(f.flushed.Add(f.every).Sub(f.clock.Now()), 0)
+	if wait == 0 { // due now: a fake Clock's timer of 0 would wait for its next Step
+		f.timer = func() {}
+		go f.fire()
+		return
+	}
 	if c, ok := f.clock.(interface {
 		AfterFunc(time.Duration, func()) clock.Timer
 	}); ok { // the real clock's, and k8s.io/utils' fakes (which call it under their lock): no goroutine waits meanwhile
@@ -135,6 +155,8 @@ func (f *failures) fire() {
 // flush logs one error line per port that failed since the last flush, at now, and starts anew; but not within every
 // of the last (0: whenever), whoever asks: the summary's timer, each Sweep's end, and Start's end.
 func (f *failures) flush(now time.Time, every time.Duration) {
+	f.writing.Lock()
+	defer f.writing.Unlock()
 	f.mu.Lock()
 	if f.since.IsZero() || every > 0 && now.Sub(f.flushed) < every {
 		f.mu.Unlock()
@@ -153,8 +175,11 @@ func (f *failures) flush(now time.Time, every time.Duration) {
 			continue
 		}
 		msg := "port failing; the PUs concerned are kept and checked again"
-		if port == portLate {
+		switch port {
+		case portLate:
 			msg = "answered past a check's deadline, its Workers slot stuck meanwhile; what it answered was taken"
+		case portStuck:
+			msg = "Sweep leaves checks stuck in ports that ignore their context"
 		}
 		f.log.Error(last[port], msg,
 			"port", portNames[port], "failures", n, "lastPUID", lastPUID[port],

@@ -1198,6 +1198,8 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 	if left == 0 || held < left && stuck < len(c.q.ready.slots) {
 		return false
 	}
-	c.log.Error(nil, "Sweep leaves checks stuck in ports that ignore their context", "stuck", stuck, "unchecked", left-held)
+	// Summed up once an interval, as a port's failures: a hung port is one failure, whatever the number of Sweeps.
+	c.fails.add(portStuck, "", fmt.Errorf("%d checks stuck past their deadline, %d of the Sweep's unchecked", stuck, left-held),
+		c.opts.Clock.Now())
 	return true
 }

@@ -34,10 +34,11 @@ type requeueLane struct {
 // (Start's, or a Sweep's), whose values the call keeps: it runs under a deadline of CheckTimeout of its own, whether
 // that goroutine has ended or not.
 type requeueItem struct {
-	ctx  context.Context
-	puid string
-	pod  *corev1.Pod
-	seq  uint64 // its place in the lane's order
+	ctx   context.Context
+	puid  string
+	pod   *corev1.Pod
+	seq   uint64 // its place in the lane's order
+	sweep uint32 // the Sweep whose check queued it, or queued it before at an earlier place (0: none)
 }
 
 // queueRequeue hands a copy of pod to the lane, and starts its goroutine if none runs; sweep is the Sweep whose check
@@ -47,17 +48,23 @@ func (c *Engine) queueRequeue(ctx context.Context, puid string, pod *corev1.Pod,
 	if c.opts.Requeuer == nil {
 		return
 	}
-	it := requeueItem{ctx: ctx, puid: puid, pod: pod.DeepCopy()}
+	it := requeueItem{ctx: ctx, puid: puid, pod: pod.DeepCopy(), sweep: sweep}
 	l := &c.rq
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.queued++
 	it.seq = l.queued
-	if sweep != 0 {
-		l.swept.gen, l.swept.seq = sweep, it.seq
+	// A pod requeued again while it waits goes once, at its latest place, with its latest copy; a Sweep that queued
+	// it before waits for it there.
+	l.pending = slices.DeleteFunc(l.pending, func(p requeueItem) bool {
+		if p.pod.UID == pod.UID && it.sweep == 0 {
+			it.sweep = p.sweep
+		}
+		return p.pod.UID == pod.UID
+	})
+	if it.sweep != 0 && it.sweep >= l.swept.gen {
+		l.swept.gen, l.swept.seq = it.sweep, it.seq
 	}
-	// A pod requeued again while it waits goes once, at its latest place, with its latest copy.
-	l.pending = slices.DeleteFunc(l.pending, func(p requeueItem) bool { return p.pod.UID == pod.UID })
 	l.pending = append(l.pending, it)
 	if !l.running {
 		l.running = true
@@ -112,20 +119,12 @@ func (c *Engine) requeue(it requeueItem) {
 // the pods others queued (Start's checks), whatever it requeued and whoever reads it.
 func (c *Engine) waitRequeues(ctx context.Context, gen uint32) {
 	l := &c.rq
-	l.mu.Lock()
-	var target uint64
-	if l.swept.gen == gen {
-		target = l.swept.seq
-	}
-	l.mu.Unlock()
-	if target == 0 {
-		return
-	}
 	t := time.NewTimer(c.opts.CheckTimeout + stuckGrace)
 	defer t.Stop()
 	for {
 		l.mu.Lock()
-		if l.handed >= target {
+		// Read anew each time: a pod of the Sweep's requeued again meanwhile waits at its latest place.
+		if l.swept.gen != gen || l.handed >= l.swept.seq {
 			l.mu.Unlock()
 			return
 		}

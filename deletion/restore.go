@@ -40,6 +40,7 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 			msg := "listing the Inventory failed; PUs of pods gone while the agent was down are not restored yet, will retry"
 			if attempt == 1 {
 				c.log.Error(err, msg, "attempt", attempt, "retryIn", c.backoff(attempt).String())
+				c.fails.lined(c.opts.Clock.Now()) // the next failures are summed up an interval after this line
 			} else {
 				c.log.V(1).Info(msg, "attempt", attempt, "retryIn", c.backoff(attempt).String(), "error", err.Error())
 				c.fails.add(portListPUs, "", err, c.opts.Clock.Now())

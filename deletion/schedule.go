@@ -180,7 +180,8 @@ func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) boo
 			}
 			break
 		}
-		c.log.Error(nil, "Start's first list of the Inventory is past its deadline; checks begin without it, and it is retried",
+		// Told at info: its failure is the list's own error line (restore), when it is left behind.
+		c.log.Info("Start's first list of the Inventory is past its deadline; checks begin without it, and it is retried",
 			"deadline", c.listTimeout().String())
 	}
 	c.checksBegin()
