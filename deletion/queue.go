@@ -613,6 +613,18 @@ func (c *Engine) Len() int {
 	return len(c.q.records)
 }
 
+// InventoryListed reports whether the engine knows every PU its Inventory holds: it has none (Options.Inventory
+// nil), or a list of it answered (Start's first, or a retry of it). Until then, Len and Status may miss the PUs a
+// restart left to check: adapters/k8s's status page answers 503 meanwhile.
+func (c *Engine) InventoryListed() bool {
+	if c.opts.Inventory == nil {
+		return true
+	}
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	return c.q.list.restored
+}
+
 // settle carries out the verdict of o on the claimed r, once it gave the check's events their places in r's line:
 // it records the adopted sandbox, or, for a destroy, reports it (a dry run) or takes its turn under the destroy rate
 // (else o.turnAt). It reports whether DestroyPU is to be called now, for ev. Nothing is carried out for a record

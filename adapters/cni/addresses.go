@@ -478,6 +478,11 @@ func (c *Collector) address(ip string) AddressStatus {
 	return st
 }
 
+// TimeHeader is the response header in which AddressHandler tells when it
+// read what it answers, on the node's clock (RFC 3339 with nanoseconds), as
+// adapters/k8s's status page does (k8s.TimeHeader, the same name).
+const TimeHeader = "Podsweeper-Time"
+
 // AddressHandler returns an http.Handler of AddressPath: GET or HEAD with
 // the query ip=ADDR answers, as JSON, the AddressStatus of that address:
 // which attachments of libcni's cache hold it (read at the request), the
@@ -501,6 +506,7 @@ func (c *Collector) AddressHandler() http.Handler {
 			http.Error(w, "give the address as ?ip=ADDR", http.StatusBadRequest)
 			return
 		}
+		w.Header().Set(TimeHeader, time.Now().UTC().Format(time.RFC3339Nano))
 		st := c.address(ip.String())
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")

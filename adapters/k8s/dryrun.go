@@ -90,11 +90,13 @@ func (d *DryRunReport) Reports() (kept []WouldDestroy, total int) {
 	return kept, d.total
 }
 
-// ServeHTTP answers GET and HEAD with {"total": N, "reports": [...]}.
+// ServeHTTP answers GET and HEAD with {"total": N, "reports": [...]}, and
+// when it read them in TimeHeader.
 func (d *DryRunReport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !readOnly(w, r) {
 		return
 	}
+	w.Header().Set(TimeHeader, time.Now().UTC().Format(time.RFC3339Nano))
 	kept, total := d.Reports()
 	writeJSON(w, r, struct {
 		Total   int            `json:"total"`

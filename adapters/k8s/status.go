@@ -34,11 +34,20 @@ type PUStatus struct {
 	WouldDestroy string `json:"wouldDestroy,omitempty"`
 }
 
+// TimeHeader is the response header in which the status page and the dry
+// run's report (and cni-gc's address page) tell when they read what they
+// answer, on the program's clock (RFC 3339 with nanoseconds): the times of
+// the answer are told relative to it (kubectl podsweeper does), whatever
+// the reader's clock and however long the answer takes to come.
+const TimeHeader = "Podsweeper-Time"
+
 // NewStatusHandler returns an http.Handler that serves the engine's Status
 // as a JSON array, sorted by PUID: for each PU, its pod, sandbox, state and
 // age, the row of its last check and why, its failed destroy attempts, when
 // the next is due and the last error. It answers GET and HEAD only. It
-// reads the engine's state at each request, a copy of every entry: serve
+// reads the engine's state at each request, a copy of every entry; until
+// the engine's Inventory is listed (deletion.Engine.InventoryListed), it
+// answers 503, for the PUs a restart left are not all known. Serve
 // it behind authentication (the node agent puts it behind the metrics
 // server's filter), not to every scraper every second.
 func NewStatusHandler(engine *deletion.Engine) http.Handler {
@@ -50,7 +59,12 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			http.Error(w, "no deletion engine", http.StatusServiceUnavailable)
 			return
 		}
+		if !engine.InventoryListed() {
+			http.Error(w, "the deletion engine has not listed its Inventory yet: the PUs a restart left are not all known", http.StatusServiceUnavailable)
+			return
+		}
 		now := time.Now()
+		w.Header().Set(TimeHeader, now.UTC().Format(time.RFC3339Nano))
 		sts := engine.Status()
 		out := make([]PUStatus, len(sts))
 		for i, s := range sts {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,4 +97,42 @@ func sweepOnly(t *testing.T, engine *deletion.Engine, puids ...string) {
 	for _, e := range others {
 		require.NoError(t, engine.Track(e))
 	}
+}
+
+// The status page answers 503 until the engine's Inventory is listed (the
+// PUs a restart left are not all known), and tells when it read the engine
+// in k8s.TimeHeader.
+func TestStatusHandlerWaitsForTheInventoryAndTellsItsTime(t *testing.T) {
+	release := make(chan struct{})
+	inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return []ports.PU{{PUID: "a", Pod: types.NamespacedName{Namespace: "ns", Name: "gone"}}}, nil
+	})
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, errors.New("api down") })
+	engine, err := deletion.New(getter, ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
+		deletion.Options{Inventory: inv})
+	require.NoError(t, err)
+	get := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		k8s.NewStatusHandler(engine).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, k8s.StatusPath, nil))
+		return rec
+	}
+	require.Equal(t, http.StatusServiceUnavailable, get().Code, "before Start")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- engine.Start(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+	require.Equal(t, http.StatusServiceUnavailable, get().Code, "while the first list is under way")
+	close(release)
+	require.Eventually(t, func() bool { return get().Code == http.StatusOK }, 10*time.Second, 10*time.Millisecond)
+	rec := get()
+	at, err := time.Parse(time.RFC3339Nano, rec.Header().Get(k8s.TimeHeader))
+	require.NoError(t, err, "the page tells when it read the engine")
+	require.WithinDuration(t, time.Now(), at, time.Minute)
+	var got []k8s.PUStatus
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	require.Len(t, got, 1, "the listed PU is on the page")
 }

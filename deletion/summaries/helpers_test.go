@@ -52,5 +52,4 @@ func (l *lines) all() string {
 	return strings.Join(l.l, "\n")
 }
 
-
 var _ = testing.T{}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 // TestAddressStatusIsCNIs: the plugin reads cni-gc's page of an address
@@ -35,4 +36,12 @@ func TestAddressStatusIsCNIs(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, string(want), string(got))
 	assert.Equal(t, cni.AddressPath, addressPath)
+}
+
+// cni-gc's address page tells when it answered in the header the programs'
+// status pages use (k8s.TimeHeader), which the plugin reads.
+func TestCNIsTimeHeaderIsTheStatusPages(t *testing.T) {
+	if cni.TimeHeader != k8s.TimeHeader {
+		t.Fatalf("cni.TimeHeader %q, k8s.TimeHeader %q", cni.TimeHeader, k8s.TimeHeader)
+	}
 }

@@ -358,7 +358,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		if err := json.Unmarshal(body, &r); err != nil {
 			return failed(t, "reading its dry run's report: %v", err), nil
 		}
-		a.Program.DryRun, a.Reports, a.ReportsTotal, a.ReportsAt = true, r.Reports, r.Total, at
+		a.Program.DryRun, a.Reports, a.ReportsTotal, a.ReportsKept, a.ReportsAt = true, r.Reports, r.Total, len(r.Reports), at
 	default:
 		return failed(t, "reading its dry run's report on port %d: %s answered %d: %s", port, k8s.DryRunPath, code, strings.TrimSpace(string(body))), nil
 	}
@@ -771,7 +771,9 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addres
 		err = json.Unmarshal(body, &pus)
 	}
 	if err != nil {
-		return a, fmt.Sprintf("reading its status on port %d: %v", port, err), nil
+		// The address's answer stands: only its PUs are not told.
+		st.Unread = append(st.Unread, fmt.Sprintf("its status page (%s) on port %d: %v: its PUs are not told", k8s.StatusPath, port, err))
+		return addressAnswer{st: st, at: at}, "", nil
 	}
 	return addressAnswer{st: st, pus: pus, at: at, pusAt: pusAt}, "", nil
 }

@@ -78,7 +78,7 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Lookup("namespace").Usage = "the programs' namespace; default: every namespace you may list pods of"
 	output := fs.StringP("output", "o", "", `output format: "" (text) or json`)
 	uid := fs.String("uid", "", "explain pod: the pod's UID, instead of (or besides) its name")
-	node := fs.String("node", "", "status, explain ip: the node; explain pod: the node the pod ran on, for a pod that is gone")
+	node := fs.String("node", "", "status, explain ip: the node; explain pod: the node whose programs are asked (the node the pod ran on, for a pod that is gone; another node, for a live pod, to find an earlier pod's PU there)")
 	timeout := fs.Duration("timeout", 20*time.Second, "how long each program may take to answer")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -93,7 +93,7 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	words := fs.Args()
 	if len(words) == 0 {
 		fs.Usage()
-		return fmt.Errorf("%w: no command: explain pod, status or report", errUsage)
+		return fmt.Errorf("%w: no command: explain pod, explain ip, status or report", errUsage)
 	}
 
 	// The command line is checked before anything is asked.
@@ -142,7 +142,7 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("%w: report takes no argument, got %q", errUsage, words[1:])
 		}
 	default:
-		return fmt.Errorf("%w: unknown command %q: explain pod, status or report", errUsage, words[0])
+		return fmt.Errorf("%w: unknown command %q: explain pod, explain ip, status or report", errUsage, words[0])
 	}
 
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)

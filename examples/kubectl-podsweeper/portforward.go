@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 // forwarded is a port-forward to one pod through the API server
@@ -163,8 +165,8 @@ func (s *statusOf) status() *metav1.Status {
 	return s.st
 }
 
-// get GETs path from the pod's port: its status, its body, and when it answered (its response's header read): the
-// times of a page are told relative to that moment, not to when the body's last byte came.
+// get GETs path from the pod's port: its status, its body, and when it answered (answeredAt): the times of a page
+// are told relative to that moment, not to when the body's last byte came.
 func (f *forwarded) get(ctx context.Context, path string) (int, []byte, time.Time, error) {
 	id := strconv.FormatInt(f.next.Add(1), 10)
 	h := http.Header{}
@@ -219,7 +221,7 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, time.Tim
 			done <- result{err: err}
 			return
 		}
-		at := time.Now()
+		at := answeredAt(resp.Header, time.Now())
 		defer resp.Body.Close()
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		done <- result{resp.StatusCode, b, at, err}
@@ -278,3 +280,13 @@ func (f *forwarded) createStream(ctx context.Context, h http.Header) (httpstream
 
 // close ends the port-forward.
 func (f *forwarded) close() { _ = f.conn.Close() }
+
+// answeredAt returns when a page answered: the time it says it read what it answers, on the program's clock
+// (k8s.TimeHeader), so that its times are told right whatever the two clocks and however long the page takes to
+// come; or, from a program that does not say, got, when its response began to come.
+func answeredAt(h http.Header, got time.Time) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, h.Get(k8s.TimeHeader)); err == nil {
+		return t
+	}
+	return got
+}

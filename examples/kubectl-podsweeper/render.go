@@ -47,6 +47,10 @@ type Answer struct {
 	// ReportsTotal how many it made in all. Nil without a dry run.
 	Reports      []k8s.WouldDestroy `json:"reports,omitempty"`
 	ReportsTotal int                `json:"reportsTotal,omitempty"`
+	// ReportsKept is how many reports its page keeps, of any pod (the
+	// latest, ReportsTotal made in all): fewer, and the pod's earlier
+	// reports may be gone.
+	ReportsKept int `json:"reportsKept,omitempty"`
 	// Error says why the program could not be asked; its other fields
 	// are then empty.
 	Error string `json:"error,omitempty"`
@@ -255,10 +259,22 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 	case len(x.Events) > 0 || x.Pod != nil:
 	case len(x.Answers) == 0:
 		p.f("podsweeper cannot tell what it knows of this pod: no program was found to ask.\n")
+	case slices.ContainsFunc(x.Answers, func(a Answer) bool { return a.ReportsTotal > a.ReportsKept }):
+		p.f("podsweeper cannot tell all it knows of this pod: no program holds a PU of it now, and a dry run keeps its latest reports only (an earlier one may have been of this pod): see kubectl podsweeper report.\n")
 	default:
 		p.f("podsweeper knows nothing of this pod: no program holds a PU of it, and no podsweeper Event of it remains.\n")
 	}
 	return p.err
+}
+
+// latestReport returns the latest of reports (oldest first) of the PU puID; nil: none.
+func latestReport(reports []k8s.WouldDestroy, puID string) *k8s.WouldDestroy {
+	for i := len(reports) - 1; i >= 0; i-- {
+		if reports[i].PUID == puID {
+			return &reports[i]
+		}
+	}
+	return nil
 }
 
 // renderPU writes one PU that a answered.
@@ -278,7 +294,7 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 		p.f("    last check    %s: row %d of the decision table, %s.\n", ago(a.now(x.Now), *s.LastChecked), s.LastRow, s.Why)
 	}
 	if s.Vetoed {
-		p.f("    veto          the confirming read of the API server overrode the destroy the cache decided: the PU is kept.\n")
+		p.f("    veto          a confirming read (the API server's of the pod, or the runtime's of its sandbox) overrode the destroy its check decided: the PU is kept.\n")
 	}
 	if s.Attempts > 0 {
 		next := "none planned"
@@ -290,9 +306,16 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	if s.LastError != "" {
 		p.f("    last error    %s\n", s.LastError)
 	}
-	switch {
+	switch latest := latestReport(a.Reports, s.PUID); {
+	case latest != nil: // its dry run's report, read after the status page, says what it did last
+		held := ""
+		if latest.Dropped {
+			held = "; it no longer holds it (its pod is gone for good)"
+		}
+		p.f("    dry run       reported it would destroy it, %s: row %d of the decision table, %s (%s)%s.\n",
+			latest.Reason, latest.Row, latest.Why, ago(a.reportsNow(x.Now), latest.At), held)
 	case s.WouldDestroy != "":
-		p.f("    dry run       would destroy it: %s.\n", s.WouldDestroy)
+		p.f("    dry run       reported it would destroy it: %s (its last report).\n", s.WouldDestroy)
 	case a.Program.DryRun && s.LastChecked != nil:
 		p.f("    dry run       would keep it.\n")
 	case a.Program.DryRun:
@@ -694,7 +717,7 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	for _, u := range a.Unread {
 		p.f("  could not read %s\n", u)
 	}
-	sweep := "no sweep of host-local's reservations has run yet"
+	sweep := "no round of the sweep has read host-local's reservations yet (none has run, or none could read them)"
 	if a.ReservationsRead != nil {
 		sweep = "host-local's reservations as the sweep " + ago(x.at(), *a.ReservationsRead) + " read them"
 	}
@@ -708,19 +731,8 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 		p.f("\ncni-gc knows nothing of this address.\n")
 		return p.err
 	}
-	for _, at := range a.Attachments {
-		if at.NeverTouched != "" {
-			owner := "of no pod"
-			if at.PodUID != "" {
-				owner = fmt.Sprintf("of pod %s/%s (UID %s)", at.PodNamespace, at.PodName, at.PodUID)
-			}
-			p.f("  attachment    libcni's cache entry %s, network %s, interface %s, sandbox %s, %s, written %s.\n",
-				at.File, orNone(at.Network, "unknown"), orNone(at.IfName, "unknown"), shortID(at.ContainerID), owner, ago(x.at(), at.Written))
-			p.f("    freeing     never: cni-gc does not use this entry: %s.\n", at.NeverTouched)
-			continue
-		}
-		p.f("  attachment    network %s, interface %s, sandbox %s, of pod %s/%s (UID %s), added %s.\n",
-			at.Network, at.IfName, shortID(at.ContainerID), at.PodNamespace, at.PodName, at.PodUID, ago(x.at(), at.Written))
+	// podAndPU tells the pod an attachment names, as the API server has it now, and cni-gc's PU of it.
+	podAndPU := func(at AttachmentStatus) {
 		p.f("    pod         %s\n", x.podNow(at.PodNamespace, at.PodName, at.PodUID))
 		for _, s := range x.PUs {
 			if s.PUID != at.PodUID {
@@ -743,9 +755,27 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 				p.f("    last error  %s\n", s.LastError)
 			}
 			if s.WouldDestroy != "" {
-				p.f("    dry run     would destroy it: %s.\n", s.WouldDestroy)
+				p.f("    dry run     reported it would destroy it: %s (its last report).\n", s.WouldDestroy)
 			}
 		}
+	}
+	for _, at := range a.Attachments {
+		if at.NeverTouched != "" {
+			owner := "of no pod"
+			if at.PodUID != "" {
+				owner = fmt.Sprintf("of pod %s/%s (UID %s)", at.PodNamespace, at.PodName, at.PodUID)
+			}
+			p.f("  attachment    libcni's cache entry %s, network %s, interface %s, sandbox %s, %s, written %s.\n",
+				at.File, orNone(at.Network, "unknown"), orNone(at.IfName, "unknown"), shortID(at.ContainerID), owner, ago(x.at(), at.Written))
+			p.f("    freeing     never: cni-gc does not use this entry: %s.\n", at.NeverTouched)
+			if at.PodUID != "" {
+				podAndPU(at)
+			}
+			continue
+		}
+		p.f("  attachment    network %s, interface %s, sandbox %s, of pod %s/%s (UID %s), added %s.\n",
+			at.Network, at.IfName, shortID(at.ContainerID), at.PodNamespace, at.PodName, at.PodUID, ago(x.at(), at.Written))
+		podAndPU(at)
 		switch d := at.Decision; {
 		case at.DisableGC:
 			p.f("    freeing     never: its network's config says disableGC.\n")

@@ -87,6 +87,9 @@ func TestTestdataIsWhatThePluginGathers(t *testing.T) {
 			got.Now = want.Now // asked now; the times of the answers are the programs'
 			for i := range got.Answers {
 				got.Answers[i].At, got.Answers[i].ReportsAt = time.Time{}, time.Time{} // when each page answered
+				if got.Answers[i].ReportsKept == got.Answers[i].ReportsTotal {
+					got.Answers[i].ReportsKept = 0 // every report kept: the files leave it out then
+				}
 			}
 			wantJSON, err := json.MarshalIndent(&want, "", "  ")
 			require.NoError(t, err)

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+type audGoneGetter struct{}
+
+func (audGoneGetter) GetPod(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+	return nil, ports.ErrPodNotFound
+}
+
+type audPolicy struct{}
+
+func (audPolicy) DestroyPU(context.Context, ports.DestroyEvent) error { return nil }
+
+// audLateJournal is a journal (Inventory) whose first list is late: the
+// node agent restarted, and its state file is still being read.
+type audLateJournal struct{ release chan struct{} }
+
+func (j audLateJournal) ListPUs(ctx context.Context) ([]ports.PU, error) {
+	select {
+	case <-j.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return []ports.PU{{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "3a9f0c1b2d4e5"}}, nil
+}
+
+// explain.md:8-9 ("a PU is in the answer until it is destroyed") and 55-56
+// (it says it cannot tell, rather than that podsweeper knows nothing): a
+// node agent restarted (Running, its status page served) whose journal still
+// holds the PU of apps/web, to destroy, while the engine's first list of it
+// is not in yet. The real engine's real status page answers [].
+func TestAuditKnowsNothingBeforeJournalRestored(t *testing.T) {
+	j := audLateJournal{release: make(chan struct{})}
+	defer close(j.release)
+	eng, err := deletion.New(audGoneGetter{}, audPolicy{}, deletion.Options{Inventory: j, NodeName: "node-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = eng.Start(ctx) }()
+	time.Sleep(300 * time.Millisecond)
+
+	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
+	mux := http.NewServeMux() // as program.serveStatus serves it
+	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
+	e.handle("podsweeper/agent-a", mux)
+	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	out := b.String()
+	t.Log(out)
+	if strings.Contains(out, "podsweeper knows nothing of this pod") {
+		t.Errorf("the node agent's journal holds PU uid-web of apps/web, to be destroyed once its first list is in; the plugin says podsweeper knows nothing of the pod")
+	}
+}
+
+// explain.md:152-167 with the real engine and its real pages: a pod deleted
+// under a dry run: its PU, dropped, is told no longer held from the report.
+func TestAuditHoldsDeletedUnderDryRunRealEngine(t *testing.T) {
+	report := k8s.NewDryRunReport(0)
+	eng, err := deletion.New(audGoneGetter{}, audPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report, SweepInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = eng.Start(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	if err := eng.Track(ports.PU{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "3a9f0c1b2d4e5"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if kept, _ := report.Reports(); len(kept) > 0 && len(eng.Status()) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no report")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	mux := http.NewServeMux()
+	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
+	mux.Handle(k8s.DryRunPath, report)
+	e.handle("podsweeper/agent-a", mux)
+	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	t.Log(b.String())
+	if !strings.Contains(b.String(), "PU uid-web of pod apps/web, sandbox 3a9f0c1b2d4e5: no longer held (its pod is gone for good).") ||
+		!strings.Contains(b.String(), "would have destroyed it, PodGone: row 1 of the decision table") {
+		t.Error("not told")
+	}
+}
+
+type audFailingPolicy struct{}
+
+func (audFailingPolicy) DestroyPU(context.Context, ports.DestroyEvent) error {
+	return errors.New("remove /var/lib/podsweeper/pus/uid-db: directory not empty")
+}
+
+// explain.md:191-211 with the real engine and page: a PU waiting for a retry:
+// its state, its failed calls, its next, its last error.
+func TestAuditHoldsRetryRealEngine(t *testing.T) {
+	eng, err := deletion.New(audGoneGetter{}, audFailingPolicy{}, deletion.Options{SweepInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = eng.Start(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	if err := eng.Track(ports.PU{PUID: "uid-db", Pod: types.NamespacedName{Namespace: "apps", Name: "db"}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st := eng.Status(); len(st) == 1 && st[0].Attempts >= 2 && st[0].State == "waiting for a retry" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v", eng.Status())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e := newAudEnv(t, audProgramPod("cluster-controller", "podsweeper", "cc-1", ""))
+	mux := http.NewServeMux()
+	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
+	e.handle("podsweeper/cc-1", mux)
+	x, err := e.c.explainPod(context.Background(), "apps", "db", "", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	t.Log(b.String())
+	out := b.String()
+	if !strings.Contains(out, "its destroy failed: waiting for a retry.") || !strings.Contains(out, "destroy call(s) failed; next ") ||
+		!strings.Contains(out, "row 1 of the decision table, pod not found") || !strings.Contains(out, "directory not empty") {
+		t.Error("retry not told")
+	}
+}
+
+type audLivePod struct{}
+
+func (audLivePod) GetPod(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "uid-web"},
+		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, nil
+}
+
+// audSandboxList answers from a list a moment old (it has MaxAge): the pod
+// runs in sandbox "new".
+type audSandboxList struct{}
+
+func (audSandboxList) SandboxID(context.Context, *corev1.Pod) (string, error) { return "new", nil }
+func (audSandboxList) MaxAge() time.Duration                                  { return time.Second }
+
+// audSandboxRuntime is the runtime read that confirms: still sandbox "old".
+type audSandboxRuntime struct{}
+
+func (audSandboxRuntime) SandboxID(context.Context, *corev1.Pod) (string, error) { return "old", nil }
+
+// explain.md:3-6 ("a veto of the confirming read") and adapters/k8s
+// status.go:23-26 (Vetoed: the Confirmer overrode a destroy the cache's
+// answer decided, or the SandboxConfirmer a sandbox change the
+// SandboxExtractor's list decided). The real engine's veto here is the
+// runtime's (SandboxConfirmer) of a sandbox change its list decided; the
+// plugin says the API server's confirming read overrode a destroy the cache
+// decided.
+func TestAuditVetoToldAsTheAPIServers(t *testing.T) {
+	eng, err := deletion.New(audLivePod{}, audPolicy{}, deletion.Options{NodeName: "node-a", SweepInterval: 100 * time.Millisecond,
+		SandboxExtractor: audSandboxList{}, SandboxConfirmer: audSandboxRuntime{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = eng.Start(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	if err := eng.Track(ports.PU{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st := eng.Status(); len(st) == 1 && st[0].Vetoed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no veto: %+v", eng.Status())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), audPod("apps", "web", "uid-web", "node-a"))
+	mux := http.NewServeMux()
+	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
+	e.handle("podsweeper/agent-a", mux)
+	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	out := b.String()
+	t.Log(out)
+	if strings.Contains(out, "the confirming read of the API server overrode the destroy the cache decided") {
+		t.Errorf("the veto is the runtime's read (SandboxConfirmer) overriding a sandbox change its list decided; the plugin tells it as the API server's read overriding a destroy the cache decided")
+	}
+}
+
+type audNoSandbox struct{}
+
+func (audNoSandbox) SandboxID(context.Context, *corev1.Pod) (string, error) { return "", nil }
+
+// audFlakyProber says the sandbox is dead at its first answer, then that it is not.
+type audFlakyProber struct{ calls *atomic.Int32 }
+
+func (p audFlakyProber) SandboxDead(context.Context, *corev1.Pod, string) (bool, error) {
+	return p.calls.Add(1) == 1, nil
+}
+
+// explain.md:3-7 ("what a dry run would do"): the real engine's dry run
+// reported SandboxDead once, and its last check since keeps the PU (row 8):
+// the status page's wouldDestroy is the reason it reported last. The plugin
+// says, in the present, that the dry run would destroy it, beside a last
+// check that keeps it.
+func TestAuditDryRunWouldDestroyAfterAKeep(t *testing.T) {
+	report := k8s.NewDryRunReport(0)
+	var calls atomic.Int32
+	eng, err := deletion.New(audLivePod{}, audPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report,
+		SweepInterval: 100 * time.Millisecond, SandboxExtractor: audNoSandbox{}, SandboxProber: audFlakyProber{&calls}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = eng.Start(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	if err := eng.Track(ports.PU{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st := eng.Status(); len(st) == 1 && st[0].WouldDestroy != "" && st[0].LastVerdict.Row != 12 && st[0].LastVerdict.Row != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v", eng.Status())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"), audPod("apps", "web", "uid-web", "node-a"))
+	mux := http.NewServeMux()
+	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
+	mux.Handle(k8s.DryRunPath, report)
+	e.handle("podsweeper/agent-a", mux)
+	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	out := b.String()
+	t.Log(out)
+	if strings.Contains(out, "dry run       would destroy it") {
+		t.Errorf("the dry run's last check kept the PU; the plugin says the dry run would destroy it")
+	}
+}
