@@ -717,3 +717,35 @@ func TestAPortErrorIsReadOnce(t *testing.T) {
 		assert.Contains(t, logs.String(), "ListPUs returned an error that cannot be read", "a failure of the port, named")
 	})
 }
+
+// greedyErr is a transient error of someone else's whose As answers true for
+// every target without setting it: it was never marked with ports.Permanent.
+type greedyErr struct{}
+
+func (greedyErr) Error() string { return "policy engine restarting" }
+func (greedyErr) As(any) bool   { return true }
+
+// ports.IsPermanent: "whether err, or any error it wraps, was marked with
+// Permanent"; ports.PolicyHandler: "any other error ... is retried with
+// backoff". An error whose As claims every target, setting none, is no
+// Permanent: its destroy is retried, and the PU destroyed at the second call.
+func TestAnErrorWhoseAsClaimsEveryTargetIsNotPermanent(t *testing.T) {
+	require.False(t, ports.IsPermanent(greedyErr{}))
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error {
+			calls++
+			if calls == 1 {
+				return greedyErr{}
+			}
+			return nil
+		})
+		evs := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{Observer: evs})
+		require.NoError(t, c.Track(ports.PU{PUID: "u1", Pod: nsKey("a")}))
+		deletiontest.Start(t, c)
+		deletiontest.Advance(30 * time.Second)
+		require.Empty(t, evs.Of(deletion.EventAbandoned), "a transient error abandoned the PU")
+		require.Len(t, evs.Of(deletion.EventDestroyed), 1, "retried after the transient error")
+	})
+}

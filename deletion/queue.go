@@ -614,7 +614,8 @@ func (c *Engine) Len() int {
 }
 
 // InventoryListed reports whether the engine knows every PU its Inventory holds: it has none (Options.Inventory
-// nil), or a list of it answered (Start's first, or a retry of it). Until then, Len and Status may miss the PUs a
+// nil), or a list of it answered (Start's first, or a retry of it) and its PUs went in (a Start that stops while they
+// go in leaves the rest out, and this reports true all the same). Until then, Len and Status may miss the PUs a
 // restart left to check: adapters/k8s's status page answers 503 meanwhile.
 func (c *Engine) InventoryListed() bool {
 	if c.opts.Inventory == nil {

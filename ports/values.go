@@ -124,7 +124,8 @@ func IsPermanent(err error) (permanent bool) {
 		}
 	}()
 	var p *permanentError
-	return errors.As(err, &p)
+	// An error of someone else's whose As answers true without setting the target marked nothing.
+	return errors.As(err, &p) && p != nil
 }
 
 // maxErrorNodes bounds how many errors Readable reads in one error's tree: more than any real wrapping, and a tree
