@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -45,9 +46,11 @@ const TimeHeader = "Podsweeper-Time"
 // as a JSON array, sorted by PUID: for each PU, its pod, sandbox, state and
 // age, the row of its last check and why, its failed destroy attempts, when
 // the next is due and the last error. It answers GET and HEAD only. It
-// reads the engine's state at each request, a copy of every entry; until
-// the engine's Inventory is listed (deletion.Engine.InventoryListed), it
-// answers 503, for the PUs a restart left are not all known. Serve
+// reads the engine's state at each request, a copy of every entry; while
+// Start runs and the engine's Inventory is not listed yet
+// (deletion.Engine.InventoryListed), it answers 503, for the PUs a restart
+// left are not all known (an engine that does not run, a standby's, holds
+// none, and its page says so). Serve
 // it behind authentication (the node agent puts it behind the metrics
 // server's filter), not to every scraper every second.
 func NewStatusHandler(engine *deletion.Engine) http.Handler {
@@ -59,7 +62,9 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			http.Error(w, "no deletion engine", http.StatusServiceUnavailable)
 			return
 		}
-		if !engine.InventoryListed() {
+		// While Start runs and its Inventory is not listed yet, the PUs a restart left are not all known. An engine
+		// that does not run (a standby's, before it leads) holds no PU: its page says so.
+		if !engine.InventoryListed() && !errors.Is(engine.ReadinessCheck(nil), deletion.ErrNotRunning) {
 			http.Error(w, "the deletion engine has not listed its Inventory yet: the PUs a restart left are not all known", http.StatusServiceUnavailable)
 			return
 		}
