@@ -180,17 +180,27 @@ func hostLocalDataDir(plugin []byte, defaultDataDir string) (dir string, ok bool
 
 // hostLocalReleases returns how many times host-local, run by the plugin
 // config plugin (itself or as its "ipam"), releases a container on DEL:
-// once per range set ("ranges", or the one of a legacy "subnet").
+// once per range set, as host-local makes them: those of "ranges", one
+// more for a legacy "subnet" beside them, and those of a static
+// "runtimeConfig" "ipRanges".
 func hostLocalReleases(plugin []byte) int {
 	var conf struct {
 		IPAM struct {
+			Subnet string            `json:"subnet"`
 			Ranges []json.RawMessage `json:"ranges"`
 		} `json:"ipam"`
+		RuntimeConfig struct {
+			IPRanges []json.RawMessage `json:"ipRanges"`
+		} `json:"runtimeConfig"`
 	}
 	if json.Unmarshal(plugin, &conf) != nil {
 		return 1
 	}
-	return max(1, len(conf.IPAM.Ranges))
+	n := len(conf.IPAM.Ranges) + len(conf.RuntimeConfig.IPRanges)
+	if conf.IPAM.Subnet != "" {
+		n++
+	}
+	return max(1, n)
 }
 
 // readReservations lists the reservations of every network directory of

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -513,7 +514,9 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			}
 			c.log.Error(err, "host-local's reservations kept; will decide on them again at the next resync")
 			for _, kept := range frees[i:] { // this one and those after it: the round ends here
-				c.addresses.reservationKept(kept, err)
+				if !told[kept.Path()] { // one told freed with its sibling's DEL stays so
+					c.addresses.reservationKept(kept, err)
+				}
 			}
 			return
 		}
@@ -603,6 +606,13 @@ func (c *Collector) delReservation(ctx context.Context, r Reservation, list *lib
 	ctx, cancel := context.WithTimeout(ctx, reservationDelTimeout)
 	defer cancel()
 	rt := &libcni.RuntimeConf{ContainerID: r.ContainerID, IfName: r.IfName}
+	// libcni reads the cache entry of that network, container and interface, if any, before its DEL, and no
+	// context bounds its read: one that is no regular file (a named pipe) would hold the round for good.
+	entry := filepath.Join(c.cache.dir, "results", r.Network+"-"+r.ContainerID+"-"+r.IfName)
+	if info, err := os.Lstat(entry); err == nil && !info.Mode().IsRegular() {
+		return fmt.Errorf("cni: DEL of network %s, container %s, interface %s not run: libcni's cache entry %s is not a regular file (%s)",
+			r.Network, r.ContainerID, r.IfName, entry, info.Mode())
+	}
 	start := time.Now()
 	delErr := c.cni.DelNetworkList(ctx, list, rt)
 	still, _, gone := readReservation(r.DataDir, r.Network, r.IP)

@@ -1,0 +1,168 @@
+package rounds_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testnode"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+func pluginDir(t *testing.T) string {
+	d := os.Getenv("CNI_PLUGINS_DIR")
+	if d == "" {
+		d, _ = filepath.Abs("../../../bin/cni")
+	}
+	if _, err := os.Stat(filepath.Join(d, "host-local")); err != nil {
+		testnode.Unavailable(t, "no host-local in %s (run `make cni-plugins`, or `make test`): %v", d, err)
+	}
+	return d
+}
+
+type fakeRuntime struct {
+	mu    sync.Mutex
+	boxes []*runtimeapi.PodSandbox
+	err   error
+	calls int
+	hook  func(n int)
+}
+
+func (f *fakeRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	f.mu.Lock()
+	f.calls++
+	n := f.calls
+	h := f.hook
+	f.mu.Unlock()
+	if h != nil {
+		h(n)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*runtimeapi.PodSandbox(nil), f.boxes...), f.err
+}
+
+type tracker struct{}
+
+func (tracker) Track(ports.PU) error            { return nil }
+func (tracker) Untrack(string) bool             { return false }
+func (tracker) TriggerPod(types.NamespacedName) {}
+
+type obs struct {
+	mu                                   sync.Mutex
+	freed, failed, would, reported, nets int
+	ch                                   chan string
+}
+
+func newObs() *obs { return &obs{ch: make(chan string, 1000)} }
+func (o *obs) ReservationFreed(n, r string) {
+	o.mu.Lock()
+	o.freed++
+	o.mu.Unlock()
+	o.ch <- "freed"
+}
+func (o *obs) ReservationFreeFailed(n, r string) {
+	o.mu.Lock()
+	o.failed++
+	o.mu.Unlock()
+	o.ch <- "failed"
+}
+func (o *obs) ReservationWouldFree(n, r string) {
+	o.mu.Lock()
+	o.would++
+	o.mu.Unlock()
+	o.ch <- "would"
+}
+func (o *obs) ReservationReported(n, r string) {
+	o.mu.Lock()
+	o.reported++
+	o.mu.Unlock()
+	o.ch <- "reported"
+}
+func (o *obs) ReservationNetwork(n string) { o.mu.Lock(); o.nets++; o.mu.Unlock(); o.ch <- "net" }
+
+type env struct {
+	root, cache, conf, data string
+}
+
+func newEnv(t *testing.T) env {
+	root := t.TempDir()
+	e := env{root: root, cache: filepath.Join(root, "cache"), conf: filepath.Join(root, "conf"), data: filepath.Join(root, "data")}
+	for _, d := range []string{filepath.Join(e.cache, "results"), e.conf, e.data} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+func write(t *testing.T, path, content string, age time.Duration) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if age > 0 {
+		m := time.Now().Add(-age)
+		if err := os.Chtimes(path, m, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runRound runs Resync until the first round of the reservations' sweep is seen done by done(), or timeout.
+func runRound(t *testing.T, c *cni.Collector, done func() bool, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Resync(ctx, tracker{}) }()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && !done() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-errc
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+func page(t *testing.T, c *cni.Collector, ip string) (cni.AddressStatus, http.Header) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	c.AddressHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip="+ip, nil))
+	var st cni.AddressStatus
+	if rec.Code != 200 {
+		t.Fatalf("page %s: %d %s", ip, rec.Code, rec.Body.String())
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st, rec.Header()
+}
+
+func stateOf(t *testing.T, c *cni.Collector, ip string) string {
+	st, _ := page(t, c, ip)
+	if len(st.Reservations) == 0 {
+		return ""
+	}
+	return st.Reservations[0].State
+}
+
+func stopped(id, uid string) []*runtimeapi.PodSandbox {
+	return []*runtimeapi.PodSandbox{{Id: id, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY, Labels: map[string]string{"io.kubernetes.pod.uid": uid}}}
+}
+
+// hlConf is a network "net" run by host-local itself, in the data directory DATA (replaced).
+const hlConf = `{"cniVersion":"1.0.0","name":"net","type":"host-local","ipam":{"type":"host-local","dataDir":"DATA","ranges":[[{"subnet":"10.22.0.0/24"}]]}}`
