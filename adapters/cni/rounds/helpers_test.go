@@ -160,9 +160,5 @@ func stateOf(t *testing.T, c *cni.Collector, ip string) string {
 	return st.Reservations[0].State
 }
 
-func stopped(id, uid string) []*runtimeapi.PodSandbox {
-	return []*runtimeapi.PodSandbox{{Id: id, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY, Labels: map[string]string{"io.kubernetes.pod.uid": uid}}}
-}
-
 // hlConf is a network "net" run by host-local itself, in the data directory DATA (replaced).
 const hlConf = `{"cniVersion":"1.0.0","name":"net","type":"host-local","ipam":{"type":"host-local","dataDir":"DATA","ranges":[[{"subnet":"10.22.0.0/24"}]]}}`
