@@ -118,15 +118,43 @@ type ReservationStatus struct {
 	Reserved    time.Time `json:"reserved"`
 	// Decision is the round's (rows 12 to 18 of the freeing table).
 	Decision FreeDecision `json:"decision"`
-	// State is what became of it in that round: "kept", "reported" (its
-	// network's config is gone: never touched), "would free" (a dry run),
-	// "to free" (waiting for its turn under the rate), "freed", "free
-	// failed" (tried again at the next round; Error says why), or "kept:
-	// decided again before its DEL" (decided again right before it, on
-	// ConfDir and the runtime as they were then, and kept).
+	// State is what became of it in that round, one of the
+	// ReservationState constants.
 	State string `json:"state"`
 	Error string `json:"error,omitempty"`
 }
+
+// The states of a reservation (ReservationStatus.State): what became of it
+// in the last round of the reservations' sweep.
+const (
+	// ReservationKept: decided kept (its row says why).
+	ReservationKept = "kept"
+	// ReservationReported: its network's config is gone; never touched,
+	// told to an operator.
+	ReservationReported = "reported"
+	// ReservationWouldFree: a dry run would free it.
+	ReservationWouldFree = "would free"
+	// ReservationToFree: decided free, waiting for its turn under the rate.
+	ReservationToFree = "to free"
+	// ReservationFreed: its DEL released it, or the DEL of another
+	// reservation of its container and interface did.
+	ReservationFreed = "freed"
+	// ReservationFreeFailed: its DEL failed; tried again at the next round
+	// (Error says why).
+	ReservationFreeFailed = "free failed"
+	// ReservationKeptOnRecheck: decided again right before its DEL, on
+	// ConfDir and the runtime as they were then, and kept.
+	ReservationKeptOnRecheck = "kept: decided again before its DEL"
+	// ReservationNotRechecked: kept by no row, for what its DEL is decided
+	// on could not be read again right before it (its Decision says why).
+	ReservationNotRechecked = "kept: could not be decided again before its DEL"
+	// ReservationReleasedMeanwhile: released by its runtime while the round
+	// ran, before its DEL.
+	ReservationReleasedMeanwhile = "released meanwhile, by its runtime"
+	// ReservationNeverTouched: a reservation file the collector never
+	// touches (a link's, one that does not read as host-local's), with why.
+	ReservationNeverTouched = "never touched"
+)
 
 // FreedAddress is one recent free of an address: an attachment a
 // DestroyPU DELed, or a reservation a round of the sweep freed.
@@ -300,7 +328,7 @@ func (l *addressLog) round(at time.Time, rs []Reservation, sts []ReservationStat
 		r := s.Reservation
 		ip := canonicalIP(r.IP)
 		byIP[ip] = append(byIP[ip], ReservationStatus{Network: r.Network, DataDir: r.DataDir, File: s.File, ContainerID: r.ContainerID,
-			IfName: r.IfName, Reserved: r.Reserved, State: "never touched",
+			IfName: r.IfName, Reserved: r.Reserved, State: ReservationNeverTouched,
 			Decision: FreeDecision{At: at, Row: -1, Why: s.Why, Verdict: verdictWords[keep]}})
 	}
 	var unread []string
@@ -319,7 +347,7 @@ func (l *addressLog) reservationKept(r Reservation, why error) {
 	defer l.mu.Unlock()
 	for i, s := range l.reservations[canonicalIP(r.IP)] {
 		if s.File == r.Path() && s.ContainerID == r.ContainerID {
-			s.State, s.Error = "kept: could not be decided again before its DEL", ""
+			s.State, s.Error = ReservationNotRechecked, ""
 			s.Decision = FreeDecision{At: time.Now(), Row: -1, Why: why.Error(), Verdict: verdictWords[keep], DryRun: s.Decision.DryRun}
 			l.reservations[canonicalIP(r.IP)][i] = s
 		}

@@ -131,7 +131,11 @@ type Options struct {
 	// sandbox of a node full of them, say): the rest wait for their turn, in
 	// their round, in the order of their files (a DEL that releases several
 	// reservations of one container waits a turn for each). ReservationBurst is how
-	// many may be freed at once under it. 0 (either), or a ReservationRate
+	// many turns may be taken at once under it. Host-local's DEL releases
+	// every reservation of a container and interface together: one that
+	// holds more than ReservationBurst waits a turn for each, then frees
+	// them at once, so the rate's bound over a second holds while a single
+	// DEL may free more than the burst. 0 (either), or a ReservationRate
 	// of rate.Inf or above (+Inf): no limit, and a burst of 1. Negative
 	// values, and a ReservationRate that is no number (NaN), are invalid. cni-gc sets them to the engine's
 	// rate (--max-destroys-per-second, --destroy-burst).
@@ -282,7 +286,9 @@ func New(opts Options) (*Collector, error) {
 }
 
 // read reads the cache and the config directory, forgets the refusals of
-// the sandboxes it no longer holds, and logs once each entry it skips. On
+// the sandboxes it no longer holds, and logs once each entry it skips (one
+// of a network whose config is being written is neither logged again nor
+// forgotten). On
 // a confDirError, the view is the cache's (cacheReader.read), and nothing
 // is forgotten or logged.
 func (c *Collector) read() (view, error) {
@@ -291,8 +297,10 @@ func (c *Collector) read() (view, error) {
 		return v, err
 	}
 	held := make(map[string]bool, len(v.atts))
+	unsure := map[string]bool{} // the entries of a network whose config is being written: whether they are skipped cannot be told
 	for _, a := range v.atts {
 		held[a.ContainerID] = true
+		unsure[a.File] = v.writing[a.NetworkName] != ""
 		if v.collectable(a) && c.refusals.givenUp(a.ContainerID) {
 			skips = append(skips, skipped{File: a.File, Written: a.Written,
 				Why: "its sandbox's place among the pod's sandboxes cannot be told (" + ErrOrderUnknown.Error() + "): kept until the collector restarts or the pod is gone"})
@@ -300,7 +308,7 @@ func (c *Collector) read() (view, error) {
 	}
 	c.refusals.retain(held)
 	c.addresses.retain(held)
-	c.cache.skips.report(skips, nil)
+	c.cache.skips.report(skips, func(f string) bool { return unsure[f] })
 	return v, nil
 }
 
@@ -499,7 +507,8 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 		c.log.Info("sandboxes the runtime has not listed for NewestSandboxTimeout are not ones it is creating; freed with their pod",
 			"puID", ev.PUID, "pod", ev.Pod.String(), "sandboxes", strings.Join(expired, ", "))
 	}
-	var failed, unusable []error
+	failed := c.keepWriting(p, ev, false)
+	var unusable []error
 	freed := 0
 	for i, sb := range p.sbs {
 		for j, a := range sb.Atts {
@@ -576,6 +585,7 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 	if p.answer != nil {
 		return p.answer
 	}
+	kept := c.keepWriting(p, ev, true)
 	var unusable []error
 	for i, sb := range p.sbs {
 		for j, a := range sb.Atts {
@@ -587,15 +597,14 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 			}
 		}
 	}
-	return p.result(nil, append(unusable, p.unusable...))
+	return p.result(kept, append(unusable, p.unusable...))
 }
 
 // planRead reads the cache with read and lists the Runtime (unless the
 // cache holds nothing of ev's pod), then decides what DestroyPU(ev) does
 // (plan); a failed read or list keeps the pod, and a ConfDir or a Runtime
 // that could not be read keeps its sandboxes in the cache by no row
-// (addressLog.undecided), as does a config being written of a network
-// that an attachment to be DELed is of.
+// (addressLog.undecided).
 func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, dryRun bool, read func() (view, error)) (destroyPlan, error) {
 	v, err := read()
 	if cerr := (confDirError{}); errors.As(err, &cerr) {
@@ -613,21 +622,33 @@ func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, dryRun 
 			return destroyPlan{}, fmt.Errorf("%w: pod %s (uid %s) kept", err, ev.Pod, ev.PUID)
 		}
 	}
-	// A network whose config is being written is decided on as one that does not say disableGC: a sandbox that
-	// would then be DELed there is kept by no row until the config can be read.
+	// A network whose config is being written is decided on as one that does not say disableGC: an attachment that
+	// would then be DELed there is kept by no row until the config can be read (keepWriting).
 	writing := v.writing
 	v.writing = nil
 	p := c.plan(v, rv, ev)
+	p.writing = writing
+	return p, nil
+}
+
+// keepWriting keeps, by no row, each attachment p would DEL of a network
+// whose config in ConfDir is being written, and says why: on the address
+// page, and in the errors it returns, which DestroyPU answers with (a
+// plain error: the engine tries again). The other networks' attachments
+// are decided as ever.
+func (c *Collector) keepWriting(p destroyPlan, ev ports.DestroyEvent, dryRun bool) (kept []error) {
 	for i, sb := range p.sbs {
 		for j, a := range sb.Atts {
-			if f := writing[a.NetworkName]; f != "" && p.verdicts[i].Del[j] {
-				err := fmt.Errorf("%s, of network %s, is being written, and whether it says disableGC cannot be told yet", f, a.NetworkName)
-				c.addresses.undecided(v.sandboxesOf(ev), time.Now(), ev, dryRun, err)
-				return destroyPlan{}, fmt.Errorf("cni: pod %s (uid %s) kept: %w", ev.Pod, ev.PUID, err)
+			if f := p.writing[a.NetworkName]; f != "" && p.verdicts[i].Del[j] {
+				err := fmt.Errorf("cni: pod %s (uid %s), network %s, sandbox %s, interface %s: kept: %s, of network %s, is being written, and whether it says disableGC cannot be told yet",
+					ev.Pod, ev.PUID, a.NetworkName, a.ContainerID, a.IfName, f, a.NetworkName)
+				p.verdicts[i].Del[j] = false
+				c.addresses.attUndecided(a, time.Now(), ev, dryRun, err)
+				kept = append(kept, err)
 			}
 		}
 	}
-	return p, nil
+	return kept
 }
 
 // sandboxesOf returns the IDs of the sandboxes of the cache v whose
@@ -684,6 +705,9 @@ type destroyPlan struct {
 	facts  podFacts
 	cached []sandbox
 	at     int
+	// writing are the networks whose config in ConfDir is being written,
+	// each with its file (keepWriting).
+	writing map[string]string
 }
 
 // plan decides what DestroyPU(ev) does with what v and rv tell, and

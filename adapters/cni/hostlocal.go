@@ -104,9 +104,12 @@ func loadNetwork(f string) (list *libcni.NetworkConfigList, never bool, err erro
 	return loadNetworkWith(f, libcni.NetworkConfFromFile)
 }
 
-// loadNetworkInline is loadNetwork of f's own plugins only: the network's
-// directory of plugin configs (<ConfDir>/<name>/), which libcni reads too,
-// is not read (one that holds a named pipe would block the read).
+// loadNetworkInline is loadNetwork with the network's directory of plugin
+// configs (<ConfDir>/<name>/, which libcni appends to f's own plugins)
+// read without blocking: what is no regular file there (a named pipe, which
+// would block libcni's read) is passed over, and so is a plugin config that
+// does not load. The network is never touched then (readConfDir), but its
+// plugins still tell its host-local data directories.
 func loadNetworkInline(f string) (list *libcni.NetworkConfigList, never bool, err error) {
 	return loadNetworkWith(f, func(f string) (*libcni.NetworkConfigList, error) {
 		b, err := readFile(f)
@@ -114,10 +117,25 @@ func loadNetworkInline(f string) (list *libcni.NetworkConfigList, never bool, er
 			return nil, err
 		}
 		list, err := libcni.NetworkConfFromBytes(b)
-		if err == nil && len(list.Plugins) == 0 {
-			err = errors.New("no plugin configs found")
+		if err != nil {
+			return nil, err
 		}
-		return list, err
+		if !list.LoadOnlyInlinedPlugins {
+			files, _ := libcni.ConfFiles(filepath.Join(filepath.Dir(f), list.Name), []string{".conf"})
+			for _, pf := range files {
+				pb, err := readFile(pf)
+				if err != nil {
+					continue
+				}
+				if pc, err := libcni.NetworkPluginConfFromBytes(pb); err == nil {
+					list.Plugins = append(list.Plugins, pc)
+				}
+			}
+		}
+		if len(list.Plugins) == 0 {
+			return nil, errors.New("no plugin configs found")
+		}
+		return list, nil
 	})
 }
 

@@ -43,6 +43,11 @@ func (e evidence) config(r Reservation) (confNet, bool) {
 // right before it (recheckedDel): it is not run.
 var errNotRechecked = errors.New("cni: kept: what its DEL is decided on cannot be read again")
 
+// errBeingWritten: the config of the DEL's network in ConfDir is being
+// written (recheckedDel). It keeps that network's DELs alone: the other
+// networks' are decided as ever.
+var errBeingWritten = errors.New("is being written")
+
 // recheckedDel is the one way the Collector runs a DEL, of an attachment
 // (DestroyPU) or of a host-local reservation (Resync): right before it, it
 // reads again what the decision rests on and may have changed since it was
@@ -59,7 +64,7 @@ func (c *Collector) recheckedDel(ctx context.Context, ask bool, network string, 
 		return false, fmt.Errorf("%w: %w", errNotRechecked, err)
 	}
 	if f := writing[network]; f != "" {
-		return false, fmt.Errorf("%w: the config %s of network %s in ConfDir is being written", errNotRechecked, f, network)
+		return false, fmt.Errorf("%w: the config %s of network %s in ConfDir %w", errNotRechecked, f, network, errBeingWritten)
 	}
 	e := evidence{nets: nets}
 	if ask {

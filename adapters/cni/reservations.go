@@ -127,16 +127,24 @@ type delKey struct{ network, containerID, ifName string }
 type delGroup struct {
 	newest    time.Time // the newest reservation's Reserved
 	untouched string    // a file the collector never touches that it would remove too, or may; "" none
+	// legacy is a file that holds the container's ID alone, which the DEL
+	// removes too when the network's config runs host-local twice or more
+	// (confNet.HostLocals: the releases after the first match nothing and
+	// fall back to it); "" none.
+	legacy string
 }
 
-// released returns what a DEL of r would release with it: the newest
-// reservation among those naming its container and interface in its
-// network, and a file
-// the collector never touches that the DEL would remove too, or may ("" for
-// none).
-func (v reservationView) released(r Reservation) (newest time.Time, untouched string) {
+// released returns what a DEL of r would release with it, run with n,
+// its network's config as it is then (read again right before the DEL):
+// the newest reservation among those naming its container and interface
+// in its network, and a file the collector never touches that the DEL
+// would remove too, or may ("" for none).
+func (v reservationView) released(r Reservation, n hostLocalNet) (newest time.Time, untouched string) {
 	g := v.dels[delKey{r.Network, r.ContainerID, r.IfName}]
-	return g.newest, cmp.Or(g.untouched, v.dels[delKey{network: r.Network}].untouched)
+	if n.HostLocals >= 2 {
+		untouched = g.legacy
+	}
+	return g.newest, cmp.Or(g.untouched, untouched, v.dels[delKey{network: r.Network}].untouched)
 }
 
 // unknown reports whether the view says nothing of what path holds: a
@@ -210,13 +218,10 @@ func (h *hostLocal) read() (reservationView, error) {
 		}
 	}
 	for _, s := range v.untouched {
-		if s.DelLegacy { // the container's DELs, any interface, in a network that runs host-local twice
-			if v.nets[s.Reservation.Network].HostLocals < 2 {
-				continue
-			}
+		if s.DelLegacy { // the container's DELs, any interface, should its network run host-local twice (released)
 			for k, g := range v.dels {
-				if k.network == s.Reservation.Network && k.containerID == s.DelID && g.untouched == "" {
-					g.untouched = s.File
+				if k.network == s.Reservation.Network && k.containerID == s.DelID && g.legacy == "" {
+					g.legacy = s.File
 					v.dels[k] = g
 				}
 			}
@@ -265,6 +270,18 @@ func (v reservationView) config(r Reservation) (hostLocalNet, bool) {
 // between would free (the Runtime failed in one) or could not read
 // (reservationView.unknown): it is forgotten once it is seen gone.
 func (h *hostLocal) wouldFree(rs []Reservation, v *reservationView) (fresh []Reservation) {
+	fresh = h.recordWould(rs, v)
+	if h.observer != nil { // told with no lock held: the Observer may ask the Collector (WouldFree)
+		for _, r := range fresh {
+			h.observer.ReservationWouldFree(r.Network, ReasonNoSandbox)
+		}
+	}
+	return fresh
+}
+
+// recordWould is wouldFree's record, under h.mu: it returns the
+// reservations to tell.
+func (h *hostLocal) recordWould(rs []Reservation, v *reservationView) (fresh []Reservation) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.would = rs
@@ -288,9 +305,6 @@ func (h *hostLocal) wouldFree(rs []Reservation, v *reservationView) (fresh []Res
 		if !told[key] {
 			told[key] = true
 			fresh = append(fresh, r)
-			if h.observer != nil {
-				h.observer.ReservationWouldFree(r.Network, ReasonNoSandbox)
-			}
 		}
 	}
 	h.told = told
@@ -317,7 +331,8 @@ func (c *Collector) WouldFree() []Reservation {
 // only when a reservation needs it, the Runtime's sandboxes (read last, so
 // that a sandbox created meanwhile is listed), asks decideReservation for
 // each, records every decision (AddressHandler), and DELs those it frees (a
-// dry run records them, WouldFree). Each DEL goes through recheckedDel:
+// dry run records them, WouldFree, each once recheckedDel would have run
+// its DEL, without waiting for turns of the rate). Each DEL goes through recheckedDel:
 // decided again on ConfDir read right before it and, once time has passed
 // since the round's list (a turn waited for under the rate, a DEL run), on
 // the Runtime asked again then, whose answer the rest of the round is
@@ -379,7 +394,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		// A running sandbox the runtime lists without an ID may be any reservation's: every one is listed.
 		_, listed := run.byID[r.ContainerID]
 		// Its DEL releases every reservation of its container in its network: it is as young as the youngest.
-		newest, untouched := rv.released(r)
+		newest, untouched := rv.released(r, n)
 		return decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
 			Listed: listed || len(run.runningNoID) > 0, Cached: cached(r.ContainerID), Untouched: untouched != "", Age: at.Sub(newest), Grace: c.hostLocal.grace})
 	}
@@ -398,7 +413,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 		if i < maxReservationsRecorded {
 			st := ReservationStatus{Network: r.Network, DataDir: r.DataDir, File: r.Path(), ContainerID: r.ContainerID, IfName: r.IfName,
-				Reserved: r.Reserved, Decision: decisionOf(vd, now, ports.Reason(reasonOf(vd)), c.hostLocal.dryRun), State: "kept"}
+				Reserved: r.Reserved, Decision: decisionOf(vd, now, ports.Reason(reasonOf(vd)), c.hostLocal.dryRun), State: ReservationKept}
 			if writing != "" {
 				st.Decision.Why = writing + ", of network " + r.Network +
 					", is being written: which data directories it names, and whether it says disableGC, cannot be told yet"
@@ -411,7 +426,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			case vd.Row == 15 && run.byID[r.ContainerID] == nil:
 				st.Decision.Why += ": it lists a running sandbox without an ID, which may be this one"
 			}
-			switch newest, untouched := rv.released(r); {
+			switch newest, untouched := rv.released(r, n); {
 			case vd.Row == 16 && !cached(r.ContainerID):
 				st.Decision.Why += ": host-local's DEL of it would remove " + untouched + " too, or may"
 			case vd.Row == 17 && newest.After(r.Reserved):
@@ -419,11 +434,11 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			}
 			switch {
 			case vd.Action == report:
-				st.State = "reported"
+				st.State = ReservationReported
 			case vd.Action == free && c.hostLocal.dryRun:
-				st.State = "would free"
+				st.State = ReservationWouldFree
 			case vd.Action == free:
-				st.State = "to free"
+				st.State = ReservationToFree
 			}
 			sts = append(sts, st)
 		}
@@ -433,25 +448,40 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 	}
 	c.addresses.round(now, rv.rs, sts, rv.untouched, rv.blindSkips)
+	// A dry run goes the real round's way but for the turns and the DELs: what it would free is decided again on
+	// ConfDir right before it was DELed, and recorded (WouldFree) unless the round stops.
 	var would []Reservation
+	stopped := false
+	defer func() {
+		if c.hostLocal.dryRun && !stopped {
+			for _, r := range c.hostLocal.wouldFree(would, &rv) {
+				c.log.Info(LogMessageReservationWouldFree, "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
+					"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox)
+			}
+		}
+	}()
 	// stale: time has passed since run was read (a turn waited for under the rate, a DEL run): each DEL from then on
 	// is decided on the Runtime asked again right before it. delled: the containers and interfaces a DEL released.
 	stale := false
 	delled := map[delKey]bool{}
 	told := map[string]bool{} // the files told freed with the DEL that released them
+	// The networks whose config in ConfDir began being written while the round ran: their reservations are kept by
+	// no row, the others' decided as ever.
+	writingNow := map[string]error{}
 	held := func(r Reservation) bool {
 		still, _, gone := readReservation(r.DataDir, r.Network, r.IP)
 		return !gone && still.ContainerID == r.ContainerID && still.IfName == r.IfName
 	}
 	for i, r := range frees {
 		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
+			stopped = true
 			return
 		}
-		if c.hostLocal.dryRun {
-			would = append(would, r)
+		if told[r.Path()] {
 			continue
 		}
-		if told[r.Path()] {
+		if err := writingNow[r.Network]; err != nil {
+			c.addresses.reservationKept(r, err)
 			continue
 		}
 		k := delKey{r.Network, r.ContainerID, r.IfName}
@@ -462,7 +492,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			if delled[k] {
 				c.siblingFreed(r, verdicts[r.Path()], now)
 			} else {
-				c.addresses.reservationState(r, "released meanwhile, by its runtime", nil)
+				c.addresses.reservationState(r, ReservationReleasedMeanwhile, nil)
 			}
 		}
 		if !held(r) {
@@ -477,10 +507,11 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				group = append(group, o)
 			}
 		}
-		if l := c.hostLocal.limit; l != nil {
+		if l := c.hostLocal.limit; l != nil && !c.hostLocal.dryRun {
 			for range group {
 				waited, err := turn(ctx, l)
 				if err != nil {
+					stopped = true
 					return // stopping while it waits for its turn
 				}
 				stale = stale || waited
@@ -503,14 +534,27 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			vd, list = decideOn(r, n, ok, run, time.Now()), n.List
 			released = !held(r) // the last look before its DEL: it is DELed only while its file holds it
 			return vd.Action == free && !released
-		}, func() error { return c.delReservation(ctx, r, list) })
+		}, func() error {
+			if c.hostLocal.dryRun {
+				would = append(would, r)
+				return nil
+			}
+			return c.delReservation(ctx, r, list)
+		})
 		if !ran && released && err == nil {
 			releasedMeanwhile()
 			continue
 		}
+		if errors.Is(err, errBeingWritten) {
+			c.log.Error(err, "host-local's reservations kept, of this network only (its config is being written); will decide on them again at the next resync", "network", r.Network)
+			writingNow[r.Network] = err
+			c.addresses.reservationKept(r, err)
+			continue
+		}
 		if errors.Is(err, errNotRechecked) {
 			if ctx.Err() != nil {
-				return // stopping
+				stopped = true
+				return
 			}
 			c.log.Error(err, "host-local's reservations kept; will decide on them again at the next resync")
 			for _, kept := range frees[i:] { // this one and those after it: the round ends here
@@ -521,14 +565,17 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			return
 		}
 		if !ran {
-			c.addresses.reservationState(r, "kept: decided again before its DEL", nil)
+			c.addresses.reservationState(r, ReservationKeptOnRecheck, nil)
+			continue
+		}
+		if c.hostLocal.dryRun {
 			continue
 		}
 		stale = true
 		reason := reasonOf(vd)
 		if err != nil {
 			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "freeingRow", vd.Row)
-			c.addresses.reservationState(r, "free failed", err)
+			c.addresses.reservationState(r, ReservationFreeFailed, err)
 			if c.hostLocal.observer != nil {
 				c.hostLocal.observer.ReservationFreeFailed(r.Network, reason)
 			}
@@ -541,12 +588,6 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				told[o.Path()] = true
 				c.siblingFreed(o, verdicts[o.Path()], now)
 			}
-		}
-	}
-	if c.hostLocal.dryRun {
-		for _, r := range c.hostLocal.wouldFree(would, &rv) {
-			c.log.Info(LogMessageReservationWouldFree, "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
-				"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox)
 		}
 	}
 }
@@ -564,7 +605,7 @@ func (c *Collector) siblingFreed(r Reservation, vd verdict, now time.Time) {
 // (vd): its state, the address's free, and the Observer's count.
 func (c *Collector) reservationFreed(r Reservation, vd verdict, now time.Time) {
 	reason := reasonOf(vd)
-	c.addresses.reservationState(r, "freed", nil)
+	c.addresses.reservationState(r, ReservationFreed, nil)
 	c.addresses.freedOne([]string{r.IP}, FreedAddress{At: time.Now(), Reservation: true, Network: r.Network, File: r.Path(),
 		ContainerID: r.ContainerID, IfName: r.IfName, Decision: decisionOf(vd, now, ports.Reason(reason), false)})
 	if c.hostLocal.observer != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -162,3 +163,38 @@ func stateOf(t *testing.T, c *cni.Collector, ip string) string {
 
 // hlConf is a network "net" run by host-local itself, in the data directory DATA (replaced).
 const hlConf = `{"cniVersion":"1.0.0","name":"net","type":"host-local","ipam":{"type":"host-local","dataDir":"DATA","ranges":[[{"subnet":"10.22.0.0/24"}]]}}`
+
+// sweep sets up network "net" (host-local), writes the reservations files (ip -> content, age), runs Resync until
+// every ip's page state is not "" and not "to free", and returns the collector.
+func sweep(t *testing.T, rt cni.Runtime, files map[string]string, ages map[string]time.Duration, mod func(*cni.Options, env)) (*cni.Collector, env, *obs) {
+	t.Helper()
+	pd := pluginDir(t)
+	e := newEnv(t)
+	write(t, filepath.Join(e.conf, "10-net.conf"), strings.ReplaceAll(hlConf, "DATA", e.data), 0)
+	for ip, content := range files {
+		age := time.Hour
+		if a, ok := ages[ip]; ok {
+			age = a
+		}
+		write(t, filepath.Join(e.data, "net", ip), content, age)
+	}
+	o := newObs()
+	opts := cni.Options{CacheDir: e.cache, PluginDirs: []string{pd}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: rt, ReservationGrace: time.Minute, Observer: o}
+	if mod != nil {
+		mod(&opts, e)
+	}
+	c, err := cni.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runRound(t, c, func() bool {
+		for ip := range files {
+			if s := stateOf(t, c, ip); s == "" || s == "to free" {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second)
+	return c, e, o
+}
