@@ -68,7 +68,7 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			http.Error(w, "the deletion engine has not listed its Inventory yet: the PUs a restart left are not all known", http.StatusServiceUnavailable)
 			return
 		}
-		now := time.Now()
+		now := engine.Now() // the clock of the times of Status
 		w.Header().Set(TimeHeader, now.UTC().Format(time.RFC3339Nano))
 		sts := engine.Status()
 		out := make([]PUStatus, len(sts))
