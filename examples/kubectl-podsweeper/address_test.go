@@ -45,3 +45,13 @@ func TestCNIsTimeHeaderIsTheStatusPages(t *testing.T) {
 		t.Fatalf("cni.TimeHeader %q, k8s.TimeHeader %q", cni.TimeHeader, k8s.TimeHeader)
 	}
 }
+
+// TestEveryReservationStateIsSaidInWords: each state adapters/cni gives a
+// reservation (cni.ReservationStatus.State) has the plugin's words.
+func TestEveryReservationStateIsSaidInWords(t *testing.T) {
+	for _, s := range []string{cni.ReservationKept, cni.ReservationReported, cni.ReservationWouldFree, cni.ReservationToFree,
+		cni.ReservationFreed, cni.ReservationFreeFailed, cni.ReservationKeptOnRecheck, cni.ReservationNotRechecked,
+		cni.ReservationReleasedMeanwhile, cni.ReservationNeverTouched} {
+		assert.NotEmpty(t, reservationStates[s], "state %q has no words", s)
+	}
+}

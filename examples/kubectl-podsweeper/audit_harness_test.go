@@ -58,9 +58,12 @@ type audEnv struct {
 	handlers map[string]http.Handler   // "namespace/name" -> the program's listener
 	refuse   map[string]*metav1.Status // "namespace/name" -> the API server's refusal of its port-forward
 	hang     map[string]bool           // "namespace/name" -> its streams are never acknowledged
-	srv      *httptest.Server
-	fake     *fake.Clientset
-	c        *cluster
+	// wsForbidden: the WebSocket's upgrade (verb get) is refused 403, as
+	// for a user who may create pods/portforward but not get it.
+	wsForbidden bool
+	srv         *httptest.Server
+	fake        *fake.Clientset
+	c           *cluster
 }
 
 func newAudEnv(t *testing.T, objs ...runtime.Object) *audEnv {
@@ -133,6 +136,15 @@ func (e *audEnv) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodGet {
+		e.mu.Lock()
+		forbidden := e.wsForbidden
+		e.mu.Unlock()
+		if forbidden {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_ = json.NewEncoder(w).Encode(audForbidden(`pods "x" is forbidden: cannot get resource "pods/portforward"`))
+			return
+		}
 		http.Error(w, "websockets not served here", http.StatusBadRequest)
 		return
 	}

@@ -474,6 +474,13 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 				}
 			}
 		}
+		if x.Name == "" {
+			// A static pod asked by its mirror pod's UID: its PUs are
+			// under the kubelet's UID, which its mirror pod names.
+			if err := c.staticPodOf(ctx, x, answers); err != nil {
+				return nil, err
+			}
+		}
 		if err := c.podOfUID(ctx, x); err != nil {
 			return nil, err
 		}
@@ -499,6 +506,25 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 			}
 		}
 	}
+	if name != "" && x.Pod != nil {
+		// The pod read again, now that the programs answered: one deleted
+		// or recreated meanwhile is told as it is now, and its PUs and
+		// Events against it.
+		p, err := c.cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			x.Warnings = append(x.Warnings, fmt.Sprintf("the pod %s/%s (UID %s) was deleted while its programs were asked", namespace, name, x.Pod.UID))
+			x.Pod = nil
+		case err != nil:
+			return nil, c.refused(ctx, err, "get", "pods", namespace, clusterRole)
+		case !podOf(p).is(x.Pod.UID):
+			x.Warnings = append(x.Warnings, fmt.Sprintf("the pod %s/%s was recreated while its programs were asked: UID %s, then %s", namespace, name, x.Pod.UID, p.UID))
+			x.Pod = nil
+			if uid == "" || podOf(p).is(uid) {
+				x.Pod = podOf(p)
+			}
+		}
+	}
 	// The Events read again, now that the programs answered: a PU destroyed
 	// after the first read and before its program was asked is in neither
 	// its program's answer nor that read, and is in this one.
@@ -511,6 +537,48 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		}
 	}
 	return x, nil
+}
+
+// maxStaticCandidates bounds how many pods staticPodOf reads.
+const maxStaticCandidates = 32
+
+// staticPodOf names in x the static pod whose mirror pod has the UID x
+// asks about, when a node's program answered a PU or a report of it: a
+// static pod is named after its node (<name>-<node>), so the pods of the
+// answers named so are read, at most maxStaticCandidates, and the first
+// of that UID is the one.
+func (c *cluster) staticPodOf(ctx context.Context, x *PodExplanation, answers []Answer) error {
+	var candidates []string
+	add := func(pod, node string) {
+		if node != "" && strings.HasSuffix(pod, "-"+node) && !slices.Contains(candidates, pod) {
+			candidates = append(candidates, pod)
+		}
+	}
+	for _, a := range answers {
+		for _, s := range a.PUs {
+			add(s.Pod, a.Program.Node)
+		}
+		for _, r := range a.Reports {
+			add(r.Pod, a.Program.Node)
+		}
+	}
+	if len(candidates) > maxStaticCandidates {
+		x.Warnings = append(x.Warnings, fmt.Sprintf("%d pods may be a static pod of that mirror UID; the first %d were read", len(candidates), maxStaticCandidates))
+		candidates = candidates[:maxStaticCandidates]
+	}
+	for _, pod := range candidates {
+		ns, name, _ := strings.Cut(pod, "/")
+		p, err := c.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return c.refused(ctx, err, "get", "pods", ns, clusterRole)
+		case string(p.UID) == x.UID:
+			x.Namespace, x.Name = ns, name
+			return nil
+		}
+	}
+	return nil
 }
 
 // podOfUID sets x.Pod to the pod named x.Namespace/x.Name when it is of
@@ -683,7 +751,7 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 		return x, nil
 	}
 	st, pus := got.st, got.pus
-	x.Address, x.At, x.PUsAt = st, got.at, got.pusAt
+	x.Address, x.At, x.PUsAt, x.PUsError = st, got.at, got.pusAt, got.pusErr
 	seen := map[string]bool{}
 	pod := func(namespace, name, uid string) error {
 		if name == "" || seen[namespace+"/"+name+"/"+uid] {
@@ -728,6 +796,8 @@ type addressAnswer struct {
 	st        *AddressStatus
 	pus       []k8s.PUStatus
 	at, pusAt time.Time
+	// pusErr says why its status page could not be read; "" when it was.
+	pusErr string
 }
 
 func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addressAnswer, why string, err error) {
@@ -772,8 +842,7 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addres
 	}
 	if err != nil {
 		// The address's answer stands: only its PUs are not told.
-		st.Unread = append(st.Unread, fmt.Sprintf("its status page (%s) on port %d: %v: its PUs are not told", k8s.StatusPath, port, err))
-		return addressAnswer{st: st, at: at}, "", nil
+		return addressAnswer{st: st, at: at, pusErr: fmt.Sprintf("its status page (%s) on port %d: %v", k8s.StatusPath, port, err)}, "", nil
 	}
 	return addressAnswer{st: st, pus: pus, at: at, pusAt: pusAt}, "", nil
 }

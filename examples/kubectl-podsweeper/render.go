@@ -256,11 +256,11 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 		p.f("podsweeper cannot tell all it knows of this pod: %d of %d programs could not be asked, and none of the others holds a PU of it.\n", unasked, len(x.Answers))
 	case len(x.Unasked) > 0:
 		p.f("podsweeper cannot tell all it knows of this pod: a program that may hold a PU of it was not asked (above), and none of the others holds one.\n")
-	case len(x.Events) > 0 || x.Pod != nil:
 	case len(x.Answers) == 0:
 		p.f("podsweeper cannot tell what it knows of this pod: no program was found to ask.\n")
 	case slices.ContainsFunc(x.Answers, func(a Answer) bool { return a.ReportsTotal > a.ReportsKept }):
 		p.f("podsweeper cannot tell all it knows of this pod: no program holds a PU of it now, and a dry run keeps its latest reports only (an earlier one may have been of this pod): see kubectl podsweeper report.\n")
+	case len(x.Events) > 0 || x.Pod != nil:
 	default:
 		p.f("podsweeper knows nothing of this pod: no program holds a PU of it, and no podsweeper Event of it remains.\n")
 	}
@@ -600,6 +600,9 @@ type IPExplanation struct {
 	// its status page, which PUs come from. Zero: Now.
 	At    time.Time `json:"at,omitzero"`
 	PUsAt time.Time `json:"pusAt,omitzero"`
+	// PUsError says why cni-gc's status page could not be read: PUs are
+	// then not told, and Address stands.
+	PUsError string `json:"pusError,omitempty"`
 }
 
 // PodNow is a pod as the CNI cache recorded it (its namespace, name and
@@ -697,7 +700,9 @@ var reservationStates = map[string]string{
 	"freed":                              "freed",
 	"free failed":                        "its free failed; tried again at the next sweep",
 	"kept: decided again before its DEL": "kept: decided again right before its DEL, on its network's config and the runtime as they were then",
-	"never touched":                      "never touched",
+	"kept: could not be decided again before its DEL": "kept: what its DEL is decided on could not be read again right before it",
+	"released meanwhile, by its runtime":              "released meanwhile by its runtime, before its DEL",
+	"never touched":                                   "never touched",
 }
 
 // RenderIP writes x for a person.
@@ -731,6 +736,9 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 		p.f("\ncni-gc knows nothing of this address.\n")
 		return p.err
 	}
+	if x.PUsError != "" {
+		p.f("  its PUs are not told: it could not be asked for them: %s\n", x.PUsError)
+	}
 	// podAndPU tells the pod an attachment names, as the API server has it now, and cni-gc's PU of it.
 	podAndPU := func(at AttachmentStatus) {
 		p.f("    pod         %s\n", x.podNow(at.PodNamespace, at.PodName, at.PodUID))
@@ -762,13 +770,16 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	for _, at := range a.Attachments {
 		if at.NeverTouched != "" {
 			owner := "of no pod"
-			if at.PodUID != "" {
+			switch {
+			case at.PodUID != "":
 				owner = fmt.Sprintf("of pod %s/%s (UID %s)", at.PodNamespace, at.PodName, at.PodUID)
+			case at.PodName != "":
+				owner = fmt.Sprintf("of pod %s/%s (its UID is not in the entry)", at.PodNamespace, at.PodName)
 			}
 			p.f("  attachment    libcni's cache entry %s, network %s, interface %s, sandbox %s, %s, written %s.\n",
 				at.File, orNone(at.Network, "unknown"), orNone(at.IfName, "unknown"), shortID(at.ContainerID), owner, ago(x.at(), at.Written))
 			p.f("    freeing     never: cni-gc does not use this entry: %s.\n", at.NeverTouched)
-			if at.PodUID != "" {
+			if at.PodName != "" {
 				podAndPU(at)
 			}
 			continue
@@ -842,6 +853,8 @@ func (x *IPExplanation) podNow(namespace, name, uid string) string {
 		switch {
 		case pn.Pod == nil:
 			return "gone: no such pod in the API server."
+		case uid == "":
+			return fmt.Sprintf("a pod of that name, UID %s, is live on node %s: whether it is this entry's cannot be told.", pn.Pod.UID, orNone(pn.Pod.Node, "none yet"))
 		case !pn.Pod.is(uid):
 			return fmt.Sprintf("gone: the pod of that name now is another (UID %s).", pn.Pod.UID)
 		default:
