@@ -6,7 +6,7 @@ package deletion
 // comes at its own time, RetryMinDelay doubling up to RetryMaxDelay after the failure; a turn at its own time, at the
 // rate's pace. A batch wakes one worker; a check that runs spreadAfter while others wait behind it wakes another (its
 // lane's timer, stopped when it ends), so that a batch of fast checks costs one wake-up, what an idle node agent pays
-// for (BENCHMARKS.md), and nothing wakes when nothing is due. It also logs the failing ports' summaries (logs.go).
+// for (BENCHMARKS.md), and nothing wakes when nothing is due.
 
 import (
 	"container/heap"
