@@ -235,3 +235,19 @@ func TestAuditReasonsListThePodsThenItsSandboxs(t *testing.T) {
 		t.Errorf("ports.Reasons() = %v, want the pod's then its sandbox's: %v", got, want)
 	}
 }
+
+// TestDecideAllocatesNothing: a check's decision allocates nothing, a gone
+// pod's (its error read through ports.Readable) included: the budget of
+// BENCHMARKS.md's BenchmarkDecide. (Any other error is asked
+// apimachinery's IsNotFound too, whose errors.As allocates once.)
+func TestDecideAllocatesNothing(t *testing.T) {
+	for name, o := range map[string]deletion.Observation{
+		"row 1, ErrPodNotFound wrapped": {Err: fmt.Errorf("get: %w", ports.ErrPodNotFound), NodeName: testNode, HasExtractor: true},
+		"row 9, a live pod":             sandboxAnswer(livePod(testUID, testNode), "sb-1", nil),
+		"row 10, another sandbox":       sandboxAnswer(livePod(testUID, testNode), "sb-2", nil),
+	} {
+		if n := testing.AllocsPerRun(100, func() { _ = deletion.Decide(entryWith("sb-1"), o) }); n != 0 {
+			t.Errorf("%s: Decide allocates %v times a call, want 0", name, n)
+		}
+	}
+}

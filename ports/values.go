@@ -143,36 +143,37 @@ func Readable(err error) (ok bool) {
 			ok = false
 		}
 	}()
-	nodes := make([]error, 0, 4)
-	if !readable(err, &nodes) {
-		return false
-	}
-	for _, e := range nodes {
-		_ = e.Error() // each of them, once the tree is known to be small: an Error that walks a huge one would not end
-	}
-	return true
-}
-
-// readable walks err's tree through Unwrap, reading no Error, and gathers its errors in nodes, at most maxErrorNodes.
-func readable(err error, nodes *[]error) bool {
 	if err == nil {
 		return true
 	}
-	if len(*nodes) == maxErrorNodes || typedNil(err) {
-		return false
-	}
-	*nodes = append(*nodes, err)
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		if inner := u.Unwrap(); inner != nil {
-			return readable(inner, nodes)
+	// The tree is walked breadth first through Unwrap, reading no Error, its errors gathered in nodes (on the stack
+	// for a small tree: Decide reads every GetPod error through here); then each is read once, when the tree is
+	// known to be small: an Error that walks a huge one would not end.
+	var small [8]error
+	nodes := append(small[:0], err)
+	for i := 0; i < len(nodes); i++ {
+		if typedNil(nodes[i]) {
+			return false
 		}
-	case interface{ Unwrap() []error }:
-		for _, inner := range u.Unwrap() {
-			if !readable(inner, nodes) {
+		var inner []error
+		switch u := nodes[i].(type) {
+		case interface{ Unwrap() error }:
+			inner = []error{u.Unwrap()}
+		case interface{ Unwrap() []error }:
+			inner = u.Unwrap()
+		}
+		for _, e := range inner {
+			if e == nil {
+				continue
+			}
+			if len(nodes) == maxErrorNodes {
 				return false
 			}
+			nodes = append(nodes, e)
 		}
+	}
+	for _, e := range nodes {
+		_ = e.Error()
 	}
 	return true
 }
