@@ -81,6 +81,12 @@ package deletion_test
 //     EventDestroyed, EventAbandoned, a dropping EventWouldDestroy), in
 //     between; Track returns nil only once an EventTracked of the PU has
 //     been told (Observe returned).
+//  13. The failures are summed up (docs/sdk/engine.md): a failure the
+//     Observer is told of (EventChecked's Err, EventListFailed) is in a
+//     summary line (a port's, or Start's first failed list's) written at
+//     or after it, within SweepInterval (and a second) of it, whoever
+//     drives the engine; not checked while an Observer is slow or hangs
+//     (it hears the failures late).
 //  10. Documented promises checked besides: a list never brings back a PU
 //     removed while it was under way (Options.Inventory; an EventTracked not
 //     from Track after a removal since the list began); a waiting PU keeps
@@ -112,13 +118,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-logr/logr"
 	xrate "golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -512,6 +518,36 @@ type pmEngine struct {
 	// going in, which every check waits for): when it began and ends; restored: EventRestored was told.
 	wedgeAt, wedgeEnd time.Duration
 	wedging, restored bool
+	// Invariant 13: the failures the Observer was told of that no summary line written since has covered, and when
+	// the latest summary line was written (-1: none).
+	failsHeard  []time.Duration
+	lastSummary time.Duration
+}
+
+// pmSummaries are the engine's lines that sum up its ports' failures (invariant 13).
+var pmSummaries = []string{"port failing;", "answered past a check's deadline", "Sweep leaves checks stuck",
+	"listing the Inventory failed;"}
+
+// pmLog is an engine's logger: it notes when its summary lines are written (invariant 13), and drops the rest.
+type pmLog struct {
+	w *pmWorld
+	e *pmEngine
+}
+
+func (pmLog) Init(logr.RuntimeInfo)            {}
+func (pmLog) Enabled(level int) bool           { return level == 0 }
+func (pmLog) Info(int, string, ...any)         {}
+func (l pmLog) WithValues(...any) logr.LogSink { return l }
+func (l pmLog) WithName(string) logr.LogSink   { return l }
+func (l pmLog) Error(_ error, msg string, _ ...any) {
+	for _, m := range pmSummaries {
+		if strings.HasPrefix(msg, m) {
+			l.w.mu.Lock()
+			l.e.lastSummary = l.w.now()
+			l.w.mu.Unlock()
+			return
+		}
+	}
 }
 
 func (w *pmWorld) now() time.Duration { return time.Since(w.t0) }
@@ -1162,6 +1198,9 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 	if e.startReturned && (ev.Kind == deletion.EventRestored || ev.Kind == deletion.EventTracked && e.userTracking[puid] == 0) {
 		w.violateLocked("10: %s of %q from the Inventory's list after Start returned", ev.Kind, puid)
 	}
+	if (ev.Kind == deletion.EventChecked && ev.Err != nil || ev.Kind == deletion.EventListFailed) && !w.slowObs && w.obsSleeping == 0 {
+		e.failsHeard = append(e.failsHeard, w.now())
+	}
 	if slot := pmSlotOf(ev.PU.Pod.Name); ev.Kind == deletion.EventChecked && slot >= 0 && w.o.workers == 1 {
 		if w.failedFor[slot] && ev.Err == nil {
 			w.violateLocked("10: a check of %s met a port's failure, and its EventChecked has no Err: the Observer is not told of every failure", puid)
@@ -1280,7 +1319,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 }
 
 func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
-	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{}, dryOK: map[string]bool{}, tracksBegun: map[string]int{}, firstTrack: map[string]time.Duration{},
+	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, lastSummary: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{}, dryOK: map[string]bool{}, tracksBegun: map[string]int{}, firstTrack: map[string]time.Duration{},
 		obsIn: map[string]int{}, toldTracked: map[string]int{}, obsLive: map[string]bool{},
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
 		firstCall: map[string]time.Duration{}, lastCall: map[string]time.Duration{},
@@ -1291,7 +1330,7 @@ func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
 	o := w.o
 	opts := deletion.Options{NodeName: pmNode, Workers: o.workers, CheckTimeout: o.checkTimeout, SweepInterval: o.interval,
 		RetryMinDelay: pmRetryMin, RetryMaxDelay: pmRetryMax, MaxDestroyAttempts: pmMaxAttempts, ShutdownTimeout: pmShutdown,
-		DryRun: o.dryRun, Observer: p, Logger: deletiontest.Discard()}
+		DryRun: o.dryRun, Observer: p, Logger: logr.New(pmLog{w, e})}
 	if o.sandbox {
 		opts.SandboxExtractor, opts.SandboxProber, opts.Requeuer = p, p, p
 	}
@@ -1541,6 +1580,15 @@ func (w *pmWorld) checkTimed() {
 	w.mu.Lock()
 	now := w.now()
 	for _, e := range w.engines {
+		e.failsHeard = slices.DeleteFunc(e.failsHeard, func(at time.Duration) bool { return e.lastSummary >= at })
+		if len(e.failsHeard) > 0 && !e.dead && (w.slowObs || w.obsSleeping > 0) {
+			e.failsHeard = e.failsHeard[:0] // heard late: when they failed is not known
+		}
+		if len(e.failsHeard) > 0 && !e.dead && now > e.failsHeard[0]+w.o.interval+time.Second {
+			w.violateLocked("13: a failure the Observer was told of at %v is in no summary line by %v (SweepInterval %v; the latest summary at %v)",
+				e.failsHeard[0], now, w.o.interval, e.lastSummary)
+			e.failsHeard = nil // once
+		}
 		if e.running && !e.dead && !e.answered && e.listsInFlight > 0 &&
 			now > e.listStart+w.o.listTimeout()+time.Second+pmRetryMax+2*time.Second {
 			w.violateLocked("12: the Inventory's list begun at %v hangs past its deadline of %v and no list follows it", e.listStart, w.o.listTimeout())
