@@ -3,6 +3,7 @@ package k8s_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -26,19 +27,19 @@ func TestChannelRequeuerSendsThePod(t *testing.T) {
 }
 
 func TestChannelRequeuerGivesUpAtTheDeadline(t *testing.T) {
-	ch := make(chan event.GenericEvent) // nobody receives
-	r := k8s.NewChannelRequeuer(ch)
-	const deadline = 50 * time.Millisecond
-	ctx, cancel := context.WithTimeout(t.Context(), deadline)
-	defer cancel()
+	synctest.Test(t, func(t *testing.T) {
+		ch := make(chan event.GenericEvent) // nobody receives
+		r := k8s.NewChannelRequeuer(ch)
+		const deadline = 50 * time.Millisecond
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(t.Context(), deadline)
+		defer cancel()
 
-	start := time.Now()
-	err := r.Requeue(ctx, testPod("ns", "web", "uid-1", "node-a"))
-	took := time.Since(start)
+		err := r.Requeue(ctx, testPod("ns", "web", "uid-1", "node-a"))
 
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.GreaterOrEqual(t, took, deadline-5*time.Millisecond)
-	assert.Less(t, took, deadline+500*time.Millisecond, "Requeue blocked past its deadline")
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, deadline, time.Since(start), "Requeue returns at its deadline, neither before nor after")
+	})
 }
 
 func TestChannelRequeuerContextDoneWinsOverAReadyChannel(t *testing.T) {
