@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -1011,8 +1012,27 @@ func (c *Engine) queueDue(now int64) int64 {
 	}
 	c.q.wakeLocked(min(n, 1)) // more once a check of the batch is slow (lane.spreadIn)
 	c.q.spreadLocked(now)
-	c.q.wheel.wakeAt = c.q.wheel.first()
-	return c.q.wheel.wakeAt
+	w := &c.q.wheel
+	switch w.wakeAt = w.first(); {
+	case w.timer == nil:
+	case w.wakeAt != 0:
+		w.timer.Reset(time.Duration(w.wakeAt - now))
+	default:
+		w.timer.Stop()
+	}
+	return w.wakeAt
+}
+
+// schedulerTimer gives the wheel the scheduler's timer, which queueDue sets; nil: the scheduler returns, and its
+// timer is stopped.
+func (c *Engine) schedulerTimer(t clock.Timer) {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	if w := &c.q.wheel; t == nil && w.timer != nil {
+		w.timer.Stop()
+		w.wakeAt = 0
+	}
+	c.q.wheel.timer = t
 }
 
 // slowCheck wakes another worker if checks wait: a lane's check has run spreadAfter (lane.spreadIn).

@@ -12,6 +12,8 @@ import (
 	"container/heap"
 	"context"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // The ticks of the interval: SweepInterval/64 within minTick and maxTick, but for intervals of more than maxPhases ticks.
@@ -45,6 +47,9 @@ type wheel struct {
 	heap   timeHeap
 	wakeAt int64
 	kick   chan struct{}
+	// timer is the scheduler's, set to wakeAt under puQueue.mu (queueDue), stopped once the heap is empty; nil while
+	// no scheduler runs.
+	timer clock.Timer
 }
 
 // schedule puts r on the heap at its next time after now: its periodic check, its retry, or the sooner of its
@@ -76,6 +81,10 @@ func (w *wheel) schedule(r *record, now int64) {
 func (w *wheel) unschedule(r *record) {
 	if r.heapIndex >= 0 {
 		heap.Remove(&w.heap, int(r.heapIndex))
+	}
+	if len(w.heap) == 0 && w.timer != nil && w.wakeAt != 0 { // nothing is due: nothing wakes
+		w.timer.Stop()
+		w.wakeAt = 0
 	}
 	if len(w.heap) == 0 && cap(w.heap) > 4096 {
 		w.heap = nil // after a node drain
@@ -142,13 +151,12 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 		return
 	}
 	timer := c.opts.Clock.NewTimer(MaxDuration)
-	defer timer.Stop()
+	timer.Stop()
+	c.schedulerTimer(timer)
+	defer c.schedulerTimer(nil)
 	for {
-		now := c.now()
-		wakeAt := c.queueDue(now)
 		var fire <-chan time.Time // nil: until a kick
-		if wakeAt != 0 {
-			timer.Reset(time.Duration(wakeAt - now))
+		if c.queueDue(c.now()) != 0 {
 			fire = timer.C()
 		}
 		select {
@@ -156,7 +164,6 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 			return
 		case <-fire:
 		case <-kick:
-			timer.Stop()
 		}
 	}
 }

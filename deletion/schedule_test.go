@@ -221,6 +221,15 @@ type countingClock struct {
 
 func (c *countingClock) Now() time.Time { c.now.Add(1); return time.Now() }
 
+// readsClock counts every read of the time, Since's too (the engine's own times are Since its epoch).
+type readsClock struct {
+	clock.RealClock
+	reads atomic.Int64
+}
+
+func (c *readsClock) Now() time.Time                  { c.reads.Add(1); return time.Now() }
+func (c *readsClock) Since(t time.Time) time.Duration { c.reads.Add(1); return time.Since(t) }
+
 // docs/sdk/engine.md:12-13: "an engine with nothing due does not wake up" (after work, failures and a retry too).
 func TestAuditHoldsIdleEngineDoesNotWakeUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -245,6 +254,28 @@ func TestAuditHoldsIdleEngineDoesNotWakeUp(t *testing.T) {
 		deletiontest.Advance(time.Hour)
 		if d := cl.now.Load() - n; d != 0 {
 			t.Errorf("an idle engine read its clock %d times in an hour", d)
+		}
+	})
+}
+
+// TestNothingWakesOnceTheLastPUIsUntracked: the scheduler's timer, armed
+// for the last PU's next check, is stopped when that PU is untracked: the
+// engine reads its clock no more ("nothing wakes when nothing is due").
+func TestNothingWakesOnceTheLastPUIsUntracked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := &readsClock{}
+		cluster := deletiontest.NewCluster()
+		e := deletiontest.NewEngine(t, cluster, &deletiontest.Policy{}, deletion.Options{Clock: cl})
+		deletiontest.Start(t, e)
+		a := cluster.CreatePod(nsKey("a"), "", "")
+		require.NoError(t, e.Track(a))
+		deletiontest.Advance(time.Second) // checked; its next check is an interval away
+		require.True(t, e.Untrack(a.PUID))
+		synctest.Wait()
+		n := cl.reads.Load()
+		deletiontest.Advance(time.Hour)
+		if d := cl.reads.Load() - n; d != 0 {
+			t.Errorf("the engine read its clock %d times in the hour after its last PU was untracked", d)
 		}
 	})
 }
