@@ -292,16 +292,16 @@ func (l *addressLog) attUndecided(a attachment, at time.Time, ev ports.DestroyEv
 }
 
 // retain forgets the decisions on the sandboxes that held does not hold.
-func (l *addressLog) retain(held map[string]bool) {
+func (l *addressLog) retain(held func(id string) bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for id := range l.decisions {
-		if !held[id] {
+		if !held(id) {
 			delete(l.decisions, id)
 		}
 	}
 	for id := range l.ofAtts {
-		if !held[id] {
+		if !held(id) {
 			delete(l.ofAtts, id)
 		}
 	}

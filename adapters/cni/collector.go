@@ -142,7 +142,9 @@ type Options struct {
 	ReservationRate  rate.Limit
 	ReservationBurst int
 	// DryRun, when set, has Resync free no host-local reservation: each it
-	// would free is logged, told to Observer, and listed by WouldFree. It
+	// would free is logged, told to Observer, and listed by WouldFree. Its
+	// rounds go as a real round does, the rate's turns waited for and each
+	// reservation decided again right before its DEL would run. It
 	// also has Resync track a PU it listed the time before, with the same
 	// sandbox, no more (a dry run's engine drops a gone pod's PU once it
 	// reported it: tracked at each list, it would be reported at each),
@@ -306,8 +308,19 @@ func (c *Collector) read() (view, error) {
 				Why: "its sandbox's place among the pod's sandboxes cannot be told (" + ErrOrderUnknown.Error() + "): kept until the collector restarts or the pod is gone"})
 		}
 	}
-	c.refusals.retain(held)
-	c.addresses.retain(held)
+	// A sandbox whose entry could not be read whole (cut short while libcni writes it in place, unreadable) is
+	// neither there nor gone: what the Collector knows of it is kept.
+	var unread []string
+	for _, s := range skips {
+		if s.Unreadable || len(s.Unsure) > 0 {
+			unread = append(unread, filepath.Base(s.File))
+		}
+	}
+	kept := func(id string) bool {
+		return held[id] || slices.ContainsFunc(unread, func(f string) bool { return strings.Contains(f, "-"+id+"-") })
+	}
+	c.refusals.retain(kept)
+	c.addresses.retain(kept)
 	c.cache.skips.report(skips, func(f string) bool { return unsure[f] })
 	return v, nil
 }

@@ -76,16 +76,16 @@ func (r *refusals) settle(vs []verdict) {
 
 // retain forgets every sandbox that held does not hold: one gone from the
 // cache is nothing to refuse or give up on any more.
-func (r *refusals) retain(held map[string]bool) {
+func (r *refusals) retain(held func(id string) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id := range r.since {
-		if !held[id] {
+		if !held(id) {
 			delete(r.since, id)
 		}
 	}
 	for id := range r.gaveUp {
-		if !held[id] {
+		if !held(id) {
 			delete(r.gaveUp, id)
 		}
 	}

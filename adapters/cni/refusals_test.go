@@ -36,9 +36,9 @@ func TestRefusalsTimeFromTheFirstSinceThePlaceWasKnown(t *testing.T) {
 		r.record([]verdict{{ID: "s", Action: giveUp, State: stateCreating}})
 		require.True(t, r.givenUp("s"))
 		require.True(t, r.expired("s"), "given up: its time kept, for its gone pod (row 10)")
-		r.retain(map[string]bool{"s": true})
+		r.retain(func(id string) bool { return id == "s" })
 		require.True(t, r.givenUp("s"), "still cached")
-		r.retain(map[string]bool{})
+		r.retain(func(string) bool { return false })
 		require.False(t, r.givenUp("s"), "gone from the cache: forgotten")
 	})
 }

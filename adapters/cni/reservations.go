@@ -331,8 +331,9 @@ func (c *Collector) WouldFree() []Reservation {
 // only when a reservation needs it, the Runtime's sandboxes (read last, so
 // that a sandbox created meanwhile is listed), asks decideReservation for
 // each, records every decision (AddressHandler), and DELs those it frees (a
-// dry run records them, WouldFree, each once recheckedDel would have run
-// its DEL, without waiting for turns of the rate). Each DEL goes through recheckedDel:
+// dry run goes the same way, its turns waited for and the Runtime asked
+// again as a real round's, and records each that recheckedDel would have
+// DELed, WouldFree). Each DEL goes through recheckedDel:
 // decided again on ConfDir read right before it and, once time has passed
 // since the round's list (a turn waited for under the rate, a DEL run), on
 // the Runtime asked again then, whose answer the rest of the round is
@@ -448,8 +449,8 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 	}
 	c.addresses.round(now, rv.rs, sts, rv.untouched, rv.blindSkips)
-	// A dry run goes the real round's way but for the turns and the DELs: what it would free is decided again on
-	// ConfDir right before it was DELed, and recorded (WouldFree) unless the round stops.
+	// A dry run goes the real round's way but for the DELs: what it would free is decided again right before it would
+	// be DELed, after its turns, and recorded (WouldFree) unless the round stops.
 	var would []Reservation
 	stopped := false
 	defer func() {
@@ -461,9 +462,8 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 	}()
 	// stale: time has passed since run was read (a turn waited for under the rate, a DEL run): each DEL from then on
-	// is decided on the Runtime asked again right before it. delled: the containers and interfaces a DEL released.
+	// is decided on the Runtime asked again right before it.
 	stale := false
-	delled := map[delKey]bool{}
 	told := map[string]bool{} // the files told freed with the DEL that released them
 	// The networks whose config in ConfDir began being written while the round ran: their reservations are kept by
 	// no row, the others' decided as ever.
@@ -486,14 +486,10 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 		k := delKey{r.Network, r.ContainerID, r.IfName}
 		releasedMeanwhile := func() {
-			// Released meanwhile: by the DEL of another reservation of its container and interface this round
-			// (host-local's DEL releases them all), or by its runtime. A DEL now would match nothing, and
-			// host-local would then remove the files that hold the container's ID alone.
-			if delled[k] {
-				c.siblingFreed(r, verdicts[r.Path()], now)
-			} else {
-				c.addresses.reservationState(r, ReservationReleasedMeanwhile, nil)
-			}
+			// Released meanwhile, by its runtime: one a DEL of this round released was held right before that
+			// DEL and told freed with it (group, below), whatever of its container's was DELed after. A DEL now
+			// would match nothing, and host-local would then remove the files that hold the container's ID alone.
+			c.addresses.reservationState(r, ReservationReleasedMeanwhile, nil)
 		}
 		if !held(r) {
 			releasedMeanwhile()
@@ -507,7 +503,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				group = append(group, o)
 			}
 		}
-		if l := c.hostLocal.limit; l != nil && !c.hostLocal.dryRun {
+		if l := c.hostLocal.limit; l != nil {
 			for range group {
 				waited, err := turn(ctx, l)
 				if err != nil {
@@ -568,10 +564,10 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			c.addresses.reservationState(r, ReservationKeptOnRecheck, nil)
 			continue
 		}
+		stale = true
 		if c.hostLocal.dryRun {
 			continue
 		}
-		stale = true
 		reason := reasonOf(vd)
 		if err != nil {
 			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "freeingRow", vd.Row)
@@ -581,7 +577,6 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			}
 			continue
 		}
-		delled[k] = true
 		c.reservationFreed(r, vd, now)
 		for _, o := range group[1:] { // told with the DEL that released them, whatever ends the round after
 			if !held(o) {
