@@ -54,7 +54,12 @@ func TestAgentHelper(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	require.NoError(t, run(ctx, strings.Split(args, "\n"), os.Getenv, os.Stderr))
+	if err := run(ctx, strings.Split(args, "\n"), os.Getenv, os.Stderr); err != nil {
+		// In the log the tests read (stderr), as a line of its own: the test framework's report goes to stdout.
+		line, _ := json.Marshal(map[string]string{"ts": time.Now().Format(time.RFC3339Nano), "msg": "the agent's run failed", "error": err.Error()})
+		fmt.Fprintf(os.Stderr, "%s\n", line)
+		t.Fatal(err)
+	}
 }
 
 // startAgent starts the agent in a child process with args; its logs go to logs.
@@ -74,6 +79,25 @@ type nodeAgent struct {
 	metricsAddr, probeAddr string
 	log                    *agentLog
 	exited                 bool
+	// done is closed once the process has exited, with waitErr what it exited with.
+	done    chan struct{}
+	waitErr error
+}
+
+// wait waits for the agent's process, and records how it exited.
+func (a *nodeAgent) wait() {
+	a.waitErr = a.cmd.Wait()
+	close(a.done)
+}
+
+// ended reports whether the agent's process has exited, and how.
+func (a *nodeAgent) ended() (bool, error) {
+	select {
+	case <-a.done:
+		return true, a.waitErr
+	default:
+		return false, nil
+	}
 }
 
 // runAgent runs the agent's command line in a process of its own, with a
@@ -82,11 +106,12 @@ type nodeAgent struct {
 // test ends; its log is printed if the test failed.
 func runAgent(t *testing.T, kubeconfig []byte, args ...string) *nodeAgent {
 	t.Helper()
-	a := &nodeAgent{metricsAddr: testkube.FreeAddr(t), probeAddr: testkube.FreeAddr(t), log: &agentLog{}}
+	a := &nodeAgent{metricsAddr: testkube.FreeAddr(t), probeAddr: testkube.FreeAddr(t), log: &agentLog{}, done: make(chan struct{})}
 	args = append([]string{"--kubeconfig=" + agentKubeconfig(t, kubeconfig),
 		"--metrics-bind-address=" + a.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=" + a.probeAddr,
 		"--zap-time-encoding=rfc3339nano"}, args...) // JSON lines, as deployed, with timestamps precise enough to order events
 	a.cmd = startAgent(context.Background(), t, args, a.log)
+	go a.wait()
 	t.Cleanup(func() {
 		a.stop(t)
 		a.log.ended()
@@ -246,15 +271,17 @@ func (a *nodeAgent) stop(t *testing.T) {
 		return
 	}
 	a.exited = true
+	if ended, err := a.ended(); ended {
+		assert.NoError(t, err, "the agent exited before the test stopped it")
+		return
+	}
 	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- a.cmd.Wait() }()
 	select {
-	case err := <-done:
-		assert.NoError(t, err, "the agent stops cleanly on SIGTERM")
+	case <-a.done:
+		assert.NoError(t, a.waitErr, "the agent stops cleanly on SIGTERM")
 	case <-time.After(30 * time.Second):
 		_ = a.cmd.Process.Kill()
-		<-done
+		<-a.done
 		t.Error("the agent did not stop within 30s of SIGTERM")
 	}
 }
@@ -263,7 +290,8 @@ func (a *nodeAgent) stop(t *testing.T) {
 func (a *nodeAgent) kill(t *testing.T) {
 	t.Helper()
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
-	err := a.cmd.Wait()
+	<-a.done
+	err := a.waitErr
 	a.exited = true
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)

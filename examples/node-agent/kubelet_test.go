@@ -66,15 +66,33 @@ func TestAgentOnKubelet(t *testing.T) {
 
 // startNodeAgent runs the agent for the node n, with its journal in state
 // and the extra flags, and waits for it to be ready.
+// The agent's ports are picked free before it starts, and another process
+// may take one meanwhile: an agent that exits before it is ready, for one of
+// its ports is in use, is started again on others.
 func startNodeAgent(t *testing.T, c *testnode.Cluster, n *testnode.Node, state string, extra ...string) *nodeAgent {
 	t.Helper()
-	a := runAgent(t, c.KubeConfig, append([]string{"--node=" + n.Name, "--cri-endpoint=" + n.CRIEndpoint, "--state-file=" + state,
-		"--sweep-interval=" + kubeletSweep.String(), "--cri-cache-max-age=" + kubeletSweep.String(), "--workers=4"}, extra...)...)
-	require.Eventually(t, func() bool {
-		code, _ := probe(t, "http://"+a.probeAddr+"/readyz")
-		return code == http.StatusOK
-	}, waitLong, 20*time.Millisecond, "the agent is ready; its log:\n%s", a.log)
-	return a
+	for attempt := 1; ; attempt++ {
+		a := runAgent(t, c.KubeConfig, append([]string{"--node=" + n.Name, "--cri-endpoint=" + n.CRIEndpoint, "--state-file=" + state,
+			"--sweep-interval=" + kubeletSweep.String(), "--cri-cache-max-age=" + kubeletSweep.String(), "--workers=4"}, extra...)...)
+		var exited bool
+		var exitErr error
+		require.Eventually(t, func() bool {
+			if exited, exitErr = a.ended(); exited {
+				return true
+			}
+			code, _ := probe(t, "http://"+a.probeAddr+"/readyz")
+			return code == http.StatusOK
+		}, waitLong, 20*time.Millisecond, "the agent is ready; its log:\n%s", a.log)
+		if !exited {
+			return a
+		}
+		a.exited = true // seen: its exit is no failure of the test's stop
+		if attempt < 3 && strings.Contains(a.log.String(), "address already in use") {
+			t.Logf("the agent's port was taken before it listened (%v); started again on others", exitErr)
+			continue
+		}
+		require.FailNow(t, "the agent exited before it was ready", "%v; its log:\n%s", exitErr, a.log)
+	}
 }
 
 // running creates the pods and waits for the kubelet to run them.
