@@ -280,7 +280,8 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 	for _, p := range down {
 		prog := charts[p.Labels["app.kubernetes.io/name"]]
 		replaced := slices.ContainsFunc(out, func(t target) bool {
-			return t.Program.Program == prog && (!nodeScoped[prog] || t.Node == p.Spec.NodeName)
+			return t.Program.Program == prog && t.Program.Release == p.Labels["app.kubernetes.io/instance"] &&
+				(!nodeScoped[prog] || t.Node == p.Spec.NodeName)
 		})
 		if !replaced {
 			unasked = append(unasked, fmt.Sprintf("%s %s/%s%s is %s: not asked", prog, p.Namespace, p.Name, onNodeOf(p.Spec.NodeName), p.Status.Phase))
@@ -386,13 +387,43 @@ func (c *cluster) askAll(ctx context.Context, ts []target, keep func(pod, puID s
 // or of UID uid (namespace and name "", or given too); node, when not "",
 // is where the pod ran, for a pod that is gone.
 func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node string, now time.Time) (*PodExplanation, error) {
+	var notes []string
+	for round := 1; ; round++ {
+		x, again, err := c.explainRound(ctx, namespace, name, uid, node, now, round == maxRounds)
+		if err != nil {
+			return nil, err
+		}
+		if again == nil {
+			x.Warnings = append(notes, x.Warnings...)
+			return x, nil
+		}
+		notes = append(notes, again...)
+	}
+}
+
+// maxRounds bounds how many times explainPod asks the programs anew for a
+// pod that changed while they were asked.
+const maxRounds = 3
+
+// explainRound is one round of explainPod: it reads the pod and its Events,
+// asks the programs of its node (or of every node), then reads the pod and
+// its Events again. When the pod of that name changed meanwhile so that
+// other programs hold what is asked (deleted, recreated, or moved to a
+// node that was not asked), again says how, and the round is to be asked
+// anew (but the last, which says so and stands).
+func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node string, now time.Time, last bool) (_ *PodExplanation, again []string, _ error) {
+	flagNode := node
 	x := &PodExplanation{Now: now, Namespace: namespace, Name: name, UID: uid, Answers: []Answer{}, Events: []Event{}}
+	var first *Pod // the pod of that name as first read, whatever its UID; nil: none
 	if name != "" {
 		p, err := c.cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			first = podOf(p)
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return nil, c.refused(ctx, err, "get", "pods", namespace, clusterRole)
+			return nil, nil, c.refused(ctx, err, "get", "pods", namespace, clusterRole)
 		case uid != "" && !podOf(p).is(uid):
 			// Another pod than the one asked about: it is named in a
 			// note, and nothing of it is said (as with --uid alone).
@@ -403,7 +434,7 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 	}
 	evs, err := c.events(ctx, x)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	x.Events = evs
 	if x.Name == "" && x.Namespace == "" {
@@ -414,8 +445,8 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 				x.Namespace, x.Name = ns, name
 			}
 		}
-		if err := c.podOfUID(ctx, x); err != nil {
-			return nil, err
+		if first, err = c.podOfUID(ctx, x); err != nil {
+			return nil, nil, err
 		}
 	}
 	if node != "" && x.Pod != nil && x.Pod.Node != "" && x.Pod.Node != node {
@@ -440,11 +471,12 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		}
 	}
 	if node == "" {
-		x.Warnings = append(x.Warnings, "the pod's node is not known: every node's programs were asked (--node narrows it)")
+		x.Warnings = append(x.Warnings, "the pod's node was not known when its programs were asked: every node's were (--node narrows it)")
 	}
+	askedNode, named, was := node, x.Name != "", first // what the programs are asked on
 	ts, unasked, err := c.programs(ctx, node, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	x.Unasked = unasked
 	byUIDAlone := x.Name == "" && x.Namespace == ""
@@ -454,7 +486,7 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 	}
 	answers, err := c.askAll(ctx, ts, keep)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	x.Answers = answers
 	if byUIDAlone {
@@ -478,11 +510,11 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 			// A static pod asked by its mirror pod's UID: its PUs are
 			// under the kubelet's UID, which its mirror pod names.
 			if err := c.staticPodOf(ctx, x, answers); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
-		if err := c.podOfUID(ctx, x); err != nil {
-			return nil, err
+		if _, err := c.podOfUID(ctx, x); err != nil {
+			return nil, nil, err
 		}
 		for i := range x.Answers {
 			a := &x.Answers[i]
@@ -506,37 +538,64 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 			}
 		}
 	}
-	if name != "" && x.Pod != nil {
-		// The pod read again, now that the programs answered: one deleted
-		// or recreated meanwhile is told as it is now, and its PUs and
-		// Events against it.
-		p, err := c.cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			x.Warnings = append(x.Warnings, fmt.Sprintf("the pod %s/%s (UID %s) was deleted while its programs were asked", namespace, name, x.Pod.UID))
-			x.Pod = nil
-		case err != nil:
-			return nil, c.refused(ctx, err, "get", "pods", namespace, clusterRole)
-		case !podOf(p).is(x.Pod.UID):
-			x.Warnings = append(x.Warnings, fmt.Sprintf("the pod %s/%s was recreated while its programs were asked: UID %s, then %s", namespace, name, x.Pod.UID, p.UID))
-			x.Pod = nil
-			if uid == "" || podOf(p).is(uid) {
-				x.Pod = podOf(p)
+	// The Events read again, and the pod, now that the programs answered: a PU destroyed after the first read and
+	// before its program was asked is in neither its program's answer nor that read, and is in this one; a pod
+	// deleted or recreated meanwhile is told as it is now. Asked by UID alone, an Event that came meanwhile may
+	// name the pod.
+	if x.Events, err = c.events(ctx, x); err != nil {
+		return nil, nil, err
+	}
+	if x.Name == "" && x.Namespace == "" {
+		for _, e := range x.Events {
+			if ns, name, ok := strings.Cut(e.pod, "/"); ok && e.uid == x.UID {
+				x.Namespace, x.Name = ns, name
 			}
 		}
+		if _, err := c.podOfUID(ctx, x); err != nil {
+			return nil, nil, err
+		}
 	}
-	// The Events read again, now that the programs answered: a PU destroyed
-	// after the first read and before its program was asked is in neither
-	// its program's answer nor that read, and is in this one.
-	if x.Events, err = c.events(ctx, x); err != nil {
-		return nil, err
+	if named {
+		p, err := c.cs.CoreV1().Pods(x.Namespace).Get(ctx, x.Name, metav1.GetOptions{})
+		var now *Pod
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, nil, c.refused(ctx, err, "get", "pods", x.Namespace, clusterRole)
+		default:
+			now = podOf(p)
+		}
+		var changed string
+		switch {
+		case was != nil && now == nil:
+			changed = fmt.Sprintf("the pod %s/%s (UID %s) was deleted while its programs were asked", x.Namespace, x.Name, was.UID)
+		case was == nil && now != nil:
+			changed = fmt.Sprintf("a pod %s/%s (UID %s) was created while its programs were asked", x.Namespace, x.Name, now.UID)
+		case was != nil && !now.is(was.UID):
+			changed = fmt.Sprintf("the pod %s/%s was recreated while its programs were asked: UID %s, then %s", x.Namespace, x.Name, was.UID, now.UID)
+		case was != nil && was.Node != now.Node:
+			changed = fmt.Sprintf("the pod %s/%s was bound to node %s while its programs were asked", x.Namespace, x.Name, now.Node)
+		}
+		if changed != "" {
+			x.Pod = nil
+			if now != nil && (uid == "" || now.is(uid)) {
+				x.Pod = now
+			}
+			// Other programs may hold what is asked: those of the pod's node now, or of every node for a pod gone.
+			if reask := flagNode == "" && askedNode != "" && (x.Pod == nil || x.Pod.Node != askedNode); reask && !last {
+				return x, []string{changed + ": they were asked again"}, nil
+			} else if reask {
+				changed += ": it kept changing, and the programs of its node now were not asked"
+			}
+			x.Warnings = append(x.Warnings, changed)
+		}
 	}
 	for i, e := range x.Events {
 		if x.Pod != nil && e.uid != "" && !x.Pod.is(e.uid) {
 			x.Events[i].EarlierUID = e.uid
 		}
 	}
-	return x, nil
+	return x, nil, nil
 }
 
 // maxStaticCandidates bounds how many pods staticPodOf reads.
@@ -583,22 +642,24 @@ func (c *cluster) staticPodOf(ctx context.Context, x *PodExplanation, answers []
 
 // podOfUID sets x.Pod to the pod named x.Namespace/x.Name when it is of
 // the UID asked about, and notes it when it is another; nothing when x
-// names none.
-func (c *cluster) podOfUID(ctx context.Context, x *PodExplanation) error {
+// names none. It returns the pod of that name, whatever its UID (nil:
+// none).
+func (c *cluster) podOfUID(ctx context.Context, x *PodExplanation) (*Pod, error) {
 	if x.Name == "" {
-		return nil
+		return nil, nil
 	}
 	p, err := c.cs.CoreV1().Pods(x.Namespace).Get(ctx, x.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
+		return nil, nil
 	case err != nil:
-		return c.refused(ctx, err, "get", "pods", x.Namespace, clusterRole)
+		return nil, c.refused(ctx, err, "get", "pods", x.Namespace, clusterRole)
 	case podOf(p).is(x.UID):
 		x.Pod = podOf(p)
 	default:
 		x.Warnings = append(x.Warnings, fmt.Sprintf("the pod named %s/%s now has UID %s, not %s", x.Namespace, x.Name, p.UID, x.UID))
 	}
-	return nil
+	return podOf(p), nil
 }
 
 // podOf is what is said of p.
