@@ -16,7 +16,7 @@ import (
 
 type recTracker struct {
 	mu                      sync.Mutex
-	tracked, untracked      []ports.PU
+	tracked                 []ports.PU
 	untrackedIDs, triggered []string
 }
 
