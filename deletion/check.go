@@ -54,7 +54,8 @@ func (c *Engine) check(ctx context.Context, r *record) outcome {
 	o := outcome{pu: r.PU, line: r.line, quiet: r.failing} // r.line is set once, when it is tracked
 	v, pod := c.ask(ctx, &o, r.PU, r.checkFresh)
 	o.verdict = v
-	if v.Action != Adopt && v.Action != Destroy {
+	c.takeListed(r, &o)
+	if v = o.verdict; v.Action != Adopt && v.Action != Destroy {
 		// A keep moves nothing: the release carries it.
 	} else if ev, destroy := c.settle(r, &o); destroy {
 		err, permanent := c.destroyPU(ctx, ev)

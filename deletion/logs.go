@@ -83,8 +83,10 @@ type failures struct {
 	count    [numPorts]int
 	last     [numPorts]error
 	lastPUID [numPorts]string
-	since    time.Time // the first failure since the last summary; zero: none
-	flushed  time.Time // the last summary
+	since    time.Time // the first failure since the last summary, when pending
+	pending  bool      // a failure waits for its summary
+	flushed  time.Time // the last summary, when summed
+	summed   bool      // a summary was written
 	timer    func()    // stops the summary's timer; nil: none is armed
 }
 
@@ -92,22 +94,12 @@ type failures struct {
 func (f *failures) add(port int, puid string, err error, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.since.IsZero() {
-		f.since = now
+	if !f.pending {
+		f.since, f.pending = now, true
 		f.arm()
 	}
 	f.count[port]++
 	f.last[port], f.lastPUID[port] = err, puid
-}
-
-// lined notes an error line written at now of a failure of its own (Start's first failed list): it counts as a
-// summary, so that the next comes an interval after it.
-func (f *failures) lined(now time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if now.After(f.flushed) {
-		f.flushed = now
-	}
 }
 
 // arm sets the summary's timer, if none is, for when the summary is due: every after the last. f.mu is held.
@@ -115,7 +107,10 @@ func (f *failures) arm() {
 	if f.timer != nil {
 		return
 	}
-	wait := max(f.flushed.Add(f.every).Sub(f.clock.Now()), 0)
+	wait := time.Duration(0)
+	if f.summed {
+		wait = max(f.flushed.Add(f.every).Sub(f.clock.Now()), 0)
+	}
 	if wait == 0 { // due now: a fake Clock's timer of 0 would wait for its next Step
 		f.timer = func() {}
 		go f.fire()
@@ -147,7 +142,7 @@ func (f *failures) fire() {
 	f.flush(f.clock.Now(), f.every)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.since.IsZero() {
+	if f.pending {
 		f.arm()
 	}
 }
@@ -158,13 +153,13 @@ func (f *failures) flush(now time.Time, every time.Duration) {
 	f.writing.Lock()
 	defer f.writing.Unlock()
 	f.mu.Lock()
-	if f.since.IsZero() || every > 0 && now.Sub(f.flushed) < every {
+	if !f.pending || every > 0 && f.summed && now.Sub(f.flushed) < every {
 		f.mu.Unlock()
 		return
 	}
-	f.flushed = now
+	f.flushed, f.summed = now, true
 	count, last, lastPUID, since := f.count, f.last, f.lastPUID, f.since
-	f.count, f.last, f.lastPUID, f.since = [numPorts]int{}, [numPorts]error{}, [numPorts]string{}, time.Time{}
+	f.count, f.last, f.lastPUID, f.pending = [numPorts]int{}, [numPorts]error{}, [numPorts]string{}, false
 	if f.timer != nil { // nothing left: the timer stops; the next failure arms another
 		f.timer()
 		f.timer = nil
@@ -180,6 +175,8 @@ func (f *failures) flush(now time.Time, every time.Duration) {
 			msg = "answered past a check's deadline, its Workers slot stuck meanwhile; what it answered was taken"
 		case portStuck:
 			msg = "Sweep leaves checks stuck in ports that ignore their context"
+		case portListPUs:
+			msg = listFailed
 		}
 		f.log.Error(last[port], msg,
 			"port", portNames[port], "failures", n, "lastPUID", lastPUID[port],

@@ -165,6 +165,7 @@ type Options struct {
 	Observer Observer
 	// Clock drives the periodic checks, the retries, the rate's turns and the times reported; deadlines
 	// (CheckTimeout, ShutdownTimeout) follow the time package (which testing/synctest fakes). nil: the real clock.
+	// One that reads the zero time.Time when New is called is refused: the times reported tell "never" by it.
 	Clock clock.WithTicker
 }
 
@@ -248,6 +249,8 @@ func (o Options) withDefaults() (Options, error) {
 		o.Clock = clock.RealClock{}
 	} else if isNil(o.Clock) {
 		return o, fmt.Errorf("%w: Clock is a nil %T", ErrInvalidOptions, o.Clock)
+	} else if o.Clock.Now().IsZero() {
+		return o, fmt.Errorf("%w: Clock reads the zero time.Time: Status and Backlog tell \"never\" by it (start a fake clock at time.Now())", ErrInvalidOptions)
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = klog.Background()

@@ -157,6 +157,9 @@ type record struct {
 	lastRow, lineRow int8
 	vetoed           bool
 	listed           bool // tracked from the Inventory's list: restored as new, not again when it gives its sandbox
+	// listedSandbox is the sandbox the Inventory's list recorded for it while its first check ran (adoptListed): the
+	// check takes it when it ends (takeListed), after its own answers, as an operation that came meanwhile.
+	listedSandbox string
 	// reportedRow is the row of the last destroy a dry run reported (0: none), reported the rows it reported (bit
 	// 1<<row).
 	reportedRow int8
@@ -627,6 +630,29 @@ func (c *Engine) InventoryListed() bool {
 	return c.q.list.restored
 }
 
+// takeListed records the sandbox the Inventory's list gave r while its first check ran (adoptListed), before the
+// check's verdict is carried out: the list's record comes first, as it would have had the check begun after it. A
+// check that would adopt another sandbox adopts none, and r is checked again at once, on the sandbox recorded.
+func (c *Engine) takeListed(r *record, o *outcome) {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	sb := r.listedSandbox
+	if sb == "" || r.state == removed {
+		return
+	}
+	r.listedSandbox = ""
+	if r.SandboxID != "" {
+		return
+	}
+	r.SandboxID = sb
+	o.pu = r.PU
+	o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventAdopted, PU: r.PU}})
+	if o.verdict.Action == Adopt {
+		o.verdict = Verdict{Action: Keep}
+		r.again = true
+	}
+}
+
 // settle carries out the verdict of o on the claimed r, once it gave the check's events their places in r's line:
 // it records the adopted sandbox, or, for a destroy, reports it (a dry run) or takes its turn under the destroy rate
 // (else o.turnAt). It reports whether DestroyPU is to be called now, for ev. Nothing is carried out for a record
@@ -893,6 +919,12 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	e := c.q.records[pu.PUID]
 	_, gone := c.q.list.gone[pu.PUID] // tracked again since: a new PU
 	ok := e != nil && !gone && e.lastRow < 0 && (e.state == idle || e.state == queued || e.state == tracking)
+	if e != nil && !gone && e.lastRow < 0 && e.state == checking && e.SandboxID == "" && e.PU.WithRecordedSandbox(pu) != e.PU {
+		e.listedSandbox = pu.SandboxID // its first check takes it when it ends (takeListed)
+		restored := !e.listed
+		c.q.mu.Unlock()
+		return restored
+	}
 	var snapshot ports.PU
 	var t uint32
 	if ok {
@@ -922,13 +954,16 @@ func (c *Engine) waits(limit time.Duration) (stopped, stopping, restoring bool, 
 	if first := c.q.wheel.first(); first != 0 {
 		overdue = time.Duration(now - max(first, c.q.startAt, c.q.listedAt))
 	}
-	if !c.q.begun {
-		wedged += c.listTimeout() + stuckGrace
-		if c.q.list.gone != nil && c.q.list.end == 0 {
-			// The first list answered in time, and its PUs go in before any check: however many, it is wedged only
-			// while none goes in (an Observer that blocks).
-			restoring, overdue, wedged = true, time.Duration(now-c.q.list.progress), limit
-		}
+	switch {
+	case c.q.begun:
+	case c.q.list.gone != nil && c.q.list.end == 0:
+		// The first list answered in time, and its PUs go in before any check: however many, it is wedged only
+		// while none goes in (an Observer that blocks).
+		restoring, overdue = true, time.Duration(now-c.q.list.progress)
+	default:
+		// The checks wait for the first list, its deadline at most (awaitFirstList, in real time whatever the Clock):
+		// nothing is overdue meanwhile.
+		overdue = 0
 	}
 	if at := c.q.oldestQueuedLocked(); at != 0 {
 		waited = time.Duration(now - at)

@@ -10,6 +10,9 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
+// listFailed is the line of a failed list of the Inventory: each at V(1), and their summary (logs.go).
+const listFailed = "listing the Inventory failed; PUs of pods gone while the agent was down are not restored yet, will retry"
+
 // restore lists the Inventory until it answers or ctx ends, with backoff, and tracks every PU of the answer, but invalid
 // ones, and those removed since the list began or being removed then (listWindow), or destroyed, given up on or dropped
 // while no list had answered (unlistedMemory); an answer after its deadline is a failure. listed is closed once the
@@ -36,15 +39,9 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 		}
 		if ctx.Err() == nil {
 			c.observe(Event{Kind: EventListFailed, Err: err, ListCalls: attempt})
-			// The first failure is an error line; the others are summed up once an interval, as every port's.
-			msg := "listing the Inventory failed; PUs of pods gone while the agent was down are not restored yet, will retry"
-			if attempt == 1 {
-				c.log.Error(err, msg, "attempt", attempt, "retryIn", c.backoff(attempt).String())
-				c.fails.lined(c.opts.Clock.Now()) // the next failures are summed up an interval after this line
-			} else {
-				c.log.V(1).Info(msg, "attempt", attempt, "retryIn", c.backoff(attempt).String(), "error", err.Error())
-				c.fails.add(portListPUs, "", err, c.opts.Clock.Now())
-			}
+			// Summed up as every port's failures (logs.go): the first at once after a quiet interval.
+			c.log.V(1).Info(listFailed, "attempt", attempt, "retryIn", c.backoff(attempt).String(), "error", err.Error())
+			c.fails.add(portListPUs, "", err, c.opts.Clock.Now())
 		}
 		c.listEnds()
 		if attempt == 1 {

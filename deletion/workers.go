@@ -19,7 +19,9 @@ import (
 // first restores the PUs it lists (see Options.Inventory). Once ctx is done, no check of its own and no DestroyPU of
 // them starts; checks in flight see a cancelled context, and Start returns within about ShutdownTimeout even when a
 // port hangs, the Inventory included. A Sweep under way goes on, with goroutines of its own, until its own context
-// is done: a leader-elected engine sweeps under the lease's context too. A second call returns ErrAlreadyStarted. Start makes the Engine a controller-runtime
+// is done: a leader-elected engine sweeps under the lease's context too. Under a DestroyRate, one of Start's PUs at
+// the head of the rate's line, ahead of a Sweep's, is checked by that Sweep at its turn, as any of the Sweep's: the
+// line keeps its order, and a destroy after Start's context is done is then the Sweep's. A second call returns ErrAlreadyStarted. Start makes the Engine a controller-runtime
 // manager.Runnable.
 func (c *Engine) Start(ctx context.Context) error {
 	if ctx == nil {
