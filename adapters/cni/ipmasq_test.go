@@ -161,7 +161,7 @@ func TestIPMasqNetworkIsFreedWithTheImagesIptables(t *testing.T) {
 			require.Equal(t, otherRules, natRules(t, other), "the live pod's rules are untouched")
 			n.requireIntact(other)
 			require.Equal(t, 1, a.events.count(deletion.EventDestroyed, p), "one destroy")
-			require.Equal(t, ports.ReasonPodGone, a.events.of(deletion.EventDestroyed, p)[0].Reason)
+			require.Equal(t, ports.ReasonPodGone, a.events.destroyed(t, p).Reason)
 		})
 	}
 }

@@ -632,6 +632,15 @@ func (e *events) count(kind deletion.EventKind, p pod) int {
 	return n
 }
 
+// destroyed waits for the EventDestroyed of p's PU and returns the first: the
+// engine tells it once DestroyPU has returned, after the DELs removed the
+// entries a test may have waited for.
+func (e *events) destroyed(tb testing.TB, p pod) deletion.Event {
+	tb.Helper()
+	eventually(tb, freeTimeout, func() bool { return len(e.of(deletion.EventDestroyed, p)) > 0 }, "the destroy of pod %s told", p.Name)
+	return e.of(deletion.EventDestroyed, p)[0]
+}
+
 // of returns the events of kind the PU of p had.
 func (e *events) of(kind deletion.EventKind, p pod) []deletion.Event {
 	e.mu.Lock()

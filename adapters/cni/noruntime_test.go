@@ -46,7 +46,7 @@ func TestAPodWhoseNetnsIsGoneIsFreedWithoutARuntime(t *testing.T) {
 	a := n.startAgent(agentOptions{})
 	eventually(t, freeTimeout, func() bool { return n.freed(sb) }, "the attachments of the pod freed")
 	n.requireFreed(sb)
-	require.Equal(t, ports.ReasonPodGone, a.events.of(deletion.EventDestroyed, sb.Pod)[0].Reason)
+	require.Equal(t, ports.ReasonPodGone, a.events.destroyed(t, sb.Pod).Reason)
 }
 
 // The same at the collector alone: a gone pod's attachment whose

@@ -106,7 +106,7 @@ func TestEqualOrReorderedWriteTimesDoNotKeepALeakForever(t *testing.T) {
 			n.requireFreed(leaked)
 			a.settle(t)
 			n.requireIntact(current)
-			require.Equal(t, ports.ReasonSandboxChanged, a.events.of(deletion.EventDestroyed, p)[0].Reason)
+			require.Equal(t, ports.ReasonSandboxChanged, a.events.destroyed(t, p).Reason)
 		})
 	}
 }
@@ -165,5 +165,5 @@ func TestAStaticPodWithoutItsMirrorKeepsItsNetwork(t *testing.T) {
 
 	runtime.stop(p, sb)
 	eventually(t, 2*time.Minute, func() bool { return n.freed(sb) }, "freed once the runtime stopped it")
-	require.Equal(t, ports.ReasonPodGone, a.events.of(deletion.EventDestroyed, p)[0].Reason)
+	require.Equal(t, ports.ReasonPodGone, a.events.destroyed(t, p).Reason)
 }

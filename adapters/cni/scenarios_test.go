@@ -68,7 +68,7 @@ func TestPodDeletedWithoutDELIsFreedOnce(t *testing.T) {
 			n.requireFreed(sb)
 			n.requireIntact(other)
 			require.Equal(t, 1, a.events.count(deletion.EventDestroyed, p), "one destroy")
-			require.Equal(t, ports.ReasonPodGone, a.events.of(deletion.EventDestroyed, p)[0].Reason)
+			require.Equal(t, ports.ReasonPodGone, a.events.destroyed(t, p).Reason)
 		})
 	}
 }
@@ -139,7 +139,7 @@ func TestLeakedSandboxBesideTheCurrentOneIsFreed(t *testing.T) {
 	current.set(p, now)
 	eventually(t, freeTimeout, func() bool { return n.freed(leaked) }, "the leaked sandbox freed")
 	n.requireFreed(leaked)
-	require.Equal(t, ports.ReasonSandboxChanged, a.events.of(deletion.EventDestroyed, p)[0].Reason)
+	require.Equal(t, ports.ReasonSandboxChanged, a.events.destroyed(t, p).Reason)
 
 	// The current sandbox is tracked next, and kept; so is a newer one
 	// the runtime is still creating (not ready: not reported).
@@ -178,7 +178,7 @@ func TestPodRecreatedUnderItsNameFreesTheOldOne(t *testing.T) {
 	a.settle(t)
 	n.requireFreed(oldSB)
 	n.requireIntact(sb)
-	require.Equal(t, ports.ReasonUIDChanged, a.events.of(deletion.EventDestroyed, old)[0].Reason)
+	require.Equal(t, ports.ReasonUIDChanged, a.events.destroyed(t, old).Reason)
 }
 
 func TestFailingDELIsRetriedWithBackoffUntilItSucceeds(t *testing.T) {
@@ -211,7 +211,7 @@ func TestFailingDELIsRetriedWithBackoffUntilItSucceeds(t *testing.T) {
 	require.NoError(t, os.Remove(n.failFile))
 	eventually(t, freeTimeout, func() bool { return n.freed(sb) }, "freed once DEL succeeds")
 	a.settle(t)
-	calls := a.events.of(deletion.EventDestroyed, p)[0].DestroyCalls
+	calls := a.events.destroyed(t, p).DestroyCalls
 	require.Greater(t, calls, 4)
 	require.Empty(t, n.cached(sb))
 	require.Empty(t, n.addresses(sb))
