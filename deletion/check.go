@@ -33,6 +33,8 @@ type outcome struct {
 	observing       time.Duration // how long the Observer took to hear the events told during the check (EventVetoed, EventGetFailed)
 	pu              ports.PU      // the PU checked, as claimed
 	line            *eventLine    // its PUID's line to the Observer (nil: none)
+	// untrackedDestroy: its DestroyPU succeeded after Untrack removed it: no event tells it, its log line does.
+	untrackedDestroy bool
 }
 
 // tellItem is an event of a check and its place in its PU's line, taken with the move that made it.
@@ -54,7 +56,7 @@ func (c *Engine) check(ctx context.Context, r *record) outcome {
 	o := outcome{pu: r.PU, line: r.line, quiet: r.failing} // r.line is set once, when it is tracked
 	v, pod := c.ask(ctx, &o, r.PU, r.checkFresh)
 	o.verdict = v
-	c.takeListed(r, &o)
+	c.takeListed(r, &o, pod)
 	if v = o.verdict; v.Action != Adopt && v.Action != Destroy {
 		// A keep moves nothing: the release carries it.
 	} else if ev, destroy := c.settle(r, &o); destroy {

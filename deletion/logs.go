@@ -62,6 +62,10 @@ func (c *Engine) logOutcome(o *outcome) {
 				"attempts", ev.DestroyCalls)
 		}
 	}
+	if o.untrackedDestroy {
+		c.log.Info("PU destroyed", "puID", pu.PUID, "pod", pu.Pod.String(), "reason", string(v.Reason), "sandboxID", pu.SandboxID,
+			"row", v.Row, "untrackedMeanwhile", true)
+	}
 	if log := c.log.V(1); log.Enabled() && v.Action == Keep && !o.vetoed {
 		log.Info("PU kept", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "row", v.Row, "why", v.Why())
 	}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -632,8 +633,8 @@ func (c *Engine) InventoryListed() bool {
 
 // takeListed records the sandbox the Inventory's list gave r while its first check ran (adoptListed), before the
 // check's verdict is carried out: the list's record comes first, as it would have had the check begun after it. A
-// check that would adopt another sandbox adopts none, and r is checked again at once, on the sandbox recorded.
-func (c *Engine) takeListed(r *record, o *outcome) {
+// check that would adopt a sandbox is decided again on the one recorded (Decide: the same, or replaced).
+func (c *Engine) takeListed(r *record, o *outcome, pod *corev1.Pod) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	sb := r.listedSandbox
@@ -647,9 +648,9 @@ func (c *Engine) takeListed(r *record, o *outcome) {
 	r.SandboxID = sb
 	o.pu = r.PU
 	o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventAdopted, PU: r.PU}})
-	if o.verdict.Action == Adopt {
-		o.verdict = Verdict{Action: Keep}
-		r.again = true
+	if v := o.verdict; v.Action == Adopt { // decided again on the sandbox recorded: row 9, or 10 (replaced)
+		o.verdict = Decide(r.PU, Observation{Pod: pod, NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
+			HasExtractor: true, SandboxAsked: true, SandboxID: v.SandboxID})
 	}
 }
 
@@ -759,6 +760,7 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	case !o.done && !untracked:
 		o.retryAt = now + int64(c.backoff(attempts)) // at its time: a tick would stretch a backoff under a second
 	}
+	o.untrackedDestroy = err == nil && untracked
 	if err == nil && n > 0 {
 		o.events = append(o.events, tellItem{t[0], Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason,
 			DestroyDelay: time.Duration(now - r.goneSince), DestroyCalls: attempts + 1}})
@@ -920,8 +922,8 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	_, gone := c.q.list.gone[pu.PUID] // tracked again since: a new PU
 	ok := e != nil && !gone && e.lastRow < 0 && (e.state == idle || e.state == queued || e.state == tracking)
 	if e != nil && !gone && e.lastRow < 0 && e.state == checking && e.SandboxID == "" && e.PU.WithRecordedSandbox(pu) != e.PU {
-		e.listedSandbox = pu.SandboxID // its first check takes it when it ends (takeListed)
-		restored := !e.listed
+		restored := !e.listed && e.listedSandbox == "" // listed twice, restored once
+		e.listedSandbox = pu.SandboxID                 // its first check takes it when it ends (takeListed)
 		c.q.mu.Unlock()
 		return restored
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -89,3 +90,40 @@ func (p *pods) GetPod(ctx context.Context, k types.NamespacedName) (*corev1.Pod,
 
 type typesNN = types.NamespacedName
 type podT = corev1.Pod
+
+const node = "node-a"
+
+type recorder struct {
+	mu  sync.Mutex
+	evs []deletion.Event
+}
+
+func (r *recorder) Observe(ev deletion.Event) {
+	r.mu.Lock()
+	r.evs = append(r.evs, ev)
+	r.mu.Unlock()
+}
+
+func (r *recorder) kinds(puid string) []deletion.EventKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []deletion.EventKind
+	for _, ev := range r.evs {
+		if ev.PU.PUID == puid {
+			out = append(out, ev.Kind)
+		}
+	}
+	return out
+}
+
+func (r *recorder) count(k deletion.EventKind) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ev := range r.evs {
+		if ev.Kind == k {
+			n++
+		}
+	}
+	return n
+}
