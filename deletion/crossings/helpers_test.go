@@ -103,27 +103,3 @@ func (r *recorder) Observe(ev deletion.Event) {
 	r.evs = append(r.evs, ev)
 	r.mu.Unlock()
 }
-
-func (r *recorder) kinds(puid string) []deletion.EventKind {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []deletion.EventKind
-	for _, ev := range r.evs {
-		if ev.PU.PUID == puid {
-			out = append(out, ev.Kind)
-		}
-	}
-	return out
-}
-
-func (r *recorder) count(k deletion.EventKind) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, ev := range r.evs {
-		if ev.Kind == k {
-			n++
-		}
-	}
-	return n
-}
