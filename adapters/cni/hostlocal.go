@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/utils"
 
 	"github.com/podsweeper/podsweeper/internal/pathkind"
 )
@@ -398,6 +399,11 @@ func readReservation(dataDir, network, ip string) (r Reservation, skip *skipped,
 			s.DelID, s.DelLegacy = r.ContainerID, true
 		}
 		return r, s, false
+	case utils.ValidateContainerID(r.ContainerID) != nil || utils.ValidateInterfaceName(r.IfName) != nil:
+		// No runtime's ADD gives host-local such a container or interface (libcni refuses them), and its DEL would
+		// name a cache file of libcni's elsewhere (a path in it): written by something else, never touched.
+		return r, &skipped{File: path, Written: r.Reserved, Why: "its container ID or interface is none libcni accepts: never touched",
+			Unreadable: true, Reservation: &r}, false
 	}
 	return r, nil, false
 }

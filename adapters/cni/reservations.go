@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -391,20 +392,27 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	now := time.Now()
 	// decideOn asks decideReservation about r on its network's config n (ok: there is one), the runtime's answer run,
 	// and the cache read at the round's start, at the time at.
-	decideOn := func(r Reservation, n hostLocalNet, ok bool, run runtimeView, at time.Time) verdict {
+	decideOn := func(r Reservation, n hostLocalNet, ok bool, run runtimeView, at time.Time, again bool) verdict {
 		// A running sandbox the runtime lists without an ID may be any reservation's: every one is listed.
 		_, listed := run.byID[r.ContainerID]
-		// Its DEL releases every reservation of its container in its network: it is as young as the youngest.
+		// Its DEL releases every reservation of its container in its network: it is as young as the youngest, those
+		// written since the round read them too when it is decided again right before its DEL.
 		newest, untouched := rv.released(r, n)
+		if again {
+			if t := releasedNow(r); t.After(newest) {
+				newest = t
+			}
+		}
 		return decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
-			Listed: listed || len(run.runningNoID) > 0, Cached: cached(r.ContainerID), Untouched: untouched != "", Age: at.Sub(newest), Grace: c.hostLocal.grace})
+			Listed: listed || len(run.runningNoID) > 0, Cached: cached(r.ContainerID) || c.entryAt(r), Untouched: untouched != "",
+			Age: at.Sub(newest), Grace: c.hostLocal.grace})
 	}
 	var frees []Reservation
 	verdicts := map[string]verdict{} // of those to free, by file: one released by a sibling's DEL is told freed with its own
 	sts := make([]ReservationStatus, 0, min(len(rv.rs), maxReservationsRecorded))
 	for i, r := range rv.rs {
 		n, ok := rv.config(r)
-		vd := decideOn(r, n, ok, run, now)
+		vd := decideOn(r, n, ok, run, now, false)
 		writing := v.writingOf(r.Network) // a cache entry of its network cut short
 		if f := rv.writing[r.Network]; f != "" {
 			writing = "the config " + f + " of ConfDir"
@@ -527,12 +535,15 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				run = e.run // the rest of the round is decided on the newer answer
 			}
 			n, ok := e.config(r)
-			vd, list = decideOn(r, n, ok, run, time.Now()), n.List
+			vd, list = decideOn(r, n, ok, run, time.Now(), true), n.List
 			released = !held(r) // the last look before its DEL: it is DELed only while its file holds it
 			return vd.Action == free && !released
 		}, func() error {
-			if c.hostLocal.dryRun {
-				would = append(would, r)
+			if c.hostLocal.dryRun { // its DEL would release the group: told with it, as a real round's siblings
+				would = append(would, group...)
+				for _, o := range group[1:] {
+					told[o.Path()] = true
+				}
 				return nil
 			}
 			return c.delReservation(ctx, r, list)
@@ -667,6 +678,37 @@ func (c *Collector) delReservation(ctx context.Context, r Reservation, list *lib
 	}
 	c.log.Info(LogMessageReservationFreed, kv...)
 	return nil
+}
+
+// releasedNow returns the newest of the files of r's network that host-local's DEL of r would release besides r,
+// as they are now: those naming its container and interface, and those that hold nothing yet (host-local may be
+// writing one of them); the zero time for none.
+func releasedNow(r Reservation) (newest time.Time) {
+	files, err := os.ReadDir(filepath.Join(r.DataDir, r.Network))
+	if err != nil {
+		return newest
+	}
+	for _, f := range files {
+		if f.Name() == r.IP || net.ParseIP(f.Name()) == nil {
+			continue
+		}
+		still, skip, gone := readReservation(r.DataDir, r.Network, f.Name())
+		if !gone && (skip != nil && still.ContainerID == "" || still.ContainerID == r.ContainerID && still.IfName == r.IfName) {
+			if still.Reserved.After(newest) {
+				newest = still.Reserved
+			}
+		}
+	}
+	return newest
+}
+
+// entryAt reports whether libcni's cache holds a file where a DEL of r reads and then removes its cache entry
+// (<network>-<containerID>-<ifName>), whatever it holds: an entry of r's container written since the round read the
+// cache, or another network's whose name and container ID make the same file name (networks "a" and "a-b"): the DEL
+// would remove it. It is read at each decision, right before the DEL too (row 16).
+func (c *Collector) entryAt(r Reservation) bool {
+	_, err := os.Lstat(filepath.Join(c.cache.dir, "results", r.Network+"-"+r.ContainerID+"-"+r.IfName))
+	return err == nil
 }
 
 // newHostLocal returns the sweep of opts, which New has defaulted.
