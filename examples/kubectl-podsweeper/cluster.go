@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -337,7 +338,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
 	}
 	if err == nil {
-		err = json.Unmarshal(body, &a.PUs)
+		err = decodeList(body, &a.PUs)
 	}
 	if err != nil {
 		return failed(t, "reading its status on port %d: %v", port, err), nil
@@ -601,24 +602,30 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 // maxStaticCandidates bounds how many pods staticPodOf reads.
 const maxStaticCandidates = 32
 
-// staticPodOf names in x the static pod whose mirror pod has the UID x
-// asks about, when a node's program answered a PU or a report of it: a
-// static pod is named after its node (<name>-<node>), so the pods of the
-// answers named so are read, at most maxStaticCandidates, and the first
-// of that UID is the one.
+// staticPodOf names in x the static pod of the UID x asks about (its
+// mirror pod's, or the kubelet's the mirror pod names), when a program
+// answered a PU or a report of it: a static pod is named after its node
+// (<name>-<node>), so the pods of the answers named after a node of the
+// programs asked are read, at most maxStaticCandidates, and the first of
+// that UID is the one.
 func (c *cluster) staticPodOf(ctx context.Context, x *PodExplanation, answers []Answer) error {
-	var candidates []string
-	add := func(pod, node string) {
-		if node != "" && strings.HasSuffix(pod, "-"+node) && !slices.Contains(candidates, pod) {
+	var nodes, candidates []string // the nodes of the programs asked; the pods of the answers named after one
+	for _, a := range answers {
+		if a.Program.Node != "" && !slices.Contains(nodes, a.Program.Node) {
+			nodes = append(nodes, a.Program.Node)
+		}
+	}
+	add := func(pod string) {
+		if slices.ContainsFunc(nodes, func(n string) bool { return strings.HasSuffix(pod, "-"+n) }) && !slices.Contains(candidates, pod) {
 			candidates = append(candidates, pod)
 		}
 	}
-	for _, a := range answers {
+	for _, a := range answers { // a cluster-wide program's too: it holds the static pod under its mirror's UID
 		for _, s := range a.PUs {
-			add(s.Pod, a.Program.Node)
+			add(s.Pod)
 		}
 		for _, r := range a.Reports {
-			add(r.Pod, a.Program.Node)
+			add(r.Pod)
 		}
 	}
 	if len(candidates) > maxStaticCandidates {
@@ -632,7 +639,7 @@ func (c *cluster) staticPodOf(ctx context.Context, x *PodExplanation, answers []
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return c.refused(ctx, err, "get", "pods", ns, clusterRole)
-		case string(p.UID) == x.UID:
+		case podOf(p).is(x.UID): // by the mirror pod's UID, or the kubelet's it names
 			x.Namespace, x.Name = ns, name
 			return nil
 		}
@@ -899,11 +906,20 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addres
 		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
 	}
 	if err == nil {
-		err = json.Unmarshal(body, &pus)
+		err = decodeList(body, &pus)
 	}
 	if err != nil {
 		// The address's answer stands: only its PUs are not told.
 		return addressAnswer{st: st, at: at, pusErr: fmt.Sprintf("its status page (%s) on port %d: %v", k8s.StatusPath, port, err)}, "", nil
 	}
 	return addressAnswer{st: st, pus: pus, at: at, pusAt: pusAt}, "", nil
+}
+
+// decodeList decodes a page's JSON array into v: a page that answers no array (null, an object) is no program's
+// status page, and tells nothing of what it holds.
+func decodeList[T any](body []byte, v *[]T) error {
+	if b := bytes.TrimSpace(body); len(b) == 0 || b[0] != '[' {
+		return errors.New("its answer is not a JSON list (a program's page answers one, [] for none)")
+	}
+	return json.Unmarshal(body, v)
 }

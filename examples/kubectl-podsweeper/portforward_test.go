@@ -16,7 +16,7 @@ const earlierUID = "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21"
 func holding(pus ...map[string]any) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/debug/podsweeper" {
-			_ = json.NewEncoder(w).Encode(pus)
+			_ = json.NewEncoder(w).Encode(append([]map[string]any{}, pus...)) // a list, [] for none, as the page writes it
 			return
 		}
 		http.NotFound(w, r)
