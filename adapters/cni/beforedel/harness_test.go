@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ var realPlugins = func() string {
 
 type env struct {
 	root, conf, cache, data, bin string
-	ips                          []string // the addresses reserve wrote
+	mu                           sync.Mutex
+	ips                          []string // the addresses reserve wrote (a Runtime's hook may reserve, under mu)
 }
 
 func newEnv(t *testing.T) *env {
@@ -72,7 +74,9 @@ func (e *env) reserve(t *testing.T, network, ip, id, ifName string, age time.Dur
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, ip)
+	e.mu.Lock()
 	e.ips = append(e.ips, ip)
+	e.mu.Unlock()
 	if err := os.WriteFile(p, []byte(id+"\r\n"+ifName), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +185,10 @@ func podOf(uid string) *corev1.Pod {
 // tells each in a state other than "to free" (a reservation kept, never touched, or freed), or none.
 func (e *env) settled(t *testing.T, c *cni.Collector) bool {
 	t.Helper()
-	for _, ip := range e.ips {
+	e.mu.Lock()
+	ips := slices.Clone(e.ips)
+	e.mu.Unlock()
+	for _, ip := range ips {
 		rec := httptest.NewRecorder()
 		c.AddressHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/?ip="+ip, nil))
 		var st cni.AddressStatus
