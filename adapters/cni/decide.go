@@ -40,6 +40,11 @@ type sandboxFacts struct {
 	// Atts are its attachments in the cache; none when the cache holds
 	// none of it (a sandbox the Runtime lists only).
 	Atts []attFacts
+	// Unused is what the network namespace paths of its cache entries
+	// that are not used (links, entries under a name not libcni's) tell:
+	// what such an entry holds counts as any entry's for whether the
+	// namespace is gone (stateOf), though the entry is never DELed.
+	Unused []nsState
 	// Created is when it was created: the Runtime's CreatedAt where it
 	// lists it with one, otherwise when its first attachment was written;
 	// zero when neither tells.
@@ -72,8 +77,9 @@ type sandboxState uint8
 
 const (
 	// stateDead: the Runtime lists it stopped, or does not list it and
-	// its network namespace is gone: the path of one of its attachments is
-	// gone, and none of them names one that is there.
+	// its network namespace is gone: the path of one of its entries is
+	// gone, and none of them names one that is there (those not used
+	// included: sandboxFacts.Unused).
 	stateDead sandboxState = iota
 	// stateUnknown: nothing is told.
 	stateUnknown
@@ -197,7 +203,9 @@ func (v verdict) why() string {
 //  4. The Runtime does not list it, or there is none, and its network
 //     namespace is gone: the namespace of one of its attachments is gone,
 //     and none of them names one that is there: free. Attachments that
-//     disagree tell nothing certain: the namespace may be there.
+//     disagree tell nothing certain: the namespace may be there. Its cache
+//     entries that are not used (links, names not libcni's) are counted
+//     here as its attachments are.
 //  5. The pod is gone, and there is no Runtime to ask: keep. Without one,
 //     nothing but a gone namespace (row 4) is evidence.
 //  6. A sandbox change, the Runtime was asked, and a sandbox of the pod
@@ -305,11 +313,14 @@ func row(p podFacts, s sandboxFacts, st sandboxState, podRuns bool) int {
 
 // stateOf returns what is known of s, the Runtime asked or not.
 func stateOf(s sandboxFacts, asked bool) sandboxState {
-	present := slices.ContainsFunc(s.Atts, func(a attFacts) bool { return a.NetNS == nsPresent })
+	says := func(ns nsState) bool {
+		return slices.Contains(s.Unused, ns) || slices.ContainsFunc(s.Atts, func(a attFacts) bool { return a.NetNS == ns })
+	}
+	present := says(nsPresent)
 	switch {
 	case s.Listed && s.Ready:
 		return stateReady
-	case s.Listed, !present && slices.ContainsFunc(s.Atts, func(a attFacts) bool { return a.NetNS == nsGone }):
+	case s.Listed, !present && says(nsGone):
 		return stateDead
 	case asked && present:
 		return stateCreating

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -59,6 +60,10 @@ func TestDecideRowByRow(t *testing.T) {
 			sb: sandboxFacts{ID: "s", Atts: []attFacts{{NetNS: nsGone}, {NetNS: nsPresent}}}, row: 7, act: refuse, state: stateUnknown},
 		{name: "pod gone, no runtime, namespace gone",
 			sb: sandboxFacts{ID: "s", Atts: gone}, row: 4, act: free, state: stateDead},
+		{name: "pod gone, no runtime, namespace gone, an entry not used (a link) names one that is there",
+			sb: sandboxFacts{ID: "s", Atts: gone, Unused: []nsState{nsPresent}}, row: 5, act: keep, state: stateUnknown},
+		{name: "pod gone, no runtime, namespace unknown, an entry not used names one that is gone",
+			sb: sandboxFacts{ID: "s", Atts: unknown, Unused: []nsState{nsGone}}, row: 4, act: free, state: stateDead},
 		{name: "sandbox change, no runtime, namespace gone", changed: true,
 			sb: sandboxFacts{ID: "s", Atts: gone}, row: 4, act: free, state: stateDead},
 		{name: "pod gone, no runtime, namespace there (a static pod without its mirror)",
@@ -146,6 +151,7 @@ func FuzzDecide(f *testing.F) {
 	f.Add(true, true, []byte{0x08, 0x01, 1, 0x08, 0x00, 1})           // sandbox change, may be being created, a twin
 	f.Add(false, true, []byte{0x03, 0x00, 1, 0x09, 0x00, 0})          // gone pod, one ready, one stopped
 	f.Add(true, false, []byte{0x08, 0x01, 1, 0x08, 0x00, 2})          // sandbox change, no runtime, a later one
+	f.Add(false, false, []byte{0x08, 0x42, 0})                        // gone pod, no runtime, namespace gone, a link's there
 	f.Fuzz(func(t *testing.T, changed, asked bool, raw []byte) {
 		p := podFacts{Changed: changed, Asked: asked}
 		for i := 0; i+3 <= len(raw) && len(p.Sandboxes) < 6; i += 3 {
@@ -157,6 +163,9 @@ func FuzzDecide(f *testing.F) {
 			}
 			for j := range int(flags>>3) & 3 {
 				s.Atts = append(s.Atts, attFacts{NetNS: nsState(ns>>(2*j)) & 3 % 3, Never: flags&(0x20<<j) != 0})
+			}
+			if ns>>6 != 0 { // an entry of it not used (a link), its namespace there, gone or unknown
+				s.Unused = []nsState{nsState(ns>>6) % 3}
 			}
 			p.Sandboxes = append(p.Sandboxes, s)
 		}
@@ -201,9 +210,12 @@ func FuzzDecide(f *testing.F) {
 	})
 }
 
-// nsOf reports whether an attachment of s has its network namespace in
-// state ns.
+// nsOf reports whether an attachment of s, or an entry of it not used,
+// has its network namespace in state ns.
 func nsOf(s sandboxFacts, ns nsState) bool {
+	if slices.Contains(s.Unused, ns) {
+		return true
+	}
 	for _, a := range s.Atts {
 		if a.NetNS == ns {
 			return true

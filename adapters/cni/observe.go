@@ -10,13 +10,15 @@ import (
 // observe gathers what decide needs of the pod uid: its sandboxes in atts
 // (the cache's attachments of every pod) and those of uid that rv lists,
 // what their network namespaces tell, and which expired tells have been
-// refused for NewestSandboxTimeout. It returns the cached sandboxes too:
+// refused for NewestSandboxTimeout, and what the network namespaces of
+// the entries in unused (the cache's entries not used) of each of its
+// cached sandboxes tell. It returns the cached sandboxes too:
 // the first len(sbs) of p.Sandboxes are sbs's, in their order (sandboxesOf),
 // and their Atts are sbs's Atts, index for index; the Runtime's others
 // follow, by ID, and last, when rv lists one of uid ready without an ID,
 // a sandbox of ID "" listed ready: the pod runs (decide's row 2), and,
 // created at no known time, it is never the later one of row 6.
-func observe(atts []attachment, collectable func(attachment) bool, rv runtimeView, uid string, changed bool, expired func(id string) bool) (p podFacts, sbs []sandbox) {
+func observe(atts []attachment, unused []skipped, collectable func(attachment) bool, rv runtimeView, uid string, changed bool, expired func(id string) bool) (p podFacts, sbs []sandbox) {
 	sbs = sandboxesOf(atts, uid, rv)
 	p = podFacts{Changed: changed, Asked: rv.asked, Sandboxes: make([]sandboxFacts, 0, len(sbs))}
 	for _, sb := range sbs {
@@ -24,6 +26,11 @@ func observe(atts []attachment, collectable func(attachment) bool, rv runtimeVie
 		f.Created, f.Expired = sb.Created, expired(sb.ID)
 		for _, a := range sb.Atts {
 			f.Atts = append(f.Atts, attFacts{NetNS: netnsOf(a.NetNS), Never: !collectable(a)})
+		}
+		for _, u := range unused {
+			if u.Entry != nil && u.PodUID == uid && u.ContainerID == sb.ID {
+				f.Unused = append(f.Unused, netnsOf(u.Entry.NetNS))
+			}
 		}
 		p.Sandboxes = append(p.Sandboxes, f)
 	}

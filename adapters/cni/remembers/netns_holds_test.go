@@ -90,3 +90,59 @@ func TestAuditHoldsRunningSandboxWithNoIDNorPodIsAFailure(t *testing.T) {
 		t.Fatalf("page: %+v", st.Attachments)
 	}
 }
+
+// cni-freeing.md row 4 and the cache's entries that are links: "what such an entry holds is told on the address
+// page", and counts as any entry's for whether the sandbox's namespace is gone. A sandbox whose attachment names a
+// gone namespace, and whose other entry (a link libcni's runtime reads through) names one that is there, is not
+// known dead: without a runtime, DestroyPU keeps it (row 5, ErrNoEvidence) and DELs nothing, and SandboxDead
+// answers false. The same with the link's namespace gone too: freed (row 4).
+func TestAuditHoldsALinkEntrysNamespaceCountsForRow4(t *testing.T) {
+	for _, linkThere := range []bool{true, false} {
+		t.Run(map[bool]string{true: "the link's namespace is there", false: "the link's namespace is gone"}[linkThere], func(t *testing.T) {
+			e := newEnv(t)
+			log := e.fakePlugin(t, "fake")
+			nsDir := filepath.Join(t.TempDir(), "netns")
+			if err := os.MkdirAll(nsDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			present := filepath.Join(nsDir, "present")
+			if err := os.WriteFile(present, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			gone := filepath.Join(nsDir, "gone")
+			regular := e.entryPath("net1", "sb1", "eth0")
+			if err := os.WriteFile(regular, entryBytes(t, "net1", "sb1", "eth0", "uid-1", "ns", "pod", gone, conflist("net1", "fake")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			linkNetns := gone
+			if linkThere {
+				linkNetns = present
+			}
+			target := filepath.Join(t.TempDir(), "net2-sb1-net1")
+			if err := os.WriteFile(target, entryBytes(t, "net2", "sb1", "net1", "uid-1", "ns", "pod", linkNetns, conflist("net2", "fake")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, e.entryPath("net2", "sb1", "net1")); err != nil {
+				t.Fatal(err)
+			}
+			c := mustNew(t, cni.Options{CacheDir: e.cache, PluginDirs: []string{e.bin}, ConfDir: e.conf, HostLocalDataDir: e.data})
+			dead, err := c.SandboxDead(context.Background(), podOf("uid-1"), "sb1")
+			if err != nil || dead == linkThere {
+				t.Fatalf("SandboxDead = %v, %v; want %v", dead, err, !linkThere)
+			}
+			err = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "pod"},
+				SandboxID: "sb1", Reason: ports.ReasonPodGone})
+			b, _ := os.ReadFile(log)
+			if linkThere {
+				if !errors.Is(err, cni.ErrNoEvidence) || !exists(regular) || len(b) != 0 {
+					t.Fatalf("a sandbox a link entry of which names a namespace that is there: DestroyPU %v, entry kept %v, plugin calls %q; want ErrNoEvidence, nothing DELed",
+						err, exists(regular), b)
+				}
+				return
+			}
+			if string(b) != "DEL sb1 eth0\n" || exists(regular) {
+				t.Fatalf("a sandbox whose every entry names a gone namespace: DestroyPU %v, plugin calls %q, entry kept %v; want its attachment DELed", err, b, exists(regular))
+			}
+		})
+	}
+}
