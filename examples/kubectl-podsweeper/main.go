@@ -47,6 +47,78 @@ docs/operating/explain.md says which role of the charts to bind.
 Flags:
 `
 
+// subcommand is one command's own help: its command lines, what it tells,
+// and the flags it reads besides the kubeconfig's.
+type subcommand struct {
+	name  string
+	usage []string
+	help  string
+	flags []string
+}
+
+// subcommands are the commands, each with its help (--help after its name).
+var subcommands = []subcommand{
+	{name: "explain pod", usage: []string{"explain pod NAMESPACE/NAME [--node NODE] [-o json]", "explain pod --uid UID [--node NODE] [-o json]"},
+		help: `for each program that holds a PU of the pod, the PU, its state, the row of its last
+check and why, a veto, its destroy attempts, its last error and what a dry run would do; and the
+pod's podsweeper Events. A PU is in the answer until it is destroyed, its pod gone or not: a pod
+that is gone is asked by its UID (--uid), or by its name; a pod that ran on another node than the
+pod of that name now, by its UID or with that node (--node).`,
+		flags: []string{"uid", "node", "namespace", "output", "timeout"}},
+	{name: "explain ip", usage: []string{"explain ip ADDRESS --node NODE [-o json]"},
+		help: `what holds the address on the node as cni-gc sees it (an attachment of libcni's
+cache and its pod, or a host-local reservation), and whether and why cni-gc frees it.`,
+		flags: []string{"node", "namespace", "output", "timeout"}},
+	{name: "status", usage: []string{"status --node NODE [-o json]"},
+		help: `every PU of the programs on a node: its pod, its state, its last check's row and why, its
+attempts, its next attempt and what a dry run would do.`,
+		flags: []string{"node", "namespace", "output", "timeout"}},
+	{name: "report", usage: []string{"report [-o json]"},
+		help:  `every program's dry run report, in one table: what each would destroy, and why.`,
+		flags: []string{"namespace", "output", "timeout"}},
+}
+
+// commandOf returns the command args name ("explain pod", "status", ...),
+// its flags of fs and their values aside, for its own help; false when
+// they name none.
+func commandOf(fs *pflag.FlagSet, args []string) (subcommand, bool) {
+	var words []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			words = append(words, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			words = append(words, a)
+			continue
+		}
+		var f *pflag.Flag
+		switch name := strings.TrimLeft(a, "-"); {
+		case strings.Contains(a, "="):
+		case strings.HasPrefix(a, "--"):
+			f = fs.Lookup(name)
+		case len(name) == 1:
+			f = fs.ShorthandLookup(name)
+		}
+		if f != nil && f.NoOptDefVal == "" {
+			i++ // its value is the next argument
+		}
+	}
+	for i, w := range words {
+		name := w
+		if w == "explain" && i+1 < len(words) {
+			name += " " + words[i+1]
+		}
+		for _, c := range subcommands {
+			if c.name == name {
+				return c, true
+			}
+		}
+	}
+	return subcommand{}, false
+}
+
 // run runs the command line args, writing the answer to stdout and the
 // errors to stderr, and returns the exit status: 0, 1 for an error (one
 // line, "forbidden: ..." when RBAC refused), 2 for a bad command line.
@@ -68,8 +140,21 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := pflag.NewFlagSet("kubectl-podsweeper", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
+		cmd, ok := commandOf(fs, args)
+		if !ok {
+			fmt.Fprint(stderr, usage)
+			fs.PrintDefaults()
+			return
+		}
+		fmt.Fprint(stderr, "kubectl podsweeper "+cmd.name+": "+cmd.help+"\n\n")
+		for _, u := range cmd.usage {
+			fmt.Fprintln(stderr, "  kubectl podsweeper "+u)
+		}
+		own := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
+		for _, name := range cmd.flags {
+			own.AddFlag(fs.Lookup(name))
+		}
+		fmt.Fprint(stderr, "\nFlags:\n"+own.FlagUsages()+"\nThe kubeconfig's flags (--kubeconfig, --context, --as, ...): kubectl podsweeper --help\n")
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	fs.StringVar(&rules.ExplicitPath, "kubeconfig", "", "path to the kubeconfig file")

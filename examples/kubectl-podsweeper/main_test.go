@@ -124,3 +124,29 @@ func TestStatusPortFromTheCommandLine(t *testing.T) {
 		assert.Equal(t, c.dryRun, dryRun, "%s %q", c.program, c.args)
 	}
 }
+
+// TestEachCommandHasItsOwnHelp: --help after a command's name prints that
+// command's lines and the flags it reads, whatever flags come between,
+// and status 0; --help alone prints every command.
+func TestEachCommandHasItsOwnHelp(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		want, not []string
+	}{
+		{[]string{"explain", "pod", "--help"}, []string{"kubectl podsweeper explain pod --uid UID", "--uid string"}, []string{"explain ip ADDRESS", "--as string"}},
+		{[]string{"explain", "--node", "n1", "ip", "-h"}, []string{"kubectl podsweeper explain ip ADDRESS --node NODE", "--node string"}, []string{"--uid string", "explain pod NAMESPACE"}},
+		{[]string{"-o", "json", "status", "--help"}, []string{"kubectl podsweeper status --node NODE", "--timeout duration"}, []string{"--uid string", "report [-o json]"}},
+		{[]string{"report", "-h"}, []string{"kubectl podsweeper report [-o json]", "--namespace string"}, []string{"--node string", "--uid string"}},
+		{[]string{"--help"}, []string{"explain pod NAMESPACE/NAME", "explain ip ADDRESS", "status --node NODE", "report [-o json]", "--as string"}, nil},
+		{[]string{"explain", "--help"}, []string{"explain pod NAMESPACE/NAME", "explain ip ADDRESS"}, nil},
+	} {
+		var out, errs bytes.Buffer
+		assert.Equal(t, 0, run(context.Background(), c.args, &out, &errs), "%q", c.args)
+		for _, w := range c.want {
+			assert.Contains(t, errs.String(), w, "%q", c.args)
+		}
+		for _, n := range c.not {
+			assert.NotContains(t, errs.String(), n, "%q", c.args)
+		}
+	}
+}
