@@ -139,22 +139,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func command(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("kubectl-podsweeper", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	help := stderr // the usage a bad command line is told with; asked for (--help), it is the answer
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--help" || a == "-h" {
+			help = stdout
+		}
+	}
 	fs.Usage = func() {
 		cmd, ok := commandOf(fs, args)
 		if !ok {
-			fmt.Fprint(stderr, usage)
-			fs.PrintDefaults()
+			fmt.Fprint(help, usage+fs.FlagUsages())
 			return
 		}
-		fmt.Fprint(stderr, "kubectl podsweeper "+cmd.name+": "+cmd.help+"\n\n")
+		fmt.Fprint(help, "kubectl podsweeper "+cmd.name+": "+cmd.help+"\n\n")
 		for _, u := range cmd.usage {
-			fmt.Fprintln(stderr, "  kubectl podsweeper "+u)
+			fmt.Fprintln(help, "  kubectl podsweeper "+u)
 		}
 		own := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
 		for _, name := range cmd.flags {
 			own.AddFlag(fs.Lookup(name))
 		}
-		fmt.Fprint(stderr, "\nFlags:\n"+own.FlagUsages()+"\nThe kubeconfig's flags (--kubeconfig, --context, --as, ...): kubectl podsweeper --help\n")
+		fmt.Fprint(help, "\nFlags:\n"+own.FlagUsages()+"\nThe kubeconfig's flags (--kubeconfig, --context, --as, ...): kubectl podsweeper --help\n")
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	fs.StringVar(&rules.ExplicitPath, "kubeconfig", "", "path to the kubeconfig file")

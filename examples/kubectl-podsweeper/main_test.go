@@ -46,8 +46,9 @@ func TestCommandLinesRefused(t *testing.T) {
 	}
 	var out, errs bytes.Buffer
 	assert.Equal(t, 0, run(context.Background(), []string{"--help"}, &out, &errs))
-	assert.Contains(t, errs.String(), "kubectl podsweeper explain pod NAMESPACE/NAME")
-	assert.Contains(t, errs.String(), "kubectl podsweeper explain ip ADDRESS --node NODE")
+	assert.Contains(t, out.String(), "kubectl podsweeper explain pod NAMESPACE/NAME", "help asked for is the answer, on stdout")
+	assert.Contains(t, out.String(), "kubectl podsweeper explain ip ADDRESS --node NODE")
+	assert.Empty(t, errs.String())
 }
 
 // TestForbiddenSaysWhichPermission: a request RBAC refused is said in
@@ -127,7 +128,7 @@ func TestStatusPortFromTheCommandLine(t *testing.T) {
 
 // TestEachCommandHasItsOwnHelp: --help after a command's name prints that
 // command's lines and the flags it reads, whatever flags come between,
-// and status 0; --help alone prints every command.
+// on stdout with status 0; --help alone prints every command.
 func TestEachCommandHasItsOwnHelp(t *testing.T) {
 	for _, c := range []struct {
 		args      []string
@@ -142,11 +143,12 @@ func TestEachCommandHasItsOwnHelp(t *testing.T) {
 	} {
 		var out, errs bytes.Buffer
 		assert.Equal(t, 0, run(context.Background(), c.args, &out, &errs), "%q", c.args)
+		assert.Empty(t, errs.String(), "%q", c.args)
 		for _, w := range c.want {
-			assert.Contains(t, errs.String(), w, "%q", c.args)
+			assert.Contains(t, out.String(), w, "%q", c.args)
 		}
 		for _, n := range c.not {
-			assert.NotContains(t, errs.String(), n, "%q", c.args)
+			assert.NotContains(t, out.String(), n, "%q", c.args)
 		}
 	}
 }
