@@ -146,3 +146,52 @@ func TestAuditHoldsALinkEntrysNamespaceCountsForRow4(t *testing.T) {
 		})
 	}
 }
+
+// cni-freeing.md: the DEL of an attachment runs its cached config's own plugins, never those of the network's
+// directory (<ConfDir>/<network>/), which libcni does not cache; a cached config whose plugins are all there runs
+// none: its entry is never freed, and DestroyPU answers ports.Permanent.
+func TestAuditHoldsAnAttachmentsDELRunsItsCachedPluginsOnly(t *testing.T) {
+	e := newEnv(t)
+	inline, extra := e.fakePlugin(t, "inline"), e.fakePlugin(t, "extra")
+	gone := filepath.Join(t.TempDir(), "gone") // a namespace gone from a directory that is there: row 4
+	ev := func(uid, id string) ports.DestroyEvent {
+		return ports.DestroyEvent{PUID: uid, Pod: types.NamespacedName{Namespace: "ns", Name: "pod"}, SandboxID: id, Reason: ports.ReasonPodGone}
+	}
+	for _, n := range []struct{ network, conf string }{
+		{"net1", `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"inline"}]}`},
+		{"net2", `{"cniVersion":"1.0.0","name":"net2"}`},
+	} {
+		if err := os.WriteFile(filepath.Join(e.conf, "10-"+n.network+".conflist"), []byte(n.conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(e.conf, n.network), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(e.conf, n.network, "20-extra.conf"), []byte(`{"cniVersion":"1.0.0","type":"extra"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(network, id, uid, conf string) string {
+		p := e.entryPath(network, id, "eth0")
+		if err := os.WriteFile(p, entryBytes(t, network, id, "eth0", uid, "ns", "pod", gone, []byte(conf)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p1 := write("net1", "sb1", "uid-1", `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"inline"}]}`)
+	p2 := write("net2", "sb2", "uid-2", `{"cniVersion":"1.0.0","name":"net2"}`)
+	c := mustNew(t, cni.Options{CacheDir: e.cache, PluginDirs: []string{e.bin}, ConfDir: e.conf, HostLocalDataDir: e.data})
+
+	if err := c.DestroyPU(context.Background(), ev("uid-1", "sb1")); err != nil {
+		t.Fatalf("DestroyPU of a config with a plugin of its own: %v", err)
+	}
+	b, _ := os.ReadFile(inline)
+	if string(b) != "DEL sb1 eth0\n" || exists(extra) || exists(p1) {
+		t.Fatalf("the DEL ran %q (its own plugin) and the network directory's plugin: %v; entry kept %v", b, exists(extra), exists(p1))
+	}
+	err := c.DestroyPU(context.Background(), ev("uid-2", "sb2"))
+	if !ports.IsPermanent(err) || !exists(p2) || exists(extra) {
+		t.Fatalf("a cached config of no plugin of its own: DestroyPU %v (permanent %v), entry kept %v, the directory's plugin ran %v",
+			err, ports.IsPermanent(err), exists(p2), exists(extra))
+	}
+}
