@@ -130,6 +130,10 @@ type view struct {
 	atts []attachment
 	// unusable are the entries that cannot be read or used for a DEL.
 	unusable []skipped
+	// unused are the entries not used whose content could be read (links,
+	// names not libcni's, entries of no pod's arguments): what their
+	// network namespace path tells counts for their sandbox (observe).
+	unused []skipped
 	// keepNets are the networks whose config in ConfDir says disableGC, or
 	// the cached config of an entry not used (skipped.Never).
 	keepNets map[string]bool
@@ -187,6 +191,9 @@ func (r cacheReader) read() (view, []skipped, error) {
 	for _, s := range skips {
 		if s.Unreadable {
 			v.unusable = append(v.unusable, s)
+		}
+		if s.Entry != nil {
+			v.unused = append(v.unused, s)
 		}
 		for _, n := range s.Unsure {
 			v.setWriting(n, "libcni's cache entry "+s.File+", cut short (being written)")

@@ -41,7 +41,8 @@ type sandboxFacts struct {
 	// none of it (a sandbox the Runtime lists only).
 	Atts []attFacts
 	// Unused is what the network namespace paths of its cache entries
-	// that are not used (links, entries under a name not libcni's) tell:
+	// that are not used (links, entries under a name not libcni's, of no
+	// pod's arguments) tell:
 	// what such an entry holds counts as any entry's for whether the
 	// namespace is gone (stateOf), though the entry is never DELed.
 	Unused []nsState

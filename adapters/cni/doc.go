@@ -201,7 +201,8 @@
 //     until it can be read, as a config of ConfDir being written does.
 //   - A running sandbox the runtime lists without an ID may be any
 //     sandbox: its pod is kept (row 2), and no reservation is freed while
-//     it is listed (row 15).
+//     it is listed (row 15). One sandbox listed as two pods' makes the
+//     runtime's answer a failure: either pod may run in it.
 //
 // # What it cannot see
 //

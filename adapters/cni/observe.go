@@ -12,7 +12,7 @@ import (
 // what their network namespaces tell, and which expired tells have been
 // refused for NewestSandboxTimeout, and what the network namespaces of
 // the entries in unused (the cache's entries not used) of each of its
-// cached sandboxes tell. It returns the cached sandboxes too:
+// cached sandboxes' containers tell. It returns the cached sandboxes too:
 // the first len(sbs) of p.Sandboxes are sbs's, in their order (sandboxesOf),
 // and their Atts are sbs's Atts, index for index; the Runtime's others
 // follow, by ID, and last, when rv lists one of uid ready without an ID,
@@ -28,7 +28,7 @@ func observe(atts []attachment, unused []skipped, collectable func(attachment) b
 			f.Atts = append(f.Atts, attFacts{NetNS: netnsOf(a.NetNS), Never: !collectable(a)})
 		}
 		for _, u := range unused {
-			if u.Entry != nil && u.PodUID == uid && u.ContainerID == sb.ID {
+			if u.Entry != nil && u.ContainerID == sb.ID { // its container's entry, whatever pod it names
 				f.Unused = append(f.Unused, netnsOf(u.Entry.NetNS))
 			}
 		}

@@ -285,7 +285,11 @@ func (h *hostLocal) wouldFree(rs []Reservation, v *reservationView) (fresh []Res
 func (h *hostLocal) recordWould(rs []Reservation, v *reservationView) (fresh []Reservation) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.would = rs
+	// In the order of their files, as the round read them (its data directories, networks and files by name): a
+	// DEL's group is told together, and its siblings may come after another's.
+	h.would = slices.SortedStableFunc(slices.Values(rs), func(a, b Reservation) int {
+		return cmp.Or(strings.Compare(a.DataDir, b.DataDir), strings.Compare(a.Network, b.Network), strings.Compare(a.IP, b.IP))
+	})
 	told := make(map[string]bool, len(h.told))
 	if v == nil {
 		told = h.told
@@ -318,7 +322,8 @@ func toldKey(r Reservation) string { return r.Path() + "\x00" + r.ContainerID }
 
 // WouldFree returns the host-local reservations that the last resync of a
 // dry run (Options.DryRun) found it would free, in the order of their
-// files: exactly those a resync without the dry run would have DELed then.
+// files (by data directory, network, then file name): exactly those a
+// resync without the dry run would have DELed then.
 // It returns none when the Collector is not a dry run, or before its first
 // resync.
 func (c *Collector) WouldFree() []Reservation {
@@ -399,7 +404,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		// written since the round read them too when it is decided again right before its DEL.
 		newest, untouched := rv.released(r, n)
 		if again {
-			if t := releasedNow(r); t.After(newest) {
+			if t := releasedNow(r, n); t.After(newest) {
 				newest = t
 			}
 		}
@@ -680,22 +685,31 @@ func (c *Collector) delReservation(ctx context.Context, r Reservation, list *lib
 	return nil
 }
 
-// releasedNow returns the newest of the files of r's network that host-local's DEL of r would release besides r,
-// as they are now: those naming its container and interface, and those that hold nothing yet (host-local may be
-// writing one of them); the zero time for none.
-func releasedNow(r Reservation) (newest time.Time) {
-	files, err := os.ReadDir(filepath.Join(r.DataDir, r.Network))
-	if err != nil {
-		return newest
+// releasedNow returns the newest of the files that host-local's DEL of r would release, as they are now, in every
+// data directory of r's network n (its chain may run host-local more than once) and in r's own: r's file itself, those
+// naming its container and interface, and those that hold nothing yet (host-local may be writing one of them); the
+// zero time for none.
+func releasedNow(r Reservation, n hostLocalNet) (newest time.Time) {
+	dirs := []string{r.DataDir}
+	for _, d := range n.DataDirs {
+		if d = canonicalDir(d); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
 	}
-	for _, f := range files {
-		if f.Name() == r.IP || net.ParseIP(f.Name()) == nil {
+	for _, dir := range dirs {
+		files, err := os.ReadDir(filepath.Join(dir, r.Network))
+		if err != nil {
 			continue
 		}
-		still, skip, gone := readReservation(r.DataDir, r.Network, f.Name())
-		if !gone && (skip != nil && still.ContainerID == "" || still.ContainerID == r.ContainerID && still.IfName == r.IfName) {
-			if still.Reserved.After(newest) {
-				newest = still.Reserved
+		for _, f := range files {
+			if net.ParseIP(f.Name()) == nil {
+				continue
+			}
+			still, skip, gone := readReservation(dir, r.Network, f.Name())
+			if !gone && (skip != nil && still.ContainerID == "" || still.ContainerID == r.ContainerID && still.IfName == r.IfName) {
+				if still.Reserved.After(newest) {
+					newest = still.Reserved
+				}
 			}
 		}
 	}

@@ -177,8 +177,10 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			continue
 		}
 		was, ok := last[pu.PUID]
-		if !ok {
-			was, ok = inventory[pu.PUID] // tracked from the Inventory's list, if at all
+		if !ok && last == nil {
+			// Before Resync's first list, tracked from the Inventory's list, if at all; from then on, a PU missing
+			// from the last list left the cache, whatever the Inventory listed.
+			was, ok = inventory[pu.PUID]
 		}
 		if !l.told && ok && was != pu.SandboxID {
 			// An order of the cache's times: neither tracked nor compared; the

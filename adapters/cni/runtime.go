@@ -108,6 +108,11 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 			}
 			continue
 		}
+		if prev := v.byID[sb.GetId()]; prev != nil && podUIDOf(prev) != "" && podUIDOf(sb) != "" && podUIDOf(prev) != podUIDOf(sb) {
+			// One sandbox of two pods: either may run in it, and the answer decides nothing.
+			return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: it lists sandbox %s as two pods' (UIDs %s and %s)",
+				sb.GetId(), podUIDOf(prev), podUIDOf(sb))
+		}
 		v.byID[sb.GetId()] = merged(v.byID[sb.GetId()], sb)
 	}
 	return v, nil
