@@ -1,11 +1,11 @@
 package deletion
 
 import (
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -143,11 +143,26 @@ func (v Verdict) String() string {
 
 // IsNotFound reports whether err from a PodGetter means the pod does not exist: it matches ports.ErrPodNotFound or a
 // Kubernetes NotFound status error. An error that cannot be read (ports.Readable is false: a typed nil anywhere in its
-// chain, whatever its Is says) is not.
-func IsNotFound(err error) (found bool) {
-	defer func() { recover() }() // a panic leaves found false
-	return err != nil && ports.Readable(err) && (errors.Is(err, ports.ErrPodNotFound) || apierrors.IsNotFound(err))
+// chain, whatever its Is says) is not. err is read once (ports.Match): an error whose chain changes between two
+// readings is told by one of them.
+func IsNotFound(err error) bool {
+	return ports.Match(err, func(e error) bool {
+		if e == ports.ErrPodNotFound {
+			return true
+		}
+		if is, ok := e.(interface{ Is(error) bool }); ok && is.Is(ports.ErrPodNotFound) {
+			return true
+		}
+		s, ok := e.(apierrors.APIStatus)
+		return ok && apierrors.IsNotFound(statusOnly{s}) // its status alone: apierrors would walk e's chain again
+	})
 }
+
+// statusOnly is an APIStatus that wraps nothing.
+type statusOnly struct{ s apierrors.APIStatus }
+
+func (e statusOnly) Status() metav1.Status { return e.s.Status() }
+func (e statusOnly) Error() string         { return "status" }
 
 // Decide holds the whole destroy decision table for one check of one entry. It does no I/O: the engine gathers the
 // Observation and carries out the Verdict. The rows, in the order they are tried:

@@ -122,8 +122,8 @@ type Options struct {
 	// and is checked again then. A trigger, or a check that learns nothing of why it waits (GetPod fails; or, for a
 	// destroy of its sandbox, the SandboxExtractor or the SandboxProber fails), keeps its place; one that learns
 	// nothing is checked again at its turn, and then every tick until a check learns why, so that the line moves as
-	// soon as the port answers (while the API server fails, a PU whose turn has come is read once or twice a second,
-	// not once a SweepInterval). A
+	// soon as the port answers (while the API server fails, a PU whose turn has come is read at each tick: once or
+	// twice a second, or once a SweepInterval when that is under half a second; not once a SweepInterval of minutes). A
 	// check that sees the pod alive, or Untrack, takes it out of the line, and the turn it did not use goes to the next
 	// in line, never to a later arrival. A failed destroy used its turn: its retry, its backoff over, takes a place
 	// at the back of the line, so that one failing PU never holds the turns of the others. Backlog().RateLimited

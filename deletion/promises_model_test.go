@@ -1096,6 +1096,21 @@ func (e *pmReadOnce) Error() string {
 	return "pm: read once"
 }
 
+// pmLateNil is an error whose cause its port's code clears once the call has returned: its first reads of the cause
+// (up to fine) see an error, later ones a typed nil whose Is says not found and whose Unwrap gives a Permanent error.
+type pmLateNil struct {
+	fine  int32
+	reads atomic.Int32
+}
+
+func (e *pmLateNil) Error() string { return "pm: a cause cleared later" }
+func (e *pmLateNil) Unwrap() error {
+	if e.reads.Add(1) <= e.fine {
+		return errors.New("pm: the cause")
+	}
+	return (*pmQuietNil)(nil)
+}
+
 func (w *pmWorld) panicValue(port string) any {
 	if w.panics.Add(1)%3 == 1 {
 		return &pmUnprintable{}
@@ -1110,7 +1125,10 @@ type pmUnprintable struct{}
 func (u *pmUnprintable) Error() string { panic(u) }
 
 func (w *pmWorld) typedNil() error {
-	switch w.typedNils.Add(1) % 8 {
+	n := w.typedNils.Add(1)
+	switch n % 9 {
+	case 8:
+		return &pmLateNil{fine: int32(n/9%3 + 1)}
 	case 7:
 		return &pmReadOnce{}
 	case 6:
@@ -2093,6 +2111,16 @@ func FuzzPromises(f *testing.F) {
 	f.Add(uint16(pmModeAutoStart|3<<9), cat(op(pmTrack, 0, 0), op(pmFaultOp, 4*pmPortGet, pmHang+3*32), op(pmSweep, 0, 1),
 		op(pmAdvance, 1, 0), op(pmTrack, 1, 0), op(pmDelete, 1, 0), op(pmTrigger, 1, 0), op(pmAdvance, 1, 0),
 		op(pmStop, 0, 0), op(pmAdvance, 6, 0), op(pmJoin, 0, 0)))
+	// GetPod of a live pod fails, again and again, with errors that cannot be read; the 17th's cause becomes a typed nil
+	// whose Is says not found once it has been read twice: the engine reads what an error means once, and keeps the PU.
+	lateNil := [][]byte{op(pmTrack, 0, 0)}
+	for range 3 {
+		lateNil = append(lateNil, op(pmFaultOp, 4*pmPortGet, pmTypedNil+3*8))
+		for range 8 {
+			lateNil = append(lateNil, op(pmSweep, 0, 0))
+		}
+	}
+	f.Add(uint16(0), cat(lateNil...))
 	f.Fuzz(func(t *testing.T, mode uint16, data []byte) {
 		synctest.Test(t, func(t *testing.T) { runPromises(t, mode, data) })
 	})

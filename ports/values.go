@@ -113,19 +113,13 @@ func Permanent(err error) error {
 }
 
 // IsPermanent reports whether err, or any error it wraps, was marked with
-// Permanent. An error that cannot be read (Readable is false) is not.
-func IsPermanent(err error) (permanent bool) {
-	if !Readable(err) {
-		return false
-	}
-	defer func() {
-		if recover() != nil {
-			permanent = false
-		}
-	}()
-	var p *permanentError
-	// An error of someone else's whose As answers true without setting the target marked nothing.
-	return errors.As(err, &p) && p != nil
+// Permanent. An error that cannot be read (Readable is false) is not. err is
+// read once (Match).
+func IsPermanent(err error) bool {
+	return Match(err, func(e error) bool {
+		p, ok := e.(*permanentError)
+		return ok && p != nil
+	})
 }
 
 // maxErrorNodes bounds how many errors Readable reads in one error's tree: more than any real wrapping, and a tree
@@ -137,7 +131,24 @@ const maxErrorNodes = 256
 // the interface (a typed nil) nor panic when asked Error or Unwrap. An error that cannot be read says nothing the
 // engine may act on, whatever its Is, As and Unwrap answer: the engine takes it as a plain failure, so that it keeps
 // the PU (GetPod) or retries (DestroyPU), and never walks it with errors.Is.
-func Readable(err error) (ok bool) {
+func Readable(err error) bool {
+	return walk(err, nil)
+}
+
+// Match reports whether err can be read (Readable) and holds an error for which match is true. err's tree is walked
+// once: each error in it is asked Unwrap once and given to match once, so that the answer is what one reading of err
+// says, whatever its errors answer the next time (an Unwrap that gives a typed nil from its third call on, say). A
+// match that panics matches nothing. Match(nil, match) is false. IsPermanent reads an error so, and the engine's
+// deletion.IsNotFound.
+func Match(err error, match func(error) bool) (matched bool) {
+	return err != nil && walk(err, func(e error) {
+		defer func() { _ = recover() }()
+		matched = matched || match(e)
+	}) && matched
+}
+
+// walk is Readable, and gives visit (when not nil) each error of err's tree as it reads it, in one walk.
+func walk(err error, visit func(error)) (ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
@@ -174,6 +185,11 @@ func Readable(err error) (ok bool) {
 	}
 	for _, e := range nodes {
 		_ = e.Error()
+	}
+	if visit != nil {
+		for _, e := range nodes {
+			visit(e)
+		}
 	}
 	return true
 }
