@@ -628,7 +628,7 @@ func TestHoldsGonePodByNameAsksEveryNode(t *testing.T) {
 func TestHoldsForbiddenListPodsIsOneLine(t *testing.T) {
 	s := newSPDYAPI(t)
 	c := s.cluster(t, 5*time.Second)
-	h := c.cs.(spdyHybrid)
+	h := c.cs.(hybridCS)
 	h.Clientset.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
 	})
@@ -661,7 +661,7 @@ func TestHoldsKubeletRefusalIsCouldNotBeAsked(t *testing.T) {
 		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
 		spdyProgramPod("podsweeper-cluster-controller", "cc-1", "node-z", corev1.PodRunning),
 		spdyPod("apps", "web", spdyUID, "node-a"))
-	c.cs.(spdyHybrid).Clientset.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	c.cs.(hybridCS).Clientset.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
 		r.Status.Allowed = true
 		return true, r, nil
