@@ -353,14 +353,11 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 	case code == http.StatusNotFound:
 		a.Program.DryRun = false
 	case code == http.StatusOK:
-		var r struct {
-			Total   int                `json:"total"`
-			Reports []k8s.WouldDestroy `json:"reports"`
+		total, reports, err := decodeReport(body)
+		if err != nil {
+			return failed(t, "reading its dry run's report on port %d: %s: %v", port, k8s.DryRunPath, err), nil
 		}
-		if err := json.Unmarshal(body, &r); err != nil {
-			return failed(t, "reading its dry run's report: %v", err), nil
-		}
-		a.Program.DryRun, a.Reports, a.ReportsTotal, a.ReportsKept, a.ReportsAt = true, r.Reports, r.Total, len(r.Reports), at
+		a.Program.DryRun, a.Reports, a.ReportsTotal, a.ReportsKept, a.ReportsAt = true, reports, total, len(reports), at
 	default:
 		return failed(t, "reading its dry run's report on port %d: %s answered %d: %s", port, k8s.DryRunPath, code, strings.TrimSpace(string(body))), nil
 	}
@@ -604,20 +601,32 @@ const maxStaticCandidates = 32
 
 // staticPodOf names in x the static pod of the UID x asks about (its
 // mirror pod's, or the kubelet's the mirror pod names), when a program
-// answered a PU or a report of it: a static pod is named after its node
-// (<name>-<node>), so the pods of the answers named after a node of the
-// programs asked are read, at most maxStaticCandidates, and the first of
-// that UID is the one.
+// answered a PU or a report of it. A static pod is named after its node
+// (<name>-<node>) and its mirror pod is most often in kube-system: the
+// pods of the answers are read in that order, those named after a node of
+// the programs asked, then kube-system's, then the others, at most
+// maxStaticCandidates, and the first of that UID is the one. A node-scoped
+// program need not run on the pod's node (a cluster controller alone
+// holds a static pod's PU under its mirror pod's UID).
 func (c *cluster) staticPodOf(ctx context.Context, x *PodExplanation, answers []Answer) error {
-	var nodes, candidates []string // the nodes of the programs asked; the pods of the answers named after one
+	var nodes []string // the nodes of the programs asked
 	for _, a := range answers {
 		if a.Program.Node != "" && !slices.Contains(nodes, a.Program.Node) {
 			nodes = append(nodes, a.Program.Node)
 		}
 	}
+	var tiers [3][]string // named after a node asked; of kube-system; the others
 	add := func(pod string) {
-		if slices.ContainsFunc(nodes, func(n string) bool { return strings.HasSuffix(pod, "-"+n) }) && !slices.Contains(candidates, pod) {
-			candidates = append(candidates, pod)
+		if slices.ContainsFunc(tiers[:], func(t []string) bool { return slices.Contains(t, pod) }) {
+			return
+		}
+		switch {
+		case slices.ContainsFunc(nodes, func(n string) bool { return strings.HasSuffix(pod, "-"+n) }):
+			tiers[0] = append(tiers[0], pod)
+		case strings.HasPrefix(pod, metav1.NamespaceSystem+"/"):
+			tiers[1] = append(tiers[1], pod)
+		default:
+			tiers[2] = append(tiers[2], pod)
 		}
 	}
 	for _, a := range answers { // a cluster-wide program's too: it holds the static pod under its mirror's UID
@@ -628,8 +637,10 @@ func (c *cluster) staticPodOf(ctx context.Context, x *PodExplanation, answers []
 			add(r.Pod)
 		}
 	}
+	candidates := slices.Concat(tiers[:]...)
 	if len(candidates) > maxStaticCandidates {
-		x.Warnings = append(x.Warnings, fmt.Sprintf("%d pods may be a static pod of that mirror UID; the first %d were read", len(candidates), maxStaticCandidates))
+		x.Warnings = append(x.Warnings, fmt.Sprintf("%d pods held by the programs may be a static pod of that UID; the first %d were read "+
+			"(those named after a node asked, then kube-system's): if it is not found, ask by its mirror pod's name or UID", len(candidates), maxStaticCandidates))
 		candidates = candidates[:maxStaticCandidates]
 	}
 	for _, pod := range candidates {
@@ -913,6 +924,28 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addres
 		return addressAnswer{st: st, at: at, pusErr: fmt.Sprintf("its status page (%s) on port %d: %v", k8s.StatusPath, port, err)}, "", nil
 	}
 	return addressAnswer{st: st, pus: pus, at: at, pusAt: pusAt}, "", nil
+}
+
+// decodeReport decodes a dry run's report page: a JSON object with its total and its reports (a list). A page of
+// another shape (null, a list, an object without them) is no program's report, and tells nothing of what it would do.
+func decodeReport(body []byte) (total int, reports []k8s.WouldDestroy, err error) {
+	var r struct {
+		Total   *int            `json:"total"`
+		Reports json.RawMessage `json:"reports"`
+	}
+	if b := bytes.TrimSpace(body); len(b) == 0 || b[0] != '{' {
+		return 0, nil, errors.New("its answer is not a JSON object (a program's report is one, with its total and its reports)")
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return 0, nil, err
+	}
+	if r.Total == nil || r.Reports == nil {
+		return 0, nil, errors.New("its answer has no total or no reports (a program's report has both)")
+	}
+	if err := decodeList(r.Reports, &reports); err != nil {
+		return 0, nil, fmt.Errorf("its reports: %w", err)
+	}
+	return *r.Total, reports, nil
 }
 
 // decodeList decodes a page's JSON array into v: a page that answers no array (null, an object) is no program's
