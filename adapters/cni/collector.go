@@ -367,7 +367,7 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 	}
 	oldest, held := map[string]choice{}, map[string]bool{}
 	for uid, atts := range byUID {
-		p, sbs := observe(atts, v.unused, v.collectable, rv, uid, true, c.refusals.expired)
+		p, sbs := observe(atts, v, v.collectable, rv, uid, true, c.refusals.expired)
 		verdicts := decide(p)
 		c.refusals.settle(verdicts)
 		for i, sb := range sbs {
@@ -453,7 +453,7 @@ func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID 
 			Labels: map[string]string{podUIDLabel: string(pod.UID)}})
 		rv.byID = byID
 	}
-	p, _ := observe(v.atts, v.unused, v.collectable, rv, string(pod.UID), true, c.refusals.expired)
+	p, _ := observe(v.atts, v, v.collectable, rv, string(pod.UID), true, c.refusals.expired)
 	vs := decide(p)
 	c.refusals.settle(vs) // a place it learned (ready, or dead) times the next refusal anew
 	for _, verdict := range vs {
@@ -727,7 +727,7 @@ type destroyPlan struct {
 // changes nothing.
 func (c *Collector) plan(v view, rv runtimeView, ev ports.DestroyEvent) destroyPlan {
 	changed := ev.Reason == ports.ReasonSandboxChanged || ev.Reason == ports.ReasonSandboxDead
-	f, sbs := observe(v.atts, v.unused, v.collectable, rv, ev.PUID, changed, c.refusals.expired)
+	f, sbs := observe(v.atts, v, v.collectable, rv, ev.PUID, changed, c.refusals.expired)
 	all := decide(f) // the cached sandboxes' verdicts first, then those of the sandboxes the runtime alone lists
 	p := destroyPlan{sbs: sbs, verdicts: all[:len(sbs)], all: all, facts: f, cached: sbs}
 	if changed {

@@ -40,9 +40,9 @@ type sandboxFacts struct {
 	// Atts are its attachments in the cache; none when the cache holds
 	// none of it (a sandbox the Runtime lists only).
 	Atts []attFacts
-	// Unused is what the network namespace paths of its cache entries
-	// that are not used (links, entries under a name not libcni's, of no
-	// pod's arguments) tell:
+	// Unused is what the network namespace paths of its container's other
+	// cache entries tell: those not used (links, entries under a name not
+	// libcni's, of no pod's arguments) and another pod's attachments:
 	// what such an entry holds counts as any entry's for whether the
 	// namespace is gone (stateOf), though the entry is never DELed.
 	Unused []nsState
@@ -204,14 +204,16 @@ func (v verdict) why() string {
 //  4. The Runtime does not list it, or there is none, and its network
 //     namespace is gone: the namespace of one of its attachments is gone,
 //     and none of them names one that is there: free. Attachments that
-//     disagree tell nothing certain: the namespace may be there. Its cache
-//     entries that are not used (links, names not libcni's) are counted
-//     here as its attachments are.
+//     disagree tell nothing certain: the namespace may be there. Its
+//     container's other cache entries (not used: links, names not
+//     libcni's; or another pod's) are counted here as its attachments are.
 //  5. The pod is gone, and there is no Runtime to ask: keep. Without one,
 //     nothing but a gone namespace (row 4) is evidence.
 //  6. A sandbox change, the Runtime was asked, and a sandbox of the pod
 //     was created strictly later (the Runtime's CreatedAt, the cache's
-//     write time): free. It is not one being created.
+//     write time), and the Runtime lists no running sandbox of the pod
+//     without an ID (which may be this one): free. It is not one being
+//     created.
 //  7. A sandbox change, refused for less than NewestSandboxTimeout:
 //     keep, and count the refusal.
 //  8. A sandbox change, refused for NewestSandboxTimeout: give up.
@@ -298,7 +300,7 @@ func row(p podFacts, s sandboxFacts, st sandboxState, podRuns bool) int {
 		return 4
 	case !p.Changed && !p.Asked:
 		return 5
-	case p.Changed && p.Asked && newer(p.Sandboxes, s):
+	case p.Changed && p.Asked && newer(p.Sandboxes, s) && !slices.ContainsFunc(p.Sandboxes, runningNoID):
 		return 6
 	case p.Changed && !s.Expired:
 		return 7
@@ -328,6 +330,9 @@ func stateOf(s sandboxFacts, asked bool) sandboxState {
 	}
 	return stateUnknown
 }
+
+// runningNoID reports whether s is the running sandbox the Runtime lists without an ID (observe): it may be any.
+func runningNoID(s sandboxFacts) bool { return s.ID == "" && s.Listed && s.Ready }
 
 // newer reports whether a sandbox among sbs was created strictly after s.
 func newer(sbs []sandboxFacts, s sandboxFacts) bool {

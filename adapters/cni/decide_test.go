@@ -152,6 +152,7 @@ func FuzzDecide(f *testing.F) {
 	f.Add(false, true, []byte{0x03, 0x00, 1, 0x09, 0x00, 0})          // gone pod, one ready, one stopped
 	f.Add(true, false, []byte{0x08, 0x01, 1, 0x08, 0x00, 2})          // sandbox change, no runtime, a later one
 	f.Add(false, false, []byte{0x08, 0x42, 0})                        // gone pod, no runtime, namespace gone, a link's there
+	f.Add(true, true, []byte{0x08, 0x01, 1, 0x08, 0x00, 2, 0})        // sandbox change, a later one, a running one without an ID
 	f.Fuzz(func(t *testing.T, changed, asked bool, raw []byte) {
 		p := podFacts{Changed: changed, Asked: asked}
 		for i := 0; i+3 <= len(raw) && len(p.Sandboxes) < 6; i += 3 {
@@ -169,11 +170,16 @@ func FuzzDecide(f *testing.F) {
 			}
 			p.Sandboxes = append(p.Sandboxes, s)
 		}
+		cached := len(p.Sandboxes)
+		noID := asked && len(raw)%3 == 1 // a trailing byte: the runtime lists a running sandbox of the pod without an ID
+		if noID {
+			p.Sandboxes = append(p.Sandboxes, sandboxFacts{Listed: true, Ready: true})
+		}
 		vs := decide(p)
 		if len(vs) != len(p.Sandboxes) {
 			t.Fatalf("%d verdicts for %d sandboxes", len(vs), len(p.Sandboxes))
 		}
-		for i, s := range p.Sandboxes {
+		for i, s := range p.Sandboxes[:cached] {
 			age := time.Duration(raw[3*i+2]) * 10 * time.Minute // its created byte, as tens of minutes since the reservation
 			r := reservationFacts{ContainerID: s.ID, Config: true, Asked: asked, Listed: s.Listed, Cached: len(s.Atts) > 0,
 				Age: age, Grace: DefaultReservationGrace}
@@ -200,6 +206,8 @@ func FuzzDecide(f *testing.F) {
 				t.Fatalf("row %d frees %s without a runtime, its namespace not gone: %+v", v.Row, s.ID, p)
 			case freed && !changed && podRuns:
 				t.Fatalf("row %d frees %s of a pod the runtime runs: %+v", v.Row, s.ID, p)
+			case freed && noID && !s.Listed && stateOf(s, asked) != stateDead && !(!changed && s.Expired):
+				t.Fatalf("row %d frees %s, which may be the running sandbox listed without an ID: %+v", v.Row, s.ID, p)
 			}
 			for j, del := range v.Del {
 				if del && (!freed || s.Atts[j].Never) {

@@ -201,8 +201,10 @@
 //     until it can be read, as a config of ConfDir being written does.
 //   - A running sandbox the runtime lists without an ID may be any
 //     sandbox: its pod is kept (row 2), and no reservation is freed while
-//     it is listed (row 15). One sandbox listed as two pods' makes the
-//     runtime's answer a failure: either pod may run in it.
+//     it is listed (row 15), nor, on a sandbox change, a sandbox of its
+//     pod for a later one (row 6). One sandbox listed as two pods' (twice,
+//     or by its label and its metadata) makes the runtime's answer a
+//     failure: either pod may run in it.
 //
 // # What it cannot see
 //

@@ -11,14 +11,14 @@ import (
 // (the cache's attachments of every pod) and those of uid that rv lists,
 // what their network namespaces tell, and which expired tells have been
 // refused for NewestSandboxTimeout, and what the network namespaces of
-// the entries in unused (the cache's entries not used) of each of its
-// cached sandboxes' containers tell. It returns the cached sandboxes too:
+// the other entries of v (v.othersOf) of each of its cached sandboxes'
+// containers tell. It returns the cached sandboxes too:
 // the first len(sbs) of p.Sandboxes are sbs's, in their order (sandboxesOf),
 // and their Atts are sbs's Atts, index for index; the Runtime's others
 // follow, by ID, and last, when rv lists one of uid ready without an ID,
 // a sandbox of ID "" listed ready: the pod runs (decide's row 2), and,
 // created at no known time, it is never the later one of row 6.
-func observe(atts []attachment, unused []skipped, collectable func(attachment) bool, rv runtimeView, uid string, changed bool, expired func(id string) bool) (p podFacts, sbs []sandbox) {
+func observe(atts []attachment, v view, collectable func(attachment) bool, rv runtimeView, uid string, changed bool, expired func(id string) bool) (p podFacts, sbs []sandbox) {
 	sbs = sandboxesOf(atts, uid, rv)
 	p = podFacts{Changed: changed, Asked: rv.asked, Sandboxes: make([]sandboxFacts, 0, len(sbs))}
 	for _, sb := range sbs {
@@ -27,11 +27,7 @@ func observe(atts []attachment, unused []skipped, collectable func(attachment) b
 		for _, a := range sb.Atts {
 			f.Atts = append(f.Atts, attFacts{NetNS: netnsOf(a.NetNS), Never: !collectable(a)})
 		}
-		for _, u := range unused {
-			if u.Entry != nil && u.ContainerID == sb.ID { // its container's entry, whatever pod it names
-				f.Unused = append(f.Unused, netnsOf(u.Entry.NetNS))
-			}
-		}
+		f.Unused = v.othersOf(sb.ID, uid)
 		p.Sandboxes = append(p.Sandboxes, f)
 	}
 	var others []sandboxFacts
@@ -49,6 +45,24 @@ func observe(atts []attachment, unused []skipped, collectable func(attachment) b
 	}
 	p.Sandboxes = append(p.Sandboxes, others...)
 	return p, sbs
+}
+
+// othersOf returns what the network namespace paths of the cache's entries of the container id tell, but for the
+// attachments of the pod uid: its entries not used (links, names not libcni's, of no pod's arguments) and another
+// pod's attachments of it. A container is one sandbox, whatever pod its entries name.
+func (v view) othersOf(id, uid string) []nsState {
+	var out []nsState
+	for _, u := range v.unused {
+		if u.Entry != nil && u.ContainerID == id {
+			out = append(out, netnsOf(u.Entry.NetNS))
+		}
+	}
+	for _, a := range v.atts {
+		if a.ContainerID == id && a.PodUID != uid {
+			out = append(out, netnsOf(a.NetNS))
+		}
+	}
+	return out
 }
 
 // netnsOf returns what the network namespace path an attachment was added

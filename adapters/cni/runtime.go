@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path/filepath"
 	"strings"
 	"time"
@@ -108,6 +107,11 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 			}
 			continue
 		}
+		if label, meta := sb.GetLabels()[podUIDLabel], sb.GetMetadata().GetUid(); label != "" && meta != "" && label != meta {
+			// Its label and its metadata name two pods: either may run in it, and the answer decides nothing.
+			return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: sandbox %s is two pods' (its label names UID %s, its metadata %s)",
+				sb.GetId(), label, meta)
+		}
 		if prev := v.byID[sb.GetId()]; prev != nil && podUIDOf(prev) != "" && podUIDOf(sb) != "" && podUIDOf(prev) != podUIDOf(sb) {
 			// One sandbox of two pods: either may run in it, and the answer decides nothing.
 			return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: it lists sandbox %s as two pods' (UIDs %s and %s)",
@@ -134,7 +138,11 @@ func merged(prev, sb *runtimeapi.PodSandbox) *runtimeapi.PodSandbox {
 		m.Metadata = sb.GetMetadata()
 	}
 	for _, l := range []map[string]string{sb.GetLabels(), prev.GetLabels()} { // prev's first listing wins a clash
-		maps.Copy(m.Labels, l)
+		for k, v := range l {
+			if v != "" || m.Labels[k] == "" { // a label left empty names nothing: it hides no pod the other names
+				m.Labels[k] = v
+			}
+		}
 	}
 	return m
 }
