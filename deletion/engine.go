@@ -2,7 +2,6 @@ package deletion
 
 import (
 	"fmt"
-	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -65,17 +64,8 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 	return c, nil
 }
 
-// isNil reports whether v is nil or holds a nil func, pointer, map, chan or slice.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
-}
+// isNil reports whether v is nil or holds a nil func, pointer, map, chan or slice (ports.IsNil).
+func isNil(v any) bool { return ports.IsNil(v) }
 
 // Classify says how the decision table reads pod on its own, for adapters that choose from pod events which pods to
 // track, so that the table's rows stay here: PodElsewhere when the engine has a node (Options.NodeName) and pod is

@@ -194,6 +194,10 @@ func walk(err error, visit func(error)) (ok bool) {
 	return true
 }
 
+// IsNil reports whether v is nil or holds a nil pointer, map, slice, func, chan or interface (a typed nil): what the
+// engine (deletion.New) and the adapters take for a port not given.
+func IsNil(v any) bool { return v == nil || typedNil(v) }
+
 // typedNil reports whether v holds a nil pointer, map, slice, func or chan.
 func typedNil(v any) bool {
 	switch rv := reflect.ValueOf(v); rv.Kind() {

@@ -3,6 +3,7 @@ package trireme
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -60,7 +61,8 @@ var (
 // the main pod controller creates the PU of the new sandbox; a nil eventsCh
 // sends nothing.
 //
-// It returns an error wrapping deletion.ErrNilPort when c or policy is nil.
+// It returns an error wrapping deletion.ErrNilPort when c or policy is nil (a
+// typed nil too).
 func NewDeleteController(c client.Reader, nodeName string, policy ports.PolicyHandler, extractor ports.SandboxExtractor, eventsCh chan event.GenericEvent) (*DeleteController, error) {
 	return NewDeleteControllerWithOptions(c, nodeName, policy, extractor, eventsCh, deletion.Options{})
 }
@@ -78,13 +80,13 @@ func NewDeleteController(c client.Reader, nodeName string, policy ports.PolicyHa
 // klog.SetLogger(ctrl.Log). To silence it, pass a Logger with a sink that
 // discards.
 func NewDeleteControllerWithOptions(c client.Reader, nodeName string, policy ports.PolicyHandler, extractor ports.SandboxExtractor, eventsCh chan event.GenericEvent, opts deletion.Options) (*DeleteController, error) {
-	if c == nil {
+	if ports.IsNil(c) {
 		return nil, fmt.Errorf("trireme: %w: client.Reader is nil", deletion.ErrNilPort)
 	}
 	if nodeName != "" {
 		opts.NodeName = nodeName
 	}
-	if extractor != nil {
+	if !ports.IsNil(extractor) {
 		opts.SandboxExtractor = extractor
 	}
 	if eventsCh != nil {
@@ -133,13 +135,25 @@ func (d *DeleteController) Start(ctx context.Context) error {
 	}
 	engineDone := make(chan error, 1)
 	go func() { engineDone <- d.engine.Start(ctx) }()
+	// The loop only receives, into the line, so that a send never waits for Track (which waits for the
+	// Observer's EventTracked: a journal's commit) and Start returns once the engine has stopped; the line's
+	// own goroutine tracks and triggers, in the order sent, and ends with ctx once its Track has returned.
+	l := &line{ready: make(chan struct{}, 1)}
+	go d.work(ctx, l)
 	for {
 		select {
 		case ev := <-d.deleteCh:
-			d.track(ev)
+			l.add(lineItem{ev: ev})
 		case <-d.reconcileCh:
-			d.trackBuffered()
-			d.engine.TriggerAll()
+			for n := len(d.deleteCh); n > 0; n-- { // the events sent before the request are tracked before it runs
+				select {
+				case ev := <-d.deleteCh:
+					l.add(lineItem{ev: ev})
+				default:
+					n = 0
+				}
+			}
+			l.add(lineItem{reconcile: true})
 		case err := <-engineDone:
 			// The engine stopped before ctx: it was started elsewhere already.
 			if err != nil {
@@ -152,6 +166,68 @@ func (d *DeleteController) Start(ctx context.Context) error {
 	}
 }
 
+// lineItem is a delete event to track, or a reconcile request (every PU checked now).
+type lineItem struct {
+	ev        DeleteEvent
+	reconcile bool
+}
+
+// line is what Start received and has not yet carried out, in the order received.
+type line struct {
+	mu    sync.Mutex
+	items []lineItem
+	ready chan struct{} // a token while items is not empty
+}
+
+func (l *line) add(it lineItem) {
+	l.mu.Lock()
+	if it.reconcile && len(l.items) > 0 && l.items[len(l.items)-1].reconcile {
+		l.mu.Unlock()
+		return // requests merge
+	}
+	l.items = append(l.items, it)
+	l.mu.Unlock()
+	select {
+	case l.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (l *line) take() (lineItem, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.items) == 0 {
+		return lineItem{}, false
+	}
+	it := l.items[0]
+	l.items[0] = lineItem{}
+	l.items = l.items[1:]
+	return it, true
+}
+
+// work carries out l's items in order until ctx is done.
+func (d *DeleteController) work(ctx context.Context, l *line) {
+	for {
+		it, ok := l.take()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.ready:
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if it.reconcile {
+			d.engine.TriggerAll()
+		} else {
+			d.track(it.ev)
+		}
+	}
+}
+
 // NeedLeaderElection returns false: every node runs its own DeleteController
 // for its own pods.
 func (d *DeleteController) NeedLeaderElection() bool { return false }
@@ -159,19 +235,6 @@ func (d *DeleteController) NeedLeaderElection() bool { return false }
 // Engine returns the deletion engine underneath, for Status, Len, Sweep or
 // TriggerPod. Do not call its Start: DeleteController.Start does.
 func (d *DeleteController) Engine() *deletion.Engine { return d.engine }
-
-// trackBuffered tracks the delete events already waiting in the channel, so
-// that a reconcile request covers every event sent before it.
-func (d *DeleteController) trackBuffered() {
-	for n := len(d.deleteCh); n > 0; n-- {
-		select {
-		case ev := <-d.deleteCh:
-			d.track(ev)
-		default:
-			return
-		}
-	}
-}
 
 func (d *DeleteController) track(ev DeleteEvent) {
 	err := d.engine.Track(ports.PU{PUID: ev.PodUID, Pod: ev.NamespaceName, SandboxID: ev.SandboxID})

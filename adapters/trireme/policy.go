@@ -37,11 +37,11 @@ var _ ports.PolicyHandler = (*policyHandler[string, any])(nil)
 // with ports.Permanent. A destroy of a PU the policy engine does not know
 // (destroyed already, or never created) must therefore not fail with a
 // plain error: wrap the handler with TreatAsDestroyed and a test of the
-// resolver's answer for an unknown PU. A nil r gives a nil PolicyHandler,
+// resolver's answer for an unknown PU. A nil r (a typed nil too) gives a nil PolicyHandler,
 // which deletion.New and NewDeleteController reject with
 // deletion.ErrNilPort.
 func NewPolicyHandler[E ~string, R any](r Resolver[E, R], destroy E, runtime func() R) ports.PolicyHandler {
-	if r == nil {
+	if ports.IsNil(r) {
 		return nil
 	}
 	return &policyHandler[E, R]{resolver: r, destroy: destroy, runtime: runtime}
@@ -78,9 +78,13 @@ func NewSandboxExtractor(f func(context.Context, *corev1.Pod) (string, error)) p
 //	policy := trireme.TreatAsDestroyed(trireme.NewPolicyHandler(resolver, common.EventDestroy, nil),
 //		func(err error) bool { return strings.Contains(err.Error(), "unable to find context") })
 //
-// A nil h gives a nil PolicyHandler; a nil unknown returns h unchanged.
+// A nil h (a typed nil too) gives a nil PolicyHandler; a nil unknown returns
+// h unchanged.
 func TreatAsDestroyed(h ports.PolicyHandler, unknown func(error) bool) ports.PolicyHandler {
-	if h == nil || unknown == nil {
+	if ports.IsNil(h) {
+		return nil
+	}
+	if unknown == nil {
 		return h
 	}
 	return ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
