@@ -945,6 +945,11 @@ func decodeReport(body []byte) (total int, reports []k8s.WouldDestroy, err error
 	if err := decodeList(r.Reports, &reports); err != nil {
 		return 0, nil, fmt.Errorf("its reports: %w", err)
 	}
+	for i, w := range reports {
+		if w.PUID == "" || w.Pod == "" || w.Reason == "" || w.At.IsZero() {
+			return 0, nil, fmt.Errorf("its report %d is no report (a report names its PU, its pod, its reason and when)", i)
+		}
+	}
 	return *r.Total, reports, nil
 }
 

@@ -167,7 +167,9 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	fs.StringVar(&rules.ExplicitPath, "kubeconfig", "", "path to the kubeconfig file")
 	overrides := &clientcmd.ConfigOverrides{}
-	clientcmd.BindOverrideFlags(overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
+	flags := clientcmd.RecommendedConfigOverrideFlags("")
+	flags.ClusterOverrideFlags.APIServer.ShortName = "s" // kubectl's -s, --server
+	clientcmd.BindOverrideFlags(overrides, fs, flags)
 	fs.Lookup("namespace").Usage = "the programs' namespace; default: every namespace you may list pods of"
 	output := fs.StringP("output", "o", "", `output format: "" (text) or json`)
 	uid := fs.String("uid", "", "explain pod: the pod's UID, instead of (or besides) its name")

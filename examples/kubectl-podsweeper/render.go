@@ -250,13 +250,14 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 			unasked++
 		}
 	}
-	// A dry run that holds nothing of the pod and keeps its latest reports only may have reported it earlier.
+	// A dry run that keeps its latest reports only, none of them of the pod, may have reported it earlier (an earlier
+	// PU of it, whatever PU of it it holds now).
 	cut := slices.ContainsFunc(x.Answers, func(a Answer) bool {
-		return a.Error == "" && a.ReportsTotal > a.ReportsKept && len(a.PUs) == 0 && len(latestReports(a.Reports)) == 0
+		return a.Error == "" && a.ReportsTotal > a.ReportsKept && len(latestReports(a.Reports)) == 0
 	})
 	switch {
 	case held > 0 && cut:
-		p.f("podsweeper cannot tell all it knows of this pod: a dry run that holds nothing of it keeps its latest reports only (an earlier one may have been of this pod): see kubectl podsweeper report.\n")
+		p.f("podsweeper cannot tell all it knows of this pod: a dry run keeps its latest reports only, none of them of this pod (an earlier one may have been): see kubectl podsweeper report.\n")
 	case held > 0:
 	case unasked > 0:
 		p.f("podsweeper cannot tell all it knows of this pod: %d of %d programs could not be asked, and none of the others holds a PU of it.\n", unasked, len(x.Answers))
