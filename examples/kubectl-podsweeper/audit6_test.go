@@ -109,7 +109,7 @@ func TestAuditHoldsDestroyBetweenReads(t *testing.T) {
 			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"},
 			Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: "uid-web-1"},
 			Reason:         "PUDestroyed", Type: "Normal", Message: "PodGone: destroyed PU uid-web-1 of pod apps/web",
-			EventTime:      metav1.NewMicroTime(time.Now()), ReportingController: "podsweeper"})
+			EventTime: metav1.NewMicroTime(time.Now()), ReportingController: "podsweeper"})
 	}
 	a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, ag)
 	out, errs, code := a.run("explain", "pod", "apps/web")
@@ -176,8 +176,8 @@ func TestAuditHoldsEventSeriesFirstTimeA6(t *testing.T) {
 	a.events = []corev1.Event{{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "e1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: "uid-web-1"},
 		Reason:         "PUDestroyed", Type: "Normal", Message: "SandboxChanged: destroyed PU uid-web-1 of pod apps/web (sandbox s1)",
-		EventTime:      metav1.NewMicroTime(now.Add(-10 * time.Minute)), ReportingController: "podsweeper",
-		Series:         &corev1.EventSeries{Count: 4, LastObservedTime: metav1.NewMicroTime(now.Add(-2 * time.Minute))}}}
+		EventTime: metav1.NewMicroTime(now.Add(-10 * time.Minute)), ReportingController: "podsweeper",
+		Series: &corev1.EventSeries{Count: 4, LastObservedTime: metav1.NewMicroTime(now.Add(-2 * time.Minute))}}}
 	a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, &a6Program{})
 	out, errs, code := a.run("explain", "pod", "apps/web")
 	if code != 0 || !strings.Contains(out, "10m0s ago  Normal PUDestroyed, regarding Pod/apps/web (4 times, the last 2m0s ago; the note is the first's): SandboxChanged") {
