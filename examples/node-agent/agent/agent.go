@@ -98,11 +98,10 @@ func Main(o Options) {
 	})
 }
 
-// Run is the agent: its command line (ParseFlags), logger, the cluster
-// (found before anything is made on the node: an agent that finds none
-// leaves no state file), journal and runtime, then the assembly every
-// program shares (program.Run) with o.Policy as its PolicyHandler; it
-// closes what it opened once that returns.
+// Run is the agent: its command line (ParseFlags), logger, journal and
+// runtime, then the assembly every program shares (program.Run) with
+// o.Policy as its PolicyHandler; it closes what it opened once that
+// returns.
 func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, o Options) (err error) {
 	if o.Policy == nil {
 		return errors.New("agent: Options.Policy is nil: give the agent its PolicyHandler")
@@ -115,12 +114,6 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	policy := o.Policy(log.WithName("policy"))
 	if policy == nil {
 		return errors.New("agent: Options.Policy returned nil: give the agent its PolicyHandler")
-	}
-	// The cluster is found before anything is made on the node: an agent that finds none leaves no state
-	// file behind.
-	config, err := cfg.RESTConfig()
-	if err != nil {
-		return err
 	}
 	journal, err := bolt.Open(cfg.StateFile, bolt.Options{Logger: log.WithName("journal")})
 	if errors.Is(err, bolt.ErrInvalidOptions) { // its directory is missing, or it is one: the command line's fault, not the journal's
@@ -136,7 +129,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	defer func() { err = errors.Join(err, runtime.Close()) }()
 	requeued := make(chan event.GenericEvent) // pods whose sandbox changed, from the engine to retrack
-	po := program.Options{Name: "node agent", Logger: log, Config: config, Policy: policy, Events: true,
+	po := program.Options{Name: "node agent", Logger: log, Policy: policy, Events: true,
 		Cache: cfg.PodCache.Options(),
 		Engine: deletion.Options{
 			NodeName: cfg.Node.Node, DestroyTerminated: cfg.DestroyTerminated, Requeuer: k8s.NewChannelRequeuer(requeued),

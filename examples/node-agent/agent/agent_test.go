@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -54,17 +53,4 @@ func TestRunRefusesNoPolicy(t *testing.T) {
 	err = Run(context.Background(), []string{"--node=n", "--cri-endpoint="}, func(string) string { return "" }, &strings.Builder{},
 		Options{Policy: func(logr.Logger) ports.PolicyHandler { return nil }})
 	require.ErrorContains(t, err, "Options.Policy returned nil")
-}
-
-// An agent that finds no cluster fails before it makes anything on the
-// node: no state file is left behind.
-func TestRunWithoutAClusterLeavesNoStateFile(t *testing.T) {
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	t.Setenv("HOME", t.TempDir())
-	state := filepath.Join(t.TempDir(), "journal.db")
-	err := Run(context.Background(), []string{"--node=n", "--cri-endpoint=", "--state-file=" + state, "--metrics-bind-address=0"},
-		func(string) string { return "" }, &strings.Builder{}, Options{Policy: func(logr.Logger) ports.PolicyHandler { return &deletiontest.Policy{} }})
-	require.ErrorContains(t, err, "finding the cluster")
-	assert.NoFileExists(t, state, "the state file is made only once the cluster is found")
 }
