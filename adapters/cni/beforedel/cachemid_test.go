@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // writeEntry writes a libcni cache entry of a pod's attachment.
@@ -52,9 +53,9 @@ func TestAuditCacheEntryWrittenMidRoundRemoved(t *testing.T) {
 		ev := o.list()
 		return slices.Contains(ev, "freed aud NoSandbox") || slices.Contains(ev, "failed aud NoSandbox") || e.settled(t, c)
 	}, 20*time.Second)
-	t.Logf("events %v, reservation there %v, cache entry there %v", o.list(), exists(res), exists(entry))
-	if !exists(entry) || !exists(res) {
+	t.Logf("events %v, reservation there %v, cache entry there %v", o.list(), testcni.Exists(res), testcni.Exists(entry))
+	if !testcni.Exists(entry) || !testcni.Exists(res) {
 		t.Fatalf("the cache entry %s (there %v) of container c0ffee01, written before the reservation's DEL, and its reservation (there %v) were freed by the sweep",
-			entry, exists(entry), exists(res))
+			entry, testcni.Exists(entry), testcni.Exists(res))
 	}
 }

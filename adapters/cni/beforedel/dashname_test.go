@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // Row 1 ("The runtime lists it ready: keep") and doc.go's "It never removes a cache file itself: libcni does, after a
@@ -45,8 +46,8 @@ func TestAuditReservationDelRemovesLiveEntryOfDashedNetwork(t *testing.T) {
 		ev := o.list()
 		return slices.Contains(ev, "freed my NoSandbox") || slices.Contains(ev, "failed my NoSandbox") || e.settled(t, c)
 	}, 20*time.Second)
-	t.Logf("events %v; leaked there %v; live entry there %v; live reservation there %v", o.list(), exists(leaked), exists(entry), exists(liveRes))
-	if !exists(entry) {
+	t.Logf("events %v; leaked there %v; live entry there %v; live reservation there %v", o.list(), testcni.Exists(leaked), testcni.Exists(entry), testcni.Exists(liveRes))
+	if !testcni.Exists(entry) {
 		t.Fatalf("the cache entry %s of sandbox %s, which the runtime lists ready, was removed by the sweep's DEL of network my's reservation of container net-%s",
 			entry, live, live)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // Options.DryRun: "Its rounds go as a real round does, the rate's turns waited for and each reservation decided again
@@ -33,7 +34,7 @@ func TestAuditDryRunRoundTakesMoreTurnsThanRealRound(t *testing.T) {
 					n++
 				}
 			}
-			return n == 2 && !slices.ContainsFunc(files, exists)
+			return n == 2 && !slices.ContainsFunc(files, testcni.Exists)
 		}, 20*time.Second)
 		return time.Since(start), rt.calls()
 	}

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 type failingAfter struct {
@@ -48,11 +49,11 @@ func TestAuditDryRunWouldFreeDivergesFromRealRound(t *testing.T) {
 	}
 	oneRound(t, c, func() bool {
 		ev := o.list()
-		return !exists(files[0]) && !exists(files[1]) || slices.Contains(ev, "failed aud NoSandbox")
+		return !testcni.Exists(files[0]) && !testcni.Exists(files[1]) || slices.Contains(ev, "failed aud NoSandbox")
 	}, 20*time.Second)
 	var realFreed []string
 	for _, f := range files {
-		if !exists(f) {
+		if !testcni.Exists(f) {
 			realFreed = append(realFreed, f)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // Rows 16 and 17, "nor one younger than ReservationGrace": the round reads, beside an old reservation of c0ffee01/eth0,
@@ -35,8 +36,8 @@ func TestAuditReservationBeingWrittenReleased(t *testing.T) {
 		ev := o.list()
 		return slices.Contains(ev, "freed aud NoSandbox") || slices.Contains(ev, "failed aud NoSandbox") || e.settled(t, c)
 	}, 20*time.Second)
-	t.Logf("events %v; old there %v; young there %v", o.list(), exists(old), exists(writing))
-	if !exists(writing) {
+	t.Logf("events %v; old there %v; young there %v", o.list(), testcni.Exists(old), testcni.Exists(writing))
+	if !testcni.Exists(writing) {
 		t.Fatalf("the reservation %s, read while host-local wrote it and reserved now, was released by the DEL of %s", writing, old)
 	}
 }

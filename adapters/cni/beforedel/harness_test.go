@@ -1,11 +1,9 @@
 package beforedel_test
 
 import (
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -17,19 +15,12 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/internal/testnode"
-	"github.com/podsweeper/podsweeper/ports"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// realPlugins is the directory of the real CNI plugins: CNI_PLUGINS_DIR, or the clone's bin/cni (make cni-plugins).
-var realPlugins = func() string {
-	d, _ := filepath.Abs(cmp.Or(os.Getenv("CNI_PLUGINS_DIR"), "../../../bin/cni"))
-	return d
-}()
 
 type env struct {
 	root, conf, cache, data, bin string
@@ -38,12 +29,10 @@ type env struct {
 }
 
 func newEnv(t *testing.T) *env {
-	if _, err := os.Stat(filepath.Join(realPlugins, "host-local")); err != nil {
-		testnode.Unavailable(t, "no host-local in %s (run `make cni-plugins`, or `make test`): %v", realPlugins, err)
-	}
+	bin := testcni.PluginsDir(t)
 	t.Helper()
 	root := t.TempDir()
-	e := &env{root: root, conf: filepath.Join(root, "net.d"), cache: filepath.Join(root, "cache"), data: filepath.Join(root, "data"), bin: realPlugins}
+	e := &env{root: root, conf: filepath.Join(root, "net.d"), cache: filepath.Join(root, "cache"), data: filepath.Join(root, "data"), bin: bin}
 	for _, d := range []string{e.conf, e.cache, e.data} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -55,13 +44,7 @@ func newEnv(t *testing.T) *env {
 // hostLocalConf writes a conflist of one host-local plugin (itself) with the given range sets.
 func (e *env) hostLocalConf(t *testing.T, file, name string, ranges [][]map[string]string, extra map[string]any) {
 	t.Helper()
-	ipam := map[string]any{"type": "host-local", "dataDir": e.data, "ranges": ranges}
-	plugin := map[string]any{"type": "host-local", "ipam": ipam}
-	list := map[string]any{"cniVersion": "1.0.0", "name": name, "plugins": []any{plugin}}
-	for k, v := range extra {
-		list[k] = v
-	}
-	b, _ := json.Marshal(list)
+	b := testcni.HostLocalConflist(name, e.data, ranges, extra)
 	if err := os.WriteFile(filepath.Join(e.conf, file), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -69,27 +52,11 @@ func (e *env) hostLocalConf(t *testing.T, file, name string, ranges [][]map[stri
 
 func (e *env) reserve(t *testing.T, network, ip, id, ifName string, age time.Duration) string {
 	t.Helper()
-	dir := filepath.Join(e.data, network)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, ip)
 	e.mu.Lock()
 	e.ips = append(e.ips, ip)
 	e.mu.Unlock()
-	if err := os.WriteFile(p, []byte(id+"\r\n"+ifName), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if age > 0 {
-		at := time.Now().Add(-age)
-		if err := os.Chtimes(p, at, at); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return p
+	return testcni.Reservation(t, e.data, network, ip, id, ifName, testcni.Ago(age))
 }
-
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 // fakeRuntime lists sbs; hook runs on each call (n counts from 1).
 type fakeRuntime struct {
@@ -114,12 +81,6 @@ func (f *fakeRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodSandb
 }
 
 func (f *fakeRuntime) calls() int { f.mu.Lock(); defer f.mu.Unlock(); return f.n }
-
-type nopTracker struct{}
-
-func (nopTracker) Track(ports.PU) error            { return nil }
-func (nopTracker) Untrack(string) bool             { return false }
-func (nopTracker) TriggerPod(types.NamespacedName) {}
 
 // obs records the Observer's calls.
 type obs struct {
@@ -157,25 +118,14 @@ func (e *env) opts(rt cni.Runtime, o cni.Observer) cni.Options {
 // oneRound runs Resync until its first sweep is over: done tells it (polled), then it stops Resync.
 func oneRound(t *testing.T, c *cni.Collector, done func() bool, timeout time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- c.Resync(ctx, nopTracker{}) }()
-	deadline := time.Now().Add(timeout)
-	for !done() {
-		if time.Now().After(deadline) {
-			cancel()
-			<-errc
-			t.Fatalf("round did not end within %v", timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
+	held, err := testcni.ResyncUntil(c, testcni.NopTracker{}, timeout, 5*time.Millisecond, done)
+	if !held {
+		t.Fatalf("round did not end within %v", timeout)
 	}
-	cancel()
-	if err := <-errc; err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 }
-
-var _ = fmt.Sprintf
 
 func podOf(uid string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: types.UID(uid)}}

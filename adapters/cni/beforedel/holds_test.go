@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // "ConfDir is read again right before each DEL ...: a disableGC set ... while the round runs" keeps the reservation.
@@ -29,7 +30,7 @@ func TestAuditHoldsDisableGCSetMidRound(t *testing.T) {
 	}
 	oneRound(t, c, func() bool { return rt.calls() >= 1 }, 20*time.Second)
 	time.Sleep(300 * time.Millisecond)
-	if !exists(res) || slices.Contains(o.list(), "freed aud NoSandbox") {
+	if !testcni.Exists(res) || slices.Contains(o.list(), "freed aud NoSandbox") {
 		t.Fatalf("freed: %v", o.list())
 	}
 }
@@ -52,7 +53,7 @@ func TestAuditHoldsReservationRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	oneRound(t, c, func() bool { return !slices.ContainsFunc(files, exists) }, 20*time.Second)
+	oneRound(t, c, func() bool { return !slices.ContainsFunc(files, testcni.Exists) }, 20*time.Second)
 	if el := time.Since(start); el < 700*time.Millisecond {
 		t.Fatalf("4 reservations freed in %v at 4/s, burst 1", el)
 	}
@@ -76,7 +77,7 @@ func TestAuditHoldsLegacyFileKeepsDualStack(t *testing.T) {
 	}
 	oneRound(t, c, func() bool { return rt.calls() >= 1 }, 20*time.Second)
 	time.Sleep(300 * time.Millisecond)
-	if !exists(legacy) || !exists(files[0]) || !exists(files[1]) {
-		t.Fatalf("legacy %v, %v %v; events %v", exists(legacy), exists(files[0]), exists(files[1]), o.list())
+	if !testcni.Exists(legacy) || !testcni.Exists(files[0]) || !testcni.Exists(files[1]) {
+		t.Fatalf("legacy %v, %v %v; events %v", testcni.Exists(legacy), testcni.Exists(files[0]), testcni.Exists(files[1]), o.list())
 	}
 }

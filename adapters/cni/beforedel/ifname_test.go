@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // doc.go: "It never takes host-local's lock, nor writes or removes its files: host-local releases a reservation on
@@ -35,8 +36,8 @@ func TestAuditReservationIfNameRemovesLiveReservation(t *testing.T) {
 		ev := o.list()
 		return slices.Contains(ev, "freed aud NoSandbox") || slices.Contains(ev, "failed aud NoSandbox") || e.settled(t, c)
 	}, 20*time.Second)
-	t.Logf("events %v; planted there %v; live sandbox's reservation there %v", o.list(), exists(planted), exists(liveRes))
-	if !exists(liveRes) {
+	t.Logf("events %v; planted there %v; live sandbox's reservation there %v", o.list(), testcni.Exists(planted), testcni.Exists(liveRes))
+	if !testcni.Exists(liveRes) {
 		t.Fatalf("host-local's reservation %s of sandbox %s, which the runtime lists ready, was removed by the sweep (not by host-local's DEL)", liveRes, live)
 	}
 }

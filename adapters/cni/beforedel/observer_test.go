@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -53,7 +54,7 @@ func TestAuditHoldsObserverCallsBack(t *testing.T) {
 		}
 		oneRound(t, c, func() bool {
 			ev := o.list()
-			return slices.Contains(ev, "freed aud NoSandbox") && !exists(files[1]) || slices.Contains(ev, "would aud NoSandbox") && len(c.WouldFree()) == 2
+			return slices.Contains(ev, "freed aud NoSandbox") && !testcni.Exists(files[1]) || slices.Contains(ev, "would aud NoSandbox") && len(c.WouldFree()) == 2
 		}, 20*time.Second)
 		t.Logf("dry %v: %v", dry, o.list())
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // Row 17 / "nor one younger than ReservationGrace": a reservation of the same container and interface written
@@ -29,8 +30,8 @@ func TestAuditYoungSiblingReleased(t *testing.T) {
 		ev := o.list()
 		return slices.Contains(ev, "freed aud NoSandbox") || slices.Contains(ev, "failed aud NoSandbox") || e.settled(t, c)
 	}, 20*time.Second)
-	t.Logf("events %v, old there %v, young there %v", o.list(), exists(old), exists(young))
-	if !exists(young) {
+	t.Logf("events %v, old there %v, young there %v", o.list(), testcni.Exists(old), testcni.Exists(young))
+	if !testcni.Exists(young) {
 		t.Fatalf("the reservation %s, reserved during the round (younger than ReservationGrace), was released by the DEL of its sibling %s", young, old)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // cni-freeing.md: host-local's reservations are "the container ID, \r\n, the interface, as host-local writes them; a
@@ -35,10 +36,10 @@ func TestAuditReservationContainerIDPathEscapes(t *testing.T) {
 		ev := o.list()
 		return slices.Contains(ev, "freed aud NoSandbox") || slices.Contains(ev, "failed aud NoSandbox") || e.settled(t, c)
 	}, 20*time.Second)
-	t.Logf("events %v; reservation file there %v; victim there %v", o.list(), exists(res), exists(victim))
-	if !exists(victim) || !exists(res) {
+	t.Logf("events %v; reservation file there %v; victim there %v", o.list(), testcni.Exists(res), testcni.Exists(victim))
+	if !testcni.Exists(victim) || !testcni.Exists(res) {
 		t.Fatalf("a reservation file no host-local wrote (container ID %q) was DELed: it is there %v, and %s, outside libcni's cache, is there %v",
-			"zz/../../../victim", exists(res), victim, exists(victim))
+			"zz/../../../victim", testcni.Exists(res), victim, testcni.Exists(victim))
 	}
 }
 
@@ -64,8 +65,8 @@ func TestAuditHoldsLiveCacheEntryAgainstInvalidContainerID(t *testing.T) {
 		ev := o.list()
 		return slices.Contains(ev, "freed aud NoSandbox") || slices.Contains(ev, "failed aud NoSandbox") || e.settled(t, c)
 	}, 20*time.Second)
-	t.Logf("events %v; planted file there %v; live entry there %v; live reservation there %v", o.list(), exists(res), exists(entry), exists(liveRes))
-	if !exists(entry) {
+	t.Logf("events %v; planted file there %v; live entry there %v; live reservation there %v", o.list(), testcni.Exists(res), testcni.Exists(entry), testcni.Exists(liveRes))
+	if !testcni.Exists(entry) {
 		t.Fatalf("the cache entry %s of sandbox %s, which the runtime lists ready, was removed by the sweep's DEL of a reservation file no host-local wrote", entry, live)
 	}
 }
