@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // doc (docs/sdk/cni-freeing.md row 17): "It, or another reservation of its container and
@@ -50,7 +51,7 @@ func TestAuditReservationOfSecondDataDirWrittenDuringRoundKeepsSibling(t *testin
 		rt.mu.Unlock()
 		return n >= 2 && roundOver(c, "10.0.0.2")
 	})
-	if !exists(young) {
+	if !testcni.Exists(young) {
 		st := address(c, "10.0.0.2")
 		t.Fatalf("a reservation of c1/eth0 written right before the DEL of its sibling was released by that DEL; the sibling's page: %+v", st.Reservations)
 	}

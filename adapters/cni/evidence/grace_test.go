@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // doc (docs/sdk/cni-freeing.md row 17): "It, or another reservation of its container and
@@ -41,9 +42,9 @@ func TestAuditReservationRewrittenDuringRoundKept(t *testing.T) {
 		rt.mu.Lock()
 		n := rt.calls
 		rt.mu.Unlock()
-		return !exists(first) && n >= 2 && roundOver(c, "10.0.0.2")
+		return !testcni.Exists(first) && n >= 2 && roundOver(c, "10.0.0.2")
 	})
-	if !exists(p) {
+	if !testcni.Exists(p) {
 		st := address(c, "10.0.0.2")
 		t.Fatalf("a reservation host-local wrote anew right before its DEL (ReservationGrace 1m) was freed: page says %+v", st.Reservations)
 	}

@@ -1,7 +1,6 @@
 package evidence_test
 
 import (
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -12,24 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/internal/testnode"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-// pluginsDir is the real CNI plugins' directory: $CNI_PLUGINS_DIR, or the one `make cni-plugins` fills.
-func pluginsDir(t *testing.T) string {
-	d, _ := filepath.Abs(cmp.Or(os.Getenv("CNI_PLUGINS_DIR"), "../../../bin/cni"))
-	if _, err := os.Stat(filepath.Join(d, "host-local")); err != nil {
-		testnode.Unavailable(t, "no host-local in %s (run `make cni-plugins`, or `make test`): %v", d, err)
-	}
-	return d
-}
 
 type env struct {
 	cache, conf, data, plugins string
@@ -37,7 +25,7 @@ type env struct {
 
 func newEnv(t *testing.T) env {
 	root := t.TempDir()
-	e := env{cache: filepath.Join(root, "cache"), conf: filepath.Join(root, "conf"), data: filepath.Join(root, "data"), plugins: pluginsDir(t)}
+	e := env{cache: filepath.Join(root, "cache"), conf: filepath.Join(root, "conf"), data: filepath.Join(root, "data"), plugins: testcni.PluginsDir(t)}
 	for _, d := range []string{e.cache, e.conf, e.data, filepath.Join(e.cache, "results")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -48,14 +36,11 @@ func newEnv(t *testing.T) env {
 
 // hostLocalConf is a conflist running host-local itself with dataDir.
 func hostLocalConf(name, dataDir, subnet string, disableGC bool) []byte {
-	m := map[string]any{"cniVersion": "1.0.0", "name": name, "plugins": []any{map[string]any{
-		"type": "host-local", "ipam": map[string]any{"type": "host-local", "dataDir": dataDir, "ranges": []any{[]any{map[string]any{"subnet": subnet}}}},
-	}}}
+	var extra map[string]any
 	if disableGC {
-		m["disableGC"] = true
+		extra = map[string]any{"disableGC": true}
 	}
-	b, _ := json.Marshal(m)
-	return b
+	return testcni.HostLocalConflist(name, dataDir, testcni.Subnet(subnet), extra)
 }
 
 func (e env) writeConf(t *testing.T, file string, b []byte) {
@@ -66,18 +51,7 @@ func (e env) writeConf(t *testing.T, file string, b []byte) {
 
 // reserve writes a host-local reservation file as host-local does, dated at.
 func (e env) reserve(t *testing.T, network, ip, cid, ifName string, at time.Time) string {
-	d := filepath.Join(e.data, network)
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(d, ip)
-	if err := os.WriteFile(p, []byte(cid+"\r\n"+ifName), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(p, at, at); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testcni.Reservation(t, e.data, network, ip, cid, ifName, at)
 }
 
 // entry writes a libcni cache entry.
@@ -170,31 +144,16 @@ func (tr *tracker) TriggerPod(n types.NamespacedName) {
 
 func (e env) opts(rt cni.Runtime) cni.Options {
 	return cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
-		ResyncInterval: time.Hour, ReservationGrace: time.Minute, Runtime: rt, Logger: quiet()}
+		ResyncInterval: time.Hour, ReservationGrace: time.Minute, Runtime: rt, Logger: testcni.Quiet()}
 }
 
 // runRound runs Resync until cond holds (its first round), then stops it.
 func runRound(t *testing.T, c *cni.Collector, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Resync(ctx, &tracker{}) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatal("the round never got there")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if held, _ := testcni.ResyncUntil(c, &tracker{}, 20*time.Second, 5*time.Millisecond, cond); !held {
+		t.Fatal("the round never got there")
 	}
-	cancel()
-	<-done
 }
-
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
-
-func quiet() logr.Logger { return funcr.New(func(string, string) {}, funcr.Options{}) }
 
 func address(c *cni.Collector, ip string) cni.AddressStatus {
 	rec := httptest.NewRecorder()

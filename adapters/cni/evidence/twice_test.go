@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -32,7 +33,7 @@ func TestAuditSandboxListedTwiceForTwoPodsKeepsGonePod(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uidQ", Pod: types.NamespacedName{Namespace: "ns", Name: "q"}, SandboxID: "x1", Reason: ports.ReasonPodGone})
-	if err == nil || !strings.Contains(err.Error(), "two pods'") || !exists(entry) || !exists(res) {
-		t.Fatalf("DestroyPU = %v; entry kept %v, reservation kept %v: the runtime lists a ready sandbox that may be pod uidQ's", err, exists(entry), exists(res))
+	if err == nil || !strings.Contains(err.Error(), "two pods'") || !testcni.Exists(entry) || !testcni.Exists(res) {
+		t.Fatalf("DestroyPU = %v; entry kept %v, reservation kept %v: the runtime lists a ready sandbox that may be pod uidQ's", err, testcni.Exists(entry), testcni.Exists(res))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -34,7 +35,7 @@ func TestAuditUnusedEntryWithoutPodNameCountsForNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uidG", Pod: types.NamespacedName{Namespace: "ns", Name: "g"}, SandboxID: "s1", Reason: ports.ReasonPodGone})
-	if !exists(p1) || !errors.Is(err, cni.ErrNoEvidence) {
-		t.Fatalf("DestroyPU = %v, net1 entry kept %v: a cache entry of the sandbox names a namespace that is there", err, exists(p1))
+	if !testcni.Exists(p1) || !errors.Is(err, cni.ErrNoEvidence) {
+		t.Fatalf("DestroyPU = %v, net1 entry kept %v: a cache entry of the sandbox names a namespace that is there", err, testcni.Exists(p1))
 	}
 }
