@@ -1,7 +1,6 @@
 package whosesandbox_test
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -14,18 +13,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/internal/testnode"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
-
-// pluginsDir is the real CNI plugins' directory: $CNI_PLUGINS_DIR, or the one `make cni-plugins` fills.
-func pluginsDir(t *testing.T) string {
-	d, _ := filepath.Abs(cmp.Or(os.Getenv("CNI_PLUGINS_DIR"), "../../../bin/cni"))
-	if _, err := os.Stat(filepath.Join(d, "host-local")); err != nil {
-		testnode.Unavailable(t, "no host-local in %s (run `make cni-plugins`, or `make test`): %v", d, err)
-	}
-	return d
-}
 
 type env struct {
 	cache, conf, data, netns string
@@ -34,7 +24,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	root := t.TempDir()
-	e := &env{cache: filepath.Join(root, "cache"), conf: filepath.Join(root, "conf"), data: filepath.Join(root, "data"), netns: filepath.Join(root, "netns"), plugins: pluginsDir(t)}
+	e := &env{cache: filepath.Join(root, "cache"), conf: filepath.Join(root, "conf"), data: filepath.Join(root, "data"), netns: filepath.Join(root, "netns"), plugins: testcni.PluginsDir(t)}
 	for _, d := range []string{filepath.Join(e.cache, "results"), e.conf, e.data, e.netns} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -45,14 +35,7 @@ func newEnv(t *testing.T) *env {
 
 // hostLocalList is a conflist running host-local as its only plugin, in e.data.
 func (e *env) hostLocalList(name string, extra map[string]any) []byte {
-	ipam := map[string]any{"type": "host-local", "dataDir": e.data, "ranges": [][]map[string]any{{{"subnet": "10.22.0.0/24"}}}}
-	p := map[string]any{"type": "host-local", "ipam": ipam}
-	l := map[string]any{"cniVersion": "1.0.0", "name": name, "plugins": []any{p}}
-	for k, v := range extra {
-		l[k] = v
-	}
-	b, _ := json.Marshal(l)
-	return b
+	return testcni.HostLocalConflist(name, e.data, testcni.Subnet("10.22.0.0/24"), extra)
 }
 
 func (e *env) writeConf(t *testing.T, file string, b []byte) {
@@ -81,22 +64,8 @@ func (e *env) entry(t *testing.T, network, cid, ifname, uid, ns, name, netns str
 
 // reserve writes a host-local reservation file as host-local does.
 func (e *env) reserve(t *testing.T, network, ip, cid, ifname string, age time.Duration) string {
-	d := filepath.Join(e.data, network)
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(d, ip)
-	if err := os.WriteFile(f, []byte(cid+"\r\n"+ifname), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if age > 0 {
-		at := time.Now().Add(-age)
-		os.Chtimes(f, at, at)
-	}
-	return f
+	return testcni.Reservation(t, e.data, network, ip, cid, ifname, testcni.Ago(age))
 }
-
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 // fakeRuntime answers ListPodSandbox with what it holds.
 type fakeRuntime struct {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // Promise (docs/sdk/cni-freeing.md:21, row 4): a sandbox is dead when "its network namespace is gone (one of
@@ -44,7 +45,7 @@ func TestAuditNetnsOfASandboxsOtherPodEntryIgnored(t *testing.T) {
 	if dead {
 		t.Errorf("SandboxDead(sandboxS) = true while an entry of sandboxS names a namespace path that is there")
 	}
-	if !exists(entryA) {
+	if !testcni.Exists(entryA) {
 		t.Errorf("pod A's attachment of sandboxS was freed (row 4) while an entry of sandboxS names a namespace path that is there: want kept, ErrNoEvidence (row 5)")
 	}
 	if !errors.Is(err, cni.ErrNoEvidence) {
@@ -69,7 +70,7 @@ func TestAuditHoldsNetnsOfUnusedEntryCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.DestroyPU(context.Background(), goneEvent("uid-a", "sandboxS"))
-	if !exists(entryA) || !errors.Is(err, cni.ErrNoEvidence) {
-		t.Fatalf("DestroyPU = %v, entry there %v", err, exists(entryA))
+	if !testcni.Exists(entryA) || !errors.Is(err, cni.ErrNoEvidence) {
+		t.Fatalf("DestroyPU = %v, entry there %v", err, testcni.Exists(entryA))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // Promise (docs/sdk/cni-freeing.md:19, row 2; :49-50): a gone pod of which the runtime lists another
@@ -38,7 +39,7 @@ func TestAuditSandboxOfTwoPodsInOneListing(t *testing.T) {
 	}
 	err = c.DestroyPU(context.Background(), goneEvent(podB, "sandboxY"))
 	t.Logf("DestroyPU: %v", err)
-	if !exists(entry) {
+	if !testcni.Exists(entry) {
 		t.Errorf("pod B's attachment was freed (DestroyPU: %v) while the runtime lists a ready sandbox whose metadata names pod B: want it kept (row 2) or the answer failed", err)
 	}
 	if err == nil || errors.Is(err, cni.ErrUnusableEntry) {
@@ -65,8 +66,8 @@ func TestAuditHoldsSandboxListedTwiceAsTwoPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.DestroyPU(context.Background(), goneEvent(podB, "sandboxY"))
-	if err == nil || !exists(entry) {
-		t.Fatalf("DestroyPU = %v, entry there: %v", err, exists(entry))
+	if err == nil || !testcni.Exists(entry) {
+		t.Fatalf("DestroyPU = %v, entry there: %v", err, testcni.Exists(entry))
 	}
 }
 
@@ -94,8 +95,8 @@ func TestAuditReadySandboxListedTwiceOnceWithEmptyLabel(t *testing.T) {
 	}
 	err = c.DestroyPU(context.Background(), goneEvent(podA, "sandboxS"))
 	t.Logf("DestroyPU: %v", err)
-	if !exists(entry) || !errors.Is(err, cni.ErrSandboxRunning) {
-		t.Errorf("pod A's stopped sandbox was freed (DestroyPU: %v, entry there %v) while the runtime lists sandbox X ready as pod A's: want ErrSandboxRunning (row 2)", err, exists(entry))
+	if !testcni.Exists(entry) || !errors.Is(err, cni.ErrSandboxRunning) {
+		t.Errorf("pod A's stopped sandbox was freed (DestroyPU: %v, entry there %v) while the runtime lists sandbox X ready as pod A's: want ErrSandboxRunning (row 2)", err, testcni.Exists(entry))
 	}
 }
 
@@ -120,8 +121,8 @@ func TestAuditHoldsReadySandboxListedTwiceLabelFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.DestroyPU(context.Background(), goneEvent(podA, "sandboxS"))
-	if !exists(entry) || !errors.Is(err, cni.ErrSandboxRunning) {
-		t.Fatalf("DestroyPU: %v, entry there %v", err, exists(entry))
+	if !testcni.Exists(entry) || !errors.Is(err, cni.ErrSandboxRunning) {
+		t.Fatalf("DestroyPU: %v, entry there %v", err, testcni.Exists(entry))
 	}
 }
 
@@ -150,7 +151,7 @@ func TestAuditSandboxChangeFreesWhatMayBeTheRunningNoIDSandbox(t *testing.T) {
 	}
 	err = c.DestroyPU(context.Background(), changedEvent(podA, "sandboxS"))
 	t.Logf("DestroyPU: %v", err)
-	if !exists(entry) {
+	if !testcni.Exists(entry) {
 		t.Errorf("sandbox S was freed (row 6) while the runtime lists a running sandbox of its pod without an ID, which may be S")
 	}
 }
