@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // WouldFree: "exactly those a resync without the dry run would have DELed then". A disableGC set on the network while
@@ -15,7 +16,7 @@ import (
 // again right before each DEL); the dry run's round lists it all the same.
 func TestAuditWouldFreeListsWhatRealResyncKeeps(t *testing.T) {
 	run := func(t *testing.T, dry bool) (*cni.Collector, *obs, string) {
-		pd := pluginDir(t)
+		pd := testcni.PluginsDir(t)
 		e := newEnv(t)
 		conf := filepath.Join(e.conf, "10-net.conf")
 		write(t, conf, strings.ReplaceAll(hlConf, "DATA", e.data), 0)
@@ -39,7 +40,7 @@ func TestAuditWouldFreeListsWhatRealResyncKeeps(t *testing.T) {
 		return c, o, f
 	}
 	real, ro, f := run(t, false)
-	if !exists(f) || ro.freed != 0 {
+	if !testcni.Exists(f) || ro.freed != 0 {
 		t.Fatalf("setup: the real resync freed it (freed=%d)", ro.freed)
 	}
 	rs, _ := page(t, real, "10.22.0.5")

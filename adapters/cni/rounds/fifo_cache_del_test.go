@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // A named pipe that appears in libcni's cache under the name of a
@@ -18,7 +19,7 @@ import (
 // its cached result) blocks on the pipe for good, past its one-minute bound,
 // and Resync never returns once its ctx ends.
 func TestAuditResyncReturnsWhenCtxEndsFIFOInCache(t *testing.T) {
-	pd := pluginDir(t)
+	pd := testcni.PluginsDir(t)
 	e := newEnv(t)
 	write(t, filepath.Join(e.conf, "10-net.conf"), strings.ReplaceAll(hlConf, "DATA", e.data), 0)
 	write(t, filepath.Join(e.data, "net", "10.22.0.5"), "gone\r\neth0", time.Hour)
@@ -45,7 +46,7 @@ func TestAuditResyncReturnsWhenCtxEndsFIFOInCache(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- c.Resync(ctx, tracker{}) }()
+	go func() { errc <- c.Resync(ctx, testcni.NopTracker{}) }()
 	select {
 	case <-made:
 	case <-time.After(5 * time.Second):

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // cni-freeing.md: "A network kept for a named pipe in its own directory of
@@ -32,7 +33,7 @@ func TestAuditNamedPipeInPluginDirReservationsReportedGone(t *testing.T) {
 	}
 	runRound(t, c, func() bool { s := stateOf(t, c, "10.22.0.5"); return s != "" && s != "to free" }, 5*time.Second)
 	st, _ := page(t, c, "10.22.0.5")
-	if !exists(f) {
+	if !testcni.Exists(f) {
 		t.Fatal("the reservation was freed")
 	}
 	r := st.Reservations[0]
@@ -64,7 +65,7 @@ func TestAuditHoldsNamedPipeInPluginDirInlineHostLocal(t *testing.T) {
 	}
 	runRound(t, c, func() bool { s := stateOf(t, c, "10.22.0.5"); return s != "" && s != "to free" }, 5*time.Second)
 	st, _ := page(t, c, "10.22.0.5")
-	if !exists(f) || st.Reservations[0].Decision.Row != 13 || o.reported != 0 {
+	if !testcni.Exists(f) || st.Reservations[0].Decision.Row != 13 || o.reported != 0 {
 		t.Fatalf("page %+v reported %d", st.Reservations, o.reported)
 	}
 }
@@ -78,7 +79,7 @@ func TestAuditHoldsPluginDirHostLocalRead(t *testing.T) {
 	f := filepath.Join(e.data, "net", "10.22.0.5")
 	write(t, f, "gone\r\neth0", time.Hour)
 	o := newObs()
-	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{pd, pluginDir(t)}, ConfDir: e.conf, HostLocalDataDir: e.data,
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{pd, testcni.PluginsDir(t)}, ConfDir: e.conf, HostLocalDataDir: e.data,
 		Runtime: &fakeRuntime{}, ReservationGrace: time.Minute, Observer: o, DryRun: true})
 	if err != nil {
 		t.Fatal(err)

@@ -12,24 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/internal/testnode"
-	"github.com/podsweeper/podsweeper/ports"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
-
-func pluginDir(t *testing.T) string {
-	d := os.Getenv("CNI_PLUGINS_DIR")
-	if d == "" {
-		d, _ = filepath.Abs("../../../bin/cni")
-	}
-	if _, err := os.Stat(filepath.Join(d, "host-local")); err != nil {
-		testnode.Unavailable(t, "no host-local in %s (run `make cni-plugins`, or `make test`): %v", d, err)
-	}
-	return d
-}
 
 type fakeRuntime struct {
 	mu    sync.Mutex
@@ -52,12 +39,6 @@ func (f *fakeRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodSandb
 	defer f.mu.Unlock()
 	return append([]*runtimeapi.PodSandbox(nil), f.boxes...), f.err
 }
-
-type tracker struct{}
-
-func (tracker) Track(ports.PU) error            { return nil }
-func (tracker) Untrack(string) bool             { return false }
-func (tracker) TriggerPod(types.NamespacedName) {}
 
 type obs struct {
 	mu                                   sync.Mutex
@@ -126,18 +107,8 @@ func write(t *testing.T, path, content string, age time.Duration) {
 // runRound runs Resync until the first round of the reservations' sweep is seen done by done(), or timeout.
 func runRound(t *testing.T, c *cni.Collector, done func() bool, timeout time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- c.Resync(ctx, tracker{}) }()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) && !done() {
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	<-errc
+	_, _ = testcni.ResyncUntil(c, testcni.NopTracker{}, timeout, 20*time.Millisecond, done)
 }
-
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 func page(t *testing.T, c *cni.Collector, ip string) (cni.AddressStatus, http.Header) {
 	t.Helper()
@@ -168,7 +139,7 @@ const hlConf = `{"cniVersion":"1.0.0","name":"net","type":"host-local","ipam":{"
 // every ip's page state is not "" and not "to free", and returns the collector.
 func sweep(t *testing.T, rt cni.Runtime, files map[string]string, ages map[string]time.Duration, mod func(*cni.Options, env)) (*cni.Collector, env, *obs) {
 	t.Helper()
-	pd := pluginDir(t)
+	pd := testcni.PluginsDir(t)
 	e := newEnv(t)
 	write(t, filepath.Join(e.conf, "10-net.conf"), strings.ReplaceAll(hlConf, "DATA", e.data), 0)
 	for ip, content := range files {

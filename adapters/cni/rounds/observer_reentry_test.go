@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // reentrant is an Observer that asks the Collector what it would free when told of one (Collector: "its methods are
@@ -32,7 +33,7 @@ func (r *reentrant) ReservationWouldFree(string, string) {
 }
 
 func TestAuditWouldFreeFromObserverDeadlocks(t *testing.T) {
-	pd := pluginDir(t)
+	pd := testcni.PluginsDir(t)
 	e := newEnv(t)
 	write(t, filepath.Join(e.conf, "10-net.conf"), strings.ReplaceAll(hlConf, "DATA", e.data), 0)
 	write(t, filepath.Join(e.data, "net", "10.22.0.5"), "gone\r\neth0", time.Hour)
@@ -45,7 +46,7 @@ func TestAuditWouldFreeFromObserverDeadlocks(t *testing.T) {
 	o.c.Store(c)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = c.Resync(ctx, tracker{}) }() // left behind if it deadlocks
+	go func() { _ = c.Resync(ctx, testcni.NopTracker{}) }() // left behind if it deadlocks
 	select {
 	case <-o.entered:
 	case <-time.After(5 * time.Second):

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // A reservation released with its sibling by one DEL (told freed) is told
 // "kept: could not be decided again before its DEL", row -1, when a later
 // reservation of the round cannot be decided again.
 func TestAuditPageTellsFreedSiblingKept(t *testing.T) {
-	pd := pluginDir(t)
+	pd := testcni.PluginsDir(t)
 	e := newEnv(t)
 	write(t, filepath.Join(e.conf, "10-net.conf"), `{"cniVersion":"1.0.0","name":"net","type":"host-local","ipam":{"type":"host-local","dataDir":"`+e.data+`","ranges":[[{"subnet":"10.22.0.0/24"}]]}}`, 0)
 	dir := filepath.Join(e.data, "net")
@@ -36,7 +37,7 @@ func TestAuditPageTellsFreedSiblingKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	runRound(t, c, func() bool { return strings.HasPrefix(stateOf(t, c, "10.22.0.2"), "kept: could not") }, 5*time.Second)
-	if exists(filepath.Join(dir, "10.22.0.3")) {
+	if testcni.Exists(filepath.Join(dir, "10.22.0.3")) {
 		t.Fatal("setup: 10.22.0.3 was not released by the DEL of aaaa")
 	}
 	st, _ := page(t, c, "10.22.0.3")

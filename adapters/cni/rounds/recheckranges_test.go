@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // The round decides row 16 (a file naming the container alone, where
@@ -14,7 +15,7 @@ import (
 // DEL runs the config read right before it: a config made dual stack meanwhile
 // (two range sets) releases twice, and the second release removes the file.
 func TestAuditRecheckedDelLegacyFileConfigMadeDualStack(t *testing.T) {
-	pd := pluginDir(t)
+	pd := testcni.PluginsDir(t)
 	e := newEnv(t)
 	conf := filepath.Join(e.conf, "10-net.conf")
 	single := `{"cniVersion":"1.0.0","name":"net","type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.22.0.0/24"}]]}}`
@@ -38,8 +39,8 @@ func TestAuditRecheckedDelLegacyFileConfigMadeDualStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runRound(t, c, func() bool { o.mu.Lock(); defer o.mu.Unlock(); return o.freed+o.failed > 0 || !exists(legacy) }, 3*time.Second)
-	if !exists(legacy) {
+	runRound(t, c, func() bool { o.mu.Lock(); defer o.mu.Unlock(); return o.freed+o.failed > 0 || !testcni.Exists(legacy) }, 3*time.Second)
+	if !testcni.Exists(legacy) {
 		t.Fatalf("the file %s holding container ID alone was removed by the collector's DEL run with the dual-stack config read right before it (freed=%d)", legacy, o.freed)
 	}
 }

@@ -1,11 +1,12 @@
 package rounds_test
 
 import (
-	"github.com/podsweeper/podsweeper/adapters/cni"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/podsweeper/podsweeper/adapters/cni"
 )
 
 // ReservationStatus.State is one of the ReservationState constants: a reservation released by its runtime while the

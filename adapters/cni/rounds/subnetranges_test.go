@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // host-local turns a legacy "subnet" beside "ranges" into one range set more
@@ -26,7 +27,7 @@ func TestAuditHoldsLegacyFileNeverTouchedTwoRanges(t *testing.T) {
 }
 
 func legacyCase(t *testing.T, ipam string, _ bool) {
-	pd := pluginDir(t)
+	pd := testcni.PluginsDir(t)
 	e := newEnv(t)
 	write(t, filepath.Join(e.conf, "10-dual.conf"), `{"cniVersion":"1.0.0","name":"dual","type":"host-local",
 "ipam":{"type":"host-local","dataDir":"`+e.data+`",`+ipam+`}}`, 0)
@@ -45,9 +46,9 @@ func legacyCase(t *testing.T, ipam string, _ bool) {
 	runRound(t, c, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return o.freed+o.failed > 0 || !exists(legacy) || stateOf(t, c, "10.22.0.5") == "kept"
+		return o.freed+o.failed > 0 || !testcni.Exists(legacy) || stateOf(t, c, "10.22.0.5") == "kept"
 	}, 5*time.Second)
-	if !exists(legacy) {
+	if !testcni.Exists(legacy) {
 		t.Fatalf("the legacy file %s holding container ID alone was removed by the collector's DEL (freed=%d); cni-freeing.md row 16 promises the reservation kept", legacy, o.freed)
 	}
 	if o.freed > 0 {

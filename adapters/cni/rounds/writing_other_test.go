@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -53,7 +54,7 @@ func TestAuditConfigBeingWrittenKeepsOtherNetwork(t *testing.T) {
 			st, _ := page(t, c, "10.40.0.5")
 			b, _ := os.ReadFile(calls)
 			n1Entry := filepath.Join(e.cache, "results", "n1-sandbox1-eth0")
-			if exists(n1Entry) {
+			if testcni.Exists(n1Entry) {
 				var d cni.FreeDecision
 				if len(st.Attachments) > 0 && st.Attachments[0].Decision != nil {
 					d = *st.Attachments[0].Decision
@@ -87,7 +88,7 @@ func TestAuditHoldsDeadSandboxesFreed(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(calls)
-	if exists(filepath.Join(e.cache, "results", "n1-sandbox1-eth0")) || exists(filepath.Join(e.cache, "results", "n2-sandbox2-net1")) {
+	if testcni.Exists(filepath.Join(e.cache, "results", "n1-sandbox1-eth0")) || testcni.Exists(filepath.Join(e.cache, "results", "n2-sandbox2-net1")) {
 		t.Fatalf("not freed; calls %q", b)
 	}
 }

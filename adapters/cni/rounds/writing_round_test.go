@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // A config of network a that starts being written while the round runs ends
 // the round at a's DEL: network b's leaked reservation, decided free, is kept
 // by no row for a's config ("every other network is decided as ever").
 func TestAuditConfigWrittenMidRoundKeepsOtherNetworkReservation(t *testing.T) {
-	pd := pluginDir(t)
+	pd := testcni.PluginsDir(t)
 	e := newEnv(t)
 	confA := filepath.Join(e.conf, "10-a.conf")
 	write(t, confA, strings.ReplaceAll(strings.ReplaceAll(hlConf, "DATA", e.data), `"net"`, `"a"`), 0)
@@ -39,7 +40,7 @@ func TestAuditConfigWrittenMidRoundKeepsOtherNetworkReservation(t *testing.T) {
 	runRound(t, c, func() bool { s := stateOf(t, c, "10.23.0.5"); return s != "" && s != "to free" }, 5*time.Second)
 	st, _ := page(t, c, "10.23.0.5")
 	r := st.Reservations[0]
-	if exists(fb) {
+	if testcni.Exists(fb) {
 		t.Fatalf("network b's leaked reservation (b's config whole and unchanged) was not freed in the round: state %q, row %d: %s",
 			r.State, r.Decision.Row, r.Decision.Why)
 	}
