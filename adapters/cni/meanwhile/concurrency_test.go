@@ -13,22 +13,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
 // collector.go Collector: "its methods are safe from any goroutine" (run with -race).
 func TestAuditHoldsMethodsSafeFromAnyGoroutine(t *testing.T) {
-	e := newEnv(t, pluginsDir(t))
-	write(t, filepath.Join(e.conf, "10-n.conflist"), dualConf(e, "n"))
+	e := newEnv(t, testcni.PluginsDir(t))
+	testcni.Write(t, filepath.Join(e.conf, "10-n.conflist"), dualConf(e, "n"))
 	for i, id := range []string{"aaaa", "bbbb", "cccc"} {
 		reserve(t, filepath.Join(e.data, "n", "10.1.0."+string(rune('5'+i))), id+"\r\neth0")
 		reserve(t, filepath.Join(e.data, "n", "fd00::"+string(rune('5'+i))), id+"\r\neth0")
 	}
-	write(t, filepath.Join(e.plugins, "okdel"), "#!/bin/sh\ncat >/dev/null\nexit 0\n")
+	testcni.Write(t, filepath.Join(e.plugins, "okdel"), "#!/bin/sh\ncat >/dev/null\nexit 0\n")
 	_ = os.Chmod(filepath.Join(e.plugins, "okdel"), 0o755)
 	for i, sb := range []string{"s1", "s2", "s3"} {
 		_ = i
-		write(t, filepath.Join(e.cache, "results", "a-"+sb+"-eth0"), entry("a", sb, "eth0", "u-"+sb, "okdel"))
+		testcni.Write(t, filepath.Join(e.cache, "results", "a-"+sb+"-eth0"), entry("a", sb, "eth0", "u-"+sb, "okdel"))
 	}
 	o := &obs{}
 	c := e.collector(t, func(op *cni.Options) {
@@ -40,7 +41,7 @@ func TestAuditHoldsMethodsSafeFromAnyGoroutine(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = c.Resync(ctx, tracker{}) }()
+	go func() { defer wg.Done(); _ = c.Resync(ctx, testcni.NopTracker{}) }()
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -54,7 +55,7 @@ func TestAuditHoldsMethodsSafeFromAnyGoroutine(t *testing.T) {
 				_ = addressStatus(t, c, "10.1.0.5")
 				_ = c.WouldFree()
 				_ = c.Requeue(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}})
-				write(t, filepath.Join(e.cache, "results", "a-"+sb+"-eth0"), entry("a", sb, "eth0", "u-"+sb, "okdel"))
+				testcni.Write(t, filepath.Join(e.cache, "results", "a-"+sb+"-eth0"), entry("a", sb, "eth0", "u-"+sb, "okdel"))
 			}
 		}(w)
 	}

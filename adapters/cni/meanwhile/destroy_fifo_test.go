@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -31,17 +32,17 @@ func entry(network, id, ifName, uid, plugin string) string {
 // writer forever, whatever its ctx says: it neither answers ErrUnusableEntry nor returns.
 func TestAuditDestroyPUEntryBecomesFIFOAnswersUnusable(t *testing.T) {
 	e := newEnv(t, "")
-	write(t, filepath.Join(e.plugins, "slowdel"), "#!/bin/sh\ncat >/dev/null\nsleep 2\nexit 0\n")
-	write(t, filepath.Join(e.plugins, "okdel"), "#!/bin/sh\ncat >/dev/null\nexit 0\n")
+	testcni.Write(t, filepath.Join(e.plugins, "slowdel"), "#!/bin/sh\ncat >/dev/null\nsleep 2\nexit 0\n")
+	testcni.Write(t, filepath.Join(e.plugins, "okdel"), "#!/bin/sh\ncat >/dev/null\nexit 0\n")
 	for _, p := range []string{"slowdel", "okdel"} {
 		if err := os.Chmod(filepath.Join(e.plugins, p), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	results := filepath.Join(e.cache, "results")
-	write(t, filepath.Join(results, "a-slow-sb1-eth0"), entry("a-slow", "sb1", "eth0", "u1", "slowdel"))
+	testcni.Write(t, filepath.Join(results, "a-slow-sb1-eth0"), entry("a-slow", "sb1", "eth0", "u1", "slowdel"))
 	second := filepath.Join(results, "b-fast-sb1-net1")
-	write(t, second, entry("b-fast", "sb1", "net1", "u1", "okdel"))
+	testcni.Write(t, second, entry("b-fast", "sb1", "net1", "u1", "okdel"))
 	c := e.collector(t, nil) // a Runtime that lists nothing: row 11 frees both
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -22,20 +23,20 @@ import (
 // collector DELs through it all the same, libcni removes the link alone, and DestroyPU answers nil.
 func TestAuditDestroyPUEntryBecomesLinkIsNeverUsed(t *testing.T) {
 	e := newEnv(t, "")
-	write(t, filepath.Join(e.plugins, "slowdel"), "#!/bin/sh\ncat >/dev/null\nsleep 2\nexit 0\n")
+	testcni.Write(t, filepath.Join(e.plugins, "slowdel"), "#!/bin/sh\ncat >/dev/null\nsleep 2\nexit 0\n")
 	marker := filepath.Join(filepath.Dir(e.cache), "okdel-ran")
-	write(t, filepath.Join(e.plugins, "okdel"), "#!/bin/sh\ncat >/dev/null\ntouch "+marker+"\nexit 0\n")
+	testcni.Write(t, filepath.Join(e.plugins, "okdel"), "#!/bin/sh\ncat >/dev/null\ntouch "+marker+"\nexit 0\n")
 	for _, p := range []string{"slowdel", "okdel"} {
 		if err := os.Chmod(filepath.Join(e.plugins, p), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	results := filepath.Join(e.cache, "results")
-	write(t, filepath.Join(results, "a-slow-sb1-eth0"), entry("a-slow", "sb1", "eth0", "u1", "slowdel"))
+	testcni.Write(t, filepath.Join(results, "a-slow-sb1-eth0"), entry("a-slow", "sb1", "eth0", "u1", "slowdel"))
 	second := filepath.Join(results, "b-fast-sb1-net1")
-	write(t, second, entry("b-fast", "sb1", "net1", "u1", "okdel"))
+	testcni.Write(t, second, entry("b-fast", "sb1", "net1", "u1", "okdel"))
 	target := filepath.Join(filepath.Dir(e.cache), "elsewhere-b-fast-sb1-net1")
-	write(t, target, entry("b-fast", "sb1", "net1", "u1", "okdel"))
+	testcni.Write(t, target, entry("b-fast", "sb1", "net1", "u1", "okdel"))
 	c := e.collector(t, nil)
 
 	done := make(chan error, 1)
@@ -50,10 +51,10 @@ func TestAuditDestroyPUEntryBecomesLinkIsNeverUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := <-done
-	if exists(marker) {
+	if testcni.Exists(marker) {
 		t.Errorf("the collector ran a DEL through the link %s (a cache entry that is a link is never used)", second)
 	}
-	if !exists(second) {
+	if !testcni.Exists(second) {
 		t.Errorf("the link %s was removed by the DEL run through it (\"a DEL through it would remove the link alone\")", second)
 	}
 	if !errors.Is(err, cni.ErrUnusableEntry) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // Collector.Resync (go doc): "It returns when ctx ends (nil)"; doc.go: Resync frees reservations "on a goroutine of
@@ -21,13 +22,13 @@ import (
 // before its DEL: the read waits for a writer forever, the round never ends, no later round runs, and Resync does
 // not return when its ctx ends.
 func TestAuditResyncReturnsWhenReservationBecomesFIFOMidRound(t *testing.T) {
-	e := newEnv(t, pluginsDir(t))
+	e := newEnv(t, testcni.PluginsDir(t))
 	conf := `{"cniVersion":"1.0.0","name":"net","plugins":[
  {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.1.0.0/24"}]]}}]}`
-	write(t, filepath.Join(e.conf, "10-net.conflist"), conf)
+	testcni.Write(t, filepath.Join(e.conf, "10-net.conflist"), conf)
 	conf2 := `{"cniVersion":"1.0.0","name":"net2","plugins":[
  {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.2.0.0/24"}]]}}]}`
-	write(t, filepath.Join(e.conf, "20-net2.conflist"), conf2)
+	testcni.Write(t, filepath.Join(e.conf, "20-net2.conflist"), conf2)
 	dir := filepath.Join(e.data, "net")
 	reserve(t, filepath.Join(dir, "10.1.0.5"), "aaaa\r\neth0")
 	reserve(t, filepath.Join(dir, "10.1.0.6"), "bbbb\r\neth0")
@@ -39,7 +40,7 @@ func TestAuditResyncReturnsWhenReservationBecomesFIFOMidRound(t *testing.T) {
 	c := e.collector(t, func(op *cni.Options) { op.Observer = o; op.ReservationRate = 0.25; op.ReservationBurst = 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- c.Resync(ctx, tracker{}) }()
+	go func() { done <- c.Resync(ctx, testcni.NopTracker{}) }()
 	t.Cleanup(func() {
 		// Release a read stuck on the pipe, so that the test binary can end.
 		if f, err := os.OpenFile(third, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {

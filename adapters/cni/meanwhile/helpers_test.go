@@ -12,26 +12,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/internal/testnode"
-	"github.com/podsweeper/podsweeper/ports"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
-
-// pluginsDir is where the real CNI plugins are.
-func pluginsDir(t *testing.T) string {
-	t.Helper()
-	d := os.Getenv("CNI_PLUGINS_DIR")
-	if d == "" {
-		d, _ = filepath.Abs("../../../bin/cni")
-	}
-	if _, err := os.Stat(filepath.Join(d, "host-local")); err != nil {
-		testnode.Unavailable(t, "no host-local in %s (run `make cni-plugins`, or `make test`): %v", d, err)
-	}
-	return d
-}
 
 // fakeRuntime lists a fixed set of sandboxes.
 type fakeRuntime struct {
@@ -45,13 +30,6 @@ func (f *fakeRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodSandb
 	defer f.mu.Unlock()
 	return f.sbs, f.err
 }
-
-// tracker is a Tracker that records nothing of interest.
-type tracker struct{}
-
-func (tracker) Track(ports.PU) error            { return nil }
-func (tracker) Untrack(string) bool             { return false }
-func (tracker) TriggerPod(types.NamespacedName) {}
 
 // obs records the Observer's calls with their times.
 type obs struct {
@@ -99,29 +77,14 @@ func newEnv(t *testing.T, plugins string) env {
 	return e
 }
 
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // reserve writes a host-local reservation file, reserved long ago.
 func reserve(t *testing.T, path, content string) {
 	t.Helper()
-	write(t, path, content)
+	testcni.Write(t, path, content)
 	old := time.Now().Add(-time.Hour)
 	if err := os.Chtimes(path, old, old); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
 }
 
 func (e env) collector(t *testing.T, mod func(*cni.Options)) *cni.Collector {
@@ -141,15 +104,7 @@ func (e env) collector(t *testing.T, mod func(*cni.Options)) *cni.Collector {
 // resyncUntil runs Resync until cond holds or d passes, then stops it.
 func resyncUntil(t *testing.T, c *cni.Collector, d time.Duration, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Resync(ctx, tracker{}) }()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) && !cond() {
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
+	if _, err := testcni.ResyncUntil(c, testcni.NopTracker{}, d, 20*time.Millisecond, cond); err != nil {
 		t.Fatalf("Resync: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -32,7 +33,7 @@ func (r *recTracker) TriggerPod(types.NamespacedName) {
 func TestAuditHoldsResyncTracksOnceInDryRunAndTriggersNewOnly(t *testing.T) {
 	for _, dry := range []bool{true, false} {
 		e := newEnv(t, "")
-		write(t, filepath.Join(e.cache, "results", "a-s1-eth0"), entry("a", "s1", "eth0", "u1", "okdel"))
+		testcni.Write(t, filepath.Join(e.cache, "results", "a-s1-eth0"), entry("a", "s1", "eth0", "u1", "okdel"))
 		c := e.collector(t, func(o *cni.Options) { o.DryRun = dry; o.ResyncInterval = 30 * time.Millisecond })
 		rt := &recTracker{}
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 func addressStatus(t *testing.T, c *cni.Collector, ip string) cni.AddressStatus {
@@ -30,10 +31,10 @@ func addressStatus(t *testing.T, c *cni.Collector, ip string) cni.AddressStatus 
 // the round waits for the next container's turn, the page still tells the IPv6 address "to free", waiting for a turn,
 // and lists no free of it, though its file is gone and the collector's DEL freed it.
 func TestAuditAddressPageTellsSiblingFreedWithIt(t *testing.T) {
-	e := newEnv(t, pluginsDir(t))
+	e := newEnv(t, testcni.PluginsDir(t))
 	conf := `{"cniVersion":"1.0.0","name":"dual","plugins":[
  {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"fd00::/64"}]]}}]}`
-	write(t, filepath.Join(e.conf, "10-dual.conflist"), conf)
+	testcni.Write(t, filepath.Join(e.conf, "10-dual.conflist"), conf)
 	dir := filepath.Join(e.data, "dual")
 	reserve(t, filepath.Join(dir, "10.1.0.5"), "aaaa\r\neth0")
 	reserve(t, filepath.Join(dir, "fd00::5"), "aaaa\r\neth0")
@@ -55,7 +56,7 @@ func TestAuditAddressPageTellsSiblingFreedWithIt(t *testing.T) {
 	if !asked {
 		t.Fatal("precondition: nothing was freed")
 	}
-	if exists(filepath.Join(dir, "fd00::5")) {
+	if testcni.Exists(filepath.Join(dir, "fd00::5")) {
 		t.Fatal("precondition: fd00::5 is still held")
 	}
 	for _, r := range st.Reservations {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // collector.go Options.ReservationRate (go doc): "ReservationRate is at most how many host-local reservations Resync
@@ -16,10 +17,10 @@ import (
 // both. With ReservationRate 1 and ReservationBurst 1, the collector frees (and tells the Observer it freed) two
 // reservations at once, twice the rate.
 func TestAuditReservationRateBoundsReservationsFreed(t *testing.T) {
-	e := newEnv(t, pluginsDir(t))
+	e := newEnv(t, testcni.PluginsDir(t))
 	conf := `{"cniVersion":"1.0.0","name":"dual","plugins":[
  {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"fd00::/64"}]]}}]}`
-	write(t, filepath.Join(e.conf, "10-dual.conflist"), conf)
+	testcni.Write(t, filepath.Join(e.conf, "10-dual.conflist"), conf)
 	dir := filepath.Join(e.data, "dual")
 	for i, id := range []string{"aaaa", "bbbb"} {
 		reserve(t, filepath.Join(dir, "10.1.0."+string(rune('5'+i))), id+"\r\neth0")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // cni-freeing.md:78-81: "A reservation is DELed only while its file still holds it: one released meanwhile by the
@@ -20,10 +21,10 @@ import (
 // all the same, host-local's DEL matches nothing and removes the file holding the container's ID alone, and the
 // collector tells it freed by itself.
 func TestAuditReservationDELedOnlyWhileItsFileHoldsIt(t *testing.T) {
-	e := newEnv(t, pluginsDir(t))
+	e := newEnv(t, testcni.PluginsDir(t))
 	conf := `{"cniVersion":"1.0.0","name":"net","plugins":[
  {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.1.0.0/24"}]]}}]}`
-	write(t, filepath.Join(e.conf, "10-net.conflist"), conf)
+	testcni.Write(t, filepath.Join(e.conf, "10-net.conflist"), conf)
 	dir := filepath.Join(e.data, "net")
 	reserve(t, filepath.Join(dir, "10.1.0.5"), "aaaa\r\neth0")
 	second := filepath.Join(dir, "10.1.0.6")
@@ -50,7 +51,7 @@ func TestAuditReservationDELedOnlyWhileItsFileHoldsIt(t *testing.T) {
 	if !removed {
 		t.Fatal("precondition: the first reservation was never freed")
 	}
-	if !exists(legacy) {
+	if !testcni.Exists(legacy) {
 		t.Errorf("%s, the container's ID alone (never touched), was removed: a DEL was run for a reservation its file no longer held", legacy)
 	}
 	if n := len(o.freedTimes()); n != 1 {
@@ -75,10 +76,10 @@ func TestAuditReservationDELedOnlyWhileItsFileHoldsIt(t *testing.T) {
 // The same, with the address reserved anew meanwhile by a live sandbox (dddd): the collector DELs bbbb, which matches
 // nothing, and tells the Observer and the address page that it freed bbbb's reservation of 10.1.0.6, which dddd holds.
 func TestAuditReservationDELedOnlyWhileItsFileHoldsItReReserved(t *testing.T) {
-	e := newEnv(t, pluginsDir(t))
+	e := newEnv(t, testcni.PluginsDir(t))
 	conf := `{"cniVersion":"1.0.0","name":"net","plugins":[
  {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.1.0.0/24"}]]}}]}`
-	write(t, filepath.Join(e.conf, "10-net.conflist"), conf)
+	testcni.Write(t, filepath.Join(e.conf, "10-net.conflist"), conf)
 	dir := filepath.Join(e.data, "net")
 	reserve(t, filepath.Join(dir, "10.1.0.5"), "aaaa\r\neth0")
 	second := filepath.Join(dir, "10.1.0.6")
@@ -95,7 +96,7 @@ func TestAuditReservationDELedOnlyWhileItsFileHoldsItReReserved(t *testing.T) {
 			if err := os.Remove(second); err != nil {
 				t.Errorf("removing %s: %v", second, err)
 			}
-			write(t, second, "dddd\r\neth0")
+			testcni.Write(t, second, "dddd\r\neth0")
 			swapped, start = true, time.Now()
 		}
 		return swapped && time.Since(start) > 4*time.Second

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // cni-freeing.md: host-local's reservations are read "(the container ID, `\r\n`, the interface, as host-local
@@ -17,11 +18,11 @@ import (
 // the DEL of a leaked reservation would run both host-locals; the first would release the container's reservations,
 // the second then match nothing and remove the file that holds the container's ID alone. It is kept, row 16.
 func TestAuditNeverTouchedFileSurvivesTwoHostLocalsInOneChain(t *testing.T) {
-	e := newEnv(t, pluginsDir(t))
+	e := newEnv(t, testcni.PluginsDir(t))
 	conf := `{"cniVersion":"1.0.0","name":"twice","plugins":[
  {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.1.0.0/24"}]]}},
  {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.2.0.0/24"}]]}}]}`
-	write(t, filepath.Join(e.conf, "10-twice.conflist"), conf)
+	testcni.Write(t, filepath.Join(e.conf, "10-twice.conflist"), conf)
 	dir := filepath.Join(e.data, "twice")
 	reserve(t, filepath.Join(dir, "10.1.0.5"), "deadbeef\r\neth0")
 	reserve(t, filepath.Join(dir, "10.2.0.5"), "deadbeef\r\neth0")
@@ -32,10 +33,10 @@ func TestAuditNeverTouchedFileSurvivesTwoHostLocalsInOneChain(t *testing.T) {
 	c := e.collector(t, func(op *cni.Options) { op.Observer = o })
 	kept := filepath.Join(dir, "10.1.0.5")
 	resyncUntil(t, c, 20*time.Second, func() bool { return rowOf(t, c, filepath.Base(kept)) == 16 })
-	if row := rowOf(t, c, filepath.Base(kept)); row != 16 || !exists(kept) || len(o.freedTimes()) > 0 {
-		t.Fatalf("the reservation is not kept by row 16 (row %d, held %v, %d freed)", row, exists(kept), len(o.freedTimes()))
+	if row := rowOf(t, c, filepath.Base(kept)); row != 16 || !testcni.Exists(kept) || len(o.freedTimes()) > 0 {
+		t.Fatalf("the reservation is not kept by row 16 (row %d, held %v, %d freed)", row, testcni.Exists(kept), len(o.freedTimes()))
 	}
-	if !exists(legacy) {
+	if !testcni.Exists(legacy) {
 		t.Errorf("%s, a file holding the container's ID alone (never touched, cni-freeing.md:69-70), was removed", legacy)
 	}
 }
@@ -43,12 +44,12 @@ func TestAuditNeverTouchedFileSurvivesTwoHostLocalsInOneChain(t *testing.T) {
 // The same with the chain's two host-locals in two data directories: the reservation leaked in the first (the
 // second's ADD never ran: containerd#12130), an ID-alone file in the second.
 func TestAuditNeverTouchedFileSurvivesTwoHostLocalDataDirs(t *testing.T) {
-	e := newEnv(t, pluginsDir(t))
+	e := newEnv(t, testcni.PluginsDir(t))
 	data2 := filepath.Join(filepath.Dir(e.data), "networks2")
 	conf := `{"cniVersion":"1.0.0","name":"two","plugins":[
  {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.1.0.0/24"}]]}},
  {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + data2 + `","ranges":[[{"subnet":"10.2.0.0/24"}]]}}]}`
-	write(t, filepath.Join(e.conf, "10-two.conflist"), conf)
+	testcni.Write(t, filepath.Join(e.conf, "10-two.conflist"), conf)
 	leaked := filepath.Join(e.data, "two", "10.1.0.5")
 	reserve(t, leaked, "deadbeef\r\neth0")
 	legacy := filepath.Join(data2, "two", "10.2.0.9")
@@ -58,10 +59,10 @@ func TestAuditNeverTouchedFileSurvivesTwoHostLocalDataDirs(t *testing.T) {
 	c := e.collector(t, func(op *cni.Options) { op.Observer = o })
 	kept := leaked
 	resyncUntil(t, c, 20*time.Second, func() bool { return rowOf(t, c, filepath.Base(kept)) == 16 })
-	if row := rowOf(t, c, filepath.Base(kept)); row != 16 || !exists(kept) || len(o.freedTimes()) > 0 {
-		t.Fatalf("the reservation is not kept by row 16 (row %d, held %v, %d freed)", row, exists(kept), len(o.freedTimes()))
+	if row := rowOf(t, c, filepath.Base(kept)); row != 16 || !testcni.Exists(kept) || len(o.freedTimes()) > 0 {
+		t.Fatalf("the reservation is not kept by row 16 (row %d, held %v, %d freed)", row, testcni.Exists(kept), len(o.freedTimes()))
 	}
-	if !exists(legacy) {
+	if !testcni.Exists(legacy) {
 		t.Errorf("%s, a file holding the container's ID alone (never touched, cni-freeing.md:69-70), was removed", legacy)
 	}
 }
@@ -70,10 +71,10 @@ func TestAuditNeverTouchedFileSurvivesTwoHostLocalDataDirs(t *testing.T) {
 // once per range; the first release removes both of its files, the second matches nothing and falls back to the files
 // that hold the container's ID alone.
 func TestAuditNeverTouchedFileSurvivesDualStackHostLocal(t *testing.T) {
-	e := newEnv(t, pluginsDir(t))
+	e := newEnv(t, testcni.PluginsDir(t))
 	conf := `{"cniVersion":"1.0.0","name":"dual","plugins":[
  {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"fd00::/64"}]]}}]}`
-	write(t, filepath.Join(e.conf, "10-dual.conflist"), conf)
+	testcni.Write(t, filepath.Join(e.conf, "10-dual.conflist"), conf)
 	dir := filepath.Join(e.data, "dual")
 	reserve(t, filepath.Join(dir, "10.1.0.5"), "deadbeef\r\neth0")
 	reserve(t, filepath.Join(dir, "fd00::5"), "deadbeef\r\neth0")
@@ -84,10 +85,10 @@ func TestAuditNeverTouchedFileSurvivesDualStackHostLocal(t *testing.T) {
 	c := e.collector(t, func(op *cni.Options) { op.Observer = o })
 	kept := filepath.Join(dir, "10.1.0.5")
 	resyncUntil(t, c, 20*time.Second, func() bool { return rowOf(t, c, filepath.Base(kept)) == 16 })
-	if row := rowOf(t, c, filepath.Base(kept)); row != 16 || !exists(kept) || len(o.freedTimes()) > 0 {
-		t.Fatalf("the reservation is not kept by row 16 (row %d, held %v, %d freed)", row, exists(kept), len(o.freedTimes()))
+	if row := rowOf(t, c, filepath.Base(kept)); row != 16 || !testcni.Exists(kept) || len(o.freedTimes()) > 0 {
+		t.Fatalf("the reservation is not kept by row 16 (row %d, held %v, %d freed)", row, testcni.Exists(kept), len(o.freedTimes()))
 	}
-	if !exists(legacy) {
+	if !testcni.Exists(legacy) {
 		t.Errorf("%s, a file holding the container's ID alone (never touched, cni-freeing.md:69-70), was removed", legacy)
 	}
 }
