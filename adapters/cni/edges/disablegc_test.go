@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -41,7 +42,7 @@ func gonePodDEL(t *testing.T, prepare func(e *env)) (delRan bool, e *env, err er
 func TestALinkedCacheEntrysDisableGCKeepsItsNetwork(t *testing.T) {
 	ran, _, err := gonePodDEL(t, func(e *env) {
 		target := filepath.Join(e.t.TempDir(), "net1-bbb-eth0")
-		write(e.t, target, string(e.entryJSON(entry{Network: "net1", ID: "bbb", UID: "uid-b", NS: "ns", Name: "pod-b", IP: "10.1.0.21", Config: e.disableGCConf()})))
+		testcni.Write(e.t, target, string(e.entryJSON(entry{Network: "net1", ID: "bbb", UID: "uid-b", NS: "ns", Name: "pod-b", IP: "10.1.0.21", Config: e.disableGCConf()})))
 		if err := os.Symlink(target, filepath.Join(e.cache, "results", "net1-bbb-eth0")); err != nil {
 			e.t.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func TestALinkedCacheEntrysDisableGCKeepsItsNetwork(t *testing.T) {
 func TestACutShortCacheEntrysDisableGCKeepsItsNetwork(t *testing.T) {
 	ran, _, err := gonePodDEL(t, func(e *env) {
 		b := e.entryJSON(entry{Network: "net1", ID: "bbb", UID: "uid-b", NS: "ns", Name: "pod-b", IP: "10.1.0.21", Config: e.disableGCConf()})
-		write(e.t, filepath.Join(e.cache, "results", "net1-bbb-eth0"), string(b[:len(b)-3]))
+		testcni.Write(e.t, filepath.Join(e.cache, "results", "net1-bbb-eth0"), string(b[:len(b)-3]))
 	})
 	if ran {
 		t.Errorf("an entry of net1's cache whose cached config says disableGC cannot be read in full, and a DEL of net1 ran (DestroyPU: %v)", err)
@@ -92,7 +93,7 @@ func TestDestroyPUOfAPUWhoseEntryIsALinkIsUnusable(t *testing.T) {
 	e.sweepPlugin("")
 	e.netConf("10-net1.conflist", "net1", "")
 	target := filepath.Join(t.TempDir(), "net1-aaa-eth0")
-	write(t, target, string(e.entryJSON(entry{Network: "net1", ID: "aaa", UID: "uid-a", NS: "ns", Name: "pod-a", IP: "10.1.0.95",
+	testcni.Write(t, target, string(e.entryJSON(entry{Network: "net1", ID: "aaa", UID: "uid-a", NS: "ns", Name: "pod-a", IP: "10.1.0.95",
 		NetNS: filepath.Join(e.netnsDir, "gone")})))
 	link := filepath.Join(e.cache, "results", "net1-aaa-eth0")
 	if err := os.Symlink(target, link); err != nil {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,11 +16,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/ports"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // env is one collector's directories, all under t.TempDir().
@@ -41,17 +39,6 @@ func newEnv(t *testing.T) *env {
 		}
 	}
 	return e
-}
-
-// write writes a file, making its directory.
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // sweepPlugin writes the plugin "sweep": its DEL releases host-local's reservation of CNI_CONTAINERID and
@@ -85,19 +72,13 @@ exit 0
 // netConf writes a conflist of network name running "sweep" with host-local as its ipam in the env's data dir.
 func (e *env) netConf(file, name string, extra string) {
 	e.t.Helper()
-	write(e.t, filepath.Join(e.conf, file), fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q%s,"plugins":[{"type":"sweep","ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.1.0.0/16"}]]}}]}`, name, extra, e.data))
+	testcni.Write(e.t, filepath.Join(e.conf, file), fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q%s,"plugins":[{"type":"sweep","ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.1.0.0/16"}]]}}]}`, name, extra, e.data))
 }
 
 // reservation writes host-local's file of ip in network, for container id, reserved an hour ago.
 func (e *env) reservation(network, ip, id string) string {
 	e.t.Helper()
-	p := filepath.Join(e.data, network, ip)
-	write(e.t, p, id+"\r\neth0")
-	old := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(p, old, old); err != nil {
-		e.t.Fatal(err)
-	}
-	return p
+	return testcni.Reservation(e.t, e.data, network, ip, id, "eth0", time.Now().Add(-time.Hour))
 }
 
 // entry is a libcni cache entry.
@@ -136,7 +117,7 @@ func (e *env) cacheEntry(en entry) string {
 		en.IfName = "eth0"
 	}
 	p := filepath.Join(e.cache, "results", en.Network+"-"+en.ID+"-"+en.IfName)
-	write(e.t, p, string(e.entryJSON(en)))
+	testcni.Write(e.t, p, string(e.entryJSON(en)))
 	return p
 }
 
@@ -188,13 +169,6 @@ func (r *countingRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodS
 	return r.f(ctx, n)
 }
 
-// tracker is a Resync Tracker that records nothing.
-type tracker struct{}
-
-func (tracker) Track(ports.PU) error            { return nil }
-func (tracker) Untrack(string) bool             { return false }
-func (tracker) TriggerPod(types.NamespacedName) {}
-
 // opts returns Options on the env's directories.
 func (e *env) opts(l *logs) cni.Options {
 	return cni.Options{CacheDir: e.cache, ConfDir: e.conf, PluginDirs: []string{e.plugins}, HostLocalDataDir: e.data,
@@ -213,37 +187,13 @@ func newCollector(t *testing.T, o cni.Options) *cni.Collector {
 // resyncUntil runs c.Resync until cond holds (or 60s pass), then stops it and waits for it to return.
 func resyncUntil(t *testing.T, c *cni.Collector, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Resync(ctx, tracker{}) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatalf("condition not met within 60s")
-		}
-		time.Sleep(20 * time.Millisecond)
+	held, err := testcni.ResyncUntil(c, testcni.NopTracker{}, 60*time.Second, 20*time.Millisecond, cond)
+	if !held {
+		t.Fatalf("condition not met within 60s")
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err != nil {
 		t.Fatalf("Resync: %v", err)
 	}
-}
-
-// address asks c's address page about ip.
-func address(t *testing.T, c *cni.Collector, ip string) cni.AddressStatus {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	c.AddressHandler().ServeHTTP(rec, httptest.NewRequest("GET", cni.AddressPath+"?ip="+ip, nil))
-	if rec.Code != 200 {
-		t.Fatalf("address page: %d %s", rec.Code, rec.Body.String())
-	}
-	var st cni.AddressStatus
-	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
-		t.Fatal(err)
-	}
-	return st
 }
 
 func dump(v any) string {

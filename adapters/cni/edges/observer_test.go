@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -39,12 +40,12 @@ func TestHoldsObserverAgreesWithPage(t *testing.T) {
 	o.Runtime = &countingRuntime{f: func(context.Context, int) ([]*runtimeapi.PodSandbox, error) { return nil, nil }}
 	c := newCollector(t, o)
 	resyncUntil(t, c, func() bool {
-		st := address(t, c, "10.1.0.81")
+		st := testcni.Address(t, c, "10.1.0.81")
 		return len(st.Reservations) == 1 && st.Reservations[0].State == "free failed"
 	})
 	want := map[string]string{"10.1.0.80": "freed", "10.1.0.81": "free failed", "10.1.0.82": "reported"}
 	for ip, state := range want {
-		st := address(t, c, ip)
+		st := testcni.Address(t, c, ip)
 		if len(st.Reservations) != 1 || st.Reservations[0].State != state {
 			t.Errorf("%s: want state %q: %s", ip, state, dump(st.Reservations))
 		}

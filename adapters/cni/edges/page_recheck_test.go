@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -20,10 +21,10 @@ func TestThePageTellsAKeepDecidedAgainBeforeTheDEL(t *testing.T) {
 		return fmt.Sprintf(`{"cniVersion":"1.0.0","name":"net2"%s,"plugins":[{"type":"sweep","ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.1.0.0/16"}]]}}]}`, extra, e.data)
 	}
 	staged := filepath.Join(t.TempDir(), "20-net2.conflist")
-	write(t, staged, net2(`,"disableGC":true`))
+	testcni.Write(t, staged, net2(`,"disableGC":true`))
 	e.sweepPlugin(`[ -f ` + staged + ` ] && cp ` + staged + ` ` + e.conf + `/.tmp && mv ` + e.conf + `/.tmp ` + e.conf + `/20-net2.conflist && rm -f ` + staged)
 	e.netConf("10-net1.conflist", "net1", "")
-	write(t, filepath.Join(e.conf, "20-net2.conflist"), net2(""))
+	testcni.Write(t, filepath.Join(e.conf, "20-net2.conflist"), net2(""))
 	gone := filepath.Join(e.netnsDir, "gone")
 	e.cacheEntry(entry{Network: "net1", ID: "aaa", UID: "uid-a", NS: "ns", Name: "pod-a", IP: "10.1.0.60", NetNS: gone})
 	e.cacheEntry(entry{Network: "net2", ID: "aaa", UID: "uid-a", NS: "ns", Name: "pod-a", IP: "10.1.0.61", NetNS: gone})
@@ -39,8 +40,8 @@ func TestThePageTellsAKeepDecidedAgainBeforeTheDEL(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.cache, "results", "net2-aaa-eth0")); err != nil {
 		t.Fatal("net2's entry is gone")
 	}
-	write(t, filepath.Join(e.conf, "20-net2.conflist"), net2("")) // disableGC taken back
-	st := address(t, c, "10.1.0.61")
+	testcni.Write(t, filepath.Join(e.conf, "20-net2.conflist"), net2("")) // disableGC taken back
+	st := testcni.Address(t, c, "10.1.0.61")
 	if len(st.Attachments) != 1 {
 		t.Fatalf("want net2's attachment told: %s", dump(st))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -29,7 +30,7 @@ func TestThePageTellsAReservationKeptUndecidedBeforeItsDEL(t *testing.T) {
 	o.Runtime = rt
 	c := newCollector(t, o)
 	resyncUntil(t, c, func() bool { return l.has("host-local's reservations kept") })
-	st := address(t, c, "10.1.0.6")
+	st := testcni.Address(t, c, "10.1.0.6")
 	if len(st.Reservations) != 1 {
 		t.Fatalf("page of 10.1.0.6 tells %d reservations, want 1:\n%s", len(st.Reservations), dump(st))
 	}
@@ -57,7 +58,7 @@ func TestThePageTellsAReservationKeptForAConfigBeingWritten(t *testing.T) {
 	o.Runtime = &countingRuntime{f: func(context.Context, int) ([]*runtimeapi.PodSandbox, error) { return nil, nil }}
 	c := newCollector(t, o)
 	resyncUntil(t, c, func() bool { return l.has("host-local's reservations kept") })
-	st := address(t, c, "10.1.0.6")
+	st := testcni.Address(t, c, "10.1.0.6")
 	if len(st.Reservations) != 1 {
 		t.Fatalf("page of 10.1.0.6 tells %d reservations, want 1:\n%s", len(st.Reservations), dump(st))
 	}

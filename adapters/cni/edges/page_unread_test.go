@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // TestThePageSaysWhichDataDirectoryItCouldNotRead: a network's directory of host-local's data directory is a link the collector
@@ -19,8 +21,8 @@ func TestThePageSaysWhichDataDirectoryItCouldNotRead(t *testing.T) {
 	}
 	l := &logs{}
 	c := newCollector(t, e.opts(l))
-	resyncUntil(t, c, func() bool { return address(t, c, "10.1.0.7").ReservationsRead != nil })
-	st := address(t, c, "10.1.0.7")
+	resyncUntil(t, c, func() bool { return testcni.Address(t, c, "10.1.0.7").ReservationsRead != nil })
+	st := testcni.Address(t, c, "10.1.0.7")
 	if len(st.Reservations) == 0 && !strings.Contains(strings.Join(st.Unread, "\n"), "net1") {
 		t.Errorf("host-local's reservations of net1 (a link the collector cannot follow) were not read, and the page says nothing of it: %s\nlog:\n%s", dump(st), l)
 	}
@@ -34,13 +36,13 @@ func TestThePageTellsALinkedCacheEntry(t *testing.T) {
 	e.sweepPlugin("")
 	e.netConf("10-net1.conflist", "net1", "")
 	target := filepath.Join(t.TempDir(), "net1-ccc-eth0")
-	write(t, target, string(e.entryJSON(entry{Network: "net1", ID: "ccc", UID: "uid-c", NS: "ns", Name: "pod-c", IP: "10.1.0.9"})))
+	testcni.Write(t, target, string(e.entryJSON(entry{Network: "net1", ID: "ccc", UID: "uid-c", NS: "ns", Name: "pod-c", IP: "10.1.0.9"})))
 	if err := os.Symlink(target, filepath.Join(e.cache, "results", "net1-ccc-eth0")); err != nil {
 		t.Fatal(err)
 	}
 	l := &logs{}
 	c := newCollector(t, e.opts(l))
-	st := address(t, c, "10.1.0.9")
+	st := testcni.Address(t, c, "10.1.0.9")
 	if len(st.Attachments) == 0 && len(st.Unread) == 0 {
 		t.Errorf("a cache entry (a link) holding 10.1.0.9 is never touched, and the page neither tells it nor says it could not read it: %s", dump(st))
 	}
@@ -54,10 +56,10 @@ func TestThePageSaysACutShortCacheEntryIsUnread(t *testing.T) {
 	e.sweepPlugin("")
 	e.netConf("10-net1.conflist", "net1", "")
 	b := e.entryJSON(entry{Network: "net1", ID: "ddd", UID: "uid-d", NS: "ns", Name: "pod-d", IP: "10.1.0.10"})
-	write(t, filepath.Join(e.cache, "results", "net1-ddd-eth0"), string(b[:len(b)-3]))
+	testcni.Write(t, filepath.Join(e.cache, "results", "net1-ddd-eth0"), string(b[:len(b)-3]))
 	l := &logs{}
 	c := newCollector(t, e.opts(l))
-	st := address(t, c, "10.1.0.10")
+	st := testcni.Address(t, c, "10.1.0.10")
 	if len(st.Attachments) == 0 && len(st.Unread) == 0 {
 		t.Errorf("a cache entry holding 10.1.0.10, cut short, is neither told nor said unread: %s", dump(st))
 	}
@@ -70,14 +72,14 @@ func TestHoldsPageLinkedNetworkDirNeverTouched(t *testing.T) {
 	e.sweepPlugin("")
 	e.netConf("10-net1.conflist", "net1", "")
 	other := filepath.Join(t.TempDir(), "disk", "net1")
-	write(t, filepath.Join(other, "10.1.0.11"), "eee\r\neth0")
+	testcni.Write(t, filepath.Join(other, "10.1.0.11"), "eee\r\neth0")
 	if err := os.Symlink(other, filepath.Join(e.data, "net1")); err != nil {
 		t.Fatal(err)
 	}
 	l := &logs{}
 	c := newCollector(t, e.opts(l))
-	resyncUntil(t, c, func() bool { return address(t, c, "10.1.0.11").ReservationsRead != nil })
-	st := address(t, c, "10.1.0.11")
+	resyncUntil(t, c, func() bool { return testcni.Address(t, c, "10.1.0.11").ReservationsRead != nil })
+	st := testcni.Address(t, c, "10.1.0.11")
 	if len(st.Reservations) != 1 || st.Reservations[0].State != "never touched" || st.Reservations[0].Decision.Row != -1 || st.Reservations[0].Decision.Why == "" {
 		t.Errorf("want one reservation, never touched, row -1, with why: %s", dump(st))
 	}

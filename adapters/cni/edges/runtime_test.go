@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -34,11 +35,11 @@ func TestASandboxListedWithoutAnIDKeepsEveryReservation(t *testing.T) {
 		t.Fatalf("DestroyPU = %v, want ErrSandboxRunning", err)
 	}
 	resyncUntil(t, c, func() bool {
-		st := address(t, c, "10.1.0.71")
+		st := testcni.Address(t, c, "10.1.0.71")
 		return len(st.Reservations) == 1 && st.Reservations[0].State != "to free"
 	})
 	if _, err := os.Stat(p); err != nil {
-		t.Errorf("the runtime lists a ready sandbox it names no ID of, and the sweep freed a reservation: %s", dump(address(t, c, "10.1.0.71").Reservations))
+		t.Errorf("the runtime lists a ready sandbox it names no ID of, and the sweep freed a reservation: %s", dump(testcni.Address(t, c, "10.1.0.71").Reservations))
 	}
 }
 
@@ -56,8 +57,8 @@ func TestThePageSaysTheRuntimeDidNotAnswer(t *testing.T) {
 		return nil, errors.New("rpc error: code = Unavailable desc = connection refused")
 	}}
 	c := newCollector(t, o)
-	resyncUntil(t, c, func() bool { return len(address(t, c, "10.1.0.90").Reservations) == 1 })
-	st := address(t, c, "10.1.0.90")
+	resyncUntil(t, c, func() bool { return len(testcni.Address(t, c, "10.1.0.90").Reservations) == 1 })
+	st := testcni.Address(t, c, "10.1.0.90")
 	r := st.Reservations[0]
 	if r.Decision.Row != 14 {
 		t.Fatalf("want row 14: %s", dump(st))

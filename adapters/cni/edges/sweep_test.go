@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -17,7 +18,7 @@ func TestALinkedCacheEntrysDisableGCKeepsItsReservations(t *testing.T) {
 	e.sweepPlugin("")
 	e.netConf("10-net1.conflist", "net1", "")
 	target := filepath.Join(t.TempDir(), "net1-bbb-eth0")
-	write(t, target, string(e.entryJSON(entry{Network: "net1", ID: "bbb", UID: "uid-b", NS: "ns", Name: "pod-b", IP: "10.1.0.21", Config: e.disableGCConf()})))
+	testcni.Write(t, target, string(e.entryJSON(entry{Network: "net1", ID: "bbb", UID: "uid-b", NS: "ns", Name: "pod-b", IP: "10.1.0.21", Config: e.disableGCConf()})))
 	if err := os.Symlink(target, filepath.Join(e.cache, "results", "net1-bbb-eth0")); err != nil {
 		t.Fatal(err)
 	}
@@ -27,11 +28,11 @@ func TestALinkedCacheEntrysDisableGCKeepsItsReservations(t *testing.T) {
 	o.Runtime = &countingRuntime{f: func(context.Context, int) ([]*runtimeapi.PodSandbox, error) { return nil, nil }}
 	c := newCollector(t, o)
 	resyncUntil(t, c, func() bool {
-		st := address(t, c, "10.1.0.40")
+		st := testcni.Address(t, c, "10.1.0.40")
 		return len(st.Reservations) == 1 && st.Reservations[0].State != "to free"
 	})
 	if _, err := os.Stat(p); err != nil {
-		st := address(t, c, "10.1.0.40")
+		st := testcni.Address(t, c, "10.1.0.40")
 		t.Errorf("net1's reservation was DELed though an entry of net1's cache (a link) says disableGC: %s", dump(st.Reservations))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -28,7 +29,7 @@ func TestHoldsRefusalTimedFromPlaceKnown(t *testing.T) {
 	e.sweepPlugin(`echo "$CNI_CONTAINERID" >> ` + marker)
 	e.netConf("10-net1.conflist", "net1", "")
 	ns := filepath.Join(e.netnsDir, "a")
-	write(t, ns, "")
+	testcni.Write(t, ns, "")
 	e.cacheEntry(entry{Network: "net1", ID: "aaa", UID: "uid-a", NS: "ns", Name: "pod-a", IP: "10.1.0.30", NetNS: ns})
 	synctest.Test(t, func(t *testing.T) {
 		ready := false
