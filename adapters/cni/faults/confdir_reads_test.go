@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestANetworksConfigDirectoryLinkThatCannotBeFollowedKeepsEverything(t *testing.T) {
 	for name, target := range map[string]string{"into what is not mounted": "/host-only/etc/cni/net.d/net1", "a loop": "net1"} {
 		e, c, dels := logDelEnv(t, cni.Options{ResyncInterval: time.Hour})
-		write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel"}]}`)
+		testcni.Write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel"}]}`)
 		if err := os.Symlink(target, filepath.Join(e.conf, "net1")); err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +46,7 @@ func TestAConfDirFileWhoseReadFailsKeepsEverything(t *testing.T) {
 	}
 	for name, file := range map[string]string{"in ConfDir": "05-other.conflist", "in a network's directory": filepath.Join("net1", "p.conf")} {
 		e, c, dels := logDelEnv(t, cni.Options{ResyncInterval: time.Hour})
-		write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel"}]}`)
+		testcni.Write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel"}]}`)
 		if err := os.MkdirAll(filepath.Join(e.conf, "net1"), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -29,7 +30,7 @@ func logDelEnvAt(t *testing.T, e env) (env, *cni.Collector, string) {
 // logDelPlugins returns a plugin directory holding logDelPlugin as "logdel".
 func logDelPlugins(t *testing.T) string {
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "logdel"), logDelPlugin)
+	testcni.Write(t, filepath.Join(dir, "logdel"), logDelPlugin)
 	if err := os.Chmod(filepath.Join(dir, "logdel"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func logDelPlugins(t *testing.T) string {
 
 func logDelEnvOpts(t *testing.T, e env, opts cni.Options) (env, *cni.Collector, string) {
 	e.plugins = logDelPlugins(t)
-	write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
+	testcni.Write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
 		`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+
 		`"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0MSIsInBsdWdpbnMiOlt7InR5cGUiOiJsb2dkZWwifV19"}`)
 	opts.CacheDir, opts.PluginDirs, opts.ConfDir, opts.Runtime = e.cache, []string{e.plugins}, e.conf, emptyRuntime{}
@@ -55,7 +56,7 @@ func logDelEnvOpts(t *testing.T, e env, opts cni.Options) (env, *cni.Collector, 
 // "disableGC", cut before its end. The gone pod's attachment of net1 is kept.
 func TestAConfigBeingWrittenThatSaysDisableGCKeepsItsNetwork(t *testing.T) {
 	e, c, dels := logDelEnv(t, cni.Options{ResyncInterval: time.Hour})
-	write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","disableGC":true,"plugins":[{"ty`)
+	testcni.Write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","disableGC":true,"plugins":[{"ty`)
 	_ = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
 		SandboxID: "sb-1", Reason: ports.ReasonPodGone})
 	if b, _ := os.ReadFile(dels); len(b) > 0 {
@@ -77,8 +78,8 @@ func TestADataDirThroughALinkIsTheSameDataDir(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(e.conf, "10-a.conflist"), `{"cniVersion":"1.0.0","name":"a","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"`+link+`"}}]}`)
-	write(t, filepath.Join(e.conf, "20-b.conflist"), `{"cniVersion":"1.0.0","name":"b","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"`+real+`"}}]}`)
+	testcni.Write(t, filepath.Join(e.conf, "10-a.conflist"), `{"cniVersion":"1.0.0","name":"a","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"`+link+`"}}]}`)
+	testcni.Write(t, filepath.Join(e.conf, "20-b.conflist"), `{"cniVersion":"1.0.0","name":"b","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"`+real+`"}}]}`)
 	reservation(t, link, "a", "10.1.0.5", "ctr-a", "eth0", time.Hour)
 	obs := &observer{}
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
@@ -86,7 +87,7 @@ func TestADataDirThroughALinkIsTheSameDataDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 5*time.Second, func() bool { return len(c.WouldFree()) > 0 })
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 5*time.Second, func() bool { return len(c.WouldFree()) > 0 })
 	if got := obs.get(&obs.reported); len(got) > 0 {
 		t.Errorf("network a's reservation, in the data directory its config names through a link, was reported: %v", got)
 	}
@@ -102,7 +103,7 @@ func TestACachedDisableGCKeepsItsNetworksReservations(t *testing.T) {
 	e := newEnv(t)
 	e.plugins = logDelPlugins(t)
 	// {"cniVersion":"1.0.0","name":"net1","disableGC":true,"plugins":[{"type":"logdel"}]}
-	write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
+	testcni.Write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
 		`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+
 		`"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0MSIsImRpc2FibGVHQyI6dHJ1ZSwicGx1Z2lucyI6W3sidHlwZSI6ImxvZ2RlbCJ9XX0="}`)
 	resyncWithALeakedReservationOfNet1(t, e)
@@ -115,14 +116,14 @@ func TestACachedDisableGCKeepsItsNetworksReservations(t *testing.T) {
 // leaked reservation of it, then runs a Collector's resync rounds for 300ms.
 func resyncWithALeakedReservationOfNet1(t *testing.T, e env) {
 	t.Helper()
-	write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel","ipam":{"type":"host-local","dataDir":"`+e.data+`"}}]}`)
+	testcni.Write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel","ipam":{"type":"host-local","dataDir":"`+e.data+`"}}]}`)
 	reservation(t, e.data, "net1", "10.7.0.9", "leaked-ctr", "eth0", time.Hour)
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
 		Runtime: emptyRuntime{}, ResyncInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 300*time.Millisecond, func() bool { return false })
 }
 
 // The same promise when the only entry whose cached config says disableGC is one the collector does not use: its
@@ -140,7 +141,7 @@ func TestACachedDisableGCOfAnEntryNotUsedKeepsItsNetwork(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e, c, dels := logDelEnv(t, cni.Options{ResyncInterval: time.Hour})
-			write(t, filepath.Join(e.cache, "results", "net1-sb-9-eth0"), entry)
+			testcni.Write(t, filepath.Join(e.cache, "results", "net1-sb-9-eth0"), entry)
 			resyncWithALeakedReservationOfNet1(t, e)
 			_ = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
 				SandboxID: "sb-1", Reason: ports.ReasonPodGone})
@@ -155,7 +156,7 @@ func TestACachedDisableGCOfAnEntryNotUsedKeepsItsNetwork(t *testing.T) {
 // short as it is read) may be its network's. The reservation is not reported while it is.
 func TestAConfigBeingWrittenIsNoConfigGone(t *testing.T) {
 	e := newEnv(t)
-	write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"bridge","ipam":{"type":"host-lo`)
+	testcni.Write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"bridge","ipam":{"type":"host-lo`)
 	reservation(t, e.data, "net1", "10.7.0.9", "some-ctr", "eth0", time.Hour)
 	obs := &observer{}
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
@@ -163,7 +164,7 @@ func TestAConfigBeingWrittenIsNoConfigGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 300*time.Millisecond, func() bool { return false })
 	if got := obs.get(&obs.reported); len(got) > 0 {
 		t.Errorf("a reservation of network net1, whose config is being written, was reported ConfigGone: %v", got)
 	}
@@ -205,7 +206,7 @@ func TestAConfigRemovedAndWrittenBackTellsNothingAgain(t *testing.T) {
 	own := filepath.Join(e.root, "own-data")
 	conf := filepath.Join(e.conf, "10-net1.conflist")
 	body := `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"` + own + `"}}]}`
-	write(t, conf, body)
+	testcni.Write(t, conf, body)
 	reservation(t, own, "net1", "10.7.0.9", "leaked-ctr", "eth0", time.Hour)
 	obs, round := dryRunRounds(t, e)
 	round()
@@ -216,7 +217,7 @@ func TestAConfigRemovedAndWrittenBackTellsNothingAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	round()
-	write(t, conf, body)
+	testcni.Write(t, conf, body)
 	round()
 	if got := obs.get(&obs.would); len(got) != 1 {
 		t.Errorf("a reservation whose file was untouched while its config was removed and written back was told again: %v", got)
@@ -235,7 +236,7 @@ func TestAConfigBeingWrittenKeepsItsOwnNetworkNotAPlugins(t *testing.T) {
 		"its own name cut in the middle": `{"cniVersion":"1.0.0","disableGC":true,"plugins":[{"name":"inner","type":"logdel"}],"name":"ne`,
 	} {
 		e, c, dels := logDelEnv(t, cni.Options{ResyncInterval: time.Hour})
-		write(t, filepath.Join(e.conf, "10-net1.conflist"), body)
+		testcni.Write(t, filepath.Join(e.conf, "10-net1.conflist"), body)
 		_ = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
 			SandboxID: "sb-1", Reason: ports.ReasonPodGone})
 		if b, _ := os.ReadFile(dels); len(b) > 0 {
@@ -251,7 +252,7 @@ func TestAConfigBeingWrittenKeepsItsOwnNetworkNotAPlugins(t *testing.T) {
 // host-local.
 func TestAReservationOfANetworkKeptForItsPluginDirectoryIsNotReportedConfigGone(t *testing.T) {
 	e := newEnv(t)
-	write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"`+e.data+`"}}]}`)
+	testcni.Write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"`+e.data+`"}}]}`)
 	if err := os.MkdirAll(filepath.Join(e.conf, "net1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestAReservationOfANetworkKeptForItsPluginDirectoryIsNotReportedConfigGone(
 	if err != nil {
 		t.Fatal(err)
 	}
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 3*time.Second, func() bool { return len(obs.get(&obs.nets)) >= 2 })
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 3*time.Second, func() bool { return len(obs.get(&obs.nets)) >= 2 })
 	if got := obs.get(&obs.reported); len(got) > 0 {
 		t.Errorf("net1's reservation reported while 10-net1.conflist names net1 with host-local and its data directory: %v", got)
 	}
@@ -289,7 +290,7 @@ func TestAReservationWhoseConfigComesAndGoesIsReportedOnce(t *testing.T) {
 	obs, round := dryRunRounds(t, e)
 	for range 3 {
 		round() // no config: reported
-		write(t, conf, body)
+		testcni.Write(t, conf, body)
 		round()
 		if err := os.Remove(conf); err != nil {
 			t.Fatal(err)
@@ -313,7 +314,7 @@ func TestAConfigBeingWrittenKeepsWhatItMayYetSayDisableGCOf(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e, c, dels := logDelEnv(t, cni.Options{ResyncInterval: time.Hour})
-			write(t, filepath.Join(e.conf, "10-being-written.conflist"), body)
+			testcni.Write(t, filepath.Join(e.conf, "10-being-written.conflist"), body)
 			_ = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
 				SandboxID: "sb-1", Reason: ports.ReasonPodGone})
 			if b, _ := os.ReadFile(dels); len(b) > 0 {
@@ -333,6 +334,6 @@ func dryRunRounds(t *testing.T, e env) (*observer, func()) {
 		t.Fatal(err)
 	}
 	return obs, func() {
-		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
+		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 300*time.Millisecond, func() bool { return false })
 	}
 }

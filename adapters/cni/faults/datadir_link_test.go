@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/internal/testnode"
 )
@@ -34,7 +35,7 @@ func TestAReservationInALinkedNetworkDirectoryIsReportedNeverTouched(t *testing.
 		if err := os.Symlink(elsewhere, filepath.Join(data, "net1")); err != nil {
 			t.Fatal(err)
 		}
-		write(t, filepath.Join(conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"host-local","ipam":{"type":"host-local","dataDir":"`+data+`","ranges":[[{"subnet":"10.89.0.0/16"}]]}}]}`)
+		testcni.Write(t, filepath.Join(conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"host-local","ipam":{"type":"host-local","dataDir":"`+data+`","ranges":[[{"subnet":"10.89.0.0/16"}]]}}]}`)
 		p := reservation(t, data, "net1", "10.89.0.9", "deadbeefdeadbeef", "eth0", time.Hour) // written through the link, as host-local does
 		obs := &observer{}
 		var logs testkube.Lines
@@ -44,7 +45,7 @@ func TestAReservationInALinkedNetworkDirectoryIsReportedNeverTouched(t *testing.
 		if err != nil {
 			t.Fatal(err)
 		}
-		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 3*time.Second,
+		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 3*time.Second,
 			func() bool { return len(obs.get(&obs.nets)) >= 3 })
 		if got := logs.Count(cni.LogMessageReservationSkipped); got != 1 || logs.Count(p) != 1 {
 			t.Errorf("dry run %v: %d lines %q, %d naming %s, want it reported once", dryRun, got, cni.LogMessageReservationSkipped, logs.Count(p), p)

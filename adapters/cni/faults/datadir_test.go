@@ -2,11 +2,13 @@ package faults_test
 
 import (
 	"context"
-	"github.com/podsweeper/podsweeper/internal/testnode"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/podsweeper/podsweeper/internal/testcni"
+	"github.com/podsweeper/podsweeper/internal/testnode"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -35,8 +37,8 @@ func badDataDirSetup(t *testing.T, mk func(path string)) (*cni.Collector, string
 	}
 	bad := filepath.Join(root, "podnet-data")
 	mk(bad)
-	write(t, filepath.Join(conf, "10-other.conflist"), otherNet)
-	write(t, filepath.Join(conf, "20-podnet.conflist"), `{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge","bridge":"cni0","ipam":{"type":"host-local","dataDir":"`+bad+`","ranges":[[{"subnet":"10.88.0.0/16"}]]}}]}`)
+	testcni.Write(t, filepath.Join(conf, "10-other.conflist"), otherNet)
+	testcni.Write(t, filepath.Join(conf, "20-podnet.conflist"), `{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge","bridge":"cni0","ipam":{"type":"host-local","dataDir":"`+bad+`","ranges":[[{"subnet":"10.88.0.0/16"}]]}}]}`)
 	p := reservation(t, data, "other", "10.89.0.9", "deadbeefdeadbeef", "eth0", time.Hour)
 	c, err := cni.New(cni.Options{CacheDir: cache, PluginDirs: []string{bin}, ConfDir: conf, HostLocalDataDir: data,
 		Runtime: emptyRuntime{}, ReservationGrace: time.Minute, ResyncInterval: 100 * time.Millisecond, DryRun: true})
@@ -52,8 +54,8 @@ func badDataDirSetup(t *testing.T, mk func(path string)) (*cni.Collector, string
 // reservation of network "other" must be found whatever another network's config names as its dataDir:
 // here a regular file.
 func TestADryRunListsAReservationThoughAnotherNetworksDataDirIsAFile(t *testing.T) {
-	c, p := badDataDirSetup(t, func(path string) { write(t, path, "not a directory") })
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 3*time.Second,
+	c, p := badDataDirSetup(t, func(path string) { testcni.Write(t, path, "not a directory") })
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 3*time.Second,
 		func() bool { return len(c.WouldFree()) > 0 })
 	if got := c.WouldFree(); len(got) != 1 || got[0].Path() != p {
 		t.Fatalf("WouldFree = %v, want the leaked reservation %s of network other", got, p)
@@ -76,10 +78,10 @@ func TestAReservationIsFreedThoughAnotherNetworksDataDirIsAFile(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		write(t, filepath.Join(conf, "10-other.conflist"), `{"cniVersion":"1.0.0","name":"other","plugins":[{"type":"host-local","ipam":{"type":"host-local","dataDir":"`+data+`","ranges":[[{"subnet":"10.89.0.0/16"}]]}}]}`)
+		testcni.Write(t, filepath.Join(conf, "10-other.conflist"), `{"cniVersion":"1.0.0","name":"other","plugins":[{"type":"host-local","ipam":{"type":"host-local","dataDir":"`+data+`","ranges":[[{"subnet":"10.89.0.0/16"}]]}}]}`)
 		if bad {
-			write(t, filepath.Join(root, "podnet-data"), "not a directory")
-			write(t, filepath.Join(conf, "20-podnet.conflist"), `{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"host-local","ipam":{"type":"host-local","dataDir":"`+filepath.Join(root, "podnet-data")+`","ranges":[[{"subnet":"10.88.0.0/16"}]]}}]}`)
+			testcni.Write(t, filepath.Join(root, "podnet-data"), "not a directory")
+			testcni.Write(t, filepath.Join(conf, "20-podnet.conflist"), `{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"host-local","ipam":{"type":"host-local","dataDir":"`+filepath.Join(root, "podnet-data")+`","ranges":[[{"subnet":"10.88.0.0/16"}]]}}]}`)
 		}
 		p := reservation(t, data, "other", "10.89.0.9", "deadbeefdeadbeef", "eth0", time.Hour)
 		c, err := cni.New(cni.Options{CacheDir: cache, PluginDirs: []string{plugins}, ConfDir: conf, HostLocalDataDir: data,
@@ -88,7 +90,7 @@ func TestAReservationIsFreedThoughAnotherNetworksDataDirIsAFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		gone := func() bool { _, err := os.Stat(p); return os.IsNotExist(err) }
-		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 3*time.Second, gone)
+		resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 3*time.Second, gone)
 		if !gone() {
 			t.Errorf("podnet's dataDir a file: %v: the leaked reservation %s of network other was not freed", bad, p)
 		}

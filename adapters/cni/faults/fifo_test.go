@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // Collector.Resync (go doc): "It returns when ctx ends (nil)". libcni loads a conflist's network's
@@ -22,7 +23,7 @@ func TestResyncReturnsWithANamedPipeInANetworksConfigDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(t, filepath.Join(conf, "10-podnet.conflist"), bridgeHostLocal)
+	testcni.Write(t, filepath.Join(conf, "10-podnet.conflist"), bridgeHostLocal)
 	fifo := filepath.Join(conf, "podnet", "x.conf")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func TestResyncReturnsWithANamedPipeInANetworksConfigDirectory(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- c.Resync(ctx, tracker{}) }()
+	go func() { done <- c.Resync(ctx, testcni.NopTracker{}) }()
 	time.Sleep(300 * time.Millisecond)
 	cancel()
 	select {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 const bridgeHostLocal = `{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge","bridge":"cni0","ipam":{"type":"host-local","ranges":[[{"subnet":"10.88.0.0/16"}]]}}]}`
@@ -25,14 +26,14 @@ func TestAConfigGoneIsReportedOnlyWithoutAConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(t, filepath.Join(conf, "10-podnet.conflist"), bridgeHostLocal)
+	testcni.Write(t, filepath.Join(conf, "10-podnet.conflist"), bridgeHostLocal)
 	reservation(t, data, "podnet", "10.88.0.7", "0123456789abcdef", "eth0", time.Minute)
 	obs := &observer{}
 	c, err := cni.New(cni.Options{CacheDir: cache, PluginDirs: []string{bin}, ConfDir: conf, HostLocalDataDir: data + "/", Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 2*time.Second,
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 2*time.Second,
 		func() bool { return len(obs.get(&obs.nets)) > 0 && len(obs.get(&obs.reported)) > 0 })
 	if got := obs.get(&obs.nets); len(got) == 0 {
 		t.Fatalf("no network of ConfDir told to run host-local: %v", got)

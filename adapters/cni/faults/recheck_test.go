@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -53,7 +54,7 @@ func returnsAfterTheFirstDEL(t *testing.T, e env, log string, n int, opts cni.Op
 	if err != nil {
 		t.Fatal(err)
 	}
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, d, func() bool {
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, d, func() bool {
 		starts := delStarts(t, log)
 		if len(starts) > 0 {
 			rt.back.Store(true)
@@ -108,14 +109,14 @@ func setsDisableGCEnv(t *testing.T) (env, string, map[string]string) {
 	e := newEnv(t)
 	e.plugins = t.TempDir()
 	log := filepath.Join(e.root, "dels.log")
-	write(t, filepath.Join(e.plugins, "setgc"), fmt.Sprintf(setsDisableGCPlugin, log, e.data, e.conf))
+	testcni.Write(t, filepath.Join(e.plugins, "setgc"), fmt.Sprintf(setsDisableGCPlugin, log, e.data, e.conf))
 	if err := os.Chmod(filepath.Join(e.plugins, "setgc"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	confs := map[string]string{}
 	for i, name := range []string{"neta", "netb"} {
 		confs[name] = fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"plugins":[{"type":"setgc","ipam":{"type":"host-local","ranges":[[{"subnet":"10.%d.0.0/24"}]]}}]}`, name, 10+i)
-		write(t, filepath.Join(e.conf, fmt.Sprintf("%d-%s.conflist", 10*(i+1), name)), confs[name])
+		testcni.Write(t, filepath.Join(e.conf, fmt.Sprintf("%d-%s.conflist", 10*(i+1), name)), confs[name])
 	}
 	return e, log, confs
 }
@@ -133,7 +134,7 @@ func dels(log string) []string {
 func TestADisableGCSetWhileDestroyPUDELsKeepsTheNetworksAttachment(t *testing.T) {
 	e, log, confs := setsDisableGCEnv(t)
 	for name, ifName := range map[string]string{"neta": "eth0", "netb": "net1"} {
-		write(t, filepath.Join(e.cache, "results", name+"-sb-1-"+ifName), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"`+ifName+`","networkName":"`+name+`",`+
+		testcni.Write(t, filepath.Join(e.cache, "results", name+"-sb-1-"+ifName), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"`+ifName+`","networkName":"`+name+`",`+
 			`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+
 			`"config":"`+base64.StdEncoding.EncodeToString([]byte(confs[name]))+`"}`)
 	}
@@ -163,7 +164,7 @@ func TestADisableGCSetDuringARoundWithoutARateKeepsTheNetworksReservation(t *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 3*time.Second,
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 3*time.Second,
 		func() bool { return len(dels(log)) == 2 })
 	if got := dels(log); len(got) != 1 {
 		t.Errorf("DELs %q (observer: freed %v): want the first alone, the second network said disableGC before its DEL", got, obs.get(&obs.freed))

@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -36,7 +37,7 @@ func TestARuntimeThatIgnoresItsContextIsLeftBehind(t *testing.T) {
 		}
 	}
 	// An entry that may be the pod's (its container cannot be read): the runtime must be asked.
-	write(t, filepath.Join(cache, "results", "podnet-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1",`)
+	testcni.Write(t, filepath.Join(cache, "results", "podnet-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1",`)
 	rt := hangingRuntime{release: make(chan struct{})}
 	defer close(rt.release)
 	c, err := cni.New(cni.Options{CacheDir: cache, PluginDirs: []string{bin}, ConfDir: filepath.Join(root, "conf"),
@@ -65,7 +66,7 @@ func TestARuntimeThatIgnoresItsContextIsLeftBehind(t *testing.T) {
 func TestAPUTheCacheHoldsNothingOfIsDestroyedWithoutTheRuntime(t *testing.T) {
 	e := newEnv(t)
 	// Another pod's attachment, and its sandbox's entry: nothing of uid-1.
-	write(t, filepath.Join(e.cache, "results", "podnet-sb-9-eth0"), `{"kind":"cniCacheV1","containerId":"sb-9","ifName":"eth0","networkName":"podnet",`+
+	testcni.Write(t, filepath.Join(e.cache, "results", "podnet-sb-9-eth0"), `{"kind":"cniCacheV1","containerId":"sb-9","ifName":"eth0","networkName":"podnet",`+
 		`"cniArgs":[["K8S_POD_UID","uid-9"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","q"]],"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoicG9kbmV0IiwidHlwZSI6ImZha2VwbHVnaW4ifQ=="}`)
 	rt := hangingRuntime{release: make(chan struct{})}
 	defer close(rt.release)
@@ -105,7 +106,7 @@ func (panickingRuntime) ListPodSandbox(context.Context, *runtimeapi.PodSandboxFi
 // the engine's recovery cannot reach).
 func TestARuntimeThatPanicsFailsTheList(t *testing.T) {
 	e := newEnv(t)
-	write(t, filepath.Join(e.cache, "results", "podnet-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1",`)
+	testcni.Write(t, filepath.Join(e.cache, "results", "podnet-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1",`)
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, Runtime: panickingRuntime{}})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -40,11 +41,11 @@ func releaseEnv(t *testing.T, n, sleep int) (env, string) {
 	e := newEnv(t)
 	e.plugins = t.TempDir()
 	log := filepath.Join(e.root, "dels.log")
-	write(t, filepath.Join(e.plugins, "release"), fmt.Sprintf(releasePlugin, log, filepath.Join(e.data, "net")))
+	testcni.Write(t, filepath.Join(e.plugins, "release"), fmt.Sprintf(releasePlugin, log, filepath.Join(e.data, "net")))
 	if err := os.Chmod(filepath.Join(e.plugins, "release"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(e.conf, "10-net.conflist"),
+	testcni.Write(t, filepath.Join(e.conf, "10-net.conflist"),
 		fmt.Sprintf(`{"cniVersion":"1.0.0","name":"net","plugins":[{"type":"release","sleep":%d,"ipam":{"type":"host-local","ranges":[[{"subnet":"10.9.0.0/24"}]]}}]}`, sleep))
 	for i := range n {
 		reservation(t, e.data, "net", fmt.Sprintf("10.9.0.%d", 10+i), fmt.Sprintf("leaked-%02d", i), "eth0", time.Hour)
@@ -82,7 +83,7 @@ func TestReservationFreesKeepTheirRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 20*time.Second,
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 20*time.Second,
 		func() bool { return len(delStarts(t, log)) == 8 })
 	starts := delStarts(t, log)
 	if len(starts) != 8 {
@@ -151,7 +152,7 @@ func TestARequeueIsNotHeldByAReservationsDEL(t *testing.T) {
 			t.Fatal("the sweep did not DEL the leaked reservation")
 		}
 	}
-	write(t, filepath.Join(e.cache, "results", "net-sb-new-eth0"), `{"kind":"cniCacheV1","containerId":"sb-new","ifName":"eth0","networkName":"net",`+
+	testcni.Write(t, filepath.Join(e.cache, "results", "net-sb-new-eth0"), `{"kind":"cniCacheV1","containerId":"sb-new","ifName":"eth0","networkName":"net",`+
 		`"cniArgs":[["K8S_POD_UID","uid-new"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0IiwidHlwZSI6InJlbGVhc2UifQ=="}`)
 	requeued := time.Now()
 	if err := c.Requeue(ctx, pod("ns", "p")); err != nil {
@@ -198,7 +199,7 @@ func (r *countingTracker) of(puid string) int {
 func TestADryRunTracksAListedPUOnce(t *testing.T) {
 	for _, dry := range []bool{true, false} {
 		e := newEnv(t)
-		write(t, filepath.Join(e.cache, "results", "net-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net",`+
+		testcni.Write(t, filepath.Join(e.cache, "results", "net-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net",`+
 			`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0IiwidHlwZSI6InJlbGVhc2UifQ=="}`)
 		c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, Runtime: emptyRuntime{},
 			ResyncInterval: time.Hour, DryRun: dry})
@@ -233,9 +234,9 @@ func TestDisableGCSetWhileARoundWaitsStopsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	var set time.Time
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 3500*time.Millisecond, func() bool {
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 3500*time.Millisecond, func() bool {
 		if set.IsZero() && len(delStarts(t, log)) == 1 {
-			write(t, filepath.Join(e.conf, "10-net.conflist"),
+			testcni.Write(t, filepath.Join(e.conf, "10-net.conflist"),
 				`{"cniVersion":"1.0.0","name":"net","disableGC":true,"plugins":[{"type":"release","ipam":{"type":"host-local"}}]}`)
 			set = time.Now()
 		}
@@ -253,11 +254,11 @@ func TestDisableGCSetWhileARoundWaitsStopsIt(t *testing.T) {
 // other plugin fails. The reservation is freed: it is counted freed, not failed, and not tried again.
 func TestAReservationAFailingChainReleasedIsCountedFreed(t *testing.T) {
 	e, _ := releaseEnv(t, 1, 0)
-	write(t, filepath.Join(e.plugins, "failer"), "#!/bin/sh\ncat >/dev/null\n[ \"$CNI_COMMAND\" = DEL ] && exit 1\nexit 0\n")
+	testcni.Write(t, filepath.Join(e.plugins, "failer"), "#!/bin/sh\ncat >/dev/null\n[ \"$CNI_COMMAND\" = DEL ] && exit 1\nexit 0\n")
 	if err := os.Chmod(filepath.Join(e.plugins, "failer"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(e.conf, "10-net.conflist"),
+	testcni.Write(t, filepath.Join(e.conf, "10-net.conflist"),
 		`{"cniVersion":"1.0.0","name":"net","plugins":[{"type":"failer"},{"type":"release","ipam":{"type":"host-local"}}]}`)
 	obs := &observer{}
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
@@ -265,7 +266,7 @@ func TestAReservationAFailingChainReleasedIsCountedFreed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 5*time.Second,
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 5*time.Second,
 		func() bool { return len(obs.get(&obs.freed))+len(obs.get(&obs.failed)) > 0 })
 	if freed, failed := obs.get(&obs.freed), obs.get(&obs.failed); len(freed) != 1 || len(failed) != 0 {
 		t.Errorf("a reservation the chain's DEL released, a plugin failing after: freed %v, failed %v; want freed once", freed, failed)
@@ -286,7 +287,7 @@ func TestARateCountsEveryReservationADELReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 20*time.Second,
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 20*time.Second,
 		func() bool { return len(delStarts(t, log)) == 2 })
 	starts := delStarts(t, log)
 	if len(starts) != 2 {

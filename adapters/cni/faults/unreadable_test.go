@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/internal/testnode"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -57,7 +58,7 @@ func TestAnUnreadableDirectoryHidesOnlyWhatItHolds(t *testing.T) {
 	}
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		write(t, filepath.Join(e.conf, "10-a.conflist"), `{"cniVersion":"1.0.0","name":"net-a","plugins":[{"type":"bridge","ipam":{"type":"host-local","ranges":[[{"subnet":"10.0.0.0/24"}]]}}]}`)
+		testcni.Write(t, filepath.Join(e.conf, "10-a.conflist"), `{"cniVersion":"1.0.0","name":"net-a","plugins":[{"type":"bridge","ipam":{"type":"host-local","ranges":[[{"subnet":"10.0.0.0/24"}]]}}]}`)
 		leak := reservation(t, e.data, "net-a", "10.0.0.5", "leaked-ctr", "eth0", time.Hour)
 		reservation(t, e.data, "net-gone", "10.1.0.5", "other-ctr", "eth0", time.Hour)
 		foreign := filepath.Join(e.data, "zz-foreign")
@@ -72,7 +73,7 @@ func TestAnUnreadableDirectoryHidesOnlyWhatItHolds(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		go func() { _ = c.Resync(ctx, tracker{}) }()
+		go func() { _ = c.Resync(ctx, testcni.NopTracker{}) }()
 		synctest.Wait()
 		if got := c.WouldFree(); len(got) != 1 || got[0].Path() != leak {
 			t.Fatalf("WouldFree = %v, want %s: a directory beside it that cannot be read hides nothing else", got, leak)
@@ -120,7 +121,7 @@ func TestAConfigThatCannotBeReadKeepsEveryNetwork(t *testing.T) {
 	}
 	for name, hide := range map[string]func(conf, path string){
 		"mode 0": func(conf, path string) {
-			write(t, path, `{"cniVersion":"1.0.0","name":"net1","disableGC":true,"plugins":[{"type":"logdel"}]}`)
+			testcni.Write(t, path, `{"cniVersion":"1.0.0","name":"net1","disableGC":true,"plugins":[{"type":"logdel"}]}`)
 			if err := os.Chmod(path, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -134,9 +135,9 @@ func TestAConfigThatCannotBeReadKeepsEveryNetwork(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			e.plugins = logDelPlugins(t)
-			write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel","ipam":{"type":"host-local","ranges":[[{"subnet":"10.7.0.0/24"}]]}}]}`)
+			testcni.Write(t, filepath.Join(e.conf, "10-net1.conflist"), `{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"logdel","ipam":{"type":"host-local","ranges":[[{"subnet":"10.7.0.0/24"}]]}}]}`)
 			hide(e.conf, filepath.Join(e.conf, "20-net1.conflist"))
-			write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
+			testcni.Write(t, filepath.Join(e.cache, "results", "net1-sb-1-eth0"), `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"net1",`+
 				`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+
 				`"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibmV0MSIsInBsdWdpbnMiOlt7InR5cGUiOiJsb2dkZWwifV19"}`)
 			reservation(t, e.data, "net1", "10.7.0.5", "leaked-ctr", "eth0", time.Hour)
@@ -150,7 +151,7 @@ func TestAConfigThatCannotBeReadKeepsEveryNetwork(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "20-net1.conflist") {
 				t.Errorf("DestroyPU = %v, want an error naming the config it cannot read", err)
 			}
-			resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, tracker{}) }, 300*time.Millisecond, func() bool { return false })
+			resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 300*time.Millisecond, func() bool { return false })
 			if b, _ := os.ReadFile(filepath.Join(e.plugins, "dels.log")); len(b) > 0 {
 				t.Errorf("DELs of network net1, which a config the collector cannot read may keep: %q", b)
 			}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -21,7 +22,7 @@ func TestTheUnusableOnlyEntryOfAGonePodIsReported(t *testing.T) {
 	for _, reason := range []ports.Reason{ports.ReasonSandboxChanged, ports.ReasonPodGone} {
 		e := newEnv(t)
 		f := filepath.Join(e.cache, "results", "podnet-sb-1-eth0")
-		write(t, f, `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"podnet","config":`) // truncated
+		testcni.Write(t, f, `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"podnet","config":`) // truncated
 		c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, Runtime: listRuntime{}})
 		if err != nil {
 			t.Fatal(err)
@@ -46,7 +47,7 @@ func TestAnEntryWhoseCachedResultCannotBeLoadedIsUnusable(t *testing.T) {
 	e := newEnv(t)
 	f := filepath.Join(e.cache, "results", "podnet-sb-1-eth0")
 	// {"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge"}]}
-	write(t, f, `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"podnet",`+
+	testcni.Write(t, f, `{"kind":"cniCacheV1","containerId":"sb-1","ifName":"eth0","networkName":"podnet",`+
 		`"cniArgs":[["K8S_POD_UID","uid-1"],["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]],`+
 		`"config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoicG9kbmV0IiwicGx1Z2lucyI6W3sidHlwZSI6ImJyaWRnZSJ9XX0=",`+
 		`"result":{"cniVersion":"9.9.9"}}`)
