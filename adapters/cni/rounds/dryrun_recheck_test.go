@@ -22,8 +22,8 @@ func TestAuditWouldFreeListsWhatRealResyncKeeps(t *testing.T) {
 		write(t, conf, strings.ReplaceAll(hlConf, "DATA", e.data), 0)
 		f := filepath.Join(e.data, "net", "10.22.0.5")
 		write(t, f, "gone\r\neth0", time.Hour)
-		rt := &fakeRuntime{}
-		rt.hook = func(n int) {
+		rt := &testcni.Runtime{}
+		rt.Hook = func(n int) {
 			if n == 1 { // the round read ConfDir: the operator sets disableGC now
 				if err := os.WriteFile(conf, []byte(strings.Replace(strings.ReplaceAll(hlConf, "DATA", e.data), `"name":"net",`, `"name":"net","disableGC":true,`, 1)), 0o644); err != nil {
 					t.Error(err)

@@ -25,8 +25,8 @@ func TestAuditResyncReturnsWhenCtxEndsFIFOInCache(t *testing.T) {
 	write(t, filepath.Join(e.data, "net", "10.22.0.5"), "gone\r\neth0", time.Hour)
 	fifo := filepath.Join(e.cache, "results", "net-gone-eth0")
 	made := make(chan struct{})
-	rt := &fakeRuntime{}
-	rt.hook = func(n int) {
+	rt := &testcni.Runtime{}
+	rt.Hook = func(n int) {
 		if n == 1 { // the round read the cache already
 			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 				t.Error(err)

@@ -27,7 +27,7 @@ func TestAuditNamedPipeInPluginDirReservationsReportedGone(t *testing.T) {
 	write(t, f, "gone\r\neth0", time.Hour)
 	o := newObs()
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{pd}, ConfDir: e.conf, HostLocalDataDir: e.data,
-		Runtime: &fakeRuntime{}, ReservationGrace: time.Minute, Observer: o})
+		Runtime: &testcni.Runtime{}, ReservationGrace: time.Minute, Observer: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestAuditHoldsNamedPipeInPluginDirInlineHostLocal(t *testing.T) {
 	write(t, f, "gone\r\neth0", time.Hour)
 	o := newObs()
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{pd}, ConfDir: e.conf, HostLocalDataDir: e.data,
-		Runtime: &fakeRuntime{}, ReservationGrace: time.Minute, Observer: o})
+		Runtime: &testcni.Runtime{}, ReservationGrace: time.Minute, Observer: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestAuditHoldsPluginDirHostLocalRead(t *testing.T) {
 	write(t, f, "gone\r\neth0", time.Hour)
 	o := newObs()
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{pd, testcni.PluginsDir(t)}, ConfDir: e.conf, HostLocalDataDir: e.data,
-		Runtime: &fakeRuntime{}, ReservationGrace: time.Minute, Observer: o, DryRun: true})
+		Runtime: &testcni.Runtime{}, ReservationGrace: time.Minute, Observer: o, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package rounds_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -12,33 +11,9 @@ import (
 	"testing"
 	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/internal/testcni"
 )
-
-type fakeRuntime struct {
-	mu    sync.Mutex
-	boxes []*runtimeapi.PodSandbox
-	err   error
-	calls int
-	hook  func(n int)
-}
-
-func (f *fakeRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	f.mu.Lock()
-	f.calls++
-	n := f.calls
-	h := f.hook
-	f.mu.Unlock()
-	if h != nil {
-		h(n)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]*runtimeapi.PodSandbox(nil), f.boxes...), f.err
-}
 
 type obs struct {
 	mu                                   sync.Mutex

@@ -39,7 +39,7 @@ func TestAuditWouldFreeFromObserverDeadlocks(t *testing.T) {
 	write(t, filepath.Join(e.data, "net", "10.22.0.5"), "gone\r\neth0", time.Hour)
 	o := &reentrant{entered: make(chan struct{}, 1), returned: make(chan int, 10)}
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{pd}, ConfDir: e.conf, HostLocalDataDir: e.data,
-		Runtime: &fakeRuntime{}, ReservationGrace: time.Minute, Observer: o, DryRun: true})
+		Runtime: &testcni.Runtime{}, ReservationGrace: time.Minute, Observer: o, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}

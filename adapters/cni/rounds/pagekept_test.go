@@ -22,12 +22,10 @@ func TestAuditPageTellsFreedSiblingKept(t *testing.T) {
 	write(t, filepath.Join(dir, "10.22.0.1"), "aaaa\r\neth0", time.Hour)
 	write(t, filepath.Join(dir, "10.22.0.2"), "bbbb\r\neth0", time.Hour)
 	write(t, filepath.Join(dir, "10.22.0.3"), "aaaa\r\neth0", time.Hour)
-	rt := &fakeRuntime{}
-	rt.hook = func(n int) {
+	rt := &testcni.Runtime{}
+	rt.Hook = func(n int) {
 		if n >= 2 {
-			rt.mu.Lock()
-			rt.err = errors.New("runtime unavailable")
-			rt.mu.Unlock()
+			rt.SetErr(errors.New("runtime unavailable"))
 		}
 	}
 	o := newObs()

@@ -25,8 +25,8 @@ func TestAuditRecheckedDelLegacyFileConfigMadeDualStack(t *testing.T) {
 	write(t, filepath.Join(dir, "10.22.0.5"), "leaked\r\neth0", time.Hour)
 	legacy := filepath.Join(dir, "10.22.0.9")
 	write(t, legacy, "leaked", time.Hour)
-	rt := &fakeRuntime{}
-	rt.hook = func(n int) {
+	rt := &testcni.Runtime{}
+	rt.Hook = func(n int) {
 		if n == 1 { // the round's list: ConfDir was read already; the installer writes the dual-stack config now
 			if err := os.WriteFile(conf, []byte(dual), 0o644); err != nil {
 				t.Error(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // ListPUs: "Entries ... of a disableGC network are skipped, logged once"; LogMessageEntrySkipped: "once for each
@@ -29,7 +30,7 @@ func TestAuditEntrySkippedLoggedOnceAcrossConfigRewrite(t *testing.T) {
 		mu.Unlock()
 	}, funcr.Options{})
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{pd}, ConfDir: e.conf, HostLocalDataDir: e.data,
-		Runtime: &fakeRuntime{}, Logger: log})
+		Runtime: &testcni.Runtime{}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

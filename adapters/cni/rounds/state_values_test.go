@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // ReservationStatus.State is one of the ReservationState constants: a reservation released by its runtime while the
@@ -16,8 +17,8 @@ func TestAReservationReleasedMeanwhileIsToldSo(t *testing.T) {
 		cni.ReservationFreeFailed, cni.ReservationKeptOnRecheck, cni.ReservationNotRechecked, cni.ReservationReleasedMeanwhile,
 		cni.ReservationNeverTouched}
 	var f string
-	rt := &fakeRuntime{}
-	rt.hook = func(n int) {
+	rt := &testcni.Runtime{}
+	rt.Hook = func(n int) {
 		if n == 1 && f != "" { // the runtime's own DEL releases it now
 			if err := os.Remove(f); err != nil {
 				t.Error(err)

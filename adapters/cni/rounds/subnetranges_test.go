@@ -39,7 +39,7 @@ func legacyCase(t *testing.T, ipam string, _ bool) {
 	write(t, legacy, "leaked", time.Hour)
 	o := newObs()
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{pd}, ConfDir: e.conf, HostLocalDataDir: e.data,
-		Runtime: &fakeRuntime{}, ReservationGrace: time.Minute, Observer: o})
+		Runtime: &testcni.Runtime{}, ReservationGrace: time.Minute, Observer: o})
 	if err != nil {
 		t.Fatal(err)
 	}

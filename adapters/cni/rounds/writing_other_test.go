@@ -45,7 +45,7 @@ func TestAuditConfigBeingWrittenKeepsOtherNetwork(t *testing.T) {
 			cacheEntry(t, e.cache, entryOpts{network: "n1", id: "sandbox1", ifName: "eth0", netns: filepath.Join(nsDir, "cni-1"), uid: uid, ns: "default", name: "p", ip: "10.40.0.5"})
 			cacheEntry(t, e.cache, entryOpts{network: "n2", id: s2, ifName: "net1", netns: filepath.Join(nsDir, "cni-2"), uid: uid, ns: "default", name: "p", ip: "10.41.0.5"})
 			c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{pd}, ConfDir: e.conf, HostLocalDataDir: e.data,
-				Runtime: &fakeRuntime{}})
+				Runtime: &testcni.Runtime{}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func TestAuditHoldsDeadSandboxesFreed(t *testing.T) {
 	uid := "uid-p"
 	cacheEntry(t, e.cache, entryOpts{network: "n1", id: "sandbox1", ifName: "eth0", netns: filepath.Join(nsDir, "cni-1"), uid: uid, ns: "default", name: "p", ip: "10.40.0.5"})
 	cacheEntry(t, e.cache, entryOpts{network: "n2", id: "sandbox2", ifName: "net1", netns: filepath.Join(nsDir, "cni-2"), uid: uid, ns: "default", name: "p", ip: "10.41.0.5"})
-	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{pd}, ConfDir: e.conf, HostLocalDataDir: e.data, Runtime: &fakeRuntime{}})
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{pd}, ConfDir: e.conf, HostLocalDataDir: e.data, Runtime: &testcni.Runtime{}})
 	if err != nil {
 		t.Fatal(err)
 	}

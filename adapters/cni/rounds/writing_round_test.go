@@ -23,8 +23,8 @@ func TestAuditConfigWrittenMidRoundKeepsOtherNetworkReservation(t *testing.T) {
 	write(t, filepath.Join(e.data, "a", "10.22.0.5"), "gonea\r\neth0", time.Hour)
 	fb := filepath.Join(e.data, "b", "10.23.0.5")
 	write(t, fb, "goneb\r\neth0", time.Hour)
-	rt := &fakeRuntime{}
-	rt.hook = func(n int) {
+	rt := &testcni.Runtime{}
+	rt.Hook = func(n int) {
 		if n == 1 { // the round read ConfDir: the installer starts writing a's config anew
 			if err := os.WriteFile(confA, []byte(`{"cniVersion":"1.0.0","name":"a","type":"host-lo`), 0o644); err != nil {
 				t.Error(err)

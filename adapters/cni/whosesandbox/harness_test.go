@@ -1,11 +1,9 @@
 package whosesandbox_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,35 +63,6 @@ func (e *env) entry(t *testing.T, network, cid, ifname, uid, ns, name, netns str
 // reserve writes a host-local reservation file as host-local does.
 func (e *env) reserve(t *testing.T, network, ip, cid, ifname string, age time.Duration) string {
 	return testcni.Reservation(t, e.data, network, ip, cid, ifname, testcni.Ago(age))
-}
-
-// fakeRuntime answers ListPodSandbox with what it holds.
-type fakeRuntime struct {
-	mu    sync.Mutex
-	sbs   []*runtimeapi.PodSandbox
-	err   error
-	calls int
-	hook  func(n int)
-}
-
-func (f *fakeRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	f.mu.Lock()
-	f.calls++
-	n := f.calls
-	h := f.hook
-	f.mu.Unlock()
-	if h != nil {
-		h(n)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.sbs, f.err
-}
-
-func (f *fakeRuntime) set(sbs ...*runtimeapi.PodSandbox) {
-	f.mu.Lock()
-	f.sbs = sbs
-	f.mu.Unlock()
 }
 
 func sandbox(id, labelUID, metaUID string, state runtimeapi.PodSandboxState, created time.Time) *runtimeapi.PodSandbox {

@@ -27,8 +27,8 @@ func TestAuditSandboxOfTwoPodsInOneListing(t *testing.T) {
 	entry := e.entry(t, "net1", "sandboxY", "eth0", podB, "ns", "p", "", conf, "10.22.0.5")
 	e.reserve(t, "net1", "10.22.0.5", "sandboxY", "eth0", time.Hour)
 	now := time.Now()
-	rt := &fakeRuntime{}
-	rt.set(
+	rt := &testcni.Runtime{}
+	rt.Set(
 		sandbox("sandboxY", podB, podB, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, now.Add(-time.Hour)),
 		// Sandbox X runs, listed once: label pod A, metadata pod B.
 		sandbox("sandboxX", "uid-a", podB, runtimeapi.PodSandboxState_SANDBOX_READY, now),
@@ -55,8 +55,8 @@ func TestAuditHoldsSandboxListedTwiceAsTwoPods(t *testing.T) {
 	const podB = "uid-b"
 	entry := e.entry(t, "net1", "sandboxY", "eth0", podB, "ns", "p", "", conf, "10.22.0.5")
 	now := time.Now()
-	rt := &fakeRuntime{}
-	rt.set(
+	rt := &testcni.Runtime{}
+	rt.Set(
 		sandbox("sandboxY", podB, podB, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, now.Add(-time.Hour)),
 		sandbox("sandboxX", "uid-a", "", runtimeapi.PodSandboxState_SANDBOX_READY, now),
 		sandbox("sandboxX", "", podB, runtimeapi.PodSandboxState_SANDBOX_READY, now),
@@ -83,8 +83,8 @@ func TestAuditReadySandboxListedTwiceOnceWithEmptyLabel(t *testing.T) {
 	now := time.Now()
 	first := sandbox("sandboxX", "", "", runtimeapi.PodSandboxState_SANDBOX_READY, now)
 	first.Labels = map[string]string{"io.kubernetes.pod.uid": ""}
-	rt := &fakeRuntime{}
-	rt.set(
+	rt := &testcni.Runtime{}
+	rt.Set(
 		sandbox("sandboxS", podA, podA, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, now.Add(-time.Hour)),
 		first,
 		sandbox("sandboxX", podA, "", runtimeapi.PodSandboxState_SANDBOX_READY, now),
@@ -110,8 +110,8 @@ func TestAuditHoldsReadySandboxListedTwiceLabelFirst(t *testing.T) {
 	now := time.Now()
 	second := sandbox("sandboxX", "", "", runtimeapi.PodSandboxState_SANDBOX_READY, now)
 	second.Labels = map[string]string{"io.kubernetes.pod.uid": ""}
-	rt := &fakeRuntime{}
-	rt.set(
+	rt := &testcni.Runtime{}
+	rt.Set(
 		sandbox("sandboxS", podA, podA, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, now.Add(-time.Hour)),
 		sandbox("sandboxX", podA, "", runtimeapi.PodSandboxState_SANDBOX_READY, now),
 		second,
@@ -140,8 +140,8 @@ func TestAuditSandboxChangeFreesWhatMayBeTheRunningNoIDSandbox(t *testing.T) {
 	entry := e.entry(t, "net1", "sandboxS", "eth0", podA, "ns", "p", present, conf, "10.22.0.5")
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(entry, old, old)
-	rt := &fakeRuntime{}
-	rt.set(
+	rt := &testcni.Runtime{}
+	rt.Set(
 		sandbox("sandboxT", podA, podA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now()),
 		sandbox("", podA, podA, runtimeapi.PodSandboxState_SANDBOX_READY, time.Now()),
 	)
