@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -24,8 +25,8 @@ func TestHoldsMethodsSafeFromAnyGoroutine(t *testing.T) {
 		e.writeEntry("net1", id, "eth0", e.goneNetNS(id), fmt.Sprintf("uid-%d", i%3), netConf("net1", e.data, false), fmt.Sprintf("10.9.0.%d", i+1))
 		e.writeReservation(e.data, "net1", fmt.Sprintf("10.9.1.%d", i+1), "c"+id, "eth0", time.Hour)
 	}
-	rt := &fakeRuntime{}
-	rt.set(sandbox("sb1", "uid-1", true, time.Now()))
+	rt := &testcni.Runtime{}
+	rt.Set(sandbox("sb1", "uid-1", true, time.Now()))
 	o := e.opts(rt, (&logRec{}).logger())
 	o.ResyncInterval = 5 * time.Millisecond
 	c, err := cni.New(o)
@@ -34,7 +35,7 @@ func TestHoldsMethodsSafeFromAnyGoroutine(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = c.Resync(ctx, nopTracker{}) }()
+	go func() { defer wg.Done(); _ = c.Resync(ctx, testcni.NopTracker{}) }()
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -52,7 +53,7 @@ func TestHoldsMethodsSafeFromAnyGoroutine(t *testing.T) {
 				case 3:
 					_, _ = c.ListPUs(ctx)
 				case 4:
-					_ = address(t, c, fmt.Sprintf("10.9.0.%d", i%6+1))
+					_ = testcni.Address(t, c, fmt.Sprintf("10.9.0.%d", i%6+1))
 					_ = c.WouldFree()
 				case 5:
 					ev.Reason = ports.ReasonSandboxChanged

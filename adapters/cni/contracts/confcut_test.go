@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -25,7 +26,7 @@ func TestConfCutInsideSecondNameKey(t *testing.T) {
 	// Whole, it will be {"cniVersion":"1.0.0","name":"net1","name":"net2","disableGC":true,...}: network net2.
 	e.writeConf("05-being-written.conflist", []byte(`{"cniVersion":"1.0.0","name":"net1","na`))
 	e.writeEntry("net2", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net2", "", false), "10.9.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	err = destroyGone(t, c, "uid-gone", "deadsb1")
 	if d := e.dels(); len(d) > 0 {
@@ -38,7 +39,7 @@ func TestHoldsConfCutInsideSecondNameValue(t *testing.T) {
 	e := newEnv(t)
 	e.writeConf("05-being-written.conflist", []byte(`{"cniVersion":"1.0.0","name":"net1","name":"ne`))
 	e.writeEntry("net2", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net2", "", false), "10.9.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	err = destroyGone(t, c, "uid-gone", "deadsb1")
 	if d := e.dels(); len(d) > 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // go doc Options.ConfDir (collector.go:85-91): "A directory that does not exist holds no config; a path that is there
@@ -22,7 +23,7 @@ func TestConfDirBelowLinkToNothing(t *testing.T) {
 	etc := filepath.Join(e.root, "etc-cni")
 	must(t, os.Symlink(filepath.Join(e.root, "not-mounted", "cni"), etc))
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.ConfDir = filepath.Join(etc, "net.d")
 	c, err := cni.New(o)
 	if errors.Is(err, cni.ErrInvalidOptions) {
@@ -40,7 +41,7 @@ func TestHoldsConfDirLinkToNothingRefused(t *testing.T) {
 	e := newEnv(t)
 	link := filepath.Join(e.root, "net.d")
 	must(t, os.Symlink(filepath.Join(e.root, "not-mounted", "net.d"), link))
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.ConfDir = link
 	if _, err := cni.New(o); !errors.Is(err, cni.ErrInvalidOptions) {
 		t.Fatalf("New: %v", err)
@@ -57,10 +58,10 @@ func TestDataDirBelowLinkToNothingIsUnread(t *testing.T) {
 	must(t, os.Symlink(filepath.Join(e.root, "not-mounted", "cni"), varlib))
 	dataDir := filepath.Join(varlib, "networks")
 	e.writeConf("10-net1.conflist", netConf("net1", dataDir, false))
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	ctxSweep(t, c)
-	st := address(t, c, "10.9.0.7")
+	st := testcni.Address(t, c, "10.9.0.7")
 	for _, u := range st.Unread {
 		if strings.Contains(u, dataDir) {
 			return
@@ -75,10 +76,10 @@ func TestHoldsDataDirLinkToNothingIsUnread(t *testing.T) {
 	dataDir := filepath.Join(e.root, "networks")
 	must(t, os.Symlink(filepath.Join(e.root, "not-mounted", "networks"), dataDir))
 	e.writeConf("10-net1.conflist", netConf("net1", dataDir, false))
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	ctxSweep(t, c)
-	st := address(t, c, "10.9.0.7")
+	st := testcni.Address(t, c, "10.9.0.7")
 	for _, u := range st.Unread {
 		if strings.Contains(u, dataDir) {
 			return
@@ -99,7 +100,7 @@ func TestResultsLinkToNothingFreesCachedReservation(t *testing.T) {
 	must(t, os.Symlink(hidden, results))
 	e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 	e.writeReservation(e.data, "net1", "10.9.0.7", "cachedsb", "eth0", time.Hour)
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	// The runtime's view: the entry of cachedsb is there (the collector's pod does not see it).
 	must(t, os.MkdirAll(hidden, 0o755))
@@ -107,7 +108,7 @@ func TestResultsLinkToNothingFreesCachedReservation(t *testing.T) {
 	must(t, os.Rename(hidden, hidden+".unseen"))
 	ctxSweep(t, c) // the round cannot read the cache: it decides nothing
 	if d := e.dels(); len(d) > 0 {
-		t.Fatalf("libcni's results directory is a link the collector cannot follow (its entries, cachedsb's among them, cannot be told); the sweep DELed %v; page: %+v", d, address(t, c, "10.9.0.7"))
+		t.Fatalf("libcni's results directory is a link the collector cannot follow (its entries, cachedsb's among them, cannot be told); the sweep DELed %v; page: %+v", d, testcni.Address(t, c, "10.9.0.7"))
 	}
 }
 
@@ -117,7 +118,7 @@ func TestHoldsConfDirFileRefused(t *testing.T) {
 	e := newEnv(t)
 	f := filepath.Join(e.root, "conf-file")
 	must(t, os.WriteFile(f, nil, 0o644))
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.ConfDir = f
 	if _, err := cni.New(o); !errors.Is(err, cni.ErrInvalidOptions) {
 		t.Fatalf("New: %v", err)

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // docs/sdk/cni-freeing.md:46-49: "While a file of ConfDir, or of a network's own directory of plugin configs
@@ -18,7 +19,7 @@ func TestConfDirFIFOIsPassedOver(t *testing.T) {
 	e := newEnv(t)
 	must(t, unix.Mkfifo(filepath.Join(e.conf, "00-fed.conflist"), 0o644))
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	err = destroyGone(t, c, "uid-gone", "deadsb1")
 	if d := e.dels(); len(d) > 0 {
@@ -31,7 +32,7 @@ func TestHoldsConfDirLinkToNothingKeepsAll(t *testing.T) {
 	e := newEnv(t)
 	must(t, unix.Symlink(filepath.Join(e.root, "not-mounted", "x.conflist"), filepath.Join(e.conf, "00-x.conflist")))
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	err = destroyGone(t, c, "uid-gone", "deadsb1")
 	if d := e.dels(); len(d) > 0 {

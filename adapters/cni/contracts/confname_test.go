@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // docs/sdk/cni-freeing.md:30-33: "an attachment of a network whose config says "disableGC": true (..., or any file
@@ -14,7 +15,7 @@ func TestConfDisableGCNamedWithOtherCaseKey(t *testing.T) {
 	e := newEnv(t)
 	e.writeConf("05-net1.conflist", []byte(`{"cniVersion":"1.0.0","name":"net1","NAME":"zzz","disableGC":true,"plugins":[]}`))
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	err = destroyGone(t, c, "uid-gone", "deadsb1")
 	if d := e.dels(); len(d) > 0 {
@@ -27,7 +28,7 @@ func TestHoldsConfDisableGCInFileThatDoesNotLoad(t *testing.T) {
 	e := newEnv(t)
 	e.writeConf("05-net1.conflist", []byte(`{"cniVersion":"1.0.0","name":"net1","disableGC":true,"plugins":[]}`))
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	err = destroyGone(t, c, "uid-gone", "deadsb1")
 	if d := e.dels(); len(d) > 0 {

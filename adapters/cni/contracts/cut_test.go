@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -20,7 +21,7 @@ import (
 // likeliest cut: the config is its largest field but the result) names its network only by its file name.
 func TestCutEntryInsideConfigKeepsNetwork(t *testing.T) {
 	e := newEnv(t)
-	rt := &fakeRuntime{}
+	rt := &testcni.Runtime{}
 	// The network's config in ConfDir does not say disableGC; the entry being written (of a sandbox being created,
 	// another pod's) was added with a config that does.
 	e.writeConf("10-net1.conflist", netConf("net1", "", false))
@@ -46,7 +47,7 @@ func TestCutEntryInsideConfigKeepsNetwork(t *testing.T) {
 // The same entry cut after its config (its config whole, "networkName" not yet written): kept, as the doc says.
 func TestHoldsCutEntryAfterConfigKeepsNetwork(t *testing.T) {
 	e := newEnv(t)
-	rt := &fakeRuntime{}
+	rt := &testcni.Runtime{}
 	e.writeConf("10-net1.conflist", netConf("net1", "", false))
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
 	whole := entryJSON("net1", "newsb2", "eth0", e.presentNetNS("newsb2"), "uid-other", netConf("net1", "", true), "10.9.0.6")
@@ -70,10 +71,10 @@ func TestCutEntryInsideConfigKeepsReservations(t *testing.T) {
 	whole := entryJSON("net1", "newsb2", "eth0", e.presentNetNS("newsb2"), "uid-other", netConf("net1", e.data, true), "10.9.0.6")
 	i := bytes.Index(whole, []byte(`"config":"`))
 	must(t, os.WriteFile(filepath.Join(e.cache, "results", "net1-newsb2-eth0"), whole[:i+len(`"config":"`)+12], 0o600))
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.7")
-	st := address(t, c, "10.9.0.7")
+	st := testcni.Address(t, c, "10.9.0.7")
 	if d := e.dels(); len(d) > 0 {
 		t.Fatalf("network net1 has a cache entry cut short inside its cached config: its reservations are kept by no row until it is whole; the sweep DELed %v; page: %+v", d, st.Reservations)
 	}
@@ -89,7 +90,7 @@ func TestCacheLinkToUnseenEntryKeepsNetwork(t *testing.T) {
 	e.writeConf("10-net1.conflist", netConf("net1", "", false))
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
 	must(t, os.Symlink(filepath.Join(e.root, "not-mounted", "net1-othersb-eth0"), filepath.Join(e.cache, "results", "net1-othersb-eth0")))
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	err = destroyGone(t, c, "uid-gone", "deadsb1")
 	if d := e.dels(); len(d) > 0 {
@@ -104,7 +105,7 @@ func TestEmptyEntryBeingWrittenKeepsNetwork(t *testing.T) {
 	e.writeConf("10-net1.conflist", netConf("net1", "", false))
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
 	must(t, os.WriteFile(filepath.Join(e.cache, "results", "net1-newsb2-eth0"), nil, 0o600))
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	err = destroyGone(t, c, "uid-gone", "deadsb1")
 	if d := e.dels(); len(d) > 0 {

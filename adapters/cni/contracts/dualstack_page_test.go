@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // docs/sdk/cni-freeing.md:99-102: the page tells "each reservation's row and what its last round did with it";
@@ -31,7 +32,7 @@ func TestPageTellsKeptAReservationItsDELFreed(t *testing.T) {
 	v4 := e.writeReservation(e.data, "net1", "10.9.0.7", "deadcontainer", "eth0", time.Hour)
 	v6 := e.writeReservation(e.data, "net1", "fd00::7", "deadcontainer", "eth0", time.Hour)
 	obs := &recObserver{}
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.Observer = obs
 	c, err := cni.New(o)
 	must(t, err)
@@ -41,7 +42,7 @@ func TestPageTellsKeptAReservationItsDELFreed(t *testing.T) {
 	if !os.IsNotExist(e4) || !os.IsNotExist(e6) || len(e.dels()) != 1 {
 		t.Fatalf("setup: v4 %v, v6 %v, DELs %v", e4, e6, e.dels())
 	}
-	st := address(t, c, "fd00::7")
+	st := testcni.Address(t, c, "fd00::7")
 	if len(st.Reservations) == 1 && st.Reservations[0].State != "freed" && len(st.Freed) == 0 {
 		obs.mu.Lock()
 		defer obs.mu.Unlock()

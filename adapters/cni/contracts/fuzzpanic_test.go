@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -47,8 +48,8 @@ func TestHoldsNoPanicOnOddNode(t *testing.T) {
 			must(t, os.WriteFile(filepath.Join(e.conf, fmt.Sprintf("%02d.conflist", i)), randJSON(r, e.data), 0o600))
 		}
 		e.writeReservation(e.data, "net1", "10.9.0.5", "sb1", "eth0", time.Hour)
-		rt := &fakeRuntime{}
-		rt.set(&runtimeapi.PodSandbox{Id: "sb2", Metadata: &runtimeapi.PodSandboxMetadata{Uid: "u1"}}, nil, &runtimeapi.PodSandbox{})
+		rt := &testcni.Runtime{}
+		rt.Set(&runtimeapi.PodSandbox{Id: "sb2", Metadata: &runtimeapi.PodSandboxMetadata{Uid: "u1"}}, nil, &runtimeapi.PodSandbox{})
 		c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 		must(t, err)
 		ctx := context.Background()
@@ -59,9 +60,9 @@ func TestHoldsNoPanicOnOddNode(t *testing.T) {
 		ev.Reason = ports.ReasonSandboxChanged
 		_ = c.DestroyPU(ctx, ev)
 		_, _ = c.SandboxDead(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1"}}, "sb1")
-		_ = address(t, c, "10.9.0.5")
+		_ = testcni.Address(t, c, "10.9.0.5")
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
-		_ = c.Resync(cctx, nopTracker{})
+		_ = c.Resync(cctx, testcni.NopTracker{})
 		cancel()
 	}
 }

@@ -2,10 +2,7 @@ package contracts_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,11 +13,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/ports"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // env is one node: a cache, a ConfDir, a plugin dir with a fake plugin that logs its calls, a data dir.
@@ -128,13 +124,7 @@ func (e *env) presentNetNS(id string) string {
 
 // writeReservation writes host-local's file <dataDir>/<network>/<ip>, aged by age.
 func (e *env) writeReservation(dataDir, network, ip, cid, ifname string, age time.Duration) string {
-	d := filepath.Join(dataDir, network)
-	must(e.t, os.MkdirAll(d, 0o755))
-	p := filepath.Join(d, ip)
-	must(e.t, os.WriteFile(p, []byte(cid+"\r\n"+ifname), 0o644))
-	when := time.Now().Add(-age)
-	must(e.t, os.Chtimes(p, when, when))
-	return p
+	return testcni.Reservation(e.t, dataDir, network, ip, cid, ifname, time.Now().Add(-age))
 }
 
 func (e *env) callLog() []string {
@@ -160,34 +150,6 @@ func (e *env) dels() []string {
 		}
 	}
 	return out
-}
-
-// fakeRuntime lists what it is told to.
-type fakeRuntime struct {
-	mu    sync.Mutex
-	sbs   []*runtimeapi.PodSandbox
-	err   error
-	calls int
-	hook  func(n int) // called at each list, with its number (1 first)
-}
-
-func (f *fakeRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	f.mu.Lock()
-	f.calls++
-	n, hook := f.calls, f.hook
-	f.mu.Unlock()
-	if hook != nil {
-		hook(n)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.sbs, f.err
-}
-
-func (f *fakeRuntime) set(sbs ...*runtimeapi.PodSandbox) {
-	f.mu.Lock()
-	f.sbs = sbs
-	f.mu.Unlock()
 }
 
 func sandbox(id, uid string, ready bool, created time.Time) *runtimeapi.PodSandbox {
@@ -229,37 +191,18 @@ func (e *env) opts(rt cni.Runtime, log logr.Logger) cni.Options {
 	return o
 }
 
-var _ = base64.StdEncoding
-
-// nopTracker tracks nothing.
-type nopTracker struct{}
-
-func (nopTracker) Track(ports.PU) error            { return nil }
-func (nopTracker) Untrack(string) bool             { return false }
-func (nopTracker) TriggerPod(types.NamespacedName) {}
-
-// address asks the address page of c about ip.
-func address(t *testing.T, c *cni.Collector, ip string) cni.AddressStatus {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	c.AddressHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip="+ip, nil))
-	var st cni.AddressStatus
-	must(t, json.Unmarshal(rec.Body.Bytes(), &st))
-	return st
-}
-
 // sweepOnce runs Resync until its first round of host-local's reservations has decided every reservation of ips
 // (none "to free" any more), then stops it and waits for it to return.
 func sweepOnce(t *testing.T, c *cni.Collector, ips ...string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- c.Resync(ctx, nopTracker{}) }()
+	go func() { done <- c.Resync(ctx, testcni.NopTracker{}) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		settled := true
 		for _, ip := range ips {
-			st := address(t, c, ip)
+			st := testcni.Address(t, c, ip)
 			if st.ReservationsRead == nil {
 				settled = false
 			}

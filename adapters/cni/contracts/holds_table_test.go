@@ -3,10 +3,6 @@ package contracts_test
 import (
 	"context"
 	"errors"
-	"golang.org/x/time/rate"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -15,10 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -26,8 +28,8 @@ import (
 func TestHoldsReadySandboxNeverFreed(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "sb1", "eth0", e.goneNetNS("sb1"), "uid-p", netConf("net1", "", false), "10.9.0.5")
-	rt := &fakeRuntime{}
-	rt.set(sandbox("sb1", "uid-p", true, time.Now()))
+	rt := &testcni.Runtime{}
+	rt.Set(sandbox("sb1", "uid-p", true, time.Now()))
 	c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 	must(t, err)
 	if err := destroyGone(t, c, "uid-p", "sb1"); !errors.Is(err, cni.ErrSandboxRunning) || len(e.dels()) > 0 {
@@ -40,7 +42,7 @@ func TestHoldsReadySandboxNeverFreed(t *testing.T) {
 func TestHoldsCreatingSandboxRefused(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "sb1", "eth0", e.presentNetNS("sb1"), "uid-p", netConf("net1", "", false), "10.9.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	if err := destroyGone(t, c, "uid-p", "sb1"); !errors.Is(err, cni.ErrSandboxRunning) || len(e.dels()) > 0 {
 		t.Fatalf("err %v, DELs %v", err, e.dels())
@@ -55,15 +57,15 @@ func TestHoldsListedAndYoungReservationsKept(t *testing.T) {
 	e.writeReservation(e.data, "net1", "10.9.0.1", "listed", "eth0", time.Hour)
 	e.writeReservation(e.data, "net1", "10.9.0.2", "young", "eth0", time.Hour)
 	e.writeReservation(e.data, "net1", "fd00::2", "young", "eth0", time.Second)
-	rt := &fakeRuntime{}
-	rt.set(sandbox("listed", "uid-l", false, time.Now()))
+	rt := &testcni.Runtime{}
+	rt.Set(sandbox("listed", "uid-l", false, time.Now()))
 	c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1", "10.9.0.2", "fd00::2")
 	if d := e.dels(); len(d) > 0 {
 		t.Fatalf("DELs %v", d)
 	}
-	if r := address(t, c, "10.9.0.2").Reservations; len(r) != 1 || r[0].Decision.Row != 17 {
+	if r := testcni.Address(t, c, "10.9.0.2").Reservations; len(r) != 1 || r[0].Decision.Row != 17 {
 		t.Fatalf("page %+v", r)
 	}
 }
@@ -77,7 +79,7 @@ func TestHoldsCutOrFIFOEntryNamesItsContainer(t *testing.T) {
 	e.writeReservation(e.data, "net1", "10.9.0.2", "fifosb", "eth0", time.Hour)
 	must(t, os.WriteFile(filepath.Join(e.cache, "results", "net2-cutsb-eth0"), []byte(`{"kind":"cniCacheV1","contai`), 0o600))
 	must(t, unix.Mkfifo(filepath.Join(e.cache, "results", "net2-fifosb-eth0"), 0o600))
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1", "10.9.0.2")
 	if d := e.dels(); len(d) > 0 {
@@ -89,8 +91,8 @@ func TestHoldsCutOrFIFOEntryNamesItsContainer(t *testing.T) {
 // nothing is told of, then those that may be being created, the ready one last)".
 func TestHoldsListPUsOrder(t *testing.T) {
 	e := newEnv(t)
-	rt := &fakeRuntime{}
-	rt.set(sandbox("s-ready", "uid-p", true, time.Now().Add(-time.Hour)))
+	rt := &testcni.Runtime{}
+	rt.Set(sandbox("s-ready", "uid-p", true, time.Now().Add(-time.Hour)))
 	ids := []string{"s-ready", "s-cre", "s-unk", "s-dead"}
 	ns := map[string]string{"s-ready": e.presentNetNS("r"), "s-cre": e.presentNetNS("c"), "s-unk": "", "s-dead": e.goneNetNS("d")}
 	c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
@@ -115,7 +117,7 @@ func TestHoldsListPUsOrder(t *testing.T) {
 func TestHoldsGiveUpThenFreedWithGonePod(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "sb1", "eth0", e.presentNetNS("sb1"), "uid-p", netConf("net1", "", false), "10.9.0.5")
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.NewestSandboxTimeout = 20 * time.Millisecond
 	c, err := cni.New(o)
 	must(t, err)
@@ -156,7 +158,7 @@ func TestHoldsNoRuntimeNoEvidence(t *testing.T) {
 // PU the cache holds nothing of is no error (ports.md: "a PU it does not know must be no error").
 func TestHoldsAPIContracts(t *testing.T) {
 	e := newEnv(t)
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	ctx := context.Background()
 	if err := c.DestroyPU(ctx, ports.DestroyEvent{}); !ports.IsPermanent(err) {
@@ -183,7 +185,7 @@ func TestHoldsAPIContracts(t *testing.T) {
 // no address is answered 400."
 func TestHoldsAddressHandlerMethods(t *testing.T) {
 	e := newEnv(t)
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	for _, tc := range []struct {
 		method, query string
@@ -204,15 +206,15 @@ func TestHoldsNoIDRunningSandboxKeepsReservations(t *testing.T) {
 		e := newEnv(t)
 		e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 		e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
-		rt := &fakeRuntime{}
-		rt.set(sandbox("", uid, true, time.Now()))
+		rt := &testcni.Runtime{}
+		rt.Set(sandbox("", uid, true, time.Now()))
 		if uid == "" {
-			rt.sbs[0].Labels, rt.sbs[0].Metadata = nil, nil
+			rt.Sandboxes[0].Labels, rt.Sandboxes[0].Metadata = nil, nil
 		}
 		c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 		must(t, err)
 		sweepOnce(t, c, "10.9.0.1")
-		st := address(t, c, "10.9.0.1").Reservations
+		st := testcni.Address(t, c, "10.9.0.1").Reservations
 		want := 15
 		if uid == "" {
 			want = 14
@@ -236,7 +238,7 @@ func TestHoldsSandboxChangeRows(t *testing.T) {
 	}{{"row1", true, true, cni.ErrNewestSandbox, false}, {"row6", false, true, nil, true}, {"row7", false, false, cni.ErrNewestSandbox, false}} {
 		e := newEnv(t)
 		e.writeEntry("net1", "sb1", "eth0", e.presentNetNS("sb1"), "uid-p", netConf("net1", "", false), "10.9.0.5")
-		rt := &fakeRuntime{}
+		rt := &testcni.Runtime{}
 		var sbs []*runtimeapi.PodSandbox
 		if tc.listed {
 			sbs = append(sbs, sandbox("sb1", "uid-p", true, now.Add(-time.Hour)))
@@ -244,7 +246,7 @@ func TestHoldsSandboxChangeRows(t *testing.T) {
 		if tc.later {
 			sbs = append(sbs, sandbox("sb2", "uid-p", true, now.Add(time.Hour)))
 		}
-		rt.set(sbs...)
+		rt.Set(sbs...)
 		c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 		must(t, err)
 		err = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-p", Pod: types.NamespacedName{Namespace: "ns", Name: "pod-uid-p"},
@@ -269,7 +271,7 @@ func TestHoldsOptionsValidation(t *testing.T) {
 		"cache":   func(o *cni.Options) { o.CacheDir = filepath.Join(e.root, "nope") },
 		"plugins": func(o *cni.Options) { o.PluginDirs = []string{filepath.Join(e.root, "nope")} },
 	} {
-		o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+		o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 		mod(&o)
 		if _, err := cni.New(o); !errors.Is(err, cni.ErrInvalidOptions) {
 			t.Fatalf("%s: %v", name, err)
@@ -282,14 +284,14 @@ func TestHoldsWouldFreeNoneWhenNotDryRun(t *testing.T) {
 	e := newEnv(t)
 	e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.DryRun = true
 	dry, err := cni.New(o)
 	must(t, err)
 	if len(dry.WouldFree()) != 0 {
 		t.Fatal("before the first resync")
 	}
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1")
 	if len(c.WouldFree()) != 0 || len(e.dels()) != 1 {
@@ -324,7 +326,7 @@ func TestHoldsHangingRuntimeKeeps(t *testing.T) {
 func TestHoldsGonePodCreatingFreedAfterTimeout(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "sb1", "eth0", e.presentNetNS("sb1"), "uid-p", netConf("net1", "", false), "10.9.0.5")
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.NewestSandboxTimeout = 30 * time.Millisecond
 	c, err := cni.New(o)
 	must(t, err)
@@ -335,7 +337,7 @@ func TestHoldsGonePodCreatingFreedAfterTimeout(t *testing.T) {
 	if err := destroyGone(t, c, "uid-p", "sb1"); err != nil || len(e.dels()) != 1 {
 		t.Fatalf("second: %v %v", err, e.dels())
 	}
-	if f := address(t, c, "10.9.0.5").Freed; len(f) != 1 || f[0].Decision.Row != 10 {
+	if f := testcni.Address(t, c, "10.9.0.5").Freed; len(f) != 1 || f[0].Decision.Row != 10 {
 		t.Fatalf("page %+v", f)
 	}
 }
@@ -348,8 +350,8 @@ func TestHoldsSandboxDead(t *testing.T) {
 	e.writeEntry("net1", "gone", "eth0", e.goneNetNS("gone"), "uid-p", netConf("net1", "", false), "10.9.0.5")
 	e.writeEntry("net1", "there", "eth0", e.presentNetNS("there"), "uid-p", netConf("net1", "", false), "10.9.0.6")
 	e.writeEntry("net1", "both", "eth0", e.goneNetNS("both"), "uid-p", netConf("net1", "", false), "10.9.0.7")
-	rt := &fakeRuntime{}
-	rt.set(sandbox("stopped", "uid-p", false, time.Now()), sandbox("both", "uid-p", false, time.Now()), sandbox("both", "uid-p", true, time.Now()))
+	rt := &testcni.Runtime{}
+	rt.Set(sandbox("stopped", "uid-p", false, time.Now()), sandbox("both", "uid-p", false, time.Now()), sandbox("both", "uid-p", true, time.Now()))
 	c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 	must(t, err)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-p"}}
@@ -369,9 +371,9 @@ func TestHoldsDryRunAnswersAsDestroyPU(t *testing.T) {
 		for _, listed := range []bool{false, true} {
 			e := newEnv(t)
 			e.writeEntry("net1", "sb1", "eth0", ns(e), "uid-p", netConf("net1", "", false), "10.9.0.5")
-			rt := &fakeRuntime{}
+			rt := &testcni.Runtime{}
 			if listed {
-				rt.set(sandbox("sb1", "uid-p", true, time.Now()))
+				rt.Set(sandbox("sb1", "uid-p", true, time.Now()))
 			}
 			c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 			must(t, err)
@@ -393,7 +395,7 @@ func TestHoldsDryRunAnswersAsDestroyPU(t *testing.T) {
 func TestHoldsDestroyPUIdempotent(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "sb1", "eth0", e.goneNetNS("sb1"), "uid-p", netConf("net1", "", false), "10.9.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	errs := make(chan error, 2)
 	for i := 0; i < 2; i++ {

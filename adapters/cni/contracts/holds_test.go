@@ -4,14 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/podsweeper/podsweeper/ports"
-	"k8s.io/apimachinery/pkg/types"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/podsweeper/podsweeper/internal/testcni"
+	"github.com/podsweeper/podsweeper/ports"
+	"k8s.io/apimachinery/pkg/types"
 
 	"golang.org/x/time/rate"
 
@@ -30,7 +32,7 @@ func TestHoldsDisableGCSetDuringDEL(t *testing.T) {
 	c1 := []byte(`{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"hookplug"}]}`)
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", c1, "10.9.0.5")
 	e.writeEntry("net2", "deadsb1", "eth1", e.goneNetNS("deadsb1"), "uid-gone", netConf("net2", "", false), "10.8.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	_ = destroyGone(t, c, "uid-gone", "deadsb1")
 	if d := e.dels(); len(d) != 1 {
@@ -45,10 +47,10 @@ func TestHoldsRateTurnAsksRuntimeAgain(t *testing.T) {
 	e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
 	e.writeReservation(e.data, "net1", "10.9.0.2", "c2", "eth0", time.Hour)
-	rt := &fakeRuntime{}
-	rt.hook = func(n int) {
+	rt := &testcni.Runtime{}
+	rt.Hook = func(n int) {
 		if n >= 2 {
-			rt.set(sandbox("c2", "uid-x", false, time.Now()))
+			rt.Set(sandbox("c2", "uid-x", false, time.Now()))
 		}
 	}
 	o := e.opts(rt, (&logRec{}).logger())
@@ -71,13 +73,13 @@ func TestHoldsRateTurnAsksRuntimeAgain(t *testing.T) {
 func TestHoldsRuntimeFailingKeepsByNoRow(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
-	rt := &fakeRuntime{err: os.ErrDeadlineExceeded}
+	rt := &testcni.Runtime{Err: os.ErrDeadlineExceeded}
 	c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 	must(t, err)
 	if err := destroyGone(t, c, "uid-gone", "deadsb1"); err == nil || len(e.dels()) > 0 {
 		t.Fatalf("err %v, DELs %v", err, e.dels())
 	}
-	st := address(t, c, "10.9.0.5")
+	st := testcni.Address(t, c, "10.9.0.5")
 	if len(st.Attachments) != 1 || st.Attachments[0].Decision == nil || st.Attachments[0].Decision.Row != -1 {
 		t.Fatalf("page %+v", st.Attachments)
 	}
@@ -89,15 +91,15 @@ func TestHoldsReservationRecheckUnreadableKeepsByNoRow(t *testing.T) {
 	e := newEnv(t)
 	e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
-	rt := &fakeRuntime{}
+	rt := &testcni.Runtime{}
 	// Once the round has listed the runtime, a config of ConfDir becomes unreadable (a link to nothing seen).
-	rt.hook = func(int) {
+	rt.Hook = func(int) {
 		_ = os.Symlink(filepath.Join(e.root, "not-mounted", "x.conflist"), filepath.Join(e.conf, "00-x.conflist"))
 	}
 	c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 	must(t, err)
 	ctxSweep(t, c)
-	st := address(t, c, "10.9.0.1")
+	st := testcni.Address(t, c, "10.9.0.1")
 	if len(e.dels()) > 0 || len(st.Reservations) != 1 || st.Reservations[0].Decision.Row != -1 {
 		t.Fatalf("DELs %v, page %+v", e.dels(), st.Reservations)
 	}
@@ -108,7 +110,7 @@ func ctxSweep(t *testing.T, c *cni.Collector) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	must(t, c.Resync(ctx, nopTracker{}))
+	must(t, c.Resync(ctx, testcni.NopTracker{}))
 }
 
 type recObserver struct {
@@ -130,13 +132,13 @@ func TestHoldsObserverToldOnce(t *testing.T) {
 	e.writeReservation(e.data, "gone-net", "10.7.0.1", "c0", "eth0", time.Hour)
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
 	obs := &recObserver{}
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.Observer, o.DryRun, o.ResyncInterval = obs, true, 20*time.Millisecond
 	c, err := cni.New(o)
 	must(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
-	must(t, c.Resync(ctx, nopTracker{}))
+	must(t, c.Resync(ctx, testcni.NopTracker{}))
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	if obs.reported != 1 || obs.would != 1 || obs.freed != 0 || obs.nets < 3 || len(e.dels()) != 0 {
@@ -155,7 +157,7 @@ func TestHoldsReservationRate(t *testing.T) {
 		ips = append(ips, ip)
 		e.writeReservation(e.data, "net1", ip, "c"+ip, "eth0", time.Hour)
 	}
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.ReservationRate, o.ReservationBurst = rate.Limit(4), 2
 	c, err := cni.New(o)
 	must(t, err)
@@ -173,12 +175,12 @@ func TestHoldsConfCutBeforeNameKeepsAllAndPageSaysUnread(t *testing.T) {
 	e := newEnv(t)
 	e.writeConf("05-new.conflist", []byte(`{"cniVersion":"1.0.0","plu`))
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	if err := destroyGone(t, c, "uid-gone", "deadsb1"); err == nil || len(e.dels()) > 0 {
 		t.Fatalf("err %v, DELs %v", err, e.dels())
 	}
-	st := address(t, c, "10.9.0.5")
+	st := testcni.Address(t, c, "10.9.0.5")
 	if len(st.Unread) == 0 || len(st.Attachments) != 1 || st.Attachments[0].Decision == nil || st.Attachments[0].Decision.Row != -1 {
 		t.Fatalf("page %+v", st)
 	}
@@ -193,13 +195,13 @@ func TestHoldsLinkedNetworkDirLoggedOnce(t *testing.T) {
 	e.writeReservation(other, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
 	must(t, os.Symlink(filepath.Join(other, "net1"), filepath.Join(e.data, "net1")))
 	rec := &logRec{}
-	o := e.opts(&fakeRuntime{}, rec.logger())
+	o := e.opts(&testcni.Runtime{}, rec.logger())
 	o.ResyncInterval = 20 * time.Millisecond
 	c, err := cni.New(o)
 	must(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	must(t, c.Resync(ctx, nopTracker{}))
+	must(t, c.Resync(ctx, testcni.NopTracker{}))
 	n := 0
 	for _, l := range rec.all() {
 		if strings.Contains(l, cni.LogMessageReservationSkipped) && strings.Contains(l, "10.9.0.1") {
@@ -220,16 +222,16 @@ func TestHoldsDelThatFreesNothingIsAFailureRetried(t *testing.T) {
 	e.writeConf("10-net1.conflist", []byte(`{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"noopplug","ipam":{"type":"host-local","dataDir":"`+e.data+`"}}]}`))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
 	obs := &recObserver{}
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.Observer, o.ResyncInterval = obs, 30*time.Millisecond
 	c, err := cni.New(o)
 	must(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	must(t, c.Resync(ctx, nopTracker{}))
+	must(t, c.Resync(ctx, testcni.NopTracker{}))
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	st := address(t, c, "10.9.0.1").Reservations
+	st := testcni.Address(t, c, "10.9.0.1").Reservations
 	if obs.freed != 0 || obs.failed < 2 || len(st) != 1 || st[0].State != "free failed" {
 		t.Fatalf("observer %+v, page %+v, DELs %d", obs, st, len(e.dels()))
 	}
@@ -241,7 +243,7 @@ func TestHoldsReportedOnceWhileConfigFlaps(t *testing.T) {
 	e := newEnv(t)
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Second) // young: kept while its config is there
 	obs := &recObserver{}
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.Observer, o.ReservationGrace = obs, time.Hour
 	c, err := cni.New(o)
 	must(t, err)
@@ -268,19 +270,18 @@ func TestHoldsWouldFreeToldOnceAcrossRuntimeFailure(t *testing.T) {
 	e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
 	obs := &recObserver{}
-	rt := &fakeRuntime{}
+	rt := &testcni.Runtime{}
 	rec := &logRec{}
 	o := e.opts(rt, rec.logger())
 	o.Observer, o.DryRun = obs, true
 	c, err := cni.New(o)
 	must(t, err)
 	for i := 0; i < 3; i++ {
-		rt.mu.Lock()
-		rt.err = nil
+		var err error
 		if i == 1 {
-			rt.err = os.ErrDeadlineExceeded
+			err = os.ErrDeadlineExceeded
 		}
-		rt.mu.Unlock()
+		rt.SetErr(err)
 		ctxSweep(t, c)
 	}
 	n := 0
@@ -301,10 +302,10 @@ func TestHoldsRow14SaysRuntimeDidNotAnswer(t *testing.T) {
 	e := newEnv(t)
 	e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
-	c, err := cni.New(e.opts(&fakeRuntime{err: os.ErrDeadlineExceeded}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{Err: os.ErrDeadlineExceeded}, (&logRec{}).logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1")
-	st := address(t, c, "10.9.0.1").Reservations
+	st := testcni.Address(t, c, "10.9.0.1").Reservations
 	if len(st) != 1 || st[0].Decision.Row != 14 || !strings.Contains(st[0].Decision.Why, "did not answer") || len(e.dels()) > 0 {
 		t.Fatalf("page %+v, DELs %v", st, e.dels())
 	}
@@ -321,7 +322,7 @@ func TestHoldsEntrySkippedLoggedOnce(t *testing.T) {
 	b, _ = json.Marshal(m)
 	must(t, os.WriteFile(filepath.Join(e.cache, "results", "net1-other-eth0"), b, 0o600))
 	rec := &logRec{}
-	c, err := cni.New(e.opts(&fakeRuntime{}, rec.logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, rec.logger()))
 	must(t, err)
 	for i := 0; i < 3; i++ {
 		_, err := c.ListPUs(context.Background())
@@ -346,10 +347,10 @@ func TestHoldsFIFOInNetworkDirKeepsReservations(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(e.conf, "net1"), 0o755))
 	must(t, unixMkfifo(filepath.Join(e.conf, "net1", "20-x.conf")))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1")
-	st := address(t, c, "10.9.0.1").Reservations
+	st := testcni.Address(t, c, "10.9.0.1").Reservations
 	if len(e.dels()) > 0 || len(st) != 1 || st[0].Decision.Row != 13 {
 		t.Fatalf("DELs %v, page %+v", e.dels(), st)
 	}
@@ -362,10 +363,10 @@ func TestHoldsConfBeingWrittenKeepsReservationsByNoRow(t *testing.T) {
 	e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 	e.writeConf("20-net1b.conflist", []byte(`{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"fakeplug","ipam":{"ty`))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1")
-	st := address(t, c, "10.9.0.1").Reservations
+	st := testcni.Address(t, c, "10.9.0.1").Reservations
 	if len(e.dels()) > 0 || len(st) != 1 || st[0].Decision.Row != -1 || !strings.Contains(st[0].Decision.Why, "being written") {
 		t.Fatalf("DELs %v, page %+v", e.dels(), st)
 	}
@@ -377,12 +378,12 @@ func TestHoldsDryRunPageWouldFree(t *testing.T) {
 	e := newEnv(t)
 	e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.DryRun = true
 	c, err := cni.New(o)
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1")
-	st := address(t, c, "10.9.0.1").Reservations
+	st := testcni.Address(t, c, "10.9.0.1").Reservations
 	if len(e.dels()) > 0 || len(st) != 1 || st[0].State != "would free" || !st[0].Decision.DryRun || len(c.WouldFree()) != 1 {
 		t.Fatalf("DELs %v, page %+v", e.dels(), st)
 	}
@@ -392,13 +393,13 @@ func TestHoldsDryRunPageWouldFree(t *testing.T) {
 func TestHoldsReservationsReadNilBeforeAnyRound(t *testing.T) {
 	e := newEnv(t)
 	e.writeConf("05-cut.conflist", []byte(`{"cniVersion":"1.0.0","plu`)) // every round fails to read ConfDir
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
-	if address(t, c, "10.9.0.1").ReservationsRead != nil {
+	if testcni.Address(t, c, "10.9.0.1").ReservationsRead != nil {
 		t.Fatal("before any round")
 	}
 	ctxSweep(t, c)
-	if st := address(t, c, "10.9.0.1"); st.ReservationsRead != nil {
+	if st := testcni.Address(t, c, "10.9.0.1"); st.ReservationsRead != nil {
 		t.Fatalf("no round could read them: %+v", st)
 	}
 }
@@ -410,7 +411,7 @@ func TestHoldsReservationFreedLogged(t *testing.T) {
 	e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
 	rec := &logRec{}
-	c, err := cni.New(e.opts(&fakeRuntime{}, rec.logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, rec.logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1")
 	n := 0
@@ -429,10 +430,10 @@ func TestHoldsReservationFreedLogged(t *testing.T) {
 func TestHoldsConfigGoneReported(t *testing.T) {
 	e := newEnv(t)
 	e.writeReservation(e.data, "gone-net", "10.9.0.1", "c1", "eth0", time.Hour)
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1")
-	st := address(t, c, "10.9.0.1").Reservations
+	st := testcni.Address(t, c, "10.9.0.1").Reservations
 	if len(e.dels()) > 0 || len(st) != 1 || st[0].State != "reported" || st[0].Decision.Row != 12 || st[0].Decision.Reason != cni.ReasonConfigGone {
 		t.Fatalf("DELs %v, page %+v", e.dels(), st)
 	}
@@ -444,7 +445,7 @@ func TestHoldsCachedDisableGCOfAnotherEntryKeeps(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
 	e.writeEntry("net1", "othersb", "eth0", e.presentNetNS("othersb"), "uid-other", netConf("net1", "", true), "10.9.0.6")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	_ = destroyGone(t, c, "uid-gone", "deadsb1")
 	if len(e.dels()) > 0 {
@@ -460,7 +461,7 @@ func TestHoldsLinkEntryDisableGCCounts(t *testing.T) {
 	real := filepath.Join(e.root, "elsewhere")
 	must(t, os.WriteFile(real, entryJSON("net1", "othersb", "eth0", "", "uid-other", netConf("net1", "", true), "10.9.0.6"), 0o600))
 	must(t, os.Symlink(real, filepath.Join(e.cache, "results", "net1-othersb-eth0")))
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	_ = destroyGone(t, c, "uid-gone", "deadsb1")
 	if len(e.dels()) > 0 {
@@ -474,9 +475,9 @@ func TestHoldsRow11AndRow2(t *testing.T) {
 	for _, other := range []bool{false, true} {
 		e := newEnv(t)
 		e.writeEntry("net1", "sb1", "eth0", "", "uid-p", netConf("net1", "", false), "10.9.0.5")
-		rt := &fakeRuntime{}
+		rt := &testcni.Runtime{}
 		if other {
-			rt.set(sandbox("sb2", "uid-p", true, time.Now()))
+			rt.Set(sandbox("sb2", "uid-p", true, time.Now()))
 		}
 		c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 		must(t, err)
@@ -491,14 +492,14 @@ func TestHoldsRow11AndRow2(t *testing.T) {
 func TestHoldsRow3StoppedFreed(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "sb1", "eth0", e.presentNetNS("sb1"), "uid-p", netConf("net1", "", false), "10.9.0.5")
-	rt := &fakeRuntime{}
-	rt.set(sandbox("sb1", "uid-p", false, time.Now()))
+	rt := &testcni.Runtime{}
+	rt.Set(sandbox("sb1", "uid-p", false, time.Now()))
 	c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 	must(t, err)
 	if err := destroyGone(t, c, "uid-p", "sb1"); err != nil || len(e.dels()) != 1 {
 		t.Fatalf("err %v, DELs %v", err, e.dels())
 	}
-	if f := address(t, c, "10.9.0.5").Freed; len(f) != 1 || f[0].Decision.Row != 3 {
+	if f := testcni.Address(t, c, "10.9.0.5").Freed; len(f) != 1 || f[0].Decision.Row != 3 {
 		t.Fatalf("page %+v", f)
 	}
 }
@@ -510,11 +511,11 @@ func TestHoldsRow16CachedOtherNetwork(t *testing.T) {
 	e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "sb1", "eth0", time.Hour)
 	e.writeEntry("net2", "sb1", "eth1", e.goneNetNS("sb1"), "uid-p", netConf("net2", "", false), "10.8.0.1")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1")
 	// Row 14 "not asked" when no reservation needs the runtime (documented, docs/operating/explain.md:285-287).
-	if st := address(t, c, "10.9.0.1").Reservations; len(e.dels()) > 0 || len(st) != 1 || st[0].Decision.Row != 16 && !strings.Contains(st[0].Decision.Why, "not asked") {
+	if st := testcni.Address(t, c, "10.9.0.1").Reservations; len(e.dels()) > 0 || len(st) != 1 || st[0].Decision.Row != 16 && !strings.Contains(st[0].Decision.Why, "not asked") {
 		t.Fatalf("DELs %v, page %+v", e.dels(), st)
 	}
 }
@@ -527,7 +528,7 @@ func TestHoldsNoRuntimeNoReservationFreed(t *testing.T) {
 	c, err := cni.New(e.opts(nil, (&logRec{}).logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1")
-	if st := address(t, c, "10.9.0.1").Reservations; len(e.dels()) > 0 || len(st) != 1 || st[0].Decision.Row != 14 {
+	if st := testcni.Address(t, c, "10.9.0.1").Reservations; len(e.dels()) > 0 || len(st) != 1 || st[0].Decision.Row != 14 {
 		t.Fatalf("DELs %v, page %+v", e.dels(), st)
 	}
 }
@@ -537,7 +538,7 @@ func TestHoldsNoRuntimeNoReservationFreed(t *testing.T) {
 func TestHoldsRow0DisableGCOnly(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "sb1", "eth0", e.goneNetNS("sb1"), "uid-p", netConf("net1", "", true), "10.9.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	err = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-p", Pod: types.NamespacedName{Namespace: "ns", Name: "pod-uid-p"},
 		SandboxID: "sb1", Reason: ports.ReasonSandboxChanged})
@@ -551,8 +552,8 @@ func TestHoldsRow0DisableGCOnly(t *testing.T) {
 func TestHoldsListedTwiceIsReady(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "sb1", "eth0", e.goneNetNS("sb1"), "uid-p", netConf("net1", "", false), "10.9.0.5")
-	rt := &fakeRuntime{}
-	rt.set(sandbox("sb1", "uid-p", false, time.Now()), sandbox("sb1", "", true, time.Now()))
+	rt := &testcni.Runtime{}
+	rt.Set(sandbox("sb1", "uid-p", false, time.Now()), sandbox("sb1", "", true, time.Now()))
 	c, err := cni.New(e.opts(rt, (&logRec{}).logger()))
 	must(t, err)
 	err = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-p", Pod: types.NamespacedName{Namespace: "ns", Name: "pod-uid-p"},
@@ -567,10 +568,10 @@ func TestHoldsYoungReservationKept(t *testing.T) {
 	e := newEnv(t)
 	e.writeConf("10-net1.conflist", netConf("net1", e.data, false))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Second)
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.1")
-	if st := address(t, c, "10.9.0.1").Reservations; len(e.dels()) > 0 || len(st) != 1 || st[0].Decision.Row != 17 {
+	if st := testcni.Address(t, c, "10.9.0.1").Reservations; len(e.dels()) > 0 || len(st) != 1 || st[0].Decision.Row != 17 {
 		t.Fatalf("DELs %v, page %+v", e.dels(), st)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/internal/testnode"
 )
 
@@ -50,13 +51,13 @@ func TestReservationLinkNamedNoAddressIsRemoved(t *testing.T) {
 	link := filepath.Join(e.data, "net1", "record")
 	must(t, os.Symlink(outside, link))
 
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.PluginDirs = []string{realPlugins}
 	c, err := cni.New(o)
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.7")
 	if _, err := os.Lstat(link); err != nil {
-		st := address(t, c, "10.9.0.7")
+		st := testcni.Address(t, c, "10.9.0.7")
 		t.Fatalf("the link %s in the network's directory, naming the reservation's container, is one the collector never touches: the reservation is to be kept (row 16); the collector's DEL removed it (%v); page: %+v", link, err, st.Reservations)
 	}
 }
@@ -72,13 +73,13 @@ func TestReservationDirectoryNamedNoAddressIsWalked(t *testing.T) {
 	kept := filepath.Join(sub, "10.9.0.7")
 	must(t, os.WriteFile(kept, []byte("deadcontainer\r\neth0"), 0o644))
 
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.PluginDirs = []string{realPlugins}
 	c, err := cni.New(o)
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.7")
 	if _, err := os.Lstat(kept); err != nil {
-		st := address(t, c, "10.9.0.7")
+		st := testcni.Address(t, c, "10.9.0.7")
 		t.Fatalf("a directory in the network's directory keeps its reservations (row 16: a directory there); the collector's DEL removed %s (%v); page: %+v", kept, err, st.Reservations)
 	}
 }
@@ -92,7 +93,7 @@ func TestHoldsReservationLinkNamedAddressKeeps(t *testing.T) {
 	must(t, os.WriteFile(outside, []byte("deadcontainer\r\neth0"), 0o644))
 	link := filepath.Join(e.data, "net1", "10.9.0.99")
 	must(t, os.Symlink(outside, link))
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.PluginDirs = []string{realPlugins}
 	c, err := cni.New(o)
 	must(t, err)
@@ -120,15 +121,15 @@ func TestReservationDelRemovesNeverTouchedOneLineFile(t *testing.T) {
 	must(t, os.Chtimes(lf, old, old))
 	must(t, os.Chtimes(one, old, old))
 
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.PluginDirs = []string{realPlugins}
 	c, err := cni.New(o)
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.7", "10.9.0.8")
-	before := address(t, c, "10.9.0.8")
+	before := testcni.Address(t, c, "10.9.0.8")
 	if _, err := os.Lstat(one); err != nil {
 		t.Fatalf("%s, told never touched (%+v), was removed by the collector's DEL of container deadcontainer: %v; 10.9.0.7: %+v",
-			one, before.Reservations, err, address(t, c, "10.9.0.7").Reservations)
+			one, before.Reservations, err, testcni.Address(t, c, "10.9.0.7").Reservations)
 	}
 }
 
@@ -145,14 +146,14 @@ func TestReservationSecondDelRemovesNeverTouchedOneLineFile(t *testing.T) {
 	old := time.Now().Add(-time.Hour)
 	must(t, os.Chtimes(one, old, old))
 
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.PluginDirs = []string{realPlugins}
 	c, err := cni.New(o)
 	must(t, err)
 	sweepOnce(t, c, "10.9.0.7", "fd00::7", "10.9.0.8")
 	if _, err := os.Lstat(one); err != nil {
 		t.Fatalf("%s, told never touched (%+v), was removed by the collector's DELs of container deadcontainer: %v",
-			one, address(t, c, "10.9.0.8").Reservations, err)
+			one, testcni.Address(t, c, "10.9.0.8").Reservations, err)
 	}
 }
 
@@ -165,7 +166,7 @@ func TestHoldsReservationDirectoryNamedAddressKeeps(t *testing.T) {
 	must(t, os.MkdirAll(sub, 0o755))
 	kept := filepath.Join(sub, "x")
 	must(t, os.WriteFile(kept, []byte("deadcontainer\r\neth0"), 0o644))
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.PluginDirs = []string{realPlugins}
 	c, err := cni.New(o)
 	must(t, err)
@@ -193,13 +194,13 @@ func TestHostLocalsOwnNamesAreWalkedByItsDEL(t *testing.T) {
 				kept = filepath.Join(kept, "record")
 			}
 			must(t, os.WriteFile(kept, []byte("deadcontainer\r\neth0"), 0o644))
-			o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+			o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 			o.PluginDirs = []string{realPlugins}
 			c, err := cni.New(o)
 			must(t, err)
 			sweepOnce(t, c, "10.9.0.7")
 			if _, err := os.Lstat(kept); err != nil {
-				t.Fatalf("%s, naming the reservation's container, is never touched: the collector's DEL removed it (%v); page: %+v", kept, err, address(t, c, "10.9.0.7").Reservations)
+				t.Fatalf("%s, naming the reservation's container, is never touched: the collector's DEL removed it (%v); page: %+v", kept, err, testcni.Address(t, c, "10.9.0.7").Reservations)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // adapters/cni/reservations.go:289-291 (go doc WouldFree): "WouldFree returns the host-local reservations that the
@@ -20,7 +21,7 @@ func TestHoldsWouldFreeInTheOrderOfTheirFiles(t *testing.T) {
 	e.writeConf("20-n-a.conflist", netConf("n-a", e.data, false))
 	e.writeReservation(e.data, "n", "10.9.0.1", "c1", "eth0", time.Hour)
 	e.writeReservation(e.data, "n-a", "10.9.0.2", "c2", "eth0", time.Hour)
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.DryRun = true
 	c, err := cni.New(o)
 	must(t, err)

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // docs/sdk/cni-freeing.md:113-114: "`unread` also names the cache entries it could not read (cut short, a link to
@@ -19,9 +20,9 @@ import (
 func TestPageUnreadNamesFIFOEntry(t *testing.T) {
 	e := newEnv(t)
 	must(t, unix.Mkfifo(filepath.Join(e.cache, "results", "net1-fifosb-eth0"), 0o600))
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
-	st := address(t, c, "10.9.0.5")
+	st := testcni.Address(t, c, "10.9.0.5")
 	for _, u := range st.Unread {
 		if strings.Contains(u, "net1-fifosb-eth0") {
 			return
@@ -36,9 +37,9 @@ func TestHoldsPageUnreadNamesLinkToFIFOEntry(t *testing.T) {
 	p := filepath.Join(e.root, "pipe")
 	must(t, unix.Mkfifo(p, 0o600))
 	must(t, unix.Symlink(p, filepath.Join(e.cache, "results", "net1-fifosb-eth0")))
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
-	st := address(t, c, "10.9.0.5")
+	st := testcni.Address(t, c, "10.9.0.5")
 	for _, u := range st.Unread {
 		if strings.Contains(u, "net1-fifosb-eth0") {
 			return
@@ -55,7 +56,7 @@ func TestDestroyPUFIFOEntryOfPUIsUnusable(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", netConf("net1", "", false), "10.9.0.5")
 	must(t, unix.Mkfifo(filepath.Join(e.cache, "results", "net2-deadsb1-eth1"), 0o600))
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	err = destroyGone(t, c, "uid-gone", "deadsb1")
 	if !errors.Is(err, cni.ErrUnusableEntry) {
@@ -70,7 +71,7 @@ func TestHoldsDestroyPULinkToFIFOEntryOfPUIsUnusable(t *testing.T) {
 	p := filepath.Join(e.root, "pipe")
 	must(t, unix.Mkfifo(p, 0o600))
 	must(t, unix.Symlink(p, filepath.Join(e.cache, "results", "net2-deadsb1-eth1")))
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	err = destroyGone(t, c, "uid-gone", "deadsb1")
 	if !errors.Is(err, cni.ErrUnusableEntry) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/internal/testnode"
 )
 
@@ -28,7 +29,7 @@ func TestHoldsRealBridgeHostLocalDelFreesDeadSandbox(t *testing.T) {
 	e.writeConf("10-net1.conflist", conf)
 	e.writeEntry("net1", "deadsb1", "eth0", e.goneNetNS("deadsb1"), "uid-gone", conf, "10.9.0.5")
 	res := e.writeReservation(e.data, "net1", "10.9.0.5", "deadsb1", "eth0", time.Second)
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.PluginDirs = []string{realPlugins}
 	c, err := cni.New(o)
 	must(t, err)
@@ -41,7 +42,7 @@ func TestHoldsRealBridgeHostLocalDelFreesDeadSandbox(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.cache, "results", "net1-deadsb1-eth0")); !os.IsNotExist(err) {
 		t.Fatalf("entry still there: %v", err)
 	}
-	if f := address(t, c, "10.9.0.5").Freed; len(f) != 1 || f[0].Decision.Row != 4 {
+	if f := testcni.Address(t, c, "10.9.0.5").Freed; len(f) != 1 || f[0].Decision.Row != 4 {
 		t.Fatalf("page freed %+v", f)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -41,7 +42,7 @@ func (r *recTracker) TriggerPod(p types.NamespacedName) {
 func TestHoldsDryRunTracksOnce(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "sb1", "eth0", e.goneNetNS("sb1"), "uid-p", netConf("net1", "", false), "10.9.0.5")
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.DryRun, o.ResyncInterval = true, 20*time.Millisecond
 	c, err := cni.New(o)
 	must(t, err)
@@ -63,7 +64,7 @@ func TestHoldsResyncRetracksOnOrderTold(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "s-unk", "eth0", "", "uid-p", netConf("net1", "", false), "10.9.0.5")
 	e.writeEntry("net1", "s-cre", "eth0", e.presentNetNS("c"), "uid-p", netConf("net1", "", false), "10.9.0.6")
-	rt := &fakeRuntime{}
+	rt := &testcni.Runtime{}
 	o := e.opts(rt, (&logRec{}).logger())
 	o.ResyncInterval = 20 * time.Millisecond
 	c, err := cni.New(o)
@@ -83,7 +84,7 @@ func TestHoldsResyncRetracksOnOrderTold(t *testing.T) {
 		}
 		tr.mu.Unlock()
 		if n > 0 && !switched {
-			rt.set(sandbox("s-unk", "uid-p", true, time.Now())) // the runtime lists s-unk ready: s-cre comes first now
+			rt.Set(sandbox("s-unk", "uid-p", true, time.Now())) // the runtime lists s-unk ready: s-cre comes first now
 			switched = true
 		}
 		if last == "s-cre" {
@@ -109,7 +110,7 @@ func TestHoldsListsGoOnWhileADELHangs(t *testing.T) {
 	e.writeConf("10-net1.conflist", []byte(`{"cniVersion":"1.0.0","name":"net1","plugins":[{"type":"hangplug","ipam":{"type":"host-local","dataDir":"`+e.data+`"}}]}`))
 	e.writeReservation(e.data, "net1", "10.9.0.1", "c1", "eth0", time.Hour)
 	e.writeEntry("net2", "sb1", "eth0", e.goneNetNS("sb1"), "uid-p", netConf("net2", "", false), "10.8.0.5")
-	o := e.opts(&fakeRuntime{}, (&logRec{}).logger())
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
 	o.ResyncInterval = 20 * time.Millisecond
 	c, err := cni.New(o)
 	must(t, err)
@@ -128,7 +129,7 @@ func TestHoldsListsGoOnWhileADELHangs(t *testing.T) {
 func TestHoldsRequeueListsAtOnce(t *testing.T) {
 	e := newEnv(t)
 	e.writeEntry("net1", "sb1", "eth0", e.goneNetNS("sb1"), "uid-p", netConf("net1", "", false), "10.9.0.5")
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger())) // ResyncInterval: an hour
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger())) // ResyncInterval: an hour
 	must(t, err)
 	tr := &recTracker{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -158,13 +159,13 @@ func TestHoldsRequeueListsAtOnce(t *testing.T) {
 // go doc Resync: "It returns when ctx ends (nil), or at once with ErrResyncRunning when another Resync runs."
 func TestHoldsResyncRunningOnce(t *testing.T) {
 	e := newEnv(t)
-	c, err := cni.New(e.opts(&fakeRuntime{}, (&logRec{}).logger()))
+	c, err := cni.New(e.opts(&testcni.Runtime{}, (&logRec{}).logger()))
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- c.Resync(ctx, nopTracker{}) }()
+	go func() { done <- c.Resync(ctx, testcni.NopTracker{}) }()
 	time.Sleep(30 * time.Millisecond)
-	if err := c.Resync(context.Background(), nopTracker{}); !errors.Is(err, cni.ErrResyncRunning) {
+	if err := c.Resync(context.Background(), testcni.NopTracker{}); !errors.Is(err, cni.ErrResyncRunning) {
 		t.Fatalf("second: %v", err)
 	}
 	cancel()
