@@ -1,7 +1,5 @@
 package cacheentries_test
 
-import ()
-
 // libcniEntry is libcni's cachedInfo, in its field order (libcni/api.go).
 type libcniEntry struct {
 	Kind        string      `json:"kind"`

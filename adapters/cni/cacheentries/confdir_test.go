@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -38,7 +39,7 @@ func TestHoldsConfDirNoteAndNamelessWriting(t *testing.T) {
 				t.Errorf("DELs %q, want %d (DestroyPU %v)", e.dels(), tc.dels, err)
 			}
 			if tc.dels == 0 {
-				st := address(t, c, "10.89.0.5")
+				st := testcni.Address(t, c, "10.89.0.5")
 				if len(st.Attachments) != 1 || st.Attachments[0].Decision == nil || st.Attachments[0].Decision.Row != -1 || len(st.Unread) == 0 {
 					t.Errorf("page: %+v", st)
 				}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -37,7 +38,7 @@ func TestDisableGCOfUnusedEntryWithoutKind(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-a", Pod: types.NamespacedName{Namespace: "ns", Name: "pod-uid-a"}, SandboxID: "s1", Reason: ports.ReasonPodGone})
-			st := address(t, c, "10.88.0.5")
+			st := testcni.Address(t, c, "10.88.0.5")
 			t.Logf("DestroyPU: %v; page: %+v", err, st)
 			if d := e.dels(); len(d) > 0 {
 				t.Errorf("network podnet, whose cached config in an entry not used says disableGC, was DELed: %q", d)

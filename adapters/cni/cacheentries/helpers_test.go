@@ -6,8 +6,6 @@ package cacheentries_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/ports"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 const realPlugins = "/work/ci-run/bin/cni"
@@ -53,12 +51,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) write(path, body string) {
 	e.t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		e.t.Fatal(err)
-	}
+	testcni.Write(e.t, path, body)
 }
 
 func (e *env) dels() []string {
@@ -103,10 +96,7 @@ func loggerConf(network string, extra string) string {
 
 // reservation writes host-local's file.
 func (e *env) reservation(dataDir, network, ip, cid, ifName string, mod time.Time) string {
-	p := filepath.Join(dataDir, network, ip)
-	e.write(p, cid+"\r\n"+ifName)
-	_ = os.Chtimes(p, mod, mod)
-	return p
+	return testcni.Reservation(e.t, dataDir, network, ip, cid, ifName, mod)
 }
 
 type fakeRuntime struct {
@@ -138,12 +128,6 @@ func sb(id, uid string, ready bool, created time.Time) *runtimeapi.PodSandbox {
 		Labels: map[string]string{"io.kubernetes.pod.uid": uid}, Metadata: &runtimeapi.PodSandboxMetadata{Uid: uid}}
 }
 
-type trk struct{}
-
-func (trk) Track(ports.PU) error            { return nil }
-func (trk) Untrack(string) bool             { return false }
-func (trk) TriggerPod(types.NamespacedName) {}
-
 type obs struct {
 	mu                                      sync.Mutex
 	freed, failed, would, reported, network map[string]int
@@ -173,35 +157,24 @@ func (e *env) opts(rt cni.Runtime) cni.Options {
 		Runtime: r, ReservationGrace: time.Minute, NewestSandboxTimeout: time.Minute, ResyncInterval: time.Hour, Logger: logr.Discard()}
 }
 
-func address(t *testing.T, c *cni.Collector, ip string) cni.AddressStatus {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	c.AddressHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip="+ip, nil))
-	var st cni.AddressStatus
-	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
-		t.Fatalf("page: %v: %s", err, rec.Body.String())
-	}
-	return st
-}
-
 // oneRound runs Resync until its first reservation round recorded something (ReservationsRead set and no
 // reservation "to free"), then stops it.
 func oneRound(t *testing.T, c *cni.Collector, ip string) cni.AddressStatus {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- c.Resync(ctx, trk{}) }()
+	go func() { done <- c.Resync(ctx, testcni.NopTracker{}) }()
 	deadline := time.Now().Add(60 * time.Second)
 	var st cni.AddressStatus
 	for time.Now().Before(deadline) {
-		st = address(t, c, ip)
+		st = testcni.Address(t, c, ip)
 		if st.ReservationsRead != nil && !hasState(st, "to free") {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(300 * time.Millisecond)
-	st = address(t, c, ip)
+	st = testcni.Address(t, c, ip)
 	cancel()
 	<-done
 	return st
@@ -215,8 +188,6 @@ func hasState(st cni.AddressStatus, s string) bool {
 	}
 	return false
 }
-
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 func podOf(uid string) *corev1.Pod {
 	p := &corev1.Pod{}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // cni-freeing.md:109-110: "A round records at most 65,536 reservations for the page ...; past that, `unread`
@@ -43,7 +44,7 @@ func TestHoldsManyReservationsUnreadCount(t *testing.T) {
 	if len(st.Reservations) != 0 || !strings.Contains(strings.Join(st.Unread, "\n"), "read 4 more") {
 		t.Errorf("page of an unrecorded one: %d reservations, unread %q", len(st.Reservations), st.Unread)
 	}
-	st = address(t, c, "10.88.3.4")
+	st = testcni.Address(t, c, "10.88.3.4")
 	if len(st.Reservations) != 1 {
 		t.Errorf("page of a recorded one: %+v", st.Reservations)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -37,7 +38,7 @@ func TestHoldsDisableGCSetMidwayKeeps(t *testing.T) {
 	if len(d) != 1 || !strings.Contains(d[0], "eth0") {
 		t.Errorf("DELs %q (DestroyPU %v)", d, err)
 	}
-	st := address(t, c, "10.89.0.5")
+	st := testcni.Address(t, c, "10.89.0.5")
 	if len(st.Attachments) != 1 || st.Attachments[0].Decision == nil || st.Attachments[0].Decision.Verdict != "keep" || !st.Attachments[0].DisableGC {
 		t.Errorf("page: %+v", st.Attachments)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -33,7 +34,7 @@ func TestHoldsNoRuntimeProcPathNoEvidence(t *testing.T) {
 		t.Errorf("DestroyPU %v, DELs %q", err, d)
 	}
 	for ip, row := range map[string]int{"10.88.0.5": 5, "10.88.0.7": 5} {
-		st := address(t, c, ip)
+		st := testcni.Address(t, c, ip)
 		if len(st.Attachments) != 1 || st.Attachments[0].Decision == nil || st.Attachments[0].Decision.Row != row {
 			t.Errorf("%s page: %+v", ip, st.Attachments)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // cni-freeing.md:92-95: "A DEL that succeeds while the file still names the container is a failure, retried at
@@ -27,7 +28,7 @@ func TestHoldsDelThatFreesNothingIsAFailure(t *testing.T) {
 	for _, r := range st.Reservations {
 		states[r.Network] = r.State
 	}
-	if !exists(res) || states["podnet"] != "free failed" || states["gonenet"] != "reported" || len(st.Freed) != 0 {
+	if !testcni.Exists(res) || states["podnet"] != "free failed" || states["gonenet"] != "reported" || len(st.Freed) != 0 {
 		t.Errorf("page: %+v", st)
 	}
 	if o.get(o.failed, "podnet/NoSandbox") != 1 || o.get(o.freed, "podnet/NoSandbox") != 0 || o.get(o.reported, "gonenet/ConfigGone") != 1 {

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // answers lists nothing at its first call, then sandbox "bbbb" stopped.
@@ -40,8 +41,8 @@ func TestHoldsRecheckAsksRuntimeAfterADel(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := oneRound(t, c, "10.88.0.22")
-	if exists(a) || !exists(b) {
-		t.Fatalf("a there %v, b there %v", exists(a), exists(b))
+	if testcni.Exists(a) || !testcni.Exists(b) {
+		t.Fatalf("a there %v, b there %v", testcni.Exists(a), testcni.Exists(b))
 	}
 	if len(st.Reservations) != 1 || !strings.HasPrefix(st.Reservations[0].State, "kept: decided again") {
 		t.Errorf("page: %+v", st.Reservations)
@@ -61,7 +62,7 @@ func TestHoldsRow14RuntimeFailedSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := oneRound(t, c, "10.88.0.21")
-	if !exists(a) || len(st.Reservations) != 1 || st.Reservations[0].Decision.Row != 14 || !strings.Contains(st.Reservations[0].Decision.Why, "did not answer") {
+	if !testcni.Exists(a) || len(st.Reservations) != 1 || st.Reservations[0].Decision.Row != 14 || !strings.Contains(st.Reservations[0].Decision.Why, "did not answer") {
 		t.Errorf("page: %+v", st.Reservations)
 	}
 }

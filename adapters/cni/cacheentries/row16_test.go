@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // An entry of no pod (another runtime's) names the container of an old
@@ -29,7 +30,7 @@ func holdsRow16EntryOfNoPod(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	oneRound(t, c, "10.88.0.11")
-	if !exists(res) {
+	if !testcni.Exists(res) {
 		t.Errorf("the reservation of container c0ffee, which the cache entry %s names, was freed", name)
 	}
 }

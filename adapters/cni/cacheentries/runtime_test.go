@@ -7,6 +7,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // cni-freeing.md:43-44: "A running sandbox the runtime lists without an ID may be any sandbox: no reservation
@@ -25,7 +26,7 @@ func TestRunningSandboxWithoutIDOrUIDKeepsReservations(t *testing.T) {
 	for _, r := range st.Reservations {
 		t.Logf("page: row %d, %s, state %q", r.Decision.Row, r.Decision.Why, r.State)
 	}
-	if !exists(res) {
+	if !testcni.Exists(res) {
 		t.Errorf("a reservation was freed while the runtime lists a running sandbox without an ID")
 	}
 }
@@ -41,7 +42,7 @@ func TestHoldsRunningSandboxWithoutIDKeepsReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	oneRound(t, c, "10.88.0.9")
-	if !exists(res) {
+	if !testcni.Exists(res) {
 		t.Errorf("freed")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -79,7 +80,7 @@ func TestHoldsHangingRuntimeKeepsAndPageSays(t *testing.T) {
 		if err == nil || ports.IsPermanent(err) || took > 11*time.Second || len(e.dels()) > 0 {
 			t.Errorf("DestroyPU with a hanging runtime: %v after %v, DELs %q", err, took, e.dels())
 		}
-		st := address(t, c, "10.88.0.5")
+		st := testcni.Address(t, c, "10.88.0.5")
 		if len(st.Attachments) != 1 || st.Attachments[0].Decision == nil || st.Attachments[0].Decision.Row != -1 {
 			t.Errorf("page: %+v", st.Attachments)
 		}
