@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -44,7 +45,7 @@ func TestAuditHoldsConcurrentDestroyFreesOnce(t *testing.T) {
 			_, _ = c.ListPUs(context.Background())
 			_, _ = c.SandboxDead(context.Background(), podOf("uid-1"), "sbX")
 			_ = c.DryRunDestroyPU(context.Background(), ev)
-			_ = addressOf(t, c, "10.99.0.5")
+			_ = testcni.Address(t, c, "10.99.0.5")
 		}()
 	}
 	wg.Wait()

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // WouldFree (go doc): "the host-local reservations that the last resync of a dry run found it would free ...:
@@ -43,11 +44,11 @@ func TestAuditDryRunWouldFreeWhatARateLimitedRoundKeeps(t *testing.T) {
 				_, _, w, _ := obs.get()
 				return w > 0
 			}
-			st := addressOf(t, c, "10.99.0.3")
+			st := testcni.Address(t, c, "10.99.0.3")
 			return len(st.Reservations) == 1 && st.Reservations[0].State != cni.ReservationToFree
 		})
 		for _, ip := range []string{"10.99.0.2", "10.99.0.3"} {
-			if !exists(filepath.Join(e.data, "net1", ip)) {
+			if !testcni.Exists(filepath.Join(e.data, "net1", ip)) {
 				freed = append(freed, ip)
 			}
 		}

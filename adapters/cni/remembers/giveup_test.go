@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -83,7 +84,7 @@ func TestAuditAddressPageDecisionSurvivesEntryCutShort(t *testing.T) {
 		t.Fatalf("DestroyPU: %v, want ErrNewestSandbox", err)
 	}
 	decision := func() *cni.FreeDecision {
-		for _, a := range addressOf(t, c, "10.99.0.5").Attachments {
+		for _, a := range testcni.Address(t, c, "10.99.0.5").Attachments {
 			if a.ContainerID == x {
 				return a.Decision
 			}

@@ -1,7 +1,6 @@
 package remembers_test
 
 import (
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -17,14 +16,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/internal/testnode"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // realPlugins is the directory of the real CNI plugins: CNI_PLUGINS_DIR, or the clone's bin/cni (make cni-plugins).
-var realPlugins = func() string {
-	d, _ := filepath.Abs(cmp.Or(os.Getenv("CNI_PLUGINS_DIR"), "../../../bin/cni"))
-	return d
-}()
+var realPlugins = testcni.PluginsPath()
 
 type env struct {
 	cache, conf, data, bin string
@@ -32,9 +28,7 @@ type env struct {
 
 func newEnv(t *testing.T) env {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(realPlugins, "host-local")); err != nil {
-		testnode.Unavailable(t, "no host-local in %s (run `make cni-plugins`, or `make test`): %v", realPlugins, err)
-	}
+	testcni.NeedPlugins(t, realPlugins)
 	d := t.TempDir()
 	e := env{cache: filepath.Join(d, "cache"), conf: filepath.Join(d, "conf"), data: filepath.Join(d, "data"), bin: filepath.Join(d, "bin")}
 	for _, p := range []string{e.cache, filepath.Join(e.cache, "results"), e.conf, e.data, e.bin} {
@@ -95,18 +89,7 @@ func (e env) writeEntry(t *testing.T, network, cid, ifName, uid string, config [
 // reservation writes host-local's file <data>/<network>/<ip>.
 func (e env) reservation(t *testing.T, network, ip, cid, ifName string, at time.Time) string {
 	t.Helper()
-	dir := filepath.Join(e.data, network)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, ip)
-	if err := os.WriteFile(p, []byte(cid+"\r\n"+ifName), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(p, at, at); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testcni.Reservation(t, e.data, network, ip, cid, ifName, at)
 }
 
 // fakeRuntime answers ListPodSandbox with answer(n), n the call's number from 1.

@@ -15,15 +15,13 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
 // hostLocalDualConflist runs the real host-local with two range sets (dual stack): it releases a container twice.
 func hostLocalDualConflist(network, dataDir string) []byte {
-	b, _ := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": network, "plugins": []any{map[string]any{
-		"type": "host-local", "ipam": map[string]any{"type": "host-local", "dataDir": dataDir,
-			"ranges": []any{[]any{map[string]any{"subnet": "10.99.0.0/24"}}, []any{map[string]any{"subnet": "fd99::/64"}}}}}}})
-	return b
+	return testcni.HostLocalConflist(network, dataDir, [][]map[string]string{{{"subnet": "10.99.0.0/24"}}, {{"subnet": "fd99::/64"}}}, nil)
 }
 
 func writeConf(t *testing.T, e env, name string, b []byte) {
@@ -32,8 +30,6 @@ func writeConf(t *testing.T, e env, name string, b []byte) {
 		t.Fatal(err)
 	}
 }
-
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 // cni-freeing.md row 16: where host-local releases a container more than once in one DEL (a range set per address
 // family), "a file naming its container alone, as host-local before v0.8 wrote it" keeps the reservation.
@@ -50,11 +46,11 @@ func TestAuditHoldsLegacyFileKeptUnderDualStack(t *testing.T) {
 	rt := &fakeRuntime{answer: func(int) ([]*runtimeapi.PodSandbox, error) { return nil, nil }}
 	c := mustNew(t, cni.Options{CacheDir: e.cache, PluginDirs: []string{realPlugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
 		Runtime: rt, ReservationGrace: time.Minute, Observer: obs})
-	runOneRound(t, c, func() bool { return addressOf(t, c, "10.99.0.7").ReservationsRead != nil })
-	if !exists(r) || !exists(legacy) {
-		t.Fatalf("reservation %v, legacy file %v: want both kept", exists(r), exists(legacy))
+	runOneRound(t, c, func() bool { return testcni.Address(t, c, "10.99.0.7").ReservationsRead != nil })
+	if !testcni.Exists(r) || !testcni.Exists(legacy) {
+		t.Fatalf("reservation %v, legacy file %v: want both kept", testcni.Exists(r), testcni.Exists(legacy))
 	}
-	st := addressOf(t, c, "10.99.0.7")
+	st := testcni.Address(t, c, "10.99.0.7")
 	if len(st.Reservations) != 1 || st.Reservations[0].Decision.Row != 16 {
 		t.Fatalf("page: %+v, want row 16", st.Reservations)
 	}
@@ -84,10 +80,10 @@ func TestAuditHoldsDisableGCSetDuringRoundKeepsNextReservation(t *testing.T) {
 	c := mustNew(t, cni.Options{CacheDir: e.cache, PluginDirs: []string{e.bin}, ConfDir: e.conf, HostLocalDataDir: e.data,
 		Runtime: rt, ReservationGrace: time.Minute, Observer: obs})
 	runOneRound(t, c, func() bool { f, fl, _, _ := obs.get(); return f+fl > 0 })
-	if exists(a) || !exists(bb) {
-		t.Fatalf("first freed: %v, second kept: %v; want true, true", !exists(a), exists(bb))
+	if testcni.Exists(a) || !testcni.Exists(bb) {
+		t.Fatalf("first freed: %v, second kept: %v; want true, true", !testcni.Exists(a), testcni.Exists(bb))
 	}
-	st := addressOf(t, c, "10.99.0.3")
+	st := testcni.Address(t, c, "10.99.0.3")
 	if len(st.Reservations) != 1 || st.Reservations[0].State != cni.ReservationKeptOnRecheck {
 		t.Fatalf("page of the second: %+v", st.Reservations)
 	}
@@ -104,10 +100,10 @@ func TestAuditHoldsRunningSandboxWithoutIDKeepsReservations(t *testing.T) {
 	}}
 	c := mustNew(t, cni.Options{CacheDir: e.cache, PluginDirs: []string{realPlugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
 		Runtime: rt, ReservationGrace: time.Minute})
-	runOneRound(t, c, func() bool { return addressOf(t, c, "10.99.0.9").ReservationsRead != nil })
-	st := addressOf(t, c, "10.99.0.9")
-	if !exists(r) || len(st.Reservations) != 1 || st.Reservations[0].Decision.Row != 15 {
-		t.Fatalf("kept %v, page %+v: want kept by row 15", exists(r), st.Reservations)
+	runOneRound(t, c, func() bool { return testcni.Address(t, c, "10.99.0.9").ReservationsRead != nil })
+	st := testcni.Address(t, c, "10.99.0.9")
+	if !testcni.Exists(r) || len(st.Reservations) != 1 || st.Reservations[0].Decision.Row != 15 {
+		t.Fatalf("kept %v, page %+v: want kept by row 15", testcni.Exists(r), st.Reservations)
 	}
 }
 
@@ -185,7 +181,7 @@ func TestAuditHoldsDryRunListsWhatARealRoundFrees(t *testing.T) {
 	runOneRound(t, real, func() bool { f, _, _, _ := robs.get(); return f >= 3 })
 	var freed []string
 	for _, ip := range []string{"10.99.0.2", "fd99::2", "10.99.0.3", "10.99.0.4", "10.99.0.5"} {
-		if !exists(filepath.Join(e.data, "net1", ip)) {
+		if !testcni.Exists(filepath.Join(e.data, "net1", ip)) {
 			freed = append(freed, ip)
 		}
 	}
@@ -222,10 +218,10 @@ type callbackObserver struct {
 
 func (o *callbackObserver) call() {
 	_ = o.c.WouldFree()
-	_ = addressOf(o.t, o.c, "10.99.0.2")
+	_ = testcni.Address(o.t, o.c, "10.99.0.2")
 	_, _ = o.c.ListPUs(context.Background())
 	_ = o.c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u", Pod: types.NamespacedName{Namespace: "n", Name: "p"}, Reason: ports.ReasonPodGone})
-	if err := o.c.Resync(context.Background(), nopTracker{}); !errors.Is(err, cni.ErrResyncRunning) {
+	if err := o.c.Resync(context.Background(), testcni.NopTracker{}); !errors.Is(err, cni.ErrResyncRunning) {
 		o.t.Errorf("Resync from the Observer: %v", err)
 	}
 }
@@ -254,7 +250,7 @@ func TestAuditHoldsGonePodWithReadySandboxKeepsAll(t *testing.T) {
 	c := mustNew(t, cni.Options{CacheDir: e.cache, PluginDirs: []string{e.bin}, ConfDir: e.conf, HostLocalDataDir: e.data, Runtime: rt})
 	err := c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "pod"},
 		SandboxID: "sbOld", Reason: ports.ReasonPodGone})
-	if !errors.Is(err, cni.ErrSandboxRunning) || exists(log) {
-		t.Fatalf("DestroyPU: %v; plugin ran: %v", err, exists(log))
+	if !errors.Is(err, cni.ErrSandboxRunning) || testcni.Exists(log) {
+		t.Fatalf("DestroyPU: %v; plugin ran: %v", err, testcni.Exists(log))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -50,8 +51,8 @@ func TestAuditHoldsNoRuntimeFreesOnlyGoneNamespace(t *testing.T) {
 	if !errors.Is(err, cni.ErrNoEvidence) {
 		t.Fatalf("DestroyPU: %v, want ErrNoEvidence", err)
 	}
-	if exists(e.entryPath("net1", "sbGone", "eth0")) || !exists(e.entryPath("net1", "sbThere", "eth0")) {
-		t.Fatalf("gone-namespace sandbox freed: %v; other kept: %v", !exists(e.entryPath("net1", "sbGone", "eth0")), exists(e.entryPath("net1", "sbThere", "eth0")))
+	if testcni.Exists(e.entryPath("net1", "sbGone", "eth0")) || !testcni.Exists(e.entryPath("net1", "sbThere", "eth0")) {
+		t.Fatalf("gone-namespace sandbox freed: %v; other kept: %v", !testcni.Exists(e.entryPath("net1", "sbGone", "eth0")), testcni.Exists(e.entryPath("net1", "sbThere", "eth0")))
 	}
 	b, _ := os.ReadFile(log)
 	if string(b) != "DEL sbGone eth0\n" {
@@ -82,10 +83,10 @@ func TestAuditHoldsRunningSandboxWithNoIDNorPodIsAFailure(t *testing.T) {
 	}
 	err := c.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "pod"},
 		SandboxID: "sbX", Reason: ports.ReasonPodGone})
-	if err == nil || exists(log) {
-		t.Fatalf("DestroyPU: %v; plugin ran: %v", err, exists(log))
+	if err == nil || testcni.Exists(log) {
+		t.Fatalf("DestroyPU: %v; plugin ran: %v", err, testcni.Exists(log))
 	}
-	st := addressOf(t, c, "10.99.0.5")
+	st := testcni.Address(t, c, "10.99.0.5")
 	if len(st.Attachments) != 1 || st.Attachments[0].Decision == nil || st.Attachments[0].Decision.Row != -1 {
 		t.Fatalf("page: %+v", st.Attachments)
 	}
@@ -134,14 +135,14 @@ func TestAuditHoldsALinkEntrysNamespaceCountsForRow4(t *testing.T) {
 				SandboxID: "sb1", Reason: ports.ReasonPodGone})
 			b, _ := os.ReadFile(log)
 			if linkThere {
-				if !errors.Is(err, cni.ErrNoEvidence) || !exists(regular) || len(b) != 0 {
+				if !errors.Is(err, cni.ErrNoEvidence) || !testcni.Exists(regular) || len(b) != 0 {
 					t.Fatalf("a sandbox a link entry of which names a namespace that is there: DestroyPU %v, entry kept %v, plugin calls %q; want ErrNoEvidence, nothing DELed",
-						err, exists(regular), b)
+						err, testcni.Exists(regular), b)
 				}
 				return
 			}
-			if string(b) != "DEL sb1 eth0\n" || exists(regular) {
-				t.Fatalf("a sandbox whose every entry names a gone namespace: DestroyPU %v, plugin calls %q, entry kept %v; want its attachment DELed", err, b, exists(regular))
+			if string(b) != "DEL sb1 eth0\n" || testcni.Exists(regular) {
+				t.Fatalf("a sandbox whose every entry names a gone namespace: DestroyPU %v, plugin calls %q, entry kept %v; want its attachment DELed", err, b, testcni.Exists(regular))
 			}
 		})
 	}
@@ -186,12 +187,12 @@ func TestAuditHoldsAnAttachmentsDELRunsItsCachedPluginsOnly(t *testing.T) {
 		t.Fatalf("DestroyPU of a config with a plugin of its own: %v", err)
 	}
 	b, _ := os.ReadFile(inline)
-	if string(b) != "DEL sb1 eth0\n" || exists(extra) || exists(p1) {
-		t.Fatalf("the DEL ran %q (its own plugin) and the network directory's plugin: %v; entry kept %v", b, exists(extra), exists(p1))
+	if string(b) != "DEL sb1 eth0\n" || testcni.Exists(extra) || testcni.Exists(p1) {
+		t.Fatalf("the DEL ran %q (its own plugin) and the network directory's plugin: %v; entry kept %v", b, testcni.Exists(extra), testcni.Exists(p1))
 	}
 	err := c.DestroyPU(context.Background(), ev("uid-2", "sb2"))
-	if !ports.IsPermanent(err) || !exists(p2) || exists(extra) {
+	if !ports.IsPermanent(err) || !testcni.Exists(p2) || testcni.Exists(extra) {
 		t.Fatalf("a cached config of no plugin of its own: DestroyPU %v (permanent %v), entry kept %v, the directory's plugin ran %v",
-			err, ports.IsPermanent(err), exists(p2), exists(extra))
+			err, ports.IsPermanent(err), testcni.Exists(p2), testcni.Exists(extra))
 	}
 }

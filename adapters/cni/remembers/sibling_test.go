@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/ports"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 type countingObserver struct {
@@ -47,18 +45,9 @@ func (o *countingObserver) get() (int, int, int, int) {
 	return o.freed, o.failed, o.would, o.reported
 }
 
-type nopTracker struct{}
-
-func (nopTracker) Track(ports.PU) error            { return nil }
-func (nopTracker) Untrack(string) bool             { return false }
-func (nopTracker) TriggerPod(types.NamespacedName) {}
-
 // hostLocalConflist is a network that runs the real host-local as its one plugin, in dataDir.
 func hostLocalConflist(network, dataDir string) []byte {
-	b, _ := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": network, "plugins": []any{map[string]any{
-		"type": "host-local", "ipam": map[string]any{"type": "host-local", "dataDir": dataDir,
-			"ranges": []any{[]any{map[string]any{"subnet": "10.99.0.0/24"}}}}}}})
-	return b
+	return testcni.HostLocalConflist(network, dataDir, testcni.Subnet("10.99.0.0/24"), nil)
 }
 
 // runOneRound runs Resync until the round's work is seen done (done), then stops it.
@@ -66,7 +55,7 @@ func runOneRound(t *testing.T, c *cni.Collector, done func() bool) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- c.Resync(ctx, nopTracker{}) }()
+	go func() { errc <- c.Resync(ctx, testcni.NopTracker{}) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for !done() && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
@@ -76,17 +65,6 @@ func runOneRound(t *testing.T, c *cni.Collector, done func() bool) {
 	if err := <-errc; err != nil {
 		t.Fatalf("Resync: %v", err)
 	}
-}
-
-func addressOf(t *testing.T, c *cni.Collector, ip string) cni.AddressStatus {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	c.AddressHandler().ServeHTTP(rec, httptest.NewRequest("GET", cni.AddressPath+"?ip="+ip, nil))
-	var st cni.AddressStatus
-	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
-		t.Fatalf("address page: %v: %s", err, rec.Body.String())
-	}
-	return st
 }
 
 // cni-freeing.md: "A reservation is DELed only while its file still holds it: one released meanwhile by the DEL of
@@ -118,7 +96,7 @@ func TestAuditReleasedBeforeTheDelIsNotToldFreedByIt(t *testing.T) {
 		t.Fatalf("10.99.0.2 not freed by the round: %v", err)
 	}
 	freed, failed, _, _ := obs.get()
-	st := addressOf(t, c, "10.99.0.3")
+	st := testcni.Address(t, c, "10.99.0.3")
 	var state string
 	for _, r := range st.Reservations {
 		state = r.State
@@ -182,11 +160,11 @@ func TestAuditReleasedBeforeTheDelIsNotToldFreedByItTwoDataDirs(t *testing.T) {
 	c := mustNew(t, cni.Options{CacheDir: e.cache, PluginDirs: []string{realPlugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
 		Runtime: rt, ReservationGrace: time.Minute, Observer: obs})
 	runOneRound(t, c, func() bool { f, fl, _, _ := obs.get(); return f+fl > 0 })
-	if exists(inA) || exists(inB) {
-		t.Fatalf("A's reservation still there: %v; B's: %v", exists(inA), exists(inB))
+	if testcni.Exists(inA) || testcni.Exists(inB) {
+		t.Fatalf("A's reservation still there: %v; B's: %v", testcni.Exists(inA), testcni.Exists(inB))
 	}
 	freed, _, _, _ := obs.get()
-	st := addressOf(t, c, "10.98.0.2")
+	st := testcni.Address(t, c, "10.98.0.2")
 	var state string
 	for _, r := range st.Reservations {
 		state = r.State
