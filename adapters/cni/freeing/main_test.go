@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,16 +18,13 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/internal/privatens"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
 // The tests run inside private network and mount namespaces
 // (internal/privatens): /var/lib and /run are a tmpfs there, and every
 // directory, plugin and "network namespace" path they make is in them.
-
-var quiet = funcr.New(func(string, string) {}, funcr.Options{})
-
-var _ = logr.Logger{}
 
 const insideEnv = "PODSWEEPER_CNI_FREEING_IN_NETNS"
 
@@ -196,7 +191,7 @@ func (n *node) entries() []string {
 
 func (n *node) collector(rt cni.Runtime, mod ...func(*cni.Options)) *cni.Collector {
 	n.t.Helper()
-	o := cni.Options{CacheDir: n.cache, PluginDirs: []string{n.plugins}, ConfDir: n.conf, Logger: quiet}
+	o := cni.Options{CacheDir: n.cache, PluginDirs: []string{n.plugins}, ConfDir: n.conf, Logger: testcni.Quiet()}
 	if rt != nil {
 		o.Runtime = rt
 	}

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -169,7 +169,7 @@ func (e *env) delsOf(sandbox string) int {
 func (e *env) collector(rt cni.Runtime, timeout time.Duration) *cni.Collector {
 	e.t.Helper()
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf,
-		Runtime: rt, NewestSandboxTimeout: timeout, Logger: funcr.New(func(string, string) {}, funcr.Options{})})
+		Runtime: rt, NewestSandboxTimeout: timeout, Logger: testcni.Quiet()})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -136,7 +136,7 @@ func TestDisableGCNetworkNamedTwiceIsNeverTouched(t *testing.T) {
 	res := e.reservation(data, "net", "10.22.0.5", "cafe0001", time.Now().Add(-time.Hour))
 	o := newReservationObserver()
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: data,
-		ResyncInterval: time.Hour, Runtime: &fakeRuntime{}, Observer: o, Logger: funcr.New(func(string, string) {}, funcr.Options{})})
+		ResyncInterval: time.Hour, Runtime: &fakeRuntime{}, Observer: o, Logger: testcni.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestWouldFreeIsToldOnceForEach(t *testing.T) {
 	o := newReservationObserver()
 	rt := steppedRuntime{answers: make(chan error)}
 	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: data,
-		ResyncInterval: time.Hour, Runtime: rt, DryRun: true, Observer: o, Logger: funcr.New(func(string, string) {}, funcr.Options{})})
+		ResyncInterval: time.Hour, Runtime: rt, DryRun: true, Observer: o, Logger: testcni.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
