@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // doc (go doc Options.DryRun): a dry run "also has Resync track a PU it listed the time before,
@@ -32,7 +33,7 @@ func TestAuditDryRunTracksPUBackInCache(t *testing.T) {
 		if err != nil || len(pus) != 1 {
 			t.Fatalf("inventory %v %v", pus, err)
 		}
-		tr := &tracker{}
+		tr := &testcni.Recorder{}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { _ = c.Resync(ctx, tr); close(done) }()
@@ -49,10 +50,8 @@ func TestAuditDryRunTracksPUBackInCache(t *testing.T) {
 		synctest.Wait()
 		cancel()
 		<-done
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		if len(tr.tracked) == 0 {
-			t.Fatalf("the PU of a pod that left the cache and came back was never tracked again (tracked %v, triggers %v)", tr.tracked, tr.triggers)
+		if len(tr.Tracked()) == 0 {
+			t.Fatalf("the PU of a pod that left the cache and came back was never tracked again (tracked %v, triggers %v)", tr.Tracked(), tr.Triggered())
 		}
 	})
 }
@@ -72,7 +71,7 @@ func TestAuditHoldsDryRunTracksPUBackInCacheWithoutInventory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := &tracker{}
+		tr := &testcni.Recorder{}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { _ = c.Resync(ctx, tr); close(done) }()
@@ -89,10 +88,8 @@ func TestAuditHoldsDryRunTracksPUBackInCacheWithoutInventory(t *testing.T) {
 		synctest.Wait()
 		cancel()
 		<-done
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		if len(tr.tracked) != 2 {
-			t.Fatalf("the PU of a pod that left the cache and came back was never tracked again (tracked %v, triggers %v)", tr.tracked, tr.triggers)
+		if len(tr.Tracked()) != 2 {
+			t.Fatalf("the PU of a pod that left the cache and came back was never tracked again (tracked %v, triggers %v)", tr.Tracked(), tr.Triggered())
 		}
 	})
 }

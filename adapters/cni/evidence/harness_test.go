@@ -11,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/internal/testcni"
-	"github.com/podsweeper/podsweeper/ports"
 )
 
 type env struct {
@@ -117,31 +115,6 @@ func sbx(id, uid string, ready bool, created time.Time) *runtimeapi.PodSandbox {
 	return s
 }
 
-type tracker struct {
-	mu       sync.Mutex
-	tracked  []ports.PU
-	untracks []string
-	triggers []types.NamespacedName
-}
-
-func (tr *tracker) Track(pu ports.PU) error {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	tr.tracked = append(tr.tracked, pu)
-	return nil
-}
-func (tr *tracker) Untrack(puid string) bool {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	tr.untracks = append(tr.untracks, puid)
-	return true
-}
-func (tr *tracker) TriggerPod(n types.NamespacedName) {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	tr.triggers = append(tr.triggers, n)
-}
-
 func (e env) opts(rt cni.Runtime) cni.Options {
 	return cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
 		ResyncInterval: time.Hour, ReservationGrace: time.Minute, Runtime: rt, Logger: testcni.Quiet()}
@@ -150,7 +123,7 @@ func (e env) opts(rt cni.Runtime) cni.Options {
 // runRound runs Resync until cond holds (its first round), then stops it.
 func runRound(t *testing.T, c *cni.Collector, cond func() bool) {
 	t.Helper()
-	if held, _ := testcni.ResyncUntil(c, &tracker{}, 20*time.Second, 5*time.Millisecond, cond); !held {
+	if held, _ := testcni.ResyncUntil(c, &testcni.Recorder{}, 20*time.Second, 5*time.Millisecond, cond); !held {
 		t.Fatal("the round never got there")
 	}
 }

@@ -7,41 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
-	"github.com/podsweeper/podsweeper/ports"
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
-
-type recTracker struct {
-	mu                      sync.Mutex
-	tracked                 []ports.PU
-	untrackedIDs, triggered []string
-}
-
-func (r *recTracker) Track(pu ports.PU) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.tracked = append(r.tracked, pu)
-	return nil
-}
-func (r *recTracker) Untrack(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.untrackedIDs = append(r.untrackedIDs, id)
-	return true
-}
-func (r *recTracker) TriggerPod(p types.NamespacedName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.triggered = append(r.triggered, p.String())
-}
-func (r *recTracker) snapshot() ([]ports.PU, []string, []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]ports.PU(nil), r.tracked...), append([]string(nil), r.untrackedIDs...), append([]string(nil), r.triggered...)
-}
 
 // Resync (go doc): "A pod listed with another sandbox than ... the Inventory's list, for a pod Resync has not listed
 // yet, while the cache still holds that one, has had its sandboxes' order told meanwhile ...: its PU is untracked
@@ -75,20 +45,20 @@ func TestAuditHoldsResyncMovesPUWhenOrderIsTold(t *testing.T) {
 	mu.Lock()
 	fail = false
 	mu.Unlock()
-	tr := &recTracker{}
+	tr := &testcni.Recorder{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Resync(ctx, tr) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if tracked, _, _ := tr.snapshot(); len(tracked) > 0 {
+		if tracked, _, _ := tr.Snapshot(); len(tracked) > 0 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	cancel()
 	<-done
-	tracked, untracked, triggered := tr.snapshot()
+	tracked, untracked, triggered := tr.Snapshot()
 	if len(untracked) == 0 || untracked[0] != "uid-1" || len(tracked) == 0 || tracked[0].SandboxID != "sbY" || len(triggered) == 0 {
 		t.Fatalf("untracked %v, tracked %+v, triggered %v: want uid-1 moved to sbY and checked", untracked, tracked, triggered)
 	}
