@@ -15,8 +15,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -30,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/streaming/pkg/httpstream"
-	"k8s.io/streaming/pkg/httpstream/spdy"
 )
 
 type a5Cluster struct {
@@ -64,10 +61,10 @@ func (c *a5Cluster) isDenied(key string) bool {
 }
 
 func forbid(w http.ResponseWriter, verb, resource, name, ns string) {
-	writeObj(w, 403, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
-		Reason: metav1.StatusReasonForbidden, Code: 403,
-		Message: fmt.Sprintf("%s %q is forbidden: User \"me\" cannot %s resource %q in API group \"\" in the namespace %q", resource, name, verb, resource, ns),
-		Details: &metav1.StatusDetails{Name: name, Kind: strings.Split(resource, "/")[0]}})
+	st := status(403, metav1.StatusReasonForbidden,
+		fmt.Sprintf("%s %q is forbidden: User \"me\" cannot %s resource %q in API group \"\" in the namespace %q", resource, name, verb, resource, ns))
+	st.Details = &metav1.StatusDetails{Name: name, Kind: strings.Split(resource, "/")[0]}
+	writeJSONResp(w, 403, st)
 }
 
 func newA5Cluster(t *testing.T) *a5Cluster {
@@ -117,26 +114,20 @@ func (c *a5Cluster) pendingProgram(chart, ns, name, node string) {
 	})
 }
 
-func writeObj(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func notFound(w http.ResponseWriter, kind, name string) {
-	writeObj(w, 404, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
-		Reason: metav1.StatusReasonNotFound, Code: 404, Message: fmt.Sprintf("%s %q not found", kind, name),
-		Details: &metav1.StatusDetails{Name: name, Kind: kind}})
+	st := status(404, metav1.StatusReasonNotFound, fmt.Sprintf("%s %q not found", kind, name))
+	st.Details = &metav1.StatusDetails{Name: name, Kind: kind}
+	writeJSONResp(w, 404, st)
 }
 
 func (c *a5Cluster) serve(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	q := r.URL.Query()
 	if u := r.Header.Get("Impersonate-User"); u != "" && c.isDenied("impersonate users ") {
-		writeObj(w, 403, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
-			Reason: metav1.StatusReasonForbidden, Code: 403,
-			Message: fmt.Sprintf("users %q is forbidden: User \"me\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope", u),
-			Details: &metav1.StatusDetails{Name: u, Kind: "users"}})
+		st := status(403, metav1.StatusReasonForbidden,
+			fmt.Sprintf("users %q is forbidden: User \"me\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope", u))
+		st.Details = &metav1.StatusDetails{Name: u, Kind: "users"}
+		writeJSONResp(w, 403, st)
 		return
 	}
 	switch {
@@ -157,7 +148,7 @@ func (c *a5Cluster) serve(w http.ResponseWriter, r *http.Request) {
 			key = a.Verb + " " + res + " " + a.Namespace
 		}
 		rev.Status.Allowed = !c.isDenied(key)
-		writeObj(w, 201, &rev)
+		writeJSONResp(w, 201, &rev)
 		return
 	case len(parts) >= 3 && parts[0] == "api" && parts[1] == "v1":
 	default:
@@ -184,7 +175,7 @@ func (c *a5Cluster) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		c.mu.Unlock()
-		writeObj(w, 200, &l)
+		writeJSONResp(w, 200, &l)
 	case len(rest) == 2 && rest[0] == "pods":
 		c.mu.Lock()
 		c.getCount[ns+"/"+rest[1]]++
@@ -208,7 +199,7 @@ func (c *a5Cluster) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		found.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
-		writeObj(w, 200, found)
+		writeJSONResp(w, 200, found)
 	case len(rest) == 3 && rest[0] == "pods" && rest[2] == "portforward":
 		c.portForward(w, r, ns+"/"+rest[1])
 	case len(rest) == 1 && rest[0] == "events":
@@ -228,7 +219,7 @@ func (c *a5Cluster) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		c.mu.Unlock()
-		writeObj(w, 200, &l)
+		writeJSONResp(w, 200, &l)
 	default:
 		notFound(w, "thing", r.URL.Path)
 	}
@@ -252,88 +243,36 @@ func (c *a5Cluster) portForward(w http.ResponseWriter, r *http.Request, pod stri
 	c.mu.Lock()
 	page := c.pages[pod]
 	c.mu.Unlock()
-	if _, err := httpstream.Handshake(r, w, []string{"portforward.k8s.io"}); err != nil {
-		return
-	}
-	streams := make(chan httpstream.Stream, 16)
-	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, r, func(s httpstream.Stream, replySent <-chan struct{}) error {
-		streams <- s
-		return nil
-	})
-	if conn == nil {
-		return
-	}
-	defer conn.Close()
-	errStreams := map[string]httpstream.Stream{}
-	for {
-		select {
-		case <-conn.CloseChan():
-			return
-		case s := <-streams:
-			id := s.Headers().Get(corev1.PortForwardRequestIDHeader)
-			switch s.Headers().Get(corev1.StreamType) {
-			case corev1.StreamTypeError:
-				errStreams[id] = s
-			case corev1.StreamTypeData:
-				es := errStreams[id]
-				go func() {
-					defer s.Close()
-					if page == nil {
-						if es != nil {
-							fmt.Fprintf(es, "an error occurred forwarding to %s: connection refused", pod)
-							es.Close()
-						}
-						return
-					}
-					nc, err := net.Dial("tcp", page.Listener.Addr().String())
-					if err != nil {
-						if es != nil {
-							fmt.Fprintf(es, "dial: %v", err)
-							es.Close()
-						}
-						return
-					}
-					done := make(chan struct{}, 2)
-					go func() { _, _ = io.Copy(nc, s); done <- struct{}{} }()
-					go func() { _, _ = io.Copy(s, nc); done <- struct{}{} }()
-					<-done
-					nc.Close()
-					if es != nil {
-						es.Close()
-					}
-				}()
+	forwardStreams(w, r, func(s, es httpstream.Stream) {
+		defer s.Close()
+		if page == nil {
+			if es != nil {
+				fmt.Fprintf(es, "an error occurred forwarding to %s: connection refused", pod)
+				es.Close()
 			}
+			return
 		}
-	}
+		nc, err := net.Dial("tcp", page.Listener.Addr().String())
+		if err != nil {
+			if es != nil {
+				fmt.Fprintf(es, "dial: %v", err)
+				es.Close()
+			}
+			return
+		}
+		done := make(chan struct{}, 2)
+		go func() { _, _ = io.Copy(nc, s); done <- struct{}{} }()
+		go func() { _, _ = io.Copy(s, nc); done <- struct{}{} }()
+		<-done
+		nc.Close()
+		if es != nil {
+			es.Close()
+		}
+	})
 }
 
 // kubeconfig writes a kubeconfig naming the fake API server, namespace "apps".
-func (c *a5Cluster) kubeconfig() string {
-	dir := c.t.TempDir()
-	path := filepath.Join(dir, "config")
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster:
-    server: %s
-users:
-- name: me
-  user:
-    token: t
-contexts:
-- name: fake
-  context:
-    cluster: fake
-    user: me
-    namespace: apps
-current-context: fake
-`, c.srv.URL)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		c.t.Fatal(err)
-	}
-	return path
-}
+func (c *a5Cluster) kubeconfig() string { return kubeconfigFor(c.t, c.srv.URL, "apps") }
 
 // run runs the plugin with args against the cluster: its exit status, stdout and stderr.
 func (c *a5Cluster) run(args ...string) (int, string, string) {

@@ -76,16 +76,23 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	return f
 }
 
-func (f *fakeAPI) kubeconfig() string {
-	dir := f.t.TempDir()
-	p := filepath.Join(dir, "kubeconfig")
+func (f *fakeAPI) kubeconfig() string { return kubeconfigFor(f.t, f.srv.URL, "apps") }
+
+// kubeconfigFor writes a kubeconfig whose one context reaches the API
+// server at server (its certificate not checked) with a token, in
+// namespace ns, and returns its path.
+func kubeconfigFor(t *testing.T, server, ns string) string {
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	tls := ""
+	if strings.HasPrefix(server, "https://") {
+		tls = "\n    insecure-skip-tls-verify: true"
+	}
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: c
   cluster:
-    server: %s
-    insecure-skip-tls-verify: true
+    server: %s%s
 users:
 - name: alice
   user:
@@ -95,11 +102,11 @@ contexts:
   context:
     cluster: c
     user: alice
-    namespace: apps
+    namespace: %s
 current-context: c
-`, f.srv.URL)
+`, server, tls, ns)
 	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return p
 }

@@ -288,6 +288,40 @@ func (p *podStreams) answer(st httpstream.Stream) {
 	_ = res.Write(st)
 }
 
+// forwardStreams answers r, a port-forward over SPDY, as the kubelet does
+// through the API server: each data stream is served by serve, in a
+// goroutine of its own, with the error stream of its request (nil when
+// none came before it), until the connection closes.
+func forwardStreams(w http.ResponseWriter, r *http.Request, serve func(data, errs httpstream.Stream)) {
+	if _, err := httpstream.Handshake(r, w, []string{"portforward.k8s.io"}); err != nil {
+		return
+	}
+	streams := make(chan httpstream.Stream, 16)
+	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, r, func(s httpstream.Stream, replySent <-chan struct{}) error {
+		streams <- s
+		return nil
+	})
+	if conn == nil {
+		return
+	}
+	defer conn.Close()
+	errStreams := map[string]httpstream.Stream{}
+	for {
+		select {
+		case <-conn.CloseChan():
+			return
+		case s := <-streams:
+			id := s.Headers().Get(corev1.PortForwardRequestIDHeader)
+			switch s.Headers().Get(corev1.StreamType) {
+			case corev1.StreamTypeError:
+				errStreams[id] = s
+			case corev1.StreamTypeData:
+				go serve(s, errStreams[id])
+			}
+		}
+	}
+}
+
 // streamingWriter is an http.ResponseWriter that writes the response to w as
 // it is made, as a program's server does: its header at the first Write or
 // Flush, then each Write; the body ends when the stream closes.
