@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/streaming/pkg/httpstream"
-	"k8s.io/streaming/pkg/httpstream/spdy"
 )
 
 // a6API is a small fake API server: pods, Events, SelfSubjectAccessReviews
@@ -77,17 +74,10 @@ func (a *a6API) addProgram(prog, ns, name, node string, args []string, h http.Ha
 	a.mu.Unlock()
 }
 
-func (a *a6API) writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func (a *a6API) forbid(w http.ResponseWriter, verb, resource, ns string) {
-	a.writeJSON(w, 403, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: "Failure",
-		Reason: metav1.StatusReasonForbidden, Code: 403,
-		Message: fmt.Sprintf("%s is forbidden: User \"bob\" cannot %s resource %q in namespace %q", resource, verb, resource, ns),
-		Details: &metav1.StatusDetails{Kind: strings.Split(resource, "/")[0]}})
+	st := status(403, metav1.StatusReasonForbidden, fmt.Sprintf("%s is forbidden: User \"bob\" cannot %s resource %q in namespace %q", resource, verb, resource, ns))
+	st.Details = &metav1.StatusDetails{Kind: strings.Split(resource, "/")[0]}
+	writeJSONResp(w, 403, st)
 }
 
 func (a *a6API) denied(verb, resource, ns string) bool {
@@ -97,10 +87,10 @@ func (a *a6API) denied(verb, resource, ns string) bool {
 func (a *a6API) serve(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if u := r.Header.Get("Impersonate-User"); u != "" && a.denied("impersonate", "users", "") {
-		a.writeJSON(w, 403, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: "Failure",
-			Reason: metav1.StatusReasonForbidden, Code: 403,
-			Message: fmt.Sprintf("users %q is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope", u),
-			Details: &metav1.StatusDetails{Kind: "users", Name: u}})
+		st := status(403, metav1.StatusReasonForbidden,
+			fmt.Sprintf("users %q is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope", u))
+		st.Details = &metav1.StatusDetails{Kind: "users", Name: u}
+		writeJSONResp(w, 403, st)
 		return
 	}
 	switch {
@@ -124,7 +114,7 @@ func (a *a6API) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		rev.Status.Allowed = !a.denied(ra.Verb, res, ra.Namespace)
 		rev.Kind, rev.APIVersion = "SelfSubjectAccessReview", "authorization.k8s.io/v1"
-		a.writeJSON(w, 201, &rev)
+		writeJSONResp(w, 201, &rev)
 	case len(parts) == 7 && parts[0] == "api" && parts[4] == "pods" && parts[6] == "portforward":
 		a.portForward(w, r, parts[3], parts[5])
 	case len(parts) == 6 && parts[0] == "api" && parts[4] == "pods":
@@ -145,14 +135,12 @@ func (a *a6API) serve(w http.ResponseWriter, r *http.Request) {
 		p := a.pods[key]
 		a.mu.Unlock()
 		if p == nil {
-			a.writeJSON(w, 404, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: "Failure",
-				Reason: metav1.StatusReasonNotFound, Code: 404, Message: fmt.Sprintf("pods %q not found", name),
-				Details: &metav1.StatusDetails{Name: name, Kind: "pods"}})
+			notFound(w, "pods", name)
 			return
 		}
 		c := p.DeepCopy()
 		c.Kind, c.APIVersion = "Pod", "v1"
-		a.writeJSON(w, 200, c)
+		writeJSONResp(w, 200, c)
 	case (len(parts) == 3 && parts[2] == "pods") || (len(parts) == 5 && parts[4] == "pods"):
 		ns := ""
 		if len(parts) == 5 {
@@ -170,7 +158,7 @@ func (a *a6API) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		a.mu.Unlock()
-		a.writeJSON(w, 200, l)
+		writeJSONResp(w, 200, l)
 	case (len(parts) == 3 && parts[2] == "events") || (len(parts) == 5 && parts[4] == "events"):
 		ns := ""
 		if len(parts) == 5 {
@@ -214,7 +202,7 @@ func (a *a6API) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		a.mu.Unlock()
-		a.writeJSON(w, 200, l)
+		writeJSONResp(w, 200, l)
 	default:
 		http.NotFound(w, r)
 	}
@@ -233,9 +221,7 @@ func (a *a6API) portForward(w http.ResponseWriter, r *http.Request, ns, name str
 	kr := a.kubeletRefuses[ns+"/"+name]
 	a.mu.Unlock()
 	if kr {
-		a.writeJSON(w, 403, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: "Failure",
-			Reason: metav1.StatusReasonForbidden, Code: 403,
-			Message: "Forbidden (user=kube-apiserver-kubelet-client, verb=create, resource=nodes, subresource=proxy)"})
+		writeJSONResp(w, 403, status(403, metav1.StatusReasonForbidden, "Forbidden (user=kube-apiserver-kubelet-client, verb=create, resource=nodes, subresource=proxy)"))
 		return
 	}
 	a.mu.Lock()
@@ -259,112 +245,27 @@ func (a *a6API) portForward(w http.ResponseWriter, r *http.Request, ns, name str
 		http.Error(w, "no such pod", http.StatusNotFound)
 		return
 	}
-	if _, err := httpstream.Handshake(r, w, []string{"portforward.k8s.io"}); err != nil {
-		return
-	}
-	streams := make(chan httpstream.Stream, 16)
-	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, r, func(s httpstream.Stream, replySent <-chan struct{}) error {
-		streams <- s
-		return nil
-	})
-	if conn == nil {
-		return
-	}
-	defer conn.Close()
-	errStreams := map[string]httpstream.Stream{}
-	for {
-		select {
-		case <-conn.CloseChan():
-			return
-		case s := <-streams:
-			id := s.Headers().Get(corev1.PortForwardRequestIDHeader)
-			switch s.Headers().Get(corev1.StreamType) {
-			case corev1.StreamTypeError:
-				errStreams[id] = s
-			case corev1.StreamTypeData:
-				es := errStreams[id]
-				go func() {
-					defer s.Close()
-					if es != nil {
-						defer es.Close()
-					}
-					if _, refuses := h.(a6Refuses); refuses && es != nil {
-						_, _ = es.Write([]byte("error forwarding port " + s.Headers().Get(corev1.PortHeader) + " to pod " + name + ", uid : failed to connect to localhost:" + s.Headers().Get(corev1.PortHeader) + " inside namespace: dial tcp4 127.0.0.1:" + s.Headers().Get(corev1.PortHeader) + ": connect: connection refused"))
-						return
-					}
-					req, err := http.ReadRequest(bufio.NewReader(s))
-					if err != nil {
-						return
-					}
-					rw := &a6Writer{w: s, h: http.Header{}}
-					h.ServeHTTP(rw, req)
-					rw.finish()
-				}()
-			}
+	forwardStreams(w, r, func(s, es httpstream.Stream) {
+		defer s.Close()
+		if es != nil {
+			defer es.Close()
 		}
-	}
-}
-
-// a6Writer writes an HTTP/1.1 response onto a stream, headers first, then
-// the body as it is written (a handler may flush and sleep between).
-type a6Writer struct {
-	w       interface{ Write([]byte) (int, error) }
-	h       http.Header
-	started bool
-}
-
-func (w *a6Writer) Header() http.Header { return w.h }
-func (w *a6Writer) WriteHeader(code int) {
-	if w.started {
-		return
-	}
-	w.started = true
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
-	w.h.Set("Connection", "close")
-	_ = w.h.Write(&b)
-	b.WriteString("\r\n")
-	_, _ = w.w.Write(b.Bytes())
-}
-func (w *a6Writer) Write(p []byte) (int, error) {
-	if !w.started {
-		w.WriteHeader(200)
-	}
-	return w.w.Write(p)
-}
-func (w *a6Writer) Flush() {}
-func (w *a6Writer) finish() {
-	if !w.started {
-		w.WriteHeader(200)
-	}
+		if _, refuses := h.(a6Refuses); refuses && es != nil {
+			_, _ = es.Write([]byte("error forwarding port " + s.Headers().Get(corev1.PortHeader) + " to pod " + name + ", uid : failed to connect to localhost:" + s.Headers().Get(corev1.PortHeader) + " inside namespace: dial tcp4 127.0.0.1:" + s.Headers().Get(corev1.PortHeader) + ": connect: connection refused"))
+			return
+		}
+		req, err := http.ReadRequest(bufio.NewReader(s))
+		if err != nil {
+			return
+		}
+		rw := &streamingWriter{w: s, h: http.Header{}}
+		h.ServeHTTP(rw, req)
+		rw.Flush()
+	})
 }
 
 // kubeconfig writes a kubeconfig of the fake API server, its context's namespace ns.
-func (a *a6API) kubeconfig(ns string) string {
-	path := filepath.Join(a.t.TempDir(), "kubeconfig")
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-    server: %s
-users:
-- name: u
-  user:
-    token: t
-contexts:
-- name: ctx
-  context:
-    cluster: c
-    user: u
-    namespace: %s
-current-context: ctx
-`, a.srv.URL, ns)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		a.t.Fatal(err)
-	}
-	return path
-}
+func (a *a6API) kubeconfig(ns string) string { return kubeconfigFor(a.t, a.srv.URL, ns) }
 
 // run6 runs the plugin against a, returning stdout, stderr and the status.
 func (a *a6API) run(args ...string) (string, string, int) {
