@@ -95,13 +95,10 @@ func Ago(d time.Duration) time.Time {
 func Reservation(t testing.TB, dataDir, network, ip, id, ifName string, at time.Time) string {
 	t.Helper()
 	p := filepath.Join(dataDir, network, ip)
-	Write(t, p, id+"\r\n"+ifName)
-	if !at.IsZero() {
-		if err := os.Chtimes(p, at, at); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	return p
+	return WriteFile(t, p, []byte(id+"\r\n"+ifName), 0o644, at)
 }
 
 // HostLocalConflist is the conflist of network name whose one plugin is
@@ -161,4 +158,25 @@ func RunUntil(run func(context.Context) error, timeout, poll time.Duration, cond
 	}
 	cancel()
 	return held, <-done
+}
+
+// EntryPath is the file libcni caches an attachment in:
+// <cacheDir>/results/<network>-<id>-<ifName>.
+func EntryPath(cacheDir, network, id, ifName string) string {
+	return filepath.Join(cacheDir, "results", network+"-"+id+"-"+ifName)
+}
+
+// WriteFile writes b to path with perm, dated at (the zero time: as
+// written), and returns path. It makes no directory.
+func WriteFile(t testing.TB, path string, b []byte, perm os.FileMode, at time.Time) string {
+	t.Helper()
+	if err := os.WriteFile(path, b, perm); err != nil {
+		t.Fatal(err)
+	}
+	if !at.IsZero() {
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
 }

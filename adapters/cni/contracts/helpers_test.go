@@ -107,9 +107,7 @@ func entryJSON(network, cid, ifname, netns, uid string, conf []byte, ip string) 
 }
 
 func (e *env) writeEntry(network, cid, ifname, netns, uid string, conf []byte, ip string) string {
-	p := filepath.Join(e.cache, "results", network+"-"+cid+"-"+ifname)
-	must(e.t, os.WriteFile(p, entryJSON(network, cid, ifname, netns, uid, conf, ip), 0o600))
-	return p
+	return testcni.WriteFile(e.t, testcni.EntryPath(e.cache, network, cid, ifname), entryJSON(network, cid, ifname, netns, uid, conf, ip), 0o600, time.Time{})
 }
 
 // goneNetNS is a namespace path gone from a directory that is there.

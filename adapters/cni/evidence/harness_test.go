@@ -73,14 +73,7 @@ func (e env) entry(t *testing.T, conf []byte, network, cid, ifName, netns, uid, 
 		m["result"] = json.RawMessage(result)
 	}
 	b, _ := json.Marshal(m)
-	p := filepath.Join(e.cache, "results", network+"-"+cid+"-"+ifName)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if !at.IsZero() {
-		os.Chtimes(p, at, at)
-	}
-	return p
+	return testcni.WriteFile(t, testcni.EntryPath(e.cache, network, cid, ifName), b, 0o600, at)
 }
 
 // fakeRuntime answers ListPodSandbox with what list returns.

@@ -132,20 +132,11 @@ func (n *node) write(a att) string {
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	name := a.FileName
-	if name == "" {
-		name = a.Network + "-" + a.Sandbox + "-" + a.IfName
+	p := testcni.EntryPath(n.cache, a.Network, a.Sandbox, a.IfName)
+	if a.FileName != "" {
+		p = filepath.Join(n.cache, "results", a.FileName)
 	}
-	p := filepath.Join(n.cache, "results", name)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		n.t.Fatal(err)
-	}
-	if !a.Written.IsZero() {
-		if err := os.Chtimes(p, a.Written, a.Written); err != nil {
-			n.t.Fatal(err)
-		}
-	}
-	return p
+	return testcni.WriteFile(n.t, p, b, 0o600, a.Written)
 }
 
 // nsPresent makes a netns path that is there; nsGone one that is gone

@@ -127,20 +127,11 @@ func (e *env) write(net, sandbox, uid, netns string, mtime time.Time, opts ...en
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	p := filepath.Join(e.cache, "results", net+"-"+sandbox+"-eth0")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		e.t.Fatal(err)
-	}
-	if !mtime.IsZero() {
-		if err := os.Chtimes(p, mtime, mtime); err != nil {
-			e.t.Fatal(err)
-		}
-	}
-	return p
+	return testcni.WriteFile(e.t, testcni.EntryPath(e.cache, net, sandbox, "eth0"), b, 0o644, mtime)
 }
 
 func (e *env) exists(net, sandbox string) bool {
-	_, err := os.Stat(filepath.Join(e.cache, "results", net+"-"+sandbox+"-eth0"))
+	_, err := os.Stat(testcni.EntryPath(e.cache, net, sandbox, "eth0"))
 	return err == nil
 }
 
@@ -276,16 +267,7 @@ func (e *env) writeEntry(o entryOpt) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	f := filepath.Join(e.cache, "results", o.network+"-"+o.sandbox+"-"+o.ifName)
-	if err := os.WriteFile(f, b, 0o600); err != nil {
-		e.t.Fatal(err)
-	}
-	if !o.written.IsZero() {
-		if err := os.Chtimes(f, o.written, o.written); err != nil {
-			e.t.Fatal(err)
-		}
-	}
-	return f
+	return testcni.WriteFile(e.t, testcni.EntryPath(e.cache, o.network, o.sandbox, o.ifName), b, 0o600, o.written)
 }
 
 func (e *env) delLogFields() []string {

@@ -70,20 +70,12 @@ func entryBytes(t *testing.T, network, cid, ifName, uid, ns, name, netns string,
 }
 
 func (e env) entryPath(network, cid, ifName string) string {
-	return filepath.Join(e.cache, "results", network+"-"+cid+"-"+ifName)
+	return testcni.EntryPath(e.cache, network, cid, ifName)
 }
 
 func (e env) writeEntry(t *testing.T, network, cid, ifName, uid string, config []byte, written time.Time) {
 	t.Helper()
-	p := e.entryPath(network, cid, ifName)
-	if err := os.WriteFile(p, entryBytes(t, network, cid, ifName, uid, "ns", "pod", "", config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if !written.IsZero() {
-		if err := os.Chtimes(p, written, written); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testcni.WriteFile(t, e.entryPath(network, cid, ifName), entryBytes(t, network, cid, ifName, uid, "ns", "pod", "", config), 0o600, written)
 }
 
 // reservation writes host-local's file <data>/<network>/<ip>.

@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
 // fakePlugins makes a plugin directory with "okplug", a plugin whose every
@@ -44,8 +47,5 @@ func cacheEntry(t *testing.T, cache string, o entryOpts) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(cache, "results", o.network+"-"+o.id+"-"+o.ifName)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testcni.WriteFile(t, testcni.EntryPath(cache, o.network, o.id, o.ifName), b, 0o600, time.Time{})
 }

@@ -53,11 +53,7 @@ func (e *env) entry(t *testing.T, network, cid, ifname, uid, ns, name, netns str
 		ent["result"] = map[string]any{"cniVersion": "1.0.0", "ips": []map[string]any{{"address": ip + "/24"}}}
 	}
 	b, _ := json.Marshal(ent)
-	f := filepath.Join(e.cache, "results", network+"-"+cid+"-"+ifname)
-	if err := os.WriteFile(f, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return testcni.WriteFile(t, testcni.EntryPath(e.cache, network, cid, ifname), b, 0o600, time.Time{})
 }
 
 // reserve writes a host-local reservation file as host-local does.
