@@ -519,7 +519,10 @@ type sandbox struct {
 	// Created is when it was created: the runtime's CreatedAt where the
 	// runtime lists it, otherwise when its first attachment was written.
 	Created time.Time
-	Atts    []attachment
+	// Earliest is Created, or the earliest of the times the runtime told
+	// when it lists it at two.
+	Earliest time.Time
+	Atts     []attachment
 }
 
 // sandboxesOf returns the sandboxes of the pod uid among atts, oldest
@@ -542,7 +545,7 @@ func sandboxesOf(atts []attachment, uid string, rv runtimeView) []sandbox {
 		sbs[i].Atts = append(sbs[i].Atts, a)
 	}
 	for i := range sbs {
-		sbs[i].Created = rv.created(sbs[i].ID, sbs[i].Created)
+		sbs[i].Created, sbs[i].Earliest = rv.created(sbs[i].ID, uid, sbs[i].Created)
 	}
 	slices.SortFunc(sbs, func(x, y sandbox) int {
 		return cmp.Or(x.Created.Compare(y.Created), strings.Compare(x.ID, y.ID))

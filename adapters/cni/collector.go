@@ -360,10 +360,9 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 	told := err == nil
 	// Each pod that holds a collectable attachment, decided on all its attachments, as DestroyPU decides: a
 	// disableGC network's namespace tells of the sandbox too.
-	byUID, collectable := map[string][]attachment{}, map[string]bool{}
+	byUID := map[string][]attachment{}
 	for _, a := range v.atts {
 		byUID[a.PodUID] = append(byUID[a.PodUID], a)
-		collectable[a.ContainerID] = collectable[a.ContainerID] || v.collectable(a)
 	}
 	oldest, held := map[string]choice{}, map[string]bool{}
 	for uid, atts := range byUID {
@@ -371,8 +370,8 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 		verdicts := decide(p)
 		c.refusals.settle(verdicts)
 		for i, sb := range sbs {
-			if !collectable[sb.ID] {
-				continue // nothing of it is ever freed
+			if !slices.ContainsFunc(sb.Atts, v.collectable) {
+				continue // nothing of it is ever freed: another pod's attachments of its container are that pod's
 			}
 			o, ok := oldest[uid]
 			if c.refusals.givenUp(sb.ID) {

@@ -48,11 +48,17 @@ type sandboxFacts struct {
 	Unused []nsState
 	// Created is when it was created: the Runtime's CreatedAt where it
 	// lists it with one, otherwise when its first attachment was written;
-	// zero when neither tells.
-	Created time.Time
+	// zero when neither tells. A sandbox listed at two times was created
+	// at the latest at Created, and at the earliest at Earliest (zero:
+	// Created).
+	Created, Earliest time.Time
 	// Expired: DestroyPU has refused it for NewestSandboxTimeout or longer
 	// since the Runtime last listed it ready (refusals.expired).
 	Expired bool
+	// Contested: the cache and the Runtime name two pods for it (the
+	// cache holds it as one pod's, the Runtime lists it as another's): it
+	// is never the later sandbox of row 6.
+	Contested bool
 }
 
 // podFacts is what the collector read to decide on the sandboxes of one
@@ -210,10 +216,10 @@ func (v verdict) why() string {
 //  5. The pod is gone, and there is no Runtime to ask: keep. Without one,
 //     nothing but a gone namespace (row 4) is evidence.
 //  6. A sandbox change, the Runtime was asked, and a sandbox of the pod
-//     was created strictly later (the Runtime's CreatedAt, the cache's
-//     write time), and the Runtime lists no running sandbox of the pod
-//     without an ID (which may be this one): free. It is not one being
-//     created.
+//     was created strictly later (the Runtime's CreatedAt, each of them
+//     where it lists one twice, the cache's write time; never one the
+//     cache and the Runtime name two pods for), and the Runtime lists no running sandbox of the pod without
+//     an ID (which may be this one): free. It is not one being created.
 //  7. A sandbox change, refused for less than NewestSandboxTimeout:
 //     keep, and count the refusal.
 //  8. A sandbox change, refused for NewestSandboxTimeout: give up.
@@ -334,9 +340,16 @@ func stateOf(s sandboxFacts, asked bool) sandboxState {
 // runningNoID reports whether s is the running sandbox the Runtime lists without an ID (observe): it may be any.
 func runningNoID(s sandboxFacts) bool { return s.ID == "" && s.Listed && s.Ready }
 
-// newer reports whether a sandbox among sbs was created strictly after s.
+// newer reports whether a sandbox among sbs, of the pod by every account, was created strictly after s by every time
+// told of their creations.
 func newer(sbs []sandboxFacts, s sandboxFacts) bool {
-	return slices.ContainsFunc(sbs, func(o sandboxFacts) bool { return o.Created.After(s.Created) })
+	return slices.ContainsFunc(sbs, func(o sandboxFacts) bool {
+		earliest := o.Earliest
+		if earliest.IsZero() {
+			earliest = o.Created
+		}
+		return !o.Contested && earliest.After(s.Created)
+	})
 }
 
 // reservationFacts is what the collector read of one host-local

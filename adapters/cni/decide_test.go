@@ -157,10 +157,14 @@ func FuzzDecide(f *testing.F) {
 		p := podFacts{Changed: changed, Asked: asked}
 		for i := 0; i+3 <= len(raw) && len(p.Sandboxes) < 6; i += 3 {
 			flags, ns, created := raw[i], raw[i+1], raw[i+2]
-			s := sandboxFacts{ID: fmt.Sprintf("s%d", len(p.Sandboxes)), Listed: asked && flags&1 != 0, Expired: flags&4 != 0}
+			s := sandboxFacts{ID: fmt.Sprintf("s%d", len(p.Sandboxes)), Listed: asked && flags&1 != 0, Expired: flags&4 != 0,
+				Contested: flags&0x80 != 0}
 			s.Ready = s.Listed && flags&2 != 0
 			if created != 0 {
 				s.Created = time.Unix(int64(created), 0)
+				if created%4 != 0 { // listed at two times: the earliest is before Created
+					s.Earliest = s.Created.Add(-time.Duration(created%4) * 2 * time.Second)
+				}
 			}
 			for j := range int(flags>>3) & 3 {
 				s.Atts = append(s.Atts, attFacts{NetNS: nsState(ns>>(2*j)) & 3 % 3, Never: flags&(0x20<<j) != 0})
@@ -235,7 +239,11 @@ func nsOf(s sandboxFacts, ns nsState) bool {
 // later reports whether a sandbox among sbs was created after s.
 func later(sbs []sandboxFacts, s sandboxFacts) bool {
 	for _, o := range sbs {
-		if o.Created.After(s.Created) {
+		first := o.Created
+		if !o.Earliest.IsZero() && o.Earliest.Before(first) {
+			first = o.Earliest
+		}
+		if !o.Contested && first.After(s.Created) {
 			return true
 		}
 	}

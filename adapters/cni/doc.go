@@ -204,7 +204,10 @@
 //     it is listed (row 15), nor, on a sandbox change, a sandbox of its
 //     pod for a later one (row 6). One sandbox listed as two pods' (twice,
 //     or by its label and its metadata) makes the runtime's answer a
-//     failure: either pod may run in it.
+//     failure: either pod may run in it. A sandbox the cache holds as one
+//     pod's and the runtime lists as another's is never a later sandbox
+//     (row 6), and one listed twice at two creation times was created at
+//     either: it is later only if both are.
 //
 // # What it cannot see
 //

@@ -10,7 +10,8 @@ import (
 // observe gathers what decide needs of the pod uid: its sandboxes in atts
 // (the cache's attachments of every pod) and those of uid that rv lists,
 // what their network namespaces tell, and which expired tells have been
-// refused for NewestSandboxTimeout, and what the network namespaces of
+// refused for NewestSandboxTimeout, which the cache and rv name two pods
+// for (contested), and what the network namespaces of
 // the other entries of v (v.othersOf) of each of its cached sandboxes'
 // containers tell. It returns the cached sandboxes too:
 // the first len(sbs) of p.Sandboxes are sbs's, in their order (sandboxesOf),
@@ -23,7 +24,9 @@ func observe(atts []attachment, v view, collectable func(attachment) bool, rv ru
 	p = podFacts{Changed: changed, Asked: rv.asked, Sandboxes: make([]sandboxFacts, 0, len(sbs))}
 	for _, sb := range sbs {
 		f := rv.facts(sb.ID)
-		f.Created, f.Expired = sb.Created, expired(sb.ID)
+		f.Created, f.Earliest, f.Expired = sb.Created, sb.Earliest, expired(sb.ID)
+		listed, ok := rv.byID[sb.ID]
+		f.Contested = ok && podUIDOf(listed) != "" && podUIDOf(listed) != uid
 		for _, a := range sb.Atts {
 			f.Atts = append(f.Atts, attFacts{NetNS: netnsOf(a.NetNS), Never: !collectable(a)})
 		}
@@ -36,7 +39,9 @@ func observe(atts []attachment, v view, collectable func(attachment) bool, rv ru
 			continue
 		}
 		f := rv.facts(id)
-		f.Created, f.Expired = rv.created(id, f.Created), expired(id)
+		f.Created, f.Earliest = rv.created(id, uid, f.Created)
+		f.Expired = expired(id)
+		f.Contested = slices.ContainsFunc(v.atts, func(a attachment) bool { return a.ContainerID == id && a.PodUID != uid })
 		others = append(others, f)
 	}
 	slices.SortFunc(others, func(x, y sandboxFacts) int { return strings.Compare(x.ID, y.ID) })

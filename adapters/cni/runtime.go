@@ -30,6 +30,9 @@ type Runtime interface {
 type runtimeView struct {
 	asked bool
 	byID  map[string]*runtimeapi.PodSandbox
+	// firstCreated is the earliest CreatedAt of each ID's listings (byID's
+	// merged listing has the latest).
+	firstCreated map[string]int64
 	// runningNoID are the pod UIDs of the sandboxes it lists without an
 	// ID and not stopped: each tells that its pod runs (observe), though of
 	// no sandbox it names.
@@ -47,7 +50,8 @@ const runtimeListTimeout = 10 * time.Second
 // nil answer lists nothing; a sandbox without an ID lists no sandbox, and,
 // unless it is listed NOTREADY, tells that its pod runs (runningNoID): an
 // answer that makes no sense only ever keeps. A sandbox listed twice is
-// ready unless both say NOTREADY. A list takes runtimeListTimeout at most;
+// ready unless both say NOTREADY, and created at any of the times told. A
+// list takes runtimeListTimeout at most;
 // its failure is never permanent (whatever the Runtime says: a runtime that
 // cannot be asked keeps everything, until it can), and wraps ctx's error
 // when ctx ended.
@@ -89,7 +93,14 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 		}
 		return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: %s", err) // %s: not its Permanent
 	}
-	v := runtimeView{asked: true, byID: make(map[string]*runtimeapi.PodSandbox, len(sbs))}
+	return viewOf(sbs)
+}
+
+// viewOf reads the Runtime's answer sbs (listRuntime). An answer that lists a sandbox as two pods', or a running
+// sandbox of no ID and no pod, decides nothing: it is a failure. A sandbox listed at two creation times was created
+// at either (created).
+func viewOf(sbs []*runtimeapi.PodSandbox) (runtimeView, error) {
+	v := runtimeView{asked: true, byID: make(map[string]*runtimeapi.PodSandbox, len(sbs)), firstCreated: make(map[string]int64, len(sbs))}
 	for _, sb := range sbs {
 		// A sandbox listed by its ID tells of that ID, whatever its labels say: a runtime that
 		// leaves the label out, or ignores the filter, still lists it ready (the others are
@@ -116,6 +127,9 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 			// One sandbox of two pods: either may run in it, and the answer decides nothing.
 			return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: it lists sandbox %s as two pods' (UIDs %s and %s)",
 				sb.GetId(), podUIDOf(prev), podUIDOf(sb))
+		}
+		if at, first := sb.GetCreatedAt(), v.firstCreated[sb.GetId()]; at > 0 && (first == 0 || at < first) {
+			v.firstCreated[sb.GetId()] = at // listed twice at two times: either may be its creation
 		}
 		v.byID[sb.GetId()] = merged(v.byID[sb.GetId()], sb)
 	}
@@ -147,15 +161,17 @@ func merged(prev, sb *runtimeapi.PodSandbox) *runtimeapi.PodSandbox {
 	return m
 }
 
-// created returns when the sandbox id was created: the runtime's
-// CreatedAt where it lists the sandbox, otherwise written, the time its
-// first cache entry was written (which a restored or copied cache does not
-// keep).
-func (v runtimeView) created(id string, written time.Time) time.Time {
-	if sb, ok := v.byID[id]; ok && sb.GetCreatedAt() > 0 {
-		return time.Unix(0, sb.GetCreatedAt())
+// created returns when the sandbox id of the pod uid was created, the
+// latest and the earliest of the times told: the runtime's CreatedAt where
+// it lists the sandbox as that pod's (or as no pod's), otherwise written,
+// the time its first cache entry was written (which a restored or copied
+// cache does not keep). A listing of another pod tells nothing of when a
+// sandbox of uid was created.
+func (v runtimeView) created(id, uid string, written time.Time) (latest, earliest time.Time) {
+	if sb, ok := v.byID[id]; ok && sb.GetCreatedAt() > 0 && (podUIDOf(sb) == "" || podUIDOf(sb) == uid) {
+		return time.Unix(0, sb.GetCreatedAt()), time.Unix(0, v.firstCreated[id])
 	}
-	return written
+	return written, written
 }
 
 // isReady reports whether the runtime lists the sandbox id ready.

@@ -1,0 +1,160 @@
+package cni
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// FuzzObserve holds the freeing rule's first promises on the runtime's and the cache's raw answers, before they are
+// facts: what viewOf, sandboxesOf and observe make of them, decide decides on. FuzzDecide holds them on the facts; this
+// holds that the facts never tell more than the answers do. Pod P has up to three sandboxes in the cache (c0, the
+// sandbox change's, then c1 and c2, either of which the cache may hold as pod Q's), and the runtime lists any of
+// them, or others, as P's, Q's or no pod's, ready, stopped or in a state CRI does not name, created at any time or none,
+// any number of times. decide's verdicts, each as if a sandbox change of that sandbox were asked, may free:
+//   - no sandbox that any listing lists not stopped;
+//   - a sandbox that may be being created (not listed, its network namespace there) only when a sandbox of P, that
+//     neither the cache nor any listing names as another pod's, was created strictly later by every time told of it:
+//     each listing's creation time, or, listed with none, its first cache entry's.
+func FuzzObserve(f *testing.F) {
+	f.Add([]byte{0x01, 0x11, 0x19, 0x01, 0x00, 1, 0x01, 0x00, 60})       // c1 listed twice as P's, before and after c0
+	f.Add([]byte{0x01, 0x11, 0x05, 0x09, 0x00, 60})                      // c1 cached as Q's, listed as P's, later
+	f.Add([]byte{0x01, 0x11, 0x0d, 0x01, 0x00, 60})                      // c1 cached as P's, older, listed as Q's, later
+	f.Add([]byte{0x02, 0x11, 0x09, 0x45, 0x03, 0x00, 60})                // n3 listed as P's, later: a sandbox change frees c0
+	f.Add([]byte{0x02, 0x11, 0x09, 0x45, 0x03, 0x00, 60, 0x02, 0x01, 0}) // c2 listed stopped too
+	f.Add([]byte{0x00, 0x12})                                            // c0's namespace gone, nothing listed
+	dir := f.TempDir()
+	present := filepath.Join(dir, "present")
+	if err := os.WriteFile(present, nil, 0o644); err != nil {
+		f.Fatal(err)
+	}
+	netns := [...]string{"", present, filepath.Join(dir, "gone")}
+	base := time.Unix(1_800_000_000, 0)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if len(raw) == 0 {
+			return
+		}
+		n := int(raw[0])%3 + 1
+		if len(raw) < 1+n {
+			return
+		}
+		// The cache: sandbox ci's entry, its pod, its network namespace and when it was written.
+		var atts []attachment
+		owner := map[string]string{}
+		for i, b := range raw[1 : 1+n] {
+			id, uid := fmt.Sprintf("c%d", i), "P"
+			if i > 0 && b&4 != 0 {
+				uid = "Q"
+			}
+			owner[id] = uid
+			atts = append(atts, attachment{File: "net-" + id + "-eth0", Written: base.Add(time.Duration(b>>3) * time.Minute), PodUID: uid,
+				cacheEntry: cacheEntry{ContainerID: id, NetworkName: "net", IfName: "eth0", NetNS: netns[b&3%3]}})
+		}
+		// The runtime's listings, three bytes each.
+		var sbs []*runtimeapi.PodSandbox
+		for r := raw[1+n:]; len(r) >= 3 && len(sbs) < 6; r = r[3:] {
+			id := [...]string{"c0", "c1", "c2", "n3", "n4"}[int(r[0]&7)%5]
+			uid := [...]string{"P", "Q", ""}[int(r[0]>>3)%3]
+			state := [...]runtimeapi.PodSandboxState{runtimeapi.PodSandboxState_SANDBOX_READY, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, 7}[int(r[1])%3]
+			sb := &runtimeapi.PodSandbox{Id: id, State: state, Metadata: &runtimeapi.PodSandboxMetadata{Uid: uid}}
+			if r[2] != 0 {
+				sb.CreatedAt = base.Add(time.Duration(r[2]) * time.Minute).UnixNano()
+			}
+			sbs = append(sbs, sb)
+		}
+		rv, err := viewOf(sbs)
+		if err != nil {
+			return // a failed answer keeps everything
+		}
+		v := view{atts: atts}
+		p, cached := observe(atts, v, func(attachment) bool { return true }, rv, "P", true, func(string) bool { return false })
+		listings := func(id string) (out []*runtimeapi.PodSandbox) {
+			for _, sb := range sbs {
+				if sb.GetId() == id {
+					out = append(out, sb)
+				}
+			}
+			return out
+		}
+		// createdOf is the creation of the cached sandbox id as the rule reads it: its listing's time, or its first
+		// entry's.
+		createdOf := func(id string) (t time.Time) {
+			for _, s := range cached {
+				if s.ID == id {
+					t = s.Created
+				}
+			}
+			return t
+		}
+		// laterOfP reports whether id is a sandbox of P created strictly after created by every time told of it.
+		laterOfP := func(id string, created time.Time) bool {
+			if id == "" || owner[id] == "Q" {
+				return false
+			}
+			told, ofP := false, owner[id] == "P"
+			for _, sb := range listings(id) {
+				switch podUIDOf(sb) {
+				case "Q":
+					return false
+				case "P":
+					ofP = true
+				}
+				if sb.GetCreatedAt() != 0 {
+					told = true
+					if !time.Unix(0, sb.GetCreatedAt()).After(created) {
+						return false
+					}
+				}
+			}
+			if !told {
+				written, ok := time.Time{}, false
+				for _, a := range atts {
+					if a.ContainerID == id && (!ok || a.Written.Before(written)) {
+						written, ok = a.Written, true
+					}
+				}
+				if !ok || !written.After(created) {
+					return false
+				}
+			}
+			return ofP
+		}
+		for i, vd := range decide(p) {
+			s := p.Sandboxes[i]
+			if vd.Action != free {
+				continue
+			}
+			for _, sb := range listings(s.ID) {
+				if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+					t.Fatalf("row %d frees %s, listed %v: cache %+v, listings %v", vd.Row, s.ID, sb.GetState(), atts, sbs)
+				}
+			}
+			creating := len(listings(s.ID)) == 0 && netnsPresentOf(atts, s.ID)
+			if !creating {
+				continue
+			}
+			later := false
+			for _, o := range p.Sandboxes {
+				later = later || o.ID != s.ID && laterOfP(o.ID, createdOf(s.ID))
+			}
+			if !later {
+				t.Fatalf("row %d frees %s, which may be being created, with no sandbox of P known to be created later: cache %+v, listings %v",
+					vd.Row, s.ID, atts, sbs)
+			}
+		}
+	})
+}
+
+// netnsPresentOf reports whether an entry of the sandbox id in atts has its network namespace there.
+func netnsPresentOf(atts []attachment, id string) bool {
+	for _, a := range atts {
+		if a.ContainerID == id && netnsPresent(a.NetNS) {
+			return true
+		}
+	}
+	return false
+}
