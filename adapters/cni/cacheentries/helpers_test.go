@@ -22,8 +22,6 @@ import (
 	"github.com/podsweeper/podsweeper/internal/testcni"
 )
 
-const realPlugins = "/work/ci-run/bin/cni"
-
 // env is one collector's directories, all under t.TempDir().
 type env struct {
 	t                                    *testing.T
@@ -153,7 +151,7 @@ func (e *env) opts(rt cni.Runtime) cni.Options {
 	if rt != nil {
 		r = rt
 	}
-	return cni.Options{CacheDir: e.cache, PluginDirs: []string{e.bin, realPlugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+	return cni.Options{CacheDir: e.cache, PluginDirs: []string{e.bin, testcni.PluginsPath()}, ConfDir: e.conf, HostLocalDataDir: e.data,
 		Runtime: r, ReservationGrace: time.Minute, NewestSandboxTimeout: time.Minute, ResyncInterval: time.Hour, Logger: logr.Discard()}
 }
 
