@@ -144,8 +144,9 @@ type Options struct {
 	CheckTimeout time.Duration
 	// Workers is how many checks may run at once. 0: 4. At most MaxWorkers.
 	Workers int
-	// MaxDestroyAttempts is how many failed DestroyPU calls make the engine give up on a PU (drop it and log the
-	// loss); an error wrapped with ports.Permanent gives up at once. 0: no limit, as controller-runtime retries a
+	// MaxDestroyAttempts is how many failed DestroyPU calls in a row make the engine give up on a PU (drop it and log
+	// the loss); an error wrapped with ports.Permanent gives up at once. In a dry run, a DryRunner's "would destroy"
+	// ends the row, as the destroy would have. 0: no limit, as controller-runtime retries a
 	// reconcile; 1: fire and forget, as trireme-lib's.
 	MaxDestroyAttempts int
 	// RetryMinDelay is the wait after a PU's first failed DestroyPU; it doubles at each failure up to RetryMaxDelay.

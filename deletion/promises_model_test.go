@@ -485,7 +485,10 @@ type pmEngine struct {
 	fails              map[string][]time.Duration
 	lastOK             map[string]bool
 	dryOK              map[string]bool // the DryRunner's last answer for each PUID was nil (pmDryRunner)
-	tracksBegun        map[string]int  // the user's Tracks begun, per PUID
+	// streak counts the failed DestroyPU (or DryRunDestroyPU) calls of each PUID since its last success: a destroy is
+	// given up on after MaxDestroyAttempts of them in a row, a success (a dry run's "would destroy") ends the streak.
+	streak      map[string]int
+	tracksBegun map[string]int // the user's Tracks begun, per PUID
 	// The first and the last DestroyPU call of each PUID since it was tracked: EventDestroyed's DestroyDelay
 	// covers at least the time between them.
 	firstCall, lastCall map[string]time.Duration
@@ -712,6 +715,7 @@ func (p pmDryRunner) DryRunDestroyPU(_ context.Context, ev ports.DestroyEvent) e
 	case pmPanic:
 		w.mu.Lock()
 		e.fails[puid] = append(e.fails[puid], w.now())
+		e.streak[puid]++
 		w.mu.Unlock()
 		panic(w.panicValue("DryRunDestroyPU"))
 	case pmTypedNil:
@@ -729,9 +733,11 @@ func (p pmDryRunner) DryRunDestroyPU(_ context.Context, ev ports.DestroyEvent) e
 	defer w.mu.Unlock()
 	if err != nil {
 		e.fails[puid] = append(e.fails[puid], w.now())
+		e.streak[puid]++
 		return err
 	}
 	e.dryOK[puid] = true
+	e.streak[puid] = 0
 	return nil
 }
 
@@ -909,6 +915,7 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 		w.mu.Lock()
 		e.fails[puid] = append(e.fails[puid], w.now())
 		e.lastOK[puid] = false
+		e.streak[puid]++
 		w.mu.Unlock()
 		panic(w.panicValue("DestroyPU"))
 	case pmTypedNil:
@@ -930,9 +937,11 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 	if err != nil {
 		e.fails[puid] = append(e.fails[puid], w.now())
 		e.lastOK[puid] = false
+		e.streak[puid]++
 		return err
 	}
 	e.lastOK[puid] = true
+	e.streak[puid] = 0
 	switch {
 	case !inSet:
 		w.violateLocked("2: DestroyPU(%s) succeeded, but the policy engine did not hold it when the call began: destroyed twice", ev)
@@ -1265,8 +1274,9 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		}
 		e.resolvedLocked(w, puid)
 	case deletion.EventAbandoned:
-		if ev.DestroyCalls < pmMaxAttempts && !e.permanent[puid] {
-			w.violateLocked("10: %s is given up on after %d DestroyPU calls, none of which answered a Permanent error", puid, ev.DestroyCalls)
+		if (ev.DestroyCalls < pmMaxAttempts || e.streak[puid] < pmMaxAttempts) && !e.permanent[puid] {
+			w.violateLocked("10: %s is given up on after %d DestroyPU calls (%d failed in a row since its last success), none of which answered a Permanent error",
+				puid, ev.DestroyCalls, e.streak[puid])
 		}
 		e.removedSeq[puid] = w.seq
 		e.resolvedLocked(w, puid)
@@ -1337,7 +1347,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 }
 
 func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
-	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, lastSummary: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{}, dryOK: map[string]bool{}, tracksBegun: map[string]int{}, firstTrack: map[string]time.Duration{},
+	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, lastSummary: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{}, dryOK: map[string]bool{}, streak: map[string]int{}, tracksBegun: map[string]int{}, firstTrack: map[string]time.Duration{},
 		obsIn: map[string]int{}, toldTracked: map[string]int{}, obsLive: map[string]bool{},
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
 		firstCall: map[string]time.Duration{}, lastCall: map[string]time.Duration{},
@@ -2121,6 +2131,14 @@ func FuzzPromises(f *testing.F) {
 		}
 	}
 	f.Add(uint16(0), cat(lateNil...))
+	// A dry run's DryRunner fails, says it would destroy, fails again, and so on, for a PU whose sandbox was replaced
+	// (its pod lives): a real run would have destroyed it at its first success; the dry run keeps it, its failures
+	// counted from its last "would destroy" (invariant 10).
+	flaky := [][]byte{op(pmTrack, 0, 0), op(pmChangeSandbox, 0, 0)}
+	for range pmMaxAttempts + 1 {
+		flaky = append(flaky, op(pmFaultOp, 4*pmPortDestroy, pmFail), op(pmSweep, 0, 0), op(pmSweep, 0, 0))
+	}
+	f.Add(uint16(pmModeDryRun|pmModeDryRunner|pmModeSandbox), cat(flaky...))
 	f.Fuzz(func(t *testing.T, mode uint16, data []byte) {
 		synctest.Test(t, func(t *testing.T) { runPromises(t, mode, data) })
 	})

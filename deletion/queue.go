@@ -727,8 +727,9 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 		}
 		return
 	}
-	if err == nil && c.opts.DryRun { // the DryRunner would destroy it
+	if err == nil && c.opts.DryRun { // the DryRunner would destroy it: a real run would have, and ended its failures
 		if !untracked {
+			r.attempts = 0
 			c.q.wouldDestroyLocked(r, o, ev)
 		}
 		return
