@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -27,7 +27,7 @@ var _ ports.PodGetter = readerGetter{}
 func (g readerGetter) GetPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
 	if err := g.r.Get(ctx, key, pod); err != nil {
-		if apierrors.IsNotFound(err) {
+		if deletion.IsNotFound(err) { // read once, in a bounded walk: an error whose Unwrap returns itself ends too
 			return nil, fmt.Errorf("%w: %w", ports.ErrPodNotFound, err)
 		}
 		return nil, fmt.Errorf("get pod %s: %w", key, err)

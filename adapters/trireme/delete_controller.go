@@ -128,8 +128,13 @@ func (d *DeleteController) GetReconcileCh() chan<- struct{} {
 // Start runs the controller until ctx is done, then returns nil once the
 // engine has stopped (within about the engine's ShutdownTimeout). Events
 // sent before Start are tracked when it begins. A second call, or a call
-// after Engine().Start, returns an error wrapping deletion.ErrAlreadyStarted.
+// after Engine().Start, returns an error wrapping deletion.ErrAlreadyStarted;
+// a nil ctx, one wrapping deletion.ErrNilContext before anything starts (Start
+// may then be called again with a context).
 func (d *DeleteController) Start(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("trireme: DeleteController: %w", deletion.ErrNilContext)
+	}
 	if !d.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("trireme: DeleteController: %w", deletion.ErrAlreadyStarted)
 	}

@@ -552,6 +552,24 @@ func TestDeleteControllerStartStopsAndRunsOnce(t *testing.T) {
 	assert.False(t, h.dc.NeedLeaderElection())
 }
 
+// TestDeleteControllerStartWithNilContextMayBeCalledAgain: as the engine's Start, a nil context is refused with
+// deletion.ErrNilContext before anything starts (no goroutine of the drop-in reads it), and Start may then be called
+// with a context.
+func TestDeleteControllerStartWithNilContextMayBeCalledAgain(t *testing.T) {
+	h := newHarness(t, setup{})
+	//lint:ignore SA1012 a nil context on purpose
+	require.ErrorIs(t, h.dc.Start(nil), deletion.ErrNilContext)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.dc.Start(ctx) }()
+	h.track("uid-1", "", webKey)
+	h.reconcile()
+	h.destroyed()
+	cancel()
+	require.NoError(t, <-done)
+}
+
 func TestDeleteControllerStartFailsWhenEngineRunsElsewhere(t *testing.T) {
 	h := newHarness(t, setup{})
 	ctx, cancel := context.WithCancel(context.Background())
