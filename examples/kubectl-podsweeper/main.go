@@ -139,16 +139,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func command(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("kubectl-podsweeper", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	help := stderr // the usage a bad command line is told with; asked for (--help), it is the answer
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "--help" || a == "-h" {
-			help = stdout
-		}
-	}
-	fs.Usage = func() {
+	// The usage is told once the parse has said it was asked for (--help, -h, --help=true, wherever it stands): it is
+	// the answer, on stdout. A bad command line is told in one line, on stderr (run).
+	fs.Usage = func() {}
+	usageTo := func(help io.Writer) {
 		cmd, ok := commandOf(fs, args)
 		if !ok {
 			fmt.Fprint(help, usage+fs.FlagUsages())
@@ -177,6 +171,7 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timeout := fs.Duration("timeout", 20*time.Second, "how long each program may take to answer")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
+			usageTo(stdout)
 			return err
 		}
 		return fmt.Errorf("%w: %w", errUsage, err)
@@ -187,7 +182,7 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	json := *output == "json"
 	words := fs.Args()
 	if len(words) == 0 {
-		fs.Usage()
+		usageTo(stderr)
 		return fmt.Errorf("%w: no command: explain pod, explain ip, status or report", errUsage)
 	}
 

@@ -128,7 +128,8 @@ func TestStatusPortFromTheCommandLine(t *testing.T) {
 
 // TestEachCommandHasItsOwnHelp: --help after a command's name prints that
 // command's lines and the flags it reads, whatever flags come between,
-// on stdout with status 0; --help alone prints every command.
+// on stdout with status 0; --help alone prints every command. -h and
+// --help=true are --help.
 func TestEachCommandHasItsOwnHelp(t *testing.T) {
 	for _, c := range []struct {
 		args      []string
@@ -140,6 +141,9 @@ func TestEachCommandHasItsOwnHelp(t *testing.T) {
 		{[]string{"report", "-h"}, []string{"kubectl podsweeper report [-o json]", "--namespace string"}, []string{"--node string", "--uid string"}},
 		{[]string{"--help"}, []string{"explain pod NAMESPACE/NAME", "explain ip ADDRESS", "status --node NODE", "report [-o json]", "--as string"}, nil},
 		{[]string{"explain", "--help"}, []string{"explain pod NAMESPACE/NAME", "explain ip ADDRESS"}, nil},
+		// --help=true is --help, as the flag parser reads it.
+		{[]string{"--help=true"}, []string{"explain pod NAMESPACE/NAME", "report [-o json]"}, nil},
+		{[]string{"explain", "pod", "--help=true"}, []string{"kubectl podsweeper explain pod --uid UID"}, []string{"explain ip ADDRESS"}},
 	} {
 		var out, errs bytes.Buffer
 		assert.Equal(t, 0, run(context.Background(), c.args, &out, &errs), "%q", c.args)
