@@ -166,29 +166,35 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 	return err, ports.IsPermanent(err)
 }
 
-// listPUs calls the Inventory under its deadline. A list that ignores its context is left behind a second past its
-// deadline, a failure, so that the next list is not held up: a list is made once an interval at most, and a hung one
-// costs a goroutine until it returns.
+// listPUs calls the Inventory under its deadline, a list made once an interval at most (callLeaving).
 func (c *Engine) listPUs(ctx context.Context) ([]ports.PU, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.listTimeout())
+	return callLeaving(ctx, c.listTimeout(), "ListPUs", c.opts.Inventory.ListPUs)
+}
+
+// callLeaving is call of f under a deadline d from now, for a port called off the workers (the Inventory, the
+// Requeuer): a call that ignores its context is left behind a second past its deadline, a failure, so that the next
+// call is not held up; it costs a goroutine until it returns.
+func callLeaving[T any](ctx context.Context, d time.Duration, port string, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	type answer struct {
-		pus []ports.PU
+		v   T
 		err error
 	}
 	done := make(chan answer, 1)
 	go func() {
 		var a answer
 		defer func() { done <- a }()
-		a.pus, a.err = call("ListPUs", func() ([]ports.PU, error) { return c.opts.Inventory.ListPUs(ctx) })
+		a.v, a.err = call(port, func() (T, error) { return f(ctx) })
 	}()
-	t := time.NewTimer(c.listTimeout() + stuckGrace)
+	t := time.NewTimer(d + stuckGrace)
 	defer t.Stop()
 	select {
 	case a := <-done:
-		return a.pus, a.err
+		return a.v, a.err
 	case <-t.C:
-		return nil, fmt.Errorf("ListPUs ignored its deadline of %v: left behind", c.listTimeout())
+		var zero T
+		return zero, fmt.Errorf("%s ignored its deadline of %v: left behind", port, d)
 	}
 }
 
@@ -201,7 +207,7 @@ func call[T any](port string, f func() (T, error)) (v T, err error) {
 		if !returned {
 			r := recover()
 			var zero T
-			v, err = zero, fmt.Errorf("%w: %s: %s\n%s", ErrPortPanicked, port, panicValue(r), debug.Stack())
+			v, err = zero, fmt.Errorf("%w: %s: %s\n%s", ErrPortPanicked, port, ports.Sprint(r), debug.Stack())
 		}
 	}()
 	v, err = f()
@@ -241,15 +247,4 @@ func safeError(port string, err error) error {
 		return fmt.Errorf("%s returned an error that cannot be read (a typed nil, or one whose reading panics): a %T", port, err)
 	}
 	return &portError{msg: msg, err: err}
-}
-
-// panicValue prints a recovered panic's value; a value whose printing panics too (an error whose Error panics, with
-// itself, say) is named by its type, for fmt would panic again printing it.
-func panicValue(r any) (s string) {
-	defer func() {
-		if recover() != nil {
-			s = fmt.Sprintf("a %T, whose printing panics", r)
-		}
-	}()
-	return fmt.Sprint(r)
 }

@@ -609,7 +609,7 @@ func TestAPanicWhoseValueCannotBePrintedIsRecovered(t *testing.T) {
 		checked := events.Of(deletion.EventChecked)
 		require.Len(t, checked, 1)
 		assert.ErrorIs(t, checked[0].Err, deletion.ErrPortPanicked)
-		assert.Contains(t, checked[0].Err.Error(), "whose printing panics")
+		assert.Contains(t, checked[0].Err.Error(), "a deletion_test.unprintable that cannot be read", "told by its type")
 	})
 }
 

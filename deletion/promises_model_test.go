@@ -416,7 +416,7 @@ type pmAsync struct {
 // invariants need; mu guards it all.
 type pmWorld struct {
 	typedNils atomic.Int64 // the typed nils answered: each is of the next kind (typedNil)
-	panics    atomic.Int64 // the panics: every third panics with a value whose printing panics (panicValue)
+	panics    atomic.Int64 // the panics, whose values take turns (panicValue)
 	mu        sync.Mutex
 	o         pmOptions
 	t0        time.Time
@@ -1093,8 +1093,8 @@ var (
 
 // typedNil returns the next typed nil, of each kind in turn, or an error too large to read: one that repeats a
 // child, nested (2^60 errors to walk).
-// panicValue is what a port that panics panics with: a string, or every
-// third time, from the first, a value whose printing panics with itself.
+// panicValue is what a port that panics panics with: a string, a value whose printing panics with itself, or an error
+// that wraps itself (alone, or in a struct), in turn.
 // pmReadOnce is an error that reads fine once, and panics from its second reading on (a buffer its port released).
 type pmReadOnce struct{ reads atomic.Int32 }
 
@@ -1121,11 +1121,23 @@ func (e *pmLateNil) Unwrap() error {
 }
 
 func (w *pmWorld) panicValue(port string) any {
-	if w.panics.Add(1)%3 == 1 {
+	switch w.panics.Add(1) % 5 {
+	case 1:
 		return &pmUnprintable{}
+	case 3: // an error that wraps itself, held in a struct: printing it (fmt, errors.Is) never ends
+		return struct{ cause error }{&pmSelfWrapping{}}
+	case 4:
+		return &pmSelfWrapping{}
 	}
 	return "pm: " + port + " panics"
 }
+
+// pmSelfWrapping is an error that wraps itself, and whose Error reads what it wraps, as an ordinary wrapper does:
+// reading it without a bound overflows the stack, which no recover catches.
+type pmSelfWrapping struct{}
+
+func (e *pmSelfWrapping) Error() string { return "pm: wraps " + e.Unwrap().Error() }
+func (e *pmSelfWrapping) Unwrap() error { return e }
 
 // pmUnprintable is a panic value whose Error panics with itself: fmt
 // panics again printing it.
@@ -2131,6 +2143,17 @@ func FuzzPromises(f *testing.F) {
 		}
 	}
 	f.Add(uint16(0), cat(lateNil...))
+	// Ports that panic, again and again, with every kind of value: an error that wraps itself overflows the stack of
+	// whatever prints it without a bound, which no recover catches (the whole run dies).
+	panics := [][]byte{op(pmTrack, 0, 0), op(pmFaultOp, 4*pmPortGet, pmPanic+3*8)}
+	for range 6 {
+		panics = append(panics, op(pmSweep, 0, 0))
+	}
+	panics = append(panics, op(pmDelete, 0, 0), op(pmFaultOp, 4*pmPortDestroy, pmPanic+3*8))
+	for range 6 {
+		panics = append(panics, op(pmSweep, 0, 0))
+	}
+	f.Add(uint16(0), cat(panics...))
 	// A dry run's DryRunner fails, says it would destroy, fails again, and so on, for a PU whose sandbox was replaced
 	// (its pod lives): a real run would have destroyed it at its first success; the dry run keeps it, its failures
 	// counted from its last "would destroy" (invariant 10).

@@ -277,7 +277,7 @@ func (c *Engine) observe(ev Event) {
 	returned := false
 	defer func() {
 		if !returned { // a panic, whatever its value: summed up once an interval, as a port's failures
-			err := fmt.Errorf("%w: Observer: %s", ErrPortPanicked, panicValue(recover()))
+			err := fmt.Errorf("%w: Observer: %s", ErrPortPanicked, ports.Sprint(recover()))
 			c.log.V(1).Info("observer panicked", "event", ev.Kind.String(), "error", err.Error())
 			c.fails.add(portObserver, ev.PU.PUID, err, c.opts.Clock.Now())
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -133,6 +134,43 @@ const maxErrorNodes = 256
 // the PU (GetPod) or retries (DestroyPU), and never walks it with errors.Is.
 func Readable(err error) bool {
 	return walk(err, nil)
+}
+
+// Sprint returns what v, a port's error or the value a port panicked with, says, read as the engine reads a port's
+// error, so that printing it always ends and never panics: an error is its message if it can be read (Readable) and
+// its Error does not panic, else it is named by its type; a string, a bool or a number is itself; any other value is
+// named by its type alone, for printing it would run its methods (a struct holding an error that wraps itself
+// overflows the stack of fmt.Sprint, which no recover catches). Sprint(nil) is "nil".
+func Sprint(v any) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = fmt.Sprintf("a %T, whose printing panics", v)
+		}
+	}()
+	switch x := v.(type) {
+	case nil:
+		return "nil"
+	case string:
+		return x
+	case error:
+		if !Readable(x) {
+			return fmt.Sprintf("a %T that cannot be read", v)
+		}
+		return x.Error()
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.String:
+		return r.String()
+	case reflect.Bool:
+		return strconv.FormatBool(r.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(r.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.FormatUint(r.Uint(), 10)
+	case reflect.Float32, reflect.Float64:
+		return strconv.FormatFloat(r.Float(), 'g', -1, 64)
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 // Match reports whether err can be read (Readable) and holds an error for which match is true. err's tree is walked

@@ -386,7 +386,7 @@ func (h *podHandler) accepts(pod *corev1.Pod) (ok bool) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			h.log.Error(fmt.Errorf("%w: Filter: %v", deletion.ErrPortPanicked, r), "the pod filter panicked; the pod is not tracked",
+			h.log.Error(fmt.Errorf("%w: Filter: %s", deletion.ErrPortPanicked, ports.Sprint(r)), "the pod filter panicked; the pod is not tracked",
 				"pod", pod.Namespace+"/"+pod.Name)
 			ok = false
 		}
