@@ -444,13 +444,13 @@ func TestEveryFailureIsSummedUpWithinAnIntervalWhoeverDrivesTheEngine(t *testing
 			summedUp(t, logs, 2, "GetPod")
 		})
 	})
-	t.Run("a Requeuer failing after its Sweep returned", func(t *testing.T) {
+	t.Run("a Requeuer left behind past its deadline, as its Sweep returns", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			logs := &logBuffer{}
 			cl := deletiontest.NewCluster()
 			pu := cl.CreatePod(nsKey("pod-1"), "node-a", "s1")
 			requeuer := ports.RequeuerFunc(func(context.Context, *corev1.Pod) error {
-				time.Sleep(5 * time.Second) // past its deadline and the Sweep's wait for it (4s), then fails
+				time.Sleep(5 * time.Second) // past its deadline: left behind at 4s, as the Sweep's wait for it ends
 				return errors.New("controller queue closed")
 			})
 			c := deletiontest.NewEngine(t, cl, &deletiontest.Policy{}, deletion.Options{NodeName: "node-a",
@@ -459,8 +459,8 @@ func TestEveryFailureIsSummedUpWithinAnIntervalWhoeverDrivesTheEngine(t *testing
 			require.NoError(t, c.Track(pu))
 			require.NoError(t, cl.SetSandbox(nsKey("pod-1"), "s2"))
 			c.Sweep(context.Background())
-			require.Zero(t, summaries(logs, "Requeue"), "the Requeuer has not failed yet when Sweep returns")
 			summedUp(t, logs, 1, "Requeue")
+			time.Sleep(2 * time.Second) // the call left behind returns
 		})
 	})
 	t.Run("a failure while Start's first list is under way", func(t *testing.T) {

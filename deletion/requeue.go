@@ -2,7 +2,7 @@ package deletion
 
 // The Requeuer's lane: a pod to requeue (rows 10 and 12) is handed to the Requeuer off the workers, one call at a time
 // in the order the checks queued them, so that a Requeuer that nobody reads holds the lane's goroutine, never a worker,
-// and never the engine.
+// and never the engine; a call that ignores its deadline is left behind, and holds nothing.
 
 import (
 	"context"
@@ -97,13 +97,13 @@ func (c *Engine) requeueAll() {
 	}
 }
 
-// requeue hands it to the Requeuer under a deadline of CheckTimeout. A failure is logged at V(1) and summed up with
-// the ports' others.
+// requeue hands it to the Requeuer under a deadline of CheckTimeout; a call that ignores it is left behind a second
+// past it (callLeaving), and the next pod's call begins. A failure is logged at V(1) and summed up with the ports'
+// others.
 func (c *Engine) requeue(it requeueItem) {
 	// Its own deadline, from when the call begins: the check's goroutine (a Sweep's, Start's) may have ended since.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(it.ctx), c.opts.CheckTimeout)
-	defer cancel()
-	_, err := call(portNames[portRequeue], func() (struct{}, error) { return struct{}{}, c.opts.Requeuer.Requeue(ctx, it.pod) })
+	_, err := callLeaving(context.WithoutCancel(it.ctx), c.opts.CheckTimeout, portNames[portRequeue],
+		func(ctx context.Context) (struct{}, error) { return struct{}{}, c.opts.Requeuer.Requeue(ctx, it.pod) })
 	if err == nil {
 		return
 	}
