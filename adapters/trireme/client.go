@@ -30,6 +30,9 @@ func (g readerGetter) GetPod(ctx context.Context, key types.NamespacedName) (*co
 		if deletion.IsNotFound(err) { // read once, in a bounded walk: an error whose Unwrap returns itself ends too
 			return nil, fmt.Errorf("%w: %w", ports.ErrPodNotFound, err)
 		}
+		if !ports.Readable(err) { // the engine takes it as a failure, and never reads it: neither does its wrapping here
+			return nil, err
+		}
 		return nil, fmt.Errorf("get pod %s: %w", key, err)
 	}
 	return pod, nil

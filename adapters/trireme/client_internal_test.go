@@ -9,12 +9,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
 )
 
-// selfWrapping is an error whose Unwrap returns itself: errors.As, errors.Is and apierrors.IsNotFound over it never end.
+// selfWrapping is an error whose Unwrap returns itself: errors.As, errors.Is and apierrors.IsNotFound over it never end,
+// and reading its message overflows the stack, which no recover catches.
 type selfWrapping struct{}
 
-func (e *selfWrapping) Error() string { return "an error that wraps itself" }
+func (e *selfWrapping) Error() string { return "wraps " + e.Unwrap().Error() } // as an ordinary wrapper reads
 func (e *selfWrapping) Unwrap() error { return e }
 
 // errReader is a client.Reader whose Get fails with err.
@@ -29,7 +31,7 @@ func (r errReader) Get(context.Context, client.ObjectKey, client.Object, ...clie
 
 // TestGetPodEndsOnAnErrorThatUnwrapsToItself: the reader is other people's code, and its error is read in a bounded
 // walk (deletion.IsNotFound): one whose Unwrap returns itself is a failure that keeps the PU, not a check spinning
-// forever in a worker.
+// forever in a worker, nor a message read that overflows the stack.
 func TestGetPodEndsOnAnErrorThatUnwrapsToItself(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
@@ -43,5 +45,22 @@ func TestGetPodEndsOnAnErrorThatUnwrapsToItself(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second): // a watchdog: the walk ends at once, or never
 		t.Fatal("GetPod did not return: reading its reader's error never ends")
+	}
+}
+
+// cyclicResolver answers every HandlePUEvent with an error that wraps itself.
+type cyclicResolver struct{}
+
+func (cyclicResolver) HandlePUEvent(context.Context, string, string, any) error {
+	return &selfWrapping{}
+}
+
+// TestDestroyPUEndsOnAResolverErrorThatUnwrapsToItself: the resolver's error is wrapped only when it can be read
+// (ports.Readable); one that cannot is handed to the engine as it is, which takes it as a failure and retries.
+func TestDestroyPUEndsOnAResolverErrorThatUnwrapsToItself(t *testing.T) {
+	h := NewPolicyHandler[string, any](cyclicResolver{}, "destroy", nil)
+	err := h.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"}})
+	if err == nil || ports.Readable(err) {
+		t.Fatalf("DestroyPU = %T, want the resolver's error, which cannot be read", err)
 	}
 }

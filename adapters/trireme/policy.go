@@ -54,6 +54,9 @@ func (h *policyHandler[E, R]) DestroyPU(ctx context.Context, ev ports.DestroyEve
 		rt = h.runtime()
 	}
 	if err := h.resolver.HandlePUEvent(ctx, ev.PUID, h.destroy, rt); err != nil {
+		if !ports.Readable(err) { // the engine takes it as a failure, and never reads it: neither does its wrapping here
+			return err
+		}
 		return fmt.Errorf("trireme: HandlePUEvent(%s, %s) for pod %s: %w", ev.PUID, string(h.destroy), ev.Pod, err)
 	}
 	return nil
