@@ -15,8 +15,11 @@ import (
 // holds that the facts never tell more than the answers do. Pod P has up to three sandboxes in the cache (c0, the
 // sandbox change's, then c1 and c2, either of which the cache may hold as pod Q's), and the runtime lists any of
 // them, or others, as P's, Q's or no pod's, ready, stopped or in a state CRI does not name, created at any time or none,
-// any number of times. decide's verdicts, each as if a sandbox change of that sandbox were asked, may free:
+// any number of times, with or without an ID, its label and its metadata naming one pod or two. For a gone pod P, no
+// sandbox is freed while a listing not stopped names P. decide's verdicts, each as if a sandbox change of that sandbox
+// were asked, may free:
 //   - no sandbox that any listing lists not stopped;
+//   - by row 6, nothing while the runtime lists a running sandbox of P without an ID;
 //   - a sandbox that may be being created (not listed, its network namespace there) only when a sandbox of P, that
 //     neither the cache nor any listing names as another pod's, was created strictly later by every time told of it:
 //     each listing's creation time, or, listed with none, its first cache entry's.
@@ -57,10 +60,13 @@ func FuzzObserve(f *testing.F) {
 		// The runtime's listings, three bytes each.
 		var sbs []*runtimeapi.PodSandbox
 		for r := raw[1+n:]; len(r) >= 3 && len(sbs) < 6; r = r[3:] {
-			id := [...]string{"c0", "c1", "c2", "n3", "n4"}[int(r[0]&7)%5]
+			id := [...]string{"c0", "c1", "c2", "n3", "n4", ""}[int(r[0]&7)%6]
 			uid := [...]string{"P", "Q", ""}[int(r[0]>>3)%3]
 			state := [...]runtimeapi.PodSandboxState{runtimeapi.PodSandboxState_SANDBOX_READY, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, 7}[int(r[1])%3]
 			sb := &runtimeapi.PodSandbox{Id: id, State: state, Metadata: &runtimeapi.PodSandboxMetadata{Uid: uid}}
+			if label := [...]string{"", "P", "Q"}[int(r[1]>>2)%3]; label != "" { // the kubelet's label, which may name another pod
+				sb.Labels = map[string]string{"io.kubernetes.pod.uid": label}
+			}
 			if r[2] != 0 {
 				sb.CreatedAt = base.Add(time.Duration(r[2]) * time.Minute).UnixNano()
 			}
@@ -71,7 +77,15 @@ func FuzzObserve(f *testing.F) {
 			return // a failed answer keeps everything
 		}
 		v := view{atts: atts}
-		p, cached := observe(atts, v, func(attachment) bool { return true }, rv, "P", true, func(string) bool { return false })
+		changed := raw[0]&0x80 == 0
+		p, cached := observe(atts, v, func(attachment) bool { return true }, rv, "P", changed, func(string) bool { return false })
+		// runsP: a listing not stopped names P (its label or its metadata): P may run in it; noID: one without an ID.
+		runsP, noID := false, false
+		for _, sb := range sbs {
+			if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY && (sb.GetLabels()["io.kubernetes.pod.uid"] == "P" || sb.GetMetadata().GetUid() == "P") {
+				runsP, noID = true, noID || sb.GetId() == ""
+			}
+		}
 		listings := func(id string) (out []*runtimeapi.PodSandbox) {
 			for _, sb := range sbs {
 				if sb.GetId() == id {
@@ -133,8 +147,14 @@ func FuzzObserve(f *testing.F) {
 					t.Fatalf("row %d frees %s, listed %v: cache %+v, listings %v", vd.Row, s.ID, sb.GetState(), atts, sbs)
 				}
 			}
+			if !changed && runsP {
+				t.Fatalf("row %d frees %s of a gone pod P which the runtime lists running: cache %+v, listings %v", vd.Row, s.ID, atts, sbs)
+			}
+			if changed && noID && vd.Row == 6 {
+				t.Fatalf("row 6 frees %s while the runtime lists a running sandbox of P without an ID: cache %+v, listings %v", s.ID, atts, sbs)
+			}
 			creating := len(listings(s.ID)) == 0 && netnsPresentOf(atts, s.ID)
-			if !creating {
+			if !creating || !changed {
 				continue
 			}
 			later := false

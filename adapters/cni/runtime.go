@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // podUIDLabel is the label the kubelet puts on every sandbox it creates:
@@ -72,7 +74,7 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 		returned := false
 		defer func() {
 			if !returned { // a panic, whatever its value: a failed list, not a dead process
-				a = answer{err: fmt.Errorf("ListPodSandbox panicked: %s", panicText(recover()))}
+				a = answer{err: fmt.Errorf("ListPodSandbox panicked: %s", ports.Sprint(recover()))}
 			}
 			done <- a
 		}()
@@ -89,9 +91,9 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: %s: %w", err, ctx.Err())
+			return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: %s: %w", ports.Sprint(err), ctx.Err())
 		}
-		return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: %s", err) // %s: not its Permanent
+		return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: %s", ports.Sprint(err)) // %s: not its Permanent
 	}
 	return viewOf(sbs)
 }
@@ -102,6 +104,12 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 func viewOf(sbs []*runtimeapi.PodSandbox) (runtimeView, error) {
 	v := runtimeView{asked: true, byID: make(map[string]*runtimeapi.PodSandbox, len(sbs)), firstCreated: make(map[string]int64, len(sbs))}
 	for _, sb := range sbs {
+		if label, meta := sb.GetLabels()[podUIDLabel], sb.GetMetadata().GetUid(); label != "" && meta != "" && label != meta {
+			// Its label and its metadata name two pods, with an ID or without: either may run in it, and the answer
+			// decides nothing.
+			return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: sandbox %q is two pods' (its label names UID %s, its metadata %s)",
+				sb.GetId(), label, meta)
+		}
 		// A sandbox listed by its ID tells of that ID, whatever its labels say: a runtime that
 		// leaves the label out, or ignores the filter, still lists it ready (the others are
 		// told from the pod's by the label, in observe).
@@ -117,11 +125,6 @@ func viewOf(sbs []*runtimeapi.PodSandbox) (runtimeView, error) {
 				v.runningNoID[uid] = true
 			}
 			continue
-		}
-		if label, meta := sb.GetLabels()[podUIDLabel], sb.GetMetadata().GetUid(); label != "" && meta != "" && label != meta {
-			// Its label and its metadata name two pods: either may run in it, and the answer decides nothing.
-			return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: sandbox %s is two pods' (its label names UID %s, its metadata %s)",
-				sb.GetId(), label, meta)
 		}
 		if prev := v.byID[sb.GetId()]; prev != nil && podUIDOf(prev) != "" && podUIDOf(sb) != "" && podUIDOf(prev) != podUIDOf(sb) {
 			// One sandbox of two pods: either may run in it, and the answer decides nothing.
@@ -294,15 +297,4 @@ func netnsPresent(path string) bool {
 	}
 	var fi unix.Stat_t
 	return unix.Lstat(resolved, &fi) == nil
-}
-
-// panicText prints a recovered panic's value; one whose printing panics
-// too is named by its type.
-func panicText(r any) (s string) {
-	defer func() {
-		if recover() != nil {
-			s = fmt.Sprintf("a %T, whose printing panics", r)
-		}
-	}()
-	return fmt.Sprint(r)
 }

@@ -102,3 +102,23 @@ func TestListPUsListsNoPodWhoseOwnAttachmentsAreNeverFreed(t *testing.T) {
 		t.Fatalf("ListPUs = %+v, want pod uid-b's alone", pus)
 	}
 }
+
+// Promise (docs/sdk/cni-freeing.md; adapters/cni/doc.go): a sandbox listed as two pods' (by its label and its
+// metadata) makes the runtime's answer a failure, either pod may run in it; so it does without an ID. Pod P is gone
+// from the API, its sandbox X in the cache; the runtime lists, running and without an ID, a sandbox whose label names
+// pod Q and whose metadata names P: nothing of P is freed.
+func TestNoIDSandboxOfTwoPodsFailsTheAnswer(t *testing.T) {
+	e := newEnv(t)
+	conf := e.hostLocalList("net1", nil)
+	e.writeConf(t, "10-net1.conflist", conf)
+	x := e.entry(t, "net1", "sandboxX", "eth0", "uid-p", "ns", "p", "", conf, "10.22.0.5")
+	rt := &testcni.Runtime{}
+	rt.Set(sandbox("", "uid-q", "uid-p", runtimeapi.PodSandboxState_SANDBOX_READY, time.Now()))
+	c, err := cni.New(e.opts(rt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DestroyPU(context.Background(), goneEvent("uid-p", "sandboxX")); err == nil || !testcni.Exists(x) {
+		t.Fatalf("DestroyPU = %v, X's entry there: %v; want the runtime's answer failed and X kept", err, testcni.Exists(x))
+	}
+}
