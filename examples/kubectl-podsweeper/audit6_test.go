@@ -132,7 +132,7 @@ func TestAuditHoldsTimeoutEachProgram(t *testing.T) {
 	a.upgradeDelay = map[string]time.Duration{"podsweeper/cc-2": 3 * time.Second}
 	start := time.Now()
 	out, errs, code := a.run("explain", "pod", "apps/web", "--timeout", "1s")
-	if d := time.Since(start); d > 2900*time.Millisecond || code != 0 || strings.Count(out, "could not be asked") != 2 || !strings.Contains(out, "cluster-controller podsweeper/cc-1:") {
+	if d := time.Since(start); d > 2900*time.Millisecond || code != 0 || strings.Count(out, "could not be asked: ") != 2 || !strings.Contains(out, "cluster-controller podsweeper/cc-1:") {
 		t.Errorf("%v exit %d\n%s\n%s", d, code, out, errs)
 	}
 }

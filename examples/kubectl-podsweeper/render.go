@@ -255,10 +255,20 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 	cut := slices.ContainsFunc(x.Answers, func(a Answer) bool {
 		return a.Error == "" && a.ReportsTotal > a.ReportsKept && len(latestReports(a.Reports)) == 0
 	})
+	if held > 0 {
+		// What the programs asked hold is above; what those not asked may hold is not.
+		if cut {
+			p.f("podsweeper cannot tell all it knows of this pod: a dry run keeps its latest reports only, none of them of this pod (an earlier one may have been): see kubectl podsweeper report.\n")
+		}
+		switch {
+		case unasked > 0:
+			p.f("podsweeper cannot tell all it knows of this pod: %d of %d programs could not be asked (above), and may hold a PU of it too.\n", unasked, len(x.Answers))
+		case len(x.Unasked) > 0:
+			p.f("podsweeper cannot tell all it knows of this pod: a program that may hold a PU of it was not asked (above).\n")
+		}
+		return p.err
+	}
 	switch {
-	case held > 0 && cut:
-		p.f("podsweeper cannot tell all it knows of this pod: a dry run keeps its latest reports only, none of them of this pod (an earlier one may have been): see kubectl podsweeper report.\n")
-	case held > 0:
 	case unasked > 0:
 		p.f("podsweeper cannot tell all it knows of this pod: %d of %d programs could not be asked, and none of the others holds a PU of it.\n", unasked, len(x.Answers))
 	case len(x.Unasked) > 0:
