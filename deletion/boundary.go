@@ -163,7 +163,7 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 		// is a success: the PU is gone.)
 		return fmt.Errorf("%s: answered after the check's deadline: %w", portNames[portDestroyPU], err), false
 	}
-	return err, ports.IsPermanent(err)
+	return err, isPermanent(err)
 }
 
 // listPUs calls the Inventory under its deadline, a list made once an interval at most (callLeaving).
@@ -218,12 +218,14 @@ func call[T any](port string, f func() (T, error)) (v T, err error) {
 	return v, err
 }
 
-// portError is a port's error as the engine keeps it: its message read once, here, so that no later reading (a log
-// line, a wrapping, the Observer) runs the port's code again. It unwraps to the port's error, for errors.Is and
-// errors.As; the engine's own such reads recover (IsNotFound, ports.IsPermanent).
+// portError is a port's error as the engine keeps it: its message and what it means (not found, permanent) read once,
+// here, in one reading of its tree (ports.Match), so that no later reading (Decide, the retry, a log line, a wrapping,
+// the Observer) runs the port's code again, nor finds there what this reading did not. It unwraps to the port's
+// error, for the Observer's errors.Is and errors.As.
 type portError struct {
-	msg string
-	err error
+	msg                 string
+	err                 error
+	notFound, permanent bool
 }
 
 func (e *portError) Error() string { return e.msg }
@@ -232,7 +234,14 @@ func (e *portError) Unwrap() error { return e.err }
 // safeError is err, a port's, made safe to read: a plain failure of the port when it cannot be read (ports.Readable),
 // or when reading its message again panics; else a portError.
 func safeError(port string, err error) error {
-	msg, ok := "", ports.Readable(err)
+	pe := &portError{err: err}
+	ok := false
+	ports.Match(err, func(e error) bool { // called only when err can be read
+		ok = true
+		pe.notFound = pe.notFound || notFoundHere(e)
+		pe.permanent = pe.permanent || ports.MarkedPermanent(e)
+		return false
+	})
 	if ok {
 		func() {
 			defer func() {
@@ -240,11 +249,19 @@ func safeError(port string, err error) error {
 					ok = false
 				}
 			}()
-			msg = err.Error()
+			pe.msg = err.Error()
 		}()
 	}
 	if !ok {
 		return fmt.Errorf("%s returned an error that cannot be read (a typed nil, or one whose reading panics): a %T", port, err)
 	}
-	return &portError{msg: msg, err: err}
+	return pe
+}
+
+// isPermanent is ports.IsPermanent of an answer of DestroyPU as call returned it: a portError's is read already.
+func isPermanent(err error) bool {
+	if pe, ok := err.(*portError); ok {
+		return pe.permanent
+	}
+	return ports.IsPermanent(err)
 }

@@ -146,16 +146,22 @@ func (v Verdict) String() string {
 // chain, whatever its Is says) is not. err is read once (ports.Match): an error whose chain changes between two
 // readings is told by one of them.
 func IsNotFound(err error) bool {
-	return ports.Match(err, func(e error) bool {
-		if e == ports.ErrPodNotFound {
-			return true
-		}
-		if is, ok := e.(interface{ Is(error) bool }); ok && is.Is(ports.ErrPodNotFound) {
-			return true
-		}
-		s, ok := e.(apierrors.APIStatus)
-		return ok && apierrors.IsNotFound(statusOnly{s}) // its status alone: apierrors would walk e's chain again
-	})
+	if pe, ok := err.(*portError); ok { // the engine's own reading of a port's answer, made once (boundary.go)
+		return pe.notFound
+	}
+	return ports.Match(err, notFoundHere)
+}
+
+// notFoundHere reports whether e itself, not an error it wraps, says the pod does not exist.
+func notFoundHere(e error) bool {
+	if e == ports.ErrPodNotFound {
+		return true
+	}
+	if is, ok := e.(interface{ Is(error) bool }); ok && is.Is(ports.ErrPodNotFound) {
+		return true
+	}
+	s, ok := e.(apierrors.APIStatus)
+	return ok && apierrors.IsNotFound(statusOnly{s}) // its status alone: apierrors would walk e's chain again
 }
 
 // statusOnly is an APIStatus that wraps nothing.

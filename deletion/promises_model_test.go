@@ -1091,10 +1091,6 @@ var (
 	_ pmQuietError = pmNilChan(nil)
 )
 
-// typedNil returns the next typed nil, of each kind in turn, or an error too large to read: one that repeats a
-// child, nested (2^60 errors to walk).
-// panicValue is what a port that panics panics with: a string, a value whose printing panics with itself, or an error
-// that wraps itself (alone, or in a struct), in turn.
 // pmReadOnce is an error that reads fine once, and panics from its second reading on (a buffer its port released).
 type pmReadOnce struct{ reads atomic.Int32 }
 
@@ -1120,6 +1116,21 @@ func (e *pmLateNil) Unwrap() error {
 	return (*pmQuietNil)(nil)
 }
 
+// pmFlip is an error whose cause its port's code replaces once the call has returned: its first read of the cause sees
+// a failure, later ones the not-found error. Met twice in one answer (errors.Join(f, f)), a reading that reads it
+// twice finds a not-found the answer never said.
+type pmFlip struct{ reads atomic.Int32 }
+
+func (e *pmFlip) Error() string { return "pm: a cause replaced later" }
+func (e *pmFlip) Unwrap() error {
+	if e.reads.Add(1) == 1 {
+		return errors.New("pm: the cause")
+	}
+	return ports.ErrPodNotFound
+}
+
+// panicValue is what a port that panics panics with: a string, a value whose printing panics with itself, or an error
+// that wraps itself (alone, or in a struct), in turn.
 func (w *pmWorld) panicValue(port string) any {
 	switch w.panics.Add(1) % 5 {
 	case 1:
@@ -1145,10 +1156,17 @@ type pmUnprintable struct{}
 
 func (u *pmUnprintable) Error() string { panic(u) }
 
+// typedNil returns the next typed nil, of each kind in turn, or an error too large to read: one that repeats a
+// child, nested (2^60 errors to walk), or one whose second reading says something else (alone, or met twice in its
+// tree).
 func (w *pmWorld) typedNil() error {
 	n := w.typedNils.Add(1)
 	switch n % 9 {
 	case 8:
+		if n/9%4 == 3 {
+			f := &pmFlip{}
+			return errors.Join(f, f)
+		}
 		return &pmLateNil{fine: int32(n/9%3 + 1)}
 	case 7:
 		return &pmReadOnce{}
@@ -2143,6 +2161,16 @@ func FuzzPromises(f *testing.F) {
 		}
 	}
 	f.Add(uint16(0), cat(lateNil...))
+	// The same, 5 times 8: the 35th answer is errors.Join(f, f), whose f's cause is a failure when read once and the
+	// not-found error when read again: the engine reads f once, and keeps the PU.
+	flip := [][]byte{op(pmTrack, 0, 0)}
+	for range 5 {
+		flip = append(flip, op(pmFaultOp, 4*pmPortGet, pmTypedNil+3*8))
+		for range 8 {
+			flip = append(flip, op(pmSweep, 0, 0))
+		}
+	}
+	f.Add(uint16(0), cat(flip...))
 	// Ports that panic, again and again, with every kind of value: an error that wraps itself overflows the stack of
 	// whatever prints it without a bound, which no recover catches (the whole run dies).
 	panics := [][]byte{op(pmTrack, 0, 0), op(pmFaultOp, 4*pmPortGet, pmPanic+3*8)}

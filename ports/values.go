@@ -117,10 +117,14 @@ func Permanent(err error) error {
 // Permanent. An error that cannot be read (Readable is false) is not. err is
 // read once (Match).
 func IsPermanent(err error) bool {
-	return Match(err, func(e error) bool {
-		p, ok := e.(*permanentError)
-		return ok && p != nil
-	})
+	return Match(err, MarkedPermanent)
+}
+
+// MarkedPermanent reports whether err itself, not an error it wraps, was made by Permanent: the test IsPermanent
+// makes of each error of a tree, for a caller that reads a tree once with Match and asks it more than one question.
+func MarkedPermanent(err error) bool {
+	p, ok := err.(*permanentError)
+	return ok && p != nil
 }
 
 // maxErrorNodes bounds how many errors Readable reads in one error's tree: more than any real wrapping, and a tree
@@ -169,14 +173,18 @@ func Sprint(v any) (s string) {
 		return strconv.FormatUint(r.Uint(), 10)
 	case reflect.Float32, reflect.Float64:
 		return strconv.FormatFloat(r.Float(), 'g', -1, 64)
+	case reflect.Complex64, reflect.Complex128:
+		return strconv.FormatComplex(r.Complex(), 'g', -1, 128)
 	}
 	return fmt.Sprintf("a %T", v)
 }
 
 // Match reports whether err can be read (Readable) and holds an error for which match is true. err's tree is walked
-// once: each error in it is asked Unwrap once and given to match once, so that the answer is what one reading of err
-// says, whatever its errors answer the next time (an Unwrap that gives a typed nil from its third call on, say). A
-// match that panics matches nothing. Match(nil, match) is false. IsPermanent reads an error so, and the engine's
+// once: each error in it is asked Unwrap once and given to match once, one met twice (errors.Join(e, e)) too when its
+// type can be compared, so that the answer is what one reading of err says, whatever its errors answer the next time
+// (an Unwrap that gives a typed nil from its third call on, say). match
+// is called only when err can be read, once the whole tree has been read; a match that panics matches nothing.
+// Match(nil, match) is false. IsPermanent reads an error so, and the engine's
 // deletion.IsNotFound.
 func Match(err error, match func(error) bool) (matched bool) {
 	return err != nil && walk(err, func(e error) {
@@ -195,31 +203,60 @@ func walk(err error, visit func(error)) (ok bool) {
 	if err == nil {
 		return true
 	}
-	// The tree is walked breadth first through Unwrap, reading no Error, its errors gathered in nodes (on the stack
-	// for a small tree: Decide reads every GetPod error through here); then each is read once, when the tree is
-	// known to be small: an Error that walks a huge one would not end.
-	var small [8]error
-	nodes := append(small[:0], err)
+	// The tree is read breadth first through Unwrap, reading no Error; an error met again (errors.Join(e, e), or one
+	// that wraps an error met before) is not asked Unwrap again. The distinct errors are gathered in nodes (on the
+	// stack for a small tree: Decide reads every GetPod error through here), then the tree is counted on what was
+	// read, and each error's Error is read once, when the tree is known to be small: an Error that walks a huge one
+	// would not end.
+	var smallNodes [8]error
+	var smallKids [8]int
+	var smallSpans [8][2]int
+	nodes := append(smallNodes[:0], err) // the distinct errors, in the order first met
+	kids := smallKids[:0]                // their children (indices into nodes), as first read, node after node
+	spans := smallSpans[:0]              // nodes[i]'s children are kids[spans[i][0]:spans[i][1]]
 	for i := 0; i < len(nodes); i++ {
 		if typedNil(nodes[i]) {
 			return false
 		}
-		var inner []error
+		from := len(kids)
+		add := func(e error) bool {
+			if e == nil {
+				return true
+			}
+			j := indexOf(nodes, e)
+			if j < 0 {
+				if len(nodes) == maxErrorNodes {
+					return false
+				}
+				nodes, j = append(nodes, e), len(nodes)
+			}
+			kids = append(kids, j)
+			return true
+		}
 		switch u := nodes[i].(type) {
 		case interface{ Unwrap() error }:
-			inner = []error{u.Unwrap()}
-		case interface{ Unwrap() []error }:
-			inner = u.Unwrap()
-		}
-		for _, e := range inner {
-			if e == nil {
-				continue
-			}
-			if len(nodes) == maxErrorNodes {
+			if !add(u.Unwrap()) {
 				return false
 			}
-			nodes = append(nodes, e)
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if !add(e) {
+					return false
+				}
+			}
 		}
+		spans = append(spans, [2]int{from, len(kids)})
+	}
+	// The tree counts each error as often as it holds it: a loop, or errors.Join(e, e) nested 60 times, is too big.
+	var smallStack [8]int
+	stack, count := append(smallStack[:0], 0), 0
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if count++; count > maxErrorNodes {
+			return false
+		}
+		stack = append(stack, kids[spans[n][0]:spans[n][1]]...)
 	}
 	for _, e := range nodes {
 		_ = e.Error()
@@ -230,6 +267,27 @@ func walk(err error, visit func(error)) (ok bool) {
 		}
 	}
 	return true
+}
+
+// indexOf returns the index in nodes of the error e is, or -1: an error is met again when it is equal (==) to one met
+// before; one whose type cannot be compared is always new.
+func indexOf(nodes []error, e error) int {
+	for i, n := range nodes {
+		if same(n, e) {
+			return i
+		}
+	}
+	return -1
+}
+
+// same reports whether a and b are one error: equal, and of a type that can be compared.
+func same(a, b error) (eq bool) {
+	defer func() {
+		if recover() != nil {
+			eq = false
+		}
+	}()
+	return a == b
 }
 
 // IsNil reports whether v is nil or holds a nil pointer, map, slice, func, chan or interface (a typed nil): what the

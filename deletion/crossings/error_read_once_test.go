@@ -106,3 +106,25 @@ type nilUnwrap struct{}
 
 func (*nilUnwrap) Error() string { return "nil" }
 func (*nilUnwrap) Unwrap() error { return ports.Permanent(errors.New("permanent")) }
+
+// The same for an error met twice in one answer's tree (errors.Join(e, e)): ports.Match reads it once, so the second
+// reading of its cause, a not-found, does not destroy a live pod's PU.
+func TestAuditAnErrorMetTwiceInItsTreeIsReadOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pol := &deletiontest.Policy{}
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			var reads atomic.Int32
+			e := &flipping{first: errors.New("connection reset"), then: func() error { return ports.ErrPodNotFound }, reads: &reads}
+			return nil, errors.Join(e, e)
+		})
+		e := deletiontest.NewEngine(t, getter, pol, deletion.Options{NodeName: "n"})
+		p := pu("a")
+		if err := e.Track(p); err != nil {
+			t.Fatal(err)
+		}
+		e.Sweep(context.Background())
+		if n := pol.Count(p.PUID); n != 0 || e.Len() != 1 {
+			t.Fatalf("GetPod failed with errors.Join(e, e) whose e unwraps to a not-found only when read again: want the PU kept (row 2), got %d DestroyPU calls, %d tracked", n, e.Len())
+		}
+	})
+}
