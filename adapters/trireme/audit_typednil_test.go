@@ -12,6 +12,7 @@ import (
 	"github.com/podsweeper/podsweeper/adapters/trireme"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/deletion/deletiontest"
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 type ptrReader struct{ s *runtime.Scheme }
@@ -83,3 +84,32 @@ func TestAuditTreatAsDestroyedOfATypedNilGivesNoHandler(t *testing.T) {
 }
 
 func deletiontestCluster() *deletiontest.Cluster { return deletiontest.NewCluster() }
+
+// notKnown is the policy engine's error for a PU it does not know, as a type the user's test finds with errors.As.
+type notKnown struct{ puid string }
+
+func (e *notKnown) Error() string { return "unable to find context for " + e.puid }
+
+// TreatAsDestroyed: "An error that cannot be read (...) is never given to unknown": a DestroyPU that fails with a
+// typed-nil *notKnown, which the user's errors.As test matches, is a failure the engine retries, not a destroy; and
+// an unknown that panics counts nothing destroyed.
+func TestTreatAsDestroyedTakesNoUnreadableErrorForDestroyed(t *testing.T) {
+	unknown := func(err error) bool {
+		var nk *notKnown
+		return errors.As(err, &nk)
+	}
+	var nilErr *notKnown
+	failing := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nilErr })
+	h := trireme.TreatAsDestroyed(failing, unknown)
+	if err := h.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1"}); err == nil {
+		t.Fatalf("DestroyPU failed with a typed-nil *notKnown: TreatAsDestroyed answered success, and the PU would be dropped undestroyed")
+	}
+	known := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return &notKnown{"u1"} })
+	if err := trireme.TreatAsDestroyed(known, unknown).DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1"}); err != nil {
+		t.Fatalf("a readable *notKnown: %v, want nil (nothing left to destroy)", err)
+	}
+	panicky := trireme.TreatAsDestroyed(known, func(error) bool { panic("boom") })
+	if err := panicky.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1"}); err == nil {
+		t.Fatalf("an unknown that panics: DestroyPU answered success")
+	}
+}

@@ -81,6 +81,10 @@ func NewSandboxExtractor(f func(context.Context, *corev1.Pod) (string, error)) p
 //	policy := trireme.TreatAsDestroyed(trireme.NewPolicyHandler(resolver, common.EventDestroy, nil),
 //		func(err error) bool { return strings.Contains(err.Error(), "unable to find context") })
 //
+// An error that cannot be read (ports.Readable is false: a typed nil
+// anywhere in its chain, whatever errors.Is and errors.As say of it) is never
+// given to unknown: it says nothing, and is returned as it is, a failure the
+// engine retries; nor is an error for which unknown panics counted a destroy.
 // A nil h (a typed nil too) gives a nil PolicyHandler; a nil unknown returns
 // h unchanged.
 func TreatAsDestroyed(h ports.PolicyHandler, unknown func(error) bool) ports.PolicyHandler {
@@ -92,9 +96,19 @@ func TreatAsDestroyed(h ports.PolicyHandler, unknown func(error) bool) ports.Pol
 	}
 	return ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
 		err := h.DestroyPU(ctx, ev)
-		if err != nil && unknown(err) {
+		if err != nil && ports.Readable(err) && isUnknown(unknown, err) {
 			return nil
 		}
 		return err
 	})
+}
+
+// isUnknown is unknown(err), false when it panics.
+func isUnknown(unknown func(error) bool, err error) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return unknown(err)
 }
