@@ -135,9 +135,10 @@ type Options struct {
 	// every reservation of a container and interface together: one that
 	// holds more than ReservationBurst waits a turn for each, then frees
 	// them at once, so the rate's bound over a second holds while a single
-	// DEL may free more than the burst. 0 (either), or a ReservationRate
-	// of rate.Inf or above (+Inf): no limit, and a burst of 1. Negative
-	// values, and a ReservationRate that is no number (NaN), are invalid. cni-gc sets them to the engine's
+	// DEL may free more than the burst. A ReservationRate of 0, or of
+	// rate.Inf or above (+Inf), sets no limit; a ReservationBurst of 0 under
+	// a limit is a burst of 1. Negative values, and a ReservationRate that
+	// is no number (NaN), are invalid. cni-gc sets them to the engine's
 	// rate (--max-destroys-per-second, --destroy-burst).
 	ReservationRate  rate.Limit
 	ReservationBurst int
@@ -985,7 +986,9 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // frees host-local's reservations that no sandbox of the Runtime and no
 // cache entry accounts for (the package doc, "host-local's
 // reservations"; a dry run only lists them, WouldFree). It returns when ctx
-// ends (nil), or at once with ErrResyncRunning when another Resync runs.
+// ends (nil), even while a call of t has not returned (the list under way
+// then calls t no more once it does), or at once with ErrResyncRunning when
+// another Resync runs.
 func (c *Collector) Resync(ctx context.Context, t Tracker) error {
 	if t == nil {
 		return errors.New("cni: Resync: nil Tracker")

@@ -100,8 +100,8 @@ func (r *resyncer) destroyedSince(puid string, destroys uint64) bool {
 
 // run is Collector.Resync's loop: every interval, and at once after
 // requeue, it lists with list and feeds t, then sweeps (host-local's
-// reservations, which no PU holds), until ctx ends (nil), or it fails at
-// once with ErrResyncRunning when another run runs. It sweeps once at
+// reservations, which no PU holds), until ctx ends (nil: at once, whatever t
+// does), or it fails at once with ErrResyncRunning when another run runs. It sweeps once at
 // start too: a range a reboot filled is freed without waiting an
 // interval.
 func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context) (listing, error), sweep func(context.Context)) error {
@@ -144,7 +144,21 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		case <-tick.C:
 		case <-r.kick:
 		}
-		last = r.once(ctx, t, list, last)
+		// A list runs on a goroutine of its own, so that a Tracker that never returns (an engine whose Observer's
+		// commit hangs) cannot keep Resync from returning when ctx ends: the list is then left behind, and tracks
+		// nothing more once its call under way has returned.
+		listed := make(chan map[string]string, 1)
+		go func(last map[string]string) { listed <- r.once(ctx, t, list, last) }(last)
+		select {
+		case last = <-listed:
+		case <-ctx.Done():
+			select {
+			case <-listed:
+			default:
+				r.log.Info("Resync returns with its list under way: the engine has not returned from a call; the list stops once it does")
+			}
+			return nil
+		}
 		ask()
 	}
 }
@@ -169,6 +183,9 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 	r.mu.Unlock()
 	now := sandboxesByPUID(l.pus)
 	for _, pu := range l.pus {
+		if ctx.Err() != nil { // Resync has returned (run): nothing more is tracked
+			return now
+		}
 		if r.destroyedSince(pu.PUID, began) {
 			// The engine destroyed it, or tried, while the cache was read: the
 			// list may hold what that DestroyPU freed, and the engine no PU to

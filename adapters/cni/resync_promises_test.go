@@ -240,3 +240,55 @@ func TestAListReadBeforeADestroyDoesNotTrackThePUAgain(t *testing.T) {
 		require.Zero(t, engine.Len())
 	})
 }
+
+// hungTracker is an engine whose Track does not return until released (its Observer's commit hangs).
+type hungTracker struct {
+	release chan struct{}
+	tracks  atomic.Int32
+}
+
+func (h *hungTracker) Track(ports.PU) error {
+	h.tracks.Add(1)
+	<-h.release
+	return nil
+}
+func (h *hungTracker) Untrack(string) bool             { return false }
+func (h *hungTracker) TriggerPod(types.NamespacedName) {}
+
+// Resync "returns when ctx ends (nil), even while a call of t has not returned (the list under way then calls t no
+// more once it does)": an engine whose Track hangs cannot keep the agent from stopping.
+func TestResyncReturnsWhenItsContextEndsWhileTrackHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCacheDir(t)
+		for _, sb := range []string{"a", "b"} {
+			e := c.write(entry{network: "podnet", sandbox: sb, uid: "u-" + sb, namespace: "ns", name: "pod-" + sb})
+			c.withNetNS(e, presentNetNS(t))
+		}
+		coll := c.collectorWith(&listedRuntime{}, 0)
+		h := &hungTracker{release: make(chan struct{})}
+		ctx, cancel := context.WithCancel(context.Background())
+		returned := make(chan error, 1)
+		go func() { returned <- coll.Resync(ctx, h) }()
+		time.Sleep(2 * time.Hour) // the first list has begun, and hangs in Track
+		if h.tracks.Load() != 1 {
+			t.Fatalf("Track called %d times, want 1 (hung)", h.tracks.Load())
+		}
+		cancel()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		select {
+		case err := <-returned:
+			if err != nil {
+				t.Fatalf("Resync: %v, want nil", err)
+			}
+		default:
+			close(h.release)
+			t.Fatalf("Resync has not returned a second after its context ended: a hung Track holds it")
+		}
+		close(h.release)
+		synctest.Wait()
+		if n := h.tracks.Load(); n != 1 {
+			t.Errorf("Track called %d times after the context ended and the hung call returned, want 1 in all", n)
+		}
+	})
+}
