@@ -130,6 +130,9 @@ type verdict struct {
 	Del []bool
 	// Row is the row of decide's table that decided.
 	Row int
+	// Unasked: the Runtime was not asked, or did not answer (row 7's
+	// place cannot be told for that reason), for why.
+	Unasked bool
 }
 
 // rowText describes each row of decide's table, for errors and logs.
@@ -184,6 +187,9 @@ func reasonOf(v verdict) string {
 
 // why describes the row that decided.
 func (v verdict) why() string {
+	if v.Row == 7 && v.Unasked {
+		return rowText[v.Row] + ": the runtime did not answer"
+	}
 	if v.Row >= 0 && v.Row < len(rowText) {
 		return rowText[v.Row]
 	}
@@ -272,6 +278,7 @@ func decide(p podFacts) []verdict {
 	for i, s := range p.Sandboxes {
 		v := verdict{ID: s.ID, State: stateOf(s, p.Asked)}
 		v.Row = row(p, s, v.State, podRuns)
+		v.Unasked = v.Row == 7 && !p.Asked
 		switch v.Row {
 		case 3, 4, 6, 10, 11:
 			v.Action = free

@@ -43,7 +43,9 @@ type Reservation struct {
 	// Network is the network's name, the directory's.
 	Network string
 	// DataDir is host-local's data directory ("dataDir" in the network's
-	// IPAM config; DefaultHostLocalDataDir when it sets none).
+	// IPAM config; DefaultHostLocalDataDir when it sets none), its links
+	// followed (filepath.EvalSymlinks): the directory the file is in, one
+	// path for configs that name it by different ones.
 	DataDir string
 	// IP is the address, the file's name.
 	IP string
@@ -286,14 +288,14 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 			}
 			path := filepath.Join(dir, name)
 			if !fe.Type().IsRegular() {
-				skips = append(skips, notRegular(dataDir, nd.Name(), name, fe.Type()))
+				skips = append(skips, walkedIf(!linked, notRegular(dataDir, nd.Name(), name, fe.Type())))
 				continue
 			}
 			r, skip, gone := readReservation(dataDir, nd.Name(), name)
 			switch {
 			case gone:
 			case skip != nil:
-				skips = append(skips, *skip)
+				skips = append(skips, walkedIf(!linked, *skip))
 			case linked:
 				skips = append(skips, skipped{File: path, Written: r.Reserved, ContainerID: r.ContainerID, Unreadable: true, Reservation: &r,
 					Why: "a host-local reservation of container " + r.ContainerID + " in a network's directory that is a link (" + dir +
@@ -304,6 +306,15 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 		}
 	}
 	return rs, skips, nil
+}
+
+// walkedIf is s, a skip of a file of a network's directory, as host-local's DEL walks that directory (walked), or, in
+// one that is a link, which no DEL walks, a file no DEL removes.
+func walkedIf(walked bool, s skipped) skipped {
+	if !walked {
+		s.DelMay, s.DelID, s.DelIf, s.DelLegacy = false, "", "", false
+	}
+	return s
 }
 
 // notRegular returns the skip of a file of a network's directory, named

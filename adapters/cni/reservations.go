@@ -112,15 +112,18 @@ type reservationView struct {
 	// directories it could not read, for AddressStatus.
 	untouched, blindSkips []skipped
 	// dels is what a DEL of a reservation releases with it (released), by
-	// network and container ID, or by network alone for a file any DEL of
-	// the network may remove.
+	// data directory, network and container ID, or by data directory and
+	// network alone for a file any DEL of the network may remove.
 	dels map[delKey]delGroup
 }
 
-// delKey keys reservationView.dels: a network, a container ID and an
-// interface (both "" for any): host-local's DEL of a container and
-// interface releases the files that hold exactly those two.
-type delKey struct{ network, containerID, ifName string }
+// delKey keys reservationView.dels: a data directory, a network, a
+// container ID and an interface (both "" for any; the interface alone ""
+// for the container's files that hold its ID alone, delGroup.legacy):
+// host-local's DEL of a container and interface walks its network's
+// directory in each data directory its config names, and releases the
+// files that hold exactly those two.
+type delKey struct{ dataDir, network, containerID, ifName string }
 
 // delGroup is what host-local's DEL of one reservation touches besides it:
 // it walks the network's directory and removes every file naming the
@@ -141,11 +144,29 @@ type delGroup struct {
 // in its network, and a file the collector never touches that the DEL
 // would remove too, or may ("" for none).
 func (v reservationView) released(r Reservation, n hostLocalNet) (newest time.Time, untouched string) {
-	g := v.dels[delKey{r.Network, r.ContainerID, r.IfName}]
-	if n.HostLocals >= 2 {
-		untouched = g.legacy
+	for _, d := range delDirs(r, n) {
+		g := v.dels[delKey{d, r.Network, r.ContainerID, r.IfName}]
+		if g.newest.After(newest) {
+			newest = g.newest
+		}
+		if n.HostLocals >= 2 { // a file of its container's ID alone, in d: keyed by no interface
+			untouched = cmp.Or(untouched, v.dels[delKey{dataDir: d, network: r.Network, containerID: r.ContainerID}].legacy)
+		}
+		untouched = cmp.Or(untouched, g.untouched, v.dels[delKey{dataDir: d, network: r.Network}].untouched)
 	}
-	return g.newest, cmp.Or(g.untouched, untouched, v.dels[delKey{network: r.Network}].untouched)
+	return newest, untouched
+}
+
+// delDirs are the data directories host-local's DEL of r walks, run with n,
+// its network's config: r's own and each n names.
+func delDirs(r Reservation, n hostLocalNet) []string {
+	dirs := []string{r.DataDir}
+	for _, d := range n.DataDirs {
+		if d = canonicalDir(d); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }
 
 // unknown reports whether the view says nothing of what path holds: a
@@ -212,7 +233,7 @@ func (h *hostLocal) read() (reservationView, error) {
 	}
 	v.dels = map[delKey]delGroup{}
 	for _, r := range v.rs {
-		k := delKey{r.Network, r.ContainerID, r.IfName}
+		k := delKey{r.DataDir, r.Network, r.ContainerID, r.IfName}
 		if g := v.dels[k]; r.Reserved.After(g.newest) {
 			g.newest = r.Reserved
 			v.dels[k] = g
@@ -220,15 +241,14 @@ func (h *hostLocal) read() (reservationView, error) {
 	}
 	for _, s := range v.untouched {
 		if s.DelLegacy { // the container's DELs, any interface, should its network run host-local twice (released)
-			for k, g := range v.dels {
-				if k.network == s.Reservation.Network && k.containerID == s.DelID && g.legacy == "" {
-					g.legacy = s.File
-					v.dels[k] = g
-				}
+			k := delKey{dataDir: s.Reservation.DataDir, network: s.Reservation.Network, containerID: s.DelID}
+			if g := v.dels[k]; g.legacy == "" {
+				g.legacy = s.File
+				v.dels[k] = g
 			}
 			continue
 		}
-		k := delKey{network: s.Reservation.Network, containerID: s.DelID, ifName: s.DelIf}
+		k := delKey{dataDir: s.Reservation.DataDir, network: s.Reservation.Network, containerID: s.DelID, ifName: s.DelIf}
 		if g := v.dels[k]; (s.DelMay || s.DelID != "") && g.untouched == "" {
 			g.untouched = s.File
 			v.dels[k] = g
@@ -497,7 +517,6 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			c.addresses.reservationKept(r, err)
 			continue
 		}
-		k := delKey{r.Network, r.ContainerID, r.IfName}
 		releasedMeanwhile := func() {
 			// Released meanwhile, by its runtime: one a DEL of this round released was held right before that
 			// DEL and told freed with it (group, below), whatever of its container's was DELed after. A DEL now
@@ -512,7 +531,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		// takes a turn of the rate, which counts reservations freed, not DELs.
 		group := []Reservation{r}
 		for _, o := range frees[i+1:] {
-			if (delKey{o.Network, o.ContainerID, o.IfName}) == k && held(o) {
+			if o.Network == r.Network && o.ContainerID == r.ContainerID && o.IfName == r.IfName && held(o) {
 				group = append(group, o)
 			}
 		}
@@ -690,13 +709,7 @@ func (c *Collector) delReservation(ctx context.Context, r Reservation, list *lib
 // naming its container and interface, and those that hold nothing yet (host-local may be writing one of them); the
 // zero time for none.
 func releasedNow(r Reservation, n hostLocalNet) (newest time.Time) {
-	dirs := []string{r.DataDir}
-	for _, d := range n.DataDirs {
-		if d = canonicalDir(d); !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
-		}
-	}
-	for _, dir := range dirs {
+	for _, dir := range delDirs(r, n) {
 		files, err := os.ReadDir(filepath.Join(dir, r.Network))
 		if err != nil {
 			continue

@@ -205,3 +205,66 @@ func TestHostLocalsOwnNamesAreWalkedByItsDEL(t *testing.T) {
 		})
 	}
 }
+
+// Row 16 keeps a reservation whose DEL would remove a file the collector never touches "in the network's directory":
+// host-local's DEL walks its network's directory in the data directories of its own config only. A file naming the
+// container in another data directory, under a directory of the same network name (another config's), is walked by
+// no DEL of the reservation's network, and keeps nothing: the dead container's reservation is freed (row 18), and the
+// other data directory's file stays.
+func TestAFileInAnotherDataDirectoryKeepsNoReservation(t *testing.T) {
+	e := realEnv(t)
+	other := filepath.Join(e.root, "data2")
+	e.writeConf("10-net1.conflist", realHostLocalConf("net1", e.data))
+	e.writeConf("20-net2.conflist", realHostLocalConf("net2", other))
+	e.writeReservation(e.data, "net1", "10.9.0.7", "deadcontainer", "eth0", time.Hour)
+	must(t, os.MkdirAll(filepath.Join(other, "net1"), 0o755))
+	outside := filepath.Join(e.root, "outside-record")
+	must(t, os.WriteFile(outside, []byte("deadcontainer\r\neth0"), 0o644))
+	link := filepath.Join(other, "net1", "record")
+	must(t, os.Symlink(outside, link))
+	archive := filepath.Join(other, "net1", "10.9.0.50")
+	must(t, os.MkdirAll(archive, 0o755)) // a directory there: a DEL walking it might remove what it holds
+
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
+	o.PluginDirs = []string{realPlugins}
+	c, err := cni.New(o)
+	must(t, err)
+	sweepOnce(t, c, "10.9.0.7")
+	res := filepath.Join(e.data, "net1", "10.9.0.7")
+	if _, err := os.Lstat(res); err == nil {
+		st := testcni.Address(t, c, "10.9.0.7")
+		t.Fatalf("the dead container's reservation %s is kept: files in another data directory, which no DEL of net1 walks, were taken as ones its DEL would remove (row 16); page: %+v", res, st.Reservations)
+	}
+	for _, f := range []string{link, archive} {
+		if _, err := os.Lstat(f); err != nil {
+			t.Errorf("%s, in another data directory, was removed: %v", f, err)
+		}
+	}
+}
+
+// The same for a network's directory that is a link, in another data directory: no DEL walks through it, so what it
+// holds keeps no reservation of the other data directory.
+func TestALinkedNetworkDirectoryElsewhereKeepsNoReservation(t *testing.T) {
+	e := realEnv(t)
+	other := filepath.Join(e.root, "data2")
+	e.writeConf("10-net1.conflist", realHostLocalConf("net1", e.data))
+	e.writeConf("20-net2.conflist", realHostLocalConf("net2", other))
+	e.writeReservation(e.data, "net1", "10.9.0.7", "deadcontainer", "eth0", time.Hour)
+	target := filepath.Join(e.root, "disk", "net1")
+	must(t, os.MkdirAll(filepath.Join(target, "10.9.0.60"), 0o755)) // a directory, named as an address
+	must(t, os.MkdirAll(other, 0o755))
+	must(t, os.Symlink(target, filepath.Join(other, "net1")))
+
+	o := e.opts(&testcni.Runtime{}, (&logRec{}).logger())
+	o.PluginDirs = []string{realPlugins}
+	c, err := cni.New(o)
+	must(t, err)
+	sweepOnce(t, c, "10.9.0.7")
+	if _, err := os.Lstat(filepath.Join(e.data, "net1", "10.9.0.7")); err == nil {
+		st := testcni.Address(t, c, "10.9.0.7")
+		t.Fatalf("the dead container's reservation is kept by what a linked network directory of another data directory holds; page: %+v", st.Reservations)
+	}
+	if _, err := os.Lstat(filepath.Join(target, "10.9.0.60")); err != nil {
+		t.Errorf("the linked directory's content was removed: %v", err)
+	}
+}

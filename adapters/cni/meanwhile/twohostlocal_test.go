@@ -1,6 +1,7 @@
 package meanwhile_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -90,5 +91,40 @@ func TestAuditNeverTouchedFileSurvivesDualStackHostLocal(t *testing.T) {
 	}
 	if !testcni.Exists(legacy) {
 		t.Errorf("%s, a file holding the container's ID alone (never touched, cni-freeing.md:69-70), was removed", legacy)
+	}
+}
+
+// The same chain, its second data directory's network directory a link (to another disk): host-local's DEL does not
+// walk through it, so what it holds, a directory named as an address (which a DEL walking it would walk into), keeps
+// nothing: the first data directory's leaked reservation is freed (row 18), and the linked directory's content stays.
+func TestALinkedNetworkDirectoryOfTheChainKeepsNoReservation(t *testing.T) {
+	e := newEnv(t, testcni.PluginsDir(t))
+	data2 := filepath.Join(filepath.Dir(e.data), "networks2")
+	conf := `{"cniVersion":"1.0.0","name":"two","plugins":[
+ {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + e.data + `","ranges":[[{"subnet":"10.1.0.0/24"}]]}},
+ {"type":"host-local","ipam":{"type":"host-local","dataDir":"` + data2 + `","ranges":[[{"subnet":"10.2.0.0/24"}]]}}]}`
+	testcni.Write(t, filepath.Join(e.conf, "10-two.conflist"), conf)
+	leaked := filepath.Join(e.data, "two", "10.1.0.5")
+	reserve(t, leaked, "deadbeef\r\neth0")
+	disk := filepath.Join(filepath.Dir(e.data), "disk", "two")
+	inside := filepath.Join(disk, "10.2.0.50")
+	if err := os.MkdirAll(inside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(data2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(disk, filepath.Join(data2, "two")); err != nil {
+		t.Fatal(err)
+	}
+
+	o := &obs{}
+	c := e.collector(t, func(op *cni.Options) { op.Observer = o })
+	resyncUntil(t, c, 20*time.Second, func() bool { return !testcni.Exists(leaked) })
+	if testcni.Exists(leaked) {
+		t.Fatalf("the leaked reservation is kept (row %d) by what a linked network directory, which no DEL walks, holds", rowOf(t, c, filepath.Base(leaked)))
+	}
+	if !testcni.Exists(inside) {
+		t.Errorf("%s, behind the link, was removed", inside)
 	}
 }
