@@ -338,7 +338,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
 	}
 	if err == nil {
-		err = decodeList(body, &a.PUs)
+		a.PUs, err = decodePUs(body)
 	}
 	if err != nil {
 		return failed(t, "reading its status on port %d: %v", port, err), nil
@@ -583,7 +583,13 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 			if reask := flagNode == "" && askedNode != "" && (x.Pod == nil || x.Pod.Node != askedNode); reask && !last {
 				return x, []string{changed + ": they were asked again"}, nil
 			} else if reask {
-				changed += ": it kept changing, and the programs of its node now were not asked"
+				if x.Pod != nil && x.Pod.Node != "" {
+					changed += ": it kept changing, and the programs of its node now were not asked"
+					x.Unasked = append(x.Unasked, fmt.Sprintf("the programs of node %s, where the pod runs now (it kept changing while they were asked)", x.Pod.Node))
+				} else {
+					changed += ": it kept changing, and the programs of the other nodes it may have run on were not asked"
+					x.Unasked = append(x.Unasked, fmt.Sprintf("the programs of the nodes but %s, where a pod of that name may have run (it kept changing while they were asked)", askedNode))
+				}
 			}
 			x.Warnings = append(x.Warnings, changed)
 		}
@@ -917,7 +923,7 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addres
 		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
 	}
 	if err == nil {
-		err = decodeList(body, &pus)
+		pus, err = decodePUs(body)
 	}
 	if err != nil {
 		// The address's answer stands: only its PUs are not told.
@@ -951,6 +957,22 @@ func decodeReport(body []byte) (total int, reports []k8s.WouldDestroy, err error
 		}
 	}
 	return *r.Total, reports, nil
+}
+
+// decodePUs decodes a program's status page: a JSON array of PUs, each with its PUID, its pod (namespace/name) and
+// its state. A list of anything else ([{"hello":"world"}]) is no program's status page, and tells nothing of what
+// it holds.
+func decodePUs(body []byte) ([]k8s.PUStatus, error) {
+	var pus []k8s.PUStatus
+	if err := decodeList(body, &pus); err != nil {
+		return nil, err
+	}
+	for i, pu := range pus {
+		if ns, name, ok := strings.Cut(pu.Pod, "/"); pu.PUID == "" || pu.State == "" || !ok || ns == "" || name == "" {
+			return nil, fmt.Errorf("its entry %d is no PU (a program's status page names each PU, its pod and its state)", i)
+		}
+	}
+	return pus, nil
 }
 
 // decodeList decodes a page's JSON array into v: a page that answers no array (null, an object) is no program's
