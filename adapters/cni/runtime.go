@@ -269,11 +269,15 @@ func underProc(path string) bool { return path == "/proc" || strings.HasPrefix(p
 // this process does not see), nor "", nor a path in /proc: the collector's
 // container may not share the host's PID namespace (a DaemonSet without
 // hostPID), where a live sandbox's /proc/<pid> is not there.
+//
+// A path that is not clean (a "..", a ".", a "//" or a trailing "/" in it:
+// no runtime writes one) says nothing either: the system reads ".." after
+// the link before it, so that its text, cleaned, may name another file
+// than the one the path opens.
 func netnsGone(path string) bool {
-	if path == "" || !filepath.IsAbs(path) || underProc(filepath.Clean(path)) {
+	if path == "" || !filepath.IsAbs(path) || path != filepath.Clean(path) || underProc(path) {
 		return false
 	}
-	path = filepath.Clean(path)
 	resolved, err := resolveDir(path)
 	if err != nil || underProc(resolved) {
 		return false
@@ -291,10 +295,13 @@ func netnsPresent(path string) bool {
 	if path == "" || !filepath.IsAbs(path) {
 		return false
 	}
+	var fi unix.Stat_t
+	if path != filepath.Clean(path) { // read as the system reads it (netnsGone)
+		return unix.Lstat(path, &fi) == nil
+	}
 	resolved, err := resolveDir(path)
 	if err != nil {
 		return false
 	}
-	var fi unix.Stat_t
 	return unix.Lstat(resolved, &fi) == nil
 }

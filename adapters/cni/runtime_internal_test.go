@@ -50,3 +50,31 @@ func TestWhichCachedNetNSIsTrusted(t *testing.T) {
 		assert.Equal(t, tc.present, netnsPresent(tc.path), "present: %s", tc.path)
 	}
 }
+
+// doc.go: "A namespace is gone only when its path is, from a directory that is there". A cached path whose text is not
+// clean is read as the system reads it: <dir>/L/../x, L a link to <root>/real/sub, opens <root>/real/x, which is
+// there, while its text cleaned (<dir>/x) names a file that is not. It is present, and never gone; so is one with a
+// trailing "/" or a ".", whatever they name.
+func TestAnUncleanNamespacePathIsReadAsTheSystemReadsIt(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "netns")
+	real := filepath.Join(root, "real")
+	for _, d := range []string{dir, filepath.Join(real, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(real, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(real, "sub"), filepath.Join(dir, "L")); err != nil {
+		t.Fatal(err)
+	}
+	there := dir + "/L/../x"
+	assert.False(t, netnsGone(there), "%s opens a file that is there: not gone", there)
+	assert.True(t, netnsPresent(there), "%s opens a file that is there: present", there)
+	for _, p := range []string{dir + "/gone/", dir + "/./gone", dir + "//gone", dir + "/L/../gone"} {
+		assert.False(t, netnsGone(p), "%s is not clean: its text tells nothing sure", p)
+	}
+	assert.True(t, netnsGone(filepath.Join(dir, "gone")), "a clean path gone from a directory that is there is gone")
+}
