@@ -423,6 +423,13 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		// Its DEL releases every reservation of its container in its network: it is as young as the youngest, those
 		// written since the round read them too when it is decided again right before its DEL.
 		newest, untouched := rv.released(r, n)
+		for _, d := range delDirs(r, n) {
+			// A data directory the round did not read (one ConfDir names since, or one it could not read): what the
+			// DEL would walk there, and remove, is not known.
+			if p := filepath.Join(d, r.Network); untouched == "" && (!slices.Contains(rv.read, d) || under(p, rv.blind)) {
+				untouched = p + " (not read)"
+			}
+		}
 		if again {
 			if t := releasedNow(r, n); t.After(newest) {
 				newest = t
