@@ -381,11 +381,25 @@ func (c *cluster) askAll(ctx context.Context, ts []target, keep func(pod, puID s
 	return out, nil
 }
 
+// status gathers what status renders for node: every PU of its programs, and those it did not ask.
+func (c *cluster) status(ctx context.Context, node string, now time.Time) (*NodeStatus, error) {
+	ts, unasked, err := c.programs(ctx, node, false)
+	if err != nil {
+		return nil, err
+	}
+	answers, err := c.askAll(ctx, ts, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &NodeStatus{Now: now, Node: node, Answers: answers, Unasked: unasked}, nil
+}
+
 // explainPod gathers what explain pod renders for the pod namespace/name,
 // or of UID uid (namespace and name "", or given too); node, when not "",
 // is where the pod ran, for a pod that is gone.
 func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node string, now time.Time) (*PodExplanation, error) {
 	var notes []string
+	earlier := map[string]string{} // the PUs an earlier round read, by PUID: who held it
 	for round := 1; ; round++ {
 		x, again, err := c.explainRound(ctx, namespace, name, uid, node, now, round == maxRounds)
 		if err != nil {
@@ -393,10 +407,34 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		}
 		if again == nil {
 			x.Warnings = append(notes, x.Warnings...)
+			x.Unasked = append(x.Unasked, gone(x, earlier)...)
 			return x, nil
 		}
 		notes = append(notes, again...)
+		for _, a := range x.Answers {
+			for _, s := range a.PUs {
+				earlier[s.PUID] = fmt.Sprintf("PU %s of pod %s, which %s held when an earlier round asked", s.PUID, s.Pod, a.Program)
+			}
+		}
 	}
+}
+
+// gone says the PUs an earlier round of explainPod read (earlier) that x, the last, tells neither held nor destroyed
+// (no Event of the pod of that UID): destroyed meanwhile, their Events not yet written (the recorder writes them on a
+// goroutine of its own, with retries), or held by a program the last round did not ask. The answer cannot tell what
+// became of them.
+func gone(x *PodExplanation, earlier map[string]string) []string {
+	var out []string
+	for _, puid := range slices.Sorted(maps.Keys(earlier)) {
+		held := slices.ContainsFunc(x.Answers, func(a Answer) bool {
+			return slices.ContainsFunc(a.PUs, func(s k8s.PUStatus) bool { return s.PUID == puid })
+		})
+		told := slices.ContainsFunc(x.Events, func(e Event) bool { return e.uid == puid })
+		if !held && !told {
+			out = append(out, earlier[puid]+": the last round found it in no answer and no Event (destroyed meanwhile, its Event not written yet, or held where it did not ask)")
+		}
+	}
+	return out
 }
 
 // maxRounds bounds how many times explainPod asks the programs anew for a
@@ -449,6 +487,7 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 	}
 	if node != "" && x.Pod != nil && x.Pod.Node != "" && x.Pod.Node != node {
 		x.Warnings = append(x.Warnings, fmt.Sprintf("the pod runs on node %s, not %s (--node is for a pod that is gone): node %s's programs were asked", x.Pod.Node, node, node))
+		x.Unasked = append(x.Unasked, fmt.Sprintf("the programs of node %s, where the pod runs (--node %s was asked)", x.Pod.Node, node))
 	}
 	if node == "" && x.Pod != nil {
 		// The pod of that name is the one asked about: its PUs are on its
@@ -476,7 +515,7 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 	if err != nil {
 		return nil, nil, err
 	}
-	x.Unasked = unasked
+	x.Unasked = append(x.Unasked, unasked...)
 	byUIDAlone := x.Name == "" && x.Namespace == ""
 	keep := x.Matches
 	if byUIDAlone {
@@ -518,6 +557,11 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 			a := &x.Answers[i]
 			a.PUs = slices.DeleteFunc(a.PUs, func(s k8s.PUStatus) bool { return !x.Matches(s.Pod, s.PUID) })
 			a.Reports = slices.DeleteFunc(a.Reports, func(r k8s.WouldDestroy) bool { return !x.Matches(r.Pod, r.PUID) })
+		}
+		if flagNode != "" && x.Pod != nil && x.Pod.Node != "" && x.Pod.Node != flagNode {
+			// Found only now, the pod runs on another node than the one asked: its programs were not asked.
+			x.Warnings = append(x.Warnings, fmt.Sprintf("the pod runs on node %s, not %s (--node is for a pod that is gone): node %s's programs were asked", x.Pod.Node, flagNode, flagNode))
+			x.Unasked = append(x.Unasked, fmt.Sprintf("the programs of node %s, where the pod runs (--node %s was asked)", x.Pod.Node, flagNode))
 		}
 	} else if x.UID != "" {
 		// Asked by name and UID: a PU or a report of that UID that names another pod tells where it lives.
@@ -827,10 +871,15 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 			if i == 0 {
 				x.Program, x.Error = &ts[0].Program, why
 			}
+			// Each cni-gc holds its own latest frees: one that could not be asked may have freed the address.
+			x.Unasked = append(x.Unasked, fmt.Sprintf("%s%s could not be asked: %s", t.Program, onNode(t.Program), why))
 			continue
 		}
 		x.Program, x.Error, got = &ts[i].Program, "", ans
 		break
+	}
+	if got.st == nil {
+		x.Unasked = nil // the first's error says why, and none answered
 	}
 	if got.st == nil {
 		return x, nil

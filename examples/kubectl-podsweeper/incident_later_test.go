@@ -357,7 +357,7 @@ func TestHoldsExplainIP(t *testing.T) {
 	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-a1", "node-a", addr("10.9.9.9"))
 	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-a2", "node-a", addr("10.88.0.4"))
 	r := f.run("explain", "ip", "10.88.0.4", "--node", "node-a")
-	if r.code != 0 || !strings.Contains(r.stdout, "cni-gc kube-system/cni-a2") || !strings.Contains(r.stdout, "cni-gc knows nothing of this address") {
+	if r.code != 0 || !strings.Contains(r.stdout, "cni-gc kube-system/cni-a2") || !strings.Contains(r.stdout, "Not asked: cni-gc kube-system/cni-a1") || !strings.Contains(r.stdout, "cni-gc cannot tell all that holds this address") {
 		t.Errorf("%q", r.stdout)
 	}
 	f2 := newFakeAPI(t)

@@ -283,15 +283,10 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return RenderPod(stdout, x)
 	case "status":
-		ts, _, err := c.programs(ctx, *node, false)
+		s, err := c.status(ctx, *node, now)
 		if err != nil {
 			return err
 		}
-		answers, err := c.askAll(ctx, ts, nil)
-		if err != nil {
-			return err
-		}
-		s := &NodeStatus{Now: now, Node: *node, Answers: answers}
 		if json {
 			return writeJSON(stdout, s)
 		}

@@ -350,14 +350,22 @@ type NodeStatus struct {
 	Now     time.Time `json:"now"`
 	Node    string    `json:"node"`
 	Answers []Answer  `json:"answers"`
+	// Unasked says, one line each, the programs of the node that may hold
+	// PUs and were not asked, and why (a pod of one that does not run).
+	Unasked []string `json:"unasked,omitempty"`
 }
 
 // RenderStatus writes every PU of s's programs as a table, one program
 // after the other.
 func RenderStatus(w io.Writer, s *NodeStatus) error {
 	p := &printer{w: w}
-	if len(s.Answers) == 0 {
+	if len(s.Answers) == 0 && len(s.Unasked) == 0 {
 		p.f("No podsweeper program runs on node %s.\n", s.Node)
+		return p.err
+	}
+	if len(s.Answers) == 0 {
+		p.f("No podsweeper program of node %s could be asked.\n", s.Node)
+		p.notAsked(s.Unasked)
 		return p.err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -393,7 +401,15 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 	for _, e := range errs {
 		p.f("%s\n", e)
 	}
+	p.notAsked(s.Unasked)
 	return p.err
+}
+
+// notAsked writes a line `Not asked:` for each of unasked.
+func (p *printer) notAsked(unasked []string) {
+	for _, u := range unasked {
+		p.f("Not asked: %s.\n", u)
+	}
 }
 
 // Report is what report renders: every program's dry-run report.
@@ -438,7 +454,12 @@ func RenderReport(w io.Writer, r *Report) error {
 			rows++
 		}
 	}
-	if rows == 0 && len(notes) < len(r.Answers) {
+	unasked := slices.ContainsFunc(r.Answers, func(a Answer) bool { return a.Error != "" })
+	switch {
+	case rows == 0 && len(notes) < len(r.Answers) && unasked:
+		// A program that could not be asked may be in a dry run that would destroy something: no word on every one.
+		fmt.Fprintln(tw, "(none from the programs asked: a program could not be asked, below)\t\t\t\t\t\t\t\t")
+	case rows == 0 && len(notes) < len(r.Answers):
 		fmt.Fprintln(tw, "(none: no dry run would destroy anything yet)\t\t\t\t\t\t\t\t")
 	}
 	if err := tw.Flush(); err != nil {
@@ -620,6 +641,10 @@ type IPExplanation struct {
 	// PUsError says why cni-gc's status page could not be read: PUs are
 	// then not told, and Address stands.
 	PUsError string `json:"pusError,omitempty"`
+	// Unasked says, one line each, the other cni-gc pods of the node that
+	// could not be asked before Program answered: each holds its own
+	// latest frees, which the answer then does not tell.
+	Unasked []string `json:"unasked,omitempty"`
 }
 
 // PodNow is a pod as the CNI cache recorded it (its namespace, name and
@@ -735,6 +760,10 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 		return p.err
 	}
 	a := x.Address
+	if len(x.Unasked) > 0 {
+		p.f("\n")
+		p.notAsked(x.Unasked)
+	}
 	p.f("\n%s%s%s:\n", *x.Program, onNode(*x.Program), dryRun(*x.Program))
 	for _, u := range a.Unread {
 		p.f("  could not read %s\n", u)
@@ -746,6 +775,15 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	if !x.Held() && len(a.Unread) > 0 {
 		p.f("  Of what it could read, no attachment of libcni's cache and no host-local reservation holds it (%s), and cni-gc freed none of it lately.\n", sweep)
 		p.f("\ncni-gc cannot tell all that holds this address: it could not read all it holds (above).\n")
+		return p.err
+	}
+	if !x.Held() && (len(x.Unasked) > 0 || a.ReservationsRead == nil) {
+		p.f("  No attachment of libcni's cache and no host-local reservation holds it (%s), and cni-gc freed none of it lately.\n", sweep)
+		if len(x.Unasked) > 0 {
+			p.f("\ncni-gc cannot tell all that holds this address: a cni-gc of the node could not be asked (above), and may have freed it.\n")
+		} else {
+			p.f("\ncni-gc cannot tell all that holds this address: no round of its sweep has read host-local's reservations yet.\n")
+		}
 		return p.err
 	}
 	if !x.Held() {
