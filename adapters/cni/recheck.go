@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -16,14 +17,21 @@ import (
 type evidence struct {
 	// nets are ConfDir's networks (readConfDir), by name.
 	nets map[string]confNet
+	// cached are the networks that a cached config of the cache as it is
+	// then says disableGC of (view.keepNets): an entry the runtime's libcni
+	// wrote since the decision keeps its network too.
+	cached map[string]bool
 	// run is the Runtime's answer; the zero view when it was not asked.
 	run runtimeView
 }
 
-// keepNets returns the networks that a config of ConfDir names with
-// disableGC (view.keepNets).
+// keepNets returns the networks that a config of ConfDir, or a cached
+// config of the cache, says disableGC of (view.keepNets).
 func (e evidence) keepNets() map[string]bool {
-	keep := map[string]bool{}
+	keep := maps.Clone(e.cached)
+	if keep == nil {
+		keep = map[string]bool{}
+	}
 	for name, n := range e.nets {
 		if n.Never {
 			keep[name] = true
@@ -66,7 +74,14 @@ func (c *Collector) recheckedDel(ctx context.Context, ask bool, network string, 
 	if f := writing[network]; f != "" {
 		return false, fmt.Errorf("%w: the config %s of network %s in ConfDir %w", errNotRechecked, f, network, errBeingWritten)
 	}
-	e := evidence{nets: nets}
+	cv, _, err := c.cache.read()
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", errNotRechecked, err)
+	}
+	if w := cv.writingOf(network); w != "" {
+		return false, fmt.Errorf("%w: %s, of network %s, %w", errNotRechecked, w, network, errBeingWritten)
+	}
+	e := evidence{nets: nets, cached: cv.keepNets}
 	if ask {
 		if e.run, err = c.listRuntime(ctx); err != nil {
 			return false, fmt.Errorf("%w: %w", errNotRechecked, err)
@@ -80,8 +95,8 @@ func (c *Collector) recheckedDel(ctx context.Context, ask bool, network string, 
 
 // stillDels reports whether decide, asked again on the facts p was decided
 // on with the networks that ConfDir says disableGC of in e, still DELs
-// attachment j of p.sbs[i]. A network's disableGC is the only fact read
-// again: it can only keep more.
+// attachment j of p.sbs[i]. A network's disableGC (in ConfDir, or in a
+// cached config) is the only fact read again: it can only keep more.
 func (p destroyPlan) stillDels(e evidence, i, j int) bool {
 	now := view{keepNets: e.keepNets()}
 	f := p.facts

@@ -566,6 +566,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				run = e.run // the rest of the round is decided on the newer answer
 			}
 			n, ok := e.config(r)
+			n.Never = n.Never || e.cached[r.Network] // a cached config written since that says disableGC
 			vd, list = decideOn(r, n, ok, run, time.Now(), true), n.List
 			released = !held(r) // the last look before its DEL: it is DELed only while its file holds it
 			return vd.Action == free && !released
