@@ -91,8 +91,12 @@ func hostLocalNetworks(confDir, defaultDataDir string) (nets map[string]hostLoca
 }
 
 // canonicalDir is dir with its links resolved, so that two spellings of one data directory (/var/run and /run)
-// are one; dir as it is when it cannot be resolved (it does not exist).
+// are one; dir as it is when it cannot be resolved (it does not exist), or when the system would follow it through
+// /proc (throughProc: readReservations then reads none of it).
 func canonicalDir(dir string) string {
+	if throughProc(dir) {
+		return dir
+	}
 	if d, err := filepath.EvalSymlinks(dir); err == nil {
 		return d
 	}
@@ -234,6 +238,10 @@ func hostLocalReleases(plugin []byte) int {
 // to nothing the collector sees, which fails); a file gone meanwhile is
 // not reported.
 func readReservations(dataDir string) ([]Reservation, []skipped, error) {
+	if throughProc(dataDir) {
+		// host-local, on the node, reads another directory there than the collector would (another mount namespace).
+		return nil, nil, fmt.Errorf("cni: host-local's data directory %s is reached through /proc: what host-local keeps there, the collector cannot see", dataDir)
+	}
 	nets, err := os.ReadDir(dataDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if kind, _, _ := pathkind.Of(dataDir); kind == pathkind.Dangling {

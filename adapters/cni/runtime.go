@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -228,8 +229,11 @@ var (
 // PID is reused, an unrelated live one, whose interfaces a DEL would
 // delete. Any other path, or one that is gone, gives "": the spec has the
 // plugins release what they hold without a namespace.
+//
+// A path that is not clean, or that the system would follow through /proc
+// (throughProc), gives "" too: what it checks is not what a plugin opens.
 func liveNetNS(path string) string {
-	if path == "" || !filepath.IsAbs(path) {
+	if path == "" || !filepath.IsAbs(path) || path != filepath.Clean(path) || throughProc(path) {
 		return ""
 	}
 	resolved, err := resolveDir(path)
@@ -258,6 +262,57 @@ func resolveDir(path string) (string, error) {
 	return filepath.Join(dir, filepath.Base(path)), nil
 }
 
+// throughProc reports whether the system, opening the absolute path, may
+// follow a symbolic link into /proc on its way, at any step: a link whose
+// target is in /proc, /proc/<pid>/root among them, which the system follows
+// into that process's mount namespace while filepath.EvalSymlinks reads it as
+// the link it shows; or a path it cannot follow step by step (too many links,
+// a link it cannot read). What such a path names for a plugin, the collector
+// cannot see. A step that is not there ends the walk: the system fails there
+// too.
+func throughProc(path string) bool {
+	if !filepath.IsAbs(path) {
+		return false
+	}
+	rest := strings.Split(path, "/")
+	cur, hops := "/", 0
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur) // cur is resolved: its parent is the system's ".."
+			continue
+		}
+		next := filepath.Join(cur, c)
+		if underProc(next) {
+			return true
+		}
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return false
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > 40 {
+			return true
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return true
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return false
+}
+
 // underProc reports whether the absolute, resolved path is in /proc.
 func underProc(path string) bool { return path == "/proc" || strings.HasPrefix(path, "/proc/") }
 
@@ -275,7 +330,7 @@ func underProc(path string) bool { return path == "/proc" || strings.HasPrefix(p
 // the link before it, so that its text, cleaned, may name another file
 // than the one the path opens.
 func netnsGone(path string) bool {
-	if path == "" || !filepath.IsAbs(path) || path != filepath.Clean(path) || underProc(path) {
+	if path == "" || !filepath.IsAbs(path) || path != filepath.Clean(path) || underProc(path) || throughProc(path) {
 		return false
 	}
 	resolved, err := resolveDir(path)
@@ -298,6 +353,9 @@ func netnsPresent(path string) bool {
 	var fi unix.Stat_t
 	if path != filepath.Clean(path) { // read as the system reads it (netnsGone)
 		return unix.Lstat(path, &fi) == nil
+	}
+	if !underProc(path) && throughProc(path) { // what the runtime sees there, the collector cannot: it errs toward keeping
+		return true
 	}
 	resolved, err := resolveDir(path)
 	if err != nil {

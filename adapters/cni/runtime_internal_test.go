@@ -78,3 +78,35 @@ func TestAnUncleanNamespacePathIsReadAsTheSystemReadsIt(t *testing.T) {
 	}
 	assert.True(t, netnsGone(filepath.Join(dir, "gone")), "a clean path gone from a directory that is there is gone")
 }
+
+// doc.go: "It never runs a DEL in a network namespace it cannot trust", and "A /proc path never tells that a
+// namespace is gone". A path the system follows through /proc at any step (a link to /proc/<pid>/root..., which it
+// follows into that process's mount namespace while filepath.EvalSymlinks reads it as "/", or a link to
+// /proc/<pid>/task followed by "..") names for a plugin what the collector cannot see: it is never passed to a DEL,
+// never gone, and taken as there; a data directory reached so is not read.
+func TestAPathThroughProcIsNeitherTrustedNorGone(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	if err := os.Symlink(fmt.Sprintf("/proc/%d/root%s", os.Getpid(), dir), root); err != nil {
+		t.Fatal(err)
+	}
+	task := filepath.Join(dir, "task")
+	if err := os.Symlink(fmt.Sprintf("/proc/%d/task", os.Getpid()), task); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(root, "gone"), filepath.Join(root, "plain"), task + "/../ns/net"} {
+		assert.True(t, throughProc(p), "%s goes through /proc", p)
+		assert.Empty(t, liveNetNS(p), "%s is never passed to a DEL", p)
+		assert.False(t, netnsGone(p), "%s is never gone", p)
+		assert.True(t, netnsPresent(p), "%s is taken as there", p)
+	}
+	assert.False(t, throughProc(plain), "a plain path does not go through /proc")
+	assert.False(t, throughProc(filepath.Join(dir, "missing", "x")), "a path that is not there ends the walk")
+	assert.Empty(t, liveNetNS(dir+"/./plain"), "a path that is not clean is never passed to a DEL")
+	_, _, err := readReservations(root)
+	assert.Error(t, err, "a data directory reached through /proc is not read")
+}
