@@ -509,6 +509,9 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	// no row, the others' decided as ever.
 	writingNow := map[string]error{}
 	held := func(r Reservation) bool {
+		if fi, err := os.Lstat(r.Path()); err != nil || !fi.Mode().IsRegular() {
+			return false // replaced by a link, or anything else: no reservation of host-local's, never touched
+		}
 		still, _, gone := readReservation(r.DataDir, r.Network, r.IP)
 		return !gone && still.ContainerID == r.ContainerID && still.IfName == r.IfName
 	}
