@@ -394,6 +394,19 @@ func (c *cluster) status(ctx context.Context, node string, now time.Time) (*Node
 	return &NodeStatus{Now: now, Node: node, Answers: answers, Unasked: unasked}, nil
 }
 
+// report gathers what report renders: every program's dry run's report, and the programs not asked.
+func (c *cluster) report(ctx context.Context, now time.Time) (*Report, error) {
+	ts, unasked, err := c.programs(ctx, "", true)
+	if err != nil {
+		return nil, err
+	}
+	answers, err := c.askAll(ctx, ts, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Report{Now: now, Answers: answers, Unasked: unasked}, nil
+}
+
 // explainPod gathers what explain pod renders for the pod namespace/name,
 // or of UID uid (namespace and name "", or given too); node, when not "",
 // is where the pod ran, for a pod that is gone.
@@ -849,7 +862,7 @@ const addressPath = "/debug/podsweeper/cni/address"
 // server has them now.
 func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time) (*IPExplanation, error) {
 	x := &IPExplanation{Now: now, IP: ip, Node: node}
-	ts, _, err := c.programs(ctx, node, false)
+	ts, unasked, err := c.programs(ctx, node, false)
 	if err != nil {
 		return nil, err
 	}
@@ -857,6 +870,8 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 	if len(ts) == 0 {
 		return x, nil
 	}
+	// A cni-gc of the node that does not run (Pending, Unknown) holds its own latest frees too.
+	notRunning := slices.DeleteFunc(unasked, func(u string) bool { return !strings.HasPrefix(u, "cni-gc ") })
 	// Each cni-gc of the node (two releases, or a rollout's surge) until one answers: they read the same node.
 	var got addressAnswer
 	for i, t := range ts {
@@ -881,6 +896,7 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 	if got.st == nil {
 		x.Unasked = nil // the first's error says why, and none answered
 	}
+	x.Unasked = append(x.Unasked, notRunning...)
 	if got.st == nil {
 		return x, nil
 	}

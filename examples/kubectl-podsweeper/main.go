@@ -292,15 +292,10 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return RenderStatus(stdout, s)
 	default: // report
-		ts, _, err := c.programs(ctx, "", true)
+		r, err := c.report(ctx, now)
 		if err != nil {
 			return err
 		}
-		answers, err := c.askAll(ctx, ts, nil)
-		if err != nil {
-			return err
-		}
-		r := &Report{Now: now, Answers: answers}
 		if json {
 			return writeJSON(stdout, r)
 		}

@@ -416,14 +416,22 @@ func (p *printer) notAsked(unasked []string) {
 type Report struct {
 	Now     time.Time `json:"now"`
 	Answers []Answer  `json:"answers"`
+	// Unasked says, one line each, the programs' pods that do not run
+	// (Pending, Unknown, or ended with none in their place): not asked.
+	Unasked []string `json:"unasked,omitempty"`
 }
 
 // RenderReport writes every report of r's programs in one table, and
 // which programs run without a dry run.
 func RenderReport(w io.Writer, r *Report) error {
 	p := &printer{w: w}
-	if len(r.Answers) == 0 {
+	if len(r.Answers) == 0 && len(r.Unasked) == 0 {
 		p.f("No podsweeper program was found to ask.\n")
+		return p.err
+	}
+	if len(r.Answers) == 0 {
+		p.f("No podsweeper program could be asked.\n")
+		p.notAsked(r.Unasked)
 		return p.err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -454,11 +462,11 @@ func RenderReport(w io.Writer, r *Report) error {
 			rows++
 		}
 	}
-	unasked := slices.ContainsFunc(r.Answers, func(a Answer) bool { return a.Error != "" })
+	unasked := slices.ContainsFunc(r.Answers, func(a Answer) bool { return a.Error != "" }) || len(r.Unasked) > 0
 	switch {
 	case rows == 0 && len(notes) < len(r.Answers) && unasked:
 		// A program that could not be asked may be in a dry run that would destroy something: no word on every one.
-		fmt.Fprintln(tw, "(none from the programs asked: a program could not be asked, below)\t\t\t\t\t\t\t\t")
+		fmt.Fprintln(tw, "(none from the programs asked: a program could not be asked, or was not, below)\t\t\t\t\t\t\t\t")
 	case rows == 0 && len(notes) < len(r.Answers):
 		fmt.Fprintln(tw, "(none: no dry run would destroy anything yet)\t\t\t\t\t\t\t\t")
 	}
@@ -468,6 +476,7 @@ func RenderReport(w io.Writer, r *Report) error {
 	for _, n := range notes {
 		p.f("%s\n", n)
 	}
+	p.notAsked(r.Unasked)
 	return p.err
 }
 
