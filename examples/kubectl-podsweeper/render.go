@@ -804,7 +804,8 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 		p.f("  its PUs are not told: it could not be asked for them: %s\n", x.PUsError)
 	}
 	// podAndPU tells the pod an attachment names, as the API server has it now, and cni-gc's PU of it.
-	podAndPU := func(at AttachmentStatus) {
+	podAndPU := func(at AttachmentStatus) { // each attachment and free with its pod, and cni-gc's PU of it
+
 		p.f("    pod         %s\n", x.podNow(at.PodNamespace, at.PodName, at.PodUID))
 		for _, s := range x.PUs {
 			if s.PUID != at.PodUID {
@@ -897,7 +898,7 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 		}
 		p.f("  freed         %s: the attachment of pod %s/%s (UID %s), network %s, interface %s, sandbox %s, asked for %s: row %d of the freeing table, %s.\n",
 			ago(x.at(), f.At), f.PodNamespace, f.PodName, f.PodUID, f.Network, f.IfName, shortID(f.ContainerID), f.Decision.Reason, f.Decision.Row, f.Decision.Why)
-		p.f("    pod         %s\n", x.podNow(f.PodNamespace, f.PodName, f.PodUID))
+		podAndPU(AttachmentStatus{PodNamespace: f.PodNamespace, PodName: f.PodName, PodUID: f.PodUID})
 	}
 	switch {
 	case len(a.Attachments) == 0 && len(a.Reservations) == 0 && len(a.Unread) > 0:
