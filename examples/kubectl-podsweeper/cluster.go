@@ -656,6 +656,13 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 			x.Events[i].EarlierUID = e.uid
 		}
 	}
+	if flagNode != "" && x.Pod != nil && x.Pod.Node != "" && x.Pod.Node != flagNode {
+		// The pod runs, as it is now, on another node than the one asked (created or moved there meanwhile too).
+		line := fmt.Sprintf("the programs of node %s, where the pod runs (--node %s was asked)", x.Pod.Node, flagNode)
+		if !slices.Contains(x.Unasked, line) {
+			x.Unasked = append(x.Unasked, line)
+		}
+	}
 	return x, nil, nil
 }
 
