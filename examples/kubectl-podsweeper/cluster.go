@@ -500,7 +500,6 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 	}
 	if node != "" && x.Pod != nil && x.Pod.Node != "" && x.Pod.Node != node {
 		x.Warnings = append(x.Warnings, fmt.Sprintf("the pod runs on node %s, not %s (--node is for a pod that is gone): node %s's programs were asked", x.Pod.Node, node, node))
-		x.Unasked = append(x.Unasked, fmt.Sprintf("the programs of node %s, where the pod runs (--node %s was asked)", x.Pod.Node, node))
 	}
 	if node == "" && x.Pod != nil {
 		// The pod of that name is the one asked about: its PUs are on its
@@ -574,7 +573,6 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 		if flagNode != "" && x.Pod != nil && x.Pod.Node != "" && x.Pod.Node != flagNode {
 			// Found only now, the pod runs on another node than the one asked: its programs were not asked.
 			x.Warnings = append(x.Warnings, fmt.Sprintf("the pod runs on node %s, not %s (--node is for a pod that is gone): node %s's programs were asked", x.Pod.Node, flagNode, flagNode))
-			x.Unasked = append(x.Unasked, fmt.Sprintf("the programs of node %s, where the pod runs (--node %s was asked)", x.Pod.Node, flagNode))
 		}
 	} else if x.UID != "" {
 		// Asked by name and UID: a PU or a report of that UID that names another pod tells where it lives.
@@ -657,7 +655,8 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 		}
 	}
 	if flagNode != "" && x.Pod != nil && x.Pod.Node != "" && x.Pod.Node != flagNode {
-		// The pod runs, as it is now, on another node than the one asked (created or moved there meanwhile too).
+		// The pod runs, as it is now, on another node than the one asked: known at the first read, found by --uid
+		// after the programs answered, or created or moved there meanwhile. One line, whichever.
 		line := fmt.Sprintf("the programs of node %s, where the pod runs (--node %s was asked)", x.Pod.Node, flagNode)
 		if !slices.Contains(x.Unasked, line) {
 			x.Unasked = append(x.Unasked, line)
