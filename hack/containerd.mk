@@ -83,11 +83,15 @@ $(LIBSECCOMP_ROOT)/.unpacked:
 	@touch $@
 
 # runc as its Makefile's static build makes it, without libpathrs (a Rust
-# library): cgo, -tags seccomp, linked with -static.
+# library): cgo, -tags seccomp, linked with -static. CGO_LDFLAGS names this
+# checkout's libseccomp: it is part of the key of Go's build cache, which
+# pkg-config's answer is not, so a second checkout sharing that cache does
+# not link with the first one's path.
 $(CONTAINERD_BIN_DIR)/runc: $(addprefix $(CONTAINERD_TOOLS_DIR)/runc/,go.mod go.sum tools.go) $(LIBSECCOMP_ROOT)/.unpacked
 	@echo "building runc $(RUNC_VERSION) with seccomp for the tests' container node into $(CONTAINERD_BIN_DIR) (about 3 min on 2 cores the first time)"
 	@mkdir -p $(CONTAINERD_BIN_DIR)
 	@CGO_ENABLED=1 PKG_CONFIG_SYSROOT_DIR=$(LIBSECCOMP_ROOT) PKG_CONFIG_PATH=$(LIBSECCOMP_ROOT)/usr/lib/x86_64-linux-gnu/pkgconfig \
+		CGO_LDFLAGS='-L$(LIBSECCOMP_ROOT)/usr/lib/x86_64-linux-gnu' \
 		$(CONTAINERD_GO) build -C $(CONTAINERD_TOOLS_DIR)/runc -trimpath -tags 'seccomp urfave_cli_no_docs netgo osusergo' \
 		-ldflags='-s -w -X main.version=$(patsubst v%,%,$(RUNC_VERSION)) -linkmode external -extldflags -static' \
 		-o $(abspath $@) github.com/opencontainers/runc
