@@ -186,18 +186,25 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 		if ctx.Err() != nil { // Resync has returned (run): nothing more is tracked
 			return now
 		}
-		if r.destroyedSince(pu.PUID, began) {
-			// The engine destroyed it, or tried, while the cache was read: the
-			// list may hold what that DestroyPU freed, and the engine no PU to
-			// insert it into. The next list has it if it is still there.
-			delete(now, pu.PUID)
-			continue
-		}
 		was, ok := last[pu.PUID]
 		if !ok && last == nil {
 			// Before Resync's first list, tracked from the Inventory's list, if at all; from then on, a PU missing
 			// from the last list left the cache, whatever the Inventory listed.
 			was, ok = inventory[pu.PUID]
+		}
+		if r.destroyedSince(pu.PUID, began) {
+			// The engine destroyed it, or tried, while the cache was read: the
+			// list may hold what that DestroyPU freed, and the engine no PU to
+			// insert it into. The next list has it if it is still there, and
+			// is compared with what the engine was told: a DestroyPU refused
+			// left the PU tracked with that sandbox, which a later list may
+			// have to move it from.
+			if ok {
+				now[pu.PUID] = was
+			} else {
+				delete(now, pu.PUID)
+			}
+			continue
 		}
 		if !l.told && ok && was != pu.SandboxID {
 			// An order of the cache's times: neither tracked nor compared; the

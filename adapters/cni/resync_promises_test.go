@@ -292,3 +292,75 @@ func TestResyncReturnsWhenItsContextEndsWhileTrackHangs(t *testing.T) {
 		}
 	})
 }
+
+// A DestroyPU refused while Resync lists leaves the PU tracked, with its
+// sandbox: Resync must still know which sandbox the engine holds, or it
+// cannot move the PU when the pod's sandboxes change places. A pod's newest
+// sandbox, not yet listed by the runtime (being created), holds the PU
+// while the current one runs: its DestroyPU is refused (row 7) again and
+// again, one of them while a list is under way. Then the newest becomes
+// the pod's current sandbox and the one before is no longer listed: the
+// PU must move onto the one before and free it ("A pod with three leaked
+// sandboxes thus frees them oldest first ... and keeps the current one"),
+// not stay on the current sandbox, where nothing ever frees the other.
+func TestADestroyRefusedDuringAListStillLetsThePUMoveOntoTheReplacedSandbox(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCacheDir(t)
+		before := c.write(entry{network: "podnet", sandbox: "before", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		c.withNetNS(before, presentNetNS(t))
+		newest := c.write(entry{network: "podnet", sandbox: "newest", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Second})
+		c.withNetNS(newest, presentNetNS(t))
+		rt := &gatedRuntime{}
+		rt.set(nil, listed("before", "u1", true, time.Now().Add(-time.Hour)))
+		coll := c.collectorWith(rt, 0)
+
+		var sandbox atomic.Value
+		sandbox.Store("before")
+		var refused atomic.Int32
+		var destroyed []string
+		var mu sync.Mutex
+		engine := gcEngine(t, coll, gcWiring{sandbox: func() string { return sandbox.Load().(string) },
+			observer: deletion.ObserverFunc(func(ev deletion.Event) {
+				switch ev.Kind {
+				case deletion.EventDestroyFailed:
+					refused.Add(1)
+				case deletion.EventDestroyed:
+					mu.Lock()
+					destroyed = append(destroyed, ev.PU.SandboxID)
+					mu.Unlock()
+				}
+			})})
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = engine.Start(ctx) })
+		defer func() { cancel(); wg.Wait() }()
+		synctest.Wait()
+		engine.TriggerPod(types.NamespacedName{Namespace: "ns", Name: "pod-u1"})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.NotZero(t, refused.Load(), "the newest sandbox's DestroyPU refused (row 7): it holds the PU")
+
+		wg.Go(func() { _ = coll.Resync(ctx, engine) })
+		time.Sleep(59 * time.Second) // its sweep at start is over; its first list comes at a minute
+		synctest.Wait()
+		rt.close()
+		<-rt.waiting // Resync's list has read the cache, and waits for the runtime
+		was := refused.Load()
+		time.Sleep(40 * time.Second) // the refused DestroyPU's backoff ends meanwhile
+		synctest.Wait()
+		require.Greater(t, refused.Load(), was, "a DestroyPU refused while the list was under way")
+		rt.open()
+		synctest.Wait()
+
+		// The newest sandbox is the pod's now; the one before is no longer listed.
+		rt.set(nil, listed("newest", "u1", true, time.Now()))
+		sandbox.Store("newest")
+		time.Sleep(3 * time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, []string{"before"}, destroyed, "the replaced sandbox's PU destroyed, and it alone")
+		require.False(t, c.exists(before), "the replaced sandbox's attachment freed")
+		require.True(t, c.exists(newest), "the pod's current sandbox kept")
+	})
+}
