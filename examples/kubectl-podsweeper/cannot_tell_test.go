@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
@@ -100,6 +105,77 @@ func TestAPodThatKeptChangingCannotTell(t *testing.T) {
 		if len(x.Unasked) == 0 || !strings.Contains(out, "Not asked: ") || !strings.Contains(out, "cannot tell all it knows of this pod") ||
 			strings.Contains(out, "knows nothing") {
 			t.Errorf("the pod kept changing (deleted at the last round: %v), and the programs that hold its PU now were not asked: want a `Not asked:` line and that it cannot tell; got\n%s", deleteLast, out)
+		}
+	}
+}
+
+// TestAUIDAskedOnAnotherNodeThanItsPodsCannotTell: explain pod --uid U --node node-b, for a pod U that lives on
+// node-a and that no Event and no PU of node-b's programs names. A live pod cannot be looked up by its UID: node-a's
+// programs, which hold its PU, were not asked, and the answer must say it cannot tell, never that podsweeper knows
+// nothing of the pod.
+func TestAUIDAskedOnAnotherNodeThanItsPodsCannotTell(t *testing.T) {
+	now := time.Now().UTC()
+	const uid = "6f1c2a4e-0000-0000-0000-000000000001"
+	pu := `[{"puID":"` + uid + `","pod":"apps/web","state":"idle","age":"4m"}]`
+	c, _ := auditXCluster(t, map[string]http.Handler{
+		"podsweeper/agent-a": auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: pu}}},
+		"podsweeper/agent-b": auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}},
+	}, 5*time.Second,
+		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"),
+		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-b", "node-b"),
+		auditXWeb("node-a"))
+	x, err := c.explainPod(context.Background(), "", "", uid, "node-b", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := auditXRenderPod(t, x)
+	if strings.Contains(out, "knows nothing") || !strings.Contains(out, "cannot tell") || !strings.Contains(out, "Not asked: ") {
+		t.Fatalf("node-a's programs, which hold the pod's PU, were not asked: want \"cannot tell\" and a Not asked: line; got\n%s", out)
+	}
+}
+
+// TestAStaticPodBeyondTheCandidatesReadCannotTell: asked by a static pod's mirror UID, the plugin reads the pods the
+// programs hold to find the one whose mirror it is, at most maxStaticCandidates of them, those held under a
+// kubelet's UID (a hash, not a UUID) first. Among many pods held under UUIDs, the static pod is found, and its PU
+// told; when it is among those not read (as many held under hashes before it), the answer must say it cannot tell,
+// never that podsweeper knows nothing of the pod.
+func TestAStaticPodBeyondTheCandidatesReadCannotTell(t *testing.T) {
+	now := time.Now().UTC()
+	const mirrorUID, kubeletUID = "6f1c2a4e-0000-0000-0000-0000000000ff", "ffffffffffffffffffffffffffffffff"
+	for _, c := range []struct {
+		name   string
+		uidOf  func(i int) string
+		wantPU bool
+	}{
+		{"others held under UUIDs", func(i int) string { return fmt.Sprintf("6f1c2a4e-0000-0000-0000-%012x", i) }, true},
+		{"others held under kubelet UIDs", func(i int) string { return fmt.Sprintf("%032x", i) }, false},
+	} {
+		var pus []string
+		objs := []runtime.Object{auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a")}
+		for i := range maxStaticCandidates + 8 {
+			name := fmt.Sprintf("web-%02d", i)
+			pus = append(pus, fmt.Sprintf(`{"puID":%q,"pod":"apps/%s","state":"idle","age":"4m"}`, c.uidOf(i), name))
+			objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, UID: types.UID(c.uidOf(i))},
+				Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+		}
+		// The static pod, in a namespace of its own and not named after its node: the last of the pods held.
+		pus = append(pus, `{"puID":"`+kubeletUID+`","pod":"zz-static/proxy","state":"idle","age":"4m"}`)
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "zz-static", Name: "proxy", UID: mirrorUID,
+			Annotations: map[string]string{corev1.MirrorPodAnnotationKey: kubeletUID}},
+			Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+		cl, _ := auditXCluster(t, map[string]http.Handler{
+			"podsweeper/agent-a": auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: "[" + strings.Join(pus, ",") + "]"}}},
+		}, 5*time.Second, objs...)
+		x, err := cl.explainPod(context.Background(), "", "", mirrorUID, "", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := auditXRenderPod(t, x)
+		if told := strings.Contains(out, "PU "+kubeletUID+" of pod zz-static/proxy"); told != c.wantPU {
+			t.Errorf("%s: the static pod's PU told: %v, want %v; got\n%s", c.name, told, c.wantPU, out)
+		}
+		if !c.wantPU && (strings.Contains(out, "knows nothing") || !strings.Contains(out, "cannot tell")) {
+			t.Errorf("%s: the static pod is among the pods not read: want \"cannot tell\", never \"knows nothing\"; got\n%s", c.name, out)
 		}
 	}
 }

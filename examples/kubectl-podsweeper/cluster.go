@@ -662,6 +662,12 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 			x.Unasked = append(x.Unasked, line)
 		}
 	}
+	if flagNode != "" && x.UID != "" && x.Name == "" {
+		// Asked by UID alone on one node, and named by nothing: a live pod cannot be looked up by its UID, and may
+		// run on another node, whose programs hold its PUs.
+		x.Unasked = append(x.Unasked, fmt.Sprintf("the programs of the nodes but %s, where a live pod of UID %s may run "+
+			"(no PU and no Event names it, and a pod cannot be looked up by UID): ask without --node, or by its name", flagNode, x.UID))
+	}
 	return x, nil, nil
 }
 
@@ -670,13 +676,16 @@ const maxStaticCandidates = 32
 
 // staticPodOf names in x the static pod of the UID x asks about (its
 // mirror pod's, or the kubelet's the mirror pod names), when a program
-// answered a PU or a report of it. A static pod is named after its node
-// (<name>-<node>) and its mirror pod is most often in kube-system: the
-// pods of the answers are read in that order, those named after a node of
-// the programs asked, then kube-system's, then the others, at most
-// maxStaticCandidates, and the first of that UID is the one. A node-scoped
-// program need not run on the pod's node (a cluster controller alone
-// holds a static pod's PU under its mirror pod's UID).
+// answered a PU or a report of it. A static pod is held under the kubelet's
+// UID (a hash, not a UUID) by node-scoped programs, is named after its node
+// (<name>-<node>), and its mirror pod is most often in kube-system: the pods
+// of the answers are read in that order, those held under a UID that is no
+// UUID, those named after a node of the programs asked, then kube-system's,
+// then the others, at most maxStaticCandidates, and the first of that UID is
+// the one. When it is not among those read, the answer cannot tell: what the
+// others hold is named in x.Unasked. A node-scoped program need not run on
+// the pod's node (a cluster controller alone holds a static pod's PU under
+// its mirror pod's UID).
 func (c *cluster) staticPodOf(ctx context.Context, x *PodExplanation, answers []Answer) error {
 	var nodes []string // the nodes of the programs asked
 	for _, a := range answers {
@@ -684,33 +693,34 @@ func (c *cluster) staticPodOf(ctx context.Context, x *PodExplanation, answers []
 			nodes = append(nodes, a.Program.Node)
 		}
 	}
-	var tiers [3][]string // named after a node asked; of kube-system; the others
-	add := func(pod string) {
+	var tiers [4][]string // held under a kubelet's UID; named after a node asked; of kube-system; the others
+	add := func(pod, puID string) {
 		if slices.ContainsFunc(tiers[:], func(t []string) bool { return slices.Contains(t, pod) }) {
 			return
 		}
 		switch {
-		case slices.ContainsFunc(nodes, func(n string) bool { return strings.HasSuffix(pod, "-"+n) }):
+		case puID != "" && !isUUID(puID):
 			tiers[0] = append(tiers[0], pod)
-		case strings.HasPrefix(pod, metav1.NamespaceSystem+"/"):
+		case slices.ContainsFunc(nodes, func(n string) bool { return strings.HasSuffix(pod, "-"+n) }):
 			tiers[1] = append(tiers[1], pod)
-		default:
+		case strings.HasPrefix(pod, metav1.NamespaceSystem+"/"):
 			tiers[2] = append(tiers[2], pod)
+		default:
+			tiers[3] = append(tiers[3], pod)
 		}
 	}
 	for _, a := range answers { // a cluster-wide program's too: it holds the static pod under its mirror's UID
 		for _, s := range a.PUs {
-			add(s.Pod)
+			add(s.Pod, s.PUID)
 		}
 		for _, r := range a.Reports {
-			add(r.Pod)
+			add(r.Pod, r.PUID)
 		}
 	}
 	candidates := slices.Concat(tiers[:]...)
+	var unread []string
 	if len(candidates) > maxStaticCandidates {
-		x.Warnings = append(x.Warnings, fmt.Sprintf("%d pods held by the programs may be a static pod of that UID; the first %d were read "+
-			"(those named after a node asked, then kube-system's): if it is not found, ask by its mirror pod's name or UID", len(candidates), maxStaticCandidates))
-		candidates = candidates[:maxStaticCandidates]
+		candidates, unread = candidates[:maxStaticCandidates], candidates[maxStaticCandidates:]
 	}
 	for _, pod := range candidates {
 		ns, name, _ := strings.Cut(pod, "/")
@@ -724,7 +734,31 @@ func (c *cluster) staticPodOf(ctx context.Context, x *PodExplanation, answers []
 			return nil
 		}
 	}
+	if len(unread) > 0 {
+		x.Unasked = append(x.Unasked, fmt.Sprintf("the PUs of %d pods the programs hold, beyond the %d read to find the static pod of UID %s "+
+			"(those held under a kubelet's UID first, then those named after a node asked, then kube-system's): one may be it "+
+			"(ask by its mirror pod's name)", len(unread), maxStaticCandidates, x.UID))
+	}
 	return nil
+}
+
+// isUUID reports whether s is a UUID as the API server gives pods
+// (8-4-4-4-12 hex digits); a static pod's kubelet UID is a hash, not one.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if r != '-' {
+				return false
+			}
+		case !strings.ContainsRune("0123456789abcdefABCDEF", r):
+			return false
+		}
+	}
+	return true
 }
 
 // podOfUID sets x.Pod to the pod named x.Namespace/x.Name when it is of
