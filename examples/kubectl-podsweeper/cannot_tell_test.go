@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
@@ -177,5 +178,51 @@ func TestAStaticPodBeyondTheCandidatesReadCannotTell(t *testing.T) {
 		if !c.wantPU && (strings.Contains(out, "knows nothing") || !strings.Contains(out, "cannot tell")) {
 			t.Errorf("%s: the static pod is among the pods not read: want \"cannot tell\", never \"knows nothing\"; got\n%s", c.name, out)
 		}
+	}
+}
+
+// recreatingMirror is a node agent's pages whose every status read sees the kubelet recreate the static pod's mirror
+// pod under a new UID (as it does when the mirror pod is deleted), annotated with the static pod's kubelet UID.
+type recreatingMirror struct {
+	auditXPage
+	fc      *fake.Clientset
+	mirror  *corev1.Pod
+	created int
+}
+
+func (m *recreatingMirror) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/debug/podsweeper" && m.fc != nil {
+		m.created++
+		p := m.mirror.DeepCopy()
+		p.UID = types.UID(fmt.Sprintf("%s-%d", m.mirror.UID, m.created))
+		pods := m.fc.CoreV1().Pods(p.Namespace)
+		_ = pods.Delete(context.Background(), p.Name, metav1.DeleteOptions{})
+		_, _ = pods.Create(context.Background(), p, metav1.CreateOptions{})
+	}
+	m.auditXPage.ServeHTTP(w, r)
+}
+
+// TestAStaticPodsPUAnEarlierRoundToldIsToldWhileItsMirrorPodIsRecreated: explain pod of a static pod by its mirror
+// pod's name and UID, while the kubelet recreates the mirror pod under a new UID at each question. The rounds that
+// follow no longer read a pod of the UID asked, and the node agent still holds the static pod's PU under the
+// kubelet's UID: that PU is told as held, never as one "the last round found in no answer".
+func TestAStaticPodsPUAnEarlierRoundToldIsToldWhileItsMirrorPodIsRecreated(t *testing.T) {
+	now := time.Now().UTC()
+	const mirrorUID, kubeletUID = "6f1c2a4e-0000-0000-0000-0000000000ff", "ffffffffffffffffffffffffffffffff"
+	mirror := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "proxy-node-a", UID: mirrorUID,
+		Annotations: map[string]string{corev1.MirrorPodAnnotationKey: kubeletUID}},
+		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	agent := &recreatingMirror{mirror: mirror, auditXPage: auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200,
+		body: `[{"puID":"` + kubeletUID + `","pod":"kube-system/proxy-node-a","state":"idle","age":"4m"}]`}}}}
+	c, fc := auditXCluster(t, map[string]http.Handler{"podsweeper/agent-a": agent}, 5*time.Second,
+		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"), mirror)
+	agent.fc = fc
+	x, err := c.explainPod(context.Background(), "kube-system", "proxy-node-a", mirrorUID, "", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := auditXRenderPod(t, x)
+	if !strings.Contains(out, "PU "+kubeletUID+" of pod kube-system/proxy-node-a") || strings.Contains(out, "found it in no answer") {
+		t.Fatalf("the node agent still holds the static pod's PU an earlier round told: want it told as held; got\n%s", out)
 	}
 }

@@ -414,7 +414,7 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 	var notes []string
 	earlier := map[string]string{} // the PUs an earlier round read, by PUID: who held it
 	for round := 1; ; round++ {
-		x, again, err := c.explainRound(ctx, namespace, name, uid, node, now, round == maxRounds)
+		x, again, err := c.explainRound(ctx, namespace, name, uid, node, now, round == maxRounds, earlier)
 		if err != nil {
 			return nil, err
 		}
@@ -459,8 +459,10 @@ const maxRounds = 3
 // its Events again. When the pod of that name changed meanwhile so that
 // other programs hold what is asked (deleted, recreated, or moved to a
 // node that was not asked), again says how, and the round is to be asked
-// anew (but the last, which says so and stands).
-func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node string, now time.Time, last bool) (_ *PodExplanation, again []string, _ error) {
+// anew (but the last, which says so and stands). earlier are the PUs the
+// rounds before read, by PUID: one its programs still hold is kept in its
+// answers, whatever the pod as read now says.
+func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node string, now time.Time, last bool, earlier map[string]string) (_ *PodExplanation, again []string, _ error) {
 	flagNode := node
 	x := &PodExplanation{Now: now, Namespace: namespace, Name: name, UID: uid, Answers: []Answer{}, Events: []Event{}}
 	var first *Pod // the pod of that name as first read, whatever its UID; nil: none
@@ -529,7 +531,10 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 	}
 	x.Unasked = append(x.Unasked, unasked...)
 	byUIDAlone := x.Name == "" && x.Namespace == ""
-	keep := x.Matches
+	// A PU an earlier round told is kept too: the pod as this round reads it may no longer say it is of the pod
+	// asked (a static pod's mirror pod recreated under another UID), and the programs still hold it.
+	matches := func(pod, puID string) bool { _, told := earlier[puID]; return told || x.Matches(pod, puID) }
+	keep := matches
 	if byUIDAlone {
 		keep = nil // the pod is not known yet: a static pod's PU may be of its other UID (below)
 	}
@@ -567,8 +572,8 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 		}
 		for i := range x.Answers {
 			a := &x.Answers[i]
-			a.PUs = slices.DeleteFunc(a.PUs, func(s k8s.PUStatus) bool { return !x.Matches(s.Pod, s.PUID) })
-			a.Reports = slices.DeleteFunc(a.Reports, func(r k8s.WouldDestroy) bool { return !x.Matches(r.Pod, r.PUID) })
+			a.PUs = slices.DeleteFunc(a.PUs, func(s k8s.PUStatus) bool { return !matches(s.Pod, s.PUID) })
+			a.Reports = slices.DeleteFunc(a.Reports, func(r k8s.WouldDestroy) bool { return !matches(r.Pod, r.PUID) })
 		}
 		if flagNode != "" && x.Pod != nil && x.Pod.Node != "" && x.Pod.Node != flagNode {
 			// Found only now, the pod runs on another node than the one asked: its programs were not asked.
