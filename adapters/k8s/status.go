@@ -42,6 +42,19 @@ type PUStatus struct {
 // the reader's clock and however long the answer takes to come.
 const TimeHeader = "Podsweeper-Time"
 
+// EngineHeader is the response header in which the status page tells
+// whether the engine runs: EngineRunning, or EngineNotRunning for an engine
+// not started (a standby's, before it leads) or whose Start has returned,
+// which holds no PU whatever the program's other replicas hold. kubectl
+// podsweeper tells such a page's program from one that holds nothing.
+const EngineHeader = "Podsweeper-Engine"
+
+// The values of EngineHeader.
+const (
+	EngineRunning    = "running"
+	EngineNotRunning = "not running"
+)
+
 // NewStatusHandler returns an http.Handler that serves the engine's Status
 // as a JSON array, sorted by PUID: for each PU, its pod, sandbox, state and
 // age, the row of its last check and why, its failed destroy attempts, when
@@ -50,7 +63,7 @@ const TimeHeader = "Podsweeper-Time"
 // Start runs and the engine's Inventory is not listed yet
 // (deletion.Engine.InventoryListed), it answers 503, for the PUs a restart
 // left are not all known (an engine that does not run, a standby's, holds
-// none, and its page says so). Serve
+// none, and its page says so: EngineHeader). Serve
 // it behind authentication (the node agent puts it behind the metrics
 // server's filter), not to every scraper every second.
 func NewStatusHandler(engine *deletion.Engine) http.Handler {
@@ -68,8 +81,13 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			http.Error(w, "the deletion engine has not listed its Inventory yet: the PUs a restart left are not all known", http.StatusServiceUnavailable)
 			return
 		}
+		running := EngineRunning
+		if errors.Is(engine.ReadinessCheck(nil), deletion.ErrNotRunning) {
+			running = EngineNotRunning
+		}
 		now := engine.Now() // the clock of the times of Status
 		w.Header().Set(TimeHeader, now.UTC().Format(time.RFC3339Nano))
+		w.Header().Set(EngineHeader, running)
 		sts := engine.Status()
 		out := make([]PUStatus, len(sts))
 		for i, s := range sts {

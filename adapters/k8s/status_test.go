@@ -101,8 +101,8 @@ func sweepOnly(t *testing.T, engine *deletion.Engine, puids ...string) {
 
 // The status page answers 503 while Start runs and the engine's Inventory
 // is not listed yet (the PUs a restart left are not all known); an engine
-// that does not run (a standby's) holds no PU, and its page says so. It
-// tells when it read the engine in k8s.TimeHeader.
+// that does not run (a standby's) holds no PU, and its page says so, in
+// k8s.EngineHeader too. It tells when it read the engine in k8s.TimeHeader.
 func TestStatusHandlerWaitsForTheInventoryAndTellsItsTime(t *testing.T) {
 	release := make(chan struct{})
 	inv := ports.InventoryFunc(func(ctx context.Context) ([]ports.PU, error) {
@@ -121,7 +121,9 @@ func TestStatusHandlerWaitsForTheInventoryAndTellsItsTime(t *testing.T) {
 		k8s.NewStatusHandler(engine).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, k8s.StatusPath, nil))
 		return rec
 	}
-	require.Equal(t, http.StatusOK, get().Code, "before Start (a standby's engine): it holds no PU, and says so")
+	standby := get()
+	require.Equal(t, http.StatusOK, standby.Code, "before Start (a standby's engine): it holds no PU, and says so")
+	require.Equal(t, k8s.EngineNotRunning, standby.Header().Get(k8s.EngineHeader), "a standby's page says its engine does not run")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- engine.Start(ctx) }()
@@ -137,4 +139,5 @@ func TestStatusHandlerWaitsForTheInventoryAndTellsItsTime(t *testing.T) {
 	var got []k8s.PUStatus
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 	require.Len(t, got, 1, "the listed PU is on the page")
+	require.Equal(t, k8s.EngineRunning, rec.Header().Get(k8s.EngineHeader), "a started engine's page says it runs")
 }

@@ -290,7 +290,7 @@ func TestAudit2StandbyHoldsNoPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
-	if !strings.Contains(out, "cluster-controller podsweeper/cc-standby holds no PU of this pod.") {
+	if !strings.Contains(out, "cluster-controller podsweeper/cc-standby (a standby: its engine does not run) holds no PU of this pod.") {
 		t.Fatalf("the cluster controller's standby (its engine not started, as on every standby) is not told as holding no PU:\n%s", out)
 	}
 }

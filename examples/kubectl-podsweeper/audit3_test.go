@@ -527,7 +527,7 @@ func TestAuditHoldsReportHeldFollowsLatest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers, err := c.askAll(a3Ctx(t), ts, nil)
+	answers, _, err := c.askAll(a3Ctx(t), ts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

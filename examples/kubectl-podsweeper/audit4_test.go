@@ -256,7 +256,7 @@ func TestAuditHoldsReportHeldAndWhenOnItsClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers, err := cl.askAll(a4Ctx(t), ts, nil)
+	answers, _, err := cl.askAll(a4Ctx(t), ts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestAuditHoldsStatus503CouldNotBeAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers, err := cl.askAll(a4Ctx(t), ts, nil)
+	answers, _, err := cl.askAll(a4Ctx(t), ts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

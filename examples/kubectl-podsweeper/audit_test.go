@@ -656,7 +656,7 @@ func TestAuditReportWhenFromWhenItAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers, err := e.c.askAll(context.Background(), ts, nil)
+	answers, _, err := e.c.askAll(context.Background(), ts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,3 +226,44 @@ func TestAStaticPodsPUAnEarlierRoundToldIsToldWhileItsMirrorPodIsRecreated(t *te
 		t.Fatalf("the node agent still holds the static pod's PU an earlier round told: want it told as held; got\n%s", out)
 	}
 }
+
+// standbyPage is a program's pages whose status page says its engine does not run (k8s.EngineHeader), as a
+// standby's does before it leads.
+type standbyPage struct{ auditXPage }
+
+func (p standbyPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(k8s.EngineHeader, k8s.EngineNotRunning)
+	p.auditXPage.ServeHTTP(w, r)
+}
+
+// TestALeaderThatEndedBesideItsStandbyCannotTell: the cluster controller's leader has failed (its pod Failed), and
+// its standby runs, not leading yet: its page holds no PU and says its engine does not run. What the leader held is
+// told by no answer: explain pod of a gone pod must say it cannot tell, naming the leader as not asked, never that
+// podsweeper knows nothing of the pod. Once the replica leads (its engine runs), its empty page is the answer.
+func TestALeaderThatEndedBesideItsStandbyCannotTell(t *testing.T) {
+	now := time.Now().UTC()
+	empty := auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}}
+	leader := auditXProgramPod("podsweeper-cluster-controller", "podsweeper", "cc-leader", "node-c")
+	leader.Status.Phase = corev1.PodFailed
+	for _, c := range []struct {
+		name     string
+		page     http.Handler
+		cannot   bool
+		notAsked string
+	}{
+		{"its standby does not lead", standbyPage{empty}, true, "Not asked: the leader of cluster-controller rel"},
+		{"the replica leads", empty, false, ""},
+	} {
+		cl, _ := auditXCluster(t, map[string]http.Handler{"podsweeper/cc-standby": c.page}, 5*time.Second,
+			leader, auditXProgramPod("podsweeper-cluster-controller", "podsweeper", "cc-standby", "node-d"))
+		x, err := cl.explainPod(context.Background(), "apps", "gone", "", "", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := auditXRenderPod(t, x)
+		if cannot := strings.Contains(out, "cannot tell"); cannot != c.cannot || cannot == strings.Contains(out, "knows nothing") ||
+			!strings.Contains(out, c.notAsked) {
+			t.Errorf("%s: want \"cannot tell\" %v (and %q); got\n%s", c.name, c.cannot, c.notAsked, out)
+		}
+	}
+}

@@ -333,7 +333,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		return failed(t, "%s", err), nil
 	}
 	defer f.close()
-	code, body, at, err := f.get(ctx, k8s.StatusPath)
+	code, body, at, h, err := f.get(ctx, k8s.StatusPath)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
 	}
@@ -344,7 +344,8 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		return failed(t, "reading its status on port %d: %v", port, err), nil
 	}
 	a.At = at // its page's times are told relative to when it answered, not to when the command began
-	code, body, at, err = f.get(ctx, k8s.DryRunPath)
+	a.Standby = h.Get(k8s.EngineHeader) == k8s.EngineNotRunning
+	code, body, at, _, err = f.get(ctx, k8s.DryRunPath)
 	switch {
 	case err != nil:
 		return failed(t, "reading its dry run's report on port %d: %v", port, err), nil
@@ -368,17 +369,33 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 	return a, nil
 }
 
-// askAll asks every target, in order.
-func (c *cluster) askAll(ctx context.Context, ts []target, keep func(pod, puID string) bool) ([]Answer, error) {
+// askAll asks every target, in order. It returns their answers and, one
+// line each, the programs none of whose replicas asked runs its engine
+// (each answered as a standby, Answer.Standby): what their leader holds,
+// if one leads, is not told (a leader that has ended beside its standbys,
+// say, which programs does not name as it does one with nothing in its
+// place).
+func (c *cluster) askAll(ctx context.Context, ts []target, keep func(pod, puID string) bool) ([]Answer, []string, error) {
 	out := make([]Answer, 0, len(ts))
 	for _, t := range ts {
 		a, err := c.ask(ctx, t, keep)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, a)
 	}
-	return out, nil
+	var unasked []string
+	for i, a := range out {
+		same := func(b Answer) bool {
+			return b.Program.Program == a.Program.Program && b.Program.Release == a.Program.Release && b.Program.Node == a.Program.Node
+		}
+		if !a.Standby || slices.ContainsFunc(out[:i], same) || slices.ContainsFunc(out, func(b Answer) bool { return same(b) && !b.Standby }) {
+			continue
+		}
+		unasked = append(unasked, fmt.Sprintf("the leader of %s %s%s: every replica asked answered that its engine does not run "+
+			"(a standby's): what the leader holds, if one leads, is not told", a.Program.Program, a.Program.Release, onNode(a.Program)))
+	}
+	return out, unasked, nil
 }
 
 // status gathers what status renders for node: every PU of its programs, and those it did not ask.
@@ -387,11 +404,11 @@ func (c *cluster) status(ctx context.Context, node string, now time.Time) (*Node
 	if err != nil {
 		return nil, err
 	}
-	answers, err := c.askAll(ctx, ts, nil)
+	answers, standby, err := c.askAll(ctx, ts, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &NodeStatus{Now: now, Node: node, Answers: answers, Unasked: unasked}, nil
+	return &NodeStatus{Now: now, Node: node, Answers: answers, Unasked: append(unasked, standby...)}, nil
 }
 
 // report gathers what report renders: every program's dry run's report, and the programs not asked.
@@ -400,11 +417,11 @@ func (c *cluster) report(ctx context.Context, now time.Time) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	answers, err := c.askAll(ctx, ts, nil)
+	answers, standby, err := c.askAll(ctx, ts, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Report{Now: now, Answers: answers, Unasked: unasked}, nil
+	return &Report{Now: now, Answers: answers, Unasked: append(unasked, standby...)}, nil
 }
 
 // explainPod gathers what explain pod renders for the pod namespace/name,
@@ -538,11 +555,12 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 	if byUIDAlone {
 		keep = nil // the pod is not known yet: a static pod's PU may be of its other UID (below)
 	}
-	answers, err := c.askAll(ctx, ts, keep)
+	answers, standby, err := c.askAll(ctx, ts, keep)
 	if err != nil {
 		return nil, nil, err
 	}
 	x.Answers = answers
+	x.Unasked = append(x.Unasked, standby...)
 	if byUIDAlone {
 		// Asked by UID alone and named by no Event: name the pod from its
 		// PU or its dry run's report, and say whether that pod is still the
@@ -1014,7 +1032,7 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addres
 		return a, err.Error(), nil
 	}
 	defer f.close()
-	code, body, at, err := f.get(ctx, addressPath+"?"+url.Values{"ip": {ip}}.Encode())
+	code, body, at, _, err := f.get(ctx, addressPath+"?"+url.Values{"ip": {ip}}.Encode())
 	switch {
 	case err != nil:
 		return a, fmt.Sprintf("reading what it holds of %s on port %d: %v", ip, port, err), nil
@@ -1028,7 +1046,7 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addres
 		return a, fmt.Sprintf("reading what it holds of %s: %v", ip, err), nil
 	}
 	var pus []k8s.PUStatus
-	code, body, pusAt, err := f.get(ctx, k8s.StatusPath)
+	code, body, pusAt, _, err := f.get(ctx, k8s.StatusPath)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
 	}

@@ -165,9 +165,9 @@ func (s *statusOf) status() *metav1.Status {
 	return s.st
 }
 
-// get GETs path from the pod's port: its status, its body, and when it answered (answeredAt): the times of a page
-// are told relative to that moment, not to when the body's last byte came.
-func (f *forwarded) get(ctx context.Context, path string) (int, []byte, time.Time, error) {
+// get GETs path from the pod's port: its status, its body, when it answered (answeredAt): the times of a page
+// are told relative to that moment, not to when the body's last byte came; and its headers.
+func (f *forwarded) get(ctx context.Context, path string) (int, []byte, time.Time, http.Header, error) {
 	id := strconv.FormatInt(f.next.Add(1), 10)
 	h := http.Header{}
 	h.Set(corev1.StreamType, corev1.StreamTypeError)
@@ -175,7 +175,7 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, time.Tim
 	h.Set(corev1.PortForwardRequestIDHeader, id)
 	errStream, err := f.createStream(ctx, h)
 	if err != nil {
-		return 0, nil, time.Time{}, fmt.Errorf("opening the port-forward's error stream: %w", err)
+		return 0, nil, time.Time{}, nil, fmt.Errorf("opening the port-forward's error stream: %w", err)
 	}
 	_ = errStream.Close() // nothing is written to it
 	forwardErr := make(chan error, 1)
@@ -193,16 +193,17 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, time.Tim
 	h.Set(corev1.StreamType, corev1.StreamTypeData)
 	data, err := f.createStream(ctx, h)
 	if err != nil {
-		return 0, nil, time.Time{}, fmt.Errorf("opening the port-forward's data stream: %w", err)
+		return 0, nil, time.Time{}, nil, fmt.Errorf("opening the port-forward's data stream: %w", err)
 	}
 	defer f.conn.RemoveStreams(errStream, data)
 	defer data.Reset()
 
 	type result struct {
-		code int
-		body []byte
-		at   time.Time
-		err  error
+		code   int
+		body   []byte
+		at     time.Time
+		header http.Header
+		err    error
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -224,7 +225,7 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, time.Tim
 		at := answeredAt(resp.Header, time.Now())
 		defer resp.Body.Close()
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-		done <- result{resp.StatusCode, b, at, err}
+		done <- result{resp.StatusCode, b, at, resp.Header, err}
 	}()
 	select {
 	case r := <-done:
@@ -233,26 +234,26 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, time.Tim
 			select {
 			case ferr := <-forwardErr:
 				if ferr != nil {
-					return 0, nil, time.Time{}, ferr
+					return 0, nil, time.Time{}, nil, ferr
 				}
 			case <-time.After(2 * time.Second):
 			case <-ctx.Done():
 			}
 		}
-		return r.code, r.body, r.at, r.err
+		return r.code, r.body, r.at, r.header, r.err
 	case ferr := <-forwardErr:
 		if ferr != nil {
-			return 0, nil, time.Time{}, ferr
+			return 0, nil, time.Time{}, nil, ferr
 		}
 		// The error stream ended empty: the answer is still to come, within ctx.
 		select {
 		case r := <-done:
-			return r.code, r.body, r.at, r.err
+			return r.code, r.body, r.at, r.header, r.err
 		case <-ctx.Done():
-			return 0, nil, time.Time{}, ctx.Err()
+			return 0, nil, time.Time{}, nil, ctx.Err()
 		}
 	case <-ctx.Done():
-		return 0, nil, time.Time{}, ctx.Err()
+		return 0, nil, time.Time{}, nil, ctx.Err()
 	}
 }
 

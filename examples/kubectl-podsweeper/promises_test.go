@@ -560,7 +560,7 @@ func TestHoldsStatusJSONIsTheText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers, err := c.askAll(context.Background(), ts, nil)
+	answers, _, err := c.askAll(context.Background(), ts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +592,7 @@ func TestHoldsReportHeldFollowsLatest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers, err := c.askAll(context.Background(), ts, nil)
+	answers, _, err := c.askAll(context.Background(), ts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -744,7 +744,7 @@ func TestStatusTimesAreToldFromEachProgramsAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers, err := c.askAll(context.Background(), ts, nil)
+	answers, _, err := c.askAll(context.Background(), ts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,10 @@ type Answer struct {
 	// Error says why the program could not be asked; its other fields
 	// are then empty.
 	Error string `json:"error,omitempty"`
+	// Standby: its page says its engine does not run (k8s.EngineHeader: a
+	// standby's, before it leads, or one whose engine stopped): it holds
+	// no PU, whatever the program's leader holds.
+	Standby bool `json:"standby,omitempty"`
 	// At is when the program answered its status page (its response
 	// began): the times of PUs are told relative to it; ReportsAt, the
 	// same for its dry run's report. Zero: the command's Now.
@@ -188,7 +192,7 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 		}
 		reports := latestReports(a.Reports)
 		if len(a.PUs) == 0 && len(reports) == 0 {
-			none = append(none, a.Program.String()+onNode(a.Program))
+			none = append(none, a.Program.String()+onNode(a.Program)+standby(a))
 			continue
 		}
 		held++
@@ -377,7 +381,7 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 			continue
 		}
 		if len(a.PUs) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\tholds no PU\t\t\t\t\t\t\n", a.Program)
+			fmt.Fprintf(tw, "%s\t-\t-\tholds no PU%s\t\t\t\t\t\t\n", a.Program, standby(a))
 		}
 		for _, u := range a.PUs {
 			check, row, why := "-", "-", "-"
@@ -569,6 +573,15 @@ func podPhase(p *Pod) string {
 	return phase
 }
 
+// standby says, of a program whose engine does not run (Answer.Standby), why it holds nothing.
+func standby(a Answer) string {
+	if a.Standby {
+		return " (a standby: its engine does not run)"
+	}
+	return ""
+}
+
+// onNode says on which node p runs, if it is node-scoped.
 func onNode(p Program) string {
 	if p.Node == "" {
 		return ""

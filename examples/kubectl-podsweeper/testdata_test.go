@@ -107,6 +107,10 @@ func (f *fakeAPI) addProgramOf(a Answer) {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == k8s.StatusPath:
+			w.Header().Set(k8s.EngineHeader, k8s.EngineRunning)
+			if a.Standby {
+				w.Header().Set(k8s.EngineHeader, k8s.EngineNotRunning)
+			}
 			writeJSONResp(w, http.StatusOK, orEmpty(a.PUs))
 		case r.URL.Path == k8s.DryRunPath && p.DryRun:
 			writeJSONResp(w, http.StatusOK, map[string]any{"total": a.ReportsTotal, "reports": orEmpty(a.Reports)})
