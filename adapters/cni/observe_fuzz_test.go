@@ -30,6 +30,7 @@ func FuzzObserve(f *testing.F) {
 	f.Add([]byte{0x02, 0x11, 0x09, 0x45, 0x03, 0x00, 60})                // n3 listed as P's, later: a sandbox change frees c0
 	f.Add([]byte{0x02, 0x11, 0x09, 0x45, 0x03, 0x00, 60, 0x02, 0x01, 0}) // c2 listed stopped too
 	f.Add([]byte{0x00, 0x12})                                            // c0's namespace gone, nothing listed
+	f.Add([]byte{0x00, 0x12, 0x07, 0x00, 0x00})                          // c0's namespace gone, a nil listing
 	dir := f.TempDir()
 	present := filepath.Join(dir, "present")
 	if err := os.WriteFile(present, nil, 0o644); err != nil {
@@ -60,6 +61,10 @@ func FuzzObserve(f *testing.F) {
 		// The runtime's listings, three bytes each.
 		var sbs []*runtimeapi.PodSandbox
 		for r := raw[1+n:]; len(r) >= 3 && len(sbs) < 6; r = r[3:] {
+			if r[0]&7 == 7 { // a nil listing, which a Runtime of Go code may answer
+				sbs = append(sbs, nil)
+				continue
+			}
 			id := [...]string{"c0", "c1", "c2", "n3", "n4", ""}[int(r[0]&7)%6]
 			uid := [...]string{"P", "Q", ""}[int(r[0]>>3)%3]
 			state := [...]runtimeapi.PodSandboxState{runtimeapi.PodSandboxState_SANDBOX_READY, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, 7}[int(r[1])%3]
@@ -75,6 +80,12 @@ func FuzzObserve(f *testing.F) {
 		rv, err := viewOf(sbs)
 		if err != nil {
 			return // a failed answer keeps everything
+		}
+		for _, sb := range sbs {
+			// A listing not stopped of no ID and no pod (a nil one reads so) may be any sandbox: the answer is a failure.
+			if sb.GetId() == "" && podUIDOf(sb) == "" && sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+				t.Fatalf("the runtime's answer lists a running sandbox of no ID and no pod (%v), and was decided on", sb)
+			}
 		}
 		v := view{atts: atts}
 		changed := raw[0]&0x80 == 0

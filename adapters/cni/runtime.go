@@ -115,7 +115,8 @@ func viewOf(sbs []*runtimeapi.PodSandbox) (runtimeView, error) {
 		// leaves the label out, or ignores the filter, still lists it ready (the others are
 		// told from the pod's by the label, in observe).
 		if sb.GetId() == "" {
-			if sb != nil && podUIDOf(sb) == "" && sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+			// A nil sandbox reads, through the getters, as one of no ID and no pod, running: it may be any.
+			if podUIDOf(sb) == "" && sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 				// Running, of no sandbox and no pod it tells: it may be any, and the answer decides nothing.
 				return runtimeView{}, errors.New("cni: listing the runtime's sandboxes: it lists a running sandbox with neither an ID nor a pod")
 			}

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/deletion"
@@ -221,4 +222,21 @@ func TestASandboxListedReadyIsNeverFreedEvenWhenAlsoListedStopped(t *testing.T) 
 	assert.False(t, dead && err == nil, "a sandbox the runtime lists ready is dead for the prober")
 	err = coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "static", Reason: ports.ReasonPodGone})
 	assert.True(t, c.exists(f), "the attachment of a sandbox the runtime lists ready was freed (DestroyPU: %v)", err)
+}
+
+// "A running sandbox the runtime lists without an ID may be any sandbox: ... one that names no pod either makes
+// the runtime's answer a failure (nothing is decided on it)" (doc.go): a nil sandbox in a Go Runtime's answer reads,
+// through the CRI getters, as one of no ID, no pod, ready; it makes the answer a failure as an empty one does, and
+// the gone pod's attachment is kept.
+func TestANilSandboxInTheRuntimesAnswerDecidesNothing(t *testing.T) {
+	for name, sb := range map[string]*runtimeapi.PodSandbox{"empty": {}, "nil": nil} {
+		c := newCacheDir(t)
+		f := c.write(entry{network: "podnet", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1"})
+		rt := &listedRuntime{}
+		rt.set(nil, sb)
+		coll := c.collectorWith(rt, 0)
+		err := coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "s1", Reason: ports.ReasonPodGone})
+		assert.True(t, err != nil && c.exists(f) && len(c.delCalls()) == 0,
+			"%s sandbox listed: DestroyPU answered %v and ran DELs %v; want a failure and the attachment kept", name, err, c.delCalls())
+	}
 }
