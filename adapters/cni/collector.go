@@ -335,7 +335,9 @@ func (c *Collector) read() (view, error) {
 // listed without one, so that the engine records its current sandbox
 // (row 7) and frees everything once the pod is gone. Entries without the
 // pod's arguments, unreadable, unusable for a DEL or of a disableGC
-// network are skipped, logged once. A Runtime that cannot be asked makes
+// network are skipped, logged once; so are, for that list, the entries of
+// a network one of whose entries or whose config is being written
+// (whether it says disableGC cannot be told yet). A Runtime that cannot be asked makes
 // the order the cache's, logged.
 func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
 	l, err := c.list(ctx)
@@ -397,7 +399,18 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 		pus = append(pus, pu)
 	}
 	slices.SortFunc(pus, func(x, y ports.PU) int { return strings.Compare(x.PUID, y.PUID) })
-	return listing{pus: pus, held: held, told: told}, nil
+	// The pods of a network whose entry or config is being written, not listed: this list cannot tell whether
+	// they left the cache.
+	var unsure map[string]types.NamespacedName
+	for _, a := range v.atts {
+		if _, listed := oldest[a.PodUID]; !listed && v.writing[a.NetworkName] != "" && !a.List.DisableGC && !pluginSaysDisableGC(a) {
+			if unsure == nil {
+				unsure = map[string]types.NamespacedName{}
+			}
+			unsure[a.PodUID] = types.NamespacedName{Namespace: a.PodNamespace, Name: a.PodName}
+		}
+	}
+	return listing{pus: pus, held: held, told: told, unsure: unsure}, nil
 }
 
 // choice is a sandbox ListPUs may give a pod's PU.
@@ -982,7 +995,11 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // destroyed) and tracked with the sandbox listed now, for a PU left on the
 // pod's current sandbox would never reach the older one. A list the
 // Runtime could not order (it failed) neither moves nor tracks a PU listed
-// with another sandbox than before. At its start and after each list, it
+// with another sandbox than before. A list that cannot tell of a pod (an
+// entry or the config of its network was being written) forgets nothing
+// of it: the next list compares with what was told before, and a pod
+// requeued stays requeued, another list following within a second (five
+// times in a row at most; then at the next interval). At its start and after each list, it
 // frees host-local's reservations that no sandbox of the Runtime and no
 // cache entry accounts for (the package doc, "host-local's
 // reservations"; a dry run only lists them, WouldFree). It returns when ctx

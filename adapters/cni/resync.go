@@ -21,12 +21,16 @@ type Tracker interface {
 
 // listing is one list of the cache as ListPUs makes it: the PUs, the
 // sandboxes it could have listed (the IDs of the collectable attachments,
-// but those given up on), and whether the order is the Runtime's (or
-// there is no Runtime).
+// but those given up on), whether the order is the Runtime's (or there is
+// no Runtime), and the pods it could not tell of.
 type listing struct {
 	pus  []ports.PU
 	held map[string]bool
 	told bool
+	// unsure are the pods, by UID, that this list could not tell of (an
+	// entry or the config of their network was being written), and did not
+	// list: whether they left the cache is not known.
+	unsure map[string]types.NamespacedName
 }
 
 // resyncer feeds an engine with what the cache holds while the agent
@@ -55,11 +59,24 @@ type resyncer struct {
 	// began (see once).
 	destroys  uint64
 	destroyed map[string]uint64
+	// carried counts, for each pod requeued, the lists that could not tell
+	// of it (listing.unsure) since: each asks for another list after
+	// unsureRetry, maxUnsureRetries times at most.
+	carried map[types.NamespacedName]int
 }
+
+// unsureRetry is how long after a list that could not tell of a requeued
+// pod the next is asked for (an entry libcni writes is whole within
+// milliseconds); maxUnsureRetries bounds how many times in a row, after
+// which the pod waits for the next interval's list, still requeued.
+const (
+	unsureRetry      = time.Second
+	maxUnsureRetries = 5
+)
 
 func newResyncer(interval time.Duration, log logr.Logger, dryRun bool) *resyncer {
 	return &resyncer{interval: interval, log: log, dryRun: dryRun, kick: make(chan struct{}, 1),
-		requeued: make(map[types.NamespacedName]bool), destroyed: make(map[string]uint64)}
+		requeued: make(map[types.NamespacedName]bool), destroyed: make(map[string]uint64), carried: make(map[types.NamespacedName]int)}
 }
 
 // requeue asks a running loop to list at once, and to trigger a check of
@@ -229,7 +246,50 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			t.TriggerPod(pu.Pod)
 		}
 	}
+	r.unsure(l, last, inventory, now, requeued)
 	return now
+}
+
+// unsure keeps, of the pods the list l could not tell of (listing.unsure)
+// and did not list, what the list before it (last; before the first, the
+// Inventory's) said they were tracked with, in now: whether they left the
+// cache is not known, and a pod not forgotten is not tracked anew (a dry
+// run's would be reported again). A requeued one stays requeued, and
+// another list is asked for after unsureRetry.
+func (r *resyncer) unsure(l listing, last, inventory, now map[string]string, requeued map[types.NamespacedName]bool) {
+	prev := last
+	if prev == nil {
+		prev = inventory
+	}
+	retry := false
+	r.mu.Lock()
+	for uid, pod := range l.unsure {
+		if _, listed := now[uid]; listed {
+			continue
+		}
+		if sb, ok := prev[uid]; ok {
+			now[uid] = sb
+		}
+		if requeued[pod] {
+			r.requeued[pod] = true
+			r.carried[pod]++
+			retry = retry || r.carried[pod] <= maxUnsureRetries
+		}
+	}
+	for pod := range r.carried {
+		if !r.requeued[pod] {
+			delete(r.carried, pod) // told of at last, or no longer requeued
+		}
+	}
+	r.mu.Unlock()
+	if retry {
+		time.AfterFunc(unsureRetry, func() {
+			select {
+			case r.kick <- struct{}{}:
+			default:
+			}
+		})
+	}
 }
 
 // sandboxesByPUID maps each of pus's PUIDs to its sandbox.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -362,5 +363,90 @@ func TestADestroyRefusedDuringAListStillLetsThePUMoveOntoTheReplacedSandbox(t *t
 		require.Equal(t, []string{"before"}, destroyed, "the replaced sandbox's PU destroyed, and it alone")
 		require.False(t, c.exists(before), "the replaced sandbox's attachment freed")
 		require.True(t, c.exists(newest), "the pod's current sandbox kept")
+	})
+}
+
+// cutShort writes the cache entry name as libcni leaves it while it writes it in place: cut before its config
+// is told. It returns the entry's whole content, to write back.
+func (c *cacheDir) cutShort(name string) []byte {
+	path := filepath.Join(c.dir, "results", name)
+	whole, err := os.ReadFile(path)
+	require.NoError(c.t, err)
+	require.NoError(c.t, os.WriteFile(path, []byte(`{"kind":"cniCacheV1","containerId":"Z","config":"eyJjbmlW`), 0o600))
+	return whole
+}
+
+// A list that reads the cache while libcni writes another pod's entry of the same network cannot tell of that
+// network's pods: it must not forget them. A dry run's Resync tracks a PU it listed before with the same sandbox
+// no more ("the cache's lists track it again only once it has left the cache and come back, or changed
+// sandbox", examples/cni-gc's README): a gone pod is tracked, so reported, once, whatever a list could not read.
+func TestADryRunTracksAPodOnceThoughAListCouldNotTellOfIt(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1"})
+		other := c.write(entry{network: "podnet", sandbox: "Z", uid: "u2", namespace: "ns", name: "pod-u2"})
+		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
+		require.NoError(t, err)
+		var r tracker
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &r) }()
+		time.Sleep(time.Minute + time.Second) // the first list
+		synctest.Wait()
+		whole := c.cutShort(other)
+		time.Sleep(time.Minute) // a list that cannot tell of podnet's pods
+		synctest.Wait()
+		c.writeRaw(other, whole, 0)
+		time.Sleep(3 * time.Minute)
+		synctest.Wait()
+		cancel()
+		require.NoError(t, <-done)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		tracks := 0
+		for _, pu := range r.tracked {
+			if pu.PUID == "u1" {
+				tracks++
+			}
+		}
+		require.Equal(t, 1, tracks, "pod-u1, listed with the same sandbox at every list it could tell of, tracked %d times: %v", tracks, r.tracked)
+	})
+}
+
+// Requeue "asks a running Resync to list the cache at once, so that the pod's next sandbox in the cache is
+// tracked and checked without waiting for ResyncInterval": a list that could not tell of the pod (libcni was
+// writing another pod's entry of its network) does not drop the requeue; another list soon tracks and triggers it.
+func TestARequeueOutlivesAListThatCouldNotTellOfThePod(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		first := c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1"})
+		other := c.write(entry{network: "podnet", sandbox: "Z", uid: "u2", namespace: "ns", name: "pod-u2"})
+		coll := c.collectorWith(&listedRuntime{}, 0)
+		var r tracker
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &r) }()
+		time.Sleep(time.Minute + time.Second) // the first list: pod-u1 on A
+		synctest.Wait()
+		// A is freed, and the engine requeues the pod while libcni writes another pod's entry of podnet.
+		require.NoError(t, os.Remove(filepath.Join(c.dir, "results", first)))
+		whole := c.cutShort(other)
+		require.NoError(t, coll.Requeue(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}))
+		synctest.Wait() // the list the Requeue asked for has run
+		c.writeRaw(other, whole, 0)
+		r.mu.Lock()
+		r.tracked, r.triggered = nil, nil
+		r.mu.Unlock()
+		time.Sleep(10 * time.Second) // within ResyncInterval of the requeue
+		synctest.Wait()
+		r.mu.Lock()
+		tracked := slices.ContainsFunc(r.tracked, func(pu ports.PU) bool { return pu.PUID == "u1" && pu.SandboxID == "B" })
+		triggered := slices.Contains(r.triggered, types.NamespacedName{Namespace: "ns", Name: "pod-u1"})
+		r.mu.Unlock()
+		cancel()
+		require.NoError(t, <-done)
+		require.True(t, tracked && triggered, "10s after the requeue, pod-u1 tracked on its next sandbox B: %v, triggered: %v", tracked, triggered)
 	})
 }
