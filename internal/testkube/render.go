@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -121,8 +122,14 @@ func decode(t testing.TB, b []byte) []*unstructured.Unstructured {
 	return objs
 }
 
+// dryRun are the options of DryRunApply's creates: nothing stored, and
+// each field checked strictly.
+var dryRun = []client.CreateOption{client.DryRunAll, client.FieldValidation(metav1.FieldValidationStrict)}
+
 // DryRunApply sends every object of objs to the API server of c, which
-// validates it against its real schema and admission: Namespaces (those
+// validates it against its real schema and admission, each field strictly
+// (an unknown or duplicate field fails, as kubectl's default does; the API
+// server's own default only warns): Namespaces (those
 // of objs, and namespace, the release's namespace of a chart, which the
 // chart does not create) are created for real, so that the objects in
 // them can be; every other object is created with server-side dry-run
@@ -150,7 +157,7 @@ func DryRunApply(t testing.TB, c client.Client, namespace string, objs []*unstru
 	}
 	for _, u := range objs {
 		if u.GetKind() != "Namespace" {
-			create(u, client.DryRunAll)
+			create(u, dryRun...)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -42,7 +43,8 @@ func StartAPIServer(t testing.TB) (*rest.Config, []byte) {
 }
 
 // ApplyKustomization creates every object of dir, in the order of its
-// kustomization.yaml's resources, so that the API server validates them.
+// kustomization.yaml's resources, so that the API server validates them,
+// each field strictly.
 func ApplyKustomization(t testing.TB, c client.Client, dir string) {
 	t.Helper()
 	var kust struct {
@@ -57,7 +59,7 @@ func ApplyKustomization(t testing.TB, c client.Client, dir string) {
 		require.NoError(t, err)
 		u := &unstructured.Unstructured{}
 		require.NoError(t, yaml.Unmarshal(b, &u.Object), f)
-		require.NoError(t, c.Create(context.Background(), u), f)
+		require.NoError(t, c.Create(context.Background(), u, client.FieldValidation(metav1.FieldValidationStrict)), f)
 	}
 }
 
