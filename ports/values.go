@@ -137,7 +137,7 @@ const maxErrorNodes = 256
 // engine may act on, whatever its Is, As and Unwrap answer: the engine takes it as a plain failure, so that it keeps
 // the PU (GetPod) or retries (DestroyPU), and never walks it with errors.Is.
 func Readable(err error) bool {
-	return walk(err, nil)
+	return walk(err, nil, nil)
 }
 
 // Sprint returns what v, a port's error or the value a port panicked with, says, read as the engine reads a port's
@@ -187,14 +187,129 @@ func Sprint(v any) (s string) {
 // Match(nil, match) is false. IsPermanent reads an error so, and the engine's
 // deletion.IsNotFound.
 func Match(err error, match func(error) bool) (matched bool) {
-	return err != nil && walk(err, func(e error) {
+	return err != nil && walk(err, nil, func(e error) {
 		defer func() { _ = recover() }()
 		matched = matched || match(e)
 	}) && matched
 }
 
-// walk is Readable, and gives visit (when not nil) each error of err's tree as it reads it, in one walk.
-func walk(err error, visit func(error)) (ok bool) {
+// Snapshot reads err once, as Match does, and returns a copy of what that reading said, which answers the same
+// whatever err's errors answer the next time: its Error is the message read then, its Unwrap gives the copies of the
+// errors err wrapped then (Unwrap() error or Unwrap() []error, as err's), and errors.Is and errors.As find in it what
+// that reading held: each copy is Is a target its error equals or whose own Is method says so, and As a target its
+// error can be assigned to or whose own As method fills (a method that panics says no); neither reads the chain of
+// its error again. It returns nil when err is nil or cannot be read (Readable). Give it to code of your own that
+// must decide on a port's error once (a predicate of yours, as adapters/trireme.TreatAsDestroyed does).
+func Snapshot(err error) error {
+	var r reading
+	if err == nil || !walk(err, &r, nil) {
+		return nil
+	}
+	// Every copy is made first, then given its children: a child may have been met before its parent (a tree that
+	// holds one error twice).
+	copies := make([]error, len(r.nodes))
+	for i, e := range r.nodes {
+		s := &snapshot{err: e, msg: r.msgs[i]}
+		switch r.kinds[i] {
+		case unwrapsOne:
+			copies[i] = &snapshotOne{snapshot: s}
+		case unwrapsMany:
+			copies[i] = &snapshotMany{snapshot: s}
+		default:
+			copies[i] = s
+		}
+	}
+	for i := range r.nodes {
+		kids := r.kids[r.spans[i][0]:r.spans[i][1]]
+		switch c := copies[i].(type) {
+		case *snapshotOne:
+			if len(kids) == 1 {
+				c.kid = copies[kids[0]]
+			}
+		case *snapshotMany:
+			for _, k := range kids {
+				c.kids = append(c.kids, copies[k])
+			}
+		}
+	}
+	return copies[0]
+}
+
+// snapshot is Snapshot's copy of one error of a tree: the error, and its message as read.
+type snapshot struct {
+	err error
+	msg string
+}
+
+func (s *snapshot) Error() string { return s.msg }
+
+// Is reports whether the error the copy is of equals target, or says so itself.
+func (s *snapshot) Is(target error) (is bool) {
+	defer func() {
+		if recover() != nil {
+			is = false
+		}
+	}()
+	if same(s.err, target) {
+		return true
+	}
+	x, ok := s.err.(interface{ Is(error) bool })
+	return ok && x.Is(target)
+}
+
+// As sets target to the error the copy is of, when it can be assigned, or asks that error's own As.
+func (s *snapshot) As(target any) (as bool) {
+	defer func() {
+		if recover() != nil {
+			as = false
+		}
+	}()
+	if t := reflect.ValueOf(target); t.Kind() == reflect.Pointer && !t.IsNil() && reflect.TypeOf(s.err).AssignableTo(t.Elem().Type()) {
+		t.Elem().Set(reflect.ValueOf(s.err))
+		return true
+	}
+	x, ok := s.err.(interface{ As(any) bool })
+	return ok && x.As(target)
+}
+
+// snapshotOne is the copy of an error that has Unwrap() error.
+type snapshotOne struct {
+	*snapshot
+	kid error
+}
+
+func (s *snapshotOne) Unwrap() error { return s.kid }
+
+// snapshotMany is the copy of an error that has Unwrap() []error.
+type snapshotMany struct {
+	*snapshot
+	kids []error
+}
+
+func (s *snapshotMany) Unwrap() []error { return s.kids }
+
+// reading is what walk read of a tree, for Snapshot: the distinct errors, their children (kids[spans[i][0]:spans[i][1]]
+// are nodes[i]'s, as indices into nodes), how each unwraps, and each one's message.
+type reading struct {
+	nodes []error
+	kids  []int
+	spans [][2]int
+	kinds []unwraps
+	msgs  []string
+}
+
+// unwraps is how an error gives its children.
+type unwraps uint8
+
+const (
+	unwrapsNone unwraps = iota
+	unwrapsOne
+	unwrapsMany
+)
+
+// walk is Readable, gives visit (when not nil) each error of err's tree as it reads it, in one walk, and records in r
+// (when not nil) what it read.
+func walk(err error, r *reading, visit func(error)) (ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
@@ -233,17 +348,23 @@ func walk(err error, visit func(error)) (ok bool) {
 			kids = append(kids, j)
 			return true
 		}
+		kind := unwrapsNone
 		switch u := nodes[i].(type) {
 		case interface{ Unwrap() error }:
+			kind = unwrapsOne
 			if !add(u.Unwrap()) {
 				return false
 			}
 		case interface{ Unwrap() []error }:
+			kind = unwrapsMany
 			for _, e := range u.Unwrap() {
 				if !add(e) {
 					return false
 				}
 			}
+		}
+		if r != nil {
+			r.kinds = append(r.kinds, kind)
 		}
 		spans = append(spans, [2]int{from, len(kids)})
 	}
@@ -259,7 +380,13 @@ func walk(err error, visit func(error)) (ok bool) {
 		stack = append(stack, kids[spans[n][0]:spans[n][1]]...)
 	}
 	for _, e := range nodes {
-		_ = e.Error()
+		msg := e.Error()
+		if r != nil {
+			r.msgs = append(r.msgs, msg)
+		}
+	}
+	if r != nil {
+		r.nodes, r.kids, r.spans = append(r.nodes, nodes...), append(r.kids, kids...), append(r.spans, spans...)
 	}
 	if visit != nil {
 		for _, e := range nodes {

@@ -2,6 +2,8 @@ package ports_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -95,3 +97,40 @@ type selfWrap struct{ inner error }
 
 func (e *selfWrap) Error() string { return "self" }
 func (e *selfWrap) Unwrap() error { return e.inner }
+
+// go doc ports.Snapshot: "returns a copy of what that reading said, which answers the same whatever err's errors
+// answer the next time": a copy of an error whose cause changes once read says, at every reading, the cause read
+// first; it is Is and As what that reading held, and nil for an error that cannot be read.
+func TestSnapshotAnswersAsItsOneReading(t *testing.T) {
+	e := &flipOnce{}
+	shared := errors.New("shared")
+	snap := ports.Snapshot(errors.Join(fmt.Errorf("wrapped: %w", e), shared, fmt.Errorf("again: %w", shared)))
+	if snap == nil {
+		t.Fatal("a readable error: Snapshot gave nil")
+	}
+	if got := e.reads.Load(); got != 1 {
+		t.Fatalf("Snapshot asked the flipping error Unwrap %d times, want once", got)
+	}
+	for range 3 {
+		if errors.Is(snap, ports.ErrPodNotFound) {
+			t.Fatal("the copy is Is ErrPodNotFound, which only a second reading of the error says")
+		}
+		if !errors.Is(snap, e) || !errors.Is(snap, shared) {
+			t.Fatal("the copy is not Is the errors its reading held")
+		}
+		var fo *flipOnce
+		if !errors.As(snap, &fo) || fo != e {
+			t.Fatal("the copy is not As the *flipOnce its reading held")
+		}
+		if !strings.Contains(snap.Error(), "connection reset") && !strings.Contains(snap.Error(), "lookup failed") {
+			t.Fatalf("the copy's message %q is not the one read", snap.Error())
+		}
+	}
+	if e.reads.Load() != 1 {
+		t.Fatalf("reading the copy read the error again (%d Unwraps)", e.reads.Load())
+	}
+	var nilErr *flipOnce
+	if ports.Snapshot(fmt.Errorf("x: %w", nilErr)) != nil || ports.Snapshot(nil) != nil {
+		t.Fatal("Snapshot of an error that cannot be read, or of nil, is not nil")
+	}
+}

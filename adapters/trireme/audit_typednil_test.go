@@ -3,6 +3,7 @@ package trireme_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
@@ -111,5 +112,31 @@ func TestTreatAsDestroyedTakesNoUnreadableErrorForDestroyed(t *testing.T) {
 	panicky := trireme.TreatAsDestroyed(known, func(error) bool { panic("boom") })
 	if err := panicky.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1"}); err == nil {
 		t.Fatalf("an unknown that panics: DestroyPU answered success")
+	}
+}
+
+// unknownOnSecondReading is a policy engine's error whose cause is a plain failure when first read, and the
+// "unable to find context" error after: a cause its own code replaces once the call has returned.
+type unknownOnSecondReading struct{ reads atomic.Int32 }
+
+func (e *unknownOnSecondReading) Error() string { return "destroy failed" }
+func (e *unknownOnSecondReading) Unwrap() error {
+	if e.reads.Add(1) == 1 {
+		return errors.New("connection reset")
+	}
+	return &notKnown{"u1"}
+}
+
+// TreatAsDestroyed: unknown decides on one reading of the error ("what it decides is what that one reading said,
+// whatever the error answers the next time"): a DestroyPU that failed, whose error says "unable to find context"
+// only when read a second time, is a failure the engine retries, never a destroy.
+func TestTreatAsDestroyedDecidesOnOneReadingOfTheError(t *testing.T) {
+	unknown := func(err error) bool {
+		var nk *notKnown
+		return errors.As(err, &nk)
+	}
+	failing := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return &unknownOnSecondReading{} })
+	if err := trireme.TreatAsDestroyed(failing, unknown).DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1"}); err == nil {
+		t.Fatal("DestroyPU failed (connection reset, as first read): TreatAsDestroyed answered success, and the PU would be dropped undestroyed")
 	}
 }

@@ -81,10 +81,13 @@ func NewSandboxExtractor(f func(context.Context, *corev1.Pod) (string, error)) p
 //	policy := trireme.TreatAsDestroyed(trireme.NewPolicyHandler(resolver, common.EventDestroy, nil),
 //		func(err error) bool { return strings.Contains(err.Error(), "unable to find context") })
 //
-// An error that cannot be read (ports.Readable is false: a typed nil
-// anywhere in its chain, whatever errors.Is and errors.As say of it) is never
-// given to unknown: it says nothing, and is returned as it is, a failure the
-// engine retries; nor is an error for which unknown panics counted a destroy.
+// unknown is given a copy of the error as it was read once (ports.Snapshot):
+// what it decides is what that one reading said, whatever the error answers
+// the next time. An error that cannot be read (ports.Readable is false: a
+// typed nil anywhere in its chain, whatever errors.Is and errors.As say of
+// it) is never given to unknown: it says nothing, and is returned as it is,
+// a failure the engine retries; nor is an error for which unknown panics
+// counted a destroy.
 // A nil h (a typed nil too) gives a nil PolicyHandler; a nil unknown returns
 // h unchanged.
 func TreatAsDestroyed(h ports.PolicyHandler, unknown func(error) bool) ports.PolicyHandler {
@@ -96,7 +99,9 @@ func TreatAsDestroyed(h ports.PolicyHandler, unknown func(error) bool) ports.Pol
 	}
 	return ports.PolicyHandlerFunc(func(ctx context.Context, ev ports.DestroyEvent) error {
 		err := h.DestroyPU(ctx, ev)
-		if err != nil && ports.Readable(err) && isUnknown(unknown, err) {
+		// unknown decides on one reading of err: a copy of it, which answers as it did when read, whatever its
+		// errors answer the next time.
+		if snap := ports.Snapshot(err); snap != nil && isUnknown(unknown, snap) {
 			return nil
 		}
 		return err
