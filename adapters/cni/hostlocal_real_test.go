@@ -14,6 +14,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/stretchr/testify/require"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/adapters/k8s"
@@ -421,4 +422,92 @@ echo '{"cniVersion":"1.1.0"}'
 			}
 		})
 	}
+}
+
+// linkingRuntime is a runtime that lists nothing and, when asked the at-th time, replaces each of the files of paths
+// still there with a link to a copy of it elsewhere: the same content, no longer host-local's file. A round of the
+// sweep asks it first once it has read host-local's reservations; under a rate, once a reservation waited its turn,
+// it asks again right before that reservation's DEL.
+type linkingRuntime struct {
+	listedRuntime
+	paths []string
+	at    int
+	mu    sync.Mutex
+	calls int
+}
+
+func (r *linkingRuntime) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	r.mu.Lock()
+	r.calls++
+	if r.calls == r.at {
+		for _, p := range r.paths {
+			b, err := os.ReadFile(p)
+			old := time.Now().Add(-time.Hour) // as old as the reservation: only what the file is tells it apart
+			if err == nil && os.WriteFile(p+".elsewhere", b, 0o600) == nil && os.Chtimes(p+".elsewhere", old, old) == nil && os.Remove(p) == nil {
+				_ = os.Symlink(p+".elsewhere", p)
+			}
+		}
+	}
+	r.mu.Unlock()
+	return r.listedRuntime.ListPodSandbox(ctx, f)
+}
+
+// A reservation replaced by a link after the round read it is no longer host-local's file ("replaced by a link, or
+// anything else: no reservation of host-local's, never touched"): a leaked address the round decided to free is not
+// DELed once its file is a link, whatever the link's target holds, and the link stays; so when it is replaced while
+// it waits its turn under the rate, right before its DEL. The other leaked address is freed.
+func TestAReservationReplacedByALinkMidRoundIsNeverTouched(t *testing.T) {
+	for _, at := range []int{1, 2} {
+		t.Run(fmt.Sprintf("replaced at the runtime's call %d", at), func(t *testing.T) { reservationReplacedByALink(t, at) })
+	}
+}
+
+func reservationReplacedByALink(t *testing.T, at int) {
+	h := newHostLocalNode(t)
+	first, second := randomID(), randomID()
+	var paths []string
+	for _, id := range []string{first, second} {
+		require.Error(t, h.addHL(id, true), "the chain fails after host-local")
+		ips := h.reservationsOf(id)
+		require.Len(t, ips, 1)
+		h.age(id, time.Hour)
+		paths = append(paths, filepath.Join(h.data, "hlnet", ips[0]))
+	}
+	rt := &linkingRuntime{paths: paths, at: at}
+	if at == 2 {
+		rt.paths = nil // the one freed second, whichever it is: the other is gone by then
+	}
+	obs := &recorder{}
+	coll, err := cni.New(cni.Options{CacheDir: h.cacheDir, PluginDirs: []string{h.pluginDir}, ConfDir: h.confDir, ResyncInterval: time.Hour,
+		Runtime: rt, ReservationGrace: time.Minute, ReservationRate: 5, ReservationBurst: 1,
+		HostLocalDataDir: filepath.Join(h.data, "default"), Observer: obs, Logger: quiet()})
+	require.NoError(t, err)
+	if at == 2 {
+		rt.paths = paths
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- coll.Resync(ctx, &tracker{}) }()
+	eventually(t, 30*time.Second, func() bool { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.calls >= at }, "the runtime asked")
+	time.Sleep(time.Second) // the round's end: its DELs, 0.2 s apart under the rate
+	cancel()
+	require.NoError(t, <-done)
+	calls, err := os.ReadFile(h.callLog)
+	require.NoError(t, err)
+	linked := 0
+	for i, p := range paths {
+		id := []string{first, second}[i]
+		fi, err := os.Lstat(p)
+		if err != nil {
+			require.Contains(t, string(calls), "DEL "+id, "%s: its reservation is gone, and was not DELed", id)
+			continue
+		}
+		linked++
+		require.Equal(t, os.ModeSymlink, fi.Mode().Type(), "%s: the link is left as it is", id)
+		require.NotContains(t, string(calls), "DEL "+id, "%s: no DEL of the container whose reservation is a link", id)
+		b, err := os.ReadFile(p + ".elsewhere")
+		require.NoError(t, err)
+		require.Contains(t, string(b), id, "%s: the link's target is left as it is", id)
+	}
+	require.Equal(t, map[int]int{1: 2, 2: 1}[at], linked, "reservations replaced by a link")
 }
