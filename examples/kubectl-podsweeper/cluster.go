@@ -956,8 +956,8 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 		x.Program, x.Error, got = &ts[i].Program, "", ans
 		break
 	}
-	if got.st == nil {
-		x.Unasked = nil // the first's error says why, and none answered
+	if got.st == nil && len(x.Unasked) > 0 {
+		x.Unasked = x.Unasked[1:] // none answered: the first's error says why it could not be asked; the others are named
 	}
 	x.Unasked = append(x.Unasked, notRunning...)
 	if got.st == nil {

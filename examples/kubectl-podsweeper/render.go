@@ -179,6 +179,9 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 		p.f("Pod %s/%s: no such pod in the API server (deleted, or never created).\n", x.Namespace, x.Name)
 	default:
 		p.f("Pod %s/%s (UID %s) on node %s: %s.\n", pod.Namespace, pod.Name, pod.UID, orNone(pod.Node, "none yet"), podPhase(pod))
+		if pod.StaticUID != "" {
+			p.f("It is the mirror pod of a static pod, whose kubelet's UID is %s: a PU under either UID is this pod's.\n", pod.StaticUID)
+		}
 	}
 	for _, w := range x.Warnings {
 		p.f("Note: %s\n", w)
@@ -196,7 +199,7 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 			continue
 		}
 		held++
-		p.f("\n%s%s%s:\n", a.Program, onNode(a.Program), dryRun(a.Program))
+		p.f("\n%s%s%s%s:\n", a.Program, onNode(a.Program), standby(a), dryRun(a.Program))
 		for _, s := range a.PUs {
 			renderPU(p, x, a, s)
 		}
@@ -573,7 +576,7 @@ func podPhase(p *Pod) string {
 	return phase
 }
 
-// standby says, of a program whose engine does not run (Answer.Standby), why it holds nothing.
+// standby says, of a program whose engine does not run (Answer.Standby), why it holds no PU.
 func standby(a Answer) string {
 	if a.Standby {
 		return " (a standby: its engine does not run)"
@@ -779,6 +782,10 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 		return p.err
 	case x.Error != "":
 		p.f("\n%s%s could not be asked: %s\n", *x.Program, onNode(*x.Program), x.Error)
+		if len(x.Unasked) > 0 {
+			p.f("\n")
+			p.notAsked(x.Unasked)
+		}
 		return p.err
 	}
 	a := x.Address
@@ -793,6 +800,9 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	sweep := "no round of the sweep has read host-local's reservations yet (none has run, or none could read them)"
 	if a.ReservationsRead != nil {
 		sweep = "host-local's reservations as the sweep " + ago(x.at(), *a.ReservationsRead) + " read them"
+	}
+	if x.PUsError != "" {
+		p.f("  its PUs are not told: it could not be asked for them: %s\n", x.PUsError)
 	}
 	if !x.Held() && len(a.Unread) > 0 {
 		p.f("  Of what it could read, no attachment of libcni's cache and no host-local reservation holds it (%s), and cni-gc freed none of it lately.\n", sweep)
@@ -812,9 +822,6 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 		p.f("  No attachment of libcni's cache and no host-local reservation holds it (%s), and cni-gc freed none of it lately.\n", sweep)
 		p.f("\ncni-gc knows nothing of this address.\n")
 		return p.err
-	}
-	if x.PUsError != "" {
-		p.f("  its PUs are not told: it could not be asked for them: %s\n", x.PUsError)
 	}
 	// podAndPU tells the pod an attachment names, as the API server has it now, and cni-gc's PU of it.
 	podAndPU := func(at AttachmentStatus) { // each attachment and free with its pod, and cni-gc's PU of it
