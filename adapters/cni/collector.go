@@ -399,11 +399,11 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 		pus = append(pus, pu)
 	}
 	slices.SortFunc(pus, func(x, y ports.PU) int { return strings.Compare(x.PUID, y.PUID) })
-	// The pods of a network whose entry or config is being written, not listed: this list cannot tell whether
-	// they left the cache.
+	// The pods with an attachment of a network whose entry or config is being written: this list cannot tell
+	// whether they left the cache, nor, of one listed, whether a whole read would list it with that sandbox.
 	var unsure map[string]types.NamespacedName
 	for _, a := range v.atts {
-		if _, listed := oldest[a.PodUID]; !listed && v.writing[a.NetworkName] != "" && !a.List.DisableGC && !pluginSaysDisableGC(a) {
+		if v.writing[a.NetworkName] != "" && !a.List.DisableGC && !pluginSaysDisableGC(a) {
 			if unsure == nil {
 				unsure = map[string]types.NamespacedName{}
 			}
@@ -976,7 +976,7 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 	if pod == nil {
 		return errors.New("cni: Requeue: nil pod")
 	}
-	c.resync.requeue(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+	c.resync.requeue(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, string(pod.UID))
 	return nil
 }
 

@@ -27,9 +27,10 @@ type listing struct {
 	pus  []ports.PU
 	held map[string]bool
 	told bool
-	// unsure are the pods, by UID, that this list could not tell of (an
-	// entry or the config of their network was being written), and did not
-	// list: whether they left the cache is not known.
+	// unsure are the pods, by UID, that this list could not tell all of (an
+	// entry or the config of one of their networks was being written):
+	// whether one not listed left the cache is not known, nor whether one
+	// listed would be listed with that sandbox by a whole read.
 	unsure map[string]types.NamespacedName
 }
 
@@ -50,7 +51,7 @@ type resyncer struct {
 
 	mu sync.Mutex
 	// requeued are the pods requeued since the last list.
-	requeued map[types.NamespacedName]bool
+	requeued map[podKey]bool
 	// inventory is ListPUs' last answer (the engine's Inventory), from
 	// which the loop begins.
 	inventory map[string]string
@@ -62,7 +63,23 @@ type resyncer struct {
 	// carried counts, for each pod requeued, the lists that could not tell
 	// of it (listing.unsure) since: each asks for another list after
 	// unsureRetry, maxUnsureRetries times at most.
-	carried map[types.NamespacedName]int
+	carried map[podKey]int
+}
+
+// podKey is a pod requeued: its name, and its UID ("": any pod of that
+// name), so that a pod recreated under its name is not the one before.
+type podKey struct {
+	types.NamespacedName
+	UID string
+}
+
+// requeuedOf reports whether requeued holds the pod of PUID uid named pod.
+func requeuedOf(requeued map[podKey]bool, pod types.NamespacedName, uid string) (podKey, bool) {
+	if k := (podKey{pod, uid}); requeued[k] {
+		return k, true
+	}
+	k := podKey{pod, ""}
+	return k, requeued[k]
 }
 
 // unsureRetry is how long after a list that could not tell of a requeued
@@ -76,14 +93,14 @@ const (
 
 func newResyncer(interval time.Duration, log logr.Logger, dryRun bool) *resyncer {
 	return &resyncer{interval: interval, log: log, dryRun: dryRun, kick: make(chan struct{}, 1),
-		requeued: make(map[types.NamespacedName]bool), destroyed: make(map[string]uint64), carried: make(map[types.NamespacedName]int)}
+		requeued: make(map[podKey]bool), destroyed: make(map[string]uint64), carried: make(map[podKey]int)}
 }
 
 // requeue asks a running loop to list at once, and to trigger a check of
 // pod then. It never blocks.
-func (r *resyncer) requeue(pod types.NamespacedName) {
+func (r *resyncer) requeue(pod types.NamespacedName, uid string) {
 	r.mu.Lock()
-	r.requeued[pod] = true
+	r.requeued[podKey{pod, uid}] = true
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
@@ -126,6 +143,7 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		return ErrResyncRunning
 	}
 	defer r.running.Store(false)
+	t = untilDone{ctx: ctx, t: t} // a list left behind once Resync returned calls t no more
 	tick := time.NewTicker(r.interval)
 	defer tick.Stop()
 	// The sweep runs on a goroutine of its own, one round at a time, so that a slow DEL or the frees' rate never
@@ -196,7 +214,7 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 	}
 	r.mu.Lock()
 	requeued, inventory := r.requeued, r.inventory
-	r.requeued = make(map[types.NamespacedName]bool)
+	r.requeued = make(map[podKey]bool)
 	r.mu.Unlock()
 	now := sandboxesByPUID(l.pus)
 	for _, pu := range l.pus {
@@ -223,6 +241,13 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			}
 			continue
 		}
+		if _, unsure := l.unsure[pu.PUID]; unsure && ok {
+			// Some of its attachments could not be told of (their network's entry or config being written): the
+			// sandbox listed may not be the one a whole read would list. Neither moved nor tracked anew (a dry run's
+			// would be reported again); unsure carries its requeue.
+			now[pu.PUID] = was
+			continue
+		}
 		if !l.told && ok && was != pu.SandboxID {
 			// An order of the cache's times: neither tracked nor compared; the
 			// next list the runtime orders is compared with what was.
@@ -233,16 +258,19 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			r.log.Info("the order of a pod's sandboxes is told now; its PU is tracked again with the older one",
 				"puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "before", was)
 		}
-		if r.dryRun && ok && was == pu.SandboxID && !requeued[pu.Pod] {
+		_, requeuedNow := requeuedOf(requeued, pu.Pod, pu.PUID)
+		if r.dryRun && ok && was == pu.SandboxID && !requeuedNow {
 			// A dry run's engine drops a gone pod's PU once reported: tracked again at each list, it would be
 			// reported at each. It is tracked again once it leaves the cache and comes back, or changes sandbox.
 			continue
 		}
 		if err := t.Track(pu); err != nil {
-			r.log.Error(err, "tracking a PU of the cache failed", "puID", pu.PUID, "pod", pu.Pod.String())
+			if ctx.Err() == nil {
+				r.log.Error(err, "tracking a PU of the cache failed", "puID", pu.PUID, "pod", pu.Pod.String())
+			}
 			continue
 		}
-		if sb, ok := last[pu.PUID]; !ok || sb != now[pu.PUID] || requeued[pu.Pod] {
+		if sb, ok := last[pu.PUID]; !ok || sb != now[pu.PUID] || requeuedNow {
 			t.TriggerPod(pu.Pod)
 		}
 	}
@@ -256,7 +284,7 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 // cache is not known, and a pod not forgotten is not tracked anew (a dry
 // run's would be reported again). A requeued one stays requeued, and
 // another list is asked for after unsureRetry.
-func (r *resyncer) unsure(l listing, last, inventory, now map[string]string, requeued map[types.NamespacedName]bool) {
+func (r *resyncer) unsure(l listing, last, inventory, now map[string]string, requeued map[podKey]bool) {
 	prev := last
 	if prev == nil {
 		prev = inventory
@@ -264,21 +292,20 @@ func (r *resyncer) unsure(l listing, last, inventory, now map[string]string, req
 	retry := false
 	r.mu.Lock()
 	for uid, pod := range l.unsure {
-		if _, listed := now[uid]; listed {
-			continue
+		if _, listed := now[uid]; !listed {
+			if sb, ok := prev[uid]; ok {
+				now[uid] = sb
+			}
 		}
-		if sb, ok := prev[uid]; ok {
-			now[uid] = sb
-		}
-		if requeued[pod] {
-			r.requeued[pod] = true
-			r.carried[pod]++
-			retry = retry || r.carried[pod] <= maxUnsureRetries
+		if k, ok := requeuedOf(requeued, pod, uid); ok {
+			r.requeued[k] = true
+			r.carried[k]++
+			retry = retry || r.carried[k] <= maxUnsureRetries
 		}
 	}
-	for pod := range r.carried {
-		if !r.requeued[pod] {
-			delete(r.carried, pod) // told of at last, or no longer requeued
+	for k := range r.carried {
+		if !r.requeued[k] {
+			delete(r.carried, k) // told of at last, or no longer requeued
 		}
 	}
 	r.mu.Unlock()
@@ -289,6 +316,29 @@ func (r *resyncer) unsure(l listing, last, inventory, now map[string]string, req
 			default:
 			}
 		})
+	}
+}
+
+// untilDone is a Tracker that calls t only while ctx is not done: Resync
+// returns once ctx ends, and a list it left behind (its call of t under way
+// when ctx ended) then begins no call of t once that one returns.
+type untilDone struct {
+	ctx context.Context
+	t   Tracker
+}
+
+func (u untilDone) Track(pu ports.PU) error {
+	if err := u.ctx.Err(); err != nil {
+		return err
+	}
+	return u.t.Track(pu)
+}
+
+func (u untilDone) Untrack(puid string) bool { return u.ctx.Err() == nil && u.t.Untrack(puid) }
+
+func (u untilDone) TriggerPod(pod types.NamespacedName) {
+	if u.ctx.Err() == nil {
+		u.t.TriggerPod(pod)
 	}
 }
 

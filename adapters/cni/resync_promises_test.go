@@ -244,8 +244,9 @@ func TestAListReadBeforeADestroyDoesNotTrackThePUAgain(t *testing.T) {
 
 // hungTracker is an engine whose Track does not return until released (its Observer's commit hangs).
 type hungTracker struct {
-	release chan struct{}
-	tracks  atomic.Int32
+	release  chan struct{}
+	tracks   atomic.Int32
+	triggers atomic.Int32
 }
 
 func (h *hungTracker) Track(ports.PU) error {
@@ -254,7 +255,7 @@ func (h *hungTracker) Track(ports.PU) error {
 	return nil
 }
 func (h *hungTracker) Untrack(string) bool             { return false }
-func (h *hungTracker) TriggerPod(types.NamespacedName) {}
+func (h *hungTracker) TriggerPod(types.NamespacedName) { h.triggers.Add(1) }
 
 // Resync "returns when ctx ends (nil), even while a call of t has not returned (the list under way then calls t no
 // more once it does)": an engine whose Track hangs cannot keep the agent from stopping.
@@ -288,8 +289,8 @@ func TestResyncReturnsWhenItsContextEndsWhileTrackHangs(t *testing.T) {
 		}
 		close(h.release)
 		synctest.Wait()
-		if n := h.tracks.Load(); n != 1 {
-			t.Errorf("Track called %d times after the context ended and the hung call returned, want 1 in all", n)
+		if n, m := h.tracks.Load(), h.triggers.Load(); n != 1 || m != 0 {
+			t.Errorf("after the context ended and the hung Track returned, Track called %d times in all (want 1), TriggerPod %d (want 0): Resync had returned", n, m)
 		}
 	})
 }
@@ -448,5 +449,66 @@ func TestARequeueOutlivesAListThatCouldNotTellOfThePod(t *testing.T) {
 		cancel()
 		require.NoError(t, <-done)
 		require.True(t, tracked && triggered, "10s after the requeue, pod-u1 tracked on its next sandbox B: %v, triggered: %v", tracked, triggered)
+	})
+}
+
+// "Each pod is reported once per reason, however long the dry run" (examples/cni-gc's README), "unless its pod was
+// requeued" (Options.DryRun): a gone pod's PU is not tracked again when a pod recreated under its name, another
+// UID, is requeued.
+func TestADryRunTracksAGonePodOnceThoughAPodOfItsNameIsRequeued(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "s1", uid: "u-old", namespace: "ns", name: "web"})
+		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
+		require.NoError(t, err)
+		var r tracker
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &r) }()
+		time.Sleep(time.Minute + time.Second) // the first list
+		synctest.Wait()
+		require.NoError(t, coll.Requeue(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-new"}}))
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		cancel()
+		require.NoError(t, <-done)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		require.Len(t, r.tracked, 1, "the gone pod u-old, listed with the same sandbox at every list, tracked again on the requeue of u-new: %v", r.tracked)
+	})
+}
+
+// The same promise, and "A list that cannot tell of a pod ... forgets nothing of it" (Collector.Resync): a gone pod
+// with a sandbox on each of two networks, listed with the older, is neither moved onto the other nor tracked again
+// while one network's config is half-written for a list, nor when it is whole again.
+func TestADryRunTracksAPodOnceWhileOneOfItsNetworksConfigIsWritten(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "net1", sandbox: "older", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		c.write(entry{network: "net2", sandbox: "newer", uid: "u1", namespace: "ns", name: "pod-u1"})
+		conf := filepath.Join(c.conf, "10-net1.conflist")
+		whole := `{"cniVersion":"1.1.0","name":"net1","plugins":[{"type":"logger"}]}`
+		require.NoError(t, os.WriteFile(conf, []byte(whole), 0o644))
+		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
+		require.NoError(t, err)
+		var r tracker
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &r) }()
+		time.Sleep(time.Minute + time.Second) // the first list: u1 with its older sandbox
+		synctest.Wait()
+		require.NoError(t, os.WriteFile(conf, []byte(whole[:40]), 0o644)) // rewritten in place: half of it, for a list
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.NoError(t, os.WriteFile(conf, []byte(whole), 0o644))
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		cancel()
+		require.NoError(t, <-done)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		require.Equal(t, []ports.PU{pu("u1", "older")}, r.tracked, "untracked %v", r.untracked)
 	})
 }
