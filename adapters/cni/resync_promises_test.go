@@ -386,23 +386,14 @@ func TestADryRunTracksAPodOnceThoughAListCouldNotTellOfIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c.write(entry{network: "podnet", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1"})
 		other := c.write(entry{network: "podnet", sandbox: "Z", uid: "u2", namespace: "ns", name: "pod-u2"})
-		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
-			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
-		require.NoError(t, err)
-		var r tracker
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- coll.Resync(ctx, &r) }()
-		time.Sleep(time.Minute + time.Second) // the first list
-		synctest.Wait()
+		_, r, stop := c.dryRunResync(t) // its first list is in
 		whole := c.cutShort(other)
 		time.Sleep(time.Minute) // a list that cannot tell of podnet's pods
 		synctest.Wait()
 		c.writeRaw(other, whole, 0)
 		time.Sleep(3 * time.Minute)
 		synctest.Wait()
-		cancel()
-		require.NoError(t, <-done)
+		stop()
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		tracks := 0
@@ -459,20 +450,11 @@ func TestADryRunTracksAGonePodOnceThoughAPodOfItsNameIsRequeued(t *testing.T) {
 	c := newCacheDir(t)
 	synctest.Test(t, func(t *testing.T) {
 		c.write(entry{network: "podnet", sandbox: "s1", uid: "u-old", namespace: "ns", name: "web"})
-		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
-			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
-		require.NoError(t, err)
-		var r tracker
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- coll.Resync(ctx, &r) }()
-		time.Sleep(time.Minute + time.Second) // the first list
-		synctest.Wait()
+		coll, r, stop := c.dryRunResync(t) // its first list is in
 		require.NoError(t, coll.Requeue(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-new"}}))
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
-		cancel()
-		require.NoError(t, <-done)
+		stop()
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		require.Len(t, r.tracked, 1, "the gone pod u-old, listed with the same sandbox at every list, tracked again on the requeue of u-new: %v", r.tracked)
@@ -490,25 +472,34 @@ func TestADryRunTracksAPodOnceWhileOneOfItsNetworksConfigIsWritten(t *testing.T)
 		conf := filepath.Join(c.conf, "10-net1.conflist")
 		whole := `{"cniVersion":"1.1.0","name":"net1","plugins":[{"type":"logger"}]}`
 		require.NoError(t, os.WriteFile(conf, []byte(whole), 0o644))
-		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
-			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
-		require.NoError(t, err)
-		var r tracker
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- coll.Resync(ctx, &r) }()
-		time.Sleep(time.Minute + time.Second) // the first list: u1 with its older sandbox
-		synctest.Wait()
-		require.NoError(t, os.WriteFile(conf, []byte(whole[:40]), 0o644)) // rewritten in place: half of it, for a list
+		// Its first list, of u1 with its older sandbox, is in; then net1's config is rewritten in place: half of
+		// it, for a list.
+		_, r, stop := c.dryRunResync(t)
+		require.NoError(t, os.WriteFile(conf, []byte(whole[:40]), 0o644))
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		require.NoError(t, os.WriteFile(conf, []byte(whole), 0o644))
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
-		cancel()
-		require.NoError(t, <-done)
+		stop()
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		require.Equal(t, []ports.PU{pu("u1", "older")}, r.tracked, "untracked %v", r.untracked)
 	})
+}
+
+// dryRunResync runs, in the synctest bubble of t, a dry run's Resync over c every minute, feeding a tracker, until
+// its first list is in; stop ends it.
+func (c *cacheDir) dryRunResync(t *testing.T) (coll *cni.Collector, r *tracker, stop func()) {
+	t.Helper()
+	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+		ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
+	require.NoError(t, err)
+	r = &tracker{}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- coll.Resync(ctx, r) }()
+	time.Sleep(time.Minute + time.Second)
+	synctest.Wait()
+	return coll, r, func() { cancel(); require.NoError(t, <-done) }
 }
