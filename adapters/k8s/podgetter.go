@@ -59,10 +59,16 @@ func (g *podGetter) GetPod(ctx context.Context, key types.NamespacedName) (*core
 	}
 	pod := &corev1.Pod{}
 	if err := g.r.Get(ctx, key, pod); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &notFoundError{pod: key, err: err}
+		// The reader may be anyone's: its error is read once (ports.Snapshot, a bounded walk), and answered as that
+		// reading said, whatever it says when read again; one that cannot be read is handed on as it is, a failure.
+		snap := ports.Snapshot(err)
+		switch {
+		case snap == nil:
+			return nil, err
+		case apierrors.IsNotFound(snap):
+			return nil, &notFoundError{pod: key, err: snap}
 		}
-		return nil, fmt.Errorf("getting pod %s: %w", key, err)
+		return nil, fmt.Errorf("getting pod %s: %w", key, snap)
 	}
 	return pod, nil
 }

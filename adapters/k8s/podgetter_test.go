@@ -3,7 +3,10 @@ package k8s_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,4 +93,53 @@ func TestPodGetterNilReader(t *testing.T) {
 	require.Error(t, err)
 	assert.Nil(t, pod)
 	assert.False(t, deletion.IsNotFound(err), "a broken getter must never make a pod look gone")
+}
+
+// notFoundOnSecondReading is a reader's error whose cause is a plain failure when first read, and a NotFound after.
+type notFoundOnSecondReading struct{ reads atomic.Int32 }
+
+func (e *notFoundOnSecondReading) Error() string { return "get failed" }
+func (e *notFoundOnSecondReading) Unwrap() error {
+	if e.reads.Add(1) == 1 {
+		return errors.New("connection reset")
+	}
+	return apierrors.NewNotFound(corev1.Resource("pods"), "web")
+}
+
+// selfWrapping is an error whose Unwrap returns itself: errors.As over it never ends.
+type selfWrapping struct{}
+
+func (e *selfWrapping) Error() string { return "wraps itself" }
+func (e *selfWrapping) Unwrap() error { return e }
+
+// The Reader may be anyone's (NewPodGetter takes any client.Reader): GetPod reads its error once, and answers as that
+// reading said, however often it is read after: a failure first read never becomes a not-found (which would destroy
+// a live pod's PU), and one that wraps itself is a failure, not a read that never ends.
+func TestPodGetterAnswersAsItsOneReadingOfTheReadersError(t *testing.T) {
+	for name, readerErr := range map[string]error{"flips": &notFoundOnSecondReading{}, "wraps itself": &selfWrapping{}} {
+		c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+				return readerErr
+			},
+		}).Build()
+		done := make(chan error, 1)
+		go func() {
+			_, err := k8s.NewPodGetter(c).GetPod(t.Context(), types.NamespacedName{Namespace: "ns", Name: "web"})
+			for range 3 {
+				// Read as the engine reads a port's error: in a bounded walk (errors.Is over a self-wrapping error
+				// never ends).
+				if err == nil || deletion.IsNotFound(err) || ports.Match(err, func(e error) bool { return e == ports.ErrPodNotFound }) {
+					done <- fmt.Errorf("GetPod = %v: a failure read as a not-found", err)
+					return
+				}
+			}
+			done <- nil
+		}()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, name)
+		case <-time.After(30 * time.Second): // a watchdog: the walk ends at once, or never
+			t.Fatalf("%s: GetPod did not return: reading its reader's error never ends", name)
+		}
+	}
 }

@@ -27,13 +27,16 @@ var _ ports.PodGetter = readerGetter{}
 func (g readerGetter) GetPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
 	if err := g.r.Get(ctx, key, pod); err != nil {
-		if deletion.IsNotFound(err) { // read once, in a bounded walk: an error whose Unwrap returns itself ends too
-			return nil, fmt.Errorf("%w: %w", ports.ErrPodNotFound, err)
-		}
-		if !ports.Readable(err) { // the engine takes it as a failure, and never reads it: neither does its wrapping here
+		// Read once (ports.Snapshot, a bounded walk: an error whose Unwrap returns itself ends too), and answered as
+		// that reading said, whatever the client's error says when read again.
+		snap := ports.Snapshot(err)
+		switch {
+		case snap == nil: // the engine takes it as a failure, and never reads it: neither does its wrapping here
 			return nil, err
+		case deletion.IsNotFound(snap):
+			return nil, fmt.Errorf("%w: %w", ports.ErrPodNotFound, snap)
 		}
-		return nil, fmt.Errorf("get pod %s: %w", key, err)
+		return nil, fmt.Errorf("get pod %s: %w", key, snap)
 	}
 	return pod, nil
 }

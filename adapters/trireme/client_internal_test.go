@@ -2,9 +2,13 @@ package trireme
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,5 +66,29 @@ func TestDestroyPUEndsOnAResolverErrorThatUnwrapsToItself(t *testing.T) {
 	err := h.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-1", Pod: types.NamespacedName{Namespace: "ns", Name: "p"}})
 	if err == nil || ports.Readable(err) {
 		t.Fatalf("DestroyPU = %T, want the resolver's error, which cannot be read", err)
+	}
+}
+
+// notFoundOnSecondReading is a client's error whose cause is a plain failure when first read, and a NotFound after:
+// a cause its own code replaces once the call has returned.
+type notFoundOnSecondReading struct{ reads atomic.Int32 }
+
+func (e *notFoundOnSecondReading) Error() string { return "get failed" }
+func (e *notFoundOnSecondReading) Unwrap() error {
+	if e.reads.Add(1) == 1 {
+		return errors.New("connection reset")
+	}
+	return apierrors.NewNotFound(corev1.Resource("pods"), "p")
+}
+
+// TestGetPodAnswersAsItsOneReadingOfTheClientsError: GetPod reads the client's error once, and its answer says what
+// that reading said, however often the engine reads it after: a failure ("connection reset"), never a not-found
+// that would destroy a live pod's PU.
+func TestGetPodAnswersAsItsOneReadingOfTheClientsError(t *testing.T) {
+	_, err := readerGetter{r: errReader{err: &notFoundOnSecondReading{}}}.GetPod(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"})
+	for range 3 {
+		if err == nil || deletion.IsNotFound(err) || errors.Is(err, ports.ErrPodNotFound) || apierrors.IsNotFound(err) {
+			t.Fatalf("GetPod = %v: read again, a failure first read became a not-found", err)
+		}
 	}
 }
