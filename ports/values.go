@@ -198,8 +198,9 @@ func Match(err error, match func(error) bool) (matched bool) {
 // errors err wrapped then (Unwrap() error or Unwrap() []error, as err's), and errors.Is and errors.As find in it what
 // that reading held: each copy is Is a target its error equals or whose own Is method says so, and As a target its
 // error can be assigned to or whose own As method fills (a method that panics says no); neither reads the chain of
-// its error again. It returns nil when err is nil or cannot be read (Readable). Give it to code of your own that
-// must decide on a port's error once (a predicate of yours, as adapters/trireme.TreatAsDestroyed does).
+// its error again; Match, and so the engine, gives its match the errors the copies are of. It returns nil when err is
+// nil or cannot be read (Readable). Give it to code of your own that must decide on a port's error once (a predicate
+// of yours, as adapters/trireme.TreatAsDestroyed does).
 func Snapshot(err error) error {
 	var r reading
 	if err == nil || !walk(err, &r, nil) {
@@ -233,6 +234,20 @@ func Snapshot(err error) error {
 		}
 	}
 	return copies[0]
+}
+
+// snapshotOf returns the error e is Snapshot's copy of, or e: Match gives match the errors a copy is of, so that
+// what a match tells of an error (its type, its methods) it tells of a copy of it.
+func snapshotOf(e error) error {
+	switch s := e.(type) {
+	case *snapshot:
+		return s.err
+	case *snapshotOne:
+		return s.err
+	case *snapshotMany:
+		return s.err
+	}
+	return e
 }
 
 // snapshot is Snapshot's copy of one error of a tree: the error, and its message as read.
@@ -390,7 +405,7 @@ func walk(err error, r *reading, visit func(error)) (ok bool) {
 	}
 	if visit != nil {
 		for _, e := range nodes {
-			visit(e)
+			visit(snapshotOf(e))
 		}
 	}
 	return true

@@ -129,6 +129,9 @@ func TestSnapshotAnswersAsItsOneReading(t *testing.T) {
 	if e.reads.Load() != 1 {
 		t.Fatalf("reading the copy read the error again (%d Unwraps)", e.reads.Load())
 	}
+	if !ports.Match(snap, func(e error) bool { fo, ok := e.(*flipOnce); return ok && fo == e }) {
+		t.Fatal("Match over the copy does not give its match the *flipOnce the copy is of")
+	}
 	var nilErr *flipOnce
 	if ports.Snapshot(fmt.Errorf("x: %w", nilErr)) != nil || ports.Snapshot(nil) != nil {
 		t.Fatal("Snapshot of an error that cannot be read, or of nil, is not nil")
