@@ -26,7 +26,7 @@ func observe(atts []attachment, v view, collectable func(attachment) bool, rv ru
 		f := rv.facts(sb.ID)
 		f.Created, f.Earliest, f.Expired = sb.Created, sb.Earliest, expired(sb.ID)
 		listed, ok := rv.byID[sb.ID]
-		f.Contested = ok && podUIDOf(listed) != "" && podUIDOf(listed) != uid
+		f.Contested = ok && podUIDOf(listed) != "" && podUIDOf(listed) != uid || v.namesAnother(sb.ID, uid)
 		for _, a := range sb.Atts {
 			f.Atts = append(f.Atts, attFacts{NetNS: netnsOf(a.NetNS), Never: !collectable(a)})
 		}
@@ -41,7 +41,7 @@ func observe(atts []attachment, v view, collectable func(attachment) bool, rv ru
 		f := rv.facts(id)
 		f.Created, f.Earliest = rv.created(id, uid, f.Created)
 		f.Expired = expired(id)
-		f.Contested = slices.ContainsFunc(v.atts, func(a attachment) bool { return a.ContainerID == id && a.PodUID != uid })
+		f.Contested = v.namesAnother(id, uid)
 		others = append(others, f)
 	}
 	slices.SortFunc(others, func(x, y sandboxFacts) int { return strings.Compare(x.ID, y.ID) })
@@ -50,6 +50,13 @@ func observe(atts []attachment, v view, collectable func(attachment) bool, rv ru
 	}
 	p.Sandboxes = append(p.Sandboxes, others...)
 	return p, sbs
+}
+
+// namesAnother reports whether the cache holds the container id as another pod's than uid: an attachment of it, or
+// an entry not used (a link, a name not libcni's) whose pod's arguments it could read.
+func (v view) namesAnother(id, uid string) bool {
+	return slices.ContainsFunc(v.atts, func(a attachment) bool { return a.ContainerID == id && a.PodUID != uid }) ||
+		slices.ContainsFunc(v.unused, func(u skipped) bool { return u.ContainerID == id && u.PodUID != "" && u.PodUID != uid })
 }
 
 // othersOf returns what the network namespace paths of the cache's entries of the container id tell, but for the

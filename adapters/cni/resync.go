@@ -268,6 +268,7 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			if ctx.Err() == nil {
 				r.log.Error(err, "tracking a PU of the cache failed", "puID", pu.PUID, "pod", pu.Pod.String())
 			}
+			delete(now, pu.PUID) // not told to the engine: the next list tracks it, a dry run's too
 			continue
 		}
 		if sb, ok := last[pu.PUID]; !ok || sb != now[pu.PUID] || requeuedNow {

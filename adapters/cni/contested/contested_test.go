@@ -1,0 +1,131 @@
+package contested_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// contestedSetup: pod P's old sandbox "sold" may be one the runtime is creating (not listed, its namespace there);
+// the runtime lists "sx" as P's, ready, created after it; the cache holds sx's attachment as pod Q's, in an entry
+// the collector does not use (how: qEntry).
+func contestedSetup(t *testing.T, qEntry func(e *env, b string)) (*env, *cni.Collector) {
+	e := newEnv(t)
+	now := time.Now()
+	e.writeEntry(t, entry{network: "net1", id: "sold", uid: "uid-p", ns: "ns", name: "p", ip: "10.1.0.5",
+		netns: e.netnsPath(t, "sold", true), written: now.Add(-10 * time.Minute)})
+	// Q's entry of sx, written where the collector reads it, then moved into place by qEntry.
+	other := filepath.Join(e.root, "elsewhere")
+	if err := os.MkdirAll(filepath.Join(other, "results"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	oe := &env{cache: other}
+	oe.writeEntry(t, entry{network: "net1", id: "sx", uid: "uid-q", ns: "ns", name: "q", ip: "10.1.0.7",
+		netns: e.netnsPath(t, "sx", true), written: now.Add(-2 * time.Minute)})
+	qEntry(e, filepath.Join(other, "results", "net1-sx-eth0"))
+	rt := &fakeRuntime{}
+	rt.set([]*runtimeapi.PodSandbox{sandbox("sx", "uid-p", true, now.Add(-time.Minute))}, nil)
+	c, err := cni.New(e.opts(rt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, c
+}
+
+var evOld = ports.DestroyEvent{PUID: "uid-p", Pod: types.NamespacedName{Namespace: "ns", Name: "p"}, SandboxID: "sold", Reason: ports.ReasonSandboxChanged}
+
+// docs/sdk/cni-freeing.md 51-52: "A sandbox the cache holds as one pod's and the runtime lists as another's is never
+// the later sandbox of row 6"; 39-40: a cache entry that is a link "is never used ..., but what it holds ... count[s]
+// as any entry's". doc.go 207-209 says the same. Here the cache holds sx as Q's through a link (the runtime's libcni
+// reads through it): sx is still taken as P's later sandbox, and P's old sandbox, which may be one the runtime is
+// creating, is freed by row 6.
+func TestAuditContestedSandboxIsNeverLater(t *testing.T) {
+	e, c := contestedSetup(t, func(e *env, target string) {
+		if err := os.Symlink(target, filepath.Join(e.cache, "results", "net1-sx-eth0")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	err := c.DestroyPU(t.Context(), evOld)
+	if n := e.delsOf("sold"); n != 0 || !errors.Is(err, cni.ErrNewestSandbox) {
+		t.Fatalf("DestroyPU = %v, and sold DELed %d times; want ErrNewestSandbox (row 7) and no DEL: sx is Q's in the cache, never the later sandbox of row 6", err, n)
+	}
+}
+
+// The same, Q's entry of sx unusable for a DEL (its cached result does not load): the cache still holds it as Q's.
+func TestAuditContestedSandboxIsNeverLaterUnusableEntry(t *testing.T) {
+	e, c := contestedSetup(t, func(e *env, target string) {
+		b, err := os.ReadFile(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same entry, with a result no version loads.
+		b = []byte(string(b[:len(b)-1]) + `,"result":{"cniVersion":"9.9.9"}}`)
+		if err := os.WriteFile(filepath.Join(e.cache, "results", "net1-sx-eth0"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	err := c.DestroyPU(t.Context(), evOld)
+	if n := e.delsOf("sold"); n != 0 || !errors.Is(err, cni.ErrNewestSandbox) {
+		t.Fatalf("DestroyPU = %v, and sold DELed %d times; want ErrNewestSandbox (row 7) and no DEL", err, n)
+	}
+}
+
+// Control: Q's entry of sx a regular, usable entry: sx is contested, and P's old sandbox is refused (row 7).
+func TestAuditHoldsContestedUsableEntry(t *testing.T) {
+	e, c := contestedSetup(t, func(e *env, target string) {
+		if err := os.Rename(target, filepath.Join(e.cache, "results", "net1-sx-eth0")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	err := c.DestroyPU(t.Context(), evOld)
+	if n := e.delsOf("sold"); n != 0 || !errors.Is(err, cni.ErrNewestSandbox) {
+		t.Fatalf("DestroyPU = %v, and sold DELed %d times; want ErrNewestSandbox and no DEL", err, n)
+	}
+}
+
+// The same promise (cni-freeing.md 51-52), sx this time in the cache as P's too: the cache holds sx as Q's (a usable
+// entry of Q on another network of the same container) and as P's, the runtime lists it as P's. A sandbox the cache
+// holds as one pod's (Q's) and the runtime lists as another's (P's) is never the later sandbox of row 6; it is taken
+// as P's later sandbox, and P's old sandbox, which may be one the runtime is creating, is freed.
+func TestAuditContestedCachedSandboxIsNeverLater(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.writeEntry(t, entry{network: "net1", id: "sold", uid: "uid-p", ns: "ns", name: "p", netns: e.netnsPath(t, "sold", true), written: now.Add(-10 * time.Minute)})
+	e.writeEntry(t, entry{network: "net1", id: "sx", uid: "uid-p", ns: "ns", name: "p", netns: e.netnsPath(t, "sx", true), written: now.Add(-2 * time.Minute)})
+	e.writeEntry(t, entry{network: "net2", id: "sx", uid: "uid-q", ns: "ns", name: "q", netns: e.netnsPath(t, "sx", true), written: now.Add(-2 * time.Minute)})
+	rt := &fakeRuntime{}
+	rt.set([]*runtimeapi.PodSandbox{sandbox("sx", "uid-p", true, now.Add(-time.Minute))}, nil)
+	c, err := cni.New(e.opts(rt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.DestroyPU(t.Context(), evOld)
+	if n := e.delsOf("sold"); n != 0 || !errors.Is(err, cni.ErrNewestSandbox) {
+		t.Fatalf("DestroyPU = %v, and sold DELed %d times; want ErrNewestSandbox (row 7) and no DEL", err, n)
+	}
+}
+
+// Control for row 2: the same gone pod, the runtime listing srun ready by P's label: everything kept.
+func TestAuditHoldsGonePodRunningLabelledKeepsAll(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.writeEntry(t, entry{network: "net1", id: "sdead", uid: "uid-p", ns: "ns", name: "p", netns: e.netnsPath(t, "sdead", false), written: now.Add(-time.Hour)})
+	rt := &fakeRuntime{}
+	rt.set([]*runtimeapi.PodSandbox{sandbox("srun", "uid-p", true, now.Add(-time.Minute))}, nil)
+	c, err := cni.New(e.opts(rt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := ports.DestroyEvent{PUID: "uid-p", Pod: types.NamespacedName{Namespace: "ns", Name: "p"}, SandboxID: "sdead", Reason: ports.ReasonPodGone}
+	if err := c.DestroyPU(t.Context(), ev); !errors.Is(err, cni.ErrSandboxRunning) || e.delsOf("sdead") != 0 {
+		t.Fatalf("DestroyPU = %v, dels %d", err, e.delsOf("sdead"))
+	}
+}
