@@ -238,6 +238,10 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 	}
 	var out []target
 	var unasked []string
+	if c.namespace != "" {
+		// Only that namespace's programs are listed: one of another namespace is neither asked nor known.
+		unasked = append(unasked, fmt.Sprintf("the programs of other namespaces than %s, if any (--namespace %s): not listed", c.namespace, c.namespace))
+	}
 	elsewhere := map[string]bool{} // node-scoped programs that run on other nodes than node
 	var down []corev1.Pod          // programs' pods that have ended (Failed, Succeeded): asked of nothing
 	for _, p := range list.Items {
@@ -716,20 +720,25 @@ func (c *cluster) staticPodOf(ctx context.Context, x *PodExplanation, answers []
 			nodes = append(nodes, a.Program.Node)
 		}
 	}
-	var tiers [4][]string // held under a kubelet's UID; named after a node asked; of kube-system; the others
+	// Each pod in the first tier any of its PUs or reports puts it in: held under a kubelet's UID; named after a node
+	// asked; of kube-system; the others.
+	var order []string
+	tierOf := map[string]int{}
 	add := func(pod, puID string) {
-		if slices.ContainsFunc(tiers[:], func(t []string) bool { return slices.Contains(t, pod) }) {
-			return
-		}
+		tier := 3
 		switch {
 		case puID != "" && !isUUID(puID):
-			tiers[0] = append(tiers[0], pod)
+			tier = 0
 		case slices.ContainsFunc(nodes, func(n string) bool { return strings.HasSuffix(pod, "-"+n) }):
-			tiers[1] = append(tiers[1], pod)
+			tier = 1
 		case strings.HasPrefix(pod, metav1.NamespaceSystem+"/"):
-			tiers[2] = append(tiers[2], pod)
-		default:
-			tiers[3] = append(tiers[3], pod)
+			tier = 2
+		}
+		if t, seen := tierOf[pod]; !seen {
+			order = append(order, pod)
+			tierOf[pod] = tier
+		} else if tier < t {
+			tierOf[pod] = tier
 		}
 	}
 	for _, a := range answers { // a cluster-wide program's too: it holds the static pod under its mirror's UID
@@ -739,6 +748,10 @@ func (c *cluster) staticPodOf(ctx context.Context, x *PodExplanation, answers []
 		for _, r := range a.Reports {
 			add(r.Pod, r.PUID)
 		}
+	}
+	var tiers [4][]string
+	for _, pod := range order {
+		tiers[tierOf[pod]] = append(tiers[tierOf[pod]], pod)
 	}
 	candidates := slices.Concat(tiers[:]...)
 	var unread []string
@@ -930,13 +943,16 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 		return nil, err
 	}
 	ts = slices.DeleteFunc(ts, func(t target) bool { return t.Program.Program != "cni-gc" })
-	if len(ts) == 0 {
-		return x, nil
-	}
 	// A cni-gc of the node that does not run (Pending, Unknown) holds its own latest frees too.
 	notRunning := slices.DeleteFunc(unasked, func(u string) bool { return !strings.HasPrefix(u, "cni-gc ") })
-	// Each cni-gc of the node (two releases, or a rollout's surge) until one answers: they read the same node.
+	if len(ts) == 0 {
+		x.Unasked = notRunning
+		return x, nil
+	}
+	// Each cni-gc of the node (two releases, or a rollout's surge) until one tells something of the address: they
+	// read the same node, and each holds its own latest frees. The first that answered stands when none tells.
 	var got addressAnswer
+	answered := -1
 	for i, t := range ts {
 		ans, why, err := c.askAddress(ctx, t, ip)
 		if err != nil {
@@ -953,8 +969,16 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 			x.Unasked = append(x.Unasked, fmt.Sprintf("%s%s could not be asked: %s", t.Program, onNode(t.Program), why))
 			continue
 		}
-		x.Program, x.Error, got = &ts[i].Program, "", ans
-		break
+		if answered < 0 {
+			answered, got = i, ans
+		}
+		if held := ans.st; len(held.Attachments) > 0 || len(held.Reservations) > 0 || len(held.Freed) > 0 {
+			answered, got = i, ans
+			break
+		}
+	}
+	if answered >= 0 {
+		x.Program, x.Error = &ts[answered].Program, ""
 	}
 	if got.st == nil && len(x.Unasked) > 0 {
 		x.Unasked = x.Unasked[1:] // none answered: the first's error says why it could not be asked; the others are named
@@ -964,7 +988,7 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 		return x, nil
 	}
 	st, pus := got.st, got.pus
-	x.Address, x.At, x.PUsAt, x.PUsError = st, got.at, got.pusAt, got.pusErr
+	x.Address, x.At, x.PUsAt, x.PUsError, x.Standby = st, got.at, got.pusAt, got.pusErr, got.standby
 	seen := map[string]bool{}
 	pod := func(namespace, name, uid string) error {
 		if name == "" || seen[namespace+"/"+name+"/"+uid] {
@@ -1011,6 +1035,8 @@ type addressAnswer struct {
 	at, pusAt time.Time
 	// pusErr says why its status page could not be read; "" when it was.
 	pusErr string
+	// standby: its status page says its engine does not run (k8s.EngineHeader).
+	standby bool
 }
 
 func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addressAnswer, why string, err error) {
@@ -1046,7 +1072,7 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addres
 		return a, fmt.Sprintf("reading what it holds of %s: %v", ip, err), nil
 	}
 	var pus []k8s.PUStatus
-	code, body, pusAt, _, err := f.get(ctx, k8s.StatusPath)
+	code, body, pusAt, h, err := f.get(ctx, k8s.StatusPath)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
 	}
@@ -1057,7 +1083,7 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addres
 		// The address's answer stands: only its PUs are not told.
 		return addressAnswer{st: st, at: at, pusErr: fmt.Sprintf("its status page (%s) on port %d: %v", k8s.StatusPath, port, err)}, "", nil
 	}
-	return addressAnswer{st: st, pus: pus, at: at, pusAt: pusAt}, "", nil
+	return addressAnswer{st: st, pus: pus, at: at, pusAt: pusAt, standby: h.Get(k8s.EngineHeader) == k8s.EngineNotRunning}, "", nil
 }
 
 // decodeReport decodes a dry run's report page: a JSON object with its total and its reports (a list). A page of
@@ -1080,8 +1106,8 @@ func decodeReport(body []byte) (total int, reports []k8s.WouldDestroy, err error
 		return 0, nil, fmt.Errorf("its reports: %w", err)
 	}
 	for i, w := range reports {
-		if w.PUID == "" || w.Pod == "" || w.Reason == "" || w.At.IsZero() {
-			return 0, nil, fmt.Errorf("its report %d is no report (a report names its PU, its pod, its reason and when)", i)
+		if w.PUID == "" || !podName(w.Pod) || w.Reason == "" || w.At.IsZero() {
+			return 0, nil, fmt.Errorf("its report %d is no report (a report names its PU, its pod (namespace/name), its reason and when)", i)
 		}
 	}
 	return *r.Total, reports, nil
@@ -1096,11 +1122,17 @@ func decodePUs(body []byte) ([]k8s.PUStatus, error) {
 		return nil, err
 	}
 	for i, pu := range pus {
-		if ns, name, ok := strings.Cut(pu.Pod, "/"); pu.PUID == "" || pu.State == "" || !ok || ns == "" || name == "" {
+		if pu.PUID == "" || pu.State == "" || !podName(pu.Pod) {
 			return nil, fmt.Errorf("its entry %d is no PU (a program's status page names each PU, its pod and its state)", i)
 		}
 	}
 	return pus, nil
+}
+
+// podName reports whether s names a pod as the programs' pages do: namespace/name.
+func podName(s string) bool {
+	ns, name, ok := strings.Cut(s, "/")
+	return ok && ns != "" && name != ""
 }
 
 // decodeList decodes a page's JSON array into v: a page that answers no array (null, an object) is no program's

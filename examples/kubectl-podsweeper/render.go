@@ -396,8 +396,11 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 				next = in(a.now(s.Now), *u.NextAttempt)
 			}
 			dry := "-"
-			if u.WouldDestroy != "" {
+			switch r := latestReport(a.Reports, u.PUID); {
+			case u.WouldDestroy != "":
 				dry = "would destroy: " + u.WouldDestroy
+			case r != nil: // its dry run's report, read after its status page
+				dry = "would destroy: " + string(r.Reason)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.Program, u.Pod, u.PUID, u.State, check, row, why, u.Attempts, next, dry)
 		}
@@ -450,6 +453,11 @@ func RenderReport(w io.Writer, r *Report) error {
 		case a.Error != "":
 			notes = append(notes, fmt.Sprintf("%s could not be asked: %s", a.Program, a.Error))
 			continue
+		case a.Standby && len(a.Reports) == 0:
+			notes = append(notes, fmt.Sprintf("%s%s reports nothing.", a.Program, standby(a)))
+			continue
+		case a.Standby:
+			notes = append(notes, fmt.Sprintf("%s%s: its reports above are from before.", a.Program, standby(a)))
 		case !a.Program.DryRun:
 			notes = append(notes, fmt.Sprintf("%s runs without --dry-run: it destroys, and reports nothing.", a.Program))
 			continue
@@ -666,6 +674,9 @@ type IPExplanation struct {
 	// PUsError says why cni-gc's status page could not be read: PUs are
 	// then not told, and Address stands.
 	PUsError string `json:"pusError,omitempty"`
+	// Standby: cni-gc's status page says its engine does not run
+	// (k8s.EngineHeader): it holds no PU, and checks nothing.
+	Standby bool `json:"standby,omitempty"`
 	// Unasked says, one line each, the other cni-gc pods of the node that
 	// could not be asked before Program answered: each holds its own
 	// latest frees, which the answer then does not tell.
@@ -779,6 +790,9 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	switch {
 	case x.Program == nil:
 		p.f("\nNo cni-gc runs on node %s: no one was asked.\n", x.Node)
+		if len(x.Unasked) > 0 {
+			p.notAsked(x.Unasked)
+		}
 		return p.err
 	case x.Error != "":
 		p.f("\n%s%s could not be asked: %s\n", *x.Program, onNode(*x.Program), x.Error)
@@ -803,6 +817,9 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	}
 	if x.PUsError != "" {
 		p.f("  its PUs are not told: it could not be asked for them: %s\n", x.PUsError)
+	}
+	if x.Standby {
+		p.f("  its engine does not run (its status page says so): it holds no PU, and checks nothing.\n")
 	}
 	if !x.Held() && len(a.Unread) > 0 {
 		p.f("  Of what it could read, no attachment of libcni's cache and no host-local reservation holds it (%s), and cni-gc freed none of it lately.\n", sweep)
