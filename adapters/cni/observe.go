@@ -8,7 +8,8 @@ import (
 )
 
 // observe gathers what decide needs of the pod uid: its sandboxes in atts
-// (the cache's attachments of every pod) and those of uid that rv lists,
+// (the cache's attachments of every pod) and those of uid that rv lists
+// (as uid's, or as no pod's while an entry of the cache not used names it uid's),
 // what their network namespaces tell, and which expired tells have been
 // refused for NewestSandboxTimeout, which the cache and rv name two pods
 // for (contested), and what the network namespaces of
@@ -35,7 +36,9 @@ func observe(atts []attachment, v view, collectable func(attachment) bool, rv ru
 	}
 	var others []sandboxFacts
 	for id, listed := range rv.byID {
-		if podUIDOf(listed) != uid || slices.ContainsFunc(sbs, func(s sandbox) bool { return s.ID == id }) {
+		// Listed as the pod's, or as no pod's while an entry of the cache not used (a link) names the pod for it.
+		ofPod := podUIDOf(listed) == uid || podUIDOf(listed) == "" && v.unusedNames(id, uid)
+		if !ofPod || slices.ContainsFunc(sbs, func(s sandbox) bool { return s.ID == id }) {
 			continue
 		}
 		f := rv.facts(id)
@@ -57,6 +60,12 @@ func observe(atts []attachment, v view, collectable func(attachment) bool, rv ru
 func (v view) namesAnother(id, uid string) bool {
 	return slices.ContainsFunc(v.atts, func(a attachment) bool { return a.ContainerID == id && a.PodUID != uid }) ||
 		slices.ContainsFunc(v.unused, func(u skipped) bool { return u.ContainerID == id && u.PodUID != "" && u.PodUID != uid })
+}
+
+// unusedNames reports whether an entry of the cache not used (a link, a name not libcni's) names the container id
+// as the pod uid's.
+func (v view) unusedNames(id, uid string) bool {
+	return slices.ContainsFunc(v.unused, func(u skipped) bool { return u.ContainerID == id && u.PodUID == uid })
 }
 
 // othersOf returns what the network namespace paths of the cache's entries of the container id tell, but for the

@@ -129,3 +129,36 @@ func TestAuditHoldsGonePodRunningLabelledKeepsAll(t *testing.T) {
 		t.Fatalf("DestroyPU = %v, dels %d", err, e.delsOf("sdead"))
 	}
 }
+
+// docs/sdk/cni-freeing.md 153: "a gone pod the runtime runs keeps every sandbox"; 19 (row 2): "The pod is gone, and
+// the runtime lists another of its sandboxes ready ... keep: the pod runs, whatever the API says"; 39-40: what a cache
+// entry that is a link holds counts as any entry's; runtime.go's listRuntime: "A sandbox listed by its ID tells of
+// that ID, whatever its labels say". Pod P is gone from the API; the cache holds P's sandbox "srun" through a link
+// (the runtime's libcni reads through it), and the runtime lists srun ready, without labels: P runs in it. P's other,
+// dead sandbox is freed all the same.
+func TestAuditGonePodRunningInLinkedSandboxKeepsAll(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.writeEntry(t, entry{network: "net1", id: "sdead", uid: "uid-p", ns: "ns", name: "p", ip: "10.1.0.5",
+		netns: e.netnsPath(t, "sdead", false), written: now.Add(-time.Hour)})
+	other := filepath.Join(e.root, "elsewhere")
+	if err := os.MkdirAll(filepath.Join(other, "results"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	(&env{cache: other}).writeEntry(t, entry{network: "net1", id: "srun", uid: "uid-p", ns: "ns", name: "p", ip: "10.1.0.6",
+		netns: e.netnsPath(t, "srun", true), written: now.Add(-time.Minute)})
+	if err := os.Symlink(filepath.Join(other, "results", "net1-srun-eth0"), filepath.Join(e.cache, "results", "net1-srun-eth0")); err != nil {
+		t.Fatal(err)
+	}
+	rt := &fakeRuntime{}
+	rt.set([]*runtimeapi.PodSandbox{{Id: "srun", State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: now.Add(-time.Minute).UnixNano()}}, nil)
+	c, err := cni.New(e.opts(rt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := ports.DestroyEvent{PUID: "uid-p", Pod: types.NamespacedName{Namespace: "ns", Name: "p"}, SandboxID: "sdead", Reason: ports.ReasonPodGone}
+	err = c.DestroyPU(t.Context(), ev)
+	if n := e.delsOf("sdead"); n != 0 || !errors.Is(err, cni.ErrSandboxRunning) {
+		t.Fatalf("DestroyPU = %v, and sdead DELed %d times; want ErrSandboxRunning and nothing freed: the runtime runs P's sandbox srun", err, n)
+	}
+}
