@@ -227,31 +227,21 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			// from the last list left the cache, whatever the Inventory listed.
 			was, ok = inventory[pu.PUID]
 		}
-		if r.destroyedSince(pu.PUID, began) {
-			// The engine destroyed it, or tried, while the cache was read: the
-			// list may hold what that DestroyPU freed, and the engine no PU to
-			// insert it into. The next list has it if it is still there, and
-			// is compared with what the engine was told: a DestroyPU refused
-			// left the PU tracked with that sandbox, which a later list may
-			// have to move it from.
+		_, unsure := l.unsure[pu.PUID]
+		if r.destroyedSince(pu.PUID, began) || unsure && ok || !l.told && ok && was != pu.SandboxID {
+			// What the engine was told stands, and the next list is compared with it, when this list cannot
+			// decide on the PU:
+			// - the engine destroyed it, or tried, while the cache was read: the list may hold what that
+			//   DestroyPU freed, and the engine no PU to insert it into; one it refused left the PU tracked with
+			//   the sandbox it was told, which a later list may have to move it from;
+			// - some of its attachments could not be told of (their network's entry or config being written):
+			//   the sandbox listed may not be the one a whole read would list (unsure carries its requeue);
+			// - the order is the cache's times, not the runtime's: neither tracked nor compared.
 			if ok {
 				now[pu.PUID] = was
 			} else {
 				delete(now, pu.PUID)
 			}
-			continue
-		}
-		if _, unsure := l.unsure[pu.PUID]; unsure && ok {
-			// Some of its attachments could not be told of (their network's entry or config being written): the
-			// sandbox listed may not be the one a whole read would list. Neither moved nor tracked anew (a dry run's
-			// would be reported again); unsure carries its requeue.
-			now[pu.PUID] = was
-			continue
-		}
-		if !l.told && ok && was != pu.SandboxID {
-			// An order of the cache's times: neither tracked nor compared; the
-			// next list the runtime orders is compared with what was.
-			now[pu.PUID] = was
 			continue
 		}
 		if ok && was != "" && was != pu.SandboxID && l.held[was] && t.Untrack(pu.PUID) {
@@ -279,12 +269,12 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 	return now
 }
 
-// unsure keeps, of the pods the list l could not tell of (listing.unsure)
-// and did not list, what the list before it (last; before the first, the
-// Inventory's) said they were tracked with, in now: whether they left the
-// cache is not known, and a pod not forgotten is not tracked anew (a dry
-// run's would be reported again). A requeued one stays requeued, and
-// another list is asked for after unsureRetry.
+// unsure keeps, of the pods the list l could not tell all of
+// (listing.unsure) and did not list, what the list before it (last; before
+// the first, the Inventory's) said they were tracked with, in now: whether
+// they left the cache is not known, and a pod not forgotten is not tracked
+// anew (a dry run's would be reported again). A requeued one, listed or
+// not, stays requeued, and another list is asked for after unsureRetry.
 func (r *resyncer) unsure(l listing, last, inventory, now map[string]string, requeued map[podKey]bool) {
 	prev := last
 	if prev == nil {
