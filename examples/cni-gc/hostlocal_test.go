@@ -76,19 +76,27 @@ func TestCollectorAsDeployedFreesLeakedReservations(t *testing.T) {
 	for i := range 2 {
 		pods = append(pods, n.RunPod(t, n.NewPod("hl", fmt.Sprintf("running-%d", i))))
 	}
-	// containerd 2.4 saved the sandbox before its ADD: started again, it
-	// lists it, not ready, with no cache entry of the network, and the
-	// kubelet's StopPodSandbox DELs it. Nothing leaks; the collector, if it
-	// ran, would have to keep that reservation.
+	// containerd 2.4 mostly saved the sandbox before its ADD: started
+	// again, it lists it, not ready, with no cache entry of the network,
+	// and the kubelet's StopPodSandbox DELs it. Nothing leaks; the
+	// collector, if it ran, would have to keep that reservation. Killed
+	// earlier, containerd cannot recover the sandbox ("failed to recover
+	// sandbox state") and never lists it: its reservation leaks, with no
+	// cache entry, and the collector must free it with the others.
 	killed := killTheRuntimeInADD(t, c, n, plugins, "killed")
 	pods = append(pods, killed.pod)
 	sbs, err := n.Sandboxes(context.Background(), "")
 	require.NoError(t, err)
-	require.True(t, slices.ContainsFunc(sbs, func(sb *runtimeapi.PodSandbox) bool {
-		return sb.GetId() == killed.id && sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_NOTREADY
-	}), "containerd, started again, lists the sandbox caught in ADD, not ready")
-	require.Eventually(t, func() bool { return n.Addresses(t)[killed.ip] != killed.id }, 60*time.Second, 100*time.Millisecond,
-		"the kubelet's StopPodSandbox releases %s of the sandbox caught in ADD", killed.ip)
+	killedListed := slices.ContainsFunc(sbs, func(sb *runtimeapi.PodSandbox) bool { return sb.GetId() == killed.id })
+	if killedListed {
+		require.True(t, slices.ContainsFunc(sbs, func(sb *runtimeapi.PodSandbox) bool {
+			return sb.GetId() == killed.id && sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+		}), "containerd, started again, lists the sandbox caught in ADD, not ready")
+		require.Eventually(t, func() bool { return n.Addresses(t)[killed.ip] != killed.id }, 60*time.Second, 100*time.Millisecond,
+			"the kubelet's StopPodSandbox releases %s of the sandbox caught in ADD", killed.ip)
+	} else {
+		t.Logf("containerd, started again, lost the sandbox caught in ADD: %s of %s leaks", killed.ip, killed.id)
+	}
 	n.WaitRunning(t, killed.pod)
 	// The chained plugin fails DEL: the pod deleted keeps its sandbox, and
 	// its address, while containerd lists it.
@@ -134,6 +142,9 @@ func TestCollectorAsDeployedFreesLeakedReservations(t *testing.T) {
 	// was failing as the plugin was fixed released by containerd's own
 	// cleanup: the range was full, and at least one address leaked.
 	require.GreaterOrEqual(t, len(leaked), 1, "the failed ADDs leaked an address at least: %v", n.Addresses(t))
+	if !killedListed {
+		require.Equal(t, killed.id, leaked[killed.ip], "the sandbox containerd lost in ADD leaked its address")
+	}
 	loopbacks := 0 // containerd's own loopback network may be cached for a leaked sandbox: its DEL stopped at podnet's
 	for file, e := range n.CacheEntries(t) {
 		if slices.Contains(slices.Collect(maps.Values(leaked)), e.ContainerID) {
