@@ -10,6 +10,7 @@ import (
 // observe gathers what decide needs of the pod uid: its sandboxes in atts
 // (the cache's attachments of every pod) and those of uid that rv lists
 // (as uid's, or as no pod's while an entry of the cache not used names it uid's),
+// and those only an entry not used names as uid's, which rv does not list,
 // what their network namespaces tell, and which expired tells have been
 // refused for NewestSandboxTimeout, which the cache and rv name two pods
 // for (contested), and what the network namespaces of
@@ -45,6 +46,19 @@ func observe(atts []attachment, v view, collectable func(attachment) bool, rv ru
 		f.Created, f.Earliest = rv.created(id, uid, f.Created)
 		f.Expired = expired(id)
 		f.Contested = v.namesAnother(id, uid)
+		others = append(others, f)
+	}
+	for _, u := range v.unused {
+		// Named the pod's only by an entry not used, and not listed: what its network namespace tells (row 9: the
+		// runtime may be creating it) is the pod's.
+		id := u.ContainerID
+		if u.PodUID != uid || id == "" || rv.byID[id] != nil ||
+			slices.ContainsFunc(sbs, func(s sandbox) bool { return s.ID == id }) ||
+			slices.ContainsFunc(others, func(s sandboxFacts) bool { return s.ID == id }) {
+			continue
+		}
+		f := rv.facts(id)
+		f.Expired, f.Contested, f.Unused = expired(id), v.namesAnother(id, uid), v.othersOf(id, uid)
 		others = append(others, f)
 	}
 	slices.SortFunc(others, func(x, y sandboxFacts) int { return strings.Compare(x.ID, y.ID) })

@@ -58,6 +58,15 @@ func FuzzObserve(f *testing.F) {
 			atts = append(atts, attachment{File: "net-" + id + "-eth0", Written: base.Add(time.Duration(b>>3) * time.Minute), PodUID: uid,
 				cacheEntry: cacheEntry{ContainerID: id, NetworkName: "net", IfName: "eth0", NetNS: netns[b&3%3]}})
 		}
+		// Sandbox c1 or c2 may be held through an entry not used (a link): read, never DELed (raw[0]'s bits 0x40, 0x20).
+		v := view{}
+		for _, a := range atts {
+			if a.ContainerID == "c1" && raw[0]&0x40 != 0 || a.ContainerID == "c2" && raw[0]&0x20 != 0 {
+				v.unused = append(v.unused, skipped{File: a.File, ContainerID: a.ContainerID, PodUID: a.PodUID, Entry: &a})
+				continue
+			}
+			v.atts = append(v.atts, a)
+		}
 		// The runtime's listings, three bytes each.
 		var sbs []*runtimeapi.PodSandbox
 		for r := raw[1+n:]; len(r) >= 3 && len(sbs) < 6; r = r[3:] {
@@ -87,9 +96,8 @@ func FuzzObserve(f *testing.F) {
 				t.Fatalf("the runtime's answer lists a running sandbox of no ID and no pod (%v), and was decided on", sb)
 			}
 		}
-		v := view{atts: atts}
 		changed := raw[0]&0x80 == 0
-		p, cached := observe(atts, v, func(attachment) bool { return true }, rv, "P", changed, func(string) bool { return false })
+		p, cached := observe(v.atts, v, func(attachment) bool { return true }, rv, "P", changed, func(string) bool { return false })
 		// runsP: a listing not stopped names P (its label or its metadata): P may run in it; noID: one without an ID.
 		runsP, noID := false, false
 		for _, sb := range sbs {
@@ -160,6 +168,12 @@ func FuzzObserve(f *testing.F) {
 			}
 			if !changed && runsP {
 				t.Fatalf("row %d frees %s of a gone pod P which the runtime lists running: cache %+v, listings %v", vd.Row, s.ID, atts, sbs)
+			}
+			for _, a := range atts { // every entry, used or not
+				if !changed && a.PodUID == "P" && len(listings(a.ContainerID)) == 0 && netnsPresentOf(atts, a.ContainerID) {
+					t.Fatalf("row %d frees %s of a gone pod P whose sandbox %s may be being created (an entry names it P's, not listed, its network namespace there): cache %+v, unused %v, listings %v",
+						vd.Row, s.ID, a.ContainerID, v.atts, v.unused, sbs)
+				}
 			}
 			if changed && noID && vd.Row == 6 {
 				t.Fatalf("row 6 frees %s while the runtime lists a running sandbox of P without an ID: cache %+v, listings %v", s.ID, atts, sbs)

@@ -162,3 +162,32 @@ func TestAuditGonePodRunningInLinkedSandboxKeepsAll(t *testing.T) {
 		t.Fatalf("DestroyPU = %v, and sdead DELed %d times; want ErrSandboxRunning and nothing freed: the runtime runs P's sandbox srun", err, n)
 	}
 }
+
+// Row 2's other half ("or may be creating one, as row 9"): pod P is gone from the API; the cache holds P's sandbox
+// "screate" only through a link, the runtime does not list it, and its network namespace is there: the runtime may be
+// creating it. P keeps every sandbox, its dead one included.
+func TestGonePodCreatingInALinkedSandboxKeepsAll(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.writeEntry(t, entry{network: "net1", id: "sdead", uid: "uid-p", ns: "ns", name: "p", ip: "10.1.0.5",
+		netns: e.netnsPath(t, "sdead", false), written: now.Add(-time.Hour)})
+	other := filepath.Join(e.root, "elsewhere")
+	if err := os.MkdirAll(filepath.Join(other, "results"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	(&env{cache: other}).writeEntry(t, entry{network: "net1", id: "screate", uid: "uid-p", ns: "ns", name: "p", ip: "10.1.0.6",
+		netns: e.netnsPath(t, "screate", true), written: now.Add(-time.Second)})
+	if err := os.Symlink(filepath.Join(other, "results", "net1-screate-eth0"), filepath.Join(e.cache, "results", "net1-screate-eth0")); err != nil {
+		t.Fatal(err)
+	}
+	rt := &fakeRuntime{}
+	c, err := cni.New(e.opts(rt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := ports.DestroyEvent{PUID: "uid-p", Pod: types.NamespacedName{Namespace: "ns", Name: "p"}, SandboxID: "sdead", Reason: ports.ReasonPodGone}
+	err = c.DestroyPU(t.Context(), ev)
+	if n := e.delsOf("sdead"); n != 0 || !errors.Is(err, cni.ErrSandboxRunning) {
+		t.Fatalf("DestroyPU = %v, and sdead DELed %d times; want ErrSandboxRunning and nothing freed: P's sandbox screate may be being created", err, n)
+	}
+}
