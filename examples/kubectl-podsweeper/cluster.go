@@ -485,7 +485,7 @@ const maxRounds = 3
 // answers, whatever the pod as read now says.
 func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node string, now time.Time, last bool, earlier map[string]string) (_ *PodExplanation, again []string, _ error) {
 	flagNode := node
-	x := &PodExplanation{Now: now, Namespace: namespace, Name: name, UID: uid, Answers: []Answer{}, Events: []Event{}}
+	x := &PodExplanation{Now: now, Namespace: namespace, Name: name, UID: uid, Node: node, Answers: []Answer{}, Events: []Event{}}
 	var first *Pod // the pod of that name as first read, whatever its UID; nil: none
 	if name != "" {
 		p, err := c.cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -521,8 +521,11 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 			return nil, nil, err
 		}
 	}
+	elsewhere := func(p *Pod) string { // the note of a pod that runs on another node than --node's
+		return fmt.Sprintf("the pod runs on node %s, not %s (--node is for a pod that is gone): node %s's programs were asked", p.Node, flagNode, flagNode)
+	}
 	if node != "" && x.Pod != nil && x.Pod.Node != "" && x.Pod.Node != node {
-		x.Warnings = append(x.Warnings, fmt.Sprintf("the pod runs on node %s, not %s (--node is for a pod that is gone): node %s's programs were asked", x.Pod.Node, node, node))
+		x.Warnings = append(x.Warnings, elsewhere(x.Pod))
 	}
 	if node == "" && x.Pod != nil {
 		// The pod of that name is the one asked about: its PUs are on its
@@ -687,6 +690,9 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 		line := fmt.Sprintf("the programs of node %s, where the pod runs (--node %s was asked)", x.Pod.Node, flagNode)
 		if !slices.Contains(x.Unasked, line) {
 			x.Unasked = append(x.Unasked, line)
+		}
+		if note := elsewhere(x.Pod); !slices.Contains(x.Warnings, note) {
+			x.Warnings = append(x.Warnings, note)
 		}
 	}
 	if flagNode != "" && x.UID != "" && x.Name == "" {

@@ -132,6 +132,9 @@ type PodExplanation struct {
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name,omitempty"`
 	UID       string `json:"uid,omitempty"`
+	// Node is the node given with --node: of the programs of a node, only
+	// its were asked.
+	Node string `json:"node,omitempty"`
 	// Pod is the pod of that name (or UID) now; nil: there is none.
 	Pod      *Pod     `json:"pod,omitempty"`
 	Answers  []Answer `json:"answers"`
@@ -285,6 +288,8 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 	case slices.ContainsFunc(x.Answers, func(a Answer) bool { return a.ReportsTotal > a.ReportsKept }):
 		p.f("podsweeper cannot tell all it knows of this pod: no program holds a PU of it now, and a dry run keeps its latest reports only (an earlier one may have been of this pod): see kubectl podsweeper report.\n")
 	case len(x.Events) > 0 || x.Pod != nil:
+	case x.Node != "":
+		p.f("podsweeper knows nothing of this pod on node %s: no program asked holds a PU of it (of the programs of a node, only node %s's were asked: --node), and no podsweeper Event of it remains.\n", x.Node, x.Node)
 	default:
 		p.f("podsweeper knows nothing of this pod: no program holds a PU of it, and no podsweeper Event of it remains.\n")
 	}
