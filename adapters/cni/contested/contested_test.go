@@ -141,15 +141,7 @@ func TestAuditGonePodRunningInLinkedSandboxKeepsAll(t *testing.T) {
 	now := time.Now()
 	e.writeEntry(t, entry{network: "net1", id: "sdead", uid: "uid-p", ns: "ns", name: "p", ip: "10.1.0.5",
 		netns: e.netnsPath(t, "sdead", false), written: now.Add(-time.Hour)})
-	other := filepath.Join(e.root, "elsewhere")
-	if err := os.MkdirAll(filepath.Join(other, "results"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	(&env{cache: other}).writeEntry(t, entry{network: "net1", id: "srun", uid: "uid-p", ns: "ns", name: "p", ip: "10.1.0.6",
-		netns: e.netnsPath(t, "srun", true), written: now.Add(-time.Minute)})
-	if err := os.Symlink(filepath.Join(other, "results", "net1-srun-eth0"), filepath.Join(e.cache, "results", "net1-srun-eth0")); err != nil {
-		t.Fatal(err)
-	}
+	linkedEntry(t, e, "srun", now.Add(-time.Minute))
 	rt := &fakeRuntime{}
 	rt.set([]*runtimeapi.PodSandbox{{Id: "srun", State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: now.Add(-time.Minute).UnixNano()}}, nil)
 	c, err := cni.New(e.opts(rt))
@@ -171,15 +163,7 @@ func TestGonePodCreatingInALinkedSandboxKeepsAll(t *testing.T) {
 	now := time.Now()
 	e.writeEntry(t, entry{network: "net1", id: "sdead", uid: "uid-p", ns: "ns", name: "p", ip: "10.1.0.5",
 		netns: e.netnsPath(t, "sdead", false), written: now.Add(-time.Hour)})
-	other := filepath.Join(e.root, "elsewhere")
-	if err := os.MkdirAll(filepath.Join(other, "results"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	(&env{cache: other}).writeEntry(t, entry{network: "net1", id: "screate", uid: "uid-p", ns: "ns", name: "p", ip: "10.1.0.6",
-		netns: e.netnsPath(t, "screate", true), written: now.Add(-time.Second)})
-	if err := os.Symlink(filepath.Join(other, "results", "net1-screate-eth0"), filepath.Join(e.cache, "results", "net1-screate-eth0")); err != nil {
-		t.Fatal(err)
-	}
+	linkedEntry(t, e, "screate", now.Add(-time.Second))
 	rt := &fakeRuntime{}
 	c, err := cni.New(e.opts(rt))
 	if err != nil {
@@ -189,5 +173,20 @@ func TestGonePodCreatingInALinkedSandboxKeepsAll(t *testing.T) {
 	err = c.DestroyPU(t.Context(), ev)
 	if n := e.delsOf("sdead"); n != 0 || !errors.Is(err, cni.ErrSandboxRunning) {
 		t.Fatalf("DestroyPU = %v, and sdead DELed %d times; want ErrSandboxRunning and nothing freed: P's sandbox screate may be being created", err, n)
+	}
+}
+
+// linkedEntry puts in e's cache, through a link to an entry written elsewhere, the entry of pod P's sandbox id in
+// net1, written at written, its network namespace there: the collector reads it, and never DELs it.
+func linkedEntry(t *testing.T, e *env, id string, written time.Time) {
+	t.Helper()
+	other := filepath.Join(e.root, "elsewhere")
+	if err := os.MkdirAll(filepath.Join(other, "results"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	(&env{cache: other}).writeEntry(t, entry{network: "net1", id: id, uid: "uid-p", ns: "ns", name: "p", ip: "10.1.0.6",
+		netns: e.netnsPath(t, id, true), written: written})
+	if err := os.Symlink(filepath.Join(other, "results", "net1-"+id+"-eth0"), filepath.Join(e.cache, "results", "net1-"+id+"-eth0")); err != nil {
+		t.Fatal(err)
 	}
 }
