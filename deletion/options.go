@@ -189,17 +189,21 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	for _, d := range []struct {
-		name string
-		v    time.Duration
+		name     string
+		v        *time.Duration
+		fallback time.Duration
 	}{
-		{"SweepInterval", o.SweepInterval},
-		{"CheckTimeout", o.CheckTimeout},
-		{"RetryMinDelay", o.RetryMinDelay},
-		{"RetryMaxDelay", o.RetryMaxDelay},
-		{"ShutdownTimeout", o.ShutdownTimeout},
+		{"SweepInterval", &o.SweepInterval, DefaultSweepInterval},
+		{"CheckTimeout", &o.CheckTimeout, DefaultCheckTimeout},
+		{"RetryMinDelay", &o.RetryMinDelay, DefaultRetryMinDelay},
+		{"RetryMaxDelay", &o.RetryMaxDelay, DefaultRetryMaxDelay},
+		{"ShutdownTimeout", &o.ShutdownTimeout, DefaultShutdownTimeout},
 	} {
-		if d.v < 0 || d.v > MaxDuration {
-			return o, fmt.Errorf("%w: %s is %v, want 0 to %v", ErrInvalidOptions, d.name, d.v, MaxDuration)
+		if *d.v < 0 || *d.v > MaxDuration {
+			return o, fmt.Errorf("%w: %s is %v, want 0 to %v", ErrInvalidOptions, d.name, *d.v, MaxDuration)
+		}
+		if *d.v == 0 {
+			*d.v = d.fallback
 		}
 	}
 	if (o.SandboxConfirmer != nil || o.SandboxProber != nil) && o.SandboxExtractor == nil {
@@ -224,16 +228,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxDestroyAttempts < 0 {
 		return o, fmt.Errorf("%w: MaxDestroyAttempts is negative (%d)", ErrInvalidOptions, o.MaxDestroyAttempts)
 	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&o.SweepInterval, DefaultSweepInterval)
-	def(&o.CheckTimeout, DefaultCheckTimeout)
-	def(&o.RetryMinDelay, DefaultRetryMinDelay)
-	def(&o.RetryMaxDelay, DefaultRetryMaxDelay)
-	def(&o.ShutdownTimeout, DefaultShutdownTimeout)
 	if o.SweepInterval < MinSweepInterval {
 		return o, fmt.Errorf("%w: SweepInterval is %v, want at least %v", ErrInvalidOptions, o.SweepInterval, MinSweepInterval)
 	}
