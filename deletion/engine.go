@@ -42,7 +42,7 @@ type Engine struct {
 // wrapping ErrInvalidOptions when opts is out of range.
 func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Engine, error) {
 	for i, p := range [...]any{getter, policy} {
-		if isNil(p) {
+		if ports.IsNil(p) {
 			return nil, fmt.Errorf("%w: %s is nil (%T)", ErrNilPort, [...]string{"PodGetter", "PolicyHandler"}[i], p)
 		}
 	}
@@ -63,9 +63,6 @@ func New(getter ports.PodGetter, policy ports.PolicyHandler, opts Options) (*Eng
 	c.q.init(o, c.now, c.realNow)
 	return c, nil
 }
-
-// isNil reports whether v is nil or holds a nil func, pointer, map, chan or slice (ports.IsNil).
-func isNil(v any) bool { return ports.IsNil(v) }
 
 // Classify says how the decision table reads pod on its own, for adapters that choose from pod events which pods to
 // track, so that the table's rows stay here: PodElsewhere when the engine has a node (Options.NodeName) and pod is

@@ -32,7 +32,7 @@ func (f ObserverFunc) Observe(ev Event) { f(ev) }
 func Observers(obs ...Observer) Observer {
 	list := make([]Observer, 0, len(obs))
 	for _, o := range obs {
-		if !isNil(o) {
+		if !ports.IsNil(o) {
 			list = append(list, o)
 		}
 	}

@@ -184,7 +184,7 @@ func (o Options) withDefaults() (Options, error) {
 		"Options.SandboxProber", "Options.Inventory", "Options.Observer"}
 	for i, p := range [...]any{o.SandboxExtractor, o.Requeuer, o.Confirmer, o.SandboxConfirmer, o.SandboxProber, o.Inventory,
 		o.Observer} {
-		if p != nil && isNil(p) { // optional: nil is none, a typed nil is a mistake
+		if p != nil && ports.IsNil(p) { // optional: nil is none, a typed nil is a mistake
 			return o, fmt.Errorf("%w: %s is nil (%T)", ErrNilPort, names[i], p)
 		}
 	}
@@ -242,7 +242,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
-	} else if isNil(o.Clock) {
+	} else if ports.IsNil(o.Clock) {
 		return o, fmt.Errorf("%w: Clock is a nil %T", ErrInvalidOptions, o.Clock)
 	} else if o.Clock.Now().IsZero() {
 		return o, fmt.Errorf("%w: Clock reads the zero time.Time: Status and Backlog tell \"never\" by it (start a fake clock at time.Now())", ErrInvalidOptions)
