@@ -70,7 +70,12 @@ func (c *Engine) check(ctx context.Context, r *record) outcome {
 	return o
 }
 
-// backoff returns the wait after the attempts-th failure (retry.go).
+// backoff is the retry policy of failed destroys and lists: it returns the wait after the attempts-th failure
+// (attempts >= 1), RetryMinDelay doubling at each failure up to RetryMaxDelay.
 func (c *Engine) backoff(attempts int) time.Duration {
-	return backoff{c.opts.RetryMinDelay, c.opts.RetryMaxDelay}.When(attempts)
+	d := c.opts.RetryMinDelay
+	for i := 1; i < attempts && d < c.opts.RetryMaxDelay; i++ {
+		d *= 2
+	}
+	return min(d, c.opts.RetryMaxDelay)
 }

@@ -15,11 +15,11 @@ import (
 // PolicyHandler once its pod is really gone. Create it with New; all its methods are safe from any goroutine.
 //
 // Where each mechanism lives: queue.go, every PU's record, its states and every move of one, under the engine's one
-// lock; check.go, one check from the ports' answers to the queue's moves; boundary.go, every call of a port and how
-// its answer is made safe; decide.go, the decision table; workers.go, Start, Sweep and the Workers slots; sweep.go,
-// what a Sweep waits for; schedule.go, the scheduler; rateline.go, the destroy rate's line; retry.go, the retry
-// policy; restore.go, the Inventory's lists and what they must not bring back; status.go, observer.go and logs.go,
-// what the engine tells.
+// lock; check.go, one check from the ports' answers to the queue's moves, and the retry policy; boundary.go, every
+// call of a port and how its answer is made safe; decide.go, the decision table; workers.go, Start, Sweep and the
+// Workers slots; sweep.go, what a Sweep waits for; schedule.go, the scheduler; rateline.go, the destroy rate's line;
+// restore.go, the Inventory's lists and what they must not bring back; status.go, observer.go and logs.go, what the
+// engine tells.
 type Engine struct {
 	getter ports.PodGetter
 	policy ports.PolicyHandler
