@@ -79,51 +79,40 @@ type Verdict struct {
 	Row int
 }
 
-// rowText describes each row, for logs and String.
-var rowText = [...]string{
-	0:  "sandbox needed",
-	1:  "pod not found",
-	2:  "pod lookup failed",
-	3:  "pod bound to another node",
-	4:  "pod recreated with another UID",
-	5:  "same pod, sandbox not checked",
-	6:  "same pod, sandbox lookup failed",
-	7:  "same pod, first sandbox recorded",
-	8:  "same pod, sandbox not known yet",
-	9:  "same pod, same sandbox",
-	10: "same pod, sandbox replaced",
-	11: "same pod, finished (Succeeded or Failed)",
-	12: "same pod, its sandbox dead, no other yet",
+// rows holds each row of the decision table: the verdict it decides (row 7 adopts the sandbox found; 0 is AskSandbox,
+// which decides nothing yet) and its few words, for logs, String and Status.
+var rows = [...]struct {
+	v   Verdict
+	why string
+}{
+	0:  {Verdict{Action: AskSandbox}, "sandbox needed"},
+	1:  {Verdict{Action: Destroy, Reason: ports.ReasonPodGone, Row: 1}, "pod not found"},
+	2:  {Verdict{Action: Keep, Row: 2}, "pod lookup failed"},
+	3:  {Verdict{Action: Destroy, Reason: ports.ReasonNodeChanged, Row: 3}, "pod bound to another node"},
+	4:  {Verdict{Action: Destroy, Reason: ports.ReasonUIDChanged, Row: 4}, "pod recreated with another UID"},
+	5:  {Verdict{Action: Keep, Row: 5}, "same pod, sandbox not checked"},
+	6:  {Verdict{Action: Keep, Row: 6}, "same pod, sandbox lookup failed"},
+	7:  {Verdict{Action: Adopt, Row: 7}, "same pod, first sandbox recorded"},
+	8:  {Verdict{Action: Keep, Row: 8}, "same pod, sandbox not known yet"},
+	9:  {Verdict{Action: Keep, Row: 9}, "same pod, same sandbox"},
+	10: {Verdict{Action: Destroy, Reason: ports.ReasonSandboxChanged, Requeue: true, Row: 10}, "same pod, sandbox replaced"},
+	11: {Verdict{Action: Destroy, Reason: ports.ReasonPodTerminated, Row: 11}, "same pod, finished (Succeeded or Failed)"},
+	12: {Verdict{Action: Destroy, Reason: ports.ReasonSandboxDead, Requeue: true, Row: 12}, "same pod, its sandbox dead, no other yet"},
 }
 
 // verdictOfRow returns the verdict row decides, sandbox being the one row 7 adopts.
 func verdictOfRow(row int, sandbox string) Verdict {
-	v := Verdict{Row: row}
-	switch row {
-	case 1:
-		v.Action, v.Reason = Destroy, ports.ReasonPodGone
-	case 3:
-		v.Action, v.Reason = Destroy, ports.ReasonNodeChanged
-	case 4:
-		v.Action, v.Reason = Destroy, ports.ReasonUIDChanged
-	case 7:
-		v.Action, v.SandboxID = Adopt, sandbox
-	case 10:
-		v.Action, v.Reason, v.Requeue = Destroy, ports.ReasonSandboxChanged, true
-	case 11:
-		v.Action, v.Reason = Destroy, ports.ReasonPodTerminated
-	case 12:
-		v.Action, v.Reason, v.Requeue = Destroy, ports.ReasonSandboxDead, true
-	case 0:
-		v.Action = AskSandbox
+	v := rows[row].v
+	if row == 7 {
+		v.SandboxID = sandbox
 	}
 	return v
 }
 
 // Why describes in a few words the row that decided.
 func (v Verdict) Why() string {
-	if v.Row >= 0 && v.Row < len(rowText) {
-		return rowText[v.Row]
+	if v.Row >= 0 && v.Row < len(rows) {
+		return rows[v.Row].why
 	}
 	return "unknown row"
 }
@@ -195,44 +184,44 @@ func (e statusOnly) Error() string         { return "status" }
 func Decide(e ports.PU, o Observation) Verdict {
 	if o.Err != nil {
 		if IsNotFound(o.Err) {
-			return Verdict{Action: Destroy, Reason: ports.ReasonPodGone, Row: 1}
+			return rows[1].v
 		}
-		return Verdict{Action: Keep, Row: 2}
+		return rows[2].v
 	}
 	pod := o.Pod
 	if pod == nil || !samePod(e, pod) {
-		return Verdict{Action: Keep, Row: 2}
+		return rows[2].v
 	}
 	if boundElsewhere(pod, o.NodeName) {
-		return Verdict{Action: Destroy, Reason: ports.ReasonNodeChanged, Row: 3}
+		return rows[3].v
 	}
 	if string(pod.UID) != e.PUID {
-		return Verdict{Action: Destroy, Reason: ports.ReasonUIDChanged, Row: 4}
+		return rows[4].v
 	}
 	if o.DestroyTerminated && finished(pod) {
-		return Verdict{Action: Destroy, Reason: ports.ReasonPodTerminated, Row: 11}
+		return rows[11].v
 	}
 	if !o.HasExtractor {
-		return Verdict{Action: Keep, Row: 5}
+		return rows[5].v
 	}
 	if !o.SandboxAsked {
-		return Verdict{Action: AskSandbox}
+		return rows[0].v
 	}
 	switch {
 	case o.SandboxErr != nil:
-		return Verdict{Action: Keep, Row: 6}
+		return rows[6].v
 	case e.SandboxID == "" && o.SandboxID != "":
-		return Verdict{Action: Adopt, SandboxID: o.SandboxID, Row: 7}
+		return verdictOfRow(7, o.SandboxID)
 	case o.SandboxID == "" && o.HasProber && e.SandboxID != "" && !o.ProberAsked:
 		return Verdict{Action: AskProber}
 	case o.SandboxID == "" && e.SandboxID != "" && o.HasProber && o.ProberAsked && o.ProberErr == nil && o.SandboxDead:
-		return Verdict{Action: Destroy, Reason: ports.ReasonSandboxDead, Requeue: true, Row: 12}
+		return rows[12].v
 	case o.SandboxID == "":
-		return Verdict{Action: Keep, Row: 8}
+		return rows[8].v
 	case o.SandboxID == e.SandboxID:
-		return Verdict{Action: Keep, Row: 9}
+		return rows[9].v
 	default:
-		return Verdict{Action: Destroy, Reason: ports.ReasonSandboxChanged, Requeue: true, Row: 10}
+		return rows[10].v
 	}
 }
 
