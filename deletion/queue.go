@@ -741,39 +741,29 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	attempts := int(r.attempts)
 	o.done = err == nil || permanent || c.opts.MaxDestroyAttempts > 0 && attempts >= c.opts.MaxDestroyAttempts
 	now := c.now()
-	// Its events' places in r's line, taken before the record is removed: a success (none once Untrack removed it:
-	// its EventUntracked ended it for the Observer), or a failure and, for the last, EventAbandoned.
-	n := 0
-	switch {
-	case err != nil && o.done && !untracked:
-		n = 2
-	case err != nil || !untracked:
-		n = 1
-	}
-	var t [2]uint32
-	for i := range n {
-		t[i] = c.q.ticketLocked(r)
-	}
-	switch {
-	case o.done && !untracked:
-		c.q.removeLocked(r, true)
-		o.removed = true
-	case !o.done && !untracked:
+	if !o.done && !untracked {
 		o.retryAt = now + int64(c.backoff(attempts)) // at its time: a tick would stretch a backoff under a second
 	}
-	o.untrackedDestroy = err == nil && untracked
-	if err == nil && n > 0 {
-		o.events = append(o.events, tellItem{t[0], Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason,
-			DestroyDelay: time.Duration(now - r.goneSince), DestroyCalls: attempts + 1}})
-	} else if err != nil {
+	// Its events take their places in r's line before the record is removed: a success (none once Untrack removed it:
+	// its EventUntracked ended it for the Observer), or a failure and, for the last, EventAbandoned.
+	event := func(e Event) { o.events = append(o.events, tellItem{c.q.ticketLocked(r), e}) }
+	switch {
+	case err == nil && !untracked:
+		event(Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason, DestroyDelay: time.Duration(now - r.goneSince),
+			DestroyCalls: attempts + 1})
+	case err != nil:
 		o.fails = append(o.fails, portFailure{port: portDestroyPU, err: err})
-		o.events = append(o.events, tellItem{t[0], Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason,
-			DestroyCalls: attempts, Err: err, Next: c.timeOf(o.retryAt)}})
-		if n == 2 {
-			o.events = append(o.events, tellItem{t[1], Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason,
-				DestroyCalls: attempts, Err: err}})
+		event(Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err,
+			Next: c.timeOf(o.retryAt)})
+		if o.done && !untracked {
+			event(Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err})
 		}
 	}
+	if o.done && !untracked {
+		c.q.removeLocked(r, true)
+		o.removed = true
+	}
+	o.untrackedDestroy = err == nil && untracked
 }
 
 // late notes in o that what (a port, or the Observer) answered past the deadline of the check of r held in s, if it
