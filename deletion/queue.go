@@ -911,28 +911,21 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	c.q.mu.Lock()
 	e := c.q.records[pu.PUID]
 	_, gone := c.q.list.gone[pu.PUID] // tracked again since: a new PU
-	ok := e != nil && !gone && e.lastRow < 0 && (e.state == idle || e.state == queued || e.state == tracking)
-	if e != nil && !gone && e.lastRow < 0 && e.state == checking && e.SandboxID == "" && e.PU.WithRecordedSandbox(pu) != e.PU {
-		restored := !e.listed && e.listedSandbox == "" // listed twice, restored once
-		e.listedSandbox = pu.SandboxID                 // its first check takes it when it ends (takeListed)
+	switch {
+	case e == nil || gone || e.lastRow >= 0 || e.PU.WithRecordedSandbox(pu) == e.PU:
+	case e.state == checking:
+		restored = !e.listed && e.listedSandbox == "" // listed twice, restored once
+		e.listedSandbox = pu.SandboxID                // its first check takes it when it ends (takeListed)
+	case e.state == idle || e.state == queued || e.state == tracking:
+		e.PU = e.PU.WithRecordedSandbox(pu)
+		snapshot, t := e.PU, c.q.ticketLocked(e)
 		c.q.mu.Unlock()
-		return restored
-	}
-	var snapshot ports.PU
-	var t uint32
-	if ok {
-		snapshot = e.PU.WithRecordedSandbox(pu)
-		if ok = snapshot != e.PU; ok {
-			e.PU = snapshot
-			t = c.q.ticketLocked(e)
-		}
-	}
-	c.q.mu.Unlock()
-	if ok {
 		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
 		c.tell(e, t, Event{Kind: EventAdopted, PU: snapshot})
+		return !e.listed
 	}
-	return ok && !e.listed
+	c.q.mu.Unlock()
+	return restored
 }
 
 // waits returns what a health check reads of the queue: whether Start has returned, whether it stops (its context is
