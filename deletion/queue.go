@@ -222,7 +222,13 @@ func (q *puQueue) announceLocked(r *record, now int64) {
 		return // removed meanwhile
 	}
 	r.state = idle
-	again := r.again && !q.stopped
+	q.resumeLocked(r, now)
+}
+
+// resumeLocked makes r, no longer held, checkable again: queued at once for a Sweep that waits for its next check, or
+// for a trigger or a Sweep that came while it was held (but for a retry, which keeps its time); else on the heap.
+func (q *puQueue) resumeLocked(r *record, now int64) {
+	again := r.again && !q.stopped && r.waitFor != retrying
 	r.again = false
 	if r.sweep == sweepNext && q.sweepingLocked(r.sweepGen) || again {
 		q.queueLocked(r, bySweep, now)
@@ -418,18 +424,11 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	if r.waitFor == idle && o.verdict.Action != Destroy && !learnedNothing(int(r.lineRow), o.verdict.Row, o.err != nil) {
 		r.goneSince = 0 // it no longer waits for a destroy: seen alive, or out of the rate's line
 	}
-	again := r.again && !q.stopped && r.waitFor != retrying
-	r.again = false
 	r.state = r.waitFor
 	if r.state == turnWaiting {
 		q.nudgeLineLocked(o.end, q.wheel.onTick(o.end+1)) // the head while it was checked: its turn may be sooner
 	}
-	if r.sweep == sweepNext && sweeping || again {
-		q.queueLocked(r, bySweep, o.end)
-		q.wakeLocked(1)
-	} else {
-		q.wheel.schedule(r, o.end)
-	}
+	q.resumeLocked(r, o.end)
 	return sweep
 }
 
