@@ -447,9 +447,7 @@ func (q *puQueue) removeLocked(r *record, gone bool) {
 		}
 	}
 	r.state = removed
-	q.waits[r.waitFor]--
-	q.waits[idle]++
-	r.waitFor, r.waitUntil = idle, 0
+	q.setWaitLocked(r, idle, 0)
 	delete(q.records, r.PUID)
 	if head := q.byPod[r.Pod]; head == r {
 		if r.nextOfPod == nil {
