@@ -163,7 +163,8 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 		// is a success: the PU is gone.)
 		return fmt.Errorf("%s: answered after the check's deadline: %w", portNames[portDestroyPU], err), false
 	}
-	return err, isPermanent(err)
+	pe, ok := err.(*portError) // an error call did not read is a panic's, or one that cannot be read: never permanent
+	return err, ok && pe.permanent
 }
 
 // listPUs calls the Inventory under its deadline, a list made once an interval at most (callLeaving).
@@ -256,12 +257,4 @@ func safeError(port string, err error) error {
 		return fmt.Errorf("%s returned an error that cannot be read (a typed nil, or one whose reading panics): a %T", port, err)
 	}
 	return pe
-}
-
-// isPermanent is ports.IsPermanent of an answer of DestroyPU as call returned it: a portError's is read already.
-func isPermanent(err error) bool {
-	if pe, ok := err.(*portError); ok {
-		return pe.permanent
-	}
-	return ports.IsPermanent(err)
 }
