@@ -927,13 +927,13 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 
 // waits returns what a health check reads of the queue: whether Start has returned, whether it stops (its context is
 // done), whether the first list's answer is going in (overdue is then how long since a PU of it last began or ended
-// going in), how long the oldest queued check has waited, how long ago the first check due was due (since Start began
-// at the earliest), and how long that may be (limit, and the first list's deadline while it is under way).
-func (c *Engine) waits(limit time.Duration) (stopped, stopping, restoring bool, waited, overdue, wedged time.Duration) {
+// going in), how long the oldest queued check has waited, and how long ago the first check due was due (since Start
+// began at the earliest; 0 while the first list is under way).
+func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue time.Duration) {
 	now := c.now()
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	stopped, stopping, wedged = c.q.returned, c.q.stoppingLocked(), limit
+	stopped, stopping = c.q.returned, c.q.stoppingLocked()
 	if first := c.q.wheel.first(); first != 0 {
 		overdue = time.Duration(now - max(first, c.q.startAt, c.q.listedAt))
 	}
@@ -951,7 +951,7 @@ func (c *Engine) waits(limit time.Duration) (stopped, stopping, restoring bool, 
 	if at := c.q.oldestQueuedLocked(); at != 0 {
 		waited = time.Duration(now - at)
 	}
-	return stopped, stopping, restoring, waited, overdue, wedged
+	return stopped, stopping, restoring, waited, overdue
 }
 
 // listBegins opens the window of a list of the Inventory: it is not to bring back what was removed, or is being

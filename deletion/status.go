@@ -82,7 +82,7 @@ func (c *Engine) ReadinessCheck(_ *http.Request) error {
 // healthErr is the error of a started engine's health check; a backlog fails it only when behindFails.
 func (c *Engine) healthErr(behindFails bool) error {
 	limit := 3 * c.opts.SweepInterval
-	stopped, stopping, restoring, waited, overdue, wedged := c.waits(limit)
+	stopped, stopping, restoring, waited, overdue := c.waits()
 	switch stuck := c.stuck(c.realNow()); {
 	case stopped:
 		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
@@ -93,10 +93,10 @@ func (c *Engine) healthErr(behindFails bool) error {
 	case behindFails && waited > limit:
 		return fmt.Errorf("%w: the oldest queued check has waited %v, over 3 intervals of %v: the workers cannot keep up",
 			ErrBehind, waited.Round(time.Millisecond), c.opts.SweepInterval)
-	case restoring && overdue > wedged:
+	case restoring && overdue > limit:
 		return fmt.Errorf("%w: no PU of the first list's answer has gone in for %v, over 3 intervals of %v: the Observer blocks, "+
 			"and no check begins before they are in", ErrBehind, overdue.Round(time.Millisecond), c.opts.SweepInterval)
-	case overdue > wedged:
+	case overdue > limit:
 		return fmt.Errorf("%w: a check due %v ago is not queued yet, over 3 intervals of %v: the scheduler is wedged",
 			ErrBehind, overdue.Round(time.Millisecond), c.opts.SweepInterval)
 	case stuck == len(c.q.ready.slots):
