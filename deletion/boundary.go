@@ -1,13 +1,9 @@
 package deletion
 
 // The port boundary. Every call of a port goes through one function of this file (the Observer, the engine's own
-// hook, is told in its PU's line to it, queue.go's tellLine), which makes its answer safe before
-// the engine reads it: a panic becomes an error wrapping ErrPortPanicked (its value formatted, never wrapped, so that a
-// panic with ports.ErrPodNotFound cannot make a pod look gone); an error that cannot be read (ports.Readable: a typed
-// nil anywhere in its chain, whatever its Is, As and Unwrap say, or one whose reading panics) becomes a plain failure
-// of the port, and one that can is kept with its message read once (portError); an answer after the check's deadline is a failure; GetPod's nil pod with a nil error is a failure. What
-// an answer means (not found, permanent) is read here, once, on the safe value; no other file reads a port's raw
-// answer.
+// hook, is told in its PU's line to it, queue.go's tellLine), which makes its answer safe before the engine reads it
+// (call, callBy, safeError; GetPod's nil pod with a nil error is a failure). What an answer means (not found,
+// permanent) is read here, once, on the safe value; no other file reads a port's raw answer.
 
 import (
 	"context"
@@ -200,8 +196,9 @@ func callLeaving[T any](ctx context.Context, d time.Duration, port string, f fun
 }
 
 // call runs f, a call of port, and turns a panic in it, whatever its value (nil too, under GODEBUG panicnil=1, where
-// recover answers nil), into an error wrapping ErrPortPanicked and no value, and an error that cannot be read into a
-// plain failure of the port.
+// recover answers nil), into an error wrapping ErrPortPanicked and no value (the value formatted, never wrapped, so that
+// a panic with ports.ErrPodNotFound cannot make a pod look gone), and an error that cannot be read into a plain
+// failure of the port (safeError).
 func call[T any](port string, f func() (T, error)) (v T, err error) {
 	returned := false
 	defer func() {
@@ -232,8 +229,9 @@ type portError struct {
 func (e *portError) Error() string { return e.msg }
 func (e *portError) Unwrap() error { return e.err }
 
-// safeError is err, a port's, made safe to read: a plain failure of the port when it cannot be read (ports.Readable),
-// or when reading its message again panics; else a portError.
+// safeError is err, a port's, made safe to read: a plain failure of the port when it cannot be read (ports.Readable: a
+// typed nil anywhere in its chain, whatever its Is, As and Unwrap say), or when reading its message panics; else a
+// portError.
 func safeError(port string, err error) error {
 	pe := &portError{err: err}
 	ok := false

@@ -1,13 +1,9 @@
 package deletion
 
-// The destroy rate's line (Options.DestroyRate). A PU whose check decides a destroy takes a ticket, in arrival order;
-// turns come at the rate's pace (GCRA: at most burst at once, then one every `every`) and go to the tickets in their
-// order: a PU may start its destroy only when fewer PUs are ahead of it in the line than turns are at hand. A PU keeps
-// its ticket through a trigger or a check that learns nothing; it gives it back when its check sees the pod alive, or
-// it is untracked, and the turn it did not use goes to the next in line, never to a later arrival. The PUs ahead of one
-// are those holding a ticket before its own, counted exactly (a Fenwick tree over the line, in O(log n)): one that left
-// the line, untracked or seen alive, is no longer ahead of anyone. Times are the engine's (nanoseconds on
-// Options.Clock); the line holds PUIDs and knows nothing of records.
+// The destroy rate's line (Options.DestroyRate says who takes a turn when): a PU whose check decides a destroy takes a
+// ticket, in arrival order, and turns come at the rate's pace (GCRA: at most burst at once, then one every `every`).
+// The PUs ahead of one are those holding a ticket before its own, counted exactly (a Fenwick tree over the line, in
+// O(log n)). Times are the engine's (nanoseconds on Options.Clock); the line holds PUIDs and knows nothing of records.
 
 // rateLine is the line of PUs waiting for a turn to destroy, under puQueue.mu. Its zero value has no limit.
 type rateLine struct {

@@ -1,12 +1,9 @@
 package deletion
 
-// The scheduler. Every record is on one heap of times (wheel.heap, by record.next): its periodic check, or its retry,
-// or the sooner of its turn and its periodic check. One goroutine (schedule) sleeps until the first and queues every
-// record due. A periodic check comes at the tick a hash of the PUID picks, in one or two batches a second; a retry
-// comes at its own time, RetryMinDelay doubling up to RetryMaxDelay after the failure; a turn at its own time, at the
-// rate's pace. A batch wakes one worker; a check that runs spreadAfter while others wait behind it wakes another (its
-// lane's timer, stopped when it ends), so that a batch of fast checks costs one wake-up, what an idle node agent pays
-// for (BENCHMARKS.md), and nothing wakes when nothing is due.
+// The scheduler: one goroutine (schedule) sleeps until the first time on the wheel and queues every record due. A
+// periodic check comes at the tick a hash of the PUID picks, in one or two batches a second, each waking one worker
+// (lane.spreadIn wakes more for slow checks only): what an idle node agent pays for (BENCHMARKS.md). Nothing wakes when
+// nothing is due.
 
 import (
 	"container/heap"
