@@ -84,8 +84,7 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 				ob.Err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", portNames[port],
 					ob.Pod.Namespace, ob.Pod.Name, ob.Pod.UID)
 			}
-			o.err = ob.Err
-			o.fails = append(o.fails, portFailure{port, ob.Err, "getting pod failed; keeping PU"})
+			o.failed(port, ob.Err, "getting pod failed; keeping PU")
 			if port == portGetPod {
 				now = Event{Kind: EventGetFailed, Err: ob.Err}
 			}
