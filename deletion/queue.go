@@ -783,7 +783,6 @@ func (c *Engine) late(r *record, s *slot, o *outcome, what string) {
 // as stuck, as a port is. A port that answered past the check's deadline is a failure of the check (its Err, noted
 // by run); an Observer that does is summed up in the logs alone.
 func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, start int64) {
-	late := func(what string) { c.late(r, s, o, what) }
 	if c.opts.Observer != nil {
 		c.q.mu.Lock()
 		t, pu := c.q.ticketLocked(r), r.PU
@@ -795,7 +794,7 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 		c.tell(r, t, Event{Kind: EventChecked, PU: pu, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start),
 			Err: errors.Join(errs...)})
 		if n := len(o.fails); n == 0 || o.fails[n-1].port != portLate {
-			late("the Observer")
+			c.late(r, s, o, "the Observer")
 		}
 	}
 	s.checkEnd.Store(0)
