@@ -172,6 +172,3 @@ func (l *rateLine) front() (string, bool) {
 	}
 	return "", false
 }
-
-// waiting returns how many PUs hold a ticket.
-func (l *rateLine) waiting() int { return len(l.tickets) }

@@ -27,7 +27,7 @@ func TestTheRateLineGrantsTurnsInArrivalOrder(t *testing.T) {
 	assert.False(t, ok, "d is behind b and c")
 	ok, _ = l.take("b", sec)
 	assert.True(t, ok, "b is first in line")
-	assert.Equal(t, 2, l.waiting())
+	assert.Len(t, l.tickets, 2)
 }
 
 func TestATurnNotUsedPassesToTheNextInLineNotToALaterArrival(t *testing.T) {
@@ -101,7 +101,7 @@ func TestALineWithoutALimitGrantsEveryTurn(t *testing.T) {
 		ok, _ := l.take("a", 0)
 		assert.True(t, ok)
 	}
-	assert.Zero(t, l.waiting())
+	assert.Empty(t, l.tickets, "no PU holds a ticket")
 }
 
 func TestABurstOfMoreThanAYearOfTurnsDoesNotOverflow(t *testing.T) {
