@@ -162,11 +162,6 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 	return err, ok && pe.permanent
 }
 
-// listPUs calls the Inventory under its deadline, a list made once an interval at most (callLeaving).
-func (c *Engine) listPUs(ctx context.Context) ([]ports.PU, error) {
-	return callLeaving(ctx, c.listTimeout(), "ListPUs", c.opts.Inventory.ListPUs)
-}
-
 // callLeaving is call of f under a deadline d from now, for a port called off the workers (the Inventory, the
 // Requeuer): a call that ignores its context is left behind a second past its deadline, a failure, so that the next
 // call is not held up; it costs a goroutine until it returns.

@@ -20,7 +20,7 @@ const listFailed = "listing the Inventory failed; PUs of pods gone while the age
 func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	for attempt := 1; ; attempt++ {
 		c.listBegins()
-		pus, err := c.listPUs(ctx)
+		pus, err := callLeaving(ctx, c.listTimeout(), portNames[portListPUs], c.opts.Inventory.ListPUs)
 		if err = c.listAnswered(err); err == nil {
 			restored, skipped, invalid := c.trackAll(pus)
 			c.listTracked()
