@@ -1016,8 +1016,8 @@ func (c *Engine) listTracked() {
 	c.q.unlisted = unlistedMemory{}
 }
 
-// queueDue queues every record whose time has come at now, each once however late, and returns when the scheduler is
-// to wake next (0: at a kick): the next record's time, or when the batch's checks, if slow, want another worker.
+// queueDue queues every record whose time has come at now, each once however late, sets the scheduler's timer, and
+// returns when the scheduler is to wake next: the next record's time (0: none, until a kick).
 func (c *Engine) queueDue(now int64) int64 {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
@@ -1215,16 +1215,14 @@ func (c *Engine) endSweep(gen uint32) {
 	}
 }
 
-// beginSweep marks every record for a new Sweep and returns its generation (0: nothing is tracked), the channel closed
-// at its end and the one that nudges it.
+// beginSweep is beginSweepLocked (sweep.go), under the lock.
 func (c *Engine) beginSweep(now int64) (gen uint32, done, nudge chan struct{}) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	return c.q.beginSweepLocked(now)
 }
 
-// sweepTurns queues the records of the Sweep of gen whose turns have come while Start does not run (its scheduler does
-// it), and returns how long until the next (0: none).
+// sweepTurns is sweepTurnsLocked (sweep.go), under the lock.
 func (c *Engine) sweepTurns(gen uint32) time.Duration {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
