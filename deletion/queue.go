@@ -166,10 +166,7 @@ type record struct {
 	reportedRow int8
 	reported    uint16
 
-	// line is its PUID's line to the Observer (nil without an Observer): the events of one PU reach the Observer one
-	// at a time, in the order of the moves that made them (tell), those of a record of the same PUID removed before it
-	// first.
-	line *eventLine
+	line *eventLine // its PUID's line to the Observer (eventLine, tell); nil without an Observer
 }
 
 // eventLine is the line of one PUID's events to the Observer: tickets of them were given a place, told were told;
