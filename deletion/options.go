@@ -96,11 +96,11 @@ type Options struct {
 	DestroyTerminated bool
 	// Inventory, when set, is listed by Start before its first check: every PU it returns is tracked (insert-only), so
 	// that the PUs of pods that went away while the agent was down, or another replica led, are destroyed. A PU
-	// tracked without a sandbox and not yet checked takes the sandbox listed for it, so that a sandbox replaced
-	// meanwhile is destroyed as changed (row 10), not recorded (row 7). The first list delays the first check by at
-	// most its deadline (CheckTimeout, at least a second) and a second, and, when it answers by then, by the tracking
-	// of what it listed: those PUs go in before any check, so that a sandbox it lists is taken before a check records
-	// another; each waits for the Observer's EventTracked (a journal's commit), Workers at a time, and LivenessCheck
+	// tracked without a sandbox whose first check has not ended takes the sandbox listed for it (in place of one that
+	// check recorded), so that a sandbox replaced meanwhile is destroyed as changed (row 10), not recorded (row 7).
+	// The first list delays the first check by at most its deadline (CheckTimeout, at least a second) and a second,
+	// and, when it answers by then, by the tracking of what it listed: those PUs go in before any check, so that a
+	// sandbox it lists is taken before a check records another; each waits for the Observer's EventTracked (a journal's commit), Workers at a time, and LivenessCheck
 	// fails while none goes in for three SweepIntervals. EventRestored is told once the checks may begin. A failing
 	// or late list is retried with backoff until it answers, while checks go on. A list never brings back a PU removed from when it began until its answer
 	// is tracked, nor one destroyed, given up on or dropped by a dry run while no list had answered yet (the latest

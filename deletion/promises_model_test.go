@@ -53,7 +53,11 @@ package deletion_test
 //     tracked, the last fault activity, Start (+ its first list's deadline
 //     and a second, with an Inventory); (b) a Sweep that began after all
 //     that returns with every gone PU it found tracked destroyed, reported,
-//     untracked or abandoned, though Start began or stopped meanwhile.
+//     untracked or abandoned, though Start began or stopped meanwhile;
+//     (c) with a SandboxExtractor and an Inventory, and no dry run, a PU of
+//     the policy engine's set recorded under a sandbox its live pod no
+//     longer runs in (replaced while the agent ran, or while it was down)
+//     is destroyed as changed within the same bound, from when it was so.
 //  7. A dry run reports a (PU, reason) at most once per tracking of the PU,
 //     and DryRunMemory(c) <= 32 + 4*max(MinDryRunMemory, the most PUs
 //     tracked at once) + the removals during the latest list's deadline
@@ -425,8 +429,11 @@ type pmWorld struct {
 
 	pods      [pmSlots]pmPod
 	uidGoneAt map[string]time.Duration
-	dead      map[string]bool
-	set       map[string]pmPU
+	// replacedAt is when a PU of the policy engine's set was first seen recorded under a sandbox its live pod no
+	// longer runs in (invariant 6c), by PUID.
+	replacedAt map[string]time.Duration
+	dead       map[string]bool
+	set        map[string]pmPU
 	// stale is what a stale Inventory (pmModeStaleList) still lists: the
 	// latest PUs the running engine destroyed while none of its lists had
 	// answered (a journal whose record has the sandbox that the engine, which
@@ -1760,9 +1767,38 @@ func (w *pmWorld) checkTimed() {
 			delete(e.places, puid)
 		}
 	}
+	// 6c: a PU of the policy engine's set recorded under a sandbox its live pod no longer runs in (replaced while
+	// the agent ran, or while it was down: the Inventory lists it) is destroyed as changed.
+	for puid, pu := range w.set {
+		slot := pmSlotOf(pu.pu.Pod.Name)
+		if slot < 0 || pu.pu.SandboxID == "" || !w.aliveLocked(puid) || w.pods[slot].uid != puid || w.pods[slot].sandbox == pu.pu.SandboxID {
+			delete(w.replacedAt, puid)
+		} else if _, ok := w.replacedAt[puid]; !ok {
+			w.replacedAt[puid] = now
+		}
+	}
+	for puid := range w.replacedAt {
+		if _, ok := w.set[puid]; !ok {
+			delete(w.replacedAt, puid)
+		}
+	}
 	// 6a: while Start runs and nothing is faulty, a PU of a gone pod goes.
 	if !e.running || e.dead || !w.quietLocked() {
 		return
+	}
+	if w.o.sandbox && w.o.inventory && !w.o.dryRun {
+		for puid, at := range w.replacedAt {
+			base := max(at, w.lastFault, e.lifecycle, e.startedAt+w.o.listTimeout()+time.Second)
+			bound := base + w.o.interval + pmRetryMax + 3*time.Second
+			if w.o.rate > 0 {
+				bound += time.Duration(float64(len(w.set)+len(e.calls)+w.o.burst+1) / w.o.rate * float64(time.Second))
+			}
+			if now > bound {
+				w.violateLocked("6c: PU %s of the policy engine, recorded under sandbox %s, which its pod no longer runs in (since %v), is not destroyed by %v",
+					puid, w.set[puid].pu.SandboxID, at, bound)
+				return
+			}
+		}
 	}
 	var gone []deletion.PUStatus
 	for _, st := range sts {
@@ -2025,7 +2061,7 @@ func (w *pmWorld) abort(t *testing.T, why string) {
 }
 
 func runPromises(t *testing.T, mode uint16, data []byte) {
-	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), uidGoneAt: map[string]time.Duration{}, dead: map[string]bool{},
+	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), uidGoneAt: map[string]time.Duration{}, replacedAt: map[string]time.Duration{}, dead: map[string]bool{},
 		set: map[string]pmPU{}, lastFault: -1, lastSlowEnd: -1}
 	for slot := range w.pods { // every pod runs at first, none tracked
 		w.pods[slot] = pmPod{exists: true, uid: w.id("u"), node: pmNode, sandbox: w.id("s")}
@@ -2140,6 +2176,12 @@ func FuzzPromises(f *testing.F) {
 		op(pmStart, 0, 0), op(pmRestart, 0, 0), op(pmTrack, 1, 0), op(pmSlowObserver, 0, 7+16), op(pmSlowObserver, 1, 7+8),
 		op(pmDelete, 1, 0), op(pmDelete, 0, 0), op(pmTrigger, 0, 0), op(pmTrigger, 1, 0), op(pmAdvance, 7, 0),
 		op(pmSweep, 0, 0), op(pmAdvance, 9, 0)))
+	// A sandbox replaced while the agent was down; the informer tracks its PU without a sandbox, and the Inventory's
+	// list, failing twice, answers while the Observer hangs 5s on the EventAdopted of the first check, which recorded
+	// the runtime's sandbox: the sandbox listed is the PU's all the same, and it is destroyed as changed (6c).
+	f.Add(uint16(pmModeSandbox|pmModeInventory), cat(op(pmTrack, 0, 0), op(pmChangeSandbox, 0, 0), op(pmListFault, 0, 1),
+		op(pmRestart, 1, 0), op(pmTrack, 4, 0), op(pmSlowObserver, 0, 7+16), op(pmStart, 0, 0), op(pmAdvance, 9, 0),
+		op(pmAdvance, 9, 0)))
 	// An Inventory that fails, then answers; PUs of an earlier run.
 	f.Add(uint16(pmModeInventory|pmModeWorkers2), cat(op(pmSeed, 0, 1), op(pmListFault, 0, 1), op(pmStart, 0, 0),
 		op(pmAdvance, 6, 0), op(pmTrack, 1, 1), op(pmAdvance, 8, 0)))

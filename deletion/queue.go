@@ -158,8 +158,12 @@ type record struct {
 	lastRow, lineRow int8
 	vetoed           bool
 	listed           bool // tracked from the Inventory's list: restored as new, not again when it gives its sandbox
+	// adoptedNow: its first check, still running, recorded the runtime's sandbox (settle): a list meanwhile gives it
+	// the sandbox it had before, all the same (adoptListed).
+	adoptedNow bool
 	// listedSandbox is the sandbox the Inventory's list recorded for it while its first check ran (adoptListed): the
-	// check takes it when it ends (takeListed), after its own answers, as an operation that came meanwhile.
+	// check takes it after its own answers (takeListed), or, listed after that, its release does (listedAfterLocked),
+	// as an operation that came meanwhile.
 	listedSandbox string
 	// reportedRow is the row of the last destroy a dry run reported (0: none), reported the rows it reported (bit
 	// 1<<row).
@@ -648,6 +652,20 @@ func (c *Engine) takeListed(r *record, o *outcome, pod *corev1.Pod) {
 	}
 }
 
+// listedAfterLocked records, as r's check is released, the sandbox the Inventory's list gave r after the check had
+// taken what was listed (takeListed): the sandbox r had before the restart, which the check did not decide on,
+// whatever the check recorded (a sandbox recorded then, another, replaced it: the next check destroys it as
+// changed). It returns the PU and the place in r's line of the EventAdopted to tell; ok false: nothing to tell.
+func (q *puQueue) listedAfterLocked(r *record) (pu ports.PU, t uint32, ok bool) {
+	sb := r.listedSandbox
+	r.listedSandbox, r.adoptedNow = "", false
+	if sb == "" || r.state == removed || r.SandboxID == sb {
+		return ports.PU{}, 0, false
+	}
+	r.SandboxID = sb
+	return r.PU, q.ticketLocked(r), true
+}
+
 // settle carries out the verdict of o on the claimed r, once it gave the check's events their places in r's line:
 // it records the adopted sandbox, or, for a destroy, reports it (a dry run) or takes its turn under the destroy rate
 // (else o.turnAt). It reports whether DestroyPU is to be called now, for ev. Nothing is carried out for a record
@@ -662,7 +680,7 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 	}
 	switch v.Action {
 	case Adopt:
-		r.SandboxID = v.SandboxID
+		r.SandboxID, r.adoptedNow = v.SandboxID, r.lastRow < 0
 		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventAdopted, PU: r.PU, Verdict: v}})
 	case Destroy:
 		ev = ports.DestroyEvent{PUID: r.PUID, Pod: r.Pod, SandboxID: r.SandboxID, Reason: v.Reason}
@@ -812,7 +830,12 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 	if sweep := c.q.releaseLocked(r, s, o); sweep != 0 {
 		c.q.sweptLocked()
 	}
+	pu, t, listed := c.q.listedAfterLocked(r)
 	c.q.mu.Unlock()
+	if listed {
+		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
+		c.tell(r, t, Event{Kind: EventAdopted, PU: pu})
+	}
 }
 
 // leaveLineLocked gives back r's place in the destroy rate's line, if it has one; the turn goes to the next in line.
@@ -904,11 +927,18 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	c.q.mu.Lock()
 	e := c.q.records[pu.PUID]
 	_, gone := c.q.list.gone[pu.PUID] // tracked again since: a new PU
+	var tracked ports.PU              // the PU as tracked: without the sandbox its running first check recorded
+	if e != nil {
+		tracked = e.PU
+		if e.adoptedNow {
+			tracked.SandboxID = ""
+		}
+	}
 	switch {
-	case e == nil || gone || e.lastRow >= 0 || e.PU.WithRecordedSandbox(pu) == e.PU:
+	case e == nil || gone || e.lastRow >= 0 || tracked.WithRecordedSandbox(pu) == tracked:
 	case e.state == checking:
 		restored = !e.listed && e.listedSandbox == "" // listed twice, restored once
-		e.listedSandbox = pu.SandboxID                // its first check takes it when it ends (takeListed)
+		e.listedSandbox = pu.SandboxID                // its first check takes it (takeListed), or its release (listedAfterLocked)
 	case e.state == idle || e.state == queued || e.state == tracking:
 		e.PU = e.PU.WithRecordedSandbox(pu)
 		snapshot, t := e.PU, c.q.ticketLocked(e)
