@@ -300,7 +300,10 @@ func (c *Collector) read() (view, error) {
 		return v, err
 	}
 	held := make(map[string]bool, len(v.atts))
-	unsure := map[string]bool{} // the entries of a network whose config is being written: whether they are skipped cannot be told
+	unsure := map[string]bool{}  // the entries of a network whose config is being written: whether they are skipped cannot be told
+	for _, u := range v.unused { // a sandbox an entry not used names may be refused (row 9): its time is kept
+		held[u.ContainerID] = true
+	}
 	for _, a := range v.atts {
 		held[a.ContainerID] = true
 		unsure[a.File] = v.writing[a.NetworkName] != ""
@@ -518,6 +521,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 	}
 	c.refusals.settle(p.all) // the places it learned (ready, or dead), whichever sandbox ev names
 	c.refusals.record(p.record)
+	c.refusals.record(p.others)
 	decided := time.Now()
 	c.addresses.decided(p.recordedSandboxes(), p.record, decided, ev, false)
 	if p.answer != nil {
@@ -607,6 +611,7 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 	}
 	c.refusals.settle(p.all)
 	c.refusals.record(p.record)
+	c.refusals.record(p.others)
 	c.addresses.decided(p.recordedSandboxes(), p.record, time.Now(), ev, true)
 	if p.answer != nil {
 		return p.answer
@@ -633,7 +638,9 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 // (addressLog.undecided).
 func (c *Collector) planRead(ctx context.Context, ev ports.DestroyEvent, dryRun bool, read func() (view, error)) (destroyPlan, error) {
 	v, err := read()
-	if cerr := (confDirError{}); errors.As(err, &cerr) {
+	if cerr := (confDirError{}); errors.As(err, &cerr) && v.holdsNothingOf(ev) {
+		err = nil // a PU the cache holds nothing of: nothing to keep, whatever ConfDir says
+	} else if errors.As(err, &cerr) {
 		// Asked, and kept by no row: the address page tells it, and why.
 		c.addresses.undecided(v.sandboxesOf(ev), time.Now(), ev, dryRun, fmt.Errorf("ConfDir could not be read: %w", cerr))
 	}
@@ -716,8 +723,11 @@ type destroyPlan struct {
 	sbs      []sandbox
 	verdicts []verdict
 	// all are the verdicts on every sandbox of the pod, and record those
-	// that answer the event (refusals.record).
-	all, record []verdict
+	// that answer the event (refusals.record); others, of a gone pod, are
+	// those of its sandboxes the cache holds no attachment of (listed by the
+	// runtime, or named by an entry not used): their refusals are timed
+	// too, so that one the runtime may be creating expires (row 10).
+	all, record, others []verdict
 	// answer, when set, is DestroyPU's answer, before any DEL: everything
 	// is kept.
 	answer error
@@ -760,7 +770,7 @@ func (c *Collector) plan(v view, rv runtimeView, ev ports.DestroyEvent) destroyP
 			}
 		}
 	} else {
-		p.record = p.verdicts
+		p.record, p.others = p.verdicts, all[len(sbs):]
 		if p.kept = keptGone(all, ev); p.kept != nil && !errors.Is(p.kept, ErrNoEvidence) {
 			p.answer = p.kept
 			return p
@@ -988,8 +998,10 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // The engine's Inventory lists the cache when the engine starts; Resync
 // finds what appears later: the attachment of a pod created since, and the
 // next sandbox of a pod whose older one was freed. A pod listed with
-// another sandbox than the time before (or than the Inventory's list,
-// before Resync's first list), while the cache still holds that one,
+// another sandbox than the time before (than the last list of the
+// Resync before, when Resync is called again; or than the Inventory's
+// list, before Resync's first list and when the engine listed its
+// Inventory since), while the cache still holds that one,
 // has had its sandboxes' order told meanwhile (the Runtime lists one now;
 // a restored cache's times said the opposite): its PU is untracked (never
 // destroyed) and tracked with the sandbox listed now, for a PU left on the

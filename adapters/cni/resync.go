@@ -53,8 +53,11 @@ type resyncer struct {
 	// requeued are the pods requeued since the last list.
 	requeued map[podKey]bool
 	// inventory is ListPUs' last answer (the engine's Inventory), from
-	// which the loop begins.
-	inventory map[string]string
+	// which the loop begins; last is what the last list of a Resync told
+	// the engine (PUID to sandbox), from which a Resync called again
+	// begins, unless the Inventory was listed since (fromInventory).
+	inventory, last map[string]string
+	fromInventory   bool
 	// destroys numbers the DestroyPU calls that ended; destroyed holds,
 	// for each PUID, the number of the last, since the list under way
 	// began (see once).
@@ -111,7 +114,7 @@ func (r *resyncer) requeue(pod types.NamespacedName, uid string) {
 // inventoryListed records ListPUs' answer to the engine's Inventory.
 func (r *resyncer) inventoryListed(pus []ports.PU) {
 	r.mu.Lock()
-	r.inventory = sandboxesByPUID(pus)
+	r.inventory, r.fromInventory = sandboxesByPUID(pus), true
 	r.mu.Unlock()
 }
 
@@ -171,7 +174,12 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		}
 	}()
 	ask()
-	var last map[string]string
+	r.mu.Lock()
+	last := r.last // nil: the first list begins from the Inventory's (once)
+	if r.fromInventory {
+		last = nil
+	}
+	r.mu.Unlock()
 	for {
 		select {
 		case <-ctx.Done():
@@ -186,6 +194,9 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		go func(last map[string]string) { listed <- r.once(ctx, t, list, last) }(last)
 		select {
 		case last = <-listed:
+			r.mu.Lock()
+			r.last, r.fromInventory = last, false
+			r.mu.Unlock()
 		case <-ctx.Done():
 			select {
 			case <-listed:

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -188,5 +189,65 @@ func linkedEntry(t *testing.T, e *env, id string, written time.Time) {
 		netns: e.netnsPath(t, id, true), written: written})
 	if err := os.Symlink(filepath.Join(other, "results", "net1-"+id+"-eth0"), filepath.Join(e.cache, "results", "net1-"+id+"-eth0")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Row 10 for a sandbox only an entry not used names: pod P is gone; its sandbox "sdead" is dead; its sandbox
+// "screate", named P's only through a link, is not listed and its network namespace is there (row 9). Refused for
+// NewestSandboxTimeout, it is freed with its gone pod (row 10: nothing to DEL of a link), and P's dead sandbox with it:
+// its refusals are timed like a cached sandbox's, and kept across reads of the cache.
+func TestGonePodCreatingInALinkedSandboxIsFreedAfterNewestSandboxTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		now := time.Now()
+		e.writeEntry(t, entry{network: "net1", id: "sdead", uid: "uid-p", ns: "ns", name: "p", ip: "10.1.0.5",
+			netns: e.netnsPath(t, "sdead", false), written: now.Add(-time.Hour)})
+		linkedEntry(t, e, "screate", now.Add(-time.Second))
+		o := e.opts(&fakeRuntime{})
+		o.NewestSandboxTimeout = time.Minute
+		c, err := cni.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := ports.DestroyEvent{PUID: "uid-p", Pod: types.NamespacedName{Namespace: "ns", Name: "p"}, SandboxID: "sdead", Reason: ports.ReasonPodGone}
+		if err := c.DestroyPU(t.Context(), ev); !errors.Is(err, cni.ErrSandboxRunning) || e.delsOf("sdead") != 0 {
+			t.Fatalf("first DestroyPU = %v, and sdead DELed %d times; want ErrSandboxRunning (row 9 of screate)", err, e.delsOf("sdead"))
+		}
+		for range 4 { // refused again, as the engine's backoff would ask, past NewestSandboxTimeout
+			time.Sleep(20 * time.Second)
+			err = c.DestroyPU(t.Context(), ev)
+		}
+		// The link itself is never touched: an entry of the pod that cannot be used gives the PU up (ErrUnusableEntry).
+		if errors.Is(err, cni.ErrSandboxRunning) || err != nil && !errors.Is(err, cni.ErrUnusableEntry) || e.delsOf("sdead") != 1 {
+			t.Fatalf("DestroyPU 80s on = %v, and sdead DELed %d times; want sdead freed once (rows 10 and 4)", err, e.delsOf("sdead"))
+		}
+	})
+}
+
+// ports.PolicyHandler: destroying a PU the policy engine does not know must succeed, or answer Permanent. The cache
+// holds nothing of the PU, and a config of ConfDir is being written (cut before its name): there is nothing to keep,
+// and DestroyPU and DryRunDestroyPU answer nil, whatever the event.
+func TestUnknownPUIsNothingToDoWhileAConfigIsBeingWritten(t *testing.T) {
+	e := newEnv(t)
+	e.writeEntry(t, entry{network: "net1", id: "sother", uid: "uid-q", ns: "ns", name: "q", netns: e.netnsPath(t, "sother", true), written: time.Now().Add(-time.Hour)})
+	if err := os.WriteFile(filepath.Join(e.conf, "10-other.conflist"), []byte(`{"cniVersion":"1.0.0",`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cni.New(e.opts(&fakeRuntime{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := types.NamespacedName{Namespace: "ns", Name: "never"}
+	for _, ev := range []ports.DestroyEvent{
+		{PUID: "uid-never", Pod: pod, Reason: ports.ReasonPodGone},
+		{PUID: "uid-never", Pod: pod, SandboxID: "snever", Reason: ports.ReasonPodGone},
+		{PUID: "uid-never", Pod: pod, SandboxID: "snever", Reason: ports.ReasonSandboxChanged},
+	} {
+		if err := c.DestroyPU(t.Context(), ev); err != nil {
+			t.Errorf("DestroyPU(%s, sandbox %q) of a PU the cache holds nothing of = %v, want nil", ev.Reason, ev.SandboxID, err)
+		}
+		if err := c.DryRunDestroyPU(t.Context(), ev); err != nil {
+			t.Errorf("DryRunDestroyPU(%s, sandbox %q) of a PU the cache holds nothing of = %v, want nil", ev.Reason, ev.SandboxID, err)
+		}
 	}
 }

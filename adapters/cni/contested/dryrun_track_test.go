@@ -132,3 +132,38 @@ func TestAuditDryRunMovedPUNeverTrackedAgain(t *testing.T) {
 		}
 	})
 }
+
+// Options.DryRun: Resync tracks "a PU it listed the time before, with the same sandbox, no more". Resync returns when
+// its ctx ends and may be called again on the same Collector and engine: the second call begins from what the first
+// told the engine, not from the Inventory's list at the engine's start, and tracks the pod listed all along no more.
+func TestResyncCalledAgainBeginsFromWhatItLastTold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		o := e.opts(nil)
+		o.DryRun = true
+		c, err := cni.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pus, err := c.ListPUs(t.Context()); err != nil || len(pus) != 0 { // the engine's Inventory, at its start
+			t.Fatalf("ListPUs = %v, %v; want an empty cache", pus, err)
+		}
+		e.writeEntry(t, entry{network: "net1", id: "sb1", uid: "uid-1", ns: "ns", name: "p", netns: e.netnsPath(t, "sb1", true),
+			written: time.Now().Add(-time.Minute)})
+		tr := newTracker()
+		for run := range 2 {
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- c.Resync(ctx, tr) }()
+			time.Sleep(3500 * time.Millisecond) // three lists
+			synctest.Wait()
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if tracks, _, _ := tr.snapshot(); len(tracks) != 1 {
+				t.Fatalf("after Resync call %d, the pod listed all along was tracked %d times; want once in a dry run: %v", run+1, len(tracks), tracks)
+			}
+		}
+	})
+}
