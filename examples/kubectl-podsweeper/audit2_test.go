@@ -21,9 +21,9 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// a2Pages serves a program's pages: status (nil: 503 as before the
+// anyPages serves a program's pages: status (nil: 503 as before the
 // Inventory's list), dry run's report (nil: 404), address page.
-type a2Pages struct {
+type anyPages struct {
 	at        time.Time // Podsweeper-Time; zero: none (an older program)
 	status    any
 	report    any
@@ -31,7 +31,7 @@ type a2Pages struct {
 	status503 bool
 }
 
-func (p *a2Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (p *anyPages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.at.IsZero() {
 		w.Header().Set(k8s.TimeHeader, p.at.UTC().Format(time.RFC3339Nano))
 	}
@@ -59,28 +59,19 @@ func (p *a2Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func a2Text(t *testing.T, render func(*bytes.Buffer) error) string {
-	t.Helper()
-	var b bytes.Buffer
-	if err := render(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
-}
-
 func TestAudit2HoldsSmoke(t *testing.T) {
 	now := time.Now().UTC()
 	checked := now.Add(-5 * time.Second)
-	api := newA2API(t,
-		audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"),
-		audPod("apps", "web", "uid-web", "node-a"))
-	api.Handle("podsweeper/agent-a", &a2Pages{at: now, status: []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", State: "idle", Age: "1m0s", LastChecked: &checked, LastRow: 9, Why: "same pod, same sandbox"}}})
-	c := api.Cluster(5 * time.Second)
+	api := newFakeCluster(t,
+		podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"),
+		workloadPod("apps", "web", "uid-web", "node-a"))
+	api.handle("podsweeper/agent-a", &anyPages{at: now, status: []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", State: "idle", Age: "1m0s", LastChecked: &checked, LastRow: 9, Why: "same pod, same sandbox"}}})
+	c := api.cluster(5 * time.Second)
 	x, err := c.explainPod(context.Background(), "apps", "web", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	t.Log(out)
 	if !strings.Contains(out, "5s ago: row 9") {
 		t.Fatal("smoke failed")
@@ -93,10 +84,10 @@ var (
 	_ types.UID
 )
 
-// a2Static is a static pod's mirror pod: its API UID mirror, its
+// staticMirror is a static pod's mirror pod: its API UID mirror, its
 // kubelet's UID kubelet.
-func a2Static(ns, name, mirror, kubelet, node string) *corev1.Pod {
-	p := audPod(ns, name, mirror, node)
+func staticMirror(ns, name, mirror, kubelet, node string) *corev1.Pod {
+	p := workloadPod(ns, name, mirror, node)
 	p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: kubelet}
 	return p
 }
@@ -112,19 +103,19 @@ func a2Static(ns, name, mirror, kubelet, node string) *corev1.Pod {
 func TestAudit2StaticPodByMirrorUIDAlone(t *testing.T) {
 	now := time.Now().UTC()
 	checked := now.Add(-5 * time.Second)
-	api := newA2API(t,
-		audProgramPod("cni-gc", "kube-system", "cni-gc-a", "node-a"),
-		a2Static("kube-system", "etcd-node-a", "mirror-uid", "kubelet-uid", "node-a"))
-	api.Handle("kube-system/cni-gc-a", &a2Pages{at: now, status: []k8s.PUStatus{{PUID: "kubelet-uid", Pod: "kube-system/etcd-node-a",
+	api := newFakeCluster(t,
+		podsweeperProgram("cni-gc", "kube-system", "cni-gc-a", "node-a"),
+		staticMirror("kube-system", "etcd-node-a", "mirror-uid", "kubelet-uid", "node-a"))
+	api.handle("kube-system/cni-gc-a", &anyPages{at: now, status: []k8s.PUStatus{{PUID: "kubelet-uid", Pod: "kube-system/etcd-node-a",
 		State: "idle", Age: "1m0s", LastChecked: &checked, LastRow: 9, Why: "same pod, same sandbox"}}})
-	c := api.Cluster(5 * time.Second)
+	c := api.cluster(5 * time.Second)
 
 	// By the kubelet's UID alone: told (the control).
 	x, err := c.explainPod(context.Background(), "", "", "kubelet-uid", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byKubelet := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	byKubelet := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(byKubelet, "PU kubelet-uid of pod kube-system/etcd-node-a") {
 		t.Fatalf("by the kubelet's UID, the PU is not told:\n%s", byKubelet)
 	}
@@ -133,7 +124,7 @@ func TestAudit2StaticPodByMirrorUIDAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byMirror := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	byMirror := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(byMirror, "PU kubelet-uid of pod kube-system/etcd-node-a") {
 		t.Fatalf("asked by the static pod's mirror UID alone, its PU under the kubelet's UID is not told; the plugin says:\n%s", byMirror)
 	}
@@ -146,21 +137,21 @@ func TestAudit2StaticPodByMirrorUIDAlone(t *testing.T) {
 func TestAudit2UnheldAddressWithFailingStatusPage(t *testing.T) {
 	now := time.Now().UTC()
 	read := now.Add(-12 * time.Second)
-	api := newA2API(t, audProgramPod("cni-gc", "kube-system", "cni-gc-a", "node-a"))
-	api.Handle("kube-system/cni-gc-a", &a2Pages{at: now, status503: true,
+	api := newFakeCluster(t, podsweeperProgram("cni-gc", "kube-system", "cni-gc-a", "node-a"))
+	api.handle("kube-system/cni-gc-a", &anyPages{at: now, status503: true,
 		address: AddressStatus{IP: "10.88.0.200", ReservationsRead: &read}})
-	c := api.Cluster(5 * time.Second)
+	c := api.cluster(5 * time.Second)
 	x, err := c.explainIP(context.Background(), "10.88.0.200", "node-a", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderIP(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderIP(b, x) })
 	if !strings.Contains(out, "No attachment of libcni's cache and no host-local reservation holds it") || strings.Contains(out, "cannot tell all that holds") {
 		t.Fatalf("an address no one holds, cni-gc's address page complete, its status page 503: the plugin says:\n%s", out)
 	}
 }
 
-func a2Event(ns, name, kind, objNS, objName, uid string, at time.Time, note string) *corev1.Event {
+func destroyEvent(ns, name, kind, objNS, objName, uid string, at time.Time, note string) *corev1.Event {
 	return &corev1.Event{
 		ObjectMeta:          metav1.ObjectMeta{Namespace: ns, Name: name},
 		InvolvedObject:      corev1.ObjectReference{Kind: kind, Namespace: objNS, Name: objName, UID: types.UID(uid)},
@@ -187,11 +178,11 @@ func a2Event(ns, name, kind, objNS, objName, uid string, at time.Time, note stri
 func TestAudit2RecreatedBetweenReads(t *testing.T) {
 	now := time.Now().UTC()
 	checked := now.Add(-1 * time.Second)
-	api := newA2API(t,
-		audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"),
-		audPod("apps", "web", "old-uid", "node-a"))
+	api := newFakeCluster(t,
+		podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"),
+		workloadPod("apps", "web", "old-uid", "node-a"))
 	gets := 0
-	api.Fake.PrependReactor("get", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+	api.fake.PrependReactor("get", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		if action.(k8stesting.GetAction).GetName() != "web" {
 			return false, nil, nil
 		}
@@ -199,7 +190,7 @@ func TestAudit2RecreatedBetweenReads(t *testing.T) {
 		if gets > 1 {
 			return false, nil, nil
 		}
-		tr := api.Fake.Tracker()
+		tr := api.fake.Tracker()
 		gvr := corev1.SchemeGroupVersion.WithResource("pods")
 		old, err := tr.Get(gvr, "apps", "web")
 		if err != nil {
@@ -207,19 +198,19 @@ func TestAudit2RecreatedBetweenReads(t *testing.T) {
 		}
 		// Meanwhile: recreated, and old's PU destroyed.
 		_ = tr.Delete(gvr, "apps", "web")
-		_ = tr.Add(audPod("apps", "web", "new-uid", "node-a"))
-		_ = tr.Add(a2Event("apps", "web.1", "Pod", "apps", "web", "old-uid", now.Add(time.Second),
+		_ = tr.Add(workloadPod("apps", "web", "new-uid", "node-a"))
+		_ = tr.Add(destroyEvent("apps", "web.1", "Pod", "apps", "web", "old-uid", now.Add(time.Second),
 			"UIDChanged: destroyed PU old-uid of pod apps/web (no sandbox recorded)"))
 		return true, old, nil
 	})
-	api.Handle("podsweeper/agent-a", &a2Pages{at: now, status: []k8s.PUStatus{{PUID: "new-uid", Pod: "apps/web",
+	api.handle("podsweeper/agent-a", &anyPages{at: now, status: []k8s.PUStatus{{PUID: "new-uid", Pod: "apps/web",
 		State: "idle", Age: "2s", LastChecked: &checked, LastRow: 9, Why: "same pod, same sandbox"}}})
-	c := api.Cluster(5 * time.Second)
+	c := api.cluster(5 * time.Second)
 	x, err := c.explainPod(context.Background(), "apps", "web", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if strings.Contains(out, "this PU is of an earlier pod of that name (UID new-uid)") {
 		t.Errorf("the pod now's PU (new-uid) is told as of an earlier pod of that name:\n%s", out)
 	}
@@ -237,23 +228,23 @@ func TestAudit2RecreatedBetweenReads(t *testing.T) {
 // other pods). The answer must say it cannot tell what the dry run did.
 func TestAudit2CutReportWithAnEvent(t *testing.T) {
 	now := time.Now().UTC()
-	api := newA2API(t,
-		audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"),
-		audProgramPod("cluster-controller", "podsweeper", "cc-1", "node-b"),
-		a2Event("apps", "db.1", "Pod", "apps", "db", "db-uid", now.Add(-30*time.Second),
+	api := newFakeCluster(t,
+		podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"),
+		podsweeperProgram("cluster-controller", "podsweeper", "cc-1", "node-b"),
+		destroyEvent("apps", "db.1", "Pod", "apps", "db", "db-uid", now.Add(-30*time.Second),
 			"PodGone: destroyed PU db-uid of pod apps/db (no sandbox recorded)"))
 	others := []k8s.WouldDestroy{
 		{At: now.Add(-5 * time.Second), PUID: "o1", Pod: "apps/o1", Reason: "PodGone", Row: 1, Why: "pod not found", Dropped: true},
 		{At: now.Add(-4 * time.Second), PUID: "o2", Pod: "apps/o2", Reason: "PodGone", Row: 1, Why: "pod not found", Dropped: true},
 	}
-	api.Handle("podsweeper/agent-a", &a2Pages{at: now, report: map[string]any{"total": 1500, "reports": others}})
-	api.Handle("podsweeper/cc-1", &a2Pages{at: now})
-	c := api.Cluster(5 * time.Second)
+	api.handle("podsweeper/agent-a", &anyPages{at: now, report: map[string]any{"total": 1500, "reports": others}})
+	api.handle("podsweeper/cc-1", &anyPages{at: now})
+	c := api.cluster(5 * time.Second)
 	x, err := c.explainPod(context.Background(), "apps", "db", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "cannot tell") {
 		t.Fatalf("none of the pod's reports among the dry run's kept ones (1500 made, 2 kept), and the answer does not say it cannot tell:\n%s", out)
 	}
@@ -278,32 +269,32 @@ func TestAudit2StandbyHoldsNoPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := newA2API(t,
-		audProgramPod("cluster-controller", "podsweeper", "cc-standby", "node-b"),
-		audPod("apps", "web", "web-uid", "node-a"))
+	api := newFakeCluster(t,
+		podsweeperProgram("cluster-controller", "podsweeper", "cc-standby", "node-b"),
+		workloadPod("apps", "web", "web-uid", "node-a"))
 	mux := http.NewServeMux()
 	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(standby)) // not started: a standby's
-	api.Handle("podsweeper/cc-standby", mux)
-	c := api.Cluster(5 * time.Second)
+	api.handle("podsweeper/cc-standby", mux)
+	c := api.cluster(5 * time.Second)
 	x, err := c.explainPod(context.Background(), "apps", "web", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "cluster-controller podsweeper/cc-standby (a standby: its engine does not run) holds no PU of this pod.") {
 		t.Fatalf("the cluster controller's standby (its engine not started, as on every standby) is not told as holding no PU:\n%s", out)
 	}
 }
 
-// a2SteppedClock is the real clock as an engine sees it once the node's
+// hourBehindClock is the real clock as an engine sees it once the node's
 // wall clock was stepped an hour forward after the engine began (an NTP
 // step after boot): the engine's times are its epoch plus the monotonic
 // time since (deletion's timeOf), an hour behind the wall clock; its
 // timers are the real ones.
-type a2SteppedClock struct{ clock.RealClock }
+type hourBehindClock struct{ clock.RealClock }
 
-func (a2SteppedClock) Now() time.Time                    { return time.Now().Add(-time.Hour) }
-func (c a2SteppedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (hourBehindClock) Now() time.Time                    { return time.Now().Add(-time.Hour) }
+func (c hourBehindClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 // adapters/k8s/status.go:37-42: "TimeHeader is the response header in
 // which the status page ... tell when they read what they answer, on the
@@ -318,10 +309,10 @@ func (c a2SteppedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t)
 // a moment ago is told as checked an hour ago.
 func TestAudit2StatusTimesOnTheEnginesClock(t *testing.T) {
 	getter := ports.PodGetterFunc(func(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
-		return audPod(key.Namespace, key.Name, "web-uid", "node-a"), nil
+		return workloadPod(key.Namespace, key.Name, "web-uid", "node-a"), nil
 	})
 	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
-	engine, err := deletion.New(getter, policy, deletion.Options{Clock: a2SteppedClock{}})
+	engine, err := deletion.New(getter, policy, deletion.Options{Clock: hourBehindClock{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,18 +334,18 @@ func TestAudit2StatusTimesOnTheEnginesClock(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	api := newA2API(t,
-		audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"),
-		audPod("apps", "web", "web-uid", "node-a"))
+	api := newFakeCluster(t,
+		podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"),
+		workloadPod("apps", "web", "web-uid", "node-a"))
 	mux := http.NewServeMux()
 	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(engine))
-	api.Handle("podsweeper/agent-a", mux)
-	c := api.Cluster(5 * time.Second)
+	api.handle("podsweeper/agent-a", mux)
+	c := api.cluster(5 * time.Second)
 	x, err := c.explainPod(context.Background(), "apps", "web", "", "", time.Now().UTC())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "last check    0s ago") && !strings.Contains(out, "last check    1s ago") && !strings.Contains(out, "last check    just now") {
 		t.Fatalf("a PU checked within the last second is told:\n%s", out)
 	}
@@ -368,17 +359,17 @@ func TestAudit2HoldsTimesFromThePage(t *testing.T) {
 	progNow := now.Add(-10 * time.Minute) // the program's clock, 10 minutes behind the reader's
 	checked := progNow.Add(-5 * time.Second)
 	next := progNow.Add(6 * time.Second)
-	api := newA2API(t,
-		audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"),
-		audPod("apps", "db", "db-uid", "node-a"))
-	api.Handle("podsweeper/agent-a", &a2Pages{at: progNow, status: []k8s.PUStatus{{PUID: "db-uid", Pod: "apps/db", State: "waiting for a retry",
+	api := newFakeCluster(t,
+		podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"),
+		workloadPod("apps", "db", "db-uid", "node-a"))
+	api.handle("podsweeper/agent-a", &anyPages{at: progNow, status: []k8s.PUStatus{{PUID: "db-uid", Pod: "apps/db", State: "waiting for a retry",
 		Age: "3m", LastChecked: &checked, LastRow: 1, Why: "pod not found", Attempts: 3, NextAttempt: &next, LastError: "boom"}}})
-	c := api.Cluster(5 * time.Second)
+	c := api.cluster(5 * time.Second)
 	x, err := c.explainPod(context.Background(), "apps", "db", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "last check    5s ago") || !strings.Contains(out, "next in 6s") {
 		t.Fatalf("times not told from the page's own time:\n%s", out)
 	}
@@ -395,21 +386,21 @@ func TestAudit2HoldsTimesFromThePage(t *testing.T) {
 // Events read again.
 func TestAudit2HoldsDestroyAfterTheProgramsAnswered(t *testing.T) {
 	now := time.Now().UTC()
-	pages := &a2Pages{at: now}
-	api2 := newA2API(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
-	api2.Handle("podsweeper/agent-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	pages := &anyPages{at: now}
+	api2 := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
+	api2.handle("podsweeper/agent-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pages.ServeHTTP(w, r)
 		if r.URL.Path == k8s.StatusPath {
-			e := a2Event("default", "node-a.1", "Node", "", "node-a", "node-a", now, "PodGone: destroyed PU db-uid of pod apps/db (no sandbox recorded)")
+			e := destroyEvent("default", "node-a.1", "Node", "", "node-a", "node-a", now, "PodGone: destroyed PU db-uid of pod apps/db (no sandbox recorded)")
 			e.Related = &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "db", UID: "db-uid"}
-			_ = api2.Fake.Tracker().Add(e)
+			_ = api2.fake.Tracker().Add(e)
 		}
 	}))
-	x, err := api2.Cluster(5*time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
+	x, err := api2.cluster(5*time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "regarding Node/node-a: PodGone: destroyed PU db-uid") {
 		t.Fatalf("a destroy after the programs answered is not told:\n%s", out)
 	}
@@ -419,13 +410,13 @@ func TestAudit2HoldsDestroyAfterTheProgramsAnswered(t *testing.T) {
 // answers 503 and could not be asked; the answer says it cannot tell.
 func TestAudit2HoldsNotListedCouldNotBeAsked(t *testing.T) {
 	now := time.Now().UTC()
-	api := newA2API(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
-	api.Handle("podsweeper/agent-a", &a2Pages{at: now, status503: true})
-	x, err := api.Cluster(5*time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
+	api := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
+	api.handle("podsweeper/agent-a", &anyPages{at: now, status503: true})
+	x, err := api.cluster(5*time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "could not be asked") || !strings.Contains(out, "podsweeper cannot tell all it knows of this pod") {
 		t.Fatalf("a 503 page:\n%s", out)
 	}
@@ -434,10 +425,10 @@ func TestAudit2HoldsNotListedCouldNotBeAsked(t *testing.T) {
 // explain.md:26-27, 72-74: --timeout bounds each program's question.
 func TestAudit2HoldsSlowPageTimesOut(t *testing.T) {
 	now := time.Now().UTC()
-	api := newA2API(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
+	api := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
 	release := make(chan struct{})
 	defer close(release)
-	api.Handle("podsweeper/agent-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	api.handle("podsweeper/agent-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(200)
 		_, _ = w.Write([]byte("["))
@@ -445,14 +436,14 @@ func TestAudit2HoldsSlowPageTimesOut(t *testing.T) {
 		<-release
 	}))
 	start := time.Now()
-	x, err := api.Cluster(time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
+	x, err := api.cluster(time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d > 4*time.Second {
 		t.Fatalf("took %v with --timeout=1s", d)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "could not be asked") {
 		t.Fatalf("a slow page:\n%s", out)
 	}
@@ -465,18 +456,18 @@ func TestAudit2HoldsSecondCNIGCTimes(t *testing.T) {
 	now := time.Now().UTC()
 	second := now.Add(-3 * time.Minute)
 	read := second.Add(-12 * time.Second)
-	api := newA2API(t,
-		audProgramPod("cni-gc", "kube-system", "cni-gc-a", "node-a"),
-		audProgramPod("cni-gc", "kube-system", "cni-gc-b", "node-a"))
-	api.Handle("kube-system/cni-gc-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	api := newFakeCluster(t,
+		podsweeperProgram("cni-gc", "kube-system", "cni-gc-a", "node-a"),
+		podsweeperProgram("cni-gc", "kube-system", "cni-gc-b", "node-a"))
+	api.handle("kube-system/cni-gc-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "boom", http.StatusInternalServerError)
 	}))
-	api.Handle("kube-system/cni-gc-b", &a2Pages{at: second, address: AddressStatus{IP: "10.88.0.9", ReservationsRead: &read}})
-	x, err := api.Cluster(5*time.Second).explainIP(context.Background(), "10.88.0.9", "node-a", now)
+	api.handle("kube-system/cni-gc-b", &anyPages{at: second, address: AddressStatus{IP: "10.88.0.9", ReservationsRead: &read}})
+	x, err := api.cluster(5*time.Second).explainIP(context.Background(), "10.88.0.9", "node-a", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderIP(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderIP(b, x) })
 	if !strings.Contains(out, "cni-gc-b") || !strings.Contains(out, "sweep 12s ago") || !strings.Contains(out, "Not asked: cni-gc kube-system/cni-gc-a") || !strings.Contains(out, "cannot tell all that holds this address") {
 		t.Fatalf("second cni-gc:\n%s", out)
 	}
@@ -486,16 +477,16 @@ func TestAudit2HoldsSecondCNIGCTimes(t *testing.T) {
 // in text and JSON.
 func TestAudit2HoldsEarlierPodsEventMarked(t *testing.T) {
 	now := time.Now().UTC()
-	api := newA2API(t,
-		audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"),
-		audPod("apps", "web", "new-uid", "node-a"),
-		a2Event("apps", "web.1", "Pod", "apps", "web", "old-uid", now.Add(-time.Minute), "UIDChanged: destroyed PU old-uid of pod apps/web (no sandbox recorded)"))
-	api.Handle("podsweeper/agent-a", &a2Pages{at: now})
-	x, err := api.Cluster(5*time.Second).explainPod(context.Background(), "apps", "web", "", "", now)
+	api := newFakeCluster(t,
+		podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"),
+		workloadPod("apps", "web", "new-uid", "node-a"),
+		destroyEvent("apps", "web.1", "Pod", "apps", "web", "old-uid", now.Add(-time.Minute), "UIDChanged: destroyed PU old-uid of pod apps/web (no sandbox recorded)"))
+	api.handle("podsweeper/agent-a", &anyPages{at: now})
+	x, err := api.cluster(5*time.Second).explainPod(context.Background(), "apps", "web", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	var js bytes.Buffer
 	_ = RenderPodJSON(&js, x)
 	if !strings.Contains(out, "(of an earlier pod of that name, UID old-uid)") || !strings.Contains(js.String(), `"earlierUID": "old-uid"`) {
@@ -507,9 +498,9 @@ func TestAudit2HoldsEarlierPodsEventMarked(t *testing.T) {
 // line that says which permission is missing.
 func TestAudit2HoldsForbiddenPortForward(t *testing.T) {
 	now := time.Now().UTC()
-	api := newA2API(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
-	api.Forbid()
-	_, err := api.Cluster(5*time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
+	api := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
+	api.refuseAllForwards()
+	_, err := api.cluster(5*time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
 	if err == nil || !strings.Contains(err.Error(), "forbidden: you may not create pods/portforward in namespace podsweeper") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("err = %v", err)
 	}
@@ -520,20 +511,20 @@ func TestAudit2HoldsForbiddenPortForward(t *testing.T) {
 func TestAudit2HoldsSeveralAttachments(t *testing.T) {
 	now := time.Now().UTC()
 	checked := now.Add(-8 * time.Second)
-	api := newA2API(t,
-		audProgramPod("cni-gc", "kube-system", "cni-gc-a", "node-a"),
-		audPod("apps", "web", "new-uid", "node-a"))
-	api.Handle("kube-system/cni-gc-a", &a2Pages{at: now,
+	api := newFakeCluster(t,
+		podsweeperProgram("cni-gc", "kube-system", "cni-gc-a", "node-a"),
+		workloadPod("apps", "web", "new-uid", "node-a"))
+	api.handle("kube-system/cni-gc-a", &anyPages{at: now,
 		status: []k8s.PUStatus{{PUID: "old-uid", Pod: "apps/web", State: "waiting for a retry", Age: "5m", LastChecked: &checked, LastRow: 4, Why: "pod recreated with another UID", Attempts: 2}},
 		address: AddressStatus{IP: "10.88.0.7", Attachments: []AttachmentStatus{
 			{Network: "podnet", ContainerID: "aaaaaaaaaaaaaaaaaaaa", IfName: "eth0", PodNamespace: "apps", PodName: "web", PodUID: "old-uid", Written: now.Add(-5 * time.Minute)},
 			{Network: "podnet", ContainerID: "bbbbbbbbbbbbbbbbbbbb", IfName: "eth0", File: "/var/lib/cni/cache/results/x", NeverTouched: "its file name is not libcni's", PodNamespace: "apps", PodName: "web", PodUID: "new-uid", Written: now.Add(-time.Minute)},
 		}}})
-	x, err := api.Cluster(5*time.Second).explainIP(context.Background(), "10.88.0.7", "node-a", now)
+	x, err := api.cluster(5*time.Second).explainIP(context.Background(), "10.88.0.7", "node-a", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderIP(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderIP(b, x) })
 	for _, want := range []string{"gone: the pod of that name now is another (UID new-uid).", "last check  8s ago: row 4", "never: cni-gc does not use this entry: its file name is not libcni's", "live on node node-a: Running."} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("want %q in:\n%s", want, out)
@@ -546,16 +537,16 @@ func TestAudit2HoldsSeveralAttachments(t *testing.T) {
 func TestAudit2HoldsEventSeries(t *testing.T) {
 	now := time.Now().UTC()
 	first := now.Add(-5 * time.Minute)
-	e := a2Event("apps", "db.1", "Pod", "apps", "db", "db-uid", first, "PodGone: destroyed PU db-uid of pod apps/db (no sandbox recorded)")
+	e := destroyEvent("apps", "db.1", "Pod", "apps", "db", "db-uid", first, "PodGone: destroyed PU db-uid of pod apps/db (no sandbox recorded)")
 	e.Count = 0
 	e.Series = &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(now.Add(-time.Minute))}
-	api := newA2API(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), e)
-	api.Handle("podsweeper/agent-a", &a2Pages{at: now})
-	x, err := api.Cluster(5*time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
+	api := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), e)
+	api.handle("podsweeper/agent-a", &anyPages{at: now})
+	x, err := api.cluster(5*time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "5m0s ago  Normal PUDestroyed") || !strings.Contains(out, "(3 times, the last 1m0s ago; the note is the first's)") {
 		t.Fatalf("series:\n%s", out)
 	}
@@ -571,20 +562,20 @@ func TestAudit2HoldsEventSeries(t *testing.T) {
 // its text says the entry is "of no pod", and tells no pod.
 func TestAudit2NeverTouchedEntryNamingItsPod(t *testing.T) {
 	now := time.Now().UTC()
-	api := newA2API(t,
-		audProgramPod("cni-gc", "kube-system", "cni-gc-a", "node-a"),
-		audPod("apps", "web", "web-uid", "node-a"))
-	api.Handle("kube-system/cni-gc-a", &a2Pages{at: now,
+	api := newFakeCluster(t,
+		podsweeperProgram("cni-gc", "kube-system", "cni-gc-a", "node-a"),
+		workloadPod("apps", "web", "web-uid", "node-a"))
+	api.handle("kube-system/cni-gc-a", &anyPages{at: now,
 		address: AddressStatus{IP: "10.88.0.7", Attachments: []AttachmentStatus{
 			{Network: "podnet", ContainerID: "bbbbbbbbbbbbbbbbbbbb", IfName: "eth0", File: "podnet-bbbbbbbbbbbbbbbbbbbb-eth0",
 				NeverTouched: "no K8S_POD_UID, K8S_POD_NAMESPACE or K8S_POD_NAME in its CNI_ARGS: not a pod's attachment, or of another runtime",
 				PodNamespace: "apps", PodName: "web", Written: now.Add(-time.Minute)},
 		}}})
-	x, err := api.Cluster(5*time.Second).explainIP(context.Background(), "10.88.0.7", "node-a", now)
+	x, err := api.cluster(5*time.Second).explainIP(context.Background(), "10.88.0.7", "node-a", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderIP(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderIP(b, x) })
 	var js bytes.Buffer
 	_ = RenderIPJSON(&js, x)
 	jsonTellsPod := strings.Contains(js.String(), `"name": "web"`)
@@ -597,15 +588,15 @@ func TestAudit2NeverTouchedEntryNamingItsPod(t *testing.T) {
 // or its dry run's report": a gone pod's dropped report names it.
 func TestAudit2HoldsUIDAloneNamedByReport(t *testing.T) {
 	now := time.Now().UTC()
-	api := newA2API(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"),
-		audPod("apps", "web", "new-uid", "node-a"))
-	api.Handle("podsweeper/agent-a", &a2Pages{at: now, report: map[string]any{"total": 1, "reports": []k8s.WouldDestroy{
+	api := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"),
+		workloadPod("apps", "web", "new-uid", "node-a"))
+	api.handle("podsweeper/agent-a", &anyPages{at: now, report: map[string]any{"total": 1, "reports": []k8s.WouldDestroy{
 		{At: now.Add(-19 * time.Second), PUID: "old-uid", Pod: "apps/web", Reason: "UIDChanged", Row: 4, Why: "pod recreated with another UID", Dropped: true}}}})
-	x, err := api.Cluster(5*time.Second).explainPod(context.Background(), "", "", "old-uid", "", now)
+	x, err := api.cluster(5*time.Second).explainPod(context.Background(), "", "", "old-uid", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	for _, want := range []string{"Pod with UID old-uid (apps/web): no pod of that name has that UID", "now has UID new-uid", "no longer held (its pod is gone for good)", "(19s ago)"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("want %q:\n%s", want, out)
@@ -617,17 +608,17 @@ func TestAudit2HoldsUIDAloneNamedByReport(t *testing.T) {
 // cluster controller holding its PU under the mirror UID: both told.
 func TestAudit2HoldsStaticPodByKubeletUIDWithController(t *testing.T) {
 	now := time.Now().UTC()
-	api := newA2API(t,
-		audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"),
-		audProgramPod("cluster-controller", "podsweeper", "cc-1", "node-b"),
-		a2Static("kube-system", "etcd-node-a", "mirror-uid", "kubelet-uid", "node-a"))
-	api.Handle("podsweeper/agent-a", &a2Pages{at: now, status: []k8s.PUStatus{{PUID: "kubelet-uid", Pod: "kube-system/etcd-node-a", State: "tracking", Age: "1m"}}})
-	api.Handle("podsweeper/cc-1", &a2Pages{at: now, status: []k8s.PUStatus{{PUID: "mirror-uid", Pod: "kube-system/etcd-node-a", State: "tracking", Age: "1m"}}})
-	x, err := api.Cluster(5*time.Second).explainPod(context.Background(), "", "", "kubelet-uid", "", now)
+	api := newFakeCluster(t,
+		podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"),
+		podsweeperProgram("cluster-controller", "podsweeper", "cc-1", "node-b"),
+		staticMirror("kube-system", "etcd-node-a", "mirror-uid", "kubelet-uid", "node-a"))
+	api.handle("podsweeper/agent-a", &anyPages{at: now, status: []k8s.PUStatus{{PUID: "kubelet-uid", Pod: "kube-system/etcd-node-a", State: "tracking", Age: "1m"}}})
+	api.handle("podsweeper/cc-1", &anyPages{at: now, status: []k8s.PUStatus{{PUID: "mirror-uid", Pod: "kube-system/etcd-node-a", State: "tracking", Age: "1m"}}})
+	x, err := api.cluster(5*time.Second).explainPod(context.Background(), "", "", "kubelet-uid", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "PU kubelet-uid") || !strings.Contains(out, "PU mirror-uid") || strings.Contains(out, "earlier pod") {
 		t.Fatalf("static pod:\n%s", out)
 	}
@@ -638,14 +629,14 @@ func TestAudit2HoldsStaticPodByKubeletUIDWithController(t *testing.T) {
 // (`create`), whose answer decides."
 func TestAudit2HoldsCreateIsEnough(t *testing.T) {
 	now := time.Now().UTC()
-	api := newA2API(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
+	api := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
 	api.wsForbidden = true
-	api.Handle("podsweeper/agent-a", &a2Pages{at: now})
-	x, err := api.Cluster(5*time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
+	api.handle("podsweeper/agent-a", &anyPages{at: now})
+	x, err := api.cluster(5*time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "holds no PU of this pod") {
 		t.Fatalf("WebSocket refused, SPDY allowed:\n%s", out)
 	}
@@ -659,12 +650,12 @@ func TestAudit2HoldsCreateIsEnough(t *testing.T) {
 // tell, as it does when one could not be asked.
 func TestAudit2NoProgramFoundForALivePod(t *testing.T) {
 	now := time.Now().UTC()
-	api := newA2API(t, audPod("apps", "web", "web-uid", "node-a"))
-	x, err := api.Cluster(5*time.Second).explainPod(context.Background(), "apps", "web", "", "", now)
+	api := newFakeCluster(t, workloadPod("apps", "web", "web-uid", "node-a"))
+	x, err := api.cluster(5*time.Second).explainPod(context.Background(), "apps", "web", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "cannot tell") {
 		t.Fatalf("no program found, and the answer does not say it cannot tell:\n%s", out)
 	}
@@ -674,19 +665,18 @@ func TestAudit2NoProgramFoundForALivePod(t *testing.T) {
 // opening of the port-forward's streams included".
 func TestAudit2HoldsStreamNeverAcknowledged(t *testing.T) {
 	now := time.Now().UTC()
-	api := newA2API(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
-	api.hangStreams = make(chan struct{})
-	defer close(api.hangStreams)
-	api.Handle("podsweeper/agent-a", &a2Pages{at: now})
+	api := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
+	api.hang["podsweeper/agent-a"] = true
+	api.handle("podsweeper/agent-a", &anyPages{at: now})
 	start := time.Now()
-	x, err := api.Cluster(time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
+	x, err := api.cluster(time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d > 4*time.Second {
 		t.Fatalf("took %v with --timeout=1s", d)
 	}
-	out := a2Text(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
 	if !strings.Contains(out, "could not be asked") {
 		t.Fatalf("stream never acknowledged:\n%s", out)
 	}

@@ -14,12 +14,12 @@ import (
 // explain.md:447-449 (troubleshooting list of explain.md): "`status --node` names on a line `Not asked:` (`unasked`
 // in JSON) each program's pod of the node that does not run (Pending, Unknown, ...)".
 func TestAuditHoldsStatusNamesPendingProgram(t *testing.T) {
-	prog := a57Program(a57Now, k8s.EngineRunning, map[string]a57Page{k8s.StatusPath: {http.StatusOK, `[]`}})
-	c := a57Cluster(t, map[string]http.Handler{"podsweeper/na-a": prog},
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "na-a", "node-a", corev1.PodRunning),
-		a57Pod("podsweeper-cni-gc", "cg", "kube-system", "cg-a", "node-a", corev1.PodPending),
+	prog := servePages(clockNow, k8s.EngineRunning, map[string]rawAnswer{k8s.StatusPath: {code: http.StatusOK, body: `[]`}})
+	c := clusterServing(t, map[string]http.Handler{"podsweeper/na-a": prog},
+		programPod("podsweeper-node-agent", "na", "podsweeper", "na-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cni-gc", "cg", "kube-system", "cg-a", "node-a", corev1.PodPending),
 	)
-	s, err := c.status(a57Ctx(t), "node-a", a57Now)
+	s, err := c.status(testContext(t), "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,16 +36,16 @@ func TestAuditHoldsStatusNamesPendingProgram(t *testing.T) {
 // explain.md:77-80: "when every replica of a program asked is a standby (its leader ended, and none leads yet), its
 // leader is named on a line `Not asked:`, and the answer cannot tell" — for report too (explain.md:449-451).
 func TestAuditHoldsReportAllStandbys(t *testing.T) {
-	pages := map[string]a57Page{k8s.StatusPath: {http.StatusOK, `[]`}, k8s.DryRunPath: {http.StatusOK, `{"total":0,"reports":[]}`}}
-	c := a57Cluster(t, map[string]http.Handler{
-		"podsweeper/cc-1": a57Program(a57Now, k8s.EngineNotRunning, pages),
-		"podsweeper/cc-2": a57Program(a57Now, k8s.EngineNotRunning, pages),
+	pages := map[string]rawAnswer{k8s.StatusPath: {code: http.StatusOK, body: `[]`}, k8s.DryRunPath: {code: http.StatusOK, body: `{"total":0,"reports":[]}`}}
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/cc-1": servePages(clockNow, k8s.EngineNotRunning, pages),
+		"podsweeper/cc-2": servePages(clockNow, k8s.EngineNotRunning, pages),
 	},
-		a57Pod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-1", "node-x", corev1.PodRunning, "--dry-run"),
-		a57Pod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-2", "node-y", corev1.PodRunning, "--dry-run"),
-		a57Pod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-0", "node-z", corev1.PodFailed, "--dry-run"),
+		programPod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-1", "node-x", corev1.PodRunning, "--dry-run"),
+		programPod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-2", "node-y", corev1.PodRunning, "--dry-run"),
+		programPod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-0", "node-z", corev1.PodFailed, "--dry-run"),
 	)
-	r, err := c.report(a57Ctx(t), a57Now)
+	r, err := c.report(testContext(t), clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,19 +61,19 @@ func TestAuditHoldsReportAllStandbys(t *testing.T) {
 // explain.md:90-93: a Pending cni-gc of the node beside one that answered is named on a line `Not asked:`, and an
 // address nothing holds is then not "known nothing of".
 func TestAuditHoldsIPPendingBesideAnAnswer(t *testing.T) {
-	prog := a57Program(a57Now, k8s.EngineRunning, map[string]a57Page{
-		addressPath:    {http.StatusOK, `{"ip":"10.88.0.200","reservationsRead":"2026-12-06T11:59:48Z"}`},
-		k8s.StatusPath: {http.StatusOK, `[]`},
+	prog := servePages(clockNow, k8s.EngineRunning, map[string]rawAnswer{
+		addressPath:    {code: http.StatusOK, body: `{"ip":"10.88.0.200","reservationsRead":"2026-12-06T11:59:48Z"}`},
+		k8s.StatusPath: {code: http.StatusOK, body: `[]`},
 	})
-	c := a57Cluster(t, map[string]http.Handler{"kube-system/cg-a": prog},
-		a57Pod("podsweeper-cni-gc", "cg", "kube-system", "cg-a", "node-a", corev1.PodRunning),
-		a57Pod("podsweeper-cni-gc", "cg2", "kube-system", "cg2-a", "node-a", corev1.PodPending),
+	c := clusterServing(t, map[string]http.Handler{"kube-system/cg-a": prog},
+		programPod("podsweeper-cni-gc", "cg", "kube-system", "cg-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cni-gc", "cg2", "kube-system", "cg2-a", "node-a", corev1.PodPending),
 	)
-	x, err := c.explainIP(a57Ctx(t), "10.88.0.200", "node-a", a57Now)
+	x, err := c.explainIP(testContext(t), "10.88.0.200", "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, _ := a57RenderIP(t, x)
+	txt, _ := ipTextAndJSON(t, x)
 	if !strings.Contains(txt, "Not asked: cni-gc kube-system/cg2-a") || strings.Contains(txt, "knows nothing") {
 		t.Errorf("text:\n%s", txt)
 	}
@@ -83,7 +83,7 @@ func TestAuditHoldsIPPendingBesideAnAnswer(t *testing.T) {
 // and the flags it reads; `--help` alone prints every command and kubectl's flags (on stdout, status 0)."
 func TestAuditHoldsHelp(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run(a57Ctx(t), []string{"-n", "podsweeper", "explain", "ip", "--help"}, &out, &errb); code != 0 {
+	if code := run(testContext(t), []string{"-n", "podsweeper", "explain", "ip", "--help"}, &out, &errb); code != 0 {
 		t.Fatalf("status %d: %s", code, errb.String())
 	}
 	if !strings.Contains(out.String(), "kubectl podsweeper explain ip ADDRESS --node NODE") || !strings.Contains(out.String(), "--node") ||
@@ -91,7 +91,7 @@ func TestAuditHoldsHelp(t *testing.T) {
 		t.Errorf("explain ip --help:\n%s", out.String())
 	}
 	out.Reset()
-	if code := run(a57Ctx(t), []string{"--help"}, &out, &errb); code != 0 {
+	if code := run(testContext(t), []string{"--help"}, &out, &errb); code != 0 {
 		t.Fatalf("status %d", code)
 	}
 	for _, l := range []string{"explain pod NAMESPACE/NAME", "explain pod --uid UID", "explain ip ADDRESS", "status --node NODE", "report [-o json]", "--kubeconfig", "--context"} {

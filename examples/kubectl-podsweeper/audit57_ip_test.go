@@ -16,15 +16,15 @@ import (
 // what the JSON says. A node whose Running cni-gc could not be asked (its listener off) and whose other cni-gc
 // (a second release, or a rollout's surge) is Pending: the JSON names the Pending one in `unasked`; the text does not.
 func TestAuditIPPendingCNIGCNamedInTextAsInJSON(t *testing.T) {
-	c := a57Cluster(t, nil,
-		a57Pod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning, "--status-bind-address=0"),
-		a57Pod("podsweeper-cni-gc", "cni-gc2", "kube-system", "cni-gc2-b", "node-a", corev1.PodPending),
+	c := clusterServing(t, nil,
+		programPod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning, "--status-bind-address=0"),
+		programPod("podsweeper-cni-gc", "cni-gc2", "kube-system", "cni-gc2-b", "node-a", corev1.PodPending),
 	)
-	x, err := c.explainIP(a57Ctx(t), "10.88.0.4", "node-a", a57Now)
+	x, err := c.explainIP(testContext(t), "10.88.0.4", "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, js := a57RenderIP(t, x)
+	txt, js := ipTextAndJSON(t, x)
 	var j struct {
 		Unasked []string `json:"unasked"`
 	}
@@ -46,19 +46,19 @@ func TestAuditIPPendingCNIGCNamedInTextAsInJSON(t *testing.T) {
 // holds the address, its sweep read host-local's reservations) and its status page answers 500: the JSON says
 // pusError; the text says no line of it, and ends "cni-gc knows nothing of this address."
 func TestAuditIPPUsErrorToldInText(t *testing.T) {
-	at := a57Now
-	prog := a57Program(at, "", map[string]a57Page{
-		addressPath:         {http.StatusOK, `{"ip":"10.88.0.200","reservationsRead":"2026-12-06T11:59:48Z"}`},
-		"/debug/podsweeper": {http.StatusInternalServerError, "engine exploded"},
+	at := clockNow
+	prog := servePages(at, "", map[string]rawAnswer{
+		addressPath:         {code: http.StatusOK, body: `{"ip":"10.88.0.200","reservationsRead":"2026-12-06T11:59:48Z"}`},
+		"/debug/podsweeper": {code: http.StatusInternalServerError, body: "engine exploded"},
 	})
-	c := a57Cluster(t, map[string]http.Handler{"kube-system/cni-gc-a": prog},
-		a57Pod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning),
+	c := clusterServing(t, map[string]http.Handler{"kube-system/cni-gc-a": prog},
+		programPod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning),
 	)
-	x, err := c.explainIP(a57Ctx(t), "10.88.0.200", "node-a", a57Now)
+	x, err := c.explainIP(testContext(t), "10.88.0.200", "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, js := a57RenderIP(t, x)
+	txt, js := ipTextAndJSON(t, x)
 	if x.PUsError == "" {
 		t.Fatalf("no pusError: the status page answered 500\n%s", js)
 	}
@@ -71,15 +71,15 @@ func TestAuditIPPUsErrorToldInText(t *testing.T) {
 // off): the first's error says why it could not be asked, and the second is named on a line `Not asked:`, in the
 // text as in JSON, never dropped.
 func TestExplainIPNamesASecondCNIGCThatCouldNotBeAsked(t *testing.T) {
-	c := a57Cluster(t, nil,
-		a57Pod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning, "--status-bind-address=0"),
-		a57Pod("podsweeper-cni-gc", "cni-gc2", "kube-system", "cni-gc2-b", "node-a", corev1.PodRunning, "--status-bind-address=0"),
+	c := clusterServing(t, nil,
+		programPod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning, "--status-bind-address=0"),
+		programPod("podsweeper-cni-gc", "cni-gc2", "kube-system", "cni-gc2-b", "node-a", corev1.PodRunning, "--status-bind-address=0"),
 	)
-	x, err := c.explainIP(a57Ctx(t), "10.88.0.4", "node-a", a57Now)
+	x, err := c.explainIP(testContext(t), "10.88.0.4", "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, _ := a57RenderIP(t, x)
+	txt, _ := ipTextAndJSON(t, x)
 	if !slices.ContainsFunc(x.Unasked, func(u string) bool { return strings.Contains(u, "cni-gc2-b") }) ||
 		!strings.Contains(txt, "Not asked: cni-gc kube-system/cni-gc2-b") {
 		t.Errorf("the second cni-gc, which could not be asked either, is not named: unasked %q\ntext:\n%s", x.Unasked, txt)

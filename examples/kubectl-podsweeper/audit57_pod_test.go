@@ -7,18 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
-
-func a57AppPod(ns, name, uid, node string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)},
-		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-}
-
-const a57UID = "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21"
 
 // explain.md:33-34: "`--timeout` (20s) bounds each program's question, from the port-forward's upgrade on: a
 // program not answered by then `could not be asked`"; and the first promise: the answer then cannot tell. The
@@ -27,16 +18,16 @@ func TestAuditHoldsHangingPageCannotTell(t *testing.T) {
 	block := make(chan struct{})
 	t.Cleanup(func() { close(block) })
 	hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-block })
-	c := a57Cluster(t, map[string]http.Handler{"podsweeper/na-a": hang},
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "na-a", "node-a", corev1.PodRunning),
-		a57AppPod("apps", "web", a57UID, "node-a"),
+	c := clusterServing(t, map[string]http.Handler{"podsweeper/na-a": hang},
+		programPod("podsweeper-node-agent", "na", "podsweeper", "na-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"),
 	)
 	c.timeout = time.Second
-	x, err := c.explainPod(a57Ctx(t), "apps", "web", "", "", a57Now)
+	x, err := c.explainPod(testContext(t), "apps", "web", "", "", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, _ := a57RenderPod(t, x)
+	txt, _ := podTextAndJSON(t, x)
 	if !strings.Contains(txt, "could not be asked") || !strings.Contains(txt, "cannot tell") || strings.Contains(txt, "knows nothing") {
 		t.Errorf("a hanging page:\n%s", txt)
 	}
@@ -47,28 +38,28 @@ func TestAuditHoldsHangingPageCannotTell(t *testing.T) {
 // returned: k8s.EngineHeader) still serves its dry run's report, which holds a report of the pod from when it led:
 // JSON says standby; does the text?
 func TestAuditStandbyWithReportToldInText(t *testing.T) {
-	at := a57Now
-	standbyPages := map[string]a57Page{
-		k8s.StatusPath: {http.StatusOK, `[]`},
-		k8s.DryRunPath: {http.StatusOK, `{"total":1,"reports":[{"at":"2026-12-06T11:59:00Z","puID":"` + a57UID +
+	at := clockNow
+	standbyPages := map[string]rawAnswer{
+		k8s.StatusPath: {code: http.StatusOK, body: `[]`},
+		k8s.DryRunPath: {code: http.StatusOK, body: `{"total":1,"reports":[{"at":"2026-12-06T11:59:00Z","puID":"` + firstUID +
 			`","pod":"apps/web","reason":"PodGone","row":1,"why":"pod not found"}]}`},
 	}
-	leaderPages := map[string]a57Page{
-		k8s.StatusPath: {http.StatusOK, `[]`},
-		k8s.DryRunPath: {http.StatusOK, `{"total":0,"reports":[]}`},
+	leaderPages := map[string]rawAnswer{
+		k8s.StatusPath: {code: http.StatusOK, body: `[]`},
+		k8s.DryRunPath: {code: http.StatusOK, body: `{"total":0,"reports":[]}`},
 	}
-	c := a57Cluster(t, map[string]http.Handler{
-		"podsweeper/cc-1": a57Program(at, k8s.EngineNotRunning, standbyPages),
-		"podsweeper/cc-2": a57Program(at, k8s.EngineRunning, leaderPages),
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/cc-1": servePages(at, k8s.EngineNotRunning, standbyPages),
+		"podsweeper/cc-2": servePages(at, k8s.EngineRunning, leaderPages),
 	},
-		a57Pod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-1", "node-x", corev1.PodRunning, "--dry-run"),
-		a57Pod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-2", "node-y", corev1.PodRunning, "--dry-run"),
+		programPod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-1", "node-x", corev1.PodRunning, "--dry-run"),
+		programPod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-2", "node-y", corev1.PodRunning, "--dry-run"),
 	)
-	x, err := c.explainPod(a57Ctx(t), "apps", "web", "", "", a57Now)
+	x, err := c.explainPod(testContext(t), "apps", "web", "", "", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, js := a57RenderPod(t, x)
+	txt, js := podTextAndJSON(t, x)
 	if !strings.Contains(js, `"standby": true`) {
 		t.Fatalf("JSON says no standby:\n%s", js)
 	}
@@ -84,18 +75,18 @@ func TestAuditStandbyWithReportToldInText(t *testing.T) {
 // that a PU under that UID would be this pod's.
 func TestAuditStaticUIDToldInText(t *testing.T) {
 	const kubeletUID = "8d3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b"
-	mirror := a57AppPod("kube-system", "etcd-node-a", a57UID, "node-a")
+	mirror := workloadPod("kube-system", "etcd-node-a", firstUID, "node-a")
 	mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: kubeletUID}
-	prog := a57Program(a57Now, k8s.EngineRunning, map[string]a57Page{k8s.StatusPath: {http.StatusOK, `[]`}})
-	c := a57Cluster(t, map[string]http.Handler{"podsweeper/na-a": prog},
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "na-a", "node-a", corev1.PodRunning),
+	prog := servePages(clockNow, k8s.EngineRunning, map[string]rawAnswer{k8s.StatusPath: {code: http.StatusOK, body: `[]`}})
+	c := clusterServing(t, map[string]http.Handler{"podsweeper/na-a": prog},
+		programPod("podsweeper-node-agent", "na", "podsweeper", "na-a", "node-a", corev1.PodRunning),
 		mirror,
 	)
-	x, err := c.explainPod(a57Ctx(t), "kube-system", "etcd-node-a", "", "", a57Now)
+	x, err := c.explainPod(testContext(t), "kube-system", "etcd-node-a", "", "", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, js := a57RenderPod(t, x)
+	txt, js := podTextAndJSON(t, x)
 	if !strings.Contains(js, `"staticUID": "`+kubeletUID+`"`) {
 		t.Fatalf("JSON says no staticUID:\n%s", js)
 	}

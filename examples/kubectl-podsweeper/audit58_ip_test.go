@@ -18,24 +18,24 @@ import (
 // cni-gc runs there ("no one was asked"), with no `unasked` in JSON. (explain.md:445-446 says that message is for "no
 // Running pod of cni-gc's chart ... on that node": it contradicts :92, which this test holds the plugin to.)
 func TestAuditIPUnknownCNIGCNamed58(t *testing.T) {
-	c := a57Cluster(t, map[string]http.Handler{},
-		a57Pod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-unknown", "node-a", corev1.PodUnknown),
-		a57Pod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-b", "node-b", corev1.PodRunning))
-	x, err := c.explainIP(a57Ctx(t), "10.88.0.4", "node-a", a57Now)
+	c := clusterServing(t, map[string]http.Handler{},
+		programPod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-unknown", "node-a", corev1.PodUnknown),
+		programPod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-b", "node-b", corev1.PodRunning))
+	x, err := c.explainIP(testContext(t), "10.88.0.4", "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, js := a57RenderIP(t, x)
-	a58Has(t, "the text", txt, "Not asked: cni-gc kube-system/cni-gc-unknown")
-	a58Has(t, "the JSON", js, `"unasked"`)
+	txt, js := ipTextAndJSON(t, x)
+	wantSays(t, "the text", txt, "Not asked: cni-gc kube-system/cni-gc-unknown")
+	wantSays(t, "the JSON", js, `"unasked"`)
 }
 
-// a58CNIGC is a cni-gc answering addressPath with addr (JSON) and its status page with no PU.
-func a58CNIGC(t *testing.T, addr string) http.Handler {
+// cniGCAnswering is a cni-gc answering addressPath with addr (JSON) and its status page with no PU.
+func cniGCAnswering(t *testing.T, addr string) http.Handler {
 	t.Helper()
-	return a57Program(a57Now, "", map[string]a57Page{
-		addressPath:         {200, addr},
-		"/debug/podsweeper": {200, "[]"},
+	return servePages(clockNow, "", map[string]rawAnswer{
+		addressPath:         {code: 200, body: addr},
+		"/debug/podsweeper": {code: 200, body: "[]"},
 	})
 }
 
@@ -46,22 +46,22 @@ func a58CNIGC(t *testing.T, addr string) http.Handler {
 // and it freed none of it; the second, which did, is never asked, is named nowhere, and the answer says that cni-gc
 // knows nothing of the address.
 func TestAuditIPSecondCNIGCNeverAsked58(t *testing.T) {
-	read := a57Now.Add(-12 * time.Second).Format(time.RFC3339)
-	freedAt := a57Now.Add(-30 * time.Second).Format(time.RFC3339)
-	c := a57Cluster(t, map[string]http.Handler{
-		"kube-system/cni-gc-a-new": a58CNIGC(t, `{"ip":"10.88.0.13","reservationsRead":"`+read+`"}`),
-		"kube-system/cni-gc-b-old": a58CNIGC(t, `{"ip":"10.88.0.13","reservationsRead":"`+read+`","freed":[{"at":"`+freedAt+
+	read := clockNow.Add(-12 * time.Second).Format(time.RFC3339)
+	freedAt := clockNow.Add(-30 * time.Second).Format(time.RFC3339)
+	c := clusterServing(t, map[string]http.Handler{
+		"kube-system/cni-gc-a-new": cniGCAnswering(t, `{"ip":"10.88.0.13","reservationsRead":"`+read+`"}`),
+		"kube-system/cni-gc-b-old": cniGCAnswering(t, `{"ip":"10.88.0.13","reservationsRead":"`+read+`","freed":[{"at":"`+freedAt+
 			`","reservation":true,"network":"podnet","file":"/var/lib/cni/networks/podnet/10.88.0.13","containerID":"c0ffee00d2b34c4e9a513f0c8e5b7d2168a1b2c3d4e5f60718293a4b5c6d7e8f","ifName":"eth0",`+
 			`"decision":{"at":"`+freedAt+`","reason":"NoSandbox","row":18,"why":"a host-local reservation of no sandbox the runtime lists or the cache holds, older than ReservationGrace","verdict":"free"}}]}`),
 	},
-		a57Pod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a-new", "node-a", corev1.PodRunning),
-		a57Pod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-b-old", "node-a", corev1.PodRunning))
-	x, err := c.explainIP(a57Ctx(t), "10.88.0.13", "node-a", a57Now)
+		programPod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a-new", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-b-old", "node-a", corev1.PodRunning))
+	x, err := c.explainIP(testContext(t), "10.88.0.13", "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, _ := a57RenderIP(t, x)
-	a58HasNot(t, "the text", txt, "cni-gc knows nothing of this address")
+	txt, _ := ipTextAndJSON(t, x)
+	wantNotSays(t, "the text", txt, "cni-gc knows nothing of this address")
 	if !strings.Contains(txt, "cni-gc-b-old") {
 		t.Errorf("the text names nowhere the cni-gc that freed the address, which was not asked:\n%s", txt)
 	}
@@ -75,21 +75,21 @@ func TestAuditIPSecondCNIGCNeverAsked58(t *testing.T) {
 // run)", and name what is not told); explain ip's text and JSON say nothing of it: its pod's attachment reads as one
 // whose pod cni-gc holds no PU of, as from an engine that runs.
 func TestAuditIPEngineNotRunningToldApart58(t *testing.T) {
-	written := a57Now.Add(-4 * time.Minute).Format(time.RFC3339)
-	read := a57Now.Add(-12 * time.Second).Format(time.RFC3339)
-	c := a57Cluster(t, map[string]http.Handler{
-		"kube-system/cni-gc-a": a57Program(a57Now, k8s.EngineNotRunning, map[string]a57Page{
-			addressPath:    {200, `{"ip":"10.88.0.4","reservationsRead":"` + read + `","attachments":[{"network":"podnet","containerID":"3a9f0c1b2d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8","ifName":"eth0","podNamespace":"apps","podName":"web","podUID":"` + a58UID + `","written":"` + written + `"}]}`},
-			k8s.StatusPath: {200, "[]"},
+	written := clockNow.Add(-4 * time.Minute).Format(time.RFC3339)
+	read := clockNow.Add(-12 * time.Second).Format(time.RFC3339)
+	c := clusterServing(t, map[string]http.Handler{
+		"kube-system/cni-gc-a": servePages(clockNow, k8s.EngineNotRunning, map[string]rawAnswer{
+			addressPath:    {code: 200, body: `{"ip":"10.88.0.4","reservationsRead":"` + read + `","attachments":[{"network":"podnet","containerID":"3a9f0c1b2d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8","ifName":"eth0","podNamespace":"apps","podName":"web","podUID":"` + firstUID + `","written":"` + written + `"}]}`},
+			k8s.StatusPath: {code: 200, body: "[]"},
 		}),
 	},
-		a58AppPod("apps", "web", a58UID, "node-a"),
-		a57Pod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning))
-	x, err := c.explainIP(a57Ctx(t), "10.88.0.4", "node-a", a57Now)
+		workloadPod("apps", "web", firstUID, "node-a"),
+		programPod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning))
+	x, err := c.explainIP(testContext(t), "10.88.0.4", "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, js := a57RenderIP(t, x)
+	txt, js := ipTextAndJSON(t, x)
 	if !strings.Contains(txt, "engine does not run") {
 		t.Errorf("the text does not tell cni-gc's engine, which does not run, from one that holds nothing:\n%s", txt)
 	}

@@ -18,28 +18,28 @@ import (
 // which holds the gone pod's PU (its destroy fails), is not looked for, not asked and not named, and the answer says
 // that podsweeper knows nothing of the pod.
 func TestAuditNamespaceFlagKnowsNothing58(t *testing.T) {
-	c := a57Cluster(t, map[string]http.Handler{
-		"podsweeper/agent-a":   a58Status(t, k8s.EngineRunning),
-		"podsweeper/cc-0":      a58Status(t, k8s.EngineRunning),
-		"kube-system/cni-gc-a": a58Status(t, k8s.EngineRunning, a58PU(a58UID, "apps/web")),
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/agent-a":   statusPage(t, k8s.EngineRunning),
+		"podsweeper/cc-0":      statusPage(t, k8s.EngineRunning),
+		"kube-system/cni-gc-a": statusPage(t, k8s.EngineRunning, idlePU(firstUID, "apps/web")),
 	},
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
-		a57Pod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-0", "node-a", corev1.PodRunning),
-		a57Pod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning))
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-0", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning))
 	c.namespace = "podsweeper"
-	x, err := c.explainPod(a57Ctx(t), "apps", "web", "", "", a57Now)
+	x, err := c.explainPod(testContext(t), "apps", "web", "", "", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, _ := a57RenderPod(t, x)
-	a58HasNot(t, "the text", txt, "podsweeper knows nothing of this pod")
+	txt, _ := podTextAndJSON(t, x)
+	wantNotSays(t, "the text", txt, "podsweeper knows nothing of this pod")
 }
 
-// a58DryRunAgent is a node agent in a dry run answering no PU and the report page reports (JSON).
-func a58DryRunAgent(t *testing.T, reports string) http.Handler {
-	return a57Program(a57Now, k8s.EngineRunning, map[string]a57Page{
-		k8s.StatusPath: {200, "[]"},
-		k8s.DryRunPath: {200, reports},
+// dryRunAgent is a node agent in a dry run answering no PU and the report page reports (JSON).
+func dryRunAgent(t *testing.T, reports string) http.Handler {
+	return servePages(clockNow, k8s.EngineRunning, map[string]rawAnswer{
+		k8s.StatusPath: {code: 200, body: "[]"},
+		k8s.DryRunPath: {code: 200, body: reports},
 	})
 }
 
@@ -50,32 +50,32 @@ func a58DryRunAgent(t *testing.T, reports string) http.Handler {
 // TestAuditHoldsUnreadablePUCannotTell58). The plugin takes that report as read, drops it as of another pod, and says
 // that podsweeper knows nothing of the pod.
 func TestAuditUnreadableReportKnowsNothing58(t *testing.T) {
-	at := a57Now.Add(-30 * time.Second).Format(time.RFC3339Nano)
-	c := a57Cluster(t, map[string]http.Handler{
-		"podsweeper/agent-a": a58DryRunAgent(t, `{"total":1,"reports":[{"at":"`+at+`","puID":"`+a58UID+`","pod":"web","reason":"PodGone","row":1,"why":"pod not found","dropped":true}]}`),
+	at := clockNow.Add(-30 * time.Second).Format(time.RFC3339Nano)
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/agent-a": dryRunAgent(t, `{"total":1,"reports":[{"at":"`+at+`","puID":"`+firstUID+`","pod":"web","reason":"PodGone","row":1,"why":"pod not found","dropped":true}]}`),
 	},
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
-	x, err := c.explainPod(a57Ctx(t), "apps", "web", "", "", a57Now)
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
+	x, err := c.explainPod(testContext(t), "apps", "web", "", "", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, _ := a57RenderPod(t, x)
-	a58HasNot(t, "the text", txt, "podsweeper knows nothing of this pod")
+	txt, _ := podTextAndJSON(t, x)
+	wantNotSays(t, "the text", txt, "podsweeper knows nothing of this pod")
 }
 
 // The status page's entry of the same shape (a PU of pod "web", no namespace) is unreadable: the program could not be
 // asked, and the answer cannot tell.
 func TestAuditHoldsUnreadablePUCannotTell58(t *testing.T) {
-	pu := a58PU(a58UID, "web")
-	c := a57Cluster(t, map[string]http.Handler{
-		"podsweeper/agent-a": a58Status(t, k8s.EngineRunning, pu),
+	pu := idlePU(firstUID, "web")
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/agent-a": statusPage(t, k8s.EngineRunning, pu),
 	},
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
-	x, err := c.explainPod(a57Ctx(t), "apps", "web", "", "", a57Now)
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
+	x, err := c.explainPod(testContext(t), "apps", "web", "", "", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, _ := a57RenderPod(t, x)
-	a58Has(t, "the text", txt, "could not be asked")
-	a58Has(t, "the text", txt, "podsweeper cannot tell")
+	txt, _ := podTextAndJSON(t, x)
+	wantSays(t, "the text", txt, "could not be asked")
+	wantSays(t, "the text", txt, "podsweeper cannot tell")
 }

@@ -15,13 +15,13 @@ import (
 // from". report asks a leader and its standby, neither in a dry run: the JSON says the second is a standby (its engine
 // does not run), the text says of it that "it destroys", and nowhere that it is a standby.
 func TestAuditReportStandbySaysSo58(t *testing.T) {
-	c := a57Cluster(t, map[string]http.Handler{
-		"podsweeper/cc-leader":  a58Status(t, k8s.EngineRunning),
-		"podsweeper/cc-standby": a58Status(t, k8s.EngineNotRunning),
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/cc-leader":  statusPage(t, k8s.EngineRunning),
+		"podsweeper/cc-standby": statusPage(t, k8s.EngineNotRunning),
 	},
-		a57Pod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-leader", "node-a", corev1.PodRunning),
-		a57Pod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-standby", "node-b", corev1.PodRunning))
-	r, err := c.report(a57Ctx(t), a57Now)
+		programPod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-leader", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-standby", "node-b", corev1.PodRunning))
+	r, err := c.report(testContext(t), clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,20 +32,20 @@ func TestAuditReportStandbySaysSo58(t *testing.T) {
 	if err := writeJSON(&js, r); err != nil {
 		t.Fatal(err)
 	}
-	a58Has(t, "the JSON", js.String(), `"standby": true`)
-	a58Has(t, "the text", txt.String(), "cluster-controller podsweeper/cc-standby (a standby: its engine does not run)")
-	a58HasNot(t, "the text", txt.String(), "cluster-controller podsweeper/cc-standby runs without --dry-run: it destroys")
+	wantSays(t, "the JSON", js.String(), `"standby": true`)
+	wantSays(t, "the text", txt.String(), "cluster-controller podsweeper/cc-standby (a standby: its engine does not run)")
+	wantNotSays(t, "the text", txt.String(), "cluster-controller podsweeper/cc-standby runs without --dry-run: it destroys")
 }
 
 // The same of status --node holds: a node agent whose engine is stopping (Start's context done: its page says
 // EngineNotRunning and still lists its PUs) is told in JSON as not running its engine (standby), and the text says so
 // on the line `Not asked:` that names what its leader, if one leads, holds.
 func TestAuditHoldsStatusStandbySaysSo58(t *testing.T) {
-	c := a57Cluster(t, map[string]http.Handler{
-		"podsweeper/agent-a": a58Status(t, k8s.EngineNotRunning, a58PU(a58UID, "apps/web")),
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/agent-a": statusPage(t, k8s.EngineNotRunning, idlePU(firstUID, "apps/web")),
 	},
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
-	s, err := c.status(a57Ctx(t), "node-a", a57Now)
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
+	s, err := c.status(testContext(t), "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +56,6 @@ func TestAuditHoldsStatusStandbySaysSo58(t *testing.T) {
 	if err := writeJSON(&js, s); err != nil {
 		t.Fatal(err)
 	}
-	a58Has(t, "the JSON", js.String(), `"standby": true`)
-	a58Has(t, "the text", txt.String(), "its engine does not run")
+	wantSays(t, "the JSON", js.String(), `"standby": true`)
+	wantSays(t, "the text", txt.String(), "its engine does not run")
 }

@@ -23,24 +23,24 @@ func TestAuditStaticPodKubeletUIDReadFirst58(t *testing.T) {
 		mirror  = "41aa07c9-55e2-4d3c-a0f1-2b8c6e9d7f10"
 		mirror0 = "2b8c6e9d-55e2-4d3c-a0f1-41aa07c97f10" // the earlier mirror pod's
 	)
-	agentPUs := []k8s.PUStatus{a58PU(kubelet, "kube-system/etcd-node-a")}
+	agentPUs := []k8s.PUStatus{idlePU(kubelet, "kube-system/etcd-node-a")}
 	for i := range 33 {
-		agentPUs = append(agentPUs, a58PU(fmt.Sprintf("%032x", i+1), fmt.Sprintf("infra/static-%02d-node-x", i)))
+		agentPUs = append(agentPUs, idlePU(fmt.Sprintf("%032x", i+1), fmt.Sprintf("infra/static-%02d-node-x", i)))
 	}
-	etcd := a58AppPod("kube-system", "etcd-node-a", mirror, "node-a")
+	etcd := workloadPod("kube-system", "etcd-node-a", mirror, "node-a")
 	etcd.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: kubelet}
-	c := a57Cluster(t, map[string]http.Handler{
-		"podsweeper/agent-a": a58Status(t, k8s.EngineRunning, agentPUs...),
-		"podsweeper/cc-0":    a58Status(t, k8s.EngineRunning, a58PU(mirror0, "kube-system/etcd-node-a")),
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/agent-a": statusPage(t, k8s.EngineRunning, agentPUs...),
+		"podsweeper/cc-0":    statusPage(t, k8s.EngineRunning, idlePU(mirror0, "kube-system/etcd-node-a")),
 	},
 		etcd,
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
-		a57Pod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-0", "node-b", corev1.PodRunning))
-	x, err := c.explainPod(a57Ctx(t), "", "", mirror, "", a57Now)
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-0", "node-b", corev1.PodRunning))
+	x, err := c.explainPod(testContext(t), "", "", mirror, "", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, _ := a57RenderPod(t, x)
+	txt, _ := podTextAndJSON(t, x)
 	if x.Pod == nil || x.Name != "etcd-node-a" {
 		t.Errorf("the static pod held under a kubelet's UID was not found among the first read:\n%s", txt)
 	}

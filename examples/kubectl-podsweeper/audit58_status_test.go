@@ -20,16 +20,16 @@ import (
 // report; the text's row says "-" under DRY RUN, as for a program that is in none and reports nothing, and no line
 // says that it is in a dry run.
 func TestAuditStatusDryRunSaysSo58(t *testing.T) {
-	pu := a58PU(a58UID, "apps/web")
-	at := a57Now.Add(-time.Second).Format(time.RFC3339Nano)
-	c := a57Cluster(t, map[string]http.Handler{
-		"podsweeper/agent-a": a57Program(a57Now, k8s.EngineRunning, map[string]a57Page{
-			k8s.StatusPath: {200, a58JSON(t, []k8s.PUStatus{pu})},
-			k8s.DryRunPath: {200, `{"total":1,"reports":[{"at":"` + at + `","puID":"` + a58UID + `","pod":"apps/web","reason":"PodGone","row":1,"why":"pod not found"}]}`},
+	pu := idlePU(firstUID, "apps/web")
+	at := clockNow.Add(-time.Second).Format(time.RFC3339Nano)
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/agent-a": servePages(clockNow, k8s.EngineRunning, map[string]rawAnswer{
+			k8s.StatusPath: {code: 200, body: mustJSON(t, []k8s.PUStatus{pu})},
+			k8s.DryRunPath: {code: 200, body: `{"total":1,"reports":[{"at":"` + at + `","puID":"` + firstUID + `","pod":"apps/web","reason":"PodGone","row":1,"why":"pod not found"}]}`},
 		}),
 	},
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
-	s, err := c.status(a57Ctx(t), "node-a", a57Now)
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
+	s, err := c.status(testContext(t), "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +40,8 @@ func TestAuditStatusDryRunSaysSo58(t *testing.T) {
 	if err := writeJSON(&js, s); err != nil {
 		t.Fatal(err)
 	}
-	a58Has(t, "the JSON", js.String(), `"dryRun": true`)
-	a58Has(t, "the JSON", js.String(), `"reason": "PodGone"`)
+	wantSays(t, "the JSON", js.String(), `"dryRun": true`)
+	wantSays(t, "the JSON", js.String(), `"reason": "PodGone"`)
 	if !strings.Contains(txt.String(), "PodGone") {
 		t.Errorf("the text does not say the dry run's report of the PU (PodGone), which the JSON holds:\n%s", txt.String())
 	}

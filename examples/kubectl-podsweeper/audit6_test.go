@@ -11,10 +11,10 @@ import (
 )
 
 func TestAuditHoldsSmoke(t *testing.T) {
-	a := newA6API(t)
-	a.addPod(a6Pod("apps", "web", "uid-web-1", "node-a"))
-	a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, &a6Program{pus: []map[string]any{a6PU("uid-web-1", "apps/web", "idle")}})
-	out, errs, code := a.run("explain", "pod", "apps/web")
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	a.addPod(*workloadPod("apps", "web", "uid-web-1", "node-a"))
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}})
+	out, errs, code := a.run("explain", "pod", "apps/web").outErrCode()
 	if code != 0 || !strings.Contains(out, "PU uid-web-1 of pod apps/web") {
 		t.Fatalf("smoke failed: %d\n%s\n%s", code, out, errs)
 	}
@@ -25,14 +25,14 @@ func TestAuditHoldsSmoke(t *testing.T) {
 // server is `--server`, `-s` for short (kubectl -s URL ...): the plugin
 // refuses `-s` as an unknown flag, exit 2.
 func TestAuditKubectlServerShorthand(t *testing.T) {
-	a := newA6API(t)
-	a.addPod(a6Pod("apps", "web", "uid-web-1", "node-a"))
-	a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, &a6Program{pus: []map[string]any{a6PU("uid-web-1", "apps/web", "idle")}})
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	a.addPod(*workloadPod("apps", "web", "uid-web-1", "node-a"))
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}})
 	// --server works: the same with kubectl's -s must too.
-	if out, errs, code := a.run("--server", a.srv.URL, "status", "--node", "node-a"); code != 0 {
+	if out, errs, code := a.run("--server", a.srv.URL, "status", "--node", "node-a").outErrCode(); code != 0 {
 		t.Fatalf("--server: exit %d\n%s\n%s", code, out, errs)
 	}
-	out, errs, code := a.run("-s", a.srv.URL, "status", "--node", "node-a")
+	out, errs, code := a.run("-s", a.srv.URL, "status", "--node", "node-a").outErrCode()
 	if code != 0 || !strings.Contains(out, "uid-web-1") {
 		t.Errorf("kubectl podsweeper -s %s status --node node-a: exit %d, want 0 and the node's PUs (kubectl's -s is --server)\nstdout:\n%s\nstderr:\n%s", a.srv.URL, code, out, errs)
 	}
@@ -47,17 +47,17 @@ func TestAuditKubectlServerShorthand(t *testing.T) {
 // no pod, no PU, row 0, "2562047h47m16.854775807s ago", HELD yes.
 func TestAuditReportOfAnotherShape(t *testing.T) {
 	for _, body := range []string{`{"total":1,"reports":[{"name":"x","kind":"Widget"}]}`, `{"total":1,"reports":[null]}`} {
-		a := newA6API(t)
-		p := &a6Program{pus: []map[string]any{a6PU("uid-web-1", "apps/web", "idle")}}
-		a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", []string{"--dry-run"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := newFakeAPI(t).spdyOnly().impersonating()
+		p := &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}}
+		a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/debug/podsweeper/dry-run" {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write([]byte(body))
 				return
 			}
 			p.ServeHTTP(w, r)
-		}))
-		out, errs, code := a.run("report")
+		}), []string{"--dry-run"}...)
+		out, errs, code := a.run("report").outErrCode()
 		if code != 0 {
 			t.Fatalf("report: exit %d\n%s", code, errs)
 		}
@@ -75,19 +75,19 @@ func TestAuditReportOfAnotherShape(t *testing.T) {
 // reports, none of the pod's (the earlier pod's UIDChanged report among
 // those cut): the answer says nothing of what may have been cut.
 func TestAuditDryRunCutReportsBesideHeldPU(t *testing.T) {
-	a := newA6API(t)
-	a.addPod(a6Pod("apps", "web", "uid-web-2", "node-a"))
-	pu := a6PU("uid-web-2", "apps/web", "idle")
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	a.addPod(*workloadPod("apps", "web", "uid-web-2", "node-a"))
+	pu := mapPU("uid-web-2", "apps/web", "idle")
 	pu["lastChecked"] = "2026-01-01T00:00:00Z"
 	pu["lastRow"] = 9
 	pu["why"] = "same pod, same sandbox"
 	other := func(uid, pod string) map[string]any {
 		return map[string]any{"at": "2026-01-01T00:00:00Z", "puID": uid, "pod": pod, "reason": "PodGone", "row": 1, "why": "pod not found", "dropped": true}
 	}
-	a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", []string{"--dry-run"}, &a6Program{dryRun: true, total: 300,
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", &mapProgram{dryRun: true, total: 300,
 		pus:     []map[string]any{pu},
-		reports: []map[string]any{other("uid-x", "apps/x"), other("uid-y", "apps/y")}})
-	out, errs, code := a.run("explain", "pod", "apps/web")
+		reports: []map[string]any{other("uid-x", "apps/x"), other("uid-y", "apps/y")}}, []string{"--dry-run"}...)
+	out, errs, code := a.run("explain", "pod", "apps/web").outErrCode()
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
@@ -100,8 +100,8 @@ func TestAuditDryRunCutReportsBesideHeldPU(t *testing.T) {
 // destroyed, and the destroy's Event after (the Events are read again once
 // the programs answered, so a destroy between the two is in one of them".
 func TestAuditHoldsDestroyBetweenReads(t *testing.T) {
-	a := newA6API(t)
-	ag := &a6Program{}
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	ag := &mapProgram{}
 	ag.onStatus = func() {
 		a.mu.Lock()
 		defer a.mu.Unlock()
@@ -111,8 +111,8 @@ func TestAuditHoldsDestroyBetweenReads(t *testing.T) {
 			Reason:         "PUDestroyed", Type: "Normal", Message: "PodGone: destroyed PU uid-web-1 of pod apps/web",
 			EventTime: metav1.NewMicroTime(time.Now()), ReportingController: "podsweeper"})
 	}
-	a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, ag)
-	out, errs, code := a.run("explain", "pod", "apps/web")
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", ag)
+	out, errs, code := a.run("explain", "pod", "apps/web").outErrCode()
 	if code != 0 || !strings.Contains(out, "destroyed PU uid-web-1") {
 		t.Errorf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -122,16 +122,16 @@ func TestAuditHoldsDestroyBetweenReads(t *testing.T) {
 // program's question; a program not answered by then could not be asked,
 // and the other programs are asked all the same.
 func TestAuditHoldsTimeoutEachProgram(t *testing.T) {
-	a := newA6API(t)
-	a.addPod(a6Pod("apps", "web", "uid-web-1", "node-a"))
-	slow := &a6Program{pus: []map[string]any{a6PU("uid-web-1", "apps/web", "idle")}}
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	a.addPod(*workloadPod("apps", "web", "uid-web-1", "node-a"))
+	slow := &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}}
 	slow.onStatus = func() { time.Sleep(3 * time.Second) }
-	a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, slow)
-	a.addProgram("cluster-controller", "podsweeper", "cc-1", "node-z", nil, &a6Program{pus: []map[string]any{a6PU("uid-web-1", "apps/web", "idle")}})
-	a.addProgram("cluster-controller", "podsweeper", "cc-2", "node-y", nil, &a6Program{})
-	a.upgradeDelay = map[string]time.Duration{"podsweeper/cc-2": 3 * time.Second}
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", slow)
+	a.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-z", &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}})
+	a.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-2", "node-y", &mapProgram{})
+	a.forwardDelayOf = map[string]time.Duration{"podsweeper/cc-2": 3 * time.Second}
 	start := time.Now()
-	out, errs, code := a.run("explain", "pod", "apps/web", "--timeout", "1s")
+	out, errs, code := a.run("explain", "pod", "apps/web", "--timeout", "1s").outErrCode()
 	if d := time.Since(start); d > 2900*time.Millisecond || code != 0 || strings.Count(out, "could not be asked: ") != 2 || !strings.Contains(out, "cluster-controller podsweeper/cc-1:") {
 		t.Errorf("%v exit %d\n%s\n%s", d, code, out, errs)
 	}
@@ -147,21 +147,21 @@ func TestAuditHoldsForbiddenOneLine(t *testing.T) {
 		func(v, r, ns string) bool { return r == "pods" && v == "get" },
 		func(v, r, ns string) bool { return v == "impersonate" },
 	} {
-		a := newA6API(t)
-		a.addPod(a6Pod("apps", "web", "uid-web-1", "node-a"))
-		a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, &a6Program{pus: []map[string]any{a6PU("uid-web-1", "apps/web", "idle")}})
+		a := newFakeAPI(t).spdyOnly().impersonating()
+		a.addPod(*workloadPod("apps", "web", "uid-web-1", "node-a"))
+		a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}})
 		a.deny = deny
-		out, errs, code := a.run("explain", "pod", "apps/web", "--as", "alice")
+		out, errs, code := a.run("explain", "pod", "apps/web", "--as", "alice").outErrCode()
 		if code != 1 || out != "" || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "kubectl-podsweeper: forbidden: you may not ") {
 			t.Errorf("exit %d\nstdout %q\nstderr %q", code, out, errs)
 		}
 	}
-	a := newA6API(t)
-	a.addPod(a6Pod("apps", "web", "uid-web-1", "node-a"))
-	a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, &a6Program{pus: []map[string]any{a6PU("uid-web-1", "apps/web", "idle")}})
-	a.addProgram("cluster-controller", "podsweeper", "cc-1", "node-z", nil, &a6Program{pus: []map[string]any{a6PU("uid-web-1", "apps/web", "idle")}})
-	a.kubeletRefuses = map[string]bool{"podsweeper/agent-a": true}
-	out, errs, code := a.run("explain", "pod", "apps/web")
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	a.addPod(*workloadPod("apps", "web", "uid-web-1", "node-a"))
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}})
+	a.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-z", &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}})
+	a.forwardStatusOf = map[string]*metav1.Status{"podsweeper/agent-a": status(403, metav1.StatusReasonForbidden, "Forbidden (user=kube-apiserver-kubelet-client, verb=create, resource=nodes, subresource=proxy)")}
+	out, errs, code := a.run("explain", "pod", "apps/web").outErrCode()
 	if code != 0 || !strings.Contains(out, "node-agent podsweeper/agent-a (node node-a) could not be asked: port-forward to pod podsweeper/agent-a") || !strings.Contains(out, "cluster-controller podsweeper/cc-1:\n") {
 		t.Errorf("kubelet's 403: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -171,15 +171,15 @@ func TestAuditHoldsForbiddenOneLine(t *testing.T) {
 // time, whose note it keeps, with its count and its last time" (an
 // events.k8s.io Event as core/v1 reads it: eventTime, series).
 func TestAuditHoldsEventSeriesFirstTimeA6(t *testing.T) {
-	a := newA6API(t)
+	a := newFakeAPI(t).spdyOnly().impersonating()
 	now := time.Now()
 	a.events = []corev1.Event{{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "e1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: "uid-web-1"},
 		Reason:         "PUDestroyed", Type: "Normal", Message: "SandboxChanged: destroyed PU uid-web-1 of pod apps/web (sandbox s1)",
 		EventTime: metav1.NewMicroTime(now.Add(-10 * time.Minute)), ReportingController: "podsweeper",
 		Series: &corev1.EventSeries{Count: 4, LastObservedTime: metav1.NewMicroTime(now.Add(-2 * time.Minute))}}}
-	a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, &a6Program{})
-	out, errs, code := a.run("explain", "pod", "apps/web")
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", &mapProgram{})
+	out, errs, code := a.run("explain", "pod", "apps/web").outErrCode()
 	if code != 0 || !strings.Contains(out, "10m0s ago  Normal PUDestroyed, regarding Pod/apps/web (4 times, the last 2m0s ago; the note is the first's): SandboxChanged") {
 		t.Errorf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -191,21 +191,21 @@ func TestAuditHoldsEventSeriesFirstTimeA6(t *testing.T) {
 // asked first.
 func TestAuditHoldsStaticPodByEitherUIDA6(t *testing.T) {
 	for _, uid := range []string{"mirror-1", "kubelet-1"} {
-		a := newA6API(t)
-		p := a6Pod("kube-system", "etcd-node-a", "mirror-1", "node-a")
+		a := newFakeAPI(t).spdyOnly().impersonating()
+		p := workloadPod("kube-system", "etcd-node-a", "mirror-1", "node-a")
 		p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "kubelet-1"}
-		a.addPod(p)
+		a.addPod(*p)
 		var many []map[string]any
 		for i := 0; i < 40; i++ {
-			many = append(many, a6PU("uid-"+string(rune('a'+i%26))+string(rune('a'+i/26)), "apps/p"+string(rune('a'+i%26))+string(rune('a'+i/26)), "idle"))
+			many = append(many, mapPU("uid-"+string(rune('a'+i%26))+string(rune('a'+i/26)), "apps/p"+string(rune('a'+i%26))+string(rune('a'+i/26)), "idle"))
 		}
-		a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, &a6Program{pus: append(many, a6PU("kubelet-1", "kube-system/etcd-node-a", "idle"))})
-		ccPU := a6PU("mirror-1", "kube-system/etcd-node-a", "idle")
+		a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", &mapProgram{pus: append(many, mapPU("kubelet-1", "kube-system/etcd-node-a", "idle"))})
+		ccPU := mapPU("mirror-1", "kube-system/etcd-node-a", "idle")
 		if uid == "kubelet-1" {
-			ccPU = a6PU("mirror-1", "kube-system/etcd-node-a", "idle")
+			ccPU = mapPU("mirror-1", "kube-system/etcd-node-a", "idle")
 		}
-		a.addProgram("cluster-controller", "podsweeper", "cc-1", "node-z", nil, &a6Program{pus: []map[string]any{ccPU}})
-		out, errs, code := a.run("explain", "pod", "--uid", uid)
+		a.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-z", &mapProgram{pus: []map[string]any{ccPU}})
+		out, errs, code := a.run("explain", "pod", "--uid", uid).outErrCode()
 		if code != 0 || !strings.Contains(out, "PU kubelet-1 of pod kube-system/etcd-node-a") || !strings.Contains(out, "PU mirror-1 of pod kube-system/etcd-node-a") || !strings.HasPrefix(out, "Pod kube-system/etcd-node-a (UID mirror-1) on node node-a: Running.") {
 			t.Errorf("--uid %s: exit %d\n%s\n%s", uid, code, out, errs)
 		}
@@ -216,11 +216,11 @@ func TestAuditHoldsStaticPodByEitherUIDA6(t *testing.T) {
 // port-forward` needs, and enough: the plugin tries a WebSocket (verb
 // `get`) first, then SPDY (`create`), whose answer decides."
 func TestAuditHoldsCreateIsEnoughA6(t *testing.T) {
-	a := newA6API(t)
-	a.addPod(a6Pod("apps", "web", "uid-web-1", "node-a"))
-	a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, &a6Program{pus: []map[string]any{a6PU("uid-web-1", "apps/web", "idle")}})
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	a.addPod(*workloadPod("apps", "web", "uid-web-1", "node-a"))
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}})
 	a.deny = func(v, r, ns string) bool { return r == "pods/portforward" && v == "get" }
-	out, errs, code := a.run("explain", "pod", "apps/web")
+	out, errs, code := a.run("explain", "pod", "apps/web").outErrCode()
 	if code != 0 || !strings.Contains(out, "PU uid-web-1 of pod apps/web") {
 		t.Errorf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -230,12 +230,12 @@ func TestAuditHoldsCreateIsEnoughA6(t *testing.T) {
 // refused`: the program's image predates `--status-bind-address`, or its
 // pod restarts." The others are asked all the same.
 func TestAuditHoldsConnectionRefusedA6(t *testing.T) {
-	a := newA6API(t)
-	a.addPod(a6Pod("apps", "web", "uid-web-1", "node-a"))
-	a.addProgram("node-agent", "podsweeper", "agent-a", "node-a", nil, a6Refuses{})
-	a.addProgram("cluster-controller", "podsweeper", "cc-1", "node-z", nil, &a6Program{pus: []map[string]any{a6PU("uid-web-1", "apps/web", "idle")}})
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	a.addPod(*workloadPod("apps", "web", "uid-web-1", "node-a"))
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", nil)
+	a.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-z", &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}})
 	start := time.Now()
-	out, errs, code := a.run("explain", "pod", "apps/web")
+	out, errs, code := a.run("explain", "pod", "apps/web").outErrCode()
 	if code != 0 || !strings.Contains(out, "node-agent podsweeper/agent-a (node node-a) could not be asked: ") || !strings.Contains(out, "connection refused") || !strings.Contains(out, "cluster-controller podsweeper/cc-1:\n") {
 		t.Errorf("%v exit %d\n%s\n%s", time.Since(start), code, out, errs)
 	}

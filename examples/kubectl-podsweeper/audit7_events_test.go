@@ -23,14 +23,14 @@ func TestAuditXHoldsEarlierPodsEventMarked(t *testing.T) {
 		Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: types.UID("old-uid")},
 		Reason:         "PUDestroyed", Type: "Normal", Message: "PodGone: destroyed PU old-uid of pod apps/web (no sandbox recorded)",
 		EventTime: metav1.NewMicroTime(now.Add(-20 * time.Second)), ReportingController: "podsweeper"}
-	c, _ := auditXCluster(t, map[string]http.Handler{
-		"podsweeper/agent-a": auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}},
-	}, 5*time.Second, auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"), auditXWeb("node-a"), ev)
+	c, _ := clusterAndFake(t, map[string]http.Handler{
+		"podsweeper/agent-a": rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}},
+	}, 5*time.Second, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"), webPod("node-a"), ev)
 	x, err := c.explainPod(context.Background(), "apps", "web", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := auditXRenderPod(t, x)
+	out := podText(t, x)
 	var js bytes.Buffer
 	_ = RenderPodJSON(&js, x)
 	if !strings.Contains(out, "(of an earlier pod of that name, UID old-uid)") || !strings.Contains(js.String(), `"earlierUID": "old-uid"`) {

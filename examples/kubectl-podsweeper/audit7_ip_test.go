@@ -14,12 +14,12 @@ import (
 // nothing holds the address: "knows nothing".
 func TestAuditXHoldsExplainIPUnknownAddress(t *testing.T) {
 	at := time.Now().UTC()
-	c, _ := auditXCluster(t, map[string]http.Handler{
-		"kube-system/cni-gc-bbbb": auditXPage{at: at, pages: map[string]auditXAnswer{
+	c, _ := clusterAndFake(t, map[string]http.Handler{
+		"kube-system/cni-gc-bbbb": rawPages{at: at, pages: map[string]rawAnswer{
 			addressPath:         {code: 200, body: `{"ip":"10.88.0.13","reservationsRead":"` + at.Add(-12*time.Second).Format(time.RFC3339Nano) + `"}`},
 			"/debug/podsweeper": {code: 200, body: `[]`},
 		}},
-	}, 5*time.Second, auditXProgramPod("podsweeper-cni-gc", "kube-system", "cni-gc-bbbb", "node-a"))
+	}, 5*time.Second, runningProgram("podsweeper-cni-gc", "kube-system", "cni-gc-bbbb", "node-a"))
 	x, err := c.explainIP(context.Background(), "10.88.0.13", "node-a", at)
 	if err != nil {
 		t.Fatal(err)
@@ -42,18 +42,18 @@ func TestAuditXHoldsExplainIPUnknownAddress(t *testing.T) {
 // asked.
 func TestAuditXExplainIPNeverKnowsNothingWhenACNIGCCouldNotBeAsked(t *testing.T) {
 	at := time.Now().UTC()
-	c, _ := auditXCluster(t, map[string]http.Handler{
-		"kube-system/cni-gc-aaaa": auditXPage{at: at, pages: map[string]auditXAnswer{
+	c, _ := clusterAndFake(t, map[string]http.Handler{
+		"kube-system/cni-gc-aaaa": rawPages{at: at, pages: map[string]rawAnswer{
 			addressPath:         {code: 200, body: `{"ip":"10.88.0.13","freed":[{"at":"2026-01-01T00:00:00Z","reservation":true,"network":"podnet","containerID":"c0ffee","ifName":"eth0","decision":{"at":"2026-01-01T00:00:00Z","row":18,"why":"x","verdict":"free"}}]}`, delay: 3 * time.Second},
 			"/debug/podsweeper": {code: 200, body: `[]`},
 		}},
-		"kube-system/cni-gc-bbbb": auditXPage{at: at, pages: map[string]auditXAnswer{
+		"kube-system/cni-gc-bbbb": rawPages{at: at, pages: map[string]rawAnswer{
 			addressPath:         {code: 200, body: `{"ip":"10.88.0.13","reservationsRead":"` + at.Add(-12*time.Second).Format(time.RFC3339Nano) + `"}`},
 			"/debug/podsweeper": {code: 200, body: `[]`},
 		}},
 	}, 1*time.Second,
-		auditXProgramPod("podsweeper-cni-gc", "kube-system", "cni-gc-aaaa", "node-a"),
-		auditXProgramPod("podsweeper-cni-gc", "kube-system", "cni-gc-bbbb", "node-a"))
+		runningProgram("podsweeper-cni-gc", "kube-system", "cni-gc-aaaa", "node-a"),
+		runningProgram("podsweeper-cni-gc", "kube-system", "cni-gc-bbbb", "node-a"))
 	x, err := c.explainIP(context.Background(), "10.88.0.13", "node-a", at)
 	if err != nil {
 		t.Fatal(err)
@@ -88,12 +88,12 @@ func TestAuditXExplainIPNeverKnowsNothingWhenACNIGCCouldNotBeAsked(t *testing.T)
 // what cni-gc could not read (Unread) makes it say it cannot tell instead.
 func TestAuditXExplainIPNeverKnowsNothingBeforeTheSweepRead(t *testing.T) {
 	at := time.Now().UTC()
-	c, _ := auditXCluster(t, map[string]http.Handler{
-		"kube-system/cni-gc-bbbb": auditXPage{at: at, pages: map[string]auditXAnswer{
+	c, _ := clusterAndFake(t, map[string]http.Handler{
+		"kube-system/cni-gc-bbbb": rawPages{at: at, pages: map[string]rawAnswer{
 			addressPath:         {code: 200, body: `{"ip":"10.88.0.13"}`},
 			"/debug/podsweeper": {code: 200, body: `[]`},
 		}},
-	}, 5*time.Second, auditXProgramPod("podsweeper-cni-gc", "kube-system", "cni-gc-bbbb", "node-a"))
+	}, 5*time.Second, runningProgram("podsweeper-cni-gc", "kube-system", "cni-gc-bbbb", "node-a"))
 	x, err := c.explainIP(context.Background(), "10.88.0.13", "node-a", at)
 	if err != nil {
 		t.Fatal(err)
@@ -112,17 +112,17 @@ func TestAuditXHoldsExplainIPSecondCNIGCClock(t *testing.T) {
 	now := time.Now().UTC()
 	progNow := now.Add(-time.Hour)
 	read := progNow.Add(-12 * time.Second).Format(time.RFC3339Nano)
-	c, _ := auditXCluster(t, map[string]http.Handler{
-		"kube-system/cni-gc-aaaa": auditXPage{at: now, pages: map[string]auditXAnswer{
+	c, _ := clusterAndFake(t, map[string]http.Handler{
+		"kube-system/cni-gc-aaaa": rawPages{at: now, pages: map[string]rawAnswer{
 			addressPath: {code: 503, body: "restarting"},
 		}},
-		"kube-system/cni-gc-bbbb": auditXPage{at: progNow, pages: map[string]auditXAnswer{
+		"kube-system/cni-gc-bbbb": rawPages{at: progNow, pages: map[string]rawAnswer{
 			addressPath:         {code: 200, body: `{"ip":"10.88.0.13","reservationsRead":"` + read + `"}`},
 			"/debug/podsweeper": {code: 200, body: `[]`},
 		}},
 	}, 5*time.Second,
-		auditXProgramPod("podsweeper-cni-gc", "kube-system", "cni-gc-aaaa", "node-a"),
-		auditXProgramPod("podsweeper-cni-gc", "kube-system", "cni-gc-bbbb", "node-a"))
+		runningProgram("podsweeper-cni-gc", "kube-system", "cni-gc-aaaa", "node-a"),
+		runningProgram("podsweeper-cni-gc", "kube-system", "cni-gc-bbbb", "node-a"))
 	x, err := c.explainIP(context.Background(), "10.88.0.13", "node-a", now)
 	if err != nil {
 		t.Fatal(err)

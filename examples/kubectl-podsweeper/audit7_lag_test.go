@@ -14,14 +14,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// auditXOnce answers its first request with first, every later one with later.
-type auditXOnce struct {
+// firstThenLater answers its first request with first, every later one with later.
+type firstThenLater struct {
 	n            atomic.Int64
 	at           time.Time
 	first, later string
 }
 
-func (h *auditXOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *firstThenLater) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/debug/podsweeper" {
 		http.NotFound(w, r)
 		return
@@ -44,11 +44,11 @@ func (h *auditXOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // and the destroy's Event is not either.
 func TestAuditXAPUReadInAnEarlierRoundIsNeverKnowsNothing(t *testing.T) {
 	now := time.Now().UTC()
-	agent := &auditXOnce{at: now,
+	agent := &firstThenLater{at: now,
 		first: `[{"puID":"6f1c2a4e-0000-0000-0000-000000000001","pod":"apps/web","sandboxID":"3a9f0c1b2d4e5","state":"checking","age":"4m12s"}]`,
 		later: `[]`}
-	c, fc := auditXCluster(t, map[string]http.Handler{"podsweeper/agent-a": agent}, 5*time.Second,
-		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"))
+	c, fc := clusterAndFake(t, map[string]http.Handler{"podsweeper/agent-a": agent}, 5*time.Second,
+		runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"))
 	var gets atomic.Int64
 	fc.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		g := a.(k8stesting.GetAction)
@@ -56,7 +56,7 @@ func TestAuditXAPUReadInAnEarlierRoundIsNeverKnowsNothing(t *testing.T) {
 			return false, nil, nil
 		}
 		if gets.Add(1) == 1 { // the first read: live on node-a
-			return true, auditXWeb("node-a"), nil
+			return true, webPod("node-a"), nil
 		}
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web")
 	})
@@ -64,7 +64,7 @@ func TestAuditXAPUReadInAnEarlierRoundIsNeverKnowsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := auditXRenderPod(t, x)
+	out := podText(t, x)
 	if agent.n.Load() < 2 {
 		t.Fatalf("the agent was asked %d times, want 2 rounds:\n%s", agent.n.Load(), out)
 	}

@@ -21,13 +21,13 @@ import (
 func TestAuditXHoldsPodKeptMoving(t *testing.T) {
 	now := time.Now().UTC()
 	page := func(node string) http.Handler {
-		return auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}}
+		return rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}}
 	}
-	c, fc := auditXCluster(t, map[string]http.Handler{
+	c, fc := clusterAndFake(t, map[string]http.Handler{
 		"podsweeper/agent-a": page("node-a"), "podsweeper/agent-b": page("node-b"),
 	}, 5*time.Second,
-		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"),
-		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-b", "node-b"))
+		runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"),
+		runningProgram("podsweeper-node-agent", "podsweeper", "agent-b", "node-b"))
 	var n atomic.Int64
 	fc.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		g := a.(k8stesting.GetAction)
@@ -46,7 +46,7 @@ func TestAuditXHoldsPodKeptMoving(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := auditXRenderPod(t, x)
+	out := podText(t, x)
 	if strings.Contains(out, "knows nothing") || !strings.Contains(out, "Not asked:") || !strings.Contains(out, "cannot tell") {
 		t.Fatalf("got:\n%s", out)
 	}

@@ -18,9 +18,9 @@ import (
 // that it was not asked; explain pod names the same pod "not asked".
 func TestAuditXStatusNeverSaysNoProgramRunsWhenOneWasNotAsked(t *testing.T) {
 	now := time.Now().UTC()
-	agent := auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a")
+	agent := runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a")
 	agent.Status.Phase = corev1.PodUnknown
-	c, _ := auditXCluster(t, map[string]http.Handler{}, 5*time.Second, agent)
+	c, _ := clusterAndFake(t, map[string]http.Handler{}, 5*time.Second, agent)
 	s, err := c.status(context.Background(), "node-a", now)
 	if err != nil {
 		t.Fatal(err)

@@ -19,20 +19,20 @@ func TestAuditXUIDWithAnotherNodeNamesTheUnaskedProgramsOfThePodsNode(t *testing
 	now := time.Now().UTC()
 	const uid = "6f1c2a4e-0000-0000-0000-000000000001"
 	pu := `[{"puID":"` + uid + `","pod":"apps/web","state":"idle","age":"4m"}]`
-	c, _ := auditXCluster(t, map[string]http.Handler{
-		"podsweeper/cc-abcde": auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: pu}}},
-		"podsweeper/agent-a":  auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: pu}}},
-		"podsweeper/agent-b":  auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}},
+	c, _ := clusterAndFake(t, map[string]http.Handler{
+		"podsweeper/cc-abcde": rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: pu}}},
+		"podsweeper/agent-a":  rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: pu}}},
+		"podsweeper/agent-b":  rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}},
 	}, 5*time.Second,
-		auditXProgramPod("podsweeper-cluster-controller", "podsweeper", "cc-abcde", "node-c"),
-		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"),
-		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-b", "node-b"),
-		auditXWeb("node-a"))
+		runningProgram("podsweeper-cluster-controller", "podsweeper", "cc-abcde", "node-c"),
+		runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"),
+		runningProgram("podsweeper-node-agent", "podsweeper", "agent-b", "node-b"),
+		webPod("node-a"))
 	x, err := c.explainPod(context.Background(), "", "", uid, "node-b", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := auditXRenderPod(t, x)
+	out := podText(t, x)
 	if !strings.Contains(out, "on node node-a") {
 		t.Fatalf("the pod was not found live on node-a:\n%s", out)
 	}
@@ -47,20 +47,20 @@ func TestAuditXHoldsNameUIDWithAnotherNodeNotes(t *testing.T) {
 	now := time.Now().UTC()
 	const uid = "6f1c2a4e-0000-0000-0000-000000000001"
 	pu := `[{"puID":"` + uid + `","pod":"apps/web","state":"idle","age":"4m"}]`
-	c, _ := auditXCluster(t, map[string]http.Handler{
-		"podsweeper/cc-abcde": auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: pu}}},
-		"podsweeper/agent-a":  auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: pu}}},
-		"podsweeper/agent-b":  auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}},
+	c, _ := clusterAndFake(t, map[string]http.Handler{
+		"podsweeper/cc-abcde": rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: pu}}},
+		"podsweeper/agent-a":  rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: pu}}},
+		"podsweeper/agent-b":  rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}},
 	}, 5*time.Second,
-		auditXProgramPod("podsweeper-cluster-controller", "podsweeper", "cc-abcde", "node-c"),
-		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"),
-		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-b", "node-b"),
-		auditXWeb("node-a"))
+		runningProgram("podsweeper-cluster-controller", "podsweeper", "cc-abcde", "node-c"),
+		runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"),
+		runningProgram("podsweeper-node-agent", "podsweeper", "agent-b", "node-b"),
+		webPod("node-a"))
 	x, err := c.explainPod(context.Background(), "apps", "web", uid, "node-b", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := auditXRenderPod(t, x)
+	out := podText(t, x)
 	if !strings.Contains(out, "the pod runs on node node-a, not node-b") {
 		t.Fatalf("got:\n%s", out)
 	}

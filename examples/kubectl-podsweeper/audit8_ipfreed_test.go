@@ -18,20 +18,20 @@ func TestAuditYIPTextTellsFreedPodsPU(t *testing.T) {
 	read := now.Add(-10 * time.Second)
 	checked := now.Add(-5 * time.Second)
 	next := now.Add(8 * time.Second)
-	a := ayProgPod("cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning)
-	e := newAYEnv(t, a)
-	e.page("kube-system", "cni-gc-a", &ayPages{at: now,
-		address: &AddressStatus{IP: "10.88.0.9", ReservationsRead: &read, Freed: []FreedAddress{{
+	a := programPod("podsweeper-cni-gc", "r", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning)
+	e := newFakeCluster(t, a).closingAnswers().allowingReviews()
+	e.handle("kube-system/cni-gc-a", &programPages{at: now,
+		addresses: map[string]*AddressStatus{"10.88.0.9": {IP: "10.88.0.9", ReservationsRead: &read, Freed: []FreedAddress{{
 			At: now.Add(-20 * time.Second), Network: "podnet", ContainerID: "3a9f0c1b2d4e5f", IfName: "eth0",
 			PodNamespace: "apps", PodName: "web", PodUID: "uid-web",
-			Decision: FreeDecision{At: now.Add(-20 * time.Second), Reason: "PodGone", Row: 3, Why: "sandbox gone", Verdict: "free"}}}},
+			Decision: FreeDecision{At: now.Add(-20 * time.Second), Reason: "PodGone", Row: 3, Why: "sandbox gone", Verdict: "free"}}}}},
 		pus: []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", State: "waiting for a retry", Age: "5m", LastChecked: &checked,
 			LastRow: 1, Why: "pod not found", Attempts: 2, NextAttempt: &next, LastError: "cni: DEL of network other failed"}}})
-	x, err := e.cluster().explainIP(ayCtx, "10.88.0.9", "node-a", now)
+	x, err := e.cluster(5*time.Second).explainIP(testContext(t), "10.88.0.9", "node-a", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, js := ayIPText(t, x)
+	text, js := ipTextAndJSON(t, x)
 	if !strings.Contains(js, `"puID": "uid-web"`) {
 		t.Fatalf("JSON does not tell the PU:\n%s", js)
 	}

@@ -14,14 +14,14 @@ import (
 // A live pod, its PU held by the node agent of its node: the port-forward harness works, and the PU is told.
 func TestAuditYHoldsLivePodPUTold(t *testing.T) {
 	now := time.Now().UTC()
-	agent := ayProgPod("node-agent", "podsweeper", "agent-a", "node-a", corev1.PodRunning)
-	e := newAYEnv(t, agent, ayPod("apps", "web", "uid-web", "node-a"))
-	e.page("podsweeper", "agent-a", &ayPages{at: now, pus: []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", State: "idle", Age: "1m"}}})
-	x, err := e.cluster().explainPod(ayCtx, "apps", "web", "", "", now)
+	agent := programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning)
+	e := newFakeCluster(t, agent, workloadPod("apps", "web", "uid-web", "node-a")).closingAnswers().allowingReviews()
+	e.handle("podsweeper/agent-a", &programPages{at: now, pus: []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", State: "idle", Age: "1m"}}})
+	x, err := e.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := ayText(t, x)
+	out := podText(t, x)
 	if !strings.Contains(out, "PU uid-web of pod apps/web") {
 		t.Fatalf("the PU is not told:\n%s", out)
 	}
@@ -32,12 +32,12 @@ func TestAuditYHoldsLivePodPUTold(t *testing.T) {
 // dry run would destroy anything, and names no program not asked.
 func TestAuditYReportNamesProgramNotAsked(t *testing.T) {
 	now := time.Now().UTC()
-	a := ayProgPod("node-agent", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run")
-	b := ayProgPod("node-agent", "podsweeper", "agent-b", "node-b", corev1.PodUnknown, "--dry-run")
-	e := newAYEnv(t, a, b)
-	e.page("podsweeper", "agent-a", &ayPages{at: now, reports: []k8s.WouldDestroy{}})
-	c := e.cluster()
-	r, err := c.report(ayCtx, now) // as main.go's report does
+	a := programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run")
+	b := programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodUnknown, "--dry-run")
+	e := newFakeCluster(t, a, b).closingAnswers().allowingReviews()
+	e.handle("podsweeper/agent-a", &programPages{at: now, dry: &dryRunPage{Reports: []k8s.WouldDestroy{}}})
+	c := e.cluster(5 * time.Second)
+	r, err := c.report(testContext(t), now) // as main.go's report does
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +62,10 @@ func TestAuditYReportNamesProgramNotAsked(t *testing.T) {
 // no podsweeper program was found to ask, not that one was found and not asked.
 func TestAuditYReportAllPendingNamesNotAsked(t *testing.T) {
 	now := time.Now().UTC()
-	b := ayProgPod("node-agent", "podsweeper", "agent-b", "node-b", corev1.PodPending, "--dry-run")
-	e := newAYEnv(t, b)
-	c := e.cluster()
-	r, err := c.report(ayCtx, now)
+	b := programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodPending, "--dry-run")
+	e := newFakeCluster(t, b).closingAnswers().allowingReviews()
+	c := e.cluster(5 * time.Second)
+	r, err := c.report(testContext(t), now)
 	if err != nil {
 		t.Fatal(err)
 	}

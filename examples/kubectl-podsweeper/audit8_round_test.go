@@ -21,11 +21,11 @@ import (
 // named on a line Not asked.
 func TestAuditYNodeFlagPodCreatedElsewhereNamesNotAsked(t *testing.T) {
 	now := time.Now().UTC()
-	a := ayProgPod("node-agent", "podsweeper", "agent-a", "node-a", corev1.PodRunning)
-	b := ayProgPod("node-agent", "podsweeper", "agent-b", "node-b", corev1.PodRunning)
-	e := newAYEnv(t, a, b)
+	a := programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning)
+	b := programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodRunning)
+	e := newFakeCluster(t, a, b).closingAnswers().allowingReviews()
 	var gets atomic.Int32
-	created := ayPod("apps", "web", "uid-new", "node-a")
+	created := workloadPod("apps", "web", "uid-new", "node-a")
 	e.fake.PrependReactor("get", "pods", func(act k8stesting.Action) (bool, runtime.Object, error) {
 		g := act.(k8stesting.GetAction)
 		if g.GetNamespace() != "apps" || g.GetName() != "web" {
@@ -36,13 +36,13 @@ func TestAuditYNodeFlagPodCreatedElsewhereNamesNotAsked(t *testing.T) {
 		}
 		return true, created.DeepCopy(), nil
 	})
-	e.page("podsweeper", "agent-a", &ayPages{at: now, pus: []k8s.PUStatus{{PUID: "uid-new", Pod: "apps/web", State: "tracking", Age: "1s"}}})
-	e.page("podsweeper", "agent-b", &ayPages{at: now})
-	x, err := e.cluster().explainPod(ayCtx, "apps", "web", "", "node-b", now)
+	e.handle("podsweeper/agent-a", &programPages{at: now, pus: []k8s.PUStatus{{PUID: "uid-new", Pod: "apps/web", State: "tracking", Age: "1s"}}})
+	e.handle("podsweeper/agent-b", &programPages{at: now})
+	x, err := e.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-b", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := ayText(t, x)
+	out := podText(t, x)
 	if x.Pod == nil || x.Pod.Node != "node-a" {
 		t.Fatalf("the pod is not told as created on node-a:\n%s", out)
 	}
@@ -54,12 +54,12 @@ func TestAuditYNodeFlagPodCreatedElsewhereNamesNotAsked(t *testing.T) {
 // The same with --node given as the pod's own node at first (live on node-b), and the pod recreated on node-a meanwhile.
 func TestAuditYNodeFlagPodRecreatedElsewhereNamesNotAsked(t *testing.T) {
 	now := time.Now().UTC()
-	a := ayProgPod("node-agent", "podsweeper", "agent-a", "node-a", corev1.PodRunning)
-	b := ayProgPod("node-agent", "podsweeper", "agent-b", "node-b", corev1.PodRunning)
-	e := newAYEnv(t, a, b)
+	a := programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning)
+	b := programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodRunning)
+	e := newFakeCluster(t, a, b).closingAnswers().allowingReviews()
 	var gets atomic.Int32
-	first := ayPod("apps", "web", "uid-old", "node-b")
-	created := ayPod("apps", "web", "uid-new", "node-a")
+	first := workloadPod("apps", "web", "uid-old", "node-b")
+	created := workloadPod("apps", "web", "uid-new", "node-a")
 	e.fake.PrependReactor("get", "pods", func(act k8stesting.Action) (bool, runtime.Object, error) {
 		g := act.(k8stesting.GetAction)
 		if g.GetNamespace() != "apps" || g.GetName() != "web" {
@@ -70,13 +70,13 @@ func TestAuditYNodeFlagPodRecreatedElsewhereNamesNotAsked(t *testing.T) {
 		}
 		return true, created.DeepCopy(), nil
 	})
-	e.page("podsweeper", "agent-a", &ayPages{at: now, pus: []k8s.PUStatus{{PUID: "uid-new", Pod: "apps/web", State: "tracking", Age: "1s"}}})
-	e.page("podsweeper", "agent-b", &ayPages{at: now})
-	x, err := e.cluster().explainPod(ayCtx, "apps", "web", "", "node-b", now)
+	e.handle("podsweeper/agent-a", &programPages{at: now, pus: []k8s.PUStatus{{PUID: "uid-new", Pod: "apps/web", State: "tracking", Age: "1s"}}})
+	e.handle("podsweeper/agent-b", &programPages{at: now})
+	x, err := e.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-b", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := ayText(t, x)
+	out := podText(t, x)
 	if x.Pod == nil || x.Pod.Node != "node-a" {
 		t.Fatalf("the pod is not told as recreated on node-a:\n%s", out)
 	}

@@ -20,21 +20,21 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-type audGoneGetter struct{}
+type goneGetter struct{}
 
-func (audGoneGetter) GetPod(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+func (goneGetter) GetPod(context.Context, types.NamespacedName) (*corev1.Pod, error) {
 	return nil, ports.ErrPodNotFound
 }
 
-type audPolicy struct{}
+type noopPolicy struct{}
 
-func (audPolicy) DestroyPU(context.Context, ports.DestroyEvent) error { return nil }
+func (noopPolicy) DestroyPU(context.Context, ports.DestroyEvent) error { return nil }
 
-// audLateJournal is a journal (Inventory) whose first list is late: the
+// lateJournal is a journal (Inventory) whose first list is late: the
 // node agent restarted, and its state file is still being read.
-type audLateJournal struct{ release chan struct{} }
+type lateJournal struct{ release chan struct{} }
 
-func (j audLateJournal) ListPUs(ctx context.Context) ([]ports.PU, error) {
+func (j lateJournal) ListPUs(ctx context.Context) ([]ports.PU, error) {
 	select {
 	case <-j.release:
 	case <-ctx.Done():
@@ -49,9 +49,9 @@ func (j audLateJournal) ListPUs(ctx context.Context) ([]ports.PU, error) {
 // holds the PU of apps/web, to destroy, while the engine's first list of it
 // is not in yet. The real engine's real status page answers [].
 func TestAuditKnowsNothingBeforeJournalRestored(t *testing.T) {
-	j := audLateJournal{release: make(chan struct{})}
+	j := lateJournal{release: make(chan struct{})}
 	defer close(j.release)
-	eng, err := deletion.New(audGoneGetter{}, audPolicy{}, deletion.Options{Inventory: j, NodeName: "node-a"})
+	eng, err := deletion.New(goneGetter{}, noopPolicy{}, deletion.Options{Inventory: j, NodeName: "node-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestAuditKnowsNothingBeforeJournalRestored(t *testing.T) {
 	go func() { _ = eng.Start(ctx) }()
 	time.Sleep(300 * time.Millisecond)
 
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
 	mux := http.NewServeMux() // as program.serveStatus serves it
 	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
 	e.handle("podsweeper/agent-a", mux)
@@ -81,7 +81,7 @@ func TestAuditKnowsNothingBeforeJournalRestored(t *testing.T) {
 // under a dry run: its PU, dropped, is told no longer held from the report.
 func TestAuditHoldsDeletedUnderDryRunRealEngine(t *testing.T) {
 	report := k8s.NewDryRunReport(0)
-	eng, err := deletion.New(audGoneGetter{}, audPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report, SweepInterval: 100 * time.Millisecond})
+	eng, err := deletion.New(goneGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report, SweepInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestAuditHoldsDeletedUnderDryRunRealEngine(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
 	mux := http.NewServeMux()
 	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
 	mux.Handle(k8s.DryRunPath, report)
@@ -120,16 +120,16 @@ func TestAuditHoldsDeletedUnderDryRunRealEngine(t *testing.T) {
 	}
 }
 
-type audFailingPolicy struct{}
+type failingPolicy struct{}
 
-func (audFailingPolicy) DestroyPU(context.Context, ports.DestroyEvent) error {
+func (failingPolicy) DestroyPU(context.Context, ports.DestroyEvent) error {
 	return errors.New("remove /var/lib/podsweeper/pus/uid-db: directory not empty")
 }
 
 // explain.md:191-211 with the real engine and page: a PU waiting for a retry:
 // its state, its failed calls, its next, its last error.
 func TestAuditHoldsRetryRealEngine(t *testing.T) {
-	eng, err := deletion.New(audGoneGetter{}, audFailingPolicy{}, deletion.Options{SweepInterval: 100 * time.Millisecond})
+	eng, err := deletion.New(goneGetter{}, failingPolicy{}, deletion.Options{SweepInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestAuditHoldsRetryRealEngine(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	e := newAudEnv(t, audProgramPod("cluster-controller", "podsweeper", "cc-1", ""))
+	e := newFakeCluster(t, podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
 	mux := http.NewServeMux()
 	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
 	e.handle("podsweeper/cc-1", mux)
@@ -168,24 +168,24 @@ func TestAuditHoldsRetryRealEngine(t *testing.T) {
 	}
 }
 
-type audLivePod struct{}
+type livePodGetter struct{}
 
-func (audLivePod) GetPod(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+func (livePodGetter) GetPod(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "uid-web"},
 		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, nil
 }
 
-// audSandboxList answers from a list a moment old (it has MaxAge): the pod
+// newSandboxLister answers from a list a moment old (it has MaxAge): the pod
 // runs in sandbox "new".
-type audSandboxList struct{}
+type newSandboxLister struct{}
 
-func (audSandboxList) SandboxID(context.Context, *corev1.Pod) (string, error) { return "new", nil }
-func (audSandboxList) MaxAge() time.Duration                                  { return time.Second }
+func (newSandboxLister) SandboxID(context.Context, *corev1.Pod) (string, error) { return "new", nil }
+func (newSandboxLister) MaxAge() time.Duration                                  { return time.Second }
 
-// audSandboxRuntime is the runtime read that confirms: still sandbox "old".
-type audSandboxRuntime struct{}
+// oldSandboxRuntime is the runtime read that confirms: still sandbox "old".
+type oldSandboxRuntime struct{}
 
-func (audSandboxRuntime) SandboxID(context.Context, *corev1.Pod) (string, error) { return "old", nil }
+func (oldSandboxRuntime) SandboxID(context.Context, *corev1.Pod) (string, error) { return "old", nil }
 
 // explain.md:3-6 ("a veto of the confirming read") and adapters/k8s
 // status.go:23-26 (Vetoed: the Confirmer overrode a destroy the cache's
@@ -195,8 +195,8 @@ func (audSandboxRuntime) SandboxID(context.Context, *corev1.Pod) (string, error)
 // plugin says the API server's confirming read overrode a destroy the cache
 // decided.
 func TestAuditVetoToldAsTheAPIServers(t *testing.T) {
-	eng, err := deletion.New(audLivePod{}, audPolicy{}, deletion.Options{NodeName: "node-a", SweepInterval: 100 * time.Millisecond,
-		SandboxExtractor: audSandboxList{}, SandboxConfirmer: audSandboxRuntime{}})
+	eng, err := deletion.New(livePodGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", SweepInterval: 100 * time.Millisecond,
+		SandboxExtractor: newSandboxLister{}, SandboxConfirmer: oldSandboxRuntime{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestAuditVetoToldAsTheAPIServers(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), audPod("apps", "web", "uid-web", "node-a"))
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), workloadPod("apps", "web", "uid-web", "node-a"))
 	mux := http.NewServeMux()
 	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
 	e.handle("podsweeper/agent-a", mux)
@@ -234,14 +234,14 @@ func TestAuditVetoToldAsTheAPIServers(t *testing.T) {
 	}
 }
 
-type audNoSandbox struct{}
+type noSandbox struct{}
 
-func (audNoSandbox) SandboxID(context.Context, *corev1.Pod) (string, error) { return "", nil }
+func (noSandbox) SandboxID(context.Context, *corev1.Pod) (string, error) { return "", nil }
 
-// audFlakyProber says the sandbox is dead at its first answer, then that it is not.
-type audFlakyProber struct{ calls *atomic.Int32 }
+// flakyProber says the sandbox is dead at its first answer, then that it is not.
+type flakyProber struct{ calls *atomic.Int32 }
 
-func (p audFlakyProber) SandboxDead(context.Context, *corev1.Pod, string) (bool, error) {
+func (p flakyProber) SandboxDead(context.Context, *corev1.Pod, string) (bool, error) {
 	return p.calls.Add(1) == 1, nil
 }
 
@@ -253,8 +253,8 @@ func (p audFlakyProber) SandboxDead(context.Context, *corev1.Pod, string) (bool,
 func TestAuditDryRunWouldDestroyAfterAKeep(t *testing.T) {
 	report := k8s.NewDryRunReport(0)
 	var calls atomic.Int32
-	eng, err := deletion.New(audLivePod{}, audPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report,
-		SweepInterval: 100 * time.Millisecond, SandboxExtractor: audNoSandbox{}, SandboxProber: audFlakyProber{&calls}})
+	eng, err := deletion.New(livePodGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report,
+		SweepInterval: 100 * time.Millisecond, SandboxExtractor: noSandbox{}, SandboxProber: flakyProber{&calls}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestAuditDryRunWouldDestroyAfterAKeep(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"), audPod("apps", "web", "uid-web", "node-a"))
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"), workloadPod("apps", "web", "uid-web", "node-a"))
 	mux := http.NewServeMux()
 	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
 	mux.Handle(k8s.DryRunPath, report)

@@ -14,13 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
-func audJSON(t *testing.T, v any) []byte {
+func jsonBytes(t *testing.T, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -29,17 +28,12 @@ func audJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-func audPod(ns, name, uid, node string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)},
-		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-}
-
 // Sanity of the harness: a live pod, its node agent asked through the fake port-forward.
 func TestAuditHoldsHarnessLivePod(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), audPod("apps", "web", "uid-web", "node-a"))
-	e.handle("podsweeper/agent-a", &audPages{status: func() []byte {
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), workloadPod("apps", "web", "uid-web", "node-a"))
+	e.handle("podsweeper/agent-a", &pageFuncs{status: func() []byte {
 		now := time.Now()
-		return audJSON(t, []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", State: "idle", Age: "4m", LastChecked: &now, LastRow: 9, Why: "same pod"}})
+		return jsonBytes(t, []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", State: "idle", Age: "4m", LastChecked: &now, LastRow: 9, Why: "same pod"}})
 	}})
 	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "", time.Now())
 	if err != nil {
@@ -56,13 +50,13 @@ func TestAuditHoldsHarnessLivePod(t *testing.T) {
 // explain.md:68-70: a program's times are told from when it answered, not
 // later: cni-gc's address page answered, then its status page was slow.
 func TestAuditIPTimesFromWhenItAnswered(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("cni-gc", "kube-system", "cni-gc-a", "node-a"), audPod("apps", "web", "uid-web", "node-a"))
+	e := newFakeCluster(t, podsweeperProgram("cni-gc", "kube-system", "cni-gc-a", "node-a"), workloadPod("apps", "web", "uid-web", "node-a"))
 	var answered time.Time
-	e.handle("kube-system/cni-gc-a", &audPages{
+	e.handle("kube-system/cni-gc-a", &pageFuncs{
 		delay: map[string]time.Duration{"/debug/podsweeper": 3 * time.Second},
 		address: func(ip string) []byte {
 			answered = time.Now()
-			return audJSON(t, AddressStatus{IP: ip, Attachments: []AttachmentStatus{{Network: "podnet", ContainerID: "3a9f0c1b2d4e5", IfName: "eth0",
+			return jsonBytes(t, AddressStatus{IP: ip, Attachments: []AttachmentStatus{{Network: "podnet", ContainerID: "3a9f0c1b2d4e5", IfName: "eth0",
 				PodNamespace: "apps", PodName: "web", PodUID: "uid-web", Written: answered.Add(-time.Minute),
 				Decision: &FreeDecision{At: answered.Add(-8 * time.Second), Reason: "PodGone", Row: 1, Why: "the runtime lists it ready", Verdict: "keep"}}}})
 		},
@@ -85,16 +79,16 @@ func TestAuditIPTimesFromWhenItAnswered(t *testing.T) {
 // gone for good) between the two reads. The program's own latest word, read
 // in the same question, is that its dry run would have destroyed it.
 func TestAuditDryRunVerdictAcrossReads(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
 	checked := time.Now().Add(-5 * time.Second)
-	e.handle("podsweeper/agent-a", &audPages{
+	e.handle("podsweeper/agent-a", &pageFuncs{
 		status: func() []byte {
-			return audJSON(t, []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", SandboxID: "3a9f0c1b2d4e5", State: "idle", Age: "4m",
+			return jsonBytes(t, []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", SandboxID: "3a9f0c1b2d4e5", State: "idle", Age: "4m",
 				LastChecked: &checked, LastRow: 9, Why: "same pod, same sandbox"}})
 		},
 		report: func() []byte {
 			// Meanwhile: the check found the pod gone, reported it, and dropped the PU.
-			return audJSON(t, map[string]any{"total": 1, "reports": []k8s.WouldDestroy{{At: time.Now(), PUID: "uid-web", Pod: "apps/web",
+			return jsonBytes(t, map[string]any{"total": 1, "reports": []k8s.WouldDestroy{{At: time.Now(), PUID: "uid-web", Pod: "apps/web",
 				SandboxID: "3a9f0c1b2d4e5", Reason: "PodGone", Row: 1, Why: "pod not found", Dropped: true}}})
 		},
 	})
@@ -116,9 +110,9 @@ func TestAuditDryRunVerdictAcrossReads(t *testing.T) {
 // which nothing remains. The Events are read before the programs are asked:
 // a PU destroyed (its Event posted) between the two reads is in neither.
 func TestAuditDestroyBetweenEventsAndPrograms(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
 	destroyedAt := time.Now()
-	e.handle("podsweeper/agent-a", &audPages{status: func() []byte {
+	e.handle("podsweeper/agent-a", &pageFuncs{status: func() []byte {
 		// The destroy happened just before the program answers: its Event is in the API server.
 		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "node-a.destroy1"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"},
@@ -148,11 +142,11 @@ func TestAuditDestroyBetweenEventsAndPrograms(t *testing.T) {
 // run's report page answered 3s after the status page, and its report's
 // time is told from the status page's answer.
 func TestAuditReportTimesFromWhenItAnswered(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
-	e.handle("podsweeper/agent-a", &audPages{
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	e.handle("podsweeper/agent-a", &pageFuncs{
 		delay: map[string]time.Duration{"/debug/podsweeper/dry-run": 3 * time.Second},
 		report: func() []byte {
-			return audJSON(t, map[string]any{"total": 1, "reports": []k8s.WouldDestroy{{At: time.Now().Add(-90 * time.Second), PUID: "uid-web", Pod: "apps/web",
+			return jsonBytes(t, map[string]any{"total": 1, "reports": []k8s.WouldDestroy{{At: time.Now().Add(-90 * time.Second), PUID: "uid-web", Pod: "apps/web",
 				SandboxID: "3a9f0c1b2d4e5", Reason: "PodGone", Row: 1, Why: "pod not found", Dropped: true}}})
 		},
 	})
@@ -175,15 +169,15 @@ func TestAuditReportTimesFromWhenItAnswered(t *testing.T) {
 // cni-gc's engine holds: the text tells neither the pod now nor the PU,
 // though the plugin gathered both (its JSON has them).
 func TestAuditIPNeverTouchedAttachmentPod(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("cni-gc", "kube-system", "cni-gc-a", "node-a"))
-	e.handle("kube-system/cni-gc-a", &audPages{
+	e := newFakeCluster(t, podsweeperProgram("cni-gc", "kube-system", "cni-gc-a", "node-a"))
+	e.handle("kube-system/cni-gc-a", &pageFuncs{
 		status: func() []byte {
 			checked := time.Now().Add(-8 * time.Second)
-			return audJSON(t, []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", SandboxID: "3a9f0c1b2d4e5", State: "waiting for a retry", Age: "5m",
+			return jsonBytes(t, []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", SandboxID: "3a9f0c1b2d4e5", State: "waiting for a retry", Age: "5m",
 				LastChecked: &checked, LastRow: 1, Why: "pod not found", Attempts: 4, LastError: "cni: entry cannot be used for a DEL"}})
 		},
 		address: func(ip string) []byte {
-			return audJSON(t, AddressStatus{IP: ip, Attachments: []AttachmentStatus{{Network: "podnet", ContainerID: "3a9f0c1b2d4e5", IfName: "eth0",
+			return jsonBytes(t, AddressStatus{IP: ip, Attachments: []AttachmentStatus{{Network: "podnet", ContainerID: "3a9f0c1b2d4e5", IfName: "eth0",
 				PodNamespace: "apps", PodName: "web", PodUID: "uid-web", Written: time.Now().Add(-5 * time.Minute), File: "podnet-renamed",
 				NeverTouched: "its file name is not libcni's for its network, podnet-3a9f0c1b2d4e5-eth0"}}})
 		},
@@ -210,19 +204,19 @@ func TestAuditIPNeverTouchedAttachmentPod(t *testing.T) {
 // name on another node ... is not shown". That earlier pod's destroy Event,
 // on the other node, is shown as this pod's, with nothing to say whose.
 func TestAuditLivePodEventsOfEarlierPodElsewhere(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-b", "node-b"), audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"),
-		audPod("apps", "web", "uid-web-B", "node-b"),
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-b", "node-b"), podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"),
+		workloadPod("apps", "web", "uid-web-B", "node-b"),
 		&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "node-a.abandon1"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"},
 			Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: "uid-web-A"},
 			Reason:         k8s.EventReasonAbandoned, Type: corev1.EventTypeWarning, ReportingController: "podsweeper",
 			EventTime: metav1.NewMicroTime(time.Now().Add(-time.Minute)),
 			Message:   "PodGone: gave up destroying PU uid-web-A of pod apps/web (no sandbox recorded) after 12 calls; the policy engine may still hold it: boom"})
-	e.handle("podsweeper/agent-b", &audPages{status: func() []byte {
+	e.handle("podsweeper/agent-b", &pageFuncs{status: func() []byte {
 		now := time.Now()
-		return audJSON(t, []k8s.PUStatus{{PUID: "uid-web-B", Pod: "apps/web", State: "idle", Age: "1m", LastChecked: &now, LastRow: 9, Why: "same pod, same sandbox"}})
+		return jsonBytes(t, []k8s.PUStatus{{PUID: "uid-web-B", Pod: "apps/web", State: "idle", Age: "1m", LastChecked: &now, LastRow: 9, Why: "same pod, same sandbox"}})
 	}})
-	e.handle("podsweeper/agent-a", &audPages{})
+	e.handle("podsweeper/agent-a", &pageFuncs{})
 	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -239,10 +233,10 @@ func TestAuditLivePodEventsOfEarlierPodElsewhere(t *testing.T) {
 // explain.md:22-23, 63-65: --timeout bounds each program's question whole; a
 // program not answered by then could not be asked, and the others are asked.
 func TestAuditHoldsTimeoutBoundsSlowPage(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), audProgramPod("cluster-controller", "podsweeper", "cc-1", ""))
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
 	e.c.timeout = time.Second
-	e.handle("podsweeper/agent-a", &audPages{delay: map[string]time.Duration{"/debug/podsweeper": 5 * time.Second}})
-	e.handle("podsweeper/cc-1", &audPages{})
+	e.handle("podsweeper/agent-a", &pageFuncs{delay: map[string]time.Duration{"/debug/podsweeper": 5 * time.Second}})
+	e.handle("podsweeper/cc-1", &pageFuncs{})
 	start := time.Now()
 	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
 	if err != nil {
@@ -262,7 +256,7 @@ func TestAuditHoldsTimeoutBoundsSlowPage(t *testing.T) {
 
 // A status page cut short (its Content-Length not reached): could not be asked, not "holds no PU".
 func TestAuditHoldsCutPage(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
 	e.handle("podsweeper/agent-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/debug/podsweeper" {
 			http.NotFound(w, r)
@@ -286,7 +280,7 @@ func TestAuditHoldsCutPage(t *testing.T) {
 // program's node clock runs 1 minute ahead of the operator's: the program
 // answered that it checked the PU 5s before and retries it in 6s.
 func TestAuditTimesAcrossClocks(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("cluster-controller", "podsweeper", "cc-1", ""))
+	e := newFakeCluster(t, podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
 	skew := time.Minute
 	e.handle("podsweeper/cc-1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/debug/podsweeper" {
@@ -296,7 +290,7 @@ func TestAuditTimesAcrossClocks(t *testing.T) {
 		now := time.Now().Add(skew) // the program's clock, which its status page tells as k8s.NewStatusHandler does
 		w.Header().Set(k8s.TimeHeader, now.UTC().Format(time.RFC3339Nano))
 		checked, next := now.Add(-5*time.Second), now.Add(6*time.Second)
-		_, _ = w.Write(audJSON(t, []k8s.PUStatus{{PUID: "uid-db", Pod: "apps/db", State: "waiting for a retry", Age: "3m40s",
+		_, _ = w.Write(jsonBytes(t, []k8s.PUStatus{{PUID: "uid-db", Pod: "apps/db", State: "waiting for a retry", Age: "3m40s",
 			LastChecked: &checked, LastRow: 1, Why: "pod not found", Attempts: 3, NextAttempt: &next, LastError: "boom"}}))
 	}))
 	x, err := e.c.explainPod(context.Background(), "apps", "db", "", "node-a", time.Now())
@@ -312,12 +306,7 @@ func TestAuditTimesAcrossClocks(t *testing.T) {
 	}
 }
 
-func audForbidden(msg string) *metav1.Status {
-	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 403,
-		Reason: metav1.StatusReasonForbidden, Message: msg}
-}
-
-func audReview(e *audEnv, allowed func(a *authorizationv1.ResourceAttributes) bool) {
+func answerReviews(e *fakeCluster, allowed func(a *authorizationv1.ResourceAttributes) bool) {
 	e.fake.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
 		r.Status.Allowed = allowed(r.Spec.ResourceAttributes)
@@ -329,11 +318,11 @@ func audReview(e *audEnv, allowed func(a *authorizationv1.ResourceAttributes) bo
 // user may port-forward) makes the program "could not be asked"; the others
 // are asked all the same.
 func TestAuditHoldsKubeletRefusalIsCouldNotBeAsked(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), audProgramPod("cluster-controller", "podsweeper", "cc-1", ""))
-	audReview(e, func(*authorizationv1.ResourceAttributes) bool { return true })
-	e.handle("podsweeper/agent-a", &audPages{})
-	e.handle("podsweeper/cc-1", &audPages{})
-	e.refuse["podsweeper/agent-a"] = audForbidden("Forbidden (user=kube-apiserver-kubelet-client, verb=create, resource=nodes, subresource=proxy)")
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
+	answerReviews(e, func(*authorizationv1.ResourceAttributes) bool { return true })
+	e.handle("podsweeper/agent-a", &pageFuncs{})
+	e.handle("podsweeper/cc-1", &pageFuncs{})
+	e.refuse["podsweeper/agent-a"] = forbiddenStatus("Forbidden (user=kube-apiserver-kubelet-client, verb=create, resource=nodes, subresource=proxy)")
 	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -348,10 +337,10 @@ func TestAuditHoldsKubeletRefusalIsCouldNotBeAsked(t *testing.T) {
 
 // explain.md:109-110, 426-431: the user's own refusal: one line, forbidden, which permission.
 func TestAuditHoldsUserRefusalIsForbidden(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
-	audReview(e, func(a *authorizationv1.ResourceAttributes) bool { return a.Subresource != "portforward" })
-	e.handle("podsweeper/agent-a", &audPages{})
-	e.refuse["podsweeper/agent-a"] = audForbidden(`pods "agent-a" is forbidden: User "bob" cannot create resource "pods/portforward" in API group "" in the namespace "podsweeper"`)
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
+	answerReviews(e, func(a *authorizationv1.ResourceAttributes) bool { return a.Subresource != "portforward" })
+	e.handle("podsweeper/agent-a", &pageFuncs{})
+	e.refuse["podsweeper/agent-a"] = forbiddenStatus(`pods "agent-a" is forbidden: User "bob" cannot create resource "pods/portforward" in API group "" in the namespace "podsweeper"`)
 	_, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
 	t.Log(err)
 	if err == nil || !strings.HasPrefix(err.Error(), "forbidden: you may not create pods/portforward in namespace podsweeper") || strings.Contains(err.Error(), "\n") {
@@ -365,14 +354,14 @@ func TestAuditHoldsUserRefusalIsForbidden(t *testing.T) {
 // says it reported 1500 and keeps the latest 1000: what it reported of a pod
 // gone for good may be among those it no longer keeps.
 func TestAuditKnowsNothingAfterReportsCut(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
-	e.handle("podsweeper/agent-a", &audPages{report: func() []byte {
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	e.handle("podsweeper/agent-a", &pageFuncs{report: func() []byte {
 		var rs []k8s.WouldDestroy
 		for i := range 1000 {
 			rs = append(rs, k8s.WouldDestroy{At: time.Now(), PUID: "uid-other-" + strconv.Itoa(i), Pod: "apps/other-" + strconv.Itoa(i),
 				Reason: "PodGone", Row: 1, Why: "pod not found", Dropped: true})
 		}
-		return audJSON(t, map[string]any{"total": 1500, "reports": rs})
+		return jsonBytes(t, map[string]any{"total": 1500, "reports": rs})
 	}})
 	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
 	if err != nil {
@@ -390,12 +379,12 @@ func TestAuditKnowsNothingAfterReportsCut(t *testing.T) {
 // explain.md:60-62: a static pod is known by its kubelet's UID too; --uid
 // alone names it from its PU and finds its mirror pod.
 func TestAuditHoldsStaticPodByKubeletUIDAlone(t *testing.T) {
-	mirror := audPod("kube-system", "etcd-node-a", "uid-mirror", "node-a")
+	mirror := workloadPod("kube-system", "etcd-node-a", "uid-mirror", "node-a")
 	mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "uid-kubelet"}
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), mirror)
-	e.handle("podsweeper/agent-a", &audPages{status: func() []byte {
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), mirror)
+	e.handle("podsweeper/agent-a", &pageFuncs{status: func() []byte {
 		now := time.Now()
-		return audJSON(t, []k8s.PUStatus{{PUID: "uid-kubelet", Pod: "kube-system/etcd-node-a", State: "idle", Age: "1h", LastChecked: &now, LastRow: 9, Why: "same pod, same sandbox"}})
+		return jsonBytes(t, []k8s.PUStatus{{PUID: "uid-kubelet", Pod: "kube-system/etcd-node-a", State: "idle", Age: "1h", LastChecked: &now, LastRow: 9, Why: "same pod, same sandbox"}})
 	}})
 	x, err := e.c.explainPod(context.Background(), "", "", "uid-kubelet", "", time.Now())
 	if err != nil {
@@ -412,8 +401,8 @@ func TestAuditHoldsStaticPodByKubeletUIDAlone(t *testing.T) {
 // explain.md:237-239: NAMESPACE/NAME with --uid of an earlier pod: the node
 // the Events name is asked, not the node of the pod of that name now.
 func TestAuditHoldsNameAndEarlierUIDAsksEventsNode(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), audProgramPod("node-agent", "podsweeper", "agent-b", "node-b"),
-		audPod("apps", "web", "uid-B", "node-b"),
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), podsweeperProgram("node-agent", "podsweeper", "agent-b", "node-b"),
+		workloadPod("apps", "web", "uid-B", "node-b"),
 		&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "node-a.abandon1"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"},
 			Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: "uid-A"},
@@ -424,7 +413,7 @@ func TestAuditHoldsNameAndEarlierUIDAsksEventsNode(t *testing.T) {
 		n := n
 		e.handle("podsweeper/"+n, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			asked[n] = true
-			(&audPages{}).ServeHTTP(w, r)
+			(&pageFuncs{}).ServeHTTP(w, r)
 		}))
 	}
 	x, err := e.c.explainPod(context.Background(), "apps", "web", "uid-A", "", time.Now())
@@ -442,13 +431,13 @@ func TestAuditHoldsNameAndEarlierUIDAsksEventsNode(t *testing.T) {
 // explain.md:62-63: an Event series is told at its first time, with its note, its count and its last time.
 func TestAuditHoldsEventSeries(t *testing.T) {
 	first := time.Now().Add(-5 * time.Minute)
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), audPod("apps", "web", "uid-web", "node-a"),
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), workloadPod("apps", "web", "uid-web", "node-a"),
 		&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web.s1"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: "uid-web"},
 			Reason:         k8s.EventReasonDestroyed, Type: corev1.EventTypeNormal, ReportingController: "podsweeper",
 			EventTime: metav1.NewMicroTime(first), Series: &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(first.Add(2 * time.Minute))},
 			Message: "SandboxChanged: destroyed PU uid-web of pod apps/web (sandbox aaa)"})
-	e.handle("podsweeper/agent-a", &audPages{})
+	e.handle("podsweeper/agent-a", &pageFuncs{})
 	now := time.Now()
 	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "", now)
 	if err != nil {
@@ -464,16 +453,16 @@ func TestAuditHoldsEventSeries(t *testing.T) {
 
 // explain.md:47-49: a gone pod asked by name alone: every node's programs are asked, whatever node its Events name.
 func TestAuditHoldsGoneByNameAsksEveryNode(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), audProgramPod("node-agent", "podsweeper", "agent-b", "node-b"),
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), podsweeperProgram("node-agent", "podsweeper", "agent-b", "node-b"),
 		&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "node-a.d1"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"},
 			Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: "uid-A"},
 			Reason:         k8s.EventReasonDestroyed, Type: corev1.EventTypeNormal, ReportingController: "podsweeper",
 			EventTime: metav1.NewMicroTime(time.Now().Add(-time.Minute)), Message: "PodGone: destroyed PU uid-A"})
-	e.handle("podsweeper/agent-a", &audPages{})
-	e.handle("podsweeper/agent-b", &audPages{status: func() []byte {
+	e.handle("podsweeper/agent-a", &pageFuncs{})
+	e.handle("podsweeper/agent-b", &pageFuncs{status: func() []byte {
 		now := time.Now()
-		return audJSON(t, []k8s.PUStatus{{PUID: "uid-B", Pod: "apps/web", State: "waiting for a retry", Age: "1m", LastChecked: &now, LastRow: 1, Why: "pod not found", Attempts: 1}})
+		return jsonBytes(t, []k8s.PUStatus{{PUID: "uid-B", Pod: "apps/web", State: "waiting for a retry", Age: "1m", LastChecked: &now, LastRow: 1, Why: "pod not found", Attempts: 1}})
 	}})
 	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "", time.Now())
 	if err != nil {
@@ -492,11 +481,11 @@ func TestAuditHoldsGoneByNameAsksEveryNode(t *testing.T) {
 // address; only its engine's status page (the PUs, which the plugin adds)
 // failed. The plugin drops the answer and says cni-gc could not be asked.
 func TestAuditIPAnswerDroppedForStatusPage(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("cni-gc", "kube-system", "cni-gc-a", "node-a"), audPod("apps", "web", "uid-web", "node-a"))
+	e := newFakeCluster(t, podsweeperProgram("cni-gc", "kube-system", "cni-gc-a", "node-a"), workloadPod("apps", "web", "uid-web", "node-a"))
 	e.handle("kube-system/cni-gc-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case addressPath:
-			_, _ = w.Write(audJSON(t, AddressStatus{IP: r.URL.Query().Get("ip"), Attachments: []AttachmentStatus{{Network: "podnet", ContainerID: "3a9f0c1b2d4e5",
+			_, _ = w.Write(jsonBytes(t, AddressStatus{IP: r.URL.Query().Get("ip"), Attachments: []AttachmentStatus{{Network: "podnet", ContainerID: "3a9f0c1b2d4e5",
 				IfName: "eth0", PodNamespace: "apps", PodName: "web", PodUID: "uid-web", Written: time.Now().Add(-time.Minute)}}}))
 		case "/debug/podsweeper":
 			http.Error(w, "no deletion engine", http.StatusServiceUnavailable)
@@ -522,7 +511,7 @@ func TestAuditIPAnswerDroppedForStatusPage(t *testing.T) {
 // page over the port-forward): its answer, as of when it was made, says the
 // PU was checked 5s before and is retried in 6s.
 func TestAuditSlowStatusPageToldOlder(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"))
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
 	e.handle("podsweeper/agent-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/debug/podsweeper" {
 			http.NotFound(w, r)
@@ -531,7 +520,7 @@ func TestAuditSlowStatusPageToldOlder(t *testing.T) {
 		now := time.Now()
 		w.Header().Set(k8s.TimeHeader, now.UTC().Format(time.RFC3339Nano)) // as k8s.NewStatusHandler tells it
 		checked, next := now.Add(-5*time.Second), now.Add(6*time.Second)
-		b := audJSON(t, []k8s.PUStatus{{PUID: "uid-db", Pod: "apps/db", State: "waiting for a retry", Age: "3m40s",
+		b := jsonBytes(t, []k8s.PUStatus{{PUID: "uid-db", Pod: "apps/db", State: "waiting for a retry", Age: "3m40s",
 			LastChecked: &checked, LastRow: 1, Why: "pod not found", Attempts: 3, NextAttempt: &next, LastError: "boom"}})
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(b[:len(b)/2])
@@ -553,7 +542,7 @@ func TestAuditSlowStatusPageToldOlder(t *testing.T) {
 
 // A status page beyond what the plugin reads (64 MiB): could not be asked, never "holds no PU".
 func TestAuditHoldsHugePage(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("cluster-controller", "podsweeper", "cc-1", ""))
+	e := newFakeCluster(t, podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
 	big := bytes.Repeat([]byte(" "), 65<<20)
 	e.handle("podsweeper/cc-1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/debug/podsweeper" {
@@ -577,8 +566,8 @@ func TestAuditHoldsHugePage(t *testing.T) {
 
 // explain.md:418-420: an older program in a dry run, whose image serves no report page: could not be asked.
 func TestAuditHoldsOlderDryRunProgram(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
-	e.handle("podsweeper/agent-a", &audPages{})
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	e.handle("podsweeper/agent-a", &pageFuncs{})
 	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -594,25 +583,25 @@ func TestAuditHoldsOlderDryRunProgram(t *testing.T) {
 // explain.md:22: "-o json prints what the text is made from": the text
 // rendered from the JSON, read back, is the text.
 func TestAuditHoldsJSONIsWhatTheTextIsMadeFrom(t *testing.T) {
-	mirror := audPod("kube-system", "etcd-node-a", "uid-mirror", "node-a")
+	mirror := workloadPod("kube-system", "etcd-node-a", "uid-mirror", "node-a")
 	mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "uid-kubelet"}
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"), audProgramPod("cni-gc", "kube-system", "cni-gc-a", "node-a"), mirror,
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"), podsweeperProgram("cni-gc", "kube-system", "cni-gc-a", "node-a"), mirror,
 		&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "etcd.s1"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "kube-system", Name: "etcd-node-a", UID: "uid-old"},
 			Reason:         k8s.EventReasonDestroyed, Type: corev1.EventTypeNormal, ReportingController: "podsweeper",
 			EventTime: metav1.NewMicroTime(time.Now().Add(-time.Hour)), Series: &corev1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(time.Now().Add(-time.Minute))},
 			Message: "UIDChanged: destroyed PU uid-old"})
-	e.handle("podsweeper/agent-a", &audPages{
+	e.handle("podsweeper/agent-a", &pageFuncs{
 		status: func() []byte {
 			now := time.Now()
-			return audJSON(t, []k8s.PUStatus{{PUID: "uid-kubelet", Pod: "kube-system/etcd-node-a", State: "idle", Age: "1h", LastChecked: &now, LastRow: 9, Why: "same"},
+			return jsonBytes(t, []k8s.PUStatus{{PUID: "uid-kubelet", Pod: "kube-system/etcd-node-a", State: "idle", Age: "1h", LastChecked: &now, LastRow: 9, Why: "same"},
 				{PUID: "uid-old", Pod: "kube-system/etcd-node-a", State: "waiting for a retry", Age: "2h", LastChecked: &now, LastRow: 4, Why: "recreated", Attempts: 2, NextAttempt: &now}})
 		},
 		report: func() []byte {
-			return audJSON(t, map[string]any{"total": 1, "reports": []k8s.WouldDestroy{{At: time.Now(), PUID: "uid-older", Pod: "kube-system/etcd-node-a", Reason: "UIDChanged", Row: 4, Why: "x", Dropped: true}}})
+			return jsonBytes(t, map[string]any{"total": 1, "reports": []k8s.WouldDestroy{{At: time.Now(), PUID: "uid-older", Pod: "kube-system/etcd-node-a", Reason: "UIDChanged", Row: 4, Why: "x", Dropped: true}}})
 		},
 	})
-	e.handle("kube-system/cni-gc-a", &audPages{})
+	e.handle("kube-system/cni-gc-a", &pageFuncs{})
 	x, err := e.c.explainPod(context.Background(), "kube-system", "etcd-node-a", "", "", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -644,11 +633,11 @@ func TestAuditHoldsTimeoutAboveZero(t *testing.T) {
 // explain.md:68-70, for report's WHEN: the report page answered 3s after the
 // status page; its report's time is told from the status page's answer.
 func TestAuditReportWhenFromWhenItAnswered(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
-	e.handle("podsweeper/agent-a", &audPages{
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	e.handle("podsweeper/agent-a", &pageFuncs{
 		delay: map[string]time.Duration{"/debug/podsweeper/dry-run": 3 * time.Second},
 		report: func() []byte {
-			return audJSON(t, map[string]any{"total": 1, "reports": []k8s.WouldDestroy{{At: time.Now().Add(-90 * time.Second), PUID: "uid-web", Pod: "apps/web",
+			return jsonBytes(t, map[string]any{"total": 1, "reports": []k8s.WouldDestroy{{At: time.Now().Add(-90 * time.Second), PUID: "uid-web", Pod: "apps/web",
 				Reason: "PodGone", Row: 1, Why: "pod not found", Dropped: true}}})
 		},
 	})
@@ -672,8 +661,8 @@ func TestAuditReportWhenFromWhenItAnswered(t *testing.T) {
 // node read from them, that node's programs asked, and the pod of that name
 // now (another) noted.
 func TestAuditHoldsUIDAloneGonePod(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), audProgramPod("node-agent", "podsweeper", "agent-b", "node-b"),
-		audPod("apps", "web", "uid-B", "node-b"),
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), podsweeperProgram("node-agent", "podsweeper", "agent-b", "node-b"),
+		workloadPod("apps", "web", "uid-B", "node-b"),
 		&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "node-a.d1"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"},
 			Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: "uid-A"},
@@ -684,7 +673,7 @@ func TestAuditHoldsUIDAloneGonePod(t *testing.T) {
 		n := n
 		e.handle("podsweeper/"+n, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			asked[n] = true
-			(&audPages{}).ServeHTTP(w, r)
+			(&pageFuncs{}).ServeHTTP(w, r)
 		}))
 	}
 	x, err := e.c.explainPod(context.Background(), "", "", "uid-A", "", time.Now())
@@ -704,16 +693,16 @@ func TestAuditHoldsUIDAloneGonePod(t *testing.T) {
 // two networks, and a stale one of an earlier pod of that name. Each is told
 // with its pod now and cni-gc's PU of it.
 func TestAuditHoldsIPSeveralAttachments(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("cni-gc", "kube-system", "cni-gc-a", "node-a"), audPod("apps", "web", "uid-B", "node-a"))
-	e.handle("kube-system/cni-gc-a", &audPages{
+	e := newFakeCluster(t, podsweeperProgram("cni-gc", "kube-system", "cni-gc-a", "node-a"), workloadPod("apps", "web", "uid-B", "node-a"))
+	e.handle("kube-system/cni-gc-a", &pageFuncs{
 		status: func() []byte {
 			now := time.Now()
-			return audJSON(t, []k8s.PUStatus{{PUID: "uid-A", Pod: "apps/web", State: "waiting for a retry", Age: "9m", LastChecked: &now, LastRow: 4, Why: "pod recreated with another UID", Attempts: 2},
+			return jsonBytes(t, []k8s.PUStatus{{PUID: "uid-A", Pod: "apps/web", State: "waiting for a retry", Age: "9m", LastChecked: &now, LastRow: 4, Why: "pod recreated with another UID", Attempts: 2},
 				{PUID: "uid-B", Pod: "apps/web", State: "idle", Age: "1m", LastChecked: &now, LastRow: 9, Why: "same pod, same sandbox"}})
 		},
 		address: func(ip string) []byte {
 			w := time.Now().Add(-time.Minute)
-			return audJSON(t, AddressStatus{IP: ip, Attachments: []AttachmentStatus{
+			return jsonBytes(t, AddressStatus{IP: ip, Attachments: []AttachmentStatus{
 				{Network: "podnet", ContainerID: "bbbbbbbbbbbbb", IfName: "eth0", PodNamespace: "apps", PodName: "web", PodUID: "uid-B", Written: w},
 				{Network: "othernet", ContainerID: "bbbbbbbbbbbbb", IfName: "net1", PodNamespace: "apps", PodName: "web", PodUID: "uid-B", Written: w},
 				{Network: "podnet", ContainerID: "aaaaaaaaaaaaa", IfName: "eth0", PodNamespace: "apps", PodName: "web", PodUID: "uid-A", Written: w.Add(-9 * time.Minute)},
@@ -738,10 +727,10 @@ func TestAuditHoldsIPSeveralAttachments(t *testing.T) {
 // opening of the port-forward's streams included: a kubelet that never
 // acknowledges the streams.
 func TestAuditHoldsTimeoutBoundsStreamOpening(t *testing.T) {
-	e := newAudEnv(t, audProgramPod("node-agent", "podsweeper", "agent-a", "node-a"), audProgramPod("cluster-controller", "podsweeper", "cc-1", ""))
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
 	e.c.timeout = time.Second
-	e.handle("podsweeper/agent-a", &audPages{})
-	e.handle("podsweeper/cc-1", &audPages{})
+	e.handle("podsweeper/agent-a", &pageFuncs{})
+	e.handle("podsweeper/cc-1", &pageFuncs{})
 	e.hang["podsweeper/agent-a"] = true
 	start := time.Now()
 	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
@@ -759,10 +748,10 @@ func TestAuditHoldsTimeoutBoundsStreamOpening(t *testing.T) {
 
 // explain.md:434-436: with --as, a user who may not be that user is told so, in one line.
 func TestAuditHoldsImpersonationRefused(t *testing.T) {
-	e := newAudEnv(t)
+	e := newFakeCluster(t)
 	e.c.config.Impersonate.UserName = "bob"
 	e.fake.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		st := audForbidden(`users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope`)
+		st := forbiddenStatus(`users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope`)
 		st.Details = &metav1.StatusDetails{Kind: "users", Name: "bob"}
 		return true, nil, &apierrorsStatus{*st}
 	})

@@ -51,9 +51,9 @@ func TestCannotTellBesideAHeldPU(t *testing.T) {
 // says the program's page could not be read and that podsweeper cannot tell what it knows, never that it knows nothing.
 func TestAStatusPageOfNoPUsCannotTell(t *testing.T) {
 	for _, body := range []string{`[{"hello":"world"}]`, `[{"puID":"u1","state":"idle"}]`, `[{"puID":"u1","pod":"web","state":"idle"}]`} {
-		c := newA4(t, a4Prog("podsweeper-node-agent", "ps", "agent-a", "node-a"))
-		c.handle("ps", "agent-a", a4Raw{body: body})
-		x, err := c.cluster("").explainPod(a4Ctx(t), "apps", "web", "", "", a4Now)
+		c := newFakeCluster(t, runningProgram("podsweeper-node-agent", "ps", "agent-a", "node-a")).closingAnswers().listingEventsWhole()
+		c.handle("ps/agent-a", rawStatus{body: body})
+		x, err := c.inNamespace("").explainPod(testContext(t), "apps", "web", "", "", askedAt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,14 +73,14 @@ func TestAStatusPageOfNoPUsCannotTell(t *testing.T) {
 func TestAPodThatKeptChangingCannotTell(t *testing.T) {
 	for _, deleteLast := range []bool{false, true} {
 		nodes := []string{"a", "b", "c", "d", "e"}
-		agentA := &a3Program{at: a3Now, pus: []k8s.PUStatus{a3PU("uid-a", "apps/web")}}
-		objs := []runtime.Object{a3Pod("apps", "web", "uid-a", "node-a")}
+		agentA := &programPages{at: askedAt, pus: []k8s.PUStatus{idlePUAt(askedAt, "uid-a", "apps/web")}}
+		objs := []runtime.Object{workloadPod("apps", "web", "uid-a", "node-a")}
 		for _, n := range nodes[1:] {
-			objs = append(objs, a3ProgPod("podsweeper-node-agent", "podsweeper", "agent-"+n, "node-"+n))
+			objs = append(objs, runningProgram("podsweeper-node-agent", "podsweeper", "agent-"+n, "node-"+n))
 		}
-		api := a3Setup(t, agentA, &a3Program{at: a3Now}, objs...)
+		api := agentAndController(t, agentA, &programPages{at: askedAt}, objs...)
 		for _, n := range nodes[1:] {
-			api.handle("podsweeper", "agent-"+n, &a3Program{at: a3Now, pus: []k8s.PUStatus{a3PU("uid-"+n, "apps/web")}})
+			api.handle("podsweeper/agent-"+n, &programPages{at: askedAt, pus: []k8s.PUStatus{idlePUAt(askedAt, "uid-"+n, "apps/web")}})
 		}
 		on, moves := 0, 0
 		api.onForward = func(ns, name string) {
@@ -94,15 +94,15 @@ func TestAPodThatKeptChangingCannotTell(t *testing.T) {
 				return
 			}
 			on++
-			if err := api.fake.Tracker().Add(a3Pod("apps", "web", "uid-"+nodes[on], "node-"+nodes[on])); err != nil {
+			if err := api.fake.Tracker().Add(workloadPod("apps", "web", "uid-"+nodes[on], "node-"+nodes[on])); err != nil {
 				t.Error(err)
 			}
 		}
-		x, err := api.cluster(5*time.Second).explainPod(a3Ctx(t), "apps", "web", "", "", a3Now)
+		x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "", askedAt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := a3Render(t, x)
+		out := podText(t, x)
 		if len(x.Unasked) == 0 || !strings.Contains(out, "Not asked: ") || !strings.Contains(out, "cannot tell all it knows of this pod") ||
 			strings.Contains(out, "knows nothing") {
 			t.Errorf("the pod kept changing (deleted at the last round: %v), and the programs that hold its PU now were not asked: want a `Not asked:` line and that it cannot tell; got\n%s", deleteLast, out)
@@ -118,18 +118,18 @@ func TestAUIDAskedOnAnotherNodeThanItsPodsCannotTell(t *testing.T) {
 	now := time.Now().UTC()
 	const uid = "6f1c2a4e-0000-0000-0000-000000000001"
 	pu := `[{"puID":"` + uid + `","pod":"apps/web","state":"idle","age":"4m"}]`
-	c, _ := auditXCluster(t, map[string]http.Handler{
-		"podsweeper/agent-a": auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: pu}}},
-		"podsweeper/agent-b": auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}},
+	c, _ := clusterAndFake(t, map[string]http.Handler{
+		"podsweeper/agent-a": rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: pu}}},
+		"podsweeper/agent-b": rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}},
 	}, 5*time.Second,
-		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"),
-		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-b", "node-b"),
-		auditXWeb("node-a"))
+		runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"),
+		runningProgram("podsweeper-node-agent", "podsweeper", "agent-b", "node-b"),
+		webPod("node-a"))
 	x, err := c.explainPod(context.Background(), "", "", uid, "node-b", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := auditXRenderPod(t, x)
+	out := podText(t, x)
 	if strings.Contains(out, "knows nothing") || !strings.Contains(out, "cannot tell") || !strings.Contains(out, "Not asked: ") {
 		t.Fatalf("node-a's programs, which hold the pod's PU, were not asked: want \"cannot tell\" and a Not asked: line; got\n%s", out)
 	}
@@ -152,7 +152,7 @@ func TestAStaticPodBeyondTheCandidatesReadCannotTell(t *testing.T) {
 		{"others held under kubelet UIDs", func(i int) string { return fmt.Sprintf("%032x", i) }, false},
 	} {
 		var pus []string
-		objs := []runtime.Object{auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a")}
+		objs := []runtime.Object{runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a")}
 		for i := range maxStaticCandidates + 8 {
 			name := fmt.Sprintf("web-%02d", i)
 			pus = append(pus, fmt.Sprintf(`{"puID":%q,"pod":"apps/%s","state":"idle","age":"4m"}`, c.uidOf(i), name))
@@ -164,14 +164,14 @@ func TestAStaticPodBeyondTheCandidatesReadCannotTell(t *testing.T) {
 		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "zz-static", Name: "proxy", UID: mirrorUID,
 			Annotations: map[string]string{corev1.MirrorPodAnnotationKey: kubeletUID}},
 			Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
-		cl, _ := auditXCluster(t, map[string]http.Handler{
-			"podsweeper/agent-a": auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: "[" + strings.Join(pus, ",") + "]"}}},
+		cl, _ := clusterAndFake(t, map[string]http.Handler{
+			"podsweeper/agent-a": rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: "[" + strings.Join(pus, ",") + "]"}}},
 		}, 5*time.Second, objs...)
 		x, err := cl.explainPod(context.Background(), "", "", mirrorUID, "", now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := auditXRenderPod(t, x)
+		out := podText(t, x)
 		if told := strings.Contains(out, "PU "+kubeletUID+" of pod zz-static/proxy"); told != c.wantPU {
 			t.Errorf("%s: the static pod's PU told: %v, want %v; got\n%s", c.name, told, c.wantPU, out)
 		}
@@ -184,7 +184,7 @@ func TestAStaticPodBeyondTheCandidatesReadCannotTell(t *testing.T) {
 // recreatingMirror is a node agent's pages whose every status read sees the kubelet recreate the static pod's mirror
 // pod under a new UID (as it does when the mirror pod is deleted), annotated with the static pod's kubelet UID.
 type recreatingMirror struct {
-	auditXPage
+	rawPages
 	fc      *fake.Clientset
 	mirror  *corev1.Pod
 	created int
@@ -199,7 +199,7 @@ func (m *recreatingMirror) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = pods.Delete(context.Background(), p.Name, metav1.DeleteOptions{})
 		_, _ = pods.Create(context.Background(), p, metav1.CreateOptions{})
 	}
-	m.auditXPage.ServeHTTP(w, r)
+	m.rawPages.ServeHTTP(w, r)
 }
 
 // TestAStaticPodsPUAnEarlierRoundToldIsToldWhileItsMirrorPodIsRecreated: explain pod of a static pod by its mirror
@@ -212,16 +212,16 @@ func TestAStaticPodsPUAnEarlierRoundToldIsToldWhileItsMirrorPodIsRecreated(t *te
 	mirror := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "proxy-node-a", UID: mirrorUID,
 		Annotations: map[string]string{corev1.MirrorPodAnnotationKey: kubeletUID}},
 		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-	agent := &recreatingMirror{mirror: mirror, auditXPage: auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200,
+	agent := &recreatingMirror{mirror: mirror, rawPages: rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200,
 		body: `[{"puID":"` + kubeletUID + `","pod":"kube-system/proxy-node-a","state":"idle","age":"4m"}]`}}}}
-	c, fc := auditXCluster(t, map[string]http.Handler{"podsweeper/agent-a": agent}, 5*time.Second,
-		auditXProgramPod("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"), mirror)
+	c, fc := clusterAndFake(t, map[string]http.Handler{"podsweeper/agent-a": agent}, 5*time.Second,
+		runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"), mirror)
 	agent.fc = fc
 	x, err := c.explainPod(context.Background(), "kube-system", "proxy-node-a", mirrorUID, "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := auditXRenderPod(t, x)
+	out := podText(t, x)
 	if !strings.Contains(out, "PU "+kubeletUID+" of pod kube-system/proxy-node-a") || strings.Contains(out, "found it in no answer") {
 		t.Fatalf("the node agent still holds the static pod's PU an earlier round told: want it told as held; got\n%s", out)
 	}
@@ -229,11 +229,11 @@ func TestAStaticPodsPUAnEarlierRoundToldIsToldWhileItsMirrorPodIsRecreated(t *te
 
 // standbyPage is a program's pages whose status page says its engine does not run (k8s.EngineHeader), as a
 // standby's does before it leads.
-type standbyPage struct{ auditXPage }
+type standbyPage struct{ rawPages }
 
 func (p standbyPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(k8s.EngineHeader, k8s.EngineNotRunning)
-	p.auditXPage.ServeHTTP(w, r)
+	p.rawPages.ServeHTTP(w, r)
 }
 
 // TestALeaderThatEndedBesideItsStandbyCannotTell: the cluster controller's leader has failed (its pod Failed), and
@@ -242,8 +242,8 @@ func (p standbyPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // podsweeper knows nothing of the pod. Once the replica leads (its engine runs), its empty page is the answer.
 func TestALeaderThatEndedBesideItsStandbyCannotTell(t *testing.T) {
 	now := time.Now().UTC()
-	empty := auditXPage{at: now, pages: map[string]auditXAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}}
-	leader := auditXProgramPod("podsweeper-cluster-controller", "podsweeper", "cc-leader", "node-c")
+	empty := rawPages{at: now, pages: map[string]rawAnswer{"/debug/podsweeper": {code: 200, body: `[]`}}}
+	leader := runningProgram("podsweeper-cluster-controller", "podsweeper", "cc-leader", "node-c")
 	leader.Status.Phase = corev1.PodFailed
 	for _, c := range []struct {
 		name     string
@@ -254,13 +254,13 @@ func TestALeaderThatEndedBesideItsStandbyCannotTell(t *testing.T) {
 		{"its standby does not lead", standbyPage{empty}, true, "Not asked: the leader of cluster-controller rel"},
 		{"the replica leads", empty, false, ""},
 	} {
-		cl, _ := auditXCluster(t, map[string]http.Handler{"podsweeper/cc-standby": c.page}, 5*time.Second,
-			leader, auditXProgramPod("podsweeper-cluster-controller", "podsweeper", "cc-standby", "node-d"))
+		cl, _ := clusterAndFake(t, map[string]http.Handler{"podsweeper/cc-standby": c.page}, 5*time.Second,
+			leader, runningProgram("podsweeper-cluster-controller", "podsweeper", "cc-standby", "node-d"))
 		x, err := cl.explainPod(context.Background(), "apps", "gone", "", "", now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := auditXRenderPod(t, x)
+		out := podText(t, x)
 		if cannot := strings.Contains(out, "cannot tell"); cannot != c.cannot || cannot == strings.Contains(out, "knows nothing") ||
 			!strings.Contains(out, c.notAsked) {
 			t.Errorf("%s: want \"cannot tell\" %v (and %q); got\n%s", c.name, c.cannot, c.notAsked, out)

@@ -36,16 +36,16 @@ func TestExplainGonePodByNameAsksEveryNode(t *testing.T) {
 	f := newFakeAPI(t)
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", holding())
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", holding(map[string]any{
-		"puID": laterUID, "pod": "apps/web", "state": "waiting for a retry", "age": "2m", "attempts": 2}))
-	f.addEvent(nodeEvent("node-a", "web", earlierUID, time.Now().Add(-10*time.Minute)))
+		"puID": secondUID, "pod": "apps/web", "state": "waiting for a retry", "age": "2m", "attempts": 2}))
+	f.addEvent(nodeEvent("node-a", "web", firstUID, time.Now().Add(-10*time.Minute)))
 
 	r := f.run("explain", "pod", "apps/web")
 	assert.Equal(t, 0, r.code)
-	assert.Contains(t, r.stdout, "PU "+laterUID+" of pod apps/web")
+	assert.Contains(t, r.stdout, "PU "+secondUID+" of pod apps/web")
 	assert.Contains(t, r.stdout, "na-b (node node-b)")
 
 	// Asked by the earlier pod's UID, its Event tells where it ran.
-	r = f.run("explain", "pod", "apps/web", "--uid", earlierUID)
+	r = f.run("explain", "pod", "apps/web", "--uid", firstUID)
 	assert.Equal(t, 0, r.code)
 	assert.NotContains(t, r.stdout, "na-b")
 	assert.NotContains(t, r.stdout, "every node's programs were asked")
@@ -59,10 +59,10 @@ func TestExplainGonePodByNameAsksEveryNode(t *testing.T) {
 func TestExplainUIDAloneOfAPodNamedByNothingSaysItIsNotKnown(t *testing.T) {
 	f := newFakeAPI(t)
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", holding())
-	f.addPod(corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: laterUID},
+	f.addPod(corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: secondUID},
 		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
 
-	r := f.run("explain", "pod", "--uid", laterUID)
+	r := f.run("explain", "pod", "--uid", secondUID)
 	assert.Equal(t, 0, r.code)
 	assert.NotContains(t, r.stdout, "no pod of that UID")
 	assert.Contains(t, r.stdout, "whether it lives is not known")
@@ -76,17 +76,17 @@ func TestExplainUIDAloneOfALivePodNamedByItsEventAsksItsNode(t *testing.T) {
 	f := newFakeAPI(t)
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", holding())
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", holding(map[string]any{
-		"puID": laterUID, "pod": "apps/web", "state": "idle", "age": "2m"}))
-	f.addPod(corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: laterUID},
+		"puID": secondUID, "pod": "apps/web", "state": "idle", "age": "2m"}))
+	f.addPod(corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: secondUID},
 		Spec: corev1.PodSpec{NodeName: "node-b"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
-	f.addEvent(podEvent("web", laterUID, "SandboxChanged", time.Now().Add(-time.Minute)))
+	f.addEvent(podEvent("web", secondUID, "SandboxChanged", time.Now().Add(-time.Minute)))
 
-	r := f.run("explain", "pod", "--uid", laterUID)
+	r := f.run("explain", "pod", "--uid", secondUID)
 	assert.Equal(t, 0, r.code)
-	assert.Contains(t, r.stdout, "Pod apps/web (UID "+laterUID+") on node node-b")
+	assert.Contains(t, r.stdout, "Pod apps/web (UID "+secondUID+") on node node-b")
 	assert.NotContains(t, r.stdout, "every node's programs were asked")
 	assert.NotContains(t, r.stdout, "na-a")
-	assert.Contains(t, r.stdout, "PU "+laterUID+" of pod apps/web")
+	assert.Contains(t, r.stdout, "PU "+secondUID+" of pod apps/web")
 }
 
 // TestExplainSaysItCannotTellWhatAProgramThatWasNotAskedKnows: "podsweeper

@@ -22,32 +22,6 @@ const (
 	laterNewUID = "22222222-2222-4222-8222-222222222222"
 )
 
-// laterPage is a program's status listener: its PUs, and its dry run's
-// report when report is not nil.
-func laterPage(pus []map[string]any, report map[string]any) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/debug/podsweeper":
-			if pus == nil {
-				pus = []map[string]any{}
-			}
-			_ = json.NewEncoder(w).Encode(pus)
-		case r.URL.Path == "/debug/podsweeper/dry-run" && report != nil:
-			_ = json.NewEncoder(w).Encode(report)
-		default:
-			http.NotFound(w, r)
-		}
-	})
-}
-
-func laterPod(ns, name, uid, node string) corev1.Pod {
-	return corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)},
-		Spec:       corev1.PodSpec{NodeName: node},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
-	}
-}
-
 // markProgram changes the program's pod name ns/name in f.
 func (f *fakeAPI) markProgram(ns, name string, change func(p *corev1.Pod)) {
 	f.mu.Lock()
@@ -69,7 +43,7 @@ func TestReportHeldFollowsLatestReport(t *testing.T) {
 		{"at": now.Add(-2 * time.Minute), "puID": laterOldUID, "pod": "apps/web", "reason": "PodGone", "row": 1, "why": "pod not found", "dropped": true},
 		{"at": now.Add(-10 * time.Second), "puID": laterOldUID, "pod": "apps/web", "reason": "PodGone", "row": 1, "why": "pod not found"},
 	}}
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage(nil, report), "--dry-run")
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, report), "--dry-run")
 	r := f.run("report")
 	if r.code != 0 {
 		t.Fatalf("exit %d", r.code)
@@ -97,9 +71,9 @@ func TestReportHeldFollowsLatestReport(t *testing.T) {
 // cni-gc alone: the node agent of node-a was not asked, and not said so.
 func TestNodeAgentMissingOnNodeIsNotAsked(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", laterPage(nil, nil))
-	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a", laterPage(nil, nil))
-	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-b", "node-b", laterPage(nil, nil))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", mapPages(nil, nil))
+	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a", mapPages(nil, nil))
+	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-b", "node-b", mapPages(nil, nil))
 	r := f.run("explain", "pod", "apps/gone", "--node", "node-a")
 	if r.code != 0 {
 		t.Fatalf("exit %d", r.code)
@@ -115,8 +89,8 @@ func TestNodeAgentMissingOnNodeIsNotAsked(t *testing.T) {
 // Same, JSON: `unasked` is empty.
 func TestNodeAgentMissingOnNodeJSON(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", laterPage(nil, nil))
-	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a", laterPage(nil, nil))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", mapPages(nil, nil))
+	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a", mapPages(nil, nil))
 	r := f.run("explain", "pod", "apps/gone", "--node", "node-a", "-o", "json")
 	var x PodExplanation
 	if err := json.Unmarshal([]byte(r.stdout), &x); err != nil {
@@ -133,7 +107,7 @@ func TestNodeAgentMissingOnNodeJSON(t *testing.T) {
 // plugin says no cni-gc runs there.
 func TestExplainIPTerminatingCNIGC(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a", laterPage(nil, nil))
+	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a", mapPages(nil, nil))
 	f.markProgram("kube-system", "cni-a", func(p *corev1.Pod) {
 		ts := metav1.Now()
 		p.DeletionTimestamp = &ts
@@ -148,7 +122,7 @@ func TestExplainIPTerminatingCNIGC(t *testing.T) {
 // in its grace period, still holding its PUs) is said not to run.
 func TestStatusTerminatingNodeAgent(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage([]map[string]any{
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages([]map[string]any{
 		{"puID": laterOldUID, "pod": "apps/web", "state": "idle", "age": "1m"}}, nil))
 	f.markProgram("podsweeper", "na-a", func(p *corev1.Pod) {
 		ts := metav1.Now()
@@ -166,8 +140,8 @@ func TestStatusTerminatingNodeAgent(t *testing.T) {
 // answer says podsweeper knows nothing of the pod.
 func TestGonePodTerminatingAgentElsewhere(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage(nil, nil))
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-c", "node-c", laterPage([]map[string]any{
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, nil))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-c", "node-c", mapPages([]map[string]any{
 		{"puID": laterOldUID, "pod": "apps/gone", "state": "waiting for a retry", "age": "5m", "attempts": 3}}, nil))
 	f.markProgram("podsweeper", "na-c", func(p *corev1.Pod) {
 		ts := metav1.Now()
@@ -216,7 +190,7 @@ func TestTimeoutBoundsGarbageAnswer(t *testing.T) {
 // live pod whose node's only program could not be asked: no such sentence.
 func TestLivePodProgramUnreachable(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addPod(laterPod("apps", "web", laterNewUID, "node-a"))
+	f.addPod(*workloadPod("apps", "web", laterNewUID, "node-a"))
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", nil) // nothing listens
 	r := f.run("explain", "pod", "apps/web")
 	if !strings.Contains(r.stdout, "could not be asked") {
@@ -242,7 +216,7 @@ func TestHoldsRBAC(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeAPI(t)
-			f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage(nil, nil))
+			f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, nil))
 			f.forbid = []string{c.forbid}
 			if c.name == "portforward" {
 				f.forbid = append(f.forbid, "GET /api/v1/namespaces/podsweeper/pods/na-a/portforward")
@@ -287,7 +261,7 @@ func TestHoldsHangTimeout(t *testing.T) {
 	}
 	f2 := newFakeAPI(t)
 	f2.forwardDelay = 5 * time.Second
-	f2.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage(nil, nil))
+	f2.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, nil))
 	r = f2.run("status", "--node", "node-a", "--timeout", "500ms")
 	if !strings.Contains(r.stdout, "could not be asked") || r.took > 1500*time.Millisecond {
 		t.Errorf("late upgrade: took %v: %q", r.took, r.stdout)
@@ -301,8 +275,8 @@ func TestHoldsHangTimeout(t *testing.T) {
 // asked and holds nothing, makes the answer say it cannot tell.
 func TestFailedLeftoverAgentPod(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage(nil, nil))
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a-old", "node-a", laterPage(nil, nil))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, nil))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a-old", "node-a", mapPages(nil, nil))
 	f.markProgram("podsweeper", "na-a-old", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })
 	r := f.run("explain", "pod", "apps/gone", "--node", "node-a")
 	if !strings.Contains(r.stdout, "podsweeper knows nothing of this pod") {
@@ -401,12 +375,12 @@ func TestExplainIPUnreadCacheAfterFree(t *testing.T) {
 // not --namespace's.
 func TestHoldsImpersonationAndNamespace(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage(nil, nil))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, nil))
 	r := f.run("--as", "bob", "report")
 	if r.code != 1 || !strings.Contains(r.stderr, `forbidden: you may not impersonate users "bob" (--as)`) {
 		t.Errorf("exit %d %q", r.code, r.stderr)
 	}
-	f.addPod(laterPod("apps", "web", laterNewUID, "node-a"))
+	f.addPod(*workloadPod("apps", "web", laterNewUID, "node-a"))
 	r = f.run("-n", "podsweeper", "explain", "pod", "web")
 	if r.code != 0 || !strings.Contains(r.stdout, "Pod apps/web (UID "+laterNewUID+") on node node-a") {
 		t.Errorf("exit %d %q", r.code, r.stdout)
@@ -420,8 +394,8 @@ func TestHoldsImpersonationAndNamespace(t *testing.T) {
 // not asked, nothing says so, and the answer says podsweeper knows nothing.
 func TestTerminatingClusterControllerUnsaid(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage(nil, nil))
-	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-b", laterPage([]map[string]any{
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, nil))
+	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-b", mapPages([]map[string]any{
 		{"puID": laterOldUID, "pod": "apps/gone", "state": "waiting for a retry", "age": "5m", "attempts": 3}}, nil))
 	f.markProgram("podsweeper", "cc-1", func(p *corev1.Pod) {
 		ts := metav1.Now()
@@ -441,7 +415,7 @@ func TestReportTerminatingDryRunProgram(t *testing.T) {
 	now := time.Now().UTC()
 	report := map[string]any{"total": 1, "reports": []map[string]any{
 		{"at": now.Add(-10 * time.Second), "puID": laterOldUID, "pod": "apps/web", "reason": "PodGone", "row": 1, "why": "pod not found"}}}
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage(nil, report), "--dry-run")
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, report), "--dry-run")
 	f.markProgram("podsweeper", "na-a", func(p *corev1.Pod) {
 		ts := metav1.Now()
 		p.DeletionTimestamp = &ts
@@ -468,7 +442,7 @@ func TestUIDAloneUnreachableSaysNoPU(t *testing.T) {
 func TestHoldsImpersonateGroup(t *testing.T) {
 	for _, args := range [][]string{{"--as-group", "sre", "report"}, {"--as", "bob", "--as-group", "sre", "report"}, {"--as", "bob", "--as-uid", "u1", "explain", "pod", "apps/web"}} {
 		f := newFakeAPI(t)
-		f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage(nil, nil))
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, nil))
 		r := f.run(args...)
 		if r.code != 1 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "kubectl-podsweeper:") {
 			t.Errorf("%q: exit %d %q", args, r.code, r.stderr)
@@ -482,9 +456,9 @@ func TestHoldsImpersonateGroup(t *testing.T) {
 // spec.nodeName: only its node affinity names node-a. It goes unsaid.
 func TestUnscheduledDaemonSetPodNotAsked(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a", laterPage(nil, nil))
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", laterPage(nil, nil))
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "", laterPage(nil, nil))
+	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a", mapPages(nil, nil))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", mapPages(nil, nil))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "", mapPages(nil, nil))
 	f.markProgram("podsweeper", "na-a", func(p *corev1.Pod) {
 		p.Status.Phase = corev1.PodPending
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
@@ -502,10 +476,10 @@ func TestUnscheduledDaemonSetPodNotAsked(t *testing.T) {
 func TestHoldsKubeletRefusal(t *testing.T) {
 	for _, noReview := range []bool{false, true} {
 		f := newFakeAPI(t)
-		f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", laterPage(nil, nil))
-		f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", laterPage(nil, nil))
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, nil))
+		f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", mapPages(nil, nil))
 		body := "Forbidden (user=kube-apiserver-kubelet-client, verb=create, resource=nodes, subresource=proxy)"
-		f.forwardAnswer = map[string]rawAnswer{
+		f.forwardAnswer = map[string]relayedAnswer{
 			http.MethodGet:  {403, "text/plain", body},
 			http.MethodPost: {403, "text/plain", body},
 		}

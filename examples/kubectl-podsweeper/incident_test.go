@@ -26,14 +26,6 @@ const (
 	incidentUID2 = "9d2c4b1a-7e6f-4a3b-8c2d-1e0f9a8b7c6d"
 )
 
-func incidentPod(ns, name, uid, node string) corev1.Pod {
-	return corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)},
-		Spec:       corev1.PodSpec{NodeName: node},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
-	}
-}
-
 // incidentNodeEvent is the node agent's Event of a PodGone destroy: it regards
 // the Node, in "default", with the gone pod related (adapters/k8s Events).
 func incidentNodeEvent(node, ns, name, uid string, at time.Time) corev1.Event {
@@ -50,24 +42,6 @@ func incidentNodeEvent(node, ns, name, uid string, at time.Time) corev1.Event {
 	}
 }
 
-// incidentProgramPage is a program's status listener: its status page and,
-// when report is not nil, its dry run's report.
-func incidentProgramPage(pus []map[string]any, report map[string]any) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/debug/podsweeper":
-			if pus == nil {
-				pus = []map[string]any{}
-			}
-			_ = json.NewEncoder(w).Encode(pus)
-		case r.URL.Path == "/debug/podsweeper/dry-run" && report != nil:
-			_ = json.NewEncoder(w).Encode(report)
-		default:
-			http.NotFound(w, r)
-		}
-	})
-}
-
 // TestUIDAloneNamedByTheNodeAgentsEvent: a pod gone, whose PU the
 // node agent destroyed (PodGone): its only Event regards the Node and names
 // the pod as its related object. explain.md:47 says "--uid alone names the
@@ -75,7 +49,7 @@ func incidentProgramPage(pus []map[string]any, report map[string]any) http.Handl
 // server for the pod of that name".
 func TestUIDAloneNamedByTheNodeAgentsEvent(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", incidentProgramPage(nil, nil))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, nil))
 	f.addEvent(incidentNodeEvent("node-a", "apps", "cache", incidentUID, time.Now().Add(-3*time.Minute)))
 	r := f.run("explain", "pod", "--uid", incidentUID)
 	assert.Equal(t, 0, r.code)
@@ -91,8 +65,8 @@ func TestUIDAloneNamedByTheNodeAgentsEvent(t *testing.T) {
 // of that name).
 func TestUIDAloneNamedByTheNodeAgentsEventPodNowAnother(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", incidentProgramPage(nil, nil))
-	f.addPod(incidentPod("apps", "cache", incidentUID2, "node-b"))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, nil))
+	f.addPod(*workloadPod("apps", "cache", incidentUID2, "node-b"))
 	f.addEvent(incidentNodeEvent("node-a", "apps", "cache", incidentUID, time.Now().Add(-3*time.Minute)))
 	r := f.run("explain", "pod", "--uid", incidentUID)
 	assert.Equal(t, 0, r.code)
@@ -110,7 +84,7 @@ func TestDryRunReportNotDroppedIsNotGoneForGood(t *testing.T) {
 	rep := map[string]any{"total": 1, "reports": []map[string]any{{
 		"at": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), "puID": incidentUID, "pod": "apps/web",
 		"sandboxID": "3a9f0c1b2d4e5", "reason": "SandboxChanged", "row": 10, "why": "same pod, another sandbox"}}}
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", incidentProgramPage(nil, rep), "--dry-run")
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, rep), "--dry-run")
 	r := f.run("explain", "pod", "apps/web")
 	assert.Equal(t, 0, r.code)
 	rr := f.run("report")
@@ -126,8 +100,8 @@ func TestDryRunReportNotDroppedIsNotGoneForGood(t *testing.T) {
 // knows nothing."
 func TestNodesAgentNotFoundIsNotKnowsNothing(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-z", incidentProgramPage(nil, nil))
-	na := incidentPod("podsweeper", "na-a", "uid-na-a", "node-a")
+	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-z", mapPages(nil, nil))
+	na := *workloadPod("podsweeper", "na-a", "uid-na-a", "node-a")
 	na.Labels = map[string]string{"app.kubernetes.io/name": "podsweeper-node-agent", "app.kubernetes.io/instance": "rel"}
 	na.Status.Phase = corev1.PodPending
 	f.addPod(na)
@@ -215,7 +189,7 @@ func incidentHanging(t *testing.T, path string, pus []map[string]any) http.Handl
 			}
 			return
 		}
-		incidentProgramPage(pus, nil).ServeHTTP(w, r)
+		mapPages(pus, nil).ServeHTTP(w, r)
 	})
 }
 
@@ -230,7 +204,7 @@ func TestHangingStatusPageIsBounded(t *testing.T) {
 	assert.Equal(t, 0, r.code)
 	assert.Less(t, r.took, 15*time.Second)
 	assert.Contains(t, r.stdout, "na-a (node node-a) could not be asked")
-	assert.Contains(t, r.stdout, earlierUID) // the other is asked all the same
+	assert.Contains(t, r.stdout, firstUID) // the other is asked all the same
 }
 
 // TestHangingDryRunPageIsBounded: the same, the dry run's report hangs.
@@ -312,7 +286,7 @@ func TestWebSocketRefusedSPDYAllowed(t *testing.T) {
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", holding(webPU()))
 	r := f.run("status", "--node", "node-a")
 	assert.Equal(t, 0, r.code)
-	assert.Contains(t, r.stdout, earlierUID)
+	assert.Contains(t, r.stdout, firstUID)
 }
 
 // TestBadCommandLinesExit2: main.go run "2 for a bad command line",
@@ -362,12 +336,12 @@ func TestReportAllFailedIsNotNone(t *testing.T) {
 // of that UID: it is the pod, and its node's programs are asked.
 func TestNameAndUIDLivePodOfThatUID(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addPod(incidentPod("apps", "web", earlierUID, "node-a"))
+	f.addPod(*workloadPod("apps", "web", firstUID, "node-a"))
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", holding(webPU()))
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", nil)
-	r := f.run("explain", "pod", "apps/web", "--uid", earlierUID)
+	r := f.run("explain", "pod", "apps/web", "--uid", firstUID)
 	assert.Equal(t, 0, r.code)
-	assert.Contains(t, r.stdout, "Pod apps/web (UID "+earlierUID+") on node node-a: Running.")
+	assert.Contains(t, r.stdout, "Pod apps/web (UID "+firstUID+") on node node-a: Running.")
 	assert.NotContains(t, r.stdout, "na-b")
 }
 
@@ -377,7 +351,7 @@ func TestNameAndUIDLivePodOfThatUID(t *testing.T) {
 func TestEventSeriesAndOrder(t *testing.T) {
 	f := newFakeAPI(t)
 	now := time.Now()
-	e1 := incidentNodeEvent("node-a", "apps", "web", earlierUID, now.Add(-30*time.Minute))
+	e1 := incidentNodeEvent("node-a", "apps", "web", firstUID, now.Add(-30*time.Minute))
 	e1.Series = &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(now.Add(-time.Minute))}
 	e2 := incidentNodeEvent("node-b", "apps", "web", incidentUID, now.Add(-10*time.Minute))
 	f.addEvent(e1)
@@ -396,8 +370,8 @@ func TestEventSeriesAndOrder(t *testing.T) {
 // found the answer says it cannot tell, rather than that it knows nothing.
 func TestNodeWithNoProgramIsNotKnowsNothing(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-z", incidentProgramPage(nil, nil))
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", incidentProgramPage([]map[string]any{{
+	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-z", mapPages(nil, nil))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages([]map[string]any{{
 		"puID": incidentUID, "pod": "apps/web", "state": "waiting for a retry", "age": "6m", "attempts": 3}}, nil))
 	r := f.run("explain", "pod", "apps/web", "--node", "node-aa")
 	assert.Equal(t, 0, r.code)
@@ -427,7 +401,7 @@ func TestGonePodByNameEventsOfTwoUIDs(t *testing.T) {
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-c", "node-c", holding(webPU()))
 	r := f.run("explain", "pod", "apps/web")
 	assert.Equal(t, 0, r.code)
-	assert.Contains(t, r.stdout, earlierUID)
+	assert.Contains(t, r.stdout, firstUID)
 	assert.Contains(t, r.stdout, "Node/node-a")
 	assert.Contains(t, r.stdout, "Node/node-b")
 	rj := f.run("explain", "pod", "apps/web", "-o", "json")
@@ -442,10 +416,10 @@ func TestGonePodByNameEventsOfTwoUIDs(t *testing.T) {
 // (explain.md:43-44).
 func TestUIDAloneEventNamesNodeA(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addEvent(incidentNodeEvent("node-a", "apps", "web", earlierUID, time.Now().Add(-time.Minute)))
+	f.addEvent(incidentNodeEvent("node-a", "apps", "web", firstUID, time.Now().Add(-time.Minute)))
 	f.addProgram("podsweeper-cni-gc", "kube-system", "cg-a", "node-a", holding(webPU()))
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", holding())
-	r := f.run("explain", "pod", "--uid", earlierUID)
+	r := f.run("explain", "pod", "--uid", firstUID)
 	assert.Equal(t, 0, r.code)
 	assert.Contains(t, r.stdout, "cg-a")
 	assert.NotContains(t, r.stdout, "na-b")
@@ -490,11 +464,11 @@ func TestExplainIPAnswerOfAnotherAddress(t *testing.T) {
 // NAMESPACE/NAME, or NAME in your context's namespace".
 func TestNameAloneIsTheContextsNamespace(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addPod(incidentPod("apps", "web", earlierUID, "node-a"))
+	f.addPod(*workloadPod("apps", "web", firstUID, "node-a"))
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", holding(webPU()))
 	r := f.run("explain", "pod", "web", "-n", "podsweeper")
 	assert.Equal(t, 0, r.code)
-	assert.Contains(t, r.stdout, "Pod apps/web (UID "+earlierUID+") on node node-a: Running.")
+	assert.Contains(t, r.stdout, "Pod apps/web (UID "+firstUID+") on node node-a: Running.")
 	assert.Contains(t, r.stdout, "tracked, waiting for its next check")
 }
 
@@ -511,7 +485,7 @@ func TestStatusJSONIsTheText(t *testing.T) {
 	assert.NoError(t, json.Unmarshal([]byte(rj.stdout), &s))
 	assert.Len(t, s.Answers, 2)
 	assert.Contains(t, r.stdout, "cg-a could not be asked: its status listener is off (--status-bind-address=0)")
-	assert.Contains(t, r.stdout, earlierUID)
+	assert.Contains(t, r.stdout, firstUID)
 }
 
 // TestReportHeldIsNotStale: a dry run reported a PU's SandboxChanged
@@ -526,7 +500,7 @@ func TestReportHeldIsNotStale(t *testing.T) {
 			"reason": "SandboxChanged", "row": 10, "why": "same pod, another sandbox"},
 		{"at": now.Add(-time.Minute).Format(time.RFC3339), "puID": incidentUID, "pod": "apps/web", "sandboxID": "c4d5e6f708192",
 			"reason": "PodGone", "row": 1, "why": "pod not found", "dropped": true}}}
-	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", incidentProgramPage(nil, rep), "--dry-run")
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", mapPages(nil, rep), "--dry-run")
 	r := f.run("report")
 	assert.Equal(t, 0, r.code)
 	assert.Contains(t, r.stdout, "no: pod gone")
@@ -544,7 +518,7 @@ func TestReportHeldIsNotStale(t *testing.T) {
 // unnamed.
 func TestLivePodWrongNode(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addPod(incidentPod("apps", "web", earlierUID, "node-a"))
+	f.addPod(*workloadPod("apps", "web", firstUID, "node-a"))
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", holding(webPU()))
 	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", holding())
 	r := f.run("explain", "pod", "apps/web", "--node", "node-b")
@@ -589,9 +563,9 @@ func TestCoreV1EventCount(t *testing.T) {
 	now := time.Now()
 	e := corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: "apps", Name: "web.1", CreationTimestamp: metav1.NewTime(now.Add(-20 * time.Minute))},
-		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "apps", Name: "web", UID: types.UID(earlierUID)},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "apps", Name: "web", UID: types.UID(firstUID)},
 		Reason:         "PUDestroyed", Type: corev1.EventTypeNormal,
-		Message:        "SandboxChanged: destroyed PU " + earlierUID + " of pod apps/web (sandbox 3a9f)",
+		Message:        "SandboxChanged: destroyed PU " + firstUID + " of pod apps/web (sandbox 3a9f)",
 		FirstTimestamp: metav1.NewTime(now.Add(-20 * time.Minute)), LastTimestamp: metav1.NewTime(now.Add(-2 * time.Minute)), Count: 4,
 	}
 	f.addEvent(e)
@@ -662,7 +636,7 @@ func TestForbiddenWithJSONIsOneLine(t *testing.T) {
 // its pod now and cni-gc's PU of it, as the text says them.
 func TestExplainIPJSONIsTheText(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addPod(incidentPod("apps", "web", earlierUID, "node-a"))
+	f.addPod(*workloadPod("apps", "web", firstUID, "node-a"))
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/debug/podsweeper":
@@ -670,7 +644,7 @@ func TestExplainIPJSONIsTheText(t *testing.T) {
 		case "/debug/podsweeper/cni/address":
 			_ = json.NewEncoder(w).Encode(map[string]any{"ip": r.URL.Query().Get("ip"),
 				"attachments": []map[string]any{{"network": "podnet", "containerID": "3a9f0c1b2d4e5", "ifName": "eth0",
-					"podNamespace": "apps", "podName": "web", "podUID": earlierUID, "written": time.Now().UTC().Format(time.RFC3339)}}})
+					"podNamespace": "apps", "podName": "web", "podUID": firstUID, "written": time.Now().UTC().Format(time.RFC3339)}}})
 		default:
 			http.NotFound(w, r)
 		}
@@ -693,7 +667,7 @@ func TestExplainIPJSONIsTheText(t *testing.T) {
 func TestRetryTimesAreSaid(t *testing.T) {
 	f := newFakeAPI(t)
 	now := time.Now().UTC()
-	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "", incidentProgramPage([]map[string]any{{
+	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "", mapPages([]map[string]any{{
 		"puID": incidentUID2, "pod": "apps/db", "state": "waiting for a retry", "age": "3m40s", "lastChecked": now.Add(-8 * time.Second).Format(time.RFC3339Nano),
 		"lastRow": 1, "why": "pod not found", "attempts": 3, "nextAttempt": now.Add(-time.Second).Format(time.RFC3339Nano), "lastError": "boom"}}, nil))
 	r := f.run("explain", "pod", "apps/db")

@@ -15,20 +15,20 @@ import (
 // A pod gone, asked by name with --node: only that node's programs are asked (--node narrows), and an answer that
 // finds nothing says so of that node, not of podsweeper: another node's program may hold a PU of a pod of that name.
 func TestNodeFlagOnAGonePodKnowsNothingOfThatNodeOnly(t *testing.T) {
-	c := a57Cluster(t, map[string]http.Handler{
-		"podsweeper/agent-a": a58Status(t, k8s.EngineRunning),
-		"podsweeper/agent-b": a58Status(t, k8s.EngineRunning, a58PU(a58UID, "apps/gone")),
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/agent-a": statusPage(t, k8s.EngineRunning),
+		"podsweeper/agent-b": statusPage(t, k8s.EngineRunning, idlePU(firstUID, "apps/gone")),
 	},
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "agent-b", "node-b", corev1.PodRunning))
-	x, err := c.explainPod(a57Ctx(t), "apps", "gone", "", "node-a", a57Now)
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-b", "node-b", corev1.PodRunning))
+	x, err := c.explainPod(testContext(t), "apps", "gone", "", "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, js := a57RenderPod(t, x)
-	a58Has(t, "the text", txt, "podsweeper knows nothing of this pod on node node-a")
-	a58Has(t, "the text", txt, "only node node-a's were asked: --node")
-	a58Has(t, "the JSON", js, `"node": "node-a"`)
+	txt, js := podTextAndJSON(t, x)
+	wantSays(t, "the text", txt, "podsweeper knows nothing of this pod on node node-a")
+	wantSays(t, "the text", txt, "only node node-a's were asked: --node")
+	wantSays(t, "the JSON", js, `"node": "node-a"`)
 }
 
 // The pod asked with --node runs on that node, and is recreated on another while the programs are asked: the answer
@@ -37,32 +37,32 @@ func TestNodeFlagOnAGonePodKnowsNothingOfThatNodeOnly(t *testing.T) {
 func TestNodeFlagOnAPodRecreatedElsewhereWhileAskedSaysWhereItRuns(t *testing.T) {
 	var c *cluster
 	var once sync.Once
-	agent := a58Status(t, k8s.EngineRunning, a58PU(a58UID, "apps/web"))
+	agent := statusPage(t, k8s.EngineRunning, idlePU(firstUID, "apps/web"))
 	recreate := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		once.Do(func() {
-			cs := c.cs.(a57CS).Clientset
+			cs := c.cs.(hybridCS).Clientset
 			ctx := context.Background()
 			if err := cs.CoreV1().Pods("apps").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 				t.Error(err)
 			}
-			if _, err := cs.CoreV1().Pods("apps").Create(ctx, a58AppPod("apps", "web", a58UID2, "node-b"), metav1.CreateOptions{}); err != nil {
+			if _, err := cs.CoreV1().Pods("apps").Create(ctx, workloadPod("apps", "web", secondUID, "node-b"), metav1.CreateOptions{}); err != nil {
 				t.Error(err)
 			}
 		})
 		agent.ServeHTTP(w, r)
 	})
-	c = a57Cluster(t, map[string]http.Handler{
+	c = clusterServing(t, map[string]http.Handler{
 		"podsweeper/agent-a": recreate,
-		"podsweeper/agent-b": a58Status(t, k8s.EngineRunning, a58PU(a58UID2, "apps/web")),
+		"podsweeper/agent-b": statusPage(t, k8s.EngineRunning, idlePU(secondUID, "apps/web")),
 	},
-		a58AppPod("apps", "web", a58UID, "node-a"),
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
-		a57Pod("podsweeper-node-agent", "na", "podsweeper", "agent-b", "node-b", corev1.PodRunning))
-	x, err := c.explainPod(a57Ctx(t), "apps", "web", "", "node-a", a57Now)
+		workloadPod("apps", "web", firstUID, "node-a"),
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-b", "node-b", corev1.PodRunning))
+	x, err := c.explainPod(testContext(t), "apps", "web", "", "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt, _ := a57RenderPod(t, x)
-	a58Has(t, "the text", txt, "Not asked: the programs of node node-b")
-	a58Has(t, "the text", txt, "Note: the pod runs on node node-b, not node-a")
+	txt, _ := podTextAndJSON(t, x)
+	wantSays(t, "the text", txt, "Not asked: the programs of node node-b")
+	wantSays(t, "the text", txt, "Note: the pod runs on node node-b, not node-a")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -10,21 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-const earlierUID = "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21"
-
-// holding is a program's status listener holding pus, with no dry run.
-func holding(pus ...map[string]any) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/debug/podsweeper" {
-			_ = json.NewEncoder(w).Encode(append([]map[string]any{}, pus...)) // a list, [] for none, as the page writes it
-			return
-		}
-		http.NotFound(w, r)
-	})
-}
-
 func webPU() map[string]any {
-	return map[string]any{"puID": earlierUID, "pod": "apps/web", "state": "idle", "age": "1m"}
+	return map[string]any{"puID": firstUID, "pod": "apps/web", "state": "idle", "age": "1m"}
 }
 
 // TestPortForwardFallsBackToSPDY: an API server (or a proxy before it)
@@ -37,7 +23,7 @@ func TestPortForwardFallsBackToSPDY(t *testing.T) {
 	r := f.run("status", "--node", "node-a")
 	assert.Equal(t, 0, r.code)
 	assert.NotContains(t, r.stdout, "could not be asked")
-	assert.Contains(t, r.stdout, earlierUID)
+	assert.Contains(t, r.stdout, firstUID)
 }
 
 // TestTimeoutBoundsThePortForwardsUpgrade: --timeout bounds each program's
@@ -97,9 +83,9 @@ func TestPortForwardForbiddenOnlyOnA403(t *testing.T) {
 // the program "could not be asked" with the answer's text, exit 0.
 func TestPortForwardForbiddenOnlyWhenTheUserMayNot(t *testing.T) {
 	const pf = "/api/v1/namespaces/podsweeper/pods/na-1/portforward"
-	unreachable := rawAnswer{code: http.StatusInternalServerError, contentType: "application/json",
+	unreachable := relayedAnswer{code: http.StatusInternalServerError, contentType: "application/json",
 		body: `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"error dialing backend: dial tcp 127.0.0.1:1: connect: connection refused","code":500}`}
-	kubelet403 := rawAnswer{code: http.StatusForbidden, contentType: "text/plain",
+	kubelet403 := relayedAnswer{code: http.StatusForbidden, contentType: "text/plain",
 		body: "Forbidden (user=kube-apiserver-kubelet-client, verb=create, resource=nodes, subresource=proxy)"}
 	t.Run("create only, the node live", func(t *testing.T) {
 		f := newFakeAPI(t)
@@ -107,12 +93,12 @@ func TestPortForwardForbiddenOnlyWhenTheUserMayNot(t *testing.T) {
 		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
 		r := f.run("status", "--node", "node-a")
 		assert.Equal(t, 0, r.code)
-		assert.Contains(t, r.stdout, earlierUID)
+		assert.Contains(t, r.stdout, firstUID)
 	})
 	t.Run("create only, the kubelet unreachable", func(t *testing.T) {
 		f := newFakeAPI(t)
 		f.forbid = []string{"GET " + pf}
-		f.forwardAnswer = map[string]rawAnswer{http.MethodPost: unreachable}
+		f.forwardAnswer = map[string]relayedAnswer{http.MethodPost: unreachable}
 		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
 		r := f.run("status", "--node", "node-a")
 		assert.Equal(t, 0, r.code)
@@ -122,7 +108,7 @@ func TestPortForwardForbiddenOnlyWhenTheUserMayNot(t *testing.T) {
 	})
 	t.Run("the kubelet refuses the API server", func(t *testing.T) {
 		f := newFakeAPI(t)
-		f.forwardAnswer = map[string]rawAnswer{http.MethodGet: kubelet403, http.MethodPost: kubelet403}
+		f.forwardAnswer = map[string]relayedAnswer{http.MethodGet: kubelet403, http.MethodPost: kubelet403}
 		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
 		r := f.run("status", "--node", "node-a")
 		assert.Equal(t, 0, r.code)
@@ -134,7 +120,7 @@ func TestPortForwardForbiddenOnlyWhenTheUserMayNot(t *testing.T) {
 		const review = "POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 		f := newFakeAPI(t)
 		f.forbid = []string{review}
-		f.forwardAnswer = map[string]rawAnswer{http.MethodGet: kubelet403, http.MethodPost: kubelet403}
+		f.forwardAnswer = map[string]relayedAnswer{http.MethodGet: kubelet403, http.MethodPost: kubelet403}
 		f.addProgram("podsweeper-node-agent", "podsweeper", "na-1", "node-a", holding(webPU()))
 		r := f.run("status", "--node", "node-a")
 		assert.Equal(t, 0, r.code, "a 403 whose status names no resource is not the user's RBAC")

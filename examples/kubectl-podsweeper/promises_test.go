@@ -19,9 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-const spdyUID = "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21"
-
-func spdyExplain(t *testing.T, c *cluster, ns, name, uid, node string) (*PodExplanation, string) {
+func explainAndRender(t *testing.T, c *cluster, ns, name, uid, node string) (*PodExplanation, string) {
 	t.Helper()
 	x, err := c.explainPod(context.Background(), ns, name, uid, node, time.Now().UTC())
 	if err != nil {
@@ -36,13 +34,13 @@ func spdyExplain(t *testing.T, c *cluster, ns, name, uid, node string) (*PodExpl
 
 // Harness sanity: a live pod's PU on its node's agent is told.
 func TestHoldsLivePodPU(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[{"puID":"`+spdyUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyPod("apps", "web", spdyUID, "node-a"))
-	_, out := spdyExplain(t, c, "apps", "web", "", "")
-	if !strings.Contains(out, "PU "+spdyUID+" of pod apps/web") {
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"))
+	_, out := explainAndRender(t, c, "apps", "web", "", "")
+	if !strings.Contains(out, "PU "+firstUID+" of pod apps/web") {
 		t.Fatalf("PU not told:\n%s", out)
 	}
 	t.Log(out)
@@ -52,15 +50,15 @@ func TestHoldsLivePodPU(t *testing.T) {
 // whole". A kubelet side that closes the port-forward's error stream with
 // nothing in it, and never answers on the data stream.
 func TestTimeoutBoundsAQuestionWhoseErrorStreamClosesEmpty(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyCloseErrAndHang, spdyJSON(`[]`, ""))
-	c := s.cluster(t, time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyPod("apps", "web", spdyUID, "node-a"))
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletCloseErrHang, jsonPages(`[]`, ""))
+	c := s.cluster(time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"))
 	done := make(chan string, 1)
 	start := time.Now()
 	go func() {
-		_, out := spdyExplain(t, c, "apps", "web", "", "")
+		_, out := explainAndRender(t, c, "apps", "web", "", "")
 		done <- out
 	}()
 	select {
@@ -77,12 +75,12 @@ func TestTimeoutBoundsAQuestionWhoseErrorStreamClosesEmpty(t *testing.T) {
 // named on a "Not asked:" line and the answer says it cannot tell. Pod gone,
 // asked by name: every node's programs are asked (explain.md:45-47).
 func TestAPendingAgentIsNotAskedWhenTheNodeIsNotKnown(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cc-1", spdyServe, spdyJSON(`[]`, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-cluster-controller", "cc-1", "node-z", corev1.PodRunning),
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodPending))
-	x, out := spdyExplain(t, c, "apps", "web", "", "")
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cc-1", kubeletServe, jsonPages(`[]`, ""))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning),
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodPending))
+	x, out := explainAndRender(t, c, "apps", "web", "", "")
 	t.Log(out)
 	if len(x.Unasked) == 0 || strings.Contains(out, "podsweeper knows nothing of this pod") {
 		t.Fatalf("a node agent that was not asked (Pending) is not said; the answer claims to know:\n%s", out)
@@ -92,12 +90,12 @@ func TestAPendingAgentIsNotAskedWhenTheNodeIsNotKnown(t *testing.T) {
 // The same, node known (--node): a node agent whose pod on that node is Failed
 // (evicted), none running elsewhere.
 func TestAFailedAgentAloneOnItsNodeIsNotAsked(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cc-1", spdyServe, spdyJSON(`[]`, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-cluster-controller", "cc-1", "node-z", corev1.PodRunning),
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodFailed))
-	x, out := spdyExplain(t, c, "apps", "web", "", "node-a")
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cc-1", kubeletServe, jsonPages(`[]`, ""))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning),
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodFailed))
+	x, out := explainAndRender(t, c, "apps", "web", "", "node-a")
 	t.Log(out)
 	if len(x.Unasked) == 0 || strings.Contains(out, "podsweeper knows nothing of this pod") {
 		t.Fatalf("node-a's node agent was not asked (its pod Failed), and the answer claims to know:\n%s", out)
@@ -105,13 +103,13 @@ func TestAFailedAgentAloneOnItsNodeIsNotAsked(t *testing.T) {
 }
 
 func TestHoldsTimeoutWhenNeverAnswered(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyNeverAnswer, spdyJSON(`[]`, ""))
-	c := s.cluster(t, time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyPod("apps", "web", spdyUID, "node-a"))
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletNeverAnswer, jsonPages(`[]`, ""))
+	c := s.cluster(time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"))
 	done := make(chan string, 1)
-	go func() { _, out := spdyExplain(t, c, "apps", "web", "", ""); done <- out }()
+	go func() { _, out := explainAndRender(t, c, "apps", "web", "", ""); done <- out }()
 	select {
 	case out := <-done:
 		if !strings.Contains(out, "could not be asked") {
@@ -123,26 +121,26 @@ func TestHoldsTimeoutWhenNeverAnswered(t *testing.T) {
 }
 
 func TestHoldsPendingAgentOnKnownNode(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cc-1", spdyServe, spdyJSON(`[]`, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-cluster-controller", "cc-1", "node-z", corev1.PodRunning),
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodPending))
-	_, out := spdyExplain(t, c, "apps", "web", "", "node-a")
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cc-1", kubeletServe, jsonPages(`[]`, ""))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning),
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodPending))
+	_, out := explainAndRender(t, c, "apps", "web", "", "node-a")
 	if !strings.Contains(out, "Not asked: node-agent podsweeper/agent-a on node node-a is Pending") || !strings.Contains(out, "cannot tell") {
 		t.Fatalf("%s", out)
 	}
 }
 
 func TestHoldsRecreatedNote(t *testing.T) {
-	s := newSPDYAPI(t)
+	s := newFakeCluster(t).likeAKubelet()
 	const newUID = "0b7e3d52-8c1a-4f0e-b6d2-9e4a1c7f5a30"
-	s.program("agent-a", spdyServe, spdyJSON(`[{"puID":"`+spdyUID+`","pod":"apps/web","state":"idle","age":"6m"},{"puID":"`+newUID+`","pod":"apps/web","state":"idle","age":"20s"}]`, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyPod("apps", "web", newUID, "node-a"))
-	_, out := spdyExplain(t, c, "apps", "web", "", "")
-	if !strings.Contains(out, "this PU is of an earlier pod of that name (UID "+spdyUID) {
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"6m"},{"puID":"`+newUID+`","pod":"apps/web","state":"idle","age":"20s"}]`, ""))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", newUID, "node-a"))
+	_, out := explainAndRender(t, c, "apps", "web", "", "")
+	if !strings.Contains(out, "this PU is of an earlier pod of that name (UID "+firstUID) {
 		t.Fatalf("%s", out)
 	}
 }
@@ -152,9 +150,9 @@ func TestHoldsRecreatedNote(t *testing.T) {
 // for that address". The first cni-gc closes its error stream empty and never
 // answers: the second, which would answer, is never asked.
 func TestExplainIPAsksTheSecondCNIGCAfterTheFirstHangs(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cni-a1", spdyCloseErrAndHang, spdyJSON(`[]`, ""))
-	s.program("cni-a2", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cni-a1", kubeletCloseErrHang, jsonPages(`[]`, ""))
+	s.program("podsweeper/cni-a2", kubeletServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/debug/podsweeper":
 			w.Write([]byte(`[]`))
@@ -164,9 +162,9 @@ func TestExplainIPAsksTheSecondCNIGCAfterTheFirstHangs(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
-	c := s.cluster(t, time.Second,
-		spdyProgramPod("podsweeper-cni-gc", "cni-a1", "node-a", corev1.PodRunning),
-		spdyProgramPod("podsweeper-cni-gc", "cni-a2", "node-a", corev1.PodRunning))
+	c := s.cluster(time.Second,
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a1", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a2", "node-a", corev1.PodRunning))
 	done := make(chan *IPExplanation, 1)
 	go func() {
 		x, err := c.explainIP(context.Background(), "10.88.0.200", "node-a", time.Now())
@@ -186,9 +184,9 @@ func TestExplainIPAsksTheSecondCNIGCAfterTheFirstHangs(t *testing.T) {
 }
 
 func TestHoldsExplainIPSecondAskedAfterTimeout(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cni-a1", spdyNeverAnswer, spdyJSON(`[]`, ""))
-	s.program("cni-a2", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cni-a1", kubeletNeverAnswer, jsonPages(`[]`, ""))
+	s.program("podsweeper/cni-a2", kubeletServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/debug/podsweeper":
 			w.Write([]byte(`[]`))
@@ -198,9 +196,9 @@ func TestHoldsExplainIPSecondAskedAfterTimeout(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
-	c := s.cluster(t, time.Second,
-		spdyProgramPod("podsweeper-cni-gc", "cni-a1", "node-a", corev1.PodRunning),
-		spdyProgramPod("podsweeper-cni-gc", "cni-a2", "node-a", corev1.PodRunning))
+	c := s.cluster(time.Second,
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a1", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a2", "node-a", corev1.PodRunning))
 	x, err := c.explainIP(context.Background(), "10.88.0.200", "node-a", time.Now())
 	if err != nil || x.Address == nil || x.Program.Pod != "cni-a2" {
 		t.Fatalf("%v %+v", err, x)
@@ -213,40 +211,40 @@ func TestHoldsExplainIPSecondAskedAfterTimeout(t *testing.T) {
 // pod (adapters/k8s.StaticPodUIDs), so its attachment and its PU carry the
 // static UID.
 const (
-	spdyStaticUID = "5d3c0b1a2f4e6d8c9b7a6f5e4d3c2b1a" // the config hash: the kubelet's UID of the static pod
-	spdyMirrorUID = "11111111-2222-4333-8444-555555555555"
+	staticKubeletUID = "5d3c0b1a2f4e6d8c9b7a6f5e4d3c2b1a" // the config hash: the kubelet's UID of the static pod
+	staticMirrorUID  = "11111111-2222-4333-8444-555555555555"
 )
 
-func spdyMirrorPod() *corev1.Pod {
-	p := spdyPod("kube-system", "proxy-node-a", spdyMirrorUID, "node-a")
-	p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: spdyStaticUID}
+func staticMirrorPod() *corev1.Pod {
+	p := workloadPod("kube-system", "proxy-node-a", staticMirrorUID, "node-a")
+	p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: staticKubeletUID}
 	return p
 }
 
-func spdyCNIGC(pus string) http.Handler {
+func cniGCHolding(pus string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/debug/podsweeper":
 			w.Write([]byte(pus))
 		case addressPath:
 			w.Write([]byte(`{"ip":"10.88.0.9","attachments":[{"network":"podnet","containerID":"abcdef0123456789","ifName":"eth0",` +
-				`"podNamespace":"kube-system","podName":"proxy-node-a","podUID":"` + spdyStaticUID + `","written":"2026-01-01T00:00:00Z"}]}`))
+				`"podNamespace":"kube-system","podName":"proxy-node-a","podUID":"` + staticKubeletUID + `","written":"2026-01-01T00:00:00Z"}]}`))
 		default:
 			http.NotFound(w, r)
 		}
 	})
 }
 
-const spdyStaticPU = `[{"puID":"` + spdyStaticUID + `","pod":"kube-system/proxy-node-a","sandboxID":"abcdef0123456789","state":"idle","age":"1h","lastChecked":"2026-01-01T00:00:00Z","lastRow":9,"why":"same pod, same sandbox"}]`
+const staticPodPU = `[{"puID":"` + staticKubeletUID + `","pod":"kube-system/proxy-node-a","sandboxID":"abcdef0123456789","state":"idle","age":"1h","lastChecked":"2026-01-01T00:00:00Z","lastRow":9,"why":"same pod, same sandbox"}]`
 
 // docs/operating/explain.md:268-269: "The plugin adds the pod each attachment
 // names as the API server has it now". A live static pod's attachment is said
 // to be of a pod that is gone.
 func TestExplainIPKnowsALiveStaticPodByItsKubeletUID(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cni-a", spdyServe, spdyCNIGC(spdyStaticPU))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning), spdyMirrorPod())
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cni-a", kubeletServe, cniGCHolding(staticPodPU))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning), staticMirrorPod())
 	x, err := c.explainIP(context.Background(), "10.88.0.9", "node-a", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +257,7 @@ func TestExplainIPKnowsALiveStaticPodByItsKubeletUID(t *testing.T) {
 	t.Log(out)
 	if strings.Contains(out, "gone") || !strings.Contains(out, "live on node node-a") {
 		t.Fatalf("the live static pod kube-system/proxy-node-a (its mirror pod Running, annotation %s=%s) is not said to live:\n%s",
-			corev1.MirrorPodAnnotationKey, spdyStaticUID, out)
+			corev1.MirrorPodAnnotationKey, staticKubeletUID, out)
 	}
 }
 
@@ -267,11 +265,11 @@ func TestExplainIPKnowsALiveStaticPodByItsKubeletUID(t *testing.T) {
 // that name" is for a pod recreated under its name): a live static pod's PU
 // in cni-gc is said to be an earlier pod's.
 func TestAStaticPodsPUIsNoEarlierPods(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cni-a", spdyServe, spdyCNIGC(spdyStaticPU))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning), spdyMirrorPod())
-	_, out := spdyExplain(t, c, "kube-system", "proxy-node-a", "", "")
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cni-a", kubeletServe, cniGCHolding(staticPodPU))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning), staticMirrorPod())
+	_, out := explainAndRender(t, c, "kube-system", "proxy-node-a", "", "")
 	t.Log(out)
 	if strings.Contains(out, "earlier pod") || strings.Contains(out, "the pod now is another") {
 		t.Fatalf("the live static pod's own PU is said to be of an earlier pod of that name:\n%s", out)
@@ -282,14 +280,14 @@ func TestAStaticPodsPUIsNoEarlierPods(t *testing.T) {
 // ..., then asks the API server for the pod of that name". The UID the PU
 // shows is the static pod's; the live pod is said not to exist.
 func TestTheKubeletUIDOfALiveStaticPodIsItsPod(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cni-a", spdyServe, spdyCNIGC(spdyStaticPU))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning), spdyMirrorPod())
-	x, out := spdyExplain(t, c, "", "", spdyStaticUID, "")
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cni-a", kubeletServe, cniGCHolding(staticPodPU))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning), staticMirrorPod())
+	x, out := explainAndRender(t, c, "", "", staticKubeletUID, "")
 	t.Log(out)
 	if x.Pod == nil || strings.Contains(out, "deleted, or never created") {
-		t.Fatalf("the live static pod of UID %s (as its PU and the kubelet know it) is said to be gone:\n%s", spdyStaticUID, out)
+		t.Fatalf("the live static pod of UID %s (as its PU and the kubelet know it) is said to be gone:\n%s", staticKubeletUID, out)
 	}
 }
 
@@ -299,22 +297,22 @@ func TestTheKubeletUIDOfALiveStaticPodIsItsPod(t *testing.T) {
 // A program asked after another that took its whole --timeout (3s) is said
 // to retry 3s later than it does, and to have checked 3s earlier.
 func TestARetrysTimeIsToldFromItsProgramsAnswer(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cc-1", spdyNeverAnswer, spdyJSON(`[]`, "")) // cluster-controller: asked first, never answers
-	s.program("agent-a", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cc-1", kubeletNeverAnswer, jsonPages(`[]`, "")) // cluster-controller: asked first, never answers
+	s.program("podsweeper/agent-a", kubeletServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/debug/podsweeper" {
 			http.NotFound(w, r)
 			return
 		}
 		now := time.Now().UTC()
 		last, next := now.Add(-8*time.Second).Format(time.RFC3339Nano), now.Add(6*time.Second).Format(time.RFC3339Nano)
-		w.Write([]byte(`[{"puID":"` + spdyUID + `","pod":"apps/db","state":"waiting for a retry","age":"3m40s","lastChecked":"` + last +
+		w.Write([]byte(`[{"puID":"` + firstUID + `","pod":"apps/db","state":"waiting for a retry","age":"3m40s","lastChecked":"` + last +
 			`","lastRow":1,"why":"pod not found","attempts":3,"nextAttempt":"` + next + `","lastError":"boom"}]`))
 	}))
-	c := s.cluster(t, 3*time.Second,
-		spdyProgramPod("podsweeper-cluster-controller", "cc-1", "node-z", corev1.PodRunning),
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning))
-	_, out := spdyExplain(t, c, "apps", "db", "", "node-a")
+	c := s.cluster(3*time.Second,
+		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning),
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
+	_, out := explainAndRender(t, c, "apps", "db", "", "node-a")
 	t.Log(out)
 	okNext := strings.Contains(out, "next in 6s") || strings.Contains(out, "next in 5s") || strings.Contains(out, "next in 7s")
 	okLast := strings.Contains(out, "last check    8s ago") || strings.Contains(out, "last check    7s ago") || strings.Contains(out, "last check    9s ago")
@@ -324,20 +322,20 @@ func TestARetrysTimeIsToldFromItsProgramsAnswer(t *testing.T) {
 }
 
 func TestHoldsUIDAloneNodeFromNodeEvent(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[]`, ""))
-	s.program("agent-b", spdyServe, spdyJSON(`[]`, ""))
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[]`, ""))
+	s.program("podsweeper/agent-b", kubeletServe, jsonPages(`[]`, ""))
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: "ev1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-b", UID: "node-b"},
-		Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: spdyUID},
+		Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: firstUID},
 		Reason:         "PUDestroyed", Type: "Normal", Message: "PodGone: destroyed PU",
 		ReportingController: "podsweeper", EventTime: metav1.NewMicroTime(time.Now().Add(-time.Minute)),
 	}
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyProgramPod("podsweeper-node-agent", "agent-b", "node-b", corev1.PodRunning), ev)
-	x, out := spdyExplain(t, c, "", "", spdyUID, "")
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodRunning), ev)
+	x, out := explainAndRender(t, c, "", "", firstUID, "")
 	if len(x.Answers) != 1 || x.Answers[0].Program.Pod != "agent-b" || x.Name != "web" || !strings.Contains(out, "regarding Node/node-b") {
 		t.Fatalf("%s", out)
 	}
@@ -347,25 +345,25 @@ func TestHoldsUIDAloneNodeFromNodeEvent(t *testing.T) {
 // pod, the PU ..."), with --uid the UID the API server gives the pod (its
 // mirror pod's): cni-gc's PU of that live static pod is said not to exist.
 func TestAStaticPodAskedByItsMirrorUIDShowsItsPU(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cni-a", spdyServe, spdyCNIGC(spdyStaticPU))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning), spdyMirrorPod())
-	_, out := spdyExplain(t, c, "kube-system", "proxy-node-a", spdyMirrorUID, "")
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cni-a", kubeletServe, cniGCHolding(staticPodPU))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning), staticMirrorPod())
+	_, out := explainAndRender(t, c, "kube-system", "proxy-node-a", staticMirrorUID, "")
 	t.Log(out)
 	if strings.Contains(out, "holds no PU of this pod") {
-		t.Fatalf("cni-gc holds a PU of the live static pod (PU %s), and is said to hold none:\n%s", spdyStaticUID, out)
+		t.Fatalf("cni-gc holds a PU of the live static pod (PU %s), and is said to hold none:\n%s", staticKubeletUID, out)
 	}
 }
 
 // The same hang outlives the command's own context (main's
 // signal.NotifyContext: Ctrl-C), which main keeps catching until run returns.
 func TestAnInterruptEndsAQuestionWhoseErrorStreamClosesEmpty(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyCloseErrAndHang, spdyJSON(`[]`, ""))
-	c := s.cluster(t, time.Minute,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyPod("apps", "web", spdyUID, "node-a"))
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletCloseErrHang, jsonPages(`[]`, ""))
+	c := s.cluster(time.Minute,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -385,15 +383,15 @@ func TestAnInterruptEndsAQuestionWhoseErrorStreamClosesEmpty(t *testing.T) {
 // takes the context's namespace, explain.md:21): the pod of that UID lives,
 // its PU names it (apps/web), and the answer says no pod of that UID exists.
 func TestAUIDAskedUnderAnotherNameIsNotSaidGone(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[{"puID":"`+spdyUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyPod("apps", "web", spdyUID, "node-a"))
-	_, out := spdyExplain(t, c, "default", "web", spdyUID, "")
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"))
+	_, out := explainAndRender(t, c, "default", "web", firstUID, "")
 	t.Log(out)
 	if strings.Contains(out, "no pod of that UID in the API server") {
-		t.Fatalf("the pod of UID %s lives (apps/web, as its PU says), and the answer says none exists:\n%s", spdyUID, out)
+		t.Fatalf("the pod of UID %s lives (apps/web, as its PU says), and the answer says none exists:\n%s", firstUID, out)
 	}
 }
 
@@ -450,12 +448,12 @@ func TestAReservationKeptOnRow16IsNotSaidOfNoCacheEntry(t *testing.T) {
 // answers it. A dry-run program's PU never checked yet (queued, no last
 // check): the program has decided nothing, and the plugin says it would keep it.
 func TestADryRunDecidesNothingBeforeItsFirstCheck(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[{"puID":"`+spdyUID+`","pod":"apps/web","state":"queued","age":"1s"}]`, `{"total":0,"reports":[]}`))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
-		spdyPod("apps", "web", spdyUID, "node-a"))
-	_, out := spdyExplain(t, c, "apps", "web", "", "")
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"queued","age":"1s"}]`, `{"total":0,"reports":[]}`))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
+		workloadPod("apps", "web", firstUID, "node-a"))
+	_, out := explainAndRender(t, c, "apps", "web", "", "")
 	t.Log(out)
 	if strings.Contains(out, "last check    none yet.") && strings.Contains(out, "would keep it") {
 		t.Fatalf("a PU the dry run never checked is said to be one it would keep:\n%s", out)
@@ -465,11 +463,11 @@ func TestADryRunDecidesNothingBeforeItsFirstCheck(t *testing.T) {
 // explain.md:22: "-o json prints what the text is made from": the JSON,
 // read back, renders the same text.
 func TestHoldsJSONIsTheText(t *testing.T) {
-	s := newSPDYAPI(t)
+	s := newFakeCluster(t).likeAKubelet()
 	const newUID = "0b7e3d52-8c1a-4f0e-b6d2-9e4a1c7f5a30"
-	s.program("agent-a", spdyServe, spdyJSON(`[{"puID":"`+spdyUID+`","pod":"apps/web","state":"waiting for a retry","age":"6m","attempts":2,"nextAttempt":"2030-01-01T00:00:00+02:00","lastChecked":"2026-01-01T00:00:00-05:00","lastRow":4,"why":"x"}]`,
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"waiting for a retry","age":"6m","attempts":2,"nextAttempt":"2030-01-01T00:00:00+02:00","lastChecked":"2026-01-01T00:00:00-05:00","lastRow":4,"why":"x"}]`,
 		`{"total":3,"reports":[{"at":"2026-01-01T00:00:00Z","puID":"`+newUID+`","pod":"apps/web","reason":"PodGone","row":1,"why":"pod not found","dropped":true}]}`))
-	s.program("cc-1", spdyCloseErrAndHang, spdyJSON(`[]`, ""))
+	s.program("podsweeper/cc-1", kubeletCloseErrHang, jsonPages(`[]`, ""))
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: "ev1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"},
@@ -477,10 +475,10 @@ func TestHoldsJSONIsTheText(t *testing.T) {
 		Reason:         "PUDestroyed", Type: "Normal", Message: "PodGone", Count: 3,
 		EventTime: metav1.NewMicroTime(time.Now().Add(-time.Minute)),
 	}
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
-		spdyProgramPod("podsweeper-node-agent", "agent-b", "node-b", corev1.PodPending), ev)
-	x, out := spdyExplain(t, c, "apps", "web", "", "node-a")
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodPending), ev)
+	x, out := explainAndRender(t, c, "apps", "web", "", "node-a")
 	var j bytes.Buffer
 	if err := RenderPodJSON(&j, x); err != nil {
 		t.Fatal(err)
@@ -503,21 +501,21 @@ func TestHoldsJSONIsTheText(t *testing.T) {
 // one series, "with the first one's note"): the first destroy's note (sandbox
 // s1, 5 minutes ago) is printed with the last one's time (5s ago).
 func TestAnEventSeriesNoteIsToldAtItsFirstTime(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[]`, ""))
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[]`, ""))
 	now := time.Now()
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: "apps", Name: "ev1"},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: spdyUID},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: firstUID},
 		Reason:         "PUDestroyed", Type: "Normal", ReportingController: "podsweeper",
-		Message:   "SandboxChanged: destroyed PU " + spdyUID + " of pod apps/web (sandbox s1aaaaaaaaaaa)",
+		Message:   "SandboxChanged: destroyed PU " + firstUID + " of pod apps/web (sandbox s1aaaaaaaaaaa)",
 		EventTime: metav1.NewMicroTime(now.Add(-5 * time.Minute)),
 		Series:    &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(now.Add(-5 * time.Second))},
 	}
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyPod("apps", "web", spdyUID, "node-a"), ev)
-	_, out := spdyExplain(t, c, "apps", "web", "", "")
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"), ev)
+	_, out := explainAndRender(t, c, "apps", "web", "", "")
 	t.Log(out)
 	for _, l := range strings.Split(out, "\n") {
 		if strings.Contains(l, "sandbox s1aaaaaaaaaaa") && strings.HasPrefix(strings.TrimSpace(l), "5s ago") {
@@ -527,10 +525,10 @@ func TestAnEventSeriesNoteIsToldAtItsFirstTime(t *testing.T) {
 }
 
 func TestHoldsIPJSONIsTheText(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cni-a", spdyServe, spdyCNIGC(spdyStaticPU))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning, "--dry-run"), spdyPod("kube-system", "proxy-node-a", spdyStaticUID, "node-a"))
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cni-a", kubeletServe, cniGCHolding(staticPodPU))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning, "--dry-run"), workloadPod("kube-system", "proxy-node-a", staticKubeletUID, "node-a"))
 	x, err := c.explainIP(context.Background(), "10.88.0.9", "node-a", time.Now().UTC())
 	if err != nil {
 		t.Fatal(err)
@@ -550,12 +548,12 @@ func TestHoldsIPJSONIsTheText(t *testing.T) {
 
 // status --node: the node's programs only, a program's failure said after the table; JSON renders the same text.
 func TestHoldsStatusJSONIsTheText(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[{"puID":"`+spdyUID+`","pod":"apps/web","state":"idle","age":"1m","lastChecked":"2026-01-01T00:00:00Z","lastRow":9,"why":"same pod, same sandbox"}]`, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyProgramPod("podsweeper-node-agent", "agent-b", "node-b", corev1.PodRunning),
-		spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning, "--status-bind-address=0"))
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"1m","lastChecked":"2026-01-01T00:00:00Z","lastRow":9,"why":"same pod, same sandbox"}]`, ""))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodRunning),
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning, "--status-bind-address=0"))
 	ts, _, err := c.programs(context.Background(), "node-a", false)
 	if err != nil {
 		t.Fatal(err)
@@ -580,14 +578,14 @@ func TestHoldsStatusJSONIsTheText(t *testing.T) {
 
 // report: HELD follows a PU's latest report (explain.md:61); a program without --dry-run is said so.
 func TestHoldsReportHeldFollowsLatest(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[]`, `{"total":2,"reports":[`+
-		`{"at":"2026-01-01T00:00:00Z","puID":"`+spdyUID+`","pod":"apps/web","reason":"UIDChanged","row":4,"why":"x"},`+
-		`{"at":"2026-01-01T00:01:00Z","puID":"`+spdyUID+`","pod":"apps/web","reason":"PodGone","row":1,"why":"y","dropped":true}]}`))
-	s.program("cc-1", spdyServe, spdyJSON(`[]`, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
-		spdyProgramPod("podsweeper-cluster-controller", "cc-1", "node-z", corev1.PodRunning))
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[]`, `{"total":2,"reports":[`+
+		`{"at":"2026-01-01T00:00:00Z","puID":"`+firstUID+`","pod":"apps/web","reason":"UIDChanged","row":4,"why":"x"},`+
+		`{"at":"2026-01-01T00:01:00Z","puID":"`+firstUID+`","pod":"apps/web","reason":"PodGone","row":1,"why":"y","dropped":true}]}`))
+	s.program("podsweeper/cc-1", kubeletServe, jsonPages(`[]`, ""))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
+		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning))
 	ts, _, err := c.programs(context.Background(), "", true)
 	if err != nil {
 		t.Fatal(err)
@@ -606,28 +604,28 @@ func TestHoldsReportHeldFollowsLatest(t *testing.T) {
 
 // explain.md:425: by name alone, a gone pod, node unknown: "every node's programs were asked" - and every Running one is.
 func TestHoldsGonePodByNameAsksEveryNode(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[]`, ""))
-	s.program("agent-b", spdyServe, spdyJSON(`[{"puID":"`+spdyUID+`","pod":"apps/web","state":"waiting for a retry","age":"1m","attempts":1}]`, ""))
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[]`, ""))
+	s.program("podsweeper/agent-b", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"waiting for a retry","age":"1m","attempts":1}]`, ""))
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: "ev1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"},
 		Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: "other-uid"},
 		Reason:         "PUDestroyed", Type: "Normal", ReportingController: "podsweeper", EventTime: metav1.NewMicroTime(time.Now()),
 	}
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyProgramPod("podsweeper-node-agent", "agent-b", "node-b", corev1.PodRunning), ev)
-	x, out := spdyExplain(t, c, "apps", "web", "", "")
-	if len(x.Answers) != 2 || !strings.Contains(out, "PU "+spdyUID) || !strings.Contains(out, "regarding Node/node-a") {
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodRunning), ev)
+	x, out := explainAndRender(t, c, "apps", "web", "", "")
+	if len(x.Answers) != 2 || !strings.Contains(out, "PU "+firstUID) || !strings.Contains(out, "regarding Node/node-a") {
 		t.Fatalf("%s", out)
 	}
 }
 
 // explain.md:100-101, 410: without a permission, one line that says which.
 func TestHoldsForbiddenListPodsIsOneLine(t *testing.T) {
-	s := newSPDYAPI(t)
-	c := s.cluster(t, 5*time.Second)
+	s := newFakeCluster(t).likeAKubelet()
+	c := s.cluster(5 * time.Second)
 	h := c.cs.(hybridCS)
 	h.Clientset.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
@@ -640,11 +638,11 @@ func TestHoldsForbiddenListPodsIsOneLine(t *testing.T) {
 
 // explain.md:100-106: the API server refuses the port-forward and you may not: one line, which permission.
 func TestHoldsPortForwardForbiddenLine(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyForbid, spdyJSON(`[]`, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyPod("apps", "web", spdyUID, "node-a"))
+	s := newFakeCluster(t).likeAKubelet()
+	s.refuse["podsweeper/agent-a"] = podsForbidden("agent-a", `pods "agent-a" is forbidden`)
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"))
 	_, err := c.explainPod(context.Background(), "apps", "web", "", "", time.Now())
 	const want = "forbidden: you may not create pods/portforward in namespace podsweeper: the Role <fullname>-explain of the programs' chart, in namespace podsweeper grants it (docs/operating/explain.md says how to bind it)"
 	if err == nil || err.Error() != want {
@@ -654,43 +652,43 @@ func TestHoldsPortForwardForbiddenLine(t *testing.T) {
 
 // explain.md:415-419, 421-425: a 403 the user may not fix (the review allows it): "could not be asked", the others asked all the same.
 func TestHoldsKubeletRefusalIsCouldNotBeAsked(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyForbid, spdyJSON(`[]`, ""))
-	s.program("cc-1", spdyServe, spdyJSON(`[{"puID":"`+spdyUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyProgramPod("podsweeper-cluster-controller", "cc-1", "node-z", corev1.PodRunning),
-		spdyPod("apps", "web", spdyUID, "node-a"))
+	s := newFakeCluster(t).likeAKubelet()
+	s.refuse["podsweeper/agent-a"] = podsForbidden("agent-a", `pods "agent-a" is forbidden`)
+	s.program("podsweeper/cc-1", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"))
 	c.cs.(hybridCS).Clientset.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
 		r.Status.Allowed = true
 		return true, r, nil
 	})
-	_, out := spdyExplain(t, c, "apps", "web", "", "")
+	_, out := explainAndRender(t, c, "apps", "web", "", "")
 	if !strings.Contains(out, "node-agent podsweeper/agent-a (node node-a) could not be asked: port-forward to pod podsweeper/agent-a") ||
-		!strings.Contains(out, "PU "+spdyUID) {
+		!strings.Contains(out, "PU "+firstUID) {
 		t.Fatalf("%s", out)
 	}
 }
 
 // explain.md:406-407, 412-414: the documented "could not be asked" lines.
 func TestHoldsCouldNotBeAskedLines(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/debug/podsweeper/dry-run" {
 			http.Error(w, "boom", http.StatusInternalServerError)
 			return
 		}
-		w.Write([]byte(`[{"puID":"` + spdyUID + `","pod":"apps/web","state":"idle","age":"1m"}]`))
+		w.Write([]byte(`[{"puID":"` + firstUID + `","pod":"apps/web","state":"idle","age":"1m"}]`))
 	}))
-	s.program("cni-a", spdyServe, spdyJSON(`[]`, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
-		spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning),
-		spdyPod("apps", "web", spdyUID, "node-a"))
-	_, out := spdyExplain(t, c, "apps", "web", "", "")
+	s.program("podsweeper/cni-a", kubeletServe, jsonPages(`[]`, ""))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"))
+	_, out := explainAndRender(t, c, "apps", "web", "", "")
 	if !strings.Contains(out, "node-agent podsweeper/agent-a (node node-a) could not be asked: reading its dry run's report on port 8084: /debug/podsweeper/dry-run answered 500: boom") ||
-		strings.Contains(out, "PU "+spdyUID) {
+		strings.Contains(out, "PU "+firstUID) {
 		t.Fatalf("%s", out)
 	}
 	x, err := c.explainIP(context.Background(), "10.88.0.1", "node-a", time.Now())
@@ -706,15 +704,15 @@ func TestHoldsCouldNotBeAskedLines(t *testing.T) {
 
 // explain.md:143-158 (a pod deleted under a dry run) and :47-49 (UID named by nothing).
 func TestHoldsDryRunDroppedAndUIDUnknown(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[]`, `{"total":1,"reports":[{"at":"2026-01-01T00:00:00Z","puID":"`+spdyUID+`","pod":"apps/web","reason":"PodGone","row":1,"why":"pod not found","dropped":true}]}`))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
-	_, out := spdyExplain(t, c, "apps", "web", "", "")
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[]`, `{"total":1,"reports":[{"at":"2026-01-01T00:00:00Z","puID":"`+firstUID+`","pod":"apps/web","reason":"PodGone","row":1,"why":"pod not found","dropped":true}]}`))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
+	_, out := explainAndRender(t, c, "apps", "web", "", "")
 	if !strings.Contains(out, "no longer held (its pod is gone for good)") || !strings.Contains(out, "in a dry run (it destroys nothing)") {
 		t.Fatalf("%s", out)
 	}
-	_, out = spdyExplain(t, c, "", "", "99999999-0000-4000-8000-000000000000", "")
+	_, out = explainAndRender(t, c, "", "", "99999999-0000-4000-8000-000000000000", "")
 	if !strings.Contains(out, "whether it lives is not known") || !strings.Contains(out, "knows nothing of this pod") {
 		t.Fatalf("%s", out)
 	}
@@ -724,21 +722,21 @@ func TestHoldsDryRunDroppedAndUIDUnknown(t *testing.T) {
 // cni-gc is asked before the node agent; a cni-gc that takes its whole
 // --timeout shifts the node agent's LAST CHECK and NEXT by it.
 func TestStatusTimesAreToldFromEachProgramsAnswer(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cni-a", spdyNeverAnswer, spdyJSON(`[]`, ""))
-	s.program("agent-a", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cni-a", kubeletNeverAnswer, jsonPages(`[]`, ""))
+	s.program("podsweeper/agent-a", kubeletServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/debug/podsweeper" {
 			http.NotFound(w, r)
 			return
 		}
 		now := time.Now().UTC()
-		w.Write([]byte(`[{"puID":"` + spdyUID + `","pod":"apps/db","state":"waiting for a retry","age":"3m40s","lastChecked":"` +
+		w.Write([]byte(`[{"puID":"` + firstUID + `","pod":"apps/db","state":"waiting for a retry","age":"3m40s","lastChecked":"` +
 			now.Add(-8*time.Second).Format(time.RFC3339Nano) + `","lastRow":1,"why":"pod not found","attempts":3,"nextAttempt":"` +
 			now.Add(6*time.Second).Format(time.RFC3339Nano) + `"}]`))
 	}))
-	c := s.cluster(t, 3*time.Second,
-		spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning),
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning))
+	c := s.cluster(3*time.Second,
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
 	now := time.Now().UTC() // as command() takes it, before the programs are asked
 	ts, _, err := c.programs(context.Background(), "node-a", false)
 	if err != nil {
@@ -760,14 +758,14 @@ func TestStatusTimesAreToldFromEachProgramsAnswer(t *testing.T) {
 // explain.md:53-56 with the pod live but not yet scheduled (its node unknown):
 // the cluster controller's only replica is Pending, and nothing says so.
 func TestAPendingControllerIsNotAskedForAnUnscheduledPod(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[]`, ""))
-	p := spdyPod("apps", "web", spdyUID, "")
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[]`, ""))
+	p := workloadPod("apps", "web", firstUID, "")
 	p.Status.Phase = corev1.PodPending
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyProgramPod("podsweeper-cluster-controller", "cc-1", "", corev1.PodPending), p)
-	x, out := spdyExplain(t, c, "apps", "web", "", "")
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "", corev1.PodPending), p)
+	x, out := explainAndRender(t, c, "apps", "web", "", "")
 	t.Log(out)
 	if len(x.Unasked) == 0 || !strings.Contains(out, "cannot tell") {
 		t.Fatalf("the cluster controller (Pending) was not asked, and nothing says so:\n%s", out)
@@ -776,15 +774,15 @@ func TestAPendingControllerIsNotAskedForAnUnscheduledPod(t *testing.T) {
 
 // explain.md:57: "a program's pod being deleted still runs its grace period, and is asked".
 func TestHoldsDeletingProgramIsAsked(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[{"puID":"`+spdyUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
-	ap := spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning)
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
+	ap := programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning)
 	now := metav1.Now()
 	ap.DeletionTimestamp = &now
 	ap.Finalizers = []string{"x"}
-	c := s.cluster(t, 5*time.Second, ap, spdyPod("apps", "web", spdyUID, "node-a"))
-	x, out := spdyExplain(t, c, "apps", "web", "", "")
-	if len(x.Answers) != 1 || !strings.Contains(out, "PU "+spdyUID) || len(x.Unasked) != 0 {
+	c := s.cluster(5*time.Second, ap, workloadPod("apps", "web", firstUID, "node-a"))
+	x, out := explainAndRender(t, c, "apps", "web", "", "")
+	if len(x.Answers) != 1 || !strings.Contains(out, "PU "+firstUID) || len(x.Unasked) != 0 {
 		t.Fatalf("%s", out)
 	}
 }
@@ -817,22 +815,22 @@ func TestHoldsIPNoRowAndNeverTouched(t *testing.T) {
 // at once and takes 3s over the rest of its body (a large page, a slow
 // link) still says "last check 8s ago" and "next in 6s", not 11s and 3s.
 func TestAPagesTimesAreToldFromWhenItBeganToAnswer(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/debug/podsweeper" {
 			http.NotFound(w, r)
 			return
 		}
 		now := time.Now().UTC()
 		last, next := now.Add(-8*time.Second).Format(time.RFC3339Nano), now.Add(6*time.Second).Format(time.RFC3339Nano)
-		w.Write([]byte(`[{"puID":"` + spdyUID + `","pod":"apps/db","state":"waiting for a retry","age":"3m40s","lastChecked":"` + last +
+		w.Write([]byte(`[{"puID":"` + firstUID + `","pod":"apps/db","state":"waiting for a retry","age":"3m40s","lastChecked":"` + last +
 			`","lastRow":1,"why":"pod not found","attempts":3,"nextAttempt":"` + next + `","lastError":"boom"}`))
 		w.(http.Flusher).Flush()
 		time.Sleep(3 * time.Second) // the rest of a long page
 		w.Write([]byte(`]`))
 	}))
-	c := s.cluster(t, 10*time.Second, spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning))
-	_, out := spdyExplain(t, c, "apps", "db", "", "node-a")
+	c := s.cluster(10*time.Second, programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
+	_, out := explainAndRender(t, c, "apps", "db", "", "node-a")
 	okNext := strings.Contains(out, "next in 6s") || strings.Contains(out, "next in 5s") || strings.Contains(out, "next in 7s")
 	okLast := strings.Contains(out, "last check    8s ago") || strings.Contains(out, "last check    7s ago") || strings.Contains(out, "last check    9s ago")
 	if !okNext || !okLast {
@@ -844,22 +842,22 @@ func TestAPagesTimesAreToldFromWhenItBeganToAnswer(t *testing.T) {
 // status page: a report made 8s before the report page answered, 3s after
 // the status page did, is "8s ago", not 5s.
 func TestADryRunReportsTimeIsToldFromItsOwnPage(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/debug/podsweeper":
 			w.Write([]byte(`[]`))
 		case "/debug/podsweeper/dry-run":
 			time.Sleep(3 * time.Second)
 			at := time.Now().UTC().Add(-8 * time.Second).Format(time.RFC3339Nano)
-			w.Write([]byte(`{"total":1,"reports":[{"at":"` + at + `","puID":"` + spdyUID +
+			w.Write([]byte(`{"total":1,"reports":[{"at":"` + at + `","puID":"` + firstUID +
 				`","pod":"apps/db","reason":"PodGone","row":1,"why":"pod not found","dropped":true}]}`))
 		default:
 			http.NotFound(w, r)
 		}
 	}))
-	c := s.cluster(t, 10*time.Second, spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
-	_, out := spdyExplain(t, c, "apps", "db", "", "node-a")
+	c := s.cluster(10*time.Second, programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
+	_, out := explainAndRender(t, c, "apps", "db", "", "node-a")
 	if !strings.Contains(out, "(8s ago)") && !strings.Contains(out, "(7s ago)") && !strings.Contains(out, "(9s ago)") {
 		t.Fatalf("the report page said: would have destroyed it 8s ago; the plugin says otherwise:\n%s", out)
 	}
@@ -870,23 +868,23 @@ func TestADryRunReportsTimeIsToldFromItsOwnPage(t *testing.T) {
 // status page did, 3s later: a PU checked 8s before its page answered is
 // "last check 8s ago", not 5s.
 func TestExplainIPTellsEachPagesTimesFromItsOwnAnswer(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cni-a", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cni-a", kubeletServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/debug/podsweeper":
 			time.Sleep(3 * time.Second)
 			last := time.Now().UTC().Add(-8 * time.Second).Format(time.RFC3339Nano)
-			w.Write([]byte(`[{"puID":"` + spdyUID + `","pod":"apps/db","state":"tracked","age":"3m40s","lastChecked":"` + last +
+			w.Write([]byte(`[{"puID":"` + firstUID + `","pod":"apps/db","state":"tracked","age":"3m40s","lastChecked":"` + last +
 				`","lastRow":5,"why":"pod alive"}]`))
 		case addressPath:
 			written := time.Now().UTC().Add(-time.Minute).Format(time.RFC3339Nano)
 			w.Write([]byte(`{"ip":"10.88.0.200","attachments":[{"network":"n","containerID":"c0ffee","ifName":"eth0",` +
-				`"podNamespace":"apps","podName":"db","podUID":"` + spdyUID + `","written":"` + written + `"}]}`))
+				`"podNamespace":"apps","podName":"db","podUID":"` + firstUID + `","written":"` + written + `"}]}`))
 		default:
 			http.NotFound(w, r)
 		}
 	}))
-	c := s.cluster(t, 10*time.Second, spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning))
+	c := s.cluster(10*time.Second, programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning))
 	x, err := c.explainIP(context.Background(), "10.88.0.200", "node-a", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -906,20 +904,20 @@ func TestExplainIPTellsEachPagesTimesFromItsOwnAnswer(t *testing.T) {
 // under that UID, the node agent under the mirror pod's UID (the one the
 // API server gives); both are the pod's and both are told.
 func TestAStaticPodAskedByOneUIDAloneShowsThePUsOfBoth(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("cni-a", spdyServe, spdyCNIGC(spdyStaticPU))
-	mirrorPU := `[{"puID":"` + spdyMirrorUID + `","pod":"kube-system/proxy-node-a","sandboxID":"abcdef0123456789","state":"idle","age":"1h","lastChecked":"2026-01-01T00:00:00Z","lastRow":9,"why":"same pod, same sandbox"}]`
-	s.program("agent-a", spdyServe, spdyJSON(mirrorPU, ""))
-	c := s.cluster(t, 5*time.Second,
-		spdyProgramPod("podsweeper-cni-gc", "cni-a", "node-a", corev1.PodRunning),
-		spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning), spdyMirrorPod())
-	x, out := spdyExplain(t, c, "", "", spdyStaticUID, "")
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cni-a", kubeletServe, cniGCHolding(staticPodPU))
+	mirrorPU := `[{"puID":"` + staticMirrorUID + `","pod":"kube-system/proxy-node-a","sandboxID":"abcdef0123456789","state":"idle","age":"1h","lastChecked":"2026-01-01T00:00:00Z","lastRow":9,"why":"same pod, same sandbox"}]`
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(mirrorPU, ""))
+	c := s.cluster(5*time.Second,
+		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning), staticMirrorPod())
+	x, out := explainAndRender(t, c, "", "", staticKubeletUID, "")
 	held := 0
 	for _, a := range x.Answers {
 		held += len(a.PUs)
 	}
-	if x.Pod == nil || held != 2 || !strings.Contains(out, "PU "+spdyMirrorUID) || !strings.Contains(out, "PU "+spdyStaticUID) {
-		t.Fatalf("the static pod's two PUs (%s, %s) are not both told:\n%s", spdyStaticUID, spdyMirrorUID, out)
+	if x.Pod == nil || held != 2 || !strings.Contains(out, "PU "+staticMirrorUID) || !strings.Contains(out, "PU "+staticKubeletUID) {
+		t.Fatalf("the static pod's two PUs (%s, %s) are not both told:\n%s", staticKubeletUID, staticMirrorUID, out)
 	}
 }
 
@@ -928,16 +926,16 @@ func TestAStaticPodAskedByOneUIDAloneShowsThePUsOfBoth(t *testing.T) {
 // destroyed, and its Event posted, after the plugin first read the Events
 // and before its program answered: the answer still tells the destroy.
 func TestADestroyBetweenTheEventsReadAndTheProgramsAnswerIsTold(t *testing.T) {
-	s := newSPDYAPI(t)
+	s := newFakeCluster(t).likeAKubelet()
 	var c *cluster
-	s.program("agent-a", spdyServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.program("podsweeper/agent-a", kubeletServe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/debug/podsweeper":
 			// Destroyed just now: gone from the page, its Event posted.
 			_, err := c.cs.CoreV1().Events("default").Create(r.Context(), &corev1.Event{
 				ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: "ev1"},
 				InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"},
-				Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "db", UID: spdyUID},
+				Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "db", UID: firstUID},
 				Reason:         "PUDestroyed", Type: "Normal", Message: "PodGone: destroyed PU",
 				ReportingController: "podsweeper", EventTime: metav1.NewMicroTime(time.Now()),
 			}, metav1.CreateOptions{})
@@ -949,8 +947,8 @@ func TestADestroyBetweenTheEventsReadAndTheProgramsAnswerIsTold(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
-	c = s.cluster(t, 5*time.Second, spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning))
-	_, out := spdyExplain(t, c, "apps", "db", "", "node-a")
+	c = s.cluster(5*time.Second, programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
+	_, out := explainAndRender(t, c, "apps", "db", "", "node-a")
 	if !strings.Contains(out, "PUDestroyed") {
 		t.Fatalf("the PU was destroyed while the plugin asked: neither its PU nor its Event is told:\n%s", out)
 	}
@@ -959,8 +957,8 @@ func TestADestroyBetweenTheEventsReadAndTheProgramsAnswerIsTold(t *testing.T) {
 // An Event of an earlier pod of the same name, on another node, is said to
 // be of that earlier pod, not of the pod now.
 func TestAnEarlierPodsEventIsMarkedSo(t *testing.T) {
-	s := newSPDYAPI(t)
-	s.program("agent-a", spdyServe, spdyJSON(`[]`, ""))
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[]`, ""))
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: "ev1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-b", UID: "node-b"},
@@ -968,9 +966,9 @@ func TestAnEarlierPodsEventIsMarkedSo(t *testing.T) {
 		Reason:         "PUDestroyed", Type: "Normal", Message: "PodGone: destroyed PU",
 		ReportingController: "podsweeper", EventTime: metav1.NewMicroTime(time.Now().Add(-time.Minute)),
 	}
-	c := s.cluster(t, 5*time.Second, spdyProgramPod("podsweeper-node-agent", "agent-a", "node-a", corev1.PodRunning),
-		spdyPod("apps", "web", spdyUID, "node-a"), ev)
-	x, out := spdyExplain(t, c, "apps", "web", "", "")
+	c := s.cluster(5*time.Second, programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"), ev)
+	x, out := explainAndRender(t, c, "apps", "web", "", "")
 	marked := len(x.Events) > 0 // the fake clientset lists it once per reason: it ignores field selectors
 	for _, e := range x.Events {
 		marked = marked && e.EarlierUID == "earlier-uid"

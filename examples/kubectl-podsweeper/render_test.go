@@ -114,7 +114,7 @@ func TestJSONListsAreEmptyNeverNull(t *testing.T) {
 	}))
 	for _, args := range [][]string{
 		{"explain", "pod", "apps/nope", "-o", "json"},
-		{"explain", "pod", "--uid", earlierUID, "-o", "json"},
+		{"explain", "pod", "--uid", firstUID, "-o", "json"},
 		{"status", "--node", "node-a", "-o", "json"},
 		{"report", "-o", "json"},
 	} {
