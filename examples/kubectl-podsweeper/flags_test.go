@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"flag"
 	"net/http"
 	"os"
@@ -9,13 +11,14 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/program"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/podsweeper/podsweeper/program"
 )
 
 // TestStatusPortReadsTheCommandLineAsTheProgramDoes: the port of a
@@ -104,4 +107,113 @@ func TestBoolFlagsAreThePrograms(t *testing.T) {
 		slices.Sort(got)
 		assert.Equal(t, got, boolFlags[prog], "the bool flags of %s", prog)
 	}
+}
+
+// explain.md:35-37: "`--help` after a command (`kubectl podsweeper explain pod --help`) prints that command's lines
+// and the flags it reads; `--help` alone prints every command and kubectl's flags (on stdout, status 0)."
+func TestHelpOfEachCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(testContext(t), []string{"-n", "podsweeper", "explain", "ip", "--help"}, &out, &errb); code != 0 {
+		t.Fatalf("status %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "kubectl podsweeper explain ip ADDRESS --node NODE") || !strings.Contains(out.String(), "--node") ||
+		strings.Contains(out.String(), "explain pod --uid") {
+		t.Errorf("explain ip --help:\n%s", out.String())
+	}
+	out.Reset()
+	if code := run(testContext(t), []string{"--help"}, &out, &errb); code != 0 {
+		t.Fatalf("status %d", code)
+	}
+	for _, l := range []string{"explain pod NAMESPACE/NAME", "explain pod --uid UID", "explain ip ADDRESS", "status --node NODE", "report [-o json]", "--kubeconfig", "--context"} {
+		if !strings.Contains(out.String(), l) {
+			t.Errorf("--help lacks %q", l)
+		}
+	}
+}
+
+// docs/operating/explain.md:35-37 and :88-89: --help after a command prints its lines and flags, alone every command
+// and kubectl's flags, on stdout, status 0; --timeout must be above 0 (exit 2 otherwise); a bad command line is one
+// line on stderr, status 2.
+func TestHelpTimeoutAndBadCommandLine(t *testing.T) {
+	if code, out, _ := runLocally("--help"); code != 0 || !strings.Contains(out, "explain ip ADDRESS --node NODE") || !strings.Contains(out, "--kubeconfig") {
+		t.Errorf("--help: %d\n%s", code, out)
+	}
+	if code, out, _ := runLocally("-h"); code != 0 || !strings.Contains(out, "report [-o json]") {
+		t.Errorf("-h: %d\n%s", code, out)
+	}
+	if code, out, _ := runLocally("--node", "explain", "explain", "pod", "--help"); code != 0 || !strings.HasPrefix(out, "kubectl podsweeper explain pod:") ||
+		!strings.Contains(out, "--uid") || strings.Contains(out, "--kubeconfig string") {
+		t.Errorf("explain pod --help: %d\n%s", code, out)
+	}
+	for _, args := range [][]string{
+		{"--timeout=0", "report"}, {"--timeout=-1s", "status", "--node", "n"}, {"-o", "yaml", "report"},
+		{"explain", "ip", "10.0.0.1"}, {"explain", "ip", "nope", "--node", "n"}, {"status"}, {"report", "x"},
+		{"explain", "pod"}, {"explain", "pod", "a/b/c"}, {"explain", "pod", "/b"}, {"explain"}, {"bogus"}, {"--bogus", "report"},
+	} {
+		code, out, errs := runLocally(args...)
+		if code != 2 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 && args[0] != "explain" {
+			t.Errorf("%q: status %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+}
+
+// docs/operating/explain.md:70-71: "When a program could not be asked, or none was found, the answer says that it
+// cannot tell what podsweeper knows of the pod, rather than that it knows nothing"; explain.md:31 and :460-461:
+// "`--namespace` (`-n`) is **the programs' namespace**", "`forbidden: you may not list pods in every namespace`: name
+// the programs' namespace with `-n`". The programs are installed as explain.md's own examples show them: the node agent
+// and the cluster controller in podsweeper, cni-gc in kube-system. Told to, the user gives -n podsweeper: cni-gc,
+// which holds the gone pod's PU (its destroy fails), is not looked for, not asked and not named, and the answer says
+// that podsweeper knows nothing of the pod.
+func TestNamespaceFlagKnowsNothing(t *testing.T) {
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/agent-a":   statusPage(t, k8s.EngineRunning),
+		"podsweeper/cc-0":      statusPage(t, k8s.EngineRunning),
+		"kube-system/cni-gc-a": statusPage(t, k8s.EngineRunning, idlePU(firstUID, "apps/web")),
+	},
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cluster-controller", "cc", "podsweeper", "cc-0", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cni-gc", "cni-gc", "kube-system", "cni-gc-a", "node-a", corev1.PodRunning))
+	c.namespace = "podsweeper"
+	x, err := c.explainPod(testContext(t), "apps", "web", "", "", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt, _ := podTextAndJSON(t, x)
+	wantNotSays(t, "the text", txt, "podsweeper knows nothing of this pod")
+}
+
+// docs/operating/explain.md:26-27: --namespace is the programs' namespace, not the pod's: NAME is in your
+// context's namespace.
+func TestNamespaceFlagIsTheProgramsNotThePods(t *testing.T) {
+	c := newFakeAPI(t).spdyOnly().impersonating()
+	c.addPod(*workloadPod("apps", "web", "u-web", "node-a"))
+	c.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", statusAndReport([]k8s.PUStatus{recentPU("u-web", "apps/web")}, ""))
+	code, out, errOut := c.run("-n", "podsweeper", "explain", "pod", "web").codeOutErr()
+	if code != 0 || !strings.Contains(out, "Pod apps/web (UID u-web) on node node-a: Running.") || !strings.Contains(out, "PU u-web") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// docs/operating/explain.md:27: "It takes kubectl's flags for the cluster
+// (`--kubeconfig`, `--context`, `--as`, ...)". kubectl's flag for the API
+// server is `--server`, `-s` for short (kubectl -s URL ...): the plugin
+// refuses `-s` as an unknown flag, exit 2.
+func TestKubectlServerShorthand(t *testing.T) {
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	a.addPod(*workloadPod("apps", "web", "uid-web-1", "node-a"))
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}})
+	// --server works: the same with kubectl's -s must too.
+	if out, errs, code := a.run("--server", a.srv.URL, "status", "--node", "node-a").outErrCode(); code != 0 {
+		t.Fatalf("--server: exit %d\n%s\n%s", code, out, errs)
+	}
+	out, errs, code := a.run("-s", a.srv.URL, "status", "--node", "node-a").outErrCode()
+	if code != 0 || !strings.Contains(out, "uid-web-1") {
+		t.Errorf("kubectl podsweeper -s %s status --node node-a: exit %d, want 0 and the node's PUs (kubectl's -s is --server)\nstdout:\n%s\nstderr:\n%s", a.srv.URL, code, out, errs)
+	}
+}
+
+func runLocally(args ...string) (int, string, string) {
+	var out, errw bytes.Buffer
+	code := run(context.Background(), args, &out, &errw)
+	return code, out.String(), errw.String()
 }

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	gwebsocket "github.com/gorilla/websocket"
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,8 +58,6 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/spdy"
-
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 type fakeAPI struct {
@@ -585,9 +584,9 @@ type forwardServer struct {
 	srv     *httptest.Server
 	upgrade func(w http.ResponseWriter, r *http.Request, namespace, name string) *podStreams
 	idle    time.Duration
-	// mu guards handlers, and what a harness keeps beside them.
+	// mu guards handlers, and what the fake cluster keeps beside them.
 	mu       sync.Mutex
-	handlers map[string]http.Handler // the programs' listeners, by the harness's key for a pod
+	handlers map[string]http.Handler // the programs' listeners, by "namespace/name" of their pods
 }
 
 func newForwardServer(t *testing.T, idle time.Duration, upgrade func(w http.ResponseWriter, r *http.Request, namespace, name string) *podStreams) *forwardServer {
@@ -1434,3 +1433,100 @@ type apierrorsStatus struct{ st metav1.Status }
 
 func (e *apierrorsStatus) Error() string         { return e.st.Message }
 func (e *apierrorsStatus) Status() metav1.Status { return e.st }
+
+// anyPages serves a program's pages: status (nil: 503 as before the
+// Inventory's list), dry run's report (nil: 404), address page.
+type anyPages struct {
+	at        time.Time // Podsweeper-Time; zero: none (an older program)
+	status    any
+	report    any
+	address   any
+	status503 bool
+}
+
+func (p *anyPages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !p.at.IsZero() {
+		w.Header().Set(k8s.TimeHeader, p.at.UTC().Format(time.RFC3339Nano))
+	}
+	var v any
+	switch r.URL.Path {
+	case k8s.StatusPath:
+		if p.status503 {
+			http.Error(w, "the deletion engine has not listed its Inventory yet: the PUs a restart left are not all known", http.StatusServiceUnavailable)
+			return
+		}
+		v = p.status
+		if v == nil {
+			v = []k8s.PUStatus{}
+		}
+	case k8s.DryRunPath:
+		v = p.report
+	case addressPath:
+		v = p.address
+	}
+	if v == nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func destroyEvent(ns, name, kind, objNS, objName, uid string, at time.Time, note string) *corev1.Event {
+	return &corev1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Namespace: ns, Name: name},
+		InvolvedObject:      corev1.ObjectReference{Kind: kind, Namespace: objNS, Name: objName, UID: types.UID(uid)},
+		Reason:              k8s.EventReasonDestroyed,
+		Type:                corev1.EventTypeNormal,
+		Message:             note,
+		EventTime:           metav1.NewMicroTime(at),
+		ReportingController: "podsweeper",
+		Count:               1,
+	}
+}
+
+const ()
+
+// agentAndController: a node agent on node-a and a cluster controller, each serving p.
+func agentAndController(t *testing.T, agent, ctrl *programPages, objs ...runtime.Object) *fakeCluster {
+	objs = append(objs,
+		runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"),
+		runningProgram("podsweeper-cluster-controller", "podsweeper", "ctrl-1", "node-c"))
+	api := newFakeCluster(t, objs...).streamingAnswers()
+	api.handle("podsweeper/agent-a", agent)
+	api.handle("podsweeper/ctrl-1", ctrl)
+	return api
+}
+
+func etcdMirror() *corev1.Pod {
+	p := workloadPod("kube-system", "etcd-node-a", "MIRROR", "node-a")
+	p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "KUBELET"}
+	return p
+}
+
+// dryRunAgent is a node agent in a dry run answering no PU and the report page reports (JSON).
+func dryRunAgent(t *testing.T, reports string) http.Handler {
+	return servePages(clockNow, k8s.EngineRunning, map[string]rawAnswer{
+		k8s.StatusPath: {code: 200, body: "[]"},
+		k8s.DryRunPath: {code: 200, body: reports},
+	})
+}
+
+func recentPU(uid, pod string) k8s.PUStatus {
+	t := time.Now().Add(-5 * time.Second)
+	return k8s.PUStatus{PUID: uid, Pod: pod, State: "idle", Age: "4m", LastChecked: &t, LastRow: 9, Why: "same pod, same sandbox"}
+}
+
+func webPod(node string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: types.UID("6f1c2a4e-0000-0000-0000-000000000001")},
+		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+}
+
+func jsonBytes(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

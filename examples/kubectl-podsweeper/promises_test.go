@@ -32,7 +32,7 @@ func explainAndRender(t *testing.T, c *cluster, ns, name, uid, node string) (*Po
 	return x, b.String()
 }
 
-// Harness sanity: a live pod's PU on its node's agent is told.
+// A live pod's PU on its node's agent is told.
 func TestHoldsLivePodPU(t *testing.T) {
 	s := newFakeCluster(t).likeAKubelet()
 	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))

@@ -1,5 +1,7 @@
 package main
 
+// The plugin's answers from programs that run podsweeper's own deletion engine.
+
 import (
 	"bytes"
 	"context"
@@ -10,45 +12,20 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
-
-type goneGetter struct{}
-
-func (goneGetter) GetPod(context.Context, types.NamespacedName) (*corev1.Pod, error) {
-	return nil, ports.ErrPodNotFound
-}
-
-type noopPolicy struct{}
-
-func (noopPolicy) DestroyPU(context.Context, ports.DestroyEvent) error { return nil }
-
-// lateJournal is a journal (Inventory) whose first list is late: the
-// node agent restarted, and its state file is still being read.
-type lateJournal struct{ release chan struct{} }
-
-func (j lateJournal) ListPUs(ctx context.Context) ([]ports.PU, error) {
-	select {
-	case <-j.release:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return []ports.PU{{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "3a9f0c1b2d4e5"}}, nil
-}
 
 // explain.md:8-9 ("a PU is in the answer until it is destroyed") and 55-56
 // (it says it cannot tell, rather than that podsweeper knows nothing): a
 // node agent restarted (Running, its status page served) whose journal still
 // holds the PU of apps/web, to destroy, while the engine's first list of it
 // is not in yet. The real engine's real status page answers [].
-func TestAuditKnowsNothingBeforeJournalRestored(t *testing.T) {
+func TestKnowsNothingBeforeJournalRestored(t *testing.T) {
 	j := lateJournal{release: make(chan struct{})}
 	defer close(j.release)
 	eng, err := deletion.New(goneGetter{}, noopPolicy{}, deletion.Options{Inventory: j, NodeName: "node-a"})
@@ -79,7 +56,7 @@ func TestAuditKnowsNothingBeforeJournalRestored(t *testing.T) {
 
 // explain.md:152-167 with the real engine and its real pages: a pod deleted
 // under a dry run: its PU, dropped, is told no longer held from the report.
-func TestAuditHoldsDeletedUnderDryRunRealEngine(t *testing.T) {
+func TestDeletedUnderDryRunWithTheRealEngine(t *testing.T) {
 	report := k8s.NewDryRunReport(0)
 	eng, err := deletion.New(goneGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report, SweepInterval: 100 * time.Millisecond})
 	if err != nil {
@@ -120,15 +97,9 @@ func TestAuditHoldsDeletedUnderDryRunRealEngine(t *testing.T) {
 	}
 }
 
-type failingPolicy struct{}
-
-func (failingPolicy) DestroyPU(context.Context, ports.DestroyEvent) error {
-	return errors.New("remove /var/lib/podsweeper/pus/uid-db: directory not empty")
-}
-
 // explain.md:191-211 with the real engine and page: a PU waiting for a retry:
 // its state, its failed calls, its next, its last error.
-func TestAuditHoldsRetryRealEngine(t *testing.T) {
+func TestRetryWithTheRealEngine(t *testing.T) {
 	eng, err := deletion.New(goneGetter{}, failingPolicy{}, deletion.Options{SweepInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -168,25 +139,6 @@ func TestAuditHoldsRetryRealEngine(t *testing.T) {
 	}
 }
 
-type livePodGetter struct{}
-
-func (livePodGetter) GetPod(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "uid-web"},
-		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, nil
-}
-
-// newSandboxLister answers from a list a moment old (it has MaxAge): the pod
-// runs in sandbox "new".
-type newSandboxLister struct{}
-
-func (newSandboxLister) SandboxID(context.Context, *corev1.Pod) (string, error) { return "new", nil }
-func (newSandboxLister) MaxAge() time.Duration                                  { return time.Second }
-
-// oldSandboxRuntime is the runtime read that confirms: still sandbox "old".
-type oldSandboxRuntime struct{}
-
-func (oldSandboxRuntime) SandboxID(context.Context, *corev1.Pod) (string, error) { return "old", nil }
-
 // explain.md:3-6 ("a veto of the confirming read") and adapters/k8s
 // status.go:23-26 (Vetoed: the Confirmer overrode a destroy the cache's
 // answer decided, or the SandboxConfirmer a sandbox change the
@@ -194,7 +146,7 @@ func (oldSandboxRuntime) SandboxID(context.Context, *corev1.Pod) (string, error)
 // runtime's (SandboxConfirmer) of a sandbox change its list decided; the
 // plugin says the API server's confirming read overrode a destroy the cache
 // decided.
-func TestAuditVetoToldAsTheAPIServers(t *testing.T) {
+func TestVetoToldAsTheAPIServers(t *testing.T) {
 	eng, err := deletion.New(livePodGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", SweepInterval: 100 * time.Millisecond,
 		SandboxExtractor: newSandboxLister{}, SandboxConfirmer: oldSandboxRuntime{}})
 	if err != nil {
@@ -234,23 +186,12 @@ func TestAuditVetoToldAsTheAPIServers(t *testing.T) {
 	}
 }
 
-type noSandbox struct{}
-
-func (noSandbox) SandboxID(context.Context, *corev1.Pod) (string, error) { return "", nil }
-
-// flakyProber says the sandbox is dead at its first answer, then that it is not.
-type flakyProber struct{ calls *atomic.Int32 }
-
-func (p flakyProber) SandboxDead(context.Context, *corev1.Pod, string) (bool, error) {
-	return p.calls.Add(1) == 1, nil
-}
-
 // explain.md:3-7 ("what a dry run would do"): the real engine's dry run
 // reported SandboxDead once, and its last check since keeps the PU (row 8):
 // the status page's wouldDestroy is the reason it reported last. The plugin
 // says, in the present, that the dry run would destroy it, beside a last
 // check that keeps it.
-func TestAuditDryRunWouldDestroyAfterAKeep(t *testing.T) {
+func TestDryRunWouldDestroyAfterAKeep(t *testing.T) {
 	report := k8s.NewDryRunReport(0)
 	var calls atomic.Int32
 	eng, err := deletion.New(livePodGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report,
@@ -291,4 +232,64 @@ func TestAuditDryRunWouldDestroyAfterAKeep(t *testing.T) {
 	if strings.Contains(out, "dry run       would destroy it") {
 		t.Errorf("the dry run's last check kept the PU; the plugin says the dry run would destroy it")
 	}
+}
+
+type goneGetter struct{}
+
+func (goneGetter) GetPod(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+	return nil, ports.ErrPodNotFound
+}
+
+type noopPolicy struct{}
+
+func (noopPolicy) DestroyPU(context.Context, ports.DestroyEvent) error { return nil }
+
+// lateJournal is a journal (Inventory) whose first list is late: the
+// node agent restarted, and its state file is still being read.
+type lateJournal struct{ release chan struct{} }
+
+func (j lateJournal) ListPUs(ctx context.Context) ([]ports.PU, error) {
+	select {
+	case <-j.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return []ports.PU{{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "3a9f0c1b2d4e5"}}, nil
+}
+
+type failingPolicy struct{}
+
+func (failingPolicy) DestroyPU(context.Context, ports.DestroyEvent) error {
+	return errors.New("remove /var/lib/podsweeper/pus/uid-db: directory not empty")
+}
+
+type livePodGetter struct{}
+
+func (livePodGetter) GetPod(_ context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "uid-web"},
+		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, nil
+}
+
+// newSandboxLister answers from a list a moment old (it has MaxAge): the pod
+// runs in sandbox "new".
+type newSandboxLister struct{}
+
+func (newSandboxLister) SandboxID(context.Context, *corev1.Pod) (string, error) { return "new", nil }
+
+func (newSandboxLister) MaxAge() time.Duration { return time.Second }
+
+// oldSandboxRuntime is the runtime read that confirms: still sandbox "old".
+type oldSandboxRuntime struct{}
+
+func (oldSandboxRuntime) SandboxID(context.Context, *corev1.Pod) (string, error) { return "old", nil }
+
+type noSandbox struct{}
+
+func (noSandbox) SandboxID(context.Context, *corev1.Pod) (string, error) { return "", nil }
+
+// flakyProber says the sandbox is dead at its first answer, then that it is not.
+type flakyProber struct{ calls *atomic.Int32 }
+
+func (p flakyProber) SandboxDead(context.Context, *corev1.Pod, string) (bool, error) {
+	return p.calls.Add(1) == 1, nil
 }

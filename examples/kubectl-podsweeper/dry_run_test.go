@@ -1,0 +1,226 @@
+package main
+
+// A dry run's reports: what the answer says of a pod from the latest reports a program keeps, cut or whole.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// explain.md:53-54: "`--uid` alone names the pod from its Events, its PU
+// or its dry run's report": a gone pod's dropped report names it.
+func TestUIDAloneNamedByReport(t *testing.T) {
+	now := time.Now().UTC()
+	api := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"),
+		workloadPod("apps", "web", "new-uid", "node-a"))
+	api.handle("podsweeper/agent-a", &anyPages{at: now, report: map[string]any{"total": 1, "reports": []k8s.WouldDestroy{
+		{At: now.Add(-19 * time.Second), PUID: "old-uid", Pod: "apps/web", Reason: "UIDChanged", Row: 4, Why: "pod recreated with another UID", Dropped: true}}}})
+	x, err := api.cluster(5*time.Second).explainPod(context.Background(), "", "", "old-uid", "", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	for _, want := range []string{"Pod with UID old-uid (apps/web): no pod of that name has that UID", "now has UID new-uid", "no longer held (its pod is gone for good)", "(19s ago)"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("want %q:\n%s", want, out)
+		}
+	}
+}
+
+// explain.md:69-71: a dry run's cut reports: it cannot tell.
+func TestCutReportsCannotTell(t *testing.T) {
+	agent := &programPages{at: askedAt, dry: &dryRunPage{Total: 1200, Reports: []k8s.WouldDestroy{{At: askedAt, PUID: "x", Pod: "apps/other", Reason: "PodGone", Row: 1}}}}
+	ctrl := &programPages{at: askedAt}
+	api := agentAndController(t, agent, ctrl)
+	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", askedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := podText(t, x)
+	if strings.Contains(out, "knows nothing") || !strings.Contains(out, "cannot tell") {
+		t.Fatalf("%s", out)
+	}
+}
+
+// explain.md:54 "`--uid` alone names the pod from ... its dry run's report".
+func TestUIDAloneNamedByDroppedReport(t *testing.T) {
+	agent := &programPages{at: askedAt, dry: &dryRunPage{Total: 1, Reports: []k8s.WouldDestroy{
+		{At: askedAt.Add(-30 * time.Second), PUID: firstUID, Pod: "apps/web", Reason: "PodGone", Row: 1, Why: "pod not found", Dropped: true}}}}
+	ctrl := &programPages{at: askedAt}
+	api := agentAndController(t, agent, ctrl)
+	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "", "", firstUID, "", askedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := podText(t, x)
+	if x.Name != "web" || !strings.Contains(out, "Pod with UID "+firstUID+" (apps/web): no pod of that name has that UID") ||
+		!strings.Contains(out, "no longer held (its pod is gone for good)") || !strings.Contains(out, "(30s ago)") {
+		t.Fatalf("%s", out)
+	}
+}
+
+// explain.md:70-71: "A dry run keeps its latest reports only: when none of
+// the pod's is among them, the answer says it cannot tell, not that
+// podsweeper knows nothing." When another program holds a PU of the pod,
+// the dry run whose reports were cut is said to hold none of it, and
+// nothing says that its earlier reports may have been of it.
+func TestCutReportsBesideAHolderSaysNothing(t *testing.T) {
+	c := newFakeCluster(t,
+		runningProgram("podsweeper-node-agent", "ps", "agent-a", "node-a", "--dry-run"),
+		runningProgram("podsweeper-cluster-controller", "ps", "ctrl", "")).closingAnswers().listingEventsWhole()
+	c.handle("ps/agent-a", &programPages{at: askedAt, dry: &dryRunPage{Total: 1500,
+		Reports: []k8s.WouldDestroy{{At: askedAt, PUID: "OTHER", Pod: "apps/other", Reason: "PodGone", Row: 1, Why: "pod not found"}}}})
+	c.handle("ps/ctrl", &programPages{at: askedAt, pus: []k8s.PUStatus{{PUID: "U1", Pod: "apps/web", State: "waiting for a retry", Age: "3m", Attempts: 2}}})
+	x, err := c.inNamespace("").explainPod(testContext(t), "apps", "web", "", "", askedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	if !strings.Contains(b.String(), "cannot tell") {
+		t.Fatalf("the dry run kept 1 of its 1500 reports, none of this pod, and the answer does not say it cannot tell:\n%s", b.String())
+	}
+}
+
+// explain.md:70-71 and explain.md:72-74: an answer never says that podsweeper knows nothing of a pod while a
+// program that may hold a PU of it answered something unreadable. The gone pod apps/web is asked by name; a node agent
+// in a dry run answers a report page one of whose reports names its pod "web", no namespace: no pod's name a program
+// writes (the status page's same entry, a PU of pod "web", makes the program "could not be asked":
+// TestUnreadablePUCannotTell). The plugin takes that report as read, drops it as of another pod, and says
+// that podsweeper knows nothing of the pod.
+func TestUnreadableReportKnowsNothing(t *testing.T) {
+	at := clockNow.Add(-30 * time.Second).Format(time.RFC3339Nano)
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/agent-a": dryRunAgent(t, `{"total":1,"reports":[{"at":"`+at+`","puID":"`+firstUID+`","pod":"web","reason":"PodGone","row":1,"why":"pod not found","dropped":true}]}`),
+	},
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
+	x, err := c.explainPod(testContext(t), "apps", "web", "", "", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt, _ := podTextAndJSON(t, x)
+	wantNotSays(t, "the text", txt, "podsweeper knows nothing of this pod")
+}
+
+// docs/operating/explain.md:436-438: "`could not be asked: reading its dry run's report on port PORT:
+// /debug/podsweeper/dry-run answered CODE: ...`: a program in a dry run whose report page fails; its PUs are
+// not listed either." (and explain.md:3-7: the answer tells "what a dry run would do").
+//
+// A node agent run with --dry-run answers its status page, and its report page answers 200 with `null`: no
+// report (the page answers {"total": N, "reports": [...]}), as the plugin refuses a status page that is no
+// JSON list. The plugin takes it for a dry run that reported nothing, and says of the PU "dry run would keep
+// it", from no report at all.
+func TestDryRunReportOfAnotherShapeCouldNotBeAsked(t *testing.T) {
+	c := newFakeAPI(t).spdyOnly().impersonating()
+	c.addPod(*workloadPod("apps", "web", "u-web", "node-a"))
+	c.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", statusAndReport([]k8s.PUStatus{recentPU("u-web", "apps/web")}, "null"), []string{"--dry-run"}...)
+	code, out, errOut := c.run("explain", "pod", "apps/web", "-o", "json").codeOutErr()
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var x PodExplanation
+	if err := json.Unmarshal([]byte(out), &x); err != nil {
+		t.Fatal(err, out)
+	}
+	if len(x.Answers) != 1 || x.Answers[0].Error == "" {
+		_, text, _ := c.run("explain", "pod", "apps/web").codeOutErr()
+		t.Fatalf("a report page that answers null is read as a dry run's report:\n%s", text)
+	}
+}
+
+// docs/operating/explain.md:75-77: "A dry run keeps its latest reports
+// only: when none of the pod's is among them, the answer says it cannot
+// tell, not that podsweeper knows nothing (so it does beside another
+// program that holds a PU of the pod)." A dry-run node agent holds the live
+// pod's (recreated) PU, reported nothing of it, and keeps 2 of its 300
+// reports, none of the pod's (the earlier pod's UIDChanged report among
+// those cut): the answer says nothing of what may have been cut.
+func TestDryRunCutReportsBesideHeldPU(t *testing.T) {
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	a.addPod(*workloadPod("apps", "web", "uid-web-2", "node-a"))
+	pu := mapPU("uid-web-2", "apps/web", "idle")
+	pu["lastChecked"] = "2026-01-01T00:00:00Z"
+	pu["lastRow"] = 9
+	pu["why"] = "same pod, same sandbox"
+	other := func(uid, pod string) map[string]any {
+		return map[string]any{"at": "2026-01-01T00:00:00Z", "puID": uid, "pod": pod, "reason": "PodGone", "row": 1, "why": "pod not found", "dropped": true}
+	}
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", &mapProgram{dryRun: true, total: 300,
+		pus:     []map[string]any{pu},
+		reports: []map[string]any{other("uid-x", "apps/x"), other("uid-y", "apps/y")}}, []string{"--dry-run"}...)
+	out, errs, code := a.run("explain", "pod", "apps/web").outErrCode()
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(out, "cannot tell") {
+		t.Errorf("explain pod apps/web, its dry run keeping 2 of 300 reports, none of the pod's: want the answer to say it cannot tell (an earlier report may have been of this pod); got:\n%s", out)
+	}
+}
+
+// explain.md:6-7 ("what a dry run would do") and 66-67: the status page is
+// read, then the dry run's report; the PU was reported and dropped (its pod
+// gone for good) between the two reads. The program's own latest word, read
+// in the same question, is that its dry run would have destroyed it.
+func TestDryRunVerdictAcrossReads(t *testing.T) {
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	checked := time.Now().Add(-5 * time.Second)
+	e.handle("podsweeper/agent-a", &pageFuncs{
+		status: func() []byte {
+			return jsonBytes(t, []k8s.PUStatus{{PUID: "uid-web", Pod: "apps/web", SandboxID: "3a9f0c1b2d4e5", State: "idle", Age: "4m",
+				LastChecked: &checked, LastRow: 9, Why: "same pod, same sandbox"}})
+		},
+		report: func() []byte {
+			// Meanwhile: the check found the pod gone, reported it, and dropped the PU.
+			return jsonBytes(t, map[string]any{"total": 1, "reports": []k8s.WouldDestroy{{At: time.Now(), PUID: "uid-web", Pod: "apps/web",
+				SandboxID: "3a9f0c1b2d4e5", Reason: "PodGone", Row: 1, Why: "pod not found", Dropped: true}}})
+		},
+	})
+	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	out := b.String()
+	t.Log(out)
+	if strings.Contains(out, "would keep it") || !strings.Contains(out, "PodGone") {
+		t.Errorf("the program's dry-run report (read in this same question, after its status page) says it would have destroyed PU uid-web (PodGone) and no longer holds it; the plugin says its dry run would keep it and never mentions PodGone")
+	}
+}
+
+// explain.md:55-56 (it says that it cannot tell what podsweeper knows of the
+// pod, rather than that it knows nothing) and 152-155 (a deleted pod under a
+// dry run: "its report keeps what it would have done"). The dry run's page
+// says it reported 1500 and keeps the latest 1000: what it reported of a pod
+// gone for good may be among those it no longer keeps.
+func TestKnowsNothingAfterReportsCut(t *testing.T) {
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	e.handle("podsweeper/agent-a", &pageFuncs{report: func() []byte {
+		var rs []k8s.WouldDestroy
+		for i := range 1000 {
+			rs = append(rs, k8s.WouldDestroy{At: time.Now(), PUID: "uid-other-" + strconv.Itoa(i), Pod: "apps/other-" + strconv.Itoa(i),
+				Reason: "PodGone", Row: 1, Why: "pod not found", Dropped: true})
+		}
+		return jsonBytes(t, map[string]any{"total": 1500, "reports": rs})
+	}})
+	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	out := b.String()
+	t.Log(out)
+	if strings.Contains(out, "podsweeper knows nothing of this pod") {
+		t.Errorf("the dry run's report page says it made 1500 reports and keeps the latest 1000; the plugin says podsweeper knows nothing of apps/web, and not that its earlier reports are not kept")
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+// status --node: every PU of the programs on a node.
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// explain.md:67-69: a program whose engine has not listed its Inventory
+// yet answers 503 and could not be asked.
+func TestStatusProgramAnswering503CouldNotBeAsked(t *testing.T) {
+	c := newFakeCluster(t, runningProgram("podsweeper-node-agent", "ps", "agent-a", "node-a")).closingAnswers().listingEventsWhole()
+	c.handle("ps/agent-a", &programPages{at: askedAt, status: 503, body: "not yet\n"})
+	cl := c.inNamespace("")
+	ts, _, err := cl.programs(testContext(t), "node-a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers, _, err := cl.askAll(testContext(t), ts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderStatus(&b, &NodeStatus{Now: askedAt, Node: "node-a", Answers: answers})
+	if !strings.Contains(b.String(), "node-agent ps/agent-a could not be asked: reading its status on port 8084: /debug/podsweeper answered 503") {
+		t.Fatalf("got:\n%s", b.String())
+	}
+}
+
+// explain.md:447-449 (troubleshooting list of explain.md): "`status --node` names on a line `Not asked:` (`unasked`
+// in JSON) each program's pod of the node that does not run (Pending, Unknown, ...)".
+func TestStatusNamesPendingProgram(t *testing.T) {
+	prog := servePages(clockNow, k8s.EngineRunning, map[string]rawAnswer{k8s.StatusPath: {code: http.StatusOK, body: `[]`}})
+	c := clusterServing(t, map[string]http.Handler{"podsweeper/na-a": prog},
+		programPod("podsweeper-node-agent", "na", "podsweeper", "na-a", "node-a", corev1.PodRunning),
+		programPod("podsweeper-cni-gc", "cg", "kube-system", "cg-a", "node-a", corev1.PodPending),
+	)
+	s, err := c.status(testContext(t), "node-a", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt, js bytes.Buffer
+	if err := RenderStatus(&txt, s); err != nil {
+		t.Fatal(err)
+	}
+	_ = writeJSON(&js, s)
+	if !strings.Contains(txt.String(), "Not asked: cni-gc kube-system/cg-a on node node-a is Pending") || !strings.Contains(js.String(), "cg-a") {
+		t.Errorf("text:\n%s\njson:\n%s", txt.String(), js.String())
+	}
+}
+
+// The same of status --node holds: a node agent whose engine is stopping (Start's context done: its page says
+// EngineNotRunning and still lists its PUs) is told in JSON as not running its engine (standby), and the text says so
+// on the line `Not asked:` that names what its leader, if one leads, holds.
+func TestStatusStandbySaysSo(t *testing.T) {
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/agent-a": statusPage(t, k8s.EngineNotRunning, idlePU(firstUID, "apps/web")),
+	},
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
+	s, err := c.status(testContext(t), "node-a", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt, js bytes.Buffer
+	if err := RenderStatus(&txt, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	wantSays(t, "the JSON", js.String(), `"standby": true`)
+	wantSays(t, "the text", txt.String(), "its engine does not run")
+}
+
+// explain.md:33: "`-o json` prints what the text is made from"; main.go's status help: "every PU of the programs on a
+// node: its pod, its state, its last check's row and why, its attempts, its next attempt and what a dry run would
+// do"; explain.md:84-85: "A dry run's report of a PU still on the status page is told under that PU (`reported it
+// would destroy it`): what the dry run did last". A node agent in a dry run holds one PU; its report page, read right
+// after its status page, reports it would destroy it (PodGone). The JSON says the program is in a dry run and its
+// report; the text's row says "-" under DRY RUN, as for a program that is in none and reports nothing, and no line
+// says that it is in a dry run.
+func TestStatusDryRunSaysSo(t *testing.T) {
+	pu := idlePU(firstUID, "apps/web")
+	at := clockNow.Add(-time.Second).Format(time.RFC3339Nano)
+	c := clusterServing(t, map[string]http.Handler{
+		"podsweeper/agent-a": servePages(clockNow, k8s.EngineRunning, map[string]rawAnswer{
+			k8s.StatusPath: {code: 200, body: mustJSON(t, []k8s.PUStatus{pu})},
+			k8s.DryRunPath: {code: 200, body: `{"total":1,"reports":[{"at":"` + at + `","puID":"` + firstUID + `","pod":"apps/web","reason":"PodGone","row":1,"why":"pod not found"}]}`},
+		}),
+	},
+		programPod("podsweeper-node-agent", "na", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
+	s, err := c.status(testContext(t), "node-a", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt, js bytes.Buffer
+	if err := RenderStatus(&txt, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	wantSays(t, "the JSON", js.String(), `"dryRun": true`)
+	wantSays(t, "the JSON", js.String(), `"reason": "PodGone"`)
+	if !strings.Contains(txt.String(), "PodGone") {
+		t.Errorf("the text does not say the dry run's report of the PU (PodGone), which the JSON holds:\n%s", txt.String())
+	}
+}
+
+// status --node node-a, as command runs it: the node agent's pod on node-a
+// is in phase Unknown (its node stopped reporting: the program may run, and
+// hold PUs, but it is not asked). The answer says "No podsweeper program
+// runs on node node-a": it tells nothing of the program there, not even
+// that it was not asked; explain pod names the same pod "not asked".
+func TestStatusNeverSaysNoProgramRunsWhenOneWasNotAsked(t *testing.T) {
+	now := time.Now().UTC()
+	agent := runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a")
+	agent.Status.Phase = corev1.PodUnknown
+	c, _ := clusterAndFake(t, map[string]http.Handler{}, 5*time.Second, agent)
+	s, err := c.status(context.Background(), "node-a", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := RenderStatus(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "agent-a") {
+		t.Fatalf("status names nothing of node-agent podsweeper/agent-a on node-a (phase Unknown, not asked):\n%s", b.String())
+	}
+}

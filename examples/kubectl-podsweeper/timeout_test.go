@@ -1,0 +1,313 @@
+package main
+
+// --timeout bounds each program's question whole, from the port-forward's upgrade on; a program not answered by
+// then could not be asked, and the others are asked all the same.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// explain.md:26-27, 72-74: --timeout bounds each program's question.
+func TestSlowPageTimesOut(t *testing.T) {
+	now := time.Now().UTC()
+	api := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
+	release := make(chan struct{})
+	defer close(release)
+	api.handle("podsweeper/agent-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		_, _ = w.Write([]byte("["))
+		w.(http.Flusher).Flush()
+		<-release
+	}))
+	start := time.Now()
+	x, err := api.cluster(time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("took %v with --timeout=1s", d)
+	}
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	if !strings.Contains(out, "could not be asked") {
+		t.Fatalf("a slow page:\n%s", out)
+	}
+}
+
+// explain.md:72-74: --timeout "bounds each program's question whole, the
+// opening of the port-forward's streams included".
+func TestStreamNeverAcknowledged(t *testing.T) {
+	now := time.Now().UTC()
+	api := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
+	api.hang["podsweeper/agent-a"] = true
+	api.handle("podsweeper/agent-a", &anyPages{at: now})
+	start := time.Now()
+	x, err := api.cluster(time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("took %v with --timeout=1s", d)
+	}
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	if !strings.Contains(out, "could not be asked") {
+		t.Fatalf("stream never acknowledged:\n%s", out)
+	}
+}
+
+// explain.md:75-77: "`--timeout` ... bounds each program's question whole".
+func TestTimeoutBoundsASlowProgram(t *testing.T) {
+	agent := &programPages{at: askedAt, delay: 3 * time.Second}
+	ctrl := &programPages{at: askedAt}
+	api := agentAndController(t, agent, ctrl, workloadPod("apps", "web", firstUID, "node-a"))
+	start := time.Now()
+	x, err := api.cluster(500*time.Millisecond).explainPod(testContext(t), "apps", "web", "", "", askedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := podText(t, x)
+	if el := time.Since(start); el > 2500*time.Millisecond || !strings.Contains(out, "node-agent podsweeper/agent-a (node node-a) could not be asked") {
+		t.Fatalf("after %v:\n%s", el, out)
+	}
+}
+
+// explain.md:80-84: without a TimeHeader (an older image), times are told
+// from when the page began to answer, not from when its last byte came.
+func TestSlowBodyWithoutTimeHeader(t *testing.T) {
+	api := agentAndController(t, &programPages{}, &programPages{}, workloadPod("apps", "web", firstUID, "node-a"))
+	api.handle("podsweeper/agent-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != k8s.StatusPath {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		lc := time.Now().Add(-5 * time.Second).UTC()
+		w.WriteHeader(http.StatusOK)
+		_, _ = fmt.Fprintf(w, `[{"puID":%q,"pod":"apps/web","state":"idle","age":"1m0s","lastChecked":%q,"lastRow":9,"why":"same pod, same sandbox"}`, firstUID, lc.Format(time.RFC3339Nano))
+		time.Sleep(2 * time.Second)
+		_, _ = io.WriteString(w, "]\n")
+	}))
+	x, err := api.cluster(10*time.Second).explainPod(testContext(t), "apps", "web", "", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := podText(t, x)
+	if !strings.Contains(out, "last check    5s ago") {
+		t.Fatalf("%s", out)
+	}
+}
+
+// explain.md:33-34: "`--timeout` (20s) bounds each program's question, from the port-forward's upgrade on: a
+// program not answered by then `could not be asked`"; and the first promise: the answer then cannot tell. The
+// node agent of the pod's node never finishes its status page.
+func TestHangingPageCannotTell(t *testing.T) {
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-block })
+	c := clusterServing(t, map[string]http.Handler{"podsweeper/na-a": hang},
+		programPod("podsweeper-node-agent", "na", "podsweeper", "na-a", "node-a", corev1.PodRunning),
+		workloadPod("apps", "web", firstUID, "node-a"),
+	)
+	c.timeout = time.Second
+	x, err := c.explainPod(testContext(t), "apps", "web", "", "", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt, _ := podTextAndJSON(t, x)
+	if !strings.Contains(txt, "could not be asked") || !strings.Contains(txt, "cannot tell") || strings.Contains(txt, "knows nothing") {
+		t.Errorf("a hanging page:\n%s", txt)
+	}
+}
+
+// docs/operating/explain.md:28-29: "`--timeout` (20s) bounds each program's question, from the port-forward's
+// upgrade on: a program not answered by then `could not be asked`." One program answers its headers and then
+// never ends its body; the other answers.
+func TestTimeoutBoundsATricklingProgram(t *testing.T) {
+	c := newFakeAPI(t).spdyOnly().impersonating()
+	c.addPod(*workloadPod("apps", "web", "u-web", "node-a"))
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	c.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-c", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "[")
+		w.(http.Flusher).Flush()
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	c.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", statusAndReport([]k8s.PUStatus{recentPU("u-web", "apps/web")}, ""))
+	start := time.Now()
+	code, out, errOut := c.run("--timeout", "1s", "explain", "pod", "apps/web").codeOutErr()
+	if took := time.Since(start); took > 6*time.Second {
+		t.Fatalf("took %v with --timeout 1s", took)
+	}
+	if code != 0 || !strings.Contains(out, "cluster-controller podsweeper/cc-1 could not be asked") || !strings.Contains(out, "PU u-web of pod apps/web") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// docs/operating/explain.md:31 and :445-449: --timeout bounds each
+// program's question; a program not answered by then could not be asked,
+// and the other programs are asked all the same.
+func TestTimeoutBoundsEachProgram(t *testing.T) {
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	a.addPod(*workloadPod("apps", "web", "uid-web-1", "node-a"))
+	slow := &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}}
+	slow.onStatus = func() { time.Sleep(3 * time.Second) }
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", slow)
+	a.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-1", "node-z", &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "apps/web", "idle")}})
+	a.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-2", "node-y", &mapProgram{})
+	a.forwardDelayOf = map[string]time.Duration{"podsweeper/cc-2": 3 * time.Second}
+	start := time.Now()
+	out, errs, code := a.run("explain", "pod", "apps/web", "--timeout", "1s").outErrCode()
+	if d := time.Since(start); d > 2900*time.Millisecond || code != 0 || strings.Count(out, "could not be asked: ") != 2 || !strings.Contains(out, "cluster-controller podsweeper/cc-1:") {
+		t.Errorf("%v exit %d\n%s\n%s", d, code, out, errs)
+	}
+}
+
+// explain.md:22-23, 63-65: --timeout bounds each program's question whole; a
+// program not answered by then could not be asked, and the others are asked.
+func TestTimeoutBoundsSlowPage(t *testing.T) {
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
+	e.c.timeout = time.Second
+	e.handle("podsweeper/agent-a", &pageFuncs{delay: map[string]time.Duration{"/debug/podsweeper": 5 * time.Second}})
+	e.handle("podsweeper/cc-1", &pageFuncs{})
+	start := time.Now()
+	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("took %v", d)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	t.Log(b.String())
+	if !strings.Contains(b.String(), "agent-a (node node-a) could not be asked") || !strings.Contains(b.String(), "cc-1 holds no PU") ||
+		!strings.Contains(b.String(), "cannot tell all") {
+		t.Error("slow program not told as could not be asked")
+	}
+}
+
+// A status page cut short (its Content-Length not reached): could not be asked, not "holds no PU".
+func TestCutStatusPage(t *testing.T) {
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
+	e.handle("podsweeper/agent-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/podsweeper" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(`[{"puID":"uid-web","pod":"apps/web","state":"idle"},`))
+	}))
+	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	t.Log(b.String())
+	if !strings.Contains(b.String(), "could not be asked") || strings.Contains(b.String(), "knows nothing") {
+		t.Error("cut page not told as could not be asked")
+	}
+}
+
+// explain.md:68-70: "a program that answers late ... is not told as older
+// than it is". The node agent's status page is slow to come through (a big
+// page over the port-forward): its answer, as of when it was made, says the
+// PU was checked 5s before and is retried in 6s.
+func TestSlowStatusPageToldOlder(t *testing.T) {
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
+	e.handle("podsweeper/agent-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/podsweeper" {
+			http.NotFound(w, r)
+			return
+		}
+		now := time.Now()
+		w.Header().Set(k8s.TimeHeader, now.UTC().Format(time.RFC3339Nano)) // as k8s.NewStatusHandler tells it
+		checked, next := now.Add(-5*time.Second), now.Add(6*time.Second)
+		b := jsonBytes(t, []k8s.PUStatus{{PUID: "uid-db", Pod: "apps/db", State: "waiting for a retry", Age: "3m40s",
+			LastChecked: &checked, LastRow: 1, Why: "pod not found", Attempts: 3, NextAttempt: &next, LastError: "boom"}})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b[:len(b)/2])
+		time.Sleep(3 * time.Second) // the rest of the page comes through later
+		_, _ = w.Write(b[len(b)/2:])
+	}))
+	x, err := e.c.explainPod(context.Background(), "apps", "db", "", "node-a", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	out := b.String()
+	t.Log(out)
+	if !strings.Contains(out, "last check    5s ago") || !strings.Contains(out, "next in 6s") {
+		t.Errorf("the program's answer says checked 5s before it, next attempt 6s after it; the plugin tells them from when the page's last byte came through")
+	}
+}
+
+// A status page beyond what the plugin reads (64 MiB): could not be asked, never "holds no PU".
+func TestHugeStatusPage(t *testing.T) {
+	e := newFakeCluster(t, podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
+	big := bytes.Repeat([]byte(" "), 65<<20)
+	e.handle("podsweeper/cc-1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/podsweeper" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(big)
+		_, _ = w.Write([]byte(`[{"puID":"uid-web","pod":"apps/web","state":"idle","age":"1m"}]`))
+	}))
+	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	t.Log(b.String())
+	if !strings.Contains(b.String(), "could not be asked") {
+		t.Error("huge page not told")
+	}
+}
+
+// explain.md:63-64: --timeout must be above 0 (exit 2), checked before anything is asked.
+func TestTimeoutAboveZero(t *testing.T) {
+	for _, args := range [][]string{{"--timeout=0", "report"}, {"--timeout=-1s", "explain", "pod", "a/b"}, {"explain", "ip", "10.0.0.1"}, {"-o", "yaml", "report"}} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), append([]string{"--kubeconfig=/nonexistent"}, args...), &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d: %s", args, code, errb.String())
+		}
+	}
+}
+
+// explain.md:63-65: --timeout bounds each program's question whole, the
+// opening of the port-forward's streams included: a kubelet that never
+// acknowledges the streams.
+func TestTimeoutBoundsStreamOpening(t *testing.T) {
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
+	e.c.timeout = time.Second
+	e.handle("podsweeper/agent-a", &pageFuncs{})
+	e.handle("podsweeper/cc-1", &pageFuncs{})
+	e.hang["podsweeper/agent-a"] = true
+	start := time.Now()
+	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	var b bytes.Buffer
+	_ = RenderPod(&b, x)
+	t.Log(d, b.String())
+	if d > 5*time.Second || !strings.Contains(b.String(), "agent-a (node node-a) could not be asked") || !strings.Contains(b.String(), "cc-1 holds no PU") {
+		t.Error("stream opening not bounded")
+	}
+}
