@@ -42,7 +42,6 @@ import (
 	"time"
 
 	gwebsocket "github.com/gorilla/websocket"
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,12 +51,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/spdy"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 type fakeAPI struct {
@@ -233,8 +235,14 @@ func (f *fakeAPI) denied(verb, resource, ns string) bool {
 
 // review answers a SelfSubjectAccessReview from the fake's refusals.
 func (f *fakeAPI) review(w http.ResponseWriter, r *http.Request) {
+	// The plugin's clients send protobuf, or JSON.
 	var rv authorizationv1.SelfSubjectAccessReview
-	if err := json.NewDecoder(r.Body).Decode(&rv); err != nil || rv.Spec.ResourceAttributes == nil {
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		_, _, err = scheme.Codecs.UniversalDeserializer().Decode(body, nil, &rv)
+	}
+	if err != nil || rv.Spec.ResourceAttributes == nil {
+		f.t.Errorf("SelfSubjectAccessReview without resource attributes (%s): %v", r.Header.Get("Content-Type"), err)
 		writeJSONResp(w, 400, status(400, metav1.StatusReasonBadRequest, "bad review"))
 		return
 	}
@@ -268,6 +276,16 @@ func (f *fakeAPI) review(w http.ResponseWriter, r *http.Request) {
 			path += "/" + a.Subresource
 		}
 		rv.Status.Allowed = f.allowed(method, path)
+		if a.Name == "" {
+			// A review of no object: denied when some object of it is.
+			f.mu.Lock()
+			for _, fb := range f.forbid {
+				if strings.HasPrefix(fb, method+" "+path+"/") {
+					rv.Status.Allowed = false
+				}
+			}
+			f.mu.Unlock()
+		}
 	}
 	rv.TypeMeta = metav1.TypeMeta{Kind: "SelfSubjectAccessReview", APIVersion: "authorization.k8s.io/v1"}
 	writeJSONResp(w, 201, &rv)
@@ -311,6 +329,13 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			writeJSONResp(w, 400, status(400, metav1.StatusReasonBadRequest, err.Error()))
 			return
+		}
+		for _, req := range sel.Requirements() {
+			switch req.Field {
+			case "involvedObject.kind", "involvedObject.name", "involvedObject.namespace", "involvedObject.uid", "reason", "type", "metadata.namespace":
+			default:
+				f.t.Errorf("the plugin lists Events by a field the API server does not select them by: %q", req.Field)
+			}
 		}
 		f.mu.Lock()
 		for _, e := range f.events {
