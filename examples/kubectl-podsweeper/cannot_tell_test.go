@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -36,11 +35,8 @@ func TestCannotTellBesideAHeldPU(t *testing.T) {
 	} {
 		x := &PodExplanation{Now: now, Namespace: "apps", Name: "web", Pod: &Pod{Name: "web", Namespace: "apps", UID: "uid-web", Node: "node-a", Phase: "Running"},
 			Answers: c.answers, Unasked: c.unasked}
-		var b bytes.Buffer
-		if err := RenderPod(&b, x); err != nil {
-			t.Fatal(err)
-		}
-		if out := b.String(); !strings.Contains(out, "PU uid-web of pod apps/web") || !strings.Contains(out, "podsweeper cannot tell all it knows of this pod") {
+		text := podText(t, x)
+		if out := text; !strings.Contains(out, "PU uid-web of pod apps/web") || !strings.Contains(out, "podsweeper cannot tell all it knows of this pod") {
 			t.Errorf("%s, beside the agent's PU: want the PU and that it cannot tell all it knows; got\n%s", c.name, out)
 		}
 	}
@@ -57,9 +53,8 @@ func TestAStatusPageOfNoPUsCannotTell(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var b bytes.Buffer
-		_ = RenderPod(&b, x)
-		if out := b.String(); strings.Contains(out, "knows nothing of this pod") || !strings.Contains(out, "is no PU") {
+		text := podText(t, x)
+		if out := text; strings.Contains(out, "knows nothing of this pod") || !strings.Contains(out, "is no PU") {
 			t.Errorf("a status page answering %s: want it read as no program's page (\"is no PU\"), never \"knows nothing\"; got\n%s", body, out)
 		}
 	}

@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 // explain.md:8-11: "a PU is in the answer until it is destroyed, and the
@@ -362,9 +363,7 @@ func TestDeletedWhileAskedByNameAndUID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	s := b.String()
+	s := podText(t, x)
 	if !strings.Contains(s, "was deleted while its programs were asked") || !strings.Contains(s, "PU U1 of pod apps/web") {
 		t.Fatalf("got:\n%s", s)
 	}
@@ -389,9 +388,7 @@ func TestMovedWhileAskedByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	s := b.String()
+	s := podText(t, x)
 	if !strings.Contains(s, "PU U2 of pod apps/web") || !strings.Contains(s, "Pod apps/web (UID U2) on node node-b") {
 		t.Fatalf("got:\n%s", s)
 	}

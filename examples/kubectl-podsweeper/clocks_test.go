@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
-	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/ports"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // adapters/k8s/status.go:37-42: "TimeHeader is the response header in
@@ -231,9 +232,7 @@ func TestReportTimesFromWhenItAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	out := b.String()
+	out := podText(t, x)
 	t.Log(out)
 	if !strings.Contains(out, "(1m30s ago)") {
 		t.Errorf("the report page answered that the report was made 1m30s before; the plugin tells it from the status page's answer, 3s earlier")
@@ -261,9 +260,7 @@ func TestTimesAcrossClocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	out := b.String()
+	out := podText(t, x)
 	t.Log(out)
 	if !strings.Contains(out, "last check    5s ago") || !strings.Contains(out, "next in 6s") {
 		t.Errorf("the program answered: checked 5s before its answer, next attempt 6s after; the plugin tells them on its own clock")
@@ -278,10 +275,9 @@ func TestOlderDryRunProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	t.Log(b.String())
-	if !strings.Contains(b.String(), "could not be asked") || strings.Contains(b.String(), "knows nothing") {
+	out := podText(t, x)
+	t.Log(out)
+	if !strings.Contains(out, "could not be asked") || strings.Contains(out, "knows nothing") {
 		t.Error("older dry-run program not told")
 	}
 }

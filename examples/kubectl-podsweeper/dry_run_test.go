@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 // explain.md:53-54: "`--uid` alone names the pod from its Events, its PU
@@ -84,10 +85,9 @@ func TestCutReportsBesideAHolderSaysNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	if !strings.Contains(b.String(), "cannot tell") {
-		t.Fatalf("the dry run kept 1 of its 1500 reports, none of this pod, and the answer does not say it cannot tell:\n%s", b.String())
+	out := podText(t, x)
+	if !strings.Contains(out, "cannot tell") {
+		t.Fatalf("the dry run kept 1 of its 1500 reports, none of this pod, and the answer does not say it cannot tell:\n%s", out)
 	}
 }
 
@@ -188,9 +188,7 @@ func TestDryRunVerdictAcrossReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	out := b.String()
+	out := podText(t, x)
 	t.Log(out)
 	if strings.Contains(out, "would keep it") || !strings.Contains(out, "PodGone") {
 		t.Errorf("the program's dry-run report (read in this same question, after its status page) says it would have destroyed PU uid-web (PodGone) and no longer holds it; the plugin says its dry run would keep it and never mentions PodGone")
@@ -216,9 +214,7 @@ func TestKnowsNothingAfterReportsCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	out := b.String()
+	out := podText(t, x)
 	t.Log(out)
 	if strings.Contains(out, "podsweeper knows nothing of this pod") {
 		t.Errorf("the dry run's report page says it made 1500 reports and keeps the latest 1000; the plugin says podsweeper knows nothing of apps/web, and not that its earlier reports are not kept")

@@ -3,21 +3,22 @@ package main
 // The plugin's answers from programs that run podsweeper's own deletion engine.
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
-	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // explain.md:8-9 ("a PU is in the answer until it is destroyed") and 55-56
@@ -28,27 +29,10 @@ import (
 func TestKnowsNothingBeforeJournalRestored(t *testing.T) {
 	j := lateJournal{release: make(chan struct{})}
 	defer close(j.release)
-	eng, err := deletion.New(goneGetter{}, noopPolicy{}, deletion.Options{Inventory: j, NodeName: "node-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = eng.Start(ctx) }()
-	time.Sleep(300 * time.Millisecond)
+	eng := startEngine(t, goneGetter{}, noopPolicy{}, deletion.Options{Inventory: j, NodeName: "node-a"}, 300*time.Millisecond)
 
 	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"))
-	mux := http.NewServeMux() // as program.serveStatus serves it
-	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
-	e.handle("podsweeper/agent-a", mux)
-	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "node-a", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	out := b.String()
-	t.Log(out)
+	out := explainFromEngine(t, e, "podsweeper/agent-a", eng, nil, "apps", "web", "node-a")
 	if strings.Contains(out, "podsweeper knows nothing of this pod") {
 		t.Errorf("the node agent's journal holds PU uid-web of apps/web, to be destroyed once its first list is in; the plugin says podsweeper knows nothing of the pod")
 	}
@@ -58,41 +42,13 @@ func TestKnowsNothingBeforeJournalRestored(t *testing.T) {
 // under a dry run: its PU, dropped, is told no longer held from the report.
 func TestDeletedUnderDryRunWithTheRealEngine(t *testing.T) {
 	report := k8s.NewDryRunReport(0)
-	eng, err := deletion.New(goneGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report, SweepInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = eng.Start(ctx) }()
-	time.Sleep(100 * time.Millisecond)
-	if err := eng.Track(ports.PU{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "3a9f0c1b2d4e5"}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if kept, _ := report.Reports(); len(kept) > 0 && len(eng.Status()) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no report")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eng := startEngine(t, goneGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report, SweepInterval: 100 * time.Millisecond}, 100*time.Millisecond)
+	track(t, eng, ports.PU{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "3a9f0c1b2d4e5"})
+	waitFor(t, func() bool { kept, _ := report.Reports(); return len(kept) > 0 && len(eng.Status()) == 0 }, func() string { return "no report" })
 	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
-	mux := http.NewServeMux()
-	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
-	mux.Handle(k8s.DryRunPath, report)
-	e.handle("podsweeper/agent-a", mux)
-	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	t.Log(b.String())
-	if !strings.Contains(b.String(), "PU uid-web of pod apps/web, sandbox 3a9f0c1b2d4e5: no longer held (its pod is gone for good).") ||
-		!strings.Contains(b.String(), "would have destroyed it, PodGone: row 1 of the decision table") {
+	out := explainFromEngine(t, e, "podsweeper/agent-a", eng, report, "apps", "web", "")
+	if !strings.Contains(out, "PU uid-web of pod apps/web, sandbox 3a9f0c1b2d4e5: no longer held (its pod is gone for good).") ||
+		!strings.Contains(out, "would have destroyed it, PodGone: row 1 of the decision table") {
 		t.Error("not told")
 	}
 }
@@ -100,39 +56,15 @@ func TestDeletedUnderDryRunWithTheRealEngine(t *testing.T) {
 // explain.md:191-211 with the real engine and page: a PU waiting for a retry:
 // its state, its failed calls, its next, its last error.
 func TestRetryWithTheRealEngine(t *testing.T) {
-	eng, err := deletion.New(goneGetter{}, failingPolicy{}, deletion.Options{SweepInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = eng.Start(ctx) }()
-	time.Sleep(100 * time.Millisecond)
-	if err := eng.Track(ports.PU{PUID: "uid-db", Pod: types.NamespacedName{Namespace: "apps", Name: "db"}}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if st := eng.Status(); len(st) == 1 && st[0].Attempts >= 2 && st[0].State == "waiting for a retry" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status %+v", eng.Status())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eng := startEngine(t, goneGetter{}, failingPolicy{}, deletion.Options{SweepInterval: 100 * time.Millisecond}, 100*time.Millisecond)
+	track(t, eng, ports.PU{PUID: "uid-db", Pod: types.NamespacedName{Namespace: "apps", Name: "db"}})
+	waitFor(t, func() bool {
+		st := eng.Status()
+		return len(st) == 1 && st[0].Attempts >= 2 && st[0].State == "waiting for a retry"
+	},
+		func() string { return fmt.Sprintf("status %+v", eng.Status()) })
 	e := newFakeCluster(t, podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
-	mux := http.NewServeMux()
-	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
-	e.handle("podsweeper/cc-1", mux)
-	x, err := e.c.explainPod(context.Background(), "apps", "db", "", "", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	t.Log(b.String())
-	out := b.String()
+	out := explainFromEngine(t, e, "podsweeper/cc-1", eng, nil, "apps", "db", "")
 	if !strings.Contains(out, "its destroy failed: waiting for a retry.") || !strings.Contains(out, "destroy call(s) failed; next ") ||
 		!strings.Contains(out, "row 1 of the decision table, pod not found") || !strings.Contains(out, "directory not empty") {
 		t.Error("retry not told")
@@ -147,40 +79,12 @@ func TestRetryWithTheRealEngine(t *testing.T) {
 // plugin says the API server's confirming read overrode a destroy the cache
 // decided.
 func TestVetoToldAsTheAPIServers(t *testing.T) {
-	eng, err := deletion.New(livePodGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", SweepInterval: 100 * time.Millisecond,
-		SandboxExtractor: newSandboxLister{}, SandboxConfirmer: oldSandboxRuntime{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = eng.Start(ctx) }()
-	time.Sleep(100 * time.Millisecond)
-	if err := eng.Track(ports.PU{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "old"}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if st := eng.Status(); len(st) == 1 && st[0].Vetoed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no veto: %+v", eng.Status())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eng := startEngine(t, livePodGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", SweepInterval: 100 * time.Millisecond,
+		SandboxExtractor: newSandboxLister{}, SandboxConfirmer: oldSandboxRuntime{}}, 100*time.Millisecond)
+	track(t, eng, ports.PU{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "old"})
+	waitFor(t, func() bool { st := eng.Status(); return len(st) == 1 && st[0].Vetoed }, func() string { return fmt.Sprintf("no veto: %+v", eng.Status()) })
 	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), workloadPod("apps", "web", "uid-web", "node-a"))
-	mux := http.NewServeMux()
-	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
-	e.handle("podsweeper/agent-a", mux)
-	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	out := b.String()
-	t.Log(out)
+	out := explainFromEngine(t, e, "podsweeper/agent-a", eng, nil, "apps", "web", "")
 	if strings.Contains(out, "the confirming read of the API server overrode the destroy the cache decided") {
 		t.Errorf("the veto is the runtime's read (SandboxConfirmer) overriding a sandbox change its list decided; the plugin tells it as the API server's read overriding a destroy the cache decided")
 	}
@@ -194,41 +98,15 @@ func TestVetoToldAsTheAPIServers(t *testing.T) {
 func TestDryRunWouldDestroyAfterAKeep(t *testing.T) {
 	report := k8s.NewDryRunReport(0)
 	var calls atomic.Int32
-	eng, err := deletion.New(livePodGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report,
-		SweepInterval: 100 * time.Millisecond, SandboxExtractor: noSandbox{}, SandboxProber: flakyProber{&calls}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = eng.Start(ctx) }()
-	time.Sleep(100 * time.Millisecond)
-	if err := eng.Track(ports.PU{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "old"}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if st := eng.Status(); len(st) == 1 && st[0].WouldDestroy != "" && st[0].LastVerdict.Row != 12 && st[0].LastVerdict.Row != 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status %+v", eng.Status())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eng := startEngine(t, livePodGetter{}, noopPolicy{}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report,
+		SweepInterval: 100 * time.Millisecond, SandboxExtractor: noSandbox{}, SandboxProber: flakyProber{&calls}}, 100*time.Millisecond)
+	track(t, eng, ports.PU{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "old"})
+	waitFor(t, func() bool {
+		st := eng.Status()
+		return len(st) == 1 && st[0].WouldDestroy != "" && st[0].LastVerdict.Row != 12 && st[0].LastVerdict.Row != 0
+	}, func() string { return fmt.Sprintf("status %+v", eng.Status()) })
 	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"), workloadPod("apps", "web", "uid-web", "node-a"))
-	mux := http.NewServeMux()
-	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
-	mux.Handle(k8s.DryRunPath, report)
-	e.handle("podsweeper/agent-a", mux)
-	x, err := e.c.explainPod(context.Background(), "apps", "web", "", "", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	out := b.String()
-	t.Log(out)
+	out := explainFromEngine(t, e, "podsweeper/agent-a", eng, report, "apps", "web", "")
 	if strings.Contains(out, "dry run       would destroy it") {
 		t.Errorf("the dry run's last check kept the PU; the plugin says the dry run would destroy it")
 	}
@@ -292,4 +170,59 @@ type flakyProber struct{ calls *atomic.Int32 }
 
 func (p flakyProber) SandboxDead(context.Context, *corev1.Pod, string) (bool, error) {
 	return p.calls.Add(1) == 1, nil
+}
+
+// startEngine starts the real deletion engine with getter, policy and opts
+// for the test's time, and gives it a moment to begin.
+func startEngine(t *testing.T, getter ports.PodGetter, policy ports.PolicyHandler, opts deletion.Options, settle time.Duration) *deletion.Engine {
+	t.Helper()
+	eng, err := deletion.New(getter, policy, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = eng.Start(ctx) }()
+	time.Sleep(settle)
+	return eng
+}
+
+// track has eng track pu.
+func track(t *testing.T, eng *deletion.Engine, pu ports.PU) {
+	t.Helper()
+	if err := eng.Track(pu); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor waits up to 10s for done, failing with what it says otherwise.
+func waitFor(t *testing.T, done func() bool, failure func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatal(failure())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// explainFromEngine is the text of explain pod namespace/name (on node,
+// when not "") with the program pod prog answering eng's real status page
+// and, when report is not nil, its dry run's report page.
+func explainFromEngine(t *testing.T, e *fakeCluster, prog string, eng *deletion.Engine, report http.Handler, namespace, name, node string) string {
+	t.Helper()
+	mux := http.NewServeMux() // as program.serveStatus serves it
+	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
+	if report != nil {
+		mux.Handle(k8s.DryRunPath, report)
+	}
+	e.handle(prog, mux)
+	x, err := e.c.explainPod(context.Background(), namespace, name, "", node, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := podText(t, x)
+	t.Log(out)
+	return out
 }

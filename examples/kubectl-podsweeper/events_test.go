@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 // explain.md:66-67: "A dry run keeps its latest reports only: when none of
@@ -143,9 +144,7 @@ func TestSeriesOfEarlierPodOnNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	s := b.String()
+	s := podText(t, x)
 	if !strings.Contains(s, "10m0s ago  Normal PUDestroyed, regarding Node/node-b (of an earlier pod of that name, UID U0) (3 times, the last 2m0s ago; the note is the first's): PodGone: destroyed PU U0 of pod apps/web (first)") {
 		t.Fatalf("got:\n%s", s)
 	}
@@ -260,9 +259,7 @@ func TestDestroyBetweenEventsAndPrograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	out := b.String()
+	out := podText(t, x)
 	t.Log(out)
 	if strings.Contains(out, "podsweeper knows nothing of this pod") || !strings.Contains(out, "PUDestroyed") {
 		t.Errorf("the PU of apps/cache was destroyed and its PUDestroyed Event was in the API server when the program answered; the answer has neither the PU nor the Event, and says podsweeper knows nothing of the pod")
@@ -291,9 +288,7 @@ func TestLivePodEventsOfEarlierPodElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	out := b.String()
+	out := podText(t, x)
 	t.Log(out)
 	if strings.Contains(out, "PUAbandoned") && !strings.Contains(out, "earlier pod") {
 		t.Errorf("the live pod apps/web (UID uid-web-B, node-b) is told a PUAbandoned Event of another pod (UID uid-web-A) on node-a, as its own")
@@ -345,10 +340,9 @@ func TestEventSeriesOfALivePod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	t.Log(b.String())
-	if !strings.Contains(b.String(), "5m0s ago  Normal PUDestroyed, regarding Pod/apps/web (3 times, the last 3m0s ago; the note is the first's): SandboxChanged") {
+	out := podText(t, x)
+	t.Log(out)
+	if !strings.Contains(out, "5m0s ago  Normal PUDestroyed, regarding Pod/apps/web (3 times, the last 3m0s ago; the note is the first's): SandboxChanged") {
 		t.Error("series not told")
 	}
 }

@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 // explain.md:296-297: "An address no one holds is said so, and the plugin
@@ -207,9 +208,7 @@ func TestIPStaticPodAttachment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderIP(&b, x)
-	s := b.String()
+	s := ipText(t, x)
 	if !strings.Contains(s, "pod         live on node node-a") || !strings.Contains(s, "PU          tracked 1h") {
 		t.Fatalf("got:\n%s", s)
 	}
@@ -229,9 +228,7 @@ func TestIPSecondCNIGCWithStatus503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderIP(&b, x)
-	s := b.String()
+	s := ipText(t, x)
 	if !strings.Contains(s, "cni-gc kube-system/cni-a2 (node node-a):") || !strings.Contains(s, "its PUs are not told") ||
 		!strings.Contains(s, "added 1m0s ago") || !strings.Contains(s, "live on node node-a") {
 		t.Fatalf("got:\n%s", s)
@@ -384,8 +381,8 @@ func TestIPSecondCNIGCNeverAsked(t *testing.T) {
 	read := clockNow.Add(-12 * time.Second).Format(time.RFC3339)
 	freedAt := clockNow.Add(-30 * time.Second).Format(time.RFC3339)
 	c := clusterServing(t, map[string]http.Handler{
-		"kube-system/cni-gc-a-new": cniGCAnswering(t, `{"ip":"10.88.0.13","reservationsRead":"`+read+`"}`),
-		"kube-system/cni-gc-b-old": cniGCAnswering(t, `{"ip":"10.88.0.13","reservationsRead":"`+read+`","freed":[{"at":"`+freedAt+
+		"kube-system/cni-gc-a-new": cniGCAnsweringAt(t, `{"ip":"10.88.0.13","reservationsRead":"`+read+`"}`),
+		"kube-system/cni-gc-b-old": cniGCAnsweringAt(t, `{"ip":"10.88.0.13","reservationsRead":"`+read+`","freed":[{"at":"`+freedAt+
 			`","reservation":true,"network":"podnet","file":"/var/lib/cni/networks/podnet/10.88.0.13","containerID":"c0ffee00d2b34c4e9a513f0c8e5b7d2168a1b2c3d4e5f60718293a4b5c6d7e8f","ifName":"eth0",`+
 			`"decision":{"at":"`+freedAt+`","reason":"NoSandbox","row":18,"why":"a host-local reservation of no sandbox the runtime lists or the cache holds, older than ReservationGrace","verdict":"free"}}]}`),
 	},
@@ -470,12 +467,9 @@ func TestExplainIPUnknownAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	if err := RenderIP(&out, x); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "cni-gc knows nothing of this address.") {
-		t.Fatalf("harness: want knows nothing, got:\n%s", out.String())
+	text := ipText(t, x)
+	if !strings.Contains(text, "cni-gc knows nothing of this address.") {
+		t.Fatalf("harness: want knows nothing, got:\n%s", text)
 	}
 }
 
@@ -544,12 +538,9 @@ func TestExplainIPNeverKnowsNothingBeforeTheSweepRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	if err := RenderIP(&out, x); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out.String(), "no round of the sweep has read") && strings.Contains(out.String(), "knows nothing of this address") {
-		t.Fatalf("says cni-gc knows nothing of the address while no round of its sweep has read host-local's reservations:\n%s", out.String())
+	text := ipText(t, x)
+	if strings.Contains(text, "no round of the sweep has read") && strings.Contains(text, "knows nothing of this address") {
+		t.Fatalf("says cni-gc knows nothing of the address while no round of its sweep has read host-local's reservations:\n%s", text)
 	}
 }
 
@@ -573,12 +564,9 @@ func TestExplainIPSecondCNIGCClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	if err := RenderIP(&out, x); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "as the sweep 12s ago read them") {
-		t.Fatalf("got:\n%s", out.String())
+	text := ipText(t, x)
+	if !strings.Contains(text, "as the sweep 12s ago read them") {
+		t.Fatalf("got:\n%s", text)
 	}
 }
 
@@ -672,9 +660,7 @@ func TestIPTimesFromWhenItAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderIP(&b, x)
-	out := b.String()
+	out := ipText(t, x)
 	t.Logf("address answered at %s, told at %s:\n%s", answered.Format("15:04:05.000"), x.At.Format("15:04:05.000"), out)
 	if !strings.Contains(out, "added 1m0s ago") || !strings.Contains(out, "freeing     8s ago") {
 		t.Errorf("cni-gc answered that the attachment was added 1m0s and decided 8s before its answer; the plugin tells them from %v later", x.At.Sub(answered).Round(time.Millisecond))
@@ -738,9 +724,7 @@ func TestIPAnswerDroppedForStatusPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderIP(&b, x)
-	out := b.String()
+	out := ipText(t, x)
 	t.Log(out)
 	if !strings.Contains(out, "attachment") {
 		t.Errorf("cni-gc answered that pod apps/web's attachment holds 10.88.0.4; the plugin drops that answer and says cni-gc could not be asked")
@@ -771,9 +755,7 @@ func TestIPSeveralAttachments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderIP(&b, x)
-	out := b.String()
+	out := ipText(t, x)
 	t.Log(out)
 	if strings.Count(out, "live on node node-a: Running.") != 2 || !strings.Contains(out, "gone: the pod of that name now is another (UID uid-B).") ||
 		strings.Count(out, "row 9 of the decision table") != 2 || strings.Count(out, "row 4 of the decision table") != 1 {
@@ -789,9 +771,7 @@ func TestIPReservationsNotReadNotToldAsNoSweepYet(t *testing.T) {
 	x := &IPExplanation{Now: time.Now(), IP: "10.88.0.200", Node: "node-a",
 		Program: &Program{Program: "cni-gc", Namespace: "kube-system", Pod: "cni-gc-a", Node: "node-a"},
 		Address: &AddressStatus{IP: "10.88.0.200"}, At: time.Now()}
-	var b bytes.Buffer
-	_ = RenderIP(&b, x)
-	out := b.String()
+	out := ipText(t, x)
 	t.Log(out)
 	if strings.Contains(out, "no sweep of host-local's reservations has run yet") {
 		t.Errorf("cni-gc's page says only that no round read host-local's reservations (none has, or none could); the plugin says no sweep has run yet")
@@ -813,8 +793,8 @@ func (p *addressPages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.programPages.ServeHTTP(w, r)
 }
 
-// cniGCAnswering is a cni-gc answering addressPath with addr (JSON) and its status page with no PU.
-func cniGCAnswering(t *testing.T, addr string) http.Handler {
+// cniGCAnsweringAt is a cni-gc answering addressPath with addr (JSON) and its status page with no PU.
+func cniGCAnsweringAt(t *testing.T, addr string) http.Handler {
 	t.Helper()
 	return servePages(clockNow, "", map[string]rawAnswer{
 		addressPath:         {code: 200, body: addr},

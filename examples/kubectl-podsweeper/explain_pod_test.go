@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 func TestLivePodPUToldWithItsLastCheckRow(t *testing.T) {
@@ -122,10 +123,9 @@ func TestLivePodPUToldThroughAPortForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	if !strings.Contains(b.String(), "PU U1 of pod apps/web") {
-		t.Fatalf("got:\n%s", b.String())
+	out := podText(t, x)
+	if !strings.Contains(out, "PU U1 of pod apps/web") {
+		t.Fatalf("got:\n%s", out)
 	}
 }
 
@@ -141,9 +141,7 @@ func TestFailedAgentNamedNotAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	s := b.String()
+	s := podText(t, x)
 	if !strings.Contains(s, "Not asked: node-agent ps/agent-a on node node-a is Failed") || !strings.Contains(s, "cannot tell all") {
 		t.Fatalf("got:\n%s", s)
 	}
@@ -162,10 +160,9 @@ func TestNonsenseStatusPageKnowsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	if strings.Contains(b.String(), "knows nothing of this pod") {
-		t.Fatalf("a status page that answered null, no list of PUs, is told as a program that holds none:\n%s", b.String())
+	out := podText(t, x)
+	if strings.Contains(out, "knows nothing of this pod") {
+		t.Fatalf("a status page that answered null, no list of PUs, is told as a program that holds none:\n%s", out)
 	}
 }
 
@@ -283,10 +280,9 @@ func TestLivePodAskedThroughItsNodeAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	t.Log(b.String())
-	if !strings.Contains(b.String(), "row 9") {
+	out := podText(t, x)
+	t.Log(out)
+	if !strings.Contains(out, "row 9") {
 		t.Fatal("no PU")
 	}
 }

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 // TestExplainUIDAsksWhereTheEarlierPodRan: explain pod NAMESPACE/NAME

@@ -14,11 +14,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
-	"github.com/podsweeper/podsweeper/program"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/program"
 )
 
 // TestStatusPortReadsTheCommandLineAsTheProgramDoes: the port of a

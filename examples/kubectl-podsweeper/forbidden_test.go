@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 // explain.md:120, 437-442: a port-forward the user may not create is one
@@ -230,10 +231,9 @@ func TestKubeletRefusalIsCouldNotBeAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	t.Log(b.String())
-	if !strings.Contains(b.String(), "agent-a (node node-a) could not be asked: port-forward to pod podsweeper/agent-a") || !strings.Contains(b.String(), "cc-1 holds no PU") {
+	out := podText(t, x)
+	t.Log(out)
+	if !strings.Contains(out, "agent-a (node node-a) could not be asked: port-forward to pod podsweeper/agent-a") || !strings.Contains(out, "cc-1 holds no PU") {
 		t.Error("kubelet refusal not told as could not be asked")
 	}
 }

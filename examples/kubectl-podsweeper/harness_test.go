@@ -1555,3 +1555,18 @@ func jsonBytes(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// cniGCAnswering is a cni-gc holding no PU whose address page answers
+// address, whatever the address asked.
+func cniGCAnswering(address any) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case k8s.StatusPath:
+			_, _ = w.Write([]byte("[]"))
+		case addressPath:
+			_ = json.NewEncoder(w).Encode(address)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}

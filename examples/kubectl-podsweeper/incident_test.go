@@ -117,18 +117,9 @@ func TestNodesAgentNotFoundIsNotKnowsNothing(t *testing.T) {
 // of the cache holds the address, nor that cni-gc knows nothing of it.
 func TestExplainIPCacheUnreadIsNotKnowsNothing(t *testing.T) {
 	f := newFakeAPI(t)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/debug/podsweeper":
-			_, _ = w.Write([]byte("[]"))
-		case "/debug/podsweeper/cni/address":
-			_ = json.NewEncoder(w).Encode(map[string]any{"ip": "10.88.0.4",
-				"reservationsRead": time.Now().Add(-12 * time.Second).UTC().Format(time.RFC3339),
-				"unread":           []string{"libcni's cache /var/lib/cni/cache: open /var/lib/cni/cache/results: permission denied"}})
-		default:
-			http.NotFound(w, r)
-		}
-	})
+	h := cniGCAnswering(map[string]any{"ip": "10.88.0.4",
+		"reservationsRead": time.Now().Add(-12 * time.Second).UTC().Format(time.RFC3339),
+		"unread":           []string{"libcni's cache /var/lib/cni/cache: open /var/lib/cni/cache/results: permission denied"}})
 	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-gc-a", "node-a", h)
 	r := f.run("explain", "ip", "10.88.0.4", "--node", "node-a")
 	assert.Equal(t, 0, r.code)
@@ -144,21 +135,12 @@ func TestExplainIPCacheUnreadIsNotKnowsNothing(t *testing.T) {
 func TestExplainIPTwoCNIGCsOnANode(t *testing.T) {
 	f := newFakeAPI(t)
 	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-gc-a1", "node-a", nil, "--status-bind-address=0")
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/debug/podsweeper":
-			_, _ = w.Write([]byte("[]"))
-		case "/debug/podsweeper/cni/address":
-			_ = json.NewEncoder(w).Encode(map[string]any{"ip": "10.88.0.13",
-				"reservationsRead": time.Now().Add(-12 * time.Second).UTC().Format(time.RFC3339),
-				"reservations": []map[string]any{{"network": "podnet", "dataDir": "/var/lib/cni/networks", "file": "/var/lib/cni/networks/podnet/10.88.0.13",
-					"containerID": "c0ffee00d2b34", "ifName": "eth0", "reserved": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
-					"decision": map[string]any{"at": time.Now().Add(-12 * time.Second).UTC().Format(time.RFC3339), "reason": "NoSandbox", "row": 18,
-						"why": "a host-local reservation of no sandbox", "verdict": "free"}, "state": "to free"}}})
-		default:
-			http.NotFound(w, r)
-		}
-	})
+	h := cniGCAnswering(map[string]any{"ip": "10.88.0.13",
+		"reservationsRead": time.Now().Add(-12 * time.Second).UTC().Format(time.RFC3339),
+		"reservations": []map[string]any{{"network": "podnet", "dataDir": "/var/lib/cni/networks", "file": "/var/lib/cni/networks/podnet/10.88.0.13",
+			"containerID": "c0ffee00d2b34", "ifName": "eth0", "reserved": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
+			"decision": map[string]any{"at": time.Now().Add(-12 * time.Second).UTC().Format(time.RFC3339), "reason": "NoSandbox", "row": 18,
+				"why": "a host-local reservation of no sandbox", "verdict": "free"}, "state": "to free"}}})
 	f.addProgram("podsweeper-cni-gc", "podsweeper", "cni-gc-b1", "node-a", h)
 	r := f.run("explain", "ip", "10.88.0.13", "--node", "node-a")
 	assert.Equal(t, 0, r.code)
@@ -441,18 +423,9 @@ func TestExplainIPHangingIsBounded(t *testing.T) {
 // plugin must not tell it as what holds the address asked about.
 func TestExplainIPAnswerOfAnotherAddress(t *testing.T) {
 	f := newFakeAPI(t)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/debug/podsweeper":
-			_, _ = w.Write([]byte("[]"))
-		case "/debug/podsweeper/cni/address":
-			_ = json.NewEncoder(w).Encode(map[string]any{"ip": "10.88.0.99",
-				"attachments": []map[string]any{{"network": "podnet", "containerID": "3a9f0c1b2d4e5", "ifName": "eth0",
-					"podNamespace": "apps", "podName": "other", "podUID": incidentUID2, "written": time.Now().UTC().Format(time.RFC3339)}}})
-		default:
-			http.NotFound(w, r)
-		}
-	})
+	h := cniGCAnswering(map[string]any{"ip": "10.88.0.99",
+		"attachments": []map[string]any{{"network": "podnet", "containerID": "3a9f0c1b2d4e5", "ifName": "eth0",
+			"podNamespace": "apps", "podName": "other", "podUID": incidentUID2, "written": time.Now().UTC().Format(time.RFC3339)}}})
 	f.addProgram("podsweeper-cni-gc", "kube-system", "cg-a", "node-a", h)
 	r := f.run("explain", "ip", "10.88.0.4", "--node", "node-a")
 	assert.Equal(t, 0, r.code)

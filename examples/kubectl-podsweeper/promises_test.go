@@ -37,7 +37,7 @@ func TestHoldsLivePodPU(t *testing.T) {
 	s := newFakeCluster(t).likeAKubelet()
 	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		workloadPod("apps", "web", firstUID, "node-a"))
 	_, out := explainAndRender(t, c, "apps", "web", "", "")
 	if !strings.Contains(out, "PU "+firstUID+" of pod apps/web") {
@@ -53,21 +53,15 @@ func TestTimeoutBoundsAQuestionWhoseErrorStreamClosesEmpty(t *testing.T) {
 	s := newFakeCluster(t).likeAKubelet()
 	s.program("podsweeper/agent-a", kubeletCloseErrHang, jsonPages(`[]`, ""))
 	c := s.cluster(time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		workloadPod("apps", "web", firstUID, "node-a"))
-	done := make(chan string, 1)
 	start := time.Now()
-	go func() {
-		_, out := explainAndRender(t, c, "apps", "web", "", "")
-		done <- out
-	}()
-	select {
-	case out := <-done:
-		if !strings.Contains(out, "could not be asked") {
-			t.Fatalf("after %v, the program's question is not said to have failed:\n%s", time.Since(start), out)
-		}
-	case <-time.After(15 * time.Second):
+	out, ok := explainWebWithin(t, c, 15*time.Second)
+	if !ok {
 		t.Fatalf("--timeout=1s: explain pod still waiting after 15s for one program")
+	}
+	if !strings.Contains(out, "could not be asked") {
+		t.Fatalf("after %v, the program's question is not said to have failed:\n%s", time.Since(start), out)
 	}
 }
 
@@ -75,12 +69,7 @@ func TestTimeoutBoundsAQuestionWhoseErrorStreamClosesEmpty(t *testing.T) {
 // named on a "Not asked:" line and the answer says it cannot tell. Pod gone,
 // asked by name: every node's programs are asked (explain.md:45-47).
 func TestAPendingAgentIsNotAskedWhenTheNodeIsNotKnown(t *testing.T) {
-	s := newFakeCluster(t).likeAKubelet()
-	s.program("podsweeper/cc-1", kubeletServe, jsonPages(`[]`, ""))
-	c := s.cluster(5*time.Second,
-		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning),
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodPending))
-	x, out := explainAndRender(t, c, "apps", "web", "", "")
+	x, out := explainBesideAgentIn(t, corev1.PodPending, "")
 	t.Log(out)
 	if len(x.Unasked) == 0 || strings.Contains(out, "podsweeper knows nothing of this pod") {
 		t.Fatalf("a node agent that was not asked (Pending) is not said; the answer claims to know:\n%s", out)
@@ -90,12 +79,7 @@ func TestAPendingAgentIsNotAskedWhenTheNodeIsNotKnown(t *testing.T) {
 // The same, node known (--node): a node agent whose pod on that node is Failed
 // (evicted), none running elsewhere.
 func TestAFailedAgentAloneOnItsNodeIsNotAsked(t *testing.T) {
-	s := newFakeCluster(t).likeAKubelet()
-	s.program("podsweeper/cc-1", kubeletServe, jsonPages(`[]`, ""))
-	c := s.cluster(5*time.Second,
-		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning),
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodFailed))
-	x, out := explainAndRender(t, c, "apps", "web", "", "node-a")
+	x, out := explainBesideAgentIn(t, corev1.PodFailed, "node-a")
 	t.Log(out)
 	if len(x.Unasked) == 0 || strings.Contains(out, "podsweeper knows nothing of this pod") {
 		t.Fatalf("node-a's node agent was not asked (its pod Failed), and the answer claims to know:\n%s", out)
@@ -106,27 +90,19 @@ func TestHoldsTimeoutWhenNeverAnswered(t *testing.T) {
 	s := newFakeCluster(t).likeAKubelet()
 	s.program("podsweeper/agent-a", kubeletNeverAnswer, jsonPages(`[]`, ""))
 	c := s.cluster(time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		workloadPod("apps", "web", firstUID, "node-a"))
-	done := make(chan string, 1)
-	go func() { _, out := explainAndRender(t, c, "apps", "web", "", ""); done <- out }()
-	select {
-	case out := <-done:
-		if !strings.Contains(out, "could not be asked") {
-			t.Fatalf("not said:\n%s", out)
-		}
-	case <-time.After(15 * time.Second):
+	out, ok := explainWebWithin(t, c, 15*time.Second)
+	if !ok {
 		t.Fatalf("hang")
+	}
+	if !strings.Contains(out, "could not be asked") {
+		t.Fatalf("not said:\n%s", out)
 	}
 }
 
 func TestHoldsPendingAgentOnKnownNode(t *testing.T) {
-	s := newFakeCluster(t).likeAKubelet()
-	s.program("podsweeper/cc-1", kubeletServe, jsonPages(`[]`, ""))
-	c := s.cluster(5*time.Second,
-		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning),
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodPending))
-	_, out := explainAndRender(t, c, "apps", "web", "", "node-a")
+	_, out := explainBesideAgentIn(t, corev1.PodPending, "node-a")
 	if !strings.Contains(out, "Not asked: node-agent podsweeper/agent-a on node node-a is Pending") || !strings.Contains(out, "cannot tell") {
 		t.Fatalf("%s", out)
 	}
@@ -137,7 +113,7 @@ func TestHoldsRecreatedNote(t *testing.T) {
 	const newUID = "0b7e3d52-8c1a-4f0e-b6d2-9e4a1c7f5a30"
 	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"6m"},{"puID":"`+newUID+`","pod":"apps/web","state":"idle","age":"20s"}]`, ""))
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		workloadPod("apps", "web", newUID, "node-a"))
 	_, out := explainAndRender(t, c, "apps", "web", "", "")
 	if !strings.Contains(out, "this PU is of an earlier pod of that name (UID "+firstUID) {
@@ -249,11 +225,7 @@ func TestExplainIPKnowsALiveStaticPodByItsKubeletUID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := RenderIP(&b, x); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+	out := ipText(t, x)
 	t.Log(out)
 	if strings.Contains(out, "gone") || !strings.Contains(out, "live on node node-a") {
 		t.Fatalf("the live static pod kube-system/proxy-node-a (its mirror pod Running, annotation %s=%s) is not said to live:\n%s",
@@ -310,8 +282,8 @@ func TestARetrysTimeIsToldFromItsProgramsAnswer(t *testing.T) {
 			`","lastRow":1,"why":"pod not found","attempts":3,"nextAttempt":"` + next + `","lastError":"boom"}]`))
 	}))
 	c := s.cluster(3*time.Second,
-		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning),
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
+		clusterControllerOnNodeZ(),
+		nodeAgentOnNodeA(corev1.PodRunning))
 	_, out := explainAndRender(t, c, "apps", "db", "", "node-a")
 	t.Log(out)
 	okNext := strings.Contains(out, "next in 6s") || strings.Contains(out, "next in 5s") || strings.Contains(out, "next in 7s")
@@ -333,7 +305,7 @@ func TestHoldsUIDAloneNodeFromNodeEvent(t *testing.T) {
 		ReportingController: "podsweeper", EventTime: metav1.NewMicroTime(time.Now().Add(-time.Minute)),
 	}
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodRunning), ev)
 	x, out := explainAndRender(t, c, "", "", firstUID, "")
 	if len(x.Answers) != 1 || x.Answers[0].Program.Pod != "agent-b" || x.Name != "web" || !strings.Contains(out, "regarding Node/node-b") {
@@ -362,7 +334,7 @@ func TestAnInterruptEndsAQuestionWhoseErrorStreamClosesEmpty(t *testing.T) {
 	s := newFakeCluster(t).likeAKubelet()
 	s.program("podsweeper/agent-a", kubeletCloseErrHang, jsonPages(`[]`, ""))
 	c := s.cluster(time.Minute,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		workloadPod("apps", "web", firstUID, "node-a"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -386,7 +358,7 @@ func TestAUIDAskedUnderAnotherNameIsNotSaidGone(t *testing.T) {
 	s := newFakeCluster(t).likeAKubelet()
 	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		workloadPod("apps", "web", firstUID, "node-a"))
 	_, out := explainAndRender(t, c, "default", "web", firstUID, "")
 	t.Log(out)
@@ -409,11 +381,7 @@ func TestAReservationsPodIsNotKnownWhenTheCacheIsUnread(t *testing.T) {
 			Reservations: []ReservationStatus{{Network: "podnet", DataDir: "/var/lib/cni/networks", File: "/var/lib/cni/networks/podnet/10.88.0.13",
 				ContainerID: "c0ffee00d2b34", IfName: "eth0", Reserved: now.Add(-time.Minute), State: "kept",
 				Decision: FreeDecision{At: read, Row: 16, Why: "a host-local reservation of a sandbox the cache holds an attachment of, or whose DEL would remove a file never touched", Verdict: "keep"}}}}}
-	var b bytes.Buffer
-	if err := RenderIP(&b, x); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+	out := ipText(t, x)
 	t.Log(out)
 	if strings.Contains(out, "no attachment of libcni's cache is of that container") {
 		t.Fatalf("libcni's cache could not be read, and the answer says none of its attachments is of the container:\n%s", out)
@@ -433,11 +401,7 @@ func TestAReservationKeptOnRow16IsNotSaidOfNoCacheEntry(t *testing.T) {
 			Reservations: []ReservationStatus{{Network: "storagenet", DataDir: "/var/lib/cni/networks", File: "/var/lib/cni/networks/storagenet/10.99.0.7",
 				ContainerID: "3a9f0c1b2d4e5f60718293a4b5c6d7e8f90112233445566778899aabbccddeef", IfName: "net1", Reserved: now.Add(-time.Hour), State: "kept",
 				Decision: FreeDecision{At: read, Row: 16, Why: "a host-local reservation of a sandbox the cache holds an attachment of, or whose DEL would remove a file never touched", Verdict: "keep"}}}}}
-	var b bytes.Buffer
-	if err := RenderIP(&b, x); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+	out := ipText(t, x)
 	t.Log(out)
 	if strings.Contains(out, "no attachment of libcni's cache is of that container") {
 		t.Fatalf("cni-gc kept the reservation because the cache holds an attachment of its sandbox (row 16), and the plugin says none is:\n%s", out)
@@ -451,7 +415,7 @@ func TestADryRunDecidesNothingBeforeItsFirstCheck(t *testing.T) {
 	s := newFakeCluster(t).likeAKubelet()
 	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"queued","age":"1s"}]`, `{"total":0,"reports":[]}`))
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
+		nodeAgentOnNodeA(corev1.PodRunning, "--dry-run"),
 		workloadPod("apps", "web", firstUID, "node-a"))
 	_, out := explainAndRender(t, c, "apps", "web", "", "")
 	t.Log(out)
@@ -476,7 +440,7 @@ func TestHoldsJSONIsTheText(t *testing.T) {
 		EventTime: metav1.NewMicroTime(time.Now().Add(-time.Minute)),
 	}
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
+		nodeAgentOnNodeA(corev1.PodRunning, "--dry-run"),
 		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodPending), ev)
 	x, out := explainAndRender(t, c, "apps", "web", "", "node-a")
 	var j bytes.Buffer
@@ -513,7 +477,7 @@ func TestAnEventSeriesNoteIsToldAtItsFirstTime(t *testing.T) {
 		Series:    &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(now.Add(-5 * time.Second))},
 	}
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		workloadPod("apps", "web", firstUID, "node-a"), ev)
 	_, out := explainAndRender(t, c, "apps", "web", "", "")
 	t.Log(out)
@@ -551,7 +515,7 @@ func TestHoldsStatusJSONIsTheText(t *testing.T) {
 	s := newFakeCluster(t).likeAKubelet()
 	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"1m","lastChecked":"2026-01-01T00:00:00Z","lastRow":9,"why":"same pod, same sandbox"}]`, ""))
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodRunning),
 		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning, "--status-bind-address=0"))
 	ts, _, err := c.programs(context.Background(), "node-a", false)
@@ -584,8 +548,8 @@ func TestHoldsReportHeldFollowsLatest(t *testing.T) {
 		`{"at":"2026-01-01T00:01:00Z","puID":"`+firstUID+`","pod":"apps/web","reason":"PodGone","row":1,"why":"y","dropped":true}]}`))
 	s.program("podsweeper/cc-1", kubeletServe, jsonPages(`[]`, ""))
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
-		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning))
+		nodeAgentOnNodeA(corev1.PodRunning, "--dry-run"),
+		clusterControllerOnNodeZ())
 	ts, _, err := c.programs(context.Background(), "", true)
 	if err != nil {
 		t.Fatal(err)
@@ -614,7 +578,7 @@ func TestHoldsGonePodByNameAsksEveryNode(t *testing.T) {
 		Reason:         "PUDestroyed", Type: "Normal", ReportingController: "podsweeper", EventTime: metav1.NewMicroTime(time.Now()),
 	}
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-b", "node-b", corev1.PodRunning), ev)
 	x, out := explainAndRender(t, c, "apps", "web", "", "")
 	if len(x.Answers) != 2 || !strings.Contains(out, "PU "+firstUID) || !strings.Contains(out, "regarding Node/node-a") {
@@ -641,7 +605,7 @@ func TestHoldsPortForwardForbiddenLine(t *testing.T) {
 	s := newFakeCluster(t).likeAKubelet()
 	s.refuse["podsweeper/agent-a"] = podsForbidden("agent-a", `pods "agent-a" is forbidden`)
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		workloadPod("apps", "web", firstUID, "node-a"))
 	_, err := c.explainPod(context.Background(), "apps", "web", "", "", time.Now())
 	const want = "forbidden: you may not create pods/portforward in namespace podsweeper: the Role <fullname>-explain of the programs' chart, in namespace podsweeper grants it (docs/operating/explain.md says how to bind it)"
@@ -656,8 +620,8 @@ func TestHoldsKubeletRefusalIsCouldNotBeAsked(t *testing.T) {
 	s.refuse["podsweeper/agent-a"] = podsForbidden("agent-a", `pods "agent-a" is forbidden`)
 	s.program("podsweeper/cc-1", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
-		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
+		clusterControllerOnNodeZ(),
 		workloadPod("apps", "web", firstUID, "node-a"))
 	c.cs.(hybridCS).Clientset.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
@@ -683,7 +647,7 @@ func TestHoldsCouldNotBeAskedLines(t *testing.T) {
 	}))
 	s.program("podsweeper/cni-a", kubeletServe, jsonPages(`[]`, ""))
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"),
+		nodeAgentOnNodeA(corev1.PodRunning, "--dry-run"),
 		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning),
 		workloadPod("apps", "web", firstUID, "node-a"))
 	_, out := explainAndRender(t, c, "apps", "web", "", "")
@@ -707,7 +671,7 @@ func TestHoldsDryRunDroppedAndUIDUnknown(t *testing.T) {
 	s := newFakeCluster(t).likeAKubelet()
 	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[]`, `{"total":1,"reports":[{"at":"2026-01-01T00:00:00Z","puID":"`+firstUID+`","pod":"apps/web","reason":"PodGone","row":1,"why":"pod not found","dropped":true}]}`))
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
+		nodeAgentOnNodeA(corev1.PodRunning, "--dry-run"))
 	_, out := explainAndRender(t, c, "apps", "web", "", "")
 	if !strings.Contains(out, "no longer held (its pod is gone for good)") || !strings.Contains(out, "in a dry run (it destroys nothing)") {
 		t.Fatalf("%s", out)
@@ -736,7 +700,7 @@ func TestStatusTimesAreToldFromEachProgramsAnswer(t *testing.T) {
 	}))
 	c := s.cluster(3*time.Second,
 		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning),
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
+		nodeAgentOnNodeA(corev1.PodRunning))
 	now := time.Now().UTC() // as command() takes it, before the programs are asked
 	ts, _, err := c.programs(context.Background(), "node-a", false)
 	if err != nil {
@@ -763,7 +727,7 @@ func TestAPendingControllerIsNotAskedForAnUnscheduledPod(t *testing.T) {
 	p := workloadPod("apps", "web", firstUID, "")
 	p.Status.Phase = corev1.PodPending
 	c := s.cluster(5*time.Second,
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+		nodeAgentOnNodeA(corev1.PodRunning),
 		programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "", corev1.PodPending), p)
 	x, out := explainAndRender(t, c, "apps", "web", "", "")
 	t.Log(out)
@@ -776,7 +740,7 @@ func TestAPendingControllerIsNotAskedForAnUnscheduledPod(t *testing.T) {
 func TestHoldsDeletingProgramIsAsked(t *testing.T) {
 	s := newFakeCluster(t).likeAKubelet()
 	s.program("podsweeper/agent-a", kubeletServe, jsonPages(`[{"puID":"`+firstUID+`","pod":"apps/web","state":"idle","age":"1m"}]`, ""))
-	ap := programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning)
+	ap := nodeAgentOnNodeA(corev1.PodRunning)
 	now := metav1.Now()
 	ap.DeletionTimestamp = &now
 	ap.Finalizers = []string{"x"}
@@ -829,7 +793,7 @@ func TestAPagesTimesAreToldFromWhenItBeganToAnswer(t *testing.T) {
 		time.Sleep(3 * time.Second) // the rest of a long page
 		w.Write([]byte(`]`))
 	}))
-	c := s.cluster(10*time.Second, programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
+	c := s.cluster(10*time.Second, nodeAgentOnNodeA(corev1.PodRunning))
 	_, out := explainAndRender(t, c, "apps", "db", "", "node-a")
 	okNext := strings.Contains(out, "next in 6s") || strings.Contains(out, "next in 5s") || strings.Contains(out, "next in 7s")
 	okLast := strings.Contains(out, "last check    8s ago") || strings.Contains(out, "last check    7s ago") || strings.Contains(out, "last check    9s ago")
@@ -856,7 +820,7 @@ func TestADryRunReportsTimeIsToldFromItsOwnPage(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
-	c := s.cluster(10*time.Second, programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning, "--dry-run"))
+	c := s.cluster(10*time.Second, nodeAgentOnNodeA(corev1.PodRunning, "--dry-run"))
 	_, out := explainAndRender(t, c, "apps", "db", "", "node-a")
 	if !strings.Contains(out, "(8s ago)") && !strings.Contains(out, "(7s ago)") && !strings.Contains(out, "(9s ago)") {
 		t.Fatalf("the report page said: would have destroyed it 8s ago; the plugin says otherwise:\n%s", out)
@@ -889,13 +853,10 @@ func TestExplainIPTellsEachPagesTimesFromItsOwnAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	if err := RenderIP(&out, x); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "last check  8s ago") && !strings.Contains(out.String(), "last check  7s ago") &&
-		!strings.Contains(out.String(), "last check  9s ago") {
-		t.Fatalf("the status page said: last check 8s ago; the plugin says otherwise:\n%s", out.String())
+	text := ipText(t, x)
+	if !strings.Contains(text, "last check  8s ago") && !strings.Contains(text, "last check  7s ago") &&
+		!strings.Contains(text, "last check  9s ago") {
+		t.Fatalf("the status page said: last check 8s ago; the plugin says otherwise:\n%s", text)
 	}
 }
 
@@ -910,7 +871,7 @@ func TestAStaticPodAskedByOneUIDAloneShowsThePUsOfBoth(t *testing.T) {
 	s.program("podsweeper/agent-a", kubeletServe, jsonPages(mirrorPU, ""))
 	c := s.cluster(5*time.Second,
 		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a", "node-a", corev1.PodRunning),
-		programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning), staticMirrorPod())
+		nodeAgentOnNodeA(corev1.PodRunning), staticMirrorPod())
 	x, out := explainAndRender(t, c, "", "", staticKubeletUID, "")
 	held := 0
 	for _, a := range x.Answers {
@@ -947,7 +908,7 @@ func TestADestroyBetweenTheEventsReadAndTheProgramsAnswerIsTold(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
-	c = s.cluster(5*time.Second, programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning))
+	c = s.cluster(5*time.Second, nodeAgentOnNodeA(corev1.PodRunning))
 	_, out := explainAndRender(t, c, "apps", "db", "", "node-a")
 	if !strings.Contains(out, "PUDestroyed") {
 		t.Fatalf("the PU was destroyed while the plugin asked: neither its PU nor its Event is told:\n%s", out)
@@ -966,7 +927,7 @@ func TestAnEarlierPodsEventIsMarkedSo(t *testing.T) {
 		Reason:         "PUDestroyed", Type: "Normal", Message: "PodGone: destroyed PU",
 		ReportingController: "podsweeper", EventTime: metav1.NewMicroTime(time.Now().Add(-time.Minute)),
 	}
-	c := s.cluster(5*time.Second, programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", corev1.PodRunning),
+	c := s.cluster(5*time.Second, nodeAgentOnNodeA(corev1.PodRunning),
 		workloadPod("apps", "web", firstUID, "node-a"), ev)
 	x, out := explainAndRender(t, c, "apps", "web", "", "")
 	marked := len(x.Events) > 0 // the fake clientset lists it once per reason: it ignores field selectors
@@ -976,4 +937,41 @@ func TestAnEarlierPodsEventIsMarkedSo(t *testing.T) {
 	if !marked || !strings.Contains(out, "of an earlier pod of that name, UID earlier-uid") {
 		t.Fatalf("the Event of the earlier pod (UID earlier-uid) is told as the pod's now:\n%s", out)
 	}
+}
+
+// nodeAgentOnNodeA is the node agent podsweeper/agent-a on node-a, in phase, with args.
+func nodeAgentOnNodeA(phase corev1.PodPhase, args ...string) *corev1.Pod {
+	return programPod("podsweeper-node-agent", "r", "podsweeper", "agent-a", "node-a", phase, args...)
+}
+
+// clusterControllerOnNodeZ is the cluster controller podsweeper/cc-1, Running on node-z.
+func clusterControllerOnNodeZ() *corev1.Pod {
+	return programPod("podsweeper-cluster-controller", "r", "podsweeper", "cc-1", "node-z", corev1.PodRunning)
+}
+
+// explainWebWithin is the text of explain pod apps/web on c, and false when
+// the plugin is still asking after limit.
+func explainWebWithin(t *testing.T, c *cluster, limit time.Duration) (string, bool) {
+	done := make(chan string, 1)
+	go func() {
+		_, out := explainAndRender(t, c, "apps", "web", "", "")
+		done <- out
+	}()
+	select {
+	case out := <-done:
+		return out, true
+	case <-time.After(limit):
+		return "", false
+	}
+}
+
+// explainBesideAgentIn is explain pod apps/web (--node node, when not "")
+// where the cluster controller answers no PU and node-a's agent is in
+// phase.
+func explainBesideAgentIn(t *testing.T, phase corev1.PodPhase, node string) (*PodExplanation, string) {
+	t.Helper()
+	s := newFakeCluster(t).likeAKubelet()
+	s.program("podsweeper/cc-1", kubeletServe, jsonPages(`[]`, ""))
+	c := s.cluster(5*time.Second, clusterControllerOnNodeZ(), nodeAgentOnNodeA(phase))
+	return explainAndRender(t, c, "apps", "web", "", node)
 }

@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
-	"github.com/podsweeper/podsweeper/deletion"
-	"github.com/podsweeper/podsweeper/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
 )
 
 // explain.md:140-142 and its golden (explain-live.txt): "The controller's

@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 // explain.md:12-13: "A static pod is one pod under its two UIDs (the
@@ -112,10 +113,9 @@ func TestStaticPodByKubeletUIDAloneControllerPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	if !strings.Contains(b.String(), "PU MIRROR of pod kube-system/etcd-node-a") {
-		t.Fatalf("asked by the kubelet's UID alone, the controller's PU under the mirror pod's UID is not told:\n%s", b.String())
+	out := podText(t, x)
+	if !strings.Contains(out, "PU MIRROR of pod kube-system/etcd-node-a") {
+		t.Fatalf("asked by the kubelet's UID alone, the controller's PU under the mirror pod's UID is not told:\n%s", out)
 	}
 }
 
@@ -317,10 +317,9 @@ func TestStaticPodByKubeletUIDAloneFindsItsMirrorPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	t.Log(b.String())
-	if x.Pod == nil || !strings.Contains(b.String(), "Pod kube-system/etcd-node-a (UID uid-mirror) on node node-a: Running.") || strings.Contains(b.String(), "earlier pod") {
+	out := podText(t, x)
+	t.Log(out)
+	if x.Pod == nil || !strings.Contains(out, "Pod kube-system/etcd-node-a (UID uid-mirror) on node node-a: Running.") || strings.Contains(out, "earlier pod") {
 		t.Error("static pod by its kubelet UID not found")
 	}
 }

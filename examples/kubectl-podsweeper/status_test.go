@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 // explain.md:67-69: a program whose engine has not listed its Inventory

@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsweeper/podsweeper/adapters/k8s"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 // explain.md:26-27, 72-74: --timeout bounds each program's question.
@@ -190,11 +191,10 @@ func TestTimeoutBoundsSlowPage(t *testing.T) {
 	if d := time.Since(start); d > 4*time.Second {
 		t.Errorf("took %v", d)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	t.Log(b.String())
-	if !strings.Contains(b.String(), "agent-a (node node-a) could not be asked") || !strings.Contains(b.String(), "cc-1 holds no PU") ||
-		!strings.Contains(b.String(), "cannot tell all") {
+	out := podText(t, x)
+	t.Log(out)
+	if !strings.Contains(out, "agent-a (node node-a) could not be asked") || !strings.Contains(out, "cc-1 holds no PU") ||
+		!strings.Contains(out, "cannot tell all") {
 		t.Error("slow program not told as could not be asked")
 	}
 }
@@ -213,10 +213,9 @@ func TestCutStatusPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	t.Log(b.String())
-	if !strings.Contains(b.String(), "could not be asked") || strings.Contains(b.String(), "knows nothing") {
+	out := podText(t, x)
+	t.Log(out)
+	if !strings.Contains(out, "could not be asked") || strings.Contains(out, "knows nothing") {
 		t.Error("cut page not told as could not be asked")
 	}
 }
@@ -246,9 +245,7 @@ func TestSlowStatusPageToldOlder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	out := b.String()
+	out := podText(t, x)
 	t.Log(out)
 	if !strings.Contains(out, "last check    5s ago") || !strings.Contains(out, "next in 6s") {
 		t.Errorf("the program's answer says checked 5s before it, next attempt 6s after it; the plugin tells them from when the page's last byte came through")
@@ -271,10 +268,9 @@ func TestHugeStatusPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	t.Log(b.String())
-	if !strings.Contains(b.String(), "could not be asked") {
+	out := podText(t, x)
+	t.Log(out)
+	if !strings.Contains(out, "could not be asked") {
 		t.Error("huge page not told")
 	}
 }
@@ -304,10 +300,9 @@ func TestTimeoutBoundsStreamOpening(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := time.Since(start)
-	var b bytes.Buffer
-	_ = RenderPod(&b, x)
-	t.Log(d, b.String())
-	if d > 5*time.Second || !strings.Contains(b.String(), "agent-a (node node-a) could not be asked") || !strings.Contains(b.String(), "cc-1 holds no PU") {
+	out := podText(t, x)
+	t.Log(d, out)
+	if d > 5*time.Second || !strings.Contains(out, "agent-a (node node-a) could not be asked") || !strings.Contains(out, "cc-1 holds no PU") {
 		t.Error("stream opening not bounded")
 	}
 }
