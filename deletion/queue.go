@@ -616,6 +616,14 @@ func (c *Engine) Len() int {
 	return len(c.q.records)
 }
 
+// Running reports whether Start runs: it was called, and has not returned (a Start that stops, its context done,
+// still runs until it returns, within ShutdownTimeout).
+func (c *Engine) Running() bool {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	return c.started.Load() && !c.q.returned
+}
+
 // InventoryListed reports whether the engine knows every PU its Inventory holds: it has none (Options.Inventory
 // nil), or a list of it answered (Start's first, or a retry of it) and its PUs went in (a Start that stops while they
 // go in leaves the rest out, and this reports true all the same). Until then, Len and Status may miss the PUs a

@@ -43,10 +43,12 @@ type PUStatus struct {
 const TimeHeader = "Podsweeper-Time"
 
 // EngineHeader is the response header in which the status page tells
-// whether the engine runs: EngineRunning, or EngineNotRunning for an engine
-// not started (a standby's, before it leads) or whose Start has returned,
-// which holds no PU whatever the program's other replicas hold. kubectl
-// podsweeper tells such a page's program from one that holds nothing.
+// whether the engine runs (deletion.Engine.Running): EngineRunning, its
+// Start stopping included, or EngineNotRunning for an engine not started (a
+// standby's, before it leads) or whose Start has returned: no check runs on
+// the PUs it lists, if any (a standby's are its leader's to check), whatever
+// the program's other replicas hold. kubectl podsweeper tells such a page's
+// program from one that holds nothing.
 const EngineHeader = "Podsweeper-Engine"
 
 // The values of EngineHeader.
@@ -62,7 +64,7 @@ const (
 // reads the engine's state at each request, a copy of every entry; while
 // Start runs and the engine's Inventory is not listed yet
 // (deletion.Engine.InventoryListed), it answers 503, for the PUs a restart
-// left are not all known (an engine that does not run, a standby's, holds
+// left are not all known (an engine that does not run, a standby's, checks
 // none, and its page says so: EngineHeader). Serve
 // it behind authentication (the node agent puts it behind the metrics
 // server's filter), not to every scraper every second.
@@ -76,13 +78,13 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			return
 		}
 		// While Start runs and its Inventory is not listed yet, the PUs a restart left are not all known. An engine
-		// that does not run (a standby's, before it leads) holds no PU: its page says so.
+		// that does not run (a standby's, before it leads) checks no PU: its page says so.
 		if !engine.InventoryListed() && !errors.Is(engine.ReadinessCheck(nil), deletion.ErrNotRunning) {
 			http.Error(w, "the deletion engine has not listed its Inventory yet: the PUs a restart left are not all known", http.StatusServiceUnavailable)
 			return
 		}
 		running := EngineRunning
-		if errors.Is(engine.ReadinessCheck(nil), deletion.ErrNotRunning) {
+		if !engine.Running() { // not started, or Start has returned; one that stops still runs, and checks
 			running = EngineNotRunning
 		}
 		now := engine.Now() // the clock of the times of Status

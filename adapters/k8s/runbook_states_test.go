@@ -1,0 +1,99 @@
+package k8s_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// docs/operating/runbooks.md, "The status page": every tracked PU with its state, each state named. A PU whose Track
+// is telling the Observer (a journal's commit under way: the node agent's Inventory) is on the page as "tracking":
+// the runbook names it.
+func TestRunbookStatusPageStates(t *testing.T) {
+	listed := runbookStates(t)
+	alive := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21"},
+		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return alive.DeepCopy(), nil })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	told := make(chan struct{}, 1)
+	release := make(chan struct{})
+	obs := deletion.ObserverFunc(func(ev deletion.Event) {
+		if ev.Kind == deletion.EventTracked {
+			told <- struct{}{}
+			<-release // a journal's commit under way
+		}
+	})
+	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() { _ = eng.Start(ctx); close(returned) }()
+	tracked := make(chan error, 1)
+	go func() {
+		tracked <- eng.Track(ports.PU{PUID: string(alive.UID), Pod: types.NamespacedName{Namespace: "apps", Name: "web"}})
+	}()
+	defer func() { close(release); <-tracked; cancel(); <-returned }()
+	select {
+	case <-told:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Observer was never told of the PU")
+	}
+	srv := httptest.NewServer(k8s.NewStatusHandler(eng))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + k8s.StatusPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var pus []k8s.PUStatus
+	if err := json.NewDecoder(resp.Body).Decode(&pus); err != nil {
+		t.Fatalf("status %d: %v", resp.StatusCode, err)
+	}
+	for _, p := range pus {
+		if !slices.Contains(listed, p.State) {
+			t.Errorf("the status page lists PU %s in state %q, which the runbook's list of states (%q) lacks", p.PUID, p.State, listed)
+		}
+	}
+	if len(pus) == 0 {
+		t.Errorf("the PU being tracked is not on the page")
+	}
+}
+
+// runbookStates returns the states the runbook's paragraph on the status page names, in backquotes, between
+// "with its state (" and the next "),".
+func runbookStates(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "operating", "runbooks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(strings.Join(strings.Fields(string(b)), " "), "tracked PU with its state (")
+	list, _, ok2 := strings.Cut(after, "),")
+	if !ok || !ok2 {
+		t.Fatal("the runbook has no list of the status page's states")
+	}
+	var states []string
+	for i, part := range strings.Split(list, "`") {
+		if i%2 == 1 {
+			states = append(states, part)
+		}
+	}
+	return states
+}
