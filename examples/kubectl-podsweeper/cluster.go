@@ -286,7 +286,7 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 		prog := charts[p.Labels["app.kubernetes.io/name"]]
 		replaced := slices.ContainsFunc(out, func(t target) bool {
 			return t.Program.Program == prog && t.Program.Release == p.Labels["app.kubernetes.io/instance"] &&
-				(!nodeScoped[prog] || t.Node == p.Spec.NodeName)
+				t.Namespace == p.Namespace && (!nodeScoped[prog] || t.Node == p.Spec.NodeName) // a release is one namespace's
 		})
 		if !replaced {
 			unasked = append(unasked, fmt.Sprintf("%s %s/%s%s is %s: not asked", prog, p.Namespace, p.Name, onNodeOf(p.Spec.NodeName), p.Status.Phase))
@@ -391,7 +391,8 @@ func (c *cluster) askAll(ctx context.Context, ts []target, keep func(pod, puID s
 	var unasked []string
 	for i, a := range out {
 		same := func(b Answer) bool {
-			return b.Program.Program == a.Program.Program && b.Program.Release == a.Program.Release && b.Program.Node == a.Program.Node
+			return b.Program.Program == a.Program.Program && b.Program.Release == a.Program.Release &&
+				b.Program.Namespace == a.Program.Namespace && b.Program.Node == a.Program.Node // a release is one namespace's
 		}
 		if !a.Standby || slices.ContainsFunc(out[:i], same) || slices.ContainsFunc(out, func(b Answer) bool { return same(b) && !b.Standby }) {
 			continue
@@ -453,15 +454,16 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 	}
 }
 
-// gone says the PUs an earlier round of explainPod read (earlier) that x, the last, tells neither held nor destroyed
-// (no Event of the pod of that UID): destroyed meanwhile, their Events not yet written (the recorder writes them on a
+// gone says the PUs an earlier round of explainPod read (earlier) that x, the last, tells neither held, reported by a
+// dry run, nor destroyed (no Event of the pod of that UID): destroyed meanwhile, their Events not yet written (the recorder writes them on a
 // goroutine of its own, with retries), or held by a program the last round did not ask. The answer cannot tell what
 // became of them.
 func gone(x *PodExplanation, earlier map[string]string) []string {
 	var out []string
 	for _, puid := range slices.Sorted(maps.Keys(earlier)) {
-		held := slices.ContainsFunc(x.Answers, func(a Answer) bool {
-			return slices.ContainsFunc(a.PUs, func(s k8s.PUStatus) bool { return s.PUID == puid })
+		held := slices.ContainsFunc(x.Answers, func(a Answer) bool { // held, or reported by its dry run (dropped)
+			return slices.ContainsFunc(a.PUs, func(s k8s.PUStatus) bool { return s.PUID == puid }) ||
+				slices.ContainsFunc(a.Reports, func(d k8s.WouldDestroy) bool { return d.PUID == puid })
 		})
 		told := slices.ContainsFunc(x.Events, func(e Event) bool { return e.uid == puid })
 		if !held && !told {
@@ -549,6 +551,9 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 		x.Warnings = append(x.Warnings, "the pod's node was not known when its programs were asked: every node's were (--node narrows it)")
 	}
 	askedNode, named, was := node, x.Name != "", first // what the programs are asked on
+	if uid != "" && was != nil && !was.is(uid) {
+		was = nil // another pod of that name: what becomes of it meanwhile is not what is asked
+	}
 	ts, unasked, err := c.programs(ctx, node, true)
 	if err != nil {
 		return nil, nil, err
@@ -648,6 +653,9 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 		default:
 			now = podOf(p)
 		}
+		if uid != "" && now != nil && !now.is(uid) {
+			now = nil // another pod of that name (--uid): not the one asked, whatever it does
+		}
 		var changed string
 		switch {
 		case was != nil && now == nil:
@@ -694,6 +702,9 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 		if note := elsewhere(x.Pod); !slices.Contains(x.Warnings, note) {
 			x.Warnings = append(x.Warnings, note)
 		}
+	} else if flagNode != "" && x.Pod == nil && was != nil && was.Node != "" && was.Node != flagNode && (uid == "" || was.is(uid)) {
+		// It ran on another node, and was deleted while the programs were asked: that node's may hold its PU.
+		x.Unasked = append(x.Unasked, fmt.Sprintf("the programs of node %s, where the pod ran until it was deleted (--node %s was asked)", was.Node, flagNode))
 	}
 	if flagNode != "" && x.UID != "" && x.Name == "" {
 		// Asked by UID alone on one node, and named by nothing: a live pod cannot be looked up by its UID, and may
@@ -950,7 +961,10 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 	}
 	ts = slices.DeleteFunc(ts, func(t target) bool { return t.Program.Program != "cni-gc" })
 	// A cni-gc of the node that does not run (Pending, Unknown) holds its own latest frees too.
-	notRunning := slices.DeleteFunc(unasked, func(u string) bool { return !strings.HasPrefix(u, "cni-gc ") })
+	// So may a cni-gc of another namespace than --namespace's, not listed.
+	notRunning := slices.DeleteFunc(unasked, func(u string) bool {
+		return !strings.HasPrefix(u, "cni-gc ") && !strings.HasPrefix(u, "the programs of other namespaces")
+	})
 	if len(ts) == 0 {
 		x.Unasked = notRunning
 		return x, nil
