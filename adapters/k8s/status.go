@@ -2,7 +2,6 @@ package k8s
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -79,7 +78,7 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 		}
 		// While Start runs and its Inventory is not listed yet, the PUs a restart left are not all known. An engine
 		// that does not run (a standby's, before it leads) checks no PU: its page says so.
-		if !engine.InventoryListed() && !errors.Is(engine.ReadinessCheck(nil), deletion.ErrNotRunning) {
+		if !engine.InventoryListed() && engine.Running() { // a Start that stops runs, and is not restored yet either
 			http.Error(w, "the deletion engine has not listed its Inventory yet: the PUs a restart left are not all known", http.StatusServiceUnavailable)
 			return
 		}
