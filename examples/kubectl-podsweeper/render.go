@@ -331,6 +331,8 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 			next = "next " + in(a.now(x.Now), *s.NextAttempt)
 		}
 		p.f("    attempts      %d destroy call(s) failed; %s.\n", s.Attempts, next)
+	} else if s.NextAttempt != nil { // its first destroy waits for its turn under the rate
+		p.f("    next attempt  %s.\n", in(a.now(x.Now), *s.NextAttempt))
 	}
 	if s.LastError != "" {
 		p.f("    last error    %s\n", s.LastError)
