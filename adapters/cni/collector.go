@@ -1011,7 +1011,11 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // entry or the config of its network was being written) forgets nothing
 // of it: the next list compares with what was told before, and a pod
 // requeued stays requeued, another list following within a second (five
-// times in a row at most; then at the next interval). At its start and after each list, it
+// times in a row at most; then at the next interval); so does a pod
+// requeued that a list passes over for another reason (a DestroyPU of it
+// ended while the list read, or the Runtime could not order its
+// sandboxes), and a pod requeued whose list was under way when a Resync
+// returned is the next Resync's. At its start and after each list, it
 // frees host-local's reservations that no sandbox of the Runtime and no
 // cache entry accounts for (the package doc, "host-local's
 // reservations"; a dry run only lists them, WouldFree). It returns when ctx

@@ -63,8 +63,8 @@ type resyncer struct {
 	// began (see once).
 	destroys  uint64
 	destroyed map[string]uint64
-	// carried counts, for each pod requeued, the lists that could not tell
-	// of it (listing.unsure) since: each asks for another list after
+	// carried counts, for each pod requeued, the lists that could not
+	// decide on it since (carry): each asks for another list after
 	// unsureRetry, maxUnsureRetries times at most.
 	carried map[podKey]int
 }
@@ -227,7 +227,16 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 	requeued, inventory := r.requeued, r.inventory
 	r.requeued = make(map[podKey]bool)
 	r.mu.Unlock()
+	defer func() {
+		if ctx.Err() != nil {
+			r.giveBack(requeued) // Resync has returned: the next one triggers them
+		}
+	}()
 	now := sandboxesByPUID(l.pus)
+	carry := make(map[string]types.NamespacedName) // pods this list could not decide on, by UID
+	for uid, pod := range l.unsure {
+		carry[uid] = pod
+	}
 	for _, pu := range l.pus {
 		if ctx.Err() != nil { // Resync has returned (run): nothing more is tracked
 			return now
@@ -248,11 +257,13 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			// - some of its attachments could not be told of (their network's entry or config being written):
 			//   the sandbox listed may not be the one a whole read would list (unsure carries its requeue);
 			// - the order is the cache's times, not the runtime's: neither tracked nor compared.
+			// A requeue of the pod is carried to the next list, as unsure's.
 			if ok {
 				now[pu.PUID] = was
 			} else {
 				delete(now, pu.PUID)
 			}
+			carry[pu.PUID] = pu.Pod
 			continue
 		}
 		if ok && was != "" && was != pu.SandboxID && l.held[was] && t.Untrack(pu.PUID) {
@@ -272,33 +283,60 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			delete(now, pu.PUID) // not told to the engine: the next list tracks it, a dry run's too
 			continue
 		}
-		if sb, ok := last[pu.PUID]; !ok || sb != now[pu.PUID] || requeuedNow {
+		if !ok || was != now[pu.PUID] || requeuedNow {
 			t.TriggerPod(pu.Pod)
 		}
 	}
-	r.unsure(l, last, inventory, now, requeued)
+	r.unsure(l, last, inventory, now)
+	r.carry(carry, requeued)
 	return now
+}
+
+// giveBack requeues again the pods of requeued, and asks for a list at
+// once: a list that took them was left behind by a Resync that returned.
+func (r *resyncer) giveBack(requeued map[podKey]bool) {
+	r.mu.Lock()
+	for k := range requeued {
+		r.requeued[k] = true
+	}
+	r.mu.Unlock()
+	if len(requeued) > 0 {
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // unsure keeps, of the pods the list l could not tell all of
 // (listing.unsure) and did not list, what the list before it (last; before
 // the first, the Inventory's) said they were tracked with, in now: whether
 // they left the cache is not known, and a pod not forgotten is not tracked
-// anew (a dry run's would be reported again). A requeued one, listed or
-// not, stays requeued, and another list is asked for after unsureRetry.
-func (r *resyncer) unsure(l listing, last, inventory, now map[string]string, requeued map[podKey]bool) {
+// anew (a dry run's would be reported again).
+func (r *resyncer) unsure(l listing, last, inventory, now map[string]string) {
 	prev := last
 	if prev == nil {
 		prev = inventory
 	}
-	retry := false
-	r.mu.Lock()
-	for uid, pod := range l.unsure {
+	for uid := range l.unsure {
 		if _, listed := now[uid]; !listed {
 			if sb, ok := prev[uid]; ok {
 				now[uid] = sb
 			}
 		}
+	}
+}
+
+// carry keeps requeued, of the pods a list could not decide on (pods, by
+// UID: it could not tell all of them, a DestroyPU of theirs ended while it
+// read, or the Runtime could not order their sandboxes), those requeued,
+// and asks for another list after unsureRetry (maxUnsureRetries times in a
+// row at most; then they wait for the next interval's list, still
+// requeued).
+func (r *resyncer) carry(pods map[string]types.NamespacedName, requeued map[podKey]bool) {
+	retry := false
+	r.mu.Lock()
+	for uid, pod := range pods {
 		if k, ok := requeuedOf(requeued, pod, uid); ok {
 			r.requeued[k] = true
 			r.carried[k]++

@@ -503,3 +503,111 @@ func (c *cacheDir) dryRunResync(t *testing.T) (coll *cni.Collector, r *tracker, 
 	synctest.Wait()
 	return coll, r, func() { cancel(); require.NoError(t, <-done) }
 }
+
+// requeueHeld reports whether r tracked pod-u1's PU with sandbox and triggered pod-u1.
+func requeueHeld(r *tracker, sandbox string) (tracked, triggered bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tracked = slices.ContainsFunc(r.tracked, func(pu ports.PU) bool { return pu.PUID == "u1" && pu.SandboxID == sandbox })
+	triggered = slices.Contains(r.triggered, types.NamespacedName{Namespace: "ns", Name: "pod-u1"})
+	return tracked, triggered
+}
+
+// Requeue "asks a running Resync to list the cache at once, so that the pod's next sandbox in the cache is
+// tracked and checked without waiting for ResyncInterval": a DestroyPU of the pod that ends while the requeue's list
+// reads (the engine retrying the old sandbox's, which finds nothing left) has the list pass the pod over; the
+// requeue is carried to another list, not spent.
+func TestARequeueOutlivesAListThatADestroyOfThePodEndedDuring(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		first := c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1"})
+		rt := &gatedRuntime{}
+		coll := c.collectorWith(rt, 0)
+		pus, err := coll.ListPUs(t.Context()) // the engine's Inventory: pod-u1 on A
+		require.NoError(t, err)
+		require.Len(t, pus, 1)
+		require.Equal(t, "A", pus[0].SandboxID)
+		var r tracker
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &r) }()
+		synctest.Wait()
+		// The engine freed A, and requeues the pod; while the requeue's list reads, a DestroyPU of A ends.
+		require.NoError(t, os.Remove(filepath.Join(c.dir, "results", first)))
+		rt.close()
+		require.NoError(t, coll.Requeue(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}))
+		<-rt.waiting
+		require.NoError(t, coll.DestroyPU(t.Context(), ports.DestroyEvent{PUID: "u1", Pod: types.NamespacedName{Namespace: "ns", Name: "pod-u1"},
+			SandboxID: "A", Reason: ports.ReasonSandboxChanged}))
+		rt.open()
+		time.Sleep(10 * time.Second) // well within ResyncInterval of the requeue
+		synctest.Wait()
+		tracked, triggered := requeueHeld(&r, "B")
+		cancel()
+		require.NoError(t, <-done)
+		require.True(t, tracked && triggered, "10s after the requeue, pod-u1 tracked on its next sandbox B: %v, triggered: %v", tracked, triggered)
+	})
+}
+
+// A requeue outlives the Resync whose list took it: the Resync returned (its context ended) while its list read
+// the runtime, and that list, left behind, calls the engine no more; the Resync called next triggers the pod.
+func TestARequeueTakenByAListAResyncLeftBehindIsTheNextResyncs(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		rt := &gatedRuntime{}
+		coll := c.collectorWith(rt, 0)
+		_, err := coll.ListPUs(t.Context())
+		require.NoError(t, err)
+		var r tracker
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &r) }()
+		synctest.Wait()
+		rt.close()
+		require.NoError(t, coll.Requeue(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}))
+		<-rt.waiting // the requeue's list reads the runtime
+		cancel()
+		require.NoError(t, <-done)
+		rt.open()
+		synctest.Wait() // the list left behind has ended, having called nothing
+		_, triggered := requeueHeld(&r, "A")
+		require.False(t, triggered, "a list left behind by a Resync that returned triggers nothing")
+
+		ctx, cancel = context.WithCancel(t.Context())
+		go func() { done <- coll.Resync(ctx, &r) }()
+		time.Sleep(10 * time.Second) // well within ResyncInterval
+		synctest.Wait()
+		_, triggered = requeueHeld(&r, "A")
+		cancel()
+		require.NoError(t, <-done)
+		require.True(t, triggered, "the pod requeued while the Resync before returned is triggered by the next within 10s")
+	})
+}
+
+// Resync "triggers a check of those it did not list the time before or listed with another sandbox, and of the
+// pods requeued", the time before being, before its first list, the Inventory's list: a pod the Inventory listed,
+// listed again with the same sandbox and not requeued, is tracked (Track is insert-only) but not triggered.
+func TestResyncsFirstListTriggersOnlyWhatChangedSinceTheInventory(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		coll := c.collectorWith(&listedRuntime{}, 0)
+		_, err := coll.ListPUs(t.Context()) // the engine's Inventory: pod-u1 on A
+		require.NoError(t, err)
+		c.write(entry{network: "podnet", sandbox: "Z", uid: "u2", namespace: "ns", name: "pod-u2"}) // created since
+		var r tracker
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &r) }()
+		time.Sleep(time.Minute + time.Second) // the first list
+		synctest.Wait()
+		cancel()
+		require.NoError(t, <-done)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		require.Equal(t, []types.NamespacedName{{Namespace: "ns", Name: "pod-u2"}}, r.triggered,
+			"only the pod the Inventory did not list is triggered")
+	})
+}
