@@ -599,9 +599,8 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 	if ev.PUID == "" {
 		return ports.Permanent(errors.New("cni: DestroyPU of a PU without a PUID"))
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("cni: pod %s (uid %s) kept: %w", ev.Pod, ev.PUID, err)
-	}
+	// An ended ctx keeps the pod where DestroyPU's would (planRead's list of the Runtime); a PU the cache holds
+	// nothing of is nothing to do, as there.
 	p, err := c.planRead(ctx, ev, true, func() (view, error) { // the cache alone: no skip logged, no refusal forgotten
 		v, _, err := c.cache.read()
 		return v, err
@@ -622,6 +621,9 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 		for j, a := range sb.Atts {
 			if !p.verdicts[i].Del[j] {
 				continue
+			}
+			if err := ctx.Err(); err != nil { // DestroyPU's DEL would fail
+				return fmt.Errorf("cni: pod %s (uid %s) kept: %w", ev.Pod, ev.PUID, err)
 			}
 			if _, err := c.delCheck(a); err != nil && !errors.Is(err, errFreedMeanwhile) {
 				unusable = append(unusable, err)

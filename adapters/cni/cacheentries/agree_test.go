@@ -51,3 +51,42 @@ func TestHoldsListSandboxDeadDryRunAgree(t *testing.T) {
 
 	}
 }
+
+// DryRunDestroyPU answers as DestroyPU would with a context that has ended too: nil for a PU the cache holds
+// nothing of, an error (the pod kept) where DestroyPU would have to list the Runtime or run a DEL.
+func TestDryRunAgreesWithDestroyPUOnAnEndedContext(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		runtime bool
+		puid    string
+	}{
+		{"unknown PU", true, "uid-b"},
+		{"unknown PU, no Runtime", false, "uid-b"},
+		{"dead sandbox", true, "uid-a"},
+		{"dead sandbox, no Runtime", false, "uid-a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.entry("podnet", "dead", "eth0", "uid-a", filepath.Join(e.root, "netns", "gone"), loggerConf("podnet", ""), "10.88.0.4", time.Now().Add(-time.Hour))
+			o := e.opts(nil)
+			if tc.runtime {
+				o = e.opts(&fakeRuntime{})
+			}
+			c, err := cni.New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			ev := ports.DestroyEvent{PUID: tc.puid, Pod: types.NamespacedName{Namespace: "ns", Name: "pod-" + tc.puid}, Reason: ports.ReasonPodGone}
+			derr := c.DryRunDestroyPU(ctx, ev)
+			rerr := c.DestroyPU(ctx, ev)
+			if (derr == nil) != (rerr == nil) {
+				t.Errorf("context ended: dry run answers %v, DestroyPU %v", derr, rerr)
+			}
+			if want := tc.puid == "uid-b"; (rerr == nil) != want {
+				t.Errorf("context ended: DestroyPU answers %v; want nil only for a PU the cache holds nothing of", rerr)
+			}
+		})
+	}
+}
