@@ -73,8 +73,9 @@ type AttachmentStatus struct {
 	// Its address is held all the same, as far as the Collector knows.
 	NeverTouched string `json:"neverTouched,omitempty"`
 	// Decision is the last decision the Collector took on its sandbox
-	// when the engine asked it to free it (DestroyPU, or DryRunDestroyPU in
-	// a dry run), a keep for want of what it decides on included (Row -1),
+	// when the engine asked it to free it for this attachment's pod
+	// (DestroyPU, or DryRunDestroyPU in a dry run: another pod's attachment
+	// of the same sandbox is not decided on by that call), a keep for want of what it decides on included (Row -1),
 	// as it stands for this attachment: kept, of a sandbox to free, when it
 	// is never DELed or was kept when decided again before its DEL; nil: it
 	// was never asked to, since the Collector started.
@@ -196,12 +197,14 @@ func decisionOf(v verdict, at time.Time, reason ports.Reason, dryRun bool) FreeD
 // from any goroutine.
 type addressLog struct {
 	mu sync.Mutex
-	// decisions are by sandbox ID, of the sandboxes the cache held at its
+	// decisions are by sandbox ID and pod UID (a DestroyPU decides on the
+	// attachments of its own pod, and a sandbox the cache names as two
+	// pods' is two decisions), of the sandboxes the cache held at its
 	// last read (retain); ofAtts, by sandbox ID then attachment, what
 	// became of one attachment apart from its sandbox's decision (kept:
 	// never DELed, decided again before its DEL, not decided again), until
 	// its sandbox is decided anew.
-	decisions map[string]FreeDecision
+	decisions map[sandboxOf]FreeDecision
 	ofAtts    map[string]map[attKey]FreeDecision
 	// reservations are the last round's, by canonical address; read when
 	// it read them (zero: never).
@@ -220,11 +223,16 @@ type addressLog struct {
 }
 
 func newAddressLog() *addressLog {
-	return &addressLog{decisions: map[string]FreeDecision{}, ofAtts: map[string]map[attKey]FreeDecision{}}
+	return &addressLog{decisions: map[sandboxOf]FreeDecision{}, ofAtts: map[string]map[attKey]FreeDecision{}}
 }
 
-// attKey names one attachment of a sandbox: its network and interface.
-type attKey struct{ network, ifName string }
+// sandboxOf names a sandbox's attachments of one pod: the sandbox's ID
+// and the pod's UID.
+type sandboxOf struct{ id, uid string }
+
+// attKey names one attachment of a sandbox: its network, its interface
+// and its pod's UID.
+type attKey struct{ network, ifName, uid string }
 
 // attDecided records d of the attachment a alone. l.mu is held.
 func (l *addressLog) attDecided(a attachment, d FreeDecision) {
@@ -233,15 +241,15 @@ func (l *addressLog) attDecided(a attachment, d FreeDecision) {
 		m = map[attKey]FreeDecision{}
 		l.ofAtts[a.ContainerID] = m
 	}
-	m[attKey{a.NetworkName, a.IfName}] = d
+	m[attKey{a.NetworkName, a.IfName, a.PodUID}] = d
 }
 
 // decisionOfAtt returns the decision the page tells of a: its own, or its sandbox's. l.mu is held.
 func (l *addressLog) decisionOfAtt(a attachment) (FreeDecision, bool) {
-	if d, ok := l.ofAtts[a.ContainerID][attKey{a.NetworkName, a.IfName}]; ok {
+	if d, ok := l.ofAtts[a.ContainerID][attKey{a.NetworkName, a.IfName, a.PodUID}]; ok {
 		return d, true
 	}
-	d, ok := l.decisions[a.ContainerID]
+	d, ok := l.decisions[sandboxOf{a.ContainerID, a.PodUID}]
 	return d, ok
 }
 
@@ -256,8 +264,12 @@ func (l *addressLog) decided(sbs []sandbox, vs []verdict, at time.Time, ev ports
 			continue
 		}
 		d := decisionOf(v, at, ev.Reason, dryRun)
-		l.decisions[v.ID] = d
-		delete(l.ofAtts, v.ID)
+		l.decisions[sandboxOf{v.ID, ev.PUID}] = d
+		for k := range l.ofAtts[v.ID] {
+			if k.uid == ev.PUID {
+				delete(l.ofAtts[v.ID], k)
+			}
+		}
 		if v.Action != free || i >= len(sbs) {
 			continue
 		}
@@ -278,7 +290,7 @@ func (l *addressLog) undecided(ids []string, at time.Time, ev ports.DestroyEvent
 	defer l.mu.Unlock()
 	for _, id := range ids {
 		if id != "" {
-			l.decisions[id] = FreeDecision{At: at, Reason: string(ev.Reason), DryRun: dryRun, Row: -1, Why: why.Error(), Verdict: verdictWords[keep]}
+			l.decisions[sandboxOf{id, ev.PUID}] = FreeDecision{At: at, Reason: string(ev.Reason), DryRun: dryRun, Row: -1, Why: why.Error(), Verdict: verdictWords[keep]}
 		}
 	}
 }
@@ -295,9 +307,9 @@ func (l *addressLog) attUndecided(a attachment, at time.Time, ev ports.DestroyEv
 func (l *addressLog) retain(held func(id string) bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for id := range l.decisions {
-		if !held(id) {
-			delete(l.decisions, id)
+	for k := range l.decisions {
+		if !held(k.id) {
+			delete(l.decisions, k)
 		}
 	}
 	for id := range l.ofAtts {
@@ -360,7 +372,7 @@ func (l *addressLog) reservationKept(r Reservation, why error) {
 func (l *addressLog) recheckKept(a attachment, why string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if d, ok := l.decisions[a.ContainerID]; ok {
+	if d, ok := l.decisions[sandboxOf{a.ContainerID, a.PodUID}]; ok {
 		d.At, d.Verdict, d.Why = time.Now(), verdictWords[keep], "decided again right before its DEL: "+why
 		l.attDecided(a, d)
 	}

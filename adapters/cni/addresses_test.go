@@ -361,3 +361,27 @@ func TestAddressTellsTheDecisionOfEachAttachmentOfASandbox(t *testing.T) {
 	require.NotNil(t, d)
 	assert.Equal(t, "keep", d.Verdict, "the attachment never DELed is told kept: %+v", d)
 }
+
+// "Decision is the last decision the Collector took on its sandbox when the engine asked it to free it for this
+// attachment's pod": a sandbox the cache names as two pods' (libcni's entries of two pods under one container ID),
+// freed for the one pod that is gone, leaves the other pod's attachment undecided on the page, not "free".
+func TestAddressTellsAnotherPodsAttachmentOfAFreedSandboxUndecided(t *testing.T) {
+	c := newCacheDir(t)
+	for _, p := range []struct{ uid, ifName, ip string }{{"uid-a", "eth0", "10.3.0.7"}, {"uid-b", "eth1", "10.3.0.8"}} {
+		conf := `{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"logger"}]}`
+		b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": "sb-x", "ifName": p.ifName, "networkName": "podnet",
+			"config": []byte(conf), "cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "apps"}, {"K8S_POD_NAME", "pod-" + p.uid}, {"K8S_POD_UID", p.uid}},
+			"result": map[string]any{"cniVersion": "1.1.0", "ips": []map[string]any{{"address": p.ip + "/24"}}}})
+		require.NoError(t, err)
+		c.writeRaw("podnet-sb-x-"+p.ifName, b, time.Hour)
+	}
+	coll := c.collectorListingNone()
+	require.NoError(t, coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-a",
+		Pod: types.NamespacedName{Namespace: "apps", Name: "pod-uid-a"}, Reason: ports.ReasonPodGone}))
+	require.False(t, c.exists("podnet-sb-x-eth0"), "pod a's attachment freed")
+	require.True(t, c.exists("podnet-sb-x-eth1"), "pod b's attachment kept")
+	st := askAddress(t, coll.AddressHandler(), "10.3.0.8")
+	require.Len(t, st.Attachments, 1)
+	require.Equal(t, "uid-b", st.Attachments[0].PodUID)
+	require.Nil(t, st.Attachments[0].Decision, "pod b's attachment was never asked to be freed: %+v", st.Attachments[0].Decision)
+}
