@@ -257,63 +257,69 @@ func readReservations(dataDir string) ([]Reservation, []skipped, error) {
 	var rs []Reservation
 	var skips []skipped
 	for _, nd := range nets {
-		dir := filepath.Join(dataDir, nd.Name())
-		// A network's directory that is a link (to another disk, say): host-local's ADD reserves through it, and
-		// its DEL never releases through it (it walks the directory without following the link). Each
-		// reservation there is reported, never touched: no DEL can free it.
-		linked := nd.Type()&fs.ModeSymlink != 0
-		if linked {
-			info, err := os.Stat(dir)
-			switch {
-			case err != nil: // a link the collector cannot follow (into what its pod does not mount): the runtime may
-				skips = append(skips, skipped{File: dir, Why: fmt.Sprintf("a network's directory that is a link the collector cannot follow: %v: its reservations are not read, never touched", err), Unreadable: true})
-				continue
-			case !info.IsDir():
-				continue
-			}
-		} else if !nd.IsDir() { // host-local makes directories: a file is someone else's
-			continue
-		}
-		files, err := os.ReadDir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil { // one network's directory keeps the others' reservations from no one
-			skips = append(skips, skipped{File: dir, Why: fmt.Sprintf("reading host-local's reservations: %v: they are not read", err), Unreadable: true})
-			continue
-		}
-		for _, fe := range files {
-			name := fe.Name()
-			// host-local's lock and last_reserved_ip.* are no reservations; its DEL walks them all the same, as it
-			// walks every file of the directory.
-			if name == hostLocalLock || strings.HasPrefix(name, hostLocalLastPrefix) || net.ParseIP(name) == nil {
-				// No reservation, and host-local's DEL walks the whole directory all the same: a file it would remove,
-				// or may, is told so (walkedByDel), and never touched.
-				if s, ok := walkedByDel(dataDir, nd.Name(), name, fe.Type()); ok && !linked {
-					skips = append(skips, s)
-				}
-				continue
-			}
-			path := filepath.Join(dir, name)
-			if !fe.Type().IsRegular() {
-				skips = append(skips, walkedIf(!linked, notRegular(dataDir, nd.Name(), name, fe.Type())))
-				continue
-			}
-			r, skip, gone := readReservation(dataDir, nd.Name(), name)
-			switch {
-			case gone:
-			case skip != nil:
-				skips = append(skips, walkedIf(!linked, *skip))
-			case linked:
-				skips = append(skips, skipped{File: path, Written: r.Reserved, ContainerID: r.ContainerID, Unreadable: true, Reservation: &r,
-					Why: "a host-local reservation of container " + r.ContainerID + " in a network's directory that is a link (" + dir +
-						"): host-local's DEL does not follow it to release the address: reported, never touched"})
-			default:
-				rs = append(rs, r)
-			}
-		}
+		r, s := readNetwork(dataDir, nd)
+		rs, skips = append(rs, r...), append(skips, s...)
 	}
 	return rs, skips, nil
+}
+
+// readNetwork reads the reservations of one network's directory nd of
+// dataDir, and skips what it cannot use (readReservations).
+func readNetwork(dataDir string, nd fs.DirEntry) (rs []Reservation, skips []skipped) {
+	dir := filepath.Join(dataDir, nd.Name())
+	// A network's directory that is a link (to another disk, say): host-local's ADD reserves through it, and
+	// its DEL never releases through it (it walks the directory without following the link). Each
+	// reservation there is reported, never touched: no DEL can free it.
+	linked := nd.Type()&fs.ModeSymlink != 0
+	if linked {
+		info, err := os.Stat(dir)
+		switch {
+		case err != nil: // a link the collector cannot follow (into what its pod does not mount): the runtime may
+			return nil, []skipped{{File: dir, Why: fmt.Sprintf("a network's directory that is a link the collector cannot follow: %v: its reservations are not read, never touched", err), Unreadable: true}}
+		case !info.IsDir():
+			return nil, nil
+		}
+	} else if !nd.IsDir() { // host-local makes directories: a file is someone else's
+		return nil, nil
+	}
+	files, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil { // one network's directory keeps the others' reservations from no one
+		return nil, []skipped{{File: dir, Why: fmt.Sprintf("reading host-local's reservations: %v: they are not read", err), Unreadable: true}}
+	}
+	for _, fe := range files {
+		name := fe.Name()
+		// host-local's lock and last_reserved_ip.* are no reservations; its DEL walks them all the same, as it
+		// walks every file of the directory.
+		if name == hostLocalLock || strings.HasPrefix(name, hostLocalLastPrefix) || net.ParseIP(name) == nil {
+			// No reservation, and host-local's DEL walks the whole directory all the same: a file it would remove,
+			// or may, is told so (walkedByDel), and never touched.
+			if s, ok := walkedByDel(dataDir, nd.Name(), name, fe.Type()); ok && !linked {
+				skips = append(skips, s)
+			}
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if !fe.Type().IsRegular() {
+			skips = append(skips, walkedIf(!linked, notRegular(dataDir, nd.Name(), name, fe.Type())))
+			continue
+		}
+		r, skip, gone := readReservation(dataDir, nd.Name(), name)
+		switch {
+		case gone:
+		case skip != nil:
+			skips = append(skips, walkedIf(!linked, *skip))
+		case linked:
+			skips = append(skips, skipped{File: path, Written: r.Reserved, ContainerID: r.ContainerID, Unreadable: true, Reservation: &r,
+				Why: "a host-local reservation of container " + r.ContainerID + " in a network's directory that is a link (" + dir +
+					"): host-local's DEL does not follow it to release the address: reported, never touched"})
+		default:
+			rs = append(rs, r)
+		}
+	}
+	return rs, skips
 }
 
 // walkedIf is s, a skip of a file of a network's directory, as host-local's DEL walks that directory (walked), or, in

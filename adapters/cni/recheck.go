@@ -23,6 +23,9 @@ type evidence struct {
 	cached map[string]bool
 	// run is the Runtime's answer; the zero view when it was not asked.
 	run runtimeView
+	// cachedID reports whether an entry of the cache as it is then names a
+	// container ID (cachedIDs).
+	cachedID func(id string) bool
 }
 
 // keepNets returns the networks that a config of ConfDir, or a cached
@@ -74,19 +77,21 @@ func (c *Collector) recheckedDel(ctx context.Context, ask bool, network string, 
 	if f := writing[network]; f != "" {
 		return false, fmt.Errorf("%w: the config %s of network %s in ConfDir %w", errNotRechecked, f, network, errBeingWritten)
 	}
-	cv, _, err := c.cache.read()
+	var e evidence
+	if ask {
+		if e.run, err = c.listRuntime(ctx); err != nil {
+			return false, fmt.Errorf("%w: %w", errNotRechecked, err)
+		}
+	}
+	// The cache last: an entry written while the Runtime was asked is in it.
+	cv, skips, err := c.cache.read()
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", errNotRechecked, err)
 	}
 	if w := cv.writingOf(network); w != "" {
 		return false, fmt.Errorf("%w: %s, of network %s, %w", errNotRechecked, w, network, errBeingWritten)
 	}
-	e := evidence{nets: nets, cached: cv.keepNets}
-	if ask {
-		if e.run, err = c.listRuntime(ctx); err != nil {
-			return false, fmt.Errorf("%w: %w", errNotRechecked, err)
-		}
-	}
+	e.nets, e.cached, e.cachedID = nets, cv.keepNets, cachedIDs(cv, skips)
 	if !frees(e) {
 		return false, nil
 	}

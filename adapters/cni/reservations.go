@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"os"
@@ -231,6 +232,23 @@ func (h *hostLocal) read() (reservationView, error) {
 			v.blindSkips = append(v.blindSkips, s)
 		}
 	}
+	v.index()
+	// A reservation reported is told once while its file holds it, whatever the rounds between say of its config (an
+	// installer that writes it anew): what the view holds, or says nothing of, is not forgotten.
+	held := make(map[string]bool, len(v.rs))
+	for _, r := range v.rs {
+		held[r.Path()] = true
+	}
+	for _, s := range h.skips.report(skips, func(f string) bool { return held[f] || v.unknown(f) }) {
+		if s.ContainerID != "" && !s.Unreadable && h.observer != nil {
+			h.observer.ReservationReported(networkOf(s.File), ReasonConfigGone)
+		}
+	}
+	return v, nil
+}
+
+// index makes v.dels of v.rs and v.untouched.
+func (v *reservationView) index() {
 	v.dels = map[delKey]delGroup{}
 	for _, r := range v.rs {
 		k := delKey{r.DataDir, r.Network, r.ContainerID, r.IfName}
@@ -254,18 +272,36 @@ func (h *hostLocal) read() (reservationView, error) {
 			v.dels[k] = g
 		}
 	}
-	// A reservation reported is told once while its file holds it, whatever the rounds between say of its config (an
-	// installer that writes it anew): what the view holds, or says nothing of, is not forgotten.
-	held := make(map[string]bool, len(v.rs))
-	for _, r := range v.rs {
-		held[r.Path()] = true
-	}
-	for _, s := range h.skips.report(skips, func(f string) bool { return held[f] || v.unknown(f) }) {
-		if s.ContainerID != "" && !s.Unreadable && h.observer != nil {
-			h.observer.ReservationReported(networkOf(s.File), ReasonConfigGone)
+}
+
+// untouchedNow is what released tells of the files a DEL of r would
+// remove that the collector never touches, read again as r's network's
+// directories are now, in every data directory its DEL walks (n, its
+// network's config then): "" none; a directory that cannot be read is one.
+func untouchedNow(r Reservation, n hostLocalNet) string {
+	var v reservationView
+	for _, d := range delDirs(r, n) {
+		dir := filepath.Join(d, r.Network)
+		info, err := os.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return dir + " (not read)"
+		}
+		rs, skips := readNetwork(d, fs.FileInfoToDirEntry(info))
+		v.rs = append(v.rs, rs...)
+		for _, s := range skips {
+			if s.Reservation == nil && s.Unreadable {
+				return dir + " (not read)"
+			}
+			if s.Reservation != nil {
+				v.untouched = append(v.untouched, s)
+			}
 		}
 	}
-	return v, nil
+	v.index()
+	_, untouched := v.released(r, n)
+	return untouched
 }
 
 // networkOf returns the network of a reservation's path, its directory.
@@ -416,13 +452,17 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	// Every reservation decided first, and recorded (AddressHandler); then those to free freed, in their order.
 	now := time.Now()
 	// decideOn asks decideReservation about r on its network's config n (ok: there is one), the runtime's answer run,
-	// and the cache read at the round's start, at the time at.
-	decideOn := func(r Reservation, n hostLocalNet, ok bool, run runtimeView, at time.Time, again bool) verdict {
+	// and the cache and data directories read at the round's start, at the time at; again (right before its DEL),
+	// on the cache and r's network's directories read again (e, what recheckedDel read).
+	decideOn := func(r Reservation, n hostLocalNet, ok bool, run runtimeView, at time.Time, again *evidence) verdict {
 		// A running sandbox the runtime lists without an ID may be any reservation's: every one is listed.
 		_, listed := run.byID[r.ContainerID]
 		// Its DEL releases every reservation of its container in its network: it is as young as the youngest, those
 		// written since the round read them too when it is decided again right before its DEL.
 		newest, untouched := rv.released(r, n)
+		if again != nil {
+			untouched = untouchedNow(r, n) // a link made since, or one removed
+		}
 		for _, d := range delDirs(r, n) {
 			// A data directory the round did not read (one ConfDir names since, or one it could not read): what the
 			// DEL would walk there, and remove, is not known.
@@ -430,13 +470,15 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				untouched = p + " (not read)"
 			}
 		}
-		if again {
+		cachedNow := cached(r.ContainerID)
+		if again != nil {
 			if t := releasedNow(r, n); t.After(newest) {
 				newest = t
 			}
+			cachedNow = again.cachedID(r.ContainerID) // an entry of another network written since
 		}
 		return decideReservation(reservationFacts{ContainerID: r.ContainerID, Config: ok, Never: n.Never || cachedNever[r.Network], Asked: run.asked,
-			Listed: listed || len(run.runningNoID) > 0, Cached: cached(r.ContainerID) || c.entryAt(r), Untouched: untouched != "",
+			Listed: listed || len(run.runningNoID) > 0, Cached: cachedNow || c.entryAt(r), Untouched: untouched != "",
 			Age: at.Sub(newest), Grace: c.hostLocal.grace})
 	}
 	var frees []Reservation
@@ -444,7 +486,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 	sts := make([]ReservationStatus, 0, min(len(rv.rs), maxReservationsRecorded))
 	for i, r := range rv.rs {
 		n, ok := rv.config(r)
-		vd := decideOn(r, n, ok, run, now, false)
+		vd := decideOn(r, n, ok, run, now, nil)
 		writing := v.writingOf(r.Network) // a cache entry of its network cut short
 		if f := rv.writing[r.Network]; f != "" {
 			writing = "the config " + f + " of ConfDir"
@@ -570,7 +612,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			}
 			n, ok := e.config(r)
 			n.Never = n.Never || e.cached[r.Network] // a cached config written since that says disableGC
-			vd, list = decideOn(r, n, ok, run, time.Now(), true), n.List
+			vd, list = decideOn(r, n, ok, run, time.Now(), &e), n.List
 			released = !held(r) // the last look before its DEL: it is DELed only while its file holds it
 			return vd.Action == free && !released
 		}, func() error {
