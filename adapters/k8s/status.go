@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -43,17 +44,20 @@ const TimeHeader = "Podsweeper-Time"
 
 // EngineHeader is the response header in which the status page tells
 // whether the engine runs (deletion.Engine.Running): EngineRunning, its
-// Start stopping included, or EngineNotRunning for an engine not started (a
-// standby's, before it leads) or whose Start has returned: no check runs on
-// the PUs it lists, if any (a standby's are its leader's to check), whatever
-// the program's other replicas hold. kubectl podsweeper tells such a page's
-// program from one that holds nothing.
+// Start stopping included; EngineNotRunning for an engine not started (a
+// standby's, before it leads); or EngineEnded for one whose Start has
+// returned (its program stopping, in its grace period). For the last two,
+// no check runs on the PUs it lists, if any (a standby's are its leader's to
+// check), whatever the program's other replicas hold. kubectl podsweeper
+// tells such a page's program from one that holds nothing, and a standby
+// from a program that ended.
 const EngineHeader = "Podsweeper-Engine"
 
 // The values of EngineHeader.
 const (
 	EngineRunning    = "running"
 	EngineNotRunning = "not running"
+	EngineEnded      = "ended"
 )
 
 // NewStatusHandler returns an http.Handler that serves the engine's Status
@@ -85,6 +89,9 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 		running := EngineRunning
 		if !engine.Running() { // not started, or Start has returned; one that stops still runs, and checks
 			running = EngineNotRunning
+			if errors.Is(engine.LivenessCheck(r), deletion.ErrNotRunning) { // it fails so once Start has returned
+				running = EngineEnded
+			}
 		}
 		now := engine.Now() // the clock of the times of Status
 		w.Header().Set(TimeHeader, now.UTC().Format(time.RFC3339Nano))

@@ -145,3 +145,44 @@ func TestStandbyPageIsNotRunningNot503(t *testing.T) {
 		t.Errorf("listed: %d %q", code, h)
 	}
 }
+
+// go doc k8s.EngineHeader: EngineNotRunning for an engine not started (a standby's), EngineEnded for one whose Start
+// has returned (its program stopping, in its grace period): kubectl podsweeper tells a standby from a program that
+// ended. The page of an ended engine still lists the PUs it held.
+func TestEndedEnginesPageSaysEndedNotStandby(t *testing.T) {
+	alive := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21"},
+		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return alive.DeepCopy(), nil })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", SweepInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(k8s.NewStatusHandler(eng))
+	t.Cleanup(srv.Close)
+	get := func() (int, string) {
+		resp, err := http.Get(srv.URL + k8s.StatusPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get(k8s.EngineHeader)
+	}
+	if code, h := get(); code != 200 || h != k8s.EngineNotRunning {
+		t.Errorf("before Start: %d %q, want 200 %q", code, h, k8s.EngineNotRunning)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() { _ = eng.Start(ctx); close(returned) }()
+	if err := eng.Track(ports.PU{PUID: string(alive.UID), Pod: types.NamespacedName{Namespace: "apps", Name: "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-returned
+	if code, h := get(); code != 200 || h != k8s.EngineEnded {
+		t.Errorf("Start returned: %d %q, want 200 %q", code, h, k8s.EngineEnded)
+	}
+	if eng.Len() != 1 {
+		t.Errorf("scenario: the ended engine holds %d PUs, want the one it tracked", eng.Len())
+	}
+}

@@ -348,7 +348,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		return failed(t, "reading its status on port %d: %v", port, err), nil
 	}
 	a.At = at // its page's times are told relative to when it answered, not to when the command began
-	a.Standby = h.Get(k8s.EngineHeader) == k8s.EngineNotRunning
+	a.Standby, a.Ended = h.Get(k8s.EngineHeader) == k8s.EngineNotRunning, h.Get(k8s.EngineHeader) == k8s.EngineEnded
 	code, body, at, _, err = f.get(ctx, k8s.DryRunPath)
 	switch {
 	case err != nil:
@@ -374,11 +374,11 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 }
 
 // askAll asks every target, in order. It returns their answers and, one
-// line each, the programs none of whose replicas asked runs its engine
-// (each answered as a standby, Answer.Standby): what their leader holds,
-// if one leads, is not told (a leader that has ended beside its standbys,
-// say, which programs does not name as it does one with nothing in its
-// place).
+// line each, the programs with a standby none of whose replicas asked runs
+// its engine (each answered as a standby, Answer.Standby, or ended,
+// Answer.Ended): what their leader holds, if one leads, is not told (a
+// leader that has ended beside its standbys, say, which programs does not
+// name as it does one with nothing in its place).
 func (c *cluster) askAll(ctx context.Context, ts []target, keep func(pod, puID string) bool) ([]Answer, []string, error) {
 	out := make([]Answer, 0, len(ts))
 	for _, t := range ts {
@@ -394,7 +394,9 @@ func (c *cluster) askAll(ctx context.Context, ts []target, keep func(pod, puID s
 			return b.Program.Program == a.Program.Program && b.Program.Release == a.Program.Release &&
 				b.Program.Namespace == a.Program.Namespace && b.Program.Node == a.Program.Node // a release is one namespace's
 		}
-		if !a.Standby || slices.ContainsFunc(out[:i], same) || slices.ContainsFunc(out, func(b Answer) bool { return same(b) && !b.Standby }) {
+		// A standby's program elects a leader; one whose replicas asked have all ended or stand by has none asked.
+		if !a.Standby || slices.ContainsFunc(out[:i], func(b Answer) bool { return same(b) && b.Standby }) ||
+			slices.ContainsFunc(out, func(b Answer) bool { return same(b) && !b.Standby && !b.Ended }) {
 			continue
 		}
 		unasked = append(unasked, fmt.Sprintf("the leader of %s %s%s: every replica asked answered that its engine does not run "+
@@ -1008,7 +1010,7 @@ func (c *cluster) explainIP(ctx context.Context, ip, node string, now time.Time)
 		return x, nil
 	}
 	st, pus := got.st, got.pus
-	x.Address, x.At, x.PUsAt, x.PUsError, x.Standby = st, got.at, got.pusAt, got.pusErr, got.standby
+	x.Address, x.At, x.PUsAt, x.PUsError, x.Standby, x.Ended = st, got.at, got.pusAt, got.pusErr, got.standby, got.ended
 	seen := map[string]bool{}
 	pod := func(namespace, name, uid string) error {
 		if name == "" || seen[namespace+"/"+name+"/"+uid] {
@@ -1055,8 +1057,9 @@ type addressAnswer struct {
 	at, pusAt time.Time
 	// pusErr says why its status page could not be read; "" when it was.
 	pusErr string
-	// standby: its status page says its engine does not run (k8s.EngineHeader).
-	standby bool
+	// standby: its status page says its engine does not run; ended: that
+	// its engine's Start has returned (k8s.EngineHeader).
+	standby, ended bool
 }
 
 func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addressAnswer, why string, err error) {
@@ -1103,7 +1106,8 @@ func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addres
 		// The address's answer stands: only its PUs are not told.
 		return addressAnswer{st: st, at: at, pusErr: fmt.Sprintf("its status page (%s) on port %d: %v", k8s.StatusPath, port, err)}, "", nil
 	}
-	return addressAnswer{st: st, pus: pus, at: at, pusAt: pusAt, standby: h.Get(k8s.EngineHeader) == k8s.EngineNotRunning}, "", nil
+	return addressAnswer{st: st, pus: pus, at: at, pusAt: pusAt, standby: h.Get(k8s.EngineHeader) == k8s.EngineNotRunning,
+		ended: h.Get(k8s.EngineHeader) == k8s.EngineEnded}, "", nil
 }
 
 // decodeReport decodes a dry run's report page: a JSON object with its total and its reports (a list). A page of

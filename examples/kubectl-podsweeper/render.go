@@ -55,9 +55,13 @@ type Answer struct {
 	// are then empty.
 	Error string `json:"error,omitempty"`
 	// Standby: its page says its engine does not run (k8s.EngineHeader: a
-	// standby's, before it leads, or one whose engine stopped): it holds
-	// no PU, whatever the program's leader holds.
+	// standby's, before it leads): no check runs on what it lists, whatever
+	// the program's leader holds.
 	Standby bool `json:"standby,omitempty"`
+	// Ended: its page says its engine's Start has returned (the program
+	// stops, its pod deleted and in its grace period): no check runs on the
+	// PUs it lists.
+	Ended bool `json:"ended,omitempty"`
 	// At is when the program answered its status page (its response
 	// began): the times of PUs are told relative to it; ReportsAt, the
 	// same for its dry run's report. Zero: the command's Now.
@@ -312,11 +316,7 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	if x.Pod != nil && !x.Pod.is(s.PUID) && s.Pod == x.Pod.Namespace+"/"+x.Pod.Name {
 		p.f("    note          this PU is of an earlier pod of that name (UID %s); the pod now is another (UID %s).\n", s.PUID, x.Pod.UID)
 	}
-	state := states[s.State]
-	if state == "" {
-		state = s.State
-	}
-	p.f("    state         %s.\n", state)
+	p.f("    state         %s.\n", stateWords(s, a.Standby, a.Ended))
 	if s.LastChecked == nil {
 		p.f("    last check    none yet.\n")
 	} else {
@@ -409,7 +409,11 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 			case r != nil: // its dry run's report, read after its status page
 				dry = "would destroy: " + string(r.Reason)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.Program, u.Pod, u.PUID, u.State, check, row, why, u.Attempts, next, dry)
+			state := u.State
+			if a.Standby || a.Ended {
+				state += " (no check runs)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.Program, u.Pod, u.PUID, state, check, row, why, u.Attempts, next, dry)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -460,10 +464,10 @@ func RenderReport(w io.Writer, r *Report) error {
 		case a.Error != "":
 			notes = append(notes, fmt.Sprintf("%s could not be asked: %s", a.Program, a.Error))
 			continue
-		case a.Standby && len(a.Reports) == 0:
+		case (a.Standby || a.Ended) && len(a.Reports) == 0:
 			notes = append(notes, fmt.Sprintf("%s%s reports nothing.", a.Program, standby(a)))
 			continue
-		case a.Standby:
+		case a.Standby || a.Ended:
 			notes = append(notes, fmt.Sprintf("%s%s: its reports above are from before.", a.Program, standby(a)))
 		case !a.Program.DryRun:
 			notes = append(notes, fmt.Sprintf("%s runs without --dry-run: it destroys, and reports nothing.", a.Program))
@@ -591,12 +595,28 @@ func podPhase(p *Pod) string {
 	return phase
 }
 
-// standby says, of a program whose engine does not run (Answer.Standby), why it holds no PU.
+// standby says, of a program whose engine does not run (Answer.Standby,
+// Answer.Ended), why no check runs on what it holds.
 func standby(a Answer) string {
-	if a.Standby {
+	switch {
+	case a.Ended:
+		return " (its engine has ended: no check runs)"
+	case a.Standby:
 		return " (a standby: its engine does not run)"
 	}
 	return ""
+}
+
+// stateWords says the state of s in words, held by an engine that is a
+// standby's or has ended (no check runs on it) or neither.
+func stateWords(s k8s.PUStatus, standby, ended bool) string {
+	switch {
+	case ended:
+		return "held, and no check runs on it: its engine has ended (" + s.State + ")"
+	case standby:
+		return "held, and no check runs on it: a standby's engine does not run (" + s.State + ")"
+	}
+	return orNone(states[s.State], s.State)
 }
 
 // onNode says on which node p runs, if it is node-scoped.
@@ -682,8 +702,10 @@ type IPExplanation struct {
 	// then not told, and Address stands.
 	PUsError string `json:"pusError,omitempty"`
 	// Standby: cni-gc's status page says its engine does not run
-	// (k8s.EngineHeader): it holds no PU, and checks nothing.
+	// (k8s.EngineHeader): it checks nothing. Ended: that its engine's Start
+	// has returned (cni-gc stops): no check runs on the PUs it lists.
 	Standby bool `json:"standby,omitempty"`
+	Ended   bool `json:"ended,omitempty"`
 	// Unasked says, one line each, the other cni-gc pods of the node that
 	// could not be asked before Program answered: each holds its own
 	// latest frees, which the answer then does not tell.
@@ -825,7 +847,10 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	if x.PUsError != "" {
 		p.f("  its PUs are not told: it could not be asked for them: %s\n", x.PUsError)
 	}
-	if x.Standby {
+	switch {
+	case x.Ended:
+		p.f("  its engine has ended (its status page says so: cni-gc stops): no check runs on the PUs it lists.\n")
+	case x.Standby:
 		p.f("  its engine does not run (its status page says so): it holds no PU, and checks nothing.\n")
 	}
 	if !x.Held() && len(a.Unread) > 0 {
@@ -855,7 +880,7 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 			if s.PUID != at.PodUID {
 				continue
 			}
-			p.f("    PU          tracked %s%s: %s.\n", s.Age, sandboxOf(s.SandboxID), orNone(states[s.State], s.State))
+			p.f("    PU          tracked %s%s: %s.\n", s.Age, sandboxOf(s.SandboxID), stateWords(s, x.Standby, x.Ended))
 			if s.LastChecked == nil {
 				p.f("    last check  none yet.\n")
 			} else {

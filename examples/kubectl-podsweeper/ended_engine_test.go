@@ -1,0 +1,85 @@
+package main
+
+// A program whose engine has ended (its Start returned: the program stops, its pod in its grace period) is told as
+// ended, not as a standby, and no check is said to be coming on what it holds.
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// explain.md: "a program's pod being deleted still runs its grace period, and is asked"; k8s.EngineHeader:
+// EngineEnded for an engine whose Start has returned. A node agent whose engine ended lists the PU it held: explain
+// pod tells it ended, that no check runs on the PU, and names no leader of a node agent.
+func TestExplainPodOfAnEngineThatEndedSaysSoAndNoCheckComes(t *testing.T) {
+	alive := workloadPod("apps", "web", firstUID, "node-a")
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return alive.DeepCopy(), nil })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", SweepInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() { _ = eng.Start(ctx); close(returned) }()
+	if err := eng.Track(ports.PU{PUID: firstUID, Pod: types.NamespacedName{Namespace: "apps", Name: "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-returned
+	mux := http.NewServeMux()
+	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
+	api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"), alive)
+	api.handle("podsweeper/agent-a", mux)
+	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "", time.Now().UTC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, js := podTextAndJSON(t, x)
+	if len(x.Answers) != 1 || len(x.Answers[0].PUs) != 1 {
+		t.Fatalf("scenario: want the agent's page with its PU:\n%s", text)
+	}
+	wantSays(t, "explain pod", text, "(its engine has ended: no check runs)")
+	wantSays(t, "explain pod", text, "held, and no check runs on it: its engine has ended")
+	wantSays(t, "the JSON", js, `"ended": true`)
+	wantNotSays(t, "explain pod", text, "a standby")
+	wantNotSays(t, "explain pod", text, "waiting for its next check")
+	wantNotSays(t, "explain pod", text, "the leader of")
+}
+
+// The same for explain ip: cni-gc whose engine ended tells so, and its PU of the address's pod with no check coming.
+func TestExplainIPOfACNIGCWhoseEngineEndedSaysSo(t *testing.T) {
+	read := clockNow.Add(-12 * time.Second)
+	api := newFakeCluster(t, runningProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a"),
+		workloadPod("apps", "web", firstUID, "node-a"))
+	api.handle("kube-system/cni-a", servePages(clockNow, k8s.EngineEnded, map[string]rawAnswer{
+		k8s.StatusPath: {code: 200, body: mustJSON(t, []k8s.PUStatus{idlePU(firstUID, "apps/web")})},
+		addressPath:    {code: 200, body: mustJSON(t, heldAddress(&read))},
+	}))
+	x, err := api.cluster(5*time.Second).explainIP(testContext(t), "10.88.0.4", "node-a", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, js := ipTextAndJSON(t, x)
+	wantSays(t, "explain ip", text, "its engine has ended")
+	wantSays(t, "explain ip", text, "held, and no check runs on it: its engine has ended")
+	wantSays(t, "the JSON", js, `"ended": true`)
+	wantNotSays(t, "explain ip", text, "waiting for its next check")
+}
+
+// heldAddress is cni-gc's answer for 10.88.0.4, held by an attachment of apps/web; read: when its sweep last read
+// host-local's reservations (nil: never yet).
+func heldAddress(read *time.Time) *AddressStatus {
+	return &AddressStatus{IP: "10.88.0.4", ReservationsRead: read, Attachments: []AttachmentStatus{{
+		Network: "podnet", ContainerID: "3a9f0c1b2d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8", IfName: "eth0",
+		PodNamespace: "apps", PodName: "web", PodUID: firstUID, Written: clockNow.Add(-4 * time.Minute)}}}
+}
