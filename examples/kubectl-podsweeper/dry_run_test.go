@@ -220,3 +220,38 @@ func TestKnowsNothingAfterReportsCut(t *testing.T) {
 		t.Errorf("the dry run's report page says it made 1500 reports and keeps the latest 1000; the plugin says podsweeper knows nothing of apps/web, and not that its earlier reports are not kept")
 	}
 }
+
+// A dry run whose check decided to destroy a PU, and whose dry run of the destroy failed and is retried (or waits for
+// its turn under the destroy rate), has reported nothing yet: explain pod and status tell that it would destroy the
+// PU, not that it would keep it.
+func TestDryRunWhoseDestroyIsRetriedOrWaitsItsTurnWouldDestroy(t *testing.T) {
+	for _, state := range []string{"waiting for a retry", "waiting for its turn"} {
+		t.Run(state, func(t *testing.T) {
+			checked, next := clockNow.Add(-2*time.Second), clockNow.Add(4*time.Second)
+			pu := k8s.PUStatus{PUID: firstUID, Pod: "apps/web", State: state, Age: "3m0s", LastChecked: &checked,
+				LastRow: 1, Why: "pod not found", NextAttempt: &next}
+			if state == "waiting for a retry" {
+				pu.Attempts, pu.LastError = 2, "dry run of destroying PU "+firstUID+": the policy engine is unreachable"
+			}
+			api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+			api.handle("podsweeper/agent-a", &programPages{at: clockNow, pus: []k8s.PUStatus{pu}, dry: &dryRunPage{Total: 0, Reports: []k8s.WouldDestroy{}}})
+			x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", clockNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := podText(t, x)
+			wantSays(t, "explain pod", text, "    dry run       would destroy it: its check decided so")
+			wantNotSays(t, "explain pod", text, "would keep it")
+
+			s, err := api.cluster(5*time.Second).status(testContext(t), "node-a", clockNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			if err := RenderStatus(&b, s); err != nil {
+				t.Fatal(err)
+			}
+			wantSays(t, "status", b.String(), "would destroy: not reported yet")
+		})
+	}
+}

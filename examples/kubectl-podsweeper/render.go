@@ -160,14 +160,20 @@ func (x *PodExplanation) Matches(pod, puID string) bool {
 	return x.Name != "" && pod == x.Namespace+"/"+x.Name
 }
 
+// The states of a PU (deletion.PUStatus.State) in which its check decided to destroy it.
+const (
+	stateRetrying    = "waiting for a retry"  // its destroy failed
+	stateTurnWaiting = "waiting for its turn" // under the destroy rate
+)
+
 // states says each state of a PU (deletion.PUStatus.State) in words.
 var states = map[string]string{
-	"tracking":             "being tracked",
-	"idle":                 "tracked, waiting for its next check",
-	"queued":               "queued for a check",
-	"checking":             "being checked now",
-	"waiting for a retry":  "its destroy failed: waiting for a retry",
-	"waiting for its turn": "to be destroyed, waiting for its turn under --max-destroys-per-second",
+	"tracking":       "being tracked",
+	"idle":           "tracked, waiting for its next check",
+	"queued":         "queued for a check",
+	"checking":       "being checked now",
+	stateRetrying:    "its destroy failed: waiting for a retry",
+	stateTurnWaiting: "to be destroyed, waiting for its turn under --max-destroys-per-second",
 }
 
 // RenderPod writes x for a person.
@@ -347,6 +353,10 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 			latest.Reason, latest.Row, latest.Why, ago(a.reportsNow(x.Now), latest.At), held)
 	case s.WouldDestroy != "":
 		p.f("    dry run       reported it would destroy it: %s (its last report).\n", s.WouldDestroy)
+	case a.Program.DryRun && s.State == stateRetrying:
+		p.f("    dry run       would destroy it: its check decided so, and its dry run of the destroy failed; it reports it once one succeeds.\n")
+	case a.Program.DryRun && s.State == stateTurnWaiting:
+		p.f("    dry run       would destroy it: its check decided so; it reports it once its turn under the destroy rate comes.\n")
 	case a.Program.DryRun && s.LastChecked != nil:
 		p.f("    dry run       would keep it.\n")
 	case a.Program.DryRun:
@@ -408,6 +418,8 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 				dry = "would destroy: " + u.WouldDestroy
 			case r != nil: // its dry run's report, read after its status page
 				dry = "would destroy: " + string(r.Reason)
+			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting):
+				dry = "would destroy: not reported yet"
 			}
 			state := u.State
 			if a.Standby || a.Ended {
