@@ -262,3 +262,43 @@ func TestALeaderThatEndedBesideItsStandbyCannotTell(t *testing.T) {
 		}
 	}
 }
+
+// explain.md: a cni-gc of the node not asked is named on a line `Not asked:`, "and the answer then cannot tell all
+// that holds the address, as it cannot before a round of cni-gc's sweep has read host-local's reservations": also
+// when the cni-gc asked tells an attachment that holds it.
+func TestExplainIPHeldCannotTellAllBesideAnUnaskedCNIGCOrBeforeASweep(t *testing.T) {
+	read := clockNow.Add(-12 * time.Second)
+	for _, c := range []struct {
+		name  string
+		other bool       // a second cni-gc of the node, which cannot be asked
+		read  *time.Time // when a sweep read host-local's reservations
+		want  string
+	}{
+		{"a cni-gc not asked", true, &read, "a cni-gc of the node could not be asked"},
+		{"no sweep yet", false, nil, "no round of its sweep has read host-local's reservations yet"},
+		{"all asked, swept", false, &read, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			objs := []runtime.Object{runningProgram("podsweeper-cni-gc", "kube-system", "cni-b", "node-a"), workloadPod("apps", "web", firstUID, "node-a")}
+			if c.other {
+				objs = append(objs, runningProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a")) // no handler: it cannot be asked
+			}
+			api := newFakeCluster(t, objs...)
+			api.handle("kube-system/cni-b", &programPages{at: clockNow, addresses: map[string]*AddressStatus{"10.88.0.4": heldAddress(c.read)},
+				pus: []k8s.PUStatus{idlePU(firstUID, "apps/web")}})
+			x, err := api.cluster(5*time.Second).explainIP(testContext(t), "10.88.0.4", "node-a", clockNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := ipText(t, x)
+			if !x.Held() {
+				t.Fatalf("scenario: the address is held:\n%s", text)
+			}
+			if c.want == "" {
+				wantNotSays(t, "explain ip", text, "cannot tell all")
+				return
+			}
+			wantSays(t, "explain ip", text, "cni-gc cannot tell all that holds this address: "+c.want)
+		})
+	}
+}

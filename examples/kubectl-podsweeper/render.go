@@ -987,6 +987,15 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	case len(a.Attachments) == 0 && len(a.Reservations) == 0:
 		p.f("  No attachment of libcni's cache and no host-local reservation holds it now (%s).\n", sweep)
 	}
+	// What it told holds the address, or held it, may not be all.
+	switch {
+	case len(x.Unasked) > 0:
+		p.f("\ncni-gc cannot tell all that holds this address: a cni-gc of the node could not be asked (above), and may hold it too, or have freed it.\n")
+	case a.ReservationsRead == nil:
+		p.f("\ncni-gc cannot tell all that holds this address: no round of its sweep has read host-local's reservations yet, and one may hold it too.\n")
+	case len(a.Unread) > 0 && (len(a.Attachments) > 0 || len(a.Reservations) > 0):
+		p.f("\ncni-gc cannot tell all that holds this address: it could not read all it holds (above).\n")
+	}
 	return p.err
 }
 
