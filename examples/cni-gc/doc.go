@@ -9,6 +9,7 @@
 //	cni-gc --node=$NODE_NAME [--kubeconfig=~/.kube/config]
 //	       [--cri-endpoint=unix:///run/containerd/containerd.sock]
 //	       [--cni-cache-dir=/var/lib/cni] [--cni-bin-dir=/opt/cni/bin] [--cni-conf-dir=/etc/cni/net.d]
+//	       [--host-local-data-dir=/var/lib/cni/networks]
 //	       [--metrics-bind-address=127.0.0.1:9812] [--metrics-secure=false] [--health-probe-bind-address=:9811]
 //	       [--pprof-bind-address=0] [--status-bind-address=127.0.0.1:9813] [--kube-api-qps=50] [--kube-api-burst=100]
 //	       [--sweep-interval=5s] [--resync-interval=30s] [--reservation-grace=5m0s] [--workers=4]
@@ -27,7 +28,12 @@
 // see no attachment; and so is a --cni-conf-dir that is a file, a loop of
 // links or a link to nothing (its target not mounted: it may hold a config
 // that says disableGC), every read of which would fail (one that does not
-// exist holds no config).
+// exist holds no config). --host-local-data-dir is where host-local keeps
+// the reservations of a network whose config names no data directory; it,
+// and every data directory a config names, must be the node's, mounted at
+// the same path (the chart mounts cni.hostLocalDataDir and
+// cni.hostLocalDataDirs outside cni.cacheDir): one not mounted reads empty,
+// and host-local's DEL there fails (its pod's read-only filesystem).
 //
 // It is the node agent's wiring (examples/node-agent) with the Collector as
 // its ports: the engine's Inventory (the cache, listed at start), its

@@ -32,6 +32,7 @@ type config struct {
 	program.Flags
 	node                          program.NodeFlags
 	cacheDir, pluginDirs, confDir string
+	hostLocalDataDir              string
 	resyncInterval                time.Duration
 	reservationGrace              time.Duration
 }
@@ -52,6 +53,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.cacheDir, "cni-cache-dir", cni.DefaultCacheDir, "libcni's cache directory, the runtime's; it must exist")
 	fs.StringVar(&cfg.pluginDirs, "cni-bin-dir", cni.DefaultPluginDir, "the CNI plugins' directories, comma-separated, as the runtime's; each must exist")
 	fs.StringVar(&cfg.confDir, "cni-conf-dir", cni.DefaultConfDir, "the runtime's network configs: a network whose config says disableGC is never touched; a directory that does not exist holds none, a file, a loop of links or a link to nothing is refused")
+	fs.StringVar(&cfg.hostLocalDataDir, "host-local-data-dir", cni.DefaultHostLocalDataDir,
+		"host-local's data directory for a network whose config names none (host-local's own default); it must be the node's, mounted at the same path")
 	fs.DurationVar(&cfg.resyncInterval, "resync-interval", cni.DefaultResyncInterval, "how often the cache is listed again for attachments that appeared")
 	fs.DurationVar(&cfg.reservationGrace, "reservation-grace", cni.DefaultReservationGrace,
 		"how old a host-local reservation of no sandbox and no cache entry must be before it is freed (a dry run logs it instead): "+
@@ -103,12 +106,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// listed. What is done with them, by network and reason, is on
 	// /metrics, registered once the command line is known to run.
 	var reservations reservationMetrics
-	collector, err := cni.New(cni.Options{CacheDir: cfg.cacheDir, PluginDirs: strings.Split(cfg.pluginDirs, ","), ConfDir: cfg.confDir,
+	collector, err := cni.New(cni.Options{CacheDir: cfg.cacheDir, PluginDirs: strings.Split(cfg.pluginDirs, ","), ConfDir: cfg.confDir, HostLocalDataDir: cfg.hostLocalDataDir,
 		ResyncInterval: cfg.resyncInterval, ReservationGrace: cfg.reservationGrace, Runtime: runtime,
 		// The engine's rate bounds the reservations' frees too: whatever goes wrong upstream, no more start a second.
 		ReservationRate: rate.Limit(cfg.MaxDestroysPerSecond), ReservationBurst: cfg.DestroyBurst, DryRun: cfg.DryRun, Observer: &reservations, Logger: log.WithName("cni")})
 	if errors.Is(err, cni.ErrInvalidOptions) { // a directory that is not there, or not a directory: the command line's fault
-		return fmt.Errorf("%w: --cni-cache-dir, --cni-bin-dir or --cni-conf-dir: %w", program.ErrUsage, err)
+		return fmt.Errorf("%w: --cni-cache-dir, --cni-bin-dir, --cni-conf-dir or --host-local-data-dir: %w", program.ErrUsage, err)
 	}
 	if err != nil {
 		return err
@@ -130,7 +133,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Ready:  map[string]healthz.Checker{"cri": func(req *http.Request) error { return runtime.Ping(req.Context()) }},
 		// What holds an address and what became of it, for kubectl podsweeper explain ip.
 		Status: map[string]http.Handler{cni.AddressPath: collector.AddressHandler()},
-		Values: []any{"node", cfg.node.Node, "criEndpoint", cfg.node.CRIEndpoint, "reservationGrace", cfg.reservationGrace, "cacheDir", cfg.cacheDir, "pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir},
+		Values: []any{"node", cfg.node.Node, "criEndpoint", cfg.node.CRIEndpoint, "reservationGrace", cfg.reservationGrace, "cacheDir", cfg.cacheDir, "hostLocalDataDir", cfg.hostLocalDataDir, "pluginDirs", cfg.pluginDirs, "confDir", cfg.confDir},
 	})
 }
 

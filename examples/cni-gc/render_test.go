@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -46,7 +47,7 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 			SweepInterval: 10 * time.Second, Workers: 2, DryRun: true, MaxDestroysPerSecond: 20, DestroyBurst: 4, Zap: flagDefaults.Zap},
 		node:     program.NodeFlags{Node: "node-a", CRIEndpoint: "unix:///var/run/crio/crio.sock"},
 		cacheDir: "/var/lib/cni-cache", pluginDirs: "/opt/cni/bin,/usr/libexec/cni", confDir: "/etc/cni/multus.d",
-		resyncInterval: time.Minute, reservationGrace: 2 * time.Minute,
+		hostLocalDataDir: "/var/lib/cni-ipam", resyncInterval: time.Minute, reservationGrace: 2 * time.Minute,
 	}, nonCfg, "every value reaches its flag")
 	assert.Contains(t, nonC.Args, "--zap-log-level=debug")
 	assert.Empty(t, testkube.Env(r.DefaultsC), "the chart's defaults leave the kubernetes Service's address to the kubelet")
@@ -60,6 +61,25 @@ func TestChartAndKustomizeRenders(t *testing.T) {
 		linked = linked || m.MountPath == "/var/lib/rancher/cni/net.d" && m.ReadOnly
 	}
 	assert.True(t, linked, "cni.confLinkDirs are mounted read-only at their paths, where confDir's links point")
+	// host-local's data directories outside cni.cacheDir are mounted read-write at their paths (a DEL releases the
+	// node's reservations, not a copy in the pod's own filesystem); one under it comes with it. The defaults, whose
+	// data directory is under cni.cacheDir, mount none of their own.
+	dataDirs := func(spec corev1.PodSpec, c corev1.Container) (rw []string) {
+		hostPaths := map[string]string{}
+		for _, v := range spec.Volumes {
+			if v.HostPath != nil {
+				hostPaths[v.Name] = v.HostPath.Path
+			}
+		}
+		for _, m := range c.VolumeMounts {
+			if strings.HasPrefix(m.Name, "host-local-data-") && !m.ReadOnly && hostPaths[m.Name] == m.MountPath {
+				rw = append(rw, m.MountPath)
+			}
+		}
+		return rw
+	}
+	assert.Equal(t, []string{"/var/lib/cni-ipam", "/srv/ipam"}, dataDirs(nonSpec, nonC), "host-local's data directories outside cni.cacheDir")
+	assert.Empty(t, dataDirs(defSpec, r.DefaultsC), "the defaults' data directory is under cni.cacheDir")
 
 	for _, rl := range testkube.AssertMonitoring(t, r, `job="cni/gc",cluster="eu-1"`,
 		map[string]string{"release": "monitoring"}, map[string]string{"grafana_dashboard": "1"}, "cni-gc") {
