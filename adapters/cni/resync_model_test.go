@@ -1,0 +1,130 @@
+package cni_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsweeper/podsweeper/ports"
+)
+
+// triggerTimes is a Tracker that records when each pod was triggered.
+type triggerTimes struct {
+	mu sync.Mutex
+	at map[types.NamespacedName][]time.Time
+}
+
+func (r *triggerTimes) Track(ports.PU) error { return nil }
+func (r *triggerTimes) Untrack(string) bool  { return false }
+func (r *triggerTimes) TriggerPod(p types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.at[p] = append(r.at[p], time.Now())
+}
+
+// triggeredWithin reports whether p was triggered in [from, from+d].
+func (r *triggerTimes) triggeredWithin(p types.NamespacedName, from time.Time, d time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, at := range r.at[p] {
+		if !at.Before(from) && !at.After(from.Add(d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzRequeueIsNeverLost drives Requeue (Collector.Requeue: "asks a running Resync to list the cache at once, so that
+// the pod's next sandbox in the cache is tracked and checked without waiting for ResyncInterval") through what may
+// meet it, one step per byte: a plain requeue; one whose list a DestroyPU of the pod ends during; one whose Resync
+// returns while its list reads, and is called again; one while the Runtime fails; one while another pod's entry of
+// the network is cut short (libcni writing it); time passing. Whatever the steps, the pod's last requeue is
+// triggered within 10 seconds (ResyncInterval is a minute).
+func FuzzRequeueIsNeverLost(f *testing.F) {
+	f.Add([]byte{0, 5, 3, 4})
+	f.Add([]byte{1})       // a DestroyPU of the pod ends while the requeue's list reads
+	f.Add([]byte{2})       // the Resync returns while the requeue's list reads
+	f.Add([]byte{4, 4, 3}) // lists that cannot tell of the pod, then a Runtime that fails
+	f.Fuzz(func(t *testing.T, steps []byte) {
+		if len(steps) > 10 {
+			steps = steps[:10]
+		}
+		c := newCacheDir(t)
+		synctest.Test(t, func(t *testing.T) {
+			old := c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+			c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+			other := c.write(entry{network: "podnet", sandbox: "Z", uid: "u2", namespace: "ns", name: "pod-u2"})
+			rt := &gatedRuntime{}
+			coll := c.collectorWith(rt, 0)
+			_, err := coll.ListPUs(t.Context()) // the engine's Inventory
+			require.NoError(t, err)
+			r := &triggerTimes{at: map[types.NamespacedName][]time.Time{}}
+			run := func() (stop func()) {
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- coll.Resync(ctx, r) }()
+				synctest.Wait()
+				return func() { cancel(); require.NoError(t, <-done) }
+			}
+			stop := run()
+			pod := types.NamespacedName{Namespace: "ns", Name: "pod-u1"}
+			var last time.Time
+			requeue := func() {
+				require.NoError(t, coll.Requeue(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}))
+				last = time.Now()
+			}
+			for _, s := range steps {
+				switch s % 6 {
+				case 0:
+					requeue()
+				case 1: // the engine freed A, and requeues; a DestroyPU of A ends while the requeue's list reads
+					_ = os.Remove(filepath.Join(c.dir, "results", old))
+					rt.close()
+					requeue()
+					<-rt.waiting
+					require.NoError(t, coll.DestroyPU(t.Context(), ports.DestroyEvent{PUID: "u1", Pod: pod, SandboxID: "A", Reason: ports.ReasonSandboxChanged}))
+					rt.open()
+				case 2: // Resync returns while the requeue's list reads, and is called again
+					rt.close()
+					requeue()
+					<-rt.waiting
+					stop()
+					rt.open()
+					synctest.Wait()
+					stop = run()
+				case 3: // the Runtime fails for half a second
+					rt.set(errors.New("rpc error: code = Unavailable"))
+					requeue()
+					synctest.Wait()
+					time.Sleep(500 * time.Millisecond)
+					rt.set(nil)
+				case 4: // libcni writes another pod's entry of the network for a tenth of a second
+					whole := c.cutShort(other)
+					requeue()
+					synctest.Wait()
+					time.Sleep(100 * time.Millisecond)
+					c.writeRaw(other, whole, 0)
+				case 5:
+					time.Sleep(time.Duration(s) * 10 * time.Millisecond)
+				}
+				synctest.Wait()
+			}
+			time.Sleep(15 * time.Second)
+			synctest.Wait()
+			stop()
+			if !last.IsZero() && !r.triggeredWithin(pod, last, 10*time.Second) {
+				t.Errorf("steps %v: the pod's last requeue, at %v, was not triggered within 10s: triggers at %v", steps, last, r.at[pod])
+			}
+		})
+	})
+}
