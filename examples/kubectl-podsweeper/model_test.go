@@ -1,0 +1,183 @@
+package main
+
+// A model of explain pod: clusters generated from bytes, the answer held to what its sources say.
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
+)
+
+// modelProgram is one program of a generated cluster.
+type modelProgram struct {
+	chart, ns, name, node string
+	reachable             bool
+	engine                string // k8s.EngineRunning, EngineNotRunning or EngineEnded
+	dryRun                bool
+	pus                   []k8s.PUStatus
+	reports               []k8s.WouldDestroy
+}
+
+// modelCluster is the pod apps/web (live under firstUID, recreated under secondUID, or gone) and the programs.
+type modelCluster struct {
+	podUID   string // "" gone
+	programs []modelProgram
+}
+
+// byteReader yields small numbers from b, 0 once it is spent.
+type byteReader struct{ b []byte }
+
+func (r *byteReader) n(k int) int {
+	if len(r.b) == 0 {
+		return 0
+	}
+	v := int(r.b[0]) % k
+	r.b = r.b[1:]
+	return v
+}
+
+// modelStates are the states a PU is generated in.
+var modelStates = []string{"idle", "queued", "checking", stateRetrying, stateTurnWaiting}
+
+// generateCluster makes a cluster of b.
+func generateCluster(b []byte) modelCluster {
+	r := &byteReader{b: b}
+	c := modelCluster{podUID: []string{firstUID, secondUID, ""}[r.n(3)]}
+	kinds := []struct{ chart, ns, node string }{
+		{"podsweeper-node-agent", "podsweeper", "node-a"},
+		{"podsweeper-cni-gc", "kube-system", "node-a"},
+		{"podsweeper-cluster-controller", "podsweeper", ""},
+	}
+	checked := clockNow.Add(-5 * time.Second)
+	for i, n := 0, 1+r.n(3); i < n; i++ {
+		k := kinds[r.n(len(kinds))]
+		p := modelProgram{chart: k.chart, ns: k.ns, node: k.node, name: fmt.Sprintf("prog-%d", i),
+			reachable: r.n(4) != 0, engine: []string{k8s.EngineRunning, k8s.EngineRunning, k8s.EngineNotRunning, k8s.EngineEnded}[r.n(4)],
+			dryRun: r.n(2) == 1}
+		for j, m := 0, r.n(3); j < m; j++ {
+			uid := []string{firstUID, secondUID}[r.n(2)]
+			pu := k8s.PUStatus{PUID: uid, Pod: "apps/web", State: modelStates[r.n(len(modelStates))], Age: "1m0s"}
+			if r.n(3) != 0 {
+				pu.LastChecked, pu.LastRow, pu.Why = &checked, 9, "same pod, same sandbox"
+				if pu.State == stateRetrying || pu.State == stateTurnWaiting {
+					pu.LastRow, pu.Why = 1, "pod not found"
+				}
+			}
+			if pu.State == stateRetrying {
+				pu.Attempts = 1 + r.n(3)
+			}
+			if p.dryRun && r.n(3) == 0 {
+				p.reports = append(p.reports, k8s.WouldDestroy{At: checked, PUID: uid, Pod: "apps/web", Reason: "PodGone", Row: 1, Why: "pod not found"})
+			}
+			p.pus = append(p.pus, pu)
+		}
+		c.programs = append(c.programs, p)
+	}
+	return c
+}
+
+// serve puts c on a fake API server.
+func (c modelCluster) serve(t *testing.T) *fakeAPI {
+	f := newFakeAPI(t)
+	for _, p := range c.programs {
+		pages := &pagesOf{pus: p.pus, engine: p.engine}
+		if !p.reachable {
+			pages.statusCode = 503
+		}
+		var args []string
+		if p.dryRun {
+			pages.dry = dryRunPage{Total: len(p.reports), Reports: append([]k8s.WouldDestroy{}, p.reports...)}
+			args = append(args, "--dry-run")
+		}
+		f.addProgram(p.chart, p.ns, p.name, p.node, pages, args...)
+	}
+	if c.podUID != "" {
+		f.addPod(appPodOn("apps", "web", c.podUID, "node-a"))
+	}
+	return f
+}
+
+// checkExplainPod runs explain pod apps/web on the cluster of b, in text and in JSON, and holds the answer to what its
+// sources say.
+func checkExplainPod(t *testing.T, b []byte) {
+	c := generateCluster(b)
+	f := c.serve(t)
+	text := f.run("explain", "pod", "apps/web")
+	js := f.run("explain", "pod", "apps/web", "-o", "json")
+	if text.code != 0 || js.code != 0 {
+		t.Fatalf("%+v: exit %d and %d", c, text.code, js.code)
+	}
+	var x PodExplanation
+	if err := json.Unmarshal([]byte(js.stdout), &x); err != nil {
+		t.Fatalf("the JSON does not read: %v", err)
+	}
+	out := text.stdout
+	unreachable, held, idleChecked, keepable := false, false, false, 0
+	for _, p := range c.programs {
+		if !p.reachable {
+			unreachable = true
+			continue
+		}
+		for _, pu := range p.pus {
+			held = true
+			// Every PU of the pod on a page asked is told.
+			if !strings.Contains(out, "PU "+pu.PUID+" of pod apps/web") {
+				t.Errorf("%s's PU %s (%s) is not told:\n%s", p.name, pu.PUID, pu.State, out)
+			}
+			idleChecked = idleChecked || p.engine == k8s.EngineRunning && pu.State == "idle"
+			reported := false
+			for _, r := range p.reports {
+				reported = reported || r.PUID == pu.PUID
+			}
+			if p.dryRun && pu.LastChecked != nil && !reported && pu.WouldDestroy == "" && pu.State != stateRetrying && pu.State != stateTurnWaiting {
+				keepable++
+			}
+		}
+		held = held || len(p.reports) > 0
+	}
+	if unreachable {
+		for _, want := range []string{"could not be asked", "cannot tell all"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("a program could not be asked, and the answer does not say %q:\n%s", want, out)
+			}
+		}
+	}
+	if (unreachable || held) && strings.Contains(out, "knows nothing") {
+		t.Errorf("a program holds the pod's PU or could not be asked, and the answer knows nothing:\n%s", out)
+	}
+	if !idleChecked && strings.Contains(out, "waiting for its next check") {
+		t.Errorf("no running engine holds an idle PU, and the answer says one waits for its next check:\n%s", out)
+	}
+	if n := strings.Count(out, "would keep it"); n > keepable {
+		t.Errorf("%d PU(s) a dry run would keep, of %d it checked and decided to keep:\n%s", n, keepable, out)
+	}
+	if len(x.Answers) != len(c.programs) {
+		t.Errorf("JSON: %d answers, of %d programs", len(x.Answers), len(c.programs))
+	}
+}
+
+// TestExplainPodAgreesWithItsSources holds explain pod, on generated clusters (programs of each kind, reachable or
+// not, running, a standby or ended, in a dry run or not, holding PUs of the pod and of the pod before it in every
+// state, with or without reports), to what their pages say: every PU of the pod is told; a program that could not be
+// asked makes the answer say so and that it cannot tell all; "knows nothing" only when nothing holds the pod; no PU
+// of an engine that does not run waits for its next check; a dry run would keep only what it checked and decided
+// to keep.
+func TestExplainPodAgreesWithItsSources(t *testing.T) {
+	for i := range 24 {
+		b := make([]byte, 24)
+		for j := range b {
+			b[j] = byte((i*131 + j*37 + i*j*7) % 251)
+		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) { checkExplainPod(t, b) })
+	}
+}
+
+// FuzzExplainPod is TestExplainPodAgreesWithItsSources on clusters the fuzzer makes.
+func FuzzExplainPod(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 1, 0, 1, 2, 2, 0, 1})
+	f.Fuzz(func(t *testing.T, b []byte) { checkExplainPod(t, b) })
+}
