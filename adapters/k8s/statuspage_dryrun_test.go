@@ -68,16 +68,7 @@ func TestStatusPage503WhileInventoryUnlisted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(k8s.NewStatusHandler(eng))
-	defer srv.Close()
-	get := func() (int, string) {
-		resp, err := http.Get(srv.URL + k8s.StatusPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get(k8s.EngineHeader)
-	}
+	get := pageOf(t, eng)
 	if code, h := get(); code != http.StatusOK || h != k8s.EngineNotRunning {
 		t.Errorf("before Start: %d %q", code, h)
 	}

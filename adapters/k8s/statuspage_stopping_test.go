@@ -46,17 +46,7 @@ func TestStatusPage503WhileInventoryUnlistedAndStartStopping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(k8s.NewStatusHandler(eng))
-	t.Cleanup(srv.Close)
-	get := func() (int, string) {
-		t.Helper()
-		resp, err := http.Get(srv.URL + k8s.StatusPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get(k8s.EngineHeader)
-	}
+	get := pageOf(t, eng)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	returned := make(chan struct{})
@@ -113,16 +103,7 @@ func TestStandbyPageIsNotRunningNot503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(k8s.NewStatusHandler(eng))
-	t.Cleanup(srv.Close)
-	get := func() (int, string) {
-		resp, err := http.Get(srv.URL + k8s.StatusPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get(k8s.EngineHeader)
-	}
+	get := pageOf(t, eng)
 	if code, h := get(); code != 200 || h != k8s.EngineNotRunning {
 		t.Errorf("a standby's page: %d %q", code, h)
 	}
@@ -158,16 +139,7 @@ func TestEndedEnginesPageSaysEndedNotStandby(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(k8s.NewStatusHandler(eng))
-	t.Cleanup(srv.Close)
-	get := func() (int, string) {
-		resp, err := http.Get(srv.URL + k8s.StatusPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get(k8s.EngineHeader)
-	}
+	get := pageOf(t, eng)
 	if code, h := get(); code != 200 || h != k8s.EngineNotRunning {
 		t.Errorf("before Start: %d %q, want 200 %q", code, h, k8s.EngineNotRunning)
 	}
@@ -184,5 +156,21 @@ func TestEndedEnginesPageSaysEndedNotStandby(t *testing.T) {
 	}
 	if eng.Len() != 1 {
 		t.Errorf("scenario: the ended engine holds %d PUs, want the one it tracked", eng.Len())
+	}
+}
+
+// pageOf serves eng's status page, and returns a getter of its status code and its EngineHeader.
+func pageOf(t *testing.T, eng *deletion.Engine) func() (code int, engine string) {
+	t.Helper()
+	srv := httptest.NewServer(k8s.NewStatusHandler(eng))
+	t.Cleanup(srv.Close)
+	return func() (int, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + k8s.StatusPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get(k8s.EngineHeader)
 	}
 }
