@@ -9,7 +9,7 @@ func DryRunMemory(c *Engine) int {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	m := &c.q.unlisted
-	return m.gone.n + m.untracked.n + len(c.q.list.gone) + len(c.q.list.removing)
+	return len(m.gone.list) + len(m.untracked.list) + len(c.q.list.gone) + len(c.q.list.removing)
 }
 
 // MinDryRunMemory is how many dropped PUs a dry run may remember however

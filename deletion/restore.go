@@ -121,37 +121,26 @@ func (m *unlistedMemory) copy(extra int) map[string]struct{} {
 	return out
 }
 
-// recent remembers the latest PUIDs added, at most size (the latest size added: a ring, in their order), and how
-// many times each is among them.
+// recent remembers the latest PUIDs added, at most size, in their order, and how many times each is among them.
 type recent struct {
-	ring    []string
-	head, n int
-	set     map[string]int
+	list []string
+	set  map[string]int
 }
 
 // add remembers puid, and forgets the oldest past size.
 func (r *recent) add(puid string, size int) {
-	if size > len(r.ring) { // the limit grew: a larger ring, in the same order
-		ring := make([]string, size)
-		for i := range r.n {
-			ring[i] = r.ring[(r.head+i)%len(r.ring)]
-		}
-		r.ring, r.head = ring, 0
-	}
 	if r.set == nil {
 		r.set = make(map[string]int)
 	}
-	if r.n == len(r.ring) {
-		old := r.ring[r.head]
-		if r.set[old]--; r.set[old] <= 0 {
-			delete(r.set, old)
-		}
-		r.head = (r.head + 1) % len(r.ring)
-		r.n--
-	}
-	r.ring[(r.head+r.n)%len(r.ring)] = puid
-	r.n++
+	r.list = append(r.list, puid)
 	r.set[puid]++
+	for ; len(r.list) > size; r.list = r.list[1:] {
+		if old := r.list[0]; r.set[old] <= 1 {
+			delete(r.set, old)
+		} else {
+			r.set[old]--
+		}
+	}
 }
 
 // trackAll tracks pus from Workers goroutines, so that a journal's commits are shared, and returns how many were new
