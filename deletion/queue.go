@@ -9,10 +9,9 @@ package deletion
 //	checking ──release──▶ idle, retrying or turnWaiting (or queued again for a trigger or a Sweep that came meanwhile)
 //	any ──remove (Untrack, a destroy done or given up, a dry run's drop)──▶ removed
 //
-// The scheduler queues a record at record.next (the heap, here; its loop in schedule.go); a trigger or a Sweep queue it too, but a trigger not one
-// waiting for a retry. A waiting record keeps waitFor and waitUntil through a check that leaves it waiting: a Sweep's
-// early check leaves a retry where it was, and a destroy waiting for its turn keeps its place through a check that
-// learns nothing (a port failed). A Sweep waits for the turns of its checks' destroys.
+// The scheduler queues a record at record.next; a trigger or a Sweep queue it too, but a trigger not one waiting for a
+// retry. A Sweep's early check leaves a retry where it was, and a check that learns nothing (a port failed) leaves a
+// destroy's place in the rate's line.
 
 import (
 	"cmp"
@@ -34,33 +33,29 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// puQueue holds every tracked PU's record and the mechanisms that move them, under one lock, mu: the engine's lock is
-// taken in this file alone.
+// puQueue holds every tracked PU's record and the mechanisms that move them, under mu, taken in this file alone.
 type puQueue struct {
 	mu      sync.Mutex
 	records map[string]*record
 	byPod   map[types.NamespacedName]*record // the first record of each pod; the others follow it
 	waits   [removed + 1]int                 // the records by what they wait for (record.waitFor)
 
-	wheel wheel // every record at the time it is queued next (schedule.go)
-
-	ready    readyQueue            // the one queue of checks and the Workers slots they run in (workers.go)
-	toldCond sync.Cond             // an event of a PU told: the next in its line may be (record.line)
+	wheel    wheel                 // schedule.go
+	ready    readyQueue            // workers.go
+	toldCond sync.Cond             // an event told: the next in its line may be
 	untold   map[string]*eventLine // the lines of removed records whose events are being told
-	// running: Start runs (since startAt), until its context, startDone, is done; stopped: it stops (stoppingLocked);
-	// returned: it has returned; begun: its first list of the Inventory is done. listedAt: when that list's answer
-	// was in (0: not yet); no check is overdue before (waits).
+	// running: Start runs (since startAt) until startDone; stopped: it stops; returned: it returned; begun: its first
+	// list is done; listedAt: when that list's answer was in (0: not yet), before which nothing is overdue.
 	running, stopped, returned, begun bool
 	startDone                         <-chan struct{}
 	startAt, listedAt                 int64
 
-	list     listWindow     // the Inventory's lists (restore.go)
-	unlisted unlistedMemory // the removals a list is not to bring back (restore.go)
-	rate     rateLine       // the destroy rate (rateline.go)
-	sweep    sweepRun       // the running Sweep (sweep.go)
+	list     listWindow     // restore.go
+	unlisted unlistedMemory // restore.go
+	rate     rateLine       // rateline.go
+	sweep    sweepRun       // sweep.go
 
-	// The engine's clocks (Engine.now, realNow), and whether it has an Observer and an Inventory.
-	now, realNow        func() int64
+	now, realNow        func() int64 // Engine.now, Engine.realNow
 	observed, inventory bool
 }
 
@@ -77,8 +72,8 @@ func (q *puQueue) init(o Options, now, realNow func() int64) {
 		q.ready.slots[i].index, q.ready.free[i] = int32(i), int32(i)
 	}
 	if o.DestroyRate > 0 && o.DestroyRate != rate.Inf {
-		// The time between two turns, rounded up: a turn early by a nanosecond would break the rate's bound.
-		q.rate = newRateLine(max(1, int64(math.Ceil(float64(time.Second)/float64(o.DestroyRate)))), o.DestroyBurst) // at most MaxDuration (Options)
+		// Rounded up: a turn early by a nanosecond would break the rate's bound.
+		q.rate = newRateLine(max(1, int64(math.Ceil(float64(time.Second)/float64(o.DestroyRate)))), o.DestroyBurst)
 		q.rate.stuck = q.stuckInLine
 	}
 	q.ready.cond.L, q.toldCond.L = &q.mu, &q.mu
@@ -102,7 +97,7 @@ var stateNames = [...]string{idle: "idle", queued: "queued", checking: "checking
 
 func (s state) String() string { return stateNames[s] }
 
-// cause is what asks for a check of a record: the scheduler (record.next has come), TriggerPod or TriggerAll, or a Sweep.
+// cause is what asks for a check: the scheduler, a trigger, or a Sweep.
 type cause uint8
 
 const (
@@ -123,66 +118,56 @@ const (
 	sweepTurn
 )
 
-// record is the engine's record of one tracked PU, guarded by puQueue.mu. Times are nanoseconds on Options.Clock since
-// the epoch: an int64 is a third of a time.Time.
+// record is the engine's record of one tracked PU, under puQueue.mu. Times are nanoseconds on Options.Clock since the
+// epoch, plus one (Engine.now): 0 is never.
 type record struct {
 	ports.PU
 
-	nextOfPod *record // the next record of the same pod (Engine.byPod)
+	nextOfPod *record // the next record of the same pod (puQueue.byPod)
 	lastErr   error   // of the last check, if it failed
 
-	trackedAt   int64
-	lastChecked int64 // when the last check ended; 0: never
-	// next is when the scheduler queues it (at its phase, or what it waits for); heapIndex is its index in wheel.heap
-	// (-1: not there).
-	next             int64
-	heapIndex, phase int32
-	waitUntil        int64 // when the retry or the turn of waitFor comes; 0: none
-	// goneSince: when a check first decided to destroy it since it was last seen alive; 0: it waits for no destroy.
-	goneSince int64
+	trackedAt, lastChecked int64
+	next                   int64 // when the scheduler queues it; heapIndex: its place on the wheel (-1: none)
+	heapIndex, phase       int32
+	waitUntil              int64 // when the retry or the turn of waitFor comes
+	goneSince              int64 // when a check first decided to destroy it since it was last seen alive; 0: none
 
 	attempts int32  // failed DestroyPU calls
 	sweepGen uint32 // the Sweep that sweep refers to
-	trackedT uint32 // the place of its EventTracked in its line
+	trackedT uint32 // the ticket of its EventTracked
 
 	state   state
 	waitFor state // retrying or turnWaiting, while waitUntil is set; else idle
 	sweep   sweepMark
-	again   bool // a trigger or a Sweep came during its check: check it again
-	failing bool // a check failed since the last that went well (a turn taken in the rate's line is neither)
-	// fresh: TriggerPod asked for the next check, which asks the SandboxConfirmer; checkFresh: the claiming check is
-	// one, or a first.
+	again   bool // a trigger or a Sweep came during its check
+	failing bool // a check failed since the last that went well
+	// fresh: TriggerPod asked for a fresh check (SandboxConfirmer); checkFresh: the claiming check is one, or a first.
 	fresh, checkFresh bool
-	// lastRow is the row of the last verdict carried out (-1: none); vetoed: it was a confirmer's, overriding a destroy.
-	// lineRow is the row of the destroy it waits for (its turn, or a retry).
+	// lastRow: the row last carried out (-1: none), vetoed by a confirmer; lineRow: the row of the destroy it waits for.
 	lastRow, lineRow int8
 	vetoed           bool
-	listed           bool // tracked from the Inventory's list: restored as new, not again when it gives its sandbox
-	// adoptedNow: its first check, still running, recorded the runtime's sandbox (settle): a list meanwhile gives it
-	// the sandbox it had before, all the same (adoptListed).
-	adoptedNow bool
-	// listedSandbox is the sandbox the Inventory's list recorded for it while its first check ran (adoptListed): the
-	// check takes it after its own answers (takeListed), or, listed after that, its release does (listedAfterLocked),
-	// as an operation that came meanwhile.
+	listed           bool // tracked from the Inventory's list
+	adoptedNow       bool // its first check, still running, recorded a sandbox: a list's answer still counts (adoptListed)
+	// listedSandbox: the sandbox a list gave it while its first check ran, taken by the check (takeListed) or its
+	// release (listedAfterLocked).
 	listedSandbox string
-	// reportedRow is the row of the last destroy a dry run reported (0: none), reported the rows it reported (bit
-	// 1<<row).
+	// reportedRow: the row of the last destroy a dry run reported (0: none); reported: the rows reported (1<<row).
 	reportedRow int8
 	reported    uint16
 
-	line *eventLine // its PUID's line to the Observer (eventLine, tell); nil without an Observer
+	line *eventLine // its PUID's line to the Observer; nil without one
 }
 
-// eventLine is the line of one PUID's events to the Observer: tickets of them were given a place, told were told;
-// held, how many checks hold a removed record of it, which may tell more. A record of a PUID tracked again while the one
-// before may still tell shares its line (puQueue.untold), so that no two events of one PUID are told at once.
+// eventLine orders one PUID's events to the Observer: tickets were given (atomically, by checks without the lock),
+// told were told; held counts the checks holding a removed record of it. A PUID tracked again while the record before
+// may still tell shares its line (puQueue.untold).
 type eventLine struct {
-	tickets atomic.Uint32 // a check takes the tickets of its events as they happen, without the lock
+	tickets atomic.Uint32
 	told    uint32
-	held    int32 // how many checks hold a removed record of it
+	held    int32
 }
 
-// take gives the next event of l its place; a nil line (no Observer), none.
+// take gives the next event of l its ticket; a nil line (no Observer), 0.
 func (l *eventLine) take() uint32 {
 	if l == nil {
 		return 0
@@ -190,15 +175,14 @@ func (l *eventLine) take() uint32 {
 	return l.tickets.Add(1) - 1
 }
 
-// dropLineLocked forgets the line l of a removed record of puid once it has nothing more to tell.
+// dropLineLocked forgets the line of a removed record once it has nothing more to tell.
 func (q *puQueue) dropLineLocked(puid string, l *eventLine) {
 	if l.told == l.tickets.Load() && l.held == 0 && q.untold[puid] == l {
 		delete(q.untold, puid)
 	}
 }
 
-// newRecordLocked tracks pu in a new record, tracking until its EventTracked, whose ticket it returns, is told
-// (announceLocked).
+// newRecordLocked tracks pu in a new record, tracking until its EventTracked (whose ticket it returns) is told.
 func (q *puQueue) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
 	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1, state: tracking,
 		phase: int32(fnv32a(pu.PUID) % uint32(q.wheel.phases))}
@@ -216,18 +200,16 @@ func (q *puQueue) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
 	return r, r.trackedT
 }
 
-// announceLocked makes the tracking r checkable, once the Observer has been told of its EventTracked: idle on the
-// heap, or queued for a trigger or a Sweep that came meanwhile.
+// announceLocked makes the tracking r checkable, its EventTracked told (a removed one stays so).
 func (q *puQueue) announceLocked(r *record, now int64) {
-	if r.state != tracking {
-		return // removed meanwhile
+	if r.state == tracking {
+		r.state = idle
+		q.resumeLocked(r, now)
 	}
-	r.state = idle
-	q.resumeLocked(r, now)
 }
 
-// resumeLocked makes r, no longer held, checkable again: queued at once for a Sweep that waits for its next check, or
-// for a trigger or a Sweep that came while it was held (but for a retry, which keeps its time); else on the heap.
+// resumeLocked makes r, no longer held, checkable: queued at once for a Sweep that waits for it, or for a trigger or a
+// Sweep that came while it was held (but a retry keeps its time); else on the wheel.
 func (q *puQueue) resumeLocked(r *record, now int64) {
 	again := r.again && !q.stopped && r.waitFor != retrying
 	r.again = false
@@ -239,7 +221,7 @@ func (q *puQueue) resumeLocked(r *record, now int64) {
 	}
 }
 
-// ticketLocked gives the next event of r its place in r's line to the Observer (tell); with no Observer, none.
+// ticketLocked gives the next event of r its ticket in r's line; with no Observer, 0.
 func (q *puQueue) ticketLocked(r *record) uint32 {
 	if !q.observed {
 		return 0
@@ -251,24 +233,21 @@ func (q *puQueue) ticketLocked(r *record) uint32 {
 	return t
 }
 
-// tell tells the Observer about ev, the event of r holding ticket t, once every event of r before it has been told,
-// and passes the turn on (a zero ev only passes it on): whatever goroutines make them, the events of one PU reach the Observer one at a time and in
-// order.
+// tell tells the Observer ev, of ticket t in r's line, once every event before it in the line has been told: the events
+// of one PU reach the Observer one at a time and in order.
 func (c *Engine) tell(r *record, t uint32, ev Event) { c.tellLine(r.PUID, r.line, t, ev) }
 
-// tellLine is tell, for the PU of puid whose line is l.
+// tellLine is tell, for the PU of puid whose line is l (nil: no Observer).
 func (c *Engine) tellLine(puid string, l *eventLine, t uint32, ev Event) {
 	if l == nil {
-		return // no Observer
+		return
 	}
 	c.q.mu.Lock()
 	for int32(t-l.told) > 0 {
 		c.q.toldCond.Wait()
 	}
 	c.q.mu.Unlock()
-	if ev.Kind != 0 {
-		c.observe(ev)
-	}
+	c.observe(ev)
 	c.q.mu.Lock()
 	l.told++
 	c.q.dropLineLocked(puid, l)
@@ -276,14 +255,14 @@ func (c *Engine) tellLine(puid string, l *eventLine, t uint32, ev Event) {
 	c.q.mu.Unlock()
 }
 
-// observe tells the Observer about ev; a panic in it is logged and dropped.
+// observe tells the Observer ev; a panic in it, whatever its value, is logged and summed up as a port's failure.
 func (c *Engine) observe(ev Event) {
 	if c.opts.Observer == nil {
 		return
 	}
 	returned := false
 	defer func() {
-		if !returned { // a panic, whatever its value: summed up once an interval, as a port's failures
+		if !returned {
 			err := fmt.Errorf("%w: Observer: %s", ErrPortPanicked, ports.Sprint(recover()))
 			c.log.V(1).Info("observer panicked", "event", ev.Kind.String(), "error", err.Error())
 			c.fails.add(portObserver, ev.PU.PUID, err, c.opts.Clock.Now())
@@ -293,8 +272,7 @@ func (c *Engine) observe(ev Event) {
 	returned = true
 }
 
-// setWaitLocked makes r wait for f (retrying or turnWaiting) until until, or for nothing (idle), and counts the
-// records waiting for each.
+// setWaitLocked makes r wait for f (retrying, turnWaiting, or idle: nothing) until until, counting the waits.
 func (q *puQueue) setWaitLocked(r *record, f state, until int64) {
 	if r.waitFor == turnWaiting && f != turnWaiting {
 		q.leaveLineLocked(r) // seen alive, or destroyed: its turn goes to the next in line
@@ -304,8 +282,8 @@ func (q *puQueue) setWaitLocked(r *record, f state, until int64) {
 	r.waitFor, r.waitUntil = f, until
 }
 
-// queueLocked asks for a check of r for why, and reports whether r joined the ready queue (a retry only for its time
-// or a Sweep); one being checked is checked again after, for a trigger or a Sweep.
+// queueLocked asks for a check of r, and reports whether r joined the ready queue (a retry only for its time or a
+// Sweep); one being checked, or tracked, is checked again after for a trigger or a Sweep.
 func (q *puQueue) queueLocked(r *record, why cause, now int64) bool {
 	switch {
 	case r.state == idle, r.state == turnWaiting, r.state == retrying && why != byTrigger:
@@ -328,8 +306,7 @@ func (q *puQueue) claimLocked(r *record, s *slot) {
 	s.held = r
 }
 
-// dueLocked reports whether the queued r is to be checked now; a retry that a Sweep now over queued goes back to
-// waiting for its time.
+// dueLocked reports whether the queued r is to be checked now; a retry a Sweep now over queued goes back to waiting.
 func (q *puQueue) dueLocked(r *record, now int64) bool {
 	if r.waitFor != retrying || r.waitUntil <= now || r.sweep == sweepNext && q.sweepingLocked(r.sweepGen) {
 		return true
@@ -339,8 +316,7 @@ func (q *puQueue) dueLocked(r *record, now int64) bool {
 	return false
 }
 
-// stuckInLine reports whether the PU of puid is held by a check stuck in a port past its deadline (the rate's line
-// lets those behind it go).
+// stuckInLine reports whether the PU of puid is held by a check stuck in a port (rateLine.stuck).
 func (q *puQueue) stuckInLine(puid string) bool {
 	r := q.records[puid]
 	if r == nil || r.state != checking {
@@ -355,10 +331,9 @@ func (q *puQueue) stuckInLine(puid string) bool {
 	return false
 }
 
-// learnedNothing reports whether a check that decided by row (failed: a port failed), of a PU in the destroy rate's
-// line for a destroy of lineRow, learned nothing of why it waits, so that it keeps its place: GetPod failed (row 2),
-// or, for a destroy of its sandbox (rows 10 and 12), the SandboxExtractor (row 6) or the SandboxProber (row 8) failed.
-// A check that saw the pod alive otherwise, a row 6 of a PU in line for its pod, takes it out of the line.
+// learnedNothing reports whether a check that decided by row (failed: a port failed) learned nothing of why its PU
+// waits for a destroy of lineRow, so that it keeps its place: GetPod failed (row 2), or, for a destroy of its sandbox
+// (rows 10 and 12), the SandboxExtractor (row 6) or the SandboxProber (row 8) failed.
 func learnedNothing(lineRow, row int, failed bool) bool {
 	return row == 2 || (row == 6 || row == 8 && failed) && (lineRow == 10 || lineRow == 12)
 }
@@ -368,22 +343,21 @@ func learnedNothing(lineRow, row int, failed bool) bool {
 func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	s.held = nil
 	if l := r.line; l != nil && r.state == removed {
-		l.held-- // it tells no more
+		l.held--
 		q.dropLineLocked(r.PUID, l)
 	}
 	q.ready.free = append(q.ready.free, s.index)
 	if q.ready.bound > 0 {
 		q.ready.cond.Broadcast()
 	}
-	sweeping := q.sweepingLocked(r.sweepGen)
-	// A check that learned nothing of why it waits keeps its place in the rate's line (below).
-	keepsPlace := r.waitFor == turnWaiting && o.retryAt == 0 && o.turnAt == 0 && learnedNothing(int(r.lineRow), o.verdict.Row, o.err != nil)
+	sweeping, nothing := q.sweepingLocked(r.sweepGen), learnedNothing(int(r.lineRow), o.verdict.Row, o.err != nil)
+	keepsPlace := r.waitFor == turnWaiting && o.retryAt == 0 && o.turnAt == 0 && nothing
 	switch {
 	case r.sweep == sweepThis && sweeping && o.cut && r.state != removed:
 		r.sweep = sweepNext // cut short by Start's stop: the Sweep checks it again, with goroutines of its own
 		q.nudgeSweepLocked()
 	case r.sweep == sweepThis && sweeping && (o.turnAt != 0 || keepsPlace) && r.state != removed:
-		r.sweep = sweepTurn // the Sweep waits for its turn (Sweep), and checks it then without Start
+		r.sweep = sweepTurn // the Sweep waits for its turn
 		q.sweep.owed = append(q.sweep.owed, r)
 		q.nudgeSweepLocked()
 	case r.sweep == sweepThis:
@@ -399,10 +373,8 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		return sweep
 	}
 	r.lastChecked, r.lastRow, r.vetoed, r.lastErr = o.end, int8(o.verdict.Row), o.vetoed, o.err
-	if o.err != nil {
-		r.failing = true
-	} else if o.turnAt == 0 { // a check that only took its place in the rate's line ends no streak of failures
-		r.failing = false
+	if o.err != nil || o.turnAt == 0 { // taking a place in the rate's line ends no streak of failures
+		r.failing = o.err != nil
 	}
 	switch {
 	case o.retryAt != 0:
@@ -414,19 +386,17 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		}
 		q.setWaitLocked(r, turnWaiting, at)
 		r.lineRow = int8(o.verdict.Row)
-	case r.waitFor == retrying && r.waitUntil > o.end && (o.verdict.Action == Destroy || learnedNothing(int(r.lineRow), o.verdict.Row, o.err != nil)):
+	case r.waitFor == retrying && r.waitUntil > o.end && (o.verdict.Action == Destroy || nothing):
 		// A Sweep's early check that destroyed nothing, and did not see the pod alive: the retry stays.
-	case keepsPlace:
-		// A check that learned nothing of why it waits: it keeps its place, or its turn come, the next tick.
+	case keepsPlace: // its place, or its turn come, the next tick
 		q.setWaitLocked(r, turnWaiting, max(r.waitUntil, q.wheel.onTick(o.end+1)))
 	default:
 		q.setWaitLocked(r, idle, 0)
 	}
-	if r.waitFor == idle && o.verdict.Action != Destroy && !learnedNothing(int(r.lineRow), o.verdict.Row, o.err != nil) {
-		r.goneSince = 0 // it no longer waits for a destroy: seen alive, or out of the rate's line
+	if r.waitFor == idle && o.verdict.Action != Destroy && !nothing {
+		r.goneSince = 0 // seen alive, or out of the rate's line
 	}
-	r.state = r.waitFor
-	if r.state == turnWaiting {
+	if r.state = r.waitFor; r.state == turnWaiting {
 		q.nudgeLineLocked(o.end, q.wheel.onTick(o.end+1)) // the head while it was checked: its turn may be sooner
 	}
 	q.resumeLocked(r, o.end)
@@ -434,9 +404,8 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 }
 
 // removeLocked forgets r (the ready queue may still point to it: workers skip it). Until the caller has told the
-// Observer (told), a list of the Inventory that begins does not bring it back: a journal may still hold it; with
-// gone (destroyed, given up on, or dropped by a dry run), no list is to, until one has answered (unlistedMemory).
-// It moves the record first, then hands it to each mechanism once.
+// Observer (told), a list that begins does not bring it back; with gone (destroyed, given up on, or dropped by a dry
+// run), no list is to until one has answered (unlistedMemory).
 func (q *puQueue) removeLocked(r *record, gone bool) {
 	swept := r.state != checking && r.sweep != notSwept // a check ends its own part of a Sweep (releaseLocked)
 	if l := r.line; l != nil {
@@ -444,39 +413,38 @@ func (q *puQueue) removeLocked(r *record, gone bool) {
 			l.held++
 		}
 		if l.held > 0 || l.told != l.tickets.Load() {
-			q.untold[r.PUID] = l // a Track of its PUID meanwhile tells after its events
+			q.untold[r.PUID] = l
 		}
 	}
 	r.state = removed
 	q.setWaitLocked(r, idle, 0)
 	delete(q.records, r.PUID)
-	if head := q.byPod[r.Pod]; head == r {
-		if r.nextOfPod == nil {
-			delete(q.byPod, r.Pod)
-		} else {
-			q.byPod[r.Pod] = r.nextOfPod
-		}
-	} else {
-		for p := head; p != nil; p = p.nextOfPod {
-			if p.nextOfPod == r {
-				p.nextOfPod = r.nextOfPod
-				break
-			}
+	head := q.byPod[r.Pod]
+	if head == r {
+		head = r.nextOfPod
+	}
+	for p := head; p != nil; p = p.nextOfPod {
+		if p.nextOfPod == r {
+			p.nextOfPod = r.nextOfPod
 		}
 	}
-	r.nextOfPod = nil
-	q.leaveLineLocked(r) // waiting for its turn, or in line since its check: the turn goes to the next in line
+	if r.nextOfPod = nil; head == nil {
+		delete(q.byPod, r.Pod)
+	} else {
+		q.byPod[r.Pod] = head
+	}
+	q.leaveLineLocked(r)
 	q.wheel.unschedule(r)
 	if swept && q.sweepingLocked(r.sweepGen) {
 		q.sweptLocked()
 	}
 	q.list.removed(r.PUID, q.realNow())
 	if gone && q.inventory && !q.list.restored {
-		q.unlisted.add(r.PUID, len(q.records)+1) // the list to come may still have it
+		q.unlisted.add(r.PUID, len(q.records)+1)
 	}
 }
 
-// told records that the Observer has been told of the removal of the PU of puid (see removeLocked).
+// told records that the Observer has been told of the removal of the PU of puid.
 func (c *Engine) told(puid string) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
@@ -526,20 +494,18 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	}
 	r, t := c.q.newRecordLocked(pu, now)
 	r.listed = listed
-	if c.opts.Inventory != nil && !c.q.list.restored {
-		c.q.unlisted.saw(len(c.q.records)) // the dry run's memory is as large as the most PUs tracked at once
+	if c.q.inventory && !c.q.list.restored {
+		c.q.unlisted.saw(len(c.q.records))
 	}
-	if c.opts.Observer == nil {
-		c.q.announceLocked(r, now)
-	}
-	c.q.mu.Unlock()
-	if c.opts.Observer != nil {
-		c.tell(r, t, Event{Kind: EventTracked, PU: pu})
-		c.q.mu.Lock()
-		c.q.announceLocked(r, c.now())
-		c.q.toldCond.Broadcast() // a second Track of it may return
+	if r.line != nil {
 		c.q.mu.Unlock()
+		c.tell(r, t, Event{Kind: EventTracked, PU: pu})
+		now = c.now()
+		c.q.mu.Lock()
 	}
+	c.q.announceLocked(r, now)
+	c.q.toldCond.Broadcast() // a second Track of it may return
+	c.q.mu.Unlock()
 	return true, nil
 }
 
@@ -637,9 +603,8 @@ func (c *Engine) InventoryListed() bool {
 	return c.q.list.restored
 }
 
-// takeListed records the sandbox the Inventory's list gave r while its first check ran (adoptListed), before the
-// check's verdict is carried out: the list's record comes first, as it would have had the check begun after it. A
-// check that would adopt a sandbox is decided again on the one recorded (Decide: the same, or replaced).
+// takeListed records the sandbox a list gave r while its first check ran, before the check's verdict is carried out,
+// as if the check had begun after it: a verdict to adopt a sandbox is decided again on the one listed.
 func (c *Engine) takeListed(r *record, o *outcome, pod *corev1.Pod) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
@@ -660,10 +625,9 @@ func (c *Engine) takeListed(r *record, o *outcome, pod *corev1.Pod) {
 	}
 }
 
-// listedAfterLocked records, as r's check is released, the sandbox the Inventory's list gave r after the check had
-// taken what was listed (takeListed): the sandbox r had before the restart, which the check did not decide on,
-// whatever the check recorded (a sandbox recorded then, another, replaced it: the next check destroys it as
-// changed). It returns the PU and the place in r's line of the EventAdopted to tell; ok false: nothing to tell.
+// listedAfterLocked records, as r's check is released, the sandbox a list gave r after takeListed: the one it had
+// before the restart, whatever the check recorded (the next check destroys it as changed). It returns the PU and the
+// ticket of the EventAdopted to tell; ok false: none.
 func (q *puQueue) listedAfterLocked(r *record) (pu ports.PU, t uint32, ok bool) {
 	sb := r.listedSandbox
 	r.listedSandbox, r.adoptedNow = "", false
@@ -674,19 +638,16 @@ func (q *puQueue) listedAfterLocked(r *record) (pu ports.PU, t uint32, ok bool) 
 	return r.PU, q.ticketLocked(r), true
 }
 
-// settle carries out the verdict of o on the claimed r, once it gave the check's events their places in r's line:
-// it records the adopted sandbox, or, for a destroy, reports it (a dry run) or takes its turn under the destroy rate
-// (else o.turnAt). It reports whether DestroyPU is to be called now, for ev. Nothing is carried out for a record
-// Untrack removed.
+// settle carries out the verdict of o on the claimed r, unless Untrack removed it: it records the adopted sandbox, or,
+// for a destroy, reports it (a dry run) or takes its turn under the destroy rate (else o.turnAt). It reports whether
+// DestroyPU is to be called now, for ev.
 func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy bool) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-
-	v := o.verdict
 	if r.state == removed {
 		return ev, false
 	}
-	switch v.Action {
+	switch v := o.verdict; v.Action {
 	case Adopt:
 		r.SandboxID, r.adoptedNow = v.SandboxID, r.lastRow < 0
 		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventAdopted, PU: r.PU, Verdict: v}})
@@ -696,7 +657,7 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 			c.q.wouldDestroyLocked(r, o, ev)
 			return ev, false
 		} else if c.opts.DryRun {
-			return ev, true // the PolicyHandler tells whether it would destroy (destroyed)
+			return ev, true // the DryRunner tells whether it would destroy (destroyed)
 		}
 		now := c.now()
 		if r.goneSince == 0 {
@@ -706,8 +667,7 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 		if !c.q.rate.limited() {
 			return ev, true
 		}
-		ok, at := c.q.rate.take(r.PUID, now)
-		if !ok {
+		if ok, at := c.q.rate.take(r.PUID, now); !ok {
 			o.turnAt = at
 			return ev, false
 		}
@@ -717,8 +677,8 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 	return ev, false
 }
 
-// wouldDestroyLocked is a destroy in a dry run (Options.DryRun): reported once per reason and kept, or dropped when
-// its pod can never come back; a PU of a live pod (SandboxChanged, SandboxDead, PodTerminated) stays tracked.
+// wouldDestroyLocked is a destroy in a dry run: reported once per reason and kept, or dropped when its pod can never
+// come back.
 func (q *puQueue) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEvent) {
 	v := o.verdict
 	gone := v.Reason == ports.ReasonPodGone || v.Reason == ports.ReasonUIDChanged || v.Reason == ports.ReasonNodeChanged
@@ -735,23 +695,20 @@ func (q *puQueue) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEven
 }
 
 // destroyed carries out DestroyPU's answer for ev on the claimed r: a success or the last failure removes the record,
-// another failure sets o.retryAt; a record Untrack removed meanwhile is not retried. In a dry run, the answer is the
-// DryRunner's: a success is reported (wouldDestroyLocked), a failure is one of DestroyPU.
+// another failure sets o.retryAt; a record Untrack removed meanwhile is not retried. In a dry run, the DryRunner's
+// success is reported (wouldDestroyLocked).
 func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err error, permanent bool) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	untracked := r.state == removed
-	if err == errNotCalled { // no attempt: the destroy is due again at once, when checks run again
-		if !untracked {
-			o.retryAt = c.now()
-		}
-		return
+	switch {
+	case err == errNotCalled && !untracked: // no attempt: due again at once, when checks run again
+		o.retryAt = c.now()
+	case err == nil && c.opts.DryRun && !untracked: // a real run would have destroyed it, ending its failures
+		r.attempts = 0
+		c.q.wouldDestroyLocked(r, o, ev)
 	}
-	if err == nil && c.opts.DryRun { // the DryRunner would destroy it: a real run would have, and ended its failures
-		if !untracked {
-			r.attempts = 0
-			c.q.wouldDestroyLocked(r, o, ev)
-		}
+	if err == errNotCalled || err == nil && c.opts.DryRun {
 		return
 	}
 	if err != nil {
@@ -764,8 +721,7 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	if !o.done && !untracked {
 		o.retryAt = now + int64(c.backoff(attempts)) // at its time: a tick would stretch a backoff under a second
 	}
-	// Its events take their places in r's line before the record is removed: a success (none once Untrack removed it:
-	// its EventUntracked ended it for the Observer), or a failure and, for the last, EventAbandoned.
+	// Its events take their tickets before the record is removed (a success none once Untrack removed it).
 	event := func(e Event) { o.events = append(o.events, tellItem{c.q.ticketLocked(r), e}) }
 	switch {
 	case err == nil && !untracked:
@@ -787,12 +743,11 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 }
 
 // late notes in o that what (a port, or the Observer) answered past the deadline of the check of r held in s, if it
-// did: the check's ports are measured as they return (run), before the Observer hears of it, so that a slow Observer
-// is never taken for a late port.
+// did; the Observer's time during the check is no port's.
 func (c *Engine) late(r *record, s *slot, o *outcome, what string) {
 	late := time.Duration(c.realNow() - s.checkEnd.Load())
 	if what != "the Observer" {
-		late -= o.observing // the Observer's time during the check is no port's
+		late -= o.observing
 	}
 	if late > 0 {
 		err := fmt.Errorf("PU %s of pod %s: %s answered %v past its check's deadline; its slot was stuck meanwhile", r.PUID, r.Pod, what, late)
@@ -800,17 +755,15 @@ func (c *Engine) late(r *record, s *slot, o *outcome, what string) {
 	}
 }
 
-// finish ends the check of r held in s with o, run under ctx: it tells the Observer its EventChecked, hands the pod
-// to requeue to the Requeuer's lane (requeue.go), then releases the record and the slot, so that a Sweep returns once
-// the Observer knows, and waits for the lane. The Observer is told in the slot: one that hangs is seen
-// as stuck, as a port is. A port that answered past the check's deadline is a failure of the check (its Err, noted
-// by run); an Observer that does is summed up in the logs alone.
+// finish ends the check of r held in s with o, run under ctx: it tells the EventChecked in the slot (an Observer that
+// hangs is stuck, as a port is), hands the pod to requeue to the Requeuer's lane, then releases the record and the
+// slot, so that a Sweep returns once the Observer knows. An Observer past the deadline is summed up in the logs alone.
 func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, start int64) {
 	if c.opts.Observer != nil {
 		c.q.mu.Lock()
 		t, pu := c.q.ticketLocked(r), r.PU
 		c.q.mu.Unlock()
-		errs := make([]error, len(o.fails)) // the failures of the check's ports, joined; nil: none
+		errs := make([]error, len(o.fails))
 		for i, f := range o.fails {
 			errs[i] = f.err
 		}
@@ -823,7 +776,7 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 	s.checkEnd.Store(0)
 	if o.requeue != nil {
 		c.q.mu.Lock()
-		var sweep uint32 // the Sweep this check is one of, which waits for the requeue; 0: none
+		var sweep uint32 // the Sweep this check is one of: it waits for the requeue
 		if r.sweep == sweepThis && c.q.sweepingLocked(r.sweepGen) {
 			sweep = r.sweepGen
 		}
@@ -841,12 +794,17 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 	pu, t, listed := c.q.listedAfterLocked(r)
 	c.q.mu.Unlock()
 	if listed {
-		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
-		c.tell(r, t, Event{Kind: EventAdopted, PU: pu})
+		c.tellListed(r, t, pu)
 	}
 }
 
-// leaveLineLocked gives back r's place in the destroy rate's line, if it has one; the turn goes to the next in line.
+// tellListed logs and tells pu, r's PU given the sandbox a list recorded, its EventAdopted holding ticket t.
+func (c *Engine) tellListed(r *record, t uint32, pu ports.PU) {
+	c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
+	c.tell(r, t, Event{Kind: EventAdopted, PU: pu})
+}
+
+// leaveLineLocked gives back r's place in the destroy rate's line, if it has one, to the next in line.
 func (q *puQueue) leaveLineLocked(r *record) {
 	if _, ok := q.rate.leave(r.PUID); ok {
 		now := q.now()
@@ -854,8 +812,8 @@ func (q *puQueue) leaveLineLocked(r *record) {
 	}
 }
 
-// nudgeLineLocked has the PU at the head of the line checked when its turn comes, and not before floor, if that is
-// sooner than it waits for: after the one before it took its turn or left the line, or its own check failed.
+// nudgeLineLocked has the PU at the head of the line checked at its turn, not before floor, if that is sooner than it
+// waits for: the one before it took its turn or left the line, or its own check failed.
 func (q *puQueue) nudgeLineLocked(now, floor int64) {
 	puid, ok := q.rate.front()
 	if !ok {
@@ -863,12 +821,12 @@ func (q *puQueue) nudgeLineLocked(now, floor int64) {
 	}
 	r := q.records[puid]
 	if r == nil || r.state != turnWaiting {
-		return // being checked, or queued: its check asks for its turn, or its release nudges it
+		return // being checked, or queued: its check takes its turn, or its release nudges it
 	}
 	if at := max(q.rate.turnAt(0, now), floor); at < r.waitUntil {
 		r.waitUntil = at
 		q.wheel.schedule(r, now)
-		q.nudgeSweepLocked() // a Sweep without Start queues the turns it waits for
+		q.nudgeSweepLocked()
 	}
 }
 
@@ -935,7 +893,7 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	c.q.mu.Lock()
 	e := c.q.records[pu.PUID]
 	_, gone := c.q.list.gone[pu.PUID] // tracked again since: a new PU
-	var tracked ports.PU              // the PU as tracked: without the sandbox its running first check recorded
+	var tracked ports.PU              // without the sandbox its running first check recorded
 	if e != nil {
 		tracked = e.PU
 		if e.adoptedNow {
@@ -946,23 +904,21 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	case e == nil || gone || e.lastRow >= 0 || tracked.WithRecordedSandbox(pu) == tracked:
 	case e.state == checking:
 		restored = !e.listed && e.listedSandbox == "" // listed twice, restored once
-		e.listedSandbox = pu.SandboxID                // its first check takes it (takeListed), or its release (listedAfterLocked)
+		e.listedSandbox = pu.SandboxID                // taken by its first check, or its release
 	case e.state == idle || e.state == queued || e.state == tracking:
 		e.PU = e.PU.WithRecordedSandbox(pu)
 		snapshot, t := e.PU, c.q.ticketLocked(e)
 		c.q.mu.Unlock()
-		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
-		c.tell(e, t, Event{Kind: EventAdopted, PU: snapshot})
+		c.tellListed(e, t, snapshot)
 		return !e.listed
 	}
 	c.q.mu.Unlock()
 	return restored
 }
 
-// waits returns what a health check reads of the queue: whether Start has returned, whether it stops (its context is
-// done), whether the first list's answer is going in (overdue is then how long since a PU of it last began or ended
-// going in), how long the oldest queued check has waited, and how long ago the first check due was due (since Start
-// began at the earliest; 0 while the first list is under way).
+// waits returns what a health check reads of the queue: whether Start has returned, whether it stops, whether the
+// first list's answer is going in (overdue is then how long since a PU of it last began or ended going in), how long
+// the oldest queued check has waited, and how long ago the first check due was due (since Start and its first list).
 func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue time.Duration) {
 	now := c.now()
 	c.q.mu.Lock()
@@ -973,13 +929,9 @@ func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue tim
 	}
 	switch {
 	case c.q.begun:
-	case c.q.list.gone != nil && c.q.list.end == 0:
-		// The first list answered in time, and its PUs go in before any check: however many, it is wedged only
-		// while none goes in (an Observer that blocks).
+	case c.q.list.gone != nil && c.q.list.end == 0: // wedged only while none of its PUs goes in (an Observer blocks)
 		restoring, overdue = true, time.Duration(now-c.q.list.progress)
-	default:
-		// The checks wait for the first list, its deadline at most (awaitFirstList, in real time whatever the Clock):
-		// nothing is overdue meanwhile.
+	default: // the checks wait for the first list, its deadline at most: nothing is overdue
 		overdue = 0
 	}
 	if at := c.q.oldestQueuedLocked(); at != 0 {
@@ -988,8 +940,7 @@ func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue tim
 	return stopped, stopping, restoring, waited, overdue
 }
 
-// listBegins opens the window of a list of the Inventory: it is not to bring back what was removed, or is being
-// removed, since it began (listWindow), nor what unlistedMemory remembers; listEnds closes it.
+// listBegins opens the window of a list (listWindow) on what unlistedMemory remembers; listEnds closes it.
 func (c *Engine) listBegins() {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
@@ -1007,7 +958,7 @@ func (c *Engine) listEnds() {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	c.q.list.gone = nil
-	if !c.q.begun && c.q.listedAt == 0 { // Start's first list: its checks are not overdue before it is in
+	if !c.q.begun && c.q.listedAt == 0 {
 		c.q.listedAt = now
 	}
 }
@@ -1027,8 +978,7 @@ func (c *Engine) listAnswered(err error) error {
 	return err
 }
 
-// listProgress records that a PU of the list's answer begins, or ends, going in: the restore is wedged only while
-// none does (waits).
+// listProgress records that a PU of the list's answer begins, or ends, going in (waits).
 func (c *Engine) listProgress() {
 	now := c.now()
 	c.q.mu.Lock()
@@ -1051,8 +1001,8 @@ func (c *Engine) listTracked() {
 	c.q.unlisted = unlistedMemory{}
 }
 
-// queueDue queues every record whose time has come at now, each once however late, sets the scheduler's timer, and
-// returns when the scheduler is to wake next: the next record's time (0: none, until a kick).
+// queueDue queues every record due at now, each once however late, sets the scheduler's timer, and returns when it
+// is to wake next (0: at a kick).
 func (c *Engine) queueDue(now int64) int64 {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
@@ -1062,7 +1012,7 @@ func (c *Engine) queueDue(now int64) int64 {
 			n++
 		}
 	}
-	c.q.wakeLocked(min(n, 1)) // more once a check of the batch is slow (lane.spreadIn)
+	c.q.wakeLocked(min(n, 1)) // more once a check of the batch is slow
 	c.q.spreadLocked(now)
 	w := &c.q.wheel
 	switch w.wakeAt = w.first(); {
@@ -1075,8 +1025,7 @@ func (c *Engine) queueDue(now int64) int64 {
 	return w.wakeAt
 }
 
-// schedulerTimer gives the wheel the scheduler's timer, which queueDue sets; nil: the scheduler returns, and its
-// timer is stopped.
+// schedulerTimer gives the wheel the scheduler's timer; nil: the scheduler returns, its timer stopped.
 func (c *Engine) schedulerTimer(t clock.Timer) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
@@ -1087,24 +1036,21 @@ func (c *Engine) schedulerTimer(t clock.Timer) {
 	c.q.wheel.timer = t
 }
 
-// slowCheck wakes another worker if checks wait: a lane's check has run spreadAfter (lane.spreadIn).
+// slowCheck wakes another worker if checks wait: a lane's check has run spreadAfter.
 func (c *Engine) slowCheck() {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
-	if c.q.ready.head < len(c.q.ready.items) && c.q.ready.idle > 0 {
-		c.q.ready.cond.Signal()
-	}
+	c.q.spreadLocked(math.MaxInt64)
 }
 
-// spreadLocked wakes another worker when the head of the ready queue has waited spreadAfter by now: a check before it
-// is slow.
+// spreadLocked wakes another worker when the head of the ready queue has waited spreadAfter by now.
 func (q *puQueue) spreadLocked(now int64) {
 	if q.ready.head < len(q.ready.items) && q.ready.idle > 0 && q.ready.items[q.ready.head].at+int64(q.spreadAfter()) <= now {
 		q.ready.cond.Signal()
 	}
 }
 
-// checksBegin lets Start's workers begin, once its first list of the Inventory has ended or is past its deadline.
+// checksBegin lets Start's workers begin, its first list ended or past its deadline.
 func (c *Engine) checksBegin() {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
@@ -1135,7 +1081,7 @@ func (c *Engine) sweepLanes(ctx context.Context, gen uint32) {
 }
 
 // next claims the oldest queued record and a free slot for it, waiting for both; nil: its goroutine is to stop. spread,
-// when others wait behind it, is how long its check may take before another worker is woken for them (lane.spreadIn).
+// when others wait behind it, is how long its check may take before another worker is woken for them.
 func (c *Engine) next(gen uint32) (r *record, s *slot, spread time.Duration) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
@@ -1146,8 +1092,7 @@ func (c *Engine) next(gen uint32) (r *record, s *slot, spread time.Duration) {
 		case gen != 0 && c.q.running:
 			c.q.ready.cond.Broadcast() // pass on a wake-up that may have been meant for Start's workers
 			return nil, nil, 0
-		case gen == 0 && !c.q.begun, len(c.q.ready.free) == 0 && c.q.ready.head < len(c.q.ready.items):
-			// Start's first list is under way, or every slot is taken.
+		case gen == 0 && !c.q.begun, len(c.q.ready.free) == 0 && c.q.ready.head < len(c.q.ready.items): // no slot yet
 			c.q.ready.bound++
 			c.q.ready.cond.Wait()
 			c.q.ready.bound--
@@ -1170,9 +1115,7 @@ func (c *Engine) next(gen uint32) (r *record, s *slot, spread time.Duration) {
 			s := &c.q.ready.slots[c.q.ready.free[len(c.q.ready.free)-1]]
 			c.q.ready.free = c.q.ready.free[:len(c.q.ready.free)-1]
 			c.q.claimLocked(it.r, s)
-			// A batch wakes one worker; this wakes another if the rest have waited long, and its lane if its own
-			// check is slow.
-			c.q.spreadLocked(c.now())
+			c.q.spreadLocked(c.now()) // another worker if the rest waited long; spread arms its lane
 			if c.q.ready.head < len(c.q.ready.items) {
 				spread = c.q.spreadAfter()
 			}
@@ -1186,9 +1129,8 @@ func (c *Engine) next(gen uint32) (r *record, s *slot, spread time.Duration) {
 	}
 }
 
-// sweepsLocked reports whether a goroutine of the Sweep of gen may check the queued r: a check that Sweep asked for,
-// or the head of the rate's line, which holds back the turns of that Sweep's (sweepTurnsLocked). Any other is Start's,
-// or waits for Start: once its context is done, or before it begins, no Sweep checks it.
+// sweepsLocked reports whether a goroutine of the Sweep of gen may check the queued r: one that Sweep asked for, or the
+// head of the rate's line, which holds back the turns of that Sweep's. Any other waits for Start's workers.
 func (q *puQueue) sweepsLocked(r *record, gen uint32) bool {
 	if r.sweepGen == gen && (r.sweep == sweepNext || r.sweep == sweepTurn) {
 		return true
@@ -1197,8 +1139,7 @@ func (q *puQueue) sweepsLocked(r *record, gen uint32) bool {
 	return ok && puid == r.PUID && len(q.sweep.owed) > 0
 }
 
-// stoppingLocked reports whether Start's context is done: from then on nothing is tracked, triggered or claimed for
-// Start's workers, whether or not its goroutine has seen it yet.
+// stoppingLocked reports whether Start's context is done, whether or not its goroutine has seen it yet.
 func (q *puQueue) stoppingLocked() bool {
 	if q.stopped {
 		return true
@@ -1211,17 +1152,15 @@ func (q *puQueue) stoppingLocked() bool {
 	}
 }
 
-// startQueue starts the queue for Start: its workers take the checks from now on, those triggered before it included,
-// once its first list is in (with an Inventory). It returns how many checks are queued and how many PUs are tracked.
+// startQueue starts the queue for Start's workers, and returns how many checks are queued and PUs tracked.
 func (c *Engine) startQueue(done <-chan struct{}, kick chan struct{}, now int64) (pending, tracked int) {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	c.q.running, c.q.begun, c.q.wheel.kick, c.q.startAt, c.q.startDone = true, c.opts.Inventory == nil, kick, now, done
-	// Triggers before Start queued their records: they wait from now on.
-	for i := range c.q.ready.items[c.q.ready.head:] {
+	for i := range c.q.ready.items[c.q.ready.head:] { // triggered before Start: they wait from now on
 		c.q.ready.items[c.q.ready.head+i].at = now
 	}
-	c.q.ready.cond.Broadcast() // a Sweep's own goroutines leave the queue to Start's workers
+	c.q.ready.cond.Broadcast() // a Sweep's own goroutines leave the queue to Start's
 	return len(c.q.ready.items) - c.q.ready.head, len(c.q.records)
 }
 
@@ -1234,7 +1173,7 @@ func (c *Engine) stopQueue() {
 	c.q.ready.cond.Broadcast()
 }
 
-// startReturned records that Start has returned: LivenessCheck fails from then on.
+// startReturned records that Start has returned.
 func (c *Engine) startReturned() {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
@@ -1264,8 +1203,7 @@ func (c *Engine) sweepTurns(gen uint32) time.Duration {
 	return c.q.sweepTurnsLocked(gen)
 }
 
-// sweepStuck reports whether the Sweep of gen is to stop waiting: every check it waits for, or every slot, is held by
-// one stuck in a port.
+// sweepStuck reports whether the Sweep of gen is to stop waiting: every check it waits for, or every slot, is stuck.
 func (c *Engine) sweepStuck(gen uint32) bool {
 	c.q.mu.Lock()
 	held, stuck, left, now := 0, 0, c.q.sweep.left, c.q.realNow()
@@ -1281,7 +1219,6 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 	if left == 0 || held < left && stuck < len(c.q.ready.slots) {
 		return false
 	}
-	// Summed up once an interval, as a port's failures: a hung port is one failure, whatever the number of Sweeps.
 	c.fails.add(portStuck, "", fmt.Errorf("%d checks stuck past their deadline, %d of the Sweep's unchecked", stuck, left-held),
 		c.opts.Clock.Now())
 	return true
