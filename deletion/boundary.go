@@ -189,21 +189,27 @@ func callLeaving[T any](ctx context.Context, d time.Duration, port string, f fun
 	}
 }
 
-// call runs f, a call of port, and turns a panic in it, whatever its value (nil too, under GODEBUG panicnil=1, where
-// recover answers nil), into an error wrapping ErrPortPanicked and no value (the value formatted, never wrapped, so that
-// a panic with ports.ErrPodNotFound cannot make a pod look gone), and an error that cannot be read into a plain
-// failure of the port (safeError).
-func call[T any](port string, f func() (T, error)) (v T, err error) {
-	returned := false
+// catch runs f and returns what it panicked with, whatever its value (nil too, under GODEBUG panicnil=1, where
+// recover answers nil), and the stack of the panic.
+func catch(f func()) (v any, stack []byte, panicked bool) {
+	panicked = true
 	defer func() {
-		if !returned {
-			r := recover()
-			var zero T
-			v, err = zero, fmt.Errorf("%w: %s: %s\n%s", ErrPortPanicked, port, ports.Sprint(r), debug.Stack())
+		if panicked {
+			v, stack = recover(), debug.Stack()
 		}
 	}()
-	v, err = f()
-	returned = true
+	f()
+	return nil, nil, false
+}
+
+// call runs f, a call of port, and turns a panic in it into an error wrapping ErrPortPanicked and no value (the value
+// formatted, never wrapped, so that a panic with ports.ErrPodNotFound cannot make a pod look gone), and an error that
+// cannot be read into a plain failure of the port (safeError).
+func call[T any](port string, f func() (T, error)) (v T, err error) {
+	if r, stack, panicked := catch(func() { v, err = f() }); panicked {
+		var zero T
+		return zero, fmt.Errorf("%w: %s: %s\n%s", ErrPortPanicked, port, ports.Sprint(r), stack)
+	}
 	if err != nil {
 		err = safeError(port, err)
 	}

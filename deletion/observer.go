@@ -46,18 +46,9 @@ func (m multiObserver) Observe(ev Event) {
 	var first any
 	panicked := false
 	for _, o := range m {
-		func() {
-			returned := false
-			defer func() {
-				if !returned && !panicked { // a panic, whatever its value (nil too, under GODEBUG panicnil=1)
-					first, panicked = recover(), true
-				} else if !returned {
-					recover()
-				}
-			}()
-			o.Observe(ev)
-			returned = true
-		}()
+		if r, _, p := catch(func() { o.Observe(ev) }); p && !panicked {
+			first, panicked = r, true
+		}
 	}
 	if panicked {
 		panic(first)

@@ -260,16 +260,11 @@ func (c *Engine) observe(ev Event) {
 	if c.opts.Observer == nil {
 		return
 	}
-	returned := false
-	defer func() {
-		if !returned {
-			err := fmt.Errorf("%w: Observer: %s", ErrPortPanicked, ports.Sprint(recover()))
-			c.log.V(1).Info("observer panicked", "event", ev.Kind.String(), "error", err.Error())
-			c.fails.add(portObserver, ev.PU.PUID, err, c.opts.Clock.Now())
-		}
-	}()
-	c.opts.Observer.Observe(ev)
-	returned = true
+	if r, _, panicked := catch(func() { c.opts.Observer.Observe(ev) }); panicked {
+		err := fmt.Errorf("%w: Observer: %s", ErrPortPanicked, ports.Sprint(r))
+		c.log.V(1).Info("observer panicked", "event", ev.Kind.String(), "error", err.Error())
+		c.fails.add(portObserver, ev.PU.PUID, err, c.opts.Clock.Now())
+	}
 }
 
 // setWaitLocked makes r wait for f (retrying, turnWaiting, or idle: nothing) until until, counting the waits.
