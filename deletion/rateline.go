@@ -1,9 +1,8 @@
 package deletion
 
-// The destroy rate's line (Options.DestroyRate says who takes a turn when): a PU whose check decides a destroy takes a
-// ticket, in arrival order, and turns come at the rate's pace (GCRA: at most burst at once, then one every `every`).
-// The PUs ahead of one are those holding a ticket before its own, counted exactly (a Fenwick tree over the line, in
-// O(log n)). Times are the engine's (nanoseconds on Options.Clock); the line holds PUIDs and knows nothing of records.
+// The destroy rate's line (Options.DestroyRate): a PU whose check decides a destroy takes a ticket, in arrival order,
+// and turns come at the rate's pace (GCRA: burst at once, then one every `every`). The PUs ahead of one are counted
+// exactly, by a Fenwick tree over the line. Times are the engine's; the line holds PUIDs, not records.
 
 // rateLine is the line of PUs waiting for a turn to destroy, under puQueue.mu. Its zero value has no limit.
 type rateLine struct {
@@ -46,12 +45,13 @@ func (l *rateLine) take(puid string, now int64) (ok bool, at int64) {
 	seq, in := l.tickets[puid]
 	if !in {
 		l.seq++
-		seq = l.seq
-		l.tickets[puid] = seq
-		l.push(lineEntry{puid, seq})
+		if seq, l.tickets[puid] = l.seq, l.seq; len(l.queue) == 0 {
+			l.base = seq
+		}
+		l.queue = append(l.queue, lineEntry{puid, seq})
+		l.grow(true)
 	}
-	ahead := l.ahead(seq)
-	if at = l.turnAt(ahead, now); at > now {
+	if at = l.turnAt(l.ahead(seq), now); at > now {
 		return false, at
 	}
 	l.tat = max(l.tat, now) + l.every
@@ -87,25 +87,27 @@ func (l *rateLine) ahead(seq uint64) int {
 		switch {
 		case e.seq == seq:
 			return n
-		case n >= limit:
-			// Far from a turn: the tickets held between, counted by the tree.
+		case n >= limit: // far from a turn: the tickets held between, counted by the tree
 			return n + l.heldBefore(int(seq-l.base)) - l.heldBefore(int(e.seq-l.base))
-		case l.tickets[e.puid] == e.seq && (l.stuck == nil || !l.stuck(e.puid)):
+		case l.holds(e) && (l.stuck == nil || !l.stuck(e.puid)):
 			n++
 		}
 	}
 	return n
 }
 
-// push appends e, a ticket just given, to the line.
-func (l *rateLine) push(e lineEntry) {
-	if len(l.queue) == 0 {
-		l.base = e.seq
+// holds reports whether e's PUID still holds its ticket.
+func (l *rateLine) holds(e lineEntry) bool { return e.puid != "" && l.tickets[e.puid] == e.seq }
+
+// grow appends the tree's node over the last entry of queue, held or not: node i covers the entries
+// (i-lowbit(i), i].
+func (l *rateLine) grow(held bool) {
+	i := len(l.held) + 1
+	n := l.heldBefore(i-1) - l.heldBefore(i-i&-i)
+	if held {
+		n++
 	}
-	l.queue = append(l.queue, e)
-	// The tree's new node i covers the entries (i-lowbit(i), i]: the one held, and those before it it covers.
-	i := len(l.queue)
-	l.held = append(l.held, int32(1+l.heldBefore(i-1)-l.heldBefore(i-i&-i)))
+	l.held = append(l.held, int32(n))
 }
 
 // add adds d to the count of queue[i], held (1) or stale (0).
@@ -124,29 +126,9 @@ func (l *rateLine) heldBefore(i int) int {
 	return n
 }
 
-// rebuild makes the tree anew over queue, once entries moved.
-func (l *rateLine) rebuild() {
-	l.held = l.held[:0]
-	for i, e := range l.queue {
-		if i == 0 {
-			l.base = e.seq
-		}
-		n := int32(0)
-		if l.tickets[e.puid] == e.seq && e.puid != "" {
-			n = 1
-		}
-		l.held = append(l.held, n)
-	}
-	for i := 1; i <= len(l.held); i++ {
-		if j := i + i&-i; j <= len(l.held) {
-			l.held[j-1] += l.held[i-1]
-		}
-	}
-}
-
 // skipStale moves the head past the entries no PU holds, and gives back the consumed head.
 func (l *rateLine) skipStale() {
-	for l.head < len(l.queue) && l.tickets[l.queue[l.head].puid] != l.queue[l.head].seq {
+	for l.head < len(l.queue) && !l.holds(l.queue[l.head]) {
 		l.queue[l.head] = lineEntry{}
 		l.head++
 	}
@@ -159,8 +141,10 @@ func (l *rateLine) skipStale() {
 	case l.head > 1024 && l.head > len(l.queue)/2:
 		n := copy(l.queue, l.queue[l.head:])
 		clear(l.queue[n:])
-		l.queue, l.head = l.queue[:n], 0
-		l.rebuild()
+		l.queue, l.head, l.held, l.base = l.queue[:n], 0, l.held[:0], l.queue[0].seq
+		for _, e := range l.queue { // the tree anew
+			l.grow(l.holds(e))
+		}
 	}
 }
 
