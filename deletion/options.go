@@ -1,6 +1,7 @@
 package deletion
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -206,40 +207,31 @@ func (o Options) withDefaults() (Options, error) {
 			*d.v = d.fallback
 		}
 	}
-	if (o.SandboxConfirmer != nil || o.SandboxProber != nil) && o.SandboxExtractor == nil {
-		return o, fmt.Errorf("%w: SandboxConfirmer or SandboxProber is set without a SandboxExtractor: it would be asked nothing", ErrInvalidOptions)
+	for _, c := range []struct {
+		bad bool
+		err error
+	}{
+		{(o.SandboxConfirmer != nil || o.SandboxProber != nil) && o.SandboxExtractor == nil,
+			errors.New("SandboxConfirmer or SandboxProber is set without a SandboxExtractor: it would be asked nothing")},
+		{listed(o.SandboxExtractor) && o.SandboxConfirmer == nil, fmt.Errorf("SandboxExtractor (%T) answers from a list "+
+			"that may be old: give the extractor it lists with as SandboxConfirmer", o.SandboxExtractor)},
+		{listed(o.SandboxConfirmer), fmt.Errorf("SandboxConfirmer (%T) answers from a list that may be old: it must ask "+
+			"the runtime itself", o.SandboxConfirmer)},
+		{o.Workers < 0 || o.Workers > MaxWorkers, fmt.Errorf("Workers is %d, want 0 to %d", o.Workers, MaxWorkers)},
+		{!(o.DestroyRate == 0 || o.DestroyRate*rate.Limit(MaxDuration.Seconds()) >= 1) || o.DestroyBurst < 0,
+			fmt.Errorf("DestroyRate is %v and DestroyBurst %d: want a rate of 0 (no limit) or at least one a year, and a "+
+				"burst of 0 or more", o.DestroyRate, o.DestroyBurst)},
+		{o.MaxDestroyAttempts < 0, fmt.Errorf("MaxDestroyAttempts is negative (%d)", o.MaxDestroyAttempts)},
+		{o.SweepInterval < MinSweepInterval, fmt.Errorf("SweepInterval is %v, want at least %v", o.SweepInterval, MinSweepInterval)},
+		{o.CheckTimeout < MinCheckTimeout, fmt.Errorf("CheckTimeout is %v, want at least %v", o.CheckTimeout, MinCheckTimeout)},
+		{o.RetryMaxDelay < o.RetryMinDelay, fmt.Errorf("RetryMaxDelay (%v) is below RetryMinDelay (%v)", o.RetryMaxDelay,
+			o.RetryMinDelay)},
+	} {
+		if c.bad {
+			return o, fmt.Errorf("%w: %v", ErrInvalidOptions, c.err)
+		}
 	}
-	if listed(o.SandboxExtractor) && o.SandboxConfirmer == nil {
-		return o, fmt.Errorf("%w: SandboxExtractor (%T) answers from a list that may be old: give the extractor it lists with as SandboxConfirmer", ErrInvalidOptions, o.SandboxExtractor)
-	}
-	if listed(o.SandboxConfirmer) {
-		return o, fmt.Errorf("%w: SandboxConfirmer (%T) answers from a list that may be old: it must ask the runtime itself", ErrInvalidOptions, o.SandboxConfirmer)
-	}
-	if o.Workers < 0 || o.Workers > MaxWorkers {
-		return o, fmt.Errorf("%w: Workers is %d, want 0 to %d", ErrInvalidOptions, o.Workers, MaxWorkers)
-	}
-	if !(o.DestroyRate == 0 || o.DestroyRate*rate.Limit(MaxDuration.Seconds()) >= 1) || o.DestroyBurst < 0 {
-		return o, fmt.Errorf("%w: DestroyRate is %v and DestroyBurst %d: want a rate of 0 (no limit) or at least one a year, and a burst of 0 or more",
-			ErrInvalidOptions, o.DestroyRate, o.DestroyBurst)
-	}
-	if o.DestroyBurst == 0 {
-		o.DestroyBurst = 1
-	}
-	if o.MaxDestroyAttempts < 0 {
-		return o, fmt.Errorf("%w: MaxDestroyAttempts is negative (%d)", ErrInvalidOptions, o.MaxDestroyAttempts)
-	}
-	if o.SweepInterval < MinSweepInterval {
-		return o, fmt.Errorf("%w: SweepInterval is %v, want at least %v", ErrInvalidOptions, o.SweepInterval, MinSweepInterval)
-	}
-	if o.CheckTimeout < MinCheckTimeout {
-		return o, fmt.Errorf("%w: CheckTimeout is %v, want at least %v", ErrInvalidOptions, o.CheckTimeout, MinCheckTimeout)
-	}
-	if o.Workers == 0 {
-		o.Workers = DefaultWorkers
-	}
-	if o.RetryMaxDelay < o.RetryMinDelay {
-		return o, fmt.Errorf("%w: RetryMaxDelay (%v) is below RetryMinDelay (%v)", ErrInvalidOptions, o.RetryMaxDelay, o.RetryMinDelay)
-	}
+	o.DestroyBurst, o.Workers = max(o.DestroyBurst, 1), cmp.Or(o.Workers, DefaultWorkers)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	} else if ports.IsNil(o.Clock) {
