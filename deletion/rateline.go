@@ -132,19 +132,18 @@ func (l *rateLine) skipStale() {
 		l.queue[l.head] = lineEntry{}
 		l.head++
 	}
-	switch {
-	case l.head == len(l.queue):
-		l.queue, l.held, l.head = l.queue[:0], l.held[:0], 0
-		if cap(l.queue) > 4096 {
-			l.queue, l.held = nil, nil // after a drain
+	var moved bool
+	if l.queue, l.head, moved = compact(l.queue, l.head); !moved {
+		return
+	}
+	if l.held = l.held[:0]; l.queue == nil {
+		l.held = nil
+	}
+	for i, e := range l.queue { // the tree anew
+		if i == 0 {
+			l.base = e.seq
 		}
-	case l.head > 1024 && l.head > len(l.queue)/2:
-		n := copy(l.queue, l.queue[l.head:])
-		clear(l.queue[n:])
-		l.queue, l.head, l.held, l.base = l.queue[:n], 0, l.held[:0], l.queue[0].seq
-		for _, e := range l.queue { // the tree anew
-			l.grow(l.holds(e))
-		}
+		l.grow(l.holds(e))
 	}
 }
 

@@ -1,10 +1,8 @@
 package deletion
 
-// How the engine runs checks. Every check goes through the one ready queue (readyQueue, oldest first) to a goroutine
-// that claims the record and runs it under CheckTimeout, in one of Workers slots, whoever runs it (Start's goroutines,
-// or a Sweep's own while Start does not run). A check stuck in a port keeps its slot until the port returns:
-// LivenessCheck, Sweep and Start's stop see it. A goroutine's checks share one deadline context per 1% of CheckTimeout
-// (lane): one each was a sixth of the CPU at cluster scale.
+// How the engine runs checks: every check goes through the one ready queue, oldest first, to a goroutine (Start's, or a
+// Sweep's own while Start does not run) that runs it under CheckTimeout in one of Workers slots, which a check stuck in
+// a port keeps. A goroutine's checks share one deadline context per 1% of CheckTimeout (lane).
 
 import (
 	"context"
@@ -118,9 +116,8 @@ func (c *Engine) Sweep(ctx context.Context) {
 	c.endSweep(gen)
 }
 
-// readyQueue is the one queue of checks, from head on, and the Workers slots they run in, under puQueue.mu: workers
-// skip the records in it no longer queued. idle workers wait on cond for a check, bound ones for a free slot or Start's
-// first list.
+// readyQueue is the one queue of checks, from head on (workers skip the records no longer queued), and the Workers
+// slots they run in, under puQueue.mu. idle workers wait on cond for a check, bound ones for a slot or the first list.
 type readyQueue struct {
 	items       []readyItem
 	head        int
@@ -137,7 +134,7 @@ type readyItem struct {
 }
 
 // spreadAfter is how long a queued check may wait before another worker is woken for it: an eighth of a tick, 20 to
-// 125ms, so that one worker does a batch of fast checks and slow checks spread.
+// 125ms, so that one worker does a batch of fast checks.
 func (q *puQueue) spreadAfter() time.Duration {
 	return min(max(20*time.Millisecond, q.wheel.tick/8), 125*time.Millisecond)
 }
@@ -155,8 +152,7 @@ type slot struct {
 	index    int32
 }
 
-// stuck reports whether the slot's check is in a port stuckGrace past its deadline, well past what a port that
-// honours its context takes.
+// stuck reports whether the slot's check is in a port stuckGrace past its deadline.
 func (s *slot) stuck(now int64) bool {
 	end := s.checkEnd.Load()
 	return end != 0 && now > end+int64(stuckGrace)
@@ -175,9 +171,8 @@ func (c *Engine) stuck(now int64) int {
 	return n
 }
 
-// lane is the deadline context of one goroutine's checks, and its spread timer: armed while its check runs with
-// others waiting behind it, it wakes another worker for them if the check is slow (spreadIn), so that a batch of fast
-// checks costs one wake-up and slow ones spread.
+// lane is the deadline context of one goroutine's checks, and its spread timer, armed while its check runs with others
+// waiting behind it, to wake another worker for them if the check is slow.
 type lane struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -185,16 +180,15 @@ type lane struct {
 	spread *time.Timer
 }
 
-// spreadIn arms the lane's spread timer to fire d from now (0: disarms it), c's ready queue then waking another
-// worker if checks still wait. It follows the time package, as the check's deadline does, whatever Options.Clock is:
-// a check is slow in time spent, not in the times Clock tells.
+// spreadIn arms the lane's spread timer to fire d from now (0: disarms it). It follows the time package, as the
+// check's deadline does, whatever Options.Clock is: a check is slow in time spent.
 func (l *lane) spreadIn(c *Engine, d time.Duration) {
 	switch {
 	case d == 0 && l.spread != nil:
 		l.spread.Stop()
 	case d == 0:
 	case l.spread == nil:
-		l.spread = time.AfterFunc(d, c.slowCheck) // on the time package's clock, as the check's deadline is
+		l.spread = time.AfterFunc(d, c.slowCheck)
 	default:
 		l.spread.Reset(d)
 	}
@@ -236,21 +230,22 @@ func (c *Engine) work(ctx context.Context, gen uint32) {
 }
 
 // compactReadyLocked gives back the ready queue's consumed head.
-func (q *puQueue) compactReadyLocked() {
+func (q *puQueue) compactReadyLocked() { q.ready.items, q.ready.head, _ = compact(q.ready.items, q.ready.head) }
+
+// compact gives back s[:head], consumed, when it is all of s (a large s, after a TriggerAll or a drain, is dropped) or
+// more than half of a long s, and returns s and head after, and whether they moved.
+func compact[T any](s []T, head int) ([]T, int, bool) {
 	switch {
-	case q.ready.head == len(q.ready.items):
-		if cap(q.ready.items) > 4096 {
-			q.ready.items = nil // after a TriggerAll of a large engine
-		} else {
-			q.ready.items = q.ready.items[:0]
-		}
-		q.ready.head = 0
-	case q.ready.head > 1024 && q.ready.head > len(q.ready.items)/2:
-		n := copy(q.ready.items, q.ready.items[q.ready.head:])
-		clear(q.ready.items[n:])
-		q.ready.items = q.ready.items[:n]
-		q.ready.head = 0
+	case head == len(s) && cap(s) > 4096:
+		return nil, 0, true
+	case head == len(s):
+		return s[:0], 0, true
+	case head > 1024 && head > len(s)/2:
+		n := copy(s, s[head:])
+		clear(s[n:])
+		return s[:n], 0, true
 	}
+	return s, head, false
 }
 
 // run checks the claimed record r in slot s under a deadline of CheckTimeout, releases both, and tells the Observer.
@@ -260,8 +255,7 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	s.checkEnd.Store(end)
 	o := c.check(cctx, r)
 	c.late(r, s, &o, "a port") // as its ports returned, before the Observer hears of it
-	// Its events, in their places in r's line, before the Requeuer hears of the pod: a Requeuer that tracks the PU
-	// of the new sandbox at once, under the same PUID, waits for them.
+	// Its events before the Requeuer hears of the pod: one that tracks the PU of the new sandbox at once waits for them.
 	for _, it := range o.events {
 		c.tell(r, it.ticket, it.ev)
 	}
