@@ -1,9 +1,7 @@
 package deletion
 
-// The port boundary. Every call of a port goes through one function of this file (the Observer, the engine's own
-// hook, is told in its PU's line to it, queue.go's tellLine), which makes its answer safe before the engine reads it
-// (call, callBy, safeError; GetPod's nil pod with a nil error is a failure). What an answer means (not found,
-// permanent) is read here, once, on the safe value; no other file reads a port's raw answer.
+// The port boundary: every call of a port goes through call, which makes its answer safe (safeError) before the engine
+// reads it; what an answer means (not found, permanent) is read here, once. No other file reads a port's raw answer.
 
 import (
 	"context"
@@ -37,13 +35,11 @@ func (c *Engine) getPod(ctx context.Context, port int, key types.NamespacedName)
 	return pod, nil
 }
 
-// ask is a check's asking phase: it runs Decide on what the ports say of pu's pod, each answer made safe first, and
-// returns the verdict to carry out and the pod. Every port call comes before Decide reads its answer: GetPod, then the
-// sandbox port and the SandboxProber as Decide asks for them; a destroy is then asked again of the Confirmer (not for
-// rows 10 and 12, the pod's own), and a sandbox change (rows 7 and 10) of the SandboxConfirmer, each with the same
-// steps, unless a fresh check (a first, or a triggered one) asked it already. A confirmer's verdict overrides a destroy
-// it does not confirm (EventVetoed). It notes in o the error that kept the PU, if any, and the ports' failures; the
-// events no move makes (EventGetFailed, EventVetoed) are told as they happen.
+// ask runs Decide on what the ports say of pu's pod (GetPod, then the sandbox port and the SandboxProber as Decide asks
+// for them), and returns the verdict to carry out and the pod. A destroy is asked again of the Confirmer (not rows 10
+// and 12), and a sandbox change (rows 7 and 10) of the SandboxConfirmer unless a fresh check asked it already; a
+// confirmer's verdict overrides the destroy it does not confirm (EventVetoed). It notes in o the error that kept the
+// PU and the ports' failures; EventGetFailed and EventVetoed are told as they happen.
 func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (v Verdict, pod *corev1.Pod) {
 	port, sb, step := portGetPod, portSandboxID, Keep // Keep: the pod port's answer is next
 	if fresh && c.opts.SandboxConfirmer != nil {
@@ -55,7 +51,7 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 		case Keep:
 			ob = Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
 				HasExtractor: c.opts.SandboxExtractor != nil, HasProber: c.opts.SandboxProber != nil, Pod: pod}
-			if port != portSandboxConfirmer { // the SandboxConfirmer's step reads the pod read already
+			if port != portSandboxConfirmer { // its step reads the pod read already
 				ob.Pod, ob.Err = c.getPod(ctx, port, pu.Pod)
 			}
 			o.err = nil
@@ -78,7 +74,7 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 		if step = cv.Action; step == AskSandbox || step == AskProber {
 			continue
 		}
-		var now Event // an event no move makes, told as it happens
+		var now Event // told as it happens
 		if cv.Row == 2 {
 			if ob.Err == nil {
 				ob.Err = fmt.Errorf("%s returned another pod than asked for: %s/%s, UID %q", portNames[port],
@@ -91,7 +87,7 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 		}
 		if port != portGetPod && v.Action == Destroy && cv.Action != Destroy { // a confirmer's veto
 			o.vetoed = true
-			if log := c.log.V(1); log.Enabled() && !(o.quiet && o.err != nil) { // a confirmer failing again: logged once
+			if log := c.log.V(1); log.Enabled() && !(o.quiet && o.err != nil) { // a failing confirmer: logged once
 				msg := "destroy not confirmed; keeping PU"
 				if port == portSandboxConfirmer {
 					msg = "sandbox change not confirmed; keeping PU"
@@ -102,17 +98,17 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 			now = Event{Kind: EventVetoed, Verdict: cv, Reason: v.Reason, Err: o.err}
 		}
 		v, pod = cv, ob.Pod
-		if now.Kind != 0 { // in its place in the PU's line: an Untrack meanwhile waits for it, not for the rest of the check
+		if now.Kind != 0 { // in its place in the PU's line: an Untrack meanwhile waits for it only
 			now.PU = pu
 			start := c.realNow()
 			c.tellLine(pu.PUID, o.line, o.line.take(), now)
-			o.observing += time.Duration(c.realNow() - start) // the Observer's, not a port's: late leaves it out
+			o.observing += time.Duration(c.realNow() - start)
 		}
 		switch {
 		case port == portGetPod && v.Action == Destroy && c.opts.Confirmer != nil && v.Row != 10 && v.Row != 12:
 			port, pod = portConfirmer, nil
 		case sb != portSandboxConfirmer && (v.Row == 7 || v.Row == 10) && c.opts.SandboxConfirmer != nil:
-			port, sb = portSandboxConfirmer, portSandboxConfirmer // the runtime's own answer decides in place of the list's
+			port, sb = portSandboxConfirmer, portSandboxConfirmer
 		default:
 			return v, pod
 		}
@@ -141,8 +137,8 @@ func callBy[T any](ctx context.Context, port string, f func() (T, error)) (T, er
 // errNotCalled: the check's context ended (Start stops, or the Sweep's context) before DestroyPU was called.
 var errNotCalled = errors.New("DestroyPU not called: the check's context is done")
 
-// destroyPU calls the PolicyHandler (in a dry run, its DryRunDestroyPU: ports.DryRunner), and reports whether its error
-// is not to be retried (ports.Permanent); once the check's context is done, it calls nothing and answers errNotCalled.
+// destroyPU calls the PolicyHandler (in a dry run, a DryRunner's DryRunDestroyPU), and reports whether its error is
+// permanent; once the check's context is done, it calls nothing and answers errNotCalled.
 func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err error, permanent bool) {
 	if ctx.Err() != nil {
 		return errNotCalled, false
@@ -153,18 +149,15 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 		}
 		return struct{}{}, c.policy.DestroyPU(ctx, ev)
 	})
-	if err != nil && ctx.Err() != nil {
-		// A failure after the deadline is the deadline's, whatever it says: the destroy is tried again. (A late success
-		// is a success: the PU is gone.)
+	if err != nil && ctx.Err() != nil { // the deadline's, whatever it says: retried (a late success is a success)
 		return fmt.Errorf("%s: answered after the check's deadline: %w", portNames[portDestroyPU], err), false
 	}
-	pe, ok := err.(*portError) // an error call did not read is a panic's, or one that cannot be read: never permanent
+	pe, ok := err.(*portError) // else a panic's, or one that cannot be read: never permanent
 	return err, ok && pe.permanent
 }
 
-// callLeaving is call of f under a deadline d from now, for a port called off the workers (the Inventory, the
-// Requeuer): a call that ignores its context is left behind a second past its deadline, a failure, so that the next
-// call is not held up; it costs a goroutine until it returns.
+// callLeaving is call of f under a deadline d, off the workers (the Inventory, the Requeuer): a call that ignores its
+// context is left behind a second past its deadline, a failure, its goroutine left until it returns.
 func callLeaving[T any](ctx context.Context, d time.Duration, port string, f func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -217,9 +210,8 @@ func call[T any](port string, f func() (T, error)) (v T, err error) {
 }
 
 // portError is a port's error as the engine keeps it: its message and what it means (not found, permanent) read once,
-// here, in one reading of its tree (ports.Match), so that no later reading (Decide, the retry, a log line, a wrapping,
-// the Observer) runs the port's code again, nor finds there what this reading did not. It unwraps to the port's
-// error, for the Observer's errors.Is and errors.As.
+// in one reading of its tree (ports.Match), so that no later reading runs the port's code again. It unwraps to the
+// port's error, for the Observer's errors.Is and errors.As.
 type portError struct {
 	msg                 string
 	err                 error
@@ -229,9 +221,8 @@ type portError struct {
 func (e *portError) Error() string { return e.msg }
 func (e *portError) Unwrap() error { return e.err }
 
-// safeError is err, a port's, made safe to read: a plain failure of the port when it cannot be read (ports.Readable: a
-// typed nil anywhere in its chain, whatever its Is, As and Unwrap say), or when reading its message panics; else a
-// portError.
+// safeError is err, a port's, made safe to read: a plain failure of the port when it cannot be read (a typed nil in
+// its chain, ports.Readable) or its message panics; else a portError.
 func safeError(port string, err error) error {
 	pe := &portError{err: err}
 	ok := false

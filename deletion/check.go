@@ -1,9 +1,7 @@
 package deletion
 
-// One check of a claimed record: ask (boundary.go) gathers the ports' answers, each made safe, and runs Decide and the
-// confirmers; settle, then destroyed after a DestroyPU, carry the verdict out under the queue's lock; run tells the
-// Observer the check's moves before the Requeuer hears of the pod, and finish tells its EventChecked and releases the
-// record. The check reads the PU as it was claimed: no other move changes it while the check holds the record.
+// One check of a claimed record: ask gathers the ports' answers and decides; settle, then destroyed after a DestroyPU,
+// carry the verdict out under the queue's lock; run and finish tell the Observer and release the record.
 
 import (
 	"context"
@@ -14,46 +12,43 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// outcome is what a check hands to the queue: the verdict it carried out, its events with their places in the PU's
-// line, its ports' failures, and what the record waits for next (the retry of a failed destroy at retryAt, or its
-// turn until turnAt; at most one is set).
+// outcome is what a check hands to the queue: the verdict it carried out, its events, its ports' failures, and what
+// the record waits for next (a retry at retryAt, or its turn until turnAt; at most one is set).
 type outcome struct {
-	verdict         Verdict
-	vetoed          bool
-	err             error // the failure that kept the PU, if any
-	retryAt, turnAt int64
-	requeue         *corev1.Pod // the pod to requeue, its PU destroyed or dropped (rows 10, 12)
-	end             int64
-	events          []tellItem
-	fails           []portFailure
-	quiet           bool          // a check failed since the last good one: its failures are not logged again at V(1) (logs.go)
-	removed         bool          // the check removed the record: once told, a list may bring its PUID back (listWindow.told)
-	done            bool          // its destroy is over: it succeeded, or it is given up on
-	cut             bool          // the context of the goroutine that ran it ended: Start stopped, or the Sweep's ctx
-	observing       time.Duration // how long the Observer took to hear the events told during the check (EventVetoed, EventGetFailed)
-	pu              ports.PU      // the PU checked, as claimed
-	line            *eventLine    // its PUID's line to the Observer (nil: none)
-	// untrackedDestroy: its DestroyPU succeeded after Untrack removed it: no event tells it, its log line does.
-	untrackedDestroy bool
+	verdict          Verdict
+	vetoed           bool
+	err              error // the failure that kept the PU, if any
+	retryAt, turnAt  int64
+	requeue          *corev1.Pod // the pod to requeue, its PU destroyed or dropped (rows 10, 12)
+	end              int64
+	events           []tellItem
+	fails            []portFailure
+	quiet            bool          // a check failed since the last good one: its failures are not logged again
+	removed          bool          // the check removed the record
+	done             bool          // its destroy is over: it succeeded, or it is given up on
+	cut              bool          // the context of the goroutine that ran it ended
+	observing        time.Duration // the Observer's time during the check (EventVetoed, EventGetFailed)
+	pu               ports.PU      // the PU checked, as claimed
+	line             *eventLine    // its PUID's line to the Observer (nil: none)
+	untrackedDestroy bool          // its DestroyPU succeeded after Untrack: no event tells it, its log line does
 }
 
-// tellItem is an event of a check and its place in its PU's line, taken with the move that made it.
+// tellItem is an event of a check and its ticket, taken with the move that made it.
 type tellItem struct {
 	ticket uint32
 	ev     Event
 }
 
-// portFailure is a failure of one of the ports, for the logs, and what it means for the PU (msg).
+// portFailure is a failure of a port, for the logs, and what it means for the PU (msg).
 type portFailure struct {
 	port int
 	err  error
 	msg  string
 }
 
-// check runs one check of the claimed r under ctx and carries out the verdict, but the requeue of rows 10 and 12,
-// which it leaves to run. A first check and a triggered one ask the SandboxConfirmer, if any.
+// check runs one check of the claimed r under ctx and carries out the verdict, but the requeue of rows 10 and 12.
 func (c *Engine) check(ctx context.Context, r *record) outcome {
-	o := outcome{pu: r.PU, line: r.line, quiet: r.failing} // r.line is set once, when it is tracked
+	o := outcome{pu: r.PU, line: r.line, quiet: r.failing}
 	v, pod := c.ask(ctx, &o, r.PU, r.checkFresh)
 	o.verdict = v
 	c.takeListed(r, &o, pod)
@@ -70,8 +65,8 @@ func (c *Engine) check(ctx context.Context, r *record) outcome {
 	return o
 }
 
-// backoff is the retry policy of failed destroys and lists: it returns the wait after the attempts-th failure
-// (attempts >= 1), RetryMinDelay doubling at each failure up to RetryMaxDelay.
+// backoff returns the wait after the attempts-th failed destroy or list (attempts >= 1): RetryMinDelay, doubling at
+// each failure up to RetryMaxDelay.
 func (c *Engine) backoff(attempts int) time.Duration {
 	d := c.opts.RetryMinDelay
 	for i := 1; i < attempts && d < c.opts.RetryMaxDelay; i++ {

@@ -14,27 +14,24 @@ import (
 // Engine remembers every PU it is told about, re-checks each one against the live API and destroys it through the
 // PolicyHandler once its pod is really gone. Create it with New; all its methods are safe from any goroutine.
 //
-// Where each mechanism lives: queue.go, every PU's record, its states and every move of one, under the engine's one
-// lock; check.go, one check from the ports' answers to the queue's moves, and the retry policy; boundary.go, every
-// call of a port and how its answer is made safe; decide.go, the decision table; workers.go, Start, Sweep and the
-// Workers slots; sweep.go, what a Sweep waits for; schedule.go, the scheduler; rateline.go, the destroy rate's line;
-// restore.go, the Inventory's lists and what they must not bring back; status.go, observer.go and logs.go, what the
-// engine tells.
+// Where each mechanism lives: queue.go, every record and its moves, under the engine's one lock; check.go, one check;
+// boundary.go, the ports' calls; decide.go, the decision table; workers.go, Start, Sweep and the Workers slots;
+// sweep.go, what a Sweep waits for; schedule.go, the scheduler; rateline.go, the destroy rate; restore.go, the
+// Inventory; status.go, observer.go and logs.go, what the engine tells.
 type Engine struct {
 	getter ports.PodGetter
 	policy ports.PolicyHandler
 	opts   Options
 	log    logr.Logger
 
-	// epoch is the origin of times on Options.Clock (puQueue), realEpoch that of deadlines (realNow).
-	epoch, realEpoch time.Time
+	epoch, realEpoch time.Time // the origins of times on Options.Clock (now) and of deadlines (realNow)
 
 	started  atomic.Bool
 	sweeping chan struct{} // lets one Sweep run at a time
 
-	q     puQueue     // every PU's record, and every move of one (queue.go): the engine's lock is its
-	fails failures    // the ports' failures, for the logs (logs.go)
-	rq    requeueLane // the pods handed to the Requeuer off the workers (requeue.go)
+	q     puQueue
+	fails failures
+	rq    requeueLane
 }
 
 // New returns an Engine that reads pods through getter and destroys PUs through policy. It returns an error wrapping

@@ -1,6 +1,7 @@
 package deletion
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -8,8 +9,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// The ports whose failures the engine sums up, and their names in the logs. portLate is any port, or the Observer,
-// that answered past its check's deadline: its slot was stuck meanwhile.
+// The ports whose failures the engine sums up, and their names in the logs; portLate is any port, or the Observer,
+// that answered past its check's deadline, portStuck one a Sweep left.
 const (
 	portGetPod = iota
 	portConfirmer
@@ -29,9 +30,15 @@ var portNames = [numPorts]string{"GetPod", "Confirmer", "SandboxID", "SandboxCon
 	"Requeue", "ListPUs", "Observer", "a port or the Observer past its check's deadline",
 	"a port that ignores its context, whose checks a Sweep left"}
 
-// logOutcome logs what the check of o.pu did. A PU's failures since its last good check (a port's, a failed destroy,
-// a veto for a confirmer's failure) are logged at V(1) once (quiet); every port's failures are summed up once an
-// interval (below).
+// summaryMsgs are the messages of the summaries of the ports that have their own.
+var summaryMsgs = [numPorts]string{
+	portLate:    "answered past a check's deadline, its Workers slot stuck meanwhile; what it answered was taken",
+	portStuck:   "Sweep leaves checks stuck in ports that ignore their context",
+	portListPUs: listFailed,
+}
+
+// logOutcome logs what the check of o.pu did. A PU's failures since its last good check are logged at V(1) once
+// (quiet); every port's failures are summed up once an interval (failures).
 func (c *Engine) logOutcome(o *outcome) {
 	pu, v := o.pu, o.verdict
 	if log := c.log.V(1); log.Enabled() {
@@ -71,18 +78,15 @@ func (c *Engine) logOutcome(o *outcome) {
 	}
 }
 
-// failures sums up each port's failures between two summaries, so that an outage costs one error line per port per
-// SweepInterval, not one per PU per check; Observer events still come one per failure. It owns the one timer that
-// sums them up: armed at the first failure since a summary, on the engine's Clock, whether or not Start runs, and
-// stopped once nothing is left to sum up. It has a lock of its own: the ports fail outside the engine's.
+// failures sums up each port's failures, so that an outage costs one error line per port per SweepInterval, not one
+// per PU per check. Its timer, on the engine's Clock, is armed at the first failure since a summary and stopped once
+// nothing is left to sum up. It has a lock of its own: the ports fail outside the engine's.
 type failures struct {
 	log   logr.Logger
 	clock clock.WithTicker
 	every time.Duration // SweepInterval
 
-	// writing is held through a whole flush, its lines written included: a Sweep that returns after its flush has
-	// its failures' lines written, whoever wrote them.
-	writing  sync.Mutex
+	writing  sync.Mutex // held through a whole flush: a Sweep that returns after its flush has its lines written
 	mu       sync.Mutex
 	count    [numPorts]int
 	last     [numPorts]error
@@ -106,7 +110,7 @@ func (f *failures) add(port int, puid string, err error, now time.Time) {
 	f.last[port], f.lastPUID[port] = err, puid
 }
 
-// arm sets the summary's timer, if none is, for when the summary is due: every after the last. f.mu is held.
+// arm sets the summary's timer, if none is, for when it is due: every after the last. f.mu is held.
 func (f *failures) arm() {
 	if f.timer != nil {
 		return
@@ -122,7 +126,7 @@ func (f *failures) arm() {
 	}
 	if c, ok := f.clock.(interface {
 		AfterFunc(time.Duration, func()) clock.Timer
-	}); ok { // the real clock's, and k8s.io/utils' fakes (which call it under their lock): no goroutine waits meanwhile
+	}); ok { // the real clock's and k8s.io/utils' fakes (calling it under their lock): no goroutine waits meanwhile
 		t := c.AfterFunc(wait, func() { go f.fire() })
 		f.timer = func() { t.Stop() }
 		return
@@ -152,7 +156,7 @@ func (f *failures) fire() {
 }
 
 // flush logs one error line per port that failed since the last flush, at now, and starts anew; but not within every
-// of the last (0: whenever), whoever asks: the summary's timer, each Sweep's end, and Start's end.
+// of the last (0: whenever).
 func (f *failures) flush(now time.Time, every time.Duration) {
 	f.writing.Lock()
 	defer f.writing.Unlock()
@@ -173,15 +177,7 @@ func (f *failures) flush(now time.Time, every time.Duration) {
 		if n == 0 {
 			continue
 		}
-		msg := "port failing; the PUs concerned are kept and checked again"
-		switch port {
-		case portLate:
-			msg = "answered past a check's deadline, its Workers slot stuck meanwhile; what it answered was taken"
-		case portStuck:
-			msg = "Sweep leaves checks stuck in ports that ignore their context"
-		case portListPUs:
-			msg = listFailed
-		}
+		msg := cmp.Or(summaryMsgs[port], "port failing; the PUs concerned are kept and checked again")
 		f.log.Error(last[port], msg,
 			"port", portNames[port], "failures", n, "lastPUID", lastPUID[port],
 			"for", now.Sub(since).Round(time.Millisecond).String())

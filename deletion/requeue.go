@@ -1,8 +1,7 @@
 package deletion
 
 // The Requeuer's lane: a pod to requeue (rows 10 and 12) is handed to the Requeuer off the workers, one call at a time
-// in the order the checks queued them, so that a Requeuer that nobody reads holds the lane's goroutine, never a worker,
-// and never the engine; a call that ignores its deadline is left behind, and holds nothing.
+// in the order the checks queued them, so that a Requeuer that blocks holds the lane's goroutine alone.
 
 import (
 	"context"
@@ -13,26 +12,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// requeueLane holds the pods waiting for the Requeuer, one per pod (a pod requeued again goes at its latest place), and
-// whether its goroutine runs. Each pod queued takes a number: queued is the last taken, handed the last whose call
-// ended, and progress is closed (and made anew) at each, so that a Sweep waits for those its own checks queued only.
+// requeueLane holds the pods waiting for the Requeuer, one per pod, and whether its goroutine runs. Each pod queued
+// takes a number: queued is the last taken, handed the last whose call ended, and progress is closed at each, so that
+// a Sweep waits for those its own checks queued only.
 type requeueLane struct {
-	mu       sync.Mutex
-	pending  []requeueItem
-	running  bool
-	queued   uint64
-	handed   uint64
-	progress chan struct{}
-	// swept is the last pod a check of the Sweep of generation sweep queued: the one that Sweep waits for.
-	swept struct {
+	mu             sync.Mutex
+	pending        []requeueItem
+	running        bool
+	queued, handed uint64
+	progress       chan struct{}
+	swept          struct { // the last pod a check of the Sweep of gen queued: the one that Sweep waits for
 		gen uint32
 		seq uint64
 	}
 }
 
-// requeueItem is a pod to requeue, the PU whose check queued it, and the context of the goroutine that ran the check
-// (Start's, or a Sweep's), whose values the call keeps: it runs under a deadline of CheckTimeout of its own, whether
-// that goroutine has ended or not.
+// requeueItem is a pod to requeue, the PU whose check queued it, and the context of that check's goroutine, whose
+// values the call keeps under a deadline of its own.
 type requeueItem struct {
 	ctx   context.Context
 	puid  string
@@ -41,9 +37,8 @@ type requeueItem struct {
 	sweep uint32 // the Sweep whose check queued it, or queued it before at an earlier place (0: none)
 }
 
-// queueRequeue hands a copy of pod to the lane, and starts its goroutine if none runs; sweep is the Sweep whose check
-// queued it (0: none). The PodGetter's pod may be its cache's own object, and the Requeuer's receivers may keep or
-// modify the copy.
+// queueRequeue hands a copy of pod (the PodGetter's may be its cache's own) to the lane, and starts its goroutine if
+// none runs; sweep is the Sweep whose check queued it (0: none).
 func (c *Engine) queueRequeue(ctx context.Context, puid string, pod *corev1.Pod, sweep uint32) {
 	if c.opts.Requeuer == nil {
 		return
@@ -54,8 +49,7 @@ func (c *Engine) queueRequeue(ctx context.Context, puid string, pod *corev1.Pod,
 	defer l.mu.Unlock()
 	l.queued++
 	it.seq = l.queued
-	// A pod requeued again while it waits goes once, at its latest place, with its latest copy; a Sweep that queued
-	// it before waits for it there.
+	// A pod requeued again goes once, at its latest place; a Sweep that queued it before waits for it there.
 	l.pending = slices.DeleteFunc(l.pending, func(p requeueItem) bool {
 		if p.pod.UID == pod.UID && it.sweep == 0 {
 			it.sweep = p.sweep
@@ -97,11 +91,9 @@ func (c *Engine) requeueAll() {
 	}
 }
 
-// requeue hands it to the Requeuer under a deadline of CheckTimeout; a call that ignores it is left behind a second
-// past it (callLeaving), and the next pod's call begins. A failure is logged at V(1) and summed up with the ports'
-// others.
+// requeue hands it to the Requeuer under a deadline of CheckTimeout of its own; a failure is logged at V(1) and
+// summed up.
 func (c *Engine) requeue(it requeueItem) {
-	// Its own deadline, from when the call begins: the check's goroutine (a Sweep's, Start's) may have ended since.
 	_, err := callLeaving(context.WithoutCancel(it.ctx), c.opts.CheckTimeout, portNames[portRequeue],
 		func(ctx context.Context) (struct{}, error) { return struct{}{}, c.opts.Requeuer.Requeue(ctx, it.pod) })
 	if err == nil {
@@ -114,16 +106,14 @@ func (c *Engine) requeue(it requeueItem) {
 	}
 }
 
-// waitRequeues waits until the lane has handed over every pod the checks of the Sweep of generation gen queued, ctx
-// ends, or CheckTimeout and a second have passed: a Sweep waits for the Requeuer once, not once a pod, and never for
-// the pods others queued (Start's checks), whatever it requeued and whoever reads it.
+// waitRequeues waits until the lane has handed over every pod the checks of the Sweep of gen queued, ctx ends, or
+// CheckTimeout and a second have passed: once, not once a pod.
 func (c *Engine) waitRequeues(ctx context.Context, gen uint32) {
 	l := &c.rq
 	t := time.NewTimer(c.opts.CheckTimeout + stuckGrace)
 	defer t.Stop()
 	for {
 		l.mu.Lock()
-		// Read anew each time: a pod of the Sweep's requeued again meanwhile waits at its latest place.
 		if l.swept.gen != gen || l.handed >= l.swept.seq {
 			l.mu.Unlock()
 			return

@@ -13,10 +13,9 @@ import (
 // listFailed is the line of a failed list of the Inventory: each at V(1), and their summary (logs.go).
 const listFailed = "listing the Inventory failed; PUs of pods gone while the agent was down are not restored yet, will retry"
 
-// restore lists the Inventory until it answers or ctx ends, with backoff, and tracks every PU of the answer, but invalid
-// ones, and those removed since the list began or being removed then (listWindow), or destroyed, given up on or dropped
-// while no list had answered (unlistedMemory); an answer after its deadline is a failure. listed is closed once the
-// first list has ended, answered or not: once its answer is tracked (the checks may begin), before EventRestored.
+// restore lists the Inventory until it answers in time or ctx ends, with backoff, and tracks every valid PU of the
+// answer that listWindow and unlistedMemory do not hold. listed is closed once the first list has ended: its answer
+// tracked, before EventRestored.
 func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	for attempt := 1; ; attempt++ {
 		c.listBegins()
@@ -31,7 +30,7 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 			if invalid != nil { // one line, however many: the Inventory answers nonsense
 				c.log.Error(invalid, "skipping PUs the Inventory listed", "skipped", skipped)
 			}
-			if ctx.Err() == nil { // else Start is returning: the Observer hears nothing more of it
+			if ctx.Err() == nil {
 				c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt, Err: invalid})
 			}
 			c.listEnds()
@@ -39,7 +38,6 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 		}
 		if ctx.Err() == nil {
 			c.observe(Event{Kind: EventListFailed, Err: err, ListCalls: attempt})
-			// Summed up as every port's failures (logs.go): the first at once after a quiet interval.
 			c.log.V(1).Info(listFailed, "attempt", attempt, "retryIn", c.backoff(attempt).String(), "error", err.Error())
 			c.fails.add(portListPUs, "", err, c.opts.Clock.Now())
 		}
@@ -58,11 +56,11 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	}
 }
 
-// listWindow is what the Inventory's lists keep of removals, under puQueue.mu: a list under way may hold a PU removed
-// meanwhile, or whose removal the Observer (a journal) was still being told when it began, and must not bring it back.
+// listWindow is what the Inventory's lists keep of removals, under puQueue.mu: a list under way must not bring back a
+// PU removed meanwhile, or whose removal the Observer (a journal) was being told when it began.
 type listWindow struct {
-	// gone holds the PUIDs removed since the list under way began (nil: none is), until its answer is tracked, or until
-	// end (realNow) if it has not answered by then: a hung list keeps no record for long.
+	// gone holds the PUIDs removed since the list under way began (nil: none is), until its answer is tracked, or end
+	// (realNow) if it has not answered by then.
 	gone     map[string]struct{}
 	end      int64          // 0: the list answered in time; its answer is being tracked
 	progress int64          // while its answer is tracked: when a PU of it last began or ended going in (Engine.now)
@@ -84,10 +82,9 @@ func (w *listWindow) told(puid string) {
 	}
 }
 
-// unlistedMemory remembers, under puQueue.mu, the PUs destroyed, given up on or dropped (a dry run) while no list of the
-// Inventory has answered yet, so that a list (a journal may still hold them) does not bring them back: the latest twice
-// limit, the most PUs tracked at once (minUnlistedMemory at the least), so that it stays bounded while the Inventory
-// fails; the Untracks of PUIDs the engine did not hold are kept apart, so that they never push out a removal.
+// unlistedMemory remembers, under puQueue.mu, the PUs destroyed, given up on or dropped while no list has answered
+// yet, so that a list does not bring them back: the latest twice limit, the most PUs tracked at once (at least
+// minUnlistedMemory). The Untracks of PUIDs the engine did not hold are kept apart, never pushing out a removal.
 type unlistedMemory struct {
 	gone, untracked recent
 	limit           int
@@ -143,8 +140,8 @@ func (r *recent) add(puid string, size int) {
 	}
 }
 
-// trackAll tracks pus from Workers goroutines, so that a journal's commits are shared, and returns how many were new
-// and how many were invalid, and the first invalid one's error (each is logged at V(1); the caller logs them once).
+// trackAll tracks pus from Workers goroutines, so that a journal's commits are shared, and returns how many were new,
+// how many invalid, and the first invalid one's error.
 func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, invalid error) {
 	var next, nRestored, nSkipped atomic.Int64
 	var first atomic.Pointer[error]
@@ -153,7 +150,7 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, invalid error)
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(pus)); i = next.Add(1) - 1 {
 				pu := pus[i]
-				c.listProgress() // a PU begins to go in
+				c.listProgress()
 				isNew, err := c.track(pu, true)
 				switch {
 				case err != nil:
@@ -163,7 +160,7 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, invalid error)
 				case isNew, c.adoptListed(pu):
 					nRestored.Add(1)
 				}
-				c.listProgress() // and has gone in: its EventTracked or EventAdopted is told
+				c.listProgress()
 			}
 		})
 	}

@@ -1,9 +1,7 @@
 package deletion
 
-// The scheduler: one goroutine (schedule) sleeps until the first time on the wheel and queues every record due. A
-// periodic check comes at the tick a hash of the PUID picks, in one or two batches a second, each waking one worker
-// (lane.spreadIn wakes more for slow checks only): what an idle node agent pays for (BENCHMARKS.md). Nothing wakes when
-// nothing is due.
+// The scheduler: one goroutine sleeps until the first time on the wheel and queues every record due. A periodic check
+// comes at the tick a hash of the PUID picks, in one or two batches a second, each waking one worker.
 
 import (
 	"container/heap"
@@ -35,22 +33,19 @@ func fnv32a(s string) uint32 {
 	return h
 }
 
-// wheel is the scheduler's heap of times, under puQueue.mu: every record at the time it is queued next (record.next),
-// its periodic check at the tick of its phase, or its retry, or the sooner of its turn and its periodic check. tick is
-// the interval's tick and phases how many it has; the scheduler sleeps until wakeAt (0: until kick).
+// wheel is the scheduler's heap of every record at record.next, under puQueue.mu. tick is the interval's tick and
+// phases how many it has; the scheduler sleeps until wakeAt (0: until kick), on timer (nil while none runs).
 type wheel struct {
 	tick   time.Duration
 	phases int32
 	heap   timeHeap
 	wakeAt int64
 	kick   chan struct{}
-	// timer is the scheduler's, set to wakeAt under puQueue.mu (queueDue), stopped once the heap is empty; nil while
-	// no scheduler runs.
-	timer clock.Timer
+	timer  clock.Timer
 }
 
-// schedule puts r on the heap at its next time after now: its periodic check, its retry, or the sooner of its
-// turn and its periodic check; it wakes the scheduler when that comes before wakeAt.
+// schedule puts r on the heap at its next time after now: its periodic check at the tick of its phase, its retry, or
+// the sooner of its turn and its periodic check; it wakes the scheduler when that comes before wakeAt.
 func (w *wheel) schedule(r *record, now int64) {
 	k := int64((now-1)/int64(w.tick)) + 1 // the first tick after now
 	k += (int64(r.phase) - k%int64(w.phases) + int64(w.phases)) % int64(w.phases)
@@ -79,7 +74,7 @@ func (w *wheel) unschedule(r *record) {
 	if r.heapIndex >= 0 {
 		heap.Remove(&w.heap, int(r.heapIndex))
 	}
-	if len(w.heap) == 0 && w.timer != nil && w.wakeAt != 0 { // nothing is due: nothing wakes
+	if len(w.heap) == 0 && w.timer != nil && w.wakeAt != 0 {
 		w.timer.Stop()
 		w.wakeAt = 0
 	}
@@ -111,11 +106,11 @@ func (w *wheel) first() int64 {
 	return w.heap[0].at
 }
 
-// timeHeap is the heap of records by record.next (container/heap). Each entry keeps its record's time beside it, so
-// that ordering 150,000 records reads the heap's own memory, not every record's.
+// timeHeap is the heap of records by record.next; each entry keeps the time beside its record, so that ordering
+// 150,000 records reads the heap's own memory.
 type timeHeap []timed
 
-// timed is a record on the heap and its time, record.next when it was put there (schedule).
+// timed is a record on the heap and its time.
 type timed struct {
 	at int64
 	r  *record
@@ -141,8 +136,7 @@ func (h *timeHeap) Pop() any {
 	return r
 }
 
-// schedule queues the records whose time has come until ctx is done; a late wake-up queues each once. With an
-// Inventory, it begins once Start's first list is done (listed).
+// schedule queues the records whose time has come until ctx is done, once Start's first list is done (listed).
 func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan struct{}) {
 	if c.opts.Inventory != nil && !c.awaitFirstList(ctx, listed) {
 		return
@@ -165,9 +159,8 @@ func (c *Engine) schedule(ctx context.Context, kick chan struct{}, listed <-chan
 	}
 }
 
-// awaitFirstList lets the checks begin once Start's first list of the Inventory has ended, or is past its deadline
-// without an answer (its answer is taken when it comes); an answer in time is tracked first, however long that takes.
-// It reports whether ctx is not done.
+// awaitFirstList lets the checks begin once Start's first list has ended, or is past its deadline without an answer;
+// an answer in time is tracked first, however long that takes. It reports whether ctx is not done.
 func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) bool {
 	t := time.NewTimer(c.listTimeout() + stuckGrace)
 	defer t.Stop()
@@ -184,7 +177,6 @@ func (c *Engine) awaitFirstList(ctx context.Context, listed <-chan struct{}) boo
 			}
 			break
 		}
-		// Told at info: its failure is the list's own error line (restore), when it is left behind.
 		c.log.Info("Start's first list of the Inventory is past its deadline; checks begin without it, and it is retried",
 			"deadline", c.listTimeout().String())
 	}

@@ -1,24 +1,21 @@
 package deletion
 
 // The Sweep's part of the queue: a Sweep marks every record with its generation and waits until each has been checked
-// once, its destroy's turn included, or is gone; the checks go through the one ready queue. Its state is the queue's,
-// under its lock; the Sweep itself (Engine.Sweep, workers.go) waits for it.
+// once, its destroy's turn included, or is gone.
 
 import "time"
 
-// sweepRun is the running Sweep's state, under puQueue.mu: its generation, which its marks carry (record.sweepGen), the
-// checks it waits for, the records whose turns it waits for, done, closed at its end (nil: none runs), and nudge, to
-// look at its turns and stuck checks.
+// sweepRun is the running Sweep's state, under puQueue.mu: its generation (record.sweepGen), how many checks it waits
+// for, its own goroutines, the records whose turns it waits for, done, closed at its end (nil: none runs), and nudge.
 type sweepRun struct {
 	gen         uint32
-	left, lanes int // lanes: its own goroutines
+	left, lanes int
 	owed        []*record
-	done        chan struct{}
-	nudge       chan struct{}
+	done, nudge chan struct{}
 }
 
-// beginSweepLocked marks every record for a new Sweep and returns its generation (0: nothing is tracked), the channel
-// closed at its end and the one that nudges it.
+// beginSweepLocked marks every record for a new Sweep and returns its generation (0: nothing is tracked), and its
+// done and nudge.
 func (q *puQueue) beginSweepLocked(now int64) (gen uint32, done, nudge chan struct{}) {
 	if len(q.records) == 0 {
 		return 0, nil, nil
@@ -27,7 +24,7 @@ func (q *puQueue) beginSweepLocked(now int64) (gen uint32, done, nudge chan stru
 	w.gen = max(w.gen+1, 1) // 0 stands for Start's workers (see work)
 	gen, done, nudge = w.gen, make(chan struct{}), make(chan struct{}, 1)
 	w.done, w.nudge, w.left, w.lanes, w.owed = done, nudge, len(q.records), 0, nil
-	for _, r := range q.records { // each asks for the check the Sweep waits for
+	for _, r := range q.records {
 		r.sweepGen, r.sweep = gen, sweepNext
 		q.queueLocked(r, bySweep, now)
 	}
@@ -35,8 +32,8 @@ func (q *puQueue) beginSweepLocked(now int64) (gen uint32, done, nudge chan stru
 	return gen, done, nudge
 }
 
-// sweepTurnsLocked queues the records of the Sweep of gen whose turns have come while Start does not run (its
-// scheduler does it), and the head of the line ahead of them, and returns how long until the next (0: none).
+// sweepTurnsLocked queues, while Start does not run, the records of the Sweep of gen whose turns have come, and the
+// head of the line ahead of them, and returns how long until the next (0: none).
 func (q *puQueue) sweepTurnsLocked(gen uint32) time.Duration {
 	now := q.now()
 	next, owed := int64(0), q.sweep.owed[:0]
@@ -55,8 +52,7 @@ func (q *puQueue) sweepTurnsLocked(gen uint32) time.Duration {
 	}
 	clear(q.sweep.owed[len(owed):])
 	q.sweep.owed = owed
-	// The head of the line, if none of the Sweep's, holds back the turns behind it: while Start does not run, nothing
-	// else checks it at its turn.
+	// The head of the line, if not the Sweep's, holds back the turns behind it.
 	if puid, ok := q.rate.front(); ok && !q.running && len(owed) > 0 {
 		switch r := q.records[puid]; {
 		case r == nil || r.state != turnWaiting || r.sweep == sweepTurn && r.sweepGen == gen:
@@ -75,7 +71,7 @@ func (q *puQueue) sweepingLocked(gen uint32) bool {
 	return q.sweep.done != nil && gen == q.sweep.gen
 }
 
-// endSweepLocked ends the running Sweep, if any; its marks, which carry its generation, no longer count.
+// endSweepLocked ends the running Sweep, if any; its marks no longer count.
 func (q *puQueue) endSweepLocked() {
 	if w := &q.sweep; w.done != nil {
 		close(w.done)

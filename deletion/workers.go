@@ -230,7 +230,9 @@ func (c *Engine) work(ctx context.Context, gen uint32) {
 }
 
 // compactReadyLocked gives back the ready queue's consumed head.
-func (q *puQueue) compactReadyLocked() { q.ready.items, q.ready.head, _ = compact(q.ready.items, q.ready.head) }
+func (q *puQueue) compactReadyLocked() {
+	q.ready.items, q.ready.head, _ = compact(q.ready.items, q.ready.head)
+}
 
 // compact gives back s[:head], consumed, when it is all of s (a large s, after a TriggerAll or a drain, is dropped) or
 // more than half of a long s, and returns s and head after, and whether they moved.
