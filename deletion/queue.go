@@ -1053,28 +1053,6 @@ func (c *Engine) checksBegin() {
 	c.q.ready.cond.Broadcast()
 }
 
-// sweepLanes starts the Sweep's own goroutines, at most Workers, while Start does not run and none of them does.
-func (c *Engine) sweepLanes(ctx context.Context, gen uint32) {
-	c.q.mu.Lock()
-	n := 0
-	if w := &c.q.sweep; !c.q.running && c.q.sweepingLocked(gen) {
-		// As many as it may run, less those still at work: one stuck in a port since a Start came and went among them.
-		n = max(min(c.opts.Workers, w.left)-w.lanes, 0)
-		w.lanes += n
-	}
-	c.q.mu.Unlock()
-	for range n {
-		go func() {
-			c.work(ctx, gen) // until the Sweep ends or Start begins
-			c.q.mu.Lock()
-			if c.q.sweepingLocked(gen) { // else its end counted them out
-				c.q.sweep.lanes--
-			}
-			c.q.mu.Unlock()
-		}()
-	}
-}
-
 // next claims the oldest queued record and a free slot for it, waiting for both; nil: its goroutine is to stop. spread,
 // when others wait behind it, is how long its check may take before another worker is woken for them.
 func (c *Engine) next(gen uint32) (r *record, s *slot, spread time.Duration) {
@@ -1191,17 +1169,13 @@ func (c *Engine) beginSweep(now int64) (gen uint32, done, nudge chan struct{}) {
 	return c.q.beginSweepLocked(now)
 }
 
-// sweepTurns is sweepTurnsLocked (sweep.go), under the lock.
-func (c *Engine) sweepTurns(gen uint32) time.Duration {
+// sweepStep looks at the Sweep of gen while it waits. It returns -1 when it is to stop waiting: every check it waits
+// for, or every slot, is held by one stuck in a port. Else, while Start does not run, it starts the Sweep's own
+// goroutines (at most Workers, less those still at work), queues the turns come (sweepTurnsLocked), and returns how
+// long until the next (0: none, or one due now).
+func (c *Engine) sweepStep(ctx context.Context, gen uint32) time.Duration {
 	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
-	return c.q.sweepTurnsLocked(gen)
-}
-
-// sweepStuck reports whether the Sweep of gen is to stop waiting: every check it waits for, or every slot, is stuck.
-func (c *Engine) sweepStuck(gen uint32) bool {
-	c.q.mu.Lock()
-	held, stuck, left, now := 0, 0, c.q.sweep.left, c.q.realNow()
+	w, held, stuck, now := &c.q.sweep, 0, 0, c.q.realNow()
 	for i := range c.q.ready.slots {
 		if s := &c.q.ready.slots[i]; s.stuck(now) {
 			stuck++
@@ -1210,11 +1184,28 @@ func (c *Engine) sweepStuck(gen uint32) bool {
 			}
 		}
 	}
-	c.q.mu.Unlock()
+	left, next := w.left, time.Duration(-1)
 	if left == 0 || held < left && stuck < len(c.q.ready.slots) {
-		return false
+		if !c.q.running && c.q.sweepingLocked(gen) {
+			n := max(min(c.opts.Workers, w.left)-w.lanes, 0) // one stuck since a Start came and went still at work
+			w.lanes += n
+			for range n {
+				go func() {
+					c.work(ctx, gen) // until the Sweep ends or Start begins
+					c.q.mu.Lock()
+					if c.q.sweepingLocked(gen) { // else its end counted them out
+						c.q.sweep.lanes--
+					}
+					c.q.mu.Unlock()
+				}()
+			}
+		}
+		next = c.q.sweepTurnsLocked(gen)
 	}
-	c.fails.add(portStuck, "", fmt.Errorf("%d checks stuck past their deadline, %d of the Sweep's unchecked", stuck, left-held),
-		c.opts.Clock.Now())
-	return true
+	c.q.mu.Unlock()
+	if next < 0 {
+		c.fails.add(portStuck, "", fmt.Errorf("%d checks stuck past their deadline, %d of the Sweep's unchecked", stuck,
+			left-held), c.opts.Clock.Now())
+	}
+	return next
 }

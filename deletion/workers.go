@@ -97,9 +97,8 @@ func (c *Engine) Sweep(ctx context.Context) {
 	defer t.Stop()
 	turn := c.opts.Clock.NewTimer(MaxDuration)
 	defer turn.Stop()
-	for !c.sweepStuck(gen) {
-		c.sweepLanes(ctx, gen)
-		if next := c.sweepTurns(gen); next > 0 { // 0: none, or one due now
+	for next := c.sweepStep(ctx, gen); next >= 0; next = c.sweepStep(ctx, gen) {
+		if next > 0 {
 			turn.Reset(next)
 		}
 		select {
