@@ -101,7 +101,7 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 		if now.Kind != 0 { // in its place in the PU's line: an Untrack meanwhile waits for it only
 			now.PU = pu
 			start := c.realNow()
-			c.tellLine(pu.PUID, o.line, o.line.take(), now)
+			c.tell(o.line, o.line.take(), now)
 			o.observing += time.Duration(c.realNow() - start)
 		}
 		switch {

@@ -86,16 +86,21 @@ type failures struct {
 	clock clock.WithTicker
 	every time.Duration // SweepInterval
 
-	writing  sync.Mutex // held through a whole flush: a Sweep that returns after its flush has its lines written
-	mu       sync.Mutex
-	count    [numPorts]int
-	last     [numPorts]error
-	lastPUID [numPorts]string
-	since    time.Time // the first failure since the last summary, when pending
-	pending  bool      // a failure waits for its summary
-	flushed  time.Time // the last summary, when summed
-	summed   bool      // a summary was written
-	timer    func()    // stops the summary's timer; nil: none is armed
+	writing sync.Mutex // held through a whole flush: a Sweep that returns after its flush has its lines written
+	mu      sync.Mutex
+	ports   [numPorts]portFailures
+	since   time.Time // the first failure since the last summary, when pending
+	pending bool      // a failure waits for its summary
+	flushed time.Time // the last summary, when summed
+	summed  bool      // a summary was written
+	timer   func()    // stops the summary's timer; nil: none is armed
+}
+
+// portFailures are one port's failures since the last summary: how many, the last and its PU.
+type portFailures struct {
+	n    int
+	last error
+	puid string
 }
 
 // add counts a failure of port, for the PU of puid ("": none), at now; the first since a summary arms its timer.
@@ -106,8 +111,8 @@ func (f *failures) add(port int, puid string, err error, now time.Time) {
 		f.since, f.pending = now, true
 		f.arm()
 	}
-	f.count[port]++
-	f.last[port], f.lastPUID[port] = err, puid
+	p := &f.ports[port]
+	p.n, p.last, p.puid = p.n+1, err, puid
 }
 
 // arm sets the summary's timer, if none is, for when it is due: every after the last. f.mu is held.
@@ -166,23 +171,17 @@ func (f *failures) flush(now time.Time, every time.Duration) {
 		return
 	}
 	f.flushed, f.summed = now, true
-	count, last, lastPUID, since := f.count, f.last, f.lastPUID, f.since
-	f.count, f.last, f.lastPUID, f.pending = [numPorts]int{}, [numPorts]error{}, [numPorts]string{}, false
+	ports, since := f.ports, f.since
+	f.ports, f.pending = [numPorts]portFailures{}, false
 	if f.timer != nil { // nothing left: the timer stops; the next failure arms another
 		f.timer()
 		f.timer = nil
 	}
 	f.mu.Unlock()
-	for port, n := range count {
-		if n == 0 {
-			continue
+	for port, p := range ports {
+		if p.n > 0 {
+			f.log.Error(p.last, cmp.Or(summaryMsgs[port], "port failing; the PUs concerned are kept and checked again"),
+				"port", portNames[port], "failures", p.n, "lastPUID", p.puid, "for", now.Sub(since).Round(time.Millisecond).String())
 		}
-		msg := cmp.Or(summaryMsgs[port], "port failing; the PUs concerned are kept and checked again")
-		f.log.Error(last[port], msg,
-			"port", portNames[port], "failures", n, "lastPUID", lastPUID[port],
-			"for", now.Sub(since).Round(time.Millisecond).String())
 	}
 }
-
-// flushFailures logs one error line per port that failed since the last, once per SweepInterval at most.
-func (c *Engine) flushFailures() { c.fails.flush(c.opts.Clock.Now(), c.opts.SweepInterval) }

@@ -233,12 +233,9 @@ func (q *puQueue) ticketLocked(r *record) uint32 {
 	return t
 }
 
-// tell tells the Observer ev, of ticket t in r's line, once every event before it in the line has been told: the events
-// of one PU reach the Observer one at a time and in order.
-func (c *Engine) tell(r *record, t uint32, ev Event) { c.tellLine(r.PUID, r.line, t, ev) }
-
-// tellLine is tell, for the PU of puid whose line is l (nil: no Observer).
-func (c *Engine) tellLine(puid string, l *eventLine, t uint32, ev Event) {
+// tell tells the Observer ev, of ticket t in its PU's line l (nil: no Observer), once every event before it in the line
+// has been told: the events of one PU reach the Observer one at a time and in order.
+func (c *Engine) tell(l *eventLine, t uint32, ev Event) {
 	if l == nil {
 		return
 	}
@@ -250,7 +247,7 @@ func (c *Engine) tellLine(puid string, l *eventLine, t uint32, ev Event) {
 	c.observe(ev)
 	c.q.mu.Lock()
 	l.told++
-	c.q.dropLineLocked(puid, l)
+	c.q.dropLineLocked(ev.PU.PUID, l)
 	c.q.toldCond.Broadcast()
 	c.q.mu.Unlock()
 }
@@ -494,7 +491,7 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	}
 	if r.line != nil {
 		c.q.mu.Unlock()
-		c.tell(r, t, Event{Kind: EventTracked, PU: pu})
+		c.tell(r.line, t, Event{Kind: EventTracked, PU: pu})
 		now = c.now()
 		c.q.mu.Lock()
 	}
@@ -531,7 +528,7 @@ func (c *Engine) Untrack(puid string) bool {
 	snapshot, t := r.PU, c.q.ticketLocked(r)
 	c.q.removeLocked(r, false)
 	c.q.mu.Unlock()
-	c.tell(r, t, Event{Kind: EventUntracked, PU: snapshot})
+	c.tell(r.line, t, Event{Kind: EventUntracked, PU: snapshot})
 	c.told(puid)
 	return true
 }
@@ -762,7 +759,7 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 		for i, f := range o.fails {
 			errs[i] = f.err
 		}
-		c.tell(r, t, Event{Kind: EventChecked, PU: pu, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start),
+		c.tell(r.line, t, Event{Kind: EventChecked, PU: pu, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start),
 			Err: errors.Join(errs...)})
 		if n := len(o.fails); n == 0 || o.fails[n-1].port != portLate {
 			c.late(r, s, o, "the Observer")
@@ -796,7 +793,7 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 // tellListed logs and tells pu, r's PU given the sandbox a list recorded, its EventAdopted holding ticket t.
 func (c *Engine) tellListed(r *record, t uint32, pu ports.PU) {
 	c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
-	c.tell(r, t, Event{Kind: EventAdopted, PU: pu})
+	c.tell(r.line, t, Event{Kind: EventAdopted, PU: pu})
 }
 
 // leaveLineLocked gives back r's place in the destroy rate's line, if it has one, to the next in line.

@@ -90,8 +90,9 @@ func (c *Engine) Sweep(ctx context.Context) {
 	if gen == 0 {
 		return // nothing is tracked
 	}
-	defer c.flushFailures()        // what is due; the rest once due (failures' timer)
-	defer c.waitRequeues(ctx, gen) // the pods its checks requeue handed over, their failures summed up with the others
+	// The failures due are logged once the pods its checks requeued are handed over (theirs too); the rest once due.
+	defer func() { c.fails.flush(c.opts.Clock.Now(), c.opts.SweepInterval) }()
+	defer c.waitRequeues(ctx, gen)
 
 	t := time.NewTicker(stuckGrace)
 	defer t.Stop()
@@ -258,7 +259,7 @@ func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
 	c.late(r, s, &o, "a port") // as its ports returned, before the Observer hears of it
 	// Its events before the Requeuer hears of the pod: one that tracks the PU of the new sandbox at once waits for them.
 	for _, it := range o.events {
-		c.tell(r, it.ticket, it.ev)
+		c.tell(r.line, it.ticket, it.ev)
 	}
 	if o.removed {
 		c.told(r.PUID)
