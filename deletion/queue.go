@@ -59,6 +59,12 @@ type puQueue struct {
 	observed, inventory bool
 }
 
+// lock takes the engine's lock and returns its release, for a defer: defer c.q.lock()().
+func (q *puQueue) lock() (unlock func()) {
+	q.mu.Lock()
+	return q.mu.Unlock
+}
+
 // init makes the queue of an engine with options o.
 func (q *puQueue) init(o Options, now, realNow func() int64) {
 	q.now, q.realNow, q.observed, q.inventory = now, realNow, o.Observer != nil, o.Inventory != nil
@@ -438,8 +444,7 @@ func (q *puQueue) removeLocked(r *record, gone bool) {
 
 // told records that the Observer has been told of the removal of the PU of puid.
 func (c *Engine) told(puid string) {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	c.q.list.told(puid)
 }
 
@@ -552,8 +557,7 @@ func (c *Engine) trigger(rs func(yield func(*record) bool)) {
 	if c.q.records == nil {
 		return
 	}
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	if c.q.stoppingLocked() {
 		return
 	}
@@ -569,16 +573,14 @@ func (c *Engine) trigger(rs func(yield func(*record) bool)) {
 
 // Len returns the number of tracked PUs.
 func (c *Engine) Len() int {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	return len(c.q.records)
 }
 
 // Running reports whether Start runs: it was called, and has not returned (a Start that stops, its context done,
 // still runs until it returns, within ShutdownTimeout).
 func (c *Engine) Running() bool {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	return c.started.Load() && !c.q.returned
 }
 
@@ -590,16 +592,14 @@ func (c *Engine) InventoryListed() bool {
 	if c.opts.Inventory == nil {
 		return true
 	}
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	return c.q.list.restored
 }
 
 // takeListed records the sandbox a list gave r while its first check ran, before the check's verdict is carried out,
 // as if the check had begun after it: a verdict to adopt a sandbox is decided again on the one listed.
 func (c *Engine) takeListed(r *record, o *outcome, pod *corev1.Pod) {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	sb := r.listedSandbox
 	if sb == "" || r.state == removed {
 		return
@@ -634,8 +634,7 @@ func (q *puQueue) listedAfterLocked(r *record) (pu ports.PU, t uint32, ok bool) 
 // for a destroy, reports it (a dry run) or takes its turn under the destroy rate (else o.turnAt). It reports whether
 // DestroyPU is to be called now, for ev.
 func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy bool) {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	if r.state == removed {
 		return ev, false
 	}
@@ -690,8 +689,7 @@ func (q *puQueue) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEven
 // another failure sets o.retryAt; a record Untrack removed meanwhile is not retried. In a dry run, the DryRunner's
 // success is reported (wouldDestroyLocked).
 func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err error, permanent bool) {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	untracked := r.state == removed
 	switch {
 	case err == errNotCalled && !untracked: // no attempt: due again at once, when checks run again
@@ -855,8 +853,7 @@ func (c *Engine) Status() []PUStatus {
 // Backlog says how far behind the destroys are. It reads every PU under the engine's lock: call it at a scrape, not
 // per check.
 func (c *Engine) Backlog() Backlog {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	b := Backlog{Retrying: c.q.waits[retrying], RateLimited: c.q.waits[turnWaiting]}
 	var oldest int64
 	for _, r := range c.q.records {
@@ -913,8 +910,7 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 // the oldest queued check has waited, and how long ago the first check due was due (since Start and its first list).
 func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue time.Duration) {
 	now := c.now()
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	stopped, stopping = c.q.returned, c.q.stoppingLocked()
 	if first := c.q.wheel.first(); first != 0 {
 		overdue = time.Duration(now - max(first, c.q.startAt, c.q.listedAt))
@@ -934,8 +930,7 @@ func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue tim
 
 // listBegins opens the window of a list (listWindow) on what unlistedMemory remembers; listEnds closes it.
 func (c *Engine) listBegins() {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	w := &c.q.list
 	w.gone = c.q.unlisted.copy(len(w.removing))
 	for puid := range w.removing {
@@ -947,8 +942,7 @@ func (c *Engine) listBegins() {
 
 func (c *Engine) listEnds() {
 	now := c.now()
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	c.q.list.gone = nil
 	if !c.q.begun && c.q.listedAt == 0 {
 		c.q.listedAt = now
@@ -957,8 +951,7 @@ func (c *Engine) listEnds() {
 
 // listAnswered returns the error of a list that answered err: an answer after its deadline is a failure.
 func (c *Engine) listAnswered(err error) error {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	switch w := &c.q.list; {
 	case err == nil && c.q.stoppingLocked():
 		return fmt.Errorf("%w: Start's context is done: the list's answer is not tracked", ErrNotRunning)
@@ -973,22 +966,19 @@ func (c *Engine) listAnswered(err error) error {
 // listProgress records that a PU of the list's answer begins, or ends, going in (waits).
 func (c *Engine) listProgress() {
 	now := c.now()
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	c.q.list.progress = now
 }
 
 // listTracking reports whether a list answered in time and its answer is being tracked.
 func (c *Engine) listTracking() bool {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	return c.q.list.gone != nil && c.q.list.end == 0
 }
 
 // listTracked records that a list's answer is tracked: no list is to come.
 func (c *Engine) listTracked() {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	c.q.list.restored = true
 	c.q.unlisted = unlistedMemory{}
 }
@@ -996,8 +986,7 @@ func (c *Engine) listTracked() {
 // queueDue queues every record due at now, each once however late, sets the scheduler's timer, and returns when it
 // is to wake next (0: at a kick).
 func (c *Engine) queueDue(now int64) int64 {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	n := 0
 	for r := c.q.wheel.popDue(now); r != nil; r = c.q.wheel.popDue(now) {
 		if c.q.queueLocked(r, byTime, now) {
@@ -1019,8 +1008,7 @@ func (c *Engine) queueDue(now int64) int64 {
 
 // schedulerTimer gives the wheel the scheduler's timer; nil: the scheduler returns, its timer stopped.
 func (c *Engine) schedulerTimer(t clock.Timer) {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	if w := &c.q.wheel; t == nil && w.timer != nil {
 		w.timer.Stop()
 		w.wakeAt = 0
@@ -1030,8 +1018,7 @@ func (c *Engine) schedulerTimer(t clock.Timer) {
 
 // slowCheck wakes another worker if checks wait: a lane's check has run spreadAfter.
 func (c *Engine) slowCheck() {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	c.q.spreadLocked(math.MaxInt64)
 }
 
@@ -1044,8 +1031,7 @@ func (q *puQueue) spreadLocked(now int64) {
 
 // checksBegin lets Start's workers begin, its first list ended or past its deadline.
 func (c *Engine) checksBegin() {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	c.q.begun = true
 	c.q.ready.cond.Broadcast()
 }
@@ -1053,8 +1039,7 @@ func (c *Engine) checksBegin() {
 // next claims the oldest queued record and a free slot for it, waiting for both; nil: its goroutine is to stop. spread,
 // when others wait behind it, is how long its check may take before another worker is woken for them.
 func (c *Engine) next(gen uint32) (r *record, s *slot, spread time.Duration) {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	for {
 		switch {
 		case gen == 0 && c.q.stoppingLocked(), gen != 0 && !c.q.sweepingLocked(gen):
@@ -1124,8 +1109,7 @@ func (q *puQueue) stoppingLocked() bool {
 
 // startQueue starts the queue for Start's workers, and returns how many checks are queued and PUs tracked.
 func (c *Engine) startQueue(done <-chan struct{}, kick chan struct{}, now int64) (pending, tracked int) {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	c.q.running, c.q.begun, c.q.wheel.kick, c.q.startAt, c.q.startDone = true, c.opts.Inventory == nil, kick, now, done
 	for i := range c.q.ready.items[c.q.ready.head:] { // triggered before Start: they wait from now on
 		c.q.ready.items[c.q.ready.head+i].at = now
@@ -1136,8 +1120,7 @@ func (c *Engine) startQueue(done <-chan struct{}, kick chan struct{}, now int64)
 
 // stopQueue stops Start's workers; a Sweep under way goes on with goroutines of its own.
 func (c *Engine) stopQueue() {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	c.q.running, c.q.stopped = false, true
 	c.q.nudgeSweepLocked()
 	c.q.ready.cond.Broadcast()
@@ -1145,15 +1128,13 @@ func (c *Engine) stopQueue() {
 
 // startReturned records that Start has returned.
 func (c *Engine) startReturned() {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	c.q.returned = true
 }
 
 // endSweep ends the Sweep of gen, if it still runs.
 func (c *Engine) endSweep(gen uint32) {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	if c.q.sweepingLocked(gen) {
 		c.q.endSweepLocked()
 	}
@@ -1161,8 +1142,7 @@ func (c *Engine) endSweep(gen uint32) {
 
 // beginSweep is beginSweepLocked (sweep.go), under the lock.
 func (c *Engine) beginSweep(now int64) (gen uint32, done, nudge chan struct{}) {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
+	defer c.q.lock()()
 	return c.q.beginSweepLocked(now)
 }
 
