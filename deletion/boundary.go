@@ -11,29 +11,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// errNoPod: GetPod answered neither a pod nor an error.
+// errNoPod: a pod port answered neither a pod nor an error.
 var errNoPod = errors.New("GetPod returned a nil pod and a nil error")
-
-// getPod asks the pod port (portGetPod or portConfirmer) for key.
-func (c *Engine) getPod(ctx context.Context, port int, key types.NamespacedName) (pod *corev1.Pod, err error) {
-	getter := c.getter
-	if port == portConfirmer {
-		getter = c.opts.Confirmer
-	}
-	pod, err = callBy(ctx, portNames[port], func() (*corev1.Pod, error) { return getter.GetPod(ctx, key) })
-	switch {
-	case err != nil:
-		return nil, err
-	case pod == nil:
-		return nil, fmt.Errorf("%s: %w", portNames[port], errNoPod)
-	}
-	return pod, nil
-}
 
 // ask runs Decide on what the ports say of pu's pod (GetPod, then the sandbox port and the SandboxProber as Decide asks
 // for them), and returns the verdict to carry out and the pod. A destroy is asked again of the Confirmer (not rows 10
@@ -51,8 +34,16 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 		case Keep:
 			ob = Observation{NodeName: c.opts.NodeName, DestroyTerminated: c.opts.DestroyTerminated,
 				HasExtractor: c.opts.SandboxExtractor != nil, HasProber: c.opts.SandboxProber != nil, Pod: pod}
-			if port != portSandboxConfirmer { // its step reads the pod read already
-				ob.Pod, ob.Err = c.getPod(ctx, port, pu.Pod)
+			if getter := c.getter; port != portSandboxConfirmer { // its step reads the pod read already
+				if port == portConfirmer {
+					getter = c.opts.Confirmer
+				}
+				ob.Pod, ob.Err = callBy(ctx, portNames[port], func() (*corev1.Pod, error) { return getter.GetPod(ctx, pu.Pod) })
+				if ob.Err != nil {
+					ob.Pod = nil
+				} else if ob.Pod == nil {
+					ob.Err = fmt.Errorf("%s: %w", portNames[port], errNoPod)
+				}
 			}
 			o.err = nil
 		case AskSandbox:
