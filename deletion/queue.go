@@ -928,9 +928,10 @@ func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue tim
 	return stopped, stopping, restoring, waited, overdue
 }
 
-// listBegins opens the window of a list (listWindow) on what unlistedMemory remembers; listEnds closes it.
-func (c *Engine) listBegins() {
-	defer c.q.lock()()
+// list lists the Inventory once, in a window (listWindow) opened on what unlistedMemory remembers, which listEnds
+// closes. An answer after its deadline, or once Start stops, is a failure.
+func (c *Engine) list(ctx context.Context) ([]ports.PU, error) {
+	c.q.mu.Lock()
 	w := &c.q.list
 	w.gone = c.q.unlisted.copy(len(w.removing))
 	for puid := range w.removing {
@@ -938,6 +939,18 @@ func (c *Engine) listBegins() {
 	}
 	w.deadline = c.realNow() + int64(c.listTimeout())
 	w.end = w.deadline + int64(stuckGrace)
+	c.q.mu.Unlock()
+	pus, err := callLeaving(ctx, c.listTimeout(), portNames[portListPUs], c.opts.Inventory.ListPUs)
+	defer c.q.lock()()
+	switch {
+	case err == nil && c.q.stoppingLocked():
+		return nil, fmt.Errorf("%w: Start's context is done: the list's answer is not tracked", ErrNotRunning)
+	case err == nil && c.realNow() > w.deadline:
+		return nil, fmt.Errorf("ListPUs answered after its deadline of %v", c.listTimeout())
+	case err == nil:
+		w.end, w.progress = 0, c.now() // removals count until its answer is tracked
+	}
+	return pus, err
 }
 
 func (c *Engine) listEnds() {
@@ -947,20 +960,6 @@ func (c *Engine) listEnds() {
 	if !c.q.begun && c.q.listedAt == 0 {
 		c.q.listedAt = now
 	}
-}
-
-// listAnswered returns the error of a list that answered err: an answer after its deadline is a failure.
-func (c *Engine) listAnswered(err error) error {
-	defer c.q.lock()()
-	switch w := &c.q.list; {
-	case err == nil && c.q.stoppingLocked():
-		return fmt.Errorf("%w: Start's context is done: the list's answer is not tracked", ErrNotRunning)
-	case err == nil && c.realNow() > w.deadline:
-		return fmt.Errorf("ListPUs answered after its deadline of %v", c.listTimeout())
-	case err == nil:
-		w.end, w.progress = 0, c.now() // removals count until its answer is tracked
-	}
-	return err
 }
 
 // listProgress records that a PU of the list's answer begins, or ends, going in (waits).

@@ -18,9 +18,8 @@ const listFailed = "listing the Inventory failed; PUs of pods gone while the age
 // tracked, before EventRestored.
 func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	for attempt := 1; ; attempt++ {
-		c.listBegins()
-		pus, err := callLeaving(ctx, c.listTimeout(), portNames[portListPUs], c.opts.Inventory.ListPUs)
-		if err = c.listAnswered(err); err == nil {
+		pus, err := c.list(ctx)
+		if err == nil {
 			restored, skipped, invalid := c.trackAll(pus)
 			c.listTracked()
 			if attempt == 1 {

@@ -93,6 +93,7 @@ func (c *Engine) Sweep(ctx context.Context) {
 	// The failures due are logged once the pods its checks requeued are handed over (theirs too); the rest once due.
 	defer func() { c.fails.flush(c.opts.Clock.Now(), c.opts.SweepInterval) }()
 	defer c.waitRequeues(ctx, gen)
+	defer c.endSweep(gen) // if it still runs
 
 	t := time.NewTicker(stuckGrace)
 	defer t.Stop()
@@ -106,14 +107,12 @@ func (c *Engine) Sweep(ctx context.Context) {
 		case <-done:
 			return
 		case <-ctx.Done():
-			c.endSweep(gen)
 			return
 		case <-t.C:
 		case <-nudge:
 		case <-turn.C():
 		}
 	}
-	c.endSweep(gen)
 }
 
 // readyQueue is the one queue of checks, from head on (workers skip the records no longer queued), and the Workers
