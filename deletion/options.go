@@ -209,26 +209,26 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	for _, c := range []struct {
 		bad bool
-		err error
+		msg string
 	}{
 		{(o.SandboxConfirmer != nil || o.SandboxProber != nil) && o.SandboxExtractor == nil,
-			errors.New("SandboxConfirmer or SandboxProber is set without a SandboxExtractor: it would be asked nothing")},
-		{listed(o.SandboxExtractor) && o.SandboxConfirmer == nil, fmt.Errorf("SandboxExtractor (%T) answers from a list "+
+			"SandboxConfirmer or SandboxProber is set without a SandboxExtractor: it would be asked nothing"},
+		{listed(o.SandboxExtractor) && o.SandboxConfirmer == nil, fmt.Sprintf("SandboxExtractor (%T) answers from a list "+
 			"that may be old: give the extractor it lists with as SandboxConfirmer", o.SandboxExtractor)},
-		{listed(o.SandboxConfirmer), fmt.Errorf("SandboxConfirmer (%T) answers from a list that may be old: it must ask "+
+		{listed(o.SandboxConfirmer), fmt.Sprintf("SandboxConfirmer (%T) answers from a list that may be old: it must ask "+
 			"the runtime itself", o.SandboxConfirmer)},
-		{o.Workers < 0 || o.Workers > MaxWorkers, fmt.Errorf("Workers is %d, want 0 to %d", o.Workers, MaxWorkers)},
+		{o.Workers < 0 || o.Workers > MaxWorkers, fmt.Sprintf("Workers is %d, want 0 to %d", o.Workers, MaxWorkers)},
 		{!(o.DestroyRate == 0 || o.DestroyRate*rate.Limit(MaxDuration.Seconds()) >= 1) || o.DestroyBurst < 0,
-			fmt.Errorf("DestroyRate is %v and DestroyBurst %d: want a rate of 0 (no limit) or at least one a year, and a "+
+			fmt.Sprintf("DestroyRate is %v and DestroyBurst %d: want a rate of 0 (no limit) or at least one a year, and a "+
 				"burst of 0 or more", o.DestroyRate, o.DestroyBurst)},
-		{o.MaxDestroyAttempts < 0, fmt.Errorf("MaxDestroyAttempts is negative (%d)", o.MaxDestroyAttempts)},
-		{o.SweepInterval < MinSweepInterval, fmt.Errorf("SweepInterval is %v, want at least %v", o.SweepInterval, MinSweepInterval)},
-		{o.CheckTimeout < MinCheckTimeout, fmt.Errorf("CheckTimeout is %v, want at least %v", o.CheckTimeout, MinCheckTimeout)},
-		{o.RetryMaxDelay < o.RetryMinDelay, fmt.Errorf("RetryMaxDelay (%v) is below RetryMinDelay (%v)", o.RetryMaxDelay,
+		{o.MaxDestroyAttempts < 0, fmt.Sprintf("MaxDestroyAttempts is negative (%d)", o.MaxDestroyAttempts)},
+		{o.SweepInterval < MinSweepInterval, fmt.Sprintf("SweepInterval is %v, want at least %v", o.SweepInterval, MinSweepInterval)},
+		{o.CheckTimeout < MinCheckTimeout, fmt.Sprintf("CheckTimeout is %v, want at least %v", o.CheckTimeout, MinCheckTimeout)},
+		{o.RetryMaxDelay < o.RetryMinDelay, fmt.Sprintf("RetryMaxDelay (%v) is below RetryMinDelay (%v)", o.RetryMaxDelay,
 			o.RetryMinDelay)},
 	} {
 		if c.bad {
-			return o, fmt.Errorf("%w: %v", ErrInvalidOptions, c.err)
+			return o, fmt.Errorf("%w: %s", ErrInvalidOptions, c.msg)
 		}
 	}
 	o.DestroyBurst, o.Workers = max(o.DestroyBurst, 1), cmp.Or(o.Workers, DefaultWorkers)
