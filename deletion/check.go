@@ -1,7 +1,7 @@
 package deletion
 
 // One check of a claimed record: ask gathers the ports' answers and decides; settle, then destroyed after a DestroyPU,
-// carry the verdict out under the queue's lock; run and finish tell the Observer and release the record.
+// carry the verdict out under the queue's lock; check tells the Observer its events, and finish releases the record.
 
 import (
 	"context"
@@ -46,23 +46,36 @@ type portFailure struct {
 	msg  string
 }
 
-// check runs one check of the claimed r under ctx and carries out the verdict, but the requeue of rows 10 and 12.
-func (c *Engine) check(ctx context.Context, r *record) outcome {
+// check runs one check of the claimed r in slot s, under a deadline of CheckTimeout (its lane's), carries out the
+// verdict, tells the Observer, and releases both (finish).
+func (c *Engine) check(ctx context.Context, l *lane, r *record, s *slot) {
+	start := c.now()
+	cctx, end := l.deadline(ctx, c.realNow(), c.opts.CheckTimeout)
+	s.checkEnd.Store(end)
 	o := outcome{pu: r.PU, line: r.line, quiet: r.failing}
-	v, pod := c.ask(ctx, &o, r.PU, r.checkFresh)
+	v, pod := c.ask(cctx, &o, r.PU, r.checkFresh)
 	o.verdict = v
 	c.takeListed(r, &o, pod)
 	if v = o.verdict; v.Action != Adopt && v.Action != Destroy {
 		// A keep moves nothing: the release carries it.
 	} else if ev, destroy := c.settle(r, &o); destroy {
-		err, permanent := c.destroyPU(ctx, ev)
+		err, permanent := c.destroyPU(cctx, ev)
 		c.destroyed(r, &o, ev, err, permanent)
 	}
 	if v.Requeue && o.done {
 		o.requeue = pod
 	}
 	c.logOutcome(&o)
-	return o
+	c.late(r, s, &o, "a port") // as its ports returned, before the Observer hears of it
+	// Its events before the Requeuer hears of the pod: one that tracks the PU of the new sandbox at once waits for them.
+	for _, it := range o.events {
+		c.tell(r.line, it.ticket, it.ev)
+	}
+	if o.removed {
+		c.told(r.PUID)
+	}
+	o.end, o.cut = c.now(), ctx.Err() != nil
+	c.finish(ctx, r, s, &o, start)
 }
 
 // backoff returns the wait after the attempts-th failed destroy or list (attempts >= 1): RetryMinDelay, doubling at

@@ -76,11 +76,9 @@ func (c *Engine) Classify(pod *corev1.Pod) PodClass {
 	return PodLive
 }
 
-// Now returns the time as the engine tells times (Status's TrackedAt,
-// LastChecked and NextAttempt): on Options.Clock, from the time it read
-// when the engine was made. A step of the wall clock since does not move
-// it, as it moves time.Now: tell how long ago a time of Status was from
-// Now, not from time.Now.
+// Now returns the time as the engine tells times (Status's TrackedAt, LastChecked and NextAttempt): on Options.Clock,
+// from the time it read when the engine was made. A step of the wall clock since does not move it, as it moves
+// time.Now: tell how long ago a time of Status was from Now, not from time.Now.
 func (c *Engine) Now() time.Time { return c.timeOf(c.now()) }
 
 // now returns the time on Options.Clock since the epoch, plus one: 0 is never.

@@ -99,8 +99,7 @@ func (l *rateLine) ahead(seq uint64) int {
 // holds reports whether e's PUID still holds its ticket.
 func (l *rateLine) holds(e lineEntry) bool { return e.puid != "" && l.tickets[e.puid] == e.seq }
 
-// grow appends the tree's node over the last entry of queue, held or not: node i covers the entries
-// (i-lowbit(i), i].
+// grow appends the tree's node over the last entry of queue, held or not: node i covers the entries (i-lowbit(i), i].
 func (l *rateLine) grow(held bool) {
 	i := len(l.held) + 1
 	n := l.heldBefore(i-1) - l.heldBefore(i-i&-i)

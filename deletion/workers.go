@@ -223,7 +223,7 @@ func (c *Engine) work(ctx context.Context, gen uint32) {
 			return
 		}
 		l.spreadIn(c, spread)
-		c.run(ctx, &l, r, s)
+		c.check(ctx, &l, r, s)
 		l.spreadIn(c, 0)
 	}
 }
@@ -247,24 +247,6 @@ func compact[T any](s []T, head int) ([]T, int, bool) {
 		return s[:n], 0, true
 	}
 	return s, head, false
-}
-
-// run checks the claimed record r in slot s under a deadline of CheckTimeout, releases both, and tells the Observer.
-func (c *Engine) run(ctx context.Context, l *lane, r *record, s *slot) {
-	start := c.now()
-	cctx, end := l.deadline(ctx, c.realNow(), c.opts.CheckTimeout)
-	s.checkEnd.Store(end)
-	o := c.check(cctx, r)
-	c.late(r, s, &o, "a port") // as its ports returned, before the Observer hears of it
-	// Its events before the Requeuer hears of the pod: one that tracks the PU of the new sandbox at once waits for them.
-	for _, it := range o.events {
-		c.tell(r.line, it.ticket, it.ev)
-	}
-	if o.removed {
-		c.told(r.PUID)
-	}
-	o.end, o.cut = c.now(), ctx.Err() != nil
-	c.finish(ctx, r, s, &o, start)
 }
 
 // realNow returns the time package's time since New: deadlines follow it.
