@@ -383,7 +383,6 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 			at = min(at, r.waitUntil) // it keeps its place: a new estimate only brings its turn nearer
 		}
 		q.setWaitLocked(r, turnWaiting, at)
-		r.lineRow = int8(o.verdict.Row)
 	case r.waitFor == retrying && r.waitUntil > o.end && (o.verdict.Action == Destroy || nothing):
 		// A Sweep's early check that destroyed nothing, and did not see the pod alive: the retry stays.
 	case keepsPlace: // its place, or its turn come, the next tick
