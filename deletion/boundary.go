@@ -152,24 +152,29 @@ func (c *Engine) destroyPU(ctx context.Context, ev ports.DestroyEvent) (err erro
 func callLeaving[T any](ctx context.Context, d time.Duration, port string, f func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	type answer struct {
-		v   T
-		err error
+	var v T
+	var err error
+	if within(d+stuckGrace, func() { v, err = call(port, func() (T, error) { return f(ctx) }) }) {
+		return v, err
 	}
-	done := make(chan answer, 1)
+	var zero T
+	return zero, fmt.Errorf("%s ignored its deadline of %v: left behind", port, d)
+}
+
+// within runs f in a goroutine of its own and reports whether it returned within d; if not, it is left behind.
+func within(d time.Duration, f func()) bool {
+	done := make(chan struct{})
 	go func() {
-		var a answer
-		defer func() { done <- a }()
-		a.v, a.err = call(port, func() (T, error) { return f(ctx) })
+		defer close(done)
+		f()
 	}()
-	t := time.NewTimer(d + stuckGrace)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case a := <-done:
-		return a.v, a.err
+	case <-done:
+		return true
 	case <-t.C:
-		var zero T
-		return zero, fmt.Errorf("%s ignored its deadline of %v: left behind", port, d)
+		return false
 	}
 }
 

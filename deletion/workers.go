@@ -50,14 +50,9 @@ func (c *Engine) Start(ctx context.Context) error {
 	<-ctx.Done()
 	c.stopQueue()
 	sched.Wait()
-	done := make(chan struct{})
-	go func() { inPorts.Wait(); close(done) }()
-	t := time.NewTimer(c.opts.ShutdownTimeout)
-	defer t.Stop()
-	select {
-	case <-done:
+	if within(c.opts.ShutdownTimeout, inPorts.Wait) {
 		c.log.V(1).Info("deletion engine stopped")
-	case <-t.C:
+	} else {
 		c.log.Error(nil, "checks or the Inventory still stuck in ports that ignore their context; leaving them behind",
 			"stuckChecks", c.stuck(c.realNow()), "shutdownTimeout", c.opts.ShutdownTimeout.String())
 	}
