@@ -1,6 +1,7 @@
 package deletion
 
 import (
+	"slices"
 	"time"
 
 	"github.com/podsweeper/podsweeper/ports"
@@ -30,13 +31,7 @@ func (f ObserverFunc) Observe(ev Event) { f(ev) }
 // Observers returns an Observer that tells each of obs but the nil ones (a nil ObserverFunc or pointer too), in order,
 // about every event. A panic in one does not keep the others from being told: the first is raised again once all were.
 func Observers(obs ...Observer) Observer {
-	list := make([]Observer, 0, len(obs))
-	for _, o := range obs {
-		if !ports.IsNil(o) {
-			list = append(list, o)
-		}
-	}
-	return multiObserver(list)
+	return multiObserver(slices.DeleteFunc(slices.Clone(obs), func(o Observer) bool { return ports.IsNil(o) }))
 }
 
 type multiObserver []Observer

@@ -832,9 +832,8 @@ func (c *Engine) Status() []PUStatus {
 			Vetoed:      e.vetoed,
 			Attempts:    int(e.attempts),
 			LastErr:     e.lastErr,
-		}
-		if e.reportedRow > 0 {
-			s.WouldDestroy = verdictOfRow(int(e.reportedRow), "").Reason
+			// rows[0], none reported, has no Reason.
+			WouldDestroy: rows[e.reportedRow].v.Reason,
 		}
 		if e.lastRow >= 0 {
 			s.LastVerdict = verdictOfRow(int(e.lastRow), e.SandboxID)
