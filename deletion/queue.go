@@ -416,20 +416,20 @@ func (q *puQueue) removeLocked(r *record, gone bool) {
 	r.state = removed
 	q.setWaitLocked(r, idle, 0)
 	delete(q.records, r.PUID)
-	head := q.byPod[r.Pod]
-	if head == r {
-		head = r.nextOfPod
-	}
-	for p := head; p != nil; p = p.nextOfPod {
-		if p.nextOfPod == r {
-			p.nextOfPod = r.nextOfPod
+	switch head := q.byPod[r.Pod]; {
+	case head == r && r.nextOfPod == nil:
+		delete(q.byPod, r.Pod)
+	case head == r:
+		q.byPod[r.Pod] = r.nextOfPod
+	default:
+		for p := head; p != nil; p = p.nextOfPod {
+			if p.nextOfPod == r {
+				p.nextOfPod = r.nextOfPod
+				break
+			}
 		}
 	}
-	if r.nextOfPod = nil; head == nil {
-		delete(q.byPod, r.Pod)
-	} else {
-		q.byPod[r.Pod] = head
-	}
+	r.nextOfPod = nil
 	q.leaveLineLocked(r)
 	q.wheel.unschedule(r)
 	if swept && q.sweepingLocked(r.sweepGen) {
