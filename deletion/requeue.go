@@ -12,19 +12,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// requeueLane holds the pods waiting for the Requeuer, one per pod, and whether its goroutine runs. Each pod queued
-// takes a number: queued is the last taken, handed the last whose call ended, and progress is closed at each, so that
-// a Sweep waits for those its own checks queued only.
+// requeueLane holds the pods waiting for the Requeuer, one per pod, whether its goroutine runs, and the Sweep whose
+// pod it is handing over (calling); progress is closed at the end of each call, so that a Sweep waits for the pods
+// its own checks queued only, and those ahead of them.
 type requeueLane struct {
-	mu             sync.Mutex
-	pending        []requeueItem
-	running        bool
-	queued, handed uint64
-	progress       chan struct{}
-	swept          struct { // the last pod a check of the Sweep of gen queued: the one that Sweep waits for
-		gen uint32
-		seq uint64
-	}
+	mu       sync.Mutex
+	pending  []requeueItem
+	running  bool
+	calling  uint32
+	progress chan struct{}
 }
 
 // requeueItem is a pod to requeue, the PU whose check queued it, and the context of that check's goroutine, whose
@@ -33,7 +29,6 @@ type requeueItem struct {
 	ctx   context.Context
 	puid  string
 	pod   *corev1.Pod
-	seq   uint64 // its place in the lane's order
 	sweep uint32 // the Sweep whose check queued it, or queued it before at an earlier place (0: none)
 }
 
@@ -47,8 +42,6 @@ func (c *Engine) queueRequeue(ctx context.Context, puid string, pod *corev1.Pod,
 	l := &c.rq
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.queued++
-	it.seq = l.queued
 	// A pod requeued again goes once, at its latest place; a Sweep that queued it before waits for it there.
 	l.pending = slices.DeleteFunc(l.pending, func(p requeueItem) bool {
 		if p.pod.UID == pod.UID && it.sweep == 0 {
@@ -56,9 +49,6 @@ func (c *Engine) queueRequeue(ctx context.Context, puid string, pod *corev1.Pod,
 		}
 		return p.pod.UID == pod.UID
 	})
-	if it.sweep != 0 && it.sweep >= l.swept.gen {
-		l.swept.gen, l.swept.seq = it.sweep, it.seq
-	}
 	l.pending = append(l.pending, it)
 	if !l.running {
 		l.running = true
@@ -78,12 +68,11 @@ func (c *Engine) requeueAll() {
 		}
 		it := l.pending[0]
 		l.pending[0] = requeueItem{}
-		l.pending = l.pending[1:]
+		l.pending, l.calling = l.pending[1:], it.sweep
 		l.mu.Unlock()
 		c.requeue(it)
 		l.mu.Lock()
-		l.handed = it.seq
-		if l.progress != nil {
+		if l.calling = 0; l.progress != nil {
 			close(l.progress)
 			l.progress = nil
 		}
@@ -114,7 +103,7 @@ func (c *Engine) waitRequeues(ctx context.Context, gen uint32) {
 	defer t.Stop()
 	for {
 		l.mu.Lock()
-		if l.swept.gen != gen || l.handed >= l.swept.seq {
+		if l.calling != gen && !slices.ContainsFunc(l.pending, func(it requeueItem) bool { return it.sweep == gen }) {
 			l.mu.Unlock()
 			return
 		}
