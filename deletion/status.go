@@ -62,25 +62,21 @@ func (c *Engine) HealthCheck(req *http.Request) error { return c.ReadinessCheck(
 // begins before they are in), and when every Workers slot is held by a check stuck in a port past its deadline. Being behind does not fail it (a
 // restart would only add a relist to the load: see ReadinessCheck), nor being before Start. Serve it on /healthz:
 // mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck). It reads a few fields, whatever the number of PUs.
-func (c *Engine) LivenessCheck(_ *http.Request) error {
-	if !c.started.Load() {
-		return nil
-	}
-	return c.healthErr(false)
-}
+func (c *Engine) LivenessCheck(_ *http.Request) error { return c.healthErr(false) }
 
 // ReadinessCheck reports whether the engine keeps up: it fails before Start, where LivenessCheck does, and when the
 // oldest queued check has waited more than three SweepIntervals (ErrBehind). Serve it on /readyz:
 // mgr.AddReadyzCheck("podsweeper", engine.ReadinessCheck).
-func (c *Engine) ReadinessCheck(_ *http.Request) error {
-	if !c.started.Load() {
-		return fmt.Errorf("%w: not started", ErrNotRunning)
-	}
-	return c.healthErr(true)
-}
+func (c *Engine) ReadinessCheck(_ *http.Request) error { return c.healthErr(true) }
 
-// healthErr is the error of a started engine's health check; a backlog fails it only when behindFails.
+// healthErr is the error of a health check; being before Start or behind fails it only when behindFails.
 func (c *Engine) healthErr(behindFails bool) error {
+	if !c.started.Load() {
+		if behindFails {
+			return fmt.Errorf("%w: not started", ErrNotRunning)
+		}
+		return nil
+	}
 	limit := 3 * c.opts.SweepInterval
 	stopped, stopping, restoring, waited, overdue := c.waits()
 	switch stuck := c.stuck(c.realNow()); {
