@@ -9,7 +9,7 @@ func DryRunMemory(c *Engine) int {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	m := &c.q.unlisted
-	return len(m.gone.list) + len(m.untracked.list) + len(c.q.list.gone) + len(c.q.list.removing)
+	return len(m.gone) + len(m.untracked) + len(c.q.list.gone) + len(c.q.list.removing)
 }
 
 // MinDryRunMemory is how many dropped PUs a dry run may remember however

@@ -85,7 +85,7 @@ func (w *listWindow) told(puid string) {
 // yet, so that a list does not bring them back: the latest twice limit, the most PUs tracked at once (at least
 // minUnlistedMemory). The Untracks of PUIDs the engine did not hold are kept apart, never pushing out a removal.
 type unlistedMemory struct {
-	gone, untracked recent
+	gone, untracked []string // the latest, oldest first
 	limit           int
 }
 
@@ -95,48 +95,29 @@ const minUnlistedMemory = 16
 func (m *unlistedMemory) saw(tracked int) { m.limit = max(m.limit, tracked, minUnlistedMemory) }
 
 // add remembers puid, removed with tracked PUs tracked.
-func (m *unlistedMemory) add(puid string, tracked int) {
-	m.saw(tracked)
-	m.gone.add(puid, 2*m.limit)
-}
+func (m *unlistedMemory) add(puid string, tracked int) { m.gone = m.remember(m.gone, puid, tracked) }
 
 // addUntracked remembers puid, which Untrack was given but the engine did not hold, with tracked PUs tracked.
 func (m *unlistedMemory) addUntracked(puid string, tracked int) {
+	m.untracked = m.remember(m.untracked, puid, tracked)
+}
+
+// remember appends puid to latest, with tracked PUs tracked, and forgets the oldest past twice the limit.
+func (m *unlistedMemory) remember(latest []string, puid string, tracked int) []string {
 	m.saw(tracked)
-	m.untracked.add(puid, 2*m.limit)
+	latest = append(latest, puid)
+	return latest[max(len(latest)-2*m.limit, 0):]
 }
 
 // copy returns what m remembers, in a new set with room for extra more.
 func (m *unlistedMemory) copy(extra int) map[string]struct{} {
-	out := make(map[string]struct{}, len(m.gone.set)+len(m.untracked.set)+extra)
-	for _, r := range []*recent{&m.gone, &m.untracked} {
-		for puid := range r.set {
+	out := make(map[string]struct{}, len(m.gone)+len(m.untracked)+extra)
+	for _, latest := range [][]string{m.gone, m.untracked} {
+		for _, puid := range latest {
 			out[puid] = struct{}{}
 		}
 	}
 	return out
-}
-
-// recent remembers the latest PUIDs added, at most size, in their order, and how many times each is among them.
-type recent struct {
-	list []string
-	set  map[string]int
-}
-
-// add remembers puid, and forgets the oldest past size.
-func (r *recent) add(puid string, size int) {
-	if r.set == nil {
-		r.set = make(map[string]int)
-	}
-	r.list = append(r.list, puid)
-	r.set[puid]++
-	for ; len(r.list) > size; r.list = r.list[1:] {
-		if old := r.list[0]; r.set[old] <= 1 {
-			delete(r.set, old)
-		} else {
-			r.set[old]--
-		}
-	}
 }
 
 // trackAll tracks pus from Workers goroutines, so that a journal's commits are shared, and returns how many were new,
