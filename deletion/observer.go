@@ -1,7 +1,6 @@
 package deletion
 
 import (
-	"slices"
 	"time"
 
 	"github.com/podsweeper/podsweeper/ports"
@@ -31,7 +30,13 @@ func (f ObserverFunc) Observe(ev Event) { f(ev) }
 // Observers returns an Observer that tells each of obs but the nil ones (a nil ObserverFunc or pointer too), in order,
 // about every event. A panic in one does not keep the others from being told: the first is raised again once all were.
 func Observers(obs ...Observer) Observer {
-	return multiObserver(slices.DeleteFunc(slices.Clone(obs), func(o Observer) bool { return ports.IsNil(o) }))
+	list := make([]Observer, 0, len(obs)) // never nil: Observers() is an Observer, not a typed nil
+	for _, o := range obs {
+		if !ports.IsNil(o) {
+			list = append(list, o)
+		}
+	}
+	return multiObserver(list)
 }
 
 type multiObserver []Observer
