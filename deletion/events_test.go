@@ -188,3 +188,17 @@ func TestTheFirstListIsTrackedBeforeAnyCheckHoweverLongItTakes(t *testing.T) {
 		assert.Equal(t, "sb-old", calls[0].Event.SandboxID)
 	})
 }
+
+// Observers "returns an Observer that tells each of obs but the nil ones": of none, or of nil ones only, it is an
+// Observer that tells no one, which New takes (not a typed nil, which it refuses as a port not given).
+func TestObserversOfNoneIsAnObserverNewTakes(t *testing.T) {
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	var nilFunc deletion.ObserverFunc
+	for name, o := range map[string]deletion.Observer{"none": deletion.Observers(), "nil ones": deletion.Observers(nil, nilFunc)} {
+		require.False(t, ports.IsNil(o), "%s: Observers is not a typed nil", name)
+		_, err := deletion.New(getter, policy, deletion.Options{Observer: o})
+		require.NoError(t, err, "%s", name)
+		o.Observe(deletion.Event{Kind: deletion.EventTracked}) // tells no one, and does not panic
+	}
+}
