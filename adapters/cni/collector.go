@@ -779,7 +779,7 @@ func (c *Collector) plan(v view, rv runtimeView, ev ports.DestroyEvent) destroyP
 		}
 	}
 	for _, s := range v.unusable {
-		if belongs(s, ev, changed, p.sbs) {
+		if belongs(s, ev, changed, p.all) {
 			p.unusable = append(p.unusable, fmt.Errorf("%w: %s: %s", ErrUnusableEntry, s.File, s.Why))
 		}
 	}
@@ -855,8 +855,10 @@ func keptGone(vs []verdict, ev ports.DestroyEvent) error {
 
 // belongs reports whether the unusable entry s is one DestroyPU(ev) would
 // have DELed: of ev's pod (and of ev's sandbox for a sandbox change), as
-// far as its JSON or, when that cannot be read, its file name tells.
-func belongs(s skipped, ev ports.DestroyEvent, changed bool, sbs []sandbox) bool {
+// far as its JSON or, when that cannot be read, its file name tells; all
+// are the verdicts on the pod's sandboxes, the cache's and those the
+// Runtime alone lists.
+func belongs(s skipped, ev ports.DestroyEvent, changed bool, all []verdict) bool {
 	switch {
 	case s.PodUID != "":
 		return s.PodUID == ev.PUID && (!changed || s.ContainerID == ev.SandboxID)
@@ -865,10 +867,10 @@ func belongs(s skipped, ev ports.DestroyEvent, changed bool, sbs []sandbox) bool
 	case changed:
 		return ev.SandboxID != "" && strings.Contains(s.File, "-"+ev.SandboxID+"-")
 	}
-	// A gone pod's: of one of its sandboxes the cache could read, or of the PU's own sandbox (its only entry may
-	// be the unreadable one).
+	// A gone pod's: of one of its sandboxes, as the cache or the Runtime tells them, or of the PU's own sandbox
+	// (its only entry may be the unreadable one).
 	return ev.SandboxID != "" && strings.Contains(s.File, "-"+ev.SandboxID+"-") ||
-		slices.ContainsFunc(sbs, func(sb sandbox) bool { return strings.Contains(s.File, "-"+sb.ID+"-") })
+		slices.ContainsFunc(all, func(v verdict) bool { return v.ID != "" && strings.Contains(s.File, "-"+v.ID+"-") })
 }
 
 // del DELs one attachment with its cached config, arguments and
