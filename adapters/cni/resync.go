@@ -280,7 +280,10 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			if ctx.Err() == nil {
 				r.log.Error(err, "tracking a PU of the cache failed", "puID", pu.PUID, "pod", pu.Pod.String())
 			}
-			delete(now, pu.PUID) // not told to the engine: the next list tracks it, a dry run's too
+			// Not told to the engine: the next list tracks it, a dry run's too, and a requeue of it is carried to
+			// that list.
+			delete(now, pu.PUID)
+			carry[pu.PUID] = pu.Pod
 			continue
 		}
 		if !ok || was != now[pu.PUID] || requeuedNow {

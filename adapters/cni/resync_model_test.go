@@ -18,14 +18,24 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// triggerTimes is a Tracker that records when each pod was triggered.
+// triggerTimes is a Tracker that records when each pod was triggered; it refuses the next refuse Tracks.
 type triggerTimes struct {
-	mu sync.Mutex
-	at map[types.NamespacedName][]time.Time
+	mu     sync.Mutex
+	at     map[types.NamespacedName][]time.Time
+	refuse int
 }
 
-func (r *triggerTimes) Track(ports.PU) error { return nil }
-func (r *triggerTimes) Untrack(string) bool  { return false }
+func (r *triggerTimes) Track(ports.PU) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refuse > 0 {
+		r.refuse--
+		return errors.New("refused")
+	}
+	return nil
+}
+
+func (r *triggerTimes) Untrack(string) bool { return false }
 func (r *triggerTimes) TriggerPod(p types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -48,13 +58,14 @@ func (r *triggerTimes) triggeredWithin(p types.NamespacedName, from time.Time, d
 // the pod's next sandbox in the cache is tracked and checked without waiting for ResyncInterval") through what may
 // meet it, one step per byte: a plain requeue; one whose list a DestroyPU of the pod ends during; one whose Resync
 // returns while its list reads, and is called again; one while the Runtime fails; one while another pod's entry of
-// the network is cut short (libcni writing it); time passing. Whatever the steps, the pod's last requeue is
+// the network is cut short (libcni writing it); one whose Track the Tracker refuses once; time passing. Whatever the steps, the pod's last requeue is
 // triggered within 10 seconds (ResyncInterval is a minute).
 func FuzzRequeueIsNeverLost(f *testing.F) {
 	f.Add([]byte{0, 5, 3, 4})
 	f.Add([]byte{1})       // a DestroyPU of the pod ends while the requeue's list reads
 	f.Add([]byte{2})       // the Resync returns while the requeue's list reads
 	f.Add([]byte{4, 4, 3}) // lists that cannot tell of the pod, then a Runtime that fails
+	f.Add([]byte{6})       // the Tracker refuses the requeued pod's Track once
 	f.Fuzz(func(t *testing.T, steps []byte) {
 		if len(steps) > 10 {
 			steps = steps[:10]
@@ -84,7 +95,7 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 				last = time.Now()
 			}
 			for _, s := range steps {
-				switch s % 6 {
+				switch s % 7 {
 				case 0:
 					requeue()
 				case 1: // the engine freed A, and requeues; a DestroyPU of A ends while the requeue's list reads
@@ -116,6 +127,11 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 					c.writeRaw(other, whole, 0)
 				case 5:
 					time.Sleep(time.Duration(s) * 10 * time.Millisecond)
+				case 6: // the Tracker refuses the next Track, the requeued pod's
+					r.mu.Lock()
+					r.refuse = 1
+					r.mu.Unlock()
+					requeue()
 				}
 				synctest.Wait()
 			}
