@@ -67,7 +67,8 @@ package deletion_test
 //     is in force, and CheckTimeout + 2s have passed since the last ended.
 //     And it fails once an Observer that hangs on an EventTracked of the
 //     first list's answer (before EventRestored: no check begins before the
-//     answer is in) has held it for three SweepIntervals and 2s.
+//     answer is in; not the answer of a list after one that failed, once
+//     checks began) has held it for three SweepIntervals and 2s.
 //  9. No panic, no hang: Start returns nil within ShutdownTimeout + 1s of
 //     its ctx's cancel, hangs or not; a Sweep returns within 2s + for each
 //     hang it overlaps min(hang, CheckTimeout + 2s) (+ the first list's
@@ -528,6 +529,8 @@ type pmEngine struct {
 	// going in, which every check waits for): when it began and ends; restored: EventRestored was told.
 	wedgeAt, wedgeEnd time.Duration
 	wedging, restored bool
+	// listFailed: an EventListFailed was heard; a later list's answer is not the first list's (invariant 8).
+	listFailed bool
 	// Invariant 13: the failures the Observer was told of that no summary line written since has covered, and when
 	// the latest summary line was written (-1: none).
 	failsHeard  []time.Duration
@@ -1272,6 +1275,8 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		w.failedFor[slot] = false
 	}
 	switch ev.Kind {
+	case deletion.EventListFailed:
+		e.listFailed = true
 	case deletion.EventRestored:
 		e.restored = true
 	case deletion.EventTracked:
@@ -1372,7 +1377,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 	case fault.left > 0 && fault.kind == pmHang:
 		if ev.Kind == deletion.EventTracked {
 			w.mu.Lock()
-			if e.userTracking[puid] == 0 && !e.restored && !e.wedging {
+			if e.userTracking[puid] == 0 && !e.restored && !e.listFailed && !e.wedging {
 				e.wedging, e.wedgeAt, e.wedgeEnd = true, w.now(), w.now()+fault.dur
 			}
 			w.mu.Unlock()
