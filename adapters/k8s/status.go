@@ -65,9 +65,9 @@ const (
 // age, the row of its last check and why, its failed destroy attempts, when
 // the next is due and the last error. It answers GET and HEAD only. It
 // reads the engine's state at each request, a copy of every entry; while
-// Start runs and the engine's Inventory is not listed yet
-// (deletion.Engine.InventoryListed), it answers 503, for the PUs a restart
-// left are not all known (an engine that does not run, a standby's, checks
+// Start runs, or once it has returned, and the engine's Inventory is not
+// listed (deletion.Engine.InventoryListed), it answers 503, for the PUs a
+// restart left are not all known (an engine that does not run, a standby's, checks
 // none, and its page says so: EngineHeader). Serve
 // it behind authentication (the node agent puts it behind the metrics
 // server's filter), not to every scraper every second.
@@ -80,18 +80,18 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			http.Error(w, "no deletion engine", http.StatusServiceUnavailable)
 			return
 		}
-		// While Start runs and its Inventory is not listed yet, the PUs a restart left are not all known. An engine
-		// that does not run (a standby's, before it leads) checks no PU: its page says so.
-		if !engine.InventoryListed() && engine.Running() { // a Start that stops runs, and is not restored yet either
-			http.Error(w, "the deletion engine has not listed its Inventory yet: the PUs a restart left are not all known", http.StatusServiceUnavailable)
-			return
-		}
 		running := EngineRunning
 		if !engine.Running() { // not started, or Start has returned; one that stops still runs, and checks
 			running = EngineNotRunning
 			if errors.Is(engine.LivenessCheck(r), deletion.ErrNotRunning) { // it fails so once Start has returned
 				running = EngineEnded
 			}
+		}
+		// While Start runs, or once it returned, and its Inventory is not listed, the PUs a restart left are not all
+		// known. An engine not started (a standby's, before it leads) checks no PU: its page says so.
+		if !engine.InventoryListed() && running != EngineNotRunning { // a Start that stops runs, and is not restored yet either
+			http.Error(w, "the deletion engine has not listed its Inventory: the PUs a restart left are not all known", http.StatusServiceUnavailable)
+			return
 		}
 		now := engine.Now() // the clock of the times of Status
 		w.Header().Set(TimeHeader, now.UTC().Format(time.RFC3339Nano))

@@ -174,3 +174,31 @@ func pageOf(t *testing.T, eng *deletion.Engine) func() (code int, engine string)
 		return resp.StatusCode, resp.Header.Get(k8s.EngineHeader)
 	}
 }
+
+// NewStatusHandler: "while Start runs, or once it has returned, and the engine's Inventory is not listed ... it
+// answers 503, for the PUs a restart left are not all known": an engine whose Start returned before any list of its
+// Inventory answered does not answer an empty list, which would say it held nothing.
+func TestEndedBeforeItsInventoryListedAnswers503(t *testing.T) {
+	inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return nil, errors.New("the journal cannot be read") })
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", SweepInterval: time.Second, Inventory: inv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := pageOf(t, eng)
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() { _ = eng.Start(ctx); close(returned) }()
+	for deadline := time.Now().Add(5 * time.Second); !eng.Running() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-returned
+	if eng.InventoryListed() {
+		t.Fatal("scenario: the Inventory never answered")
+	}
+	if code, h := get(); code != http.StatusServiceUnavailable {
+		t.Errorf("Start returned before its Inventory was listed: the page answers %d (%q), want 503", code, h)
+	}
+}

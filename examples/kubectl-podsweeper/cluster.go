@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -395,7 +396,7 @@ func (c *cluster) askAll(ctx context.Context, ts []target, keep func(pod, puID s
 				b.Program.Namespace == a.Program.Namespace && b.Program.Node == a.Program.Node // a release is one namespace's
 		}
 		// A standby's program elects a leader; one whose replicas asked have all ended or stand by has none asked.
-		if !a.Standby || slices.ContainsFunc(out[:i], func(b Answer) bool { return same(b) && b.Standby }) ||
+		if !a.Standby || !elects(a.Program) || slices.ContainsFunc(out[:i], func(b Answer) bool { return same(b) && b.Standby }) ||
 			slices.ContainsFunc(out, func(b Answer) bool { return same(b) && !b.Standby && !b.Ended }) {
 			continue
 		}
@@ -436,7 +437,7 @@ func (c *cluster) report(ctx context.Context, now time.Time) (*Report, error) {
 // is where the pod ran, for a pod that is gone.
 func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node string, now time.Time) (*PodExplanation, error) {
 	var notes []string
-	earlier := map[string]string{} // the PUs an earlier round read, by PUID: who held it
+	earlier := map[string]earlierPU{} // the PUs an earlier round read, by PUID
 	for round := 1; ; round++ {
 		x, again, err := c.explainRound(ctx, namespace, name, uid, node, now, round == maxRounds, earlier)
 		if err != nil {
@@ -450,26 +451,39 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		notes = append(notes, again...)
 		for _, a := range x.Answers {
 			for _, s := range a.PUs {
-				earlier[s.PUID] = fmt.Sprintf("PU %s of pod %s, which %s held when an earlier round asked", s.PUID, s.Pod, a.Program)
+				earlier[s.PUID] = earlierPU{what: fmt.Sprintf("PU %s of pod %s, which %s held when an earlier round asked", s.PUID, s.Pod, a.Program),
+					seen: cmp.Or(a.At, now)}
 			}
 		}
 	}
+}
+
+// earlierPU is a PU an earlier round of explainPod read: who held it, and
+// when its program answered (its clock, which writes its Events too).
+type earlierPU struct {
+	what string
+	seen time.Time
 }
 
 // gone says the PUs an earlier round of explainPod read (earlier) that x, the last, tells neither held, reported by a
 // dry run, nor destroyed (no Event of the pod of that UID): destroyed meanwhile, their Events not yet written (the recorder writes them on a
 // goroutine of its own, with retries), or held by a program the last round did not ask. The answer cannot tell what
 // became of them.
-func gone(x *PodExplanation, earlier map[string]string) []string {
+func gone(x *PodExplanation, earlier map[string]earlierPU) []string {
 	var out []string
 	for _, puid := range slices.Sorted(maps.Keys(earlier)) {
 		held := slices.ContainsFunc(x.Answers, func(a Answer) bool { // held, or reported by its dry run (dropped)
 			return slices.ContainsFunc(a.PUs, func(s k8s.PUStatus) bool { return s.PUID == puid }) ||
 				slices.ContainsFunc(a.Reports, func(d k8s.WouldDestroy) bool { return d.PUID == puid })
 		})
-		told := slices.ContainsFunc(x.Events, func(e Event) bool { return e.uid == puid })
+		// An Event of that UID from before the round read the PU held (the destroy of an earlier sandbox's PU, of
+		// the same PUID) is not of what became of it. Events' times are in seconds.
+		seen := earlier[puid].seen.Truncate(time.Second)
+		told := slices.ContainsFunc(x.Events, func(e Event) bool {
+			return e.uid == puid && (!e.Time.Before(seen) || !e.Last.IsZero() && !e.Last.Before(seen))
+		})
 		if !held && !told {
-			out = append(out, earlier[puid]+": the last round found it in no answer and no Event (destroyed meanwhile, its Event not written yet, or held where it did not ask)")
+			out = append(out, earlier[puid].what+": the last round found it in no answer and no Event (destroyed meanwhile, its Event not written yet, or held where it did not ask)")
 		}
 	}
 	return out
@@ -487,7 +501,7 @@ const maxRounds = 3
 // anew (but the last, which says so and stands). earlier are the PUs the
 // rounds before read, by PUID: one its programs still hold is kept in its
 // answers, whatever the pod as read now says.
-func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node string, now time.Time, last bool, earlier map[string]string) (_ *PodExplanation, again []string, _ error) {
+func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node string, now time.Time, last bool, earlier map[string]earlierPU) (_ *PodExplanation, again []string, _ error) {
 	flagNode := node
 	x := &PodExplanation{Now: now, Namespace: namespace, Name: name, UID: uid, Node: node, Answers: []Answer{}, Events: []Event{}}
 	var first *Pod // the pod of that name as first read, whatever its UID; nil: none

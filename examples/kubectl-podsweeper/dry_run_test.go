@@ -255,3 +255,46 @@ func TestDryRunWhoseDestroyIsRetriedOrWaitsItsTurnWouldDestroy(t *testing.T) {
 		})
 	}
 }
+
+// A dry run that reported a PU (PodTerminated), whose check then decided to destroy it again (its pod deleted: row
+// 1) and whose dry run of that destroy failed and is retried, would destroy it, not reported yet: the earlier report
+// is named as the last, not as what the dry run does now. report says so too, rather than that no dry run would
+// destroy anything.
+func TestDryRunRetriedAfterAnEarlierReportWouldDestroyNotReportedYet(t *testing.T) {
+	checked, next := clockNow.Add(-2*time.Second), clockNow.Add(4*time.Second)
+	pu := k8s.PUStatus{PUID: firstUID, Pod: "apps/web", State: "waiting for a retry", Age: "3m0s", LastChecked: &checked,
+		LastRow: 1, Why: "pod not found", Attempts: 1, NextAttempt: &next, WouldDestroy: "PodTerminated"}
+	reported := k8s.WouldDestroy{At: clockNow.Add(-time.Minute), PUID: firstUID, Pod: "apps/web", Reason: "PodTerminated", Row: 11, Why: "pod terminated"}
+	for _, reports := range [][]k8s.WouldDestroy{{reported}, {}} {
+		api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+		api.handle("podsweeper/agent-a", &programPages{at: clockNow, pus: []k8s.PUStatus{pu}, dry: &dryRunPage{Total: len(reports), Reports: reports}})
+		x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", clockNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := podText(t, x)
+		wantSays(t, "explain pod", text, "    dry run       would destroy it: its check decided so, not reported yet")
+		wantSays(t, "explain pod", text, "(its last report: PodTerminated")
+		s, err := api.cluster(5*time.Second).status(testContext(t), "node-a", clockNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := RenderStatus(&b, s); err != nil {
+			t.Fatal(err)
+		}
+		wantSays(t, "status", b.String(), "would destroy: not reported yet")
+		if len(reports) == 0 {
+			r, err := api.cluster(5*time.Second).report(testContext(t), clockNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Reset()
+			if err := RenderReport(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			wantSays(t, "report", b.String(), "would destroy 1 PU(s) not reported yet")
+			wantNotSays(t, "report", b.String(), "no dry run would destroy anything")
+		}
+	}
+}

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +83,61 @@ func heldAddress(read *time.Time) *AddressStatus {
 	return &AddressStatus{IP: "10.88.0.4", ReservationsRead: read, Attachments: []AttachmentStatus{{
 		Network: "podnet", ContainerID: "3a9f0c1b2d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8", IfName: "eth0",
 		PodNamespace: "apps", PodName: "web", PodUID: firstUID, Written: clockNow.Add(-4 * time.Minute)}}}
+}
+
+// A PU whose destroy failed, held by an engine that has ended, has no next attempt coming: explain pod, status and
+// explain ip say none is planned, whatever its page's nextAttempt says.
+func TestAnEngineThatEndedPlansNoNextAttempt(t *testing.T) {
+	checked, next := clockNow.Add(-2*time.Second), clockNow.Add(time.Hour)
+	pu := k8s.PUStatus{PUID: firstUID, Pod: "apps/web", State: "waiting for a retry", Age: "3m0s", LastChecked: &checked,
+		LastRow: 1, Why: "pod not found", Attempts: 1, NextAttempt: &next, LastError: "the policy engine is unreachable"}
+	read := clockNow.Add(-12 * time.Second)
+	api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"),
+		runningProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a"))
+	api.handle("podsweeper/agent-a", servePages(clockNow, k8s.EngineEnded, map[string]rawAnswer{k8s.StatusPath: {code: 200, body: mustJSON(t, []k8s.PUStatus{pu})}}))
+	api.handle("kube-system/cni-a", servePages(clockNow, k8s.EngineEnded, map[string]rawAnswer{
+		k8s.StatusPath: {code: 200, body: mustJSON(t, []k8s.PUStatus{pu})},
+		addressPath:    {code: 200, body: mustJSON(t, heldAddress(&read))},
+	}))
+	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := podText(t, x)
+	wantSays(t, "explain pod", text, "1 destroy call(s) failed; none planned: no check runs")
+	wantNotSays(t, "explain pod", text, "next in")
+	s, err := api.cluster(5*time.Second).status(testContext(t), "node-a", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := RenderStatus(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	wantNotSays(t, "status", b.String(), "in 1h")
+	ip, err := api.cluster(5*time.Second).explainIP(testContext(t), "10.88.0.4", "node-a", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipOut := ipText(t, ip)
+	wantSays(t, "explain ip", ipOut, "none planned: no check runs")
+	wantNotSays(t, "explain ip", ipOut, "next in")
+}
+
+// A PU an earlier round of explain pod read, which the last round finds in no answer, is accounted for only by an
+// Event written since that round read it: the destroy of the pod's earlier sandbox's PU, of the same PUID, minutes
+// before, is not what became of it, and the answer cannot tell.
+func TestAnEventOlderThanTheRoundThatReadAPUDoesNotAccountForIt(t *testing.T) {
+	seen := clockNow.Add(-2 * time.Second)
+	earlier := map[string]earlierPU{firstUID: {what: "PU " + firstUID, seen: seen}}
+	for _, c := range []struct {
+		at   time.Time
+		told bool
+	}{{clockNow.Add(-5 * time.Minute), false}, {seen.Truncate(time.Second), true}, {clockNow, true}} {
+		x := &PodExplanation{Now: clockNow, Namespace: "apps", Name: "web", Answers: []Answer{{At: clockNow}},
+			Events: []Event{{Time: c.at, Type: "Normal", Reason: k8s.EventReasonDestroyed, Regarding: "Pod/apps/web", Count: 1, uid: firstUID, pod: "apps/web"}}}
+		if got := gone(x, earlier); (len(got) == 0) != c.told {
+			t.Errorf("an Event at %v, the PU read at %v: not accounted for %v, want accounted for %v", c.at, seen, got, c.told)
+		}
+	}
 }

@@ -322,7 +322,7 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	if x.Pod != nil && !x.Pod.is(s.PUID) && s.Pod == x.Pod.Namespace+"/"+x.Pod.Name {
 		p.f("    note          this PU is of an earlier pod of that name (UID %s); the pod now is another (UID %s).\n", s.PUID, x.Pod.UID)
 	}
-	p.f("    state         %s.\n", stateWords(s, a.Standby, a.Ended))
+	p.f("    state         %s.\n", stateWords(s, a.Program, a.Standby, a.Ended))
 	if s.LastChecked == nil {
 		p.f("    last check    none yet.\n")
 	} else {
@@ -331,19 +331,41 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	if s.Vetoed {
 		p.f("    veto          a confirming read (the API server's of the pod, or the runtime's of its sandbox) overrode the destroy its check decided: the PU is kept.\n")
 	}
-	if s.Attempts > 0 {
+	stopped := a.Standby || a.Ended // no check runs: no attempt comes
+	switch {
+	case s.Attempts > 0 && stopped:
+		p.f("    attempts      %d destroy call(s) failed; none planned: no check runs.\n", s.Attempts)
+	case s.Attempts > 0:
 		next := "none planned"
 		if s.NextAttempt != nil {
 			next = "next " + in(a.now(x.Now), *s.NextAttempt)
 		}
 		p.f("    attempts      %d destroy call(s) failed; %s.\n", s.Attempts, next)
-	} else if s.NextAttempt != nil { // its first destroy waits for its turn under the rate
+	case s.NextAttempt != nil && !stopped: // its first destroy waits for its turn under the rate
 		p.f("    next attempt  %s.\n", in(a.now(x.Now), *s.NextAttempt))
 	}
 	if s.LastError != "" {
 		p.f("    last error    %s\n", s.LastError)
 	}
-	switch latest := latestReport(a.Reports, s.PUID); {
+	latest := latestReport(a.Reports, s.PUID)
+	switch {
+	case a.Program.DryRun && (s.State == stateRetrying || s.State == stateTurnWaiting):
+		// Its check decided to destroy it since whatever it reported last: the dry run reports it once its dry run
+		// of the destroy succeeds.
+		why := "its dry run of the destroy failed; it reports it once one succeeds"
+		switch {
+		case stopped:
+			why = "no check runs now"
+		case s.State == stateTurnWaiting:
+			why = "it reports it once its turn under the destroy rate comes"
+		}
+		last := ""
+		if latest != nil {
+			last = fmt.Sprintf(" (its last report: %s, row %d, %s)", latest.Reason, latest.Row, ago(a.reportsNow(x.Now), latest.At))
+		} else if s.WouldDestroy != "" {
+			last = fmt.Sprintf(" (its last report: %s)", s.WouldDestroy)
+		}
+		p.f("    dry run       would destroy it: its check decided so, not reported yet: %s%s.\n", why, last)
 	case latest != nil: // its dry run's report, read after the status page, says what it did last
 		held := ""
 		if latest.Dropped {
@@ -353,10 +375,6 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 			latest.Reason, latest.Row, latest.Why, ago(a.reportsNow(x.Now), latest.At), held)
 	case s.WouldDestroy != "":
 		p.f("    dry run       reported it would destroy it: %s (its last report).\n", s.WouldDestroy)
-	case a.Program.DryRun && s.State == stateRetrying:
-		p.f("    dry run       would destroy it: its check decided so, and its dry run of the destroy failed; it reports it once one succeeds.\n")
-	case a.Program.DryRun && s.State == stateTurnWaiting:
-		p.f("    dry run       would destroy it: its check decided so; it reports it once its turn under the destroy rate comes.\n")
 	case a.Program.DryRun && s.LastChecked != nil:
 		p.f("    dry run       would keep it.\n")
 	case a.Program.DryRun:
@@ -409,22 +427,19 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 				check, row, why = ago(a.now(s.Now), *u.LastChecked), fmt.Sprint(u.LastRow), u.Why
 			}
 			next := "-"
-			if u.NextAttempt != nil {
+			if u.NextAttempt != nil && !a.Standby && !a.Ended { // no check runs on an engine that does not run
 				next = in(a.now(s.Now), *u.NextAttempt)
 			}
 			dry := "-"
 			switch r := latestReport(a.Reports, u.PUID); {
+			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting):
+				dry = "would destroy: not reported yet"
 			case u.WouldDestroy != "":
 				dry = "would destroy: " + u.WouldDestroy
 			case r != nil: // its dry run's report, read after its status page
 				dry = "would destroy: " + string(r.Reason)
-			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting):
-				dry = "would destroy: not reported yet"
 			}
-			state := u.State
-			if a.Standby || a.Ended {
-				state += " (no check runs)"
-			}
+			state := u.State + standby(a) // an engine that does not run says why no check runs
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.Program, u.Pod, u.PUID, state, check, row, why, u.Attempts, next, dry)
 		}
 	}
@@ -470,7 +485,7 @@ func RenderReport(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROGRAM\tNODE\tPOD\tPU\tREASON\tROW\tWHY\tWHEN\tHELD")
 	var notes []string
-	rows := 0
+	rows, pending := 0, 0
 	for _, a := range r.Answers {
 		switch {
 		case a.Error != "":
@@ -487,6 +502,12 @@ func RenderReport(w io.Writer, r *Report) error {
 		case len(a.Reports) < a.ReportsTotal:
 			notes = append(notes, fmt.Sprintf("%s reported %d in all; it keeps the latest %d.", a.Program, a.ReportsTotal, len(a.Reports)))
 		}
+		// A PU its check decided to destroy, whose dry run of the destroy failed or waits its turn, is not reported yet.
+		if n := countFunc(a.PUs, func(u k8s.PUStatus) bool { return u.State == stateRetrying || u.State == stateTurnWaiting }); n > 0 {
+			pending += n
+			notes = append(notes, fmt.Sprintf("%s would destroy %d PU(s) not reported yet: its checks decided so, and a dry run of their destroy failed or waits its turn (kubectl podsweeper status --node %s).",
+				a.Program, n, orNone(a.Program.Node, "NODE")))
+		}
 		dropped := map[string]bool{} // a PU's latest report says whether it is held, whatever its earlier ones said
 		for _, d := range a.Reports {
 			dropped[d.PUID] = d.Dropped
@@ -502,6 +523,8 @@ func RenderReport(w io.Writer, r *Report) error {
 	}
 	unasked := slices.ContainsFunc(r.Answers, func(a Answer) bool { return a.Error != "" }) || len(r.Unasked) > 0
 	switch {
+	case rows == 0 && pending > 0:
+		fmt.Fprintln(tw, "(none reported yet: a dry run would destroy PUs it has not reported, below)\t\t\t\t\t\t\t\t")
 	case rows == 0 && len(notes) < len(r.Answers) && unasked:
 		// A program that could not be asked may be in a dry run that would destroy something: no word on every one.
 		fmt.Fprintln(tw, "(none from the programs asked: a program could not be asked, or was not, below)\t\t\t\t\t\t\t\t")
@@ -613,20 +636,29 @@ func standby(a Answer) string {
 	switch {
 	case a.Ended:
 		return " (its engine has ended: no check runs)"
-	case a.Standby:
+	case a.Standby && elects(a.Program):
 		return " (a standby: its engine does not run)"
+	case a.Standby:
+		return " (its engine has not started: no check runs yet)"
 	}
 	return ""
 }
 
+// elects reports whether p's replicas elect a leader, whose engine alone
+// runs: the cluster controller's. A node's program runs its engine once it
+// starts.
+func elects(p Program) bool { return p.Program == "cluster-controller" }
+
 // stateWords says the state of s in words, held by an engine that is a
-// standby's or has ended (no check runs on it) or neither.
-func stateWords(s k8s.PUStatus, standby, ended bool) string {
+// standby's, has not started or has ended (no check runs on it), of p.
+func stateWords(s k8s.PUStatus, p Program, standby, ended bool) string {
 	switch {
 	case ended:
 		return "held, and no check runs on it: its engine has ended (" + s.State + ")"
-	case standby:
+	case standby && elects(p):
 		return "held, and no check runs on it: a standby's engine does not run (" + s.State + ")"
+	case standby:
+		return "held, and no check runs on it yet: its engine has not started (" + s.State + ")"
 	}
 	return orNone(states[s.State], s.State)
 }
@@ -892,7 +924,7 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 			if s.PUID != at.PodUID {
 				continue
 			}
-			p.f("    PU          tracked %s%s: %s.\n", s.Age, sandboxOf(s.SandboxID), stateWords(s, x.Standby, x.Ended))
+			p.f("    PU          tracked %s%s: %s.\n", s.Age, sandboxOf(s.SandboxID), stateWords(s, Program{Program: "cni-gc"}, x.Standby, x.Ended))
 			if s.LastChecked == nil {
 				p.f("    last check  none yet.\n")
 			} else {
@@ -900,7 +932,10 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 			}
 			if s.Attempts > 0 {
 				next := "none planned"
-				if s.NextAttempt != nil {
+				switch {
+				case x.Standby || x.Ended:
+					next = "none planned: no check runs"
+				case s.NextAttempt != nil:
 					next = "next " + in(x.pusAt(), *s.NextAttempt)
 				}
 				p.f("    attempts    %d destroy call(s) failed; %s.\n", s.Attempts, next)
@@ -1029,4 +1064,15 @@ func dryRunWord(dry bool) string {
 // RenderIPJSON writes x as indented JSON.
 func RenderIPJSON(w io.Writer, x *IPExplanation) error {
 	return writeJSON(w, x)
+}
+
+// countFunc counts the elements of s that f takes.
+func countFunc[T any](s []T, f func(T) bool) int {
+	n := 0
+	for _, v := range s {
+		if f(v) {
+			n++
+		}
+	}
+	return n
 }

@@ -58,9 +58,9 @@ func TestStatusNamesPendingProgram(t *testing.T) {
 	}
 }
 
-// The same of status --node holds: a node agent whose engine is stopping (Start's context done: its page says
-// EngineNotRunning and still lists its PUs) is told in JSON as not running its engine (standby), and the text says so
-// on the line `Not asked:` that names what its leader, if one leads, holds.
+// The same of status --node holds: a node agent whose engine has not started (its page says EngineNotRunning and lists
+// the PUs its handler tracked) is told in JSON as not running its engine (standby), and the text says its engine has
+// not started (a node agent elects no leader: none is named).
 func TestStatusStandbySaysSo(t *testing.T) {
 	c := clusterServing(t, map[string]http.Handler{
 		"podsweeper/agent-a": statusPage(t, k8s.EngineNotRunning, idlePU(firstUID, "apps/web")),
@@ -78,7 +78,8 @@ func TestStatusStandbySaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSays(t, "the JSON", js.String(), `"standby": true`)
-	wantSays(t, "the text", txt.String(), "its engine does not run")
+	wantSays(t, "the text", txt.String(), "its engine has not started")
+	wantNotSays(t, "the text", txt.String(), "the leader of")
 }
 
 // explain.md:33: "`-o json` prints what the text is made from"; main.go's status help: "every PU of the programs on a
