@@ -18,7 +18,7 @@ import (
 // named on a line `Not asked:`.
 func TestStatusEndedAgentOfAnotherRelease(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "team-b", "node-agent-b", "node-a", &pagesOf{engine: k8s.EngineRunning})
+	f.addProgram("podsweeper-node-agent", "team-b", "node-agent-b", "node-a", &programPages{engine: k8s.EngineRunning})
 	f.addProgram("podsweeper-node-agent", "team-a", "node-agent-a", "node-a", nil)
 	f.mu.Lock()
 	for i := range f.pods {
@@ -36,7 +36,7 @@ func TestStatusEndedAgentOfAnotherRelease(t *testing.T) {
 // line `Not asked:`, and the answer cannot tell.
 func TestStandbyLeaderNamed(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-fghij", "", &pagesOf{engine: k8s.EngineNotRunning})
+	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-fghij", "", &programPages{engine: k8s.EngineNotRunning})
 	r := f.run("explain", "pod", "apps/cache")
 	mustContain(t, r.stdout, "Not asked: the leader of cluster-controller rel")
 	mustContain(t, r.stdout, "podsweeper cannot tell all it knows of this pod")
@@ -47,8 +47,8 @@ func TestStandbyLeaderNamed(t *testing.T) {
 func TestExplainIPSecondCNIGCUnasked(t *testing.T) {
 	f := newFakeAPI(t)
 	read := time.Now().Add(-12 * time.Second).UTC()
-	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-gc-a", "node-a", &pagesOf{address: map[string]any{"ip": "10.88.0.13", "reservationsRead": read}})
-	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-gc-b", "node-a", &pagesOf{statusCode: 503})
+	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-gc-a", "node-a", &programPages{addresses: map[string]*AddressStatus{"10.88.0.13": {IP: "10.88.0.13", ReservationsRead: &read}}})
+	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-gc-b", "node-a", &programPages{status: 503, body: "not ready\n"})
 	r := f.run("explain", "ip", "10.88.0.13", "--node", "node-a")
 	mustContain(t, r.stdout, "Not asked: cni-gc kube-system/cni-gc-b (node node-a) could not be asked")
 	mustContain(t, r.stdout, "cni-gc cannot tell all that holds this address")
@@ -58,7 +58,7 @@ func TestExplainIPSecondCNIGCUnasked(t *testing.T) {
 // answer cannot tell.
 func TestStatusPage503CouldNotBeAsked(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-x7k2p", "node-a", &pagesOf{statusCode: 503})
+	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-x7k2p", "node-a", &programPages{status: 503, body: "not ready\n"})
 	r := f.run("explain", "pod", "apps/cache")
 	mustContain(t, r.stdout, "could not be asked: reading its status on port")
 	mustContain(t, r.stdout, "answered 503")
@@ -77,7 +77,7 @@ func TestTimeoutBoundsASlowProgramTheOthersAsked(t *testing.T) {
 		w.Write([]byte("[]"))
 	})
 	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-slow", "node-a", slow)
-	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-abcde", "", &pagesOf{engine: k8s.EngineRunning})
+	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-abcde", "", &programPages{engine: k8s.EngineRunning})
 	r := f.run("explain", "pod", "apps/cache", "--timeout", "400ms")
 	mustContain(t, r.stdout, "node-agent podsweeper/node-agent-slow (node node-a) could not be asked")
 	mustContain(t, r.stdout, "cluster-controller podsweeper/cc-abcde holds no PU of this pod.")
@@ -90,8 +90,8 @@ func TestTimeoutBoundsASlowProgramTheOthersAsked(t *testing.T) {
 // time"; explain.md:13-14: an Event of an earlier pod of that name is marked, earlierUID in JSON.
 func TestEventSeriesAndEarlierUID(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-x7k2p", "node-a", &pagesOf{engine: k8s.EngineRunning})
-	f.addPod(appPodOn("apps", "web", "0b7e3d52-8c1a-4f0e-b6d2-9e4a1c7f5a30", "node-a"))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-x7k2p", "node-a", &programPages{engine: k8s.EngineRunning})
+	f.addPod(*workloadPod("apps", "web", "0b7e3d52-8c1a-4f0e-b6d2-9e4a1c7f5a30", "node-a"))
 	now := time.Now()
 	f.addEvent(corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web.1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: "0b7e3d52-8c1a-4f0e-b6d2-9e4a1c7f5a30"},
@@ -121,15 +121,15 @@ func TestPodThatKeepsMovingThreeRounds(t *testing.T) {
 		"41aa07c9-55e2-4d3c-a0f1-2b8c6e9d7f10", "9d2c4b1a-7e6f-4a3b-8c2d-1e0f9a8b7c6d", "d81e5f0a-3b7c-4e29-a6d4-5c0b9f8e7a12"}
 	var step, asked atomic.Int32
 	for _, n := range nodes {
-		p := &pagesOf{engine: k8s.EngineRunning}
+		p := &programPages{engine: k8s.EngineRunning}
 		p.onStatus = func() {
 			asked.Add(1)
 			s := step.Add(1)
-			f.setAppPods(appPodOn("apps", "web", uids[s], nodes[s]))
+			f.setAppPods(*workloadPod("apps", "web", uids[s], nodes[s]))
 		}
 		f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-"+n, n, p)
 	}
-	f.addPod(appPodOn("apps", "web", uids[0], nodes[0]))
+	f.addPod(*workloadPod("apps", "web", uids[0], nodes[0]))
 	r := f.run("explain", "pod", "apps/web")
 	if n := asked.Load(); n != 3 {
 		t.Errorf("the programs were asked %d times, not 3", n)
@@ -141,7 +141,7 @@ func TestPodThatKeepsMovingThreeRounds(t *testing.T) {
 // explain.md:141-143: without a permission, the plugin says which in one line, and exits 1.
 func TestForbiddenEventsOneLine(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-x7k2p", "node-a", &pagesOf{engine: k8s.EngineRunning})
+	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-x7k2p", "node-a", &programPages{engine: k8s.EngineRunning})
 	f.forbid = []string{"GET /api/v1/namespaces/default/events"}
 	r := f.run("explain", "pod", "apps/cache")
 	if r.code != 1 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 ||
@@ -164,9 +164,9 @@ func TestCommandHelp(t *testing.T) {
 func TestNamespaceIsTheProgramsNotThePods(t *testing.T) {
 	f := newFakeAPI(t) // its kubeconfig's context namespace is "apps"
 	checked := time.Now().Add(-5 * time.Second).UTC()
-	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-x7k2p", "node-a", &pagesOf{engine: k8s.EngineRunning,
+	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-x7k2p", "node-a", &programPages{engine: k8s.EngineRunning,
 		pus: []k8s.PUStatus{{PUID: "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21", Pod: "apps/web", State: "idle", Age: "1m0s", LastChecked: &checked, LastRow: 5, Why: "same pod"}}})
-	f.addPod(appPodOn("apps", "web", "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21", "node-a"))
+	f.addPod(*workloadPod("apps", "web", "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21", "node-a"))
 	r := f.run("explain", "pod", "web", "-n", "podsweeper")
 	mustContain(t, r.stdout, "Pod apps/web (UID 6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21) on node node-a: Running.")
 	mustContain(t, r.stdout, "PU 6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21 of pod apps/web")
@@ -179,13 +179,13 @@ func TestStaticPodByEitherUIDAlone(t *testing.T) {
 	f := newFakeAPI(t)
 	const mirror, kubelet = "41aa07c9-55e2-4d3c-a0f1-2b8c6e9d7f10", "3c1f0e9ad2b84c5e8f7a6b5c4d3e2f10"
 	checked := time.Now().Add(-5 * time.Second).UTC()
-	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-a", "node-a", &pagesOf{engine: k8s.EngineRunning,
+	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-a", "node-a", &programPages{engine: k8s.EngineRunning,
 		pus: []k8s.PUStatus{{PUID: kubelet, Pod: "kube-system/etcd-node-a", State: "idle", Age: "1h0m0s", LastChecked: &checked, LastRow: 9, Why: "same pod, same sandbox"}}})
-	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-abcde", "", &pagesOf{engine: k8s.EngineRunning,
+	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-abcde", "", &programPages{engine: k8s.EngineRunning,
 		pus: []k8s.PUStatus{{PUID: mirror, Pod: "kube-system/etcd-node-a", State: "idle", Age: "1h0m0s", LastChecked: &checked, LastRow: 5, Why: "same pod"}}})
-	p := appPodOn("kube-system", "etcd-node-a", mirror, "node-a")
+	p := workloadPod("kube-system", "etcd-node-a", mirror, "node-a")
 	p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: kubelet}
-	f.addPod(p)
+	f.addPod(*p)
 	for _, uid := range []string{mirror, kubelet} {
 		r := f.run("explain", "pod", "--uid", uid)
 		mustContain(t, r.stdout, "PU "+kubelet+" of pod kube-system/etcd-node-a")
@@ -200,13 +200,13 @@ func TestTimesFromThePagesClock(t *testing.T) {
 	f := newFakeAPI(t)
 	behind := -time.Hour
 	checked := time.Now().Add(behind - 5*time.Second).UTC()
-	pages := &pagesOf{engine: k8s.EngineRunning, pus: []k8s.PUStatus{{PUID: "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21", Pod: "apps/web",
+	pages := &programPages{engine: k8s.EngineRunning, pus: []k8s.PUStatus{{PUID: "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21", Pod: "apps/web",
 		State: "idle", Age: "4m12s", LastChecked: &checked, LastRow: 9, Why: "same pod, same sandbox"}}}
 	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-x7k2p", "node-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &Clock{ResponseWriter: w, at: time.Now().Add(behind)}
 		pages.ServeHTTP(rec, r)
 	}))
-	f.addPod(appPodOn("apps", "web", "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21", "node-a"))
+	f.addPod(*workloadPod("apps", "web", "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21", "node-a"))
 	r := f.run("explain", "pod", "apps/web")
 	mustContain(t, r.stdout, "last check    5s ago: row 9 of the decision table")
 }

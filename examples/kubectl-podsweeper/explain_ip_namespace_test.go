@@ -14,13 +14,14 @@ import (
 func TestExplainIPNamespaceNotAskedIsTold(t *testing.T) {
 	f := newFakeAPI(t)
 	read := time.Now().Add(-12 * time.Second).UTC()
-	f.addProgram("podsweeper-cni-gc", "podsweeper", "cni-gc-a", "node-a", &pagesOf{
-		address: map[string]any{"ip": "10.88.0.13", "reservationsRead": read}})
-	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-gc-b", "node-a", &pagesOf{
-		address: map[string]any{"ip": "10.88.0.13", "reservationsRead": read, "freed": []map[string]any{{
-			"at": time.Now().Add(-40 * time.Second).UTC(), "reservation": true, "network": "podnet",
-			"file": "/var/lib/cni/networks/podnet/10.88.0.13", "containerID": "c0ffee00d2b34", "ifName": "eth0",
-			"decision": map[string]any{"at": time.Now().Add(-40 * time.Second).UTC(), "reason": "NoSandbox", "row": 18, "why": "x", "verdict": "free"}}}}})
+	freed := time.Now().Add(-40 * time.Second).UTC()
+	f.addProgram("podsweeper-cni-gc", "podsweeper", "cni-gc-a", "node-a", &programPages{
+		addresses: map[string]*AddressStatus{"10.88.0.13": {IP: "10.88.0.13", ReservationsRead: &read}}})
+	f.addProgram("podsweeper-cni-gc", "kube-system", "cni-gc-b", "node-a", &programPages{
+		addresses: map[string]*AddressStatus{"10.88.0.13": {IP: "10.88.0.13", ReservationsRead: &read, Freed: []FreedAddress{{
+			At: freed, Reservation: true, Network: "podnet",
+			File: "/var/lib/cni/networks/podnet/10.88.0.13", ContainerID: "c0ffee00d2b34", IfName: "eth0",
+			Decision: FreeDecision{At: freed, Reason: "NoSandbox", Row: 18, Why: "x", Verdict: "free"}}}}}})
 	r := f.run("explain", "ip", "10.88.0.13", "--node", "node-a", "-n", "podsweeper")
 	if r.code != 0 {
 		t.Fatalf("exit %d", r.code)

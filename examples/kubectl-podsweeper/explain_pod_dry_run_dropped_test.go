@@ -22,19 +22,19 @@ func TestExplainPodDroppedMeanwhileIsNotUnasked(t *testing.T) {
 	checked := time.Now().Add(-5 * time.Second).UTC()
 	pu := k8s.PUStatus{PUID: uid, Pod: "apps/web", SandboxID: "3a9f0c1b2d4e5", State: "idle", Age: "4m12s",
 		LastChecked: &checked, LastRow: 9, Why: "same pod, same sandbox"}
-	pages := &pagesOf{pus: []k8s.PUStatus{pu}, dry: map[string]any{"total": 0, "reports": []any{}}}
+	pages := &programPages{pus: []k8s.PUStatus{pu}, dry: &dryRunPage{Reports: []k8s.WouldDestroy{}}}
 	pages.onStatus = func() {
 		// The pod is deleted while its programs are asked, and the dry run drops its PU (reported, dropped).
 		f.setAppPods()
 		pages.mu.Lock()
 		pages.pus = []k8s.PUStatus{}
-		pages.dry = map[string]any{"total": 1, "reports": []k8s.WouldDestroy{{At: time.Now().UTC(), PUID: uid, Pod: "apps/web",
+		pages.dry = &dryRunPage{Total: 1, Reports: []k8s.WouldDestroy{{At: time.Now().UTC(), PUID: uid, Pod: "apps/web",
 			SandboxID: "3a9f0c1b2d4e5", Reason: "PodGone", Row: 1, Why: "pod not found", Dropped: true}}}
 		pages.onStatus = nil
 		pages.mu.Unlock()
 	}
 	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-x7k2p", "node-a", pages, "--dry-run")
-	f.addPod(appPodOn("apps", "web", uid, "node-a"))
+	f.addPod(*workloadPod("apps", "web", uid, "node-a"))
 	r := f.run("explain", "pod", "apps/web")
 	if r.code != 0 {
 		t.Fatalf("exit %d", r.code)

@@ -29,14 +29,14 @@ func TestUIDAskedOtherPodOfTheNameChanging(t *testing.T) {
 	f := newFakeAPI(t)
 	const u = "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21"
 	var n atomic.Int32
-	agent := &pagesOf{engine: k8s.EngineRunning}
+	agent := &programPages{engine: k8s.EngineRunning}
 	agent.onStatus = func() {
 		i := n.Add(1)
-		f.setAppPods(appPodOn("apps", "web", fmt.Sprintf("0b7e3d52-8c1a-4f0e-b6d2-9e4a1c7f5a%02d", i), "node-b"))
+		f.setAppPods(*workloadPod("apps", "web", fmt.Sprintf("0b7e3d52-8c1a-4f0e-b6d2-9e4a1c7f5a%02d", i), "node-b"))
 	}
 	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-a", "node-a", agent)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-b", "node-b", &pagesOf{engine: k8s.EngineRunning})
-	f.addPod(appPodOn("apps", "web", "0b7e3d52-8c1a-4f0e-b6d2-9e4a1c7f5a00", "node-b"))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-b", "node-b", &programPages{engine: k8s.EngineRunning})
+	f.addPod(*workloadPod("apps", "web", "0b7e3d52-8c1a-4f0e-b6d2-9e4a1c7f5a00", "node-b"))
 	f.addEvent(corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "node-a.1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"},
 		Related:        &corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: u},

@@ -532,6 +532,19 @@ func (f *fakeAPI) addPod(p corev1.Pod) {
 	f.mu.Unlock()
 }
 
+// setAppPods replaces the fake's pods that are not programs' with ps (the programs' stay).
+func (f *fakeAPI) setAppPods(ps ...corev1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var keep []corev1.Pod
+	for _, p := range f.pods {
+		if p.Labels["app.kubernetes.io/name"] != "" {
+			keep = append(keep, p)
+		}
+	}
+	f.pods = append(keep, ps...)
+}
+
 type result struct {
 	stdout, stderr string
 	code           int
@@ -1122,6 +1135,14 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// mustContain says so when out lacks want.
+func mustContain(t *testing.T, out, want string) {
+	t.Helper()
+	if !strings.Contains(out, want) {
+		t.Errorf("output lacks %q", want)
+	}
+}
+
 // mustJSON marshals v.
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
@@ -1163,14 +1184,17 @@ type dryRunPage struct {
 }
 
 // programPages serves a program's pages, each with the TimeHeader at
-// (zero: none, as an older program): its status page (pus; status, when
-// not 0, answers it with body instead; delay holds it), its dry run's
+// (zero: the request's time; none with noTime, as an older program): its
+// status page (pus; status, when not 0, answers it with body instead;
+// delay holds it; the EngineHeader engine, when not ""), its dry run's
 // report (dry; nil: 404), cni-gc's address page (addresses by ip, an
 // address not there answered as unknown; nil: 404). onStatus and onDry
 // run as their page is asked, hook as any is; calls counts them by path.
 type programPages struct {
 	mu        sync.Mutex
 	at        time.Time
+	noTime    bool
+	engine    string
 	pus       []k8s.PUStatus
 	status    int
 	body      string
@@ -1190,17 +1214,24 @@ func (p *programPages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.calls[r.URL.Path]++
 	at, pus, code, body, dry, addrs, delay, hook, onStatus, onDry := p.at, p.pus, p.status, p.body, p.dry, p.addresses, p.delay, p.hook, p.onStatus, p.onDry
+	noTime, engine := p.noTime, p.engine
 	p.mu.Unlock()
 	if hook != nil {
 		hook(r.URL.Path)
 	}
-	if !at.IsZero() {
+	if at.IsZero() {
+		at = time.Now().UTC()
+	}
+	if !noTime {
 		w.Header().Set(k8s.TimeHeader, at.Format(time.RFC3339Nano))
 	}
 	switch r.URL.Path {
 	case k8s.StatusPath:
 		if onStatus != nil {
 			onStatus()
+		}
+		if engine != "" {
+			w.Header().Set(k8s.EngineHeader, engine)
 		}
 		if delay > 0 {
 			time.Sleep(delay)

@@ -84,19 +84,19 @@ func generateCluster(b []byte) modelCluster {
 func (c modelCluster) serve(t *testing.T) *fakeAPI {
 	f := newFakeAPI(t)
 	for _, p := range c.programs {
-		pages := &pagesOf{pus: p.pus, engine: p.engine}
+		pages := &programPages{pus: p.pus, engine: p.engine}
 		if !p.reachable {
-			pages.statusCode = 503
+			pages.status, pages.body = 503, "not ready\n"
 		}
 		var args []string
 		if p.dryRun {
-			pages.dry = dryRunPage{Total: len(p.reports), Reports: append([]k8s.WouldDestroy{}, p.reports...)}
+			pages.dry = &dryRunPage{Total: len(p.reports), Reports: append([]k8s.WouldDestroy{}, p.reports...)}
 			args = append(args, "--dry-run")
 		}
 		f.addProgram(p.chart, p.ns, p.name, p.node, pages, args...)
 	}
 	if c.podUID != "" {
-		f.addPod(appPodOn("apps", "web", c.podUID, "node-a"))
+		f.addPod(*workloadPod("apps", "web", c.podUID, "node-a"))
 	}
 	return f
 }

@@ -18,11 +18,11 @@ import (
 func TestNodeFlagPodOnAnotherNodeDeletedWhileAsked(t *testing.T) {
 	f := newFakeAPI(t)
 	const uid = "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21"
-	a := &pagesOf{engine: k8s.EngineRunning}
+	a := &programPages{engine: k8s.EngineRunning}
 	a.onStatus = func() { f.setAppPods() } // the pod is deleted while node-a's programs are asked
 	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-a", "node-a", a)
-	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-b", "node-b", &pagesOf{engine: k8s.EngineRunning})
-	f.addPod(appPodOn("apps", "web", uid, "node-b"))
+	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-b", "node-b", &programPages{engine: k8s.EngineRunning})
+	f.addPod(*workloadPod("apps", "web", uid, "node-b"))
 	r := f.run("explain", "pod", "apps/web", "--node", "node-a")
 	if r.code != 0 {
 		t.Fatalf("exit %d", r.code)

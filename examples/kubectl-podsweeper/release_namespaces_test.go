@@ -18,9 +18,9 @@ import (
 // answer cannot tell. The plugin takes team-b's leader for team-a's.
 func TestStandbyOfAReleaseInAnotherNamespace(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-cluster-controller", "team-a", "cc-a-fghij", "", &pagesOf{engine: k8s.EngineNotRunning})
-	f.addProgram("podsweeper-cluster-controller", "team-b", "cc-b-abcde", "", &pagesOf{engine: k8s.EngineRunning})
-	f.addProgram("podsweeper-node-agent", "team-b", "node-agent-x7k2p", "node-a", &pagesOf{engine: k8s.EngineRunning})
+	f.addProgram("podsweeper-cluster-controller", "team-a", "cc-a-fghij", "", &programPages{engine: k8s.EngineNotRunning})
+	f.addProgram("podsweeper-cluster-controller", "team-b", "cc-b-abcde", "", &programPages{engine: k8s.EngineRunning})
+	f.addProgram("podsweeper-node-agent", "team-b", "node-agent-x7k2p", "node-a", &programPages{engine: k8s.EngineRunning})
 	r := f.run("explain", "pod", "apps/cache")
 	if r.code != 0 {
 		t.Fatalf("exit %d", r.code)
@@ -43,7 +43,7 @@ func TestStandbyOfAReleaseInAnotherNamespace(t *testing.T) {
 // `Not asked:`; the plugin takes team-b's agent for its replacement.
 func TestStatusEndedAgentOfAReleaseInAnotherNamespace(t *testing.T) {
 	f := newFakeAPI(t)
-	f.addProgram("podsweeper-node-agent", "team-b", "node-agent-b", "node-a", &pagesOf{engine: k8s.EngineRunning})
+	f.addProgram("podsweeper-node-agent", "team-b", "node-agent-b", "node-a", &programPages{engine: k8s.EngineRunning})
 	f.addProgram("podsweeper-node-agent", "team-a", "node-agent-a", "node-a", nil)
 	f.mu.Lock()
 	for i := range f.pods {
@@ -69,9 +69,9 @@ func TestStatusEndedAgentOfAReleaseInAnotherNamespace(t *testing.T) {
 // yet), and the table of no row says that no dry run would destroy anything.
 func TestReportStandbyOfAReleaseInAnotherNamespace(t *testing.T) {
 	f := newFakeAPI(t)
-	empty := map[string]any{"total": 0, "reports": []any{}}
-	f.addProgram("podsweeper-cluster-controller", "team-a", "cc-a-fghij", "", &pagesOf{engine: k8s.EngineNotRunning, dry: empty}, "--dry-run")
-	f.addProgram("podsweeper-cluster-controller", "team-b", "cc-b-abcde", "", &pagesOf{engine: k8s.EngineRunning, dry: empty}, "--dry-run")
+	empty := &dryRunPage{Reports: []k8s.WouldDestroy{}}
+	f.addProgram("podsweeper-cluster-controller", "team-a", "cc-a-fghij", "", &programPages{engine: k8s.EngineNotRunning, dry: empty}, "--dry-run")
+	f.addProgram("podsweeper-cluster-controller", "team-b", "cc-b-abcde", "", &programPages{engine: k8s.EngineRunning, dry: empty}, "--dry-run")
 	r := f.run("report")
 	if r.code != 0 {
 		t.Fatalf("exit %d", r.code)

@@ -85,7 +85,7 @@ func TestTimeoutBoundsASlowProgram(t *testing.T) {
 // explain.md:80-84: without a TimeHeader (an older image), times are told
 // from when the page began to answer, not from when its last byte came.
 func TestSlowBodyWithoutTimeHeader(t *testing.T) {
-	api := agentAndController(t, &programPages{}, &programPages{}, workloadPod("apps", "web", firstUID, "node-a"))
+	api := agentAndController(t, &programPages{noTime: true}, &programPages{noTime: true}, workloadPod("apps", "web", firstUID, "node-a"))
 	api.handle("podsweeper/agent-a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != k8s.StatusPath {
 			w.WriteHeader(http.StatusNotFound)
