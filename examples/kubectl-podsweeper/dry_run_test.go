@@ -243,15 +243,7 @@ func TestDryRunWhoseDestroyIsRetriedOrWaitsItsTurnWouldDestroy(t *testing.T) {
 			wantSays(t, "explain pod", text, "    dry run       would destroy it: its check decided so")
 			wantNotSays(t, "explain pod", text, "would keep it")
 
-			s, err := api.cluster(5*time.Second).status(testContext(t), "node-a", clockNow)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b strings.Builder
-			if err := RenderStatus(&b, s); err != nil {
-				t.Fatal(err)
-			}
-			wantSays(t, "status", b.String(), "would destroy: not reported yet")
+			wantSays(t, "status", statusText(t, api.cluster(5*time.Second), "node-a", clockNow), "would destroy: not reported yet")
 		})
 	}
 }
@@ -275,26 +267,11 @@ func TestDryRunRetriedAfterAnEarlierReportWouldDestroyNotReportedYet(t *testing.
 		text := podText(t, x)
 		wantSays(t, "explain pod", text, "    dry run       would destroy it: its check decided so, not reported yet")
 		wantSays(t, "explain pod", text, "(its last report: PodTerminated")
-		s, err := api.cluster(5*time.Second).status(testContext(t), "node-a", clockNow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := RenderStatus(&b, s); err != nil {
-			t.Fatal(err)
-		}
-		wantSays(t, "status", b.String(), "would destroy: not reported yet")
+		wantSays(t, "status", statusText(t, api.cluster(5*time.Second), "node-a", clockNow), "would destroy: not reported yet")
 		if len(reports) == 0 {
-			r, err := api.cluster(5*time.Second).report(testContext(t), clockNow)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.Reset()
-			if err := RenderReport(&b, r); err != nil {
-				t.Fatal(err)
-			}
-			wantSays(t, "report", b.String(), "would destroy 1 PU(s) not reported yet")
-			wantNotSays(t, "report", b.String(), "no dry run would destroy anything")
+			report := reportText(t, api.cluster(5*time.Second), clockNow)
+			wantSays(t, "report", report, "would destroy 1 PU(s) not reported yet")
+			wantNotSays(t, "report", report, "no dry run would destroy anything")
 		}
 	}
 }

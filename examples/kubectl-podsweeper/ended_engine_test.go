@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -106,15 +105,7 @@ func TestAnEngineThatEndedPlansNoNextAttempt(t *testing.T) {
 	text := podText(t, x)
 	wantSays(t, "explain pod", text, "1 destroy call(s) failed; none planned: no check runs")
 	wantNotSays(t, "explain pod", text, "next in")
-	s, err := api.cluster(5*time.Second).status(testContext(t), "node-a", clockNow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := RenderStatus(&b, s); err != nil {
-		t.Fatal(err)
-	}
-	wantNotSays(t, "status", b.String(), "in 1h")
+	wantNotSays(t, "status", statusText(t, api.cluster(5*time.Second), "node-a", clockNow), "in 1h")
 	ip, err := api.cluster(5*time.Second).explainIP(testContext(t), "10.88.0.4", "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)

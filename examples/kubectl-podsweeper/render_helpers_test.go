@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // rendered is what render writes.
@@ -56,4 +57,24 @@ func wantNotSays(t *testing.T, what, s, sub string) {
 	if strings.Contains(s, sub) {
 		t.Errorf("%s says %q:\n%s", what, sub, s)
 	}
+}
+
+// statusText asks c for status --node node at now, and renders it for a person.
+func statusText(t *testing.T, c *cluster, node string, now time.Time) string {
+	t.Helper()
+	s, err := c.status(testContext(t), node, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rendered(t, func(b *bytes.Buffer) error { return RenderStatus(b, s) })
+}
+
+// reportText asks c for report at now, and renders it for a person.
+func reportText(t *testing.T, c *cluster, now time.Time) string {
+	t.Helper()
+	r, err := c.report(testContext(t), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rendered(t, func(b *bytes.Buffer) error { return RenderReport(b, r) })
 }
