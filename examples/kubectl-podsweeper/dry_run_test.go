@@ -275,3 +275,21 @@ func TestDryRunRetriedAfterAnEarlierReportWouldDestroyNotReportedYet(t *testing.
 		}
 	}
 }
+
+// A dry run reports each row of a PU once: a PU whose check decided again a row it reported, and whose dry run of
+// that destroy now fails, is not told "not reported yet" (no report would follow), but that it reported it already.
+func TestDryRunRetryingARowItReportedSaysReportedAlready(t *testing.T) {
+	checked, next := clockNow.Add(-2*time.Second), clockNow.Add(4*time.Second)
+	pu := k8s.PUStatus{PUID: firstUID, Pod: "apps/web", SandboxID: "s2", State: "waiting for a retry", Age: "3m0s", LastChecked: &checked,
+		LastRow: 10, Why: "sandbox changed", Attempts: 1, NextAttempt: &next, WouldDestroy: "SandboxChanged"}
+	reported := k8s.WouldDestroy{At: clockNow.Add(-time.Minute), PUID: firstUID, Pod: "apps/web", Reason: "SandboxChanged", Row: 10, Why: "sandbox changed"}
+	api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	api.handle("podsweeper/agent-a", &programPages{at: clockNow, pus: []k8s.PUStatus{pu}, dry: &dryRunPage{Total: 1, Reports: []k8s.WouldDestroy{reported}}})
+	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := podText(t, x)
+	wantSays(t, "explain pod", text, "would destroy it: its check decided so again, row 10, which it reported already")
+	wantNotSays(t, "explain pod", text, "not reported yet")
+}

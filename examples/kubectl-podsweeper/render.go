@@ -365,6 +365,10 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 		} else if s.WouldDestroy != "" {
 			last = fmt.Sprintf(" (its last report: %s)", s.WouldDestroy)
 		}
+		if latest != nil && s.LastChecked != nil && latest.Row == s.LastRow { // a dry run reports each row of a PU once
+			p.f("    dry run       would destroy it: its check decided so again, row %d, which it reported already%s.\n", s.LastRow, last)
+			break
+		}
 		p.f("    dry run       would destroy it: its check decided so, not reported yet: %s%s.\n", why, last)
 	case latest != nil: // its dry run's report, read after the status page, says what it did last
 		held := ""
@@ -432,6 +436,8 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 			}
 			dry := "-"
 			switch r := latestReport(a.Reports, u.PUID); {
+			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting) && r != nil && u.LastChecked != nil && r.Row == u.LastRow:
+				dry = "would destroy: " + string(r.Reason) // reported already: a dry run reports each row of a PU once
 			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting):
 				dry = "would destroy: not reported yet"
 			case u.WouldDestroy != "":
