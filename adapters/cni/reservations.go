@@ -91,7 +91,7 @@ type hostLocal struct {
 	mu sync.Mutex
 	// would is what the last round of a dry run would have freed; told
 	// holds those the Observer was told of and whose file still holds
-	// them, by path and container (toldKey).
+	// them, by path, container and interface (toldKey).
 	would []Reservation
 	told  map[string]bool
 }
@@ -288,6 +288,9 @@ func untouchedNow(r Reservation, n hostLocalNet) string {
 		} else if err != nil {
 			return dir + " (not read)"
 		}
+		if info.Mode()&fs.ModeSymlink != 0 && d == r.DataDir { // r's own, made a link since the round read it: no DEL releases through it
+			return dir + " (a link)"
+		}
 		rs, skips := readNetwork(d, fs.FileInfoToDirEntry(info))
 		v.rs = append(v.rs, rs...)
 		for _, s := range skips {
@@ -372,9 +375,9 @@ func (h *hostLocal) recordWould(rs []Reservation, v *reservationView) (fresh []R
 	return fresh
 }
 
-// toldKey names a reservation in hostLocal.told: its file and its
-// container, so that an address reserved anew is told anew.
-func toldKey(r Reservation) string { return r.Path() + "\x00" + r.ContainerID }
+// toldKey names a reservation in hostLocal.told: its file, its container
+// and its interface, so that an address reserved anew is told anew.
+func toldKey(r Reservation) string { return r.Path() + "\x00" + r.ContainerID + "\x00" + r.IfName }
 
 // WouldFree returns the host-local reservations that the last resync of a
 // dry run (Options.DryRun) found it would free, in the order of their

@@ -35,3 +35,24 @@ func TestHoldsDelThatFreesNothingIsAFailure(t *testing.T) {
 		t.Errorf("observer: failed %v freed %v reported %v", o.failed, o.freed, o.reported)
 	}
 }
+
+// ReservationWouldFree: a dry run "would free a reservation; told once for each". The same address held, between
+// two rounds, by the same container on another interface is another reservation (another DEL): it is told too.
+func TestDryRunTellsAReservationOfAnotherInterfaceAtTheSameAddress(t *testing.T) {
+	e := newEnv(t)
+	e.write(e.conf+"/10-podnet.conflist", hostLocalConf("podnet", e.data, ""))
+	e.reservation(e.data, "podnet", "10.88.0.42", "cidb", "eth0", time.Now().Add(-time.Hour))
+	o := newObs()
+	opts := e.opts(&fakeRuntime{})
+	opts.Observer, opts.DryRun = o, true
+	c, err := cni.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneRound(t, c, "10.88.0.42")
+	e.reservation(e.data, "podnet", "10.88.0.42", "cidb", "eth1", time.Now().Add(-time.Hour))
+	oneRound(t, c, "10.88.0.42")
+	if got := o.get(o.would, "podnet/NoSandbox"); got != 2 {
+		t.Errorf("told %d reservations the dry run would free; want 2, eth0's then eth1's", got)
+	}
+}

@@ -14,8 +14,9 @@ import (
 
 // docs/sdk/cni-freeing.md, row 16 and "Every DEL of a reservation is decided on what is read right before it": a
 // file host-local's DEL would remove that the collector never touches (a link naming the container, in the
-// network's directory), or a cache entry of another network naming the container, made after the round read
-// them and before the reservation's DEL, keeps the reservation: both are read again right before the DEL.
+// network's directory), a cache entry of another network naming the container, or the network's directory made a
+// link (through which no DEL releases), each made after the round read them and before the reservation's DEL, keeps
+// the reservation: they are read again right before the DEL.
 func TestRowSixteensFactsAreReadAgainRightBeforeTheDEL(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -31,6 +32,16 @@ func TestRowSixteensFactsAreReadAgainRightBeforeTheDEL(t *testing.T) {
 				t.Fatal(err)
 			}
 			return link
+		}},
+		{"the network's directory made a link", func(t *testing.T, e env) string {
+			moved := filepath.Join(t.TempDir(), "net1")
+			if err := os.Rename(filepath.Join(e.data, "net1"), moved); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(moved, filepath.Join(e.data, "net1")); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(moved, "10.0.0.2")
 		}},
 		{"a cache entry of another network", func(t *testing.T, e env) string {
 			return e.entry(t, hostLocalConf("other", filepath.Join(t.TempDir(), "other"), "10.9.0.0/24", false),
