@@ -365,7 +365,7 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 		} else if s.WouldDestroy != "" {
 			last = fmt.Sprintf(" (its last report: %s)", s.WouldDestroy)
 		}
-		if latest != nil && s.LastChecked != nil && latest.Row == s.LastRow { // a dry run reports each row of a PU once
+		if reportedAlready(s, latest) {
 			p.f("    dry run       would destroy it: its check decided so again, row %d, which it reported already%s.\n", s.LastRow, last)
 			break
 		}
@@ -436,8 +436,8 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 			}
 			dry := "-"
 			switch r := latestReport(a.Reports, u.PUID); {
-			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting) && r != nil && u.LastChecked != nil && r.Row == u.LastRow:
-				dry = "would destroy: " + string(r.Reason) // reported already: a dry run reports each row of a PU once
+			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting) && reportedAlready(u, r):
+				dry = "would destroy: " + string(r.Reason)
 			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting):
 				dry = "would destroy: not reported yet"
 			case u.WouldDestroy != "":
@@ -509,7 +509,9 @@ func RenderReport(w io.Writer, r *Report) error {
 			notes = append(notes, fmt.Sprintf("%s reported %d in all; it keeps the latest %d.", a.Program, a.ReportsTotal, len(a.Reports)))
 		}
 		// A PU its check decided to destroy, whose dry run of the destroy failed or waits its turn, is not reported yet.
-		if n := countFunc(a.PUs, func(u k8s.PUStatus) bool { return u.State == stateRetrying || u.State == stateTurnWaiting }); n > 0 {
+		if n := countFunc(a.PUs, func(u k8s.PUStatus) bool {
+			return (u.State == stateRetrying || u.State == stateTurnWaiting) && !reportedAlready(u, latestReport(a.Reports, u.PUID))
+		}); n > 0 {
 			pending += n
 			notes = append(notes, fmt.Sprintf("%s would destroy %d PU(s) not reported yet: its checks decided so, and a dry run of their destroy failed or waits its turn (kubectl podsweeper status --node %s).",
 				a.Program, n, orNone(a.Program.Node, "NODE")))
@@ -1081,4 +1083,10 @@ func countFunc[T any](s []T, f func(T) bool) int {
 		}
 	}
 	return n
+}
+
+// reportedAlready reports whether latest, the dry run's latest report of u's PU, is of the row u's last check took:
+// a dry run reports each row of a PU once, and no report of it follows.
+func reportedAlready(u k8s.PUStatus, latest *k8s.WouldDestroy) bool {
+	return latest != nil && u.LastChecked != nil && latest.Row == u.LastRow
 }
