@@ -64,7 +64,11 @@ func (c *Engine) logOutcome(o *outcome) {
 					"pod", pu.Pod.String(), "error", ev.Err.Error())
 			}
 		case EventAbandoned:
-			c.log.Error(ev.Err, "destroying PU failed for the last time; dropping it, the policy engine may still hold it",
+			msg := "destroying PU failed for the last time; dropping it, the policy engine may still hold it"
+			if ev.DryRun {
+				msg = "dry run: the dry run of destroying PU failed for the last time; dropping it, the policy engine still holds it"
+			}
+			c.log.Error(ev.Err, msg,
 				"puID", pu.PUID, "pod", pu.Pod.String(), "reason", string(ev.Reason), "sandboxID", pu.SandboxID,
 				"attempts", ev.DestroyCalls)
 		}

@@ -134,6 +134,9 @@ type Event struct {
 	Next time.Time
 	// Dropped: the engine no longer holds the PU in memory (EventWouldDestroy).
 	Dropped bool
+	// DryRun: the failed destroy was a dry run's DryRunDestroyPU, which destroys nothing (EventDestroyFailed,
+	// EventAbandoned under Options.DryRun).
+	DryRun bool
 	// Err is the error behind the event (EventGetFailed, EventDestroyFailed, EventAbandoned, EventVetoed,
 	// EventListFailed), or the failures of a check (EventChecked) or of a list's PUs (EventRestored).
 	Err error

@@ -719,9 +719,9 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	case err != nil:
 		o.fails = append(o.fails, portFailure{port: portDestroyPU, err: err})
 		event(Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err,
-			Next: c.timeOf(o.retryAt)})
+			Next: c.timeOf(o.retryAt), DryRun: c.opts.DryRun})
 		if o.done && !untracked {
-			event(Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err})
+			event(Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err, DryRun: c.opts.DryRun})
 		}
 	}
 	if o.done && !untracked {

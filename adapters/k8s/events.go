@@ -118,10 +118,11 @@ func NewEvents(rec events.EventRecorder, opts EventsOptions) (*Events, error) {
 
 // Observe records a Kubernetes Event for an EventDestroyed or an
 // EventAbandoned, and ignores every other kind: a dry run
-// (deletion.Options.DryRun), which destroys nothing, records none. It never
-// blocks. A nil *Events records nothing.
+// (deletion.Options.DryRun), which destroys nothing, records none, not even
+// when it gives up on a PU whose DryRunDestroyPU failed (Event.DryRun). It
+// never blocks. A nil *Events records nothing.
 func (e *Events) Observe(ev deletion.Event) {
-	if e == nil {
+	if e == nil || ev.DryRun {
 		return
 	}
 	var typ, reason, note string

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -29,6 +30,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -150,6 +152,40 @@ func TestEventsIgnoreWhatIsNotADestroy(t *testing.T) {
 
 	_, err = k8s.NewEvents(nil, k8s.EventsOptions{})
 	assert.ErrorIs(t, err, k8s.ErrInvalidSetup)
+}
+
+// failingDryRunner is a PolicyHandler whose DryRunDestroyPU answers err.
+type failingDryRunner struct {
+	deletiontest.Policy
+	err error
+}
+
+func (d *failingDryRunner) DryRunDestroyPU(context.Context, ports.DestroyEvent) error { return d.err }
+
+// TestADryRunRecordsNoEventEvenWhenItGivesUp holds Observe's "a dry run, which destroys nothing, records none" where
+// the engine gives up on a PU: a dry run whose DryRunDestroyPU answers a permanent error abandons the PU (its Observer
+// is told EventAbandoned, DryRun set), and no "gave up destroying ... the policy engine may still hold it" Warning is
+// recorded for a destroy never tried.
+func TestADryRunRecordsNoEventEvenWhenItGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := deletiontest.NewCluster()
+		rec := &fakeRecorder{}
+		evs, err := k8s.NewEvents(rec, k8s.EventsOptions{NodeName: "node-a"})
+		require.NoError(t, err)
+		var kinds deletiontest.Events
+		pol := &failingDryRunner{err: ports.Permanent(errors.New("the policy engine would refuse it"))}
+		e := deletiontest.NewEngine(t, c, pol, deletion.Options{NodeName: "node-a", DryRun: true, Observer: deletion.Observers(evs, &kinds)})
+		key := types.NamespacedName{Namespace: "apps", Name: "web"}
+		require.NoError(t, e.Track(c.CreatePod(key, "node-a", "sb-1")))
+		c.DeletePod(key)
+		e.Sweep(context.Background())
+		synctest.Wait()
+		abandoned := kinds.Of(deletion.EventAbandoned)
+		require.Len(t, abandoned, 1, "the dry run gave up on the PU")
+		assert.True(t, abandoned[0].DryRun, "its EventAbandoned says it was a dry run's")
+		assert.Empty(t, rec.calls(), "a dry run recorded an Event")
+		assert.Zero(t, pol.CallCount(), "a dry run called DestroyPU")
+	})
 }
 
 // TestEventsDoNotBlockOnAnUnreachableAPIServer protects the engine's
