@@ -370,7 +370,14 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 	for _, a := range v.atts {
 		byUID[a.PodUID] = append(byUID[a.PodUID], a)
 	}
-	oldest, held := map[string]choice{}, map[string]bool{}
+	// held: every sandbox the cache holds an entry of, used or not, collectable or not (Resync moves a PU off it).
+	oldest, held := map[string]choice{}, make(map[string]bool, len(v.atts)+len(v.unused))
+	for _, a := range v.atts {
+		held[a.ContainerID] = true
+	}
+	for _, u := range v.unused {
+		held[u.ContainerID] = true
+	}
 	for uid, atts := range byUID {
 		p, sbs := observe(atts, v, v.collectable, rv, uid, true, c.refusals.expired)
 		verdicts := decide(p)
@@ -386,7 +393,6 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 				}
 				continue
 			}
-			held[sb.ID] = true
 			x := choice{a: sb.Atts[0], created: sb.Created, rank: verdicts[i].State}
 			if !ok || o.none || x.before(o) {
 				oldest[uid] = x
@@ -1005,7 +1011,8 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // another sandbox than the time before (than the last list of the
 // Resync before, when Resync is called again; or than the Inventory's
 // list, before Resync's first list and when the engine listed its
-// Inventory since), while the cache still holds that one,
+// Inventory since), while the cache still holds an entry of that one
+// (whatever it is: of a disableGC network, a link),
 // has had its sandboxes' order told meanwhile (the Runtime lists one now;
 // a restored cache's times said the opposite): its PU is untracked (never
 // destroyed) and tracked with the sandbox listed now, for a PU left on the

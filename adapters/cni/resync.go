@@ -20,8 +20,9 @@ type Tracker interface {
 }
 
 // listing is one list of the cache as ListPUs makes it: the PUs, the
-// sandboxes it could have listed (the IDs of the collectable attachments,
-// but those given up on), whether the order is the Runtime's (or there is
+// sandboxes the cache holds an entry of (collectable or not, used or not: a
+// PU told one of them is moved off it when its pod is listed with another,
+// Collector.Resync), whether the order is the Runtime's (or there is
 // no Runtime), and the pods it could not tell of.
 type listing struct {
 	pus  []ports.PU

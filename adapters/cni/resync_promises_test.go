@@ -611,3 +611,53 @@ func TestResyncsFirstListTriggersOnlyWhatChangedSinceTheInventory(t *testing.T) 
 			"only the pod the Inventory did not list is triggered")
 	})
 }
+
+// Collector.Resync: a pod listed with another sandbox than the time before, "while the cache still holds an entry of
+// that one (whatever it is: of a disableGC network, a link)", has its PU untracked and tracked with the sandbox listed
+// now. The first list tracks the pod's current sandbox s2; then the cache holds an older, dead sandbox s1 of the pod,
+// and s2's entry, kept, can no longer be listed. A PU left on s2 would keep s1 leaked for as long as the pod runs.
+func TestResyncMovesAPUOffASandboxTheCacheHoldsButNoLongerLists(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(c *cacheDir, s2 string)
+	}{
+		{"its network made disableGC", func(c *cacheDir, _ string) {
+			require.NoError(c.t, os.WriteFile(filepath.Join(c.conf, "10-net2.conflist"),
+				[]byte(`{"cniVersion":"1.1.0","name":"net2","disableGC":true,"plugins":[{"type":"logger"}]}`), 0o644))
+		}},
+		{"its entry now a link", func(c *cacheDir, s2 string) {
+			path, moved := filepath.Join(c.dir, "results", s2), filepath.Join(c.dir, "moved-"+s2)
+			require.NoError(c.t, os.Rename(path, moved))
+			require.NoError(c.t, os.Symlink(moved, path))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCacheDir(t)
+			synctest.Test(t, func(t *testing.T) {
+				s2 := c.write(entry{network: "net2", sandbox: "s2", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+				rt := &listedRuntime{}
+				rt.set(nil, listed("s1", "u1", false, time.Now().Add(-2*time.Hour)), listed("s2", "u1", true, time.Now().Add(-time.Minute)))
+				coll := c.collectorWith(rt, 0)
+				ctx, cancel := context.WithCancel(t.Context())
+				var r tracker
+				done := make(chan error)
+				go func() { done <- coll.Resync(ctx, &r) }()
+				time.Sleep(time.Minute + time.Second)
+				synctest.Wait()
+				r.mu.Lock()
+				require.Equal(t, []ports.PU{pu("u1", "s2")}, r.tracked, "the first list")
+				r.mu.Unlock()
+				c.write(entry{network: "net1", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: 2 * time.Hour})
+				tc.change(c, s2)
+				time.Sleep(time.Minute + time.Second)
+				synctest.Wait()
+				cancel()
+				require.NoError(t, <-done)
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				require.Equal(t, []string{"u1"}, r.untracked, "the PU on s2 is untracked (tracked: %v)", r.tracked)
+				require.Equal(t, pu("u1", "s1"), r.tracked[len(r.tracked)-1], "and tracked with s1")
+			})
+		})
+	}
+}
