@@ -243,8 +243,14 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 		// Only that namespace's programs are listed: one of another namespace is neither asked nor known.
 		unasked = append(unasked, fmt.Sprintf("the programs of other namespaces than %s, if any (--namespace %s): not listed", c.namespace, c.namespace))
 	}
-	elsewhere := map[string]bool{} // node-scoped programs that run on other nodes than node
-	var down []corev1.Pod          // programs' pods that have ended (Failed, Succeeded): asked of nothing
+	// A node's program is a release's: each release (a namespace's) runs its own on each node.
+	type release struct{ prog, namespace, name string }
+	releaseOf := func(p corev1.Pod) release {
+		return release{charts[p.Labels["app.kubernetes.io/name"]], p.Namespace, p.Labels["app.kubernetes.io/instance"]}
+	}
+	elsewhere := map[release]bool{} // node-scoped programs' releases that run on other nodes than node
+	named := map[release]bool{}     // those of which a pod on node (or on no node yet) is named not asked
+	var down []corev1.Pod           // programs' pods that have ended (Failed, Succeeded): asked of nothing
 	for _, p := range list.Items {
 		prog := charts[p.Labels["app.kubernetes.io/name"]]
 		if prog == "" || !nodeScoped[prog] && !clusterWide {
@@ -257,6 +263,7 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 			// for: of node, of every node when none is known, or the cluster's.
 			if ours {
 				unasked = append(unasked, fmt.Sprintf("%s %s/%s%s is %s: not asked", prog, p.Namespace, p.Name, onNodeOf(p.Spec.NodeName), p.Status.Phase))
+				named[releaseOf(p)] = true
 			}
 			continue
 		case corev1.PodRunning: // a pod being deleted still runs its grace period, and is asked
@@ -267,7 +274,7 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 			continue
 		}
 		if nodeScoped[prog] && node != "" && p.Spec.NodeName != node {
-			elsewhere[prog] = true
+			elsewhere[releaseOf(p)] = true
 			continue
 		}
 		t := target{Program: Program{Program: prog, Release: p.Labels["app.kubernetes.io/instance"], Namespace: p.Namespace,
@@ -292,14 +299,29 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 		if !replaced {
 			unasked = append(unasked, fmt.Sprintf("%s %s/%s%s is %s: not asked", prog, p.Namespace, p.Name, onNodeOf(p.Spec.NodeName), p.Status.Phase))
 		}
+		named[releaseOf(p)] = true
 	}
-	for _, prog := range slices.Sorted(maps.Keys(elsewhere)) {
-		if !slices.ContainsFunc(out, func(t target) bool { return t.Node == node && t.Program.Program == prog }) &&
-			!slices.ContainsFunc(unasked, func(u string) bool { return strings.HasPrefix(u, prog+" ") }) {
-			unasked = append(unasked, fmt.Sprintf("no %s runs on node %s (it runs on other nodes): what one there would hold is not told", prog, node))
+	// A release whose program runs on other nodes and has none on node, asked or named, is named: another
+	// release's program on node is not it.
+	releases := map[string]int{} // the releases of each program that run elsewhere
+	for r := range elsewhere {
+		releases[r.prog]++
+	}
+	var missing []string
+	for r := range elsewhere {
+		if named[r] || slices.ContainsFunc(out, func(t target) bool {
+			return t.Node == node && t.Program.Program == r.prog && t.Namespace == r.namespace && t.Program.Release == r.name
+		}) {
+			continue
 		}
+		of := ""
+		if releases[r.prog] > 1 || slices.ContainsFunc(out, func(t target) bool { return t.Program.Program == r.prog }) {
+			of = fmt.Sprintf(" of release %s/%s", r.namespace, r.name) // which of the program's releases
+		}
+		missing = append(missing, fmt.Sprintf("no %s%s runs on node %s (it runs on other nodes): what one there would hold is not told", r.prog, of, node))
 	}
-	return out, unasked, nil
+	slices.Sort(missing)
+	return out, append(unasked, missing...), nil
 }
 
 // onNodeOf says on which node a program's pod is, if any.

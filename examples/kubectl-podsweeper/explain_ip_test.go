@@ -399,13 +399,10 @@ func TestIPSecondCNIGCNeverAsked(t *testing.T) {
 	}
 }
 
-// adapters/k8s/status.go:45-49 (go doc EngineHeader): "EngineNotRunning for an engine not started ... or whose Start
-// has returned, which holds no PU whatever the program's other replicas hold. kubectl podsweeper tells such a page's
-// program from one that holds nothing"; explain.md:298-305: explain ip tells "the pod the cache recorded, with whether
-// it lives now and cni-gc's PU of it". cni-gc's address page names a live pod's attachment; its status page says its
-// engine does not run (Start returned) and lists no PU. explain pod would say so ("(a standby: its engine does not
-// run)", and name what is not told); explain ip's text and JSON say nothing of it: its pod's attachment reads as one
-// whose pod cni-gc holds no PU of, as from an engine that runs.
+// go doc k8s.EngineHeader: EngineNotRunning for an engine not started; "kubectl podsweeper tells such a page's program
+// from one that holds nothing". cni-gc's address page names a live pod's attachment; its status page says its engine
+// has not started and lists no PU: explain ip's text and JSON say so, rather than reading as an engine that runs and
+// holds no PU of the pod.
 func TestIPEngineNotRunningToldApart(t *testing.T) {
 	written := clockNow.Add(-4 * time.Minute).Format(time.RFC3339)
 	read := clockNow.Add(-12 * time.Second).Format(time.RFC3339)
@@ -422,7 +419,7 @@ func TestIPEngineNotRunningToldApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	txt, js := ipTextAndJSON(t, x)
-	if !strings.Contains(txt, "engine does not run") {
+	if !strings.Contains(txt, "its engine has not started") {
 		t.Errorf("the text does not tell cni-gc's engine, which does not run, from one that holds nothing:\n%s", txt)
 	}
 	if !strings.Contains(js, "standby") && !strings.Contains(js, "engine") {

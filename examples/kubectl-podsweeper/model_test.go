@@ -116,11 +116,18 @@ func checkExplainPod(t *testing.T, b []byte) {
 		t.Fatalf("the JSON does not read: %v", err)
 	}
 	out := text.stdout
-	unreachable, held, idleChecked, keepable := false, false, false, 0
+	unreachable, unlisted, held, idleChecked, keepable := false, false, false, false, 0
 	for _, p := range c.programs {
 		if !p.reachable {
 			unreachable = true
 			continue
+		}
+		// A node's program whose engine has not started has not listed its Inventory.
+		unlisted = unlisted || p.engine == k8s.EngineNotRunning && p.chart != "podsweeper-cluster-controller"
+		for _, pu := range p.pus {
+			if p.engine == k8s.EngineEnded && pu.State == "checking" && !strings.Contains(out, "a check it began") {
+				t.Errorf("%s's engine ended with a check of PU %s under way, and the answer does not say so:\n%s", p.name, pu.PUID, out)
+			}
 		}
 		for _, pu := range p.pus {
 			held = true
@@ -146,8 +153,11 @@ func checkExplainPod(t *testing.T, b []byte) {
 			}
 		}
 	}
-	if (unreachable || held) && strings.Contains(out, "knows nothing") {
-		t.Errorf("a program holds the pod's PU or could not be asked, and the answer knows nothing:\n%s", out)
+	if (unreachable || held || unlisted) && strings.Contains(out, "knows nothing") {
+		t.Errorf("a program holds the pod's PU, could not be asked or has not listed its Inventory, and the answer knows nothing:\n%s", out)
+	}
+	if unlisted && !strings.Contains(out, "cannot tell all") {
+		t.Errorf("a node's program has not started its engine (nor listed its Inventory), and the answer does not say it cannot tell all:\n%s", out)
 	}
 	if !idleChecked && strings.Contains(out, "waiting for its next check") {
 		t.Errorf("no running engine holds an idle PU, and the answer says one waits for its next check:\n%s", out)
@@ -163,7 +173,8 @@ func checkExplainPod(t *testing.T, b []byte) {
 // TestExplainPodAgreesWithItsSources holds explain pod, on generated clusters (programs of each kind, reachable or
 // not, running, a standby or ended, in a dry run or not, holding PUs of the pod and of the pod before it in every
 // state, with or without reports), to what their pages say: every PU of the pod is told; a program that could not be
-// asked makes the answer say so and that it cannot tell all; "knows nothing" only when nothing holds the pod; no PU
+// asked, and a node's program whose engine has not started (its Inventory not listed), make the answer say that it
+// cannot tell all; "knows nothing" only when nothing holds the pod; a check an ended engine left under way is told; no PU
 // of an engine that does not run waits for its next check; a dry run would keep only what it checked and decided
 // to keep.
 func TestExplainPodAgreesWithItsSources(t *testing.T) {

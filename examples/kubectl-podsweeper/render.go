@@ -264,12 +264,17 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 			p.f("  %s  %s %s, regarding %s%s%s: %s\n", ago(x.Now, e.Time), e.Type, e.Reason, e.Regarding, earlier, count, e.Note)
 		}
 	}
-	unasked := 0
+	unasked, unlisted := 0, 0
 	for _, a := range x.Answers {
-		if a.Error != "" {
+		switch {
+		case a.Error != "":
 			unasked++
+		case notStarted(a):
+			unlisted++
 		}
 	}
+	// A node's program whose engine has not started has not listed its Inventory: what it held before is not told.
+	const notListed = "podsweeper cannot tell all it knows of this pod: a program whose engine has not started (above) has not listed the PUs it held before it started, and may hold one of this pod"
 	// A dry run that keeps its latest reports only, none of them of the pod, may have reported it earlier (an earlier
 	// PU of it, whatever PU of it it holds now).
 	cut := slices.ContainsFunc(x.Answers, func(a Answer) bool {
@@ -285,6 +290,8 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 			p.f("podsweeper cannot tell all it knows of this pod: %d of %d programs could not be asked (above), and may hold a PU of it too.\n", unasked, len(x.Answers))
 		case len(x.Unasked) > 0:
 			p.f("podsweeper cannot tell all it knows of this pod: a program that may hold a PU of it was not asked (above).\n")
+		case unlisted > 0:
+			p.f("%s too.\n", notListed)
 		}
 		return p.err
 	}
@@ -293,6 +300,8 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 		p.f("podsweeper cannot tell all it knows of this pod: %d of %d programs could not be asked, and none of the others holds a PU of it.\n", unasked, len(x.Answers))
 	case len(x.Unasked) > 0:
 		p.f("podsweeper cannot tell all it knows of this pod: a program that may hold a PU of it was not asked (above), and none of the others holds one.\n")
+	case unlisted > 0:
+		p.f("%s.\n", notListed)
 	case len(x.Answers) == 0:
 		p.f("podsweeper cannot tell what it knows of this pod: no program was found to ask.\n")
 	case slices.ContainsFunc(x.Answers, func(a Answer) bool { return a.ReportsTotal > a.ReportsKept }):
@@ -652,6 +661,11 @@ func standby(a Answer) string {
 	return ""
 }
 
+// notStarted reports whether a, answered, is of a node's program whose
+// engine has not started: it has not listed its Inventory (the PUs it held
+// before it started), and may hold more than its page lists.
+func notStarted(a Answer) bool { return a.Error == "" && a.Standby && !elects(a.Program) }
+
 // elects reports whether p's replicas elect a leader, whose engine alone
 // runs: the cluster controller's. A node's program runs its engine once it
 // starts.
@@ -661,6 +675,8 @@ func elects(p Program) bool { return p.Program == "cluster-controller" }
 // standby's, has not started or has ended (no check runs on it), of p.
 func stateWords(s k8s.PUStatus, p Program, standby, ended bool) string {
 	switch {
+	case ended && s.State == "checking": // a check left behind by Start (stuck in a port) may still end in a destroy
+		return "held: its engine has ended, and a check it began of it, left behind, is still under way (" + s.State + ")"
 	case ended:
 		return "held, and no check runs on it: its engine has ended (" + s.State + ")"
 	case standby && elects(p):
@@ -753,8 +769,8 @@ type IPExplanation struct {
 	// PUsError says why cni-gc's status page could not be read: PUs are
 	// then not told, and Address stands.
 	PUsError string `json:"pusError,omitempty"`
-	// Standby: cni-gc's status page says its engine does not run
-	// (k8s.EngineHeader): it checks nothing. Ended: that its engine's Start
+	// Standby: cni-gc's status page says its engine has not started
+	// (k8s.EngineHeader): no check runs yet on the PUs it lists. Ended: that its engine's Start
 	// has returned (cni-gc stops): no check runs on the PUs it lists.
 	Standby bool `json:"standby,omitempty"`
 	Ended   bool `json:"ended,omitempty"`
@@ -903,7 +919,7 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 	case x.Ended:
 		p.f("  its engine has ended (its status page says so: cni-gc stops): no check runs on the PUs it lists.\n")
 	case x.Standby:
-		p.f("  its engine does not run (its status page says so): it holds no PU, and checks nothing.\n")
+		p.f("  its engine has not started (its status page says so): no check runs yet on the PUs it lists.\n")
 	}
 	if !x.Held() && len(a.Unread) > 0 {
 		p.f("  Of what it could read, no attachment of libcni's cache and no host-local reservation holds it (%s), and cni-gc freed none of it lately.\n", sweep)
