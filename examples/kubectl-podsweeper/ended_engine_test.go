@@ -56,12 +56,13 @@ func TestExplainPodOfAnEngineThatEndedSaysSoAndNoCheckComes(t *testing.T) {
 	wantNotSays(t, "explain pod", text, "the leader of")
 }
 
-// The same for explain ip: cni-gc whose engine ended tells so, and its PU of the address's pod with no check coming.
-func TestExplainIPOfACNIGCWhoseEngineEndedSaysSo(t *testing.T) {
+// explainIPOfCNIGC is explain ip of 10.88.0.4, held by an attachment of apps/web whose PU cni-gc holds, its status
+// page telling engine (k8s.EngineHeader): its text and JSON.
+func explainIPOfCNIGC(t *testing.T, engine string) (string, string) {
 	read := clockNow.Add(-12 * time.Second)
 	api := newFakeCluster(t, runningProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a"),
 		workloadPod("apps", "web", firstUID, "node-a"))
-	api.handle("kube-system/cni-a", servePages(clockNow, k8s.EngineEnded, map[string]rawAnswer{
+	api.handle("kube-system/cni-a", servePages(clockNow, engine, map[string]rawAnswer{
 		k8s.StatusPath: {code: 200, body: mustJSON(t, []k8s.PUStatus{idlePU(firstUID, "apps/web")})},
 		addressPath:    {code: 200, body: mustJSON(t, heldAddress(&read))},
 	}))
@@ -69,7 +70,12 @@ func TestExplainIPOfACNIGCWhoseEngineEndedSaysSo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, js := ipTextAndJSON(t, x)
+	return ipTextAndJSON(t, x)
+}
+
+// The same for explain ip: cni-gc whose engine ended tells so, and its PU of the address's pod with no check coming.
+func TestExplainIPOfACNIGCWhoseEngineEndedSaysSo(t *testing.T) {
+	text, js := explainIPOfCNIGC(t, k8s.EngineEnded)
 	wantSays(t, "explain ip", text, "its engine has ended")
 	wantSays(t, "explain ip", text, "held, and no check runs on it: its engine has ended")
 	wantSays(t, "the JSON", js, `"ended": true`)

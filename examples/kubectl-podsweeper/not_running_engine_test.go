@@ -112,18 +112,7 @@ func TestACheckAnEndedEngineLeftBehindIsToldUnderWay(t *testing.T) {
 // holding the PU of the pod whose attachment holds the address (tracked before Start): explain ip tells that no check
 // runs yet on it, and not that cni-gc holds no PU.
 func TestExplainIPOfACNIGCNotStartedTellsItsPU(t *testing.T) {
-	read := clockNow.Add(-12 * time.Second)
-	api := newFakeCluster(t, runningProgram("podsweeper-cni-gc", "kube-system", "cni-a", "node-a"),
-		workloadPod("apps", "web", firstUID, "node-a"))
-	api.handle("kube-system/cni-a", servePages(clockNow, k8s.EngineNotRunning, map[string]rawAnswer{
-		k8s.StatusPath: {code: 200, body: mustJSON(t, []k8s.PUStatus{idlePU(firstUID, "apps/web")})},
-		addressPath:    {code: 200, body: mustJSON(t, heldAddress(&read))},
-	}))
-	x, err := api.cluster(5*time.Second).explainIP(testContext(t), "10.88.0.4", "node-a", clockNow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := ipTextAndJSON(t, x)
+	text, _ := explainIPOfCNIGC(t, k8s.EngineNotRunning)
 	wantSays(t, "explain ip", text, "its engine has not started")
 	wantSays(t, "explain ip", text, "held, and no check runs on it yet: its engine has not started")
 	wantNotSays(t, "explain ip", text, "holds no PU")
