@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
@@ -22,10 +26,35 @@ type modelProgram struct {
 	reports               []k8s.WouldDestroy
 }
 
-// modelCluster is the pod apps/web (live under firstUID, recreated under secondUID, or gone) and the programs.
+// modelCluster is the pod apps/web (live under firstUID, recreated under secondUID, or gone), the programs, and
+// Events of the pod's destroys.
 type modelCluster struct {
 	podUID   string // "" gone
 	programs []modelProgram
+	events   []modelEvent
+}
+
+// modelEvent is an Event of a destroy of a PU of apps/web, regarding the pod or (for a pod that was gone) node-a with
+// the pod related, recorded by podsweeper or by another controller (ours false), whose note is note.
+type modelEvent struct {
+	uid, reason, note string
+	onNode, ours      bool
+	ago               time.Duration
+}
+
+// object is e as the API server has it.
+func (e modelEvent) object(i int) corev1.Event {
+	pod := corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: types.UID(e.uid)}
+	ev := corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: fmt.Sprintf("web.%d", i)}, InvolvedObject: pod,
+		Reason: e.reason, Type: "Normal", Message: e.note, EventTime: metav1.NewMicroTime(time.Now().Add(-e.ago)),
+		ReportingController: "podsweeper"}
+	if e.onNode {
+		ev.Namespace, ev.InvolvedObject, ev.Related = metav1.NamespaceDefault, corev1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a"}, &pod
+	}
+	if !e.ours {
+		ev.ReportingController = "another-controller"
+	}
+	return ev
 }
 
 // byteReader yields small numbers from b, 0 once it is spent.
@@ -77,6 +106,11 @@ func generateCluster(b []byte) modelCluster {
 		}
 		c.programs = append(c.programs, p)
 	}
+	for i, n := 0, r.n(3); i < n; i++ {
+		c.events = append(c.events, modelEvent{uid: []string{firstUID, secondUID}[r.n(2)],
+			reason: []string{k8s.EventReasonDestroyed, k8s.EventReasonAbandoned}[r.n(2)], note: fmt.Sprintf("note of event %d", i),
+			onNode: r.n(2) == 1, ours: r.n(4) != 0, ago: time.Duration(1+r.n(50)) * time.Minute})
+	}
 	return c
 }
 
@@ -97,6 +131,9 @@ func (c modelCluster) serve(t *testing.T) *fakeAPI {
 	}
 	if c.podUID != "" {
 		f.addPod(*workloadPod("apps", "web", c.podUID, "node-a"))
+	}
+	for i, e := range c.events {
+		f.addEvent(e.object(i))
 	}
 	return f
 }
@@ -168,18 +205,36 @@ func checkExplainPod(t *testing.T, b []byte) {
 	if len(x.Answers) != len(c.programs) {
 		t.Errorf("JSON: %d answers, of %d programs", len(x.Answers), len(c.programs))
 	}
+	// Every podsweeper Event of the pod's destroys is told, and only those.
+	ours := 0
+	for _, e := range c.events {
+		if told := strings.Contains(out, e.note); told != e.ours {
+			t.Errorf("Event %+v told %v:\n%s", e, told, out)
+		}
+		if e.ours {
+			ours++
+		}
+	}
+	if len(x.Events) != ours {
+		t.Errorf("JSON: %d Events, of %d podsweeper Events of the pod", len(x.Events), ours)
+	}
+	if ours > 0 && (strings.Contains(out, "knows nothing") || strings.Contains(out, "No podsweeper Event names this pod")) {
+		t.Errorf("a podsweeper Event names the pod, and the answer knows nothing of it:\n%s", out)
+	}
 }
 
 // TestExplainPodAgreesWithItsSources holds explain pod, on generated clusters (programs of each kind, reachable or
 // not, running, a standby or ended, in a dry run or not, holding PUs of the pod and of the pod before it in every
-// state, with or without reports), to what their pages say: every PU of the pod is told; a program that could not be
+// state, with or without reports; Events of the pod's destroys, podsweeper's and another controller's, regarding the
+// pod or its node), to what their sources say: every PU of the pod is told; every podsweeper Event of the pod is told,
+// and no other; a program that could not be
 // asked, and a node's program whose engine has not started (its Inventory not listed), make the answer say that it
 // cannot tell all; "knows nothing" only when nothing holds the pod; a check an ended engine left under way is told; no PU
 // of an engine that does not run waits for its next check; a dry run would keep only what it checked and decided
 // to keep.
 func TestExplainPodAgreesWithItsSources(t *testing.T) {
 	for i := range 24 {
-		b := make([]byte, 24)
+		b := make([]byte, 32)
 		for j := range b {
 			b[j] = byte((i*131 + j*37 + i*j*7) % 251)
 		}
