@@ -33,6 +33,9 @@ type PUStatus struct {
 	NextAttempt time.Time
 	// WouldDestroy is the reason a dry run reported last; "" when none did.
 	WouldDestroy ports.Reason
+	// ReportedRows are the rows of the destroys a dry run reported of the PU since it was tracked, in ascending order:
+	// it reports each row once (Options.DryRun); nil when none.
+	ReportedRows []int
 	// LastErr is the error of the last check, if it failed.
 	LastErr error
 }

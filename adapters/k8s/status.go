@@ -33,6 +33,10 @@ type PUStatus struct {
 	LastError   string     `json:"lastError,omitempty"`
 	// WouldDestroy is the reason a dry run reported for destroying the PU.
 	WouldDestroy string `json:"wouldDestroy,omitempty"`
+	// ReportedRows are the rows of the destroys a dry run reported of the
+	// PU since it was tracked (deletion.PUStatus.ReportedRows): it reports
+	// each once.
+	ReportedRows []int `json:"reportedRows,omitempty"`
 }
 
 // TimeHeader is the response header in which the status page and the dry
@@ -48,7 +52,11 @@ const TimeHeader = "Podsweeper-Time"
 // standby's, before it leads); or EngineEnded for one whose Start has
 // returned (its program stopping, in its grace period). For the last two,
 // no check runs on the PUs it lists, if any (a standby's are its leader's to
-// check), whatever the program's other replicas hold. kubectl podsweeper
+// check), whatever the program's other replicas hold; but, once Start has
+// returned, a check it left behind (stuck in a port past
+// deletion.Options.ShutdownTimeout), its PU "checking", and a Sweep the
+// program called that was under way (deletion.Engine.Start; podsweeper's
+// programs call none). kubectl podsweeper
 // tells such a page's program from one that holds nothing, and a standby
 // from a program that ended.
 const EngineHeader = "Podsweeper-Engine"
@@ -102,7 +110,7 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			p := PUStatus{
 				PUID: s.PUID, Pod: s.Pod.String(), SandboxID: s.SandboxID, State: s.State,
 				Age: now.Sub(s.TrackedAt).Round(time.Second).String(), Vetoed: s.Vetoed, Attempts: s.Attempts,
-				WouldDestroy: string(s.WouldDestroy),
+				WouldDestroy: string(s.WouldDestroy), ReportedRows: s.ReportedRows,
 			}
 			if !s.LastChecked.IsZero() {
 				t := s.LastChecked

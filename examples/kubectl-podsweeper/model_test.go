@@ -99,6 +99,9 @@ func generateCluster(b []byte) modelCluster {
 			if pu.State == stateRetrying {
 				pu.Attempts = 1 + r.n(3)
 			}
+			if p.dryRun && pu.LastChecked != nil && r.n(2) == 1 {
+				pu.ReportedRows = []int{pu.LastRow} // the engine reported its row before
+			}
 			if p.dryRun && r.n(3) == 0 {
 				p.reports = append(p.reports, k8s.WouldDestroy{At: checked, PUID: uid, Pod: "apps/web", Reason: "PodGone", Row: 1, Why: "pod not found"})
 			}
@@ -153,7 +156,7 @@ func checkExplainPod(t *testing.T, b []byte) {
 		t.Fatalf("the JSON does not read: %v", err)
 	}
 	out := text.stdout
-	unreachable, unlisted, held, idleChecked, keepable := false, false, false, false, 0
+	unreachable, unlisted, held, idleChecked, keepable, reportedAgain := false, false, false, false, 0, 0
 	for _, p := range c.programs {
 		if !p.reachable {
 			unreachable = true
@@ -173,6 +176,9 @@ func checkExplainPod(t *testing.T, b []byte) {
 				t.Errorf("%s's PU %s (%s) is not told:\n%s", p.name, pu.PUID, pu.State, out)
 			}
 			idleChecked = idleChecked || p.engine == k8s.EngineRunning && pu.State == "idle"
+			if p.dryRun && (pu.State == stateRetrying || pu.State == stateTurnWaiting) && len(pu.ReportedRows) > 0 {
+				reportedAgain++ // its check decided again a row the engine reported: never reported again
+			}
 			reported := false
 			for _, r := range p.reports {
 				reported = reported || r.PUID == pu.PUID
@@ -198,6 +204,9 @@ func checkExplainPod(t *testing.T, b []byte) {
 	}
 	if !idleChecked && strings.Contains(out, "waiting for its next check") {
 		t.Errorf("no running engine holds an idle PU, and the answer says one waits for its next check:\n%s", out)
+	}
+	if n := strings.Count(out, "which it reported already"); n != reportedAgain {
+		t.Errorf("%d PU(s) told reported already, of %d whose row the engine reported:\n%s", n, reportedAgain, out)
 	}
 	if n := strings.Count(out, "would keep it"); n > keepable {
 		t.Errorf("%d PU(s) a dry run would keep, of %d it checked and decided to keep:\n%s", n, keepable, out)

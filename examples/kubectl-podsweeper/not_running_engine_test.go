@@ -67,7 +67,8 @@ func (g *stuckGetter) unblock() { g.once.Do(func() { close(g.release) }) }
 
 // k8s.EngineHeader: no check runs on the PUs an ended engine lists; but a check Start left behind (stuck in a port
 // that ignores its context, past Options.ShutdownTimeout) still runs, and may end in a destroy. Its PU, "checking" on
-// the page of an engine that ended, is told with its check under way, not as one no check runs on.
+// the page of an engine that ended, is told with its check under way, not as one no check runs on, by explain pod and
+// status alike.
 func TestACheckAnEndedEngineLeftBehindIsToldUnderWay(t *testing.T) {
 	getter := &stuckGetter{release: make(chan struct{})}
 	defer getter.unblock()
@@ -96,11 +97,15 @@ func TestACheckAnEndedEngineLeftBehindIsToldUnderWay(t *testing.T) {
 	<-returned // past its ShutdownTimeout, the check left behind
 	api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"))
 	api.handle("podsweeper/agent-a", statusMux(eng))
-	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", time.Now().UTC())
+	c := api.cluster(5 * time.Second)
+	x, err := c.explainPod(testContext(t), "apps", "web", "", "node-a", time.Now().UTC())
 	if err != nil {
 		t.Fatal(err)
 	}
 	text, _ := podTextAndJSON(t, x)
+	status := statusText(t, c, "node-a", time.Now().UTC())
+	wantSays(t, "status", status, "checking (its engine has ended; a check it left behind is still under way)")
+	wantNotSays(t, "status", status, "no check runs")
 	if len(x.Answers) != 1 || !x.Answers[0].Ended || len(x.Answers[0].PUs) != 1 || x.Answers[0].PUs[0].State != "checking" {
 		t.Fatalf("scenario: want the ended engine's page with its PU checking:\n%s", text)
 	}

@@ -374,7 +374,7 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 		} else if s.WouldDestroy != "" {
 			last = fmt.Sprintf(" (its last report: %s)", s.WouldDestroy)
 		}
-		if reportedAlready(s, latest) {
+		if reportedAlready(s) {
 			p.f("    dry run       would destroy it: its check decided so again, row %d, which it reported already%s.\n", s.LastRow, last)
 			break
 		}
@@ -445,8 +445,8 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 			}
 			dry := "-"
 			switch r := latestReport(a.Reports, u.PUID); {
-			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting) && reportedAlready(u, r):
-				dry = "would destroy: " + string(r.Reason)
+			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting) && reportedAlready(u):
+				dry = fmt.Sprintf("would destroy: row %d, reported already", u.LastRow)
 			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting):
 				dry = "would destroy: not reported yet"
 			case u.WouldDestroy != "":
@@ -455,6 +455,9 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 				dry = "would destroy: " + string(r.Reason)
 			}
 			state := u.State + standby(a) // an engine that does not run says why no check runs
+			if leftBehind(u, a.Ended) {
+				state = u.State + " (its engine has ended; a check it left behind is still under way)"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.Program, u.Pod, u.PUID, state, check, row, why, u.Attempts, next, dry)
 		}
 	}
@@ -519,7 +522,7 @@ func RenderReport(w io.Writer, r *Report) error {
 		}
 		// A PU its check decided to destroy, whose dry run of the destroy failed or waits its turn, is not reported yet.
 		if n := countFunc(a.PUs, func(u k8s.PUStatus) bool {
-			return (u.State == stateRetrying || u.State == stateTurnWaiting) && !reportedAlready(u, latestReport(a.Reports, u.PUID))
+			return (u.State == stateRetrying || u.State == stateTurnWaiting) && !reportedAlready(u)
 		}); n > 0 {
 			pending += n
 			notes = append(notes, fmt.Sprintf("%s would destroy %d PU(s) not reported yet: its checks decided so, and a dry run of their destroy failed or waits its turn (kubectl podsweeper status --node %s).",
@@ -671,11 +674,15 @@ func notStarted(a Answer) bool { return a.Error == "" && a.Standby && !elects(a.
 // starts.
 func elects(p Program) bool { return p.Program == "cluster-controller" }
 
+// leftBehind reports whether s, of an engine that ended, is being checked: a check Start left behind (stuck in a port
+// past its ShutdownTimeout) runs on, and may still end in a destroy.
+func leftBehind(s k8s.PUStatus, ended bool) bool { return ended && s.State == "checking" }
+
 // stateWords says the state of s in words, held by an engine that is a
 // standby's, has not started or has ended (no check runs on it), of p.
 func stateWords(s k8s.PUStatus, p Program, standby, ended bool) string {
 	switch {
-	case ended && s.State == "checking": // a check left behind by Start (stuck in a port) may still end in a destroy
+	case leftBehind(s, ended):
 		return "held: its engine has ended, and a check it began of it, left behind, is still under way (" + s.State + ")"
 	case ended:
 		return "held, and no check runs on it: its engine has ended (" + s.State + ")"
@@ -1101,8 +1108,9 @@ func countFunc[T any](s []T, f func(T) bool) int {
 	return n
 }
 
-// reportedAlready reports whether latest, the dry run's latest report of u's PU, is of the row u's last check took:
-// a dry run reports each row of a PU once, and no report of it follows.
-func reportedAlready(u k8s.PUStatus, latest *k8s.WouldDestroy) bool {
-	return latest != nil && u.LastChecked != nil && latest.Row == u.LastRow
+// reportedAlready reports whether the dry run reported the row u's last check took, since it tracked u's PU (its
+// status page's reportedRows, whatever its report page still keeps): a dry run reports each row of a PU once, and no
+// report of it follows.
+func reportedAlready(u k8s.PUStatus) bool {
+	return u.LastChecked != nil && slices.Contains(u.ReportedRows, u.LastRow)
 }
