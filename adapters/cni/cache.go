@@ -72,6 +72,8 @@ type skipped struct {
 	// Written keys the log line: an entry rewritten is logged again.
 	Written time.Time
 	Why     string
+	// Quiet: not logged (Why is told on the address page all the same).
+	Quiet bool
 	// Unreadable: the file cannot be read or parsed as libcni's (as
 	// opposed to an attachment of no pod).
 	Unreadable bool

@@ -378,10 +378,14 @@ func walkedByDel(dataDir, network, name string, mode fs.FileMode) (s skipped, ok
 		return s, s.DelMay || s.DelID != ""
 	}
 	r, skip, _ := readReservation(dataDir, network, name)
-	if skip != nil && skip.DelLegacy && net.ParseIP(r.ContainerID) == nil { // not host-local's last_reserved_ip
-		return skipped{File: r.Path(), Written: r.Reserved, DelID: r.ContainerID, DelLegacy: true, Reservation: &r,
+	if skip != nil && skip.DelLegacy {
+		s := skipped{File: r.Path(), Written: r.Reserved, DelID: r.ContainerID, DelLegacy: true, Reservation: &r,
 			Why: "a file not named as an address that holds container ID " + r.ContainerID + " alone: host-local's DEL of it, " +
-				"in a chain that runs host-local twice, would remove it; never touched"}, true
+				"in a chain that runs host-local twice, would remove it; never touched"}
+		// host-local's last_reserved_ip, most likely, holding an address: it still holds the ID of a container named
+		// as that address (libcni takes one), whose DEL would remove it. Not logged: every network has one.
+		s.Quiet = net.ParseIP(r.ContainerID) != nil
+		return s, true
 	}
 	if skip != nil || r.ContainerID == "" {
 		return skipped{}, false

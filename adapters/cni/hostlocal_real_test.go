@@ -364,10 +364,13 @@ func TestAReservationIsDecidedWithAllThatItsDELReleases(t *testing.T) {
 // does so after the first released the reservation. A leaked reservation
 // whose container such a file names is then kept (row 16), and the file is
 // never touched; with host-local once in the chain, the DEL leaves that
-// file alone, and the reservation is freed.
+// file alone, and the reservation is freed. So of a container whose ID is
+// an address (libcni takes one): the file that holds it alone is then
+// host-local's own last_reserved_ip.
 func TestALegacyFileOfTheContainerKeepsItsReservationWhenTheChainRunsHostLocalTwice(t *testing.T) {
-	for _, twice := range []bool{true, false} {
-		t.Run(fmt.Sprint("host-local twice: ", twice), func(t *testing.T) {
+	for _, tc := range []struct{ twice, addressID bool }{{true, false}, {false, false}, {true, true}} {
+		twice := tc.twice
+		t.Run(fmt.Sprintf("host-local twice: %v, an address as container ID: %v", twice, tc.addressID), func(t *testing.T) {
 			h := newHostLocalNode(t)
 			if twice {
 				// A second plugin whose IPAM is host-local too, on the same data directory: its DEL is host-local's.
@@ -385,6 +388,9 @@ echo '{"cniVersion":"1.1.0"}'
 				require.NoError(t, os.WriteFile(filepath.Join(h.confDir, "10-hlnet.conflist"), []byte(conf), 0o644))
 			}
 			leaked := randomID()
+			if tc.addressID {
+				leaked = fmt.Sprintf("10.%d.200.77", 100+h.id)
+			}
 			require.NoError(t, os.WriteFile(filepath.Join(h.failAdd), nil, 0o644))
 			list, err := libcni.NetworkConfFromBytes(h.conf) // the ADD through the first host-local alone
 			require.NoError(t, err)
@@ -397,6 +403,9 @@ echo '{"cniVersion":"1.1.0"}'
 			require.Len(t, reserved, 1)
 			held := func() bool { _, err := os.Stat(filepath.Join(h.data, "hlnet", reserved[0])); return err == nil }
 			legacy := filepath.Join(h.data, "hlnet", fmt.Sprintf("10.%d.200.9", 100+h.id))
+			if tc.addressID { // host-local's own, the last address it reserved in the range: the container's ID
+				legacy = filepath.Join(h.data, "hlnet", "last_reserved_ip.0")
+			}
 			require.NoError(t, os.WriteFile(legacy, []byte(leaked), 0o600))
 
 			coll, err := cni.New(cni.Options{CacheDir: h.cacheDir, PluginDirs: []string{h.pluginDir}, ConfDir: h.confDir, ResyncInterval: 50 * time.Millisecond,

@@ -48,7 +48,9 @@ func (l *skipLog) report(skips []skipped, unknown func(path string) bool) []skip
 	}
 	l.mu.Unlock()
 	for _, s := range fresh {
-		l.log.Info(l.msg, "file", s.File, "why", s.Why)
+		if !s.Quiet {
+			l.log.Info(l.msg, "file", s.File, "why", s.Why)
+		}
 	}
 	return fresh
 }
