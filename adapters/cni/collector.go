@@ -33,7 +33,10 @@ var (
 	ErrInvalidOptions = errors.New("cni: invalid options")
 	// ErrUnusableEntry: a cache entry of the PU cannot be read, or its
 	// config would run no plugin. DestroyPU wraps it with ports.Permanent;
-	// the entry is left as it is, for an operator to look at.
+	// the entry is left as it is, for an operator to look at. An entry cut
+	// short, its cached config too (being written: libcni writes it in
+	// place), is kept by no row until it is whole: DestroyPU's error then
+	// wraps it, plain, and the engine tries again.
 	ErrUnusableEntry = errors.New("cni: unusable cache entry")
 	// ErrNewestSandbox: DestroyPU was asked to free a sandbox of a live
 	// pod (ports.ReasonSandboxChanged, ports.ReasonSandboxDead) that the
@@ -419,7 +422,13 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 			unsure[a.PodUID] = types.NamespacedName{Namespace: a.PodNamespace, Name: a.PodName}
 		}
 	}
-	return listing{pus: pus, held: held, told: told, unsure: unsure}, nil
+	var unread []string
+	writing := false
+	for _, s := range v.unusable {
+		unread = append(unread, filepath.Base(s.File))
+		writing = writing || len(s.Unsure) > 0
+	}
+	return listing{pus: pus, held: held, told: told, unsure: unsure, unread: unread, writing: writing}, nil
 }
 
 // choice is a sandbox ListPUs may give a pod's PU.
@@ -508,7 +517,9 @@ func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID 
 // makes a plain error, for the engine to retry with backoff; the other
 // attachments are DELed meanwhile. An entry of the PU that cannot be read
 // or would run no plugin makes an error wrapping ErrUnusableEntry, marked
-// ports.Permanent once every other attachment is freed.
+// ports.Permanent once every other attachment is freed; but one being
+// written (cut short, its cached config too) makes it plain: the engine
+// tries again, and frees it once whole.
 func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error {
 	if ev.PUID == "" {
 		return ports.Permanent(errors.New("cni: DestroyPU of a PU without a PUID"))
@@ -741,8 +752,10 @@ type destroyPlan struct {
 	answer error
 	// kept are the sandboxes kept beside those freed (ErrNoEvidence).
 	kept error
-	// unusable are the entries of the PU that cannot be read or used.
-	unusable []error
+	// unusable are the entries of the PU that cannot be read or used; cut,
+	// those being written (cut short, their cached config too), which a
+	// later DestroyPU may read.
+	unusable, cut []error
 	// facts are what all was decided on; cached are the pod's sandboxes
 	// in the cache, the first of facts.Sandboxes index for index, and sbs
 	// are cached[at:at+len(sbs)] (stillDels).
@@ -785,7 +798,12 @@ func (c *Collector) plan(v view, rv runtimeView, ev ports.DestroyEvent) destroyP
 		}
 	}
 	for _, s := range v.unusable {
-		if belongs(s, ev, changed, p.all) {
+		switch {
+		case !belongs(s, ev, changed, p.all):
+		case len(s.Unsure) > 0: // being written: kept by no row until it can be read, and tried again
+			p.cut = append(p.cut, fmt.Errorf("%w: pod %s (uid %s): kept: %s is being written (%s), and whether its network says disableGC cannot be told yet",
+				ErrUnusableEntry, ev.Pod, ev.PUID, s.File, s.Why))
+		default:
 			p.unusable = append(p.unusable, fmt.Errorf("%w: %s: %s", ErrUnusableEntry, s.File, s.Why))
 		}
 	}
@@ -801,11 +819,12 @@ func (p destroyPlan) recordedSandboxes() []sandbox {
 }
 
 // result is DestroyPU's answer once the DELs of p ran: those that failed,
-// and the entries of the PU that could not be used.
+// and the entries of the PU that could not be used. An entry being written
+// (p.cut) makes it a plain error: the engine tries again.
 func (p destroyPlan) result(failed, unusable []error) error {
 	switch {
-	case len(failed) > 0 || p.kept != nil && len(unusable) > 0:
-		return errors.Join(append(append(failed, unusable...), p.kept)...)
+	case len(failed) > 0 || len(p.cut) > 0 || p.kept != nil && len(unusable) > 0:
+		return errors.Join(append(append(append(failed, p.cut...), unusable...), p.kept)...)
 	case p.kept != nil:
 		return p.kept
 	case len(unusable) > 0:

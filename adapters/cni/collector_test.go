@@ -306,7 +306,7 @@ func TestDestroyPUOfAnEntryThatRunsNoPluginIsPermanentAndKeepsIt(t *testing.T) {
 	c := newCacheDir(t)
 	good := c.write(entry{network: "podnet", sandbox: "s", uid: "u1", namespace: "ns", name: "pod-u1"})
 	none := c.write(entry{network: "empty", sandbox: "s", uid: "u1", namespace: "ns", name: "pod-u1", config: `{"cniVersion":"1.1.0","name":"empty","plugins":[]}`})
-	garbage := c.writeRaw("garbled-s-net1", []byte("{"), 0)
+	garbage := c.writeRaw("garbled-s-net1", []byte("[]"), 0) // whole, and not libcni's: not being written
 	err := c.collectorListingNone().DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "s", Reason: ports.ReasonPodGone})
 	require.ErrorIs(t, err, cni.ErrUnusableEntry)
 	require.True(t, ports.IsPermanent(err))

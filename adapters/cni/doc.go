@@ -198,7 +198,8 @@
 //     runtime's libcni reading it through the link; a PU whose entry it is
 //     answers ErrUnusableEntry. An entry cut short (libcni writes it in
 //     place) whose cached config is cut too keeps its network by no row
-//     until it can be read, as a config of ConfDir being written does.
+//     until it can be read, as a config of ConfDir being written does:
+//     DestroyPU answers a plain error, and the engine tries again.
 //   - A running sandbox the runtime lists without an ID may be any
 //     sandbox: its pod is kept (row 2), and no reservation is freed while
 //     it is listed (row 15), nor, on a sandbox change, a sandbox of its

@@ -2,6 +2,9 @@ package cni
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +31,13 @@ type listing struct {
 	pus  []ports.PU
 	held map[string]bool
 	told bool
+	// unread are the names of the cache's entries it could not read (cut
+	// short while libcni writes them, unreadable): one names its sandbox
+	// (<network>-<containerID>-<ifName>), whose pod may be any. writing:
+	// one of them is being written (cut short, its cached config too): it
+	// may be any pod requeued's, which the next list may tell of.
+	unread  []string
+	writing bool
 	// unsure are the pods, by UID, that this list could not tell all of (an
 	// entry or the config of one of their networks was being written):
 	// whether one not listed left the cache is not known, nor whether one
@@ -51,8 +61,12 @@ type resyncer struct {
 	running atomic.Bool
 
 	mu sync.Mutex
-	// requeued are the pods requeued since the last list.
-	requeued map[podKey]bool
+	// requeued are the pods requeued and not yet triggered, each with the
+	// number of its last requeue (requeues counts them): a list reads
+	// them, and forgets one it told of that was not requeued again
+	// meanwhile (settle); a list left behind forgets none.
+	requeued map[podKey]uint64
+	requeues uint64
 	// inventory is ListPUs' last answer (the engine's Inventory), from
 	// which the loop begins; last is what the last list of a Resync told
 	// the engine (PUID to sandbox), from which a Resync called again
@@ -78,12 +92,12 @@ type podKey struct {
 }
 
 // requeuedOf reports whether requeued holds the pod of PUID uid named pod.
-func requeuedOf(requeued map[podKey]bool, pod types.NamespacedName, uid string) (podKey, bool) {
-	if k := (podKey{pod, uid}); requeued[k] {
+func requeuedOf(requeued map[podKey]uint64, pod types.NamespacedName, uid string) (podKey, bool) {
+	if k := (podKey{pod, uid}); requeued[k] > 0 {
 		return k, true
 	}
 	k := podKey{pod, ""}
-	return k, requeued[k]
+	return k, requeued[k] > 0
 }
 
 // unsureRetry is how long after a list that could not tell of a requeued
@@ -97,14 +111,15 @@ const (
 
 func newResyncer(interval time.Duration, log logr.Logger, dryRun bool) *resyncer {
 	return &resyncer{interval: interval, log: log, dryRun: dryRun, kick: make(chan struct{}, 1),
-		requeued: make(map[podKey]bool), destroyed: make(map[string]uint64), carried: make(map[podKey]int)}
+		requeued: make(map[podKey]uint64), destroyed: make(map[string]uint64), carried: make(map[podKey]int)}
 }
 
 // requeue asks a running loop to list at once, and to trigger a check of
 // pod then. It never blocks.
 func (r *resyncer) requeue(pod types.NamespacedName, uid string) {
 	r.mu.Lock()
-	r.requeued[podKey{pod, uid}] = true
+	r.requeues++
+	r.requeued[podKey{pod, uid}] = r.requeues
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
@@ -204,6 +219,7 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 			default:
 				r.log.Info("Resync returns with its list under way: the engine has not returned from a call; the list stops once it does")
 			}
+			r.kickIfRequeued() // the pods requeued are the next Resync's: it lists at once
 			return nil
 		}
 		ask()
@@ -225,16 +241,11 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 		return last
 	}
 	r.mu.Lock()
-	requeued, inventory := r.requeued, r.inventory
-	r.requeued = make(map[podKey]bool)
+	requeued, inventory := maps.Clone(r.requeued), r.inventory // still requeued until settled
 	r.mu.Unlock()
-	defer func() {
-		if ctx.Err() != nil {
-			r.giveBack(requeued) // Resync has returned: the next one triggers them
-		}
-	}()
 	now := sandboxesByPUID(l.pus)
 	carry := make(map[string]types.NamespacedName) // pods this list could not decide on, by UID
+	triggered := make(map[podKey]bool)             // the requeues it told of
 	for uid, pod := range l.unsure {
 		carry[uid] = pod
 	}
@@ -289,22 +300,35 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 		}
 		if !ok || was != now[pu.PUID] || requeuedNow {
 			t.TriggerPod(pu.Pod)
+			if k, ok := requeuedOf(requeued, pu.Pod, pu.PUID); ok {
+				triggered[k] = true
+			}
 		}
 	}
-	r.unsure(l, last, inventory, now)
-	r.carry(carry, requeued)
+	for _, uid := range r.unsure(l, last, inventory, now) {
+		if _, ok := carry[uid]; !ok {
+			carry[uid] = types.NamespacedName{} // its name is not known: its requeue is found by its UID
+		}
+	}
+	if ctx.Err() != nil { // Resync has returned: what was requeued is the next one's
+		return now
+	}
+	also := map[podKey]bool{}
+	if l.writing { // an entry being written may be any requeued pod's that this list did not trigger
+		for k := range requeued {
+			also[k] = !triggered[k]
+		}
+	}
+	r.settle(carry, requeued, also)
 	return now
 }
 
-// giveBack requeues again the pods of requeued, and asks for a list at
-// once: a list that took them was left behind by a Resync that returned.
-func (r *resyncer) giveBack(requeued map[podKey]bool) {
+// kickIfRequeued asks for a list at once when a pod is requeued.
+func (r *resyncer) kickIfRequeued() {
 	r.mu.Lock()
-	for k := range requeued {
-		r.requeued[k] = true
-	}
+	n := len(r.requeued)
 	r.mu.Unlock()
-	if len(requeued) > 0 {
+	if n > 0 {
 		select {
 		case r.kick <- struct{}{}:
 		default:
@@ -316,39 +340,64 @@ func (r *resyncer) giveBack(requeued map[podKey]bool) {
 // (listing.unsure) and did not list, what the list before it (last; before
 // the first, the Inventory's) said they were tracked with, in now: whether
 // they left the cache is not known, and a pod not forgotten is not tracked
-// anew (a dry run's would be reported again).
-func (r *resyncer) unsure(l listing, last, inventory, now map[string]string) {
+// anew (a dry run's would be reported again). So of a PU told before whose
+// sandbox an entry l could not read names (cut short while libcni writes
+// it): those are returned, by UID, for their requeues to be carried.
+func (r *resyncer) unsure(l listing, last, inventory, now map[string]string) (cut []string) {
 	prev := last
 	if prev == nil {
 		prev = inventory
 	}
-	for uid := range l.unsure {
-		if _, listed := now[uid]; !listed {
-			if sb, ok := prev[uid]; ok {
-				now[uid] = sb
+	for uid, sb := range prev {
+		if _, listed := now[uid]; listed {
+			continue
+		}
+		_, unsure := l.unsure[uid]
+		named := sb != "" && slices.ContainsFunc(l.unread, func(f string) bool { return strings.Contains(f, "-"+sb+"-") })
+		if unsure || named {
+			now[uid] = sb
+		}
+		if named {
+			cut = append(cut, uid)
+		}
+	}
+	return cut
+}
+
+// settle forgets, of the pods requeued that a list read (requeued), those
+// it told of, unless requeued again since; and keeps requeued those it
+// could not decide on (pods, by UID: it could not tell all of them, a
+// DestroyPU of theirs ended while it read, the Runtime could not order
+// their sandboxes, or an entry it could not read names their sandbox; a
+// pod of no name known is found by its UID), asking for another list
+// after unsureRetry (maxUnsureRetries times in a row at most; then they
+// wait for the next interval's list, still requeued); so are those also
+// holds.
+func (r *resyncer) settle(pods map[string]types.NamespacedName, requeued map[podKey]uint64, also map[podKey]bool) {
+	carried := maps.Clone(also)
+	for uid, pod := range pods {
+		if k, ok := requeuedOf(requeued, pod, uid); ok && pod.Name != "" {
+			carried[k] = true
+		}
+		for k := range requeued {
+			if k.UID == uid && pod.Name == "" {
+				carried[k] = true
 			}
 		}
 	}
-}
-
-// carry keeps requeued, of the pods a list could not decide on (pods, by
-// UID: it could not tell all of them, a DestroyPU of theirs ended while it
-// read, or the Runtime could not order their sandboxes), those requeued,
-// and asks for another list after unsureRetry (maxUnsureRetries times in a
-// row at most; then they wait for the next interval's list, still
-// requeued).
-func (r *resyncer) carry(pods map[string]types.NamespacedName, requeued map[podKey]bool) {
 	retry := false
 	r.mu.Lock()
-	for uid, pod := range pods {
-		if k, ok := requeuedOf(requeued, pod, uid); ok {
-			r.requeued[k] = true
+	for k, n := range requeued {
+		switch {
+		case carried[k]:
 			r.carried[k]++
 			retry = retry || r.carried[k] <= maxUnsureRetries
+		case r.requeued[k] == n: // not requeued again since this list read it
+			delete(r.requeued, k)
 		}
 	}
 	for k := range r.carried {
-		if !r.requeued[k] {
+		if r.requeued[k] == 0 {
 			delete(r.carried, k) // told of at last, or no longer requeued
 		}
 	}

@@ -18,15 +18,23 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// triggerTimes is a Tracker that records when each pod was triggered; it refuses the next refuse Tracks.
+// triggerTimes is a Tracker that records when each pod was triggered; it refuses the next refuse Tracks, and the
+// next Track hangs until hang is closed, when hang is set.
 type triggerTimes struct {
 	mu     sync.Mutex
 	at     map[types.NamespacedName][]time.Time
 	refuse int
+	hang   chan struct{}
 }
 
 func (r *triggerTimes) Track(ports.PU) error {
 	r.mu.Lock()
+	if hang := r.hang; hang != nil {
+		r.hang = nil
+		r.mu.Unlock()
+		<-hang
+		return nil
+	}
 	defer r.mu.Unlock()
 	if r.refuse > 0 {
 		r.refuse--
@@ -58,14 +66,17 @@ func (r *triggerTimes) triggeredWithin(p types.NamespacedName, from time.Time, d
 // the pod's next sandbox in the cache is tracked and checked without waiting for ResyncInterval") through what may
 // meet it, one step per byte: a plain requeue; one whose list a DestroyPU of the pod ends during; one whose Resync
 // returns while its list reads, and is called again; one while the Runtime fails; one while another pod's entry of
-// the network is cut short (libcni writing it); one whose Track the Tracker refuses once; time passing. Whatever the steps, the pod's last requeue is
-// triggered within 10 seconds (ResyncInterval is a minute).
+// the network is cut short (libcni writing it); one while the pod's own entry is; one whose Track the Tracker refuses
+// once; one whose list a Resync that returns leaves behind, its Track hanging, Resync called again; time passing.
+// Whatever the steps, the pod's last requeue is triggered within 10 seconds (ResyncInterval is a minute).
 func FuzzRequeueIsNeverLost(f *testing.F) {
 	f.Add([]byte{0, 5, 3, 4})
 	f.Add([]byte{1})       // a DestroyPU of the pod ends while the requeue's list reads
 	f.Add([]byte{2})       // the Resync returns while the requeue's list reads
 	f.Add([]byte{4, 4, 3}) // lists that cannot tell of the pod, then a Runtime that fails
 	f.Add([]byte{6})       // the Tracker refuses the requeued pod's Track once
+	f.Add([]byte{7})       // libcni writes the requeued pod's own entry
+	f.Add([]byte{8})       // a Resync returns, its list's Track hanging, and is called again
 	f.Fuzz(func(t *testing.T, steps []byte) {
 		if len(steps) > 10 {
 			steps = steps[:10]
@@ -73,7 +84,7 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 		c := newCacheDir(t)
 		synctest.Test(t, func(t *testing.T) {
 			old := c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
-			c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+			next := c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
 			other := c.write(entry{network: "podnet", sandbox: "Z", uid: "u2", namespace: "ns", name: "pod-u2"})
 			rt := &gatedRuntime{}
 			coll := c.collectorWith(rt, 0)
@@ -90,12 +101,13 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 			stop := run()
 			pod := types.NamespacedName{Namespace: "ns", Name: "pod-u1"}
 			var last time.Time
+			var hangs []chan struct{} // Tracks hanging in lists left behind, released at the end
 			requeue := func() {
 				require.NoError(t, coll.Requeue(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}))
 				last = time.Now()
 			}
 			for _, s := range steps {
-				switch s % 7 {
+				switch s % 9 {
 				case 0:
 					requeue()
 				case 1: // the engine freed A, and requeues; a DestroyPU of A ends while the requeue's list reads
@@ -132,12 +144,32 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 					r.refuse = 1
 					r.mu.Unlock()
 					requeue()
+				case 7: // the engine freed A; libcni writes the requeued pod's own entry, now its only one, for a tenth of a second
+					_ = os.Remove(filepath.Join(c.dir, "results", old))
+					whole := c.cutShort(next)
+					requeue()
+					synctest.Wait()
+					time.Sleep(100 * time.Millisecond)
+					c.writeRaw(next, whole, time.Minute)
+				case 8: // the requeue's list hangs in a Track; Resync returns, leaving it behind, and is called again
+					hang := make(chan struct{})
+					hangs = append(hangs, hang)
+					r.mu.Lock()
+					r.hang = hang
+					r.mu.Unlock()
+					requeue()
+					synctest.Wait()
+					stop()
+					stop = run()
 				}
 				synctest.Wait()
 			}
 			time.Sleep(15 * time.Second)
 			synctest.Wait()
 			stop()
+			for _, h := range hangs {
+				close(h)
+			}
 			if !last.IsZero() && !r.triggeredWithin(pod, last, 10*time.Second) {
 				t.Errorf("steps %v: the pod's last requeue, at %v, was not triggered within 10s: triggers at %v", steps, last, r.at[pod])
 			}

@@ -3,6 +3,7 @@ package cni_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -381,11 +382,21 @@ func (c *cacheDir) cutShort(name string) []byte {
 // network's pods: it must not forget them. A dry run's Resync tracks a PU it listed before with the same sandbox
 // no more ("the cache's lists track it again only once it has left the cache and come back, or changed
 // sandbox", examples/cni-gc's README): a gone pod is tracked, so reported, once, whatever a list could not read.
+// So when the entry libcni writes is the pod's own, its only one.
 func TestADryRunTracksAPodOnceThoughAListCouldNotTellOfIt(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprint("its own entry: ", own), func(t *testing.T) { dryRunTracksOnce(t, own) })
+	}
+}
+
+func dryRunTracksOnce(t *testing.T, own bool) {
 	c := newCacheDir(t)
 	synctest.Test(t, func(t *testing.T) {
-		c.write(entry{network: "podnet", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1"})
+		its := c.write(entry{network: "podnet", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1"})
 		other := c.write(entry{network: "podnet", sandbox: "Z", uid: "u2", namespace: "ns", name: "pod-u2"})
+		if own {
+			other = its
+		}
 		_, r, stop := c.dryRunResync(t) // its first list is in
 		whole := c.cutShort(other)
 		time.Sleep(time.Minute) // a list that cannot tell of podnet's pods
@@ -660,4 +671,27 @@ func TestResyncMovesAPUOffASandboxTheCacheHoldsButNoLongerLists(t *testing.T) {
 			})
 		})
 	}
+}
+
+// docs/sdk/cni-freeing.md: "an entry cut short (libcni writes it in place) whose cached config is cut too keeps its
+// network by no row until it is whole, as a config being written does (a PU whose entry it is answers a plain error:
+// the engine tries again)". A gone pod whose only entry is being written: DestroyPU and DryRunDestroyPU keep it with
+// an error the engine retries, not a permanent one that would have it give the PU up; once whole, it is freed.
+func TestAnEntryBeingWrittenIsKeptAndTriedAgainNotGivenUp(t *testing.T) {
+	c := newCacheDir(t)
+	its := c.write(entry{network: "podnet", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+	coll := c.collectorListingNone()
+	ev := ports.DestroyEvent{PUID: "u1", Pod: types.NamespacedName{Namespace: "ns", Name: "pod-u1"}, SandboxID: "s1", Reason: ports.ReasonPodGone}
+	whole := c.cutShort(its)
+	for name, destroy := range map[string]func(context.Context, ports.DestroyEvent) error{"DestroyPU": coll.DestroyPU, "DryRunDestroyPU": coll.DryRunDestroyPU} {
+		err := destroy(t.Context(), ev)
+		require.Error(t, err, "%s of a pod whose only entry is being written", name)
+		require.False(t, ports.IsPermanent(err), "%s: a permanent error gives the PU up: %v", name, err)
+		require.ErrorIs(t, err, cni.ErrUnusableEntry, name)
+	}
+	require.True(t, c.exists(its), "the entry being written is left as it is")
+	require.Empty(t, c.delCalls())
+	c.writeRaw(its, whole, time.Hour)
+	require.NoError(t, coll.DestroyPU(t.Context(), ev), "once whole")
+	require.False(t, c.exists(its), "freed once whole")
 }

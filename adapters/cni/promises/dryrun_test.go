@@ -136,7 +136,13 @@ func TestDryRunDestroyPUAnswersAsDestroyPUOnEveryRow(t *testing.T) {
 		{name: "gone pod, freed beside an unusable entry of it", row: 4, want: cni.ErrUnusableEntry.Error() + " (permanent)",
 			setup: func(e *env, rt *fakeRuntime) (cni.Runtime, ports.DestroyEvent) {
 				e.write("net1", "sbA", "uid1", e.netns("a", false), old)
-				writeFile(t, filepath.Join(e.cache, "results"), "net2-sbA-eth0", `{"kind":"cniCacheV1","containerId":"sbA",`)
+				writeFile(t, filepath.Join(e.cache, "results"), "net2-sbA-eth0", `[]`) // whole, and not libcni's
+				return rt, gone("uid1")
+			}},
+		{name: "gone pod, freed beside an entry of it being written", row: 4, want: cni.ErrUnusableEntry.Error(),
+			setup: func(e *env, rt *fakeRuntime) (cni.Runtime, ports.DestroyEvent) {
+				e.write("net1", "sbA", "uid1", e.netns("a", false), old)
+				writeFile(t, filepath.Join(e.cache, "results"), "net2-sbA-eth0", `{"kind":"cniCacheV1","containerId":"sbA",`) // cut short
 				return rt, gone("uid1")
 			}},
 	} {
