@@ -76,6 +76,9 @@ func TestDecideRowByRow(t *testing.T) {
 		{name: "sandbox change, a later sandbox listed only", changed: true, asked: true,
 			sb:     sandboxFacts{ID: "s", Atts: unknown, Created: t0},
 			others: []sandboxFacts{{ID: "later", Listed: true, Ready: true, Created: t0.Add(time.Second)}}, row: 6, act: free, state: stateUnknown},
+		{name: "sandbox change, a later sandbox cached, a running one listed without an ID (it may be this one)", changed: true, asked: true,
+			sb:     sandboxFacts{ID: "s", Atts: unknown, Created: t0},
+			others: []sandboxFacts{{ID: "later", Atts: unknown, Created: t0.Add(time.Second)}, {Listed: true, Ready: true}}, row: 7, act: refuse, state: stateUnknown},
 		{name: "sandbox change, another created at the same instant", changed: true, asked: true,
 			sb:     sandboxFacts{ID: "s", Atts: unknown, Created: t0},
 			others: []sandboxFacts{{ID: "twin", Atts: unknown, Created: t0}}, row: 7, act: refuse, state: stateUnknown},
@@ -143,16 +146,16 @@ func TestDecideNeverDELsADisableGCNetwork(t *testing.T) {
 func FuzzDecide(f *testing.F) {
 	f.Add(false, false, []byte{0x08, 0x01, 0})                        // gone pod, no runtime, namespace there
 	f.Add(false, true, []byte{0x03, 0x02, 1, 0x08, 0x01, 0})          // gone pod, one ready, one being created
-	f.Add(true, true, []byte{0x08, 0x01, 1, 0x00, 0x00, 2})           // sandbox change, a later one
+	f.Add(true, true, []byte{0x08, 0x01, 1, 0x00, 0x00, 4})           // sandbox change, a later one
 	f.Add(false, true, []byte{0x0c, 0x01, 0, 0x08, 0x00, 0})          // gone pod, creating expired
 	f.Add(true, false, []byte{0x08, 0x02, 0, 0x29, 0x00, 3})          // disableGC
 	f.Add(false, true, []byte{0x18, 0x09, 0, 0x11, 0x00, 0, 0x08, 0}) // several attachments
 	f.Add(true, false, []byte{0x08, 0x01, 0})                         // sandbox change, no runtime, namespace there
 	f.Add(true, true, []byte{0x08, 0x01, 1, 0x08, 0x00, 1})           // sandbox change, may be being created, a twin
 	f.Add(false, true, []byte{0x03, 0x00, 1, 0x09, 0x00, 0})          // gone pod, one ready, one stopped
-	f.Add(true, false, []byte{0x08, 0x01, 1, 0x08, 0x00, 2})          // sandbox change, no runtime, a later one
+	f.Add(true, false, []byte{0x08, 0x01, 1, 0x08, 0x00, 4})          // sandbox change, no runtime, a later one
 	f.Add(false, false, []byte{0x08, 0x42, 0})                        // gone pod, no runtime, namespace gone, a link's there
-	f.Add(true, true, []byte{0x08, 0x01, 1, 0x08, 0x00, 2, 0})        // sandbox change, a later one, a running one without an ID
+	f.Add(true, true, []byte{0x08, 0x01, 1, 0x08, 0x00, 4, 0})        // sandbox change, a later one, a running one without an ID
 	f.Fuzz(func(t *testing.T, changed, asked bool, raw []byte) {
 		p := podFacts{Changed: changed, Asked: asked}
 		for i := 0; i+3 <= len(raw) && len(p.Sandboxes) < 6; i += 3 {
@@ -270,6 +273,7 @@ func TestDecideReservationRowByRow(t *testing.T) {
 		{name: "the runtime lists its sandbox", r: with(func(r *reservationFacts) { r.Listed = true }), row: 15, act: keep},
 		{name: "listed, young, cached", r: with(func(r *reservationFacts) { r.Listed, r.Cached, r.Age = true, true, 0 }), row: 15, act: keep},
 		{name: "a cache entry names its sandbox", r: with(func(r *reservationFacts) { r.Cached = true }), row: 16, act: keep},
+		{name: "its DEL would remove a file never touched", r: with(func(r *reservationFacts) { r.Untouched = true }), row: 16, act: keep},
 		{name: "younger than the grace", r: with(func(r *reservationFacts) { r.Age = grace - time.Nanosecond }), row: 17, act: keep},
 		{name: "reserved in the future", r: with(func(r *reservationFacts) { r.Age = -time.Hour }), row: 17, act: keep},
 		{name: "no sandbox, no cache entry, as old as the grace", r: with(func(r *reservationFacts) { r.Age = grace }), row: 18, act: free, reason: ReasonNoSandbox},
