@@ -1,6 +1,7 @@
 package cni_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,6 +41,13 @@ var suite struct {
 
 func TestMain(m *testing.M) {
 	logf.SetLogger(logr.Discard())
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		// Fuzzing (go test -fuzz, its workers too): the fuzz targets need neither the namespaces nor the API
+		// server, which each worker would start anew.
+		suite.noNetNS, suite.noAPI = "fuzzing", "fuzzing"
+		os.Exit(m.Run())
+	}
 	os.Exit(privatens.Run(insideEnv, func() int { return inside(m) }, func(reason string) int {
 		suite.noNetNS = reason
 		return m.Run()
