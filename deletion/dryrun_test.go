@@ -6,6 +6,7 @@ package deletion_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -58,6 +59,15 @@ func TestADryRunReportsAFlappingSandboxOncePerReason(t *testing.T) {
 		assert.Equal(t, []ports.Reason{ports.ReasonSandboxChanged, ports.ReasonSandboxDead}, reasons)
 		require.Len(t, c.Status(), 1, "the PU of a live pod stays tracked")
 		assert.Equal(t, ports.ReasonSandboxDead, c.Status()[0].WouldDestroy, "the reason reported last")
+		rows := c.Status()[0].ReportedRows
+		assert.Equal(t, []int{10, 12}, rows.Rows(), "the rows it reported, each once")
+		b, err := json.Marshal(rows)
+		require.NoError(t, err)
+		assert.JSONEq(t, `[10, 12]`, string(b), "a status page's reportedRows")
+		var back deletion.RowSet
+		require.NoError(t, json.Unmarshal(b, &back))
+		assert.Equal(t, rows, back)
+		assert.Error(t, json.Unmarshal([]byte(`[32]`), &back), "a row out of range")
 	})
 }
 

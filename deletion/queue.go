@@ -838,11 +838,7 @@ func (c *Engine) Status() []PUStatus {
 		if e.lastRow >= 0 {
 			s.LastVerdict = verdictOfRow(int(e.lastRow), e.SandboxID)
 		}
-		for row := 0; e.reported>>row != 0; row++ {
-			if e.reported&(1<<row) != 0 {
-				s.ReportedRows = append(s.ReportedRows, row)
-			}
-		}
+		s.ReportedRows = RowSet(e.reported)
 		if e.waitFor != idle {
 			s.NextAttempt = c.timeOf(e.waitUntil)
 		}

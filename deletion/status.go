@@ -1,6 +1,7 @@
 package deletion
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -33,11 +34,47 @@ type PUStatus struct {
 	NextAttempt time.Time
 	// WouldDestroy is the reason a dry run reported last; "" when none did.
 	WouldDestroy ports.Reason
-	// ReportedRows are the rows of the destroys a dry run reported of the PU since it was tracked, in ascending order:
-	// it reports each row once (Options.DryRun); nil when none.
-	ReportedRows []int
+	// ReportedRows are the rows of the destroys a dry run reported of the PU since it was tracked: it reports each row
+	// once (Options.DryRun).
+	ReportedRows RowSet
 	// LastErr is the error of the last check, if it failed.
 	LastErr error
+}
+
+// RowSet is a set of rows of the decision table (Verdict.Row); it reads and writes as a JSON array of its rows.
+type RowSet uint32
+
+// Has reports whether row is in s.
+func (s RowSet) Has(row int) bool { return row >= 0 && row < 32 && s&(1<<row) != 0 }
+
+// Rows returns the rows of s in ascending order; nil when none.
+func (s RowSet) Rows() []int {
+	var rows []int
+	for row := range 32 {
+		if s.Has(row) {
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// MarshalJSON writes s as a JSON array of its rows.
+func (s RowSet) MarshalJSON() ([]byte, error) { return json.Marshal(append([]int{}, s.Rows()...)) }
+
+// UnmarshalJSON reads a JSON array of rows, each from 0 to 31.
+func (s *RowSet) UnmarshalJSON(b []byte) error {
+	var rows []int
+	if err := json.Unmarshal(b, &rows); err != nil {
+		return err
+	}
+	*s = 0
+	for _, row := range rows {
+		if row < 0 || row >= 32 {
+			return fmt.Errorf("deletion: row %d out of a RowSet's range (0 to 31)", row)
+		}
+		*s |= 1 << row
+	}
+	return nil
 }
 
 // Errors LivenessCheck and ReadinessCheck return, wrapped with details. Match them with errors.Is.

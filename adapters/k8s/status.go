@@ -36,7 +36,7 @@ type PUStatus struct {
 	// ReportedRows are the rows of the destroys a dry run reported of the
 	// PU since it was tracked (deletion.PUStatus.ReportedRows): it reports
 	// each once.
-	ReportedRows []int `json:"reportedRows,omitempty"`
+	ReportedRows deletion.RowSet `json:"reportedRows,omitempty"`
 }
 
 // TimeHeader is the response header in which the status page and the dry

@@ -281,7 +281,7 @@ func TestDryRunRetriedAfterAnEarlierReportWouldDestroyNotReportedYet(t *testing.
 func TestDryRunRetryingARowItReportedSaysReportedAlready(t *testing.T) {
 	checked, next := clockNow.Add(-2*time.Second), clockNow.Add(4*time.Second)
 	pu := k8s.PUStatus{PUID: firstUID, Pod: "apps/web", SandboxID: "s2", State: "waiting for a retry", Age: "3m0s", LastChecked: &checked,
-		LastRow: 10, Why: "sandbox changed", Attempts: 1, NextAttempt: &next, WouldDestroy: "SandboxChanged", ReportedRows: []int{10}}
+		LastRow: 10, Why: "sandbox changed", Attempts: 1, NextAttempt: &next, WouldDestroy: "SandboxChanged", ReportedRows: 1 << 10}
 	reported := k8s.WouldDestroy{At: clockNow.Add(-time.Minute), PUID: firstUID, Pod: "apps/web", Reason: "SandboxChanged", Row: 10, Why: "sandbox changed"}
 	api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
 	api.handle("podsweeper/agent-a", &programPages{at: clockNow, pus: []k8s.PUStatus{pu}, dry: &dryRunPage{Total: 1, Reports: []k8s.WouldDestroy{reported}}})

@@ -100,7 +100,7 @@ func generateCluster(b []byte) modelCluster {
 				pu.Attempts = 1 + r.n(3)
 			}
 			if p.dryRun && pu.LastChecked != nil && r.n(2) == 1 {
-				pu.ReportedRows = []int{pu.LastRow} // the engine reported its row before
+				pu.ReportedRows = 1 << pu.LastRow // the engine reported its row before
 			}
 			if p.dryRun && r.n(3) == 0 {
 				p.reports = append(p.reports, k8s.WouldDestroy{At: checked, PUID: uid, Pod: "apps/web", Reason: "PodGone", Row: 1, Why: "pod not found"})
@@ -176,7 +176,7 @@ func checkExplainPod(t *testing.T, b []byte) {
 				t.Errorf("%s's PU %s (%s) is not told:\n%s", p.name, pu.PUID, pu.State, out)
 			}
 			idleChecked = idleChecked || p.engine == k8s.EngineRunning && pu.State == "idle"
-			if p.dryRun && (pu.State == stateRetrying || pu.State == stateTurnWaiting) && len(pu.ReportedRows) > 0 {
+			if p.dryRun && (pu.State == stateRetrying || pu.State == stateTurnWaiting) && pu.ReportedRows != 0 {
 				reportedAgain++ // its check decided again a row the engine reported: never reported again
 			}
 			reported := false

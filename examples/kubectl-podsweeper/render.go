@@ -1112,5 +1112,5 @@ func countFunc[T any](s []T, f func(T) bool) int {
 // status page's reportedRows, whatever its report page still keeps): a dry run reports each row of a PU once, and no
 // report of it follows.
 func reportedAlready(u k8s.PUStatus) bool {
-	return u.LastChecked != nil && slices.Contains(u.ReportedRows, u.LastRow)
+	return u.LastChecked != nil && u.ReportedRows.Has(u.LastRow)
 }
