@@ -397,13 +397,17 @@ type pmHangRec struct {
 
 type pmSweepRec struct {
 	start, end time.Duration
-	startSeq   int64
-	done       bool
-	clean      bool
-	slowAt     int
-	snapN      int
-	required   []string
-	flagged    bool
+	// begun: the latest it may have begun checking (invariant 10): its call, or, for one called while another Sweep
+	// of its engine ran ("One Sweep runs at a time"), the end of the last that ended before it returned.
+	begun    time.Duration
+	queued   bool
+	startSeq int64
+	done     bool
+	clean    bool
+	slowAt   int
+	snapN    int
+	required []string
+	flagged  bool
 }
 
 type pmPlace struct {
@@ -1554,6 +1558,7 @@ func (w *pmWorld) userUntrack(e *pmEngine, puid string) {
 func (w *pmWorld) sweep(e *pmEngine) {
 	w.mu.Lock()
 	s := &pmSweepRec{start: w.now(), startSeq: w.seq, slowAt: w.obsCount}
+	s.begun, s.queued = s.start, e.sweepsActive > 0
 	s.clean = w.quietLocked() && w.lastFault < s.start
 	e.sweeps = append(e.sweeps, s)
 	e.sweepsActive++
@@ -1573,6 +1578,11 @@ func (w *pmWorld) sweep(e *pmEngine) {
 	s.done, s.end = true, w.now()
 	e.sweepsActive--
 	e.lastSweepEnd = s.end
+	for _, o := range e.sweeps {
+		if !o.done && o.queued {
+			o.begun = s.end // it may begin now
+		}
+	}
 	if !s.clean || w.lastFault >= s.start || e.dead || w.obsCount != s.slowAt { // Start's start or stop changes nothing
 		return
 	}
@@ -1583,10 +1593,10 @@ func (w *pmWorld) sweep(e *pmEngine) {
 	}
 }
 
-// sweptSinceLocked reports whether a Sweep of e still running began at or after at.
+// sweptSinceLocked reports whether a Sweep of e still running may have begun at or after at.
 func (w *pmWorld) sweptSinceLocked(e *pmEngine, at time.Duration) bool {
 	for _, s := range e.sweeps {
-		if !s.done && s.start >= at {
+		if !s.done && s.begun >= at {
 			return true
 		}
 	}

@@ -66,7 +66,7 @@ func (c *Engine) Start(ctx context.Context) error {
 // DestroyRate, a destroy a check decides is one of Sweep's checks: Sweep waits for its turn. Sweep returns once every
 // check it waits for, or every Workers slot, is held by one stuck in a port a second past its deadline (CheckTimeout),
 // whoever began them: with a CheckTimeout of 100ms, about 1.1 to 2.1s after such a check began. One
-// Sweep runs at a time. It does not list the Inventory (Start does), and while Start does not run nothing happens
+// Sweep runs at a time: one called while another runs waits for it, then checks what is tracked then. It does not list the Inventory (Start does), and while Start does not run nothing happens
 // between two Sweeps. A ctx done already checks nothing; a nil ctx panics.
 func (c *Engine) Sweep(ctx context.Context) {
 	if ctx == nil {
