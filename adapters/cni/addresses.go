@@ -493,9 +493,16 @@ func (c *Collector) address(ip string) AddressStatus {
 	}
 	for _, s := range skips { // entries the Collector never DELs, whose result holds the address all the same
 		if a := s.Entry; a != nil && slices.Contains(resultIPs(a.Result), ip) {
-			st.Attachments = append(st.Attachments, AttachmentStatus{Network: a.NetworkName, ContainerID: a.ContainerID, IfName: a.IfName,
+			as := AttachmentStatus{Network: a.NetworkName, ContainerID: a.ContainerID, IfName: a.IfName,
 				PodNamespace: a.PodNamespace, PodName: a.PodName, PodUID: a.PodUID, Written: a.Written, File: a.File,
-				NeverTouched: s.Why})
+				NeverTouched: s.Why, DisableGC: v.disableGC(*a)}
+			if d, ok := l.decisions[sandboxOf{a.ContainerID, a.PodUID}]; ok { // its sandbox's, as it stands for it: never DELed
+				if d.Verdict == verdictWords[free] {
+					d.Verdict, d.Why = verdictWords[keep], d.Why+"; this attachment is never DELed: "+s.Why
+				}
+				as.Decision = &d
+			}
+			st.Attachments = append(st.Attachments, as)
 		}
 	}
 	st.Reservations = slices.Clone(l.reservations[ip])

@@ -347,19 +347,30 @@ func TestAddressTellsTheDecisionOfEachAttachmentOfASandbox(t *testing.T) {
 		require.NoError(t, err)
 		c.writeRaw(name+"-sb-gone-eth0", b, time.Hour)
 	}
+	// An entry that is a link, never used (never touched): of keepnet, at 10.2.0.4.
+	b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": "sb-gone", "ifName": "eth1", "networkName": "keepnet",
+		"config": []byte(confs["keepnet"]), "cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "apps"}, {"K8S_POD_NAME", "gone"}, {"K8S_POD_UID", "uid-gone"}},
+		"result": map[string]any{"cniVersion": "1.1.0", "ips": []map[string]any{{"address": "10.2.0.4/24"}}}})
+	require.NoError(t, err)
+	elsewhere := filepath.Join(t.TempDir(), "keepnet-sb-gone-eth1")
+	require.NoError(t, os.WriteFile(elsewhere, b, 0o600))
+	require.NoError(t, os.Symlink(elsewhere, filepath.Join(c.dir, "results", "keepnet-sb-gone-eth1")))
 	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
 		ResyncInterval: time.Minute, Runtime: &listedRuntime{}, Logger: c.logs.Logger()})
 	require.NoError(t, err)
-	require.NoError(t, coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-gone",
-		Pod: types.NamespacedName{Namespace: "apps", Name: "gone"}, SandboxID: "sb-gone", Reason: ports.ReasonPodGone}))
-	w := httptest.NewRecorder()
-	coll.AddressHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip=10.2.0.3", nil))
-	var st cni.AddressStatus
-	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &st))
-	require.Len(t, st.Attachments, 1, "keepnet's attachment is held")
-	d := st.Attachments[0].Decision
-	require.NotNil(t, d)
-	assert.Equal(t, "keep", d.Verdict, "the attachment never DELed is told kept: %+v", d)
+	_ = coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "uid-gone", // ErrUnusableEntry: the link
+		Pod: types.NamespacedName{Namespace: "apps", Name: "gone"}, SandboxID: "sb-gone", Reason: ports.ReasonPodGone})
+	for _, ip := range []string{"10.2.0.3", "10.2.0.4"} {
+		w := httptest.NewRecorder()
+		coll.AddressHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, cni.AddressPath+"?ip="+ip, nil))
+		var st cni.AddressStatus
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &st))
+		require.Len(t, st.Attachments, 1, "keepnet's attachment at %s is held", ip)
+		d := st.Attachments[0].Decision
+		require.NotNil(t, d, "%s: the sandbox was decided on", ip)
+		assert.Equal(t, "keep", d.Verdict, "%s: the attachment never DELed is told kept: %+v", ip, d)
+		assert.True(t, st.Attachments[0].DisableGC, "%s: keepnet says disableGC", ip)
+	}
 }
 
 // "Decision is the last decision the Collector took on its sandbox when the engine asked it to free it for this

@@ -618,10 +618,8 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 	}
 	// An ended ctx keeps the pod where DestroyPU's would (planRead's list of the Runtime); a PU the cache holds
 	// nothing of is nothing to do, as there.
-	p, err := c.planRead(ctx, ev, true, func() (view, error) { // the cache alone: no skip logged, no refusal forgotten
-		v, _, err := c.cache.read()
-		return v, err
-	})
+	// Read as DestroyPU reads: the refusals of the sandboxes the cache no longer holds are forgotten, as there.
+	p, err := c.planRead(ctx, ev, true, c.read)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,12 @@ type listing struct {
 	unsure map[string]types.NamespacedName
 }
 
+// holds reports whether the cache holds an entry of sandbox id: one read (held), or one it could not read that its
+// file name says is of id (a link to a device, a named pipe, an entry cut short).
+func (l listing) holds(id string) bool {
+	return l.held[id] || slices.ContainsFunc(l.unread, func(f string) bool { return strings.Contains(f, "-"+id+"-") })
+}
+
 // resyncer feeds an engine with what the cache holds while the agent
 // runs (Collector.Resync): its loop, the pods requeued since its last
 // list, the Inventory's list it begins from, and the DestroyPU calls that
@@ -278,7 +284,7 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			carry[pu.PUID] = pu.Pod
 			continue
 		}
-		if ok && was != "" && was != pu.SandboxID && l.held[was] && t.Untrack(pu.PUID) {
+		if ok && was != "" && was != pu.SandboxID && l.holds(was) && t.Untrack(pu.PUID) {
 			r.log.Info("the order of a pod's sandboxes is told now; its PU is tracked again with the older one",
 				"puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "before", was)
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -641,6 +642,16 @@ func TestResyncMovesAPUOffASandboxTheCacheHoldsButNoLongerLists(t *testing.T) {
 			require.NoError(c.t, os.Rename(path, moved))
 			require.NoError(c.t, os.Symlink(moved, path))
 		}},
+		{"its entry now a link to a device", func(c *cacheDir, s2 string) {
+			path := filepath.Join(c.dir, "results", s2)
+			require.NoError(c.t, os.Remove(path))
+			require.NoError(c.t, os.Symlink("/dev/null", path))
+		}},
+		{"its entry now a named pipe", func(c *cacheDir, s2 string) {
+			path := filepath.Join(c.dir, "results", s2)
+			require.NoError(c.t, os.Remove(path))
+			require.NoError(c.t, syscall.Mkfifo(path, 0o600))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCacheDir(t)
@@ -694,4 +705,42 @@ func TestAnEntryBeingWrittenIsKeptAndTriedAgainNotGivenUp(t *testing.T) {
 	c.writeRaw(its, whole, time.Hour)
 	require.NoError(t, coll.DestroyPU(t.Context(), ev), "once whole")
 	require.False(t, c.exists(its), "freed once whole")
+}
+
+// DryRunDestroyPU "records its refusals as DestroyPU does, so that its answers follow DestroyPU's in time". A live
+// pod's sandbox A, not listed, its network namespace there, is refused (row 7); its entry then leaves the cache
+// (DestroyPU forgets its refusal) and comes back: a minute after the first refusal, the dry run answers as DestroyPU
+// does (refused anew, not given up), with whatever it read meanwhile.
+func TestDryRunFollowsDestroyPUInTimeWhenAnEntryLeavesAndComesBack(t *testing.T) {
+	answer := func(t *testing.T, dry bool) (last error) {
+		c := newCacheDir(t)
+		netns := filepath.Join(t.TempDir(), "netns-a") // there: a sandbox being created, as far as it tells
+		require.NoError(t, os.WriteFile(netns, nil, 0o600))
+		synctest.Test(t, func(t *testing.T) {
+			its := c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
+			c.withNetNS(its, netns)
+			coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, ResyncInterval: time.Minute,
+				Runtime: &listedRuntime{}, NewestSandboxTimeout: time.Minute, Logger: c.logs.Logger()})
+			require.NoError(t, err)
+			ev := ports.DestroyEvent{PUID: "u1", Pod: types.NamespacedName{Namespace: "ns", Name: "pod-u1"}, SandboxID: "A", Reason: ports.ReasonSandboxChanged}
+			call := coll.DestroyPU
+			if dry {
+				call = coll.DryRunDestroyPU
+			}
+			require.ErrorIs(t, call(t.Context(), ev), cni.ErrNewestSandbox, "refused")
+			whole, err := os.ReadFile(filepath.Join(c.dir, "results", its))
+			require.NoError(t, err)
+			require.NoError(t, os.Remove(filepath.Join(c.dir, "results", its)))
+			time.Sleep(10 * time.Second)
+			require.NoError(t, call(t.Context(), ev), "nothing cached: nothing to do")
+			c.writeRaw(its, whole, 0)
+			time.Sleep(50 * time.Second)
+			last = call(t.Context(), ev)
+		})
+		return last
+	}
+	real, dry := answer(t, false), answer(t, true)
+	require.ErrorIs(t, real, cni.ErrNewestSandbox, "DestroyPU refuses it anew")
+	require.ErrorIs(t, dry, cni.ErrNewestSandbox, "DryRunDestroyPU answers as DestroyPU: %v", dry)
+	require.False(t, ports.IsPermanent(dry))
 }
