@@ -231,6 +231,14 @@ func (p standbyPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.rawPages.ServeHTTP(w, r)
 }
 
+// endedPage is a program's pages whose status page says its engine has ended (k8s.EngineHeader).
+type endedPage struct{ rawPages }
+
+func (p endedPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(k8s.EngineHeader, k8s.EngineEnded)
+	p.rawPages.ServeHTTP(w, r)
+}
+
 // TestALeaderThatEndedBesideItsStandbyCannotTell: the cluster controller's leader has failed (its pod Failed), and
 // its standby runs, not leading yet: its page holds no PU and says its engine does not run. What the leader held is
 // told by no answer: explain pod of a gone pod must say it cannot tell, naming the leader as not asked, never that
@@ -247,6 +255,9 @@ func TestALeaderThatEndedBesideItsStandbyCannotTell(t *testing.T) {
 		notAsked string
 	}{
 		{"its standby does not lead", standbyPage{empty}, true, "Not asked: the leader of cluster-controller rel"},
+		// explain.md: "when every replica of a program asked is a standby or has ended (its leader ended, and none
+		// leads yet), its leader is named": the replica, in its grace period, ended too.
+		{"the other replica has ended too", endedPage{empty}, true, "Not asked: the leader of cluster-controller rel"},
 		{"the replica leads", empty, false, ""},
 	} {
 		cl, _ := clusterAndFake(t, map[string]http.Handler{"podsweeper/cc-standby": c.page}, 5*time.Second,

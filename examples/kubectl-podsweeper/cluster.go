@@ -417,13 +417,15 @@ func (c *cluster) askAll(ctx context.Context, ts []target, keep func(pod, puID s
 			return b.Program.Program == a.Program.Program && b.Program.Release == a.Program.Release &&
 				b.Program.Namespace == a.Program.Namespace && b.Program.Node == a.Program.Node // a release is one namespace's
 		}
-		// A standby's program elects a leader; one whose replicas asked have all ended or stand by has none asked.
-		if !a.Standby || !elects(a.Program) || slices.ContainsFunc(out[:i], func(b Answer) bool { return same(b) && b.Standby }) ||
-			slices.ContainsFunc(out, func(b Answer) bool { return same(b) && !b.Standby && !b.Ended }) {
+		// A program that elects a leader, whose replicas asked all stand by or have ended, has none asked (its leader
+		// ended, and none leads yet, or one leads that was not asked).
+		stopped := func(b Answer) bool { return b.Error == "" && (b.Standby || b.Ended) }
+		if !stopped(a) || !elects(a.Program) || slices.ContainsFunc(out[:i], func(b Answer) bool { return same(b) && stopped(b) }) ||
+			slices.ContainsFunc(out, func(b Answer) bool { return same(b) && !stopped(b) }) {
 			continue
 		}
 		unasked = append(unasked, fmt.Sprintf("the leader of %s %s%s: every replica asked answered that its engine does not run "+
-			"(a standby's): what the leader holds, if one leads, is not told", a.Program.Program, a.Program.Release, onNode(a.Program)))
+			"(a standby's, or one that ended): what the leader holds, if one leads, is not told", a.Program.Program, a.Program.Release, onNode(a.Program)))
 	}
 	return out, unasked, nil
 }

@@ -96,14 +96,18 @@ func generateCluster(b []byte) modelCluster {
 					pu.LastRow, pu.Why = 1, "pod not found"
 				}
 			}
-			if pu.State == stateRetrying {
+			if pu.State == stateRetrying || pu.State == "checking" && pu.LastChecked != nil && r.n(2) == 1 { // a retry being checked
 				pu.Attempts = 1 + r.n(3)
 			}
 			if p.dryRun && pu.LastChecked != nil && r.n(2) == 1 {
 				pu.ReportedRows = 1 << pu.LastRow // the engine reported its row before
 			}
 			if p.dryRun && r.n(3) == 0 {
-				p.reports = append(p.reports, k8s.WouldDestroy{At: checked, PUID: uid, Pod: "apps/web", Reason: "PodGone", Row: 1, Why: "pod not found"})
+				at := checked
+				if r.n(2) == 1 {
+					at = clockNow.Add(time.Second) // reported after its status page was read
+				}
+				p.reports = append(p.reports, k8s.WouldDestroy{At: at, PUID: uid, Pod: "apps/web", Reason: "PodGone", Row: 1, Why: "pod not found"})
 			}
 			p.pus = append(p.pus, pu)
 		}
@@ -117,11 +121,21 @@ func generateCluster(b []byte) modelCluster {
 	return c
 }
 
+// reportedAfter reports whether p reported pu after its status page was read (at clockNow): what it did last.
+func reportedAfter(p modelProgram, pu k8s.PUStatus) bool {
+	for _, r := range p.reports {
+		if r.PUID == pu.PUID && r.At.After(clockNow) {
+			return true
+		}
+	}
+	return false
+}
+
 // serve puts c on a fake API server.
 func (c modelCluster) serve(t *testing.T) *fakeAPI {
 	f := newFakeAPI(t)
 	for _, p := range c.programs {
-		pages := &programPages{pus: p.pus, engine: p.engine}
+		pages := &programPages{pus: p.pus, engine: p.engine, at: clockNow}
 		if !p.reachable {
 			pages.status, pages.body = 503, "not ready\n"
 		}
@@ -156,7 +170,7 @@ func checkExplainPod(t *testing.T, b []byte) {
 		t.Fatalf("the JSON does not read: %v", err)
 	}
 	out := text.stdout
-	unreachable, unlisted, held, idleChecked, keepable, reportedAgain := false, false, false, false, 0, 0
+	unreachable, unlisted, held, idleChecked, keepable, reportedAgain, notYet := false, false, false, false, 0, 0, 0
 	for _, p := range c.programs {
 		if !p.reachable {
 			unreachable = true
@@ -176,14 +190,17 @@ func checkExplainPod(t *testing.T, b []byte) {
 				t.Errorf("%s's PU %s (%s) is not told:\n%s", p.name, pu.PUID, pu.State, out)
 			}
 			idleChecked = idleChecked || p.engine == k8s.EngineRunning && pu.State == "idle"
-			if p.dryRun && (pu.State == stateRetrying || pu.State == stateTurnWaiting) && pu.ReportedRows != 0 {
+			if p.dryRun && (pu.State == stateRetrying || pu.State == stateTurnWaiting || pu.Attempts > 0) && pu.ReportedRows != 0 && !reportedAfter(p, pu) {
 				reportedAgain++ // its check decided again a row the engine reported: never reported again
+			}
+			if p.dryRun && (pu.State == stateRetrying || pu.State == stateTurnWaiting || pu.Attempts > 0) && pu.ReportedRows == 0 && !reportedAfter(p, pu) {
+				notYet++
 			}
 			reported := false
 			for _, r := range p.reports {
 				reported = reported || r.PUID == pu.PUID
 			}
-			if p.dryRun && pu.LastChecked != nil && !reported && pu.WouldDestroy == "" && pu.State != stateRetrying && pu.State != stateTurnWaiting {
+			if p.dryRun && pu.LastChecked != nil && !reported && pu.WouldDestroy == "" && pu.State != stateRetrying && pu.State != stateTurnWaiting && pu.Attempts == 0 {
 				keepable++
 			}
 		}
@@ -204,6 +221,9 @@ func checkExplainPod(t *testing.T, b []byte) {
 	}
 	if !idleChecked && strings.Contains(out, "waiting for its next check") {
 		t.Errorf("no running engine holds an idle PU, and the answer says one waits for its next check:\n%s", out)
+	}
+	if n, want := strings.Count(out, "not reported yet"), notYet; n != want {
+		t.Errorf("%d PU(s) told not reported yet, of %d whose dry run of a decided destroy failed and that no report since tells:\n%s", n, want, out)
 	}
 	if n := strings.Count(out, "which it reported already"); n != reportedAgain {
 		t.Errorf("%d PU(s) told reported already, of %d whose row the engine reported:\n%s", n, reportedAgain, out)

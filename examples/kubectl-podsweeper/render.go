@@ -358,7 +358,7 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	}
 	latest := latestReport(a.Reports, s.PUID)
 	switch {
-	case a.Program.DryRun && (s.State == stateRetrying || s.State == stateTurnWaiting):
+	case notReportedYet(a, s):
 		// Its check decided to destroy it since whatever it reported last: the dry run reports it once its dry run
 		// of the destroy succeeds.
 		why := "its dry run of the destroy failed; it reports it once one succeeds"
@@ -367,6 +367,8 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 			why = "no check runs now"
 		case s.State == stateTurnWaiting:
 			why = "it reports it once its turn under the destroy rate comes"
+		case s.State == "checking":
+			why = "its dry run of the destroy failed, and its check runs again now; it reports it once one succeeds"
 		}
 		last := ""
 		if latest != nil {
@@ -445,9 +447,9 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 			}
 			dry := "-"
 			switch r := latestReport(a.Reports, u.PUID); {
-			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting) && reportedAlready(u):
+			case notReportedYet(a, u) && reportedAlready(u):
 				dry = fmt.Sprintf("would destroy: row %d, reported already", u.LastRow)
-			case a.Program.DryRun && (u.State == stateRetrying || u.State == stateTurnWaiting):
+			case notReportedYet(a, u):
 				dry = "would destroy: not reported yet"
 			case u.WouldDestroy != "":
 				dry = "would destroy: " + u.WouldDestroy
@@ -522,7 +524,7 @@ func RenderReport(w io.Writer, r *Report) error {
 		}
 		// A PU its check decided to destroy, whose dry run of the destroy failed or waits its turn, is not reported yet.
 		if n := countFunc(a.PUs, func(u k8s.PUStatus) bool {
-			return (u.State == stateRetrying || u.State == stateTurnWaiting) && !reportedAlready(u)
+			return notReportedYet(a, u) && !reportedAlready(u)
 		}); n > 0 {
 			pending += n
 			notes = append(notes, fmt.Sprintf("%s would destroy %d PU(s) not reported yet: its checks decided so, and a dry run of their destroy failed or waits its turn (kubectl podsweeper status --node %s).",
@@ -1106,6 +1108,15 @@ func countFunc[T any](s []T, f func(T) bool) int {
 		}
 	}
 	return n
+}
+
+// notReportedYet reports whether u, of a's dry run, is a PU whose check decided to destroy it and whose dry run of
+// the destroy failed (retried, and being checked again meanwhile) or waits its turn: what it would do is not in its
+// reports, unless a report of it came after its status page was read (what the dry run did last).
+func notReportedYet(a Answer, u k8s.PUStatus) bool {
+	waiting := u.State == stateRetrying || u.State == stateTurnWaiting || u.State == "checking" && u.Attempts > 0
+	latest := latestReport(a.Reports, u.PUID)
+	return a.Program.DryRun && waiting && (latest == nil || a.At.IsZero() || !latest.At.After(a.At))
 }
 
 // reportedAlready reports whether the dry run reported the row u's last check took, since it tracked u's PU (its
