@@ -102,13 +102,16 @@ func (a *nodeAgent) ended() (bool, error) {
 
 // runAgent runs the agent's command line in a process of its own, with a
 // kubeconfig that acts as its ServiceAccount, free metrics (plain HTTP, on
-// loopback) and probe addresses, and args. It is stopped (SIGTERM) when the
-// test ends; its log is printed if the test failed.
+// loopback) and probe addresses, no pprof or status listener of its own (their
+// defaults are fixed ports of the host's loopback, which another run of the
+// tests may hold; args may name them), and args. It is stopped (SIGTERM) when
+// the test ends; its log is printed if the test failed.
 func runAgent(t *testing.T, kubeconfig []byte, args ...string) *nodeAgent {
 	t.Helper()
 	a := &nodeAgent{metricsAddr: testkube.FreeAddr(t), probeAddr: testkube.FreeAddr(t), log: &agentLog{}, done: make(chan struct{})}
 	args = append([]string{"--kubeconfig=" + agentKubeconfig(t, kubeconfig),
 		"--metrics-bind-address=" + a.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=" + a.probeAddr,
+		"--pprof-bind-address=0", "--status-bind-address=0",
 		"--zap-time-encoding=rfc3339nano"}, args...) // JSON lines, as deployed, with timestamps precise enough to order events
 	a.cmd = startAgent(context.Background(), t, args, a.log)
 	go a.wait()
