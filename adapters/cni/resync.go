@@ -79,6 +79,9 @@ type resyncer struct {
 	// begins, unless the Inventory was listed since (fromInventory).
 	inventory, last map[string]string
 	fromInventory   bool
+	// inventories counts ListPUs' answers: a list that began before the
+	// last one compares the next with it, not with its own.
+	inventories uint64
 	// destroys numbers the DestroyPU calls that ended; destroyed holds,
 	// for each PUID, the number of the last, since the list under way
 	// began (see once).
@@ -137,6 +140,7 @@ func (r *resyncer) requeue(pod types.NamespacedName, uid string) {
 func (r *resyncer) inventoryListed(pus []ports.PU) {
 	r.mu.Lock()
 	r.inventory, r.fromInventory = sandboxesByPUID(pus), true
+	r.inventories++
 	r.mu.Unlock()
 }
 
@@ -212,12 +216,21 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		// A list runs on a goroutine of its own, so that a Tracker that never returns (an engine whose Observer's
 		// commit hangs) cannot keep Resync from returning when ctx ends: the list is then left behind, and tracks
 		// nothing more once its call under way has returned.
+		// The Inventory listed since the list before (the engine's ListPUs, while this Resync runs): this list
+		// compares with it, as the first does.
+		r.mu.Lock()
+		if r.fromInventory {
+			last = nil
+		}
+		inventories := r.inventories
+		r.mu.Unlock()
 		listed := make(chan map[string]string, 1)
 		go func(last map[string]string) { listed <- r.once(ctx, t, list, last) }(last)
 		select {
 		case last = <-listed:
 			r.mu.Lock()
-			r.last, r.fromInventory = last, false
+			r.last = last
+			r.fromInventory = r.inventories != inventories // listed again meanwhile: the next list compares with it
 			r.mu.Unlock()
 		case <-ctx.Done():
 			select {

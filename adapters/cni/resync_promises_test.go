@@ -744,3 +744,45 @@ func TestDryRunFollowsDestroyPUInTimeWhenAnEntryLeavesAndComesBack(t *testing.T)
 	require.ErrorIs(t, dry, cni.ErrNewestSandbox, "DryRunDestroyPU answers as DestroyPU: %v", dry)
 	require.False(t, ports.IsPermanent(dry))
 }
+
+// Resync compares a list with "the Inventory's list, before Resync's first list and when the engine listed its
+// Inventory since": also when the engine lists it while this Resync runs. The first list tracks pod-u1 with A; the
+// engine's ListPUs then lists it with B (the runtime told the other order meanwhile), and the engine holds B; the
+// next list, with A again while the cache still holds B, moves the PU to A: Track alone (insert-only) would leave it
+// on B.
+func TestResyncComparesWithAnInventoryListedWhileItRuns(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+		now := time.Now()
+		rt := &listedRuntime{}
+		aFirst := func() {
+			rt.set(nil, listed("A", "u1", false, now.Add(-2*time.Hour)), listed("B", "u1", true, now.Add(-time.Minute)))
+		}
+		aFirst()
+		coll := c.collectorWith(rt, 0)
+		ctx, cancel := context.WithCancel(t.Context())
+		var r tracker
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &r) }()
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		r.mu.Lock()
+		require.Equal(t, []ports.PU{pu("u1", "A")}, r.tracked, "the first list")
+		r.mu.Unlock()
+		rt.set(nil, listed("B", "u1", false, now.Add(-2*time.Hour)), listed("A", "u1", true, now.Add(-time.Minute)))
+		pus, err := coll.ListPUs(t.Context()) // the engine's Inventory, while Resync runs
+		require.NoError(t, err)
+		require.Equal(t, []ports.PU{pu("u1", "B")}, pus)
+		aFirst()
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		cancel()
+		require.NoError(t, <-done)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		require.Equal(t, []string{"u1"}, r.untracked, "the PU on B untracked (tracked: %v)", r.tracked)
+		require.Equal(t, pu("u1", "A"), r.tracked[len(r.tracked)-1], "and tracked with A")
+	})
+}
