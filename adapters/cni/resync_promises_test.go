@@ -659,22 +659,12 @@ func TestResyncMovesAPUOffASandboxTheCacheHoldsButNoLongerLists(t *testing.T) {
 				s2 := c.write(entry{network: "net2", sandbox: "s2", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
 				rt := &listedRuntime{}
 				rt.set(nil, listed("s1", "u1", false, time.Now().Add(-2*time.Hour)), listed("s2", "u1", true, time.Now().Add(-time.Minute)))
-				coll := c.collectorWith(rt, 0)
-				ctx, cancel := context.WithCancel(t.Context())
-				var r tracker
-				done := make(chan error)
-				go func() { done <- coll.Resync(ctx, &r) }()
-				time.Sleep(time.Minute + time.Second)
-				synctest.Wait()
-				r.mu.Lock()
-				require.Equal(t, []ports.PU{pu("u1", "s2")}, r.tracked, "the first list")
-				r.mu.Unlock()
+				r, stop := resyncFirstList(t, c.collectorWith(rt, 0), pu("u1", "s2"))
 				c.write(entry{network: "net1", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: 2 * time.Hour})
 				tc.change(c, s2)
 				time.Sleep(time.Minute + time.Second)
 				synctest.Wait()
-				cancel()
-				require.NoError(t, <-done)
+				stop()
 				r.mu.Lock()
 				defer r.mu.Unlock()
 				require.Equal(t, []string{"u1"}, r.untracked, "the PU on s2 is untracked (tracked: %v)", r.tracked)
@@ -762,15 +752,7 @@ func TestResyncComparesWithAnInventoryListedWhileItRuns(t *testing.T) {
 		}
 		aFirst()
 		coll := c.collectorWith(rt, 0)
-		ctx, cancel := context.WithCancel(t.Context())
-		var r tracker
-		done := make(chan error)
-		go func() { done <- coll.Resync(ctx, &r) }()
-		time.Sleep(time.Minute + time.Second)
-		synctest.Wait()
-		r.mu.Lock()
-		require.Equal(t, []ports.PU{pu("u1", "A")}, r.tracked, "the first list")
-		r.mu.Unlock()
+		r, stop := resyncFirstList(t, coll, pu("u1", "A"))
 		rt.set(nil, listed("B", "u1", false, now.Add(-2*time.Hour)), listed("A", "u1", true, now.Add(-time.Minute)))
 		pus, err := coll.ListPUs(t.Context()) // the engine's Inventory, while Resync runs
 		require.NoError(t, err)
@@ -778,11 +760,25 @@ func TestResyncComparesWithAnInventoryListedWhileItRuns(t *testing.T) {
 		aFirst()
 		time.Sleep(time.Minute + time.Second)
 		synctest.Wait()
-		cancel()
-		require.NoError(t, <-done)
+		stop()
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		require.Equal(t, []string{"u1"}, r.untracked, "the PU on B untracked (tracked: %v)", r.tracked)
 		require.Equal(t, pu("u1", "A"), r.tracked[len(r.tracked)-1], "and tracked with A")
 	})
+}
+
+// resyncFirstList runs coll.Resync on a tracker (in a synctest bubble, its ResyncInterval a minute) until stop, and
+// holds its first list to have tracked first.
+func resyncFirstList(t *testing.T, coll *cni.Collector, first ...ports.PU) (r *tracker, stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	r = &tracker{}
+	done := make(chan error)
+	go func() { done <- coll.Resync(ctx, r) }()
+	time.Sleep(time.Minute + time.Second)
+	synctest.Wait()
+	r.mu.Lock()
+	require.Equal(t, first, r.tracked, "the first list")
+	r.mu.Unlock()
+	return r, func() { cancel(); require.NoError(t, <-done) }
 }
