@@ -153,3 +153,24 @@ func TestAReleaseMissingOnTheNodeBesideAnotherIsNotAsked(t *testing.T) {
 		t.Errorf("status --node n does not name release b's node agent missing on n: %q", s.Unasked)
 	}
 }
+
+// explain.md: an ended engine's PUs are told held "but for a check it began and left behind ..., told still under
+// way"; so is a dry run's retry whose check was left behind: its dry-run line does not say that no check runs.
+func TestADryRunRetryLeftBehindByAnEndedEngineIsToldUnderWay(t *testing.T) {
+	checked := clockNow.Add(-2 * time.Second)
+	pu := k8s.PUStatus{PUID: firstUID, Pod: "apps/web", State: "checking", Age: "1m0s", LastChecked: &checked, LastRow: 1,
+		Why: "pod not found", Attempts: 1}
+	api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	api.handle("podsweeper/agent-a", servePages(clockNow, k8s.EngineEnded, map[string]rawAnswer{
+		k8s.StatusPath: {code: 200, body: mustJSON(t, []k8s.PUStatus{pu})},
+		k8s.DryRunPath: {code: 200, body: `{"total":0,"reports":[]}`},
+	}))
+	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := podText(t, x)
+	wantSays(t, "explain pod", text, "a check it began of it, left behind, is still under way")
+	wantSays(t, "explain pod", text, "the check of its retry it left behind is still under way")
+	wantNotSays(t, "explain pod", text, "no check runs now")
+}

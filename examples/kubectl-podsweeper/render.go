@@ -363,6 +363,8 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 		// of the destroy succeeds.
 		why := "its dry run of the destroy failed; it reports it once one succeeds"
 		switch {
+		case leftBehind(s, a.Ended):
+			why = "its engine has ended, and the check of its retry it left behind is still under way"
 		case stopped:
 			why = "no check runs now"
 		case s.State == stateTurnWaiting:
