@@ -41,9 +41,15 @@ type PUStatus struct {
 
 // TimeHeader is the response header in which the status page and the dry
 // run's report (and cni-gc's address page) tell when they read what they
-// answer, on the program's clock (RFC 3339 with nanoseconds): the times of
-// the answer are told relative to it (kubectl podsweeper does), whatever
-// the reader's clock and however long the answer takes to come.
+// answer, on the program's wall clock (time.Now, RFC 3339 with
+// nanoseconds): the times of the answer are told relative to it (kubectl
+// podsweeper does), whatever the reader's clock and however long the
+// answer takes to come. All three pages, and the Events the program
+// records, are on that one clock, so their times compare: the status page
+// tells the engine's times (on deletion.Options.Clock, which a step of the
+// wall clock does not move: deletion.Engine.Now) each moved by as much as
+// that clock and the wall clock differ when it answers, so that a time is
+// as far from TimeHeader as the engine counts it from its Now.
 const TimeHeader = "Podsweeper-Time"
 
 // EngineHeader is the response header in which the status page tells
@@ -101,8 +107,13 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			http.Error(w, "the deletion engine has not listed its Inventory: the PUs a restart left are not all known", http.StatusServiceUnavailable)
 			return
 		}
-		now := engine.Now() // the clock of the times of Status
-		w.Header().Set(TimeHeader, now.UTC().Format(time.RFC3339Nano))
+		// The engine tells its times on its own clock, from when it was made (deletion.Engine.Now): a step of the wall
+		// clock since does not move them. The page tells them on the wall clock, the clock of the dry run's reports and
+		// of Events, each moved by as much as the two clocks differ now, so that each is as far from TimeHeader as it
+		// is from the engine's Now.
+		now, wall := engine.Now(), time.Now()
+		shift := wall.Sub(now)
+		w.Header().Set(TimeHeader, wall.UTC().Format(time.RFC3339Nano))
 		w.Header().Set(EngineHeader, running)
 		sts := engine.Status()
 		out := make([]PUStatus, len(sts))
@@ -113,11 +124,11 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 				WouldDestroy: string(s.WouldDestroy), ReportedRows: s.ReportedRows,
 			}
 			if !s.LastChecked.IsZero() {
-				t := s.LastChecked
+				t := s.LastChecked.Add(shift)
 				p.LastChecked, p.LastRow, p.Why = &t, s.LastVerdict.Row, s.LastVerdict.Why()
 			}
 			if !s.NextAttempt.IsZero() {
-				t := s.NextAttempt
+				t := s.NextAttempt.Add(shift)
 				p.NextAttempt = &t
 			}
 			if s.LastErr != nil {

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
@@ -140,4 +141,47 @@ func TestStatusHandlerWaitsForTheInventoryAndTellsItsTime(t *testing.T) {
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 	require.Len(t, got, 1, "the listed PU is on the page")
 	require.Equal(t, k8s.EngineRunning, rec.Header().Get(k8s.EngineHeader), "a started engine's page says it runs")
+}
+
+// aheadClock is the real clock as an engine reads it once the node's wall
+// clock was stepped back an hour since the engine was made (an NTP step):
+// the engine's times run an hour ahead of time.Now.
+type aheadClock struct{ clock.RealClock }
+
+func (aheadClock) Now() time.Time                    { return time.Now().Add(time.Hour) }
+func (c aheadClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// k8s.TimeHeader: the status page, the dry run's report and the Events are
+// on one clock, the wall clock, so that their times compare (kubectl
+// podsweeper tells a report or an Event as after the page by them). An
+// engine whose clock runs an hour ahead of the wall clock: the page tells
+// its time and its PU's last check on the wall clock, each as far from the
+// other as the engine counts them.
+func TestStatusPageTellsItsTimesOnTheWallClock(t *testing.T) {
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live", UID: "a"}}, nil
+	})
+	engine := deletiontest.NewEngine(t, getter, ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
+		deletion.Options{Clock: aheadClock{}})
+	defer deletiontest.Start(t, engine)()
+	require.NoError(t, engine.Track(ports.PU{PUID: "a", Pod: types.NamespacedName{Namespace: "ns", Name: "live"}}))
+	require.Eventually(t, func() bool {
+		engine.TriggerAll()
+		st := engine.Status()
+		return len(st) == 1 && !st[0].LastChecked.IsZero()
+	}, 10*time.Second, 10*time.Millisecond)
+	checked := engine.Status()[0].LastChecked
+	before := time.Now()
+	rec := httptest.NewRecorder()
+	k8s.NewStatusHandler(engine).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, k8s.StatusPath, nil))
+	after, since := time.Now(), engine.Now().Sub(checked)
+	at, err := time.Parse(time.RFC3339Nano, rec.Header().Get(k8s.TimeHeader))
+	require.NoError(t, err)
+	require.False(t, at.Before(before.Round(0)) || at.After(after), "the page's time %v is not the wall clock's [%v, %v]", at, before, after)
+	var got []k8s.PUStatus
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	require.Len(t, got, 1)
+	require.NotNil(t, got[0].LastChecked)
+	ago := at.Sub(*got[0].LastChecked)
+	require.True(t, ago >= 0 && ago <= since, "the last check is told %v before the page, the engine counts %v since", ago, since)
 }

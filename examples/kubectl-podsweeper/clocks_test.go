@@ -6,7 +6,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +26,7 @@ import (
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -287,11 +292,113 @@ func TestOlderDryRunProgram(t *testing.T) {
 // step after boot): the engine's times are its epoch plus the monotonic
 // time since (deletion's timeOf), an hour behind the wall clock; its
 // timers are the real ones.
-type hourBehindClock struct{ clock.RealClock }
+type hourBehindClock = steppedClock
 
-func (hourBehindClock) Now() time.Time { return time.Now().Add(-time.Hour) }
+// steppedClock is the real clock as an engine sees it once the node's wall
+// clock was stepped by -by after the engine began: the engine's times run
+// by ahead of time.Now, which the dry run's reports and the Events follow.
+// The zero value is hourBehindClock.
+type steppedClock struct {
+	clock.RealClock
+	by time.Duration
+}
 
-func (c hourBehindClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c steppedClock) Now() time.Time {
+	if c.by == 0 {
+		return time.Now().Add(-time.Hour)
+	}
+	return time.Now().Add(c.by)
+}
+
+func (c steppedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// dryRunFailsUntil is a policy whose dry run of a destroy fails until ok is set.
+type dryRunFailsUntil struct{ ok atomic.Bool }
+
+func (p *dryRunFailsUntil) DestroyPU(context.Context, ports.DestroyEvent) error { return nil }
+
+func (p *dryRunFailsUntil) DryRunDestroyPU(context.Context, ports.DestroyEvent) error {
+	if p.ok.Load() {
+		return nil
+	}
+	return errors.New("the dry run of the destroy fails")
+}
+
+// getPage reads a page the way the plugin does: its body, and when it answered (answeredAt).
+func getPage(t *testing.T, url string) ([]byte, time.Time) {
+	t.Helper()
+	got := time.Now()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d %v: %s", url, resp.StatusCode, err, body)
+	}
+	return body, answeredAt(resp.Header, got)
+}
+
+// explain.md: "a report of it made after its status page was read is what
+// the dry run did last, and is told instead"; k8s.TimeHeader: the pages
+// and the Events are on one clock. A real engine whose clock runs an hour
+// ahead of the wall clock (the wall clock was stepped back since it was
+// made): its PU's dry run of a destroy fails when the status page is read,
+// then succeeds and is reported before the report page is read. The
+// answer tells that report, not "not reported yet", whichever way the
+// clock was stepped.
+func TestAReportMadeAfterThePageIsToldWhateverTheWallClockDid(t *testing.T) {
+	for _, by := range []time.Duration{time.Hour, -time.Hour, time.Nanosecond} {
+		t.Run(by.String(), func(t *testing.T) {
+			report := k8s.NewDryRunReport(0)
+			policy := &dryRunFailsUntil{}
+			e := deletiontest.NewEngine(t, deletiontest.NewCluster(), policy, deletion.Options{
+				DryRun: true, Observer: report, Clock: steppedClock{by: by},
+				RetryMinDelay: 100 * time.Millisecond, RetryMaxDelay: 100 * time.Millisecond,
+			})
+			defer deletiontest.Start(t, e)()
+			if err := e.Track(ports.PU{PUID: firstUID, Pod: types.NamespacedName{Namespace: "apps", Name: "web"}}); err != nil {
+				t.Fatal(err)
+			}
+			status := httptest.NewServer(k8s.NewStatusHandler(e))
+			defer status.Close()
+			dry := httptest.NewServer(report)
+			defer dry.Close()
+			waitFor(t, func() bool {
+				st := e.Status()
+				return len(st) == 1 && st[0].Attempts > 0 && st[0].State == "waiting for a retry"
+			},
+				func() string { return fmt.Sprintf("the dry run of its destroy did not fail: %+v", e.Status()) })
+			body, at := getPage(t, status.URL)
+			pus, err := decodePUs(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			policy.ok.Store(true)
+			waitFor(t, func() bool { kept, _ := report.Reports(); return len(kept) == 1 },
+				func() string { return "the dry run did not report the destroy" })
+			body, reportsAt := getPage(t, dry.URL)
+			total, reports, err := decodeReport(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := Answer{Program: Program{Program: "node-agent", Namespace: "podsweeper", Pod: "agent-a", Node: "node-a", DryRun: true},
+				PUs: pus, At: at, Reports: reports, ReportsTotal: total, ReportsKept: len(reports), ReportsAt: reportsAt}
+			x := &PodExplanation{Now: time.Now().UTC(), Namespace: "apps", Name: "web", Answers: []Answer{a}}
+			if out := podText(t, x); strings.Contains(out, "not reported yet") || !strings.Contains(out, "would destroy it, PodGone") {
+				t.Errorf("a report made after the status page was read is not told:\n%s", out)
+			}
+			var out bytes.Buffer
+			if err := RenderReport(&out, &Report{Now: x.Now, Answers: []Answer{a}}); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out.String(), "not reported yet") {
+				t.Errorf("report notes as not reported yet a PU whose report is in its table:\n%s", out.String())
+			}
+		})
+	}
+}
 
 // firstThenLater answers its first request with first, every later one with later.
 type firstThenLater struct {
