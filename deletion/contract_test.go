@@ -8,6 +8,7 @@ package deletion_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -1022,6 +1023,39 @@ func TestInventoryListedBeforeTheFirstCheck(t *testing.T) {
 		assert.Equal(t, 1, rec.CallCount(), "destroyed once")
 		assert.Zero(t, c.Len())
 		stop()
+	})
+}
+
+// InventoryListed: true once a list answered and all its PUs went in. A
+// Start that stops while a list's PUs go in (its journal slow to commit
+// one) leaves the rest in the Inventory for the next run: the engine does
+// not know every PU its Inventory holds, and says so, after Start has
+// returned too (adapters/k8s's status page answers 503 by it).
+func TestAListCutShortByStopIsNotListed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pus := []ports.PU{entryWith("sb1"), {PUID: "b", Pod: types.NamespacedName{Namespace: "ns", Name: "b"}},
+			{PUID: "c", Pod: types.NamespacedName{Namespace: "ns", Name: "c"}}}
+		inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return pus, nil })
+		committing, commit := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		slow := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventTracked {
+				once.Do(func() { close(committing); <-commit })
+			}
+		})
+		c := deletiontest.NewEngine(t, getterOf(nil, errors.New("api down")), &deletiontest.Policy{},
+			deletion.Options{Inventory: inv, Observer: slow, Workers: 1})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.Start(ctx) }()
+		<-committing
+		assert.False(t, c.InventoryListed(), "its first PU is going in")
+		cancel()
+		synctest.Wait()
+		close(commit)
+		require.NoError(t, <-done)
+		assert.Equal(t, 1, c.Len(), "the PUs after the first are left for the next run")
+		assert.False(t, c.InventoryListed(), "the engine does not know every PU its Inventory holds")
 	})
 }
 

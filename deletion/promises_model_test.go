@@ -103,7 +103,8 @@ package deletion_test
 //     NodeChanged; a second Start returns ErrAlreadyStarted; Len() equals
 //     len(Status()); no DestroyPU starts after Start's ctx is done (but
 //     for a Sweep's), and, without a rate, none while Start does not run
-//     of a PU first tracked after every running Sweep began; with Workers 1, the EventChecked of a check that met
+//     of a PU first tracked after every running Sweep began; InventoryListed is true only once every PU of the list that answered is
+//     tracked (or removed since); with Workers 1, the EventChecked of a check that met
 //     a port's failure (a fault served, but a hang or a lagging cache's
 //     NotFound) has an Err; once Start has returned, its Inventory's list tells
 //     nothing (no EventTracked of a list, no EventRestored), though it
@@ -517,14 +518,17 @@ type pmEngine struct {
 	listEnd             time.Duration
 	listOK              bool
 	answered            bool // a list answered
-	listN               int
-	removedSeq          map[string]int64
-	removals            []time.Duration
-	resolved            map[string]int64
-	reports             map[string]map[ports.Reason]int
-	lastReport          map[string]ports.Reason // the reason reported last, by PUID
-	places              map[string]pmPlace
-	peak                int // the most PUs tracked at once
+	// listing is what the list under way lists of the policy engine's set; answer, of the first list that answered
+	// (invariant 10: InventoryListed).
+	listing, answer []string
+	listN           int
+	removedSeq      map[string]int64
+	removals        []time.Duration
+	resolved        map[string]int64
+	reports         map[string]map[ports.Reason]int
+	lastReport      map[string]ports.Reason // the reason reported last, by PUID
+	places          map[string]pmPlace
+	peak            int // the most PUs tracked at once
 	// Invariant 7's memory: how many PUs the Observer holds tracked now and at most at once, and the PUIDs a dry run
 	// dropped while no list had answered, oldest first (a Track of the PUID since takes it out).
 	live, peakLive int
@@ -984,6 +988,9 @@ func (p *pmPorts) ListPUs(ctx context.Context) (pus []ports.PU, err error) {
 	e.listEnd, e.listOK, e.listN = w.now(), err == nil, len(pus)
 	if err == nil && w.now()-began <= w.o.listTimeout() { // an answer past its deadline is a failure
 		e.answered, w.stale = true, nil // it catches up once a list is tracked
+		if e.answer == nil {
+			e.answer = e.listing // the answer that goes in: Start lists no more once one answered
+		}
 	}
 	return pus, err
 }
@@ -1004,6 +1011,10 @@ func (p *pmPorts) list(ctx context.Context) ([]ports.PU, error) {
 	all := make([]pmPU, 0, len(w.set))
 	for _, pu := range w.set {
 		all = append(all, pu)
+	}
+	e.listing = make([]string, 0, len(all))
+	for _, pu := range all {
+		e.listing = append(e.listing, pu.pu.PUID)
 	}
 	slices.SortFunc(all, func(a, b pmPU) int { return b.order - a.order }) // newest first
 	snap := make([]ports.PU, len(all), len(all)+len(w.stale))
@@ -1695,6 +1706,7 @@ func (w *pmWorld) checkTimed() {
 		now > e.wedgeAt+3*w.o.interval+2*time.Second && now < e.wedgeEnd
 	w.mu.Unlock()
 
+	inventoryListed := e.c.InventoryListed()
 	sts := e.c.Status()
 	backlog := e.c.Backlog()
 	sts2 := e.c.Status()
@@ -1713,6 +1725,7 @@ func (w *pmWorld) checkTimed() {
 	if n != len(sts) {
 		w.violateLocked("10: Len() is %d, Status() lists %d", n, len(sts))
 	}
+	w.inventoryListedLocked(e, inventoryListed, sts)
 	// Backlog.OldestGoneSince is zero when no PU waits for a destroy: with every PU idle, before and after, and
 	// none checked in between, none waits for a retry or a turn, and none is being destroyed; one whose last check
 	// failed may wait still (found to go, then a read that learned nothing).
@@ -1845,6 +1858,30 @@ func (w *pmWorld) checkTimed() {
 }
 
 // advance moves time on by d, a second at most at a time, checking.
+// inventoryListedLocked is invariant 10's InventoryListed: once it says the engine knows every PU its Inventory holds,
+// each PU the list that went in gave is tracked (sts), or was removed by the engine or the user since, or has an
+// Observer call under way (its removal being told); a PU of it may also be one removed before, that the list's
+// window or the dry run's memory keeps out.
+func (w *pmWorld) inventoryListedLocked(e *pmEngine, listed bool, sts []deletion.PUStatus) {
+	if !w.o.inventory || !listed || e.answer == nil || e.dead {
+		return
+	}
+	for _, n := range e.obsIn {
+		if n > 0 {
+			return // an event being told: a removal may be on its way to the Observer
+		}
+	}
+	for _, puid := range e.answer {
+		_, resolved := e.resolved[puid]
+		if !resolved && !e.untracked[puid] && !slices.ContainsFunc(sts, func(st deletion.PUStatus) bool { return st.PUID == puid }) {
+			w.violateLocked("10: InventoryListed says every PU of the Inventory is known, yet %s, which its list gave, is not tracked (Start's context done: %v)",
+				puid, e.stopAt > 0)
+			e.answer = nil // once
+			return
+		}
+	}
+}
+
 func (w *pmWorld) advance(d time.Duration) {
 	for d > 0 && !w.failed() {
 		s := min(d, time.Second)
@@ -2191,6 +2228,10 @@ func FuzzPromises(f *testing.F) {
 		op(pmStart, 0, 0), op(pmRestart, 0, 0), op(pmTrack, 1, 0), op(pmSlowObserver, 0, 7+16), op(pmSlowObserver, 1, 7+8),
 		op(pmDelete, 1, 0), op(pmDelete, 0, 0), op(pmTrigger, 0, 0), op(pmTrigger, 1, 0), op(pmAdvance, 7, 0),
 		op(pmSweep, 0, 0), op(pmAdvance, 9, 0)))
+	// Start stops while the Inventory's answer goes in, each EventTracked slow: the rest of it is left for the next
+	// run, and InventoryListed says the engine does not know them (invariant 10).
+	f.Add(uint16(pmModeInventory), cat(op(pmSeed, 0, 0), op(pmSlowObserver, 1, 0), op(pmStart, 0, 0), op(pmAdvance, 1, 0),
+		op(pmStop, 0, 0), op(pmAdvance, 4, 0)))
 	// A sandbox replaced while the agent was down; the informer tracks its PU without a sandbox, and the Inventory's
 	// list, failing twice, answers while the Observer hangs 5s on the EventAdopted of the first check, which recorded
 	// the runtime's sandbox: the sandbox listed is the PU's all the same, and it is destroyed as changed (6c).

@@ -470,7 +470,7 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 	if c.q.stoppingLocked() {
 		c.q.mu.Unlock()
 		if listed { // a list that answered as Start stops: the PU stays in the Inventory for the next run
-			return false, nil
+			return false, errListCut
 		}
 		return false, fmt.Errorf("%w: Start's context is done: nothing would check PU %q", ErrNotRunning, pu.PUID)
 	}
@@ -584,9 +584,9 @@ func (c *Engine) Running() bool {
 }
 
 // InventoryListed reports whether the engine knows every PU its Inventory holds: it has none (Options.Inventory
-// nil), or a list of it answered (Start's first, or a retry of it) and its PUs went in (a Start that stops while they
-// go in leaves the rest out, and this reports true all the same). Until then, Len and Status may miss the PUs a
-// restart left to check: adapters/k8s's status page answers 503 meanwhile.
+// nil), or a list of it answered (Start's first, or a retry of it) and all its PUs went in. A Start that stops while
+// they go in leaves the rest in the Inventory for the next run, and this reports false from then on. Until then, Len
+// and Status may miss the PUs a restart left to check: adapters/k8s's status page answers 503 meanwhile.
 func (c *Engine) InventoryListed() bool {
 	if c.opts.Inventory == nil {
 		return true
@@ -974,11 +974,13 @@ func (c *Engine) listTracking() bool {
 	return c.q.list.gone != nil && c.q.list.end == 0
 }
 
-// listTracked records that a list's answer is tracked: no list is to come.
-func (c *Engine) listTracked() {
+// listTracked records that a list's answer is tracked, all of it (no list is to come) or, Start stopping, not all.
+func (c *Engine) listTracked(all bool) {
 	defer c.q.lock()()
-	c.q.list.restored = true
-	c.q.unlisted = unlistedMemory{}
+	if all {
+		c.q.list.restored = true
+		c.q.unlisted = unlistedMemory{}
+	}
 }
 
 // queueDue queues every record due at now, each once however late, sets the scheduler's timer, and returns when it

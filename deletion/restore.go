@@ -2,6 +2,7 @@ package deletion
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -20,12 +21,13 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	for attempt := 1; ; attempt++ {
 		pus, err := c.list(ctx)
 		if err == nil {
-			restored, skipped, invalid := c.trackAll(pus)
-			c.listTracked()
+			restored, skipped, cut, invalid := c.trackAll(pus)
+			c.listTracked(!cut)
 			if attempt == 1 {
 				close(listed)
 			}
-			c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt)
+			c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt,
+				"leftForTheNextRun", cut) // Start stopped while they went in: the rest stay in the Inventory
 			if invalid != nil { // one line, however many: the Inventory answers nonsense
 				c.log.Error(invalid, "skipping PUs the Inventory listed", "skipped", skipped)
 			}
@@ -120,10 +122,13 @@ func (m *unlistedMemory) copy(extra int) map[string]struct{} {
 	return out
 }
 
+// errListCut is track's answer to a PU a list gave once Start stops: it is left in the Inventory for the next run.
+var errListCut = errors.New("the engine stops: the PU is left for the next run")
+
 // trackAll tracks pus from Workers goroutines, so that a journal's commits are shared, and returns how many were new,
-// how many invalid, and the first invalid one's error.
-func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, invalid error) {
-	var next, nRestored, nSkipped atomic.Int64
+// how many invalid, whether Start stopping left some out (cut), and the first invalid one's error.
+func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, cut bool, invalid error) {
+	var next, nRestored, nSkipped, nCut atomic.Int64
 	var first atomic.Pointer[error]
 	var wg sync.WaitGroup
 	for range min(c.opts.Workers, len(pus)) {
@@ -133,6 +138,8 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, invalid error)
 				c.listProgress()
 				isNew, err := c.track(pu, true)
 				switch {
+				case errors.Is(err, errListCut):
+					nCut.Add(1)
 				case err != nil:
 					nSkipped.Add(1)
 					first.CompareAndSwap(nil, &err)
@@ -148,7 +155,7 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, invalid error)
 	if e := first.Load(); e != nil {
 		invalid = fmt.Errorf("%d PUs the Inventory listed are invalid, not tracked; the first: %w", nSkipped.Load(), *e)
 	}
-	return int(nRestored.Load()), int(nSkipped.Load()), invalid
+	return int(nRestored.Load()), int(nSkipped.Load()), nCut.Load() > 0, invalid
 }
 
 // listTimeout is the deadline of a list: CheckTimeout, at least a second.

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,4 +138,47 @@ func TestAnEventOlderThanTheRoundThatReadAPUDoesNotAccountForIt(t *testing.T) {
 			t.Errorf("an Event at %v, the PU read at %v: not accounted for %v, want accounted for %v", c.at, seen, got, c.told)
 		}
 	}
+}
+
+// deletion.Engine.InventoryListed; explain.md: a program that cannot be asked is named, and the answer cannot tell
+// all. A node agent whose engine ended while its Inventory's PUs went in (its journal slow to commit the first) left
+// the pod's PU in the Inventory: the agent's page cannot tell what it holds, so explain pod says it could not be asked
+// and never says podsweeper knows nothing of the pod.
+func TestAnEngineThatEndedMidRestoreCannotTell(t *testing.T) {
+	alive := workloadPod("apps", "web", firstUID, "node-a")
+	other := ports.PU{PUID: "6f1c2a4e-0000-0000-0000-00000000000b", Pod: types.NamespacedName{Namespace: "apps", Name: "other"}}
+	web := ports.PU{PUID: firstUID, Pod: types.NamespacedName{Namespace: "apps", Name: "web"}}
+	inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return []ports.PU{other, web}, nil })
+	committing, commit := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	journal := deletion.ObserverFunc(func(ev deletion.Event) {
+		if ev.Kind == deletion.EventTracked {
+			once.Do(func() { close(committing); <-commit })
+		}
+	})
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return alive.DeepCopy(), nil })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", Inventory: inv, Observer: journal, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() { _ = eng.Start(ctx); close(returned) }()
+	<-committing
+	cancel() // Start's context is done: the PUs after the first are left for the next run
+	close(commit)
+	<-returned
+	mux := http.NewServeMux()
+	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
+	api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"), alive)
+	api.handle("podsweeper/agent-a", mux)
+	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "", time.Now().UTC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := podText(t, x)
+	wantNotSays(t, "explain pod", text, "knows nothing")
+	wantSays(t, "explain pod", text, "could not be asked")
+	wantSays(t, "explain pod", text, "cannot tell all")
 }
