@@ -107,7 +107,9 @@ func generateCluster(b []byte) modelCluster {
 				if r.n(2) == 1 {
 					at = clockNow.Add(time.Second) // reported after its status page was read
 				}
-				p.reports = append(p.reports, k8s.WouldDestroy{At: at, PUID: uid, Pod: "apps/web", Reason: "PodGone", Row: 1, Why: "pod not found"})
+				// Dropped: the engine no longer held it; one dropped before the page was read was tracked again since.
+				p.reports = append(p.reports, k8s.WouldDestroy{At: at, PUID: uid, Pod: "apps/web", Reason: "PodGone", Row: 1, Why: "pod not found",
+					Dropped: r.n(2) == 1})
 			}
 			p.pus = append(p.pus, pu)
 		}
@@ -171,6 +173,7 @@ func checkExplainPod(t *testing.T, b []byte) {
 	}
 	out := text.stdout
 	unreachable, unlisted, held, idleChecked, keepable, reportedAgain, notYet := false, false, false, false, 0, 0, 0
+	droppedAfter, droppedBefore := 0, 0 // PUs on a page whose latest report dropped them after, or before, it was read
 	for _, p := range c.programs {
 		if !p.reachable {
 			unreachable = true
@@ -196,9 +199,17 @@ func checkExplainPod(t *testing.T, b []byte) {
 			if p.dryRun && (pu.State == stateRetrying || pu.State == stateTurnWaiting || pu.Attempts > 0) && pu.ReportedRows == 0 && !reportedAfter(p, pu) {
 				notYet++
 			}
-			reported := false
+			reported, latest := false, k8s.WouldDestroy{}
 			for _, r := range p.reports {
-				reported = reported || r.PUID == pu.PUID
+				if r.PUID == pu.PUID {
+					reported, latest = true, r
+				}
+			}
+			switch {
+			case p.dryRun && latest.Dropped && latest.At.After(clockNow):
+				droppedAfter++
+			case p.dryRun && latest.Dropped:
+				droppedBefore++
 			}
 			if p.dryRun && pu.LastChecked != nil && !reported && pu.WouldDestroy == "" && pu.State != stateRetrying && pu.State != stateTurnWaiting && pu.Attempts == 0 {
 				keepable++
@@ -227,6 +238,14 @@ func checkExplainPod(t *testing.T, b []byte) {
 	}
 	if n := strings.Count(out, "which it reported already"); n != reportedAgain {
 		t.Errorf("%d PU(s) told reported already, of %d whose row the engine reported:\n%s", n, reportedAgain, out)
+	}
+	// A PU on its program's page, its latest report dropping it: no longer held only when the report came after the
+	// page was read; before, it was tracked again since.
+	if n := strings.Count(out, "it no longer holds it"); n > droppedAfter {
+		t.Errorf("%d PU(s) on a page told no longer held, of %d whose latest report dropped them after the page was read:\n%s", n, droppedAfter, out)
+	}
+	if n := strings.Count(out, "holds it again since"); n > droppedBefore {
+		t.Errorf("%d PU(s) told held again, of %d on a page whose latest report dropped them before it was read:\n%s", n, droppedBefore, out)
 	}
 	if n := strings.Count(out, "would keep it"); n > keepable {
 		t.Errorf("%d PU(s) a dry run would keep, of %d it checked and decided to keep:\n%s", n, keepable, out)
@@ -258,7 +277,8 @@ func checkExplainPod(t *testing.T, b []byte) {
 // pod or its node), to what their sources say: every PU of the pod is told; every podsweeper Event of the pod is told,
 // and no other; a program that could not be
 // asked, and a node's program whose engine has not started (its Inventory not listed), make the answer say that it
-// cannot tell all; "knows nothing" only when nothing holds the pod; a check an ended engine left under way is told; no PU
+// cannot tell all; "knows nothing" only when nothing holds the pod; a check an ended engine left under way is told; a PU
+// on its page is said no longer held only by a report made after the page was read; no PU
 // of an engine that does not run waits for its next check; a dry run would keep only what it checked and decided
 // to keep.
 func TestExplainPodAgreesWithItsSources(t *testing.T) {

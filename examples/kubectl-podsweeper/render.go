@@ -385,7 +385,10 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 		p.f("    dry run       would destroy it: its check decided so, not reported yet: %s%s.\n", why, last)
 	case latest != nil: // its dry run's report, read after the status page, says what it did last
 		held := ""
-		if latest.Dropped {
+		switch {
+		case trackedAgain(a, *latest):
+			held = "; it dropped it then, its pod gone for good, and holds it again since"
+		case latest.Dropped:
 			held = "; it no longer holds it (its pod is gone for good)"
 		}
 		p.f("    dry run       reported it would destroy it, %s: row %d of the decision table, %s (%s)%s.\n",
@@ -532,13 +535,13 @@ func RenderReport(w io.Writer, r *Report) error {
 			notes = append(notes, fmt.Sprintf("%s would destroy %d PU(s) not reported yet: its checks decided so, and a dry run of their destroy failed or waits its turn (kubectl podsweeper status --node %s).",
 				a.Program, n, orNone(a.Program.Node, "NODE")))
 		}
-		dropped := map[string]bool{} // a PU's latest report says whether it is held, whatever its earlier ones said
+		latest := map[string]k8s.WouldDestroy{} // a PU's latest report says whether it is held, whatever its earlier ones said
 		for _, d := range a.Reports {
-			dropped[d.PUID] = d.Dropped
+			latest[d.PUID] = d
 		}
 		for _, d := range a.Reports {
 			held := "yes"
-			if dropped[d.PUID] {
+			if l := latest[d.PUID]; l.Dropped && !trackedAgain(a, l) {
 				held = "no: pod gone"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Program, orNone(a.Program.Node, "-"), d.Pod, d.PUID, d.Reason, d.Row, d.Why, ago(a.reportsNow(r.Now), d.At), held)
@@ -638,6 +641,12 @@ func latestReports(rs []k8s.WouldDestroy) []k8s.WouldDestroy {
 		}
 	}
 	return out
+}
+
+// trackedAgain reports whether a holds again the PU of d, a report that dropped it: its status page, read after d
+// was made, lists the PU (tracked again since: by the Inventory's list or the agent).
+func trackedAgain(a Answer, d k8s.WouldDestroy) bool {
+	return d.Dropped && !a.At.IsZero() && !d.At.After(a.At) && tracked(a.PUs, d.PUID)
 }
 
 // tracked reports whether pus holds the PU puID.

@@ -286,3 +286,38 @@ func TestReportWhenFromWhenItAnswered(t *testing.T) {
 		t.Errorf("the report page answered that the report was made 1m30s before; report's WHEN tells it from the status page's answer, 3s earlier")
 	}
 }
+
+// explain.md: "A dry run's report of a PU not on the program's status page is said to be no longer held only when the
+// report says so (dropped); report's HELD column follows a PU's latest report". A PU a dry run dropped (its pod gone
+// for good) and tracked again since (the Inventory's list, or the agent, brought it back) is on the status page read
+// after that report: it is held, in explain pod and in report's HELD column; a report made after the page still says
+// it is no longer held.
+func TestADroppedPUTrackedAgainIsHeld(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		reported time.Duration // when its latest report was made, from the status page's time
+		held     bool
+	}{{"reported before the page", -30 * time.Second, true}, {"reported after the page", 2 * time.Second, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			pu := idlePUAt(askedAt, firstUID, "apps/web")
+			agent := &programPages{at: askedAt, pus: []k8s.PUStatus{pu}, dry: &dryRunPage{Total: 1, Reports: []k8s.WouldDestroy{
+				{At: askedAt.Add(c.reported), PUID: firstUID, Pod: "apps/web", Reason: "PodGone", Row: 1, Why: "pod not found", Dropped: true}}}}
+			api := agentAndController(t, agent, &programPages{at: askedAt}, workloadPod("apps", "web", firstUID, "node-a"))
+			x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "", askedAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := podText(t, x)
+			if c.held == strings.Contains(out, "it no longer holds it") || c.held != strings.Contains(out, "holds it again since") {
+				t.Errorf("explain pod of a PU on the page, its latest report dropping it %s:\n%s", c.name, out)
+			}
+			var b strings.Builder
+			if err := RenderReport(&b, &Report{Now: askedAt, Answers: x.Answers}); err != nil {
+				t.Fatal(err)
+			}
+			if c.held == strings.Contains(b.String(), "no: pod gone") {
+				t.Errorf("report's HELD of a PU on the page, its latest report dropping it %s:\n%s", c.name, b.String())
+			}
+		})
+	}
+}
