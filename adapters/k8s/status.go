@@ -58,11 +58,11 @@ const TimeHeader = "Podsweeper-Time"
 // standby's, before it leads); or EngineEnded for one whose Start has
 // returned (its program stopping, in its grace period). For the last two,
 // no check runs on the PUs it lists, if any (a standby's are its leader's to
-// check), whatever the program's other replicas hold; but, once Start has
-// returned, a check it left behind (stuck in a port past
-// deletion.Options.ShutdownTimeout), its PU "checking", and a Sweep the
-// program called that was under way (deletion.Engine.Start; podsweeper's
-// programs call none). kubectl podsweeper
+// check), whatever the program's other replicas hold; but those of a Sweep
+// the program calls (deletion.Engine.Sweep, which checks without Start;
+// podsweeper's programs call none), and, once Start has returned, a check
+// it left behind (stuck in a port past deletion.Options.ShutdownTimeout),
+// its PU "checking". kubectl podsweeper
 // tells such a page's program from one that holds nothing, and a standby
 // from a program that ended.
 const EngineHeader = "Podsweeper-Engine"
