@@ -609,15 +609,18 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 // find nothing to free); otherwise DestroyPU's error: ErrSandboxRunning,
 // ErrNewestSandbox, ErrOrderUnknown, ErrNoEvidence, or ErrUnusableEntry
 // for an entry whose DEL could not run.
-// A DEL that would fail cannot be told without running it, and is not. It
+// A DEL that would fail cannot be told without running it, and is not;
+// but under an ended ctx every DEL would fail, and the answer says so
+// (wrapping ctx's error) beside what DestroyPU keeps, as DestroyPU's does.
+// An ended ctx asks the Runtime nothing, in DestroyPU too. It
 // is the engine's ports.DryRunner, asked in a dry run
 // (deletion.Options.DryRun) where it would call DestroyPU.
 func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) error {
 	if ev.PUID == "" {
 		return ports.Permanent(errors.New("cni: DestroyPU of a PU without a PUID"))
 	}
-	// An ended ctx keeps the pod where DestroyPU's would (planRead's list of the Runtime); a PU the cache holds
-	// nothing of is nothing to do, as there.
+	// An ended ctx keeps the pod where DestroyPU's would (planRead's list of the Runtime, each DEL); a PU the cache
+	// holds nothing of is nothing to do, as there.
 	// Read as DestroyPU reads: the refusals of the sandboxes the cache no longer holds are forgotten, as there.
 	p, err := c.planRead(ctx, ev, true, c.read)
 	if err != nil {
@@ -637,11 +640,14 @@ func (c *Collector) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) 
 			if !p.verdicts[i].Del[j] {
 				continue
 			}
-			if err := ctx.Err(); err != nil { // DestroyPU's DEL would fail
-				return fmt.Errorf("cni: pod %s (uid %s) kept: %w", ev.Pod, ev.PUID, err)
+			if _, err := c.delCheck(a); err != nil {
+				if !errors.Is(err, errFreedMeanwhile) {
+					unusable = append(unusable, err)
+				}
+				continue
 			}
-			if _, err := c.delCheck(a); err != nil && !errors.Is(err, errFreedMeanwhile) {
-				unusable = append(unusable, err)
+			if err := ctx.Err(); err != nil { // DestroyPU's DEL would fail, beside what it keeps
+				kept = append(kept, fmt.Errorf("cni: DEL of network %s, sandbox %s, interface %s: %w", a.NetworkName, a.ContainerID, a.IfName, err))
 			}
 		}
 	}
@@ -918,6 +924,9 @@ func (c *Collector) del(ctx context.Context, a attachment, ev ports.DestroyEvent
 	}
 	kv := []any{"network", a.NetworkName, "sandboxID", a.ContainerID, "ifName", a.IfName, "pod", ev.Pod.String(),
 		"puID", ev.PUID, "reason", string(ev.Reason), "netns", rt.NetNS, "took", time.Since(start).String()}
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) { // a plugin killed by ctx: say so, as the dry run does
+		err = fmt.Errorf("%w: %w", err, ctx.Err())
+	}
 	if err != nil {
 		return fmt.Errorf("cni: DEL of network %s, sandbox %s, interface %s: %w", a.NetworkName, a.ContainerID, a.IfName, err)
 	}

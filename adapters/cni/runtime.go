@@ -62,6 +62,9 @@ func (c *Collector) listRuntime(ctx context.Context) (runtimeView, error) {
 	if c.runtime == nil {
 		return runtimeView{}, nil
 	}
+	if err := ctx.Err(); err != nil { // not asked: whatever it answers is not waited for
+		return runtimeView{}, fmt.Errorf("cni: listing the runtime's sandboxes: not asked: %w", err)
+	}
 	timeout := min(runtimeListTimeout, c.resync.interval)
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

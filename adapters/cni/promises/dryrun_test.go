@@ -101,6 +101,12 @@ func TestDryRunDestroyPUAnswersAsDestroyPUOnEveryRow(t *testing.T) {
 				e.write("net1", "sbA", "uid1", e.netns("a", true), old)
 				return nil, gone("uid1")
 			}},
+		{name: "no runtime, one namespace gone, one there", row: 4, want: cni.ErrNoEvidence.Error(),
+			setup: func(e *env, _ *fakeRuntime) (cni.Runtime, ports.DestroyEvent) {
+				e.write("net1", "sbA", "uid1", e.netns("a", false), old) // row 4: freed
+				e.write("net1", "sbB", "uid1", e.netns("b", true), old)  // row 5: kept, no evidence
+				return nil, gone("uid1")
+			}},
 		{name: "sandbox change, a later sandbox cached", row: 6, want: "nil",
 			setup: func(e *env, rt *fakeRuntime) (cni.Runtime, ports.DestroyEvent) {
 				e.write("net1", "sbA", "uid1", e.netns("a", true), old)
@@ -184,6 +190,39 @@ func TestDryRunDestroyPUAnswersAsDestroyPUOnEveryRow(t *testing.T) {
 				}
 				if frees := tc.row == 3 || tc.row == 4 || tc.row == 6 || tc.row == 10 || tc.row == 11; frees != (len(e.dels()) > dels) {
 					t.Fatalf("row %d: DestroyPU ran %d DEL", tc.row, len(e.dels())-dels)
+				}
+			})
+			// With an ended context, each answers what the other does: DestroyPU's DELs fail, beside what it keeps.
+			t.Run(strings.TrimSpace(tc.name+" "+first+" ended context"), func(t *testing.T) {
+				ended, cancel := context.WithCancel(context.Background())
+				cancel()
+				answers := make([]error, 2)
+				for i := range answers {
+					e := newEnv(t)
+					rt, ev := tc.setup(e, &fakeRuntime{})
+					timeout := time.Hour
+					if tc.before {
+						timeout = time.Millisecond
+					}
+					c := e.collector(rt, timeout)
+					switch first {
+					case "after DestroyPU":
+						_ = c.DestroyPU(context.Background(), ev)
+					case "after DryRunDestroyPU":
+						_ = c.DryRunDestroyPU(context.Background(), ev)
+					}
+					if tc.before {
+						time.Sleep(10 * time.Millisecond)
+					}
+					if i == 0 {
+						answers[i] = c.DryRunDestroyPU(ended, ev)
+					} else {
+						answers[i] = c.DestroyPU(ended, ev)
+					}
+				}
+				dry, real := answers[0], answers[1]
+				if errClass(dry) != errClass(real) || errors.Is(dry, context.Canceled) != errors.Is(real, context.Canceled) {
+					t.Fatalf("row %d, an ended context: DryRunDestroyPU answered %q (%s), DestroyPU %q (%s)", tc.row, dry, errClass(dry), real, errClass(real))
 				}
 			})
 		}
