@@ -394,8 +394,9 @@ func walkedByDel(dataDir, network, name string, mode fs.FileMode) (s skipped, ok
 		Why: "a file not named as an address that names container " + r.ContainerID + ": host-local's DEL of it would remove it; never touched"}, true
 }
 
-// readReservation reads one reservation file, as host-local writes it:
-// the container ID, "\r\n", the interface name. gone: the file no longer
+// readReservation reads one reservation file, as host-local writes it
+// (the container ID, "\r\n", the interface name) and as its DEL reads it
+// (white space around the whole read past). gone: the file no longer
 // exists.
 func readReservation(dataDir, network, ip string) (r Reservation, skip *skipped, gone bool) {
 	r = Reservation{Network: network, DataDir: dataDir, IP: ip}
@@ -408,7 +409,9 @@ func readReservation(dataDir, network, ip string) (r Reservation, skip *skipped,
 		return r, &skipped{File: path, Why: err.Error(), Unreadable: true, Reservation: &r}, false
 	}
 	r.Reserved = info.ModTime()
-	// host-local writes the ID, "\r\n" and the interface, and its DEL releases the file that holds exactly that.
+	// host-local writes the ID, "\r\n" and the interface, and its DEL releases the file that holds exactly that, white
+	// space around the whole read past (it compares the file trimmed): so is it read here, and what is freed is what
+	// that DEL releases.
 	id, ifName, two := strings.Cut(strings.TrimSpace(string(b)), "\r\n")
 	r.ContainerID = strings.TrimSpace(id)
 	if two {

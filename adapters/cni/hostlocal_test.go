@@ -1,8 +1,14 @@
 package cni
 
 import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,5 +206,52 @@ func TestTopLevelNameOfAConfigCutShort(t *testing.T) {
 		name, ok := topLevelName([]byte(tc.b))
 		require.Equal(t, tc.name, name, tc.b)
 		require.Equal(t, tc.ok, ok, tc.b)
+	}
+}
+
+// docs/sdk/cni-freeing.md: a reservation is read as host-local's own DEL reads it (white space around the whole read
+// past), so that what the collector frees is what that DEL releases, and a file otherwise written is never touched.
+// The real host-local's DEL of container c21, interface eth0, is run on files written every way: it removes exactly
+// those read as c21's on eth0.
+func TestAReservationIsReadAsHostLocalsDELReadsIt(t *testing.T) {
+	plugins, _ := filepath.Abs(cmp.Or(os.Getenv("CNI_PLUGINS_DIR"), "../../bin/cni"))
+	hostLocal := filepath.Join(plugins, "host-local")
+	if _, err := os.Stat(hostLocal); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no host-local plugin: %v (make cni-plugins)", err)
+		}
+		t.Skipf("no host-local plugin: %v (make cni-plugins)", err)
+	}
+	data := t.TempDir()
+	files := map[string]string{
+		"10.1.0.2": "c21\r\neth0",        // as host-local writes it
+		"10.1.0.3": " c21\r\neth0\n",     // white space around the whole
+		"10.1.0.4": "\tc21\r\neth0 \r\n", // and more
+		"10.1.0.5": "c21 \r\neth0",       // white space inside
+		"10.1.0.6": "c21\r\n eth0",
+		"10.1.0.7": "c21\neth0", // another line break
+		"10.1.0.8": "c21\r\neth1",
+		"10.1.0.9": "c2\r\neth0",
+	}
+	for ip, b := range files {
+		writeFile(t, filepath.Join(data, "hlnet", ip), b, time.Hour)
+	}
+	read := map[string]bool{} // read as c21's on eth0
+	for ip := range files {
+		r, skip, gone := readReservation(data, "hlnet", ip)
+		require.False(t, gone)
+		read[ip] = skip == nil && r.ContainerID == "c21" && r.IfName == "eth0"
+	}
+	cmd := exec.Command(hostLocal)
+	cmd.Env = []string{"CNI_COMMAND=DEL", "CNI_CONTAINERID=c21", "CNI_IFNAME=eth0", "CNI_PATH=" + plugins}
+	cmd.Stdin = strings.NewReader(fmt.Sprintf(`{"cniVersion":"1.0.0","name":"hlnet","type":"bridge",
+"ipam":{"type":"host-local","ranges":[[{"subnet":"10.1.0.0/28"}]],"dataDir":%q}}`, data))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "host-local's DEL: %s", out)
+	for ip := range files {
+		_, err := os.Lstat(filepath.Join(data, "hlnet", ip))
+		released := errors.Is(err, fs.ErrNotExist)
+		require.Equal(t, released, read[ip], "%s (%q): host-local's DEL released it: %v; the collector reads it as c21's on eth0: %v",
+			ip, files[ip], released, read[ip])
 	}
 }
