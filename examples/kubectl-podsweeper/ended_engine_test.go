@@ -37,14 +37,7 @@ func TestExplainPodOfAnEngineThatEndedSaysSoAndNoCheckComes(t *testing.T) {
 	}
 	cancel()
 	<-returned
-	mux := http.NewServeMux()
-	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
-	api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"), alive)
-	api.handle("podsweeper/agent-a", mux)
-	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "", time.Now().UTC())
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := explainOfAgent(t, eng, alive)
 	text, js := podTextAndJSON(t, x)
 	if len(x.Answers) != 1 || len(x.Answers[0].PUs) != 1 {
 		t.Fatalf("scenario: want the agent's page with its PU:\n%s", text)
@@ -169,6 +162,17 @@ func TestAnEngineThatEndedMidRestoreCannotTell(t *testing.T) {
 	cancel() // Start's context is done: the PUs after the first are left for the next run
 	close(commit)
 	<-returned
+	x := explainOfAgent(t, eng, alive)
+	text := podText(t, x)
+	wantNotSays(t, "explain pod", text, "knows nothing")
+	wantSays(t, "explain pod", text, "could not be asked")
+	wantSays(t, "explain pod", text, "cannot tell all")
+}
+
+// explainOfAgent is explain pod apps/web on a cluster of alive and the node agent agent-a of node-a, which serves
+// eng's status page.
+func explainOfAgent(t *testing.T, eng *deletion.Engine, alive *corev1.Pod) *PodExplanation {
+	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
 	api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"), alive)
@@ -177,8 +181,5 @@ func TestAnEngineThatEndedMidRestoreCannotTell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := podText(t, x)
-	wantNotSays(t, "explain pod", text, "knows nothing")
-	wantSays(t, "explain pod", text, "could not be asked")
-	wantSays(t, "explain pod", text, "cannot tell all")
+	return x
 }

@@ -157,7 +157,8 @@ func TestDryRunDestroyPUAnswersAsDestroyPUOnEveryRow(t *testing.T) {
 			firsts = []string{"after DestroyPU", "after DryRunDestroyPU"}
 		}
 		for _, first := range firsts {
-			t.Run(strings.TrimSpace(tc.name+" "+first), func(t *testing.T) {
+			// prepare writes the node of tc, and calls first (a refusal recorded, and its time past).
+			prepare := func(t *testing.T) (*env, *cni.Collector, ports.DestroyEvent) {
 				e := newEnv(t)
 				rt, ev := tc.setup(e, &fakeRuntime{})
 				timeout := time.Hour
@@ -174,6 +175,10 @@ func TestDryRunDestroyPUAnswersAsDestroyPUOnEveryRow(t *testing.T) {
 				if tc.before {
 					time.Sleep(10 * time.Millisecond)
 				}
+				return e, c, ev
+			}
+			t.Run(strings.TrimSpace(tc.name+" "+first), func(t *testing.T) {
+				e, c, ev := prepare(t)
 				entries := cacheFiles(t, e)
 				dels := len(e.dels())
 				var dry ports.DryRunner = c
@@ -198,22 +203,7 @@ func TestDryRunDestroyPUAnswersAsDestroyPUOnEveryRow(t *testing.T) {
 				cancel()
 				answers := make([]error, 2)
 				for i := range answers {
-					e := newEnv(t)
-					rt, ev := tc.setup(e, &fakeRuntime{})
-					timeout := time.Hour
-					if tc.before {
-						timeout = time.Millisecond
-					}
-					c := e.collector(rt, timeout)
-					switch first {
-					case "after DestroyPU":
-						_ = c.DestroyPU(context.Background(), ev)
-					case "after DryRunDestroyPU":
-						_ = c.DryRunDestroyPU(context.Background(), ev)
-					}
-					if tc.before {
-						time.Sleep(10 * time.Millisecond)
-					}
+					_, c, ev := prepare(t)
 					if i == 0 {
 						answers[i] = c.DryRunDestroyPU(ended, ev)
 					} else {
