@@ -97,12 +97,7 @@ func TestStandbyPageIsNotRunningNot503(t *testing.T) {
 			return nil, ctx.Err()
 		}
 	})
-	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
-	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
-	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", SweepInterval: time.Second, Inventory: inv})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := goneEngine(t, inv)
 	get := pageOf(t, eng)
 	if code, h := get(); code != 200 || h != k8s.EngineNotRunning {
 		t.Errorf("a standby's page: %d %q", code, h)
@@ -159,6 +154,18 @@ func TestEndedEnginesPageSaysEndedNotStandby(t *testing.T) {
 	}
 }
 
+// goneEngine is an engine of node-a with Inventory inv, every pod of which is gone.
+func goneEngine(t *testing.T, inv ports.Inventory) *deletion.Engine {
+	t.Helper()
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", SweepInterval: time.Second, Inventory: inv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
 // pageOf serves eng's status page, and returns a getter of its status code and its EngineHeader.
 func pageOf(t *testing.T, eng *deletion.Engine) func() (code int, engine string) {
 	t.Helper()
@@ -180,12 +187,7 @@ func pageOf(t *testing.T, eng *deletion.Engine) func() (code int, engine string)
 // Inventory answered does not answer an empty list, which would say it held nothing.
 func TestEndedBeforeItsInventoryListedAnswers503(t *testing.T) {
 	inv := ports.InventoryFunc(func(context.Context) ([]ports.PU, error) { return nil, errors.New("the journal cannot be read") })
-	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
-	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
-	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", SweepInterval: time.Second, Inventory: inv})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := goneEngine(t, inv)
 	get := pageOf(t, eng)
 	ctx, cancel := context.WithCancel(context.Background())
 	returned := make(chan struct{})

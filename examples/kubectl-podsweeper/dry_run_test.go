@@ -233,13 +233,7 @@ func TestDryRunWhoseDestroyIsRetriedOrWaitsItsTurnWouldDestroy(t *testing.T) {
 			if state == "waiting for a retry" {
 				pu.Attempts, pu.LastError = 2, "dry run of destroying PU "+firstUID+": the policy engine is unreachable"
 			}
-			api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
-			api.handle("podsweeper/agent-a", &programPages{at: clockNow, pus: []k8s.PUStatus{pu}, dry: &dryRunPage{Total: 0, Reports: []k8s.WouldDestroy{}}})
-			x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", clockNow)
-			if err != nil {
-				t.Fatal(err)
-			}
-			text := podText(t, x)
+			api, text := dryRunningAgent(t, pu, []k8s.WouldDestroy{})
 			wantSays(t, "explain pod", text, "    dry run       would destroy it: its check decided so")
 			wantNotSays(t, "explain pod", text, "would keep it")
 
@@ -258,13 +252,7 @@ func TestDryRunRetriedAfterAnEarlierReportWouldDestroyNotReportedYet(t *testing.
 		LastRow: 1, Why: "pod not found", Attempts: 1, NextAttempt: &next, WouldDestroy: "PodTerminated"}
 	reported := k8s.WouldDestroy{At: clockNow.Add(-time.Minute), PUID: firstUID, Pod: "apps/web", Reason: "PodTerminated", Row: 11, Why: "pod terminated"}
 	for _, reports := range [][]k8s.WouldDestroy{{reported}, {}} {
-		api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
-		api.handle("podsweeper/agent-a", &programPages{at: clockNow, pus: []k8s.PUStatus{pu}, dry: &dryRunPage{Total: len(reports), Reports: reports}})
-		x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", clockNow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := podText(t, x)
+		api, text := dryRunningAgent(t, pu, reports)
 		wantSays(t, "explain pod", text, "    dry run       would destroy it: its check decided so, not reported yet")
 		wantSays(t, "explain pod", text, "(its last report: PodTerminated")
 		wantSays(t, "status", statusText(t, api.cluster(5*time.Second), "node-a", clockNow), "would destroy: not reported yet")
@@ -283,13 +271,20 @@ func TestDryRunRetryingARowItReportedSaysReportedAlready(t *testing.T) {
 	pu := k8s.PUStatus{PUID: firstUID, Pod: "apps/web", SandboxID: "s2", State: "waiting for a retry", Age: "3m0s", LastChecked: &checked,
 		LastRow: 10, Why: "sandbox changed", Attempts: 1, NextAttempt: &next, WouldDestroy: "SandboxChanged", ReportedRows: 1 << 10}
 	reported := k8s.WouldDestroy{At: clockNow.Add(-time.Minute), PUID: firstUID, Pod: "apps/web", Reason: "SandboxChanged", Row: 10, Why: "sandbox changed"}
+	_, text := dryRunningAgent(t, pu, []k8s.WouldDestroy{reported})
+	wantSays(t, "explain pod", text, "would destroy it: its check decided so again, row 10, which it reported already")
+	wantNotSays(t, "explain pod", text, "not reported yet")
+}
+
+// dryRunningAgent serves pu and reports (all it reported) as the pages of a dry-running node agent of node-a, and returns
+// the cluster and the text of explain pod apps/web on node-a.
+func dryRunningAgent(t *testing.T, pu k8s.PUStatus, reports []k8s.WouldDestroy) (*fakeCluster, string) {
+	t.Helper()
 	api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
-	api.handle("podsweeper/agent-a", &programPages{at: clockNow, pus: []k8s.PUStatus{pu}, dry: &dryRunPage{Total: 1, Reports: []k8s.WouldDestroy{reported}}})
+	api.handle("podsweeper/agent-a", &programPages{at: clockNow, pus: []k8s.PUStatus{pu}, dry: &dryRunPage{Total: len(reports), Reports: reports}})
 	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", clockNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := podText(t, x)
-	wantSays(t, "explain pod", text, "would destroy it: its check decided so again, row 10, which it reported already")
-	wantNotSays(t, "explain pod", text, "not reported yet")
+	return api, podText(t, x)
 }
