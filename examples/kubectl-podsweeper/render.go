@@ -458,7 +458,7 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 				dry = "would destroy: not reported yet"
 			case u.WouldDestroy != "":
 				dry = "would destroy: " + u.WouldDestroy
-			case r != nil: // its dry run's report, read after its status page
+			case r != nil && !trackedAgain(a, *r): // its dry run's report, read after its status page, of this tracking
 				dry = "would destroy: " + string(r.Reason)
 			}
 			state := u.State + standby(a) // an engine that does not run says why no check runs

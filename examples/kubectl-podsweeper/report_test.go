@@ -318,6 +318,10 @@ func TestADroppedPUTrackedAgainIsHeld(t *testing.T) {
 			if c.held == strings.Contains(b.String(), "no: pod gone") {
 				t.Errorf("report's HELD of a PU on the page, its latest report dropping it %s:\n%s", c.name, b.String())
 			}
+			// status tells what the dry run does of the PU as tracked now: a report of its earlier tracking is not that.
+			if status := statusText(t, api.cluster(5*time.Second), "node-a", askedAt); c.held == strings.Contains(status, "would destroy: PodGone") {
+				t.Errorf("status of a PU on the page, its latest report dropping it %s:\n%s", c.name, status)
+			}
 		})
 	}
 }
