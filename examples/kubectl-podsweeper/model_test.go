@@ -1,6 +1,6 @@
 package main
 
-// A model of explain pod: clusters generated from bytes, the answer held to what its sources say.
+// A model of explain pod and status: clusters generated from bytes, the answers held to what their sources say.
 
 import (
 	"encoding/json"
@@ -173,6 +173,10 @@ func checkExplainPod(t *testing.T, b []byte) {
 	}
 	out := text.stdout
 	unreachable, unlisted, held, idleChecked, keepable, reportedAgain, notYet := false, false, false, false, 0, 0, 0
+	// status --node node-a: the PUs of node-a's programs asked, those not reported yet, reported already, and
+	// reported by a report of the PU as tracked now (not one that dropped it before its page was read).
+	var nodePUs []string
+	nodeNotYet, nodeAgain, nodeReported := 0, 0, 0
 	droppedAfter, droppedBefore := 0, 0 // PUs on a page whose latest report dropped them after, or before, it was read
 	for _, p := range c.programs {
 		if !p.reachable {
@@ -210,6 +214,18 @@ func checkExplainPod(t *testing.T, b []byte) {
 				droppedAfter++
 			case p.dryRun && latest.Dropped:
 				droppedBefore++
+			}
+			if p.node == "node-a" {
+				nodePUs = append(nodePUs, pu.PUID)
+				pending := p.dryRun && (pu.State == stateRetrying || pu.State == stateTurnWaiting || pu.Attempts > 0) && !reportedAfter(p, pu)
+				switch {
+				case pending && pu.ReportedRows != 0:
+					nodeAgain++
+				case pending:
+					nodeNotYet++
+				case p.dryRun && reported && (!latest.Dropped || latest.At.After(clockNow)):
+					nodeReported++
+				}
 			}
 			if p.dryRun && pu.LastChecked != nil && !reported && pu.WouldDestroy == "" && pu.State != stateRetrying && pu.State != stateTurnWaiting && pu.Attempts == 0 {
 				keepable++
@@ -250,6 +266,22 @@ func checkExplainPod(t *testing.T, b []byte) {
 	if n := strings.Count(out, "would keep it"); n > keepable {
 		t.Errorf("%d PU(s) a dry run would keep, of %d it checked and decided to keep:\n%s", n, keepable, out)
 	}
+	// status --node node-a holds the same: every PU of its programs asked is listed, and its DRY RUN column tells
+	// "not reported yet", "reported already" and a report exactly as explain pod does.
+	st := f.run("status", "--node", "node-a")
+	for _, puid := range nodePUs {
+		if !strings.Contains(st.stdout, puid) {
+			t.Errorf("status --node node-a does not list PU %s:\n%s", puid, st.stdout)
+		}
+	}
+	for _, c := range []struct {
+		says string
+		want int
+	}{{"would destroy: not reported yet", nodeNotYet}, {"reported already", nodeAgain}, {"would destroy: PodGone", nodeReported}} {
+		if n := strings.Count(st.stdout, c.says); n != c.want {
+			t.Errorf("status --node node-a says %q of %d PU(s), want %d:\n%s", c.says, n, c.want, st.stdout)
+		}
+	}
 	if len(x.Answers) != len(c.programs) {
 		t.Errorf("JSON: %d answers, of %d programs", len(x.Answers), len(c.programs))
 	}
@@ -278,7 +310,8 @@ func checkExplainPod(t *testing.T, b []byte) {
 // and no other; a program that could not be
 // asked, and a node's program whose engine has not started (its Inventory not listed), make the answer say that it
 // cannot tell all; "knows nothing" only when nothing holds the pod; a check an ended engine left under way is told; a PU
-// on its page is said no longer held only by a report made after the page was read; no PU
+// on its page is said no longer held only by a report made after the page was read; status --node lists every PU of
+// the node's programs asked and tells "not reported yet", "reported already" and a report as explain pod does; no PU
 // of an engine that does not run waits for its next check; a dry run would keep only what it checked and decided
 // to keep.
 func TestExplainPodAgreesWithItsSources(t *testing.T) {
