@@ -5,7 +5,9 @@
 // not.
 //
 // A TestMain calls Run. The test binary runs again as a child with
-// CLONE_NEWNET|CLONE_NEWNS and env set to "1"; in the child, Run calls
+// CLONE_NEWNET|CLONE_NEWNS|CLONE_NEWPID and env set to "1" (the child is its
+// PID namespace's init: whatever it started ends with it, a test's panic or
+// a timeout included); in the child, Run calls
 // Prepare (/ made private, a tmpfs over /var/lib and /run, /var/lib/cni
 // and /run/netns made in them, lo up), then the package's inside. The
 // parent reads the host's state (testnode.HostState) before and after the
@@ -49,7 +51,11 @@ func Run(env string, inside func() int, outside func(reason string) int) int {
 	cmd.Args = os.Args // the child's os.Args[0] is the test binary's path, which a test may run again
 	cmd.Env = append(os.Environ(), env+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	// A private PID namespace too, the child its init: when the child ends, however (a test's panic, the test
+	// binary's timeout, this process killed: Pdeathsig), the kernel kills every process left in it, so that no
+	// kube-apiserver, etcd or plugin a test started outlives the run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+		Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return outside("cannot make a private network and mount namespace: " + err.Error())
 	}
