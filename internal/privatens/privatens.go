@@ -9,7 +9,8 @@
 // PID namespace's init: whatever it started ends with it, a test's panic or
 // a timeout included); in the child, Run calls
 // Prepare (/ made private, a tmpfs over /var/lib and /run, /var/lib/cni
-// and /run/netns made in them, lo up), then the package's inside. The
+// and /run/netns made in them, its own /proc, lo up), then the package's
+// inside. The
 // parent reads the host's state (testnode.HostState) before and after the
 // child, and fails the run when it changed. Without root, or where the
 // namespaces cannot be made, the parent runs the package's outside with
@@ -84,7 +85,8 @@ func Run(env string, inside func() int, outside func(reason string) int) int {
 func Inside(env string) bool { return os.Getenv(env) == "1" }
 
 // Prepare makes the child's mounts its own, puts a tmpfs over /var/lib and
-// /run, creates /var/lib/cni and /run/netns in them, and brings lo up.
+// /run, creates /var/lib/cni and /run/netns in them, mounts its PID
+// namespace's /proc, and brings lo up.
 func Prepare() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making / private: %w", err)
@@ -93,6 +95,10 @@ func Prepare() error {
 		if err := unix.Mount("tmpfs", d, "tmpfs", 0, "mode=0755"); err != nil {
 			return fmt.Errorf("mounting a tmpfs over %s: %w", d, err)
 		}
+	}
+	// The child's own PID namespace's /proc: /proc/<pid> and /proc/self name its processes by the pids they see.
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting its PID namespace's /proc: %w", err)
 	}
 	for _, d := range []string{"/var/lib/cni", "/run/netns"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
