@@ -152,7 +152,9 @@ type Options struct {
 	// also has Resync track a PU it listed the time before, with the same
 	// sandbox, no more (a dry run's engine drops a gone pod's PU once it
 	// reported it: tracked at each list, it would be reported at each),
-	// unless its pod was requeued.
+	// unless its pod was requeued (a PU the engine's Inventory listed
+	// between two lists of Resync and the engine dropped before the second
+	// is tracked once more, and may be reported once more: see Resync).
 	// DestroyPU is the engine's to leave uncalled (deletion.Options.DryRun),
 	// which asks DryRunDestroyPU instead.
 	DryRun bool
@@ -1033,11 +1035,15 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // time before or listed with another sandbox, and of the pods requeued.
 // The engine's Inventory lists the cache when the engine starts; Resync
 // finds what appears later: the attachment of a pod created since, and the
-// next sandbox of a pod whose older one was freed. A pod listed with
-// another sandbox than the time before (than the last list of the
-// Resync before, when Resync is called again; or than the Inventory's
-// list, before Resync's first list and when the engine listed its
-// Inventory since), while the cache still holds an entry of that one
+// next sandbox of a pod whose older one was freed. ListPUs cannot tell
+// whose list it answers (the engine's Inventory, or another caller's,
+// which tracks nothing): a PU the list before did not tell is new to
+// Resync, tracked and triggered, whatever a list of ListPUs since said;
+// of one it told, a list of ListPUs since is one more account of the
+// sandbox the engine may hold it with. A pod listed with another sandbox
+// than the time before (than the last list of the Resync before, when
+// Resync is called again, or than a list of ListPUs since; before Resync's
+// first list, than the Inventory's), while the cache still holds an entry of that one
 // (whatever it is: of a disableGC network, a link),
 // has had its sandboxes' order told meanwhile (the Runtime lists one now;
 // a restored cache's times said the opposite): its PU is untracked (never

@@ -485,7 +485,6 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			Age: at.Sub(newest), Grace: c.hostLocal.grace})
 	}
 	var frees []Reservation
-	verdicts := map[string]verdict{} // of those to free, by file: one released by a sibling's DEL is told freed with its own
 	sts := make([]ReservationStatus, 0, min(len(rv.rs), maxReservationsRecorded))
 	for i, r := range rv.rs {
 		n, ok := rv.config(r)
@@ -530,7 +529,6 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		}
 		if vd.Action == free {
 			frees = append(frees, r)
-			verdicts[r.Path()] = vd
 		}
 	}
 	c.addresses.round(now, rv.rs, sts, rv.untouched, rv.blindSkips)
@@ -560,35 +558,32 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		still, _, gone := readReservation(r.DataDir, r.Network, r.IP)
 		return !gone && still.ContainerID == r.ContainerID && still.IfName == r.IfName
 	}
+	// One DEL per network, container and interface, and per round: it releases every reservation of them, all of
+	// which it is run for (its group) and told with; one that failed is tried again at the next round.
+	done := map[delKey]bool{}
 	for i, r := range frees {
 		if ctx.Err() != nil { // stopping: a DEL cut short is no failure to count
 			stopped = true
 			return
 		}
-		if told[r.Path()] {
+		k := delKey{network: r.Network, containerID: r.ContainerID, ifName: r.IfName}
+		if done[k] || told[r.Path()] {
 			continue
 		}
+		done[k] = true
 		if err := writingNow[r.Network]; err != nil {
-			c.addresses.reservationKept(r, err)
-			continue
-		}
-		releasedMeanwhile := func() {
-			// Released meanwhile, by its runtime: one a DEL of this round released was held right before that
-			// DEL and told freed with it (group, below), whatever of its container's was DELed after. A DEL now
-			// would match nothing, and host-local would then remove the files that hold the container's ID alone.
-			c.addresses.reservationState(r, ReservationReleasedMeanwhile, nil)
-		}
-		if !held(r) {
-			releasedMeanwhile()
-			continue
-		}
-		// The reservations its DEL releases: it, and those of its container and interface to free still held; each
-		// takes a turn of the rate, which counts reservations freed, not DELs.
-		group := []Reservation{r}
-		for _, o := range frees[i+1:] {
-			if o.Network == r.Network && o.ContainerID == r.ContainerID && o.IfName == r.IfName && held(o) {
-				group = append(group, o)
+			for _, o := range sameDel(frees[i:], k) {
+				c.addresses.reservationKept(o, err)
 			}
+			continue
+		}
+		// The group: the reservations to free of its container and interface, still held; each takes a turn of the
+		// rate, which counts reservations freed, not DELs. One released meanwhile, by its runtime, was so before
+		// this DEL: a DEL now would match nothing of it (and host-local would then remove the files that hold its
+		// container's ID alone).
+		group := stillHeld(c, sameDel(frees[i:], k), held)
+		if len(group) == 0 {
+			continue
 		}
 		if l := c.hostLocal.limit; l != nil {
 			for range group {
@@ -599,15 +594,22 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				}
 				stale = stale || waited
 			}
-			if stale && !held(r) { // released while it waited for its turns
-				releasedMeanwhile()
-				continue
+			if stale { // released while it waited for its turns
+				if group = stillHeld(c, group, held); len(group) == 0 {
+					continue
+				}
 			}
 		}
+		r := group[0]
 		// Decided again right before its DEL, on ConfDir as it is then (disableGC set, the config removed) and, once
-		// time has passed since the round's list, on the Runtime asked again (its sandbox listed again).
+		// time has passed since the round's list, on the Runtime asked again (its sandbox listed again); and kept
+		// when the DEL would release a reservation the round did not decide to free with it (one of another data
+		// directory its network's config names since), for which no turn was taken.
 		var list *libcni.NetworkConfigList
 		var vd verdict
+		var outside string
+		var began time.Time
+		var delErr error
 		released := false
 		ran, err := c.recheckedDel(ctx, stale, r.Network, func(e evidence) bool {
 			if stale {
@@ -616,8 +618,11 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			n, ok := e.config(r)
 			n.Never = n.Never || e.cached[r.Network] // a cached config written since that says disableGC
 			vd, list = decideOn(r, n, ok, run, time.Now(), &e), n.List
-			released = !held(r) // the last look before its DEL: it is DELed only while its file holds it
-			return vd.Action == free && !released
+			// The last look before its DEL: it runs only for those a file still holds, one released meanwhile told so.
+			group = stillHeld(c, group, held)
+			released = len(group) == 0
+			outside = releasedOutside(r, n, group)
+			return vd.Action == free && !released && outside == ""
 		}, func() error {
 			if c.hostLocal.dryRun { // its DEL would release the group: told with it, as a real round's siblings
 				would = append(would, group...)
@@ -626,16 +631,18 @@ func (c *Collector) freeReservations(ctx context.Context) {
 				}
 				return nil
 			}
-			return c.delReservation(ctx, r, list)
+			began, delErr = c.delReservation(ctx, group, list)
+			return nil
 		})
 		if !ran && released && err == nil {
-			releasedMeanwhile()
 			continue
 		}
 		if errors.Is(err, errBeingWritten) {
 			c.log.Error(err, "host-local's reservations kept, of this network only (its config is being written); will decide on them again at the next resync", "network", r.Network)
 			writingNow[r.Network] = err
-			c.addresses.reservationKept(r, err)
+			for _, o := range group {
+				c.addresses.reservationKept(o, err)
+			}
 			continue
 		}
 		if errors.Is(err, errNotRechecked) {
@@ -652,30 +659,70 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			return
 		}
 		if !ran {
-			c.addresses.reservationState(r, ReservationKeptOnRecheck, nil)
+			var why error
+			if outside != "" && vd.Action == free {
+				why = fmt.Errorf("its DEL would release %s too, which this round did not decide to free: decided at the next round", outside)
+			}
+			for _, o := range group {
+				c.addresses.reservationState(o, ReservationKeptOnRecheck, why)
+			}
 			continue
 		}
 		stale = true
 		if c.hostLocal.dryRun {
 			continue
 		}
-		reason := reasonOf(vd)
+		c.delDone(group, vd, now, began, delErr, held, told) // told with the DEL that released them, whatever ends the round after
+	}
+}
+
+// sameDel returns the reservations of rs that the DEL of k releases: those of its network, container and interface.
+func sameDel(rs []Reservation, k delKey) []Reservation {
+	var out []Reservation
+	for _, o := range rs {
+		if o.Network == k.network && o.ContainerID == k.containerID && o.IfName == k.ifName {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// stillHeld returns those of rs whose file still holds them (held), and records each other released meanwhile.
+func stillHeld(c *Collector, rs []Reservation, held func(Reservation) bool) []Reservation {
+	var out []Reservation
+	for _, o := range rs {
+		if held(o) {
+			out = append(out, o)
+		} else {
+			c.addresses.reservationState(o, ReservationReleasedMeanwhile, nil)
+		}
+	}
+	return out
+}
+
+// releasedOutside returns a file, "" for none, that host-local's DEL of r would release, run with n, its network's
+// config as it is now, that is none of group's: a reservation of r's container and interface in a data directory
+// (or written since) that the round did not decide to free with it.
+func releasedOutside(r Reservation, n hostLocalNet, group []Reservation) string {
+	for _, dir := range delDirs(r, n) {
+		files, err := os.ReadDir(filepath.Join(dir, r.Network))
 		if err != nil {
-			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "freeingRow", vd.Row)
-			c.addresses.reservationState(r, ReservationFreeFailed, err)
-			if c.hostLocal.observer != nil {
-				c.hostLocal.observer.ReservationFreeFailed(r.Network, reason)
-			}
 			continue
 		}
-		c.reservationFreed(r, vd, now)
-		for _, o := range group[1:] { // told with the DEL that released them, whatever ends the round after
-			if !held(o) {
-				told[o.Path()] = true
-				c.siblingFreed(o, verdicts[o.Path()], now)
+		for _, f := range files {
+			if net.ParseIP(f.Name()) == nil {
+				continue
+			}
+			still, skip, gone := readReservation(dir, r.Network, f.Name())
+			if gone || skip != nil || still.ContainerID != r.ContainerID || still.IfName != r.IfName {
+				continue
+			}
+			if !slices.ContainsFunc(group, func(o Reservation) bool { return o.Path() == still.Path() }) {
+				return still.Path()
 			}
 		}
 	}
+	return ""
 }
 
 // siblingFreed logs and records r freed by the DEL of another reservation
@@ -728,8 +775,11 @@ func cachedIDs(v view, skips []skipped) func(id string) bool {
 // network's current config with its container ID and interface, and no
 // network namespace (the spec has DEL succeed without one), so that
 // host-local releases it under its own lock. A DEL that succeeds while the
-// file still names the container freed nothing, and is an error.
-func (c *Collector) delReservation(ctx context.Context, r Reservation, list *libcni.NetworkConfigList) error {
+// delReservation runs host-local's DEL of the network, container and interface of group (each of which it
+// releases), with list, its network's config read right before; what it released is told by the files, which the
+// caller reads. It returns the DEL's error, and when it began.
+func (c *Collector) delReservation(ctx context.Context, group []Reservation, list *libcni.NetworkConfigList) (time.Time, error) {
+	r := group[0]
 	ctx, cancel := context.WithTimeout(ctx, reservationDelTimeout)
 	defer cancel()
 	rt := &libcni.RuntimeConf{ContainerID: r.ContainerID, IfName: r.IfName}
@@ -737,27 +787,47 @@ func (c *Collector) delReservation(ctx context.Context, r Reservation, list *lib
 	// context bounds its read: one that is no regular file (a named pipe) would hold the round for good.
 	entry := filepath.Join(c.cache.dir, "results", r.Network+"-"+r.ContainerID+"-"+r.IfName)
 	if info, err := os.Lstat(entry); err == nil && !info.Mode().IsRegular() {
-		return fmt.Errorf("cni: DEL of network %s, container %s, interface %s not run: libcni's cache entry %s is not a regular file (%s)",
+		return time.Now(), fmt.Errorf("cni: DEL of network %s, container %s, interface %s not run: libcni's cache entry %s is not a regular file (%s)",
 			r.Network, r.ContainerID, r.IfName, entry, info.Mode())
 	}
 	start := time.Now()
-	delErr := c.cni.DelNetworkList(ctx, list, rt)
-	still, _, gone := readReservation(r.DataDir, r.Network, r.IP)
-	held := !gone && still.ContainerID == r.ContainerID
-	switch {
-	case delErr != nil && held:
-		return fmt.Errorf("cni: DEL of network %s, container %s, interface %s (host-local's %s): %w", r.Network, r.ContainerID, r.IfName, r.Path(), delErr)
-	case held:
-		return fmt.Errorf("cni: DEL of network %s, container %s, interface %s succeeded, and host-local still holds %s",
-			r.Network, r.ContainerID, r.IfName, r.Path())
+	return start, c.cni.DelNetworkList(ctx, list, rt)
+}
+
+// delDone tells what the DEL of group (begun at start, answering delErr) did, by the files: each it released is
+// freed (the first logged with the DEL, the others with "by"), each still held a failure, tried again at the next
+// round. vd is the verdict of the DEL, decided at now.
+func (c *Collector) delDone(group []Reservation, vd verdict, now, start time.Time, delErr error, held func(Reservation) bool, told map[string]bool) {
+	reason := reasonOf(vd)
+	first := true
+	for _, r := range group {
+		if held(r) {
+			err := fmt.Errorf("cni: DEL of network %s, container %s, interface %s succeeded, and host-local still holds %s",
+				r.Network, r.ContainerID, r.IfName, r.Path())
+			if delErr != nil {
+				err = fmt.Errorf("cni: DEL of network %s, container %s, interface %s (host-local's %s): %w", r.Network, r.ContainerID, r.IfName, r.Path(), delErr)
+			}
+			c.log.Error(err, "freeing a host-local reservation failed; will try again at the next resync", "freeingRow", vd.Row)
+			c.addresses.reservationState(r, ReservationFreeFailed, err)
+			if c.hostLocal.observer != nil {
+				c.hostLocal.observer.ReservationFreeFailed(r.Network, reason)
+			}
+			continue
+		}
+		told[r.Path()] = true
+		if !first {
+			c.siblingFreed(r, vd, now)
+			continue
+		}
+		first = false
+		kv := []any{"network", r.Network, "ip", r.IP, "containerID", r.ContainerID, "ifName", r.IfName,
+			"file", r.Path(), "reason", ReasonNoSandbox, "took", time.Since(start).String()}
+		if delErr != nil { // host-local released it (DEL runs the chain in reverse), and a plugin before it failed
+			kv = append(kv, "delError", delErr.Error())
+		}
+		c.log.Info(LogMessageReservationFreed, kv...)
+		c.reservationFreed(r, vd, now)
 	}
-	kv := []any{"network", r.Network, "ip", r.IP, "containerID", r.ContainerID, "ifName", r.IfName,
-		"file", r.Path(), "reason", ReasonNoSandbox, "took", time.Since(start).String()}
-	if delErr != nil { // host-local released it (DEL runs the chain in reverse), and a plugin before it failed
-		kv = append(kv, "delError", delErr.Error())
-	}
-	c.log.Info(LogMessageReservationFreed, kv...)
-	return nil
 }
 
 // releasedNow returns the newest of the files that host-local's DEL of r would release, as they are now, in every

@@ -205,6 +205,7 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 	if r.fromInventory {
 		last = nil
 	}
+	since := r.fromInventory
 	r.mu.Unlock()
 	for {
 		select {
@@ -219,18 +220,17 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		// The Inventory listed since the list before (the engine's ListPUs, while this Resync runs): this list
 		// compares with it, as the first does.
 		r.mu.Lock()
-		if r.fromInventory {
-			last = nil
-		}
+		since = since || r.fromInventory
 		inventories := r.inventories
 		r.mu.Unlock()
 		listed := make(chan map[string]string, 1)
-		go func(last map[string]string) { listed <- r.once(ctx, t, list, last) }(last)
+		go func(last map[string]string, since bool) { listed <- r.once(ctx, t, list, last, since) }(last, since)
 		select {
 		case last = <-listed:
 			r.mu.Lock()
 			r.last = last
-			r.fromInventory = r.inventories != inventories // listed again meanwhile: the next list compares with it
+			since = r.inventories != inventories // listed again meanwhile: the next list compares with it too
+			r.fromInventory = since
 			r.mu.Unlock()
 		case <-ctx.Done():
 			select {
@@ -246,8 +246,19 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 }
 
 // once lists the cache and tracks what it lists; last is the previous
-// list (PUID to sandbox), and the new one is returned.
-func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Context) (listing, error), last map[string]string) map[string]string {
+// list (PUID to sandbox; nil before the first), since says whether ListPUs
+// answered since it, and the new one is returned.
+//
+// What the engine holds a PU with is what it was told first (Track is
+// insert-only): what the list before told it, or what an Inventory listed
+// since gave it, if that list was the engine's and the PU was not held yet.
+// ListPUs cannot tell whose list it answers (the engine's, or another
+// caller's, which tracked nothing): a PU the list before told is taken as
+// held with the sandbox listed now only when every account says so, and is
+// triggered, and moved off any sandbox an account gives that is not the
+// one listed now; one it did not tell is tracked and triggered (a dry run's
+// engine that listed and dropped it since may report it once more).
+func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Context) (listing, error), last map[string]string, since bool) map[string]string {
 	r.mu.Lock()
 	began := r.destroys
 	clear(r.destroyed) // a DestroyPU that ended before this list began is in it
@@ -262,6 +273,9 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 	r.mu.Lock()
 	requeued, inventory := maps.Clone(r.requeued), r.inventory // still requeued until settled
 	r.mu.Unlock()
+	if last != nil && !since {
+		inventory = nil // not listed since the list before: what it told is what the engine was told since
+	}
 	now := sandboxesByPUID(l.pus)
 	carry := make(map[string]types.NamespacedName) // pods this list could not decide on, by UID
 	triggered := make(map[podKey]bool)             // the requeues it told of
@@ -272,14 +286,26 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 		if ctx.Err() != nil { // Resync has returned (run): nothing more is tracked
 			return now
 		}
-		was, ok := last[pu.PUID]
-		if !ok && last == nil {
-			// Before Resync's first list, tracked from the Inventory's list, if at all; from then on, a PU missing
-			// from the last list left the cache, whatever the Inventory listed.
-			was, ok = inventory[pu.PUID]
+		// The accounts of what the engine holds it with: the list before's, and an Inventory's listed since (before
+		// Resync's first list, the Inventory's alone). A PU missing from the list before left the cache then: it is
+		// new to Resync, whatever a list of the Inventory since says (it may be another caller's, and have tracked
+		// nothing), and is tracked and triggered.
+		accounts := make([]string, 0, 2)
+		inLast := false
+		if was, ok := last[pu.PUID]; ok {
+			accounts, inLast = append(accounts, was), true
 		}
+		if was, ok := inventory[pu.PUID]; ok && (last == nil || inLast && !slices.Contains(accounts, was)) {
+			accounts = append(accounts, was)
+		}
+		ok := len(accounts) > 0
+		was := ""
+		if ok {
+			was = accounts[0] // what the next list is compared with when this one cannot decide on it
+		}
+		other := slices.ContainsFunc(accounts, func(sb string) bool { return sb != pu.SandboxID }) // an account differs
 		_, unsure := l.unsure[pu.PUID]
-		if r.destroyedSince(pu.PUID, began) || unsure && ok || !l.told && ok && was != pu.SandboxID {
+		if r.destroyedSince(pu.PUID, began) || unsure && ok || !l.told && ok && other {
 			// What the engine was told stands, and the next list is compared with it, when this list cannot
 			// decide on the PU:
 			// - the engine destroyed it, or tried, while the cache was read: the list may hold what that
@@ -297,12 +323,13 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			carry[pu.PUID] = pu.Pod
 			continue
 		}
-		if ok && was != "" && was != pu.SandboxID && l.holds(was) && t.Untrack(pu.PUID) {
+		if i := slices.IndexFunc(accounts, func(sb string) bool { return sb != "" && sb != pu.SandboxID && l.holds(sb) }); i >= 0 &&
+			t.Untrack(pu.PUID) {
 			r.log.Info("the order of a pod's sandboxes is told now; its PU is tracked again with the older one",
-				"puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "before", was)
+				"puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "before", accounts[i])
 		}
 		_, requeuedNow := requeuedOf(requeued, pu.Pod, pu.PUID)
-		if r.dryRun && ok && was == pu.SandboxID && !requeuedNow {
+		if r.dryRun && ok && !other && !requeuedNow {
 			// A dry run's engine drops a gone pod's PU once reported: tracked again at each list, it would be
 			// reported at each. It is tracked again once it leaves the cache and comes back, or changes sandbox.
 			continue
@@ -317,7 +344,7 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			carry[pu.PUID] = pu.Pod
 			continue
 		}
-		if !ok || was != now[pu.PUID] || requeuedNow {
+		if !ok || other || requeuedNow {
 			t.TriggerPod(pu.Pod)
 			if k, ok := requeuedOf(requeued, pu.Pod, pu.PUID); ok {
 				triggered[k] = true

@@ -782,3 +782,63 @@ func resyncFirstList(t *testing.T, coll *cni.Collector, first ...ports.PU) (r *t
 	r.mu.Unlock()
 	return r, func() { cancel(); require.NoError(t, <-done) }
 }
+
+// Resync "triggers a check of those it did not list the time before"; Options.DryRun: a dry run's Resync tracks a
+// PU it listed the time before, with the same sandbox, no more. ListPUs cannot tell whose list it answers: one of
+// another caller than the engine (which tracks nothing) between two lists of Resync, holding a pod created since the
+// first, does not make that pod's PU one the engine holds: the next list tracks and triggers it, a dry run's too.
+func TestAListOfAnotherCallerDoesNotHideANewPUFromResync(t *testing.T) {
+	for _, dryRun := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dry run %v", dryRun), func(t *testing.T) {
+			c := newCacheDir(t)
+			synctest.Test(t, func(t *testing.T) {
+				var coll *cni.Collector
+				var r *tracker
+				var stop func()
+				if dryRun {
+					coll, r, stop = c.dryRunResync(t)
+				} else {
+					coll = c.collectorWith(&listedRuntime{}, 0)
+					r, stop = resyncFirstList(t, coll)
+				}
+				defer stop()
+				c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
+				pus, err := coll.ListPUs(t.Context()) // not the engine's: it tracks nothing
+				require.NoError(t, err)
+				require.Equal(t, []ports.PU{pu("u1", "A")}, pus)
+				time.Sleep(time.Minute + time.Second)
+				synctest.Wait()
+				tracked, triggered := requeueHeld(r, "A")
+				require.True(t, tracked && triggered, "the next list tracked pod-u1's PU: %v, triggered it: %v", tracked, triggered)
+			})
+		})
+	}
+}
+
+// Resync moves a PU off its pod's current sandbox once the order is told (the Runtime lists it ready): a list of
+// another caller than the engine between two lists of Resync, taken with the new order, does not make the engine
+// hold the PU on the older sandbox: the next list untracks it and tracks it with the older one.
+func TestAListOfAnotherCallerDoesNotKeepAPUOnItsPodsCurrentSandbox(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+		now := time.Now()
+		rt := &listedRuntime{}
+		rt.set(nil, listed("A", "u1", false, now.Add(-2*time.Hour)), listed("B", "u1", true, now.Add(-time.Minute)))
+		coll := c.collectorWith(rt, 0)
+		r, stop := resyncFirstList(t, coll, pu("u1", "A"))
+		defer stop()
+		// The order is told the other way now: A runs, B is the older; another caller lists the PU on B.
+		rt.set(nil, listed("B", "u1", false, now.Add(-2*time.Hour)), listed("A", "u1", true, now.Add(-time.Minute)))
+		pus, err := coll.ListPUs(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, []ports.PU{pu("u1", "B")}, pus)
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		require.Equal(t, []string{"u1"}, r.untracked, "the PU on A untracked (tracked: %v)", r.tracked)
+		require.Equal(t, pu("u1", "B"), r.tracked[len(r.tracked)-1], "and tracked with B")
+	})
+}
