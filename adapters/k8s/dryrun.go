@@ -91,13 +91,21 @@ func (d *DryRunReport) Reports() (kept []WouldDestroy, total int) {
 }
 
 // ServeHTTP answers GET and HEAD with {"total": N, "reports": [...]}, and
-// when it read them in TimeHeader.
+// when it read them in TimeHeader, each report's time told as that less how
+// long ago it was made (TimeHeader).
 func (d *DryRunReport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !readOnly(w, r) {
 		return
 	}
-	w.Header().Set(TimeHeader, time.Now().UTC().Format(time.RFC3339Nano))
+	// Each report's time is told as the page's, less how long ago it was made (d.now's monotonic reading when it
+	// has one): a step of the wall clock since does not move it from the status page's times.
+	now := d.now()
+	wall := now.Round(0)
+	w.Header().Set(TimeHeader, wall.UTC().Format(time.RFC3339Nano))
 	kept, total := d.Reports()
+	for i := range kept {
+		kept[i].At = wall.Add(-now.Sub(kept[i].At))
+	}
 	writeJSON(w, r, struct {
 		Total   int            `json:"total"`
 		Reports []WouldDestroy `json:"reports"`

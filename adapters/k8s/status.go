@@ -44,12 +44,14 @@ type PUStatus struct {
 // answer, on the program's wall clock (time.Now, RFC 3339 with
 // nanoseconds): the times of the answer are told relative to it (kubectl
 // podsweeper does), whatever the reader's clock and however long the
-// answer takes to come. All three pages, and the Events the program
-// records, are on that one clock, so their times compare: the status page
-// tells the engine's times (on deletion.Options.Clock, which a step of the
-// wall clock does not move: deletion.Engine.Now) each moved by as much as
-// that clock and the wall clock differ when it answers, so that a time is
-// as far from TimeHeader as the engine counts it from its Now.
+// answer takes to come. The status page and the dry run's report tell each
+// of their times as TimeHeader less how long ago it was, as the program
+// counts it (the engine's times on deletion.Options.Clock,
+// deletion.Engine.Now; the report's on the monotonic clock): a step of the
+// wall clock (NTP) since moves none of them from the others, so theirs
+// compare across the two pages. cni-gc's address page tells its times, and
+// the program's Events theirs, on the wall clock as it read when each
+// happened: a step of it since is not taken out of them.
 const TimeHeader = "Podsweeper-Time"
 
 // EngineHeader is the response header in which the status page tells
@@ -108,11 +110,10 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			return
 		}
 		// The engine tells its times on its own clock, from when it was made (deletion.Engine.Now): a step of the wall
-		// clock since does not move them. The page tells them on the wall clock, the clock of the dry run's reports and
-		// of Events, each moved by as much as the two clocks differ now, so that each is as far from TimeHeader as it
-		// is from the engine's Now.
-		now, wall := engine.Now(), time.Now()
-		shift := wall.Sub(now)
+		// clock since does not move them. The page tells each as TimeHeader, the wall clock now, less how long ago
+		// the engine counts it was (at), as the dry run's report does.
+		now, wall := engine.Now(), time.Now().Round(0) // the wall reading alone: a step of it since counts
+		at := func(t time.Time) *time.Time { t = wall.Add(-now.Sub(t)); return &t }
 		w.Header().Set(TimeHeader, wall.UTC().Format(time.RFC3339Nano))
 		w.Header().Set(EngineHeader, running)
 		sts := engine.Status()
@@ -124,12 +125,10 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 				WouldDestroy: string(s.WouldDestroy), ReportedRows: s.ReportedRows,
 			}
 			if !s.LastChecked.IsZero() {
-				t := s.LastChecked.Add(shift)
-				p.LastChecked, p.LastRow, p.Why = &t, s.LastVerdict.Row, s.LastVerdict.Why()
+				p.LastChecked, p.LastRow, p.Why = at(s.LastChecked), s.LastVerdict.Row, s.LastVerdict.Why()
 			}
 			if !s.NextAttempt.IsZero() {
-				t := s.NextAttempt.Add(shift)
-				p.NextAttempt = &t
+				p.NextAttempt = at(s.NextAttempt)
 			}
 			if s.LastErr != nil {
 				p.LastError = s.LastErr.Error()

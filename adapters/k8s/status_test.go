@@ -185,3 +185,31 @@ func TestStatusPageTellsItsTimesOnTheWallClock(t *testing.T) {
 	ago := at.Sub(*got[0].LastChecked)
 	require.True(t, ago >= 0 && ago <= since, "the last check is told %v before the page, the engine counts %v since", ago, since)
 }
+
+// k8s.TimeHeader, on the real clock: an engine made before a step of the wall clock (NTP) reads its times with the
+// wall reading of then and the monotonic reading of now; the page tells each as TimeHeader less how long ago the
+// engine counts it, so a check a moment ago is told a moment before the page, not an hour.
+func TestStatusPageTellsItsTimesFromThePageAcrossAWallStep(t *testing.T) {
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live", UID: "a"}}, nil
+	})
+	engine := deletiontest.NewEngine(t, getter, ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
+		deletion.Options{Clock: k8s.WallSteppedClock(-time.Hour)})
+	defer deletiontest.Start(t, engine)()
+	require.NoError(t, engine.Track(ports.PU{PUID: "a", Pod: types.NamespacedName{Namespace: "ns", Name: "live"}}))
+	require.Eventually(t, func() bool {
+		engine.TriggerAll()
+		st := engine.Status()
+		return len(st) == 1 && !st[0].LastChecked.IsZero()
+	}, 10*time.Second, 10*time.Millisecond)
+	rec := httptest.NewRecorder()
+	k8s.NewStatusHandler(engine).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, k8s.StatusPath, nil))
+	at, err := time.Parse(time.RFC3339Nano, rec.Header().Get(k8s.TimeHeader))
+	require.NoError(t, err)
+	var got []k8s.PUStatus
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	require.Len(t, got, 1)
+	require.NotNil(t, got[0].LastChecked)
+	ago := at.Sub(*got[0].LastChecked)
+	require.True(t, ago >= 0 && ago < 10*time.Second, "a check a moment ago is told %v before the page", ago)
+}
