@@ -501,10 +501,17 @@ func gone(x *PodExplanation, earlier map[string]earlierPU) []string {
 				slices.ContainsFunc(a.Reports, func(d k8s.WouldDestroy) bool { return d.PUID == puid })
 		})
 		// An Event of that UID from before the round read the PU held (the destroy of an earlier sandbox's PU, of
-		// the same PUID) is not of what became of it. Events' times are in seconds.
-		seen := earlier[puid].seen.Truncate(time.Second)
+		// the same PUID) is not of what became of it. Each of an Event's times is compared at its own precision:
+		// one in seconds with the second the round read it in, one in microseconds with that instant.
+		seen := earlier[puid].seen
+		since := func(t time.Time, exact bool) bool {
+			if exact {
+				return !t.Before(seen.Truncate(time.Microsecond))
+			}
+			return !t.Before(seen.Truncate(time.Second))
+		}
 		told := slices.ContainsFunc(x.Events, func(e Event) bool {
-			return e.uid == puid && (!e.Time.Before(seen) || !e.Last.IsZero() && !e.Last.Before(seen))
+			return e.uid == puid && (since(e.Time, e.timeExact) || !e.Last.IsZero() && since(e.Last, e.lastExact))
 		})
 		if !held && !told {
 			out = append(out, earlier[puid].what+": the last round found it in no answer and no Event (destroyed meanwhile, its Event not written yet, or held where it did not ask)")
@@ -945,19 +952,19 @@ func (c *cluster) events(ctx context.Context, x *PodExplanation) ([]Event, error
 // occurrence, whose note it is (a series keeps its first Event's note), and,
 // for a series, its count and its last time.
 func eventOf(e corev1.Event) Event {
-	t := e.EventTime.Time
+	t, tExact := e.EventTime.Time, !e.EventTime.IsZero() // microseconds; the timestamps are in seconds
 	if t.IsZero() {
 		t = e.FirstTimestamp.Time
 	}
 	if t.IsZero() {
 		t = e.CreationTimestamp.Time
 	}
-	last := e.LastTimestamp.Time
+	last, lastExact := e.LastTimestamp.Time, false
 	if e.Series != nil && !e.Series.LastObservedTime.IsZero() {
-		last = e.Series.LastObservedTime.Time
+		last, lastExact = e.Series.LastObservedTime.Time, true
 	}
 	if t.IsZero() {
-		t = last
+		t, tExact = last, lastExact
 	}
 	count := max(1, int(e.Count)) // core/v1's count, or events.k8s.io's series
 	if e.Series != nil && int(e.Series.Count) > count {
@@ -978,9 +985,9 @@ func eventOf(e corev1.Event) Event {
 		}
 	}
 	ev := Event{Time: t.UTC(), Type: e.Type, Reason: e.Reason, Regarding: regarding + e.InvolvedObject.Name, Note: e.Message, Count: count,
-		uid: uid, node: node, pod: pod}
+		uid: uid, node: node, pod: pod, timeExact: tExact}
 	if !last.IsZero() {
-		ev.Last = last.UTC()
+		ev.Last, ev.lastExact = last.UTC(), lastExact
 	}
 	return ev
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
@@ -117,16 +118,20 @@ func TestAnEngineThatEndedPlansNoNextAttempt(t *testing.T) {
 
 // A PU an earlier round of explain pod read, which the last round finds in no answer, is accounted for only by an
 // Event written since that round read it: the destroy of the pod's earlier sandbox's PU, of the same PUID, minutes
-// before, is not what became of it, and the answer cannot tell.
+// before, is not what became of it, and the answer cannot tell. An Event's time is compared at its precision: one in
+// seconds (a core/v1 timestamp) of the second the round read it in may be after it; one in microseconds (an
+// eventTime) earlier in that second is not.
 func TestAnEventOlderThanTheRoundThatReadAPUDoesNotAccountForIt(t *testing.T) {
-	seen := clockNow.Add(-2 * time.Second)
+	seen := clockNow.Add(-1500 * time.Millisecond)
 	earlier := map[string]earlierPU{firstUID: {what: "PU " + firstUID, seen: seen}}
 	for _, c := range []struct {
-		at   time.Time
-		told bool
-	}{{clockNow.Add(-5 * time.Minute), false}, {seen.Truncate(time.Second), true}, {clockNow, true}} {
+		at          time.Time
+		exact, told bool
+	}{{clockNow.Add(-5 * time.Minute), false, false}, {seen.Truncate(time.Second), false, true}, {clockNow, false, true},
+		{seen.Truncate(time.Second).Add(200 * time.Millisecond), true, false}, {seen.Add(time.Millisecond), true, true}} {
 		x := &PodExplanation{Now: clockNow, Namespace: "apps", Name: "web", Answers: []Answer{{At: clockNow}},
-			Events: []Event{{Time: c.at, Type: "Normal", Reason: k8s.EventReasonDestroyed, Regarding: "Pod/apps/web", Count: 1, uid: firstUID, pod: "apps/web"}}}
+			Events: []Event{{Time: c.at, Type: "Normal", Reason: k8s.EventReasonDestroyed, Regarding: "Pod/apps/web", Count: 1, uid: firstUID,
+				pod: "apps/web", timeExact: c.exact}}}
 		if got := gone(x, earlier); (len(got) == 0) != c.told {
 			t.Errorf("an Event at %v, the PU read at %v: not accounted for %v, want accounted for %v", c.at, seen, got, c.told)
 		}
@@ -182,4 +187,15 @@ func explainOfAgent(t *testing.T, eng *deletion.Engine, alive *corev1.Pod) *PodE
 		t.Fatal(err)
 	}
 	return x
+}
+
+// eventOf tells an Event's times' precision: an eventTime and a series' lastObservedTime are in microseconds, the
+// core/v1 timestamps in seconds.
+func TestAnEventsTimesKeepTheirPrecision(t *testing.T) {
+	at := clockNow.Add(-1500 * time.Millisecond)
+	micro := eventOf(corev1.Event{EventTime: metav1.NewMicroTime(at), Series: &corev1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(clockNow)}})
+	secs := eventOf(corev1.Event{FirstTimestamp: metav1.NewTime(at.Truncate(time.Second)), LastTimestamp: metav1.NewTime(clockNow), Count: 2})
+	if !micro.timeExact || !micro.lastExact || secs.timeExact || secs.lastExact {
+		t.Fatalf("eventTime %v/%v, timestamps %v/%v: want exact for the first two only", micro.timeExact, micro.lastExact, secs.timeExact, secs.lastExact)
+	}
 }

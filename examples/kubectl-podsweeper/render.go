@@ -124,6 +124,9 @@ type Event struct {
 	// uid and pod (namespace/name) are the pod it names; node the node it
 	// regards, for one that regards a node.
 	uid, pod, node string
+	// timeExact and lastExact: Time, Last, are in microseconds (an
+	// events.k8s.io eventTime, a series' lastObservedTime), not seconds.
+	timeExact, lastExact bool
 }
 
 // PodExplanation is what explain pod renders: the question, the pod as
