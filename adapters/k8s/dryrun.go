@@ -25,14 +25,21 @@ type WouldDestroy struct {
 	Reason    string    `json:"reason"`
 	Row       int       `json:"row"`
 	Why       string    `json:"why"`
-	// Dropped: the engine no longer holds the PU (its pod is gone for good).
+	// Dropped: the engine no longer holds the PU (its pod is gone for good,
+	// or it gave up on it).
 	Dropped bool `json:"dropped,omitempty"`
+	// GaveUp: the dry run gave up on the PU (deletion.EventAbandoned): its
+	// DryRunDestroyPU failed for good (Error says why), as DestroyPU's
+	// would have; the engine no longer holds it, and records no Event of it.
+	GaveUp bool   `json:"gaveUp,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // DryRunReport keeps what a dry run (deletion.Options.DryRun) would have
-// destroyed and why: the report an operator reads before turning destroys
-// on. It is a deletion.Observer (pass it in deletion.Observers) that keeps
-// the latest reports, at most its size, and an http.Handler that serves
+// destroyed and why, and the PUs it gave up on: the report an operator
+// reads before turning destroys on. It is a deletion.Observer (pass it in
+// deletion.Observers) that keeps the latest reports, at most its size, and
+// an http.Handler that serves
 // them as JSON, newest last, with how many were reported in all. The
 // engine reports each PU once per reason and drops from memory the PUs of
 // pods gone for good, which thus show here only; the status page
@@ -60,14 +67,21 @@ func NewDryRunReport(size int) *DryRunReport {
 	return &DryRunReport{ring: make([]WouldDestroy, 0, size), now: time.Now}
 }
 
-// Observe keeps ev when it is a deletion.EventWouldDestroy. It never
-// blocks for long: a copy under a lock.
+// Observe keeps ev when it is a deletion.EventWouldDestroy, or a dry run's
+// deletion.EventAbandoned (GaveUp). It never blocks for long: a copy under
+// a lock.
 func (d *DryRunReport) Observe(ev deletion.Event) {
-	if d == nil || ev.Kind != deletion.EventWouldDestroy {
+	if d == nil || ev.Kind != deletion.EventWouldDestroy && (ev.Kind != deletion.EventAbandoned || !ev.DryRun) {
 		return
 	}
 	w := WouldDestroy{At: d.now(), PUID: ev.PU.PUID, Pod: ev.PU.Pod.String(), SandboxID: ev.PU.SandboxID,
 		Reason: string(ev.Reason), Row: ev.Verdict.Row, Why: ev.Verdict.Why(), Dropped: ev.Dropped}
+	if ev.Kind == deletion.EventAbandoned { // the engine no longer holds it, and no Event tells it
+		w.GaveUp, w.Dropped, w.Why = true, true, "its dry run of the destroy failed for good"
+		if ev.Err != nil {
+			w.Error = ev.Err.Error()
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.total++

@@ -53,6 +53,29 @@ func TestDeletedUnderDryRunWithTheRealEngine(t *testing.T) {
 	}
 }
 
+// explain.md: "a PU is in the answer until it is destroyed, and the destroy's Event after". A dry run whose dry run
+// of a gone pod's destroy fails for good gives up on the PU, which leaves the status page, and records no Event: its
+// report tells it gave up, in explain pod, status and report; podsweeper never "knows nothing" of the pod.
+func TestADryRunThatGivesUpOnAPUTellsIt(t *testing.T) {
+	report := k8s.NewDryRunReport(0)
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	dry := dryRunnerFunc(func(context.Context, ports.DestroyEvent) error {
+		return ports.Permanent(errors.New("the policy engine refuses to destroy it"))
+	})
+	eng := startEngine(t, goneGetter{}, struct {
+		ports.PolicyHandler
+		ports.DryRunner
+	}{policy, dry}, deletion.Options{NodeName: "node-a", DryRun: true, Observer: report, SweepInterval: 100 * time.Millisecond}, 100*time.Millisecond)
+	track(t, eng, ports.PU{PUID: "uid-web", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}, SandboxID: "3a9f0c1b2d4e5"})
+	waitFor(t, func() bool { kept, _ := report.Reports(); return len(kept) > 0 && len(eng.Status()) == 0 }, func() string { return "no report" })
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	out := explainFromEngine(t, e, "podsweeper/agent-a", eng, report, "apps", "web", "")
+	wantNotSays(t, "explain pod", out, "knows nothing")
+	wantSays(t, "explain pod", out, "PU uid-web of pod apps/web, sandbox 3a9f0c1b2d4e5: no longer held (its dry run gave up on it).")
+	wantSays(t, "explain pod", out, "gave up on destroying it, PodGone: its dry run of the destroy failed for good: permanent: the policy engine refuses to destroy it")
+	wantSays(t, "report", reportText(t, e.c, time.Now()), "no: gave up")
+}
+
 // explain.md:191-211 with the real engine and page: a PU waiting for a retry:
 // its state, its failed calls, its next, its last error.
 func TestRetryWithTheRealEngine(t *testing.T) {
@@ -225,4 +248,11 @@ func explainFromEngine(t *testing.T, e *fakeCluster, prog string, eng *deletion.
 	out := podText(t, x)
 	t.Log(out)
 	return out
+}
+
+// dryRunnerFunc lets a function serve as a ports.DryRunner.
+type dryRunnerFunc func(context.Context, ports.DestroyEvent) error
+
+func (f dryRunnerFunc) DryRunDestroyPU(ctx context.Context, ev ports.DestroyEvent) error {
+	return f(ctx, ev)
 }

@@ -223,9 +223,15 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 			if tracked(a.PUs, r.PUID) {
 				continue
 			}
-			if r.Dropped {
+			switch {
+			case r.GaveUp:
+				p.f("  PU %s of pod %s%s: no longer held (its dry run gave up on it).\n", r.PUID, r.Pod, sandboxOf(r.SandboxID))
+				p.f("    dry run       gave up on destroying it, %s: %s: %s (%s); a real run would have recorded a PUAbandoned Event.\n",
+					r.Reason, r.Why, r.Error, ago(a.reportsNow(x.Now), r.At))
+				continue
+			case r.Dropped:
 				p.f("  PU %s of pod %s%s: no longer held (its pod is gone for good).\n", r.PUID, r.Pod, sandboxOf(r.SandboxID))
-			} else {
+			default:
 				p.f("  PU %s of pod %s%s: reported, and not on its status page when it was read.\n", r.PUID, r.Pod, sandboxOf(r.SandboxID))
 			}
 			p.f("    dry run       would have destroyed it, %s: row %d of the decision table, %s (%s).\n",
@@ -386,6 +392,9 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 			break
 		}
 		p.f("    dry run       would destroy it: its check decided so, not reported yet: %s%s.\n", why, last)
+	case latest != nil && latest.GaveUp && !trackedAgain(a, *latest): // it gave up on it after the page was read
+		p.f("    dry run       gave up on destroying it, %s: %s: %s (%s); it no longer holds it.\n",
+			latest.Reason, latest.Why, latest.Error, ago(a.reportsNow(x.Now), latest.At))
 	case latest != nil: // its dry run's report, read after the status page, says what it did last
 		held := ""
 		switch {
@@ -461,6 +470,8 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 				dry = "would destroy: not reported yet"
 			case u.WouldDestroy != "":
 				dry = "would destroy: " + u.WouldDestroy
+			case r != nil && r.GaveUp && !trackedAgain(a, *r):
+				dry = "gave up: " + string(r.Reason)
 			case r != nil && !trackedAgain(a, *r): // its dry run's report, read after its status page, of this tracking
 				dry = "would destroy: " + string(r.Reason)
 			}
@@ -544,10 +555,17 @@ func RenderReport(w io.Writer, r *Report) error {
 		}
 		for _, d := range a.Reports {
 			held := "yes"
-			if l := latest[d.PUID]; l.Dropped && !trackedAgain(a, l) {
+			switch l := latest[d.PUID]; {
+			case l.GaveUp && !trackedAgain(a, l):
+				held = "no: gave up"
+			case l.Dropped && !trackedAgain(a, l):
 				held = "no: pod gone"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Program, orNone(a.Program.Node, "-"), d.Pod, d.PUID, d.Reason, d.Row, d.Why, ago(a.reportsNow(r.Now), d.At), held)
+			why := d.Why
+			if d.GaveUp {
+				why = "gave up: " + d.Error
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Program, orNone(a.Program.Node, "-"), d.Pod, d.PUID, d.Reason, d.Row, why, ago(a.reportsNow(r.Now), d.At), held)
 			rows++
 		}
 	}
