@@ -1040,7 +1040,11 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // which tracks nothing): a PU the list before did not tell is new to
 // Resync, tracked and triggered, whatever a list of ListPUs since said;
 // of one it told, a list of ListPUs since is one more account of the
-// sandbox the engine may hold it with. A pod listed with another sandbox
+// sandbox the engine may hold it with. Before Resync's first list, though,
+// the latest answer of ListPUs is taken as the engine's Inventory, its PUs
+// as tracked (else a dry run's engine would report each gone pod's PU it
+// listed and dropped a second time): until then, call ListPUs from the
+// engine alone. A pod listed with another sandbox
 // than the time before (than the last list of the Resync before, when
 // Resync is called again, or than a list of ListPUs since; before Resync's
 // first list, than the Inventory's), while the cache still holds an entry of that one

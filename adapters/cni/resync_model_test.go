@@ -67,8 +67,10 @@ func (r *triggerTimes) triggeredWithin(p types.NamespacedName, from time.Time, d
 // meet it, one step per byte: a plain requeue; one whose list a DestroyPU of the pod ends during; one whose Resync
 // returns while its list reads, and is called again; one while the Runtime fails; one while another pod's entry of
 // the network is cut short (libcni writing it); one while the pod's own entry is; one whose Track the Tracker refuses
-// once; one whose list a Resync that returns leaves behind, its Track hanging, Resync called again; time passing.
-// Whatever the steps, the pod's last requeue is triggered within 10 seconds (ResyncInterval is a minute).
+// once; one whose list a Resync that returns leaves behind, its Track hanging, Resync called again; time passing; a
+// pod created since that another caller than the engine lists with ListPUs. Whatever the steps, the pod's last
+// requeue is triggered within 10 seconds (ResyncInterval is a minute), and the pod created since within two
+// intervals.
 func FuzzRequeueIsNeverLost(f *testing.F) {
 	f.Add([]byte{0, 5, 3, 4})
 	f.Add([]byte{1})       // a DestroyPU of the pod ends while the requeue's list reads
@@ -77,6 +79,7 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 	f.Add([]byte{6})       // the Tracker refuses the requeued pod's Track once
 	f.Add([]byte{7})       // libcni writes the requeued pod's own entry
 	f.Add([]byte{8})       // a Resync returns, its list's Track hanging, and is called again
+	f.Add([]byte{9, 0})    // a pod created since, listed by another caller than the engine
 	f.Fuzz(func(t *testing.T, steps []byte) {
 		if len(steps) > 10 {
 			steps = steps[:10]
@@ -100,14 +103,14 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 			}
 			stop := run()
 			pod := types.NamespacedName{Namespace: "ns", Name: "pod-u1"}
-			var last time.Time
+			var last, appeared time.Time
 			var hangs []chan struct{} // Tracks hanging in lists left behind, released at the end
 			requeue := func() {
 				require.NoError(t, coll.Requeue(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}))
 				last = time.Now()
 			}
 			for _, s := range steps {
-				switch s % 9 {
+				switch s % 10 {
 				case 0:
 					requeue()
 				case 1: // the engine freed A, and requeues; a DestroyPU of A ends while the requeue's list reads
@@ -151,6 +154,16 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 					synctest.Wait()
 					time.Sleep(100 * time.Millisecond)
 					c.writeRaw(next, whole, time.Minute)
+				case 9: // after Resync's first list, a pod created since appears in the cache, and another caller than the
+					// engine lists ListPUs (before that list, an answer of ListPUs is taken as the engine's Inventory)
+					time.Sleep(time.Minute + time.Second)
+					synctest.Wait()
+					if appeared.IsZero() {
+						c.write(entry{network: "podnet", sandbox: "N", uid: "u3", namespace: "ns", name: "pod-u3"})
+						appeared = time.Now()
+					}
+					_, err := coll.ListPUs(t.Context())
+					require.NoError(t, err)
 				case 8: // the requeue's list hangs in a Track; Resync returns, leaving it behind, and is called again
 					hang := make(chan struct{})
 					hangs = append(hangs, hang)
@@ -165,6 +178,9 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 				synctest.Wait()
 			}
 			time.Sleep(15 * time.Second)
+			if !appeared.IsZero() {
+				time.Sleep(2*time.Minute + time.Second) // the lists of two intervals: one may meet a refused Track
+			}
 			synctest.Wait()
 			stop()
 			for _, h := range hangs {
@@ -172,6 +188,11 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 			}
 			if !last.IsZero() && !r.triggeredWithin(pod, last, 10*time.Second) {
 				t.Errorf("steps %v: the pod's last requeue, at %v, was not triggered within 10s: triggers at %v", steps, last, r.at[pod])
+			}
+			created := types.NamespacedName{Namespace: "ns", Name: "pod-u3"}
+			if !appeared.IsZero() && !r.triggeredWithin(created, appeared, 2*time.Minute+time.Second) {
+				t.Errorf("steps %v: a pod created at %v, listed by another caller's ListPUs, was not triggered within two intervals: triggers at %v",
+					steps, appeared, r.at[created])
 			}
 		})
 	})
