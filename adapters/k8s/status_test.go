@@ -151,18 +151,15 @@ type aheadClock struct{ clock.RealClock }
 func (aheadClock) Now() time.Time                    { return time.Now().Add(time.Hour) }
 func (c aheadClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
-// k8s.TimeHeader: the status page, the dry run's report and the Events are
-// on one clock, the wall clock, so that their times compare (kubectl
-// podsweeper tells a report or an Event as after the page by them). An
-// engine whose clock runs an hour ahead of the wall clock: the page tells
-// its time and its PU's last check on the wall clock, each as far from the
-// other as the engine counts them.
-func TestStatusPageTellsItsTimesOnTheWallClock(t *testing.T) {
+// checkedPage is the status page of an engine on clk whose one PU, of a live pod, was checked: its TimeHeader, and
+// its PU's last check as the page tells it and as the engine counts it (how long before its Now).
+func checkedPage(t *testing.T, clk clock.WithTicker) (at, lastChecked time.Time, since time.Duration) {
+	t.Helper()
 	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live", UID: "a"}}, nil
 	})
 	engine := deletiontest.NewEngine(t, getter, ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
-		deletion.Options{Clock: aheadClock{}})
+		deletion.Options{Clock: clk})
 	defer deletiontest.Start(t, engine)()
 	require.NoError(t, engine.Track(ports.PU{PUID: "a", Pod: types.NamespacedName{Namespace: "ns", Name: "live"}}))
 	require.Eventually(t, func() bool {
@@ -171,18 +168,29 @@ func TestStatusPageTellsItsTimesOnTheWallClock(t *testing.T) {
 		return len(st) == 1 && !st[0].LastChecked.IsZero()
 	}, 10*time.Second, 10*time.Millisecond)
 	checked := engine.Status()[0].LastChecked
-	before := time.Now()
 	rec := httptest.NewRecorder()
 	k8s.NewStatusHandler(engine).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, k8s.StatusPath, nil))
-	after, since := time.Now(), engine.Now().Sub(checked)
+	since = engine.Now().Sub(checked)
 	at, err := time.Parse(time.RFC3339Nano, rec.Header().Get(k8s.TimeHeader))
 	require.NoError(t, err)
-	require.False(t, at.Before(before.Round(0)) || at.After(after), "the page's time %v is not the wall clock's [%v, %v]", at, before, after)
 	var got []k8s.PUStatus
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 	require.Len(t, got, 1)
 	require.NotNil(t, got[0].LastChecked)
-	ago := at.Sub(*got[0].LastChecked)
+	return at, *got[0].LastChecked, since
+}
+
+// k8s.TimeHeader: the status page tells its time on the wall clock, and each
+// of its times as that less how long ago the engine counts it. An engine
+// whose clock runs an hour ahead of the wall clock: the page's time is the
+// wall clock's, and its PU's last check as far before it as the engine
+// counts.
+func TestStatusPageTellsItsTimesOnTheWallClock(t *testing.T) {
+	before := time.Now()
+	at, checked, since := checkedPage(t, aheadClock{})
+	after := time.Now()
+	require.False(t, at.Before(before.Round(0)) || at.After(after), "the page's time %v is not the wall clock's [%v, %v]", at, before, after)
+	ago := at.Sub(checked)
 	require.True(t, ago >= 0 && ago <= since, "the last check is told %v before the page, the engine counts %v since", ago, since)
 }
 
@@ -190,26 +198,7 @@ func TestStatusPageTellsItsTimesOnTheWallClock(t *testing.T) {
 // wall reading of then and the monotonic reading of now; the page tells each as TimeHeader less how long ago the
 // engine counts it, so a check a moment ago is told a moment before the page, not an hour.
 func TestStatusPageTellsItsTimesFromThePageAcrossAWallStep(t *testing.T) {
-	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live", UID: "a"}}, nil
-	})
-	engine := deletiontest.NewEngine(t, getter, ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
-		deletion.Options{Clock: k8s.WallSteppedClock(-time.Hour)})
-	defer deletiontest.Start(t, engine)()
-	require.NoError(t, engine.Track(ports.PU{PUID: "a", Pod: types.NamespacedName{Namespace: "ns", Name: "live"}}))
-	require.Eventually(t, func() bool {
-		engine.TriggerAll()
-		st := engine.Status()
-		return len(st) == 1 && !st[0].LastChecked.IsZero()
-	}, 10*time.Second, 10*time.Millisecond)
-	rec := httptest.NewRecorder()
-	k8s.NewStatusHandler(engine).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, k8s.StatusPath, nil))
-	at, err := time.Parse(time.RFC3339Nano, rec.Header().Get(k8s.TimeHeader))
-	require.NoError(t, err)
-	var got []k8s.PUStatus
-	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
-	require.Len(t, got, 1)
-	require.NotNil(t, got[0].LastChecked)
-	ago := at.Sub(*got[0].LastChecked)
+	at, checked, _ := checkedPage(t, k8s.WallSteppedClock(-time.Hour))
+	ago := at.Sub(checked)
 	require.True(t, ago >= 0 && ago < 10*time.Second, "a check a moment ago is told %v before the page", ago)
 }
