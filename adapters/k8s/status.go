@@ -49,7 +49,9 @@ type PUStatus struct {
 // counts it (the engine's times on deletion.Options.Clock,
 // deletion.Engine.Now; the report's on the monotonic clock): a step of the
 // wall clock (NTP) since moves none of them from the others, so theirs
-// compare across the two pages. cni-gc's address page tells its times, and
+// compare across the two pages (with the real clock, the programs': an
+// Options.Clock of a test's own, that does not follow the monotonic clock,
+// counts the status page's alone). cni-gc's address page tells its times, and
 // the program's Events theirs, on the wall clock as it read when each
 // happened: a step of it since is not taken out of them.
 const TimeHeader = "Podsweeper-Time"
