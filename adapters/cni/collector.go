@@ -1041,10 +1041,11 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // Resync, tracked and triggered, whatever a list of ListPUs since said;
 // of one it told, a list of ListPUs since is one more account of the
 // sandbox the engine may hold it with. Before Resync's first list, though,
-// the latest answer of ListPUs is taken as the engine's Inventory, its PUs
-// as tracked (else a dry run's engine would report each gone pod's PU it
+// the answers of ListPUs are taken as the engine's Inventory, their PUs as
+// tracked (else a dry run's engine would report each gone pod's PU it
 // listed and dropped a second time): until then, call ListPUs from the
-// engine alone. A pod listed with another sandbox
+// engine alone. What a list a Resync left behind when it returned had told
+// the engine stands for the next Resync as told. A pod listed with another sandbox
 // than the time before (than the last list of the Resync before, when
 // Resync is called again, or than a list of ListPUs since; before Resync's
 // first list, than the Inventory's), while the cache still holds an entry of that one

@@ -73,14 +73,17 @@ type resyncer struct {
 	// meanwhile (settle); a list left behind forgets none.
 	requeued map[podKey]uint64
 	requeues uint64
-	// inventory is ListPUs' last answer (the engine's Inventory), from
-	// which the loop begins; last is what the last list of a Resync told
-	// the engine (PUID to sandbox), from which a Resync called again
-	// begins, unless the Inventory was listed since (fromInventory).
-	inventory, last map[string]string
-	fromInventory   bool
-	// inventories counts ListPUs' answers: a list that began before the
-	// last one compares the next with it, not with its own.
+	// inventory holds, of each PUID, the sandboxes the answers of ListPUs
+	// since the last list gave it (the engine's Inventory, or another
+	// caller's: accounts of what the engine may hold); last is what the
+	// last list of a Resync told the engine (PUID to sandbox), from which
+	// a Resync called again begins, with leftBehind, what a list a Resync
+	// left behind when it returned had told (telling: the list under way's).
+	inventory           map[string][]string
+	last                map[string]string
+	leftBehind, telling map[string]string
+	// inventories counts ListPUs' answers: those given while a list ran
+	// are the next list's accounts too.
 	inventories uint64
 	// destroys numbers the DestroyPU calls that ended; destroyed holds,
 	// for each PUID, the number of the last, since the list under way
@@ -139,7 +142,14 @@ func (r *resyncer) requeue(pod types.NamespacedName, uid string) {
 // inventoryListed records ListPUs' answer to the engine's Inventory.
 func (r *resyncer) inventoryListed(pus []ports.PU) {
 	r.mu.Lock()
-	r.inventory, r.fromInventory = sandboxesByPUID(pus), true
+	if r.inventory == nil {
+		r.inventory = make(map[string][]string, len(pus))
+	}
+	for _, pu := range pus {
+		if !slices.Contains(r.inventory[pu.PUID], pu.SandboxID) {
+			r.inventory[pu.PUID] = append(r.inventory[pu.PUID], pu.SandboxID)
+		}
+	}
 	r.inventories++
 	r.mu.Unlock()
 }
@@ -201,11 +211,20 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 	}()
 	ask()
 	r.mu.Lock()
-	last := r.last // nil: the first list begins from the Inventory's (once)
-	if r.fromInventory {
-		last = nil
+	// nil: the first list begins from the Inventory's. What a list a Resync left behind had told stands with what
+	// the last one told (before any list, as one more account).
+	last := maps.Clone(r.last)
+	for puid, sb := range r.leftBehind {
+		if last != nil {
+			last[puid] = sb
+		} else if !slices.Contains(r.inventory[puid], sb) {
+			if r.inventory == nil {
+				r.inventory = map[string][]string{}
+			}
+			r.inventory[puid] = append(r.inventory[puid], sb)
+		}
 	}
-	since := r.fromInventory
+	r.leftBehind = nil
 	r.mu.Unlock()
 	for {
 		select {
@@ -220,23 +239,31 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		// The Inventory listed since the list before (the engine's ListPUs, while this Resync runs): this list
 		// compares with it, as the first does.
 		r.mu.Lock()
-		since = since || r.fromInventory
-		inventories := r.inventories
+		inventories, inventory := r.inventories, maps.Clone(r.inventory)
+		tell := map[string]string{}
+		r.telling = tell
 		r.mu.Unlock()
 		listed := make(chan map[string]string, 1)
-		go func(last map[string]string, since bool) { listed <- r.once(ctx, t, list, last, since) }(last, since)
+		go func(last map[string]string) { listed <- r.once(ctx, t, list, last, inventory, tell) }(last)
 		select {
 		case last = <-listed:
 			r.mu.Lock()
 			r.last = last
-			since = r.inventories != inventories // listed again meanwhile: the next list compares with it too
-			r.fromInventory = since
+			if r.inventories == inventories { // none answered meanwhile: its accounts are in last now
+				r.inventory = nil
+			}
 			r.mu.Unlock()
 		case <-ctx.Done():
 			select {
-			case <-listed:
+			case last = <-listed:
+				r.mu.Lock()
+				r.last = last
+				r.mu.Unlock()
 			default:
 				r.log.Info("Resync returns with its list under way: the engine has not returned from a call; the list stops once it does")
+				r.mu.Lock()
+				r.leftBehind = tell // what it told so far stands for the next Resync
+				r.mu.Unlock()
 			}
 			r.kickIfRequeued() // the pods requeued are the next Resync's: it lists at once
 			return nil
@@ -245,9 +272,10 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 	}
 }
 
-// once lists the cache and tracks what it lists; last is the previous
-// list (PUID to sandbox; nil before the first), since says whether ListPUs
-// answered since it, and the new one is returned.
+// once lists the cache and tracks what it lists, recording each PU it
+// told the engine in tell (under r.mu); last is the previous list (PUID to
+// sandbox; nil before the first), inventory the accounts of ListPUs'
+// answers since it, and the new one is returned.
 //
 // What the engine holds a PU with is what it was told first (Track is
 // insert-only): what the list before told it, or what an Inventory listed
@@ -258,7 +286,8 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 // triggered, and moved off any sandbox an account gives that is not the
 // one listed now; one it did not tell is tracked and triggered (a dry run's
 // engine that listed and dropped it since may report it once more).
-func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Context) (listing, error), last map[string]string, since bool) map[string]string {
+func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Context) (listing, error), last map[string]string,
+	inventory map[string][]string, tell map[string]string) map[string]string {
 	r.mu.Lock()
 	began := r.destroys
 	clear(r.destroyed) // a DestroyPU that ended before this list began is in it
@@ -271,11 +300,8 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 		return last
 	}
 	r.mu.Lock()
-	requeued, inventory := maps.Clone(r.requeued), r.inventory // still requeued until settled
+	requeued := maps.Clone(r.requeued) // still requeued until settled
 	r.mu.Unlock()
-	if last != nil && !since {
-		inventory = nil // not listed since the list before: what it told is what the engine was told since
-	}
 	now := sandboxesByPUID(l.pus)
 	carry := make(map[string]types.NamespacedName) // pods this list could not decide on, by UID
 	triggered := make(map[podKey]bool)             // the requeues it told of
@@ -295,8 +321,12 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 		if was, ok := last[pu.PUID]; ok {
 			accounts, inLast = append(accounts, was), true
 		}
-		if was, ok := inventory[pu.PUID]; ok && (last == nil || inLast && !slices.Contains(accounts, was)) {
-			accounts = append(accounts, was)
+		if last == nil || inLast {
+			for _, was := range inventory[pu.PUID] {
+				if !slices.Contains(accounts, was) {
+					accounts = append(accounts, was)
+				}
+			}
 		}
 		ok := len(accounts) > 0
 		was := ""
@@ -344,6 +374,9 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			carry[pu.PUID] = pu.Pod
 			continue
 		}
+		r.mu.Lock()
+		tell[pu.PUID] = pu.SandboxID // told: a Resync that returns before this list ends still knows it
+		r.mu.Unlock()
 		if !ok || other || requeuedNow {
 			t.TriggerPod(pu.Pod)
 			if k, ok := requeuedOf(requeued, pu.Pod, pu.PUID); ok {
@@ -389,10 +422,13 @@ func (r *resyncer) kickIfRequeued() {
 // anew (a dry run's would be reported again). So of a PU told before whose
 // sandbox an entry l could not read names (cut short while libcni writes
 // it): those are returned, by UID, for their requeues to be carried.
-func (r *resyncer) unsure(l listing, last, inventory, now map[string]string) (cut []string) {
+func (r *resyncer) unsure(l listing, last map[string]string, inventory map[string][]string, now map[string]string) (cut []string) {
 	prev := last
 	if prev == nil {
-		prev = inventory
+		prev = make(map[string]string, len(inventory))
+		for uid, sbs := range inventory {
+			prev[uid] = sbs[0]
+		}
 	}
 	for uid, sb := range prev {
 		if _, listed := now[uid]; listed {

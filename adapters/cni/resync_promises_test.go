@@ -842,3 +842,59 @@ func TestAListOfAnotherCallerDoesNotKeepAPUOnItsPodsCurrentSandbox(t *testing.T)
 		require.Equal(t, pu("u1", "B"), r.tracked[len(r.tracked)-1], "and tracked with B")
 	})
 }
+
+// The same across two calls of Resync: a Resync lists an empty cache and returns; a pod is created; another caller
+// than the engine lists ListPUs; Resync is called again: its list tracks and triggers the pod's PU, a dry run's too
+// (it compares with the last list of the Resync before, a list of ListPUs since being one more account).
+func TestAListOfAnotherCallerBetweenTwoResyncsDoesNotHideANewPU(t *testing.T) {
+	for _, dryRun := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dry run %v", dryRun), func(t *testing.T) {
+			c := newCacheDir(t)
+			synctest.Test(t, func(t *testing.T) {
+				var coll *cni.Collector
+				var stop func()
+				if dryRun {
+					coll, _, stop = c.dryRunResync(t)
+				} else {
+					coll = c.collectorWith(&listedRuntime{}, 0)
+					_, stop = resyncFirstList(t, coll)
+				}
+				stop()
+				c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
+				_, err := coll.ListPUs(t.Context()) // not the engine's
+				require.NoError(t, err)
+				r, stop := resyncFirstList(t, coll, pu("u1", "A"))
+				stop()
+				_, triggered := requeueHeld(r, "A")
+				require.True(t, triggered, "the second Resync's list did not trigger pod-u1")
+			})
+		})
+	}
+}
+
+// Before Resync's first list, every answer of ListPUs is an account of what the engine may hold: the engine's
+// Inventory lists u1 on A (the Runtime telling A the older), then the Runtime tells B the older and another caller's
+// list gives u1 on B. Resync's first list gives u1 on B: it moves the PU off A, which the engine holds it with.
+func TestResyncsFirstListKeepsEveryAccountOfTheInventory(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+		now := time.Now()
+		rt := &listedRuntime{}
+		rt.set(nil, listed("A", "u1", false, now.Add(-2*time.Hour)), listed("B", "u1", true, now.Add(-time.Minute)))
+		coll := c.collectorWith(rt, 0)
+		pus, err := coll.ListPUs(t.Context()) // the engine's Inventory: u1 on A
+		require.NoError(t, err)
+		require.Equal(t, []ports.PU{pu("u1", "A")}, pus)
+		rt.set(nil, listed("B", "u1", false, now.Add(-2*time.Hour)), listed("A", "u1", true, now.Add(-time.Minute)))
+		pus, err = coll.ListPUs(t.Context()) // another caller's: u1 on B
+		require.NoError(t, err)
+		require.Equal(t, []ports.PU{pu("u1", "B")}, pus)
+		r, stop := resyncFirstList(t, coll, pu("u1", "B"))
+		stop()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		require.Equal(t, []string{"u1"}, r.untracked, "the PU untracked from A (tracked: %v)", r.tracked)
+	})
+}
