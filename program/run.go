@@ -47,10 +47,10 @@ type Options struct {
 	// node (an engine without one is wired to every pod of the cluster, by
 	// k8s.SetupClusterWithManager; with one, k8s.SetupWithManager), its
 	// Inventory, Requeuer and sandbox ports, and its Observer, told before
-	// the shared ones. Build sets the rest: the shared flags' fields
+	// the shared ones but the dry run's report. Build sets the rest: the shared flags' fields
 	// (Flags.EngineOptions), the Confirmer (a direct read of the API
-	// server), the Logger, and the metrics, the dry run's report and the
-	// Events as Observers after Engine.Observer.
+	// server), the Logger, and the dry run's report (before Engine.Observer),
+	// the metrics and the Events (after it) as Observers.
 	Engine deletion.Options
 	// Runtime is the container runtime on the program's node
 	// (NodeFlags.Runtime), which Build makes the engine's SandboxExtractor;
@@ -251,9 +251,12 @@ func newEngine(mgr manager.Manager, f Flags, o Options, report *k8s.DryRunReport
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	// The program's Observer first (a journal records a PU before the
-	// metrics count it), then the metrics, the report and the Events.
-	observers := []deletion.Observer{o.Engine.Observer, metrics, report}
+	// The dry run's report first: a PU the engine dropped has left the
+	// status page, and its report is then the only page that tells it,
+	// which a journal's commit must not delay. Then the program's Observer
+	// (a journal records a PU before the metrics count it), the metrics and
+	// the Events.
+	observers := []deletion.Observer{report, o.Engine.Observer, metrics}
 	if o.Events {
 		events, err := k8s.NewEvents(mgr.GetEventRecorder("podsweeper"), k8s.EventsOptions{NodeName: o.Engine.NodeName})
 		if err != nil {

@@ -288,3 +288,46 @@ func dryRunningAgent(t *testing.T, pu k8s.PUStatus, reports []k8s.WouldDestroy) 
 	}
 	return api, podText(t, x)
 }
+
+// explain.md: a PU "whose dry run of the destroy failed and is retried (its retry's check under way too)" is told
+// "would destroy it ... not reported yet": so is one whose retry's check is queued (the workers busy), in explain
+// pod, status and report, and on an engine that ended with it queued (whose report adds no note: it reports no more).
+func TestADryRunRetryQueuedIsNotReportedYet(t *testing.T) {
+	for _, engine := range []string{k8s.EngineRunning, k8s.EngineEnded} {
+		checked := clockNow.Add(-2 * time.Second)
+		pu := k8s.PUStatus{PUID: firstUID, Pod: "apps/web", State: "queued", Age: "3m0s", LastChecked: &checked, LastRow: 1,
+			Why: "pod not found", Attempts: 1, LastError: "dry run of destroying PU " + firstUID + ": the policy engine is unreachable"}
+		api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+		api.handle("podsweeper/agent-a", &programPages{at: clockNow, engine: engine, pus: []k8s.PUStatus{pu}, dry: &dryRunPage{Reports: []k8s.WouldDestroy{}}})
+		x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", clockNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := podText(t, x)
+		wantSays(t, "explain pod "+engine, text, "would destroy it: its check decided so, not reported yet")
+		wantNotSays(t, "explain pod "+engine, text, "would keep it")
+		wantSays(t, "status "+engine, statusText(t, api.cluster(5*time.Second), "node-a", clockNow), "would destroy: not reported yet")
+		if engine == k8s.EngineRunning { // an ended engine's program reports nothing more
+			wantSays(t, "report", reportText(t, api.cluster(5*time.Second), clockNow), "would destroy 1 PU(s) not reported yet")
+		}
+	}
+}
+
+// A PU a dry run gave up on and tracked again since is told so ("gave up on destroying it then ... and holds it
+// again since"), not as a report that it would destroy it; and status tells a report made after its page was read
+// (what the dry run did last) before the reason the page gives.
+func TestAGiveUpTrackedAgainAndAReportAfterThePage(t *testing.T) {
+	checked := clockNow.Add(-2 * time.Second)
+	pu := k8s.PUStatus{PUID: firstUID, Pod: "apps/web", State: "idle", Age: "1s", LastChecked: &checked, LastRow: 5, Why: "same pod"}
+	gaveUp := k8s.WouldDestroy{At: clockNow.Add(-time.Minute), PUID: firstUID, Pod: "apps/web", Reason: "PodGone", Why: "its dry run of the destroy failed for good",
+		Dropped: true, GaveUp: true, Error: "permanent: refused"}
+	_, text := dryRunningAgent(t, pu, []k8s.WouldDestroy{gaveUp})
+	wantSays(t, "explain pod", text, "gave up on destroying it then, PodGone")
+	wantSays(t, "explain pod", text, "holds it again since")
+	wantNotSays(t, "explain pod", text, "reported it would destroy it")
+
+	pu.WouldDestroy = "PodTerminated"
+	later := k8s.WouldDestroy{At: clockNow.Add(time.Second), PUID: firstUID, Pod: "apps/web", Reason: "PodGone", Row: 1, Why: "pod not found"}
+	api, _ := dryRunningAgent(t, pu, []k8s.WouldDestroy{later})
+	wantSays(t, "status", statusText(t, api.cluster(5*time.Second), "node-a", clockNow), "would destroy: PodGone")
+}

@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func generateCluster(b []byte) modelCluster {
 					pu.LastRow, pu.Why = 1, "pod not found"
 				}
 			}
-			if pu.State == stateRetrying || pu.State == "checking" && pu.LastChecked != nil && r.n(2) == 1 { // a retry being checked
+			if pu.State == stateRetrying || (pu.State == "checking" || pu.State == "queued") && pu.LastChecked != nil && r.n(2) == 1 { // a retry queued or being checked
 				pu.Attempts = 1 + r.n(3)
 			}
 			if p.dryRun && pu.LastChecked != nil && r.n(2) == 1 {
@@ -113,6 +114,8 @@ func generateCluster(b []byte) modelCluster {
 			}
 			p.pus = append(p.pus, pu)
 		}
+		// A report page lists its reports oldest first.
+		slices.SortStableFunc(p.reports, func(a, b k8s.WouldDestroy) int { return a.At.Compare(b.At) })
 		c.programs = append(c.programs, p)
 	}
 	for i, n := 0, r.n(3); i < n; i++ {

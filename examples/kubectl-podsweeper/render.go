@@ -395,6 +395,9 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	case latest != nil && latest.GaveUp && !trackedAgain(a, *latest): // it gave up on it after the page was read
 		p.f("    dry run       gave up on destroying it, %s: %s: %s (%s); it no longer holds it.\n",
 			latest.Reason, latest.Why, latest.Error, ago(a.reportsNow(x.Now), latest.At))
+	case latest != nil && latest.GaveUp: // it gave up on it, and tracks it again since
+		p.f("    dry run       gave up on destroying it then, %s: %s: %s (%s), and holds it again since.\n",
+			latest.Reason, latest.Why, latest.Error, ago(a.reportsNow(x.Now), latest.At))
 	case latest != nil: // its dry run's report, read after the status page, says what it did last
 		held := ""
 		switch {
@@ -468,11 +471,13 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 				dry = fmt.Sprintf("would destroy: row %d, reported already", u.LastRow)
 			case notReportedYet(a, u):
 				dry = "would destroy: not reported yet"
-			case u.WouldDestroy != "":
-				dry = "would destroy: " + u.WouldDestroy
 			case r != nil && r.GaveUp && !trackedAgain(a, *r):
 				dry = "gave up: " + string(r.Reason)
-			case r != nil && !trackedAgain(a, *r): // its dry run's report, read after its status page, of this tracking
+			case r != nil && !trackedAgain(a, *r) && r.At.After(a.At): // a report made after the page: what it did last
+				dry = "would destroy: " + string(r.Reason)
+			case u.WouldDestroy != "":
+				dry = "would destroy: " + u.WouldDestroy
+			case r != nil && !trackedAgain(a, *r): // its dry run's report, of this tracking
 				dry = "would destroy: " + string(r.Reason)
 			}
 			state := u.State + standby(a) // an engine that does not run says why no check runs
@@ -1143,10 +1148,11 @@ func countFunc[T any](s []T, f func(T) bool) int {
 }
 
 // notReportedYet reports whether u, of a's dry run, is a PU whose check decided to destroy it and whose dry run of
-// the destroy failed (retried, and being checked again meanwhile) or waits its turn: what it would do is not in its
+// the destroy failed (retried, its check queued or under way meanwhile) or waits its turn: what it would do is not in its
 // reports, unless a report of it came after its status page was read (what the dry run did last).
 func notReportedYet(a Answer, u k8s.PUStatus) bool {
-	waiting := u.State == stateRetrying || u.State == stateTurnWaiting || u.State == "checking" && u.Attempts > 0
+	// A retry's check queued or under way: its failed attempts still count.
+	waiting := u.State == stateRetrying || u.State == stateTurnWaiting || (u.State == "checking" || u.State == "queued") && u.Attempts > 0
 	latest := latestReport(a.Reports, u.PUID)
 	return a.Program.DryRun && waiting && (latest == nil || a.At.IsZero() || !latest.At.After(a.At))
 }
