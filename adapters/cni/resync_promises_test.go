@@ -898,3 +898,52 @@ func TestResyncsFirstListKeepsEveryAccountOfTheInventory(t *testing.T) {
 		require.Equal(t, []string{"u1"}, r.untracked, "the PU untracked from A (tracked: %v)", r.tracked)
 	})
 }
+
+// stallingTracker is a tracker whose second Track waits until release is closed.
+type stallingTracker struct {
+	tracker
+	release chan struct{}
+	n       int
+}
+
+func (s *stallingTracker) Track(pu ports.PU) error {
+	s.mu.Lock()
+	s.n++
+	n := s.n
+	s.mu.Unlock()
+	if n == 2 {
+		<-s.release
+	}
+	return s.tracker.Track(pu)
+}
+
+// Options.DryRun: a dry run's Resync tracks a PU it listed the time before, with the same sandbox, no more; and
+// Resync returns with its list under way when a Track hangs. What that list told the engine (one PU, then the one
+// whose Track returns once Resync has returned) stands for the next Resync, which tracks neither again (its dry run
+// would report them again).
+func TestWhatAListLeftBehindToldStandsForTheNextResync(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
+		c.write(entry{network: "podnet", sandbox: "B", uid: "u2", namespace: "ns", name: "pod-u2"})
+		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
+		require.NoError(t, err)
+		stalled := &stallingTracker{release: make(chan struct{})}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, stalled) }()
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait() // its first list told one PU, and waits in the second's Track
+		cancel()
+		require.NoError(t, <-done)
+		stalled.mu.Lock()
+		first := slices.Clone(stalled.tracked)
+		stalled.mu.Unlock()
+		require.Len(t, first, 1, "the first Track returned, the second waits")
+		close(stalled.release) // its Track returns: the engine was told that one too
+		synctest.Wait()
+		_, stop := resyncFirstList(t, coll) // the next Resync's first list tracks neither again
+		stop()
+	})
+}
