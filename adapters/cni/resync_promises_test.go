@@ -743,17 +743,9 @@ func TestDryRunFollowsDestroyPUInTimeWhenAnEntryLeavesAndComesBack(t *testing.T)
 func TestResyncComparesWithAnInventoryListedWhileItRuns(t *testing.T) {
 	c := newCacheDir(t)
 	synctest.Test(t, func(t *testing.T) {
-		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
-		c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
-		now := time.Now()
-		rt := &listedRuntime{}
-		aFirst := func() {
-			rt.set(nil, listed("A", "u1", false, now.Add(-2*time.Hour)), listed("B", "u1", true, now.Add(-time.Minute)))
-		}
-		aFirst()
-		coll := c.collectorWith(rt, 0)
+		coll, aFirst, bOlder := c.twoSandboxes()
 		r, stop := resyncFirstList(t, coll, pu("u1", "A"))
-		rt.set(nil, listed("B", "u1", false, now.Add(-2*time.Hour)), listed("A", "u1", true, now.Add(-time.Minute)))
+		bOlder()
 		pus, err := coll.ListPUs(t.Context()) // the engine's Inventory, while Resync runs
 		require.NoError(t, err)
 		require.Equal(t, []ports.PU{pu("u1", "B")}, pus)
@@ -821,16 +813,11 @@ func TestAListOfAnotherCallerDoesNotHideANewPUFromResync(t *testing.T) {
 func TestAListOfAnotherCallerDoesNotKeepAPUOnItsPodsCurrentSandbox(t *testing.T) {
 	c := newCacheDir(t)
 	synctest.Test(t, func(t *testing.T) {
-		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
-		c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
-		now := time.Now()
-		rt := &listedRuntime{}
-		rt.set(nil, listed("A", "u1", false, now.Add(-2*time.Hour)), listed("B", "u1", true, now.Add(-time.Minute)))
-		coll := c.collectorWith(rt, 0)
+		coll, _, bOlder := c.twoSandboxes()
 		r, stop := resyncFirstList(t, coll, pu("u1", "A"))
 		defer stop()
 		// The order is told the other way now: A runs, B is the older; another caller lists the PU on B.
-		rt.set(nil, listed("B", "u1", false, now.Add(-2*time.Hour)), listed("A", "u1", true, now.Add(-time.Minute)))
+		bOlder()
 		pus, err := coll.ListPUs(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, []ports.PU{pu("u1", "B")}, pus)
@@ -878,16 +865,11 @@ func TestAListOfAnotherCallerBetweenTwoResyncsDoesNotHideANewPU(t *testing.T) {
 func TestResyncsFirstListKeepsEveryAccountOfTheInventory(t *testing.T) {
 	c := newCacheDir(t)
 	synctest.Test(t, func(t *testing.T) {
-		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
-		c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
-		now := time.Now()
-		rt := &listedRuntime{}
-		rt.set(nil, listed("A", "u1", false, now.Add(-2*time.Hour)), listed("B", "u1", true, now.Add(-time.Minute)))
-		coll := c.collectorWith(rt, 0)
+		coll, _, bOlder := c.twoSandboxes()
 		pus, err := coll.ListPUs(t.Context()) // the engine's Inventory: u1 on A
 		require.NoError(t, err)
 		require.Equal(t, []ports.PU{pu("u1", "A")}, pus)
-		rt.set(nil, listed("B", "u1", false, now.Add(-2*time.Hour)), listed("A", "u1", true, now.Add(-time.Minute)))
+		bOlder()
 		pus, err = coll.ListPUs(t.Context()) // another caller's: u1 on B
 		require.NoError(t, err)
 		require.Equal(t, []ports.PU{pu("u1", "B")}, pus)
@@ -946,4 +928,22 @@ func TestWhatAListLeftBehindToldStandsForTheNextResync(t *testing.T) {
 		_, stop := resyncFirstList(t, coll) // the next Resync's first list tracks neither again
 		stop()
 	})
+}
+
+// twoSandboxes writes pod-u1's entries of sandboxes A (the older by the cache's times) and B, and returns a collector
+// over a Runtime that tells A the older (B ready); aOlder and bOlder have the Runtime tell the one or the other the
+// older (the other ready).
+func (c *cacheDir) twoSandboxes() (coll *cni.Collector, aOlder, bOlder func()) {
+	c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+	c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+	now := time.Now()
+	rt := &listedRuntime{}
+	aOlder = func() {
+		rt.set(nil, listed("A", "u1", false, now.Add(-2*time.Hour)), listed("B", "u1", true, now.Add(-time.Minute)))
+	}
+	bOlder = func() {
+		rt.set(nil, listed("B", "u1", false, now.Add(-2*time.Hour)), listed("A", "u1", true, now.Add(-time.Minute)))
+	}
+	aOlder()
+	return c.collectorWith(rt, 0), aOlder, bOlder
 }
