@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
@@ -304,4 +305,38 @@ func TestStatusListenerServesTheStatusPages(t *testing.T) {
 		require.NoError(t, err, "the status listener's address is released")
 		require.NoError(t, l.Close())
 	}
+}
+
+// Build tells the dry run's report before the program's own Observer: a PU the engine dropped has left the status
+// page, and the report is the only page that tells it, which a journal's slow commit must not delay.
+func TestTheDryRunReportHearsADropBeforeTheProgramsObserver(t *testing.T) {
+	rc, _ := testkube.StartAPIServer(t)
+	f := Defaults()
+	f.MetricsBindAddress, f.HealthProbeBindAddress, f.PprofBindAddress, f.StatusBindAddress = Off, Off, Off, freeAddr(t)
+	f.DryRun = true
+	committing, commit := make(chan struct{}), make(chan struct{})
+	journal := deletion.ObserverFunc(func(ev deletion.Event) {
+		if ev.Kind == deletion.EventWouldDestroy {
+			close(committing)
+			<-commit // a slow commit of the drop
+		}
+	})
+	o := Options{Name: "test", Logger: logr.Discard(), Registry: prometheus.NewRegistry(), Config: rest.CopyConfig(rc),
+		Policy: ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil }),
+		Engine: deletion.Options{NodeName: "node-a", Observer: journal}}
+	mgr, engine, err := Build(f, o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+	require.NoError(t, engine.Track(ports.PU{PUID: "gone-uid", Pod: types.NamespacedName{Namespace: "apps", Name: "gone"}}))
+	select {
+	case <-committing:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the dry run did not report the gone pod's PU")
+	}
+	defer close(commit)
+	body := readBody(t, "http://"+f.StatusBindAddress+k8s.DryRunPath)
+	assert.Contains(t, body, "gone-uid", "while the journal commits the drop, the report tells it")
 }
