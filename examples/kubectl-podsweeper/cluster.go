@@ -315,7 +315,9 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 			continue
 		}
 		of := ""
-		if releases[r.prog] > 1 || slices.ContainsFunc(out, func(t target) bool { return t.Program.Program == r.prog }) {
+		another := slices.ContainsFunc(out, func(t target) bool { return t.Program.Program == r.prog }) || // asked there
+			slices.ContainsFunc(slices.Collect(maps.Keys(named)), func(n release) bool { return n.prog == r.prog && n != r }) // or named
+		if releases[r.prog] > 1 || another {
 			of = fmt.Sprintf(" of release %s/%s", r.namespace, r.name) // which of the program's releases
 		}
 		missing = append(missing, fmt.Sprintf("no %s%s runs on node %s (it runs on other nodes): what one there would hold is not told", r.prog, of, node))

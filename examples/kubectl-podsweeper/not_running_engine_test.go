@@ -154,6 +154,21 @@ func TestAReleaseMissingOnTheNodeBesideAnotherIsNotAsked(t *testing.T) {
 	}
 }
 
+// The same when the other release's pod on the node does not run (Pending): it is named not asked, and the missing
+// release is named by its release.
+func TestAReleaseMissingOnTheNodeBesideAnotherNotRunningIsNamedByItsRelease(t *testing.T) {
+	api := newFakeCluster(t,
+		programPod("podsweeper-node-agent", "a", "ns-a", "agent-a-n", "n", corev1.PodPending, "--status-bind-address=0"),
+		programPod("podsweeper-node-agent", "b", "ns-b", "agent-b-x", "x", corev1.PodRunning, "--status-bind-address=0"),
+		workloadPod("apps", "web", firstUID, "n"))
+	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "", time.Now().UTC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := podTextAndJSON(t, x)
+	wantSays(t, "explain pod", text, "no node-agent of release ns-b/b runs on node n (it runs on other nodes)")
+}
+
 // explain.md: an ended engine's PUs are told held "but for a check it began and left behind ..., told still under
 // way"; so is a dry run's retry whose check was left behind: its dry-run line does not say that no check runs.
 func TestADryRunRetryLeftBehindByAnEndedEngineIsToldUnderWay(t *testing.T) {
