@@ -37,6 +37,10 @@ type PUStatus struct {
 	// PU since it was tracked (deletion.PUStatus.ReportedRows): it reports
 	// each once.
 	ReportedRows deletion.RowSet `json:"reportedRows,omitempty"`
+	// LastAction is what its last check decided (deletion.Action's name:
+	// Keep, Destroy or Adopt); Attempts counts the failed destroys since
+	// the last that succeeded, which a check that keeps it does not reset.
+	LastAction string `json:"lastAction,omitempty"`
 }
 
 // TimeHeader is the response header in which the status page and the dry
@@ -127,7 +131,7 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 				WouldDestroy: string(s.WouldDestroy), ReportedRows: s.ReportedRows,
 			}
 			if !s.LastChecked.IsZero() {
-				p.LastChecked, p.LastRow, p.Why = at(s.LastChecked), s.LastVerdict.Row, s.LastVerdict.Why()
+				p.LastChecked, p.LastRow, p.Why, p.LastAction = at(s.LastChecked), s.LastVerdict.Row, s.LastVerdict.Why(), s.LastVerdict.Action.String()
 			}
 			if !s.NextAttempt.IsZero() {
 				p.NextAttempt = at(s.NextAttempt)

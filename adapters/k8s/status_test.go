@@ -177,6 +177,7 @@ func checkedPage(t *testing.T, clk clock.WithTicker) (at, lastChecked time.Time,
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 	require.Len(t, got, 1)
 	require.NotNil(t, got[0].LastChecked)
+	require.Equal(t, deletion.Keep.String(), got[0].LastAction, "the page tells what its last check decided")
 	return at, *got[0].LastChecked, since
 }
 

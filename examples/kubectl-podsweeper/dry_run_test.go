@@ -331,3 +331,23 @@ func TestAGiveUpTrackedAgainAndAReportAfterThePage(t *testing.T) {
 	api, _ := dryRunningAgent(t, pu, []k8s.WouldDestroy{later})
 	wantSays(t, "status", statusText(t, api.cluster(5*time.Second), "node-a", clockNow), "would destroy: PodGone")
 }
+
+// A PU whose retry's check found its pod alive and kept it (row 5), checked again since with its failed attempts
+// still counted, is not told "would destroy it ... not reported yet": its last check kept it (its page's
+// lastAction). One whose last check decided the destroy is.
+func TestAPUItsLastCheckKeptIsNotToldWouldDestroy(t *testing.T) {
+	checked := clockNow.Add(-2 * time.Second)
+	for _, c := range []struct {
+		action, why string
+		row         int
+		would       bool
+	}{{"Keep", "same pod, sandbox not checked", 5, false}, {"Destroy", "pod not found", 1, true}} {
+		pu := k8s.PUStatus{PUID: firstUID, Pod: "apps/web", State: "checking", Age: "3m0s", LastChecked: &checked, LastRow: c.row,
+			Why: c.why, Attempts: 1, LastAction: c.action}
+		api, text := dryRunningAgent(t, pu, []k8s.WouldDestroy{})
+		status := statusText(t, api.cluster(5*time.Second), "node-a", clockNow)
+		if strings.Contains(text, "not reported yet") != c.would || strings.Contains(status, "would destroy: not reported yet") != c.would {
+			t.Errorf("last check %s (row %d), attempts 1: told not reported yet %v, want %v:\n%s\n%s", c.action, c.row, !c.would, c.would, text, status)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
 )
 
 // What the commands render: what the API server and the programs answered,
@@ -1151,8 +1152,10 @@ func countFunc[T any](s []T, f func(T) bool) int {
 // the destroy failed (retried, its check queued or under way meanwhile) or waits its turn: what it would do is not in its
 // reports, unless a report of it came after its status page was read (what the dry run did last).
 func notReportedYet(a Answer, u k8s.PUStatus) bool {
-	// A retry's check queued or under way: its failed attempts still count.
-	waiting := u.State == stateRetrying || u.State == stateTurnWaiting || (u.State == "checking" || u.State == "queued") && u.Attempts > 0
+	// A retry's check queued or under way: its failed attempts still count, unless its last check kept it (a page
+	// that does not tell its last action is taken at its attempts).
+	retry := u.Attempts > 0 && (u.LastAction == "" || u.LastAction == deletion.Destroy.String())
+	waiting := u.State == stateRetrying || u.State == stateTurnWaiting || (u.State == "checking" || u.State == "queued") && retry
 	latest := latestReport(a.Reports, u.PUID)
 	return a.Program.DryRun && waiting && (latest == nil || a.At.IsZero() || !latest.At.After(a.At))
 }
