@@ -245,25 +245,38 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		r.mu.Unlock()
 		listed := make(chan map[string]string, 1)
 		go func(last map[string]string) { listed <- r.once(ctx, t, list, last, inventory, tell) }(last)
-		select {
-		case last = <-listed:
+		// settled records a list that ended: whole (got), it is the next one's last, and the accounts it used are
+		// spent (those answered while it ran are the next list's); cut short by ctx's end (nil), what it told stands
+		// for the next Resync, the PUs it did not reach as they were.
+		settled := func(got map[string]string) {
 			r.mu.Lock()
-			r.last = last
-			if r.inventories == inventories { // none answered meanwhile: its accounts are in last now
-				r.inventory = nil
+			defer r.mu.Unlock()
+			if got == nil {
+				r.leftBehind = tell
+				return
 			}
-			r.mu.Unlock()
+			last, r.last = got, got
+			if r.inventories == inventories {
+				r.inventory = nil
+				return
+			}
+			for puid, sbs := range r.inventory {
+				r.inventory[puid] = slices.DeleteFunc(sbs, func(sb string) bool { return slices.Contains(inventory[puid], sb) })
+				if len(r.inventory[puid]) == 0 {
+					delete(r.inventory, puid)
+				}
+			}
+		}
+		select {
+		case got := <-listed:
+			settled(got)
 		case <-ctx.Done():
 			select {
-			case last = <-listed:
-				r.mu.Lock()
-				r.last = last
-				r.mu.Unlock()
+			case got := <-listed:
+				settled(got)
 			default:
 				r.log.Info("Resync returns with its list under way: the engine has not returned from a call; the list stops once it does")
-				r.mu.Lock()
-				r.leftBehind = tell // what it told so far stands for the next Resync
-				r.mu.Unlock()
+				settled(nil) // what it told so far stands for the next Resync
 			}
 			r.kickIfRequeued() // the pods requeued are the next Resync's: it lists at once
 			return nil
@@ -275,7 +288,8 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 // once lists the cache and tracks what it lists, recording each PU it
 // told the engine in tell (under r.mu); last is the previous list (PUID to
 // sandbox; nil before the first), inventory the accounts of ListPUs'
-// answers since it, and the new one is returned.
+// answers since it, and the new one is returned (last when the cache could
+// not be listed; nil when ctx's end cut it short).
 //
 // What the engine holds a PU with is what it was told first (Track is
 // insert-only): what the list before told it, or what an Inventory listed
@@ -309,8 +323,8 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 		carry[uid] = pod
 	}
 	for _, pu := range l.pus {
-		if ctx.Err() != nil { // Resync has returned (run): nothing more is tracked
-			return now
+		if ctx.Err() != nil { // Resync has returned (run): nothing more is tracked, and the list is cut short
+			return nil
 		}
 		// The accounts of what the engine holds it with: the list before's, and an Inventory's listed since (before
 		// Resync's first list, the Inventory's alone). A PU missing from the list before left the cache then: it is
@@ -389,8 +403,8 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 			carry[uid] = types.NamespacedName{} // its name is not known: its requeue is found by its UID
 		}
 	}
-	if ctx.Err() != nil { // Resync has returned: what was requeued is the next one's
-		return now
+	if ctx.Err() != nil { // Resync has returned: what was requeued is the next one's, and the list is cut short
+		return nil
 	}
 	also := map[podKey]bool{}
 	if l.writing { // an entry being written may be any requeued pod's that this list did not trigger
