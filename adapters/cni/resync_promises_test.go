@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -946,4 +947,57 @@ func (c *cacheDir) twoSandboxes() (coll *cni.Collector, aOlder, bOlder func()) {
 	}
 	aOlder()
 	return c.collectorWith(rt, 0), aOlder, bOlder
+}
+
+// cancellingTracker cancels Resync's context in its first Track (the agent stops while the engine tracks the list's
+// first PU), which returns as ever.
+type cancellingTracker struct {
+	tracker
+	cancel context.CancelFunc
+}
+
+func (c *cancellingTracker) Track(pu ports.PU) error {
+	c.cancel()
+	return c.tracker.Track(pu)
+}
+
+// Resync "tracks each of" the PUs it lists; a dry run's tracks one it listed the time before, with the same
+// sandbox, no more. A list cut short by the end of Resync's context told the engine only the PUs it reached: the
+// next Resync tracks the others, a dry run's too. One processor, so that the list may end before Resync sees its
+// context end, as it may on a node.
+func TestAListCutShortByResyncsEndCountsOnlyWhatItTold(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for range 100 { // whether Resync sees the list end before its context is the scheduler's: each order, many times
+		listCutShort(t)
+	}
+}
+
+func listCutShort(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
+		c.write(entry{network: "podnet", sandbox: "B", uid: "u2", namespace: "ns", name: "pod-u2"})
+		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		stopping := &cancellingTracker{cancel: cancel}
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, stopping) }()
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		require.NoError(t, <-done)
+		stopping.mu.Lock()
+		told := slices.Clone(stopping.tracked)
+		stopping.mu.Unlock()
+		require.Len(t, told, 1, "the list told one PU, and was cut short")
+		r, stop := resyncFirstList(t, coll, func() []ports.PU {
+			if told[0].PUID == "u1" {
+				return []ports.PU{pu("u2", "B")}
+			}
+			return []ports.PU{pu("u1", "A")}
+		}()...)
+		stop()
+		_ = r
+	})
 }
