@@ -1001,3 +1001,37 @@ func listCutShort(t *testing.T) {
 		_ = r
 	})
 }
+
+// Options.DryRun: a dry run's Resync tracks a PU it listed the time before, with the same sandbox, no more. The
+// answers of ListPUs a list used are spent by it: one answered while a list ran is the next list's account, but the
+// answers the list used are not, or a PU it moved is moved again by the next (a dry run would report it again).
+func TestTheListPUsAnswersAListUsedAreSpent(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+		c.write(entry{network: "podnet", sandbox: "B", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Minute})
+		now := time.Now()
+		rt := &gatedRuntime{}
+		rt.set(nil, listed("A", "u1", false, now.Add(-2*time.Hour)), listed("B", "u1", true, now.Add(-time.Minute)))
+		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+			ResyncInterval: time.Minute, Runtime: rt, DryRun: true, Logger: c.logs.Logger()})
+		require.NoError(t, err)
+		r, stop := resyncFirstList(t, coll, pu("u1", "A"))
+		defer stop()
+		_, err = coll.ListPUs(t.Context()) // an account: A, as the first list told
+		require.NoError(t, err)
+		rt.set(nil, listed("B", "u1", false, now.Add(-2*time.Hour)), listed("A", "u1", true, now.Add(-time.Minute)))
+		rt.close()
+		time.Sleep(time.Minute)
+		<-rt.waiting                       // the second list waits in the Runtime
+		_, err = coll.ListPUs(t.Context()) // answered while it runs: B
+		require.NoError(t, err)
+		rt.open()
+		synctest.Wait() // the second list moves the PU to B
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait() // the third, nothing changed
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		require.Equal(t, []string{"u1"}, r.untracked, "moved once, for one change (tracked: %v)", r.tracked)
+	})
+}
