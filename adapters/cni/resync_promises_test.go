@@ -505,9 +505,7 @@ func TestADryRunTracksAPodOnceWhileOneOfItsNetworksConfigIsWritten(t *testing.T)
 // its first list is in; stop ends it.
 func (c *cacheDir) dryRunResync(t *testing.T) (coll *cni.Collector, r *tracker, stop func()) {
 	t.Helper()
-	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
-		ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
-	require.NoError(t, err)
+	coll = c.dryRunCollector(t, &listedRuntime{})
 	r = &tracker{}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
@@ -909,9 +907,7 @@ func TestWhatAListLeftBehindToldStandsForTheNextResync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
 		c.write(entry{network: "podnet", sandbox: "B", uid: "u2", namespace: "ns", name: "pod-u2"})
-		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
-			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
-		require.NoError(t, err)
+		coll := c.dryRunCollector(t, &listedRuntime{})
 		stalled := &stallingTracker{release: make(chan struct{})}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
@@ -977,9 +973,7 @@ func listCutShort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
 		c.write(entry{network: "podnet", sandbox: "B", uid: "u2", namespace: "ns", name: "pod-u2"})
-		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
-			ResyncInterval: time.Minute, Runtime: &listedRuntime{}, DryRun: true, Logger: c.logs.Logger()})
-		require.NoError(t, err)
+		coll := c.dryRunCollector(t, &listedRuntime{})
 		ctx, cancel := context.WithCancel(t.Context())
 		stopping := &cancellingTracker{cancel: cancel}
 		done := make(chan error)
@@ -1013,12 +1007,10 @@ func TestTheListPUsAnswersAListUsedAreSpent(t *testing.T) {
 		now := time.Now()
 		rt := &gatedRuntime{}
 		rt.set(nil, listed("A", "u1", false, now.Add(-2*time.Hour)), listed("B", "u1", true, now.Add(-time.Minute)))
-		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
-			ResyncInterval: time.Minute, Runtime: rt, DryRun: true, Logger: c.logs.Logger()})
-		require.NoError(t, err)
+		coll := c.dryRunCollector(t, rt)
 		r, stop := resyncFirstList(t, coll, pu("u1", "A"))
 		defer stop()
-		_, err = coll.ListPUs(t.Context()) // an account: A, as the first list told
+		_, err := coll.ListPUs(t.Context()) // an account: A, as the first list told
 		require.NoError(t, err)
 		rt.set(nil, listed("B", "u1", false, now.Add(-2*time.Hour)), listed("A", "u1", true, now.Add(-time.Minute)))
 		rt.close()
@@ -1034,4 +1026,13 @@ func TestTheListPUsAnswersAListUsedAreSpent(t *testing.T) {
 		defer r.mu.Unlock()
 		require.Equal(t, []string{"u1"}, r.untracked, "moved once, for one change (tracked: %v)", r.tracked)
 	})
+}
+
+// dryRunCollector is a dry run's collector over c and rt, listing every minute.
+func (c *cacheDir) dryRunCollector(t *testing.T, rt cni.Runtime) *cni.Collector {
+	t.Helper()
+	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+		ResyncInterval: time.Minute, Runtime: rt, DryRun: true, Logger: c.logs.Logger()})
+	require.NoError(t, err)
+	return coll
 }
