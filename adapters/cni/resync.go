@@ -78,10 +78,10 @@ type resyncer struct {
 	// caller's: accounts of what the engine may hold); last is what the
 	// last list of a Resync told the engine (PUID to sandbox), from which
 	// a Resync called again begins, with leftBehind, what a list a Resync
-	// left behind when it returned had told (telling: the list under way's).
-	inventory           map[string][]string
-	last                map[string]string
-	leftBehind, telling map[string]string
+	// left behind when it returned had told.
+	inventory  map[string][]string
+	last       map[string]string
+	leftBehind map[string]string
 	// inventories counts ListPUs' answers: those given while a list ran
 	// are the next list's accounts too.
 	inventories uint64
@@ -236,12 +236,11 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		// A list runs on a goroutine of its own, so that a Tracker that never returns (an engine whose Observer's
 		// commit hangs) cannot keep Resync from returning when ctx ends: the list is then left behind, and tracks
 		// nothing more once its call under way has returned.
-		// The Inventory listed since the list before (the engine's ListPUs, while this Resync runs): this list
-		// compares with it, as the first does.
+		// The answers of ListPUs since the list before are this list's accounts beside it (once), and tell records
+		// what it tells the engine as it tells it.
 		r.mu.Lock()
 		inventories, inventory := r.inventories, maps.Clone(r.inventory)
 		tell := map[string]string{}
-		r.telling = tell
 		r.mu.Unlock()
 		listed := make(chan map[string]string, 1)
 		go func(last map[string]string) { listed <- r.once(ctx, t, list, last, inventory, tell) }(last)
