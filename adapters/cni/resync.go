@@ -233,6 +233,9 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		case <-tick.C:
 		case <-r.kick:
 		}
+		if ctx.Err() != nil { // ended while a tick or a requeue was ready too: no list begins
+			return nil
+		}
 		// A list runs on a goroutine of its own, so that a Tracker that never returns (an engine whose Observer's
 		// commit hangs) cannot keep Resync from returning when ctx ends: the list is then left behind, and tracks
 		// nothing more once its call under way has returned.
@@ -266,17 +269,20 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 				}
 			}
 		}
+		var got map[string]string
 		select {
-		case got := <-listed:
-			settled(got)
+		case got = <-listed:
 		case <-ctx.Done():
 			select {
-			case got := <-listed:
-				settled(got)
+			case got = <-listed:
 			default:
 				r.log.Info("Resync returns with its list under way: the engine has not returned from a call; the list stops once it does")
-				settled(nil) // what it told so far stands for the next Resync
 			}
+		}
+		settled(got) // nil, cut short or left behind: what it told so far stands for the next Resync
+		if got == nil || ctx.Err() != nil {
+			// Resync ends with the list that saw its context end, whichever it saw first: no list begins after one
+			// was cut short, to tell nothing and stand for the next Resync in its place.
 			r.kickIfRequeued() // the pods requeued are the next Resync's: it lists at once
 			return nil
 		}
@@ -307,9 +313,10 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 	r.mu.Unlock()
 	l, err := list(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Error(err, "listing the cache failed; will list again", "in", r.interval.String())
+		if ctx.Err() != nil { // Resync has returned: cut short, having told nothing
+			return nil
 		}
+		r.log.Error(err, "listing the cache failed; will list again", "in", r.interval.String())
 		return last
 	}
 	r.mu.Lock()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -945,55 +944,86 @@ func (c *cacheDir) twoSandboxes() (coll *cni.Collector, aOlder, bOlder func()) {
 	return c.collectorWith(rt, 0), aOlder, bOlder
 }
 
-// cancellingTracker cancels Resync's context in its first Track (the agent stops while the engine tracks the list's
-// first PU), which returns as ever.
-type cancellingTracker struct {
-	tracker
-	cancel context.CancelFunc
+// slowToWake is a context whose end Err tells before Done is closed, as a goroutine waiting on Done is woken only when
+// the scheduler gets to it: a list that sees Err first may end before Resync's goroutine sees Done. end ends it;
+// wake closes Done.
+type slowToWake struct {
+	context.Context
+	ended atomic.Bool
+	done  chan struct{}
+	woken sync.Once
 }
 
-func (c *cancellingTracker) Track(pu ports.PU) error {
-	c.cancel()
-	return c.tracker.Track(pu)
+func newSlowToWake(parent context.Context) *slowToWake {
+	return &slowToWake{Context: parent, done: make(chan struct{})}
+}
+
+func (c *slowToWake) Done() <-chan struct{} { return c.done }
+
+func (c *slowToWake) Err() error {
+	if c.ended.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *slowToWake) end()  { c.ended.Store(true) }
+func (c *slowToWake) wake() { c.woken.Do(func() { close(c.done) }) }
+
+// endingTracker ends Resync's context in its first Track (the agent stops while the engine tracks the list's first
+// PU), which returns as ever.
+type endingTracker struct {
+	tracker
+	end func()
+}
+
+func (e *endingTracker) Track(pu ports.PU) error {
+	e.end()
+	return e.tracker.Track(pu)
 }
 
 // Resync "tracks each of" the PUs it lists; a dry run's tracks one it listed the time before, with the same
 // sandbox, no more. A list cut short by the end of Resync's context told the engine only the PUs it reached: the
-// next Resync tracks the others, a dry run's too. One processor, so that the list may end before Resync sees its
-// context end, as it may on a node.
+// next Resync tracks the others, a dry run's too, whether Resync saw its context end before the list did or after.
 func TestAListCutShortByResyncsEndCountsOnlyWhatItTold(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	for range 100 { // whether Resync sees the list end before its context is the scheduler's: each order, many times
-		listCutShort(t)
+	for _, seenFirst := range []string{"by the list", "by Resync"} {
+		t.Run("the end seen first "+seenFirst, func(t *testing.T) {
+			c := newCacheDir(t)
+			synctest.Test(t, func(t *testing.T) {
+				c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
+				c.write(entry{network: "podnet", sandbox: "B", uid: "u2", namespace: "ns", name: "pod-u2"})
+				coll := c.dryRunCollector(t, &listedRuntime{})
+				ctx := newSlowToWake(t.Context())
+				ending := &endingTracker{end: ctx.end}
+				if seenFirst == "by Resync" {
+					ending.end = func() { ctx.end(); ctx.wake(); synctest.Wait() }
+				} else {
+					// and a pod requeued meanwhile asks for a list at once: none begins after the one cut short
+					ending.end = func() {
+						ctx.end()
+						other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u9", UID: "u9"}}
+						require.NoError(t, coll.Requeue(t.Context(), other))
+					}
+				}
+				done := make(chan error)
+				go func() { done <- coll.Resync(ctx, ending) }()
+				time.Sleep(time.Minute + time.Second)
+				synctest.Wait() // by the list: Resync has taken what the list returned, and waits for its sweep
+				ctx.wake()
+				require.NoError(t, <-done)
+				ending.mu.Lock()
+				told := slices.Clone(ending.tracked)
+				ending.mu.Unlock()
+				require.Len(t, told, 1, "the list told one PU, and was cut short")
+				rest := pu("u1", "A")
+				if told[0].PUID == "u1" {
+					rest = pu("u2", "B")
+				}
+				_, stop := resyncFirstList(t, coll, rest)
+				stop()
+			})
+		})
 	}
-}
-
-func listCutShort(t *testing.T) {
-	c := newCacheDir(t)
-	synctest.Test(t, func(t *testing.T) {
-		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
-		c.write(entry{network: "podnet", sandbox: "B", uid: "u2", namespace: "ns", name: "pod-u2"})
-		coll := c.dryRunCollector(t, &listedRuntime{})
-		ctx, cancel := context.WithCancel(t.Context())
-		stopping := &cancellingTracker{cancel: cancel}
-		done := make(chan error)
-		go func() { done <- coll.Resync(ctx, stopping) }()
-		time.Sleep(time.Minute + time.Second)
-		synctest.Wait()
-		require.NoError(t, <-done)
-		stopping.mu.Lock()
-		told := slices.Clone(stopping.tracked)
-		stopping.mu.Unlock()
-		require.Len(t, told, 1, "the list told one PU, and was cut short")
-		r, stop := resyncFirstList(t, coll, func() []ports.PU {
-			if told[0].PUID == "u1" {
-				return []ports.PU{pu("u2", "B")}
-			}
-			return []ports.PU{pu("u1", "A")}
-		}()...)
-		stop()
-		_ = r
-	})
 }
 
 // Options.DryRun: a dry run's Resync tracks a PU it listed the time before, with the same sandbox, no more. The

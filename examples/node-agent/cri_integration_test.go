@@ -119,7 +119,10 @@ func testSandboxStopped(t *testing.T, admin client.Client, kubeconfig []byte) {
 	pod := testPod("stops", criNode)
 	require.NoError(t, admin.Create(ctx, pod))
 	sandbox := rt.runSandbox(t, pod, 0)
-	a := startCRIAgent(t, kubeconfig, rt.endpoint)
+	// Each periodic check reads the runtime itself: with the default
+	// --cri-cache-max-age (5s) a check up to 5s after the stop may read a
+	// list made before it, and rightly keep the PU for row 7.
+	a := startCRIAgent(t, kubeconfig, rt.endpoint, "--cri-cache-max-age=0")
 	require.Eventually(t, func() bool { return a.trackedWith(t, pod.UID, sandbox) }, waitLong, 10*time.Millisecond)
 
 	stopped := time.Now()
