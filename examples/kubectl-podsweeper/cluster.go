@@ -463,7 +463,7 @@ func (c *cluster) report(ctx context.Context, now time.Time) (*Report, error) {
 // is where the pod ran, for a pod that is gone.
 func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node string, now time.Time) (*PodExplanation, error) {
 	var notes []string
-	earlier := map[string]earlierPU{} // the PUs an earlier round read, by PUID
+	earlier := map[string][]earlierPU{} // the PUs an earlier round read, by PUID, one per program that held it
 	for round := 1; ; round++ {
 		x, again, err := c.explainRound(ctx, namespace, name, uid, node, now, round == maxRounds, earlier)
 		if err != nil {
@@ -477,50 +477,67 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		notes = append(notes, again...)
 		for _, a := range x.Answers {
 			for _, s := range a.PUs {
-				earlier[s.PUID] = earlierPU{what: fmt.Sprintf("PU %s of pod %s, which %s held when an earlier round asked", s.PUID, s.Pod, a.Program),
+				e := earlierPU{program: a.Program, what: fmt.Sprintf("PU %s of pod %s, which %s held when an earlier round asked", s.PUID, s.Pod, a.Program),
 					seen: cmp.Or(a.At, now)}
+				earlier[s.PUID] = append(slices.DeleteFunc(earlier[s.PUID], func(o earlierPU) bool { return o.program.same(a.Program) }), e)
 			}
 		}
 	}
 }
 
-// earlierPU is a PU an earlier round of explainPod read: who held it, and
-// when its program answered (its clock, which writes its Events too).
+// earlierPU is a PU an earlier round of explainPod read: the program that
+// held it, and when that program answered (its clock, which writes its
+// Events too).
 type earlierPU struct {
-	what string
-	seen time.Time
+	program Program
+	what    string
+	seen    time.Time
 }
 
-// gone says the PUs an earlier round of explainPod read (earlier) that x, the last, tells neither held, reported by a
-// dry run, nor destroyed (no Event of the pod of that UID): destroyed meanwhile, their Events not yet written (the recorder writes them on a
-// goroutine of its own, with retries), or held by a program the last round did not ask. The answer cannot tell what
-// became of them.
-func gone(x *PodExplanation, earlier map[string]earlierPU) []string {
+// gone says the PUs an earlier round of explainPod read (earlier) that x, the last, tells neither held by the program
+// that held it, reported by its dry run, nor destroyed (no Event of the pod of that UID a program of that kind posts):
+// destroyed meanwhile, their Events not yet written (the recorder writes them on a goroutine of its own, with
+// retries), or held by a program the last round did not ask. The answer cannot tell what became of them. Each program's
+// PU is its own: two programs hold PUs of one pod under one PUID (the pod's UID), and what one answers or posts says
+// nothing of the other's (cni-gc posts no Event).
+func gone(x *PodExplanation, earlier map[string][]earlierPU) []string {
 	var out []string
 	for _, puid := range slices.Sorted(maps.Keys(earlier)) {
-		held := slices.ContainsFunc(x.Answers, func(a Answer) bool { // held, or reported by its dry run (dropped)
-			return slices.ContainsFunc(a.PUs, func(s k8s.PUStatus) bool { return s.PUID == puid }) ||
-				slices.ContainsFunc(a.Reports, func(d k8s.WouldDestroy) bool { return d.PUID == puid })
-		})
-		// An Event of that UID from before the round read the PU held (the destroy of an earlier sandbox's PU, of
-		// the same PUID) is not of what became of it. Each of an Event's times is compared at its own precision:
-		// one in seconds with the second the round read it in, one in microseconds with that instant.
-		seen := earlier[puid].seen
-		since := func(t time.Time, exact bool) bool {
-			if exact {
-				return !t.Before(seen.Truncate(time.Microsecond))
+		for _, was := range earlier[puid] {
+			held := slices.ContainsFunc(x.Answers, func(a Answer) bool { // held, or reported by its dry run (dropped)
+				return a.Program.same(was.program) && (slices.ContainsFunc(a.PUs, func(s k8s.PUStatus) bool { return s.PUID == puid }) ||
+					slices.ContainsFunc(a.Reports, func(d k8s.WouldDestroy) bool { return d.PUID == puid }))
+			})
+			// An Event of that UID from before the round read the PU held (the destroy of an earlier sandbox's PU,
+			// of the same PUID) is not of what became of it. Each of an Event's times is compared at its own
+			// precision: one in seconds with the second the round read it in, one in microseconds with that instant.
+			since := func(t time.Time, exact bool) bool {
+				if exact {
+					return !t.Before(was.seen.Truncate(time.Microsecond))
+				}
+				return !t.Before(was.seen.Truncate(time.Second))
 			}
-			return !t.Before(seen.Truncate(time.Second))
-		}
-		told := slices.ContainsFunc(x.Events, func(e Event) bool {
-			return e.uid == puid && (since(e.Time, e.timeExact) || !e.Last.IsZero() && since(e.Last, e.lastExact))
-		})
-		if !held && !told {
-			out = append(out, earlier[puid].what+": the last round found it in no answer and no Event (destroyed meanwhile, its Event not written yet, or held where it did not ask)")
+			told := postsEvents(was.program.Program) && slices.ContainsFunc(x.Events, func(e Event) bool {
+				return e.uid == puid && (since(e.Time, e.timeExact) || !e.Last.IsZero() && since(e.Last, e.lastExact))
+			})
+			if !held && !told {
+				out = append(out, was.what+": the last round found it in no answer and no Event (destroyed meanwhile, its Event not written yet, or held where it did not ask)")
+			}
 		}
 	}
 	return out
 }
+
+// same reports whether p and q are one program: one release's program of
+// one kind on one node (its pod may be another, restarted meanwhile or
+// the cluster controller's next leader).
+func (p Program) same(q Program) bool {
+	return p.Program == q.Program && p.Release == q.Release && p.Namespace == q.Namespace && p.Node == q.Node
+}
+
+// postsEvents reports whether the program posts an Event of each destroy
+// and give-up: the node agent and the cluster controller do, cni-gc none.
+func postsEvents(program string) bool { return program != "cni-gc" }
 
 // maxRounds bounds how many times explainPod asks the programs anew for a
 // pod that changed while they were asked.
@@ -534,7 +551,7 @@ const maxRounds = 3
 // anew (but the last, which says so and stands). earlier are the PUs the
 // rounds before read, by PUID: one its programs still hold is kept in its
 // answers, whatever the pod as read now says.
-func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node string, now time.Time, last bool, earlier map[string]earlierPU) (_ *PodExplanation, again []string, _ error) {
+func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node string, now time.Time, last bool, earlier map[string][]earlierPU) (_ *PodExplanation, again []string, _ error) {
 	flagNode := node
 	x := &PodExplanation{Now: now, Namespace: namespace, Name: name, UID: uid, Node: node, Answers: []Answer{}, Events: []Event{}}
 	var first *Pod // the pod of that name as first read, whatever its UID; nil: none

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -123,7 +124,7 @@ func TestAnEngineThatEndedPlansNoNextAttempt(t *testing.T) {
 // eventTime) earlier in that second is not.
 func TestAnEventOlderThanTheRoundThatReadAPUDoesNotAccountForIt(t *testing.T) {
 	seen := clockNow.Add(-1500 * time.Millisecond)
-	earlier := map[string]earlierPU{firstUID: {what: "PU " + firstUID, seen: seen}}
+	earlier := map[string][]earlierPU{firstUID: {{what: "PU " + firstUID, seen: seen}}}
 	for _, c := range []struct {
 		at          time.Time
 		exact, told bool
@@ -135,6 +136,53 @@ func TestAnEventOlderThanTheRoundThatReadAPUDoesNotAccountForIt(t *testing.T) {
 		if got := gone(x, earlier); (len(got) == 0) != c.told {
 			t.Errorf("an Event at %v, the PU read at %v: not accounted for %v, want accounted for %v", c.at, seen, got, c.told)
 		}
+	}
+}
+
+// explain.md: each program's PU of a pod is its own. Two programs that held PUs of one pod (one PUID, the pod's UID)
+// when an earlier round read them are each accounted for by that program's answer, or by an Event of a kind that
+// program posts: the node agent still holding its PU, or its destroy's Event, says nothing of cni-gc's, which posts
+// none.
+func TestEachProgramsPUOfAPodIsAccountedForByItsOwn(t *testing.T) {
+	seen := clockNow.Add(-time.Second)
+	agent := Program{Program: "node-agent", Release: "podsweeper", Namespace: "podsweeper", Pod: "na-a", Node: "node-a"}
+	gc := Program{Program: "cni-gc", Release: "podsweeper", Namespace: "podsweeper", Pod: "gc-a", Node: "node-a"}
+	earlier := map[string][]earlierPU{firstUID: {{program: agent, what: "PU of the agent", seen: seen}, {program: gc, what: "PU of cni-gc", seen: seen}}}
+	held := []k8s.PUStatus{{PUID: firstUID, Pod: "apps/web"}}
+	destroyed := Event{Time: clockNow, Type: "Normal", Reason: k8s.EventReasonDestroyed, Regarding: "Pod/apps/web", Count: 1, uid: firstUID,
+		pod: "apps/web", timeExact: true}
+	for name, c := range map[string]struct {
+		agentHolds, gcHolds bool
+		events              []Event
+		want                []string
+	}{
+		"the agent holds it, cni-gc not":          {agentHolds: true, want: []string{"PU of cni-gc"}},
+		"cni-gc holds it, the agent not":          {gcHolds: true, want: []string{"PU of the agent"}},
+		"the agent destroyed it, cni-gc holds it": {gcHolds: true, events: []Event{destroyed}},
+		"the agent destroyed it, cni-gc not":      {events: []Event{destroyed}, want: []string{"PU of cni-gc"}},
+		"neither holds it, no Event":              {want: []string{"PU of the agent", "PU of cni-gc"}},
+		"both hold it, cni-gc restarted since":    {agentHolds: true, gcHolds: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, g := Answer{Program: agent, At: clockNow}, Answer{Program: gc, At: clockNow}
+			if c.agentHolds {
+				a.PUs = held
+			}
+			if c.gcHolds {
+				g.PUs = held
+				g.Program.Pod = "gc-b" // its pod is another: the same program, restarted
+			}
+			x := &PodExplanation{Now: clockNow, Namespace: "apps", Name: "web", Answers: []Answer{a, g}, Events: c.events}
+			got := gone(x, earlier)
+			for i, w := range c.want {
+				if i >= len(got) || !strings.HasPrefix(got[i], w) {
+					t.Fatalf("want %q unaccounted for, got %q", c.want, got)
+				}
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("want %q unaccounted for, got %q", c.want, got)
+			}
+		})
 	}
 }
 
