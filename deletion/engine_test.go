@@ -219,6 +219,31 @@ func TestDestroyRetriesUpToMaxAttempts(t *testing.T) {
 	assert.Contains(t, lost[0], `"puID"="uid-1"`)
 }
 
+// TestAKeepBetweenTwoFailedDestroysBeginsNoNewRow: Options.MaxDestroyAttempts counts failed DestroyPU calls in a row,
+// those since the PU was tracked: a check that keeps the PU between two of them (its pod read alive once) does not
+// begin a new row, and the second failure of two gives up.
+func TestAKeepBetweenTwoFailedDestroysBeginsNoNewRow(t *testing.T) {
+	m := newMockPorts(t)
+	rec := &deletiontest.Events{}
+	c := m.newEngine(t, false, deletion.Options{MaxDestroyAttempts: 2, Observer: rec})
+	gomock.InOrder(
+		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound),
+		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(livePod(testUID, testNode), nil),
+		m.getter.EXPECT().GetPod(gomock.Any(), testKey).Return(nil, ports.ErrPodNotFound),
+	)
+	m.policy.EXPECT().DestroyPU(gomock.Any(), destroyEvent("", ports.ReasonPodGone)).Return(errBoom).Times(2)
+	require.NoError(t, c.Track(entryWith("")))
+
+	c.Sweep(context.Background()) // fails: 1 of 2
+	c.Sweep(context.Background()) // alive: kept
+	require.Equal(t, 1, c.Len())
+	c.Sweep(context.Background()) // fails: 2 of 2
+	assert.Zero(t, c.Len(), "given up on at the second failure")
+	abandoned := rec.Of(deletion.EventAbandoned)
+	require.Len(t, abandoned, 1)
+	assert.Equal(t, 2, abandoned[0].DestroyCalls)
+}
+
 // TestFireAndForget: MaxDestroyAttempts 1 drops the PU after one failed
 // attempt, as trireme-lib's DeleteController did.
 func TestFireAndForget(t *testing.T) {

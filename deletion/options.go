@@ -129,7 +129,8 @@ type Options struct {
 	// in line, never to a later arrival. A failed destroy used its turn: its retry, its backoff over, takes a place
 	// at the back of the line, so that one failing PU never holds the turns of the others. Backlog().RateLimited
 	// counts them; a Sweep waits for them, those whose checks
-	// learn nothing too (end it sooner with its context). 0: no limit. Negative, or under one a year: rejected.
+	// learn nothing too (end it sooner with its context). A dry run destroys nothing and takes no turn: its reports
+	// follow the checks at once. 0: no limit. Negative, or under one a year: rejected.
 	DestroyRate rate.Limit
 	// DestroyBurst is how many DestroyPU calls may start at once under DestroyRate. 0: 1. A burst of more turns than
 	// DestroyRate gives in a year (MaxDuration) is that many: more would overflow the line's arithmetic, and no burst
@@ -146,7 +147,8 @@ type Options struct {
 	// Workers is how many checks may run at once. 0: 4. At most MaxWorkers.
 	Workers int
 	// MaxDestroyAttempts is how many failed DestroyPU calls in a row make the engine give up on a PU (drop it and log
-	// the loss); an error wrapped with ports.Permanent gives up at once. In a dry run, a DryRunner's "would destroy"
+	// the loss): its calls since it was tracked, or since a dry run's last "would destroy"; a check that keeps the PU
+	// between two of them does not begin a new row. An error wrapped with ports.Permanent gives up at once. In a dry run, a DryRunner's "would destroy"
 	// ends the row, as the destroy would have. 0: no limit, as controller-runtime retries a
 	// reconcile; 1: fire and forget, as trireme-lib's.
 	MaxDestroyAttempts int
