@@ -9,9 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
 
 var update = flag.Bool("update", false, "write the golden outputs of testdata/ from the renderers")
@@ -74,6 +77,39 @@ func TestRenderGolden(t *testing.T) {
 			assert.Equal(t, string(want), string(got))
 		})
 	}
+}
+
+// TestTheExamplesRetryAsTheEngineDoes: the examples explain.md shows tell a PU's next attempt as the engine schedules
+// it (deletion.Options.RetryMinDelay, 1s by default, doubling at each failure up to RetryMaxDelay, 1m): after n failed
+// destroy calls, the next is due 2^(n-1) seconds after the check that failed.
+func TestTheExamplesRetryAsTheEngineDoes(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	require.NoError(t, err)
+	seen := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var page struct {
+			Answers []struct {
+				PUs []k8s.PUStatus `json:"pus"`
+			} `json:"answers"`
+			PUs []k8s.PUStatus `json:"pus"`
+		}
+		require.NoError(t, json.Unmarshal(b, &page), f)
+		pus := page.PUs
+		for _, a := range page.Answers {
+			pus = append(pus, a.PUs...)
+		}
+		for _, s := range pus {
+			if s.Attempts == 0 || s.NextAttempt == nil || s.LastChecked == nil {
+				continue
+			}
+			seen++
+			want := min(time.Second<<(s.Attempts-1), time.Minute)
+			assert.Equal(t, want, s.NextAttempt.Sub(*s.LastChecked), "%s: PU %s, %d failed attempts", f, s.PUID, s.Attempts)
+		}
+	}
+	require.NotZero(t, seen, "an example shows a retry")
 }
 
 // TestRenderPodJSONIsTheAnswers: -o json prints what the text is rendered
