@@ -319,11 +319,11 @@ func (l *addressLog) retain(held func(id string) bool) {
 	}
 }
 
-// round records a round's reservations, each as it decided it: rs and
-// their statuses, index for index, and the reservation files it read and
-// never touches (untouched), with why; at most maxReservationsRecorded in
-// all, and how many were past it.
-func (l *addressLog) round(at time.Time, rs []Reservation, sts []ReservationStatus, untouched, blind []skipped) {
+// round records a round's reservations, read at read and decided at at,
+// each as it decided it: rs and their statuses, index for index, and the
+// reservation files it read and never touches (untouched), with why; at
+// most maxReservationsRecorded in all, and how many were past it.
+func (l *addressLog) round(read, at time.Time, rs []Reservation, sts []ReservationStatus, untouched, blind []skipped) {
 	n := min(len(rs), maxReservationsRecorded)
 	byIP := make(map[string][]ReservationStatus, n)
 	for i, r := range rs[:n] {
@@ -349,7 +349,7 @@ func (l *addressLog) round(at time.Time, rs []Reservation, sts []ReservationStat
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.reservations, l.read, l.over, l.blind = byIP, at, over, unread
+	l.reservations, l.read, l.over, l.blind = byIP, read, over, unread
 }
 
 // reservationKept records that r, which the round decided to free, was

@@ -22,7 +22,7 @@ func TestTheAddressPageSaysWhenReservationsArePastItsBound(t *testing.T) {
 		rs[i] = Reservation{Network: "podnet", DataDir: "/d", IP: fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255), ContainerID: "c", IfName: "eth0"}
 		sts[i] = ReservationStatus{Network: "podnet", File: rs[i].Path(), State: "kept"}
 	}
-	c.addresses.round(time.Now(), rs, sts, nil, nil)
+	c.addresses.round(time.Now(), time.Now(), rs, sts, nil, nil)
 
 	last := c.address(rs[len(rs)-1].IP)
 	assert.Empty(t, last.Reservations, "past the bound")

@@ -10,11 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
 	"github.com/podsweeper/podsweeper/ports"
@@ -395,4 +397,55 @@ func TestAddressTellsAnotherPodsAttachmentOfAFreedSandboxUndecided(t *testing.T)
 	require.Len(t, st.Attachments, 1)
 	require.Equal(t, "uid-b", st.Attachments[0].PodUID)
 	require.Nil(t, st.Attachments[0].Decision, "pod b's attachment was never asked to be freed: %+v", st.Attachments[0].Decision)
+}
+
+// slowRuntime is a Runtime whose list takes 9 s (within its 10 s), running during once, a second into it.
+type slowRuntime struct {
+	listedRuntime
+	during func()
+}
+
+func (r *slowRuntime) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	time.Sleep(time.Second)
+	if d := r.during; d != nil {
+		r.during = nil
+		d()
+	}
+	time.Sleep(8 * time.Second)
+	return r.listedRuntime.ListPodSandbox(ctx, f)
+}
+
+// AddressStatus.ReservationsRead "is when the last round read host-local's reservations": a round asks the Runtime
+// after it read them, and an address host-local reserves while the Runtime answers is not in the round. The page
+// tells the time of the read, before that reservation, not the time the Runtime answered.
+func TestReservationsReadIsWhenTheRoundReadThem(t *testing.T) {
+	c := newCacheDir(t)
+	data := filepath.Join(t.TempDir(), "networks")
+	conf := `{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"logger","ipam":{"type":"host-local","dataDir":"` + data + `"}}]}`
+	require.NoError(t, os.WriteFile(filepath.Join(c.conf, "10-podnet.conflist"), []byte(conf), 0o644))
+	writeAged(t, filepath.Join(data, "podnet", "10.1.0.9"), "sb-old\r\neth0", time.Hour) // of no cache entry: the Runtime is asked
+	synctest.Test(t, func(t *testing.T) {
+		var reserved time.Time
+		rt := &slowRuntime{during: func() {
+			reserved = time.Now()
+			writeAged(t, filepath.Join(data, "podnet", "10.1.0.10"), "sb-new\r\neth0", 0)
+		}}
+		rt.set(nil, listed("sb-old", "u1", true, time.Now().Add(-time.Hour)), listed("sb-new", "u2", true, time.Now()))
+		coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, HostLocalDataDir: data,
+			ResyncInterval: time.Minute, Runtime: rt, Logger: c.logs.Logger()})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, &tracker{}) }()
+		time.Sleep(10 * time.Second) // the round at Resync's start has ended
+		synctest.Wait()
+		h := coll.AddressHandler()
+		old, young := askAddress(t, h, "10.1.0.9"), askAddress(t, h, "10.1.0.10")
+		require.Len(t, old.Reservations, 1, "the round read 10.1.0.9")
+		require.Empty(t, young.Reservations, "10.1.0.10 was reserved after the round read the reservations")
+		require.NotNil(t, young.ReservationsRead)
+		require.True(t, young.ReservationsRead.Before(reserved), "read at %v, 10.1.0.10 reserved at %v", *young.ReservationsRead, reserved)
+		cancel()
+		require.NoError(t, <-done)
+	})
 }

@@ -1063,7 +1063,11 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // requeued that a list passes over for another reason (a DestroyPU of it
 // ended while the list read, or the Runtime could not order its
 // sandboxes), and a pod requeued whose list was under way when a Resync
-// returned is the next Resync's. At its start and after each list, it
+// returned is the next Resync's. A list that fails (the cache or ConfDir
+// cannot be read) tells and compares nothing: the list before and every
+// answer of ListPUs since stand for the next, which follows at the next
+// interval, or, while a pod is requeued, a second later, doubling at each
+// failure up to the interval. At its start and after each list, it
 // frees host-local's reservations that no sandbox of the Runtime and no
 // cache entry accounts for (the package doc, "host-local's
 // reservations"; a dry run only lists them, WouldFree). It returns when ctx

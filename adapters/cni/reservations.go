@@ -413,6 +413,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		c.log.Error(err, "reading libcni's cache for host-local's reservations failed; will read it again at the next resync")
 		return
 	}
+	read := time.Now() // what the page tells as ReservationsRead: a reservation made since is not in rv
 	rv, err := c.hostLocal.read()
 	if err != nil {
 		c.hostLocal.wouldFree(nil, nil)
@@ -420,7 +421,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 		return
 	}
 	if len(rv.rs) == 0 {
-		c.addresses.round(time.Now(), nil, nil, rv.untouched, rv.blindSkips)
+		c.addresses.round(read, time.Now(), nil, nil, rv.untouched, rv.blindSkips)
 		c.hostLocal.wouldFree(nil, &rv)
 		return
 	}
@@ -531,7 +532,7 @@ func (c *Collector) freeReservations(ctx context.Context) {
 			frees = append(frees, r)
 		}
 	}
-	c.addresses.round(now, rv.rs, sts, rv.untouched, rv.blindSkips)
+	c.addresses.round(read, now, rv.rs, sts, rv.untouched, rv.blindSkips)
 	// A dry run goes the real round's way but for the DELs: what it would free is decided again right before it would
 	// be DELed, after its turns, and recorded (WouldFree) unless the round stops.
 	var would []Reservation

@@ -226,13 +226,20 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 	}
 	r.leftBehind = nil
 	r.mu.Unlock()
+	// After a list that failed while a pod was requeued, the list is tried again sooner than the next tick: a
+	// second after the first such failure, doubling at each in a row up to the interval, so that a requeue waits
+	// for the cache to read again, not for the interval.
+	var again <-chan time.Time
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		case <-r.kick:
+		case <-again:
 		}
+		again = nil
 		if ctx.Err() != nil { // ended while a tick or a requeue was ready too: no list begins
 			return nil
 		}
@@ -245,19 +252,23 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		inventories, inventory := r.inventories, maps.Clone(r.inventory)
 		tell := map[string]string{}
 		r.mu.Unlock()
-		listed := make(chan map[string]string, 1)
+		listed := make(chan listEnd, 1)
 		go func(last map[string]string) { listed <- r.once(ctx, t, list, last, inventory, tell) }(last)
-		// settled records a list that ended: whole (got), it is the next one's last, and the accounts it used are
-		// spent (those answered while it ran are the next list's); cut short by ctx's end (nil), what it told stands
-		// for the next Resync, the PUs it did not reach as they were.
-		settled := func(got map[string]string) {
+		// settled records a list that ended: whole, what it listed is the next one's last, and the accounts it used
+		// are spent (those answered while it ran are the next list's); failed, it told nothing, and the last list
+		// and every account stand; cut short by ctx's end (or left behind), what it told stands for the next
+		// Resync, the PUs it did not reach as they were.
+		settled := func(end listEnd) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			if got == nil {
+			switch {
+			case end.cut:
 				r.leftBehind = tell
 				return
+			case end.failed:
+				return
 			}
-			last, r.last = got, got
+			last, r.last = end.listed, end.listed
 			if r.inventories == inventories {
 				r.inventory = nil
 				return
@@ -269,18 +280,31 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 				}
 			}
 		}
-		var got map[string]string
+		end := listEnd{cut: true} // left behind, unless it ended
 		select {
-		case got = <-listed:
+		case end = <-listed:
 		case <-ctx.Done():
 			select {
-			case got = <-listed:
+			case end = <-listed:
 			default:
 				r.log.Info("Resync returns with its list under way: the engine has not returned from a call; the list stops once it does")
 			}
 		}
-		settled(got) // nil, cut short or left behind: what it told so far stands for the next Resync
-		if got == nil || ctx.Err() != nil {
+		settled(end)
+		if end.failed {
+			wait := r.interval
+			if r.hasRequeued() {
+				wait = min(time.Second<<min(failures, 30), r.interval)
+				again = time.After(wait)
+				failures++
+			} else {
+				failures = 0
+			}
+			r.log.Error(end.err, "listing the cache failed; will list again", "in", wait.String())
+		} else {
+			failures = 0
+		}
+		if end.cut || ctx.Err() != nil {
 			// Resync ends with the list that saw its context end, whichever it saw first: no list begins after one
 			// was cut short, to tell nothing and stand for the next Resync in its place.
 			r.kickIfRequeued() // the pods requeued are the next Resync's: it lists at once
@@ -290,11 +314,19 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 	}
 }
 
+// listEnd is how a list of Resync ended: whole, with what it listed
+// (PUID to the sandbox the engine holds it with); failed, the cache not
+// listed and nothing told; or cut short by the end of Resync's context.
+type listEnd struct {
+	listed      map[string]string
+	failed, cut bool
+	err         error // why it failed
+}
+
 // once lists the cache and tracks what it lists, recording each PU it
 // told the engine in tell (under r.mu); last is the previous list (PUID to
 // sandbox; nil before the first), inventory the accounts of ListPUs'
-// answers since it, and the new one is returned (last when the cache could
-// not be listed; nil when ctx's end cut it short).
+// answers since it. It returns how the list ended.
 //
 // What the engine holds a PU with is what it was told first (Track is
 // insert-only): what the list before told it, or what an Inventory listed
@@ -306,7 +338,7 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 // one listed now; one it did not tell is tracked and triggered (a dry run's
 // engine that listed and dropped it since may report it once more).
 func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Context) (listing, error), last map[string]string,
-	inventory map[string][]string, tell map[string]string) map[string]string {
+	inventory map[string][]string, tell map[string]string) listEnd {
 	r.mu.Lock()
 	began := r.destroys
 	clear(r.destroyed) // a DestroyPU that ended before this list began is in it
@@ -314,10 +346,9 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 	l, err := list(ctx)
 	if err != nil {
 		if ctx.Err() != nil { // Resync has returned: cut short, having told nothing
-			return nil
+			return listEnd{cut: true}
 		}
-		r.log.Error(err, "listing the cache failed; will list again", "in", r.interval.String())
-		return last
+		return listEnd{failed: true, err: err}
 	}
 	r.mu.Lock()
 	requeued := maps.Clone(r.requeued) // still requeued until settled
@@ -330,7 +361,7 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 	}
 	for _, pu := range l.pus {
 		if ctx.Err() != nil { // Resync has returned (run): nothing more is tracked, and the list is cut short
-			return nil
+			return listEnd{cut: true}
 		}
 		// The accounts of what the engine holds it with: the list before's, and an Inventory's listed since (before
 		// Resync's first list, the Inventory's alone). A PU missing from the list before left the cache then: it is
@@ -410,7 +441,7 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 		}
 	}
 	if ctx.Err() != nil { // Resync has returned: what was requeued is the next one's, and the list is cut short
-		return nil
+		return listEnd{cut: true}
 	}
 	also := map[podKey]bool{}
 	if l.writing { // an entry being written may be any requeued pod's that this list did not trigger
@@ -419,15 +450,19 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 		}
 	}
 	r.settle(carry, requeued, also)
-	return now
+	return listEnd{listed: now}
+}
+
+// hasRequeued reports whether a pod is requeued.
+func (r *resyncer) hasRequeued() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.requeued) > 0
 }
 
 // kickIfRequeued asks for a list at once when a pod is requeued.
 func (r *resyncer) kickIfRequeued() {
-	r.mu.Lock()
-	n := len(r.requeued)
-	r.mu.Unlock()
-	if n > 0 {
+	if r.hasRequeued() {
 		select {
 		case r.kick <- struct{}{}:
 		default:

@@ -68,7 +68,8 @@ func (r *triggerTimes) triggeredWithin(p types.NamespacedName, from time.Time, d
 // returns while its list reads, and is called again; one while the Runtime fails; one while another pod's entry of
 // the network is cut short (libcni writing it); one while the pod's own entry is; one whose Track the Tracker refuses
 // once; one whose list a Resync that returns leaves behind, its Track hanging, Resync called again; time passing; a
-// pod created since that another caller than the engine lists with ListPUs. Whatever the steps, the pod's last
+// pod created since that another caller than the engine lists with ListPUs; one while the cache cannot be listed (a
+// config of ConfDir cut short), Resync's first list or a later one. Whatever the steps, the pod's last
 // requeue is triggered within 10 seconds (ResyncInterval is a minute), and the pod created since within two
 // intervals.
 func FuzzRequeueIsNeverLost(f *testing.F) {
@@ -80,6 +81,7 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 	f.Add([]byte{7})       // libcni writes the requeued pod's own entry
 	f.Add([]byte{8})       // a Resync returns, its list's Track hanging, and is called again
 	f.Add([]byte{9, 0})    // a pod created since, listed by another caller than the engine
+	f.Add([]byte{10})      // Resync's first list fails: the cache cannot be listed
 	f.Fuzz(func(t *testing.T, steps []byte) {
 		if len(steps) > 10 {
 			steps = steps[:10]
@@ -110,7 +112,7 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 				last = time.Now()
 			}
 			for _, s := range steps {
-				switch s % 10 {
+				switch s % 11 {
 				case 0:
 					requeue()
 				case 1: // the engine freed A, and requeues; a DestroyPU of A ends while the requeue's list reads
@@ -164,6 +166,12 @@ func FuzzRequeueIsNeverLost(f *testing.F) {
 					}
 					_, err := coll.ListPUs(t.Context())
 					require.NoError(t, err)
+				case 10: // the cache cannot be listed for half a second (a config of ConfDir cut short)
+					remove := c.cutConfig(t)
+					requeue()
+					synctest.Wait()
+					time.Sleep(500 * time.Millisecond)
+					remove()
 				case 8: // the requeue's list hangs in a Track; Resync returns, leaving it behind, and is called again
 					hang := make(chan struct{})
 					hangs = append(hangs, hang)

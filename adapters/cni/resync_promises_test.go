@@ -1066,3 +1066,92 @@ func (c *cacheDir) dryRunCollector(t *testing.T, rt cni.Runtime) *cni.Collector 
 	require.NoError(t, err)
 	return coll
 }
+
+// cutConfig writes a config of ConfDir cut before its name, as an installer caught mid-write leaves it: a list of the
+// cache fails while it is there. It returns a func that removes it.
+func (c *cacheDir) cutConfig(t *testing.T) (remove func()) {
+	path := filepath.Join(c.conf, "20-cut.conflist")
+	require.NoError(t, os.WriteFile(path, []byte(`{"cniVersion":`), 0o644))
+	return func() { require.NoError(t, os.Remove(path)) }
+}
+
+// Resync "feeds t with what the cache holds while the agent runs: every ResyncInterval ... It returns when ctx
+// ends"; runbooks.md: "listing the cache failed; will list again". A first list that fails (a config of ConfDir cut
+// short) told nothing: the next list is Resync's first, and its rounds go on.
+func TestResyncListsAgainAfterItsFirstListFailed(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
+		remove := c.cutConfig(t)
+		coll := c.collectorWith(&listedRuntime{}, 0)
+		r, stop := resyncFirstList(t, coll) // it fails: nothing tracked
+		defer stop()
+		require.Equal(t, 1, c.logs.Count("listing the cache failed; will list again"), "the first list failed")
+		remove()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		require.Equal(t, []ports.PU{pu("u1", "A")}, r.tracked, "the next list tracks what the cache holds")
+		require.Equal(t, []types.NamespacedName{{Namespace: "ns", Name: "pod-u1"}}, r.triggered, "and triggers it, new to Resync")
+	})
+}
+
+// Resync: "of one it told, a list of ListPUs since is one more account of the sandbox the engine may hold it with". A
+// list that fails told nothing and compared nothing: the accounts stand for the next. An answer of ListPUs (B, the
+// runtime telling the order the other way for a while) between a list that told A and one that failed moves the PU
+// at the next list, which lists A while the cache holds B.
+func TestAFailedListSpendsNoAccount(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		coll, aOlder, bOlder := c.twoSandboxes()
+		r, stop := resyncFirstList(t, coll, pu("u1", "A"))
+		defer stop()
+		bOlder()
+		_, err := coll.ListPUs(t.Context()) // an account: B
+		require.NoError(t, err)
+		aOlder()
+		remove := c.cutConfig(t)
+		time.Sleep(time.Minute)
+		synctest.Wait() // the second list fails
+		require.Equal(t, 1, c.logs.Count("listing the cache failed; will list again"), "the second list failed")
+		remove()
+		time.Sleep(time.Minute)
+		synctest.Wait() // the third lists A
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		require.Equal(t, []string{"u1"}, r.untracked, "moved off B (tracked: %v)", r.tracked)
+		require.Equal(t, []ports.PU{pu("u1", "A"), pu("u1", "A")}, r.tracked)
+	})
+}
+
+// Collector.Resync: a list that fails "follows at the next interval, or, while a pod is requeued, a second later,
+// doubling at each failure up to the interval". A requeue whose lists fail for three seconds (1 s, then 2 s) is
+// triggered once the cache reads again, not at the next interval; and with no pod requeued, a failed list waits for
+// the interval.
+func TestAFailedListWithAPodRequeuedIsTriedAgainSoon(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
+		coll := c.collectorWith(&listedRuntime{}, 0)
+		r, stop := resyncFirstList(t, coll, pu("u1", "A"))
+		defer stop()
+		remove := c.cutConfig(t)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.Equal(t, 1, c.logs.Count(`"in"="1m0s"`), "no pod requeued: the next list at the interval")
+		require.NoError(t, coll.Requeue(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}))
+		synctest.Wait() // fails: again in 1 s
+		time.Sleep(time.Second)
+		synctest.Wait() // fails: again in 2 s
+		require.Equal(t, 1, c.logs.Count(`"in"="1s"`))
+		require.Equal(t, 1, c.logs.Count(`"in"="2s"`))
+		remove()
+		requeuedAt := time.Now()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		require.Len(t, r.triggered, 2, "the requeue is triggered once the cache reads, %v after", time.Since(requeuedAt))
+	})
+}
