@@ -114,7 +114,8 @@ type Event struct {
 	Kind EventKind
 	// PU is the PU concerned, as the engine holds it (zero for EventRestored).
 	PU ports.PU
-	// Verdict is the verdict of the check (EventChecked, EventVetoed, a check's EventAdopted).
+	// Verdict is the verdict of the check (EventChecked, EventVetoed, a check's EventAdopted), or of the check that
+	// decided the destroy (EventDestroyed, EventDestroyFailed, EventAbandoned: its Row is the decision table's row).
 	Verdict Verdict
 	// Reason is why the PU is, or was to be, destroyed (EventDestroyed, EventDestroyFailed, EventAbandoned, EventVetoed).
 	Reason ports.Reason

@@ -98,7 +98,9 @@ package deletion_test
 //     its place in the rate's line (TriggerPod, Options.DestroyRate): one
 //     of a pod gone for good, seen waiting for its turn at T, is never idle
 //     before T while Start runs; Untrack returns true only once
-//     EventUntracked was told; EventDestroyed only after a successful
+//     EventUntracked was told; EventDestroyed, EventDestroyFailed and
+//     EventAbandoned tell the verdict of the check that decided the destroy
+//     (its row); EventDestroyed only after a successful
 //     DestroyPU; EventWouldDestroy's Dropped iff PodGone, UIDChanged or
 //     NodeChanged; a second Start returns ErrAlreadyStarted; Len() equals
 //     len(Status()); no DestroyPU starts after Start's ctx is done (but
@@ -1258,6 +1260,13 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 			}
 			w.mu.Unlock()
 		}()
+		switch ev.Kind {
+		case deletion.EventDestroyed, deletion.EventDestroyFailed, deletion.EventAbandoned:
+			// Event.Verdict: of the check that decided the destroy, its Row the decision table's row.
+			if v := ev.Verdict; v.Action != deletion.Destroy || v.Reason != ev.Reason || v.Row < 1 || v.Row > 12 {
+				w.violateLocked("10: %s of %s tells the verdict %+v, not the destroy's (reason %s)", ev.Kind, puid, v, ev.Reason)
+			}
+		}
 		switch ev.Kind {
 		case deletion.EventTracked:
 			if e.obsLive[puid] {

@@ -714,14 +714,15 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	event := func(e Event) { o.events = append(o.events, tellItem{c.q.ticketLocked(r), e}) }
 	switch {
 	case err == nil && !untracked:
-		event(Event{Kind: EventDestroyed, PU: ev.PU(), Reason: ev.Reason, DestroyDelay: time.Duration(now - r.goneSince),
+		event(Event{Kind: EventDestroyed, PU: ev.PU(), Verdict: o.verdict, Reason: ev.Reason, DestroyDelay: time.Duration(now - r.goneSince),
 			DestroyCalls: attempts + 1})
 	case err != nil:
 		o.fails = append(o.fails, portFailure{port: portDestroyPU, err: err})
-		event(Event{Kind: EventDestroyFailed, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err,
+		event(Event{Kind: EventDestroyFailed, PU: ev.PU(), Verdict: o.verdict, Reason: ev.Reason, DestroyCalls: attempts, Err: err,
 			Next: c.timeOf(o.retryAt), DryRun: c.opts.DryRun})
 		if o.done && !untracked {
-			event(Event{Kind: EventAbandoned, PU: ev.PU(), Reason: ev.Reason, DestroyCalls: attempts, Err: err, DryRun: c.opts.DryRun})
+			event(Event{Kind: EventAbandoned, PU: ev.PU(), Verdict: o.verdict, Reason: ev.Reason, DestroyCalls: attempts, Err: err,
+				DryRun: c.opts.DryRun})
 		}
 	}
 	if o.done && !untracked {

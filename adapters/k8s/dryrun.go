@@ -18,13 +18,17 @@ const DefaultDryRunReportSize = 1000
 
 // WouldDestroy is one destroy a dry run reported, on the DryRunReport page.
 type WouldDestroy struct {
+	// At is when it was reported.
 	At        time.Time `json:"at"`
 	PUID      string    `json:"puID"`
 	Pod       string    `json:"pod"`
 	SandboxID string    `json:"sandboxID,omitempty"`
 	Reason    string    `json:"reason"`
-	Row       int       `json:"row"`
-	Why       string    `json:"why"`
+	// Row is the row of the decision table (docs/sdk/decision-table.md)
+	// that decided the destroy, and Why its words: a report of a PU the dry
+	// run gave up on tells the row its last check took too.
+	Row int    `json:"row"`
+	Why string `json:"why"`
 	// Dropped: the engine no longer holds the PU (its pod is gone for good,
 	// or it gave up on it).
 	Dropped bool `json:"dropped,omitempty"`

@@ -57,6 +57,34 @@ func TestDryRunReportShowsWhatWouldHaveBeenDestroyed(t *testing.T) {
 	assert.True(t, got["b"].Dropped)
 }
 
+// WouldDestroy.Row "is the row of the decision table that decided the destroy ... a report of a PU the dry run gave
+// up on tells the row its last check took too": a DryRunner that refuses every dry run of the destroy of a gone pod's
+// PU (row 1), MaxDestroyAttempts 2, is given up on at its second check, and its report tells row 1, not 0.
+func TestAGaveUpReportTellsTheRowThatDecidedTheDestroy(t *testing.T) {
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+	refuses := refusingDryRunner{}
+	report := k8s.NewDryRunReport(0)
+	engine, err := deletion.New(getter, refuses, deletion.Options{DryRun: true, Observer: report, MaxDestroyAttempts: 2})
+	require.NoError(t, err)
+	require.NoError(t, engine.Track(ports.PU{PUID: "a", Pod: types.NamespacedName{Namespace: "ns", Name: "a"}, SandboxID: "sb-a"}))
+	engine.Sweep(context.Background())
+	engine.Sweep(context.Background())
+	require.Zero(t, engine.Len(), "given up on")
+	reports, _ := report.Reports()
+	require.Len(t, reports, 1)
+	assert.True(t, reports[0].GaveUp)
+	assert.Equal(t, 1, reports[0].Row, "row 1: pod not found")
+	assert.Equal(t, string(ports.ReasonPodGone), reports[0].Reason)
+}
+
+// refusingDryRunner is a PolicyHandler whose dry run of every destroy fails.
+type refusingDryRunner struct{}
+
+func (refusingDryRunner) DestroyPU(context.Context, ports.DestroyEvent) error { return fmt.Errorf("destroy called") }
+func (refusingDryRunner) DryRunDestroyPU(context.Context, ports.DestroyEvent) error {
+	return fmt.Errorf("policy engine says no")
+}
+
 // TestDryRunReportKeepsTheLatest: past its size the report keeps the
 // newest, in order, and counts them all.
 func TestDryRunReportKeepsTheLatest(t *testing.T) {
