@@ -103,7 +103,9 @@ package deletion_test
 //     (its row); EventDestroyed only after a successful
 //     DestroyPU; EventWouldDestroy's Dropped iff PodGone, UIDChanged or
 //     NodeChanged; a second Start returns ErrAlreadyStarted; Len() equals
-//     len(Status()); no DestroyPU starts after Start's ctx is done (but
+//     the entries of Status() not leaving, and a PU whose EventTracked the
+//     Observer heard is in Status() until it hears its end (StateLeaving);
+//     no DestroyPU starts after Start's ctx is done (but
 //     for a Sweep's), and, without a rate, none while Start does not run
 //     of a PU first tracked after every running Sweep began; InventoryListed is true only once every PU of the list that answered is
 //     tracked (or removed since); with Workers 1, the EventChecked of a check that met
@@ -1713,6 +1715,12 @@ func (w *pmWorld) checkTimed() {
 		now >= max(e.lastHangEnd, w.lastSlowEnd)+w.o.checkTimeout+2*time.Second
 	wedged := e.running && !e.dead && e.stopAt == 0 && e.wedging &&
 		now > e.wedgeAt+3*w.o.interval+2*time.Second && now < e.wedgeEnd
+	heard := map[string]int{} // the PUs whose EventTracked the Observer heard, and not yet their end
+	for puid, live := range e.obsLive {
+		if live {
+			heard[puid] = e.toldTracked[puid]
+		}
+	}
 	w.mu.Unlock()
 
 	inventoryListed := e.c.InventoryListed()
@@ -1731,8 +1739,14 @@ func (w *pmWorld) checkTimed() {
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if n != len(sts) {
-		w.violateLocked("10: Len() is %d, Status() lists %d", n, len(sts))
+	// deletion.StateLeaving: a PU leaves Status only once the Observer has heard its end; Len does not count it.
+	for puid, told := range heard {
+		if e.obsLive[puid] && e.toldTracked[puid] == told && !slices.ContainsFunc(sts, func(st deletion.PUStatus) bool { return st.PUID == puid }) {
+			w.violateLocked("10: %s, whose end the Observer has not heard, is missing from Status()", puid)
+		}
+	}
+	if tracked := len(sts) - countLeaving(sts); n != tracked {
+		w.violateLocked("10: Len() is %d, Status() lists %d tracked", n, tracked)
 	}
 	w.inventoryListedLocked(e, inventoryListed, sts)
 	// Backlog.OldestGoneSince is zero when no PU waits for a destroy: with every PU idle, before and after, and
@@ -2300,4 +2314,15 @@ func FuzzPromises(f *testing.F) {
 	f.Fuzz(func(t *testing.T, mode uint16, data []byte) {
 		synctest.Test(t, func(t *testing.T) { runPromises(t, mode, data) })
 	})
+}
+
+// countLeaving counts the entries of sts whose tracking has ended (deletion.StateLeaving).
+func countLeaving(sts []deletion.PUStatus) int {
+	n := 0
+	for _, st := range sts {
+		if st.State == deletion.StateLeaving {
+			n++
+		}
+	}
+	return n
 }

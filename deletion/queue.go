@@ -44,6 +44,7 @@ type puQueue struct {
 	ready    readyQueue            // workers.go
 	toldCond sync.Cond             // an event told: the next in its line may be
 	untold   map[string]*eventLine // the lines of removed records whose events are being told
+	leaving  map[string]*record    // removed records whose removal's event is not told yet: Status lists them
 	// running: Start runs (since startAt) until startDone; stopped: it stops; returned: it returned; begun: its first
 	// list is done; listedAt: when that list's answer was in (0: not yet), before which nothing is overdue.
 	running, stopped, returned, begun bool
@@ -72,6 +73,7 @@ func (q *puQueue) init(o Options, now, realNow func() int64) {
 	q.wheel.tick, q.wheel.phases = o.SweepInterval/time.Duration(phases), int32(phases)
 	q.records, q.byPod = make(map[string]*record), make(map[types.NamespacedName]*record)
 	q.untold = make(map[string]*eventLine)
+	q.leaving = make(map[string]*record)
 	q.list = listWindow{removing: make(map[string]int)}
 	q.ready.slots, q.ready.free = make([]slot, o.Workers), make([]int32, o.Workers)
 	for i := range q.ready.slots {
@@ -162,6 +164,9 @@ type record struct {
 	reported    uint16
 
 	line *eventLine // its PUID's line to the Observer; nil without one
+	// leftAt: once removed, how many tickets its line had given, its removal's last; it leaves Status once as many
+	// are told.
+	leftAt uint32
 }
 
 // eventLine orders one PUID's events to the Observer: tickets were given (atomically, by checks without the lock),
@@ -181,8 +186,12 @@ func (l *eventLine) take() uint32 {
 	return l.tickets.Add(1) - 1
 }
 
-// dropLineLocked forgets the line of a removed record once it has nothing more to tell.
+// dropLineLocked forgets the line of a removed record once it has nothing more to tell, and the removed record that
+// leaves Status once its removal is told.
 func (q *puQueue) dropLineLocked(puid string, l *eventLine) {
+	if r := q.leaving[puid]; r != nil && r.line == l && int32(l.told-r.leftAt) >= 0 {
+		delete(q.leaving, puid)
+	}
 	if l.told == l.tickets.Load() && l.held == 0 && q.untold[puid] == l {
 		delete(q.untold, puid)
 	}
@@ -193,6 +202,7 @@ func (q *puQueue) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
 	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1, state: tracking,
 		phase: int32(fnv32a(pu.PUID) % uint32(q.wheel.phases))}
 	q.records[pu.PUID] = r
+	delete(q.leaving, pu.PUID) // Status lists the new record
 	if q.observed {
 		if r.line = q.untold[pu.PUID]; r.line != nil {
 			delete(q.untold, pu.PUID) // the record before it is still being told of: its events come first
@@ -416,6 +426,10 @@ func (q *puQueue) removeLocked(r *record, gone bool) {
 	r.state = removed
 	q.setWaitLocked(r, idle, 0)
 	delete(q.records, r.PUID)
+	if l := r.line; l != nil && l.told != l.tickets.Load() { // its removal's event is not told yet
+		r.leftAt = l.tickets.Load()
+		q.leaving[r.PUID] = r
+	}
 	switch head := q.byPod[r.Pod]; {
 	case head == r && r.nextOfPod == nil:
 		delete(q.byPod, r.Pod)
@@ -820,14 +834,19 @@ func (q *puQueue) nudgeLineLocked(now, floor int64) {
 	}
 }
 
-// Status returns what the engine knows of every tracked PU, sorted by PUID.
+// Status returns what the engine knows of every tracked PU, sorted by PUID, and of every PU whose tracking has ended
+// while the Observer is not told yet (State "leaving"): a PU leaves Status only once the Observer has heard its end.
 func (c *Engine) Status() []PUStatus {
 	c.q.mu.Lock()
-	out := make([]PUStatus, 0, len(c.q.records))
-	for _, e := range c.q.records {
+	out := make([]PUStatus, 0, len(c.q.records)+len(c.q.leaving))
+	for e := range c.q.allLocked() {
+		state := e.state.String()
+		if e.state == removed {
+			state = StateLeaving
+		}
 		s := PUStatus{
 			PU:          e.PU,
-			State:       e.state.String(),
+			State:       state,
 			TrackedAt:   c.timeOf(e.trackedAt),
 			LastChecked: c.timeOf(e.lastChecked),
 			Vetoed:      e.vetoed,
@@ -848,6 +867,22 @@ func (c *Engine) Status() []PUStatus {
 	c.q.mu.Unlock()
 	slices.SortFunc(out, func(a, b PUStatus) int { return cmp.Compare(a.PUID, b.PUID) })
 	return out
+}
+
+// allLocked yields the tracked records, then those leaving.
+func (q *puQueue) allLocked() func(yield func(*record) bool) {
+	return func(yield func(*record) bool) {
+		for _, r := range q.records {
+			if !yield(r) {
+				return
+			}
+		}
+		for _, r := range q.leaving {
+			if !yield(r) {
+				return
+			}
+		}
+	}
 }
 
 // Backlog says how far behind the destroys are. It reads every PU under the engine's lock: call it at a scrape, not

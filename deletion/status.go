@@ -14,8 +14,8 @@ import (
 // destroy is going.
 type PUStatus struct {
 	ports.PU
-	// State: "tracking" (Track is telling the Observer), "idle", "queued", "checking", "waiting for a retry" or
-	// "waiting for its turn".
+	// State: "tracking" (Track is telling the Observer), "idle", "queued", "checking", "waiting for a retry",
+	// "waiting for its turn", or StateLeaving.
 	State string
 	// TrackedAt is when Track took the entry.
 	TrackedAt time.Time
@@ -40,6 +40,12 @@ type PUStatus struct {
 	// LastErr is the error of the last check, if it failed.
 	LastErr error
 }
+
+// StateLeaving is the PUStatus.State of a PU whose tracking has ended (destroyed, given up on, dropped by a dry run,
+// untracked) while the Observer is not told yet (a journal commits, an Observer before it in a chain is slow): it
+// leaves Status once the Observer has heard of its end, so that a PU is never missing both from Status and from what
+// the Observer keeps (a dry run's report). Len does not count it.
+const StateLeaving = "leaving"
 
 // RowSet is a set of rows of the decision table (Verdict.Row); it reads and writes as a JSON array of its rows.
 type RowSet uint32

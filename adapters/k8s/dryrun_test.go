@@ -80,7 +80,9 @@ func TestAGaveUpReportTellsTheRowThatDecidedTheDestroy(t *testing.T) {
 // refusingDryRunner is a PolicyHandler whose dry run of every destroy fails.
 type refusingDryRunner struct{}
 
-func (refusingDryRunner) DestroyPU(context.Context, ports.DestroyEvent) error { return fmt.Errorf("destroy called") }
+func (refusingDryRunner) DestroyPU(context.Context, ports.DestroyEvent) error {
+	return fmt.Errorf("destroy called")
+}
 func (refusingDryRunner) DryRunDestroyPU(context.Context, ports.DestroyEvent) error {
 	return fmt.Errorf("policy engine says no")
 }

@@ -76,6 +76,66 @@ func TestRunbookStatusPageStates(t *testing.T) {
 	}
 }
 
+// docs/operating/runbooks.md and deletion.StateLeaving: a PU destroyed while the Observer commits its EventDestroyed
+// stays on the page, "leaving", until the Observer has heard its end; the runbook names the state.
+func TestALeavingPUIsOnThePageUntilTheObserverHeardItsEnd(t *testing.T) {
+	listed := runbookStates(t)
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	told := make(chan struct{}, 1)
+	release := make(chan struct{})
+	obs := deletion.ObserverFunc(func(ev deletion.Event) {
+		if ev.Kind == deletion.EventDestroyed {
+			told <- struct{}{}
+			<-release // a journal's commit under way
+		}
+	})
+	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Track(ports.PU{PUID: "6f1c2a4e-0d2b-4c4e-9a51-3f0c8e5b7d21", Pod: types.NamespacedName{Namespace: "apps", Name: "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	swept := make(chan struct{})
+	go func() { eng.Sweep(context.Background()); close(swept) }()
+	select {
+	case <-told:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Observer was never told of the destroy")
+	}
+	srv := httptest.NewServer(k8s.NewStatusHandler(eng))
+	defer srv.Close()
+	page := func() []k8s.PUStatus {
+		t.Helper()
+		resp, err := http.Get(srv.URL + k8s.StatusPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var pus []k8s.PUStatus
+		if err := json.NewDecoder(resp.Body).Decode(&pus); err != nil {
+			t.Fatalf("status %d: %v", resp.StatusCode, err)
+		}
+		return pus
+	}
+	pus := page()
+	if len(pus) != 1 || pus[0].State != deletion.StateLeaving {
+		t.Fatalf("while the Observer commits its destroy, the page lists %+v, not the PU leaving", pus)
+	}
+	if !slices.Contains(listed, pus[0].State) {
+		t.Errorf("the runbook's list of states (%q) lacks %q", listed, pus[0].State)
+	}
+	if eng.Len() != 0 {
+		t.Errorf("Len() is %d: a leaving PU is not tracked", eng.Len())
+	}
+	close(release)
+	<-swept
+	if pus := page(); len(pus) != 0 {
+		t.Errorf("once the Observer heard its end, the page lists %+v", pus)
+	}
+}
+
 // runbookStates returns the states the runbook's paragraph on the status page names, in backquotes, between
 // "with its state (" and the next "),".
 func runbookStates(t *testing.T) []string {

@@ -247,3 +247,53 @@ func TestAnEventsTimesKeepTheirPrecision(t *testing.T) {
 		t.Fatalf("eventTime %v/%v, timestamps %v/%v: want exact for the first two only", micro.timeExact, micro.lastExact, secs.timeExact, secs.lastExact)
 	}
 }
+
+// explain.md: "a PU is in the answer until it is destroyed (its state `leaving` while its program's journal and
+// dry-run report are told of its end ...)". A node agent in a dry run drops the PU of a pod that is gone while its
+// journal, told before its report, commits the drop slowly: the PU is neither tracked nor in the report yet, and
+// explain pod tells it leaving, never that podsweeper knows nothing of the pod. Once both have heard, the report
+// tells the drop.
+func TestAPUDroppedWhileItsJournalCommitsIsLeaving(t *testing.T) {
+	committing, commit := make(chan struct{}), make(chan struct{})
+	journal := deletion.ObserverFunc(func(ev deletion.Event) {
+		if ev.Kind == deletion.EventWouldDestroy {
+			close(committing)
+			<-commit
+		}
+	})
+	report := k8s.NewDryRunReport(0)
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", DryRun: true, Observer: deletion.Observers(journal, report)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Track(ports.PU{PUID: firstUID, Pod: types.NamespacedName{Namespace: "apps", Name: "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	swept := make(chan struct{})
+	go func() { eng.Sweep(context.Background()); close(swept) }()
+	<-committing
+	mux := http.NewServeMux()
+	mux.Handle(k8s.StatusPath, k8s.NewStatusHandler(eng))
+	mux.Handle(k8s.DryRunPath, report)
+	api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	api.handle("podsweeper/agent-a", mux)
+	explain := func() string {
+		t.Helper()
+		x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "node-a", time.Now().UTC())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return podText(t, x)
+	}
+	text := explain()
+	wantNotSays(t, "explain pod", text, "knows nothing")
+	wantSays(t, "explain pod", text, "PU "+firstUID+" of pod apps/web")
+	wantSays(t, "explain pod", text, "no longer held: its tracking has ended")
+	close(commit)
+	<-swept
+	text = explain()
+	wantSays(t, "explain pod", text, "no longer held (its pod is gone for good)")
+	wantNotSays(t, "explain pod", text, "its tracking has ended")
+}

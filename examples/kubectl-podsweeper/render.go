@@ -178,6 +178,8 @@ var states = map[string]string{
 	"checking":       "being checked now",
 	stateRetrying:    "its destroy failed: waiting for a retry",
 	stateTurnWaiting: "to be destroyed, waiting for its turn under --max-destroys-per-second",
+	deletion.StateLeaving: "no longer held: its tracking has ended (destroyed, given up on, dropped by its dry run, or untracked), " +
+		"and the program's journal and report are being told; it leaves the page once they are",
 }
 
 // RenderPod writes x for a person.
@@ -671,9 +673,10 @@ func latestReports(rs []k8s.WouldDestroy) []k8s.WouldDestroy {
 }
 
 // trackedAgain reports whether a holds again the PU of d, a report that dropped it: its status page, read after d
-// was made, lists the PU (tracked again since: by the Inventory's list or the agent).
+// was made, lists the PU not leaving (tracked again since: by the Inventory's list or the agent).
 func trackedAgain(a Answer, d k8s.WouldDestroy) bool {
-	return d.Dropped && !a.At.IsZero() && !d.At.After(a.At) && tracked(a.PUs, d.PUID)
+	return d.Dropped && !a.At.IsZero() && !d.At.After(a.At) &&
+		slices.ContainsFunc(a.PUs, func(s k8s.PUStatus) bool { return s.PUID == d.PUID && s.State != deletion.StateLeaving })
 }
 
 // tracked reports whether pus holds the PU puID.
@@ -722,6 +725,7 @@ func leftBehind(s k8s.PUStatus, ended bool) bool { return ended && s.State == "c
 // standby's, has not started or has ended (no check runs on it), of p.
 func stateWords(s k8s.PUStatus, p Program, standby, ended bool) string {
 	switch {
+	case s.State == deletion.StateLeaving:
 	case leftBehind(s, ended):
 		return "held: its engine has ended, and a check it began of it, left behind, is still under way (" + s.State + ")"
 	case ended:
