@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,47 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
+// committing is an Observer that holds the first event of kind, as a journal's commit under way, until release is
+// called; told is closed once it holds it.
+func committing(kind deletion.EventKind) (obs deletion.Observer, told <-chan struct{}, release func()) {
+	held, done := make(chan struct{}), make(chan struct{})
+	var once, releasing sync.Once
+	return deletion.ObserverFunc(func(ev deletion.Event) {
+		if ev.Kind == kind {
+			once.Do(func() { close(held); <-done })
+		}
+	}), held, func() { releasing.Do(func() { close(done) }) }
+}
+
+// statusPage serves eng's status page until the test ends, and returns a func that reads it.
+func statusPage(t *testing.T, eng *deletion.Engine) func() []k8s.PUStatus {
+	srv := httptest.NewServer(k8s.NewStatusHandler(eng))
+	t.Cleanup(srv.Close)
+	return func() []k8s.PUStatus {
+		t.Helper()
+		resp, err := http.Get(srv.URL + k8s.StatusPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var pus []k8s.PUStatus
+		if err := json.NewDecoder(resp.Body).Decode(&pus); err != nil {
+			t.Fatalf("status %d: %v", resp.StatusCode, err)
+		}
+		return pus
+	}
+}
+
+// waitFor waits for ch to be closed, 10 s at most.
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal(what)
+	}
+}
+
 // docs/operating/runbooks.md, "The status page": every tracked PU with its state, each state named. A PU whose Track
 // is telling the Observer (a journal's commit under way: the node agent's Inventory) is on the page as "tracking":
 // the runbook names it.
@@ -30,14 +72,7 @@ func TestRunbookStatusPageStates(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return alive.DeepCopy(), nil })
 	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
-	told := make(chan struct{}, 1)
-	release := make(chan struct{})
-	obs := deletion.ObserverFunc(func(ev deletion.Event) {
-		if ev.Kind == deletion.EventTracked {
-			told <- struct{}{}
-			<-release // a journal's commit under way
-		}
-	})
+	obs, told, release := committing(deletion.EventTracked)
 	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", Observer: obs})
 	if err != nil {
 		t.Fatal(err)
@@ -49,23 +84,9 @@ func TestRunbookStatusPageStates(t *testing.T) {
 	go func() {
 		tracked <- eng.Track(ports.PU{PUID: string(alive.UID), Pod: types.NamespacedName{Namespace: "apps", Name: "web"}})
 	}()
-	defer func() { close(release); <-tracked; cancel(); <-returned }()
-	select {
-	case <-told:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the Observer was never told of the PU")
-	}
-	srv := httptest.NewServer(k8s.NewStatusHandler(eng))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + k8s.StatusPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var pus []k8s.PUStatus
-	if err := json.NewDecoder(resp.Body).Decode(&pus); err != nil {
-		t.Fatalf("status %d: %v", resp.StatusCode, err)
-	}
+	defer func() { release(); <-tracked; cancel(); <-returned }()
+	waitFor(t, told, "the Observer was never told of the PU")
+	pus := statusPage(t, eng)()
 	for _, p := range pus {
 		if !slices.Contains(listed, p.State) {
 			t.Errorf("the status page lists PU %s in state %q, which the runbook's list of states (%q) lacks", p.PUID, p.State, listed)
@@ -82,14 +103,8 @@ func TestALeavingPUIsOnThePageUntilTheObserverHeardItsEnd(t *testing.T) {
 	listed := runbookStates(t)
 	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
 	policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
-	told := make(chan struct{}, 1)
-	release := make(chan struct{})
-	obs := deletion.ObserverFunc(func(ev deletion.Event) {
-		if ev.Kind == deletion.EventDestroyed {
-			told <- struct{}{}
-			<-release // a journal's commit under way
-		}
-	})
+	obs, told, release := committing(deletion.EventDestroyed)
+	defer release()
 	eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", Observer: obs})
 	if err != nil {
 		t.Fatal(err)
@@ -99,26 +114,8 @@ func TestALeavingPUIsOnThePageUntilTheObserverHeardItsEnd(t *testing.T) {
 	}
 	swept := make(chan struct{})
 	go func() { eng.Sweep(context.Background()); close(swept) }()
-	select {
-	case <-told:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the Observer was never told of the destroy")
-	}
-	srv := httptest.NewServer(k8s.NewStatusHandler(eng))
-	defer srv.Close()
-	page := func() []k8s.PUStatus {
-		t.Helper()
-		resp, err := http.Get(srv.URL + k8s.StatusPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var pus []k8s.PUStatus
-		if err := json.NewDecoder(resp.Body).Decode(&pus); err != nil {
-			t.Fatalf("status %d: %v", resp.StatusCode, err)
-		}
-		return pus
-	}
+	waitFor(t, told, "the Observer was never told of the destroy")
+	page := statusPage(t, eng)
 	pus := page()
 	if len(pus) != 1 || pus[0].State != deletion.StateLeaving {
 		t.Fatalf("while the Observer commits its destroy, the page lists %+v, not the PU leaving", pus)
@@ -129,7 +126,7 @@ func TestALeavingPUIsOnThePageUntilTheObserverHeardItsEnd(t *testing.T) {
 	if eng.Len() != 0 {
 		t.Errorf("Len() is %d: a leaving PU is not tracked", eng.Len())
 	}
-	close(release)
+	release()
 	<-swept
 	if pus := page(); len(pus) != 0 {
 		t.Errorf("once the Observer heard its end, the page lists %+v", pus)
