@@ -162,12 +162,19 @@ func oneRound(t *testing.T, c *cni.Collector, ip string) cni.AddressStatus {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Resync(ctx, testcni.NopTracker{}) }()
-	deadline := time.Now().Add(60 * time.Second)
+	// A round over 65,536 reservations takes tens of seconds on a loaded machine: what bounds the wait is that the
+	// round ends, not how fast.
+	deadline := time.Now().Add(5 * time.Minute)
 	var st cni.AddressStatus
-	for time.Now().Before(deadline) {
+	for {
 		st = testcni.Address(t, c, ip)
 		if st.ReservationsRead != nil && !hasState(st, "to free") {
 			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("no round of the reservations ended within 5 minutes: %+v", st)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
