@@ -138,10 +138,13 @@ const (
 	// ReservationToFree: decided free, waiting for its turn under the rate.
 	ReservationToFree = "to free"
 	// ReservationFreed: its DEL released it, or the DEL of another
-	// reservation of its container and interface did.
+	// reservation of its container and interface did; Error is set when
+	// that DEL failed after host-local released it (a plugin before
+	// host-local in the chain failed: DEL runs the chain in reverse), which
+	// is not tried again, for nothing names the container any more.
 	ReservationFreed = "freed"
-	// ReservationFreeFailed: its DEL failed; tried again at the next round
-	// (Error says why).
+	// ReservationFreeFailed: its DEL failed, or succeeded, and host-local
+	// still holds it; tried again at the next round (Error says why).
 	ReservationFreeFailed = "free failed"
 	// ReservationKeptOnRecheck: decided again right before its DEL, on
 	// ConfDir and the runtime as they were then, and kept.

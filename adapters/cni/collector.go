@@ -1072,8 +1072,10 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // cache entry accounts for (the package doc, "host-local's
 // reservations"; a dry run only lists them, WouldFree). It returns when ctx
 // ends (nil), even while a call of t has not returned (the list under way
-// then calls t no more once it does), or at once with ErrResyncRunning when
-// another Resync runs.
+// then calls t no more once it does), but for a DEL of a reservation under
+// way: ctx's end kills the plugin, whose output is waited for 2 seconds at
+// most (a child it left may hold it), so that what the DEL did is told;
+// or at once with ErrResyncRunning when another Resync runs.
 func (c *Collector) Resync(ctx context.Context, t Tracker) error {
 	if t == nil {
 		return errors.New("cni: Resync: nil Tracker")

@@ -59,8 +59,10 @@ const reservationDelTimeout = time.Minute
 type Observer interface {
 	// ReservationFreed: a DEL freed a reservation.
 	ReservationFreed(network, reason string)
-	// ReservationFreeFailed: a DEL of a reservation failed, or succeeded
+	// ReservationFreeFailed: a DEL of a reservation failed, or succeeded,
 	// and host-local still holds it; it is tried again at the next resync.
+	// A DEL that failed after host-local released the reservation freed it
+	// (ReservationFreed).
 	ReservationFreeFailed(network, reason string)
 	// ReservationWouldFree: a dry run (Options.DryRun) would free a
 	// reservation; told once for each.
@@ -729,17 +731,28 @@ func releasedOutside(r Reservation, n hostLocalNet, group []Reservation) string 
 // siblingFreed logs and records r freed by the DEL of another reservation
 // of its container and interface, of the round decided at now (vd: its own
 // verdict).
-func (c *Collector) siblingFreed(r Reservation, vd verdict, now time.Time) {
-	c.log.Info(LogMessageReservationFreed, "network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
-		"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox, "by", "the DEL of another of its container's reservations")
-	c.reservationFreed(r, vd, now)
+func (c *Collector) siblingFreed(r Reservation, vd verdict, now time.Time, delErr error) {
+	kv := []any{"network", r.Network, "ip", r.IP, "containerID", r.ContainerID,
+		"ifName", r.IfName, "file", r.Path(), "reason", ReasonNoSandbox, "by", "the DEL of another of its container's reservations"}
+	if delErr != nil {
+		kv = append(kv, "delError", delErr.Error())
+	}
+	c.log.Info(LogMessageReservationFreed, kv...)
+	c.reservationFreed(r, vd, now, delErr)
 }
 
 // reservationFreed records r freed by a DEL of the round decided at now
-// (vd): its state, the address's free, and the Observer's count.
-func (c *Collector) reservationFreed(r Reservation, vd verdict, now time.Time) {
+// (vd): its state, the address's free, and the Observer's count. delErr is
+// the DEL's error when it failed after host-local released r (a plugin
+// before it in the chain failed): the page tells it with the state.
+func (c *Collector) reservationFreed(r Reservation, vd verdict, now time.Time, delErr error) {
 	reason := reasonOf(vd)
-	c.addresses.reservationState(r, ReservationFreed, nil)
+	var told error
+	if delErr != nil {
+		told = fmt.Errorf("cni: the DEL failed after host-local released the reservation (a plugin before host-local in the chain "+
+			"failed; nothing names the container to try again): %w", delErr)
+	}
+	c.addresses.reservationState(r, ReservationFreed, told)
 	c.addresses.freedOne([]string{r.IP}, FreedAddress{At: time.Now(), Reservation: true, Network: r.Network, File: r.Path(),
 		ContainerID: r.ContainerID, IfName: r.IfName, Decision: decisionOf(vd, now, ports.Reason(reason), false)})
 	if c.hostLocal.observer != nil {
@@ -817,7 +830,7 @@ func (c *Collector) delDone(group []Reservation, vd verdict, now, start time.Tim
 		}
 		told[r.Path()] = true
 		if !first {
-			c.siblingFreed(r, vd, now)
+			c.siblingFreed(r, vd, now, delErr)
 			continue
 		}
 		first = false
@@ -827,7 +840,7 @@ func (c *Collector) delDone(group []Reservation, vd verdict, now, start time.Tim
 			kv = append(kv, "delError", delErr.Error())
 		}
 		c.log.Info(LogMessageReservationFreed, kv...)
-		c.reservationFreed(r, vd, now)
+		c.reservationFreed(r, vd, now, delErr)
 	}
 }
 

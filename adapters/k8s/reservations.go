@@ -45,8 +45,9 @@ type ReservationMetrics struct {
 // The metrics, counters by network and reason (cni.ReasonNoSandbox,
 // cni.ReasonConfigGone): podsweeper_cni_reservations_freed_total (the
 // reservations a DEL freed), podsweeper_cni_reservation_free_failures_total
-// (DELs that failed, or freed nothing; each is tried again at the next
-// resync), podsweeper_cni_reservations_would_free_total (what a dry run
+// (DELs that failed, or succeeded, while host-local still holds the
+// reservation; each is tried again at the next resync: one that failed
+// after host-local released it freed it, and counts as freed), podsweeper_cni_reservations_would_free_total (what a dry run
 // would free, each counted once) and
 // podsweeper_cni_reservations_reported_total (reservations left alone for
 // an operator, each counted once). The series of each network of the
@@ -64,7 +65,7 @@ func NewReservationMetrics(reg prometheus.Registerer) (*ReservationMetrics, erro
 		}, labels),
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricReservationFreeFailures,
-			Help: "DELs of host-local reservations that failed or freed nothing, by network and reason; each is tried again at the next resync.",
+			Help: "DELs of host-local reservations that failed, or succeeded, while host-local still holds the reservation, by network and reason; each is tried again at the next resync.",
 		}, labels),
 		would: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricReservationsWouldFree,
@@ -99,7 +100,7 @@ func (m *ReservationMetrics) ReservationFreed(network, reason string) {
 }
 
 // ReservationFreeFailed counts a DEL of a reservation of network that
-// failed, or freed nothing.
+// failed, or succeeded, while host-local still holds the reservation.
 func (m *ReservationMetrics) ReservationFreeFailed(network, reason string) {
 	if m != nil {
 		m.failed.WithLabelValues(network, reason).Inc()

@@ -296,3 +296,62 @@ func TestARateCountsEveryReservationADELReleases(t *testing.T) {
 		t.Errorf("the DEL of three reservations started %v after the one before it: under a rate of 5 a second, it frees three", gap)
 	}
 }
+
+// countingObserver counts what cni.Observer is told of the reservations.
+type countingObserver struct {
+	mu             sync.Mutex
+	freed, failed int
+}
+
+func (o *countingObserver) ReservationFreed(string, string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.freed++
+}
+
+func (o *countingObserver) ReservationFreeFailed(string, string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.failed++
+}
+func (o *countingObserver) ReservationWouldFree(string, string) {}
+func (o *countingObserver) ReservationReported(string, string)  {}
+func (o *countingObserver) ReservationNetwork(string)           {}
+
+// cni-freeing.md: a DEL that fails while host-local still holds the reservations is tried again, "each of them told
+// failed"; one that fails after host-local released them (a plugin before host-local in the chain failed: DEL runs
+// the chain in reverse) freed them: each is told freed, with the DEL's error on the address page, and nothing names
+// the container to try again. A chain [teardown, release] whose teardown fails its DEL: the leaked reservation is
+// freed, told so with the error, counted freed (not failed), and the next round runs no DEL.
+func TestADELThatFailsAfterHostLocalReleasedFreed(t *testing.T) {
+	e, log := releaseEnv(t, 1, 0)
+	testcni.Write(t, filepath.Join(e.plugins, "teardown"), "#!/bin/sh\ncat >/dev/null\n[ \"$CNI_COMMAND\" = DEL ] || exit 0\n"+
+		"echo '{\"code\":11,\"msg\":\"teardown failed\"}'\nexit 1\n")
+	if err := os.Chmod(filepath.Join(e.plugins, "teardown"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testcni.Write(t, filepath.Join(e.conf, "10-net.conflist"), `{"cniVersion":"1.0.0","name":"net","plugins":[{"type":"teardown"},`+
+		`{"type":"release","ipam":{"type":"host-local","ranges":[[{"subnet":"10.9.0.0/24"}]]}}]}`)
+	obs := &countingObserver{}
+	c, err := cni.New(cni.Options{CacheDir: e.cache, PluginDirs: []string{e.plugins}, ConfDir: e.conf, HostLocalDataDir: e.data,
+		Runtime: emptyRuntime{}, ResyncInterval: time.Hour, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	freed := func() bool { obs.mu.Lock(); defer obs.mu.Unlock(); return obs.freed+obs.failed > 0 }
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 10*time.Second, freed)
+	st := testcni.Address(t, c, "10.9.0.10")
+	if len(st.Reservations) != 1 || st.Reservations[0].State != cni.ReservationFreed ||
+		!strings.Contains(st.Reservations[0].Error, "failed after host-local released") || !strings.Contains(st.Reservations[0].Error, "teardown failed") {
+		t.Fatalf("the page tells %+v, not freed with the DEL's error", st.Reservations)
+	}
+	obs.mu.Lock()
+	if obs.freed != 1 || obs.failed != 0 {
+		t.Errorf("the Observer heard %d freed, %d failed: want 1 freed", obs.freed, obs.failed)
+	}
+	obs.mu.Unlock()
+	resyncFor(t, func(ctx context.Context) error { return c.Resync(ctx, testcni.NopTracker{}) }, 500*time.Millisecond, func() bool { return false })
+	if n := len(delStarts(t, log)); n != 1 {
+		t.Errorf("%d DELs: nothing names the container to run another", n)
+	}
+}
