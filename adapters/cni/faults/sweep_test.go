@@ -299,7 +299,7 @@ func TestARateCountsEveryReservationADELReleases(t *testing.T) {
 
 // countingObserver counts what cni.Observer is told of the reservations.
 type countingObserver struct {
-	mu             sync.Mutex
+	mu            sync.Mutex
 	freed, failed int
 }
 
