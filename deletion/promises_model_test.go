@@ -905,7 +905,10 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 	if fs := e.fails[puid]; len(fs) > 0 {
 		last, k := fs[len(fs)-1], len(fs)
 		backoff := min(pmRetryMin<<(k-1), pmRetryMax)
-		if now-last < backoff && e.sweepsActive == 0 && e.lastSweepEnd < last {
+		// Only a Sweep checks a PU before its retry: one running, or whose check (bounded by CheckTimeout) began
+		// before it ended; not Start's at a turn a Sweep that ended took (decision-table.md).
+		swept := e.sweepsActive > 0 || e.lastSweepEnd >= last && now-e.lastSweepEnd <= w.o.checkTimeout+time.Second
+		if now-last < backoff && !swept {
 			w.violateLocked("5: DestroyPU(%s) retried %v after its failure %d: before its backoff of %v, no Sweep since", ev, now-last, k, backoff)
 		}
 	}
@@ -1715,9 +1718,9 @@ func (w *pmWorld) checkTimed() {
 		now >= max(e.lastHangEnd, w.lastSlowEnd)+w.o.checkTimeout+2*time.Second
 	wedged := e.running && !e.dead && e.stopAt == 0 && e.wedging &&
 		now > e.wedgeAt+3*w.o.interval+2*time.Second && now < e.wedgeEnd
-	heard := map[string]int{} // the PUs whose EventTracked the Observer heard, and not yet their end
+	heard := map[string]int{} // the PUs whose EventTracked the Observer heard (returned), and not yet their end
 	for puid, live := range e.obsLive {
-		if live {
+		if live && e.obsIn[puid] == 0 {
 			heard[puid] = e.toldTracked[puid]
 		}
 	}
@@ -1741,7 +1744,10 @@ func (w *pmWorld) checkTimed() {
 	defer w.mu.Unlock()
 	// deletion.StateLeaving: a PU leaves Status only once the Observer has heard its end; Len does not count it.
 	for puid, told := range heard {
-		if e.obsLive[puid] && e.toldTracked[puid] == told && !slices.ContainsFunc(sts, func(st deletion.PUStatus) bool { return st.PUID == puid }) {
+		// Its EventTracked was told: it is listed in a state past "tracking" (leaving, when its PUID is tracked again
+		// since: the new one's "tracking" until the Observer has heard the end of the one before).
+		if e.obsLive[puid] && e.toldTracked[puid] == told &&
+			!slices.ContainsFunc(sts, func(st deletion.PUStatus) bool { return st.PUID == puid && st.State != "tracking" }) {
 			w.violateLocked("10: %s, whose end the Observer has not heard, is missing from Status()", puid)
 		}
 	}

@@ -44,7 +44,7 @@ type puQueue struct {
 	ready    readyQueue            // workers.go
 	toldCond sync.Cond             // an event told: the next in its line may be
 	untold   map[string]*eventLine // the lines of removed records whose events are being told
-	leaving  map[string]*record    // removed records whose removal's event is not told yet: Status lists them
+	leaving  map[string][]*record  // removed records whose removal's event is not told yet, by PUID: Status lists them
 	// running: Start runs (since startAt) until startDone; stopped: it stops; returned: it returned; begun: its first
 	// list is done; listedAt: when that list's answer was in (0: not yet), before which nothing is overdue.
 	running, stopped, returned, begun bool
@@ -73,7 +73,7 @@ func (q *puQueue) init(o Options, now, realNow func() int64) {
 	q.wheel.tick, q.wheel.phases = o.SweepInterval/time.Duration(phases), int32(phases)
 	q.records, q.byPod = make(map[string]*record), make(map[types.NamespacedName]*record)
 	q.untold = make(map[string]*eventLine)
-	q.leaving = make(map[string]*record)
+	q.leaving = make(map[string][]*record)
 	q.list = listWindow{removing: make(map[string]int)}
 	q.ready.slots, q.ready.free = make([]slot, o.Workers), make([]int32, o.Workers)
 	for i := range q.ready.slots {
@@ -167,6 +167,9 @@ type record struct {
 	// leftAt: once removed, how many tickets its line had given, its removal's last; it leaves Status once as many
 	// are told.
 	leftAt uint32
+	// retryHeld: the retry a Sweep's early check took a place in the rate's line ahead of (0: none); the Sweep
+	// ending before that turn, the record waits for its retry again.
+	retryHeld int64
 }
 
 // eventLine orders one PUID's events to the Observer: tickets were given (atomically, by checks without the lock),
@@ -189,8 +192,13 @@ func (l *eventLine) take() uint32 {
 // dropLineLocked forgets the line of a removed record once it has nothing more to tell, and the removed record that
 // leaves Status once its removal is told.
 func (q *puQueue) dropLineLocked(puid string, l *eventLine) {
-	if r := q.leaving[puid]; r != nil && r.line == l && int32(l.told-r.leftAt) >= 0 {
-		delete(q.leaving, puid)
+	if rs := q.leaving[puid]; rs != nil {
+		rs = slices.DeleteFunc(rs, func(r *record) bool { return r.line == l && int32(l.told-r.leftAt) >= 0 })
+		if len(rs) == 0 {
+			delete(q.leaving, puid)
+		} else {
+			q.leaving[puid] = rs
+		}
 	}
 	if l.told == l.tickets.Load() && l.held == 0 && q.untold[puid] == l {
 		delete(q.untold, puid)
@@ -201,8 +209,7 @@ func (q *puQueue) dropLineLocked(puid string, l *eventLine) {
 func (q *puQueue) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
 	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1, state: tracking,
 		phase: int32(fnv32a(pu.PUID) % uint32(q.wheel.phases))}
-	q.records[pu.PUID] = r
-	delete(q.leaving, pu.PUID) // Status lists the new record
+	q.records[pu.PUID] = r // a record of its PUID leaving still is listed beside it until its end is told
 	if q.observed {
 		if r.line = q.untold[pu.PUID]; r.line != nil {
 			delete(q.untold, pu.PUID) // the record before it is still being told of: its events come first
@@ -384,10 +391,19 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	if o.err != nil || o.turnAt == 0 { // taking a place in the rate's line ends no streak of failures
 		r.failing = o.err != nil
 	}
+	retryDue := int64(0) // the retry this check came before, if any
+	if r.waitFor == retrying && r.waitUntil > o.end {
+		retryDue = r.waitUntil
+	}
+	r.retryHeld = 0
 	switch {
 	case o.retryAt != 0:
 		q.setWaitLocked(r, retrying, o.retryAt)
+	case o.turnAt != 0 && retryDue != 0 && r.sweep != sweepTurn:
+		// A Sweep's early check, the Sweep over: no turn is taken ahead of the retry, which stays.
+		q.leaveLineLocked(r)
 	case o.turnAt != 0:
+		r.retryHeld = retryDue // the Sweep waits for its turn; its end gives back the retry
 		at := o.turnAt
 		if r.waitFor == turnWaiting && r.waitUntil > o.end {
 			at = min(at, r.waitUntil) // it keeps its place: a new estimate only brings its turn nearer
@@ -428,7 +444,7 @@ func (q *puQueue) removeLocked(r *record, gone bool) {
 	delete(q.records, r.PUID)
 	if l := r.line; l != nil && l.told != l.tickets.Load() { // its removal's event is not told yet
 		r.leftAt = l.tickets.Load()
-		q.leaving[r.PUID] = r
+		q.leaving[r.PUID] = append(q.leaving[r.PUID], r)
 	}
 	switch head := q.byPod[r.Pod]; {
 	case head == r && r.nextOfPod == nil:
@@ -835,7 +851,8 @@ func (q *puQueue) nudgeLineLocked(now, floor int64) {
 }
 
 // Status returns what the engine knows of every tracked PU, sorted by PUID, and of every PU whose tracking has ended
-// while the Observer is not told yet (State "leaving"): a PU leaves Status only once the Observer has heard its end.
+// while the Observer is not told yet (StateLeaving): a PU leaves Status only once the Observer has heard its end, even
+// when its PUID is tracked again meanwhile (the one leaving is listed before the new one).
 func (c *Engine) Status() []PUStatus {
 	c.q.mu.Lock()
 	out := make([]PUStatus, 0, len(c.q.records)+len(c.q.leaving))
@@ -865,7 +882,15 @@ func (c *Engine) Status() []PUStatus {
 		out = append(out, s)
 	}
 	c.q.mu.Unlock()
-	slices.SortFunc(out, func(a, b PUStatus) int { return cmp.Compare(a.PUID, b.PUID) })
+	slices.SortFunc(out, func(a, b PUStatus) int {
+		leaving := func(st PUStatus) int {
+			if st.State == StateLeaving {
+				return 0
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.PUID, b.PUID), cmp.Compare(leaving(a), leaving(b)))
+	})
 	return out
 }
 
@@ -877,9 +902,11 @@ func (q *puQueue) allLocked() func(yield func(*record) bool) {
 				return
 			}
 		}
-		for _, r := range q.leaving {
-			if !yield(r) {
-				return
+		for _, rs := range q.leaving {
+			for _, r := range rs {
+				if !yield(r) {
+					return
+				}
 			}
 		}
 	}

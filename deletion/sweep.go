@@ -71,9 +71,19 @@ func (q *puQueue) sweepingLocked(gen uint32) bool {
 	return q.sweep.done != nil && gen == q.sweep.gen
 }
 
-// endSweepLocked ends the running Sweep, if any; its marks no longer count.
+// endSweepLocked ends the running Sweep, if any; its marks no longer count. A record whose turn it waited for, taken
+// ahead of a retry (record.retryHeld), gives the turn back and waits for that retry again: only a Sweep checks a PU
+// before its retry.
 func (q *puQueue) endSweepLocked() {
 	if w := &q.sweep; w.done != nil {
+		now := q.now()
+		for _, r := range w.owed {
+			if r.sweep == sweepTurn && r.sweepGen == w.gen && r.state == turnWaiting && r.retryHeld > now {
+				q.setWaitLocked(r, retrying, r.retryHeld) // leaves the line
+				r.state, r.retryHeld, r.sweep = retrying, 0, notSwept
+				q.wheel.schedule(r, now)
+			}
+		}
 		close(w.done)
 		w.done, w.nudge, w.left, w.lanes, w.owed = nil, nil, 0, 0, nil
 		q.ready.cond.Broadcast() // its own goroutines stop

@@ -217,3 +217,114 @@ func TestASweepThatNeverHadStartChecksTheHeadOfTheLineAtItsTurn(t *testing.T) {
 		time.Sleep(time.Second)
 	})
 }
+
+// decision-table.md: "A failed destroy is tried again after RetryMinDelay ... and not before, whatever brings the PU
+// up (its periodic check, a trigger); only Sweep checks it earlier"; Options.DestroyRate: a Sweep waits for the turns
+// its checks took. A Sweep that checks a PU waiting for its retry takes a place in the rate's line for it and waits;
+// ended by its context before that turn, it gives the turn back, and the PU waits for its retry again: no destroy of
+// it before the retry, with Start running.
+func TestASweepEndedBeforeItsTurnLeavesTheRetryWhereItWas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		calls := map[string][]time.Duration{}
+		start := time.Now()
+		policy := ports.PolicyHandlerFunc(func(_ context.Context, ev ports.DestroyEvent) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls[ev.PUID] = append(calls[ev.PUID], time.Since(start))
+			if ev.PUID == "uid-a" {
+				return errors.New("policy engine down")
+			}
+			return nil
+		})
+		getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
+		eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", DestroyRate: 1, DestroyBurst: 1,
+			RetryMinDelay: time.Minute, RetryMaxDelay: time.Minute, SweepInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go func() { _ = eng.Start(ctx) }()
+		if err := eng.Track(swPU("a")); err != nil {
+			t.Fatal(err)
+		}
+		eng.TriggerPod(swKey("a"))
+		synctest.Wait() // a's destroy fails at 0s, on the burst's turn: its retry at 60s
+		for _, n := range []string{"b", "c", "d"} {
+			if err := eng.Track(swPU(n)); err != nil {
+				t.Fatal(err)
+			}
+			eng.TriggerPod(swKey(n))
+		}
+		synctest.Wait() // b, c and d wait for their turns at 1s, 2s and 3s
+		sctx, scancel := context.WithTimeout(t.Context(), time.Second)
+		eng.Sweep(sctx) // checks a early: its turn, after d's, is past the Sweep's end
+		scancel()
+		time.Sleep(58 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		early := len(calls["uid-a"])
+		mu.Unlock()
+		if early != 1 {
+			t.Errorf("DestroyPU of a called %d times before its retry at 60s (at %v), Start running: want once", early, calls["uid-a"])
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(calls["uid-a"]) != 2 {
+			t.Errorf("DestroyPU of a called at %v: want its retry at 60s", calls["uid-a"])
+		}
+	})
+}
+
+// deletion.StateLeaving, Engine.Status: "a PU leaves Status only once the Observer has heard its end, even when its
+// PUID is tracked again meanwhile (the one leaving is listed before the new one)"; deletiontest.PUs lists what the
+// engine tracks, not what leaves. An Untrack whose EventUntracked the journal commits slowly, and a Track of the same
+// PUID with another sandbox meanwhile: the first is leaving beside the second until the journal has heard.
+func TestALeavingPUStaysBesideItsPUIDTrackedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		committing, commit := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		journal := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventUntracked {
+				once.Do(func() { close(committing); <-commit })
+			}
+		})
+		getter := ports.PodGetterFunc(func(_ context.Context, k types.NamespacedName) (*corev1.Pod, error) { return swAlive(k), nil })
+		policy := ports.PolicyHandlerFunc(func(context.Context, ports.DestroyEvent) error { return nil })
+		eng, err := deletion.New(getter, policy, deletion.Options{NodeName: "node-a", Observer: journal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, second := swPU("a"), swPU("a")
+		first.SandboxID, second.SandboxID = "sb1", "sb2"
+		if err := eng.Track(first); err != nil {
+			t.Fatal(err)
+		}
+		untracked := make(chan bool)
+		go func() { untracked <- eng.Untrack(first.PUID) }()
+		<-committing
+		tracked := make(chan error)
+		go func() { tracked <- eng.Track(second) }()
+		synctest.Wait() // the second waits for the first's end to be told
+		st := eng.Status()
+		if len(st) != 2 || st[0].State != deletion.StateLeaving || st[0].SandboxID != "sb1" || st[1].SandboxID != "sb2" {
+			t.Fatalf("Status lists %+v: want sb1 leaving, then sb2", st)
+		}
+		if got := deletiontest.PUs(eng); len(got) != 1 || got[0].SandboxID != "sb2" || eng.Len() != 1 {
+			t.Errorf("deletiontest.PUs lists %v, Len %d: want the PU tracked, sb2, alone", got, eng.Len())
+		}
+		close(commit)
+		if !<-untracked {
+			t.Error("Untrack returned false")
+		}
+		if err := <-tracked; err != nil {
+			t.Fatal(err)
+		}
+		if st := eng.Status(); len(st) != 1 || st[0].SandboxID != "sb2" || st[0].State == deletion.StateLeaving {
+			t.Errorf("once the journal heard, Status lists %+v: want sb2 alone", st)
+		}
+	})
+}

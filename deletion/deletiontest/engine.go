@@ -94,9 +94,11 @@ func Advance(d time.Duration) {
 // PUs returns the PUs e tracks, sorted by PUID, as Engine.Status has them.
 func PUs(e *deletion.Engine) []ports.PU {
 	st := e.Status()
-	out := make([]ports.PU, len(st))
-	for i, s := range st {
-		out[i] = s.PU
+	out := make([]ports.PU, 0, len(st))
+	for _, s := range st {
+		if s.State != deletion.StateLeaving { // its tracking has ended: the engine no longer tracks it
+			out = append(out, s.PU)
+		}
 	}
 	return out
 }
