@@ -49,9 +49,9 @@
 // (k8s.NewMetrics) and, with --dry-run, its report (Flags.DryRunReport);
 // the engine (deletion.New), whose checks read the pod cache through
 // Options.Pods, whose every destroy is confirmed by a direct read of the
-// API server (the Confirmer), and whose Observers are the program's own,
-// then the metrics, the report and, with Options.Events, the Kubernetes
-// Events; the wiring (k8s.SetupWithManager for an engine with a node,
+// API server (the Confirmer), and whose Observers are the dry run's
+// report, the program's own, then the metrics and, with Options.Events,
+// the Kubernetes Events; the wiring (k8s.SetupWithManager for an engine with a node,
 // k8s.SetupClusterWithManager without); Options.Beside; and the shared
 // endpoints (Serve). It binds the probes', pprof's and the status listener's addresses itself,
 // before the manager, and serves them from the manager it returns, so that

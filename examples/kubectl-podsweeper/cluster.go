@@ -495,34 +495,56 @@ type earlierPU struct {
 }
 
 // gone says the PUs an earlier round of explainPod read (earlier) that x, the last, tells neither held by the program
-// that held it, reported by its dry run, nor destroyed (no Event of the pod of that UID a program of that kind posts):
-// destroyed meanwhile, their Events not yet written (the recorder writes them on a goroutine of its own, with
-// retries), or held by a program the last round did not ask. The answer cannot tell what became of them. Each program's
-// PU is its own: two programs hold PUs of one pod under one PUID (the pod's UID), and what one answers or posts says
-// nothing of the other's (cni-gc posts no Event).
+// that held it, reported by its dry run, nor destroyed: destroyed meanwhile, their Events not yet written (the recorder
+// writes them on a goroutine of its own, with retries), or held by a program the last round did not ask. The answer
+// cannot tell what became of them. Each program's PU is its own: two programs hold PUs of one pod under one PUID (the
+// pod's UID), and what one answers says nothing of the other's. An Event does not say which program posted it (all
+// post as podsweeper): the Events of a PUID written since account for as many of its PUs gone from programs that post
+// them, and, fewer, for none of them, for it cannot tell whose; cni-gc posts none.
 func gone(x *PodExplanation, earlier map[string][]earlierPU) []string {
 	var out []string
 	for _, puid := range slices.Sorted(maps.Keys(earlier)) {
+		var vanished []earlierPU
 		for _, was := range earlier[puid] {
 			held := slices.ContainsFunc(x.Answers, func(a Answer) bool { // held, or reported by its dry run (dropped)
 				return a.Program.same(was.program) && (slices.ContainsFunc(a.PUs, func(s k8s.PUStatus) bool { return s.PUID == puid }) ||
 					slices.ContainsFunc(a.Reports, func(d k8s.WouldDestroy) bool { return d.PUID == puid }))
 			})
-			// An Event of that UID from before the round read the PU held (the destroy of an earlier sandbox's PU,
-			// of the same PUID) is not of what became of it. Each of an Event's times is compared at its own
-			// precision: one in seconds with the second the round read it in, one in microseconds with that instant.
+			if !held {
+				vanished = append(vanished, was)
+			}
+		}
+		posting := 0
+		for _, was := range vanished {
+			if postsEvents(was.program.Program) {
+				posting++
+			}
+		}
+		// An Event of that UID from before the round read the PU held (the destroy of an earlier sandbox's PU, of the
+		// same PUID) is not of what became of it. Each of an Event's times is compared at its own precision: one in
+		// seconds with the second the round read it in, one in microseconds with that instant.
+		told := 0
+		for _, e := range x.Events {
+			if e.uid != puid {
+				continue
+			}
 			since := func(t time.Time, exact bool) bool {
-				if exact {
-					return !t.Before(was.seen.Truncate(time.Microsecond))
-				}
-				return !t.Before(was.seen.Truncate(time.Second))
+				return slices.ContainsFunc(vanished, func(was earlierPU) bool {
+					if exact {
+						return !t.Before(was.seen.Truncate(time.Microsecond))
+					}
+					return !t.Before(was.seen.Truncate(time.Second))
+				})
 			}
-			told := postsEvents(was.program.Program) && slices.ContainsFunc(x.Events, func(e Event) bool {
-				return e.uid == puid && (since(e.Time, e.timeExact) || !e.Last.IsZero() && since(e.Last, e.lastExact))
-			})
-			if !held && !told {
-				out = append(out, was.what+": the last round found it in no answer and no Event (destroyed meanwhile, its Event not written yet, or held where it did not ask)")
+			if since(e.Time, e.timeExact) || !e.Last.IsZero() && since(e.Last, e.lastExact) {
+				told++
 			}
+		}
+		for _, was := range vanished {
+			if postsEvents(was.program.Program) && told >= posting {
+				continue
+			}
+			out = append(out, was.what+": the last round found it in no answer and no Event (destroyed meanwhile, its Event not written yet, or held where it did not ask)")
 		}
 	}
 	return out

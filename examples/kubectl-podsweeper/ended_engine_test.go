@@ -186,6 +186,28 @@ func TestEachProgramsPUOfAPodIsAccountedForByItsOwn(t *testing.T) {
 	}
 }
 
+// explain.md: "Each program's PU is its own". An Event does not say which program posted it: the node agent and the
+// cluster controller both held PUs of the pod and both are gone; one PUDestroyed since accounts for one of them, not
+// both, and the answer cannot tell whose: it names both. Two account for both.
+func TestOneEventAccountsForOnePUOfTwoProgramsThatPostThem(t *testing.T) {
+	seen := clockNow.Add(-time.Second)
+	agent := Program{Program: "node-agent", Release: "podsweeper", Namespace: "podsweeper", Pod: "na-a", Node: "node-a"}
+	controller := Program{Program: "cluster-controller", Release: "podsweeper-cluster", Namespace: "podsweeper", Pod: "cc-1"}
+	earlier := map[string][]earlierPU{firstUID: {{program: agent, what: "PU of the agent", seen: seen},
+		{program: controller, what: "PU of the controller", seen: seen}}}
+	destroyed := Event{Time: clockNow, Type: "Normal", Reason: k8s.EventReasonDestroyed, Regarding: "Pod/apps/web", Count: 1, uid: firstUID,
+		pod: "apps/web", timeExact: true}
+	answers := []Answer{{Program: agent, At: clockNow}, {Program: controller, At: clockNow}}
+	one := gone(&PodExplanation{Now: clockNow, Namespace: "apps", Name: "web", Answers: answers, Events: []Event{destroyed}}, earlier)
+	if len(one) != 2 {
+		t.Errorf("one Event of two PUs gone: %q, want both named", one)
+	}
+	two := gone(&PodExplanation{Now: clockNow, Namespace: "apps", Name: "web", Answers: answers, Events: []Event{destroyed, destroyed}}, earlier)
+	if len(two) != 0 {
+		t.Errorf("two Events of two PUs gone: %q, want none named", two)
+	}
+}
+
 // deletion.Engine.InventoryListed; explain.md: a program that cannot be asked is named, and the answer cannot tell
 // all. A node agent whose engine ended while its Inventory's PUs went in (its journal slow to commit the first) left
 // the pod's PU in the Inventory: the agent's page cannot tell what it holds, so explain pod says it could not be asked
