@@ -794,6 +794,19 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 		// It ran on another node, and was deleted while the programs were asked: that node's may hold its PU.
 		x.Unasked = append(x.Unasked, fmt.Sprintf("the programs of node %s, where the pod ran until it was deleted (--node %s was asked)", was.Node, flagNode))
 	}
+	if flagNode != "" && x.Pod == nil {
+		// A pod that is gone, asked on one node: a node its destroys' Events name (explain.md: "its node is read from
+		// the Events of its destroys") is where its other programs (cni-gc, which posts none) may hold a PU of it.
+		for _, e := range x.Events {
+			if e.node == "" || e.node == flagNode || x.UID != "" && e.uid != x.UID {
+				continue
+			}
+			line := fmt.Sprintf("the programs of node %s, which an Event of the pod's destroy names (--node %s was asked)", e.node, flagNode)
+			if !slices.Contains(x.Unasked, line) {
+				x.Unasked = append(x.Unasked, line)
+			}
+		}
+	}
 	if flagNode != "" && x.UID != "" && x.Name == "" {
 		// Asked by UID alone on one node, and named by nothing: a live pod cannot be looked up by its UID, and may
 		// run on another node, whose programs hold its PUs.

@@ -122,3 +122,19 @@ func TestExplainWithNoEventSaysEventsExpire(t *testing.T) {
 	assert.Contains(t, r.stdout, "--event-ttl")
 	assert.NotContains(t, r.stdout, "none destroyed one")
 }
+
+// explain.md: for a pod that is gone, "its node is read from the Events of its destroys", and the answer cannot tell
+// when a program of the pod's node was not asked, each named on a line `Not asked:`. explain pod --uid of a gone pod
+// asked on node-b, whose destroy's Event the node agent of node-a posted: node-a's programs (its cni-gc, which posts
+// no Event, may hold a PU of it) are named, and the answer cannot tell.
+func TestExplainUIDOnAnotherNodeNamesTheNodeItsEventsName(t *testing.T) {
+	f := newFakeAPI(t)
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-a", "node-a", holding())
+	f.addProgram("podsweeper-node-agent", "podsweeper", "na-b", "node-b", holding())
+	f.addEvent(nodeEvent("node-a", "web", firstUID, time.Now().Add(-time.Minute)))
+
+	r := f.run("explain", "pod", "--uid", firstUID, "--node", "node-b")
+	assert.Equal(t, 0, r.code)
+	assert.Contains(t, r.stdout, "the programs of node node-a, which an Event of the pod's destroy names (--node node-b was asked)")
+	assert.Contains(t, r.stdout, "cannot tell")
+}
