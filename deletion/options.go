@@ -97,8 +97,9 @@ type Options struct {
 	DestroyTerminated bool
 	// Inventory, when set, is listed by Start before its first check: every PU it returns is tracked (insert-only), so
 	// that the PUs of pods that went away while the agent was down, or another replica led, are destroyed. A PU
-	// tracked without a sandbox whose first check has not ended takes the sandbox listed for it (in place of one that
-	// check recorded), so that a sandbox replaced meanwhile is destroyed as changed (row 10), not recorded (row 7).
+	// tracked without a sandbox takes the sandbox listed for it while no check has recorded one (in place of one its
+	// first check, under way, records), so that a sandbox replaced meanwhile is destroyed as changed (row 10), not
+	// recorded (row 7), and a dead one's PU is destroyed (row 12), even when the list answers after checks began.
 	// The first list delays the first check by at most its deadline (CheckTimeout, at least a second) and a second,
 	// and, when it answers by then, by the tracking of what it listed: those PUs go in before any check, so that a
 	// sandbox it lists is taken before a check records another; each waits for the Observer's EventTracked (a journal's commit), Workers at a time, and LivenessCheck

@@ -937,8 +937,8 @@ func (q *puQueue) oldestQueuedLocked() int64 {
 	return 0
 }
 
-// adoptListed gives the sandbox listed for pu to the record of the same PU if it has none and was never checked (see
-// Options.Inventory), by the rule of ports.PU.WithRecordedSandbox. It reports whether it gave a sandbox to a PU tracked
+// adoptListed gives the sandbox listed for pu to the record of the same PU if it has none, and no check recorded one
+// (see Options.Inventory), by the rule of ports.PU.WithRecordedSandbox. It reports whether it gave a sandbox to a PU tracked
 // before the list (restored): one the list tracked itself, listed twice, is restored once.
 func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	c.q.mu.Lock()
@@ -952,7 +952,9 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 		}
 	}
 	switch {
-	case e == nil || gone || e.lastRow >= 0 || tracked.WithRecordedSandbox(pu) == tracked:
+	case e == nil || gone || e.lastRow >= 0 && tracked.SandboxID != "" || tracked.WithRecordedSandbox(pu) == tracked:
+		// A check that recorded a sandbox keeps it; one that recorded none (no ready sandbox yet) learned nothing
+		// against the one listed, which the PU's policy engine may hold.
 	case e.state == checking:
 		restored = !e.listed && e.listedSandbox == "" // listed twice, restored once
 		e.listedSandbox = pu.SandboxID                // taken by its first check, or its release
