@@ -449,3 +449,28 @@ func TestReservationsReadIsWhenTheRoundReadThem(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 }
+
+// AddressHandler "answers, as JSON, the AddressStatus ... What it could not read ... it says in AddressStatus.Unread,
+// and answers the rest"; cni-freeing.md: it tells a cache entry the collector does not use ("neverTouched"). An entry
+// whose result holds the address but that holds no config, or one that is not JSON, is told never touched: the page
+// answers 200 (it panicked on the missing config).
+func TestAddressTellsAnEntryWithNoConfigNeverTouched(t *testing.T) {
+	for name, config := range map[string]any{"no config": nil, "a config that is not JSON": []byte("{not json")} {
+		t.Run(name, func(t *testing.T) {
+			c := newCacheDir(t)
+			entry := map[string]any{"kind": "cniCacheV1", "containerId": "sb-odd", "ifName": "eth0", "networkName": "podnet",
+				"cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "apps"}, {"K8S_POD_NAME", "web"}, {"K8S_POD_UID", "uid-odd"}},
+				"result":  map[string]any{"cniVersion": "1.1.0", "ips": []map[string]any{{"address": "10.5.0.9/24"}}}}
+			if config != nil {
+				entry["config"] = config
+			}
+			b, err := json.Marshal(entry)
+			require.NoError(t, err)
+			c.writeRaw("podnet-sb-odd-eth0", b, time.Hour)
+			st := askAddress(t, c.collector().AddressHandler(), "10.5.0.9")
+			require.Len(t, st.Attachments, 1)
+			assert.NotEmpty(t, st.Attachments[0].NeverTouched)
+			assert.Equal(t, "sb-odd", st.Attachments[0].ContainerID)
+		})
+	}
+}

@@ -69,7 +69,7 @@ type skipped struct {
 	File string
 	// ContainerID and PodUID are the entry's, when its JSON could be read.
 	ContainerID, PodUID string
-	// Written keys the log line: an entry rewritten is logged again.
+	// Written is when the file was last written.
 	Written time.Time
 	Why     string
 	// Quiet: not logged (Why is told on the address page all the same).
@@ -160,9 +160,10 @@ func (v view) collectable(a attachment) bool {
 }
 
 // disableGC reports whether a's network's config, cached or in ConfDir,
-// says disableGC.
+// says disableGC; a of an entry skipped may have no config (none cached,
+// or one that does not read).
 func (v view) disableGC(a attachment) bool {
-	return a.List.DisableGC || v.keepNets[a.NetworkName] || pluginSaysDisableGC(a)
+	return a.List != nil && a.List.DisableGC || v.keepNets[a.NetworkName] || pluginSaysDisableGC(a)
 }
 
 // confDirError is the error of a read of the cache whose config directory

@@ -733,8 +733,11 @@ func (v view) holdsNothingOf(ev ports.DestroyEvent) bool {
 	}) {
 		return false
 	}
+	// An entry it cannot use may be of that sandbox (of that pod, or named by nothing it could read): for a sandbox
+	// change, one of another sandbox of the pod is not the event's, as DestroyPU's DELs are not.
 	return !slices.ContainsFunc(v.unusable, func(s skipped) bool {
-		return s.PodUID == ev.PUID || s.PodUID == "" && s.ContainerID == "" ||
+		ofPod := s.PodUID == ev.PUID && (!changed || s.ContainerID == ev.SandboxID || s.ContainerID == "")
+		return ofPod || s.PodUID == "" && s.ContainerID == "" ||
 			ev.SandboxID != "" && strings.Contains(s.File, "-"+ev.SandboxID+"-")
 	})
 }

@@ -43,19 +43,23 @@ func TestRefusalsTimeFromTheFirstSinceThePlaceWasKnown(t *testing.T) {
 	})
 }
 
-// An entry skipped is logged once, again once rewritten, and again once
+// LogMessageEntrySkipped: "once for each cache entry it skips". An entry skipped is logged once, not again when its
+// file is only touched, again once written anew with another container (what it tells changed), and again once
 // skipped after it was not.
 func TestSkipLogLogsEachSkippedEntryOnce(t *testing.T) {
 	var lines int
 	l := newSkipLog(funcr.New(func(string, string) { lines++ }, funcr.Options{}), "skipping")
 	t0 := time.Unix(1_700_000_000, 0)
-	a := skipped{File: "a", Written: t0, Why: "no pod"}
+	a := skipped{File: "a", ContainerID: "c1", Written: t0, Why: "no pod"}
 	l.report([]skipped{a}, nil)
 	l.report([]skipped{a}, nil)
 	require.Equal(t, 1, lines, "logged once")
 	a.Written = t0.Add(time.Second)
 	l.report([]skipped{a}, nil)
-	require.Equal(t, 2, lines, "rewritten: logged again")
+	require.Equal(t, 1, lines, "touched: not logged again")
+	a.ContainerID = "c2"
+	l.report([]skipped{a}, nil)
+	require.Equal(t, 2, lines, "written anew, of another container: logged again")
 	l.report(nil, nil)
 	l.report([]skipped{a}, nil)
 	require.Equal(t, 3, lines, "gone, then back: logged again")

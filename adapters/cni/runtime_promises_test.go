@@ -2,6 +2,7 @@ package cni_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -239,4 +240,23 @@ func TestANilSandboxInTheRuntimesAnswerDecidesNothing(t *testing.T) {
 		assert.True(t, err != nil && c.exists(f) && len(c.delCalls()) == 0,
 			"%s sandbox listed: DestroyPU answered %v and ran DELs %v; want a failure and the attachment kept", name, err, c.delCalls())
 	}
+}
+
+// Collector.DestroyPU: for ports.ReasonSandboxChanged and ports.ReasonSandboxDead, "those of ev.SandboxID only ... An
+// attachment gone already ... is nothing to do, so DestroyPU is idempotent". A sandbox change of sbS, which the cache
+// no longer holds, while the Runtime cannot be asked, is nothing to do whether or not the cache holds an entry it
+// cannot use of the pod's other sandbox sbT: the event is not of that one.
+func TestAGoneSandboxIsNothingToDoBesideAnotherSandboxsUnusableEntry(t *testing.T) {
+	c := newCacheDir(t)
+	c.write(entry{network: "podnet", sandbox: "sbT", uid: "u1", namespace: "ns", name: "pod-u1",
+		config: `{"cniVersion":"1.1.0","name":"podnet","plugins":[]}`}) // runs no plugin: not usable
+	rt := &listedRuntime{}
+	rt.set(errors.New("rpc error: code = Unavailable desc = connection refused"))
+	coll := c.collectorWith(rt, 0)
+	for _, reason := range []ports.Reason{ports.ReasonSandboxChanged, ports.ReasonSandboxDead} {
+		ev := ports.DestroyEvent{PUID: "u1", Pod: types.NamespacedName{Namespace: "ns", Name: "pod-u1"}, SandboxID: "sbS", Reason: reason}
+		require.NoError(t, coll.DestroyPU(t.Context(), ev), "%s of a sandbox the cache no longer holds", reason)
+		require.NoError(t, coll.DryRunDestroyPU(t.Context(), ev), "%s of a sandbox the cache no longer holds (dry run)", reason)
+	}
+	require.Empty(t, c.delCalls())
 }

@@ -4,27 +4,26 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 )
 
 // skipLog logs each cache entry the collector skips once, and again once
-// it is rewritten; it forgets an entry that is no longer skipped. It is
-// safe from any goroutine.
+// what it tells changes (another container, pod or reason: a file written
+// anew, not one touched); it forgets an entry that is no longer skipped.
+// It is safe from any goroutine.
 type skipLog struct {
 	log logr.Logger
 	msg string
 
 	mu sync.Mutex
-	// reported holds the entries logged, with the modification time they
-	// were logged for.
-	reported map[string]time.Time
+	// reported holds the entries logged, with what they were logged for.
+	reported map[string]string
 }
 
 // newSkipLog returns a skipLog that logs each file with msg.
 func newSkipLog(log logr.Logger, msg string) *skipLog {
-	return &skipLog{log: log, msg: msg, reported: make(map[string]time.Time)}
+	return &skipLog{log: log, msg: msg, reported: make(map[string]string)}
 }
 
 // report logs what skips holds that was not logged yet, and returns it;
@@ -36,8 +35,9 @@ func (l *skipLog) report(skips []skipped, unknown func(path string) bool) []skip
 	var fresh []skipped
 	for _, s := range skips {
 		seen[s.File] = true
-		if t, ok := l.reported[s.File]; !ok || !t.Equal(s.Written) {
-			l.reported[s.File] = s.Written
+		told := s.ContainerID + "\x00" + s.PodUID + "\x00" + s.Why
+		if t, ok := l.reported[s.File]; !ok || t != told {
+			l.reported[s.File] = told
 			fresh = append(fresh, s)
 		}
 	}
