@@ -334,9 +334,14 @@ func (a *nodeAgent) metric(t *testing.T, name string) float64 {
 
 // checkedAfter waits for two checks of the PU of uid that ended after since
 // (the second began after it: checks of one PU never overlap), and returns
-// the PU's status then.
+// the PU's status then. The page tells a check's time as its own wall-clock
+// time less how long ago the check ended, so two reads of one check may
+// differ by a few microseconds: a later check is one that ended
+// sameCheck after the first (checks of one PU are a sweep apart, 200 ms
+// at the least here).
 func (a *nodeAgent) checkedAfter(t *testing.T, uid types.UID, since time.Time) k8s.PUStatus {
 	t.Helper()
+	const sameCheck = 50 * time.Millisecond
 	var first time.Time
 	var st k8s.PUStatus
 	require.Eventually(t, func() bool {
@@ -349,7 +354,7 @@ func (a *nodeAgent) checkedAfter(t *testing.T, uid types.UID, since time.Time) k
 			return false
 		}
 		st = s
-		return s.LastChecked.After(first)
+		return s.LastChecked.After(first.Add(sameCheck))
 	}, waitLong, 20*time.Millisecond, "the agent checks the PU of %s again", uid)
 	return st
 }

@@ -121,7 +121,7 @@ func testSandboxStopped(t *testing.T, admin client.Client, kubeconfig []byte) {
 	sandbox := rt.runSandbox(t, pod, 0)
 	// Each periodic check reads the runtime itself: with the default
 	// --cri-cache-max-age (5s) a check up to 5s after the stop may read a
-	// list made before it, and rightly keep the PU for row 7.
+	// list made before it, and rightly keep the PU for row 9.
 	a := startCRIAgent(t, kubeconfig, rt.endpoint, "--cri-cache-max-age=0")
 	require.Eventually(t, func() bool { return a.trackedWith(t, pod.UID, sandbox) }, waitLong, 10*time.Millisecond)
 
