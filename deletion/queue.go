@@ -709,6 +709,7 @@ func (q *puQueue) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEven
 			Event{Kind: EventWouldDestroy, PU: ev.PU(), Verdict: v, Reason: ev.Reason, Dropped: gone}})
 	}
 	if gone {
+		r.lastChecked, r.lastRow = q.now(), int8(v.Row) // leaving, it tells the check that ended it
 		q.removeLocked(r, true)
 		o.removed = true
 	}
@@ -756,6 +757,7 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 		}
 	}
 	if o.done && !untracked {
+		r.lastChecked, r.lastRow = now, int8(o.verdict.Row) // leaving, it tells the check that ended it
 		c.q.removeLocked(r, true)
 		o.removed = true
 	}

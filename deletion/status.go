@@ -19,7 +19,8 @@ type PUStatus struct {
 	State string
 	// TrackedAt is when Track took the entry.
 	TrackedAt time.Time
-	// LastChecked is when its last check ended; zero before the first.
+	// LastChecked is when its last check ended; zero before the first. A PU leaving (StateLeaving) whose check ended
+	// it tells that check, when it decided.
 	LastChecked time.Time
 	// LastVerdict is the verdict that check carried out; its Row and Why say why the PU is kept. Zero before the first
 	// check.

@@ -98,7 +98,8 @@ func TestRunbookStatusPageStates(t *testing.T) {
 }
 
 // docs/operating/runbooks.md and deletion.StateLeaving: a PU destroyed while the Observer commits its EventDestroyed
-// stays on the page, "leaving", until the Observer has heard its end; the runbook names the state.
+// stays on the page, "leaving", until the Observer has heard its end, telling the check that ended it (row 1); the
+// runbook names the state.
 func TestALeavingPUIsOnThePageUntilTheObserverHeardItsEnd(t *testing.T) {
 	listed := runbookStates(t)
 	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, ports.ErrPodNotFound })
@@ -122,6 +123,9 @@ func TestALeavingPUIsOnThePageUntilTheObserverHeardItsEnd(t *testing.T) {
 	}
 	if !slices.Contains(listed, pus[0].State) {
 		t.Errorf("the runbook's list of states (%q) lacks %q", listed, pus[0].State)
+	}
+	if pus[0].LastChecked == nil || pus[0].LastRow != 1 {
+		t.Errorf("the leaving PU tells its last check %v, row %d: want the check that destroyed it, row 1", pus[0].LastChecked, pus[0].LastRow)
 	}
 	if eng.Len() != 0 {
 		t.Errorf("Len() is %d: a leaving PU is not tracked", eng.Len())
