@@ -117,10 +117,10 @@ func (d *DryRunReport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Each report's time is told as the page's, less how long ago it was made (d.now's monotonic reading when it
 	// has one): a step of the wall clock since does not move it from the status page's times.
+	kept, total := d.Reports() // before the page's time: no report it tells is made after it
 	now := d.now()
 	wall := now.Round(0)
 	w.Header().Set(TimeHeader, wall.UTC().Format(time.RFC3339Nano))
-	kept, total := d.Reports()
 	for i := range kept {
 		kept[i].At = wall.Add(-now.Sub(kept[i].At))
 	}

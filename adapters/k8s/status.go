@@ -118,11 +118,12 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 		// The engine tells its times on its own clock, from when it was made (deletion.Engine.Now): a step of the wall
 		// clock since does not move them. The page tells each as TimeHeader, the wall clock now, less how long ago
 		// the engine counts it was (at), as the dry run's report does.
+		// Read after Status, so that nothing it tells happened after the page's time.
+		sts := engine.Status()
 		now, wall := engine.Now(), time.Now().Round(0) // the wall reading alone: a step of it since counts
 		at := func(t time.Time) *time.Time { t = wall.Add(-now.Sub(t)); return &t }
 		w.Header().Set(TimeHeader, wall.UTC().Format(time.RFC3339Nano))
 		w.Header().Set(EngineHeader, running)
-		sts := engine.Status()
 		out := make([]PUStatus, len(sts))
 		for i, s := range sts {
 			p := PUStatus{
