@@ -71,18 +71,18 @@ func TestTimeoutBoundsASlowProgramTheOthersAsked(t *testing.T) {
 	f := newFakeAPI(t)
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case <-time.After(5 * time.Second):
+		case <-time.After(outlasting):
 		case <-r.Context().Done():
 		}
 		w.Write([]byte("[]"))
 	})
 	f.addProgram("podsweeper-node-agent", "podsweeper", "node-agent-slow", "node-a", slow)
 	f.addProgram("podsweeper-cluster-controller", "podsweeper", "cc-abcde", "", &programPages{engine: k8s.EngineRunning})
-	r := f.run("explain", "pod", "apps/cache", "--timeout", "400ms")
+	r := f.run("explain", "pod", "apps/cache", "--timeout", askTimeout.String())
 	mustContain(t, r.stdout, "node-agent podsweeper/node-agent-slow (node node-a) could not be asked")
 	mustContain(t, r.stdout, "cluster-controller podsweeper/cc-abcde holds no PU of this pod.")
-	if r.took > 4*time.Second {
-		t.Errorf("took %v with --timeout 400ms", r.took)
+	if r.took > askTimeout+askSlack {
+		t.Errorf("took %v with --timeout %v", r.took, askTimeout)
 	}
 }
 

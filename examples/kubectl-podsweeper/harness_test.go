@@ -1330,7 +1330,11 @@ func (p *pageFuncs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if d := p.delay[r.URL.Path]; d > 0 {
-		time.Sleep(d)
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	var b []byte
 	switch r.URL.Path {

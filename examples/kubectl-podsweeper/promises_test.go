@@ -138,7 +138,7 @@ func TestExplainIPAsksTheSecondCNIGCAfterTheFirstHangs(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
-	c := s.cluster(time.Second,
+	c := s.cluster(askTimeout,
 		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a1", "node-a", corev1.PodRunning),
 		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a2", "node-a", corev1.PodRunning))
 	done := make(chan *IPExplanation, 1)
@@ -155,7 +155,7 @@ func TestExplainIPAsksTheSecondCNIGCAfterTheFirstHangs(t *testing.T) {
 			t.Fatalf("the answering cni-gc was not the one told: %+v", x)
 		}
 	case <-time.After(15 * time.Second):
-		t.Fatalf("--timeout=1s: explain ip still waiting after 15s on the first cni-gc; the second was never asked")
+		t.Fatalf("--timeout=%v: explain ip still waiting after 15s on the first cni-gc; the second was never asked", askTimeout)
 	}
 }
 
@@ -172,7 +172,7 @@ func TestHoldsExplainIPSecondAskedAfterTimeout(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
-	c := s.cluster(time.Second,
+	c := s.cluster(askTimeout,
 		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a1", "node-a", corev1.PodRunning),
 		programPod("podsweeper-cni-gc", "r", "podsweeper", "cni-a2", "node-a", corev1.PodRunning))
 	x, err := c.explainIP(context.Background(), "10.88.0.200", "node-a", time.Now())
