@@ -515,3 +515,92 @@ func TestEventRestoredHoldsNoCheck(t *testing.T) {
 		time.Sleep(9 * time.Second) // the Observer's push ends
 	})
 }
+
+// TestLivenessSeesTheOnlyWorkerHeldByAListsSandbox: Observer: "An Observer blocked in a check holds its Workers slot
+// and is seen as stuck past the check's deadline". A PU tracked without its sandbox has its first check record one
+// (row 7) while the retried first list answers with the sandbox it had before the restart: the check tells that
+// sandbox's EventAdopted too, and a journal blocks on it for good. With one worker, no check runs any more (a gone
+// pod's PU waits): LivenessCheck fails with ErrWorkersStuck.
+func TestLivenessSeesTheOnlyWorkerHeldByAListsSandbox(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := deletiontest.NewCluster()
+		web := cl.CreatePod(types.NamespacedName{Namespace: "ns", Name: "web"}, "n", "sb-new")
+		web.SandboxID = "" // as the wiring tracks a pod's PU before its sandbox is known
+		other := cl.CreatePod(types.NamespacedName{Namespace: "ns", Name: "other"}, "n", "sb-o")
+		inv := deletiontest.NewInventory(ports.PU{PUID: web.PUID, Pod: web.Pod, SandboxID: "sb-old"})
+		inv.FailNextLists(1, errors.New("the journal is not open yet"))
+		forever := make(chan struct{})
+		t.Cleanup(func() { close(forever) })
+		obs := deletion.ObserverFunc(func(ev deletion.Event) {
+			switch {
+			case ev.Kind != deletion.EventAdopted || ev.PU.PUID != web.PUID:
+			case ev.Verdict.Row == 7:
+				time.Sleep(2 * time.Second) // the commit of the check's sandbox, during which the retried list answers
+			default:
+				<-forever // the commit of the listed sandbox never ends
+			}
+		})
+		e := deletiontest.NewEngine(t, cl, &deletiontest.Policy{}, deletion.Options{NodeName: "n", SandboxExtractor: cl,
+			Inventory: inv, Observer: obs, Workers: 1, SweepInterval: time.Second})
+		require.NoError(t, e.Track(web))
+		require.NoError(t, e.Track(other))
+		deletiontest.Start(t, e)
+		time.Sleep(10 * time.Millisecond) // the first list failed: the checks begin
+		e.TriggerPod(web.Pod)
+		time.Sleep(5 * time.Second)
+		require.Equal(t, 2, inv.Lists(), "the retried list answered during the check")
+		reads := cl.Reads(other.Pod)
+		cl.DeletePod(other.Pod)
+		e.TriggerPod(other.Pod)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.Equal(t, reads, cl.Reads(other.Pod), "the one worker is held: no check runs")
+		assert.ErrorIs(t, e.LivenessCheck(nil), deletion.ErrWorkersStuck)
+	})
+}
+
+// TestLivenessSeesTheListsHeldByTheObserver: Observer: one blocked on an event of the Inventory's lists "holds the
+// lists, and LivenessCheck fails after three SweepIntervals"; Options.Inventory: its failed list is retried. A journal
+// blocks on EventListFailed (or EventRestored): LivenessCheck passes for three intervals, then fails with ErrBehind
+// naming the event. Meanwhile the checks go on (a gone pod's PU is destroyed); once the journal answers, the failed
+// list is retried and its PU goes in.
+func TestLivenessSeesTheListsHeldByTheObserver(t *testing.T) {
+	for _, kind := range []deletion.EventKind{deletion.EventListFailed, deletion.EventRestored} {
+		t.Run(kind.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				var once sync.Once
+				t.Cleanup(func() { once.Do(func() { close(release) }) })
+				obs := deletion.ObserverFunc(func(ev deletion.Event) {
+					if ev.Kind == kind {
+						<-release
+					}
+				})
+				inv := deletiontest.NewInventory(pu("listed"))
+				if kind == deletion.EventListFailed {
+					inv.FailNextLists(1, errors.New("the journal is not open yet"))
+				}
+				policy := newDestroyLog()
+				c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+					SweepInterval: time.Second, CheckTimeout: time.Second, Inventory: inv, Observer: obs})
+				require.NoError(t, c.Track(pu("gone-1")))
+				c.TriggerPod(pu("gone-1").Pod)
+				deletiontest.Start(t, c)
+				time.Sleep(2900 * time.Millisecond)
+				synctest.Wait()
+				require.NoError(t, c.LivenessCheck(nil), "within three intervals")
+				assert.Len(t, policy.CallsOf("gone-1"), 1, "the checks go on while the Observer holds the lists")
+				time.Sleep(200 * time.Millisecond)
+				synctest.Wait()
+				err := c.LivenessCheck(nil)
+				require.ErrorIs(t, err, deletion.ErrBehind, "the Observer has held the lists for three intervals")
+				assert.Contains(t, err.Error(), "Event"+kind.String())
+				once.Do(func() { close(release) })
+				time.Sleep(5 * time.Second)
+				synctest.Wait()
+				assert.NoError(t, c.LivenessCheck(nil))
+				assert.True(t, c.InventoryListed(), "the failed list is retried once the Observer answers")
+			})
+		})
+	}
+}

@@ -118,6 +118,50 @@ func TestAPUTriggeredBeforeStartTakesItsListedSandbox(t *testing.T) {
 	})
 }
 
+// TestStatusTellsTheVerdictTheCheckCarriedOutWhenAListsSandboxCameAfter: PUStatus.LastVerdict is the verdict of the
+// last check carried out, as its EventChecked tells it. A PU tracked without a sandbox has its first check record the
+// runtime's (row 7, s2) while the retried first list answers with the sandbox it had before the restart (s1), which the
+// PU then holds: Status tells row 7 recording s2, the PU s1, and the next check destroys s1's PU as changed.
+func TestStatusTellsTheVerdictTheCheckCarriedOutWhenAListsSandboxCameAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := deletiontest.NewCluster()
+		key := addPod(w, "web", "web", testNode, "s2", corev1.PodRunning) // replaced s1 while the agent was down
+		inv := deletiontest.NewInventory(ports.PU{PUID: "web", Pod: key, SandboxID: "s1"})
+		inv.FailNextLists(1, errors.New("the journal is not open yet"))
+		var evs deletiontest.Events
+		obs := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventAdopted && ev.Verdict.Row == 7 {
+				time.Sleep(2 * time.Second) // the commit of s2, during which the retried list answers
+			}
+			evs.Observe(ev)
+		})
+		policy := newDestroyLog()
+		c := deletiontest.NewEngine(t, w, policy, deletion.Options{SandboxExtractor: w, Inventory: inv, NodeName: testNode,
+			Observer: obs, SweepInterval: time.Hour})
+		require.NoError(t, c.Track(ports.PU{PUID: "web", Pod: key})) // an informer's add, without a sandbox
+		deletiontest.Start(t, c)
+		time.Sleep(10 * time.Millisecond) // the first list failed: the checks begin
+		c.TriggerPod(key)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		checked := evs.Of(deletion.EventChecked)
+		require.Len(t, checked, 1)
+		require.Equal(t, "s2", checked[0].Verdict.SandboxID, "the check recorded the runtime's sandbox")
+		st := c.Status()
+		require.Len(t, st, 1)
+		assert.Equal(t, checked[0].Verdict, st[0].LastVerdict, "Status tells the verdict the check carried out")
+		assert.Equal(t, "s1", st[0].SandboxID, "the PU holds the listed sandbox")
+		c.TriggerPod(key)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Len(t, policy.CallsOf("web"), 1, "the listed sandbox's PU is destroyed as changed")
+		destroyed := evs.Of(deletion.EventDestroyed)
+		require.Len(t, destroyed, 1)
+		assert.Equal(t, 10, destroyed[0].Verdict.Row)
+		assert.Equal(t, "s1", destroyed[0].PU.SandboxID)
+	})
+}
+
 // TestAListNeverBringsBackAPUUntrackedBeforeItIsTracked: the agent tears
 // down a PU and Untracks it while Start's first list, which holds it, is
 // under way: Untrack returns false (it is not tracked yet), and the list

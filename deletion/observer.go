@@ -15,7 +15,9 @@ import (
 // several goroutines. Observe must not call Track or Untrack, of any PU: the call waits for its own event, which may
 // wait for the one being told (that PU's, or, when another Observe call untracks this PU at once, the other's). It must be fast; a journal may block Track until its write is committed, and one that blocks for
 // good blocks Track for good, and every later event of that PU. An Observer blocked in a check holds its Workers slot
-// and is seen as stuck past the check's deadline, as a port is: LivenessCheck fails once every slot is. A panic in it
+// and is seen as stuck past the check's deadline, as a port is: LivenessCheck fails once every slot is; one blocked on
+// an event of the Inventory's lists (EventListFailed, EventRestored) holds the lists, and LivenessCheck fails after
+// three SweepIntervals. A panic in it
 // is recovered: logged at V(1), and summed up once an interval among the failing ports (one error line).
 type Observer interface {
 	Observe(Event)

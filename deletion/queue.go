@@ -159,6 +159,8 @@ type record struct {
 	// listedSandbox: the sandbox a list gave it while its first check ran, taken by the check (takeListed) or its
 	// release (listedAfterLocked).
 	listedSandbox string
+	// adopted: the sandbox its last check recorded (row 7), when a list's has replaced it since; else "".
+	adopted string
 	// reportedRow: the row of the last destroy a dry run reported (0: none); reported: the rows reported (1<<row).
 	reportedRow int8
 	reported    uint16
@@ -388,6 +390,10 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		return sweep
 	}
 	r.lastChecked, r.lastRow, r.vetoed, r.lastErr = o.end, int8(o.verdict.Row), o.vetoed, o.err
+	r.adopted = ""
+	if v := o.verdict; v.Action == Adopt && v.SandboxID != r.SandboxID {
+		r.adopted = v.SandboxID // a list's sandbox replaced it since (listedAfterLocked)
+	}
 	if o.err != nil || o.turnAt == 0 { // taking a place in the rate's line ends no streak of failures
 		r.failing = o.err != nil
 	}
@@ -646,12 +652,12 @@ func (c *Engine) takeListed(r *record, o *outcome, pod *corev1.Pod) {
 	}
 }
 
-// listedAfterLocked records, as r's check is released, the sandbox a list gave r after takeListed: the one it had
-// before the restart, whatever the check recorded (the next check destroys it as changed). It returns the PU and the
-// ticket of the EventAdopted to tell; ok false: none.
+// listedAfterLocked records, as r's check ends, the sandbox a list gave r after takeListed: the one it had before the
+// restart, whatever the check recorded (the next check destroys it as changed). It returns the PU and the ticket of
+// the EventAdopted to tell; ok false: none.
 func (q *puQueue) listedAfterLocked(r *record) (pu ports.PU, t uint32, ok bool) {
 	sb := r.listedSandbox
-	r.listedSandbox, r.adoptedNow = "", false
+	r.listedSandbox = ""
 	if sb == "" || r.state == removed || r.SandboxID == sb {
 		return ports.PU{}, 0, false
 	}
@@ -778,8 +784,9 @@ func (c *Engine) late(r *record, s *slot, o *outcome, what string) {
 }
 
 // finish ends the check of r held in s with o, run under ctx: it tells the EventChecked in the slot (an Observer that
-// hangs is stuck, as a port is), hands the pod to requeue to the Requeuer's lane, then releases the record and the
-// slot, so that a Sweep returns once the Observer knows. An Observer past the deadline is summed up in the logs alone.
+// hangs is stuck, as a port is), hands the pod to requeue to the Requeuer's lane, tells in the slot too the sandbox a
+// list gave r during the check (listedAfterLocked), then releases the record and the slot, so that a Sweep returns once
+// the Observer knows. An Observer past the deadline is summed up in the logs alone.
 func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, start int64) {
 	if c.opts.Observer != nil {
 		c.q.mu.Lock()
@@ -791,11 +798,7 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 		}
 		c.tell(r.line, t, Event{Kind: EventChecked, PU: pu, Verdict: o.verdict, CheckDuration: time.Duration(o.end - start),
 			Err: errors.Join(errs...)})
-		if n := len(o.fails); n == 0 || o.fails[n-1].port != portLate {
-			c.late(r, s, o, "the Observer")
-		}
 	}
-	s.checkEnd.Store(0)
 	if o.requeue != nil {
 		c.q.mu.Lock()
 		var sweep uint32 // the Sweep this check is one of: it waits for the requeue
@@ -805,18 +808,37 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 		c.q.mu.Unlock()
 		c.queueRequeue(ctx, r.PUID, o.requeue, sweep)
 	}
-	now := c.opts.Clock.Now()
+	now := c.opts.Clock.Now() // the Clock is the user's (the failures' summary asks it too): not under the lock
+	c.q.mu.Lock()
+	c.tellListedLocked(r)
+	c.q.mu.Unlock()
+	if n := len(o.fails); c.opts.Observer != nil && (n == 0 || o.fails[n-1].port != portLate) {
+		c.late(r, s, o, "the Observer")
+	}
 	for _, f := range o.fails { // before the release: a Sweep that returns then sums them up
 		c.fails.add(f.port, r.PUID, f.err, now)
 	}
 	c.q.mu.Lock()
+	c.tellListedLocked(r) // a list that answered since: under the lock from here to the release, none comes between
+	s.checkEnd.Store(0)
 	if sweep := c.q.releaseLocked(r, s, o); sweep != 0 {
 		c.q.sweptLocked()
 	}
-	pu, t, listed := c.q.listedAfterLocked(r)
+	r.adoptedNow = false
 	c.q.mu.Unlock()
-	if listed {
+}
+
+// tellListedLocked tells, in the slot of r's check, the sandboxes lists gave r during it (listedAfterLocked), each
+// with the lock let go meanwhile; the lock is held on entry and on return.
+func (c *Engine) tellListedLocked(r *record) {
+	for {
+		pu, t, listed := c.q.listedAfterLocked(r)
+		if !listed {
+			return
+		}
+		c.q.mu.Unlock()
 		c.tellListed(r, t, pu)
+		c.q.mu.Lock()
 	}
 }
 
@@ -874,8 +896,8 @@ func (c *Engine) Status() []PUStatus {
 			// rows[0], none reported, has no Reason.
 			WouldDestroy: rows[e.reportedRow].v.Reason,
 		}
-		if e.lastRow >= 0 {
-			s.LastVerdict = verdictOfRow(int(e.lastRow), e.SandboxID)
+		if sb := cmp.Or(e.adopted, e.SandboxID); e.lastRow >= 0 {
+			s.LastVerdict = verdictOfRow(int(e.lastRow), sb)
 		}
 		s.ReportedRows = RowSet(e.reported)
 		if e.waitFor != idle {
@@ -971,13 +993,23 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	return restored
 }
 
+// listTelling is how long the Observer has been told an event of the lists, and its kind (waits).
+type listTelling struct {
+	lasted time.Duration
+	kind   EventKind
+}
+
 // waits returns what a health check reads of the queue: whether Start has returned, whether it stops, whether the
 // first list's answer is going in (overdue is then how long since a PU of it last began or ended going in), how long
-// the oldest queued check has waited, and how long ago the first check due was due (since Start and its first list).
-func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue time.Duration) {
+// the oldest queued check has waited, how long ago the first check due was due (since Start and its first list), and
+// how long the Observer has been told an event of the lists (zero: it is not).
+func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue time.Duration, telling listTelling) {
 	now := c.now()
 	defer c.q.lock()()
 	stopped, stopping = c.q.returned, c.q.stoppingLocked()
+	if c.q.list.telling != 0 {
+		telling = listTelling{time.Duration(now - c.q.list.telling), c.q.list.tellingOf}
+	}
 	if first := c.q.wheel.first(); first != 0 {
 		overdue = time.Duration(now - max(first, c.q.startAt, c.q.listedAt))
 	}
@@ -991,7 +1023,7 @@ func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue tim
 	if at := c.q.oldestQueuedLocked(); at != 0 {
 		waited = time.Duration(now - at)
 	}
-	return stopped, stopping, restoring, waited, overdue
+	return stopped, stopping, restoring, waited, overdue, telling
 }
 
 // list lists the Inventory once, in a window (listWindow) opened on what unlistedMemory remembers, which listEnds
@@ -1033,6 +1065,17 @@ func (c *Engine) listProgress() {
 	now := c.now()
 	defer c.q.lock()()
 	c.q.list.progress = now
+}
+
+// tellList tells the Observer ev, an event of the lists, marking the while: an Observer that blocks there holds the
+// lists, which LivenessCheck says.
+func (c *Engine) tellList(ev Event) {
+	c.q.mu.Lock()
+	c.q.list.telling, c.q.list.tellingOf = c.now(), ev.Kind
+	c.q.mu.Unlock()
+	c.observe(ev)
+	defer c.q.lock()()
+	c.q.list.telling = 0
 }
 
 // listTracking reports whether a list answered in time and its answer is being tracked.

@@ -32,23 +32,21 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 				c.log.Error(invalid, "skipping PUs the Inventory listed", "skipped", skipped)
 			}
 			if ctx.Err() == nil {
-				c.observe(Event{Kind: EventRestored, Count: restored, ListCalls: attempt, Err: invalid})
+				c.tellList(Event{Kind: EventRestored, Count: restored, ListCalls: attempt, Err: invalid})
 			}
 			c.listEnds()
 			return
 		}
-		if ctx.Err() == nil {
-			c.observe(Event{Kind: EventListFailed, Err: err, ListCalls: attempt})
-			c.log.V(1).Info(listFailed, "attempt", attempt, "retryIn", c.backoff(attempt).String(), "error", err.Error())
-			c.fails.add(portListPUs, "", err, c.opts.Clock.Now())
-		}
 		c.listEnds()
 		if attempt == 1 {
-			close(listed)
+			close(listed) // the checks begin: the Observer's EventListFailed holds none, as EventRestored
 		}
 		if ctx.Err() != nil {
 			return
 		}
+		c.log.V(1).Info(listFailed, "attempt", attempt, "retryIn", c.backoff(attempt).String(), "error", err.Error())
+		c.fails.add(portListPUs, "", err, c.opts.Clock.Now())
+		c.tellList(Event{Kind: EventListFailed, Err: err, ListCalls: attempt})
 		select {
 		case <-ctx.Done():
 			return
@@ -68,6 +66,10 @@ type listWindow struct {
 	deadline int64          // the list's deadline (realNow): an answer after it is a failure
 	removing map[string]int // PUIDs whose removal the Observer is being told
 	restored bool           // a list answered: none is to come
+	// telling: since when (Engine.now) the Observer is told an event of the lists (EventListFailed, EventRestored);
+	// 0: none is. No list is retried meanwhile (waits).
+	telling   int64
+	tellingOf EventKind
 }
 
 func (w *listWindow) removed(puid string, now int64) {

@@ -106,7 +106,8 @@ func (c *Engine) HealthCheck(req *http.Request) error { return c.ReadinessCheck(
 // LivenessCheck reports whether restarting the process could help the engine: it fails once Start has returned, when
 // a check due three SweepIntervals ago (and since Start began, and its first list's deadline) is not queued yet, when
 // the first list answered and no PU of its answer has gone in for three SweepIntervals (the Observer blocks: no check
-// begins before they are in), and when every Workers slot is held by a check stuck in a port past its deadline. Being behind does not fail it (a
+// begins before they are in), when the Observer has not returned for three SweepIntervals from an event of the
+// Inventory's lists (EventListFailed, EventRestored: no list is retried until it does), and when every Workers slot is held by a check stuck in a port past its deadline. Being behind does not fail it (a
 // restart would only add a relist to the load: see ReadinessCheck), nor being before Start. Serve it on /healthz:
 // mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck). It reads a few fields, whatever the number of PUs.
 func (c *Engine) LivenessCheck(_ *http.Request) error { return c.healthErr(false) }
@@ -125,7 +126,7 @@ func (c *Engine) healthErr(behindFails bool) error {
 		return nil
 	}
 	limit := 3 * c.opts.SweepInterval
-	stopped, stopping, restoring, waited, overdue := c.waits()
+	stopped, stopping, restoring, waited, overdue, telling := c.waits()
 	switch stuck := c.stuck(c.realNow()); {
 	case stopped:
 		return fmt.Errorf("%w: Start has returned", ErrNotRunning)
@@ -139,6 +140,9 @@ func (c *Engine) healthErr(behindFails bool) error {
 	case restoring && overdue > limit:
 		return fmt.Errorf("%w: no PU of the first list's answer has gone in for %v, over 3 intervals of %v: the Observer blocks, "+
 			"and no check begins before they are in", ErrBehind, overdue.Round(time.Millisecond), c.opts.SweepInterval)
+	case telling.lasted > limit:
+		return fmt.Errorf("%w: the Observer has not returned from Event%v for %v, over 3 intervals of %v: the Inventory's lists "+
+			"wait for it", ErrBehind, telling.kind, telling.lasted.Round(time.Millisecond), c.opts.SweepInterval)
 	case overdue > limit:
 		return fmt.Errorf("%w: a check due %v ago is not queued yet, over 3 intervals of %v: the scheduler is wedged",
 			ErrBehind, overdue.Round(time.Millisecond), c.opts.SweepInterval)
