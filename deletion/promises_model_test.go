@@ -25,7 +25,8 @@ package deletion_test
 // NotFound, Permanent),
 // ListFault (fail, hang, delay honouring ctx, panic, typed nil; up to
 // always), SlowObserver (100ms per event; or, b%8 == 7, the Observer
-// hangs ignoring everything, or panics, at the next event of a pod's PUs), Seed (4 to 40 PUs of gone pods in
+// hangs ignoring everything, or panics, at the next event of a pod's PUs, or
+// (a/4%2 == 1) of the lists), Seed (4 to 40 PUs of gone pods in
 // the policy engine, as left by an earlier run), TrackMany (4 or 16 stale
 // PUs), Join (wait for the goroutines). With a SandboxExtractor, the
 // Requeuer is the agent's controller: it tracks the PU of the pod's new
@@ -68,7 +69,11 @@ package deletion_test
 //     And it fails once an Observer that hangs on an EventTracked of the
 //     first list's answer (before EventRestored: no check begins before the
 //     answer is in; not the answer of a list after one that failed, once
-//     checks began) has held it for three SweepIntervals and 2s.
+//     checks began) has held it for three SweepIntervals and 2s; once one
+//     that hangs on an event of the lists (EventListFailed, EventRestored)
+//     has held it as long; and once a PU has been queued CheckTimeout + 3s
+//     with no EventChecked told since, Start running and its checks begun:
+//     every worker is then held, in a port or the Observer, and seen.
 //  9. No panic, no hang: Start returns nil within ShutdownTimeout + 1s of
 //     its ctx's cancel, hangs or not; a Sweep returns within 2s + for each
 //     hang it overlaps min(hang, CheckTimeout + 2s) (+ the first list's
@@ -103,7 +108,9 @@ package deletion_test
 //     (its row); EventDestroyed only after a successful
 //     DestroyPU; EventWouldDestroy's Dropped iff PodGone, UIDChanged or
 //     NodeChanged; a second Start returns ErrAlreadyStarted; Len() equals
-//     the entries of Status() not leaving, and a PU whose EventTracked the
+//     the entries of Status() not leaving; a PU's Status().LastVerdict, out
+//     of a check, is the verdict of its last EventChecked (of a PUID tracked
+//     once); a PU whose EventTracked the
 //     Observer heard is in Status() until it hears its end (StateLeaving);
 //     no DestroyPU starts after Start's ctx is done (but
 //     for a Sweep's), and, without a rate, none while Start does not run
@@ -118,6 +125,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"slices"
@@ -305,6 +313,9 @@ func (op pmOp) observerFault() (kind int, dur time.Duration, ok bool) {
 	return []int{pmHang, pmPanic}[op.b/8%2], pmHangs[op.b/16%4], true
 }
 
+// listEvents reports whether an ObserverFault op's fault is on the next event of the lists, not of a pod's PUs.
+func (op pmOp) listEvents() bool { return op.a/pmSlots%2 == 1 }
+
 // listFault is what a ListFault op plans (kind 5: none any more).
 func (op pmOp) listFault() (kind, count int, dur time.Duration) {
 	kind = []int{pmFail, pmHang, pmDelay, pmPanic, pmTypedNil, -1}[op.a%6]
@@ -352,7 +363,9 @@ func (op pmOp) String() string {
 		}
 		return fmt.Sprintf("ListFault(%s, next %d calls, %v)", pmKindNames[kind], count, dur)
 	case pmSlowObserver:
-		if kind, dur, ok := op.observerFault(); ok {
+		if kind, dur, ok := op.observerFault(); ok && op.listEvents() {
+			return fmt.Sprintf("ObserverFault(the next event of the lists: %s)", map[bool]string{true: "panic", false: "hang " + dur.String()}[kind == pmPanic])
+		} else if ok {
 			if kind == pmPanic {
 				return fmt.Sprintf("ObserverFault(the next event of %s's PUs: panic)", pod)
 			}
@@ -457,6 +470,8 @@ type pmWorld struct {
 	listFault pmFault
 	slowObs   bool
 	obsFault  [pmSlots]pmFault // the Observer's fault on the next event of a pod's PUs: hang or panic
+	// obsListFault: the Observer's fault on the next event of the lists (EventListFailed, EventRestored).
+	obsListFault pmFault
 	// failedFor: a port answered a failure about the pod (a fault served, but a hang, which may end in time, and a
 	// lagging cache's NotFound) since the last EventChecked of one of its PUs (Workers 1: one check at a time).
 	failedFor   [pmSlots]bool
@@ -543,10 +558,27 @@ type pmEngine struct {
 	wedging, restored bool
 	// listFailed: an EventListFailed was heard; a later list's answer is not the first list's (invariant 8).
 	listFailed bool
+	// Invariant 8c: an Observer hang on an event of the lists: when it began and ends (listHolding: one is in force).
+	listHoldAt, listHoldEnd time.Duration
+	listHolding             bool
+	// Invariant 8d: when the Observer was last told an EventChecked (-1: never), and since when each PU has been seen
+	// queued, its last check unchanged.
+	lastCheckTold time.Duration
+	queuedSince   map[string]pmQueued
+	// Invariant 10: the verdict of the last EventChecked of each PU's tracking (PUStatus.LastVerdict), of the PUIDs
+	// not tracked again (retracked).
+	lastVerdict map[string]deletion.Verdict
+	retracked   map[string]bool
 	// Invariant 13: the failures the Observer was told of that no summary line written since has covered, and when
 	// the latest summary line was written (-1: none).
 	failsHeard  []time.Duration
 	lastSummary time.Duration
+}
+
+// pmQueued is since when a PU has been seen queued, and its last check then (invariant 8d).
+type pmQueued struct {
+	since       time.Duration
+	lastChecked time.Time
 }
 
 // pmSummaries are the engine's lines that sum up its ports' failures (invariant 13).
@@ -647,7 +679,7 @@ func (w *pmWorld) allowedLocked(pu ports.PU) bool {
 
 // quietLocked: no fault planned and not spent, none in force.
 func (w *pmWorld) quietLocked() bool {
-	if w.slowObs || w.obsSleeping > 0 || w.listFault.left > 0 {
+	if w.slowObs || w.obsSleeping > 0 || w.listFault.left > 0 || w.obsListFault.left > 0 {
 		return false
 	}
 	for slot := range pmSlots {
@@ -1304,6 +1336,11 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		w.failedFor[slot] = false
 	}
 	switch ev.Kind {
+	case deletion.EventChecked:
+		e.lastCheckTold = w.now()
+		if !e.retracked[puid] {
+			e.lastVerdict[puid] = ev.Verdict
+		}
 	case deletion.EventListFailed:
 		e.listFailed = true
 	case deletion.EventRestored:
@@ -1326,6 +1363,12 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 			}
 		}
 		e.drops = slices.DeleteFunc(e.drops, func(p string) bool { return p == puid })
+		// The EventChecked of a check that ended the tracking before may come after this EventTracked: whose check
+		// an EventChecked tells is known of a PUID tracked once.
+		if _, ok := e.lastVerdict[puid]; ok || e.toldTracked[puid] > 0 {
+			e.retracked[puid] = true
+		}
+		delete(e.lastVerdict, puid)
 		delete(e.fails, puid)
 		delete(e.reports, puid)
 		delete(e.lastReport, puid)
@@ -1393,6 +1436,12 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 	if slot := pmSlotOf(ev.PU.Pod.Name); slot >= 0 && w.obsFault[slot].left > 0 {
 		fault, w.obsFault[slot] = w.obsFault[slot], pmFault{}
 		w.lastFault = w.now()
+	} else if (ev.Kind == deletion.EventListFailed || ev.Kind == deletion.EventRestored) && w.obsListFault.left > 0 {
+		fault, w.obsListFault = w.obsListFault, pmFault{}
+		w.lastFault = w.now()
+		if fault.kind == pmHang {
+			e.listHolding, e.listHoldAt, e.listHoldEnd = true, w.now(), w.now()+fault.dur
+		}
 	}
 	w.mu.Unlock()
 	if slow {
@@ -1423,7 +1472,8 @@ func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
 		firstCall: map[string]time.Duration{}, lastCall: map[string]time.Duration{},
 		removedSeq: map[string]int64{}, resolved: map[string]int64{}, reports: map[string]map[ports.Reason]int{},
-		places: map[string]pmPlace{}, lastReport: map[string]ports.Reason{}}
+		places: map[string]pmPlace{}, lastReport: map[string]ports.Reason{}, lastCheckTold: -1, queuedSince: map[string]pmQueued{},
+		lastVerdict: map[string]deletion.Verdict{}, retracked: map[string]bool{}}
 	e.ctx, e.ctxCancel = context.WithCancel(context.Background())
 	p := &pmPorts{w: w, e: e}
 	o := w.o
@@ -1724,6 +1774,10 @@ func (w *pmWorld) checkTimed() {
 			heard[puid] = e.toldTracked[puid]
 		}
 	}
+	listHeld := e.running && !e.dead && e.stopAt == 0 && e.listHolding &&
+		now > e.listHoldAt+3*w.o.interval+2*time.Second && now < e.listHoldEnd
+	checksBegun := e.running && !e.dead && e.stopAt == 0 && (!w.o.inventory || e.restored || e.listFailed)
+	verdicts, checkTold := maps.Clone(e.lastVerdict), e.lastCheckTold
 	w.mu.Unlock()
 
 	inventoryListed := e.c.InventoryListed()
@@ -1731,12 +1785,39 @@ func (w *pmWorld) checkTimed() {
 	backlog := e.c.Backlog()
 	sts2 := e.c.Status()
 	n := e.c.Len()
-	var live, wedgedLive error
+	var live, wedgedLive, heldLive error
 	if checkLive {
 		live = e.c.LivenessCheck(nil)
 	}
 	if wedged {
 		wedgedLive = e.c.LivenessCheck(nil)
+	}
+	if listHeld {
+		heldLive = e.c.LivenessCheck(nil)
+	}
+	// 8d: a PU queued since checkTimeout + 3s ago, and no EventChecked told since: every worker is held (in a port,
+	// or in the Observer, past its check's deadline), which LivenessCheck must see.
+	var stalled string
+	var stalledLive error
+	w.mu.Lock()
+	for _, st := range sts {
+		q, ok := e.queuedSince[st.PUID]
+		switch {
+		case st.State != "queued":
+			delete(e.queuedSince, st.PUID)
+		case !ok || !q.lastChecked.Equal(st.LastChecked):
+			e.queuedSince[st.PUID] = pmQueued{since: now, lastChecked: st.LastChecked}
+		case checksBegun && now-q.since >= w.o.checkTimeout+3*time.Second && checkTold < q.since:
+			stalled = st.PUID
+		}
+	}
+	w.mu.Unlock()
+	if stalled != "" {
+		stalledLive = e.c.LivenessCheck(nil)
+		again := e.c.Status()
+		if i := slices.IndexFunc(again, func(st deletion.PUStatus) bool { return st.PUID == stalled }); i < 0 || again[i].State != "queued" {
+			stalled = ""
+		}
 	}
 	mem := deletion.DryRunMemory(e.c)
 
@@ -1767,6 +1848,28 @@ func (w *pmWorld) checkTimed() {
 	}
 	if live != nil {
 		w.violateLocked("8: LivenessCheck fails with nothing wedged: %v", live)
+	}
+	if listHeld && !errors.Is(heldLive, deletion.ErrBehind) {
+		w.violateLocked("8: the Observer has held an event of the lists since %v (SweepInterval %v), and LivenessCheck is %v", e.listHoldAt, w.o.interval, heldLive)
+		e.listHolding = false // once
+	}
+	if stalled != "" && e.lastCheckTold == checkTold && stalledLive == nil {
+		w.violateLocked("8: %s has been queued since %v, no check has been told since %v, and LivenessCheck is nil: every worker is held unseen",
+			stalled, e.queuedSince[stalled].since, checkTold)
+		clear(e.queuedSince) // once
+	}
+	// PUStatus.LastVerdict is the verdict of the last check carried out, as its EventChecked told it: of a PU not in a
+	// check, whose last EventChecked is the same before and after both samples.
+	for i, st := range sts {
+		v, ok := verdicts[st.PUID]
+		if !ok || st.State == "checking" || st.State == "tracking" || st.State == deletion.StateLeaving || e.lastVerdict[st.PUID] != v ||
+			i >= len(sts2) || sts2[i].PUID != st.PUID || !sts2[i].LastChecked.Equal(st.LastChecked) || sts2[i].State == "checking" {
+			continue
+		}
+		if st.LastVerdict != v {
+			w.violateLocked("10: Status tells %s's last verdict %v (sandbox %q), its last EventChecked %v (sandbox %q)", st.PUID,
+				st.LastVerdict, st.LastVerdict.SandboxID, v, v.SandboxID)
+		}
 	}
 	if wedged && wedgedLive == nil {
 		w.violateLocked("8: the Observer has held an EventTracked of the first list's answer since %v (SweepInterval %v), and LivenessCheck is nil", e.wedgeAt, w.o.interval)
@@ -2079,7 +2182,10 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 		w.lastFault = now
 	case pmSlowObserver:
 		w.lastFault = now
-		if kind, dur, ok := op.observerFault(); ok {
+		if kind, dur, ok := op.observerFault(); ok && op.listEvents() {
+			w.obsListFault = pmFault{kind: kind, left: 1, dur: dur}
+			break
+		} else if ok {
 			w.obsFault[op.slot()] = pmFault{kind: kind, left: 1, dur: dur}
 			break
 		}
@@ -2123,7 +2229,7 @@ func (w *pmWorld) abort(t *testing.T, why string) {
 		e.dead = true
 	}
 	w.slowObs = false
-	w.obsFault = [pmSlots]pmFault{}
+	w.obsFault, w.obsListFault = [pmSlots]pmFault{}, pmFault{}
 	w.faults = [pmPodPorts][pmSlots]pmFault{}
 	w.listFault = pmFault{}
 	msg := fmt.Sprintf("%s\nmode: %s\n%s\noperations:\n  %s", why, w.o, strings.Join(w.violations, "\n"), strings.Join(w.trace, "\n  "))
@@ -2171,7 +2277,7 @@ func runPromises(t *testing.T, mode uint16, data []byte) {
 	w.mu.Lock()
 	w.faults = [pmPodPorts][pmSlots]pmFault{}
 	w.listFault, w.slowObs, w.lastFault = pmFault{}, false, w.now()
-	w.obsFault = [pmSlots]pmFault{}
+	w.obsFault, w.obsListFault = [pmSlots]pmFault{}, pmFault{}
 	w.trace = append(w.trace, fmt.Sprintf("%v: end: faults cleared", w.now()))
 	w.mu.Unlock()
 	for i := 0; i < 900 && len(w.asyncLeft()) > 0 && !w.failed(); i++ {
@@ -2228,6 +2334,12 @@ func FuzzPromises(f *testing.F) {
 	// LivenessCheck fails after three SweepIntervals (invariant 8).
 	f.Add(uint16(pmModeInventory), cat(op(pmSeed, 0, 0), op(pmSlowObserver, 0, 39), op(pmStart, 0, 0), op(pmAdvance, 7, 0),
 		op(pmAdvance, 7, 0), op(pmJoin, 0, 0)))
+	// The Observer hangs for 20s on the first list's EventListFailed, or on its EventRestored: the checks go on, no
+	// list is retried meanwhile, and LivenessCheck fails after three SweepIntervals (invariant 8).
+	f.Add(uint16(pmModeInventory), cat(op(pmTrack, 0, 0), op(pmDelete, 0, 0), op(pmListFault, 0, 0), op(pmSlowObserver, 4, 39),
+		op(pmStart, 0, 0), op(pmAdvance, 7, 0), op(pmAdvance, 7, 0), op(pmJoin, 0, 0)))
+	f.Add(uint16(pmModeInventory), cat(op(pmTrack, 0, 0), op(pmDelete, 0, 0), op(pmSlowObserver, 4, 39),
+		op(pmStart, 0, 0), op(pmAdvance, 7, 0), op(pmAdvance, 7, 0), op(pmJoin, 0, 0)))
 	// A pod goes while Start runs.
 	f.Add(uint16(pmModeAutoStart|1<<9), cat(op(pmTrack, 0, 0), op(pmDelete, 0, 0), op(pmAdvance, 7, 0), op(pmSweep, 0, 0)))
 	// Two pods go; Sweeps without Start, with a failed destroy and a hang.
