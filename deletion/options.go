@@ -95,9 +95,9 @@ type Options struct {
 	// for hours) as gone for its PU: row 11, ports.ReasonPodTerminated. Default false: a PU lives as long as its pod
 	// object.
 	DestroyTerminated bool
-	// Inventory, when set, is listed by Start before its first check: every PU it returns is tracked (insert-only), so
-	// that the PUs of pods that went away while the agent was down, or another replica led, are destroyed. A PU
-	// tracked without a sandbox takes the sandbox listed for it while no check has recorded one (in place of one its
+	// Inventory, when set, is listed by Start before its first check: every PU it returns is tracked (insert-only: a
+	// PU tracked already with a sandbox keeps it, the one its Track told), so that the PUs of pods that went away while
+	// the agent was down, or another replica led, are destroyed. A PU tracked without a sandbox takes the sandbox listed for it while no check has recorded one (in place of one its
 	// first check, under way, records), so that a sandbox replaced meanwhile is destroyed as changed (row 10), not
 	// recorded (row 7), and a dead one's PU is destroyed (row 12), even when the list answers after checks began.
 	// The first list delays the first check by at most its deadline (CheckTimeout, at least a second) and a second,

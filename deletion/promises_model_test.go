@@ -83,8 +83,9 @@ package deletion_test
 //     every goroutine returns in the end. A Requeuer that nobody reads (each
 //     call waits for its context) is no fault: 6 and 8 hold with it.
 //  12. A list of the Inventory that hangs past its deadline (and a second)
-//     is left behind: another follows within RetryMaxDelay, while Start
-//     runs and no list has answered.
+//     is left behind: another follows within RetryMaxDelay (of the end of
+//     an Observer's hold on the lists' events), while Start runs and no
+//     list has answered.
 //  11. The Observer hears one PU's events one at a time, and in order: its
 //     EventTracked first, no other EventTracked while it is tracked, its
 //     EventAdopted, and the one event that ends its tracking (EventUntracked,
@@ -1581,6 +1582,12 @@ func (w *pmWorld) stop(e *pmEngine) {
 func (w *pmWorld) userTrack(e *pmEngine, pu ports.PU) {
 	w.mu.Lock()
 	w.addToSetLocked(pu)
+	if p, ok := w.set[pu.PUID]; ok && pu.SandboxID != "" && p.pu.SandboxID != pu.SandboxID && p.pu.Pod == pu.Pod {
+		// An agent that tracks a PU with a sandbox has its PU belong to that sandbox now (Options.Inventory:
+		// the PU tracked keeps the sandbox it was tracked with, whatever a list says).
+		p.pu.SandboxID = pu.SandboxID
+		w.set[pu.PUID] = p
+	}
 	delete(e.untracked, pu.PUID)
 	e.userTracking[pu.PUID]++
 	e.tracksBegun[pu.PUID]++
@@ -1744,8 +1751,12 @@ func (w *pmWorld) checkTimed() {
 				e.failsHeard[0], now, w.o.interval, e.lastSummary)
 			e.failsHeard = nil // once
 		}
+		base := e.listStart
+		if e.listHolding { // no list is retried while the Observer holds an event of the lists (invariant 8)
+			base = max(base, e.listHoldEnd)
+		}
 		if e.running && !e.dead && !e.answered && e.listsInFlight > 0 &&
-			now > e.listStart+w.o.listTimeout()+time.Second+pmRetryMax+2*time.Second {
+			now > base+w.o.listTimeout()+time.Second+pmRetryMax+2*time.Second {
 			w.violateLocked("12: the Inventory's list begun at %v hangs past its deadline of %v and no list follows it", e.listStart, w.o.listTimeout())
 			e.listStart = now // once
 		}
