@@ -162,6 +162,52 @@ func TestStatusTellsTheVerdictTheCheckCarriedOutWhenAListsSandboxCameAfter(t *te
 	})
 }
 
+// TestAWaitingPUTakesTheSandboxARetriedListGives: Options.Inventory: "A PU tracked without a sandbox takes the sandbox
+// listed for it while no check has recorded one ... even when the list answers after checks began." The PU of a gone
+// pod waits for the retry of its failed destroy, or for its turn under DestroyRate, when the retried first list
+// answers with its sandbox: its next DestroyPU carries that sandbox.
+func TestAWaitingPUTakesTheSandboxARetriedListGives(t *testing.T) {
+	for _, waits := range []string{"for a retry", "for its turn"} {
+		t.Run(waits, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				inv := deletiontest.NewInventory(ports.PU{PUID: "a", Pod: pu("a").Pod, SandboxID: "sb-a"},
+					ports.PU{PUID: "b", Pod: pu("b").Pod, SandboxID: "sb-b"})
+				inv.FailNextLists(1, errors.New("the journal is not open yet"))
+				policy := newDestroyLog()
+				opts := deletion.Options{Inventory: inv, Workers: 1, RetryMinDelay: 2 * time.Second, RetryMaxDelay: 2 * time.Second}
+				if waits == "for a retry" {
+					policy.FailNext(2, errors.New("the policy engine restarts"))
+				} else {
+					opts.DestroyRate, opts.DestroyBurst = 0.2, 1
+				}
+				c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, opts)
+				require.NoError(t, c.Track(pu("a"))) // as an informer tracks them after a restart: no sandbox
+				require.NoError(t, c.Track(pu("b")))
+				c.TriggerAll()
+				deletiontest.Start(t, c)
+				time.Sleep(500 * time.Millisecond)
+				synctest.Wait()
+				for _, st := range c.Status() {
+					require.Contains(t, []string{"waiting for a retry", "waiting for its turn", "idle"}, st.State)
+				}
+				time.Sleep(1500 * time.Millisecond) // the list, retried at 1s, answered
+				synctest.Wait()
+				require.True(t, c.InventoryListed())
+				time.Sleep(10 * time.Second)
+				synctest.Wait()
+				after := 0 // the DestroyPU calls begun once the list answered, at 1s
+				for _, call := range policy.Calls() {
+					if call.At.Sub(policy.t0) >= time.Second {
+						after++
+						assert.Equal(t, "sb-"+call.Event.PUID, call.Event.SandboxID, "%s's destroy after the list answered", call.Event.PUID)
+					}
+				}
+				require.NotZero(t, after, "a PU waited %s past the list's answer", waits)
+			})
+		})
+	}
+}
+
 // TestAListNeverBringsBackAPUUntrackedBeforeItIsTracked: the agent tears
 // down a PU and Untracks it while Start's first list, which holds it, is
 // under way: Untrack returns false (it is not tracked yet), and the list

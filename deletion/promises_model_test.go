@@ -314,6 +314,11 @@ func (op pmOp) observerFault() (kind int, dur time.Duration, ok bool) {
 	return []int{pmHang, pmPanic}[op.b/8%2], pmHangs[op.b/16%4], true
 }
 
+// sweepLimit is how long a Sweep op's context lasts (0: as long as the engine's).
+func (op pmOp) sweepLimit() time.Duration {
+	return []time.Duration{0, time.Second, 3 * time.Second, 10 * time.Second}[op.b/2%4]
+}
+
 // listEvents reports whether an ObserverFault op's fault is on the next event of the lists, not of a pod's PUs.
 func (op pmOp) listEvents() bool { return op.a/pmSlots%2 == 1 }
 
@@ -341,6 +346,9 @@ func (op pmOp) String() string {
 	case pmTrigger, pmDelete, pmKillSandbox:
 		return fmt.Sprintf("%s(%s)", name, pod)
 	case pmSweep:
+		if d := op.sweepLimit(); d > 0 {
+			as += fmt.Sprintf(", its context ending after %v", d)
+		}
 		return "Sweep" + strings.TrimPrefix(as, ",")
 	case pmRestart:
 		return fmt.Sprintf("Restart(Start: %v)", op.a%2 == 0)
@@ -1637,7 +1645,7 @@ func (w *pmWorld) userUntrack(e *pmEngine, puid string) {
 	}
 }
 
-func (w *pmWorld) sweep(e *pmEngine) {
+func (w *pmWorld) sweep(e *pmEngine, limit time.Duration) {
 	w.mu.Lock()
 	s := &pmSweepRec{start: w.now(), startSeq: w.seq, slowAt: w.obsCount}
 	s.begun, s.queued = s.start, e.sweepsActive > 0
@@ -1654,10 +1662,19 @@ func (w *pmWorld) sweep(e *pmEngine) {
 		}
 	}
 	w.mu.Unlock()
-	e.c.Sweep(e.ctx)
+	ctx := e.ctx
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	e.c.Sweep(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s.done, s.end = true, w.now()
+	if ctx.Err() != nil && e.ctx.Err() == nil {
+		s.clean = false // ended by its context: what it had not done yet is not owed (6b)
+	}
 	e.sweepsActive--
 	e.lastSweepEnd = s.end
 	for _, o := range e.sweeps {
@@ -2104,9 +2121,9 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 	case pmSweep:
 		w.mu.Unlock()
 		if op.async() {
-			w.goAsync("Sweep", func() { w.sweep(e) })
+			w.goAsync("Sweep", func() { w.sweep(e, op.sweepLimit()) })
 		} else {
-			w.sweep(e)
+			w.sweep(e, op.sweepLimit())
 		}
 		return ""
 	case pmStart:

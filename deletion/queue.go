@@ -397,17 +397,23 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	if o.err != nil || o.turnAt == 0 { // taking a place in the rate's line ends no streak of failures
 		r.failing = o.err != nil
 	}
-	retryDue := int64(0) // the retry this check came before, if any
-	if r.waitFor == retrying && r.waitUntil > o.end {
+	retryDue := int64(0) // the retry this check came before, if any: its own, or the one a Sweep's turn is held ahead of
+	switch {
+	case r.waitFor == retrying && r.waitUntil > o.end:
 		retryDue = r.waitUntil
+	case r.waitFor == turnWaiting && r.retryHeld > o.end:
+		retryDue = r.retryHeld
 	}
 	r.retryHeld = 0
 	switch {
 	case o.retryAt != 0:
 		q.setWaitLocked(r, retrying, o.retryAt)
 	case o.turnAt != 0 && retryDue != 0 && r.sweep != sweepTurn:
-		// A Sweep's early check, the Sweep over: no turn is taken ahead of the retry, which stays.
+		// A Sweep's early check, the Sweep over, or a check after it: no turn is taken ahead of the retry, which stays.
 		q.leaveLineLocked(r)
+		if r.waitFor != retrying {
+			q.setWaitLocked(r, retrying, retryDue)
+		}
 	case o.turnAt != 0:
 		r.retryHeld = retryDue // the Sweep waits for its turn; its end gives back the retry
 		at := o.turnAt
@@ -417,7 +423,8 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 		q.setWaitLocked(r, turnWaiting, at)
 	case r.waitFor == retrying && r.waitUntil > o.end && (o.verdict.Action == Destroy || nothing):
 		// A Sweep's early check that destroyed nothing, and did not see the pod alive: the retry stays.
-	case keepsPlace: // its place, or its turn come, the next tick
+	case keepsPlace: // its place, or its turn come, the next tick; and the retry a Sweep's turn is held ahead of
+		r.retryHeld = retryDue
 		q.setWaitLocked(r, turnWaiting, max(r.waitUntil, q.wheel.onTick(o.end+1)))
 	default:
 		q.setWaitLocked(r, idle, 0)
@@ -703,6 +710,12 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 	return ev, false
 }
 
+// endedByLocked records on r, which the check of o ends at now, what that check tells on the status page while r is
+// leaving (StateLeaving): as the release records it of a check that does not end it.
+func (q *puQueue) endedByLocked(r *record, now int64, o *outcome) {
+	r.lastChecked, r.lastRow, r.vetoed, r.lastErr, r.adopted = now, int8(o.verdict.Row), o.vetoed, o.err, ""
+}
+
 // wouldDestroyLocked is a destroy in a dry run: reported once per reason and kept, or dropped when its pod can never
 // come back.
 func (q *puQueue) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEvent) {
@@ -715,7 +728,7 @@ func (q *puQueue) wouldDestroyLocked(r *record, o *outcome, ev ports.DestroyEven
 			Event{Kind: EventWouldDestroy, PU: ev.PU(), Verdict: v, Reason: ev.Reason, Dropped: gone}})
 	}
 	if gone {
-		r.lastChecked, r.lastRow = q.now(), int8(v.Row) // leaving, it tells the check that ended it
+		q.endedByLocked(r, q.now(), o) // leaving, it tells the check that ended it
 		q.removeLocked(r, true)
 		o.removed = true
 	}
@@ -763,7 +776,7 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 		}
 	}
 	if o.done && !untracked {
-		r.lastChecked, r.lastRow = now, int8(o.verdict.Row) // leaving, it tells the check that ended it
+		c.q.endedByLocked(r, now, o) // leaving, it tells the check that ended it
 		c.q.removeLocked(r, true)
 		o.removed = true
 	}
@@ -982,7 +995,7 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	case e.state == checking:
 		restored = !e.listed && e.listedSandbox == "" // listed twice, restored once
 		e.listedSandbox = pu.SandboxID                // taken by its first check, or its release
-	case e.state == idle || e.state == queued || e.state == tracking:
+	case e.state == idle || e.state == queued || e.state == tracking || e.state == retrying || e.state == turnWaiting:
 		e.PU = e.PU.WithRecordedSandbox(pu)
 		snapshot, t := e.PU, c.q.ticketLocked(e)
 		c.q.mu.Unlock()

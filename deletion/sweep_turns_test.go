@@ -12,6 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -223,7 +225,19 @@ func TestASweepThatNeverHadStartChecksTheHeadOfTheLineAtItsTurn(t *testing.T) {
 // its checks took. A Sweep that checks a PU waiting for its retry takes a place in the rate's line for it and waits;
 // ended by its context before that turn, it gives the turn back, and the PU waits for its retry again: no destroy of
 // it before the retry, with Start running.
+//
+// The same when a trigger checks a again while the Sweep waits (decision-table.md: a failed destroy is tried again
+// after its backoff "whatever brings the PU up (its periodic check, a trigger); only Sweep checks it earlier"): the
+// trigger's check keeps a in line, the Sweep's end still gives its retry back.
 func TestASweepEndedBeforeItsTurnLeavesTheRetryWhereItWas(t *testing.T) {
+	for _, trigger := range []bool{false, true} {
+		t.Run(map[bool]string{false: "alone", true: "a trigger during the Sweep"}[trigger], func(t *testing.T) {
+			sweepEndedBeforeItsTurn(t, trigger)
+		})
+	}
+}
+
+func sweepEndedBeforeItsTurn(t *testing.T, trigger bool) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		calls := map[string][]time.Duration{}
@@ -259,7 +273,13 @@ func TestASweepEndedBeforeItsTurnLeavesTheRetryWhereItWas(t *testing.T) {
 		}
 		synctest.Wait() // b, c and d wait for their turns at 1s, 2s and 3s
 		sctx, scancel := context.WithTimeout(t.Context(), time.Second)
-		eng.Sweep(sctx) // checks a early: its turn, after d's, is past the Sweep's end
+		swept := make(chan struct{})
+		go func() { eng.Sweep(sctx); close(swept) }() // checks a early: its turn, after d's, is past the Sweep's end
+		if trigger {
+			time.Sleep(500 * time.Millisecond)
+			eng.TriggerPod(swKey("a"))
+		}
+		<-swept
 		scancel()
 		time.Sleep(58 * time.Second)
 		synctest.Wait()
@@ -327,4 +347,78 @@ func TestALeavingPUStaysBesideItsPUIDTrackedAgain(t *testing.T) {
 			t.Errorf("once the journal heard, Status lists %+v: want sb2 alone", st)
 		}
 	})
+}
+
+// PUStatus: "A PU leaving (StateLeaving) whose check ended it tells that check", its LastVerdict, LastErr ("the error
+// of the last check, if it failed") and Vetoed. While a journal commits the end of a PU, its Status tells the check that
+// ended it, not the one before: a retry that destroyed it (no error), a last attempt given up on (its error), a
+// destroy confirmed after a veto (not vetoed).
+func TestALeavingPUTellsTheCheckThatEndedIt(t *testing.T) {
+	first, last := errors.New("the policy engine restarts"), ports.Permanent(errors.New("no such PU in the policy engine"))
+	for _, tc := range []struct {
+		name    string
+		answers []error // DestroyPU's, in turn; then nil
+		veto    bool    // the first check is vetoed by the Confirmer
+		ends    deletion.EventKind
+		wantErr error
+	}{
+		{name: "a retry destroyed it", answers: []error{first}, ends: deletion.EventDestroyed},
+		{name: "its last attempt was given up on", answers: []error{first, last}, ends: deletion.EventAbandoned, wantErr: last},
+		{name: "a destroy confirmed after a veto", veto: true, ends: deletion.EventDestroyed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cl := deletiontest.NewCluster()
+				policy := &deletiontest.Policy{}
+				var mu sync.Mutex
+				answers := tc.answers
+				policy.SetAnswer(func(context.Context, ports.DestroyEvent) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if len(answers) == 0 {
+						return nil
+					}
+					err := answers[0]
+					answers = answers[1:]
+					return err
+				})
+				obs := deletion.ObserverFunc(func(ev deletion.Event) {
+					if ev.Kind == tc.ends {
+						time.Sleep(5 * time.Second) // the journal's commit of the end
+					}
+				})
+				opts := deletion.Options{Observer: obs, RetryMinDelay: time.Second}
+				if tc.veto {
+					opts.Confirmer = cl.APIServer()
+				}
+				e := deletiontest.NewEngine(t, cl, policy, opts)
+				p := cl.CreatePod(swKey("a"), "", "")
+				require.NoError(t, e.Track(p))
+				deletiontest.Start(t, e)
+				if tc.veto {
+					cl.FailReads(swKey("a"), ports.ErrPodNotFound) // the cache lags: the API server vetoes
+					e.TriggerAll()
+					time.Sleep(100 * time.Millisecond)
+					synctest.Wait()
+					require.True(t, e.Status()[0].Vetoed, "the first check was vetoed")
+					cl.FailReads(swKey("a"), nil)
+				}
+				cl.DeletePod(swKey("a"))
+				e.TriggerAll()
+				time.Sleep(1500 * time.Millisecond) // the first attempt, and its retry at 1s
+				synctest.Wait()
+				st := e.Status()
+				require.Len(t, st, 1)
+				require.Equal(t, deletion.StateLeaving, st[0].State)
+				assert.Equal(t, deletion.Destroy, st[0].LastVerdict.Action)
+				assert.False(t, st[0].Vetoed, "the check that ended it was not vetoed")
+				if tc.wantErr == nil {
+					assert.NoError(t, st[0].LastErr, "the check that ended it did not fail")
+				} else {
+					assert.ErrorIs(t, st[0].LastErr, tc.wantErr, "the check that ended it failed so")
+				}
+				time.Sleep(6 * time.Second)
+			})
+		})
+	}
 }
