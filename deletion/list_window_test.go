@@ -174,7 +174,7 @@ func TestAWaitingPUTakesTheSandboxARetriedListGives(t *testing.T) {
 					ports.PU{PUID: "b", Pod: pu("b").Pod, SandboxID: "sb-b"})
 				inv.FailNextLists(1, errors.New("the journal is not open yet"))
 				policy := newDestroyLog()
-				opts := deletion.Options{Inventory: inv, Workers: 1, RetryMinDelay: 2 * time.Second, RetryMaxDelay: 2 * time.Second}
+				opts := deletion.Options{Inventory: inv, Workers: 1, RetryMinDelay: time.Second, RetryMaxDelay: 4 * time.Second}
 				if waits == "for a retry" {
 					policy.FailNext(2, errors.New("the policy engine restarts"))
 				} else {
@@ -183,14 +183,15 @@ func TestAWaitingPUTakesTheSandboxARetriedListGives(t *testing.T) {
 				c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, opts)
 				require.NoError(t, c.Track(pu("a"))) // as an informer tracks them after a restart: no sandbox
 				require.NoError(t, c.Track(pu("b")))
-				c.TriggerAll()
-				deletiontest.Start(t, c)
+				deletiontest.Start(t, c) // its first list fails at once: the checks begin; it is retried at 1s
+				time.Sleep(300 * time.Millisecond)
+				c.TriggerAll() // the first attempts: their retries at 1.3s (and 3.3s), or a turn at 5.3s
 				time.Sleep(500 * time.Millisecond)
 				synctest.Wait()
 				for _, st := range c.Status() {
-					require.Contains(t, []string{"waiting for a retry", "waiting for its turn", "idle"}, st.State)
+					require.Contains(t, []string{"waiting for a retry", "waiting for its turn"}, st.State)
 				}
-				time.Sleep(1500 * time.Millisecond) // the list, retried at 1s, answered
+				time.Sleep(time.Second) // the list answered at 1s, while they wait
 				synctest.Wait()
 				require.True(t, c.InventoryListed())
 				time.Sleep(10 * time.Second)
