@@ -438,10 +438,9 @@ var errEntry = errors.New("not a libcni cache entry")
 // parseEntry parses the JSON of a cache entry.
 func parseEntry(b []byte) (attachment, error) {
 	var a attachment
-	if err := json.Unmarshal(b, &a.cacheEntry); err != nil {
-		return a, fmt.Errorf("%w: %w", errEntry, err)
-	}
-	// Whose it is first, so that an entry of a pod that cannot be used is told as that pod's (ErrUnusableEntry).
+	// Whose it is first, so that an entry of a pod that cannot be used is told as that pod's (ErrUnusableEntry): whole
+	// JSON with a field of the wrong type is decoded as far as it can be (encoding/json), its CNI_ARGS too.
+	jerr := json.Unmarshal(b, &a.cacheEntry)
 	for _, kv := range a.CniArgs {
 		switch kv[0] {
 		case argPodUID:
@@ -453,6 +452,8 @@ func parseEntry(b []byte) (attachment, error) {
 		}
 	}
 	switch {
+	case jerr != nil:
+		return a, fmt.Errorf("%w: %w", errEntry, jerr)
 	case a.Kind != cacheKind:
 		return a, fmt.Errorf("%w: kind %q, want %q", errEntry, a.Kind, cacheKind)
 	case a.ContainerID == "" || a.NetworkName == "" || a.IfName == "":

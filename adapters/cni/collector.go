@@ -105,6 +105,7 @@ type Options struct {
 	// runs or is being created (the package doc, "When a sandbox may be
 	// freed"). nil: only a sandbox whose network namespace is gone is known
 	// to be dead, and freed; a gone pod's others are kept (ErrNoEvidence).
+	// A typed nil (a *T left nil) is nil, as ports.IsNil says.
 	// Each list of its sandboxes is given 10s, or ResyncInterval if
 	// shorter: one that fails or takes longer keeps everything (a plain
 	// error, never permanent, whatever it says) and is asked again.
@@ -160,7 +161,7 @@ type Options struct {
 	DryRun bool
 	// Observer, when set, hears of the host-local reservations freed,
 	// failed, reported, or that a dry run would free (adapters/k8s's
-	// ReservationMetrics). nil: none.
+	// ReservationMetrics). nil (or a typed nil, ports.IsNil): none.
 	Observer Observer
 	// Logger receives the cache entries skipped (once each) and the DELs
 	// run. A Logger without a sink (the zero value) logs through klog
@@ -247,6 +248,13 @@ func New(opts Options) (*Collector, error) {
 	}
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = klog.Background().WithName("cni")
+	}
+	// A port given as a typed nil (a *T left nil) is one not given, as ports.IsNil says: calling it would panic.
+	if ports.IsNil(opts.Runtime) {
+		opts.Runtime = nil
+	}
+	if ports.IsNil(opts.Observer) {
+		opts.Observer = nil
 	}
 	for i, d := range append([]string{opts.CacheDir}, opts.PluginDirs...) {
 		what := "the cache directory"
@@ -1080,7 +1088,7 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // most (a child it left may hold it), so that what the DEL did is told;
 // or at once with ErrResyncRunning when another Resync runs.
 func (c *Collector) Resync(ctx context.Context, t Tracker) error {
-	if t == nil {
+	if ports.IsNil(t) { // a typed nil too (a *deletion.Engine not made yet): Track on it would panic in Resync's goroutine
 		return errors.New("cni: Resync: nil Tracker")
 	}
 	return c.resync.run(ctx, t, c.list, c.freeReservations)

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/adapters/cni"
+	"github.com/podsweeper/podsweeper/adapters/cri"
+	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/internal/testkube"
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -316,6 +318,77 @@ func TestDestroyPUOfAnEntryThatRunsNoPluginIsPermanentAndKeepsIt(t *testing.T) {
 	require.True(t, c.exists(none), "never removed as if freed")
 	require.True(t, c.exists(garbage))
 }
+
+// DestroyPU: "An entry of the PU that cannot be read ... makes an error wrapping ErrUnusableEntry, marked
+// ports.Permanent". An entry of the PU's pod whose JSON is whole but holds a field of the wrong type (its netns a
+// number) cannot be read: it is told as that pod's, and kept; the good one beside it is freed.
+func TestDestroyPUOfAnEntryWithAFieldOfTheWrongTypeIsPermanentAndKeepsIt(t *testing.T) {
+	c := newCacheDir(t)
+	good := c.write(entry{network: "podnet", sandbox: "s", uid: "u1", namespace: "ns", name: "pod-u1"})
+	b, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": "s", "ifName": "net1", "networkName": "other",
+		"netns": 12, "cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "ns"}, {"K8S_POD_NAME", "pod-u1"}, {"K8S_POD_UID", "u1"}},
+		"config": []byte(`{"cniVersion":"1.1.0","name":"other","plugins":[{"type":"logger"}]}`), "result": map[string]any{"cniVersion": "1.1.0"}})
+	require.NoError(t, err)
+	bad := c.writeRaw("other-s-net1", b, 0)
+	for _, dry := range []bool{true, false} {
+		ev := ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "s", Reason: ports.ReasonPodGone}
+		coll := c.collectorListingNone()
+		var err error
+		if dry {
+			err = coll.DryRunDestroyPU(context.Background(), ev)
+		} else {
+			err = coll.DestroyPU(context.Background(), ev)
+		}
+		require.ErrorIs(t, err, cni.ErrUnusableEntry, "dry run %v", dry)
+		require.True(t, ports.IsPermanent(err))
+		require.Contains(t, err.Error(), bad)
+	}
+	require.False(t, c.exists(good), "the usable attachment is freed")
+	require.True(t, c.exists(bad), "never removed as if freed")
+}
+
+// Options.Runtime and Options.Observer: a typed nil (a *T left nil) is nil, as ports.IsNil says; Resync refuses a
+// typed-nil Tracker as it refuses nil. With a Runtime left a nil *cri.SandboxExtractor, a gone pod's sandbox whose
+// network namespace is gone is freed (as with no Runtime), and nothing panics.
+func TestATypedNilPortIsOneNotGiven(t *testing.T) {
+	c := newCacheDir(t)
+	ns := filepath.Join(t.TempDir(), "netns")
+	require.NoError(t, os.MkdirAll(ns, 0o755))
+	a := c.write(entry{network: "podnet", sandbox: "a", uid: "u1", namespace: "ns", name: "pod-u1"})
+	raw, err := os.ReadFile(filepath.Join(c.dir, "results", a))
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	m["netns"] = filepath.Join(ns, "gone") // its network namespace is gone from a directory that is there
+	raw, err = json.Marshal(m)
+	require.NoError(t, err)
+	c.writeRaw(a, raw, 0)
+	data := filepath.Join(t.TempDir(), "data") // a network of host-local: the Observer would be told of it at each sweep
+	require.NoError(t, os.WriteFile(filepath.Join(c.conf, "10-hl.conflist"),
+		fmt.Appendf(nil, `{"cniVersion":"1.0.0","name":"hl","plugins":[{"type":"logger","ipam":{"type":"host-local","dataDir":%q}}]}`, data), 0o644))
+	var rt *cri.SandboxExtractor
+	var obs *nilObserver
+	coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf, Runtime: rt, Observer: obs,
+		Logger: c.logs.Logger()})
+	require.NoError(t, err)
+	require.NoError(t, coll.DestroyPU(context.Background(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "a",
+		Reason: ports.ReasonPodGone}))
+	require.False(t, c.exists(a), "freed: its network namespace is gone")
+	var eng *deletion.Engine
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	require.Error(t, coll.Resync(ctx, eng), "a typed-nil Tracker is refused")
+	require.NoError(t, coll.Resync(ctx, &tracker{}), "the typed-nil Observer hears nothing") // its sweep reads ConfDir
+}
+
+// nilObserver is an Observer whose methods read it: a nil one panics when told.
+type nilObserver struct{ n int }
+
+func (o *nilObserver) ReservationFreed(string, string)      { o.n++ }
+func (o *nilObserver) ReservationFreeFailed(string, string) { o.n++ }
+func (o *nilObserver) ReservationWouldFree(string, string)  { o.n++ }
+func (o *nilObserver) ReservationReported(string, string)   { o.n++ }
+func (o *nilObserver) ReservationNetwork(string)            { o.n++ }
 
 func TestDestroyPUOfASinglePluginConfigRunsThatPlugin(t *testing.T) {
 	c := newCacheDir(t)

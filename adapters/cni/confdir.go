@@ -233,8 +233,10 @@ func topLevelName(b []byte) (name string, ok bool) {
 			if depth == 1 && !wantKey && key == "name" { // cut inside a "name" given again: it wins, whatever it is
 				return "", false
 			}
-			if rest := strings.TrimLeft(string(b[off:]), " \t\r\n,"); depth == 1 && wantKey && strings.HasPrefix(`"name"`, rest) && rest != "" {
-				return "", false // cut inside a key that may be "name" given again
+			// Cut inside a key that may be "name" given again: its first letters, or any written with an escape.
+			if rest := strings.TrimLeft(string(b[off:]), " \t\r\n,"); depth == 1 && wantKey && rest != "" &&
+				(strings.HasPrefix(`"name"`, rest) || strings.HasPrefix(rest, `"`) && strings.Contains(rest, `\`)) {
+				return "", false
 			}
 			break
 		}

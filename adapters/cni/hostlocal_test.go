@@ -186,7 +186,8 @@ func TestWouldFreeTellsEachReservationOnceWhileItsFileHoldsIt(t *testing.T) {
 
 // A config being written names its network by its top-level "name" only
 // when it is read for sure: cut before it, cut inside it, or cut inside a
-// second one (which wins, whatever it holds), it names none.
+// second one (which wins, whatever it holds; a key cut short that is
+// written with an escape may be one), it names none.
 func TestTopLevelNameOfAConfigCutShort(t *testing.T) {
 	for _, tc := range []struct {
 		b    string
@@ -202,6 +203,10 @@ func TestTopLevelNameOfAConfigCutShort(t *testing.T) {
 		{`{"name":"a","na`, "", false},
 		{`{"name":"a", "`, "", false},
 		{`{"name":"a","plugins":[],"cni`, "a", true},
+		{`{"name":"a","plugins":[],"na\u006d`, "", false}, // a key written with an escape may be "name" again
+		{`{"name":"a","plugins":[],"\u006e`, "", false},
+		{`{"name":"a","plugins":[],"na\u006de":"b"}`, "", false}, // whole: "name" twice, two values
+		{`{"name":"a","plugins":[],"cni\u0056ersion":"1.0.0"`, "a", true},
 	} {
 		name, ok := topLevelName([]byte(tc.b))
 		require.Equal(t, tc.name, name, tc.b)

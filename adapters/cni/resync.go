@@ -240,6 +240,10 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 		case <-again:
 		}
 		again = nil
+		select { // a tick due at the same instant as a requeue or a retry lists with it, not once more after it
+		case <-tick.C:
+		default:
+		}
 		if ctx.Err() != nil { // ended while a tick or a requeue was ready too: no list begins
 			return nil
 		}
@@ -295,7 +299,9 @@ func (r *resyncer) run(ctx context.Context, t Tracker, list func(context.Context
 			wait := r.interval
 			if r.hasRequeued() {
 				wait = min(time.Second<<min(failures, 30), r.interval)
-				again = time.After(wait)
+				if wait < r.interval { // at the interval, the tick lists again
+					again = time.After(wait)
+				}
 				failures++
 			} else {
 				failures = 0

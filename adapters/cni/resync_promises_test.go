@@ -1075,6 +1075,31 @@ func (c *cacheDir) cutConfig(t *testing.T) (remove func()) {
 	return func() { require.NoError(t, os.Remove(path)) }
 }
 
+// Collector.Resync: a failed list "follows at the next interval, or, while a pod is requeued, a second later, doubling
+// at each failure up to the interval", as its log line says ("in"). With a pod requeued and the cache failing for
+// hours, the wait reaches the interval and the retry falls on the interval's own tick: each instant lists once, never
+// a second time at once after a list that said it would list again later.
+func TestAFailedListIsNeverFollowedAtOnceByAnother(t *testing.T) {
+	c := newCacheDir(t)
+	synctest.Test(t, func(t *testing.T) {
+		c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1"})
+		coll := c.collectorWith(&listedRuntime{}, 0)
+		_, stop := resyncFirstList(t, coll, pu("u1", "A"))
+		defer stop()
+		remove := c.cutConfig(t)
+		defer remove()
+		require.NoError(t, coll.Requeue(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}))
+		before := c.logs.Count("listing the cache failed; will list again")
+		const hours = 3
+		time.Sleep(hours * time.Hour)
+		synctest.Wait()
+		// 1, 2, 4, ... 32 s, then one a minute (the interval), at most: a list at once after one makes more.
+		failed := c.logs.Count("listing the cache failed; will list again") - before
+		require.LessOrEqual(t, failed, 7+hours*60, "failed lists in %d hours with the interval 1m", hours)
+		require.GreaterOrEqual(t, failed, hours*60-1, "the lists go on")
+	})
+}
+
 // Resync "feeds t with what the cache holds while the agent runs: every ResyncInterval ... It returns when ctx
 // ends"; runbooks.md: "listing the cache failed; will list again". A first list that fails (a config of ConfDir cut
 // short) told nothing: the next list is Resync's first, and its rounds go on.
