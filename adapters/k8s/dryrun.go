@@ -120,7 +120,7 @@ func (d *DryRunReport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	kept, total := d.Reports() // before the page's time: no report it tells is made after it
 	now := d.now()
 	wall := now.Round(0)
-	w.Header().Set(TimeHeader, wall.UTC().Format(time.RFC3339Nano))
+	setTimeHeaders(w.Header(), now)
 	for i := range kept {
 		kept[i].At = wall.Add(-now.Sub(kept[i].At))
 	}

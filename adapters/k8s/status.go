@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/podsweeper/podsweeper/deletion"
@@ -59,6 +60,21 @@ type PUStatus struct {
 // the program's Events theirs, on the wall clock as it read when each
 // happened: a step of it since is not taken out of them.
 const TimeHeader = "Podsweeper-Time"
+
+// UptimeHeader is the response header in which the status page and the dry run's report tell, beside TimeHeader,
+// the program's monotonic clock as it read then (nanoseconds since the package was loaded, in decimal): two pages of
+// one program whose TimeHeaders differ otherwise than their UptimeHeaders had the wall clock stepped between them, and
+// kubectl podsweeper takes the step out, so that a report is told before or after the status page rightly.
+const UptimeHeader = "Podsweeper-Uptime"
+
+// loaded is when the package was loaded, on the monotonic clock: UptimeHeader's origin. It is never written again.
+var loaded = time.Now()
+
+// setTimeHeaders tells read (a reading of time.Now, with its monotonic one) in TimeHeader and UptimeHeader.
+func setTimeHeaders(h http.Header, read time.Time) {
+	h.Set(TimeHeader, read.Round(0).UTC().Format(time.RFC3339Nano))
+	h.Set(UptimeHeader, strconv.FormatInt(int64(read.Sub(loaded)), 10))
+}
 
 // EngineHeader is the response header in which the status page tells
 // whether the engine runs (deletion.Engine.Running): EngineRunning, its
@@ -120,9 +136,10 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 		// the engine counts it was (at), as the dry run's report does.
 		// Read after Status, so that nothing it tells happened after the page's time.
 		sts := engine.Status()
-		now, wall := engine.Now(), time.Now().Round(0) // the wall reading alone: a step of it since counts
+		now, read := engine.Now(), time.Now()
+		wall := read.Round(0) // the wall reading alone: a step of it since counts
 		at := func(t time.Time) *time.Time { t = wall.Add(-now.Sub(t)); return &t }
-		w.Header().Set(TimeHeader, wall.UTC().Format(time.RFC3339Nano))
+		setTimeHeaders(w.Header(), read)
 		w.Header().Set(EngineHeader, running)
 		out := make([]PUStatus, len(sts))
 		for i, s := range sts {

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -57,6 +58,34 @@ func TestTheDryRunReportTellsItsTimesFromThePageAcrossAWallStep(t *testing.T) {
 		}
 		if ago := at.Sub(page.Reports[0].At); ago < 0 || ago > 10*time.Second {
 			t.Errorf("wall stepped %v since: a report made a moment before the page is told %v before it", step, ago)
+		}
+	}
+}
+
+// UptimeHeader: two pages of one program tell, beside their TimeHeader, the monotonic clock as each read it: a step of
+// the wall clock between them shows as TimeHeaders that differ otherwise than their UptimeHeaders (by the step).
+func TestUptimeHeaderShowsAWallStepBetweenTwoPages(t *testing.T) {
+	for _, step := range []time.Duration{0, time.Hour, -time.Hour} {
+		d := NewDryRunReport(0)
+		read := func(now time.Time) (time.Time, time.Duration) {
+			d.now = func() time.Time { return now }
+			rec := httptest.NewRecorder()
+			d.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, DryRunPath, nil))
+			at, err := time.Parse(time.RFC3339Nano, rec.Header().Get(TimeHeader))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var up int64
+			if _, err := fmt.Sscan(rec.Header().Get(UptimeHeader), &up); err != nil {
+				t.Fatalf("%s: %q: %v", UptimeHeader, rec.Header().Get(UptimeHeader), err)
+			}
+			return at, time.Duration(up)
+		}
+		first := time.Now()
+		at1, up1 := read(first)
+		at2, up2 := read(wallStepped(first.Add(0), step)) // the same instant, the wall clock stepped
+		if got := at2.Sub(at1) - (up2 - up1); got != step {
+			t.Errorf("a step of %v between the pages shows as %v", step, got)
 		}
 	}
 }

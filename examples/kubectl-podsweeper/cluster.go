@@ -107,6 +107,9 @@ func (c *cluster) refused(ctx context.Context, err error, verb, resource, namesp
 // program could not be asked.
 func (c *cluster) portForward(ctx context.Context, namespace, name string, port int) (*forwarded, error) {
 	f, err := forward(ctx, c.config, c.cs, namespace, name, port)
+	if f != nil {
+		f.maxPage = cmp.Or(c.maxPage, maxPage)
+	}
 	var r *refusedForward
 	if errors.As(err, &r) {
 		if fe := c.forbidden(ctx, r.status, r.verb, "pods/portforward", namespace, name,
@@ -202,6 +205,8 @@ type cluster struct {
 	namespace string
 	// timeout bounds the questions to each program.
 	timeout time.Duration
+	// maxPage is the most of a page read (0: maxPage).
+	maxPage int
 }
 
 // target is a program's pod and the port of its status listener ("":
@@ -374,7 +379,8 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 	}
 	a.At = at // its page's times are told relative to when it answered, not to when the command began
 	a.Standby, a.Ended = h.Get(k8s.EngineHeader) == k8s.EngineNotRunning, h.Get(k8s.EngineHeader) == k8s.EngineEnded
-	code, body, at, _, err = f.get(ctx, k8s.DryRunPath)
+	statusAt, statusHeader := at, h
+	code, body, at, h, err = f.get(ctx, k8s.DryRunPath)
 	switch {
 	case err != nil:
 		return failed(t, "reading its dry run's report on port %d: %v", port, err), nil
@@ -387,7 +393,13 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		if err != nil {
 			return failed(t, "reading its dry run's report on port %d: %s: %v", port, k8s.DryRunPath, err), nil
 		}
-		a.Program.DryRun, a.Reports, a.ReportsTotal, a.ReportsKept, a.ReportsAt = true, reports, total, len(reports), at
+		// A step of the program's wall clock between its two pages is taken out of the report's times, so that they
+		// compare with the status page's.
+		step := wallStep(statusAt, statusHeader, at, h)
+		for i := range reports {
+			reports[i].At = reports[i].At.Add(-step)
+		}
+		a.Program.DryRun, a.Reports, a.ReportsTotal, a.ReportsKept, a.ReportsAt = true, reports, total, len(reports), at.Add(-step)
 	default:
 		return failed(t, "reading its dry run's report on port %d: %s answered %d: %s", port, k8s.DryRunPath, code, strings.TrimSpace(string(body))), nil
 	}
@@ -396,6 +408,18 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		a.Reports = slices.DeleteFunc(a.Reports, func(r k8s.WouldDestroy) bool { return !keep(r.Pod, r.PUID) })
 	}
 	return a, nil
+}
+
+// wallStep returns how far the program's wall clock stepped between its page read at a (headers ha) and the one read
+// at b (hb), as their k8s.UptimeHeader tell it (0 when either does not say): b's time less a's, less their monotonic
+// clock's difference.
+func wallStep(a time.Time, ha http.Header, b time.Time, hb http.Header) time.Duration {
+	ua, erra := strconv.ParseInt(ha.Get(k8s.UptimeHeader), 10, 64)
+	ub, errb := strconv.ParseInt(hb.Get(k8s.UptimeHeader), 10, 64)
+	if erra != nil || errb != nil {
+		return 0
+	}
+	return b.Sub(a) - time.Duration(ub-ua)
 }
 
 // askAll asks every target, in order. It returns their answers and, one
@@ -478,7 +502,12 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 		for _, a := range x.Answers {
 			for _, s := range a.PUs {
 				e := earlierPU{program: a.Program, what: fmt.Sprintf("PU %s of pod %s, which %s held when an earlier round asked", s.PUID, s.Pod, a.Program),
-					seen: cmp.Or(a.At, now)}
+					events: map[string]int{}}
+				for _, ev := range x.Events {
+					if ev.uid == s.PUID {
+						e.events[ev.key] = ev.Count
+					}
+				}
 				earlier[s.PUID] = append(slices.DeleteFunc(earlier[s.PUID], func(o earlierPU) bool { return o.program.same(a.Program) }), e)
 			}
 		}
@@ -486,12 +515,14 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 }
 
 // earlierPU is a PU an earlier round of explainPod read: the program that
-// held it, and when that program answered (its clock, which writes its
-// Events too).
+// held it, and the Events of its PUID that round read, each by its object
+// with its count: an Event written since is one not among them, or a
+// series grown since (no clock is compared: each program's Events are on
+// its own, which may not be the clock of the program that held the PU).
 type earlierPU struct {
 	program Program
 	what    string
-	seen    time.Time
+	events  map[string]int
 }
 
 // gone says the PUs an earlier round of explainPod read (earlier) that x, the last, tells neither held by the program
@@ -520,23 +551,11 @@ func gone(x *PodExplanation, earlier map[string][]earlierPU) []string {
 				posting++
 			}
 		}
-		// An Event of that UID from before the round read the PU held (the destroy of an earlier sandbox's PU, of the
-		// same PUID) is not of what became of it. Each of an Event's times is compared at its own precision: one in
-		// seconds with the second the round read it in, one in microseconds with that instant.
+		// An Event of that UID the round that read the PU held read too (the destroy of an earlier sandbox's PU, of
+		// the same PUID) is not of what became of it, unless its series has grown since.
 		told := 0
 		for _, e := range x.Events {
-			if e.uid != puid {
-				continue
-			}
-			since := func(t time.Time, exact bool) bool {
-				return slices.ContainsFunc(vanished, func(was earlierPU) bool {
-					if exact {
-						return !t.Before(was.seen.Truncate(time.Microsecond))
-					}
-					return !t.Before(was.seen.Truncate(time.Second))
-				})
-			}
-			if since(e.Time, e.timeExact) || !e.Last.IsZero() && since(e.Last, e.lastExact) {
+			if e.uid == puid && slices.ContainsFunc(vanished, func(was earlierPU) bool { return e.Count > was.events[e.key] }) {
 				told++
 			}
 		}
@@ -1039,7 +1058,7 @@ func eventOf(e corev1.Event) Event {
 		}
 	}
 	ev := Event{Time: t.UTC(), Type: e.Type, Reason: e.Reason, Regarding: regarding + e.InvolvedObject.Name, Note: e.Message, Count: count,
-		uid: uid, node: node, pod: pod, timeExact: tExact}
+		uid: uid, node: node, pod: pod, timeExact: tExact, key: e.Namespace + "/" + e.Name}
 	if !last.IsZero() {
 		ev.Last, ev.lastExact = last.UTC(), lastExact
 	}

@@ -32,9 +32,10 @@ import (
 // pod's port on the connection and speaks HTTP/1.1 on it. No local port is
 // opened: the streams are dialed directly.
 type forwarded struct {
-	conn httpstream.Connection
-	port int
-	next atomic.Int64
+	conn    httpstream.Connection
+	port    int
+	next    atomic.Int64
+	maxPage int // the most of a page read
 }
 
 // forward opens a port-forward connection to the pod namespace/name: over
@@ -93,7 +94,7 @@ func forward(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, nam
 		}
 		return nil, err
 	}
-	return &forwarded{conn: d.conn, port: port}, nil
+	return &forwarded{conn: d.conn, port: port, maxPage: maxPage}, nil
 }
 
 // refusedForward is a port-forward whose upgrade was answered 403: by the
@@ -224,7 +225,10 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, time.Tim
 		}
 		at := answeredAt(resp.Header, time.Now())
 		defer resp.Body.Close()
-		b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(f.maxPage)+1))
+		if err == nil && len(b) > f.maxPage {
+			err = fmt.Errorf("its page %s is over %s, more than the plugin reads", path, sizeOf(f.maxPage))
+		}
 		done <- result{resp.StatusCode, b, at, resp.Header, err}
 	}()
 	select {
@@ -255,6 +259,18 @@ func (f *forwarded) get(ctx context.Context, path string) (int, []byte, time.Tim
 	case <-ctx.Done():
 		return 0, nil, time.Time{}, nil, ctx.Err()
 	}
+}
+
+// maxPage is the most of a page the plugin reads: a cluster controller's status page of 150,000 PUs each with an
+// error is about 75 MiB; one over it is told, not read.
+const maxPage = 256 << 20
+
+// sizeOf says n bytes in MiB, or in bytes under one.
+func sizeOf(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // createStream opens a stream of the port-forward with the headers h, within ctx: a stream the kubelet never

@@ -128,6 +128,8 @@ type Event struct {
 	// timeExact and lastExact: Time, Last, are in microseconds (an
 	// events.k8s.io eventTime, a series' lastObservedTime), not seconds.
 	timeExact, lastExact bool
+	// key is the Event object's namespace/name.
+	key string
 }
 
 // PodExplanation is what explain pod renders: the question, the pod as

@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
+	"github.com/podsweeper/podsweeper/deletion"
 )
 
 // The tests of --timeout's bound give each program askTimeout: a program that answers at once is answered
@@ -321,5 +324,78 @@ func TestTimeoutBoundsStreamOpening(t *testing.T) {
 	t.Log(d, out)
 	if d > askTimeout+askSlack || !strings.Contains(out, "agent-a (node node-a) could not be asked") || !strings.Contains(out, "cc-1 holds no PU") {
 		t.Error("stream opening not bounded")
+	}
+}
+
+// explain.md: a program whose status page is over what the plugin reads "could not be asked: reading its status on
+// port PORT: its page /debug/podsweeper is over ..., more than the plugin reads", and the others are asked: the page is
+// not read cut short and told as broken JSON. One of the same PUs under the limit is read.
+func TestAPageOverWhatThePluginReadsIsToldSo(t *testing.T) {
+	var pus []k8s.PUStatus
+	for i := range 40 {
+		pus = append(pus, recentPU(fmt.Sprintf("uid-%02d", i), fmt.Sprintf("apps/pod-%02d", i)))
+	}
+	page, err := json.Marshal(pus)
+	require.NoError(t, err)
+	for _, limit := range []int{len(page) - 1, len(page)} {
+		e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"), podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
+		e.c.timeout, e.c.maxPage = askTimeout, limit
+		e.handle("podsweeper/agent-a", &pageFuncs{})
+		e.handle("podsweeper/cc-1", &pageFuncs{status: func() []byte { return page }})
+		x, err := e.c.explainPod(context.Background(), "apps", "pod-07", "", "", time.Now())
+		require.NoError(t, err)
+		out := podText(t, x)
+		if limit < len(page) {
+			require.Contains(t, out, fmt.Sprintf("cc-1 could not be asked: reading its status on port 8084: its page /debug/podsweeper is over %d bytes, more than the plugin reads", limit))
+			require.Contains(t, out, "agent-a (node node-a) holds no PU")
+		} else {
+			require.Contains(t, out, "PU uid-07 of pod apps/pod-07", "read whole at its limit")
+		}
+	}
+}
+
+// explain.md: "a step of the program's wall clock (NTP) moves none of them from the others, and a report is told
+// before or after the status page rightly across it". A dry run's PU waits for a retry of the destroy its last check
+// decided (row 10); its only report (row 12) was made 30s before the status page. The program's wall clock steps a
+// minute forward between its two pages, which their k8s.UptimeHeader tell: the report is still told as made before
+// the check, and the PU's destroy "not reported yet". Without the step, the same.
+func TestAReportIsToldBeforeTheStatusPageAcrossAWallClockStep(t *testing.T) {
+	for _, step := range []time.Duration{0, time.Minute, -time.Minute} {
+		t.Run(step.String(), func(t *testing.T) {
+			const uid = "12121212-1212-1212-1212-121212121212"
+			loaded := time.Now()
+			real := time.Now()
+			served := 0
+			page := func(w http.ResponseWriter, r *http.Request) {
+				now := time.Now()
+				wall := now
+				if r.URL.Path == k8s.DryRunPath {
+					wall = wall.Add(step) // read after the status page: the wall clock has stepped
+				}
+				served++
+				w.Header().Set(k8s.TimeHeader, wall.UTC().Format(time.RFC3339Nano))
+				w.Header().Set(k8s.UptimeHeader, fmt.Sprint(int64(now.Sub(loaded))))
+				w.Header().Set("Content-Type", "application/json")
+				switch r.URL.Path {
+				case k8s.StatusPath:
+					checked, next := real.Add(-2*time.Second), real.Add(2*time.Second)
+					_ = json.NewEncoder(w).Encode([]k8s.PUStatus{{PUID: uid, Pod: "apps/web", State: "waiting for a retry", Age: "10m",
+						LastChecked: &checked, LastRow: 10, Why: "another sandbox", Attempts: 2, ReportedRows: deletion.RowSet(1 << 12),
+						WouldDestroy: "SandboxDead", NextAttempt: &next, LastError: "dry run: destroy failed", LastAction: "Destroy"}})
+				case k8s.DryRunPath:
+					at := real.Add(-30 * time.Second).Add(step) // the page's time less 30s, as the program counts it
+					_, _ = fmt.Fprintf(w, `{"total":1,"reports":[{"at":%q,"puID":%q,"pod":"apps/web","reason":"SandboxDead","row":12,"why":"the sandbox is dead"}]}`,
+						at.UTC().Format(time.RFC3339Nano), uid)
+				default:
+					http.NotFound(w, r)
+				}
+			}
+			e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+			e.c.timeout = askTimeout
+			e.handle("podsweeper/agent-a", http.HandlerFunc(page))
+			out := statusText(t, e.c, "node-a", time.Now())
+			require.Contains(t, out, "would destroy: not reported yet", "%s", out)
+			require.Equal(t, 2, served)
+		})
 	}
 }
