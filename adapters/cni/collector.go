@@ -346,7 +346,9 @@ func (c *Collector) read() (view, error) {
 // one PU per pod UID: its namespace and name from the attachments'
 // CNI_ARGS, and its oldest sandbox in the cache, in the order the package
 // doc's "When a sandbox may be freed" gives (and why the oldest: "One PU
-// per pod, its oldest sandbox first"). A sandbox DestroyPU gave up on
+// per pod, its oldest sandbox first"). Of a pod's dead sandboxes, one a
+// DEL of DestroyPU failed on comes after the others, so that one that
+// cannot be freed holds none of them. A sandbox DestroyPU gave up on
 // (ErrOrderUnknown) is passed over; a pod left with no other sandbox is
 // listed without one, so that the engine records its current sandbox
 // (row 7) and frees everything once the pod is gone. Entries without the
@@ -406,7 +408,7 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 				}
 				continue
 			}
-			x := choice{a: sb.Atts[0], created: sb.Created, rank: verdicts[i].State}
+			x := choice{a: sb.Atts[0], created: sb.Created, rank: verdicts[i].State, failing: c.refusals.isFailing(sb.ID)}
 			if !ok || o.none || x.before(o) {
 				oldest[uid] = x
 			}
@@ -446,14 +448,18 @@ type choice struct {
 	a       attachment
 	created time.Time
 	rank    sandboxState // what decide tells of it
+	failing bool         // a DEL of it failed (refusals.isFailing)
 
 	none bool // the pod has only sandboxes given up on
 }
 
-// before reports whether x comes before y in ListPUs' order.
+// before reports whether x comes before y in ListPUs' order: of two dead sandboxes, one no DEL failed on first.
 func (x choice) before(y choice) bool {
 	if x.rank != y.rank {
 		return x.rank < y.rank
+	}
+	if x.rank == stateDead && x.failing != y.failing {
+		return !x.failing
 	}
 	if !x.created.Equal(y.created) {
 		return x.created.Before(y.created)
@@ -593,6 +599,7 @@ func (c *Collector) DestroyPU(ctx context.Context, ev ports.DestroyEvent) error 
 				continue
 			} else if err != nil {
 				failed = append(failed, err)
+				c.refusals.delFailed(a.ContainerID)
 				continue
 			}
 			freed++

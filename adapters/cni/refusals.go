@@ -18,10 +18,27 @@ type refusals struct {
 	since map[string]time.Time
 	// gaveUp holds the sandboxes given up on (ErrOrderUnknown).
 	gaveUp map[string]bool
+	// failing holds the sandboxes a DEL of DestroyPU failed on, while the cache holds them: ListPUs lists a pod's
+	// other dead sandboxes before them, so that one that cannot be freed holds none of the later ones.
+	failing map[string]bool
 }
 
 func newRefusals(timeout time.Duration) *refusals {
-	return &refusals{timeout: timeout, since: make(map[string]time.Time), gaveUp: make(map[string]bool)}
+	return &refusals{timeout: timeout, since: make(map[string]time.Time), gaveUp: make(map[string]bool), failing: make(map[string]bool)}
+}
+
+// delFailed records that a DEL of the sandbox id failed.
+func (r *refusals) delFailed(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failing[id] = true
+}
+
+// isFailing reports whether a DEL of the sandbox id failed, and the cache holds it still.
+func (r *refusals) isFailing(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failing[id]
 }
 
 // expired reports whether the sandbox id has been refused for the timeout
@@ -87,6 +104,11 @@ func (r *refusals) retain(held func(id string) bool) {
 	for id := range r.gaveUp {
 		if !held(id) {
 			delete(r.gaveUp, id)
+		}
+	}
+	for id := range r.failing {
+		if !held(id) {
+			delete(r.failing, id)
 		}
 	}
 }
