@@ -272,10 +272,11 @@ func TestSlowStatusPageToldOlder(t *testing.T) {
 	}
 }
 
-// A status page beyond what the plugin reads (64 MiB): could not be asked, never "holds no PU".
+// A status page beyond what the plugin reads (here 1 MiB): could not be asked, never "holds no PU".
 func TestHugeStatusPage(t *testing.T) {
 	e := newFakeCluster(t, podsweeperProgram("cluster-controller", "podsweeper", "cc-1", ""))
-	big := bytes.Repeat([]byte(" "), 65<<20)
+	e.c.maxPage = 1 << 20
+	big := bytes.Repeat([]byte(" "), 2<<20)
 	e.handle("podsweeper/cc-1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/debug/podsweeper" {
 			http.NotFound(w, r)
@@ -290,7 +291,7 @@ func TestHugeStatusPage(t *testing.T) {
 	}
 	out := podText(t, x)
 	t.Log(out)
-	if !strings.Contains(out, "could not be asked") {
+	if !strings.Contains(out, "could not be asked: reading its status on port 8084: its page /debug/podsweeper is over 1 MiB, more than the plugin reads") {
 		t.Error("huge page not told")
 	}
 }
