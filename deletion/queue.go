@@ -401,7 +401,7 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	switch {
 	case r.waitFor == retrying && r.waitUntil > o.end:
 		retryDue = r.waitUntil
-	case r.waitFor == turnWaiting && r.retryHeld > o.end:
+	case r.waitFor == turnWaiting && r.retryHeld != 0 && r.retryHeld > o.end:
 		retryDue = r.retryHeld
 	}
 	r.retryHeld = 0
@@ -695,6 +695,12 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 		now := c.now()
 		if r.goneSince == 0 {
 			r.goneSince = now
+		}
+		if r.retryHeld != 0 && r.retryHeld > now && !c.q.sweepingLocked(r.sweepGen) {
+			// A turn a Sweep took ahead of the PU's retry is that Sweep's alone: once it is over (the PU queued for
+			// that turn, or checked at it, as it ended), the retry stands. Only a Sweep tries a PU earlier.
+			o.retryAt = r.retryHeld
+			return ev, false
 		}
 		r.lineRow = int8(v.Row)
 		if !c.q.rate.limited() {

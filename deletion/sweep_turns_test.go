@@ -422,3 +422,55 @@ func TestALeavingPUTellsTheCheckThatEndedIt(t *testing.T) {
 		})
 	}
 }
+
+// decision-table.md: a failed destroy is tried again after its backoff "and not before, whatever brings the PU up ...;
+// only Sweep checks it earlier". A Sweep's early check puts a PU waiting for its retry in the rate's line; its turn
+// comes while the only worker is busy, and the Sweep ends (its context) with the PU queued for that turn: Start's
+// worker, once free, does not destroy it at that turn; it waits for its retry.
+func TestATurnASweepTookAheadOfARetryIsNotUsedOnceTheSweepEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var slow atomic.Bool
+		getter := ports.PodGetterFunc(func(_ context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			if k.Name != "z" {
+				return nil, ports.ErrPodNotFound
+			}
+			if slow.Load() {
+				time.Sleep(5 * time.Second)
+			}
+			return deletiontest.Pod(k, "uid-z", ""), nil
+		})
+		policy := &deletiontest.Policy{}
+		policy.FailNext(1, errors.New("the policy engine is busy"))
+		e := deletiontest.NewEngine(t, getter, policy, deletion.Options{Workers: 1, DestroyRate: 0.1, DestroyBurst: 1,
+			SweepInterval: time.Hour, RetryMinDelay: time.Minute, RetryMaxDelay: time.Minute, CheckTimeout: 20 * time.Second})
+		require.NoError(t, e.Track(swPU("a")))
+		require.NoError(t, e.Track(swPU("z")))
+		deletiontest.Start(t, e)
+		t0 := time.Now()
+		e.TriggerPod(swKey("a"))
+		synctest.Wait() // a's destroy fails on the burst's turn: its retry at 60s; the next turn at 10s
+		require.Equal(t, 1, policy.CallCount())
+		time.Sleep(time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 11*time.Second) // the Sweep ends at 12s
+		defer cancel()
+		swept := make(chan struct{})
+		go func() { e.Sweep(ctx); close(swept) }() // its early check of a takes the turn at 10s, ahead of the retry
+		time.Sleep(8 * time.Second)
+		slow.Store(true)
+		e.TriggerPod(swKey("z")) // the only worker is busy until 14s: a is queued at its turn, 10s
+		time.Sleep(3500 * time.Millisecond)
+		synctest.Wait()
+		select {
+		case <-swept:
+		default:
+			t.Fatal("the Sweep did not end with its context")
+		}
+		slow.Store(false)
+		time.Sleep(40 * time.Second)
+		synctest.Wait()
+		for _, c := range policy.CallsOf("uid-a")[1:] {
+			assert.False(t, c.At.Before(t0.Add(time.Minute)), "DestroyPU of a at %v, after the Sweep ended at 12s, before its retry at 60s",
+				c.At.Sub(t0))
+		}
+	})
+}
