@@ -500,3 +500,21 @@ func TestConcurrentDestroysShareTheCollectorSafely(t *testing.T) {
 	wg.Wait()
 	require.Len(t, c.delCalls(), 2*pods, "a DEL per pod")
 }
+
+// docs/sdk/cni-freeing.md: a file of ConfDir is being written when it is "not whole JSON yet, or whole and failing to
+// load while the network's own directory of plugin configs is there". A whole config beside a file (not a directory)
+// named after its network fails to load, and is not being written: the network's attachments are decided as ever
+// (a gone pod's freed), not kept for good as if the file were being written.
+func TestAWholeConfigBesideAFileNamedAsItsNetworkIsNotBeingWritten(t *testing.T) {
+	c := newCacheDir(t)
+	require.NoError(t, os.WriteFile(filepath.Join(c.conf, "10-podnet.conflist"),
+		[]byte(`{"cniVersion":"1.1.0","name":"podnet","plugins":[{"type":"logger"}]}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(c.conf, "podnet"), []byte("a note, not a directory"), 0o644))
+	a := c.write(entry{network: "podnet", sandbox: "a", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+	coll := c.collectorListingNone()
+	pus, err := coll.ListPUs(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []ports.PU{pu("u1", "a")}, pus, "listed: its network is read")
+	require.NoError(t, coll.DestroyPU(t.Context(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "a", Reason: ports.ReasonPodGone}))
+	require.False(t, c.exists(a), "freed with its gone pod")
+}

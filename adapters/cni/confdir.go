@@ -190,10 +190,26 @@ func confNameOf(f string) (name string, named bool) {
 	return name, true
 }
 
+// pluginDir reports whether p may be a network's own directory of plugin configs: a directory, or a link the collector
+// cannot follow (into a directory its pod does not mount, which the runtime's may). Anything else there (a file, a
+// FIFO) is no directory: libcni fails to load the network ("not a directory"), and nothing is being written.
+func pluginDir(p string) bool {
+	li, err := os.Lstat(p)
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return li.Mode()&fs.ModeSymlink != 0
+	}
+	return st.IsDir()
+}
+
 // saysDisableGC reports the network of a config file f of dir that libcni does not load, whether it says
 // "disableGC": true, and whether it is being written. A whole JSON file says it by its own key
 // (singleSaysDisableGC); it is being written only when it names a network whose own directory of plugin configs
-// (<dir>/<name>/, which libcni reads with it) is there, for a plugin config there may be what is being written.
+// (<dir>/<name>/, which libcni reads with it) is there (pluginDir), for a plugin config there may be what is being
+// written.
 // A file that is not whole JSON is being written, and names the network of its top-level "name" (topLevelName);
 // one whose top-level name cannot be told for sure (empty, or cut before it) is an error: which network it is the
 // config of cannot be told, and every one is kept.
@@ -207,8 +223,7 @@ func saysDisableGC(f, dir string) (name string, says, writing bool, err error) {
 		if n == "" {
 			return "", false, false, nil
 		}
-		_, derr := os.Lstat(filepath.Join(dir, n))
-		return n, ok, derr == nil, nil
+		return n, ok, pluginDir(filepath.Join(dir, n)), nil
 	}
 	name, ok := topLevelName(b)
 	if !ok {
