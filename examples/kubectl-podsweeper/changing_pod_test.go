@@ -529,3 +529,45 @@ func TestGoneByNameAsksEveryNode(t *testing.T) {
 		t.Error("PU on node-b not found")
 	}
 }
+
+// explain.md: "the Events are read again once the programs answered, so a destroy between the two is in one of them
+// once its Event is written", and a PU an earlier round read is named `Not asked:` only when the last round finds it
+// neither held nor in an Event written since. The node agent answers with the pod's PU; the pod is then deleted and
+// the agent destroys the PU, writing its Event, before the round reads the Events again: the next round finds the PU
+// in no answer, and that Event accounts for it.
+func TestADestroyEventWrittenWhileTheProgramsAreAskedAccountsForThePU(t *testing.T) {
+	// Both hold a PU of the pod; whichever is asked first answers with it, then destroys it.
+	agent := &programPages{at: askedAt, pus: []k8s.PUStatus{idlePUAt(askedAt, firstUID, "apps/web")}}
+	ctrl := &programPages{at: askedAt, pus: []k8s.PUStatus{idlePUAt(askedAt, firstUID, "apps/web")}}
+	api := agentAndController(t, agent, ctrl, workloadPod("apps", "web", firstUID, "node-a"))
+	done, forwards := false, 0
+	api.onForward = func(ns, name string) {
+		if forwards++; forwards != 2 || done { // the second program asked: the first has answered
+			return
+		}
+		done = true // the agent has answered: the pod goes, and the agent destroys its PU and writes its Event
+		_ = api.fake.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "apps", "web")
+		for _, p := range []*programPages{agent, ctrl} {
+			p.mu.Lock()
+			p.pus = nil
+			p.mu.Unlock()
+		}
+		if err := api.fake.Tracker().Add(&corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: "apps", Name: "web.gone"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "apps", Name: "web", UID: types.UID(firstUID)},
+			Reason:         k8s.EventReasonDestroyed, Type: "Normal", Message: "PodGone: destroyed PU " + firstUID + " of pod apps/web",
+			EventTime: metav1.NewMicroTime(askedAt), ReportingController: "podsweeper",
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	x, err := api.cluster(5*time.Second).explainPod(testContext(t), "apps", "web", "", "", askedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := podText(t, x)
+	t.Log(out)
+	if !done || strings.Contains(out, "Not asked: PU") || strings.Contains(out, "cannot tell") || !strings.Contains(out, "web.gone") && !strings.Contains(out, "PodGone: destroyed PU") {
+		t.Fatalf("the PU's destroy Event, written while the programs were asked, does not account for it:\n%s", out)
+	}
+}

@@ -503,7 +503,7 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 			for _, s := range a.PUs {
 				e := earlierPU{program: a.Program, what: fmt.Sprintf("PU %s of pod %s, which %s held when an earlier round asked", s.PUID, s.Pod, a.Program),
 					events: map[string]int{}}
-				for _, ev := range x.Events {
+				for _, ev := range x.before { // read before the program was asked: one written since it answered is not among them
 					if ev.uid == s.PUID {
 						e.events[ev.key] = ev.Count
 					}
@@ -515,7 +515,8 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 }
 
 // earlierPU is a PU an earlier round of explainPod read: the program that
-// held it, and the Events of its PUID that round read, each by its object
+// held it, and the Events of its PUID that round read before it asked the
+// programs (PodExplanation.before), each by its object
 // with its count: an Event written since is one not among them, or a
 // series grown since (no clock is compared: each program's Events are on
 // its own, which may not be the clock of the program that held the PU).
@@ -617,7 +618,7 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 	if err != nil {
 		return nil, nil, err
 	}
-	x.Events = evs
+	x.Events, x.before = evs, evs
 	if x.Name == "" && x.Namespace == "" {
 		// Asked by UID alone: an Event that regards the pod names it, and
 		// the pod of that name now, if it is that UID's, tells its node.
@@ -1043,7 +1044,7 @@ func eventOf(e corev1.Event) Event {
 	if e.Series != nil && int(e.Series.Count) > count {
 		count = int(e.Series.Count)
 	}
-	if count == 1 || !last.After(t) {
+	if count == 1 || last.Equal(t) { // a last time before the first is told too: the poster's clock stepped back between
 		last = time.Time{}
 	}
 	regarding := e.InvolvedObject.Kind + "/"

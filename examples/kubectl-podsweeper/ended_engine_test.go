@@ -272,6 +272,24 @@ func TestAnEventsTimesKeepTheirPrecision(t *testing.T) {
 	}
 }
 
+// explain.md: "An Event series is told at its first time, whose note it keeps, with its count and its last time"; its
+// times are the poster's clock's, a step of which "moves them by as much". A series whose last occurrence is stamped
+// before its first (the poster's clock stepped back between them) keeps its last time; one of a single occurrence, or
+// whose last is its first, has none.
+func TestAnEventSeriesKeepsItsLastTimeWhateverItsOrder(t *testing.T) {
+	first, earlier := metav1.NewMicroTime(clockNow.Add(-2*time.Minute)), metav1.NewMicroTime(clockNow.Add(-5*time.Minute))
+	stepped := eventOf(corev1.Event{EventTime: first, Series: &corev1.EventSeries{Count: 3, LastObservedTime: earlier}})
+	if !stepped.Last.Equal(earlier.Time.UTC()) || stepped.Count != 3 {
+		t.Errorf("a series last seen before its first (a clock stepped back): last %v, count %d; want %v, 3", stepped.Last, stepped.Count, earlier.Time)
+	}
+	if one := eventOf(corev1.Event{EventTime: first, Series: &corev1.EventSeries{Count: 1, LastObservedTime: earlier}}); !one.Last.IsZero() {
+		t.Errorf("one occurrence told a last time %v", one.Last)
+	}
+	if same := eventOf(corev1.Event{EventTime: first, Series: &corev1.EventSeries{Count: 2, LastObservedTime: first}}); !same.Last.IsZero() {
+		t.Errorf("a series whose last is its first told a last time %v", same.Last)
+	}
+}
+
 // explain.md: "a PU is in the answer until it is destroyed (its state `leaving` while its program's journal and
 // dry-run report are told of its end ...)". A node agent in a dry run drops the PU of a pod that is gone while its
 // journal, told before its report, commits the drop slowly: the PU is neither tracked nor in the report yet, and

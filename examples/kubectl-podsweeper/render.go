@@ -146,9 +146,12 @@ type PodExplanation struct {
 	// its were asked.
 	Node string `json:"node,omitempty"`
 	// Pod is the pod of that name (or UID) now; nil: there is none.
-	Pod      *Pod     `json:"pod,omitempty"`
-	Answers  []Answer `json:"answers"`
-	Events   []Event  `json:"events"`
+	Pod     *Pod     `json:"pod,omitempty"`
+	Answers []Answer `json:"answers"`
+	Events  []Event  `json:"events"`
+	// before are the Events read before the programs were asked (Events are read again after): an earlier round's
+	// PUs are accounted for by the Events written since (earlierPU).
+	before   []Event
 	Warnings []string `json:"warnings,omitempty"`
 	// Unasked says, one line each, the programs of the pod's node that
 	// may hold a PU of it and were not asked, and why (a pod of one that
@@ -339,6 +342,23 @@ func latestReport(reports []k8s.WouldDestroy, puID string) *k8s.WouldDestroy {
 	return nil
 }
 
+// nextAttempt says when the next attempt of s, a PU whose destroy failed, comes, as its program read at now: at its
+// time, now (its check queued or under way: the engine tells no time then), or none (no check runs, or its last check
+// kept it).
+func nextAttempt(s k8s.PUStatus, now time.Time, stopped bool) string {
+	switch {
+	case stopped:
+		return "none planned: no check runs"
+	case s.NextAttempt != nil:
+		return "next " + in(now, *s.NextAttempt)
+	case s.State == "queued":
+		return "the next is queued now"
+	case s.State == "checking":
+		return "the next runs now"
+	}
+	return "none planned"
+}
+
 // renderPU writes one PU that a answered.
 func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	p.f("  PU %s of pod %s%s, tracked %s:\n", s.PUID, s.Pod, sandboxOf(s.SandboxID), s.Age)
@@ -356,14 +376,8 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	}
 	stopped := a.Standby || a.Ended // no check runs: no attempt comes
 	switch {
-	case s.Attempts > 0 && stopped:
-		p.f("    attempts      %d destroy call(s) failed; none planned: no check runs.\n", s.Attempts)
 	case s.Attempts > 0:
-		next := "none planned"
-		if s.NextAttempt != nil {
-			next = "next " + in(a.now(x.Now), *s.NextAttempt)
-		}
-		p.f("    attempts      %d destroy call(s) failed; %s.\n", s.Attempts, next)
+		p.f("    attempts      %d destroy call(s) failed; %s.\n", s.Attempts, nextAttempt(s, a.now(x.Now), stopped))
 	case s.NextAttempt != nil && !stopped: // its first destroy waits for its turn under the rate
 		p.f("    next attempt  %s.\n", in(a.now(x.Now), *s.NextAttempt))
 	}
@@ -467,8 +481,11 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 				check, row, why = ago(a.now(s.Now), *u.LastChecked), fmt.Sprint(u.LastRow), u.Why
 			}
 			next := "-"
-			if u.NextAttempt != nil && !a.Standby && !a.Ended { // no check runs on an engine that does not run
+			switch stopped := a.Standby || a.Ended; { // no check runs on an engine that does not run
+			case u.NextAttempt != nil && !stopped:
 				next = in(a.now(s.Now), *u.NextAttempt)
+			case u.Attempts > 0 && !stopped && (u.State == "queued" || u.State == "checking"):
+				next = "now"
 			}
 			dry := "-"
 			switch r := latestReport(a.Reports, u.PUID); {
@@ -552,12 +569,22 @@ func RenderReport(w io.Writer, r *Report) error {
 			notes = append(notes, fmt.Sprintf("%s reported %d in all; it keeps the latest %d.", a.Program, a.ReportsTotal, len(a.Reports)))
 		}
 		// A PU its check decided to destroy, whose dry run of the destroy failed or waits its turn, is not reported yet.
-		if n := countFunc(a.PUs, func(u k8s.PUStatus) bool {
-			return notReportedYet(a, u) && !reportedAlready(u)
-		}); n > 0 {
+		var pods []string // of the PUs not reported yet
+		for _, u := range a.PUs {
+			if notReportedYet(a, u) && !reportedAlready(u) {
+				pods = append(pods, u.Pod)
+			}
+		}
+		if n := len(pods); n > 0 {
 			pending += n
-			notes = append(notes, fmt.Sprintf("%s would destroy %d PU(s) not reported yet: its checks decided so, and a dry run of their destroy failed or waits its turn (kubectl podsweeper status --node %s).",
-				a.Program, n, orNone(a.Program.Node, "NODE")))
+			// status --node tells the programs of a node; a cluster-wide program's PUs are told pod by pod.
+			see := "kubectl podsweeper status --node " + orNone(a.Program.Node, "NODE")
+			if a.Program.Node == "" {
+				slices.Sort(pods)
+				see = "kubectl podsweeper explain pod POD, for " + strings.Join(slices.Compact(pods), ", ")
+			}
+			notes = append(notes, fmt.Sprintf("%s would destroy %d PU(s) not reported yet: its checks decided so, and a dry run of their destroy failed or waits its turn (%s).",
+				a.Program, n, see))
 		}
 		latest := map[string]k8s.WouldDestroy{} // a PU's latest report says whether it is held, whatever its earlier ones said
 		for _, d := range a.Reports {
@@ -1008,14 +1035,7 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 				p.f("    last check  %s: row %d of the decision table, %s.\n", ago(x.pusAt(), *s.LastChecked), s.LastRow, s.Why)
 			}
 			if s.Attempts > 0 {
-				next := "none planned"
-				switch {
-				case x.Standby || x.Ended:
-					next = "none planned: no check runs"
-				case s.NextAttempt != nil:
-					next = "next " + in(x.pusAt(), *s.NextAttempt)
-				}
-				p.f("    attempts    %d destroy call(s) failed; %s.\n", s.Attempts, next)
+				p.f("    attempts    %d destroy call(s) failed; %s.\n", s.Attempts, nextAttempt(s, x.pusAt(), x.Standby || x.Ended))
 			}
 			if s.LastError != "" {
 				p.f("    last error  %s\n", s.LastError)
@@ -1141,17 +1161,6 @@ func dryRunWord(dry bool) string {
 // RenderIPJSON writes x as indented JSON.
 func RenderIPJSON(w io.Writer, x *IPExplanation) error {
 	return writeJSON(w, x)
-}
-
-// countFunc counts the elements of s that f takes.
-func countFunc[T any](s []T, f func(T) bool) int {
-	n := 0
-	for _, v := range s {
-		if f(v) {
-			n++
-		}
-	}
-	return n
 }
 
 // notReportedYet reports whether u, of a's dry run, is a PU whose check decided to destroy it and whose dry run of
