@@ -343,17 +343,20 @@ func latestReport(reports []k8s.WouldDestroy, puID string) *k8s.WouldDestroy {
 }
 
 // nextAttempt says when the next attempt of s, a PU whose destroy failed, comes, as its program read at now: at its
-// time, now (its check queued or under way: the engine tells no time then), or none (no check runs, or its last check
-// kept it).
-func nextAttempt(s k8s.PUStatus, now time.Time, stopped bool) string {
+// time, now (its retry's check queued or under way, of a PU its last check decided to destroy: the engine tells no
+// time then; or a check an ended engine left behind), or none (no check runs, or its last check kept it).
+func nextAttempt(s k8s.PUStatus, now time.Time, standby, ended bool) string {
+	retry := s.LastAction == deletion.Destroy.String()
 	switch {
-	case stopped:
+	case leftBehind(s, ended) && retry:
+		return "the next is under way: a check its ended engine left behind"
+	case standby || ended:
 		return "none planned: no check runs"
 	case s.NextAttempt != nil:
 		return "next " + in(now, *s.NextAttempt)
-	case s.State == "queued":
+	case s.State == "queued" && retry:
 		return "the next is queued now"
-	case s.State == "checking":
+	case s.State == "checking" && retry:
 		return "the next runs now"
 	}
 	return "none planned"
@@ -377,7 +380,7 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	stopped := a.Standby || a.Ended // no check runs: no attempt comes
 	switch {
 	case s.Attempts > 0:
-		p.f("    attempts      %d destroy call(s) failed; %s.\n", s.Attempts, nextAttempt(s, a.now(x.Now), stopped))
+		p.f("    attempts      %d destroy call(s) failed; %s.\n", s.Attempts, nextAttempt(s, a.now(x.Now), a.Standby, a.Ended))
 	case s.NextAttempt != nil && !stopped: // its first destroy waits for its turn under the rate
 		p.f("    next attempt  %s.\n", in(a.now(x.Now), *s.NextAttempt))
 	}
@@ -484,7 +487,7 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 			switch stopped := a.Standby || a.Ended; { // no check runs on an engine that does not run
 			case u.NextAttempt != nil && !stopped:
 				next = in(a.now(s.Now), *u.NextAttempt)
-			case u.Attempts > 0 && !stopped && (u.State == "queued" || u.State == "checking"):
+			case u.Attempts > 0 && !stopped && u.LastAction == deletion.Destroy.String() && (u.State == "queued" || u.State == "checking"):
 				next = "now"
 			}
 			dry := "-"
@@ -1035,7 +1038,7 @@ func RenderIP(w io.Writer, x *IPExplanation) error {
 				p.f("    last check  %s: row %d of the decision table, %s.\n", ago(x.pusAt(), *s.LastChecked), s.LastRow, s.Why)
 			}
 			if s.Attempts > 0 {
-				p.f("    attempts    %d destroy call(s) failed; %s.\n", s.Attempts, nextAttempt(s, x.pusAt(), x.Standby || x.Ended))
+				p.f("    attempts    %d destroy call(s) failed; %s.\n", s.Attempts, nextAttempt(s, x.pusAt(), x.Standby, x.Ended))
 			}
 			if s.LastError != "" {
 				p.f("    last error  %s\n", s.LastError)

@@ -16,15 +16,18 @@ func TestARetryQueuedOrUnderWayIsToldAsComingNow(t *testing.T) {
 	now := time.Now()
 	agent := Program{Program: "node-agent", Release: "podsweeper", Namespace: "podsweeper", Pod: "na-a", Node: "node-a"}
 	for _, c := range []struct {
-		state, standbyState string
-		explain, status     string
+		state, action   string
+		explain, status string
 	}{
-		{state: "queued", explain: "3 destroy call(s) failed; the next is queued now.", status: "now"},
-		{state: "checking", explain: "3 destroy call(s) failed; the next runs now.", status: "now"},
-		{state: "idle", explain: "3 destroy call(s) failed; none planned.", status: "-"},
+		{state: "queued", action: "Destroy", explain: "3 destroy call(s) failed; the next is queued now.", status: "now"},
+		{state: "checking", action: "Destroy", explain: "3 destroy call(s) failed; the next runs now.", status: "now"},
+		{state: "idle", action: "Destroy", explain: "3 destroy call(s) failed; none planned.", status: "-"},
+		// Its last check kept it (its pod seen alive): its failures still count, and no attempt comes.
+		{state: "queued", action: "Keep", explain: "3 destroy call(s) failed; none planned.", status: "-"},
+		{state: "checking", action: "Keep", explain: "3 destroy call(s) failed; none planned.", status: "-"},
 	} {
 		a := Answer{Program: agent, At: now, PUs: []k8s.PUStatus{{PUID: firstUID, Pod: "apps/web", State: c.state, Age: "3m",
-			Attempts: 3, LastAction: "Destroy", LastError: "the policy engine restarts"}}}
+			Attempts: 3, LastAction: c.action, LastError: "the policy engine restarts"}}}
 		x := &PodExplanation{Now: now, Namespace: "apps", Name: "web", Answers: []Answer{a}}
 		if out := podText(t, x); !strings.Contains(out, c.explain) {
 			t.Errorf("%s: explain pod says\n%s\nwant %q", c.state, out, c.explain)
@@ -39,12 +42,20 @@ func TestARetryQueuedOrUnderWayIsToldAsComingNow(t *testing.T) {
 				row = l
 			}
 		}
-		if f := strings.Fields(row); len(f) < 10 || f[len(f)-2] != c.status && !strings.Contains(row, " "+c.status+" ") {
+		if c.status == "now" && !strings.Contains(row, " now ") || c.status != "now" && strings.Contains(row, " now ") {
 			t.Errorf("%s: status row %q, want NEXT %q", c.state, row, c.status)
 		}
 		a.Standby = true
 		if out := podText(t, &PodExplanation{Now: now, Namespace: "apps", Name: "web", Answers: []Answer{a}}); !strings.Contains(out, "none planned: no check runs") {
 			t.Errorf("%s, a standby: explain pod says\n%s", c.state, out)
+		}
+		a.Standby, a.Ended = false, true // a check an ended engine left behind is under way
+		want := "none planned: no check runs"
+		if c.state == "checking" && c.action == "Destroy" {
+			want = "the next is under way: a check its ended engine left behind"
+		}
+		if out := podText(t, &PodExplanation{Now: now, Namespace: "apps", Name: "web", Answers: []Answer{a}}); !strings.Contains(out, want) {
+			t.Errorf("%s %s, an ended engine: explain pod says\n%s\nwant %q", c.state, c.action, out, want)
 		}
 	}
 }
