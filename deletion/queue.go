@@ -174,6 +174,9 @@ type record struct {
 	retryHeld int64
 }
 
+// holdsRetryAfter reports whether r holds a retry (retryHeld) due after t: a Sweep's early turn is ahead of it.
+func (r *record) holdsRetryAfter(t int64) bool { return r.retryHeld != 0 && r.retryHeld > t }
+
 // eventLine orders one PUID's events to the Observer: tickets were given (atomically, by checks without the lock),
 // told were told; held counts the checks holding a removed record of it. A PUID tracked again while the record before
 // may still tell shares its line (puQueue.untold).
@@ -401,7 +404,7 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	switch {
 	case r.waitFor == retrying && r.waitUntil > o.end:
 		retryDue = r.waitUntil
-	case r.waitFor == turnWaiting && r.retryHeld != 0 && r.retryHeld > o.end:
+	case r.waitFor == turnWaiting && r.holdsRetryAfter(o.end):
 		retryDue = r.retryHeld
 	}
 	r.retryHeld = 0
@@ -696,7 +699,7 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 		if r.goneSince == 0 {
 			r.goneSince = now
 		}
-		if r.retryHeld != 0 && r.retryHeld > now && !c.q.sweepingLocked(r.sweepGen) {
+		if r.holdsRetryAfter(now) && !c.q.sweepingLocked(r.sweepGen) {
 			// A turn a Sweep took ahead of the PU's retry is that Sweep's alone: once it is over (the PU queued for
 			// that turn, or checked at it, as it ended), the retry stands. Only a Sweep tries a PU earlier.
 			o.retryAt = r.retryHeld

@@ -78,7 +78,7 @@ func (q *puQueue) endSweepLocked() {
 	if w := &q.sweep; w.done != nil {
 		now := q.now()
 		for _, r := range w.owed {
-			if r.sweep == sweepTurn && r.sweepGen == w.gen && (r.state == turnWaiting || r.state == queued) && r.retryHeld != 0 && r.retryHeld > now {
+			if r.sweep == sweepTurn && r.sweepGen == w.gen && (r.state == turnWaiting || r.state == queued) && r.holdsRetryAfter(now) {
 				q.setWaitLocked(r, retrying, r.retryHeld) // leaves the line
 				r.state, r.retryHeld, r.sweep = retrying, 0, notSwept
 				q.wheel.schedule(r, now)
