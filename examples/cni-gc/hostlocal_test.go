@@ -115,10 +115,14 @@ func TestCollectorAsDeployedFreesLeakedReservations(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	require.Equal(t, deletedSandbox.id, n.Addresses(t)[deletedSandbox.ip], "the deleted pod's sandbox keeps its address while its DEL fails")
-	sbs, err = n.Sandboxes(context.Background(), deletedSandbox.uid)
-	require.NoError(t, err)
-	require.Len(t, sbs, 1, "containerd lists the deleted pod's sandbox while its DEL fails")
-	require.Equal(t, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, sbs[0].GetState(), "the deleted pod's sandbox is not ready")
+	// The kubelet stops the deleted pod's sandbox in its own time: the
+	// range may fill before it has.
+	require.Eventually(t, func() bool {
+		sbs, err := n.Sandboxes(context.Background(), deletedSandbox.uid)
+		require.NoError(t, err)
+		require.Len(t, sbs, 1, "containerd lists the deleted pod's sandbox while its DEL fails")
+		return sbs[0].GetState() == runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	}, 60*time.Second, 100*time.Millisecond, "the kubelet stops the deleted pod's sandbox, which stays listed, not ready")
 	// The plugin fixed, but for the deleted pod's sandbox: containerd
 	// lists it, not ready, while the collector runs.
 	require.NoError(t, os.Remove(filepath.Join(plugins, "fail-add")))
