@@ -19,6 +19,7 @@ type outcome struct {
 	vetoed           bool
 	err              error // the failure that kept the PU, if any
 	retryAt, turnAt  int64
+	turn             uint64      // the ticket of the rate's turn its destroy took (0: none), given back if DestroyPU is not called
 	requeue          *corev1.Pod // the pod to requeue, its PU destroyed or dropped (rows 10, 12)
 	end              int64
 	events           []tellItem
@@ -26,7 +27,7 @@ type outcome struct {
 	quiet            bool          // a check failed since the last good one: its failures are not logged again
 	removed          bool          // the check removed the record
 	done             bool          // its destroy is over: it succeeded, or it is given up on
-	cut              bool          // the context of the goroutine that ran it ended
+	cut              bool          // the context of Start's worker that ran it ended
 	observing        time.Duration // the Observer's time during the check (EventVetoed, EventGetFailed)
 	pu               ports.PU      // the PU checked, as claimed
 	line             *eventLine    // its PUID's line to the Observer (nil: none)
@@ -74,7 +75,7 @@ func (c *Engine) check(ctx context.Context, l *lane, r *record, s *slot) {
 	if o.removed {
 		c.told(r.PUID)
 	}
-	o.end, o.cut = c.now(), ctx.Err() != nil
+	o.end, o.cut = c.now(), ctx.Err() != nil && !l.ofSweep
 	c.finish(ctx, r, s, &o, start)
 }
 

@@ -310,3 +310,37 @@ func TestADryRunReportsOnlyWhatTheDryRunnerWouldDestroy(t *testing.T) {
 		assert.Zero(t, events.Count(deletion.EventDestroyed))
 	})
 }
+
+// Event.DestroyCalls: "the number of DestroyPU calls so far for this PU" (in a dry run, the DryRunner's calls). A
+// DryRunner's "would destroy" ends the row of failures (MaxDestroyAttempts, PUStatus.Attempts), not the count.
+func TestADryRunCountsEveryCallThoughAWouldDestroyEndsTheRow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		getter := ports.PodGetterFunc(func(_ context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			p := deletiontest.Pod(k, types.UID("uid-"+k.Name), "")
+			p.Status.Phase = corev1.PodFailed // kept in memory once reported: its pod may still be read
+			return p, nil
+		})
+		policy := &refusingDryRunner{}
+		running := errors.New("the sandbox runs")
+		policy.refuse.Store(&running)
+		events := &deletiontest.Events{}
+		c := deletiontest.NewEngine(t, getter, policy, deletion.Options{DryRun: true, DestroyTerminated: true, Observer: events,
+			MaxDestroyAttempts: 2})
+		require.NoError(t, c.Track(swPU("a")))
+		c.Sweep(t.Context()) // refused: call 1
+		policy.refuse.Store(nil)
+		c.Sweep(t.Context()) // would destroy: call 2, the row ended
+		policy.refuse.Store(&running)
+		c.Sweep(t.Context()) // refused: call 3, the first of a new row
+		require.Equal(t, int32(3), policy.asked.Load(), "%+v", events.All())
+		var calls []int
+		for _, ev := range events.Of(deletion.EventDestroyFailed) {
+			calls = append(calls, ev.DestroyCalls)
+		}
+		assert.Equal(t, []int{1, 3}, calls, "DestroyCalls counts every call so far")
+		assert.Zero(t, events.Count(deletion.EventAbandoned), "a would-destroy ended the row: two failures, not in a row")
+		st := c.Status()
+		require.Len(t, st, 1)
+		assert.Equal(t, 1, st[0].Attempts, "the row of failures since the would-destroy")
+	})
+}

@@ -127,7 +127,8 @@ type Options struct {
 	// soon as the port answers (while the API server fails, a PU whose turn has come is read at each tick: once or
 	// twice a second, or once a SweepInterval when that is under half a second; not once a SweepInterval of minutes). A
 	// check that sees the pod alive, or Untrack, takes it out of the line, and the turn it did not use goes to the next
-	// in line, never to a later arrival. A failed destroy used its turn: its retry, its backoff over, takes a place
+	// in line, never to a later arrival; so does a turn whose DestroyPU was never called (the check's context ended
+	// first), and its PU keeps its place. A failed destroy used its turn: its retry, its backoff over, takes a place
 	// at the back of the line, so that one failing PU never holds the turns of the others. Backlog().RateLimited
 	// counts them; a Sweep waits for them, those whose checks
 	// learn nothing too (end it sooner with its context). A dry run destroys nothing and takes no turn: its reports
@@ -154,7 +155,8 @@ type Options struct {
 	// reconcile; 1: fire and forget, as trireme-lib's.
 	MaxDestroyAttempts int
 	// RetryMinDelay is the wait after a PU's first failed DestroyPU; it doubles at each failure up to RetryMaxDelay.
-	// No periodic check or trigger tries a PU earlier; Sweep does. 0: 1s.
+	// No periodic check or trigger tries a PU earlier; Sweep does (a Sweep whose context ends before it calls
+	// DestroyPU tried nothing: the retry stands). 0: 1s.
 	RetryMinDelay time.Duration
 	// RetryMaxDelay bounds the wait between retries. 0: 1m.
 	RetryMaxDelay time.Duration

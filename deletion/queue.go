@@ -140,7 +140,8 @@ type record struct {
 	waitUntil              int64 // when the retry or the turn of waitFor comes
 	goneSince              int64 // when a check first decided to destroy it since it was last seen alive; 0: none
 
-	attempts int32  // failed DestroyPU calls
+	attempts int32  // failed DestroyPU calls in a row (MaxDestroyAttempts)
+	calls    int32  // DestroyPU calls (Event.DestroyCalls)
 	sweepGen uint32 // the Sweep that sweep refers to
 	trackedT uint32 // the ticket of its EventTracked
 
@@ -411,8 +412,9 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	switch {
 	case o.retryAt != 0:
 		q.setWaitLocked(r, retrying, o.retryAt)
-	case o.turnAt != 0 && retryDue != 0 && r.sweep != sweepTurn:
-		// A Sweep's early check, the Sweep over, or a check after it: no turn is taken ahead of the retry, which stays.
+	case (o.turnAt != 0 || keepsPlace) && retryDue != 0 && (r.sweep != sweepTurn || !sweeping):
+		// A Sweep's early check, the Sweep over, or a check after it: no turn is taken, nor a place kept, ahead of the
+		// retry, which stays.
 		q.leaveLineLocked(r)
 		if r.waitFor != retrying {
 			q.setWaitLocked(r, retrying, retryDue)
@@ -709,10 +711,12 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 		if !c.q.rate.limited() {
 			return ev, true
 		}
-		if ok, at := c.q.rate.take(r.PUID, now); !ok {
+		ok, at, turn := c.q.rate.take(r.PUID, now)
+		if !ok {
 			o.turnAt = at
 			return ev, false
 		}
+		o.turn = turn
 		c.q.nudgeLineLocked(now, now)
 		return ev, true
 	}
@@ -750,13 +754,16 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	defer c.q.lock()()
 	untracked := r.state == removed
 	switch {
-	case err == errNotCalled && !untracked: // no attempt: due again at once, when checks run again
-		o.retryAt = c.now()
-	case err == nil && c.opts.DryRun && !untracked: // a real run would have destroyed it, ending its failures
-		r.attempts = 0
-		c.q.wouldDestroyLocked(r, o, ev)
+	case err == errNotCalled:
+		c.q.notCalledLocked(r, o, c.now(), untracked)
+		return
 	}
-	if err == errNotCalled || err == nil && c.opts.DryRun {
+	r.calls++
+	if err == nil && c.opts.DryRun {
+		if !untracked { // a real run would have destroyed it, ending its failures
+			r.attempts = 0
+			c.q.wouldDestroyLocked(r, o, ev)
+		}
 		return
 	}
 	if err != nil {
@@ -774,13 +781,13 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 	switch {
 	case err == nil && !untracked:
 		event(Event{Kind: EventDestroyed, PU: ev.PU(), Verdict: o.verdict, Reason: ev.Reason, DestroyDelay: time.Duration(now - r.goneSince),
-			DestroyCalls: attempts + 1})
+			DestroyCalls: int(r.calls)})
 	case err != nil:
 		o.fails = append(o.fails, portFailure{port: portDestroyPU, err: err})
-		event(Event{Kind: EventDestroyFailed, PU: ev.PU(), Verdict: o.verdict, Reason: ev.Reason, DestroyCalls: attempts, Err: err,
+		event(Event{Kind: EventDestroyFailed, PU: ev.PU(), Verdict: o.verdict, Reason: ev.Reason, DestroyCalls: int(r.calls), Err: err,
 			Next: c.timeOf(o.retryAt), DryRun: c.opts.DryRun})
 		if o.done && !untracked {
-			event(Event{Kind: EventAbandoned, PU: ev.PU(), Verdict: o.verdict, Reason: ev.Reason, DestroyCalls: attempts, Err: err,
+			event(Event{Kind: EventAbandoned, PU: ev.PU(), Verdict: o.verdict, Reason: ev.Reason, DestroyCalls: int(r.calls), Err: err,
 				DryRun: c.opts.DryRun})
 		}
 	}
@@ -790,6 +797,35 @@ func (c *Engine) destroyed(r *record, o *outcome, ev ports.DestroyEvent, err err
 		o.removed = true
 	}
 	o.untrackedDestroy = err == nil && untracked
+}
+
+// notCalledLocked undoes, on r, the destroy its check decided and did not carry out (DestroyPU not called: the check's
+// context ended first): no attempt was made, so r waits as it did before the check. The rate's turn it took goes back
+// to the line, and r with it, at its place; a retry it waited for stands (its own, or, once the Sweep that took a turn
+// ahead of it is over, the one that turn was held ahead of); else it is due again at once.
+func (q *puQueue) notCalledLocked(r *record, o *outcome, now int64, untracked bool) {
+	retry := int64(0)
+	switch {
+	case untracked:
+	case r.waitFor == retrying && r.waitUntil > now:
+		retry = r.waitUntil
+	case r.holdsRetryAfter(now) && !q.sweepingLocked(r.sweepGen):
+		retry = r.retryHeld
+	}
+	queue := !untracked && retry == 0 && o.turn != 0
+	q.rate.giveBack(r.PUID, o.turn, queue)
+	switch {
+	case untracked:
+	case queue:
+		o.turnAt = now // at its place, its turn at hand again
+	case retry != 0:
+		o.retryAt = retry
+	default:
+		o.retryAt = now
+	}
+	if o.turn != 0 {
+		q.nudgeLineLocked(now, now)
+	}
 }
 
 // late notes in o that what (a port, or the Observer) answered past the deadline of the check of r held in s, if it

@@ -37,10 +37,11 @@ func newRateLine(every int64, burst int) rateLine {
 func (l *rateLine) limited() bool { return l.every > 0 }
 
 // take gives puid a ticket if it has none, and reports whether its turn is at hand at now: then it takes the turn and
-// leaves the line. Otherwise it keeps its ticket, and at is about when its turn comes (MaxDuration at the latest).
-func (l *rateLine) take(puid string, now int64) (ok bool, at int64) {
+// leaves the line, and seq is the ticket it held, for giveBack. Otherwise it keeps its ticket, and at is about when
+// its turn comes (MaxDuration at the latest).
+func (l *rateLine) take(puid string, now int64) (ok bool, at int64, seq uint64) {
 	if !l.limited() {
-		return true, now
+		return true, now, 0
 	}
 	seq, in := l.tickets[puid]
 	if !in {
@@ -52,11 +53,45 @@ func (l *rateLine) take(puid string, now int64) (ok bool, at int64) {
 		l.grow(true)
 	}
 	if at = l.turnAt(l.ahead(seq), now); at > now {
-		return false, at
+		return false, at, 0
 	}
 	l.tat = max(l.tat, now) + l.every
 	l.leave(puid)
-	return true, now
+	return true, now, seq
+}
+
+// giveBack undoes take's turn of puid, which held the ticket seq and destroyed nothing: the turn goes back to the
+// line, and with queue puid takes its place in it again, ahead of every ticket given after seq. The turns taken since
+// take stay where they were: a turn given back never brings more turns than take had left.
+func (l *rateLine) giveBack(puid string, seq uint64, queue bool) {
+	if !l.limited() || seq == 0 {
+		return
+	}
+	l.tat -= l.every
+	if _, in := l.tickets[puid]; in || !queue {
+		return
+	}
+	l.skipStale()
+	switch i := int64(seq) - int64(l.base); {
+	case len(l.queue) == 0:
+		l.queue, l.base = append(l.queue, lineEntry{puid, seq}), seq
+		l.held = l.held[:0]
+		l.grow(true)
+	case i >= int64(l.head) && i < int64(len(l.queue)): // its own entry, no longer held
+		l.queue[i] = lineEntry{puid, seq}
+		l.add(int(i), 1)
+	default: // every ticket still held came after seq: it goes first, in the entry before the head
+		if l.head == 0 {
+			l.queue = append([]lineEntry{{}}, l.queue...)
+			l.head, l.base = 1, l.base-1
+			l.regrow()
+		}
+		l.head--
+		seq = l.base + uint64(l.head)
+		l.queue[l.head] = lineEntry{puid, seq}
+		l.add(l.head, 1)
+	}
+	l.tickets[puid] = seq
 }
 
 // leave gives back puid's ticket, if it has one: a turn it did not use goes to the next in line. It reports the PUID
@@ -135,13 +170,18 @@ func (l *rateLine) skipStale() {
 	if l.queue, l.head, moved = compact(l.queue, l.head); !moved {
 		return
 	}
+	if len(l.queue) > 0 {
+		l.base = l.queue[0].seq
+	}
+	l.regrow()
+}
+
+// regrow builds the tree over queue anew.
+func (l *rateLine) regrow() {
 	if l.held = l.held[:0]; l.queue == nil {
 		l.held = nil
 	}
-	for i, e := range l.queue { // the tree anew
-		if i == 0 {
-			l.base = e.seq
-		}
+	for _, e := range l.queue {
 		l.grow(l.holds(e))
 	}
 }

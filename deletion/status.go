@@ -27,7 +27,8 @@ type PUStatus struct {
 	LastVerdict Verdict
 	// Vetoed reports that LastVerdict is a Confirmer's or SandboxConfirmer's that overrode a destroy or a sandbox change.
 	Vetoed bool
-	// Attempts is the number of failed DestroyPU calls.
+	// Attempts is the number of failed DestroyPU calls in a row, as MaxDestroyAttempts counts them (a dry run's
+	// "would destroy" ends the row; Event.DestroyCalls counts every call).
 	Attempts int
 	// NextAttempt is when the PU waiting to be destroyed is checked again: its retry's check once its backoff is over
 	// (under the destroy rate, the destroy then waits for a turn, which may come later), or about its turn in the

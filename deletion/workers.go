@@ -168,10 +168,13 @@ func (c *Engine) stuck(now int64) int {
 // lane is the deadline context of one goroutine's checks, and its spread timer, armed while its check runs with others
 // waiting behind it, to wake another worker for them if the check is slow.
 type lane struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	ctxEnd int64
-	spread *time.Timer
+	// ofSweep: the lane of a Sweep's own goroutine, whose context is the Sweep's: its end cuts no check for the Sweep
+	// to run again (outcome.cut).
+	ofSweep bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	ctxEnd  int64
+	spread  *time.Timer
 }
 
 // spreadIn arms the lane's spread timer to fire d from now (0: disarms it). It follows the time package, as the
@@ -209,7 +212,7 @@ func (l *lane) done() {
 // work runs the checks of the ready queue: for Start (gen 0) until it stops, for the Sweep of gen until it is done or
 // Start begins.
 func (c *Engine) work(ctx context.Context, gen uint32) {
-	var l lane
+	l := lane{ofSweep: gen != 0}
 	defer l.done()
 	defer l.spreadIn(c, 0)
 	for ctx.Err() == nil {
