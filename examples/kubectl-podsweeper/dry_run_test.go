@@ -291,7 +291,8 @@ func dryRunningAgent(t *testing.T, pu k8s.PUStatus, reports []k8s.WouldDestroy) 
 
 // explain.md: a PU "whose dry run of the destroy failed and is retried (its retry's check under way too)" is told
 // "would destroy it ... not reported yet": so is one whose retry's check is queued (the workers busy), in explain
-// pod, status and report, and on an engine that ended with it queued (whose report adds no note: it reports no more).
+// pod, status and report, and on an engine that ended with it queued (its report's note says so beside "reports
+// nothing": as status tells it, not reported yet).
 func TestADryRunRetryQueuedIsNotReportedYet(t *testing.T) {
 	for _, engine := range []string{k8s.EngineRunning, k8s.EngineEnded} {
 		checked := clockNow.Add(-2 * time.Second)
@@ -307,9 +308,7 @@ func TestADryRunRetryQueuedIsNotReportedYet(t *testing.T) {
 		wantSays(t, "explain pod "+engine, text, "would destroy it: its check decided so, not reported yet")
 		wantNotSays(t, "explain pod "+engine, text, "would keep it")
 		wantSays(t, "status "+engine, statusText(t, api.cluster(5*time.Second), "node-a", clockNow), "would destroy: not reported yet")
-		if engine == k8s.EngineRunning { // an ended engine's program reports nothing more
-			wantSays(t, "report", reportText(t, api.cluster(5*time.Second), clockNow), "would destroy 1 PU(s) not reported yet")
-		}
+		wantSays(t, "report "+engine, reportText(t, api.cluster(5*time.Second), clockNow), "would destroy 1 PU(s) not reported yet")
 	}
 }
 

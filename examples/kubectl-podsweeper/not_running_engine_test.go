@@ -189,3 +189,21 @@ func TestADryRunRetryLeftBehindByAnEndedEngineIsToldUnderWay(t *testing.T) {
 	wantSays(t, "explain pod", text, "the check of its retry it left behind is still under way")
 	wantNotSays(t, "explain pod", text, "no check runs now")
 }
+
+// explain.md: a node's program whose engine has not started "has not listed its Inventory either (the PUs it held
+// before it started), so the answer cannot tell all": status --node of a node agent just restarted, its page empty,
+// says so rather than only that it holds no PU; one whose engine runs does not.
+func TestStatusOfANodeProgramNotStartedCannotTellAll(t *testing.T) {
+	for _, engine := range []string{k8s.EngineNotRunning, k8s.EngineRunning} {
+		api := newFakeCluster(t, runningProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a"))
+		api.handle("podsweeper/agent-a", &programPages{at: clockNow, engine: engine, pus: []k8s.PUStatus{}})
+		out := statusText(t, api.cluster(5*time.Second), "node-a", clockNow)
+		const cannot = "podsweeper cannot tell all the PUs of node node-a: node-agent podsweeper/agent-a has not listed the PUs it held before it started"
+		if engine == k8s.EngineNotRunning {
+			wantSays(t, "status", out, "holds no PU (its engine has not started: no check runs yet)")
+			wantSays(t, "status", out, cannot)
+		} else {
+			wantNotSays(t, "status", out, "cannot tell all")
+		}
+	}
+}

@@ -519,6 +519,13 @@ func RenderStatus(w io.Writer, s *NodeStatus) error {
 		p.f("%s\n", e)
 	}
 	p.notAsked(s.Unasked)
+	// A node's program whose engine has not started has not listed its Inventory: what it held before is not told.
+	for _, a := range s.Answers {
+		if notStarted(a) {
+			p.f("podsweeper cannot tell all the PUs of node %s: %s has not listed the PUs it held before it started, and may hold more.\n",
+				s.Node, a.Program)
+		}
+	}
 	return p.err
 }
 
@@ -536,6 +543,28 @@ type Report struct {
 	// Unasked says, one line each, the programs' pods that do not run
 	// (Pending, Unknown, or ended with none in their place): not asked.
 	Unasked []string `json:"unasked,omitempty"`
+}
+
+// unreported returns how many PUs of a its checks decided to destroy, whose dry run of the destroy failed or waits
+// its turn, are not reported yet, and report's note of them (n 0: none).
+func unreported(a Answer) (n int, note string) {
+	var pods []string // of the PUs not reported yet
+	for _, u := range a.PUs {
+		if notReportedYet(a, u) && !reportedAlready(u) {
+			pods = append(pods, u.Pod)
+		}
+	}
+	if len(pods) == 0 {
+		return 0, ""
+	}
+	// status --node tells the programs of a node; a cluster-wide program's PUs are told pod by pod.
+	see := "kubectl podsweeper status --node " + orNone(a.Program.Node, "NODE")
+	if a.Program.Node == "" {
+		slices.Sort(pods)
+		see = "kubectl podsweeper explain pod POD, for " + strings.Join(slices.Compact(pods), ", ")
+	}
+	return len(pods), fmt.Sprintf("%s would destroy %d PU(s) not reported yet: its checks decided so, and a dry run of their destroy failed or waits its turn (%s).",
+		a.Program, len(pods), see)
 }
 
 // RenderReport writes every report of r's programs in one table, and
@@ -562,6 +591,10 @@ func RenderReport(w io.Writer, r *Report) error {
 			continue
 		case (a.Standby || a.Ended) && len(a.Reports) == 0:
 			notes = append(notes, fmt.Sprintf("%s%s reports nothing.", a.Program, standby(a)))
+			if n, note := unreported(a); n > 0 { // what it decided before its engine stopped, or while it ran
+				pending += n
+				notes = append(notes, note)
+			}
 			continue
 		case a.Standby || a.Ended:
 			notes = append(notes, fmt.Sprintf("%s%s: its reports above are from before.", a.Program, standby(a)))
@@ -571,23 +604,9 @@ func RenderReport(w io.Writer, r *Report) error {
 		case len(a.Reports) < a.ReportsTotal:
 			notes = append(notes, fmt.Sprintf("%s reported %d in all; it keeps the latest %d.", a.Program, a.ReportsTotal, len(a.Reports)))
 		}
-		// A PU its check decided to destroy, whose dry run of the destroy failed or waits its turn, is not reported yet.
-		var pods []string // of the PUs not reported yet
-		for _, u := range a.PUs {
-			if notReportedYet(a, u) && !reportedAlready(u) {
-				pods = append(pods, u.Pod)
-			}
-		}
-		if n := len(pods); n > 0 {
+		if n, note := unreported(a); n > 0 {
 			pending += n
-			// status --node tells the programs of a node; a cluster-wide program's PUs are told pod by pod.
-			see := "kubectl podsweeper status --node " + orNone(a.Program.Node, "NODE")
-			if a.Program.Node == "" {
-				slices.Sort(pods)
-				see = "kubectl podsweeper explain pod POD, for " + strings.Join(slices.Compact(pods), ", ")
-			}
-			notes = append(notes, fmt.Sprintf("%s would destroy %d PU(s) not reported yet: its checks decided so, and a dry run of their destroy failed or waits its turn (%s).",
-				a.Program, n, see))
+			notes = append(notes, note)
 		}
 		latest := map[string]k8s.WouldDestroy{} // a PU's latest report says whether it is held, whatever its earlier ones said
 		for _, d := range a.Reports {
