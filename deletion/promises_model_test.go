@@ -14,7 +14,8 @@ package deletion_test
 // three bytes each (kind, a, b), at most pmMaxOps: Track (the pod's sandbox,
 // none, an old one; a stale PUID; in a goroutine), Untrack (in a goroutine
 // too), TriggerPod, TriggerAll, Sweep (in a goroutine too; with or without
-// Start), Start, Stop (cancel Start's ctx and wait), Restart (a new engine
+// Start; its context ending after 1, 3 or 10 s, or at the engine's nth
+// reading of its Clock, anywhere between two steps), Start, Stop (cancel Start's ctx and wait), Restart (a new engine
 // over the same policy engine, Start or not), Delete, Recreate, Move,
 // ChangeSandbox, KillSandbox, Advance (10ms to 60s), Fault (per port and pod
 // slot, the next 1 to 8 calls: fail, hang ignoring ctx, panic, a typed nil
@@ -43,9 +44,12 @@ package deletion_test
 //     another sandbox than ev.SandboxID, or (prober) in none and
 //     ev.SandboxID is dead. A dry run calls no DestroyPU.
 //  4. DestroyRate r, burst b: in any window w, at most r*w + b calls start.
-//  5. A retry starts no earlier than RetryMinDelay (1s) doubling up to
-//     RetryMaxDelay (4s) after the failed call returned, unless a Sweep ran
-//     since that failure.
+//  5. A retry starts no earlier than RetryMinDelay (1s; 20s in the long
+//     retry mode) doubling up to RetryMaxDelay (4s; 1m) after the failed
+//     call returned, unless a Sweep runs, or one Start ran beside ended
+//     within CheckTimeout and a second (its check on Start's worker may
+//     still decide): a Sweep that its context cut anywhere, a destroy
+//     decided and not called included, tried nothing.
 //  6. With no fault pending or in force (planned faults, hangs, a slow
 //     Observer): (a) while Start runs, a PU whose pod is gone for good is
 //     destroyed (dry run: reported and dropped) by base + SweepInterval +
@@ -106,6 +110,7 @@ package deletion_test
 //     before T while Start runs; Untrack returns true only once
 //     EventUntracked was told; EventDestroyed, EventDestroyFailed and
 //     EventAbandoned tell the verdict of the check that decided the destroy
+//     and DestroyCalls, the calls so far in the PU's tracking
 //     (its row); EventDestroyed only after a successful
 //     DestroyPU; EventWouldDestroy's Dropped iff PodGone, UIDChanged or
 //     NodeChanged; a second Start returns ErrAlreadyStarted; Len() equals
@@ -142,6 +147,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
@@ -151,8 +157,6 @@ const (
 	pmSlots       = 4
 	pmNode        = "node-a"
 	pmMaxOps      = 128
-	pmRetryMin    = time.Second
-	pmRetryMax    = 4 * time.Second
 	pmMaxAttempts = 3
 	pmShutdown    = 2 * time.Second
 	pmObsDelay    = 100 * time.Millisecond
@@ -176,13 +180,14 @@ const (
 	pmModeStaleList // with an Inventory: its lists keep the latest PUs destroyed while no list had answered
 	pmModeDryRunner // in a dry run: the PolicyHandler is a ports.DryRunner, with DestroyPU's faults
 	pmModeUnread    // the Requeuer's channel is never read: each Requeue waits for its context to end
+	pmModeLongRetry // RetryMinDelay 20s, RetryMaxDelay 1m; else 1s and 4s
 )
 
 type pmOptions struct {
 	dryRun, sandbox, confirmer, inventory, autoStart, staleList, dryRunner, unread bool
 	rate                                                                           float64
 	burst, workers                                                                 int
-	checkTimeout, interval                                                         time.Duration
+	checkTimeout, interval, retryMin, retryMax                                     time.Duration
 }
 
 func pmDecodeMode(m uint16) pmOptions {
@@ -191,8 +196,8 @@ func pmDecodeMode(m uint16) pmOptions {
 		inventory: m&pmModeInventory != 0, autoStart: m&pmModeAutoStart != 0, staleList: m&pmModeStaleList != 0, burst: 1, workers: 1,
 		dryRunner:    m&pmModeDryRun != 0 && m&pmModeDryRunner != 0,
 		unread:       m&pmModeUnread != 0,
-		checkTimeout: time.Second,
-		interval:     []time.Duration{time.Second, 5 * time.Second, 20 * time.Second, time.Minute}[m>>9&3],
+		checkTimeout: time.Second, retryMin: time.Second, retryMax: 4 * time.Second,
+		interval: []time.Duration{time.Second, 5 * time.Second, 20 * time.Second, time.Minute}[m>>9&3],
 	}
 	if m&pmModeRate != 0 {
 		o.rate, o.burst = []float64{1, 0.3, 0.1, 10}[m>>2&3], []int{1, 2, 1, 1}[m>>2&3]
@@ -203,11 +208,15 @@ func pmDecodeMode(m uint16) pmOptions {
 	if m&pmModeLongCheck != 0 {
 		o.checkTimeout = 10 * time.Second
 	}
+	if m&pmModeLongRetry != 0 {
+		o.retryMin, o.retryMax = 20*time.Second, time.Minute
+	}
 	return o
 }
 
 func (o pmOptions) String() string {
-	s := fmt.Sprintf("Workers %d, CheckTimeout %v, SweepInterval %v", o.workers, o.checkTimeout, o.interval)
+	s := fmt.Sprintf("Workers %d, CheckTimeout %v, SweepInterval %v, RetryMinDelay %v, RetryMaxDelay %v", o.workers, o.checkTimeout,
+		o.interval, o.retryMin, o.retryMax)
 	if o.rate > 0 {
 		s += fmt.Sprintf(", DestroyRate %v/s burst %d", o.rate, o.burst)
 	}
@@ -315,6 +324,15 @@ func (op pmOp) observerFault() (kind int, dur time.Duration, ok bool) {
 }
 
 // sweepLimit is how long a Sweep op's context lasts (0: as long as the engine's).
+// sweepCut is the clock reading at which a Sweep op's context ends (0: none): the engine reads its Clock between
+// its steps, so that the Sweep ends anywhere, a destroy decided and its DestroyPU not called included.
+func (op pmOp) sweepCut() int {
+	if op.a%4 != 3 {
+		return 0
+	}
+	return 1 + op.a/4%16
+}
+
 func (op pmOp) sweepLimit() time.Duration {
 	return []time.Duration{0, time.Second, 3 * time.Second, 10 * time.Second}[op.b/2%4]
 }
@@ -348,6 +366,9 @@ func (op pmOp) String() string {
 	case pmSweep:
 		if d := op.sweepLimit(); d > 0 {
 			as += fmt.Sprintf(", its context ending after %v", d)
+		}
+		if n := op.sweepCut(); n > 0 {
+			as += fmt.Sprintf(", its context ending at the Clock's reading #%d", n)
 		}
 		return "Sweep" + strings.TrimPrefix(as, ",")
 	case pmRestart:
@@ -428,6 +449,7 @@ type pmSweepRec struct {
 	// of its engine ran ("One Sweep runs at a time"), the end of the last that ended before it returned.
 	begun    time.Duration
 	queued   bool
+	shared   bool // Start ran at some time during it
 	startSeq int64
 	done     bool
 	clean    bool
@@ -535,17 +557,24 @@ type pmEngine struct {
 	firstCall, lastCall map[string]time.Duration
 	sweepsActive        int
 	lastSweepEnd        time.Duration
-	sweeps              []*pmSweepRec
-	hangs               []*pmHangRec
-	hangsInFlight       int
-	lastHangEnd         time.Duration
-	listStartSeq        int64
-	listStart           time.Duration
-	lists               int
-	listsInFlight       int
-	listEnd             time.Duration
-	listOK              bool
-	answered            bool // a list answered
+	// sharedSweepEnd: the end of the last Sweep during which Start ran (invariant 5): Start's workers may have run
+	// its checks, which go on past its end under Start's context; a Sweep's own goroutines' checks do not.
+	sharedSweepEnd time.Duration
+	// destroyCalls: the DestroyCalls of the last destroy event of each PUID in its tracking (Event.DestroyCalls
+	// counts every call so far).
+	destroyCalls  map[string]int
+	clock         *pmClock
+	sweeps        []*pmSweepRec
+	hangs         []*pmHangRec
+	hangsInFlight int
+	lastHangEnd   time.Duration
+	listStartSeq  int64
+	listStart     time.Duration
+	lists         int
+	listsInFlight int
+	listEnd       time.Duration
+	listOK        bool
+	answered      bool // a list answered
 	// listing is what the list under way lists of the policy engine's set; answer, of the first list that answered
 	// (invariant 10: InventoryListed).
 	listing, answer []string
@@ -588,6 +617,41 @@ type pmEngine struct {
 type pmQueued struct {
 	since       time.Duration
 	lastChecked time.Time
+}
+
+// pmClock is an engine's Clock: the time package's (the bubble's), whose readings may end a Sweep's context at the
+// nth (arm).
+type pmClock struct {
+	clock.RealClock
+	mu   sync.Mutex
+	left int
+	cut  context.CancelFunc
+}
+
+// arm has cut called at the nth reading from now (n 0: never).
+func (c *pmClock) arm(n int, cut context.CancelFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.left, c.cut = n, cut
+	if n == 0 {
+		c.cut = nil
+	}
+}
+
+// Since is the time package's, after the armed cut if this reading is its.
+func (c *pmClock) Since(t time.Time) time.Duration {
+	c.mu.Lock()
+	var cut context.CancelFunc
+	if c.cut != nil {
+		if c.left--; c.left <= 0 {
+			cut, c.cut = c.cut, nil
+		}
+	}
+	c.mu.Unlock()
+	if cut != nil {
+		cut()
+	}
+	return c.RealClock.Since(t)
 }
 
 // pmSummaries are the engine's lines that sum up its ports' failures (invariant 13).
@@ -945,10 +1009,11 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 	}
 	if fs := e.fails[puid]; len(fs) > 0 {
 		last, k := fs[len(fs)-1], len(fs)
-		backoff := min(pmRetryMin<<(k-1), pmRetryMax)
-		// Only a Sweep checks a PU before its retry: one running, or whose check (bounded by CheckTimeout) began
-		// before it ended; not Start's at a turn a Sweep that ended took (decision-table.md).
-		swept := e.sweepsActive > 0 || e.lastSweepEnd >= last && now-e.lastSweepEnd <= w.o.checkTimeout+time.Second
+		backoff := min(w.o.retryMin<<(k-1), w.o.retryMax)
+		// Only a Sweep checks a PU before its retry: one running, or one whose check (bounded by CheckTimeout) began
+		// before it ended on Start's worker; not Start's at a turn a Sweep that ended took (decision-table.md), nor
+		// any once a Sweep that Start did not run beside ended: a check it cut before DestroyPU tried nothing.
+		swept := e.sweepsActive > 0 || e.sharedSweepEnd >= last && now-e.sharedSweepEnd <= w.o.checkTimeout+time.Second
 		if now-last < backoff && !swept {
 			w.violateLocked("5: DestroyPU(%s) retried %v after its failure %d: before its backoff of %v, no Sweep since", ev, now-last, k, backoff)
 		}
@@ -1312,6 +1377,14 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 			if v := ev.Verdict; v.Action != deletion.Destroy || v.Reason != ev.Reason || v.Row < 1 || v.Row > 12 {
 				w.violateLocked("10: %s of %s tells the verdict %+v, not the destroy's (reason %s)", ev.Kind, puid, v, ev.Reason)
 			}
+			// Event.DestroyCalls: the calls so far; each destroyed or failed one adds one, an abandon none.
+			last := e.destroyCalls[puid]
+			if ev.DestroyCalls < 1 || ev.DestroyCalls < last || ev.DestroyCalls == last && ev.Kind != deletion.EventAbandoned {
+				w.violateLocked("10: %s of %s tells DestroyCalls %d, after %d so far in its tracking", ev.Kind, puid, ev.DestroyCalls, last)
+			}
+			e.destroyCalls[puid] = ev.DestroyCalls
+		case deletion.EventTracked:
+			delete(e.destroyCalls, puid)
 		}
 		switch ev.Kind {
 		case deletion.EventTracked:
@@ -1476,7 +1549,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 }
 
 func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
-	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, lifecycle: -1, lastSummary: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{}, dryOK: map[string]bool{}, streak: map[string]int{}, tracksBegun: map[string]int{}, firstTrack: map[string]time.Duration{},
+	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, sharedSweepEnd: -1, destroyCalls: map[string]int{}, clock: &pmClock{}, lifecycle: -1, lastSummary: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{}, dryOK: map[string]bool{}, streak: map[string]int{}, tracksBegun: map[string]int{}, firstTrack: map[string]time.Duration{},
 		obsIn: map[string]int{}, toldTracked: map[string]int{}, obsLive: map[string]bool{},
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
 		firstCall: map[string]time.Duration{}, lastCall: map[string]time.Duration{},
@@ -1487,8 +1560,8 @@ func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
 	p := &pmPorts{w: w, e: e}
 	o := w.o
 	opts := deletion.Options{NodeName: pmNode, Workers: o.workers, CheckTimeout: o.checkTimeout, SweepInterval: o.interval,
-		RetryMinDelay: pmRetryMin, RetryMaxDelay: pmRetryMax, MaxDestroyAttempts: pmMaxAttempts, ShutdownTimeout: pmShutdown,
-		DryRun: o.dryRun, Observer: p, Logger: logr.New(pmLog{w, e})}
+		RetryMinDelay: o.retryMin, RetryMaxDelay: o.retryMax, MaxDestroyAttempts: pmMaxAttempts, ShutdownTimeout: pmShutdown,
+		DryRun: o.dryRun, Observer: p, Logger: logr.New(pmLog{w, e}), Clock: e.clock}
 	if o.sandbox {
 		opts.SandboxExtractor, opts.SandboxProber, opts.Requeuer = p, p, p
 	}
@@ -1549,6 +1622,9 @@ func (w *pmWorld) start(e *pmEngine) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel, e.startCalled, e.running = cancel, true, true
+	for _, s := range e.sweeps {
+		s.shared = s.shared || !s.done
+	}
 	w.stale = nil // a new agent: only its own destroys are its promise
 	e.startedAt, e.lifecycle = w.now(), w.now()
 	w.mu.Unlock()
@@ -1590,9 +1666,11 @@ func (w *pmWorld) stop(e *pmEngine) {
 func (w *pmWorld) userTrack(e *pmEngine, pu ports.PU) {
 	w.mu.Lock()
 	w.addToSetLocked(pu)
-	if p, ok := w.set[pu.PUID]; ok && pu.SandboxID != "" && p.pu.SandboxID != pu.SandboxID && p.pu.Pod == pu.Pod {
+	if p, ok := w.set[pu.PUID]; ok && pu.SandboxID != "" && p.pu.SandboxID != pu.SandboxID && p.pu.Pod == pu.Pod &&
+		!e.obsLive[pu.PUID] && e.userTracking[pu.PUID] == 0 {
 		// An agent that tracks a PU with a sandbox has its PU belong to that sandbox now (Options.Inventory:
-		// the PU tracked keeps the sandbox it was tracked with, whatever a list says).
+		// the PU tracked keeps the sandbox it was tracked with, whatever a list says); not one the engine holds
+		// already: Track is insert-only, the PU keeps its first sandbox.
 		p.pu.SandboxID = pu.SandboxID
 		w.set[pu.PUID] = p
 	}
@@ -1645,10 +1723,10 @@ func (w *pmWorld) userUntrack(e *pmEngine, puid string) {
 	}
 }
 
-func (w *pmWorld) sweep(e *pmEngine, limit time.Duration) {
+func (w *pmWorld) sweep(e *pmEngine, limit time.Duration, cut int) {
 	w.mu.Lock()
 	s := &pmSweepRec{start: w.now(), startSeq: w.seq, slowAt: w.obsCount}
-	s.begun, s.queued = s.start, e.sweepsActive > 0
+	s.begun, s.queued, s.shared = s.start, e.sweepsActive > 0, e.running
 	s.clean = w.quietLocked() && w.lastFault < s.start
 	e.sweeps = append(e.sweeps, s)
 	e.sweepsActive++
@@ -1668,6 +1746,13 @@ func (w *pmWorld) sweep(e *pmEngine, limit time.Duration) {
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
+	if cut > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		e.clock.arm(cut, cancel)
+		defer e.clock.arm(0, nil)
+	}
 	e.c.Sweep(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -1677,6 +1762,9 @@ func (w *pmWorld) sweep(e *pmEngine, limit time.Duration) {
 	}
 	e.sweepsActive--
 	e.lastSweepEnd = s.end
+	if s.shared {
+		e.sharedSweepEnd = s.end
+	}
 	for _, o := range e.sweeps {
 		if !o.done && o.queued {
 			o.begun = s.end // it may begin now
@@ -1773,7 +1861,7 @@ func (w *pmWorld) checkTimed() {
 			base = max(base, e.listHoldEnd)
 		}
 		if e.running && !e.dead && !e.answered && e.listsInFlight > 0 &&
-			now > base+w.o.listTimeout()+time.Second+pmRetryMax+2*time.Second {
+			now > base+w.o.listTimeout()+time.Second+w.o.retryMax+2*time.Second {
 			w.violateLocked("12: the Inventory's list begun at %v hangs past its deadline of %v and no list follows it", e.listStart, w.o.listTimeout())
 			e.listStart = now // once
 		}
@@ -1977,7 +2065,7 @@ func (w *pmWorld) checkTimed() {
 	if w.o.sandbox && w.o.inventory && !w.o.dryRun {
 		for puid, at := range w.replacedAt {
 			base := max(at, w.lastFault, e.lifecycle, e.startedAt+w.o.listTimeout()+time.Second)
-			bound := base + w.o.interval + pmRetryMax + 3*time.Second
+			bound := base + w.o.interval + w.o.retryMax + 3*time.Second
 			if w.o.rate > 0 {
 				bound += time.Duration(float64(len(w.set)+len(e.calls)+w.o.burst+1) / w.o.rate * float64(time.Second))
 			}
@@ -1999,7 +2087,7 @@ func (w *pmWorld) checkTimed() {
 		if w.o.inventory {
 			base = max(base, e.startedAt+w.o.listTimeout()+time.Second)
 		}
-		bound := base + w.o.interval + pmRetryMax + 3*time.Second
+		bound := base + w.o.interval + w.o.retryMax + 3*time.Second
 		if w.o.rate > 0 && !w.o.dryRun {
 			k := len(gone) + w.o.burst + 1
 			for _, c := range e.calls {
@@ -2121,9 +2209,9 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 	case pmSweep:
 		w.mu.Unlock()
 		if op.async() {
-			w.goAsync("Sweep", func() { w.sweep(e, op.sweepLimit()) })
+			w.goAsync("Sweep", func() { w.sweep(e, op.sweepLimit(), op.sweepCut()) })
 		} else {
-			w.sweep(e, op.sweepLimit())
+			w.sweep(e, op.sweepLimit(), op.sweepCut())
 		}
 		return ""
 	case pmStart:
@@ -2314,7 +2402,7 @@ func runPromises(t *testing.T, mode uint16, data []byte) {
 	if left := w.asyncLeft(); len(left) > 0 && !w.failed() {
 		w.violate("9: never returned: %s", strings.Join(left, ", "))
 	}
-	w.advance(w.o.interval + pmRetryMax + 5*time.Second)
+	w.advance(w.o.interval + w.o.retryMax + 5*time.Second)
 	w.stop(w.cur)
 	w.advance(3 * time.Second)
 	if w.failed() {
