@@ -594,6 +594,7 @@ type pmEngine struct {
 	// going in, which every check waits for): when it began and ends; restored: EventRestored was told.
 	wedgeAt, wedgeEnd time.Duration
 	wedging, restored bool
+	begunAt           time.Duration // when the first list's answer, or failure, was told: its checks begin then (8d)
 	// listFailed: an EventListFailed was heard; a later list's answer is not the first list's (invariant 8).
 	listFailed bool
 	// Invariant 8c: an Observer hang on an event of the lists: when it began and ends (listHolding: one is in force).
@@ -1424,8 +1425,14 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 			e.lastVerdict[puid] = ev.Verdict
 		}
 	case deletion.EventListFailed:
+		if !e.listFailed && !e.restored {
+			e.begunAt = w.now()
+		}
 		e.listFailed = true
 	case deletion.EventRestored:
+		if !e.listFailed && !e.restored {
+			e.begunAt = w.now()
+		}
 		e.restored = true
 	case deletion.EventTracked:
 		if e.userTracking[puid] == 0 { // a list's
@@ -1923,7 +1930,7 @@ func (w *pmWorld) checkTimed() {
 			delete(e.queuedSince, st.PUID)
 		case !ok || !q.lastChecked.Equal(st.LastChecked):
 			e.queuedSince[st.PUID] = pmQueued{since: now, lastChecked: st.LastChecked}
-		case checksBegun && now-q.since >= w.o.checkTimeout+3*time.Second && checkTold < q.since:
+		case checksBegun && now-max(q.since, e.begunAt) >= w.o.checkTimeout+3*time.Second && checkTold < q.since:
 			stalled = st.PUID
 		}
 	}
@@ -2545,6 +2552,13 @@ func FuzzPromises(f *testing.F) {
 		flaky = append(flaky, op(pmFaultOp, 4*pmPortDestroy, pmFail), op(pmSweep, 0, 0), op(pmSweep, 0, 0))
 	}
 	f.Add(uint16(pmModeDryRun|pmModeDryRunner|pmModeSandbox), cat(flaky...))
+	// A Sweep early for a PU's retry (a minute's backoff), its context ending at each of the engine's Clock readings
+	// in turn, a destroy decided and its DestroyPU not called among them; Start follows: the retry stands
+	// (invariant 5).
+	for n := range 12 {
+		f.Add(uint16(pmModeLongRetry), cat(op(pmTrack, 0, 0), op(pmDelete, 0, 0), op(pmFaultOp, 4*pmPortDestroy, pmFail),
+			op(pmSweep, 0, 0), op(pmAdvance, 3, 0), op(pmSweep, 3+4*n, 0), op(pmAdvance, 3, 0), op(pmStart, 0, 0), op(pmAdvance, 6, 0)))
+	}
 	f.Fuzz(func(t *testing.T, mode uint16, data []byte) {
 		synctest.Test(t, func(t *testing.T) { runPromises(t, mode, data) })
 	})
