@@ -178,6 +178,16 @@ type record struct {
 // holdsRetryAfter reports whether r holds a retry (retryHeld) due after t: a Sweep's early turn is ahead of it.
 func (r *record) holdsRetryAfter(t int64) bool { return r.retryHeld != 0 && r.retryHeld > t }
 
+// retryStandsLocked returns the retry that r's turn was held ahead of (retryHeld) once the Sweep that took the turn
+// is over (0: none, or that Sweep still runs): the turn was that Sweep's alone, and only a Sweep tries a PU before its
+// retry.
+func (q *puQueue) retryStandsLocked(r *record, now int64) int64 {
+	if r.holdsRetryAfter(now) && !q.sweepingLocked(r.sweepGen) {
+		return r.retryHeld
+	}
+	return 0
+}
+
 // eventLine orders one PUID's events to the Observer: tickets were given (atomically, by checks without the lock),
 // told were told; held counts the checks holding a removed record of it. A PUID tracked again while the record before
 // may still tell shares its line (puQueue.untold).
@@ -701,10 +711,8 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 		if r.goneSince == 0 {
 			r.goneSince = now
 		}
-		if r.holdsRetryAfter(now) && !c.q.sweepingLocked(r.sweepGen) {
-			// A turn a Sweep took ahead of the PU's retry is that Sweep's alone: once it is over (the PU queued for
-			// that turn, or checked at it, as it ended), the retry stands. Only a Sweep tries a PU earlier.
-			o.retryAt = r.retryHeld
+		if at := c.q.retryStandsLocked(r, now); at != 0 { // the PU queued for that turn, or checked at it, as it ended
+			o.retryAt = at
 			return ev, false
 		}
 		r.lineRow = int8(v.Row)
@@ -809,8 +817,8 @@ func (q *puQueue) notCalledLocked(r *record, o *outcome, now int64, untracked bo
 	case untracked:
 	case r.waitFor == retrying && r.waitUntil > now:
 		retry = r.waitUntil
-	case r.holdsRetryAfter(now) && !q.sweepingLocked(r.sweepGen):
-		retry = r.retryHeld
+	default:
+		retry = q.retryStandsLocked(r, now)
 	}
 	queue := !untracked && retry == 0 && o.turn != 0
 	q.rate.giveBack(r.PUID, o.turn, queue)
