@@ -594,7 +594,7 @@ type pmEngine struct {
 	// going in, which every check waits for): when it began and ends; restored: EventRestored was told.
 	wedgeAt, wedgeEnd time.Duration
 	wedging, restored bool
-	begunAt           time.Duration // when the first list's answer, or failure, was told: its checks begin then (8d)
+	begunAt           time.Duration // when Start began, then the first list's answer, or failure, was told: checks begin then (8d)
 	// listFailed: an EventListFailed was heard; a later list's answer is not the first list's (invariant 8).
 	listFailed bool
 	// Invariant 8c: an Observer hang on an event of the lists: when it began and ends (listHolding: one is in force).
@@ -1633,7 +1633,7 @@ func (w *pmWorld) start(e *pmEngine) {
 		s.shared = s.shared || !s.done
 	}
 	w.stale = nil // a new agent: only its own destroys are its promise
-	e.startedAt, e.lifecycle = w.now(), w.now()
+	e.startedAt, e.lifecycle, e.begunAt = w.now(), w.now(), w.now()
 	w.mu.Unlock()
 	go func() {
 		err := e.c.Start(ctx)
