@@ -968,3 +968,43 @@ func TestEventRestoredCountsEachPUOnce(t *testing.T) {
 		}
 	}
 }
+
+// Options.Inventory and docs/sdk/restarts.md: "A sandbox replaced while the agent was down is thus destroyed as
+// changed (row 10, with the old sandbox), not adopted as if it had always been there." The agent, started again,
+// tracks a PU without its sandbox; the first list fails, and the PU's first check, before the list is retried,
+// records the sandbox the runtime runs now. The retried list then gives the sandbox the PU had before: the PU takes
+// it in place of the one its check recorded, and its next check destroys it as changed, with the old sandbox.
+func TestAListRetriedAfterAFirstCheckStillGivesTheSandboxFromBefore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := deletiontest.NewCluster()
+		a := cl.CreatePod(swKey("a"), "", "s-new") // its sandbox replaced while the agent was down
+		inv := deletiontest.NewInventory(ports.PU{PUID: a.PUID, Pod: a.Pod, SandboxID: "s-old"})
+		inv.FailNextLists(1, errors.New("the journal is not open yet"))
+		events := &deletiontest.Events{}
+		var pol deletiontest.Policy
+		c := deletiontest.NewEngine(t, cl, &pol, deletion.Options{Inventory: inv, SandboxExtractor: cl, Observer: events,
+			RetryMinDelay: 2 * time.Second, SweepInterval: time.Hour})
+		require.NoError(t, c.Track(ports.PU{PUID: a.PUID, Pod: a.Pod})) // as the informer tracks it: no sandbox
+		deletiontest.Start(t, c)                                        // its first list fails: the checks begin
+		c.TriggerPod(a.Pod)
+		synctest.Wait()
+		st := c.Status()
+		require.Len(t, st, 1)
+		require.Equal(t, 7, st[0].LastVerdict.Row, "its first check recorded the runtime's sandbox")
+		require.False(t, c.InventoryListed())
+
+		deletiontest.Advance(3 * time.Second) // the list retried, and answered
+		require.True(t, c.InventoryListed())
+		c.TriggerPod(a.Pod)
+		synctest.Wait()
+		destroyed := pol.Destroyed()
+		require.Len(t, destroyed, 1, "the PU of the sandbox from before is destroyed: %+v", c.Status())
+		assert.Equal(t, "s-old", destroyed[0].SandboxID)
+		assert.Equal(t, ports.ReasonSandboxChanged, destroyed[0].Reason)
+		var adopted []string
+		for _, ev := range events.Of(deletion.EventAdopted) {
+			adopted = append(adopted, ev.PU.SandboxID)
+		}
+		assert.Equal(t, []string{"s-new", "s-old"}, adopted, "the Observer hears the list's sandbox after the check's")
+	})
+}

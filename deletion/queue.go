@@ -157,6 +157,8 @@ type record struct {
 	vetoed           bool
 	listed           bool // tracked from the Inventory's list
 	adoptedNow       bool // its first check, still running, recorded a sandbox: a list's answer still counts (adoptListed)
+	// bare: tracked without a sandbox; one its checks recorded from the runtime gives way to a list's (adoptListed).
+	bare bool
 	// listedSandbox: the sandbox a list gave it while its first check ran, taken by the check (takeListed) or its
 	// release (listedAfterLocked).
 	listedSandbox string
@@ -223,7 +225,7 @@ func (q *puQueue) dropLineLocked(puid string, l *eventLine) {
 
 // newRecordLocked tracks pu in a new record, tracking until its EventTracked (whose ticket it returns) is told.
 func (q *puQueue) newRecordLocked(pu ports.PU, now int64) (*record, uint32) {
-	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1, state: tracking,
+	r := &record{PU: pu, trackedAt: now, lastRow: -1, heapIndex: -1, state: tracking, bare: pu.SandboxID == "",
 		phase: int32(fnv32a(pu.PUID) % uint32(q.wheel.phases))}
 	q.records[pu.PUID] = r // a record of its PUID leaving still is listed beside it until its end is told
 	if q.observed {
@@ -658,13 +660,10 @@ func (c *Engine) InventoryListed() bool {
 func (c *Engine) takeListed(r *record, o *outcome, pod *corev1.Pod) {
 	defer c.q.lock()()
 	sb := r.listedSandbox
-	if sb == "" || r.state == removed {
+	if sb == "" || r.state == removed || r.SandboxID != "" { // a sandbox a check recorded: replaced at the release
 		return
 	}
 	r.listedSandbox = ""
-	if r.SandboxID != "" {
-		return
-	}
 	r.SandboxID = sb
 	o.pu = r.PU
 	o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventAdopted, PU: r.PU}})
@@ -1027,9 +1026,10 @@ func (q *puQueue) oldestQueuedLocked() int64 {
 	return 0
 }
 
-// adoptListed gives the sandbox listed for pu to the record of the same PU if it has none, and no check recorded one
-// (see Options.Inventory), by the rule of ports.PU.WithRecordedSandbox. It reports whether it gave a sandbox to a PU tracked
-// before the list (restored): one the list tracked itself, listed twice, is restored once.
+// adoptListed gives the sandbox listed for pu to the record of the same PU tracked without one, in place of any its
+// checks recorded from the runtime (see Options.Inventory), by the rule of ports.PU.WithRecordedSandbox. It reports
+// whether it gave a sandbox to a PU tracked before the list (restored): one the list tracked itself, listed twice, is
+// restored once.
 func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	c.q.mu.Lock()
 	e := c.q.records[pu.PUID]
@@ -1037,19 +1037,23 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	var tracked ports.PU              // without the sandbox its running first check recorded
 	if e != nil {
 		tracked = e.PU
-		if e.adoptedNow {
-			tracked.SandboxID = ""
+		if e.adoptedNow || e.bare {
+			tracked.SandboxID = "" // what its checks recorded from the runtime gives way to the list's
 		}
 	}
 	switch {
-	case e == nil || gone || e.lastRow >= 0 && tracked.SandboxID != "" || tracked.WithRecordedSandbox(pu) == tracked:
-		// A check that recorded a sandbox keeps it; one that recorded none (no ready sandbox yet) learned nothing
-		// against the one listed, which the PU's policy engine may hold.
+	case e == nil || gone || tracked.WithRecordedSandbox(pu) == tracked:
+		// A sandbox Track gave is the PU's (insert-only); a list that recorded none learned nothing against the one
+		// a check recorded.
 	case e.state == checking:
 		restored = !e.listed && e.listedSandbox == "" // listed twice, restored once
 		e.listedSandbox = pu.SandboxID                // taken by its first check, or its release
+	case e.SandboxID == pu.SandboxID: // a check recorded the same
 	case e.state == idle || e.state == queued || e.state == tracking || e.state == retrying || e.state == turnWaiting:
-		e.PU = e.PU.WithRecordedSandbox(pu)
+		if e.SandboxID != "" && e.adopted == "" {
+			e.adopted = e.SandboxID // its last check's, for its LastVerdict
+		}
+		e.PU = tracked.WithRecordedSandbox(pu)
 		snapshot, t := e.PU, c.q.ticketLocked(e)
 		c.q.mu.Unlock()
 		c.tellListed(e, t, snapshot)
