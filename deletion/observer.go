@@ -64,8 +64,10 @@ const (
 	// EventTracked: a new entry is tracked (by Track, or restored from the Inventory).
 	EventTracked EventKind = iota + 1
 	// EventChecked: a check finished; Verdict is the check's verdict and CheckDuration the check's length. The verdict
-	// is carried out unless Untrack ended the PU during the check: its EventUntracked was told first, and a Destroy or
-	// an Adopt then moves nothing (no EventDestroyed or EventAdopted follows). Err
+	// is carried out unless Untrack ended the PU during the check (its EventUntracked was told first, and a Destroy or
+	// an Adopt then moves nothing: no EventDestroyed or EventAdopted follows), or the check's context ended before
+	// DestroyPU was called (Start stopping, a Sweep's context ending): no event follows, and the PU waits as it did
+	// before the check, for its retry, its turn or its next check. Err
 	// holds the failures of its ports, if any (errors.Join): the one that kept the PU (GetPod, the sandbox port, the
 	// SandboxProber, a confirmer), a failed DestroyPU (told by EventDestroyFailed too). The Requeuer is called after
 	// the check, off the workers: its failures are logged and summed up, and told by no Event.
@@ -74,7 +76,8 @@ const (
 	EventGetFailed
 	// EventDestroyed: DestroyPU succeeded and the PU is no longer tracked; Reason, DestroyDelay and DestroyCalls are set.
 	EventDestroyed
-	// EventDestroyFailed: DestroyPU failed; Reason, DestroyCalls, Err and Next are set. An EventAbandoned follows after
+	// EventDestroyFailed: DestroyPU failed; Reason, DestroyCalls, Err and Next (zero when no retry comes: its last
+	// attempt, a permanent error, or Untrack ended the PU meanwhile) are set. An EventAbandoned follows after
 	// the last attempt.
 	EventDestroyFailed
 	// EventAbandoned: the PU is no longer tracked, without a successful destroy, after its last failed attempt or a

@@ -177,14 +177,19 @@ type record struct {
 	retryHeld int64
 }
 
-// holdsRetryAfter reports whether r holds a retry (retryHeld) due after t: a Sweep's early turn is ahead of it.
-func (r *record) holdsRetryAfter(t int64) bool { return r.retryHeld != 0 && r.retryHeld > t }
+// holdRetryLocked records on r, whose place in the rate's line the running Sweep waits for, the retry due that
+// place is ahead of (0: none), for the Sweep's end to give back (endSweepLocked).
+func (q *puQueue) holdRetryLocked(r *record, due int64) {
+	if r.retryHeld = due; due != 0 {
+		q.sweep.held = append(q.sweep.held, r)
+	}
+}
 
-// retryStandsLocked returns the retry that r's turn was held ahead of (retryHeld) once the Sweep that took the turn
-// is over (0: none, or that Sweep still runs): the turn was that Sweep's alone, and only a Sweep tries a PU before its
-// retry.
-func (q *puQueue) retryStandsLocked(r *record, now int64) int64 {
-	if r.holdsRetryAfter(now) && !q.sweepingLocked(r.sweepGen) {
+// heldRetryLocked returns the retry that r's place in the rate's line was taken ahead of (retryHeld), once the Sweep
+// that took the place is over (0: none, or that Sweep still runs): the place was that Sweep's alone, and only a Sweep
+// tries a PU before its retry. The retry stands, due or not: once due, it takes a place at the back of the line.
+func (q *puQueue) heldRetryLocked(r *record) int64 {
+	if r.retryHeld != 0 && !q.sweepingLocked(r.sweepGen) {
 		return r.retryHeld
 	}
 	return 0
@@ -417,7 +422,7 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	switch {
 	case r.waitFor == retrying && r.waitUntil > o.end:
 		retryDue = r.waitUntil
-	case r.waitFor == turnWaiting && r.holdsRetryAfter(o.end):
+	case r.waitFor == turnWaiting && r.retryHeld != 0:
 		retryDue = r.retryHeld
 	}
 	r.retryHeld = 0
@@ -432,7 +437,7 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 			q.setWaitLocked(r, retrying, retryDue)
 		}
 	case o.turnAt != 0:
-		r.retryHeld = retryDue // the Sweep waits for its turn; its end gives back the retry
+		q.holdRetryLocked(r, retryDue) // the Sweep waits for its turn; its end gives back the retry
 		at := o.turnAt
 		if r.waitFor == turnWaiting && r.waitUntil > o.end {
 			at = min(at, r.waitUntil) // it keeps its place: a new estimate only brings its turn nearer
@@ -441,7 +446,7 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	case r.waitFor == retrying && r.waitUntil > o.end && (o.verdict.Action == Destroy || nothing):
 		// A Sweep's early check that destroyed nothing, and did not see the pod alive: the retry stays.
 	case keepsPlace: // its place, or its turn come, the next tick; and the retry a Sweep's turn is held ahead of
-		r.retryHeld = retryDue
+		q.holdRetryLocked(r, retryDue)
 		q.setWaitLocked(r, turnWaiting, max(r.waitUntil, q.wheel.onTick(o.end+1)))
 	default:
 		q.setWaitLocked(r, idle, 0)
@@ -710,9 +715,12 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 		if r.goneSince == 0 {
 			r.goneSince = now
 		}
-		if at := c.q.retryStandsLocked(r, now); at != 0 { // the PU queued for that turn, or checked at it, as it ended
-			o.retryAt = at
-			return ev, false
+		if at := c.q.heldRetryLocked(r); at != 0 { // the PU queued for that turn, or checked at it, as it ended
+			c.q.leaveLineLocked(r)
+			if r.retryHeld = 0; at > now {
+				o.retryAt = at
+				return ev, false
+			}
 		}
 		r.lineRow = int8(v.Row)
 		if !c.q.rate.limited() {
@@ -816,8 +824,8 @@ func (q *puQueue) notCalledLocked(r *record, o *outcome, now int64, untracked bo
 	case untracked:
 	case r.waitFor == retrying && r.waitUntil > now:
 		retry = r.waitUntil
-	default:
-		retry = q.retryStandsLocked(r, now)
+	case q.heldRetryLocked(r) != 0:
+		retry = max(r.retryHeld, now)
 	}
 	queue := !untracked && retry == 0 && o.turn != 0
 	q.rate.giveBack(r.PUID, o.turn, queue)
@@ -827,9 +835,7 @@ func (q *puQueue) notCalledLocked(r *record, o *outcome, now int64, untracked bo
 		o.turnAt = now // at its place, its turn at hand again
 	case retry != 0:
 		o.retryAt = retry
-	default:
-		o.retryAt = now
-	}
+	} // else it waits for nothing, as before the check: its next periodic check
 	if o.turn != 0 {
 		q.nudgeLineLocked(now, now)
 	}

@@ -90,8 +90,10 @@ var (
 	// ErrNotRunning: Start has not been called, or is stopping (its context is done) or has returned; Track once
 	// Start's context is done wraps it.
 	ErrNotRunning = errors.New("deletion: engine not running")
-	// ErrBehind: a queued check has waited more than three SweepIntervals (ReadinessCheck), or a check due as long ago
-	// is not queued yet (both).
+	// ErrBehind: a queued check has waited more than three SweepIntervals (ReadinessCheck), or (both) a check due as
+	// long ago is not queued yet, no PU of the first list's answer has gone in for as long, or the Observer has not
+	// returned for as long from an event of the Inventory's lists: the last three are a scheduler or an Observer (a
+	// journal) that no longer moves, not load.
 	ErrBehind = errors.New("deletion: checks fall behind")
 	// ErrWorkersStuck: every one of the Workers slots is held by a check stuck in a port past its deadline, whoever ran
 	// it.
@@ -108,8 +110,9 @@ func (c *Engine) HealthCheck(req *http.Request) error { return c.ReadinessCheck(
 // a check due three SweepIntervals ago (and since Start began, and its first list's deadline) is not queued yet, when
 // the first list answered and no PU of its answer has gone in for three SweepIntervals (the Observer blocks: no check
 // begins before they are in), when the Observer has not returned for three SweepIntervals from an event of the
-// Inventory's lists (EventListFailed, EventRestored: no list is retried until it does), and when every Workers slot is held by a check stuck in a port past its deadline. Being behind does not fail it (a
-// restart would only add a relist to the load: see ReadinessCheck), nor being before Start. Serve it on /healthz:
+// Inventory's lists (EventListFailed, EventRestored: no list is retried until it does), and when every Workers slot is held by a check stuck in a port past its deadline. A queue that is long but moves does not
+// fail it (a restart would only add a relist to the load: see ReadinessCheck), nor being before Start. Its errors wrap
+// ErrNotRunning, ErrBehind (a scheduler, a list's answer or the Observer that no longer moves) or ErrWorkersStuck. Serve it on /healthz:
 // mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck). It reads a few fields, whatever the number of PUs.
 func (c *Engine) LivenessCheck(_ *http.Request) error { return c.healthErr(false) }
 

@@ -11,6 +11,7 @@ type sweepRun struct {
 	gen         uint32
 	left, lanes int
 	owed        []*record
+	held        []*record // those it took a place for ahead of a retry (record.retryHeld), queued for it or not
 	done, nudge chan struct{}
 }
 
@@ -23,7 +24,7 @@ func (q *puQueue) beginSweepLocked(now int64) (gen uint32, done, nudge chan stru
 	w := &q.sweep
 	w.gen = max(w.gen+1, 1) // 0 stands for Start's workers (see work)
 	gen, done, nudge = w.gen, make(chan struct{}), make(chan struct{}, 1)
-	w.done, w.nudge, w.left, w.lanes, w.owed = done, nudge, len(q.records), 0, nil
+	w.done, w.nudge, w.left, w.lanes, w.owed, w.held = done, nudge, len(q.records), 0, nil, nil
 	for _, r := range q.records {
 		r.sweepGen, r.sweep = gen, sweepNext
 		q.queueLocked(r, bySweep, now)
@@ -77,15 +78,15 @@ func (q *puQueue) sweepingLocked(gen uint32) bool {
 func (q *puQueue) endSweepLocked() {
 	if w := &q.sweep; w.done != nil {
 		now := q.now()
-		for _, r := range w.owed {
-			if r.sweep == sweepTurn && r.sweepGen == w.gen && (r.state == turnWaiting || r.state == queued) && r.holdsRetryAfter(now) {
+		for _, r := range w.held {
+			if r.sweep == sweepTurn && r.sweepGen == w.gen && (r.state == turnWaiting || r.state == queued) && r.retryHeld != 0 {
 				q.setWaitLocked(r, retrying, r.retryHeld) // leaves the line
 				r.state, r.retryHeld, r.sweep = retrying, 0, notSwept
 				q.wheel.schedule(r, now)
 			}
 		}
 		close(w.done)
-		w.done, w.nudge, w.left, w.lanes, w.owed = nil, nil, 0, 0, nil
+		w.done, w.nudge, w.left, w.lanes, w.owed, w.held = nil, nil, 0, 0, nil, nil
 		q.ready.cond.Broadcast() // its own goroutines stop
 	}
 }

@@ -7,6 +7,7 @@ package deletion_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -185,6 +186,136 @@ func TestASweepEndedAsItsTurnsCheckFailsLeavesTheRetryAndTheLine(t *testing.T) {
 				assert.Equal(t, "waiting for a retry", s.State, "A waits for its retry")
 				assert.Equal(t, failed.Add(5*time.Minute), s.NextAttempt, "at its backoff")
 			}
+		}
+	})
+}
+
+// EventChecked: a verdict is not carried out when "the check's context ended before DestroyPU was called: ... the PU
+// waits as it did before the check". A PU that waited for nothing is not counted as waiting for a retry
+// (Backlog.Retrying): no destroy failed; its next check destroys it.
+func TestASweepCutBeforeAFirstDestroyLeavesThePUAsItWas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &cutGetter{clk: &cutClock{}}
+		events := &deletiontest.Events{}
+		var pol deletiontest.Policy
+		e := deletiontest.NewEngine(t, g, &pol, deletion.Options{Clock: g.clk, Observer: events})
+		p := swPU("a")
+		require.NoError(t, e.Track(p))
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		g.armCut(p.Pod, cancel)
+		e.Sweep(ctx)
+		assert.Zero(t, pol.CallCount())
+		st := e.Status()
+		require.Len(t, st, 1)
+		assert.Equal(t, "idle", st[0].State, "it waits for its next check, as before")
+		assert.Zero(t, st[0].Attempts)
+		assert.True(t, st[0].NextAttempt.IsZero())
+		assert.Zero(t, e.Backlog().Retrying, "no destroy failed")
+		assert.Zero(t, events.Count(deletion.EventDestroyFailed))
+
+		e.Sweep(t.Context())
+		assert.Equal(t, 1, pol.CallCount(), "the next check destroys it")
+	})
+}
+
+// Options.DestroyRate: "A failed destroy used its turn: its retry, its backoff over, takes a place at the back of
+// the line". A Sweep took a place for A ahead of A's retry; A's backoff ends, B is found to go meanwhile, and the
+// Sweep ends before A's turn, having tried nothing: the place was the Sweep's alone, and A's retry goes behind B, as
+// it does with no Sweep.
+func TestAPlaceASweepTookAheadOfARetryDueSinceGoesBack(t *testing.T) {
+	for _, sweep := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no Sweep", true: "a Sweep that ends before the turn"}[sweep], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				live := map[string]bool{"a": true, "b": true}
+				var mu sync.Mutex
+				g := ports.PodGetterFunc(func(_ context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if live[k.Name] {
+						return swAlive(k), nil
+					}
+					return nil, ports.ErrPodNotFound
+				})
+				gone := func(name string) { mu.Lock(); delete(live, name); mu.Unlock() }
+				var pol deletiontest.Policy
+				e := deletiontest.NewEngine(t, g, &pol, deletion.Options{DestroyRate: 0.1, Workers: 1, SweepInterval: time.Hour,
+					RetryMinDelay: 3 * time.Second, RetryMaxDelay: 3 * time.Second})
+				a, b := swPU("a"), swPU("b")
+				require.NoError(t, e.Track(a))
+				require.NoError(t, e.Track(b))
+				deletiontest.Start(t, e)
+				deletiontest.Advance(time.Second)
+				t0 := time.Now() // A's failure
+				pol.FailNext(1, errors.New("policy engine restarting"))
+				gone("a")
+				e.TriggerPod(a.Pod)
+				deletiontest.Advance(time.Second) // A's destroy failed at t0 (its burst turn): its retry at t0+3
+				done := make(chan struct{})
+				if sweep {
+					ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second) // ends at t0+4, before A's turn
+					defer cancel()
+					go func() { e.Sweep(ctx); close(done) }() // takes a place for A, its turn at t0+10
+				} else {
+					close(done)
+				}
+				deletiontest.Advance(time.Second) // t0+2: B is found to go
+				gone("b")
+				e.TriggerPod(b.Pod)
+				deletiontest.Advance(2 * time.Second)
+				<-done
+				deletiontest.Advance(time.Minute)
+				var order []string
+				for _, c := range pol.Calls()[1:] {
+					order = append(order, c.Event.Pod.Name)
+				}
+				assert.Equal(t, []string{"b", "a"}, order, "A's retry, due at t0+3, goes behind B, in line since t0+2")
+				if calls := pol.Calls(); len(calls) == 3 {
+					assert.GreaterOrEqual(t, calls[2].At.Sub(t0), 3*time.Second, "not before A's backoff")
+				}
+			})
+		})
+	}
+}
+
+// Options.RetryMinDelay: "a Sweep whose context ends before it calls DestroyPU tried nothing: the retry stands". A
+// Sweep took a place for A ahead of A's retry, and queued A at its turn while its only worker was held by B's hung
+// read; it ends there. The place was the Sweep's alone, queued or not: A waits for its retry, counted so.
+func TestASweepsEndGivesBackAPlaceItQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hang := make(chan struct{})
+		var hangB atomic.Bool
+		g := ports.PodGetterFunc(func(_ context.Context, k types.NamespacedName) (*corev1.Pod, error) {
+			if k.Name == "b" && hangB.Load() {
+				<-hang
+			}
+			return nil, ports.ErrPodNotFound
+		})
+		var pol deletiontest.Policy
+		pol.FailNext(2, errors.New("policy engine down"))
+		e := deletiontest.NewEngine(t, g, &pol, deletion.Options{Workers: 1, DestroyRate: 0.1, DestroyBurst: 2, CheckTimeout: time.Minute,
+			RetryMinDelay: 30 * time.Second, RetryMaxDelay: 30 * time.Second})
+		a, b := swPU("a"), swPU("b")
+		require.NoError(t, e.Track(a))
+		require.NoError(t, e.Track(b))
+		e.Sweep(t.Context()) // both destroys fail at the burst's turns: retries 30 s on
+		t0 := time.Now()
+		require.Equal(t, 2, e.Backlog().Retrying)
+
+		time.Sleep(2 * time.Second)
+		hangB.Store(true)
+		ctx, cancel := context.WithTimeout(t.Context(), 8500*time.Millisecond) // A's turn at t0+10, queued; ends at t0+10.5
+		defer cancel()
+		e.Sweep(ctx)
+		close(hang)
+		synctest.Wait()
+		assert.Equal(t, 2, pol.CallCount(), "the Sweep tried nothing")
+		bl := e.Backlog()
+		assert.Equal(t, 2, bl.Retrying, "both wait for their retries")
+		assert.Zero(t, bl.RateLimited)
+		for _, s := range e.Status() {
+			assert.Equal(t, "waiting for a retry", s.State, s.PUID)
+			assert.Equal(t, t0.Add(30*time.Second), s.NextAttempt, "%s: its retry stands", s.PUID)
 		}
 	})
 }

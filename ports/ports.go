@@ -53,6 +53,11 @@ type SandboxProber interface {
 
 // PolicyHandler destroys processing units in the policy engine.
 //
+// DestroyPU destroys the PU of ev.SandboxID when one is known: a PU
+// destroyed for its sandbox (ReasonSandboxChanged, ReasonSandboxDead) is of
+// a pod that lives on, whose new sandbox's PU, under the same PUID, the
+// agent may have made already and must keep.
+//
 // DestroyPU must be idempotent: destroying a PU the policy engine does not
 // know (never created, or destroyed already, say before the agent
 // restarted) must succeed, or answer an error wrapped with Permanent. A

@@ -16,4 +16,4 @@
 //	go test ./...
 package main
 
-//go:generate go run go.uber.org/mock/mockgen@v0.6.0 -destination=portsmock/ports.go -package=portsmock github.com/podsweeper/podsweeper/ports PodGetter,SandboxExtractor,SandboxProber,PolicyHandler,Requeuer,Inventory
+//go:generate go run go.uber.org/mock/mockgen@v0.6.0 -destination=portsmock/ports.go -package=portsmock github.com/podsweeper/podsweeper/ports PodGetter,SandboxExtractor,SandboxProber,PolicyHandler,DryRunner,Requeuer,Inventory
