@@ -453,13 +453,15 @@ type choice struct {
 	none bool // the pod has only sandboxes given up on
 }
 
-// before reports whether x comes before y in ListPUs' order: of two dead sandboxes, one no DEL failed on first.
+// before reports whether x comes before y in ListPUs' order: a sandbox a DEL failed on after the pod's others but its
+// ready one, so that it holds none of them; then by what decide tells (dead, unknown, being created, ready), oldest
+// first.
 func (x choice) before(y choice) bool {
+	if x.failing != y.failing && x.rank != stateReady && y.rank != stateReady {
+		return !x.failing
+	}
 	if x.rank != y.rank {
 		return x.rank < y.rank
-	}
-	if x.rank == stateDead && x.failing != y.failing {
-		return !x.failing
 	}
 	if !x.created.Equal(y.created) {
 		return x.created.Before(y.created)
@@ -908,18 +910,18 @@ func keptGone(vs []verdict, ev ports.DestroyEvent) error {
 // are the verdicts on the pod's sandboxes, the cache's and those the
 // Runtime alone lists.
 func belongs(s skipped, ev ports.DestroyEvent, changed bool, all []verdict) bool {
+	named := func(id string) bool { return id != "" && strings.Contains(s.File, "-"+id+"-") } // by its file's name
 	switch {
-	case s.PodUID != "":
-		return s.PodUID == ev.PUID && (!changed || s.ContainerID == ev.SandboxID)
+	case s.PodUID != "": // of the PU's sandbox: its container, or, unread, its file's name
+		return s.PodUID == ev.PUID && (!changed || s.ContainerID == ev.SandboxID || s.ContainerID == "" && named(ev.SandboxID))
 	case s.ContainerID != "":
 		return false // read, and of no pod
 	case changed:
-		return ev.SandboxID != "" && strings.Contains(s.File, "-"+ev.SandboxID+"-")
+		return named(ev.SandboxID)
 	}
 	// A gone pod's: of one of its sandboxes, as the cache or the Runtime tells them, or of the PU's own sandbox
 	// (its only entry may be the unreadable one).
-	return ev.SandboxID != "" && strings.Contains(s.File, "-"+ev.SandboxID+"-") ||
-		slices.ContainsFunc(all, func(v verdict) bool { return v.ID != "" && strings.Contains(s.File, "-"+v.ID+"-") })
+	return named(ev.SandboxID) || slices.ContainsFunc(all, func(v verdict) bool { return named(v.ID) })
 }
 
 // del DELs one attachment with its cached config, arguments and

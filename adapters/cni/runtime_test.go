@@ -344,3 +344,36 @@ func TestASandboxWhoseDELFailsHoldsNoLaterDeadOne(t *testing.T) {
 	require.Equal(t, "s1", listedWith(), "the one dead sandbox left, retried")
 	require.True(t, c.exists(s3), "the current one is kept")
 }
+
+// examples/cni-gc/README.md: "one whose DEL keeps failing is passed over for the later ones, and tried again after
+// them" — the later ones not only dead: a live pod runs in s3; the runtime lists s1 stopped, whose DEL always fails,
+// and does not list s2, created after it, whose namespace tells nothing (row 6 frees it: the pod has a newer one).
+// Once s1's DEL failed, the pod is listed with s2, which is freed; then with s1 again.
+func TestASandboxWhoseDELFailsHoldsNoLaterOneOfAnyState(t *testing.T) {
+	c := newCacheDir(t)
+	now := time.Now()
+	s1 := c.write(entry{network: "old", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: 3 * time.Hour,
+		config: `{"cniVersion":"1.1.0","name":"old","plugins":[{"type":"removed-plugin"}]}`})
+	s2 := c.write(entry{network: "podnet", sandbox: "s2", uid: "u1", namespace: "ns", name: "pod-u1", age: 2 * time.Hour})
+	s3 := c.write(entry{network: "podnet", sandbox: "s3", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+	rt := &listedRuntime{}
+	rt.set(nil, listed("s1", "u1", false, now.Add(-3*time.Hour)), listed("s3", "u1", true, now.Add(-time.Hour)))
+	coll := c.collectorWith(rt, 0)
+	listedWith := func() string {
+		pus, err := coll.ListPUs(t.Context())
+		require.NoError(t, err)
+		require.Len(t, pus, 1)
+		return pus[0].SandboxID
+	}
+	changed := func(sb string) error {
+		return coll.DestroyPU(t.Context(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: sb, Reason: ports.ReasonSandboxChanged})
+	}
+	require.Equal(t, "s1", listedWith(), "the dead one first")
+	require.Error(t, changed("s1"), "its plugin is gone")
+	require.Equal(t, "s2", listedWith(), "the later one, not dead, past the one whose DEL failed")
+	require.NoError(t, changed("s2"))
+	require.False(t, c.exists(s2), "freed")
+	require.Equal(t, "s1", listedWith(), "the one left but the current, retried")
+	require.True(t, c.exists(s1))
+	require.True(t, c.exists(s3), "the current one is kept")
+}
