@@ -531,7 +531,7 @@ func TestDestroyPUOfAChangedSandboxAnswersItsUnreadableEntry(t *testing.T) {
 			good := c.write(entry{network: "net2", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
 			m := map[string]any{"kind": "cniCacheV1", "ifName": "eth0", "networkName": "net1",
 				"cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "ns"}, {"K8S_POD_NAME", "pod-u1"}, {"K8S_POD_UID", "u1"}},
-				"config": []byte(`{"cniVersion":"1.1.0","name":"net1","plugins":[{"type":"logger"}]}`), "result": map[string]any{"cniVersion": "1.1.0"}}
+				"config":  []byte(`{"cniVersion":"1.1.0","name":"net1","plugins":[{"type":"logger"}]}`), "result": map[string]any{"cniVersion": "1.1.0"}}
 			if id != nil {
 				m["containerId"] = id
 			}
