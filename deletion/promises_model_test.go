@@ -1961,9 +1961,11 @@ func (w *pmWorld) checkTimed() {
 	w.inventoryListedLocked(e, inventoryListed, sts)
 	// Backlog.OldestGoneSince is zero when no PU waits for a destroy: with every PU idle, before and after, and
 	// none checked in between, none waits for a retry or a turn, and none is being destroyed; one whose last check
-	// failed may wait still (found to go, then a read that learned nothing).
+	// failed may wait still (found to go, then a read that learned nothing), or decided a destroy its context cut.
 	if backlog.Retrying == 0 && backlog.RateLimited == 0 && !backlog.OldestGoneSince.IsZero() && len(sts) == len(sts2) &&
-		!slices.ContainsFunc(sts, func(st deletion.PUStatus) bool { return st.State != "idle" || st.LastErr != nil }) &&
+		!slices.ContainsFunc(sts, func(st deletion.PUStatus) bool {
+			return st.State != "idle" || st.LastErr != nil || st.LastVerdict.Action == deletion.Destroy // a cut check's
+		}) &&
 		slices.EqualFunc(sts, sts2, func(a, b deletion.PUStatus) bool {
 			return a.PUID == b.PUID && a.LastChecked.Equal(b.LastChecked) && a.State == b.State
 		}) {

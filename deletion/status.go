@@ -163,7 +163,8 @@ type Backlog struct {
 	// RateLimited is how many PUs wait for their turn under DestroyRate.
 	RateLimited int
 	// OldestGoneSince is since when the oldest PU found to go has waited for its destroy; zero when none waits. A
-	// check that learns nothing (its pod's read fails) does not end the wait: the PU was not seen alive.
+	// check that learns nothing (its pod's read fails) does not end the wait: the PU was not seen alive; nor one whose
+	// context ended before DestroyPU was called (its verdict, a destroy, not carried out).
 	OldestGoneSince time.Time
 	// OldestQueuedSince is since when the oldest queued check has waited for a worker; zero when none waits. A slow
 	// drain shows here first.
