@@ -63,9 +63,14 @@ type forbiddenError struct {
 }
 
 func (e *forbiddenError) Error() string {
+	if e.verb == "impersonate" && e.resource == "serviceaccounts" {
+		return fmt.Sprintf("forbidden: you may not impersonate serviceaccounts %q in namespace %s (--as): the programs' charts grant "+
+			"no impersonation; a Role of namespace %s that grants impersonate on serviceaccounts, bound to you, does", e.name, e.namespace, e.namespace)
+	}
 	if e.verb == "impersonate" {
 		return fmt.Sprintf("forbidden: you may not impersonate %s %q (%s): the programs' charts grant no impersonation; "+
-			"a ClusterRole that grants impersonate on %s, bound to you, does", e.resource, e.name, impersonationFlags[e.resource], e.resource)
+			"a ClusterRole that grants impersonate on %s%s, bound to you, does", e.resource, e.name, impersonationFlags[e.resource], e.resource,
+			impersonationGroups[e.resource])
 	}
 	where := "in namespace " + e.namespace
 	if e.namespace == "" {
@@ -80,6 +85,9 @@ func (e *forbiddenError) Error() string {
 var impersonationFlags = map[string]string{
 	"users": "--as", "groups": "--as-group", "uids": "--as-uid", "userextras": "the kubeconfig's as-user-extra",
 }
+
+// impersonationGroups names the API group of a resource of impersonation outside the core group.
+var impersonationGroups = map[string]string{"uids": " in API group authentication.k8s.io", "userextras": " in API group authentication.k8s.io"}
 
 // clusterRole names the ClusterRole of the charts that grants reading
 // pods and Events.
@@ -136,18 +144,23 @@ func (c *cluster) portForward(ctx context.Context, namespace, name string, port 
 func (c *cluster) forbidden(ctx context.Context, st *metav1.Status, verb, resource, namespace, name, role string) *forbiddenError {
 	imp := c.config.Impersonate
 	var asked []authorizationv1.ResourceAttributes
-	if imp.UserName != "" {
+	// As the API server's impersonation filter asks them: a service account's user as its serviceaccounts object, a
+	// UID and a user extra in the group authentication.k8s.io.
+	if ns, sa, ok := serviceAccountOf(imp.UserName); ok {
+		asked = append(asked, authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "serviceaccounts", Namespace: ns, Name: sa})
+	} else if imp.UserName != "" {
 		asked = append(asked, authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "users", Name: imp.UserName})
 	}
 	for _, g := range imp.Groups {
 		asked = append(asked, authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "groups", Name: g})
 	}
 	if imp.UID != "" {
-		asked = append(asked, authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "uids", Name: imp.UID})
+		asked = append(asked, authorizationv1.ResourceAttributes{Verb: "impersonate", Group: "authentication.k8s.io", Resource: "uids", Name: imp.UID})
 	}
 	for _, k := range slices.Sorted(maps.Keys(imp.Extra)) {
 		for _, v := range imp.Extra[k] {
-			asked = append(asked, authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "userextras", Subresource: k, Name: v})
+			asked = append(asked, authorizationv1.ResourceAttributes{Verb: "impersonate", Group: "authentication.k8s.io", Resource: "userextras",
+				Subresource: k, Name: v})
 		}
 	}
 	if len(asked) > 0 {
@@ -158,7 +171,7 @@ func (c *cluster) forbidden(ctx context.Context, st *metav1.Status, verb, resour
 				allowed, reviewed = review(ctx, self, a)
 			}
 			if (reviewed && !allowed) || (!reviewed && statusNames(st, a.Resource, a.Name)) {
-				return &forbiddenError{verb: "impersonate", resource: a.Resource, name: a.Name}
+				return &forbiddenError{verb: "impersonate", resource: a.Resource, name: a.Name, namespace: a.Namespace}
 			}
 		}
 	}
@@ -169,6 +182,16 @@ func (c *cluster) forbidden(ctx context.Context, st *metav1.Status, verb, resour
 		return &forbiddenError{verb: verb, resource: resource, namespace: namespace, role: role}
 	}
 	return nil
+}
+
+// serviceAccountOf splits a service account's user name, system:serviceaccount:NAMESPACE:NAME.
+func serviceAccountOf(user string) (namespace, name string, ok bool) {
+	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
+	if !ok {
+		return "", "", false
+	}
+	namespace, name, ok = strings.Cut(rest, ":")
+	return namespace, name, ok && namespace != "" && name != "" && !strings.Contains(name, ":")
 }
 
 // review asks the API server whether the user of cs may do a: allowed, and
@@ -487,6 +510,7 @@ func (c *cluster) report(ctx context.Context, now time.Time) (*Report, error) {
 // is where the pod ran, for a pod that is gone.
 func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node string, now time.Time) (*PodExplanation, error) {
 	var notes []string
+	began := time.Now()
 	earlier := map[string][]earlierPU{} // the PUs an earlier round read, by PUID, one per program that held it
 	for round := 1; ; round++ {
 		x, again, err := c.explainRound(ctx, namespace, name, uid, node, now, round == maxRounds, earlier)
@@ -494,6 +518,7 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 			return nil, err
 		}
 		if again == nil {
+			x.EventsAt = now.Add(time.Since(began)) // your clock when its Events were read, after the programs
 			x.Warnings = append(notes, x.Warnings...)
 			x.Unasked = append(x.Unasked, gone(x, earlier)...)
 			return x, nil
@@ -1044,7 +1069,7 @@ func eventOf(e corev1.Event) Event {
 	if e.Series != nil && int(e.Series.Count) > count {
 		count = int(e.Series.Count)
 	}
-	if count == 1 || last.Equal(t) { // a last time before the first is told too: the poster's clock stepped back between
+	if count == 1 { // a last time before the first, or the same, is told too: the poster's clock stepped back between
 		last = time.Time{}
 	}
 	regarding := e.InvolvedObject.Kind + "/"

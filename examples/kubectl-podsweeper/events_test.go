@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -344,5 +345,34 @@ func TestEventSeriesOfALivePod(t *testing.T) {
 	t.Log(out)
 	if !strings.Contains(out, "5m0s ago  Normal PUDestroyed, regarding Pod/apps/web (3 times, the last 3m0s ago; the note is the first's): SandboxChanged") {
 		t.Error("series not told")
+	}
+}
+
+// explain.md: "Events are told from your clock (as kubectl get events tells them): a step of the program's clock
+// since, or a skew between it and yours, moves them by as much, beside the pages' times". With every clock agreeing,
+// a PU checked and its Event written at the same moment are told as old as each other, though the program took 3 s
+// to answer: the Events are read after the programs, and told from then.
+func TestAnEventIsToldAsOldAsAPageTimeOfTheSameMoment(t *testing.T) {
+	now := time.Now().UTC()
+	at := now.Add(-10 * time.Second)
+	api := newFakeCluster(t,
+		podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a"),
+		destroyEvent("apps", "db.1", "Pod", "apps", "db", "db-uid", at, "PodGone: destroyed PU old of pod apps/db (no sandbox recorded)"))
+	slow := func(path string) { // the way to the program is slow: its page is written 3 s on
+		if path == k8s.StatusPath {
+			time.Sleep(3 * time.Second)
+		}
+	}
+	api.handle("podsweeper/agent-a", &programPages{hook: slow, pus: []k8s.PUStatus{{PUID: "db-uid", Pod: "apps/db",
+		State: "idle", Age: "1m0s", LastChecked: &at, LastRow: 5, Why: "same pod"}}})
+	x, err := api.cluster(10*time.Second).explainPod(context.Background(), "apps", "db", "", "", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := rendered(t, func(b *bytes.Buffer) error { return RenderPod(b, x) })
+	check := regexp.MustCompile(`last check +(\S+) ago`).FindStringSubmatch(out)
+	event := regexp.MustCompile(`\n +(\S+) ago +Normal PUDestroyed`).FindStringSubmatch(out)
+	if check == nil || event == nil || check[1] != event[1] {
+		t.Fatalf("the PU checked and the Event written at the same moment are told as of different ages:\n%s", out)
 	}
 }

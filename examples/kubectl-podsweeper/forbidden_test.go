@@ -274,3 +274,34 @@ func answerReviews(e *fakeCluster, allowed func(a *authorizationv1.ResourceAttri
 		return true, r, nil
 	})
 }
+
+// explain.md: without a permission, "the plugin says which, in one line"; `forbidden: you may not impersonate ...`
+// means you may not be that user. Impersonating a UID, a user extra or a service account the user may impersonate
+// (as the API server asks: a UID and an extra in API group authentication.k8s.io, a service account as its
+// serviceaccounts object in its namespace), a refusal of the port-forward names the port-forward, not the
+// impersonation; one of the service account names its namespace's serviceaccounts.
+func TestAnImpersonationAllowedIsNotBlamedForARefusal(t *testing.T) {
+	for name, args := range map[string][]string{
+		"a UID":             {"--as", "bob", "--as-uid", "42"},
+		"a service account": {"--as", "system:serviceaccount:ci:deployer"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newFakeAPI(t).spdyOnly().impersonating()
+			c.addPod(*workloadPod("apps", "web", "u-web", "node-a"))
+			c.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", statusAndReport([]k8s.PUStatus{}, ""))
+			c.deny = func(verb, resource, ns string) bool { return resource == "pods/portforward" && ns == "podsweeper" }
+			code, out, errOut := c.run(append(args, "explain", "pod", "apps/web")...).codeOutErr()
+			if code != 1 || !strings.HasPrefix(errOut, "kubectl-podsweeper: forbidden: you may not create pods/portforward in namespace podsweeper") {
+				t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
+			}
+		})
+	}
+	c := newFakeAPI(t).spdyOnly().impersonating()
+	c.deny = func(verb, resource, ns string) bool {
+		return verb == "impersonate" && resource == "serviceaccounts" && ns == "ci"
+	}
+	code, out, errOut := c.run("--as", "system:serviceaccount:ci:deployer", "explain", "pod", "apps/web").codeOutErr()
+	if code != 1 || !strings.HasPrefix(errOut, `kubectl-podsweeper: forbidden: you may not impersonate serviceaccounts "deployer" in namespace ci (--as)`) {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}

@@ -257,6 +257,11 @@ func (f *fakeAPI) review(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case f.denied(a.Verb, res, a.Namespace):
 		rv.Status.Allowed = false
+	case a.Verb == "impersonate" && (a.Resource == "uids" || a.Resource == "userextras") && a.Group != "authentication.k8s.io",
+		a.Verb == "impersonate" && a.Resource == "users" && strings.HasPrefix(a.Name, "system:serviceaccount:"):
+		// Not as the API server's impersonation filter asks (a UID and a user extra in authentication.k8s.io, a
+		// service account as its serviceaccounts object): no rule grants it.
+		rv.Status.Allowed = false
 	case a.Verb == "impersonate":
 		rv.Status.Allowed = may
 	default:
@@ -296,7 +301,15 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	pods := append([]corev1.Pod{}, f.pods...)
 	may := f.mayImpersonate
 	f.mu.Unlock()
-	if as := r.Header.Get("Impersonate-User"); as != "" && (!may || f.denied("impersonate", "users", "")) {
+	if as := r.Header.Get("Impersonate-User"); strings.HasPrefix(as, "system:serviceaccount:") { // asked as its object
+		ns, name, _ := strings.Cut(strings.TrimPrefix(as, "system:serviceaccount:"), ":")
+		if !may || f.denied("impersonate", "serviceaccounts", ns) {
+			st := status(403, metav1.StatusReasonForbidden, fmt.Sprintf(`serviceaccounts %q is forbidden: User "alice" cannot impersonate resource "serviceaccounts" in API group "" in the namespace %q`, name, ns))
+			st.Details = &metav1.StatusDetails{Kind: "serviceaccounts", Name: name}
+			writeJSONResp(w, 403, st)
+			return
+		}
+	} else if as != "" && (!may || f.denied("impersonate", "users", "")) {
 		st := status(403, metav1.StatusReasonForbidden, fmt.Sprintf(`users %q is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope`, as))
 		st.Details = &metav1.StatusDetails{Kind: "users", Name: as}
 		writeJSONResp(w, 403, st)
