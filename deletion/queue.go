@@ -651,7 +651,8 @@ func (c *Engine) Running() bool {
 // InventoryListed reports whether the engine knows every PU its Inventory holds: it has none (Options.Inventory
 // nil), or a list of it answered (Start's first, or a retry of it) and all its PUs went in. A Start that stops while
 // they go in leaves the rest in the Inventory for the next run, and this reports false from then on. Until then, Len
-// and Status may miss the PUs a restart left to check: adapters/k8s's status page answers 503 meanwhile.
+// and Status may miss the PUs a restart left to check: adapters/k8s's status page answers 503 meanwhile, once Start
+// runs (before, it answers, and tells the engine not running).
 func (c *Engine) InventoryListed() bool {
 	if c.opts.Inventory == nil {
 		return true

@@ -18,7 +18,7 @@
 //	defer j.Close()
 //	engine, err := deletion.New(getter, policy, deletion.Options{
 //		Inventory: j,
-//		Observer:  deletion.Observers(metrics, j),
+//		Observer:  deletion.Observers(j, metrics), // the journal first, as docs/sdk/restarts.md
 //	})
 //
 // Open never starts empty over a file it cannot read as a journal: it fails

@@ -206,7 +206,7 @@ var (
 	// "When a sandbox may be freed"). Nothing is freed; the error is a plain
 	// one, so that the engine checks the pod again with backoff, and frees
 	// it once the runtime no longer runs it.
-	ErrSandboxRunning = errors.New("cni: the runtime still runs a ready sandbox of the pod")
+	ErrSandboxRunning = errors.New("cni: the runtime still runs a ready sandbox of the pod, or may be creating one")
 	// ErrOrderUnknown: DestroyPU refused to free a sandbox of a live pod
 	// (ErrNewestSandbox) for longer than Options.NewestSandboxTimeout. It
 	// is wrapped with ports.Permanent: the engine drops the PU, and this
