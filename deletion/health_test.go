@@ -604,3 +604,39 @@ func TestLivenessSeesTheListsHeldByTheObserver(t *testing.T) {
 		})
 	}
 }
+
+// LivenessCheck fails "from a Track's EventTracked (the Track waits for it: a journal whose commit hangs)" held three
+// intervals: after Start, the journal's commit of a new PU hangs; the Track, the pod handler that calls it, and the
+// PU wait. The other PUs' checks go on.
+func TestLivenessSeesATrackHeldByTheObserver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var once sync.Once
+		t.Cleanup(func() { once.Do(func() { close(release) }) })
+		obs := deletion.ObserverFunc(func(ev deletion.Event) {
+			if ev.Kind == deletion.EventTracked && ev.PU.PUID == "held" {
+				<-release
+			}
+		})
+		policy := newDestroyLog()
+		c := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), policy, deletion.Options{
+			SweepInterval: time.Second, CheckTimeout: time.Second, Observer: obs})
+		deletiontest.Start(t, c)
+		tracked := make(chan error, 1)
+		go func() { tracked <- c.Track(pu("held")) }()
+		require.NoError(t, c.Track(pu("gone-1")))
+		time.Sleep(2900 * time.Millisecond)
+		synctest.Wait()
+		require.NoError(t, c.LivenessCheck(nil), "within three intervals")
+		assert.Len(t, policy.CallsOf("gone-1"), 1, "the other PUs' checks go on")
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		err := c.LivenessCheck(nil)
+		require.ErrorIs(t, err, deletion.ErrBehind, "a Track held three intervals")
+		assert.Contains(t, err.Error(), `EventTracked of PU "held"`)
+		once.Do(func() { close(release) })
+		require.NoError(t, <-tracked)
+		synctest.Wait()
+		assert.NoError(t, c.LivenessCheck(nil))
+	})
+}

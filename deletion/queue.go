@@ -45,6 +45,7 @@ type puQueue struct {
 	toldCond sync.Cond             // an event told: the next in its line may be
 	untold   map[string]*eventLine // the lines of removed records whose events are being told
 	leaving  map[string][]*record  // removed records whose removal's event is not told yet, by PUID: Status lists them
+	tracks   map[*record]int64     // the records a Track is telling the Observer of (EventTracked), since when
 	// running: Start runs (since startAt) until startDone; stopped: it stops; returned: it returned; begun: its first
 	// list is done; listedAt: when that list's answer was in (0: not yet), before which nothing is overdue.
 	running, stopped, returned, begun bool
@@ -74,6 +75,7 @@ func (q *puQueue) init(o Options, now, realNow func() int64) {
 	q.records, q.byPod = make(map[string]*record), make(map[types.NamespacedName]*record)
 	q.untold = make(map[string]*eventLine)
 	q.leaving = make(map[string][]*record)
+	q.tracks = make(map[*record]int64)
 	q.list = listWindow{removing: make(map[string]int)}
 	q.ready.slots, q.ready.free = make([]slot, o.Workers), make([]int32, o.Workers)
 	for i := range q.ready.slots {
@@ -559,10 +561,14 @@ func (c *Engine) track(pu ports.PU, listed bool) (bool, error) {
 		c.q.unlisted.saw(len(c.q.records))
 	}
 	if r.line != nil {
+		if !listed { // a list's are the list's (waits)
+			c.q.tracks[r] = now
+		}
 		c.q.mu.Unlock()
 		c.tell(r.line, t, Event{Kind: EventTracked, PU: pu})
 		now = c.now()
 		c.q.mu.Lock()
+		delete(c.q.tracks, r)
 	}
 	c.q.announceLocked(r, now)
 	c.q.toldCond.Broadcast() // a second Track of it may return
@@ -1070,10 +1076,12 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	return restored
 }
 
-// listTelling is how long the Observer has been told an event of the lists, and its kind (waits).
+// listTelling is how long the Observer has been told an event of the lists, and its kind, or (puid set) the
+// EventTracked of a Track (waits).
 type listTelling struct {
 	lasted time.Duration
 	kind   EventKind
+	puid   string
 }
 
 // waits returns what a health check reads of the queue: whether Start has returned, whether it stops, whether the
@@ -1085,7 +1093,12 @@ func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue tim
 	defer c.q.lock()()
 	stopped, stopping = c.q.returned, c.q.stoppingLocked()
 	if c.q.list.telling != 0 {
-		telling = listTelling{time.Duration(now - c.q.list.telling), c.q.list.tellingOf}
+		telling = listTelling{lasted: time.Duration(now - c.q.list.telling), kind: c.q.list.tellingOf}
+	}
+	for r, since := range c.q.tracks { // as many as Tracks under way
+		if d := time.Duration(now - since); d > telling.lasted {
+			telling = listTelling{lasted: d, kind: EventTracked, puid: r.PUID}
+		}
 	}
 	if first := c.q.wheel.first(); first != 0 {
 		overdue = time.Duration(now - max(first, c.q.startAt, c.q.listedAt))

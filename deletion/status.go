@@ -92,8 +92,8 @@ var (
 	ErrNotRunning = errors.New("deletion: engine not running")
 	// ErrBehind: a queued check has waited more than three SweepIntervals (ReadinessCheck), or (both) a check due as
 	// long ago is not queued yet, no PU of the first list's answer has gone in for as long, or the Observer has not
-	// returned for as long from an event of the Inventory's lists: the last three are a scheduler or an Observer (a
-	// journal) that no longer moves, not load.
+	// returned for as long from an event of the Inventory's lists or from a Track's EventTracked: these are a
+	// scheduler or an Observer (a journal) that no longer moves, not load.
 	ErrBehind = errors.New("deletion: checks fall behind")
 	// ErrWorkersStuck: every one of the Workers slots is held by a check stuck in a port past its deadline, whoever ran
 	// it.
@@ -110,7 +110,8 @@ func (c *Engine) HealthCheck(req *http.Request) error { return c.ReadinessCheck(
 // a check due three SweepIntervals ago (and since Start began, and its first list's deadline) is not queued yet, when
 // the first list answered and no PU of its answer has gone in for three SweepIntervals (the Observer blocks: no check
 // begins before they are in), when the Observer has not returned for three SweepIntervals from an event of the
-// Inventory's lists (EventListFailed, EventRestored: no list is retried until it does), and when every Workers slot is held by a check stuck in a port past its deadline. A queue that is long but moves does not
+// Inventory's lists (EventListFailed, EventRestored: no list is retried until it does) or from a Track's
+// EventTracked (the Track waits for it: a journal whose commit hangs), and when every Workers slot is held by a check stuck in a port past its deadline. A queue that is long but moves does not
 // fail it (a restart would only add a relist to the load: see ReadinessCheck), nor being before Start. Its errors wrap
 // ErrNotRunning, ErrBehind (a scheduler, a list's answer or the Observer that no longer moves) or ErrWorkersStuck. Serve it on /healthz:
 // mgr.AddHealthzCheck("podsweeper", engine.LivenessCheck). It reads a few fields, whatever the number of PUs.
@@ -144,6 +145,9 @@ func (c *Engine) healthErr(behindFails bool) error {
 	case restoring && overdue > limit:
 		return fmt.Errorf("%w: no PU of the first list's answer has gone in for %v, over 3 intervals of %v: the Observer blocks, "+
 			"and no check begins before they are in", ErrBehind, overdue.Round(time.Millisecond), c.opts.SweepInterval)
+	case telling.lasted > limit && telling.puid != "":
+		return fmt.Errorf("%w: the Observer has not returned from EventTracked of PU %q for %v, over 3 intervals of %v: its Track "+
+			"waits for it", ErrBehind, telling.puid, telling.lasted.Round(time.Millisecond), c.opts.SweepInterval)
 	case telling.lasted > limit:
 		return fmt.Errorf("%w: the Observer has not returned from Event%v for %v, over 3 intervals of %v: the Inventory's lists "+
 			"wait for it", ErrBehind, telling.kind, telling.lasted.Round(time.Millisecond), c.opts.SweepInterval)
