@@ -77,7 +77,9 @@ package deletion_test
 //     that hangs on an event of the lists (EventListFailed, EventRestored)
 //     has held it as long; and once a PU has been queued CheckTimeout + 3s
 //     with no EventChecked told since, Start running and its checks begun:
-//     every worker is then held, in a port or the Observer, and seen.
+//     every worker is then held, in a port or the Observer, and seen; and
+//     once one that hangs on a user's Track's EventTracked, Start running
+//     and its first list done, has held it as long (8e).
 //  9. No panic, no hang: Start returns nil within ShutdownTimeout + 1s of
 //     its ctx's cancel, hangs or not; a Sweep returns within 2s + for each
 //     hang it overlaps min(hang, CheckTimeout + 2s) (+ the first list's
@@ -600,6 +602,9 @@ type pmEngine struct {
 	// Invariant 8c: an Observer hang on an event of the lists: when it began and ends (listHolding: one is in force).
 	listHoldAt, listHoldEnd time.Duration
 	listHolding             bool
+	// Invariant 8e: an Observer hang on a user's Track's EventTracked while Start runs, its first list done.
+	trackHoldAt, trackHoldEnd time.Duration
+	trackHolding              bool
 	// Invariant 8d: when the Observer was last told an EventChecked (-1: never), and since when each PU has been seen
 	// queued, its last check unchanged.
 	lastCheckTold time.Duration
@@ -1525,6 +1530,10 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 	if slot := pmSlotOf(ev.PU.Pod.Name); slot >= 0 && w.obsFault[slot].left > 0 {
 		fault, w.obsFault[slot] = w.obsFault[slot], pmFault{}
 		w.lastFault = w.now()
+		if fault.kind == pmHang && ev.Kind == deletion.EventTracked && e.userTracking[ev.PU.PUID] > 0 && e.running &&
+			(!w.o.inventory || e.restored || e.listFailed) {
+			e.trackHolding, e.trackHoldAt, e.trackHoldEnd = true, w.now(), w.now()+fault.dur
+		}
 	} else if (ev.Kind == deletion.EventListFailed || ev.Kind == deletion.EventRestored) && w.obsListFault.left > 0 {
 		fault, w.obsListFault = w.obsListFault, pmFault{}
 		w.lastFault = w.now()
@@ -1899,6 +1908,8 @@ func (w *pmWorld) checkTimed() {
 	}
 	listHeld := e.running && !e.dead && e.stopAt == 0 && e.listHolding &&
 		now > e.listHoldAt+3*w.o.interval+2*time.Second && now < e.listHoldEnd
+	trackHeld := e.running && !e.dead && e.stopAt == 0 && e.trackHolding &&
+		now > e.trackHoldAt+3*w.o.interval+2*time.Second && now < e.trackHoldEnd
 	checksBegun := e.running && !e.dead && e.stopAt == 0 && (!w.o.inventory || e.restored || e.listFailed)
 	verdicts, checkTold := maps.Clone(e.lastVerdict), e.lastCheckTold
 	w.mu.Unlock()
@@ -1915,7 +1926,7 @@ func (w *pmWorld) checkTimed() {
 	if wedged {
 		wedgedLive = e.c.LivenessCheck(nil)
 	}
-	if listHeld {
+	if listHeld || trackHeld {
 		heldLive = e.c.LivenessCheck(nil)
 	}
 	// 8d: a PU queued since checkTimeout + 3s ago, and no EventChecked told since: every worker is held (in a port,
@@ -1973,6 +1984,10 @@ func (w *pmWorld) checkTimed() {
 	}
 	if live != nil {
 		w.violateLocked("8: LivenessCheck fails with nothing wedged: %v", live)
+	}
+	if trackHeld && !errors.Is(heldLive, deletion.ErrBehind) {
+		w.violateLocked("8: the Observer has held a Track's EventTracked since %v (SweepInterval %v), and LivenessCheck is %v", e.trackHoldAt, w.o.interval, heldLive)
+		e.trackHolding = false // once
 	}
 	if listHeld && !errors.Is(heldLive, deletion.ErrBehind) {
 		w.violateLocked("8: the Observer has held an event of the lists since %v (SweepInterval %v), and LivenessCheck is %v", e.listHoldAt, w.o.interval, heldLive)
@@ -2554,6 +2569,9 @@ func FuzzPromises(f *testing.F) {
 		flaky = append(flaky, op(pmFaultOp, 4*pmPortDestroy, pmFail), op(pmSweep, 0, 0), op(pmSweep, 0, 0))
 	}
 	f.Add(uint16(pmModeDryRun|pmModeDryRunner|pmModeSandbox), cat(flaky...))
+	// A journal's commit of a Track's EventTracked hangs 20 s after Start: LivenessCheck fails after three intervals
+	// (invariant 8e).
+	f.Add(uint16(pmModeAutoStart), cat(op(pmSlowObserver, 0, 39), op(pmTrack, 0, 1), op(pmAdvance, 7, 0)))
 	// A Sweep early for a PU's retry (a minute's backoff), its context ending at each of the engine's Clock readings
 	// in turn, a destroy decided and its DestroyPU not called among them; Start follows: the retry stands
 	// (invariant 5).
