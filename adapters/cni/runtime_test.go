@@ -311,69 +311,45 @@ func TestSandboxDeadOfAnUnlabeledSandboxIsThatOfALabeledOne(t *testing.T) {
 	}
 }
 
-// ListPUs: "Of a pod's dead sandboxes, one a DEL of DestroyPU failed on comes after the others, so that one that cannot
-// be freed holds none of them" (the package doc's "One PU per pod, its oldest sandbox first"). A live pod runs in s3;
-// the runtime lists s1 and s2 stopped; s1's network ran a plugin since removed, so its DEL fails every time. Once it
-// failed, the pod is listed with s2, which is freed; then with s1 again, the one dead sandbox left, which is retried.
-func TestASandboxWhoseDELFailsHoldsNoLaterDeadOne(t *testing.T) {
-	c := newCacheDir(t)
-	now := time.Now()
-	s1 := c.write(entry{network: "old", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: 3 * time.Hour,
-		config: `{"cniVersion":"1.1.0","name":"old","plugins":[{"type":"removed-plugin"}]}`})
-	s2 := c.write(entry{network: "podnet", sandbox: "s2", uid: "u1", namespace: "ns", name: "pod-u1", age: 2 * time.Hour})
-	s3 := c.write(entry{network: "podnet", sandbox: "s3", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
-	rt := &listedRuntime{}
-	rt.set(nil, listed("s1", "u1", false, now.Add(-3*time.Hour)), listed("s2", "u1", false, now.Add(-2*time.Hour)),
-		listed("s3", "u1", true, now.Add(-time.Hour)))
-	coll := c.collectorWith(rt, 0)
-	listedWith := func() string {
-		pus, err := coll.ListPUs(t.Context())
-		require.NoError(t, err)
-		require.Len(t, pus, 1)
-		return pus[0].SandboxID
+// ListPUs: "Of a pod's sandboxes, one a DEL of DestroyPU failed on comes after the others but its ready one, so that
+// one that cannot be freed holds none of them" (the package doc's "One PU per pod, its oldest sandbox first";
+// examples/cni-gc/README.md: "passed over for the later ones"). A live pod runs in s3; the runtime lists s1 stopped;
+// s2, created after s1, is listed stopped too, or not listed, its namespace telling nothing (row 6 frees it: the pod
+// has a newer one). s1's network ran a plugin since removed, so its DEL fails every time. Once it failed, the pod is
+// listed with s2, which is freed; then with s1 again, the one sandbox left but the current, which is retried.
+func TestASandboxWhoseDELFailsHoldsNoLaterOne(t *testing.T) {
+	for _, s2Listed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "s2 stopped", false: "s2 not listed"}[s2Listed], func(t *testing.T) {
+			c := newCacheDir(t)
+			now := time.Now()
+			s1 := c.write(entry{network: "old", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: 3 * time.Hour,
+				config: `{"cniVersion":"1.1.0","name":"old","plugins":[{"type":"removed-plugin"}]}`})
+			s2 := c.write(entry{network: "podnet", sandbox: "s2", uid: "u1", namespace: "ns", name: "pod-u1", age: 2 * time.Hour})
+			s3 := c.write(entry{network: "podnet", sandbox: "s3", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+			sbs := []*runtimeapi.PodSandbox{listed("s1", "u1", false, now.Add(-3*time.Hour)), listed("s3", "u1", true, now.Add(-time.Hour))}
+			if s2Listed {
+				sbs = append(sbs, listed("s2", "u1", false, now.Add(-2*time.Hour)))
+			}
+			rt := &listedRuntime{}
+			rt.set(nil, sbs...)
+			coll := c.collectorWith(rt, 0)
+			listedWith := func() string {
+				pus, err := coll.ListPUs(t.Context())
+				require.NoError(t, err)
+				require.Len(t, pus, 1)
+				return pus[0].SandboxID
+			}
+			changed := func(sb string) error {
+				return coll.DestroyPU(t.Context(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: sb, Reason: ports.ReasonSandboxChanged})
+			}
+			require.Equal(t, "s1", listedWith(), "the oldest, dead, first")
+			require.Error(t, changed("s1"), "its plugin is gone")
+			require.True(t, c.exists(s1))
+			require.Equal(t, "s2", listedWith(), "the next sandbox, past the one whose DEL failed")
+			require.NoError(t, changed("s2"))
+			require.False(t, c.exists(s2), "freed")
+			require.Equal(t, "s1", listedWith(), "the one left but the current, retried")
+			require.True(t, c.exists(s3), "the current one is kept")
+		})
 	}
-	changed := func(sb string) error {
-		return coll.DestroyPU(t.Context(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: sb, Reason: ports.ReasonSandboxChanged})
-	}
-	require.Equal(t, "s1", listedWith(), "the oldest first")
-	require.Error(t, changed("s1"), "its plugin is gone")
-	require.True(t, c.exists(s1))
-	require.Equal(t, "s2", listedWith(), "the next dead sandbox, past the one whose DEL failed")
-	require.NoError(t, changed("s2"))
-	require.False(t, c.exists(s2), "freed")
-	require.Equal(t, "s1", listedWith(), "the one dead sandbox left, retried")
-	require.True(t, c.exists(s3), "the current one is kept")
-}
-
-// examples/cni-gc/README.md: "one whose DEL keeps failing is passed over for the later ones, and tried again after
-// them" — the later ones not only dead: a live pod runs in s3; the runtime lists s1 stopped, whose DEL always fails,
-// and does not list s2, created after it, whose namespace tells nothing (row 6 frees it: the pod has a newer one).
-// Once s1's DEL failed, the pod is listed with s2, which is freed; then with s1 again.
-func TestASandboxWhoseDELFailsHoldsNoLaterOneOfAnyState(t *testing.T) {
-	c := newCacheDir(t)
-	now := time.Now()
-	s1 := c.write(entry{network: "old", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: 3 * time.Hour,
-		config: `{"cniVersion":"1.1.0","name":"old","plugins":[{"type":"removed-plugin"}]}`})
-	s2 := c.write(entry{network: "podnet", sandbox: "s2", uid: "u1", namespace: "ns", name: "pod-u1", age: 2 * time.Hour})
-	s3 := c.write(entry{network: "podnet", sandbox: "s3", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
-	rt := &listedRuntime{}
-	rt.set(nil, listed("s1", "u1", false, now.Add(-3*time.Hour)), listed("s3", "u1", true, now.Add(-time.Hour)))
-	coll := c.collectorWith(rt, 0)
-	listedWith := func() string {
-		pus, err := coll.ListPUs(t.Context())
-		require.NoError(t, err)
-		require.Len(t, pus, 1)
-		return pus[0].SandboxID
-	}
-	changed := func(sb string) error {
-		return coll.DestroyPU(t.Context(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: sb, Reason: ports.ReasonSandboxChanged})
-	}
-	require.Equal(t, "s1", listedWith(), "the dead one first")
-	require.Error(t, changed("s1"), "its plugin is gone")
-	require.Equal(t, "s2", listedWith(), "the later one, not dead, past the one whose DEL failed")
-	require.NoError(t, changed("s2"))
-	require.False(t, c.exists(s2), "freed")
-	require.Equal(t, "s1", listedWith(), "the one left but the current, retried")
-	require.True(t, c.exists(s1))
-	require.True(t, c.exists(s3), "the current one is kept")
 }
