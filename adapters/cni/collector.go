@@ -914,8 +914,9 @@ func belongs(s skipped, ev ports.DestroyEvent, changed bool, all []verdict) bool
 	switch {
 	case s.PodUID != "": // of the PU's sandbox: its container, or, unread, its file's name
 		return s.PodUID == ev.PUID && (!changed || s.ContainerID == ev.SandboxID || s.ContainerID == "" && named(ev.SandboxID))
-	case s.ContainerID != "":
-		return false // read, and of no pod
+	case s.ContainerID != "": // its pod not told (its arguments unread, or none): the PU's if its container is
+		return s.ContainerID == ev.SandboxID && ev.SandboxID != "" ||
+			!changed && slices.ContainsFunc(all, func(v verdict) bool { return v.ID != "" && v.ID == s.ContainerID })
 	case changed:
 		return named(ev.SandboxID)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -520,34 +521,43 @@ func TestAWholeConfigBesideAFileNamedAsItsNetworkIsNotBeingWritten(t *testing.T)
 }
 
 // DestroyPU: "An entry of the PU that cannot be read or would run no plugin makes an error wrapping ErrUnusableEntry,
-// marked ports.Permanent once every other attachment is freed" — for a sandbox change too. The old sandbox s1 of a
-// live pod holds a good entry and one whose containerId cannot be read (a number, or none), of the pod by its
-// arguments and of s1 by its file's name: DestroyPU(SandboxChanged, s1) frees the good one and answers the other.
+// marked ports.Permanent once every other attachment is freed" — for a sandbox change too, and whichever part of it
+// cannot be read. The old sandbox s1 of a pod holds a good entry and one whose containerId cannot be read (a number,
+// or none; of the pod by its arguments, of s1 by its file's name), or whose arguments cannot be read (of s1 by its
+// container): DestroyPU frees the good one and answers the other, the pod gone or its sandbox changed.
 func TestDestroyPUOfAChangedSandboxAnswersItsUnreadableEntry(t *testing.T) {
-	for name, id := range map[string]any{"a number": 7, "none": nil} {
-		t.Run(name, func(t *testing.T) {
-			c := newCacheDir(t)
-			now := time.Now()
-			good := c.write(entry{network: "net2", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
-			m := map[string]any{"kind": "cniCacheV1", "ifName": "eth0", "networkName": "net1",
-				"cniArgs": [][2]string{{"K8S_POD_NAMESPACE", "ns"}, {"K8S_POD_NAME", "pod-u1"}, {"K8S_POD_UID", "u1"}},
-				"config":  []byte(`{"cniVersion":"1.1.0","name":"net1","plugins":[{"type":"logger"}]}`), "result": map[string]any{"cniVersion": "1.1.0"}}
-			if id != nil {
-				m["containerId"] = id
-			}
-			b, err := json.Marshal(m)
-			require.NoError(t, err)
-			bad := c.writeRaw("net1-s1-eth0", b, time.Hour)
-			c.write(entry{network: "net2", sandbox: "s2", uid: "u1", namespace: "ns", name: "pod-u1"})
-			rt := &listedRuntime{}
-			rt.set(nil, listed("s1", "u1", false, now.Add(-time.Hour)), listed("s2", "u1", true, now))
-			err = c.collectorWith(rt, 0).DestroyPU(t.Context(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "s1",
-				Reason: ports.ReasonSandboxChanged})
-			require.ErrorIs(t, err, cni.ErrUnusableEntry)
-			require.True(t, ports.IsPermanent(err))
-			require.Contains(t, err.Error(), bad)
-			require.False(t, c.exists(good), "the usable attachment is freed")
-			require.True(t, c.exists(bad), "never removed as if freed")
-		})
+	args := [][2]string{{"K8S_POD_NAMESPACE", "ns"}, {"K8S_POD_NAME", "pod-u1"}, {"K8S_POD_UID", "u1"}}
+	for name, fields := range map[string]map[string]any{
+		"containerId a number":   {"containerId": 7, "cniArgs": args},
+		"no containerId":         {"cniArgs": args},
+		"its arguments a string": {"containerId": "s1", "cniArgs": "K8S_POD_UID=u1"},
+	} {
+		for _, reason := range []ports.Reason{ports.ReasonSandboxChanged, ports.ReasonPodGone} {
+			t.Run(name+", "+string(reason), func(t *testing.T) {
+				c := newCacheDir(t)
+				now := time.Now()
+				good := c.write(entry{network: "net2", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+				m := map[string]any{"kind": "cniCacheV1", "ifName": "eth0", "networkName": "net1",
+					"config": []byte(`{"cniVersion":"1.1.0","name":"net1","plugins":[{"type":"logger"}]}`), "result": map[string]any{"cniVersion": "1.1.0"}}
+				maps.Copy(m, fields)
+				b, err := json.Marshal(m)
+				require.NoError(t, err)
+				bad := c.writeRaw("net1-s1-eth0", b, time.Hour)
+				rt := &listedRuntime{}
+				if reason == ports.ReasonSandboxChanged {
+					c.write(entry{network: "net2", sandbox: "s2", uid: "u1", namespace: "ns", name: "pod-u1"})
+					rt.set(nil, listed("s1", "u1", false, now.Add(-time.Hour)), listed("s2", "u1", true, now))
+				} else {
+					rt.set(nil, listed("s1", "u1", false, now.Add(-time.Hour)))
+				}
+				err = c.collectorWith(rt, 0).DestroyPU(t.Context(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "s1",
+					Reason: reason})
+				require.ErrorIs(t, err, cni.ErrUnusableEntry)
+				require.True(t, ports.IsPermanent(err))
+				require.Contains(t, err.Error(), bad)
+				require.False(t, c.exists(good), "the usable attachment is freed")
+				require.True(t, c.exists(bad), "never removed as if freed")
+			})
+		}
 	}
 }
