@@ -513,12 +513,11 @@ func (c *cluster) explainPod(ctx context.Context, namespace, name, uid, node str
 	began := time.Now()
 	earlier := map[string][]earlierPU{} // the PUs an earlier round read, by PUID, one per program that held it
 	for round := 1; ; round++ {
-		x, again, err := c.explainRound(ctx, namespace, name, uid, node, now, round == maxRounds, earlier)
+		x, again, err := c.explainRound(ctx, namespace, name, uid, node, now, began, round == maxRounds, earlier)
 		if err != nil {
 			return nil, err
 		}
 		if again == nil {
-			x.EventsAt = now.Add(time.Since(began)) // your clock when its Events were read, after the programs
 			x.Warnings = append(notes, x.Warnings...)
 			x.Unasked = append(x.Unasked, gone(x, earlier)...)
 			return x, nil
@@ -618,7 +617,7 @@ const maxRounds = 3
 // anew (but the last, which says so and stands). earlier are the PUs the
 // rounds before read, by PUID: one its programs still hold is kept in its
 // answers, whatever the pod as read now says.
-func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node string, now time.Time, last bool, earlier map[string][]earlierPU) (_ *PodExplanation, again []string, _ error) {
+func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node string, now, began time.Time, last bool, earlier map[string][]earlierPU) (_ *PodExplanation, again []string, _ error) {
 	flagNode := node
 	x := &PodExplanation{Now: now, Namespace: namespace, Name: name, UID: uid, Node: node, Answers: []Answer{}, Events: []Event{}}
 	var first *Pod // the pod of that name as first read, whatever its UID; nil: none
@@ -766,6 +765,8 @@ func (c *cluster) explainRound(ctx context.Context, namespace, name, uid, node s
 	if x.Events, err = c.events(ctx, x); err != nil {
 		return nil, nil, err
 	}
+	read := now.Add(time.Since(began)) // your clock when its Events were read, after the programs
+	x.EventsAt = &read
 	if x.Name == "" && x.Namespace == "" {
 		for _, e := range x.Events {
 			if ns, name, ok := strings.Cut(e.pod, "/"); ok && e.uid == x.UID {

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
@@ -20,6 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
 )
@@ -375,4 +379,11 @@ func TestAnEventIsToldAsOldAsAPageTimeOfTheSameMoment(t *testing.T) {
 	if check == nil || event == nil || check[1] != event[1] {
 		t.Fatalf("the PU checked and the Event written at the same moment are told as of different ages:\n%s", out)
 	}
+	// explain.md: "-o json prints what the text is made from": when the Events were read too.
+	var js bytes.Buffer
+	require.NoError(t, RenderPodJSON(&js, x))
+	var back PodExplanation
+	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
+	require.NotNil(t, back.EventsAt, "eventsAt in %s", js.String())
+	assert.GreaterOrEqual(t, back.EventsAt.Sub(now), 3*time.Second, "read after the program that took 3 s")
 }

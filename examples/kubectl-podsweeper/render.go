@@ -150,8 +150,8 @@ type PodExplanation struct {
 	Answers []Answer `json:"answers"`
 	Events  []Event  `json:"events"`
 	// EventsAt is when the Events were read, on your clock: they are told relative to it, as the pages' times are to
-	// their pages'.
-	EventsAt time.Time `json:"-"`
+	// their pages' (nil: now).
+	EventsAt *time.Time `json:"eventsAt,omitempty"`
 	// before are the Events read before the programs were asked (Events are read again after): an earlier round's
 	// PUs are accounted for by the Events written since (earlierPU).
 	before   []Event
@@ -273,7 +273,7 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 			count := ""
 			switch {
 			case e.Count > 1 && !e.Last.IsZero():
-				count = fmt.Sprintf(" (%d times, the last %s; the note is the first's)", e.Count, ago(orNow(x.EventsAt, x.Now), e.Last))
+				count = fmt.Sprintf(" (%d times, the last %s; the note is the first's)", e.Count, ago(x.eventsNow(), e.Last))
 			case e.Count > 1:
 				count = fmt.Sprintf(" (%d times)", e.Count)
 			}
@@ -281,7 +281,7 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 			if e.EarlierUID != "" {
 				earlier = fmt.Sprintf(" (of an earlier pod of that name, UID %s)", e.EarlierUID)
 			}
-			p.f("  %s  %s %s, regarding %s%s%s: %s\n", ago(orNow(x.EventsAt, x.Now), e.Time), e.Type, e.Reason, e.Regarding, earlier, count, e.Note)
+			p.f("  %s  %s %s, regarding %s%s%s: %s\n", ago(x.eventsNow(), e.Time), e.Type, e.Reason, e.Regarding, earlier, count, e.Note)
 		}
 	}
 	unasked, unlisted := 0, 0
@@ -440,6 +440,14 @@ func renderPU(p *printer, x *PodExplanation, a Answer, s k8s.PUStatus) {
 	case a.Program.DryRun:
 		p.f("    dry run       has not decided yet: it reports after its first check.\n")
 	}
+}
+
+// eventsNow returns when x's Events were read, or, not told, its now.
+func (x *PodExplanation) eventsNow() time.Time {
+	if x.EventsAt == nil {
+		return x.Now
+	}
+	return *x.EventsAt
 }
 
 // RenderPodJSON writes x as indented JSON.
