@@ -627,11 +627,11 @@ func (c *Engine) trigger(rs func(yield func(*record) bool)) {
 	if c.q.records == nil {
 		return
 	}
+	now, n := c.now(), 0 // read before the stop is: a Clock that ends Start's context ends this trigger too
 	defer c.q.lock()()
 	if c.q.stoppingLocked() {
 		return
 	}
-	now, n := c.now(), 0
 	for r := range rs {
 		r.fresh = true
 		if c.q.queueLocked(r, byTrigger, now) {
@@ -1241,6 +1241,7 @@ func (c *Engine) checksBegin() {
 func (c *Engine) next(gen uint32) (r *record, s *slot, spread time.Duration) {
 	defer c.q.lock()()
 	for {
+		now := c.now() // read before the stop is: a Clock that ends the context ends this claim too
 		switch {
 		case gen == 0 && c.q.stoppingLocked(), gen != 0 && !c.q.sweepingLocked(gen):
 			return nil, nil, 0
@@ -1264,13 +1265,13 @@ func (c *Engine) next(gen uint32) (r *record, s *slot, spread time.Duration) {
 			c.q.ready.items[c.q.ready.head] = readyItem{}
 			c.q.ready.head++
 			i++
-			if it.r.state != queued || !c.q.dueLocked(it.r, c.now()) {
+			if it.r.state != queued || !c.q.dueLocked(it.r, now) {
 				continue
 			}
 			s := &c.q.ready.slots[c.q.ready.free[len(c.q.ready.free)-1]]
 			c.q.ready.free = c.q.ready.free[:len(c.q.ready.free)-1]
 			c.q.claimLocked(it.r, s)
-			c.q.spreadLocked(c.now()) // another worker if the rest waited long; spread arms its lane
+			c.q.spreadLocked(now) // another worker if the rest waited long; spread arms its lane
 			if c.q.ready.head < len(c.q.ready.items) {
 				spread = c.q.spreadAfter()
 			}

@@ -85,6 +85,14 @@ func (q *puQueue) endSweepLocked() {
 				q.wheel.schedule(r, now)
 			}
 		}
+		if !q.running { // what it queued and no check took waits as before: no worker would take it
+			for _, r := range q.records {
+				if r.state == queued && r.sweepGen == w.gen && (r.sweep == sweepNext || r.sweep == sweepTurn) {
+					r.state, r.sweep = r.waitFor, notSwept
+					q.wheel.schedule(r, now)
+				}
+			}
+		}
 		close(w.done)
 		w.done, w.nudge, w.left, w.lanes, w.owed, w.held = nil, nil, 0, 0, nil, nil
 		q.ready.cond.Broadcast() // its own goroutines stop

@@ -319,3 +319,86 @@ func TestASweepsEndGivesBackAPlaceItQueued(t *testing.T) {
 		}
 	})
 }
+
+// countClock is the time package's clock that runs cut at its n-th reading from arm on.
+type countClock struct {
+	clock.RealClock
+	mu   sync.Mutex
+	left int
+	cut  context.CancelFunc
+}
+
+func (c *countClock) arm(n int, cut context.CancelFunc) { c.mu.Lock(); c.left, c.cut = n, cut; c.mu.Unlock() }
+
+func (c *countClock) Since(t time.Time) time.Duration {
+	c.mu.Lock()
+	var cut context.CancelFunc
+	if c.cut != nil {
+		if c.left--; c.left == 0 {
+			cut, c.cut = c.cut, nil
+		}
+	}
+	c.mu.Unlock()
+	if cut != nil {
+		cut()
+	}
+	return c.RealClock.Since(t)
+}
+
+// Options.RetryMinDelay: "a Sweep whose context ends before it calls DestroyPU tried nothing". A Sweep, Start not
+// running, whose context ends at once: the PU waiting for its retry waits as before, not "queued" for a check that
+// no worker would run, and no queued check is told waiting (Backlog.OldestQueuedSince).
+func TestASweepCutAtOnceLeavesNothingQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &countClock{}
+		var pol deletiontest.Policy
+		pol.FailNext(1, errors.New("policy engine busy"))
+		e := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), &pol, deletion.Options{Clock: clk, RetryMinDelay: time.Minute})
+		require.NoError(t, e.Track(swPU("a")))
+		require.NoError(t, e.Track(swPU("b")))
+		pol.FailNext(2, errors.New("policy engine busy"))
+		e.Sweep(t.Context()) // both fail: retries a minute on
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		clk.arm(1, cancel)
+		e.Sweep(ctx)
+		for _, s := range e.Status() {
+			assert.Equal(t, "waiting for a retry", s.State, s.PUID)
+		}
+		assert.True(t, e.Backlog().OldestQueuedSince.IsZero(), "nothing waits for a worker")
+		assert.Equal(t, 2, e.Backlog().Retrying)
+	})
+}
+
+// engine.md: once Start's context is done "no check of its own starts", and "once Start's context is done,
+// TriggerPod does nothing": a Clock that ends that context at the reading TriggerPod takes, or at the one a worker
+// takes as it claims the check, ends them too.
+func TestNoCheckStartsAfterStartsContextEndsAtAClockReading(t *testing.T) {
+	for _, at := range []int{1, 2} { // TriggerPod's reading; the worker's
+		t.Run(map[int]string{1: "TriggerPod's reading", 2: "the claim's reading"}[at], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				clk := &countClock{}
+				events := &deletiontest.Events{}
+				var pol deletiontest.Policy
+				e := deletiontest.NewEngine(t, getterOf(nil, ports.ErrPodNotFound), &pol, deletion.Options{Clock: clk, Observer: events,
+					SweepInterval: time.Hour})
+				p := swPU("a")
+				require.NoError(t, e.Track(p))
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- e.Start(ctx) }()
+				synctest.Wait()
+				clk.arm(at, cancel)
+				e.TriggerPod(p.Pod)
+				synctest.Wait()
+				require.NoError(t, <-done)
+				assert.Zero(t, events.Count(deletion.EventChecked), "no check started once the context was done")
+				assert.Zero(t, events.Count(deletion.EventGetFailed))
+				assert.Zero(t, pol.CallCount())
+				if at == 1 {
+					assert.Equal(t, "idle", e.Status()[0].State, "the trigger after the end did nothing")
+				}
+			})
+		})
+	}
+}
