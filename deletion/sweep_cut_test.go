@@ -328,7 +328,11 @@ type countClock struct {
 	cut  context.CancelFunc
 }
 
-func (c *countClock) arm(n int, cut context.CancelFunc) { c.mu.Lock(); c.left, c.cut = n, cut; c.mu.Unlock() }
+func (c *countClock) arm(n int, cut context.CancelFunc) {
+	c.mu.Lock()
+	c.left, c.cut = n, cut
+	c.mu.Unlock()
+}
 
 func (c *countClock) Since(t time.Time) time.Duration {
 	c.mu.Lock()
