@@ -24,24 +24,11 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// cutClock is the time package's clock that, once armed, runs cut at its next reading: the engine reads its Clock
-// when it carries out a destroy its check decided, before DestroyPU, so that a Sweep's context ended there ends it
-// between the two.
-type cutClock struct {
-	clock.RealClock
-	cut atomic.Pointer[context.CancelFunc]
-}
-
-func (c *cutClock) Since(t time.Time) time.Duration {
-	if f := c.cut.Swap(nil); f != nil {
-		(*f)()
-	}
-	return c.RealClock.Since(t)
-}
-
-// cutGetter answers every pod gone; once armed for a pod, its answer of that pod arms the clock.
+// cutGetter answers every pod gone; once armed for a pod, its answer of that pod arms the clock for its next
+// reading: the engine reads its Clock when it carries out a destroy its check decided, before DestroyPU, so that a
+// Sweep's context ended there ends it between the two.
 type cutGetter struct {
-	clk    *cutClock
+	clk    *countClock
 	target atomic.Value // types.NamespacedName
 	cancel atomic.Pointer[context.CancelFunc]
 }
@@ -49,7 +36,7 @@ type cutGetter struct {
 func (g *cutGetter) GetPod(_ context.Context, k types.NamespacedName) (*corev1.Pod, error) {
 	if t, _ := g.target.Load().(types.NamespacedName); t == k {
 		if c := g.cancel.Swap(nil); c != nil {
-			g.clk.cut.Store(c)
+			g.clk.arm(1, *c)
 		}
 	}
 	return nil, ports.ErrPodNotFound
@@ -65,7 +52,7 @@ func (g *cutGetter) armCut(pod types.NamespacedName, cancel context.CancelFunc) 
 // called DestroyPU tried nothing: the retry it came early for stands, and Start's checks wait for it.
 func TestASweepCutBeforeDestroyPUKeepsTheRetrysBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := &cutGetter{clk: &cutClock{}}
+		g := &cutGetter{clk: &countClock{}}
 		var pol deletiontest.Policy
 		pol.FailNext(1, errors.New("policy engine busy"))
 		e := deletiontest.NewEngine(t, g, &pol, deletion.Options{Clock: g.clk, RetryMinDelay: time.Minute, SweepInterval: 2 * time.Second})
@@ -102,7 +89,7 @@ func TestASweepCutBeforeDestroyPUKeepsTheRetrysBackoff(t *testing.T) {
 // after it, and the turn is still there for it.
 func TestASweepCutAtATurnKeepsThePUsPlaceInTheRateLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := &cutGetter{clk: &cutClock{}}
+		g := &cutGetter{clk: &countClock{}}
 		var pol deletiontest.Policy
 		e := deletiontest.NewEngine(t, g, &pol, deletion.Options{Clock: g.clk, Workers: 1, DestroyRate: 0.1})
 		for _, n := range []string{"a", "b", "c"} {
@@ -195,7 +182,7 @@ func TestASweepEndedAsItsTurnsCheckFailsLeavesTheRetryAndTheLine(t *testing.T) {
 // (Backlog.Retrying): no destroy failed; its next check destroys it.
 func TestASweepCutBeforeAFirstDestroyLeavesThePUAsItWas(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := &cutGetter{clk: &cutClock{}}
+		g := &cutGetter{clk: &countClock{}}
 		events := &deletiontest.Events{}
 		var pol deletiontest.Policy
 		e := deletiontest.NewEngine(t, g, &pol, deletion.Options{Clock: g.clk, Observer: events})
