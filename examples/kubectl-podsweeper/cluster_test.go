@@ -81,6 +81,7 @@ func TestExplainOnContainerd(t *testing.T) {
 	values = e.Values(t, ccImg)
 	values["replicaCount"] = 1
 	values["explain"] = map[string]any{"subjects": operator}
+	values["log"] = map[string]any{"level": "debug"}
 	const ccNS = "podsweeper-cluster"
 	objs = testdeploy.Render(t, "../cluster-controller/chart", "podsweeper-cluster-controller", ccNS, values)
 	e.Apply(t, ccNS, objs)
@@ -103,6 +104,7 @@ func TestExplainOnContainerd(t *testing.T) {
 	gc := e.WaitReady(t, e.RunDaemonSet(t, gcNS, testdeploy.Named(t, objs, "DaemonSet")))
 	require.True(t, gc.Spec.HostNetwork)
 	t.Logf("the agent %s, the controller %s and cni-gc %s are Ready", agent.Name, controller.Name, gc.Name)
+	e.LogsOnFailure(t, agent, controller, gc)
 
 	kubeconfig := func(name string) string {
 		f := filepath.Join(t.TempDir(), name+".kubeconfig")

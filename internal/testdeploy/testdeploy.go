@@ -308,6 +308,32 @@ func Ready(p *corev1.Pod) bool {
 	return false
 }
 
+// LogsOnFailure has the test log, once it has failed, the last lines of
+// the containers' logs of each pod as it ran when the test ended: what the
+// programs said about the failure. Call it after Start, so that the logs
+// are read before the node is torn down.
+func (e *Env) LogsOnFailure(t *testing.T, pods ...*corev1.Pod) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, p := range pods {
+			for _, c := range p.Spec.Containers {
+				lines := e.Node.ContainerLog(t, p, c.Name)
+				if len(lines) > 300 {
+					lines = lines[len(lines)-300:]
+				}
+				var b strings.Builder
+				for _, l := range lines {
+					b.WriteString(l.Text + "\n")
+				}
+				t.Logf("the log of %s/%s, container %s (its last %d lines):\n%s", p.Namespace, p.Name, c.Name, len(lines), b.String())
+			}
+		}
+	})
+}
+
 // Describe returns what a person would look at for a pod that does not
 // run: its status, its Events, and the last lines of its containers' logs.
 func (e *Env) Describe(t *testing.T, p *corev1.Pod) string {
