@@ -360,7 +360,7 @@ func (c *Collector) read() (view, error) {
 func (c *Collector) ListPUs(ctx context.Context) ([]ports.PU, error) {
 	l, err := c.list(ctx)
 	if err == nil {
-		c.resync.inventoryListed(l.pus)
+		c.resync.inventoryListed(l)
 	}
 	return l.pus, err
 }
@@ -415,10 +415,16 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 		}
 	}
 	pus := make([]ports.PU, 0, len(oldest))
+	var dead map[string]bool
 	for uid, o := range oldest {
 		pu := ports.PU{PUID: uid, Pod: types.NamespacedName{Namespace: o.a.PodNamespace, Name: o.a.PodName}, SandboxID: o.a.ContainerID}
 		if o.none {
 			pu.SandboxID = ""
+		} else if o.rank == stateDead {
+			if dead == nil {
+				dead = map[string]bool{}
+			}
+			dead[uid] = true
 		}
 		pus = append(pus, pu)
 	}
@@ -440,7 +446,7 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 		unread = append(unread, filepath.Base(s.File))
 		writing = writing || len(s.Unsure) > 0
 	}
-	return listing{pus: pus, held: held, told: told, unsure: unsure, unread: unread, writing: writing}, nil
+	return listing{pus: pus, held: held, dead: dead, told: told, unsure: unsure, unread: unread, writing: writing}, nil
 }
 
 // choice is a sandbox ListPUs may give a pod's PU.
@@ -1054,6 +1060,12 @@ func (c *Collector) Requeue(_ context.Context, pod *corev1.Pod) error {
 // and tracks each of them (Track is insert-only: a PU the engine holds
 // keeps what it has), and triggers a check of those it did not list the
 // time before or listed with another sandbox, and of the pods requeued.
+// Its first list triggers, too, each pod listed with a dead sandbox (the
+// Runtime lists it stopped, or its network namespace is gone), and an
+// Inventory's list (ListPUs) that lists one before that first list has it
+// run at once: what a restart left (after a node's reboot, every sandbox)
+// is freed now, not at its PU's place in the engine's first interval,
+// while the node's new pods wait for their addresses.
 // The engine's Inventory lists the cache when the engine starts; Resync
 // finds what appears later: the attachment of a pod created since, and the
 // next sandbox of a pod whose older one was freed. ListPUs cannot tell

@@ -30,6 +30,10 @@ type Tracker interface {
 type listing struct {
 	pus  []ports.PU
 	held map[string]bool
+	// dead are the pods, by UID, listed with a sandbox that is dead
+	// (stateDead: the Runtime lists it stopped, or its network namespace
+	// is gone).
+	dead map[string]bool
 	told bool
 	// unread are the names of the cache's entries it could not read (cut
 	// short while libcni writes them, unreadable): one names its sandbox
@@ -139,19 +143,30 @@ func (r *resyncer) requeue(pod types.NamespacedName, uid string) {
 	}
 }
 
-// inventoryListed records ListPUs' answer to the engine's Inventory.
-func (r *resyncer) inventoryListed(pus []ports.PU) {
+// inventoryListed records ListPUs' answer l to the engine's Inventory.
+// Before Resync's first list, one that lists a pod with a dead sandbox
+// asks for that list at once: it triggers them (once), so that what a
+// restart left of dead sandboxes (a node's reboot: every one) is freed
+// now, not at the PUs' places in the engine's first interval.
+func (r *resyncer) inventoryListed(l listing) {
 	r.mu.Lock()
 	if r.inventory == nil {
-		r.inventory = make(map[string][]string, len(pus))
+		r.inventory = make(map[string][]string, len(l.pus))
 	}
-	for _, pu := range pus {
+	for _, pu := range l.pus {
 		if !slices.Contains(r.inventory[pu.PUID], pu.SandboxID) {
 			r.inventory[pu.PUID] = append(r.inventory[pu.PUID], pu.SandboxID)
 		}
 	}
 	r.inventories++
+	first := r.last == nil
 	r.mu.Unlock()
+	if first && len(l.dead) > 0 {
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // ended records that a DestroyPU of puid ended: a list that began before
@@ -416,9 +431,15 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 				"puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID, "before", accounts[i])
 		}
 		_, requeuedNow := requeuedOf(requeued, pu.Pod, pu.PUID)
+		// The first list triggers a pod listed with a dead sandbox too: a restart left it, and it is checked now,
+		// not at its place in the engine's first interval.
+		deadFirst := last == nil && l.dead[pu.PUID]
 		if r.dryRun && ok && !other && !requeuedNow {
 			// A dry run's engine drops a gone pod's PU once reported: tracked again at each list, it would be
 			// reported at each. It is tracked again once it leaves the cache and comes back, or changes sandbox.
+			if deadFirst {
+				t.TriggerPod(pu.Pod)
+			}
 			continue
 		}
 		if err := t.Track(pu); err != nil {
@@ -434,7 +455,7 @@ func (r *resyncer) once(ctx context.Context, t Tracker, list func(context.Contex
 		r.mu.Lock()
 		tell[pu.PUID] = pu.SandboxID // told: a Resync that returns before this list ends still knows it
 		r.mu.Unlock()
-		if !ok || other || requeuedNow {
+		if !ok || other || requeuedNow || deadFirst {
 			t.TriggerPod(pu.Pod)
 			if k, ok := requeuedOf(requeued, pu.Pod, pu.PUID); ok {
 				triggered[k] = true

@@ -622,6 +622,70 @@ func TestResyncsFirstListTriggersOnlyWhatChangedSinceTheInventory(t *testing.T) 
 	})
 }
 
+// Collector.Resync: "its first list triggers, too, each pod listed with a dead sandbox ..., and an Inventory's list
+// that lists one has that first list run at once". After a node's reboot every restored sandbox is dead, and the pods
+// waiting for an address wait for them to be freed: they are checked now, not at their places in the engine's first
+// interval; a pod whose sandbox runs is not triggered, and the lists after the first trigger neither of them again.
+// An Inventory without a dead sandbox leaves the first list at the interval.
+func TestResyncsFirstListTriggersAtOnceThePodsOfDeadSandboxesTheInventoryListed(t *testing.T) {
+	for _, dryRun := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DryRun=%v", dryRun), func(t *testing.T) {
+			c := newCacheDir(t)
+			synctest.Test(t, func(t *testing.T) {
+				c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+				c.write(entry{network: "podnet", sandbox: "D", uid: "u2", namespace: "ns", name: "pod-u2", age: time.Hour})
+				rt := &listedRuntime{}
+				rt.set(nil, listed("A", "u1", true, time.Now().Add(-time.Hour)), listed("D", "u2", false, time.Now().Add(-time.Hour)))
+				coll, err := cni.New(cni.Options{CacheDir: c.dir, PluginDirs: []string{c.plugins}, ConfDir: c.conf,
+					ResyncInterval: time.Minute, Runtime: rt, DryRun: dryRun, Logger: c.logs.Logger()})
+				require.NoError(t, err)
+				pus, err := coll.ListPUs(t.Context()) // the engine's Inventory
+				require.NoError(t, err)
+				require.Equal(t, []ports.PU{pu("u1", "A"), pu("u2", "D")}, pus)
+				var r tracker
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel() // a failed require ends Resync too
+				done := make(chan error, 1)
+				go func() { done <- coll.Resync(ctx, &r) }()
+				synctest.Wait()
+				r.mu.Lock()
+				require.Equal(t, []types.NamespacedName{{Namespace: "ns", Name: "pod-u2"}}, r.triggered,
+					"at once, before the interval: the pod of the dead sandbox alone")
+				r.mu.Unlock()
+				time.Sleep(2*time.Minute + time.Second) // two lists more
+				synctest.Wait()
+				cancel()
+				require.NoError(t, <-done)
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				require.Equal(t, []types.NamespacedName{{Namespace: "ns", Name: "pod-u2"}}, r.triggered, "once")
+			})
+		})
+	}
+	t.Run("no dead sandbox", func(t *testing.T) {
+		c := newCacheDir(t)
+		synctest.Test(t, func(t *testing.T) {
+			c.write(entry{network: "podnet", sandbox: "A", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+			rt := &listedRuntime{}
+			rt.set(nil, listed("A", "u1", true, time.Now().Add(-time.Hour)))
+			coll := c.collectorWith(rt, 0)
+			_, err := coll.ListPUs(t.Context())
+			require.NoError(t, err)
+			var r tracker
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- coll.Resync(ctx, &r) }()
+			synctest.Wait()
+			r.mu.Lock()
+			require.Empty(t, r.tracked, "no list before the interval")
+			r.mu.Unlock()
+			cancel()
+			require.NoError(t, <-done)
+		})
+	})
+}
+
 // Collector.Resync: a pod listed with another sandbox than the time before, "while the cache still holds an entry of
 // that one (whatever it is: of a disableGC network, a link)", has its PU untracked and tracked with the sandbox listed
 // now. The first list tracks the pod's current sandbox s2; then the cache holds an older, dead sandbox s1 of the pod,
@@ -871,10 +935,16 @@ func TestResyncsFirstListKeepsEveryAccountOfTheInventory(t *testing.T) {
 		pus, err = coll.ListPUs(t.Context()) // another caller's: u1 on B
 		require.NoError(t, err)
 		require.Equal(t, []ports.PU{pu("u1", "B")}, pus)
-		r, stop := resyncFirstList(t, coll, pu("u1", "B"))
-		stop()
+		ctx, cancel := context.WithCancel(t.Context())
+		r := &tracker{}
+		done := make(chan error)
+		go func() { done <- coll.Resync(ctx, r) }()
+		synctest.Wait() // the first list, at once: the Inventory listed a dead sandbox (A)
+		cancel()
+		require.NoError(t, <-done)
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		require.Equal(t, []ports.PU{pu("u1", "B")}, r.tracked, "the first list")
 		require.Equal(t, []string{"u1"}, r.untracked, "the PU untracked from A (tracked: %v)", r.tracked)
 	})
 }

@@ -307,6 +307,12 @@ func TestRequeueTracksNextSandbox(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- c.Resync(rctx, tr) }()
+	// The Inventory listed a dead sandbox (aaa): Resync's first list runs at once and triggers its pod.
+	select {
+	case <-tr.got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no first list at once")
+	}
 	if err := c.DestroyPU(ctx, changed("u1", "aaa")); err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +328,7 @@ func TestRequeueTracksNextSandbox(t *testing.T) {
 	<-done
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if len(tr.tracked) != 1 || tr.tracked[0].SandboxID != "bbb" || len(n.dels()) != 1 {
+	if len(tr.tracked) != 2 || tr.tracked[0].SandboxID != "aaa" || tr.tracked[1].SandboxID != "bbb" || len(n.dels()) != 1 {
 		t.Fatalf("tracked %+v, DELs %v", tr.tracked, n.dels())
 	}
 }

@@ -83,6 +83,10 @@ func TestAuditHoldsResyncRuntimeFailureNeitherMovesNorTracks(t *testing.T) {
 		if err := c.Resync(ctx, tr); !errors.Is(err, cni.ErrResyncRunning) {
 			t.Fatalf("second Resync = %v", err)
 		}
+		// The first list ran at once (the Inventory listed a dead sandbox, sbB): it triggers that pod.
+		if calls := tr.take(); len(calls) != 2 || calls[0] != "track uid1 sbB" || calls[1][:len("trigger ")] != "trigger " {
+			t.Fatalf("first list: calls %v, want uid1 tracked on sbB and its pod triggered", calls)
+		}
 		rt.mu.Lock()
 		rt.err = errors.New("down")
 		rt.mu.Unlock()
@@ -229,6 +233,7 @@ func TestAuditHoldsOldestFirstRequeue(t *testing.T) {
 		}
 		tr := &trigTracker{fakeTracker: fakeTracker{tracked: map[string]ports.PU{uidA: pus[0]}}}
 		go c.Resync(ctx, tr)
+		synctest.Wait() // the first list, at once: the Inventory listed a dead sandbox (s1)
 		for _, want := range []string{"s1", "s2"} {
 			tr.mu.Lock()
 			pu := tr.tracked[uidA]
