@@ -212,8 +212,8 @@ var (
 	// is wrapped with ports.Permanent: the engine drops the PU, and this
 	// Collector no longer lists that sandbox (ListPUs skips it, logged
 	// once) until the Collector is made anew; its attachments are kept for
-	// an operator to look at, until its pod is gone: then they are freed
-	// with the pod's others (row 8 of the table).
+	// an operator to look at (row 8 of the table), until its pod is gone:
+	// then the rows of a gone pod decide them with the pod's others.
 	ErrOrderUnknown = errors.New("cni: the sandbox's place among its pod's sandboxes cannot be told")
 	// ErrNoEvidence: DestroyPU was asked to free a gone pod (gone from the
 	// API, recreated, bound elsewhere, finished) by a Collector without
