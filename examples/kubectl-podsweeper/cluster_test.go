@@ -217,9 +217,13 @@ func TestExplainOnContainerd(t *testing.T) {
 	})
 	require.NoError(t, e.Cluster.Client.Delete(ctx, gone))
 	waitGone(t, e, gone)
+	// The controller's PU leaves its page when it is destroyed. A controller that restarts meanwhile may list the
+	// pod again from its API server's watch cache, which can lag: it tracks its PU again, and destroys it a second
+	// time once the cache catches up (DestroyPU is idempotent); its page holds it until then.
 	x, text = eventually("apps/gone", "the agent would have destroyed its PU; the controller destroyed its own", func(x *PodExplanation, _ string) bool {
 		r := reportOf(answerOf(x, "node-agent"), string(gone.UID))
-		return r != nil && r.Reason == string(ports.ReasonPodGone) && destroyed(x, string(gone.UID))
+		return r != nil && r.Reason == string(ports.ReasonPodGone) && destroyed(x, string(gone.UID)) &&
+			puOf(answerOf(x, "cluster-controller"), string(gone.UID)) == nil
 	})
 	assert.Nil(t, x.Pod, "the pod is gone")
 	assert.Nil(t, puOf(answerOf(x, "cluster-controller"), string(gone.UID)), "the controller destroyed its PU")
