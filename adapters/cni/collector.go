@@ -397,6 +397,7 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 		p, sbs := observe(atts, v, v.collectable, rv, uid, true, c.refusals.expired)
 		verdicts := decide(p)
 		c.refusals.settle(verdicts)
+		runs := slices.ContainsFunc(verdicts, func(v verdict) bool { return v.State == stateReady })
 		for i, sb := range sbs {
 			if !slices.ContainsFunc(sb.Atts, v.collectable) {
 				continue // nothing of it is ever freed: another pod's attachments of its container are that pod's
@@ -408,7 +409,7 @@ func (c *Collector) list(ctx context.Context) (listing, error) {
 				}
 				continue
 			}
-			x := choice{a: sb.Atts[0], created: sb.Created, rank: verdicts[i].State, failing: c.refusals.isFailing(sb.ID)}
+			x := choice{a: sb.Atts[0], created: sb.Created, rank: verdicts[i].State, failing: c.refusals.isFailing(sb.ID), runs: runs}
 			if !ok || o.none || x.before(o) {
 				oldest[uid] = x
 			}
@@ -455,16 +456,26 @@ type choice struct {
 	created time.Time
 	rank    sandboxState // what decide tells of it
 	failing bool         // a DEL of it failed (refusals.isFailing)
+	// runs: the pod runs in a sandbox the Runtime lists ready, so that each of its others may go (as changed); else
+	// only a dead one may (SandboxDead).
+	runs bool
 
 	none bool // the pod has only sandboxes given up on
 }
 
-// before reports whether x comes before y in ListPUs' order: a sandbox a DEL failed on after the pod's others but its
-// ready one, so that it holds none of them; then by what decide tells (dead, unknown, being created, ready), oldest
-// first.
+// before reports whether x comes before y in ListPUs' order: a sandbox a DEL failed on after the pod's others that
+// may go (all but its ready one while the pod runs in one; its dead ones while it runs in none), so that it holds
+// none of them, and before those that may not, so that it is tried again; then by what decide tells (dead, unknown,
+// being created, ready), oldest first.
 func (x choice) before(y choice) bool {
 	if x.failing != y.failing && x.rank != stateReady && y.rank != stateReady {
-		return !x.failing
+		other := y // the one no DEL failed on
+		if y.failing {
+			other = x
+		}
+		if other.runs || other.rank == stateDead {
+			return !x.failing
+		}
 	}
 	if x.rank != y.rank {
 		return x.rank < y.rank

@@ -44,9 +44,12 @@
 // sandbox in the cache is tracked, and so on until the current one. A pod
 // with three leaked sandboxes thus frees them oldest first, one check
 // each, and keeps the current one; one whose DEL fails (its plugin gone
-// from the node, say) is passed over for the pod's other sandboxes but its
-// ready one, and tried again once they are freed, so that it holds none of
-// them. "Oldest" is in the order "When a
+// from the node, say) is passed over for the pod's other sandboxes that
+// may go (all but its ready one while the pod runs in one; its dead ones
+// while it runs in none), and tried again once they are freed, so that it
+// holds none of them; it comes before those that may not go (a sandbox
+// of a pod that runs in none, being created for all the collector knows),
+// so that it is tried again. "Oldest" is in the order "When a
 // sandbox may be freed" gives, whatever the times say. When Resync lists a
 // pod with another sandbox than the time before while the cache still
 // holds that one (the runtime told their order meanwhile), it untracks the

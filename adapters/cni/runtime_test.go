@@ -353,3 +353,48 @@ func TestASandboxWhoseDELFailsHoldsNoLaterOne(t *testing.T) {
 		})
 	}
 }
+
+// ListPUs: a sandbox a DEL failed on comes after the pod's others that may go, "and before those that may not, so
+// that it is tried again". A live pod runs in no sandbox yet: its s1 is dead (listed stopped), and a later s2 may be
+// being created (not listed, its namespace there), which no row frees while the pod lives. Once s1's DEL failed (its
+// plugin answered an error once), the pod is still listed with s1: its PU is checked again and s1 freed, not moved to
+// s2 for good, where SandboxDead is false and s1 would leak.
+func TestASandboxWhoseDELFailedIsTriedAgainBeforeOneThatMayNotGo(t *testing.T) {
+	c := newCacheDir(t)
+	now := time.Now()
+	fails := filepath.Join(t.TempDir(), "fail-once")
+	require.NoError(t, os.WriteFile(fails, nil, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(c.plugins, "flaky"), []byte("#!/bin/sh\ncat >/dev/null\nif [ -e "+fails+
+		" ]; then rm -f "+fails+"; echo '{\"cniVersion\":\"1.1.0\",\"code\":11,\"msg\":\"try again later\"}'; exit 1; fi\n"), 0o755))
+	s1 := c.write(entry{network: "old", sandbox: "s1", uid: "u1", namespace: "ns", name: "pod-u1", age: 2 * time.Hour,
+		config: `{"cniVersion":"1.1.0","name":"old","plugins":[{"type":"flaky"}]}`})
+	s2 := c.write(entry{network: "podnet", sandbox: "s2", uid: "u1", namespace: "ns", name: "pod-u1", age: time.Hour})
+	c.withNetNS(s2, presentNetNS(t))
+	rt := &listedRuntime{}
+	rt.set(nil, listed("s1", "u1", false, now.Add(-2*time.Hour)))
+	coll := c.collectorWith(rt, 0)
+	listedWith := func() string {
+		pus, err := coll.ListPUs(t.Context())
+		require.NoError(t, err)
+		require.Len(t, pus, 1)
+		return pus[0].SandboxID
+	}
+	dead := func(sb string) bool {
+		d, err := coll.SandboxDead(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}, sb)
+		require.NoError(t, err)
+		return d
+	}
+	destroy := func() error {
+		return coll.DestroyPU(t.Context(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: "s1", Reason: ports.ReasonSandboxDead})
+	}
+	require.Equal(t, "s1", listedWith(), "the dead one first")
+	require.True(t, dead("s1"))
+	require.False(t, dead("s2"), "being created, for all the collector knows")
+	require.Error(t, destroy(), "its DEL fails once")
+	require.True(t, c.exists(s1))
+	require.Equal(t, "s1", listedWith(), "still first: s2 may not go while the pod lives")
+	require.NoError(t, destroy(), "tried again")
+	require.False(t, c.exists(s1), "freed")
+	require.True(t, c.exists(s2), "kept")
+}
+
