@@ -397,4 +397,3 @@ func TestASandboxWhoseDELFailedIsTriedAgainBeforeOneThatMayNotGo(t *testing.T) {
 	require.False(t, c.exists(s1), "freed")
 	require.True(t, c.exists(s2), "kept")
 }
-
