@@ -234,7 +234,8 @@ func saysDisableGC(f, dir string) (name string, says, writing bool, err error) {
 
 // topLevelName returns the "name" of the object b starts, as far as it can be read (it may be cut short): the
 // string value of its own "name" key, not one of an object or list in it (a plugin's). ok is false when no such
-// key is read in full, or when it is given twice with two values, or a second time cut short (the last read wins).
+// key is read in full, or when it is given twice with two values, or when the object is cut where another key
+// follows (after a comma, or inside a key that may be "name"): given a second time, the last read wins.
 func topLevelName(b []byte) (name string, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -248,8 +249,10 @@ func topLevelName(b []byte) (name string, ok bool) {
 			if depth == 1 && !wantKey && key == "name" { // cut inside a "name" given again: it wins, whatever it is
 				return "", false
 			}
-			// Cut inside a key that may be "name" given again: its first letters, or any written with an escape.
-			if rest := strings.TrimLeft(string(b[off:]), " \t\r\n,"); depth == 1 && wantKey && rest != "" &&
+			// Cut where a key that may be "name" given again follows: after a comma, or inside a key (its first
+			// letters, or any written with an escape).
+			next := strings.TrimLeft(string(b[off:]), " \t\r\n")
+			if rest := strings.TrimLeft(next, " \t\r\n,"); depth == 1 && wantKey && (next != "" || rest != "") &&
 				(strings.HasPrefix(`"name"`, rest) || strings.HasPrefix(rest, `"`) && strings.Contains(rest, `\`)) {
 				return "", false
 			}

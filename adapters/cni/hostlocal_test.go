@@ -185,9 +185,10 @@ func TestWouldFreeTellsEachReservationOnceWhileItsFileHoldsIt(t *testing.T) {
 }
 
 // A config being written names its network by its top-level "name" only
-// when it is read for sure: cut before it, cut inside it, or cut inside a
-// second one (which wins, whatever it holds; a key cut short that is
-// written with an escape may be one), it names none.
+// when it is read for sure: cut before it, cut inside it, cut where a key
+// follows a comma, or cut inside a second one (which wins, whatever it
+// holds; a key cut short that is written with an escape may be one), it
+// names none.
 func TestTopLevelNameOfAConfigCutShort(t *testing.T) {
 	for _, tc := range []struct {
 		b    string
@@ -201,6 +202,9 @@ func TestTopLevelNameOfAConfigCutShort(t *testing.T) {
 		{`{"name":"a","plugins":[],"name":"b"`, "", false},
 		{`{"name":"a","plugins":[],"name":"a"`, "a", true},
 		{`{"name":"a","na`, "", false},
+		{`{"name":"a",`, "", false}, // a key follows, which may be "name" again
+		{`{"name":"a","plugins":[] ,`, "", false},
+		{`{"name":"a","plugins":[]`, "a", true},
 		{`{"name":"a", "`, "", false},
 		{`{"name":"a","plugins":[],"cni`, "a", true},
 		{`{"name":"a","plugins":[],"na\u006d`, "", false}, // a key written with an escape may be "name" again
