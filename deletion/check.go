@@ -28,6 +28,7 @@ type outcome struct {
 	removed          bool          // the check removed the record
 	done             bool          // its destroy is over: it succeeded, or it is given up on
 	cut              bool          // the context of Start's worker that ran it ended
+	sweepCut         bool          // the context of the Sweep whose goroutine ran it ended
 	observing        time.Duration // the Observer's time during the check (EventVetoed, EventGetFailed)
 	pu               ports.PU      // the PU checked, as claimed
 	line             *eventLine    // its PUID's line to the Observer (nil: none)
@@ -75,7 +76,7 @@ func (c *Engine) check(ctx context.Context, l *lane, r *record, s *slot) {
 	if o.removed {
 		c.told(r.PUID)
 	}
-	o.end, o.cut = c.now(), ctx.Err() != nil && !l.ofSweep
+	o.end, o.cut, o.sweepCut = c.now(), ctx.Err() != nil && !l.ofSweep, ctx.Err() != nil && l.ofSweep
 	c.finish(ctx, r, s, &o, start)
 }
 

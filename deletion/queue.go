@@ -151,9 +151,15 @@ type record struct {
 	waitFor state // retrying or turnWaiting, while waitUntil is set; else idle
 	sweep   sweepMark
 	again   bool // a trigger or a Sweep came during its check
-	failing bool // a check failed since the last that went well
-	// fresh: TriggerPod asked for a fresh check (SandboxConfirmer); checkFresh: the claiming check is one, or a first.
-	fresh, checkFresh bool
+	// sweepOnly: queued for a Sweep alone, whose end un-queues it while Start does not run; a trigger or a time that
+	// queues it too (or finds it queued) makes it wanted beyond the Sweep. againWanted: so did a trigger that came
+	// during its check, or one its check was cut short for.
+	sweepOnly, againWanted bool
+	readySeq               uint64 // the ready queue's entry of its latest queueing (readyItem.seq): others of it are stale
+	failing                bool   // a check failed since the last that went well
+	// fresh: TriggerPod asked for a fresh check (SandboxConfirmer); checkFresh: the claiming check is one, or a first;
+	// checkAsked: it is one TriggerPod asked for.
+	fresh, checkFresh, checkAsked bool
 	// lastRow: the row last carried out (-1: none), vetoed by a confirmer; lineRow: the row of the destroy it waits for.
 	lastRow, lineRow int8
 	vetoed           bool
@@ -259,10 +265,12 @@ func (q *puQueue) announceLocked(r *record, now int64) {
 // resumeLocked makes r, no longer held, checkable: queued at once for a Sweep that waits for it, or for a trigger or a
 // Sweep that came while it was held (but a retry keeps its time); else on the wheel.
 func (q *puQueue) resumeLocked(r *record, now int64) {
-	again := r.again && !q.stopped && r.waitFor != retrying
-	r.again = false
+	again, wanted := r.again && !q.stopped && r.waitFor != retrying, r.againWanted
+	r.again, r.againWanted = false, false
 	if r.sweep == sweepNext && q.sweepingLocked(r.sweepGen) || again {
-		q.queueLocked(r, bySweep, now)
+		if q.queueLocked(r, bySweep, now) && again && wanted {
+			r.sweepOnly = false
+		}
 		q.wakeLocked(1)
 	} else {
 		q.wheel.schedule(r, now)
@@ -327,11 +335,15 @@ func (q *puQueue) setWaitLocked(r *record, f state, until int64) {
 func (q *puQueue) queueLocked(r *record, why cause, now int64) bool {
 	switch {
 	case r.state == idle, r.state == turnWaiting, r.state == retrying && why != byTrigger:
-		r.state = queued
-		q.ready.items = append(q.ready.items, readyItem{r, now})
+		r.state, r.sweepOnly = queued, why == bySweep
+		q.ready.seq++
+		r.readySeq = q.ready.seq
+		q.ready.items = append(q.ready.items, readyItem{r, now, q.ready.seq})
 		return true
+	case r.state == queued && why != bySweep:
+		r.sweepOnly = false
 	case (r.state == checking || r.state == tracking) && why != byTime:
-		r.again = true
+		r.again, r.againWanted = true, r.againWanted || why != bySweep
 	}
 	return false
 }
@@ -339,7 +351,7 @@ func (q *puQueue) queueLocked(r *record, why cause, now int64) bool {
 // claimLocked gives the queued record r to a check that will run in s.
 func (q *puQueue) claimLocked(r *record, s *slot) {
 	r.state = checking
-	r.checkFresh, r.fresh = r.fresh || r.lastRow < 0, false // a first check records the sandbox: it asks the runtime too
+	r.checkFresh, r.checkAsked, r.fresh = r.fresh || r.lastRow < 0, r.fresh, false // a first check records the sandbox: it asks the runtime too
 	if (r.sweep == sweepNext || r.sweep == sweepTurn) && q.sweepingLocked(r.sweepGen) {
 		r.sweep = sweepThis
 	}
@@ -392,6 +404,11 @@ func (q *puQueue) releaseLocked(r *record, s *slot, o *outcome) (sweep uint32) {
 	}
 	sweeping, nothing := q.sweepingLocked(r.sweepGen), learnedNothing(int(r.lineRow), o.verdict.Row, o.err != nil)
 	keepsPlace := r.waitFor == turnWaiting && o.retryAt == 0 && o.turnAt == 0 && nothing
+	if o.sweepCut && r.checkAsked && r.state != removed {
+		// A check TriggerPod asked for, cut short by the end of the Sweep that ran it: the trigger stands, for Start's
+		// workers.
+		r.again, r.againWanted, r.fresh = true, true, true
+	}
 	switch {
 	case r.sweep == sweepThis && sweeping && o.cut && r.state != removed:
 		r.sweep = sweepNext // cut short by Start's stop: the Sweep checks it again, with goroutines of its own
@@ -652,6 +669,14 @@ func (c *Engine) Len() int {
 func (c *Engine) Running() bool {
 	defer c.q.lock()()
 	return c.started.Load() && !c.q.returned
+}
+
+// Stopping reports whether Start's context is done while Start has not returned yet (it waits, within
+// ShutdownTimeout, for the checks under way): no check of its own and no DestroyPU of them starts any more, and no
+// retry or turn of a PU comes.
+func (c *Engine) Stopping() bool {
+	defer c.q.lock()()
+	return c.started.Load() && !c.q.returned && c.q.stoppingLocked()
 }
 
 // InventoryListed reports whether the engine knows every PU its Inventory holds: it has none (Options.Inventory
@@ -1032,7 +1057,7 @@ func (c *Engine) Backlog() Backlog {
 // oldestQueuedLocked returns when the oldest queued check was queued; 0: none.
 func (q *puQueue) oldestQueuedLocked() int64 {
 	for _, it := range q.ready.items[q.ready.head:] {
-		if it.r.state == queued {
+		if it.live() {
 			return it.at
 		}
 	}
@@ -1256,7 +1281,7 @@ func (c *Engine) next(gen uint32) (r *record, s *slot, spread time.Duration) {
 		}
 		for i := c.q.ready.head; i < len(c.q.ready.items); {
 			it := c.q.ready.items[i]
-			if it.r.state == queued && gen != 0 && !c.q.sweepsLocked(it.r, gen) {
+			if it.live() && gen != 0 && !c.q.sweepsLocked(it.r, gen) {
 				i++ // Start's, or asked for before Start: it waits for Start's workers
 				continue
 			}
@@ -1265,7 +1290,7 @@ func (c *Engine) next(gen uint32) (r *record, s *slot, spread time.Duration) {
 			c.q.ready.items[c.q.ready.head] = readyItem{}
 			c.q.ready.head++
 			i++
-			if it.r.state != queued || !c.q.dueLocked(it.r, now) {
+			if !it.live() || !c.q.dueLocked(it.r, now) {
 				continue
 			}
 			s := &c.q.ready.slots[c.q.ready.free[len(c.q.ready.free)-1]]

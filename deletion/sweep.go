@@ -85,9 +85,9 @@ func (q *puQueue) endSweepLocked() {
 				q.wheel.schedule(r, now)
 			}
 		}
-		if !q.running { // what it queued and no check took waits as before: no worker would take it
+		if !q.running { // what it queued, for it alone, and no check took waits as before: no worker would take it
 			for _, r := range q.records {
-				if r.state == queued && r.sweepGen == w.gen && (r.sweep == sweepNext || r.sweep == sweepTurn) {
+				if r.state == queued && r.sweepOnly && r.sweepGen == w.gen && (r.sweep == sweepNext || r.sweep == sweepTurn) {
 					r.state, r.sweep = r.waitFor, notSwept
 					q.wheel.schedule(r, now)
 				}

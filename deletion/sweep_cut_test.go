@@ -393,3 +393,71 @@ func TestNoCheckStartsAfterStartsContextEndsAtAClockReading(t *testing.T) {
 		})
 	}
 }
+
+// blockedGetter answers NotFound, but while block is set: then it waits for its context to end.
+type blockedGetter struct{ block atomic.Bool }
+
+func (g *blockedGetter) GetPod(ctx context.Context, _ types.NamespacedName) (*corev1.Pod, error) {
+	if g.block.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return nil, ports.ErrPodNotFound
+}
+
+// TriggerPod: "Checks asked before Start run when it begins"; Start "runs triggers at once, those made before Start
+// included". A Sweep that ends (its context cut) before it reaches a PU triggered before it, or as it checks one,
+// leaves that PU's trigger standing: Start checks it as it begins, not at its place in the SweepInterval.
+func TestATriggerBeforeStartOutlivesASweepThatEndsBeforeItsCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &blockedGetter{}
+		g.block.Store(true)
+		events := &deletiontest.Events{}
+		e := deletiontest.NewEngine(t, g, &deletiontest.Policy{}, deletion.Options{Workers: 1, SweepInterval: time.Hour,
+			CheckTimeout: 10 * time.Second, Observer: events})
+		require.NoError(t, e.Track(swPU("a")))
+		require.NoError(t, e.Track(swPU("b")))
+		e.TriggerPod(swKey("a"))
+		e.TriggerPod(swKey("b"))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		e.Sweep(ctx) // its one worker held by a's read: it ends before b's check
+		synctest.Wait()
+		g.block.Store(false)
+		for _, s := range e.Status() {
+			require.Equal(t, "queued", s.State, "%s's trigger stands: b's never checked, a's check cut short", s.PUID)
+		}
+		start, stop := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- e.Start(start) }()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, 0, e.Len(), "both checked as Start began, and destroyed")
+		stop()
+		require.NoError(t, <-done)
+	})
+}
+
+// Backlog.OldestQueuedSince is "since when the oldest queued check has waited for a worker". A Sweep cut while its
+// checks were queued leaves no trace in it: a minute later, the PUs queued again by a trigger have waited since that
+// trigger.
+func TestOldestQueuedSinceCountsAPUQueuedAgainFromItsLatestQueueing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &blockedGetter{}
+		g.block.Store(true)
+		e := deletiontest.NewEngine(t, g, &deletiontest.Policy{}, deletion.Options{Workers: 1, SweepInterval: time.Hour,
+			CheckTimeout: 10 * time.Second})
+		require.NoError(t, e.Track(swPU("a")))
+		require.NoError(t, e.Track(swPU("b")))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		e.Sweep(ctx)
+		synctest.Wait()
+		require.True(t, e.Backlog().OldestQueuedSince.IsZero(), "the cut Sweep left nothing queued")
+		time.Sleep(time.Minute)
+		g.block.Store(false)
+		triggered := time.Now()
+		e.TriggerAll()
+		assert.Equal(t, triggered, e.Backlog().OldestQueuedSince, "queued since the trigger, not since the cut Sweep")
+	})
+}

@@ -115,17 +115,23 @@ func (c *Engine) Sweep(ctx context.Context) {
 type readyQueue struct {
 	items       []readyItem
 	head        int
+	seq         uint64 // the last readyItem.seq given
 	slots       []slot
 	free        []int32 // the slots not in use
 	idle, bound int
 	cond        sync.Cond
 }
 
-// readyItem is a record in the ready queue and when it was queued.
+// readyItem is a record in the ready queue, when it was queued, and which of its queueings it is (record.readySeq).
 type readyItem struct {
-	r  *record
-	at int64
+	r   *record
+	at  int64
+	seq uint64
 }
+
+// live reports whether the item stands for its record's queueing now: one its record left (taken, or un-queued) is
+// stale, though the record be queued again since, by an item of its own.
+func (it readyItem) live() bool { return it.r.state == queued && it.r.readySeq == it.seq }
 
 // spreadAfter is how long a queued check may wait before another worker is woken for it: an eighth of a tick, 20 to
 // 125ms, so that one worker does a batch of fast checks.
