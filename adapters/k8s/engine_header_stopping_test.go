@@ -18,15 +18,13 @@ import (
 	"github.com/podsweeper/podsweeper/ports"
 )
 
-// EngineHeader's doc (adapters/k8s/status.go:45-50): "EngineHeader is the response header in which the status page
-// tells whether the engine runs: EngineRunning, or EngineNotRunning for an engine not started (a standby's, before it
-// leads) or whose Start has returned, which holds no PU whatever the program's other replicas hold."
-//
-// An engine whose Start's context is done, a check still in a port (ShutdownTimeout not over), has neither not
-// started nor returned: it still holds its PUs. Its page says EngineNotRunning all the same, and lists them: the
-// header of "a standby's ... which holds no PU" beside the PUs it holds. (A program's pod being deleted runs its
-// grace period and is asked, docs/operating/explain.md:77; kubectl podsweeper then calls it a standby.)
-func TestEngineHeaderNotRunningWhileStartRuns(t *testing.T) {
+// EngineHeader: EngineRunning while Start runs; EngineNotRunning for an engine not started or whose Start has
+// returned; EngineEnded "for one whose Start stops or has returned". An engine whose Start's context is done, a check
+// still in a port (ShutdownTimeout not over), has neither not started nor returned: it still holds its PUs, and starts
+// no check and no destroy of them. Its page says EngineEnded, not EngineNotRunning (a standby's), nor EngineRunning
+// (whose PUs wait for retries that would come). A program's pod being deleted runs its grace period and is asked
+// (docs/operating/explain.md).
+func TestEngineHeaderEndedWhileStartStops(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
@@ -99,7 +97,7 @@ func TestEngineHeaderNotRunningWhileStartRuns(t *testing.T) {
 	var h string
 	var pus []k8s.PUStatus
 	for time.Now().Before(deadline.Add(10 * time.Second)) {
-		if h, pus = get(); h == k8s.EngineNotRunning {
+		if h, pus = get(); h != k8s.EngineRunning {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -112,5 +110,11 @@ func TestEngineHeaderNotRunningWhileStartRuns(t *testing.T) {
 	if h == k8s.EngineNotRunning {
 		t.Errorf("Start has not returned (a check still in its port) and the engine holds %d PU(s), yet its page says %s %q, "+
 			"the header of an engine not started or whose Start has returned, which holds no PU", len(pus), k8s.EngineHeader, h)
+	}
+	// EngineHeader: EngineEnded "for one whose Start stops or has returned": no check of its own starts, and no
+	// attempt comes (kubectl podsweeper tells its PUs held with none to come, not waiting for their next check).
+	if h != k8s.EngineEnded || !eng.Stopping() {
+		t.Errorf("Start stops (its context done, a check still in its port): its page says %s %q, want %q; Stopping() %v",
+			k8s.EngineHeader, h, k8s.EngineEnded, eng.Stopping())
 	}
 }

@@ -77,10 +77,11 @@ func setTimeHeaders(h http.Header, read time.Time) {
 }
 
 // EngineHeader is the response header in which the status page tells
-// whether the engine runs (deletion.Engine.Running): EngineRunning, its
-// Start stopping included; EngineNotRunning for an engine not started (a
-// standby's, before it leads); or EngineEnded for one whose Start has
-// returned (its program stopping, in its grace period). For the last two,
+// whether the engine runs (deletion.Engine.Running): EngineRunning while
+// its Start runs; EngineNotRunning for an engine not started (a standby's,
+// before it leads); or EngineEnded for one whose Start stops or has
+// returned (deletion.Engine.Stopping: its context done, its program
+// stopping, in its grace period). For the last two,
 // no check runs on the PUs it lists, if any (a standby's are its leader's to
 // check), whatever the program's other replicas hold; but those of a Sweep
 // the program calls (deletion.Engine.Sweep, which checks without Start;
@@ -119,7 +120,10 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 			return
 		}
 		running := EngineRunning
-		if !engine.Running() { // not started, or Start has returned; one that stops still runs, and checks
+		switch {
+		case engine.Stopping(): // its Start's context done: no check of its own starts, no attempt comes
+			running = EngineEnded
+		case !engine.Running(): // not started, or Start has returned
 			running = EngineNotRunning
 			if errors.Is(engine.LivenessCheck(r), deletion.ErrNotRunning) { // it fails so once Start has returned
 				running = EngineEnded
@@ -127,7 +131,7 @@ func NewStatusHandler(engine *deletion.Engine) http.Handler {
 		}
 		// While Start runs, or once it returned, and its Inventory is not listed, the PUs a restart left are not all
 		// known. An engine not started (a standby's, before it leads) checks no PU: its page says so.
-		if !engine.InventoryListed() && running != EngineNotRunning { // a Start that stops runs, and is not restored yet either
+		if !engine.InventoryListed() && running != EngineNotRunning { // a Start that stops is not restored yet either
 			http.Error(w, "the deletion engine has not listed its Inventory: the PUs a restart left are not all known", http.StatusServiceUnavailable)
 			return
 		}
