@@ -465,6 +465,7 @@ type pmPlace struct {
 	tracked time.Time
 	at      time.Time
 	since   time.Duration
+	slot    int // its pod's
 }
 
 type pmAsync struct {
@@ -511,6 +512,7 @@ type pmWorld struct {
 	obsSleeping int
 	obsCount    int
 	lastFault   time.Duration
+	stuckAt     [pmSlots]time.Duration // when a hang past CheckTimeout was last served on each slot's pod
 	lastSlowEnd time.Duration
 
 	engines    []*pmEngine
@@ -609,6 +611,8 @@ type pmEngine struct {
 	// queued, its last check unchanged.
 	lastCheckTold time.Duration
 	queuedSince   map[string]pmQueued
+	// seenUnqueued: when each PUID was last seen in Status in a state other than queued (invariant 8f).
+	seenUnqueued map[string]time.Duration
 	// Invariant 10: the verdict of the last EventChecked of each PU's tracking (PUStatus.LastVerdict), of the PUIDs
 	// not tracked again (retracked).
 	lastVerdict map[string]deletion.Verdict
@@ -786,6 +790,9 @@ func (w *pmWorld) takeLocked(port, slot int) pmFault {
 	}
 	f.left--
 	w.lastFault = w.now()
+	if f.kind == pmHang && f.dur >= w.o.checkTimeout && slot >= 0 {
+		w.stuckAt[slot] = w.lastFault // a check stuck in a port past its deadline: its ticket no longer holds the line
+	}
 	if f.kind != pmHang && f.kind != pmLagNotFound {
 		w.failedFor[slot] = true
 	}
@@ -1029,6 +1036,26 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 		e.firstCall[puid] = now
 	}
 	e.lastCall[puid] = now
+	if w.o.rate > 0 && e.running && e.sweepsActive == 0 {
+		// 10: turns go in the order PUs were found to go (Options.DestroyRate): a PU whose pod went after another was
+		// seen waiting for its turn (its pod gone since before, for good, and still in the line) never takes a turn
+		// before that one's, nor, unless that one's check was stuck in a port past its deadline since (it holds its
+		// ticket, not the line) or the Observer is slow, before that one took its own.
+		if went, ok := w.uidGoneAt[puid]; ok {
+			quickObserver := !w.slowObs && w.obsSleeping == 0
+			for y, p := range e.places {
+				if wy, ok := w.uidGoneAt[y]; y == puid || !ok || wy > p.since || w.aliveLocked(y) || e.untracked[y] ||
+					e.lifecycle >= p.since || went <= p.since {
+					continue
+				}
+				stuck := p.slot < 0 || w.stuckAt[p.slot] >= p.since && w.stuckAt[p.slot] > 0
+				if now < p.at.Sub(w.t0)-time.Millisecond || quickObserver && !stuck {
+					w.violateLocked("10: DestroyPU(%s), whose pod went at %v, takes a turn at %v ahead of %s, waiting for its turn at %v since %v",
+						ev, went, now, y, p.at.Sub(w.t0), p.since)
+				}
+			}
+		}
+	}
 	delete(e.places, puid) // it took a turn: if it fails, its next is a new place
 	if w.o.rate > 0 {
 		for i := len(e.calls) - 1; i >= 0; i-- {
@@ -1570,7 +1597,7 @@ func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
 		firstCall: map[string]time.Duration{}, lastCall: map[string]time.Duration{},
 		removedSeq: map[string]int64{}, resolved: map[string]int64{}, reports: map[string]map[ports.Reason]int{},
-		places: map[string]pmPlace{}, lastReport: map[string]ports.Reason{}, lastCheckTold: -1, queuedSince: map[string]pmQueued{},
+		places: map[string]pmPlace{}, lastReport: map[string]ports.Reason{}, lastCheckTold: -1, queuedSince: map[string]pmQueued{}, seenUnqueued: map[string]time.Duration{},
 		lastVerdict: map[string]deletion.Verdict{}, retracked: map[string]bool{}}
 	e.ctx, e.ctxCancel = context.WithCancel(context.Background())
 	p := &pmPorts{w: w, e: e}
@@ -1934,6 +1961,29 @@ func (w *pmWorld) checkTimed() {
 	var stalled string
 	var stalledLive error
 	w.mu.Lock()
+	// 8f: Backlog.OldestQueuedSince is since when the oldest queued check has waited: no earlier than the last time
+	// each PU queued then was seen otherwise (one not queued in sts was seen otherwise now).
+	bound, bounded := now, true
+	for _, st := range sts {
+		if st.State == "queued" {
+			at, ok := e.seenUnqueued[st.PUID]
+			bound, bounded = min(bound, at), bounded && ok
+		}
+	}
+	if since := backlog.OldestQueuedSince; bounded && !since.IsZero() && since.Sub(w.t0) < bound-time.Millisecond {
+		w.violateLocked("8f: Backlog says a check has waited in the queue since %v; every PU queued was seen otherwise since %v",
+			since.Sub(w.t0), bound)
+	}
+	for puid := range e.seenUnqueued {
+		if !slices.ContainsFunc(sts, func(st deletion.PUStatus) bool { return st.PUID == puid }) {
+			delete(e.seenUnqueued, puid)
+		}
+	}
+	for _, st := range sts2 {
+		if st.State != "queued" {
+			e.seenUnqueued[st.PUID] = now
+		}
+	}
 	for _, st := range sts {
 		q, ok := e.queuedSince[st.PUID]
 		switch {
@@ -2053,7 +2103,7 @@ func (w *pmWorld) checkTimed() {
 				w.violateLocked("10: %s, waiting for its turn at %v, now waits for %v: it lost its place", st.PUID, p.at.Sub(w.t0), st.NextAttempt.Sub(w.t0))
 			}
 			if gone && (!ok || !p.tracked.Equal(st.TrackedAt) || !st.NextAttempt.After(p.at)) {
-				e.places[st.PUID] = pmPlace{tracked: st.TrackedAt, at: st.NextAttempt, since: now}
+				e.places[st.PUID] = pmPlace{tracked: st.TrackedAt, at: st.NextAttempt, since: now, slot: pmSlotOf(st.Pod.Name)}
 			}
 		case "idle":
 			if ok && gone && p.tracked.Equal(st.TrackedAt) && now < p.at.Sub(w.t0) && e.lifecycle < p.since {
@@ -2494,6 +2544,18 @@ func FuzzPromises(f *testing.F) {
 	f.Add(uint16(pmModeInventory|pmModeConfirmer|pmModeAutoStart|2<<9), cat(op(pmTrack, 0, 0), op(pmTrack, 2, 0),
 		op(pmFaultOp, 2, 6), op(pmTrigger, 2, 0), op(pmDelete, 2, 0), op(pmRestart, 0, 0), op(pmAdvance, 9, 0),
 		op(pmUntrack, 0, 0), op(pmAdvance, 8, 0)))
+	// A Sweep without Start, its one worker held by a hang of pod-0's read, is cut after a second: what it queued
+	// waits as before. A minute later TriggerAll queues both PUs: they have waited since then, not since the cut Sweep
+	// (invariant 8f).
+	f.Add(uint16(2<<9), cat(op(pmTrack, 0, 0), op(pmTrack, 1, 0), op(pmFaultOp, 4*pmPortGet, 1+32), op(pmSweep, 0, 2),
+		op(pmAdvance, 11, 0), op(pmAdvance, 1, 0), op(pmTriggerAll, 0, 0), op(pmAdvance, 1, 0), op(pmAdvance, 1, 0)))
+	// A destroy rate of 1/s, two workers: a goes at once; b, its pod read NotFound from a lagging cache, and c wait in
+	// line; at b's turn its pod is alive, and the turn goes to c, whose read hangs half a second; d, gone meanwhile
+	// and triggered, waits behind c all the same (invariant 10's order).
+	f.Add(uint16(pmModeRate|pmModeAutoStart|pmModeWorkers2|2<<9), cat(op(pmTrack, 0, 0), op(pmTrack, 1, 0), op(pmTrack, 2, 0),
+		op(pmTrack, 3, 0), op(pmFaultOp, 1, 6), op(pmDelete, 0, 0), op(pmDelete, 2, 0), op(pmTrigger, 0, 0),
+		op(pmTrigger, 1, 0), op(pmTrigger, 2, 0), op(pmAdvance, 1, 0), op(pmFaultOp, 2, 1+3*32), op(pmAdvance, 2, 0),
+		op(pmAdvance, 2, 0), op(pmDelete, 3, 0), op(pmTrigger, 3, 0), op(pmAdvance, 3, 0), op(pmAdvance, 4, 0), op(pmAdvance, 6, 0)))
 	// A destroy rate, four pods gone, Start stopped and a Sweep.
 	f.Add(uint16(pmModeRate|pmModeAutoStart|pmModeWorkers2|1<<9), cat(op(pmTrack, 0, 0), op(pmTrack, 1, 0), op(pmTrack, 2, 0),
 		op(pmTrack, 3, 0), op(pmDelete, 0, 0), op(pmDelete, 1, 0), op(pmMove, 2, 0), op(pmRecreate, 3, 0),
