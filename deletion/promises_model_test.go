@@ -79,7 +79,9 @@ package deletion_test
 //     with no EventChecked told since, Start running and its checks begun:
 //     every worker is then held, in a port or the Observer, and seen; and
 //     once one that hangs on a user's Track's EventTracked, Start running
-//     and its first list done, has held it as long (8e).
+//     and its first list done, has held it as long (8e). Backlog's
+//     OldestQueuedSince is no earlier than the last time each PU queued was
+//     seen in another state (8f).
 //  9. No panic, no hang: Start returns nil within ShutdownTimeout + 1s of
 //     its ctx's cancel, hangs or not; a Sweep returns within 2s + for each
 //     hang it overlaps min(hang, CheckTimeout + 2s) (+ the first list's
@@ -109,7 +111,10 @@ package deletion_test
 //     from Track after a removal since the list began); a waiting PU keeps
 //     its place in the rate's line (TriggerPod, Options.DestroyRate): one
 //     of a pod gone for good, seen waiting for its turn at T, is never idle
-//     before T while Start runs; Untrack returns true only once
+//     before T while Start runs; and turns go in the order PUs were found
+//     to go: one whose pod went after such a PU was seen waiting takes no
+//     turn before T, nor, unless that PU's check was stuck in a port or the
+//     Observer is slow, before that PU took its own; Untrack returns true only once
 //     EventUntracked was told; EventDestroyed, EventDestroyFailed and
 //     EventAbandoned tell the verdict of the check that decided the destroy
 //     and DestroyCalls, the calls so far in the PU's tracking
