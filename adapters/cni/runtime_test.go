@@ -333,12 +333,7 @@ func TestASandboxWhoseDELFailsHoldsNoLaterOne(t *testing.T) {
 			rt := &listedRuntime{}
 			rt.set(nil, sbs...)
 			coll := c.collectorWith(rt, 0)
-			listedWith := func() string {
-				pus, err := coll.ListPUs(t.Context())
-				require.NoError(t, err)
-				require.Len(t, pus, 1)
-				return pus[0].SandboxID
-			}
+			listedWith := func() string { return onlySandboxListed(t, coll) }
 			changed := func(sb string) error {
 				return coll.DestroyPU(t.Context(), ports.DestroyEvent{PUID: "u1", Pod: pu("u1", "").Pod, SandboxID: sb, Reason: ports.ReasonSandboxChanged})
 			}
@@ -373,12 +368,7 @@ func TestASandboxWhoseDELFailedIsTriedAgainBeforeOneThatMayNotGo(t *testing.T) {
 	rt := &listedRuntime{}
 	rt.set(nil, listed("s1", "u1", false, now.Add(-2*time.Hour)))
 	coll := c.collectorWith(rt, 0)
-	listedWith := func() string {
-		pus, err := coll.ListPUs(t.Context())
-		require.NoError(t, err)
-		require.Len(t, pus, 1)
-		return pus[0].SandboxID
-	}
+	listedWith := func() string { return onlySandboxListed(t, coll) }
 	dead := func(sb string) bool {
 		d, err := coll.SandboxDead(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-u1", UID: "u1"}}, sb)
 		require.NoError(t, err)
@@ -396,4 +386,13 @@ func TestASandboxWhoseDELFailedIsTriedAgainBeforeOneThatMayNotGo(t *testing.T) {
 	require.NoError(t, destroy(), "tried again")
 	require.False(t, c.exists(s1), "freed")
 	require.True(t, c.exists(s2), "kept")
+}
+
+// onlySandboxListed returns the sandbox ListPUs lists the one PU it lists with.
+func onlySandboxListed(t *testing.T, coll *cni.Collector) string {
+	t.Helper()
+	pus, err := coll.ListPUs(t.Context())
+	require.NoError(t, err)
+	require.Len(t, pus, 1)
+	return pus[0].SandboxID
 }
