@@ -62,7 +62,11 @@ package deletion_test
 //     (c) with a SandboxExtractor and an Inventory, and no dry run, a PU of
 //     the policy engine's set recorded under a sandbox its live pod no
 //     longer runs in (replaced while the agent ran, or while it was down)
-//     is destroyed as changed within the same bound, from when it was so.
+//     is destroyed as changed within the same bound, from when it was so;
+//     (d) one triggered on the engine after its pod went, with no failed
+//     destroy, goes within CheckTimeout + 3s (and the rate's turns) of the
+//     trigger or of Start's beginning, whichever is later: checks asked
+//     before Start run when it begins, a Sweep in between or not.
 //  7. A dry run reports a (PU, reason) at most once per tracking of the PU,
 //     and DryRunMemory(c) <= 32 + 4*max(MinDryRunMemory, the most PUs
 //     tracked at once) + the removals during the latest list's deadline
@@ -491,6 +495,8 @@ type pmWorld struct {
 
 	pods      [pmSlots]pmPod
 	uidGoneAt map[string]time.Duration
+	uidGoneOp map[string]int // the operation that made it gone (ops)
+	ops       int            // the operations applied so far, this one included
 	// replacedAt is when a PU of the policy engine's set was first seen recorded under a sandbox its live pod no
 	// longer runs in (invariant 6c), by PUID.
 	replacedAt map[string]time.Duration
@@ -618,6 +624,8 @@ type pmEngine struct {
 	queuedSince   map[string]pmQueued
 	// seenUnqueued: when each PUID was last seen in Status in a state other than queued (invariant 8f).
 	seenUnqueued map[string]time.Duration
+	// triggered: the last TriggerPod of each slot's pod on this engine, a TriggerAll's included (invariant 6d).
+	triggered [pmSlots]pmTriggered
 	// Invariant 10: the verdict of the last EventChecked of each PU's tracking (PUStatus.LastVerdict), of the PUIDs
 	// not tracked again (retracked).
 	lastVerdict map[string]deletion.Verdict
@@ -626,6 +634,12 @@ type pmEngine struct {
 	// the latest summary line was written (-1: none).
 	failsHeard  []time.Duration
 	lastSummary time.Duration
+}
+
+// pmTriggered is when a trigger was asked, and the operation that asked it (op 0: none).
+type pmTriggered struct {
+	at time.Duration
+	op int
 }
 
 // pmQueued is since when a PU has been seen queued, and its last check then (invariant 8d).
@@ -2162,6 +2176,26 @@ func (w *pmWorld) checkTimed() {
 		}
 	}
 	for _, st := range gone {
+		// 6d: one triggered since its pod went, no retry of it pending, goes within a check's time of the trigger
+		// or of Start's beginning (checks asked before Start run when it begins), not at its place in the interval.
+		slot := pmSlotOf(st.Pod.Name)
+		if tr := e.triggered[max(slot, 0)]; slot >= 0 && tr.op > w.uidGoneOp[st.PUID] && w.uidGoneOp[st.PUID] > 0 &&
+			len(e.fails[st.PUID]) == 0 && st.State != "tracking" {
+			at := tr.at
+			base := max(at, st.TrackedAt.Sub(w.t0), w.lastFault, e.lifecycle, e.startedAt)
+			if w.o.inventory {
+				base = max(base, e.startedAt+w.o.listTimeout()+time.Second)
+			}
+			bound := base + w.o.checkTimeout + 3*time.Second
+			if w.o.rate > 0 && !w.o.dryRun {
+				bound += time.Duration(float64(len(gone)+len(e.calls)+w.o.burst+1) / w.o.rate * float64(time.Second))
+			}
+			if now > bound {
+				w.violateLocked("6d: PU %s of a pod gone (since %v), triggered at %v, is still tracked (%s) past %v",
+					st.PUID, w.uidGoneAt[st.PUID], at, st.State, bound)
+				return
+			}
+		}
 		base := max(w.uidGoneAt[st.PUID], st.TrackedAt.Sub(w.t0), w.lastFault, e.lifecycle)
 		if w.o.inventory {
 			base = max(base, e.startedAt+w.o.listTimeout()+time.Second)
@@ -2225,11 +2259,12 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 	slot := op.slot()
 	key := pmKey(slot)
 	w.mu.Lock()
+	w.ops++
 	p := &w.pods[slot]
 	now := w.now()
 	gonePod := func() {
 		if p.exists {
-			w.uidGoneAt[p.uid] = now
+			w.uidGoneAt[p.uid], w.uidGoneOp[p.uid] = now, w.ops
 			if p.sandbox != "" {
 				w.dead[p.sandbox] = true
 			}
@@ -2278,10 +2313,14 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 		}
 		return puid
 	case pmTrigger:
+		e.triggered[slot] = pmTriggered{at: now, op: w.ops}
 		w.mu.Unlock()
 		e.c.TriggerPod(key)
 		return ""
 	case pmTriggerAll:
+		for i := range pmSlots {
+			e.triggered[i] = pmTriggered{at: now, op: w.ops}
+		}
 		w.mu.Unlock()
 		e.c.TriggerAll()
 		return ""
@@ -2443,7 +2482,7 @@ func (w *pmWorld) abort(t *testing.T, why string) {
 }
 
 func runPromises(t *testing.T, mode uint16, data []byte) {
-	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), uidGoneAt: map[string]time.Duration{}, replacedAt: map[string]time.Duration{}, dead: map[string]bool{},
+	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), uidGoneAt: map[string]time.Duration{}, uidGoneOp: map[string]int{}, replacedAt: map[string]time.Duration{}, dead: map[string]bool{},
 		set: map[string]pmPU{}, lastFault: -1, lastSlowEnd: -1}
 	for slot := range w.pods { // every pod runs at first, none tracked
 		w.pods[slot] = pmPod{exists: true, uid: w.id("u"), node: pmNode, sandbox: w.id("s")}
@@ -2549,6 +2588,11 @@ func FuzzPromises(f *testing.F) {
 	f.Add(uint16(pmModeInventory|pmModeConfirmer|pmModeAutoStart|2<<9), cat(op(pmTrack, 0, 0), op(pmTrack, 2, 0),
 		op(pmFaultOp, 2, 6), op(pmTrigger, 2, 0), op(pmDelete, 2, 0), op(pmRestart, 0, 0), op(pmAdvance, 9, 0),
 		op(pmUntrack, 0, 0), op(pmAdvance, 8, 0)))
+	// Two pods go and are triggered before Start; a Sweep without Start, its one worker held by a hang of pod-0's
+	// read, is cut after a second: the triggers stand, and Start checks both as it begins (invariant 6d).
+	f.Add(uint16(2<<9), cat(op(pmTrack, 0, 0), op(pmTrack, 1, 0), op(pmDelete, 0, 0), op(pmDelete, 1, 0), op(pmTrigger, 0, 0),
+		op(pmTrigger, 1, 0), op(pmFaultOp, 4*pmPortGet, 1), op(pmSweep, 0, 2), op(pmStart, 0, 0), op(pmAdvance, 3, 0),
+		op(pmAdvance, 5, 0), op(pmAdvance, 6, 0), op(pmAdvance, 8, 0)))
 	// A Sweep without Start, its one worker held by a hang of pod-0's read, is cut after a second: what it queued
 	// waits as before. A minute later TriggerAll queues both PUs: they have waited since then, not since the cut Sweep
 	// (invariant 8f).
