@@ -76,7 +76,10 @@ type PolicyHandler interface {
 // sandbox the runtime runs, whatever the API says). In a dry run
 // (deletion.Options.DryRun) the engine asks it where it would call
 // DestroyPU, so that the dry run reports only what a real run would
-// destroy.
+// destroy: at every check that decides a destroy, as often as a real run
+// would call DestroyPU (a PU it refuses is asked again at each retry, and
+// at each check until its pod comes back or it answers nil), though each
+// PU is reported once per reason. Keep it as cheap as a read.
 type DryRunner interface {
 	// DryRunDestroyPU answers as DestroyPU would, and changes nothing:
 	// nil when DestroyPU would destroy the PU, DestroyPU's error
