@@ -64,7 +64,8 @@ package deletion_test
 //     longer runs in (replaced while the agent ran, or while it was down)
 //     is destroyed as changed within the same bound, from when it was so;
 //     (d) one triggered on the engine after its pod went, with no failed
-//     destroy, goes within CheckTimeout + 3s (and the rate's turns) of the
+//     destroy and no port of its pod failing since (its check then learns
+//     nothing, and the trigger is spent), goes within CheckTimeout + 3s (and the rate's turns) of the
 //     trigger or of Start's beginning, whichever is later: checks asked
 //     before Start run when it begins, a Sweep in between or not.
 //  7. A dry run reports a (PU, reason) at most once per tracking of the PU,
@@ -524,6 +525,7 @@ type pmWorld struct {
 	obsCount    int
 	lastFault   time.Duration
 	stuckAt     [pmSlots]time.Duration // when a hang past CheckTimeout was last served on each slot's pod
+	failedAt    [pmSlots]time.Duration // when a fault that answers (not a hang, not a lagging cache) was last served on it; -1: never
 	lastSlowEnd time.Duration
 
 	engines    []*pmEngine
@@ -809,6 +811,9 @@ func (w *pmWorld) takeLocked(port, slot int) pmFault {
 	}
 	f.left--
 	w.lastFault = w.now()
+	if f.kind != pmHang && f.kind != pmLagNotFound && slot >= 0 {
+		w.failedAt[slot] = w.lastFault // a check that learns nothing of its pod: a trigger it ran for is spent
+	}
 	if f.kind == pmHang && f.dur >= w.o.checkTimeout && slot >= 0 {
 		w.stuckAt[slot] = w.lastFault // a check stuck in a port past its deadline: its ticket no longer holds the line
 	}
@@ -2180,7 +2185,7 @@ func (w *pmWorld) checkTimed() {
 		// or of Start's beginning (checks asked before Start run when it begins), not at its place in the interval.
 		slot := pmSlotOf(st.Pod.Name)
 		if tr := e.triggered[max(slot, 0)]; slot >= 0 && tr.op > w.uidGoneOp[st.PUID] && w.uidGoneOp[st.PUID] > 0 &&
-			len(e.fails[st.PUID]) == 0 && st.State != "tracking" {
+			w.failedAt[slot] < tr.at && len(e.fails[st.PUID]) == 0 && st.State != "tracking" {
 			at := tr.at
 			base := max(at, st.TrackedAt.Sub(w.t0), w.lastFault, e.lifecycle, e.startedAt)
 			if w.o.inventory {
@@ -2482,7 +2487,7 @@ func (w *pmWorld) abort(t *testing.T, why string) {
 }
 
 func runPromises(t *testing.T, mode uint16, data []byte) {
-	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), uidGoneAt: map[string]time.Duration{}, uidGoneOp: map[string]int{}, replacedAt: map[string]time.Duration{}, dead: map[string]bool{},
+	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), failedAt: [pmSlots]time.Duration{-1, -1, -1, -1}, uidGoneAt: map[string]time.Duration{}, uidGoneOp: map[string]int{}, replacedAt: map[string]time.Duration{}, dead: map[string]bool{},
 		set: map[string]pmPU{}, lastFault: -1, lastSlowEnd: -1}
 	for slot := range w.pods { // every pod runs at first, none tracked
 		w.pods[slot] = pmPod{exists: true, uid: w.id("u"), node: pmNode, sandbox: w.id("s")}
