@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -476,5 +479,42 @@ func TestATriggerBeforeStartWaitsForStartNotForASweep(t *testing.T) {
 		deletiontest.Start(t, e)
 		deletiontest.Advance(time.Second)
 		assert.Equal(t, 1, p.Count(x.PUID), "Start checks x when it begins")
+	})
+}
+
+// docs/operating/troubleshooting.md: "a program stopped meanwhile logs `checks or the Inventory still stuck` with how
+// many". The line names the PUs whose checks it leaves behind, so that the operator of a program its liveness probe
+// restarts learns which pods' ports hang.
+func TestStartsStopNamesThePUsItLeavesBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		defer close(release)
+		g := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) {
+			<-release // ignores its context
+			return nil, ports.ErrPodNotFound
+		})
+		var mu sync.Mutex
+		var lines []string
+		log := funcr.New(func(prefix, args string) {
+			mu.Lock()
+			defer mu.Unlock()
+			lines = append(lines, args)
+		}, funcr.Options{})
+		e := deletiontest.NewEngine(t, g, &deletiontest.Policy{}, deletion.Options{Workers: 2, ShutdownTimeout: time.Second,
+			CheckTimeout: time.Second, Logger: log})
+		require.NoError(t, e.Track(swPU("a")))
+		require.NoError(t, e.Track(swPU("b")))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- e.Start(ctx) }()
+		e.TriggerAll()
+		time.Sleep(5 * time.Second)
+		cancel()
+		require.NoError(t, <-done)
+		mu.Lock()
+		defer mu.Unlock()
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "still stuck in ports") })
+		require.GreaterOrEqual(t, i, 0, "the line: %q", lines)
+		assert.Contains(t, lines[i], `"puIDs"=["uid-a" "uid-b"]`)
 	})
 }

@@ -7,6 +7,7 @@ package deletion
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,7 +55,7 @@ func (c *Engine) Start(ctx context.Context) error {
 		c.log.V(1).Info("deletion engine stopped")
 	} else {
 		c.log.Error(nil, "checks or the Inventory still stuck in ports that ignore their context; leaving them behind",
-			"stuckChecks", c.stuck(c.realNow()), "shutdownTimeout", c.opts.ShutdownTimeout.String())
+			"stuckChecks", c.stuck(c.realNow()), "puIDs", c.checking(), "shutdownTimeout", c.opts.ShutdownTimeout.String())
 	}
 	c.fails.flush(c.opts.Clock.Now(), 0) // Start stops: what is left, summed up now
 	return nil
@@ -159,6 +160,19 @@ func (s *slot) stuck(now int64) bool {
 }
 
 const stuckGrace = time.Second
+
+// checking returns the PUIDs whose checks hold a Workers slot, sorted: at Start's stop, those it leaves behind.
+func (c *Engine) checking() []string {
+	defer c.q.lock()()
+	var ids []string
+	for i := range c.q.ready.slots {
+		if r := c.q.ready.slots[i].held; r != nil {
+			ids = append(ids, r.PUID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
 
 // stuck returns how many slots hold a check in a port past its deadline.
 func (c *Engine) stuck(now int64) int {
