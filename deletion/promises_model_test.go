@@ -63,7 +63,8 @@ package deletion_test
 //     the policy engine's set recorded under a sandbox its live pod no
 //     longer runs in (replaced while the agent ran, or while it was down)
 //     is destroyed as changed within the same bound, from when it was so;
-//     (d) one triggered on the engine after its pod went, with no failed
+//     (d) one triggered on the engine after its pod went (tracked then,
+//     its EventTracked told), with no failed
 //     destroy and no port of its pod failing since (its check then learns
 //     nothing, and the trigger is spent), goes within CheckTimeout + 3s (and the rate's turns) of the
 //     trigger or of Start's beginning, whichever is later: checks asked
@@ -638,10 +639,12 @@ type pmEngine struct {
 	lastSummary time.Duration
 }
 
-// pmTriggered is when a trigger was asked, and the operation that asked it (op 0: none).
+// pmTriggered is when a trigger was asked, the operation that asked it (op 0: none), and the trackings whose
+// EventTracked the Observer had heard then (toldTracked): a trigger asks checks of the PUs tracked when it comes.
 type pmTriggered struct {
-	at time.Duration
-	op int
+	at   time.Duration
+	op   int
+	told map[string]int
 }
 
 // pmQueued is since when a PU has been seen queued, and its last check then (invariant 8d).
@@ -2185,6 +2188,7 @@ func (w *pmWorld) checkTimed() {
 		// or of Start's beginning (checks asked before Start run when it begins), not at its place in the interval.
 		slot := pmSlotOf(st.Pod.Name)
 		if tr := e.triggered[max(slot, 0)]; slot >= 0 && tr.op > w.uidGoneOp[st.PUID] && w.uidGoneOp[st.PUID] > 0 &&
+			tr.told[st.PUID] != 0 && tr.told[st.PUID] == e.toldTracked[st.PUID] &&
 			w.failedAt[slot] < tr.at && len(e.fails[st.PUID]) == 0 && st.State != "tracking" {
 			at := tr.at
 			base := max(at, st.TrackedAt.Sub(w.t0), w.lastFault, e.lifecycle, e.startedAt)
@@ -2318,13 +2322,13 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 		}
 		return puid
 	case pmTrigger:
-		e.triggered[slot] = pmTriggered{at: now, op: w.ops}
+		e.triggered[slot] = pmTriggered{at: now, op: w.ops, told: maps.Clone(e.toldTracked)}
 		w.mu.Unlock()
 		e.c.TriggerPod(key)
 		return ""
 	case pmTriggerAll:
 		for i := range pmSlots {
-			e.triggered[i] = pmTriggered{at: now, op: w.ops}
+			e.triggered[i] = pmTriggered{at: now, op: w.ops, told: maps.Clone(e.toldTracked)}
 		}
 		w.mu.Unlock()
 		e.c.TriggerAll()
