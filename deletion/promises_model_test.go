@@ -525,7 +525,8 @@ type pmWorld struct {
 	obsSleeping int
 	obsCount    int
 	lastFault   time.Duration
-	stuckAt     [pmSlots]time.Duration // when a hang past CheckTimeout was last served on each slot's pod
+	stuckAt     [pmSlots]time.Duration // when a hang past CheckTimeout was last served on each slot's pod; -1: never
+	stuckEnd    [pmSlots]time.Duration // and when it ends
 	failedAt    [pmSlots]time.Duration // when a fault that answers (not a hang, not a lagging cache) was last served on it; -1: never
 	lastSlowEnd time.Duration
 
@@ -763,6 +764,23 @@ func (w *pmWorld) aliveLocked(puid string) bool {
 	return false
 }
 
+// triggerSpentLocked reports whether a check of the pod of slot met a port failing since at, the time of a trigger on
+// e: a fault that answers, or a hang past CheckTimeout that no Sweep's end cut (a Sweep's own check, Start not yet
+// running): the check learned nothing, and the trigger is spent (invariant 6d).
+func (w *pmWorld) triggerSpentLocked(e *pmEngine, slot int, at time.Duration) bool {
+	if w.failedAt[slot] >= at {
+		return true
+	}
+	from, to := w.stuckAt[slot], w.stuckEnd[slot]
+	if from < at {
+		return false
+	}
+	cut := (!e.startCalled || e.startedAt > from) && slices.ContainsFunc(e.sweeps, func(s *pmSweepRec) bool {
+		return s.end >= from && s.end <= to
+	})
+	return !cut
+}
+
 // allowedLocked is invariant 3: the truth orders a destroy of pu.
 func (w *pmWorld) allowedLocked(pu ports.PU) bool {
 	slot := pmSlotOf(pu.Pod.Name)
@@ -818,7 +836,8 @@ func (w *pmWorld) takeLocked(port, slot int) pmFault {
 		w.failedAt[slot] = w.lastFault // a check that learns nothing of its pod: a trigger it ran for is spent
 	}
 	if f.kind == pmHang && f.dur >= w.o.checkTimeout && slot >= 0 {
-		w.stuckAt[slot] = w.lastFault // a check stuck in a port past its deadline: its ticket no longer holds the line
+		// A check stuck in a port past its deadline: its ticket no longer holds the line, and it learns nothing.
+		w.stuckAt[slot], w.stuckEnd[slot] = w.lastFault, w.lastFault+f.dur
 	}
 	if f.kind != pmHang && f.kind != pmLagNotFound {
 		w.failedFor[slot] = true
@@ -1075,7 +1094,7 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 					e.lifecycle >= p.since || went <= p.since {
 					continue
 				}
-				stuck := p.slot < 0 || w.stuckAt[p.slot] >= p.since && w.stuckAt[p.slot] > 0
+				stuck := p.slot < 0 || w.stuckAt[p.slot] >= p.since
 				if now < p.at.Sub(w.t0)-time.Millisecond || quickObserver && !stuck {
 					w.violateLocked("10: DestroyPU(%s), whose pod went at %v, takes a turn at %v ahead of %s, waiting for its turn at %v since %v",
 						ev, went, now, y, p.at.Sub(w.t0), p.since)
@@ -2188,8 +2207,8 @@ func (w *pmWorld) checkTimed() {
 		// or of Start's beginning (checks asked before Start run when it begins), not at its place in the interval.
 		slot := pmSlotOf(st.Pod.Name)
 		if tr := e.triggered[max(slot, 0)]; slot >= 0 && tr.op > w.uidGoneOp[st.PUID] && w.uidGoneOp[st.PUID] > 0 &&
-			tr.told[st.PUID] != 0 && tr.told[st.PUID] == e.toldTracked[st.PUID] &&
-			w.failedAt[slot] < tr.at && len(e.fails[st.PUID]) == 0 && st.State != "tracking" {
+			tr.told[st.PUID] != 0 && tr.told[st.PUID] == e.toldTracked[st.PUID] && !w.triggerSpentLocked(e, slot, tr.at) &&
+			len(e.fails[st.PUID]) == 0 && st.State != "tracking" {
 			at := tr.at
 			base := max(at, st.TrackedAt.Sub(w.t0), w.lastFault, e.lifecycle, e.startedAt)
 			if w.o.inventory {
@@ -2491,7 +2510,8 @@ func (w *pmWorld) abort(t *testing.T, why string) {
 }
 
 func runPromises(t *testing.T, mode uint16, data []byte) {
-	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), failedAt: [pmSlots]time.Duration{-1, -1, -1, -1}, uidGoneAt: map[string]time.Duration{}, uidGoneOp: map[string]int{}, replacedAt: map[string]time.Duration{}, dead: map[string]bool{},
+	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), failedAt: [pmSlots]time.Duration{-1, -1, -1, -1},
+		stuckAt: [pmSlots]time.Duration{-1, -1, -1, -1}, uidGoneAt: map[string]time.Duration{}, uidGoneOp: map[string]int{}, replacedAt: map[string]time.Duration{}, dead: map[string]bool{},
 		set: map[string]pmPU{}, lastFault: -1, lastSlowEnd: -1}
 	for slot := range w.pods { // every pod runs at first, none tracked
 		w.pods[slot] = pmPod{exists: true, uid: w.id("u"), node: pmNode, sandbox: w.id("s")}
