@@ -974,15 +974,29 @@ func TestEventRestoredCountsEachPUOnce(t *testing.T) {
 // tracks a PU without its sandbox; the first list fails, and the PU's first check, before the list is retried,
 // records the sandbox the runtime runs now. The retried list then gives the sandbox the PU had before: the PU takes
 // it in place of the one its check recorded, and its next check destroys it as changed, with the old sandbox.
+//
+// So too with the Inventory a journal that observes the engine (restarts.md: "make your Inventory an Observer too"):
+// the sandbox the check recorded is not told before the list is in, or the journal would write it over the one from
+// before, and the retried list would give the new one.
 func TestAListRetriedAfterAFirstCheckStillGivesTheSandboxFromBefore(t *testing.T) {
+	for _, journal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("the Inventory observes: %v", journal), func(t *testing.T) { testAListRetriedAfterAFirstCheck(t, journal) })
+	}
+}
+
+func testAListRetriedAfterAFirstCheck(t *testing.T, journal bool) {
 	synctest.Test(t, func(t *testing.T) {
 		cl := deletiontest.NewCluster()
 		a := cl.CreatePod(swKey("a"), "", "s-new") // its sandbox replaced while the agent was down
 		inv := deletiontest.NewInventory(ports.PU{PUID: a.PUID, Pod: a.Pod, SandboxID: "s-old"})
 		inv.FailNextLists(1, errors.New("the journal is not open yet"))
 		events := &deletiontest.Events{}
+		var obs deletion.Observer = events
+		if journal {
+			obs = deletion.Observers(inv, events)
+		}
 		var pol deletiontest.Policy
-		c := deletiontest.NewEngine(t, cl, &pol, deletion.Options{Inventory: inv, SandboxExtractor: cl, Observer: events,
+		c := deletiontest.NewEngine(t, cl, &pol, deletion.Options{Inventory: inv, SandboxExtractor: cl, Observer: obs,
 			RetryMinDelay: 2 * time.Second, SweepInterval: time.Hour})
 		require.NoError(t, c.Track(ports.PU{PUID: a.PUID, Pod: a.Pod})) // as the informer tracks it: no sandbox
 		deletiontest.Start(t, c)                                        // its first list fails: the checks begin
@@ -1005,6 +1019,7 @@ func TestAListRetriedAfterAFirstCheckStillGivesTheSandboxFromBefore(t *testing.T
 		for _, ev := range events.Of(deletion.EventAdopted) {
 			adopted = append(adopted, ev.PU.SandboxID)
 		}
-		assert.Equal(t, []string{"s-new", "s-old"}, adopted, "the Observer hears the list's sandbox after the check's")
+		assert.Equal(t, []string{"s-old"}, adopted,
+			"the Observer hears the list's sandbox, never the one the check recorded before the list was in: a journal would write it over the sandbox from before")
 	})
 }

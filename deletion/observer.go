@@ -87,7 +87,9 @@ const (
 	// with a listing SandboxExtractor). Reason is the overridden answer's, Verdict and Err the confirmer's.
 	EventVetoed
 	// EventAdopted: a check recorded the PU's first sandbox (Verdict is its row 7), or Start gave it the sandbox the
-	// Inventory listed (Verdict is zero); PU holds it.
+	// Inventory listed (Verdict is zero); PU holds it. For a PU tracked without a sandbox while Start's list of the
+	// Inventory is not in, a sandbox its check recorded is told once the list is in (Verdict zero), unless the list
+	// gave one in its place: a journal that is the Inventory keeps the sandbox from before a restart until then.
 	EventAdopted
 	// EventUntracked: Untrack forgot the PU without destroying it.
 	EventUntracked
