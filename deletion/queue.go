@@ -1136,9 +1136,14 @@ func (c *Engine) waits() (stopped, stopping, restoring bool, waited, overdue tim
 	if first := c.q.wheel.first(); first != 0 {
 		overdue = time.Duration(now - max(first, c.q.startAt, c.q.listedAt))
 	}
+	listing := c.q.list.gone != nil && c.q.list.end == 0 // a list's answer going in
 	switch {
+	case c.q.begun && listing: // a retried list's: the lists wait for it while none of its PUs goes in
+		if d := time.Duration(now - c.q.list.progress); d > telling.lasted {
+			telling = listTelling{lasted: d, kind: EventTracked}
+		}
 	case c.q.begun:
-	case c.q.list.gone != nil && c.q.list.end == 0: // wedged only while none of its PUs goes in (an Observer blocks)
+	case listing: // wedged only while none of its PUs goes in (an Observer blocks)
 		restoring, overdue = true, time.Duration(now-c.q.list.progress)
 	default: // the checks wait for the first list, its deadline at most: nothing is overdue
 		overdue = 0
