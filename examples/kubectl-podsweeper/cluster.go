@@ -372,12 +372,9 @@ func failed(t target, format string, args ...any) Answer {
 // keeping the PUs and reports keep takes (nil: all).
 func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string) bool) (Answer, error) {
 	a := Answer{Program: t.Program}
-	if t.port == "" {
-		return failed(t, "its status listener is off (--status-bind-address=0)"), nil
-	}
-	port, err := strconv.Atoi(t.port)
-	if err != nil {
-		return failed(t, "its --status-bind-address has no port: %q", t.port), nil
+	port, why := statusPortNumber(t.port)
+	if why != "" {
+		return failed(t, "%s", why), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -1208,12 +1205,9 @@ type addressAnswer struct {
 }
 
 func (c *cluster) askAddress(ctx context.Context, t target, ip string) (a addressAnswer, why string, err error) {
-	if t.port == "" {
-		return a, "its status listener is off (--status-bind-address=0)", nil
-	}
-	port, err := strconv.Atoi(t.port)
-	if err != nil {
-		return a, fmt.Sprintf("its --status-bind-address has no port: %q", t.port), nil
+	port, why := statusPortNumber(t.port)
+	if why != "" {
+		return a, why, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

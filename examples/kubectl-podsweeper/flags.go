@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -34,6 +36,7 @@ func commandLineFlags(prog string, ctr corev1.Container) map[string]string {
 	if len(ctr.Command) > 0 {
 		args = append(append([]string{}, ctr.Command[1:]...), ctr.Args...)
 	}
+	args = expandArgs(args, ctr.Env)
 	isBool := map[string]bool{}
 	for _, name := range boolFlags[prog] {
 		isBool[name] = true
@@ -78,8 +81,11 @@ func statusPort(prog string, p corev1.Pod) (port string, dryRun bool) {
 		flags := commandLineFlags(prog, ctr)
 		if v, ok := flags["status-bind-address"]; ok {
 			port = portOf(v)
-			if v == program.Off {
+			switch {
+			case v == program.Off:
 				port = ""
+			case port == "" && strings.Contains(v, "$("): // an address of a variable the plugin cannot read
+				port = v
 			}
 		}
 		if v, ok := flags["dry-run"]; ok {
@@ -87,4 +93,74 @@ func statusPort(prog string, p corev1.Pod) (port string, dryRun bool) {
 		}
 	}
 	return port, dryRun
+}
+
+// expandArgs expands the variable references $(NAME) of args with the
+// container's environment as the kubelet does before the program starts:
+// a variable of a literal value defined in env replaces its reference
+// (each sees those defined before it), "$$" is a "$", and any other
+// reference is left as it is (one whose value comes from elsewhere,
+// valueFrom, which the plugin cannot read).
+func expandArgs(args []string, env []corev1.EnvVar) []string {
+	vars := map[string]string{}
+	for _, e := range env {
+		if e.ValueFrom == nil {
+			vars[e.Name] = expand(e.Value, vars)
+		}
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = expand(a, vars)
+	}
+	return out
+}
+
+// expand expands the references of s with vars (expandArgs).
+func expand(s string, vars map[string]string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+			continue
+		case '(':
+			if end := strings.IndexByte(s[i+2:], ')'); end >= 0 {
+				name := s[i+2 : i+2+end]
+				if v, ok := vars[name]; ok {
+					b.WriteString(v)
+				} else {
+					b.WriteString(s[i : i+3+end])
+				}
+				i += 2 + end
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// statusPortNumber returns the port number of a program's
+// --status-bind-address port (statusPort), or why it cannot be asked on
+// it: its listener off, a reference to a variable the plugin cannot read,
+// or a port that is no number nor a service name known here.
+func statusPortNumber(port string) (int, string) {
+	switch {
+	case port == "":
+		return 0, "its status listener is off (--status-bind-address=0)"
+	case strings.Contains(port, "$("):
+		return 0, fmt.Sprintf("its --status-bind-address's port %q comes from a variable whose value the plugin cannot read (valueFrom)", port)
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		return n, ""
+	}
+	if n, err := net.LookupPort("tcp", port); err == nil {
+		return n, ""
+	}
+	return 0, fmt.Sprintf("its --status-bind-address has no port: %q", port)
 }

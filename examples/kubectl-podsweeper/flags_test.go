@@ -218,3 +218,34 @@ func runLocally(args ...string) (int, string, string) {
 	code := run(context.Background(), args, &out, &errw)
 	return code, out.String(), errw.String()
 }
+
+// The kubelet expands a container's $(VAR) references with its environment before the program starts: the plugin
+// reads the port the program listens on, not the text of the pod spec; a port named as a service is its number, as
+// the program resolves it; a variable whose value comes from elsewhere (valueFrom) is said so, not taken for a
+// listener turned off or for no port.
+func TestStatusPortOfAVariableOrAServiceName(t *testing.T) {
+	env := []corev1.EnvVar{{Name: "STATUS_ADDR", Value: "127.0.0.1:8084"}, {Name: "STATUS_PORT", Value: "8085"},
+		{Name: "FROM_FIELD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+	for _, tc := range []struct {
+		arg  string
+		port int
+		why  string
+	}{
+		{"--status-bind-address=$(STATUS_ADDR)", 8084, ""},
+		{"--status-bind-address=127.0.0.1:$(STATUS_PORT)", 8085, ""},
+		{"--status-bind-address=127.0.0.1:http", 80, ""},
+		{"--status-bind-address=127.0.0.1:$$(STATUS_PORT)", 0, "comes from a variable"},
+		{"--status-bind-address=$(FROM_FIELD)", 0, "comes from a variable"},
+		{"--status-bind-address=127.0.0.1:no-such-service-name", 0, "has no port"},
+	} {
+		ctr := corev1.Container{Name: "node-agent", Args: []string{tc.arg}, Env: env}
+		p, _ := statusPort("node-agent", corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr}}})
+		port, why := statusPortNumber(p)
+		assert.Equal(t, tc.port, port, tc.arg)
+		if tc.why == "" {
+			assert.Empty(t, why, tc.arg)
+		} else {
+			assert.Contains(t, why, tc.why, tc.arg)
+		}
+	}
+}

@@ -646,6 +646,11 @@ func RenderReport(w io.Writer, r *Report) error {
 	case rows == 0 && len(notes) < len(r.Answers) && unasked:
 		// A program that could not be asked may be in a dry run that would destroy something: no word on every one.
 		fmt.Fprintln(tw, "(none from the programs asked: a program could not be asked, or was not, below)\t\t\t\t\t\t\t\t")
+	case rows == 0 && len(notes) < len(r.Answers) && slices.ContainsFunc(r.Answers, func(a Answer) bool {
+		return a.Standby && nodeScoped[a.Program.Program]
+	}):
+		// A node's program whose engine has not started has not listed its Inventory: what it would destroy is not known.
+		fmt.Fprintln(tw, "(none from the engines that run: a node's program has not started its engine, below)\t\t\t\t\t\t\t\t")
 	case rows == 0 && len(notes) < len(r.Answers):
 		fmt.Fprintln(tw, "(none: no dry run would destroy anything yet)\t\t\t\t\t\t\t\t")
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsweeper/podsweeper/adapters/k8s"
@@ -324,4 +325,18 @@ func TestADroppedPUTrackedAgainIsHeld(t *testing.T) {
 			}
 		})
 	}
+}
+
+// docs/operating/explain.md: `report` says of a table with no row "that none came from the engines that run" beside a
+// node's program whose engine has not started (it has not listed its Inventory), not that no dry run would destroy
+// anything.
+func TestAnEmptyReportBesideANotStartedEngineSaysSo(t *testing.T) {
+	r := &Report{Now: time.Now(), Answers: []Answer{
+		{Program: Program{Program: "node-agent", Namespace: "podsweeper", Pod: "agent-a", Node: "node-a", DryRun: true}},
+		{Program: Program{Program: "node-agent", Namespace: "podsweeper", Pod: "agent-b", Node: "node-b", DryRun: true}, Standby: true},
+	}}
+	var b strings.Builder
+	require.NoError(t, RenderReport(&b, r))
+	assert.NotContains(t, b.String(), "no dry run would destroy anything")
+	assert.Contains(t, b.String(), "(none from the engines that run: a node's program has not started its engine, below)")
 }
