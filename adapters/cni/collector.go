@@ -489,7 +489,9 @@ func (x choice) before(y choice) bool {
 // SandboxDead reports whether the sandbox of that ID, one of pod's, is dead
 // as the package doc's "When a sandbox may be freed" says (decide's
 // stateDead): Options.Runtime lists it stopped, or does not list it, or
-// there is none, and its network namespace is gone. It is the engine's
+// there is none, and its network namespace is gone; or Options.Runtime
+// does not list it and the cache holds nothing of it any more (no entry,
+// read or not): nothing of it is left to free. It is the engine's
 // ports.SandboxProber, so that the attachments of a dead sandbox are freed
 // while its pod waits for a new one: after the node lost its runtime's
 // state, the new sandbox's ADD may be failing for want of the very
@@ -527,7 +529,15 @@ func (c *Collector) SandboxDead(ctx context.Context, pod *corev1.Pod, sandboxID 
 			return verdict.State == stateDead, nil
 		}
 	}
-	return false, nil
+	// Of none of the pod's sandboxes the cache holds: gone, if the Runtime was asked and lists it not, and the cache
+	// holds nothing of that ID either (no entry, used or not, read or not): nothing of it is left to free, and the
+	// pod's PU moves on to its next sandbox (its destroy frees nothing, and Resync lists the next).
+	_, listed := rv.byID[sandboxID]
+	held := func(sk skipped) bool {
+		return sk.ContainerID == sandboxID || strings.Contains(filepath.Base(sk.File), "-"+sandboxID+"-")
+	}
+	return rv.asked && !listed && !slices.ContainsFunc(v.atts, func(a attachment) bool { return a.ContainerID == sandboxID }) &&
+		!slices.ContainsFunc(v.unused, held) && !slices.ContainsFunc(v.unusable, held), nil
 }
 
 // DestroyPU DELs, with the cached config and arguments as the runtime
