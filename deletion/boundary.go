@@ -76,8 +76,12 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 				now = Event{Kind: EventGetFailed, Err: ob.Err}
 			}
 		}
+		var ticket uint32
+		taken := false
 		if port != portGetPod && v.Action == Destroy && cv.Action != Destroy { // a confirmer's veto
 			o.vetoed = true
+			ticket, taken = o.line.take(), true // its place in the PU's line is the veto's moment, not the log line's end
+			logStart := c.realNow()
 			if log := c.log.V(1); log.Enabled() && !(o.quiet && o.err != nil) { // a failing confirmer: logged once
 				msg := "destroy not confirmed; keeping PU"
 				if port == portSandboxConfirmer {
@@ -86,13 +90,17 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 				log.Info(msg, "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID,
 					"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
 			}
+			o.logging += time.Duration(c.realNow() - logStart)
 			now = Event{Kind: EventVetoed, Verdict: cv, Reason: v.Reason, Err: o.err}
 		}
 		v, pod = cv, ob.Pod
 		if now.Kind != 0 { // in its place in the PU's line: an Untrack meanwhile waits for it only
 			now.PU = pu
+			if !taken {
+				ticket = o.line.take()
+			}
 			start := c.realNow()
-			c.tell(o.line, o.line.take(), now)
+			c.tell(o.line, ticket, now)
 			o.observing += time.Duration(c.realNow() - start)
 		}
 		switch {

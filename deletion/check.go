@@ -30,6 +30,7 @@ type outcome struct {
 	cut              bool          // the context of Start's worker that ran it ended
 	sweepCut         bool          // the context of the Sweep whose goroutine ran it ended
 	observing        time.Duration // the Observer's time during the check (EventVetoed, EventGetFailed)
+	logging          time.Duration // the Logger's time during the check: neither a port's nor the Observer's
 	pu               ports.PU      // the PU checked, as claimed
 	line             *eventLine    // its PUID's line to the Observer (nil: none)
 	untrackedDestroy bool          // its DestroyPU succeeded after Untrack: no event tells it, its log line does
@@ -67,7 +68,9 @@ func (c *Engine) check(ctx context.Context, l *lane, r *record, s *slot) {
 	if v.Requeue && o.done {
 		o.requeue = pod
 	}
+	logStart := c.realNow()
 	c.logOutcome(&o)
+	o.logging += time.Duration(c.realNow() - logStart)
 	c.late(r, s, &o, "a port") // as its ports returned, before the Observer hears of it
 	// Its events before the Requeuer hears of the pod: one that tracks the PU of the new sandbox at once waits for them.
 	for _, it := range o.events {

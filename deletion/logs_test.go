@@ -249,6 +249,40 @@ func TestAuditPanickingObserverLogsScaleWithTheFailure(t *testing.T) {
 	})
 }
 
+// TestASlowLoggerIsNoPortsLateness: a Logger (stderr into a pipe drained
+// slowly) that takes twice CheckTimeout to write "PU destroyed", after ports
+// that all answered at once, is no failure of the check: EventChecked's Err
+// stays nil and no error line blames a port or the Observer.
+func TestASlowLoggerIsNoPortsLateness(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var lines []string
+		slow := funcr.New(func(_, args string) {
+			mu.Lock()
+			lines = append(lines, args)
+			mu.Unlock()
+			if strings.Contains(args, "PU destroyed") {
+				time.Sleep(200 * time.Millisecond)
+			}
+		}, funcr.Options{})
+		events := &deletiontest.Events{}
+		policy := &deletiontest.Policy{}
+		c := deletiontest.NewEngine(t, deletiontest.NewCluster(), policy,
+			deletion.Options{Observer: events, Logger: slow, CheckTimeout: 100 * time.Millisecond})
+		require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: types.NamespacedName{Namespace: "ns", Name: "a"}})) // its pod is gone
+		c.Sweep(t.Context())
+		require.Equal(t, 1, policy.CallCount())
+		checked := events.Of(deletion.EventChecked)
+		require.Len(t, checked, 1)
+		assert.NoError(t, checked[0].Err, "a slow Logger blamed on the check's ports")
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range lines {
+			assert.NotContains(t, l, "deadline", "a slow Logger reported as a late port or Observer")
+		}
+	})
+}
+
 // docs/sdk/engine.md:55-58: "Logs scale with the failure, not with the PUs: while a port fails (the API server down,
 // the policy engine restarting), each failing port gets one error line per SweepInterval (...), each PU's first
 // failure is logged at V(1), and the Observer, so the metrics, still hear of every one."

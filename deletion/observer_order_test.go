@@ -12,12 +12,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -201,6 +203,35 @@ func TestAVetoIsToldWithItsPU(t *testing.T) {
 	vetoes := events.Of(deletion.EventVetoed)
 	require.Len(t, vetoes, 1)
 	assert.Equal(t, ports.PU{PUID: "a", Pod: key}, vetoes[0].PU)
+}
+
+// TestAVetoIsToldBeforeAnUntrackWhileTheLoggerWritesIt: the veto's place in
+// the PU's line is the moment it is decided, not the end of its log line: a
+// Logger (someone else's code) that takes a second to write "destroy not
+// confirmed" lets an Untrack made meanwhile be told after the veto.
+func TestAVetoIsToldBeforeAnUntrackWhileTheLoggerWritesIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := deletiontest.NewCluster() // the cache: the pod is gone
+		live := deletiontest.NewCluster()
+		key := addPod(live, "a", "a", testNode, "", corev1.PodRunning)
+		slow := funcr.New(func(_, args string) {
+			if strings.Contains(args, "destroy not confirmed") {
+				time.Sleep(time.Second)
+			}
+		}, funcr.Options{Verbosity: 1})
+		j := newSlowJournal()
+		c := deletiontest.NewEngine(t, w, &deletiontest.Policy{}, deletion.Options{Confirmer: live, Observer: j, Logger: slow})
+		require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: key}))
+		swept := make(chan struct{})
+		go func() { c.Sweep(t.Context()); close(swept) }()
+		time.Sleep(500 * time.Millisecond) // the veto is decided; its line is being written
+		require.True(t, c.Untrack("a"))
+		<-swept
+		got := j.kinds("a")
+		assert.Less(t, slices.Index(got, deletion.EventVetoed), slices.Index(got, deletion.EventUntracked),
+			"the veto, decided before the Untrack, told after it: %v", got)
+		assert.Contains(t, got, deletion.EventVetoed)
+	})
 }
 
 // TestAPUTrackedAgainWhileItsCheckEndsIsToldAfterIt: the pod of a PU

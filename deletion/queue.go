@@ -881,9 +881,9 @@ func (q *puQueue) notCalledLocked(r *record, o *outcome, now int64, untracked bo
 }
 
 // late notes in o that what (a port, or the Observer) answered past the deadline of the check of r held in s, if it
-// did; the Observer's time during the check is no port's.
+// did; the Observer's time during the check is no port's, and the Logger's is neither.
 func (c *Engine) late(r *record, s *slot, o *outcome, what string) {
-	late := time.Duration(c.realNow() - s.checkEnd.Load())
+	late := time.Duration(c.realNow()-s.checkEnd.Load()) - o.logging
 	if what != "the Observer" {
 		late -= o.observing
 	}
