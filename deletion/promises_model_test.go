@@ -25,7 +25,8 @@ package deletion_test
 // found, then one that panics when read a second time), nil pod, another pod, a lagging cache's
 // NotFound, Permanent),
 // ListFault (fail, hang, delay honouring ctx, panic, typed nil; up to
-// always), SlowObserver (100ms per event; or, b%8 == 7, the Observer
+// always), SlowObserver (100ms per event; or, b%32 == 30, a Logger that
+// takes 1.5s per info line, V(1) on; or, b%8 == 7, the Observer
 // hangs ignoring everything, or panics, at the next event of a pod's PUs, or
 // (a/4%2 == 1) of the lists), Seed (4 to 40 PUs of gone pods in
 // the policy engine, as left by an earlier run), TrackMany (4 or 16 stale
@@ -104,8 +105,10 @@ package deletion_test
 //     EventTracked first, no other EventTracked while it is tracked, its
 //     EventAdopted, and the one event that ends its tracking (EventUntracked,
 //     EventDestroyed, EventAbandoned, a dropping EventWouldDestroy), in
-//     between; Track returns nil only once an EventTracked of the PU has
-//     been told (Observe returned).
+//     between; an EventVetoed decided (the Confirmer answered) before an
+//     Untrack of the PU was called is told before its EventUntracked,
+//     however slow the Logger; Track returns nil only once an EventTracked
+//     of the PU has been told (Observe returned).
 //  13. The failures are summed up (docs/sdk/engine.md): a failure the
 //     Observer is told of (EventChecked's Err, EventListFailed) is in a
 //     summary line (a port's, or Start's first failed list's) written at
@@ -136,7 +139,8 @@ package deletion_test
 //     of a PU first tracked after every running Sweep began; InventoryListed is true only once every PU of the list that answered is
 //     tracked (or removed since); with Workers 1, the EventChecked of a check that met
 //     a port's failure (a fault served, but a hang or a lagging cache's
-//     NotFound) has an Err; once Start has returned, its Inventory's list tells
+//     NotFound) has an Err, and one whose Err blames a late port met a hang
+//     or a slow Observer (a slow Logger is no port's lateness); once Start has returned, its Inventory's list tells
 //     nothing (no EventTracked of a list, no EventRestored), though it
 //     answers then.
 
@@ -173,6 +177,7 @@ const (
 	pmMaxAttempts = 3
 	pmShutdown    = 2 * time.Second
 	pmObsDelay    = 100 * time.Millisecond
+	pmLogDelay    = 1500 * time.Millisecond // past the usual CheckTimeout (1s)
 	pmMemSlack    = 32
 )
 
@@ -327,6 +332,10 @@ func (op pmOp) fault() (port, kind, count int, dur time.Duration) {
 	return op.a / 4 % pmPodPorts, op.b % 8, []int{1, 1, 2, 8}[op.b/8%4], pmHangs[op.b/32%4]
 }
 
+// slowLogger: a SlowObserver op with b%32 == 30 makes the engine's Logger slow (or quick again) in place of the
+// Observer.
+func (op pmOp) slowLogger() bool { return op.b%32 == 30 }
+
 // observerFault is what a SlowObserver op with b%8 == 7 plans: the next
 // Observe of an event of the pod's PUs hangs (ignoring everything) or panics.
 func (op pmOp) observerFault() (kind int, dur time.Duration, ok bool) {
@@ -413,6 +422,9 @@ func (op pmOp) String() string {
 				return fmt.Sprintf("ObserverFault(the next event of %s's PUs: panic)", pod)
 			}
 			return fmt.Sprintf("ObserverFault(the next event of %s's PUs: hang %v)", pod, dur)
+		}
+		if op.slowLogger() {
+			return fmt.Sprintf("SlowLogger(%v)", op.a%2 == 1)
 		}
 		return fmt.Sprintf("SlowObserver(%v)", op.a%2 == 1)
 	case pmSeed:
@@ -521,14 +533,24 @@ type pmWorld struct {
 	obsListFault pmFault
 	// failedFor: a port answered a failure about the pod (a fault served, but a hang, which may end in time, and a
 	// lagging cache's NotFound) since the last EventChecked of one of its PUs (Workers 1: one check at a time).
-	failedFor   [pmSlots]bool
+	failedFor [pmSlots]bool
+	// lateFor: a hang was served on the pod's ports (it may make a port late) since the last EventChecked of one of its
+	// PUs, or a slow Observer was told one of its events.
+	lateFor [pmSlots]bool
+	// slowLog: the engine's Logger (someone else's code) takes pmLogDelay to write each info line, V(1) enabled;
+	// logSleeping counts the lines being written.
+	slowLog     bool
+	logSleeping int
+	logLines    int // the lines a slow Logger began to write
 	obsSleeping int
 	obsCount    int
 	lastFault   time.Duration
-	stuckAt     [pmSlots]time.Duration // when a hang past CheckTimeout was last served on each slot's pod; -1: never
-	stuckEnd    [pmSlots]time.Duration // and when it ends
-	failedAt    [pmSlots]time.Duration // when a fault that answers (not a hang, not a lagging cache) was last served on it; -1: never
-	lastSlowEnd time.Duration
+	// confirmedSeq: the seq at which the Confirmer last answered each slot's pod (a veto is decided then).
+	confirmedSeq [pmSlots]int64
+	stuckAt      [pmSlots]time.Duration // when a hang past CheckTimeout was last served on each slot's pod; -1: never
+	stuckEnd     [pmSlots]time.Duration // and when it ends
+	failedAt     [pmSlots]time.Duration // when a fault that answers (not a hang, not a lagging cache) was last served on it; -1: never
+	lastSlowEnd  time.Duration
 
 	engines    []*pmEngine
 	cur        *pmEngine
@@ -549,6 +571,7 @@ type pmEngine struct {
 
 	startCalled, running, startReturned bool
 	startedAt, stopAt, lifecycle        time.Duration
+	logLinesAtStop                      int // w.logLines at stopAt: Start's stop waits for the lines a slow Logger writes
 	cancel                              context.CancelFunc
 	// firstTrack: when the user first began to Track each PUID on this engine (invariant 10: a Sweep begun before it
 	// holds no check of it).
@@ -556,8 +579,10 @@ type pmEngine struct {
 
 	calls     []time.Duration
 	untracked map[string]bool
-	untrackEv map[string]int
-	permanent map[string]bool // a DestroyPU of the PUID answered a Permanent error
+	// untrackSeq: the world's seq at the latest Untrack call of each PUID.
+	untrackSeq map[string]int64
+	untrackEv  map[string]int
+	permanent  map[string]bool // a DestroyPU of the PUID answered a Permanent error
 	// Invariant 11: the Observer calls under way per PUID, the PUIDs whose EventTracked began a tracking that no
 	// EventUntracked, EventDestroyed, EventAbandoned or dropping EventWouldDestroy has ended, and the EventTracked
 	// calls that returned, per PUID.
@@ -699,11 +724,41 @@ type pmLog struct {
 	e *pmEngine
 }
 
-func (pmLog) Init(logr.RuntimeInfo)            {}
-func (pmLog) Enabled(level int) bool           { return level == 0 }
-func (pmLog) Info(int, string, ...any)         {}
+func (pmLog) Init(logr.RuntimeInfo) {}
+
+// Enabled: V(0), and V(1) while the Logger is slow (pmWorld.slowLog).
+func (l pmLog) Enabled(level int) bool {
+	if level == 0 {
+		return true
+	}
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	return l.w.slowLog
+}
+
+// Info takes pmLogDelay while the Logger is slow: a slow write is the engine's to absorb, neither a port's lateness
+// nor a hole in the PU's line to the Observer.
+func (l pmLog) Info(int, string, ...any) {
+	l.w.mu.Lock()
+	slow := l.w.slowLog
+	if slow {
+		l.w.logSleeping++
+		l.w.logLines++
+		l.w.obsCount++
+	}
+	l.w.mu.Unlock()
+	if slow {
+		time.Sleep(pmLogDelay)
+		l.w.mu.Lock()
+		l.w.logSleeping--
+		l.w.lastFault, l.w.lastSlowEnd = l.w.now(), l.w.now()
+		l.w.mu.Unlock()
+	}
+}
+
 func (l pmLog) WithValues(...any) logr.LogSink { return l }
-func (l pmLog) WithName(string) logr.LogSink   { return l }
+
+func (l pmLog) WithName(string) logr.LogSink { return l }
 func (l pmLog) Error(_ error, msg string, _ ...any) {
 	for _, m := range pmSummaries {
 		if strings.HasPrefix(msg, m) {
@@ -804,7 +859,7 @@ func (w *pmWorld) allowedLocked(pu ports.PU) bool {
 
 // quietLocked: no fault planned and not spent, none in force.
 func (w *pmWorld) quietLocked() bool {
-	if w.slowObs || w.obsSleeping > 0 || w.listFault.left > 0 || w.obsListFault.left > 0 {
+	if w.slowObs || w.obsSleeping > 0 || w.slowLog || w.logSleeping > 0 || w.listFault.left > 0 || w.obsListFault.left > 0 {
 		return false
 	}
 	for slot := range pmSlots {
@@ -834,6 +889,9 @@ func (w *pmWorld) takeLocked(port, slot int) pmFault {
 	w.lastFault = w.now()
 	if f.kind != pmHang && f.kind != pmLagNotFound && slot >= 0 {
 		w.failedAt[slot] = w.lastFault // a check that learns nothing of its pod: a trigger it ran for is spent
+	}
+	if f.kind == pmHang && slot >= 0 {
+		w.lateFor[slot] = true
 	}
 	if f.kind == pmHang && f.dur >= w.o.checkTimeout && slot >= 0 {
 		// A check stuck in a port past its deadline: its ticket no longer holds the line, and it learns nothing.
@@ -989,6 +1047,10 @@ func (p *pmPorts) get(key types.NamespacedName, port int) (*corev1.Pod, error) {
 	if p.e.dead {
 		return nil, errPMDead
 	}
+	if port == pmPortConfirm {
+		w.seq++
+		w.confirmedSeq[slot] = w.seq
+	}
 	return pmPodOf(key, w.pods[slot])
 }
 
@@ -1088,7 +1150,7 @@ func (p *pmPorts) DestroyPU(_ context.Context, ev ports.DestroyEvent) error {
 		// before that one's, nor, unless that one's check was stuck in a port past its deadline since (it holds its
 		// ticket, not the line) or the Observer is slow, before that one took its own.
 		if went, ok := w.uidGoneAt[puid]; ok {
-			quickObserver := !w.slowObs && w.obsSleeping == 0
+			quickObserver := !w.slowObs && w.obsSleeping == 0 && !w.slowLog && w.logSleeping == 0
 			for y, p := range e.places {
 				if wy, ok := w.uidGoneAt[y]; y == puid || !ok || wy > p.since || w.aliveLocked(y) || e.untracked[y] ||
 					e.lifecycle >= p.since || went <= p.since {
@@ -1465,6 +1527,10 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		case deletion.EventTracked:
 			delete(e.destroyCalls, puid)
 		}
+		if slot := pmSlotOf(ev.PU.Pod.Name); ev.Kind == deletion.EventVetoed && !e.obsLive[puid] && slot >= 0 &&
+			e.untrackSeq[puid] > w.confirmedSeq[slot] {
+			w.violateLocked("11: EventVetoed of %s, decided before the Untrack, told after its EventUntracked", puid)
+		}
 		switch ev.Kind {
 		case deletion.EventTracked:
 			if e.obsLive[puid] {
@@ -1494,7 +1560,10 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 		if w.failedFor[slot] && ev.Err == nil {
 			w.violateLocked("10: a check of %s met a port's failure, and its EventChecked has no Err: the Observer is not told of every failure", puid)
 		}
-		w.failedFor[slot] = false
+		if ev.Err != nil && !w.lateFor[slot] && strings.Contains(ev.Err.Error(), "past its check's deadline") {
+			w.violateLocked("10: a check of %s met no hang and no slow Observer, and its EventChecked blames a late port: %v", puid, ev.Err)
+		}
+		w.failedFor[slot], w.lateFor[slot] = false, false
 	}
 	switch ev.Kind {
 	case deletion.EventChecked:
@@ -1614,6 +1683,11 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 			e.listHolding, e.listHoldAt, e.listHoldEnd = true, w.now(), w.now()+fault.dur
 		}
 	}
+	if slow || fault.left > 0 { // any check under way may be made late by it
+		for i := range w.lateFor {
+			w.lateFor[i] = true
+		}
+	}
 	w.mu.Unlock()
 	if slow {
 		time.Sleep(pmObsDelay)
@@ -1638,7 +1712,7 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 }
 
 func (w *pmWorld) newEngine(t *testing.T) *pmEngine {
-	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, sharedSweepEnd: -1, destroyCalls: map[string]int{}, clock: &pmClock{}, lifecycle: -1, lastSummary: -1, untracked: map[string]bool{}, untrackEv: map[string]int{}, permanent: map[string]bool{}, dryOK: map[string]bool{}, streak: map[string]int{}, tracksBegun: map[string]int{}, firstTrack: map[string]time.Duration{},
+	e := &pmEngine{id: len(w.engines) + 1, lastSweepEnd: -1, sharedSweepEnd: -1, destroyCalls: map[string]int{}, clock: &pmClock{}, lifecycle: -1, lastSummary: -1, untracked: map[string]bool{}, untrackSeq: map[string]int64{}, untrackEv: map[string]int{}, permanent: map[string]bool{}, dryOK: map[string]bool{}, streak: map[string]int{}, tracksBegun: map[string]int{}, firstTrack: map[string]time.Duration{},
 		obsIn: map[string]int{}, toldTracked: map[string]int{}, obsLive: map[string]bool{},
 		userTracking: map[string]int{}, fails: map[string][]time.Duration{}, lastOK: map[string]bool{},
 		firstCall: map[string]time.Duration{}, lastCall: map[string]time.Duration{},
@@ -1735,7 +1809,7 @@ func (w *pmWorld) stop(e *pmEngine) {
 		w.mu.Unlock()
 		return
 	}
-	e.running, e.stopAt, e.lifecycle = false, w.now(), w.now()
+	e.running, e.stopAt, e.lifecycle, e.logLinesAtStop = false, w.now(), w.now(), w.logLines
 	w.mu.Unlock()
 	e.cancel()
 	synctest.Wait()
@@ -1791,7 +1865,7 @@ func (w *pmWorld) userUntrack(e *pmEngine, puid string) {
 	w.mu.Lock()
 	w.seq++
 	at := w.seq
-
+	e.untrackSeq[puid] = at
 	delete(w.set, puid) // the agent tore it down itself
 	before, tracks := e.untrackEv[puid], e.tracksBegun[puid]
 	w.mu.Unlock()
@@ -1885,7 +1959,7 @@ func (w *pmWorld) sweepBoundLocked(e *pmEngine, s *pmSweepRec) (time.Duration, b
 	if e.dead {
 		return e.deadAt + 2*time.Second, true
 	}
-	if w.slowObs || w.obsCount != s.slowAt {
+	if w.slowObs || w.slowLog || w.obsCount != s.slowAt {
 		return 0, false
 	}
 	eff := s.start
@@ -1937,7 +2011,7 @@ func (w *pmWorld) checkTimed() {
 	now := w.now()
 	for _, e := range w.engines {
 		e.failsHeard = slices.DeleteFunc(e.failsHeard, func(at time.Duration) bool { return e.lastSummary >= at })
-		if len(e.failsHeard) > 0 && !e.dead && (w.slowObs || w.obsSleeping > 0) {
+		if len(e.failsHeard) > 0 && !e.dead && (w.slowObs || w.obsSleeping > 0 || w.slowLog || w.logSleeping > 0) {
 			e.failsHeard = e.failsHeard[:0] // heard late: when they failed is not known
 		}
 		if len(e.failsHeard) > 0 && !e.dead && now > e.failsHeard[0]+w.o.interval+time.Second {
@@ -1954,7 +2028,8 @@ func (w *pmWorld) checkTimed() {
 			w.violateLocked("12: the Inventory's list begun at %v hangs past its deadline of %v and no list follows it", e.listStart, w.o.listTimeout())
 			e.listStart = now // once
 		}
-		if e.stopAt > 0 && !e.startReturned && now > e.stopAt+pmShutdown+time.Second {
+		if logged := time.Duration(w.logLines-e.logLinesAtStop) * pmLogDelay; e.stopAt > 0 && !e.startReturned &&
+			now > e.stopAt+pmShutdown+time.Second+logged {
 			w.violateLocked("9: Start has not returned %v after its ctx was cancelled (ShutdownTimeout %v)", now-e.stopAt, pmShutdown)
 			e.startReturned = true // once
 		}
@@ -1969,7 +2044,7 @@ func (w *pmWorld) checkTimed() {
 		}
 	}
 	e := w.cur
-	checkLive := e.running && !e.dead && e.hangsInFlight == 0 && !w.slowObs && w.obsSleeping == 0 &&
+	checkLive := e.running && !e.dead && e.hangsInFlight == 0 && !w.slowObs && w.obsSleeping == 0 && !w.slowLog && w.logSleeping == 0 &&
 		now >= max(e.lastHangEnd, w.lastSlowEnd)+w.o.checkTimeout+2*time.Second
 	wedged := e.running && !e.dead && e.stopAt == 0 && e.wedging &&
 		now > e.wedgeAt+3*w.o.interval+2*time.Second && now < e.wedgeEnd
@@ -2372,7 +2447,7 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 		e.dead, e.deadAt, e.lifecycle = true, now, now
 		w.failedFor = [pmSlots]bool{} // what the dead engine's checks met is told to no one
 		if e.running {
-			e.running, e.stopAt = false, now
+			e.running, e.stopAt, e.logLinesAtStop = false, now, w.logLines
 		}
 		w.mu.Unlock()
 		if e.cancel != nil {
@@ -2451,6 +2526,13 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 			w.obsFault[op.slot()] = pmFault{kind: kind, left: 1, dur: dur}
 			break
 		}
+		if op.slowLogger() {
+			w.slowLog = op.a%2 == 1
+			if !w.slowLog {
+				w.lastSlowEnd = now
+			}
+			break
+		}
 		w.slowObs = op.a%2 == 1
 		if !w.slowObs {
 			w.lastSlowEnd = now
@@ -2490,7 +2572,7 @@ func (w *pmWorld) abort(t *testing.T, why string) {
 	for _, e := range w.engines {
 		e.dead = true
 	}
-	w.slowObs = false
+	w.slowObs, w.slowLog = false, false
 	w.obsFault, w.obsListFault = [pmSlots]pmFault{}, pmFault{}
 	w.faults = [pmPodPorts][pmSlots]pmFault{}
 	w.listFault = pmFault{}
@@ -2539,7 +2621,7 @@ func runPromises(t *testing.T, mode uint16, data []byte) {
 	// gone pods go (6a runs meanwhile), and Start stops in time.
 	w.mu.Lock()
 	w.faults = [pmPodPorts][pmSlots]pmFault{}
-	w.listFault, w.slowObs, w.lastFault = pmFault{}, false, w.now()
+	w.listFault, w.slowObs, w.slowLog, w.lastFault = pmFault{}, false, false, w.now()
 	w.obsFault, w.obsListFault = [pmSlots]pmFault{}, pmFault{}
 	w.trace = append(w.trace, fmt.Sprintf("%v: end: faults cleared", w.now()))
 	w.mu.Unlock()
@@ -2593,6 +2675,14 @@ func FuzzPromises(f *testing.F) {
 	// EventUntracked before the new EventTracked (invariant 11).
 	f.Add(uint16(0), cat(op(pmTrack, 0, 0), op(pmSlowObserver, 1, 0), op(pmSweep, 0, 1), op(pmUntrack, 0, 1),
 		op(pmTrack, 0, 1), op(pmJoin, 0, 0)))
+	// The engine's Logger takes 1.5s per line (V(1) on). A cache that lags says pod-0 is gone, the Confirmer vetoes
+	// the destroy, and its log line is being written when the agent untracks the PU: the Observer hears the veto
+	// before EventUntracked (invariant 11).
+	f.Add(uint16(pmModeConfirmer), cat(op(pmTrack, 0, 0), op(pmFaultOp, 4*pmPortGet, pmLagNotFound),
+		op(pmSlowObserver, 1, 30), op(pmSweep, 0, 1), op(pmAdvance, 2, 0), op(pmUntrack, 0, 0), op(pmJoin, 0, 0)))
+	// The same Logger writes "PU destroyed" past the check's deadline: no port was late, and EventChecked's Err does
+	// not say one was (invariant 10).
+	f.Add(uint16(0), cat(op(pmTrack, 0, 0), op(pmDelete, 0, 0), op(pmSlowObserver, 1, 30), op(pmSweep, 0, 0)))
 	// The Observer hangs for 20s on an EventTracked of the first list's answer, whose PUs every check waits for:
 	// LivenessCheck fails after three SweepIntervals (invariant 8).
 	f.Add(uint16(pmModeInventory), cat(op(pmSeed, 0, 0), op(pmSlowObserver, 0, 39), op(pmStart, 0, 0), op(pmAdvance, 7, 0),
