@@ -387,6 +387,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		return failed(t, "%s", err), nil
 	}
 	defer f.close()
+	began := time.Now() // the pages' monotonic clocks move by no more than this one between them, if they are one process's
 	code, body, at, h, err := f.get(ctx, k8s.StatusPath)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("%s answered %d: %s", k8s.StatusPath, code, strings.TrimSpace(string(body)))
@@ -415,7 +416,7 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 		}
 		// A step of the program's wall clock between its two pages is taken out of the report's times, so that they
 		// compare with the status page's.
-		step := wallStep(statusAt, statusHeader, at, h)
+		step := wallStep(statusAt, statusHeader, at, h, time.Since(began))
 		for i := range reports {
 			reports[i].At = reports[i].At.Add(-step)
 		}
@@ -431,12 +432,17 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 }
 
 // wallStep returns how far the program's wall clock stepped between its page read at a (headers ha) and the one read
-// at b (hb), as their k8s.UptimeHeader tell it (0 when either does not say): b's time less a's, less their monotonic
-// clock's difference.
-func wallStep(a time.Time, ha http.Header, b time.Time, hb http.Header) time.Duration {
+// at b (hb), both read within within: b's time less a's, less their monotonic clock's difference, as their
+// k8s.UptimeHeader tell it. It is 0 when either does not say, and when the pages are not of one process: a monotonic
+// clock that went back, or moved by more than within, is another process's, the program restarted between its pages
+// (its container, on the same node: one wall clock, whose readings compare as they are).
+func wallStep(a time.Time, ha http.Header, b time.Time, hb http.Header, within time.Duration) time.Duration {
 	ua, erra := strconv.ParseInt(ha.Get(k8s.UptimeHeader), 10, 64)
 	ub, errb := strconv.ParseInt(hb.Get(k8s.UptimeHeader), 10, 64)
 	if erra != nil || errb != nil {
+		return 0
+	}
+	if moved := time.Duration(ub - ua); moved < 0 || moved > within+within/100+time.Millisecond {
 		return 0
 	}
 	return b.Sub(a) - time.Duration(ub-ua)

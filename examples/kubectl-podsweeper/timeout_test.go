@@ -400,3 +400,40 @@ func TestAReportIsToldBeforeTheStatusPageAcrossAWallClockStep(t *testing.T) {
 		})
 	}
 }
+
+// explain.md: "`report`'s HELD column follows a PU's latest report". A dry run's node agent restarts (its liveness
+// probe) between its two pages: its status page, of the process up for an hour, holds the PU; its report, of the new
+// process up 200ms, drops it, its pod gone, 100ms before the report page answered. The new process's monotonic clock
+// begun again is no step of the node's wall clock: the report stays after the status page, and the PU is no longer
+// held.
+func TestAProgramRestartedBetweenItsPagesIsNoClockStep(t *testing.T) {
+	const uid = "13131313-1313-1313-1313-131313131313"
+	oldLoaded := time.Now().Add(-time.Hour)
+	newLoaded := time.Now()
+	page := func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		loaded := oldLoaded
+		if r.URL.Path == k8s.DryRunPath {
+			now = now.Add(200 * time.Millisecond) // the new process, 200ms after the old one's page
+			loaded = newLoaded
+		}
+		w.Header().Set(k8s.TimeHeader, now.UTC().Format(time.RFC3339Nano))
+		w.Header().Set(k8s.UptimeHeader, fmt.Sprint(int64(now.Sub(loaded))))
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case k8s.StatusPath:
+			_ = json.NewEncoder(w).Encode([]k8s.PUStatus{{PUID: uid, Pod: "apps/web", State: "idle", Age: "1h"}})
+		case k8s.DryRunPath:
+			at := now.Add(-100 * time.Millisecond)
+			_, _ = fmt.Fprintf(w, `{"total":1,"reports":[{"at":%q,"puID":%q,"pod":"apps/web","reason":"PodGone","row":1,"why":"the pod is gone","dropped":true}]}`,
+				at.UTC().Format(time.RFC3339Nano), uid)
+		default:
+			http.NotFound(w, r)
+		}
+	}
+	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
+	e.c.timeout = askTimeout
+	e.handle("podsweeper/agent-a", http.HandlerFunc(page))
+	out := reportText(t, e.c, time.Now())
+	require.Contains(t, out, "no: pod gone", "a report made after the status page, by the program restarted, told before it:\n%s", out)
+}
