@@ -68,14 +68,16 @@ func (c *Engine) check(ctx context.Context, l *lane, r *record, s *slot) {
 	if v.Requeue && o.done {
 		o.requeue = pod
 	}
-	logStart := c.realNow()
-	c.logOutcome(&o)
-	o.logging += time.Duration(c.realNow() - logStart)
 	c.late(r, s, &o, "a port") // as its ports returned, before the Observer hears of it
 	// Its events before the Requeuer hears of the pod: one that tracks the PU of the new sandbox at once waits for them.
+	// Before its log lines too: what Status tells of the check (a dry run's report) is the Observer's as soon as it
+	// can be, however slow the Logger.
 	for _, it := range o.events {
 		c.tell(r.line, it.ticket, it.ev)
 	}
+	logStart := c.realNow()
+	c.logOutcome(&o)
+	o.logging += time.Duration(c.realNow() - logStart)
 	if o.removed {
 		c.told(r.PUID)
 	}
