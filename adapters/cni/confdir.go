@@ -235,7 +235,9 @@ func saysDisableGC(f, dir string) (name string, says, writing bool, err error) {
 // topLevelName returns the "name" of the object b starts, as far as it can be read (it may be cut short): the
 // string value of its own "name" key, not one of an object or list in it (a plugin's). ok is false when no such
 // key is read in full, or when it is given twice with two values, or when the object is cut where another key
-// follows (after a comma, or inside a key that may be "name"): given a second time, the last read wins.
+// follows (after a comma, or inside a key that may be "name"): given a second time, the last read wins. A cut right
+// after the name's value takes it: a config that gives "name" again after it (libcni takes the last) is beyond what
+// can be told while it is cut, and docs/sdk/cni-freeing.md says so.
 func topLevelName(b []byte) (name string, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
