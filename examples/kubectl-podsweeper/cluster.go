@@ -236,7 +236,36 @@ type cluster struct {
 // turned off).
 type target struct {
 	Program
-	port string
+	port    string
+	hostNet bool // its pod runs in its node's network
+}
+
+// shareListeners asks once the targets whose pods run in one node's network (hostNetwork) with one status port: the
+// port-forward to each reaches the node's port, whose one listener one process holds (a rollout's old pod in its grace
+// period, its replacement restarting until the port is free). The first asked stands for them all and names the
+// others (Program.SharedWith): which of them answered cannot be told.
+func shareListeners(ts []target) []target {
+	type listener struct {
+		node string
+		port int
+	}
+	first := map[listener]int{}
+	out := ts[:0]
+	for _, t := range ts {
+		n, why := statusPortNumber(t.port)
+		l := listener{t.Node, n}
+		if !t.hostNet || why != "" || t.Node == "" {
+			out = append(out, t)
+			continue
+		}
+		if i, ok := first[l]; ok {
+			out[i].SharedWith = append(out[i].SharedWith, t.Program.Program+" "+t.Namespace+"/"+t.Pod)
+			continue
+		}
+		first[l] = len(out)
+		out = append(out, t)
+	}
+	return out
 }
 
 // programs returns the pods of the programs that run, Running and not
@@ -311,6 +340,7 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 			t.Node = ""
 		}
 		t.port, t.DryRun = statusPort(prog, p)
+		t.hostNet = p.Spec.HostNetwork
 		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b target) int {
@@ -351,7 +381,7 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 		missing = append(missing, fmt.Sprintf("no %s%s runs on node %s (it runs on other nodes): what one there would hold is not told", r.prog, of, node))
 	}
 	slices.Sort(missing)
-	return out, append(unasked, missing...), nil
+	return shareListeners(out), append(unasked, missing...), nil
 }
 
 // onNodeOf says on which node a program's pod is, if any.

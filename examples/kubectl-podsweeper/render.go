@@ -30,11 +30,22 @@ type Program struct {
 	Node      string `json:"node,omitempty"`
 	// DryRun: the program runs with --dry-run.
 	DryRun bool `json:"dryRun,omitempty"`
+	// SharedWith names the other programs' pods (program namespace/pod) that
+	// run in the node's network (hostNetwork) beside this one with the same
+	// status port: a port-forward to any of them reaches the one listener
+	// of the node's port, which one process holds. They are asked once,
+	// under this one, and which of them answered cannot be told.
+	SharedWith []string `json:"sharedWith,omitempty"`
 }
 
-// String names the program and its pod: node-agent podsweeper/agent-x7k2p.
+// String names the program and its pod: node-agent podsweeper/agent-x7k2p;
+// and those sharing its listener (SharedWith).
 func (p Program) String() string {
-	return p.Program + " " + p.Namespace + "/" + p.Pod
+	s := p.Program + " " + p.Namespace + "/" + p.Pod
+	if len(p.SharedWith) > 0 {
+		s += " (or " + strings.Join(p.SharedWith, ", ") + ": they share the node's network and its status port, whose one listener answers for them all)"
+	}
+	return s
 }
 
 // Answer is what one program's pod answered: its PUs (of the pod asked

@@ -139,3 +139,27 @@ func TestStatusNeverSaysNoProgramRunsWhenOneWasNotAsked(t *testing.T) {
 		t.Fatalf("status names nothing of node-agent podsweeper/agent-a on node-a (phase Unknown, not asked):\n%s", b.String())
 	}
 }
+
+// explain.md: "status lists every PU of the programs on a node". A cni-gc rollout on node-a: the old pod in its grace
+// period holds the node's status port, its replacement restarts until the port is free; both run in the node's
+// network, so a port-forward to either reaches the old process's listener. Its PU is told once, and the answer says
+// that which of the two answered cannot be told; not that each holds it.
+func TestStatusOfHostNetworkPodsSharingAListenerIsToldOnce(t *testing.T) {
+	page := statusPage(t, "", idlePU(firstUID, "apps/web"))
+	hostNet := func(p *corev1.Pod) *corev1.Pod { p.Spec.HostNetwork = true; return p }
+	c := clusterServing(t, map[string]http.Handler{"kube-system/cni-gc-new": page, "kube-system/cni-gc-old": page},
+		hostNet(programPod("podsweeper-cni-gc", "cg", "kube-system", "cni-gc-new", "node-a", corev1.PodRunning)),
+		hostNet(programPod("podsweeper-cni-gc", "cg", "kube-system", "cni-gc-old", "node-a", corev1.PodRunning)))
+	s, err := c.status(testContext(t), "node-a", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt bytes.Buffer
+	if err := RenderStatus(&txt, s); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(txt.String(), firstUID); n != 1 {
+		t.Errorf("the PU of one listener told %d times:\n%s", n, txt.String())
+	}
+	wantSays(t, "the text", txt.String(), "or cni-gc kube-system/cni-gc-old: they share the node's network and its status port")
+}
