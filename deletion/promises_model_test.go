@@ -34,6 +34,11 @@ package deletion_test
 // Requeuer is the agent's controller: it tracks the PU of the pod's new
 // sandbox at once, under the same PUID. A "process" that restarted is dead:
 // the old engine's ports answer errors and its DestroyPU has no effect.
+// The Inventory lists the policy engine's set, or (a stale Inventory with a
+// DryRunner and no dry run) is a journal: an Observer that keeps what it is
+// told across restarts, as adapters/bolt does, and lists that (of the PUs
+// the policy engine holds), so that an event told too early (a sandbox a
+// check recorded, over the one the previous run journaled) loses a PU.
 //
 // Invariants and bounds, per engine (a restart makes a new one):
 //  1. No DestroyPU of a PUID starts after Untrack(PUID) returned, true or
@@ -196,27 +201,35 @@ const (
 	pmModeIntervalB //
 	pmModeAutoStart // Start before the first operation
 	pmModeStaleList // with an Inventory: its lists keep the latest PUs destroyed while no list had answered
-	pmModeDryRunner // in a dry run: the PolicyHandler is a ports.DryRunner, with DestroyPU's faults
+	pmModeDryRunner // in a dry run: the PolicyHandler is a ports.DryRunner, with DestroyPU's faults; with an
+	// Inventory, a stale one and no dry run: the Inventory is a journal (pmOptions.journal)
 	pmModeUnread    // the Requeuer's channel is never read: each Requeue waits for its context to end
 	pmModeLongRetry // RetryMinDelay 20s, RetryMaxDelay 1m; else 1s and 4s
 )
 
 type pmOptions struct {
 	dryRun, sandbox, confirmer, inventory, autoStart, staleList, dryRunner, unread bool
-	rate                                                                           float64
-	burst, workers                                                                 int
-	checkTimeout, interval, retryMin, retryMax                                     time.Duration
+	// journal: the Inventory is a journal, an Observer of the engine (docs/sdk/restarts.md): it lists what the
+	// Observer was told, across restarts (EventTracked adds a PU, EventAdopted records its sandbox, its end removes
+	// it), of the PUs the policy engine holds (a re-destroy of one it no longer holds is idempotent).
+	journal                                    bool
+	rate                                       float64
+	burst, workers                             int
+	checkTimeout, interval, retryMin, retryMax time.Duration
 }
 
 func pmDecodeMode(m uint16) pmOptions {
 	o := pmOptions{
 		dryRun: m&pmModeDryRun != 0, sandbox: m&pmModeSandbox != 0, confirmer: m&pmModeConfirmer != 0,
-		inventory: m&pmModeInventory != 0, autoStart: m&pmModeAutoStart != 0, staleList: m&pmModeStaleList != 0, burst: 1, workers: 1,
+		inventory: m&pmModeInventory != 0, autoStart: m&pmModeAutoStart != 0, burst: 1, workers: 1,
 		dryRunner:    m&pmModeDryRun != 0 && m&pmModeDryRunner != 0,
 		unread:       m&pmModeUnread != 0,
 		checkTimeout: time.Second, retryMin: time.Second, retryMax: 4 * time.Second,
 		interval: []time.Duration{time.Second, 5 * time.Second, 20 * time.Second, time.Minute}[m>>9&3],
 	}
+	// A stale Inventory with a DryRunner and no dry run (where it means nothing) is a journal.
+	o.journal = o.inventory && m&pmModeStaleList != 0 && m&pmModeDryRunner != 0 && !o.dryRun
+	o.staleList = m&pmModeStaleList != 0 && !o.journal
 	if m&pmModeRate != 0 {
 		o.rate, o.burst = []float64{1, 0.3, 0.1, 10}[m>>2&3], []int{1, 2, 1, 1}[m>>2&3]
 	}
@@ -242,7 +255,7 @@ func (o pmOptions) String() string {
 		on   bool
 		name string
 	}{{o.dryRun, "DryRun"}, {o.dryRunner, "DryRunner"}, {o.sandbox, "SandboxExtractor+SandboxProber"}, {o.confirmer, "Confirmer"},
-		{o.inventory, "Inventory"}, {o.staleList, "a stale Inventory"}, {o.autoStart, "Start first"}, {o.unread, "a Requeuer nobody reads"}} {
+		{o.inventory, "Inventory"}, {o.staleList, "a stale Inventory"}, {o.journal, "a journal"}, {o.autoStart, "Start first"}, {o.unread, "a Requeuer nobody reads"}} {
 		if f.on {
 			s += ", " + f.name
 		}
@@ -525,10 +538,12 @@ type pmWorld struct {
 	order int
 	gens  int
 
-	faults    [pmPodPorts][pmSlots]pmFault
-	listFault pmFault
-	slowObs   bool
-	obsFault  [pmSlots]pmFault // the Observer's fault on the next event of a pod's PUs: hang or panic
+	// journalPUs: what a journal Inventory holds (pmOptions.journal), by PUID, across restarts.
+	journalPUs map[string]ports.PU
+	faults     [pmPodPorts][pmSlots]pmFault
+	listFault  pmFault
+	slowObs    bool
+	obsFault   [pmSlots]pmFault // the Observer's fault on the next event of a pod's PUs: hang or panic
 	// obsListFault: the Observer's fault on the next event of the lists (EventListFailed, EventRestored).
 	obsListFault pmFault
 	// failedFor: a port answered a failure about the pod (a fault served, but a hang, which may end in time, and a
@@ -771,6 +786,9 @@ func (l pmLog) Error(_ error, msg string, _ ...any) {
 }
 
 func (w *pmWorld) now() time.Duration { return time.Since(w.t0) }
+
+// pmTraceEvents (PM_TRACE=events) has the trace tell the Observer's events among the operations.
+var pmTraceEvents = os.Getenv("PM_TRACE") == "events"
 
 // pmSkip (PM_SKIP, comma-separated) lets a fuzzing session go on past the
 // defects it found: violations containing one of its words are ignored, and
@@ -1266,14 +1284,21 @@ func (p *pmPorts) list(ctx context.Context) ([]ports.PU, error) {
 	for _, pu := range w.set {
 		all = append(all, pu)
 	}
-	e.listing = make([]string, 0, len(all))
-	for _, pu := range all {
-		e.listing = append(e.listing, pu.pu.PUID)
-	}
 	slices.SortFunc(all, func(a, b pmPU) int { return b.order - a.order }) // newest first
-	snap := make([]ports.PU, len(all), len(all)+len(w.stale))
-	for i, pu := range all {
-		snap[i] = pu.pu
+	snap := make([]ports.PU, 0, len(all)+len(w.stale))
+	for _, pu := range all {
+		if w.o.journal { // what the journal holds of it, if anything
+			j, ok := w.journalPUs[pu.pu.PUID]
+			if !ok {
+				continue
+			}
+			pu.pu = j
+		}
+		snap = append(snap, pu.pu)
+	}
+	e.listing = make([]string, 0, len(snap))
+	for _, pu := range snap {
+		e.listing = append(e.listing, pu.PUID)
 	}
 	for _, pu := range w.stale {
 		if _, held := w.set[pu.PUID]; !held {
@@ -1499,6 +1524,25 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 	}
 	w.seq++
 	puid := ev.PU.PUID
+	if pmTraceEvents {
+		w.trace = append(w.trace, fmt.Sprintf("%v:   engine #%d tells %s %s sandbox %q row %d", w.now(), e.id, ev.Kind, puid, ev.PU.SandboxID, ev.Verdict.Row))
+	}
+	if w.o.journal && puid != "" {
+		// As adapters/bolt and deletiontest.Inventory keep it (docs/sdk/restarts.md).
+		old, held := w.journalPUs[puid]
+		switch ev.Kind {
+		case deletion.EventTracked:
+			w.journalPUs[puid] = ev.PU.WithRecordedSandbox(old)
+		case deletion.EventAdopted:
+			if held {
+				w.journalPUs[puid] = ev.PU
+			}
+		case deletion.EventUntracked, deletion.EventDestroyed, deletion.EventAbandoned:
+			if held && ev.PU.SameAs(old) {
+				delete(w.journalPUs, puid)
+			}
+		}
+	}
 	if puid != "" {
 		if e.obsIn[puid] > 0 {
 			w.violateLocked("11: %s of %s is told while another event of it is", ev.Kind, puid)
@@ -1855,7 +1899,10 @@ func (w *pmWorld) userTrack(e *pmEngine, pu ports.PU) {
 		}
 	case errors.Is(err, deletion.ErrNotRunning) && e.startCalled && !e.running:
 		// Start has returned: nothing would check it, and Track says so. The PU stays in the policy engine for the
-		// next engine's list.
+		// next engine's list (the agent keeps it for the next run's journal).
+		if _, ok := w.journalPUs[pu.PUID]; w.o.journal && !ok {
+			w.journalPUs[pu.PUID] = pu
+		}
 	default:
 		w.violateLocked("Track(%v): %v", pu, err)
 	}
@@ -2542,7 +2589,11 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 		for range n {
 			sb := w.id("s-seed")
 			w.dead[sb] = true
-			w.addToSetLocked(ports.PU{PUID: w.id("u-seed"), Pod: pmKey(s), SandboxID: sb})
+			pu := ports.PU{PUID: w.id("u-seed"), Pod: pmKey(s), SandboxID: sb}
+			w.addToSetLocked(pu)
+			if w.o.journal { // an earlier run's
+				w.journalPUs[pu.PUID] = pu
+			}
 		}
 	case pmTrackMany:
 		n := []int{4, 16}[op.b%2]
@@ -2594,7 +2645,8 @@ func (w *pmWorld) abort(t *testing.T, why string) {
 func runPromises(t *testing.T, mode uint16, data []byte) {
 	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), failedAt: [pmSlots]time.Duration{-1, -1, -1, -1},
 		stuckAt: [pmSlots]time.Duration{-1, -1, -1, -1}, uidGoneAt: map[string]time.Duration{}, uidGoneOp: map[string]int{}, replacedAt: map[string]time.Duration{}, dead: map[string]bool{},
-		set: map[string]pmPU{}, lastFault: -1, lastSlowEnd: -1}
+		journalPUs: map[string]ports.PU{},
+		set:        map[string]pmPU{}, lastFault: -1, lastSlowEnd: -1}
 	for slot := range w.pods { // every pod runs at first, none tracked
 		w.pods[slot] = pmPod{exists: true, uid: w.id("u"), node: pmNode, sandbox: w.id("s")}
 	}
@@ -2675,6 +2727,13 @@ func FuzzPromises(f *testing.F) {
 	// EventUntracked before the new EventTracked (invariant 11).
 	f.Add(uint16(0), cat(op(pmTrack, 0, 0), op(pmSlowObserver, 1, 0), op(pmSweep, 0, 1), op(pmUntrack, 0, 1),
 		op(pmTrack, 0, 1), op(pmJoin, 0, 0)))
+	// The Inventory is a journal. The previous run journaled pod-0's PU with its sandbox; the sandbox is replaced
+	// while the agent is down; the new run's informer tracks the PU bare before Start, whose first list fails; a
+	// trigger checks the PU before the retry and records the new sandbox. The journal must not hear it before the
+	// list is in: the old sandbox's PU is destroyed as changed (invariant 6c).
+	f.Add(uint16(pmModeInventory|pmModeStaleList|pmModeDryRunner|pmModeSandbox), cat(op(pmTrack, 0, 0), op(pmRestart, 1, 0),
+		op(pmChangeSandbox, 0, 0), op(pmTrack, 4, 0), op(pmListFault, 0, 0), op(pmStart, 0, 0), op(pmTrigger, 0, 0),
+		op(pmAdvance, 8, 0), op(pmAdvance, 8, 0), op(pmAdvance, 9, 0)))
 	// The engine's Logger takes 1.5s per line (V(1) on). A cache that lags says pod-0 is gone, the Confirmer vetoes
 	// the destroy, and its log line is being written when the agent untracks the PU: the Observer hears the veto
 	// before EventUntracked (invariant 11).
