@@ -68,6 +68,7 @@ func TestADryRunReportsAFlappingSandboxOncePerReason(t *testing.T) {
 		require.NoError(t, json.Unmarshal(b, &back))
 		assert.Equal(t, rows, back)
 		assert.Error(t, json.Unmarshal([]byte(`[32]`), &back), "a row out of range")
+		assert.Contains(t, fmt.Sprintf("%+v", c.Status()[0]), "ReportedRows:[10 12]", "a PUStatus printed tells its rows")
 	})
 }
 

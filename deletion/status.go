@@ -66,6 +66,10 @@ func (s RowSet) Rows() []int {
 	return rows
 }
 
+// String writes s as its rows, as fmt writes a slice of them: "[10 12]", "[]" when none; so that a PUStatus printed
+// with %v or %+v tells rows, not a bit mask.
+func (s RowSet) String() string { return fmt.Sprint(append([]int{}, s.Rows()...)) }
+
 // MarshalJSON writes s as a JSON array of its rows.
 func (s RowSet) MarshalJSON() ([]byte, error) { return json.Marshal(append([]int{}, s.Rows()...)) }
 
