@@ -168,7 +168,7 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	output := fs.StringP("output", "o", "", `output format: "" (text) or json`)
 	uid := fs.String("uid", "", "explain pod: the pod's UID, instead of (or besides) its name")
 	node := fs.String("node", "", "status, explain ip: the node; explain pod: the node whose programs are asked (the node the pod ran on, for a pod that is gone; another node, for a live pod, to find an earlier pod's PU there)")
-	timeout := fs.Duration("timeout", 20*time.Second, "how long each program may take to answer, from its port-forward's opening to its last page's answer")
+	timeout := fs.Duration("timeout", 20*time.Second, "how long each program may take to answer, from its port-forward's opening to its last page's answer (--request-timeout bounds each request to the API server)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			usageTo(stdout)

@@ -813,7 +813,12 @@ func stateWords(s k8s.PUStatus, p Program, standby, ended bool) string {
 	case standby:
 		return "held, and no check runs on it yet: its engine has not started (" + s.State + ")"
 	}
-	return orNone(states[s.State], s.State)
+	if words, ok := states[s.State]; ok && !strings.Contains(words, s.State) { // named as status's STATE column names it
+		return words + " (" + s.State + ")"
+	} else if ok {
+		return words
+	}
+	return orNone("", s.State)
 }
 
 // onNode says on which node p runs, if it is node-scoped.
