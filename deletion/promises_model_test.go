@@ -172,6 +172,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podsweeper/podsweeper/deletion"
+	"github.com/podsweeper/podsweeper/deletion/deletiontest"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -538,12 +539,13 @@ type pmWorld struct {
 	order int
 	gens  int
 
-	// journalPUs: what a journal Inventory holds (pmOptions.journal), by PUID, across restarts.
-	journalPUs map[string]ports.PU
-	faults     [pmPodPorts][pmSlots]pmFault
-	listFault  pmFault
-	slowObs    bool
-	obsFault   [pmSlots]pmFault // the Observer's fault on the next event of a pod's PUs: hang or panic
+	// journal: a journal Inventory (pmOptions.journal), across restarts: the test kit's, which keeps what it is told
+	// as adapters/bolt does.
+	journal   *deletiontest.Inventory
+	faults    [pmPodPorts][pmSlots]pmFault
+	listFault pmFault
+	slowObs   bool
+	obsFault  [pmSlots]pmFault // the Observer's fault on the next event of a pod's PUs: hang or panic
 	// obsListFault: the Observer's fault on the next event of the lists (EventListFailed, EventRestored).
 	obsListFault pmFault
 	// failedFor: a port answered a failure about the pod (a fault served, but a hang, which may end in time, and a
@@ -1286,9 +1288,15 @@ func (p *pmPorts) list(ctx context.Context) ([]ports.PU, error) {
 	}
 	slices.SortFunc(all, func(a, b pmPU) int { return b.order - a.order }) // newest first
 	snap := make([]ports.PU, 0, len(all)+len(w.stale))
+	journaled := map[string]ports.PU{}
+	if w.o.journal {
+		for _, j := range w.journal.PUs() {
+			journaled[j.PUID] = j
+		}
+	}
 	for _, pu := range all {
 		if w.o.journal { // what the journal holds of it, if anything
-			j, ok := w.journalPUs[pu.pu.PUID]
+			j, ok := journaled[pu.pu.PUID]
 			if !ok {
 				continue
 			}
@@ -1527,21 +1535,8 @@ func (p *pmPorts) Observe(ev deletion.Event) {
 	if pmTraceEvents {
 		w.trace = append(w.trace, fmt.Sprintf("%v:   engine #%d tells %s %s sandbox %q row %d", w.now(), e.id, ev.Kind, puid, ev.PU.SandboxID, ev.Verdict.Row))
 	}
-	if w.o.journal && puid != "" {
-		// As adapters/bolt and deletiontest.Inventory keep it (docs/sdk/restarts.md).
-		old, held := w.journalPUs[puid]
-		switch ev.Kind {
-		case deletion.EventTracked:
-			w.journalPUs[puid] = ev.PU.WithRecordedSandbox(old)
-		case deletion.EventAdopted:
-			if held {
-				w.journalPUs[puid] = ev.PU
-			}
-		case deletion.EventUntracked, deletion.EventDestroyed, deletion.EventAbandoned:
-			if held && ev.PU.SameAs(old) {
-				delete(w.journalPUs, puid)
-			}
-		}
+	if w.o.journal {
+		w.journal.Observe(ev)
 	}
 	if puid != "" {
 		if e.obsIn[puid] > 0 {
@@ -1900,8 +1895,8 @@ func (w *pmWorld) userTrack(e *pmEngine, pu ports.PU) {
 	case errors.Is(err, deletion.ErrNotRunning) && e.startCalled && !e.running:
 		// Start has returned: nothing would check it, and Track says so. The PU stays in the policy engine for the
 		// next engine's list (the agent keeps it for the next run's journal).
-		if _, ok := w.journalPUs[pu.PUID]; w.o.journal && !ok {
-			w.journalPUs[pu.PUID] = pu
+		if w.o.journal && !slices.ContainsFunc(w.journal.PUs(), func(j ports.PU) bool { return j.PUID == pu.PUID }) {
+			w.journal.Add(pu)
 		}
 	default:
 		w.violateLocked("Track(%v): %v", pu, err)
@@ -2592,7 +2587,7 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 			pu := ports.PU{PUID: w.id("u-seed"), Pod: pmKey(s), SandboxID: sb}
 			w.addToSetLocked(pu)
 			if w.o.journal { // an earlier run's
-				w.journalPUs[pu.PUID] = pu
+				w.journal.Add(pu)
 			}
 		}
 	case pmTrackMany:
@@ -2645,8 +2640,8 @@ func (w *pmWorld) abort(t *testing.T, why string) {
 func runPromises(t *testing.T, mode uint16, data []byte) {
 	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), failedAt: [pmSlots]time.Duration{-1, -1, -1, -1},
 		stuckAt: [pmSlots]time.Duration{-1, -1, -1, -1}, uidGoneAt: map[string]time.Duration{}, uidGoneOp: map[string]int{}, replacedAt: map[string]time.Duration{}, dead: map[string]bool{},
-		journalPUs: map[string]ports.PU{},
-		set:        map[string]pmPU{}, lastFault: -1, lastSlowEnd: -1}
+		journal: deletiontest.NewInventory(),
+		set:     map[string]pmPU{}, lastFault: -1, lastSlowEnd: -1}
 	for slot := range w.pods { // every pod runs at first, none tracked
 		w.pods[slot] = pmPod{exists: true, uid: w.id("u"), node: pmNode, sandbox: w.id("s")}
 	}
