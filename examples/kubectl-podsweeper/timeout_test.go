@@ -391,10 +391,7 @@ func TestAReportIsToldBeforeTheStatusPageAcrossAWallClockStep(t *testing.T) {
 					http.NotFound(w, r)
 				}
 			}
-			e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
-			e.c.timeout = askTimeout
-			e.handle("podsweeper/agent-a", http.HandlerFunc(page))
-			out := statusText(t, e.c, "node-a", time.Now())
+			out := statusText(t, dryRunAgentServing(t, page), "node-a", time.Now())
 			require.Contains(t, out, "would destroy: not reported yet", "%s", out)
 			require.Equal(t, 2, served)
 		})
@@ -431,9 +428,15 @@ func TestAProgramRestartedBetweenItsPagesIsNoClockStep(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}
+	out := reportText(t, dryRunAgentServing(t, page), time.Now())
+	require.Contains(t, out, "no: pod gone", "a report made after the status page, by the program restarted, told before it:\n%s", out)
+}
+
+// dryRunAgentServing is a cluster of one node agent in a dry run, podsweeper/agent-a on node-a, whose listener serves
+// page.
+func dryRunAgentServing(t *testing.T, page http.HandlerFunc) *cluster {
 	e := newFakeCluster(t, podsweeperProgram("node-agent", "podsweeper", "agent-a", "node-a", "--dry-run"))
 	e.c.timeout = askTimeout
-	e.handle("podsweeper/agent-a", http.HandlerFunc(page))
-	out := reportText(t, e.c, time.Now())
-	require.Contains(t, out, "no: pod gone", "a report made after the status page, by the program restarted, told before it:\n%s", out)
+	e.handle("podsweeper/agent-a", page)
+	return e.c
 }
