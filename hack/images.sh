@@ -61,10 +61,26 @@ IMAGE_BUILDVCS=${IMAGE_BUILDVCS:-true}
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
 
 mkdir -p "$IMAGES_DIR"
+# What an earlier build left of these images goes first: a build that fails or is refused leaves none of it to be
+# pushed for this one's; digests.txt is written once every image is built.
+rm -f "$IMAGES_DIR/digests.txt"
+for name in $IMAGES; do
+	rm -rf "${IMAGES_DIR:?}/$name" "$IMAGES_DIR/$name".*
+done
 digests=()
 if [[ -n $MODULE ]]; then
 	[[ $IMAGES != *" "* ]] || { echo "images: MODULE builds one program: PROGRAM=node-agent, say" >&2; exit 1; }
 	[[ -f $MODULE/go.mod ]] || { echo "images: MODULE=$MODULE holds no go.mod" >&2; exit 1; }
+	# The binary, its labels and the SBOM name the module's commit and version alike only from a repository of its
+	# own with a commit: refused otherwise, before anything is built.
+	if [[ $IMAGE_BUILDVCS == true ]]; then
+		top=$(git -C "$MODULE" rev-parse --show-toplevel 2>/dev/null) ||
+			{ echo "images: MODULE=$MODULE is no git work tree: run git init there and commit, or build with IMAGE_BUILDVCS=false and SOURCE_DATE_EPOCH" >&2; exit 1; }
+		[[ $(cd "$top" && pwd -P) == $(cd "$MODULE" && pwd -P) ]] ||
+			{ echo "images: MODULE=$MODULE is inside the git repository $top, not its root: the binary would record that repository's commit and the SBOM another version; make the module a repository of its own (git init there and commit)" >&2; exit 1; }
+		git -C "$MODULE" rev-parse -q --verify HEAD >/dev/null ||
+			{ echo "images: MODULE=$MODULE's git repository has no commit yet: commit it (git add -A && git commit), for the image names its commit" >&2; exit 1; }
+	fi
 fi
 for name in $IMAGES; do
 	[[ -f examples/$name/main.go ]] || { echo "images: no program examples/$name" >&2; exit 1; }

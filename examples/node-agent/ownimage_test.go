@@ -156,3 +156,60 @@ func digestLine(out string) string {
 	}
 	return "(no digest line)"
 }
+
+// docs/sdk/first-agent.md: `make image` builds an image whose binary, labels and SBOM name the module's commit. A
+// module it cannot name so is refused before anything is built, saying what to do: one that is no git work tree, one
+// whose repository has no commit yet, and one inside another repository (whose commit the binary would record, and
+// the SBOM another version). A build that fails leaves nothing of an earlier build of the program to push.
+func TestOwnImageRefusesAModuleItCannotName(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	git := func(dir string, args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=a", "-c", "user.email=a@example.com"}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	module := func(t *testing.T) string {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/first-agent\n\ngo 1.25\n"), 0o644))
+		return dir
+	}
+	for _, c := range []struct {
+		name, want string
+		dir        func(t *testing.T) string
+	}{
+		{"no git work tree", "is no git work tree", module},
+		{"no commit", "has no commit yet", func(t *testing.T) string { dir := module(t); git(dir, "init", "-q"); return dir }},
+		{"inside another repository", "not its root", func(t *testing.T) string {
+			repo := t.TempDir()
+			git(repo, "init", "-q")
+			require.NoError(t, os.WriteFile(filepath.Join(repo, "README"), []byte("x"), 0o644))
+			git(repo, "add", "-A")
+			git(repo, "commit", "-q", "-m", "x")
+			dir := filepath.Join(repo, "agent")
+			require.NoError(t, os.Mkdir(dir, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/first-agent\n\ngo 1.25\n"), 0o644))
+			return dir
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			images := t.TempDir()
+			stale := filepath.Join(images, "node-agent.oci.tar")
+			require.NoError(t, os.WriteFile(filepath.Join(images, "digests.txt"), []byte("node-agent old sha256:0\n"), 0o644))
+			require.NoError(t, os.WriteFile(stale, []byte("an earlier build"), 0o644))
+			cmd := exec.Command(filepath.Join(root, "hack/images.sh"))
+			cmd.Env = append(os.Environ(), "IMAGES=node-agent", "MODULE="+c.dir(t), "IMAGES_DIR="+images,
+				"IMAGES_TOOL=/nonexistent", "SBOM_TOOL=/nonexistent", "DEBS_DIR=/nonexistent", "IMAGE_BUILDVCS=true")
+			out, err := cmd.CombinedOutput()
+			require.Error(t, err, "a module whose commit the image cannot name is built:\n%s", out)
+			assert.Contains(t, string(out), c.want, "the refusal says why")
+			assert.NotContains(t, string(out), "building the binary", "refused before anything is built")
+			assert.NoFileExists(t, filepath.Join(images, "digests.txt"), "an earlier build's digests left to push")
+			assert.NoFileExists(t, stale, "an earlier build's image left to push")
+		})
+	}
+}
