@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -235,8 +236,24 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%w: unknown command %q: explain pod, explain ip, status or report", errUsage, words[0])
 	}
 
+	// A flag of one command given to another would be taken as narrowing what it asks: it does not.
+	command := words[0]
+	if command == "explain" {
+		command += " " + words[1]
+	}
+	for _, sc := range subcommands {
+		for _, f := range []string{"uid", "node"} {
+			if sc.name == command && fs.Changed(f) && !slices.Contains(sc.flags, f) {
+				return fmt.Errorf("%w: %s does not read --%s; its flags: --%s", errUsage, command, f, strings.Join(sc.flags, ", --"))
+			}
+		}
+	}
+
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	cfg, err := cc.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return fmt.Errorf("no kubeconfig: give --kubeconfig, set KUBECONFIG, or write ~/.kube/config, as for kubectl")
+	}
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
 	}

@@ -37,6 +37,9 @@ func TestCommandLinesRefused(t *testing.T) {
 		{"frobnicate"},
 		{"report", "-o", "yaml"},
 		{"report", "--no-such-flag"},
+		{"report", "--node", "n"}, // a flag it does not read: not taken as narrowing it
+		{"status", "--node", "n", "--uid", "u"},
+		{"explain", "ip", "10.88.0.4", "--node", "n", "--uid", "u"},
 	} {
 		var out, errs bytes.Buffer
 		code := run(context.Background(), args, &out, &errs)
@@ -45,6 +48,11 @@ func TestCommandLinesRefused(t *testing.T) {
 		assert.Contains(t, errs.String(), "kubectl-podsweeper: usage: ", "%q", args)
 	}
 	var out, errs bytes.Buffer
+	assert.Equal(t, 1, run(context.Background(), []string{"status", "--node", "n"}, &out, &errs))
+	assert.Contains(t, errs.String(), "no kubeconfig: give --kubeconfig, set KUBECONFIG, or write ~/.kube/config",
+		"no kubeconfig at all is said as kubectl's users know it")
+	out.Reset()
+	errs.Reset()
 	assert.Equal(t, 0, run(context.Background(), []string{"--help"}, &out, &errs))
 	assert.Contains(t, out.String(), "kubectl podsweeper explain pod NAMESPACE/NAME", "help asked for is the answer, on stdout")
 	assert.Contains(t, out.String(), "kubectl podsweeper explain ip ADDRESS --node NODE")
