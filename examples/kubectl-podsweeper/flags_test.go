@@ -121,6 +121,15 @@ func TestHelpOfEachCommand(t *testing.T) {
 		strings.Contains(out.String(), "explain pod --uid") {
 		t.Errorf("explain ip --help:\n%s", out.String())
 	}
+	// Each flag is said as the command reads it, and --timeout's help names no flag the help leaves out.
+	for _, want := range []string{"the node whose cni-gc is asked", "--request-timeout"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("explain ip --help lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "explain pod:") {
+		t.Errorf("explain ip --help says what --node means to another command:\n%s", out.String())
+	}
 	out.Reset()
 	if code := run(testContext(t), []string{"--help"}, &out, &errb); code != 0 {
 		t.Fatalf("status %d", code)

@@ -55,6 +55,8 @@ type subcommand struct {
 	usage []string
 	help  string
 	flags []string
+	// flagHelp is what a flag means to this command, where its shared help says it for several.
+	flagHelp map[string]string
 }
 
 // subcommands are the commands, each with its help (--help after its name).
@@ -65,15 +67,18 @@ check and why, a veto, its destroy attempts, its last error and what a dry run w
 pod's podsweeper Events. A PU is in the answer until it is destroyed, its pod gone or not: a pod
 that is gone is asked by its UID (--uid), or by its name; a pod that ran on another node than the
 pod of that name now, by its UID or with that node (--node).`,
-		flags: []string{"uid", "node", "namespace", "output", "timeout"}},
+		flags:    []string{"uid", "node", "namespace", "output", "timeout"},
+		flagHelp: map[string]string{"node": "the node whose programs are asked: the node the pod ran on, for a pod that is gone; another node, for a live pod, to find an earlier pod's PU there"}},
 	{name: "explain ip", usage: []string{"explain ip ADDRESS --node NODE [-o json]"},
 		help: `what holds the address on the node as cni-gc sees it (an attachment of libcni's
 cache and its pod, or a host-local reservation), and whether and why cni-gc frees it.`,
-		flags: []string{"node", "namespace", "output", "timeout"}},
+		flags:    []string{"node", "namespace", "output", "timeout"},
+		flagHelp: map[string]string{"node": "the node whose cni-gc is asked"}},
 	{name: "status", usage: []string{"status --node NODE [-o json]"},
 		help: `every PU of the programs on a node: its pod, its state, its last check's row and why, its
 attempts, its next attempt and what a dry run would do.`,
-		flags: []string{"node", "namespace", "output", "timeout"}},
+		flags:    []string{"node", "namespace", "output", "timeout"},
+		flagHelp: map[string]string{"node": "the node whose programs are asked"}},
 	{name: "report", usage: []string{"report [-o json]"},
 		help:  `every program's dry run report, in one table: what each would destroy, and why.`,
 		flags: []string{"namespace", "output", "timeout"}},
@@ -154,8 +159,12 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintln(help, "  kubectl podsweeper "+u)
 		}
 		own := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
-		for _, name := range cmd.flags {
-			own.AddFlag(fs.Lookup(name))
+		for _, name := range append(cmd.flags, "request-timeout") { // kubectl's, which --timeout's help names
+			f := *fs.Lookup(name)
+			if h, ok := cmd.flagHelp[name]; ok {
+				f.Usage = h
+			}
+			own.AddFlag(&f)
 		}
 		fmt.Fprint(help, "\nFlags:\n"+own.FlagUsages()+"\nThe kubeconfig's flags (--kubeconfig, --context, --as, ...): kubectl podsweeper --help\n")
 	}
