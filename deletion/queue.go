@@ -301,21 +301,29 @@ func (c *Engine) tell(l *eventLine, t uint32, ev Event) {
 		c.q.toldCond.Wait()
 	}
 	c.q.mu.Unlock()
-	c.observe(ev)
+	err := c.observe(ev)
 	c.q.mu.Lock()
 	l.told++
 	c.q.dropLineLocked(ev.PU.PUID, l)
 	c.q.toldCond.Broadcast()
 	c.q.mu.Unlock()
+	c.observerPanicked(ev, err) // once it counts as told: the Logger and the Clock are the user's too
 }
 
-// observe tells the Observer ev; a panic in it, whatever its value, is logged and summed up as a port's failure.
-func (c *Engine) observe(ev Event) {
+// observe tells the Observer ev, and returns the panic in it, if any, whatever its value (observerPanicked).
+func (c *Engine) observe(ev Event) error {
 	if c.opts.Observer == nil {
-		return
+		return nil
 	}
 	if r, _, panicked := catch(func() { c.opts.Observer.Observe(ev) }); panicked {
-		err := fmt.Errorf("%w: Observer: %s", ErrPortPanicked, ports.Sprint(r))
+		return fmt.Errorf("%w: Observer: %s", ErrPortPanicked, ports.Sprint(r))
+	}
+	return nil
+}
+
+// observerPanicked logs err, a panic of the Observer told ev, if any, and sums it up as a port's failure.
+func (c *Engine) observerPanicked(ev Event, err error) {
+	if err != nil {
 		c.log.V(1).Info("observer panicked", "event", ev.Kind.String(), "error", err.Error())
 		c.fails.add(portObserver, ev.PU.PUID, err, c.opts.Clock.Now())
 	}
@@ -992,8 +1000,11 @@ func (c *Engine) Status() []PUStatus {
 	out := make([]PUStatus, 0, len(c.q.records)+len(c.q.leaving))
 	for e := range c.q.allLocked() {
 		state := e.state.String()
-		if e.state == removed {
+		switch {
+		case e.state == removed:
 			state = StateLeaving
+		case e.state == tracking && e.line != nil && int32(e.trackedT-e.line.told) < 0:
+			state = idle.String() // its EventTracked is told: the Observer knows it, whatever Track does after
 		}
 		s := PUStatus{
 			PU:          e.PU,
@@ -1201,9 +1212,11 @@ func (c *Engine) tellList(ev Event) {
 	c.q.mu.Lock()
 	c.q.list.telling, c.q.list.tellingOf = c.now(), ev.Kind
 	c.q.mu.Unlock()
-	c.observe(ev)
-	defer c.q.lock()()
+	err := c.observe(ev)
+	c.q.mu.Lock()
 	c.q.list.telling = 0
+	c.q.mu.Unlock()
+	c.observerPanicked(ev, err)
 }
 
 // listTracking reports whether a list answered in time and its answer is being tracked.
