@@ -976,8 +976,8 @@ func TestEventRestoredCountsEachPUOnce(t *testing.T) {
 // it in place of the one its check recorded, and its next check destroys it as changed, with the old sandbox.
 //
 // So too with the Inventory a journal that observes the engine (restarts.md: "make your Inventory an Observer too"):
-// the sandbox the check recorded is not told before the list is in, or the journal would write it over the one from
-// before, and the retried list would give the new one.
+// the sandbox the check recorded before the list is in is told IfNone, which the journal does not write over the one
+// from before, or the retried list would give the new one.
 func TestAListRetriedAfterAFirstCheckStillGivesTheSandboxFromBefore(t *testing.T) {
 	for _, journal := range []bool{false, true} {
 		t.Run(fmt.Sprintf("the Inventory observes: %v", journal), func(t *testing.T) { testAListRetriedAfterAFirstCheck(t, journal) })
@@ -1017,9 +1017,80 @@ func testAListRetriedAfterAFirstCheck(t *testing.T, journal bool) {
 		assert.Equal(t, ports.ReasonSandboxChanged, destroyed[0].Reason)
 		var adopted []string
 		for _, ev := range events.Of(deletion.EventAdopted) {
-			adopted = append(adopted, ev.PU.SandboxID)
+			adopted = append(adopted, fmt.Sprintf("%s IfNone=%v", ev.PU.SandboxID, ev.IfNone))
 		}
-		assert.Equal(t, []string{"s-old"}, adopted,
-			"the Observer hears the list's sandbox, never the one the check recorded before the list was in: a journal would write it over the sandbox from before")
+		assert.Equal(t, []string{"s-new IfNone=true", "s-old IfNone=false"}, adopted,
+			"the sandbox the check recorded before the list was in is told IfNone (a journal keeps the one from before), then the list's")
+	})
+}
+
+// restarts.md: "A sandbox replaced while the agent was down is thus destroyed as changed (row 10, with the old
+// sandbox), not adopted as if it had always been there", with the Inventory a journal that observes the engine. A run
+// tracks the PU bare and checks it before its Inventory's list is in: by a Sweep before Start, or while every list of
+// the run fails (the journal's reads broken, its writes not) until it stops. The sandbox that check recorded never
+// takes the place of one the journal holds from before (EventAdopted's IfNone), and fills it where the journal holds
+// none: the PU of a sandbox replaced while the agent is down is destroyed as changed.
+func TestASandboxRecordedBeforeTheListIsInNeverOverwritesTheJournals(t *testing.T) {
+	type world struct {
+		cl  *deletiontest.Cluster
+		inv *deletiontest.Inventory
+		pol *deletiontest.Policy
+		a   ports.PU
+	}
+	newWorld := func() *world {
+		cl := deletiontest.NewCluster()
+		return &world{cl: cl, inv: deletiontest.NewInventory(), pol: &deletiontest.Policy{}, a: cl.CreatePod(swKey("a"), "", "s-1")}
+	}
+	run := func(t *testing.T, w *world) *deletion.Engine { // a run of the agent: the informer tracks the PU bare
+		e := deletiontest.NewEngine(t, w.cl, w.pol, deletion.Options{Inventory: w.inv, Observer: w.inv,
+			SandboxExtractor: w.cl, SweepInterval: time.Hour, RetryMinDelay: time.Second, RetryMaxDelay: time.Second})
+		require.NoError(t, e.Track(ports.PU{PUID: w.a.PUID, Pod: w.a.Pod}))
+		return e
+	}
+	destroysTheOld := func(t *testing.T, w *world, e *deletion.Engine) {
+		e.TriggerPod(w.a.Pod)
+		synctest.Wait()
+		destroyed := w.pol.Destroyed()
+		require.Len(t, destroyed, 1, "the PU of the old sandbox is destroyed: %+v", e.Status())
+		assert.Equal(t, "s-1", destroyed[0].SandboxID)
+		assert.Equal(t, ports.ReasonSandboxChanged, destroyed[0].Reason)
+	}
+	t.Run("a Sweep before Start", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newWorld()
+			e := run(t, w)
+			stop := deletiontest.Start(t, e)
+			e.TriggerPod(w.a.Pod)
+			synctest.Wait()
+			stop()
+			require.Equal(t, []ports.PU{{PUID: w.a.PUID, Pod: w.a.Pod, SandboxID: "s-1"}}, w.inv.PUs(), "the first run's journal")
+			require.NoError(t, w.cl.SetSandbox(w.a.Pod, "s-2")) // replaced while the agent is down
+			e = run(t, w)
+			e.Sweep(t.Context())
+			require.Equal(t, []ports.PU{{PUID: w.a.PUID, Pod: w.a.Pod, SandboxID: "s-1"}}, w.inv.PUs(),
+				"the Sweep's check wrote the runtime's sandbox over the journal's")
+			deletiontest.Start(t, e)
+			synctest.Wait()
+			destroysTheOld(t, w, e)
+		})
+	})
+	t.Run("a run whose lists all fail", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newWorld()
+			w.inv.FailLists(errors.New("the journal's reads fail"))
+			e := run(t, w)
+			stop := deletiontest.Start(t, e)
+			e.TriggerPod(w.a.Pod)
+			deletiontest.Advance(10 * time.Second)
+			stop()
+			require.Equal(t, []ports.PU{{PUID: w.a.PUID, Pod: w.a.Pod, SandboxID: "s-1"}}, w.inv.PUs(),
+				"the journal holds the sandbox the run's checks recorded")
+			require.NoError(t, w.cl.SetSandbox(w.a.Pod, "s-2")) // replaced while the agent is down
+			w.inv.FailLists(nil)
+			e = run(t, w)
+			deletiontest.Start(t, e)
+			synctest.Wait()
+			destroysTheOld(t, w, e)
+		})
 	})
 }

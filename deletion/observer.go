@@ -88,8 +88,9 @@ const (
 	EventVetoed
 	// EventAdopted: a check recorded the PU's first sandbox (Verdict is its row 7), or Start gave it the sandbox the
 	// Inventory listed (Verdict is zero); PU holds it. For a PU tracked without a sandbox while Start's list of the
-	// Inventory is not in, a sandbox its check recorded is told once the list is in (Verdict zero), unless the list
-	// gave one in its place: a journal that is the Inventory keeps the sandbox from before a restart until then.
+	// Inventory is not in (before Start too), a sandbox its check recorded is told with IfNone: a journal that is the
+	// Inventory records it only for a PU it holds without a sandbox, keeping the one from before a restart, which
+	// the list then gives in its place (told again, Verdict zero).
 	EventAdopted
 	// EventUntracked: Untrack forgot the PU without destroying it.
 	EventUntracked
@@ -145,6 +146,10 @@ type Event struct {
 	// DryRun: the failed destroy was a dry run's DryRunDestroyPU, which destroys nothing (EventDestroyFailed,
 	// EventAbandoned under Options.DryRun).
 	DryRun bool
+	// IfNone: the sandbox of an EventAdopted was recorded from the runtime while the Inventory's list was not in:
+	// a journal records it only for a PU it holds without one (adapters/bolt and deletiontest.Inventory do), so
+	// that a sandbox replaced while the agent was down is destroyed as changed, not taken for the PU's first.
+	IfNone bool
 	// Err is the error behind the event (EventGetFailed, EventDestroyFailed, EventAbandoned, EventVetoed,
 	// EventListFailed), or the failures of a check (EventChecked) or of a list's PUs (EventRestored).
 	Err error

@@ -99,7 +99,9 @@ type Options struct {
 	// PU tracked already with a sandbox keeps it, the one its Track told), so that the PUs of pods that went away while
 	// the agent was down, or another replica led, are destroyed. A PU tracked without a sandbox takes the sandbox listed for it, in place of any its checks recorded from
 	// the runtime (a list that failed, retried, may answer after them), so that a sandbox replaced meanwhile is
-	// destroyed as changed (row 10), not recorded (row 7), and a dead one's PU is destroyed (row 12).
+	// destroyed as changed (row 10), not recorded (row 7), and a dead one's PU is destroyed (row 12); the Observer
+	// hears one recorded before the list is in with Event.IfNone, which a journal that is the Inventory does not write
+	// over the sandbox it holds.
 	// The first list delays the first check by at most its deadline (CheckTimeout, at least a second) and a second,
 	// and, when it answers by then, by the tracking of what it listed: those PUs go in before any check, so that a
 	// sandbox it lists is taken before a check records another; each waits for the Observer's EventTracked (a journal's commit), Workers at a time, and LivenessCheck

@@ -2729,6 +2729,11 @@ func FuzzPromises(f *testing.F) {
 	f.Add(uint16(pmModeInventory|pmModeStaleList|pmModeDryRunner|pmModeSandbox), cat(op(pmTrack, 0, 0), op(pmRestart, 1, 0),
 		op(pmChangeSandbox, 0, 0), op(pmTrack, 4, 0), op(pmListFault, 0, 0), op(pmStart, 0, 0), op(pmTrigger, 0, 0),
 		op(pmAdvance, 8, 0), op(pmAdvance, 8, 0), op(pmAdvance, 9, 0)))
+	// The same journal; the new run's informer tracks the PU bare, and a Sweep checks it before Start: the sandbox
+	// it records must not take the journal's place of the one from before (invariant 6c).
+	f.Add(uint16(pmModeInventory|pmModeStaleList|pmModeDryRunner|pmModeSandbox), cat(op(pmTrack, 0, 0), op(pmRestart, 1, 0),
+		op(pmChangeSandbox, 0, 0), op(pmTrack, 4, 0), op(pmSweep, 0, 0), op(pmStart, 0, 0), op(pmAdvance, 8, 0),
+		op(pmAdvance, 8, 0), op(pmAdvance, 9, 0)))
 	// The engine's Logger takes 1.5s per line (V(1) on). A cache that lags says pod-0 is gone, the Confirmer vetoes
 	// the destroy, and its log line is being written when the agent untracks the PU: the Observer hears the veto
 	// before EventUntracked (invariant 11).

@@ -166,8 +166,7 @@ type record struct {
 	listed           bool // tracked from the Inventory's list
 	adoptedNow       bool // its first check, still running, recorded a sandbox: a list's answer still counts (adoptListed)
 	// bare: tracked without a sandbox; one its checks recorded from the runtime gives way to a list's (adoptListed).
-	// adoptUntold: one a check recorded while the Inventory's list was not in, whose EventAdopted waits for it.
-	bare, adoptUntold bool
+	bare bool
 	// listedSandbox: the sandbox a list gave it while its first check ran, taken by the check (takeListed) or its
 	// release (listedAfterLocked).
 	listedSandbox string
@@ -743,13 +742,10 @@ func (c *Engine) settle(r *record, o *outcome) (ev ports.DestroyEvent, destroy b
 	switch v := o.verdict; v.Action {
 	case Adopt:
 		r.SandboxID, r.adoptedNow = v.SandboxID, r.lastRow < 0
-		if r.bare && c.q.inventory && !c.q.list.restored && c.q.running {
-			// The Observer (a journal that is the Inventory) would write it over the sandbox Start's list is to
-			// give, the one from before a restart: it is told once the list is in (listTracked).
-			r.adoptUntold = true
-			break
-		}
-		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventAdopted, PU: r.PU, Verdict: v}})
+		// Told at once, as a fill of what a journal that is the Inventory holds: the sandbox it holds from before a
+		// restart is the one Start's list is to give in its place.
+		ifNone := r.bare && c.q.inventory && !c.q.list.restored
+		o.events = append(o.events, tellItem{c.q.ticketLocked(r), Event{Kind: EventAdopted, PU: r.PU, Verdict: v, IfNone: ifNone}})
 	case Destroy:
 		ev = ports.DestroyEvent{PUID: r.PUID, Pod: r.Pod, SandboxID: r.SandboxID, Reason: v.Reason}
 		if _, asks := c.policy.(ports.DryRunner); c.opts.DryRun && !asks {
@@ -1104,13 +1100,12 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 	case e.state == checking:
 		restored = !e.listed && e.listedSandbox == "" // listed twice, restored once
 		e.listedSandbox = pu.SandboxID                // taken by its first check, or its release
-	case e.SandboxID == pu.SandboxID: // a check recorded the same
-		e.adoptUntold = false // the Inventory holds it
+	case e.SandboxID == pu.SandboxID: // a check recorded the same: the Inventory holds it
 	case e.state == idle || e.state == queued || e.state == tracking || e.state == retrying || e.state == turnWaiting:
 		if e.SandboxID != "" && e.adopted == "" {
 			e.adopted = e.SandboxID // its last check's, for its LastVerdict
 		}
-		e.PU, e.adoptUntold = tracked.WithRecordedSandbox(pu), false // the list's, told now
+		e.PU = tracked.WithRecordedSandbox(pu) // the list's, told now
 		snapshot, t := e.PU, c.q.ticketLocked(e)
 		c.q.mu.Unlock()
 		c.tellListed(e, t, snapshot)
@@ -1225,33 +1220,14 @@ func (c *Engine) listTracking() bool {
 	return c.q.list.gone != nil && c.q.list.end == 0
 }
 
-// listTracked records that a list's answer is tracked, all of it (no list is to come) or, Start stopping, not all; then
-// it tells the EventAdopted of each sandbox a check recorded meanwhile for a PU tracked bare (the list's own in its
-// place, if it gave one).
+// listTracked records that a list's answer is tracked, all of it (no list is to come) or, Start stopping, not all.
 func (c *Engine) listTracked(all bool) {
-	c.q.mu.Lock()
 	if !all {
-		c.q.mu.Unlock()
 		return
 	}
+	defer c.q.lock()()
 	c.q.list.restored = true
 	c.q.unlisted = unlistedMemory{}
-	var adopted []*record
-	var tickets []uint32
-	for _, r := range c.q.records {
-		if r.adoptUntold {
-			r.adoptUntold = false
-			adopted, tickets = append(adopted, r), append(tickets, c.q.ticketLocked(r))
-		}
-	}
-	evs := make([]Event, len(adopted))
-	for i, r := range adopted {
-		evs[i] = Event{Kind: EventAdopted, PU: r.PU}
-	}
-	c.q.mu.Unlock()
-	for i, r := range adopted {
-		c.tell(r.line, tickets[i], evs[i])
-	}
 }
 
 // queueDue queues every record due at now, each once however late, sets the scheduler's timer, and returns when it

@@ -401,7 +401,9 @@ func (j *Journal) ListPUs(ctx context.Context) ([]ports.PU, error) {
 //     the sandbox the engine's restore needs to see a sandbox replaced
 //     while the agent was down);
 //   - EventAdopted writes the sandbox the engine recorded for a PU the
-//     journal holds; it never brings back a PU the journal forgot;
+//     journal holds, one told IfNone only where it holds none (the
+//     sandbox from before a restart stays); it never brings back a PU the
+//     journal forgot;
 //   - EventDestroyed, EventAbandoned and EventUntracked forget the PU,
 //     unless its record has been replaced meanwhile by a Track for another
 //     pod or sandbox (a PU re-created under the same PUID; ports.PU.SameAs:
@@ -416,9 +418,9 @@ func (j *Journal) ListPUs(ctx context.Context) ([]ports.PU, error) {
 func (j *Journal) Observe(ev deletion.Event) {
 	switch ev.Kind {
 	case deletion.EventTracked:
-		j.record(ev, j.put(ev.PU, true))
+		j.record(ev, j.put(ev.PU, true, false))
 	case deletion.EventAdopted:
-		j.record(ev, j.put(ev.PU, false))
+		j.record(ev, j.put(ev.PU, false, ev.IfNone))
 	case deletion.EventDestroyed, deletion.EventAbandoned, deletion.EventUntracked:
 		j.record(ev, j.forget(ev.PU))
 	}
@@ -445,7 +447,7 @@ func validPU(pu ports.PU) error {
 
 // put writes pu, unless the same record is there already. With insert
 // false, only a PU the journal holds is written.
-func (j *Journal) put(pu ports.PU, insert bool) error {
+func (j *Journal) put(pu ports.PU, insert, ifNone bool) error {
 	if err := validPU(pu); err != nil {
 		return err
 	}
@@ -463,6 +465,9 @@ func (j *Journal) put(pu ports.PU, insert bool) error {
 		// engine's record, and it is how a sandbox replaced while the agent
 		// was down is seen.
 		rec, err := decodeRecord(key, old)
+		if err == nil && ifNone && rec.SandboxID != "" {
+			return true // the sandbox from before a restart stays, for Start's list to give
+		}
 		return err == nil && pu.WithRecordedSandbox(rec) == rec
 	}
 	var skip bool

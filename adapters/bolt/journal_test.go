@@ -138,6 +138,27 @@ func TestAdoptRecordsTheSandbox(t *testing.T) {
 	assert.Equal(t, []ports.PU{pu("uid-a", "web-0", "sb-1")}, reopened(t, path))
 }
 
+// TestAdoptIfNoneKeepsTheSandboxFromBefore: an EventAdopted told IfNone (a sandbox a check recorded before the
+// Inventory's list was in) fills the sandbox of a record that has none, and leaves the one a record holds from before
+// a restart, for Start's list to give.
+func TestAdoptIfNoneKeepsTheSandboxFromBefore(t *testing.T) {
+	path := newPath(t)
+	j := open(t, path)
+	j.Observe(event(deletion.EventTracked, pu("uid-a", "web-0", "sb-old")))
+	j.Observe(event(deletion.EventTracked, pu("uid-b", "web-1", "")))
+	ifNone := func(p ports.PU) deletion.Event {
+		ev := event(deletion.EventAdopted, p)
+		ev.IfNone = true
+		return ev
+	}
+	j.Observe(ifNone(pu("uid-a", "web-0", "sb-new")))
+	j.Observe(ifNone(pu("uid-b", "web-1", "sb-1")))
+	want := []ports.PU{pu("uid-a", "web-0", "sb-old"), pu("uid-b", "web-1", "sb-1")}
+	assert.Equal(t, want, list(t, j), "the sandbox from before stays; one is filled where none is held")
+	require.NoError(t, j.Close())
+	assert.Equal(t, want, reopened(t, path))
+}
+
 func TestForget(t *testing.T) {
 	for _, kind := range []deletion.EventKind{deletion.EventDestroyed, deletion.EventAbandoned, deletion.EventUntracked} {
 		t.Run(kind.String(), func(t *testing.T) {

@@ -30,7 +30,8 @@ var (
 //     sandbox recorded for the same PU (ports.PU.WithRecordedSandbox), as
 //     a pod informer's add after a restart tracks it;
 //   - EventAdopted records the sandbox the engine recorded for a PU it
-//     holds, and never brings back a PU it forgot;
+//     holds, one told IfNone only where it holds none, and never brings
+//     back a PU it forgot;
 //   - EventDestroyed, EventAbandoned and EventUntracked forget the PU,
 //     unless it was tracked again meanwhile for another pod or sandbox
 //     (ports.PU.SameAs: an empty sandbox is no other);
@@ -89,7 +90,7 @@ func (inv *Inventory) Observe(ev deletion.Event) {
 	case deletion.EventTracked:
 		inv.pus[id] = ev.PU.WithRecordedSandbox(old)
 	case deletion.EventAdopted:
-		if held {
+		if held && (!ev.IfNone || old.SandboxID == "") {
 			inv.pus[id] = ev.PU
 		}
 	case deletion.EventDestroyed, deletion.EventAbandoned, deletion.EventUntracked:
