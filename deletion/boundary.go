@@ -81,16 +81,16 @@ func (c *Engine) ask(ctx context.Context, o *outcome, pu ports.PU, fresh bool) (
 		if port != portGetPod && v.Action == Destroy && cv.Action != Destroy { // a confirmer's veto
 			o.vetoed = true
 			ticket, taken = o.line.take(), true // its place in the PU's line is the veto's moment, not the log line's end
-			logStart := c.realNow()
-			if log := c.log.V(1); log.Enabled() && !(o.quiet && o.err != nil) { // a failing confirmer: logged once
-				msg := "destroy not confirmed; keeping PU"
-				if port == portSandboxConfirmer {
-					msg = "sandbox change not confirmed; keeping PU"
+			c.logging(o.slot, func() {
+				if log := c.log.V(1); log.Enabled() && !(o.quiet && o.err != nil) { // a failing confirmer: logged once
+					msg := "destroy not confirmed; keeping PU"
+					if port == portSandboxConfirmer {
+						msg = "sandbox change not confirmed; keeping PU"
+					}
+					log.Info(msg, "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID,
+						"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
 				}
-				log.Info(msg, "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID,
-					"row", v.Row, "reason", string(v.Reason), "confirmerRow", cv.Row, "confirmerWhy", cv.Why())
-			}
-			o.logging += time.Duration(c.realNow() - logStart)
+			})
 			now = Event{Kind: EventVetoed, Verdict: cv, Reason: v.Reason, Err: o.err}
 		}
 		v, pod = cv, ob.Pod

@@ -30,7 +30,7 @@ type outcome struct {
 	cut              bool          // the context of Start's worker that ran it ended
 	sweepCut         bool          // the context of the Sweep whose goroutine ran it ended
 	observing        time.Duration // the Observer's time during the check (EventVetoed, EventGetFailed)
-	logging          time.Duration // the Logger's time during the check: neither a port's nor the Observer's
+	slot             *slot         // the Workers slot the check holds
 	pu               ports.PU      // the PU checked, as claimed
 	line             *eventLine    // its PUID's line to the Observer (nil: none)
 	untrackedDestroy bool          // its DestroyPU succeeded after Untrack: no event tells it, its log line does
@@ -55,7 +55,7 @@ func (c *Engine) check(ctx context.Context, l *lane, r *record, s *slot) {
 	start := c.now()
 	cctx, end := l.deadline(ctx, c.realNow(), c.opts.CheckTimeout)
 	s.checkEnd.Store(end)
-	o := outcome{pu: r.PU, line: r.line, quiet: r.failing}
+	o := outcome{pu: r.PU, line: r.line, quiet: r.failing, slot: s}
 	v, pod := c.ask(cctx, &o, r.PU, r.checkFresh)
 	o.verdict = v
 	c.takeListed(r, &o, pod)
@@ -75,9 +75,7 @@ func (c *Engine) check(ctx context.Context, l *lane, r *record, s *slot) {
 	for _, it := range o.events {
 		c.tell(r.line, it.ticket, it.ev)
 	}
-	logStart := c.realNow()
-	c.logOutcome(&o)
-	o.logging += time.Duration(c.realNow() - logStart)
+	c.logging(s, func() { c.logOutcome(&o) })
 	if o.removed {
 		c.told(r.PUID)
 	}
@@ -93,4 +91,20 @@ func (c *Engine) backoff(attempts int) time.Duration {
 		d *= 2
 	}
 	return min(d, c.opts.RetryMaxDelay)
+}
+
+// logging runs f, lines the check held in s writes to the Logger (someone else's code, which may block on a full
+// pipe): the slot is in no port meanwhile, so that health, a Sweep and Start's stop do not take it for one stuck there,
+// and its deadline moves by the Logger's time, which is neither a port's lateness nor the Observer's.
+func (c *Engine) logging(s *slot, f func()) {
+	if s == nil {
+		f()
+		return
+	}
+	end := s.checkEnd.Swap(0)
+	start := c.realNow()
+	f()
+	if end != 0 {
+		s.checkEnd.Store(end + c.realNow() - start)
+	}
 }

@@ -26,7 +26,7 @@ package deletion_test
 // NotFound, Permanent),
 // ListFault (fail, hang, delay honouring ctx, panic, typed nil; up to
 // always), SlowObserver (100ms per event; or, b%32 == 30, a Logger that
-// takes 1.5s per info line, V(1) on; or, b%8 == 7, the Observer
+// takes 4s per info line, V(1) on; or, b%8 == 7, the Observer
 // hangs ignoring everything, or panics, at the next event of a pod's PUs, or
 // (a/4%2 == 1) of the lists), Seed (4 to 40 PUs of gone pods in
 // the policy engine, as left by an earlier run), TrackMany (4 or 16 stale
@@ -183,7 +183,7 @@ const (
 	pmMaxAttempts = 3
 	pmShutdown    = 2 * time.Second
 	pmObsDelay    = 100 * time.Millisecond
-	pmLogDelay    = 1500 * time.Millisecond // past the usual CheckTimeout (1s)
+	pmLogDelay    = 4 * time.Second // past the usual CheckTimeout (1s) and the second a stuck port is given
 	pmMemSlack    = 32
 )
 
@@ -768,7 +768,7 @@ func (l pmLog) Info(int, string, ...any) {
 		time.Sleep(pmLogDelay)
 		l.w.mu.Lock()
 		l.w.logSleeping--
-		l.w.lastFault, l.w.lastSlowEnd = l.w.now(), l.w.now()
+		l.w.lastFault = l.w.now() // a slow Logger is no port: LivenessCheck holds meanwhile (invariant 8)
 		l.w.mu.Unlock()
 	}
 }
@@ -1848,7 +1848,7 @@ func (w *pmWorld) stop(e *pmEngine) {
 		w.mu.Unlock()
 		return
 	}
-	e.running, e.stopAt, e.lifecycle, e.logLinesAtStop = false, w.now(), w.now(), w.logLines
+	e.running, e.stopAt, e.lifecycle, e.logLinesAtStop = false, w.now(), w.now(), w.logLines-w.logSleeping
 	w.mu.Unlock()
 	e.cancel()
 	synctest.Wait()
@@ -2086,7 +2086,7 @@ func (w *pmWorld) checkTimed() {
 		}
 	}
 	e := w.cur
-	checkLive := e.running && !e.dead && e.hangsInFlight == 0 && !w.slowObs && w.obsSleeping == 0 && !w.slowLog && w.logSleeping == 0 &&
+	checkLive := e.running && !e.dead && e.hangsInFlight == 0 && !w.slowObs && w.obsSleeping == 0 &&
 		now >= max(e.lastHangEnd, w.lastSlowEnd)+w.o.checkTimeout+2*time.Second
 	wedged := e.running && !e.dead && e.stopAt == 0 && e.wedging &&
 		now > e.wedgeAt+3*w.o.interval+2*time.Second && now < e.wedgeEnd
@@ -2489,7 +2489,7 @@ func (w *pmWorld) apply(t *testing.T, op pmOp) string {
 		e.dead, e.deadAt, e.lifecycle = true, now, now
 		w.failedFor = [pmSlots]bool{} // what the dead engine's checks met is told to no one
 		if e.running {
-			e.running, e.stopAt, e.logLinesAtStop = false, now, w.logLines
+			e.running, e.stopAt, e.logLinesAtStop = false, now, w.logLines-w.logSleeping
 		}
 		w.mu.Unlock()
 		if e.cancel != nil {
@@ -2734,7 +2734,12 @@ func FuzzPromises(f *testing.F) {
 	f.Add(uint16(pmModeInventory|pmModeStaleList|pmModeDryRunner|pmModeSandbox), cat(op(pmTrack, 0, 0), op(pmRestart, 1, 0),
 		op(pmChangeSandbox, 0, 0), op(pmTrack, 4, 0), op(pmSweep, 0, 0), op(pmStart, 0, 0), op(pmAdvance, 8, 0),
 		op(pmAdvance, 8, 0), op(pmAdvance, 9, 0)))
-	// The engine's Logger takes 1.5s per line (V(1) on). A cache that lags says pod-0 is gone, the Confirmer vetoes
+	// A Logger that takes 4s per line (V(1) on) while Start runs checks of a live pod: a check writing its line is
+	// in no port, and LivenessCheck holds (invariant 8).
+	f.Add(uint16(0), cat(op(pmTrack, 0, 0), op(pmSlowObserver, 1, 30), op(pmStart, 0, 0), op(pmTrigger, 0, 0),
+		op(pmAdvance, 1, 0), op(pmAdvance, 1, 0), op(pmAdvance, 1, 0), op(pmAdvance, 1, 0), op(pmAdvance, 1, 0),
+		op(pmAdvance, 3, 0), op(pmAdvance, 3, 0), op(pmAdvance, 3, 0), op(pmAdvance, 3, 0), op(pmAdvance, 3, 0)))
+	// The engine's Logger takes 4s per line (V(1) on). A cache that lags says pod-0 is gone, the Confirmer vetoes
 	// the destroy, and its log line is being written when the agent untracks the PU: the Observer hears the veto
 	// before EventUntracked (invariant 11).
 	f.Add(uint16(pmModeConfirmer), cat(op(pmTrack, 0, 0), op(pmFaultOp, 4*pmPortGet, pmLagNotFound),

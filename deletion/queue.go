@@ -887,7 +887,7 @@ func (q *puQueue) notCalledLocked(r *record, o *outcome, now int64, untracked bo
 // late notes in o that what (a port, or the Observer) answered past the deadline of the check of r held in s, if it
 // did; the Observer's time during the check is no port's, and the Logger's is neither.
 func (c *Engine) late(r *record, s *slot, o *outcome, what string) {
-	late := time.Duration(c.realNow()-s.checkEnd.Load()) - o.logging
+	late := time.Duration(c.realNow() - s.checkEnd.Load()) // the Logger's time moved the deadline (logging)
 	if what != "the Observer" {
 		late -= o.observing
 	}
@@ -924,7 +924,7 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 	}
 	now := c.opts.Clock.Now() // the Clock is the user's (the failures' summary asks it too): not under the lock
 	c.q.mu.Lock()
-	c.tellListedLocked(r)
+	c.tellListedLocked(r, s)
 	c.q.mu.Unlock()
 	if n := len(o.fails); c.opts.Observer != nil && (n == 0 || o.fails[n-1].port != portLate) {
 		c.late(r, s, o, "the Observer")
@@ -933,7 +933,7 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 		c.fails.add(f.port, r.PUID, f.err, now)
 	}
 	c.q.mu.Lock()
-	c.tellListedLocked(r) // a list that answered since: under the lock from here to the release, none comes between
+	c.tellListedLocked(r, s) // a list that answered since: under the lock from here to the release, none comes between
 	s.checkEnd.Store(0)
 	if sweep := c.q.releaseLocked(r, s, o); sweep != 0 {
 		c.q.sweptLocked()
@@ -944,21 +944,23 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 
 // tellListedLocked tells, in the slot of r's check, the sandboxes lists gave r during it (listedAfterLocked), each
 // with the lock let go meanwhile; the lock is held on entry and on return.
-func (c *Engine) tellListedLocked(r *record) {
+func (c *Engine) tellListedLocked(r *record, s *slot) {
 	for {
 		pu, t, listed := c.q.listedAfterLocked(r)
 		if !listed {
 			return
 		}
 		c.q.mu.Unlock()
-		c.tellListed(r, t, pu)
+		c.tellListed(r, t, pu, s)
 		c.q.mu.Lock()
 	}
 }
 
 // tellListed logs and tells pu, r's PU given the sandbox a list recorded, its EventAdopted holding ticket t.
-func (c *Engine) tellListed(r *record, t uint32, pu ports.PU) {
-	c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
+func (c *Engine) tellListed(r *record, t uint32, pu ports.PU, s *slot) {
+	c.logging(s, func() {
+		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
+	})
 	c.tell(r.line, t, Event{Kind: EventAdopted, PU: pu})
 }
 
@@ -1108,7 +1110,7 @@ func (c *Engine) adoptListed(pu ports.PU) (restored bool) {
 		e.PU = tracked.WithRecordedSandbox(pu) // the list's, told now
 		snapshot, t := e.PU, c.q.ticketLocked(e)
 		c.q.mu.Unlock()
-		c.tellListed(e, t, snapshot)
+		c.tellListed(e, t, snapshot, nil)
 		return !e.listed
 	}
 	c.q.mu.Unlock()

@@ -21,20 +21,25 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 	for attempt := 1; ; attempt++ {
 		pus, err := c.list(ctx)
 		if err == nil {
-			restored, skipped, cut, invalid := c.trackAll(pus)
+			restored, skipped, cut, skips, invalid := c.trackAll(pus)
 			c.listTracked(!cut)
 			if attempt == 1 {
 				close(listed)
+			}
+			if ctx.Err() == nil {
+				c.tellList(Event{Kind: EventRestored, Count: restored, ListCalls: attempt, Err: invalid})
+			}
+			c.listEnds()
+			// The log lines once the list has ended: a slow Logger (someone else's code) holds no PU of it from going
+			// in, and is no Inventory or Observer that no longer moves (LivenessCheck).
+			for _, sk := range skips {
+				c.log.V(1).Info("skipping a PU the Inventory listed", "puID", sk.pu.PUID, "pod", sk.pu.Pod.String(), "error", sk.err.Error())
 			}
 			c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt,
 				"leftForTheNextRun", cut) // Start stopped while they went in: the rest stay in the Inventory
 			if invalid != nil { // one line, however many: the Inventory answers nonsense
 				c.log.Error(invalid, "skipping PUs the Inventory listed", "skipped", skipped)
 			}
-			if ctx.Err() == nil {
-				c.tellList(Event{Kind: EventRestored, Count: restored, ListCalls: attempt, Err: invalid})
-			}
-			c.listEnds()
 			return
 		}
 		c.listEnds()
@@ -127,11 +132,20 @@ func (m *unlistedMemory) copy(extra int) map[string]struct{} {
 // errListCut is track's answer to a PU a list gave once Start stops: it is left in the Inventory for the next run.
 var errListCut = errors.New("the engine stops: the PU is left for the next run")
 
+// skippedPU is a PU of a list's answer that was not tracked, and why, for the log (V(1)).
+type skippedPU struct {
+	pu  ports.PU
+	err error
+}
+
 // trackAll tracks pus from Workers goroutines, so that a journal's commits are shared, and returns how many were new,
-// how many invalid, whether Start stopping left some out (cut), and the first invalid one's error.
-func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, cut bool, invalid error) {
+// how many invalid, whether Start stopping left some out (cut), V(1) enabled the invalid ones, to log once the list has
+// ended, and the first invalid one's error.
+func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, cut bool, skips []skippedPU, invalid error) {
 	var next, nRestored, nSkipped, nCut atomic.Int64
 	var first atomic.Pointer[error]
+	var skipsMu sync.Mutex
+	verbose := c.log.V(1).Enabled()
 	var wg sync.WaitGroup
 	for range min(c.opts.Workers, len(pus)) {
 		wg.Go(func() {
@@ -145,7 +159,11 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, cut bool, inva
 				case err != nil:
 					nSkipped.Add(1)
 					first.CompareAndSwap(nil, &err)
-					c.log.V(1).Info("skipping a PU the Inventory listed", "puID", pu.PUID, "pod", pu.Pod.String(), "error", err.Error())
+					if verbose {
+						skipsMu.Lock()
+						skips = append(skips, skippedPU{pu, err})
+						skipsMu.Unlock()
+					}
 				case isNew, c.adoptListed(pu):
 					nRestored.Add(1)
 				}
@@ -157,7 +175,7 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, cut bool, inva
 	if e := first.Load(); e != nil {
 		invalid = fmt.Errorf("%d PUs the Inventory listed are invalid, not tracked; the first: %w", nSkipped.Load(), *e)
 	}
-	return int(nRestored.Load()), int(nSkipped.Load()), nCut.Load() > 0, invalid
+	return int(nRestored.Load()), int(nSkipped.Load()), nCut.Load() > 0, skips, invalid
 }
 
 // listTimeout is the deadline of a list: CheckTimeout, at least a second.

@@ -7,6 +7,7 @@ package deletion
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -53,9 +54,12 @@ func (c *Engine) Start(ctx context.Context) error {
 	sched.Wait()
 	if within(c.opts.ShutdownTimeout, inPorts.Wait) {
 		c.log.V(1).Info("deletion engine stopped")
-	} else {
+	} else if c.stuck(math.MaxInt64) > 0 { // a check in a port, past its deadline or not
 		c.log.Error(nil, "checks or the Inventory still stuck in ports that ignore their context; leaving them behind",
 			"stuckChecks", c.stuck(c.realNow()), "puIDs", c.checking(), "shutdownTimeout", c.opts.ShutdownTimeout.String())
+	} else { // none in a port: the Inventory in one, or checks in the Observer or writing to the Logger
+		c.log.Error(nil, "the Inventory or checks still under way past the shutdown timeout (a port, the Observer or the Logger that blocks); leaving them behind",
+			"stuckChecks", 0, "puIDs", c.checking(), "shutdownTimeout", c.opts.ShutdownTimeout.String())
 	}
 	c.fails.flush(c.opts.Clock.Now(), 0) // Start stops: what is left, summed up now
 	return nil
