@@ -1,6 +1,8 @@
 package k8s
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -70,10 +72,24 @@ const UptimeHeader = "Podsweeper-Uptime"
 // loaded is when the package was loaded, on the monotonic clock: UptimeHeader's origin. It is never written again.
 var loaded = time.Now()
 
+// InstanceHeader is the response header in which the status page and the dry run's report tell which process of the
+// program answered: an ID drawn at random when the package was loaded. Two pages whose InstanceHeaders differ are of
+// two processes (the program restarted between them), whatever their UptimeHeaders say: kubectl podsweeper then reads
+// their times on the node's one wall clock, taking no step out.
+const InstanceHeader = "Podsweeper-Instance"
+
+// instance is this process's InstanceHeader. It is never written again.
+var instance = func() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
+}()
+
 // setTimeHeaders tells read (a reading of time.Now, with its monotonic one) in TimeHeader and UptimeHeader.
 func setTimeHeaders(h http.Header, read time.Time) {
 	h.Set(TimeHeader, read.Round(0).UTC().Format(time.RFC3339Nano))
 	h.Set(UptimeHeader, strconv.FormatInt(int64(read.Sub(loaded)), 10))
+	h.Set(InstanceHeader, instance)
 }
 
 // EngineHeader is the response header in which the status page tells

@@ -89,3 +89,21 @@ func TestUptimeHeaderShowsAWallStepBetweenTwoPages(t *testing.T) {
 		}
 	}
 }
+
+// InstanceHeader: the pages of one process tell one instance, the status page's as the dry run's report's, so that
+// kubectl podsweeper tells two pages of one process from pages of a process and its restart.
+func TestInstanceHeaderIsTheProcesss(t *testing.T) {
+	d := NewDryRunReport(0)
+	var ids []string
+	for range 2 {
+		rec := httptest.NewRecorder()
+		d.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, DryRunPath, nil))
+		ids = append(ids, rec.Header().Get(InstanceHeader))
+	}
+	h := http.Header{}
+	setTimeHeaders(h, time.Now())
+	ids = append(ids, h.Get(InstanceHeader))
+	if ids[0] == "" || ids[0] != ids[1] || ids[1] != ids[2] {
+		t.Errorf("the instances told by one process's pages: %q", ids)
+	}
+}

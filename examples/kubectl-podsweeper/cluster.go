@@ -463,14 +463,15 @@ func (c *cluster) ask(ctx context.Context, t target, keep func(pod, puID string)
 
 // wallStep returns how far the program's wall clock stepped between its page read at a (headers ha) and the one read
 // at b (hb), both read within within: b's time less a's, less their monotonic clock's difference, as their
-// k8s.UptimeHeader tell it. It is 0 when either does not say, and when the pages are not of one process: a monotonic
-// clock that went back, or moved by more than within, is another process's, the program restarted between its pages
-// (its container, on the same node: one wall clock, whose readings compare as they are).
+// k8s.UptimeHeader tell it. It is 0 when either does not say, and when the pages are not of one process: of two
+// k8s.InstanceHeaders, or (a program that does not tell it) a monotonic clock that went back, or moved by more than
+// within, the program restarted between its pages (its container, on the same node: one wall clock, whose readings
+// compare as they are).
 func wallStep(a time.Time, ha http.Header, b time.Time, hb http.Header, within time.Duration) time.Duration {
 	ua, erra := strconv.ParseInt(ha.Get(k8s.UptimeHeader), 10, 64)
 	ub, errb := strconv.ParseInt(hb.Get(k8s.UptimeHeader), 10, 64)
-	if erra != nil || errb != nil {
-		return 0
+	if erra != nil || errb != nil || ha.Get(k8s.InstanceHeader) != hb.Get(k8s.InstanceHeader) {
+		return 0 // or two processes, each telling which it is
 	}
 	if moved := time.Duration(ub - ua); moved < 0 || moved > within+within/100+time.Millisecond {
 		return 0

@@ -83,8 +83,8 @@ func statusPort(prog string, p corev1.Pod) (port string, dryRun bool) {
 			port = portOf(v)
 			switch {
 			case v == program.Off:
-				port = ""
-			case port == "" && strings.Contains(v, "$("): // an address of a variable the plugin cannot read
+				port = portOff
+			case port == "": // an address without a port, or of a variable the plugin cannot read: said as it is
 				port = v
 			}
 		}
@@ -145,14 +145,19 @@ func expand(s string, vars map[string]string) string {
 	return b.String()
 }
 
+// portOff is statusPort's port of a listener turned off (--status-bind-address=0).
+const portOff = "off"
+
 // statusPortNumber returns the port number of a program's
 // --status-bind-address port (statusPort), or why it cannot be asked on
 // it: its listener off, a reference to a variable the plugin cannot read,
 // or a port that is no number nor a service name known here.
 func statusPortNumber(port string) (int, string) {
 	switch {
-	case port == "":
+	case port == portOff:
 		return 0, "its status listener is off (--status-bind-address=0)"
+	case port == "":
+		return 0, `its --status-bind-address has no port: ""`
 	case strings.Contains(port, "$("):
 		return 0, fmt.Sprintf("its --status-bind-address's port %q comes from a variable whose value the plugin cannot read (valueFrom)", port)
 	}

@@ -50,7 +50,7 @@ func TestStatusPortReadsTheCommandLineAsTheProgramDoes(t *testing.T) {
 		require.NoError(t, fs.Parse(args), "%q", args)
 		wantPort := portOf(f.StatusBindAddress)
 		if f.StatusBindAddress == program.Off {
-			wantPort = ""
+			wantPort = portOff
 		}
 		for _, ctr := range []corev1.Container{
 			{Name: "node-agent", Args: args},
@@ -246,6 +246,11 @@ func TestStatusPortOfAVariableOrAServiceName(t *testing.T) {
 		{"--status-bind-address=127.0.0.1:$$(STATUS_PORT)", 0, "comes from a variable"},
 		{"--status-bind-address=$(FROM_FIELD)", 0, "comes from a variable"},
 		{"--status-bind-address=127.0.0.1:no-such-service-name", 0, "has no port"},
+		// An address without a port is no listener turned off: "0" alone is.
+		{"--status-bind-address=localhost", 0, `has no port: "localhost"`},
+		{"--status-bind-address=127.0.0.1:", 0, `has no port: "127.0.0.1:"`},
+		{"--status-bind-address=", 0, `has no port: ""`},
+		{"--status-bind-address=0", 0, "its status listener is off"},
 	} {
 		ctr := corev1.Container{Name: "node-agent", Args: []string{tc.arg}, Env: env}
 		p, _ := statusPort("node-agent", corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr}}})

@@ -126,7 +126,7 @@ func TestStatusPortFromTheCommandLine(t *testing.T) {
 		{"cni-gc", []string{"--dry-run"}, "9813", true},
 		{"node-agent", []string{"--status-bind-address=127.0.0.1:9999", "--dry-run=false"}, "9999", false},
 		{"node-agent", []string{"--status-bind-address=[::1]:7000"}, "7000", false},
-		{"cni-gc", []string{"--status-bind-address=0"}, "", false},
+		{"cni-gc", []string{"--status-bind-address=0"}, portOff, false},
 	} {
 		port, dryRun := statusPort(c.program, pod(c.args...))
 		assert.Equal(t, c.port, port, "%s %q", c.program, c.args)

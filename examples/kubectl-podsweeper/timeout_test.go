@@ -399,37 +399,49 @@ func TestAReportIsToldBeforeTheStatusPageAcrossAWallClockStep(t *testing.T) {
 }
 
 // explain.md: "`report`'s HELD column follows a PU's latest report". A dry run's node agent restarts (its liveness
-// probe) between its two pages: its status page, of the process up for an hour, holds the PU; its report, of the new
-// process up 200ms, drops it, its pod gone, 100ms before the report page answered. The new process's monotonic clock
-// begun again is no step of the node's wall clock: the report stays after the status page, and the PU is no longer
-// held.
+// probe) between its two pages: its status page, of the old process, holds the PU; its report, of the new process,
+// drops it, its pod gone, 100ms before the report page answered. The new process's monotonic clock begun again is no
+// step of the node's wall clock, whether it reads below the old one's (the old process up an hour) or within the
+// plugin's own time between the pages (the old process up 800ms, the new one 801ms when its page answers 1.3s after
+// the old one's: their k8s.InstanceHeaders tell two processes): the report stays after the status page, and the PU is
+// no longer held.
 func TestAProgramRestartedBetweenItsPagesIsNoClockStep(t *testing.T) {
-	const uid = "13131313-1313-1313-1313-131313131313"
-	oldLoaded := time.Now().Add(-time.Hour)
-	newLoaded := time.Now()
-	page := func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now()
-		loaded := oldLoaded
-		if r.URL.Path == k8s.DryRunPath {
-			now = now.Add(200 * time.Millisecond) // the new process, 200ms after the old one's page
-			loaded = newLoaded
-		}
-		w.Header().Set(k8s.TimeHeader, now.UTC().Format(time.RFC3339Nano))
-		w.Header().Set(k8s.UptimeHeader, fmt.Sprint(int64(now.Sub(loaded))))
-		w.Header().Set("Content-Type", "application/json")
-		switch r.URL.Path {
-		case k8s.StatusPath:
-			_ = json.NewEncoder(w).Encode([]k8s.PUStatus{{PUID: uid, Pod: "apps/web", State: "idle", Age: "1h"}})
-		case k8s.DryRunPath:
-			at := now.Add(-100 * time.Millisecond)
-			_, _ = fmt.Fprintf(w, `{"total":1,"reports":[{"at":%q,"puID":%q,"pod":"apps/web","reason":"PodGone","row":1,"why":"the pod is gone","dropped":true}]}`,
-				at.UTC().Format(time.RFC3339Nano), uid)
-		default:
-			http.NotFound(w, r)
-		}
+	for _, c := range []struct {
+		name              string
+		oldUp, newUp, gap time.Duration
+		instances         bool
+	}{
+		{"its uptime read below the old one's", time.Hour, 200 * time.Millisecond, 200 * time.Millisecond, false},
+		{"its uptime read within the plugin's time", 800 * time.Millisecond, 801 * time.Millisecond, 1300 * time.Millisecond, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const uid = "13131313-1313-1313-1313-131313131313"
+			began := time.Now()
+			page := func(w http.ResponseWriter, r *http.Request) {
+				at, up, instance := began, c.oldUp, "0ld"
+				if r.URL.Path == k8s.DryRunPath {
+					at, up, instance = began.Add(c.gap), c.newUp, "new" // the new process, gap after the old one's page
+				}
+				w.Header().Set(k8s.TimeHeader, at.UTC().Format(time.RFC3339Nano))
+				w.Header().Set(k8s.UptimeHeader, fmt.Sprint(int64(up)))
+				if c.instances {
+					w.Header().Set(k8s.InstanceHeader, instance)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				switch r.URL.Path {
+				case k8s.StatusPath:
+					_ = json.NewEncoder(w).Encode([]k8s.PUStatus{{PUID: uid, Pod: "apps/web", State: "idle", Age: "1h"}})
+				case k8s.DryRunPath:
+					_, _ = fmt.Fprintf(w, `{"total":1,"reports":[{"at":%q,"puID":%q,"pod":"apps/web","reason":"PodGone","row":1,"why":"the pod is gone","dropped":true}]}`,
+						at.Add(-100*time.Millisecond).UTC().Format(time.RFC3339Nano), uid)
+				default:
+					http.NotFound(w, r)
+				}
+			}
+			out := reportText(t, dryRunAgentServing(t, page), began.Add(2*time.Second))
+			require.Contains(t, out, "no: pod gone", "a report made after the status page, by the program restarted, told before it:\n%s", out)
+		})
 	}
-	out := reportText(t, dryRunAgentServing(t, page), time.Now())
-	require.Contains(t, out, "no: pod gone", "a report made after the status page, by the program restarted, told before it:\n%s", out)
 }
 
 // dryRunAgentServing is a cluster of one node agent in a dry run, podsweeper/agent-a on node-a, whose listener serves
