@@ -313,3 +313,23 @@ func TestExplainIPHeldCannotTellAllBesideAnUnaskedCNIGCOrBeforeASweep(t *testing
 		})
 	}
 }
+
+// explain.md: "A dry run keeps its latest reports only: when none of the pod's is among them, the answer says it
+// cannot tell, not that podsweeper knows nothing". A dry run's program that restarted (its pod's restart count) lost
+// the reports it made before with its process: of a gone pod that nothing holds and no Event names, the answer cannot
+// tell; never that podsweeper knows nothing. The program's restarts are read from its pod.
+func TestADryRunThatRestartedCannotTell(t *testing.T) {
+	agent := runningProgram("podsweeper-node-agent", "ps", "agent-a", "node-a")
+	agent.Spec.Containers = []corev1.Container{{Name: "node-agent", Args: []string{"--dry-run"}}}
+	agent.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node-agent", RestartCount: 1}}
+	c := newFakeCluster(t, agent).closingAnswers().listingEventsWhole()
+	c.handle("ps/agent-a", &programPages{pus: []k8s.PUStatus{}, dry: &dryRunPage{Reports: []k8s.WouldDestroy{}}})
+	x, err := c.inNamespace("").explainPod(testContext(t), "apps", "web", "", "", askedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := podText(t, x)
+	if strings.Contains(text, "knows nothing of this pod") || !strings.Contains(text, "a dry run's program restarted") {
+		t.Errorf("a dry run that restarted, its earlier reports gone: want \"cannot tell\"; got\n%s", text)
+	}
+}

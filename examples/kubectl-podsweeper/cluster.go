@@ -341,6 +341,9 @@ func (c *cluster) programs(ctx context.Context, node string, clusterWide bool) (
 		}
 		t.port, t.DryRun = statusPort(prog, p)
 		t.hostNet = p.Spec.HostNetwork
+		for _, cs := range p.Status.ContainerStatuses {
+			t.Restarts += cs.RestartCount
+		}
 		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b target) int {

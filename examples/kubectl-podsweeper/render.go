@@ -30,6 +30,10 @@ type Program struct {
 	Node      string `json:"node,omitempty"`
 	// DryRun: the program runs with --dry-run.
 	DryRun bool `json:"dryRun,omitempty"`
+	// Restarts is how many times its pod's containers restarted (the
+	// kubelet's restartCount): a dry run's reports from before a restart
+	// are gone with its process.
+	Restarts int32 `json:"restarts,omitempty"`
 	// SharedWith names the other programs' pods (program namespace/pod) that
 	// run in the node's network (hostNetwork) beside this one with the same
 	// status port: a port-forward to any of them reaches the one listener
@@ -311,8 +315,16 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 	cut := slices.ContainsFunc(x.Answers, func(a Answer) bool {
 		return a.Error == "" && a.ReportsTotal > a.ReportsKept && len(latestReports(a.Reports)) == 0
 	})
+	// A dry run whose program restarted has lost the reports it made before: one may have been of the pod.
+	restarted := slices.ContainsFunc(x.Answers, func(a Answer) bool {
+		return a.Error == "" && a.Program.DryRun && a.Program.Restarts > 0 && len(latestReports(a.Reports)) == 0
+	})
+	const restartedDryRun = "podsweeper cannot tell all it knows of this pod: a dry run's program restarted (its pod's restart count), and the reports it made before are gone (one may have been of this pod)"
 	if held > 0 {
 		// What the programs asked hold is above; what those not asked may hold is not.
+		if restarted {
+			p.f("%s.\n", restartedDryRun)
+		}
 		if cut {
 			p.f("podsweeper cannot tell all it knows of this pod: a dry run keeps its latest reports only, none of them of this pod (an earlier one may have been): see kubectl podsweeper report.\n")
 		}
@@ -335,6 +347,8 @@ func RenderPod(w io.Writer, x *PodExplanation) error {
 		p.f("%s.\n", notListed)
 	case len(x.Answers) == 0:
 		p.f("podsweeper cannot tell what it knows of this pod: no program was found to ask.\n")
+	case restarted:
+		p.f("%s; no program holds a PU of it now.\n", restartedDryRun)
 	case slices.ContainsFunc(x.Answers, func(a Answer) bool { return a.ReportsTotal > a.ReportsKept }):
 		p.f("podsweeper cannot tell all it knows of this pod: no program holds a PU of it now, and a dry run keeps its latest reports only (an earlier one may have been of this pod): see kubectl podsweeper report.\n")
 	case len(x.Events) > 0 || x.Pod != nil:
