@@ -558,7 +558,8 @@ type pmWorld struct {
 	// logSleeping counts the lines being written.
 	slowLog     bool
 	logSleeping int
-	logLines    int // the lines a slow Logger began to write
+	logLines    int           // the lines a slow Logger began to write
+	lastLogEnd  time.Duration // when a slow Logger's line last ended
 	obsSleeping int
 	obsCount    int
 	lastFault   time.Duration
@@ -768,7 +769,7 @@ func (l pmLog) Info(int, string, ...any) {
 		time.Sleep(pmLogDelay)
 		l.w.mu.Lock()
 		l.w.logSleeping--
-		l.w.lastFault = l.w.now() // a slow Logger is no port: LivenessCheck holds meanwhile (invariant 8)
+		l.w.lastFault, l.w.lastLogEnd = l.w.now(), l.w.now() // a slow Logger is no port: LivenessCheck holds meanwhile (invariant 8)
 		l.w.mu.Unlock()
 	}
 }
@@ -2154,7 +2155,8 @@ func (w *pmWorld) checkTimed() {
 			delete(e.queuedSince, st.PUID)
 		case !ok || !q.lastChecked.Equal(st.LastChecked):
 			e.queuedSince[st.PUID] = pmQueued{since: now, lastChecked: st.LastChecked}
-		case checksBegun && now-max(q.since, e.begunAt) >= w.o.checkTimeout+3*time.Second && checkTold < q.since:
+		case checksBegun && now-max(q.since, e.begunAt) >= w.o.checkTimeout+3*time.Second && checkTold < q.since &&
+			!w.slowLog && w.logSleeping == 0 && w.lastLogEnd < q.since: // a worker writing to a slow Logger is in no port
 			stalled = st.PUID
 		}
 	}
@@ -2638,7 +2640,7 @@ func (w *pmWorld) abort(t *testing.T, why string) {
 }
 
 func runPromises(t *testing.T, mode uint16, data []byte) {
-	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), failedAt: [pmSlots]time.Duration{-1, -1, -1, -1},
+	w := &pmWorld{o: pmDecodeMode(mode), t0: time.Now(), lastLogEnd: -1, failedAt: [pmSlots]time.Duration{-1, -1, -1, -1},
 		stuckAt: [pmSlots]time.Duration{-1, -1, -1, -1}, uidGoneAt: map[string]time.Duration{}, uidGoneOp: map[string]int{}, replacedAt: map[string]time.Duration{}, dead: map[string]bool{},
 		journal: deletiontest.NewInventory(),
 		set:     map[string]pmPU{}, lastFault: -1, lastSlowEnd: -1}

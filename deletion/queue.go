@@ -956,11 +956,14 @@ func (c *Engine) tellListedLocked(r *record, s *slot) {
 	}
 }
 
-// tellListed logs and tells pu, r's PU given the sandbox a list recorded, its EventAdopted holding ticket t.
+// tellListed logs and tells pu, r's PU given the sandbox a list recorded, its EventAdopted holding ticket t: in the
+// slot s of its check; with no slot, as a list's answer goes in, told only (trackAll logs it once the list has ended).
 func (c *Engine) tellListed(r *record, t uint32, pu ports.PU, s *slot) {
-	c.logging(s, func() {
-		c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
-	})
+	if s != nil {
+		c.logging(s, func() {
+			c.log.V(1).Info("sandbox recorded from the Inventory", "puID", pu.PUID, "pod", pu.Pod.String(), "sandboxID", pu.SandboxID)
+		})
+	}
 	c.tell(r.line, t, Event{Kind: EventAdopted, PU: pu})
 }
 

@@ -33,6 +33,10 @@ func (c *Engine) restore(ctx context.Context, listed chan<- struct{}) {
 			// The log lines once the list has ended: a slow Logger (someone else's code) holds no PU of it from going
 			// in, and is no Inventory or Observer that no longer moves (LivenessCheck).
 			for _, sk := range skips {
+				if sk.err == nil {
+					c.log.V(1).Info("sandbox recorded from the Inventory", "puID", sk.pu.PUID, "pod", sk.pu.Pod.String(), "sandboxID", sk.pu.SandboxID)
+					continue
+				}
 				c.log.V(1).Info("skipping a PU the Inventory listed", "puID", sk.pu.PUID, "pod", sk.pu.Pod.String(), "error", sk.err.Error())
 			}
 			c.log.Info("PUs restored from the Inventory", "listed", len(pus), "restored", restored, "skipped", skipped, "attempts", attempt,
@@ -132,7 +136,8 @@ func (m *unlistedMemory) copy(extra int) map[string]struct{} {
 // errListCut is track's answer to a PU a list gave once Start stops: it is left in the Inventory for the next run.
 var errListCut = errors.New("the engine stops: the PU is left for the next run")
 
-// skippedPU is a PU of a list's answer that was not tracked, and why, for the log (V(1)).
+// skippedPU is a PU of a list's answer that was not tracked, and why (err), or that was given the sandbox listed (err
+// nil), for the log (V(1)).
 type skippedPU struct {
 	pu  ports.PU
 	err error
@@ -164,8 +169,15 @@ func (c *Engine) trackAll(pus []ports.PU) (restored, skipped int, cut bool, skip
 						skips = append(skips, skippedPU{pu, err})
 						skipsMu.Unlock()
 					}
-				case isNew, c.adoptListed(pu):
+				case isNew:
 					nRestored.Add(1)
+				case c.adoptListed(pu):
+					nRestored.Add(1)
+					if verbose {
+						skipsMu.Lock()
+						skips = append(skips, skippedPU{pu: pu}) // not skipped: given the sandbox listed
+						skipsMu.Unlock()
+					}
 				}
 				c.listProgress()
 			}

@@ -94,4 +94,22 @@ func TestASlowLoggerIsNoStuckPort(t *testing.T) {
 			time.Sleep(10 * time.Second)
 		})
 	})
+	t.Run("a sandbox a list gives", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			cl, key := live()
+			var logs logBuffer
+			// Tracked bare first, each given its sandbox by the list, by the one worker in turn.
+			inv := deletiontest.NewInventory(ports.PU{PUID: "a", Pod: key, SandboxID: "s-a"}, ports.PU{PUID: "b", Pod: key, SandboxID: "s-b"})
+			c := deletiontest.NewEngine(t, cl, &deletiontest.Policy{}, deletion.Options{Workers: 1, SweepInterval: time.Second, Inventory: inv,
+				Logger: slowLogger(&logs, "sandbox recorded from the Inventory", 10*time.Second)})
+			require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: key}))
+			require.NoError(t, c.Track(ports.PU{PUID: "b", Pod: key}))
+			deletiontest.Start(t, c)
+			time.Sleep(5 * time.Second)
+			err := c.LivenessCheck(nil)
+			assert.False(t, errors.Is(err, deletion.ErrBehind), "a list's answer held by the Logger: %v", err)
+			time.Sleep(30 * time.Second)
+			assert.Len(t, logs.lines("sandbox recorded from the Inventory"), 2, "each sandbox the list gave is logged, once the list has ended")
+		})
+	})
 }
