@@ -2002,7 +2002,7 @@ func (w *pmWorld) sweepBoundLocked(e *pmEngine, s *pmSweepRec) (time.Duration, b
 	if e.dead {
 		return e.deadAt + 2*time.Second, true
 	}
-	if w.slowObs || w.slowLog || w.obsCount != s.slowAt {
+	if w.slowObs || w.slowLog || w.logSleeping > 0 || w.lastLogEnd >= s.start || w.obsCount != s.slowAt {
 		return 0, false
 	}
 	eff := s.start
