@@ -243,7 +243,8 @@ type target struct {
 // shareListeners asks once the targets whose pods run in one node's network (hostNetwork) with one status port: the
 // port-forward to each reaches the node's port, whose one listener one process holds (a rollout's old pod in its grace
 // period, its replacement restarting until the port is free). The first asked stands for them all and names the
-// others (Program.SharedWith): which of them answered cannot be told.
+// others (Program.SharedWith): which of them answered cannot be told; it is in a dry run as all are, and has restarted
+// as any has.
 func shareListeners(ts []target) []target {
 	type listener struct {
 		node string
@@ -259,7 +260,11 @@ func shareListeners(ts []target) []target {
 			continue
 		}
 		if i, ok := first[l]; ok {
+			// Either process may answer: a dry run is one only if all are in one (a 404 of the report page is no
+			// error otherwise), and a restart of any may have taken its reports.
 			out[i].SharedWith = append(out[i].SharedWith, t.Program.Program+" "+t.Namespace+"/"+t.Pod)
+			out[i].DryRun = out[i].DryRun && t.DryRun
+			out[i].Restarts += t.Restarts
 			continue
 		}
 		first[l] = len(out)

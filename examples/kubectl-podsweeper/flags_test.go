@@ -263,3 +263,18 @@ func TestStatusPortOfAVariableOrAServiceName(t *testing.T) {
 		}
 	}
 }
+
+// explain.md: "It takes kubectl's flags for the cluster (`--kubeconfig`, `--context`, `--as`, ...)"; "the pod is
+// `NAMESPACE/NAME`, or `NAME` in your context's namespace". With no kubeconfig at all (a bastion, a CI job), kubectl's
+// --server and --token reach the cluster, and NAME alone is read in the namespace kubectl reads it in: default.
+func TestANameAloneWithKubectlsServerFlagsAndNoKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	a := newFakeAPI(t).spdyOnly().impersonating()
+	a.addPod(*workloadPod("default", "web", "uid-web-1", "node-a"))
+	a.addProgram("podsweeper-node-agent", "podsweeper", "agent-a", "node-a", &mapProgram{pus: []map[string]any{mapPU("uid-web-1", "default/web", "idle")}})
+	var out, errs bytes.Buffer
+	code := run(context.Background(), []string{"--server", a.srv.URL, "--insecure-skip-tls-verify", "--token", "t", "explain", "pod", "web"}, &out, &errs)
+	if code != 0 || !strings.Contains(out.String(), "PU uid-web-1") {
+		t.Errorf("explain pod NAME with --server and --token, no kubeconfig: exit %d, want 0 and its PU\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
+	}
+}

@@ -293,8 +293,11 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return RenderIP(stdout, x)
 		}
 		if name != "" && namespace == "" {
-			// NAME alone: the kubeconfig's namespace, as kubectl takes it.
-			raw, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: overrides.CurrentContext}).Namespace()
+			// NAME alone: the kubeconfig's namespace, as kubectl takes it with the same flags (--server, --cluster,
+			// --user, --context...), but --namespace, which is the programs'.
+			podOverrides := *overrides
+			podOverrides.Context.Namespace = ""
+			raw, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &podOverrides).Namespace()
 			if err != nil {
 				return err
 			}

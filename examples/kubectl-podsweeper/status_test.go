@@ -163,3 +163,48 @@ func TestStatusOfHostNetworkPodsSharingAListenerIsToldOnce(t *testing.T) {
 	}
 	wantSays(t, "the text", txt.String(), "or cni-gc kube-system/cni-gc-old: they share the node's network and its status port")
 }
+
+// explain.md: pods of one node's network on one status port "are asked once, and told as one ... which of them
+// answered cannot be told". A rollout that turns the dry run on: the old pod (no --dry-run) holds the port and answers,
+// its report page 404 as any program's without a dry run: its PU is told, not "could not be asked" as an image that
+// predates the report page. A rollout of a dry run whose old pod restarted (its reports before are gone) answers no
+// report of a gone pod: the answer cannot tell, as that pod's alone would.
+func TestASharedListenerIsInADryRunAsAllItsPodsAreAndRestartedAsAnyHas(t *testing.T) {
+	hostNet := func(p *corev1.Pod, restarts int32) *corev1.Pod {
+		p.Spec.HostNetwork = true
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "cni-gc", RestartCount: restarts}}
+		return p
+	}
+	t.Run("a rollout that turns the dry run on", func(t *testing.T) {
+		page := statusPage(t, "", idlePU(firstUID, "apps/web"))
+		c := clusterServing(t, map[string]http.Handler{"kube-system/cni-gc-abc": page, "kube-system/cni-gc-xyz": page},
+			hostNet(programPod("podsweeper-cni-gc", "cg", "kube-system", "cni-gc-abc", "node-a", corev1.PodRunning, "--dry-run"), 0),
+			hostNet(programPod("podsweeper-cni-gc", "cg", "kube-system", "cni-gc-xyz", "node-a", corev1.PodRunning), 0))
+		s, err := c.status(testContext(t), "node-a", clockNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var txt bytes.Buffer
+		if err := RenderStatus(&txt, s); err != nil {
+			t.Fatal(err)
+		}
+		wantSays(t, "the text", txt.String(), firstUID)
+		wantNotSays(t, "the text", txt.String(), "could not be asked")
+	})
+	t.Run("a dry run whose old pod restarted", func(t *testing.T) {
+		pages := &programPages{pus: []k8s.PUStatus{}, dry: &dryRunPage{Reports: []k8s.WouldDestroy{}}}
+		c := newFakeCluster(t,
+			hostNet(programPod("podsweeper-cni-gc", "cg", "kube-system", "cni-gc-abc", "node-a", corev1.PodRunning, "--dry-run"), 0),
+			hostNet(programPod("podsweeper-cni-gc", "cg", "kube-system", "cni-gc-xyz", "node-a", corev1.PodRunning, "--dry-run"), 1)).
+			closingAnswers().listingEventsWhole()
+		c.handle("kube-system/cni-gc-abc", pages)
+		c.handle("kube-system/cni-gc-xyz", pages)
+		x, err := c.inNamespace("").explainPod(testContext(t), "apps", "gone", "", "node-a", askedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := podText(t, x)
+		wantNotSays(t, "the text", text, "knows nothing")
+		wantSays(t, "the text", text, "a dry run's program restarted")
+	})
+}
