@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podsweeper/podsweeper/ports"
 )
@@ -150,14 +149,10 @@ func notFoundHere(e error) bool {
 		return true
 	}
 	s, ok := e.(apierrors.APIStatus)
-	return ok && apierrors.IsNotFound(statusOnly{s}) // its status alone: apierrors would walk e's chain again
+	// Its status read once, alone: apierrors would walk e's chain again, and read Status twice (its reason, then its
+	// code), which may answer two statuses.
+	return ok && apierrors.IsNotFound(&apierrors.StatusError{ErrStatus: s.Status()})
 }
-
-// statusOnly is an APIStatus that wraps nothing.
-type statusOnly struct{ s apierrors.APIStatus }
-
-func (e statusOnly) Status() metav1.Status { return e.s.Status() }
-func (e statusOnly) Error() string         { return "status" }
 
 // Decide holds the whole destroy decision table for one check of one entry. It does no I/O: the engine gathers the
 // Observation and carries out the Verdict. The rows, in the order they are tried:

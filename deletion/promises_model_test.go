@@ -22,7 +22,8 @@ package deletion_test
 // (of each kind in turn: a *url.Error, whose reading panics, then a pointer,
 // map, slice, func and chan whose Is says not found and whose Unwrap says
 // permanent, reading no field, then an error of 2^60 errors that says not
-// found, then one that panics when read a second time), nil pod, another pod, a lagging cache's
+// found, then one that panics when read a second time, or a Kubernetes status
+// error whose status changes between two readings), nil pod, another pod, a lagging cache's
 // NotFound, Permanent),
 // ListFault (fail, hang, delay honouring ctx, panic, typed nil; up to
 // always), SlowObserver (100ms per event; or, b%32 == 30, a Logger that
@@ -1442,6 +1443,18 @@ func (e *pmFlip) Unwrap() error {
 	return ports.ErrPodNotFound
 }
 
+// pmStatusFlip is a Kubernetes status error whose Status changes at each reading: a 503 of no reason, then an
+// InternalError of code 404; neither reading is a NotFound.
+type pmStatusFlip struct{ reads atomic.Int32 }
+
+func (e *pmStatusFlip) Error() string { return "pm: a status read twice" }
+func (e *pmStatusFlip) Status() metav1.Status {
+	if e.reads.Add(1) == 1 {
+		return metav1.Status{Status: metav1.StatusFailure, Code: 503}
+	}
+	return metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError, Code: 404}
+}
+
 // panicValue is what a port that panics panics with: a string, a value whose printing panics with itself, or an error
 // that wraps itself (alone, or in a struct), in turn.
 func (w *pmWorld) panicValue(port string) any {
@@ -1476,9 +1489,12 @@ func (w *pmWorld) typedNil() error {
 	n := w.typedNils.Add(1)
 	switch n % 9 {
 	case 8:
-		if n/9%4 == 3 {
+		switch n / 9 % 4 {
+		case 3:
 			f := &pmFlip{}
 			return errors.Join(f, f)
+		case 2:
+			return &pmStatusFlip{}
 		}
 		return &pmLateNil{fine: int32(n/9%3 + 1)}
 	case 7:
@@ -2741,6 +2757,17 @@ func FuzzPromises(f *testing.F) {
 	f.Add(uint16(0), cat(op(pmTrack, 0, 0), op(pmSlowObserver, 1, 30), op(pmStart, 0, 0), op(pmTrigger, 0, 0),
 		op(pmAdvance, 1, 0), op(pmAdvance, 1, 0), op(pmAdvance, 1, 0), op(pmAdvance, 1, 0), op(pmAdvance, 1, 0),
 		op(pmAdvance, 3, 0), op(pmAdvance, 3, 0), op(pmAdvance, 3, 0), op(pmAdvance, 3, 0), op(pmAdvance, 3, 0)))
+	// GetPod answers typed nils of every kind in turn, a Kubernetes status error whose status changes between two
+	// readings among them (the 26th): the live pod's PU is never destroyed on it (invariant 3).
+	f.Add(uint16(0), cat(op(pmTrack, 0, 0),
+		op(pmFaultOp, 4*pmPortGet, 27), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0),
+		op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0),
+		op(pmFaultOp, 4*pmPortGet, 27), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0),
+		op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0),
+		op(pmFaultOp, 4*pmPortGet, 27), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0),
+		op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0),
+		op(pmFaultOp, 4*pmPortGet, 27), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0),
+		op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0), op(pmSweep, 0, 0)))
 	// The engine's Logger takes 4s per line (V(1) on). A cache that lags says pod-0 is gone, the Confirmer vetoes
 	// the destroy, and its log line is being written when the agent untracks the PU: the Observer hears the veto
 	// before EventUntracked (invariant 11).

@@ -6,10 +6,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/podsweeper/podsweeper/deletion"
 	"github.com/podsweeper/podsweeper/ports"
 )
 
@@ -65,7 +65,7 @@ func (g *podGetter) GetPod(ctx context.Context, key types.NamespacedName) (*core
 		switch {
 		case snap == nil:
 			return nil, err
-		case apierrors.IsNotFound(snap):
+		case deletion.IsNotFound(snap): // a status read once: apierrors reads its reason and its code apart
 			return nil, &notFoundError{pod: key, err: snap}
 		}
 		return nil, fmt.Errorf("getting pod %s: %w", key, snap)

@@ -106,6 +106,18 @@ func (e *notFoundOnSecondReading) Unwrap() error {
 	return apierrors.NewNotFound(corev1.Resource("pods"), "web")
 }
 
+// statusFlipping is a Kubernetes status error whose Status changes at each reading: a 503 of no reason, then an
+// InternalError of code 404. Neither reading is a NotFound; apierrors reads its reason and its code apart.
+type statusFlipping struct{ reads atomic.Int32 }
+
+func (e *statusFlipping) Error() string { return "status flipping" }
+func (e *statusFlipping) Status() metav1.Status {
+	if e.reads.Add(1) == 1 {
+		return metav1.Status{Status: metav1.StatusFailure, Code: 503}
+	}
+	return metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError, Code: 404}
+}
+
 // selfWrapping is an error whose Unwrap returns itself: errors.As over it never ends.
 type selfWrapping struct{}
 
@@ -116,7 +128,8 @@ func (e *selfWrapping) Unwrap() error { return e }
 // reading said, however often it is read after: a failure first read never becomes a not-found (which would destroy
 // a live pod's PU), and one that wraps itself is a failure, not a read that never ends.
 func TestPodGetterAnswersAsItsOneReadingOfTheReadersError(t *testing.T) {
-	for name, readerErr := range map[string]error{"flips": &notFoundOnSecondReading{}, "wraps itself": &selfWrapping{}} {
+	for name, readerErr := range map[string]error{"flips": &notFoundOnSecondReading{}, "wraps itself": &selfWrapping{},
+		"its status flips": &statusFlipping{}} {
 		c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
 			Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
 				return readerErr
