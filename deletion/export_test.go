@@ -32,3 +32,11 @@ func RateLine(c *Engine) []string {
 	}
 	return out
 }
+
+// ReadyEntries is the white-box hook of TestAHealthCheckDropsTheStaleChecksOfADrain (health_test.go): the entries of
+// the ready queue past its head, live or stale, which a health check must not walk again and again.
+func ReadyEntries(c *Engine) int {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	return len(c.q.ready.items) - c.q.ready.head
+}

@@ -671,3 +671,32 @@ func TestLivenessSeesARetriedListsAnswerHeldByTheObserver(t *testing.T) {
 		assert.ErrorIs(t, e.LivenessCheck(nil), deletion.ErrBehind)
 	})
 }
+
+// TestAHealthCheckDropsTheStaleChecksOfADrain: LivenessCheck "reads a few fields, whatever the number of PUs". The
+// one worker held in a slow read, TriggerAll queues 10,000 PUs and the agent untracks them all (a drain it tore down
+// itself): their queued checks are stale. The first health check drops them from the head of the ready queue, once,
+// rather than every health check walking past them under the engine's lock.
+func TestAHealthCheckDropsTheStaleChecksOfADrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := deletiontest.NewCluster()
+		held := addPod(cl, "held", "held", testNode, "", corev1.PodRunning)
+		release := cl.HangReads(held)
+		c := deletiontest.NewEngine(t, cl, &deletiontest.Policy{}, deletion.Options{Workers: 1, CheckTimeout: time.Minute})
+		require.NoError(t, c.Track(ports.PU{PUID: "held", Pod: held}))
+		deletiontest.Start(t, c)
+		c.TriggerPod(held)
+		synctest.Wait() // the worker is in the read
+		const n = 10_000
+		for i := range n {
+			require.NoError(t, c.Track(ports.PU{PUID: fmt.Sprint("u", i), Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("p", i)}}))
+		}
+		c.TriggerAll()
+		for i := range n {
+			require.True(t, c.Untrack(fmt.Sprint("u", i)))
+		}
+		require.GreaterOrEqual(t, deletion.ReadyEntries(c), n, "the drain's checks queued, stale")
+		require.NoError(t, c.ReadinessCheck(nil))
+		assert.Less(t, deletion.ReadyEntries(c), 10, "a health check left the stale entries for the next to walk past")
+		release()
+	})
+}

@@ -141,7 +141,8 @@ type Options struct {
 	// of a year's turns is one a node's drain can tell from no limit.
 	DestroyBurst int
 
-	// SweepInterval is how often every entry is re-checked, in a few batches a second. 0: 5s. At least
+	// SweepInterval is how often every entry is re-checked, in a few batches a second (past an hour, in 3,600
+	// batches an interval: one every SweepInterval/3600). 0: 5s. At least
 	// MinSweepInterval, at most MaxDuration, as every duration here.
 	SweepInterval time.Duration
 	// CheckTimeout is the deadline of one check, destroy included, and of a Requeue: between 99% and 100% of it

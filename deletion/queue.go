@@ -1075,10 +1075,15 @@ func (c *Engine) Backlog() Backlog {
 
 // oldestQueuedLocked returns when the oldest queued check was queued; 0: none.
 func (q *puQueue) oldestQueuedLocked() int64 {
-	for _, it := range q.ready.items[q.ready.head:] {
-		if it.live() {
-			return it.at
-		}
+	// Stale entries at the head (of PUs removed, or queued again since) go once, by whoever reads the head first: a
+	// health check's cost does not grow with a drain's untracked PUs.
+	for q.ready.head < len(q.ready.items) && !q.ready.items[q.ready.head].live() {
+		q.ready.items[q.ready.head] = readyItem{}
+		q.ready.head++
+	}
+	q.compactReadyLocked()
+	if q.ready.head < len(q.ready.items) {
+		return q.ready.items[q.ready.head].at
 	}
 	return 0
 }
