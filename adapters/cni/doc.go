@@ -183,8 +183,10 @@
 //     being written (not whole JSON yet), the network it names is not read:
 //     its attachments and reservations are kept by no row (row -1 on the
 //     address page) until it can be read, and the other networks are
-//     decided as ever; a whole file that is no network's config is passed
-//     over.
+//     decided as ever; one cut where another top-level key may follow
+//     (after a comma, inside a key), whose name cannot be told yet, keeps
+//     every network (docs/sdk/cni-freeing.md); a whole file that is no
+//     network's config is passed over.
 //   - It never calls the plugins' GC verb: the spec forbids GC concurrent
 //     with the runtime's ADD and DEL, which an outside collector cannot
 //     promise. It runs the DEL of attachments that are orphaned only.
