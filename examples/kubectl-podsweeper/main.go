@@ -84,6 +84,17 @@ attempts, its next attempt and what a dry run would do.`,
 		flags: []string{"namespace", "output", "timeout"}},
 }
 
+// foreignFlag refuses a flag of another command given to sc, which does not read it (it would be taken as
+// narrowing what sc asks).
+func foreignFlag(fs *pflag.FlagSet, sc subcommand) error {
+	for _, f := range []string{"uid", "node"} {
+		if fs.Changed(f) && !slices.Contains(sc.flags, f) {
+			return fmt.Errorf("%w: %s does not read --%s; its flags: --%s", errUsage, sc.name, f, strings.Join(sc.flags, ", --"))
+		}
+	}
+	return nil
+}
+
 // commandOf returns the command args name ("explain pod", "status", ...),
 // its flags of fs and their values aside, for its own help; false when
 // they name none.
@@ -181,6 +192,11 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timeout := fs.Duration("timeout", 20*time.Second, "how long each program may take to answer, from its port-forward's opening to its last page's answer (--request-timeout bounds each request to the API server)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
+			if sc, ok := commandOf(fs, args); ok {
+				if err := foreignFlag(fs, sc); err != nil { // refused with its help as without
+					return err
+				}
+			}
 			usageTo(stdout)
 			return err
 		}
@@ -251,9 +267,9 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		command += " " + words[1]
 	}
 	for _, sc := range subcommands {
-		for _, f := range []string{"uid", "node"} {
-			if sc.name == command && fs.Changed(f) && !slices.Contains(sc.flags, f) {
-				return fmt.Errorf("%w: %s does not read --%s; its flags: --%s", errUsage, command, f, strings.Join(sc.flags, ", --"))
+		if sc.name == command {
+			if err := foreignFlag(fs, sc); err != nil {
+				return err
 			}
 		}
 	}

@@ -38,6 +38,7 @@ func TestCommandLinesRefused(t *testing.T) {
 		{"report", "-o", "yaml"},
 		{"report", "--no-such-flag"},
 		{"report", "--node", "n"}, // a flag it does not read: not taken as narrowing it
+		{"report", "--node", "n", "--help"},
 		{"status", "--node", "n", "--uid", "u"},
 		{"explain", "ip", "10.88.0.4", "--node", "n", "--uid", "u"},
 	} {
