@@ -20,7 +20,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsweeper/podsweeper/deletion"
@@ -751,25 +750,13 @@ func TestAnErrorWhoseAsClaimsEveryTargetIsNotPermanent(t *testing.T) {
 	})
 }
 
-// flippingStatus is a Kubernetes status error whose Status changes at each reading (an error a client updates under
-// its reader): first a 503 of no reason, then an InternalError of code 404. Neither reading is a NotFound.
-type flippingStatus struct{ reads atomic.Int32 }
-
-func (e *flippingStatus) Error() string { return "flipping status" }
-func (e *flippingStatus) Status() metav1.Status {
-	if e.reads.Add(1) == 1 {
-		return metav1.Status{Status: metav1.StatusFailure, Code: 503}
-	}
-	return metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError, Code: 404}
-}
-
 // TestAStatusErrorIsReadOnce: deletion.IsNotFound reads err once (ports.Match), and Decide's row 2 never destroys on an
-// error. A Kubernetes status error whose readings differ (its reason read, then its code) is told by one reading,
-// which is no NotFound: the PU is kept.
+// error. A Kubernetes status error whose readings differ (its reason read, then its code: pmStatusFlip, the model's) is
+// told by one reading, which is no NotFound: the PU is kept.
 func TestAStatusErrorIsReadOnce(t *testing.T) {
-	assert.False(t, deletion.IsNotFound(&flippingStatus{}), "a reason and a code of two readings taken for one NotFound")
+	assert.False(t, deletion.IsNotFound(&pmStatusFlip{}), "a reason and a code of two readings taken for one NotFound")
 	policy := &deletiontest.Policy{}
-	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, &flippingStatus{} })
+	getter := ports.PodGetterFunc(func(context.Context, types.NamespacedName) (*corev1.Pod, error) { return nil, &pmStatusFlip{} })
 	c := deletiontest.NewEngine(t, getter, policy, deletion.Options{})
 	require.NoError(t, c.Track(ports.PU{PUID: "a", Pod: types.NamespacedName{Namespace: "ns", Name: "a"}}))
 	c.Sweep(t.Context())

@@ -150,18 +150,11 @@ func TestStatusOfHostNetworkPodsSharingAListenerIsToldOnce(t *testing.T) {
 	c := clusterServing(t, map[string]http.Handler{"kube-system/cni-gc-new": page, "kube-system/cni-gc-old": page},
 		hostNet(programPod("podsweeper-cni-gc", "cg", "kube-system", "cni-gc-new", "node-a", corev1.PodRunning)),
 		hostNet(programPod("podsweeper-cni-gc", "cg", "kube-system", "cni-gc-old", "node-a", corev1.PodRunning)))
-	s, err := c.status(testContext(t), "node-a", clockNow)
-	if err != nil {
-		t.Fatal(err)
+	text := statusOfNodeA(t, c)
+	if n := strings.Count(text, firstUID); n != 1 {
+		t.Errorf("the PU of one listener told %d times:\n%s", n, text)
 	}
-	var txt bytes.Buffer
-	if err := RenderStatus(&txt, s); err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(txt.String(), firstUID); n != 1 {
-		t.Errorf("the PU of one listener told %d times:\n%s", n, txt.String())
-	}
-	wantSays(t, "the text", txt.String(), "or cni-gc kube-system/cni-gc-old: they share the node's network and its status port")
+	wantSays(t, "the text", text, "or cni-gc kube-system/cni-gc-old: they share the node's network and its status port")
 }
 
 // explain.md: pods of one node's network on one status port "are asked once, and told as one ... which of them
@@ -180,16 +173,9 @@ func TestASharedListenerIsInADryRunAsAllItsPodsAreAndRestartedAsAnyHas(t *testin
 		c := clusterServing(t, map[string]http.Handler{"kube-system/cni-gc-abc": page, "kube-system/cni-gc-xyz": page},
 			hostNet(programPod("podsweeper-cni-gc", "cg", "kube-system", "cni-gc-abc", "node-a", corev1.PodRunning, "--dry-run"), 0),
 			hostNet(programPod("podsweeper-cni-gc", "cg", "kube-system", "cni-gc-xyz", "node-a", corev1.PodRunning), 0))
-		s, err := c.status(testContext(t), "node-a", clockNow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var txt bytes.Buffer
-		if err := RenderStatus(&txt, s); err != nil {
-			t.Fatal(err)
-		}
-		wantSays(t, "the text", txt.String(), firstUID)
-		wantNotSays(t, "the text", txt.String(), "could not be asked")
+		text := statusOfNodeA(t, c)
+		wantSays(t, "the text", text, firstUID)
+		wantNotSays(t, "the text", text, "could not be asked")
 	})
 	t.Run("a dry run whose old pod restarted", func(t *testing.T) {
 		pages := &programPages{pus: []k8s.PUStatus{}, dry: &dryRunPage{Reports: []k8s.WouldDestroy{}}}
@@ -207,4 +193,18 @@ func TestASharedListenerIsInADryRunAsAllItsPodsAreAndRestartedAsAnyHas(t *testin
 		wantNotSays(t, "the text", text, "knows nothing")
 		wantSays(t, "the text", text, "a dry run's program restarted")
 	})
+}
+
+// statusOfNodeA is the text of status --node node-a of c.
+func statusOfNodeA(t *testing.T, c *cluster) string {
+	t.Helper()
+	s, err := c.status(testContext(t), "node-a", clockNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt bytes.Buffer
+	if err := RenderStatus(&txt, s); err != nil {
+		t.Fatal(err)
+	}
+	return txt.String()
 }
