@@ -902,6 +902,11 @@ func (c *Engine) late(r *record, s *slot, o *outcome, what string) {
 // list gave r during the check (listedAfterLocked), then releases the record and the slot, so that a Sweep returns once
 // the Observer knows. An Observer past the deadline is summed up in the logs alone.
 func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, start int64) {
+	// The ports' failures are summed up before the Observer hears them: one that hangs holds no summary line back.
+	failedAt, summed := c.opts.Clock.Now(), len(o.fails) // the Clock is the user's: not under the lock
+	for _, f := range o.fails {
+		c.fails.add(f.port, r.PUID, f.err, failedAt)
+	}
 	if c.opts.Observer != nil {
 		c.q.mu.Lock()
 		t, pu := c.q.ticketLocked(r), r.PU
@@ -929,7 +934,7 @@ func (c *Engine) finish(ctx context.Context, r *record, s *slot, o *outcome, sta
 	if n := len(o.fails); c.opts.Observer != nil && (n == 0 || o.fails[n-1].port != portLate) {
 		c.late(r, s, o, "the Observer")
 	}
-	for _, f := range o.fails { // before the release: a Sweep that returns then sums them up
+	for _, f := range o.fails[summed:] { // the Observer's lateness; before the release: a Sweep that returns then sums them up
 		c.fails.add(f.port, r.PUID, f.err, now)
 	}
 	c.q.mu.Lock()
